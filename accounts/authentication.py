@@ -1,0 +1,65 @@
+"""`Authorization: Bearer <key>` authentication for the REST API."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.conf import settings
+from django.utils import timezone
+from rest_framework import authentication, exceptions
+from rest_framework.request import Request
+
+from accounts.models import ApiKey
+
+
+@dataclass(frozen=True)
+class ApiPrincipal:
+    """Stands in for request.user: the caller is a key, not a person."""
+
+    api_key: ApiKey
+
+    is_authenticated = True
+    is_anonymous = False
+
+    @property
+    def tenant_id(self) -> int:
+        return self.api_key.tenant_id
+
+    def __str__(self) -> str:
+        return f"api-key:{self.api_key.prefix}"
+
+
+class ApiKeyAuthentication(authentication.BaseAuthentication):
+    keyword = "Bearer"
+
+    def authenticate(self, request: Request) -> tuple[ApiPrincipal, ApiKey] | None:
+        header = authentication.get_authorization_header(request).decode("latin-1")
+        if not header:
+            return None
+        parts = header.split()
+        if len(parts) != 2 or parts[0].lower() != "bearer":
+            raise exceptions.AuthenticationFailed("Use 'Authorization: Bearer <api key>'.")
+        raw = parts[1]
+        prefix = ApiKey.parse_prefix(raw)
+        key = None
+        if prefix:
+            key = ApiKey.objects.select_related("tenant", "workspace").filter(prefix=prefix).first()
+        if key is None or not key.matches(raw):
+            raise exceptions.AuthenticationFailed("Invalid API key.")
+        if not key.is_active:
+            raise exceptions.AuthenticationFailed("This API key has been revoked.")
+        self._touch(key)
+        return ApiPrincipal(key), key
+
+    @staticmethod
+    def _touch(key: ApiKey) -> None:
+        # One write per key per interval, not per request: last_used_at is coarse on purpose.
+        now = timezone.now()
+        interval = timedelta(seconds=settings.MEMORYHUB_API_KEY_TOUCH_SECONDS)
+        if key.last_used_at is None or now - key.last_used_at >= interval:
+            ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
+            key.last_used_at = now
+
+    def authenticate_header(self, request: Request) -> str:
+        return self.keyword

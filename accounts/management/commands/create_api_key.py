@@ -1,0 +1,38 @@
+"""Create a tenant (if missing) and an API key; the key alone is the last line of stdout."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import transaction
+
+from accounts.models import SCOPES, ApiKey, Tenant, Workspace
+
+
+class Command(BaseCommand):
+    help = "Create an API key for a tenant (the tenant is created if missing). Prints the key last."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--tenant", required=True, help="Tenant name (created if missing).")
+        parser.add_argument(
+            "--scopes", default=",".join(SCOPES),
+            help=f"Comma-separated scopes out of {', '.join(SCOPES)} (default: all).",
+        )
+        parser.add_argument("--workspace", default=None, help="Limit the key to this workspace.")
+        parser.add_argument("--name", default="", help="A label for the key.")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        scopes = [s.strip() for s in options["scopes"].split(",") if s.strip()]
+        bad = [s for s in scopes if s not in SCOPES]
+        if bad or not scopes:
+            raise CommandError(f"Unknown scopes {bad}; choose from {', '.join(SCOPES)}.")
+        with transaction.atomic():
+            tenant, created = Tenant.get_or_create_named(options["tenant"].strip())
+            workspace = Workspace.get_named(tenant, options["workspace"]) if options["workspace"] else None
+            new = ApiKey.create_key(tenant=tenant, scopes=scopes, workspace=workspace, name=options["name"])
+        if created:
+            self.stderr.write(f"Created tenant {tenant.name!r}.")
+        limit = f", workspace {workspace.name!r}" if workspace else ""
+        self.stderr.write(f"API key {new.api_key.prefix}… for {tenant.name!r} (scopes {','.join(new.api_key.scopes)}{limit}). It is shown only once:")
+        self.stdout.write(new.raw)

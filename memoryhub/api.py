@@ -1,0 +1,84 @@
+"""Building blocks shared by every API view: strict input, the caller's key, pagination."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlencode
+
+from rest_framework import serializers
+from rest_framework.request import Request
+
+from accounts.models import ApiKey
+from memoryhub.errors import ApiError
+
+
+class StrictSerializer(serializers.Serializer):
+    """Refuses fields it does not know, so that a typo is a 400 and not silently ignored."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        if not isinstance(data, dict):
+            raise serializers.ValidationError(
+                {"non_field_errors": [serializers.ErrorDetail("Expected a JSON object.", code="not_an_object")]}
+            )
+        unknown = sorted(set(data) - set(self.fields))
+        if unknown:
+            raise serializers.ValidationError(
+                {name: [serializers.ErrorDetail("Unknown field.", code="unknown_field")] for name in unknown}
+            )
+        return super().to_internal_value(data)
+
+
+def api_key(request: Request) -> ApiKey:
+    key = request.auth
+    assert isinstance(key, ApiKey)  # guaranteed by HasApiScope
+    return key
+
+
+def parse_input(serializer_class: type[serializers.Serializer], data: Any, **kwargs: Any) -> dict[str, Any]:
+    serializer = serializer_class(data=data, **kwargs)
+    serializer.is_valid(raise_exception=True)
+    return dict(serializer.validated_data)
+
+
+def query_params(request: Request, serializer_class: type[serializers.Serializer]) -> dict[str, Any]:
+    """Validate query parameters with a serializer; unknown parameters are ignored."""
+    data = {k: v for k, v in request.query_params.items() if k in serializer_class().fields}
+    serializer = serializer_class(data=data)
+    if not serializer.is_valid():
+        raise _invalid_parameter(serializer.errors)
+    return dict(serializer.validated_data)
+
+
+def _invalid_parameter(errors: dict[str, Any]) -> ApiError:
+    name, problems = next(iter(errors.items()))
+    return ApiError(
+        "invalid_parameter", f"Query parameter {name!r}: {problems[0]}",
+        details={"fields": {k: [str(p) for p in v] for k, v in errors.items()}},
+    )
+
+
+def page_url(request: Request, **params: Any) -> str:
+    query = request.query_params.copy()
+    for name, value in params.items():
+        query[name] = str(value)
+    return request.build_absolute_uri(request.path) + "?" + urlencode(sorted(query.items()))
+
+
+class LimitOffset(serializers.Serializer):
+    limit = serializers.IntegerField(min_value=1, max_value=1000, default=50)
+    offset = serializers.IntegerField(min_value=0, default=0)
+
+
+def paginate(request: Request, queryset: Any, *, default_limit: int = 50) -> tuple[list[Any], dict[str, Any]]:
+    """limit/offset paging: returns the page and {count, next, previous}."""
+    params = query_params(request, LimitOffset)
+    limit = params["limit"] if "limit" in request.query_params else default_limit
+    offset = params["offset"]
+    count = queryset.count()
+    rows = list(queryset[offset : offset + limit])
+    meta = {
+        "count": count,
+        "next": page_url(request, limit=limit, offset=offset + limit) if offset + limit < count else None,
+        "previous": page_url(request, limit=limit, offset=max(offset - limit, 0)) if offset else None,
+    }
+    return rows, meta

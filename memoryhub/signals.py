@@ -1,0 +1,16 @@
+"""Signals other apps hook into, so that memoryhub never imports them (data flows one way)."""
+
+from django.dispatch import Signal
+
+# Sent inside the appending transaction with session=Session, events=list[Event] (newly stored only).
+# Receivers that start background work must defer it with transaction.on_commit.
+events_appended = Signal()
+# Sent before a session and everything derived from it are deleted, with session=Session.
+session_forgotten = Signal()
+
+# Searchable memories other than events (notes, facts, summaries, documents) announce themselves
+# so that retrieval can (re)index them. Sent inside the writing transaction.
+#   memory_saved: kind=str ("note" | "fact" | "summary" | "document"), instance=<model instance>
+#   memory_deleted: kind=str, tenant_id=int, source_id=str (the instance's searchable id)
+memory_saved = Signal()
+memory_deleted = Signal()

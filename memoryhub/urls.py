@@ -1,0 +1,25 @@
+"""Root URLs: the admin, and the REST API under /api/v1/ (each app adds its api_urls)."""
+
+from importlib.util import find_spec
+
+from django.contrib import admin
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from memoryhub import errors
+
+api_modules = [
+    f"{app}.api_urls" for app in ("memoryhub", "retrieval", "scheduling", "accounts")
+    if find_spec(f"{app}.api_urls") is not None
+]
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("api/v1/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/v1/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
+    *[path("api/v1/", include(module)) for module in api_modules],
+]
+
+handler404 = errors.handle_404
+handler500 = errors.handle_500
+handler400 = errors.handle_400

@@ -1,0 +1,46 @@
+"""Shared test fixtures: a cast of tenants (alice, bob) with keys and API clients."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from rest_framework.test import APIClient
+
+from tests.base import Cast, make_cast
+
+
+@pytest.fixture(autouse=True)
+def _fast_and_inline(settings) -> None:  # type: ignore[no-untyped-def]
+    # Deterministic embeddings and inline background work unless a test asks otherwise.
+    settings.MEMORYHUB_EMBEDDER = "hash"
+    settings.MEMORYHUB_TASKS_EAGER = True
+
+
+@pytest.fixture(autouse=True)
+def _clear_cache() -> Iterator[None]:
+    from django.core.cache import cache
+
+    cache.clear()
+    yield
+    cache.clear()
+
+
+@pytest.fixture
+def cast(db) -> Cast:  # type: ignore[no-untyped-def]
+    return make_cast()
+
+
+@pytest.fixture
+def alice(cast: Cast) -> APIClient:
+    return cast.alice
+
+
+@pytest.fixture
+def bob(cast: Cast) -> APIClient:
+    return cast.bob
+
+
+@pytest.fixture
+def anon() -> APIClient:
+    return APIClient()
