@@ -146,6 +146,7 @@ INSTALLED_APPS = [
     "memoryhub",
     "retrieval",
     "scheduling",
+    "memoryhub.lifecycle",
 ]
 
 MIDDLEWARE = [

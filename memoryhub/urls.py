@@ -8,10 +8,15 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from memoryhub import errors
 
-api_modules = [
-    f"{app}.api_urls" for app in ("memoryhub", "retrieval", "scheduling", "accounts")
-    if find_spec(f"{app}.api_urls") is not None
-]
+# Each area of the API keeps its own routes; a module that does not exist yet is skipped.
+API_URL_MODULES = (
+    "memoryhub.api_urls",  # health, sessions, events, restore
+    "memoryhub.memory_urls",  # notes, facts, scratchpad, summaries
+    "memoryhub.lifecycle.api_urls",  # forget-user, import/export
+    "retrieval.api_urls",  # search, context, browse, stats, documents
+    "scheduling.api_urls",  # schedules and runs
+)
+api_modules = [m for m in API_URL_MODULES if find_spec(m) is not None]
 
 urlpatterns = [
     path("admin/", admin.site.urls),
