@@ -293,3 +293,21 @@ LOGGING = {
         "django-q": {"level": LOG_LEVEL},
     },
 }
+
+# --- Retrieval (retrieval/: chunking, embeddings, search) ------------------------------------
+
+MEMORYHUB_CHUNK_CHARS = env_int("MEMORYHUB_CHUNK_CHARS", 640, minimum=64)
+MEMORYHUB_CHUNK_OVERLAP = env_int("MEMORYHUB_CHUNK_OVERLAP", 96, minimum=0)
+# Torch threads for the local model, and texts per encode() call.
+MEMORYHUB_EMBED_THREADS = env_int("MEMORYHUB_EMBED_THREADS", min(os.cpu_count() or 1, 4), minimum=1)
+MEMORYHUB_EMBED_BATCH_SIZE = env_int("MEMORYHUB_EMBED_BATCH_SIZE", 32, minimum=1)
+# Rows per background embedding batch (seed 001: 50).
+MEMORYHUB_EMBED_BACKFILL_BATCH = env_int("MEMORYHUB_EMBED_BACKFILL_BATCH", 50, minimum=1)
+# How many earlier messages of the conversation are embedded with a message (contextual
+# embeddings: "yes, since 2019" is findable by what it answers). 0 embeds the message alone.
+MEMORYHUB_EMBED_CONTEXT_MESSAGES = env_int("MEMORYHUB_EMBED_CONTEXT_MESSAGES", 1, minimum=0)
+# Candidates fetched from each index before fusion, and HNSW's ef_search.
+MEMORYHUB_SEARCH_CANDIDATES = env_int("MEMORYHUB_SEARCH_CANDIDATES", 100, minimum=10)
+MEMORYHUB_HNSW_EF_SEARCH = env_int("MEMORYHUB_HNSW_EF_SEARCH", 100, minimum=10)
+MEMORYHUB_SEARCH_MAX_TOP_K = env_int("MEMORYHUB_SEARCH_MAX_TOP_K", 100, minimum=1)
+MEMORYHUB_CONTEXT_BUDGET = env_int("MEMORYHUB_CONTEXT_BUDGET", 4000, minimum=100)

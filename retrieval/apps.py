@@ -4,3 +4,11 @@ from django.apps import AppConfig
 class RetrievalConfig(AppConfig):
     name = "retrieval"
     verbose_name = "Retrieval"
+
+    def ready(self) -> None:
+        from memoryhub import signals
+        from retrieval import receivers
+
+        signals.events_appended.connect(receivers.on_events_appended, dispatch_uid="retrieval.index_events")
+        signals.memory_saved.connect(receivers.on_memory_saved, dispatch_uid="retrieval.index_memory")
+        signals.memory_deleted.connect(receivers.on_memory_deleted, dispatch_uid="retrieval.delete_memory")

@@ -1,0 +1,290 @@
+"""The indexing pipeline (SPEC S3): events and memories → chunks → embeddings.
+
+Indexing and embedding run as background tasks (retrieval/tasks.py); appends never wait for
+them and never fail because of them. An embedding failure is recorded on the chunk
+(embedding_error, embedding_attempts) and the backfill picks the chunk up again later.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F, Q
+from django.db.models.functions import Greatest
+from django.utils import timezone
+
+from memoryhub.models import Event, Session
+from memoryhub.searchable import Searchable
+from memoryhub.tasks import enqueue_on_commit
+from retrieval.chunking import chunk_text, content_hash, normalize_text
+from retrieval.embedders import check_vectors, get_embedder
+from retrieval.models import Chunk, Document, chunk_metadata
+
+logger = logging.getLogger(__name__)
+
+CONTEXT_CHARS = 400  # how much of each earlier message goes into a chunk's embedding context
+
+
+# --- text extraction -------------------------------------------------------------------------
+
+
+def _json_text(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def extract_event_text(event: Event) -> str:
+    """What of an event is searchable: its content plus its tool call (S3, seed 002).
+
+    A tool call with empty content gets a synthesised sentence (`Called <tool> with <args>`).
+    """
+    parts = [event.content] if event.content else []
+    if event.tool_name:
+        args = _json_text(event.tool_args) if event.tool_args not in (None, "", {}) else "{}"
+        parts.append(f"Called {event.tool_name} with {args}")
+        if not event.content and event.tool_result not in (None, ""):
+            result = event.tool_result if isinstance(event.tool_result, str) else _json_text(event.tool_result)
+            parts.append(f"{event.tool_name} returned {result}")
+    return "\n".join(parts)
+
+
+def _chunk_sizes() -> tuple[int, int]:
+    return settings.MEMORYHUB_CHUNK_CHARS, min(settings.MEMORYHUB_CHUNK_OVERLAP, settings.MEMORYHUB_CHUNK_CHARS - 1)
+
+
+def _context_before(session: Session, first_sequence: int, count: int) -> list[str]:
+    if count <= 0:
+        return []
+    earlier = Event.objects.filter(session=session, sequence__lt=first_sequence).order_by("-sequence")[:count]
+    return [normalize_text(extract_event_text(e))[:CONTEXT_CHARS] for e in reversed(earlier)]
+
+
+# --- events ----------------------------------------------------------------------------------
+
+
+@transaction.atomic
+def index_events(*, session_id: int, event_ids: list[int]) -> list[int]:
+    """Chunk the given events of one session; returns the ids of new chunks (to be embedded).
+
+    Running it twice for the same events changes nothing: a chunk whose content hash already
+    exists in the session extends that chunk's sequence_end instead of adding a copy.
+    """
+    session = Session.objects.select_related("workspace", "channel").filter(pk=session_id).first()
+    if session is None:  # forgotten before the task ran
+        return []
+    events = list(Event.objects.filter(session=session, pk__in=event_ids).order_by("sequence"))
+    if not events:
+        return []
+    context_size = settings.MEMORYHUB_EMBED_CONTEXT_MESSAGES
+    recent = _context_before(session, events[0].sequence, context_size)
+    max_chars, overlap = _chunk_sizes()
+    planned: list[tuple[Event, str, str, str]] = []  # event, text, hash, context
+    for event in events:
+        text = extract_event_text(event)
+        context = "\n".join(recent[-context_size:]) if context_size else ""
+        for piece in chunk_text(text, max_chars=max_chars, overlap=overlap):
+            planned.append((event, piece.text, piece.content_hash, context))
+        if text:
+            recent.append(normalize_text(text)[:CONTEXT_CHARS])
+    existing = dict(
+        Chunk.objects.filter(session=session, kind="event", content_hash__in={p[2] for p in planned})
+        .values_list("content_hash", "id")
+    )
+    new: dict[str, Chunk] = {}
+    for event, text, digest, context in planned:
+        if digest in existing:
+            Chunk.objects.filter(pk=existing[digest]).update(
+                sequence_end=Greatest(F("sequence_end"), event.sequence)
+            )
+        elif digest in new:
+            new[digest].sequence_end = max(new[digest].sequence_end or 0, event.sequence)
+        else:
+            new[digest] = _event_chunk(session, event, text, digest, context)
+    created = Chunk.objects.bulk_create(list(new.values()))
+    ids = [c.pk for c in created]
+    if ids:
+        enqueue_on_commit("retrieval.tasks.embed_chunks", ids)
+    return ids
+
+
+def _event_chunk(session: Session, event: Event, text: str, digest: str, context: str) -> Chunk:
+    tags = event.metadata.get("tags") if isinstance(event.metadata, dict) else None
+    tags = [str(t).strip().lower()[:64] for t in tags if str(t).strip()] if isinstance(tags, list) else []
+    return Chunk(
+        tenant_id=session.tenant_id, kind="event", session=session, workspace_id=session.workspace_id,
+        channel_id=session.channel_id, tier="conversation", lifetime="conversation",
+        user_id=session.user_id, role=event.role, agent=session.agent, tags=sorted(set(tags)),
+        sequence_start=event.sequence, sequence_end=event.sequence, text=text, context=context,
+        content_hash=digest, importance=event.importance, created_at=event.created_at,
+        metadata=chunk_metadata(
+            event_id=event.pk, role=event.role, tool_name=event.tool_name, tags=sorted(set(tags)),
+            session=session.external_id, source=event.metadata.get("source") if isinstance(event.metadata, dict) else None,
+            created_at=event.created_at.isoformat(),
+        ),
+    )
+
+
+# --- other memories (notes, facts, summaries, documents) ---------------------------------------
+
+
+@transaction.atomic
+def index_searchable(searchable: Searchable) -> list[int]:
+    """Replace every chunk of (kind, source_id) with chunks of the memory's current text."""
+    delete_searchable(kind=searchable.kind, tenant_id=searchable.tenant_id, source_id=searchable.source_id)
+    max_chars, overlap = _chunk_sizes()
+    tags = sorted({str(t).strip().lower()[:64] for t in searchable.tags if str(t).strip()})
+    chunks = [
+        Chunk(
+            tenant_id=searchable.tenant_id, kind=searchable.kind, source_id=searchable.source_id,
+            session_id=searchable.session_id, workspace_id=searchable.workspace_id,
+            channel_id=searchable.channel_id, tier=searchable.tier, lifetime=searchable.lifetime,
+            user_id=searchable.user_id, tags=tags, sequence_start=searchable.sequence_start,
+            sequence_end=searchable.sequence_end, text=piece.text, content_hash=piece.content_hash,
+            importance=searchable.importance, created_at=searchable.created_at,
+            metadata=chunk_metadata(**searchable.metadata, tags=tags, chunk_index=index,
+                                    created_at=searchable.created_at.isoformat()),
+        )
+        for index, piece in enumerate(chunk_text(searchable.text, max_chars=max_chars, overlap=overlap))
+    ]
+    ids = [c.pk for c in Chunk.objects.bulk_create(chunks)]
+    if ids:
+        enqueue_on_commit("retrieval.tasks.embed_chunks", ids)
+    return ids
+
+
+def delete_searchable(*, kind: str, tenant_id: int, source_id: str) -> int:
+    deleted, _ = Chunk.objects.filter(tenant_id=tenant_id, kind=kind, source_id=source_id).delete()
+    return deleted
+
+
+@dataclass
+class IngestResult:
+    document: Document
+    indexed: bool  # False when the content hash was unchanged
+    chunk_ids: list[int]
+
+
+@transaction.atomic
+def ingest_document(
+    *, tenant_id: int, source_uri: str, text: str, workspace_id: int | None = None,
+    channel_id: int | None = None, session: Session | None = None, metadata: dict[str, Any] | None = None,
+    tags: list[str] | None = None,
+) -> IngestResult:
+    """Index a document; unchanged content (same hash for the same URI) is not re-indexed."""
+    digest = content_hash(text)
+    document = (
+        Document.objects.select_for_update().filter(tenant_id=tenant_id, source_uri=source_uri).first()
+    )
+    if document is not None and document.content_hash == digest:
+        return IngestResult(document, False, [])
+    if document is None:
+        document = Document(tenant_id=tenant_id, source_uri=source_uri)
+    document.workspace_id = workspace_id
+    document.session = session
+    document.content_hash = digest
+    document.metadata = metadata or {}
+    document.touch()
+    document.save()
+    searchable = Searchable(
+        kind="document", source_id=document.source_id, tenant_id=tenant_id, text=text,
+        created_at=document.updated_at, workspace_id=workspace_id, channel_id=channel_id,
+        session_id=session.pk if session else None, tier="conversation" if session else "workspace",
+        lifetime="long_term", tags=tuple(tags or ()),
+        metadata={"document_id": document.pk, "source_uri": source_uri, **(metadata or {})},
+    )
+    ids = index_searchable(searchable)
+    document.chunk_count = len(ids)
+    document.save(update_fields=["chunk_count"])
+    return IngestResult(document, True, ids)
+
+
+# --- embeddings ------------------------------------------------------------------------------
+
+
+def _claim(query: Q, limit: int, exclude: set[int]) -> list[Chunk]:
+    return list(
+        Chunk.objects.select_for_update(skip_locked=True)
+        .filter(query).exclude(pk__in=exclude)
+        .order_by("embedding_attempts", "id")
+        .only("id", "text", "context", "embedding_attempts")[:limit]
+    )
+
+
+def _stale_rows(embedder_name: str) -> Q:
+    return Q(embedding__isnull=True) | ~Q(embedding_model=embedder_name)
+
+
+def _embed_claimed(rows: list[Chunk]) -> tuple[int, int]:
+    """Embed claimed rows (inside the claiming transaction). Returns (embedded, failed)."""
+    embedder = get_embedder()
+    try:
+        vectors = embedder.embed([row.embedding_input for row in rows])
+        check_vectors(embedder, vectors, len(rows))
+    except Exception as exc:  # any embedder failure is recorded, never raised into the queue
+        logger.warning("embedding %d chunks failed: %s", len(rows), exc)
+        Chunk.objects.filter(pk__in=[r.pk for r in rows]).update(
+            embedding_error=f"{exc.__class__.__name__}: {exc}"[:2000],
+            embedding_attempts=F("embedding_attempts") + 1,
+        )
+        return 0, len(rows)
+    now = timezone.now()
+    for row, vector in zip(rows, vectors, strict=True):
+        row.embedding = vector
+        row.embedding_model = embedder.name
+        row.embedding_error = ""
+        row.embedding_attempts += 1
+        row.indexed_at = now
+    Chunk.objects.bulk_update(rows, ["embedding", "embedding_model", "embedding_error",
+                                     "embedding_attempts", "indexed_at"])
+    return len(rows), 0
+
+
+def embed_chunks(chunk_ids: list[int]) -> dict[str, int]:
+    """Embed these chunks (those still without a current embedding), in batches."""
+    batch = settings.MEMORYHUB_EMBED_BACKFILL_BATCH
+    name = get_embedder().name
+    embedded = failed = 0
+    for start in range(0, len(chunk_ids), batch):
+        with transaction.atomic():
+            rows = _claim(Q(pk__in=chunk_ids[start:start + batch]) & _stale_rows(name), batch, set())
+            if rows:
+                done, bad = _embed_claimed(rows)
+                embedded, failed = embedded + done, failed + bad
+    return {"embedded": embedded, "failed": failed}
+
+
+def backfill_embeddings(*, tenant_id: int | None = None, limit: int | None = None) -> dict[str, int]:
+    """Embed chunks still without an embedding of the current model (batches of 50, seed 001).
+
+    Each chunk is tried at most once per call, so a failing embedder cannot loop forever; the
+    failures stay recorded and the next run tries them again.
+    """
+    batch = settings.MEMORYHUB_EMBED_BACKFILL_BATCH
+    query = _stale_rows(get_embedder().name)
+    if tenant_id is not None:
+        query &= Q(tenant_id=tenant_id)
+    tried: set[int] = set()
+    embedded = failed = 0
+    while limit is None or len(tried) < limit:
+        size = batch if limit is None else min(batch, limit - len(tried))
+        with transaction.atomic():
+            rows = _claim(query, size, tried)
+            if not rows:
+                break
+            tried.update(r.pk for r in rows)
+            done, bad = _embed_claimed(rows)
+        embedded, failed = embedded + done, failed + bad
+    remaining = Chunk.objects.filter(query).count()
+    return {"embedded": embedded, "failed": failed, "remaining": remaining}
+
+
+def reindex_chunks(chunk_ids: list[int]) -> int:
+    """Recompute the embedding of these chunks (admin re-embed, model change). Returns how many."""
+    ids = list(chunk_ids)
+    Chunk.objects.filter(pk__in=ids).update(embedding=None, embedding_model="", embedding_error="",
+                                            embedding_attempts=0)
+    return embed_chunks(ids)["embedded"]

@@ -1,0 +1,136 @@
+"""Chunks (the unit of retrieval: text, full-text vector, embedding) and ingested documents."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import pgtrigger
+from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVectorField
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+from pgvector.django import HalfVectorField, HnswIndex
+
+from accounts.models import Channel, Tenant, Workspace
+from memoryhub.models import Session
+from memoryhub.searchable import KINDS, LIFETIMES, TIERS
+from retrieval.embedders import DIMENSIONS
+
+SCHEMA_VERSION = 1
+
+
+class ChunkQuerySet(models.QuerySet["Chunk"]):
+    def for_tenant(self, tenant_id: int) -> ChunkQuerySet:
+        return self.filter(tenant_id=tenant_id)
+
+    def pending_embedding(self) -> ChunkQuerySet:
+        return self.filter(embedding__isnull=True)
+
+    def with_all_tags(self, tags: list[str]) -> ChunkQuerySet:
+        return self.filter(tags__contains=tags) if tags else self
+
+
+class Chunk(models.Model):
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    kind = models.CharField(max_length=10, choices=[(k, k) for k in KINDS], default="event")
+    # Events: "" (the session and sequence range say where the chunk comes from); other kinds:
+    # the memory's id (note id, fact id, summary id, document id).
+    source_id = models.CharField(max_length=200, blank=True, default="")
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, null=True, blank=True, related_name="+")
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, null=True, blank=True, related_name="+")
+    channel = models.ForeignKey(Channel, on_delete=models.CASCADE, null=True, blank=True, related_name="+")
+    tier = models.CharField(max_length=12, choices=[(t, t) for t in TIERS], default="conversation")
+    lifetime = models.CharField(max_length=12, choices=[(v, v) for v in LIFETIMES], default="conversation")
+    user_id = models.CharField(max_length=200, blank=True, default="")
+    role = models.CharField(max_length=10, blank=True, default="")
+    agent = models.CharField(max_length=200, blank=True, default="")
+    tags = ArrayField(models.CharField(max_length=64), default=list, blank=True)
+    sequence_start = models.BigIntegerField(null=True, blank=True)
+    sequence_end = models.BigIntegerField(null=True, blank=True)
+    text = models.TextField()
+    # Earlier text of the conversation embedded together with this chunk (not shown, not searched
+    # by full text): it lets a short answer be found by the question it answers.
+    context = models.TextField(blank=True, default="")
+    content_hash = models.CharField(max_length=64)
+    metadata = models.JSONField(default=dict, blank=True)
+    importance = models.FloatField(default=0.5)
+    access_count = models.IntegerField(default=0)
+    accessed_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, help_text="When the source was written.")
+    indexed_at = models.DateTimeField(default=timezone.now)
+    embedding = HalfVectorField(dimensions=DIMENSIONS, null=True, blank=True)
+    embedding_model = models.CharField(max_length=100, blank=True, default="")
+    embedding_error = models.TextField(blank=True, default="")
+    embedding_attempts = models.IntegerField(default=0)
+    search_vector = SearchVectorField(null=True, blank=True, editable=False)
+
+    objects = ChunkQuerySet.as_manager()
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["tenant", "kind", "source_id"], name="chunk_tenant_source"),
+            models.Index(fields=["session", "content_hash"], name="chunk_session_hash"),
+            models.Index(fields=["tenant", "created_at"], name="chunk_tenant_created"),
+            models.Index(fields=["channel", "created_at"], name="chunk_channel_created"),
+            models.Index(fields=["tenant", "id"], name="chunk_pending_embedding",
+                         condition=Q(embedding__isnull=True)),
+            GinIndex(fields=["tags"], name="chunk_tags"),
+            # fastupdate off: a pending list after bulk inserts slowed selective queries 3–4×.
+            GinIndex(fields=["search_vector"], name="chunk_search_vector", fastupdate=False),
+            HnswIndex(name="chunk_embedding_hnsw", fields=["embedding"], m=16, ef_construction=64,
+                      opclasses=["halfvec_cosine_ops"]),
+        ]
+        constraints = [
+            models.CheckConstraint(condition=Q(kind__in=KINDS), name="chunk_kind_valid"),
+        ]
+        triggers = [
+            pgtrigger.UpdateSearchVector(
+                name="chunk_search_vector",
+                vector_field="search_vector",
+                document_fields=["text"],
+                config_name="pg_catalog.english",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} chunk {self.pk}"
+
+    @property
+    def embedding_input(self) -> str:
+        return f"{self.context}\n{self.text}" if self.context else self.text
+
+
+class Document(models.Model):
+    """A document ingested through POST /documents/; its content hash skips unchanged re-ingests."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, null=True, blank=True, related_name="+")
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, null=True, blank=True, related_name="+")
+    source_uri = models.CharField(max_length=2000)
+    content_hash = models.CharField(max_length=64)
+    metadata = models.JSONField(default=dict, blank=True)
+    chunk_count = models.IntegerField(default=0)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "source_uri"], name="document_unique_uri"),
+        ]
+
+    def __str__(self) -> str:
+        return self.source_uri
+
+    @property
+    def source_id(self) -> str:
+        return f"doc-{self.pk}"
+
+    def touch(self, moment: datetime | None = None) -> None:
+        self.updated_at = moment or timezone.now()
+
+
+def chunk_metadata(**fields: Any) -> dict[str, Any]:
+    return {**{k: v for k, v in fields.items() if v not in (None, "", [], {})}, "schema_version": SCHEMA_VERSION}

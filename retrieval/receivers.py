@@ -1,0 +1,42 @@
+"""Signal receivers: memoryhub announces changes, retrieval indexes them (data flows one way)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from memoryhub.searchable import Searchable
+from memoryhub.tasks import enqueue_on_commit
+from retrieval import indexing
+
+logger = logging.getLogger(__name__)
+
+
+def on_events_appended(sender: Any, session: Any, events: list[Any], **kwargs: Any) -> None:
+    # Ids, not objects: the task loads what is committed. Appends never wait for indexing.
+    enqueue_on_commit("retrieval.tasks.index_events", session.pk, [e.pk for e in events])
+
+
+def _as_searchable(kwargs: dict[str, Any]) -> Searchable | None:
+    value = kwargs.get("searchable") or kwargs.get("instance")
+    if isinstance(value, Searchable):
+        return value
+    for name in ("as_searchable", "searchable", "to_searchable"):
+        method = getattr(value, name, None)
+        if callable(method):
+            result = method()
+            if isinstance(result, Searchable):
+                return result
+    logger.warning("memory_saved sent without a Searchable: %r", value)
+    return None
+
+
+def on_memory_saved(sender: Any, **kwargs: Any) -> None:
+    searchable = _as_searchable(kwargs)
+    if searchable is not None:
+        # Chunks are written in the saving transaction (cheap, no model); embeddings follow on commit.
+        indexing.index_searchable(searchable)
+
+
+def on_memory_deleted(sender: Any, kind: str, tenant_id: int, source_id: str, **kwargs: Any) -> None:
+    indexing.delete_searchable(kind=kind, tenant_id=tenant_id, source_id=str(source_id))

@@ -1,0 +1,68 @@
+"""Turn an API request's names (session, channel, workspace, scope) into a tenant-confined search."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from accounts.models import ApiKey, Channel
+from memoryhub.errors import ApiError, NotFound
+from memoryhub.sessions import get_session, resolve_workspace
+from retrieval.search import SearchRequest
+
+SCOPE_ALIASES = {"session": "conversation"}
+
+
+def build_search_request(key: ApiKey, data: dict[str, Any]) -> SearchRequest:
+    """Validated API input → SearchRequest; unknown session/channel/workspace → 404."""
+    data = dict(data)
+    session_name = data.pop("session", None)
+    channel_name = data.pop("channel", None)
+    workspace_name = data.pop("workspace", None)
+    raw_scope = data.pop("scope", None) or ""
+    scope = SCOPE_ALIASES.get(raw_scope, raw_scope)
+    req = SearchRequest(tenant_id=key.tenant_id, key_workspace_id=key.workspace_id, **data)
+    workspace_ids: list[int] | None = None
+    if workspace_name:
+        workspace = resolve_workspace(key, workspace_name, create=False)
+        if workspace is None:
+            raise NotFound(f"Workspace {workspace_name!r} does not exist.", code="workspace_not_found")
+        workspace_ids = [workspace.pk]
+    if session_name:
+        session = get_session(key, session_name)
+        req.session_id = session.pk
+        req.session_channel_id = session.channel_id
+        req.session_workspace_id = session.workspace_id
+        req.channel_ids = [session.channel_id]
+        req.workspace_ids = [session.workspace_id]
+        req.scope = scope or "conversation"
+        return req
+    if channel_name:
+        channels = Channel.objects.filter(tenant_id=key.tenant_id, name=channel_name)
+        if key.workspace_id is not None:
+            channels = channels.filter(workspace_id=key.workspace_id)
+        if workspace_ids is not None:
+            channels = channels.filter(workspace_id__in=workspace_ids)
+        found = list(channels.values_list("pk", "workspace_id"))
+        if not found:
+            raise NotFound(f"Channel {channel_name!r} does not exist.", code="channel_not_found")
+        req.channel_ids = [pk for pk, _ in found]
+        req.workspace_ids = sorted({ws for _, ws in found})
+        req.scope = scope or "channel"
+    elif workspace_ids is not None:
+        req.workspace_ids = workspace_ids
+        req.scope = scope or "workspace"
+    else:
+        req.scope = scope or "account"
+    _check_scope(req)
+    return req
+
+
+def _check_scope(req: SearchRequest) -> None:
+    if req.scope == "conversation":
+        raise ApiError("invalid_scope", "scope 'conversation' needs a session.")
+    if req.scope == "channel" and req.channel_ids is None:
+        raise ApiError("invalid_scope", "scope 'channel' needs a session or a channel.")
+    if req.scope == "workspace" and req.workspace_ids is None:
+        if req.key_workspace_id is None:
+            raise ApiError("invalid_scope", "scope 'workspace' needs a session, a channel or a workspace.")
+        req.workspace_ids = [req.key_workspace_id]

@@ -1,0 +1,421 @@
+"""Hybrid retrieval (SPEC S4): full text, vectors, fusion, the "memory" profile, dedup.
+
+Every query is confined to one tenant (and the key's workspace, when it is limited) in SQL,
+whatever the scope. Full text ranks with BM25-style IDF weights over an OR of the query's
+lexemes: Postgres' own ranking has no IDF, and an AND of every word of a natural-language
+question rarely matches anything. Query text is never parsed as tsquery syntax, so no input
+can make it fail.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+from django.conf import settings
+from django.db import connection, transaction
+from django.utils import timezone
+from pgvector import HalfVector
+
+from retrieval.chunking import normalize_text
+from retrieval.embedders import DIMENSIONS, get_embedder
+from retrieval.models import Chunk
+
+MODES = ("hybrid", "vector", "text", "exact")
+FUSIONS = ("weighted", "rrf")
+PROFILES = ("default", "memory")
+SCOPES = ("conversation", "channel", "workspace", "account")
+RRF_K = 60
+DEDUP_COSINE = 0.9
+DF_CAP = 20_000  # counting beyond this only refines the IDF of very common words
+BM25_K1 = 1.2
+BM25_B = 0.5
+_WEBSEARCH_OPERATORS = re.compile(r'"|(^|\s)-\w|\sor\s', re.IGNORECASE)
+
+
+class SearchError(ValueError):
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+@dataclass
+class SearchRequest:
+    tenant_id: int
+    query: str = ""
+    query_embedding: list[float] | None = None
+    scope: str = "account"
+    key_workspace_id: int | None = None
+    session_id: int | None = None  # Session pk
+    session_channel_id: int | None = None
+    session_workspace_id: int | None = None
+    channel_ids: list[int] | None = None
+    workspace_ids: list[int] | None = None
+    tags: list[str] = field(default_factory=list)
+    roles: list[str] = field(default_factory=list)
+    kinds: list[str] = field(default_factory=list)
+    agent: str | None = None
+    user_id: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    top_k: int = 10
+    mode: str = "hybrid"
+    fusion: str = "weighted"
+    vector_weight: float = 0.7
+    text_weight: float = 0.3
+    profile: str = "default"
+
+
+@dataclass
+class SearchHit:
+    chunk: Chunk
+    score: float
+    vector_score: float | None
+    text_score: float | None
+
+    def as_dict(self) -> dict[str, Any]:
+        c = self.chunk
+        return {
+            "chunk_id": c.pk,
+            "text": c.text,
+            "score": round(self.score, 6),
+            "session": c.session.external_id if c.session_id else None,
+            "sequence_start": c.sequence_start,
+            "sequence_end": c.sequence_end,
+            "kind": c.kind,
+            "metadata": c.metadata,
+            "created_at": c.created_at,
+            "role": c.role or None,
+            "tags": c.tags,
+            "importance": c.importance,
+            "channel": c.channel.name if c.channel_id else None,
+            "workspace": c.workspace.name if c.workspace_id else None,
+            "scores": {
+                "vector": None if self.vector_score is None else round(self.vector_score, 6),
+                "text": None if self.text_score is None else round(self.text_score, 6),
+            },
+        }
+
+
+# --- SQL building blocks ---------------------------------------------------------------------
+
+
+def _where(req: SearchRequest) -> tuple[str, list[Any]]:
+    """The WHERE clause every search path shares: tenant first, then scope and filters."""
+    sql = ["c.tenant_id = %s"]
+    params: list[Any] = [req.tenant_id]
+    if req.key_workspace_id is not None:
+        sql.append("c.workspace_id = %s")
+        params.append(req.key_workspace_id)
+    scope_sql, scope_params = _scope_clause(req)
+    if scope_sql:
+        sql.append(scope_sql)
+        params.extend(scope_params)
+    if req.tags:
+        sql.append("c.tags @> %s::varchar[]")
+        params.append(list(req.tags))
+    if req.roles:
+        sql.append("c.role = ANY(%s)")
+        params.append(list(req.roles))
+    if req.kinds:
+        sql.append("c.kind = ANY(%s)")
+        params.append(list(req.kinds))
+    if req.agent:
+        sql.append("c.agent = %s")
+        params.append(req.agent)
+    if req.user_id:
+        sql.append("c.user_id = %s")
+        params.append(req.user_id)
+    if req.since:
+        sql.append("c.created_at >= %s")
+        params.append(req.since)
+    if req.until:
+        sql.append("c.created_at < %s")
+        params.append(req.until)
+    return " AND ".join(sql), params
+
+
+def _scope_clause(req: SearchRequest) -> tuple[str, list[Any]]:
+    """Hierarchical widening: the scope's own rows plus memories of every wider tier above it."""
+    if req.scope == "conversation" and req.session_id is not None:
+        return (
+            "(c.session_id = %s OR (c.tier = 'channel' AND c.channel_id = %s)"
+            " OR (c.tier = 'workspace' AND c.workspace_id = %s) OR c.tier = 'account')",
+            [req.session_id, req.session_channel_id, req.session_workspace_id],
+        )
+    if req.scope == "channel" and req.channel_ids is not None:
+        return (
+            "(c.channel_id = ANY(%s) OR (c.tier = 'workspace' AND c.workspace_id = ANY(%s))"
+            " OR c.tier = 'account')",
+            [req.channel_ids, req.workspace_ids or []],
+        )
+    if req.scope == "workspace" and req.workspace_ids is not None:
+        return "(c.workspace_id = ANY(%s) OR c.tier = 'account')", [req.workspace_ids]
+    return "", []
+
+
+def _rows(sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
+
+# --- full text -------------------------------------------------------------------------------
+
+
+def _tsquery_literal(lexeme: str) -> str:
+    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+@dataclass
+class TextQuery:
+    terms: list[tuple[str, float]]  # (tsquery literal, idf)
+    strict: bool  # the query used websearch operators: require websearch_to_tsquery to match
+
+    def score_sql(self) -> tuple[str, list[Any]]:
+        """BM25 with tf = 1 (chunks are short): Σ idf · (k1+1) / (1 + k1·(1 − b + b·len/avg))."""
+        if not self.terms:
+            return "0.0", []
+        parts = " + ".join("(CASE WHEN c.search_vector @@ %s::tsquery THEN %s ELSE 0 END)" for _ in self.terms)
+        params: list[Any] = [v for literal, idf in self.terms for v in (literal, idf)]
+        norm = f"({BM25_K1 + 1} / (1 + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * length(c.search_vector) / 12.0)))"
+        return f"(({parts}) * {norm})", params
+
+    def match_sql(self, query: str) -> tuple[str, list[Any]]:
+        literals = [literal for literal, _ in self.terms]
+        sql = "c.search_vector @@ %s::tsquery"
+        params: list[Any] = [" | ".join(literals)]
+        if self.strict:
+            sql += " AND c.search_vector @@ websearch_to_tsquery('pg_catalog.english', %s)"
+            params.append(query)
+        return sql, params
+
+
+def _query_lexemes(query: str) -> list[str]:
+    rows = _rows("SELECT lexeme FROM unnest(to_tsvector('pg_catalog.english', %s))", [query[:4000]])
+    return sorted({r[0] for r in rows})[:32]
+
+
+def build_text_query(req: SearchRequest, where: str, params: list[Any]) -> TextQuery:
+    lexemes = _query_lexemes(req.query)
+    if not lexemes:
+        return TextQuery([], False)
+    literals = [_tsquery_literal(x) for x in lexemes]
+    capped = f"(SELECT count(*) FROM (SELECT 1 FROM retrieval_chunk c WHERE {where} {{extra}} LIMIT {DF_CAP}) s)"
+    selects = [capped.format(extra="")] + [capped.format(extra="AND c.search_vector @@ %s::tsquery")] * len(literals)
+    all_params: list[Any] = list(params)
+    for literal in literals:
+        all_params.extend([*params, literal])
+    counts = _rows("SELECT " + ", ".join(selects), all_params)[0]
+    total = max(int(counts[0]), 1)
+    terms = []
+    for literal, df in zip(literals, counts[1:], strict=True):
+        if df:
+            terms.append((literal, math.log(1 + (total - df + 0.5) / (df + 0.5))))
+    return TextQuery(terms, bool(_WEBSEARCH_OPERATORS.search(req.query)))
+
+
+def text_candidates(req: SearchRequest, tq: TextQuery, where: str, params: list[Any], limit: int) -> list[int]:
+    if not tq.terms:
+        return []
+    score, score_params = tq.score_sql()
+    match, match_params = tq.match_sql(req.query)
+    sql = (
+        f"SELECT c.id FROM retrieval_chunk c WHERE {where} AND {match} "
+        f"ORDER BY {score} DESC, c.created_at DESC LIMIT %s"
+    )
+    return [r[0] for r in _rows(sql, [*params, *match_params, *score_params, limit])]
+
+
+# --- vectors ---------------------------------------------------------------------------------
+
+
+def embed_query(query: str) -> list[float]:
+    return get_embedder().embed([query])[0]
+
+
+def vector_candidates(vector: HalfVector, model: str, where: str, params: list[Any], limit: int) -> list[int]:
+    with connection.cursor() as cursor:
+        # Iterative scans (pgvector 0.8) keep filtered HNSW queries from returning too few rows.
+        cursor.execute(
+            f"SET LOCAL hnsw.ef_search = {int(settings.MEMORYHUB_HNSW_EF_SEARCH)}; "
+            "SET LOCAL hnsw.iterative_scan = relaxed_order"
+        )
+        cursor.execute(
+            f"SELECT c.id FROM retrieval_chunk c WHERE {where} AND c.embedding IS NOT NULL "
+            "AND c.embedding_model = %s ORDER BY c.embedding <=> %s::halfvec LIMIT %s",
+            [*params, model, vector.to_text(), limit],
+        )
+        return [r[0] for r in cursor.fetchall()]
+
+
+# --- fusion ----------------------------------------------------------------------------------
+
+
+def _minmax(values: dict[int, float]) -> dict[int, float]:
+    if not values:
+        return {}
+    low, high = min(values.values()), max(values.values())
+    if high - low < 1e-12:
+        return {k: 1.0 for k in values}
+    return {k: (v - low) / (high - low) for k, v in values.items()}
+
+
+def _ranks(values: dict[int, float]) -> dict[int, int]:
+    return {k: i + 1 for i, k in enumerate(sorted(values, key=lambda k: -values[k]))}
+
+
+def _temporal(chunk: Chunk, now: datetime) -> float:
+    last = chunk.accessed_at or chunk.created_at
+    days = max((now - last).total_seconds() / 86400.0, 0.0)
+    return math.exp(-0.05 * days) * (1 + 0.02 * chunk.access_count)
+
+
+def fuse(req: SearchRequest, chunks: dict[int, Chunk], vec: dict[int, float], txt: dict[int, float]) -> dict[int, float]:
+    ids = list(chunks)
+    if req.profile == "memory":
+        nv, nt, now = _minmax(vec), _minmax(txt), timezone.now()
+        return {
+            i: 0.3 * nt.get(i, 0.0) + 0.3 * nv.get(i, 0.0) + 0.3 * _temporal(chunks[i], now)
+            + 0.1 * chunks[i].importance
+            for i in ids
+        }
+    if req.mode == "vector":
+        return {i: vec.get(i, 0.0) for i in ids}
+    if req.mode == "text":
+        return {i: txt.get(i, 0.0) for i in ids}
+    if req.fusion == "rrf":
+        rv, rt = _ranks(vec), _ranks(txt)
+        return {
+            i: (1.0 / (RRF_K + rv[i]) if i in rv else 0.0) + (1.0 / (RRF_K + rt[i]) if i in rt else 0.0)
+            for i in ids
+        }
+    nv, nt = _minmax(vec), _minmax(txt)
+    return {i: req.vector_weight * nv.get(i, 0.0) + req.text_weight * nt.get(i, 0.0) for i in ids}
+
+
+def dedup(ordered: list[Chunk], embeddings: dict[int, np.ndarray], top_k: int) -> list[Chunk]:
+    """Drop near-identical results: cosine > 0.9, or the same normalised text without vectors."""
+    kept: list[Chunk] = []
+    kept_vectors: list[np.ndarray] = []
+    seen_texts: set[str] = set()
+    for chunk in ordered:
+        text_key = normalize_text(chunk.text).casefold()
+        if text_key in seen_texts:
+            continue
+        vector = embeddings.get(chunk.pk)
+        if vector is not None and kept_vectors and float(np.max(np.stack(kept_vectors) @ vector)) > DEDUP_COSINE:
+            continue
+        kept.append(chunk)
+        seen_texts.add(text_key)
+        if vector is not None:
+            kept_vectors.append(vector)
+        if len(kept) == top_k:
+            break
+    return kept
+
+
+# --- the search function ---------------------------------------------------------------------
+
+
+def _fetch(ids: list[int], vector: HalfVector | None, model: str, tq: TextQuery | None) -> tuple[
+    dict[int, Chunk], dict[int, float], dict[int, float], dict[int, np.ndarray]
+]:
+    """Load candidates with both scores computed for every one (not only the list it came from)."""
+    qs = Chunk.objects.filter(pk__in=ids).select_related("session", "channel", "workspace").defer(
+        "search_vector", "context"
+    )
+    if vector is not None:
+        qs = qs.extra(select={"_vsim": "CASE WHEN retrieval_chunk.embedding_model = %s THEN "
+                                       "1 - (retrieval_chunk.embedding <=> %s::halfvec) END"},
+                      select_params=[model, vector.to_text()])
+    if tq is not None and tq.terms:
+        score, params = tq.score_sql()
+        qs = qs.extra(select={"_tscore": score.replace("c.search_vector", "retrieval_chunk.search_vector")},
+                      select_params=params)
+    chunks = {c.pk: c for c in qs}
+    vec = {i: float(c._vsim) for i, c in chunks.items() if getattr(c, "_vsim", None) is not None}
+    txt = {i: float(c._tscore) for i, c in chunks.items() if getattr(c, "_tscore", 0.0)}
+    embeddings = {
+        i: np.asarray(c.embedding.to_list() if hasattr(c.embedding, "to_list") else c.embedding, dtype=np.float32)
+        for i, c in chunks.items() if c.embedding is not None and c.embedding_model == model
+    }
+    return chunks, vec, txt, embeddings
+
+
+def _exact(req: SearchRequest, where: str, params: list[Any], limit: int) -> list[int]:
+    pattern = "%" + req.query.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+    sql = f"SELECT c.id FROM retrieval_chunk c WHERE {where} AND c.text ILIKE %s ORDER BY c.created_at DESC, c.id DESC LIMIT %s"
+    return [r[0] for r in _rows(sql, [*params, pattern, limit])]
+
+
+def validate(req: SearchRequest) -> None:
+    if req.mode not in MODES:
+        raise SearchError("invalid_mode", f"mode must be one of {', '.join(MODES)}")
+    if req.fusion not in FUSIONS:
+        raise SearchError("invalid_fusion", f"fusion must be one of {', '.join(FUSIONS)}")
+    if not 1 <= req.top_k <= settings.MEMORYHUB_SEARCH_MAX_TOP_K:
+        raise SearchError("invalid_top_k", f"top_k must be within 1..{settings.MEMORYHUB_SEARCH_MAX_TOP_K}")
+    if req.query_embedding is not None and len(req.query_embedding) != DIMENSIONS:
+        raise SearchError("invalid_query_embedding", f"query_embedding must have {DIMENSIONS} dimensions")
+    has_text = bool(req.query.strip())
+    if req.mode in ("text", "exact") and not has_text:
+        raise SearchError("query_required", f"mode {req.mode!r} needs query text")
+    if not has_text and req.query_embedding is None:
+        raise SearchError("query_required", "Give query text or a query_embedding.")
+
+
+def run_search(req: SearchRequest) -> list[SearchHit]:
+    validate(req)
+    where, params = _where(req)
+    limit = max(settings.MEMORYHUB_SEARCH_CANDIDATES, req.top_k * 3)
+    model = get_embedder().name
+    has_text = bool(req.query.strip())
+    with transaction.atomic():
+        if req.mode == "exact":
+            ids, vector, tq = _exact(req, where, params, req.top_k), None, None
+        else:
+            tq = build_text_query(req, where, params) if has_text and req.mode in ("text", "hybrid") else None
+            vector = None
+            if req.mode in ("vector", "hybrid"):
+                raw = req.query_embedding if req.query_embedding is not None else embed_query(req.query)
+                vector = HalfVector(raw)
+            ids = text_candidates(req, tq, where, params, limit) if tq else []
+            if vector is not None:
+                ids = list(dict.fromkeys([*vector_candidates(vector, model, where, params, limit), *ids]))
+        if not ids:
+            return []
+        chunks, vec, txt, embeddings = _fetch(ids, vector, model, tq)
+    if req.mode == "exact":
+        order = {i: 1.0 for i in chunks}
+        ranked = [chunks[i] for i in ids if i in chunks]
+    else:
+        order = fuse(req, chunks, vec, txt)
+        ranked = sorted(
+            chunks.values(),
+            key=lambda c: (-order[c.pk], -c.created_at.timestamp(), -(c.sequence_end or 0), -c.pk),
+        )
+    kept = dedup(ranked, embeddings, req.top_k)
+    if req.profile == "memory":
+        reinforce([c.pk for c in kept])
+    return [SearchHit(c, order[c.pk], vec.get(c.pk), txt.get(c.pk)) for c in kept]
+
+
+def reinforce(chunk_ids: list[int]) -> None:
+    """Returning a memory strengthens it (S4 "memory" profile): access count and time."""
+    from django.db.models import F
+
+    if chunk_ids:
+        Chunk.objects.filter(pk__in=chunk_ids).update(access_count=F("access_count") + 1, accessed_at=timezone.now())
+
+
+def hybrid_search(*, tenant_id: int, query: str = "", **options: Any) -> list[SearchHit]:
+    """Search one tenant's memory without HTTP. Options are SearchRequest's fields."""
+    return run_search(SearchRequest(tenant_id=tenant_id, query=query, **options))
+
+

@@ -1,0 +1,116 @@
+"""Input validation and output shapes of search, context, browse, stats and documents."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from rest_framework import serializers
+
+from memoryhub.api import StrictSerializer
+from memoryhub.models import Role
+from memoryhub.searchable import KINDS
+from memoryhub.serializers import MetadataField
+from retrieval.embedders import DIMENSIONS
+from retrieval.search import FUSIONS, MODES, PROFILES, SCOPES
+
+
+class TopKField(serializers.IntegerField):
+    def __init__(self, **kwargs):  # type: ignore[no-untyped-def]
+        super().__init__(min_value=1, **kwargs)
+
+    def to_internal_value(self, data):  # type: ignore[no-untyped-def]
+        value = super().to_internal_value(data)
+        if value > settings.MEMORYHUB_SEARCH_MAX_TOP_K:
+            raise serializers.ValidationError(
+                f"Ensure this value is less than or equal to {settings.MEMORYHUB_SEARCH_MAX_TOP_K}.", code="max_value"
+            )
+        return value
+
+
+class SearchInput(StrictSerializer):
+    query = serializers.CharField(max_length=4000, required=False, allow_blank=True, default="", trim_whitespace=False)
+    query_embedding = serializers.ListField(
+        child=serializers.FloatField(), min_length=DIMENSIONS, max_length=DIMENSIONS, required=False, allow_null=True,
+        default=None,
+    )
+    session = serializers.CharField(max_length=200, required=False)
+    channel = serializers.CharField(max_length=100, required=False)
+    workspace = serializers.CharField(max_length=100, required=False)
+    scope = serializers.ChoiceField(choices=[*SCOPES, "session"], required=False)
+    tags = serializers.ListField(child=serializers.CharField(max_length=64), max_length=16, required=False, default=list)
+    roles = serializers.ListField(child=serializers.ChoiceField(choices=Role.choices), required=False, default=list)
+    kinds = serializers.ListField(child=serializers.ChoiceField(choices=KINDS), required=False, default=list)
+    agent = serializers.CharField(max_length=200, required=False, allow_null=True, default=None)
+    user_id = serializers.CharField(max_length=200, required=False, allow_null=True, default=None)
+    since = serializers.DateTimeField(required=False, allow_null=True, default=None)
+    until = serializers.DateTimeField(required=False, allow_null=True, default=None)
+    top_k = TopKField(required=False, default=10)
+    mode = serializers.ChoiceField(choices=MODES, required=False, default="hybrid")
+    fusion = serializers.ChoiceField(choices=FUSIONS, required=False, default="weighted")
+    vector_weight = serializers.FloatField(min_value=0.0, max_value=1.0, required=False, default=0.7)
+    text_weight = serializers.FloatField(min_value=0.0, max_value=1.0, required=False, default=0.3)
+    profile = serializers.ChoiceField(choices=PROFILES, required=False, allow_null=True, default="default")
+
+    def validate_tags(self, tags: list[str]) -> list[str]:
+        return sorted({t.strip().lower() for t in tags if t.strip()})
+
+    def validate(self, attrs):  # type: ignore[no-untyped-def]
+        attrs["profile"] = attrs.get("profile") or "default"
+        if not attrs["query"].strip() and attrs.get("query_embedding") is None:
+            raise serializers.ValidationError(
+                {"query": ["Give query text or a query_embedding."]}, code="query_required"
+            )
+        if attrs.get("since") and attrs.get("until") and attrs["since"] >= attrs["until"]:
+            raise serializers.ValidationError({"since": ["since must be before until."]}, code="invalid_time_range")
+        return attrs
+
+
+class SearchResultOutput(serializers.Serializer):
+    chunk_id = serializers.IntegerField()
+    text = serializers.CharField()
+    score = serializers.FloatField()
+    session = serializers.CharField(allow_null=True)
+    sequence_start = serializers.IntegerField(allow_null=True)
+    sequence_end = serializers.IntegerField(allow_null=True)
+    kind = serializers.CharField()
+    metadata = serializers.DictField()
+    created_at = serializers.DateTimeField()
+    role = serializers.CharField(allow_null=True)
+    tags = serializers.ListField(child=serializers.CharField())
+    importance = serializers.FloatField()
+    channel = serializers.CharField(allow_null=True)
+    workspace = serializers.CharField(allow_null=True)
+    scores = serializers.DictField(child=serializers.FloatField(allow_null=True))
+
+
+class ContextInput(StrictSerializer):
+    session = serializers.CharField(max_length=200)
+    query = serializers.CharField(max_length=4000, required=False, allow_blank=True, default="")
+    budget = serializers.IntegerField(min_value=50, max_value=200_000, required=False, default=None)
+    scope = serializers.ChoiceField(choices=[*SCOPES, "session"], required=False, default="workspace")
+    top_k = TopKField(required=False, default=10)
+    tags = serializers.ListField(child=serializers.CharField(max_length=64), max_length=16, required=False, default=list)
+
+
+class BrowseParams(serializers.Serializer):
+    session = serializers.CharField(required=False)
+    channel = serializers.CharField(required=False)
+    workspace = serializers.CharField(required=False)
+    agent = serializers.CharField(required=False)
+    role = serializers.ChoiceField(choices=Role.choices, required=False)
+    since = serializers.DateTimeField(required=False)
+    until = serializers.DateTimeField(required=False)
+
+
+class DocumentInput(StrictSerializer):
+    source_uri = serializers.CharField(max_length=2000)
+    text = serializers.CharField(max_length=2_000_000, trim_whitespace=False)
+    session = serializers.CharField(max_length=200, required=False, allow_null=True, default=None)
+    workspace = serializers.CharField(max_length=100, required=False, allow_null=True, default=None)
+    channel = serializers.CharField(max_length=100, required=False, allow_null=True, default=None)
+    metadata = MetadataField(required=False, default=dict)
+    tags = serializers.ListField(child=serializers.CharField(max_length=64), max_length=16, required=False, default=list)
+
+    def validate_text(self, text: str) -> str:
+        if not text.strip():
+            raise serializers.ValidationError("Document text is empty.", code="blank")
+        return text
