@@ -1,0 +1,190 @@
+"""LoCoMo retrieval benchmark through the real pipeline and the real search function.
+
+Each LoCoMo conversation becomes a channel, each LoCoMo session a MemoryHub session, each turn
+an event `speaker: text` dated with its session's start. Events go through append_events, the
+events_appended signal, the indexing task and the embedding task (run inline: MEMORYHUB_TASKS_EAGER),
+with the configured embedder (MiniLM by default). Each question is then asked through
+retrieval.search.hybrid_search in its conversation's channel, and we count evidence turns
+(and evidence sessions) among the top 5 and top 10 results.
+
+    .venv/bin/python bench/locomo.py                      # full run (about 10 minutes on 2 cores)
+    .venv/bin/python bench/locomo.py --limit-conversations 2
+    .venv/bin/python bench/locomo.py --keepdb             # keep the ingested data for the next run
+
+The data (CC BY-NC 4.0) stays in ../shared/bench-data; nothing is cached in the repository.
+A throwaway database (bench_locomo) is created on the configured server and dropped at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections import defaultdict
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+DATA = ROOT.parent / "shared" / "bench-data" / "locomo10.jsonl"
+CATEGORIES = {"1": "multi-hop", "2": "temporal", "3": "open-domain", "4": "single-hop", "5": "adversarial"}
+RUNS = {  # name: search options
+    "text": {"mode": "text"},
+    "vector": {"mode": "vector"},
+    "hybrid-weighted": {"mode": "hybrid", "fusion": "weighted"},
+    "hybrid-rrf": {"mode": "hybrid", "fusion": "rrf"},
+}
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument("--limit-conversations", type=int, default=None)
+    parser.add_argument("--runs", default=",".join(RUNS), help="comma-separated: " + ",".join(RUNS))
+    parser.add_argument("--embedder", default="minilm", choices=["minilm", "hash"])
+    parser.add_argument("--keepdb", action="store_true", help="keep (and reuse) the bench database")
+    parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
+    return parser.parse_args()
+
+
+def setup_django(args: argparse.Namespace) -> None:
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryhub.settings")
+    os.environ["TEST_DB_NAME"] = "bench_locomo"
+    os.environ["MEMORYHUB_EMBEDDER"] = args.embedder
+    os.environ["MEMORYHUB_TASKS_EAGER"] = "true"
+    os.environ.setdefault("LOG_LEVEL", "WARNING")
+    import django
+
+    django.setup()
+
+
+def load(path: Path, limit: int | None) -> list[dict[str, Any]]:
+    with path.open() as fh:
+        conversations = [json.loads(line) for line in fh if line.strip()]
+    return conversations[:limit] if limit else conversations
+
+
+def tenant_name(embedder: str) -> str:
+    from django.conf import settings
+
+    return f"locomo-{embedder}-ctx{settings.MEMORYHUB_EMBED_CONTEXT_MESSAGES}"
+
+
+def ingest(conversations: list[dict[str, Any]], embedder: str) -> tuple[Any, dict[str, Any], float]:
+    """Append every turn through the real pipeline. Returns the key, turn map and seconds spent."""
+    from django.db import transaction
+
+    from accounts.models import ApiKey, Tenant
+    from memoryhub.sessions import EventInput, SessionInput, append_events, create_session
+    from retrieval.models import Chunk
+
+    tenant, _ = Tenant.get_or_create_named(tenant_name(embedder))
+    key = ApiKey.create_key(tenant=tenant, scopes=("read", "write")).api_key
+    turn_at: dict[tuple[str, int], str] = {}  # (session external id, sequence) -> turn id
+    reuse = Chunk.objects.filter(tenant=tenant).exists()
+    started = time.perf_counter()
+    for conv in conversations:
+        for lsession in conv["sessions"]:
+            session_id = f"{conv['conversation_id']}-{lsession['session_id']}"
+            when = datetime.fromisoformat(lsession["started_at"]).replace(tzinfo=timezone.utc)
+            items = [
+                EventInput(role="user", content=f"{t['speaker']}: {t['text']}", created_at=when,
+                           metadata={"turn_id": t["turn_id"], "speaker": t["speaker"]})
+                for t in lsession["turns"]
+            ]
+            for seq, t in enumerate(lsession["turns"], start=1):
+                turn_at[(session_id, seq)] = t["turn_id"]
+            if reuse:
+                continue
+            create_session(key=key, data=SessionInput(id=session_id, channel=conv["conversation_id"]),
+                           get_or_create=True)
+            # One transaction per session: on commit the indexing task runs, then the embedding task.
+            with transaction.atomic():
+                append_events(key=key, session_id=session_id, items=items)
+    return key, turn_at, time.perf_counter() - started
+
+
+def evaluate(key: Any, conversations: list[dict[str, Any]], turn_at: dict[tuple[str, int], str],
+             runs: list[str]) -> tuple[dict[str, Any], dict[str, float]]:
+    from accounts.models import Channel
+    from retrieval.embedders import get_embedder
+    from retrieval.search import hybrid_search
+
+    questions = [(conv, q) for conv in conversations for q in conv["questions"] if q["evidence_turn_ids"]]
+    started = time.perf_counter()
+    vectors = get_embedder().embed([q["question"] for _, q in questions])
+    timings = {"query_embedding_ms_per_question": 1000 * (time.perf_counter() - started) / max(len(questions), 1)}
+    channels = {c.name: c for c in Channel.objects.filter(tenant_id=key.tenant_id)}
+    figures: dict[str, Any] = {}
+    for run in runs:
+        sums: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+        started = time.perf_counter()
+        for (conv, q), vector in zip(questions, vectors, strict=True):
+            channel = channels[conv["conversation_id"]]
+            hits = hybrid_search(
+                tenant_id=key.tenant_id, query=q["question"], query_embedding=vector, scope="channel",
+                channel_ids=[channel.pk], workspace_ids=[channel.workspace_id], top_k=10, **RUNS[run],
+            )
+            found: list[tuple[set[str], str]] = []
+            for hit in hits:
+                session = hit.chunk.session.external_id
+                turns = {turn_at.get((session, s)) for s in {hit.chunk.sequence_start, hit.chunk.sequence_end}}
+                found.append(({t for t in turns if t}, session.rsplit("-", 1)[1]))
+            evidence = set(q["evidence_turn_ids"])
+            sessions = set(q["evidence_session_ids"])
+            for bucket in (CATEGORIES.get(str(q["category"]), str(q["category"])), "overall"):
+                sums[bucket]["n"] += 1
+                for k in (5, 10):
+                    got_turns = set().union(*[t for t, _ in found[:k]]) if found else set()
+                    got_sessions = {s for _, s in found[:k]}
+                    sums[bucket][f"turn@{k}"] += len(evidence & got_turns) / len(evidence)
+                    sums[bucket][f"session@{k}"] += len(sessions & got_sessions) / len(sessions)
+        timings[f"{run}_ms_per_query"] = 1000 * (time.perf_counter() - started) / max(len(questions), 1)
+        figures[run] = {
+            bucket: {"n": int(v["n"]), **{m: round(v[m] / v["n"], 3) for m in v if m != "n"}}
+            for bucket, v in sums.items()
+        }
+    return figures, timings
+
+
+def print_table(figures: dict[str, Any]) -> None:
+    buckets = ["overall", *CATEGORIES.values()]
+    for run, per in figures.items():
+        print(f"\n{run}")
+        print(f"  {'category':<12} {'n':>5} {'turn@5':>7} {'turn@10':>8} {'sess@5':>7} {'sess@10':>8}")
+        for b in buckets:
+            if b in per:
+                v = per[b]
+                print(f"  {b:<12} {v['n']:>5} {v['turn@5']:>7.3f} {v['turn@10']:>8.3f} "
+                      f"{v['session@5']:>7.3f} {v['session@10']:>8.3f}")
+
+
+def main() -> None:
+    args = parse_args()
+    setup_django(args)
+    from django.conf import settings
+    from django.db import connection
+
+    conversations = load(args.data, args.limit_conversations)
+    connection.creation.create_test_db(verbosity=0, autoclobber=not args.keepdb, keepdb=args.keepdb)
+    try:
+        key, turn_at, ingest_s = ingest(conversations, args.embedder)
+        turns = len(turn_at)
+        print(f"ingested {len(conversations)} conversations, {turns} turns in {ingest_s:.1f} s "
+              f"({turns / ingest_s:.1f} turns/s incl. embedding; embedder {settings.MEMORYHUB_EMBEDDER}, "
+              f"context messages {settings.MEMORYHUB_EMBED_CONTEXT_MESSAGES})")
+        figures, timings = evaluate(key, conversations, turn_at, [r for r in args.runs.split(",") if r])
+        print_table(figures)
+        print("\n" + ", ".join(f"{k} {v:.1f}" for k, v in timings.items()))
+        if args.json:
+            args.json.write_text(json.dumps({"figures": figures, "timings": timings, "ingest_s": ingest_s}, indent=2))
+    finally:
+        if not args.keepdb:
+            connection.creation.destroy_test_db("bench_locomo", verbosity=0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,240 @@
+"""The indexing pipeline: extraction, dedup, async tasks through django-q2's worker, failures."""
+
+from __future__ import annotations
+
+import queue
+from datetime import UTC, datetime
+from multiprocessing import Value
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.utils import timezone
+
+from memoryhub.models import Event, Session
+from memoryhub.searchable import Searchable
+from memoryhub.signals import memory_deleted, memory_saved
+from retrieval import embedders, indexing
+from retrieval.models import Chunk
+from tests.base import post_events
+
+
+def run_queued_tasks() -> int:
+    """Run what sits in django-q2's ORM broker through its real worker loop, in this process."""
+    from django_q.brokers import get_broker
+    from django_q.monitor import save_task
+    from django_q.signing import SignedPackage
+    from django_q.worker import worker
+
+    broker = get_broker()
+    ran = 0
+    while packages := broker.dequeue():
+        tasks: queue.Queue[Any] = queue.Queue()
+        results: queue.Queue[Any] = queue.Queue()
+        for ack_id, package in packages:
+            task = SignedPackage.loads(package)
+            task["ack_id"] = ack_id
+            task["sync"] = True  # keep the test's connection (and transaction) open
+            tasks.put(task)
+        tasks.put("STOP")
+        worker(tasks, results, Value("f", -1))
+        while not results.empty():
+            task = results.get()
+            assert task["success"], task["result"]
+            save_task(task, broker)
+            broker.acknowledge(task["ack_id"])
+            ran += 1
+    return ran
+
+
+class FailingEmbedder:
+    name = "hash-v1"
+    dimensions = 384
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        raise RuntimeError("model is down")
+
+
+@pytest.fixture
+def failing_embedder(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(embedders._instances, "hash", FailingEmbedder())
+
+
+def test_events_are_chunked_and_embedded(alice, index, cast) -> None:
+    index(alice, "s1", {"role": "user", "content": "I moved to Lisbon in 2021."},
+          {"role": "assistant", "content": "Lisbon is lovely."})
+    chunks = list(Chunk.objects.order_by("sequence_start"))
+    assert [(c.text, c.sequence_start, c.sequence_end, c.role) for c in chunks] == [
+        ("I moved to Lisbon in 2021.", 1, 1, "user"), ("Lisbon is lovely.", 2, 2, "assistant"),
+    ]
+    assert all(c.embedding is not None and c.embedding_model == "hash-v1" for c in chunks)
+    assert chunks[0].tenant_id == cast.alice_tenant.pk
+    assert chunks[0].metadata["schema_version"] == 1 and chunks[0].metadata["role"] == "user"
+    assert chunks[1].context == "I moved to Lisbon in 2021."  # contextual embedding input
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT search_vector::text FROM retrieval_chunk WHERE id = %s", [chunks[0].pk])
+        assert "'lisbon'" in cursor.fetchone()[0]
+
+
+def test_tool_call_without_content_gets_a_synthesised_sentence(alice, index) -> None:
+    index(alice, "s1", {"role": "assistant", "content": "", "tool_name": "get_weather",
+                        "tool_args": {"city": "Oslo"}})
+    [chunk] = Chunk.objects.all()
+    assert chunk.text == 'Called get_weather with {"city": "Oslo"}'
+
+
+def test_tool_arguments_are_indexed_with_content(alice, index) -> None:
+    index(alice, "s1", {"role": "assistant", "content": "Checking.", "tool_name": "lookup",
+                        "tool_args": {"order": "A-1234"}})
+    assert "A-1234" in Chunk.objects.get().text
+
+
+def test_long_event_becomes_several_chunks_of_the_same_sequence(alice, index) -> None:
+    index(alice, "s1", {"role": "user", "content": " ".join(f"Sentence {i} is about item {i}." for i in range(120))})
+    chunks = list(Chunk.objects.all())
+    assert len(chunks) > 3
+    assert all(len(c.text) <= 640 and c.sequence_start == c.sequence_end == 1 for c in chunks)
+
+
+def test_duplicate_content_extends_sequence_end(alice, index) -> None:
+    index(alice, "s1", {"role": "user", "content": "ok, thanks"})
+    index(alice, "s1", {"role": "assistant", "content": "Something else."})
+    index(alice, "s1", {"role": "user", "content": "OK,  thanks"})
+    chunk = Chunk.objects.get(text="ok, thanks")
+    assert (chunk.sequence_start, chunk.sequence_end) == (1, 3)
+    assert Chunk.objects.count() == 2
+
+
+def test_same_content_in_another_session_is_not_merged(alice, index) -> None:
+    index(alice, "s1", {"role": "user", "content": "ok, thanks"})
+    index(alice, "s2", {"role": "user", "content": "ok, thanks"})
+    assert Chunk.objects.count() == 2
+
+
+def test_reindexing_the_same_events_is_harmless(alice, index) -> None:
+    index(alice, "s1", {"role": "user", "content": "one"}, {"role": "user", "content": "two"})
+    session = Session.objects.get()
+    ids = list(Event.objects.values_list("pk", flat=True))
+    assert indexing.index_events(session_id=session.pk, event_ids=ids) == []
+    assert Chunk.objects.count() == 2
+
+
+def test_append_does_not_wait_for_indexing(alice, settings) -> None:
+    settings.MEMORYHUB_TASKS_EAGER = False
+    response = post_events(alice, "s1", {"role": "user", "content": "hello"})
+    assert response.status_code == 201
+    assert Chunk.objects.count() == 0  # nothing runs before commit, nothing inline
+
+
+def test_async_path_through_the_cluster_worker(alice, settings, django_capture_on_commit_callbacks) -> None:
+    from django_q.models import OrmQ
+
+    settings.MEMORYHUB_TASKS_EAGER = False
+    with django_capture_on_commit_callbacks(execute=True):
+        post_events(alice, "s1", {"role": "user", "content": "The launch code is PELICAN."})
+    assert OrmQ.objects.count() == 1  # index_events queued, nothing done yet
+    assert Chunk.objects.count() == 0
+    with django_capture_on_commit_callbacks(execute=True):
+        assert run_queued_tasks() == 1  # index_events; it queues embed_chunks on commit
+    chunk = Chunk.objects.get()
+    assert chunk.embedding is None
+    with django_capture_on_commit_callbacks(execute=True):
+        assert run_queued_tasks() == 1  # embed_chunks
+    chunk.refresh_from_db()
+    assert chunk.embedding is not None and chunk.embedding_model == "hash-v1"
+    assert alice.post("/api/v1/search/", {"query": "launch code"}, format="json").json()["results"][0][
+        "chunk_id"] == chunk.pk
+
+
+def test_embedder_failure_never_fails_the_append_and_is_retried(alice, index, failing_embedder) -> None:
+    response = index(alice, "s1", {"role": "user", "content": "remember the blue door"})
+    assert response.status_code == 201
+    chunk = Chunk.objects.get()
+    assert chunk.embedding is None
+    assert "model is down" in chunk.embedding_error and chunk.embedding_attempts == 1
+    # Full text still finds it while the embedder is down.
+    assert alice.post("/api/v1/search/", {"query": "blue door", "mode": "text"}, format="json").json()["results"]
+    embedders._instances.pop("hash")  # the model is back
+    assert indexing.backfill_embeddings() == {"embedded": 1, "failed": 0, "remaining": 0}
+    chunk.refresh_from_db()
+    assert chunk.embedding is not None and chunk.embedding_error == "" and chunk.embedding_attempts == 2
+
+
+def test_backfill_counts_failures_and_tries_each_row_once(alice, index, failing_embedder, settings) -> None:
+    settings.MEMORYHUB_EMBED_BACKFILL_BATCH = 2
+    index(alice, "s1", *[{"role": "user", "content": f"message {i}"} for i in range(5)])
+    assert indexing.backfill_embeddings() == {"embedded": 0, "failed": 5, "remaining": 5}
+    assert indexing.backfill_embeddings(limit=3) == {"embedded": 0, "failed": 3, "remaining": 5}
+
+
+def test_backfill_is_confined_to_a_tenant(alice, bob, index, failing_embedder, cast) -> None:
+    index(alice, "s1", {"role": "user", "content": "alice text"})
+    index(bob, "s1", {"role": "user", "content": "bob text"})
+    embedders._instances.pop("hash")
+    result = indexing.backfill_embeddings(tenant_id=cast.bob_tenant.pk)
+    assert result["embedded"] == 1 and result["remaining"] == 0
+    assert Chunk.objects.get(tenant=cast.alice_tenant).embedding is None
+
+
+def test_reindex_chunks_recomputes_embeddings(alice, index) -> None:
+    index(alice, "s1", {"role": "user", "content": "alpha"}, {"role": "user", "content": "beta"})
+    ids = list(Chunk.objects.values_list("pk", flat=True))
+    Chunk.objects.update(embedding_model="old-model")
+    assert indexing.reindex_chunks(ids) == 2
+    assert set(Chunk.objects.values_list("embedding_model", flat=True)) == {"hash-v1"}
+
+
+def test_vectors_of_the_wrong_width_are_refused(alice, index, monkeypatch) -> None:
+    class Narrow:
+        name, dimensions = "narrow", 384
+
+        def embed(self, texts: list[str]) -> list[list[float]]:
+            return [[0.1] * 10 for _ in texts]
+
+    monkeypatch.setitem(embedders._instances, "hash", Narrow())
+    index(alice, "s1", {"role": "user", "content": "hello"})
+    chunk = Chunk.objects.get()
+    assert chunk.embedding is None and "10-dimensional" in chunk.embedding_error
+
+
+def test_forgetting_a_session_removes_its_chunks(alice, index) -> None:
+    index(alice, "s1", {"role": "user", "content": "secret plans"})
+    assert Chunk.objects.count() == 1
+    assert alice.delete("/api/v1/sessions/s1/").status_code == 200
+    assert Chunk.objects.count() == 0
+
+
+def _searchable(cast: Any, **fields: Any) -> Searchable:
+    values = dict(kind="note", source_id="note-1", tenant_id=cast.alice_tenant.pk,
+                  text="Alice prefers tea over coffee.", created_at=timezone.now(), tags=("Drinks", "prefs"),
+                  metadata={"note_id": "note-1"})
+    values.update(fields)
+    return Searchable(**values)
+
+
+def test_memory_saved_replaces_chunks_and_memory_deleted_removes_them(cast, django_capture_on_commit_callbacks) -> None:
+    with django_capture_on_commit_callbacks(execute=True):
+        memory_saved.send(sender=None, kind="note", searchable=_searchable(cast))
+    chunk = Chunk.objects.get()
+    assert (chunk.kind, chunk.source_id, chunk.tags) == ("note", "note-1", ["drinks", "prefs"])
+    assert chunk.metadata["note_id"] == "note-1" and chunk.embedding is not None
+    with django_capture_on_commit_callbacks(execute=True):
+        memory_saved.send(sender=None, kind="note", searchable=_searchable(cast, text="Alice now prefers coffee."))
+    assert list(Chunk.objects.values_list("text", flat=True)) == ["Alice now prefers coffee."]
+    memory_deleted.send(sender=None, kind="note", tenant_id=cast.alice_tenant.pk, source_id="note-1")
+    assert not Chunk.objects.exists()
+
+
+def test_memory_saved_accepts_an_instance_that_describes_itself(cast) -> None:
+    class Note:
+        def as_searchable(self) -> Searchable:
+            return _searchable(cast, created_at=datetime(2024, 1, 1, tzinfo=UTC))
+
+    memory_saved.send(sender=None, kind="note", instance=Note())
+    assert Chunk.objects.get().source_id == "note-1"
+
+
+def test_memory_deleted_is_confined_to_its_tenant(cast) -> None:
+    memory_saved.send(sender=None, kind="note", searchable=_searchable(cast))
+    memory_deleted.send(sender=None, kind="note", tenant_id=cast.bob_tenant.pk, source_id="note-1")
+    assert Chunk.objects.count() == 1
