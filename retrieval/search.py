@@ -21,7 +21,6 @@ from django.db import connection, transaction
 from django.utils import timezone
 from pgvector import HalfVector
 
-from retrieval.chunking import normalize_text
 from retrieval.embedders import DIMENSIONS, get_embedder
 from retrieval.models import Chunk
 
@@ -299,20 +298,35 @@ def fuse(req: SearchRequest, chunks: dict[int, Chunk], vec: dict[int, float], tx
     return {i: req.vector_weight * nv.get(i, 0.0) + req.text_weight * nt.get(i, 0.0) for i in ids}
 
 
+_WORDS = re.compile(r"\w+", re.UNICODE)
+
+
+def _word_set(text: str) -> frozenset[str]:
+    return frozenset(_WORDS.findall(text.casefold()))
+
+
+def _near_identical_text(a: frozenset[str], b: frozenset[str]) -> bool:
+    return a == b or (bool(a | b) and len(a & b) / len(a | b) > DEDUP_COSINE)
+
+
 def dedup(ordered: list[Chunk], embeddings: dict[int, np.ndarray], top_k: int) -> list[Chunk]:
-    """Drop near-identical results: cosine > 0.9, or the same normalised text without vectors."""
+    """Drop near-identical results (S4): cosine > 0.9, or near-identical text.
+
+    A chunk embedded with conversation context shares that context's direction with its
+    neighbours, so for those the comparison is on their own words (Jaccard > 0.9), not vectors.
+    """
     kept: list[Chunk] = []
     kept_vectors: list[np.ndarray] = []
-    seen_texts: set[str] = set()
+    kept_words: list[frozenset[str]] = []
     for chunk in ordered:
-        text_key = normalize_text(chunk.text).casefold()
-        if text_key in seen_texts:
+        words = _word_set(chunk.text)
+        if any(_near_identical_text(words, other) for other in kept_words):
             continue
-        vector = embeddings.get(chunk.pk)
+        vector = embeddings.get(chunk.pk) if not chunk.context else None
         if vector is not None and kept_vectors and float(np.max(np.stack(kept_vectors) @ vector)) > DEDUP_COSINE:
             continue
         kept.append(chunk)
-        seen_texts.add(text_key)
+        kept_words.append(words)
         if vector is not None:
             kept_vectors.append(vector)
         if len(kept) == top_k:
@@ -327,9 +341,7 @@ def _fetch(ids: list[int], vector: HalfVector | None, model: str, tq: TextQuery 
     dict[int, Chunk], dict[int, float], dict[int, float], dict[int, np.ndarray]
 ]:
     """Load candidates with both scores computed for every one (not only the list it came from)."""
-    qs = Chunk.objects.filter(pk__in=ids).select_related("session", "channel", "workspace").defer(
-        "search_vector", "context"
-    )
+    qs = Chunk.objects.filter(pk__in=ids).select_related("session", "channel", "workspace").defer("search_vector")
     if vector is not None:
         qs = qs.extra(select={"_vsim": "CASE WHEN retrieval_chunk.embedding_model = %s THEN "
                                        "1 - (retrieval_chunk.embedding <=> %s::halfvec) END"},

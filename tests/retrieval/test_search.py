@@ -1,0 +1,319 @@
+"""POST /search/: modes, fusion, filters, scope widening, bounds, tenant isolation, query counts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.utils import timezone
+
+from accounts.models import Workspace
+from memoryhub.searchable import Searchable
+from memoryhub.signals import memory_saved
+from retrieval.models import Chunk
+from retrieval.search import hybrid_search
+from tests.base import error_code, make_client, make_key
+from tests.retrieval.conftest import search
+
+
+def texts(response: Any) -> list[str]:
+    assert response.status_code == 200, response.content
+    return [r["text"] for r in response.json()["results"]]
+
+
+@pytest.fixture
+def garden(alice, index) -> None:
+    index(alice, "garden", {"role": "user", "content": "I planted tomatoes and basil in the garden."},
+          {"role": "assistant", "content": "Tomatoes need plenty of sun and water."},
+          {"role": "user", "content": "My sister Ana visits every Sunday.", "metadata": {"tags": ["family"]}})
+    index(alice, "work", {"role": "user", "content": "The quarterly report is due on Friday."})
+    index(alice, "tools", {"role": "tool", "content": "", "tool_name": "calendar",
+                           "tool_args": {"event": "report deadline"}})
+
+
+def test_result_shape(alice, garden) -> None:
+    response = search(alice, query="tomatoes garden")
+    assert response.status_code == 200
+    first = response.json()["results"][0]
+    assert {"chunk_id", "text", "score", "session", "sequence_start", "sequence_end", "kind", "metadata",
+            "created_at"} <= set(first)
+    assert first["session"] == "garden" and first["kind"] == "event"
+    assert first["text"] == "I planted tomatoes and basil in the garden."
+    assert first["metadata"]["event_id"]
+
+
+@pytest.mark.parametrize("mode", ["text", "vector", "hybrid"])
+def test_each_mode_finds_the_matching_event(alice, garden, mode: str) -> None:
+    assert texts(search(alice, query="quarterly report", mode=mode))[0] == "The quarterly report is due on Friday."
+
+
+def test_text_mode_returns_only_matching_chunks_ranked_by_rarity(alice, garden) -> None:
+    found = texts(search(alice, query="tomatoes basil", mode="text"))
+    # "basil" is rarer than "tomatoes": the chunk with both comes first, the other after it.
+    assert found == ["I planted tomatoes and basil in the garden.", "Tomatoes need plenty of sun and water."]
+
+
+def test_text_mode_matches_natural_language_questions_word_by_word(alice, garden) -> None:
+    assert texts(search(alice, query="When does my sister come over?", mode="text")) == [
+        "My sister Ana visits every Sunday."]
+
+
+@pytest.mark.parametrize("query", ['"unclosed', "a & | ! (", "))) OR -", "'; DROP TABLE x; --", ":*", "\\"])
+def test_query_text_that_is_not_tsquery_syntax_never_errors(alice, garden, query: str) -> None:
+    for mode in ("text", "hybrid", "exact"):
+        assert search(alice, query=query, mode=mode).status_code == 200
+
+
+def test_websearch_phrases_and_exclusions_are_honoured(alice, garden) -> None:
+    assert texts(search(alice, query="tomatoes -basil", mode="text")) == ["Tomatoes need plenty of sun and water."]
+    assert texts(search(alice, query='"plenty of sun"', mode="text")) == ["Tomatoes need plenty of sun and water."]
+
+
+def test_exact_mode_finds_substrings(alice, garden) -> None:
+    assert texts(search(alice, query="report dead", mode="exact")) == [
+        'Called calendar with {"event": "report deadline"}']
+    assert texts(search(alice, query="100%", mode="exact")) == []
+
+
+def test_weighted_fusion_blends_both_lists(alice, garden) -> None:
+    results = search(alice, query="tomatoes sun", fusion="weighted").json()["results"]
+    assert results[0]["text"] == "Tomatoes need plenty of sun and water."
+    assert results[0]["score"] == pytest.approx(1.0)  # top of both lists after min-max
+    assert all(0.0 <= r["score"] <= 1.0 for r in results)
+
+
+def test_weights_change_the_order(alice, index) -> None:
+    from retrieval.embedders import get_embedder
+
+    index(alice, "s1", {"role": "user", "content": "zebra stripes"})
+    index(alice, "s2", {"role": "user", "content": "okapi forest"})
+    # Text asks for the okapi, the vector points at the zebra: the weights decide.
+    body = {"query": "okapi", "query_embedding": get_embedder().embed(["zebra"])[0], "mode": "hybrid"}
+    assert texts(search(alice, **body, vector_weight=0.0, text_weight=1.0))[0] == "okapi forest"
+    assert texts(search(alice, **body, vector_weight=1.0, text_weight=0.0))[0] == "zebra stripes"
+
+
+def test_rrf_fusion_scores_by_rank(alice, garden) -> None:
+    results = search(alice, query="tomatoes sun", fusion="rrf").json()["results"]
+    assert results[0]["text"] == "Tomatoes need plenty of sun and water."
+    assert results[0]["score"] == pytest.approx(2 / 61, abs=1e-6)  # first in both lists
+
+
+def test_ties_are_broken_by_recency(alice, index) -> None:
+    index(alice, "s", {"role": "user", "content": "apple pie", "created_at": "2024-01-01T00:00:00Z"})
+    index(alice, "s", {"role": "user", "content": "apple tart", "created_at": "2024-06-01T00:00:00Z"})
+    assert texts(search(alice, query="apple", mode="text")) == ["apple tart", "apple pie"]
+
+
+def test_precomputed_query_embedding(alice, garden) -> None:
+    from retrieval.embedders import get_embedder
+
+    vector = get_embedder().embed(["quarterly report"])[0]
+    found = texts(search(alice, query_embedding=vector, mode="vector"))
+    assert found[0] == "The quarterly report is due on Friday."
+
+
+def test_near_identical_results_are_deduplicated(alice, index) -> None:
+    index(alice, "a", {"role": "user", "content": "the server restarts at midnight"})
+    index(alice, "b", {"role": "user", "content": "The server restarts at midnight!"})
+    assert len(texts(search(alice, query="server restarts midnight"))) == 1
+
+
+def test_top_k_limits_results_and_is_bounded(alice, index) -> None:
+    index(alice, "s", *[{"role": "user", "content": f"note number {i} about llamas"} for i in range(15)])
+    assert len(texts(search(alice, query="llamas", top_k=3))) == 3
+    assert len(texts(search(alice, query="llamas"))) == 10
+    for bad in (0, 101, -1, "many"):
+        response = search(alice, query="llamas", top_k=bad)
+        assert response.status_code == 400
+        assert "top_k" in response.json()["error"]["details"]["fields"], response.json()
+
+
+@pytest.mark.parametrize("body,code", [
+    ({}, "query_required"),
+    ({"query": "   "}, "query_required"),
+    ({"query": "x", "mode": "fuzzy"}, "invalid_choice"),
+    ({"query": "x", "fusion": "max"}, "invalid_choice"),
+    ({"query": "x", "bogus": 1}, "unknown_field"),
+    ({"query_embedding": [0.1, 0.2]}, "invalid"),
+    ({"query": "x", "vector_weight": 2}, "invalid"),
+    ({"query": "x", "since": "2024-02-01T00:00:00Z", "until": "2024-01-01T00:00:00Z"}, "invalid_time_range"),
+    ({"query": "x", "roles": ["robot"]}, "invalid"),
+    ({"query": "x", "scope": "conversation"}, "invalid_scope"),
+])
+def test_bad_input_is_a_clear_400(alice, garden, body: dict[str, Any], code: str) -> None:
+    response = search(alice, **body)
+    assert response.status_code == 400, response.content
+    if code not in ("invalid", "invalid_choice"):
+        assert error_code(response) == code
+    else:
+        error_code(response)
+
+
+def test_unknown_session_channel_workspace_are_404(alice, garden) -> None:
+    assert error_code(search(alice, query="x", session="nope")) == "session_not_found"
+    assert error_code(search(alice, query="x", channel="nope")) == "channel_not_found"
+    assert error_code(search(alice, query="x", workspace="nope")) == "workspace_not_found"
+
+
+def test_needs_a_key(anon) -> None:
+    assert anon.post("/api/v1/search/", {"query": "x"}, format="json").status_code == 401
+
+
+def test_a_read_only_key_may_search(cast, garden) -> None:
+    client = make_client(make_key(cast.alice_tenant, ("read",)))
+    assert texts(search(client, query="tomatoes"))
+
+
+# --- filters -----------------------------------------------------------------------------------
+
+
+def test_session_filter(alice, garden) -> None:
+    found = texts(search(alice, query="tomatoes report sister", session="work"))
+    assert found and all("report" in t for t in found)
+
+
+def test_role_filter(alice, garden) -> None:
+    found = texts(search(alice, query="tomatoes", roles=["assistant"]))
+    assert found == ["Tomatoes need plenty of sun and water."]
+
+
+def test_tags_must_all_be_present(alice, index) -> None:
+    index(alice, "s", {"role": "user", "content": "alpha memo", "metadata": {"tags": ["a", "b"]}},
+          {"role": "user", "content": "alpha note", "metadata": {"tags": ["a"]}})
+    assert texts(search(alice, query="alpha", tags=["a", "B"])) == ["alpha memo"]
+    assert set(texts(search(alice, query="alpha", tags=["a"]))) == {"alpha memo", "alpha note"}
+    assert texts(search(alice, query="alpha", tags=["c"])) == []
+
+
+def test_time_range_filter(alice, index) -> None:
+    index(alice, "s", {"role": "user", "content": "old bicycle", "created_at": "2023-01-01T00:00:00Z"},
+          {"role": "user", "content": "new bicycle", "created_at": "2024-06-01T00:00:00Z"})
+    assert texts(search(alice, query="bicycle", since="2024-01-01T00:00:00Z")) == ["new bicycle"]
+    assert texts(search(alice, query="bicycle", until="2024-01-01T00:00:00Z")) == ["old bicycle"]
+
+
+def test_agent_filter(alice, index) -> None:
+    alice.post("/api/v1/sessions/", {"id": "planner", "agent": "planner-bot"}, format="json")
+    index(alice, "planner", {"role": "user", "content": "paint the fence"})
+    index(alice, "other", {"role": "user", "content": "paint the door"})
+    assert texts(search(alice, query="paint", agent="planner-bot")) == ["paint the fence"]
+
+
+def test_kind_filter(alice, garden, cast) -> None:
+    memory_saved.send(sender=None, kind="note", searchable=Searchable(
+        kind="note", source_id="note-9", tenant_id=cast.alice_tenant.pk, text="tomatoes are fruit",
+        created_at=timezone.now(), tier="account"))
+    assert texts(search(alice, query="tomatoes", kinds=["note"])) == ["tomatoes are fruit"]
+
+
+def test_channel_and_workspace_filters(alice, index) -> None:
+    alice.post("/api/v1/sessions/", {"id": "c1", "channel": "cooking"}, format="json")
+    alice.post("/api/v1/sessions/", {"id": "w1", "workspace": "proj"}, format="json")
+    index(alice, "c1", {"role": "user", "content": "pasta recipe"})
+    index(alice, "w1", {"role": "user", "content": "pasta budget"})
+    index(alice, "plain", {"role": "user", "content": "pasta party"})
+    assert texts(search(alice, query="pasta", channel="cooking")) == ["pasta recipe"]
+    assert texts(search(alice, query="pasta", workspace="proj")) == ["pasta budget"]
+    assert len(texts(search(alice, query="pasta"))) == 3
+
+
+# --- scope widening ------------------------------------------------------------------------------
+
+
+def _memory(tenant_id: int, source_id: str, text: str, tier: str, **placement: Any) -> None:
+    memory_saved.send(sender=None, kind="fact", searchable=Searchable(
+        kind="fact", source_id=source_id, tenant_id=tenant_id, text=text, created_at=timezone.now(),
+        tier=tier, **placement))
+
+
+def test_scope_widening_adds_wider_tiers_only(alice, index, cast) -> None:
+    alice.post("/api/v1/sessions/", {"id": "s1", "channel": "pets"}, format="json")
+    alice.post("/api/v1/sessions/", {"id": "s2", "channel": "pets"}, format="json")
+    alice.post("/api/v1/sessions/", {"id": "s3", "channel": "cars"}, format="json")
+    index(alice, "s1", {"role": "user", "content": "kiwi in session one"})
+    index(alice, "s2", {"role": "user", "content": "kiwi in session two"})
+    index(alice, "s3", {"role": "user", "content": "kiwi in another channel"})
+    s1 = alice.get("/api/v1/sessions/s1/").json()
+    ws = Workspace.objects.get(tenant=cast.alice_tenant, name=s1["workspace"])
+    pets = ws.channels.get(name="pets")
+    cars = ws.channels.get(name="cars")
+    t = cast.alice_tenant.pk
+    _memory(t, "f1", "kiwi fact for account", "account")
+    _memory(t, "f2", "kiwi fact for workspace", "workspace", workspace_id=ws.pk)
+    _memory(t, "f3", "kiwi fact for pets", "channel", workspace_id=ws.pk, channel_id=pets.pk)
+    _memory(t, "f4", "kiwi fact for cars", "channel", workspace_id=ws.pk, channel_id=cars.pk)
+    conversation = set(texts(search(alice, query="kiwi", session="s1", top_k=20)))
+    assert conversation == {"kiwi in session one", "kiwi fact for account", "kiwi fact for workspace",
+                            "kiwi fact for pets"}
+    channel = set(texts(search(alice, query="kiwi", session="s1", scope="channel", top_k=20)))
+    assert channel == conversation | {"kiwi in session two"}
+    workspace = set(texts(search(alice, query="kiwi", session="s1", scope="workspace", top_k=20)))
+    assert workspace == channel | {"kiwi in another channel", "kiwi fact for cars"}
+
+
+# --- tenant isolation ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("body", [
+    {"mode": "text"}, {"mode": "vector"}, {"mode": "hybrid"}, {"mode": "hybrid", "fusion": "rrf"},
+    {"mode": "exact"}, {"profile": "memory"}, {"scope": "account"},
+])
+def test_bob_never_sees_alices_chunks(alice, bob, index, cast, body: dict[str, Any]) -> None:
+    index(alice, "shared-name", {"role": "user", "content": "alice secret pineapple"})
+    _memory(cast.alice_tenant.pk, "fa", "alice account pineapple", "account")
+    index(bob, "shared-name", {"role": "user", "content": "bob pineapple"})
+    assert texts(search(bob, query="pineapple", **body)) == ["bob pineapple"]
+    assert texts(search(bob, query="pineapple", session="shared-name", **body)) == ["bob pineapple"]
+    assert texts(search(bob, query="pineapple", session="shared-name", scope="workspace", **{
+        k: v for k, v in body.items() if k != "scope"})) == ["bob pineapple"]
+
+
+def test_bob_cannot_name_alices_session_or_channel(alice, bob, index) -> None:
+    alice.post("/api/v1/sessions/", {"id": "alice-only", "channel": "alice-channel"}, format="json")
+    index(alice, "alice-only", {"role": "user", "content": "pineapple"})
+    assert error_code(search(bob, query="pineapple", session="alice-only")) == "session_not_found"
+    assert error_code(search(bob, query="pineapple", channel="alice-channel")) == "channel_not_found"
+
+
+def test_workspace_limited_key_sees_only_its_workspace(alice, index, cast) -> None:
+    alice.post("/api/v1/sessions/", {"id": "in-proj", "workspace": "proj"}, format="json")
+    index(alice, "in-proj", {"role": "user", "content": "mango in proj"})
+    index(alice, "elsewhere", {"role": "user", "content": "mango elsewhere"})
+    _memory(cast.alice_tenant.pk, "fm", "mango account fact", "account")
+    limited = make_client(make_key(cast.alice_tenant, ("read",), workspace="proj"))
+    for body in ({}, {"scope": "account"}, {"mode": "vector"}, {"mode": "exact"}):
+        assert texts(search(limited, query="mango", **body)) == ["mango in proj"]
+
+
+def test_hybrid_search_function_is_confined_to_its_tenant(alice, bob, index, cast) -> None:
+    index(alice, "s", {"role": "user", "content": "papaya"})
+    assert hybrid_search(tenant_id=cast.bob_tenant.pk, query="papaya") == []
+    assert [h.chunk.text for h in hybrid_search(tenant_id=cast.alice_tenant.pk, query="papaya")] == ["papaya"]
+
+
+# --- memory profile ------------------------------------------------------------------------------
+
+
+def test_memory_profile_reinforces_returned_results(alice, index) -> None:
+    index(alice, "s1", {"role": "user", "content": "grape juice", "importance": 0.9})
+    index(alice, "s2", {"role": "user", "content": "grape jelly", "importance": 0.1})
+    results = search(alice, query="grape", profile="memory").json()["results"]
+    assert results[0]["text"] == "grape juice"  # importance breaks the tie
+    assert set(Chunk.objects.values_list("access_count", flat=True)) == {1}
+    search(alice, query="grape", profile="memory", top_k=1)
+    assert Chunk.objects.get(text="grape juice").access_count == 2
+    assert Chunk.objects.get(text="grape jelly").accessed_at is not None
+    search(alice, query="grape")  # the default profile does not count accesses
+    assert Chunk.objects.get(text="grape juice").access_count == 2
+
+
+# --- query counts --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["text", "vector", "hybrid", "exact"])
+def test_search_query_count_does_not_grow_with_results(alice, index, mode: str,
+                                                       django_assert_max_num_queries) -> None:
+    index(alice, "s", *[{"role": "user", "content": f"walrus fact {i}"} for i in range(30)])
+    with django_assert_max_num_queries(12):
+        assert len(texts(search(alice, query="walrus", mode=mode, top_k=25))) == 25
