@@ -75,6 +75,9 @@ class Chunk(models.Model):
             models.Index(fields=["session", "content_hash"], name="chunk_session_hash"),
             models.Index(fields=["tenant", "created_at"], name="chunk_tenant_created"),
             models.Index(fields=["channel", "created_at"], name="chunk_channel_created"),
+            # Scope widening ORs "this workspace's wider tiers" and "the account tier" into filters.
+            models.Index(fields=["workspace", "tier"], name="chunk_workspace_tier"),
+            models.Index(fields=["tenant", "tier"], name="chunk_tenant_tier"),
             models.Index(fields=["tenant", "id"], name="chunk_pending_embedding",
                          condition=Q(embedding__isnull=True)),
             GinIndex(fields=["tags"], name="chunk_tags"),

@@ -9,6 +9,7 @@ can make it fail.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from typing import Any
 
 import numpy as np
 from django.conf import settings
+from django.core.cache import cache
 from django.db import connection, transaction
 from django.utils import timezone
 from pgvector import HalfVector
@@ -30,7 +32,7 @@ PROFILES = ("default", "memory")
 SCOPES = ("conversation", "channel", "workspace", "account")
 RRF_K = 60
 DEDUP_COSINE = 0.9
-DF_CAP = 20_000  # counting beyond this only refines the IDF of very common words
+DF_CAP = 5_000  # counting beyond this only refines the IDF of very common words
 BM25_K1 = 1.2
 BM25_B = 0.5
 _WEBSEARCH_OPERATORS = re.compile(r'"|(^|\s)-\w|\sor\s', re.IGNORECASE)
@@ -200,20 +202,31 @@ def _query_lexemes(query: str) -> list[str]:
     return sorted({r[0] for r in rows})[:32]
 
 
+def _scope_size(where: str, params: list[Any]) -> int:
+    """Chunks in scope (for IDF), capped and cached for a minute: it only scales the weights."""
+    key = "retrieval:scope-size:" + hashlib.sha256(repr((where, params)).encode()).hexdigest()
+    size = cache.get(key)
+    if size is None:
+        size = _rows(f"SELECT count(*) FROM (SELECT 1 FROM retrieval_chunk c WHERE {where} LIMIT {DF_CAP * 10}) s",
+                     params)[0][0]
+        cache.set(key, size, 60)
+    return max(int(size), 1)
+
+
 def build_text_query(req: SearchRequest, where: str, params: list[Any]) -> TextQuery:
     lexemes = _query_lexemes(req.query)
     if not lexemes:
         return TextQuery([], False)
     literals = [_tsquery_literal(x) for x in lexemes]
-    capped = f"(SELECT count(*) FROM (SELECT 1 FROM retrieval_chunk c WHERE {where} {{extra}} LIMIT {DF_CAP}) s)"
-    selects = [capped.format(extra="")] + [capped.format(extra="AND c.search_vector @@ %s::tsquery")] * len(literals)
-    all_params: list[Any] = list(params)
+    capped = (f"(SELECT count(*) FROM (SELECT 1 FROM retrieval_chunk c WHERE {where} "
+              f"AND c.search_vector @@ %s::tsquery LIMIT {DF_CAP}) s)")
+    all_params: list[Any] = []
     for literal in literals:
         all_params.extend([*params, literal])
-    counts = _rows("SELECT " + ", ".join(selects), all_params)[0]
-    total = max(int(counts[0]), 1)
+    counts = _rows("SELECT " + ", ".join([capped] * len(literals)), all_params)[0]
+    total = max(_scope_size(where, params), *counts)
     terms = []
-    for literal, df in zip(literals, counts[1:], strict=True):
+    for literal, df in zip(literals, counts, strict=True):
         if df:
             terms.append((literal, math.log(1 + (total - df + 0.5) / (df + 0.5))))
     return TextQuery(terms, bool(_WEBSEARCH_OPERATORS.search(req.query)))
