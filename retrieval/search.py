@@ -282,13 +282,13 @@ def _ranks(values: dict[int, float]) -> dict[int, int]:
     return {k: i + 1 for i, k in enumerate(sorted(values, key=lambda k: -values[k]))}
 
 
-def _temporal(chunk: Chunk, now: datetime) -> float:
+def _temporal(chunk: Candidate, now: datetime) -> float:
     last = chunk.accessed_at or chunk.created_at
     days = max((now - last).total_seconds() / 86400.0, 0.0)
     return math.exp(-0.05 * days) * (1 + 0.02 * chunk.access_count)
 
 
-def fuse(req: SearchRequest, chunks: dict[int, Chunk], vec: dict[int, float], txt: dict[int, float]) -> dict[int, float]:
+def fuse(req: SearchRequest, chunks: dict[int, Candidate], vec: dict[int, float], txt: dict[int, float]) -> dict[int, float]:
     ids = list(chunks)
     if req.profile == "memory":
         nv, nt, now = _minmax(vec), _minmax(txt), timezone.now()
@@ -322,20 +322,20 @@ def _near_identical_text(a: frozenset[str], b: frozenset[str]) -> bool:
     return a == b or (bool(a | b) and len(a & b) / len(a | b) > DEDUP_COSINE)
 
 
-def dedup(ordered: list[Chunk], embeddings: dict[int, np.ndarray], top_k: int) -> list[Chunk]:
+def dedup(ordered: list[Candidate], embeddings: dict[int, np.ndarray], top_k: int) -> list[Candidate]:
     """Drop near-identical results (S4): cosine > 0.9, or near-identical text.
 
     A chunk embedded with conversation context shares that context's direction with its
     neighbours, so for those the comparison is on their own words (Jaccard > 0.9), not vectors.
     """
-    kept: list[Chunk] = []
+    kept: list[Candidate] = []
     kept_vectors: list[np.ndarray] = []
     kept_words: list[frozenset[str]] = []
     for chunk in ordered:
         words = _word_set(chunk.text)
         if any(_near_identical_text(words, other) for other in kept_words):
             continue
-        vector = embeddings.get(chunk.pk) if not chunk.context else None
+        vector = embeddings.get(chunk.pk) if not chunk.contextual else None
         if vector is not None and kept_vectors and float(np.max(np.stack(kept_vectors) @ vector)) > DEDUP_COSINE:
             continue
         kept.append(chunk)
@@ -350,27 +350,67 @@ def dedup(ordered: list[Chunk], embeddings: dict[int, np.ndarray], top_k: int) -
 # --- the search function ---------------------------------------------------------------------
 
 
+@dataclass
+class Candidate:
+    """What ranking needs of a chunk; full rows are loaded only for the results kept."""
+
+    pk: int
+    text: str
+    contextual: bool
+    created_at: datetime
+    sequence_end: int | None
+    importance: float
+    access_count: int
+    accessed_at: datetime | None
+
+
+def _parse_vector(text: str | None) -> np.ndarray | None:
+    return None if text is None else np.array(text[1:-1].split(","), dtype=np.float32)
+
+
 def _fetch(ids: list[int], vector: HalfVector | None, model: str, tq: TextQuery | None) -> tuple[
-    dict[int, Chunk], dict[int, float], dict[int, float], dict[int, np.ndarray]
+    dict[int, Candidate], dict[int, float], dict[int, float], dict[int, np.ndarray]
 ]:
-    """Load candidates with both scores computed for every one (not only the list it came from)."""
-    qs = Chunk.objects.filter(pk__in=ids).select_related("session", "channel", "workspace").defer("search_vector")
+    """Score every candidate on both signals (not only on the list it came from), in one query."""
+    select = ["c.id", "c.text", "c.context <> ''", "c.created_at", "c.sequence_end", "c.importance",
+              "c.access_count", "c.accessed_at",
+              # Vectors are compared for dedup only where they embed the chunk's own text.
+              "CASE WHEN c.context = '' AND c.embedding_model = %s THEN c.embedding::text END"]
+    params: list[Any] = [model]
     if vector is not None:
-        qs = qs.extra(select={"_vsim": "CASE WHEN retrieval_chunk.embedding_model = %s THEN "
-                                       "1 - (retrieval_chunk.embedding <=> %s::halfvec) END"},
-                      select_params=[model, vector.to_text()])
+        select.append("CASE WHEN c.embedding_model = %s THEN 1 - (c.embedding <=> %s::halfvec) END")
+        params += [model, vector.to_text()]
+    else:
+        select.append("NULL")
     if tq is not None and tq.terms:
-        score, params = tq.score_sql()
-        qs = qs.extra(select={"_tscore": score.replace("c.search_vector", "retrieval_chunk.search_vector")},
-                      select_params=params)
-    chunks = {c.pk: c for c in qs}
-    vec = {i: float(c._vsim) for i, c in chunks.items() if getattr(c, "_vsim", None) is not None}
-    txt = {i: float(c._tscore) for i, c in chunks.items() if getattr(c, "_tscore", 0.0)}
-    embeddings = {
-        i: np.asarray(c.embedding.to_list() if hasattr(c.embedding, "to_list") else c.embedding, dtype=np.float32)
-        for i, c in chunks.items() if c.embedding is not None and c.embedding_model == model
-    }
-    return chunks, vec, txt, embeddings
+        score, score_params = tq.score_sql()
+        select.append(score)
+        params += score_params
+    else:
+        select.append("NULL")
+    rows = _rows(f"SELECT {', '.join(select)} FROM retrieval_chunk c WHERE c.id = ANY(%s)", [*params, ids])
+    candidates: dict[int, Candidate] = {}
+    vec: dict[int, float] = {}
+    txt: dict[int, float] = {}
+    embeddings: dict[int, np.ndarray] = {}
+    for pk, text, contextual, created, seq_end, importance, count, accessed, emb, vsim, tscore in rows:
+        candidates[pk] = Candidate(pk, text, contextual, created, seq_end, importance, count, accessed)
+        if vsim is not None:
+            vec[pk] = float(vsim)
+        if tscore:
+            txt[pk] = float(tscore)
+        parsed = _parse_vector(emb)
+        if parsed is not None:
+            embeddings[pk] = parsed
+    return candidates, vec, txt, embeddings
+
+
+def _load_hits(kept: list[Candidate], order: dict[int, float], vec: dict[int, float],
+               txt: dict[int, float]) -> list[SearchHit]:
+    rows = Chunk.objects.filter(pk__in=[c.pk for c in kept]).select_related(
+        "session", "channel", "workspace").defer("search_vector", "embedding", "context")
+    by_id = {c.pk: c for c in rows}
+    return [SearchHit(by_id[c.pk], order[c.pk], vec.get(c.pk), txt.get(c.pk)) for c in kept if c.pk in by_id]
 
 
 def _exact(req: SearchRequest, where: str, params: list[Any], limit: int) -> list[int]:
@@ -416,19 +456,20 @@ def run_search(req: SearchRequest) -> list[SearchHit]:
         if not ids:
             return []
         chunks, vec, txt, embeddings = _fetch(ids, vector, model, tq)
-    if req.mode == "exact":
-        order = {i: 1.0 for i in chunks}
-        ranked = [chunks[i] for i in ids if i in chunks]
-    else:
-        order = fuse(req, chunks, vec, txt)
-        ranked = sorted(
-            chunks.values(),
-            key=lambda c: (-order[c.pk], -c.created_at.timestamp(), -(c.sequence_end or 0), -c.pk),
-        )
-    kept = dedup(ranked, embeddings, req.top_k)
+        if req.mode == "exact":
+            order = {i: 1.0 for i in chunks}
+            ranked = [chunks[i] for i in ids if i in chunks]
+        else:
+            order = fuse(req, chunks, vec, txt)
+            ranked = sorted(
+                chunks.values(),
+                key=lambda c: (-order[c.pk], -c.created_at.timestamp(), -(c.sequence_end or 0), -c.pk),
+            )
+        kept = dedup(ranked, embeddings, req.top_k)
+        hits = _load_hits(kept, order, vec, txt)
     if req.profile == "memory":
-        reinforce([c.pk for c in kept])
-    return [SearchHit(c, order[c.pk], vec.get(c.pk), txt.get(c.pk)) for c in kept]
+        reinforce([h.chunk.pk for h in hits])
+    return hits
 
 
 def reinforce(chunk_ids: list[int]) -> None:

@@ -1,0 +1,324 @@
+"""Search latency at 100k chunks: our stack (HTTP, real server) against raw SQL and embedding time.
+
+    .venv/bin/python bench/search.py                 # build 100k chunks, measure, drop the database
+    .venv/bin/python bench/search.py --keepdb        # keep bench_search for the next run
+    .venv/bin/python bench/search.py --chunks 20000 --queries 100
+
+The corpus is LoCoMo's turns (../shared/bench-data) repeated to --chunks rows: each unique text
+is embedded once with the real model and its copies get a slightly perturbed vector, so vectors
+are clustered like real data. Rows go in with COPY and the HNSW index is built afterwards.
+
+Figures, per mode (text, vector, hybrid weighted, hybrid rrf), p50/p95 in ms:
+- query embedding time (the model, one query);
+- raw SQL: the statements one search issues (captured from the real search function), re-run
+  alone on a cursor;
+- HTTP single client and with 8 concurrent clients against gunicorn (as `make run` starts it);
+- the stack's overhead as a ratio: HTTP p95 / (embedding p95 + raw SQL p95).
+Then background embedding throughput: backfill_embeddings() (what the cluster task runs) against
+the raw model's encode() on the same texts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+DATA = ROOT.parent / "shared" / "bench-data" / "locomo10.jsonl"
+MODES = {
+    "text": {"mode": "text"},
+    "vector": {"mode": "vector"},
+    "hybrid": {"mode": "hybrid", "fusion": "weighted"},
+    "hybrid-rrf": {"mode": "hybrid", "fusion": "rrf"},
+}
+DB_NAME = "bench_search"
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--chunks", type=int, default=100_000)
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--web-workers", type=int, default=2)
+    parser.add_argument("--embed-sample", type=int, default=1000)
+    parser.add_argument("--keepdb", action="store_true")
+    parser.add_argument("--json", type=Path, default=None)
+    return parser.parse_args()
+
+
+def setup_django() -> None:
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryhub.settings")
+    os.environ["TEST_DB_NAME"] = DB_NAME
+    os.environ["MEMORYHUB_EMBEDDER"] = "minilm"
+    os.environ.setdefault("LOG_LEVEL", "WARNING")
+    import django
+
+    django.setup()
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def summary(values: list[float]) -> dict[str, float]:
+    return {"p50": round(statistics.median(values), 2), "p95": round(pct(values, 0.95), 2)}
+
+
+def load_corpus() -> tuple[list[str], list[str]]:
+    turns: list[str] = []
+    questions: list[str] = []
+    with DATA.open() as fh:
+        for line in fh:
+            conv = json.loads(line)
+            for s in conv["sessions"]:
+                turns += [f"{t['speaker']}: {t['text']}" for t in s["turns"]]
+            questions += [q["question"] for q in conv["questions"] if q["evidence_turn_ids"]]
+    return turns, questions
+
+
+# --- corpus ------------------------------------------------------------------------------------
+
+
+def populate(n_chunks: int, turns: list[str]) -> Any:
+    import numpy as np
+    from django.db import connection
+
+    from accounts.models import ApiKey, Channel, Tenant, Workspace
+    from memoryhub.models import Session
+    from retrieval.embedders import get_embedder
+    from retrieval.models import Chunk
+
+    tenant, _ = Tenant.get_or_create_named("bench")
+    raw_key = ApiKey.create_key(tenant=tenant, scopes=("read", "write")).raw
+    if Chunk.objects.filter(tenant=tenant).count() >= n_chunks:
+        print(f"reusing {n_chunks} chunks")
+        return tenant, raw_key
+    Chunk.objects.filter(tenant=tenant).delete()
+    workspace = Workspace.get_default(tenant)
+    channels = [Channel.get_named(workspace, f"topic-{i}") for i in range(20)]
+    per_session = 100
+    sessions = Session.objects.bulk_create([
+        Session(tenant=tenant, workspace=workspace, channel=channels[i % len(channels)], external_id=f"bench-{i}")
+        for i in range((n_chunks + per_session - 1) // per_session)
+    ])
+    started = time.perf_counter()
+    embedder = get_embedder()
+    base = np.asarray(embedder.embed(turns), dtype=np.float32)
+    print(f"embedded {len(turns)} unique texts in {time.perf_counter() - started:.1f} s")
+    rng = np.random.default_rng(7)
+    started = time.perf_counter()
+    with connection.cursor() as cursor:
+        cursor.execute("DROP INDEX IF EXISTS chunk_embedding_hnsw")
+        columns = ("tenant_id, kind, source_id, session_id, workspace_id, channel_id, tier, lifetime, user_id, "
+                   "role, agent, tags, sequence_start, sequence_end, text, context, content_hash, metadata, "
+                   "importance, access_count, created_at, indexed_at, embedding, embedding_model, "
+                   "embedding_error, embedding_attempts")
+        with cursor.cursor.copy(f"COPY retrieval_chunk ({columns}) FROM STDIN") as copy:
+            for i in range(n_chunks):
+                j = i % len(turns)
+                vector = base[j] + rng.normal(0, 0.01, base.shape[1]).astype(np.float32) * (i >= len(turns))
+                vector /= np.linalg.norm(vector)
+                session = sessions[i // per_session]
+                copy.write_row((
+                    tenant.pk, "event", "", session.pk, workspace.pk, session.channel_id, "conversation",
+                    "conversation", "", "user", "", "{}", i % per_session + 1, i % per_session + 1, turns[j], "",
+                    f"{i:064x}", '{"schema_version": 1}', 0.5, 0, "2024-01-01T00:00:00Z", "2024-01-01T00:00:00Z",
+                    "[" + ",".join(f"{v:.5f}" for v in vector) + "]", embedder.name, "", 1,
+                ))
+        print(f"copied {n_chunks} rows in {time.perf_counter() - started:.1f} s")
+        started = time.perf_counter()
+        cursor.execute("SET maintenance_work_mem = '512MB'")
+        cursor.execute("CREATE INDEX chunk_embedding_hnsw ON retrieval_chunk USING hnsw "
+                       "(embedding halfvec_cosine_ops) WITH (m = 16, ef_construction = 64)")
+        print(f"built HNSW in {time.perf_counter() - started:.1f} s")
+        cursor.execute("VACUUM ANALYZE retrieval_chunk")
+    return tenant, raw_key
+
+
+# --- measurements ----------------------------------------------------------------------------
+
+
+def measure_in_process(tenant: Any, questions: list[str]) -> dict[str, Any]:
+    from django.db import connection, transaction
+    from django.test.utils import CaptureQueriesContext
+
+    from retrieval.embedders import get_embedder
+    from retrieval.search import hybrid_search
+
+    embedder = get_embedder()
+    embed_ms = []
+    for q in questions:
+        started = time.perf_counter()
+        embedder.embed([q])
+        embed_ms.append(1000 * (time.perf_counter() - started))
+    out: dict[str, Any] = {"embedding": summary(embed_ms)}
+    for name, options in MODES.items():
+        raw_ms, call_ms = [], []
+        for q in questions:
+            with CaptureQueriesContext(connection) as captured:
+                started = time.perf_counter()
+                hybrid_search(tenant_id=tenant.pk, query=q, top_k=10, **options)
+                call_ms.append(1000 * (time.perf_counter() - started))
+            statements = [c["sql"] for c in captured.captured_queries
+                          if not c["sql"].startswith(("SAVEPOINT", "RELEASE SAVEPOINT"))]
+            with transaction.atomic(), connection.cursor() as cursor:
+                started = time.perf_counter()
+                for sql in statements:
+                    cursor.execute(sql)
+                    if cursor.description:
+                        cursor.fetchall()
+                raw_ms.append(1000 * (time.perf_counter() - started))
+        out[name] = {"raw_sql": summary(raw_ms), "in_process": summary(call_ms)}
+    return out
+
+
+def start_server(port: int, workers: int) -> subprocess.Popen[bytes]:
+    from django.conf import settings
+
+    base = settings.DATABASES["default"]
+    url = f"postgresql://{base['USER']}@/{DB_NAME}?host={base['HOST']}"
+    env = {**os.environ, "DATABASE_URL": url, "SECRET_KEY": "bench", "MEMORYHUB_EMBEDDER": "minilm",
+           "MEMORYHUB_EMBED_THREADS": "1", "LOG_LEVEL": "WARNING"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", "memoryhub.wsgi:application", "--bind", f"127.0.0.1:{port}",
+         "--workers", str(workers), "--worker-class", "gthread", "--threads", "4", "--log-level", "warning"],
+        env=env, cwd=ROOT, start_new_session=True,
+    )
+    import requests
+
+    for _ in range(120):
+        try:
+            if requests.get(f"http://127.0.0.1:{port}/api/v1/health/", timeout=1).status_code == 200:
+                return process
+        except requests.ConnectionError:
+            time.sleep(0.5)
+    process.terminate()
+    raise RuntimeError("the server did not start")
+
+
+def measure_http(port: int, raw_key: str, questions: list[str], clients: int, workers: int) -> dict[str, Any]:
+    import requests
+
+    url = f"http://127.0.0.1:{port}/api/v1/search/"
+    headers = {"Authorization": f"Bearer {raw_key}"}
+    local = __import__("threading").local()
+
+    def one(body: dict[str, Any]) -> float:
+        if not hasattr(local, "http"):
+            local.http = requests.Session()
+        started = time.perf_counter()
+        response = local.http.post(url, json=body, headers=headers, timeout=60)
+        elapsed = 1000 * (time.perf_counter() - started)
+        assert response.status_code == 200, response.text
+        return elapsed
+
+    with ThreadPoolExecutor(workers * 4) as pool:  # load the model in every worker first
+        list(pool.map(one, [{"query": q, "mode": "hybrid"} for q in questions[: workers * 8]]))
+    out: dict[str, Any] = {}
+    for name, options in MODES.items():
+        bodies = [{"query": q, "top_k": 10, **options} for q in questions]
+        single = [one(b) for b in bodies]
+        with ThreadPoolExecutor(clients) as pool:
+            started = time.perf_counter()
+            concurrent = list(pool.map(one, bodies))
+            wall = time.perf_counter() - started
+        out[name] = {"single": summary(single), f"{clients}_clients": summary(concurrent),
+                     "throughput_qps": round(len(bodies) / wall, 1)}
+    return out
+
+
+def measure_embedding_throughput(tenant: Any, turns: list[str], sample: int) -> dict[str, float]:
+    from memoryhub.models import Session
+    from retrieval.embedders import get_embedder
+    from retrieval.indexing import backfill_embeddings
+    from retrieval.models import Chunk
+
+    random.seed(3)
+    picks = random.sample(range(1, len(turns)), sample)
+    texts = [turns[i] for i in picks]
+    contexts = [turns[i - 1][:400] for i in picks]
+    inputs = [f"{c}\n{t}" for c, t in zip(contexts, texts, strict=True)]
+    model = get_embedder()._load()  # type: ignore[attr-defined]
+    from django.conf import settings
+
+    started = time.perf_counter()
+    model.encode(inputs, batch_size=settings.MEMORYHUB_EMBED_BATCH_SIZE, normalize_embeddings=True,
+                 show_progress_bar=False)
+    raw = sample / (time.perf_counter() - started)
+    session = Session.objects.filter(tenant=tenant).first()
+    rows = Chunk.objects.bulk_create([
+        Chunk(tenant=tenant, session=session, workspace_id=session.workspace_id, channel_id=session.channel_id,
+              text=t, context=c, content_hash=f"tp{i}") for i, (t, c) in enumerate(zip(texts, contexts, strict=True))
+    ])
+    started = time.perf_counter()
+    result = backfill_embeddings(tenant_id=tenant.pk, limit=sample)
+    pipeline = result["embedded"] / (time.perf_counter() - started)
+    Chunk.objects.filter(pk__in=[r.pk for r in rows]).delete()
+    return {"raw_model_texts_per_s": round(raw, 1), "backfill_texts_per_s": round(pipeline, 1),
+            "ratio": round(pipeline / raw, 3)}
+
+
+def main() -> None:
+    args = parse_args()
+    setup_django()
+    from django.db import connection
+
+    turns, questions = load_corpus()
+    random.seed(11)
+    questions = random.sample(questions, min(args.queries, len(questions)))
+    connection.creation.create_test_db(verbosity=0, autoclobber=not args.keepdb, keepdb=args.keepdb)
+    server = None
+    results: dict[str, Any] = {"chunks": args.chunks, "queries": len(questions)}
+    try:
+        tenant, raw_key = populate(args.chunks, turns)
+        results["embedding_throughput"] = measure_embedding_throughput(tenant, turns, args.embed_sample)
+        print("background embedding:", results["embedding_throughput"])
+        results["in_process"] = measure_in_process(tenant, questions)
+        connection.close()
+        server = start_server(args.port, args.web_workers)
+        results["http"] = measure_http(args.port, raw_key, questions, args.clients, args.web_workers)
+        report(results, args.clients)
+        if args.json:
+            args.json.write_text(json.dumps(results, indent=2))
+    finally:
+        if server is not None:
+            os.kill(server.pid, signal.SIGTERM)
+            server.wait(timeout=30)
+        if not args.keepdb:
+            connection.creation.destroy_test_db(DB_NAME, verbosity=0)
+
+
+def report(results: dict[str, Any], clients: int) -> None:
+    emb = results["in_process"]["embedding"]
+    print(f"\n{results['chunks']} chunks, {results['queries']} queries; query embedding p50 {emb['p50']} "
+          f"p95 {emb['p95']} ms")
+    print(f"{'mode':<11} {'rawSQL p50/p95':>15} {'in-proc p50/p95':>16} {'HTTP p50/p95':>14} "
+          f"{f'{clients} clients p50/p95':>20} {'qps':>6} {'p95 ratio':>9}")
+    for mode in MODES:
+        raw = results["in_process"][mode]["raw_sql"]
+        inproc = results["in_process"][mode]["in_process"]
+        http = results["http"][mode]
+        conc = http[f"{clients}_clients"]
+        floor = raw["p95"] + (emb["p95"] if mode != "text" else 0.0)
+        ratio = http["single"]["p95"] / floor if floor else float("nan")
+        results["http"][mode]["p95_ratio_to_floor"] = round(ratio, 2)
+        print(f"{mode:<11} {raw['p50']:>7}/{raw['p95']:<7} {inproc['p50']:>8}/{inproc['p95']:<7} "
+              f"{http['single']['p50']:>6}/{http['single']['p95']:<7} {conc['p50']:>10}/{conc['p95']:<9} "
+              f"{http['throughput_qps']:>6} {ratio:>9.2f}")
+
+
+if __name__ == "__main__":
+    main()
