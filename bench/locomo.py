@@ -47,6 +47,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--embedder", default="minilm", choices=["minilm", "hash"])
     parser.add_argument("--keepdb", action="store_true", help="keep (and reuse) the bench database")
     parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
+    parser.add_argument("--vector-weight", type=float, default=None, help="override for the weighted run")
+    parser.add_argument("--text-weight", type=float, default=None, help="override for the weighted run")
     return parser.parse_args()
 
 
@@ -176,6 +178,10 @@ def main() -> None:
         print(f"ingested {len(conversations)} conversations, {turns} turns in {ingest_s:.1f} s "
               f"({turns / ingest_s:.1f} turns/s incl. embedding; embedder {settings.MEMORYHUB_EMBEDDER}, "
               f"context messages {settings.MEMORYHUB_EMBED_CONTEXT_MESSAGES})")
+        if args.vector_weight is not None:
+            RUNS["hybrid-weighted"]["vector_weight"] = args.vector_weight
+        if args.text_weight is not None:
+            RUNS["hybrid-weighted"]["text_weight"] = args.text_weight
         figures, timings = evaluate(key, conversations, turn_at, [r for r in args.runs.split(",") if r])
         print_table(figures)
         print("\n" + ", ".join(f"{k} {v:.1f}" for k, v in timings.items()))

@@ -90,11 +90,18 @@ class Chunk(models.Model):
             models.CheckConstraint(condition=Q(kind__in=KINDS), name="chunk_kind_valid"),
         ]
         triggers = [
-            pgtrigger.UpdateSearchVector(
+            # The chunk's own words weigh A; the conversation context it was written in weighs D,
+            # so a reply can be found (at a discount) by the words of the message it answers.
+            pgtrigger.Trigger(
                 name="chunk_search_vector",
-                vector_field="search_vector",
-                document_fields=["text"],
-                config_name="pg_catalog.english",
+                when=pgtrigger.Before,
+                operation=pgtrigger.Insert | pgtrigger.UpdateOf("text", "context"),
+                func="""
+                    NEW.search_vector :=
+                        setweight(to_tsvector('pg_catalog.english', coalesce(NEW.text, '')), 'A')
+                        || setweight(to_tsvector('pg_catalog.english', coalesce(NEW.context, '')), 'D');
+                    RETURN NEW;
+                """,
             ),
         ]
 

@@ -179,20 +179,32 @@ class TextQuery:
     strict: bool  # the query used websearch operators: require websearch_to_tsquery to match
 
     def score_sql(self) -> tuple[str, list[Any]]:
-        """BM25 with tf = 1 (chunks are short): Σ idf · (k1+1) / (1 + k1·(1 − b + b·len/avg))."""
+        """BM25 with tf = 1 (chunks are short): Σ idf · (k1+1) / (1 + k1·(1 − b + b·len/avg)).
+
+        A word found only in the chunk's conversation context (weight D) counts at a discount.
+        """
         if not self.terms:
             return "0.0", []
-        parts = " + ".join("(CASE WHEN c.search_vector @@ %s::tsquery THEN %s ELSE 0 END)" for _ in self.terms)
-        params: list[Any] = [v for literal, idf in self.terms for v in (literal, idf)]
-        norm = f"({BM25_K1 + 1} / (1 + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * length(c.search_vector) / 12.0)))"
+        discount = float(settings.MEMORYHUB_TEXT_CONTEXT_WEIGHT)
+        parts = " + ".join(
+            "(CASE WHEN c.search_vector @@ %s::tsquery THEN %s WHEN c.search_vector @@ %s::tsquery THEN %s ELSE 0 END)"
+            for _ in self.terms
+        )
+        params: list[Any] = [
+            v for literal, idf in self.terms for v in (literal + ":A", idf, literal, idf * discount)
+        ]
+        length = "length(ts_filter(c.search_vector, '{a}'))"
+        norm = f"({BM25_K1 + 1} / (1 + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * {length} / 12.0)))"
         return f"(({parts}) * {norm})", params
 
     def match_sql(self, query: str) -> tuple[str, list[Any]]:
-        literals = [literal for literal, _ in self.terms]
+        own_words_only = settings.MEMORYHUB_TEXT_CONTEXT_WEIGHT <= 0.0
+        literals = [literal + (":A" if own_words_only else "") for literal, _ in self.terms]
         sql = "c.search_vector @@ %s::tsquery"
         params: list[Any] = [" | ".join(literals)]
         if self.strict:
-            sql += " AND c.search_vector @@ websearch_to_tsquery('pg_catalog.english', %s)"
+            # Phrases and exclusions are about the chunk's own words, not its context.
+            sql += " AND ts_filter(c.search_vector, '{a}') @@ websearch_to_tsquery('pg_catalog.english', %s)"
             params.append(query)
         return sql, params
 
@@ -222,7 +234,7 @@ def build_text_query(req: SearchRequest, where: str, params: list[Any]) -> TextQ
               f"AND c.search_vector @@ %s::tsquery LIMIT {DF_CAP}) s)")
     all_params: list[Any] = []
     for literal in literals:
-        all_params.extend([*params, literal])
+        all_params.extend([*params, literal + ":A"])  # how many chunks say the word themselves
     counts = _rows("SELECT " + ", ".join([capped] * len(literals)), all_params)[0]
     total = max(_scope_size(where, params), *counts)
     terms = []

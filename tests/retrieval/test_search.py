@@ -49,7 +49,15 @@ def test_each_mode_finds_the_matching_event(alice, garden, mode: str) -> None:
 
 def test_text_mode_returns_only_matching_chunks_ranked_by_rarity(alice, garden) -> None:
     found = texts(search(alice, query="tomatoes basil", mode="text"))
-    # "basil" is rarer than "tomatoes": the chunk with both comes first, the other after it.
+    # "basil" is rarer than "tomatoes": the chunk with both comes first, the other after it; the
+    # reply that follows a tomato message matches through its context only, at a discount, last.
+    assert found == ["I planted tomatoes and basil in the garden.", "Tomatoes need plenty of sun and water.",
+                     "My sister Ana visits every Sunday."]
+
+
+def test_context_only_matches_can_be_switched_off(alice, garden, settings) -> None:
+    settings.MEMORYHUB_TEXT_CONTEXT_WEIGHT = 0.0
+    found = texts(search(alice, query="tomatoes basil", mode="text"))
     assert found == ["I planted tomatoes and basil in the garden.", "Tomatoes need plenty of sun and water."]
 
 
