@@ -1,0 +1,73 @@
+"""Operator views of chunks and documents: filter, inspect, re-embed, pin importance."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+from django.db.models import QuerySet
+from django.http import HttpRequest
+
+from memoryhub.admin_tools import EstimatedCountPaginator
+from memoryhub.tasks import enqueue
+from retrieval.models import Chunk, Document
+
+
+class EmbeddedFilter(admin.SimpleListFilter):
+    title = "embedding"
+    parameter_name = "embedded"
+
+    def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin) -> list[tuple[str, str]]:
+        return [("yes", "embedded"), ("no", "pending"), ("error", "failed")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Chunk]) -> QuerySet[Chunk]:
+        if self.value() == "yes":
+            return queryset.filter(embedding__isnull=False)
+        if self.value() == "no":
+            return queryset.filter(embedding__isnull=True)
+        if self.value() == "error":
+            return queryset.filter(embedding__isnull=True).exclude(embedding_error="")
+        return queryset
+
+
+@admin.register(Chunk)
+class ChunkAdmin(admin.ModelAdmin):
+    list_display = ["id", "kind", "short_text", "tenant", "session", "sequence_start", "sequence_end", "tier",
+                    "importance", "access_count", "embedding_model", "created_at"]
+    list_filter = ["kind", "tier", "lifetime", EmbeddedFilter, "tenant", ("created_at", admin.DateFieldListFilter)]
+    list_select_related = ["tenant", "session"]
+    search_fields = ["text", "source_id", "=content_hash", "user_id"]
+    raw_id_fields = ["tenant", "session", "workspace", "channel"]
+    readonly_fields = ["content_hash", "embedding_model", "embedding_error", "embedding_attempts", "indexed_at",
+                       "access_count", "accessed_at"]
+    exclude = ["embedding", "search_vector"]
+    paginator = EstimatedCountPaginator
+    show_full_result_count = False
+    actions = ["reembed", "pin", "unpin"]
+
+    @admin.display(description="text")
+    def short_text(self, obj: Chunk) -> str:
+        return obj.text[:80] + ("…" if len(obj.text) > 80 else "")
+
+    @admin.action(description="Re-embed selected chunks (in the background)")
+    def reembed(self, request: HttpRequest, queryset: QuerySet[Chunk]) -> None:
+        ids = list(queryset.values_list("pk", flat=True)[:10_000])
+        queryset.filter(pk__in=ids).update(embedding=None, embedding_error="", embedding_attempts=0)
+        enqueue("retrieval.tasks.embed_chunks", ids)
+        self.message_user(request, f"Queued {len(ids)} chunk(s) for embedding.")
+
+    @admin.action(description="Pin: importance 1.0")
+    def pin(self, request: HttpRequest, queryset: QuerySet[Chunk]) -> None:
+        self.message_user(request, f"Pinned {queryset.update(importance=1.0)} chunk(s).")
+
+    @admin.action(description="Unpin: importance 0.5")
+    def unpin(self, request: HttpRequest, queryset: QuerySet[Chunk]) -> None:
+        self.message_user(request, f"Unpinned {queryset.update(importance=0.5)} chunk(s).")
+
+
+@admin.register(Document)
+class DocumentAdmin(admin.ModelAdmin):
+    list_display = ["source_uri", "tenant", "workspace", "session", "chunk_count", "updated_at"]
+    list_filter = ["tenant", ("updated_at", admin.DateFieldListFilter)]
+    list_select_related = ["tenant", "workspace", "session"]
+    search_fields = ["source_uri", "=content_hash"]
+    raw_id_fields = ["tenant", "workspace", "session"]
+    readonly_fields = ["content_hash", "chunk_count", "created_at", "updated_at"]

@@ -1,0 +1,35 @@
+"""The operator admin for chunks and documents renders and its actions work."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth.models import User
+
+from retrieval.models import Chunk
+
+
+@pytest.fixture
+def staff_client(client, db):  # type: ignore[no-untyped-def]
+    user = User.objects.create_superuser("op", "op@example.com", "pw-123456")
+    client.force_login(user)
+    return client
+
+
+def test_chunk_admin_lists_filters_and_reembeds(staff_client, alice, index, django_capture_on_commit_callbacks) -> None:
+    index(alice, "s", {"role": "user", "content": "first"}, {"role": "user", "content": "second"})
+    for params in ({}, {"embedded": "no"}, {"embedded": "error"}, {"q": "first"}):
+        assert staff_client.get("/admin/retrieval/chunk/", params).status_code == 200
+    chunk = Chunk.objects.get(text="first")
+    assert staff_client.get(f"/admin/retrieval/chunk/{chunk.pk}/change/").status_code == 200
+    Chunk.objects.update(embedding_model="old")
+    with django_capture_on_commit_callbacks(execute=True):
+        response = staff_client.post("/admin/retrieval/chunk/", {
+            "action": "reembed", "_selected_action": [chunk.pk]})
+    assert response.status_code == 302
+    chunk.refresh_from_db()
+    assert chunk.embedding_model == "hash-v1" and chunk.embedding is not None
+
+
+def test_document_admin_lists(staff_client, alice) -> None:
+    alice.post("/api/v1/documents/", {"source_uri": "u", "text": "doc"}, format="json")
+    assert staff_client.get("/admin/retrieval/document/").status_code == 200
