@@ -149,10 +149,11 @@ def evaluate(key: Any, conversations: list[dict[str, Any]], turn_at: dict[tuple[
             bucket: {"n": int(v["n"]), **{m: round(v[m] / v["n"], 3) for m in v if m != "n"}}
             for bucket, v in sums.items()
         }
+        print_table({run: figures[run]}, flush=True)
     return figures, timings
 
 
-def print_table(figures: dict[str, Any]) -> None:
+def print_table(figures: dict[str, Any], flush: bool = False) -> None:
     buckets = ["overall", *CATEGORIES.values()]
     for run, per in figures.items():
         print(f"\n{run}")
@@ -161,7 +162,7 @@ def print_table(figures: dict[str, Any]) -> None:
             if b in per:
                 v = per[b]
                 print(f"  {b:<12} {v['n']:>5} {v['turn@5']:>7.3f} {v['turn@10']:>8.3f} "
-                      f"{v['session@5']:>7.3f} {v['session@10']:>8.3f}")
+                      f"{v['session@5']:>7.3f} {v['session@10']:>8.3f}", flush=flush)
 
 
 def main() -> None:
@@ -183,7 +184,6 @@ def main() -> None:
         if args.text_weight is not None:
             RUNS["hybrid-weighted"]["text_weight"] = args.text_weight
         figures, timings = evaluate(key, conversations, turn_at, [r for r in args.runs.split(",") if r])
-        print_table(figures)
         print("\n" + ", ".join(f"{k} {v:.1f}" for k, v in timings.items()))
         if args.json:
             args.json.write_text(json.dumps({"figures": figures, "timings": timings, "ingest_s": ingest_s}, indent=2))

@@ -305,7 +305,7 @@ MEMORYHUB_EMBED_BATCH_SIZE = env_int("MEMORYHUB_EMBED_BATCH_SIZE", 32, minimum=1
 MEMORYHUB_EMBED_BACKFILL_BATCH = env_int("MEMORYHUB_EMBED_BACKFILL_BATCH", 50, minimum=1)
 # How many earlier messages of the conversation are embedded with a message (contextual
 # embeddings: "yes, since 2019" is findable by what it answers). 0 embeds the message alone.
-MEMORYHUB_EMBED_CONTEXT_MESSAGES = env_int("MEMORYHUB_EMBED_CONTEXT_MESSAGES", 1, minimum=0)
+MEMORYHUB_EMBED_CONTEXT_MESSAGES = env_int("MEMORYHUB_EMBED_CONTEXT_MESSAGES", 2, minimum=0)
 # Candidates fetched from each index before fusion, and HNSW's ef_search.
 MEMORYHUB_SEARCH_CANDIDATES = env_int("MEMORYHUB_SEARCH_CANDIDATES", 100, minimum=10)
 MEMORYHUB_HNSW_EF_SEARCH = env_int("MEMORYHUB_HNSW_EF_SEARCH", 100, minimum=10)
@@ -313,3 +313,7 @@ MEMORYHUB_SEARCH_MAX_TOP_K = env_int("MEMORYHUB_SEARCH_MAX_TOP_K", 100, minimum=
 MEMORYHUB_CONTEXT_BUDGET = env_int("MEMORYHUB_CONTEXT_BUDGET", 4000, minimum=100)
 # Full text: how much a query word found only in a chunk's conversation context counts (0–1).
 MEMORYHUB_TEXT_CONTEXT_WEIGHT = env_float("MEMORYHUB_TEXT_CONTEXT_WEIGHT", 0.3, low=0.0, high=1.0)
+# Hybrid search: how much a result's conversation (its best matching messages) adds to its score.
+MEMORYHUB_SEARCH_SESSION_WEIGHT = env_float("MEMORYHUB_SEARCH_SESSION_WEIGHT", 0.0, low=0.0, high=1.0)
+# Hybrid search: each further result from an already-listed conversation is scored × this (1 = off).
+MEMORYHUB_SEARCH_SESSION_DIVERSITY = env_float("MEMORYHUB_SEARCH_SESSION_DIVERSITY", 1.0, low=0.0, high=1.0)

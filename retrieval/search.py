@@ -315,12 +315,38 @@ def fuse(req: SearchRequest, chunks: dict[int, Candidate], vec: dict[int, float]
         return {i: txt.get(i, 0.0) for i in ids}
     if req.fusion == "rrf":
         rv, rt = _ranks(vec), _ranks(txt)
-        return {
+        fused = {
             i: (1.0 / (RRF_K + rv[i]) if i in rv else 0.0) + (1.0 / (RRF_K + rt[i]) if i in rt else 0.0)
             for i in ids
         }
-    nv, nt = _minmax(vec), _minmax(txt)
-    return {i: req.vector_weight * nv.get(i, 0.0) + req.text_weight * nt.get(i, 0.0) for i in ids}
+    else:
+        nv, nt = _minmax(vec), _minmax(txt)
+        fused = {i: req.vector_weight * nv.get(i, 0.0) + req.text_weight * nt.get(i, 0.0) for i in ids}
+    return with_session_prior(fused, chunks, settings.MEMORYHUB_SEARCH_SESSION_WEIGHT)
+
+
+def with_session_prior(scores: dict[int, float], chunks: dict[int, Candidate], weight: float) -> dict[int, float]:
+    """Blend each chunk's score with its conversation's (passage + document evidence, as in IR).
+
+    A message in a conversation where several messages match the query is more likely the one
+    meant than an isolated match elsewhere. The conversation's score is the sum of its best three.
+    """
+    if weight <= 0.0 or not scores:
+        return scores
+    per_session: dict[int, list[float]] = {}
+    for pk, score in scores.items():
+        session_id = chunks[pk].session_id
+        if session_id is not None:
+            per_session.setdefault(session_id, []).append(score)
+    prior = {sid: sum(sorted(values, reverse=True)[:3]) for sid, values in per_session.items()}
+    top_prior = max(prior.values(), default=0.0)
+    top_score = max(scores.values())
+    if top_prior <= 0.0:
+        return scores
+    return {
+        pk: (1 - weight) * score + weight * top_score * prior.get(chunks[pk].session_id or -1, 0.0) / top_prior
+        for pk, score in scores.items()
+    }
 
 
 _WORDS = re.compile(r"\w+", re.UNICODE)
@@ -332,6 +358,30 @@ def _word_set(text: str) -> frozenset[str]:
 
 def _near_identical_text(a: frozenset[str], b: frozenset[str]) -> bool:
     return a == b or (bool(a | b) and len(a & b) / len(a | b) > DEDUP_COSINE)
+
+
+def diversify(ordered: list[Candidate], scores: dict[int, float], decay: float, depth: int) -> list[Candidate]:
+    """Re-rank so that each further result from an already-represented conversation is discounted.
+
+    Greedy: the next result is the best score · decay^(results already taken from its session).
+    """
+    if decay >= 1.0:
+        return ordered
+    remaining = list(ordered)
+    taken: dict[int | None, int] = {}
+    result: list[Candidate] = []
+
+    def adjusted(candidate: Candidate) -> float:
+        if candidate.session_id is None:
+            return scores[candidate.pk]
+        return scores[candidate.pk] * decay ** taken.get(candidate.session_id, 0)
+
+    while remaining and len(result) < depth:
+        best = max(range(len(remaining)), key=lambda i: adjusted(remaining[i]))
+        chosen = remaining.pop(best)
+        taken[chosen.session_id] = taken.get(chosen.session_id, 0) + 1
+        result.append(chosen)
+    return result + remaining
 
 
 def dedup(ordered: list[Candidate], embeddings: dict[int, np.ndarray], top_k: int) -> list[Candidate]:
@@ -367,6 +417,7 @@ class Candidate:
     """What ranking needs of a chunk; full rows are loaded only for the results kept."""
 
     pk: int
+    session_id: int | None
     text: str
     contextual: bool
     created_at: datetime
@@ -384,7 +435,7 @@ def _fetch(ids: list[int], vector: HalfVector | None, model: str, tq: TextQuery 
     dict[int, Candidate], dict[int, float], dict[int, float], dict[int, np.ndarray]
 ]:
     """Score every candidate on both signals (not only on the list it came from), in one query."""
-    select = ["c.id", "c.text", "c.context <> ''", "c.created_at", "c.sequence_end", "c.importance",
+    select = ["c.id", "c.session_id", "c.text", "c.context <> ''", "c.created_at", "c.sequence_end", "c.importance",
               "c.access_count", "c.accessed_at",
               # Vectors are compared for dedup only where they embed the chunk's own text.
               "CASE WHEN c.context = '' AND c.embedding_model = %s THEN c.embedding::text END"]
@@ -405,8 +456,8 @@ def _fetch(ids: list[int], vector: HalfVector | None, model: str, tq: TextQuery 
     vec: dict[int, float] = {}
     txt: dict[int, float] = {}
     embeddings: dict[int, np.ndarray] = {}
-    for pk, text, contextual, created, seq_end, importance, count, accessed, emb, vsim, tscore in rows:
-        candidates[pk] = Candidate(pk, text, contextual, created, seq_end, importance, count, accessed)
+    for pk, session_id, text, contextual, created, seq_end, importance, count, accessed, emb, vsim, tscore in rows:
+        candidates[pk] = Candidate(pk, session_id, text, contextual, created, seq_end, importance, count, accessed)
         if vsim is not None:
             vec[pk] = float(vsim)
         if tscore:
@@ -477,6 +528,8 @@ def run_search(req: SearchRequest) -> list[SearchHit]:
                 chunks.values(),
                 key=lambda c: (-order[c.pk], -c.created_at.timestamp(), -(c.sequence_end or 0), -c.pk),
             )
+            if req.mode == "hybrid" and req.profile != "memory":
+                ranked = diversify(ranked, order, settings.MEMORYHUB_SEARCH_SESSION_DIVERSITY, 2 * req.top_k)
         kept = dedup(ranked, embeddings, req.top_k)
         hits = _load_hits(kept, order, vec, txt)
     if req.profile == "memory":
