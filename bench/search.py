@@ -173,7 +173,7 @@ def measure_in_process(tenant: Any, questions: list[str]) -> dict[str, Any]:
                 hybrid_search(tenant_id=tenant.pk, query=q, top_k=10, **options)
                 call_ms.append(1000 * (time.perf_counter() - started))
             statements = [c["sql"] for c in captured.captured_queries
-                          if not c["sql"].startswith(("SAVEPOINT", "RELEASE SAVEPOINT"))]
+                          if not c["sql"].startswith(("SAVEPOINT", "RELEASE SAVEPOINT", "BEGIN", "COMMIT"))]
             with transaction.atomic(), connection.cursor() as cursor:
                 started = time.perf_counter()
                 for sql in statements:
@@ -283,7 +283,7 @@ def main() -> None:
     server = None
     results: dict[str, Any] = {"chunks": args.chunks, "queries": len(questions)}
     try:
-        tenant, raw_key = populate(args.chunks, turns)
+        tenant, raw_key = populate(args.chunks, turns[: args.chunks])
         results["embedding_throughput"] = measure_embedding_throughput(tenant, turns, args.embed_sample)
         print("background embedding:", results["embedding_throughput"])
         results["in_process"] = measure_in_process(tenant, questions)

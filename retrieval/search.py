@@ -33,6 +33,7 @@ SCOPES = ("conversation", "channel", "workspace", "account")
 RRF_K = 60
 DEDUP_COSINE = 0.9
 DF_CAP = 5_000  # counting beyond this only refines the IDF of very common words
+MATCH_BUDGET = 500  # chunks whose own words match, summed over the terms that select candidates
 BM25_K1 = 1.2
 BM25_B = 0.5
 _WEBSEARCH_OPERATORS = re.compile(r'"|(^|\s)-\w|\sor\s', re.IGNORECASE)
@@ -177,6 +178,7 @@ def _tsquery_literal(lexeme: str) -> str:
 class TextQuery:
     terms: list[tuple[str, float]]  # (tsquery literal, idf)
     strict: bool  # the query used websearch operators: require websearch_to_tsquery to match
+    match_terms: list[str] = field(default_factory=list)  # the rarer terms that select candidates
 
     def score_sql(self) -> tuple[str, list[Any]]:
         """BM25 with tf = 1 (chunks are short): Σ idf · (k1+1) / (1 + k1·(1 − b + b·len/avg)).
@@ -199,7 +201,7 @@ class TextQuery:
 
     def match_sql(self, query: str) -> tuple[str, list[Any]]:
         own_words_only = settings.MEMORYHUB_TEXT_CONTEXT_WEIGHT <= 0.0
-        literals = [literal + (":A" if own_words_only else "") for literal, _ in self.terms]
+        literals = [literal + (":A" if own_words_only else "") for literal in self.match_terms]
         sql = "c.search_vector @@ %s::tsquery"
         params: list[Any] = [" | ".join(literals)]
         if self.strict:
@@ -240,8 +242,26 @@ def build_text_query(req: SearchRequest, where: str, params: list[Any]) -> TextQ
     terms = []
     for literal, df in zip(literals, counts, strict=True):
         if df:
-            terms.append((literal, math.log(1 + (total - df + 0.5) / (df + 0.5))))
-    return TextQuery(terms, bool(_WEBSEARCH_OPERATORS.search(req.query)))
+            terms.append((literal, math.log(1 + (total - df + 0.5) / (df + 0.5)), df))
+    return TextQuery([(t, idf) for t, idf, _ in terms], bool(_WEBSEARCH_OPERATORS.search(req.query)),
+                     _match_terms(terms))
+
+
+def _match_terms(terms: list[tuple[str, float, int]]) -> list[str]:
+    """The rarest terms, up to a budget of matching chunks, select the candidates.
+
+    Scoring every chunk that contains a common word costs more than it finds: a chunk holding
+    only common words rarely outranks one that holds a rare word. Candidates are still scored on
+    every term, and the vector side brings its own.
+    """
+    chosen: list[str] = []
+    matched = 0
+    for literal, _, df in sorted(terms, key=lambda t: t[2]):
+        if chosen and matched + df > MATCH_BUDGET:
+            break
+        chosen.append(literal)
+        matched += df
+    return chosen
 
 
 def text_candidates(req: SearchRequest, tq: TextQuery, where: str, params: list[Any], limit: int) -> list[int]:
