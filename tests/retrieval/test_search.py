@@ -325,3 +325,30 @@ def test_search_query_count_does_not_grow_with_results(alice, index, mode: str,
     index(alice, "s", *[{"role": "user", "content": f"walrus fact {i}"} for i in range(30)])
     with django_assert_max_num_queries(12):
         assert len(texts(search(alice, query="walrus", mode=mode, top_k=25))) == 25
+
+
+# --- optional ranking settings -------------------------------------------------------------------
+
+
+def _three_sessions(index, alice) -> None:  # type: ignore[no-untyped-def]
+    index(alice, "many", {"role": "user", "content": "heron nest by the lake"},
+          {"role": "user", "content": "a heron again"}, {"role": "user", "content": "heron heron chicks"})
+    index(alice, "lone", {"role": "user", "content": "one heron flew past"})
+
+
+def test_session_diversity_discounts_repeated_conversations(alice, index, settings) -> None:
+    _three_sessions(index, alice)
+    plain = search(alice, query="heron", top_k=2).json()["results"]
+    assert [r["session"] for r in plain] == ["many", "many"]
+    settings.MEMORYHUB_SEARCH_SESSION_DIVERSITY = 0.01
+    diverse = search(alice, query="heron", top_k=2).json()["results"]
+    assert [r["session"] for r in diverse] == ["many", "lone"]
+
+
+def test_session_prior_favours_conversations_with_several_matches(alice, index, settings) -> None:
+    _three_sessions(index, alice)
+    plain = search(alice, query="heron", top_k=4).json()["results"]
+    assert [r["session"] for r in plain][2] == "lone"
+    settings.MEMORYHUB_SEARCH_SESSION_WEIGHT = 0.9
+    results = search(alice, query="heron", top_k=4).json()["results"]
+    assert [r["session"] for r in results] == ["many", "many", "many", "lone"]
