@@ -78,3 +78,6 @@ class RollingSummaryAdmin(admin.ModelAdmin):
     list_select_related = ["session", "tenant"]
     search_fields = ["=session__external_id", "text"]
     raw_id_fields = ["session", "tenant"]
+
+
+from memoryhub import memory_admin  # noqa: E402,F401  (registers notes, facts, summaries)

@@ -217,3 +217,6 @@ class RollingSummary(models.Model):
 
     def __str__(self) -> str:
         return f"summary of {self.session_id} (epoch {self.epoch})"
+
+
+from memoryhub.memory_models import *  # noqa: E402,F401,F403  (notes, facts, scratchpad, summary tree)

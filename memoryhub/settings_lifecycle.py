@@ -1,0 +1,4 @@
+"""Settings of tiers, decay, consolidation, forget-user and import/export (imported at the end of
+memoryhub.settings)."""
+
+from memoryhub.settings import env_bool, env_choice, env_float, env_int, env_str  # noqa: F401

@@ -1,0 +1,3 @@
+"""Settings of notes, facts, scratchpad and summaries (imported at the end of memoryhub.settings)."""
+
+from memoryhub.settings import env_bool, env_choice, env_float, env_int, env_str  # noqa: F401
