@@ -1,0 +1,136 @@
+"""The operator dashboard (S9): memory figures per tenant, activity charts, the task queue.
+
+One page in the admin. Every figure is one aggregate query; areas whose models are not
+installed are left out rather than guessed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, timedelta
+from typing import Any
+
+from django.apps import apps
+from django.contrib import admin
+from django.db.models import Count, Model, Q, QuerySet, Sum
+from django.db.models.functions import Coalesce, TruncDate
+from django.http import HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
+from django.utils import timezone
+
+from accounts.models import Tenant
+from memoryhub.models import Event, Session
+
+CHART_DAYS = 30
+
+
+def _model(label: str) -> type[Model] | None:
+    try:
+        return apps.get_model(label)
+    except LookupError:
+        return None
+
+
+@dataclass
+class Bar:
+    day: date
+    value: int
+    height: float  # percent of the tallest bar
+
+
+@dataclass
+class Chart:
+    title: str
+    bars: list[Bar]
+    total: int
+    colour: str = "#417690"
+
+
+def daily(qs: QuerySet[Any], field: str, title: str, *, days: int = CHART_DAYS, colour: str = "#417690") -> Chart:
+    """Rows per day over the last `days` days (empty days included), in the server's time zone."""
+    today = timezone.localdate()
+    start = today - timedelta(days=days - 1)
+    since = timezone.make_aware(timezone.datetime.combine(start, timezone.datetime.min.time()))
+    counts = dict(
+        qs.filter(**{f"{field}__gte": since})
+        .annotate(day=TruncDate(field))
+        .values("day")
+        .annotate(n=Count("pk"))
+        .values_list("day", "n")
+    )
+    values = [(start + timedelta(days=i), int(counts.get(start + timedelta(days=i), 0))) for i in range(days)]
+    top = max((v for _, v in values), default=0) or 1
+    return Chart(title, [Bar(d, v, round(100 * v / top, 1)) for d, v in values], sum(v for _, v in values), colour)
+
+
+def tenant_rows() -> list[dict[str, Any]]:
+    """Per tenant: sessions, events, chunks with embedding coverage, notes, facts, schedules."""
+    rows = {t.pk: {"tenant": t, "sessions": 0, "events": 0} for t in Tenant.objects.order_by("name")}
+    for tenant_id, sessions, events in (Session.objects.values("tenant_id")
+                                        .annotate(n=Count("id"), e=Coalesce(Sum("event_count"), 0))
+                                        .values_list("tenant_id", "n", "e")):
+        rows[tenant_id].update(sessions=sessions, events=events)
+    chunk = _model("retrieval.Chunk")
+    if chunk is not None:
+        for tenant_id, total, embedded, errors in (
+            chunk.objects.values("tenant_id")
+            .annotate(n=Count("id"), e=Count("id", filter=Q(embedding__isnull=False)),
+                      f=Count("id", filter=Q(embedding__isnull=True) & ~Q(embedding_error="")))
+            .values_list("tenant_id", "n", "e", "f")
+        ):
+            rows[tenant_id].update(chunks=total, embedded=embedded, embedding_errors=errors,
+                                   coverage=round(100 * embedded / total, 1) if total else 100.0)
+    for name, label in (("notes", "memoryhub.Note"), ("facts", "memoryhub.Fact"),
+                        ("schedules", "scheduling.Schedule")):
+        model = _model(label)
+        if model is None:
+            continue
+        for tenant_id, n in model.objects.values("tenant_id").annotate(n=Count("pk")).values_list("tenant_id", "n"):
+            rows[tenant_id][name] = n
+    return list(rows.values())
+
+
+def queue_status() -> dict[str, Any]:
+    from django_q.models import Failure, OrmQ, Success
+
+    day_ago = timezone.now() - timedelta(days=1)
+    return {
+        "queued": OrmQ.objects.count(),
+        "succeeded_24h": Success.objects.filter(stopped__gte=day_ago).count(),
+        "failed_24h": Failure.objects.filter(stopped__gte=day_ago).count(),
+        "recent_failures": list(Failure.objects.order_by("-stopped")
+                                .only("id", "name", "func", "stopped", "result")[:10]),
+    }
+
+
+def charts() -> list[Chart]:
+    from django_q.models import Task
+
+    found = [daily(Event.objects.all(), "created_at", "Events stored per day")]
+    chunk = _model("retrieval.Chunk")
+    if chunk is not None:
+        found.append(daily(chunk.objects.all(), "indexed_at", "Chunks indexed per day", colour="#5b8a3c"))
+    run = _model("scheduling.Run")
+    if run is not None and _has_field(run, "started_at"):
+        found.append(daily(run.objects.all(), "started_at", "Scheduled runs started per day"))
+    found.append(daily(Task.objects.filter(success=True), "stopped", "Background tasks succeeded per day",
+                       colour="#5b8a3c"))
+    found.append(daily(Task.objects.filter(success=False), "stopped", "Background tasks failed per day",
+                       colour="#ba2121"))
+    return [c for c in found if c is not None]
+
+
+def _has_field(model: type[Model], name: str) -> bool:
+    return any(f.name == name for f in model._meta.get_fields())
+
+
+def dashboard_view(request: HttpRequest) -> HttpResponse:
+    context = {
+        **admin.site.each_context(request),
+        "title": "MemoryHub dashboard",
+        "tenants": tenant_rows(),
+        "queue": queue_status(),
+        "charts": charts(),
+        "chart_days": CHART_DAYS,
+    }
+    return TemplateResponse(request, "admin/memoryhub/dashboard.html", context)
