@@ -25,6 +25,18 @@ MEMORYHUB_MERGE_COSINE = env_float("MEMORYHUB_MERGE_COSINE", 0.95, low=0.0, high
 MEMORYHUB_CAP_PER_SCOPE = env_int("MEMORYHUB_CAP_PER_SCOPE", 10_000, minimum=1)
 # Compress conversations idle (no new event) for this many hours into summaries.
 MEMORYHUB_COMPRESS_AFTER_HOURS = env_int("MEMORYHUB_COMPRESS_AFTER_HOURS", 72, minimum=1)
+# Kinds of memory consolidation may delete (prune, merge, cap). Events' chunks are memories
+# derived from the transcript (the transcript itself is never touched); notes, facts, summaries
+# and documents are written on purpose and are only scored and promoted unless listed here.
+MEMORYHUB_CONSOLIDATE_DELETE_KINDS = tuple(
+    k.strip() for k in env_str("MEMORYHUB_CONSOLIDATE_DELETE_KINDS", "event").split(",") if k.strip()
+)
+if set(MEMORYHUB_CONSOLIDATE_DELETE_KINDS) - {"event", "note", "fact", "summary", "document"}:
+    from django.core.exceptions import ImproperlyConfigured
+
+    raise ImproperlyConfigured(f"MEMORYHUB_CONSOLIDATE_DELETE_KINDS has unknown kinds: {MEMORYHUB_CONSOLIDATE_DELETE_KINDS}")
+# Nearest neighbours looked at per memory when searching near-duplicates (HNSW, iterative scan).
+MEMORYHUB_MERGE_NEIGHBOURS = env_int("MEMORYHUB_MERGE_NEIGHBOURS", 4, minimum=1)
 # How many ids of each step a consolidation report keeps (the counts are always complete).
 MEMORYHUB_REPORT_MAX_IDS = env_int("MEMORYHUB_REPORT_MAX_IDS", 1000, minimum=0)
 

@@ -1,0 +1,9 @@
+"""The /api/v1/ routes of the memory lifecycle: forget-user, export, import."""
+
+from django.urls import path
+
+from memoryhub.lifecycle import views
+
+urlpatterns = [
+    path("users/<str:user_id>/", views.ForgetUserView.as_view(), name="forget-user"),
+]

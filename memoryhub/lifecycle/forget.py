@@ -1,0 +1,53 @@
+"""Forget a user (SPEC S1, GDPR): every row of theirs in one tenant, in one transaction.
+
+Rows belong to a user through a `user_id` string (sessions, chunks, notes, facts, schedules and
+any later model that carries one) or through a session of theirs (events, chunks, summaries,
+scratchpads, documents — deleted by cascade). The models are discovered rather than listed, so a
+model added later with `tenant` and `user_id` is forgotten too.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pgtrigger
+from django.apps import apps
+from django.db import models, transaction
+
+from memoryhub.models import Session
+from memoryhub.signals import session_forgotten
+
+# Lifted for forget-user only: a tenant with an immutable transcript still loses a user's events.
+IMMUTABLE_TRIGGER = "memoryhub.Event:event_immutable_transcript"
+
+
+def user_owned_models() -> list[type[models.Model]]:
+    """Concrete models with a tenant and a plain `user_id` string (not a FK to auth users)."""
+    found = []
+    for model in apps.get_models():
+        if model._meta.proxy or model is Session:
+            continue
+        names = {f.name: f for f in model._meta.concrete_fields}
+        field = names.get("user_id")
+        if "tenant" in names and isinstance(field, models.CharField) and not field.is_relation:
+            found.append(model)
+    return found
+
+
+@transaction.atomic
+def forget_user(*, tenant_id: int, user_id: str) -> dict[str, int]:
+    """Delete everything of `user_id` in the tenant. Returns {model label: rows deleted}."""
+    if not user_id:
+        raise ValueError("user_id must not be empty: it would match every row without a user")
+    counts: Counter[str] = Counter()
+    with pgtrigger.ignore(IMMUTABLE_TRIGGER):
+        sessions = list(Session.objects.select_for_update().filter(tenant_id=tenant_id, user_id=user_id))
+        for session in sessions:
+            session_forgotten.send(sender=Session, session=session)
+        if sessions:
+            _, per_model = Session.objects.filter(pk__in=[s.pk for s in sessions]).delete()
+            counts.update(per_model)
+        for model in user_owned_models():
+            _, per_model = model._default_manager.filter(tenant_id=tenant_id, user_id=user_id).delete()
+            counts.update(per_model)
+    return {label: count for label, count in sorted(counts.items()) if count}
