@@ -99,7 +99,7 @@ def score(run: TenantRun) -> None:
                    count(*) FILTER (WHERE r < %s), count(*) FILTER (WHERE r >= %s AND r <= %s),
                    count(*) FILTER (WHERE r > %s)
             FROM (SELECT {rel} AS r FROM retrieval_chunk c WHERE c.tenant_id = %s AND {SHORT_TERM}) s""",
-        [*params, _prune_at(), _prune_at(), _promote_at(), _promote_at(), run.tenant.pk],
+        [_prune_at(), _prune_at(), _promote_at(), _promote_at(), *params, run.tenant.pk],
     )
     total, low, middle, high = rows[0]
     run.counts.update(scored=total, relevance_below_prune=low, relevance_between=middle,

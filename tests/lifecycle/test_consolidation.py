@@ -1,0 +1,219 @@
+"""Consolidation (SPEC S8): promote, prune, merge, cap, compress; dry run; reports; reviews."""
+
+from __future__ import annotations
+
+import json
+import math
+from datetime import UTC, datetime, timedelta
+from io import StringIO
+from typing import Any
+
+import pytest
+import time_machine
+from django.core.management import call_command
+
+from accounts.models import Tenant, Workspace
+from memoryhub.lifecycle import consolidation
+from memoryhub.lifecycle.consolidation import run_consolidation
+from memoryhub.lifecycle.models import ConsolidationReport, PendingDeletion
+from memoryhub.models import Event, Session
+from retrieval.embedders import DIMENSIONS
+from retrieval.models import Chunk
+from tests.base import make_tenant
+
+NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
+
+
+def vector(*weights: float) -> list[float]:
+    """A unit vector whose first components are `weights` (then zeros)."""
+    raw = [*weights, *[0.0] * (DIMENSIONS - len(weights))]
+    norm = math.sqrt(sum(v * v for v in raw))
+    return [v / norm for v in raw]
+
+
+def make_session(tenant: Tenant, external_id: str) -> Session:
+    workspace = Workspace.get_default(tenant)
+    return Session.objects.create(tenant=tenant, workspace=workspace, channel=workspace.channels.first(),
+                                  external_id=external_id, updated_at=NOW)
+
+
+def memory(tenant: Tenant, session: Session | None, text: str, *, hours: float = 0, **fields: Any) -> Chunk:
+    defaults: dict[str, Any] = {"kind": "event", "tier": "conversation", "lifetime": "conversation",
+                                "importance": 0.5}
+    defaults.update(fields)
+    return Chunk.objects.create(
+        tenant=tenant, session=session, workspace_id=session.workspace_id if session else None,
+        channel_id=session.channel_id if session else None, text=text, content_hash=text,
+        created_at=NOW - timedelta(hours=hours), **defaults,
+    )
+
+
+def ids(tenant: Tenant) -> set[int]:
+    return set(Chunk.objects.filter(tenant=tenant).values_list("id", flat=True))
+
+
+@pytest.fixture
+def world(db) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+    tenant = make_tenant("consolidated")
+    s1, s2 = make_session(tenant, "s1"), make_session(tenant, "s2")
+    m = {
+        # relevance 0.9 · (1 + ln 6) ≈ 2.5 with 5 accesses: promoted.
+        "hot": memory(tenant, s1, "hot", importance=0.9, access_count=5, accessed_at=NOW),
+        # Relevant but only 3 accesses (must be > 3): stays short-term.
+        "warm": memory(tenant, s1, "warm", importance=0.9, access_count=3, accessed_at=NOW),
+        # 30 days at 0.99/h: 0.5 · 0.99^720 ≈ 0.0004 < 0.01: pruned.
+        "stale": memory(tenant, s1, "stale", hours=720),
+        "stale_pinned": memory(tenant, s1, "stale pinned", hours=720, metadata={"pinned": True}),
+        "stale_long_term": memory(tenant, s1, "stale long", hours=720, lifetime="long_term"),
+        "stale_note": memory(tenant, None, "stale note", hours=24 * 400, kind="note", source_id="n1",
+                             tier="workspace", lifetime="short_term"),
+        # Near-duplicates (cosine ≈ 0.9999) in one session: merged into the more important one.
+        "dup_a": memory(tenant, s2, "dup a", importance=0.4, access_count=1, embedding=vector(1, 0.01),
+                        embedding_model="hash", sequence_start=3, sequence_end=3),
+        "dup_b": memory(tenant, s2, "dup b", importance=0.8, access_count=2, embedding=vector(1, 0.02),
+                        embedding_model="hash", sequence_start=7, sequence_end=7),
+        "other": memory(tenant, s2, "other", embedding=vector(0, 1), embedding_model="hash"),
+        # Same vector as dup_a but another session: another scope, never merged with it.
+        "elsewhere": memory(tenant, s1, "elsewhere", embedding=vector(1, 0.01), embedding_model="hash"),
+    }
+    return {"tenant": tenant, "m": m, "s1": s1, "s2": s2}
+
+
+def test_real_run_promotes_prunes_merges_and_stores_a_report(world) -> None:  # type: ignore[no-untyped-def]
+    tenant, m = world["tenant"], world["m"]
+
+    result = run_consolidation(tenant_id=tenant.pk, now=NOW)
+
+    c = result["counts"]
+    assert c["promoted"] == 1 and result["ids"]["promoted"] == [m["hot"].pk]
+    assert c["pruned"] == 1 and result["ids"]["pruned"] == [m["stale"].pk]
+    assert c["merged"] == 1 and c["merge_groups"] == 1
+    assert result["ids"]["merged"] == [[m["dup_b"].pk, m["dup_a"].pk]]
+    assert c.get("capped", 0) == 0 and c.get("held_for_review", 0) == 0
+    assert c["scored"] == 9  # every memory but the long-term one
+    remaining = ids(tenant)
+    assert m["stale"].pk not in remaining and m["dup_a"].pk not in remaining
+    assert {m["stale_pinned"].pk, m["stale_long_term"].pk, m["stale_note"].pk, m["elsewhere"].pk} <= remaining
+
+    hot, warm = Chunk.objects.get(pk=m["hot"].pk), Chunk.objects.get(pk=m["warm"].pk)
+    assert hot.lifetime == "long_term" and warm.lifetime == "conversation"
+    survivor = Chunk.objects.get(pk=m["dup_b"].pk)
+    assert survivor.importance == 0.8 and survivor.access_count == 3
+    assert (survivor.sequence_start, survivor.sequence_end) == (3, 7)
+    [provenance] = survivor.metadata["merged_from"]
+    assert provenance["chunk_id"] == m["dup_a"].pk and provenance["session"] == "s2"
+    assert provenance["text"] == "dup a" and provenance["importance"] == 0.4
+
+    report = ConsolidationReport.objects.get(pk=result["report_id"])
+    assert report.tenant_id == tenant.pk and report.finished_at is not None
+    assert report.counts["pruned"] == 1 and report.ids["pruned"] == [m["stale"].pk]
+    # A second run finds nothing more to do.
+    again = run_consolidation(tenant_id=tenant.pk, now=NOW)["counts"]
+    assert again.get("promoted", 0) == again.get("pruned", 0) == again.get("merged", 0) == 0
+
+
+def test_dry_run_reports_the_same_counts_and_changes_nothing(world) -> None:  # type: ignore[no-untyped-def]
+    tenant = world["tenant"]
+    before = list(Chunk.objects.filter(tenant=tenant).order_by("id").values())
+    dry = run_consolidation(tenant_id=tenant.pk, dry_run=True, now=NOW)
+    assert list(Chunk.objects.filter(tenant=tenant).order_by("id").values()) == before
+    assert not ConsolidationReport.objects.exists() and dry["report_id"] is None
+    real = run_consolidation(tenant_id=tenant.pk, now=NOW)
+    assert dry["counts"] == real["counts"] and dry["ids"] == real["ids"]
+
+
+def test_immutable_transcript_is_never_pruned(world) -> None:  # type: ignore[no-untyped-def]
+    tenant = world["tenant"]
+    Tenant.objects.filter(pk=tenant.pk).update(immutable_transcript=True)
+    result = run_consolidation(tenant_id=tenant.pk, now=NOW)
+    assert result["counts"].get("pruned", 0) == 0
+    assert result["counts"]["prune_skipped_immutable"] == 1
+    assert Chunk.objects.filter(pk=world["m"]["stale"].pk).exists()
+
+
+def test_cap_deletes_the_least_relevant_of_each_scope(world, settings) -> None:  # type: ignore[no-untyped-def]
+    tenant, m = world["tenant"], world["m"]
+    settings.MEMORYHUB_CAP_PER_SCOPE = 3
+    result = run_consolidation(tenant_id=tenant.pk, now=NOW)
+    # s1 keeps hot, warm, stale_pinned (pinned first), stale_long_term... the cap is on all
+    # memories of the scope, and only non-pinned events can go.
+    left_in_s1 = Chunk.objects.filter(tenant=tenant, session=world["s1"])
+    kept = set(left_in_s1.values_list("id", flat=True))
+    assert m["stale_pinned"].pk in kept
+    assert m["hot"].pk in kept and m["warm"].pk in kept
+    assert m["elsewhere"].pk not in kept and m["stale_long_term"].pk not in kept
+    assert result["counts"]["capped"] == len(result["ids"]["capped"]) == 2
+    assert len(kept) == 3
+    # s2 held dup_b and other after the merge: under the cap.
+    assert Chunk.objects.filter(tenant=tenant, session=world["s2"]).count() == 2
+
+
+def test_review_holds_deletions_until_approved(world) -> None:  # type: ignore[no-untyped-def]
+    tenant, m = world["tenant"], world["m"]
+    Tenant.objects.filter(pk=tenant.pk).update(review_deletions=True)
+    before = ids(tenant)
+
+    result = run_consolidation(tenant_id=tenant.pk, now=NOW)
+
+    assert result["counts"]["held_for_review"] == 2  # one pruned, one merged
+    assert ids(tenant) == before
+    assert Chunk.objects.get(pk=m["hot"].pk).lifetime == "long_term"  # promotion is not a deletion
+    held = {p.step: p for p in PendingDeletion.objects.filter(tenant=tenant)}
+    assert set(held) == {"prune", "merge"} and all(p.status == "pending" for p in held.values())
+    assert held["merge"].payload == {"survivor": m["dup_b"].pk}
+
+    assert consolidation.approve_pending(held["prune"].pk, by="op") == {"deleted": 1}
+    assert not Chunk.objects.filter(pk=m["stale"].pk).exists()
+    consolidation.reject_pending(held["merge"].pk, by="op")
+    assert Chunk.objects.filter(pk=m["dup_a"].pk).exists()
+    held["prune"].refresh_from_db()
+    assert held["prune"].status == "approved" and held["prune"].decided_by == "op"
+    with pytest.raises(consolidation.ReviewError):
+        consolidation.approve_pending(held["merge"].pk)
+
+
+def test_approving_a_held_merge_applies_it(world) -> None:  # type: ignore[no-untyped-def]
+    tenant, m = world["tenant"], world["m"]
+    Tenant.objects.filter(pk=tenant.pk).update(review_deletions=True)
+    run_consolidation(tenant_id=tenant.pk, now=NOW)
+    merge = PendingDeletion.objects.get(tenant=tenant, step="merge")
+    assert consolidation.approve_pending(merge.pk) == {"deleted": 1}
+    assert Chunk.objects.get(pk=m["dup_b"].pk).access_count == 3
+
+
+def test_consolidation_of_one_tenant_never_touches_another(world) -> None:  # type: ignore[no-untyped-def]
+    other = make_tenant("untouched")
+    stale = memory(other, make_session(other, "s1"), "stale", hours=720)
+    run_consolidation(tenant_id=world["tenant"].pk, now=NOW)
+    assert Chunk.objects.filter(pk=stale.pk).exists()
+    result = run_consolidation(now=NOW)  # every tenant
+    assert not Chunk.objects.filter(pk=stale.pk).exists()
+    assert result["tenants"]["untouched"]["pruned"] == 1
+    assert ConsolidationReport.objects.filter(tenant__isnull=True).count() == 1
+
+
+def test_compress_candidates_are_idle_conversations(world, settings) -> None:  # type: ignore[no-untyped-def]
+    tenant = world["tenant"]
+    settings.MEMORYHUB_COMPRESS_AFTER_HOURS = 48
+    Session.objects.filter(pk=world["s1"].pk).update(updated_at=NOW - timedelta(hours=100), event_count=4,
+                                                     last_sequence=4)
+    Session.objects.filter(pk=world["s2"].pk).update(event_count=4, last_sequence=4)  # active just now
+    result = run_consolidation(tenant_id=tenant.pk, dry_run=True, now=NOW)
+    assert result["counts"]["compress_candidates"] == 1
+    if consolidation.summariser() is None:
+        assert result["counts"]["compress_unavailable"] == 1
+
+
+def test_consolidate_command_dry_run_and_real(world) -> None:  # type: ignore[no-untyped-def]
+    out, err = StringIO(), StringIO()
+    with time_machine.travel(NOW, tick=False):
+        call_command("consolidate", "--tenant", "consolidated", "--dry-run", stdout=out, stderr=err)
+        dry = json.loads(out.getvalue())
+        assert dry["dry_run"] is True and dry["counts"]["pruned"] == 1
+        assert Chunk.objects.filter(pk=world["m"]["stale"].pk).exists()
+        out = StringIO()
+        call_command("consolidate", "--tenant", "consolidated", "--no-progress", stdout=out)
+    real = json.loads(out.getvalue())
+    assert real["report_id"] and real["counts"] == dry["counts"]
+    assert not Chunk.objects.filter(pk=world["m"]["stale"].pk).exists()
+    assert Event.objects.count() == 0  # the fixture has no events; consolidation never makes any
