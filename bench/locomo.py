@@ -23,7 +23,7 @@ import os
 import sys
 import time
 from collections import defaultdict
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -91,7 +91,7 @@ def ingest(conversations: list[dict[str, Any]], embedder: str) -> tuple[Any, dic
     for conv in conversations:
         for lsession in conv["sessions"]:
             session_id = f"{conv['conversation_id']}-{lsession['session_id']}"
-            when = datetime.fromisoformat(lsession["started_at"]).replace(tzinfo=timezone.utc)
+            when = datetime.fromisoformat(lsession["started_at"]).replace(tzinfo=UTC)
             items = [
                 EventInput(role="user", content=f"{t['speaker']}: {t['text']}", created_at=when,
                            metadata={"turn_id": t["turn_id"], "speaker": t["speaker"]})

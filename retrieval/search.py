@@ -33,6 +33,7 @@ SCOPES = ("conversation", "channel", "workspace", "account")
 RRF_K = 60
 DEDUP_COSINE = 0.9
 DF_CAP = 5_000  # counting beyond this only refines the IDF of very common words
+STATS_TTL = 60  # seconds that scope sizes and document frequencies are reused
 MATCH_BUDGET = 500  # chunks whose own words match, summed over the terms that select candidates
 BM25_K1 = 1.2
 BM25_B = 0.5
@@ -216,15 +217,39 @@ def _query_lexemes(query: str) -> list[str]:
     return sorted({r[0] for r in rows})[:32]
 
 
-def _scope_size(where: str, params: list[Any]) -> int:
+def _scope_key(where: str, params: list[Any]) -> str:
+    return hashlib.sha256(repr((where, params)).encode()).hexdigest()
+
+
+def _scope_size(where: str, params: list[Any], scope_key: str) -> int:
     """Chunks in scope (for IDF), capped and cached for a minute: it only scales the weights."""
-    key = "retrieval:scope-size:" + hashlib.sha256(repr((where, params)).encode()).hexdigest()
+    key = f"retrieval:n:{scope_key}"
     size = cache.get(key)
     if size is None:
         size = _rows(f"SELECT count(*) FROM (SELECT 1 FROM retrieval_chunk c WHERE {where} LIMIT {DF_CAP * 10}) s",
                      params)[0][0]
-        cache.set(key, size, 60)
+        cache.set(key, size, STATS_TTL)
     return max(int(size), 1)
+
+
+def _document_frequencies(literals: list[str], where: str, params: list[Any], scope_key: str) -> dict[str, int]:
+    """How many chunks in scope say each term themselves (capped; cached for a minute)."""
+    keys = {literal: f"retrieval:df:{scope_key}:{hashlib.sha256(literal.encode()).hexdigest()[:24]}"
+            for literal in literals}
+    cached = cache.get_many(list(keys.values()))
+    found = {literal: cached[key] for literal, key in keys.items() if key in cached}
+    missing = [literal for literal in literals if literal not in found]
+    if missing:
+        capped = (f"(SELECT count(*) FROM (SELECT 1 FROM retrieval_chunk c WHERE {where} "
+                  f"AND c.search_vector @@ %s::tsquery LIMIT {DF_CAP}) s)")
+        all_params: list[Any] = []
+        for literal in missing:
+            all_params.extend([*params, literal + ":A"])
+        counts = _rows("SELECT " + ", ".join([capped] * len(missing)), all_params)[0]
+        fresh = dict(zip(missing, (int(c) for c in counts), strict=True))
+        cache.set_many({keys[literal]: n for literal, n in fresh.items()}, STATS_TTL)
+        found.update(fresh)
+    return found
 
 
 def build_text_query(req: SearchRequest, where: str, params: list[Any]) -> TextQuery:
@@ -232,15 +257,12 @@ def build_text_query(req: SearchRequest, where: str, params: list[Any]) -> TextQ
     if not lexemes:
         return TextQuery([], False)
     literals = [_tsquery_literal(x) for x in lexemes]
-    capped = (f"(SELECT count(*) FROM (SELECT 1 FROM retrieval_chunk c WHERE {where} "
-              f"AND c.search_vector @@ %s::tsquery LIMIT {DF_CAP}) s)")
-    all_params: list[Any] = []
-    for literal in literals:
-        all_params.extend([*params, literal + ":A"])  # how many chunks say the word themselves
-    counts = _rows("SELECT " + ", ".join([capped] * len(literals)), all_params)[0]
-    total = max(_scope_size(where, params), *counts)
+    scope_key = _scope_key(where, params)
+    frequencies = _document_frequencies(literals, where, params, scope_key)
+    total = max(_scope_size(where, params, scope_key), *frequencies.values())
     terms = []
-    for literal, df in zip(literals, counts, strict=True):
+    for literal in literals:
+        df = frequencies[literal]
         if df:
             terms.append((literal, math.log(1 + (total - df + 0.5) / (df + 0.5)), df))
     return TextQuery([(t, idf) for t, idf, _ in terms], bool(_WEBSEARCH_OPERATORS.search(req.query)),
@@ -447,19 +469,13 @@ class Candidate:
     accessed_at: datetime | None
 
 
-def _parse_vector(text: str | None) -> np.ndarray | None:
-    return None if text is None else np.array(text[1:-1].split(","), dtype=np.float32)
-
-
 def _fetch(ids: list[int], vector: HalfVector | None, model: str, tq: TextQuery | None) -> tuple[
-    dict[int, Candidate], dict[int, float], dict[int, float], dict[int, np.ndarray]
+    dict[int, Candidate], dict[int, float], dict[int, float]
 ]:
     """Score every candidate on both signals (not only on the list it came from), in one query."""
     select = ["c.id", "c.session_id", "c.text", "c.context <> ''", "c.created_at", "c.sequence_end", "c.importance",
-              "c.access_count", "c.accessed_at",
-              # Vectors are compared for dedup only where they embed the chunk's own text.
-              "CASE WHEN c.context = '' AND c.embedding_model = %s THEN c.embedding::text END"]
-    params: list[Any] = [model]
+              "c.access_count", "c.accessed_at"]
+    params: list[Any] = []
     if vector is not None:
         select.append("CASE WHEN c.embedding_model = %s THEN 1 - (c.embedding <=> %s::halfvec) END")
         params += [model, vector.to_text()]
@@ -475,17 +491,26 @@ def _fetch(ids: list[int], vector: HalfVector | None, model: str, tq: TextQuery 
     candidates: dict[int, Candidate] = {}
     vec: dict[int, float] = {}
     txt: dict[int, float] = {}
-    embeddings: dict[int, np.ndarray] = {}
-    for pk, session_id, text, contextual, created, seq_end, importance, count, accessed, emb, vsim, tscore in rows:
+    for pk, session_id, text, contextual, created, seq_end, importance, count, accessed, vsim, tscore in rows:
         candidates[pk] = Candidate(pk, session_id, text, contextual, created, seq_end, importance, count, accessed)
         if vsim is not None:
             vec[pk] = float(vsim)
         if tscore:
             txt[pk] = float(tscore)
-        parsed = _parse_vector(emb)
-        if parsed is not None:
-            embeddings[pk] = parsed
-    return candidates, vec, txt, embeddings
+    return candidates, vec, txt
+
+
+def _head_vectors(head: list[Candidate], model: str) -> dict[int, np.ndarray]:
+    """Vectors for dedup, fetched for the head of the ranking only (parsing is not free).
+
+    Only chunks embedded from their own text are compared by vector (see dedup).
+    """
+    ids = [c.pk for c in head if not c.contextual]
+    if not ids:
+        return {}
+    rows = _rows("SELECT c.id, c.embedding::text FROM retrieval_chunk c WHERE c.id = ANY(%s) "
+                 "AND c.embedding_model = %s AND c.embedding IS NOT NULL", [ids, model])
+    return {pk: np.array(text[1:-1].split(","), dtype=np.float32) for pk, text in rows}
 
 
 def _load_hits(kept: list[Candidate], order: dict[int, float], vec: dict[int, float],
@@ -538,7 +563,7 @@ def run_search(req: SearchRequest) -> list[SearchHit]:
                 ids = list(dict.fromkeys([*vector_candidates(vector, model, where, params, limit), *ids]))
         if not ids:
             return []
-        chunks, vec, txt, embeddings = _fetch(ids, vector, model, tq)
+        chunks, vec, txt = _fetch(ids, vector, model, tq)
         if req.mode == "exact":
             order = {i: 1.0 for i in chunks}
             ranked = [chunks[i] for i in ids if i in chunks]
@@ -550,7 +575,7 @@ def run_search(req: SearchRequest) -> list[SearchHit]:
             )
             if req.mode == "hybrid" and req.profile != "memory":
                 ranked = diversify(ranked, order, settings.MEMORYHUB_SEARCH_SESSION_DIVERSITY, 2 * req.top_k)
-        kept = dedup(ranked, embeddings, req.top_k)
+        kept = dedup(ranked, _head_vectors(ranked[: 3 * req.top_k], model), req.top_k)
         hits = _load_hits(kept, order, vec, txt)
     if req.profile == "memory":
         reinforce([h.chunk.pk for h in hits])

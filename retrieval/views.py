@@ -19,7 +19,13 @@ from retrieval.context import assemble_context
 from retrieval.indexing import ingest_document
 from retrieval.scoping import build_search_request
 from retrieval.search import SearchError, run_search
-from retrieval.serializers import BrowseParams, ContextInput, DocumentInput, SearchInput, SearchResultOutput
+from retrieval.serializers import (
+    BrowseParams,
+    ContextInput,
+    DocumentInput,
+    SearchInput,
+    SearchResultOutput,
+)
 
 
 def _search_or_400(req: Any) -> Any:

@@ -8,6 +8,10 @@ import pytest
 from tests.base import post_events
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "minilm: loads the real all-MiniLM-L6-v2 model (slower)")
+
+
 @pytest.fixture
 def index(django_capture_on_commit_callbacks) -> Callable[..., Any]:  # type: ignore[no-untyped-def]
     """Post events and run the indexing/embedding tasks their commit enqueues (eager mode)."""

@@ -29,7 +29,7 @@ def test_chunks_respect_the_limit_and_prefer_sentence_ends() -> None:
 def test_consecutive_chunks_overlap_on_word_boundaries() -> None:
     text = " ".join(f"word{i}" for i in range(1000))
     chunks = chunk_text(text, max_chars=200, overlap=50)
-    for left, right in zip(chunks, chunks[1:]):
+    for left, right in zip(chunks, chunks[1:], strict=False):
         first_word = right.text.split()[0]
         assert first_word in left.text.split(), (left.text, right.text)
         assert right.start < left.start + len(left.text)  # overlapping
