@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,7 +24,7 @@ from memoryhub.searchable import Searchable
 from memoryhub.tasks import enqueue_on_commit
 from retrieval.chunking import chunk_text, content_hash, normalize_text
 from retrieval.embedders import check_vectors, get_embedder
-from retrieval.models import Chunk, Document, chunk_metadata
+from retrieval.models import Chunk, ChunkQuerySet, Document, chunk_metadata
 
 logger = logging.getLogger(__name__)
 
@@ -257,11 +258,19 @@ def embed_chunks(chunk_ids: list[int]) -> dict[str, int]:
     return {"embedded": embedded, "failed": failed}
 
 
-def backfill_embeddings(*, tenant_id: int | None = None, limit: int | None = None) -> dict[str, int]:
+def pending_embeddings(*, tenant_id: int | None = None) -> ChunkQuerySet:
+    """Chunks still without an embedding of the current model (what a backfill would embed)."""
+    qs = Chunk.objects.filter(_stale_rows(get_embedder().name))
+    return qs.filter(tenant_id=tenant_id) if tenant_id is not None else qs
+
+
+def backfill_embeddings(*, tenant_id: int | None = None, limit: int | None = None,
+                        progress: Callable[[int, int], None] | None = None) -> dict[str, int]:
     """Embed chunks still without an embedding of the current model (batches of 50, seed 001).
 
     Each chunk is tried at most once per call, so a failing embedder cannot loop forever; the
-    failures stay recorded and the next run tries them again.
+    failures stay recorded and the next run tries them again. `progress(embedded, failed)` is
+    called after each batch.
     """
     batch = settings.MEMORYHUB_EMBED_BACKFILL_BATCH
     query = _stale_rows(get_embedder().name)
@@ -278,6 +287,8 @@ def backfill_embeddings(*, tenant_id: int | None = None, limit: int | None = Non
             tried.update(r.pk for r in rows)
             done, bad = _embed_claimed(rows)
         embedded, failed = embedded + done, failed + bad
+        if progress is not None:
+            progress(embedded, failed)
     remaining = Chunk.objects.filter(query).count()
     return {"embedded": embedded, "failed": failed, "remaining": remaining}
 
@@ -288,3 +299,76 @@ def reindex_chunks(chunk_ids: list[int]) -> int:
     Chunk.objects.filter(pk__in=ids).update(embedding=None, embedding_model="", embedding_error="",
                                             embedding_attempts=0)
     return embed_chunks(ids)["embedded"]
+
+
+# --- tool calls ------------------------------------------------------------------------------
+
+
+@dataclass
+class ToolCallReindex:
+    events: int  # tool-call events looked at
+    stale: int  # whose chunks differ from what extraction gives now
+    chunks_deleted: int
+    chunks_created: int
+
+
+def _tool_call_plan(session_id: int, events: list[Event]) -> tuple[list[int], set[int]]:
+    """Chunks (ids) of these tool-call events whose text is stale, and the events to re-index.
+
+    An event's chunks start at its sequence (dedup only ever extends sequence_end). A stale chunk
+    that dedup extended over later events takes them along: they are re-indexed too.
+    """
+    max_chars, overlap = _chunk_sizes()
+    stale_chunks: list[int] = []
+    reindex: set[int] = set()
+    by_sequence = {e.sequence: e for e in events}
+    existing: dict[int, list[tuple[int, str, int | None]]] = {}
+    for pk, start, end, digest in Chunk.objects.filter(
+        session_id=session_id, kind="event", sequence_start__in=list(by_sequence),
+    ).values_list("id", "sequence_start", "sequence_end", "content_hash"):
+        existing.setdefault(start, []).append((pk, digest, end))
+    ranges: list[tuple[int, int]] = []
+    for sequence, event in by_sequence.items():
+        wanted = {p.content_hash for p in chunk_text(extract_event_text(event), max_chars=max_chars, overlap=overlap)}
+        have = existing.get(sequence, [])
+        if {digest for _, digest, _ in have} == wanted:
+            continue
+        reindex.add(event.pk)
+        for pk, _, end in have:
+            stale_chunks.append(pk)
+            ranges.append((sequence, end or sequence))
+    if ranges:
+        covered = Q()
+        for start, end in ranges:
+            covered |= Q(sequence__gte=start, sequence__lte=end)
+        reindex.update(Event.objects.filter(covered, session_id=session_id).values_list("pk", flat=True))
+    return stale_chunks, reindex
+
+
+def reindex_tool_calls(*, tenant_id: int | None = None, dry_run: bool = False,
+                       progress: Callable[[int], None] | None = None) -> ToolCallReindex:
+    """Re-extract the text of tool-call events (S3) and replace chunks that no longer match it.
+
+    For data indexed before tool arguments were extracted, or after extraction changed. Works a
+    session at a time, each in its own transaction; new chunks are embedded on commit.
+    `progress(sessions_done)` is called after each session.
+    """
+    events = Event.objects.exclude(tool_name="")
+    if tenant_id is not None:
+        events = events.filter(tenant_id=tenant_id)
+    session_ids = list(events.order_by("session_id").values_list("session_id", flat=True).distinct())
+    result = ToolCallReindex(0, 0, 0, 0)
+    for done, session_id in enumerate(session_ids, start=1):
+        with transaction.atomic():
+            tool_events = list(events.filter(session_id=session_id).order_by("sequence"))
+            stale_chunks, reindex = _tool_call_plan(session_id, tool_events)
+            result.events += len(tool_events)
+            result.stale += sum(1 for e in tool_events if e.pk in reindex)
+            if not dry_run and reindex:
+                result.chunks_deleted += Chunk.objects.filter(pk__in=stale_chunks).delete()[0]
+                result.chunks_created += len(index_events(session_id=session_id, event_ids=sorted(reindex)))
+            elif dry_run:
+                result.chunks_deleted += len(stale_chunks)
+        if progress is not None:
+            progress(done)
+    return result

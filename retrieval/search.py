@@ -247,7 +247,8 @@ def _document_frequencies(literals: list[str], where: str, params: list[Any], sc
             all_params.extend([*params, literal + ":A"])
         counts = _rows("SELECT " + ", ".join([capped] * len(missing)), all_params)[0]
         fresh = dict(zip(missing, (int(c) for c in counts), strict=True))
-        cache.set_many({keys[literal]: n for literal, n in fresh.items()}, STATS_TTL)
+        # A zero is never cached: a word written a moment ago must be findable at once.
+        cache.set_many({keys[literal]: n for literal, n in fresh.items() if n}, STATS_TTL)
         found.update(fresh)
     return found
 

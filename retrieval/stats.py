@@ -8,16 +8,16 @@ from django.apps import apps
 from django.db.models import Count, F, IntegerField, OuterRef, Q, Subquery, Sum
 from django.db.models.functions import Coalesce
 
-from accounts.models import ApiKey
+from accounts.models import ApiKey, Tenant
 from memoryhub.models import Event, RollingSummary, Session
 from retrieval.embedders import get_embedder
 from retrieval.models import Chunk, Document
 
 
-def _chunk_stats(key: ApiKey) -> dict[str, Any]:
-    qs = Chunk.objects.for_tenant(key.tenant_id)
-    if key.workspace_id is not None:
-        qs = qs.filter(workspace_id=key.workspace_id)
+def _chunk_stats(tenant_id: int, workspace_id: int | None) -> dict[str, Any]:
+    qs = Chunk.objects.for_tenant(tenant_id)
+    if workspace_id is not None:
+        qs = qs.filter(workspace_id=workspace_id)
     model = get_embedder().name
     row = qs.aggregate(
         total=Count("id"),
@@ -33,10 +33,10 @@ def _chunk_stats(key: ApiKey) -> dict[str, Any]:
     }
 
 
-def _session_stats(key: ApiKey) -> dict[str, Any]:
-    sessions = Session.objects.for_tenant(key.tenant_id)
-    if key.workspace_id is not None:
-        sessions = sessions.filter(workspace_id=key.workspace_id)
+def _session_stats(tenant_id: int, workspace_id: int | None) -> dict[str, Any]:
+    sessions = Session.objects.for_tenant(tenant_id)
+    if workspace_id is not None:
+        sessions = sessions.filter(workspace_id=workspace_id)
     upper = RollingSummary.objects.filter(session=OuterRef("pk")).values("upper_sequence")[:1]
     row = sessions.annotate(
         covered=Coalesce(Subquery(upper, output_field=IntegerField()), 0)
@@ -67,11 +67,18 @@ def _queue_stats() -> dict[str, Any]:
 
 
 def tenant_stats(key: ApiKey) -> dict[str, Any]:
-    stats: dict[str, Any] = {"tenant": key.tenant.name, **_session_stats(key), "chunks": _chunk_stats(key)}
-    stats["documents"] = Document.objects.filter(tenant_id=key.tenant_id).count()
+    """The stats an API key may see: its tenant's, or its workspace's when the key is limited."""
+    return memory_stats(key.tenant, workspace_id=key.workspace_id)
+
+
+def memory_stats(tenant: Tenant, *, workspace_id: int | None = None) -> dict[str, Any]:
+    stats: dict[str, Any] = {"tenant": tenant.name, **_session_stats(tenant.pk, workspace_id),
+                             "chunks": _chunk_stats(tenant.pk, workspace_id)}
+    documents = Document.objects.filter(tenant_id=tenant.pk)
+    stats["documents"] = (documents.filter(workspace_id=workspace_id) if workspace_id is not None else documents).count()
     for label, (app, model) in {"notes": ("memoryhub", "Note"), "facts": ("memoryhub", "Fact"),
                                 "summaries": ("memoryhub", "Summary"), "schedules": ("scheduling", "Schedule")}.items():
-        count = _model_count(app, model, key.tenant_id)
+        count = _model_count(app, model, tenant.pk)
         if count is not None:
             stats[label] = count
     stats["queue"] = {"pending_embeddings": stats["chunks"]["pending_embedding"], **_queue_stats()}

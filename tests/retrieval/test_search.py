@@ -113,6 +113,14 @@ def test_ties_are_broken_by_recency(alice, index) -> None:
     assert texts(search(alice, query="apple", mode="text")) == ["apple tart", "apple pie"]
 
 
+def test_a_word_is_findable_right_after_it_is_written(alice, index) -> None:
+    # Document frequencies are cached for a minute; a word nobody had written must not stay unknown.
+    index(alice, "s", {"role": "user", "content": "plain words"})
+    assert texts(search(alice, query="zanzibar", mode="text")) == []
+    index(alice, "s", {"role": "user", "content": "a trip to zanzibar"})
+    assert texts(search(alice, query="zanzibar", mode="text")) == ["a trip to zanzibar"]
+
+
 def test_precomputed_query_embedding(alice, garden) -> None:
     from retrieval.embedders import get_embedder
 

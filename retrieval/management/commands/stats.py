@@ -1,0 +1,23 @@
+"""manage.py stats [--tenant NAME]: the S4 memory statistics of each tenant, as JSON."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandParser
+
+from retrieval.management.commands._tenants import selected_tenants
+from retrieval.stats import memory_stats
+
+
+class Command(BaseCommand):
+    help = ("Memory statistics per tenant (SPEC S4): sessions, events, unsummarised messages, chunks by kind, "
+            "embedding coverage and errors, notes/facts/summaries/documents/schedules, task queue.")
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--tenant", help="Tenant name (default: every tenant).")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        report = {tenant.name: memory_stats(tenant) for tenant in selected_tenants(options["tenant"])}
+        self.stdout.write(json.dumps(report, indent=2, default=str))
