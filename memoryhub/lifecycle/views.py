@@ -2,15 +2,29 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema, inline_serializer
-from rest_framework import serializers
+from django.conf import settings
+from drf_spectacular.utils import OpenApiTypes, extend_schema, inline_serializer
+from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memoryhub.api import api_key
+from memoryhub.api import StrictSerializer, api_key, parse_input
 from memoryhub.errors import ApiError
 from memoryhub.lifecycle.forget import forget_user
+from memoryhub.lifecycle.transfer import (
+    SCOPES,
+    ExportScope,
+    export_memory,
+    import_memory,
+    parse_export_file,
+)
+from memoryhub.sessions import get_session, resolve_workspace
+
+
+def _tenant_wide(request: Request, what: str) -> None:
+    if api_key(request).workspace_id is not None:
+        raise ApiError("workspace_limited_key", f"{what} needs a key not limited to a workspace.", status_code=403)
 
 
 class ForgetUserView(APIView):
@@ -25,9 +39,56 @@ class ForgetUserView(APIView):
     )
     def delete(self, request: Request, user_id: str) -> Response:
         key = api_key(request)
-        if key.workspace_id is not None:
-            # A user's rows may live in any workspace: only a tenant-wide key may forget them.
-            raise ApiError("workspace_limited_key", "Forgetting a user needs a key not limited to a workspace.",
-                           status_code=403)
+        # A user's rows may live in any workspace: only a tenant-wide key may forget them.
+        _tenant_wide(request, "Forgetting a user")
         deleted = forget_user(tenant_id=key.tenant_id, user_id=user_id)
         return Response({"user_id": user_id, "deleted": deleted, "total": sum(deleted.values())})
+
+
+class ExportInput(StrictSerializer):
+    scope = serializers.ChoiceField(choices=SCOPES, required=False, default=None)
+    workspace = serializers.CharField(max_length=100, required=False)
+    session = serializers.CharField(max_length=200, required=False)
+
+
+class ExportView(APIView):
+    required_scope = "read"
+
+    @extend_schema(request=ExportInput, responses=OpenApiTypes.OBJECT,
+                   description="Export the tenant, one workspace or one session as JSON with a schema version.")
+    def post(self, request: Request) -> Response:
+        data = parse_input(ExportInput, request.data if request.data else {})
+        key = api_key(request)
+        kind = data["scope"] or ("session" if data.get("session") else "workspace" if data.get("workspace") else "tenant")
+        if kind == "session":
+            if not data.get("session"):
+                raise ApiError("session_required", "A session export names its session.")
+            session = get_session(key, data["session"])  # 404 outside the key's tenant/workspace
+            scope = ExportScope("session", session=session.external_id)
+        elif kind == "workspace":
+            if not data.get("workspace") and key.workspace_id is None:
+                raise ApiError("workspace_required", "A workspace export names its workspace.")
+            workspace = resolve_workspace(key, data.get("workspace"), create=False)
+            if workspace is None:
+                raise ApiError("workspace_not_found", f"Workspace {data.get('workspace')!r} does not exist.",
+                               status_code=404)
+            scope = ExportScope("workspace", workspace=workspace.name)
+        else:
+            _tenant_wide(request, "Exporting the whole tenant")
+            scope = ExportScope("tenant")
+        return Response(export_memory(tenant=key.tenant, scope=scope))
+
+
+class ImportView(APIView):
+    required_scope = "write"
+    parser_classes: list = []  # the body is read raw: an export is larger than Django's form limit
+
+    @extend_schema(request=OpenApiTypes.OBJECT, responses={201: inline_serializer("Imported", {
+        "imported": serializers.DictField(child=serializers.IntegerField())})},
+        description="Import an export (the JSON body) into the key's tenant: all or nothing.")
+    def post(self, request: Request) -> Response:
+        raw = request._request.read(settings.MEMORYHUB_IMPORT_MAX_BYTES + 1)
+        data = parse_export_file(raw)
+        key = api_key(request)
+        counts = import_memory(tenant=key.tenant, data=data, limit_workspace=key.workspace)
+        return Response({"imported": counts}, status=status.HTTP_201_CREATED)

@@ -1,0 +1,198 @@
+"""POST /api/v1/export/ and /import/, manage.py export_memory / import_memory (SPEC S9)."""
+
+from __future__ import annotations
+
+import copy
+import json
+from io import StringIO
+from typing import Any
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from memoryhub.lifecycle.consolidation import pin_memories
+from memoryhub.models import Event, RollingSummary, Session
+from retrieval.models import Chunk
+from tests.base import error_code, make_client, make_key, make_tenant
+from tests.lifecycle.conftest import new_session, search_texts
+
+
+def export(client: Any, **body: Any) -> dict[str, Any]:
+    response = client.post("/api/v1/export/", body, format="json")
+    assert response.status_code == 200, response.content
+    return response.json()
+
+
+def import_(client: Any, data: Any, captured: Any) -> Any:
+    raw = data if isinstance(data, (bytes, str)) else json.dumps(data)
+    with captured(execute=True):
+        return client.post("/api/v1/import/", raw, content_type="application/json")
+
+
+@pytest.fixture
+def filled(cast, index, django_capture_on_commit_callbacks):  # type: ignore[no-untyped-def]
+    alice = cast.alice
+    new_session(alice, "chat-1", user_id="u1", title="Trip", metadata={"lang": "en"}, channel="travel")
+    new_session(alice, "chat-2", workspace="research", agent="scholar")
+    index(alice, "chat-1",
+          {"role": "user", "content": "Book a flight to Lisbon in May", "metadata": {"tags": ["Travel"]},
+           "idempotency_key": "k1", "created_at": "2025-05-01T10:00:00Z"},
+          {"role": "assistant", "content": "", "tool_name": "book_flight", "tool_args": {"to": "LIS"},
+           "tool_result": {"ok": True}, "importance": 0.9})
+    index(alice, "chat-2", {"role": "user", "content": "Summarise the paper on octopus cognition"})
+    with django_capture_on_commit_callbacks(execute=True):
+        response = alice.post("/api/v1/documents/", {"source_uri": "file://notes.txt",
+                                                      "text": "Octopuses have nine brains."}, format="json")
+    assert response.status_code in (200, 201), response.content
+    session = Session.objects.get(tenant=cast.alice_tenant, external_id="chat-1")
+    RollingSummary.objects.create(session=session, tenant=cast.alice_tenant, text="Trip to Lisbon.", epoch=2,
+                                  upper_sequence=2)
+    # Consolidation state travels too: an access count, a pin.
+    search_texts(alice, "Lisbon flight", profile="memory")
+    pin_memories([Chunk.objects.filter(tenant=cast.alice_tenant, kind="document").first().pk])
+    return cast
+
+
+def test_export_import_export_round_trips_exactly(filled, django_capture_on_commit_callbacks) -> None:  # type: ignore[no-untyped-def]
+    first = export(filled.alice)
+    assert first["schema_version"] == 1 and first["scope"] == {"type": "tenant"}
+    assert [s["id"] for s in first["sessions"]] == ["chat-1", "chat-2"]
+    assert first["sessions"][0]["rolling_summary"]["text"] == "Trip to Lisbon."
+    assert first["sessions"][0]["events"][1]["tool_args"] == {"to": "LIS"}
+    assert any(c["tags"] == ["travel"] for c in first["chunks"])
+    assert all(c["embedding"] and len(c["embedding"]) == 384 for c in first["chunks"])
+    assert any(c["access_count"] > 0 for c in first["chunks"])
+    assert any(c["metadata"].get("pinned") for c in first["chunks"])
+    assert [d["source_uri"] for d in first["documents"]] == ["file://notes.txt"]
+
+    carol = make_client(make_key(make_tenant("carol")))
+    response = import_(carol, first, django_capture_on_commit_callbacks)
+    assert response.status_code == 201, response.content
+    counts = response.json()["imported"]
+    assert counts["sessions"] == 2 and counts["events"] == 3 and counts["chunks"] == len(first["chunks"])
+
+    second = export(carol)
+    assert second == first
+    # The imported memory is live: searchable, browsable, restorable.
+    assert "Book a flight to Lisbon in May" in search_texts(carol, "Lisbon flight")
+    assert carol.get("/api/v1/sessions/chat-1/events/").json()["count"] == 2
+    restored = carol.get("/api/v1/sessions/chat-1/restore/", {"budget": 1000})
+    assert restored.status_code == 200 and "Trip to Lisbon." in json.dumps(restored.json())
+
+
+def test_workspace_and_session_exports_hold_only_their_part(filled) -> None:  # type: ignore[no-untyped-def]
+    research = export(filled.alice, workspace="research")
+    assert research["scope"] == {"type": "workspace", "workspace": "research"}
+    assert [s["id"] for s in research["sessions"]] == ["chat-2"]
+    assert [w["name"] for w in research["workspaces"]] == ["research"]
+    assert {c["session"] for c in research["chunks"]} == {"chat-2"}
+    assert research["documents"] == []
+    one = export(filled.alice, session="chat-1")
+    assert [s["id"] for s in one["sessions"]] == ["chat-1"]
+    assert {c["session"] for c in one["chunks"]} == {"chat-1"}
+
+
+def test_import_without_chunks_reindexes_and_missing_embeddings_are_recomputed(
+        filled, django_capture_on_commit_callbacks) -> None:  # type: ignore[no-untyped-def]
+    data = export(filled.alice, session="chat-1")
+    no_chunks = {k: v for k, v in data.items() if k != "chunks"}
+    dave = make_client(make_key(make_tenant("dave")))
+    assert import_(dave, no_chunks, django_capture_on_commit_callbacks).status_code == 201
+    assert "Book a flight to Lisbon in May" in search_texts(dave, "Lisbon flight", mode="vector")
+
+    stripped = copy.deepcopy(data)
+    for chunk in stripped["chunks"]:
+        chunk["embedding"], chunk["embedding_model"] = None, ""
+    erin_tenant = make_tenant("erin")
+    erin = make_client(make_key(erin_tenant))
+    assert import_(erin, stripped, django_capture_on_commit_callbacks).status_code == 201
+    assert not Chunk.objects.filter(tenant=erin_tenant, embedding__isnull=True).exists()
+    # Recomputed embeddings are the same vectors; only the time of indexing is new.
+    def without_indexed_at(chunks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [{k: v for k, v in c.items() if k != "indexed_at"} for c in chunks]
+
+    assert without_indexed_at(export(erin, session="chat-1")["chunks"]) == without_indexed_at(data["chunks"])
+
+
+@pytest.mark.parametrize("mutate, status, code", [
+    (lambda d: b"{\"format\": \"memoryhub-export\", \"schema_ver", 400, "malformed_json"),
+    (lambda d: {**d, "format": "other"}, 400, "invalid_import"),
+    (lambda d: {**d, "schema_version": 99}, 400, "unsupported_schema_version"),
+    (lambda d: {k: v for k, v in d.items() if k != "sessions"}, 400, "invalid_import"),
+    (lambda d: [d], 400, "invalid_import"),
+])
+def test_bad_files_are_refused_and_nothing_is_stored(filled, django_capture_on_commit_callbacks,
+                                                      mutate, status, code) -> None:  # type: ignore[no-untyped-def]
+    data = export(filled.alice)
+    tenant = make_tenant("frank")
+    client = make_client(make_key(tenant))
+    response = import_(client, mutate(data), django_capture_on_commit_callbacks)
+    assert response.status_code == status, response.content
+    assert error_code(response) == code
+    assert not Session.objects.filter(tenant=tenant).exists()
+
+
+def test_a_partial_file_imports_nothing(filled, django_capture_on_commit_callbacks) -> None:  # type: ignore[no-untyped-def]
+    data = export(filled.alice)
+    del data["sessions"][1]["events"][0]["role"]  # the second session is broken
+    tenant = make_tenant("gina")
+    response = import_(make_client(make_key(tenant)), data, django_capture_on_commit_callbacks)
+    assert response.status_code == 400 and error_code(response) == "invalid_import"
+    assert "sessions[1].events[0]" in response.json()["error"]["message"]
+    assert not Session.objects.filter(tenant=tenant).exists()
+    assert not Event.objects.filter(tenant=tenant).exists()
+    assert not Chunk.objects.filter(tenant=tenant).exists()
+
+    data = export(filled.alice)
+    data["chunks"][0]["embedding"] = [0.1, 0.2]
+    response = import_(make_client(make_key(tenant)), data, django_capture_on_commit_callbacks)
+    assert response.status_code == 400 and "embedding" in response.json()["error"]["message"]
+    assert not Session.objects.filter(tenant=tenant).exists()
+
+
+def test_importing_over_existing_sessions_conflicts(filled, django_capture_on_commit_callbacks) -> None:  # type: ignore[no-untyped-def]
+    data = export(filled.alice)
+    before = Event.objects.filter(tenant=filled.alice_tenant).count()
+    response = import_(filled.alice, data, django_capture_on_commit_callbacks)
+    assert response.status_code == 409 and error_code(response) == "session_exists"
+    assert Event.objects.filter(tenant=filled.alice_tenant).count() == before
+
+
+def test_export_is_confined_to_the_key(filled) -> None:  # type: ignore[no-untyped-def]
+    bob = filled.bob
+    assert bob.post("/api/v1/export/", {"session": "chat-1"}, format="json").status_code == 404
+    assert bob.post("/api/v1/export/", {"workspace": "research"}, format="json").status_code == 404
+    mine = export(bob)
+    assert mine["sessions"] == [] and mine["chunks"] == [] and mine["documents"] == []
+    limited = make_client(make_key(filled.alice_tenant, workspace="research"))
+    response = limited.post("/api/v1/export/", {}, format="json")
+    assert response.status_code == 403 and error_code(response) == "workspace_limited_key"
+    assert [s["id"] for s in export(limited, workspace="research")["sessions"]] == ["chat-2"]
+    response = limited.post("/api/v1/export/", {"workspace": "default"}, format="json")
+    assert response.status_code == 403
+    response = filled.alice.post("/api/v1/export/", {"bogus": 1}, format="json")
+    assert response.status_code == 400 and error_code(response) == "unknown_field"
+
+
+def test_import_needs_write_scope_and_respects_a_workspace_limit(filled, django_capture_on_commit_callbacks) -> None:  # type: ignore[no-untyped-def]
+    data = export(filled.alice)
+    tenant = make_tenant("hank")
+    reader = make_client(make_key(tenant, scopes=("read",)))
+    assert import_(reader, data, django_capture_on_commit_callbacks).status_code == 403
+    limited = make_client(make_key(tenant, scopes=("write",), workspace="research"))
+    response = import_(limited, data, django_capture_on_commit_callbacks)
+    assert response.status_code == 403 and error_code(response) == "workspace_forbidden"
+    assert not Session.objects.filter(tenant=tenant).exists()
+
+
+def test_commands_round_trip(filled, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "alice.json"
+    call_command("export_memory", "--tenant", "alice", "--output", str(path), stderr=StringIO())
+    out = StringIO()
+    call_command("import_memory", str(path), "--tenant", "ivy", stdout=out)
+    assert json.loads(out.getvalue())["imported"]["sessions"] == 2
+    again = StringIO()
+    call_command("export_memory", "--tenant", "ivy", stdout=again)
+    assert json.loads(again.getvalue()) == json.loads(path.read_text())
+    with pytest.raises(CommandError, match="session_exists"):
+        call_command("import_memory", str(path), "--tenant", "ivy", stdout=StringIO())
