@@ -112,10 +112,12 @@ def relevance_sql(alias: str = "", *, now: datetime | None = None,
     return sql, params
 
 
-def relevance_expression(*, now: datetime | None = None, time_column: str | None = None) -> RawSQL:
-    """The same as an ORM expression over unqualified columns, e.g.
-    Chunk.objects.annotate(relevance=relevance_expression()).order_by("relevance")."""
+def relevance_expression(*, now: datetime | None = None, time_column: str | None = None,
+                         table: str = "") -> RawSQL:
+    """The same as an ORM expression, e.g.
+    Chunk.objects.annotate(relevance=relevance_expression(table="retrieval_chunk")).order_by("relevance").
+    Pass the model's table when the query joins others (their columns would be ambiguous)."""
     from django.db.models import FloatField
 
-    sql, params = relevance_sql("", now=now, time_column=time_column)
+    sql, params = relevance_sql(table, now=now, time_column=time_column)
     return RawSQL(sql, params, output_field=FloatField())
