@@ -23,6 +23,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 from pgvector import HalfVector
 
+from memoryhub.lifecycle.decay import relevance_sql
 from retrieval.embedders import DIMENSIONS, get_embedder
 from retrieval.models import Chunk
 
@@ -337,19 +338,25 @@ def _ranks(values: dict[int, float]) -> dict[int, int]:
     return {k: i + 1 for i, k in enumerate(sorted(values, key=lambda k: -values[k]))}
 
 
-def _temporal(chunk: Candidate, now: datetime) -> float:
-    last = chunk.accessed_at or chunk.created_at
-    days = max((now - last).total_seconds() / 86400.0, 0.0)
-    return math.exp(-0.05 * days) * (1 + 0.02 * chunk.access_count)
+MEMORY_WEIGHTS = (0.3, 0.3, 0.4)  # text, semantic, decayed relevance (S4's 0.3 temporal + 0.1 importance)
 
 
 def fuse(req: SearchRequest, chunks: dict[int, Candidate], vec: dict[int, float], txt: dict[int, float]) -> dict[int, float]:
     ids = list(chunks)
     if req.profile == "memory":
-        nv, nt, now = _minmax(vec), _minmax(txt), timezone.now()
+        # The "memory" profile (S4) adds time, importance and reinforcement through ONE term: the
+        # lifecycle's decayed relevance, importance · rate(tier)^hours since last use · (1 + ln(1 +
+        # accesses)), computed in the candidate query by memoryhub.lifecycle.decay's SQL. It takes
+        # the place of S4's 0.3·temporal + 0.1·importance together: adding it beside them would
+        # discount age twice and count importance twice. The tier weighs in only through its decay
+        # rate; scope widening is a filter, never a weight, so a wider memory is not discounted
+        # once for its tier and again for its decay (seed 001's double-discount caution). The term
+        # is bounded (≤ 1) and added, never multiplied into similarity, so an old but exactly
+        # matching memory still surfaces.
+        nv, nt = _minmax(vec), _minmax(txt)
+        w_text, w_vector, w_relevance = MEMORY_WEIGHTS
         return {
-            i: 0.3 * nt.get(i, 0.0) + 0.3 * nv.get(i, 0.0) + 0.3 * _temporal(chunks[i], now)
-            + 0.1 * chunks[i].importance
+            i: w_text * nt.get(i, 0.0) + w_vector * nv.get(i, 0.0) + w_relevance * min(chunks[i].relevance, 1.0)
             for i in ids
         }
     if req.mode == "vector":
@@ -468,9 +475,11 @@ class Candidate:
     importance: float
     access_count: int
     accessed_at: datetime | None
+    relevance: float = 0.0  # decayed relevance (memory profile only)
 
 
-def _fetch(ids: list[int], vector: HalfVector | None, model: str, tq: TextQuery | None) -> tuple[
+def _fetch(ids: list[int], vector: HalfVector | None, model: str, tq: TextQuery | None,
+           with_relevance: bool = False) -> tuple[
     dict[int, Candidate], dict[int, float], dict[int, float]
 ]:
     """Score every candidate on both signals (not only on the list it came from), in one query."""
@@ -488,12 +497,19 @@ def _fetch(ids: list[int], vector: HalfVector | None, model: str, tq: TextQuery 
         params += score_params
     else:
         select.append("NULL")
+    if with_relevance:
+        relevance, relevance_params = relevance_sql("c")
+        select.append(relevance)
+        params += relevance_params
+    else:
+        select.append("0.0")
     rows = _rows(f"SELECT {', '.join(select)} FROM retrieval_chunk c WHERE c.id = ANY(%s)", [*params, ids])
     candidates: dict[int, Candidate] = {}
     vec: dict[int, float] = {}
     txt: dict[int, float] = {}
-    for pk, session_id, text, contextual, created, seq_end, importance, count, accessed, vsim, tscore in rows:
-        candidates[pk] = Candidate(pk, session_id, text, contextual, created, seq_end, importance, count, accessed)
+    for pk, session_id, text, contextual, created, seq_end, importance, count, accessed, vsim, tscore, rel in rows:
+        candidates[pk] = Candidate(pk, session_id, text, contextual, created, seq_end, importance, count, accessed,
+                                   float(rel))
         if vsim is not None:
             vec[pk] = float(vsim)
         if tscore:
@@ -564,7 +580,7 @@ def run_search(req: SearchRequest) -> list[SearchHit]:
                 ids = list(dict.fromkeys([*vector_candidates(vector, model, where, params, limit), *ids]))
         if not ids:
             return []
-        chunks, vec, txt = _fetch(ids, vector, model, tq)
+        chunks, vec, txt = _fetch(ids, vector, model, tq, with_relevance=req.profile == "memory")
         if req.mode == "exact":
             order = {i: 1.0 for i in chunks}
             ranked = [chunks[i] for i in ids if i in chunks]

@@ -360,3 +360,31 @@ def test_session_prior_favours_conversations_with_several_matches(alice, index, 
     settings.MEMORYHUB_SEARCH_SESSION_WEIGHT = 0.9
     results = search(alice, query="heron", top_k=4).json()["results"]
     assert [r["session"] for r in results] == ["many", "many", "many", "lone"]
+
+
+def test_memory_profile_ranks_by_the_lifecycles_decayed_relevance(alice, cast) -> None:
+    from datetime import timedelta
+
+    from memoryhub.lifecycle.decay import relevance_at
+
+    month_ago = timezone.now() - timedelta(days=30)
+    for source_id, tier in (("f-conv", "conversation"), ("f-acct", "account")):
+        memory_saved.send(sender=None, kind="fact", searchable=Searchable(
+            kind="fact", source_id=source_id, tenant_id=cast.alice_tenant.pk, text=f"quince {tier} memory",
+            created_at=month_ago, tier=tier, importance=0.8))
+    plain = search(alice, query="quince").json()["results"]
+    assert plain[0]["scores"] == plain[1]["scores"]  # equal on both signals: only decay can separate them
+    results = search(alice, query="quince", profile="memory").json()["results"]
+    # A month old: the account tier (0.999/h) keeps ~0.49 of its relevance, a conversation (0.99/h) ~0.
+    assert [r["text"] for r in results] == ["quince account memory", "quince conversation memory"]
+    chunks = {c.tier: c for c in Chunk.objects.all()}
+    expected = {tier: relevance_at(0.8, tier, None, month_ago, 0) for tier in chunks}
+    gap = results[0]["score"] - results[1]["score"]
+    assert abs(gap - 0.4 * (expected["account"] - expected["conversation"])) < 1e-3  # SQL agrees with Python
+    # Those were accesses: both were returned, so both count one use now and decay from now on.
+    assert {c.access_count for c in Chunk.objects.all()} == {1}
+    assert all(c.accessed_at > month_ago for c in Chunk.objects.all())
+    # A memory used recently decays from its last use, not from when it was written.
+    Chunk.objects.filter(tier="account").update(accessed_at=month_ago)
+    results = search(alice, query="quince", profile="memory").json()["results"]
+    assert results[0]["text"] == "quince conversation memory"
