@@ -142,7 +142,20 @@ def test_top_k_limits_results_and_is_bounded(alice, index) -> None:
     for bad in (0, 101, -1, "many"):
         response = search(alice, query="llamas", top_k=bad)
         assert response.status_code == 400
-        assert "top_k" in response.json()["error"]["details"]["fields"], response.json()
+        fields = response.json()["error"]["details"]["fields"]
+        assert fields["top_k"][0]["code"] in {"min_value", "max_value", "invalid"}, fields
+
+
+@pytest.mark.parametrize("embedding,code", [
+    ([0.1] * 383, "min_length"), ([0.1] * 385, "max_length"), (["x", *[0.1] * 383], "invalid"),
+    ([], "min_length"),
+])
+def test_query_embedding_of_the_wrong_dimension_is_a_400(alice, garden, embedding: list[Any], code: str) -> None:
+    response = search(alice, query_embedding=embedding)
+    assert response.status_code == 400
+    assert error_code(response) == "validation_error"
+    fields = response.json()["error"]["details"]["fields"]
+    assert [f[0]["code"] for name, f in fields.items() if name.startswith("query_embedding")] == [code], fields
 
 
 @pytest.mark.parametrize("body,code", [
@@ -221,6 +234,21 @@ def test_kind_filter(alice, garden, cast) -> None:
         kind="note", source_id="note-9", tenant_id=cast.alice_tenant.pk, text="tomatoes are fruit",
         created_at=timezone.now(), tier="account"))
     assert texts(search(alice, query="tomatoes", kinds=["note"])) == ["tomatoes are fruit"]
+
+
+def test_every_result_says_its_kind(alice, index, cast) -> None:
+    t = cast.alice_tenant.pk
+    for kind in ("note", "fact", "summary"):
+        memory_saved.send(sender=None, kind=kind, searchable=Searchable(
+            kind=kind, source_id=f"{kind}-1", tenant_id=t, text=f"lychee {kind}", created_at=timezone.now(),
+            tier="account"))
+    assert alice.post("/api/v1/documents/", {"source_uri": "file:///l.txt", "text": "lychee document"},
+                      format="json").status_code == 201
+    index(alice, "s", {"role": "user", "content": "lychee event"})
+    found = {r["text"]: r["kind"] for r in search(alice, query="lychee", top_k=20).json()["results"]}
+    assert found == {f"lychee {k}": k for k in ("note", "fact", "summary", "document", "event")}
+    only = search(alice, query="lychee", kinds=["fact", "document"]).json()["results"]
+    assert sorted(r["kind"] for r in only) == ["document", "fact"]
 
 
 def test_channel_and_workspace_filters(alice, index) -> None:
