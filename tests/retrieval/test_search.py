@@ -229,6 +229,14 @@ def test_agent_filter(alice, index) -> None:
     assert texts(search(alice, query="paint", agent="planner-bot")) == ["paint the fence"]
 
 
+def test_user_filter(alice, index) -> None:
+    alice.post("/api/v1/sessions/", {"id": "u1", "user_id": "user-1"}, format="json")
+    alice.post("/api/v1/sessions/", {"id": "u2", "user_id": "user-2"}, format="json")
+    index(alice, "u1", {"role": "user", "content": "walnut for one"})
+    index(alice, "u2", {"role": "user", "content": "walnut for two"})
+    assert texts(search(alice, query="walnut", user_id="user-2")) == ["walnut for two"]
+
+
 def test_kind_filter(alice, garden, cast) -> None:
     memory_saved.send(sender=None, kind="note", searchable=Searchable(
         kind="note", source_id="note-9", tenant_id=cast.alice_tenant.pk, text="tomatoes are fruit",
