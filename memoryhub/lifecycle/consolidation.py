@@ -65,7 +65,8 @@ class TenantRun:
     now: datetime
     dry_run: bool
     report: ConsolidationReport | None
-    counts: Counter[str] = field(default_factory=Counter)
+    counts: Counter[str] = field(default_factory=lambda: Counter(dict.fromkeys(
+        ("scored", "promoted", "pruned", "merged", "merge_groups", "capped", "compressed", "held_for_review"), 0)))
     ids: dict[str, list[Any]] = field(default_factory=dict)
     gone: set[int] = field(default_factory=set)  # deleted or held for review in this run
 

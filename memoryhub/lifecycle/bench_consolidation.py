@@ -1,0 +1,79 @@
+"""Consolidation over the LoCoMo conversations, in a throwaway database (figures, not a test).
+
+    .venv/bin/python -m memoryhub.lifecycle.bench_consolidation [--embedder hash|minilm] [--questions N]
+
+Loads every LoCoMo turn through the real pipeline (bench/locomo.py's ingest: append_events →
+indexing → embedding), asks the questions with the "memory" search profile so that returned
+memories gain access counts, then runs consolidation as a dry run and for real, at two moments:
+one day after the last LoCoMo session, and (dry run only) three years later. Prints counts per
+step and times. The database (bench_lifecycle) is dropped at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--embedder", default="hash", choices=["hash", "minilm"])
+    parser.add_argument("--questions", type=int, default=None, help="ask at most this many questions")
+    parser.add_argument("--limit-conversations", type=int, default=None)
+    args = parser.parse_args()
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryhub.settings")
+    os.environ["TEST_DB_NAME"] = "bench_lifecycle"
+    os.environ["MEMORYHUB_EMBEDDER"] = args.embedder
+    os.environ["MEMORYHUB_TASKS_EAGER"] = "true"
+    os.environ.setdefault("LOG_LEVEL", "WARNING")
+    import django
+
+    django.setup()
+    import time_machine
+    from django.db import connection
+
+    from bench.locomo import DATA, ingest, load
+    from memoryhub.lifecycle.consolidation import run_consolidation
+    from retrieval.models import Chunk
+    from retrieval.search import hybrid_search
+
+    conversations = load(DATA, args.limit_conversations)
+    last = max(datetime.fromisoformat(s["started_at"]).replace(tzinfo=UTC)
+               for c in conversations for s in c["sessions"])
+    soon = last + timedelta(days=1)
+    connection.creation.create_test_db(verbosity=0, autoclobber=True)
+    try:
+        with time_machine.travel(soon, tick=True):
+            key, turn_at, ingest_s = ingest(conversations, args.embedder)
+            print(f"ingested {len(turn_at)} turns in {ingest_s:.1f} s; chunks {Chunk.objects.count()}")
+            questions = [q["question"] for c in conversations for q in c["questions"]][: args.questions]
+            started = time.perf_counter()
+            for question in questions:
+                hybrid_search(tenant_id=key.tenant_id, query=question, scope="account", top_k=5, profile="memory")
+            print(f"asked {len(questions)} questions (memory profile) in {time.perf_counter() - started:.1f} s")
+        for label, now, real in (("last session + 1 day", soon, True), ("+3 years", soon + timedelta(days=3 * 365), False)):
+            started = time.perf_counter()
+            dry = run_consolidation(tenant_id=key.tenant_id, dry_run=True, now=now)
+            dry_s = time.perf_counter() - started
+            print(f"\n[{label}] dry run {dry_s:.2f} s: {json.dumps(dry['counts'])}")
+            if real:
+                started = time.perf_counter()
+                result = run_consolidation(tenant_id=key.tenant_id, now=now)
+                real_s = time.perf_counter() - started
+                print(f"[{label}] real run {real_s:.2f} s: {json.dumps(result['counts'])}")
+                print(f"same counts as the dry run: {result['counts'] == dry['counts']}; "
+                      f"chunks left {Chunk.objects.filter(tenant_id=key.tenant_id).count()}")
+    finally:
+        connection.creation.destroy_test_db("bench_lifecycle", verbosity=0)
+
+
+if __name__ == "__main__":
+    main()
