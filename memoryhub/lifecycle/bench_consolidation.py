@@ -59,6 +59,7 @@ def main() -> None:
             for question in questions:
                 hybrid_search(tenant_id=key.tenant_id, query=question, scope="account", top_k=5, profile="memory")
             print(f"asked {len(questions)} questions (memory profile) in {time.perf_counter() - started:.1f} s")
+        export_round_trip(key.tenant)
         for label, now, real in (("last session + 1 day", soon, True), ("+3 years", soon + timedelta(days=3 * 365), False)):
             started = time.perf_counter()
             dry = run_consolidation(tenant_id=key.tenant_id, dry_run=True, now=now)
@@ -73,6 +74,23 @@ def main() -> None:
                       f"chunks left {Chunk.objects.filter(tenant_id=key.tenant_id).count()}")
     finally:
         connection.creation.destroy_test_db("bench_lifecycle", verbosity=0)
+
+
+def export_round_trip(tenant: object) -> None:
+    from accounts.models import Tenant
+    from memoryhub.lifecycle.transfer import ExportScope, export_memory, import_memory
+
+    started = time.perf_counter()
+    first = export_memory(tenant=tenant, scope=ExportScope("tenant"))
+    size = len(json.dumps(first))
+    export_s = time.perf_counter() - started
+    copy, _ = Tenant.get_or_create_named("locomo-copy")
+    started = time.perf_counter()
+    counts = import_memory(tenant=copy, data=json.loads(json.dumps(first)))
+    import_s = time.perf_counter() - started
+    same = export_memory(tenant=copy, scope=ExportScope("tenant")) == first
+    print(f"export {export_s:.1f} s ({size / 1e6:.1f} MB JSON), import {import_s:.1f} s {counts}, "
+          f"re-export identical: {same}")
 
 
 if __name__ == "__main__":

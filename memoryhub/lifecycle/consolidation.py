@@ -348,22 +348,30 @@ def run_consolidation(*, tenant_id: int | None = None, dry_run: bool = False, pr
     ids: dict[str, list[Any]] = {}
     per_tenant: dict[str, dict[str, int]] = {}
     total_steps, done = len(tenants) * len(STEPS), 0
-    for tenant in tenants:
-        run = TenantRun(tenant=tenant, now=now, dry_run=dry_run, report=report)
-        with transaction.atomic():
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT 1 FROM accounts_tenant WHERE id = %s FOR UPDATE", [tenant.pk])
-            for step in STEPS:
-                STEP_FUNCTIONS[step](run)
-                done += 1
-                if progress is not None:
-                    progress(done, total_steps, f"{tenant.name}: {step}")
-            if dry_run:
-                transaction.set_rollback(True)
-        totals.update(run.counts)
-        per_tenant[tenant.name] = dict(sorted(run.counts.items()))
-        for step, values in run.ids.items():
-            ids.setdefault(step, []).extend(values)
+    try:
+        for tenant in tenants:
+            run = TenantRun(tenant=tenant, now=now, dry_run=dry_run, report=report)
+            with transaction.atomic():
+                with connection.cursor() as cursor:  # one consolidation of a tenant at a time
+                    cursor.execute("SELECT 1 FROM accounts_tenant WHERE id = %s FOR UPDATE", [tenant.pk])
+                for step in STEPS:
+                    STEP_FUNCTIONS[step](run)
+                    done += 1
+                    if progress is not None:
+                        progress(done, total_steps, f"{tenant.name}: {step}")
+                if dry_run:
+                    transaction.set_rollback(True)
+            totals.update(run.counts)
+            per_tenant[tenant.name] = dict(sorted(run.counts.items()))
+            for step, values in run.ids.items():
+                ids.setdefault(step, []).extend(values)
+    except Exception as exc:
+        if report is not None:  # the tenants done so far stay done; say where it stopped
+            report.error = f"{exc.__class__.__name__}: {exc}"[:2000]
+            report.counts = {**dict(sorted(totals.items())), "per_tenant": per_tenant}
+            report.finished_at = timezone.now()
+            report.save(update_fields=["error", "counts", "finished_at"])
+        raise
     totals["tenants"] = len(tenants)
     limit = settings.MEMORYHUB_REPORT_MAX_IDS
     result: dict[str, Any] = {

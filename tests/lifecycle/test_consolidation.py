@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from datetime import timedelta
 from io import StringIO
+from typing import Any
 
 import pytest
 import time_machine
@@ -158,3 +159,17 @@ def test_consolidate_command_dry_run_and_real(world) -> None:  # type: ignore[no
     assert real["report_id"] and real["counts"] == dry["counts"]
     assert not Chunk.objects.filter(pk=world["m"]["stale"].pk).exists()
     assert Event.objects.count() == 0  # the fixture has no events; consolidation never makes any
+
+
+def test_a_failing_run_records_its_error_and_rolls_back_the_tenant(world, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    def broken(run: Any) -> None:
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setitem(consolidation.STEP_FUNCTIONS, "merge", broken)
+    with pytest.raises(RuntimeError):
+        run_consolidation(tenant_id=world["tenant"].pk, now=NOW)
+    report = ConsolidationReport.objects.get()
+    assert report.error == "RuntimeError: disk on fire" and report.finished_at is not None
+    # The tenant's transaction rolled back: nothing was promoted or pruned.
+    assert Chunk.objects.filter(pk=world["m"]["stale"].pk).exists()
+    assert Chunk.objects.get(pk=world["m"]["hot"].pk).lifetime == "conversation"
