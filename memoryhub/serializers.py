@@ -13,6 +13,22 @@ from memoryhub.models import Role, Session, SessionStatus
 ID_REGEX = r"^[A-Za-z0-9][A-Za-z0-9._:@\-]{0,199}$"
 
 
+class StrictCharField(serializers.CharField):
+    """A string field that refuses numbers and booleans instead of quietly turning them into text."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictRegexField(serializers.RegexField):
+    def to_internal_value(self, data: Any) -> Any:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
 class MetadataField(serializers.JSONField):
     def to_internal_value(self, data: Any) -> Any:
         if not isinstance(data, dict):
@@ -21,25 +37,25 @@ class MetadataField(serializers.JSONField):
 
 
 class SessionCreateInput(StrictSerializer):
-    id = serializers.RegexField(ID_REGEX, required=False, error_messages={
+    id = StrictRegexField(ID_REGEX, required=False, error_messages={
         "invalid": "Use 1–200 characters: letters, digits and . _ : @ - (not starting with a symbol)."})
-    user_id = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
-    persistence_key = serializers.CharField(max_length=500, required=False, allow_blank=True, default="")
-    agent = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
-    channel = serializers.CharField(max_length=100, required=False, allow_null=True, default=None)
-    workspace = serializers.CharField(max_length=100, required=False, allow_null=True, default=None)
-    title = serializers.CharField(max_length=500, required=False, allow_blank=True, default="")
+    user_id = StrictCharField(max_length=200, required=False, allow_blank=True, default="")
+    persistence_key = StrictCharField(max_length=500, required=False, allow_blank=True, default="")
+    agent = StrictCharField(max_length=200, required=False, allow_blank=True, default="")
+    channel = StrictCharField(max_length=100, required=False, allow_null=True, default=None)
+    workspace = StrictCharField(max_length=100, required=False, allow_null=True, default=None)
+    title = StrictCharField(max_length=500, required=False, allow_blank=True, default="")
     metadata = MetadataField(required=False, default=dict)
     get_or_create = serializers.BooleanField(required=False, default=False)
 
 
 class SessionPatchInput(StrictSerializer):
-    title = serializers.CharField(max_length=500, required=False, allow_blank=True)
+    title = StrictCharField(max_length=500, required=False, allow_blank=True)
     metadata = MetadataField(required=False)
     status = serializers.ChoiceField(choices=SessionStatus.choices, required=False)
-    agent = serializers.CharField(max_length=200, required=False, allow_blank=True)
-    user_id = serializers.CharField(max_length=200, required=False, allow_blank=True)
-    persistence_key = serializers.CharField(max_length=500, required=False, allow_blank=True)
+    agent = StrictCharField(max_length=200, required=False, allow_blank=True)
+    user_id = StrictCharField(max_length=200, required=False, allow_blank=True)
+    persistence_key = StrictCharField(max_length=500, required=False, allow_blank=True)
 
 
 class SessionOutput(serializers.ModelSerializer):
@@ -67,18 +83,18 @@ class SessionListParams(serializers.Serializer):
 
 class EventInput(StrictSerializer):
     role = serializers.ChoiceField(choices=Role.choices)
-    content = serializers.CharField(
+    content = StrictCharField(
         required=False, allow_blank=True, default="", trim_whitespace=False,
         max_length=settings.MEMORYHUB_MAX_CONTENT_CHARS,
     )
     sequence = serializers.IntegerField(required=False, min_value=1, max_value=2**62)
-    tool_name = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+    tool_name = StrictCharField(max_length=200, required=False, allow_blank=True, default="")
     tool_args = serializers.JSONField(required=False, allow_null=True, default=None)
     tool_result = serializers.JSONField(required=False, allow_null=True, default=None)
     metadata = MetadataField(required=False, default=dict)
     importance = serializers.FloatField(required=False, min_value=0.0, max_value=1.0, allow_null=True, default=None)
     created_at = serializers.DateTimeField(required=False, allow_null=True, default=None)
-    idempotency_key = serializers.CharField(max_length=200, required=False, allow_null=True, default=None)
+    idempotency_key = StrictCharField(max_length=200, required=False, allow_null=True, default=None)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if not attrs["content"].strip() and not attrs["tool_name"] and attrs["tool_result"] is None:
