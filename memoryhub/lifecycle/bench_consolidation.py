@@ -28,6 +28,9 @@ def main() -> None:
     parser.add_argument("--embedder", default="hash", choices=["hash", "minilm"])
     parser.add_argument("--questions", type=int, default=None, help="ask at most this many questions")
     parser.add_argument("--limit-conversations", type=int, default=None)
+    parser.add_argument("--one-scope", action="store_true",
+                        help="re-tier every chunk to the workspace tier: one scope of all turns (worst case "
+                             "for the merge self-join and the cap)")
     args = parser.parse_args()
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryhub.settings")
     os.environ["TEST_DB_NAME"] = "bench_lifecycle"
@@ -59,6 +62,8 @@ def main() -> None:
             for question in questions:
                 hybrid_search(tenant_id=key.tenant_id, query=question, scope="account", top_k=5, profile="memory")
             print(f"asked {len(questions)} questions (memory profile) in {time.perf_counter() - started:.1f} s")
+        if args.one_scope:
+            Chunk.objects.filter(tenant_id=key.tenant_id).update(tier="workspace")
         export_round_trip(key.tenant)
         for label, now, real in (("last session + 1 day", soon, True), ("+3 years", soon + timedelta(days=3 * 365), False)):
             started = time.perf_counter()

@@ -22,13 +22,16 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime, time, timedelta
+from decimal import Decimal
 from typing import Any
+from uuid import UUID
 
 from django.apps import apps
 from django.conf import settings
-from django.db import IntegrityError, models, transaction
+from django.db import DatabaseError, IntegrityError, models, transaction
 from django.utils.dateparse import parse_datetime
+from django.utils.duration import duration_iso_string
 
 from accounts.models import Channel, Tenant, Workspace
 from memoryhub.errors import ApiError, Conflict
@@ -96,6 +99,7 @@ def _record_fields(model: type[models.Model]) -> list[models.Field]:
     return [
         f for f in model._meta.concrete_fields
         if not f.primary_key and f.name != "tenant" and not (f.unique and not f.is_relation)
+        and not getattr(f, "generated", False)
     ]
 
 
@@ -114,8 +118,15 @@ def _source_id(obj: models.Model) -> str | None:
 
 
 def _value(value: Any) -> Any:
+    """A field's value as JSON; the model field parses these strings back on import."""
     if isinstance(value, datetime):
         return iso(value)
+    if isinstance(value, (date, time)):
+        return value.isoformat()
+    if isinstance(value, timedelta):
+        return duration_iso_string(value)
+    if isinstance(value, (Decimal, UUID)):
+        return str(value)
     if hasattr(value, "to_list"):
         return [float(v) for v in value.to_list()]
     return value
@@ -509,15 +520,19 @@ class Importer:
                 kwargs[f.attname if f.is_relation else f.name] = self._field_value(f, values[f.name], f"{rpath}.fields.{f.name}")
             try:
                 obj = model(**kwargs)
-                obj.full_clean(exclude=[f.name for f in model._meta.fields if f.is_relation] + ["id"],
-                               validate_unique=False, validate_constraints=False)
-            except Exception as exc:
+            except (TypeError, ValueError) as exc:
                 raise InvalidImport(f"invalid {model._meta.label}: {exc}", rpath) from None
             objects.append(obj)
             auto_times.append({f.name: kwargs[f.name] for f in fields
                                if getattr(f, "auto_now", False) or getattr(f, "auto_now_add", False)
                                if f.name in kwargs})
-        created = model._default_manager.bulk_create(objects)
+        try:
+            with transaction.atomic():
+                created = model._default_manager.bulk_create(objects)
+        except IntegrityError:
+            raise
+        except (DatabaseError, TypeError, ValueError) as exc:
+            raise InvalidImport(f"invalid {model._meta.label}: {exc}".splitlines()[0], path) from None
         for obj, times in zip(created, auto_times, strict=True):
             if times:  # auto_now fields were stamped "now" by bulk_create: put the file's times back
                 model._default_manager.filter(pk=obj.pk).update(**times)
@@ -642,6 +657,8 @@ def import_memory(*, tenant: Tenant, data: Any, limit_workspace: Workspace | Non
                     enqueue_on_commit("retrieval.tasks.index_events", session.pk, event_ids)
     except IntegrityError as exc:
         raise Conflict("import_conflict", f"The file conflicts with stored data: {exc}".splitlines()[0]) from None
+    except DatabaseError as exc:  # a value the column cannot hold (too long, out of range…)
+        raise InvalidImport(f"a value does not fit: {exc}".splitlines()[0]) from None
     return dict(sorted(importer.counts.items()))
 
 

@@ -196,3 +196,12 @@ def test_commands_round_trip(filled, tmp_path) -> None:  # type: ignore[no-untyp
     assert json.loads(again.getvalue()) == json.loads(path.read_text())
     with pytest.raises(CommandError, match="session_exists"):
         call_command("import_memory", str(path), "--tenant", "ivy", stdout=StringIO())
+
+
+def test_a_value_the_database_cannot_hold_is_a_400(filled, django_capture_on_commit_callbacks) -> None:  # type: ignore[no-untyped-def]
+    data = export(filled.alice)
+    data["sessions"][0]["events"][1]["tool_name"] = "x" * 500  # the column holds 200
+    tenant = make_tenant("jill")
+    response = import_(make_client(make_key(tenant)), data, django_capture_on_commit_callbacks)
+    assert response.status_code == 400 and error_code(response) == "invalid_import"
+    assert not Session.objects.filter(tenant=tenant).exists()
