@@ -65,7 +65,11 @@ def _flatten(detail: Any, path: str = "") -> list[tuple[str, str, str]]:
     if isinstance(detail, dict):
         out: list[tuple[str, str, str]] = []
         for key, value in detail.items():
-            out += _flatten(value, f"{path}.{key}" if path else str(key))
+            # DRF reports a list's bad items as {index: errors}: spell them events[1].role.
+            if isinstance(key, int):
+                out += _flatten(value, f"{path}[{key}]")
+            else:
+                out += _flatten(value, f"{path}.{key}" if path else str(key))
         return out
     if isinstance(detail, list):
         out = []

@@ -198,9 +198,10 @@ def append_events(*, key: ApiKey, session_id: str, items: list[EventInput]) -> A
     returned, so a retried request is harmless.
     """
     _check_batch(items)
-    if not sessions_visible_to(key).filter(external_id=session_id).exists():
-        get_or_create_session_lazily(key=key, session_id=session_id)
+    # The lazy creation shares the append's transaction: a refused append leaves no empty session.
     with transaction.atomic():
+        if not sessions_visible_to(key).filter(external_id=session_id).exists():
+            get_or_create_session_lazily(key=key, session_id=session_id)
         session = get_session(key, session_id, for_update=True)
         result = _append_locked(session, items)
     return result

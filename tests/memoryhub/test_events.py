@@ -1,0 +1,439 @@
+"""POST/GET /sessions/{id}/events/ (SPEC S2, S11): append, bulk, idempotency, reads, cache."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from memoryhub.models import Event, Session
+from tests.base import error_code, make_client, make_key, post_events
+
+
+def url(session: str) -> str:
+    return f"/api/v1/sessions/{session}/events/"
+
+
+def stored(session: str = "s1") -> list[tuple[int, str]]:
+    return list(
+        Event.objects.filter(session__external_id=session).order_by("sequence").values_list("sequence", "content")
+    )
+
+
+def fill(client: Any, session: str, n: int) -> None:
+    response = post_events(client, session, *[{"role": "user", "content": f"m{i}"} for i in range(1, n + 1)])
+    assert response.status_code == 201, response.content
+
+
+# --- append ----------------------------------------------------------------------------------
+
+
+def test_single_append_allocates_the_next_sequence(alice) -> None:
+    first = post_events(alice, "s1", {"role": "user", "content": "hello"})
+    assert first.status_code == 201, first.content
+    body = first.json()
+    assert body["sequence"] == 1 and body["role"] == "user" and body["content"] == "hello"
+    assert body["session"] == "s1" and body["created"] == 1
+    assert [e["sequence"] for e in body["events"]] == [1]
+    second = post_events(alice, "s1", {"role": "assistant", "content": "hi there"})
+    assert second.json()["sequence"] == 2
+    assert stored() == [(1, "hello"), (2, "hi there")]
+    session = Session.objects.get(external_id="s1")
+    assert session.last_sequence == 2 and session.event_count == 2
+
+
+def test_append_returns_every_stored_field(alice) -> None:
+    response = post_events(alice, "s1", {
+        "role": "tool", "content": "", "tool_name": "search", "tool_args": {"q": "x"},
+        "tool_result": {"hits": 3}, "metadata": {"tags": ["a"]}, "importance": 0.9,
+        "created_at": "2024-01-02T03:04:05Z", "idempotency_key": "k-1",
+    })
+    assert response.status_code == 201, response.content
+    event = response.json()["events"][0]
+    assert {k: event[k] for k in ("role", "content", "tool_name", "tool_args", "tool_result", "metadata",
+                                  "importance", "created_at", "idempotency_key", "sequence")} == {
+        "role": "tool", "content": "", "tool_name": "search", "tool_args": {"q": "x"},
+        "tool_result": {"hits": 3}, "metadata": {"tags": ["a"]}, "importance": 0.9,
+        "created_at": "2024-01-02T03:04:05Z", "idempotency_key": "k-1", "sequence": 1,
+    }
+    assert isinstance(event["id"], int)
+
+
+@pytest.mark.parametrize(("role", "importance"), [("user", 0.5), ("assistant", 0.5), ("tool", 0.3), ("system", 0.1)])
+def test_importance_defaults_by_role(alice, role: str, importance: float) -> None:
+    response = post_events(alice, "s1", {"role": role, "content": "x"})
+    assert response.json()["importance"] == importance
+    assert Event.objects.get().importance == importance
+
+
+def test_client_sequences_may_skip_but_never_go_back(alice) -> None:
+    assert post_events(alice, "s1", {"role": "user", "content": "a", "sequence": 10}).json()["sequence"] == 10
+    assert post_events(alice, "s1", {"role": "user", "content": "b"}).json()["sequence"] == 11
+    for bad in (11, 5):
+        response = post_events(alice, "s1", {"role": "user", "content": "late", "sequence": bad})
+        assert response.status_code == 409
+        assert error_code(response) == "sequence_conflict"
+        assert response.json()["error"]["details"]["last_sequence"] == 11
+    assert stored() == [(10, "a"), (11, "b")]
+
+
+def test_lazy_session_creation_on_first_append(alice) -> None:
+    assert not Session.objects.exists()
+    response = post_events(alice, "brand-new", {"role": "user", "content": "hi"})
+    assert response.status_code == 201
+    session = alice.get("/api/v1/sessions/brand-new/").json()
+    assert session["workspace"] == "default" and session["channel"] == "general"
+    assert session["event_count"] == 1 and session["last_sequence"] == 1
+
+
+def test_append_reactivates_an_idle_session_and_refuses_an_archived_one(alice) -> None:
+    post_events(alice, "s1", {"role": "user", "content": "a"})
+    alice.patch("/api/v1/sessions/s1/", {"status": "idle"}, format="json")
+    post_events(alice, "s1", {"role": "user", "content": "b"})
+    assert Session.objects.get().status == "active"
+    alice.patch("/api/v1/sessions/s1/", {"status": "archived"}, format="json")
+    response = post_events(alice, "s1", {"role": "user", "content": "c"})
+    assert response.status_code == 409
+    assert error_code(response) == "session_archived"
+    assert stored() == [(1, "a"), (2, "b")]
+
+
+def test_append_moves_the_session_to_the_top_of_the_list(alice) -> None:
+    post_events(alice, "old", {"role": "user", "content": "a"})
+    post_events(alice, "new", {"role": "user", "content": "b"})
+    post_events(alice, "old", {"role": "user", "content": "c"})
+    assert [s["id"] for s in alice.get("/api/v1/sessions/").json()["results"]] == ["old", "new"]
+
+
+# --- bulk ------------------------------------------------------------------------------------
+
+
+def test_bulk_append_is_ordered_and_atomic(alice) -> None:
+    response = post_events(
+        alice, "s1", {"role": "user", "content": "a"}, {"role": "assistant", "content": "b"},
+        {"role": "user", "content": "c", "sequence": 7}, {"role": "assistant", "content": "d"},
+    )
+    assert response.status_code == 201
+    body = response.json()
+    assert body["created"] == 4 and "sequence" not in body
+    assert [e["sequence"] for e in body["events"]] == [1, 2, 7, 8]
+    assert stored() == [(1, "a"), (2, "b"), (7, "c"), (8, "d")]
+
+
+def test_bulk_with_one_invalid_event_stores_none(alice) -> None:
+    post_events(alice, "s1", {"role": "user", "content": "before"})
+    response = post_events(alice, "s1", {"role": "user", "content": "ok"}, {"role": "robot", "content": "bad"})
+    assert response.status_code == 400
+    assert error_code(response) == "validation_error"
+    assert "events[1].role" in response.json()["error"]["details"]["fields"]
+    assert stored() == [(1, "before")]
+
+
+def test_bulk_with_a_sequence_conflict_stores_none(alice) -> None:
+    post_events(alice, "s1", {"role": "user", "content": "before"})
+    response = post_events(alice, "s1", {"role": "user", "content": "ok"}, {"role": "user", "content": "x", "sequence": 1})
+    assert response.status_code == 409
+    assert error_code(response) == "sequence_conflict"
+    assert response.json()["error"]["details"]["index"] == 1
+    assert stored() == [(1, "before")]
+    assert Session.objects.get().event_count == 1
+
+
+def test_refused_first_append_leaves_no_empty_session(alice) -> None:
+    response = post_events(alice, "s1", {"role": "user", "content": "a", "sequence": 5},
+                           {"role": "user", "content": "b", "sequence": 5})
+    assert response.status_code == 409
+    assert not Session.objects.filter(external_id="s1").exists()
+
+
+def test_bulk_refuses_duplicate_idempotency_keys_in_one_request(alice) -> None:
+    response = post_events(alice, "s1", {"role": "user", "content": "a", "idempotency_key": "k"},
+                           {"role": "user", "content": "b", "idempotency_key": "k"})
+    assert response.status_code == 400
+    assert error_code(response) == "duplicate_idempotency_key"
+    assert not Event.objects.exists()
+
+
+def test_too_many_events_in_one_request(alice, settings) -> None:
+    settings.MEMORYHUB_MAX_BULK_EVENTS = 3
+    response = post_events(alice, "s1", *[{"role": "user", "content": str(i)} for i in range(4)])
+    assert response.status_code == 413
+    assert error_code(response) == "too_many_events"
+    assert not Event.objects.exists()
+
+
+# --- idempotency -----------------------------------------------------------------------------
+
+
+def test_retried_single_append_is_stored_once(alice) -> None:
+    event = {"role": "user", "content": "pay 10 EUR", "idempotency_key": "req-1"}
+    first = post_events(alice, "s1", event)
+    retry = post_events(alice, "s1", event)
+    assert first.status_code == 201 and retry.status_code == 200
+    assert retry.json()["created"] == 0
+    assert retry.json()["id"] == first.json()["id"] and retry.json()["sequence"] == 1
+    assert stored() == [(1, "pay 10 EUR")]
+    assert Session.objects.get().event_count == 1
+
+
+def test_retried_bulk_stores_only_the_missing_events(alice) -> None:
+    a = {"role": "user", "content": "a", "idempotency_key": "a"}
+    b = {"role": "user", "content": "b", "idempotency_key": "b"}
+    c = {"role": "user", "content": "c", "idempotency_key": "c"}
+    post_events(alice, "s1", a, b)
+    response = post_events(alice, "s1", a, b, c)
+    assert response.status_code == 201
+    assert response.json()["created"] == 1
+    assert [e["sequence"] for e in response.json()["events"]] == [1, 2, 3]
+    assert stored() == [(1, "a"), (2, "b"), (3, "c")]
+
+
+def test_retry_with_its_explicit_sequence_is_not_a_conflict(alice) -> None:
+    event = {"role": "user", "content": "a", "sequence": 1, "idempotency_key": "k1"}
+    post_events(alice, "s1", event)
+    retry = post_events(alice, "s1", event)
+    assert retry.status_code == 200 and retry.json()["sequence"] == 1
+    assert stored() == [(1, "a")]
+
+
+def test_idempotency_keys_are_per_session(alice) -> None:
+    post_events(alice, "s1", {"role": "user", "content": "a", "idempotency_key": "k"})
+    response = post_events(alice, "s2", {"role": "user", "content": "b", "idempotency_key": "k"})
+    assert response.status_code == 201
+    assert Event.objects.count() == 2
+
+
+# --- bad input -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("event", "field"),
+    [
+        ({"content": "no role"}, "role"),
+        ({"role": "robot", "content": "x"}, "role"),
+        ({"role": 1, "content": "x"}, "role"),
+        ({"role": "user", "content": 42}, "content"),
+        ({"role": "user", "content": ["a"]}, "content"),
+        ({"role": "user", "content": "x", "sequence": "abc"}, "sequence"),
+        ({"role": "user", "content": "x", "sequence": 0}, "sequence"),
+        ({"role": "user", "content": "x", "sequence": 1.5}, "sequence"),
+        ({"role": "user", "content": "x", "importance": 1.5}, "importance"),
+        ({"role": "user", "content": "x", "importance": "high"}, "importance"),
+        ({"role": "user", "content": "x", "metadata": [1, 2]}, "metadata"),
+        ({"role": "user", "content": "x", "created_at": "yesterday"}, "created_at"),
+        ({"role": "user", "content": "x", "tool_name": 7}, "tool_name"),
+        ({"role": "user", "content": "x", "idempotency_key": 7}, "idempotency_key"),
+        ({"role": "user", "content": "x", "colour": "red"}, "colour"),
+    ],
+)
+def test_bad_event_is_400_and_stores_nothing(alice, event: dict[str, Any], field: str) -> None:
+    response = post_events(alice, "s1", event)
+    assert response.status_code == 400, response.content
+    error_code(response)
+    assert field in response.json()["error"]["details"]["fields"]
+    assert not Event.objects.exists()
+    assert not Session.objects.exists()
+
+
+def test_empty_event_is_refused(alice) -> None:
+    response = post_events(alice, "s1", {"role": "user", "content": "   "})
+    assert response.status_code == 400
+    assert error_code(response) == "empty_event"
+    assert not Event.objects.exists()
+
+
+def test_oversize_content_is_refused(alice, settings) -> None:
+    from memoryhub.serializers import EventInput
+
+    limit = EventInput().fields["content"].max_length
+    assert limit == settings.MEMORYHUB_MAX_CONTENT_CHARS
+    response = post_events(alice, "s1", {"role": "user", "content": "x" * (limit + 1)})
+    assert response.status_code == 400
+    assert "content" in response.json()["error"]["details"]["fields"]
+    assert not Event.objects.exists()
+    assert post_events(alice, "s1", {"role": "user", "content": "x" * limit}).status_code == 201
+
+
+@pytest.mark.parametrize("body", [{"events": []}, {"events": "nope"}, {"events": [1]}, {"events": [{}]}, [],
+                                  "text", {"events": [{"role": "user", "content": "a"}], "extra": 1}])
+def test_bad_bulk_shapes(alice, body: Any) -> None:
+    response = alice.post(url("s1"), body, format="json")
+    assert response.status_code == 400, response.content
+    error_code(response)
+    assert not Event.objects.exists()
+
+
+def test_malformed_json_is_a_clear_400(alice) -> None:
+    response = alice.post(url("s1"), data='{"role": "user", "content": ', content_type="application/json")
+    assert response.status_code == 400
+    assert error_code(response) == "malformed_json"
+    assert not Event.objects.exists()
+
+
+# --- read ------------------------------------------------------------------------------------
+
+
+def test_read_all_in_order(alice) -> None:
+    fill(alice, "s1", 5)
+    body = alice.get(url("s1")).json()
+    assert [e["content"] for e in body["results"]] == ["m1", "m2", "m3", "m4", "m5"]
+    assert body["count"] == 5 and body["last_sequence"] == 5 and body["next"] is None
+    assert body["session"] == "s1"
+
+
+def test_limit_returns_the_recent_n_in_chronological_order(alice) -> None:
+    fill(alice, "s1", 10)
+    body = alice.get(url("s1"), {"limit": 3}).json()
+    assert [e["sequence"] for e in body["results"]] == [8, 9, 10]
+    assert body["count"] == 10
+
+
+def test_limit_larger_than_the_cached_window(alice, settings) -> None:
+    settings.MEMORYHUB_RECENT_WINDOW = 4
+    fill(alice, "s1", 10)
+    assert [e["sequence"] for e in alice.get(url("s1"), {"limit": 6}).json()["results"]] == [5, 6, 7, 8, 9, 10]
+    assert [e["sequence"] for e in alice.get(url("s1"), {"limit": 2}).json()["results"]] == [9, 10]
+
+
+def test_after_returns_events_since_a_sequence(alice) -> None:
+    fill(alice, "s1", 6)
+    body = alice.get(url("s1"), {"after": 4}).json()
+    assert [e["sequence"] for e in body["results"]] == [5, 6]
+    assert alice.get(url("s1"), {"after": 6}).json()["results"] == []
+
+
+def test_paging_with_next_visits_every_event_once(alice) -> None:
+    fill(alice, "s1", 7)
+    page = alice.get(url("s1"), {"after": 0, "limit": 3}).json()
+    seen = [e["sequence"] for e in page["results"]]
+    pages = 1
+    while page["next"]:
+        page = alice.get(page["next"]).json()
+        seen += [e["sequence"] for e in page["results"]]
+        pages += 1
+    assert seen == list(range(1, 8)) and pages == 3
+
+
+def test_default_page_size_and_next(alice) -> None:
+    fill(alice, "s1", 120)
+    first = alice.get(url("s1")).json()
+    assert [e["sequence"] for e in first["results"]] == list(range(1, 101))
+    assert first["next"]
+    second = alice.get(first["next"]).json()
+    assert [e["sequence"] for e in second["results"]] == list(range(101, 121))
+    assert second["next"] is None
+
+
+def test_before_reads_backwards(alice) -> None:
+    fill(alice, "s1", 10)
+    body = alice.get(url("s1"), {"before": 6, "limit": 2}).json()
+    assert [e["sequence"] for e in body["results"]] == [4, 5]
+
+
+@pytest.mark.parametrize("params", [{"limit": 0}, {"limit": "x"}, {"limit": 1001}, {"after": -1}, {"after": "y"},
+                                    {"before": 0}])
+def test_bad_read_parameters(alice, params: dict[str, Any]) -> None:
+    fill(alice, "s1", 1)
+    response = alice.get(url("s1"), params)
+    assert response.status_code == 400
+    assert error_code(response) == "invalid_parameter"
+
+
+def test_reading_an_unknown_session_is_404_and_creates_nothing(alice) -> None:
+    response = alice.get(url("ghost"))
+    assert response.status_code == 404
+    assert error_code(response) == "session_not_found"
+    assert not Session.objects.exists()
+
+
+def test_event_list_query_count_is_pinned(alice, django_assert_max_num_queries) -> None:
+    fill(alice, "s1", 150)
+    alice.get(url("s1"))
+    with django_assert_max_num_queries(3):  # key, session, events
+        body = alice.get(url("s1"), {"after": 0, "limit": 150}).json()
+    assert len(body["results"]) == 150
+
+
+# --- the recent-window cache -----------------------------------------------------------------
+
+
+def event_queries(client: Any, path: str, params: dict[str, Any]) -> tuple[Any, list[str]]:
+    with CaptureQueriesContext(connection) as ctx:
+        response = client.get(path, params)
+    return response, [q["sql"] for q in ctx.captured_queries if "memoryhub_event" in q["sql"]]
+
+
+def test_second_read_of_the_recent_window_does_not_hit_the_events_table(alice) -> None:
+    fill(alice, "s1", 60)
+    first, first_sql = event_queries(alice, url("s1"), {"limit": 10})
+    assert first_sql, "the first read must load the window"
+    second, second_sql = event_queries(alice, url("s1"), {"limit": 5})
+    assert second_sql == []
+    assert [e["sequence"] for e in second.json()["results"]] == [56, 57, 58, 59, 60]
+    assert first.json()["results"][-5:] == second.json()["results"]
+
+
+def test_append_writes_through_the_cache(alice, django_capture_on_commit_callbacks) -> None:
+    fill(alice, "s1", 3)
+    alice.get(url("s1"), {"limit": 10})  # warm
+    with django_capture_on_commit_callbacks(execute=True):
+        post_events(alice, "s1", {"role": "assistant", "content": "fresh"})
+    response, sql = event_queries(alice, url("s1"), {"limit": 10})
+    assert sql == []
+    assert [e["content"] for e in response.json()["results"]] == ["m1", "m2", "m3", "fresh"]
+
+
+def test_cache_is_never_stale_after_an_append(alice) -> None:
+    fill(alice, "s1", 3)
+    alice.get(url("s1"), {"limit": 10})
+    # on_commit hooks do not run inside the test transaction: the cache is not written through,
+    # so the read must notice the new last sequence and reload.
+    post_events(alice, "s1", {"role": "user", "content": "new"})
+    assert [e["content"] for e in alice.get(url("s1"), {"limit": 10}).json()["results"]][-1] == "new"
+
+
+def test_cache_is_per_session_and_per_tenant(alice, bob) -> None:
+    fill(alice, "s1", 2)
+    fill(bob, "s1", 1)
+    alice.get(url("s1"), {"limit": 5})
+    assert [e["content"] for e in bob.get(url("s1"), {"limit": 5}).json()["results"]] == ["m1"]
+    assert len(alice.get(url("s1"), {"limit": 5}).json()["results"]) == 2
+
+
+# --- isolation -------------------------------------------------------------------------------
+
+
+def test_bob_cannot_read_or_append_to_alices_session(alice, bob) -> None:
+    fill(alice, "s1", 2)
+    alice_session = Session.objects.get(tenant__name="alice")
+    assert bob.get(url("s1")).status_code == 404
+    assert bob.get(url("s1"), {"limit": 5}).status_code == 404
+    assert bob.get(url("s1"), {"after": 0}).status_code == 404
+    # Bob appending to "s1" writes to his own, new session, never to alice's.
+    response = post_events(bob, "s1", {"role": "user", "content": "bob's", "sequence": 1})
+    assert response.status_code == 201
+    bob_session = Session.objects.get(tenant__name="bob", external_id="s1")
+    assert bob_session.pk != alice_session.pk
+    assert list(bob_session.events.values_list("content", flat=True)) == ["bob's"]
+    assert list(alice_session.events.values_list("content", flat=True)) == ["m1", "m2"]
+    assert [e["content"] for e in alice.get(url("s1")).json()["results"]] == ["m1", "m2"]
+
+
+def test_bob_cannot_replay_alices_idempotency_key_to_read_her_event(alice, bob) -> None:
+    post_events(alice, "s1", {"role": "user", "content": "alice secret", "idempotency_key": "k"})
+    response = post_events(bob, "s1", {"role": "user", "content": "bob", "idempotency_key": "k"})
+    assert response.status_code == 201
+    assert response.json()["content"] == "bob"
+
+
+def test_workspace_limited_key_cannot_append_to_another_workspace(alice, cast) -> None:
+    alice.post("/api/v1/sessions/", {"id": "w2-chat", "workspace": "w2"}, format="json")
+    post_events(alice, "w2-chat", {"role": "user", "content": "w2 only"})
+    limited = make_client(make_key(cast.alice_tenant, workspace="w1"))
+    assert limited.get(url("w2-chat")).status_code == 404
+    response = post_events(limited, "w2-chat", {"role": "user", "content": "intrusion"})
+    assert response.status_code in (403, 404, 409)
+    error_code(response)
+    assert stored("w2-chat") == [(1, "w2 only")]
