@@ -110,8 +110,10 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
         response.data = _validation_response(exc)
     else:
         code = next((c for cls, c in _STATUS_CODES.items() if isinstance(exc, cls)), "error")
-        if code == "permission_denied" and getattr(exc, "default_code", "") != exc.get_codes():
-            code = str(exc.get_codes())
+        # A PermissionDenied raised with its own code (insufficient_scope, …) keeps that code.
+        specific = exc.get_codes()
+        if code == "permission_denied" and isinstance(specific, str) and specific != "permission_denied":
+            code = specific
         response.data = error_body(code, str(exc.detail))
     return response
 
