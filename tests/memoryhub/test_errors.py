@@ -1,0 +1,163 @@
+"""One error envelope for every 4xx/5xx of the API: {"error": {"code", "message", "details"}}."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.db.migrations.executor import MigrationExecutor
+
+from memoryhub.models import Session
+from tests.base import error_code
+
+
+def envelope(response: Any) -> dict[str, Any]:
+    error_code(response)  # checks the shape
+    error = response.json()["error"]
+    assert isinstance(error["message"], str) and error["message"]
+    assert isinstance(error["details"], dict)
+    return error
+
+
+def test_unknown_api_path(alice) -> None:
+    response = alice.get("/api/v1/nothing/here/")
+    assert response.status_code == 404 and response["Content-Type"].startswith("application/json")
+    assert envelope(response)["code"] == "not_found"
+
+
+def test_unknown_api_path_without_a_key_is_still_json(anon, db) -> None:
+    response = anon.get("/api/v1/nothing/")
+    assert response.status_code == 404
+    assert envelope(response)["code"] == "not_found"
+
+
+def test_non_api_404_is_not_forced_into_json(anon, db) -> None:
+    response = anon.get("/no-such-page/")
+    assert response.status_code == 404
+    assert not response["Content-Type"].startswith("application/json")
+
+
+def test_method_not_allowed(alice) -> None:
+    response = alice.put("/api/v1/sessions/", {}, format="json")
+    assert response.status_code == 405
+    assert envelope(response)["code"] == "method_not_allowed"
+
+
+def test_unsupported_media_type(alice) -> None:
+    response = alice.post("/api/v1/sessions/", "id=x", content_type="application/x-www-form-urlencoded")
+    assert response.status_code == 415
+    assert envelope(response)["code"] == "unsupported_media_type"
+    assert not Session.objects.exists()
+
+
+@pytest.mark.parametrize("body", ['{"id": ', "{'id': 'x'}", "not json", '{"id": "x"} trailing'])
+def test_malformed_json(alice, body: str) -> None:
+    response = alice.post("/api/v1/sessions/", data=body, content_type="application/json")
+    assert response.status_code == 400
+    error = envelope(response)
+    assert error["code"] == "malformed_json"
+    assert not Session.objects.exists()
+
+
+def test_validation_error_details_list_every_field(alice) -> None:
+    response = alice.post("/api/v1/sessions/", {"id": "bad id", "metadata": 3}, format="json")
+    assert response.status_code == 400
+    error = envelope(response)
+    assert error["code"] == "validation_error"
+    fields = error["details"]["fields"]
+    assert set(fields) == {"id", "metadata"}
+    assert all({"code", "message"} <= set(p) for problems in fields.values() for p in problems)
+    assert error["message"].startswith(("id:", "metadata:"))
+
+
+def test_nested_errors_name_the_item(alice) -> None:
+    response = alice.post("/api/v1/sessions/s1/events/", {"events": [
+        {"role": "user", "content": "fine"}, {"role": "user", "content": "x", "importance": 7}]}, format="json")
+    assert response.status_code == 400
+    assert "events[1].importance" in envelope(response)["details"]["fields"]
+
+
+def test_domain_conflict_carries_details(alice) -> None:
+    alice.post("/api/v1/sessions/s1/events/", {"role": "user", "content": "a", "sequence": 3}, format="json")
+    response = alice.post("/api/v1/sessions/s1/events/", {"role": "user", "content": "b", "sequence": 2},
+                          format="json")
+    assert response.status_code == 409
+    error = envelope(response)
+    assert error["code"] == "sequence_conflict"
+    assert error["details"] == {"index": 0, "sequence": 2, "last_sequence": 3}
+
+
+def test_not_authenticated_and_not_found_share_the_envelope(anon, alice) -> None:
+    assert envelope(anon.get("/api/v1/sessions/"))["code"] == "not_authenticated"
+    assert envelope(alice.get("/api/v1/sessions/x/"))["code"] == "session_not_found"
+
+
+def test_server_error_is_json_on_the_api(alice, monkeypatch) -> None:
+    from memoryhub import sessions
+
+    def explode(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(sessions, "sessions_filter", explode)
+    alice.raise_request_exception = False
+    response = alice.get("/api/v1/sessions/")
+    assert response.status_code == 500
+    error = envelope(response)
+    assert error["code"] == "server_error"
+    assert "boom" not in response.content.decode()  # internals are not leaked
+
+
+def test_ready_reports_pending_migrations_as_503(anon, db, monkeypatch) -> None:
+    real_plan = MigrationExecutor.migration_plan
+
+    def plan_with_one_pending(self: MigrationExecutor, targets: Any, clean_start: bool = False) -> Any:
+        graph = self.loader.graph
+        return real_plan(self, targets, clean_start) or [(graph.nodes[("memoryhub", "0001_initial")], False)]
+
+    monkeypatch.setattr(MigrationExecutor, "migration_plan", plan_with_one_pending)
+    response = anon.get("/api/v1/ready/")
+    assert response.status_code == 503
+    assert response.json() == {"status": "not_ready", "checks": {"database": "ok", "migrations": "1 pending"}}
+
+
+def test_ready_reports_an_unreachable_database_as_503(anon, db, monkeypatch) -> None:
+    from django.db import OperationalError
+
+    from memoryhub import views
+
+    class Broken:
+        def cursor(self) -> Any:
+            raise OperationalError("connection refused")
+
+    monkeypatch.setattr(views, "connection", Broken())
+    response = anon.get("/api/v1/ready/")
+    assert response.status_code == 503
+    assert response.json()["status"] == "not_ready"
+    assert response.json()["checks"]["database"].startswith("error")
+
+
+def test_schema_documents_the_session_endpoints(anon, db) -> None:
+    response = anon.get("/api/v1/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json")
+    assert response.status_code == 200
+    schema = response.json()
+    assert schema["openapi"].startswith("3.")
+    paths = schema["paths"]
+    for path, methods in {
+        "/api/v1/sessions/": {"get", "post"},
+        "/api/v1/sessions/{session_id}/": {"get", "patch", "delete"},
+        "/api/v1/sessions/{session_id}/events/": {"get", "post"},
+        "/api/v1/sessions/{session_id}/restore/": {"get"},
+        "/api/v1/health/": {"get"},
+        "/api/v1/ready/": {"get"},
+    }.items():
+        assert methods <= set(paths[path]), path
+    params = {p["name"] for p in paths["/api/v1/sessions/{session_id}/events/"]["get"]["parameters"]}
+    assert {"limit", "after"} <= params
+
+
+def test_docs_page_loads_its_assets_locally(anon, db) -> None:
+    response = anon.get("/api/v1/docs/")
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert "swagger-ui" in html.lower()
+    assert "cdn.jsdelivr" not in html and "unpkg.com" not in html
