@@ -1,0 +1,202 @@
+"""Management commands: create_api_key (S10) and the testable pieces of `run`."""
+
+from __future__ import annotations
+
+import http.server
+import io
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import CommandError, call_command
+
+from accounts.models import ApiKey, Tenant, Workspace
+from memoryhub.management.commands.run import DEMO_TENANT
+from memoryhub.management.commands.run import Command as RunCommand
+from tests.base import make_client
+
+pytestmark = pytest.mark.django_db
+
+
+def create_api_key(*args: str) -> tuple[str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    call_command("create_api_key", *args, stdout=out, stderr=err)
+    return out.getvalue(), err.getvalue()
+
+
+# --- create_api_key --------------------------------------------------------------------------
+
+
+def test_create_api_key_creates_the_tenant_and_prints_the_key_last() -> None:
+    out, err = create_api_key("--tenant", "Acme")
+    raw = out.strip().splitlines()[-1]
+    assert raw.startswith("mh_") and " " not in raw
+    tenant = Tenant.objects.get(name="Acme")
+    key = ApiKey.objects.get(tenant=tenant)
+    assert key.matches(raw) and key.scopes == ["read", "write", "admin"] and key.workspace is None
+    assert "Created tenant" in err
+    response = make_client(raw).post("/api/v1/sessions/", {"id": "s1"}, format="json")
+    assert response.status_code == 201
+
+
+def test_create_api_key_for_an_existing_tenant_with_scopes_and_workspace() -> None:
+    create_api_key("--tenant", "Acme")
+    out, err = create_api_key("--tenant", "Acme", "--scopes", "read", "--workspace", "research")
+    raw = out.strip().splitlines()[-1]
+    assert Tenant.objects.filter(name="Acme").count() == 1
+    assert "Created tenant" not in err
+    key = ApiKey.objects.get(prefix=ApiKey.parse_prefix(raw))
+    assert key.scopes == ["read"] and key.workspace == Workspace.objects.get(name="research")
+    client = make_client(raw)
+    assert client.get("/api/v1/sessions/").status_code == 200
+    assert client.post("/api/v1/sessions/", {}, format="json").status_code == 403
+
+
+def test_create_api_key_scope_list_with_spaces() -> None:
+    out, _ = create_api_key("--tenant", "Acme", "--scopes", "read, write")
+    raw = out.strip().splitlines()[-1]
+    assert ApiKey.objects.get(prefix=ApiKey.parse_prefix(raw)).scopes == ["read", "write"]
+
+
+@pytest.mark.parametrize("scopes", ["root", "read,bogus", ","])
+def test_create_api_key_refuses_unknown_scopes(scopes: str) -> None:
+    with pytest.raises(CommandError):
+        create_api_key("--tenant", "Acme", "--scopes", scopes)
+    assert not ApiKey.objects.exists()
+    assert not Tenant.objects.filter(name="Acme").exists()
+
+
+def test_create_api_key_needs_a_tenant() -> None:
+    with pytest.raises(CommandError):
+        create_api_key()
+
+
+def test_create_api_key_in_a_subprocess_prints_only_the_key_on_stdout_last_line(tmp_path) -> None:
+    """The real command line, as a user runs it (same test database settings)."""
+    from django.conf import settings
+
+    env = {
+        "DATABASE_URL": _test_database_url(settings), "SECRET_KEY": "x", "MEMORYHUB_DATA_DIR": str(tmp_path),
+        "PATH": "/usr/bin:/bin", "LOG_LEVEL": "WARNING",
+    }
+    result = subprocess.run(
+        [sys.executable, "manage.py", "create_api_key", "--tenant", "cli-tenant", "--scopes", "read,write"],
+        cwd=settings.BASE_DIR, env=env, capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    last = result.stdout.strip().splitlines()[-1]
+    assert last.startswith("mh_") and len(last.split()) == 1
+    # The subprocess committed in the test database, outside this test's transaction.
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("DELETE FROM accounts_apikey WHERE prefix = %s", [ApiKey.parse_prefix(last)])
+        assert cursor.rowcount == 1
+        cursor.execute("DELETE FROM accounts_channel WHERE tenant_id IN "
+                       "(SELECT id FROM accounts_tenant WHERE name = 'cli-tenant')")
+        cursor.execute("DELETE FROM accounts_workspace WHERE tenant_id IN "
+                       "(SELECT id FROM accounts_tenant WHERE name = 'cli-tenant')")
+        cursor.execute("DELETE FROM accounts_tenant WHERE name = 'cli-tenant'")
+
+
+def _test_database_url(settings) -> str:  # type: ignore[no-untyped-def]
+    db = settings.DATABASES["default"]
+    host = db.get("HOST") or ""
+    user = db.get("USER") or "postgres"
+    port = f":{db['PORT']}" if db.get("PORT") else ""
+    if host.startswith("/"):
+        return f"postgresql://{user}@{port}/{db['NAME']}?host={host}"
+    password = f":{db['PASSWORD']}" if db.get("PASSWORD") else ""
+    return f"postgresql://{user}{password}@{host}{port}/{db['NAME']}"
+
+
+# --- run: the parts that do not serve --------------------------------------------------------
+
+
+def test_run_honours_host_and_port_from_the_environment(monkeypatch) -> None:
+    monkeypatch.setenv("HOST", "0.0.0.0")
+    monkeypatch.setenv("PORT", "9123")
+    options = RunCommand().create_parser("manage.py", "run").parse_args([])
+    assert (options.host, options.port) == ("0.0.0.0", 9123)
+    monkeypatch.delenv("HOST")
+    monkeypatch.delenv("PORT")
+    options = RunCommand().create_parser("manage.py", "run").parse_args([])
+    assert (options.host, options.port) == ("127.0.0.1", 8000)
+
+
+def test_bootstrap_creates_the_demo_tenant_admin_and_key_once(monkeypatch) -> None:
+    monkeypatch.setenv("MEMORYHUB_ADMIN_USER", "boss")
+    monkeypatch.setenv("MEMORYHUB_ADMIN_PASSWORD", "correct-horse-battery")
+    command = RunCommand(stdout=io.StringIO(), stderr=io.StringIO())
+    command.bootstrap()
+    printed = command.stdout._out.getvalue()  # type: ignore[attr-defined]
+    raw = next(line.split()[-1] for line in printed.splitlines() if "API key:" in line)
+    assert ApiKey.objects.get(tenant__name=DEMO_TENANT).matches(raw)
+    user = get_user_model().objects.get(username="boss")
+    assert user.is_superuser and user.is_staff and user.check_password("correct-horse-battery")
+    assert make_client(raw).get("/api/v1/sessions/").status_code == 200
+
+    again = RunCommand(stdout=io.StringIO(), stderr=io.StringIO())
+    again.bootstrap()
+    assert "exists" in again.stdout._out.getvalue()  # type: ignore[attr-defined]
+    assert Tenant.objects.filter(name=DEMO_TENANT).count() == 1
+    assert ApiKey.objects.filter(tenant__name=DEMO_TENANT).count() == 1
+    assert get_user_model().objects.filter(username="boss").count() == 1
+
+
+def test_bootstrap_keeps_an_existing_admin_user(monkeypatch) -> None:
+    monkeypatch.delenv("MEMORYHUB_ADMIN_USER", raising=False)
+    get_user_model().objects.create_superuser(username="admin", email="", password="keep-me-please")
+    command = RunCommand(stdout=io.StringIO(), stderr=io.StringIO())
+    command.bootstrap()
+    assert "password" not in command.stdout._out.getvalue()  # type: ignore[attr-defined]
+    assert get_user_model().objects.get(username="admin").check_password("keep-me-please")
+
+
+@pytest.fixture
+def health_server() -> Iterator[int]:
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802
+            self.send_response(200 if self.path == "/api/v1/health/" else 404)
+            self.end_headers()
+            self.wfile.write(b'{"status": "ok"}')
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server.server_address[1]
+    server.shutdown()
+    server.server_close()
+
+
+def test_wait_until_serving_returns_once_health_answers(health_server: int) -> None:
+    alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        RunCommand().wait_until_serving("127.0.0.1", health_server, alive)
+        RunCommand().wait_until_serving("0.0.0.0", health_server, alive)  # probes 127.0.0.1
+    finally:
+        alive.kill()
+        alive.wait()
+
+
+def test_wait_until_serving_gives_up_when_the_web_server_exits() -> None:
+    dead = subprocess.Popen([sys.executable, "-c", "raise SystemExit(3)"])
+    dead.wait()
+    with pytest.raises(SystemExit, match="code 3"):
+        RunCommand().wait_until_serving("127.0.0.1", 9, dead)
+
+
+def test_stop_database_leaves_an_external_server_alone(settings) -> None:
+    settings.EMBEDDED_DATABASE = False
+    RunCommand().stop_database()  # must not touch the database it does not own
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1")
+        assert cursor.fetchone() == (1,)
