@@ -35,7 +35,9 @@ if set(MEMORYHUB_CONSOLIDATE_DELETE_KINDS) - {"event", "note", "fact", "summary"
     from django.core.exceptions import ImproperlyConfigured
 
     raise ImproperlyConfigured(f"MEMORYHUB_CONSOLIDATE_DELETE_KINDS has unknown kinds: {MEMORYHUB_CONSOLIDATE_DELETE_KINDS}")
-# Nearest neighbours looked at per memory when searching near-duplicates (HNSW, iterative scan).
+# Near-duplicates are found exactly (all pairs) in scopes of at most this many memories; in a
+# larger scope each memory asks the HNSW index for its nearest MEMORYHUB_MERGE_NEIGHBOURS.
+MEMORYHUB_MERGE_EXACT_MAX = env_int("MEMORYHUB_MERGE_EXACT_MAX", 1000, minimum=1)
 MEMORYHUB_MERGE_NEIGHBOURS = env_int("MEMORYHUB_MERGE_NEIGHBOURS", 4, minimum=1)
 # How many ids of each step a consolidation report keeps (the counts are always complete).
 MEMORYHUB_REPORT_MAX_IDS = env_int("MEMORYHUB_REPORT_MAX_IDS", 1000, minimum=0)

@@ -162,29 +162,51 @@ def _delete_or_hold(run: TenantRun, step: str, ids: list[int], payload: dict[str
         Chunk.objects.filter(tenant_id=run.tenant.pk, pk__in=ids).delete()
 
 
-def find_duplicates(tenant_id: int, kinds: list[str], exclude: set[int]) -> list[tuple[int, int, float]]:
-    """Pairs (a, b, cosine distance) of near-duplicates in one scope, kind and embedding model.
+def _mergeable(a: str) -> str:
+    """Condition on alias `a`: an embedded, unpinned memory of the tenant, of a deletable kind, not
+    already gone in this run (parameters: tenant id, kinds, excluded ids)."""
+    return (f"{a}.tenant_id = %s AND {a}.kind = ANY(%s) AND {a}.embedding IS NOT NULL "
+            f"AND NOT ({a}.metadata @> '{{\"pinned\": true}}'::jsonb) AND NOT ({a}.id = ANY(%s))")
 
-    An exact self-join inside each scope (hash join on the scope): scopes are small next to a
-    tenant (a session, a channel), and an exact answer merges deterministically.
+
+def find_duplicates(tenant_id: int, kinds: list[str], exclude: set[int]) -> list[tuple[int, int, float]]:
+    """Pairs (a, b, cosine distance), a < b, of near-duplicates in one scope, kind and model.
+
+    Small scopes (a session, a channel: the usual case) are compared exactly by a self-join;
+    a scope with more than MEMORYHUB_MERGE_EXACT_MAX memories would cost n² distances (45 s for
+    5,900 on these machines), so there each memory asks the HNSW index for its nearest
+    neighbours instead (approximate, linear).
     """
+    base = [tenant_id, kinds, sorted(exclude)]
+    sizes = _fetch(f"SELECT {scope_sql('a')}, count(*) FROM retrieval_chunk a WHERE {_mergeable('a')} "
+                   f"GROUP BY 1", base)
+    big = sorted(scope for scope, count in sizes if count > settings.MEMORYHUB_MERGE_EXACT_MAX)
     limit = 1.0 - float(settings.MEMORYHUB_MERGE_COSINE)
+    same = (f"b.tenant_id = a.tenant_id AND b.kind = a.kind AND b.tier = a.tier "
+            f"AND b.embedding_model = a.embedding_model AND {scope_sql('b')} = {scope_sql('a')}")
     rows = _fetch(
         f"""SELECT a.id, b.id, (a.embedding <=> b.embedding) AS d
-            FROM retrieval_chunk a
-            JOIN retrieval_chunk b
-              ON b.tenant_id = a.tenant_id AND b.kind = a.kind AND b.tier = a.tier
-             AND b.embedding_model = a.embedding_model AND {scope_sql('b')} = {scope_sql('a')}
-             AND b.id > a.id
-            WHERE a.tenant_id = %s AND a.kind = ANY(%s) AND a.embedding IS NOT NULL
-              AND b.embedding IS NOT NULL
-              AND NOT (a.metadata @> '{{"pinned": true}}'::jsonb) AND NOT (b.metadata @> '{{"pinned": true}}'::jsonb)
-              AND NOT (a.id = ANY(%s)) AND NOT (b.id = ANY(%s))
-              AND (a.embedding <=> b.embedding) < %s
-            ORDER BY d, a.id, b.id""",
-        [tenant_id, kinds, sorted(exclude), sorted(exclude), limit],
+            FROM retrieval_chunk a JOIN retrieval_chunk b ON {same} AND b.id > a.id
+            WHERE {_mergeable('a')} AND {_mergeable('b')}
+              AND NOT ({scope_sql('a')} = ANY(%s)) AND (a.embedding <=> b.embedding) < %s""",
+        [*base, *base, big, limit],
     )
-    return [(a, b, float(d)) for a, b, d in rows]
+    pairs = {(a, b): float(d) for a, b, d in rows}
+    if big:
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+            cursor.execute(f"SET LOCAL hnsw.ef_search = {max(40, 2 * settings.MEMORYHUB_MERGE_NEIGHBOURS)}")
+        near = _fetch(
+            f"""SELECT a.id, n.id, n.d FROM retrieval_chunk a CROSS JOIN LATERAL (
+                    SELECT b.id, (b.embedding <=> a.embedding) AS d FROM retrieval_chunk b
+                    WHERE {same} AND b.id <> a.id AND {_mergeable('b')}
+                    ORDER BY b.embedding <=> a.embedding LIMIT %s) n
+                WHERE {_mergeable('a')} AND {scope_sql('a')} = ANY(%s) AND n.d < %s""",
+            [*base, settings.MEMORYHUB_MERGE_NEIGHBOURS, *base, big, limit],
+        )
+        for a, b, d in near:
+            pairs.setdefault((min(a, b), max(a, b)), float(d))
+    return [(a, b, d) for (a, b), d in sorted(pairs.items(), key=lambda item: (item[1], item[0]))]
 
 
 def plan_merges(pairs: list[tuple[int, int, float]], importance: dict[int, float]) -> dict[int, list[int]]:

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import time_machine
 from django.core.management import call_command
+from django.db import transaction
 
 from accounts.models import Tenant
 from memoryhub.lifecycle import consolidation
@@ -173,3 +174,13 @@ def test_a_failing_run_records_its_error_and_rolls_back_the_tenant(world, monkey
     # The tenant's transaction rolled back: nothing was promoted or pruned.
     assert Chunk.objects.filter(pk=world["m"]["stale"].pk).exists()
     assert Chunk.objects.get(pk=world["m"]["hot"].pk).lifetime == "conversation"
+
+
+def test_large_scopes_find_duplicates_through_the_index(world, settings) -> None:  # type: ignore[no-untyped-def]
+    m = world["m"]
+    exact = consolidation.find_duplicates(world["tenant"].pk, ["event"], set())
+    settings.MEMORYHUB_MERGE_EXACT_MAX = 1  # every scope now counts as large
+    with transaction.atomic():
+        approximate = consolidation.find_duplicates(world["tenant"].pk, ["event"], set())
+    assert [(a, b) for a, b, _ in exact] == [(a, b) for a, b, _ in approximate] == [(m["dup_a"].pk, m["dup_b"].pk)]
+    assert exact[0][2] == pytest.approx(approximate[0][2])
