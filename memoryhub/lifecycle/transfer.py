@@ -36,6 +36,8 @@ from django.utils.duration import duration_iso_string
 from accounts.models import Channel, Tenant, Workspace
 from memoryhub.errors import ApiError, Conflict
 from memoryhub.models import Event, RollingSummary, Session, SessionStatus, iso
+from memoryhub.searchable import Searchable
+from memoryhub.signals import memory_saved
 from memoryhub.tasks import enqueue_on_commit
 from retrieval.embedders import DIMENSIONS, get_embedder
 from retrieval.models import Chunk, Document
@@ -99,19 +101,29 @@ def _record_fields(model: type[models.Model]) -> list[models.Field]:
     return [
         f for f in model._meta.concrete_fields
         if not f.primary_key and f.name != "tenant" and not (f.unique and not f.is_relation)
-        and not getattr(f, "generated", False)
+        and not getattr(f, "generated", False) and f.editable  # not editable: derived by the model
     ]
 
 
-def _source_id(obj: models.Model) -> str | None:
+def _searchable(obj: models.Model) -> Searchable | None:
     for name in ("as_searchable", "searchable", "to_searchable"):
         method = getattr(obj, name, None)
         if callable(method):
             try:
-                return str(method().source_id)
-            except Exception:  # a half-built row during import: no source id
+                value = method()
+            except Exception:  # a half-built row: not searchable
                 return None
+            return value if isinstance(value, Searchable) else None
     return None
+
+
+def _derived_metadata(searchable: Searchable | None) -> dict[str, Any]:
+    """What indexing copies from a memory into its chunks' metadata (ids included): not exported,
+    rebuilt from the imported memory."""
+    if searchable is None:
+        return {}
+    return {k: v for k, v in json.loads(json.dumps(searchable.metadata, default=str)).items()
+            if v not in (None, "", [], {})}
 
 
 # --- export ----------------------------------------------------------------------------------
@@ -151,6 +163,7 @@ class Exporter:
         self.session_ids = {s.pk for s in self.sessions}
         self.record_keys: dict[str, dict[int, int]] = {}  # model label → pk → position
         self.source_refs: dict[tuple[str, str], dict[str, Any]] = {}  # (kind, source id) → ref
+        self.derived: dict[tuple[str, str], dict[str, Any]] = {}  # (kind, source id) → chunk metadata
 
     def _in_scope(self, qs: models.QuerySet[Any], model: type[models.Model]) -> models.QuerySet[Any]:
         """Rows of a workspace or session export: those of its sessions (and of the workspace)."""
@@ -162,6 +175,10 @@ class Exporter:
             keep |= models.Q(session_id__in=self.session_ids)
         if self.scope.kind == "workspace" and "workspace" in names:
             keep |= models.Q(workspace=self.workspace)
+        for f in model._meta.concrete_fields:  # children of exported rows (a scratchpad's items)
+            keys = self.record_keys.get(f.related_model._meta.label) if f.is_relation and f.related_model else None
+            if keys and f.related_model is not model:
+                keep |= models.Q(**{f"{f.attname}__in": list(keys)})
         return qs.filter(keep)
 
     def workspaces(self) -> list[dict[str, Any]]:
@@ -223,9 +240,11 @@ class Exporter:
                 keys[obj.pk] = position
             out[label] = [self._record(model, obj, position) for position, obj in enumerate(rows)]
             for position, obj in enumerate(rows):
-                source_id, kind = _source_id(obj), _searchable_kind(obj)
-                if source_id is not None and kind is not None:
-                    self.source_refs[(kind, source_id)] = {"record": label, "key": position}
+                searchable = _searchable(obj)
+                if searchable is not None:
+                    ref = (searchable.kind, str(searchable.source_id))
+                    self.source_refs[ref] = {"record": label, "key": position}
+                    self.derived[ref] = _derived_metadata(searchable)
         return {k: v for k, v in out.items() if v}
 
     def _record(self, model: type[models.Model], obj: models.Model, position: int) -> dict[str, Any]:
@@ -264,6 +283,8 @@ class Exporter:
         for c in qs.select_related("session", "workspace", "channel__workspace").order_by("id"):
             metadata = dict(c.metadata)
             event_id = metadata.pop("event_id", None)
+            derived = self.derived.get((c.kind, c.source_id), {})
+            metadata = {k: v for k, v in metadata.items() if not (k in derived and derived[k] == v)}
             rows.append({
                 "kind": c.kind,
                 "source": self.source_refs.get((c.kind, c.source_id), {"id": c.source_id} if c.source_id else None),
@@ -281,17 +302,6 @@ class Exporter:
                 "embedding_model": c.embedding_model,
             })
         return rows
-
-
-def _searchable_kind(obj: models.Model) -> str | None:
-    for name in ("as_searchable", "searchable", "to_searchable"):
-        method = getattr(obj, name, None)
-        if callable(method):
-            try:
-                return str(method().kind)
-            except Exception:
-                return None
-    return None
 
 
 def export_memory(*, tenant: Tenant, scope: ExportScope) -> dict[str, Any]:
@@ -506,8 +516,12 @@ class Importer:
             self.records[label] = self._create_records(model, rows, f"records.{label}")
 
     def _create_records(self, model: type[models.Model], rows: list[Any], path: str) -> list[models.Model]:
-        objects, auto_times = [], []
+        """Create rows one by one with save(), so that the model's own logic runs (derived
+        columns such as a fact's scope key). Links between rows of the same model (a summary
+        node's parent) are set once every row exists."""
+        created: list[models.Model] = []
         fields = _record_fields(model)
+        later: list[tuple[models.Model, models.Field, Any, str]] = []
         for i, row in enumerate(rows):
             rpath = f"{path}[{i}]"
             if _get(row, "key", int, rpath) != i:
@@ -517,25 +531,31 @@ class Importer:
             for f in fields:
                 if f.name not in values:
                     continue
-                kwargs[f.attname if f.is_relation else f.name] = self._field_value(f, values[f.name], f"{rpath}.fields.{f.name}")
+                fpath = f"{rpath}.fields.{f.name}"
+                if f.is_relation and f.related_model is model and values[f.name] is not None:
+                    later.append((None, f, values[f.name], fpath))  # type: ignore[arg-type]
+                    continue
+                kwargs[f.attname if f.is_relation else f.name] = self._field_value(f, values[f.name], fpath)
+            auto_times = {f.name: kwargs[f.name] for f in fields if f.name in kwargs
+                          and (getattr(f, "auto_now", False) or getattr(f, "auto_now_add", False))}
             try:
                 obj = model(**kwargs)
-            except (TypeError, ValueError) as exc:
-                raise InvalidImport(f"invalid {model._meta.label}: {exc}", rpath) from None
-            objects.append(obj)
-            auto_times.append({f.name: kwargs[f.name] for f in fields
-                               if getattr(f, "auto_now", False) or getattr(f, "auto_now_add", False)
-                               if f.name in kwargs})
-        try:
-            with transaction.atomic():
-                created = model._default_manager.bulk_create(objects)
-        except IntegrityError:
-            raise
-        except (DatabaseError, TypeError, ValueError) as exc:
-            raise InvalidImport(f"invalid {model._meta.label}: {exc}".splitlines()[0], path) from None
-        for obj, times in zip(created, auto_times, strict=True):
-            if times:  # auto_now fields were stamped "now" by bulk_create: put the file's times back
-                model._default_manager.filter(pk=obj.pk).update(**times)
+                with transaction.atomic():
+                    obj.save()
+                    if auto_times:  # save() stamped auto_now fields "now": put the file's times back
+                        model._default_manager.filter(pk=obj.pk).update(**auto_times)
+            except IntegrityError:
+                raise
+            except (DatabaseError, TypeError, ValueError) as exc:
+                raise InvalidImport(f"invalid {model._meta.label}: {exc}".splitlines()[0], rpath) from None
+            created.append(obj)
+            later = [(obj if o is None else o, f, raw, fp) for o, f, raw, fp in later]
+        for obj, f, raw, fpath in later:
+            key = raw.get("key") if isinstance(raw, dict) else None
+            if not isinstance(key, int) or not 0 <= key < len(created):
+                raise InvalidImport(f"reference to {model._meta.label} not found in the file", fpath)
+            model._default_manager.filter(pk=obj.pk).update(**{f.attname: created[key].pk})
+            setattr(obj, f.attname, created[key].pk)
         self.counts[model._meta.label] += len(created)
         return created
 
@@ -592,8 +612,10 @@ class Importer:
                 raise InvalidImport(f"an embedding is a list of {DIMENSIONS} numbers", f"{path}.embedding")
             importance = _get(row, "importance", (int, float), path)
             accessed_at = _time(row, "accessed_at", path, nullable=True)
+            source_id, derived = self._source(row.get("source"), f"{path}.source")
+            metadata = {**derived, **metadata}
             chunks.append(Chunk(
-                tenant=self.tenant, kind=kind, source_id=self._source_id(kind, row.get("source"), f"{path}.source"),
+                tenant=self.tenant, kind=kind, source_id=source_id,
                 session=session, workspace=self.workspace(workspace, f"{path}.workspace") if workspace else None,
                 channel=self.channel(channel, f"{path}.channel") if channel is not None else None,
                 tier=tier, lifetime=lifetime, user_id=_get(row, "user_id", str, path),
@@ -612,24 +634,28 @@ class Importer:
         self.counts["chunks"] += len(created)
         return [c.pk for c in created if c.embedding is None or c.embedding_model != current]
 
-    def _source_id(self, kind: str, ref: Any, path: str) -> str:
+    def _source(self, ref: Any, path: str) -> tuple[str, dict[str, Any]]:
+        """The chunk's source id in this tenant, and the metadata indexing derives from it."""
         if ref is None:
-            return ""
+            return "", {}
         if not isinstance(ref, dict):
             raise InvalidImport("a chunk's source is an object", path)
         if "document" in ref:
             document = self.documents.get(ref["document"])
             if document is None:
                 raise InvalidImport("the chunk's document is not in the file", path)
-            return document.source_id
+            return document.source_id, {}
         if "record" in ref:
             rows = self.records.get(ref["record"], [])
             key = ref.get("key")
             if not isinstance(key, int) or not 0 <= key < len(rows):
                 raise InvalidImport("the chunk's source record is not in the file", path)
-            return _source_id(rows[key]) or str(rows[key].pk)
+            searchable = _searchable(rows[key])
+            if searchable is None:
+                raise InvalidImport("the chunk's source record is not a searchable memory", path)
+            return str(searchable.source_id), _derived_metadata(searchable)
         if isinstance(ref.get("id"), str):
-            return ref["id"]
+            return ref["id"], {}
         raise InvalidImport("unknown source reference", path)
 
 
@@ -651,6 +677,11 @@ def import_memory(*, tenant: Tenant, data: Any, limit_workspace: Workspace | Non
             if stale:
                 enqueue_on_commit("retrieval.tasks.embed_chunks", stale)
         else:
+            for rows in importer.records.values():
+                for obj in rows:
+                    searchable = _searchable(obj)
+                    if searchable is not None:
+                        memory_saved.send(sender=type(obj), kind=searchable.kind, instance=obj)
             for session in importer.sessions.values():
                 event_ids = list(Event.objects.filter(session=session).values_list("id", flat=True))
                 if event_ids:

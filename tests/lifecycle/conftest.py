@@ -94,3 +94,34 @@ def world(db) -> dict[str, Any]:  # type: ignore[no-untyped-def]
         "elsewhere": memory(tenant, s1, "elsewhere", embedding=vector(1, 0.01), embedding_model="hash"),
     }
     return {"tenant": tenant, "m": m, "s1": s1, "s2": s2}
+
+
+def remember(obj: Any) -> Any:
+    """Index a note, fact or summary node the way memoryhub announces it (memory_saved)."""
+    from memoryhub.signals import memory_saved
+
+    memory_saved.send(sender=type(obj), kind=obj.as_searchable().kind, instance=obj)
+    return obj
+
+
+def add_memories(tenant: Tenant, session_id: str, user_id: str = "") -> dict[str, Any]:
+    """A note, a fact (with provenance), a two-leaf summary tree and a scratchpad in one session."""
+    from memoryhub.models import Fact, Note, Scratchpad, ScratchpadItem, SummaryNode
+
+    session = Session.objects.get(tenant=tenant, external_id=session_id)
+    where = {"tenant": tenant, "workspace_id": session.workspace_id, "channel_id": session.channel_id}
+    note = remember(Note.objects.create(**where, user_id=user_id, content=f"Note: {user_id} likes quinces",
+                                        tags=["fruit"], source="agent", metadata={"origin": "chat"}))
+    fact = remember(Fact.objects.create(**where, source_session=session, user_id=user_id, category="prefs",
+                                        key="fruit", content=f"{user_id} prefers quinces to pears",
+                                        tags=["fruit", "food"], lifetime="short_term", importance=0.7))
+    leaves = [remember(SummaryNode.objects.create(**where, session=session, user_id=user_id, level="leaf",
+                                                  text=f"Leaf {i}: quince talk", sequence_start=i, sequence_end=i))
+              for i in (1, 2)]
+    root = remember(SummaryNode.objects.create(**where, session=session, user_id=user_id, level="branch", depth=1,
+                                               text="Branch: all about quinces", sequence_start=1, sequence_end=2,
+                                               source_count=2))
+    SummaryNode.objects.filter(pk__in=[leaf.pk for leaf in leaves]).update(parent=root)
+    pad = Scratchpad.objects.create(tenant=tenant, session=session, version=3)
+    ScratchpadItem.objects.create(tenant=tenant, scratchpad=pad, position=0, key="goal", value="buy quinces")
+    return {"note": note, "fact": fact, "leaves": leaves, "root": root, "pad": pad}

@@ -14,7 +14,7 @@ from memoryhub.lifecycle.consolidation import pin_memories
 from memoryhub.models import Event, RollingSummary, Session
 from retrieval.models import Chunk
 from tests.base import error_code, make_client, make_key, make_tenant
-from tests.lifecycle.conftest import new_session, search_texts
+from tests.lifecycle.conftest import add_memories, new_session, search_texts
 
 
 def export(client: Any, **body: Any) -> dict[str, Any]:
@@ -47,6 +47,8 @@ def filled(cast, index, django_capture_on_commit_callbacks):  # type: ignore[no-
     session = Session.objects.get(tenant=cast.alice_tenant, external_id="chat-1")
     RollingSummary.objects.create(session=session, tenant=cast.alice_tenant, text="Trip to Lisbon.", epoch=2,
                                   upper_sequence=2)
+    with django_capture_on_commit_callbacks(execute=True):
+        add_memories(cast.alice_tenant, "chat-1", user_id="u1")
     # Consolidation state travels too: an access count, a pin.
     search_texts(alice, "Lisbon flight", profile="memory")
     pin_memories([Chunk.objects.filter(tenant=cast.alice_tenant, kind="document").first().pk])
@@ -64,15 +66,34 @@ def test_export_import_export_round_trips_exactly(filled, django_capture_on_comm
     assert any(c["access_count"] > 0 for c in first["chunks"])
     assert any(c["metadata"].get("pinned") for c in first["chunks"])
     assert [d["source_uri"] for d in first["documents"]] == ["file://notes.txt"]
+    records = first["records"]
+    assert [r["fields"]["content"] for r in records["memoryhub.Note"]] == ["Note: u1 likes quinces"]
+    [fact] = records["memoryhub.Fact"]
+    assert fact["fields"]["source_session"] == "chat-1" and fact["fields"]["tags"] == ["fruit", "food"]
+    assert "scope_key" not in fact["fields"]  # derived by the model, holds ids
+    nodes = records["memoryhub.SummaryNode"]
+    assert [n["fields"]["parent"] for n in nodes] == [{"key": 2}, {"key": 2}, None]
+    assert records["memoryhub.ScratchpadItem"][0]["fields"]["scratchpad"] == {"key": 0}
+    assert {c["kind"] for c in first["chunks"]} == {"event", "document", "note", "fact", "summary"}
+    assert "fact_id" not in json.dumps(first["chunks"])  # ids are rebuilt on import, never exported
 
     carol = make_client(make_key(make_tenant("carol")))
     response = import_(carol, first, django_capture_on_commit_callbacks)
     assert response.status_code == 201, response.content
     counts = response.json()["imported"]
     assert counts["sessions"] == 2 and counts["events"] == 3 and counts["chunks"] == len(first["chunks"])
+    assert counts["memoryhub.SummaryNode"] == 3 and counts["memoryhub.Fact"] == 1
 
     second = export(carol)
     assert second == first
+    from memoryhub.models import Fact, SummaryNode
+
+    carol_fact = Fact.objects.get(tenant__name="carol")
+    assert carol_fact.scope_key == f"workspace:{carol_fact.workspace_id}"
+    assert Chunk.objects.get(tenant__name="carol", kind="fact").metadata["fact_id"] == carol_fact.pk
+    branch = SummaryNode.objects.get(tenant__name="carol", level="branch")
+    assert SummaryNode.objects.filter(parent=branch).count() == 2
+    assert "u1 prefers quinces to pears" in search_texts(carol, "quinces pears")
     # The imported memory is live: searchable, browsable, restorable.
     assert "Book a flight to Lisbon in May" in search_texts(carol, "Lisbon flight")
     assert carol.get("/api/v1/sessions/chat-1/events/").json()["count"] == 2
@@ -89,6 +110,8 @@ def test_workspace_and_session_exports_hold_only_their_part(filled) -> None:  # 
     assert research["documents"] == []
     one = export(filled.alice, session="chat-1")
     assert [s["id"] for s in one["sessions"]] == ["chat-1"]
+    # The session's own memories (summary tree, scratchpad and its items), not the workspace's notes.
+    assert set(one["records"]) == {"memoryhub.SummaryNode", "memoryhub.Scratchpad", "memoryhub.ScratchpadItem"}
     assert {c["session"] for c in one["chunks"]} == {"chat-1"}
 
 
