@@ -113,7 +113,7 @@ def add_memories(tenant: Tenant, session_id: str, user_id: str = "") -> dict[str
     note = remember(Note.objects.create(**where, user_id=user_id, content=f"Note: {user_id} likes quinces",
                                         tags=["fruit"], source="agent", metadata={"origin": "chat"}))
     fact = remember(Fact.objects.create(**where, source_session=session, user_id=user_id, category="prefs",
-                                        key="fruit", content=f"{user_id} prefers quinces to pears",
+                                        key=f"fruit-{user_id}", content=f"{user_id} prefers quinces to pears",
                                         tags=["fruit", "food"], lifetime="short_term", importance=0.7))
     leaves = [remember(SummaryNode.objects.create(**where, session=session, user_id=user_id, level="leaf",
                                                   text=f"Leaf {i}: quince talk", sequence_start=i, sequence_end=i))

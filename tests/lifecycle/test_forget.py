@@ -8,14 +8,14 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
-from memoryhub.models import Event, Session
+from memoryhub.models import Event, Fact, Note, Session, SummaryNode
 from retrieval.models import Chunk
 from tests.base import error_code, make_client, make_key
-from tests.lifecycle.conftest import new_session, search_texts
+from tests.lifecycle.conftest import add_memories, new_session, search_texts
 
 
 @pytest.fixture
-def people(cast, index):  # type: ignore[no-untyped-def]
+def people(cast, index, django_capture_on_commit_callbacks):  # type: ignore[no-untyped-def]
     """Alice's tenant: user u1 in two sessions (two workspaces), u2 in one; bob also has a u1."""
     new_session(cast.alice, "s1", user_id="u1")
     new_session(cast.alice, "s2", user_id="u1", workspace="other")
@@ -26,23 +26,35 @@ def people(cast, index):  # type: ignore[no-untyped-def]
     index(cast.alice, "s2", {"role": "user", "content": "zebra stripes secret plan Marzipan"})
     index(cast.alice, "s3", {"role": "user", "content": "I keep a zebra too, named Biscuit"})
     index(cast.bob, "s1", {"role": "user", "content": "bob's zebra Marzipan lives here"})
+    with django_capture_on_commit_callbacks(execute=True):
+        add_memories(cast.alice_tenant, "s1", user_id="u1")  # note, fact, summary tree, scratchpad
+        add_memories(cast.alice_tenant, "s3", user_id="u2")
     return cast
 
 
 def test_forget_user_deletes_every_row_and_reports_counts(people) -> None:  # type: ignore[no-untyped-def]
     alice = people.alice
     assert any("Marzipan" in t for t in search_texts(alice, "zebra Marzipan"))
+    u1_chunks = set(Chunk.objects.filter(tenant=people.alice_tenant, user_id="u1").values_list("id", flat=True))
+    assert len(u1_chunks) == 8
 
     response = alice.delete("/api/v1/users/u1/")
 
     assert response.status_code == 200, response.content
     body = response.json()
+    tenant = people.alice_tenant
     assert body["user_id"] == "u1"
     assert body["deleted"]["memoryhub.Session"] == 2
     assert body["deleted"]["memoryhub.Event"] == 3
-    assert body["deleted"]["retrieval.Chunk"] == 3
+    assert body["deleted"]["retrieval.Chunk"] == 3 + 5  # events + note, fact, three summary nodes
+    assert body["deleted"]["memoryhub.Note"] == body["deleted"]["memoryhub.Fact"] == 1
+    assert body["deleted"]["memoryhub.SummaryNode"] == 3
+    assert body["deleted"]["memoryhub.Scratchpad"] == body["deleted"]["memoryhub.ScratchpadItem"] == 1
     assert body["total"] == sum(body["deleted"].values())
-    tenant = people.alice_tenant
+    assert not Note.objects.filter(tenant=tenant, user_id="u1").exists()
+    assert not Fact.objects.filter(tenant=tenant, user_id="u1").exists()
+    assert not SummaryNode.objects.filter(tenant=tenant, user_id="u1").exists()
+    assert Fact.objects.filter(tenant=tenant, user_id="u2").count() == 1
     assert not Session.objects.filter(tenant=tenant, user_id="u1").exists()
     assert not Chunk.objects.filter(tenant=tenant, user_id="u1").exists()
     assert Event.objects.filter(tenant=tenant).count() == 1  # u2's event stays
@@ -51,6 +63,11 @@ def test_forget_user_deletes_every_row_and_reports_counts(people) -> None:  # ty
     for mode in ("text", "vector", "hybrid"):
         texts = search_texts(alice, "zebra Marzipan stripes plan", mode=mode)
         assert texts and not any("Marzipan" in t for t in texts), (mode, texts)
+        response = alice.post("/api/v1/search/", {"query": "quinces pears leaf branch talk", "scope": "account",
+                                                  "mode": mode}, format="json")
+        found = {r["chunk_id"] for r in response.json()["results"]}
+        assert found and not found & u1_chunks, mode
+        assert not any("u1" in r["text"] for r in response.json()["results"])
     context = alice.post("/api/v1/context/", {"session": "s3", "query": "Marzipan zebra", "scope": "account"},
                          format="json")
     assert context.status_code == 200
