@@ -117,8 +117,11 @@ class MemoryAdmin(admin.ModelAdmin):
 
     @admin.action(description="Forget: delete the selected memories")
     def forget(self, request: HttpRequest, queryset: QuerySet[Memory]) -> None:
-        deleted, _ = Chunk.objects.filter(pk__in=self._ids(queryset)).delete()
-        self.message_user(request, f"Forgot {deleted} memories.")
+        by_tenant: dict[int, list[int]] = {}
+        for pk, tenant_id in queryset.order_by("pk").values_list("pk", "tenant_id")[:MAX_BULK]:
+            by_tenant.setdefault(tenant_id, []).append(pk)
+        deleted = sum(consolidation.delete_memories(tenant_id=t, chunk_ids=ids) for t, ids in by_tenant.items())
+        self.message_user(request, f"Forgot {deleted} memories (notes, facts and summaries with all their chunks).")
 
 
 @admin.register(ConsolidationReport)

@@ -32,13 +32,13 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import connection, models, transaction
 from django.utils import timezone
 
 from accounts.models import Tenant
 from memoryhub.lifecycle import decay
 from memoryhub.lifecycle.models import CompressedConversation, ConsolidationReport, PendingDeletion
-from memoryhub.models import Session, iso
+from memoryhub.models import Fact, Note, Session, SummaryNode, iso
 from retrieval.models import Chunk
 
 logger = logging.getLogger(__name__)
@@ -126,6 +126,11 @@ def promote(run: TenantRun) -> None:
     ids = sorted(r[0] for r in rows)
     run.counts["promoted"] += len(ids)
     run.note("promoted", ids)
+    # A fact keeps its own lifetime (the facts API shows it): promote the fact with its chunk.
+    fact_ids = [int(s) for s in Chunk.objects.filter(pk__in=ids, kind="fact").values_list("source_id", flat=True)
+                if s.isdigit()]
+    if fact_ids:
+        Fact.objects.filter(tenant=run.tenant, pk__in=fact_ids).exclude(lifetime="long_term").update(lifetime="long_term")
 
 
 def prune(run: TenantRun) -> None:
@@ -159,7 +164,32 @@ def _delete_or_hold(run: TenantRun, step: str, ids: list[int], payload: dict[str
     if step == PendingDeletion.Step.MERGE and payload:
         apply_merge(tenant_id=run.tenant.pk, survivor_id=payload["survivor"], absorbed_ids=ids)
     else:
-        Chunk.objects.filter(tenant_id=run.tenant.pk, pk__in=ids).delete()
+        delete_memories(tenant_id=run.tenant.pk, chunk_ids=ids)
+
+
+# A chunk of a note, fact or summary is one piece of that memory: deleting the memory means
+# deleting its row (which the API lists) and all its chunks, never leaving half of it.
+SOURCE_MODELS: dict[str, tuple[type[models.Model], str]] = {
+    "note": (Note, "note_id"), "fact": (Fact, "pk"), "summary": (SummaryNode, "pk"),
+}
+
+
+def delete_memories(*, tenant_id: int, chunk_ids: list[int], keep: tuple[str, str] | None = None) -> int:
+    """Delete these memories; for notes, facts and summaries, their rows and every chunk of them
+    (except the source `keep` = (kind, source id): a merge survivor's own memory)."""
+    sources: dict[str, set[str]] = {}
+    for kind, source_id in Chunk.objects.filter(tenant_id=tenant_id, pk__in=chunk_ids,
+                                                kind__in=SOURCE_MODELS).values_list("kind", "source_id"):
+        if (kind, source_id) != keep:
+            sources.setdefault(kind, set()).add(source_id)
+    deleted, _ = Chunk.objects.filter(tenant_id=tenant_id, pk__in=chunk_ids).delete()
+    for kind, source_ids in sources.items():
+        model, field_name = SOURCE_MODELS[kind]
+        values = [int(v) for v in source_ids if v.isdigit()] if field_name == "pk" else list(source_ids)
+        model._default_manager.filter(tenant_id=tenant_id, **{f"{field_name}__in": values}).delete()
+        more, _ = Chunk.objects.filter(tenant_id=tenant_id, kind=kind, source_id__in=source_ids).delete()
+        deleted += more
+    return deleted
 
 
 def _mergeable(a: str) -> str:
@@ -276,8 +306,8 @@ def apply_merge(*, tenant_id: int, survivor_id: int, absorbed_ids: list[int]) ->
     survivor.metadata = {**survivor.metadata, "merged_from": provenance}
     survivor.save(update_fields=["importance", "access_count", "accessed_at", "sequence_start",
                                  "sequence_end", "metadata"])
-    deleted, _ = Chunk.objects.filter(pk__in=[o.pk for o in others]).delete()
-    return deleted
+    return delete_memories(tenant_id=tenant_id, chunk_ids=[o.pk for o in others],
+                           keep=(survivor.kind, survivor.source_id))
 
 
 def cap(run: TenantRun) -> None:
@@ -432,8 +462,7 @@ def approve_pending(pending_id: int, *, by: str = "") -> dict[str, Any]:
         outcome = {"deleted": apply_merge(tenant_id=pending.tenant_id, survivor_id=pending.payload["survivor"],
                                           absorbed_ids=list(pending.chunk_ids))}
     else:
-        deleted, _ = Chunk.objects.filter(tenant_id=pending.tenant_id, pk__in=pending.chunk_ids).delete()
-        outcome = {"deleted": deleted}
+        outcome = {"deleted": delete_memories(tenant_id=pending.tenant_id, chunk_ids=list(pending.chunk_ids))}
     _decide(pending, PendingDeletion.Status.APPROVED, by, outcome)
     return outcome
 

@@ -19,7 +19,7 @@ from memoryhub.lifecycle.models import ConsolidationReport, PendingDeletion
 from memoryhub.models import Event, Session
 from retrieval.models import Chunk
 from tests.base import make_tenant
-from tests.lifecycle.conftest import NOW, ids, make_session, memory
+from tests.lifecycle.conftest import NOW, add_memories, ids, make_session, memory
 
 
 def test_real_run_promotes_prunes_merges_and_stores_a_report(world) -> None:  # type: ignore[no-untyped-def]
@@ -184,3 +184,31 @@ def test_large_scopes_find_duplicates_through_the_index(world, settings) -> None
         approximate = consolidation.find_duplicates(world["tenant"].pk, ["event"], set())
     assert [(a, b) for a, b, _ in exact] == [(a, b) for a, b, _ in approximate] == [(m["dup_a"].pk, m["dup_b"].pk)]
     assert exact[0][2] == pytest.approx(approximate[0][2])
+
+
+def test_facts_are_promoted_with_their_chunks(world) -> None:  # type: ignore[no-untyped-def]
+    from memoryhub.models import Fact
+
+    fact = add_memories(world["tenant"], "s1")["fact"]
+    Chunk.objects.filter(kind="fact", source_id=str(fact.pk)).update(access_count=9, accessed_at=NOW)
+    result = run_consolidation(tenant_id=world["tenant"].pk, now=NOW)
+    assert Chunk.objects.get(kind="fact", source_id=str(fact.pk)).pk in result["ids"]["promoted"]
+    assert Fact.objects.get(pk=fact.pk).lifetime == "long_term"
+
+
+def test_deleting_a_note_or_fact_memory_deletes_its_row_and_all_its_chunks(world, settings) -> None:  # type: ignore[no-untyped-def]
+    from memoryhub.models import Fact, Note
+
+    made = add_memories(world["tenant"], "s1")
+    fact, note = made["fact"], made["note"]
+    Chunk.objects.filter(kind="fact").update(created_at=NOW - timedelta(days=400))  # short-term, stale
+    settings.MEMORYHUB_CONSOLIDATE_DELETE_KINDS = ("event", "fact")
+    result = run_consolidation(tenant_id=world["tenant"].pk, now=NOW)
+    assert result["counts"]["pruned"] == 2  # the stale event and the stale fact
+    assert not Fact.objects.filter(pk=fact.pk).exists()
+    assert not Chunk.objects.filter(kind="fact").exists()
+    # Notes are long-term: never pruned, whatever their age.
+    assert Note.objects.filter(pk=note.pk).exists()
+    assert consolidation.delete_memories(tenant_id=world["tenant"].pk,
+                                         chunk_ids=list(Chunk.objects.filter(source_id=note.note_id).values_list("id", flat=True))) == 1
+    assert not Note.objects.filter(pk=note.pk).exists()
