@@ -182,7 +182,9 @@ class Fact(models.Model):
             created_at=self.created_at,
             workspace_id=self.workspace_id,
             channel_id=self.channel_id,
-            session_id=self.session_id or self.source_session_id,
+            # Only a conversation-tier fact is tied to its session (its chunks go with it);
+            # the conversation it was learnt in is provenance, kept in the metadata.
+            session_id=self.session_id,
             tier=self.tier,
             lifetime=self.lifetime,
             importance=self.importance,
@@ -193,6 +195,7 @@ class Fact(models.Model):
                 "category": self.category,
                 "key": self.key,
                 "source": self.source,
+                "source_session_id": self.source_session_id,
                 **(self.metadata or {}),
             },
         )
@@ -293,3 +296,26 @@ class SummaryNode(models.Model):
             sequence_end=self.sequence_end,
             metadata={"summary_id": self.pk, "level": self.level, "depth": self.depth},
         )
+
+
+# --- background work after appends (S6 trigger, S5 extraction) ---------------------------------
+
+
+def _on_events_appended(sender: Any, session: Any, events: list[Any], **kwargs: Any) -> None:
+    from django.conf import settings
+
+    from memoryhub.tasks import enqueue_on_commit
+
+    if settings.MEMORYHUB_AUTO_SUMMARISE and session.event_count >= settings.MEMORYHUB_SUMMARY_MIN_MESSAGES:
+        enqueue_on_commit("memoryhub.memory_tasks.summarise_session", session.pk)
+    if settings.MEMORYHUB_FACT_EXTRACTOR != "none" and events:
+        enqueue_on_commit("memoryhub.memory_tasks.extract_facts", session.pk, [e.pk for e in events])
+
+
+def _connect() -> None:
+    from memoryhub.signals import events_appended
+
+    events_appended.connect(_on_events_appended, dispatch_uid="memoryhub.memory_after_append")
+
+
+_connect()

@@ -1,0 +1,143 @@
+"""Facts (S5; seeds 001, 003, 004): long-term memory entries, upserted on (scope, category, key).
+
+A fact without a key is always a new entry; with a key, writing the same (scope, category, key)
+again updates the stored fact (its access count and creation time are kept). Every save and
+delete is announced to retrieval (kind "fact", source id = the fact's id).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.db.models import Q, QuerySet
+from django.utils import timezone
+
+from accounts.models import ApiKey
+from memoryhub.errors import Conflict, NotFound
+from memoryhub.models import Fact, Session
+from memoryhub.notes import Placement, apply_meta, place, split_tags, visible
+from memoryhub.sessions import get_session
+from memoryhub.signals import memory_deleted, memory_saved
+
+# Fields an upsert (or PATCH) may set; placement fields are fixed by the scope.
+WRITABLE = ("content", "category", "key", "lifetime", "source", "importance", "tags", "metadata", "user_id")
+
+
+def facts_visible_to(key: ApiKey) -> QuerySet[Fact]:
+    return visible(Fact.objects.all(), key).select_related("session", "source_session", "workspace", "channel")
+
+
+def get_fact(key: ApiKey, fact_id: int, *, for_update: bool = False) -> Fact:
+    qs = facts_visible_to(key)
+    if for_update:
+        qs = qs.select_for_update(of=("self",))
+    fact = qs.filter(pk=fact_id).first()
+    if fact is None:
+        raise NotFound(f"Fact {fact_id} does not exist.", code="fact_not_found")
+    return fact
+
+
+def announce(fact: Fact) -> None:
+    memory_saved.send(sender=Fact, kind="fact", instance=fact)
+
+
+def _placed(fact: Fact, placement: Placement, source_session: Session | None) -> None:
+    fact.tier = placement.tier
+    fact.workspace = placement.workspace
+    fact.channel = placement.channel
+    # Only a conversation-tier fact belongs to (and is forgotten with) its session; otherwise the
+    # session it came from is provenance.
+    fact.session = placement.session if placement.tier == "conversation" else None
+    fact.source_session = source_session or (placement.session if placement.tier != "conversation" else None)
+
+
+def upsert(*, tenant_id: int, placement: Placement, data: dict[str, Any], given: set[str],
+           source_session: Session | None = None) -> tuple[Fact, bool]:
+    """Create the fact or, when its key exists in the scope, update the given fields."""
+    fact = Fact(tenant_id=tenant_id)
+    _placed(fact, placement, source_session)
+    for name in WRITABLE:
+        if name in data:
+            setattr(fact, name, data[name])
+    if not fact.user_id and placement.session is not None:
+        fact.user_id = placement.session.user_id
+    scope_key = fact.compute_scope_key()
+    with transaction.atomic():
+        for _ in range(2):
+            existing = None
+            if fact.key:
+                existing = (Fact.objects.select_for_update()
+                            .filter(tenant_id=tenant_id, scope_key=scope_key, category=fact.category, key=fact.key)
+                            .first())
+            if existing is not None:
+                for name in WRITABLE:
+                    if name in given and name in data:
+                        setattr(existing, name, data[name])
+                if source_session is not None:
+                    existing.source_session = source_session
+                existing.updated_at = timezone.now()
+                existing.save()
+                announce(existing)
+                return existing, False
+            try:
+                with transaction.atomic():
+                    fact.save()
+            except IntegrityError:
+                continue  # a concurrent writer created the same key: update it instead
+            announce(fact)
+            return fact, True
+    raise Conflict("fact_exists", "A fact with this scope, category and key is being written concurrently.")
+
+
+def upsert_fact(key: ApiKey, data: dict[str, Any], given: set[str]) -> tuple[Fact, bool]:
+    placement = place(key, tier=data.get("scope"), session=data.get("session"),
+                      workspace=data.get("workspace"), channel=data.get("channel"))
+    source_session = get_session(key, data["source_session"]) if data.get("source_session") else None
+    return upsert(tenant_id=key.tenant_id, placement=placement, data=data, given=given,
+                  source_session=source_session)
+
+
+@transaction.atomic
+def update_fact(key: ApiKey, fact_id: int, changes: dict[str, Any]) -> Fact:
+    fact = get_fact(key, fact_id, for_update=True)
+    for name in WRITABLE:
+        if name in changes:
+            setattr(fact, name, changes[name])
+    if fact.key and ("key" in changes or "category" in changes):
+        clash = (Fact.objects.filter(tenant_id=fact.tenant_id, scope_key=fact.compute_scope_key(),
+                                     category=fact.category, key=fact.key).exclude(pk=fact.pk).exists())
+        if clash:
+            raise Conflict("fact_exists", "Another fact of this scope has the same category and key.")
+    fact.updated_at = timezone.now()
+    fact.save()
+    announce(fact)
+    return fact
+
+
+@transaction.atomic
+def delete_fact(key: ApiKey, fact_id: int) -> None:
+    fact = get_fact(key, fact_id, for_update=True)
+    memory_deleted.send(sender=Fact, kind="fact", tenant_id=fact.tenant_id, source_id=str(fact.pk))
+    fact.delete()
+
+
+def facts_filter(key: ApiKey, filters: dict[str, Any], meta: dict[str, Any]) -> QuerySet[Fact]:
+    qs = facts_visible_to(key)
+    if filters.get("scope"):
+        qs = qs.filter(tier=filters["scope"])
+    for name in ("category", "key", "lifetime", "source", "user_id"):
+        if filters.get(name):
+            qs = qs.filter(**{name: filters[name]})
+    if filters.get("tags"):
+        qs = qs.filter(tags__contains=split_tags(filters["tags"]))
+    if filters.get("session"):
+        qs = qs.filter(Q(session__external_id=filters["session"]) | Q(source_session__external_id=filters["session"]))
+    if filters.get("workspace"):
+        qs = qs.filter(workspace__name=filters["workspace"])
+    if filters.get("channel"):
+        qs = qs.filter(channel__name=filters["channel"])
+    if filters.get("q"):
+        q = filters["q"]
+        qs = qs.filter(Q(content__icontains=q) | Q(key__icontains=q) | Q(category__icontains=q))
+    return apply_meta(qs, meta).order_by("-updated_at", "-id")

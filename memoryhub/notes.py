@@ -1,0 +1,199 @@
+"""Notes (S5, seed 000): stored, replaced and deleted by note id; searchable as kind "note".
+
+Every save announces the note with memory_saved (retrieval replaces all chunks under the same
+note id) and every delete with memory_deleted, inside the writing transaction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.db.models import Q, QuerySet
+from django.utils import timezone
+
+from accounts.models import ApiKey, Channel, Workspace
+from memoryhub.errors import ApiError, Conflict, NotFound
+from memoryhub.models import Note, Session, new_note_id
+from memoryhub.sessions import get_session, resolve_workspace
+from memoryhub.signals import memory_deleted, memory_saved
+
+# --- placement shared by notes and facts -------------------------------------------------------
+
+
+@dataclass
+class Placement:
+    tier: str
+    workspace: Workspace | None
+    channel: Channel | None
+    session: Session | None
+
+
+def place(key: ApiKey, *, tier: str | None, session: str | None, workspace: str | None,
+          channel: str | None) -> Placement:
+    """Where a note or fact lives. A session implies its workspace and channel; the tier says how
+    widely it applies (default: conversation with a session, channel with a channel, else
+    workspace). Raises before anything is created when the request does not fit the key."""
+    sess = get_session(key, session) if session else None
+    if tier is None:
+        tier = "conversation" if sess else "channel" if channel else "workspace"
+    if tier == "conversation" and sess is None:
+        raise ApiError("session_required", "A conversation-scoped memory needs a 'session'.")
+    if sess is not None:
+        if workspace and workspace != sess.workspace.name:
+            raise ApiError("scope_mismatch", "'workspace' differs from the session's workspace.")
+        if channel and channel != sess.channel.name:
+            raise ApiError("scope_mismatch", "'channel' differs from the session's channel.")
+    if tier == "account":
+        if key.workspace_id is not None:
+            raise ApiError("workspace_forbidden", "A key limited to one workspace cannot write account-wide memories.",
+                           status_code=403)
+        if workspace or channel:
+            raise ApiError("scope_mismatch", "An account-wide memory has no workspace or channel.")
+        return Placement("account", None, None, sess)
+    if sess is not None:
+        ws, ch = sess.workspace, sess.channel
+    else:
+        ws = resolve_workspace(key, workspace)
+        assert ws is not None
+        ch = Channel.get_named(ws, channel) if (channel or tier == "channel") else None
+    return Placement(tier, ws, ch, sess)
+
+
+def visible(qs: QuerySet[Any], key: ApiKey) -> QuerySet[Any]:
+    qs = qs.filter(tenant_id=key.tenant_id)
+    if key.workspace_id is not None:
+        qs = qs.filter(workspace_id=key.workspace_id)
+    return qs
+
+
+def meta_filters(params: Any) -> dict[str, Any]:
+    """`meta.<k>=<v>` query parameters as a JSON containment filter on metadata."""
+    wanted: dict[str, Any] = {}
+    for name, value in params.items():
+        if name.startswith("meta.") and len(name) > 5:
+            wanted[name[5:]] = value
+    return wanted
+
+
+def apply_meta(qs: QuerySet[Any], wanted: dict[str, Any]) -> QuerySet[Any]:
+    for k, v in wanted.items():
+        # A value that reads as a JSON number or boolean matches that too (meta.n=3 finds {"n": 3}).
+        options: list[Any] = [v]
+        if v in ("true", "false"):
+            options.append(v == "true")
+        else:
+            try:
+                options.append(int(v))
+            except ValueError:
+                try:
+                    options.append(float(v))
+                except ValueError:
+                    pass
+        condition = Q()
+        for option in options:
+            condition |= Q(metadata__contains={k: option})
+        qs = qs.filter(condition)
+    return qs
+
+
+def split_tags(raw: str | None) -> list[str]:
+    return [t.strip().lower() for t in (raw or "").split(",") if t.strip()]
+
+
+# --- notes -------------------------------------------------------------------------------------
+
+
+def notes_visible_to(key: ApiKey) -> QuerySet[Note]:
+    return visible(Note.objects.all(), key).select_related("session", "workspace", "channel")
+
+
+def get_note(key: ApiKey, note_id: str, *, for_update: bool = False) -> Note:
+    qs = notes_visible_to(key)
+    if for_update:
+        qs = qs.select_for_update(of=("self",))
+    note = qs.filter(note_id=note_id).first()
+    if note is None:
+        raise NotFound(f"Note {note_id!r} does not exist.", code="note_not_found")
+    return note
+
+
+def _announce(note: Note) -> None:
+    memory_saved.send(sender=Note, kind="note", instance=note)
+
+
+def _fill(note: Note, data: dict[str, Any], placement: Placement) -> None:
+    note.content = data["content"]
+    note.source = data.get("source", "")
+    note.tags = data.get("tags", [])
+    note.metadata = data.get("metadata", {})
+    note.user_id = data.get("user_id") or (placement.session.user_id if placement.session else "")
+    note.importance = data.get("importance", 0.5)
+    note.tier = placement.tier
+    note.workspace = placement.workspace
+    note.channel = placement.channel
+    note.session = placement.session
+
+
+@transaction.atomic
+def create_note(key: ApiKey, data: dict[str, Any]) -> Note:
+    placement = place(key, tier=data.get("scope"), session=data.get("session"),
+                      workspace=data.get("workspace"), channel=data.get("channel"))
+    note_id = data.get("note_id") or new_note_id()
+    if Note.objects.filter(tenant_id=key.tenant_id, note_id=note_id).exists():
+        raise Conflict("note_exists", f"Note {note_id!r} already exists: PUT /notes/{note_id}/ replaces it.")
+    note = Note(tenant_id=key.tenant_id, note_id=note_id)
+    _fill(note, data, placement)
+    try:
+        with transaction.atomic():
+            note.save()
+    except IntegrityError:
+        raise Conflict("note_exists", f"Note {note_id!r} already exists.") from None
+    _announce(note)
+    return note
+
+
+@transaction.atomic
+def put_note(key: ApiKey, note_id: str, data: dict[str, Any]) -> tuple[Note, bool]:
+    """Replace the note (or create it under this id). Returns (note, created)."""
+    existing = notes_visible_to(key).select_for_update(of=("self",)).filter(note_id=note_id).first()
+    if existing is None and Note.objects.filter(tenant_id=key.tenant_id, note_id=note_id).exists():
+        # Another workspace's note: the id is taken, say nothing more.
+        raise Conflict("note_exists", f"Note {note_id!r} already exists.")
+    placement = place(key, tier=data.get("scope"), session=data.get("session"),
+                      workspace=data.get("workspace"), channel=data.get("channel"))
+    note = existing or Note(tenant_id=key.tenant_id, note_id=note_id)
+    _fill(note, data, placement)
+    note.updated_at = timezone.now()
+    note.save()
+    _announce(note)
+    return note, existing is None
+
+
+@transaction.atomic
+def delete_note(key: ApiKey, note_id: str) -> None:
+    note = get_note(key, note_id, for_update=True)
+    memory_deleted.send(sender=Note, kind="note", tenant_id=note.tenant_id, source_id=note.note_id)
+    note.delete()
+
+
+def notes_filter(key: ApiKey, filters: dict[str, Any], meta: dict[str, Any]) -> QuerySet[Note]:
+    qs = notes_visible_to(key)
+    if filters.get("tags"):
+        qs = qs.filter(tags__contains=split_tags(filters["tags"]))
+    if filters.get("source"):
+        qs = qs.filter(source=filters["source"])
+    if filters.get("session"):
+        qs = qs.filter(session__external_id=filters["session"])
+    if filters.get("workspace"):
+        qs = qs.filter(workspace__name=filters["workspace"])
+    if filters.get("channel"):
+        qs = qs.filter(channel__name=filters["channel"])
+    if filters.get("user_id"):
+        qs = qs.filter(user_id=filters["user_id"])
+    if filters.get("scope"):
+        qs = qs.filter(tier=filters["scope"])
+    if filters.get("q"):
+        qs = qs.filter(content__icontains=filters["q"])
+    return apply_meta(qs, meta).order_by("-updated_at", "-id")

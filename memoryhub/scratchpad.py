@@ -1,0 +1,106 @@
+"""Scratchpad (S5; seeds 000, 001): a session's working state, key/value items.
+
+At most MEMORYHUB_SCRATCHPAD_MAX_ITEMS items of at most MEMORYHUB_SCRATCHPAD_MAX_CHARS characters;
+a write replaces the whole pad and is validated in full first, so a bad write changes nothing.
+The pad is kept when its session is archived (read-only from then on) and deleted with it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from accounts.models import ApiKey
+from memoryhub.errors import ApiError, Conflict
+from memoryhub.models import Scratchpad, ScratchpadItem, Session, SessionStatus, iso
+from memoryhub.sessions import get_session
+
+
+def parse_items(raw: Any) -> list[tuple[str, str]]:
+    """[(key, value)] from a list of {"key", "value"} objects or one {key: value} object."""
+    if isinstance(raw, dict):
+        pairs = list(raw.items())
+    elif isinstance(raw, list):
+        pairs = []
+        for index, item in enumerate(raw):
+            if not isinstance(item, dict) or set(item) - {"key", "value"} or "key" not in item:
+                raise ApiError("invalid_item", f"items[{index}] must be an object with 'key' and 'value'.",
+                               details={"index": index})
+            pairs.append((item["key"], item.get("value", "")))
+    else:
+        raise ApiError("invalid_items", "'items' must be a list of {key, value} objects or an object.")
+    limit, chars = settings.MEMORYHUB_SCRATCHPAD_MAX_ITEMS, settings.MEMORYHUB_SCRATCHPAD_MAX_CHARS
+    if len(pairs) > limit:
+        raise ApiError("too_many_items", f"A scratchpad holds at most {limit} items.",
+                       details={"max_items": limit, "items": len(pairs)})
+    seen: set[str] = set()
+    for index, (key, value) in enumerate(pairs):
+        if not isinstance(key, str) or not key.strip():
+            raise ApiError("invalid_item", f"items[{index}]: the key must be a non-empty string.",
+                           details={"index": index})
+        if not isinstance(value, str):
+            raise ApiError("invalid_item", f"items[{index}]: the value must be a string.", details={"index": index})
+        if len(key) > chars or len(value) > chars:
+            raise ApiError("item_too_long", f"items[{index}]: keys and values have at most {chars} characters.",
+                           details={"index": index, "max_chars": chars})
+        if key in seen:
+            raise ApiError("duplicate_key", f"items[{index}]: key {key!r} appears twice.", details={"index": index})
+        seen.add(key)
+    return pairs
+
+
+def as_dict(session: Session, pad: Scratchpad | None) -> dict[str, Any]:
+    items = [{"key": i.key, "value": i.value} for i in pad.items.order_by("position")] if pad else []
+    return {
+        "session": session.external_id,
+        "items": items,
+        "count": len(items),
+        "max_items": settings.MEMORYHUB_SCRATCHPAD_MAX_ITEMS,
+        "max_chars": settings.MEMORYHUB_SCRATCHPAD_MAX_CHARS,
+        "version": pad.version if pad else 0,
+        "updated_at": iso(pad.updated_at) if pad else None,
+    }
+
+
+def read(key: ApiKey, session_id: str) -> dict[str, Any]:
+    session = get_session(key, session_id)
+    return as_dict(session, Scratchpad.objects.filter(session=session).first())
+
+
+def _writable(session: Session) -> None:
+    if session.status == SessionStatus.ARCHIVED:
+        raise Conflict("session_archived", f"Session {session.external_id!r} is archived: its scratchpad is read-only.")
+
+
+@transaction.atomic
+def write(key: ApiKey, session_id: str, raw_items: Any) -> dict[str, Any]:
+    pairs = parse_items(raw_items)  # everything is checked before anything is written
+    session = get_session(key, session_id, for_update=True)
+    _writable(session)
+    pad, _ = Scratchpad.objects.get_or_create(session=session, defaults={"tenant_id": session.tenant_id})
+    pad.items.all().delete()
+    ScratchpadItem.objects.bulk_create([
+        ScratchpadItem(tenant_id=session.tenant_id, scratchpad=pad, position=i, key=k, value=v)
+        for i, (k, v) in enumerate(pairs)
+    ])
+    pad.version += 1
+    pad.updated_at = timezone.now()
+    pad.save(update_fields=["version", "updated_at"])
+    return as_dict(session, pad)
+
+
+@transaction.atomic
+def clear(key: ApiKey, session_id: str) -> dict[str, Any]:
+    session = get_session(key, session_id, for_update=True)
+    _writable(session)
+    pad = Scratchpad.objects.filter(session=session).first()
+    cleared = 0
+    if pad is not None:
+        cleared, _ = pad.items.all().delete()
+        pad.version += 1
+        pad.updated_at = timezone.now()
+        pad.save(update_fields=["version", "updated_at"])
+    return {**as_dict(session, pad), "cleared": cleared}

@@ -1,0 +1,264 @@
+"""Rolling summaries and the summary tree (S6; seeds 000 and 002).
+
+Rolling summary: one per session (memoryhub.models.RollingSummary). Every write is a
+compare-and-swap on its epoch done by ONE SQL statement, so a stale writer changes nothing.
+The automatic trigger condenses the oldest unsummarised messages when they use more than
+MEMORYHUB_SUMMARY_TRIGGER of the budget (and are at least MEMORYHUB_SUMMARY_MIN_MESSAGES),
+down to MEMORYHUB_SUMMARY_TARGET.
+
+Summary tree: leaves over contiguous runs of events, branches over leaves, a root over the
+branches; every node is searchable (kind "summary") and expands to its children and events.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import F, Max, OuterRef, Q, Subquery, Value
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from memoryhub.models import Event, RollingSummary, Session, SummaryNode, estimate_tokens
+from memoryhub.signals import memory_deleted, memory_saved
+from memoryhub.summarisers import Turn, summarise_safely
+
+logger = logging.getLogger(__name__)
+
+
+# --- rolling summary ---------------------------------------------------------------------------
+
+
+@dataclass
+class SummaryState:
+    text: str
+    epoch: int
+    upper_sequence: int
+    updated_at: Any
+
+
+def current_summary(session: Session) -> SummaryState:
+    row = RollingSummary.objects.filter(session=session).first()
+    if row is None:
+        return SummaryState(text="", epoch=0, upper_sequence=0, updated_at=None)
+    return SummaryState(text=row.text, epoch=row.epoch, upper_sequence=row.upper_sequence, updated_at=row.updated_at)
+
+
+_TABLE = RollingSummary._meta.db_table
+
+# Conditional write: the UPDATE matches only the expected epoch; the INSERT runs only when the
+# writer expects "no summary yet" (epoch 0) and the row does not exist. Under READ COMMITTED a
+# concurrent writer that lost waits for the winner's row lock, re-checks `epoch = expected`,
+# matches nothing and returns no row; two first writers race on the unique session_id and the
+# loser's ON CONFLICT DO NOTHING returns no row either.
+_CAS_SQL = f"""
+WITH upd AS (
+    UPDATE {_TABLE} SET text = %(text)s, epoch = epoch + 1,
+        upper_sequence = COALESCE(%(upper)s, upper_sequence), updated_at = %(now)s
+    WHERE session_id = %(session)s AND epoch = %(expected)s
+    RETURNING epoch, upper_sequence, updated_at
+), ins AS (
+    INSERT INTO {_TABLE} (session_id, tenant_id, text, epoch, upper_sequence, updated_at)
+    SELECT %(session)s, %(tenant)s, %(text)s, 1, COALESCE(%(upper)s, 0), %(now)s
+    WHERE %(expected)s = 0 AND NOT EXISTS (SELECT 1 FROM upd)
+    ON CONFLICT (session_id) DO NOTHING
+    RETURNING epoch, upper_sequence, updated_at
+)
+SELECT epoch, upper_sequence, updated_at FROM upd UNION ALL SELECT epoch, upper_sequence, updated_at FROM ins
+"""
+
+# Unconditional write (no expected epoch given): still one statement, still bumps the epoch.
+_WRITE_SQL = f"""
+INSERT INTO {_TABLE} (session_id, tenant_id, text, epoch, upper_sequence, updated_at)
+VALUES (%(session)s, %(tenant)s, %(text)s, 1, COALESCE(%(upper)s, 0), %(now)s)
+ON CONFLICT (session_id) DO UPDATE SET text = EXCLUDED.text, epoch = {_TABLE}.epoch + 1,
+    upper_sequence = COALESCE(%(upper)s, {_TABLE}.upper_sequence), updated_at = EXCLUDED.updated_at
+RETURNING epoch, upper_sequence, updated_at
+"""
+
+
+def write_summary(session: Session, *, text: str, expected_epoch: int | None,
+                  upper_sequence: int | None = None) -> SummaryState | None:
+    """Write the rolling summary; None when `expected_epoch` is stale (nothing was changed)."""
+    params = {"text": text, "upper": upper_sequence, "now": timezone.now(), "session": session.pk,
+              "tenant": session.tenant_id, "expected": expected_epoch}
+    with connection.cursor() as cursor:
+        cursor.execute(_CAS_SQL if expected_epoch is not None else _WRITE_SQL, params)
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    return SummaryState(text=text, epoch=row[0], upper_sequence=row[1], updated_at=row[2])
+
+
+def _cap_lines(text: str, max_tokens: int) -> str:
+    """Drop the oldest lines until the summary fits `max_tokens` (the newest matter most)."""
+    lines = text.splitlines()
+    while len(lines) > 1 and estimate_tokens("\n".join(lines)) > max_tokens:
+        lines.pop(0)
+    joined = "\n".join(lines)
+    return joined if estimate_tokens(joined) <= max_tokens else joined[: max_tokens * 4]
+
+
+def event_cost(event: Event) -> int:
+    return estimate_tokens(event.text) + 4  # same per-message overhead as restore
+
+
+def maybe_summarise(session: Session, *, budget: int | None = None) -> dict[str, Any]:
+    """Apply the S6 trigger to one session. Returns what happened (for logs and reports)."""
+    budget = budget or settings.MEMORYHUB_SUMMARY_BUDGET
+    state = current_summary(session)
+    events = list(session.events.filter(sequence__gt=state.upper_sequence).order_by("sequence"))
+    costs = [event_cost(e) for e in events]
+    total = sum(costs)
+    if len(events) < settings.MEMORYHUB_SUMMARY_MIN_MESSAGES or total <= settings.MEMORYHUB_SUMMARY_TRIGGER * budget:
+        return {"summarised": False, "messages": len(events), "tokens": total}
+    target = settings.MEMORYHUB_SUMMARY_TARGET * budget
+    condensed: list[Event] = []
+    remaining = total
+    for event, cost in zip(events, costs, strict=True):
+        if remaining <= target:
+            break
+        condensed.append(event)
+        remaining -= cost
+    text, used = summarise_safely([Turn.from_event(e) for e in condensed], previous=state.text)
+    text = _cap_lines(text, int(settings.MEMORYHUB_SUMMARY_MAX_SHARE * budget))
+    written = write_summary(session, text=text, expected_epoch=state.epoch, upper_sequence=condensed[-1].sequence)
+    if written is None:
+        logger.info("rolling summary of session %s: stale epoch %s, discarded", session.pk, state.epoch)
+        return {"summarised": False, "stale": True, "messages": len(events), "tokens": total}
+    return {"summarised": True, "condensed": len(condensed), "epoch": written.epoch,
+            "upper_sequence": written.upper_sequence, "remaining_tokens": remaining, "summariser": used}
+
+
+# --- summary tree ------------------------------------------------------------------------------
+
+
+def _lock_session_tree(session_pk: int) -> None:
+    """Serialise tree builders of one session without blocking its appends."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [4242, session_pk])
+
+
+def _new_node(session: Session, level: str, depth: int, text: str, start: int, end: int,
+              source_count: int, summariser: str) -> SummaryNode:
+    node = SummaryNode.objects.create(
+        tenant_id=session.tenant_id, workspace_id=session.workspace_id, channel_id=session.channel_id,
+        session=session, user_id=session.user_id, level=level, depth=depth, text=text,
+        sequence_start=start, sequence_end=end, source_count=source_count,
+        token_count=estimate_tokens(text), summariser=summariser,
+    )
+    memory_saved.send(sender=SummaryNode, kind="summary", instance=node)
+    return node
+
+
+def delete_node(node: SummaryNode) -> None:
+    memory_deleted.send(sender=SummaryNode, kind="summary", tenant_id=node.tenant_id, source_id=str(node.pk))
+    node.delete()
+
+
+def _node_turn(node: SummaryNode) -> Turn:
+    return Turn(speaker=f"{node.level} {node.sequence_start}-{node.sequence_end}", text=node.text,
+                created_at=node.created_at)
+
+
+@transaction.atomic
+def build_tree(session: Session, *, final: bool = False) -> int:
+    """Grow the session's tree: new leaves over full runs of events, branches over full groups
+    of leaves, and a root over the branches once there are two. With `final` (an idle session)
+    the unfinished run and group are closed too. Returns the number of nodes created."""
+    _lock_session_tree(session.pk)
+    leaf_size = settings.MEMORYHUB_SUMMARY_LEAF_EVENTS
+    fan = settings.MEMORYHUB_SUMMARY_BRANCH_CHILDREN
+    created = 0
+    covered = session.summary_nodes.filter(level="leaf").aggregate(m=Max("sequence_end"))["m"] or 0
+    events = list(session.events.filter(sequence__gt=covered).order_by("sequence"))
+    for index in range(0, len(events), leaf_size):
+        group = events[index:index + leaf_size]
+        if len(group) < leaf_size and not final:
+            break
+        text, used = summarise_safely([Turn.from_event(e) for e in group])
+        if not text.strip():
+            continue
+        _new_node(session, "leaf", 0, text, group[0].sequence, group[-1].sequence, len(group), used)
+        created += 1
+    orphans = list(session.summary_nodes.filter(level="leaf", parent__isnull=True).order_by("sequence_start"))
+    has_branches = session.summary_nodes.filter(level="branch").exists()
+    new_branch = False
+    for index in range(0, len(orphans), fan):
+        group = orphans[index:index + fan]
+        if len(group) < fan and not (final and (has_branches or len(orphans) > 1)):
+            break
+        text, used = summarise_safely([_node_turn(n) for n in group])
+        branch = _new_node(session, "branch", 1, text, group[0].sequence_start, group[-1].sequence_end,
+                           len(group), used)
+        SummaryNode.objects.filter(pk__in=[n.pk for n in group]).update(parent=branch)
+        created += 1
+        has_branches = new_branch = True
+    branches = list(session.summary_nodes.filter(level="branch").order_by("sequence_start"))
+    root = session.summary_nodes.filter(level="root").first()
+    if len(branches) >= 2 and (new_branch or root is None):
+        if root is not None:
+            delete_node(root)
+        text, used = summarise_safely([_node_turn(n) for n in branches])
+        root = _new_node(session, "root", 2, text, branches[0].sequence_start, branches[-1].sequence_end,
+                         len(branches), used)
+        SummaryNode.objects.filter(pk__in=[n.pk for n in branches]).update(parent=root)
+        created += 1
+    return created
+
+
+# --- the scheduler's entry point -----------------------------------------------------------------
+
+
+def summarise_due(*, tenant_id: int | None = None) -> dict[str, Any]:
+    """Summarise every session that is due (the `summarise` schedule action calls this).
+
+    Rolling summaries: sessions with at least MEMORYHUB_SUMMARY_MIN_MESSAGES events after their
+    summary get the S6 trigger applied. Summary tree: sessions with events beyond their last
+    leaf grow their tree; sessions idle for MEMORYHUB_SUMMARY_IDLE_MINUTES get it closed.
+    """
+    sessions = Session.objects.all()
+    if tenant_id is not None:
+        sessions = sessions.filter(tenant_id=tenant_id)
+    upper = RollingSummary.objects.filter(session=OuterRef("pk")).values("upper_sequence")[:1]
+    leaf_end = (SummaryNode.objects.filter(session=OuterRef("pk"), level="leaf")
+                .order_by("-sequence_end").values("sequence_end")[:1])
+    sessions = sessions.annotate(
+        summarised_to=Coalesce(Subquery(upper), Value(0)), leaves_to=Coalesce(Subquery(leaf_end), Value(0)),
+    )
+    idle_before = timezone.now() - timedelta(minutes=settings.MEMORYHUB_SUMMARY_IDLE_MINUTES)
+    min_messages = settings.MEMORYHUB_SUMMARY_MIN_MESSAGES
+    leaf_size = settings.MEMORYHUB_SUMMARY_LEAF_EVENTS
+    report = {"sessions_checked": 0, "sessions_summarised": 0, "stale_summaries": 0,
+              "sessions_with_new_nodes": 0, "tree_nodes_built": 0}
+    due = sessions.filter(
+        Q(last_sequence__gte=F("summarised_to") + min_messages)
+        | Q(last_sequence__gte=F("leaves_to") + leaf_size)
+        | Q(last_sequence__gt=F("leaves_to"), updated_at__lt=idle_before)
+    ).order_by("pk")
+    for session in due.iterator(chunk_size=200):
+        report["sessions_checked"] += 1
+        try:
+            outcome = maybe_summarise(session)
+            report["sessions_summarised"] += int(outcome["summarised"])
+            report["stale_summaries"] += int(outcome.get("stale", False))
+            built = build_tree(session, final=session.updated_at < idle_before)
+        except Exception:  # one broken session must not stop the others
+            logger.exception("summarising session %s failed", session.pk)
+            continue
+        report["tree_nodes_built"] += built
+        report["sessions_with_new_nodes"] += int(built > 0)
+    return report
+
+
+# --- reading the tree --------------------------------------------------------------------------
+
+
+def source_events(node: SummaryNode, *, limit: int) -> list[Event]:
+    return list(Event.objects.filter(
+        session_id=node.session_id, sequence__gte=node.sequence_start, sequence__lte=node.sequence_end,
+    ).order_by("sequence")[:limit])
