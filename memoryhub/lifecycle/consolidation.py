@@ -10,7 +10,9 @@ memoryhub.lifecycle.decay, so every step is a query over the tenant's rows, not 
 * merge: near-duplicates (cosine > 0.95) of one kind in one scope; the survivor keeps the higher
   importance, the summed access counts and the others' provenance (metadata["merged_from"]).
 * cap: at most 10,000 memories per scope, lowest relevance deleted first.
-* compress: conversations idle for a while are summarised (task B's summariser, when present).
+* compress: conversations idle for a while get their summary tree closed (memoryhub.summaries.
+  build_tree(final=True): leaves over every event, branches, a root — searchable as "summary").
+  The event log stays: the summaries are what context assembly and search can use instead.
 
 Deletions touch only the kinds in MEMORYHUB_CONSOLIDATE_DELETE_KINDS (default: events' chunks;
 the event log itself is never touched) and never a pinned memory. For tenants with
@@ -331,17 +333,14 @@ def cap(run: TenantRun) -> None:
 # --- compress --------------------------------------------------------------------------------
 
 
-def summariser() -> Callable[..., Any] | None:
-    """Task B's session summariser, if it has landed: summarise_session(session=…) -> summary."""
+def summariser() -> Callable[[Session], int] | None:
+    """Task B's summary tree builder, when it is installed: closes an idle session's tree
+    (leaves over every event, branches, a root) and returns the number of nodes it made."""
     try:
-        from memoryhub import summaries  # type: ignore[attr-defined]
+        from memoryhub.summaries import build_tree
     except ImportError:
         return None
-    for name in ("compress_session", "summarise_session", "summarize_session"):
-        func = getattr(summaries, name, None)
-        if callable(func):
-            return func
-    return None
+    return lambda session: build_tree(session, final=True)
 
 
 def compress_candidates(run: TenantRun) -> list[Session]:
@@ -359,16 +358,19 @@ def compress(run: TenantRun) -> None:
     if func is None:
         run.counts["compress_unavailable"] += len(candidates)
         return
-    if run.dry_run:
+    if run.dry_run:  # no summariser call: it may be a paid model, and it would be thrown away
         run.counts["compressed"] += len(candidates)
+        if candidates:
+            run.note("compressed", [s.external_id for s in candidates])
         return
     for session in candidates:
         try:
             with transaction.atomic():
-                summary = func(session=session)
+                func(session)
+                top = SummaryNode.objects.filter(session=session).order_by("-depth", "-sequence_end").first()
                 CompressedConversation.objects.update_or_create(
                     session=session, defaults={"tenant": run.tenant, "upper_sequence": session.last_sequence,
-                                               "summary_ref": str(getattr(summary, "pk", "") or ""),
+                                               "summary_ref": f"summary node {top.pk}" if top else "",
                                                "compressed_at": run.now})
         except Exception as exc:  # one failing summary must not stop the others
             logger.warning("compressing session %s failed: %s", session.pk, exc)

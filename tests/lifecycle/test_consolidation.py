@@ -212,3 +212,33 @@ def test_deleting_a_note_or_fact_memory_deletes_its_row_and_all_its_chunks(world
     assert consolidation.delete_memories(tenant_id=world["tenant"].pk,
                                          chunk_ids=list(Chunk.objects.filter(source_id=note.note_id).values_list("id", flat=True))) == 1
     assert not Note.objects.filter(pk=note.pk).exists()
+
+
+def test_idle_conversations_are_compressed_into_a_summary_tree(cast, index, settings,
+                                                                django_capture_on_commit_callbacks) -> None:  # type: ignore[no-untyped-def]
+    if consolidation.summariser() is None:
+        pytest.skip("memoryhub.summaries (task B) is not installed")
+    from memoryhub.lifecycle.models import CompressedConversation
+    from memoryhub.models import SummaryNode
+
+    settings.MEMORYHUB_COMPRESS_AFTER_HOURS = 48
+    for name in ("old", "fresh"):
+        index(cast.alice, name, *[{"role": "user", "content": f"{name} message {i} about kumquats"} for i in range(5)])
+    Session.objects.filter(external_id="old").update(updated_at=NOW - timedelta(days=5))
+    Session.objects.filter(external_id="fresh").update(updated_at=NOW)
+    tenant = cast.alice_tenant
+
+    dry = run_consolidation(tenant_id=tenant.pk, dry_run=True, now=NOW)
+    assert dry["counts"]["compressed"] == 1 and not SummaryNode.objects.exists()
+    with django_capture_on_commit_callbacks(execute=True):
+        real = run_consolidation(tenant_id=tenant.pk, now=NOW)
+
+    assert real["counts"]["compressed"] == 1 and real["ids"]["compressed"] == ["old"]
+    old = Session.objects.get(external_id="old")
+    assert SummaryNode.objects.filter(session=old).exists()
+    assert not SummaryNode.objects.filter(session__external_id="fresh").exists()
+    assert Chunk.objects.filter(tenant=tenant, kind="summary", session=old).exists()  # searchable
+    assert CompressedConversation.objects.get(session=old).upper_sequence == 5
+    assert Event.objects.filter(session=old).count() == 5  # the transcript stays
+    again = run_consolidation(tenant_id=tenant.pk, now=NOW)
+    assert again["counts"]["compress_candidates"] == 0
