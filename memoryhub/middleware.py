@@ -1,4 +1,4 @@
-"""Request logging: one structured line per API request."""
+"""Request logging (one structured line per API request) and the API's request-size limit."""
 
 from __future__ import annotations
 
@@ -6,9 +6,36 @@ import logging
 import time
 from collections.abc import Callable
 
-from django.http import HttpRequest, HttpResponse
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse, JsonResponse
+
+from memoryhub.errors import error_body
 
 logger = logging.getLogger("memoryhub.request")
+
+# DRF reads JSON bodies straight from the stream, so Django's DATA_UPLOAD_MAX_MEMORY_SIZE never
+# applies to them: without this, one request could make a worker buffer and parse gigabytes.
+DEFAULT_MAX_REQUEST_BYTES = 64 * 1024 * 1024
+
+
+def max_request_bytes() -> int:
+    return int(getattr(settings, "MEMORYHUB_MAX_REQUEST_BYTES", DEFAULT_MAX_REQUEST_BYTES))
+
+
+def _too_large(request: HttpRequest) -> JsonResponse | None:
+    raw = request.META.get("CONTENT_LENGTH") or "0"
+    try:
+        length = int(raw)
+    except ValueError:
+        return JsonResponse(error_body("bad_request", "Invalid Content-Length header."), status=400)
+    limit = max_request_bytes()
+    if length > limit:
+        return JsonResponse(
+            error_body("request_too_large", f"The request body is {length} bytes; the limit is {limit}.",
+                       {"limit": limit, "size": length}),
+            status=413,
+        )
+    return None
 
 
 class RequestLogMiddleware:
@@ -17,8 +44,9 @@ class RequestLogMiddleware:
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         started = time.perf_counter()
-        response = self.get_response(request)
-        if request.path.startswith("/api/"):
+        is_api = request.path.startswith("/api/")
+        response = (_too_large(request) if is_api else None) or self.get_response(request)
+        if is_api:
             logger.info(
                 "request",
                 extra={

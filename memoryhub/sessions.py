@@ -200,9 +200,11 @@ def append_events(*, key: ApiKey, session_id: str, items: list[EventInput]) -> A
     _check_batch(items)
     # The lazy creation shares the append's transaction: a refused append leaves no empty session.
     with transaction.atomic():
-        if not sessions_visible_to(key).filter(external_id=session_id).exists():
+        try:
+            session = get_session(key, session_id, for_update=True)
+        except NotFound:
             get_or_create_session_lazily(key=key, session_id=session_id)
-        session = get_session(key, session_id, for_update=True)
+            session = get_session(key, session_id, for_update=True)
         result = _append_locked(session, items)
     return result
 

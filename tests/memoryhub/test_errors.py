@@ -161,3 +161,21 @@ def test_docs_page_loads_its_assets_locally(anon, db) -> None:
     html = response.content.decode()
     assert "swagger-ui" in html.lower()
     assert "cdn.jsdelivr" not in html and "unpkg.com" not in html
+
+
+def test_oversize_request_body_is_413_and_not_read(alice, settings) -> None:
+    settings.MEMORYHUB_MAX_REQUEST_BYTES = 1000
+    body = {"role": "user", "content": "x" * 2000}
+    response = alice.post("/api/v1/sessions/s1/events/", body, format="json")
+    assert response.status_code == 413
+    error = envelope(response)
+    assert error["code"] == "request_too_large" and error["details"]["limit"] == 1000
+    assert not Session.objects.exists()
+    small = alice.post("/api/v1/sessions/s1/events/", {"role": "user", "content": "fits"}, format="json")
+    assert small.status_code == 201
+
+
+def test_default_request_limit_leaves_room_for_a_full_bulk(settings) -> None:
+    from memoryhub.middleware import max_request_bytes
+
+    assert max_request_bytes() >= 16 * 1024 * 1024
