@@ -228,6 +228,9 @@ def find_duplicates(tenant_id: int, kinds: list[str], exclude: set[int]) -> list
         with connection.cursor() as cursor:
             cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
             cursor.execute(f"SET LOCAL hnsw.ef_search = {max(40, 2 * settings.MEMORYHUB_MERGE_NEIGHBOURS)}")
+            # Without this the planner (row estimates of freshly written chunks are tiny) sorts
+            # the whole scope once per memory instead of walking the HNSW graph: 3 ms → 0.1 ms.
+            cursor.execute("SET LOCAL enable_sort = off")
         near = _fetch(
             f"""SELECT a.id, n.id, n.d FROM retrieval_chunk a CROSS JOIN LATERAL (
                     SELECT b.id, (b.embedding <=> a.embedding) AS d FROM retrieval_chunk b
@@ -236,6 +239,8 @@ def find_duplicates(tenant_id: int, kinds: list[str], exclude: set[int]) -> list
                 WHERE {_mergeable('a')} AND {scope_sql('a')} = ANY(%s) AND n.d < %s""",
             [*base, settings.MEMORYHUB_MERGE_NEIGHBOURS, *base, big, limit],
         )
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL enable_sort = on")
         for a, b, d in near:
             pairs.setdefault((min(a, b), max(a, b)), float(d))
     return [(a, b, d) for (a, b), d in sorted(pairs.items(), key=lambda item: (item[1], item[0]))]
