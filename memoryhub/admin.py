@@ -4,6 +4,7 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.html import format_html
 
 from memoryhub.admin_tools import EstimatedCountPaginator
@@ -32,7 +33,7 @@ class SessionAdmin(admin.ModelAdmin):
 
     @admin.action(description="Archive selected sessions")
     def archive_sessions(self, request: HttpRequest, queryset: QuerySet[Session]) -> None:
-        count = queryset.exclude(status="archived").update(status="archived")
+        count = queryset.exclude(status="archived").update(status="archived", updated_at=timezone.now())
         self.message_user(request, f"Archived {count} session(s).")
 
     @admin.action(description="Forget selected sessions (delete with all derived data)")
@@ -68,6 +69,11 @@ class EventAdmin(admin.ModelAdmin):
         return False
 
     def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Event | None = None) -> bool:
+        # Removing single events would leave the session's counters wrong (and fail in the
+        # database for immutable transcripts): events go with their session or their user.
         return False
 
 

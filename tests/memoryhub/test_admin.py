@@ -151,6 +151,10 @@ def test_events_are_read_only_in_the_admin(admin_client, data) -> None:
     response = admin_client.post(url, {"content": "rewritten"})
     assert response.status_code == 403
     assert admin_client.get(reverse("admin:memoryhub_event_add")).status_code == 403
+    assert admin_client.post(reverse("admin:memoryhub_event_delete", args=[event.pk]), {"post": "yes"}).status_code == 403
+    admin_client.post(changelist(Event), {"action": "delete_selected", "_selected_action": [event.pk],
+                                                     "post": "yes"})
+    assert Event.objects.filter(pk=event.pk).exists()
     event.refresh_from_db()
     assert event.content == "Budget for the unicorn project?"
 
@@ -200,8 +204,9 @@ def test_revoke_action(admin_client, cast) -> None:
 def test_archive_and_forget_actions(admin_client, data) -> None:
     bravo = Session.objects.get(external_id="bravo-chat")
     admin_client.post(changelist(Session), {"action": "archive_sessions", "_selected_action": [bravo.pk]})
+    before = bravo.updated_at
     bravo.refresh_from_db()
-    assert bravo.status == "archived"
+    assert bravo.status == "archived" and bravo.updated_at > before
     admin_client.post(changelist(Session), {"action": "forget_sessions", "_selected_action": [bravo.pk]})
     assert not Session.objects.filter(pk=bravo.pk).exists()
     assert not Event.objects.filter(session_id=bravo.pk).exists()
