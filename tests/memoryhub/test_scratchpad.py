@@ -1,0 +1,112 @@
+"""Scratchpad (S5): GET/PUT/DELETE /sessions/{id}/scratchpad/, limits, archive and forget."""
+
+from __future__ import annotations
+
+import pytest
+
+from memoryhub.models import Scratchpad, ScratchpadItem
+from tests.base import error_code, make_client, make_key, post_events
+
+
+def url(session: str = "s1") -> str:
+    return f"/api/v1/sessions/{session}/scratchpad/"
+
+
+@pytest.fixture
+def session(alice):  # type: ignore[no-untyped-def]
+    post_events(alice, "s1", {"role": "user", "content": "hi"})
+    return "s1"
+
+
+def items(client, session: str = "s1") -> list[dict[str, str]]:  # type: ignore[no-untyped-def]
+    return client.get(url(session)).json()["items"]
+
+
+def test_empty_then_write_replaces_whole_pad(alice, session) -> None:  # type: ignore[no-untyped-def]
+    body = alice.get(url()).json()
+    assert body["items"] == [] and body["count"] == 0 and body["version"] == 0
+    r = alice.put(url(), {"items": [{"key": "goal", "value": "ship v2"}, {"key": "step", "value": "3/5"}]},
+                  format="json")
+    assert r.status_code == 200 and r.json()["count"] == 2 and r.json()["version"] == 1
+    assert items(alice) == [{"key": "goal", "value": "ship v2"}, {"key": "step", "value": "3/5"}]
+    r = alice.put(url(), {"items": {"only": "this"}}, format="json")  # an object map is accepted too
+    assert r.status_code == 200
+    assert items(alice) == [{"key": "only", "value": "this"}]
+    assert ScratchpadItem.objects.count() == 1 and Scratchpad.objects.get().version == 2
+
+
+def test_limits_exactly_at_the_edge(alice, session) -> None:  # type: ignore[no-untyped-def]
+    full = [{"key": f"k{i}", "value": "v" * 240} for i in range(32)]
+    assert alice.put(url(), {"items": full}, format="json").status_code == 200
+    assert len(items(alice)) == 32
+
+
+@pytest.mark.parametrize("payload,code", [
+    ({"items": [{"key": f"k{i}", "value": "v"} for i in range(33)]}, "too_many_items"),
+    ({"items": [{"key": "k", "value": "v" * 241}]}, "item_too_long"),
+    ({"items": [{"key": "k" * 241, "value": "v"}]}, "item_too_long"),
+    ({"items": [{"key": "a", "value": "1"}, {"key": "a", "value": "2"}]}, "duplicate_key"),
+    ({"items": [{"key": "", "value": "1"}]}, "invalid_item"),
+    ({"items": [{"key": "a", "value": 5}]}, "invalid_item"),
+    ({"items": [{"key": "a", "value": "1", "extra": 1}]}, "invalid_item"),
+    ({"items": ["just text"]}, "invalid_item"),
+    ({"items": "text"}, "invalid_items"),
+    ({}, "validation_error"),
+    ({"items": [], "more": 1}, "unknown_field"),
+])
+def test_bad_write_changes_nothing(alice, session, payload, code) -> None:  # type: ignore[no-untyped-def]
+    alice.put(url(), {"items": [{"key": "keep", "value": "me"}]}, format="json")
+    r = alice.put(url(), payload, format="json")
+    assert r.status_code == 400 and error_code(r) == code, r.json()
+    assert items(alice) == [{"key": "keep", "value": "me"}]
+    assert Scratchpad.objects.get().version == 1
+
+
+def test_clear(alice, session) -> None:  # type: ignore[no-untyped-def]
+    alice.put(url(), {"items": [{"key": "a", "value": "1"}, {"key": "b", "value": "2"}]}, format="json")
+    r = alice.delete(url())
+    assert r.status_code == 200 and r.json()["cleared"] == 2 and r.json()["items"] == []
+    assert items(alice) == [] and not ScratchpadItem.objects.exists()
+
+
+def test_kept_on_archive_and_read_only(alice, session) -> None:  # type: ignore[no-untyped-def]
+    alice.put(url(), {"items": [{"key": "trail", "value": "kept"}]}, format="json")
+    assert alice.patch("/api/v1/sessions/s1/", {"status": "archived"}, format="json").status_code == 200
+    assert items(alice) == [{"key": "trail", "value": "kept"}]
+    r = alice.put(url(), {"items": []}, format="json")
+    assert r.status_code == 409 and error_code(r) == "session_archived"
+    assert alice.delete(url()).status_code == 409
+    assert items(alice) == [{"key": "trail", "value": "kept"}]
+
+
+def test_cleared_when_the_session_is_forgotten(alice, session) -> None:  # type: ignore[no-untyped-def]
+    alice.put(url(), {"items": [{"key": "a", "value": "1"}]}, format="json")
+    r = alice.delete("/api/v1/sessions/s1/")
+    assert r.status_code == 200
+    assert not Scratchpad.objects.exists() and not ScratchpadItem.objects.exists()
+    assert r.json()["deleted"].get("memoryhub.ScratchpadItem") == 1
+
+
+def test_unknown_session(alice) -> None:  # type: ignore[no-untyped-def]
+    assert error_code(alice.get(url("ghost"))) == "session_not_found"
+    r = alice.put(url("ghost"), {"items": [{"key": "a", "value": "1"}]}, format="json")
+    assert r.status_code == 404 and not Scratchpad.objects.exists()
+
+
+def test_cross_tenant_isolation(alice, bob, session) -> None:  # type: ignore[no-untyped-def]
+    alice.put(url(), {"items": [{"key": "secret", "value": "alice"}]}, format="json")
+    assert bob.get(url()).status_code == 404
+    assert bob.put(url(), {"items": [{"key": "x", "value": "bob"}]}, format="json").status_code == 404
+    assert bob.delete(url()).status_code == 404
+    assert items(alice) == [{"key": "secret", "value": "alice"}]
+
+
+def test_workspace_limited_and_read_only_keys(cast, session) -> None:  # type: ignore[no-untyped-def]
+    limited = make_client(make_key(cast.alice_tenant, workspace="lab"))
+    assert limited.get(url()).status_code == 404
+    assert limited.put(url(), {"items": []}, format="json").status_code == 404
+    reader = make_client(make_key(cast.alice_tenant, scopes=("read",)))
+    assert reader.get(url()).status_code == 200
+    r = reader.put(url(), {"items": [{"key": "a", "value": "1"}]}, format="json")
+    assert r.status_code == 403 and error_code(r) == "insufficient_scope"
+    assert not ScratchpadItem.objects.exists()
