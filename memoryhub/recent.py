@@ -7,10 +7,10 @@ without cross-process invalidation. Entries are the events' API payloads.
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.core.cache import cache
-
-from typing import Any
 
 TTL_SECONDS = 3600
 
@@ -34,6 +34,8 @@ def extend(session_pk: int, previous_last: int, last: int, new: list[dict[str, A
         if previous_last != 0:
             return
         window = []
+    if window and window[-1]["sequence"] != previous_last:
+        return  # not the window this append follows: leave it to the next read to reload
     put(session_pk, last, window + new)
     cache.delete(_key(session_pk, previous_last))
 

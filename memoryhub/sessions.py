@@ -265,7 +265,11 @@ def recent_events(session: Session, limit: int) -> list[dict[str, Any]]:
     if limit <= settings.MEMORYHUB_RECENT_WINDOW:
         window = recent.get(session.pk, session.last_sequence)
         if window is None:
-            newest = session.events.order_by("-sequence")[: settings.MEMORYHUB_RECENT_WINDOW]
+            # Only up to the sequence the key names: an append committed since `session` was read
+            # must not slip into this entry, or the write-through would add it a second time.
+            newest = session.events.filter(sequence__lte=session.last_sequence).order_by("-sequence")[
+                : settings.MEMORYHUB_RECENT_WINDOW
+            ]
             window = [e.as_dict() for e in reversed(newest)]
             recent.put(session.pk, session.last_sequence, window)
         return window[-limit:] if limit else []

@@ -402,6 +402,31 @@ def test_cache_is_per_session_and_per_tenant(alice, bob) -> None:
     assert len(alice.get(url("s1"), {"limit": 5}).json()["results"]) == 2
 
 
+def test_a_read_racing_an_append_never_duplicates_events_in_the_cache(alice) -> None:
+    """A read that loaded the session before an append committed, then the append's write-through."""
+    from memoryhub import recent
+    from memoryhub.sessions import recent_events
+
+    fill(alice, "s1", 3)
+    stale = Session.objects.get(external_id="s1")  # the reader's snapshot: last_sequence 3
+    response = post_events(alice, "s1", {"role": "user", "content": "m4"}, {"role": "user", "content": "m5"})
+    new = response.json()["events"]
+    assert [e["sequence"] for e in recent_events(stale, 10)] == [1, 2, 3]
+    recent.extend(stale.pk, 3, 5, new)  # the append's on-commit write-through, arriving late
+    body = alice.get(url("s1"), {"limit": 10}).json()
+    assert [e["sequence"] for e in body["results"]] == [1, 2, 3, 4, 5]
+
+
+def test_write_through_ignores_a_window_that_does_not_end_where_the_append_began(alice) -> None:
+    from memoryhub import recent
+
+    fill(alice, "s1", 2)
+    session = Session.objects.get(external_id="s1")
+    recent.put(session.pk, 2, [{"sequence": 1}, {"sequence": 9}])  # inconsistent entry
+    recent.extend(session.pk, 2, 3, [{"sequence": 3}])
+    assert recent.get(session.pk, 3) is None
+
+
 # --- isolation -------------------------------------------------------------------------------
 
 
