@@ -199,14 +199,24 @@ def start_server(port: int, workers: int) -> subprocess.Popen[bytes]:
     )
     import requests
 
-    for _ in range(120):
-        try:
-            if requests.get(f"http://127.0.0.1:{port}/api/v1/health/", timeout=1).status_code == 200:
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:  # the first request imports Django in the worker: give it time on a busy machine
+            if requests.get(f"http://127.0.0.1:{port}/api/v1/health/", timeout=15).status_code == 200:
                 return process
-        except requests.ConnectionError:
+        except requests.RequestException:
             time.sleep(0.5)
-    process.terminate()
+    stop_server(process)
     raise RuntimeError("the server did not start")
+
+
+def stop_server(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM to gunicorn's master only (it stops its workers), then wait."""
+    process.terminate()
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
 
 
 def measure_http(port: int, raw_key: str, questions: list[str], clients: int, workers: int) -> dict[str, Any]:
@@ -273,6 +283,7 @@ def measure_embedding_throughput(tenant: Any, turns: list[str], sample: int) -> 
 
 def main() -> None:
     args = parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # run the cleanup below on `timeout`/kill
     setup_django()
     from django.db import connection
 
@@ -295,8 +306,7 @@ def main() -> None:
             args.json.write_text(json.dumps(results, indent=2))
     finally:
         if server is not None:
-            os.kill(server.pid, signal.SIGTERM)
-            server.wait(timeout=30)
+            stop_server(server)
         if not args.keepdb:
             connection.creation.destroy_test_db(DB_NAME, verbosity=0)
 
