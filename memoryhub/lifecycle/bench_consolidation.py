@@ -5,7 +5,7 @@
 Loads every LoCoMo turn through the real pipeline (bench/locomo.py's ingest: append_events →
 indexing → embedding), asks the questions with the "memory" search profile so that returned
 memories gain access counts, then runs consolidation as a dry run and for real, at two moments:
-one day after the last LoCoMo session, and (dry run only) three years later. Prints counts per
+one day after the last LoCoMo session, and three years later (every conversation idle: compressed). Prints counts per
 step and times. The database (bench_lifecycle) is dropped at the end.
 """
 
@@ -65,7 +65,7 @@ def main() -> None:
         if args.one_scope:
             Chunk.objects.filter(tenant_id=key.tenant_id).update(tier="workspace")
         export_round_trip(key.tenant)
-        for label, now, real in (("last session + 1 day", soon, True), ("+3 years", soon + timedelta(days=3 * 365), False)):
+        for label, now, real in (("last session + 1 day", soon, True), ("+3 years", soon + timedelta(days=3 * 365), True)):
             started = time.perf_counter()
             dry = run_consolidation(tenant_id=key.tenant_id, dry_run=True, now=now)
             dry_s = time.perf_counter() - started

@@ -690,7 +690,7 @@ def import_memory(*, tenant: Tenant, data: Any, limit_workspace: Workspace | Non
         raise Conflict("import_conflict", f"The file conflicts with stored data: {exc}".splitlines()[0]) from None
     except DatabaseError as exc:  # a value the column cannot hold (too long, out of range…)
         raise InvalidImport(f"a value does not fit: {exc}".splitlines()[0]) from None
-    return dict(sorted(importer.counts.items()))
+    return {k: v for k, v in sorted(importer.counts.items()) if v}
 
 
 def parse_export_file(raw: bytes) -> Any:
