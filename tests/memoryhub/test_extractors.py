@@ -1,0 +1,87 @@
+"""Fact extractors (S5): none by default; the OpenAI-compatible HTTP one against a local fake."""
+
+from __future__ import annotations
+
+import json
+
+from memoryhub.extractors import (
+    HttpExtractor,
+    NoExtractor,
+    extract_and_store,
+    get_extractor,
+    parse_facts,
+)
+from memoryhub.models import Fact, Session
+from retrieval.models import Chunk
+from tests.base import post_events
+from tests.memoryhub.test_summarisers import completion, fake_llm
+
+FACTS = {"facts": [
+    {"content": "The user's dog is called Biscuit", "category": "profile", "key": "dog_name", "importance": 0.7,
+     "tags": ["Pets"]},
+    {"content": "", "category": "junk"},  # empty: skipped
+    "not an object",  # skipped
+    {"content": "Prefers answers in French", "importance": "very", "scope": "galaxy"},  # defaults applied
+]}
+
+
+def test_default_extracts_nothing(alice, django_capture_on_commit_callbacks) -> None:  # type: ignore[no-untyped-def]
+    assert isinstance(get_extractor(), NoExtractor)
+    with django_capture_on_commit_callbacks(execute=True):
+        post_events(alice, "s1", {"role": "user", "content": "My dog is called Biscuit"})
+    assert not Fact.objects.exists()
+
+
+def test_parse_facts_validates() -> None:
+    parsed = parse_facts(FACTS)
+    assert [f.content for f in parsed] == ["The user's dog is called Biscuit", "Prefers answers in French"]
+    assert parsed[0].tags == ("pets",) and parsed[0].key == "dog_name"
+    assert parsed[1].importance == 0.5 and parsed[1].scope == "workspace" and parsed[1].category == "general"
+
+
+def test_http_extractor_request_and_storage(alice) -> None:  # type: ignore[no-untyped-def]
+    post_events(alice, "s1", {"role": "user", "content": "My dog is called Biscuit"},
+                {"role": "assistant", "content": "Noted!"})
+    session = Session.objects.get(external_id="s1")
+    ids = list(session.events.values_list("pk", flat=True))
+    with fake_llm(lambda body: (200, completion(json.dumps(FACTS)))) as llm:
+        extractor = HttpExtractor(url=llm.url, model="extract-m", api_key="k", timeout=5)
+        stored = extract_and_store(session, ids, extractor)
+    body = llm.requests[0]["body"]
+    assert body["model"] == "extract-m" and body["response_format"] == {"type": "json_object"}
+    assert "Biscuit" in body["messages"][1]["content"]
+    assert len(stored) == 2
+    dog = Fact.objects.get(key="dog_name")
+    assert dog.source == "extraction" and dog.source_session_id == session.pk and dog.tier == "workspace"
+    assert dog.metadata["sequences"] == [1, 2]
+    assert Chunk.objects.filter(kind="fact", source_id=str(dog.pk)).count() == 1
+    # a second extraction of the same key updates the fact instead of adding one
+    again = {"facts": [{"content": "The user's dog is called Biscuit II", "category": "profile", "key": "dog_name"}]}
+    with fake_llm(lambda body: (200, completion(json.dumps(again)))) as llm:
+        extract_and_store(session, ids, HttpExtractor(url=llm.url, model="m", timeout=5))
+    assert Fact.objects.filter(key="dog_name").count() == 1
+    assert Fact.objects.get(key="dog_name").content.endswith("II")
+
+
+def test_bad_replies_store_nothing(alice) -> None:  # type: ignore[no-untyped-def]
+    post_events(alice, "s1", {"role": "user", "content": "hello"})
+    session = Session.objects.get(external_id="s1")
+    ids = list(session.events.values_list("pk", flat=True))
+    for status, payload in [(200, completion("this is not json")), (500, {"error": "x"}),
+                            (200, completion(json.dumps({"items": []})))]:
+        with fake_llm(lambda body, s=status, p=payload: (s, p)) as llm:
+            assert extract_and_store(session, ids, HttpExtractor(url=llm.url, model="m", timeout=5)) == []
+    assert not Fact.objects.exists()
+
+
+def test_configured_extractor_runs_after_appends(alice, settings, django_capture_on_commit_callbacks) -> None:  # type: ignore[no-untyped-def]
+    with fake_llm(lambda body: (200, completion(json.dumps(FACTS)))) as llm:
+        settings.MEMORYHUB_FACT_EXTRACTOR = "http"
+        settings.MEMORYHUB_FACT_EXTRACTOR_URL = llm.url
+        settings.MEMORYHUB_FACT_EXTRACTOR_MODEL = "m"
+        with django_capture_on_commit_callbacks(execute=True):
+            post_events(alice, "s1", {"role": "user", "content": "My dog is called Biscuit"})
+    assert len(llm.requests) == 1
+    assert sorted(Fact.objects.values_list("content", flat=True)) == [
+        "Prefers answers in French", "The user's dog is called Biscuit"]
+    assert alice.get("/api/v1/facts/?category=profile").json()["count"] == 1
