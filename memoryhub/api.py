@@ -25,7 +25,24 @@ class StrictSerializer(serializers.Serializer):
             raise serializers.ValidationError(
                 {name: [serializers.ErrorDetail("Unknown field.", code="unknown_field")] for name in unknown}
             )
+        # PostgreSQL text and jsonb cannot hold U+0000: refuse it here rather than fail on insert.
+        with_nul = [name for name, value in data.items() if _has_nul(value)]
+        if with_nul:
+            raise serializers.ValidationError({
+                name: [serializers.ErrorDetail("Null characters are not allowed.", code="null_characters_not_allowed")]
+                for name in with_nul
+            })
         return super().to_internal_value(data)
+
+
+def _has_nul(value: Any) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_nul(v) for v in value)
+    return False
 
 
 def api_key(request: Request) -> ApiKey:

@@ -17,6 +17,8 @@ from django.utils import timezone
 from accounts.models import Channel, Tenant, Workspace
 
 BASE62 = string.digits + string.ascii_letters
+# Client-chosen session ids: 1–200 URL-safe characters, not starting with a symbol.
+SESSION_ID_REGEX = r"^[A-Za-z0-9][A-Za-z0-9._:@\-]{0,199}$"
 REF_CODE_LEN = 11
 
 

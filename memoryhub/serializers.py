@@ -8,9 +8,9 @@ from django.conf import settings
 from rest_framework import serializers
 
 from memoryhub.api import StrictSerializer
-from memoryhub.models import Role, Session, SessionStatus
+from memoryhub.models import SESSION_ID_REGEX, Role, Session, SessionStatus
 
-ID_REGEX = r"^[A-Za-z0-9][A-Za-z0-9._:@\-]{0,199}$"
+ID_REGEX = SESSION_ID_REGEX
 
 
 class StrictCharField(serializers.CharField):

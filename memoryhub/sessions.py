@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -15,7 +16,15 @@ from django.utils import timezone
 from accounts.models import ApiKey, Channel, Workspace
 from memoryhub import recent
 from memoryhub.errors import ApiError, Conflict, NotFound
-from memoryhub.models import Event, RollingSummary, Session, SessionStatus, estimate_tokens, iso
+from memoryhub.models import (
+    SESSION_ID_REGEX,
+    Event,
+    RollingSummary,
+    Session,
+    SessionStatus,
+    estimate_tokens,
+    iso,
+)
 from memoryhub.signals import events_appended, session_forgotten
 
 logger = logging.getLogger(__name__)
@@ -110,6 +119,11 @@ def create_session(*, key: ApiKey, data: SessionInput, get_or_create: bool = Fal
 
 def get_or_create_session_lazily(*, key: ApiKey, session_id: str) -> Session:
     """Appending to an unknown session creates it (seed 000), in the key's default placement."""
+    if not re.fullmatch(SESSION_ID_REGEX, session_id):
+        raise ApiError(
+            "invalid_session_id",
+            "A session id has 1–200 characters: letters, digits and . _ : @ - (not starting with a symbol).",
+        )
     session, _ = create_session(key=key, data=SessionInput(id=session_id), get_or_create=True)
     return session
 

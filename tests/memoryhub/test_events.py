@@ -237,6 +237,31 @@ def test_bad_event_is_400_and_stores_nothing(alice, event: dict[str, Any], field
     assert not Session.objects.exists()
 
 
+@pytest.mark.parametrize("event", [
+    {"role": "user", "content": "a\u0000b"},
+    {"role": "user", "content": "x", "metadata": {"k": "a\u0000"}},
+    {"role": "user", "content": "x", "metadata": {"k\u0000": 1}},
+    {"role": "user", "content": "x", "tool_args": ["\u0000"]},
+    {"role": "tool", "tool_name": "t", "tool_result": {"deep": [{"x": "\u0000"}]}},
+])
+def test_null_characters_are_a_400_not_a_database_error(alice, event: dict[str, Any]) -> None:
+    alice.raise_request_exception = False
+    for response in (post_events(alice, "s1", event), post_events(alice, "s1", event, event)):
+        assert response.status_code == 400, response.content
+        assert error_code(response) == "null_characters_not_allowed"
+    assert not Event.objects.exists() and not Session.objects.exists()
+
+
+@pytest.mark.parametrize("session_id", ["x" * 201, "-starts-with-dash", "has%20space", "caf%C3%A9"])
+def test_lazy_creation_refuses_an_invalid_session_id(alice, session_id: str) -> None:
+    alice.raise_request_exception = False
+    response = alice.post(url(session_id), {"role": "user", "content": "x"}, format="json")
+    assert response.status_code == 400, response.content
+    assert error_code(response) == "invalid_session_id"
+    assert not Session.objects.exists()
+    assert post_events(alice, "x" * 200, {"role": "user", "content": "x"}).status_code == 201
+
+
 def test_empty_event_is_refused(alice) -> None:
     response = post_events(alice, "s1", {"role": "user", "content": "   "})
     assert response.status_code == 400

@@ -90,13 +90,15 @@ def test_two_tenants_may_use_the_same_id(alice, bob) -> None:
         ({"get_or_create": "maybe"}, "get_or_create"),
         ({"agent": {"nested": 1}}, "agent"),
         ({"unknown_field": 1}, "unknown_field"),
+        ({"metadata": {"k": "nul\u0000"}}, "metadata"),
+        ({"title": "nul\u0000"}, "title"),
     ],
 )
 def test_bad_create_input_is_a_400_and_stores_nothing(alice, body: dict[str, Any], field: str) -> None:
     response = create(alice, **body)
     assert response.status_code == 400, response.content
     code = error_code(response)
-    assert code in {"validation_error", "unknown_field"}
+    assert code in {"validation_error", "unknown_field", "null_characters_not_allowed"}
     assert field in response.json()["error"]["details"]["fields"]
     assert not Session.objects.exists()
 
