@@ -29,6 +29,22 @@ class StrictRegexField(serializers.RegexField):
         return super().to_internal_value(data)
 
 
+class StrictIntegerField(serializers.IntegerField):
+    """A JSON number, not a string or a boolean that happens to convert."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, bool) or not isinstance(data, (int, float)):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictFloatField(serializers.FloatField):
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, bool) or not isinstance(data, (int, float)):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
 class MetadataField(serializers.JSONField):
     def to_internal_value(self, data: Any) -> Any:
         if not isinstance(data, dict):
@@ -87,12 +103,12 @@ class EventInput(StrictSerializer):
         required=False, allow_blank=True, default="", trim_whitespace=False,
         max_length=settings.MEMORYHUB_MAX_CONTENT_CHARS,
     )
-    sequence = serializers.IntegerField(required=False, min_value=1, max_value=2**62)
+    sequence = StrictIntegerField(required=False, min_value=1, max_value=2**62)
     tool_name = StrictCharField(max_length=200, required=False, allow_blank=True, default="")
     tool_args = serializers.JSONField(required=False, allow_null=True, default=None)
     tool_result = serializers.JSONField(required=False, allow_null=True, default=None)
     metadata = MetadataField(required=False, default=dict)
-    importance = serializers.FloatField(required=False, min_value=0.0, max_value=1.0, allow_null=True, default=None)
+    importance = StrictFloatField(required=False, min_value=0.0, max_value=1.0, allow_null=True, default=None)
     created_at = serializers.DateTimeField(required=False, allow_null=True, default=None)
     idempotency_key = StrictCharField(max_length=200, required=False, allow_null=True, default=None)
 
