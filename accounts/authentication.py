@@ -7,6 +7,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.utils import timezone
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
@@ -63,3 +64,17 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
 
     def authenticate_header(self, request: Request) -> str:
         return self.keyword
+
+
+class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):
+    """Documents the bearer key in the OpenAPI schema (the docs page's Authorize button)."""
+
+    target_class = ApiKeyAuthentication
+    name = "ApiKey"
+
+    def get_security_definition(self, auto_schema):  # type: ignore[no-untyped-def]
+        return {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "A MemoryHub API key: `Authorization: Bearer mh_<prefix>_<secret>`.",
+        }

@@ -153,7 +153,17 @@ class EventListView(APIView):
 
 
 class RestoreView(APIView):
-    @extend_schema(parameters=[RestoreParams])
+    @extend_schema(
+        parameters=[RestoreParams],
+        responses=inline_serializer("Restored", {
+            "session": serializers.CharField(), "budget": serializers.IntegerField(),
+            "tokens": serializers.IntegerField(), "truncated": serializers.BooleanField(),
+            "summary_epoch": serializers.IntegerField(allow_null=True),
+            "messages": serializers.ListField(child=serializers.DictField()),
+        }),
+        description="The rolling summary (as a leading system message) and the newest messages that fit "
+                    "in `budget` tokens, oldest first.",
+    )
     def get(self, request: Request, session_id: str) -> Response:
         params = query_params(request, RestoreParams)
         budget = params.get("budget", settings.MEMORYHUB_RESTORE_BUDGET)

@@ -153,6 +153,11 @@ def test_schema_documents_the_session_endpoints(anon, db) -> None:
         assert methods <= set(paths[path]), path
     params = {p["name"] for p in paths["/api/v1/sessions/{session_id}/events/"]["get"]["parameters"]}
     assert {"limit", "after"} <= params
+    assert schema["components"]["securitySchemes"]["ApiKey"] == {
+        "type": "http", "scheme": "bearer", "description": schema["components"]["securitySchemes"]["ApiKey"]["description"]}
+    assert {"ApiKey": []} in paths["/api/v1/sessions/"]["get"]["security"]
+    restore = paths["/api/v1/sessions/{session_id}/restore/"]["get"]["responses"]["200"]
+    assert "content" in restore  # a documented body, not "No response body"
 
 
 def test_docs_page_loads_its_assets_locally(anon, db) -> None:
