@@ -1,4 +1,4 @@
-"""Request logging (one structured line per API request) and the API's request-size limit."""
+"""API request handling around the views: a log line per request, a size limit, optional trailing slash."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.urls import Resolver404, resolve
 
 from memoryhub.errors import error_body
 
@@ -38,6 +39,28 @@ def _too_large(request: HttpRequest) -> JsonResponse | None:
     return None
 
 
+def _add_missing_slash(request: HttpRequest) -> None:
+    """Serve /api/v1/sessions like /api/v1/sessions/ instead of redirecting.
+
+    APPEND_SLASH answers a 301, and a client that follows it turns a POST into a GET: its write
+    would be lost while it gets a 200. The API resolves the slashed path directly instead.
+    """
+    path = request.path_info
+    if path.endswith("/"):
+        return
+    try:
+        resolve(path)
+        return
+    except Resolver404:
+        pass
+    try:
+        resolve(path + "/")
+    except Resolver404:
+        return
+    request.path_info = path + "/"
+    request.path = request.path + "/"
+
+
 class RequestLogMiddleware:
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
@@ -45,6 +68,8 @@ class RequestLogMiddleware:
     def __call__(self, request: HttpRequest) -> HttpResponse:
         started = time.perf_counter()
         is_api = request.path.startswith("/api/")
+        if is_api:
+            _add_missing_slash(request)
         response = (_too_large(request) if is_api else None) or self.get_response(request)
         if is_api:
             logger.info(

@@ -184,3 +184,14 @@ def test_default_request_limit_leaves_room_for_a_full_bulk(settings) -> None:
     from memoryhub.middleware import max_request_bytes
 
     assert max_request_bytes() >= 16 * 1024 * 1024
+
+
+def test_a_path_without_its_trailing_slash_is_served_not_redirected(alice) -> None:
+    created = alice.post("/api/v1/sessions", {"id": "noslash"}, format="json")
+    assert created.status_code == 201, created.content
+    assert Session.objects.filter(external_id="noslash").exists()
+    appended = alice.post("/api/v1/sessions/noslash/events", {"role": "user", "content": "x"}, format="json")
+    assert appended.status_code == 201
+    listed = alice.get("/api/v1/sessions/noslash/events", {"limit": 1})
+    assert listed.status_code == 200 and listed.json()["results"][0]["content"] == "x"
+    assert alice.get("/api/v1/nothing").status_code == 404
