@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.db.models import Q, QuerySet
+from django.db.models import CharField, Max, OuterRef, Q, QuerySet, Subquery, Sum
+from django.db.models.functions import Cast
 from django.utils import timezone
 
 from accounts.models import ApiKey
@@ -24,8 +25,26 @@ from memoryhub.signals import memory_deleted, memory_saved
 WRITABLE = ("content", "category", "key", "lifetime", "source", "importance", "tags", "metadata", "user_id")
 
 
+def with_chunk_access(qs: QuerySet[Fact]) -> QuerySet[Fact]:
+    """Annotate the accesses retrieval counted on the fact's chunks (the "memory" search profile
+    counts hits per chunk): the API reports them together with the fact's own counters."""
+    from django.apps import apps
+
+    try:
+        chunk = apps.get_model("retrieval", "Chunk")
+    except LookupError:  # retrieval not installed
+        return qs
+    hits = (chunk.objects.filter(tenant_id=OuterRef("tenant_id"), kind="fact", source_id=Cast(OuterRef("pk"), CharField()))
+            .order_by().values("source_id"))
+    return qs.annotate(
+        chunk_access_count=Subquery(hits.annotate(n=Sum("access_count")).values("n")[:1]),
+        chunk_accessed_at=Subquery(hits.annotate(t=Max("accessed_at")).values("t")[:1]),
+    )
+
+
 def facts_visible_to(key: ApiKey) -> QuerySet[Fact]:
-    return visible(Fact.objects.all(), key).select_related("session", "source_session", "workspace", "channel")
+    qs = visible(Fact.objects.all(), key).select_related("session", "source_session", "workspace", "channel")
+    return with_chunk_access(qs)
 
 
 def get_fact(key: ApiKey, fact_id: int, *, for_update: bool = False) -> Fact:

@@ -159,6 +159,8 @@ class FactPatchInput(StrictSerializer):
 
 class FactOutput(serializers.ModelSerializer):
     scope = serializers.CharField(source="tier")
+    access_count = serializers.SerializerMethodField()
+    accessed_at = serializers.SerializerMethodField()
     session = serializers.CharField(source="session.external_id", allow_null=True, default=None)
     source_session = serializers.CharField(source="source_session.external_id", allow_null=True, default=None)
     workspace = serializers.CharField(source="workspace.name", allow_null=True, default=None)
@@ -170,6 +172,13 @@ class FactOutput(serializers.ModelSerializer):
         fields = ["id", "content", "category", "key", "scope", "lifetime", "source", "importance",
                   "access_count", "accessed_at", "tags", "metadata", "session", "source_session",
                   "workspace", "channel", "user_id", "created_at", "updated_at"]
+
+    def get_access_count(self, fact: Fact) -> int:
+        return fact.access_count + (getattr(fact, "chunk_access_count", None) or 0)
+
+    def get_accessed_at(self, fact: Fact) -> str | None:
+        times = [t for t in (fact.accessed_at, getattr(fact, "chunk_accessed_at", None)) if t is not None]
+        return iso(max(times)) if times else None
 
 
 class FactListParams(serializers.Serializer):

@@ -90,7 +90,7 @@ class FactListView(APIView):
     def post(self, request: Request) -> Response:
         data = parse_input(FactInput, request.data)
         fact, created = facts.upsert_fact(api_key(request), data, given=set(request.data))
-        body = {**FactOutput(fact).data, "created": created}
+        body = {**FactOutput(facts.get_fact(api_key(request), fact.pk)).data, "created": created}
         return Response(body, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 
 
@@ -102,7 +102,8 @@ class FactDetailView(APIView):
     @extend_schema(request=FactPatchInput, responses=FactOutput)
     def patch(self, request: Request, fact_id: int) -> Response:
         changes = parse_input(FactPatchInput, request.data, partial=True)
-        return Response(FactOutput(facts.update_fact(api_key(request), fact_id, changes)).data)
+        fact = facts.update_fact(api_key(request), fact_id, changes)
+        return Response(FactOutput(facts.get_fact(api_key(request), fact.pk)).data)
 
     @extend_schema(responses=Deleted)
     def delete(self, request: Request, fact_id: int) -> Response:

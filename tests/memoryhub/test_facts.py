@@ -246,3 +246,16 @@ def test_fact_session_is_confined_to_the_key(cast) -> None:  # type: ignore[no-u
     r = limited.post(FACTS, {"content": "x", "session": "s1"}, format="json")
     assert r.status_code == 404
     assert Session.objects.count() == 1 and not Fact.objects.exists()
+
+
+def test_access_counted_by_memory_searches_shows_on_the_fact(alice, django_capture_on_commit_callbacks) -> None:  # type: ignore[no-untyped-def]
+    with django_capture_on_commit_callbacks(execute=True):
+        f = alice.post(FACTS, {"content": "The office wifi password rotates monthly"}, format="json").json()
+    assert f["access_count"] == 0 and f["accessed_at"] is None
+    r = alice.post("/api/v1/search/", {"query": "wifi password", "profile": "memory"}, format="json")
+    assert r.status_code == 200, r.json()
+    assert any(x["kind"] == "fact" for x in r.json()["results"])
+    got = alice.get(fact_url(f["id"])).json()
+    assert got["access_count"] >= 1 and got["accessed_at"] is not None
+    listed = alice.get(FACTS).json()["results"][0]
+    assert listed["access_count"] == got["access_count"]
