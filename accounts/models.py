@@ -8,6 +8,7 @@ import secrets
 from dataclasses import dataclass
 
 from django.contrib.postgres.fields import ArrayField
+from django.core.exceptions import ValidationError
 from django.db import models, transaction
 from django.utils import timezone
 from django.utils.text import slugify
@@ -147,6 +148,10 @@ class ApiKey(models.Model):
     @property
     def is_active(self) -> bool:
         return self.revoked_at is None
+
+    def clean(self) -> None:
+        if self.workspace_id is not None and self.tenant_id is not None and self.workspace.tenant_id != self.tenant_id:
+            raise ValidationError({"workspace": "The workspace belongs to another tenant."})
 
     def has_scope(self, scope: str) -> bool:
         return scope in self.scopes or "admin" in self.scopes

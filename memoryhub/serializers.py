@@ -53,7 +53,7 @@ class MetadataField(serializers.JSONField):
 
 
 class SessionCreateInput(StrictSerializer):
-    id = StrictRegexField(ID_REGEX, required=False, error_messages={
+    id = StrictRegexField(ID_REGEX, required=False, allow_null=True, error_messages={
         "invalid": "Use 1–200 characters: letters, digits and . _ : @ - (not starting with a symbol)."})
     user_id = StrictCharField(max_length=200, required=False, allow_blank=True, default="")
     persistence_key = StrictCharField(max_length=500, required=False, allow_blank=True, default="")

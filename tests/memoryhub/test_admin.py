@@ -233,3 +233,17 @@ def test_limited_key_created_by_make_key_is_listed_with_its_workspace(admin_clie
     make_key(tenant, scopes=("read",), workspace="only-here")
     html = listed(admin_client.get(changelist(ApiKey), {"tenant__id__exact": tenant.pk}))
     assert "only-here" in html
+
+
+def test_admin_refuses_a_key_limited_to_another_tenants_workspace(admin_client, cast) -> None:
+    from accounts.models import Workspace
+
+    bobs = Workspace.get_named(cast.bob_tenant, "bob-space")
+    response = admin_client.post(
+        reverse("admin:accounts_apikey_add"),
+        {"tenant": cast.alice_tenant.pk, "workspace": bobs.pk, "name": "crossed", "scopes": "read",
+         "revoked_at_0": "", "revoked_at_1": ""},
+    )
+    assert response.status_code == 200
+    assert "another tenant" in response.content.decode()
+    assert not ApiKey.objects.filter(name="crossed").exists()

@@ -50,6 +50,11 @@ def test_create_without_id_generates_one_in_the_default_placement(alice) -> None
     assert create(alice).json()["id"] != body["id"]
 
 
+def test_null_id_is_generated_like_an_absent_one(alice) -> None:
+    response = create(alice, id=None)
+    assert response.status_code == 201 and response.json()["id"]
+
+
 def test_existing_id_is_a_conflict_unless_get_or_create(alice) -> None:
     first = create(alice, id="dup", title="original")
     assert first.status_code == 201
