@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pgtrigger
+from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.utils import timezone
@@ -91,6 +92,14 @@ class Session(models.Model):
 
     def can_move_to(self, status: str) -> bool:
         return status == self.status or status in STATUS_TRANSITIONS[self.status]
+
+    def clean(self) -> None:
+        # Forms (the admin) follow the same status moves as the API.
+        if self.pk is None:
+            return
+        stored = Session.objects.filter(pk=self.pk).values_list("status", flat=True).first()
+        if stored and self.status != stored and self.status not in STATUS_TRANSITIONS[stored]:
+            raise ValidationError({"status": f"A session cannot move from {stored!r} to {self.status!r}."})
 
 
 class Role(models.TextChoices):

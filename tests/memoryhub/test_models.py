@@ -208,3 +208,15 @@ def test_estimate_tokens() -> None:
     assert estimate_tokens("") == 0
     assert estimate_tokens("abcd") == 1
     assert estimate_tokens("abcde") == 2
+
+
+def test_clean_refuses_an_invalid_status_move() -> None:
+    from django.core.exceptions import ValidationError
+
+    session = make_session(status="archived")
+    session.status = "active"
+    with pytest.raises(ValidationError):
+        session.clean()
+    fresh = make_session(external_id="fresh")
+    fresh.status = "idle"
+    fresh.clean()
