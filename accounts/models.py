@@ -40,7 +40,12 @@ class Tenant(models.Model):
 
     def save(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
         if not self.slug:
-            self.slug = slugify(self.name)[:100] or secrets.token_hex(4)
+            base = slugify(self.name)[:90] or secrets.token_hex(4)
+            slug = base
+            # "Acme Corp" and "acme corp" are two tenants: the second gets a suffixed slug.
+            while Tenant.objects.filter(slug=slug).exclude(pk=self.pk).exists():
+                slug = f"{base}-{secrets.token_hex(3)}"
+            self.slug = slug
         super().save(*args, **kwargs)
 
     @classmethod

@@ -84,3 +84,12 @@ def test_workspace_limited_key() -> None:
     workspace = Workspace.get_named(tenant, "limited")
     key = ApiKey.create_key(tenant=tenant, workspace=workspace).api_key
     assert key.workspace_id == workspace.pk
+
+
+def test_names_that_slugify_alike_are_two_tenants() -> None:
+    first, _ = Tenant.get_or_create_named("Acme Corp")
+    second, created = Tenant.get_or_create_named("acme corp")
+    assert created and second.pk != first.pk
+    assert first.slug == "acme-corp" and second.slug.startswith("acme-corp-")
+    odd, _ = Tenant.get_or_create_named("!!!")
+    assert odd.slug
