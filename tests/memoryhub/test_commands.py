@@ -72,6 +72,10 @@ def test_create_api_key_refuses_unknown_scopes(scopes: str) -> None:
 def test_create_api_key_needs_a_tenant() -> None:
     with pytest.raises(CommandError):
         create_api_key()
+    for blank in ("", "   ", "x" * 101):
+        with pytest.raises(CommandError):
+            create_api_key("--tenant", blank)
+    assert not Tenant.objects.exists()
 
 
 def test_create_api_key_in_a_subprocess_prints_only_the_key_on_stdout_last_line(tmp_path) -> None:

@@ -27,8 +27,11 @@ class Command(BaseCommand):
         bad = [s for s in scopes if s not in SCOPES]
         if bad or not scopes:
             raise CommandError(f"Unknown scopes {bad}; choose from {', '.join(SCOPES)}.")
+        name = options["tenant"].strip()
+        if not name or len(name) > Tenant._meta.get_field("name").max_length:
+            raise CommandError("--tenant needs a name of 1 to 100 characters.")
         with transaction.atomic():
-            tenant, created = Tenant.get_or_create_named(options["tenant"].strip())
+            tenant, created = Tenant.get_or_create_named(name)
             workspace = Workspace.get_named(tenant, options["workspace"]) if options["workspace"] else None
             new = ApiKey.create_key(tenant=tenant, scopes=scopes, workspace=workspace, name=options["name"])
         if created:
