@@ -83,7 +83,7 @@ def page_url(request: Request, **params: Any) -> str:
 
 class LimitOffset(serializers.Serializer):
     limit = serializers.IntegerField(min_value=1, max_value=1000, default=50)
-    offset = serializers.IntegerField(min_value=0, default=0)
+    offset = serializers.IntegerField(min_value=0, max_value=2**62, default=0)
 
 
 def paginate(request: Request, queryset: Any, *, default_limit: int = 50) -> tuple[list[Any], dict[str, Any]]:

@@ -61,6 +61,17 @@ def _add_missing_slash(request: HttpRequest) -> None:
     request.path = request.path + "/"
 
 
+def _has_nul(request: HttpRequest) -> JsonResponse | None:
+    """PostgreSQL cannot compare text with U+0000: refuse it in the path or query, not fail later."""
+    in_query = any("\x00" in key or any("\x00" in v for v in values) for key, values in request.GET.lists())
+    if "\x00" in request.path_info or in_query:
+        return JsonResponse(
+            error_body("null_characters_not_allowed", "Null characters are not allowed in the path or query."),
+            status=400,
+        )
+    return None
+
+
 class RequestLogMiddleware:
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
@@ -70,7 +81,8 @@ class RequestLogMiddleware:
         is_api = request.path.startswith("/api/")
         if is_api:
             _add_missing_slash(request)
-        response = (_too_large(request) if is_api else None) or self.get_response(request)
+        refused = (_too_large(request) or _has_nul(request)) if is_api else None
+        response = refused or self.get_response(request)
         if is_api:
             logger.info(
                 "request",

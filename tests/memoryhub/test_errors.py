@@ -195,3 +195,27 @@ def test_a_path_without_its_trailing_slash_is_served_not_redirected(alice) -> No
     listed = alice.get("/api/v1/sessions/noslash/events", {"limit": 1})
     assert listed.status_code == 200 and listed.json()["results"][0]["content"] == "x"
     assert alice.get("/api/v1/nothing").status_code == 404
+
+
+@pytest.mark.parametrize("path", [
+    "/api/v1/sessions/%00/", "/api/v1/sessions/a%00b/events/", "/api/v1/sessions/?agent=%00",
+    "/api/v1/sessions/?x%00=1", "/api/v1/sessions/s1/events/?after=%00",
+])
+def test_null_characters_in_path_or_query_are_a_400(alice, path: str) -> None:
+    alice.raise_request_exception = False
+    response = alice.get(path)
+    assert response.status_code == 400, response.content
+    assert envelope(response)["code"] in {"null_characters_not_allowed", "invalid_parameter"}
+
+
+@pytest.mark.parametrize("path", [
+    f"/api/v1/sessions/?offset={10**20}", f"/api/v1/sessions/s1/events/?after={10**20}",
+    f"/api/v1/sessions/s1/events/?before={10**20}&limit=3",
+])
+def test_huge_numbers_in_the_query_are_not_a_server_error(alice, path: str) -> None:
+    alice.raise_request_exception = False
+    alice.post("/api/v1/sessions/s1/events/", {"role": "user", "content": "x"}, format="json")
+    response = alice.get(path)
+    assert response.status_code in (200, 400), response.content
+    if response.status_code == 400:
+        assert envelope(response)["code"] == "invalid_parameter"
