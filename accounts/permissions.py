@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from rest_framework import exceptions, permissions
 from typing import TYPE_CHECKING
 
+from rest_framework import exceptions, permissions
 from rest_framework.request import Request
 
 if TYPE_CHECKING:
@@ -18,7 +18,7 @@ class InsufficientScope(exceptions.PermissionDenied):
 
 
 class HasApiScope(permissions.BasePermission):
-    def has_permission(self, request: Request, view: "APIView") -> bool:
+    def has_permission(self, request: Request, view: APIView) -> bool:
         key = request.auth
         if not isinstance(key, ApiKey):
             raise exceptions.NotAuthenticated("An API key is required: 'Authorization: Bearer <key>'.")
