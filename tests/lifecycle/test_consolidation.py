@@ -242,3 +242,12 @@ def test_idle_conversations_are_compressed_into_a_summary_tree(cast, index, sett
     assert Event.objects.filter(session=old).count() == 5  # the transcript stays
     again = run_consolidation(tenant_id=tenant.pk, now=NOW)
     assert again["counts"]["compress_candidates"] == 0
+
+
+def test_no_deletable_kinds_means_nothing_is_deleted(world, settings) -> None:  # type: ignore[no-untyped-def]
+    settings.MEMORYHUB_CONSOLIDATE_DELETE_KINDS = ()
+    before = ids(world["tenant"])
+    result = run_consolidation(tenant_id=world["tenant"].pk, now=NOW)
+    assert ids(world["tenant"]) == before
+    assert result["counts"]["promoted"] == 1
+    assert result["counts"]["pruned"] == result["counts"]["merged"] == result["counts"]["capped"] == 0
