@@ -75,12 +75,23 @@ class ExportScope:
 
 
 def record_models() -> list[type[models.Model]]:
-    """Tenant-owned models of other areas, parents before children."""
+    """Tenant-owned models of other areas, parents before children.
+
+    A model with a required link to something the file cannot name (a row of another system,
+    e.g. a queue's task) is left out rather than exported into a file that could not be imported.
+    """
     found = [
         m for m in apps.get_models()
         if m._meta.app_label not in _SKIP_APPS and m not in _EXPLICIT and not m._meta.proxy
         and any(f.name == "tenant" and f.is_relation for f in m._meta.concrete_fields)
     ]
+    nameable = {Tenant, Workspace, Channel, Session, *found}
+    changed = True
+    while changed:
+        keep = [m for m in found if all(f.related_model in nameable or f.null
+                                        for f in m._meta.concrete_fields if f.is_relation)]
+        changed = len(keep) != len(found)
+        found, nameable = keep, {Tenant, Workspace, Channel, Session, *keep}
     ordered: list[type[models.Model]] = []
     pending = sorted(found, key=lambda m: m._meta.label)
     while pending:
