@@ -228,3 +228,13 @@ def test_a_value_the_database_cannot_hold_is_a_400(filled, django_capture_on_com
     response = import_(make_client(make_key(tenant)), data, django_capture_on_commit_callbacks)
     assert response.status_code == 400 and error_code(response) == "invalid_import"
     assert not Session.objects.filter(tenant=tenant).exists()
+
+
+def test_bob_importing_alices_export_touches_only_bob(filled, django_capture_on_commit_callbacks) -> None:  # type: ignore[no-untyped-def]
+    data = export(filled.alice)
+    alice_before = export(filled.alice)
+    response = import_(filled.bob, data, django_capture_on_commit_callbacks)
+    assert response.status_code == 201, response.content  # same session ids, another tenant: no clash
+    assert export(filled.alice) == alice_before
+    assert [s["id"] for s in export(filled.bob)["sessions"]] == ["chat-1", "chat-2"]
+    assert Session.objects.filter(external_id="chat-1").count() == 2
