@@ -204,3 +204,77 @@ def test_stop_database_leaves_an_external_server_alone(settings) -> None:
     with connection.cursor() as cursor:
         cursor.execute("SELECT 1")
         assert cursor.fetchone() == (1,)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _postgres_running_in(data_dir: str) -> bool:
+    """The server of this data folder is up: its postmaster.pid names a live process."""
+    import os
+    from pathlib import Path
+
+    from memoryhub.embedded_pg import pgdata_path
+
+    pid_file = pgdata_path(Path(data_dir)) / "postmaster.pid"
+    try:
+        pid = int(pid_file.read_text().splitlines()[0])
+    except (FileNotFoundError, IndexError, ValueError):
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_run_serves_on_a_fresh_data_folder_and_stops_everything(tmp_path) -> None:
+    """`manage.py run` end to end: own embedded PostgreSQL, first-start key, serving, clean stop."""
+    import json
+    import os
+    import signal
+    import urllib.request
+
+    from django.conf import settings
+
+    data_dir = tmp_path / "data"
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "TEST_DB_NAME", "SECRET_KEY")}
+    env.update({"MEMORYHUB_DATA_DIR": str(data_dir), "PYTHONUNBUFFERED": "1", "LOG_LEVEL": "WARNING",
+                "HOST": "127.0.0.1", "PORT": str(port), "WEB_WORKERS": "1"})
+    process = subprocess.Popen(
+        [sys.executable, "manage.py", "run", "--no-cluster"], cwd=settings.BASE_DIR, env=env,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    lines: list[str] = []
+    try:
+        assert process.stdout is not None
+        for line in process.stdout:
+            lines.append(line)
+            if "is serving" in line or len(lines) > 200:
+                break
+        output = "".join(lines)
+        assert f"http://127.0.0.1:{port}/api/v1/" in output, output
+        raw = next(line.split()[-1] for line in lines if "API key:" in line)
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{port}/api/v1/sessions/first/events/", method="POST",
+            data=json.dumps({"role": "user", "content": "hello"}).encode(),
+            headers={"Authorization": f"Bearer {raw}", "Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=30) as response:
+            assert response.status == 201 and json.loads(response.read())["sequence"] == 1
+        assert _postgres_running_in(str(data_dir))
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    assert process.returncode == 0
+    assert not _postgres_running_in(str(data_dir)), "the embedded PostgreSQL was left running"
