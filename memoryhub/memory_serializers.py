@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from memoryhub.api import StrictSerializer
@@ -39,6 +40,7 @@ def normalise_tags(value: Any) -> list[str]:
     return seen
 
 
+@extend_schema_field({"type": "array", "items": {"type": "string", "maxLength": 64}, "maxItems": 16})
 class TagsField(serializers.Field):
     def to_internal_value(self, data: Any) -> list[str]:
         return normalise_tags(data)

@@ -220,3 +220,17 @@ def test_parallel_writers_one_winner_per_epoch(cast) -> None:  # type: ignore[no
         assert sorted(results) == [-1] * (writers - 1) + [expected + 1], results
     row = RollingSummary.objects.get(session=session)
     assert row.epoch == 3 and row.text.endswith("@ 2")
+
+
+def test_trigger_is_queued_for_the_cluster_after_commit(alice, settings, django_capture_on_commit_callbacks) -> None:  # type: ignore[no-untyped-def]
+    from django_q.models import OrmQ
+
+    settings.MEMORYHUB_TASKS_EAGER = False
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        post_events(alice, "s1", *[{"role": "user", "content": f"m{i}"} for i in range(4)])
+    assert not OrmQ.objects.exists()  # nothing before the commit
+    for callback in callbacks:
+        callback()
+    funcs = [q.task["func"] for q in OrmQ.objects.all()]
+    assert "memoryhub.memory_tasks.summarise_session" in funcs
+    assert not RollingSummary.objects.exists()  # the cluster does the work, not the request
