@@ -96,6 +96,17 @@ def export_round_trip(tenant: object) -> None:
     same = export_memory(tenant=copy, scope=ExportScope("tenant")) == first
     print(f"export {export_s:.1f} s ({size / 1e6:.1f} MB JSON), import {import_s:.1f} s {counts}, "
           f"re-export identical: {same}")
+    # Forget-user at scale: the copy's every session and chunk belongs to one user, transcript immutable.
+    from memoryhub.lifecycle.forget import forget_user
+    from memoryhub.models import Session
+    from retrieval.models import Chunk
+
+    Tenant.objects.filter(pk=copy.pk).update(immutable_transcript=True)
+    Session.objects.filter(tenant=copy).update(user_id="everyone")
+    Chunk.objects.filter(tenant=copy).update(user_id="everyone")
+    started = time.perf_counter()
+    deleted = forget_user(tenant_id=copy.pk, user_id="everyone")
+    print(f"forget_user over the copy (immutable transcript) {time.perf_counter() - started:.1f} s: {deleted}")
 
 
 if __name__ == "__main__":
