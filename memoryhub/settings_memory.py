@@ -21,6 +21,8 @@ MEMORYHUB_SUMMARY_TRIGGER = env_float("MEMORYHUB_SUMMARY_TRIGGER", 0.80, low=0.0
 MEMORYHUB_SUMMARY_TARGET = env_float("MEMORYHUB_SUMMARY_TARGET", 0.50, low=0.0, high=1.0)
 # The rolling summary itself never grows beyond this share of the budget (oldest lines dropped).
 MEMORYHUB_SUMMARY_MAX_SHARE = env_float("MEMORYHUB_SUMMARY_MAX_SHARE", 0.30, low=0.01, high=1.0)
+# At most this many of the newest unsummarised events are read by one summarisation.
+MEMORYHUB_SUMMARY_MAX_EVENTS = env_int("MEMORYHUB_SUMMARY_MAX_EVENTS", 2000, minimum=10)
 # Check the trigger (and grow the summary tree) in the background after every append.
 MEMORYHUB_AUTO_SUMMARISE = env_bool("MEMORYHUB_AUTO_SUMMARISE", True)
 

@@ -111,7 +111,10 @@ def maybe_summarise(session: Session, *, budget: int | None = None) -> dict[str,
     """Apply the S6 trigger to one session. Returns what happened (for logs and reports)."""
     budget = budget or settings.MEMORYHUB_SUMMARY_BUDGET
     state = current_summary(session)
-    events = list(session.events.filter(sequence__gt=state.upper_sequence).order_by("sequence"))
+    # The newest MEMORYHUB_SUMMARY_MAX_EVENTS at most: a huge backlog (an import) would only have
+    # its oldest lines dropped again by the cap below, so they are not read at all.
+    newest = session.events.filter(sequence__gt=state.upper_sequence).order_by("-sequence")
+    events = list(newest[: settings.MEMORYHUB_SUMMARY_MAX_EVENTS])[::-1]
     costs = [event_cost(e) for e in events]
     total = sum(costs)
     if len(events) < settings.MEMORYHUB_SUMMARY_MIN_MESSAGES or total <= settings.MEMORYHUB_SUMMARY_TRIGGER * budget:

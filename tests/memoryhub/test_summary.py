@@ -234,3 +234,16 @@ def test_trigger_is_queued_for_the_cluster_after_commit(alice, settings, django_
     funcs = [q.task["func"] for q in OrmQ.objects.all()]
     assert "memoryhub.memory_tasks.summarise_session" in funcs
     assert not RollingSummary.objects.exists()  # the cluster does the work, not the request
+
+
+def test_a_huge_backlog_reads_only_the_newest_events(alice, settings) -> None:  # type: ignore[no-untyped-def]
+    settings.MEMORYHUB_SUMMARY_BUDGET = 100
+    settings.MEMORYHUB_SUMMARY_MAX_EVENTS = 10
+    settings.MEMORYHUB_SUMMARY_MAX_SHARE = 1.0
+    post_events(alice, "s1", *[{"role": "user", "content": f"turn {i} " + "w " * 20} for i in range(30)])
+    outcome = maybe_summarise(Session.objects.get(external_id="s1"))
+    assert outcome["summarised"] is True and outcome["condensed"] <= 10
+    row = RollingSummary.objects.get()
+    sequences = [int(line.split("#", 1)[1].split(":", 1)[0]) for line in row.text.splitlines()]
+    assert sequences and min(sequences) >= 21  # events 1-20 were never read
+    assert row.upper_sequence == 20 + outcome["condensed"]
