@@ -434,6 +434,24 @@ def diversify(ordered: list[Candidate], scores: dict[int, float], decay: float, 
     return result + remaining
 
 
+def cap_per_session(ordered: list[Candidate], cap: int) -> list[Candidate]:
+    """At most `cap` results from one conversation before any other's (0 = no cap); the rest follow."""
+    if cap <= 0:
+        return ordered
+    head: list[Candidate] = []
+    tail: list[Candidate] = []
+    taken: dict[int, int] = {}
+    for candidate in ordered:
+        sid = candidate.session_id
+        if sid is not None and taken.get(sid, 0) >= cap:
+            tail.append(candidate)
+            continue
+        if sid is not None:
+            taken[sid] = taken.get(sid, 0) + 1
+        head.append(candidate)
+    return head + tail
+
+
 def dedup(ordered: list[Candidate], embeddings: dict[int, np.ndarray], top_k: int) -> list[Candidate]:
     """Drop near-identical results (S4): cosine > 0.9, or near-identical text.
 
@@ -592,6 +610,7 @@ def run_search(req: SearchRequest) -> list[SearchHit]:
             )
             if req.mode == "hybrid" and req.profile != "memory":
                 ranked = diversify(ranked, order, settings.MEMORYHUB_SEARCH_SESSION_DIVERSITY, 2 * req.top_k)
+                ranked = cap_per_session(ranked, settings.MEMORYHUB_SEARCH_SESSION_CAP)
         kept = dedup(ranked, _head_vectors(ranked[: 3 * req.top_k], model), req.top_k)
         hits = _load_hits(kept, order, vec, txt)
     if req.profile == "memory":

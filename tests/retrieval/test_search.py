@@ -424,3 +424,10 @@ def test_memory_profile_ranks_by_the_lifecycles_decayed_relevance(alice, cast) -
     Chunk.objects.filter(tier="account").update(accessed_at=month_ago)
     results = search(alice, query="quince", profile="memory").json()["results"]
     assert results[0]["text"] == "quince conversation memory"
+
+
+def test_session_cap_lets_other_conversations_in(alice, index, settings) -> None:
+    _three_sessions(index, alice)
+    settings.MEMORYHUB_SEARCH_SESSION_CAP = 1
+    results = search(alice, query="heron", top_k=3).json()["results"]
+    assert [r["session"] for r in results] == ["many", "lone", "many"]  # capped ones follow, not dropped
