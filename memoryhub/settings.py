@@ -317,6 +317,8 @@ MEMORYHUB_TEXT_CONTEXT_WEIGHT = env_float("MEMORYHUB_TEXT_CONTEXT_WEIGHT", 0.3, 
 MEMORYHUB_SEARCH_SESSION_WEIGHT = env_float("MEMORYHUB_SEARCH_SESSION_WEIGHT", 0.0, low=0.0, high=1.0)
 # Hybrid search: each further result from an already-listed conversation is scored × this (1 = off).
 MEMORYHUB_SEARCH_SESSION_DIVERSITY = env_float("MEMORYHUB_SEARCH_SESSION_DIVERSITY", 1.0, low=0.0, high=1.0)
+# Hybrid search: at most this many results from one conversation before other conversations' (0 = off).
+MEMORYHUB_SEARCH_SESSION_CAP = env_int("MEMORYHUB_SEARCH_SESSION_CAP", 0, minimum=0)
 
 # --- Per-area settings: each area keeps its block in its own module ----------------------------
 
