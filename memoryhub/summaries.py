@@ -13,6 +13,7 @@ branches; every node is searchable (kind "summary") and expands to its children 
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -163,8 +164,14 @@ def delete_node(node: SummaryNode) -> None:
     node.delete()
 
 
+_BULLET = re.compile(r"^-\s*(?:\[[^\]]*\]\s*)?")
+
+
 def _node_turn(node: SummaryNode) -> Turn:
-    return Turn(speaker=f"{node.level} {node.sequence_start}-{node.sequence_end}", text=node.text,
+    """A child node as one turn of its parent: its lines joined, without bullets and timestamps
+    (the parent line carries the span), so the clip keeps as many of its words as it can."""
+    text = " | ".join(_BULLET.sub("", line).strip() for line in node.text.splitlines() if line.strip())
+    return Turn(speaker=f"{node.level} {node.sequence_start}-{node.sequence_end}", text=text,
                 created_at=node.created_at)
 
 

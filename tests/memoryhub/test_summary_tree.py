@@ -124,3 +124,13 @@ def test_isolation(cast) -> None:  # type: ignore[no-untyped-def]
     assert limited.get("/api/v1/summaries/").json()["count"] == 0
     r = cast.bob.post("/api/v1/search/", {"query": "JIRA", "mode": "text"}, format="json")
     assert r.json()["results"] == []
+
+
+def test_branch_lines_condense_children_without_their_bullets(alice) -> None:  # type: ignore[no-untyped-def]
+    talk(alice, "s1", 6)
+    build_tree(Session.objects.get(external_id="s1"))
+    branch = SummaryNode.objects.get(level="branch")
+    lines = branch.text.splitlines()
+    assert len(lines) == 2  # one line per child leaf
+    assert "leaf 1-3: user #1: Turn 0" in lines[0] and "| assistant #2:" in lines[0]
+    assert "JIRA-102" in lines[0] and "JIRA-105" in lines[1]  # identifiers survive the clip
