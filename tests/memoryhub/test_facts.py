@@ -259,3 +259,13 @@ def test_access_counted_by_memory_searches_shows_on_the_fact(alice, django_captu
     assert got["access_count"] >= 1 and got["accessed_at"] is not None
     listed = alice.get(FACTS).json()["results"][0]
     assert listed["access_count"] == got["access_count"]
+
+
+def test_list_query_count_does_not_grow_with_rows(alice, django_assert_max_num_queries) -> None:  # type: ignore[no-untyped-def]
+    post_events(alice, "s1", {"role": "user", "content": "hi"})
+    for i in range(15):
+        alice.post(FACTS, {"content": f"fact {i}", "session": "s1", "scope": "conversation" if i % 2 else "workspace"},
+                   format="json")
+    with django_assert_max_num_queries(6):
+        r = alice.get(FACTS)
+    assert r.json()["count"] == 15

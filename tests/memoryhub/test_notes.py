@@ -196,3 +196,23 @@ def test_read_only_key_cannot_write(cast) -> None:  # type: ignore[no-untyped-de
     assert r.status_code == 403 and error_code(r) == "insufficient_scope"
     assert reader.get(NOTES).status_code == 200
     assert not Note.objects.exists()
+
+
+def test_list_query_count_does_not_grow_with_rows(alice, django_assert_max_num_queries) -> None:  # type: ignore[no-untyped-def]
+    post_events(alice, "s1", {"role": "user", "content": "hi"})
+    for i in range(15):
+        alice.post(NOTES, {"content": f"note {i}", "session": "s1" if i % 2 else None, "channel": None}, format="json")
+    with django_assert_max_num_queries(6):  # key lookup + last-used, count, page (related rows joined)
+        r = alice.get(NOTES)
+    assert r.json()["count"] == 15
+
+
+def test_schema_documents_the_memory_endpoints(anon, db) -> None:  # type: ignore[no-untyped-def]
+    schema = anon.get("/api/v1/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
+    paths = schema["paths"]
+    for path in ("/api/v1/notes/", "/api/v1/notes/{note_id}/", "/api/v1/facts/", "/api/v1/facts/{fact_id}/",
+                 "/api/v1/sessions/{session_id}/scratchpad/", "/api/v1/sessions/{session_id}/summary/",
+                 "/api/v1/summaries/", "/api/v1/summaries/{node_id}/"):
+        assert path in paths, path
+    assert set(paths["/api/v1/facts/{fact_id}/"]) >= {"get", "patch", "delete"}
+    assert set(paths["/api/v1/sessions/{session_id}/scratchpad/"]) >= {"get", "put", "delete"}
