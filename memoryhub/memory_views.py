@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
@@ -14,6 +15,7 @@ from memoryhub import facts, notes, scratchpad, summaries
 from memoryhub.api import api_key, paginate, parse_input, query_params
 from memoryhub.errors import ApiError, Conflict, NotFound
 from memoryhub.memory_serializers import (
+    NOTE_ID_REGEX,
     FactInput,
     FactListParams,
     FactOutput,
@@ -64,6 +66,9 @@ class NoteDetailView(APIView):
     @extend_schema(request=NotePutInput, responses={200: NoteOutput, 201: NoteOutput},
                    description="Replace the note (all its searchable chunks), or create it under this id.")
     def put(self, request: Request, note_id: str) -> Response:
+        if not re.fullmatch(NOTE_ID_REGEX, note_id):
+            raise ApiError("invalid_note_id", "A note id has 1–200 characters: letters, digits and . _ : @ - "
+                           "(not starting with a symbol).")
         data = parse_input(NotePutInput, request.data)
         note, created = notes.put_note(api_key(request), note_id, data)
         return Response(NoteOutput(note).data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)

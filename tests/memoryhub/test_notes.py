@@ -216,3 +216,9 @@ def test_schema_documents_the_memory_endpoints(anon, db) -> None:  # type: ignor
         assert path in paths, path
     assert set(paths["/api/v1/facts/{fact_id}/"]) >= {"get", "patch", "delete"}
     assert set(paths["/api/v1/sessions/{session_id}/scratchpad/"]) >= {"get", "put", "delete"}
+
+
+def test_put_refuses_a_bad_id_in_the_path(alice) -> None:  # type: ignore[no-untyped-def]
+    r = alice.put(note_url("-bad id!"), {"content": "x"}, format="json")
+    assert r.status_code == 400 and error_code(r) == "invalid_note_id"
+    assert not Note.objects.exists()
