@@ -20,8 +20,8 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import F, Max, OuterRef, Q, Subquery, Value
-from django.db.models.functions import Coalesce
+from django.db.models import F, Max, OuterRef, Q, Subquery, Sum, TextField, Value
+from django.db.models.functions import Cast, Coalesce, Length
 from django.utils import timezone
 
 from memoryhub.models import Event, RollingSummary, Session, SummaryNode, estimate_tokens
@@ -240,13 +240,24 @@ def summarise_due(*, tenant_id: int | None = None) -> dict[str, Any]:
     sessions = sessions.annotate(
         summarised_to=Coalesce(Subquery(upper), Value(0)), leaves_to=Coalesce(Subquery(leaf_end), Value(0)),
     )
+    # The trigger's token estimate in SQL (≈4 characters a token, +4 a message, tool arguments
+    # counted as text), so that sessions far below the budget are not even loaded; maybe_summarise
+    # then decides exactly.
+    unsummarised_tokens = (
+        Event.objects.filter(session=OuterRef("pk"), sequence__gt=OuterRef("summarised_to")).order_by()
+        .values("session").annotate(t=Sum(
+            (Length("content") + Coalesce(Length(Cast("tool_args", TextField())), Value(0)) + 3) / 4 + 4
+        )).values("t")[:1]
+    )
+    sessions = sessions.annotate(unsummarised_tokens=Coalesce(Subquery(unsummarised_tokens), Value(0)))
     idle_before = timezone.now() - timedelta(minutes=settings.MEMORYHUB_SUMMARY_IDLE_MINUTES)
     min_messages = settings.MEMORYHUB_SUMMARY_MIN_MESSAGES
     leaf_size = settings.MEMORYHUB_SUMMARY_LEAF_EVENTS
     report = {"sessions_checked": 0, "sessions_summarised": 0, "stale_summaries": 0,
               "sessions_with_new_nodes": 0, "tree_nodes_built": 0}
     due = sessions.filter(
-        Q(last_sequence__gte=F("summarised_to") + min_messages)
+        Q(last_sequence__gte=F("summarised_to") + min_messages,
+          unsummarised_tokens__gt=int(settings.MEMORYHUB_SUMMARY_TRIGGER * settings.MEMORYHUB_SUMMARY_BUDGET))
         | Q(last_sequence__gte=F("leaves_to") + leaf_size)
         | Q(last_sequence__gt=F("leaves_to"), updated_at__lt=idle_before)
     ).order_by("pk")

@@ -247,3 +247,14 @@ def test_a_huge_backlog_reads_only_the_newest_events(alice, settings) -> None:  
     sequences = [int(line.split("#", 1)[1].split(":", 1)[0]) for line in row.text.splitlines()]
     assert sequences and min(sequences) >= 21  # events 1-20 were never read
     assert row.upper_sequence == 20 + outcome["condensed"]
+
+
+def test_summarise_due_skips_sessions_far_below_the_budget(alice, settings) -> None:  # type: ignore[no-untyped-def]
+    settings.MEMORYHUB_SUMMARY_BUDGET = 1000
+    settings.MEMORYHUB_SUMMARY_LEAF_EVENTS = 50
+    post_events(alice, "small", *[{"role": "user", "content": "tiny"} for _ in range(10)])
+    post_events(alice, "big", *[{"role": "user", "content": "large " * 100} for _ in range(10)])
+    post_events(alice, "tools", *[{"role": "tool", "tool_name": "t", "tool_args": {"blob": "x" * 600}} for _ in range(6)])
+    report = summarise_due()
+    assert report["sessions_checked"] == 2 and report["sessions_summarised"] == 2  # big and tools
+    assert set(RollingSummary.objects.values_list("session__external_id", flat=True)) == {"big", "tools"}
