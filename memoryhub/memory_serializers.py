@@ -201,7 +201,8 @@ class FactListParams(serializers.Serializer):
 
 
 class ScratchpadInput(StrictSerializer):
-    # A list of {"key", "value"} objects (order kept) or one {key: value} object.
+    # A list of {"key", "value"} objects (order kept; plain strings get keys "1", "2", …) or one
+    # {key: value} object.
     items = serializers.JSONField()
 
 

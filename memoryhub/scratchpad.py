@@ -20,12 +20,16 @@ from memoryhub.sessions import get_session
 
 
 def parse_items(raw: Any) -> list[tuple[str, str]]:
-    """[(key, value)] from a list of {"key", "value"} objects or one {key: value} object."""
+    """[(key, value)] from a list of {"key", "value"} objects (or plain strings, keyed "1", "2", …)
+    or one {key: value} object."""
     if isinstance(raw, dict):
         pairs = list(raw.items())
     elif isinstance(raw, list):
         pairs = []
         for index, item in enumerate(raw):
+            if isinstance(item, str):  # a plain list of notes (seed 000): numbered keys
+                pairs.append((str(index + 1), item))
+                continue
             if not isinstance(item, dict) or set(item) - {"key", "value"} or "key" not in item:
                 raise ApiError("invalid_item", f"items[{index}] must be an object with 'key' and 'value'.",
                                details={"index": index})

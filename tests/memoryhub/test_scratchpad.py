@@ -35,6 +35,12 @@ def test_empty_then_write_replaces_whole_pad(alice, session) -> None:  # type: i
     assert ScratchpadItem.objects.count() == 1 and Scratchpad.objects.get().version == 2
 
 
+def test_plain_string_items_get_numbered_keys(alice, session) -> None:  # type: ignore[no-untyped-def]
+    r = alice.put(url(), {"items": ["find the bug", "write the test"]}, format="json")
+    assert r.status_code == 200
+    assert items(alice) == [{"key": "1", "value": "find the bug"}, {"key": "2", "value": "write the test"}]
+
+
 def test_limits_exactly_at_the_edge(alice, session) -> None:  # type: ignore[no-untyped-def]
     full = [{"key": f"k{i}", "value": "v" * 240} for i in range(32)]
     assert alice.put(url(), {"items": full}, format="json").status_code == 200
@@ -49,7 +55,8 @@ def test_limits_exactly_at_the_edge(alice, session) -> None:  # type: ignore[no-
     ({"items": [{"key": "", "value": "1"}]}, "invalid_item"),
     ({"items": [{"key": "a", "value": 5}]}, "invalid_item"),
     ({"items": [{"key": "a", "value": "1", "extra": 1}]}, "invalid_item"),
-    ({"items": ["just text"]}, "invalid_item"),
+    ({"items": [5]}, "invalid_item"),
+    ({"items": ["x" * 241]}, "item_too_long"),
     ({"items": "text"}, "invalid_items"),
     ({}, "validation_error"),
     ({"items": [], "more": 1}, "unknown_field"),
