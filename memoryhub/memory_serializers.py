@@ -75,15 +75,28 @@ class NoteInput(StrictSerializer):
     user_id = StrictCharField(max_length=200, required=False, allow_blank=True, default="")
     scope = serializers.ChoiceField(choices=TIERS, required=False, allow_null=True, default=None)
     importance = serializers.FloatField(required=False, min_value=0.0, max_value=1.0, default=0.5)
+    # `id` is accepted as another name of `note_id` (the output carries both).
+    id = StrictRegexField(NOTE_ID_REGEX, required=False, error_messages={
+        "invalid": "Use 1–200 characters: letters, digits and . _ : @ - (not starting with a symbol)."})
 
     def validate_content(self, value: str) -> str:
         return _non_blank(value)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        alias = attrs.pop("id", None)
+        if alias is not None:
+            if attrs.get("note_id") not in (None, alias):
+                raise serializers.ValidationError({"id": [serializers.ErrorDetail(
+                    "'id' and 'note_id' differ.", code="id_mismatch")]})
+            attrs["note_id"] = alias
+        return attrs
 
 
 class NotePutInput(NoteInput):
     """PUT /notes/{note_id}/: the id is in the path."""
 
     note_id = None  # type: ignore[assignment]
+    id = None  # type: ignore[assignment]
 
 
 class NoteOutput(serializers.ModelSerializer):

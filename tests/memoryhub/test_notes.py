@@ -222,3 +222,11 @@ def test_put_refuses_a_bad_id_in_the_path(alice) -> None:  # type: ignore[no-unt
     r = alice.put(note_url("-bad id!"), {"content": "x"}, format="json")
     assert r.status_code == 400 and error_code(r) == "invalid_note_id"
     assert not Note.objects.exists()
+
+
+def test_id_is_accepted_as_note_id(alice) -> None:  # type: ignore[no-untyped-def]
+    r = alice.post(NOTES, {"id": "note-abc", "content": "aliased"}, format="json")
+    assert r.status_code == 201 and r.json()["note_id"] == "note-abc"
+    r = alice.post(NOTES, {"id": "a", "note_id": "b", "content": "x"}, format="json")
+    assert r.status_code == 400 and error_code(r) == "id_mismatch"
+    assert list(Note.objects.values_list("note_id", flat=True)) == ["note-abc"]
