@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-import numpy as np
 from django.conf import settings
 from django.core.cache import cache
 from django.db import connection, transaction
@@ -452,26 +451,19 @@ def cap_per_session(ordered: list[Candidate], cap: int) -> list[Candidate]:
     return head + tail
 
 
-def dedup(ordered: list[Candidate], embeddings: dict[int, np.ndarray], top_k: int) -> list[Candidate]:
-    """Drop near-identical results (S4): cosine > 0.9, or near-identical text.
-
-    A chunk embedded with conversation context shares that context's direction with its
-    neighbours, so for those the comparison is on their own words (Jaccard > 0.9), not vectors.
-    """
+def dedup(ordered: list[Candidate], near_pairs: set[tuple[int, int]], top_k: int) -> list[Candidate]:
+    """Drop near-identical results (S4): cosine > 0.9 (`near_pairs`, see _near_duplicate_pairs),
+    or near-identical text (word sets, Jaccard > 0.9: also where embeddings are missing)."""
     kept: list[Candidate] = []
-    kept_vectors: list[np.ndarray] = []
     kept_words: list[frozenset[str]] = []
     for chunk in ordered:
         words = _word_set(chunk.text)
         if any(_near_identical_text(words, other) for other in kept_words):
             continue
-        vector = embeddings.get(chunk.pk) if not chunk.contextual else None
-        if vector is not None and kept_vectors and float(np.max(np.stack(kept_vectors) @ vector)) > DEDUP_COSINE:
+        if any((min(chunk.pk, k.pk), max(chunk.pk, k.pk)) in near_pairs for k in kept):
             continue
         kept.append(chunk)
         kept_words.append(words)
-        if vector is not None:
-            kept_vectors.append(vector)
         if len(kept) == top_k:
             break
     return kept
@@ -488,11 +480,9 @@ class Candidate:
     session_id: int | None
     text: str
     contextual: bool
-    created_at: datetime
+    created_ts: float  # created_at as epoch seconds (tie-break by recency)
     sequence_end: int | None
     importance: float
-    access_count: int
-    accessed_at: datetime | None
     relevance: float = 0.0  # decayed relevance (memory profile only)
 
 
@@ -501,8 +491,8 @@ def _fetch(ids: list[int], vector: HalfVector | None, model: str, tq: TextQuery 
     dict[int, Candidate], dict[int, float], dict[int, float]
 ]:
     """Score every candidate on both signals (not only on the list it came from), in one query."""
-    select = ["c.id", "c.session_id", "c.text", "c.context <> ''", "c.created_at", "c.sequence_end", "c.importance",
-              "c.access_count", "c.accessed_at"]
+    select = ["c.id", "c.session_id", "c.text", "c.context <> ''", "extract(epoch FROM c.created_at)::float8",
+              "c.sequence_end", "c.importance"]
     params: list[Any] = []
     if vector is not None:
         select.append("CASE WHEN c.embedding_model = %s THEN 1 - (c.embedding <=> %s::halfvec) END")
@@ -525,9 +515,8 @@ def _fetch(ids: list[int], vector: HalfVector | None, model: str, tq: TextQuery 
     candidates: dict[int, Candidate] = {}
     vec: dict[int, float] = {}
     txt: dict[int, float] = {}
-    for pk, session_id, text, contextual, created, seq_end, importance, count, accessed, vsim, tscore, rel in rows:
-        candidates[pk] = Candidate(pk, session_id, text, contextual, created, seq_end, importance, count, accessed,
-                                   float(rel))
+    for pk, session_id, text, contextual, created, seq_end, importance, vsim, tscore, rel in rows:
+        candidates[pk] = Candidate(pk, session_id, text, contextual, created, seq_end, importance, float(rel))
         if vsim is not None:
             vec[pk] = float(vsim)
         if tscore:
@@ -535,17 +524,23 @@ def _fetch(ids: list[int], vector: HalfVector | None, model: str, tq: TextQuery 
     return candidates, vec, txt
 
 
-def _head_vectors(head: list[Candidate], model: str) -> dict[int, np.ndarray]:
-    """Vectors for dedup, fetched for the head of the ranking only (parsing is not free).
+def _near_duplicate_pairs(head: list[Candidate], model: str) -> set[tuple[int, int]]:
+    """Pairs (low id, high id) of the ranking's head whose embeddings have cosine > 0.9.
 
-    Only chunks embedded from their own text are compared by vector (see dedup).
+    Compared in the database (no vectors travel or get parsed). Only chunks embedded from their
+    own text are compared: one embedded with its conversation context shares that context's
+    direction with its neighbours, so for those only their words count (see dedup).
     """
     ids = [c.pk for c in head if not c.contextual]
-    if not ids:
-        return {}
-    rows = _rows("SELECT c.id, c.embedding::text FROM retrieval_chunk c WHERE c.id = ANY(%s) "
-                 "AND c.embedding_model = %s AND c.embedding IS NOT NULL", [ids, model])
-    return {pk: np.array(text[1:-1].split(","), dtype=np.float32) for pk, text in rows}
+    if len(ids) < 2:
+        return set()
+    rows = _rows(
+        "SELECT a.id, b.id FROM retrieval_chunk a JOIN retrieval_chunk b ON a.id < b.id "
+        "WHERE a.id = ANY(%s) AND b.id = ANY(%s) AND a.embedding_model = %s AND b.embedding_model = %s "
+        "AND (a.embedding <=> b.embedding) < %s",
+        [ids, ids, model, model, 1.0 - DEDUP_COSINE],
+    )
+    return {(a, b) for a, b in rows}
 
 
 def _load_hits(kept: list[Candidate], order: dict[int, float], vec: dict[int, float],
@@ -606,12 +601,12 @@ def run_search(req: SearchRequest) -> list[SearchHit]:
             order = fuse(req, chunks, vec, txt)
             ranked = sorted(
                 chunks.values(),
-                key=lambda c: (-order[c.pk], -c.created_at.timestamp(), -(c.sequence_end or 0), -c.pk),
+                key=lambda c: (-order[c.pk], -c.created_ts, -(c.sequence_end or 0), -c.pk),
             )
             if req.mode == "hybrid" and req.profile != "memory":
                 ranked = diversify(ranked, order, settings.MEMORYHUB_SEARCH_SESSION_DIVERSITY, 2 * req.top_k)
                 ranked = cap_per_session(ranked, settings.MEMORYHUB_SEARCH_SESSION_CAP)
-        kept = dedup(ranked, _head_vectors(ranked[: 3 * req.top_k], model), req.top_k)
+        kept = dedup(ranked, _near_duplicate_pairs(ranked[: 3 * req.top_k], model), req.top_k)
         hits = _load_hits(kept, order, vec, txt)
     if req.profile == "memory":
         reinforce([h.chunk.pk for h in hits])
