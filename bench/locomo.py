@@ -7,7 +7,7 @@ with the configured embedder (MiniLM by default). Each question is then asked th
 retrieval.search.hybrid_search in its conversation's channel, and we count evidence turns
 (and evidence sessions) among the top 5 and top 10 results.
 
-    .venv/bin/python bench/locomo.py                      # full run (about 10 minutes on 2 cores)
+    .venv/bin/python bench/locomo.py                      # full run (about 12 minutes on a busy 2-core machine)
     .venv/bin/python bench/locomo.py --limit-conversations 2
     .venv/bin/python bench/locomo.py --keepdb             # keep the ingested data for the next run
 

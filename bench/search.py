@@ -62,6 +62,9 @@ def setup_django() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryhub.settings")
     os.environ["TEST_DB_NAME"] = DB_NAME
     os.environ["MEMORYHUB_EMBEDDER"] = "minilm"
+    # One torch thread, as in each server worker, so that the query-embedding time measured here
+    # is the one the server pays (more threads than free cores only slow one query down).
+    os.environ["MEMORYHUB_EMBED_THREADS"] = "1"
     os.environ.setdefault("LOG_LEVEL", "WARNING")
     import django
 
