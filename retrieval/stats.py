@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.apps import apps
-from django.db.models import Count, F, IntegerField, OuterRef, Q, Subquery, Sum
+from django.db.models import Count, F, IntegerField, Max, OuterRef, Q, Subquery, Sum
 from django.db.models.functions import Coalesce
 
 from accounts.models import ApiKey, Tenant
@@ -49,12 +49,42 @@ def _session_stats(tenant_id: int, workspace_id: int | None) -> dict[str, Any]:
             "unsummarised_messages": max(row["unsummarised"], 0)}
 
 
-def _model_count(app_label: str, model_name: str, tenant_id: int) -> int | None:
+def _model(app_label: str, model_name: str) -> Any:
+    """Another app's model, or None while that app does not have it (apps land independently)."""
     try:
-        model = apps.get_model(app_label, model_name)
+        return apps.get_model(app_label, model_name)
     except LookupError:
         return None
-    return model.objects.filter(tenant_id=tenant_id).count()
+
+
+def _scoped(model: Any, tenant_id: int, workspace_id: int | None) -> Any:
+    qs = model.objects.filter(tenant_id=tenant_id)
+    if workspace_id is not None and any(f.name == "workspace" for f in model._meta.get_fields()):
+        qs = qs.filter(workspace_id=workspace_id)
+    return qs
+
+
+def _summary_stats(tenant_id: int, workspace_id: int | None) -> dict[str, Any]:
+    model = _model("memoryhub", "SummaryNode")
+    if model is None:
+        return {}
+    row = _scoped(model, tenant_id, workspace_id).aggregate(n=Count("id"), depth=Max("depth"))
+    # Levels of the deepest tree: 1 with leaves only, 3 with leaves, branches and a root.
+    return {"summaries": row["n"], "summary_tree_depth": 0 if row["depth"] is None else row["depth"] + 1}
+
+
+def _schedule_stats(tenant_id: int, workspace_id: int | None) -> dict[str, Any]:
+    model = _model("scheduling", "Schedule")
+    if model is None:
+        return {}
+    qs = _scoped(model, tenant_id, workspace_id)
+    health: dict[str, Any] = {"total": qs.count()}
+    fields = {f.name for f in model._meta.get_fields()}
+    if "status" in fields:
+        health["by_status"] = dict(qs.values_list("status").annotate(n=Count("id")).values_list("status", "n"))
+    if "consecutive_failures" in fields:
+        health["failing"] = qs.filter(consecutive_failures__gt=0).count()
+    return {"schedules": health}
 
 
 def _queue_stats() -> dict[str, Any]:
@@ -74,13 +104,13 @@ def tenant_stats(key: ApiKey) -> dict[str, Any]:
 def memory_stats(tenant: Tenant, *, workspace_id: int | None = None) -> dict[str, Any]:
     stats: dict[str, Any] = {"tenant": tenant.name, **_session_stats(tenant.pk, workspace_id),
                              "chunks": _chunk_stats(tenant.pk, workspace_id)}
-    documents = Document.objects.filter(tenant_id=tenant.pk)
-    stats["documents"] = (documents.filter(workspace_id=workspace_id) if workspace_id is not None else documents).count()
-    for label, (app, model) in {"notes": ("memoryhub", "Note"), "facts": ("memoryhub", "Fact"),
-                                "summaries": ("memoryhub", "Summary"), "schedules": ("scheduling", "Schedule")}.items():
-        count = _model_count(app, model, tenant.pk)
-        if count is not None:
-            stats[label] = count
+    stats["documents"] = _scoped(Document, tenant.pk, workspace_id).count()
+    for label, name in {"notes": "Note", "facts": "Fact"}.items():
+        model = _model("memoryhub", name)
+        if model is not None:
+            stats[label] = _scoped(model, tenant.pk, workspace_id).count()
+    stats.update(_summary_stats(tenant.pk, workspace_id))
+    stats.update(_schedule_stats(tenant.pk, workspace_id))
     stats["queue"] = {"pending_embeddings": stats["chunks"]["pending_embedding"], **_queue_stats()}
     return stats
 

@@ -122,3 +122,20 @@ def test_a_read_only_key_cannot_ingest(cast) -> None:
     client = make_client(make_key(cast.alice_tenant, ("read",)))
     response = client.post("/api/v1/documents/", {"source_uri": "u", "text": "x"}, format="json")
     assert response.status_code == 403
+
+
+def test_stats_count_summaries_and_tree_depth_per_tenant(alice, bob, index, cast) -> None:
+    from memoryhub.memory_models import SummaryNode
+    from memoryhub.models import Session
+
+    index(alice, "a", {"role": "user", "content": "one"}, {"role": "user", "content": "two"})
+    index(bob, "b", {"role": "user", "content": "bob"})
+    session = Session.objects.get(tenant=cast.alice_tenant, external_id="a")
+    root = SummaryNode.objects.create(tenant=cast.alice_tenant, session=session, level="root", depth=2,
+                                      text="root", sequence_start=1, sequence_end=2)
+    SummaryNode.objects.create(tenant=cast.alice_tenant, session=session, level="leaf", depth=0, parent=root,
+                               text="leaf", sequence_start=1, sequence_end=2)
+    body = alice.get("/api/v1/stats/").json()
+    assert body["summaries"] == 2 and body["summary_tree_depth"] == 3
+    other = bob.get("/api/v1/stats/").json()
+    assert other["summaries"] == 0 and other["summary_tree_depth"] == 0
