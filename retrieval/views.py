@@ -72,7 +72,13 @@ class ContextView(APIView):
 
 
 class BrowseView(APIView):
-    @extend_schema(parameters=[BrowseParams, OpenApiParameter("limit", int), OpenApiParameter("offset", int)])
+    @extend_schema(
+        parameters=[BrowseParams, OpenApiParameter("limit", int), OpenApiParameter("offset", int)],
+        responses=inline_serializer("BrowsePage", {
+            "next": serializers.CharField(allow_null=True),
+            "results": serializers.ListField(child=serializers.DictField()),
+        }),
+    )
     def get(self, request: Request) -> Response:
         params = query_params(request, BrowseParams)
         key = api_key(request)
