@@ -28,5 +28,38 @@ def enqueue(func_path: str, *args: Any, group: str | None = None, **kwargs: Any)
 
 
 def enqueue_on_commit(func_path: str, *args: Any, group: str | None = None, **kwargs: Any) -> None:
-    """Enqueue once the current transaction commits, so the task sees the rows it is about."""
-    transaction.on_commit(lambda: enqueue(func_path, *args, group=group, **kwargs))
+    """Enqueue once the current transaction commits, so the task sees the rows it is about.
+
+    The tasks one transaction enqueues are written to the queue together, in one transaction of
+    their own: an append that starts indexing, summarising and fact extraction costs one queue
+    commit, not three.
+    """
+    if settings.MEMORYHUB_TASKS_EAGER:
+        transaction.on_commit(lambda: enqueue(func_path, *args, group=group, **kwargs))
+        return
+    connection = transaction.get_connection()
+    if not connection.in_atomic_block:
+        enqueue(func_path, *args, group=group, **kwargs)
+        return
+    # Join the batch registered at exactly this savepoint depth, if any: a batch registered
+    # inside a savepoint that rolls back is dropped by Django together with its tasks.
+    savepoints = set(connection.savepoint_ids)
+    for sids, func, _robust in reversed(connection.run_on_commit):
+        if isinstance(func, _Batch) and sids == savepoints:
+            func.tasks.append((func_path, args, group, kwargs))
+            return
+    batch = _Batch()
+    batch.tasks.append((func_path, args, group, kwargs))
+    transaction.on_commit(batch)
+
+
+class _Batch:
+    """An on-commit callback that writes the queued tasks of one transaction at once."""
+
+    def __init__(self) -> None:
+        self.tasks: list[tuple[str, tuple, str | None, dict]] = []
+
+    def __call__(self) -> None:
+        with transaction.atomic():
+            for func_path, args, group, kwargs in self.tasks:
+                enqueue(func_path, *args, group=group, **kwargs)
