@@ -238,6 +238,12 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    # Several serializers share these choice sets; name each set once in the schema.
+    "ENUM_NAME_OVERRIDES": {
+        "MemoryScopeEnum": "memoryhub.searchable.TIERS",
+        "SearchScopeEnum": ["conversation", "channel", "workspace", "account", "session"],
+        "RoleEnum": "memoryhub.models.Role",
+    },
 }
 
 # --- django-q2 ------------------------------------------------------------------------------
@@ -322,6 +328,6 @@ MEMORYHUB_SEARCH_SESSION_CAP = env_int("MEMORYHUB_SEARCH_SESSION_CAP", 0, minimu
 
 # --- Per-area settings: each area keeps its block in its own module ----------------------------
 
+from memoryhub.settings_lifecycle import *  # noqa: E402,F401,F403
 from memoryhub.settings_memory import *  # noqa: E402,F401,F403
 from memoryhub.settings_scheduling import *  # noqa: E402,F401,F403
-from memoryhub.settings_lifecycle import *  # noqa: E402,F401,F403
