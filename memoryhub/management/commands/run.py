@@ -35,6 +35,11 @@ class Command(BaseCommand):
         self.stdout.write(f"MemoryHub data folder: {settings.DATA_DIR}")
         call_command("migrate", interactive=False, verbosity=0)
         self.stdout.write("Database ready and migrated.")
+        if not options["no_cluster"]:
+            from memoryhub.maintenance import ensure_schedules
+
+            # The built-in cadences follow the settings of this start.
+            ensure_schedules()
         self.bootstrap()
         connections.close_all()
 

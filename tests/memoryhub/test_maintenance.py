@@ -1,0 +1,93 @@
+"""The built-in cadences: registered as django-q2 schedules, kept in step with settings, real work."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+from django_q.models import OrmQ, Schedule
+
+from memoryhub import maintenance
+from memoryhub.models import RollingSummary
+from retrieval.models import Chunk
+from tests.base import post_events
+
+pytestmark = pytest.mark.django_db
+
+NAMES = {"memoryhub:embed_backfill", "memoryhub:summarise", "memoryhub:consolidate"}
+
+
+def schedules() -> dict[str, Schedule]:
+    return {s.name: s for s in Schedule.objects.filter(name__startswith="memoryhub:")}
+
+
+def test_the_migration_registered_every_cadence() -> None:
+    rows = schedules()
+    assert set(rows) == NAMES
+    assert rows["memoryhub:consolidate"].func == "memoryhub.maintenance.consolidate"
+    assert rows["memoryhub:embed_backfill"].minutes == 5
+    assert rows["memoryhub:consolidate"].minutes == 24 * 60
+    assert all(row.repeats == -1 and row.schedule_type == Schedule.MINUTES for row in rows.values())
+
+
+def test_ensure_is_idempotent_and_follows_settings(settings) -> None:
+    assert set(maintenance.ensure_schedules().values()) == {"unchanged"}
+    Schedule.objects.create(name="memoryhub:summarise", func="x.y", schedule_type="I", minutes=1)
+    settings.MEMORYHUB_MAINTENANCE_EMBED_MINUTES = 2
+    settings.MEMORYHUB_MAINTENANCE_CONSOLIDATE_MINUTES = 0
+    done = maintenance.ensure_schedules()
+    assert done == {"embed_backfill": "updated", "summarise": "unchanged", "consolidate": "off"}
+    rows = schedules()
+    assert set(rows) == NAMES - {"memoryhub:consolidate"}
+    assert Schedule.objects.filter(name="memoryhub:summarise").count() == 1  # the duplicate is gone
+    assert rows["memoryhub:embed_backfill"].minutes == 2
+    assert rows["memoryhub:embed_backfill"].next_run <= timezone.now() + timedelta(minutes=2)
+    settings.MEMORYHUB_MAINTENANCE_CONSOLIDATE_MINUTES = 60
+    assert maintenance.ensure_schedules()["consolidate"] == "created"
+
+
+def test_a_missed_cadence_runs_once_when_the_cluster_starts(monkeypatch) -> None:
+    from django_q import scheduler as q_scheduler
+    from django_q.brokers import get_broker
+
+    # The cluster's scheduler starts by closing stale connections: not the test's own one.
+    monkeypatch.setattr(q_scheduler, "close_old_django_connections", lambda: None)
+    scheduler = q_scheduler.scheduler
+
+    Schedule.objects.filter(name="memoryhub:embed_backfill").update(next_run=timezone.now() - timedelta(days=3))
+    Schedule.objects.exclude(name="memoryhub:embed_backfill").update(next_run=timezone.now() + timedelta(hours=1))
+    scheduler(broker=get_broker())
+    queued = [row.task["func"] for row in OrmQ.objects.all()]
+    assert queued == ["memoryhub.maintenance.embed_backfill"]  # once, not once per missed period
+    assert schedules()["memoryhub:embed_backfill"].next_run > timezone.now()
+
+
+def test_embed_backfill_embeds_what_was_left_without_a_vector(alice, django_capture_on_commit_callbacks) -> None:
+    with django_capture_on_commit_callbacks(execute=True):
+        post_events(alice, "s1", {"role": "user", "content": "The spare key is under the blue pot."})
+    assert Chunk.objects.count() == 1
+    Chunk.objects.update(embedding=None, embedding_model="")
+    report = maintenance.embed_backfill()
+    assert report["embedded"] == 1 and report["remaining"] == 0
+    assert Chunk.objects.get().embedding is not None
+
+
+def test_summarise_rolls_the_summary_of_a_due_session(alice, settings) -> None:
+    settings.MEMORYHUB_AUTO_SUMMARISE = False  # nothing summarised on append: the cadence must do it
+    settings.MEMORYHUB_SUMMARY_BUDGET = 100
+    settings.MEMORYHUB_SUMMARY_MAX_SHARE = 1.0
+    post_events(alice, "s1", *[{"role": "user", "content": f"turn {i} " + "word " * 20} for i in range(12)])
+    assert not RollingSummary.objects.exists()
+    maintenance.summarise()
+    assert RollingSummary.objects.filter(session__external_id="s1").exists()
+
+
+def test_consolidate_reports_counts_without_id_lists(alice) -> None:
+    from memoryhub.lifecycle.models import ConsolidationReport
+
+    post_events(alice, "s1", {"role": "user", "content": "hello"})
+    report = maintenance.consolidate()
+    assert "ids" not in report and report["dry_run"] is False
+    assert isinstance(report["counts"], dict)
+    assert ConsolidationReport.objects.filter(pk=report["report_id"]).exists()
