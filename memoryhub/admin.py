@@ -8,7 +8,7 @@ from django.utils import timezone
 from django.utils.html import format_html
 
 from memoryhub.admin_tools import EstimatedCountPaginator
-from memoryhub.models import Event, RollingSummary, Session
+from memoryhub.models import ApiUsage, Event, RollingSummary, Session
 from memoryhub.sessions import delete_session
 
 
@@ -84,6 +84,28 @@ class RollingSummaryAdmin(admin.ModelAdmin):
     list_select_related = ["session", "tenant"]
     search_fields = ["=session__external_id", "text"]
     raw_id_fields = ["session", "tenant"]
+
+
+@admin.register(ApiUsage)
+class ApiUsageAdmin(admin.ModelAdmin):
+    """Read-only: the request middleware writes these counters."""
+
+    list_display = ["day", "tenant", "name", "requests", "errors", "mean_ms"]
+    list_filter = ["name", "tenant", "day"]
+    search_fields = ["tenant__name", "=name"]
+    list_select_related = ["tenant"]
+    date_hierarchy = "day"
+    ordering = ["-day", "tenant", "name"]
+
+    @admin.display(description="mean ms")
+    def mean_ms(self, obj: ApiUsage) -> float:
+        return round(obj.total_ms / obj.requests, 1) if obj.requests else 0.0
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: ApiUsage | None = None) -> bool:
+        return False
 
 
 from memoryhub import memory_admin  # noqa: E402,F401  (registers notes, facts, summaries)

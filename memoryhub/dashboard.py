@@ -19,7 +19,7 @@ from django.template.response import TemplateResponse
 from django.utils import timezone
 
 from accounts.models import Tenant
-from memoryhub.models import Event, Session
+from memoryhub.models import ApiUsage, Event, Session
 
 CHART_DAYS = 30
 
@@ -48,8 +48,7 @@ class Chart:
 
 def daily(qs: QuerySet[Any], field: str, title: str, *, days: int = CHART_DAYS, colour: str = "#417690") -> Chart:
     """Rows per day over the last `days` days (empty days included), in the server's time zone."""
-    today = timezone.localdate()
-    start = today - timedelta(days=days - 1)
+    start = timezone.localdate() - timedelta(days=days - 1)
     since = timezone.make_aware(timezone.datetime.combine(start, timezone.datetime.min.time()))
     counts = dict(
         qs.filter(**{f"{field}__gte": since})
@@ -58,6 +57,18 @@ def daily(qs: QuerySet[Any], field: str, title: str, *, days: int = CHART_DAYS, 
         .annotate(n=Count("pk"))
         .values_list("day", "n")
     )
+    return _chart(title, start, days, counts, colour)
+
+
+def usage_daily(name: str, title: str, *, days: int = CHART_DAYS, colour: str = "#417690") -> Chart:
+    """Requests per day to one counted endpoint (ApiUsage), all tenants together."""
+    start = timezone.localdate() - timedelta(days=days - 1)
+    counts = dict(ApiUsage.objects.filter(name=name, day__gte=start).values("day")
+                  .annotate(n=Sum("requests")).values_list("day", "n"))
+    return _chart(title, start, days, counts, colour)
+
+
+def _chart(title: str, start: date, days: int, counts: dict[date, int], colour: str) -> Chart:
     values = [(start + timedelta(days=i), int(counts.get(start + timedelta(days=i), 0))) for i in range(days)]
     top = max((v for _, v in values), default=0) or 1
     return Chart(title, [Bar(d, v, round(100 * v / top, 1)) for d, v in values], sum(v for _, v in values), colour)
@@ -87,6 +98,11 @@ def tenant_rows() -> list[dict[str, Any]]:
             continue
         for tenant_id, n in model.objects.values("tenant_id").annotate(n=Count("pk")).values_list("tenant_id", "n"):
             rows[tenant_id][name] = n
+    start = timezone.localdate() - timedelta(days=CHART_DAYS - 1)
+    for tenant_id, n, total_ms in (ApiUsage.objects.filter(name="search", day__gte=start).values("tenant_id")
+                                   .annotate(n=Sum("requests"), ms=Sum("total_ms"))
+                                   .values_list("tenant_id", "n", "ms")):
+        rows[tenant_id].update(searches=n, search_ms=round(total_ms / n, 1) if n else None)
     return list(rows.values())
 
 
@@ -106,7 +122,9 @@ def queue_status() -> dict[str, Any]:
 def charts() -> list[Chart]:
     from django_q.models import Task
 
-    found = [daily(Event.objects.all(), "created_at", "Events stored per day")]
+    found = [daily(Event.objects.all(), "created_at", "Events stored per day"),
+             usage_daily("search", "Searches per day", colour="#8a5b3c"),
+             usage_daily("context", "Context requests per day", colour="#8a5b3c")]
     chunk = _model("retrieval.Chunk")
     if chunk is not None:
         found.append(daily(chunk.objects.all(), "indexed_at", "Chunks indexed per day", colour="#5b8a3c"))

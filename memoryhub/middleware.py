@@ -72,6 +72,30 @@ def _has_nul(request: HttpRequest) -> JsonResponse | None:
     return None
 
 
+# (URL name, method) -> the usage counter a request adds to (ApiUsage, the dashboard's charts).
+USAGE_NAMES = {
+    ("search", "POST"): "search",
+    ("context", "POST"): "context",
+    ("session-events", "POST"): "append",
+    ("session-restore", "GET"): "restore",
+    ("session-restore", "POST"): "restore",
+}
+
+
+def _record_usage(request: HttpRequest, status: int, duration_ms: float) -> None:
+    match = getattr(request, "resolver_match", None)
+    tenant_id = getattr(getattr(request, "auth", None), "tenant_id", None)
+    name = USAGE_NAMES.get((getattr(match, "url_name", None), request.method or ""))
+    if name is None or tenant_id is None:
+        return
+    from memoryhub.models import ApiUsage
+
+    try:
+        ApiUsage.record(tenant_id, name, failed=status >= 400, duration_ms=duration_ms)
+    except Exception:  # counting must never fail a request that was answered
+        logger.exception("could not count API usage")
+
+
 class RequestLogMiddleware:
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
@@ -84,13 +108,16 @@ class RequestLogMiddleware:
         refused = (_too_large(request) or _has_nul(request)) if is_api else None
         response = refused or self.get_response(request)
         if is_api:
+            duration_ms = round((time.perf_counter() - started) * 1000, 2)
+            if refused is None:
+                _record_usage(request, response.status_code, duration_ms)
             logger.info(
                 "request",
                 extra={
                     "method": request.method,
                     "path": request.path,
                     "status": response.status_code,
-                    "duration_ms": round((time.perf_counter() - started) * 1000, 2),
+                    "duration_ms": duration_ms,
                     "tenant": getattr(getattr(request, "auth", None), "tenant_id", None),
                 },
             )

@@ -230,4 +230,45 @@ class RollingSummary(models.Model):
         return f"summary of {self.session_id} (epoch {self.epoch})"
 
 
+class ApiUsage(models.Model):
+    """Requests a tenant made per day to the endpoints that matter for operators (searches,
+    context, appends, restores), counted by the request middleware: the dashboard's charts."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    day = models.DateField()
+    name = models.CharField(max_length=20)
+    requests = models.PositiveIntegerField(default=0)
+    errors = models.PositiveIntegerField(default=0, help_text="Answers with a 4xx or 5xx status.")
+    total_ms = models.FloatField(default=0.0, help_text="Time spent answering, summed.")
+
+    exportable = False  # operations data, not memory: left out of tenant exports
+
+    class Meta:
+        verbose_name = "API usage (per day)"
+        verbose_name_plural = "API usage (per day)"
+        constraints = [models.UniqueConstraint(fields=["tenant", "day", "name"], name="api_usage_unique_day")]
+        indexes = [models.Index(fields=["day", "name"], name="api_usage_day_name")]
+
+    def __str__(self) -> str:
+        return f"{self.name} {self.day}: {self.requests}"
+
+    @classmethod
+    def record(cls, tenant_id: int, name: str, *, failed: bool, duration_ms: float) -> None:
+        """Count one request: one upsert, no read."""
+        from django.db import connection
+
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"""
+                INSERT INTO {cls._meta.db_table} (tenant_id, day, name, requests, errors, total_ms)
+                VALUES (%s, %s, %s, 1, %s, %s)
+                ON CONFLICT (tenant_id, day, name) DO UPDATE SET
+                    requests = {cls._meta.db_table}.requests + 1,
+                    errors = {cls._meta.db_table}.errors + EXCLUDED.errors,
+                    total_ms = {cls._meta.db_table}.total_ms + EXCLUDED.total_ms
+                """,
+                [tenant_id, timezone.localdate(), name, int(failed), duration_ms],
+            )
+
+
 from memoryhub.memory_models import *  # noqa: E402,F401,F403  (notes, facts, scratchpad, summary tree)

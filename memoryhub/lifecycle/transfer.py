@@ -83,6 +83,7 @@ def record_models() -> list[type[models.Model]]:
     found = [
         m for m in apps.get_models()
         if m._meta.app_label not in _SKIP_APPS and m not in _EXPLICIT and not m._meta.proxy
+        and getattr(m, "exportable", True)  # operational counters say `exportable = False`
         and any(f.name == "tenant" and f.is_relation for f in m._meta.concrete_fields)
     ]
     nameable = {Tenant, Workspace, Channel, Session, *found}

@@ -12,12 +12,12 @@ from django.contrib.messages import get_messages
 from django.urls import reverse
 
 from accounts.models import ApiKey, Channel, Tenant, Workspace
-from memoryhub.models import Event, RollingSummary, Session
+from memoryhub.models import ApiUsage, Event, RollingSummary, Session
 from tests.base import make_client, make_key, make_tenant, post_events
 
 pytestmark = pytest.mark.django_db
 
-FOUNDATION_MODELS = [Tenant, Workspace, Channel, ApiKey, Session, Event, RollingSummary]
+FOUNDATION_MODELS = [Tenant, Workspace, Channel, ApiKey, Session, Event, RollingSummary, ApiUsage]
 
 
 @pytest.fixture(autouse=True)

@@ -53,3 +53,36 @@ def test_dashboard_is_for_staff_only(client, db) -> None:  # type: ignore[no-unt
 
 def test_admin_index_links_to_the_dashboard(staff_client) -> None:
     assert b"/admin/dashboard/" in staff_client.get("/admin/").content
+
+
+def test_searches_and_appends_are_counted_per_tenant_and_day(staff_client, alice, bob) -> None:
+    from memoryhub.models import ApiUsage
+
+    post_events(alice, "s1", {"role": "user", "content": "the harbour opens at dawn"})
+    for _ in range(2):
+        assert alice.post("/api/v1/search/", {"query": "harbour"}, format="json").status_code == 200
+    assert alice.post("/api/v1/search/", {"query": "x", "top_k": 0}, format="json").status_code == 400
+    assert bob.post("/api/v1/search/", {"query": "harbour"}, format="json").status_code == 200
+    assert alice.get("/api/v1/sessions/s1/events/").status_code == 200  # reads are not counted
+    usage = {(u.tenant.name, u.name): u for u in ApiUsage.objects.select_related("tenant")}
+    assert set(usage) == {("alice", "append"), ("alice", "search"), ("bob", "search")}
+    assert usage["alice", "search"].requests == 3 and usage["alice", "search"].errors == 1
+    assert usage["alice", "search"].day == timezone.localdate() and usage["alice", "search"].total_ms > 0
+    assert usage["bob", "search"].requests == 1 and usage["alice", "append"].requests == 1
+
+    response = staff_client.get("/admin/dashboard/")
+    searches = next(c for c in response.context["charts"] if c.title == "Searches per day")
+    assert searches.total == 4 and searches.bars[-1].value == 4
+    rows = {row["tenant"].name: row for row in response.context["tenants"]}
+    assert rows["alice"]["searches"] == 3 and rows["bob"]["searches"] == 1
+    assert staff_client.get("/admin/memoryhub/apiusage/").status_code == 200
+
+
+def test_usage_counters_are_not_exported_as_memory(alice) -> None:
+    from memoryhub.lifecycle.transfer import record_models
+    from memoryhub.models import ApiUsage, Note
+
+    assert alice.post("/api/v1/search/", {"query": "anything"}, format="json").status_code == 200
+    assert ApiUsage.objects.exists()
+    exported = record_models()
+    assert ApiUsage not in exported and Note in exported
