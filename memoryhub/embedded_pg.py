@@ -5,8 +5,8 @@ Kept free of Django imports: settings.py calls it before Django is configured.
 
 from __future__ import annotations
 
-import logging
 import atexit
+import logging
 import os
 import warnings
 from pathlib import Path
