@@ -23,6 +23,10 @@ def max_request_bytes() -> int:
     return int(getattr(settings, "MEMORYHUB_MAX_REQUEST_BYTES", DEFAULT_MAX_REQUEST_BYTES))
 
 
+# Imports carry a whole tenant's export: they have their own, larger limit.
+IMPORT_PATH = "/api/v1/import/"
+
+
 def _too_large(request: HttpRequest) -> JsonResponse | None:
     raw = request.META.get("CONTENT_LENGTH") or "0"
     try:
@@ -30,6 +34,8 @@ def _too_large(request: HttpRequest) -> JsonResponse | None:
     except ValueError:
         return JsonResponse(error_body("bad_request", "Invalid Content-Length header."), status=400)
     limit = max_request_bytes()
+    if request.path_info == IMPORT_PATH:
+        limit = max(limit, int(getattr(settings, "MEMORYHUB_IMPORT_MAX_BYTES", limit)))
     if length > limit:
         return JsonResponse(
             error_body("request_too_large", f"The request body is {length} bytes; the limit is {limit}.",

@@ -219,3 +219,15 @@ def test_huge_numbers_in_the_query_are_not_a_server_error(alice, path: str) -> N
     assert response.status_code in (200, 400), response.content
     if response.status_code == 400:
         assert envelope(response)["code"] == "invalid_parameter"
+
+
+def test_imports_have_their_own_larger_limit(alice, settings) -> None:
+    settings.MEMORYHUB_MAX_REQUEST_BYTES = 1000
+    settings.MEMORYHUB_IMPORT_MAX_BYTES = 5000
+    body = {"format": "memoryhub-export", "schema_version": 1, "padding": "x" * 2000}
+    # Past the general limit, within the import limit: the import view reads and judges it.
+    response = alice.post("/api/v1/import/", body, format="json")
+    assert response.status_code == 400 and envelope(response)["code"] == "invalid_import"
+    body["padding"] = "x" * 6000
+    response = alice.post("/api/v1/import/", body, format="json")
+    assert response.status_code == 413 and envelope(response)["details"]["limit"] == 5000
