@@ -8,6 +8,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from memoryhub import errors
 from memoryhub.dashboard import dashboard_view
+from memoryhub.transfer_admin import transfer_view
 
 # Each area of the API keeps its own routes; a module that does not exist yet is skipped.
 API_URL_MODULES = (
@@ -21,6 +22,7 @@ api_modules = [m for m in API_URL_MODULES if find_spec(m) is not None]
 
 urlpatterns = [
     path("admin/dashboard/", admin.site.admin_view(dashboard_view), name="memoryhub-dashboard"),
+    path("admin/transfer/", admin.site.admin_view(transfer_view), name="memoryhub-transfer"),
     path("admin/", admin.site.urls),
     path("api/v1/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/v1/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
