@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import atexit
 import logging
+import threading
 import time
 from collections.abc import Callable
+from datetime import date
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -79,27 +82,58 @@ def _has_nul(request: HttpRequest) -> JsonResponse | None:
 
 
 # (URL name, method) -> the usage counter a request adds to (ApiUsage, the dashboard's charts).
+# Appends are not counted: stored events already say how many arrived when.
 USAGE_NAMES = {
     ("search", "POST"): "search",
     ("context", "POST"): "context",
-    ("session-events", "POST"): "append",
-    ("session-restore", "GET"): "restore",
-    ("session-restore", "POST"): "restore",
 }
+
+
+class UsageCounter:
+    """Counts requests in this process and writes them every MEMORYHUB_USAGE_FLUSH_SECONDS in one
+    statement, so that a search does not pay for a write of its own. A process that dies loses at
+    most that many seconds of counts (they are statistics, not memory)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.pending: dict[tuple[int, date, str], list[float]] = {}
+        self.last_flush = time.monotonic()
+
+    def count(self, tenant_id: int, name: str, *, failed: bool, duration_ms: float) -> None:
+        from django.utils import timezone
+
+        key = (tenant_id, timezone.localdate(), name)
+        with self.lock:
+            entry = self.pending.setdefault(key, [0, 0, 0.0])
+            entry[0] += 1
+            entry[1] += int(failed)
+            entry[2] += duration_ms
+            due = time.monotonic() - self.last_flush >= settings.MEMORYHUB_USAGE_FLUSH_SECONDS
+        if due:
+            self.flush()
+
+    def flush(self) -> None:
+        from memoryhub.models import ApiUsage
+
+        with self.lock:
+            pending, self.pending = self.pending, {}
+            self.last_flush = time.monotonic()
+        try:
+            ApiUsage.add(pending)
+        except Exception:  # counting must never fail a request that was answered
+            logger.exception("could not write API usage counts")
+
+
+usage = UsageCounter()
+atexit.register(lambda: usage.flush() if usage.pending else None)
 
 
 def _record_usage(request: HttpRequest, status: int, duration_ms: float) -> None:
     match = getattr(request, "resolver_match", None)
     tenant_id = getattr(getattr(request, "auth", None), "tenant_id", None)
     name = USAGE_NAMES.get((getattr(match, "url_name", None), request.method or ""))
-    if name is None or tenant_id is None:
-        return
-    from memoryhub.models import ApiUsage
-
-    try:
-        ApiUsage.record(tenant_id, name, failed=status >= 400, duration_ms=duration_ms)
-    except Exception:  # counting must never fail a request that was answered
-        logger.exception("could not count API usage")
+    if name is not None and tenant_id is not None:
+        usage.count(tenant_id, name, failed=status >= 400, duration_ms=duration_ms)
 
 
 class RequestLogMiddleware:

@@ -6,7 +6,7 @@ import json
 import math
 import secrets
 import string
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import Any
 
 import pgtrigger
@@ -231,8 +231,8 @@ class RollingSummary(models.Model):
 
 
 class ApiUsage(models.Model):
-    """Requests a tenant made per day to the endpoints that matter for operators (searches,
-    context, appends, restores), counted by the request middleware: the dashboard's charts."""
+    """Requests a tenant made per day to the read paths operators watch (searches, context),
+    counted by the request middleware: the dashboard's charts."""
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
     day = models.DateField()
@@ -253,21 +253,29 @@ class ApiUsage(models.Model):
         return f"{self.name} {self.day}: {self.requests}"
 
     @classmethod
-    def record(cls, tenant_id: int, name: str, *, failed: bool, duration_ms: float) -> None:
-        """Count one request: one upsert, no read."""
+    def add(cls, counts: dict[tuple[int, date, str], list[float]]) -> None:
+        """Add counts {(tenant_id, day, name): [requests, errors, total_ms]}: one upsert statement."""
         from django.db import connection
 
+        if not counts:
+            return
+        table = cls._meta.db_table
+        rows = [(t, d, n, int(c[0]), int(c[1]), float(c[2])) for (t, d, n), c in counts.items()]
+        values = ", ".join(["(%s::bigint, %s::date, %s::text, %s::int, %s::int, %s::float8)"] * len(rows))
         with connection.cursor() as cursor:
+            # Joined with the tenants, so that counts of a tenant deleted meanwhile are dropped.
             cursor.execute(
                 f"""
-                INSERT INTO {cls._meta.db_table} (tenant_id, day, name, requests, errors, total_ms)
-                VALUES (%s, %s, %s, 1, %s, %s)
+                INSERT INTO {table} (tenant_id, day, name, requests, errors, total_ms)
+                SELECT v.tenant_id, v.day, v.name, v.requests, v.errors, v.total_ms
+                FROM (VALUES {values}) AS v(tenant_id, day, name, requests, errors, total_ms)
+                JOIN {Tenant._meta.db_table} tenant ON tenant.id = v.tenant_id
                 ON CONFLICT (tenant_id, day, name) DO UPDATE SET
-                    requests = {cls._meta.db_table}.requests + 1,
-                    errors = {cls._meta.db_table}.errors + EXCLUDED.errors,
-                    total_ms = {cls._meta.db_table}.total_ms + EXCLUDED.total_ms
+                    requests = {table}.requests + EXCLUDED.requests,
+                    errors = {table}.errors + EXCLUDED.errors,
+                    total_ms = {table}.total_ms + EXCLUDED.total_ms
                 """,
-                [tenant_id, timezone.localdate(), name, int(failed), duration_ms],
+                [v for row in rows for v in row],
             )
 
 

@@ -15,6 +15,8 @@ def _fast_and_inline(settings) -> None:  # type: ignore[no-untyped-def]
     # Deterministic embeddings and inline background work unless a test asks otherwise.
     settings.MEMORYHUB_EMBEDDER = "hash"
     settings.MEMORYHUB_TASKS_EAGER = True
+    # Request counters are written at once, so that none is left over for the next test.
+    settings.MEMORYHUB_USAGE_FLUSH_SECONDS = 0
 
 
 @pytest.fixture(autouse=True)

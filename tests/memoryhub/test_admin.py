@@ -34,6 +34,7 @@ def data(alice, bob) -> dict[str, Any]:
                 {"role": "tool", "tool_name": "ledger", "tool_args": {"q": "unicorn"}})
     post_events(bob, "bravo-chat", {"role": "user", "content": "Bob's private words"})
     alice.patch("/api/v1/sessions/alpha-chat/", {"status": "archived"}, format="json")
+    alice.post("/api/v1/search/", {"query": "unicorn budget"}, format="json")  # an ApiUsage row
     session = Session.objects.get(external_id="alpha-chat")
     RollingSummary.objects.create(session=session, tenant_id=session.tenant_id, text="They planned.", epoch=1)
     return {"session": session}

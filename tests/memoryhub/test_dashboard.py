@@ -55,7 +55,7 @@ def test_admin_index_links_to_the_dashboard(staff_client) -> None:
     assert b"/admin/dashboard/" in staff_client.get("/admin/").content
 
 
-def test_searches_and_appends_are_counted_per_tenant_and_day(staff_client, alice, bob) -> None:
+def test_searches_are_counted_per_tenant_and_day(staff_client, alice, bob) -> None:
     from memoryhub.models import ApiUsage
 
     post_events(alice, "s1", {"role": "user", "content": "the harbour opens at dawn"})
@@ -65,10 +65,10 @@ def test_searches_and_appends_are_counted_per_tenant_and_day(staff_client, alice
     assert bob.post("/api/v1/search/", {"query": "harbour"}, format="json").status_code == 200
     assert alice.get("/api/v1/sessions/s1/events/").status_code == 200  # reads are not counted
     usage = {(u.tenant.name, u.name): u for u in ApiUsage.objects.select_related("tenant")}
-    assert set(usage) == {("alice", "append"), ("alice", "search"), ("bob", "search")}
+    assert set(usage) == {("alice", "search"), ("bob", "search")}  # appends are counted as events
     assert usage["alice", "search"].requests == 3 and usage["alice", "search"].errors == 1
     assert usage["alice", "search"].day == timezone.localdate() and usage["alice", "search"].total_ms > 0
-    assert usage["bob", "search"].requests == 1 and usage["alice", "append"].requests == 1
+    assert usage["bob", "search"].requests == 1
 
     response = staff_client.get("/admin/dashboard/")
     searches = next(c for c in response.context["charts"] if c.title == "Searches per day")
@@ -86,3 +86,29 @@ def test_usage_counters_are_not_exported_as_memory(alice) -> None:
     assert ApiUsage.objects.exists()
     exported = record_models()
     assert ApiUsage not in exported and Note in exported
+
+
+def test_counts_are_buffered_in_the_process_and_written_together(alice, settings) -> None:
+    from memoryhub.middleware import usage
+    from memoryhub.models import ApiUsage
+
+    settings.MEMORYHUB_USAGE_FLUSH_SECONDS = 3600
+    usage.flush()
+    for _ in range(3):
+        assert alice.post("/api/v1/context/", {"session": "s1", "query": "q"}, format="json").status_code in (200, 404)
+    assert not ApiUsage.objects.exists()  # nothing written per request
+    usage.flush()
+    row = ApiUsage.objects.get()
+    assert row.name == "context" and row.requests == 3
+
+
+def test_counts_of_a_deleted_tenant_are_dropped_not_failed(db) -> None:
+    from django.utils import timezone
+
+    from memoryhub.models import ApiUsage
+    from tests.base import make_tenant
+
+    kept = make_tenant("kept")
+    ApiUsage.add({(kept.pk, timezone.localdate(), "search"): [2, 0, 10.0],
+                  (kept.pk + 999, timezone.localdate(), "search"): [1, 0, 5.0]})
+    assert list(ApiUsage.objects.values_list("tenant_id", "requests")) == [(kept.pk, 2)]
