@@ -30,15 +30,18 @@ def enqueue(func_path: str, *args: Any, group: str | None = None, **kwargs: Any)
 def enqueue_on_commit(func_path: str, *args: Any, group: str | None = None, **kwargs: Any) -> None:
     """Enqueue once the current transaction commits, so the task sees the rows it is about.
 
-    The tasks one transaction enqueues are written to the queue together, in one transaction of
-    their own: an append that starts indexing, summarising and fact extraction costs one queue
-    commit, not three.
+    With the default ORM broker the task row is written inside the current transaction (a
+    transactional outbox: it commits or rolls back with the work it is about). With another
+    broker (Redis) the tasks one transaction enqueues are sent together after it commits.
     """
     if settings.MEMORYHUB_TASKS_EAGER:
         transaction.on_commit(lambda: enqueue(func_path, *args, group=group, **kwargs))
         return
     connection = transaction.get_connection()
-    if not connection.in_atomic_block:
+    if not connection.in_atomic_block or _queue_is_in("default"):
+        # The queue is a table of this database: a task written inside the transaction becomes
+        # visible to the cluster exactly when the rows it is about commit, and vanishes with them
+        # on a rollback. No commit of its own.
         enqueue(func_path, *args, group=group, **kwargs)
         return
     # Join the batch registered at exactly this savepoint depth, if any: a batch registered
@@ -51,6 +54,12 @@ def enqueue_on_commit(func_path: str, *args: Any, group: str | None = None, **kw
     batch = _Batch()
     batch.tasks.append((func_path, args, group, kwargs))
     transaction.on_commit(batch)
+
+
+def _queue_is_in(alias: str) -> bool:
+    """Whether the django-q2 broker is the ORM broker on database `alias`."""
+    cluster = settings.Q_CLUSTER
+    return cluster.get("orm") == alias and not cluster.get("redis")
 
 
 class _Batch:

@@ -1,9 +1,11 @@
-"""Queueing background work: the tasks of one transaction reach the queue together, after commit."""
+"""Queueing background work: a task reaches the cluster only with the rows it is about."""
 
 from __future__ import annotations
 
+import threading
+
 import pytest
-from django.db import transaction
+from django.db import connections, transaction
 from django_q.models import OrmQ
 
 from memoryhub.tasks import _Batch, enqueue_on_commit
@@ -12,26 +14,79 @@ from tests.base import post_events
 pytestmark = pytest.mark.django_db
 
 
-def queued_funcs() -> list[str]:
-    return [row.task["func"] for row in OrmQ.objects.order_by("pk")]
+def queued_args() -> list[tuple]:
+    return [row.task["args"] for row in OrmQ.objects.order_by("pk")]
 
 
-def test_an_append_queues_its_tasks_in_one_commit(alice, settings, django_capture_on_commit_callbacks) -> None:
+@pytest.fixture
+def cluster_mode(settings) -> None:  # type: ignore[no-untyped-def]
     settings.MEMORYHUB_TASKS_EAGER = False
+
+
+@pytest.fixture
+def redis_broker(settings, cluster_mode) -> None:  # type: ignore[no-untyped-def]
+    # Only the batching is looked at: nothing is sent to this address.
+    settings.Q_CLUSTER = {**settings.Q_CLUSTER, "orm": None, "redis": "redis://127.0.0.1:1/0"}
+
+
+def test_an_append_writes_its_tasks_in_its_own_transaction(alice, cluster_mode, django_capture_on_commit_callbacks) -> None:
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
         post_events(alice, "s1", *[{"role": "user", "content": f"m{i}"} for i in range(4)])
-    assert not OrmQ.objects.exists()
-    batches = [c for c in callbacks if isinstance(c, _Batch)]
-    assert len(batches) == 1  # one batch, however many tasks
-    batches[0]()
-    funcs = queued_funcs()
+    funcs = [row.task["func"] for row in OrmQ.objects.all()]
     assert "retrieval.tasks.index_events" in funcs
     assert "memoryhub.memory_tasks.summarise_session" in funcs
+    assert not [c for c in callbacks if isinstance(c, _Batch)]  # no second commit for the queue
 
 
-def test_tasks_of_a_rolled_back_savepoint_are_dropped(settings, django_capture_on_commit_callbacks) -> None:
+def test_tasks_of_a_rolled_back_savepoint_are_dropped(cluster_mode) -> None:
+    with transaction.atomic():
+        enqueue_on_commit("math.sqrt", 1)
+        try:
+            with transaction.atomic():
+                enqueue_on_commit("math.sqrt", 2)
+                raise RuntimeError("roll back the savepoint")
+        except RuntimeError:
+            pass
+        enqueue_on_commit("math.sqrt", 3)
+    assert queued_args() == [(1,), (3,)]
+
+
+def test_a_rolled_back_transaction_queues_nothing(cluster_mode) -> None:
+    try:
+        with transaction.atomic():
+            enqueue_on_commit("math.sqrt", 1)
+            assert queued_args() == [(1,)]
+            raise RuntimeError("roll back")
+    except RuntimeError:
+        pass
+    assert queued_args() == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_cluster_sees_a_task_only_once_its_rows_commit(settings) -> None:
     settings.MEMORYHUB_TASKS_EAGER = False
-    with django_capture_on_commit_callbacks(execute=True):
+    seen: list[int] = []
+
+    def look_from_another_connection() -> None:
+        try:
+            seen.append(OrmQ.objects.count())
+        finally:
+            connections.close_all()
+
+    with transaction.atomic():
+        enqueue_on_commit("math.sqrt", 1)
+        other = threading.Thread(target=look_from_another_connection)
+        other.start()
+        other.join()
+    other = threading.Thread(target=look_from_another_connection)
+    other.start()
+    other.join()
+    assert seen == [0, 1]
+    OrmQ.objects.all().delete()
+
+
+def test_another_broker_gets_one_batch_after_commit(redis_broker, django_capture_on_commit_callbacks) -> None:
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
         with transaction.atomic():
             enqueue_on_commit("math.sqrt", 1)
             try:
@@ -41,18 +96,9 @@ def test_tasks_of_a_rolled_back_savepoint_are_dropped(settings, django_capture_o
             except RuntimeError:
                 pass
             enqueue_on_commit("math.sqrt", 3)
-    assert [row.task["args"] for row in OrmQ.objects.order_by("pk")] == [(1,), (3,)]
-
-
-def test_a_rolled_back_transaction_queues_nothing(settings, django_capture_on_commit_callbacks) -> None:
-    settings.MEMORYHUB_TASKS_EAGER = False
-    with django_capture_on_commit_callbacks(execute=True):
-        try:
-            with transaction.atomic():
-                enqueue_on_commit("math.sqrt", 1)
-                raise RuntimeError("roll back")
-        except RuntimeError:
-            pass
+    batches = [c for c in callbacks if isinstance(c, _Batch)]
+    assert len(batches) == 1
+    assert [args for _, args, _, _ in batches[0].tasks] == [(1,), (3,)]
     assert not OrmQ.objects.exists()
 
 
