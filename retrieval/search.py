@@ -13,7 +13,7 @@ import hashlib
 import math
 import re
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from django.conf import settings
@@ -25,6 +25,7 @@ from pgvector import HalfVector
 from memoryhub.lifecycle.decay import relevance_sql
 from retrieval.embedders import DIMENSIONS, get_embedder
 from retrieval.models import Chunk
+from retrieval.timehints import TimeHint, time_hints
 
 MODES = ("hybrid", "vector", "text", "exact")
 FUSIONS = ("weighted", "rrf")
@@ -374,6 +375,33 @@ def fuse(req: SearchRequest, chunks: dict[int, Candidate], vec: dict[int, float]
     return with_session_prior(fused, chunks, settings.MEMORYHUB_SEARCH_SESSION_WEIGHT)
 
 
+def with_time_hints(scores: dict[int, float], chunks: dict[int, Candidate], hints: list[TimeHint],
+                    weight: float) -> dict[int, float]:
+    """Add `weight` × the best score to results written within a date the query names.
+
+    Scale-free (weighted and rrf scores differ in scale) and additive: a result outside the
+    named time still ranks by its match, only ties and near-ties go to the named time.
+    """
+    if weight <= 0.0 or not hints or not scores:
+        return scores
+    bonus = weight * max(scores.values())
+    out = dict(scores)
+    for pk in scores:
+        moment = datetime.fromtimestamp(chunks[pk].created_ts, UTC)
+        if any(hint.matches(moment) for hint in hints):
+            out[pk] += bonus
+    return out
+
+
+def _hint_where(hints: list[TimeHint]) -> tuple[str, list[Any]]:
+    parts, params = [], []
+    for hint in hints:
+        sql, hint_params = hint.sql("c.created_at")
+        parts.append(sql)
+        params.extend(hint_params)
+    return "(" + " OR ".join(parts) + ")", params
+
+
 def with_session_prior(scores: dict[int, float], chunks: dict[int, Candidate], weight: float) -> dict[int, float]:
     """Blend each chunk's score with its conversation's (passage + document evidence, as in IR).
 
@@ -449,6 +477,40 @@ def cap_per_session(ordered: list[Candidate], cap: int) -> list[Candidate]:
             taken[sid] = taken.get(sid, 0) + 1
         head.append(candidate)
     return head + tail
+
+
+def _pair_similarities(head: list[Candidate], model: str) -> dict[tuple[int, int], float]:
+    """Cosine similarity of every pair (low id, high id) of the head, computed in the database."""
+    ids = [c.pk for c in head]
+    if len(ids) < 2:
+        return {}
+    rows = _rows(
+        "SELECT a.id, b.id, 1 - (a.embedding <=> b.embedding) FROM retrieval_chunk a JOIN retrieval_chunk b "
+        "ON a.id < b.id WHERE a.id = ANY(%s) AND b.id = ANY(%s) AND a.embedding_model = %s "
+        "AND b.embedding_model = %s",
+        [ids, ids, model, model],
+    )
+    return {(a, b): float(sim) for a, b, sim in rows}
+
+
+def mmr(ordered: list[Candidate], scores: dict[int, float], similarities: dict[tuple[int, int], float],
+        weight: float, depth: int) -> list[Candidate]:
+    """Maximal marginal relevance: the next result maximises weight·score − (1−weight)·its highest
+    similarity to a result already taken (1 = plain ranking). Scores are min–max normalised first."""
+    if weight >= 1.0 or len(ordered) < 2:
+        return ordered
+    head, tail = list(ordered[:depth]), ordered[depth:]
+    norm = _minmax({c.pk: scores[c.pk] for c in head})
+    result: list[Candidate] = []
+    nearest = {c.pk: 0.0 for c in head}
+    while head:
+        best = max(range(len(head)), key=lambda i: weight * norm[head[i].pk] - (1 - weight) * nearest[head[i].pk])
+        chosen = head.pop(best)
+        result.append(chosen)
+        for c in head:
+            sim = similarities.get((min(c.pk, chosen.pk), max(c.pk, chosen.pk)), 0.0)
+            nearest[c.pk] = max(nearest[c.pk], sim)
+    return result + tail
 
 
 def dedup(ordered: list[Candidate], near_pairs: set[tuple[int, int]], top_k: int) -> list[Candidate]:
@@ -543,6 +605,16 @@ def _near_duplicate_pairs(head: list[Candidate], model: str) -> set[tuple[int, i
     return {(a, b) for a, b in rows}
 
 
+def _near_pairs(head: list[Candidate], model: str,
+                similarities: tuple[dict[tuple[int, int], float], set[int]] | None) -> set[tuple[int, int]]:
+    """Near-duplicate pairs of the head, from MMR's similarities when they cover it (no second query)."""
+    if similarities is None or not {c.pk for c in head} <= similarities[1]:
+        return _near_duplicate_pairs(head, model)
+    own = {c.pk for c in head if not c.contextual}
+    return {pair for pair, sim in similarities[0].items()
+            if sim > DEDUP_COSINE and pair[0] in own and pair[1] in own}
+
+
 def _load_hits(kept: list[Candidate], order: dict[int, float], vec: dict[int, float],
                txt: dict[int, float]) -> list[SearchHit]:
     rows = Chunk.objects.filter(pk__in=[c.pk for c in kept]).select_related(
@@ -573,12 +645,20 @@ def validate(req: SearchRequest) -> None:
         raise SearchError("query_required", "Give query text or a query_embedding.")
 
 
+def _query_time_hints(req: SearchRequest) -> list[TimeHint]:
+    if req.profile == "memory" or settings.MEMORYHUB_SEARCH_TIME_WEIGHT <= 0.0:
+        return []
+    return time_hints(req.query)
+
+
 def run_search(req: SearchRequest) -> list[SearchHit]:
     validate(req)
     where, params = _where(req)
     limit = max(settings.MEMORYHUB_SEARCH_CANDIDATES, req.top_k * 3)
     model = get_embedder().name
     has_text = bool(req.query.strip())
+    hints: list[TimeHint] = []
+    similarities: tuple[dict[tuple[int, int], float], set[int]] | None = None  # MMR's, reused by dedup
     with transaction.atomic():
         if req.mode == "exact":
             ids, vector, tq = _exact(req, where, params, req.top_k), None, None
@@ -591,6 +671,16 @@ def run_search(req: SearchRequest) -> list[SearchHit]:
             ids = text_candidates(req, tq, where, params, limit) if tq else []
             if vector is not None:
                 ids = list(dict.fromkeys([*vector_candidates(vector, model, where, params, limit), *ids]))
+            hints = _query_time_hints(req) if has_text else []
+            if hints:
+                # The best matches written within the named dates join the candidates: the
+                # preference below can only lift what was fetched.
+                hint_sql, hint_params = _hint_where(hints)
+                hinted_where, hinted_params = f"{where} AND {hint_sql}", [*params, *hint_params]
+                hinted = text_candidates(req, tq, hinted_where, hinted_params, limit // 2) if tq else []
+                if vector is not None:
+                    hinted = [*vector_candidates(vector, model, hinted_where, hinted_params, limit // 2), *hinted]
+                ids = list(dict.fromkeys([*ids, *hinted]))
         if not ids:
             return []
         chunks, vec, txt = _fetch(ids, vector, model, tq, with_relevance=req.profile == "memory")
@@ -599,14 +689,20 @@ def run_search(req: SearchRequest) -> list[SearchHit]:
             ranked = [chunks[i] for i in ids if i in chunks]
         else:
             order = fuse(req, chunks, vec, txt)
+            if req.profile != "memory":
+                order = with_time_hints(order, chunks, hints, settings.MEMORYHUB_SEARCH_TIME_WEIGHT)
             ranked = sorted(
                 chunks.values(),
                 key=lambda c: (-order[c.pk], -c.created_ts, -(c.sequence_end or 0), -c.pk),
             )
             if req.mode == "hybrid" and req.profile != "memory":
+                if settings.MEMORYHUB_SEARCH_MMR < 1.0:
+                    head = ranked[: 3 * req.top_k]
+                    similarities = (_pair_similarities(head, model), {c.pk for c in head})
+                    ranked = mmr(ranked, order, similarities[0], settings.MEMORYHUB_SEARCH_MMR, len(head))
                 ranked = diversify(ranked, order, settings.MEMORYHUB_SEARCH_SESSION_DIVERSITY, 2 * req.top_k)
                 ranked = cap_per_session(ranked, settings.MEMORYHUB_SEARCH_SESSION_CAP)
-        kept = dedup(ranked, _near_duplicate_pairs(ranked[: 3 * req.top_k], model), req.top_k)
+        kept = dedup(ranked, _near_pairs(ranked[: 3 * req.top_k], model, similarities), req.top_k)
         hits = _load_hits(kept, order, vec, txt)
     if req.profile == "memory":
         reinforce([h.chunk.pk for h in hits])

@@ -1,0 +1,138 @@
+"""Dates named in a query (retrieval.timehints) and the preference search gives them."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from retrieval.search import Candidate, mmr
+from retrieval.timehints import TimeHint, time_hints
+from tests.retrieval.conftest import search
+
+
+def _when(**kw: int) -> datetime:
+    return datetime(tzinfo=UTC, **kw)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("query", "expected"), [
+    ("When did Melanie go camping in June?", [TimeHint(month=6)]),
+    ("what did we decide in early May", [TimeHint(month=5)]),
+    ("beach trips in 2023", [TimeHint(start=_when(year=2023, month=1, day=1), end=_when(year=2024, month=1, day=1))]),
+    ("What did Mel paint in July 2023?",
+     [TimeHint(start=_when(year=2023, month=7, day=1), end=_when(year=2023, month=8, day=1))]),
+    ("budget talk in December 2023",
+     [TimeHint(start=_when(year=2023, month=12, day=1), end=_when(year=2024, month=1, day=1))]),
+    ("What painting did she show on October 13, 2023?",
+     [TimeHint(start=_when(year=2023, month=10, day=12), end=_when(year=2023, month=10, day=15))]),
+    ("the store on 1st of February, 2023",
+     [TimeHint(start=_when(year=2023, month=1, day=31), end=_when(year=2023, month=2, day=3))]),
+    ("call on Dec 5th", [TimeHint(month=12, day=5)]),
+    ("in June and in August", [TimeHint(month=6), TimeHint(month=8)]),
+])
+def test_calendar_references_are_read(query: str, expected: list[TimeHint]) -> None:
+    assert time_hints(query) == expected
+
+
+@pytest.mark.parametrize("query", [
+    "May I ask what we decided?", "They will march on the capital", "the deploy at 10:30",
+    "version 2023.1 of the tool", "order number 2023", "", "yesterday and last week",
+])
+def test_words_that_are_not_dates_give_no_hint(query: str) -> None:
+    assert time_hints(query) == []
+
+
+def test_an_impossible_day_falls_back_to_its_month() -> None:
+    assert time_hints("on 31 February 2023") == [
+        TimeHint(start=_when(year=2023, month=2, day=1), end=_when(year=2023, month=3, day=1))]
+
+
+def test_hints_match_moments() -> None:
+    june = TimeHint(month=6)
+    assert june.matches(_when(year=2021, month=6, day=30)) and june.matches(_when(year=2023, month=6, day=1))
+    assert not june.matches(_when(year=2023, month=7, day=1))
+    day = time_hints("on 13 October 2023")[0]
+    assert day.matches(_when(year=2023, month=10, day=14, hour=23))
+    assert not day.matches(_when(year=2023, month=10, day=15))
+    assert TimeHint(month=12, day=5).matches(_when(year=2020, month=12, day=6))
+    assert not TimeHint(month=12, day=5).matches(_when(year=2020, month=12, day=7))
+
+
+def _post(alice: Any, index: Any, session: str, content: str, when: str) -> None:
+    index(alice, session, {"role": "user", "content": content, "created_at": when})
+
+
+def test_search_prefers_memories_written_on_the_named_date(alice, index, settings) -> None:
+    _post(alice, index, "june", "We went hiking in the hills.", "2022-06-12T10:00:00Z")
+    _post(alice, index, "march", "We went hiking in the hills.", "2023-03-02T10:00:00Z")
+    settings.MEMORYHUB_SEARCH_MMR = 1.0
+    for mode in ("hybrid", "text", "vector"):
+        found = search(alice, query="hiking in June", mode=mode, top_k=2).json()["results"]
+        # Same words: without the hint the newer one wins the tie.
+        assert [r["session"] for r in found][:1] == ["june"], mode
+    settings.MEMORYHUB_SEARCH_TIME_WEIGHT = 0.0
+    found = search(alice, query="hiking in June", top_k=2).json()["results"]
+    assert [r["session"] for r in found][:1] == ["march"]
+
+
+def test_a_date_is_a_preference_not_a_filter(alice, index) -> None:
+    _post(alice, index, "only", "The invoice for the roof repair was paid.", "2023-03-02T10:00:00Z")
+    found = search(alice, query="roof invoice in June", top_k=5).json()["results"]
+    assert [r["session"] for r in found] == ["only"]
+
+
+def test_memories_of_the_named_date_join_the_candidates(alice, index, settings) -> None:
+    # Twelve better matches elsewhere fill the candidate list; the one written in June still comes back.
+    for i in range(12):
+        _post(alice, index, f"other-{i}", f"Kayak {i}", "2023-03-02T10:00:00Z")
+    _post(alice, index, "target", "The kayak got a long scratch on its side while we carried it down to the water.", "2022-06-20T10:00:00Z")
+    settings.MEMORYHUB_SEARCH_CANDIDATES = 10
+    found = search(alice, query="kayak in June", mode="text", top_k=3).json()["results"]
+    assert "target" in [r["session"] for r in found]
+    settings.MEMORYHUB_SEARCH_TIME_WEIGHT = 0.0
+    found = search(alice, query="kayak in June", mode="text", top_k=3).json()["results"]
+    assert "target" not in [r["session"] for r in found]
+
+
+def test_named_dates_never_reach_another_tenant(alice, bob, index) -> None:
+    _post(alice, index, "june", "Secret hiking plans.", "2022-06-12T10:00:00Z")
+    assert search(bob, query="hiking in June").json()["results"] == []
+
+
+# --- maximal marginal relevance ------------------------------------------------------------------
+
+
+def _candidate(pk: int) -> Candidate:
+    return Candidate(pk=pk, session_id=1, text=str(pk), contextual=False, created_ts=0.0, sequence_end=pk,
+                     importance=0.5)
+
+
+def test_mmr_skips_a_result_that_repeats_one_already_listed() -> None:
+    ranked = [_candidate(1), _candidate(2), _candidate(3)]
+    scores = {1: 1.0, 2: 0.9, 3: 0.8}
+    similar = {(1, 2): 0.95, (1, 3): 0.1, (2, 3): 0.1}
+    assert [c.pk for c in mmr(ranked, scores, similar, 0.6, 3)] == [1, 3, 2]
+    assert [c.pk for c in mmr(ranked, scores, similar, 1.0, 3)] == [1, 2, 3]  # off
+    # Mostly relevance: the near copy still comes second when its score is far ahead.
+    assert [c.pk for c in mmr(ranked, {1: 1.0, 2: 0.95, 3: 0.0}, similar, 0.6, 3)] == [1, 2, 3]
+
+
+def test_mmr_reorders_only_the_head() -> None:
+    ranked = [_candidate(i) for i in range(1, 6)]
+    scores = {i: 1.0 - i / 10 for i in range(1, 6)}
+    out = mmr(ranked, scores, {(1, 2): 0.99}, 0.5, 3)
+    assert [c.pk for c in out] == [1, 3, 2, 4, 5]
+
+
+def test_hybrid_search_spreads_over_distinct_memories(alice, index, settings) -> None:
+    for session in ("a", "b", "c"):
+        index(alice, session, {"role": "user", "content": "The heron nests by the lake every spring."})
+    index(alice, "d", {"role": "user", "content": "A heron nests near the river bridge."})
+    index(alice, "e", {"role": "user", "content": "The heron nests by the lake every spring, we saw it again today."})
+    settings.MEMORYHUB_SEARCH_MMR = 1.0
+    plain = [r["text"] for r in search(alice, query="heron nests lake", top_k=2).json()["results"]]
+    settings.MEMORYHUB_SEARCH_MMR = 0.3
+    spread = [r["text"] for r in search(alice, query="heron nests lake", top_k=2).json()["results"]]
+    assert plain[1] == "The heron nests by the lake every spring, we saw it again today."
+    assert spread[1] == "A heron nests near the river bridge."
