@@ -331,6 +331,12 @@ MEMORYHUB_SEARCH_SESSION_WEIGHT = env_float("MEMORYHUB_SEARCH_SESSION_WEIGHT", 0
 MEMORYHUB_SEARCH_SESSION_DIVERSITY = env_float("MEMORYHUB_SEARCH_SESSION_DIVERSITY", 1.0, low=0.0, high=1.0)
 # Hybrid search: at most this many results from one conversation before other conversations' (0 = off).
 MEMORYHUB_SEARCH_SESSION_CAP = env_int("MEMORYHUB_SEARCH_SESSION_CAP", 0, minimum=0)
+# Hybrid search: maximal marginal relevance, relevance weight λ against redundancy with results
+# already listed (1 = off; 0.5 is the usual default of MMR implementations).
+MEMORYHUB_SEARCH_MMR = env_float("MEMORYHUB_SEARCH_MMR", 0.6, low=0.0, high=1.0)
+# Search: a date the query names ("in June", "on 13 October 2023") lifts memories written then by
+# this share of the best score (0 = off; a preference, never a filter).
+MEMORYHUB_SEARCH_TIME_WEIGHT = env_float("MEMORYHUB_SEARCH_TIME_WEIGHT", 0.3, low=0.0, high=1.0)
 
 # --- Per-area settings: each area keeps its block in its own module ----------------------------
 
