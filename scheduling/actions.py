@@ -1,0 +1,164 @@
+"""The registry of named jobs a schedule can run. Each returns an ActionResult whose output is
+what the called function reported; an exception is a failed run."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from django.conf import settings
+
+if TYPE_CHECKING:
+    from scheduling.models import Run, Schedule
+
+
+class ActionError(Exception):
+    """The action ran and failed; `output` is what it reported."""
+
+    def __init__(self, message: str, output: str = "", *, turn_count: int = 0, cost: float = 0.0) -> None:
+        super().__init__(message)
+        self.output = output or message
+        self.turn_count = turn_count
+        self.cost = cost
+
+
+class ParamsError(ValueError):
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+@dataclass
+class ActionResult:
+    output: Any
+    turn_count: int = 0
+    cost: float = 0.0
+
+    def text(self) -> str:
+        if isinstance(self.output, str):
+            return self.output
+        return json.dumps(self.output, default=str, sort_keys=True)
+
+
+@dataclass
+class Action:
+    name: str
+    run: Callable[[Schedule, Run], ActionResult]
+    params: dict[str, type]  # allowed params and their types
+    description: str
+    needs_goal: bool = False
+
+
+def embed_backfill(schedule: Schedule, run: Run) -> ActionResult:
+    from retrieval.indexing import backfill_embeddings
+
+    return ActionResult(backfill_embeddings(tenant_id=schedule.tenant_id, limit=schedule.params.get("limit")))
+
+
+def summarise(schedule: Schedule, run: Run) -> ActionResult:
+    from memoryhub.summaries import summarise_due
+
+    return ActionResult(summarise_due(tenant_id=schedule.tenant_id))
+
+
+def consolidate(schedule: Schedule, run: Run) -> ActionResult:
+    from memoryhub.lifecycle.consolidation import run_consolidation
+
+    report = run_consolidation(tenant_id=schedule.tenant_id, dry_run=bool(schedule.params.get("dry_run", False)))
+    # The ids of every row touched can be long: the run keeps the counts, the stored report the ids.
+    return ActionResult({key: value for key, value in report.items() if key != "ids"})
+
+
+def prune_runs(schedule: Schedule, run: Run) -> ActionResult:
+    from scheduling.dispatcher import prune_history
+    from scheduling.models import Schedule as ScheduleModel
+
+    keep = int(schedule.params.get("keep", settings.MEMORYHUB_SCHEDULE_RUNS_KEPT))
+    deleted = 0
+    ids = list(ScheduleModel.objects.filter(tenant_id=schedule.tenant_id).values_list("pk", flat=True))
+    for schedule_id in ids:
+        deleted += prune_history(schedule_id, keep=keep, spare=run.pk)
+    return ActionResult({"schedules": len(ids), "runs_deleted": deleted, "kept_per_schedule": keep})
+
+
+def agent_goal(schedule: Schedule, run: Run) -> ActionResult:
+    """POST the goal to the agent webhook; its JSON reply gives status, output, turn_count, cost."""
+    url = settings.MEMORYHUB_AGENT_WEBHOOK_URL
+    if not url:
+        raise ActionError("No agent webhook configured (MEMORYHUB_AGENT_WEBHOOK_URL).")
+    body = json.dumps({
+        "schedule_id": str(schedule.pk), "run_id": str(run.pk), "name": schedule.name, "goal": schedule.goal,
+        "tenant": schedule.tenant.name, "user_id": schedule.user_id, "channel": schedule.channel,
+        "params": schedule.params,
+    }).encode()
+    headers = {"Content-Type": "application/json", "Accept": "application/json"}
+    if settings.MEMORYHUB_AGENT_WEBHOOK_TOKEN:
+        headers["Authorization"] = f"Bearer {settings.MEMORYHUB_AGENT_WEBHOOK_TOKEN}"
+    request = urllib.request.Request(url, data=body, headers=headers, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=settings.MEMORYHUB_AGENT_WEBHOOK_TIMEOUT) as response:
+            raw = response.read(10 * 1024 * 1024).decode("utf-8", "replace")
+    except urllib.error.HTTPError as exc:
+        text = exc.read(100_000).decode("utf-8", "replace")
+        raise ActionError(f"Agent webhook answered HTTP {exc.code}.", f"HTTP {exc.code}: {text}") from None
+    except (urllib.error.URLError, TimeoutError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise ActionError(f"Agent webhook unreachable: {reason}") from None
+    try:
+        reply = json.loads(raw) if raw.strip() else {}
+    except json.JSONDecodeError:
+        return ActionResult(raw)
+    if not isinstance(reply, dict):
+        return ActionResult(reply)
+    output = reply.get("output", reply.get("result", ""))
+    turns = _number(reply.get("turn_count", reply.get("turns", 0)), int)
+    cost = _number(reply.get("cost", 0.0), float)
+    status = str(reply.get("status", "succeeded")).lower()
+    if status in {"failed", "failure", "error"}:
+        text = output if isinstance(output, str) else json.dumps(output, default=str)
+        raise ActionError(f"Agent reported {status}.", text or f"Agent reported {status}.", turn_count=turns, cost=cost)
+    return ActionResult(output, turn_count=turns, cost=cost)
+
+
+def _number(value: Any, kind: type) -> Any:
+    try:
+        return max(kind(value), 0)
+    except (TypeError, ValueError):
+        return kind(0)
+
+
+REGISTRY: dict[str, Action] = {
+    a.name: a for a in [
+        Action("embed_backfill", embed_backfill, {"limit": int}, "Embed this tenant's chunks still without a vector."),
+        Action("summarise", summarise, {}, "Summarise this tenant's sessions that are due."),
+        Action("consolidate", consolidate, {"dry_run": bool},
+               "Consolidate this tenant's memory (promote, prune, merge, cap, compress)."),
+        Action("prune_runs", prune_runs, {"keep": int}, "Prune every schedule's run history to the newest N."),
+        Action("agent_goal", agent_goal, {}, "POST the goal to the configured agent webhook.", needs_goal=True),
+    ]
+}
+
+
+def check_params(action: str, params: Any, goal: str) -> dict[str, Any]:
+    """Params checked against the action's declared ones (ParamsError with a code otherwise)."""
+    spec = REGISTRY.get(action)
+    if spec is None:
+        raise ParamsError("unknown_action", f"Unknown action {action!r}; known: {', '.join(sorted(REGISTRY))}.")
+    if params is None:
+        params = {}
+    if not isinstance(params, dict):
+        raise ParamsError("invalid_params", "params must be a JSON object.")
+    for name, value in params.items():
+        kind = spec.params.get(name)
+        if kind is None:
+            raise ParamsError("invalid_params", f"Action {action!r} takes no parameter {name!r}.")
+        if not isinstance(value, kind) or (kind is int and (isinstance(value, bool) or value < 1)):
+            raise ParamsError("invalid_params", f"Parameter {name!r} must be a {'positive integer' if kind is int else kind.__name__}.")
+    if spec.needs_goal and not goal.strip():
+        raise ParamsError("goal_required", f"Action {action!r} needs a goal.")
+    return params

@@ -1,0 +1,183 @@
+"""The dispatcher: claims due schedules, records runs, executes them on the cluster.
+
+`dispatch()` is called every minute by ONE django-q2 schedule (registered by migration 0002).
+Claiming locks due rows with SELECT … FOR UPDATE SKIP LOCKED, so two dispatchers (two clusters)
+never claim the same due time: the second skips rows the first holds, and once the first commits
+the row's next_run_at has moved on. A unique (schedule, due_at) constraint backs this up.
+Creating the run and moving next_run_at happen in one transaction, as do recording a run's
+outcome and updating the schedule (failure streak, pause, completion) and pruning its history.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.dispatch import Signal
+from django.utils import timezone
+
+from memoryhub.tasks import enqueue_on_commit
+from scheduling import cadence as cadence_maths
+from scheduling.actions import REGISTRY, ActionError, ActionResult
+from scheduling.models import (
+    SUMMARY_CHARS,
+    CadenceType,
+    NotificationPolicy,
+    Run,
+    RunStatus,
+    Schedule,
+    ScheduleStatus,
+)
+
+logger = logging.getLogger(__name__)
+
+EXECUTE = "scheduling.tasks.execute_run"
+# Sent after a run finished when the schedule's notification policy asks for it (run=Run).
+run_notification = Signal()
+
+
+def dispatch(now: datetime | None = None, *, on_claimed: Callable[[list[Run]], None] | None = None) -> dict[str, int]:
+    """One pass: time out stuck runs, then claim every due schedule and enqueue its run."""
+    now = now or timezone.now()
+    timed_out = time_out_stuck_runs(now)
+    claimed = 0
+    batch = settings.MEMORYHUB_SCHEDULE_DISPATCH_BATCH
+    while True:
+        runs = _claim_batch(now, batch, on_claimed)
+        claimed += len(runs)
+        if len(runs) < batch:
+            break
+    if claimed or timed_out:
+        logger.info("schedules dispatched", extra={"claimed": claimed, "timed_out": timed_out})
+    return {"claimed": claimed, "timed_out": timed_out}
+
+
+def _claim_batch(now: datetime, batch: int, on_claimed: Callable[[list[Run]], None] | None) -> list[Run]:
+    runs: list[Run] = []
+    with transaction.atomic():
+        due = list(
+            Schedule.objects.select_for_update(skip_locked=True)
+            .filter(status=ScheduleStatus.ACTIVE, next_run_at__lte=now)
+            .order_by("next_run_at")[:batch]
+        )
+        for schedule in due:
+            due_at = schedule.next_run_at
+            assert due_at is not None
+            run = Run.objects.create(tenant_id=schedule.tenant_id, schedule=schedule, due_at=due_at, started_at=now)
+            schedule.next_run_at = cadence_maths.next_after_due(schedule.cadence(), due_at, now)
+            schedule.save(update_fields=["next_run_at", "updated_at"])
+            enqueue_on_commit(EXECUTE, str(run.pk), group="schedules")
+            runs.append(run)
+        if on_claimed is not None:
+            on_claimed(runs)
+    return runs
+
+
+def run_now(schedule: Schedule) -> Run:
+    """A manual run, enqueued at once; the schedule's next_run_at is unchanged."""
+    with transaction.atomic():
+        run = Run.objects.create(tenant_id=schedule.tenant_id, schedule=schedule, manual=True)
+        enqueue_on_commit(EXECUTE, str(run.pk), group="schedules")
+    return run
+
+
+def execute_run(run_id: str) -> dict[str, Any]:
+    """Run a queued run's action and record its outcome (the cluster's task)."""
+    with transaction.atomic():
+        run = Run.objects.select_for_update().select_related("schedule__tenant").filter(pk=run_id).first()
+        if run is None or run.status != RunStatus.QUEUED:
+            return {"run": run_id, "skipped": "not queued"}
+        run.status = RunStatus.RUNNING
+        run.started_at = timezone.now()
+        run.save(update_fields=["status", "started_at"])
+    schedule = run.schedule
+    action = REGISTRY.get(schedule.action)
+    try:
+        if action is None:
+            raise ActionError(f"Unknown action {schedule.action!r}.")
+        result = action.run(schedule, run)
+        ok, text, turns, cost, error = True, result.text(), result.turn_count, result.cost, ""
+    except ActionError as exc:
+        ok, text, turns, cost, error = False, exc.output, exc.turn_count, exc.cost, "action_failed"
+    except Exception as exc:  # any failure of the job is a failed run, never a stuck one
+        logger.exception("scheduled action failed", extra={"run": run_id, "action": schedule.action})
+        ok, text, turns, cost, error = False, f"{exc.__class__.__name__}: {exc}", 0, 0.0, "exception"
+    finish_run(run.pk, succeeded=ok, output=text, turn_count=turns, cost=cost, error=error,
+               expect=RunStatus.RUNNING)
+    return {"run": run_id, "status": RunStatus.SUCCEEDED if ok else RunStatus.FAILED}
+
+
+def finish_run(run_id: Any, *, succeeded: bool, output: str, turn_count: int = 0, cost: float = 0.0,
+               error: str = "", expect: str | None = None, now: datetime | None = None) -> Run | None:
+    """Record a run's outcome and update its schedule, in one transaction."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        run = Run.objects.select_for_update().filter(pk=run_id).first()
+        if run is None or run.status not in (RunStatus.QUEUED, RunStatus.RUNNING):
+            return None  # already finished (e.g. timed out and then came back): first outcome wins
+        if expect is not None and run.status != expect:
+            return None
+        schedule = Schedule.objects.select_for_update().get(pk=run.schedule_id)
+        status = RunStatus.SUCCEEDED if succeeded else RunStatus.FAILED
+        run.status, run.finished_at, run.error = status, now, error
+        run.output, run.output_summary = output, output[:SUMMARY_CHARS]
+        run.turn_count, run.cost = turn_count, cost
+        run.notified = _notify_wanted(schedule.notification_policy, succeeded)
+        run.save()
+        schedule.last_run_at, schedule.last_run_status = now, status
+        schedule.consecutive_failures = 0 if succeeded else schedule.consecutive_failures + 1
+        if schedule.cadence_type == CadenceType.ONCE and not run.manual and schedule.status == ScheduleStatus.ACTIVE:
+            schedule.status = ScheduleStatus.COMPLETED if succeeded else ScheduleStatus.FAILED
+            schedule.next_run_at = None
+        elif (not succeeded and schedule.status == ScheduleStatus.ACTIVE
+              and schedule.consecutive_failures >= settings.MEMORYHUB_SCHEDULE_MAX_FAILURES):
+            schedule.status = ScheduleStatus.PAUSED
+            logger.warning("schedule paused after repeated failures",
+                           extra={"schedule": str(schedule.pk), "failures": schedule.consecutive_failures})
+        schedule.save(update_fields=["last_run_at", "last_run_status", "consecutive_failures", "status",
+                                     "next_run_at", "updated_at"])
+        prune_history(schedule.pk, keep=settings.MEMORYHUB_SCHEDULE_RUNS_KEPT)
+        if run.notified:
+            transaction.on_commit(lambda: run_notification.send(sender=Run, run=run))
+    return run
+
+
+def _notify_wanted(policy: str, succeeded: bool) -> bool:
+    return (policy == NotificationPolicy.ALWAYS
+            or (policy == NotificationPolicy.ON_FAILURE and not succeeded)
+            or (policy == NotificationPolicy.ON_SUCCESS and succeeded))
+
+
+def time_out_stuck_runs(now: datetime | None = None) -> int:
+    """Runs queued or running longer than the timeout (a worker killed mid-run) become failed."""
+    now = now or timezone.now()
+    limit = now - timedelta(seconds=settings.MEMORYHUB_SCHEDULE_RUN_TIMEOUT_SECONDS)
+    stuck = list(Run.objects.filter(status__in=[RunStatus.QUEUED, RunStatus.RUNNING], started_at__lt=limit)
+                 .values_list("pk", "status"))
+    done = 0
+    for run_id, status in stuck:
+        message = (f"Timed out: still {status} after {settings.MEMORYHUB_SCHEDULE_RUN_TIMEOUT_SECONDS}s "
+                   "(worker lost or action too slow).")
+        if finish_run(run_id, succeeded=False, output=message, error="timeout", expect=status, now=now):
+            done += 1
+    return done
+
+
+def prune_history(schedule_id: Any, *, keep: int, spare: Any = None) -> int:
+    """Delete all but the newest `keep` finished runs of a schedule (open runs are never pruned)."""
+    newest = Run.objects.filter(schedule_id=schedule_id).order_by("-started_at", "-pk").values_list("pk", flat=True)
+    old = list(newest[keep:])
+    if spare is not None:
+        old = [pk for pk in old if pk != spare]
+    if not old:
+        return 0
+    deleted, _ = Run.objects.filter(pk__in=old).exclude(status__in=[RunStatus.QUEUED, RunStatus.RUNNING]).delete()
+    return deleted
+
+
+__all__ = ["ActionResult", "dispatch", "execute_run", "finish_run", "prune_history", "run_now",
+           "time_out_stuck_runs"]
