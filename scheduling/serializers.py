@@ -1,0 +1,95 @@
+"""Input and output shapes of the schedules API (SPEC S11 field names)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import serializers
+
+from memoryhub.api import StrictSerializer
+from scheduling import cadence as cadence_maths
+from scheduling.actions import REGISTRY
+from scheduling.models import NotificationPolicy, Run, Schedule, ScheduleStatus
+
+
+class CadenceInput(StrictSerializer):
+    type = serializers.ChoiceField(choices=cadence_maths.TYPES)
+    value = serializers.JSONField()
+    timezone = serializers.CharField(max_length=64, required=False, allow_blank=True)
+
+
+class ScheduleInput(StrictSerializer):
+    name = serializers.CharField(max_length=200)
+    goal = serializers.CharField(required=False, allow_blank=True, max_length=100_000, default="")
+    action = serializers.ChoiceField(choices=sorted(REGISTRY))
+    params = serializers.JSONField(required=False, default=dict)
+    cadence = CadenceInput()
+    user_id = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+    notification_policy = serializers.ChoiceField(choices=NotificationPolicy.choices, required=False,
+                                                  default=NotificationPolicy.ALWAYS)
+    channel = serializers.CharField(max_length=100, required=False, allow_blank=True, default="")
+    workspace = serializers.CharField(max_length=100, required=False, allow_blank=True)
+
+
+class SchedulePatchInput(StrictSerializer):
+    name = serializers.CharField(max_length=200, required=False)
+    goal = serializers.CharField(required=False, allow_blank=True, max_length=100_000)
+    action = serializers.ChoiceField(choices=sorted(REGISTRY), required=False)
+    params = serializers.JSONField(required=False)
+    cadence = CadenceInput(required=False)
+    user_id = serializers.CharField(max_length=200, required=False, allow_blank=True)
+    notification_policy = serializers.ChoiceField(choices=NotificationPolicy.choices, required=False)
+    channel = serializers.CharField(max_length=100, required=False, allow_blank=True)
+
+
+class ScheduleListParams(serializers.Serializer):
+    q = serializers.CharField(required=False, max_length=200)
+    status = serializers.ChoiceField(choices=ScheduleStatus.choices, required=False)
+    action = serializers.ChoiceField(choices=sorted(REGISTRY), required=False)
+    cadence_type = serializers.ChoiceField(choices=cadence_maths.TYPES, required=False)
+    user_id = serializers.CharField(required=False, max_length=200)
+    channel = serializers.CharField(required=False, max_length=100)
+    workspace = serializers.CharField(required=False, max_length=100)
+    name = serializers.CharField(required=False, max_length=200)
+
+
+class RunListParams(serializers.Serializer):
+    status = serializers.ChoiceField(choices=["queued", "running", "succeeded", "failed"], required=False)
+
+
+class ScheduleOutput(serializers.ModelSerializer):
+    id = serializers.CharField(read_only=True)
+    cadence = serializers.SerializerMethodField()
+    workspace = serializers.SerializerMethodField()
+    next_run_local = serializers.SerializerMethodField()
+    last_run_local = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Schedule
+        fields = ["id", "name", "goal", "action", "params", "cadence", "user_id", "notification_policy", "channel",
+                  "workspace", "status", "next_run_at", "next_run_local", "last_run_at", "last_run_local",
+                  "last_run_status", "consecutive_failures", "created_at", "updated_at"]
+
+    def get_cadence(self, obj: Schedule) -> dict[str, Any]:
+        return {"type": obj.cadence_type, "value": obj.cadence_value, "timezone": obj.timezone,
+                "description": cadence_maths.describe(obj.cadence())}
+
+    def get_workspace(self, obj: Schedule) -> str | None:
+        return obj.workspace.name if obj.workspace_id else None
+
+    def get_next_run_local(self, obj: Schedule) -> str:
+        return cadence_maths.format_in_timezone(obj.next_run_at, obj.timezone)
+
+    def get_last_run_local(self, obj: Schedule) -> str:
+        return cadence_maths.format_in_timezone(obj.last_run_at, obj.timezone)
+
+
+class RunOutput(serializers.ModelSerializer):
+    id = serializers.CharField(read_only=True)
+    run_id = serializers.CharField(source="id", read_only=True)
+    schedule = serializers.CharField(source="schedule_id", read_only=True)
+
+    class Meta:
+        model = Run
+        fields = ["id", "run_id", "schedule", "manual", "due_at", "started_at", "finished_at", "status", "error",
+                  "output_summary", "output", "turn_count", "cost", "notified"]

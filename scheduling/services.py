@@ -1,0 +1,148 @@
+"""Schedule operations shared by the API and the admin: create, edit, pause, resume."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from accounts.models import ApiKey
+from memoryhub.errors import ApiError, Conflict, NotFound
+from memoryhub.sessions import resolve_workspace
+from scheduling import cadence as cadence_maths
+from scheduling.actions import ParamsError, check_params
+from scheduling.models import Run, Schedule, ScheduleStatus
+
+
+def _bad(code: str, message: str, field: str) -> ApiError:
+    return ApiError(code, message, details={"fields": {field: [{"code": code, "message": message}]}})
+
+
+def checked_cadence(data: dict[str, Any]) -> cadence_maths.Cadence:
+    try:
+        return cadence_maths.validate(data["type"], data.get("value"), data.get("timezone") or "UTC",
+                                      now=timezone.now())
+    except cadence_maths.CadenceError as exc:
+        raise _bad(exc.code, exc.message, exc.field) from None
+
+
+def checked_params(action: str, params: Any, goal: str) -> dict[str, Any]:
+    try:
+        return check_params(action, params, goal)
+    except ParamsError as exc:
+        raise _bad(exc.code, exc.message, "params" if exc.code == "invalid_params" else "goal") from None
+
+
+def schedules_visible_to(key: ApiKey) -> Any:
+    qs = Schedule.objects.filter(tenant_id=key.tenant_id)
+    if key.workspace_id is not None:
+        qs = qs.filter(workspace_id=key.workspace_id)
+    return qs.select_related("workspace")
+
+
+def runs_visible_to(key: ApiKey) -> Any:
+    qs = Run.objects.filter(tenant_id=key.tenant_id)
+    if key.workspace_id is not None:
+        qs = qs.filter(schedule__workspace_id=key.workspace_id)
+    return qs
+
+
+def _uuid(value: str) -> uuid.UUID | None:
+    try:
+        return uuid.UUID(str(value))
+    except ValueError:
+        return None
+
+
+def get_schedule(key: ApiKey, schedule_id: str, *, for_update: bool = False) -> Schedule:
+    pk = _uuid(schedule_id)
+    qs = schedules_visible_to(key)
+    if for_update:
+        qs = qs.select_for_update(of=("self",))
+    schedule = qs.filter(pk=pk).first() if pk else None
+    if schedule is None:
+        raise NotFound(f"Schedule {schedule_id!r} does not exist.", code="schedule_not_found")
+    return schedule
+
+
+def get_run(key: ApiKey, run_id: str) -> Run:
+    pk = _uuid(run_id)
+    run = runs_visible_to(key).filter(pk=pk).first() if pk else None
+    if run is None:
+        raise NotFound(f"Run {run_id!r} does not exist.", code="run_not_found")
+    return run
+
+
+def filter_schedules(key: ApiKey, filters: dict[str, Any]) -> Any:
+    qs = schedules_visible_to(key)
+    if filters.get("q"):
+        q = filters["q"]
+        qs = qs.filter(Q(name__icontains=q) | Q(goal__icontains=q))
+    for name in ("status", "action", "cadence_type", "user_id", "channel", "name"):
+        if name in filters:
+            qs = qs.filter(**{name: filters[name]})
+    if "workspace" in filters:
+        qs = qs.filter(workspace__name=filters["workspace"])
+    return qs.order_by("-created_at", "pk")
+
+
+@transaction.atomic
+def create_schedule(key: ApiKey, data: dict[str, Any]) -> Schedule:
+    cadence = checked_cadence(data["cadence"])
+    params = checked_params(data["action"], data.get("params"), data.get("goal", ""))
+    workspace = resolve_workspace(key, data.get("workspace") or None)
+    return Schedule.objects.create(
+        tenant_id=key.tenant_id, workspace=workspace, user_id=data.get("user_id", ""), name=data["name"],
+        goal=data.get("goal", ""), action=data["action"], params=params, cadence_type=cadence.type,
+        cadence_value=cadence.value, timezone=cadence.timezone,
+        notification_policy=data["notification_policy"], channel=data.get("channel", ""),
+        next_run_at=cadence_maths.next_run(cadence, timezone.now()),
+    )
+
+
+@transaction.atomic
+def update_schedule(key: ApiKey, schedule_id: str, changes: dict[str, Any]) -> Schedule:
+    schedule = get_schedule(key, schedule_id, for_update=True)
+    for name in ("name", "goal", "user_id", "notification_policy", "channel", "action"):
+        if name in changes:
+            setattr(schedule, name, changes[name])
+    schedule.params = checked_params(schedule.action, changes.get("params", schedule.params), schedule.goal)
+    if "cadence" in changes:
+        cadence = checked_cadence(changes["cadence"])
+        schedule.cadence_type, schedule.cadence_value, schedule.timezone = cadence.type, cadence.value, cadence.timezone
+        schedule.next_run_at = cadence_maths.next_run(cadence, timezone.now())
+        if schedule.status in (ScheduleStatus.COMPLETED, ScheduleStatus.FAILED):
+            schedule.status = ScheduleStatus.ACTIVE  # a new cadence gives a finished schedule a new life
+            schedule.consecutive_failures = 0
+    schedule.save()
+    return schedule
+
+
+@transaction.atomic
+def pause(schedule: Schedule) -> Schedule:
+    schedule = Schedule.objects.select_for_update().get(pk=schedule.pk)
+    if schedule.status == ScheduleStatus.COMPLETED:
+        raise Conflict("schedule_completed", "A completed schedule cannot be paused.")
+    if schedule.status != ScheduleStatus.PAUSED:
+        schedule.status = ScheduleStatus.PAUSED
+        schedule.save(update_fields=["status", "updated_at"])
+    return schedule
+
+
+@transaction.atomic
+def resume(schedule: Schedule) -> Schedule:
+    """Active again from now: the failure streak is reset and the next time computed afresh."""
+    schedule = Schedule.objects.select_for_update().get(pk=schedule.pk)
+    if schedule.status == ScheduleStatus.ACTIVE:
+        return schedule
+    if schedule.status == ScheduleStatus.COMPLETED:
+        raise Conflict("schedule_completed", "A completed one-shot schedule cannot be resumed; give it a new cadence.")
+    following = cadence_maths.next_run(schedule.cadence(), timezone.now())
+    if following is None:
+        raise Conflict("schedule_expired", "This one-shot schedule's time has passed; give it a new cadence.")
+    schedule.status, schedule.consecutive_failures, schedule.next_run_at = ScheduleStatus.ACTIVE, 0, following
+    schedule.save(update_fields=["status", "consecutive_failures", "next_run_at", "updated_at"])
+    return schedule

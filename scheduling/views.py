@@ -1,0 +1,95 @@
+"""REST views for schedules and runs (SPEC S7, S11). Thin: parse, call, serialise."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from memoryhub.api import api_key, paginate, parse_input, query_params
+from scheduling import services
+from scheduling.dispatcher import run_now
+from scheduling.serializers import (
+    RunListParams,
+    RunOutput,
+    ScheduleInput,
+    ScheduleListParams,
+    ScheduleOutput,
+    SchedulePatchInput,
+)
+
+PAGE = [OpenApiParameter("limit", int), OpenApiParameter("offset", int)]
+
+
+class ScheduleListView(APIView):
+    @extend_schema(parameters=[ScheduleListParams, *PAGE], responses=ScheduleOutput(many=True))
+    def get(self, request: Request) -> Response:
+        filters = query_params(request, ScheduleListParams)
+        rows, meta = paginate(request, services.filter_schedules(api_key(request), filters))
+        return Response({**meta, "results": ScheduleOutput(rows, many=True).data})
+
+    @extend_schema(request=ScheduleInput, responses={201: ScheduleOutput})
+    def post(self, request: Request) -> Response:
+        data = parse_input(ScheduleInput, request.data)
+        schedule = services.create_schedule(api_key(request), data)
+        return Response(ScheduleOutput(schedule).data, status=status.HTTP_201_CREATED)
+
+
+class ScheduleDetailView(APIView):
+    @extend_schema(responses=ScheduleOutput)
+    def get(self, request: Request, schedule_id: str) -> Response:
+        return Response(ScheduleOutput(services.get_schedule(api_key(request), schedule_id)).data)
+
+    @extend_schema(request=SchedulePatchInput, responses=ScheduleOutput)
+    def patch(self, request: Request, schedule_id: str) -> Response:
+        changes = parse_input(SchedulePatchInput, request.data, partial=True)
+        return Response(ScheduleOutput(services.update_schedule(api_key(request), schedule_id, changes)).data)
+
+    @extend_schema(responses=inline_serializer("ScheduleDeleted", {"id": serializers.CharField(),
+                                                                  "deleted": serializers.BooleanField()}))
+    def delete(self, request: Request, schedule_id: str) -> Response:
+        schedule = services.get_schedule(api_key(request), schedule_id)
+        schedule.delete()
+        return Response({"id": schedule_id, "deleted": True})
+
+
+class SchedulePauseView(APIView):
+    @extend_schema(request=None, responses=ScheduleOutput)
+    def post(self, request: Request, schedule_id: str) -> Response:
+        schedule = services.pause(services.get_schedule(api_key(request), schedule_id))
+        return Response(ScheduleOutput(schedule).data)
+
+
+class ScheduleResumeView(APIView):
+    @extend_schema(request=None, responses=ScheduleOutput)
+    def post(self, request: Request, schedule_id: str) -> Response:
+        schedule = services.resume(services.get_schedule(api_key(request), schedule_id))
+        return Response(ScheduleOutput(schedule).data)
+
+
+class ScheduleRunNowView(APIView):
+    @extend_schema(request=None, responses={202: RunOutput})
+    def post(self, request: Request, schedule_id: str) -> Response:
+        run = run_now(services.get_schedule(api_key(request), schedule_id))
+        run.refresh_from_db()
+        return Response(RunOutput(run).data, status=status.HTTP_202_ACCEPTED)
+
+
+class ScheduleRunsView(APIView):
+    @extend_schema(parameters=[RunListParams, *PAGE], responses=RunOutput(many=True))
+    def get(self, request: Request, schedule_id: str) -> Response:
+        schedule = services.get_schedule(api_key(request), schedule_id)
+        filters = query_params(request, RunListParams)
+        qs = schedule.runs.order_by("-started_at", "pk")
+        if "status" in filters:
+            qs = qs.filter(status=filters["status"])
+        rows, meta = paginate(request, qs)
+        return Response({**meta, "schedule": str(schedule.pk), "results": RunOutput(rows, many=True).data})
+
+
+class RunDetailView(APIView):
+    @extend_schema(responses=RunOutput)
+    def get(self, request: Request, run_id: str) -> Response:
+        return Response(RunOutput(services.get_run(api_key(request), run_id)).data)
