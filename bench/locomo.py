@@ -252,9 +252,12 @@ def main() -> None:
     try:
         key, turn_at, ingest_s = ingest(conversations, args.embedder)
         turns = len(turn_at)
-        print(f"ingested {len(conversations)} conversations, {turns} turns in {ingest_s:.1f} s "
-              f"({turns / ingest_s:.1f} turns/s incl. embedding; embedder {settings.MEMORYHUB_EMBEDDER}, "
-              f"context messages {settings.MEMORYHUB_EMBED_CONTEXT_MESSAGES})", flush=True)
+        if ingest_s < 1.0:
+            print(f"reused the ingested data of {len(conversations)} conversations, {turns} turns (--keepdb)")
+        else:
+            print(f"ingested {len(conversations)} conversations, {turns} turns in {ingest_s:.1f} s "
+                  f"({turns / ingest_s:.1f} turns/s incl. embedding; embedder {settings.MEMORYHUB_EMBEDDER}, "
+                  f"context messages {settings.MEMORYHUB_EMBED_CONTEXT_MESSAGES})", flush=True)
         if cache is not None:
             cache.save()
         if not args.no_summaries and not SummaryNode.objects.filter(tenant_id=key.tenant_id).exists():

@@ -479,6 +479,30 @@ def cap_per_session(ordered: list[Candidate], cap: int) -> list[Candidate]:
     return head + tail
 
 
+def expand_summaries(ordered: list[Candidate]) -> list[Candidate]:
+    """A summary in the ranking gives its place to the best-ranked message it summarises (when
+    that message is a candidate): the hit is the message itself, found through its summary."""
+    out: list[Candidate] = []
+    used: set[int] = set()
+    for candidate in ordered:
+        if candidate.pk in used:
+            continue
+        if candidate.kind == "summary" and candidate.session_id is not None and candidate.sequence_start is not None:
+            source = next((
+                c for c in ordered
+                if c.kind == "event" and c.pk not in used and c.session_id == candidate.session_id
+                and c.sequence_end is not None and candidate.sequence_start <= c.sequence_end
+                and (candidate.sequence_end is None or (c.sequence_start or c.sequence_end) <= candidate.sequence_end)
+            ), None)
+            if source is not None:
+                used.add(source.pk)
+                out.append(source)
+                continue
+        used.add(candidate.pk)
+        out.append(candidate)
+    return out
+
+
 def _pair_similarities(head: list[Candidate], model: str) -> dict[tuple[int, int], float]:
     """Cosine similarity of every pair (low id, high id) of the head, computed in the database."""
     ids = [c.pk for c in head]
@@ -546,6 +570,8 @@ class Candidate:
     sequence_end: int | None
     importance: float
     relevance: float = 0.0  # decayed relevance (memory profile only)
+    kind: str = "event"
+    sequence_start: int | None = None
 
 
 def _fetch(ids: list[int], vector: HalfVector | None, model: str, tq: TextQuery | None,
@@ -554,7 +580,7 @@ def _fetch(ids: list[int], vector: HalfVector | None, model: str, tq: TextQuery 
 ]:
     """Score every candidate on both signals (not only on the list it came from), in one query."""
     select = ["c.id", "c.session_id", "c.text", "c.context <> ''", "extract(epoch FROM c.created_at)::float8",
-              "c.sequence_end", "c.importance"]
+              "c.sequence_end", "c.importance", "c.kind", "c.sequence_start"]
     params: list[Any] = []
     if vector is not None:
         select.append("CASE WHEN c.embedding_model = %s THEN 1 - (c.embedding <=> %s::halfvec) END")
@@ -577,8 +603,9 @@ def _fetch(ids: list[int], vector: HalfVector | None, model: str, tq: TextQuery 
     candidates: dict[int, Candidate] = {}
     vec: dict[int, float] = {}
     txt: dict[int, float] = {}
-    for pk, session_id, text, contextual, created, seq_end, importance, vsim, tscore, rel in rows:
-        candidates[pk] = Candidate(pk, session_id, text, contextual, created, seq_end, importance, float(rel))
+    for pk, session_id, text, contextual, created, seq_end, importance, kind, seq_start, vsim, tscore, rel in rows:
+        candidates[pk] = Candidate(pk, session_id, text, contextual, created, seq_end, importance, float(rel),
+                                   kind, seq_start)
         if vsim is not None:
             vec[pk] = float(vsim)
         if tscore:
@@ -696,6 +723,8 @@ def run_search(req: SearchRequest) -> list[SearchHit]:
                 key=lambda c: (-order[c.pk], -c.created_ts, -(c.sequence_end or 0), -c.pk),
             )
             if req.mode == "hybrid" and req.profile != "memory":
+                if settings.MEMORYHUB_SEARCH_EXPAND_SUMMARIES:
+                    ranked = expand_summaries(ranked)
                 if settings.MEMORYHUB_SEARCH_MMR < 1.0:
                     head = ranked[: 3 * req.top_k]
                     similarities = (_pair_similarities(head, model), {c.pk for c in head})

@@ -1,4 +1,4 @@
-"""Dates named in a query (retrieval.timehints) and the preference search gives them."""
+"""Ranking defaults: dates named in a query (retrieval.timehints), MMR, summaries expanded to their messages."""
 
 from __future__ import annotations
 
@@ -6,8 +6,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from django.utils import timezone
 
-from retrieval.search import Candidate, mmr
+from memoryhub.models import Session
+from memoryhub.searchable import Searchable
+from memoryhub.signals import memory_saved
+from retrieval.search import Candidate, expand_summaries, mmr
 from retrieval.timehints import TimeHint, time_hints
 from tests.retrieval.conftest import search
 
@@ -136,3 +140,48 @@ def test_hybrid_search_spreads_over_distinct_memories(alice, index, settings) ->
     spread = [r["text"] for r in search(alice, query="heron nests lake", top_k=2).json()["results"]]
     assert plain[1] == "The heron nests by the lake every spring, we saw it again today."
     assert spread[1] == "A heron nests near the river bridge."
+
+
+# --- summaries give their place to the messages they summarise ----------------------------------
+
+
+def test_expand_summaries_puts_the_best_source_message_in_the_summarys_place() -> None:
+    summary = Candidate(pk=10, session_id=1, text="s", contextual=False, created_ts=0.0, sequence_end=8,
+                        importance=0.5, kind="summary", sequence_start=1)
+    elsewhere = Candidate(pk=11, session_id=2, text="x", contextual=False, created_ts=0.0, sequence_end=3,
+                          importance=0.5, sequence_start=3)
+    source = Candidate(pk=12, session_id=1, text="m", contextual=False, created_ts=0.0, sequence_end=5,
+                       importance=0.5, sequence_start=5)
+    outside = Candidate(pk=13, session_id=1, text="o", contextual=False, created_ts=0.0, sequence_end=9,
+                        importance=0.5, sequence_start=9)
+    assert [c.pk for c in expand_summaries([summary, elsewhere, outside, source])] == [12, 11, 13]
+    # No source message among the candidates: the summary stays.
+    assert [c.pk for c in expand_summaries([summary, elsewhere, outside])] == [10, 11, 13]
+
+
+def _summarised_session(alice: Any, index: Any, cast: Any) -> None:
+    index(alice, "house", {"role": "user", "content": "The plumber came on Tuesday."},
+          {"role": "user", "content": "He fixed the boiler and replaced a valve."})
+    session = Session.objects.get(tenant=cast.alice_tenant, external_id="house")
+    memory_saved.send(sender=None, kind="summary", searchable=Searchable(
+        kind="summary", source_id="900", tenant_id=cast.alice_tenant.pk,
+        text="- user: plumber fixed boiler valve", created_at=timezone.now(), session_id=session.pk,
+        workspace_id=session.workspace_id, channel_id=session.channel_id, tier="conversation",
+        sequence_start=1, sequence_end=2))
+
+
+def test_a_summary_hit_returns_the_message_it_summarises(alice, index, cast, settings) -> None:
+    _summarised_session(alice, index, cast)
+    found = search(alice, query="plumber boiler valve", top_k=5).json()["results"]
+    assert [r["kind"] for r in found] == ["event", "event"]
+    assert found[0]["text"] == "He fixed the boiler and replaced a valve."
+    settings.MEMORYHUB_SEARCH_EXPAND_SUMMARIES = False
+    found = search(alice, query="plumber boiler valve", top_k=5).json()["results"]
+    assert "summary" in [r["kind"] for r in found]
+
+
+def test_a_search_for_summaries_still_returns_summaries(alice, bob, index, cast) -> None:
+    _summarised_session(alice, index, cast)
+    found = search(alice, query="plumber boiler valve", kinds=["summary"]).json()["results"]
+    assert [r["text"] for r in found] == ["- user: plumber fixed boiler valve"]
+    assert search(bob, query="plumber boiler valve", kinds=["summary"]).json()["results"] == []
