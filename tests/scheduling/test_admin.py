@@ -1,0 +1,62 @@
+"""Admin: schedules with their next run in their own zone, runs, actions; django-q2's own admin."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+import pytest
+from django.core.management import call_command
+
+from scheduling.models import Run, Schedule
+
+pytestmark = pytest.mark.django_db
+
+
+def make(cast, **fields):  # type: ignore[no-untyped-def]
+    values = {"name": "paris job", "action": "summarise", "cadence_type": "cron", "cadence_value": "0 9 * * *",
+              "timezone": "Europe/Paris", "next_run_at": datetime(2026, 7, 1, 7, tzinfo=UTC)}
+    values.update(fields)
+    return Schedule.objects.create(tenant=cast.alice_tenant, **values)
+
+
+def test_schedule_list_shows_next_run_in_its_zone(admin_client, cast) -> None:  # type: ignore[no-untyped-def]
+    schedule = make(cast, consecutive_failures=2, last_run_status="failed")
+    page = admin_client.get("/admin/scheduling/schedule/").content.decode()
+    assert "Wed 1 Jul 2026, 09:00 CEST (Europe/Paris)" in page and "cron 0 9 * * * (Europe/Paris)" in page
+    run = Run.objects.create(tenant=cast.alice_tenant, schedule=schedule, status="failed",
+                             output="boom: the whole output", output_summary="boom: the summary")
+    assert "boom: the summary" in admin_client.get(f"/admin/scheduling/schedule/{schedule.pk}/change/").content.decode()
+    assert "boom: the summary" in admin_client.get("/admin/scheduling/run/").content.decode()
+    assert "boom: the whole output" in admin_client.get(f"/admin/scheduling/run/{run.pk}/change/").content.decode()
+
+
+def test_admin_actions_pause_resume_run_now(admin_client, cast, django_capture_on_commit_callbacks) -> None:  # type: ignore[no-untyped-def]
+    schedule = make(cast)
+    url = "/admin/scheduling/schedule/"
+    admin_client.post(url, {"action": "pause_action", "_selected_action": [str(schedule.pk)]})
+    schedule.refresh_from_db()
+    assert schedule.status == "paused"
+    admin_client.post(url, {"action": "resume_action", "_selected_action": [str(schedule.pk)]})
+    schedule.refresh_from_db()
+    assert schedule.status == "active" and schedule.next_run_at > datetime.now(UTC)
+    with django_capture_on_commit_callbacks(execute=True):
+        admin_client.post(url, {"action": "run_now_action", "_selected_action": [str(schedule.pk)]})
+    assert schedule.runs.get().status == "succeeded"
+
+
+def test_django_q_admin_is_there(admin_client) -> None:  # type: ignore[no-untyped-def]
+    for path in ("/admin/django_q/ormq/", "/admin/django_q/success/", "/admin/django_q/failure/",
+                 "/admin/django_q/schedule/"):
+        assert admin_client.get(path).status_code == 200, path
+    assert "scheduling:dispatch" in admin_client.get("/admin/django_q/schedule/").content.decode()
+
+
+def test_queue_status_command(cast, capsys) -> None:  # type: ignore[no-untyped-def]
+    make(cast, consecutive_failures=1)
+    call_command("queue_status", "--json")
+    status = json.loads(capsys.readouterr().out)
+    assert status["schedules"]["by_status"] == {"active": 1} and status["schedules"]["failing"] == 1
+    assert "scheduling:dispatch" in [s["name"] for s in status["cluster_schedules"]]
+    call_command("queue_status")
+    assert "queued tasks:" in capsys.readouterr().out
