@@ -722,9 +722,9 @@ def run_search(req: SearchRequest) -> list[SearchHit]:
                 chunks.values(),
                 key=lambda c: (-order[c.pk], -c.created_ts, -(c.sequence_end or 0), -c.pk),
             )
+            if req.profile != "memory" and settings.MEMORYHUB_SEARCH_EXPAND_SUMMARIES:
+                ranked = expand_summaries(ranked)
             if req.mode == "hybrid" and req.profile != "memory":
-                if settings.MEMORYHUB_SEARCH_EXPAND_SUMMARIES:
-                    ranked = expand_summaries(ranked)
                 if settings.MEMORYHUB_SEARCH_MMR < 1.0:
                     head = ranked[: 3 * req.top_k]
                     similarities = (_pair_similarities(head, model), {c.pk for c in head})

@@ -172,9 +172,10 @@ def _summarised_session(alice: Any, index: Any, cast: Any) -> None:
 
 def test_a_summary_hit_returns_the_message_it_summarises(alice, index, cast, settings) -> None:
     _summarised_session(alice, index, cast)
-    found = search(alice, query="plumber boiler valve", top_k=5).json()["results"]
-    assert [r["kind"] for r in found] == ["event", "event"]
-    assert found[0]["text"] == "He fixed the boiler and replaced a valve."
+    for mode in ("hybrid", "text", "vector"):
+        found = search(alice, query="plumber boiler valve", top_k=5, mode=mode).json()["results"]
+        assert [r["kind"] for r in found] == ["event", "event"], mode
+        assert found[0]["text"] == "He fixed the boiler and replaced a valve.", mode
     settings.MEMORYHUB_SEARCH_EXPAND_SUMMARIES = False
     found = search(alice, query="plumber boiler valve", top_k=5).json()["results"]
     assert "summary" in [r["kind"] for r in found]
