@@ -337,7 +337,7 @@ MEMORYHUB_SEARCH_MMR = env_float("MEMORYHUB_SEARCH_MMR", 0.6, low=0.0, high=1.0)
 # Search: a date the query names ("in June", "on 13 October 2023") lifts memories written then by
 # this share of the best score (0 = off; a preference, never a filter).
 MEMORYHUB_SEARCH_TIME_WEIGHT = env_float("MEMORYHUB_SEARCH_TIME_WEIGHT", 0.3, low=0.0, high=1.0)
-# Hybrid search: a summary that ranks gives its place to the best-ranked message it summarises
+# Search: a summary that ranks gives its place to the best-ranked message it summarises
 # (when that message is a candidate); a search limited to summaries still returns summaries.
 MEMORYHUB_SEARCH_EXPAND_SUMMARIES = env_bool("MEMORYHUB_SEARCH_EXPAND_SUMMARIES", True)
 
