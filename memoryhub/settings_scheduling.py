@@ -16,3 +16,15 @@ MEMORYHUB_SCHEDULE_DISPATCH_BATCH = env_int("MEMORYHUB_SCHEDULE_DISPATCH_BATCH",
 MEMORYHUB_AGENT_WEBHOOK_URL = env_str("MEMORYHUB_AGENT_WEBHOOK_URL", "")
 MEMORYHUB_AGENT_WEBHOOK_TIMEOUT = env_float("MEMORYHUB_AGENT_WEBHOOK_TIMEOUT", 30.0, low=0.1, high=3600)
 MEMORYHUB_AGENT_WEBHOOK_TOKEN = env_str("MEMORYHUB_AGENT_WEBHOOK_TOKEN", "")
+
+# OpenAPI: name the choice sets of schedules and runs (both have a `status`, as sessions do).
+from memoryhub.settings import SPECTACULAR_SETTINGS  # noqa: E402
+
+SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"] = {
+    **SPECTACULAR_SETTINGS.get("ENUM_NAME_OVERRIDES", {}),
+    "ScheduleStatusEnum": "scheduling.models.ScheduleStatus",
+    "RunStatusEnum": "scheduling.models.RunStatus",
+    # Sessions had the only `status` before schedules came: name theirs too, or it gets a hash.
+    "SessionStatusEnum": "memoryhub.models.SessionStatus",
+    "NotificationPolicyEnum": "scheduling.models.NotificationPolicy",
+}
