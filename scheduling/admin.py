@@ -5,15 +5,48 @@ from __future__ import annotations
 
 from typing import Any
 
+from django import forms
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.utils import timezone
 
 from memoryhub.errors import ApiError
 from scheduling import cadence as cadence_maths
 from scheduling import services
+from scheduling.actions import REGISTRY, ParamsError, check_params
 from scheduling.dispatcher import run_now
 from scheduling.models import Run, Schedule
+
+CADENCE_FIELDS = ("cadence_type", "cadence_value", "timezone")
+
+
+class ScheduleForm(forms.ModelForm):
+    """The API's checks in the admin: a valid cadence (when it changes) and params fit for the action."""
+
+    action = forms.ChoiceField(choices=[(name, name) for name in sorted(REGISTRY)])
+
+    class Meta:
+        model = Schedule
+        fields = "__all__"
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        if any(name in self.changed_data for name in CADENCE_FIELDS) and all(data.get(n) for n in CADENCE_FIELDS):
+            try:
+                cadence = cadence_maths.validate(data["cadence_type"], data["cadence_value"], data["timezone"],
+                                                 now=timezone.now())
+            except cadence_maths.CadenceError as exc:
+                raise forms.ValidationError({"timezone" if "timezone" in exc.field else "cadence_value": exc.message})
+            data["cadence_value"] = cadence.value
+            self.instance.next_run_at = cadence_maths.next_run(cadence, timezone.now())
+            data["next_run_at"] = self.instance.next_run_at
+        if data.get("action"):
+            try:
+                data["params"] = check_params(data["action"], data.get("params"), data.get("goal") or "")
+            except ParamsError as exc:
+                raise forms.ValidationError({"params": exc.message})
+        return data
 
 
 class RunInline(admin.TabularInline):
@@ -32,6 +65,7 @@ class RunInline(admin.TabularInline):
 
 @admin.register(Schedule)
 class ScheduleAdmin(admin.ModelAdmin):
+    form = ScheduleForm
     list_display = ["name", "tenant", "action", "cadence", "status", "next_run_local", "last_run_status",
                     "consecutive_failures", "user_id"]
     list_filter = ["status", "action", "cadence_type", "last_run_status", "tenant"]

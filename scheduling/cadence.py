@@ -98,7 +98,12 @@ def parse_once(value: str, tz: ZoneInfo) -> datetime:
 
 
 def _cron(expr: str, start: datetime) -> croniter:
-    return croniter(expr, start)
+    if len(expr.split()) != 5:
+        _check_cron(expr)
+    try:
+        return croniter(expr, start)
+    except (ValueError, KeyError, TypeError) as exc:
+        raise CadenceError("invalid_cron", f"Invalid cron expression {expr!r}: {exc}", "cadence.value") from None
 
 
 def _check_cron(expr: str) -> None:

@@ -67,8 +67,16 @@ def _claim_batch(now: datetime, batch: int, on_claimed: Callable[[list[Run]], No
         for schedule in due:
             due_at = schedule.next_run_at
             assert due_at is not None
+            try:
+                following = cadence_maths.next_after_due(schedule.cadence(), due_at, now)
+            except cadence_maths.CadenceError as exc:
+                # A cadence broken behind the API's back (a hand edit) must not block the others.
+                logger.error("schedule has an invalid cadence", extra={"schedule": str(schedule.pk), "error": exc.message})
+                schedule.status, schedule.next_run_at = ScheduleStatus.FAILED, None
+                schedule.save(update_fields=["status", "next_run_at", "updated_at"])
+                continue
             run = Run.objects.create(tenant_id=schedule.tenant_id, schedule=schedule, due_at=due_at, started_at=now)
-            schedule.next_run_at = cadence_maths.next_after_due(schedule.cadence(), due_at, now)
+            schedule.next_run_at = following
             schedule.save(update_fields=["next_run_at", "updated_at"])
             enqueue_on_commit(EXECUTE, str(run.pk), group="schedules")
             runs.append(run)

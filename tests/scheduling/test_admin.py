@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.core.management import call_command
@@ -60,3 +60,26 @@ def test_queue_status_command(cast, capsys) -> None:  # type: ignore[no-untyped-
     assert "scheduling:dispatch" in [s["name"] for s in status["cluster_schedules"]]
     call_command("queue_status")
     assert "queued tasks:" in capsys.readouterr().out
+
+
+def test_admin_form_checks_cadence_and_params_like_the_api(cast) -> None:  # type: ignore[no-untyped-def]
+    from django.forms.models import model_to_dict
+
+    from scheduling.admin import ScheduleForm
+
+    schedule = make(cast)
+    data = {k: v for k, v in model_to_dict(schedule).items() if v is not None}
+    data["params"] = "{}"
+    bad = ScheduleForm(data={**data, "cadence_value": "*/1 * * *"}, instance=schedule)
+    assert not bad.is_valid() and "cadence_value" in bad.errors
+    bad_zone = ScheduleForm(data={**data, "timezone": "Atlantis/Central"}, instance=Schedule.objects.get(pk=schedule.pk))
+    assert not bad_zone.is_valid() and "timezone" in bad_zone.errors
+    bad_params = ScheduleForm(data={**data, "params": '{"keep": 2}'}, instance=Schedule.objects.get(pk=schedule.pk))
+    assert not bad_params.is_valid() and "params" in bad_params.errors
+    good = ScheduleForm(data={**data, "cadence_type": "interval", "cadence_value": "2h"},
+                        instance=Schedule.objects.get(pk=schedule.pk))
+    assert good.is_valid(), good.errors
+    saved = good.save()
+    assert saved.next_run_at > datetime.now(UTC) + timedelta(minutes=119)
+    schedule.refresh_from_db()
+    assert schedule.cadence_value == "2h"

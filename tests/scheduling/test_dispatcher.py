@@ -68,6 +68,17 @@ def test_consecutive_failures_pause_the_schedule(cast, run_tasks, settings) -> N
 
 
 @pytest.mark.django_db
+def test_a_broken_cadence_fails_its_schedule_without_blocking_others(cast, run_tasks) -> None:  # type: ignore[no-untyped-def]
+    broken = make_schedule(cast.alice_tenant, name="broken", cadence_type="cron", cadence_value="not cron",
+                           next_run_at=timezone.now() - timedelta(minutes=5))
+    fine = make_schedule(cast.alice_tenant, name="fine")
+    assert run_tasks()["claimed"] == 1
+    broken.refresh_from_db()
+    assert broken.status == "failed" and broken.next_run_at is None and not broken.runs.exists()
+    assert fine.runs.get().status == "succeeded"
+
+
+@pytest.mark.django_db
 def test_success_resets_failure_streak(cast, run_tasks) -> None:  # type: ignore[no-untyped-def]
     schedule = make_schedule(cast.alice_tenant, consecutive_failures=2)
     run_tasks()
