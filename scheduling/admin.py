@@ -37,7 +37,8 @@ class ScheduleForm(forms.ModelForm):
                 cadence = cadence_maths.validate(data["cadence_type"], data["cadence_value"], data["timezone"],
                                                  now=timezone.now())
             except cadence_maths.CadenceError as exc:
-                raise forms.ValidationError({"timezone" if "timezone" in exc.field else "cadence_value": exc.message})
+                raise forms.ValidationError(
+                    {"timezone" if "timezone" in exc.field else "cadence_value": exc.message}) from None
             data["cadence_value"] = cadence.value
             self.instance.next_run_at = cadence_maths.next_run(cadence, timezone.now())
             data["next_run_at"] = self.instance.next_run_at
@@ -45,7 +46,7 @@ class ScheduleForm(forms.ModelForm):
             try:
                 data["params"] = check_params(data["action"], data.get("params"), data.get("goal") or "")
             except ParamsError as exc:
-                raise forms.ValidationError({"params": exc.message})
+                raise forms.ValidationError({"params": exc.message}) from None
         return data
 
 
