@@ -21,7 +21,8 @@ class CadenceInput(StrictSerializer):
 class ScheduleInput(StrictSerializer):
     name = serializers.CharField(max_length=200)
     goal = serializers.CharField(required=False, allow_blank=True, max_length=100_000, default="")
-    action = serializers.ChoiceField(choices=sorted(REGISTRY))
+    # Checked against the registry by the service (400 unknown_action).
+    action = serializers.CharField(max_length=50, help_text="One of: " + ", ".join(sorted(REGISTRY)))
     params = serializers.JSONField(required=False, default=dict)
     cadence = CadenceInput()
     user_id = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
@@ -34,7 +35,7 @@ class ScheduleInput(StrictSerializer):
 class SchedulePatchInput(StrictSerializer):
     name = serializers.CharField(max_length=200, required=False)
     goal = serializers.CharField(required=False, allow_blank=True, max_length=100_000)
-    action = serializers.ChoiceField(choices=sorted(REGISTRY), required=False)
+    action = serializers.CharField(max_length=50, required=False)
     params = serializers.JSONField(required=False)
     cadence = CadenceInput(required=False)
     user_id = serializers.CharField(max_length=200, required=False, allow_blank=True)

@@ -33,7 +33,8 @@ def checked_params(action: str, params: Any, goal: str) -> dict[str, Any]:
     try:
         return check_params(action, params, goal)
     except ParamsError as exc:
-        raise _bad(exc.code, exc.message, "params" if exc.code == "invalid_params" else "goal") from None
+        field = {"invalid_params": "params", "unknown_action": "action"}.get(exc.code, "goal")
+        raise _bad(exc.code, exc.message, field) from None
 
 
 def schedules_visible_to(key: ApiKey) -> Any:

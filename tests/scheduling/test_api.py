@@ -61,7 +61,7 @@ def test_bad_cadence_is_400_with_code_and_stores_nothing(alice, cadence, code) -
 
 
 @pytest.mark.parametrize("overrides, code", [
-    ({"action": "launch_rockets"}, "validation_error"),
+    ({"action": "launch_rockets"}, "unknown_action"),
     ({"params": {"dry_run": "yes"}, "action": "consolidate"}, "invalid_params"),
     ({"params": {"unknown": 1}}, "invalid_params"),
     ({"params": [1]}, "invalid_params"),
@@ -105,7 +105,8 @@ def test_bad_patch_changes_nothing(alice) -> None:  # type: ignore[no-untyped-de
     sid = create(alice).json()["id"]
     for body, code in [({"cadence": {"type": "interval", "value": "1s"}, "name": "x"}, "interval_too_short"),
                        ({"status": "active"}, "unknown_field"),
-                       ({"params": {"keep": 0}, "action": "prune_runs"}, "invalid_params")]:
+                       ({"params": {"keep": 0}, "action": "prune_runs"}, "invalid_params"),
+                       ({"action": "launch_rockets"}, "unknown_action")]:
         response = alice.patch(f"{URL}{sid}/", body, format="json")
         assert response.status_code == 400 and error_code(response) == code
     schedule = Schedule.objects.get(pk=sid)
