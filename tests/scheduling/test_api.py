@@ -196,3 +196,14 @@ def test_read_only_key_cannot_write(cast) -> None:  # type: ignore[no-untyped-de
     response = create(reader)
     assert response.status_code == 403 and error_code(response) == "insufficient_scope"
     assert reader.get(URL).status_code == 200
+
+
+def test_new_cadence_revives_a_completed_schedule_and_expired_one_shot_cannot_resume(alice) -> None:  # type: ignore[no-untyped-def]
+    at = (timezone.now() + timedelta(hours=1)).isoformat()
+    sid = create(alice, cadence={"type": "once", "value": at}).json()["id"]
+    Schedule.objects.filter(pk=sid).update(status="paused", cadence_value=(timezone.now() - timedelta(hours=1)).isoformat())
+    response = alice.post(f"{URL}{sid}/resume/")
+    assert response.status_code == 409 and error_code(response) == "schedule_expired"
+    Schedule.objects.filter(pk=sid).update(status="completed", next_run_at=None)
+    body = alice.patch(f"{URL}{sid}/", {"cadence": {"type": "interval", "value": "1h"}}, format="json").json()
+    assert body["status"] == "active" and body["next_run_at"]

@@ -185,3 +185,26 @@ def test_two_dispatchers_never_run_the_same_due_time_twice(settings) -> None:  #
     for schedule in schedules:
         runs = list(Run.objects.filter(schedule=schedule))
         assert len(runs) == 1 and runs[0].status == "succeeded"
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("policy, notified", [("always", [True, True]), ("on_failure", [False, True]),
+                                              ("on_success", [True, False]), ("never", [False, False])])
+def test_notification_policy(cast, run_tasks, settings, policy, notified) -> None:  # type: ignore[no-untyped-def]
+    from scheduling.dispatcher import run_notification
+
+    sent = []
+
+    def receiver(sender, run, **kwargs):  # type: ignore[no-untyped-def]
+        sent.append(run.status)
+
+    run_notification.connect(receiver)
+    try:
+        ok = make_schedule(cast.alice_tenant, name="ok", notification_policy=policy)
+        bad = make_schedule(cast.alice_tenant, name="bad", action="agent_goal", goal="g", notification_policy=policy)
+        settings.MEMORYHUB_AGENT_WEBHOOK_URL = ""
+        run_tasks()
+    finally:
+        run_notification.disconnect(receiver)
+    assert [ok.runs.get().notified, bad.runs.get().notified] == notified
+    assert sorted(sent) == sorted(s for s, n in zip(["succeeded", "failed"], notified, strict=True) if n)
