@@ -207,3 +207,14 @@ def test_new_cadence_revives_a_completed_schedule_and_expired_one_shot_cannot_re
     Schedule.objects.filter(pk=sid).update(status="completed", next_run_at=None)
     body = alice.patch(f"{URL}{sid}/", {"cadence": {"type": "interval", "value": "1h"}}, format="json").json()
     assert body["status"] == "active" and body["next_run_at"]
+
+
+def test_bad_run_list_parameters_are_400(alice) -> None:  # type: ignore[no-untyped-def]
+    sid = create(alice).json()["id"]
+    for params in ({"status": "done"}, {"limit": 0}, {"offset": -1}):
+        response = alice.get(f"{URL}{sid}/runs/", params)
+        assert response.status_code == 400 and error_code(response) == "invalid_parameter", params
+    pause_completed = Schedule.objects.filter(pk=sid).update(status="completed")
+    assert pause_completed == 1
+    response = alice.post(f"{URL}{sid}/pause/")
+    assert response.status_code == 409 and error_code(response) == "schedule_completed"
