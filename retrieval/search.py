@@ -5,6 +5,10 @@ whatever the scope. Full text ranks with BM25-style IDF weights over an OR of th
 lexemes: Postgres' own ranking has no IDF, and an AND of every word of a natural-language
 question rarely matches anything. Query text is never parsed as tsquery syntax, so no input
 can make it fail.
+
+Ranking defaults beyond S4 (each a setting, measured on LoCoMo in bench/README.md): a date the
+query names lifts memories written then (retrieval.timehints); hybrid results are re-ranked by
+maximal marginal relevance; a summary that ranks gives its place to the message it summarises.
 """
 
 from __future__ import annotations
@@ -382,7 +386,7 @@ def with_time_hints(scores: dict[int, float], chunks: dict[int, Candidate], hint
     Scale-free (weighted and rrf scores differ in scale) and additive: a result outside the
     named time still ranks by its match, only ties and near-ties go to the named time.
     """
-    if weight <= 0.0 or not hints or not scores:
+    if weight <= 0.0 or not hints or not scores or max(scores.values()) <= 0.0:
         return scores
     bonus = weight * max(scores.values())
     out = dict(scores)
