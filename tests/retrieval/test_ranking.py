@@ -11,7 +11,7 @@ from django.utils import timezone
 from memoryhub.models import Session
 from memoryhub.searchable import Searchable
 from memoryhub.signals import memory_saved
-from retrieval.search import Candidate, expand_summaries, mmr
+from retrieval.search import Candidate, expand_summaries, mmr, with_time_hints
 from retrieval.timehints import TimeHint, time_hints
 from tests.retrieval.conftest import search
 
@@ -186,3 +186,12 @@ def test_a_search_for_summaries_still_returns_summaries(alice, bob, index, cast)
     found = search(alice, query="plumber boiler valve", kinds=["summary"]).json()["results"]
     assert [r["text"] for r in found] == ["- user: plumber fixed boiler valve"]
     assert search(bob, query="plumber boiler valve", kinds=["summary"]).json()["results"] == []
+
+
+def test_date_hints_never_lower_a_score() -> None:
+    june = _candidate(1)
+    june.created_ts = _when(year=2023, month=6, day=3).timestamp()
+    other = _candidate(2)
+    hints = time_hints("in June")
+    assert with_time_hints({1: -0.2, 2: -0.1}, {1: june, 2: other}, hints, 0.3) == {1: -0.2, 2: -0.1}
+    assert with_time_hints({1: 0.5, 2: 1.0}, {1: june, 2: other}, hints, 0.3) == {1: 0.8, 2: 1.0}
