@@ -91,13 +91,14 @@ def _new_session_id() -> str:
 def create_session(*, key: ApiKey, data: SessionInput, get_or_create: bool = False) -> tuple[Session, bool]:
     """Create a session; an existing id is a conflict unless get_or_create is asked for."""
     session_id = data.id or _new_session_id()
-    existing = sessions_visible_to(key).filter(external_id=session_id).first()
-    if existing is None and Session.objects.filter(tenant_id=key.tenant_id, external_id=session_id).exists():
-        # Same tenant, other workspace: the id is taken, but say nothing about that workspace.
-        raise Conflict("session_exists", f"Session {session_id!r} already exists.")
+    # One read decides: checking "visible to the key" and "taken in the tenant" in two statements
+    # let a concurrent lazy creation commit between them and turn a get-or-create into a 409.
+    existing = Session.objects.filter(tenant_id=key.tenant_id, external_id=session_id).first()
     if existing is not None:
-        if get_or_create:
+        visible = key.workspace_id is None or existing.workspace_id == key.workspace_id
+        if get_or_create and visible:
             return existing, False
+        # Same tenant, other workspace: the id is taken, but say nothing about that workspace.
         raise Conflict("session_exists", f"Session {session_id!r} already exists.")
     workspace = resolve_workspace(key, data.workspace)
     assert workspace is not None
@@ -111,8 +112,9 @@ def create_session(*, key: ApiKey, data: SessionInput, get_or_create: bool = Fal
             )
     except IntegrityError:
         # A concurrent request created it between our check and insert.
-        if get_or_create:
-            return get_session(key, session_id), False
+        winner = sessions_visible_to(key).filter(external_id=session_id).first()
+        if get_or_create and winner is not None:
+            return winner, False
         raise Conflict("session_exists", f"Session {session_id!r} already exists.") from None
     return session, True
 

@@ -104,3 +104,23 @@ def test_concurrent_client_sequences_one_wins_the_others_conflict() -> None:
 
     assert sorted(run_threads(work)) == [201] + [409] * (THREADS - 1)
     assert list(Event.objects.order_by("sequence").values_list("sequence", flat=True)) == [1, 2]
+
+
+def test_concurrent_first_appends_create_the_session_once() -> None:
+    # Every thread's first request finds no session and creates it lazily: one creation wins,
+    # the others must append to it (not answer 409 session_exists).
+    raw = make_key(make_tenant("alice"))
+    rounds = 10
+
+    def work(index: int) -> list[Any]:
+        client = make_client(raw)
+        return [
+            post_events(client, f"fresh-{r}", {"role": "user", "content": f"t{index}"}).status_code
+            for r in range(rounds)
+        ]
+
+    assert run_threads(work) == [201] * (THREADS * rounds)
+    for r in range(rounds):
+        session = Session.objects.get(external_id=f"fresh-{r}")
+        assert session.event_count == THREADS
+        assert sorted(session.events.values_list("sequence", flat=True)) == list(range(1, THREADS + 1))
