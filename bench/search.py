@@ -197,6 +197,7 @@ def start_server(port: int, workers: int) -> subprocess.Popen[bytes]:
            "MEMORYHUB_EMBED_THREADS": "1", "LOG_LEVEL": "WARNING"}
     process = subprocess.Popen(
         [sys.executable, "-m", "gunicorn", "memoryhub.wsgi:application", "--bind", f"127.0.0.1:{port}",
+         "--config", "python:memoryhub.gunicorn_conf",
          "--workers", str(workers), "--worker-class", "gthread", "--threads", "4", "--log-level", "warning"],
         env=env, cwd=ROOT, start_new_session=True,
     )

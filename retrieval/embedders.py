@@ -118,3 +118,13 @@ def check_vectors(embedder: Embedder, vectors: list[list[float]], expected: int)
             raise ImproperlyConfigured(
                 f"{embedder.name} returned a {len(vector)}-dimensional vector; the index holds {DIMENSIONS}."
             )
+
+
+def warm_up() -> None:
+    """Load the configured model now, so that the first search does not wait for it (5–10 s)."""
+    import logging
+
+    try:
+        get_embedder().embed(["warm-up"])
+    except Exception:  # the first real request will report it; a web worker must still start
+        logging.getLogger(__name__).exception("embedder warm-up failed")

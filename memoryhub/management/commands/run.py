@@ -59,6 +59,7 @@ class Command(BaseCommand):
             # one (signalling qcluster's whole group can deadlock it).
             children.append(subprocess.Popen(
                 [sys.executable, "-m", "gunicorn", "memoryhub.wsgi:application",
+                 "--config", "python:memoryhub.gunicorn_conf",
                  "--bind", f"{host}:{port}", "--workers", str(options["web_workers"]),
                  "--worker-class", "gthread", "--threads", "4", "--timeout", "120",
                  "--graceful-timeout", "10", "--log-level", "warning"],

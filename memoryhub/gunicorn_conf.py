@@ -1,0 +1,15 @@
+"""gunicorn settings for `manage.py run` (passed as `--config python:memoryhub.gunicorn_conf`)."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+
+def post_worker_init(worker: Any) -> None:
+    # Each worker loads the embedding model in the background as soon as it starts: otherwise
+    # the first search a worker serves waits 5–10 s for the import and the load. Requests are
+    # served meanwhile; one that needs the model waits on the embedder's lock, never loads twice.
+    from retrieval.embedders import warm_up
+
+    threading.Thread(target=warm_up, name="embedder-warm-up", daemon=True).start()

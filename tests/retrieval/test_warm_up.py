@@ -1,0 +1,43 @@
+"""Web workers load the embedding model when they start, not on their first search."""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+import pytest
+
+from memoryhub import gunicorn_conf
+from retrieval import embedders
+
+
+class CountingEmbedder:
+    name = "counting"
+    dimensions = embedders.DIMENSIONS
+
+    def __init__(self) -> None:
+        self.calls: list[list[str]] = []
+        self.done = threading.Event()
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        self.calls.append(texts)
+        self.done.set()
+        return [[0.0] * self.dimensions for _ in texts]
+
+
+def test_post_worker_init_loads_the_configured_embedder_in_the_background(monkeypatch) -> None:
+    embedder = CountingEmbedder()
+    monkeypatch.setattr(embedders, "get_embedder", lambda name=None: embedder)
+    gunicorn_conf.post_worker_init(worker=None)
+    assert embedder.done.wait(timeout=10)
+    assert embedder.calls == [["warm-up"]]
+
+
+def test_a_failing_warm_up_is_logged_not_raised(monkeypatch, caplog: pytest.LogCaptureFixture) -> None:
+    def broken(name: str | None = None) -> embedders.Embedder:
+        raise embedders.EmbedderUnavailable("model missing")
+
+    monkeypatch.setattr(embedders, "get_embedder", broken)
+    with caplog.at_level(logging.ERROR, logger="retrieval.embedders"):
+        embedders.warm_up()
+    assert "embedder warm-up failed" in caplog.text
