@@ -340,6 +340,14 @@ MEMORYHUB_SEARCH_TIME_WEIGHT = env_float("MEMORYHUB_SEARCH_TIME_WEIGHT", 0.3, lo
 # Search: a summary that ranks gives its place to the best-ranked message it summarises
 # (when that message is a candidate); a search limited to summaries still returns summaries.
 MEMORYHUB_SEARCH_EXPAND_SUMMARIES = env_bool("MEMORYHUB_SEARCH_EXPAND_SUMMARIES", True)
+# Hybrid search: pseudo-relevance feedback. The query vector moves toward the mean vector of the
+# first pass's best MEMORYHUB_SEARCH_FEEDBACK_DOCS results, by this weight (0 turns it off), and
+# the candidates are ranked again on it.
+MEMORYHUB_SEARCH_FEEDBACK = env_float("MEMORYHUB_SEARCH_FEEDBACK", 0.4, low=0.0, high=4.0)
+MEMORYHUB_SEARCH_FEEDBACK_DOCS = env_int("MEMORYHUB_SEARCH_FEEDBACK_DOCS", 3, minimum=1)
+# Hybrid search: the first share of top_k places by rank, the rest first to the best results of
+# conversations not among the results yet (1 turns it off).
+MEMORYHUB_SEARCH_COVERAGE = env_float("MEMORYHUB_SEARCH_COVERAGE", 0.6, low=0.0, high=1.0)
 
 # --- Per-area settings: each area keeps its block in its own module ----------------------------
 

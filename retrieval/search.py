@@ -541,6 +541,47 @@ def mmr(ordered: list[Candidate], scores: dict[int, float], similarities: dict[t
     return result + tail
 
 
+def feedback_scores(vector: HalfVector, top_ids: list[int], ids: list[int], model: str,
+                    weight: float) -> dict[int, float]:
+    """Pseudo-relevance feedback (Rocchio): the candidates' cosine to the query vector moved toward
+    the mean vector of the best first-pass results (`top_ids`), so that memories worded like the
+    answers, not only like the question, score higher. One statement; cosine ignores the moved
+    vector's length, so it needs no normalising. Empty when none of `top_ids` has a vector."""
+    rows = _rows(
+        "WITH fb AS (SELECT %s::vector + avg(f.embedding::vector) * %s::vector AS q FROM retrieval_chunk f "
+        "WHERE f.id = ANY(%s) AND f.embedding_model = %s) "
+        "SELECT c.id, 1 - (c.embedding <=> fb.q::halfvec) FROM retrieval_chunk c, fb "
+        "WHERE fb.q IS NOT NULL AND c.id = ANY(%s) AND c.embedding_model = %s",
+        [vector.to_text(), HalfVector([weight] * DIMENSIONS).to_text(), top_ids, model, ids, model],
+    )
+    return {pk: float(sim) for pk, sim in rows}
+
+
+def cover_conversations(kept: list[Candidate], top_k: int, share: float) -> list[Candidate]:
+    """The first share·top_k results by rank; the other places go first to the best results from
+    conversations not among the results yet, then by rank again (1 = plain ranking).
+
+    A search over many conversations then names more of the conversations a question touches,
+    while the head of the list stays the best matches. Memories outside any conversation (notes,
+    facts, documents) count as sources of their own.
+    """
+    if share >= 1.0 or len(kept) <= top_k:
+        return kept[:top_k]
+    head_size = max(1, round(share * top_k))
+    head, rest = kept[:head_size], kept[head_size:]
+    seen = {c.session_id for c in head if c.session_id is not None}
+    fresh: list[Candidate] = []
+    for candidate in rest:
+        if head_size + len(fresh) >= top_k:
+            break
+        if candidate.session_id is None or candidate.session_id not in seen:
+            fresh.append(candidate)
+            if candidate.session_id is not None:
+                seen.add(candidate.session_id)
+    chosen = {c.pk for c in fresh}
+    return (head + fresh + [c for c in rest if c.pk not in chosen])[:top_k]
+
+
 def dedup(ordered: list[Candidate], near_pairs: set[tuple[int, int]], top_k: int) -> list[Candidate]:
     """Drop near-identical results (S4): cosine > 0.9 (`near_pairs`, see _near_duplicate_pairs),
     or near-identical text (word sets, Jaccard > 0.9: also where embeddings are missing)."""
@@ -682,6 +723,23 @@ def _query_time_hints(req: SearchRequest) -> list[TimeHint]:
     return time_hints(req.query)
 
 
+def _reranks(req: SearchRequest) -> bool:
+    """Whether the re-ranking defaults (feedback, MMR, coverage) apply: hybrid, default profile."""
+    return req.mode == "hybrid" and req.profile != "memory"
+
+
+def _with_feedback(req: SearchRequest, chunks: dict[int, Candidate], vec: dict[int, float],
+                   txt: dict[int, float], vector: HalfVector | None, model: str) -> dict[int, float]:
+    """The candidates' vector scores for ranking: against the feedback-moved query when feedback
+    applies (the scores shown stay the cosine to the query itself)."""
+    weight = settings.MEMORYHUB_SEARCH_FEEDBACK
+    if weight <= 0.0 or vector is None or not vec or not _reranks(req):
+        return vec
+    first = fuse(req, chunks, vec, txt)
+    top = sorted(first, key=lambda pk: -first[pk])[: settings.MEMORYHUB_SEARCH_FEEDBACK_DOCS]
+    return feedback_scores(vector, top, list(vec), model, weight) or vec
+
+
 def run_search(req: SearchRequest) -> list[SearchHit]:
     validate(req)
     where, params = _where(req)
@@ -719,7 +777,7 @@ def run_search(req: SearchRequest) -> list[SearchHit]:
             order = {i: 1.0 for i in chunks}
             ranked = [chunks[i] for i in ids if i in chunks]
         else:
-            order = fuse(req, chunks, vec, txt)
+            order = fuse(req, chunks, _with_feedback(req, chunks, vec, txt, vector, model), txt)
             if req.profile != "memory":
                 order = with_time_hints(order, chunks, hints, settings.MEMORYHUB_SEARCH_TIME_WEIGHT)
             ranked = sorted(
@@ -735,7 +793,9 @@ def run_search(req: SearchRequest) -> list[SearchHit]:
                     ranked = mmr(ranked, order, similarities[0], settings.MEMORYHUB_SEARCH_MMR, len(head))
                 ranked = diversify(ranked, order, settings.MEMORYHUB_SEARCH_SESSION_DIVERSITY, 2 * req.top_k)
                 ranked = cap_per_session(ranked, settings.MEMORYHUB_SEARCH_SESSION_CAP)
-        kept = dedup(ranked, _near_pairs(ranked[: 3 * req.top_k], model, similarities), req.top_k)
+        kept = dedup(ranked, _near_pairs(ranked[: 3 * req.top_k], model, similarities), 3 * req.top_k)
+        coverage = settings.MEMORYHUB_SEARCH_COVERAGE if _reranks(req) else 1.0
+        kept = cover_conversations(kept, req.top_k, coverage)
         hits = _load_hits(kept, order, vec, txt)
     if req.profile == "memory":
         reinforce([h.chunk.pk for h in hits])

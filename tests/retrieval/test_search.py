@@ -367,8 +367,9 @@ def test_memory_profile_reinforces_returned_results(alice, index) -> None:
 def test_search_query_count_does_not_grow_with_results(alice, index, mode: str,
                                                        django_assert_max_num_queries) -> None:
     index(alice, "s", *[{"role": "user", "content": f"walrus fact {i}"} for i in range(30)])
-    # Hybrid search compares the ranking's head pairwise once more (MMR, in one query).
-    with django_assert_max_num_queries(12 + (mode == "hybrid")):
+    # Hybrid search compares the ranking's head pairwise once more (MMR, in one query) and
+    # scores the candidates against the feedback-moved query (one query).
+    with django_assert_max_num_queries(12 + 2 * (mode == "hybrid")):
         assert len(texts(search(alice, query="walrus", mode=mode, top_k=25))) == 25
 
 
@@ -382,6 +383,7 @@ def _three_sessions(index, alice) -> None:  # type: ignore[no-untyped-def]
 
 
 def test_session_diversity_discounts_repeated_conversations(alice, index, settings) -> None:
+    settings.MEMORYHUB_SEARCH_COVERAGE = 1.0  # the plain ranking first
     _three_sessions(index, alice)
     plain = search(alice, query="heron", top_k=2).json()["results"]
     assert [r["session"] for r in plain] == ["many", "many"]
@@ -391,6 +393,7 @@ def test_session_diversity_discounts_repeated_conversations(alice, index, settin
 
 
 def test_session_prior_favours_conversations_with_several_matches(alice, index, settings) -> None:
+    settings.MEMORYHUB_SEARCH_COVERAGE = 1.0  # the plain ranking first
     _three_sessions(index, alice)
     plain = search(alice, query="heron", top_k=4).json()["results"]
     assert [r["session"] for r in plain][2] == "lone"
@@ -428,7 +431,58 @@ def test_memory_profile_ranks_by_the_lifecycles_decayed_relevance(alice, cast) -
 
 
 def test_session_cap_lets_other_conversations_in(alice, index, settings) -> None:
+    settings.MEMORYHUB_SEARCH_COVERAGE = 1.0
     _three_sessions(index, alice)
     settings.MEMORYHUB_SEARCH_SESSION_CAP = 1
     results = search(alice, query="heron", top_k=3).json()["results"]
     assert [r["session"] for r in results] == ["many", "lone", "many"]  # capped ones follow, not dropped
+
+
+def test_coverage_gives_the_last_places_to_conversations_not_yet_listed(alice, index, settings) -> None:
+    _three_sessions(index, alice)
+    settings.MEMORYHUB_SEARCH_COVERAGE = 1.0
+    plain = [r["session"] for r in search(alice, query="heron", top_k=2).json()["results"]]
+    assert plain == ["many", "many"]
+    settings.MEMORYHUB_SEARCH_COVERAGE = 0.6  # the default: round(0.6 * 2) = 1 place by rank
+    covered = search(alice, query="heron", top_k=2).json()["results"]
+    assert [r["session"] for r in covered] == ["many", "lone"]
+    # Text mode is a plain ranking: coverage (like MMR) is a hybrid re-ranking.
+    text = search(alice, query="heron", top_k=2, mode="text").json()["results"]
+    assert [r["session"] for r in text] == ["many", "many"]
+
+
+def test_feedback_ranks_with_the_moved_query_but_shows_the_plain_cosine(alice, index, settings) -> None:
+    from retrieval.embedders import get_embedder
+
+    settings.MEMORYHUB_SEARCH_MMR = 1.0  # the ranking alone, without other re-ranking
+    settings.MEMORYHUB_SEARCH_COVERAGE = 1.0
+    settings.MEMORYHUB_SEARCH_FEEDBACK_DOCS = 1
+    # One message per conversation, so no message is embedded with another's words as context.
+    for session, text in (("a", "otter otter river"), ("b", "otter cafe"), ("c", "river stones river mud"),
+                          ("d", "pizza dough")):
+        index(alice, session, {"role": "user", "content": text})
+    query = get_embedder().embed(["otter"])[0]
+    settings.MEMORYHUB_SEARCH_FEEDBACK = 0.0
+    plain = search(alice, query_embedding=query, top_k=4, mode="hybrid").json()["results"]
+    settings.MEMORYHUB_SEARCH_FEEDBACK = 2.0
+    fed = search(alice, query_embedding=query, top_k=4, mode="hybrid").json()["results"]
+    # Neither "river…" nor "pizza…" shares a word with the query: equal scores, the newer first.
+    assert [r["session"] for r in plain][2:] == ["d", "c"]
+    # Moved toward its best result ("otter otter river"), the query now prefers the river message.
+    assert [r["session"] for r in fed][2:] == ["c", "d"]
+    # The vector score shown is the cosine to the query itself, with or without feedback.
+    assert {r["text"]: r["scores"]["vector"] for r in fed} == {r["text"]: r["scores"]["vector"] for r in plain}
+
+
+def test_cover_conversations_is_a_reordering_of_the_ranking() -> None:
+    from retrieval.search import Candidate, cover_conversations
+
+    def cand(pk: int, session: int | None) -> Candidate:
+        return Candidate(pk, session, f"t{pk}", False, 0.0, None, 0.5)
+
+    ranked = [cand(1, 1), cand(2, 1), cand(3, 1), cand(4, None), cand(5, 2), cand(6, 2), cand(7, 3)]
+    assert [c.pk for c in cover_conversations(ranked, 5, 1.0)] == [1, 2, 3, 4, 5]
+    # Two by rank, then the best of each conversation not yet listed (a note counts as its own).
+    assert [c.pk for c in cover_conversations(ranked, 5, 0.4)] == [1, 2, 4, 5, 7]
+    assert [c.pk for c in cover_conversations(ranked, 6, 0.4)] == [1, 2, 4, 5, 7, 3]
+    assert [c.pk for c in cover_conversations(ranked[:3], 5, 0.4)] == [1, 2, 3]
