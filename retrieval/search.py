@@ -7,8 +7,10 @@ question rarely matches anything. Query text is never parsed as tsquery syntax, 
 can make it fail.
 
 Ranking defaults beyond S4 (each a setting, measured on LoCoMo in bench/README.md): a date the
-query names lifts memories written then (retrieval.timehints); hybrid results are re-ranked by
-maximal marginal relevance; a summary that ranks gives its place to the message it summarises.
+query names lifts memories written then (retrieval.timehints); hybrid search ranks on a query
+vector moved toward its best first-pass results (pseudo-relevance feedback), re-ranks by maximal
+marginal relevance and gives the last places of top_k first to conversations not yet listed; a
+summary that ranks gives its place to the message it summarises.
 """
 
 from __future__ import annotations
