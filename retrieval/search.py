@@ -440,7 +440,13 @@ def _word_set(text: str) -> frozenset[str]:
 
 
 def _near_identical_text(a: frozenset[str], b: frozenset[str]) -> bool:
-    return a == b or (bool(a | b) and len(a & b) / len(a | b) > DEDUP_COSINE)
+    if a == b:
+        return True
+    # Jaccard ≤ min/max of the sizes: most pairs are told apart by their sizes alone.
+    small, large = sorted((len(a), len(b)))
+    if small <= DEDUP_COSINE * large:
+        return False
+    return len(a & b) / len(a | b) > DEDUP_COSINE
 
 
 def diversify(ordered: list[Candidate], scores: dict[int, float], decay: float, depth: int) -> list[Candidate]:
@@ -587,15 +593,21 @@ def cover_conversations(kept: list[Candidate], top_k: int, share: float) -> list
 def dedup(ordered: list[Candidate], near_pairs: set[tuple[int, int]], top_k: int) -> list[Candidate]:
     """Drop near-identical results (S4): cosine > 0.9 (`near_pairs`, see _near_duplicate_pairs),
     or near-identical text (word sets, Jaccard > 0.9: also where embeddings are missing)."""
+    near: dict[int, set[int]] = {}
+    for a, b in near_pairs:
+        near.setdefault(a, set()).add(b)
+        near.setdefault(b, set()).add(a)
     kept: list[Candidate] = []
+    kept_ids: set[int] = set()
     kept_words: list[frozenset[str]] = []
     for chunk in ordered:
+        if chunk.pk in near and not near[chunk.pk].isdisjoint(kept_ids):
+            continue
         words = _word_set(chunk.text)
         if any(_near_identical_text(words, other) for other in kept_words):
             continue
-        if any((min(chunk.pk, k.pk), max(chunk.pk, k.pk)) in near_pairs for k in kept):
-            continue
         kept.append(chunk)
+        kept_ids.add(chunk.pk)
         kept_words.append(words)
         if len(kept) == top_k:
             break
