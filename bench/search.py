@@ -54,6 +54,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--web-workers", type=int, default=2)
     parser.add_argument("--embed-sample", type=int, default=1000)
     parser.add_argument("--keepdb", action="store_true")
+    parser.add_argument("--only-embedding", type=int, default=0, metavar="N",
+                        help="measure only background embedding, N times (median ratio), no search")
     parser.add_argument("--json", type=Path, default=None)
     return parser.parse_args()
 
@@ -299,6 +301,12 @@ def main() -> None:
     results: dict[str, Any] = {"chunks": args.chunks, "queries": len(questions)}
     try:
         tenant, raw_key = populate(args.chunks, turns[: args.chunks])
+        if args.only_embedding:
+            runs = [measure_embedding_throughput(tenant, turns, args.embed_sample) for _ in range(args.only_embedding)]
+            for run in runs:
+                print("background embedding:", run)
+            print("median ratio:", statistics.median(r["ratio"] for r in runs))
+            return
         results["embedding_throughput"] = measure_embedding_throughput(tenant, turns, args.embed_sample)
         print("background embedding:", results["embedding_throughput"])
         results["in_process"] = measure_in_process(tenant, questions)

@@ -16,7 +16,7 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Q
-from django.db.models.functions import Greatest
+from django.db.models.functions import Greatest, Length
 from django.utils import timezone
 
 from memoryhub.models import Event, Session
@@ -206,12 +206,28 @@ def ingest_document(
 # --- embeddings ------------------------------------------------------------------------------
 
 
+CLAIM_WINDOW = 10  # batches: a claim picks texts of alike length among this many batches' worth
+
+
 def _claim(query: Q, limit: int, exclude: set[int]) -> list[Chunk]:
+    """Lock up to `limit` rows to embed: the next row in line (fewest tries, oldest) and, among
+    the CLAIM_WINDOW × limit rows after it, those whose length is nearest to its own.
+
+    The model pads every text of a batch to the longest one: batches of alike length (what
+    encode() makes of one big call) waste no time on padding. The next row in line is always
+    taken, so no row waits behind shorter ones. Rows another worker holds are skipped.
+    """
+    window = list(
+        Chunk.objects.filter(query).exclude(pk__in=exclude).order_by("embedding_attempts", "id")
+        .annotate(size=Length("text") + Length("context")).values_list("id", "size")[: limit * CLAIM_WINDOW]
+    )
+    if not window:
+        return []
+    target = window[0][1]
+    chosen = [pk for pk, _ in sorted(window, key=lambda row: abs(row[1] - target))[:limit]]
     return list(
-        Chunk.objects.select_for_update(skip_locked=True)
-        .filter(query).exclude(pk__in=exclude)
-        .order_by("embedding_attempts", "id")
-        .only("id", "text", "context", "embedding_attempts")[:limit]
+        Chunk.objects.select_for_update(skip_locked=True).filter(query, pk__in=chosen)
+        .order_by("id").only("id", "text", "context", "embedding_attempts")
     )
 
 

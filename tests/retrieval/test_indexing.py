@@ -165,6 +165,32 @@ def test_backfill_counts_failures_and_tries_each_row_once(alice, index, failing_
     assert indexing.backfill_embeddings(limit=3) == {"embedded": 0, "failed": 3, "remaining": 5}
 
 
+class RecordingEmbedder:
+    name = "hash-v1"
+    dimensions = 384
+
+    def __init__(self) -> None:
+        self.batches: list[list[str]] = []
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        self.batches.append(texts)
+        return [[1.0] + [0.0] * 383 for _ in texts]
+
+
+def test_backfill_batches_texts_of_alike_length_and_takes_the_next_in_line_first(
+        alice, index, failing_embedder, monkeypatch, settings) -> None:
+    settings.MEMORYHUB_EMBED_BACKFILL_BATCH = 2
+    settings.MEMORYHUB_EMBED_CONTEXT_MESSAGES = 0
+    lengths = [40, 5, 300, 6, 42, 310]
+    for i, n in enumerate(lengths):  # one session each: no conversation context in the texts
+        index(alice, f"s{i}", {"role": "user", "content": "x" * n})
+    recorder = RecordingEmbedder()
+    monkeypatch.setitem(embedders._instances, "hash", recorder)
+    assert indexing.backfill_embeddings() == {"embedded": 6, "failed": 0, "remaining": 0}
+    # Each batch starts from the oldest row left and adds the one nearest its length.
+    assert [sorted(len(t) for t in batch) for batch in recorder.batches] == [[40, 42], [5, 6], [300, 310]]
+
+
 def test_backfill_is_confined_to_a_tenant(alice, bob, index, failing_embedder, cast) -> None:
     index(alice, "s1", {"role": "user", "content": "alice text"})
     index(bob, "s1", {"role": "user", "content": "bob text"})
