@@ -571,7 +571,7 @@ def cover_conversations(kept: list[Candidate], top_k: int, share: float) -> list
 
     A search over many conversations then names more of the conversations a question touches,
     while the head of the list stays the best matches. Memories outside any conversation (notes,
-    facts, documents) count as sources of their own.
+    facts, documents) are never moved up: they keep their rank among the rest.
     """
     if share >= 1.0 or len(kept) <= top_k:
         return kept[:top_k]
@@ -582,10 +582,9 @@ def cover_conversations(kept: list[Candidate], top_k: int, share: float) -> list
     for candidate in rest:
         if head_size + len(fresh) >= top_k:
             break
-        if candidate.session_id is None or candidate.session_id not in seen:
+        if candidate.session_id is not None and candidate.session_id not in seen:
             fresh.append(candidate)
-            if candidate.session_id is not None:
-                seen.add(candidate.session_id)
+            seen.add(candidate.session_id)
     chosen = {c.pk for c in fresh}
     return (head + fresh + [c for c in rest if c.pk not in chosen])[:top_k]
 

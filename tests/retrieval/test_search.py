@@ -482,7 +482,8 @@ def test_cover_conversations_is_a_reordering_of_the_ranking() -> None:
 
     ranked = [cand(1, 1), cand(2, 1), cand(3, 1), cand(4, None), cand(5, 2), cand(6, 2), cand(7, 3)]
     assert [c.pk for c in cover_conversations(ranked, 5, 1.0)] == [1, 2, 3, 4, 5]
-    # Two by rank, then the best of each conversation not yet listed (a note counts as its own).
-    assert [c.pk for c in cover_conversations(ranked, 5, 0.4)] == [1, 2, 4, 5, 7]
-    assert [c.pk for c in cover_conversations(ranked, 6, 0.4)] == [1, 2, 4, 5, 7, 3]
+    # Two by rank, then the best of each conversation not yet listed, then by rank again (a
+    # memory outside any conversation, 4, is not moved up).
+    assert [c.pk for c in cover_conversations(ranked, 5, 0.4)] == [1, 2, 5, 7, 3]
+    assert [c.pk for c in cover_conversations(ranked, 6, 0.4)] == [1, 2, 5, 7, 3, 4]
     assert [c.pk for c in cover_conversations(ranked[:3], 5, 0.4)] == [1, 2, 3]
