@@ -291,8 +291,13 @@ def main() -> None:
     args = parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # run the cleanup below on `timeout`/kill
     setup_django()
+    from django.conf import settings
     from django.db import connection
 
+    if settings.EMBEDDED_DATABASE:  # the shared buffers `manage.py run` gives the embedded server
+        from memoryhub.embedded_pg import raise_shared_buffers
+
+        raise_shared_buffers(settings.DATA_DIR, settings.EMBEDDED_SHARED_BUFFERS_MB)
     turns, questions = load_corpus()
     random.seed(11)
     questions = random.sample(questions, min(args.queries, len(questions)))

@@ -74,3 +74,38 @@ def _ensure_database(server: Any) -> None:
         if not exists:
             conn.execute(f'CREATE DATABASE "{DATABASE_NAME}"')
             logger.info("created database %s", DATABASE_NAME)
+
+
+def default_shared_buffers_mb() -> int:
+    """A quarter of the machine's memory, at most 1 GiB, at least PostgreSQL's own 128 MB."""
+    try:
+        total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError):  # pragma: no cover - no sysconf (not Linux/macOS)
+        return 128
+    return max(128, min(1024, total // (4 * 1024 * 1024)))
+
+
+def raise_shared_buffers(data_dir: Path, target_mb: int) -> bool:
+    """Give the embedded server `target_mb` of shared buffers if it has less; restart it then.
+
+    initdb's 128 MB hold less than the indexes of a 100k-chunk tenant, so searches read the same
+    pages back from the OS again and again (a hybrid query spent twice as long counting document
+    frequencies). Only to be called while no other process uses the server (`manage.py run`,
+    before it starts its children): it restarts the server. True when it did.
+    """
+    import psycopg
+
+    if target_mb <= 0:
+        return False
+    server = start_embedded_postgres(data_dir)
+    with psycopg.connect(host=socket_dir(server), user="postgres", dbname="postgres", autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT setting::bigint * pg_size_bytes(unit) / 1048576 FROM pg_settings WHERE name = 'shared_buffers'"
+        ).fetchone()
+        if row is not None and row[0] >= target_mb:
+            return False
+        conn.execute(f"ALTER SYSTEM SET shared_buffers = '{int(target_mb)}MB'")
+    server.stop()
+    server.start()
+    logger.info("embedded PostgreSQL restarted with shared_buffers %d MB", target_mb)
+    return True

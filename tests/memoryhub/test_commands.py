@@ -260,6 +260,7 @@ def test_run_serves_on_a_fresh_data_folder_and_stops_everything(tmp_path) -> Non
                 break
         output = "".join(lines)
         assert f"http://127.0.0.1:{port}/api/v1/" in output, output
+        assert "shared buffers set to" in output, output  # a fresh folder has initdb's 128 MB
         raw = next(line.split()[-1] for line in lines if "API key:" in line)
         request = urllib.request.Request(
             f"http://127.0.0.1:{port}/api/v1/sessions/first/events/", method="POST",
@@ -278,3 +279,27 @@ def test_run_serves_on_a_fresh_data_folder_and_stops_everything(tmp_path) -> Non
             process.wait()
     assert process.returncode == 0
     assert not _postgres_running_in(str(data_dir)), "the embedded PostgreSQL was left running"
+
+
+def test_raise_shared_buffers_restarts_the_embedded_server_once(tmp_path) -> None:
+    import psycopg
+
+    from memoryhub.embedded_pg import (
+        default_shared_buffers_mb,
+        raise_shared_buffers,
+        socket_dir,
+        start_embedded_postgres,
+        stop_embedded_postgres,
+    )
+
+    assert 128 <= default_shared_buffers_mb() <= 1024
+    try:
+        assert raise_shared_buffers(tmp_path, 160) is True
+        with psycopg.connect(host=socket_dir(start_embedded_postgres(tmp_path)), user="postgres",
+                             dbname="postgres") as conn:
+            assert conn.execute("SHOW shared_buffers").fetchone() == ("160MB",)
+        assert raise_shared_buffers(tmp_path, 160) is False  # already there: no restart
+        assert raise_shared_buffers(tmp_path, 0) is False  # 0 leaves the server alone
+    finally:
+        stop_embedded_postgres(tmp_path)
+    assert not _postgres_running_in(str(tmp_path))

@@ -33,6 +33,13 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         self.stdout.write(f"MemoryHub data folder: {settings.DATA_DIR}")
+        if settings.EMBEDDED_DATABASE:
+            from memoryhub.embedded_pg import raise_shared_buffers
+
+            connections.close_all()  # nothing may hold a connection across the restart
+            if raise_shared_buffers(settings.DATA_DIR, settings.EMBEDDED_SHARED_BUFFERS_MB):
+                self.stdout.write(f"Embedded PostgreSQL: shared buffers set to "
+                                  f"{settings.EMBEDDED_SHARED_BUFFERS_MB} MB.")
         call_command("migrate", interactive=False, verbosity=0)
         self.stdout.write("Database ready and migrated.")
         if not options["no_cluster"]:
