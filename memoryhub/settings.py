@@ -74,11 +74,13 @@ DEBUG = env_bool("DEBUG", False)
 DATABASE_URL = os.environ.get("DATABASE_URL", "")
 EMBEDDED_DATABASE = not DATABASE_URL
 if EMBEDDED_DATABASE:
-    from memoryhub.embedded_pg import database_url, start_embedded_postgres
+    from memoryhub.embedded_pg import (
+        database_url,
+        default_shared_buffers_mb,
+        start_embedded_postgres,
+    )
 
     DATABASE_URL = database_url(start_embedded_postgres(DATA_DIR))
-    from memoryhub.embedded_pg import default_shared_buffers_mb
-
     # `manage.py run` raises the embedded server's shared buffers to this (0: leave them alone).
     EMBEDDED_SHARED_BUFFERS_MB = env_int("MEMORYHUB_PG_SHARED_BUFFERS_MB", default_shared_buffers_mb(), minimum=0)
 

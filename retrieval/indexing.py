@@ -225,8 +225,13 @@ def _claim(query: Q, limit: int, exclude: set[int]) -> list[Chunk]:
         return []
     target = window[0][1]
     chosen = [pk for pk, _ in sorted(window, key=lambda row: abs(row[1] - target))[:limit]]
+    return _lock(query & Q(pk__in=chosen))
+
+
+def _lock(query: Q) -> list[Chunk]:
+    """Lock the rows to embed that no other worker holds."""
     return list(
-        Chunk.objects.select_for_update(skip_locked=True).filter(query, pk__in=chosen)
+        Chunk.objects.select_for_update(skip_locked=True).filter(query)
         .order_by("id").only("id", "text", "context", "embedding_attempts")
     )
 
@@ -267,7 +272,8 @@ def embed_chunks(chunk_ids: list[int]) -> dict[str, int]:
     embedded = failed = 0
     for start in range(0, len(chunk_ids), batch):
         with transaction.atomic():
-            rows = _claim(Q(pk__in=chunk_ids[start:start + batch]) & _stale_rows(name), batch, set())
+            # These rows are known: lock them directly (no length-alike window on the append path).
+            rows = _lock(Q(pk__in=chunk_ids[start:start + batch]) & _stale_rows(name))
             if rows:
                 done, bad = _embed_claimed(rows)
                 embedded, failed = embedded + done, failed + bad
