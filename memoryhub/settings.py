@@ -9,6 +9,8 @@ from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
 
+from memoryhub.env import env_bool, env_choice, env_float, env_int, env_str
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 # Model weights ship inside an installed package; nothing may be fetched from a hub at run time.
@@ -17,70 +19,20 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
-def env_str(name: str, default: str) -> str:
-    return os.environ.get(name, default)
-
-
-def env_bool(name: str, default: bool) -> bool:
-    raw = os.environ.get(name)
-    if raw is None or raw == "":
-        return default
-    value = raw.strip().lower()
-    if value in {"1", "true", "yes", "on"}:
-        return True
-    if value in {"0", "false", "no", "off"}:
-        return False
-    raise ImproperlyConfigured(f"{name}={raw!r} is not a boolean (use true/false)")
-
-
-def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
-    raw = os.environ.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ImproperlyConfigured(f"{name}={raw!r} is not an integer") from None
-    if minimum is not None and value < minimum:
-        raise ImproperlyConfigured(f"{name}={value} must be at least {minimum}")
-    return value
-
-
-def env_float(name: str, default: float, *, low: float | None = None, high: float | None = None) -> float:
-    raw = os.environ.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ImproperlyConfigured(f"{name}={raw!r} is not a number") from None
-    if (low is not None and value < low) or (high is not None and value > high):
-        raise ImproperlyConfigured(f"{name}={value} must be within [{low}, {high}]")
-    return value
-
-
-def env_choice(name: str, default: str, choices: set[str]) -> str:
-    value = os.environ.get(name) or default
-    if value not in choices:
-        raise ImproperlyConfigured(f"{name}={value!r} must be one of {sorted(choices)}")
-    return value
-
-
 DATA_DIR = Path(env_str("MEMORYHUB_DATA_DIR", str(BASE_DIR / ".memoryhub"))).expanduser().resolve()
 DEBUG = env_bool("DEBUG", False)
 
 # --- Database -------------------------------------------------------------------------------
 
 DATABASE_URL = os.environ.get("DATABASE_URL", "")
+# No DATABASE_URL: MemoryHub runs its own PostgreSQL in DATA_DIR. Importing settings never starts
+# it: manage.py, wsgi/asgi, the test setup and the benches call memoryhub.embedded_pg.ensure_running(),
+# which starts it and points the connection at its socket (HOST below is that socket's usual folder).
 EMBEDDED_DATABASE = not DATABASE_URL
 if EMBEDDED_DATABASE:
-    from memoryhub.embedded_pg import (
-        database_url,
-        default_shared_buffers_mb,
-        start_embedded_postgres,
-    )
+    from memoryhub.embedded_pg import default_shared_buffers_mb, embedded_database_url
 
-    DATABASE_URL = database_url(start_embedded_postgres(DATA_DIR))
+    DATABASE_URL = embedded_database_url(DATA_DIR)
     # `manage.py run` raises the embedded server's shared buffers to this (0: leave them alone).
     EMBEDDED_SHARED_BUFFERS_MB = env_int("MEMORYHUB_PG_SHARED_BUFFERS_MB", default_shared_buffers_mb(), minimum=0)
 
@@ -249,6 +201,11 @@ SPECTACULAR_SETTINGS = {
         "MemoryScopeEnum": "memoryhub.searchable.TIERS",
         "SearchScopeEnum": ["conversation", "channel", "workspace", "account", "session"],
         "RoleEnum": "memoryhub.models.Role",
+        "ScheduleStatusEnum": "scheduling.models.ScheduleStatus",
+        "RunStatusEnum": "scheduling.models.RunStatus",
+        # Sessions, schedules and runs each have a `status`: name every set, or one gets a hash.
+        "SessionStatusEnum": "memoryhub.models.SessionStatus",
+        "NotificationPolicyEnum": "scheduling.models.NotificationPolicy",
     },
 }
 
@@ -355,8 +312,109 @@ MEMORYHUB_SEARCH_FEEDBACK_DOCS = env_int("MEMORYHUB_SEARCH_FEEDBACK_DOCS", 3, mi
 # conversations not among the results yet (1 turns it off).
 MEMORYHUB_SEARCH_COVERAGE = env_float("MEMORYHUB_SEARCH_COVERAGE", 0.6, low=0.0, high=1.0)
 
-# --- Per-area settings: each area keeps its block in its own module ----------------------------
+# --- Notes, facts, scratchpad, summaries (memoryhub/) -------------------------------------------
 
-from memoryhub.settings_lifecycle import *  # noqa: E402,F401,F403
-from memoryhub.settings_memory import *  # noqa: E402,F401,F403
-from memoryhub.settings_scheduling import *  # noqa: E402,F401,F403
+# --- Notes and facts (S5) ----------------------------------------------------------------------
+MEMORYHUB_MAX_TAGS = env_int("MEMORYHUB_MAX_TAGS", 16, minimum=1)
+MEMORYHUB_MAX_TAG_CHARS = env_int("MEMORYHUB_MAX_TAG_CHARS", 64, minimum=1)
+MEMORYHUB_MAX_MEMORY_CHARS = env_int("MEMORYHUB_MAX_MEMORY_CHARS", 50_000, minimum=100)
+
+# --- Scratchpad (S5, seed 000): at most 32 items of at most 240 characters ---------------------
+MEMORYHUB_SCRATCHPAD_MAX_ITEMS = env_int("MEMORYHUB_SCRATCHPAD_MAX_ITEMS", 32, minimum=1)
+MEMORYHUB_SCRATCHPAD_MAX_CHARS = env_int("MEMORYHUB_SCRATCHPAD_MAX_CHARS", 240, minimum=1)
+
+# --- Rolling summary (S6, seed 000) -------------------------------------------------------------
+# Summarise when at least this many messages are not yet in the summary ...
+MEMORYHUB_SUMMARY_MIN_MESSAGES = env_int("MEMORYHUB_SUMMARY_MIN_MESSAGES", 4, minimum=1)
+# ... and they use more than this share of the budget (tokens; default: the restore budget) ...
+MEMORYHUB_SUMMARY_BUDGET = env_int("MEMORYHUB_SUMMARY_BUDGET", 4000, minimum=50)
+MEMORYHUB_SUMMARY_TRIGGER = env_float("MEMORYHUB_SUMMARY_TRIGGER", 0.80, low=0.01, high=1.0)
+# ... condensing the oldest of them until the rest fits in this share.
+MEMORYHUB_SUMMARY_TARGET = env_float("MEMORYHUB_SUMMARY_TARGET", 0.50, low=0.0, high=1.0)
+# The rolling summary itself never grows beyond this share of the budget (oldest lines dropped).
+MEMORYHUB_SUMMARY_MAX_SHARE = env_float("MEMORYHUB_SUMMARY_MAX_SHARE", 0.30, low=0.01, high=1.0)
+# At most this many of the newest unsummarised events are read by one summarisation.
+MEMORYHUB_SUMMARY_MAX_EVENTS = env_int("MEMORYHUB_SUMMARY_MAX_EVENTS", 2000, minimum=10)
+# Check the trigger (and grow the summary tree) in the background after every append.
+MEMORYHUB_AUTO_SUMMARISE = env_bool("MEMORYHUB_AUTO_SUMMARISE", True)
+
+# --- Summary tree (S6, seed 002) ----------------------------------------------------------------
+MEMORYHUB_SUMMARY_LEAF_EVENTS = env_int("MEMORYHUB_SUMMARY_LEAF_EVENTS", 8, minimum=1)
+MEMORYHUB_SUMMARY_BRANCH_CHILDREN = env_int("MEMORYHUB_SUMMARY_BRANCH_CHILDREN", 4, minimum=2)
+# A session with no new event for this many minutes gets its unfinished leaf/branch closed.
+MEMORYHUB_SUMMARY_IDLE_MINUTES = env_int("MEMORYHUB_SUMMARY_IDLE_MINUTES", 30, minimum=0)
+
+# --- Summariser (S6): "extractive" (no LLM) or "http" (an OpenAI-compatible chat completions API) -
+MEMORYHUB_SUMMARISER = env_choice("MEMORYHUB_SUMMARISER", "extractive", {"extractive", "http"})
+MEMORYHUB_SUMMARISER_URL = env_str("MEMORYHUB_SUMMARISER_URL", "")  # e.g. http://host:port/v1
+MEMORYHUB_SUMMARISER_MODEL = env_str("MEMORYHUB_SUMMARISER_MODEL", "")
+MEMORYHUB_SUMMARISER_API_KEY = env_str("MEMORYHUB_SUMMARISER_API_KEY", "")
+MEMORYHUB_SUMMARISER_TIMEOUT = env_float("MEMORYHUB_SUMMARISER_TIMEOUT", 30.0, low=0.1)
+# Characters kept of one condensed turn by the extractive summariser.
+MEMORYHUB_SUMMARY_LINE_CHARS = env_int("MEMORYHUB_SUMMARY_LINE_CHARS", 200, minimum=20)
+
+# --- Fact extractor (S5): "none" (default) or "http" (OpenAI-compatible) -------------------------
+MEMORYHUB_FACT_EXTRACTOR = env_choice("MEMORYHUB_FACT_EXTRACTOR", "none", {"none", "http"})
+MEMORYHUB_FACT_EXTRACTOR_URL = env_str("MEMORYHUB_FACT_EXTRACTOR_URL", "")
+MEMORYHUB_FACT_EXTRACTOR_MODEL = env_str("MEMORYHUB_FACT_EXTRACTOR_MODEL", "")
+MEMORYHUB_FACT_EXTRACTOR_API_KEY = env_str("MEMORYHUB_FACT_EXTRACTOR_API_KEY", "")
+MEMORYHUB_FACT_EXTRACTOR_TIMEOUT = env_float("MEMORYHUB_FACT_EXTRACTOR_TIMEOUT", 30.0, low=0.1)
+
+# --- Lifecycle: decay, consolidation, import/export ---------------------------------------------
+
+# --- Decay (SPEC S8, seed 001): relevance = importance · rate^hours · (1 + ln(1 + accesses)) ----
+# Per-hour retention by tier. A rate must be in (0, 1]: 1 means "never decays".
+MEMORYHUB_DECAY_RATES = {
+    "account": env_float("MEMORYHUB_DECAY_ACCOUNT", 0.999, low=1e-6, high=1.0),
+    "workspace": env_float("MEMORYHUB_DECAY_WORKSPACE", 0.998, low=1e-6, high=1.0),
+    "channel": env_float("MEMORYHUB_DECAY_CHANNEL", 0.995, low=1e-6, high=1.0),
+    "conversation": env_float("MEMORYHUB_DECAY_CONVERSATION", 0.99, low=1e-6, high=1.0),
+}
+
+# --- Consolidation (SPEC S8, seeds 001 and 004) -----------------------------------------------
+# Promote a short-term memory to long-term when relevance > this and access count > the next.
+MEMORYHUB_PROMOTE_RELEVANCE = env_float("MEMORYHUB_PROMOTE_RELEVANCE", 0.7, low=0.0)
+MEMORYHUB_PROMOTE_MIN_ACCESSES = env_int("MEMORYHUB_PROMOTE_MIN_ACCESSES", 3, minimum=0)
+# Prune memories whose relevance fell below this (never when the tenant's transcript is immutable).
+MEMORYHUB_PRUNE_RELEVANCE = env_float("MEMORYHUB_PRUNE_RELEVANCE", 0.01, low=0.0)
+# Merge near-duplicates whose embeddings' cosine similarity is above this.
+MEMORYHUB_MERGE_COSINE = env_float("MEMORYHUB_MERGE_COSINE", 0.95, low=0.0, high=1.0)
+# Keep at most this many memories per scope (tenant, workspace, channel, session, tier); the
+# lowest relevance goes first.
+MEMORYHUB_CAP_PER_SCOPE = env_int("MEMORYHUB_CAP_PER_SCOPE", 10_000, minimum=1)
+# Compress conversations idle (no new event) for this many hours into summaries.
+MEMORYHUB_COMPRESS_AFTER_HOURS = env_int("MEMORYHUB_COMPRESS_AFTER_HOURS", 72, minimum=1)
+# Kinds of memory consolidation may delete (prune, merge, cap). Events' chunks are memories
+# derived from the transcript (the transcript itself is never touched); notes, facts, summaries
+# and documents are written on purpose and are only scored and promoted unless listed here.
+MEMORYHUB_CONSOLIDATE_DELETE_KINDS = tuple(
+    k.strip() for k in env_str("MEMORYHUB_CONSOLIDATE_DELETE_KINDS", "event").split(",") if k.strip()
+)
+if set(MEMORYHUB_CONSOLIDATE_DELETE_KINDS) - {"event", "note", "fact", "summary", "document"}:
+    raise ImproperlyConfigured(f"MEMORYHUB_CONSOLIDATE_DELETE_KINDS has unknown kinds: {MEMORYHUB_CONSOLIDATE_DELETE_KINDS}")
+# Near-duplicates are found exactly (all pairs) in scopes of at most this many memories; in a
+# larger scope each memory asks the HNSW index for its nearest MEMORYHUB_MERGE_NEIGHBOURS.
+MEMORYHUB_MERGE_EXACT_MAX = env_int("MEMORYHUB_MERGE_EXACT_MAX", 1000, minimum=1)
+MEMORYHUB_MERGE_NEIGHBOURS = env_int("MEMORYHUB_MERGE_NEIGHBOURS", 4, minimum=1)
+# How many ids of each step a consolidation report keeps (the counts are always complete).
+MEMORYHUB_REPORT_MAX_IDS = env_int("MEMORYHUB_REPORT_MAX_IDS", 1000, minimum=0)
+
+# --- Import/export (SPEC S9) ------------------------------------------------------------------
+MEMORYHUB_IMPORT_MAX_BYTES = env_int("MEMORYHUB_IMPORT_MAX_BYTES", 200 * 1024 * 1024, minimum=1024)
+
+# --- Schedules (scheduling/) ------------------------------------------------------------------
+
+# Shortest allowed interval between two runs of a schedule (interval cadences and cron), seconds.
+MEMORYHUB_SCHEDULE_MIN_INTERVAL_SECONDS = env_int("MEMORYHUB_SCHEDULE_MIN_INTERVAL_SECONDS", 60, minimum=1)
+# This many failed runs in a row pause the schedule.
+MEMORYHUB_SCHEDULE_MAX_FAILURES = env_int("MEMORYHUB_SCHEDULE_MAX_FAILURES", 3, minimum=1)
+# Runs kept per schedule (older ones are pruned when a run finishes and by `prune_runs`).
+MEMORYHUB_SCHEDULE_RUNS_KEPT = env_int("MEMORYHUB_SCHEDULE_RUNS_KEPT", 50, minimum=1)
+# A run still queued or running this long after it started is marked failed (timeout).
+MEMORYHUB_SCHEDULE_RUN_TIMEOUT_SECONDS = env_int("MEMORYHUB_SCHEDULE_RUN_TIMEOUT_SECONDS", 900, minimum=10)
+# Due schedules one dispatcher pass claims at most.
+MEMORYHUB_SCHEDULE_DISPATCH_BATCH = env_int("MEMORYHUB_SCHEDULE_DISPATCH_BATCH", 100, minimum=1)
+# The `agent_goal` action POSTs the goal here; empty = the action is unavailable.
+MEMORYHUB_AGENT_WEBHOOK_URL = env_str("MEMORYHUB_AGENT_WEBHOOK_URL", "")
+MEMORYHUB_AGENT_WEBHOOK_TIMEOUT = env_float("MEMORYHUB_AGENT_WEBHOOK_TIMEOUT", 30.0, low=0.1, high=3600)
+MEMORYHUB_AGENT_WEBHOOK_TOKEN = env_str("MEMORYHUB_AGENT_WEBHOOK_TOKEN", "")

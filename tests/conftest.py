@@ -10,6 +10,13 @@ from rest_framework.test import APIClient
 from tests.base import Cast, make_cast
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # Settings never start a database; the test run starts the embedded one (when no DATABASE_URL).
+    from memoryhub.embedded_pg import ensure_running
+
+    ensure_running()
+
+
 @pytest.fixture(autouse=True)
 def _fast_and_inline(settings) -> None:  # type: ignore[no-untyped-def]
     # Deterministic embeddings and inline background work unless a test asks otherwise.
