@@ -13,6 +13,8 @@ from typing import Any
 KINDS = ("event", "note", "fact", "summary", "document")
 TIERS = ("conversation", "channel", "workspace", "account")
 LIFETIMES = ("long_term", "short_term", "conversation")
+TIER_CHOICES = [(t, t) for t in TIERS]
+LIFETIME_CHOICES = [(lt, lt) for lt in LIFETIMES]
 
 
 @dataclass(frozen=True)

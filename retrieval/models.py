@@ -29,9 +29,6 @@ class ChunkQuerySet(models.QuerySet["Chunk"]):
     def pending_embedding(self) -> ChunkQuerySet:
         return self.filter(embedding__isnull=True)
 
-    def with_all_tags(self, tags: list[str]) -> ChunkQuerySet:
-        return self.filter(tags__contains=tags) if tags else self
-
 
 class Chunk(models.Model):
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")

@@ -6,7 +6,7 @@ import django.db.models.deletion
 import django.utils.timezone
 from django.db import migrations, models
 
-import memoryhub.memory_models
+import memoryhub.models.notes
 
 
 class Migration(migrations.Migration):
@@ -65,7 +65,7 @@ class Migration(migrations.Migration):
             name='Note',
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('note_id', models.CharField(default=memoryhub.memory_models.new_note_id, help_text='note-<uuid> when not given.', max_length=200)),
+                ('note_id', models.CharField(default=memoryhub.models.notes.new_note_id, help_text='note-<uuid> when not given.', max_length=200)),
                 ('user_id', models.CharField(blank=True, default='', max_length=200)),
                 ('content', models.TextField()),
                 ('source', models.CharField(blank=True, default='', max_length=100)),

@@ -10,7 +10,6 @@ from django.db import DatabaseError, IntegrityError, transaction
 
 from accounts.models import Channel, Workspace
 from memoryhub.models import (
-    REF_CODE_LEN,
     Event,
     Session,
     SessionStatus,
@@ -18,6 +17,7 @@ from memoryhub.models import (
     iso,
     new_ref_code,
 )
+from memoryhub.models.sessions import REF_CODE_LEN
 from tests.base import make_tenant
 
 pytestmark = pytest.mark.django_db

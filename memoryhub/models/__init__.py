@@ -1,0 +1,43 @@
+"""The core domain's models, one module per area; import them from here."""
+
+from memoryhub.models.facts import Fact
+from memoryhub.models.notes import Note, new_note_id
+from memoryhub.models.scratchpad import Scratchpad, ScratchpadItem
+from memoryhub.models.sessions import (
+    SESSION_ID_REGEX,
+    STATUS_TRANSITIONS,
+    Event,
+    EventQuerySet,
+    Role,
+    Session,
+    SessionQuerySet,
+    SessionStatus,
+    estimate_tokens,
+    iso,
+    new_ref_code,
+)
+from memoryhub.models.summaries import SUMMARY_LEVELS, RollingSummary, SummaryNode
+from memoryhub.models.usage import ApiUsage
+
+__all__ = [
+    "SESSION_ID_REGEX",
+    "STATUS_TRANSITIONS",
+    "SUMMARY_LEVELS",
+    "ApiUsage",
+    "Event",
+    "EventQuerySet",
+    "Fact",
+    "Note",
+    "Role",
+    "RollingSummary",
+    "Scratchpad",
+    "ScratchpadItem",
+    "Session",
+    "SessionQuerySet",
+    "SessionStatus",
+    "SummaryNode",
+    "estimate_tokens",
+    "iso",
+    "new_note_id",
+    "new_ref_code",
+]

@@ -1,0 +1,116 @@
+"""Facts: keyed, upserted knowledge about a user or scope (S5, seeds 002 and 004)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.indexes import GinIndex
+from django.db import models
+from django.utils import timezone
+
+from accounts.models import Channel, Tenant, Workspace
+from memoryhub.models.notes import MAX_TAG_LEN
+from memoryhub.searchable import LIFETIME_CHOICES, TIER_CHOICES, Searchable
+
+
+class Fact(models.Model):
+    """A long-term memory entry (S5; seeds 001, 003, 004). (scope, category, key) is unique when a key is set."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+", null=True, blank=True)
+    channel = models.ForeignKey(Channel, on_delete=models.CASCADE, related_name="+", null=True, blank=True)
+    # The conversation a conversation-tier fact belongs to (forgotten with it).
+    session = models.ForeignKey(
+        "memoryhub.Session", on_delete=models.CASCADE, related_name="facts", null=True, blank=True
+    )
+    # Provenance: the conversation the fact was learnt in (kept, unlinked, when that conversation goes).
+    source_session = models.ForeignKey(
+        "memoryhub.Session", on_delete=models.SET_NULL, related_name="+", null=True, blank=True
+    )
+    # "account", "workspace:<id>", "channel:<id>" or "conversation:<session pk>": the scope the
+    # upsert key is unique in (one column, so that NULL foreign keys never defeat uniqueness).
+    scope_key = models.CharField(max_length=100, editable=False)
+    user_id = models.CharField(max_length=200, blank=True, default="")
+    content = models.TextField()
+    category = models.CharField(max_length=100, default="general")
+    key = models.CharField(max_length=200, blank=True, default="")
+    tier = models.CharField(max_length=20, choices=TIER_CHOICES, default="workspace")
+    lifetime = models.CharField(max_length=20, choices=LIFETIME_CHOICES, default="long_term")
+    source = models.CharField(max_length=100, default="agent")
+    importance = models.FloatField(default=0.5)
+    access_count = models.IntegerField(default=0)
+    accessed_at = models.DateTimeField(null=True, blank=True)
+    tags = ArrayField(models.CharField(max_length=MAX_TAG_LEN), default=list, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-updated_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant", "scope_key", "category", "key"],
+                condition=~models.Q(key=""),
+                name="fact_unique_scope_category_key",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(importance__gte=0.0, importance__lte=1.0), name="fact_importance_range"
+            ),
+            models.CheckConstraint(condition=models.Q(access_count__gte=0), name="fact_access_count_positive"),
+        ]
+        indexes = [
+            models.Index(fields=["tenant", "-updated_at"], name="fact_tenant_updated"),
+            models.Index(fields=["tenant", "user_id"], name="fact_tenant_user"),
+            models.Index(fields=["tenant", "category", "key"], name="fact_tenant_category_key"),
+            models.Index(fields=["tenant", "tier", "lifetime"], name="fact_tenant_tier_lifetime"),
+            GinIndex(fields=["tags"], name="fact_tags"),
+            GinIndex(fields=["metadata"], name="fact_metadata"),
+        ]
+
+    def __str__(self) -> str:
+        label = f"{self.category}/{self.key}" if self.key else self.category
+        return f"{label}: {self.content[:60]}"
+
+    def compute_scope_key(self) -> str:
+        if self.tier == "conversation":
+            return f"conversation:{self.session_id}"
+        if self.tier == "channel":
+            return f"channel:{self.channel_id}"
+        if self.tier == "workspace":
+            return f"workspace:{self.workspace_id}"
+        return "account"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        self.scope_key = self.compute_scope_key()
+        update_fields = kwargs.get("update_fields")
+        if update_fields is not None and "scope_key" not in update_fields:
+            kwargs["update_fields"] = [*update_fields, "scope_key"]
+        super().save(*args, **kwargs)
+
+    def as_searchable(self) -> Searchable:
+        return Searchable(
+            kind="fact",
+            source_id=str(self.pk),
+            tenant_id=self.tenant_id,
+            text=self.content,
+            created_at=self.created_at,
+            workspace_id=self.workspace_id,
+            channel_id=self.channel_id,
+            # Only a conversation-tier fact is tied to its session (its chunks go with it);
+            # the conversation it was learnt in is provenance, kept in the metadata.
+            session_id=self.session_id,
+            tier=self.tier,
+            lifetime=self.lifetime,
+            importance=self.importance,
+            tags=tuple(self.tags),
+            user_id=self.user_id,
+            metadata={
+                "fact_id": self.pk,
+                "category": self.category,
+                "key": self.key,
+                "source": self.source,
+                "source_session_id": self.source_session_id,
+                **(self.metadata or {}),
+            },
+        )

@@ -1,0 +1,58 @@
+"""Per-tenant daily request counters (the dashboard's charts)."""
+
+from __future__ import annotations
+
+from datetime import date
+
+from django.db import models
+
+from accounts.models import Tenant
+
+
+class ApiUsage(models.Model):
+    """Requests a tenant made per day to the read paths operators watch (searches, context),
+    counted by the request middleware: the dashboard's charts."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    day = models.DateField()
+    name = models.CharField(max_length=20)
+    requests = models.PositiveIntegerField(default=0)
+    errors = models.PositiveIntegerField(default=0, help_text="Answers with a 4xx or 5xx status.")
+    total_ms = models.FloatField(default=0.0, help_text="Time spent answering, summed.")
+
+    exportable = False  # operations data, not memory: left out of tenant exports
+
+    class Meta:
+        verbose_name = "API usage (per day)"
+        verbose_name_plural = "API usage (per day)"
+        constraints = [models.UniqueConstraint(fields=["tenant", "day", "name"], name="api_usage_unique_day")]
+        indexes = [models.Index(fields=["day", "name"], name="api_usage_day_name")]
+
+    def __str__(self) -> str:
+        return f"{self.name} {self.day}: {self.requests}"
+
+    @classmethod
+    def add(cls, counts: dict[tuple[int, date, str], list[float]]) -> None:
+        """Add counts {(tenant_id, day, name): [requests, errors, total_ms]}: one upsert statement."""
+        from django.db import connection
+
+        if not counts:
+            return
+        table = cls._meta.db_table
+        rows = [(t, d, n, int(c[0]), int(c[1]), float(c[2])) for (t, d, n), c in counts.items()]
+        values = ", ".join(["(%s::bigint, %s::date, %s::text, %s::int, %s::int, %s::float8)"] * len(rows))
+        with connection.cursor() as cursor:
+            # Joined with the tenants, so that counts of a tenant deleted meanwhile are dropped.
+            cursor.execute(
+                f"""
+                INSERT INTO {table} (tenant_id, day, name, requests, errors, total_ms)
+                SELECT v.tenant_id, v.day, v.name, v.requests, v.errors, v.total_ms
+                FROM (VALUES {values}) AS v(tenant_id, day, name, requests, errors, total_ms)
+                JOIN {Tenant._meta.db_table} tenant ON tenant.id = v.tenant_id
+                ON CONFLICT (tenant_id, day, name) DO UPDATE SET
+                    requests = {table}.requests + EXCLUDED.requests,
+                    errors = {table}.errors + EXCLUDED.errors,
+                    total_ms = {table}.total_ms + EXCLUDED.total_ms
+                """,
+                [v for row in rows for v in row],
+            )
