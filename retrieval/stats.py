@@ -116,7 +116,4 @@ def memory_stats(tenant: Tenant, *, workspace_id: int | None = None) -> dict[str
 
 
 def events_for_browse(key: ApiKey) -> Any:
-    qs = Event.objects.for_tenant(key.tenant_id).select_related("session", "session__channel")
-    if key.workspace_id is not None:
-        qs = qs.filter(session__workspace_id=key.workspace_id)
-    return qs
+    return Event.objects.visible_to(key).select_related("session", "session__channel")

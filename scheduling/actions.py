@@ -75,14 +75,14 @@ def consolidate(schedule: Schedule, run: Run) -> ActionResult:
 
 
 def prune_runs(schedule: Schedule, run: Run) -> ActionResult:
-    from scheduling.dispatcher import prune_history
+    from scheduling.models import Run as RunModel
     from scheduling.models import Schedule as ScheduleModel
 
     keep = int(schedule.params.get("keep", settings.MEMORYHUB_SCHEDULE_RUNS_KEPT))
     deleted = 0
     ids = list(ScheduleModel.objects.filter(tenant_id=schedule.tenant_id).values_list("pk", flat=True))
     for schedule_id in ids:
-        deleted += prune_history(schedule_id, keep=keep, spare=run.pk)
+        deleted += RunModel.objects.prune_history(schedule_id, keep=keep, spare=run.pk)
     return ActionResult({"schedules": len(ids), "runs_deleted": deleted, "kept_per_schedule": keep})
 
 

@@ -148,7 +148,7 @@ def finish_run(run_id: Any, *, succeeded: bool, output: str, turn_count: int = 0
                            extra={"schedule": str(schedule.pk), "failures": schedule.consecutive_failures})
         schedule.save(update_fields=["last_run_at", "last_run_status", "consecutive_failures", "status",
                                      "next_run_at", "updated_at"])
-        prune_history(schedule.pk, keep=settings.MEMORYHUB_SCHEDULE_RUNS_KEPT)
+        Run.objects.prune_history(schedule.pk, keep=settings.MEMORYHUB_SCHEDULE_RUNS_KEPT)
         if run.notified:
             transaction.on_commit(lambda: run_notification.send(sender=Run, run=run))
     return run
@@ -175,17 +175,5 @@ def time_out_stuck_runs(now: datetime | None = None) -> int:
     return done
 
 
-def prune_history(schedule_id: Any, *, keep: int, spare: Any = None) -> int:
-    """Delete all but the newest `keep` finished runs of a schedule (open runs are never pruned)."""
-    newest = Run.objects.filter(schedule_id=schedule_id).order_by("-started_at", "-pk").values_list("pk", flat=True)
-    old = list(newest[keep:])
-    if spare is not None:
-        old = [pk for pk in old if pk != spare]
-    if not old:
-        return 0
-    deleted, _ = Run.objects.filter(pk__in=old).exclude(status__in=[RunStatus.QUEUED, RunStatus.RUNNING]).delete()
-    return deleted
-
-
-__all__ = ["ActionResult", "dispatch", "execute_run", "finish_run", "prune_history", "run_now",
+__all__ = ["ActionResult", "dispatch", "execute_run", "finish_run", "run_now",
            "time_out_stuck_runs"]

@@ -3,14 +3,32 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone as dj_timezone
 
 from accounts.models import Tenant, Workspace
+from accounts.querysets import KeyScopedQuerySet
 
 SUMMARY_CHARS = 500
+
+
+class RunQuerySet(KeyScopedQuerySet):
+    workspace_field = "schedule__workspace_id"
+
+    def prune_history(self, schedule_id: Any, *, keep: int, spare: Any = None) -> int:
+        """Delete all but the newest `keep` finished runs of a schedule (open runs are never pruned)."""
+        newest = self.filter(schedule_id=schedule_id).order_by("-started_at", "-pk").values_list("pk", flat=True)
+        old = list(newest[keep:])
+        if spare is not None:
+            old = [pk for pk in old if pk != spare]
+        if not old:
+            return 0
+        open_states = [RunStatus.QUEUED, RunStatus.RUNNING]
+        deleted, _ = self.filter(pk__in=old).exclude(status__in=open_states).delete()
+        return deleted
 
 
 class CadenceType(models.TextChoices):
@@ -64,6 +82,8 @@ class Schedule(models.Model):
     last_run_status = models.CharField(max_length=10, blank=True, default="")
     consecutive_failures = models.PositiveIntegerField(default=0)
 
+    objects = KeyScopedQuerySet.as_manager()
+
     class Meta:
         ordering = ["-created_at"]
         indexes = [
@@ -98,6 +118,8 @@ class Run(models.Model):
     turn_count = models.PositiveIntegerField(default=0)
     cost = models.FloatField(default=0.0)
     notified = models.BooleanField(default=False)
+
+    objects = RunQuerySet.as_manager()
 
     class Meta:
         ordering = ["-started_at"]

@@ -10,15 +10,15 @@ from django.db.models import Q
 from django.utils import timezone
 
 from accounts.models import ApiKey
-from memoryhub.errors import ApiError, Conflict, NotFound
+from memoryhub.errors import Conflict, Invalid, NotFound
 from memoryhub.sessions import resolve_workspace
 from scheduling import cadence as cadence_maths
 from scheduling.actions import ParamsError, check_params
 from scheduling.models import Run, Schedule, ScheduleStatus
 
 
-def _bad(code: str, message: str, field: str) -> ApiError:
-    return ApiError(code, message, details={"fields": {field: [{"code": code, "message": message}]}})
+def _bad(code: str, message: str, field: str) -> Invalid:
+    return Invalid(code, message, details={"fields": {field: [{"code": code, "message": message}]}})
 
 
 def checked_cadence(data: dict[str, Any]) -> cadence_maths.Cadence:
@@ -37,20 +37,6 @@ def checked_params(action: str, params: Any, goal: str) -> dict[str, Any]:
         raise _bad(exc.code, exc.message, field) from None
 
 
-def schedules_visible_to(key: ApiKey) -> Any:
-    qs = Schedule.objects.filter(tenant_id=key.tenant_id)
-    if key.workspace_id is not None:
-        qs = qs.filter(workspace_id=key.workspace_id)
-    return qs.select_related("workspace")
-
-
-def runs_visible_to(key: ApiKey) -> Any:
-    qs = Run.objects.filter(tenant_id=key.tenant_id)
-    if key.workspace_id is not None:
-        qs = qs.filter(schedule__workspace_id=key.workspace_id)
-    return qs
-
-
 def _uuid(value: str) -> uuid.UUID | None:
     try:
         return uuid.UUID(str(value))
@@ -60,25 +46,25 @@ def _uuid(value: str) -> uuid.UUID | None:
 
 def get_schedule(key: ApiKey, schedule_id: str, *, for_update: bool = False) -> Schedule:
     pk = _uuid(schedule_id)
-    qs = schedules_visible_to(key)
+    qs = Schedule.objects.visible_to(key)
     if for_update:
         qs = qs.select_for_update(of=("self",))
     schedule = qs.filter(pk=pk).first() if pk else None
     if schedule is None:
-        raise NotFound(f"Schedule {schedule_id!r} does not exist.", code="schedule_not_found")
+        raise NotFound("schedule_not_found", f"Schedule {schedule_id!r} does not exist.")
     return schedule
 
 
 def get_run(key: ApiKey, run_id: str) -> Run:
     pk = _uuid(run_id)
-    run = runs_visible_to(key).filter(pk=pk).first() if pk else None
+    run = Run.objects.visible_to(key).filter(pk=pk).first() if pk else None
     if run is None:
-        raise NotFound(f"Run {run_id!r} does not exist.", code="run_not_found")
+        raise NotFound("run_not_found", f"Run {run_id!r} does not exist.")
     return run
 
 
 def filter_schedules(key: ApiKey, filters: dict[str, Any]) -> Any:
-    qs = schedules_visible_to(key)
+    qs = Schedule.objects.visible_to(key)
     if filters.get("q"):
         q = filters["q"]
         qs = qs.filter(Q(name__icontains=q) | Q(goal__icontains=q))

@@ -10,6 +10,7 @@ from django.db import models
 from django.utils import timezone
 
 from accounts.models import Channel, Tenant, Workspace
+from accounts.querysets import KeyScopedQuerySet
 from memoryhub.models.notes import MAX_TAG_LEN
 from memoryhub.searchable import LIFETIME_CHOICES, TIER_CHOICES, Searchable
 
@@ -45,6 +46,8 @@ class Fact(models.Model):
     metadata = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
+
+    objects = KeyScopedQuerySet.as_manager()
 
     class Meta:
         ordering = ["-updated_at"]

@@ -10,6 +10,7 @@ from django.db import models
 from django.utils import timezone
 
 from accounts.models import Channel, Tenant, Workspace
+from accounts.querysets import KeyScopedQuerySet
 from memoryhub.searchable import TIER_CHOICES, Searchable
 
 MAX_TAG_LEN = 64  # the tag column's width
@@ -38,6 +39,8 @@ class Note(models.Model):
     importance = models.FloatField(default=0.5)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
+
+    objects = KeyScopedQuerySet.as_manager()
 
     class Meta:
         ordering = ["-updated_at"]

@@ -16,6 +16,7 @@ from django.db import models
 from django.utils import timezone
 
 from accounts.models import Channel, Tenant, Workspace
+from accounts.querysets import KeyScopedQuerySet, SessionScopedQuerySet
 
 BASE62 = string.digits + string.ascii_letters
 # Client-chosen session ids: 1–200 URL-safe characters, not starting with a symbol.
@@ -51,7 +52,7 @@ STATUS_TRANSITIONS: dict[str, set[str]] = {
 }
 
 
-class SessionQuerySet(models.QuerySet["Session"]):
+class SessionQuerySet(KeyScopedQuerySet):
     def for_tenant(self, tenant_id: int) -> SessionQuerySet:
         return self.filter(tenant_id=tenant_id)
 
@@ -109,7 +110,7 @@ class Role(models.TextChoices):
     SYSTEM = "system"
 
 
-class EventQuerySet(models.QuerySet["Event"]):
+class EventQuerySet(SessionScopedQuerySet):
     def for_tenant(self, tenant_id: int) -> EventQuerySet:
         return self.filter(tenant_id=tenant_id)
 

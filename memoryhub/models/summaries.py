@@ -6,6 +6,7 @@ from django.db import models
 from django.utils import timezone
 
 from accounts.models import Channel, Tenant, Workspace
+from accounts.querysets import SessionScopedQuerySet
 from memoryhub.models.sessions import Session
 from memoryhub.searchable import Searchable
 
@@ -58,6 +59,8 @@ class SummaryNode(models.Model):
     summariser = models.CharField(max_length=100, blank=True, default="")
     metadata = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
+
+    objects = SessionScopedQuerySet.as_manager()
 
     class Meta:
         ordering = ["session_id", "depth", "sequence_start"]
