@@ -21,11 +21,13 @@ install: $(STAMP)
 run: $(STAMP)
 	@$(BIN)/python manage.py run
 
-test: $(STAMP)
+test: lint
 	@$(BIN)/python -m pytest $(PYTEST_ARGS)
 
+# ruff, and the import contracts: data flows accounts <- memoryhub <- retrieval <- scheduling, no cycles.
 lint: $(STAMP)
 	@$(BIN)/ruff check .
+	@$(BIN)/lint-imports --no-logo --no-cache
 
 bench: $(STAMP)
 	@$(BIN)/python bench/ingest.py

@@ -1,154 +1,39 @@
-"""One error envelope for every API error: {"error": {"code", "message", "details"}}."""
+"""Errors the domain raises: a machine-readable code, a message, details. No HTTP here.
+
+The API layer (memoryhub.api.errors) maps each kind to its status code in one place; commands and
+the admin show the code and message as they are.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
-from django.http import Http404, HttpRequest, JsonResponse
-from rest_framework import exceptions, status
-from rest_framework.response import Response
-from rest_framework.views import exception_handler
 
+class DomainError(Exception):
+    """A request the domain refuses; `code` is the machine-readable reason."""
 
-class ApiError(exceptions.APIException):
-    """A domain error with a machine-readable code."""
-
-    def __init__(
-        self,
-        code: str,
-        message: str,
-        *,
-        status_code: int = status.HTTP_400_BAD_REQUEST,
-        details: dict[str, Any] | None = None,
-    ) -> None:
-        super().__init__(detail=message, code=code)
-        self.status_code = status_code
-        self.error_code = code
+    def __init__(self, code: str, message: str, details: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.code = code
         self.message = message
         self.details = details or {}
 
 
-class Conflict(ApiError):
-    def __init__(self, code: str, message: str, details: dict[str, Any] | None = None) -> None:
-        super().__init__(code, message, status_code=status.HTTP_409_CONFLICT, details=details)
+class Invalid(DomainError):
+    """The input cannot be used as given."""
 
 
-class NotFound(ApiError):
-    def __init__(self, message: str = "Not found.", code: str = "not_found") -> None:
-        super().__init__(code, message, status_code=status.HTTP_404_NOT_FOUND)
+class Forbidden(DomainError):
+    """The key may not do this (another workspace, a wider scope than it holds)."""
 
 
-# DRF's generic field-level codes; anything else is one of ours and becomes the top-level code.
-_GENERIC_CODES = {
-    "invalid", "required", "null", "blank", "max_length", "min_length", "max_value", "min_value",
-    "invalid_choice", "not_a_list", "empty", "not_a_dict", "max_digits", "max_decimal_places",
-    "max_whole_digits", "date", "datetime", "make_aware", "overflow", "max_string_length",
-    "does_not_exist", "incorrect_type", "unique", "parse_error",
-}
-
-_STATUS_CODES = {
-    exceptions.ParseError: "malformed_json",
-    exceptions.AuthenticationFailed: "invalid_api_key",
-    exceptions.NotAuthenticated: "not_authenticated",
-    exceptions.PermissionDenied: "permission_denied",
-    exceptions.NotFound: "not_found",
-    exceptions.MethodNotAllowed: "method_not_allowed",
-    exceptions.NotAcceptable: "not_acceptable",
-    exceptions.UnsupportedMediaType: "unsupported_media_type",
-    exceptions.Throttled: "throttled",
-}
+class NotFound(DomainError):
+    """What the request names does not exist (or is not visible to the key)."""
 
 
-def _flatten(detail: Any, path: str = "") -> list[tuple[str, str, str]]:
-    """(field path, code, message) for every leaf of a DRF error detail."""
-    if isinstance(detail, dict):
-        out: list[tuple[str, str, str]] = []
-        for key, value in detail.items():
-            # DRF reports a list's bad items as {index: errors}: spell them events[1].role.
-            if isinstance(key, int):
-                out += _flatten(value, f"{path}[{key}]")
-            else:
-                out += _flatten(value, f"{path}.{key}" if path else str(key))
-        return out
-    if isinstance(detail, list):
-        out = []
-        for index, value in enumerate(detail):
-            child = path if not isinstance(value, (dict, list)) else f"{path}[{index}]"
-            out += _flatten(value, child)
-        return out
-    return [(path or "non_field_errors", getattr(detail, "code", "invalid"), str(detail))]
+class Conflict(DomainError):
+    """The request contradicts what is stored (exists already, archived, stale)."""
 
 
-def error_body(code: str, message: str, details: dict[str, Any] | None = None) -> dict[str, Any]:
-    return {"error": {"code": code, "message": message, "details": details or {}}}
-
-
-def _validation_response(exc: exceptions.ValidationError) -> dict[str, Any]:
-    leaves = _flatten(exc.detail)
-    fields: dict[str, list[dict[str, str]]] = {}
-    for field, code, message in leaves:
-        fields.setdefault(field, []).append({"code": code, "message": message})
-    specific = [code for _, code, _ in leaves if code not in _GENERIC_CODES]
-    code = specific[0] if specific else "validation_error"
-    first_field, _, first_message = leaves[0] if leaves else ("", "", "Invalid input.")
-    message = f"{first_field}: {first_message}" if first_field not in ("", "non_field_errors") else first_message
-    return error_body(code, message, {"fields": fields})
-
-
-def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
-    if isinstance(exc, Http404):
-        exc = exceptions.NotFound()
-    elif isinstance(exc, DjangoPermissionDenied):
-        exc = exceptions.PermissionDenied()
-    response = exception_handler(exc, context)
-    if response is None:
-        return None
-    if isinstance(exc, ApiError):
-        response.data = error_body(exc.error_code, exc.message, exc.details)
-    elif isinstance(exc, exceptions.ValidationError):
-        response.data = _validation_response(exc)
-    else:
-        code = next((c for cls, c in _STATUS_CODES.items() if isinstance(exc, cls)), "error")
-        # A PermissionDenied raised with its own code (insufficient_scope, …) keeps that code.
-        specific = exc.get_codes()
-        if code == "permission_denied" and isinstance(specific, str) and specific != "permission_denied":
-            code = specific
-        response.data = error_body(code, str(exc.detail))
-    return response
-
-
-def json_404(request: HttpRequest, exception: Exception | None = None) -> JsonResponse:
-    return JsonResponse(error_body("not_found", f"No endpoint at {request.path}."), status=404)
-
-
-def json_500(request: HttpRequest) -> JsonResponse:
-    return JsonResponse(error_body("server_error", "Internal server error."), status=500)
-
-
-def json_400(request: HttpRequest, exception: Exception | None = None) -> JsonResponse:
-    return JsonResponse(error_body("bad_request", "Bad request."), status=400)
-
-
-def handle_404(request: HttpRequest, exception: Exception | None = None):  # type: ignore[no-untyped-def]
-    if request.path.startswith("/api/"):
-        return json_404(request, exception)
-    from django.views.defaults import page_not_found
-
-    return page_not_found(request, exception)
-
-
-def handle_500(request: HttpRequest):  # type: ignore[no-untyped-def]
-    if request.path.startswith("/api/"):
-        return json_500(request)
-    from django.views.defaults import server_error
-
-    return server_error(request)
-
-
-def handle_400(request: HttpRequest, exception: Exception | None = None):  # type: ignore[no-untyped-def]
-    if request.path.startswith("/api/"):
-        return json_400(request, exception)
-    from django.views.defaults import bad_request
-
-    return bad_request(request, exception)
+class TooLarge(DomainError):
+    """The input exceeds a limit."""

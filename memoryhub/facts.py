@@ -17,7 +17,7 @@ from django.utils import timezone
 from accounts.models import ApiKey
 from memoryhub.errors import Conflict, NotFound
 from memoryhub.models import Fact, Session
-from memoryhub.notes import Placement, apply_meta, place, split_tags, visible
+from memoryhub.notes import Placement, apply_meta, place, split_tags
 from memoryhub.sessions import get_session
 from memoryhub.signals import memory_deleted, memory_saved
 
@@ -43,7 +43,7 @@ def with_chunk_access(qs: QuerySet[Fact]) -> QuerySet[Fact]:
 
 
 def facts_visible_to(key: ApiKey) -> QuerySet[Fact]:
-    qs = visible(Fact.objects.all(), key).select_related("session", "source_session", "workspace", "channel")
+    qs = Fact.objects.visible_to(key).select_related("session", "source_session", "workspace", "channel")
     return with_chunk_access(qs)
 
 
@@ -53,7 +53,7 @@ def get_fact(key: ApiKey, fact_id: int, *, for_update: bool = False) -> Fact:
         qs = qs.select_for_update(of=("self",))
     fact = qs.filter(pk=fact_id).first()
     if fact is None:
-        raise NotFound(f"Fact {fact_id} does not exist.", code="fact_not_found")
+        raise NotFound("fact_not_found", f"Fact {fact_id} does not exist.")
     return fact
 
 

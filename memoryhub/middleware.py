@@ -13,7 +13,7 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.urls import Resolver404, resolve
 
-from memoryhub.errors import error_body
+from memoryhub.api.errors import error_body
 
 logger = logging.getLogger("memoryhub.request")
 

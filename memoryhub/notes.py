@@ -14,7 +14,7 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from accounts.models import ApiKey, Channel, Workspace
-from memoryhub.errors import ApiError, Conflict, NotFound
+from memoryhub.errors import Conflict, Forbidden, Invalid, NotFound
 from memoryhub.models import Note, Session, new_note_id
 from memoryhub.sessions import get_session, resolve_workspace
 from memoryhub.signals import memory_deleted, memory_saved
@@ -39,18 +39,17 @@ def place(key: ApiKey, *, tier: str | None, session: str | None, workspace: str 
     if tier is None:
         tier = "conversation" if sess else "channel" if channel else "workspace"
     if tier == "conversation" and sess is None:
-        raise ApiError("session_required", "A conversation-scoped memory needs a 'session'.")
+        raise Invalid("session_required", "A conversation-scoped memory needs a 'session'.")
     if sess is not None:
         if workspace and workspace != sess.workspace.name:
-            raise ApiError("scope_mismatch", "'workspace' differs from the session's workspace.")
+            raise Invalid("scope_mismatch", "'workspace' differs from the session's workspace.")
         if channel and channel != sess.channel.name:
-            raise ApiError("scope_mismatch", "'channel' differs from the session's channel.")
+            raise Invalid("scope_mismatch", "'channel' differs from the session's channel.")
     if tier == "account":
         if key.workspace_id is not None:
-            raise ApiError("workspace_forbidden", "A key limited to one workspace cannot write account-wide memories.",
-                           status_code=403)
+            raise Forbidden("workspace_forbidden", "A key limited to one workspace cannot write account-wide memories.")
         if workspace or channel:
-            raise ApiError("scope_mismatch", "An account-wide memory has no workspace or channel.")
+            raise Invalid("scope_mismatch", "An account-wide memory has no workspace or channel.")
         return Placement("account", None, None, sess)
     if sess is not None:
         ws, ch = sess.workspace, sess.channel
@@ -59,13 +58,6 @@ def place(key: ApiKey, *, tier: str | None, session: str | None, workspace: str 
         assert ws is not None
         ch = Channel.get_named(ws, channel) if (channel or tier == "channel") else None
     return Placement(tier, ws, ch, sess)
-
-
-def visible(qs: QuerySet[Any], key: ApiKey) -> QuerySet[Any]:
-    qs = qs.filter(tenant_id=key.tenant_id)
-    if key.workspace_id is not None:
-        qs = qs.filter(workspace_id=key.workspace_id)
-    return qs
 
 
 def meta_filters(params: Any) -> dict[str, Any]:
@@ -106,7 +98,7 @@ def split_tags(raw: str | None) -> list[str]:
 
 
 def notes_visible_to(key: ApiKey) -> QuerySet[Note]:
-    return visible(Note.objects.all(), key).select_related("session", "workspace", "channel")
+    return Note.objects.visible_to(key).select_related("session", "workspace", "channel")
 
 
 def get_note(key: ApiKey, note_id: str, *, for_update: bool = False) -> Note:
@@ -115,7 +107,7 @@ def get_note(key: ApiKey, note_id: str, *, for_update: bool = False) -> Note:
         qs = qs.select_for_update(of=("self",))
     note = qs.filter(note_id=note_id).first()
     if note is None:
-        raise NotFound(f"Note {note_id!r} does not exist.", code="note_not_found")
+        raise NotFound("note_not_found", f"Note {note_id!r} does not exist.")
     return note
 
 

@@ -14,7 +14,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from accounts.models import ApiKey
-from memoryhub.errors import ApiError, Conflict
+from memoryhub.errors import Conflict, Invalid
 from memoryhub.models import Scratchpad, ScratchpadItem, Session, SessionStatus, iso
 from memoryhub.sessions import get_session
 
@@ -31,27 +31,27 @@ def parse_items(raw: Any) -> list[tuple[str, str]]:
                 pairs.append((str(index + 1), item))
                 continue
             if not isinstance(item, dict) or set(item) - {"key", "value"} or "key" not in item:
-                raise ApiError("invalid_item", f"items[{index}] must be an object with 'key' and 'value'.",
+                raise Invalid("invalid_item", f"items[{index}] must be an object with 'key' and 'value'.",
                                details={"index": index})
             pairs.append((item["key"], item.get("value", "")))
     else:
-        raise ApiError("invalid_items", "'items' must be a list of {key, value} objects or an object.")
+        raise Invalid("invalid_items", "'items' must be a list of {key, value} objects or an object.")
     limit, chars = settings.MEMORYHUB_SCRATCHPAD_MAX_ITEMS, settings.MEMORYHUB_SCRATCHPAD_MAX_CHARS
     if len(pairs) > limit:
-        raise ApiError("too_many_items", f"A scratchpad holds at most {limit} items.",
+        raise Invalid("too_many_items", f"A scratchpad holds at most {limit} items.",
                        details={"max_items": limit, "items": len(pairs)})
     seen: set[str] = set()
     for index, (key, value) in enumerate(pairs):
         if not isinstance(key, str) or not key.strip():
-            raise ApiError("invalid_item", f"items[{index}]: the key must be a non-empty string.",
+            raise Invalid("invalid_item", f"items[{index}]: the key must be a non-empty string.",
                            details={"index": index})
         if not isinstance(value, str):
-            raise ApiError("invalid_item", f"items[{index}]: the value must be a string.", details={"index": index})
+            raise Invalid("invalid_item", f"items[{index}]: the value must be a string.", details={"index": index})
         if len(key) > chars or len(value) > chars:
-            raise ApiError("item_too_long", f"items[{index}]: keys and values have at most {chars} characters.",
+            raise Invalid("item_too_long", f"items[{index}]: keys and values have at most {chars} characters.",
                            details={"index": index, "max_chars": chars})
         if key in seen:
-            raise ApiError("duplicate_key", f"items[{index}]: key {key!r} appears twice.", details={"index": index})
+            raise Invalid("duplicate_key", f"items[{index}]: key {key!r} appears twice.", details={"index": index})
         seen.add(key)
     return pairs
 

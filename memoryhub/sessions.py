@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from accounts.models import ApiKey, Channel, Workspace
 from memoryhub import recent
-from memoryhub.errors import ApiError, Conflict, NotFound
+from memoryhub.errors import Conflict, Forbidden, Invalid, NotFound, TooLarge
 from memoryhub.models import (
     SESSION_ID_REGEX,
     Event,
@@ -37,9 +37,8 @@ def resolve_workspace(key: ApiKey, name: str | None, *, create: bool = True) -> 
     """The workspace a request names, confined to the key's tenant (and workspace, if limited)."""
     if key.workspace_id is not None:
         if name and name != key.workspace.name:
-            raise ApiError(
+            raise Forbidden(
                 "workspace_forbidden", f"This API key is limited to workspace {key.workspace.name!r}.",
-                status_code=403,
             )
         return key.workspace
     if not name:
@@ -49,20 +48,13 @@ def resolve_workspace(key: ApiKey, name: str | None, *, create: bool = True) -> 
     return Workspace.objects.filter(tenant_id=key.tenant_id, name=name).first()
 
 
-def sessions_visible_to(key: ApiKey) -> Any:
-    qs = Session.objects.for_tenant(key.tenant_id)
-    if key.workspace_id is not None:
-        qs = qs.filter(workspace_id=key.workspace_id)
-    return qs
-
-
 def get_session(key: ApiKey, session_id: str, *, for_update: bool = False) -> Session:
-    qs = sessions_visible_to(key).select_related("workspace", "channel")
+    qs = Session.objects.visible_to(key).select_related("workspace", "channel")
     if for_update:
         qs = qs.select_for_update(of=("self",))
     session = qs.filter(external_id=session_id).first()
     if session is None:
-        raise NotFound(f"Session {session_id!r} does not exist.", code="session_not_found")
+        raise NotFound("session_not_found", f"Session {session_id!r} does not exist.")
     return session
 
 
@@ -112,7 +104,7 @@ def create_session(*, key: ApiKey, data: SessionInput, get_or_create: bool = Fal
             )
     except IntegrityError:
         # A concurrent request created it between our check and insert.
-        winner = sessions_visible_to(key).filter(external_id=session_id).first()
+        winner = Session.objects.visible_to(key).filter(external_id=session_id).first()
         if get_or_create and winner is not None:
             return winner, False
         raise Conflict("session_exists", f"Session {session_id!r} already exists.") from None
@@ -122,7 +114,7 @@ def create_session(*, key: ApiKey, data: SessionInput, get_or_create: bool = Fal
 def get_or_create_session_lazily(*, key: ApiKey, session_id: str) -> Session:
     """Appending to an unknown session creates it (seed 000), in the key's default placement."""
     if not re.fullmatch(SESSION_ID_REGEX, session_id):
-        raise ApiError(
+        raise Invalid(
             "invalid_session_id",
             "A session id has 1–200 characters: letters, digits and . _ : @ - (not starting with a symbol).",
         )
@@ -198,12 +190,11 @@ class AppendResult:
 def _check_batch(items: list[EventInput]) -> None:
     keys = [i.idempotency_key for i in items if i.idempotency_key]
     if len(keys) != len(set(keys)):
-        raise ApiError("duplicate_idempotency_key", "Two events in one request share an idempotency_key.")
+        raise Invalid("duplicate_idempotency_key", "Two events in one request share an idempotency_key.")
     if len(items) > settings.MEMORYHUB_MAX_BULK_EVENTS:
-        raise ApiError(
+        raise TooLarge(
             "too_many_events",
             f"At most {settings.MEMORYHUB_MAX_BULK_EVENTS} events per request.",
-            status_code=413,
         )
 
 
@@ -371,7 +362,7 @@ def restore_session(session: Session, *, budget: int) -> Restored:
 
 
 def sessions_filter(key: ApiKey, filters: dict[str, str]) -> Any:
-    qs = sessions_visible_to(key).select_related("workspace", "channel")
+    qs = Session.objects.visible_to(key).select_related("workspace", "channel")
     if filters.get("workspace"):
         qs = qs.filter(workspace__name=filters["workspace"])
     if filters.get("channel"):

@@ -95,7 +95,6 @@ INSTALLED_APPS = [
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
     "rest_framework",
-    "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "pgtrigger",
@@ -181,7 +180,7 @@ REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "EXCEPTION_HANDLER": "memoryhub.errors.api_exception_handler",
+    "EXCEPTION_HANDLER": "memoryhub.api.errors.api_exception_handler",
     "UNAUTHENTICATED_USER": None,
 }
 if DEBUG:

@@ -6,14 +6,13 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from memoryhub import errors
-from memoryhub.dashboard import dashboard_view
-from memoryhub.transfer_admin import transfer_view
+from memoryhub.admin.dashboard import dashboard_view
+from memoryhub.admin.transfer import transfer_view
+from memoryhub.api import errors
 
 # Each area of the API keeps its own routes; a module that does not exist yet is skipped.
 API_URL_MODULES = (
-    "memoryhub.api_urls",  # health, sessions, events, restore
-    "memoryhub.memory_urls",  # notes, facts, scratchpad, summaries
+    "memoryhub.api.urls",  # health, sessions, events, restore, notes, facts, scratchpad, summaries
     "memoryhub.lifecycle.api_urls",  # forget-user, import/export
     "retrieval.api_urls",  # search, context, browse, stats, documents
     "scheduling.api_urls",  # schedules and runs

@@ -6,7 +6,7 @@ from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from memoryhub.admin_tools import EstimatedCountPaginator
+from memoryhub.admin.paginator import EstimatedCountPaginator
 from memoryhub.tasks import enqueue
 from retrieval.models import Chunk, Document
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from accounts.models import ApiKey, Channel
-from memoryhub.errors import ApiError, NotFound
+from memoryhub.errors import Invalid, NotFound
 from memoryhub.sessions import get_session, resolve_workspace
 from retrieval.search import SearchRequest
 
@@ -25,7 +25,7 @@ def build_search_request(key: ApiKey, data: dict[str, Any]) -> SearchRequest:
     if workspace_name:
         workspace = resolve_workspace(key, workspace_name, create=False)
         if workspace is None:
-            raise NotFound(f"Workspace {workspace_name!r} does not exist.", code="workspace_not_found")
+            raise NotFound("workspace_not_found", f"Workspace {workspace_name!r} does not exist.")
         workspace_ids = [workspace.pk]
     if session_name:
         session = get_session(key, session_name)
@@ -44,7 +44,7 @@ def build_search_request(key: ApiKey, data: dict[str, Any]) -> SearchRequest:
             channels = channels.filter(workspace_id__in=workspace_ids)
         found = list(channels.values_list("pk", "workspace_id"))
         if not found:
-            raise NotFound(f"Channel {channel_name!r} does not exist.", code="channel_not_found")
+            raise NotFound("channel_not_found", f"Channel {channel_name!r} does not exist.")
         req.channel_ids = [pk for pk, _ in found]
         req.workspace_ids = sorted({ws for _, ws in found})
         req.scope = scope or "channel"
@@ -59,10 +59,10 @@ def build_search_request(key: ApiKey, data: dict[str, Any]) -> SearchRequest:
 
 def _check_scope(req: SearchRequest) -> None:
     if req.scope == "conversation":
-        raise ApiError("invalid_scope", "scope 'conversation' needs a session.")
+        raise Invalid("invalid_scope", "scope 'conversation' needs a session.")
     if req.scope == "channel" and req.channel_ids is None:
-        raise ApiError("invalid_scope", "scope 'channel' needs a session or a channel.")
+        raise Invalid("invalid_scope", "scope 'channel' needs a session or a channel.")
     if req.scope == "workspace" and req.workspace_ids is None:
         if req.key_workspace_id is None:
-            raise ApiError("invalid_scope", "scope 'workspace' needs a session, a channel or a workspace.")
+            raise Invalid("invalid_scope", "scope 'workspace' needs a session, a channel or a workspace.")
         req.workspace_ids = [req.key_workspace_id]

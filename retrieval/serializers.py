@@ -5,10 +5,10 @@ from __future__ import annotations
 from django.conf import settings
 from rest_framework import serializers
 
-from memoryhub.api import StrictSerializer
+from memoryhub.api.common import StrictSerializer
+from memoryhub.api.fields import MetadataField
 from memoryhub.models import Role
 from memoryhub.searchable import KINDS
-from memoryhub.serializers import MetadataField
 from retrieval.embedders import DIMENSIONS
 from retrieval.search import FUSIONS, MODES, PROFILES, SCOPES
 

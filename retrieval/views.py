@@ -11,8 +11,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.models import Channel
-from memoryhub.api import api_key, paginate, parse_input, query_params
-from memoryhub.errors import ApiError
+from memoryhub.api.common import api_key, paginate, parse_input, query_params
+from memoryhub.errors import Invalid
 from memoryhub.sessions import get_session, resolve_workspace
 from retrieval import stats
 from retrieval.context import assemble_context
@@ -32,7 +32,7 @@ def _search_or_400(req: Any) -> Any:
     try:
         return run_search(req)
     except SearchError as exc:
-        raise ApiError(exc.code, exc.message) from None
+        raise Invalid(exc.code, exc.message) from None
 
 
 class SearchView(APIView):

@@ -11,7 +11,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
 
-from memoryhub.errors import ApiError
+from memoryhub.errors import DomainError
 from scheduling import cadence as cadence_maths
 from scheduling import services
 from scheduling.actions import REGISTRY, ParamsError, check_params
@@ -108,7 +108,7 @@ class ScheduleAdmin(admin.ModelAdmin):
             try:
                 change(schedule)
                 count += 1
-            except ApiError as exc:
+            except DomainError as exc:
                 self.message_user(request, f"{schedule.name}: {exc.message}", level=messages.WARNING)
         self.message_user(request, f"{count} schedule(s) {done}.")
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from rest_framework import serializers
 
-from memoryhub.api import StrictSerializer
+from memoryhub.api.common import StrictSerializer
 from scheduling import cadence as cadence_maths
 from scheduling.actions import REGISTRY
 from scheduling.models import NotificationPolicy, Run, Schedule, ScheduleStatus

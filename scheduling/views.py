@@ -8,7 +8,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memoryhub.api import api_key, paginate, parse_input, query_params
+from memoryhub.api.common import api_key, paginate, parse_input, query_params
 from scheduling import services
 from scheduling.dispatcher import run_now
 from scheduling.serializers import (

@@ -17,7 +17,7 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from accounts.models import Tenant, Workspace
-from memoryhub.errors import ApiError
+from memoryhub.errors import DomainError
 from memoryhub.lifecycle.transfer import (
     ExportScope,
     export_memory,
@@ -77,8 +77,8 @@ def transfer_view(request: HttpRequest) -> HttpResponse:
         try:
             data = parse_export_file(import_form.cleaned_data["file"].read())
             counts = import_memory(tenant=tenant, data=data)
-        except ApiError as exc:
-            import_form.add_error("file", f"{exc.error_code}: {exc.message}")
+        except DomainError as exc:
+            import_form.add_error("file", f"{exc.code}: {exc.message}")
         else:
             summary = ", ".join(f"{n} {kind}" for kind, n in counts.items()) or "nothing"
             messages.success(request, f"Imported into {tenant.name}: {summary}.")

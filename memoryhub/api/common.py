@@ -9,7 +9,7 @@ from rest_framework import serializers
 from rest_framework.request import Request
 
 from accounts.models import ApiKey
-from memoryhub.errors import ApiError
+from memoryhub.errors import Invalid
 
 
 class StrictSerializer(serializers.Serializer):
@@ -66,9 +66,9 @@ def query_params(request: Request, serializer_class: type[serializers.Serializer
     return dict(serializer.validated_data)
 
 
-def _invalid_parameter(errors: dict[str, Any]) -> ApiError:
+def _invalid_parameter(errors: dict[str, Any]) -> Invalid:
     name, problems = next(iter(errors.items()))
-    return ApiError(
+    return Invalid(
         "invalid_parameter", f"Query parameter {name!r}: {problems[0]}",
         details={"fields": {k: [str(p) for p in v] for k, v in errors.items()}},
     )

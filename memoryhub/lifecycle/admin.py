@@ -11,7 +11,7 @@ from django.db.models import Count, Q, QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.utils.html import format_html
 
-from memoryhub.admin_tools import EstimatedCountPaginator
+from memoryhub.admin.paginator import EstimatedCountPaginator
 from memoryhub.lifecycle import consolidation, decay
 from memoryhub.lifecycle.models import (
     CompressedConversation,

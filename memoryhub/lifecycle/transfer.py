@@ -34,7 +34,7 @@ from django.utils.dateparse import parse_datetime
 from django.utils.duration import duration_iso_string
 
 from accounts.models import Channel, Tenant, Workspace
-from memoryhub.errors import ApiError, Conflict
+from memoryhub.errors import Conflict, Forbidden, Invalid, NotFound, TooLarge
 from memoryhub.models import Event, RollingSummary, Session, SessionStatus, iso
 from memoryhub.searchable import Searchable
 from memoryhub.signals import memory_saved
@@ -51,7 +51,7 @@ _SKIP_APPS = {"accounts", "retrieval", "lifecycle", "django_q", "admin", "auth",
 _EXPLICIT = {Session, Event, RollingSummary}
 
 
-class InvalidImport(ApiError):
+class InvalidImport(Invalid):
     def __init__(self, message: str, path: str = "", code: str = "invalid_import") -> None:
         super().__init__(code, message + (f" (at {path})" if path else ""), details={"path": path})
 
@@ -165,12 +165,12 @@ class Exporter:
         if scope.kind == "workspace":
             self.workspace = Workspace.objects.filter(tenant=tenant, name=scope.workspace).first()
             if self.workspace is None:
-                raise ApiError("workspace_not_found", f"Workspace {scope.workspace!r} does not exist.", status_code=404)
+                raise NotFound("workspace_not_found", f"Workspace {scope.workspace!r} does not exist.")
             sessions = sessions.filter(workspace=self.workspace)
         elif scope.kind == "session":
             sessions = sessions.filter(external_id=scope.session)
             if not sessions.exists():
-                raise ApiError("session_not_found", f"Session {scope.session!r} does not exist.", status_code=404)
+                raise NotFound("session_not_found", f"Session {scope.session!r} does not exist.")
         self.sessions = list(sessions)
         self.session_ids = {s.pk for s in self.sessions}
         self.record_keys: dict[str, dict[int, int]] = {}  # model label → pk → position
@@ -379,7 +379,7 @@ def check_header(data: Any) -> None:
     if not isinstance(version, int) or isinstance(version, bool):
         raise InvalidImport("schema_version is missing", "schema_version")
     if version != SCHEMA_VERSION:
-        raise ApiError("unsupported_schema_version",
+        raise Invalid("unsupported_schema_version",
                        f"schema_version {version} is not supported (this server reads {SCHEMA_VERSION}).",
                        details={"supported": [SCHEMA_VERSION]})
     for name in ("workspaces", "sessions"):
@@ -404,8 +404,8 @@ class Importer:
             raise InvalidImport("a workspace name is required", path)
         if name not in self.workspaces:
             if self.limit_workspace is not None and name != self.limit_workspace.name:
-                raise ApiError("workspace_forbidden", f"This API key is limited to workspace "
-                               f"{self.limit_workspace.name!r}; the file has {name!r}.", status_code=403)
+                raise Forbidden("workspace_forbidden", f"This API key is limited to workspace "
+                               f"{self.limit_workspace.name!r}; the file has {name!r}.")
             workspace, created = Workspace.objects.get_or_create(tenant=self.tenant, name=name)
             self.workspaces[name] = workspace
             self.counts["workspaces"] += int(created)
@@ -707,7 +707,7 @@ def import_memory(*, tenant: Tenant, data: Any, limit_workspace: Workspace | Non
 
 def parse_export_file(raw: bytes) -> Any:
     if len(raw) > settings.MEMORYHUB_IMPORT_MAX_BYTES:
-        raise ApiError("import_too_large", "The file is larger than MEMORYHUB_IMPORT_MAX_BYTES.", status_code=413)
+        raise TooLarge("import_too_large", "The file is larger than MEMORYHUB_IMPORT_MAX_BYTES.")
     try:
         return json.loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:

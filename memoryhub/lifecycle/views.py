@@ -9,8 +9,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memoryhub.api import StrictSerializer, api_key, parse_input
-from memoryhub.errors import ApiError
+from memoryhub.api.common import StrictSerializer, api_key, parse_input
+from memoryhub.errors import Forbidden, Invalid, NotFound
 from memoryhub.lifecycle.forget import forget_user
 from memoryhub.lifecycle.transfer import (
     SCOPES,
@@ -24,7 +24,7 @@ from memoryhub.sessions import get_session, resolve_workspace
 
 def _tenant_wide(request: Request, what: str) -> None:
     if api_key(request).workspace_id is not None:
-        raise ApiError("workspace_limited_key", f"{what} needs a key not limited to a workspace.", status_code=403)
+        raise Forbidden("workspace_limited_key", f"{what} needs a key not limited to a workspace.")
 
 
 class ForgetUserView(APIView):
@@ -62,16 +62,15 @@ class ExportView(APIView):
         kind = data["scope"] or ("session" if data.get("session") else "workspace" if data.get("workspace") else "tenant")
         if kind == "session":
             if not data.get("session"):
-                raise ApiError("session_required", "A session export names its session.")
+                raise Invalid("session_required", "A session export names its session.")
             session = get_session(key, data["session"])  # 404 outside the key's tenant/workspace
             scope = ExportScope("session", session=session.external_id)
         elif kind == "workspace":
             if not data.get("workspace") and key.workspace_id is None:
-                raise ApiError("workspace_required", "A workspace export names its workspace.")
+                raise Invalid("workspace_required", "A workspace export names its workspace.")
             workspace = resolve_workspace(key, data.get("workspace"), create=False)
             if workspace is None:
-                raise ApiError("workspace_not_found", f"Workspace {data.get('workspace')!r} does not exist.",
-                               status_code=404)
+                raise NotFound("workspace_not_found", f"Workspace {data.get('workspace')!r} does not exist.")
             scope = ExportScope("workspace", workspace=workspace.name)
         else:
             _tenant_wide(request, "Exporting the whole tenant")

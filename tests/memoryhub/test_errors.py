@@ -123,7 +123,7 @@ def test_ready_reports_pending_migrations_as_503(anon, db, monkeypatch) -> None:
 def test_ready_reports_an_unreachable_database_as_503(anon, db, monkeypatch) -> None:
     from django.db import OperationalError
 
-    from memoryhub import views
+    from memoryhub.api import health as views
 
     class Broken:
         def cursor(self) -> Any:

@@ -125,8 +125,7 @@ def test_a_read_only_key_cannot_ingest(cast) -> None:
 
 
 def test_stats_count_summaries_and_tree_depth_per_tenant(alice, bob, index, cast) -> None:
-    from memoryhub.models import SummaryNode
-    from memoryhub.models import Session
+    from memoryhub.models import Session, SummaryNode
 
     index(alice, "a", {"role": "user", "content": "one"}, {"role": "user", "content": "two"})
     index(bob, "b", {"role": "user", "content": "bob"})

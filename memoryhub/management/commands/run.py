@@ -50,7 +50,10 @@ class Command(BaseCommand):
         self.bootstrap()
         connections.close_all()
 
-        env = {**os.environ, "DATABASE_URL": settings.DATABASE_URL, "SECRET_KEY": settings.SECRET_KEY}
+        self.serve(options)
+
+    def serve(self, options: dict[str, Any]) -> None:
+        """Start gunicorn (and the cluster), then watch them until a signal or a child's exit."""
         host, port = options["host"], options["port"]
         children: list[subprocess.Popen[bytes]] = []
         stopping = False
@@ -62,21 +65,7 @@ class Command(BaseCommand):
         signal.signal(signal.SIGINT, stop)
         signal.signal(signal.SIGTERM, stop)
         try:
-            # Own sessions: a terminal's Ctrl-C must reach only us; we stop the children one by
-            # one (signalling qcluster's whole group can deadlock it).
-            children.append(subprocess.Popen(
-                [sys.executable, "-m", "gunicorn", "memoryhub.wsgi:application",
-                 "--config", "python:memoryhub.gunicorn_conf",
-                 "--bind", f"{host}:{port}", "--workers", str(options["web_workers"]),
-                 "--worker-class", "gthread", "--threads", "4", "--timeout", "120",
-                 "--graceful-timeout", "10", "--log-level", "warning"],
-                env=env, start_new_session=True,
-            ))
-            if not options["no_cluster"]:
-                children.append(subprocess.Popen(
-                    [sys.executable, str(settings.BASE_DIR / "manage.py"), "qcluster"],
-                    env=env, start_new_session=True,
-                ))
+            children = self.start_children(options)
             self.wait_until_serving(host, port, children[0])
             self.stdout.write(self.style.SUCCESS(
                 f"MemoryHub is serving http://{host}:{port}/api/v1/ (docs /api/v1/docs/, admin /admin/)"
@@ -90,17 +79,39 @@ class Command(BaseCommand):
                 time.sleep(0.5)
         finally:
             self.stdout.write("Stopping…")
-            for child in children:
-                if child.poll() is None:
-                    child.send_signal(signal.SIGTERM)
-            deadline = time.monotonic() + 20
-            for child in children:
-                try:
-                    child.wait(timeout=max(0.1, deadline - time.monotonic()))
-                except subprocess.TimeoutExpired:
-                    os.killpg(child.pid, signal.SIGKILL)
+            self.stop_children(children)
             self.stop_database()
             self.stdout.write("Stopped.")
+
+    def start_children(self, options: dict[str, Any]) -> list[subprocess.Popen[bytes]]:
+        # Own sessions: a terminal's Ctrl-C must reach only us; we stop the children one by one
+        # (signalling qcluster's whole group can deadlock it).
+        env = {**os.environ, "DATABASE_URL": settings.DATABASE_URL, "SECRET_KEY": settings.SECRET_KEY}
+        children = [subprocess.Popen(
+            [sys.executable, "-m", "gunicorn", "memoryhub.wsgi:application",
+             "--config", "python:memoryhub.gunicorn_conf",
+             "--bind", f"{options['host']}:{options['port']}", "--workers", str(options["web_workers"]),
+             "--worker-class", "gthread", "--threads", "4", "--timeout", "120",
+             "--graceful-timeout", "10", "--log-level", "warning"],
+            env=env, start_new_session=True,
+        )]
+        if not options["no_cluster"]:
+            children.append(subprocess.Popen(
+                [sys.executable, str(settings.BASE_DIR / "manage.py"), "qcluster"],
+                env=env, start_new_session=True,
+            ))
+        return children
+
+    def stop_children(self, children: list[subprocess.Popen[bytes]]) -> None:
+        for child in children:
+            if child.poll() is None:
+                child.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + 20
+        for child in children:
+            try:
+                child.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                os.killpg(child.pid, signal.SIGKILL)
 
     def wait_until_serving(self, host: str, port: int, web: subprocess.Popen[bytes]) -> None:
         probe_host = "127.0.0.1" if host in ("0.0.0.0", "") else host.strip("[]")

@@ -8,7 +8,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from accounts.models import Tenant
-from memoryhub.errors import ApiError
+from memoryhub.errors import DomainError
 from memoryhub.lifecycle.transfer import ExportScope, export_memory
 
 
@@ -34,7 +34,7 @@ class Command(BaseCommand):
             scope = ExportScope("tenant")
         try:
             data = export_memory(tenant=tenant, scope=scope)
-        except ApiError as exc:
+        except DomainError as exc:
             raise CommandError(exc.message) from None
         text = json.dumps(data, ensure_ascii=False, sort_keys=True)
         if options["output"]:

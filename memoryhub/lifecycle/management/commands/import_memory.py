@@ -9,7 +9,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from accounts.models import Tenant
-from memoryhub.errors import ApiError
+from memoryhub.errors import DomainError
 from memoryhub.lifecycle.transfer import import_memory, parse_export_file
 
 
@@ -28,6 +28,6 @@ class Command(BaseCommand):
             data = parse_export_file(path.read_bytes())
             tenant, _ = Tenant.get_or_create_named(options["tenant"])
             counts = import_memory(tenant=tenant, data=data)
-        except ApiError as exc:
-            raise CommandError(f"{exc.error_code}: {exc.message}") from None
+        except DomainError as exc:
+            raise CommandError(f"{exc.code}: {exc.message}") from None
         self.stdout.write(json.dumps({"imported": counts}, indent=2))

@@ -1,0 +1,75 @@
+"""What the admin pages of searchable memories (notes, facts, summaries) share."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin
+from django.db import connection, transaction
+from django.db.models import QuerySet
+from django.forms import ModelForm
+from django.http import HttpRequest
+from django.utils import timezone
+
+from memoryhub.signals import memory_deleted, memory_saved
+
+WORKING_NOTE_BADGE = (
+    '<span style="background:#fff3cd;color:#7a5b00;border:1px solid #e6c96b;border-radius:8px;'
+    'padding:1px 7px;font-size:11px;font-weight:600;white-space:nowrap">Working note</span>'
+)
+
+
+class TagListFilter(admin.SimpleListFilter):
+    """Filter by one tag (the most used tags of the table are offered)."""
+
+    title = "tag"
+    parameter_name = "tag"
+
+    def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin) -> list[tuple[str, str]]:
+        table = model_admin.model._meta.db_table
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT tag, count(*) FROM (SELECT unnest(tags) AS tag FROM {table}) t "  # noqa: S608 - our table
+                "GROUP BY tag ORDER BY count(*) DESC, tag LIMIT 30"
+            )
+            return [(tag, f"{tag} ({n})") for tag, n in cursor.fetchall()]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        return queryset.filter(tags__contains=[self.value()]) if self.value() else queryset
+
+
+class SearchableAdmin(admin.ModelAdmin):
+    """Keeps the search index in step with admin edits and deletions."""
+
+    kind = ""
+
+    def source_id(self, obj: Any) -> str:
+        return str(obj.as_searchable().source_id)
+
+    def save_model(self, request: HttpRequest, obj: Any, form: ModelForm, change: bool) -> None:
+        with transaction.atomic():
+            if hasattr(obj, "updated_at") and change:
+                obj.updated_at = timezone.now()
+            super().save_model(request, obj, form, change)
+            memory_saved.send(sender=type(obj), kind=self.kind, instance=obj)
+
+    def delete_model(self, request: HttpRequest, obj: Any) -> None:
+        with transaction.atomic():
+            memory_deleted.send(sender=type(obj), kind=self.kind, tenant_id=obj.tenant_id, source_id=self.source_id(obj))
+            super().delete_model(request, obj)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
+        with transaction.atomic():
+            for obj in queryset:
+                memory_deleted.send(sender=type(obj), kind=self.kind, tenant_id=obj.tenant_id,
+                                    source_id=self.source_id(obj))
+            super().delete_queryset(request, queryset)
+
+    @admin.action(description="Re-index selected (replace their search chunks)")
+    def reindex(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
+        count = 0
+        with transaction.atomic():
+            for obj in queryset:
+                memory_saved.send(sender=type(obj), kind=self.kind, instance=obj)
+                count += 1
+        self.message_user(request, f"Re-indexed {count} item(s).")

@@ -1,0 +1,32 @@
+"""Per-tenant request counters in the admin."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+from django.http import HttpRequest
+
+from memoryhub.models import (
+    ApiUsage,
+)
+
+
+@admin.register(ApiUsage)
+class ApiUsageAdmin(admin.ModelAdmin):
+    """Read-only: the request middleware writes these counters."""
+
+    list_display = ["day", "tenant", "name", "requests", "errors", "mean_ms"]
+    list_filter = ["name", "tenant", "day"]
+    search_fields = ["tenant__name", "=name"]
+    list_select_related = ["tenant"]
+    date_hierarchy = "day"
+    ordering = ["-day", "tenant", "name"]
+
+    @admin.display(description="mean ms")
+    def mean_ms(self, obj: ApiUsage) -> float:
+        return round(obj.total_ms / obj.requests, 1) if obj.requests else 0.0
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: ApiUsage | None = None) -> bool:
+        return False

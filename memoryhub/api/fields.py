@@ -1,0 +1,114 @@
+"""Fields and schema pieces every area's serializers share: strict scalars (no silent coercion),
+metadata, tags, ids, list parameters."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    extend_schema_field,
+    inline_serializer,
+)
+from rest_framework import serializers
+
+from memoryhub.models import (
+    SESSION_ID_REGEX,
+)
+
+ID_REGEX = SESSION_ID_REGEX
+
+
+class StrictCharField(serializers.CharField):
+    """A string field that refuses numbers and booleans instead of quietly turning them into text."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictRegexField(serializers.RegexField):
+    def to_internal_value(self, data: Any) -> Any:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictIntegerField(serializers.IntegerField):
+    """A JSON number, not a string or a boolean that happens to convert."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, bool) or not isinstance(data, (int, float)):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictFloatField(serializers.FloatField):
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, bool) or not isinstance(data, (int, float)):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class MetadataField(serializers.JSONField):
+    def to_internal_value(self, data: Any) -> Any:
+        if not isinstance(data, dict):
+            raise serializers.ValidationError("Must be a JSON object.", code="invalid")
+        return super().to_internal_value(data)
+
+
+NOTE_ID_REGEX = ID_REGEX
+
+
+def normalise_tags(value: Any) -> list[str]:
+    """Trimmed, lowercased, de-duplicated (first occurrence kept); too many or too long → error."""
+    if isinstance(value, str):
+        value = [part for part in value.split(",")]
+    if not isinstance(value, list):
+        raise serializers.ValidationError("Tags must be a list of strings.", code="invalid_tags")
+    seen: list[str] = []
+    for tag in value:
+        if not isinstance(tag, str):
+            raise serializers.ValidationError("Every tag must be a string.", code="invalid_tags")
+        tag = tag.strip().lower()
+        if not tag:
+            continue
+        if len(tag) > settings.MEMORYHUB_MAX_TAG_CHARS:
+            raise serializers.ValidationError(
+                f"A tag has at most {settings.MEMORYHUB_MAX_TAG_CHARS} characters.", code="tag_too_long"
+            )
+        if tag not in seen:
+            seen.append(tag)
+    if len(seen) > settings.MEMORYHUB_MAX_TAGS:
+        raise serializers.ValidationError(f"At most {settings.MEMORYHUB_MAX_TAGS} tags.", code="too_many_tags")
+    return seen
+
+
+@extend_schema_field({"type": "array", "items": {"type": "string", "maxLength": 64}, "maxItems": 16})
+class TagsField(serializers.Field):
+    def to_internal_value(self, data: Any) -> list[str]:
+        return normalise_tags(data)
+
+    def to_representation(self, value: Any) -> list[str]:
+        return list(value)
+
+
+def content_field(**kwargs: Any) -> StrictCharField:
+    return StrictCharField(max_length=settings.MEMORYHUB_MAX_MEMORY_CHARS, trim_whitespace=False, **kwargs)
+
+
+def non_blank(value: str) -> str:
+    if not value.strip():
+        raise serializers.ValidationError("Content must not be empty.", code="empty_content")
+    return value
+
+
+META_PARAM = OpenApiParameter("meta.<key>", str, description="Metadata equality filter, e.g. meta.topic=billing")
+
+
+PAGE_PARAMS = [OpenApiParameter("limit", int), OpenApiParameter("offset", int)]
+
+
+Deleted = inline_serializer("Deleted", {"id": serializers.CharField(), "deleted": serializers.BooleanField()})

@@ -1,0 +1,47 @@
+"""GET /health/ and /ready/."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
+from drf_spectacular.utils import (
+    extend_schema,
+    inline_serializer,
+)
+from rest_framework import serializers, status
+from rest_framework.permissions import AllowAny
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+
+class HealthView(APIView):
+    authentication_classes: list[Any] = []
+    permission_classes = [AllowAny]
+
+    @extend_schema(responses=inline_serializer("Health", {"status": serializers.CharField()}))
+    def get(self, request: Request) -> Response:
+        return Response({"status": "ok"})
+
+
+class ReadyView(APIView):
+    authentication_classes: list[Any] = []
+    permission_classes = [AllowAny]
+
+    @extend_schema(responses=inline_serializer("Ready", {"status": serializers.CharField()}))
+    def get(self, request: Request) -> Response:
+        checks: dict[str, str] = {}
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT 1")
+            checks["database"] = "ok"
+            executor = MigrationExecutor(connection)
+            pending = executor.migration_plan(executor.loader.graph.leaf_nodes())
+            checks["migrations"] = "ok" if not pending else f"{len(pending)} pending"
+        except Exception as exc:  # readiness reports, it does not raise
+            checks.setdefault("database", f"error: {exc.__class__.__name__}")
+        ready = all(v == "ok" for v in checks.values()) and len(checks) == 2
+        body = {"status": "ready" if ready else "not_ready", "checks": checks}
+        return Response(body, status=status.HTTP_200_OK if ready else status.HTTP_503_SERVICE_UNAVAILABLE)

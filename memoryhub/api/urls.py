@@ -1,0 +1,24 @@
+"""The /api/v1/ routes of the core domain (S11)."""
+
+from django.urls import path
+
+from memoryhub.api import facts, health, notes, scratchpad, sessions, summaries
+
+urlpatterns = [
+    path("health/", health.HealthView.as_view(), name="health"),
+    path("ready/", health.ReadyView.as_view(), name="ready"),
+    path("sessions/", sessions.SessionListView.as_view(), name="session-list"),
+    path("sessions/<str:session_id>/", sessions.SessionDetailView.as_view(), name="session-detail"),
+    path("sessions/<str:session_id>/events/", sessions.EventListView.as_view(), name="session-events"),
+    path("sessions/<str:session_id>/restore/", sessions.RestoreView.as_view(), name="session-restore"),
+    path("notes/", notes.NoteListView.as_view(), name="note-list"),
+    path("notes/<str:note_id>/", notes.NoteDetailView.as_view(), name="note-detail"),
+    path("facts/", facts.FactListView.as_view(), name="fact-list"),
+    path("facts/<int:fact_id>/", facts.FactDetailView.as_view(), name="fact-detail"),
+    path("sessions/<str:session_id>/scratchpad/", scratchpad.ScratchpadView.as_view(), name="session-scratchpad"),
+    path("sessions/<str:session_id>/summary/", summaries.RollingSummaryView.as_view(), name="session-summary"),
+    path("sessions/<str:session_id>/summary/tree/", summaries.SessionSummaryTreeView.as_view(),
+         name="session-summary-tree"),
+    path("summaries/", summaries.SummaryNodeListView.as_view(), name="summary-list"),
+    path("summaries/<int:node_id>/", summaries.SummaryNodeDetailView.as_view(), name="summary-detail"),
+]
