@@ -133,6 +133,10 @@ class ApiKey(models.Model):
         Workspace, null=True, blank=True, on_delete=models.CASCADE, related_name="api_keys",
         help_text="Limit the key to one workspace (optional).",
     )
+    user_id = models.CharField(
+        max_length=200, blank=True, default="",
+        help_text="Limit the key to one end user (optional): it sees that user's memories and shared ones.",
+    )
     name = models.CharField(max_length=100, blank=True)
     prefix = models.CharField(max_length=KEY_PREFIX_LEN, unique=True, editable=False)
     key_hash = models.CharField(max_length=64, editable=False)
@@ -189,13 +193,14 @@ class ApiKey(models.Model):
         scopes: list[str] | tuple[str, ...] = SCOPES,
         workspace: Workspace | None = None,
         name: str = "",
+        user_id: str = "",
     ) -> NewKey:
         unknown = set(scopes) - set(SCOPES)
         if unknown or not scopes:
             raise ValueError(f"scopes must be a non-empty subset of {SCOPES}, got {list(scopes)}")
         prefix, raw = cls.generate()
         api_key = cls.objects.create(
-            tenant=tenant, workspace=workspace, name=name, prefix=prefix,
+            tenant=tenant, workspace=workspace, user_id=user_id, name=name, prefix=prefix,
             key_hash=hash_key(raw), scopes=sorted(set(scopes), key=SCOPES.index),
         )
         return NewKey(api_key=api_key, raw=raw)

@@ -5,27 +5,42 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from django.db import models
+from django.db.models import Q
 
 if TYPE_CHECKING:
     from accounts.models import ApiKey
 
 
-class KeyScopedQuerySet(models.QuerySet[Any]):
-    """Rows of the key's tenant, and of its workspace for a workspace-limited key.
+def owned_by(field: str, user_id: str) -> Q:
+    """The ownership rule: a user sees their own rows and rows that belong to no one (shared)."""
+    return Q(**{field: user_id}) | Q(**{field: ""})
 
-    A model whose workspace is reached through a relation names the path in `workspace_field`.
+
+class KeyScopedQuerySet(models.QuerySet[Any]):
+    """Rows of the key's tenant; of its workspace for a workspace-limited key; of its user (and
+    shared ones) for a user-limited key.
+
+    A model whose workspace or owner is reached through a relation names the path in
+    `workspace_field` / `user_field`.
     """
 
     workspace_field = "workspace_id"
+    user_field = "user_id"
 
     def visible_to(self, key: ApiKey) -> KeyScopedQuerySet:
         qs = self.filter(tenant_id=key.tenant_id)
         if key.workspace_id is not None:
             qs = qs.filter(**{self.workspace_field: key.workspace_id})
+        if key.user_id:
+            qs = qs.filter(owned_by(self.user_field, key.user_id))
         return qs
+
+    def owned_by(self, user_id: str) -> KeyScopedQuerySet:
+        return self.filter(owned_by(self.user_field, user_id))
 
 
 class SessionScopedQuerySet(KeyScopedQuerySet):
-    """Rows that belong to a session and take its workspace."""
+    """Rows that belong to a session: they take its workspace and its user."""
 
     workspace_field = "session__workspace_id"
+    user_field = "session__user_id"

@@ -18,7 +18,7 @@ from accounts.models import ApiKey
 from memoryhub.errors import Conflict, NotFound
 from memoryhub.models import Fact, Session
 from memoryhub.notes import Placement, apply_meta, place, split_tags
-from memoryhub.sessions import get_session
+from memoryhub.sessions import get_session, resolve_user
 from memoryhub.signals import memory_deleted, memory_saved
 
 # Fields an upsert (or PATCH) may set; placement fields are fixed by the scope.
@@ -81,6 +81,8 @@ def upsert(*, tenant_id: int, placement: Placement, data: dict[str, Any], given:
             setattr(fact, name, data[name])
     if not fact.user_id and placement.session is not None:
         fact.user_id = placement.session.user_id
+    if placement.user_id:  # a user-limited key writes as its user
+        fact.user_id = placement.user_id
     scope_key = fact.compute_scope_key()
     with transaction.atomic():
         for _ in range(2):
@@ -111,7 +113,8 @@ def upsert(*, tenant_id: int, placement: Placement, data: dict[str, Any], given:
 
 def upsert_fact(key: ApiKey, data: dict[str, Any], given: set[str]) -> tuple[Fact, bool]:
     placement = place(key, tier=data.get("scope"), session=data.get("session"),
-                      workspace=data.get("workspace"), channel=data.get("channel"))
+                      workspace=data.get("workspace"), channel=data.get("channel"),
+                      user_id=data.get("user_id"))
     source_session = get_session(key, data["source_session"]) if data.get("source_session") else None
     return upsert(tenant_id=key.tenant_id, placement=placement, data=data, given=given,
                   source_session=source_session)
@@ -120,6 +123,8 @@ def upsert_fact(key: ApiKey, data: dict[str, Any], given: set[str]) -> tuple[Fac
 @transaction.atomic
 def update_fact(key: ApiKey, fact_id: int, changes: dict[str, Any]) -> Fact:
     fact = get_fact(key, fact_id, for_update=True)
+    if "user_id" in changes:
+        changes = {**changes, "user_id": resolve_user(key, changes["user_id"]) or ""}
     for name in WRITABLE:
         if name in changes:
             setattr(fact, name, changes[name])

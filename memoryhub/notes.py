@@ -16,7 +16,7 @@ from django.utils import timezone
 from accounts.models import ApiKey, Channel, Workspace
 from memoryhub.errors import Conflict, Forbidden, Invalid, NotFound
 from memoryhub.models import Note, Session, new_note_id
-from memoryhub.sessions import get_session, resolve_workspace
+from memoryhub.sessions import get_session, resolve_user, resolve_workspace
 from memoryhub.signals import memory_deleted, memory_saved
 
 # --- placement shared by notes and facts -------------------------------------------------------
@@ -28,13 +28,15 @@ class Placement:
     workspace: Workspace | None
     channel: Channel | None
     session: Session | None
+    user_id: str = ""  # set for a user-limited key: the memory belongs to that user
 
 
 def place(key: ApiKey, *, tier: str | None, session: str | None, workspace: str | None,
-          channel: str | None) -> Placement:
+          channel: str | None, user_id: str | None = None) -> Placement:
     """Where a note or fact lives. A session implies its workspace and channel; the tier says how
     widely it applies (default: conversation with a session, channel with a channel, else
     workspace). Raises before anything is created when the request does not fit the key."""
+    forced_user = resolve_user(key, user_id) if key.user_id else ""
     sess = get_session(key, session) if session else None
     if tier is None:
         tier = "conversation" if sess else "channel" if channel else "workspace"
@@ -50,14 +52,14 @@ def place(key: ApiKey, *, tier: str | None, session: str | None, workspace: str 
             raise Forbidden("workspace_forbidden", "A key limited to one workspace cannot write account-wide memories.")
         if workspace or channel:
             raise Invalid("scope_mismatch", "An account-wide memory has no workspace or channel.")
-        return Placement("account", None, None, sess)
+        return Placement("account", None, None, sess, forced_user or "")
     if sess is not None:
         ws, ch = sess.workspace, sess.channel
     else:
         ws = resolve_workspace(key, workspace)
         assert ws is not None
         ch = Channel.get_named(ws, channel) if (channel or tier == "channel") else None
-    return Placement(tier, ws, ch, sess)
+    return Placement(tier, ws, ch, sess, forced_user or "")
 
 
 def meta_filters(params: Any) -> dict[str, Any]:
@@ -121,6 +123,8 @@ def _fill(note: Note, data: dict[str, Any], placement: Placement) -> None:
     note.tags = data.get("tags", [])
     note.metadata = data.get("metadata", {})
     note.user_id = data.get("user_id") or (placement.session.user_id if placement.session else "")
+    if placement.user_id:  # a user-limited key writes as its user
+        note.user_id = placement.user_id
     note.importance = data.get("importance", 0.5)
     note.tier = placement.tier
     note.workspace = placement.workspace
@@ -131,7 +135,8 @@ def _fill(note: Note, data: dict[str, Any], placement: Placement) -> None:
 @transaction.atomic
 def create_note(key: ApiKey, data: dict[str, Any]) -> Note:
     placement = place(key, tier=data.get("scope"), session=data.get("session"),
-                      workspace=data.get("workspace"), channel=data.get("channel"))
+                      workspace=data.get("workspace"), channel=data.get("channel"),
+                      user_id=data.get("user_id"))
     note_id = data.get("note_id") or new_note_id()
     if Note.objects.filter(tenant_id=key.tenant_id, note_id=note_id).exists():
         raise Conflict("note_exists", f"Note {note_id!r} already exists: PUT /notes/{note_id}/ replaces it.")
@@ -154,7 +159,8 @@ def put_note(key: ApiKey, note_id: str, data: dict[str, Any]) -> tuple[Note, boo
         # Another workspace's note: the id is taken, say nothing more.
         raise Conflict("note_exists", f"Note {note_id!r} already exists.")
     placement = place(key, tier=data.get("scope"), session=data.get("session"),
-                      workspace=data.get("workspace"), channel=data.get("channel"))
+                      workspace=data.get("workspace"), channel=data.get("channel"),
+                      user_id=data.get("user_id"))
     note = existing or Note(tenant_id=key.tenant_id, note_id=note_id)
     _fill(note, data, placement)
     note.updated_at = timezone.now()

@@ -22,10 +22,11 @@ from memoryhub.models import (
     RollingSummary,
     Session,
     SessionStatus,
+    SummaryNode,
     estimate_tokens,
     iso,
 )
-from memoryhub.signals import events_appended, session_forgotten
+from memoryhub.signals import events_appended, session_forgotten, session_owner_changed
 
 logger = logging.getLogger(__name__)
 
@@ -46,6 +47,16 @@ def resolve_workspace(key: ApiKey, name: str | None, *, create: bool = True) -> 
     if create:
         return Workspace.get_named(key.tenant, name)
     return Workspace.objects.filter(tenant_id=key.tenant_id, name=name).first()
+
+
+def resolve_user(key: ApiKey, user_id: str | None) -> str | None:
+    """The end user a request acts for: a user-limited key's own user (naming another is refused),
+    otherwise the one given (None: no user named)."""
+    if key.user_id:
+        if user_id and user_id != key.user_id:
+            raise Forbidden("user_forbidden", f"This API key is limited to user {key.user_id!r}.")
+        return key.user_id
+    return user_id
 
 
 def get_session(key: ApiKey, session_id: str, *, for_update: bool = False) -> Session:
@@ -87,7 +98,7 @@ def create_session(*, key: ApiKey, data: SessionInput, get_or_create: bool = Fal
     # let a concurrent lazy creation commit between them and turn a get-or-create into a 409.
     existing = Session.objects.filter(tenant_id=key.tenant_id, external_id=session_id).first()
     if existing is not None:
-        visible = key.workspace_id is None or existing.workspace_id == key.workspace_id
+        visible = Session.objects.visible_to(key).filter(pk=existing.pk).exists()
         if get_or_create and visible:
             return existing, False
         # Same tenant, other workspace: the id is taken, but say nothing about that workspace.
@@ -99,7 +110,7 @@ def create_session(*, key: ApiKey, data: SessionInput, get_or_create: bool = Fal
         with transaction.atomic():
             session = Session.objects.create(
                 tenant_id=key.tenant_id, workspace=workspace, channel=channel, external_id=session_id,
-                user_id=data.user_id, persistence_key=data.persistence_key, agent=data.agent,
+                user_id=resolve_user(key, data.user_id) or "", persistence_key=data.persistence_key, agent=data.agent,
                 title=data.title, metadata=data.metadata,
             )
     except IntegrityError:
@@ -135,11 +146,18 @@ def update_session(*, key: ApiKey, session_id: str, changes: dict[str, Any]) -> 
             f"A session cannot move from {session.status!r} to {status!r}.",
             {"from": session.status, "to": status},
         )
+    if "user_id" in changes:
+        changes = {**changes, "user_id": resolve_user(key, changes["user_id"]) or ""}
+    owner_changed = "user_id" in changes and changes["user_id"] != session.user_id
     for name in UPDATABLE_FIELDS:
         if name in changes:
             setattr(session, name, changes[name])
     session.updated_at = timezone.now()
     session.save(update_fields=[*[n for n in UPDATABLE_FIELDS if n in changes], "updated_at"])
+    if owner_changed:
+        # What the conversation derived (its summaries, its search chunks) belongs to its new user.
+        SummaryNode.objects.filter(session=session).update(user_id=session.user_id)
+        session_owner_changed.send(sender=Session, session=session)
     return session
 
 

@@ -285,6 +285,10 @@ MEMORYHUB_SEARCH_CANDIDATES = env_int("MEMORYHUB_SEARCH_CANDIDATES", 100, minimu
 MEMORYHUB_HNSW_EF_SEARCH = env_int("MEMORYHUB_HNSW_EF_SEARCH", 100, minimum=10)
 MEMORYHUB_SEARCH_MAX_TOP_K = env_int("MEMORYHUB_SEARCH_MAX_TOP_K", 100, minimum=1)
 MEMORYHUB_CONTEXT_BUDGET = env_int("MEMORYHUB_CONTEXT_BUDGET", 4000, minimum=100)
+# Context relevance floor (seed 004): a memory that shares no word with the query joins the context
+# only when the cosine of its embedding to the query's is at least this (MiniLM: unrelated
+# sentences sit around 0.0–0.25).
+MEMORYHUB_CONTEXT_MIN_COSINE = env_float("MEMORYHUB_CONTEXT_MIN_COSINE", 0.35, low=-1.0, high=1.0)
 # Full text: how much a query word found only in a chunk's conversation context counts (0–1).
 MEMORYHUB_TEXT_CONTEXT_WEIGHT = env_float("MEMORYHUB_TEXT_CONTEXT_WEIGHT", 0.3, low=0.0, high=1.0)
 # Hybrid search: how much a result's conversation (its best matching messages) adds to its score.

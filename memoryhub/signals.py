@@ -5,6 +5,9 @@ from django.dispatch import Signal
 # Sent inside the appending transaction with session=Session, events=list[Event] (newly stored only).
 # Receivers that start background work must defer it with transaction.on_commit.
 events_appended = Signal()
+# Sent inside the transaction that gave a session another user_id, with session=Session: what was
+# derived from it (search chunks) changes owner too.
+session_owner_changed = Signal()
 # Sent before a session and everything derived from it are deleted, with session=Session.
 session_forgotten = Signal()
 

@@ -11,7 +11,7 @@ from memoryhub.models import Session, estimate_tokens, iso
 from retrieval.chunking import normalize_text
 from retrieval.indexing import extract_event_text
 from retrieval.models import Chunk
-from retrieval.search import SearchRequest, _where, run_search
+from retrieval.search import SearchHit, SearchRequest, _where, run_search
 
 RECENT_MESSAGES = 10
 SALIENT_IMPORTANCE = 0.85
@@ -74,11 +74,17 @@ def _salient_items(req: SearchRequest) -> list[ContextItem]:
     return [_chunk_item("salient", c, c.importance) for c in chunks]
 
 
+def _relevant(hit: SearchHit) -> bool:
+    """The relevance floor (seed 004): a memory pads no context unless the query's words match it or
+    its meaning is close enough; nothing matching means nothing injected (seed 003)."""
+    return (hit.text_score or 0.0) > 0.0 or (hit.vector_score or 0.0) >= settings.MEMORYHUB_CONTEXT_MIN_COSINE
+
+
 def _relevant_items(req: SearchRequest) -> list[ContextItem]:
     hits = run_search(req)
     return [
         _chunk_item("relevant", h.chunk, h.score) for rank, h in enumerate(hits)
-        if rank < req.top_k or (h.vector_score or 0.0) >= RELEVANT_COSINE
+        if (rank < req.top_k or (h.vector_score or 0.0) >= RELEVANT_COSINE) and _relevant(h)
     ]
 
 
@@ -102,10 +108,11 @@ class AssembledContext:
     markdown: str
 
 
-def assemble_context(*, session: Session, req: SearchRequest, budget: int | None = None) -> AssembledContext:
-    """Recent messages, salient and relevant memories, deduplicated, filled by score into the budget."""
+def assemble_context(*, session: Session | None, req: SearchRequest, budget: int | None = None) -> AssembledContext:
+    """Recent messages (with a session), salient and relevant memories, deduplicated, filled by
+    score into the budget. The search request carries the owner filter: never another user's."""
     budget = budget or settings.MEMORYHUB_CONTEXT_BUDGET
-    recent = _recent_items(session)
+    recent = _recent_items(session) if session is not None else []
     candidates = sorted(_salient_items(req) + (_relevant_items(req) if req.query.strip() else []),
                         key=lambda i: -i.score)
     seen = {normalize_text(r.text).casefold() for r in recent}
@@ -126,6 +133,9 @@ SECTIONS = (("salient", "Important"), ("relevant", "Related memories"), ("recent
 
 
 def render_markdown(items: list[ContextItem]) -> str:
+    """The context block; empty when nothing was picked, so that nothing is injected."""
+    if not items:
+        return ""
     lines = ["## Relevant Memory"]
     for source, title in SECTIONS:
         chosen = [i for i in items if i.source == source]
@@ -139,6 +149,4 @@ def render_markdown(items: list[ContextItem]) -> str:
             who = f"{item.role}, " if item.role else ""
             text = " ".join(item.text.split())
             lines.append(f"- ({who}{when}) {text}" if source != "recent" else f"- **{item.role or item.kind}**: {text}")
-    if len(lines) == 1:
-        lines += ["", "_No stored memory matches yet._"]
     return "\n".join(lines) + "\n"

@@ -173,19 +173,20 @@ class IngestResult:
 def ingest_document(
     *, tenant_id: int, source_uri: str, text: str, workspace_id: int | None = None,
     channel_id: int | None = None, session: Session | None = None, metadata: dict[str, Any] | None = None,
-    tags: list[str] | None = None,
+    tags: list[str] | None = None, user_id: str = "",
 ) -> IngestResult:
     """Index a document; unchanged content (same hash for the same URI) is not re-indexed."""
     digest = content_hash(text)
     document = (
         Document.objects.select_for_update().filter(tenant_id=tenant_id, source_uri=source_uri).first()
     )
-    if document is not None and document.content_hash == digest:
+    if document is not None and document.content_hash == digest and document.user_id == user_id:
         return IngestResult(document, False, [])
     if document is None:
         document = Document(tenant_id=tenant_id, source_uri=source_uri)
     document.workspace_id = workspace_id
     document.session = session
+    document.user_id = user_id
     document.content_hash = digest
     document.metadata = metadata or {}
     document.touch()
@@ -194,7 +195,7 @@ def ingest_document(
         kind="document", source_id=document.source_id, tenant_id=tenant_id, text=text,
         created_at=document.updated_at, workspace_id=workspace_id, channel_id=channel_id,
         session_id=session.pk if session else None, tier="conversation" if session else "workspace",
-        lifetime="long_term", tags=tuple(tags or ()),
+        lifetime="long_term", tags=tuple(tags or ()), user_id=user_id,
         metadata={"document_id": document.pk, "source_uri": source_uri, **(metadata or {})},
     )
     ids = index_searchable(searchable)

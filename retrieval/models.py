@@ -117,6 +117,8 @@ class Document(models.Model):
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, null=True, blank=True, related_name="+")
     session = models.ForeignKey(Session, on_delete=models.CASCADE, null=True, blank=True, related_name="+")
     source_uri = models.CharField(max_length=2000)
+    user_id = models.CharField(max_length=200, blank=True, default="",
+                               help_text="The end user the document belongs to; empty: shared.")
     content_hash = models.CharField(max_length=64)
     metadata = models.JSONField(default=dict, blank=True)
     chunk_count = models.IntegerField(default=0)

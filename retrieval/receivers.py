@@ -40,3 +40,11 @@ def on_memory_saved(sender: Any, **kwargs: Any) -> None:
 
 def on_memory_deleted(sender: Any, kind: str, tenant_id: int, source_id: str, **kwargs: Any) -> None:
     indexing.delete_searchable(kind=kind, tenant_id=tenant_id, source_id=str(source_id))
+
+
+def on_session_owner_changed(sender: Any, session: Any, **kwargs: Any) -> None:
+    # The conversation's chunks (its events and summaries) follow its user: ownership is enforced in
+    # search's SQL on the chunk's own user_id.
+    from retrieval.models import Chunk
+
+    Chunk.objects.filter(session=session, kind__in=("event", "summary")).update(user_id=session.user_id)

@@ -6,7 +6,7 @@ from typing import Any
 
 from accounts.models import ApiKey, Channel
 from memoryhub.errors import Invalid, NotFound
-from memoryhub.sessions import get_session, resolve_workspace
+from memoryhub.sessions import get_session, resolve_user, resolve_workspace
 from retrieval.search import SearchRequest
 
 SCOPE_ALIASES = {"session": "conversation"}
@@ -20,6 +20,7 @@ def build_search_request(key: ApiKey, data: dict[str, Any]) -> SearchRequest:
     workspace_name = data.pop("workspace", None)
     raw_scope = data.pop("scope", None) or ""
     scope = SCOPE_ALIASES.get(raw_scope, raw_scope)
+    data["user_id"] = resolve_user(key, data.get("user_id"))
     req = SearchRequest(tenant_id=key.tenant_id, key_workspace_id=key.workspace_id, **data)
     workspace_ids: list[int] | None = None
     if workspace_name:
@@ -29,6 +30,10 @@ def build_search_request(key: ApiKey, data: dict[str, Any]) -> SearchRequest:
         workspace_ids = [workspace.pk]
     if session_name:
         session = get_session(key, session_name)
+        if req.user_id is None:
+            req.user_id = session.user_id  # the conversation's user (none: shared memories only)
+        elif session.user_id and req.user_id != session.user_id:
+            raise Invalid("scope_mismatch", "'user_id' differs from the session's user.")
         req.session_id = session.pk
         req.session_channel_id = session.channel_id
         req.session_workspace_id = session.workspace_id

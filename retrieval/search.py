@@ -70,7 +70,7 @@ class SearchRequest:
     roles: list[str] = field(default_factory=list)
     kinds: list[str] = field(default_factory=list)
     agent: str | None = None
-    user_id: str | None = None
+    user_id: str | None = None  # None: no end user named (every user's memories); "": shared only
     since: datetime | None = None
     until: datetime | None = None
     top_k: int = 10
@@ -138,8 +138,9 @@ def _where(req: SearchRequest) -> tuple[str, list[Any]]:
     if req.agent:
         sql.append("c.agent = %s")
         params.append(req.agent)
-    if req.user_id:
-        sql.append("c.user_id = %s")
+    if req.user_id is not None:
+        # Ownership: a user sees their own memories and shared ones (no owner), never another user's.
+        sql.append("(c.user_id = %s OR c.user_id = '')")
         params.append(req.user_id)
     if req.since:
         sql.append("c.created_at >= %s")

@@ -83,12 +83,20 @@ class SearchResultOutput(serializers.Serializer):
 
 
 class ContextInput(StrictSerializer):
-    session = serializers.CharField(max_length=200)
+    session = serializers.CharField(
+        max_length=200, required=False, allow_null=True, default=None,
+        help_text="The conversation the context is for: its recent messages come first, and its user owns "
+                  "what is recalled unless user_id says otherwise.")
+    user_id = serializers.CharField(
+        max_length=200, required=False, allow_null=True, default=None,
+        help_text="Recall as this end user: their memories and shared ones, never another user's.")
     query = serializers.CharField(max_length=4000, required=False, allow_blank=True, default="")
     budget = serializers.IntegerField(min_value=50, max_value=200_000, required=False, default=None)
-    scope = serializers.ChoiceField(choices=[*SCOPES, "session"], required=False, default="workspace")
+    scope = serializers.ChoiceField(choices=[*SCOPES, "session"], required=False, default=None,
+                                    help_text="Default: workspace with a session, account without.")
     top_k = TopKField(required=False, default=10)
     tags = serializers.ListField(child=serializers.CharField(max_length=64), max_length=16, required=False, default=list)
+    kinds = serializers.ListField(child=serializers.ChoiceField(choices=KINDS), required=False, default=list)
 
 
 class BrowseParams(serializers.Serializer):
@@ -96,6 +104,8 @@ class BrowseParams(serializers.Serializer):
     channel = serializers.CharField(required=False)
     workspace = serializers.CharField(required=False)
     agent = serializers.CharField(required=False)
+    user_id = serializers.CharField(required=False, help_text="Events of this user's conversations "
+                                                              "and of conversations with no user.")
     role = serializers.ChoiceField(choices=Role.choices, required=False)
     since = serializers.DateTimeField(required=False)
     until = serializers.DateTimeField(required=False)
@@ -109,6 +119,9 @@ class DocumentInput(StrictSerializer):
     channel = serializers.CharField(max_length=100, required=False, allow_null=True, default=None)
     metadata = MetadataField(required=False, default=dict)
     tags = serializers.ListField(child=serializers.CharField(max_length=64), max_length=16, required=False, default=list)
+    user_id = serializers.CharField(max_length=200, required=False, allow_blank=True, default="",
+                                    help_text="The end user the document belongs to (default: the session's "
+                                              "user, else shared).")
 
     def validate_text(self, text: str) -> str:
         if not text.strip():

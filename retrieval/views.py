@@ -13,7 +13,7 @@ from rest_framework.views import APIView
 from accounts.models import Channel
 from memoryhub.api.common import api_key, paginate, parse_input, query_params
 from memoryhub.errors import Invalid
-from memoryhub.sessions import get_session, resolve_workspace
+from memoryhub.sessions import get_session, resolve_user, resolve_workspace
 from retrieval import stats
 from retrieval.context import assemble_context
 from retrieval.indexing import ingest_document
@@ -59,14 +59,16 @@ class ContextView(APIView):
     def post(self, request: Request) -> Response:
         data = parse_input(ContextInput, request.data)
         key = api_key(request)
-        session = get_session(key, data["session"])
+        session = get_session(key, data["session"]) if data["session"] else None
         req = build_search_request(key, {
-            "query": data["query"], "session": data["session"], "scope": data["scope"],
-            "top_k": data["top_k"], "tags": data["tags"],
+            "query": data["query"], "session": data["session"], "user_id": data["user_id"],
+            "scope": data["scope"] or ("workspace" if session else None),
+            "top_k": data["top_k"], "tags": data["tags"], "kinds": data["kinds"],
         })
         assembled = assemble_context(session=session, req=req, budget=data["budget"])
         return Response({
-            "session": session.external_id, "budget": assembled.budget, "tokens": assembled.tokens,
+            "session": session.external_id if session else None, "user_id": req.user_id,
+            "budget": assembled.budget, "tokens": assembled.tokens,
             "items": [i.as_dict() for i in assembled.items], "markdown": assembled.markdown,
         })
 
@@ -92,6 +94,9 @@ class BrowseView(APIView):
             qs = qs.filter(session__channel__in=Channel.objects.filter(tenant_id=key.tenant_id, name=params["channel"]))
         if params.get("agent"):
             qs = qs.filter(session__agent=params["agent"])
+        user = resolve_user(key, params.get("user_id"))
+        if user is not None:
+            qs = qs.owned_by(user)
         if params.get("role"):
             qs = qs.filter(role=params["role"])
         if params.get("since"):
@@ -124,12 +129,13 @@ class DocumentView(APIView):
             tenant_id=key.tenant_id, source_uri=data["source_uri"], text=data["text"],
             workspace_id=workspace.pk if workspace else None, channel_id=channel.pk if channel else None,
             session=session, metadata=data["metadata"], tags=data["tags"],
+            user_id=resolve_user(key, data["user_id"] or (session.user_id if session else "")) or "",
         )
         doc = result.document
         body = {
             "id": doc.pk, "source_uri": doc.source_uri, "content_hash": doc.content_hash,
             "indexed": result.indexed, "chunks": doc.chunk_count, "metadata": doc.metadata,
-            "session": session.external_id if session else None,
+            "session": session.external_id if session else None, "user_id": doc.user_id,
             "created_at": doc.created_at, "updated_at": doc.updated_at,
         }
         return Response(body, status=status.HTTP_201_CREATED if result.indexed else status.HTTP_200_OK)

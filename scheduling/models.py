@@ -17,6 +17,7 @@ SUMMARY_CHARS = 500
 
 class RunQuerySet(KeyScopedQuerySet):
     workspace_field = "schedule__workspace_id"
+    user_field = "schedule__user_id"
 
     def prune_history(self, schedule_id: Any, *, keep: int, spare: Any = None) -> int:
         """Delete all but the newest `keep` finished runs of a schedule (open runs are never pruned)."""

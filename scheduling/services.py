@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from accounts.models import ApiKey
 from memoryhub.errors import Conflict, Invalid, NotFound
-from memoryhub.sessions import resolve_workspace
+from memoryhub.sessions import resolve_user, resolve_workspace
 from scheduling import cadence as cadence_maths
 from scheduling.actions import ParamsError, check_params
 from scheduling.models import Run, Schedule, ScheduleStatus
@@ -82,7 +82,8 @@ def create_schedule(key: ApiKey, data: dict[str, Any]) -> Schedule:
     params = checked_params(data["action"], data.get("params"), data.get("goal", ""))
     workspace = resolve_workspace(key, data.get("workspace") or None)
     return Schedule.objects.create(
-        tenant_id=key.tenant_id, workspace=workspace, user_id=data.get("user_id", ""), name=data["name"],
+        tenant_id=key.tenant_id, workspace=workspace, user_id=resolve_user(key, data.get("user_id")) or "",
+        name=data["name"],
         goal=data.get("goal", ""), action=data["action"], params=params, cadence_type=cadence.type,
         cadence_value=cadence.value, timezone=cadence.timezone,
         notification_policy=data["notification_policy"], channel=data.get("channel", ""),
@@ -93,6 +94,8 @@ def create_schedule(key: ApiKey, data: dict[str, Any]) -> Schedule:
 @transaction.atomic
 def update_schedule(key: ApiKey, schedule_id: str, changes: dict[str, Any]) -> Schedule:
     schedule = get_schedule(key, schedule_id, for_update=True)
+    if "user_id" in changes:
+        changes = {**changes, "user_id": resolve_user(key, changes["user_id"]) or ""}
     for name in ("name", "goal", "user_id", "notification_policy", "channel", "action"):
         if name in changes:
             setattr(schedule, name, changes[name])

@@ -19,9 +19,9 @@ def make_tenant(name: str, **fields: Any) -> Tenant:
 
 
 def make_key(tenant: Tenant, scopes: tuple[str, ...] = ("read", "write", "admin"),
-             workspace: str | None = None) -> str:
+             workspace: str | None = None, user: str = "") -> str:
     ws = Workspace.get_named(tenant, workspace) if workspace else None
-    return ApiKey.create_key(tenant=tenant, scopes=scopes, workspace=ws).raw
+    return ApiKey.create_key(tenant=tenant, scopes=scopes, workspace=ws, user_id=user).raw
 
 
 def make_client(raw_key: str) -> APIClient:

@@ -32,6 +32,10 @@ class RollingSummary(models.Model):
 SUMMARY_LEVELS = ("leaf", "branch", "root")
 
 
+class SummaryNodeQuerySet(SessionScopedQuerySet):
+    user_field = "user_id"  # a node keeps its session's user
+
+
 class SummaryNode(models.Model):
     """A node of a session's summary tree (S6, seed 002).
 
@@ -60,7 +64,7 @@ class SummaryNode(models.Model):
     metadata = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
-    objects = SessionScopedQuerySet.as_manager()
+    objects = SummaryNodeQuerySet.as_manager()
 
     class Meta:
         ordering = ["session_id", "depth", "sequence_start"]

@@ -13,7 +13,7 @@ def test_context_combines_recent_salient_and_relevant(alice, index) -> None:
     index(alice, "old", {"role": "user", "content": "My passport number ends in 4471.", "importance": 0.9},
           {"role": "user", "content": "I am allergic to peanuts."})
     index(alice, "now", *[{"role": "user", "content": f"small talk {i}"} for i in range(12)])
-    response = context(alice, session="now", query="what food allergy do I have")
+    response = context(alice, session="now", query="what am I allergic to")
     assert response.status_code == 200, response.content
     body = response.json()
     sources = {(i["source"], i["text"]) for i in body["items"]}
@@ -47,7 +47,7 @@ def test_context_without_query_gives_recent_and_salient(alice, index) -> None:
 
 def test_context_bad_input(alice, index) -> None:
     index(alice, "now", {"role": "user", "content": "hello"})
-    assert error_code(context(alice, query="x")) == "validation_error"
+    assert error_code(context(alice, query="x", kinds=["bogus"])) == "validation_error"
     assert error_code(context(alice, session="now", budget=10)) == "validation_error"
     assert error_code(context(alice, session="now", extra=1)) == "unknown_field"
     assert error_code(context(alice, session="missing", query="x")) == "session_not_found"

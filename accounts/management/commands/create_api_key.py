@@ -20,6 +20,7 @@ class Command(BaseCommand):
             help=f"Comma-separated scopes out of {', '.join(SCOPES)} (default: all).",
         )
         parser.add_argument("--workspace", default=None, help="Limit the key to this workspace.")
+        parser.add_argument("--user", default="", help="Limit the key to this end user (user_id).")
         parser.add_argument("--name", default="", help="A label for the key.")
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -27,15 +28,19 @@ class Command(BaseCommand):
         bad = [s for s in scopes if s not in SCOPES]
         if bad or not scopes:
             raise CommandError(f"Unknown scopes {bad}; choose from {', '.join(SCOPES)}.")
+        user = options["user"].strip()
+        if len(user) > ApiKey._meta.get_field("user_id").max_length:
+            raise CommandError("--user is at most 200 characters.")
         name = options["tenant"].strip()
         if not name or len(name) > Tenant._meta.get_field("name").max_length:
             raise CommandError("--tenant needs a name of 1 to 100 characters.")
         with transaction.atomic():
             tenant, created = Tenant.get_or_create_named(name)
             workspace = Workspace.get_named(tenant, options["workspace"]) if options["workspace"] else None
-            new = ApiKey.create_key(tenant=tenant, scopes=scopes, workspace=workspace, name=options["name"])
+            new = ApiKey.create_key(tenant=tenant, scopes=scopes, workspace=workspace, name=options["name"],
+                                   user_id=user)
         if created:
             self.stderr.write(f"Created tenant {tenant.name!r}.")
-        limit = f", workspace {workspace.name!r}" if workspace else ""
+        limit = (f", workspace {workspace.name!r}" if workspace else "") + (f", user {user!r}" if user else "")
         self.stderr.write(f"API key {new.api_key.prefix}… for {tenant.name!r} (scopes {','.join(new.api_key.scopes)}{limit}). It is shown only once:")
         self.stdout.write(new.raw)
