@@ -14,7 +14,7 @@ from memoryhub.transfer_admin import transfer_view
 API_URL_MODULES = (
     "memoryhub.api_urls",  # health, sessions, events, restore
     "memoryhub.memory_urls",  # notes, facts, scratchpad, summaries
-    "memoryhub.lifecycle.api_urls",  # forget-user, import/export
+    "memoryhub.data_urls",  # forget-user, import/export
     "retrieval.api_urls",  # search, context, browse, stats, documents
     "scheduling.api_urls",  # schedules and runs
 )

@@ -83,7 +83,7 @@ def main() -> None:
 
 def export_round_trip(tenant: object) -> None:
     from accounts.models import Tenant
-    from memoryhub.lifecycle.transfer import ExportScope, export_memory, import_memory
+    from memoryhub.transfer import ExportScope, export_memory, import_memory
 
     started = time.perf_counter()
     first = export_memory(tenant=tenant, scope=ExportScope("tenant"))
@@ -97,7 +97,7 @@ def export_round_trip(tenant: object) -> None:
     print(f"export {export_s:.1f} s ({size / 1e6:.1f} MB JSON), import {import_s:.1f} s {counts}, "
           f"re-export identical: {same}")
     # Forget-user at scale: the copy's every session and chunk belongs to one user, transcript immutable.
-    from memoryhub.lifecycle.forget import forget_user
+    from memoryhub.forget import forget_user
     from memoryhub.models import Session
     from retrieval.models import Chunk
 

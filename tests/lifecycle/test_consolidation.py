@@ -18,8 +18,8 @@ from memoryhub.lifecycle.consolidation import run_consolidation
 from memoryhub.lifecycle.models import ConsolidationReport, PendingDeletion
 from memoryhub.models import Event, Session
 from retrieval.models import Chunk
-from tests.base import make_tenant
-from tests.lifecycle.conftest import NOW, add_memories, ids, make_session, memory
+from tests.base import add_memories, make_tenant
+from tests.lifecycle.conftest import NOW, ids, make_session, memory
 
 
 def test_real_run_promotes_prunes_merges_and_stores_a_report(world) -> None:  # type: ignore[no-untyped-def]

@@ -1,4 +1,4 @@
-"""REST views of the memory lifecycle: forget a user (S1), export and import (S9)."""
+"""REST views over a tenant's data as a whole: forget a user (S1), export and import (S9)."""
 
 from __future__ import annotations
 
@@ -11,15 +11,15 @@ from rest_framework.views import APIView
 
 from memoryhub.api import StrictSerializer, api_key, parse_input
 from memoryhub.errors import ApiError
-from memoryhub.lifecycle.forget import forget_user
-from memoryhub.lifecycle.transfer import (
+from memoryhub.forget import forget_user
+from memoryhub.sessions import get_session, resolve_workspace
+from memoryhub.transfer import (
     SCOPES,
     ExportScope,
     export_memory,
     import_memory,
     parse_export_file,
 )
-from memoryhub.sessions import get_session, resolve_workspace
 
 
 def _tenant_wide(request: Request, what: str) -> None:

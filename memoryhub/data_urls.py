@@ -1,8 +1,8 @@
-"""The /api/v1/ routes of the memory lifecycle: forget-user, export, import."""
+"""The /api/v1/ routes over a tenant's data as a whole: forget-user, export, import."""
 
 from django.urls import path
 
-from memoryhub.lifecycle import views
+from memoryhub import data_views as views
 
 urlpatterns = [
     path("export/", views.ExportView.as_view(), name="export"),
