@@ -47,7 +47,7 @@ def summarise() -> dict[str, Any]:
 
 def consolidate() -> dict[str, Any]:
     """Promote, prune, merge, cap and compress (S8); the full report is stored by the job."""
-    from memoryhub.lifecycle.consolidation import run_consolidation
+    from retrieval.lifecycle.consolidation import run_consolidation
 
     report = run_consolidation()
     summary = {key: value for key, value in report.items() if key != "ids"}

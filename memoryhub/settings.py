@@ -152,7 +152,7 @@ INSTALLED_APPS = [
     "memoryhub",
     "retrieval",
     "scheduling",
-    "memoryhub.lifecycle",
+    "retrieval.lifecycle",
 ]
 
 MIDDLEWARE = [

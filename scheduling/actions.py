@@ -67,7 +67,7 @@ def summarise(schedule: Schedule, run: Run) -> ActionResult:
 
 
 def consolidate(schedule: Schedule, run: Run) -> ActionResult:
-    from memoryhub.lifecycle.consolidation import run_consolidation
+    from retrieval.lifecycle.consolidation import run_consolidation
 
     report = run_consolidation(tenant_id=schedule.tenant_id, dry_run=bool(schedule.params.get("dry_run", False)))
     # The ids of every row touched can be long: the run keeps the counts, the stored report the ids.

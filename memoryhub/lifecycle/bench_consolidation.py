@@ -44,7 +44,7 @@ def main() -> None:
     from django.db import connection
 
     from bench.locomo import DATA, ingest, load
-    from memoryhub.lifecycle.consolidation import run_consolidation
+    from retrieval.lifecycle.consolidation import run_consolidation
     from retrieval.models import Chunk
     from retrieval.search import hybrid_search
 

@@ -84,7 +84,7 @@ def test_summarise_rolls_the_summary_of_a_due_session(alice, settings) -> None:
 
 
 def test_consolidate_reports_counts_without_id_lists(alice) -> None:
-    from memoryhub.lifecycle.models import ConsolidationReport
+    from retrieval.lifecycle.models import ConsolidationReport
 
     post_events(alice, "s1", {"role": "user", "content": "hello"})
     report = maintenance.consolidate()

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from django.core.management import CommandError, call_command
 
-from memoryhub.lifecycle.consolidation import pin_memories
 from memoryhub.models import Event, RollingSummary, Session
+from retrieval.lifecycle.memories import pin_memories
 from retrieval.models import Chunk
 from tests.base import (
     add_memories,
