@@ -1,6 +1,6 @@
 """Consolidation over the LoCoMo conversations, in a throwaway database (figures, not a test).
 
-    .venv/bin/python -m memoryhub.lifecycle.bench_consolidation [--embedder hash|minilm] [--questions N]
+    .venv/bin/python -m bench.consolidation [--embedder hash|minilm] [--questions N]
 
 Loads every LoCoMo turn through the real pipeline (bench/locomo.py's ingest: append_events →
 indexing → embedding), asks the questions with the "memory" search profile so that returned
@@ -14,13 +14,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import time
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parent.parent.parent
-sys.path.insert(0, str(ROOT))
 
 
 def main() -> None:
