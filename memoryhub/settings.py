@@ -103,7 +103,7 @@ INSTALLED_APPS = [
     "memoryhub",
     "retrieval",
     "scheduling",
-    "memoryhub.lifecycle",
+    "retrieval.lifecycle",
 ]
 
 MIDDLEWARE = [

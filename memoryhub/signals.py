@@ -17,3 +17,7 @@ session_forgotten = Signal()
 #   memory_deleted: kind=str, tenant_id=int, source_id=str (the instance's searchable id)
 memory_saved = Signal()
 memory_deleted = Signal()
+
+# Sent by `manage.py run` after migrating, before it starts the task cluster (not with --no-cluster):
+# the cluster's own schedules follow the settings of this start (scheduling connects to it).
+cluster_starting = Signal()

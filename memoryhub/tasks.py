@@ -1,16 +1,21 @@
-"""Background work: enqueue by dotted path, on commit, onto the django-q2 cluster.
+"""Background work: enqueue by dotted path, on commit, onto the django-q2 cluster; the queue's counts.
 
 Only tasks.py modules import django_q. With MEMORYHUB_TASKS_EAGER (tests, one-off tools) the
 function runs inline instead; the setting is read at call time, unlike Q_CLUSTER.
+The counts live here, in the lowest layer that talks to the queue, so that the dashboard (core),
+the stats endpoint (retrieval) and `manage.py queue_status` (scheduling) share one definition.
 """
 
 from __future__ import annotations
 
 import logging
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Count, Q, QuerySet
+from django.utils import timezone
 from django.utils.module_loading import import_string
 
 logger = logging.getLogger(__name__)
@@ -54,6 +59,31 @@ def enqueue_on_commit(func_path: str, *args: Any, group: str | None = None, **kw
     batch = _Batch()
     batch.tasks.append((func_path, args, group, kwargs))
     transaction.on_commit(batch)
+
+
+def queue_counts(*, recent_failures: int = 0) -> dict[str, Any]:
+    """The task queue at a glance: tasks waiting (`queued`), finished in the last 24 hours
+    (`succeeded_24h`, `failed_24h`), failures stored (`failed_total`), and the newest
+    `recent_failures` failed tasks. Two queries, three with the failures."""
+    from django_q.models import Failure, OrmQ, Task
+
+    day_ago = timezone.now() - timedelta(days=1)
+    # Success and Failure are proxies of Task: one pass over the table counts all three.
+    finished = Task.objects.aggregate(
+        succeeded_24h=Count("id", filter=Q(success=True, stopped__gte=day_ago)),
+        failed_24h=Count("id", filter=Q(success=False, stopped__gte=day_ago)),
+        failed_total=Count("id", filter=Q(success=False)),
+    )
+    failures = (list(Failure.objects.order_by("-stopped").only("id", "name", "func", "stopped", "result")
+                     [:recent_failures]) if recent_failures else [])
+    return {"queued": OrmQ.objects.count(), **finished, "recent_failures": failures}
+
+
+def finished_tasks(*, success: bool) -> QuerySet[Any]:
+    """Tasks the cluster finished (kept by django-q2: every failure, the latest successes)."""
+    from django_q.models import Task
+
+    return Task.objects.filter(success=success)
 
 
 def _queue_is_in(alias: str) -> bool:

@@ -12,8 +12,7 @@ from memoryhub.api import errors
 
 # Each area of the API keeps its own routes; a module that does not exist yet is skipped.
 API_URL_MODULES = (
-    "memoryhub.api.urls",  # health, sessions, events, restore, notes, facts, scratchpad, summaries
-    "memoryhub.lifecycle.api_urls",  # forget-user, import/export
+    "memoryhub.api.urls",  # health, sessions, events, notes, facts, scratchpad, summaries, export/import
     "retrieval.api_urls",  # search, context, browse, stats, documents
     "scheduling.api_urls",  # schedules and runs
 )

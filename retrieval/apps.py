@@ -7,10 +7,14 @@ class RetrievalConfig(AppConfig):
 
     def ready(self) -> None:
         from memoryhub import signals
+        from memoryhub.transfer import register_extension
         from retrieval import receivers
+        from retrieval.transfer import RetrievalTransfer
 
         signals.events_appended.connect(receivers.on_events_appended, dispatch_uid="retrieval.index_events")
         signals.memory_saved.connect(receivers.on_memory_saved, dispatch_uid="retrieval.index_memory")
         signals.memory_deleted.connect(receivers.on_memory_deleted, dispatch_uid="retrieval.delete_memory")
         signals.session_owner_changed.connect(receivers.on_session_owner_changed,
                                               dispatch_uid="retrieval.session_owner")
+        # Documents and chunks travel in the export file (the core never imports retrieval).
+        register_extension(RetrievalTransfer)

@@ -28,7 +28,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 from pgvector import HalfVector
 
-from memoryhub.lifecycle.decay import relevance_sql
+from retrieval.decay import relevance_sql
 from retrieval.embedders import DIMENSIONS, get_embedder
 from retrieval.models import Chunk
 from retrieval.timehints import TimeHint, time_hints

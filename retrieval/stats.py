@@ -10,6 +10,7 @@ from django.db.models.functions import Coalesce
 
 from accounts.models import ApiKey, Tenant
 from memoryhub.models import Event, RollingSummary, Session
+from memoryhub.tasks import queue_counts
 from retrieval.embedders import get_embedder
 from retrieval.models import Chunk, Document
 
@@ -87,15 +88,6 @@ def _schedule_stats(tenant_id: int, workspace_id: int | None) -> dict[str, Any]:
     return {"schedules": health}
 
 
-def _queue_stats() -> dict[str, Any]:
-    try:
-        queued = apps.get_model("django_q", "OrmQ").objects.count()
-        failed = apps.get_model("django_q", "Failure").objects.count()
-    except LookupError:  # pragma: no cover - django_q always installed
-        return {}
-    return {"queued_tasks": queued, "failed_tasks": failed}
-
-
 def tenant_stats(key: ApiKey) -> dict[str, Any]:
     """The stats an API key may see: its tenant's, or its workspace's when the key is limited."""
     return memory_stats(key.tenant, workspace_id=key.workspace_id)
@@ -111,7 +103,9 @@ def memory_stats(tenant: Tenant, *, workspace_id: int | None = None) -> dict[str
             stats[label] = _scoped(model, tenant.pk, workspace_id).count()
     stats.update(_summary_stats(tenant.pk, workspace_id))
     stats.update(_schedule_stats(tenant.pk, workspace_id))
-    stats["queue"] = {"pending_embeddings": stats["chunks"]["pending_embedding"], **_queue_stats()}
+    queue = queue_counts()
+    stats["queue"] = {"pending_embeddings": stats["chunks"]["pending_embedding"],
+                      "queued_tasks": queue["queued"], "failed_tasks": queue["failed_total"]}
     return stats
 
 

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 
+from scheduling import jobs
+
 if TYPE_CHECKING:
     from scheduling.models import Run, Schedule
 
@@ -55,23 +57,16 @@ class Action:
 
 
 def embed_backfill(schedule: Schedule, run: Run) -> ActionResult:
-    from retrieval.indexing import backfill_embeddings
-
-    return ActionResult(backfill_embeddings(tenant_id=schedule.tenant_id, limit=schedule.params.get("limit")))
+    return ActionResult(jobs.embed_backfill(tenant_id=schedule.tenant_id, limit=schedule.params.get("limit")))
 
 
 def summarise(schedule: Schedule, run: Run) -> ActionResult:
-    from memoryhub.summaries import summarise_due
-
-    return ActionResult(summarise_due(tenant_id=schedule.tenant_id))
+    return ActionResult(jobs.summarise(tenant_id=schedule.tenant_id))
 
 
 def consolidate(schedule: Schedule, run: Run) -> ActionResult:
-    from memoryhub.lifecycle.consolidation import run_consolidation
-
-    report = run_consolidation(tenant_id=schedule.tenant_id, dry_run=bool(schedule.params.get("dry_run", False)))
-    # The ids of every row touched can be long: the run keeps the counts, the stored report the ids.
-    return ActionResult({key: value for key, value in report.items() if key != "ids"})
+    return ActionResult(jobs.consolidate(tenant_id=schedule.tenant_id,
+                                         dry_run=bool(schedule.params.get("dry_run", False))))
 
 
 def prune_runs(schedule: Schedule, run: Run) -> ActionResult:

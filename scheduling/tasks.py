@@ -1,11 +1,41 @@
-"""Entry points the django-q2 cluster calls (by dotted path)."""
+"""What the django-q2 cluster runs (by dotted path), and the cluster's own schedules that run it.
+
+The cluster has its own schedules (django-q2 `Schedule` rows): `scheduling:dispatch` every minute
+(it claims due user schedules, scheduling.dispatcher) and the built-in maintenance cadences
+`memoryhub:<job>` (scheduling.jobs over every tenant; their periods come from settings). ONE
+function, `sync_cluster_schedules()`, keeps all of them in step: migration 0003 calls it, and so
+does every `manage.py run` (through memoryhub.signals.cluster_starting). With the cluster's
+`catch_up` off, a run missed while MemoryHub was down fires once on the next start.
+Only tasks.py modules import django_q.
+"""
 
 from __future__ import annotations
 
+import logging
+from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
+
+from django.conf import settings
+from django.utils import timezone
+
+from scheduling import jobs
+
+logger = logging.getLogger(__name__)
 
 DISPATCHER_NAME = "scheduling:dispatch"
 DISPATCHER_FUNC = "scheduling.tasks.dispatch"
+MAINTENANCE_PREFIX = "memoryhub:"  # the names the built-in cadences were first registered with
+# job name -> (setting holding its period in minutes, 0 = off; how long after the first
+# registration it first runs)
+MAINTENANCE: dict[str, tuple[str, timedelta]] = {
+    "embed_backfill": ("MEMORYHUB_MAINTENANCE_EMBED_MINUTES", timedelta(minutes=1)),
+    "summarise": ("MEMORYHUB_MAINTENANCE_SUMMARISE_MINUTES", timedelta(minutes=2)),
+    "consolidate": ("MEMORYHUB_MAINTENANCE_CONSOLIDATE_MINUTES", timedelta(minutes=10)),
+}
+
+
+# --- entry points ------------------------------------------------------------------------------
 
 
 def dispatch() -> dict[str, int]:
@@ -21,23 +51,94 @@ def execute_run(run_id: str) -> dict[str, Any]:
     return run(run_id)
 
 
-def ensure_dispatcher(schedule_model: Any = None) -> str:
-    """Create or repair the ONE every-minute django-q2 schedule that runs `dispatch`. Idempotent;
-    `schedule_model` is the historical model inside a migration."""
+def embed_backfill() -> dict[str, Any]:
+    report = jobs.embed_backfill()
+    logger.info("maintenance embed_backfill", extra={"report": report})
+    return report
+
+
+def summarise() -> dict[str, Any]:
+    report = jobs.summarise()
+    logger.info("maintenance summarise", extra={"report": report})
+    return report
+
+
+def consolidate() -> dict[str, Any]:
+    report = jobs.consolidate()
+    logger.info("maintenance consolidate", extra={"report": report})
+    return report
+
+
+# --- the cluster's own schedules ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ClusterSchedule:
+    name: str
+    func: str
+    minutes: int  # 0: off, the row is removed
+    first_delay: timedelta  # from the first registration to the first run
+
+
+def cluster_schedules() -> list[ClusterSchedule]:
+    """Every schedule the cluster should have, as this start's settings say."""
+    return [
+        ClusterSchedule(DISPATCHER_NAME, DISPATCHER_FUNC, 1, timedelta(0)),
+        *(ClusterSchedule(MAINTENANCE_PREFIX + job, f"scheduling.tasks.{job}", getattr(settings, setting), delay)
+          for job, (setting, delay) in MAINTENANCE.items()),
+    ]
+
+
+def sync_cluster_schedules(schedule_model: Any = None) -> dict[str, str]:
+    """Create, update or remove the cluster's schedules so they match `cluster_schedules()`.
+
+    Idempotent; duplicates are removed. A period change keeps the next run unless it is further
+    away than the new period. `schedule_model` is the historical model inside a migration.
+    Returns what it did per schedule name: created, updated, unchanged or off.
+    """
     if schedule_model is None:
         from django_q.models import Schedule as schedule_model
-    from django.utils import timezone
+    now = timezone.now()
+    return {spec.name: _sync_one(schedule_model, spec, now) for spec in cluster_schedules()}
 
-    rows = list(schedule_model.objects.filter(name=DISPATCHER_NAME).order_by("pk"))
+
+def _sync_one(schedule_model: Any, spec: ClusterSchedule, now: Any) -> str:
+    rows = list(schedule_model.objects.filter(name=spec.name).order_by("pk"))
     for extra in rows[1:]:
         extra.delete()
-    if not rows:
-        schedule_model.objects.create(name=DISPATCHER_NAME, func=DISPATCHER_FUNC, schedule_type="I", minutes=1,
-                                      repeats=-1, next_run=timezone.now())
+    row = rows[0] if rows else None
+    if not spec.minutes:
+        if row is not None:
+            row.delete()
+        return "off"
+    if row is None:
+        schedule_model.objects.create(name=spec.name, func=spec.func, schedule_type="I", minutes=spec.minutes,
+                                      repeats=-1, next_run=now + spec.first_delay)
         return "created"
-    row = rows[0]
-    if (row.func, row.schedule_type, row.minutes, row.repeats) != (DISPATCHER_FUNC, "I", 1, -1):
-        row.func, row.schedule_type, row.minutes, row.repeats = DISPATCHER_FUNC, "I", 1, -1
+    changed = False
+    if (row.func, row.schedule_type, row.minutes, row.repeats) != (spec.func, "I", spec.minutes, -1):
+        row.func, row.schedule_type, row.minutes, row.repeats = spec.func, "I", spec.minutes, -1
+        changed = True
+    if row.next_run is None or row.next_run > now + timedelta(minutes=spec.minutes):
+        row.next_run = now + spec.first_delay
+        changed = True
+    if changed:
         row.save()
-        return "updated"
-    return "unchanged"
+    return "updated" if changed else "unchanged"
+
+
+def sync_on_cluster_start(sender: Any, **kwargs: Any) -> None:
+    """Receiver of memoryhub.signals.cluster_starting: the cadences follow this start's settings."""
+    sync_cluster_schedules()
+
+
+def cluster_schedule_rows() -> list[dict[str, Any]]:
+    """The cluster's schedules as stored, for `manage.py queue_status`; overdue by over 2 minutes."""
+    from django_q.models import Schedule
+
+    now = timezone.now()
+    return [
+        {"name": s.name, "func": s.func, "next_run": s.next_run.isoformat() if s.next_run else None,
+         "overdue": bool(s.next_run and s.next_run < now - timedelta(minutes=2))}
+        for s in Schedule.objects.order_by("name")
+    ]

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 from rest_framework.test import APIClient
 
-from tests.base import Cast, make_cast
+from tests.base import Cast, make_cast, post_events
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -53,3 +54,16 @@ def bob(cast: Cast) -> APIClient:
 @pytest.fixture
 def anon() -> APIClient:
     return APIClient()
+
+
+@pytest.fixture
+def index(django_capture_on_commit_callbacks) -> Callable[..., Any]:  # type: ignore[no-untyped-def]
+    """Post events and run the indexing/embedding tasks their commit enqueues (eager mode)."""
+
+    def post(client: Any, session: str, *events: dict[str, Any]) -> Any:
+        with django_capture_on_commit_callbacks(execute=True):
+            response = post_events(client, session, *events)
+        assert response.status_code in (200, 201), response.content
+        return response
+
+    return post

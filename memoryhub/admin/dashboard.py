@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from accounts.models import Tenant
 from memoryhub.models import ApiUsage, Event, Session
+from memoryhub.tasks import finished_tasks, queue_counts
 
 CHART_DAYS = 30
 
@@ -106,22 +107,7 @@ def tenant_rows() -> list[dict[str, Any]]:
     return list(rows.values())
 
 
-def queue_status() -> dict[str, Any]:
-    from django_q.models import Failure, OrmQ, Success
-
-    day_ago = timezone.now() - timedelta(days=1)
-    return {
-        "queued": OrmQ.objects.count(),
-        "succeeded_24h": Success.objects.filter(stopped__gte=day_ago).count(),
-        "failed_24h": Failure.objects.filter(stopped__gte=day_ago).count(),
-        "recent_failures": list(Failure.objects.order_by("-stopped")
-                                .only("id", "name", "func", "stopped", "result")[:10]),
-    }
-
-
 def charts() -> list[Chart]:
-    from django_q.models import Task
-
     found = [daily(Event.objects.all(), "created_at", "Events stored per day"),
              usage_daily("search", "Searches per day", colour="#8a5b3c"),
              usage_daily("context", "Context requests per day", colour="#8a5b3c")]
@@ -131,9 +117,9 @@ def charts() -> list[Chart]:
     run = _model("scheduling.Run")
     if run is not None and _has_field(run, "started_at"):
         found.append(daily(run.objects.all(), "started_at", "Scheduled runs started per day"))
-    found.append(daily(Task.objects.filter(success=True), "stopped", "Background tasks succeeded per day",
+    found.append(daily(finished_tasks(success=True), "stopped", "Background tasks succeeded per day",
                        colour="#5b8a3c"))
-    found.append(daily(Task.objects.filter(success=False), "stopped", "Background tasks failed per day",
+    found.append(daily(finished_tasks(success=False), "stopped", "Background tasks failed per day",
                        colour="#ba2121"))
     return [c for c in found if c is not None]
 
@@ -147,7 +133,7 @@ def dashboard_view(request: HttpRequest) -> HttpResponse:
         **admin.site.each_context(request),
         "title": "MemoryHub dashboard",
         "tenants": tenant_rows(),
-        "queue": queue_status(),
+        "queue": queue_counts(recent_failures=10),
         "charts": charts(),
         "chart_days": CHART_DAYS,
     }

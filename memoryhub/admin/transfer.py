@@ -18,13 +18,13 @@ from django.utils.text import slugify
 
 from accounts.models import Tenant, Workspace
 from memoryhub.errors import DomainError
-from memoryhub.lifecycle.transfer import (
+from memoryhub.models import Session
+from memoryhub.transfer import (
     ExportScope,
     export_memory,
     import_memory,
     parse_export_file,
 )
-from memoryhub.models import Session
 
 
 class ExportForm(forms.Form):

@@ -1,8 +1,9 @@
-"""The /api/v1/ routes of the core domain (S11)."""
+"""The /api/v1/ routes of the core domain (S11): sessions and events, notes, facts, scratchpad,
+summaries, and a tenant's data as a whole (export, import, forget-user)."""
 
 from django.urls import path
 
-from memoryhub.api import facts, health, notes, scratchpad, sessions, summaries
+from memoryhub.api import data, facts, health, notes, scratchpad, sessions, summaries
 
 urlpatterns = [
     path("health/", health.HealthView.as_view(), name="health"),
@@ -21,4 +22,7 @@ urlpatterns = [
          name="session-summary-tree"),
     path("summaries/", summaries.SummaryNodeListView.as_view(), name="summary-list"),
     path("summaries/<int:node_id>/", summaries.SummaryNodeDetailView.as_view(), name="summary-detail"),
+    path("export/", data.ExportView.as_view(), name="export"),
+    path("import/", data.ImportView.as_view(), name="import"),
+    path("users/<str:user_id>/", data.ForgetUserView.as_view(), name="forget-user"),
 ]

@@ -1,18 +1,9 @@
-"""Register the built-in cadences (memoryhub.maintenance) as django-q2 schedules."""
+"""Once registered the built-in cadences as django-q2 schedules. That moved to scheduling (the
+cluster's schedules are kept in step in one place, scheduling.tasks.sync_cluster_schedules, by
+scheduling's migration 0003), and the core imports nothing of scheduling: this migration is kept
+only as a node of the graph."""
 
 from django.db import migrations
-
-
-def register(apps, schema_editor):  # type: ignore[no-untyped-def]
-    from memoryhub.maintenance import ensure_schedules
-
-    ensure_schedules(apps.get_model("django_q", "Schedule"))
-
-
-def unregister(apps, schema_editor):  # type: ignore[no-untyped-def]
-    from memoryhub.maintenance import PREFIX
-
-    apps.get_model("django_q", "Schedule").objects.filter(name__startswith=PREFIX).delete()
 
 
 class Migration(migrations.Migration):
@@ -21,4 +12,4 @@ class Migration(migrations.Migration):
         ("django_q", "0019_alter_task_options_alter_ormq_key_alter_ormq_lock_and_more"),
     ]
 
-    operations = [migrations.RunPython(register, unregister)]
+    operations = [migrations.RunPython(migrations.RunPython.noop, migrations.RunPython.noop)]

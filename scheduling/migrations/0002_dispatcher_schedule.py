@@ -1,18 +1,8 @@
-"""Register the one every-minute django-q2 schedule that dispatches due schedules."""
+"""Once registered the dispatcher's django-q2 schedule. Migration 0003 now keeps every cluster
+schedule in step (scheduling.tasks.sync_cluster_schedules): this one is kept only as a node of
+the graph."""
 
 from django.db import migrations
-
-
-def register(apps, schema_editor):  # type: ignore[no-untyped-def]
-    from scheduling.tasks import ensure_dispatcher
-
-    ensure_dispatcher(apps.get_model("django_q", "Schedule"))
-
-
-def unregister(apps, schema_editor):  # type: ignore[no-untyped-def]
-    from scheduling.tasks import DISPATCHER_NAME
-
-    apps.get_model("django_q", "Schedule").objects.filter(name=DISPATCHER_NAME).delete()
 
 
 class Migration(migrations.Migration):
@@ -21,4 +11,4 @@ class Migration(migrations.Migration):
         ("django_q", "0019_alter_task_options_alter_ormq_key_alter_ormq_lock_and_more"),
     ]
 
-    operations = [migrations.RunPython(register, unregister)]
+    operations = [migrations.RunPython(migrations.RunPython.noop, migrations.RunPython.noop)]

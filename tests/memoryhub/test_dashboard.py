@@ -79,8 +79,8 @@ def test_searches_are_counted_per_tenant_and_day(staff_client, alice, bob) -> No
 
 
 def test_usage_counters_are_not_exported_as_memory(alice) -> None:
-    from memoryhub.lifecycle.transfer import record_models
     from memoryhub.models import ApiUsage, Note
+    from memoryhub.transfer import record_models
 
     assert alice.post("/api/v1/search/", {"query": "anything"}, format="json").status_code == 200
     assert ApiUsage.objects.exists()

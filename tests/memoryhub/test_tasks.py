@@ -116,3 +116,23 @@ def test_eager_mode_runs_the_task_after_commit(settings, django_capture_on_commi
 
 def record(seen: list[int], value: int) -> None:
     seen.append(value)
+
+
+def test_queue_counts_counts_waiting_finished_and_failed_tasks(cluster_mode, django_assert_num_queries) -> None:  # type: ignore[no-untyped-def]
+    from datetime import timedelta
+
+    from django.utils import timezone
+    from django_q.models import Task
+
+    from memoryhub.tasks import queue_counts
+
+    now = timezone.now()
+    enqueue_on_commit("retrieval.tasks.embed_chunks", [1])  # outside a transaction: queued at once
+    for i, (success, age) in enumerate([(True, 1), (True, 30), (False, 2), (False, 3), (False, 48)]):
+        Task.objects.create(id=f"{i:032d}", name=f"task-{i}", func="x.y", started=now - timedelta(hours=age),
+                            stopped=now - timedelta(hours=age), success=success, result="r")
+    with django_assert_num_queries(2):
+        counts = queue_counts()
+    assert counts == {"queued": 1, "succeeded_24h": 1, "failed_24h": 2, "failed_total": 3, "recent_failures": []}
+    newest = queue_counts(recent_failures=2)["recent_failures"]
+    assert [f.name for f in newest] == ["task-2", "task-3"]  # newest first, two of three

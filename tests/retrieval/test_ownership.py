@@ -120,3 +120,11 @@ def test_giving_a_session_another_user_moves_its_chunks(people) -> None:
     client = people["client"]
     assert client.patch("/api/v1/sessions/bob-chat/", {"user_id": "ann"}, format="json").status_code == 200
     assert "bob secret kumquat recipe event" in texts(search(client, query="kumquat", mode="text", user_id="ann"))
+
+
+def test_a_user_limited_key_cannot_export_import_or_forget(people) -> None:
+    ann = make_client(make_key(people["tenant"], user="ann"))
+    for response in (ann.post("/api/v1/export/", {}, format="json"),
+                     ann.post("/api/v1/import/", {}, format="json"),
+                     ann.delete("/api/v1/users/bob/")):
+        assert response.status_code == 403 and error_code(response) == "user_limited_key"

@@ -405,7 +405,7 @@ def test_session_prior_favours_conversations_with_several_matches(alice, index, 
 def test_memory_profile_ranks_by_the_lifecycles_decayed_relevance(alice, cast) -> None:
     from datetime import timedelta
 
-    from memoryhub.lifecycle.decay import relevance_at
+    from retrieval.decay import relevance_at
 
     month_ago = timezone.now() - timedelta(days=30)
     for source_id, tier in (("f-conv", "conversation"), ("f-acct", "account")):

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from memoryhub.lifecycle.models import ConsolidationReport
+from retrieval.lifecycle.models import ConsolidationReport
 from retrieval.models import Chunk
 from scheduling.dispatcher import execute_run
 from scheduling.models import Run, Schedule

@@ -12,7 +12,7 @@ from django.utils import timezone
 from accounts.models import Tenant
 from scheduling.dispatcher import dispatch, execute_run
 from scheduling.models import Run, Schedule
-from scheduling.tasks import DISPATCHER_FUNC, DISPATCHER_NAME, ensure_dispatcher
+from scheduling.tasks import DISPATCHER_FUNC, DISPATCHER_NAME, sync_cluster_schedules
 from tests.base import make_tenant
 
 
@@ -137,9 +137,9 @@ def test_dispatcher_is_registered_once_by_migration() -> None:
     assert rows.count() == 1
     row = rows.get()
     assert (row.func, row.schedule_type, row.minutes, row.repeats) == (DISPATCHER_FUNC, "I", 1, -1)
-    assert ensure_dispatcher() == "unchanged"
+    assert sync_cluster_schedules()[DISPATCHER_NAME] == "unchanged"
     QSchedule.objects.filter(pk=row.pk).update(minutes=5)
-    assert ensure_dispatcher() == "updated"
+    assert sync_cluster_schedules()[DISPATCHER_NAME] == "updated"
     assert QSchedule.objects.filter(name=DISPATCHER_NAME).count() == 1
 
 

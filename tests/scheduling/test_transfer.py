@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memoryhub.lifecycle.transfer import ExportScope, export_memory, import_memory
+from memoryhub.transfer import ExportScope, export_memory, import_memory
 from scheduling.models import Run, Schedule
 from tests.base import make_tenant
 

@@ -18,6 +18,7 @@ from django.core.management.base import BaseCommand, CommandParser
 from django.db import connections, transaction
 
 from accounts.models import ApiKey, Tenant
+from memoryhub.signals import cluster_starting
 
 DEMO_TENANT = "demo"
 
@@ -43,10 +44,8 @@ class Command(BaseCommand):
         call_command("migrate", interactive=False, verbosity=0)
         self.stdout.write("Database ready and migrated.")
         if not options["no_cluster"]:
-            from memoryhub.maintenance import ensure_schedules
-
-            # The built-in cadences follow the settings of this start.
-            ensure_schedules()
+            # The cluster's own schedules (built-in cadences, dispatcher) follow this start's settings.
+            cluster_starting.send(sender=self.__class__)
         self.bootstrap()
         connections.close_all()
 

@@ -10,29 +10,26 @@ from django.core.management.base import BaseCommand
 from django.db.models import Count
 from django.utils import timezone
 
+from memoryhub.tasks import queue_counts
+
 
 def queue_status() -> dict[str, Any]:
-    from django_q.models import Failure, OrmQ, Success
-    from django_q.models import Schedule as QSchedule
-
     from scheduling.models import Run, Schedule
+    from scheduling.tasks import cluster_schedule_rows
 
     now = timezone.now()
     day_ago = now - timedelta(days=1)
+    queue = queue_counts(recent_failures=5)
     return {
-        "queued_tasks": OrmQ.objects.count(),
-        "succeeded_24h": Success.objects.filter(stopped__gte=day_ago).count(),
-        "failed_24h": Failure.objects.filter(stopped__gte=day_ago).count(),
-        "failed_total": Failure.objects.count(),
+        "queued_tasks": queue["queued"],
+        "succeeded_24h": queue["succeeded_24h"],
+        "failed_24h": queue["failed_24h"],
+        "failed_total": queue["failed_total"],
         "recent_failures": [
             {"name": f.name, "func": f.func, "stopped": f.stopped.isoformat(), "result": str(f.result)[:200]}
-            for f in Failure.objects.order_by("-stopped")[:5]
+            for f in queue["recent_failures"]
         ],
-        "cluster_schedules": [
-            {"name": s.name, "func": s.func, "next_run": s.next_run.isoformat() if s.next_run else None,
-             "overdue": bool(s.next_run and s.next_run < now - timedelta(minutes=2))}
-            for s in QSchedule.objects.order_by("name")
-        ],
+        "cluster_schedules": cluster_schedule_rows(),
         "schedules": {
             "by_status": dict(Schedule.objects.values_list("status").annotate(n=Count("pk")).values_list("status", "n")),
             "overdue": Schedule.objects.filter(status="active", next_run_at__lt=now - timedelta(minutes=2)).count(),

@@ -6,10 +6,10 @@ import pytest
 from django.contrib.auth.models import User
 
 from accounts.models import Tenant
-from memoryhub.lifecycle.consolidation import run_consolidation
-from memoryhub.lifecycle.models import ConsolidationReport, PendingDeletion
+from retrieval.lifecycle.consolidation import run_consolidation
+from retrieval.lifecycle.models import ConsolidationReport, PendingDeletion
 from retrieval.models import Chunk
-from tests.lifecycle.conftest import NOW
+from tests.retrieval.lifecycle.conftest import NOW
 
 
 @pytest.fixture

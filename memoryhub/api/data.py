@@ -1,4 +1,4 @@
-"""REST views of the memory lifecycle: forget a user (S1), export and import (S9)."""
+"""REST views over a tenant's data as a whole: forget a user (S1), export and import (S9)."""
 
 from __future__ import annotations
 
@@ -11,20 +11,23 @@ from rest_framework.views import APIView
 
 from memoryhub.api.common import StrictSerializer, api_key, parse_input
 from memoryhub.errors import Forbidden, Invalid, NotFound
-from memoryhub.lifecycle.forget import forget_user
-from memoryhub.lifecycle.transfer import (
+from memoryhub.forget import forget_user
+from memoryhub.sessions import get_session, resolve_workspace
+from memoryhub.transfer import (
     SCOPES,
     ExportScope,
     export_memory,
     import_memory,
     parse_export_file,
 )
-from memoryhub.sessions import get_session, resolve_workspace
 
 
 def _tenant_wide(request: Request, what: str) -> None:
-    if api_key(request).workspace_id is not None:
+    key = api_key(request)
+    if key.workspace_id is not None:
         raise Forbidden("workspace_limited_key", f"{what} needs a key not limited to a workspace.")
+    if key.user_id:
+        raise Forbidden("user_limited_key", f"{what} needs a key not limited to one user.")
 
 
 class ForgetUserView(APIView):
@@ -86,8 +89,10 @@ class ImportView(APIView):
         "imported": serializers.DictField(child=serializers.IntegerField())})},
         description="Import an export (the JSON body) into the key's tenant: all or nothing.")
     def post(self, request: Request) -> Response:
+        key = api_key(request)
+        if key.user_id:  # an export file carries every user's data
+            raise Forbidden("user_limited_key", "Importing needs a key not limited to one user.")
         raw = request._request.read(settings.MEMORYHUB_IMPORT_MAX_BYTES + 1)
         data = parse_export_file(raw)
-        key = api_key(request)
         counts = import_memory(tenant=key.tenant, data=data, limit_workspace=key.workspace)
         return Response({"imported": counts}, status=status.HTTP_201_CREATED)

@@ -9,7 +9,7 @@ import pytest
 import time_machine
 from django.db import connection
 
-from memoryhub.lifecycle import decay
+from retrieval import decay
 from retrieval.models import Chunk
 from tests.base import make_tenant
 

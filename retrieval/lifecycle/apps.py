@@ -2,6 +2,6 @@ from django.apps import AppConfig
 
 
 class LifecycleConfig(AppConfig):
-    name = "memoryhub.lifecycle"
+    name = "retrieval.lifecycle"
     label = "lifecycle"
     verbose_name = "Memory lifecycle"

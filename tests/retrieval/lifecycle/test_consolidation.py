@@ -13,13 +13,13 @@ from django.core.management import call_command
 from django.db import transaction
 
 from accounts.models import Tenant
-from memoryhub.lifecycle import consolidation
-from memoryhub.lifecycle.consolidation import run_consolidation
-from memoryhub.lifecycle.models import ConsolidationReport, PendingDeletion
 from memoryhub.models import Event, Session
+from retrieval.lifecycle import consolidation, duplicates, memories, review, steps
+from retrieval.lifecycle.consolidation import run_consolidation
+from retrieval.lifecycle.models import ConsolidationReport, PendingDeletion
 from retrieval.models import Chunk
-from tests.base import make_tenant
-from tests.lifecycle.conftest import NOW, add_memories, ids, make_session, memory
+from tests.base import add_memories, make_tenant
+from tests.retrieval.lifecycle.conftest import NOW, ids, make_session, memory
 
 
 def test_real_run_promotes_prunes_merges_and_stores_a_report(world) -> None:  # type: ignore[no-untyped-def]
@@ -105,14 +105,14 @@ def test_review_holds_deletions_until_approved(world) -> None:  # type: ignore[n
     assert set(held) == {"prune", "merge"} and all(p.status == "pending" for p in held.values())
     assert held["merge"].payload == {"survivor": m["dup_b"].pk}
 
-    assert consolidation.approve_pending(held["prune"].pk, by="op") == {"deleted": 1}
+    assert review.approve_pending(held["prune"].pk, by="op") == {"deleted": 1}
     assert not Chunk.objects.filter(pk=m["stale"].pk).exists()
-    consolidation.reject_pending(held["merge"].pk, by="op")
+    review.reject_pending(held["merge"].pk, by="op")
     assert Chunk.objects.filter(pk=m["dup_a"].pk).exists()
     held["prune"].refresh_from_db()
     assert held["prune"].status == "approved" and held["prune"].decided_by == "op"
-    with pytest.raises(consolidation.ReviewError):
-        consolidation.approve_pending(held["merge"].pk)
+    with pytest.raises(review.ReviewError):
+        review.approve_pending(held["merge"].pk)
 
 
 def test_approving_a_held_merge_applies_it(world) -> None:  # type: ignore[no-untyped-def]
@@ -120,7 +120,7 @@ def test_approving_a_held_merge_applies_it(world) -> None:  # type: ignore[no-un
     Tenant.objects.filter(pk=tenant.pk).update(review_deletions=True)
     run_consolidation(tenant_id=tenant.pk, now=NOW)
     merge = PendingDeletion.objects.get(tenant=tenant, step="merge")
-    assert consolidation.approve_pending(merge.pk) == {"deleted": 1}
+    assert review.approve_pending(merge.pk) == {"deleted": 1}
     assert Chunk.objects.get(pk=m["dup_b"].pk).access_count == 3
 
 
@@ -143,7 +143,7 @@ def test_compress_candidates_are_idle_conversations(world, settings) -> None:  #
     Session.objects.filter(pk=world["s2"].pk).update(event_count=4, last_sequence=4)  # active just now
     result = run_consolidation(tenant_id=tenant.pk, dry_run=True, now=NOW)
     assert result["counts"]["compress_candidates"] == 1
-    if consolidation.summariser() is None:
+    if steps.summariser() is None:
         assert result["counts"]["compress_unavailable"] == 1
 
 
@@ -178,10 +178,10 @@ def test_a_failing_run_records_its_error_and_rolls_back_the_tenant(world, monkey
 
 def test_large_scopes_find_duplicates_through_the_index(world, settings) -> None:  # type: ignore[no-untyped-def]
     m = world["m"]
-    exact = consolidation.find_duplicates(world["tenant"].pk, ["event"], set())
+    exact = duplicates.find_duplicates(world["tenant"].pk, ["event"], set())
     settings.MEMORYHUB_MERGE_EXACT_MAX = 1  # every scope now counts as large
     with transaction.atomic():
-        approximate = consolidation.find_duplicates(world["tenant"].pk, ["event"], set())
+        approximate = duplicates.find_duplicates(world["tenant"].pk, ["event"], set())
     assert [(a, b) for a, b, _ in exact] == [(a, b) for a, b, _ in approximate] == [(m["dup_a"].pk, m["dup_b"].pk)]
     assert exact[0][2] == pytest.approx(approximate[0][2])
 
@@ -209,17 +209,17 @@ def test_deleting_a_note_or_fact_memory_deletes_its_row_and_all_its_chunks(world
     assert not Chunk.objects.filter(kind="fact").exists()
     # Notes are long-term: never pruned, whatever their age.
     assert Note.objects.filter(pk=note.pk).exists()
-    assert consolidation.delete_memories(tenant_id=world["tenant"].pk,
+    assert memories.delete_memories(tenant_id=world["tenant"].pk,
                                          chunk_ids=list(Chunk.objects.filter(source_id=note.note_id).values_list("id", flat=True))) == 1
     assert not Note.objects.filter(pk=note.pk).exists()
 
 
 def test_idle_conversations_are_compressed_into_a_summary_tree(cast, index, settings,
                                                                 django_capture_on_commit_callbacks) -> None:  # type: ignore[no-untyped-def]
-    if consolidation.summariser() is None:
+    if steps.summariser() is None:
         pytest.skip("memoryhub.summaries (task B) is not installed")
-    from memoryhub.lifecycle.models import CompressedConversation
     from memoryhub.models import SummaryNode
+    from retrieval.lifecycle.models import CompressedConversation
 
     settings.MEMORYHUB_COMPRESS_AFTER_HOURS = 48
     for name in ("old", "fresh"):

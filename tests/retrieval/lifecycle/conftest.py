@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -11,32 +10,7 @@ from accounts.models import Tenant, Workspace
 from memoryhub.models import Session
 from retrieval.embedders import DIMENSIONS
 from retrieval.models import Chunk
-from tests.base import make_tenant, post_events
-
-
-@pytest.fixture
-def index(django_capture_on_commit_callbacks) -> Callable[..., Any]:  # type: ignore[no-untyped-def]
-    """Post events and run the indexing/embedding tasks their commit enqueues (eager mode)."""
-
-    def post(client: Any, session: str, *events: dict[str, Any]) -> Any:
-        with django_capture_on_commit_callbacks(execute=True):
-            response = post_events(client, session, *events)
-        assert response.status_code in (200, 201), response.content
-        return response
-
-    return post
-
-
-def new_session(client: Any, session: str, **fields: Any) -> None:
-    response = client.post("/api/v1/sessions/", {"id": session, **fields}, format="json")
-    assert response.status_code == 201, response.content
-
-
-def search_texts(client: Any, query: str, **body: Any) -> list[str]:
-    response = client.post("/api/v1/search/", {"query": query, "scope": "account", **body}, format="json")
-    assert response.status_code == 200, response.content
-    return [r["text"] for r in response.json()["results"]]
-
+from tests.base import make_tenant
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 
@@ -94,34 +68,3 @@ def world(db) -> dict[str, Any]:  # type: ignore[no-untyped-def]
         "elsewhere": memory(tenant, s1, "elsewhere", embedding=vector(1, 0.01), embedding_model="hash"),
     }
     return {"tenant": tenant, "m": m, "s1": s1, "s2": s2}
-
-
-def remember(obj: Any) -> Any:
-    """Index a note, fact or summary node the way memoryhub announces it (memory_saved)."""
-    from memoryhub.signals import memory_saved
-
-    memory_saved.send(sender=type(obj), kind=obj.as_searchable().kind, instance=obj)
-    return obj
-
-
-def add_memories(tenant: Tenant, session_id: str, user_id: str = "") -> dict[str, Any]:
-    """A note, a fact (with provenance), a two-leaf summary tree and a scratchpad in one session."""
-    from memoryhub.models import Fact, Note, Scratchpad, ScratchpadItem, SummaryNode
-
-    session = Session.objects.get(tenant=tenant, external_id=session_id)
-    where = {"tenant": tenant, "workspace_id": session.workspace_id, "channel_id": session.channel_id}
-    note = remember(Note.objects.create(**where, user_id=user_id, content=f"Note: {user_id} likes quinces",
-                                        tags=["fruit"], source="agent", metadata={"origin": "chat"}))
-    fact = remember(Fact.objects.create(**where, source_session=session, user_id=user_id, category="prefs",
-                                        key=f"fruit-{user_id}", content=f"{user_id} prefers quinces to pears",
-                                        tags=["fruit", "food"], lifetime="short_term", importance=0.7))
-    leaves = [remember(SummaryNode.objects.create(**where, session=session, user_id=user_id, level="leaf",
-                                                  text=f"Leaf {i}: quince talk", sequence_start=i, sequence_end=i))
-              for i in (1, 2)]
-    root = remember(SummaryNode.objects.create(**where, session=session, user_id=user_id, level="branch", depth=1,
-                                               text="Branch: all about quinces", sequence_start=1, sequence_end=2,
-                                               source_count=2))
-    SummaryNode.objects.filter(pk__in=[leaf.pk for leaf in leaves]).update(parent=root)
-    pad = Scratchpad.objects.create(tenant=tenant, session=session, version=3)
-    ScratchpadItem.objects.create(tenant=tenant, scratchpad=pad, position=0, key="goal", value="buy quinces")
-    return {"note": note, "fact": fact, "leaves": leaves, "root": root, "pad": pad}

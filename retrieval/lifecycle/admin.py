@@ -12,14 +12,15 @@ from django.http import HttpRequest, HttpResponse
 from django.utils.html import format_html
 
 from memoryhub.admin.paginator import EstimatedCountPaginator
-from memoryhub.lifecycle import consolidation, decay
-from memoryhub.lifecycle.models import (
+from memoryhub.tasks import enqueue
+from retrieval import decay
+from retrieval.lifecycle import memories, review
+from retrieval.lifecycle.models import (
     CompressedConversation,
     ConsolidationReport,
     Memory,
     PendingDeletion,
 )
-from memoryhub.tasks import enqueue
 from retrieval.models import Chunk
 
 MAX_BULK = 10_000
@@ -92,11 +93,11 @@ class MemoryAdmin(admin.ModelAdmin):
 
     @admin.action(description="Pin: importance 1, long-term, never pruned or merged")
     def pin(self, request: HttpRequest, queryset: QuerySet[Memory]) -> None:
-        self.message_user(request, f"Pinned {consolidation.pin_memories(self._ids(queryset))} memories.")
+        self.message_user(request, f"Pinned {memories.pin_memories(self._ids(queryset))} memories.")
 
     @admin.action(description="Unpin: restore the importance and lifetime they had")
     def unpin(self, request: HttpRequest, queryset: QuerySet[Memory]) -> None:
-        self.message_user(request, f"Unpinned {consolidation.unpin_memories(self._ids(queryset))} memories.")
+        self.message_user(request, f"Unpinned {memories.unpin_memories(self._ids(queryset))} memories.")
 
     @admin.action(description="Re-embed (in the background)")
     def reembed(self, request: HttpRequest, queryset: QuerySet[Memory]) -> None:
@@ -111,7 +112,7 @@ class MemoryAdmin(admin.ModelAdmin):
             self.message_user(request, "Select at least two memories of one tenant to merge.", messages.ERROR)
             return
         survivor = rows[0][0]
-        merged = consolidation.apply_merge(tenant_id=rows[0][1], survivor_id=survivor,
+        merged = memories.apply_merge(tenant_id=rows[0][1], survivor_id=survivor,
                                            absorbed_ids=[pk for pk, _ in rows[1:]])
         self.message_user(request, f"Merged {merged} memories into memory {survivor} (provenance kept).")
 
@@ -120,7 +121,7 @@ class MemoryAdmin(admin.ModelAdmin):
         by_tenant: dict[int, list[int]] = {}
         for pk, tenant_id in queryset.order_by("pk").values_list("pk", "tenant_id")[:MAX_BULK]:
             by_tenant.setdefault(tenant_id, []).append(pk)
-        deleted = sum(consolidation.delete_memories(tenant_id=t, chunk_ids=ids) for t, ids in by_tenant.items())
+        deleted = sum(memories.delete_memories(tenant_id=t, chunk_ids=ids) for t, ids in by_tenant.items())
         self.message_user(request, f"Forgot {deleted} memories (notes, facts and summaries with all their chunks).")
 
 
@@ -210,11 +211,11 @@ class PendingDeletionAdmin(admin.ModelAdmin):
         for pending_id in queryset.values_list("pk", flat=True):
             try:
                 if approve:
-                    consolidation.approve_pending(pending_id, by=request.user.get_username())
+                    review.approve_pending(pending_id, by=request.user.get_username())
                 else:
-                    consolidation.reject_pending(pending_id, by=request.user.get_username())
+                    review.reject_pending(pending_id, by=request.user.get_username())
                 done += 1
-            except consolidation.ReviewError:
+            except review.ReviewError:
                 refused += 1
         verb = "Approved" if approve else "Rejected"
         self.message_user(request, f"{verb} {done} review(s)." + (f" {refused} were already decided." if refused else ""))

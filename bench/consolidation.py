@@ -1,6 +1,6 @@
 """Consolidation over the LoCoMo conversations, in a throwaway database (figures, not a test).
 
-    .venv/bin/python -m memoryhub.lifecycle.bench_consolidation [--embedder hash|minilm] [--questions N]
+    .venv/bin/python -m bench.consolidation [--embedder hash|minilm] [--questions N]
 
 Loads every LoCoMo turn through the real pipeline (bench/locomo.py's ingest: append_events →
 indexing → embedding), asks the questions with the "memory" search profile so that returned
@@ -14,13 +14,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import time
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parent.parent.parent
-sys.path.insert(0, str(ROOT))
 
 
 def main() -> None:
@@ -44,7 +39,7 @@ def main() -> None:
     from django.db import connection
 
     from bench.locomo import DATA, ingest, load
-    from memoryhub.lifecycle.consolidation import run_consolidation
+    from retrieval.lifecycle.consolidation import run_consolidation
     from retrieval.models import Chunk
     from retrieval.search import hybrid_search
 
@@ -83,7 +78,7 @@ def main() -> None:
 
 def export_round_trip(tenant: object) -> None:
     from accounts.models import Tenant
-    from memoryhub.lifecycle.transfer import ExportScope, export_memory, import_memory
+    from memoryhub.transfer import ExportScope, export_memory, import_memory
 
     started = time.perf_counter()
     first = export_memory(tenant=tenant, scope=ExportScope("tenant"))
@@ -97,7 +92,7 @@ def export_round_trip(tenant: object) -> None:
     print(f"export {export_s:.1f} s ({size / 1e6:.1f} MB JSON), import {import_s:.1f} s {counts}, "
           f"re-export identical: {same}")
     # Forget-user at scale: the copy's every session and chunk belongs to one user, transcript immutable.
-    from memoryhub.lifecycle.forget import forget_user
+    from memoryhub.forget import forget_user
     from memoryhub.models import Session
     from retrieval.models import Chunk
 

@@ -10,7 +10,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from accounts.models import Tenant
 from memoryhub.errors import DomainError
-from memoryhub.lifecycle.transfer import import_memory, parse_export_file
+from memoryhub.transfer import import_memory, parse_export_file
 
 
 class Command(BaseCommand):

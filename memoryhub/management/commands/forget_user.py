@@ -8,7 +8,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from accounts.models import Tenant
-from memoryhub.lifecycle.forget import forget_user
+from memoryhub.forget import forget_user
 
 
 class Command(BaseCommand):

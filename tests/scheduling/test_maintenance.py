@@ -1,16 +1,18 @@
-"""The built-in cadences: registered as django-q2 schedules, kept in step with settings, real work."""
+"""The cluster's own schedules (built-in cadences, dispatcher): registered by migration, kept in
+step with settings by one function, moved task paths rewritten; the maintenance jobs do real work."""
 
 from __future__ import annotations
 
+import importlib
 from datetime import timedelta
 
 import pytest
 from django.utils import timezone
 from django_q.models import OrmQ, Schedule
 
-from memoryhub import maintenance
 from memoryhub.models import RollingSummary
 from retrieval.models import Chunk
+from scheduling import tasks
 from tests.base import post_events
 
 pytestmark = pytest.mark.django_db
@@ -25,26 +27,27 @@ def schedules() -> dict[str, Schedule]:
 def test_the_migration_registered_every_cadence() -> None:
     rows = schedules()
     assert set(rows) == NAMES
-    assert rows["memoryhub:consolidate"].func == "memoryhub.maintenance.consolidate"
+    assert rows["memoryhub:consolidate"].func == "scheduling.tasks.consolidate"
     assert rows["memoryhub:embed_backfill"].minutes == 5
     assert rows["memoryhub:consolidate"].minutes == 24 * 60
     assert all(row.repeats == -1 and row.schedule_type == Schedule.MINUTES for row in rows.values())
 
 
-def test_ensure_is_idempotent_and_follows_settings(settings) -> None:
-    assert set(maintenance.ensure_schedules().values()) == {"unchanged"}
+def test_sync_is_idempotent_and_follows_settings(settings) -> None:
+    assert set(tasks.sync_cluster_schedules().values()) == {"unchanged"}
     Schedule.objects.create(name="memoryhub:summarise", func="x.y", schedule_type="I", minutes=1)
     settings.MEMORYHUB_MAINTENANCE_EMBED_MINUTES = 2
     settings.MEMORYHUB_MAINTENANCE_CONSOLIDATE_MINUTES = 0
-    done = maintenance.ensure_schedules()
-    assert done == {"embed_backfill": "updated", "summarise": "unchanged", "consolidate": "off"}
+    done = tasks.sync_cluster_schedules()
+    assert done == {"scheduling:dispatch": "unchanged", "memoryhub:embed_backfill": "updated",
+                    "memoryhub:summarise": "unchanged", "memoryhub:consolidate": "off"}
     rows = schedules()
     assert set(rows) == NAMES - {"memoryhub:consolidate"}
     assert Schedule.objects.filter(name="memoryhub:summarise").count() == 1  # the duplicate is gone
     assert rows["memoryhub:embed_backfill"].minutes == 2
     assert rows["memoryhub:embed_backfill"].next_run <= timezone.now() + timedelta(minutes=2)
     settings.MEMORYHUB_MAINTENANCE_CONSOLIDATE_MINUTES = 60
-    assert maintenance.ensure_schedules()["consolidate"] == "created"
+    assert tasks.sync_cluster_schedules()["memoryhub:consolidate"] == "created"
 
 
 def test_a_missed_cadence_runs_once_when_the_cluster_starts(monkeypatch) -> None:
@@ -59,7 +62,7 @@ def test_a_missed_cadence_runs_once_when_the_cluster_starts(monkeypatch) -> None
     Schedule.objects.exclude(name="memoryhub:embed_backfill").update(next_run=timezone.now() + timedelta(hours=1))
     scheduler(broker=get_broker())
     queued = [row.task["func"] for row in OrmQ.objects.all()]
-    assert queued == ["memoryhub.maintenance.embed_backfill"]  # once, not once per missed period
+    assert queued == ["scheduling.tasks.embed_backfill"]  # once, not once per missed period
     assert schedules()["memoryhub:embed_backfill"].next_run > timezone.now()
 
 
@@ -68,7 +71,7 @@ def test_embed_backfill_embeds_what_was_left_without_a_vector(alice, django_capt
         post_events(alice, "s1", {"role": "user", "content": "The spare key is under the blue pot."})
     assert Chunk.objects.count() == 1
     Chunk.objects.update(embedding=None, embedding_model="")
-    report = maintenance.embed_backfill()
+    report = tasks.embed_backfill()
     assert report["embedded"] == 1 and report["remaining"] == 0
     assert Chunk.objects.get().embedding is not None
 
@@ -79,15 +82,45 @@ def test_summarise_rolls_the_summary_of_a_due_session(alice, settings) -> None:
     settings.MEMORYHUB_SUMMARY_MAX_SHARE = 1.0
     post_events(alice, "s1", *[{"role": "user", "content": f"turn {i} " + "word " * 20} for i in range(12)])
     assert not RollingSummary.objects.exists()
-    maintenance.summarise()
+    tasks.summarise()
     assert RollingSummary.objects.filter(session__external_id="s1").exists()
 
 
 def test_consolidate_reports_counts_without_id_lists(alice) -> None:
-    from memoryhub.lifecycle.models import ConsolidationReport
+    from retrieval.lifecycle.models import ConsolidationReport
 
     post_events(alice, "s1", {"role": "user", "content": "hello"})
-    report = maintenance.consolidate()
+    report = tasks.consolidate()
     assert "ids" not in report and report["dry_run"] is False
     assert isinstance(report["counts"], dict)
     assert ConsolidationReport.objects.filter(pk=report["report_id"]).exists()
+
+
+def test_starting_the_cluster_brings_its_schedules_in_step() -> None:
+    from memoryhub.signals import cluster_starting
+
+    Schedule.objects.filter(name__startswith="memoryhub:").delete()
+    Schedule.objects.filter(name="scheduling:dispatch").update(func="x.y")
+    cluster_starting.send(sender=None)  # what `manage.py run` sends before it starts the cluster
+    assert set(schedules()) == NAMES
+    assert Schedule.objects.get(name="scheduling:dispatch").func == "scheduling.tasks.dispatch"
+
+
+def test_the_migration_rewrites_task_paths_that_moved() -> None:
+    from django.apps import apps
+    from django_q.models import Task
+    from django_q.signing import SignedPackage
+
+    migration = importlib.import_module("scheduling.migrations.0003_cluster_schedules")
+    old, new = "memoryhub.maintenance.summarise", "scheduling.tasks.summarise"
+    Schedule.objects.filter(name="memoryhub:summarise").update(func=old)
+    now = timezone.now()
+    Task.objects.create(id="a" * 32, name="failed-summarise", func=old, started=now, stopped=now, success=False)
+    OrmQ.objects.create(key="default", payload=SignedPackage.dumps({"id": "b" * 32, "func": old, "args": ()}))
+    OrmQ.objects.create(key="default", payload=SignedPackage.dumps({"id": "c" * 32, "func": "other.task"}))
+    migration.rename(apps, migration.MOVED)
+    assert Schedule.objects.get(name="memoryhub:summarise").func == new
+    assert Task.objects.get(name="failed-summarise").func == new
+    assert sorted(row.task["func"] for row in OrmQ.objects.all()) == ["other.task", new]
+    migration.rename(apps, {n: o for o, n in migration.MOVED.items()})  # the way back
+    assert Schedule.objects.get(name="memoryhub:summarise").func == old

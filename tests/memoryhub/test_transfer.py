@@ -10,11 +10,18 @@ from typing import Any
 import pytest
 from django.core.management import CommandError, call_command
 
-from memoryhub.lifecycle.consolidation import pin_memories
 from memoryhub.models import Event, RollingSummary, Session
+from retrieval.lifecycle.memories import pin_memories
 from retrieval.models import Chunk
-from tests.base import error_code, make_client, make_key, make_tenant
-from tests.lifecycle.conftest import add_memories, new_session, search_texts
+from tests.base import (
+    add_memories,
+    error_code,
+    make_client,
+    make_key,
+    make_tenant,
+    new_session,
+    search_texts,
+)
 
 
 def export(client: Any, **body: Any) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
 from accounts.models import Tenant
-from memoryhub.lifecycle.consolidation import run_consolidation
+from retrieval.lifecycle.consolidation import run_consolidation
 
 
 class Command(BaseCommand):

@@ -9,7 +9,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from accounts.models import Tenant
 from memoryhub.errors import DomainError
-from memoryhub.lifecycle.transfer import ExportScope, export_memory
+from memoryhub.transfer import ExportScope, export_memory
 
 
 class Command(BaseCommand):

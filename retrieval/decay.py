@@ -40,7 +40,8 @@ from django.conf import settings
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
-TIERS = ("conversation", "channel", "workspace", "account")
+from memoryhub.searchable import TIERS
+
 MIN_EXPONENT = -700.0
 
 

@@ -10,8 +10,7 @@ from django.core.management import CommandError, call_command
 
 from memoryhub.models import Event, Fact, Note, Session, SummaryNode
 from retrieval.models import Chunk
-from tests.base import error_code, make_client, make_key
-from tests.lifecycle.conftest import add_memories, new_session, search_texts
+from tests.base import add_memories, error_code, make_client, make_key, new_session, search_texts
 
 
 @pytest.fixture

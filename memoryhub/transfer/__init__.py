@@ -1,0 +1,50 @@
+"""Export and import of memory as JSON with a schema version (SPEC S9, seed 001).
+
+One format for a tenant, a workspace or a session. It holds no database ids and nothing global
+(no tenant name, no ref codes), so that export → import into an empty tenant → export gives the
+same document. Rows are listed in id order and referred to by name (workspace, channel, session
+id, document URI) or by their position in the file ("key"), never by id.
+
+    format.py         the envelope (format, schema_version, scope) and the typed-field checks
+    exporter.py       workspaces, sessions with events and rolling summary, records
+    importer.py       the same back, all or nothing in one transaction
+    records.py        rows of other areas (notes, facts, scratchpads, summaries, schedules…),
+                      discovered from the installed models and carried under "records"
+    record_import.py  creating those rows again, links by position in the file
+    extensions.py     how a higher layer adds its own lists: retrieval carries "documents" and
+                      "chunks" (retrieval/transfer.py), so the core never imports retrieval
+
+Chunks (the searchable memories, with their embeddings, access counts, tiers and merge
+provenance) are carried as they are, so a consolidated memory comes back consolidated; a file
+without "chunks" is re-indexed through the pipeline instead, and chunks whose embedding is
+missing or of another model are re-embedded after import.
+"""
+
+from memoryhub.transfer.exporter import Exporter, export_memory
+from memoryhub.transfer.extensions import TransferExtension, register_extension
+from memoryhub.transfer.format import (
+    FORMAT,
+    SCHEMA_VERSION,
+    SCOPES,
+    ExportScope,
+    InvalidImport,
+    parse_export_file,
+)
+from memoryhub.transfer.importer import Importer, import_memory
+from memoryhub.transfer.records import record_models
+
+__all__ = [
+    "FORMAT",
+    "SCHEMA_VERSION",
+    "SCOPES",
+    "ExportScope",
+    "Exporter",
+    "Importer",
+    "InvalidImport",
+    "TransferExtension",
+    "export_memory",
+    "import_memory",
+    "parse_export_file",
+    "record_models",
+    "register_extension",
+]

@@ -1,0 +1,147 @@
+"""Export a tenant, a workspace or a session (SPEC S9): workspaces, sessions with their events and
+rolling summary, records of other areas, and what extensions add (retrieval: documents, chunks)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from django.db import models
+
+from accounts.models import Channel, Tenant, Workspace
+from memoryhub.errors import NotFound
+from memoryhub.models import Event, RollingSummary, Session, iso
+from memoryhub.transfer.extensions import extensions
+from memoryhub.transfer.format import FORMAT, SCHEMA_VERSION, ExportScope, json_value
+from memoryhub.transfer.records import derived_metadata, record_fields, record_models, searchable_of
+
+
+class Exporter:
+    """One export: the scope's sessions, and what extensions need to refer to exported rows."""
+
+    def __init__(self, tenant: Tenant, scope: ExportScope) -> None:
+        self.tenant = tenant
+        self.scope = scope
+        sessions = Session.objects.filter(tenant=tenant).select_related("workspace", "channel").order_by("id")
+        self.workspace: Workspace | None = None
+        if scope.kind == "workspace":
+            self.workspace = Workspace.objects.filter(tenant=tenant, name=scope.workspace).first()
+            if self.workspace is None:
+                raise NotFound("workspace_not_found", f"Workspace {scope.workspace!r} does not exist.")
+            sessions = sessions.filter(workspace=self.workspace)
+        elif scope.kind == "session":
+            sessions = sessions.filter(external_id=scope.session)
+            if not sessions.exists():
+                raise NotFound("session_not_found", f"Session {scope.session!r} does not exist.")
+        self.sessions = list(sessions)
+        self.session_ids = {s.pk for s in self.sessions}
+        self.record_keys: dict[str, dict[int, int]] = {}  # model label → pk → position
+        self.source_refs: dict[tuple[str, str], dict[str, Any]] = {}  # (kind, source id) → ref
+        self.derived: dict[tuple[str, str], dict[str, Any]] = {}  # (kind, source id) → chunk metadata
+
+    def in_scope(self, qs: models.QuerySet[Any], model: type[models.Model]) -> models.QuerySet[Any]:
+        """Rows of a workspace or session export: those of its sessions (and of the workspace)."""
+        if self.scope.kind == "tenant":
+            return qs
+        names = {f.name for f in model._meta.concrete_fields}
+        keep = models.Q(pk__in=[])
+        if "session" in names:
+            keep |= models.Q(session_id__in=self.session_ids)
+        if self.scope.kind == "workspace" and "workspace" in names:
+            keep |= models.Q(workspace=self.workspace)
+        for f in model._meta.concrete_fields:  # children of exported rows (a scratchpad's items)
+            keys = self.record_keys.get(f.related_model._meta.label) if f.is_relation and f.related_model else None
+            if keys and f.related_model is not model:
+                keep |= models.Q(**{f"{f.attname}__in": list(keys)})
+        return qs.filter(keep)
+
+    def workspaces(self) -> list[dict[str, Any]]:
+        qs = Workspace.objects.filter(tenant=self.tenant).order_by("name")
+        if self.workspace is not None:
+            qs = qs.filter(pk=self.workspace.pk)
+        elif self.scope.kind == "session":
+            qs = qs.filter(pk__in={s.workspace_id for s in self.sessions})
+        channels = defaultdict(list)
+        for channel in Channel.objects.filter(workspace__in=qs).order_by("name"):
+            channels[channel.workspace_id].append({"name": channel.name})
+        # No creation times: an importing tenant already has its own "default" workspace.
+        return [{"name": w.name, "channels": channels[w.pk]} for w in qs]
+
+    def session_rows(self) -> list[dict[str, Any]]:
+        events = defaultdict(list)
+        for e in Event.objects.filter(session_id__in=self.session_ids).order_by("session_id", "sequence"):
+            events[e.session_id].append({
+                "sequence": e.sequence, "role": e.role, "content": e.content, "tool_name": e.tool_name,
+                "tool_args": e.tool_args, "tool_result": e.tool_result, "metadata": e.metadata,
+                "importance": e.importance, "idempotency_key": e.idempotency_key, "created_at": iso(e.created_at),
+            })
+        summaries = {r.session_id: r for r in RollingSummary.objects.filter(session_id__in=self.session_ids)}
+        return [self._session_row(s, events[s.pk], summaries.get(s.pk)) for s in self.sessions]
+
+    @staticmethod
+    def _session_row(s: Session, events: list[dict[str, Any]], summary: RollingSummary | None) -> dict[str, Any]:
+        return {
+            "id": s.external_id, "user_id": s.user_id, "persistence_key": s.persistence_key, "agent": s.agent,
+            "workspace": s.workspace.name, "channel": s.channel.name, "title": s.title, "metadata": s.metadata,
+            "status": s.status, "created_at": iso(s.created_at), "updated_at": iso(s.updated_at),
+            "events": events,
+            "rolling_summary": None if summary is None else {
+                "text": summary.text, "epoch": summary.epoch, "upper_sequence": summary.upper_sequence,
+                "updated_at": iso(summary.updated_at),
+            },
+        }
+
+    def records(self) -> dict[str, list[dict[str, Any]]]:
+        out: dict[str, list[dict[str, Any]]] = {}
+        for model in record_models():
+            label = model._meta.label
+            rows = list(self.in_scope(model._default_manager.filter(tenant=self.tenant), model).order_by("pk"))
+            keys = self.record_keys.setdefault(label, {})
+            for position, obj in enumerate(rows):
+                keys[obj.pk] = position
+            out[label] = [self._record(model, obj, position) for position, obj in enumerate(rows)]
+            for position, obj in enumerate(rows):
+                searchable = searchable_of(obj)
+                if searchable is not None:
+                    ref = (searchable.kind, str(searchable.source_id))
+                    self.source_refs[ref] = {"record": label, "key": position}
+                    self.derived[ref] = derived_metadata(searchable)
+        return {k: v for k, v in out.items() if v}
+
+    def _record(self, model: type[models.Model], obj: models.Model, position: int) -> dict[str, Any]:
+        fields: dict[str, Any] = {}
+        for f in record_fields(model):
+            if f.is_relation:
+                target_id = getattr(obj, f.attname)
+                fields[f.name] = None if target_id is None else self._relation(f, obj, target_id)
+            else:
+                fields[f.name] = json_value(f.value_from_object(obj))
+        return {"key": position, "fields": fields}
+
+    def _relation(self, f: models.Field, obj: models.Model, target_id: int) -> Any:
+        target = f.related_model
+        if target is Workspace:
+            return getattr(obj, f.name).name
+        if target is Channel:
+            channel = getattr(obj, f.name)
+            return [channel.workspace.name, channel.name]
+        if target is Session:
+            return getattr(obj, f.name).external_id
+        keys = self.record_keys.get(target._meta.label, {})
+        return {"key": keys[target_id]} if target_id in keys else None
+
+
+def export_memory(*, tenant: Tenant, scope: ExportScope) -> dict[str, Any]:
+    exporter = Exporter(tenant, scope)
+    parts = extensions()
+    records = exporter.records()  # first: chunks refer to their sources
+    sources = {name: rows for part in parts for name, rows in part.export_sources(exporter).items()}
+    head = {
+        "format": FORMAT,
+        "schema_version": SCHEMA_VERSION,
+        "scope": scope.as_dict(),
+        "workspaces": exporter.workspaces(),
+        "sessions": exporter.session_rows(),
+    }
+    derived = {name: rows for part in parts for name, rows in part.export_derived(exporter).items()}
+    return {**head, **sources, "records": records, **derived}

@@ -1,0 +1,167 @@
+"""Import an export into a tenant (SPEC S9): all or nothing, in one transaction.
+
+A malformed, partial or conflicting file is refused with a 4xx code and nothing is stored.
+The Importer resolves the names the file uses (workspaces, channels, sessions) and keeps what it
+created, so that records and extensions can refer to it.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from django.db import DatabaseError, IntegrityError, models, transaction
+
+from accounts.models import Channel, Tenant, Workspace
+from memoryhub.errors import Conflict, Forbidden
+from memoryhub.models import Event, RollingSummary, Session, SessionStatus
+from memoryhub.transfer.extensions import extensions
+from memoryhub.transfer.format import InvalidImport, check_header, get_field, get_list, get_time
+from memoryhub.transfer.record_import import import_records
+
+
+class Importer:
+    def __init__(self, tenant: Tenant, limit_workspace: Workspace | None) -> None:
+        self.tenant = tenant
+        self.limit_workspace = limit_workspace
+        self.workspaces: dict[str, Workspace] = {}
+        self.channels: dict[tuple[str, str], Channel] = {}
+        self.sessions: dict[str, Session] = {}
+        self.events: dict[tuple[str, int], int] = {}  # (session id, sequence) → event pk
+        self.records: dict[str, list[models.Model]] = {}  # model label → rows in file order
+        self.counts: dict[str, int] = defaultdict(int)
+
+    # -- names the file uses
+
+    def workspace(self, name: Any, path: str) -> Workspace:
+        if not isinstance(name, str) or not name:
+            raise InvalidImport("a workspace name is required", path)
+        if name not in self.workspaces:
+            if self.limit_workspace is not None and name != self.limit_workspace.name:
+                raise Forbidden("workspace_forbidden", f"This API key is limited to workspace "
+                               f"{self.limit_workspace.name!r}; the file has {name!r}.")
+            workspace, created = Workspace.objects.get_or_create(tenant=self.tenant, name=name)
+            self.workspaces[name] = workspace
+            self.counts["workspaces"] += int(created)
+        return self.workspaces[name]
+
+    def channel(self, ref: Any, path: str) -> Channel:
+        if not (isinstance(ref, list) and len(ref) == 2 and all(isinstance(v, str) and v for v in ref)):
+            raise InvalidImport("a channel is [workspace, channel]", path)
+        key = (ref[0], ref[1])
+        if key not in self.channels:
+            self.channels[key], _ = Channel.objects.get_or_create(
+                tenant=self.tenant, workspace=self.workspace(ref[0], path), name=ref[1])
+        return self.channels[key]
+
+    def session(self, ref: Any, path: str) -> Session:
+        if ref not in self.sessions:
+            raise InvalidImport(f"session {ref!r} is not in the file", path)
+        return self.sessions[ref]
+
+    # -- rows
+
+    def import_workspaces(self, rows: list[Any]) -> None:
+        for i, row in enumerate(rows):
+            path = f"workspaces[{i}]"
+            workspace = self.workspace(get_field(row, "name", str, path), path)
+            for j, channel_row in enumerate(get_field(row, "channels", list, path)):
+                cpath = f"{path}.channels[{j}]"
+                self.channel([workspace.name, get_field(channel_row, "name", str, cpath)], cpath)
+
+    def import_sessions(self, rows: list[Any]) -> None:
+        for i, row in enumerate(rows):
+            path = f"sessions[{i}]"
+            session, events = self._create_session(row, path)
+            last = self.import_events(session, events, f"{path}.events")
+            Session.objects.filter(pk=session.pk).update(last_sequence=last, event_count=len(events))
+            summary = get_field(row, "rolling_summary", dict, path, nullable=True)
+            if summary is not None:
+                self._create_rolling_summary(session, summary, f"{path}.rolling_summary")
+            self.counts["sessions"] += 1
+
+    def _create_session(self, row: Any, path: str) -> tuple[Session, list[Any]]:
+        """The session row (checked, created, registered by its id) and its events, still to store."""
+        external_id = get_field(row, "id", str, path)
+        if not external_id or len(external_id) > 200:
+            raise InvalidImport("a session id is 1 to 200 characters", f"{path}.id")
+        if external_id in self.sessions or Session.objects.filter(tenant=self.tenant, external_id=external_id).exists():
+            raise Conflict("session_exists", f"Session {external_id!r} already exists in this tenant; "
+                           "nothing was imported.", {"session": external_id})
+        status = get_field(row, "status", str, path)
+        if status not in SessionStatus.values:
+            raise InvalidImport(f"unknown status {status!r}", f"{path}.status")
+        workspace = self.workspace(get_field(row, "workspace", str, path), f"{path}.workspace")
+        events = get_field(row, "events", list, path)
+        session = Session.objects.create(
+            tenant=self.tenant, workspace=workspace,
+            channel=self.channel([workspace.name, get_field(row, "channel", str, path)], f"{path}.channel"),
+            external_id=external_id, user_id=get_field(row, "user_id", str, path),
+            persistence_key=get_field(row, "persistence_key", str, path), agent=get_field(row, "agent", str, path),
+            title=get_field(row, "title", str, path), metadata=get_field(row, "metadata", dict, path), status=status,
+            created_at=get_time(row, "created_at", path), updated_at=get_time(row, "updated_at", path),
+        )
+        self.sessions[external_id] = session
+        return session, events
+
+    def _create_rolling_summary(self, session: Session, summary: dict[str, Any], path: str) -> None:
+        RollingSummary.objects.create(
+            session=session, tenant=self.tenant, text=get_field(summary, "text", str, path),
+            epoch=get_field(summary, "epoch", int, path),
+            upper_sequence=get_field(summary, "upper_sequence", int, path),
+            updated_at=get_time(summary, "updated_at", path))
+        self.counts["rolling_summaries"] += 1
+
+    def import_events(self, session: Session, rows: list[Any], path: str) -> int:
+        """Store a session's events; returns the last sequence."""
+        events, last = [], 0
+        for i, row in enumerate(rows):
+            epath = f"{path}[{i}]"
+            sequence = get_field(row, "sequence", int, epath)
+            if sequence <= last:
+                raise InvalidImport("event sequences must be positive and increasing", f"{epath}.sequence")
+            last = sequence
+            events.append(self._event(session, sequence, row, epath))
+        for event in Event.objects.bulk_create(events):
+            self.events[(session.external_id, event.sequence)] = event.pk
+        self.counts["events"] += len(events)
+        return last
+
+    def _event(self, session: Session, sequence: int, row: Any, path: str) -> Event:
+        role = get_field(row, "role", str, path)
+        if role not in ("user", "assistant", "tool", "system"):
+            raise InvalidImport(f"unknown role {role!r}", f"{path}.role")
+        importance = get_field(row, "importance", (int, float), path)
+        if not 0.0 <= importance <= 1.0:
+            raise InvalidImport("importance must be within [0, 1]", f"{path}.importance")
+        return Event(
+            tenant=self.tenant, session=session, sequence=sequence, role=role,
+            content=get_field(row, "content", str, path), tool_name=get_field(row, "tool_name", str, path),
+            tool_args=row.get("tool_args"), tool_result=row.get("tool_result"),
+            metadata=get_field(row, "metadata", dict, path), importance=float(importance),
+            idempotency_key=get_field(row, "idempotency_key", str, path, nullable=True),
+            created_at=get_time(row, "created_at", path),
+        )
+
+
+@transaction.atomic
+def import_memory(*, tenant: Tenant, data: Any, limit_workspace: Workspace | None = None) -> dict[str, int]:
+    """Import an export into `tenant`: everything or nothing. Returns counts per kind of row."""
+    check_header(data)
+    importer = Importer(tenant, limit_workspace)
+    parts = extensions()
+    for part in parts:
+        part.start_import(importer)
+    try:
+        importer.import_workspaces(get_list(data, "workspaces"))
+        importer.import_sessions(get_list(data, "sessions"))
+        for part in parts:
+            part.import_sources(importer, data)
+        import_records(importer, data.get("records", {}))
+        for part in parts:
+            part.import_derived(importer, data)
+    except IntegrityError as exc:
+        raise Conflict("import_conflict", f"The file conflicts with stored data: {exc}".splitlines()[0]) from None
+    except DatabaseError as exc:  # a value the column cannot hold (too long, out of range…)
+        raise InvalidImport(f"a value does not fit: {exc}".splitlines()[0]) from None
+    return {k: v for k, v in sorted(importer.counts.items()) if v}

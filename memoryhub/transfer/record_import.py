@@ -1,0 +1,125 @@
+"""Import the file's records (rows of other areas, see records.py) into the importing tenant."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from django.db import DatabaseError, IntegrityError, models, transaction
+from django.utils.dateparse import parse_datetime
+
+from accounts.models import Channel, Workspace
+from memoryhub.models import Session
+from memoryhub.transfer.format import InvalidImport, get_field
+from memoryhub.transfer.records import record_fields, record_models
+
+if TYPE_CHECKING:
+    from memoryhub.transfer.importer import Importer
+
+# A link between rows of one model (a summary node's parent), set once every row exists:
+# (the row, or None for the one being built; the field; the raw reference; its path in the file).
+Deferred = tuple[models.Model | None, models.Field, Any, str]
+
+
+def import_records(importer: Importer, data: Any) -> None:
+    if not isinstance(data, dict):
+        raise InvalidImport("'records' must be an object", "records")
+    known = {m._meta.label: m for m in record_models()}
+    unknown = sorted(set(data) - set(known))
+    if unknown:
+        raise InvalidImport(f"unknown record types {unknown}", "records")
+    for label, model in known.items():
+        rows = data.get(label, [])
+        if not isinstance(rows, list):
+            raise InvalidImport("records of a type must be a list", f"records.{label}")
+        importer.records[label] = _create_records(importer, model, rows, f"records.{label}")
+
+
+def _create_records(importer: Importer, model: type[models.Model], rows: list[Any],
+                    path: str) -> list[models.Model]:
+    """Create rows one by one with save(), so that the model's own logic runs (derived
+    columns such as a fact's scope key). Links between rows of the same model (a summary
+    node's parent) are set once every row exists."""
+    created: list[models.Model] = []
+    fields = record_fields(model)
+    later: list[Deferred] = []
+    for i, row in enumerate(rows):
+        rpath = f"{path}[{i}]"
+        if get_field(row, "key", int, rpath) != i:
+            raise InvalidImport("record keys must be 0, 1, 2… in order", f"{rpath}.key")
+        kwargs = _record_kwargs(importer, model, fields, get_field(row, "fields", dict, rpath), rpath, later)
+        obj = _save_record(model, fields, kwargs, rpath)
+        created.append(obj)
+        later = [(obj if o is None else o, f, raw, fp) for o, f, raw, fp in later]
+    _link_within(model, created, later)
+    importer.counts[model._meta.label] += len(created)
+    return created
+
+
+def _record_kwargs(importer: Importer, model: type[models.Model], fields: list[models.Field],
+                   values: dict[str, Any], rpath: str, later: list[Deferred]) -> dict[str, Any]:
+    kwargs: dict[str, Any] = {"tenant": importer.tenant}
+    for f in fields:
+        if f.name not in values:
+            continue
+        fpath = f"{rpath}.fields.{f.name}"
+        if f.is_relation and f.related_model is model and values[f.name] is not None:
+            later.append((None, f, values[f.name], fpath))
+            continue
+        kwargs[f.attname if f.is_relation else f.name] = _field_value(importer, f, values[f.name], fpath)
+    return kwargs
+
+
+def _save_record(model: type[models.Model], fields: list[models.Field], kwargs: dict[str, Any],
+                 rpath: str) -> models.Model:
+    auto_times = {f.name: kwargs[f.name] for f in fields if f.name in kwargs
+                  and (getattr(f, "auto_now", False) or getattr(f, "auto_now_add", False))}
+    try:
+        obj = model(**kwargs)
+        with transaction.atomic():
+            obj.save()
+            if auto_times:  # save() stamped auto_now fields "now": put the file's times back
+                model._default_manager.filter(pk=obj.pk).update(**auto_times)
+    except IntegrityError:
+        raise
+    except (DatabaseError, TypeError, ValueError) as exc:
+        raise InvalidImport(f"invalid {model._meta.label}: {exc}".splitlines()[0], rpath) from None
+    return obj
+
+
+def _link_within(model: type[models.Model], created: list[models.Model], later: list[Deferred]) -> None:
+    for obj, f, raw, fpath in later:
+        key = raw.get("key") if isinstance(raw, dict) else None
+        if not isinstance(key, int) or not 0 <= key < len(created):
+            raise InvalidImport(f"reference to {model._meta.label} not found in the file", fpath)
+        assert obj is not None  # every deferred link got its row when that row was saved
+        model._default_manager.filter(pk=obj.pk).update(**{f.attname: created[key].pk})
+        setattr(obj, f.attname, created[key].pk)
+
+
+def _field_value(importer: Importer, f: models.Field, raw: Any, path: str) -> Any:
+    if raw is None:
+        return None
+    if f.is_relation:
+        return _relation_value(importer, f, raw, path)
+    if isinstance(f, models.DateTimeField):
+        value = parse_datetime(raw) if isinstance(raw, str) else None
+        if value is None:
+            raise InvalidImport("not an ISO-8601 time", path)
+        return value
+    return raw
+
+
+def _relation_value(importer: Importer, f: models.Field, raw: Any, path: str) -> Any:
+    target = f.related_model
+    if target is Workspace:
+        return importer.workspace(raw, path).pk
+    if target is Channel:
+        return importer.channel(raw, path).pk
+    if target is Session:
+        return importer.session(raw, path).pk
+    label = target._meta.label
+    if isinstance(raw, dict) and isinstance(raw.get("key"), int) and label in importer.records:
+        rows = importer.records[label]
+        if 0 <= raw["key"] < len(rows):
+            return rows[raw["key"]].pk
+    raise InvalidImport(f"reference to {label} not found in the file", path)

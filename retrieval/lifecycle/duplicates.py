@@ -1,0 +1,80 @@
+"""Near-duplicate memories (cosine > MEMORYHUB_MERGE_COSINE) of one kind in one scope, and the
+merge plan: which memory survives and which it absorbs."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import connection
+
+from retrieval.lifecycle.sql import fetch, scope_sql
+
+
+def _mergeable(a: str) -> str:
+    """Condition on alias `a`: an embedded, unpinned memory of the tenant, of a deletable kind, not
+    already gone in this run (parameters: tenant id, kinds, excluded ids)."""
+    return (f"{a}.tenant_id = %s AND {a}.kind = ANY(%s) AND {a}.embedding IS NOT NULL "
+            f"AND NOT ({a}.metadata @> '{{\"pinned\": true}}'::jsonb) AND NOT ({a}.id = ANY(%s))")
+
+
+def find_duplicates(tenant_id: int, kinds: list[str], exclude: set[int]) -> list[tuple[int, int, float]]:
+    """Pairs (a, b, cosine distance), a < b, of near-duplicates in one scope, kind and model.
+
+    Small scopes (a session, a channel: the usual case) are compared exactly by a self-join;
+    a scope with more than MEMORYHUB_MERGE_EXACT_MAX memories would cost n² distances (45 s for
+    5,900 on these machines), so there each memory asks the HNSW index for its nearest
+    neighbours instead (approximate, linear).
+    """
+    base = [tenant_id, kinds, sorted(exclude)]
+    sizes = fetch(f"SELECT {scope_sql('a')}, count(*) FROM retrieval_chunk a WHERE {_mergeable('a')} "
+                   f"GROUP BY 1", base)
+    big = sorted(scope for scope, count in sizes if count > settings.MEMORYHUB_MERGE_EXACT_MAX)
+    limit = 1.0 - float(settings.MEMORYHUB_MERGE_COSINE)
+    same = (f"b.tenant_id = a.tenant_id AND b.kind = a.kind AND b.tier = a.tier "
+            f"AND b.embedding_model = a.embedding_model AND {scope_sql('b')} = {scope_sql('a')}")
+    rows = fetch(
+        f"""SELECT a.id, b.id, (a.embedding <=> b.embedding) AS d
+            FROM retrieval_chunk a JOIN retrieval_chunk b ON {same} AND b.id > a.id
+            WHERE {_mergeable('a')} AND {_mergeable('b')}
+              AND NOT ({scope_sql('a')} = ANY(%s)) AND (a.embedding <=> b.embedding) < %s""",
+        [*base, *base, big, limit],
+    )
+    pairs = {(a, b): float(d) for a, b, d in rows}
+    if big:
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+            cursor.execute(f"SET LOCAL hnsw.ef_search = {max(40, 2 * settings.MEMORYHUB_MERGE_NEIGHBOURS)}")
+            # Without this the planner (row estimates of freshly written chunks are tiny) sorts
+            # the whole scope once per memory instead of walking the HNSW graph: 3 ms → 0.1 ms.
+            cursor.execute("SET LOCAL enable_sort = off")
+        near = fetch(
+            f"""SELECT a.id, n.id, n.d FROM retrieval_chunk a CROSS JOIN LATERAL (
+                    SELECT b.id, (b.embedding <=> a.embedding) AS d FROM retrieval_chunk b
+                    WHERE {same} AND b.id <> a.id AND {_mergeable('b')}
+                    ORDER BY b.embedding <=> a.embedding LIMIT %s) n
+                WHERE {_mergeable('a')} AND {scope_sql('a')} = ANY(%s) AND n.d < %s""",
+            [*base, settings.MEMORYHUB_MERGE_NEIGHBOURS, *base, big, limit],
+        )
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL enable_sort = on")
+        for a, b, d in near:
+            pairs.setdefault((min(a, b), max(a, b)), float(d))
+    return [(a, b, d) for (a, b), d in sorted(pairs.items(), key=lambda item: (item[1], item[0]))]
+
+
+def plan_merges(pairs: list[tuple[int, int, float]], importance: dict[int, float]) -> dict[int, list[int]]:
+    """Greedy, closest pairs first: {survivor: [absorbed, …]}. A survivor absorbs only memories it
+    is itself a near-duplicate of; the one with the higher importance (then the older) survives."""
+    groups: dict[int, list[int]] = {}
+    absorbed: set[int] = set()
+    for a, b, _ in pairs:
+        if a in absorbed or b in absorbed:
+            continue
+        if a in groups and b in groups:
+            continue
+        if a in groups or b in groups:
+            survivor, other = (a, b) if a in groups else (b, a)
+        else:
+            survivor, other = sorted((a, b), key=lambda i: (-importance[i], i))
+        groups.setdefault(survivor, []).append(other)
+        absorbed.add(other)
+    return groups

@@ -1,0 +1,208 @@
+"""The steps of one tenant's consolidation run: score, promote, prune, merge, cap, compress.
+
+Each is SQL over the tenant's chunks inside the run's transaction (consolidation.py holds the job).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+
+from accounts.models import Tenant
+from memoryhub.models import Fact, Session, SummaryNode
+from retrieval import decay
+from retrieval.lifecycle.duplicates import find_duplicates, plan_merges
+from retrieval.lifecycle.memories import apply_merge, delete_memories
+from retrieval.lifecycle.models import CompressedConversation, ConsolidationReport, PendingDeletion
+from retrieval.lifecycle.sql import PINNED, SHORT_TERM, fetch, scope_sql
+from retrieval.models import Chunk
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class TenantRun:
+    tenant: Tenant
+    now: datetime
+    dry_run: bool
+    report: ConsolidationReport | None
+    counts: Counter[str] = field(default_factory=lambda: Counter(dict.fromkeys(
+        ("scored", "promoted", "pruned", "merged", "merge_groups", "capped", "compressed", "held_for_review"), 0)))
+    ids: dict[str, list[Any]] = field(default_factory=dict)
+    gone: set[int] = field(default_factory=set)  # deleted or held for review in this run
+
+    def note(self, step: str, ids: list[Any]) -> None:
+        self.ids.setdefault(step, []).extend(ids)
+
+    @property
+    def reviewed(self) -> bool:
+        return self.tenant.review_deletions
+
+    def delete_kinds(self) -> list[str]:
+        return list(settings.MEMORYHUB_CONSOLIDATE_DELETE_KINDS)
+
+    def relevance(self) -> tuple[str, list[object]]:
+        return decay.relevance_sql("c", now=self.now)
+
+
+def score(run: TenantRun) -> None:
+    rel, params = run.relevance()
+    rows = fetch(
+        f"""SELECT count(*),
+                   count(*) FILTER (WHERE r < %s), count(*) FILTER (WHERE r >= %s AND r <= %s),
+                   count(*) FILTER (WHERE r > %s)
+            FROM (SELECT {rel} AS r FROM retrieval_chunk c WHERE c.tenant_id = %s AND {SHORT_TERM}) s""",
+        [_prune_at(), _prune_at(), _promote_at(), _promote_at(), *params, run.tenant.pk],
+    )
+    total, low, middle, high = rows[0]
+    run.counts.update(scored=total, relevance_below_prune=low, relevance_between=middle,
+                      relevance_above_promote=high)
+
+
+def _prune_at() -> float:
+    return float(settings.MEMORYHUB_PRUNE_RELEVANCE)
+
+
+def _promote_at() -> float:
+    return float(settings.MEMORYHUB_PROMOTE_RELEVANCE)
+
+
+def promote(run: TenantRun) -> None:
+    rel, params = run.relevance()
+    rows = fetch(
+        f"""UPDATE retrieval_chunk c SET lifetime = 'long_term'
+            WHERE c.tenant_id = %s AND {SHORT_TERM} AND c.access_count > %s AND {rel} > %s
+            RETURNING c.id""",
+        [run.tenant.pk, settings.MEMORYHUB_PROMOTE_MIN_ACCESSES, *params, _promote_at()],
+    )
+    ids = sorted(r[0] for r in rows)
+    run.counts["promoted"] += len(ids)
+    run.note("promoted", ids)
+    # A fact keeps its own lifetime (the facts API shows it): promote the fact with its chunk.
+    fact_ids = [int(s) for s in Chunk.objects.filter(pk__in=ids, kind="fact").values_list("source_id", flat=True)
+                if s.isdigit()]
+    if fact_ids:
+        Fact.objects.filter(tenant=run.tenant, pk__in=fact_ids).exclude(lifetime="long_term").update(lifetime="long_term")
+
+
+def prune(run: TenantRun) -> None:
+    rel, params = run.relevance()
+    rows = fetch(
+        f"""SELECT c.id FROM retrieval_chunk c
+            WHERE c.tenant_id = %s AND {SHORT_TERM} AND c.kind = ANY(%s) AND NOT {PINNED} AND {rel} < %s
+            ORDER BY c.id""",
+        [run.tenant.pk, run.delete_kinds(), *params, _prune_at()],
+    )
+    ids = [r[0] for r in rows]
+    if run.tenant.immutable_transcript:
+        # An immutable transcript keeps everything derived from it too (seed 002): nothing pruned.
+        run.counts["prune_skipped_immutable"] += len(ids)
+        return
+    run.counts["pruned"] += len(ids)
+    run.note("pruned", ids)
+    _delete_or_hold(run, PendingDeletion.Step.PRUNE, ids)
+
+
+def _delete_or_hold(run: TenantRun, step: str, ids: list[int], payload: dict[str, Any] | None = None) -> None:
+    if not ids:
+        return
+    run.gone.update(ids)
+    if run.reviewed:
+        run.counts["held_for_review"] += len(ids)
+        if run.report is not None:
+            PendingDeletion.objects.create(tenant=run.tenant, report=run.report, step=step, chunk_ids=ids,
+                                           payload=payload or {})
+        return
+    if step == PendingDeletion.Step.MERGE and payload:
+        apply_merge(tenant_id=run.tenant.pk, survivor_id=payload["survivor"], absorbed_ids=ids)
+    else:
+        delete_memories(tenant_id=run.tenant.pk, chunk_ids=ids)
+
+
+def merge(run: TenantRun) -> None:
+    pairs = find_duplicates(run.tenant.pk, run.delete_kinds(), run.gone)
+    if not pairs:
+        return
+    involved = {i for a, b, _ in pairs for i in (a, b)}
+    importance = dict(Chunk.objects.filter(pk__in=involved).values_list("id", "importance"))
+    groups = plan_merges(pairs, importance)
+    for survivor, others in sorted(groups.items()):
+        run.counts["merge_groups"] += 1
+        run.counts["merged"] += len(others)
+        run.note("merged", [[survivor, *sorted(others)]])
+        _delete_or_hold(run, PendingDeletion.Step.MERGE, sorted(others), {"survivor": survivor})
+
+
+def cap(run: TenantRun) -> None:
+    rel, params = run.relevance()
+    rows = fetch(
+        f"""SELECT id FROM (
+                SELECT c.id, c.kind, {PINNED} AS pinned,
+                       row_number() OVER (PARTITION BY {scope_sql('c')}
+                                          ORDER BY {PINNED} DESC, {rel} DESC, c.id DESC) AS rn
+                FROM retrieval_chunk c WHERE c.tenant_id = %s AND NOT (c.id = ANY(%s))
+            ) ranked
+            WHERE rn > %s AND kind = ANY(%s) AND NOT pinned ORDER BY id""",
+        [*params, run.tenant.pk, sorted(run.gone), settings.MEMORYHUB_CAP_PER_SCOPE, run.delete_kinds()],
+    )
+    ids = [r[0] for r in rows]
+    run.counts["capped"] += len(ids)
+    run.note("capped", ids)
+    _delete_or_hold(run, PendingDeletion.Step.CAP, ids)
+
+
+# --- compress --------------------------------------------------------------------------------
+
+
+def summariser() -> Callable[[Session], int] | None:
+    """Task B's summary tree builder, when it is installed: closes an idle session's tree
+    (leaves over every event, branches, a root) and returns the number of nodes it made."""
+    try:
+        from memoryhub.summaries import build_tree
+    except ImportError:
+        return None
+    return lambda session: build_tree(session, final=True)
+
+
+def compress_candidates(run: TenantRun) -> list[Session]:
+    idle_since = run.now - timedelta(hours=settings.MEMORYHUB_COMPRESS_AFTER_HOURS)
+    done = dict(CompressedConversation.objects.filter(tenant=run.tenant).values_list("session_id", "upper_sequence"))
+    # Idle: nothing appended or changed for MEMORYHUB_COMPRESS_AFTER_HOURS, whatever the status.
+    sessions = Session.objects.filter(tenant=run.tenant, updated_at__lt=idle_since, event_count__gt=0).order_by("id")
+    return [s for s in sessions if done.get(s.pk, 0) < s.last_sequence]
+
+
+def compress(run: TenantRun) -> None:
+    candidates = compress_candidates(run)
+    run.counts["compress_candidates"] += len(candidates)
+    func = summariser()
+    if func is None:
+        run.counts["compress_unavailable"] += len(candidates)
+        return
+    if run.dry_run:  # no summariser call: it may be a paid model, and it would be thrown away
+        run.counts["compressed"] += len(candidates)
+        if candidates:
+            run.note("compressed", [s.external_id for s in candidates])
+        return
+    for session in candidates:
+        try:
+            with transaction.atomic():
+                func(session)
+                top = SummaryNode.objects.filter(session=session).order_by("-depth", "-sequence_end").first()
+                CompressedConversation.objects.update_or_create(
+                    session=session, defaults={"tenant": run.tenant, "upper_sequence": session.last_sequence,
+                                               "summary_ref": f"summary node {top.pk}" if top else "",
+                                               "compressed_at": run.now})
+        except Exception as exc:  # one failing summary must not stop the others
+            logger.warning("compressing session %s failed: %s", session.pk, exc)
+            run.counts["compress_failed"] += 1
+            continue
+        run.counts["compressed"] += 1
+        run.note("compressed", [session.external_id])

@@ -1,0 +1,205 @@
+"""Retrieval's part of the export file (memoryhub.transfer): documents and chunks.
+
+Chunks are carried as they are (embeddings, access counts, tiers, merge provenance), so a
+consolidated memory comes back consolidated. A chunk names its source by the file's own
+references: {"document": uri}, {"record": label, "key": n} or {"id": source id}. A file without
+"chunks" is re-indexed through the pipeline instead; imported chunks whose embedding is missing or
+of another model are re-embedded after the import commits.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import models
+
+from memoryhub.errors import Conflict
+from memoryhub.models import Event, iso
+from memoryhub.searchable import KINDS, LIFETIMES, TIERS
+from memoryhub.signals import memory_saved
+from memoryhub.tasks import enqueue_on_commit
+from memoryhub.transfer import Exporter, Importer, InvalidImport, TransferExtension
+from memoryhub.transfer.format import get_field, get_list, get_time, json_value
+from memoryhub.transfer.records import derived_metadata, searchable_of
+from retrieval.embedders import DIMENSIONS, get_embedder
+from retrieval.models import Chunk, Document
+
+
+class RetrievalTransfer(TransferExtension):
+    def __init__(self) -> None:
+        self.document_refs: dict[tuple[str, str], dict[str, Any]] = {}  # export: (kind, source id) → ref
+        self.documents: dict[str, Document] = {}  # import: source URI → created document
+        self.first_new_chunk = 0
+
+    # -- export
+
+    def export_sources(self, exporter: Exporter) -> dict[str, list[Any]]:
+        qs = exporter.in_scope(Document.objects.filter(tenant=exporter.tenant), Document)
+        rows = []
+        for d in qs.select_related("workspace", "session").order_by("id"):
+            self.document_refs[("document", d.source_id)] = {"document": d.source_uri}
+            rows.append({
+                "source_uri": d.source_uri, "workspace": d.workspace.name if d.workspace else None,
+                "session": d.session.external_id if d.session else None, "content_hash": d.content_hash,
+                "metadata": d.metadata, "chunk_count": d.chunk_count, "created_at": iso(d.created_at),
+                "updated_at": iso(d.updated_at),
+            })
+        return {"documents": rows}
+
+    def export_derived(self, exporter: Exporter) -> dict[str, list[Any]]:
+        qs = Chunk.objects.filter(tenant=exporter.tenant)
+        if exporter.scope.kind == "session":
+            qs = qs.filter(session_id__in=exporter.session_ids)
+        elif exporter.scope.kind == "workspace":
+            qs = qs.filter(models.Q(workspace=exporter.workspace) | models.Q(session_id__in=exporter.session_ids))
+        event_ids = [c.metadata.get("event_id") for c in qs.only("metadata") if isinstance(c.metadata, dict)]
+        sequences = dict(Event.objects.filter(pk__in=[i for i in event_ids if isinstance(i, int)])
+                         .values_list("id", "sequence"))
+        refs = {**exporter.source_refs, **self.document_refs}
+        chunks = qs.select_related("session", "workspace", "channel__workspace").order_by("id")
+        return {"chunks": [_chunk_row(c, refs, exporter.derived, sequences) for c in chunks]}
+
+    # -- import
+
+    def start_import(self, importer: Importer) -> None:
+        # Rows of other areas may index themselves when created: the file's chunks replace them.
+        self.first_new_chunk = Chunk.objects.order_by("-id").values_list("id", flat=True).first() or 0
+
+    def import_sources(self, importer: Importer, data: dict[str, Any]) -> None:
+        for i, row in enumerate(get_list(data, "documents")):
+            path = f"documents[{i}]"
+            uri = get_field(row, "source_uri", str, path)
+            if uri in self.documents or Document.objects.filter(tenant=importer.tenant, source_uri=uri).exists():
+                raise Conflict("document_exists", f"Document {uri!r} already exists in this tenant; nothing was imported.")
+            workspace = get_field(row, "workspace", str, path, nullable=True)
+            session = get_field(row, "session", str, path, nullable=True)
+            self.documents[uri] = Document.objects.create(
+                tenant=importer.tenant, source_uri=uri,
+                workspace=importer.workspace(workspace, path) if workspace else None,
+                session=importer.session(session, f"{path}.session") if session else None,
+                content_hash=get_field(row, "content_hash", str, path), metadata=get_field(row, "metadata", dict, path),
+                chunk_count=get_field(row, "chunk_count", int, path), created_at=get_time(row, "created_at", path),
+                updated_at=get_time(row, "updated_at", path))
+            importer.counts["documents"] += 1
+
+    def import_derived(self, importer: Importer, data: dict[str, Any]) -> None:
+        Chunk.objects.filter(tenant=importer.tenant, id__gt=self.first_new_chunk).delete()
+        if "chunks" in data:
+            stale = self.import_chunks(importer, get_list(data, "chunks"))
+            if stale:
+                enqueue_on_commit("retrieval.tasks.embed_chunks", stale)
+            return
+        for rows in importer.records.values():
+            for obj in rows:
+                searchable = searchable_of(obj)
+                if searchable is not None:
+                    memory_saved.send(sender=type(obj), kind=searchable.kind, instance=obj)
+        for session in importer.sessions.values():
+            event_ids = list(Event.objects.filter(session=session).values_list("id", flat=True))
+            if event_ids:
+                enqueue_on_commit("retrieval.tasks.index_events", session.pk, event_ids)
+
+    def import_chunks(self, importer: Importer, rows: list[Any]) -> list[int]:
+        """Create the file's chunks; returns the ids of those to embed again."""
+        current = get_embedder().name
+        chunks = [self._chunk(importer, row, f"chunks[{i}]") for i, row in enumerate(rows)]
+        created = Chunk.objects.bulk_create(chunks)
+        importer.counts["chunks"] += len(created)
+        return [c.pk for c in created if c.embedding is None or c.embedding_model != current]
+
+    def _chunk(self, importer: Importer, row: Any, path: str) -> Chunk:
+        kind = get_field(row, "kind", str, path)
+        if kind not in KINDS:
+            raise InvalidImport(f"unknown kind {kind!r}", f"{path}.kind")
+        tier = get_field(row, "tier", str, path)
+        lifetime = get_field(row, "lifetime", str, path)
+        if tier not in TIERS or lifetime not in LIFETIMES:
+            raise InvalidImport("unknown tier or lifetime", path)
+        session_ref = get_field(row, "session", str, path, nullable=True)
+        session = importer.session(session_ref, f"{path}.session") if session_ref else None
+        workspace = get_field(row, "workspace", str, path, nullable=True)
+        channel = row.get("channel")
+        metadata = dict(get_field(row, "metadata", dict, path))
+        event_sequence = get_field(row, "event", int, path, nullable=True)
+        if event_sequence is not None:
+            event_id = importer.events.get((session_ref or "", event_sequence))
+            if event_id is None:
+                raise InvalidImport("the chunk's event is not in the file", f"{path}.event")
+            metadata["event_id"] = event_id
+        embedding = _embedding(row, path)
+        importance = get_field(row, "importance", (int, float), path)
+        accessed_at = get_time(row, "accessed_at", path, nullable=True)
+        source_id, derived = self._source(importer, row.get("source"), f"{path}.source")
+        return Chunk(
+            tenant=importer.tenant, kind=kind, source_id=source_id,
+            session=session, workspace=importer.workspace(workspace, f"{path}.workspace") if workspace else None,
+            channel=importer.channel(channel, f"{path}.channel") if channel is not None else None,
+            tier=tier, lifetime=lifetime, user_id=get_field(row, "user_id", str, path),
+            role=get_field(row, "role", str, path), agent=get_field(row, "agent", str, path),
+            tags=[str(t) for t in get_field(row, "tags", list, path)],
+            sequence_start=get_field(row, "sequence_start", int, path, nullable=True),
+            sequence_end=get_field(row, "sequence_end", int, path, nullable=True),
+            text=get_field(row, "text", str, path), context=get_field(row, "context", str, path),
+            content_hash=get_field(row, "content_hash", str, path), metadata={**derived, **metadata},
+            importance=float(importance), access_count=get_field(row, "access_count", int, path),
+            accessed_at=accessed_at, created_at=get_time(row, "created_at", path),
+            indexed_at=get_time(row, "indexed_at", path), embedding=embedding,
+            embedding_model=get_field(row, "embedding_model", str, path) if embedding is not None else "",
+        )
+
+    def _source(self, importer: Importer, ref: Any, path: str) -> tuple[str, dict[str, Any]]:
+        """The chunk's source id in this tenant, and the metadata indexing derives from it."""
+        if ref is None:
+            return "", {}
+        if not isinstance(ref, dict):
+            raise InvalidImport("a chunk's source is an object", path)
+        if "document" in ref:
+            document = self.documents.get(ref["document"])
+            if document is None:
+                raise InvalidImport("the chunk's document is not in the file", path)
+            return document.source_id, {}
+        if "record" in ref:
+            rows = importer.records.get(ref["record"], [])
+            key = ref.get("key")
+            if not isinstance(key, int) or not 0 <= key < len(rows):
+                raise InvalidImport("the chunk's source record is not in the file", path)
+            searchable = searchable_of(rows[key])
+            if searchable is None:
+                raise InvalidImport("the chunk's source record is not a searchable memory", path)
+            return str(searchable.source_id), derived_metadata(searchable)
+        if isinstance(ref.get("id"), str):
+            return ref["id"], {}
+        raise InvalidImport("unknown source reference", path)
+
+
+def _embedding(row: Any, path: str) -> list[float] | None:
+    embedding = get_field(row, "embedding", list, path, nullable=True)
+    if embedding is not None and (len(embedding) != DIMENSIONS or not all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) for v in embedding)):
+        raise InvalidImport(f"an embedding is a list of {DIMENSIONS} numbers", f"{path}.embedding")
+    return embedding
+
+
+def _chunk_row(c: Chunk, refs: dict[tuple[str, str], dict[str, Any]],
+               derived_by_source: dict[tuple[str, str], dict[str, Any]], sequences: dict[int, int]) -> dict[str, Any]:
+    """One chunk as the file holds it: no ids; what indexing derives from its source left out."""
+    metadata = dict(c.metadata)
+    event_id = metadata.pop("event_id", None)
+    derived = derived_by_source.get((c.kind, c.source_id), {})
+    metadata = {k: v for k, v in metadata.items() if not (k in derived and derived[k] == v)}
+    return {
+        "kind": c.kind,
+        "source": refs.get((c.kind, c.source_id), {"id": c.source_id} if c.source_id else None),
+        "session": c.session.external_id if c.session_id else None,
+        "event": sequences.get(event_id) if event_id is not None else None,
+        "workspace": c.workspace.name if c.workspace_id else None,
+        "channel": [c.channel.workspace.name, c.channel.name] if c.channel_id else None,
+        "tier": c.tier, "lifetime": c.lifetime, "user_id": c.user_id, "role": c.role, "agent": c.agent,
+        "tags": list(c.tags), "sequence_start": c.sequence_start, "sequence_end": c.sequence_end,
+        "text": c.text, "context": c.context, "content_hash": c.content_hash, "metadata": metadata,
+        "importance": c.importance, "access_count": c.access_count,
+        "accessed_at": iso(c.accessed_at) if c.accessed_at else None, "created_at": iso(c.created_at),
+        "indexed_at": iso(c.indexed_at),
+        "embedding": json_value(c.embedding) if c.embedding is not None else None,
+        "embedding_model": c.embedding_model,
+    }
