@@ -8,12 +8,13 @@ STAMP := $(VENV)/.installed-stamp
 
 .PHONY: install run test lint bench clean-data
 
-$(STAMP): pyproject.toml constraints.txt
+$(STAMP): pyproject.toml constraints.txt sdk/python/pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@$(BIN)/python -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else "MemoryHub needs Python 3.11 (set PYTHON=/path/to/python3.11)")'
 	@echo "Installing MemoryHub into $(VENV) (first time: about a minute)…"
 	@$(BIN)/python -m pip install --quiet --upgrade pip
 	@$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev]'
+	@$(BIN)/python -m pip install --quiet -c constraints.txt -e ./sdk/python
 	@touch $(STAMP)
 
 install: $(STAMP)

@@ -1,0 +1,193 @@
+"""Notes, facts and documents (requests only)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+from memoryhub_client._core import Call, as_is, body, page_of, path, query
+from memoryhub_client.types import Deleted, Document, Fact, FactUpserted, Note, Page
+
+Tier = Literal["conversation", "channel", "workspace", "account"]
+Lifetime = Literal["long_term", "short_term", "conversation"]
+
+# --- notes ---------------------------------------------------------------------------------------
+
+
+def _note_fields(**fields: Any) -> dict[str, Any]:
+    tags = fields.get("tags")
+    if tags is not None:
+        fields["tags"] = list(tags)
+    return body(**fields)
+
+
+def create_note(
+    content: str,
+    *,
+    note_id: str | None = None,
+    source: str | None = None,
+    tags: Sequence[str] | None = None,
+    metadata: Mapping[str, Any] | None = None,
+    session: str | None = None,
+    workspace: str | None = None,
+    channel: str | None = None,
+    user_id: str | None = None,
+    scope: Tier | None = None,
+    importance: float | None = None,
+) -> Call[Note]:
+    """Create a note (POST /notes/); a taken `note_id` is a ConflictError (`note_exists`)."""
+    return Call("POST", "notes/", as_is, json=_note_fields(
+        content=content, note_id=note_id, source=source, tags=tags, metadata=metadata, session=session,
+        workspace=workspace, channel=channel, user_id=user_id, scope=scope, importance=importance,
+    ))
+
+
+def put_note(
+    note_id: str,
+    content: str,
+    *,
+    source: str | None = None,
+    tags: Sequence[str] | None = None,
+    metadata: Mapping[str, Any] | None = None,
+    session: str | None = None,
+    workspace: str | None = None,
+    channel: str | None = None,
+    user_id: str | None = None,
+    scope: Tier | None = None,
+    importance: float | None = None,
+) -> Call[Note]:
+    """Replace the note, or create it under this id (PUT /notes/{note_id}/)."""
+    return Call("PUT", path("notes", note_id), as_is, json=_note_fields(
+        content=content, source=source, tags=tags, metadata=metadata, session=session,
+        workspace=workspace, channel=channel, user_id=user_id, scope=scope, importance=importance,
+    ), idempotent=True)
+
+
+def list_notes(
+    *,
+    tags: Sequence[str] | str | None = None,
+    source: str | None = None,
+    session: str | None = None,
+    workspace: str | None = None,
+    channel: str | None = None,
+    user_id: str | None = None,
+    scope: Tier | None = None,
+    q: str | None = None,
+    meta: Mapping[str, str] | None = None,
+    limit: int | None = None,
+    offset: int | None = None,
+) -> Call[Page[Note]]:
+    """Notes (GET /notes/); `meta={"topic": "billing"}` filters on metadata equality."""
+    return Call("GET", "notes/", page_of, params=query(
+        meta, tags=tags, source=source, session=session, workspace=workspace, channel=channel,
+        user_id=user_id, scope=scope, q=q, limit=limit, offset=offset,
+    ), idempotent=True)
+
+
+def get_note(note_id: str) -> Call[Note]:
+    return Call("GET", path("notes", note_id), as_is, idempotent=True)
+
+
+def delete_note(note_id: str) -> Call[Deleted]:
+    return Call("DELETE", path("notes", note_id), as_is, idempotent=True)
+
+
+# --- facts ---------------------------------------------------------------------------------------
+
+
+def upsert_fact(
+    content: str,
+    *,
+    category: str | None = None,
+    key: str | None = None,
+    scope: Tier | None = None,
+    lifetime: Lifetime | None = None,
+    source: str | None = None,
+    importance: float | None = None,
+    tags: Sequence[str] | None = None,
+    metadata: Mapping[str, Any] | None = None,
+    session: str | None = None,
+    source_session: str | None = None,
+    workspace: str | None = None,
+    channel: str | None = None,
+    user_id: str | None = None,
+) -> Call[FactUpserted]:
+    """Create a fact, or update the one with the same (scope, category, key) (POST /facts/);
+    `created` in the result says which."""
+    return Call("POST", "facts/", as_is, json=_note_fields(
+        content=content, category=category, key=key, scope=scope, lifetime=lifetime, source=source,
+        importance=importance, tags=tags, metadata=metadata, session=session,
+        source_session=source_session, workspace=workspace, channel=channel, user_id=user_id,
+    ), idempotent=bool(key))  # keyed: a resend updates the same fact; keyless: a second fact
+
+
+def list_facts(
+    *,
+    scope: Tier | None = None,
+    category: str | None = None,
+    key: str | None = None,
+    lifetime: Lifetime | None = None,
+    source: str | None = None,
+    tags: Sequence[str] | str | None = None,
+    q: str | None = None,
+    session: str | None = None,
+    workspace: str | None = None,
+    channel: str | None = None,
+    user_id: str | None = None,
+    meta: Mapping[str, str] | None = None,
+    limit: int | None = None,
+    offset: int | None = None,
+) -> Call[Page[Fact]]:
+    return Call("GET", "facts/", page_of, params=query(
+        meta, scope=scope, category=category, key=key, lifetime=lifetime, source=source, tags=tags,
+        q=q, session=session, workspace=workspace, channel=channel, user_id=user_id, limit=limit,
+        offset=offset,
+    ), idempotent=True)
+
+
+def get_fact(fact_id: int) -> Call[Fact]:
+    return Call("GET", path("facts", fact_id), as_is, idempotent=True)
+
+
+def update_fact(
+    fact_id: int,
+    *,
+    content: str | None = None,
+    category: str | None = None,
+    key: str | None = None,
+    lifetime: Lifetime | None = None,
+    source: str | None = None,
+    importance: float | None = None,
+    tags: Sequence[str] | None = None,
+    metadata: Mapping[str, Any] | None = None,
+    user_id: str | None = None,
+) -> Call[Fact]:
+    """Change the given fields (PATCH /facts/{id}/)."""
+    return Call("PATCH", path("facts", fact_id), as_is, json=_note_fields(
+        content=content, category=category, key=key, lifetime=lifetime, source=source,
+        importance=importance, tags=tags, metadata=metadata, user_id=user_id,
+    ), idempotent=True)
+
+
+def delete_fact(fact_id: int) -> Call[Deleted]:
+    return Call("DELETE", path("facts", fact_id), as_is, idempotent=True)
+
+
+# --- documents -----------------------------------------------------------------------------------
+
+
+def add_document(
+    source_uri: str,
+    text: str,
+    *,
+    session: str | None = None,
+    workspace: str | None = None,
+    channel: str | None = None,
+    metadata: Mapping[str, Any] | None = None,
+    tags: Sequence[str] | None = None,
+) -> Call[Document]:
+    """Index a document (POST /documents/); unchanged text is not indexed again (`indexed` false)."""
+    return Call("POST", "documents/", as_is, json=_note_fields(
+        source_uri=source_uri, text=text, session=session, workspace=workspace, channel=channel,
+        metadata=metadata, tags=tags,
+    ), idempotent=True)  # the content hash makes a resend a no-op

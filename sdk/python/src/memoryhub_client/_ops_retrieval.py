@@ -1,0 +1,107 @@
+"""Search, context, browse and stats (requests only)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any, Literal
+
+from memoryhub_client._core import Call, as_is, body, page_of, query
+from memoryhub_client.types import BrowsedEvent, Context, Page, Role, SearchResponse, Stats
+
+SearchScope = Literal["conversation", "channel", "workspace", "account", "session"]
+Kind = Literal["event", "note", "fact", "summary", "document"]
+
+
+def search(
+    query: str | None = None,
+    *,
+    query_embedding: Sequence[float] | None = None,
+    session: str | None = None,
+    channel: str | None = None,
+    workspace: str | None = None,
+    scope: SearchScope | None = None,
+    tags: Sequence[str] | None = None,
+    roles: Sequence[Role] | None = None,
+    kinds: Sequence[Kind] | None = None,
+    agent: str | None = None,
+    user_id: str | None = None,
+    since: datetime | str | None = None,
+    until: datetime | str | None = None,
+    top_k: int | None = None,
+    mode: Literal["hybrid", "vector", "text", "exact"] | None = None,
+    fusion: Literal["weighted", "rrf"] | None = None,
+    vector_weight: float | None = None,
+    text_weight: float | None = None,
+    profile: Literal["default", "memory"] | None = None,
+) -> Call[SearchResponse]:
+    """Search memory (POST /search/): events, notes, facts, summaries and documents, ranked."""
+    return Call("POST", "search/", as_is, json=body(
+        query=query, query_embedding=query_embedding, session=session, channel=channel,
+        workspace=workspace, scope=scope, tags=tags, roles=roles, kinds=kinds, agent=agent,
+        user_id=user_id, since=since, until=until, top_k=top_k, mode=mode, fusion=fusion,
+        vector_weight=vector_weight, text_weight=text_weight, profile=profile,
+    ), idempotent=True)
+
+
+def context(
+    session: str | None = None,
+    query: str | None = None,
+    *,
+    budget: int | None = None,
+    scope: SearchScope | None = None,
+    top_k: int | None = None,
+    tags: Sequence[str] | None = None,
+    user_id: str | None = None,
+) -> Call[Context]:
+    """The context block for a prompt (POST /context/): recent messages, important and relevant
+    memories within `budget` tokens, as items and as Markdown."""
+    return Call("POST", "context/", as_is, json=body(
+        session=session, query=query, budget=budget, scope=scope, top_k=top_k, tags=tags,
+        user_id=user_id,
+    ), idempotent=True)
+
+
+def _markdown(context: Any) -> str:
+    return str(context["markdown"])
+
+
+def recall(
+    query: str,
+    *,
+    user_id: str | None = None,
+    session: str | None = None,
+    budget: int | None = None,
+    scope: SearchScope | None = None,
+    tags: Sequence[str] | None = None,
+) -> Call[str]:
+    """The Markdown context block for `query` ("## Relevant Memory …"), ready for a prompt.
+
+    `user_id` is sent only when given (servers that predate it refuse the field)."""
+    return Call("POST", "context/", _markdown, json=body(
+        session=session, query=query, budget=budget, scope=scope, tags=tags, user_id=user_id,
+    ), idempotent=True)
+
+
+def browse(
+    *,
+    session: str | None = None,
+    channel: str | None = None,
+    workspace: str | None = None,
+    agent: str | None = None,
+    role: Role | None = None,
+    since: datetime | str | None = None,
+    until: datetime | str | None = None,
+    limit: int | None = None,
+    offset: int | None = None,
+) -> Call[Page[BrowsedEvent]]:
+    """Events in time order across sessions (GET /browse/)."""
+    return Call("GET", "browse/", page_of, params=query(
+        session=session, channel=channel, workspace=workspace, agent=agent, role=role, since=since,
+        until=until, limit=limit, offset=offset,
+    ), idempotent=True)
+
+
+def stats() -> Call[Stats]:
+    """Counts for the key's tenant (or workspace): sessions, events, chunks, notes, facts, …"""
+    return Call("GET", "stats/", as_is, idempotent=True)

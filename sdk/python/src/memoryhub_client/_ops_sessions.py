@@ -1,0 +1,231 @@
+"""Sessions, events, restore, scratchpad, rolling summary and the summary tree (requests only)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any, Literal
+
+from memoryhub_client._core import Call, as_is, body, page_of, path, query
+from memoryhub_client.types import (
+    AppendedEvent,
+    AppendResult,
+    Event,
+    EventIn,
+    Json,
+    Page,
+    Restored,
+    Role,
+    RollingSummary,
+    Scratchpad,
+    Session,
+    SessionForgotten,
+    SummaryExpanded,
+    SummaryNode,
+    TreeQueued,
+)
+
+SessionStatus = Literal["active", "idle", "archived"]
+
+# --- sessions ------------------------------------------------------------------------------------
+
+
+def create_session(
+    id: str | None = None,
+    *,
+    user_id: str | None = None,
+    persistence_key: str | None = None,
+    agent: str | None = None,
+    channel: str | None = None,
+    workspace: str | None = None,
+    title: str | None = None,
+    metadata: Mapping[str, Any] | None = None,
+    get_or_create: bool = False,
+) -> Call[Session]:
+    """Create a session (POST /sessions/); an existing `id` is a ConflictError (`session_exists`)
+    unless `get_or_create`, which returns the existing session unchanged."""
+    return Call("POST", "sessions/", as_is, json=body(
+        id=id, user_id=user_id, persistence_key=persistence_key, agent=agent, channel=channel,
+        workspace=workspace, title=title, metadata=metadata, get_or_create=get_or_create or None,
+    ), idempotent=get_or_create)
+
+
+def list_sessions(
+    *,
+    agent: str | None = None,
+    channel: str | None = None,
+    workspace: str | None = None,
+    status: SessionStatus | None = None,
+    persistence_key: str | None = None,
+    user_id: str | None = None,
+    q: str | None = None,
+    limit: int | None = None,
+    offset: int | None = None,
+) -> Call[Page[Session]]:
+    """Sessions, newest activity first (GET /sessions/); `limit` is the page size."""
+    return Call("GET", "sessions/", page_of, params=query(
+        agent=agent, channel=channel, workspace=workspace, status=status,
+        persistence_key=persistence_key, user_id=user_id, q=q, limit=limit, offset=offset,
+    ), idempotent=True)
+
+
+def get_session(session_id: str) -> Call[Session]:
+    return Call("GET", path("sessions", session_id), as_is, idempotent=True)
+
+
+def update_session(
+    session_id: str,
+    *,
+    title: str | None = None,
+    metadata: Mapping[str, Any] | None = None,
+    status: SessionStatus | None = None,
+    agent: str | None = None,
+    user_id: str | None = None,
+    persistence_key: str | None = None,
+) -> Call[Session]:
+    """Change the given fields (PATCH /sessions/{id}/)."""
+    return Call("PATCH", path("sessions", session_id), as_is, json=body(
+        title=title, metadata=metadata, status=status, agent=agent, user_id=user_id,
+        persistence_key=persistence_key,
+    ), idempotent=True)
+
+
+def delete_session(session_id: str) -> Call[SessionForgotten]:
+    """Forget the session and everything derived from it (DELETE /sessions/{id}/)."""
+    return Call("DELETE", path("sessions", session_id), as_is, idempotent=True)
+
+
+# --- events --------------------------------------------------------------------------------------
+
+
+def new_idempotency_key() -> str:
+    return uuid.uuid4().hex
+
+
+def append_event(
+    session_id: str,
+    role: Role,
+    content: str = "",
+    *,
+    sequence: int | None = None,
+    tool_name: str | None = None,
+    tool_args: Json = None,
+    tool_result: Json = None,
+    metadata: Mapping[str, Any] | None = None,
+    importance: float | None = None,
+    created_at: datetime | str | None = None,
+    idempotency_key: str | None = None,
+) -> Call[AppendedEvent]:
+    """Append one event (POST /sessions/{id}/events/); an unknown session is created.
+
+    An idempotency key is generated unless given, so a retried append is stored once."""
+    event = body(
+        role=role, content=content, sequence=sequence, tool_name=tool_name, tool_args=tool_args,
+        tool_result=tool_result, metadata=metadata, importance=importance, created_at=created_at,
+        idempotency_key=idempotency_key or new_idempotency_key(),
+    )
+    return Call("POST", path("sessions", session_id, "events"), as_is, json=event, idempotent=True)
+
+
+def keyed(event: Mapping[str, Any]) -> dict[str, Any]:
+    """The event as a JSON object with an idempotency key (its own, or a new one)."""
+    out = body(**event)
+    out.setdefault("idempotency_key", new_idempotency_key())
+    return out
+
+
+def append_events(session_id: str, events: Sequence[EventIn | Mapping[str, Any]]) -> Call[AppendResult]:
+    """Append events atomically ({"events": [...]}); each gets an idempotency key unless it has
+    one, so a retried request stores nothing twice."""
+    return Call("POST", path("sessions", session_id, "events"), as_is,
+                json={"events": [keyed(e) for e in events]}, idempotent=True)
+
+
+def list_events(
+    session_id: str,
+    *,
+    limit: int | None = None,
+    after: int | None = None,
+    before: int | None = None,
+) -> Call[Page[Event]]:
+    """Events in sequence order (GET /sessions/{id}/events/). `limit` alone: the newest N (one
+    page); with `after`, pages follow by sequence. `page.raw["last_sequence"]` is the session's."""
+    return Call("GET", path("sessions", session_id, "events"), page_of,
+                params=query(limit=limit, after=after, before=before), idempotent=True)
+
+
+def event_pages(
+    session_id: str, *, after: int = 0, before: int | None = None, limit: int | None = None
+) -> Call[Page[Event]]:
+    """Every event after sequence `after`, oldest first, `limit` per request (page size)."""
+    return list_events(session_id, after=after, before=before, limit=limit)
+
+
+def restore(session_id: str, *, budget: int | None = None) -> Call[Restored]:
+    """The rolling summary and the newest messages that fit in `budget` tokens, oldest first."""
+    return Call("GET", path("sessions", session_id, "restore"), as_is, params=query(budget=budget),
+                idempotent=True)
+
+
+# --- scratchpad ----------------------------------------------------------------------------------
+
+
+def get_scratchpad(session_id: str) -> Call[Scratchpad]:
+    return Call("GET", path("sessions", session_id, "scratchpad"), as_is, idempotent=True)
+
+
+def put_scratchpad(
+    session_id: str, items: Sequence[Mapping[str, str] | str] | Mapping[str, str]
+) -> Call[Scratchpad]:
+    """Replace the whole scratchpad: [{"key", "value"}, …], plain strings, or one {key: value}."""
+    payload: Any = dict(items) if isinstance(items, Mapping) else [
+        item if isinstance(item, str) else dict(item) for item in items
+    ]
+    return Call("PUT", path("sessions", session_id, "scratchpad"), as_is, json={"items": payload},
+                idempotent=True)
+
+
+def clear_scratchpad(session_id: str) -> Call[Scratchpad]:
+    return Call("DELETE", path("sessions", session_id, "scratchpad"), as_is, idempotent=True)
+
+
+# --- summaries -----------------------------------------------------------------------------------
+
+
+def get_summary(session_id: str) -> Call[RollingSummary]:
+    return Call("GET", path("sessions", session_id, "summary"), as_is, idempotent=True)
+
+
+def put_summary(
+    session_id: str, text: str, *, expected_epoch: int | None = None, upper_sequence: int | None = None
+) -> Call[RollingSummary]:
+    """Write the rolling summary; with `expected_epoch` a compare-and-swap (ConflictError
+    `stale_epoch` when another writer got there first)."""
+    return Call("PUT", path("sessions", session_id, "summary"), as_is,
+                json=body(text=text, expected_epoch=expected_epoch, upper_sequence=upper_sequence),
+                # a resent compare-and-swap that had succeeded would fail as stale
+                idempotent=expected_epoch is None)
+
+
+def build_summary_tree(session_id: str, *, final: bool = False) -> Call[TreeQueued]:
+    """Queue a build of the session's summary tree now (202)."""
+    return Call("POST", path("sessions", session_id, "summary", "tree"), as_is,
+                params=query(final=final or None), idempotent=True)
+
+
+def list_summaries(
+    *,
+    session: str | None = None,
+    level: Literal["leaf", "branch", "root"] | None = None,
+    limit: int | None = None,
+    offset: int | None = None,
+) -> Call[Page[SummaryNode]]:
+    return Call("GET", "summaries/", page_of,
+                params=query(session=session, level=level, limit=limit, offset=offset), idempotent=True)
+
+
+def expand_summary(node_id: int, *, events_limit: int | None = None) -> Call[SummaryExpanded]:
+    """A summary node with its child nodes and its source events."""
+    return Call("GET", path("summaries", node_id), as_is, params=query(events_limit=events_limit),
+                idempotent=True)

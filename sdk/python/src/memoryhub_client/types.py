@@ -1,0 +1,352 @@
+"""Result shapes, as the service returns them (plain dicts, typed for editors and checkers).
+
+The service may add fields; a TypedDict is a dict, so those fields are there too, just untyped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, Generic, Literal, TypedDict, TypeVar
+
+T = TypeVar("T")
+
+Role = Literal["user", "assistant", "tool", "system"]
+Json = Any
+
+
+@dataclass
+class Page(Generic[T]):
+    """One page of a list endpoint; `raw` is the whole response body (e.g. `last_sequence`)."""
+
+    results: list[T]
+    count: int | None = None
+    next: str | None = None
+    previous: str | None = None
+    raw: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def __iter__(self) -> Iterator[T]:
+        return iter(self.results)
+
+    def __len__(self) -> int:
+        return len(self.results)
+
+    def __getitem__(self, index: int) -> T:
+        return self.results[index]
+
+
+# --- sessions and events -------------------------------------------------------------------------
+
+
+class Session(TypedDict):
+    id: str
+    user_id: str
+    persistence_key: str
+    agent: str
+    workspace: str
+    channel: str
+    title: str
+    metadata: dict[str, Any]
+    status: str
+    ref_code: str
+    event_count: int
+    last_sequence: int
+    created_at: str
+    updated_at: str
+
+
+class SessionForgotten(TypedDict):
+    id: str
+    deleted: dict[str, int]
+
+
+class EventIn(TypedDict, total=False):
+    """One event to append; only `role` and one of content/tool_name/tool_result are needed."""
+
+    role: Role
+    content: str
+    sequence: int
+    tool_name: str
+    tool_args: Json
+    tool_result: Json
+    metadata: dict[str, Any]
+    importance: float
+    created_at: str
+    idempotency_key: str
+
+
+class Event(TypedDict):
+    id: int
+    sequence: int
+    role: Role
+    content: str
+    tool_name: str | None
+    tool_args: Json
+    tool_result: Json
+    metadata: dict[str, Any]
+    importance: float
+    idempotency_key: str | None
+    created_at: str
+
+
+class AppendedEvent(Event):
+    """A single append: the event's fields, plus the session and how many events were new (0 or 1)."""
+
+    session: str
+    created: int
+
+
+class AppendResult(TypedDict):
+    session: str
+    created: int
+    events: list[Event]
+
+
+class Restored(TypedDict):
+    session: str
+    budget: int
+    tokens: int
+    truncated: bool
+    summary_epoch: int | None
+    messages: list[dict[str, Any]]
+
+
+class ScratchpadItem(TypedDict):
+    key: str
+    value: str
+
+
+class Scratchpad(TypedDict):
+    session: str
+    items: list[ScratchpadItem]
+    count: int
+    version: int
+    updated_at: str | None
+
+
+class RollingSummary(TypedDict):
+    session: str
+    text: str
+    epoch: int
+    upper_sequence: int
+    updated_at: str | None
+
+
+class SummaryNode(TypedDict):
+    id: int
+    level: Literal["leaf", "branch", "root"]
+    depth: int
+    text: str
+    session: str
+    parent: int | None
+    sequence_start: int
+    sequence_end: int
+    source_count: int
+    token_count: int
+    summariser: str
+    created_at: str
+
+
+class SummaryExpanded(SummaryNode):
+    node: SummaryNode
+    children: list[SummaryNode]
+    events: list[dict[str, Any]]
+    events_truncated: bool
+
+
+class TreeQueued(TypedDict):
+    session: str
+    queued: bool
+
+
+# --- retrieval -----------------------------------------------------------------------------------
+
+
+class SearchResult(TypedDict):
+    chunk_id: int
+    text: str
+    score: float
+    session: str | None
+    sequence_start: int | None
+    sequence_end: int | None
+    kind: Literal["event", "note", "fact", "summary", "document"]
+    metadata: dict[str, Any]
+    created_at: str
+    role: str | None
+    tags: list[str]
+    importance: float
+    channel: str | None
+    workspace: str | None
+    scores: dict[str, float | None]
+
+
+class SearchResponse(TypedDict):
+    mode: str
+    fusion: str
+    scope: str
+    profile: str
+    results: list[SearchResult]
+
+
+class ContextItem(TypedDict):
+    source: Literal["recent", "salient", "relevant"]
+    text: str
+    score: float
+    kind: str
+    session: str | None
+    sequence_start: int | None
+    sequence_end: int | None
+    created_at: str
+    role: str | None
+    chunk_id: int | None
+    tokens: int
+
+
+class Context(TypedDict):
+    session: str
+    budget: int
+    tokens: int
+    items: list[ContextItem]
+    markdown: str
+
+
+class BrowsedEvent(Event):
+    session: str
+    channel: str
+
+
+class Document(TypedDict):
+    id: int
+    source_uri: str
+    content_hash: str
+    indexed: bool
+    chunks: int
+    metadata: dict[str, Any]
+    session: str | None
+    created_at: str
+    updated_at: str
+
+
+Stats = dict[str, Any]
+
+
+# --- notes and facts -----------------------------------------------------------------------------
+
+
+class Note(TypedDict):
+    id: str
+    note_id: str
+    content: str
+    source: str
+    tags: list[str]
+    metadata: dict[str, Any]
+    session: str | None
+    workspace: str | None
+    channel: str | None
+    scope: str
+    user_id: str
+    importance: float
+    created_at: str
+    updated_at: str
+
+
+class Fact(TypedDict):
+    id: int
+    content: str
+    category: str
+    key: str
+    scope: str
+    lifetime: str
+    source: str
+    importance: float
+    access_count: int
+    accessed_at: str | None
+    tags: list[str]
+    metadata: dict[str, Any]
+    session: str | None
+    source_session: str | None
+    workspace: str | None
+    channel: str | None
+    user_id: str
+    created_at: str
+    updated_at: str
+
+
+class FactUpserted(Fact):
+    created: bool
+
+
+class Deleted(TypedDict):
+    id: str
+    deleted: bool
+
+
+# --- schedules and runs --------------------------------------------------------------------------
+
+
+class Cadence(TypedDict, total=False):
+    type: Literal["cron", "once", "interval"]
+    value: Json
+    timezone: str
+    description: str
+
+
+class Schedule(TypedDict):
+    id: str
+    name: str
+    goal: str
+    action: str
+    params: dict[str, Any]
+    cadence: Cadence
+    user_id: str
+    notification_policy: str
+    channel: str
+    workspace: str | None
+    status: str
+    next_run_at: str | None
+    next_run_local: str
+    last_run_at: str | None
+    last_run_local: str
+    last_run_status: str
+    consecutive_failures: int
+    created_at: str
+    updated_at: str
+
+
+class Run(TypedDict):
+    id: str
+    run_id: str
+    schedule: str
+    manual: bool
+    due_at: str | None
+    started_at: str | None
+    finished_at: str | None
+    status: str
+    error: str
+    output_summary: str
+    output: Json
+    turn_count: int
+    cost: float
+    notified: bool
+
+
+# --- lifecycle and health ------------------------------------------------------------------------
+
+
+class Imported(TypedDict):
+    imported: dict[str, int]
+
+
+class UserForgotten(TypedDict):
+    user_id: str
+    deleted: dict[str, int]
+    total: int
+
+
+class Health(TypedDict):
+    status: str
+
+
+class Ready(TypedDict):
+    status: Literal["ready", "not_ready"]
+    checks: dict[str, str]
