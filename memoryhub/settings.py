@@ -387,14 +387,21 @@ MEMORYHUB_MERGE_COSINE = env_float("MEMORYHUB_MERGE_COSINE", 0.95, low=0.0, high
 MEMORYHUB_CAP_PER_SCOPE = env_int("MEMORYHUB_CAP_PER_SCOPE", 10_000, minimum=1)
 # Compress conversations idle (no new event) for this many hours into summaries.
 MEMORYHUB_COMPRESS_AFTER_HOURS = env_int("MEMORYHUB_COMPRESS_AFTER_HOURS", 72, minimum=1)
-# Kinds of memory consolidation may delete (prune, merge, cap). Events' chunks are memories
-# derived from the transcript (the transcript itself is never touched); notes, facts, summaries
-# and documents are written on purpose and are only scored and promoted unless listed here.
+# Kinds of memory consolidation may delete (prune, merge, cap): derived memories only. The event
+# log is the record and its chunks keep it searchable forever: "event" is deleted only when an
+# operator lists it here (the log itself is never touched). Documents are sources, not derived.
 MEMORYHUB_CONSOLIDATE_DELETE_KINDS = tuple(
-    k.strip() for k in env_str("MEMORYHUB_CONSOLIDATE_DELETE_KINDS", "event").split(",") if k.strip()
+    k.strip() for k in env_str("MEMORYHUB_CONSOLIDATE_DELETE_KINDS", "note,fact,summary").split(",") if k.strip()
 )
 if set(MEMORYHUB_CONSOLIDATE_DELETE_KINDS) - {"event", "note", "fact", "summary", "document"}:
     raise ImproperlyConfigured(f"MEMORYHUB_CONSOLIDATE_DELETE_KINDS has unknown kinds: {MEMORYHUB_CONSOLIDATE_DELETE_KINDS}")
+# Until an operator has decided one review of a tenant (approved or rejected), every deletion
+# consolidation wants to make there is held for review: the first destructive run is previewed.
+MEMORYHUB_CONSOLIDATE_FIRST_REVIEW = env_bool("MEMORYHUB_CONSOLIDATE_FIRST_REVIEW", True)
+# Near-duplicates must also say the same thing in their own words: the share of words two memories
+# have in common (Jaccard of their word sets). Embeddings of messages carry the conversation around
+# them, so a reply can sit very close to the question it answers.
+MEMORYHUB_MERGE_TEXT_SIMILARITY = env_float("MEMORYHUB_MERGE_TEXT_SIMILARITY", 0.8, low=0.0, high=1.0)
 # Near-duplicates are found exactly (all pairs) in scopes of at most this many memories; in a
 # larger scope each memory asks the HNSW index for its nearest MEMORYHUB_MERGE_NEIGHBOURS.
 MEMORYHUB_MERGE_EXACT_MAX = env_int("MEMORYHUB_MERGE_EXACT_MAX", 1000, minimum=1)

@@ -129,6 +129,44 @@ def _event_chunk(session: Session, event: Event, text: str, digest: str, context
     )
 
 
+def _missing_event_runs(*, tenant_id: int | None, session_id: int | None) -> list[tuple[int, list[int]]]:
+    """Events no chunk covers, as (session pk, event ids) runs of consecutive sequences."""
+    rows = _fetch(
+        """SELECT e.session_id, e.id, e.sequence FROM memoryhub_event e
+           WHERE (%s::bigint IS NULL OR e.tenant_id = %s) AND (%s::bigint IS NULL OR e.session_id = %s)
+             AND NOT EXISTS (SELECT 1 FROM retrieval_chunk c
+                             WHERE c.session_id = e.session_id AND c.kind = 'event'
+                               AND e.sequence BETWEEN c.sequence_start AND c.sequence_end)
+           ORDER BY e.session_id, e.sequence""",
+        [tenant_id, tenant_id, session_id, session_id],
+    )
+    runs: list[tuple[int, list[int]]] = []
+    previous: tuple[int, int] | None = None
+    for session_pk, event_id, sequence in rows:
+        if previous is None or previous != (session_pk, sequence - 1):
+            runs.append((session_pk, []))
+        runs[-1][1].append(event_id)
+        previous = (session_pk, sequence)
+    return runs
+
+
+def rebuild_event_chunks(*, tenant_id: int | None = None, session_id: int | None = None) -> int:
+    """Re-derive the chunks of events that have none (pruned while chunks of the transcript could
+    still be deleted, or by an operator's opt-in prune): the log is the record. Consecutive events
+    are indexed together so that each keeps the conversation context it was first embedded with.
+    Returns how many chunks were made (events without searchable text make none)."""
+    return sum(len(index_events(session_id=session_pk, event_ids=ids))
+               for session_pk, ids in _missing_event_runs(tenant_id=tenant_id, session_id=session_id))
+
+
+def _fetch(sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
+
 # --- other memories (notes, facts, summaries, documents) ---------------------------------------
 
 

@@ -92,7 +92,7 @@ class FactOutput(serializers.ModelSerializer):
 
     class Meta:
         model = Fact
-        fields = ["id", "content", "category", "key", "scope", "lifetime", "source", "importance",
+        fields = ["id", "content", "category", "key", "scope", "lifetime", "source", "importance", "pinned",
                   "access_count", "accessed_at", "tags", "metadata", "session", "source_session",
                   "workspace", "channel", "user_id", "created_at", "updated_at"]
 

@@ -88,7 +88,7 @@ class NoteOutput(serializers.ModelSerializer):
     class Meta:
         model = Note
         fields = ["id", "note_id", "content", "source", "tags", "metadata", "session", "workspace", "channel",
-                  "scope", "user_id", "importance", "created_at", "updated_at"]
+                  "scope", "user_id", "importance", "pinned", "created_at", "updated_at"]
 
 
 class NoteListParams(serializers.Serializer):

@@ -40,6 +40,10 @@ class Fact(models.Model):
     lifetime = models.CharField(max_length=20, choices=LIFETIME_CHOICES, default="long_term")
     source = models.CharField(max_length=100, default="agent")
     importance = models.FloatField(default=0.5)
+    # Pinned by an operator: importance 1 and never pruned, merged or capped; the importance it had
+    # is kept so that unpinning gives it back. Its chunks carry both (they are re-derived from here).
+    pinned = models.BooleanField(default=False)
+    importance_before_pin = models.FloatField(null=True, blank=True, editable=False)
     access_count = models.IntegerField(default=0)
     accessed_at = models.DateTimeField(null=True, blank=True)
     tags = ArrayField(models.CharField(max_length=MAX_TAG_LEN), default=list, blank=True)
@@ -104,7 +108,7 @@ class Fact(models.Model):
             # the conversation it was learnt in is provenance, kept in the metadata.
             session_id=self.session_id,
             tier=self.tier,
-            lifetime=self.lifetime,
+            lifetime="long_term" if self.pinned else self.lifetime,
             importance=self.importance,
             tags=tuple(self.tags),
             user_id=self.user_id,
@@ -115,5 +119,6 @@ class Fact(models.Model):
                 "source": self.source,
                 "source_session_id": self.source_session_id,
                 **(self.metadata or {}),
+                **({"pinned": True} if self.pinned else {}),
             },
         )

@@ -37,6 +37,10 @@ class Note(models.Model):
     metadata = models.JSONField(default=dict, blank=True)
     tier = models.CharField(max_length=20, choices=TIER_CHOICES, default="workspace")
     importance = models.FloatField(default=0.5)
+    # Pinned by an operator: importance 1 and never pruned, merged or capped; the importance it had
+    # is kept so that unpinning gives it back. Its chunks carry both (they are re-derived from here).
+    pinned = models.BooleanField(default=False)
+    importance_before_pin = models.FloatField(null=True, blank=True, editable=False)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
 
@@ -74,5 +78,6 @@ class Note(models.Model):
             importance=self.importance,
             tags=tuple(self.tags),
             user_id=self.user_id,
-            metadata={"note_id": self.note_id, "source": self.source, **(self.metadata or {})},
+            metadata={"note_id": self.note_id, "source": self.source, **(self.metadata or {}),
+                      **({"pinned": True} if self.pinned else {})},
         )

@@ -9,13 +9,16 @@ from typing import Any
 from django.contrib import admin, messages
 from django.db.models import Count, Q, QuerySet
 from django.http import HttpRequest, HttpResponse
+from django.urls import reverse
 from django.utils.html import format_html
 
 from memoryhub.admin.paginator import EstimatedCountPaginator
+from memoryhub.models import Note
 from memoryhub.tasks import enqueue
 from retrieval import decay
-from retrieval.lifecycle import memories, review
+from retrieval.lifecycle import archive, memories, review
 from retrieval.lifecycle.models import (
+    ArchivedMemory,
     CompressedConversation,
     ConsolidationReport,
     Memory,
@@ -41,6 +44,22 @@ class PinnedFilter(admin.SimpleListFilter):
         return queryset
 
 
+def _source_admin_url(chunk: Chunk) -> tuple[str, str] | None:
+    """The admin page of what a chunk is derived from, and a label for the link."""
+    meta = chunk.metadata or {}
+    if chunk.kind == "note":
+        note = Note.objects.filter(tenant_id=chunk.tenant_id, note_id=chunk.source_id).only("pk").first()
+        return (reverse("admin:memoryhub_note_change", args=[note.pk]), f"note {chunk.source_id}") if note else None
+    if chunk.kind in ("fact", "summary") and chunk.source_id.isdigit():
+        model = "fact" if chunk.kind == "fact" else "summarynode"
+        return reverse(f"admin:memoryhub_{model}_change", args=[chunk.source_id]), f"{chunk.kind} {chunk.source_id}"
+    if chunk.kind == "event" and meta.get("event_id"):
+        return reverse("admin:memoryhub_event_change", args=[meta["event_id"]]), "the event in the log"
+    if chunk.kind == "document" and meta.get("document_id"):
+        return reverse("admin:retrieval_document_change", args=[meta["document_id"]]), "the document"
+    return None
+
+
 @admin.register(Memory)
 class MemoryAdmin(admin.ModelAdmin):
     """Chunks as memories: tier, lifetime, current relevance; pin, re-embed, merge, forget."""
@@ -51,11 +70,32 @@ class MemoryAdmin(admin.ModelAdmin):
     list_select_related = ["tenant", "session"]
     search_fields = ["text", "source_id", "user_id", "=content_hash"]
     raw_id_fields = ["tenant", "session", "workspace", "channel"]
-    readonly_fields = ["content_hash", "embedding_model", "access_count", "accessed_at", "indexed_at", "merged_from"]
     exclude = ["embedding", "search_vector", "embedding_error", "embedding_attempts"]
     paginator = EstimatedCountPaginator
     show_full_result_count = False
     actions = ["pin", "unpin", "reembed", "merge_duplicates", "forget"]
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Memory | None = None) -> list[str]:
+        # A memory's chunk is derived from its source (the event log, a note, a fact, a summary, a
+        # document) and re-derived when that changes: it is read here and edited at the source.
+        fields = [f.name for f in Chunk._meta.concrete_fields if f.name not in self.exclude]
+        return ["source_link", *fields, "merged_from"]
+
+    def get_actions(self, request: HttpRequest) -> dict[str, Any]:
+        actions = super().get_actions(request)
+        actions.pop("delete_selected", None)  # "Forget" is the deletion (archived, restorable)
+        return actions
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Memory | None = None) -> bool:
+        return False
+
+    @admin.display(description="edit at the source")
+    def source_link(self, obj: Memory) -> str:
+        target = _source_admin_url(obj)
+        return format_html('<a href="{}">{}</a>', target[0], target[1]) if target else "—"
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Memory]:
         return super().get_queryset(request).annotate(relevance=decay.relevance_expression(table=Chunk._meta.db_table))
@@ -121,7 +161,8 @@ class MemoryAdmin(admin.ModelAdmin):
         by_tenant: dict[int, list[int]] = {}
         for pk, tenant_id in queryset.order_by("pk").values_list("pk", "tenant_id")[:MAX_BULK]:
             by_tenant.setdefault(tenant_id, []).append(pk)
-        deleted = sum(memories.delete_memories(tenant_id=t, chunk_ids=ids) for t, ids in by_tenant.items())
+        deleted = sum(memories.delete_memories(tenant_id=t, chunk_ids=ids, reason=ArchivedMemory.Reason.FORGET)
+                      for t, ids in by_tenant.items())
         self.message_user(request, f"Forgot {deleted} memories (notes, facts and summaries with all their chunks).")
 
 
@@ -235,3 +276,35 @@ class CompressedConversationAdmin(admin.ModelAdmin):
     list_select_related = ["session", "tenant"]
     raw_id_fields = ["session", "tenant"]
     list_filter = ["tenant"]
+
+
+@admin.register(ArchivedMemory)
+class ArchivedMemoryAdmin(admin.ModelAdmin):
+    """What consolidation (or a forget) deleted, in words; restore brings it back."""
+
+    list_display = ["archived_at", "reason", "kind", "short_text", "merged_into", "user_id", "tenant", "restored_at"]
+    list_filter = ["reason", "kind", "tenant", ("archived_at", admin.DateFieldListFilter)]
+    list_select_related = ["tenant"]
+    search_fields = ["text", "survivor_text", "user_id", "source_id"]
+    readonly_fields = [f.name for f in ArchivedMemory._meta.concrete_fields]
+    actions = ["restore"]
+    paginator = EstimatedCountPaginator
+    show_full_result_count = False
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    @admin.display(description="text")
+    def short_text(self, obj: ArchivedMemory) -> str:
+        return obj.text[:100] + ("…" if len(obj.text) > 100 else "")
+
+    @admin.display(description="merged into")
+    def merged_into(self, obj: ArchivedMemory) -> str:
+        return obj.survivor_text[:80] or "—"
+
+    @admin.action(description="Restore the selected memories")
+    def restore(self, request: HttpRequest, queryset: QuerySet[ArchivedMemory]) -> None:
+        counts = archive.restore(list(queryset.values_list("pk", flat=True)[:MAX_BULK]))
+        level = messages.SUCCESS if not counts["conflicts"] else messages.WARNING
+        self.message_user(request, f"Restored {counts['restored']}; {counts['conflicts']} conflicted with "
+                                   f"memories stored since; {counts['gone']} had lost their conversation.", level)
