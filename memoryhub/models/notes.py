@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from accounts.models import Channel, Tenant, Workspace
 from accounts.querysets import KeyScopedQuerySet
+from memoryhub.models.pinning import PinnableMemory
 from memoryhub.searchable import TIER_CHOICES, Searchable
 
 MAX_TAG_LEN = 64  # the tag column's width
@@ -20,7 +21,7 @@ def new_note_id() -> str:
     return f"note-{uuid.uuid4()}"
 
 
-class Note(models.Model):
+class Note(PinnableMemory):
     """A note an agent keeps explicitly (seed 000): identified by `note_id`, replaced whole on update."""
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
@@ -36,11 +37,6 @@ class Note(models.Model):
     tags = ArrayField(models.CharField(max_length=MAX_TAG_LEN), default=list, blank=True)
     metadata = models.JSONField(default=dict, blank=True)
     tier = models.CharField(max_length=20, choices=TIER_CHOICES, default="workspace")
-    importance = models.FloatField(default=0.5)
-    # Pinned by an operator: importance 1 and never pruned, merged or capped; the importance it had
-    # is kept so that unpinning gives it back. Its chunks carry both (they are re-derived from here).
-    pinned = models.BooleanField(default=False)
-    importance_before_pin = models.FloatField(null=True, blank=True, editable=False)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
 
@@ -79,5 +75,5 @@ class Note(models.Model):
             tags=tuple(self.tags),
             user_id=self.user_id,
             metadata={"note_id": self.note_id, "source": self.source, **(self.metadata or {}),
-                      **({"pinned": True} if self.pinned else {})},
+                      **self.pin_metadata()},
         )
