@@ -7,7 +7,7 @@ question rarely matches anything. Query text is never parsed as tsquery syntax, 
 can make it fail.
 
 Ranking defaults beyond S4 (each a setting, measured on LoCoMo in bench/README.md): a date the
-query names lifts memories written then (retrieval.timehints); hybrid search ranks on a query
+query names lifts memories written then (retrieval.search.timehints); hybrid search ranks on a query
 vector moved toward its best first-pass results (pseudo-relevance feedback), re-ranks by maximal
 marginal relevance and gives the last places of top_k first to conversations not yet listed; a
 summary that ranks gives its place to the message it summarises.
@@ -19,7 +19,6 @@ import hashlib
 import math
 import re
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 from django.conf import settings
@@ -42,7 +41,7 @@ from retrieval.search.request import (
     SearchRequest,
     validate,
 )
-from retrieval.timehints import TimeHint, time_hints
+from retrieval.search.timehints import TimeHint, hint_where, time_hints, with_time_hints
 
 __all__ = [  # the names other modules import
     "FUSIONS", "MODES", "PROFILES", "SCOPES", "Candidate", "SearchError", "SearchHit", "SearchRequest",
@@ -326,33 +325,6 @@ def fuse(req: SearchRequest, chunks: dict[int, Candidate], vec: dict[int, float]
         nv, nt = _minmax(vec), _minmax(txt)
         fused = {i: req.vector_weight * nv.get(i, 0.0) + req.text_weight * nt.get(i, 0.0) for i in ids}
     return with_session_prior(fused, chunks, settings.MEMORYHUB_SEARCH_SESSION_WEIGHT)
-
-
-def with_time_hints(scores: dict[int, float], chunks: dict[int, Candidate], hints: list[TimeHint],
-                    weight: float) -> dict[int, float]:
-    """Add `weight` × the best score to results written within a date the query names.
-
-    Scale-free (weighted and rrf scores differ in scale) and additive: a result outside the
-    named time still ranks by its match, only ties and near-ties go to the named time.
-    """
-    if weight <= 0.0 or not hints or not scores or max(scores.values()) <= 0.0:
-        return scores
-    bonus = weight * max(scores.values())
-    out = dict(scores)
-    for pk in scores:
-        moment = datetime.fromtimestamp(chunks[pk].created_ts, UTC)
-        if any(hint.matches(moment) for hint in hints):
-            out[pk] += bonus
-    return out
-
-
-def _hint_where(hints: list[TimeHint]) -> tuple[str, list[Any]]:
-    parts, params = [], []
-    for hint in hints:
-        sql, hint_params = hint.sql("c.created_at")
-        parts.append(sql)
-        params.extend(hint_params)
-    return "(" + " OR ".join(parts) + ")", params
 
 
 def with_session_prior(scores: dict[int, float], chunks: dict[int, Candidate], weight: float) -> dict[int, float]:
@@ -692,7 +664,7 @@ def run_search(req: SearchRequest) -> list[SearchHit]:
             if hints:
                 # The best matches written within the named dates join the candidates: the
                 # preference below can only lift what was fetched.
-                hint_sql, hint_params = _hint_where(hints)
+                hint_sql, hint_params = hint_where(hints)
                 hinted_where, hinted_params = f"{where} AND {hint_sql}", [*params, *hint_params]
                 hinted = text_candidates(req, tq, hinted_where, hinted_params, limit // 2) if tq else []
                 if vector is not None:
