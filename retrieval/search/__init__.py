@@ -30,6 +30,7 @@ from pgvector import HalfVector
 from memoryhub.lifecycle.decay import relevance_sql
 from retrieval.embedders import DIMENSIONS, get_embedder
 from retrieval.models import Chunk
+from retrieval.search.fusion import by_score, feedback_documents, fuse, minmax
 from retrieval.search.request import (
     FUSIONS,
     MODES,
@@ -48,7 +49,6 @@ __all__ = [  # the names other modules import
     "cover_conversations", "expand_summaries", "hybrid_search", "mmr", "run_search", "with_time_hints",
 ]
 
-RRF_K = 60
 DEDUP_COSINE = 0.9
 DF_CAP = 5_000  # counting beyond this only refines the IDF of very common words
 STATS_TTL = 60  # seconds that scope sizes and document frequencies are reused
@@ -274,83 +274,6 @@ def vector_candidates(vector: HalfVector, model: str, where: str, params: list[A
         return [r[0] for r in cursor.fetchall()]
 
 
-# --- fusion ----------------------------------------------------------------------------------
-
-
-def _minmax(values: dict[int, float]) -> dict[int, float]:
-    if not values:
-        return {}
-    low, high = min(values.values()), max(values.values())
-    if high - low < 1e-12:
-        return {k: 1.0 for k in values}
-    return {k: (v - low) / (high - low) for k, v in values.items()}
-
-
-def _ranks(values: dict[int, float]) -> dict[int, int]:
-    return {k: i + 1 for i, k in enumerate(sorted(values, key=lambda k: -values[k]))}
-
-
-MEMORY_WEIGHTS = (0.3, 0.3, 0.4)  # text, semantic, decayed relevance (S4's 0.3 temporal + 0.1 importance)
-
-
-def fuse(req: SearchRequest, chunks: dict[int, Candidate], vec: dict[int, float], txt: dict[int, float]) -> dict[int, float]:
-    ids = list(chunks)
-    if req.profile == "memory":
-        # The "memory" profile (S4) adds time, importance and reinforcement through ONE term: the
-        # lifecycle's decayed relevance, importance · rate(tier)^hours since last use · (1 + ln(1 +
-        # accesses)), computed in the candidate query by memoryhub.lifecycle.decay's SQL. It takes
-        # the place of S4's 0.3·temporal + 0.1·importance together: adding it beside them would
-        # discount age twice and count importance twice. The tier weighs in only through its decay
-        # rate; scope widening is a filter, never a weight, so a wider memory is not discounted
-        # once for its tier and again for its decay (seed 001's double-discount caution). The term
-        # is bounded (≤ 1) and added, never multiplied into similarity, so an old but exactly
-        # matching memory still surfaces.
-        nv, nt = _minmax(vec), _minmax(txt)
-        w_text, w_vector, w_relevance = MEMORY_WEIGHTS
-        return {
-            i: w_text * nt.get(i, 0.0) + w_vector * nv.get(i, 0.0) + w_relevance * min(chunks[i].relevance, 1.0)
-            for i in ids
-        }
-    if req.mode == "vector":
-        return {i: vec.get(i, 0.0) for i in ids}
-    if req.mode == "text":
-        return {i: txt.get(i, 0.0) for i in ids}
-    if req.fusion == "rrf":
-        rv, rt = _ranks(vec), _ranks(txt)
-        fused = {
-            i: (1.0 / (RRF_K + rv[i]) if i in rv else 0.0) + (1.0 / (RRF_K + rt[i]) if i in rt else 0.0)
-            for i in ids
-        }
-    else:
-        nv, nt = _minmax(vec), _minmax(txt)
-        fused = {i: req.vector_weight * nv.get(i, 0.0) + req.text_weight * nt.get(i, 0.0) for i in ids}
-    return with_session_prior(fused, chunks, settings.MEMORYHUB_SEARCH_SESSION_WEIGHT)
-
-
-def with_session_prior(scores: dict[int, float], chunks: dict[int, Candidate], weight: float) -> dict[int, float]:
-    """Blend each chunk's score with its conversation's (passage + document evidence, as in IR).
-
-    A message in a conversation where several messages match the query is more likely the one
-    meant than an isolated match elsewhere. The conversation's score is the sum of its best three.
-    """
-    if weight <= 0.0 or not scores:
-        return scores
-    per_session: dict[int, list[float]] = {}
-    for pk, score in scores.items():
-        session_id = chunks[pk].session_id
-        if session_id is not None:
-            per_session.setdefault(session_id, []).append(score)
-    prior = {sid: sum(sorted(values, reverse=True)[:3]) for sid, values in per_session.items()}
-    top_prior = max(prior.values(), default=0.0)
-    top_score = max(scores.values())
-    if top_prior <= 0.0:
-        return scores
-    return {
-        pk: (1 - weight) * score + weight * top_score * prior.get(chunks[pk].session_id or -1, 0.0) / top_prior
-        for pk, score in scores.items()
-    }
-
-
 _WORDS = re.compile(r"\w+", re.UNICODE)
 
 
@@ -455,7 +378,7 @@ def mmr(ordered: list[Candidate], scores: dict[int, float], similarities: dict[t
     if weight >= 1.0 or len(ordered) < 2:
         return ordered
     head, tail = list(ordered[:depth]), ordered[depth:]
-    norm = _minmax({c.pk: scores[c.pk] for c in head})
+    norm = minmax({c.pk: scores[c.pk] for c in head})
     result: list[Candidate] = []
     nearest = {c.pk: 0.0 for c in head}
     while head:
@@ -635,8 +558,7 @@ def _with_feedback(req: SearchRequest, chunks: dict[int, Candidate], vec: dict[i
     weight = settings.MEMORYHUB_SEARCH_FEEDBACK
     if weight <= 0.0 or vector is None or not vec or not _reranks(req):
         return vec
-    first = fuse(req, chunks, vec, txt)
-    top = sorted(first, key=lambda pk: -first[pk])[: settings.MEMORYHUB_SEARCH_FEEDBACK_DOCS]
+    top = feedback_documents(req, chunks, vec, txt, settings.MEMORYHUB_SEARCH_FEEDBACK_DOCS)
     return feedback_scores(vector, top, list(vec), model, weight) or vec
 
 
@@ -680,10 +602,7 @@ def run_search(req: SearchRequest) -> list[SearchHit]:
             order = fuse(req, chunks, _with_feedback(req, chunks, vec, txt, vector, model), txt)
             if req.profile != "memory":
                 order = with_time_hints(order, chunks, hints, settings.MEMORYHUB_SEARCH_TIME_WEIGHT)
-            ranked = sorted(
-                chunks.values(),
-                key=lambda c: (-order[c.pk], -c.created_ts, -(c.sequence_end or 0), -c.pk),
-            )
+            ranked = by_score(chunks.values(), order)
             if req.profile != "memory" and settings.MEMORYHUB_SEARCH_EXPAND_SUMMARIES:
                 ranked = expand_summaries(ranked)
             if req.mode == "hybrid" and req.profile != "memory":
