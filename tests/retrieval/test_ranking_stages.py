@@ -76,6 +76,17 @@ def test_dedup_drops_near_identical_text_without_embeddings() -> None:
     assert pks(dedup(ranked, set(), 10)) == [1, 4, 5]
 
 
+
+def test_near_identical_text_needs_jaccard_above_the_threshold_at_equal_sizes() -> None:
+    def words(first: int, last: int) -> str:
+        return " ".join(f"w{i}" for i in range(first, last))
+
+    # 19 words each, 18 shared: Jaccard 18/20 = 0.9 exactly, not above: both stay.
+    assert pks(dedup([cand(1, text=words(0, 19)), cand(2, text=words(1, 20))], set(), 10)) == [1, 2]
+    # 20 words each, 19 shared: Jaccard 19/21 > 0.9: the second goes.
+    assert pks(dedup([cand(1, text=words(0, 20)), cand(2, text=words(1, 21))], set(), 10)) == [1]
+
+
 def test_near_duplicates_from_similarities_skip_contextual_chunks() -> None:
     head = [cand(1), cand(2), cand(3, contextual=True), cand(5)]
     similarities = {(1, 2): 0.95, (1, 3): 0.99, (2, 5): 0.9, (1, 4): 0.99}
