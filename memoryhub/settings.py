@@ -1,4 +1,8 @@
-"""MemoryHub settings: one module, driven by environment variables, loud on bad values."""
+"""MemoryHub settings: one module, driven by environment variables, loud on bad values.
+
+One module on purpose (over 400 lines): every setting is found by reading it top to bottom, a
+block per area; the helpers that read the environment live in memoryhub/env.py.
+"""
 
 from __future__ import annotations
 
