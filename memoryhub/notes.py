@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
@@ -96,6 +97,15 @@ def split_tags(raw: str | None) -> list[str]:
     return [t.strip().lower() for t in (raw or "").split(",") if t.strip()]
 
 
+def importance_by_type(types: list[str]) -> float:
+    """The base importance of a memory of these types when the client gives none (seed 002:
+    correction 0.9, preference 0.8, fact 0.6, task 0.5; MEMORYHUB_IMPORTANCE_BY_TYPE); the highest
+    type named wins, and a memory of no known type gets MEMORYHUB_DEFAULT_MEMORY_IMPORTANCE."""
+    table = settings.MEMORYHUB_IMPORTANCE_BY_TYPE
+    known = [table[t.strip().lower()] for t in types if t and t.strip().lower() in table]
+    return max(known) if known else settings.MEMORYHUB_DEFAULT_MEMORY_IMPORTANCE
+
+
 # --- notes -------------------------------------------------------------------------------------
 
 
@@ -125,7 +135,8 @@ def _fill(note: Note, data: dict[str, Any], placement: Placement) -> None:
     note.user_id = data.get("user_id") or (placement.session.user_id if placement.session else "")
     if placement.user_id:  # a user-limited key writes as its user
         note.user_id = placement.user_id
-    note.importance = data.get("importance", 0.5)
+    given = data.get("importance")
+    note.importance = given if given is not None else importance_by_type(note.tags)
     note.tier = placement.tier
     note.workspace = placement.workspace
     note.channel = placement.channel

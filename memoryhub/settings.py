@@ -325,6 +325,10 @@ MEMORYHUB_SEARCH_COVERAGE = env_float("MEMORYHUB_SEARCH_COVERAGE", 0.6, low=0.0,
 MEMORYHUB_MAX_TAGS = env_int("MEMORYHUB_MAX_TAGS", 16, minimum=1)
 MEMORYHUB_MAX_TAG_CHARS = env_int("MEMORYHUB_MAX_TAG_CHARS", 64, minimum=1)
 MEMORYHUB_MAX_MEMORY_CHARS = env_int("MEMORYHUB_MAX_MEMORY_CHARS", 50_000, minimum=100)
+# Importance of a note or fact the client gives none for, by its type (a fact's category, a note's
+# tags; seed 002), and of one of no known type.
+MEMORYHUB_IMPORTANCE_BY_TYPE = {"correction": 0.9, "preference": 0.8, "fact": 0.6, "task": 0.5}
+MEMORYHUB_DEFAULT_MEMORY_IMPORTANCE = env_float("MEMORYHUB_DEFAULT_MEMORY_IMPORTANCE", 0.5, low=0.0, high=1.0)
 
 # --- Scratchpad (S5, seed 000): at most 32 items of at most 240 characters ---------------------
 MEMORYHUB_SCRATCHPAD_MAX_ITEMS = env_int("MEMORYHUB_SCRATCHPAD_MAX_ITEMS", 32, minimum=1)

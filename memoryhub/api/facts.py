@@ -42,7 +42,8 @@ class FactInput(StrictSerializer):
     scope = serializers.ChoiceField(choices=TIERS, required=False, default="workspace")
     lifetime = serializers.ChoiceField(choices=LIFETIMES, required=False, default="long_term")
     source = StrictCharField(max_length=100, required=False, default="agent")
-    importance = serializers.FloatField(required=False, min_value=0.0, max_value=1.0, default=0.5)
+    importance = serializers.FloatField(required=False, min_value=0.0, max_value=1.0, default=None,
+                                        help_text="0–1. When not given: by type (seed 002): correction 0.9, preference 0.8, fact 0.6, task 0.5, otherwise 0.5; the type is the fact's category, or a note's tag.")
     tags = TagsField(required=False, default=list)
     metadata = MetadataField(required=False, default=dict)
     session = StrictCharField(max_length=200, required=False, allow_null=True, default=None)

@@ -52,7 +52,8 @@ class NoteInput(StrictSerializer):
     channel = StrictCharField(max_length=100, required=False, allow_null=True, default=None)
     user_id = StrictCharField(max_length=200, required=False, allow_blank=True, default="")
     scope = serializers.ChoiceField(choices=TIERS, required=False, allow_null=True, default=None)
-    importance = serializers.FloatField(required=False, min_value=0.0, max_value=1.0, default=0.5)
+    importance = serializers.FloatField(required=False, min_value=0.0, max_value=1.0, default=None,
+                                        help_text="0–1. When not given: by type (seed 002): correction 0.9, preference 0.8, fact 0.6, task 0.5, otherwise 0.5; the type is the fact's category, or a note's tag.")
     # `id` is accepted as another name of `note_id` (the output carries both).
     id = StrictRegexField(NOTE_ID_REGEX, required=False, error_messages={
         "invalid": "Use 1–200 characters: letters, digits and . _ : @ - (not starting with a symbol)."})
