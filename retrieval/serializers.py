@@ -49,6 +49,10 @@ class SearchInput(StrictSerializer):
     vector_weight = serializers.FloatField(min_value=0.0, max_value=1.0, required=False, default=0.7)
     text_weight = serializers.FloatField(min_value=0.0, max_value=1.0, required=False, default=0.3)
     profile = serializers.ChoiceField(choices=PROFILES, required=False, allow_null=True, default="default")
+    expand = serializers.BooleanField(
+        required=False, default=False,
+        help_text="Summary hits carry `expanded`: their child summaries and the messages they condense "
+                  "(at most 20; GET /summaries/{id}/ pages the rest).")
 
     def validate_tags(self, tags: list[str]) -> list[str]:
         return sorted({t.strip().lower() for t in tags if t.strip()})
@@ -80,6 +84,7 @@ class SearchResultOutput(serializers.Serializer):
     channel = serializers.CharField(allow_null=True)
     workspace = serializers.CharField(allow_null=True)
     scores = serializers.DictField(child=serializers.FloatField(allow_null=True))
+    expanded = serializers.DictField(required=False, help_text="With expand: a summary's children and messages.")
 
 
 class ContextInput(StrictSerializer):

@@ -10,10 +10,13 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounts.models import Channel
+from accounts.models import ApiKey, Channel
+from memoryhub import summaries
 from memoryhub.api.common import api_key, paginate, parse_input, query_params
+from memoryhub.api.summaries import node_dict
 from memoryhub.errors import Invalid
-from memoryhub.sessions import get_session, resolve_user, resolve_workspace
+from memoryhub.models import SummaryNode
+from memoryhub.sessions import event_message, get_session, resolve_user, resolve_workspace
 from retrieval import stats
 from retrieval.context import assemble_context
 from retrieval.indexing import ingest_document
@@ -35,6 +38,24 @@ def _search_or_400(req: Any) -> Any:
         raise Invalid(exc.code, exc.message) from None
 
 
+EXPAND_MESSAGES = 20
+
+
+def expand_summaries(key: ApiKey, results: list[dict[str, Any]]) -> None:
+    """Give each summary hit its child summaries and the messages it condenses (seed 002)."""
+    ids = [r["metadata"].get("summary_id") for r in results if r["kind"] == "summary"]
+    nodes = {n.pk: n for n in SummaryNode.objects.visible_to(key).filter(pk__in=[i for i in ids if i])}
+    for result in results:
+        node = nodes.get(result["metadata"].get("summary_id")) if result["kind"] == "summary" else None
+        if node is None:
+            continue
+        children = node.children.select_related("session").order_by("sequence_start")
+        result["expanded"] = {
+            "children": [node_dict(c) for c in children],
+            "messages": [event_message(e) for e in summaries.source_events(node, limit=EXPAND_MESSAGES)],
+        }
+
+
 class SearchView(APIView):
     required_scope = "read"
 
@@ -42,11 +63,15 @@ class SearchView(APIView):
         "SearchResults", {"results": SearchResultOutput(many=True), "mode": serializers.CharField()}))
     def post(self, request: Request) -> Response:
         data = parse_input(SearchInput, request.data)
-        req = build_search_request(api_key(request), data)
-        hits = _search_or_400(req)
+        expand = data.pop("expand")
+        key = api_key(request)
+        req = build_search_request(key, data)
+        results = [h.as_dict() for h in _search_or_400(req)]
+        if expand:
+            expand_summaries(key, results)
         return Response({
             "mode": req.mode, "fusion": req.fusion, "scope": req.scope, "profile": req.profile,
-            "results": [h.as_dict() for h in hits],
+            "results": results,
         })
 
 
