@@ -89,13 +89,20 @@ class Chunk(models.Model):
         triggers = [
             # The chunk's own words weigh A; the conversation context it was written in weighs D,
             # so a reply can be found (at a discount) by the words of the message it answers.
+            # PostgreSQL's parser keeps paths, e-mails, URLs and snake_case names whole
+            # ("kv/oldpathzeta"): their parts are indexed too, so "oldpathzeta" finds them.
             pgtrigger.Trigger(
                 name="chunk_search_vector",
                 when=pgtrigger.Before,
                 operation=pgtrigger.Insert | pgtrigger.UpdateOf("text", "context"),
-                func="""
+                declare=[("parts", "text")],
+                func=r"""
+                    parts := regexp_replace(array_to_string(ARRAY(
+                        SELECT (regexp_matches(coalesce(NEW.text, ''), '\S*\w[/@.:_#=+-]+\w\S*', 'g'))[1]
+                    ), ' '), '[^[:alnum:]]+', ' ', 'g');
                     NEW.search_vector :=
                         setweight(to_tsvector('pg_catalog.english', coalesce(NEW.text, '')), 'A')
+                        || setweight(to_tsvector('pg_catalog.english', parts), 'A')
                         || setweight(to_tsvector('pg_catalog.english', coalesce(NEW.context, '')), 'D');
                     RETURN NEW;
                 """,

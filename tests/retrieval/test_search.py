@@ -12,7 +12,7 @@ from memoryhub.searchable import Searchable
 from memoryhub.signals import memory_saved
 from retrieval.models import Chunk
 from retrieval.search import hybrid_search
-from tests.base import error_code, make_client, make_key
+from tests.base import error_code, make_client, make_key, search_texts
 from tests.retrieval.conftest import search
 
 
@@ -487,3 +487,13 @@ def test_cover_conversations_is_a_reordering_of_the_ranking() -> None:
     assert [c.pk for c in cover_conversations(ranked, 5, 0.4)] == [1, 2, 5, 7, 3]
     assert [c.pk for c in cover_conversations(ranked, 6, 0.4)] == [1, 2, 5, 7, 3, 4]
     assert [c.pk for c in cover_conversations(ranked[:3], 5, 0.4)] == [1, 2, 3]
+
+
+def test_full_text_finds_the_parts_of_paths_emails_and_urls(alice, index) -> None:
+    index(alice, "ops", {"role": "user", "content": "Moved the secret to kv/oldpathzeta yesterday."},
+          {"role": "user", "content": "Write to ops@zetacorp.io about https://x.io/deploy and my_build_flag."})
+    for query, expected in (("oldpathzeta", "kv/oldpathzeta"), ("zetacorp", "ops@zetacorp.io"),
+                            ("deploy", "https://x.io/deploy"), ("build flag", "my_build_flag"),
+                            ("kv/oldpathzeta", "kv/oldpathzeta"), ("ops@zetacorp.io", "ops@zetacorp.io")):
+        texts = search_texts(alice, query=query, mode="text")
+        assert any(expected in t for t in texts), (query, texts)
