@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import atexit
 import logging
-import threading
 import time
 from collections.abc import Callable
-from datetime import date
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.urls import Resolver404, resolve
 
 from memoryhub.api.errors import error_body
+from memoryhub.counters import BatchedCounter, Counts
 
 logger = logging.getLogger("memoryhub.request")
 
@@ -89,43 +87,14 @@ USAGE_NAMES = {
 }
 
 
-class UsageCounter:
-    """Counts requests in this process and writes them every MEMORYHUB_USAGE_FLUSH_SECONDS in one
-    statement, so that a search does not pay for a write of its own. A process that dies loses at
-    most that many seconds of counts (they are statistics, not memory)."""
+def _write_usage(counts: Counts) -> None:
+    from memoryhub.models import ApiUsage
 
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.pending: dict[tuple[int, date, str], list[float]] = {}
-        self.last_flush = time.monotonic()
-
-    def count(self, tenant_id: int, name: str, *, failed: bool, duration_ms: float) -> None:
-        from django.utils import timezone
-
-        key = (tenant_id, timezone.localdate(), name)
-        with self.lock:
-            entry = self.pending.setdefault(key, [0, 0, 0.0])
-            entry[0] += 1
-            entry[1] += int(failed)
-            entry[2] += duration_ms
-            due = time.monotonic() - self.last_flush >= settings.MEMORYHUB_USAGE_FLUSH_SECONDS
-        if due:
-            self.flush()
-
-    def flush(self) -> None:
-        from memoryhub.models import ApiUsage
-
-        with self.lock:
-            pending, self.pending = self.pending, {}
-            self.last_flush = time.monotonic()
-        try:
-            ApiUsage.add(pending)
-        except Exception:  # counting must never fail a request that was answered
-            logger.exception("could not write API usage counts")
+    ApiUsage.add(counts)  # type: ignore[arg-type]
 
 
-usage = UsageCounter()
-atexit.register(lambda: usage.flush() if usage.pending else None)
+# Requests per tenant, day and name: [requests, errors, total_ms] (ApiUsage, the dashboard's charts).
+usage = BatchedCounter("usage", _write_usage, "MEMORYHUB_USAGE_FLUSH_SECONDS")
 
 
 def _record_usage(request: HttpRequest, status: int, duration_ms: float) -> None:
@@ -133,7 +102,9 @@ def _record_usage(request: HttpRequest, status: int, duration_ms: float) -> None
     tenant_id = getattr(getattr(request, "auth", None), "tenant_id", None)
     name = USAGE_NAMES.get((getattr(match, "url_name", None), request.method or ""))
     if name is not None and tenant_id is not None:
-        usage.count(tenant_id, name, failed=status >= 400, duration_ms=duration_ms)
+        from django.utils import timezone
+
+        usage.add((tenant_id, timezone.localdate(), name), 1, int(status >= 400), duration_ms)
 
 
 class RequestLogMiddleware:

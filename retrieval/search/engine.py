@@ -7,7 +7,7 @@
    order; summaries give their place to their messages, and hybrid search re-ranks (rerank: MMR,
    per-conversation diversity and cap);
 3. hits: near-duplicates dropped, the last places to conversations not yet listed (rerank), rows
-   loaded (sql); the "memory" profile then reinforces what it returned.
+   loaded (sql); what it returns is reinforced (access counts, written in batches).
 """
 
 from __future__ import annotations
@@ -79,8 +79,7 @@ def run_search(req: SearchRequest) -> list[SearchHit]:
         coverage = settings.MEMORYHUB_SEARCH_COVERAGE if _reranks(req) else 1.0
         kept = cover_conversations(kept, req.top_k, coverage)
         hits = load_hits(kept, order, vec, txt)
-    if req.profile == "memory":
-        reinforce([h.chunk.pk for h in hits])
+    reinforce([h.chunk.pk for h in hits])
     return hits
 
 

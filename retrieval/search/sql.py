@@ -15,6 +15,7 @@ from django.db import connection
 from django.utils import timezone
 from pgvector import HalfVector
 
+from memoryhub.counters import BatchedCounter, Counts
 from retrieval.decay import relevance_sql
 from retrieval.embedders import DIMENSIONS
 from retrieval.models import Chunk
@@ -207,9 +208,23 @@ def load_hits(kept: list[Candidate], order: dict[int, float], vec: dict[int, flo
     return [SearchHit(by_id[c.pk], order[c.pk], vec.get(c.pk), txt.get(c.pk)) for c in kept if c.pk in by_id]
 
 
-def reinforce(chunk_ids: list[int]) -> None:
-    """Returning a memory strengthens it (S4 "memory" profile): access count and time."""
-    from django.db.models import F
+def _write_accesses(counts: Counts) -> None:
+    """Add the accesses of a batch in one statement (seed 002: frequently used memories decay slower)."""
+    rows = [(int(pk), int(n[0])) for pk, n in counts.items()]
+    values = ", ".join(["(%s::bigint, %s::int)"] * len(rows))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE retrieval_chunk c SET access_count = c.access_count + v.n, accessed_at = %s "
+            f"FROM (VALUES {values}) AS v(id, n) WHERE c.id = v.id",
+            [timezone.now(), *[value for row in rows for value in row]],
+        )
 
-    if chunk_ids:
-        Chunk.objects.filter(pk__in=chunk_ids).update(access_count=F("access_count") + 1, accessed_at=timezone.now())
+
+accesses = BatchedCounter("access", _write_accesses, "MEMORYHUB_ACCESS_FLUSH_SECONDS")
+
+
+def reinforce(chunk_ids: list[int]) -> None:
+    """Returning a memory strengthens it: its access count and time, written in batches off the
+    request path (every search counts, as in seed 002; the "memory" profile ranks with them)."""
+    for pk in chunk_ids:
+        accesses.add(pk, 1)

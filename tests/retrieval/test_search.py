@@ -497,3 +497,21 @@ def test_full_text_finds_the_parts_of_paths_emails_and_urls(alice, index) -> Non
                             ("kv/oldpathzeta", "kv/oldpathzeta"), ("ops@zetacorp.io", "ops@zetacorp.io")):
         texts = search_texts(alice, query=query, mode="text")
         assert any(expected in t for t in texts), (query, texts)
+
+
+def test_every_search_counts_an_access_of_what_it_returned(alice, index, settings) -> None:
+    from retrieval.models import Chunk
+    from retrieval.search.sql import accesses
+
+    index(alice, "s", {"role": "user", "content": "the red kite nests here"}, {"role": "user", "content": "unrelated"})
+    assert search_texts(alice, query="red kite", mode="text") == ["the red kite nests here"]
+    kite = Chunk.objects.get(text="the red kite nests here")
+    assert kite.access_count == 1 and kite.accessed_at is not None
+    assert Chunk.objects.get(text="unrelated").access_count == 0
+    # Batched: with an interval, searches only add in memory until the batch is written.
+    settings.MEMORYHUB_ACCESS_FLUSH_SECONDS = 3600
+    search_texts(alice, query="red kite", mode="text")
+    search_texts(alice, query="red kite", mode="text")
+    assert Chunk.objects.get(pk=kite.pk).access_count == 1
+    accesses.flush()
+    assert Chunk.objects.get(pk=kite.pk).access_count == 3

@@ -88,8 +88,8 @@ def test_the_first_destructive_run_is_held_for_review_with_text_and_can_be_resto
     assert Note.objects.get(note_id="note-old").content == "an old shopping list"
     assert "an old shopping list" in search_texts(cast.alice, query="shopping list", mode="text")
     # An operator has now decided a review: the next runs act without holding.
-    Chunk.objects.filter(kind="note", source_id="note-old").update(
-        created_at=timezone.now() - timedelta(days=400), lifetime="short_term")
+    Chunk.objects.filter(kind="note", source_id="note-old").update(  # (the search above was an access)
+        created_at=timezone.now() - timedelta(days=400), lifetime="short_term", accessed_at=None, access_count=0)
     assert run_consolidation(tenant_id=tenant.pk)["counts"]["pruned"] == 1
     assert not Note.objects.filter(note_id="note-old").exists()
 
