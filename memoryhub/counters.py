@@ -32,10 +32,15 @@ class BatchedCounter:
         atexit.register(self.flush)
 
     def add(self, key: Hashable, *values: float) -> None:
+        self.add_many([key], *values)
+
+    def add_many(self, keys: list[Hashable], *values: float) -> None:
+        """Add `values` to each key (one batch: written together)."""
         with self.lock:
-            entry = self.pending.setdefault(key, [0.0] * len(values))
-            for i, value in enumerate(values):
-                entry[i] += value
+            for key in keys:
+                entry = self.pending.setdefault(key, [0.0] * len(values))
+                for i, value in enumerate(values):
+                    entry[i] += value
         interval = getattr(settings, self.interval_setting)
         if interval <= 0:
             self.flush()

@@ -226,5 +226,5 @@ accesses = BatchedCounter("access", _write_accesses, "MEMORYHUB_ACCESS_FLUSH_SEC
 def reinforce(chunk_ids: list[int]) -> None:
     """Returning a memory strengthens it: its access count and time, written in batches off the
     request path (every search counts, as in seed 002; the "memory" profile ranks with them)."""
-    for pk in chunk_ids:
-        accesses.add(pk, 1)
+    if chunk_ids:
+        accesses.add_many(list(chunk_ids), 1)
