@@ -133,9 +133,10 @@ def _record_attempt(delivery: Delivery, target: webhooks.Target | None, *, error
         logger.warning("notification not delivered", extra={"delivery": str(delivery.pk), "error": error})
     else:
         delivery.next_attempt_at, delivery.last_error = now + backoff(delivery.attempts), error[:500]
+    fields = ["status", "delivered_at", "next_attempt_at", "last_error", "last_status_code", "webhook_id", "url"]
     with transaction.atomic():
-        delivery.save(update_fields=["status", "delivered_at", "next_attempt_at", "last_error", "last_status_code",
-                                     "webhook", "url"])
+        # update(), not save(): the run (and with it this row) may have been pruned during the POST.
+        Delivery.objects.filter(pk=delivery.pk).update(**{name: getattr(delivery, name) for name in fields})
         if delivery.status == DeliveryStatus.DELIVERED:
             Run.objects.filter(pk=delivery.run_id).update(notified=True)
     return delivery.status

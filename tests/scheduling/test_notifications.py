@@ -190,3 +190,23 @@ def test_tenants_never_reach_each_others_webhooks(cast, hook_server, run_now) ->
     run_now(cast.bob, new_schedule(cast.bob))
     assert len(bob_hook.received) == 1 and len(alice_hook.received) == 2
     assert Schedule.objects.filter(tenant=cast.bob_tenant).count() == 1
+
+
+def test_run_lists_read_deliveries_without_a_query_per_run(alice, run_now) -> None:  # type: ignore[no-untyped-def]
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    sid = new_schedule(alice)
+
+    def queries() -> int:
+        with CaptureQueriesContext(connection) as ctx:
+            response = alice.get(f"/api/v1/schedules/{sid}/runs/")
+        assert response.status_code == 200
+        assert all(r["delivery"]["status"] == "no_webhook" for r in response.json()["results"])
+        return len(ctx.captured_queries)
+
+    run_now(alice, sid)
+    one = queries()
+    for _ in range(4):
+        run_now(alice, sid)
+    assert Delivery.objects.count() == 5 and queries() == one
