@@ -434,7 +434,14 @@ MEMORYHUB_SCHEDULE_RUNS_KEPT = env_int("MEMORYHUB_SCHEDULE_RUNS_KEPT", 50, minim
 MEMORYHUB_SCHEDULE_RUN_TIMEOUT_SECONDS = env_int("MEMORYHUB_SCHEDULE_RUN_TIMEOUT_SECONDS", 900, minimum=10)
 # Due schedules one dispatcher pass claims at most.
 MEMORYHUB_SCHEDULE_DISPATCH_BATCH = env_int("MEMORYHUB_SCHEDULE_DISPATCH_BATCH", 100, minimum=1)
-# The `agent_goal` action POSTs the goal here; empty = the action is unavailable.
+# The `agent_goal` action POSTs the goal to the tenant's agent webhook (POST /webhooks/), or
+# here when the tenant has none (the server default); neither = `agent_goal` is refused.
 MEMORYHUB_AGENT_WEBHOOK_URL = env_str("MEMORYHUB_AGENT_WEBHOOK_URL", "")
 MEMORYHUB_AGENT_WEBHOOK_TIMEOUT = env_float("MEMORYHUB_AGENT_WEBHOOK_TIMEOUT", 30.0, low=0.1, high=3600)
 MEMORYHUB_AGENT_WEBHOOK_TOKEN = env_str("MEMORYHUB_AGENT_WEBHOOK_TOKEN", "")
+# Run notifications: attempts per delivery, the wait before the first retry (doubled after each
+# failed attempt, at most 6 hours; retries go out with the dispatcher's pass, every minute) and
+# the time one POST may take.
+MEMORYHUB_NOTIFY_MAX_ATTEMPTS = env_int("MEMORYHUB_NOTIFY_MAX_ATTEMPTS", 5, minimum=1)
+MEMORYHUB_NOTIFY_BACKOFF_SECONDS = env_int("MEMORYHUB_NOTIFY_BACKOFF_SECONDS", 30, minimum=0)
+MEMORYHUB_NOTIFY_TIMEOUT = env_float("MEMORYHUB_NOTIFY_TIMEOUT", 10.0, low=0.1, high=600)

@@ -13,10 +13,10 @@ from django.utils import timezone
 
 from memoryhub.errors import DomainError
 from scheduling import cadence as cadence_maths
-from scheduling import services
+from scheduling import notifications, services, webhooks
 from scheduling.actions import REGISTRY, ParamsError, check_params
 from scheduling.dispatcher import run_now
-from scheduling.models import Run, Schedule
+from scheduling.models import Delivery, DeliveryStatus, Run, Schedule, Webhook
 
 CADENCE_FIELDS = ("cadence_type", "cadence_value", "timezone")
 
@@ -47,7 +47,17 @@ class ScheduleForm(forms.ModelForm):
                 data["params"] = check_params(data["action"], data.get("params"), data.get("goal") or "")
             except ParamsError as exc:
                 raise forms.ValidationError({"params": exc.message}) from None
+        self._check_agent_webhook(data)
         return data
+
+    def _check_agent_webhook(self, data: dict[str, Any]) -> None:
+        """As the API: an agent_goal schedule needs somewhere to send its goal (webhook_required)."""
+        changed = "action" in self.changed_data or "tenant" in self.changed_data
+        if data.get("action") == "agent_goal" and data.get("tenant") and changed:
+            try:
+                webhooks.require_agent_webhook(data["tenant"].pk)
+            except DomainError as exc:
+                raise forms.ValidationError({"action": exc.message}) from None
 
 
 class RunInline(admin.TabularInline):
@@ -55,7 +65,7 @@ class RunInline(admin.TabularInline):
     extra = 0
     can_delete = False
     show_change_link = True
-    fields = ["started_at", "finished_at", "status", "error", "output_summary", "turn_count", "cost"]
+    fields = ["started_at", "finished_at", "status", "error", "output_summary", "turn_count", "cost", "notified"]
     readonly_fields = fields
     ordering = ["-started_at"]
 
@@ -113,15 +123,97 @@ class ScheduleAdmin(admin.ModelAdmin):
         self.message_user(request, f"{count} schedule(s) {done}.")
 
 
+class DeliveryInline(admin.StackedInline):
+    model = Delivery
+    extra = 0
+    can_delete = False
+    fields = ["status", "attempts", "max_attempts", "last_status_code", "last_error", "next_attempt_at",
+              "delivered_at", "url", "webhook", "payload"]
+    readonly_fields = fields
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
 @admin.register(Run)
 class RunAdmin(admin.ModelAdmin):
     list_display = ["started_at", "schedule", "tenant", "status", "error", "manual", "finished_at",
-                    "turn_count", "cost", "output_summary"]
-    list_filter = ["status", "manual", "error", "tenant"]
+                    "turn_count", "cost", "notification", "output_summary"]
+    list_filter = ["status", "manual", "error", "tenant", "delivery__status"]
     search_fields = ["output", "schedule__name"]
-    list_select_related = ["schedule", "tenant"]
+    list_select_related = ["schedule", "tenant", "delivery"]
     readonly_fields = [f.name for f in Run._meta.concrete_fields]
     date_hierarchy = "started_at"
+    inlines = [DeliveryInline]
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
+
+    @admin.display(description="notification")
+    def notification(self, obj: Run) -> str:
+        try:
+            delivery = obj.delivery
+        except Delivery.DoesNotExist:
+            return "—"
+        return f"{delivery.status} ({delivery.attempts}/{delivery.max_attempts})"
+
+
+@admin.register(Delivery)
+class DeliveryAdmin(admin.ModelAdmin):
+    list_display = ["created_at", "run", "tenant", "status", "attempts", "max_attempts", "last_status_code",
+                    "last_error", "next_attempt_at", "delivered_at"]
+    list_filter = ["status", "tenant"]
+    search_fields = ["last_error", "url", "run__schedule__name"]
+    list_select_related = ["run", "tenant"]
+    readonly_fields = [f.name for f in Delivery._meta.concrete_fields]
+    actions = ["retry_action"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    @admin.action(description="Try again (failed or without a webhook)")
+    def retry_action(self, request: HttpRequest, queryset: QuerySet[Delivery]) -> None:
+        again = [notifications.retry(d) for d in queryset]
+        count = sum(d.status == DeliveryStatus.PENDING for d in again)
+        self.message_user(request, f"{count} delivery(ies) queued again.")
+
+
+class WebhookForm(forms.ModelForm):
+    """The secret is never shown here: blank keeps the stored one (or generates one for a new webhook)."""
+
+    new_secret = forms.CharField(
+        required=False, label="Secret", max_length=200, widget=forms.PasswordInput(render_value=False),
+        help_text="Leave blank to keep the current secret, or to generate one for a new webhook "
+                  "(shown once after saving). At least 16 characters when given.")
+
+    class Meta:
+        model = Webhook
+        fields = ["tenant", "kind", "url", "description"]
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        try:
+            if data.get("url"):
+                webhooks.check_url(data["url"])
+            if data.get("new_secret"):
+                webhooks.check_secret(data["new_secret"])
+        except DomainError as exc:
+            field = "new_secret" if exc.code == "secret_too_short" else "url"
+            raise forms.ValidationError({field: exc.message}) from None
+        return data
+
+
+@admin.register(Webhook)
+class WebhookAdmin(admin.ModelAdmin):
+    form = WebhookForm
+    list_display = ["tenant", "kind", "url", "description", "created_at"]
+    list_filter = ["kind", "tenant"]
+    search_fields = ["url", "description"]
+    list_select_related = ["tenant"]
+
+    def save_model(self, request: HttpRequest, obj: Webhook, form: Any, change: bool) -> None:
+        generated = not obj.secret and not form.cleaned_data.get("new_secret")
+        webhooks.save_webhook(obj, url=obj.url, secret=form.cleaned_data.get("new_secret") or "")
+        if generated:
+            self.message_user(request, f"Signing secret of this webhook (shown only now): {obj.secret}",
+                              level=messages.WARNING)

@@ -22,6 +22,7 @@ from django.utils import timezone
 
 from memoryhub.tasks import enqueue_on_commit
 from scheduling import cadence as cadence_maths
+from scheduling import notifications
 from scheduling.actions import REGISTRY, ActionError, ActionResult
 from scheduling.models import (
     SUMMARY_CHARS,
@@ -36,7 +37,8 @@ from scheduling.models import (
 logger = logging.getLogger(__name__)
 
 EXECUTE = "scheduling.tasks.execute_run"
-# Sent after a run finished when the schedule's notification policy asks for it (run=Run).
+# Sent after a run finished when the schedule's notification policy asks for it (run=Run); the
+# notification itself is delivered by scheduling.notifications.
 run_notification = Signal()
 
 
@@ -44,6 +46,7 @@ def dispatch(now: datetime | None = None, *, on_claimed: Callable[[list[Run]], N
     """One pass: time out stuck runs, then claim every due schedule and enqueue its run."""
     now = now or timezone.now()
     timed_out = time_out_stuck_runs(now)
+    notifications.retry_due(now)
     claimed = 0
     batch = settings.MEMORYHUB_SCHEDULE_DISPATCH_BATCH
     while True:
@@ -134,7 +137,6 @@ def finish_run(run_id: Any, *, succeeded: bool, output: str, turn_count: int = 0
         run.status, run.finished_at, run.error = status, now, error
         run.output, run.output_summary = output, output[:SUMMARY_CHARS]
         run.turn_count, run.cost = turn_count, cost
-        run.notified = _notify_wanted(schedule.notification_policy, succeeded)
         run.save()
         schedule.last_run_at, schedule.last_run_status = now, status
         schedule.consecutive_failures = 0 if succeeded else schedule.consecutive_failures + 1
@@ -148,9 +150,10 @@ def finish_run(run_id: Any, *, succeeded: bool, output: str, turn_count: int = 0
                            extra={"schedule": str(schedule.pk), "failures": schedule.consecutive_failures})
         schedule.save(update_fields=["last_run_at", "last_run_status", "consecutive_failures", "status",
                                      "next_run_at", "updated_at"])
-        Run.objects.prune_history(schedule.pk, keep=settings.MEMORYHUB_SCHEDULE_RUNS_KEPT)
-        if run.notified:
+        if _notify_wanted(schedule.notification_policy, succeeded):
+            notifications.record_delivery(run, schedule, now)  # delivered after commit, `notified` once it is
             transaction.on_commit(lambda: run_notification.send(sender=Run, run=run))
+        Run.objects.prune_history(schedule.pk, keep=settings.MEMORYHUB_SCHEDULE_RUNS_KEPT)
     return run
 
 
