@@ -460,9 +460,10 @@ def test_feedback_ranks_with_the_moved_query_but_shows_the_plain_cosine(alice, i
     settings.MEMORYHUB_SEARCH_COVERAGE = 1.0
     settings.MEMORYHUB_SEARCH_FEEDBACK_DOCS = 1
     # One message per conversation, so no message is embedded with another's words as context.
-    for session, text in (("a", "otter otter river"), ("b", "otter cafe"), ("c", "river stones river mud"),
-                          ("d", "pizza dough")):
-        index(alice, session, {"role": "user", "content": text})
+    for hour, (session, text) in enumerate((("a", "otter otter river"), ("b", "otter cafe"),
+                                            ("c", "river stones river mud"), ("d", "pizza dough"))):
+        # Written an hour apart: "the newer first" must not hang on the clock's resolution.
+        index(alice, session, {"role": "user", "content": text, "created_at": f"2026-01-01T{10 + hour:02d}:00:00Z"})
     query = get_embedder().embed(["otter"])[0]
     settings.MEMORYHUB_SEARCH_FEEDBACK = 0.0
     plain = search(alice, query_embedding=query, top_k=4, mode="hybrid").json()["results"]
