@@ -221,6 +221,26 @@ def live_workers(lane: str | None = None) -> list[Any]:
     return list(qs.filter(lane=lane) if lane else qs.order_by("lane", "name"))
 
 
+def round_robin_etas(waiting: dict[int, int], rate: float) -> dict[int, float | None]:
+    """Seconds until each tenant's backlog is done when lanes take tenants in turn at `rate`
+    items a second: while k tenants wait each gets rate/k, so the smallest backlogs finish first.
+    None for all when no rate was measured."""
+    if rate <= 0:
+        return {tenant: None for tenant in waiting}
+    etas: dict[int, float | None] = {}
+    elapsed, done_each, left = 0.0, 0, len(waiting)
+    for tenant, count in sorted(waiting.items(), key=lambda item: item[1]):
+        elapsed += (count - done_each) * left / rate
+        done_each, left = count, left - 1
+        etas[tenant] = round(elapsed, 1)
+    return etas
+
+
+def lane_rate(lane: str) -> float:
+    """Items a second the live workers of `lane` achieve while busy (their measured rates, summed)."""
+    return sum(w.rate for w in live_workers(lane))
+
+
 # --- the loop ----------------------------------------------------------------------------------
 
 

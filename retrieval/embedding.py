@@ -26,7 +26,7 @@ from django.db.models import Count, F, Q
 from django.db.models.functions import Length
 from django.utils import timezone
 
-from memoryhub.background import LaneBackoff, StepResult, live_workers, notify_work
+from memoryhub.background import LaneBackoff, StepResult, lane_rate, notify_work, round_robin_etas
 from retrieval.embedders import EmbedderUnavailable, check_vectors, get_embedder
 from retrieval.models import Chunk, ChunkQuerySet
 
@@ -291,7 +291,7 @@ def prepare_embedder(**kwargs: Any) -> None:
 
 def embedding_rate() -> float:
     """Chunks a second the live embed lanes achieve while busy (their measured rates, summed)."""
-    return sum(w.rate for w in live_workers("embed"))
+    return lane_rate("embed")
 
 
 def backlog(*, tenant_id: int | None = None) -> list[dict[str, Any]]:
@@ -316,17 +316,3 @@ def backlog(*, tenant_id: int | None = None) -> list[dict[str, Any]]:
 def backlog_waiting() -> dict[int, int]:
     return dict(Chunk.objects.filter(_pending()).order_by().values_list("tenant_id")
                 .annotate(n=Count("id")).values_list("tenant_id", "n"))
-
-
-def round_robin_etas(waiting: dict[int, int], rate: float) -> dict[int, float | None]:
-    """Seconds until each tenant's backlog is embedded, when the lanes take tenants in turn at
-    `rate` chunks a second: while k tenants wait each gets rate/k, so the smallest finish first."""
-    if rate <= 0:
-        return {tenant: None for tenant in waiting}
-    etas: dict[int, float | None] = {}
-    elapsed, done_each, left = 0.0, 0, len(waiting)
-    for tenant, count in sorted(waiting.items(), key=lambda item: item[1]):
-        elapsed += (count - done_each) * left / rate
-        done_each, left = count, left - 1
-        etas[tenant] = round(elapsed, 1)
-    return etas

@@ -7,10 +7,10 @@ import threading
 import pytest
 from django.db import connections, transaction
 
-from memoryhub.background import LaneBackoff, Waker, notify_work
+from memoryhub.background import LaneBackoff, Waker, notify_work, round_robin_etas
 from retrieval import embedders, embedding
 from retrieval.embedders import EmbedderUnavailable
-from retrieval.embedding import EmbedLane, backlog, round_robin_etas
+from retrieval.embedding import EmbedLane, backlog
 from retrieval.models import Chunk
 from tests.base import post_events
 
