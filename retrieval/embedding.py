@@ -26,7 +26,14 @@ from django.db.models import Count, F, Q
 from django.db.models.functions import Length
 from django.utils import timezone
 
-from memoryhub.background import LaneBackoff, StepResult, lane_rate, notify_work, round_robin_etas
+from memoryhub.background import (
+    LaneBackoff,
+    StepResult,
+    lane_rate,
+    notify_work,
+    round_robin_etas,
+    time_budget,
+)
 from retrieval.embedders import EmbedderUnavailable, check_vectors, get_embedder
 from retrieval.models import Chunk, ChunkQuerySet
 
@@ -247,7 +254,9 @@ class EmbedLane:
         if tenant is None:
             return self._stale_model_step()
         self._tenant = tenant
-        with transaction.atomic():
+        # The budget bounds the batch's SQL (statement_timeout); encode() itself is bounded by the
+        # batch: at most MEMORYHUB_EMBED_BACKFILL_BATCH texts, each cut at the model's 256 tokens.
+        with transaction.atomic(), time_budget(settings.MEMORYHUB_STEP_SECONDS):
             rows = _claim(_pending(tenant), settings.MEMORYHUB_EMBED_BACKFILL_BATCH, set())
             try:
                 done, failed = _embed_claimed(rows)
