@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, Protocol
 
-from django.db import close_old_connections, connection, connections
+from django.db import close_old_connections, connection, connections, transaction
 from django.utils import timezone
 
 logger = logging.getLogger(__name__)
@@ -80,9 +80,21 @@ def make_lane(name: str) -> Lane:
     return _LANES[name]()
 
 
+class _Notified:
+    """Marks, among a transaction's on-commit callbacks, that it already sent its NOTIFY (it goes
+    away with the transaction or savepoint it was registered in, as the NOTIFY does)."""
+
+    def __call__(self) -> None:
+        pass
+
+
 def notify_work() -> None:
     """Wake the listening lanes when the current transaction commits (nothing if it rolls back).
-    Several calls in one transaction are delivered as one notification."""
+    One statement per transaction: an append wakes both the embed and the summarise lane."""
+    if connection.in_atomic_block:
+        if any(isinstance(func, _Notified) for _, func, _ in connection.run_on_commit):
+            return
+        transaction.on_commit(_Notified())
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_notify(%s, '')", [WORK_CHANNEL])
 

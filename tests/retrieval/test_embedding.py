@@ -169,3 +169,29 @@ def test_stats_give_the_tenants_backlog_and_eta(cast, lane_mode) -> None:
     assert queue["embedding_rate_per_second"] == 2.0
     assert queue["embedding_eta_seconds"] == 2.5  # 1 + 1 chunks take 1 s, then alice's last 3 take 1.5 s
     assert cast.bob.get("/api/v1/stats/").json()["queue"]["embedding_eta_seconds"] == 1.0
+
+
+def test_one_notification_per_transaction(db) -> None:  # type: ignore[no-untyped-def]
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as queries:
+        with transaction.atomic():
+            notify_work()
+            notify_work()
+            try:
+                with transaction.atomic():
+                    raise RuntimeError("a savepoint rolled back keeps the outer notification")
+            except RuntimeError:
+                pass
+            notify_work()
+    assert sum("pg_notify" in q["sql"] for q in queries.captured_queries) == 1
+
+
+def test_an_append_sends_one_notification_for_both_lanes(alice) -> None:  # type: ignore[no-untyped-def]
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as queries:
+        post_events(alice, "s", {"role": "user", "content": "hello"})  # wakes the embed and the summarise lane
+    assert sum("pg_notify" in q["sql"] for q in queries.captured_queries) == 1
