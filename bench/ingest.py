@@ -31,6 +31,7 @@ import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
@@ -156,14 +157,18 @@ def free_port() -> int:
 class Server:
     """`manage.py run` in a private data folder; stopped (with its database) on exit."""
 
-    def __init__(self, *, web_workers: int, with_cluster: bool, keep_data: bool) -> None:
+    def __init__(self, *, web_workers: int, with_cluster: bool, keep_data: bool,
+                 prepare: Callable[[Path], None] | None = None, extra_env: dict[str, str] | None = None) -> None:
         self.data_dir = Path(tempfile.mkdtemp(prefix="memoryhub-bench-"))
+        if prepare is not None:  # e.g. seed the data folder's caches before the start
+            prepare(self.data_dir)
         self.port = free_port()
         self.keep_data = keep_data
         env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "TEST_DB_NAME")}
         env.update({
             "MEMORYHUB_DATA_DIR": str(self.data_dir), "PYTHONUNBUFFERED": "1", "LOG_LEVEL": "WARNING",
             "MEMORYHUB_ADMIN_PASSWORD": uuid.uuid4().hex, "MEMORYHUB_TASKS_EAGER": "false",
+            **(extra_env or {}),
         })
         command = [sys.executable, str(ROOT / "manage.py"), "run", "--host", "127.0.0.1",
                    "--port", str(self.port), "--web-workers", str(web_workers)]

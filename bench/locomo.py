@@ -13,7 +13,7 @@ retrieval.search.hybrid_search in its conversation's channel, and we count evide
     .venv/bin/python bench/locomo.py --no-summaries       # turns only, no summariser
 
 After the turns, the summariser runs as the task cluster runs it once the sessions have gone idle
-(memoryhub.summaries.summarise_due with the idle delay passed: rolling summaries and every
+(memoryhub.session_work.summarise_due with the idle delay passed: rolling summaries and every
 session's summary tree, closed). Summary nodes are memories of kind `summary`, indexed and
 embedded like any other and found by the same search. A summary node belongs to ONE session (the
 tree is built per session), so a summary hit counts toward session recall for that session only,
@@ -123,7 +123,7 @@ def summarise(tenant_id: int) -> tuple[dict[str, Any], float]:
     """What the cluster does once the sessions have gone idle: rolling summaries and closed trees."""
     from django.test.utils import override_settings
 
-    from memoryhub.summaries import summarise_due
+    from memoryhub.session_work import summarise_due
 
     started = time.perf_counter()
     with override_settings(MEMORYHUB_SUMMARY_IDLE_MINUTES=0):

@@ -262,7 +262,7 @@ def measure_http(port: int, raw_key: str, questions: list[str], clients: int, wo
 def measure_embedding_throughput(tenant: Any, turns: list[str], sample: int) -> dict[str, float]:
     from memoryhub.models import Session
     from retrieval.embedders import get_embedder
-    from retrieval.indexing import backfill_embeddings
+    from retrieval.embedding import backfill_embeddings
     from retrieval.models import Chunk
 
     random.seed(3)

@@ -6,6 +6,8 @@ class MemoryhubConfig(AppConfig):
     verbose_name = "Memory"
 
     def ready(self) -> None:
-        from memoryhub import receivers
+        from memoryhub import background, receivers
+        from memoryhub.session_work import SummariseLane
 
         receivers.connect()
+        background.register_lane("summarise", SummariseLane)

@@ -111,9 +111,11 @@ def get_extractor() -> FactExtractor:
     return NoExtractor()
 
 
-def extract_and_store(session: Session, event_ids: list[int], extractor: FactExtractor | None = None) -> list[Fact]:
+def extract_and_store(session: Session, event_ids: list[int], extractor: FactExtractor | None = None,
+                      *, strict: bool = False) -> list[Fact]:
     """Extract facts from these events of the session and upsert them. A failing extractor is
-    logged and stores nothing (the conversation itself is never affected)."""
+    logged and stores nothing (the conversation itself is never affected); with `strict` its
+    error is raised instead, so the summarise lane records it and tries again later."""
     from memoryhub.facts import upsert
 
     extractor = extractor or get_extractor()
@@ -123,6 +125,8 @@ def extract_and_store(session: Session, event_ids: list[int], extractor: FactExt
     try:
         extracted = extractor.extract([Turn.from_event(e) for e in events])
     except SummariserError as exc:
+        if strict:
+            raise
         logger.warning("fact extractor %s failed for session %s: %s", extractor.name, session.pk, exc)
         return []
     stored: list[Fact] = []

@@ -1,21 +1,30 @@
-"""What the core domain does after an append: the rolling-summary trigger (S6) and fact
-extraction (S5). Connected in MemoryhubConfig.ready()."""
+"""What the core domain does after an append: wake the background lanes (the rolling summary of
+S6, the summary tree and fact extraction of S5 are the summarise lane's, memoryhub.session_work,
+which finds the session due from its rows). Connected in MemoryhubConfig.ready()."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from django.conf import settings
+from django.db import transaction
 
+from memoryhub.background import notify_work
 from memoryhub.signals import events_appended
-from memoryhub.tasks import enqueue_on_commit
 
 
 def on_events_appended(sender: Any, session: Any, events: list[Any], **kwargs: Any) -> None:
-    if settings.MEMORYHUB_AUTO_SUMMARISE and session.event_count >= settings.MEMORYHUB_SUMMARY_MIN_MESSAGES:
-        enqueue_on_commit("memoryhub.memory_tasks.summarise_session", session.pk)
-    if settings.MEMORYHUB_FACT_EXTRACTOR != "none" and events:
-        enqueue_on_commit("memoryhub.memory_tasks.extract_facts", session.pk, [e.pk for e in events])
+    notify_work()  # delivered when the append commits
+    if settings.MEMORYHUB_TASKS_EAGER:  # tests and one-off tools: the lane's work, inline
+        session_pk = session.pk
+        transaction.on_commit(lambda: _work_now(session_pk))
+
+
+def _work_now(session_pk: int) -> None:
+    from memoryhub.session_work import work_on_session
+
+    # What an append used to queue: the S6 trigger and fact extraction. The tree is the lane's.
+    work_on_session(session_pk, summaries=settings.MEMORYHUB_AUTO_SUMMARISE, tree=False)
 
 
 def connect() -> None:

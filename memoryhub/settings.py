@@ -212,9 +212,13 @@ SPECTACULAR_SETTINGS = {
     },
 }
 
-# --- django-q2 ------------------------------------------------------------------------------
+# --- django-q2: one cluster per lane (memoryhub.tasks) ---------------------------------------
 
 Q_REDIS_URL = os.environ.get("Q_REDIS_URL", "")
+_MAINTENANCE_TIMEOUT = env_int("Q_MAINTENANCE_TIMEOUT", 3 * 3600, minimum=60)
+# The default cluster ("memoryhub") runs user schedule runs only, so that nothing queues in front
+# of them. `Q_CLUSTER_NAME=maintenance manage.py qcluster` starts the maintenance cluster: the
+# built-in cadences and bulk jobs (consolidation may run for long: its own timeout).
 Q_CLUSTER: dict[str, Any] = {
     "name": "memoryhub",
     "workers": env_int("Q_WORKERS", 2, minimum=1),
@@ -225,6 +229,10 @@ Q_CLUSTER: dict[str, Any] = {
     "catch_up": False,
     "poll": 0.5,
     "label": "Task queue",
+    "ALT_CLUSTERS": {
+        "maintenance": {"workers": env_int("Q_MAINTENANCE_WORKERS", 1, minimum=1),
+                        "timeout": _MAINTENANCE_TIMEOUT, "retry": _MAINTENANCE_TIMEOUT + 60, "poll": 2.0},
+    },
 }
 if Q_REDIS_URL:
     Q_CLUSTER["redis"] = Q_REDIS_URL
@@ -247,10 +255,25 @@ MEMORYHUB_API_KEY_TOUCH_SECONDS = env_int("MEMORYHUB_API_KEY_TOUCH_SECONDS", 60,
 MEMORYHUB_USAGE_FLUSH_SECONDS = env_int("MEMORYHUB_USAGE_FLUSH_SECONDS", 10, minimum=0)
 # How often each process writes the access counts of the memories its searches returned.
 MEMORYHUB_ACCESS_FLUSH_SECONDS = env_int("MEMORYHUB_ACCESS_FLUSH_SECONDS", 10, minimum=0)
-# Built-in cadences on the task cluster (memoryhub.maintenance), in minutes; 0 turns one off.
-MEMORYHUB_MAINTENANCE_EMBED_MINUTES = env_int("MEMORYHUB_MAINTENANCE_EMBED_MINUTES", 5, minimum=0)
-MEMORYHUB_MAINTENANCE_SUMMARISE_MINUTES = env_int("MEMORYHUB_MAINTENANCE_SUMMARISE_MINUTES", 15, minimum=0)
+# Built-in cadences on the maintenance cluster (scheduling.tasks), in minutes; 0 turns one off.
+# Embedding and summarising are the work lanes' job (manage.py work): their cadences are off by
+# default and only needed where no lane runs.
+MEMORYHUB_MAINTENANCE_EMBED_MINUTES = env_int("MEMORYHUB_MAINTENANCE_EMBED_MINUTES", 0, minimum=0)
+MEMORYHUB_MAINTENANCE_SUMMARISE_MINUTES = env_int("MEMORYHUB_MAINTENANCE_SUMMARISE_MINUTES", 0, minimum=0)
 MEMORYHUB_MAINTENANCE_CONSOLIDATE_MINUTES = env_int("MEMORYHUB_MAINTENANCE_CONSOLIDATE_MINUTES", 24 * 60, minimum=0)
+
+# --- Background lanes (memoryhub.background; `manage.py work`) -------------------------------
+
+# A lane that nothing woke looks for work this often anyway (a NOTIFY sent while no lane listened).
+MEMORYHUB_WORK_IDLE_SECONDS = env_float("MEMORYHUB_WORK_IDLE_SECONDS", 10.0, low=0.1, high=3600)
+# Time budget of one background step on one item (a session's summary, tree or facts).
+MEMORYHUB_STEP_SECONDS = env_float("MEMORYHUB_STEP_SECONDS", 120.0, low=1.0, high=24 * 3600)
+# Failures in a row after which a session is set aside (skipped until retried in the admin).
+MEMORYHUB_BACKGROUND_MAX_ATTEMPTS = env_int("MEMORYHUB_BACKGROUND_MAX_ATTEMPTS", 3, minimum=1)
+# The summarise lane looks at every session (not only those written since its last pass) this often.
+MEMORYHUB_SUMMARY_FULL_PASS_SECONDS = env_int("MEMORYHUB_SUMMARY_FULL_PASS_SECONDS", 300, minimum=1)
+# The work processes run at this niceness, so that requests come first on a shared machine.
+MEMORYHUB_WORK_NICE = env_int("MEMORYHUB_WORK_NICE", 10, minimum=0)
 
 # --- Logging --------------------------------------------------------------------------------
 
@@ -283,6 +306,11 @@ MEMORYHUB_EMBED_THREADS = env_int("MEMORYHUB_EMBED_THREADS", min(os.cpu_count() 
 MEMORYHUB_EMBED_BATCH_SIZE = env_int("MEMORYHUB_EMBED_BATCH_SIZE", 32, minimum=1)
 # Rows per background embedding batch (seed 001: 50).
 MEMORYHUB_EMBED_BACKFILL_BATCH = env_int("MEMORYHUB_EMBED_BACKFILL_BATCH", 50, minimum=1)
+# A chunk whose embedding failed this many times is set aside (skipped until retried in the admin).
+MEMORYHUB_EMBED_MAX_ATTEMPTS = env_int("MEMORYHUB_EMBED_MAX_ATTEMPTS", 3, minimum=1)
+# MiniLM's runtime: "auto" (ONNX Runtime when its export in the data folder matched torch and
+# measured faster; torch otherwise), "onnx" or "torch".
+MEMORYHUB_EMBED_BACKEND = env_choice("MEMORYHUB_EMBED_BACKEND", "auto", {"auto", "onnx", "torch"})
 # How many earlier messages of the conversation are embedded with a message (contextual
 # embeddings: "yes, since 2019" is findable by what it answers). 0 embeds the message alone.
 MEMORYHUB_EMBED_CONTEXT_MESSAGES = env_int("MEMORYHUB_EMBED_CONTEXT_MESSAGES", 2, minimum=0)
@@ -430,8 +458,11 @@ MEMORYHUB_SCHEDULE_MIN_INTERVAL_SECONDS = env_int("MEMORYHUB_SCHEDULE_MIN_INTERV
 MEMORYHUB_SCHEDULE_MAX_FAILURES = env_int("MEMORYHUB_SCHEDULE_MAX_FAILURES", 3, minimum=1)
 # Runs kept per schedule (older ones are pruned when a run finishes and by `prune_runs`).
 MEMORYHUB_SCHEDULE_RUNS_KEPT = env_int("MEMORYHUB_SCHEDULE_RUNS_KEPT", 50, minimum=1)
-# A run still queued or running this long after it started is marked failed (timeout).
+# A run still running this long after it started is marked failed (timeout). A run that is still
+# queued is never failed for waiting: it is sent to the cluster again after
+# MEMORYHUB_SCHEDULE_REQUEUE_SECONDS (its task was lost with a broker or a killed worker).
 MEMORYHUB_SCHEDULE_RUN_TIMEOUT_SECONDS = env_int("MEMORYHUB_SCHEDULE_RUN_TIMEOUT_SECONDS", 900, minimum=10)
+MEMORYHUB_SCHEDULE_REQUEUE_SECONDS = env_int("MEMORYHUB_SCHEDULE_REQUEUE_SECONDS", 300, minimum=1)
 # Due schedules one dispatcher pass claims at most.
 MEMORYHUB_SCHEDULE_DISPATCH_BATCH = env_int("MEMORYHUB_SCHEDULE_DISPATCH_BATCH", 100, minimum=1)
 # The `agent_goal` action POSTs the goal to the tenant's agent webhook (POST /webhooks/), or

@@ -18,6 +18,9 @@ session_forgotten = Signal()
 memory_saved = Signal()
 memory_deleted = Signal()
 
+# Sent by `manage.py run` after migrating, before any child process (web, clusters, lanes) starts:
+# one-time preparation that children rely on (retrieval makes its ONNX model here).
+service_starting = Signal()
 # Sent by `manage.py run` after migrating, before it starts the task cluster (not with --no-cluster):
 # the cluster's own schedules follow the settings of this start (scheduling connects to it).
 cluster_starting = Signal()

@@ -15,13 +15,11 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import F, Max, OuterRef, Q, Subquery, Sum, TextField, Value
-from django.db.models.functions import Cast, Coalesce, Length
+from django.db.models import Max
 from django.utils import timezone
 
 from memoryhub.models import Event, RollingSummary, Session, SummaryNode, estimate_tokens
@@ -219,61 +217,6 @@ def build_tree(session: Session, *, final: bool = False) -> int:
         SummaryNode.objects.filter(pk__in=[n.pk for n in branches]).update(parent=root)
         created += 1
     return created
-
-
-# --- the scheduler's entry point -----------------------------------------------------------------
-
-
-def summarise_due(*, tenant_id: int | None = None) -> dict[str, Any]:
-    """Summarise every session that is due (the `summarise` schedule action calls this).
-
-    Rolling summaries: sessions with at least MEMORYHUB_SUMMARY_MIN_MESSAGES events after their
-    summary get the S6 trigger applied. Summary tree: sessions with events beyond their last
-    leaf grow their tree; sessions idle for MEMORYHUB_SUMMARY_IDLE_MINUTES get it closed.
-    """
-    sessions = Session.objects.all()
-    if tenant_id is not None:
-        sessions = sessions.filter(tenant_id=tenant_id)
-    upper = RollingSummary.objects.filter(session=OuterRef("pk")).values("upper_sequence")[:1]
-    leaf_end = (SummaryNode.objects.filter(session=OuterRef("pk"), level="leaf")
-                .order_by("-sequence_end").values("sequence_end")[:1])
-    sessions = sessions.annotate(
-        summarised_to=Coalesce(Subquery(upper), Value(0)), leaves_to=Coalesce(Subquery(leaf_end), Value(0)),
-    )
-    # The trigger's token estimate in SQL (≈4 characters a token, +4 a message, tool arguments
-    # counted as text), so that sessions far below the budget are not even loaded; maybe_summarise
-    # then decides exactly.
-    unsummarised_tokens = (
-        Event.objects.filter(session=OuterRef("pk"), sequence__gt=OuterRef("summarised_to")).order_by()
-        .values("session").annotate(t=Sum(
-            (Length("content") + Coalesce(Length(Cast("tool_args", TextField())), Value(0)) + 3) / 4 + 4
-        )).values("t")[:1]
-    )
-    sessions = sessions.annotate(unsummarised_tokens=Coalesce(Subquery(unsummarised_tokens), Value(0)))
-    idle_before = timezone.now() - timedelta(minutes=settings.MEMORYHUB_SUMMARY_IDLE_MINUTES)
-    min_messages = settings.MEMORYHUB_SUMMARY_MIN_MESSAGES
-    leaf_size = settings.MEMORYHUB_SUMMARY_LEAF_EVENTS
-    report = {"sessions_checked": 0, "sessions_summarised": 0, "stale_summaries": 0,
-              "sessions_with_new_nodes": 0, "tree_nodes_built": 0}
-    due = sessions.filter(
-        Q(last_sequence__gte=F("summarised_to") + min_messages,
-          unsummarised_tokens__gt=int(settings.MEMORYHUB_SUMMARY_TRIGGER * settings.MEMORYHUB_SUMMARY_BUDGET))
-        | Q(last_sequence__gte=F("leaves_to") + leaf_size)
-        | Q(last_sequence__gt=F("leaves_to"), updated_at__lt=idle_before)
-    ).order_by("pk")
-    for session in due.iterator(chunk_size=200):
-        report["sessions_checked"] += 1
-        try:
-            outcome = maybe_summarise(session)
-            report["sessions_summarised"] += int(outcome["summarised"])
-            report["stale_summaries"] += int(outcome.get("stale", False))
-            built = build_tree(session, final=session.updated_at < idle_before)
-        except Exception:  # one broken session must not stop the others
-            logger.exception("summarising session %s failed", session.pk)
-            continue
-        report["tree_nodes_built"] += built
-        report["sessions_with_new_nodes"] += int(built > 0)
-    return report
 
 
 # --- reading the tree --------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 from django.conf import settings
 
+from memoryhub.background import check_budget
 from memoryhub.models import Event
 
 logger = logging.getLogger(__name__)
@@ -54,9 +55,19 @@ class SummariserError(Exception):
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 # Words worth keeping when a turn is cut: anything with a digit (amounts, dates, versions, ids),
 # identifiers (snake_case, CamelCase, dotted/slashed paths, e-mail, #tags, @handles, URLs).
+# Linear time on any input: each alternative that scans a run may start only where that run
+# starts (the lookbehinds), and its quantifiers are possessive (no backtracking into a run).
+# Without that, `\S*\d\S*` or `\w+(?:[./@#:-]\w+)+` rescanned a long word from every one of its
+# characters: 11.5 s for one 16k-character word, and a stalled summariser.
 _KEEP_WORD = re.compile(
-    r"(?:https?://\S+|\S*\d\S*|[A-Za-z]+_[\w]+|[a-z]+[A-Z]\w*|[A-Z][a-z]+[A-Z]\w*|"
-    r"\w+(?:[./@#:-]\w+)+|[#@]\w+|\b[A-Z]{2,}\b)"
+    r"(?:https?://\S++"
+    r"|(?<!\S)[^\s\d]*+\d\S*+"
+    r"|(?<![A-Za-z])[A-Za-z]++_\w++"
+    r"|(?<![a-z])[a-z]++[A-Z]\w*+"
+    r"|[A-Z][a-z]++[A-Z]\w*+"
+    r"|(?<!\w)\w++(?:[./@#:-]\w++)++"
+    r"|[#@]\w++"
+    r"|\b[A-Z]{2,}+\b)"
 )
 
 
@@ -76,11 +87,16 @@ def _clip(text: str, limit: int) -> str:
     if len(head) > limit * 0.7:
         head = head[: int(limit * 0.7)].rsplit(" ", 1)[0] or head[: int(limit * 0.7)]
     rest = text[len(head):]
-    kept: list[str] = []
+    kept: dict[str, None] = {}  # ordered, with O(1) membership
+    room = limit - len(head)
     for match in _KEEP_WORD.finditer(rest):
         word = match.group(0).strip(".,;:!?()[]{}\"'")
-        if word and word not in head and word not in kept:
-            kept.append(word)
+        # A word longer than the line can never be shown (a 200k-character "word" is no identifier).
+        if word and len(word) <= limit and word not in kept and word not in head:
+            kept[word] = None
+            room -= len(word) + 2
+            if room < 0:  # no more can be shown: stop reading (a long turn is read once, at most)
+                break
     out = head + " …"
     if kept:
         extra = ""
@@ -110,7 +126,10 @@ class ExtractiveSummariser:
 
     def summarise(self, turns: list[Turn], previous: str = "") -> str:
         lines = [line for line in previous.splitlines() if line.strip()] if previous else []
-        lines += [format_line(t, self.line_chars) for t in turns if t.text.strip()]
+        for turn in turns:
+            check_budget()  # a background step's time budget (no-op elsewhere)
+            if turn.text.strip():
+                lines.append(format_line(turn, self.line_chars))
         return "\n".join(lines)
 
 

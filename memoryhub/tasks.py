@@ -1,9 +1,15 @@
-"""Background work: enqueue by dotted path, on commit, onto the django-q2 cluster; the queue's counts.
+"""Queued work: enqueue by dotted path, on commit, onto a django-q2 cluster; the queue's counts;
+the core's task entry points.
 
 Only tasks.py modules import django_q. With MEMORYHUB_TASKS_EAGER (tests, one-off tools) the
 function runs inline instead; the setting is read at call time, unlike Q_CLUSTER.
 The counts live here, in the lowest layer that talks to the queue, so that the dashboard (core),
 the stats endpoint (retrieval) and `manage.py queue_status` (scheduling) share one definition.
+
+Two clusters share the queue tables, one per lane (settings.Q_CLUSTER and its ALT_CLUSTERS):
+SCHEDULES runs user schedule runs and nothing else, MAINTENANCE the built-in cadences and bulk
+jobs an operator asks for. Per-append work (chunks, embeddings, summaries, facts) is not queued
+at all: the tables are its queue (memoryhub.background).
 """
 
 from __future__ import annotations
@@ -20,19 +26,27 @@ from django.utils.module_loading import import_string
 
 logger = logging.getLogger(__name__)
 
+SCHEDULES = "memoryhub"  # the default cluster (Q_CLUSTER["name"]): user schedule runs only
+MAINTENANCE = "maintenance"  # Q_CLUSTER["ALT_CLUSTERS"]["maintenance"]: cadences and bulk jobs
 
-def enqueue(func_path: str, *args: Any, group: str | None = None, **kwargs: Any) -> str | None:
-    """Run `func_path(*args, **kwargs)` in the cluster (or inline when eager). Returns the task id."""
+
+def enqueue(func_path: str, *args: Any, group: str | None = None, cluster: str | None = None,
+            **kwargs: Any) -> str | None:
+    """Run `func_path(*args, **kwargs)` on `cluster` (default: the schedules cluster), or inline
+    when eager. Returns the task id."""
     if settings.MEMORYHUB_TASKS_EAGER:
         import_string(func_path)(*args, **kwargs)
         return None
     from django_q.tasks import async_task
 
     options: dict[str, Any] = {"group": group} if group else {}
+    if cluster and cluster != settings.Q_CLUSTER["name"]:
+        options["cluster"] = cluster
     return async_task(func_path, *args, q_options=options, **kwargs)
 
 
-def enqueue_on_commit(func_path: str, *args: Any, group: str | None = None, **kwargs: Any) -> None:
+def enqueue_on_commit(func_path: str, *args: Any, group: str | None = None, cluster: str | None = None,
+                      **kwargs: Any) -> None:
     """Enqueue once the current transaction commits, so the task sees the rows it is about.
 
     With the default ORM broker the task row is written inside the current transaction (a
@@ -40,24 +54,24 @@ def enqueue_on_commit(func_path: str, *args: Any, group: str | None = None, **kw
     broker (Redis) the tasks one transaction enqueues are sent together after it commits.
     """
     if settings.MEMORYHUB_TASKS_EAGER:
-        transaction.on_commit(lambda: enqueue(func_path, *args, group=group, **kwargs))
+        transaction.on_commit(lambda: enqueue(func_path, *args, group=group, cluster=cluster, **kwargs))
         return
     connection = transaction.get_connection()
     if not connection.in_atomic_block or _queue_is_in("default"):
         # The queue is a table of this database: a task written inside the transaction becomes
         # visible to the cluster exactly when the rows it is about commit, and vanishes with them
         # on a rollback. No commit of its own.
-        enqueue(func_path, *args, group=group, **kwargs)
+        enqueue(func_path, *args, group=group, cluster=cluster, **kwargs)
         return
     # Join the batch registered at exactly this savepoint depth, if any: a batch registered
     # inside a savepoint that rolls back is dropped by Django together with its tasks.
     savepoints = set(connection.savepoint_ids)
     for sids, func, _robust in reversed(connection.run_on_commit):
         if isinstance(func, _Batch) and sids == savepoints:
-            func.tasks.append((func_path, args, group, kwargs))
+            func.tasks.append((func_path, args, group, cluster, kwargs))
             return
     batch = _Batch()
-    batch.tasks.append((func_path, args, group, kwargs))
+    batch.tasks.append((func_path, args, group, cluster, kwargs))
     transaction.on_commit(batch)
 
 
@@ -96,9 +110,21 @@ class _Batch:
     """An on-commit callback that writes the queued tasks of one transaction at once."""
 
     def __init__(self) -> None:
-        self.tasks: list[tuple[str, tuple, str | None, dict]] = []
+        self.tasks: list[tuple[str, tuple, str | None, str | None, dict]] = []
 
     def __call__(self) -> None:
         with transaction.atomic():
-            for func_path, args, group, kwargs in self.tasks:
-                enqueue(func_path, *args, group=group, **kwargs)
+            for func_path, args, group, cluster, kwargs in self.tasks:
+                enqueue(func_path, *args, group=group, cluster=cluster, **kwargs)
+
+
+# --- the core's task entry points (take ids, load, call a domain function) ---------------------
+
+
+def build_summary_tree(session_pk: int, final: bool = False) -> int:
+    """POST /sessions/{id}/summary/tree/ asks for this on the maintenance cluster."""
+    from memoryhub.models import Session
+    from memoryhub.summaries import build_tree
+
+    session = Session.objects.filter(pk=session_pk).first()
+    return build_tree(session, final=final) if session is not None else 0

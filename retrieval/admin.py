@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from memoryhub.admin.paginator import EstimatedCountPaginator
-from memoryhub.tasks import enqueue
+from retrieval.embedding import queue_for_embedding
 from retrieval.models import Chunk, Document
 
 
@@ -16,7 +17,8 @@ class EmbeddedFilter(admin.SimpleListFilter):
     parameter_name = "embedded"
 
     def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin) -> list[tuple[str, str]]:
-        return [("yes", "embedded"), ("no", "pending"), ("error", "failed")]
+        return [("yes", "embedded"), ("no", "pending"), ("error", "failed"),
+                ("aside", "set aside (failed too often)")]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Chunk]) -> QuerySet[Chunk]:
         if self.value() == "yes":
@@ -25,6 +27,9 @@ class EmbeddedFilter(admin.SimpleListFilter):
             return queryset.filter(embedding__isnull=True)
         if self.value() == "error":
             return queryset.filter(embedding__isnull=True).exclude(embedding_error="")
+        if self.value() == "aside":
+            return queryset.filter(embedding__isnull=True,
+                                   embedding_attempts__gte=settings.MEMORYHUB_EMBED_MAX_ATTEMPTS)
         return queryset
 
 
@@ -47,11 +52,10 @@ class ChunkAdmin(admin.ModelAdmin):
     def short_text(self, obj: Chunk) -> str:
         return obj.text[:80] + ("…" if len(obj.text) > 80 else "")
 
-    @admin.action(description="Re-embed selected chunks (in the background)")
+    @admin.action(description="Re-embed selected chunks, set-aside ones too (in the background)")
     def reembed(self, request: HttpRequest, queryset: QuerySet[Chunk]) -> None:
         ids = list(queryset.values_list("pk", flat=True)[:10_000])
-        queryset.filter(pk__in=ids).update(embedding=None, embedding_error="", embedding_attempts=0)
-        enqueue("retrieval.tasks.embed_chunks", ids)
+        queue_for_embedding(ids)
         self.message_user(request, f"Queued {len(ids)} chunk(s) for embedding.")
 
     @admin.action(description="Pin: importance 1.0")

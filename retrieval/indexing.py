@@ -1,8 +1,8 @@
-"""The indexing pipeline (SPEC S3): events and memories → chunks → embeddings.
+"""The indexing pipeline (SPEC S3): events and memories → chunks (with their full-text vectors).
 
-Indexing and embedding run as background tasks (retrieval/tasks.py); appends never wait for
-them and never fail because of them. An embedding failure is recorded on the chunk
-(embedding_error, embedding_attempts) and the backfill picks the chunk up again later.
+Chunking is cheap (no model): it runs inside the writing transaction (an append, a saved note),
+so whatever is acknowledged is findable by full text at once (read-your-writes). Embeddings are
+the embed lane's (retrieval.embedding): new chunks wait in the table for it.
 """
 
 from __future__ import annotations
@@ -16,15 +16,13 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Q
-from django.db.models.functions import Greatest, Length
-from django.utils import timezone
+from django.db.models.functions import Greatest
 
 from memoryhub.models import Event, Session
 from memoryhub.searchable import Searchable
-from memoryhub.tasks import enqueue_on_commit
 from retrieval.chunking import chunk_text, content_hash, normalize_text
-from retrieval.embedders import check_vectors, get_embedder
-from retrieval.models import Chunk, ChunkQuerySet, Document, chunk_metadata
+from retrieval.embedding import request_embedding
+from retrieval.models import Chunk, Document, chunk_metadata
 
 logger = logging.getLogger(__name__)
 
@@ -75,9 +73,14 @@ def index_events(*, session_id: int, event_ids: list[int]) -> list[int]:
     exists in the session extends that chunk's sequence_end instead of adding a copy.
     """
     session = Session.objects.select_related("workspace", "channel").filter(pk=session_id).first()
-    if session is None:  # forgotten before the task ran
+    if session is None:  # forgotten meanwhile
         return []
     events = list(Event.objects.filter(session=session, pk__in=event_ids).order_by("sequence"))
+    return index_session_events(session, events)
+
+
+def index_session_events(session: Session, events: list[Event]) -> list[int]:
+    """Chunk these events of `session` (in sequence order) in the current transaction."""
     if not events:
         return []
     context_size = settings.MEMORYHUB_EMBED_CONTEXT_MESSAGES
@@ -107,8 +110,7 @@ def index_events(*, session_id: int, event_ids: list[int]) -> list[int]:
             new[digest] = _event_chunk(session, event, text, digest, context)
     created = Chunk.objects.bulk_create(list(new.values()))
     ids = [c.pk for c in created]
-    if ids:
-        enqueue_on_commit("retrieval.tasks.embed_chunks", ids)
+    request_embedding(ids)
     return ids
 
 
@@ -190,8 +192,7 @@ def index_searchable(searchable: Searchable) -> list[int]:
         for index, piece in enumerate(chunk_text(searchable.text, max_chars=max_chars, overlap=overlap))
     ]
     ids = [c.pk for c in Chunk.objects.bulk_create(chunks)]
-    if ids:
-        enqueue_on_commit("retrieval.tasks.embed_chunks", ids)
+    request_embedding(ids)
     return ids
 
 
@@ -240,126 +241,6 @@ def ingest_document(
     document.chunk_count = len(ids)
     document.save(update_fields=["chunk_count"])
     return IngestResult(document, True, ids)
-
-
-# --- embeddings ------------------------------------------------------------------------------
-
-
-CLAIM_WINDOW = 10  # batches: a claim picks texts of alike length among this many batches' worth
-
-
-def _claim(query: Q, limit: int, exclude: set[int]) -> list[Chunk]:
-    """Lock up to `limit` rows to embed: the next row in line (fewest tries, oldest) and, among
-    the CLAIM_WINDOW × limit rows after it, those whose length is nearest to its own.
-
-    The model pads every text of a batch to the longest one: batches of alike length (what
-    encode() makes of one big call) waste no time on padding. The next row in line is always
-    taken, so no row waits behind shorter ones. Rows another worker holds are skipped.
-    """
-    window = list(
-        Chunk.objects.filter(query).exclude(pk__in=exclude).order_by("embedding_attempts", "id")
-        .annotate(size=Length("text") + Length("context")).values_list("id", "size")[: limit * CLAIM_WINDOW]
-    )
-    if not window:
-        return []
-    target = window[0][1]
-    chosen = [pk for pk, _ in sorted(window, key=lambda row: abs(row[1] - target))[:limit]]
-    return _lock(query & Q(pk__in=chosen))
-
-
-def _lock(query: Q) -> list[Chunk]:
-    """Lock the rows to embed that no other worker holds."""
-    return list(
-        Chunk.objects.select_for_update(skip_locked=True).filter(query)
-        .order_by("id").only("id", "text", "context", "embedding_attempts")
-    )
-
-
-def _stale_rows(embedder_name: str) -> Q:
-    return Q(embedding__isnull=True) | ~Q(embedding_model=embedder_name)
-
-
-def _embed_claimed(rows: list[Chunk]) -> tuple[int, int]:
-    """Embed claimed rows (inside the claiming transaction). Returns (embedded, failed)."""
-    embedder = get_embedder()
-    try:
-        vectors = embedder.embed([row.embedding_input for row in rows])
-        check_vectors(embedder, vectors, len(rows))
-    except Exception as exc:  # any embedder failure is recorded, never raised into the queue
-        logger.warning("embedding %d chunks failed: %s", len(rows), exc)
-        Chunk.objects.filter(pk__in=[r.pk for r in rows]).update(
-            embedding_error=f"{exc.__class__.__name__}: {exc}"[:2000],
-            embedding_attempts=F("embedding_attempts") + 1,
-        )
-        return 0, len(rows)
-    now = timezone.now()
-    for row, vector in zip(rows, vectors, strict=True):
-        row.embedding = vector
-        row.embedding_model = embedder.name
-        row.embedding_error = ""
-        row.embedding_attempts += 1
-        row.indexed_at = now
-    Chunk.objects.bulk_update(rows, ["embedding", "embedding_model", "embedding_error",
-                                     "embedding_attempts", "indexed_at"])
-    return len(rows), 0
-
-
-def embed_chunks(chunk_ids: list[int]) -> dict[str, int]:
-    """Embed these chunks (those still without a current embedding), in batches."""
-    batch = settings.MEMORYHUB_EMBED_BACKFILL_BATCH
-    name = get_embedder().name
-    embedded = failed = 0
-    for start in range(0, len(chunk_ids), batch):
-        with transaction.atomic():
-            # These rows are known: lock them directly (no length-alike window on the append path).
-            rows = _lock(Q(pk__in=chunk_ids[start:start + batch]) & _stale_rows(name))
-            if rows:
-                done, bad = _embed_claimed(rows)
-                embedded, failed = embedded + done, failed + bad
-    return {"embedded": embedded, "failed": failed}
-
-
-def pending_embeddings(*, tenant_id: int | None = None) -> ChunkQuerySet:
-    """Chunks still without an embedding of the current model (what a backfill would embed)."""
-    qs = Chunk.objects.filter(_stale_rows(get_embedder().name))
-    return qs.filter(tenant_id=tenant_id) if tenant_id is not None else qs
-
-
-def backfill_embeddings(*, tenant_id: int | None = None, limit: int | None = None,
-                        progress: Callable[[int, int], None] | None = None) -> dict[str, int]:
-    """Embed chunks still without an embedding of the current model (batches of 50, seed 001).
-
-    Each chunk is tried at most once per call, so a failing embedder cannot loop forever; the
-    failures stay recorded and the next run tries them again. `progress(embedded, failed)` is
-    called after each batch.
-    """
-    batch = settings.MEMORYHUB_EMBED_BACKFILL_BATCH
-    query = _stale_rows(get_embedder().name)
-    if tenant_id is not None:
-        query &= Q(tenant_id=tenant_id)
-    tried: set[int] = set()
-    embedded = failed = 0
-    while limit is None or len(tried) < limit:
-        size = batch if limit is None else min(batch, limit - len(tried))
-        with transaction.atomic():
-            rows = _claim(query, size, tried)
-            if not rows:
-                break
-            tried.update(r.pk for r in rows)
-            done, bad = _embed_claimed(rows)
-        embedded, failed = embedded + done, failed + bad
-        if progress is not None:
-            progress(embedded, failed)
-    remaining = Chunk.objects.filter(query).count()
-    return {"embedded": embedded, "failed": failed, "remaining": remaining}
-
-
-def reindex_chunks(chunk_ids: list[int]) -> int:
-    """Recompute the embedding of these chunks (admin re-embed, model change). Returns how many."""
-    ids = list(chunk_ids)
-    Chunk.objects.filter(pk__in=ids).update(embedding=None, embedding_model="", embedding_error="",
-                                            embedding_attempts=0)
-    return embed_chunks(ids)["embedded"]
 
 
 # --- tool calls ------------------------------------------------------------------------------

@@ -6,15 +6,15 @@ import logging
 from typing import Any
 
 from memoryhub.searchable import Searchable
-from memoryhub.tasks import enqueue_on_commit
 from retrieval import indexing
 
 logger = logging.getLogger(__name__)
 
 
 def on_events_appended(sender: Any, session: Any, events: list[Any], **kwargs: Any) -> None:
-    # Ids, not objects: the task loads what is committed. Appends never wait for indexing.
-    enqueue_on_commit("retrieval.tasks.index_events", session.pk, [e.pk for e in events])
+    # In the append's transaction: chunks and full text commit with the events (read-your-writes;
+    # no model is involved). Their embeddings wait in the table for the embed lane.
+    indexing.index_session_events(session, sorted(events, key=lambda e: e.sequence))
 
 
 def _as_searchable(kwargs: dict[str, Any]) -> Searchable | None:

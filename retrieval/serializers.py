@@ -83,6 +83,9 @@ class SearchResultOutput(serializers.Serializer):
     importance = serializers.FloatField()
     channel = serializers.CharField(allow_null=True)
     workspace = serializers.CharField(allow_null=True)
+    embedded = serializers.BooleanField(
+        help_text="False while the memory waits for its embedding: written in the same instant as the "
+                  "append and found by full text at once, it joins vector search when its vector lands.")
     scores = serializers.DictField(child=serializers.FloatField(allow_null=True))
     expanded = serializers.DictField(required=False, help_text="With expand: a summary's children and messages.")
 

@@ -12,6 +12,7 @@ from accounts.models import ApiKey, Tenant
 from memoryhub.models import Event, RollingSummary, Session, SummaryNode
 from memoryhub.tasks import queue_counts
 from retrieval.embedders import get_embedder
+from retrieval.embedding import backlog, embedding_rate
 from retrieval.models import Chunk, Document
 
 
@@ -116,8 +117,19 @@ def memory_stats(tenant: Tenant, *, workspace_id: int | None = None) -> dict[str
     stats.update(_schedule_stats(tenant.pk, workspace_id))
     queue = queue_counts()
     stats["queue"] = {"pending_embeddings": stats["chunks"]["pending_embedding"],
-                      "queued_tasks": queue["queued"], "failed_tasks": queue["failed_total"]}
+                      "queued_tasks": queue["queued"], "failed_tasks": queue["failed_total"],
+                      **_embedding_backlog(tenant.pk)}
     return stats
+
+
+def _embedding_backlog(tenant_id: int) -> dict[str, Any]:
+    """The tenant's place in the embed lane's queue: chunks waiting, set aside, when the last one
+    will have its vector at the rate the lanes measure (null: no lane has measured one)."""
+    rows = backlog(tenant_id=tenant_id)
+    mine = rows[0] if rows else {"waiting": 0, "set_aside": 0, "eta_seconds": 0.0}
+    return {"embedding_waiting": mine["waiting"], "embedding_set_aside": mine["set_aside"],
+            "embedding_eta_seconds": mine["eta_seconds"] if mine["waiting"] else 0.0,
+            "embedding_rate_per_second": round(embedding_rate(), 2)}
 
 
 def events_for_browse(key: ApiKey) -> Any:

@@ -1,10 +1,15 @@
-"""django-q2 task entry points: take ids, load, call a domain function (retrieval.indexing)."""
+"""django-q2 task entry points: take ids, load, call a domain function.
+
+Nothing queues index_events or embed_chunks any more (chunks are written with the rows they come
+from; the embed lane takes them from the table): these two stay for tasks queued before the
+upgrade, which would otherwise fail on arrival.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from retrieval import indexing
+from retrieval import embedding, indexing
 
 
 def index_events(session_id: int, event_ids: list[int]) -> int:
@@ -12,8 +17,8 @@ def index_events(session_id: int, event_ids: list[int]) -> int:
 
 
 def embed_chunks(chunk_ids: list[int]) -> dict[str, int]:
-    return indexing.embed_chunks(chunk_ids)
+    return embedding.embed_chunks(chunk_ids)
 
 
 def backfill_embeddings(tenant_id: int | None = None, limit: int | None = None) -> dict[str, Any]:
-    return indexing.backfill_embeddings(tenant_id=tenant_id, limit=limit)
+    return embedding.backfill_embeddings(tenant_id=tenant_id, limit=limit)

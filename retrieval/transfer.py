@@ -17,11 +17,12 @@ from memoryhub.errors import Conflict
 from memoryhub.models import Event, iso
 from memoryhub.searchable import KINDS, LIFETIMES, TIERS
 from memoryhub.signals import memory_saved
-from memoryhub.tasks import enqueue_on_commit
 from memoryhub.transfer import Exporter, Importer, InvalidImport, TransferExtension
 from memoryhub.transfer.format import get_field, get_list, get_time, json_value
 from memoryhub.transfer.records import derived_metadata, searchable_of
 from retrieval.embedders import DIMENSIONS, get_embedder
+from retrieval.embedding import request_embedding
+from retrieval.indexing import index_session_events
 from retrieval.models import Chunk, Document
 
 
@@ -85,9 +86,7 @@ class RetrievalTransfer(TransferExtension):
     def import_derived(self, importer: Importer, data: dict[str, Any]) -> None:
         Chunk.objects.filter(tenant=importer.tenant, id__gt=self.first_new_chunk).delete()
         if "chunks" in data:
-            stale = self.import_chunks(importer, get_list(data, "chunks"))
-            if stale:
-                enqueue_on_commit("retrieval.tasks.embed_chunks", stale)
+            request_embedding(self.import_chunks(importer, get_list(data, "chunks")))
             return
         for rows in importer.records.values():
             for obj in rows:
@@ -95,9 +94,9 @@ class RetrievalTransfer(TransferExtension):
                 if searchable is not None:
                     memory_saved.send(sender=type(obj), kind=searchable.kind, instance=obj)
         for session in importer.sessions.values():
-            event_ids = list(Event.objects.filter(session=session).values_list("id", flat=True))
-            if event_ids:
-                enqueue_on_commit("retrieval.tasks.index_events", session.pk, event_ids)
+            # In the import's transaction, like an append: imported history is findable by text
+            # as soon as the import answers.
+            index_session_events(session, list(Event.objects.filter(session=session).order_by("sequence")))
 
     def import_chunks(self, importer: Importer, rows: list[Any]) -> list[int]:
         """Create the file's chunks; returns the ids of those to embed again."""

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 
+from memoryhub.tasks import MAINTENANCE, SCHEDULES
 from scheduling import jobs, webhooks
 from scheduling.models import WebhookKind
 
@@ -53,6 +54,9 @@ class Action:
     params: dict[str, type]  # allowed params and their types
     description: str
     needs_goal: bool = False
+    # The cluster its runs execute on: bulk jobs go to maintenance, so that they never hold the
+    # schedules cluster's workers while other tenants' runs are due.
+    lane: str = SCHEDULES
 
 
 def embed_backfill(schedule: Schedule, run: Run) -> ActionResult:
@@ -124,10 +128,11 @@ def _number(value: Any, kind: type) -> Any:
 
 REGISTRY: dict[str, Action] = {
     a.name: a for a in [
-        Action("embed_backfill", embed_backfill, {"limit": int}, "Embed this tenant's chunks still without a vector."),
-        Action("summarise", summarise, {}, "Summarise this tenant's sessions that are due."),
+        Action("embed_backfill", embed_backfill, {"limit": int}, "Embed this tenant's chunks still without a vector.",
+               lane=MAINTENANCE),
+        Action("summarise", summarise, {}, "Summarise this tenant's sessions that are due.", lane=MAINTENANCE),
         Action("consolidate", consolidate, {"dry_run": bool},
-               "Consolidate this tenant's memory (promote, prune, merge, cap, compress)."),
+               "Consolidate this tenant's memory (promote, prune, merge, cap, compress).", lane=MAINTENANCE),
         Action("prune_runs", prune_runs, {"keep": int}, "Prune every schedule's run history to the newest N."),
         Action("agent_goal", agent_goal, {}, "POST the goal to the tenant's agent webhook.", needs_goal=True),
     ]

@@ -1,7 +1,9 @@
 """The dispatcher: claims due schedules, records runs, executes them on the cluster.
 
-`dispatch()` is called every minute by ONE django-q2 schedule (registered by migration 0002).
-Claiming locks due rows with SELECT … FOR UPDATE SKIP LOCKED, so two dispatchers (two clusters)
+`dispatch()` is called every second by the dispatch lane (DispatchLane, run by `manage.py work`),
+so a run starts within about a second of its due time. Runs execute on the schedules cluster,
+which runs nothing else: no backlog of other work can delay them (actions that are bulk work go
+to the maintenance cluster). Claiming locks due rows with SELECT … FOR UPDATE SKIP LOCKED, so two dispatchers (two clusters)
 never claim the same due time: the second skips rows the first holds, and once the first commits
 the row's next_run_at has moved on. A unique (schedule, due_at) constraint backs this up.
 Creating the run and moving next_run_at happen in one transaction, as do recording a run's
@@ -20,7 +22,8 @@ from django.db import transaction
 from django.dispatch import Signal
 from django.utils import timezone
 
-from memoryhub.tasks import enqueue_on_commit
+from memoryhub.background import StepResult
+from memoryhub.tasks import SCHEDULES, enqueue_on_commit
 from scheduling import cadence as cadence_maths
 from scheduling import notifications
 from scheduling.actions import REGISTRY, ActionError, ActionResult
@@ -43,10 +46,12 @@ run_notification = Signal()
 
 
 def dispatch(now: datetime | None = None, *, on_claimed: Callable[[list[Run]], None] | None = None) -> dict[str, int]:
-    """One pass: time out stuck runs, then claim every due schedule and enqueue its run."""
+    """One pass: time out stuck runs, send lost ones again, then claim every due schedule and
+    enqueue its run."""
     now = now or timezone.now()
     timed_out = time_out_stuck_runs(now)
     notifications.retry_due(now)
+    requeued = requeue_waiting_runs(now)
     claimed = 0
     batch = settings.MEMORYHUB_SCHEDULE_DISPATCH_BATCH
     while True:
@@ -54,9 +59,9 @@ def dispatch(now: datetime | None = None, *, on_claimed: Callable[[list[Run]], N
         claimed += len(runs)
         if len(runs) < batch:
             break
-    if claimed or timed_out:
-        logger.info("schedules dispatched", extra={"claimed": claimed, "timed_out": timed_out})
-    return {"claimed": claimed, "timed_out": timed_out}
+    if claimed or timed_out or requeued:
+        logger.info("schedules dispatched", extra={"claimed": claimed, "timed_out": timed_out, "requeued": requeued})
+    return {"claimed": claimed, "timed_out": timed_out, "requeued": requeued}
 
 
 def _claim_batch(now: datetime, batch: int, on_claimed: Callable[[list[Run]], None] | None) -> list[Run]:
@@ -81,7 +86,7 @@ def _claim_batch(now: datetime, batch: int, on_claimed: Callable[[list[Run]], No
             run = Run.objects.create(tenant_id=schedule.tenant_id, schedule=schedule, due_at=due_at, started_at=now)
             schedule.next_run_at = following
             schedule.save(update_fields=["next_run_at", "updated_at"])
-            enqueue_on_commit(EXECUTE, str(run.pk), group="schedules")
+            _enqueue_run(run, schedule)
             runs.append(run)
         if on_claimed is not None:
             on_claimed(runs)
@@ -92,8 +97,15 @@ def run_now(schedule: Schedule) -> Run:
     """A manual run, enqueued at once; the schedule's next_run_at is unchanged."""
     with transaction.atomic():
         run = Run.objects.create(tenant_id=schedule.tenant_id, schedule=schedule, manual=True)
-        enqueue_on_commit(EXECUTE, str(run.pk), group="schedules")
+        _enqueue_run(run, schedule)
     return run
+
+
+def _enqueue_run(run: Run, schedule: Schedule) -> None:
+    """On the cluster of the action's lane: schedules, or maintenance for bulk jobs."""
+    action = REGISTRY.get(schedule.action)
+    lane = action.lane if action is not None else SCHEDULES
+    enqueue_on_commit(EXECUTE, str(run.pk), group="schedules", cluster=lane)
 
 
 def execute_run(run_id: str) -> dict[str, Any]:
@@ -164,10 +176,11 @@ def _notify_wanted(policy: str, succeeded: bool) -> bool:
 
 
 def time_out_stuck_runs(now: datetime | None = None) -> int:
-    """Runs queued or running longer than the timeout (a worker killed mid-run) become failed."""
+    """Runs running longer than the timeout (a worker killed mid-run) become failed. A queued run
+    is never failed for waiting: it never got a worker (see requeue_waiting_runs)."""
     now = now or timezone.now()
     limit = now - timedelta(seconds=settings.MEMORYHUB_SCHEDULE_RUN_TIMEOUT_SECONDS)
-    stuck = list(Run.objects.filter(status__in=[RunStatus.QUEUED, RunStatus.RUNNING], started_at__lt=limit)
+    stuck = list(Run.objects.filter(status=RunStatus.RUNNING, started_at__lt=limit)
                  .values_list("pk", "status"))
     done = 0
     for run_id, status in stuck:
@@ -176,6 +189,38 @@ def time_out_stuck_runs(now: datetime | None = None) -> int:
         if finish_run(run_id, succeeded=False, output=message, error="timeout", expect=status, now=now):
             done += 1
     return done
+
+
+def requeue_waiting_runs(now: datetime | None = None) -> int:
+    """Send runs queued for longer than MEMORYHUB_SCHEDULE_REQUEUE_SECONDS to the cluster again:
+    their task was lost (a Redis broker's worker killed after taking it). A duplicate is harmless:
+    execute_run starts a run only while it is queued, under a row lock."""
+    now = now or timezone.now()
+    limit = now - timedelta(seconds=settings.MEMORYHUB_SCHEDULE_REQUEUE_SECONDS)
+    done = 0
+    with transaction.atomic():
+        waiting = list(Run.objects.select_for_update(skip_locked=True, of=("self",)).select_related("schedule")
+                       .filter(status=RunStatus.QUEUED, started_at__lt=limit)[:100])
+        for run in waiting:
+            run.started_at = now  # a queued run's started_at is when it was last sent
+            run.save(update_fields=["started_at"])
+            _enqueue_run(run, run.schedule)
+            done += 1
+    if done:
+        logger.warning("schedule runs sent again after waiting", extra={"runs": done})
+    return done
+
+
+class DispatchLane:
+    """The dispatcher as a lane of `manage.py work`: a pass every second (a claim query on a
+    partial index when nothing is due)."""
+
+    name = "dispatch"
+    listens = False
+    idle_seconds = 1.0
+
+    def step(self) -> StepResult:
+        return StepResult(done=dispatch()["claimed"])
 
 
 __all__ = ["ActionResult", "dispatch", "execute_run", "finish_run", "run_now",

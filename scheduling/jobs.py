@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from memoryhub.summaries import summarise_due
-from retrieval.indexing import backfill_embeddings
+from memoryhub.session_work import summarise_due
+from retrieval.embedding import backfill_embeddings
 from retrieval.lifecycle.consolidation import run_consolidation
 
 

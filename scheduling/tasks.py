@@ -1,11 +1,12 @@
-"""What the django-q2 cluster runs (by dotted path), and the cluster's own schedules that run it.
+"""What the django-q2 clusters run (by dotted path), and the clusters' own schedules that run it.
 
-The cluster has its own schedules (django-q2 `Schedule` rows): `scheduling:dispatch` every minute
-(it claims due user schedules, scheduling.dispatcher) and the built-in maintenance cadences
-`memoryhub:<job>` (scheduling.jobs over every tenant; their periods come from settings). ONE
-function, `sync_cluster_schedules()`, keeps all of them in step: migration 0003 calls it, and so
-does every `manage.py run` (through memoryhub.signals.cluster_starting). With the cluster's
-`catch_up` off, a run missed while MemoryHub was down fires once on the next start.
+The clusters have their own schedules (django-q2 `Schedule` rows): `scheduling:dispatch` every
+minute on the schedules cluster (a fallback: the dispatch lane of `manage.py work` claims due user
+schedules every second) and the built-in maintenance cadences `memoryhub:<job>` on the
+maintenance cluster (scheduling.jobs over every tenant; their periods come from settings). ONE
+function, `sync_cluster_schedules()`, keeps all of them in step: migrations 0003 and 0004 call
+it, and so does every `manage.py run` (through memoryhub.signals.cluster_starting). With the
+cluster's `catch_up` off, a run missed while MemoryHub was down fires once on the next start.
 Only tasks.py modules import django_q.
 """
 
@@ -19,6 +20,7 @@ from typing import Any
 from django.conf import settings
 from django.utils import timezone
 
+from memoryhub.tasks import MAINTENANCE
 from scheduling import jobs
 
 logger = logging.getLogger(__name__)
@@ -28,7 +30,7 @@ DISPATCHER_FUNC = "scheduling.tasks.dispatch"
 MAINTENANCE_PREFIX = "memoryhub:"  # the names the built-in cadences were first registered with
 # job name -> (setting holding its period in minutes, 0 = off; how long after the first
 # registration it first runs)
-MAINTENANCE: dict[str, tuple[str, timedelta]] = {
+MAINTENANCE_JOBS: dict[str, tuple[str, timedelta]] = {
     "embed_backfill": ("MEMORYHUB_MAINTENANCE_EMBED_MINUTES", timedelta(minutes=1)),
     "summarise": ("MEMORYHUB_MAINTENANCE_SUMMARISE_MINUTES", timedelta(minutes=2)),
     "consolidate": ("MEMORYHUB_MAINTENANCE_CONSOLIDATE_MINUTES", timedelta(minutes=10)),
@@ -85,14 +87,16 @@ class ClusterSchedule:
     func: str
     minutes: int  # 0: off, the row is removed
     first_delay: timedelta  # from the first registration to the first run
+    cluster: str | None = None  # None: the default (schedules) cluster
 
 
 def cluster_schedules() -> list[ClusterSchedule]:
-    """Every schedule the cluster should have, as this start's settings say."""
+    """Every schedule the clusters should have, as this start's settings say."""
     return [
         ClusterSchedule(DISPATCHER_NAME, DISPATCHER_FUNC, 1, timedelta(0)),
-        *(ClusterSchedule(MAINTENANCE_PREFIX + job, f"scheduling.tasks.{job}", getattr(settings, setting), delay)
-          for job, (setting, delay) in MAINTENANCE.items()),
+        *(ClusterSchedule(MAINTENANCE_PREFIX + job, f"scheduling.tasks.{job}", getattr(settings, setting), delay,
+                          MAINTENANCE)
+          for job, (setting, delay) in MAINTENANCE_JOBS.items()),
     ]
 
 
@@ -120,11 +124,12 @@ def _sync_one(schedule_model: Any, spec: ClusterSchedule, now: Any) -> str:
         return "off"
     if row is None:
         schedule_model.objects.create(name=spec.name, func=spec.func, schedule_type="I", minutes=spec.minutes,
-                                      repeats=-1, next_run=now + spec.first_delay)
+                                      repeats=-1, next_run=now + spec.first_delay, cluster=spec.cluster)
         return "created"
     changed = False
-    if (row.func, row.schedule_type, row.minutes, row.repeats) != (spec.func, "I", spec.minutes, -1):
-        row.func, row.schedule_type, row.minutes, row.repeats = spec.func, "I", spec.minutes, -1
+    wanted = (spec.func, "I", spec.minutes, -1, spec.cluster)
+    if (row.func, row.schedule_type, row.minutes, row.repeats, row.cluster) != wanted:
+        row.func, row.schedule_type, row.minutes, row.repeats, row.cluster = wanted
         changed = True
     if row.next_run is None or row.next_run > now + timedelta(minutes=spec.minutes):
         row.next_run = now + spec.first_delay
@@ -145,7 +150,8 @@ def cluster_schedule_rows() -> list[dict[str, Any]]:
 
     now = timezone.now()
     return [
-        {"name": s.name, "func": s.func, "next_run": s.next_run.isoformat() if s.next_run else None,
+        {"name": s.name, "func": s.func, "cluster": s.cluster or settings.Q_CLUSTER["name"],
+         "next_run": s.next_run.isoformat() if s.next_run else None,
          "overdue": bool(s.next_run and s.next_run < now - timedelta(minutes=2))}
         for s in Schedule.objects.order_by("name")
     ]

@@ -1,4 +1,5 @@
-"""The operator dashboard (S9): memory figures per tenant, activity charts, the task queue.
+"""The operator dashboard (S9): memory figures per tenant, the background lanes and their backlog,
+activity charts, the task queue.
 
 One page in the admin. Every figure is one aggregate query; areas whose models are not
 installed are left out rather than guessed.
@@ -11,6 +12,7 @@ from datetime import date, timedelta
 from typing import Any
 
 from django.apps import apps
+from django.conf import settings
 from django.contrib import admin
 from django.db.models import Count, Model, Q, QuerySet, Sum
 from django.db.models.functions import Coalesce, TruncDate
@@ -19,7 +21,8 @@ from django.template.response import TemplateResponse
 from django.utils import timezone
 
 from accounts.models import Tenant
-from memoryhub.models import ApiUsage, Event, Session
+from memoryhub.background import lane_rate, live_workers, round_robin_etas
+from memoryhub.models import ApiUsage, Event, Session, StepFailure
 from memoryhub.tasks import finished_tasks, queue_counts
 
 CHART_DAYS = 30
@@ -92,6 +95,7 @@ def tenant_rows() -> list[dict[str, Any]]:
         ):
             rows[tenant_id].update(chunks=total, embedded=embedded, embedding_errors=errors,
                                    coverage=round(100 * embedded / total, 1) if total else 100.0)
+        _backlog(chunk, rows)
     for name, label in (("notes", "memoryhub.Note"), ("facts", "memoryhub.Fact"),
                         ("schedules", "scheduling.Schedule")):
         model = _model(label)
@@ -105,6 +109,21 @@ def tenant_rows() -> list[dict[str, Any]]:
                                    .values_list("tenant_id", "n", "ms")):
         rows[tenant_id].update(searches=n, search_ms=round(total_ms / n, 1) if n else None)
     return list(rows.values())
+
+
+def _backlog(chunk: type[Model], rows: dict[int, dict[str, Any]]) -> None:
+    """The embed lane's queue per tenant: chunks waiting, set aside, and when the last one will have
+    its vector at the lanes' measured rate (tenants take turns)."""
+    limit = settings.MEMORYHUB_EMBED_MAX_ATTEMPTS
+    waiting: dict[int, int] = {}
+    for tenant_id, n, aside in (chunk.objects.filter(embedding__isnull=True).order_by().values("tenant_id")
+                                .annotate(n=Count("id", filter=Q(embedding_attempts__lt=limit)),
+                                          aside=Count("id", filter=Q(embedding_attempts__gte=limit)))
+                                .values_list("tenant_id", "n", "aside")):
+        rows[tenant_id].update(waiting=n, set_aside=aside)
+        waiting[tenant_id] = n
+    for tenant_id, eta in round_robin_etas({t: n for t, n in waiting.items() if n}, lane_rate("embed")).items():
+        rows[tenant_id]["eta"] = None if eta is None else timedelta(seconds=round(eta))
 
 
 def charts() -> list[Chart]:
@@ -134,6 +153,8 @@ def dashboard_view(request: HttpRequest) -> HttpResponse:
         "title": "MemoryHub dashboard",
         "tenants": tenant_rows(),
         "queue": queue_counts(recent_failures=10),
+        "workers": live_workers(),
+        "set_aside_sessions": StepFailure.objects.filter(set_aside=True).count(),
         "charts": charts(),
         "chart_days": CHART_DAYS,
     }

@@ -33,7 +33,7 @@ from memoryhub.models import (
     iso,
 )
 from memoryhub.sessions import event_message, get_session
-from memoryhub.tasks import enqueue
+from memoryhub.tasks import MAINTENANCE, enqueue
 
 
 class SummaryPutInput(StrictSerializer):
@@ -172,5 +172,5 @@ class SessionSummaryTreeView(APIView):
     def post(self, request: Request, session_id: str) -> Response:
         session = get_session(api_key(request), session_id)
         final = str(request.query_params.get("final", "")).lower() in ("1", "true", "yes")
-        enqueue("memoryhub.memory_tasks.build_summary_tree", session.pk, final)
+        enqueue("memoryhub.tasks.build_summary_tree", session.pk, final, cluster=MAINTENANCE)
         return Response({"session": session.external_id, "queued": True}, status=status.HTTP_202_ACCEPTED)

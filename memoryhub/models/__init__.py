@@ -1,5 +1,6 @@
 """The core domain's models, one module per area; import them from here."""
 
+from memoryhub.models.background import StepFailure, Worker
 from memoryhub.models.facts import Fact
 from memoryhub.models.notes import Note, new_note_id
 from memoryhub.models.scratchpad import Scratchpad, ScratchpadItem
@@ -35,7 +36,9 @@ __all__ = [
     "Session",
     "SessionQuerySet",
     "SessionStatus",
+    "StepFailure",
     "SummaryNode",
+    "Worker",
     "estimate_tokens",
     "iso",
     "new_note_id",

@@ -71,6 +71,8 @@ class Session(models.Model):
     ref_code = models.CharField(max_length=REF_CODE_LEN, unique=True, default=new_ref_code, editable=False)
     last_sequence = models.BigIntegerField(default=0, editable=False)
     event_count = models.IntegerField(default=0, editable=False)
+    # Events up to this sequence have been through the fact extractor (memoryhub.session_work).
+    facts_extracted_to = models.BigIntegerField(default=0, editable=False)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
 
@@ -86,6 +88,8 @@ class Session(models.Model):
             models.Index(fields=["tenant", "persistence_key"], name="session_tenant_pkey"),
             models.Index(fields=["tenant", "user_id"], name="session_tenant_user"),
             models.Index(fields=["channel", "-updated_at"], name="session_channel_updated"),
+            # The summary lane looks at the sessions written since its last pass (session_work).
+            models.Index(fields=["updated_at"], name="session_updated"),
         ]
 
     def __str__(self) -> str:

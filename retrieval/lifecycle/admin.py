@@ -14,8 +14,8 @@ from django.utils.html import format_html
 
 from memoryhub.admin.paginator import EstimatedCountPaginator
 from memoryhub.models import Note
-from memoryhub.tasks import enqueue
 from retrieval import decay
+from retrieval.embedding import queue_for_embedding
 from retrieval.lifecycle import archive, memories, review
 from retrieval.lifecycle.models import (
     ArchivedMemory,
@@ -142,7 +142,7 @@ class MemoryAdmin(admin.ModelAdmin):
     @admin.action(description="Re-embed (in the background)")
     def reembed(self, request: HttpRequest, queryset: QuerySet[Memory]) -> None:
         ids = self._ids(queryset)
-        enqueue("retrieval.indexing.reindex_chunks", ids)
+        queue_for_embedding(ids)
         self.message_user(request, f"Queued {len(ids)} memories for re-embedding.")
 
     @admin.action(description="Merge selected duplicates into the most important one")

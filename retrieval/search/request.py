@@ -9,7 +9,7 @@ from typing import Any
 
 from django.conf import settings
 
-from retrieval.embedders import DIMENSIONS
+from retrieval.embedders import DIMENSIONS, get_embedder
 from retrieval.models import Chunk
 
 MODES = ("hybrid", "vector", "text", "exact")
@@ -108,6 +108,8 @@ class SearchHit:
             "importance": c.importance,
             "channel": c.channel.name if c.channel_id else None,
             "workspace": c.workspace.name if c.workspace_id else None,
+            # False while the chunk waits for its vector (found by full text only until then).
+            "embedded": c.embedding_model == get_embedder().name,
             "scores": {
                 "vector": None if self.vector_score is None else round(self.vector_score, 6),
                 "text": None if self.text_score is None else round(self.text_score, 6),

@@ -112,3 +112,27 @@ def test_counts_of_a_deleted_tenant_are_dropped_not_failed(db) -> None:
     ApiUsage.add({(kept.pk, timezone.localdate(), "search"): [2, 0, 10.0],
                   (kept.pk + 999, timezone.localdate(), "search"): [1, 0, 5.0]})
     assert list(ApiUsage.objects.values_list("tenant_id", "requests")) == [(kept.pk, 2)]
+
+
+def test_dashboard_shows_the_lanes_and_each_tenants_backlog_with_an_eta(staff_client, alice, bob, settings) -> None:  # type: ignore[no-untyped-def]
+    from datetime import timedelta
+
+    from memoryhub.models import Session, StepFailure, Worker
+    from retrieval.models import Chunk
+
+    settings.MEMORYHUB_TASKS_EAGER = False  # chunks wait for the embed lane
+    settings.MEMORYHUB_EMBED_MAX_ATTEMPTS = 2
+    post_events(alice, "s1", *[{"role": "user", "content": f"message {i}"} for i in range(6)])
+    post_events(bob, "s2", {"role": "user", "content": "three"})
+    Chunk.objects.filter(text="message 5").update(embedding_attempts=2, embedding_error="ValueError: bad")
+    Worker.objects.create(lane="embed", name="box:7", rate=2.0, busy=True)
+    StepFailure.objects.create(tenant=Session.objects.get(external_id="s1").tenant, step="session", attempts=3,
+                               session=Session.objects.get(external_id="s1"), set_aside=True, error="boom")
+    response = staff_client.get("/admin/dashboard/")
+    rows = {row["tenant"].name: row for row in response.context["tenants"]}
+    assert (rows["alice"]["waiting"], rows["alice"]["set_aside"]) == (5, 1)
+    # 2 a second, tenants in turn: bob's one chunk and one of alice's take 1 s, alice's other 4 take 2 s.
+    assert rows["bob"]["eta"] == timedelta(seconds=1) and rows["alice"]["eta"] == timedelta(seconds=3)
+    assert [w.name for w in response.context["workers"]] == ["box:7"]
+    assert b'id="mh-workers"' in response.content and b"1 session(s) set aside" in response.content
+    assert b"embedded=aside" in response.content  # a link to the set-aside chunks, to retry them

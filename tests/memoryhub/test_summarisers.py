@@ -156,3 +156,66 @@ def test_failing_http_summariser_falls_back_to_extractive(settings) -> None:  # 
         settings.MEMORYHUB_SUMMARISER_URL = llm.url
         text, used = summarise_safely([Turn("user", "order 66", 1)])
     assert used == "extractive" and text == "- user #1: order 66"
+
+
+# --- no input can stall the extractive summariser -------------------------------------------------
+
+# The expression before it was made linear (kept here to check the new one finds the same words).
+QUADRATIC_KEEP_WORD = (
+    r"(?:https?://\S+|\S*\d\S*|[A-Za-z]+_[\w]+|[a-z]+[A-Z]\w*|[A-Z][a-z]+[A-Z]\w*|"
+    r"\w+(?:[./@#:-]\w+)+|[#@]\w+|\b[A-Z]{2,}\b)"
+)
+PATHOLOGICAL = {
+    "letters": "a" * 200_000,  # the old `\S*\d\S*` rescanned this from each of its characters
+    "capitals": "A" * 200_000,
+    "capitalised": "Aa" * 100_000,
+    "dotted": "a." * 100_000,
+    "dotted, no end": "a." * 100_000 + ".",
+    "snake": "a_" * 100_000,
+    "camel": "aB" * 100_000,
+    "digits last": "x" * 199_999 + "1",
+    "punctuation": "." * 200_000,
+    "separators": "-:" * 100_000,
+    "handles": "@" * 200_000,
+    "many words with digits": "v1 " * 66_000,
+    "url": "https://" + "a" * 200_000,
+}
+
+
+@pytest.mark.parametrize("name", sorted(PATHOLOGICAL))
+def test_a_200k_character_word_is_summarised_in_bounded_time(name: str) -> None:
+    import time
+
+    text = "Start of the message. " + PATHOLOGICAL[name]
+    started = time.perf_counter()
+    line = ExtractiveSummariser(line_chars=200).summarise([Turn("user", text)])
+    elapsed = time.perf_counter() - started
+    # Linear work: tens of milliseconds here. The old expressions took 11.5 s for 16k characters
+    # (quadratic: about 30 minutes for 200k), so any bound of seconds tells them apart.
+    assert elapsed < 3.0, f"{name}: {elapsed:.2f} s"
+    assert line.startswith("- user: Start of the message.") and len(line) <= 220
+
+
+def test_the_linear_expression_keeps_the_same_words_as_before() -> None:
+    import random
+    import re
+
+    from memoryhub.summarisers import _KEEP_WORD
+
+    old = re.compile(QUADRATIC_KEEP_WORD)
+    rng = random.Random(7)
+    alphabet = "aAbBzZ_19.-/@#: (),'"
+    samples = ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 40))) for _ in range(5000)]
+    samples += ["see https://example.org/x?y=1 and v2.3.1, user@example.com, #launch, @anna, NASA, "
+                "parse_args, camelCase, CamelCase, path/to/file.py at 09:40 on 2024-05-03"]
+    for text in samples:
+        assert [m.group(0) for m in _KEEP_WORD.finditer(text)] == [m.group(0) for m in old.finditer(text)], text
+
+
+def test_a_summarising_step_that_runs_past_its_budget_stops() -> None:
+    from memoryhub.background import BudgetExceeded, time_budget
+
+    turns = [Turn("user", f"turn {i}") for i in range(10)]
+    with time_budget(0.0), pytest.raises(BudgetExceeded):
+        ExtractiveSummariser().summarise(turns)
+    assert len(ExtractiveSummariser().summarise(turns).splitlines()) == 10  # no budget, no limit

@@ -8,7 +8,8 @@ import pytest
 from django.db import connection
 
 from memoryhub.models import RollingSummary, Session, SummaryNode, estimate_tokens
-from memoryhub.summaries import maybe_summarise, summarise_due, write_summary
+from memoryhub.session_work import summarise_due
+from memoryhub.summaries import maybe_summarise, write_summary
 from tests.base import error_code, make_client, make_key, post_events
 
 
@@ -222,15 +223,18 @@ def test_parallel_writers_one_winner_per_epoch(cast) -> None:  # type: ignore[no
     assert row.epoch == 3 and row.text.endswith("@ 2")
 
 
-def test_trigger_is_queued_for_the_cluster_after_commit(alice, settings, django_capture_on_commit_callbacks) -> None:  # type: ignore[no-untyped-def]
+def test_an_append_leaves_the_trigger_to_the_summarise_lane(alice, settings, django_capture_on_commit_callbacks) -> None:  # type: ignore[no-untyped-def]
     from django_q.models import OrmQ
 
+    from memoryhub.session_work import due_sessions
+
     settings.MEMORYHUB_TASKS_EAGER = False
+    settings.MEMORYHUB_SUMMARY_BUDGET = 50
     with django_capture_on_commit_callbacks(execute=True):
-        post_events(alice, "s1", *[{"role": "user", "content": f"m{i}"} for i in range(4)])
-    funcs = [q.task["func"] for q in OrmQ.objects.all()]
-    assert "memoryhub.memory_tasks.summarise_session" in funcs
-    assert not RollingSummary.objects.exists()  # the cluster does the work, not the request
+        post_events(alice, "s1", *[{"role": "user", "content": f"m{i} " + "w " * 30} for i in range(4)])
+    assert not OrmQ.objects.exists()  # no task per append: the table says what is due
+    assert not RollingSummary.objects.exists()  # the lane does the work, not the request
+    assert list(due_sessions().values_list("external_id", flat=True)) == ["s1"]
 
 
 def test_a_huge_backlog_reads_only_the_newest_events(alice, settings) -> None:  # type: ignore[no-untyped-def]

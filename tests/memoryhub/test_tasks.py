@@ -29,13 +29,21 @@ def redis_broker(settings, cluster_mode) -> None:  # type: ignore[no-untyped-def
     settings.Q_CLUSTER = {**settings.Q_CLUSTER, "orm": None, "redis": "redis://127.0.0.1:1/0"}
 
 
-def test_an_append_writes_its_tasks_in_its_own_transaction(alice, cluster_mode, django_capture_on_commit_callbacks) -> None:
-    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+def test_an_append_queues_no_task(alice, cluster_mode, django_capture_on_commit_callbacks) -> None:
+    # Chunks are written by the append itself; embeddings and summaries are the lanes' (the tables
+    # are their queue): nothing per append reaches django-q2, in this transaction or after it.
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
         post_events(alice, "s1", *[{"role": "user", "content": f"m{i}"} for i in range(4)])
-    funcs = [row.task["func"] for row in OrmQ.objects.all()]
-    assert "retrieval.tasks.index_events" in funcs
-    assert "memoryhub.memory_tasks.summarise_session" in funcs
-    assert not [c for c in callbacks if isinstance(c, _Batch)]  # no second commit for the queue
+    assert not OrmQ.objects.exists()
+    assert not [c for c in callbacks if isinstance(c, _Batch)]
+
+
+def test_tasks_go_to_the_cluster_of_their_lane(cluster_mode) -> None:
+    from memoryhub.tasks import MAINTENANCE
+
+    enqueue_on_commit("math.sqrt", 1)
+    enqueue_on_commit("math.sqrt", 2, cluster=MAINTENANCE)
+    assert list(OrmQ.objects.order_by("pk").values_list("key", flat=True)) == ["memoryhub", MAINTENANCE]
 
 
 def test_tasks_of_a_rolled_back_savepoint_are_dropped(cluster_mode) -> None:
@@ -98,7 +106,7 @@ def test_another_broker_gets_one_batch_after_commit(redis_broker, django_capture
             enqueue_on_commit("math.sqrt", 3)
     batches = [c for c in callbacks if isinstance(c, _Batch)]
     assert len(batches) == 1
-    assert [args for _, args, _, _ in batches[0].tasks] == [(1,), (3,)]
+    assert [args for _, args, _, _, _ in batches[0].tasks] == [(1,), (3,)]
     assert not OrmQ.objects.exists()
 
 

@@ -1,10 +1,8 @@
-"""The indexing pipeline: extraction, dedup, async tasks through django-q2's worker, failures."""
+"""The indexing pipeline: extraction, dedup, chunks in the append's transaction, the embed lane, failures."""
 
 from __future__ import annotations
 
-import queue
 from datetime import UTC, datetime
-from multiprocessing import Value
 from typing import Any
 
 import pytest
@@ -14,37 +12,9 @@ from django.utils import timezone
 from memoryhub.models import Event, Session
 from memoryhub.searchable import Searchable
 from memoryhub.signals import memory_deleted, memory_saved
-from retrieval import embedders, indexing
+from retrieval import embedders, embedding, indexing
 from retrieval.models import Chunk
 from tests.base import post_events
-
-
-def run_queued_tasks() -> int:
-    """Run what sits in django-q2's ORM broker through its real worker loop, in this process."""
-    from django_q.brokers import get_broker
-    from django_q.monitor import save_task
-    from django_q.signing import SignedPackage
-    from django_q.worker import worker
-
-    broker = get_broker()
-    ran = 0
-    while packages := broker.dequeue():
-        tasks: queue.Queue[Any] = queue.Queue()
-        results: queue.Queue[Any] = queue.Queue()
-        for ack_id, package in packages:
-            task = SignedPackage.loads(package)
-            task["ack_id"] = ack_id
-            task["sync"] = True  # keep the test's connection (and transaction) open
-            tasks.put(task)
-        tasks.put("STOP")
-        worker(tasks, results, Value("f", -1))
-        while not results.empty():
-            task = results.get()
-            assert task["success"], task["result"]
-            save_task(task, broker)
-            broker.acknowledge(task["ack_id"])
-            ran += 1
-    return ran
 
 
 class FailingEmbedder:
@@ -119,29 +89,30 @@ def test_reindexing_the_same_events_is_harmless(alice, index) -> None:
     assert Chunk.objects.count() == 2
 
 
-def test_append_does_not_wait_for_indexing(alice, settings) -> None:
-    settings.MEMORYHUB_TASKS_EAGER = False
-    response = post_events(alice, "s1", {"role": "user", "content": "hello"})
-    assert response.status_code == 201
-    assert Chunk.objects.count() == 0  # nothing runs before commit, nothing inline
-
-
-def test_async_path_through_the_cluster_worker(alice, settings, django_capture_on_commit_callbacks) -> None:
+def test_an_append_is_findable_by_text_at_once_and_waits_for_its_vector(alice, settings) -> None:
     from django_q.models import OrmQ
 
     settings.MEMORYHUB_TASKS_EAGER = False
-    with django_capture_on_commit_callbacks(execute=True):
-        post_events(alice, "s1", {"role": "user", "content": "The launch code is PELICAN."})
-    assert OrmQ.objects.count() == 1  # index_events queued, nothing done yet
-    assert Chunk.objects.count() == 0
-    with django_capture_on_commit_callbacks(execute=True):
-        # index_events, which queues embed_chunks in its own transaction; the worker loop then
-        # finds and runs embed_chunks too.
-        assert run_queued_tasks() == 2
+    response = post_events(alice, "s1", {"role": "user", "content": "The launch code is PELICAN."})
+    assert response.status_code == 201
+    chunk = Chunk.objects.get()  # written in the append's transaction
+    assert chunk.embedding is None and not OrmQ.objects.exists()  # no task: the table is the queue
+    results = alice.post("/api/v1/search/", {"query": "launch code"}, format="json").json()["results"]
+    assert [(r["chunk_id"], r["embedded"]) for r in results] == [(chunk.pk, False)]
+
+
+def test_the_embed_lane_takes_waiting_chunks_from_the_table(alice, settings) -> None:
+    from retrieval.embedding import EmbedLane
+
+    settings.MEMORYHUB_TASKS_EAGER = False
+    post_events(alice, "s1", {"role": "user", "content": "The launch code is PELICAN."})
+    lane = EmbedLane()
+    assert lane.step().done == 1
+    assert lane.step().done == 0  # nothing left
     chunk = Chunk.objects.get()
     assert chunk.embedding is not None and chunk.embedding_model == "hash-v1"
-    assert alice.post("/api/v1/search/", {"query": "launch code"}, format="json").json()["results"][0][
-        "chunk_id"] == chunk.pk
+    results = alice.post("/api/v1/search/", {"query": "launch code", "mode": "vector"}, format="json").json()
+    assert [(r["chunk_id"], r["embedded"]) for r in results["results"]] == [(chunk.pk, True)]
 
 
 def test_embedder_failure_never_fails_the_append_and_is_retried(alice, index, failing_embedder) -> None:
@@ -153,7 +124,7 @@ def test_embedder_failure_never_fails_the_append_and_is_retried(alice, index, fa
     # Full text still finds it while the embedder is down.
     assert alice.post("/api/v1/search/", {"query": "blue door", "mode": "text"}, format="json").json()["results"]
     embedders._instances.pop("hash")  # the model is back
-    assert indexing.backfill_embeddings() == {"embedded": 1, "failed": 0, "remaining": 0}
+    assert embedding.backfill_embeddings() == {"embedded": 1, "failed": 0, "remaining": 0}
     chunk.refresh_from_db()
     assert chunk.embedding is not None and chunk.embedding_error == "" and chunk.embedding_attempts == 2
 
@@ -161,8 +132,8 @@ def test_embedder_failure_never_fails_the_append_and_is_retried(alice, index, fa
 def test_backfill_counts_failures_and_tries_each_row_once(alice, index, failing_embedder, settings) -> None:
     settings.MEMORYHUB_EMBED_BACKFILL_BATCH = 2
     index(alice, "s1", *[{"role": "user", "content": f"message {i}"} for i in range(5)])
-    assert indexing.backfill_embeddings() == {"embedded": 0, "failed": 5, "remaining": 5}
-    assert indexing.backfill_embeddings(limit=3) == {"embedded": 0, "failed": 3, "remaining": 5}
+    assert embedding.backfill_embeddings() == {"embedded": 0, "failed": 5, "remaining": 5}
+    assert embedding.backfill_embeddings(limit=3) == {"embedded": 0, "failed": 3, "remaining": 5}
 
 
 class RecordingEmbedder:
@@ -186,7 +157,7 @@ def test_backfill_batches_texts_of_alike_length_and_takes_the_next_in_line_first
         index(alice, f"s{i}", {"role": "user", "content": "x" * n})
     recorder = RecordingEmbedder()
     monkeypatch.setitem(embedders._instances, "hash", recorder)
-    assert indexing.backfill_embeddings() == {"embedded": 6, "failed": 0, "remaining": 0}
+    assert embedding.backfill_embeddings() == {"embedded": 6, "failed": 0, "remaining": 0}
     # Each batch starts from the oldest row left and adds the one nearest its length.
     assert [sorted(len(t) for t in batch) for batch in recorder.batches] == [[40, 42], [5, 6], [300, 310]]
 
@@ -195,7 +166,7 @@ def test_backfill_is_confined_to_a_tenant(alice, bob, index, failing_embedder, c
     index(alice, "s1", {"role": "user", "content": "alice text"})
     index(bob, "s1", {"role": "user", "content": "bob text"})
     embedders._instances.pop("hash")
-    result = indexing.backfill_embeddings(tenant_id=cast.bob_tenant.pk)
+    result = embedding.backfill_embeddings(tenant_id=cast.bob_tenant.pk)
     assert result["embedded"] == 1 and result["remaining"] == 0
     assert Chunk.objects.get(tenant=cast.alice_tenant).embedding is None
 
@@ -204,7 +175,7 @@ def test_reindex_chunks_recomputes_embeddings(alice, index) -> None:
     index(alice, "s1", {"role": "user", "content": "alpha"}, {"role": "user", "content": "beta"})
     ids = list(Chunk.objects.values_list("pk", flat=True))
     Chunk.objects.update(embedding_model="old-model")
-    assert indexing.reindex_chunks(ids) == 2
+    assert embedding.reindex_chunks(ids) == 2
     assert set(Chunk.objects.values_list("embedding_model", flat=True)) == {"hash-v1"}
 
 

@@ -83,3 +83,19 @@ def test_admin_form_checks_cadence_and_params_like_the_api(cast) -> None:  # typ
     assert saved.next_run_at > datetime.now(UTC) + timedelta(minutes=119)
     schedule.refresh_from_db()
     assert schedule.cadence_value == "2h"
+
+
+def test_queue_status_shows_the_lanes_and_the_backlog_per_tenant(cast, capsys, settings) -> None:  # type: ignore[no-untyped-def]
+    from memoryhub.models import Worker
+    from tests.base import post_events
+
+    settings.MEMORYHUB_TASKS_EAGER = False
+    post_events(cast.alice, "s1", *[{"role": "user", "content": f"message {i}"} for i in range(3)])
+    Worker.objects.create(lane="embed", name="box:7", rate=1.5, busy=True)
+    call_command("queue_status", "--json")
+    status = json.loads(capsys.readouterr().out)
+    assert status["embedding_backlog"] == [{"tenant": "alice", "waiting": 3, "set_aside": 0, "eta_seconds": 2.0}]
+    assert [w["worker"] for w in status["lanes"]] == ["box:7"] and status["embedding_rate_per_second"] == 1.5
+    call_command("queue_status")
+    out = capsys.readouterr().out
+    assert "embed on box:7: busy" in out and "alice: 3 waiting (ETA 2 s), 0 set aside" in out

@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from memoryhub.summaries import summarise_due
+from memoryhub.session_work import summarise_due
 from scheduling.models import Run, Schedule
 from tests.base import error_code, make_client, make_key
 

@@ -39,7 +39,7 @@ def test_due_schedule_is_claimed_run_and_rescheduled(cast, run_tasks) -> None:  
     not_due = make_schedule(cast.alice_tenant, name="later", next_run_at=timezone.now() + timedelta(hours=1))
     paused = make_schedule(cast.alice_tenant, name="paused", status="paused")
     now = timezone.now()
-    assert run_tasks(now) == {"claimed": 1, "timed_out": 0}
+    assert run_tasks(now) == {"claimed": 1, "timed_out": 0, "requeued": 0}
     run = Run.objects.get()
     assert run.schedule_id == schedule.pk and run.due_at == due and run.status == "succeeded"
     schedule.refresh_from_db()
@@ -116,7 +116,7 @@ def test_run_stuck_running_is_failed_by_timeout(cast, run_tasks, settings) -> No
                                started_at=timezone.now() - timedelta(minutes=11))
     fresh = Run.objects.create(tenant=cast.alice_tenant, schedule=schedule, status="running",
                                started_at=timezone.now() - timedelta(minutes=2))
-    assert run_tasks() == {"claimed": 0, "timed_out": 1}
+    assert run_tasks() == {"claimed": 0, "timed_out": 1, "requeued": 0}
     stuck.refresh_from_db()
     fresh.refresh_from_db()
     assert stuck.status == "failed" and stuck.error == "timeout" and stuck.finished_at

@@ -1,5 +1,6 @@
-"""The cluster's own schedules (built-in cadences, dispatcher): registered by migration, kept in
-step with settings by one function, moved task paths rewritten; the maintenance jobs do real work."""
+"""The clusters' own schedules (built-in cadences on the maintenance cluster, the dispatcher):
+registered by migration, kept in step with settings by one function, moved task paths rewritten;
+the maintenance jobs do real work."""
 
 from __future__ import annotations
 
@@ -11,59 +12,68 @@ from django.utils import timezone
 from django_q.models import OrmQ, Schedule
 
 from memoryhub.models import RollingSummary
+from memoryhub.tasks import MAINTENANCE
 from retrieval.models import Chunk
 from scheduling import tasks
 from tests.base import post_events
 
 pytestmark = pytest.mark.django_db
 
-NAMES = {"memoryhub:embed_backfill", "memoryhub:summarise", "memoryhub:consolidate"}
+# Embedding and summarising are the work lanes' (manage.py work): their cadences are off by default.
+NAMES = {"memoryhub:consolidate"}
 
 
 def schedules() -> dict[str, Schedule]:
     return {s.name: s for s in Schedule.objects.filter(name__startswith="memoryhub:")}
 
 
-def test_the_migration_registered_every_cadence() -> None:
+def test_the_migration_registered_every_cadence_on_the_maintenance_cluster() -> None:
     rows = schedules()
     assert set(rows) == NAMES
     assert rows["memoryhub:consolidate"].func == "scheduling.tasks.consolidate"
-    assert rows["memoryhub:embed_backfill"].minutes == 5
     assert rows["memoryhub:consolidate"].minutes == 24 * 60
     assert all(row.repeats == -1 and row.schedule_type == Schedule.MINUTES for row in rows.values())
+    assert {row.cluster for row in rows.values()} == {MAINTENANCE}  # never in front of user schedules
+    assert Schedule.objects.get(name="scheduling:dispatch").cluster is None  # the default cluster
 
 
 def test_sync_is_idempotent_and_follows_settings(settings) -> None:
-    assert set(tasks.sync_cluster_schedules().values()) == {"unchanged"}
+    assert set(tasks.sync_cluster_schedules().values()) == {"unchanged", "off"}
+    settings.MEMORYHUB_MAINTENANCE_SUMMARISE_MINUTES = 15
+    Schedule.objects.create(name="memoryhub:summarise", func="x.y", schedule_type="I", minutes=1)
     Schedule.objects.create(name="memoryhub:summarise", func="x.y", schedule_type="I", minutes=1)
     settings.MEMORYHUB_MAINTENANCE_EMBED_MINUTES = 2
     settings.MEMORYHUB_MAINTENANCE_CONSOLIDATE_MINUTES = 0
     done = tasks.sync_cluster_schedules()
-    assert done == {"scheduling:dispatch": "unchanged", "memoryhub:embed_backfill": "updated",
-                    "memoryhub:summarise": "unchanged", "memoryhub:consolidate": "off"}
+    assert done == {"scheduling:dispatch": "unchanged", "memoryhub:embed_backfill": "created",
+                    "memoryhub:summarise": "updated", "memoryhub:consolidate": "off"}
     rows = schedules()
-    assert set(rows) == NAMES - {"memoryhub:consolidate"}
+    assert set(rows) == {"memoryhub:embed_backfill", "memoryhub:summarise"}
     assert Schedule.objects.filter(name="memoryhub:summarise").count() == 1  # the duplicate is gone
+    assert rows["memoryhub:summarise"].func == "scheduling.tasks.summarise"
+    assert rows["memoryhub:summarise"].cluster == MAINTENANCE
     assert rows["memoryhub:embed_backfill"].minutes == 2
     assert rows["memoryhub:embed_backfill"].next_run <= timezone.now() + timedelta(minutes=2)
     settings.MEMORYHUB_MAINTENANCE_CONSOLIDATE_MINUTES = 60
     assert tasks.sync_cluster_schedules()["memoryhub:consolidate"] == "created"
 
 
-def test_a_missed_cadence_runs_once_when_the_cluster_starts(monkeypatch) -> None:
+def test_a_missed_cadence_runs_once_on_the_maintenance_cluster(monkeypatch) -> None:
     from django_q import scheduler as q_scheduler
     from django_q.brokers import get_broker
+    from django_q.conf import Conf
 
     # The cluster's scheduler starts by closing stale connections: not the test's own one.
     monkeypatch.setattr(q_scheduler, "close_old_django_connections", lambda: None)
-    scheduler = q_scheduler.scheduler
-
-    Schedule.objects.filter(name="memoryhub:embed_backfill").update(next_run=timezone.now() - timedelta(days=3))
-    Schedule.objects.exclude(name="memoryhub:embed_backfill").update(next_run=timezone.now() + timedelta(hours=1))
-    scheduler(broker=get_broker())
-    queued = [row.task["func"] for row in OrmQ.objects.all()]
-    assert queued == ["scheduling.tasks.embed_backfill"]  # once, not once per missed period
-    assert schedules()["memoryhub:embed_backfill"].next_run > timezone.now()
+    Schedule.objects.filter(name="memoryhub:consolidate").update(next_run=timezone.now() - timedelta(days=3))
+    Schedule.objects.exclude(name="memoryhub:consolidate").update(next_run=timezone.now() + timedelta(hours=1))
+    q_scheduler.scheduler(broker=get_broker())  # the schedules cluster's scheduler leaves it alone
+    assert not OrmQ.objects.exists()
+    monkeypatch.setattr(Conf, "CLUSTER_NAME", MAINTENANCE)
+    q_scheduler.scheduler(broker=get_broker(MAINTENANCE))
+    queued = [(row.key, row.task["func"]) for row in OrmQ.objects.all()]
+    assert queued == [(MAINTENANCE, "scheduling.tasks.consolidate")]  # once, not once per missed period
+    assert schedules()["memoryhub:consolidate"].next_run > timezone.now()
 
 
 def test_embed_backfill_embeds_what_was_left_without_a_vector(alice, django_capture_on_commit_callbacks) -> None:
@@ -113,7 +123,7 @@ def test_the_migration_rewrites_task_paths_that_moved() -> None:
 
     migration = importlib.import_module("scheduling.migrations.0003_cluster_schedules")
     old, new = "memoryhub.maintenance.summarise", "scheduling.tasks.summarise"
-    Schedule.objects.filter(name="memoryhub:summarise").update(func=old)
+    Schedule.objects.create(name="memoryhub:summarise", func=old, schedule_type="I", minutes=15)
     now = timezone.now()
     Task.objects.create(id="a" * 32, name="failed-summarise", func=old, started=now, stopped=now, success=False)
     OrmQ.objects.create(key="default", payload=SignedPackage.dumps({"id": "b" * 32, "func": old, "args": ()}))
@@ -124,3 +134,17 @@ def test_the_migration_rewrites_task_paths_that_moved() -> None:
     assert sorted(row.task["func"] for row in OrmQ.objects.all()) == ["other.task", new]
     migration.rename(apps, {n: o for o, n in migration.MOVED.items()})  # the way back
     assert Schedule.objects.get(name="memoryhub:summarise").func == old
+
+
+def test_the_lanes_migration_renames_the_tree_task_and_drops_per_append_tasks() -> None:
+    from django.apps import apps
+    from django_q.signing import SignedPackage
+
+    migration = importlib.import_module("scheduling.migrations.0004_lanes")
+    for i, func in enumerate(["memoryhub.memory_tasks.build_summary_tree", "memoryhub.memory_tasks.summarise_session",
+                              "memoryhub.memory_tasks.extract_facts", "retrieval.tasks.index_events"]):
+        OrmQ.objects.create(key="memoryhub", payload=SignedPackage.dumps({"id": f"{i:032d}", "func": func, "args": ()}))
+    migration.forwards(apps, None)
+    # Still importable: index_events stays for tasks queued before the upgrade.
+    assert sorted(row.task["func"] for row in OrmQ.objects.all()) == [
+        "memoryhub.tasks.build_summary_tree", "retrieval.tasks.index_events"]

@@ -18,19 +18,21 @@ from django.core.management.base import BaseCommand, CommandParser
 from django.db import connections, transaction
 
 from accounts.models import ApiKey, Tenant
-from memoryhub.signals import cluster_starting
+from memoryhub.signals import cluster_starting, service_starting
+from memoryhub.tasks import MAINTENANCE
 
 DEMO_TENANT = "demo"
 
 
 class Command(BaseCommand):
-    help = "Serve the API and admin (gunicorn) and run the django-q2 cluster until Ctrl-C."
+    help = "Serve the API and admin (gunicorn) and run the background lanes until Ctrl-C."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
         parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
         parser.add_argument("--web-workers", type=int, default=int(os.environ.get("WEB_WORKERS", "2")))
-        parser.add_argument("--no-cluster", action="store_true", help="Do not start the task cluster.")
+        parser.add_argument("--no-cluster", action="store_true",
+                            help="Do not start the task clusters and background lanes.")
 
     def handle(self, *args: Any, **options: Any) -> None:
         self.stdout.write(f"MemoryHub data folder: {settings.DATA_DIR}")
@@ -43,6 +45,7 @@ class Command(BaseCommand):
                                   f"{settings.EMBEDDED_SHARED_BUFFERS_MB} MB.")
         call_command("migrate", interactive=False, verbosity=0)
         self.stdout.write("Database ready and migrated.")
+        service_starting.send(sender=self.__class__)  # e.g. the ONNX model, made once, before any child
         if not options["no_cluster"]:
             # The cluster's own schedules (built-in cadences, dispatcher) follow this start's settings.
             cluster_starting.send(sender=self.__class__)
@@ -95,11 +98,22 @@ class Command(BaseCommand):
             env=env, start_new_session=True,
         )]
         if not options["no_cluster"]:
-            children.append(subprocess.Popen(
-                [sys.executable, str(settings.BASE_DIR / "manage.py"), "qcluster"],
-                env=env, start_new_session=True,
-            ))
+            children += [subprocess.Popen(command, env={**env, **extra}, start_new_session=True)
+                         for command, extra in self.background_commands()]
         return children
+
+    def background_commands(self) -> list[tuple[list[str], dict[str, str]]]:
+        """The lanes, each with workers of its own (README: Background work): user schedule runs
+        (the default cluster), the built-in cadences and bulk jobs (the maintenance cluster), the
+        dispatcher (claims due schedules every second, at normal priority), and embedding and
+        summarising (niced: requests come first)."""
+        manage = [sys.executable, str(settings.BASE_DIR / "manage.py")]
+        return [
+            ([*manage, "qcluster"], {}),
+            ([*manage, "qcluster"], {"Q_CLUSTER_NAME": MAINTENANCE}),
+            ([*manage, "work", "--lanes", "dispatch", "--nice", "0"], {}),
+            ([*manage, "work", "--lanes", "embed,summarise"], {}),
+        ]
 
     def stop_children(self, children: list[subprocess.Popen[bytes]]) -> None:
         for child in children:

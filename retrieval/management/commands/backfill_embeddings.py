@@ -8,7 +8,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 from tqdm import tqdm
 
-from retrieval.indexing import backfill_embeddings, pending_embeddings
+from retrieval.embedding import backfill_embeddings, pending_embeddings
 from retrieval.management.commands._tenants import selected_tenants
 
 

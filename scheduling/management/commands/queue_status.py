@@ -1,4 +1,5 @@
-"""`manage.py queue_status`: django-q2 queue depth, failures, cluster schedules and schedule health."""
+"""`manage.py queue_status`: the lanes and the embedding backlog per tenant (with an ETA), django-q2
+queue depth and failures, cluster schedules and schedule health."""
 
 from __future__ import annotations
 
@@ -10,7 +11,10 @@ from django.core.management.base import BaseCommand
 from django.db.models import Count
 from django.utils import timezone
 
+from memoryhub.background import live_workers
+from memoryhub.models import StepFailure
 from memoryhub.tasks import queue_counts
+from retrieval.embedding import backlog, embedding_rate
 
 
 def queue_status() -> dict[str, Any]:
@@ -21,6 +25,11 @@ def queue_status() -> dict[str, Any]:
     day_ago = now - timedelta(days=1)
     queue = queue_counts(recent_failures=5)
     return {
+        "lanes": [{"lane": w.lane, "worker": w.name, "busy": w.busy, "rate": round(w.rate, 2), "done": w.done,
+                   "failed": w.failed, "seen": w.seen_at.isoformat()} for w in live_workers()],
+        "embedding_backlog": [{k: v for k, v in row.items() if k != "tenant_id"} for row in backlog()],
+        "embedding_rate_per_second": round(embedding_rate(), 2),
+        "sessions_set_aside": StepFailure.objects.filter(set_aside=True).count(),
         "queued_tasks": queue["queued"],
         "succeeded_24h": queue["succeeded_24h"],
         "failed_24h": queue["failed_24h"],
@@ -51,6 +60,7 @@ class Command(BaseCommand):
         if options["json"]:
             self.stdout.write(json.dumps(status, indent=2))
             return
+        self.write_lanes(status)
         self.stdout.write(f"queued tasks: {status['queued_tasks']}")
         self.stdout.write(f"tasks in 24h: {status['succeeded_24h']} succeeded, {status['failed_24h']} failed "
                           f"({status['failed_total']} failures stored)")
@@ -63,3 +73,15 @@ class Command(BaseCommand):
         self.stdout.write(f"schedules: {health['by_status'] or 'none'}; overdue {health['overdue']}, "
                           f"failing {health['failing']}; runs open {status['runs_open']}, "
                           f"failed in 24h {status['runs_failed_24h']}")
+
+    def write_lanes(self, status: dict[str, Any]) -> None:
+        self.stdout.write("lanes:" if status["lanes"] else "lanes: none running (manage.py work)")
+        for w in status["lanes"]:
+            self.stdout.write(f"  {w['lane']} on {w['worker']}: {'busy' if w['busy'] else 'idle'}, "
+                              f"{w['rate']}/s while busy, {w['done']} done, {w['failed']} failed")
+        self.stdout.write(f"embedding backlog ({status['embedding_rate_per_second']}/s):"
+                          if status["embedding_backlog"] else "embedding backlog: none")
+        for row in status["embedding_backlog"]:
+            eta = "no rate yet" if row["eta_seconds"] is None else f"ETA {row['eta_seconds']:.0f} s"
+            self.stdout.write(f"  {row['tenant']}: {row['waiting']} waiting ({eta}), {row['set_aside']} set aside")
+        self.stdout.write(f"sessions set aside: {status['sessions_set_aside']}")

