@@ -19,12 +19,9 @@ from memoryhub.errors import Conflict, Forbidden, Invalid, NotFound, TooLarge
 from memoryhub.models import (
     SESSION_ID_REGEX,
     Event,
-    RollingSummary,
     Session,
     SessionStatus,
     SummaryNode,
-    estimate_tokens,
-    iso,
 )
 from memoryhub.signals import events_appended, session_forgotten, session_owner_changed
 
@@ -192,6 +189,8 @@ class EventInput:
     tool_name: str = ""
     tool_args: Any = None
     tool_result: Any = None
+    tool_calls: list[dict[str, Any]] | None = None
+    tool_call_id: str = ""
     metadata: dict[str, Any] = field(default_factory=dict)
     importance: float | None = None
     created_at: datetime | None = None
@@ -261,7 +260,8 @@ def _append_locked(session: Session, items: list[EventInput]) -> AppendResult:
         event = Event(
             tenant_id=session.tenant_id, session=session, sequence=sequence, role=item.role,
             content=item.content, tool_name=item.tool_name, tool_args=item.tool_args,
-            tool_result=item.tool_result, metadata=item.metadata,
+            tool_result=item.tool_result, tool_calls=item.tool_calls, tool_call_id=item.tool_call_id,
+            metadata=item.metadata,
             importance=item.importance if item.importance is not None else defaults.get(item.role, 0.5),
             idempotency_key=item.idempotency_key, created_at=item.created_at or now,
         )
@@ -311,72 +311,6 @@ def events_page(session: Session, *, after: int | None, before: int | None, limi
         if after is None:
             return list(reversed(qs.order_by("-sequence")[:limit]))
     return list(qs.order_by("sequence")[:limit])
-
-
-# --- restore -----------------------------------------------------------------------------------
-
-
-@dataclass
-class Restored:
-    messages: list[dict[str, Any]]
-    tokens: int
-    summary: RollingSummary | None
-    truncated: bool
-
-
-def event_message(event: Event) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": event.role, "content": event.text, "sequence": event.sequence}
-    if event.tool_name:
-        message["tool_name"] = event.tool_name
-        if event.tool_args is not None:
-            message["tool_args"] = event.tool_args
-        if event.tool_result is not None:
-            message["tool_result"] = event.tool_result
-    message["created_at"] = iso(event.created_at)
-    return message
-
-
-def restore_session(session: Session, *, budget: int) -> Restored:
-    """A message list within `budget` tokens: the rolling summary first, then the newest messages.
-
-    Messages already covered by the summary (sequence ≤ its upper sequence) are left out.
-    """
-    summary = RollingSummary.objects.filter(session=session).exclude(text="").first()
-    used = 0
-    lead: list[dict[str, Any]] = []
-    floor = 0
-    if summary is not None:
-        text = f"Summary of the earlier conversation:\n{summary.text}"
-        cost = estimate_tokens(text)
-        if cost <= budget:
-            lead = [{"role": "system", "content": text, "summary_epoch": summary.epoch,
-                     "upper_sequence": summary.upper_sequence}]
-            used = cost
-            floor = summary.upper_sequence
-    picked: list[dict[str, Any]] = []
-    truncated = False
-    batch = 200
-    cursor: int | None = None
-    while True:
-        qs = session.events.filter(sequence__gt=floor).order_by("-sequence")
-        if cursor is not None:
-            qs = qs.filter(sequence__lt=cursor)
-        chunk = list(qs[:batch])
-        for event in chunk:
-            message = event_message(event)
-            cost = estimate_tokens(message["content"]) + 4  # per-message overhead (role, separators)
-            if used + cost > budget:
-                truncated = True
-                break
-            picked.append(message)
-            used += cost
-        else:
-            if len(chunk) == batch:
-                cursor = chunk[-1].sequence
-                continue
-        break
-    picked.reverse()
-    return Restored(messages=lead + picked, tokens=used, summary=summary if lead else None, truncated=truncated)
 
 
 def sessions_filter(key: ApiKey, filters: dict[str, str]) -> Any:

@@ -44,12 +44,14 @@ def extract_event_text(event: Event) -> str:
     A tool call with empty content gets a synthesised sentence (`Called <tool> with <args>`).
     """
     parts = [event.content] if event.content else []
-    if event.tool_name:
-        args = _json_text(event.tool_args) if event.tool_args not in (None, "", {}) else "{}"
-        parts.append(f"Called {event.tool_name} with {args}")
-        if not event.content and event.tool_result not in (None, ""):
-            result = event.tool_result if isinstance(event.tool_result, str) else _json_text(event.tool_result)
+    # The single tool_name/tool_args call and each of tool_calls (several calls in one message).
+    parts += event.tool_call_sentences()
+    if not event.content and event.tool_result not in (None, ""):
+        result = event.tool_result if isinstance(event.tool_result, str) else _json_text(event.tool_result)
+        if event.tool_name:
             parts.append(f"{event.tool_name} returned {result}")
+        elif event.tool_call_id:
+            parts.append(f"Tool call {event.tool_call_id} returned {result}")
     return "\n".join(parts)
 
 
@@ -414,7 +416,7 @@ def reindex_tool_calls(*, tenant_id: int | None = None, dry_run: bool = False,
     session at a time, each in its own transaction; new chunks are embedded on commit.
     `progress(sessions_done)` is called after each session.
     """
-    events = Event.objects.exclude(tool_name="")
+    events = Event.objects.exclude(tool_name="", tool_calls__isnull=True)
     if tenant_id is not None:
         events = events.filter(tenant_id=tenant_id)
     session_ids = list(events.order_by("session_id").values_list("session_id", flat=True).distinct())

@@ -32,7 +32,8 @@ from memoryhub.models import (
     SummaryNode,
     iso,
 )
-from memoryhub.sessions import event_message, get_session
+from memoryhub.restore import event_message
+from memoryhub.sessions import get_session
 from memoryhub.tasks import enqueue
 
 

@@ -126,6 +126,10 @@ class Event(models.Model):
     tool_name = models.CharField(max_length=200, blank=True, default="")
     tool_args = models.JSONField(null=True, blank=True)
     tool_result = models.JSONField(null=True, blank=True)
+    # Several calls in one message, as chat APIs send them: [{"id", "name", "arguments"}, …].
+    tool_calls = models.JSONField(null=True, blank=True)
+    # A tool result names the call it answers.
+    tool_call_id = models.CharField(max_length=200, blank=True, default="")
     metadata = models.JSONField(default=dict, blank=True)
     importance = models.FloatField(validators=[MinValueValidator(0.0), MaxValueValidator(1.0)])
     idempotency_key = models.CharField(max_length=200, null=True, blank=True)
@@ -197,18 +201,30 @@ class Event(models.Model):
             "tool_name": self.tool_name or None,
             "tool_args": self.tool_args,
             "tool_result": self.tool_result,
+            "tool_calls": self.tool_calls,
+            "tool_call_id": self.tool_call_id or None,
             "metadata": self.metadata,
             "importance": self.importance,
             "idempotency_key": self.idempotency_key,
             "created_at": iso(self.created_at),
         }
 
+    def tool_call_sentences(self) -> list[str]:
+        """`Called <tool> with <args>` for the single tool_name/tool_args call and each of tool_calls."""
+        calls = [(self.tool_name, self.tool_args)] if self.tool_name else []
+        calls += [(c.get("name", ""), c.get("arguments")) for c in self.tool_calls or [] if isinstance(c, dict)]
+        return [f"Called {name} with {_args_text(args)}" for name, args in calls if name]
+
     @property
     def text(self) -> str:
-        """The message as plain text, with a tool call spelled out when content is empty."""
+        """The message as plain text, with its tool calls spelled out when content is empty."""
         if self.content:
             return self.content
-        if self.tool_name:
-            args = json.dumps(self.tool_args, ensure_ascii=False, sort_keys=True) if self.tool_args else "{}"
-            return f"Called {self.tool_name} with {args}"
-        return ""
+        return "\n".join(self.tool_call_sentences())
+
+
+def _args_text(args: Any) -> str:
+    # Chat APIs send arguments as a JSON string: keep it as written rather than quoting it again.
+    if isinstance(args, str):
+        return args or "{}"
+    return json.dumps(args, ensure_ascii=False, sort_keys=True) if args not in (None, {}) else "{}"

@@ -138,6 +138,9 @@ class Importer:
             tenant=self.tenant, session=session, sequence=sequence, role=role,
             content=get_field(row, "content", str, path), tool_name=get_field(row, "tool_name", str, path),
             tool_args=row.get("tool_args"), tool_result=row.get("tool_result"),
+            # Files written before events had several tool calls lack these two.
+            tool_calls=get_field(row, "tool_calls", list, path, required=False, nullable=True),
+            tool_call_id=get_field(row, "tool_call_id", str, path, required=False, default=""),
             metadata=get_field(row, "metadata", dict, path), importance=float(importance),
             idempotency_key=get_field(row, "idempotency_key", str, path, nullable=True),
             created_at=get_time(row, "created_at", path),
