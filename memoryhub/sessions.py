@@ -79,6 +79,7 @@ class SessionInput:
     workspace: str | None = None
     title: str = ""
     metadata: dict[str, Any] = field(default_factory=dict)
+    summary_budget: int | None = None
 
 
 def _new_session_id() -> str:
@@ -108,7 +109,7 @@ def create_session(*, key: ApiKey, data: SessionInput, get_or_create: bool = Fal
             session = Session.objects.create(
                 tenant_id=key.tenant_id, workspace=workspace, channel=channel, external_id=session_id,
                 user_id=resolve_user(key, data.user_id) or "", persistence_key=data.persistence_key, agent=data.agent,
-                title=data.title, metadata=data.metadata,
+                title=data.title, metadata=data.metadata, summary_budget=data.summary_budget,
             )
     except IntegrityError:
         # A concurrent request created it between our check and insert.
@@ -130,7 +131,7 @@ def get_or_create_session_lazily(*, key: ApiKey, session_id: str) -> Session:
     return session
 
 
-UPDATABLE_FIELDS = ("title", "metadata", "status", "agent", "user_id", "persistence_key")
+UPDATABLE_FIELDS = ("title", "metadata", "status", "agent", "user_id", "persistence_key", "summary_budget")
 
 
 @transaction.atomic

@@ -33,6 +33,8 @@ from memoryhub.api.fields import (
     StrictRegexField,
 )
 from memoryhub.models import (
+    SUMMARY_BUDGET_MAX,
+    SUMMARY_BUDGET_MIN,
     Role,
     Session,
     SessionStatus,
@@ -51,6 +53,10 @@ class SessionCreateInput(StrictSerializer):
     workspace = StrictCharField(max_length=100, required=False, allow_null=True, default=None)
     title = StrictCharField(max_length=500, required=False, allow_blank=True, default="")
     metadata = MetadataField(required=False, default=dict)
+    summary_budget = StrictIntegerField(
+        required=False, allow_null=True, default=None, min_value=SUMMARY_BUDGET_MIN, max_value=SUMMARY_BUDGET_MAX,
+        help_text="Tokens this session's rolling summary works to; null: the server default.",
+    )
     get_or_create = serializers.BooleanField(required=False, default=False)
 
 
@@ -61,6 +67,10 @@ class SessionPatchInput(StrictSerializer):
     agent = StrictCharField(max_length=200, required=False, allow_blank=True)
     user_id = StrictCharField(max_length=200, required=False, allow_blank=True)
     persistence_key = StrictCharField(max_length=500, required=False, allow_blank=True)
+    summary_budget = StrictIntegerField(
+        required=False, allow_null=True, min_value=SUMMARY_BUDGET_MIN, max_value=SUMMARY_BUDGET_MAX,
+        help_text="Tokens this session's rolling summary works to; null: back to the server default.",
+    )
 
 
 class SessionOutput(serializers.ModelSerializer):
@@ -72,7 +82,7 @@ class SessionOutput(serializers.ModelSerializer):
         model = Session
         fields = [
             "id", "user_id", "persistence_key", "agent", "workspace", "channel", "title", "metadata",
-            "status", "ref_code", "event_count", "last_sequence", "created_at", "updated_at",
+            "status", "ref_code", "summary_budget", "event_count", "last_sequence", "created_at", "updated_at",
         ]
 
 

@@ -22,6 +22,7 @@ BASE62 = string.digits + string.ascii_letters
 # Client-chosen session ids: 1–200 URL-safe characters, not starting with a symbol.
 SESSION_ID_REGEX = r"^[A-Za-z0-9][A-Za-z0-9._:@\-]{0,199}$"
 REF_CODE_LEN = 11
+SUMMARY_BUDGET_MIN, SUMMARY_BUDGET_MAX = 50, 1_000_000
 
 
 def new_ref_code() -> str:
@@ -68,6 +69,10 @@ class Session(models.Model):
     title = models.CharField(max_length=500, blank=True, default="")
     metadata = models.JSONField(default=dict, blank=True)
     status = models.CharField(max_length=10, choices=SessionStatus.choices, default=SessionStatus.ACTIVE)
+    summary_budget = models.IntegerField(
+        null=True, blank=True, validators=[MinValueValidator(SUMMARY_BUDGET_MIN), MaxValueValidator(SUMMARY_BUDGET_MAX)],
+        help_text="Tokens the rolling summary works to (trigger, target, its own share); empty: the server default.",
+    )
     ref_code = models.CharField(max_length=REF_CODE_LEN, unique=True, default=new_ref_code, editable=False)
     last_sequence = models.BigIntegerField(default=0, editable=False)
     event_count = models.IntegerField(default=0, editable=False)
