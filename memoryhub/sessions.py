@@ -14,7 +14,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from accounts.models import ApiKey, Channel, Workspace
-from memoryhub import recent
+from memoryhub import conversations, recent
 from memoryhub.errors import Conflict, Forbidden, Invalid, NotFound, TooLarge
 from memoryhub.models import (
     SESSION_ID_REGEX,
@@ -131,19 +131,17 @@ def get_or_create_session_lazily(*, key: ApiKey, session_id: str) -> Session:
     return session
 
 
-UPDATABLE_FIELDS = ("title", "metadata", "status", "agent", "user_id", "persistence_key", "summary_budget")
+# Status is not among them: it moves through memoryhub.conversations.
+UPDATABLE_FIELDS = ("title", "metadata", "agent", "user_id", "persistence_key", "summary_budget")
 
 
 @transaction.atomic
 def update_session(*, key: ApiKey, session_id: str, changes: dict[str, Any]) -> Session:
     session = get_session(key, session_id, for_update=True)
+    previous = session.status
     status = changes.get("status")
-    if status is not None and not session.can_move_to(status):
-        raise Conflict(
-            "invalid_status_transition",
-            f"A session cannot move from {session.status!r} to {status!r}.",
-            {"from": session.status, "to": status},
-        )
+    if status is not None:
+        conversations.check_move(session, status)
     if "user_id" in changes:
         changes = {**changes, "user_id": resolve_user(key, changes["user_id"]) or ""}
     owner_changed = "user_id" in changes and changes["user_id"] != session.user_id
@@ -151,7 +149,11 @@ def update_session(*, key: ApiKey, session_id: str, changes: dict[str, Any]) -> 
         if name in changes:
             setattr(session, name, changes[name])
     session.updated_at = timezone.now()
-    session.save(update_fields=[*[n for n in UPDATABLE_FIELDS if n in changes], "updated_at"])
+    fields = [*[n for n in UPDATABLE_FIELDS if n in changes], "updated_at"]
+    if status is not None:
+        fields += conversations.move(session, status, now=session.updated_at)
+    session.save(update_fields=fields)
+    conversations.after_move(session, previous)
     if owner_changed:
         # What the conversation derived (its summaries, its search chunks) belongs to its new user.
         SummaryNode.objects.filter(session=session).update(user_id=session.user_id)
@@ -276,9 +278,8 @@ def _append_locked(session: Session, items: list[EventInput]) -> AppendResult:
         session.event_count += len(new)
         session.updated_at = now
         fields = ["last_sequence", "event_count", "updated_at"]
-        if session.status == SessionStatus.IDLE:
-            session.status = SessionStatus.ACTIVE
-            fields.append("status")
+        if session.status == SessionStatus.IDLE:  # talking again: the conversation is active
+            fields += conversations.move(session, SessionStatus.ACTIVE)
         session.save(update_fields=fields)
         events_appended.send(sender=Session, session=session, events=new)
         payloads = [e.as_dict() for e in new]
@@ -314,8 +315,14 @@ def events_page(session: Session, *, after: int | None, before: int | None, limi
     return list(qs.order_by("sequence")[:limit])
 
 
-def sessions_filter(key: ApiKey, filters: dict[str, str]) -> Any:
+def sessions_filter(key: ApiKey, filters: dict[str, Any]) -> Any:
+    """Sessions for GET /sessions/. Archived ones are hidden (seed 001) unless asked for: by
+    `status=archived`, by `include_archived`, or by looking one up by `ref_code`."""
     qs = Session.objects.visible_to(key).select_related("workspace", "channel")
+    if filters.get("ref_code"):
+        qs = qs.filter(ref_code=filters["ref_code"])
+    elif not filters.get("status") and not filters.get("include_archived"):
+        qs = qs.exclude(status=SessionStatus.ARCHIVED)
     if filters.get("workspace"):
         qs = qs.filter(workspace__name=filters["workspace"])
     if filters.get("channel"):

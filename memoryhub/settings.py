@@ -322,6 +322,10 @@ MEMORYHUB_MAX_TAGS = env_int("MEMORYHUB_MAX_TAGS", 16, minimum=1)
 MEMORYHUB_MAX_TAG_CHARS = env_int("MEMORYHUB_MAX_TAG_CHARS", 64, minimum=1)
 MEMORYHUB_MAX_MEMORY_CHARS = env_int("MEMORYHUB_MAX_MEMORY_CHARS", 50_000, minimum=100)
 
+# Archiving a session clears its conversation-tier notes and facts (seed 001), except pinned ones
+# and facts consolidation promoted to long-term; true keeps them all.
+MEMORYHUB_KEEP_CONVERSATION_MEMORIES = env_bool("MEMORYHUB_KEEP_CONVERSATION_MEMORIES", False)
+
 # --- Scratchpad (S5, seed 000): at most 32 items of at most 240 characters ---------------------
 MEMORYHUB_SCRATCHPAD_MAX_ITEMS = env_int("MEMORYHUB_SCRATCHPAD_MAX_ITEMS", 32, minimum=1)
 MEMORYHUB_SCRATCHPAD_MAX_CHARS = env_int("MEMORYHUB_SCRATCHPAD_MAX_CHARS", 240, minimum=1)

@@ -63,7 +63,12 @@ class SessionCreateInput(StrictSerializer):
 class SessionPatchInput(StrictSerializer):
     title = StrictCharField(max_length=500, required=False, allow_blank=True)
     metadata = MetadataField(required=False)
-    status = serializers.ChoiceField(choices=SessionStatus.choices, required=False)
+    status = serializers.ChoiceField(
+        choices=SessionStatus.choices, required=False,
+        help_text="active → idle → archived (archive also from active; idle → active again). Repeating the "
+                  "current status is a 409; archiving records ended_at and clears the conversation-tier "
+                  "notes and facts (unless MEMORYHUB_KEEP_CONVERSATION_MEMORIES).",
+    )
     agent = StrictCharField(max_length=200, required=False, allow_blank=True)
     user_id = StrictCharField(max_length=200, required=False, allow_blank=True)
     persistence_key = StrictCharField(max_length=500, required=False, allow_blank=True)
@@ -83,6 +88,7 @@ class SessionOutput(serializers.ModelSerializer):
         fields = [
             "id", "user_id", "persistence_key", "agent", "workspace", "channel", "title", "metadata",
             "status", "ref_code", "summary_budget", "event_count", "last_sequence", "created_at", "updated_at",
+            "ended_at",
         ]
 
 
@@ -90,7 +96,14 @@ class SessionListParams(serializers.Serializer):
     agent = serializers.CharField(required=False)
     channel = serializers.CharField(required=False)
     workspace = serializers.CharField(required=False)
-    status = serializers.ChoiceField(choices=SessionStatus.choices, required=False)
+    status = serializers.ChoiceField(choices=SessionStatus.choices, required=False,
+                                     help_text="Only sessions in this status (archived ones only this way, or "
+                                               "with include_archived).")
+    include_archived = serializers.BooleanField(required=False, default=False,
+                                                help_text="List archived sessions too (hidden by default).")
+    ref_code = serializers.CharField(required=False, max_length=11,
+                                     help_text="Look a session up by its 11-character reference code "
+                                               "(archived or not).")
     persistence_key = serializers.CharField(required=False)
     user_id = serializers.CharField(required=False)
     q = serializers.CharField(required=False)

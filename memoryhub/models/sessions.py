@@ -78,6 +78,10 @@ class Session(models.Model):
     event_count = models.IntegerField(default=0, editable=False)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
+    ended_at = models.DateTimeField(
+        null=True, blank=True, editable=False,
+        help_text="When the conversation ended: set when it goes idle or is archived, cleared if it is active again.",
+    )
 
     objects = SessionQuerySet.as_manager()
 
@@ -97,7 +101,8 @@ class Session(models.Model):
         return self.external_id
 
     def can_move_to(self, status: str) -> bool:
-        return status == self.status or status in STATUS_TRANSITIONS[self.status]
+        # Repeating the current status is not a move (seed 001: idling an idle conversation is an error).
+        return status in STATUS_TRANSITIONS[self.status]
 
     def clean(self) -> None:
         # Forms (the admin) follow the same status moves as the API.

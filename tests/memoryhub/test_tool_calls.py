@@ -10,7 +10,7 @@ import pytest
 
 from memoryhub.models import Event
 from retrieval.models import Chunk
-from tests.base import error_code, make_client, make_key, make_tenant, post_events, search_texts
+from tests.base import make_client, make_key, make_tenant, post_events, search_texts
 
 CALLS = [
     {"id": "call_a", "name": "get_weather", "arguments": '{"city": "Reykjavik"}'},
