@@ -63,7 +63,8 @@ class Exporter:
             qs = qs.filter(pk__in={s.workspace_id for s in self.sessions})
         channels = defaultdict(list)
         for channel in Channel.objects.filter(workspace__in=qs).order_by("name"):
-            channels[channel.workspace_id].append({"name": channel.name})
+            channels[channel.workspace_id].append(
+                {"name": channel.name, "description": channel.description, "is_default": channel.is_default})
         # No creation times: an importing tenant already has its own "default" workspace.
         return [{"name": w.name, "channels": channels[w.pk]} for w in qs]
 

@@ -67,7 +67,18 @@ class Importer:
             workspace = self.workspace(get_field(row, "name", str, path), path)
             for j, channel_row in enumerate(get_field(row, "channels", list, path)):
                 cpath = f"{path}.channels[{j}]"
-                self.channel([workspace.name, get_field(channel_row, "name", str, cpath)], cpath)
+                channel = self.channel([workspace.name, get_field(channel_row, "name", str, cpath)], cpath)
+                self._describe_channel(channel, channel_row, cpath)
+
+    @staticmethod
+    def _describe_channel(channel: Channel, row: Any, path: str) -> None:
+        # Files written before channels had a description and a default flag lack them.
+        description = get_field(row, "description", str, path, required=False, default="")
+        if description and description != channel.description:
+            channel.description = description
+            channel.save(update_fields=["description"])
+        if get_field(row, "is_default", bool, path, required=False, default=False) and not channel.is_default:
+            channel.make_default()
 
     def import_sessions(self, rows: list[Any]) -> None:
         for i, row in enumerate(rows):
