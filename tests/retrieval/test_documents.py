@@ -144,3 +144,21 @@ def test_documents_of_one_uri_in_two_workspaces_round_trip(alice, ingested,
     with django_capture_on_commit_callbacks(execute=True):
         response = dave.post("/api/v1/import/", json.dumps(exported), content_type="application/json")
     assert response.status_code == 400 and not Document.objects.filter(tenant__name="dave").exists()
+
+
+@pytest.fixture
+def _fast_passwords(settings) -> None:  # type: ignore[no-untyped-def]
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.mark.usefixtures("_fast_passwords")
+def test_deleting_in_the_admin_takes_the_chunks_along(admin_client, alice, ingested) -> None:
+    from django.urls import reverse
+
+    first = ingested(alice, source_uri="a", text="first text").json()["id"]
+    second = ingested(alice, source_uri="b", text="second text").json()["id"]
+    response = admin_client.post(reverse("admin:retrieval_document_delete", args=[first]), {"post": "yes"})
+    assert response.status_code == 302
+    changelist = reverse("admin:retrieval_document_changelist")
+    admin_client.post(changelist, {"action": "delete_selected", "_selected_action": [second], "post": "yes"})
+    assert not Document.objects.exists() and not Chunk.objects.filter(kind="document").exists()
