@@ -169,3 +169,21 @@ def test_the_admin_makes_a_channel_the_default(admin_client, alice) -> None:
     general = Channel.objects.get(tenant__name="alice", name="general")
     admin_client.post(changelist, {"action": "make_default", "_selected_action": [travel["id"], general.pk]})
     assert Channel.objects.get(pk=travel["id"]).is_default is True  # two in one workspace: refused
+
+
+def test_the_list_costs_the_same_queries_for_many_channels(alice) -> None:
+    create(alice, name="one")
+    alice.get(CHANNELS)  # the key is looked up and touched once
+
+    def count() -> int:
+        from django.db import connection
+        from django.test.utils import CaptureQueriesContext
+
+        with CaptureQueriesContext(connection) as captured:
+            assert alice.get(CHANNELS).status_code == 200
+        return len(captured.captured_queries)
+
+    few = count()
+    for i in range(10):
+        create(alice, name=f"topic-{i}", workspace=f"w{i % 3}")
+    assert count() == few

@@ -162,3 +162,21 @@ def test_deleting_in_the_admin_takes_the_chunks_along(admin_client, alice, inges
     changelist = reverse("admin:retrieval_document_changelist")
     admin_client.post(changelist, {"action": "delete_selected", "_selected_action": [second], "post": "yes"})
     assert not Document.objects.exists() and not Chunk.objects.filter(kind="document").exists()
+
+
+def test_the_list_costs_the_same_queries_for_many_documents(alice, ingested) -> None:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    new_session(alice, "s1")
+    ingested(alice, source_uri="first", text="first")
+
+    def count() -> int:
+        with CaptureQueriesContext(connection) as captured:
+            assert alice.get(DOCS).status_code == 200
+        return len(captured.captured_queries)
+
+    few = count()
+    for i in range(8):
+        ingested(alice, source_uri=f"u{i}", text=f"text {i}", **({"session": "s1"} if i % 2 else {"workspace": "w"}))
+    assert count() == few
