@@ -118,6 +118,10 @@ def upsert_fact(key: ApiKey, data: dict[str, Any], given: set[str]) -> tuple[Fac
                       workspace=data.get("workspace"), channel=data.get("channel"),
                       user_id=data.get("user_id"))
     source_session = get_session(key, data["source_session"]) if data.get("source_session") else None
+    if placement.tier == "conversation" and "lifetime" not in given:
+        # A conversation's memory lives as long as the conversation (seed 001): archiving clears it
+        # unless consolidation promoted it to long-term meanwhile.
+        data = {**data, "lifetime": "conversation"}
     return upsert(tenant_id=key.tenant_id, placement=placement, data=data, given=given,
                   source_session=source_session)
 

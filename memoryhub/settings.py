@@ -360,6 +360,10 @@ MEMORYHUB_MAX_MEMORY_CHARS = env_int("MEMORYHUB_MAX_MEMORY_CHARS", 50_000, minim
 MEMORYHUB_IMPORTANCE_BY_TYPE = {"correction": 0.9, "preference": 0.8, "fact": 0.6, "task": 0.5}
 MEMORYHUB_DEFAULT_MEMORY_IMPORTANCE = env_float("MEMORYHUB_DEFAULT_MEMORY_IMPORTANCE", 0.5, low=0.0, high=1.0)
 
+# Archiving a session clears its conversation-tier notes and facts (seed 001), except pinned ones
+# and facts consolidation promoted to long-term; true keeps them all.
+MEMORYHUB_KEEP_CONVERSATION_MEMORIES = env_bool("MEMORYHUB_KEEP_CONVERSATION_MEMORIES", False)
+
 # --- Scratchpad (S5, seed 000): at most 32 items of at most 240 characters ---------------------
 MEMORYHUB_SCRATCHPAD_MAX_ITEMS = env_int("MEMORYHUB_SCRATCHPAD_MAX_ITEMS", 32, minimum=1)
 MEMORYHUB_SCRATCHPAD_MAX_CHARS = env_int("MEMORYHUB_SCRATCHPAD_MAX_CHARS", 240, minimum=1)
@@ -367,12 +371,14 @@ MEMORYHUB_SCRATCHPAD_MAX_CHARS = env_int("MEMORYHUB_SCRATCHPAD_MAX_CHARS", 240, 
 # --- Rolling summary (S6, seed 000) -------------------------------------------------------------
 # Summarise when at least this many messages are not yet in the summary ...
 MEMORYHUB_SUMMARY_MIN_MESSAGES = env_int("MEMORYHUB_SUMMARY_MIN_MESSAGES", 4, minimum=1)
-# ... and they use more than this share of the budget (tokens; default: the restore budget) ...
+# ... and they use more than this share of the budget (tokens; a session's summary_budget, or the
+# summary call's budget, overrides this default) ...
 MEMORYHUB_SUMMARY_BUDGET = env_int("MEMORYHUB_SUMMARY_BUDGET", 4000, minimum=50)
 MEMORYHUB_SUMMARY_TRIGGER = env_float("MEMORYHUB_SUMMARY_TRIGGER", 0.80, low=0.01, high=1.0)
 # ... condensing the oldest of them until the rest fits in this share.
 MEMORYHUB_SUMMARY_TARGET = env_float("MEMORYHUB_SUMMARY_TARGET", 0.50, low=0.0, high=1.0)
-# The rolling summary itself never grows beyond this share of the budget (oldest lines dropped).
+# The rolling summary itself never grows beyond this share of the budget: past it, it is condensed
+# (re-summarised, older lines merged; memoryhub/condense.py), never cut.
 MEMORYHUB_SUMMARY_MAX_SHARE = env_float("MEMORYHUB_SUMMARY_MAX_SHARE", 0.30, low=0.01, high=1.0)
 # At most this many of the newest unsummarised events are read by one summarisation.
 MEMORYHUB_SUMMARY_MAX_EVENTS = env_int("MEMORYHUB_SUMMARY_MAX_EVENTS", 2000, minimum=10)

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.contrib import admin
+from django.db import transaction
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from memoryhub.admin.paginator import EstimatedCountPaginator
 from retrieval.embedding import queue_for_embedding
+from retrieval.indexing import delete_searchable
 from retrieval.models import Chunk, Document
 
 
@@ -69,9 +71,21 @@ class ChunkAdmin(admin.ModelAdmin):
 
 @admin.register(Document)
 class DocumentAdmin(admin.ModelAdmin):
-    list_display = ["source_uri", "tenant", "workspace", "session", "chunk_count", "updated_at"]
+    list_display = ["source_uri", "tenant", "workspace", "session", "user_id", "chunk_count", "updated_at"]
     list_filter = ["tenant", ("updated_at", admin.DateFieldListFilter)]
     list_select_related = ["tenant", "workspace", "session"]
-    search_fields = ["source_uri", "=content_hash"]
+    search_fields = ["source_uri", "=content_hash", "=user_id"]
     raw_id_fields = ["tenant", "workspace", "session"]
     readonly_fields = ["content_hash", "chunk_count", "created_at", "updated_at"]
+
+    # A document's chunks are found by its source id, not by a foreign key: delete them with it.
+    def delete_model(self, request: HttpRequest, obj: Document) -> None:
+        with transaction.atomic():
+            delete_searchable(kind="document", tenant_id=obj.tenant_id, source_id=obj.source_id)
+            super().delete_model(request, obj)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Document]) -> None:
+        with transaction.atomic():
+            for document in queryset:
+                delete_searchable(kind="document", tenant_id=document.tenant_id, source_id=document.source_id)
+            super().delete_queryset(request, queryset)

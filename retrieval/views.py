@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
-from rest_framework import serializers, status
+from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -16,16 +16,15 @@ from memoryhub.api.common import api_key, paginate, parse_input, query_params
 from memoryhub.api.summaries import node_dict
 from memoryhub.errors import Invalid
 from memoryhub.models import SummaryNode
-from memoryhub.sessions import event_message, get_session, resolve_user, resolve_workspace
+from memoryhub.restore import event_message
+from memoryhub.sessions import get_session, resolve_user, resolve_workspace
 from retrieval import stats
 from retrieval.context import assemble_context
-from retrieval.indexing import ingest_document
 from retrieval.scoping import build_search_request
 from retrieval.search import SearchError, run_search
 from retrieval.serializers import (
     BrowseParams,
     ContextInput,
-    DocumentInput,
     SearchInput,
     SearchResultOutput,
 )
@@ -137,30 +136,3 @@ class StatsView(APIView):
     @extend_schema(responses=inline_serializer("Stats", {"sessions": serializers.IntegerField()}))
     def get(self, request: Request) -> Response:
         return Response(stats.tenant_stats(api_key(request)))
-
-
-class DocumentView(APIView):
-    @extend_schema(request=DocumentInput, responses=inline_serializer("Document", {
-        "id": serializers.IntegerField(), "source_uri": serializers.CharField(),
-        "indexed": serializers.BooleanField(), "chunks": serializers.IntegerField()}))
-    def post(self, request: Request) -> Response:
-        data = parse_input(DocumentInput, request.data)
-        key = api_key(request)
-        session = get_session(key, data["session"]) if data["session"] else None
-        workspace = session.workspace if session else resolve_workspace(key, data["workspace"])
-        channel = session.channel if session else (
-            Channel.get_named(workspace, data["channel"]) if data["channel"] and workspace else None)
-        result = ingest_document(
-            tenant_id=key.tenant_id, source_uri=data["source_uri"], text=data["text"],
-            workspace_id=workspace.pk if workspace else None, channel_id=channel.pk if channel else None,
-            session=session, metadata=data["metadata"], tags=data["tags"],
-            user_id=resolve_user(key, data["user_id"] or (session.user_id if session else "")) or "",
-        )
-        doc = result.document
-        body = {
-            "id": doc.pk, "source_uri": doc.source_uri, "content_hash": doc.content_hash,
-            "indexed": result.indexed, "chunks": doc.chunk_count, "metadata": doc.metadata,
-            "session": session.external_id if session else None, "user_id": doc.user_id,
-            "created_at": doc.created_at, "updated_at": doc.updated_at,
-        }
-        return Response(body, status=status.HTTP_201_CREATED if result.indexed else status.HTTP_200_OK)

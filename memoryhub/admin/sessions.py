@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import admin, messages
+from django.db import transaction
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html
 
+from memoryhub import conversations
 from memoryhub.admin.paginator import EstimatedCountPaginator
 from memoryhub.models import (
     Event,
@@ -25,7 +29,7 @@ class SessionAdmin(admin.ModelAdmin):
     list_select_related = ["tenant", "workspace", "channel"]
     search_fields = ["external_id", "title", "user_id", "persistence_key", "ref_code", "agent"]
     raw_id_fields = ["tenant", "workspace", "channel"]
-    readonly_fields = ["ref_code", "last_sequence", "event_count", "events_link"]
+    readonly_fields = ["ref_code", "last_sequence", "event_count", "ended_at", "events_link"]
     date_hierarchy = "updated_at"
     paginator = EstimatedCountPaginator
     show_full_result_count = False
@@ -36,10 +40,31 @@ class SessionAdmin(admin.ModelAdmin):
         url = reverse("admin:memoryhub_event_changelist") + f"?session__id__exact={obj.pk}"
         return format_html('<a href="{}">{} events</a>', url, obj.event_count)
 
-    @admin.action(description="Archive selected sessions")
+    def save_model(self, request: HttpRequest, obj: Session, form: Any, change: bool) -> None:
+        # A status changed in the form moves like one changed through the API (ended_at, and
+        # archiving clears the conversation's memories); Session.clean has checked the move.
+        previous = form.initial.get("status", obj.status) if change else obj.status
+        with transaction.atomic():
+            if change and "status" in form.changed_data:
+                conversations.move(obj, obj.status)
+            super().save_model(request, obj, form, change)
+            cleared = conversations.after_move(obj, previous) if change else {}
+        if any(cleared.values()):
+            self.message_user(request, f"Cleared the conversation's memories: {_counts(cleared)}.")
+
+    @admin.action(description="Archive selected sessions (clears their conversation-tier memories)")
     def archive_sessions(self, request: HttpRequest, queryset: QuerySet[Session]) -> None:
-        count = queryset.exclude(status="archived").update(status="archived", updated_at=timezone.now())
-        self.message_user(request, f"Archived {count} session(s).")
+        cleared = {"notes": 0, "facts": 0}
+        with transaction.atomic():
+            sessions = list(queryset.exclude(status="archived").select_for_update())
+            for session in sessions:
+                previous = session.status
+                session.updated_at = timezone.now()
+                fields = conversations.move(session, "archived", now=session.updated_at)
+                session.save(update_fields=[*fields, "updated_at"])
+                for name, count in conversations.after_move(session, previous).items():
+                    cleared[name] += count
+        self.message_user(request, f"Archived {len(sessions)} session(s); cleared {_counts(cleared)}.")
 
     @admin.action(description="Forget selected sessions (delete with all derived data)")
     def forget_sessions(self, request: HttpRequest, queryset: QuerySet[Session]) -> None:
@@ -80,3 +105,7 @@ class EventAdmin(admin.ModelAdmin):
         # Removing single events would leave the session's counters wrong (and fail in the
         # database for immutable transcripts): events go with their session or their user.
         return False
+
+
+def _counts(cleared: dict[str, int]) -> str:
+    return f"{cleared.get('notes', 0)} note(s), {cleared.get('facts', 0)} fact(s)"

@@ -26,13 +26,17 @@ from memoryhub.api.common import (
 from memoryhub.api.fields import (
     PAGE_PARAMS,
     StrictCharField,
+    StrictIntegerField,
 )
 from memoryhub.errors import Conflict, Invalid, NotFound
 from memoryhub.models import (
+    SUMMARY_BUDGET_MAX,
+    SUMMARY_BUDGET_MIN,
     SummaryNode,
     iso,
 )
-from memoryhub.sessions import event_message, get_session
+from memoryhub.restore import event_message
+from memoryhub.sessions import get_session
 from memoryhub.tasks import MAINTENANCE, enqueue
 
 
@@ -40,6 +44,13 @@ class SummaryPutInput(StrictSerializer):
     text = StrictCharField(allow_blank=True, trim_whitespace=False, max_length=settings.MEMORYHUB_MAX_MEMORY_CHARS)
     expected_epoch = serializers.IntegerField(required=False, allow_null=True, min_value=0, default=None)
     upper_sequence = serializers.IntegerField(required=False, allow_null=True, min_value=0, default=None)
+
+
+class SummariseInput(StrictSerializer):
+    budget = StrictIntegerField(
+        required=False, allow_null=True, default=None, min_value=SUMMARY_BUDGET_MIN, max_value=SUMMARY_BUDGET_MAX,
+        help_text="Tokens for this summarisation; default: the session's summary_budget, else the server's.",
+    )
 
 
 def node_dict(node: SummaryNode) -> dict[str, Any]:
@@ -119,6 +130,26 @@ class RollingSummaryView(APIView):
             raise Conflict("stale_epoch", f"The summary is at epoch {current.epoch}, not {data['expected_epoch']}.",
                            {"epoch": current.epoch, "expected_epoch": data["expected_epoch"]})
         return Response(_rolling(session.external_id, state))
+
+
+    @extend_schema(
+        request=SummariseInput,
+        responses={200: inline_serializer("Summarised", {
+            "session": serializers.CharField(), "text": serializers.CharField(), "epoch": serializers.IntegerField(),
+            "upper_sequence": serializers.IntegerField(), "updated_at": serializers.DateTimeField(allow_null=True),
+            "summarised": serializers.BooleanField(help_text="Whether the trigger fired and a summary was written."),
+            "budget": serializers.IntegerField(help_text="The budget this summarisation used."),
+            "condensed": serializers.IntegerField(required=False, help_text="Messages condensed into the summary."),
+        })},
+        description="Apply the rolling-summary trigger now, with this call's budget (else the session's "
+                    "summary_budget, else the server default). Past its share of the budget the summary is "
+                    "condensed, not cut.",
+    )
+    def post(self, request: Request, session_id: str) -> Response:
+        data = parse_input(SummariseInput, request.data or {})
+        session = get_session(api_key(request), session_id)
+        outcome = summaries.maybe_summarise(session, budget=data["budget"])
+        return Response({**outcome, **_rolling(session.external_id, summaries.current_summary(session))})
 
 
 def nodes_visible_to(request: Request) -> Any:

@@ -7,6 +7,8 @@ from memoryhub.models.scratchpad import Scratchpad, ScratchpadItem
 from memoryhub.models.sessions import (
     SESSION_ID_REGEX,
     STATUS_TRANSITIONS,
+    SUMMARY_BUDGET_MAX,
+    SUMMARY_BUDGET_MIN,
     Event,
     EventQuerySet,
     Role,
@@ -23,6 +25,8 @@ from memoryhub.models.usage import ApiUsage
 __all__ = [
     "SESSION_ID_REGEX",
     "STATUS_TRANSITIONS",
+    "SUMMARY_BUDGET_MAX",
+    "SUMMARY_BUDGET_MIN",
     "SUMMARY_LEVELS",
     "ApiUsage",
     "Event",
