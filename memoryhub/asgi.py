@@ -1,9 +1,66 @@
-import os
+"""The ASGI entry point (`manage.py run` serves it with uvicorn workers): Django, plus the ASGI apps
+that settings.MEMORYHUB_ASGI_MOUNTS names by path prefix (the MCP endpoint at /mcp/). The mounted
+apps are named by dotted path, as INSTALLED_APPS are, so the core imports no higher layer.
 
-from django.core.asgi import get_asgi_application
+Django is served as the WSGI app it was under gunicorn's gthread workers (a2wsgi: a fixed pool of
+WEB_THREADS threads per worker), so its persistent database connections (CONN_MAX_AGE) and its
+concurrency are unchanged; under Django's ASGI handler every request would get a new thread and so
+a new connection."""
+
+import os
+from contextlib import AsyncExitStack
+from typing import Any
+
+from a2wsgi import WSGIMiddleware
+from django.conf import settings
+from django.core.wsgi import get_wsgi_application
+from django.utils.module_loading import import_string
 
 from memoryhub.embedded_pg import ensure_running
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryhub.settings")
 ensure_running()
-application = get_asgi_application()
+django_application = WSGIMiddleware(get_wsgi_application(), workers=int(os.environ.get("WEB_THREADS", "4")))
+
+
+def mount(default: Any, mounts: dict[str, str]) -> Any:
+    """An ASGI app sending each path under a prefix of `mounts` to the app named there (the prefix
+    itself, without its slash, too) and everything else to `default`."""
+    apps = [(prefix.rstrip("/"), import_string(path)) for prefix, path in mounts.items()]
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            await _lifespan([sub for _, sub in apps], receive, send)
+            return
+        path = scope.get("path", "")
+        for prefix, sub in apps:
+            if path == prefix:
+                scope = {**scope, "path": prefix + "/", "raw_path": (prefix + "/").encode()}
+            if scope.get("path", "").startswith(prefix + "/"):
+                await sub(scope, receive, send)
+                return
+        await default(scope, receive, send)
+
+    return app
+
+
+async def _lifespan(apps: list[Any], receive: Any, send: Any) -> None:
+    """Start and stop the mounted apps' lifespans (Starlette apps: the MCP session manager);
+    Django has none."""
+    async with AsyncExitStack() as stack:
+        message = await receive()
+        assert message["type"] == "lifespan.startup"
+        try:
+            for sub in apps:
+                if hasattr(sub, "router"):
+                    await stack.enter_async_context(sub.router.lifespan_context(sub))
+        except Exception as exc:
+            await send({"type": "lifespan.startup.failed", "message": repr(exc)})
+            raise
+        await send({"type": "lifespan.startup.complete"})
+        message = await receive()
+        assert message["type"] == "lifespan.shutdown"
+    await send({"type": "lifespan.shutdown.complete"})
+
+
+application = mount(django_application, settings.MEMORYHUB_ASGI_MOUNTS)

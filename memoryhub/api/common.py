@@ -60,6 +60,11 @@ def parse_input(serializer_class: type[serializers.Serializer], data: Any, **kwa
 def query_params(request: Request, serializer_class: type[serializers.Serializer]) -> dict[str, Any]:
     """Validate query parameters with a serializer; unknown parameters are ignored."""
     data = {k: v for k, v in request.query_params.items() if k in serializer_class().fields}
+    return parse_params(serializer_class, data)
+
+
+def parse_params(serializer_class: type[serializers.Serializer], data: dict[str, Any]) -> dict[str, Any]:
+    """Validate parameters (a GET's query, an MCP tool's arguments); a bad one is `invalid_parameter`."""
     serializer = serializer_class(data=data)
     if not serializer.is_valid():
         raise _invalid_parameter(serializer.errors)

@@ -316,12 +316,17 @@ class EventListView(APIView):
             key=api_key(request), session_id=session_id,
             items=[sessions.EventInput(**dict(item)) for item in items],
         )
-        payloads = [e.as_dict() for e in result.events]
-        body: dict[str, Any] = {"session": result.session.external_id, "created": result.created, "events": payloads}
+        body = appended(result)
         if not bulk:
             # A single append also answers with the event's own fields at the top level.
-            body = {**payloads[0], **body}
+            body = {**body["events"][0], **body}
         return Response(body, status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK)
+
+
+def appended(result: sessions.AppendResult) -> dict[str, Any]:
+    """The body of a bulk append's answer (also what the MCP tool memory_remember returns)."""
+    return {"session": result.session.external_id, "created": result.created,
+            "events": [e.as_dict() for e in result.events]}
 
 
 class RestoreView(APIView):

@@ -15,6 +15,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.models import ApiKey
 from memoryhub import summaries
 from memoryhub.api.common import (
     StrictSerializer,
@@ -157,6 +158,23 @@ def nodes_visible_to(request: Request) -> Any:
     return SummaryNode.objects.visible_to(key).select_related("session")
 
 
+def expand_node(key: ApiKey, node_id: int, *, events_limit: int) -> dict[str, Any]:
+    """A summary node with its child nodes and (up to `events_limit` of) its source events: the
+    body of GET /summaries/{id}/ and of the MCP tool summary_expand."""
+    node = SummaryNode.objects.visible_to(key).select_related("session").filter(pk=node_id).first()
+    if node is None:
+        raise NotFound("summary_not_found", f"Summary {node_id} does not exist.")
+    events = summaries.source_events(node, limit=events_limit + 1)
+    children = list(node.children.select_related("session").order_by("sequence_start"))
+    return {
+        **node_dict(node),
+        "node": node_dict(node),
+        "children": [node_dict(c) for c in children],
+        "events": [event_message(e) for e in events[:events_limit]],
+        "events_truncated": len(events) > events_limit,
+    }
+
+
 class SummaryNodeListView(APIView):
     @extend_schema(parameters=[SummaryListParams, *PAGE_PARAMS], responses=SummaryNodeOutput(many=True))
     def get(self, request: Request) -> Response:
@@ -178,19 +196,7 @@ class SummaryNodeDetailView(APIView):
     }), description="A summary node expanded to its child nodes and its source events.")
     def get(self, request: Request, node_id: int) -> Response:
         params = query_params(request, SummaryDetailParams)
-        node = nodes_visible_to(request).filter(pk=node_id).first()
-        if node is None:
-            raise NotFound("summary_not_found", f"Summary {node_id} does not exist.")
-        limit = params["events_limit"]
-        events = summaries.source_events(node, limit=limit + 1)
-        children = list(node.children.select_related("session").order_by("sequence_start"))
-        return Response({
-            **node_dict(node),
-            "node": node_dict(node),
-            "children": [node_dict(c) for c in children],
-            "events": [event_message(e) for e in events[:limit]],
-            "events_truncated": len(events) > limit,
-        })
+        return Response(expand_node(api_key(request), node_id, events_limit=params["events_limit"]))
 
 
 class SessionSummaryTreeView(APIView):

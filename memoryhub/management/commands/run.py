@@ -25,7 +25,7 @@ DEMO_TENANT = "demo"
 
 
 class Command(BaseCommand):
-    help = "Serve the API and admin (gunicorn) and run the background lanes until Ctrl-C."
+    help = "Serve the API, the MCP endpoint and the admin (gunicorn) and run the background lanes until Ctrl-C."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
@@ -70,7 +70,8 @@ class Command(BaseCommand):
             children = self.start_children(options)
             self.wait_until_serving(host, port, children[0])
             self.stdout.write(self.style.SUCCESS(
-                f"MemoryHub is serving http://{host}:{port}/api/v1/ (docs /api/v1/docs/, admin /admin/)"
+                f"MemoryHub is serving http://{host}:{port}/api/v1/ (docs /api/v1/docs/, admin /admin/, "
+                "MCP /mcp/)"
                 + ("" if options["no_cluster"] else " with the task cluster") + ". Ctrl-C stops it."
             ))
             while not stopping:
@@ -89,11 +90,13 @@ class Command(BaseCommand):
         # Own sessions: a terminal's Ctrl-C must reach only us; we stop the children one by one
         # (signalling qcluster's whole group can deadlock it).
         env = {**os.environ, "DATABASE_URL": settings.DATABASE_URL, "SECRET_KEY": settings.SECRET_KEY}
+        # ASGI (uvicorn workers): Django plus the MCP endpoint at /mcp/ (memoryhub.asgi); Django runs
+        # in a pool of WEB_THREADS (4) threads per worker, as it did under gthread.
         children = [subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "memoryhub.wsgi:application",
+            [sys.executable, "-m", "gunicorn", "memoryhub.asgi:application",
              "--config", "python:memoryhub.gunicorn_conf",
              "--bind", f"{options['host']}:{options['port']}", "--workers", str(options["web_workers"]),
-             "--worker-class", "gthread", "--threads", "4", "--timeout", "120",
+             "--worker-class", "uvicorn_worker.UvicornWorker", "--timeout", "120",
              "--graceful-timeout", "10", "--log-level", "warning"],
             env=env, start_new_session=True,
         )]
