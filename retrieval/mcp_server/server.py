@@ -17,9 +17,9 @@ from typing import Any
 
 import anyio
 import mcp_types as types
-from django.core.serializers.json import DjangoJSONEncoder
 from django.db import close_old_connections, transaction
 from mcp.server import Server, ServerRequestContext
+from rest_framework.utils.encoders import JSONEncoder
 
 from accounts.models import ApiKey
 from accounts.permissions import InsufficientScope
@@ -115,7 +115,8 @@ def _envelope(spec: ToolSpec, exc: Exception) -> dict[str, Any]:
 
 
 def _json(body: dict[str, Any]) -> dict[str, Any]:
-    return json.loads(json.dumps(body, cls=DjangoJSONEncoder))
+    """The body as REST's JSON renderer writes it (same encoder: same dates, decimals, …)."""
+    return json.loads(json.dumps(body, cls=JSONEncoder))
 
 
 def _success(spec: ToolSpec, body: dict[str, Any]) -> types.CallToolResult:
