@@ -90,6 +90,7 @@ def call(spec: ToolSpec, resolve_key: Callable[[], ApiKey], arguments: dict[str,
     key: ApiKey | None = None
     try:
         key = resolve_key()
+        spec.check_known(arguments)
         required = spec.scope_for(arguments)
         if not key.has_scope(required):
             raise InsufficientScope(f"This API key lacks the '{required}' scope.", code="insufficient_scope")

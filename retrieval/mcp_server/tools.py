@@ -42,6 +42,13 @@ class ToolSpec:
     def scope_for(self, arguments: dict[str, Any]) -> str:
         return self.scope if isinstance(self.scope, str) else self.scope(arguments)
 
+    def check_known(self, arguments: dict[str, Any]) -> None:
+        """Refuse an argument the tool does not take, as the REST API refuses an unknown field."""
+        unknown = sorted(set(arguments) - set(self.schema.get("properties", {})))
+        if unknown:
+            raise serializers.ValidationError(
+                {name: [serializers.ErrorDetail("Unknown field.", code="unknown_field")] for name in unknown})
+
 
 def _split(arguments: dict[str, Any], *names: str) -> tuple[list[Any], dict[str, Any]]:
     rest = dict(arguments)
@@ -113,7 +120,7 @@ class SessionArg(StrictSerializer):
 
 
 def run_scratchpad_read(key: ApiKey, arguments: dict[str, Any]) -> dict[str, Any]:
-    return scratchpad.read(key, _session_id(arguments.get("session")))
+    return scratchpad.read(key, parse_input(SessionArg, arguments)["session"])
 
 
 def run_scratchpad_write(key: ApiKey, arguments: dict[str, Any]) -> dict[str, Any]:

@@ -40,11 +40,12 @@ def test_search_and_context_answer_what_rest_answers(http_mcp: Mcp, alice: dict[
 def test_browse_and_stats(http_mcp: Mcp, alice: dict[str, Any]) -> None:
     events = [{"role": "user", "content": f"message {i}"} for i in range(5)]
     http_mcp.call(alice["key"], "memory_remember", {"session": "chat", "events": events})
-    first, rest, stats, bad = http_mcp.calls(alice["key"], [
+    first, rest, stats, bad, unknown = http_mcp.calls(alice["key"], [
         ("memory_browse", {"session": "chat", "limit": 3}),
         ("memory_browse", {"session": "chat", "limit": 3, "offset": 3}),
         ("memory_stats", {}),
         ("memory_browse", {"role": "robot"}),
+        ("memory_stats", {"tenant": "bob"}),
     ])
     assert [e["content"] for e in first.data["results"]] == ["message 0", "message 1", "message 2"]
     assert first.data["count"] == 5 and first.data["next_offset"] == 3
@@ -53,6 +54,7 @@ def test_browse_and_stats(http_mcp: Mcp, alice: dict[str, Any]) -> None:
     assert stats.data == alice["rest"].get("/api/v1/stats/").json()
     assert stats.data["sessions"] == 1 and stats.data["events"] == 5
     assert bad.code == "invalid_parameter"  # as GET /browse/?role=robot answers
+    assert unknown.code == "unknown_field"  # an argument a tool does not take is refused, not ignored
 
 
 def test_note_lifecycle(http_mcp: Mcp, alice: dict[str, Any]) -> None:
