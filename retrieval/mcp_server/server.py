@@ -86,7 +86,7 @@ def call(spec: ToolSpec, resolve_key: Callable[[], ApiKey], arguments: dict[str,
     """Run one tool call in this (worker) thread, in one transaction, as a request would be."""
     close_old_connections()
     started = time.perf_counter()
-    failed = True
+    failed, code = True, ""
     key: ApiKey | None = None
     try:
         key = resolve_key()
@@ -96,14 +96,19 @@ def call(spec: ToolSpec, resolve_key: Callable[[], ApiKey], arguments: dict[str,
             raise InsufficientScope(f"This API key lacks the '{required}' scope.", code="insufficient_scope")
         with transaction.atomic():
             body = spec.run(key, arguments)
-        failed = False
+        failed, code = False, ""
         return _success(spec, body)
     except Exception as exc:  # every failure becomes a tool error, never a dropped call
-        return _error(_envelope(spec, exc))
+        envelope = _envelope(spec, exc)
+        code = envelope["error"]["code"]
+        return _error(envelope)
     finally:
+        duration_ms = round((time.perf_counter() - started) * 1000, 2)
         if spec.name in USAGE_NAMES and key is not None:
-            usage.count(key.tenant_id, USAGE_NAMES[spec.name], failed=failed,
-                        duration_ms=round((time.perf_counter() - started) * 1000, 2))
+            usage.count(key.tenant_id, USAGE_NAMES[spec.name], failed=failed, duration_ms=duration_ms)
+        # One line per call, beside memoryhub.request's one per REST request.
+        logger.info("tool call", extra={"tool": spec.name, "error": code, "duration_ms": duration_ms,
+                                        "tenant": key.tenant_id if key is not None else None})
         close_old_connections()
 
 
