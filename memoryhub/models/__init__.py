@@ -17,7 +17,7 @@ from memoryhub.models.sessions import (
     new_ref_code,
 )
 from memoryhub.models.summaries import SUMMARY_LEVELS, RollingSummary, SummaryNode
-from memoryhub.models.usage import ApiUsage
+from memoryhub.models.usage import ApiUsage, MetricSample
 
 __all__ = [
     "SESSION_ID_REGEX",
@@ -27,6 +27,7 @@ __all__ = [
     "Event",
     "EventQuerySet",
     "Fact",
+    "MetricSample",
     "Note",
     "Role",
     "RollingSummary",
