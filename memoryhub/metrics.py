@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.apps import apps
+from django.conf import settings
 from django.db import connection
 from django.db.models import Count, Max, Q, Sum
 from django.db.models.functions import Coalesce
@@ -39,10 +40,17 @@ def _chunk_totals() -> dict[int, tuple[int, int]]:
     return {tenant_id: (n, pending) for tenant_id, n, pending in rows}
 
 
-def record_samples(*, now: datetime | None = None, min_interval: float = SAMPLE_EVERY_SECONDS) -> int:
-    """Store one sample per tenant unless the newest is younger than `min_interval` seconds.
-    Returns how many were stored. Two callers racing may both store one: harmless."""
+def sample_every() -> float:
+    """Seconds between samples (MEMORYHUB_METRICS_SAMPLE_SECONDS, default 30)."""
+    return float(getattr(settings, "MEMORYHUB_METRICS_SAMPLE_SECONDS", SAMPLE_EVERY_SECONDS))
+
+
+def record_samples(*, now: datetime | None = None, min_interval: float | None = None) -> int:
+    """Store one sample per tenant unless the newest is younger than `min_interval` seconds
+    (default: sample_every()). Returns how many were stored. Two callers racing may both store
+    one: harmless."""
     now = now or timezone.now()
+    min_interval = sample_every() if min_interval is None else min_interval
     newest = MetricSample.objects.aggregate(at=Max("at"))["at"]
     if newest is not None and (now - newest).total_seconds() < min_interval:
         return 0

@@ -24,7 +24,7 @@ from memoryhub.models import ApiUsage, Session
 from memoryhub.tasks import queue_counts
 
 CHART_DAYS = dashboard_series.CHART_DAYS
-REFRESH_CHOICES = (0, 15, 60)  # seconds; 0: off
+REFRESH_CHOICES = (0, 5, 15, 60)  # seconds; 0: off
 
 
 def _model(label: str) -> type[Model] | None:

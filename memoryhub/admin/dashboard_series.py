@@ -117,7 +117,7 @@ def backlog_chart(tenant_id: int | None) -> Chart:
             Series("chunks embedded", [float(r[2]) for r in rows], BLUE, bars=True),
         ], daily=False,
         note=f"{BACKLOG_BUCKET} buckets of the samples the dashboard records (every "
-             f"{metrics.SAMPLE_EVERY_SECONDS} s while it is open). Gaps: no sample was taken then.")
+             f"{metrics.sample_every():g} s while it is open). Gaps: no sample was taken then.")
 
 
 def usage_chart(name: str, title: str, tenant_id: int | None) -> Chart:
