@@ -44,7 +44,7 @@ def seed(conversations: list[dict[str, Any]]) -> dict[str, Any]:
         first = sessions.order_by("pk").first()
         for i, turn in enumerate(conv["sessions"][0]["turns"][:10]):
             fact = Fact.objects.create(tenant=tenant, workspace_id=first.workspace_id, user_id=user,
-                                       category="profile", key=f"{user}-{i}", content=turn["text"][:300], source="extractor")
+                                       category="profile", key=f"{conv['conversation_id']}-{i}", content=turn["text"][:300], source="extractor")
             memory_saved.send(sender=Fact, kind="fact", instance=fact)
         note = Note.objects.create(tenant=tenant, workspace_id=first.workspace_id, user_id=user,
                                    content=f"{user} prefers short answers.", source="agent")

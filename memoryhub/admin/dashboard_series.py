@@ -30,6 +30,7 @@ class Series:
     color: str = BLUE
     bars: bool = False
     scale: str = "y"  # "y": counts; "ms": milliseconds (right axis)
+    summed: bool = True  # False for a level (a backlog), whose sum over time means nothing
 
 
 @dataclass
@@ -44,7 +45,8 @@ class Chart:
 
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
-        data["totals"] = {s.label: round(sum(v or 0 for v in s.values), 1) for s in self.series if s.scale == "y"}
+        data["totals"] = {s.label: round(sum(v or 0 for v in s.values), 1) for s in self.series
+                          if s.scale == "y" and s.summed}
         return data
 
 
@@ -112,7 +114,7 @@ def backlog_chart(tenant_id: int | None) -> Chart:
     rows = metrics.arrivals(since=since, bucket=BACKLOG_BUCKET, tenant_id=tenant_id)
     return Chart(
         "backlog", f"Embedding backlog, last {BACKLOG_HOURS} hours", [r[0].timestamp() for r in rows], [
-            Series("chunks waiting for an embedding", [float(r[3]) for r in rows], RED),
+            Series("chunks waiting for an embedding", [float(r[3]) for r in rows], RED, summed=False),
             Series("events arrived", [float(r[1]) for r in rows], GREEN, bars=True),
             Series("chunks embedded", [float(r[2]) for r in rows], BLUE, bars=True),
         ], daily=False,

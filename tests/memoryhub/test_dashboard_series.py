@@ -9,6 +9,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
+from accounts.models import Tenant
 from memoryhub import metrics
 from memoryhub.models import MetricSample
 from tests.base import Cast, post_events
@@ -60,7 +61,7 @@ def test_backlog_rate_and_eta_come_from_samples(cast: Cast) -> None:
 def test_samples_are_throttled_and_old_ones_dropped(cast: Cast) -> None:
     now = timezone.now()
     MetricSample.objects.create(tenant=cast.alice_tenant, at=now - timedelta(days=40))
-    assert metrics.record_samples(now=now) == 2  # one per tenant
+    assert metrics.record_samples(now=now) == Tenant.objects.count() >= 2  # one per tenant
     assert metrics.record_samples(now=now + timedelta(seconds=5)) == 0
     assert not MetricSample.objects.filter(at__lt=now - timedelta(days=metrics.KEEP_DAYS)).exists()
 
