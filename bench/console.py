@@ -100,7 +100,7 @@ def time_pages(urls: dict[str, str], runs: int) -> None:
 
     client = Client()
     client.force_login(User.objects.get(username="bench"))
-    print(f"\n| page | median ms | max ms | bytes |\n|---|---|---|---|")
+    print("\n| page | median ms | max ms | bytes |\n|---|---|---|---|")
     for label, url in urls.items():
         times, size = [], 0
         for _ in range(runs):
