@@ -20,7 +20,7 @@ from memoryhub.models.sessions import (
     new_ref_code,
 )
 from memoryhub.models.summaries import SUMMARY_LEVELS, RollingSummary, SummaryNode
-from memoryhub.models.usage import ApiUsage
+from memoryhub.models.usage import ApiUsage, MetricSample
 
 __all__ = [
     "SESSION_ID_REGEX",
@@ -32,6 +32,7 @@ __all__ = [
     "Event",
     "EventQuerySet",
     "Fact",
+    "MetricSample",
     "Note",
     "Role",
     "RollingSummary",
