@@ -1,0 +1,141 @@
+"""Every hostile input found by the attack of issue 16 is a 4xx in the envelope, never a 500."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from memoryhub.models import Event, Fact, Note
+from retrieval.models import Chunk
+from tests.base import error_code, new_session
+
+
+def deep(levels: int) -> str:
+    return "[" * levels + "]" * levels
+
+
+def post_raw(client: Any, url: str, body: str, method: str = "post") -> Any:
+    return getattr(client, method)(url, data=body, content_type="application/json")
+
+
+DEEP_URLS = [
+    ("post", "/api/v1/sessions/"),
+    ("post", "/api/v1/sessions/s1/events/"),
+    ("post", "/api/v1/notes/"),
+    ("post", "/api/v1/facts/"),
+    ("put", "/api/v1/sessions/s1/scratchpad/"),
+    ("post", "/api/v1/search/"),
+    ("post", "/api/v1/schedules/"),
+    ("post", "/api/v1/import/"),
+]
+
+
+@pytest.mark.parametrize("method, url", DEEP_URLS)
+def test_json_nested_900_deep(alice, method: str, url: str) -> None:
+    new_session(alice, "s1")
+    for body in (deep(900), '{"metadata": ' + '{"a": ' * 900 + "1" + "}" * 901):
+        response = post_raw(alice, url, body, method)
+        assert response.status_code == 400, (url, response.content[:300])
+        assert error_code(response) == "too_deeply_nested"
+
+
+SURROGATE = '"\\ud800"'
+
+
+@pytest.mark.parametrize("event", [
+    '{"role": "user", "content": "hi", "metadata": {' + SURROGATE + ': 1}}',
+    '{"role": "user", "content": "hi", "metadata": {"k": ' + SURROGATE + '}}',
+    '{"role": "tool", "tool_name": "t", "tool_args": {"a": ' + SURROGATE + '}}',
+    '{"role": "user", "content": ' + SURROGATE + '}',
+])
+def test_lone_surrogate_in_event(alice, event: str) -> None:
+    response = post_raw(alice, "/api/v1/sessions/s1/events/", event)
+    assert response.status_code == 400, response.content
+    assert error_code(response) == "invalid_unicode"
+    assert not Event.objects.exists()
+
+
+def test_lone_surrogates_elsewhere(alice) -> None:
+    new_session(alice, "s1")
+    cases = [
+        ("post", "/api/v1/facts/", '{"content": "x", "metadata": {"a": ' + SURROGATE + '}}'),
+        ("post", "/api/v1/notes/", '{"content": "x", "tags": [' + SURROGATE + ']}'),
+        ("put", "/api/v1/sessions/s1/scratchpad/", '{"items": [' + SURROGATE + ']}'),
+        ("put", "/api/v1/sessions/s1/scratchpad/", '{"items": {"k": "\\udfff"}}'),
+    ]
+    for method, url, body in cases:
+        response = post_raw(alice, url, body, method)
+        assert response.status_code == 400, (url, response.content)
+        assert error_code(response) == "invalid_unicode"
+    assert not Fact.objects.exists() and not Note.objects.exists()
+
+
+def test_a_surrogate_pair_is_one_character(alice) -> None:
+    body = '{"role": "user", "content": "smile \\ud83d\\ude00", "metadata": {"\\ud83d\\ude00": 1}}'
+    response = post_raw(alice, "/api/v1/sessions/s1/events/", body)
+    assert response.status_code == 201, response.content
+    assert Event.objects.get().content == "smile \U0001F600"
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "1e400", "NaN", "Infinity"])
+@pytest.mark.parametrize("url", ["/api/v1/notes/", "/api/v1/facts/"])
+def test_meta_filter_with_non_finite_numbers(alice, url: str, value: str) -> None:
+    # Not a JSON number: the filter matches the text only.
+    assert alice.post(url, {"content": "as text", "metadata": {"x": value}}, format="json").status_code == 201
+    assert alice.post(url, {"content": "other", "metadata": {"x": 1}}, format="json").status_code == 201
+    response = alice.get(url, {"meta.x": value})
+    assert response.status_code == 200, response.content
+    assert [item["content"] for item in response.json()["results"]] == ["as text"]
+
+
+def embedding(value: float) -> list[float]:
+    return [value] * 384
+
+
+@pytest.mark.parametrize("vector", [embedding(70000.0), embedding(0.0), embedding(1e-45), [1e300] + [0.0] * 383])
+def test_query_embedding_out_of_range_or_zero(alice, vector: list[float]) -> None:
+    response = alice.post("/api/v1/search/", {"query_embedding": vector, "mode": "vector"}, format="json")
+    assert response.status_code == 400, response.content
+    assert error_code(response) == "invalid_embedding"
+
+
+@pytest.mark.parametrize("cadence", [
+    {"type": "cron", "value": "0 0 31 2 *"},
+    {"type": "cron", "value": "0 0 30 2 *"},
+    {"type": "once", "value": "9999-12-31T23:59:59-14:00"},
+    {"type": "once", "value": "9999-12-31T23:59:59+14:00"},
+])
+def test_cadence_that_never_fires_or_overflows(alice, cadence: dict[str, str]) -> None:
+    body = {"name": "x", "action": "summarise", "cadence": cadence}
+    response = alice.post("/api/v1/schedules/", body, format="json")
+    assert response.status_code == 400, response.content
+    error_code(response)
+
+
+def test_import_with_all_zero_embeddings_keeps_search_working(alice, index) -> None:
+    index(alice, "s1", {"role": "user", "content": "the lisbon flight leaves at nine"})
+    export = alice.post("/api/v1/export/", {}, format="json").json()
+    assert export["chunks"]
+    for chunk in export["chunks"]:
+        chunk["embedding"] = [0.0] * 384
+    alice.delete("/api/v1/sessions/s1/")
+    response = post_raw(alice, "/api/v1/import/", json.dumps(export))
+    assert response.status_code == 201, response.content
+    # Imported without the unusable vectors, to be embedded again.
+    assert not Chunk.objects.exclude(embedding=None).exists()
+    for mode in ("vector", "hybrid", "text"):
+        response = alice.post("/api/v1/search/", {"query": "lisbon flight", "mode": mode}, format="json")
+        assert response.status_code == 200, response.content
+
+
+def test_import_with_out_of_range_embedding_is_refused(alice, index) -> None:
+    index(alice, "s1", {"role": "user", "content": "the lisbon flight leaves at nine"})
+    export = alice.post("/api/v1/export/", {}, format="json").json()
+    export["chunks"][0]["embedding"] = [70000.0] * 384
+    alice.delete("/api/v1/sessions/s1/")
+    response = post_raw(alice, "/api/v1/import/", json.dumps(export))
+    assert response.status_code == 400, response.content
+    assert error_code(response) == "invalid_import"
+    assert "chunks[0].embedding" in response.json()["error"]["message"]
