@@ -87,6 +87,22 @@ HOST = env_str("HOST", "127.0.0.1")
 ALLOWED_HOSTS = allowed_hosts(env_str("ALLOWED_HOSTS", ""), HOST)
 CSRF_TRUSTED_ORIGINS = [o.strip() for o in env_str("CSRF_TRUSTED_ORIGINS", "").split(",") if o.strip()]
 
+# --- Requests and the web server (`manage.py run`: uvicorn workers under gunicorn) --------------
+
+# The largest request body (bulk appends included); imports have MEMORYHUB_IMPORT_MAX_BYTES. Django's
+# own limit is the same number, so there is one limit and the 413 states it.
+MEMORYHUB_MAX_REQUEST_BYTES = env_int("MEMORYHUB_MAX_REQUEST_BYTES", 16 * 1024 * 1024, minimum=1024)
+DATA_UPLOAD_MAX_MEMORY_SIZE = MEMORYHUB_MAX_REQUEST_BYTES
+# Request line plus headers; a longer URL or header block is a 431 in the error envelope.
+MEMORYHUB_MAX_HEADER_BYTES = env_int("MEMORYHUB_MAX_HEADER_BYTES", 16 * 1024, minimum=4096)
+# A client has this long to send its request line and headers, and then this long for its body
+# (408 after); an idle keep-alive connection is closed after the last one.
+MEMORYHUB_HEADER_TIMEOUT_SECONDS = env_float("MEMORYHUB_HEADER_TIMEOUT_SECONDS", 10.0, low=0.1)
+MEMORYHUB_BODY_TIMEOUT_SECONDS = env_float("MEMORYHUB_BODY_TIMEOUT_SECONDS", 60.0, low=0.1)
+MEMORYHUB_KEEPALIVE_SECONDS = env_int("MEMORYHUB_KEEPALIVE_SECONDS", 5, minimum=1)
+# What a 503 database_unavailable asks the client to wait before retrying (Retry-After).
+MEMORYHUB_RETRY_AFTER_SECONDS = env_int("MEMORYHUB_RETRY_AFTER_SECONDS", 5, minimum=1)
+
 # --- Applications ---------------------------------------------------------------------------
 
 INSTALLED_APPS = [

@@ -118,7 +118,9 @@ def check_header(data: Any) -> None:
 
 def parse_export_file(raw: bytes) -> Any:
     if len(raw) > settings.MEMORYHUB_IMPORT_MAX_BYTES:
-        raise TooLarge("import_too_large", "The file is larger than MEMORYHUB_IMPORT_MAX_BYTES.")
+        limit = settings.MEMORYHUB_IMPORT_MAX_BYTES
+        raise TooLarge("payload_too_large", f"The file is larger than the import limit of {limit} bytes "
+                                            "(MEMORYHUB_IMPORT_MAX_BYTES).", {"limit": limit})
     try:
         return jsonchecks.loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
