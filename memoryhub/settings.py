@@ -54,7 +54,10 @@ def _database_config(url: str) -> dict[str, Any]:
     config["CONN_HEALTH_CHECKS"] = True
     if env_bool("DB_POOL", False):
         config["CONN_MAX_AGE"] = 0
-        options["pool"] = {"min_size": 1, "max_size": env_int("DB_POOL_SIZE", 8, minimum=1)}
+        # A request waits at most DB_POOL_TIMEOUT seconds for a connection, then gets a 503
+        # database_unavailable with Retry-After (a database that is down, or every connection busy).
+        options["pool"] = {"min_size": 1, "max_size": env_int("DB_POOL_SIZE", 8, minimum=1),
+                           "timeout": env_float("DB_POOL_TIMEOUT", 5.0, low=0.1)}
     return config
 
 
