@@ -4,6 +4,8 @@ Django's ASGIHandler reads the whole body into a temporary file before any middl
 no limit and no deadline, so a 10 GB upload or a body sent one byte a minute would be taken in
 whole. This wrapper, in front of it:
 
+- answers 414 uri_too_long past MEMORYHUB_MAX_URL_BYTES (whether or not the headers arrived in
+  one piece: uvicorn's own limit applies only to headers still incomplete);
 - answers 413 payload_too_large at once (Connection: close) when Content-Length is over the limit,
   and as soon as a body without one (chunked) grows past it;
 - answers 408 request_timeout when the body has not arrived within MEMORYHUB_BODY_TIMEOUT_SECONDS;
@@ -30,11 +32,12 @@ DISCONNECT: Message = {"type": "http.disconnect"}
 
 
 async def send_error(send: Any, status: int, body: dict[str, Any], *, close: bool = True) -> None:
-    headers = [(b"content-type", b"application/json")]
+    content = json.dumps(body).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(content)).encode())]
     if close:
         headers.append((b"connection", b"close"))
     await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": json.dumps(body).encode()})
+    await send({"type": "http.response.body", "body": content})
 
 
 def declared_length(scope: Scope) -> int | None:
@@ -52,6 +55,12 @@ class BodyLimits:
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
+            return
+        target = len(scope.get("raw_path") or b"") + len(scope.get("query_string") or b"")
+        if target > settings.MEMORYHUB_MAX_URL_BYTES:
+            await send_error(send, 414, {"error": {
+                "code": "uri_too_long", "details": {"limit": settings.MEMORYHUB_MAX_URL_BYTES},
+                "message": f"The URL may be at most {settings.MEMORYHUB_MAX_URL_BYTES} bytes."}})
             return
         limit = body_limit(scope["path"])
         declared = declared_length(scope)

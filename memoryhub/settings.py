@@ -36,6 +36,9 @@ if EMBEDDED_DATABASE:
     DATABASE_URL = embedded_database_url(DATA_DIR)
     # `manage.py run` raises the embedded server's shared buffers to this (0: leave them alone).
     EMBEDDED_SHARED_BUFFERS_MB = env_int("MEMORYHUB_PG_SHARED_BUFFERS_MB", default_shared_buffers_mb(), minimum=0)
+# `manage.py run` starts the embedded PostgreSQL again when it dies, this many times in 10 minutes;
+# then it stops (0: stop at once).
+MEMORYHUB_PG_RESTARTS = env_int("MEMORYHUB_PG_RESTARTS", 3, minimum=0)
 
 
 def _database_config(url: str) -> dict[str, Any]:
@@ -96,8 +99,9 @@ CSRF_TRUSTED_ORIGINS = [o.strip() for o in env_str("CSRF_TRUSTED_ORIGINS", "").s
 # own limit is the same number, so there is one limit and the 413 states it.
 MEMORYHUB_MAX_REQUEST_BYTES = env_int("MEMORYHUB_MAX_REQUEST_BYTES", 16 * 1024 * 1024, minimum=1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = MEMORYHUB_MAX_REQUEST_BYTES
-# Request line plus headers; a longer URL or header block is a 431 in the error envelope.
-MEMORYHUB_MAX_HEADER_BYTES = env_int("MEMORYHUB_MAX_HEADER_BYTES", 16 * 1024, minimum=4096)
+# Request line plus headers (431 past it), and the URL alone (414), both in the error envelope.
+MEMORYHUB_MAX_HEADER_BYTES = env_int("MEMORYHUB_MAX_HEADER_BYTES", 32 * 1024, minimum=4096)
+MEMORYHUB_MAX_URL_BYTES = env_int("MEMORYHUB_MAX_URL_BYTES", 16 * 1024, minimum=1024)
 # A client has this long to send its request line and headers, and then this long for its body
 # (408 after); an idle keep-alive connection is closed after the last one.
 MEMORYHUB_HEADER_TIMEOUT_SECONDS = env_float("MEMORYHUB_HEADER_TIMEOUT_SECONDS", 10.0, low=0.1)

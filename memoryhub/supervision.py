@@ -5,8 +5,8 @@ stop all of them, database included, within the 10 s a supervisor allows after S
   SIGKILLed before it has stopped them, the guard kills the groups and stops the database.
 - The embedded PostgreSQL is checked every second. When it has died (killed, out of memory) it
   is started again (crash recovery from the WAL; requests meanwhile get 503 database_unavailable),
-  at most MAX_RESTARTS times in RESTART_WINDOW seconds; after that `run` stops, with a message and
-  no traceback.
+  at most MEMORYHUB_PG_RESTARTS times in RESTART_WINDOW_SECONDS; after that `run` stops, with a
+  message and no traceback.
 """
 
 from __future__ import annotations
@@ -25,15 +25,16 @@ from memoryhub import embedded_pg
 # database the fast-shutdown grace after it (embedded_pg.STOP_GRACE_SECONDS), and a margin is left.
 CHILD_GRACE_SECONDS = 5.5
 CHECK_EVERY_SECONDS = 1.0
-MAX_RESTARTS = 3
 RESTART_WINDOW_SECONDS = 600.0
 
 Child = subprocess.Popen  # type: ignore[type-arg]
 
 
 class Supervisor:
-    def __init__(self, data_dir: Path | None, say: Callable[[str], None], warn: Callable[[str], None]) -> None:
+    def __init__(self, data_dir: Path | None, say: Callable[[str], None], warn: Callable[[str], None], *,
+                 max_restarts: int = 3) -> None:
         self.data_dir = data_dir  # None: the database is not ours to watch (DATABASE_URL)
+        self.max_restarts = max_restarts
         self.say, self.warn = say, warn
         self.children: list[tuple[str, Child]] = []
         self.guard: Child | None = None
@@ -67,8 +68,8 @@ class Supervisor:
         assert self.data_dir is not None
         now = time.monotonic()
         self.restarts = [t for t in self.restarts if now - t < RESTART_WINDOW_SECONDS]
-        if len(self.restarts) >= MAX_RESTARTS:
-            return (f"The embedded PostgreSQL stopped again ({MAX_RESTARTS} restarts in "
+        if len(self.restarts) >= self.max_restarts:
+            return (f"The embedded PostgreSQL stopped ({len(self.restarts)} restarts in the last "
                     f"{RESTART_WINDOW_SECONDS / 60:.0f} minutes); stopping.")
         self.warn("The embedded PostgreSQL stopped unexpectedly; starting it again "
                   "(requests meanwhile get 503 database_unavailable).")

@@ -69,13 +69,13 @@ class Served:
             if "is serving" in line:
                 self._serving.set()
 
-    def wait(self, timeout: float = 240) -> Served:
+    def wait(self, timeout: float = 240, *, key: bool = True) -> Served:
         deadline = time.monotonic() + timeout
         while not self._serving.wait(0.2):
             if self.process.poll() is not None or time.monotonic() > deadline:
                 self.stop()
                 raise RuntimeError("MemoryHub did not start:\n" + "\n".join(self.log[-40:]))
-        if not self.key:  # a data folder started before: its first-start key was shown then
+        if key and not self.key:  # a data folder started before: its first-start key was shown then
             self.key = self.manage("create_api_key", "--tenant", "demo").strip().splitlines()[-1]
         return self
 

@@ -39,7 +39,8 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         self.stdout.write(f"MemoryHub data folder: {settings.DATA_DIR}")
         supervisor = Supervisor(settings.DATA_DIR if settings.EMBEDDED_DATABASE else None,
-                                say=self.stdout.write, warn=self.stderr.write)
+                                say=self.stdout.write, warn=self.stderr.write,
+                                max_restarts=settings.MEMORYHUB_PG_RESTARTS)
         # From here on, even a SIGKILL of this process leaves no database running.
         supervisor.start_guard()
         if settings.EMBEDDED_DATABASE:
