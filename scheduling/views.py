@@ -9,6 +9,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from memoryhub.api.common import api_key, paginate, parse_input, query_params
+from memoryhub.api.fields import page_of
 from scheduling import services
 from scheduling.dispatcher import run_now
 from scheduling.serializers import (
@@ -24,7 +25,7 @@ PAGE = [OpenApiParameter("limit", int), OpenApiParameter("offset", int)]
 
 
 class ScheduleListView(APIView):
-    @extend_schema(parameters=[ScheduleListParams, *PAGE], responses=ScheduleOutput(many=True))
+    @extend_schema(parameters=[ScheduleListParams, *PAGE], responses=page_of("SchedulePage", ScheduleOutput))
     def get(self, request: Request) -> Response:
         filters = query_params(request, ScheduleListParams)
         rows, meta = paginate(request, services.filter_schedules(api_key(request), filters))
@@ -78,7 +79,7 @@ class ScheduleRunNowView(APIView):
 
 
 class ScheduleRunsView(APIView):
-    @extend_schema(parameters=[RunListParams, *PAGE], responses=RunOutput(many=True))
+    @extend_schema(parameters=[RunListParams, *PAGE], responses=page_of("RunPage", RunOutput, schedule=serializers.CharField()))
     def get(self, request: Request, schedule_id: str) -> Response:
         schedule = services.get_schedule(api_key(request), schedule_id)
         filters = query_params(request, RunListParams)

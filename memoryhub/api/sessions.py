@@ -31,6 +31,7 @@ from memoryhub.api.fields import (
     StrictFloatField,
     StrictIntegerField,
     StrictRegexField,
+    page_of,
 )
 from memoryhub.models import (
     Role,
@@ -140,7 +141,7 @@ class RestoreParams(serializers.Serializer):
 class SessionListView(APIView):
     @extend_schema(
         parameters=[SessionListParams, OpenApiParameter("limit", int), OpenApiParameter("offset", int)],
-        responses=SessionOutput(many=True),
+        responses=page_of("SessionPage", SessionOutput),
     )
     def get(self, request: Request) -> Response:
         filters = query_params(request, SessionListParams)

@@ -25,6 +25,7 @@ from memoryhub.api.common import (
 from memoryhub.api.fields import (
     PAGE_PARAMS,
     StrictCharField,
+    page_of,
 )
 from memoryhub.errors import Conflict, Invalid, NotFound
 from memoryhub.models import (
@@ -131,7 +132,7 @@ def nodes_visible_to(request: Request) -> Any:
 
 
 class SummaryNodeListView(APIView):
-    @extend_schema(parameters=[SummaryListParams, *PAGE_PARAMS], responses=SummaryNodeOutput(many=True))
+    @extend_schema(parameters=[SummaryListParams, *PAGE_PARAMS], responses=page_of("SummaryNodePage", SummaryNodeOutput))
     def get(self, request: Request) -> Response:
         filters = query_params(request, SummaryListParams)
         qs = nodes_visible_to(request)
