@@ -18,6 +18,7 @@ from django.core.management.base import BaseCommand, CommandParser
 from django.db import connections, transaction
 
 from accounts.models import ApiKey, Tenant
+from memoryhub.env import WILDCARD_ADDRESSES
 from memoryhub.signals import cluster_starting
 from memoryhub.supervision import Supervisor
 
@@ -81,6 +82,9 @@ class Command(BaseCommand):
                 f"MemoryHub is serving http://{host}:{port}/api/v1/ (docs /api/v1/docs/, admin /admin/)"
                 + ("" if options["no_cluster"] else " with the task cluster") + ". Ctrl-C stops it."
             ))
+            if host in WILDCARD_ADDRESSES and not os.environ.get("ALLOWED_HOSTS"):
+                self.stderr.write("Serving on every interface, but ALLOWED_HOSTS is not set: only requests "
+                                  "for localhost are answered (set ALLOWED_HOSTS to the names clients use).")
             while not stopping:
                 problem = supervisor.problem()
                 if problem:
