@@ -196,6 +196,9 @@ class EventInput:
     importance: float | None = None
     created_at: datetime | None = None
     idempotency_key: str | None = None
+    # The fields the client sent (None: all of them). A resend is compared on these only, so a
+    # retry that leaves out a default (metadata {}) is still the same event.
+    given: frozenset[str] | None = None
 
 
 @dataclass
@@ -298,8 +301,9 @@ def _check_replay(stored: Event, item: EventInput, index: int) -> None:
             ("sequence", item.sequence, stored.sequence), ("importance", item.importance, stored.importance),
             ("created_at", item.created_at, stored.created_at),
         )
-        # Optional fields left out of the retry (None) are not compared.
-        if not (sent is None and name in ("sequence", "importance", "created_at")) and sent != kept
+        # Fields the retry left out are not compared.
+        if (item.given is None or name in item.given)
+        and not (sent is None and name in ("sequence", "importance", "created_at")) and sent != kept
     ]
     if differs:
         raise Conflict(

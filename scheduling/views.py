@@ -25,7 +25,8 @@ PAGE = [OpenApiParameter("limit", int), OpenApiParameter("offset", int)]
 
 
 class ScheduleListView(APIView):
-    @extend_schema(parameters=[ScheduleListParams, *PAGE], responses=page_of("SchedulePage", ScheduleOutput))
+    @extend_schema(parameters=[ScheduleListParams, *PAGE],
+                   responses=page_of("SchedulePage", ScheduleOutput), operation_id="schedules_list")
     def get(self, request: Request) -> Response:
         filters = query_params(request, ScheduleListParams)
         rows, meta = paginate(request, services.filter_schedules(api_key(request), filters))
@@ -79,7 +80,8 @@ class ScheduleRunNowView(APIView):
 
 
 class ScheduleRunsView(APIView):
-    @extend_schema(parameters=[RunListParams, *PAGE], responses=page_of("RunPage", RunOutput, schedule=serializers.CharField()))
+    @extend_schema(parameters=[RunListParams, *PAGE],
+                   responses=page_of("RunPage", RunOutput, schedule=serializers.CharField()), operation_id="schedules_runs_list")
     def get(self, request: Request, schedule_id: str) -> Response:
         schedule = services.get_schedule(api_key(request), schedule_id)
         filters = query_params(request, RunListParams)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -17,6 +18,8 @@ import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +36,7 @@ def free_port() -> int:
 class Served:
     def __init__(self, data_dir: Path | None = None, *, cluster: bool = False, web_workers: int = 1,
                  env: dict[str, str] | None = None) -> None:
+        self.own_data_dir = data_dir is None  # removed on stop
         self.data_dir = data_dir or Path(tempfile.mkdtemp(prefix="memoryhub-served-"))
         self.port = free_port()
         environment = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "TEST_DB_NAME")}
@@ -103,6 +107,8 @@ class Served:
                 self.signal_group(signal.SIGKILL)
                 self.process.wait()
         self._reader.join(5)
+        if self.own_data_dir:
+            shutil.rmtree(self.data_dir, ignore_errors=True)
         return self.process.returncode
 
     def __enter__(self) -> Served:
@@ -110,6 +116,18 @@ class Served:
 
     def __exit__(self, *exc: Any) -> None:
         self.stop()
+
+
+@contextmanager
+def private_data_dir() -> Iterator[Path]:
+    """A data folder in /tmp, not under pytest's tmp_path: the embedded PostgreSQL runs as another
+    user (pgserver, when tests run as root) and must reach it, and every new pytest session resets
+    /tmp/pytest-of-<user> to mode 0700, which would cut a running server off from its files."""
+    path = Path(tempfile.mkdtemp(prefix="memoryhub-test-"))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def postgres_of(data_dir: Path) -> list[int]:
@@ -151,4 +169,4 @@ def children_of(pid: int) -> list[int]:
         return []
 
 
-__all__ = ["ROOT", "Served", "children_of", "free_port", "postgres_of", "wait_until"]
+__all__ = ["ROOT", "Served", "children_of", "free_port", "postgres_of", "private_data_dir", "wait_until"]

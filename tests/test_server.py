@@ -17,16 +17,16 @@ from pathlib import Path
 import pytest
 
 from memoryhub.embedded_pg import postmaster
-from tests.served import Served
+from tests.served import Served, private_data_dir
 
 LIMIT = 1024 * 1024
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+def served() -> Iterator[Served]:
     env = {"MEMORYHUB_HEADER_TIMEOUT_SECONDS": "2", "MEMORYHUB_BODY_TIMEOUT_SECONDS": "2",
            "MEMORYHUB_MAX_REQUEST_BYTES": str(LIMIT)}
-    with Served(tmp_path_factory.mktemp("server"), env=env) as server:
+    with private_data_dir() as data_dir, Served(data_dir, env=env) as server:
         yield server
 
 

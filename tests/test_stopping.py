@@ -12,18 +12,20 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
 import pytest
 
 from memoryhub.embedded_pg import pgdata_path, postmaster
-from tests.served import ROOT, Served, children_of, postgres_of, wait_until
+from tests.served import ROOT, Served, children_of, postgres_of, private_data_dir, wait_until
 
 
 @pytest.fixture(scope="module")
-def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("stopping")
+def data_dir() -> Iterator[Path]:
+    with private_data_dir() as path:
+        yield path
 
 
 def alive(pids: list[int]) -> list[int]:

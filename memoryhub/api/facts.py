@@ -120,7 +120,8 @@ class FactListParams(serializers.Serializer):
 
 
 class FactListView(APIView):
-    @extend_schema(parameters=[FactListParams, META_PARAM, *PAGE_PARAMS], responses=page_of("FactPage", FactOutput))
+    @extend_schema(parameters=[FactListParams, META_PARAM, *PAGE_PARAMS],
+                   responses=page_of("FactPage", FactOutput), operation_id="facts_list")
     def get(self, request: Request) -> Response:
         filters = query_params(request, FactListParams)
         qs = facts.facts_filter(api_key(request), filters, notes.meta_filters(request.query_params))

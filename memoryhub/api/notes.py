@@ -104,7 +104,8 @@ class NoteListParams(serializers.Serializer):
 
 
 class NoteListView(APIView):
-    @extend_schema(parameters=[NoteListParams, META_PARAM, *PAGE_PARAMS], responses=page_of("NotePage", NoteOutput))
+    @extend_schema(parameters=[NoteListParams, META_PARAM, *PAGE_PARAMS],
+                   responses=page_of("NotePage", NoteOutput), operation_id="notes_list")
     def get(self, request: Request) -> Response:
         filters = query_params(request, NoteListParams)
         qs = notes.notes_filter(api_key(request), filters, notes.meta_filters(request.query_params))

@@ -141,7 +141,7 @@ class RestoreParams(serializers.Serializer):
 class SessionListView(APIView):
     @extend_schema(
         parameters=[SessionListParams, OpenApiParameter("limit", int), OpenApiParameter("offset", int)],
-        responses=page_of("SessionPage", SessionOutput),
+        responses=page_of("SessionPage", SessionOutput), operation_id="sessions_list",
     )
     def get(self, request: Request) -> Response:
         filters = query_params(request, SessionListParams)
@@ -219,9 +219,10 @@ class EventListView(APIView):
             items = parse_input(BulkEventInput, request.data)["events"]
         else:
             items = [parse_input(EventInput, request.data)]
+        sent = request.data["events"] if bulk else [request.data]  # to tell a default from a value
         result = sessions.append_events(
             key=api_key(request), session_id=session_id,
-            items=[sessions.EventInput(**dict(item)) for item in items],
+            items=[sessions.EventInput(**dict(item), given=frozenset(raw)) for item, raw in zip(items, sent, strict=True)],
         )
         payloads = [e.as_dict() for e in result.events]
         body: dict[str, Any] = {"session": result.session.external_id, "created": result.created, "events": payloads}

@@ -132,7 +132,8 @@ def nodes_visible_to(request: Request) -> Any:
 
 
 class SummaryNodeListView(APIView):
-    @extend_schema(parameters=[SummaryListParams, *PAGE_PARAMS], responses=page_of("SummaryNodePage", SummaryNodeOutput))
+    @extend_schema(parameters=[SummaryListParams, *PAGE_PARAMS],
+                   responses=page_of("SummaryNodePage", SummaryNodeOutput), operation_id="summaries_list")
     def get(self, request: Request) -> Response:
         filters = query_params(request, SummaryListParams)
         qs = nodes_visible_to(request)
