@@ -1,26 +1,23 @@
-"""The ASGI entry point (`manage.py run` serves it with uvicorn workers): Django, plus the ASGI apps
-that settings.MEMORYHUB_ASGI_MOUNTS names by path prefix (the MCP endpoint at /mcp/). The mounted
-apps are named by dotted path, as INSTALLED_APPS are, so the core imports no higher layer.
-
-Django is served as the WSGI app it was under gunicorn's gthread workers (a2wsgi: a fixed pool of
-WEB_THREADS threads per worker), so its persistent database connections (CONN_MAX_AGE) and its
-concurrency are unchanged; under Django's ASGI handler every request would get a new thread and so
-a new connection."""
+"""The ASGI entry point (`manage.py run` serves it with uvicorn workers under gunicorn): Django behind
+the body limits and deadlines of memoryhub.asgi_body (a slow or idle client holds no thread; the web
+workers share a connection pool), plus the ASGI apps that settings.MEMORYHUB_ASGI_MOUNTS names by
+path prefix (the MCP endpoint at /mcp/). The mounted apps are named by dotted path, as
+INSTALLED_APPS are, so the core imports no higher layer."""
 
 import os
 from contextlib import AsyncExitStack
 from typing import Any
 
-from a2wsgi import WSGIMiddleware
 from django.conf import settings
-from django.core.wsgi import get_wsgi_application
+from django.core.asgi import get_asgi_application
 from django.utils.module_loading import import_string
 
+from memoryhub.asgi_body import BodyLimits
 from memoryhub.embedded_pg import ensure_running
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryhub.settings")
 ensure_running()
-django_application = WSGIMiddleware(get_wsgi_application(), workers=int(os.environ.get("WEB_THREADS", "4")))
+django_application = BodyLimits(get_asgi_application())
 
 
 def mount(default: Any, mounts: dict[str, str]) -> Any:

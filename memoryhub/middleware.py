@@ -6,27 +6,14 @@ import logging
 import time
 from collections.abc import Callable
 
-from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.urls import Resolver404, resolve
 
 from memoryhub.api.errors import error_body
 from memoryhub.counters import BatchedCounter, Counts
+from memoryhub.limits import body_limit, too_large_body
 
 logger = logging.getLogger("memoryhub.request")
-
-# DRF reads JSON bodies straight from the stream, so Django's DATA_UPLOAD_MAX_MEMORY_SIZE never
-# applies to them: without this, one request could make a worker buffer and parse gigabytes.
-DEFAULT_MAX_REQUEST_BYTES = 64 * 1024 * 1024
-
-
-def max_request_bytes() -> int:
-    return int(getattr(settings, "MEMORYHUB_MAX_REQUEST_BYTES", DEFAULT_MAX_REQUEST_BYTES))
-
-
-# Imports carry a whole tenant's export: they have their own, larger limit.
-IMPORT_PATH = "/api/v1/import/"
-
 
 def _too_large(request: HttpRequest) -> JsonResponse | None:
     raw = request.META.get("CONTENT_LENGTH") or "0"
@@ -34,16 +21,13 @@ def _too_large(request: HttpRequest) -> JsonResponse | None:
         length = int(raw)
     except ValueError:
         return JsonResponse(error_body("bad_request", "Invalid Content-Length header."), status=400)
-    limit = max_request_bytes()
-    if request.path_info == IMPORT_PATH:
-        limit = max(limit, int(getattr(settings, "MEMORYHUB_IMPORT_MAX_BYTES", limit)))
-    if length > limit:
-        return JsonResponse(
-            error_body("request_too_large", f"The request body is {length} bytes; the limit is {limit}.",
-                       {"limit": limit, "size": length}),
-            status=413,
-        )
-    return None
+    limit = body_limit(request.path_info)
+    if length <= limit:
+        return None
+    response = JsonResponse(too_large_body(limit, length), status=413)
+    # The body stays unread: the connection cannot carry another request after this answer.
+    response["Connection"] = "close"
+    return response
 
 
 def _add_missing_slash(request: HttpRequest) -> None:

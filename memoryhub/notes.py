@@ -6,6 +6,7 @@ note id) and every delete with memory_deleted, inside the writing transaction.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -83,9 +84,11 @@ def apply_meta(qs: QuerySet[Any], wanted: dict[str, Any]) -> QuerySet[Any]:
                 options.append(int(v))
             except ValueError:
                 try:
-                    options.append(float(v))
+                    number = float(v)
                 except ValueError:
-                    pass
+                    number = math.nan
+                if math.isfinite(number):  # nan, inf and 1e400 are not JSON numbers: text only
+                    options.append(number)
         condition = Q()
         for option in options:
             condition |= Q(metadata__contains={k: option})

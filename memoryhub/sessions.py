@@ -198,6 +198,9 @@ class EventInput:
     importance: float | None = None
     created_at: datetime | None = None
     idempotency_key: str | None = None
+    # The fields the client sent (None: all of them). A resend is compared on these only, so a
+    # retry that leaves out a default (metadata {}) is still the same event.
+    given: frozenset[str] | None = None
 
 
 @dataclass
@@ -251,7 +254,9 @@ def _append_locked(session: Session, items: list[EventInput]) -> AppendResult:
     new: list[Event] = []
     for index, item in enumerate(items):
         if item.idempotency_key and item.idempotency_key in replayed:
-            ordered.append(replayed[item.idempotency_key])
+            stored = replayed[item.idempotency_key]
+            _check_replay(stored, item, index)
+            ordered.append(stored)
             continue
         sequence = item.sequence if item.sequence is not None else last + 1
         if sequence <= last:
@@ -285,6 +290,29 @@ def _append_locked(session: Session, items: list[EventInput]) -> AppendResult:
         payloads = [e.as_dict() for e in new]
         transaction.on_commit(lambda: recent.extend(session.pk, previous_last, last, payloads))
     return AppendResult(session=session, events=ordered, created=len(new))
+
+
+def _check_replay(stored: Event, item: EventInput, index: int) -> None:
+    """A retry must resend what it sent: the same key with other content is a client bug (a key
+    reused for a new event) that would otherwise silently drop the new event."""
+    differs = [
+        name for name, sent, kept in (
+            ("role", item.role, stored.role), ("content", item.content, stored.content),
+            ("tool_name", item.tool_name, stored.tool_name), ("tool_args", item.tool_args, stored.tool_args),
+            ("tool_result", item.tool_result, stored.tool_result), ("metadata", item.metadata, stored.metadata),
+            ("sequence", item.sequence, stored.sequence), ("importance", item.importance, stored.importance),
+            ("created_at", item.created_at, stored.created_at),
+        )
+        # Fields the retry left out are not compared.
+        if (item.given is None or name in item.given)
+        and not (sent is None and name in ("sequence", "importance", "created_at")) and sent != kept
+    ]
+    if differs:
+        raise Conflict(
+            "idempotency_mismatch",
+            f"idempotency_key {item.idempotency_key!r} was used for an event with other content ({', '.join(differs)}).",
+            {"index": index, "idempotency_key": item.idempotency_key, "event_id": stored.pk, "fields": differs},
+        )
 
 
 def recent_events(session: Session, limit: int) -> list[dict[str, Any]]:

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import os
 import secrets
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
 
-from memoryhub.env import env_bool, env_choice, env_float, env_int, env_str
+from memoryhub.env import allowed_hosts, env_bool, env_choice, env_float, env_int, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -39,6 +40,9 @@ if EMBEDDED_DATABASE:
     DATABASE_URL = embedded_database_url(DATA_DIR)
     # `manage.py run` raises the embedded server's shared buffers to this (0: leave them alone).
     EMBEDDED_SHARED_BUFFERS_MB = env_int("MEMORYHUB_PG_SHARED_BUFFERS_MB", default_shared_buffers_mb(), minimum=0)
+# `manage.py run` starts the embedded PostgreSQL again when it dies, this many times in 10 minutes;
+# then it stops (0: stop at once).
+MEMORYHUB_PG_RESTARTS = env_int("MEMORYHUB_PG_RESTARTS", 3, minimum=0)
 
 
 def _database_config(url: str) -> dict[str, Any]:
@@ -57,7 +61,10 @@ def _database_config(url: str) -> dict[str, Any]:
     config["CONN_HEALTH_CHECKS"] = True
     if env_bool("DB_POOL", False):
         config["CONN_MAX_AGE"] = 0
-        options["pool"] = {"min_size": 1, "max_size": env_int("DB_POOL_SIZE", 8, minimum=1)}
+        # A request waits at most DB_POOL_TIMEOUT seconds for a connection, then gets a 503
+        # database_unavailable with Retry-After (a database that is down, or every connection busy).
+        options["pool"] = {"min_size": 1, "max_size": env_int("DB_POOL_SIZE", 8, minimum=1),
+                           "timeout": env_float("DB_POOL_TIMEOUT", 5.0, low=0.1)}
     return config
 
 
@@ -85,8 +92,27 @@ def _secret_key() -> str:
 
 
 SECRET_KEY = _secret_key()
-ALLOWED_HOSTS = [h.strip() for h in env_str("ALLOWED_HOSTS", "*").split(",") if h.strip()]
+# The address `manage.py run` serves on (HOST): with no ALLOWED_HOSTS, the hosts answered follow it.
+HOST = env_str("HOST", "127.0.0.1")
+ALLOWED_HOSTS = allowed_hosts(env_str("ALLOWED_HOSTS", ""), HOST)
 CSRF_TRUSTED_ORIGINS = [o.strip() for o in env_str("CSRF_TRUSTED_ORIGINS", "").split(",") if o.strip()]
+
+# --- Requests and the web server (`manage.py run`: uvicorn workers under gunicorn) --------------
+
+# The largest request body (bulk appends included); imports have MEMORYHUB_IMPORT_MAX_BYTES. Django's
+# own limit is the same number, so there is one limit and the 413 states it.
+MEMORYHUB_MAX_REQUEST_BYTES = env_int("MEMORYHUB_MAX_REQUEST_BYTES", 16 * 1024 * 1024, minimum=1024)
+DATA_UPLOAD_MAX_MEMORY_SIZE = MEMORYHUB_MAX_REQUEST_BYTES
+# Request line plus headers (431 past it), and the URL alone (414), both in the error envelope.
+MEMORYHUB_MAX_HEADER_BYTES = env_int("MEMORYHUB_MAX_HEADER_BYTES", 32 * 1024, minimum=4096)
+MEMORYHUB_MAX_URL_BYTES = env_int("MEMORYHUB_MAX_URL_BYTES", 16 * 1024, minimum=1024)
+# A client has this long to send its request line and headers, and then this long for its body
+# (408 after); an idle keep-alive connection is closed after the last one.
+MEMORYHUB_HEADER_TIMEOUT_SECONDS = env_float("MEMORYHUB_HEADER_TIMEOUT_SECONDS", 10.0, low=0.1)
+MEMORYHUB_BODY_TIMEOUT_SECONDS = env_float("MEMORYHUB_BODY_TIMEOUT_SECONDS", 60.0, low=0.1)
+MEMORYHUB_KEEPALIVE_SECONDS = env_int("MEMORYHUB_KEEPALIVE_SECONDS", 5, minimum=1)
+# What a 503 database_unavailable asks the client to wait before retrying (Retry-After).
+MEMORYHUB_RETRY_AFTER_SECONDS = env_int("MEMORYHUB_RETRY_AFTER_SECONDS", 5, minimum=1)
 
 # --- Applications ---------------------------------------------------------------------------
 
@@ -103,6 +129,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "pgtrigger",
     "django_q",
+    "axes",
     "accounts",
     "memoryhub",
     "retrieval",
@@ -120,6 +147,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "memoryhub.middleware.RequestLogMiddleware",
+    # Last, as django-axes asks: it answers a locked-out admin login before the view runs.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "memoryhub.urls"
@@ -139,6 +168,19 @@ TEMPLATES = [
         },
     },
 ]
+
+# Admin login throttling (django-axes): after MEMORYHUB_LOGIN_FAILURE_LIMIT failed logins of one
+# user name from one address, that pair is locked out for MEMORYHUB_LOGIN_COOLOFF_MINUTES (429),
+# even with the right password. By name and address together, so that a guesser from elsewhere
+# cannot lock the real operator out. The API's keys never pass through here.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env_int("MEMORYHUB_LOGIN_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("MEMORYHUB_LOGIN_COOLOFF_MINUTES", 15, minimum=1))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -182,7 +224,7 @@ REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["accounts.authentication.ApiKeyAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["accounts.permissions.HasApiScope"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["memoryhub.api.parsers.CheckedJSONParser"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "memoryhub.api.errors.api_exception_handler",
     "UNAUTHENTICATED_USER": None,
@@ -302,6 +344,8 @@ LOGGING = {
         "django-q": {"level": LOG_LEVEL},
         # The MCP SDK logs every stateless request's transport at INFO; memoryhub.mcp logs failures.
         "mcp": {"level": "WARNING"},
+        # Failed logins and lockouts are warnings; its start banner is not worth a line.
+        "axes": {"level": "WARNING"},
     },
 }
 

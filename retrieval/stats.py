@@ -103,7 +103,9 @@ def tenant_stats(key: ApiKey) -> dict[str, Any]:
     return memory_stats(key.tenant, workspace_id=key.workspace_id)
 
 
-def memory_stats(tenant: Tenant, *, workspace_id: int | None = None) -> dict[str, Any]:
+def memory_stats(tenant: Tenant, *, workspace_id: int | None = None, cluster_queue: bool = False) -> dict[str, Any]:
+    """With `cluster_queue` (operators only) the task cluster's own figures too: they cover every
+    tenant, so an API key never sees them."""
     stats: dict[str, Any] = {"tenant": tenant.name, **_session_stats(tenant.pk, workspace_id),
                              "chunks": _chunk_stats(tenant.pk, workspace_id)}
     stats["documents"] = _scoped(Document, tenant.pk, workspace_id).count()
@@ -115,10 +117,10 @@ def memory_stats(tenant: Tenant, *, workspace_id: int | None = None) -> dict[str
     stats["compaction"].update(tree_depth=summary["summary_tree_depth"], last_run_at=summary.pop("last_compaction_at"))
     stats.update(summary)
     stats.update(_schedule_stats(tenant.pk, workspace_id))
-    queue = queue_counts()
-    stats["queue"] = {"pending_embeddings": stats["chunks"]["pending_embedding"],
-                      "queued_tasks": queue["queued"], "failed_tasks": queue["failed_total"],
-                      **_embedding_backlog(tenant.pk)}
+    stats["queue"] = {"pending_embeddings": stats["chunks"]["pending_embedding"], **_embedding_backlog(tenant.pk)}
+    if cluster_queue:
+        queue = queue_counts()
+        stats["queue"].update(queued_tasks=queue["queued"], failed_tasks=queue["failed_total"])
     return stats
 
 

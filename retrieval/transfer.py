@@ -24,6 +24,7 @@ from retrieval.embedders import DIMENSIONS, get_embedder
 from retrieval.embedding import request_embedding
 from retrieval.indexing import index_session_events
 from retrieval.models import Chunk, Document
+from retrieval.vectors import is_zero, out_of_range, vector_problem
 
 
 class RetrievalTransfer(TransferExtension):
@@ -194,6 +195,14 @@ def _embedding(row: Any, path: str) -> list[float] | None:
     if embedding is not None and (len(embedding) != DIMENSIONS or not all(
             isinstance(v, (int, float)) and not isinstance(v, bool) for v in embedding)):
         raise InvalidImport(f"an embedding is a list of {DIMENSIONS} numbers", f"{path}.embedding")
+    if embedding is None:
+        return None
+    if out_of_range(embedding):
+        raise InvalidImport(f"unusable embedding: {vector_problem(embedding)}", f"{path}.embedding")
+    if is_zero(embedding):
+        # No direction to rank by (it made every vector search of the tenant fail): the chunk
+        # is imported without it and embedded again, like a chunk of another model.
+        return None
     return embedding
 
 

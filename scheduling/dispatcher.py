@@ -111,7 +111,10 @@ def _enqueue_run(run: Run, schedule: Schedule) -> None:
 def execute_run(run_id: str) -> dict[str, Any]:
     """Run a queued run's action and record its outcome (the cluster's task)."""
     with transaction.atomic():
-        run = Run.objects.select_for_update().select_related("schedule__tenant").filter(pk=run_id).first()
+        # Lock the run row only: FOR UPDATE over the join also locked the schedule and the tenant,
+        # and deadlocked with run-now inserts and finishing runs (issue 16).
+        run = (Run.objects.select_for_update(of=("self",)).select_related("schedule__tenant")
+               .filter(pk=run_id).first())
         if run is None or run.status != RunStatus.QUEUED:
             return {"run": run_id, "skipped": "not queued"}
         run.status = RunStatus.RUNNING

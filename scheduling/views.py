@@ -9,6 +9,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from memoryhub.api.common import api_key, paginate, parse_input, query_params
+from memoryhub.api.fields import page_of
 from scheduling import services, webhooks
 from scheduling.dispatcher import run_now
 from scheduling.serializers import (
@@ -27,7 +28,8 @@ PAGE = [OpenApiParameter("limit", int), OpenApiParameter("offset", int)]
 
 
 class ScheduleListView(APIView):
-    @extend_schema(parameters=[ScheduleListParams, *PAGE], responses=ScheduleOutput(many=True))
+    @extend_schema(parameters=[ScheduleListParams, *PAGE],
+                   responses=page_of("SchedulePage", ScheduleOutput), operation_id="schedules_list")
     def get(self, request: Request) -> Response:
         filters = query_params(request, ScheduleListParams)
         rows, meta = paginate(request, services.filter_schedules(api_key(request), filters))
@@ -81,7 +83,8 @@ class ScheduleRunNowView(APIView):
 
 
 class ScheduleRunsView(APIView):
-    @extend_schema(parameters=[RunListParams, *PAGE], responses=RunOutput(many=True))
+    @extend_schema(parameters=[RunListParams, *PAGE],
+                   responses=page_of("RunPage", RunOutput, schedule=serializers.CharField()), operation_id="schedules_runs_list")
     def get(self, request: Request, schedule_id: str) -> Response:
         schedule = services.get_schedule(api_key(request), schedule_id)
         filters = query_params(request, RunListParams)

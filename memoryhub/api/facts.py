@@ -27,6 +27,7 @@ from memoryhub.api.fields import (
     TagsField,
     content_field,
     non_blank,
+    page_of,
 )
 from memoryhub.models import (
     Fact,
@@ -120,7 +121,8 @@ class FactListParams(serializers.Serializer):
 
 
 class FactListView(APIView):
-    @extend_schema(parameters=[FactListParams, META_PARAM, *PAGE_PARAMS], responses=FactOutput(many=True))
+    @extend_schema(parameters=[FactListParams, META_PARAM, *PAGE_PARAMS],
+                   responses=page_of("FactPage", FactOutput), operation_id="facts_list")
     def get(self, request: Request) -> Response:
         filters = query_params(request, FactListParams)
         qs = facts.facts_filter(api_key(request), filters, notes.meta_filters(request.query_params))

@@ -32,6 +32,7 @@ from memoryhub.api.fields import (
     TagsField,
     content_field,
     non_blank,
+    page_of,
 )
 from memoryhub.errors import Invalid
 from memoryhub.models import (
@@ -104,7 +105,8 @@ class NoteListParams(serializers.Serializer):
 
 
 class NoteListView(APIView):
-    @extend_schema(parameters=[NoteListParams, META_PARAM, *PAGE_PARAMS], responses=NoteOutput(many=True))
+    @extend_schema(parameters=[NoteListParams, META_PARAM, *PAGE_PARAMS],
+                   responses=page_of("NotePage", NoteOutput), operation_id="notes_list")
     def get(self, request: Request) -> Response:
         filters = query_params(request, NoteListParams)
         qs = notes.notes_filter(api_key(request), filters, notes.meta_filters(request.query_params))

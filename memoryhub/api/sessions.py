@@ -31,6 +31,7 @@ from memoryhub.api.fields import (
     StrictFloatField,
     StrictIntegerField,
     StrictRegexField,
+    page_of,
 )
 from memoryhub.models import (
     SUMMARY_BUDGET_MAX,
@@ -234,7 +235,7 @@ RestoredOutput = inline_serializer("Restored", {
 class SessionListView(APIView):
     @extend_schema(
         parameters=[SessionListParams, OpenApiParameter("limit", int), OpenApiParameter("offset", int)],
-        responses=SessionOutput(many=True),
+        responses=page_of("SessionPage", SessionOutput), operation_id="sessions_list",
     )
     def get(self, request: Request) -> Response:
         filters = query_params(request, SessionListParams)
@@ -312,9 +313,10 @@ class EventListView(APIView):
             items = parse_input(BulkEventInput, request.data)["events"]
         else:
             items = [parse_input(EventInput, request.data)]
+        sent = request.data["events"] if bulk else [request.data]  # to tell a default from a value
         result = sessions.append_events(
             key=api_key(request), session_id=session_id,
-            items=[sessions.EventInput(**dict(item)) for item in items],
+            items=[sessions.EventInput(**dict(item), given=frozenset(raw)) for item, raw in zip(items, sent, strict=True)],
         )
         body = appended(result)
         if not bulk:

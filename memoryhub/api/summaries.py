@@ -6,7 +6,6 @@ from typing import Any
 
 from django.conf import settings
 from drf_spectacular.utils import (
-    OpenApiParameter,
     extend_schema,
     inline_serializer,
 )
@@ -28,6 +27,7 @@ from memoryhub.api.fields import (
     PAGE_PARAMS,
     StrictCharField,
     StrictIntegerField,
+    page_of,
 )
 from memoryhub.errors import Conflict, Invalid, NotFound
 from memoryhub.models import (
@@ -69,6 +69,11 @@ def node_dict(node: SummaryNode) -> dict[str, Any]:
         "summariser": node.summariser,
         "created_at": iso(node.created_at),
     }
+
+
+class TreeParams(serializers.Serializer):
+    # true/false (also 1/0, yes/no); anything else, "null" included, is a 400.
+    final = serializers.BooleanField(required=False, default=False)
 
 
 class SummaryNodeOutput(serializers.Serializer):
@@ -176,7 +181,8 @@ def expand_node(key: ApiKey, node_id: int, *, events_limit: int) -> dict[str, An
 
 
 class SummaryNodeListView(APIView):
-    @extend_schema(parameters=[SummaryListParams, *PAGE_PARAMS], responses=SummaryNodeOutput(many=True))
+    @extend_schema(parameters=[SummaryListParams, *PAGE_PARAMS],
+                   responses=page_of("SummaryNodePage", SummaryNodeOutput), operation_id="summaries_list")
     def get(self, request: Request) -> Response:
         filters = query_params(request, SummaryListParams)
         qs = nodes_visible_to(request)
@@ -203,11 +209,11 @@ class SessionSummaryTreeView(APIView):
     """POST /sessions/{id}/summary/tree/: queue a build of the session's tree now (the scheduler's
     `summarise` action does it for every due session)."""
 
-    @extend_schema(request=None, parameters=[OpenApiParameter("final", bool)],
+    @extend_schema(request=None, parameters=[TreeParams],
                    responses={202: inline_serializer("TreeQueued", {"session": serializers.CharField(),
                                                                     "queued": serializers.BooleanField()})})
     def post(self, request: Request, session_id: str) -> Response:
         session = get_session(api_key(request), session_id)
-        final = str(request.query_params.get("final", "")).lower() in ("1", "true", "yes")
+        final = query_params(request, TreeParams)["final"]
         enqueue("memoryhub.tasks.build_summary_tree", session.pk, final, cluster=MAINTENANCE)
         return Response({"session": session.external_id, "queued": True}, status=status.HTTP_202_ACCEPTED)

@@ -175,7 +175,19 @@ def import_memory(*, tenant: Tenant, data: Any, limit_workspace: Workspace | Non
         for part in parts:
             part.import_derived(importer, data)
     except IntegrityError as exc:
-        raise Conflict("import_conflict", f"The file conflicts with stored data: {exc}".splitlines()[0]) from None
+        raise _conflict(exc) from None
     except DatabaseError as exc:  # a value the column cannot hold (too long, out of range…)
-        raise InvalidImport(f"a value does not fit: {exc}".splitlines()[0]) from None
+        primary = getattr(getattr(exc.__cause__, "diag", None), "message_primary", None) or "out of range"
+        raise InvalidImport(f"a value does not fit: {primary}") from None
     return {k: v for k, v in sorted(importer.counts.items()) if v}
+
+
+def _conflict(exc: IntegrityError) -> Conflict:
+    """What conflicts, in words: PostgreSQL's own message names constraints and internal ids."""
+    diag = getattr(exc.__cause__, "diag", None)
+    table = getattr(diag, "table_name", None) or ""
+    what = table.split("_", 1)[-1].replace("_", " ") if table else "record"
+    unique = getattr(exc.__cause__, "sqlstate", None) == "23505"
+    problem = "already exists in this tenant" if unique else "does not fit the stored data"
+    return Conflict("import_conflict", f"The file conflicts with stored data: a {what} in it {problem}.",
+                    {"record": what})
