@@ -10,7 +10,8 @@ import pytest
 from memoryhub import condense as condense_module
 from memoryhub.condense import condense, merge_lines
 from memoryhub.models import RollingSummary, Session, estimate_tokens
-from memoryhub.summaries import maybe_summarise, summarise_due
+from memoryhub.session_work import summarise_due
+from memoryhub.summaries import maybe_summarise
 from memoryhub.summarisers import SummariserError
 from tests.base import error_code, make_client, make_key, new_session, post_events
 
