@@ -120,6 +120,7 @@ class Ingested:
     session_of: dict[str, str] = field(default_factory=dict)  # session ext id -> benchmark session id
     seconds: float = 0.0
     appended_sessions: int = 0
+    appended_turns: int = 0
 
 
 def _existing_sessions(tenant: Any) -> dict[str, int]:
@@ -165,6 +166,7 @@ def ingest(conversations: list[dict[str, Any]], tenant_name: str) -> Ingested:
             with transaction.atomic():
                 append_events(key=key, session_id=session_id, items=items)
             out.appended_sessions += 1
+            out.appended_turns += len(items)
     _embed_leftovers(tenant.pk)
     out.seconds = time.perf_counter() - started
     return out

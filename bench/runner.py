@@ -49,10 +49,11 @@ def _report_ingest(bench: Bench, conversations: list[dict[str, Any]], ingested: 
     if not ingested.appended_sessions:
         print(f"reused the ingested data of {len(conversations)} {bench.unit}, {turns} turns (--keepdb)")
         return
-    print(f"ingested {len(conversations)} {bench.unit}, {ingested.appended_sessions} sessions, {turns} turns "
-          f"in {ingested.seconds:.1f} s ({turns / ingested.seconds:.1f} turns/s incl. embedding; embedder "
-          f"{settings.MEMORYHUB_EMBEDDER}, context messages {settings.MEMORYHUB_EMBED_CONTEXT_MESSAGES})",
-          flush=True)
+    appended = ingested.appended_turns
+    print(f"ingested {len(conversations)} {bench.unit}, {turns} turns: appended {ingested.appended_sessions} "
+          f"sessions, {appended} turns in {ingested.seconds:.1f} s ({appended / ingested.seconds:.1f} turns/s "
+          f"incl. embedding; embedder {settings.MEMORYHUB_EMBEDDER}, context messages "
+          f"{settings.MEMORYHUB_EMBED_CONTEXT_MESSAGES})", flush=True)
     if cache is not None:
         print(f"  embedding during ingest: {cache.stats()}", flush=True)
 
