@@ -101,16 +101,24 @@ def minmax(values: np.ndarray) -> np.ndarray:
     return (values - low) / (high - low) if high > low else np.zeros_like(values)
 
 
-def rankings(h: Haystack, lexemes: list[str], vector: list[float]) -> dict[str, np.ndarray]:
+def rankings(h: Haystack, lexemes: list[str], vector: list[float], pool: int | None = None) -> dict[str, np.ndarray]:
+    """Top 10 turn indices per baseline. `pool`: min-max over the union of the top `pool` turns
+    by each score (a candidate pool, as a search engine fetches) instead of over every turn."""
     text = bm25(h, lexemes)
     cosine = h.vectors @ np.asarray(vector, dtype=np.float32)
-    fused = VECTOR_WEIGHT * minmax(cosine) + TEXT_WEIGHT * minmax(text)
+    if pool:
+        by_text = np.argsort(-text, kind="stable")[:pool]
+        keep = np.union1d(by_text[text[by_text] > 0], np.argsort(-cosine, kind="stable")[:pool])
+    else:
+        keep = np.arange(len(text))
+    fused = np.full(len(text), -1.0, dtype=np.float32)
+    fused[keep] = VECTOR_WEIGHT * minmax(cosine[keep]) + TEXT_WEIGHT * minmax(text[keep])
     return {name: np.argsort(-scores, kind="stable")[:10]
             for name, scores in zip(RUNS, (text, cosine, fused), strict=True)}
 
 
-def evaluate_plain(conversations: list[dict[str, Any]], questions: list[Question],
-                   vectors: list[list[float]]) -> tuple[dict[str, Any], dict[str, float]]:
+def evaluate_plain(conversations: list[dict[str, Any]], questions: list[Question], vectors: list[list[float]],
+                   pool: int | None = None) -> tuple[dict[str, Any], dict[str, float]]:
     """Every question against the plain baselines over its own conversation's whole turns."""
     from retrieval.embedders import get_embedder
 
@@ -126,7 +134,7 @@ def evaluate_plain(conversations: list[dict[str, Any]], questions: list[Question
             build_s += time.perf_counter() - started
         h = haystack[1]
         started = time.perf_counter()
-        for name, top in rankings(h, query_lexemes(q.question["question"]), vector).items():
+        for name, top in rankings(h, query_lexemes(q.question["question"]), vector, pool).items():
             found: Found = [({h.turn_ids[i]}, h.session_ids[i]) for i in top]
             scorers[name].add(q, found)
         rank_s += time.perf_counter() - started

@@ -32,6 +32,8 @@ def parse_args(bench: Bench) -> argparse.Namespace:
     parser.add_argument("--keepdb", action="store_true", help="keep (and reuse) the bench database")
     parser.add_argument("--no-summaries", action="store_true", help="do not run the summariser after ingest")
     parser.add_argument("--no-plain", action="store_true", help="skip the plain BM25 / MiniLM baselines")
+    parser.add_argument("--plain-pool", type=int, default=None, metavar="N",
+                        help="plain hybrid: min-max over the top N turns of each score, not over all turns")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                         help="override a numeric setting for the searches (experiments)")
     parser.add_argument("--no-cache", action="store_true", help="do not cache embeddings by text")
@@ -100,18 +102,19 @@ def _ask(bench: Bench, args: argparse.Namespace, conversations: list[dict[str, A
                                            kinds=["event"] if args.no_summaries else None)
     timings.update(run_timings)
     if not args.no_plain:
-        plain, plain_timings = _plain(conversations, questions, vectors)
+        plain, plain_timings = _plain(conversations, questions, vectors, args.plain_pool)
         figures.update(plain)
         timings.update(plain_timings)
     return figures, timings
 
 
 def _plain(conversations: list[dict[str, Any]], questions: list[recall.Question],
-           vectors: list[list[float]]) -> tuple[dict[str, Any], dict[str, float]]:
+           vectors: list[list[float]], pool: int | None) -> tuple[dict[str, Any], dict[str, float]]:
     from bench.plain import evaluate_plain
 
-    figures, timings = evaluate_plain(conversations, questions, vectors)
-    print(f"\nplain baselines over whole turns (built in {timings['plain_build_s']:.1f} s, "
+    figures, timings = evaluate_plain(conversations, questions, vectors, pool)
+    over = f"the top {pool} turns of each score" if pool else "all the conversation's turns"
+    print(f"\nplain baselines over whole turns, min-max over {over} (built in {timings['plain_build_s']:.1f} s, "
           "whole-turn embeddings included)")
     recall.print_table(figures, recall.bucket_order({}, figures), flush=True)
     return figures, timings

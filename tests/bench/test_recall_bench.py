@@ -70,6 +70,10 @@ def test_bm25_prefers_the_rarer_word_and_fusion_is_min_max_weighted() -> None:
     # b: 0.7 * 1 + 0.3 * 0; a and c: 0.7 * 0 + 0.3 * 1, then by position.
     assert list(ranked["plain-hybrid"]) == [1, 0, 2]
     assert list(plain.minmax(np.array([2.0, 2.0]))) == [0.0, 0.0]
+    # Over every turn c (text 1, vector 0.5) beats a (text 1, vector 0); in a pool of the top one
+    # by each score c is no candidate at all.
+    assert list(plain.rankings(h, ["guitar"], [0.0, 1.0, 0.5])["plain-hybrid"]) == [1, 2, 0]
+    assert list(plain.rankings(h, ["guitar"], [0.0, 1.0, 0.5], pool=1)["plain-hybrid"]) == [1, 0, 2]
 
 
 @pytest.mark.django_db
