@@ -34,6 +34,9 @@ def main() -> None:
     os.environ.setdefault("LOG_LEVEL", "WARNING")
     import django
 
+    from memoryhub.embedded_pg import ensure_running
+
+    ensure_running()
     django.setup()
     import time_machine
     from django.db import connection

@@ -132,6 +132,9 @@ def setup_django(data_dir: Path) -> None:
     sys.path.insert(0, str(ROOT))
     import django
 
+    from memoryhub.embedded_pg import ensure_running
+
+    ensure_running()
     django.setup()
 
 

@@ -1,0 +1,151 @@
+"""Recall of the benchmarks' questions: scoring, the product's search runs, the printed tables.
+
+Turn recall@k: share of a question's evidence turns among the turns of its top k results;
+session recall@k: share of its evidence sessions among the sessions of the top k. A summary
+hit counts toward session recall for the one session it summarises (the tree is built per
+session) and toward turn recall for no turn. `uniq@10` is how many distinct turns the ten
+results hold (several chunks of one long turn fill places without adding a turn).
+Every figure is kept per category, overall, and per half of the file (by conversation).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+RUNS = {  # name: search options
+    "text": {"mode": "text"},
+    "vector": {"mode": "vector"},
+    "hybrid-weighted": {"mode": "hybrid", "fusion": "weighted"},
+    "hybrid-rrf": {"mode": "hybrid", "fusion": "rrf"},
+}
+METRICS = ("turn@5", "turn@10", "session@5", "session@10", "uniq@10")
+Found = list[tuple[set[str], str]]  # per result, best first: (turn ids it holds, session id)
+
+
+@dataclass
+class Question:
+    conv_index: int  # position of its conversation in the file (0-based)
+    conversation_id: str
+    question: dict[str, Any]
+    buckets: tuple[str, ...]  # category, "overall", "half N"
+
+
+def questions_of(conversations: list[dict[str, Any]], categories: dict[str, str]) -> list[Question]:
+    """Questions with evidence, each with the buckets it counts in."""
+    split = (len(conversations) + 1) // 2
+    out = []
+    for i, conv in enumerate(conversations):
+        half = "half 1" if i < split else "half 2"
+        for q in conv["questions"]:
+            if q["evidence_turn_ids"]:
+                category = categories.get(str(q["category"]), str(q["category"]))
+                out.append(Question(i, conv["conversation_id"], q, (category, "overall", half)))
+    return out
+
+
+def halves_label(conversations: list[dict[str, Any]], unit: str) -> str:
+    split = (len(conversations) + 1) // 2
+    return f"half 1 = {unit} 1-{split}, half 2 = {unit} {split + 1}-{len(conversations)}"
+
+
+class Scorer:
+    def __init__(self) -> None:
+        self.sums: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+
+    def add(self, q: Question, found: Found) -> None:
+        evidence = set(q.question["evidence_turn_ids"])
+        sessions = set(q.question["evidence_session_ids"])
+        for bucket in q.buckets:
+            s = self.sums[bucket]
+            s["n"] += 1
+            for k in (5, 10):
+                got_turns: set[str] = set().union(*[t for t, _ in found[:k]])
+                got_sessions = {session for _, session in found[:k]}
+                s[f"turn@{k}"] += len(evidence & got_turns) / len(evidence)
+                s[f"session@{k}"] += len(sessions & got_sessions) / len(sessions)
+            s["uniq@10"] += len(set().union(*[t for t, _ in found[:10]]))
+
+    def figures(self) -> dict[str, dict[str, float]]:
+        return {
+            bucket: {"n": int(v["n"]), **{m: round(v[m] / v["n"], 3) for m in METRICS}}
+            for bucket, v in self.sums.items()
+        }
+
+
+def _found(hits: list[Any], turn_at: dict[tuple[str, int], str], session_of: dict[str, str]) -> tuple[Found, int]:
+    found: Found = []
+    summaries = 0
+    for hit in hits:
+        session = hit.chunk.session.external_id
+        if hit.chunk.kind == "summary":  # it finds its one session, no turn
+            summaries += 1
+            found.append((set(), session_of[session]))
+            continue
+        turns = {turn_at.get((session, s)) for s in {hit.chunk.sequence_start, hit.chunk.sequence_end}}
+        found.append(({t for t in turns if t}, session_of[session]))
+    return found, summaries
+
+
+def evaluate(ingested: Any, questions: list[Question], vectors: list[list[float]], runs: list[str],
+             kinds: list[str] | None = None) -> tuple[dict[str, Any], dict[str, float]]:
+    """Ask every question through retrieval.search.hybrid_search in its conversation's channel."""
+    from accounts.models import Channel
+    from retrieval.search import hybrid_search
+
+    key = ingested.key
+    channels = {c.name: c for c in Channel.objects.filter(tenant_id=key.tenant_id)}
+    figures: dict[str, Any] = {}
+    timings: dict[str, float] = {}
+    n = max(len(questions), 1)
+    for run in runs:
+        scorer = Scorer()
+        summary_hits = 0
+        options = {**RUNS[run], **({"kinds": kinds} if kinds else {})}
+        started = time.perf_counter()
+        for q, vector in zip(questions, vectors, strict=True):
+            channel = channels[q.conversation_id]
+            hits = hybrid_search(
+                tenant_id=key.tenant_id, query=q.question["question"], query_embedding=vector, scope="channel",
+                channel_ids=[channel.pk], workspace_ids=[channel.workspace_id], top_k=10, **options,
+            )
+            found, summaries = _found(hits, ingested.turn_at, ingested.session_of)
+            summary_hits += summaries
+            scorer.add(q, found)
+        timings[f"{run}_ms_per_query"] = 1000 * (time.perf_counter() - started) / n
+        timings[f"{run}_summary_hits_per_query"] = summary_hits / n
+        figures[run] = scorer.figures()
+        print_table({run: figures[run]}, bucket_order({}, figures), flush=True)
+    return figures, timings
+
+
+def bucket_order(categories: dict[str, str], figures: dict[str, Any]) -> list[str]:
+    seen = {b for per in figures.values() for b in per}
+    named = ["overall", "half 1", "half 2", *categories.values()]
+    return [b for b in named if b in seen] + sorted(seen - set(named))
+
+
+def print_table(figures: dict[str, Any], buckets: list[str], flush: bool = False) -> None:
+    """One markdown table: a row per run and bucket."""
+    print("\n| run | bucket | n | turn@5 | turn@10 | session@5 | session@10 | uniq@10 |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for run, per in figures.items():
+        for b in buckets:
+            if b in per:
+                v = per[b]
+                print(f"| {run} | {b} | {v['n']} | {v['turn@5']:.3f} | {v['turn@10']:.3f} | "
+                      f"{v['session@5']:.3f} | {v['session@10']:.3f} | {v['uniq@10']:.1f} |", flush=flush)
+
+
+def print_comparison(figures: dict[str, Any]) -> None:
+    """Every run side by side: overall and per half, turn@10 and session@10."""
+    print("\n| run | turn@5 | turn@10 | session@5 | session@10 | half 1 turn@10 | half 1 session@10 "
+          "| half 2 turn@10 | half 2 session@10 | uniq@10 |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for run, per in figures.items():
+        o, h1, h2 = per["overall"], per.get("half 1", {}), per.get("half 2", {})
+        halves = " | ".join(f"{h[m]:.3f}" if h else "-" for h in (h1, h2) for m in ("turn@10", "session@10"))
+        print(f"| {run} | {o['turn@5']:.3f} | {o['turn@10']:.3f} | {o['session@5']:.3f} | "
+              f"{o['session@10']:.3f} | {halves} | {o['uniq@10']:.1f} |")

@@ -1,0 +1,161 @@
+"""The command line and the run of a recall benchmark (bench/locomo.py, bench/longmemeval.py)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench import common, recall
+
+
+@dataclass
+class Bench:
+    name: str  # tenant prefix
+    data: Path
+    db_name: str
+    categories: dict[str, str]  # category as stored -> name printed
+    unit: str  # what the halves count: "conversations", "questions"
+    doc: str
+
+
+def parse_args(bench: Bench) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=bench.doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", type=Path, default=bench.data)
+    parser.add_argument("--limit", "--limit-conversations", dest="limit", type=int, default=None,
+                        help="only the first N conversations of the file")
+    parser.add_argument("--runs", default=",".join(recall.RUNS), help="comma-separated: " + ",".join(recall.RUNS))
+    parser.add_argument("--embedder", default="minilm", choices=["minilm", "hash"])
+    parser.add_argument("--keepdb", action="store_true", help="keep (and reuse) the bench database")
+    parser.add_argument("--no-summaries", action="store_true", help="do not run the summariser after ingest")
+    parser.add_argument("--no-plain", action="store_true", help="skip the plain BM25 / MiniLM baselines")
+    parser.add_argument("--plain-pool", type=int, default=None, metavar="N",
+                        help="plain hybrid: min-max over the top N turns of each score, not over all turns")
+    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                        help="override a numeric setting for the searches (experiments)")
+    parser.add_argument("--no-cache", action="store_true", help="do not cache embeddings by text")
+    parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
+    parser.add_argument("--vector-weight", type=float, default=None, help="override for the weighted run")
+    parser.add_argument("--text-weight", type=float, default=None, help="override for the weighted run")
+    return parser.parse_args()
+
+
+def _report_ingest(bench: Bench, conversations: list[dict[str, Any]], ingested: common.Ingested,
+                   cache: common.EmbeddingCache | None) -> None:
+    from django.conf import settings
+
+    turns = len(ingested.turn_at)
+    if not ingested.appended_sessions:
+        print(f"reused the ingested data of {len(conversations)} {bench.unit}, {turns} turns (--keepdb)")
+        return
+    appended = ingested.appended_turns
+    print(f"ingested {len(conversations)} {bench.unit}, {turns} turns: appended {ingested.appended_sessions} "
+          f"sessions, {appended} turns in {ingested.seconds:.1f} s ({appended / ingested.seconds:.1f} turns/s "
+          f"incl. embedding; embedder {settings.MEMORYHUB_EMBEDDER}, context messages "
+          f"{settings.MEMORYHUB_EMBED_CONTEXT_MESSAGES})", flush=True)
+    if cache is not None:
+        print(f"  embedding during ingest: {cache.stats()}", flush=True)
+
+
+def _summaries(args: argparse.Namespace, tenant_id: int, cache: common.EmbeddingCache | None) -> None:
+    from memoryhub.models import SummaryNode
+
+    if not args.no_summaries and not SummaryNode.objects.filter(tenant_id=tenant_id).exists():
+        model_s = cache.model_s if cache else 0.0
+        report, seconds = common.summarise(tenant_id)
+        spent = f", of which model {cache.model_s - model_s:.1f} s" if cache else ""
+        print(f"summarised in {seconds:.1f} s{spent}: {report}", flush=True)
+        if cache is not None:
+            cache.save()
+    print(f"summary nodes: {SummaryNode.objects.filter(tenant_id=tenant_id).count()}", flush=True)
+
+
+def _apply_overrides(args: argparse.Namespace) -> None:
+    from django.conf import settings
+
+    for item in args.set:
+        name, value = item.split("=", 1)
+        setattr(settings, name, type(getattr(settings, name, 0.0))(value))
+        print(f"setting {name} = {getattr(settings, name)}", flush=True)
+    if args.vector_weight is not None:
+        recall.RUNS["hybrid-weighted"]["vector_weight"] = args.vector_weight
+    if args.text_weight is not None:
+        recall.RUNS["hybrid-weighted"]["text_weight"] = args.text_weight
+
+
+def _ask(bench: Bench, args: argparse.Namespace, conversations: list[dict[str, Any]],
+         ingested: common.Ingested) -> tuple[dict[str, Any], dict[str, float]]:
+    """The product's runs, then the plain baselines, on the same questions and query vectors."""
+    from retrieval.embedders import get_embedder
+
+    questions = recall.questions_of(conversations, bench.categories)
+    print(f"{len(questions)} questions with evidence; {recall.halves_label(conversations, bench.unit)}")
+    started = time.perf_counter()
+    vectors = get_embedder().embed([q.question["question"] for q in questions])
+    timings = {"query_embedding_ms_per_question": 1000 * (time.perf_counter() - started) / max(len(questions), 1)}
+    runs = [r for r in args.runs.split(",") if r]
+    # --no-summaries: the same data, searched over turns only.
+    figures, run_timings = recall.evaluate(ingested, questions, vectors, runs,
+                                           kinds=["event"] if args.no_summaries else None)
+    timings.update(run_timings)
+    if not args.no_plain:
+        plain, plain_timings = _plain(conversations, questions, vectors, args.plain_pool)
+        figures.update(plain)
+        timings.update(plain_timings)
+    return figures, timings
+
+
+def _plain(conversations: list[dict[str, Any]], questions: list[recall.Question],
+           vectors: list[list[float]], pool: int | None) -> tuple[dict[str, Any], dict[str, float]]:
+    from bench.plain import evaluate_plain
+
+    figures, timings = evaluate_plain(conversations, questions, vectors, pool)
+    over = f"the top {pool} turns of each score" if pool else "all the conversation's turns"
+    print(f"\nplain baselines over whole turns, min-max over {over} (built in {timings['plain_build_s']:.1f} s, "
+          "whole-turn embeddings included)")
+    recall.print_table(figures, recall.bucket_order({}, figures), flush=True)
+    return figures, timings
+
+
+def main(bench: Bench) -> None:
+    args = parse_args(bench)
+    common.setup_django(bench.db_name, args.embedder)
+    from django.conf import settings
+    from django.db import connection
+
+    from retrieval.embedders import get_embedder
+
+    conversations = common.load(args.data, args.limit)
+    connection.creation.create_test_db(verbosity=0, autoclobber=not args.keepdb, keepdb=args.keepdb)
+    cache = None if args.no_cache else common.EmbeddingCache(get_embedder())
+    try:
+        tenant = f"{bench.name}-{args.embedder}-ctx{settings.MEMORYHUB_EMBED_CONTEXT_MESSAGES}"
+        ingested = common.ingest(conversations, tenant)
+        _report_ingest(bench, conversations, ingested, cache)
+        if cache is not None:
+            cache.save()
+        tenant_id = ingested.key.tenant_id
+        _summaries(args, tenant_id, cache)
+        before = common.chunk_census(tenant_id, ingested.turn_at)
+        print(f"chunks before the questions: {before}", flush=True)
+        _apply_overrides(args)
+        figures, timings = _ask(bench, args, conversations, ingested)
+        after = common.chunk_census(tenant_id, ingested.turn_at)
+        print(f"\nchunks after the questions: {after}" + ("" if after == before else "  ** CHANGED: something pruned **"))
+        print("\nall runs, overall and per half " + f"({recall.halves_label(conversations, bench.unit)})")
+        recall.print_comparison(figures)
+        print("\nper category")
+        recall.print_table(figures, recall.bucket_order(bench.categories, figures))
+        if cache is not None:
+            cache.save()
+            print(f"\nembedding in this process: {cache.stats()}")
+        print("\n" + ", ".join(f"{k} {v:.1f}" for k, v in timings.items()))
+        if args.json:
+            args.json.write_text(json.dumps({"figures": figures, "timings": timings, "ingest_s": ingested.seconds,
+                                             "chunks": after}, indent=2))
+    finally:
+        if not args.keepdb:
+            connection.creation.destroy_test_db(bench.db_name, verbosity=0)
