@@ -28,12 +28,20 @@ ROOT = Path(__file__).resolve().parent.parent
 DATA_DIR = ROOT.parent / "shared" / "bench-data"
 CACHE = ROOT / "bench" / "results" / "cache"
 SAVE_EVERY_S = 600.0  # a crash in an hour-long first ingest loses at most this much model time
-ROLES = ("user", "assistant")  # speakers kept as the event's role; any other speaker (a name) is "user"
+ROLES = ("user", "assistant")
+# BENCH_OWNED=1: each conversation belongs to one end user (user-<conversation id>) and every
+# question is asked as that user: the ownership rule is then part of every search's SQL, which
+# must not cost recall (issue 13). Its own database, so that a kept one never mixes the two.
+OWNED = os.environ.get("BENCH_OWNED") == "1"
+
+
+def owner(conversation_id: str) -> str:
+    return f"user-{conversation_id}" if OWNED else ""  # speakers kept as the event's role; any other speaker (a name) is "user"
 
 
 def setup_django(db_name: str, embedder: str) -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryhub.settings")
-    os.environ["TEST_DB_NAME"] = db_name
+    os.environ["TEST_DB_NAME"] = db_name + ("_owned" if OWNED else "")
     os.environ["MEMORYHUB_EMBEDDER"] = embedder
     os.environ["MEMORYHUB_TASKS_EAGER"] = "true"
     os.environ.setdefault("LOG_LEVEL", "WARNING")
@@ -163,7 +171,8 @@ def ingest(conversations: list[dict[str, Any]], tenant_name: str) -> Ingested:
                            created_at=when, metadata={"turn_id": t["turn_id"], "speaker": t["speaker"]})
                 for t in bsession["turns"]
             ]
-            create_session(key=key, data=SessionInput(id=session_id, channel=conv["conversation_id"]),
+            create_session(key=key, data=SessionInput(id=session_id, channel=conv["conversation_id"],
+                                                      user_id=owner(conv["conversation_id"])),
                            get_or_create=True)
             # One transaction per session: on commit the indexing task runs, then the embedding task.
             with transaction.atomic():

@@ -27,13 +27,14 @@ def seed(conversations: list[dict[str, Any]]) -> dict[str, Any]:
     from django.contrib.auth.models import User
     from django.utils import timezone
 
-    from bench.locomo import ingest
+    from bench.common import ingest
     from memoryhub.models import ApiUsage, Fact, MetricSample, Note, Session
     from memoryhub.signals import memory_saved
     from retrieval.lifecycle.models import ConsolidationReport, PendingDeletion
     from retrieval.models import Chunk
 
-    key, turns, seconds = ingest(conversations, "hash")
+    ingested = ingest(conversations, "locomo")
+    key, turns, seconds = ingested.key, ingested.turn_at, ingested.seconds
     print(f"ingested {len(turns)} turns in {seconds:.1f} s; chunks {Chunk.objects.count()}")
     tenant = key.tenant
     for conv in conversations:
@@ -166,7 +167,9 @@ def main() -> None:
     from django.conf import settings
     from django.db import connection
 
-    from bench.locomo import DATA, load
+    from bench.common import DATA_DIR, load
+
+    DATA = DATA_DIR / "locomo10.jsonl"
 
     settings.ALLOWED_HOSTS = ["*"]
     conversations = load(DATA, args.limit_conversations)

@@ -41,19 +41,20 @@ def main() -> None:
     import time_machine
     from django.db import connection
 
-    from bench.locomo import DATA, ingest, load
+    from bench.common import DATA_DIR, ingest, load
     from retrieval.lifecycle.consolidation import run_consolidation
     from retrieval.models import Chunk
     from retrieval.search import hybrid_search
 
-    conversations = load(DATA, args.limit_conversations)
+    conversations = load(DATA_DIR / "locomo10.jsonl", args.limit_conversations)
     last = max(datetime.fromisoformat(s["started_at"]).replace(tzinfo=UTC)
                for c in conversations for s in c["sessions"])
     soon = last + timedelta(days=1)
     connection.creation.create_test_db(verbosity=0, autoclobber=True)
     try:
         with time_machine.travel(soon, tick=True):
-            key, turn_at, ingest_s = ingest(conversations, args.embedder)
+            ingested = ingest(conversations, "locomo")
+            key, turn_at, ingest_s = ingested.key, ingested.turn_at, ingested.seconds
             print(f"ingested {len(turn_at)} turns in {ingest_s:.1f} s; chunks {Chunk.objects.count()}")
             questions = [q["question"] for c in conversations for q in c["questions"]][: args.questions]
             started = time.perf_counter()

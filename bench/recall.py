@@ -15,6 +15,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
+from bench import common
+
 RUNS = {  # name: search options
     "text": {"mode": "text"},
     "vector": {"mode": "vector"},
@@ -109,7 +111,8 @@ def evaluate(ingested: Any, questions: list[Question], vectors: list[list[float]
             channel = channels[q.conversation_id]
             hits = hybrid_search(
                 tenant_id=key.tenant_id, query=q.question["question"], query_embedding=vector, scope="channel",
-                channel_ids=[channel.pk], workspace_ids=[channel.workspace_id], top_k=10, **options,
+                channel_ids=[channel.pk], workspace_ids=[channel.workspace_id], top_k=10,
+                user_id=common.owner(q.conversation_id) or None, **options,
             )
             found, summaries = _found(hits, ingested.turn_at, ingested.session_of)
             summary_hits += summaries
