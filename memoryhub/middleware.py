@@ -86,9 +86,14 @@ def _record_usage(request: HttpRequest, status: int, duration_ms: float) -> None
     tenant_id = getattr(getattr(request, "auth", None), "tenant_id", None)
     name = USAGE_NAMES.get((getattr(match, "url_name", None), request.method or ""))
     if name is not None and tenant_id is not None:
-        from django.utils import timezone
+        count_usage(tenant_id, name, failed=status >= 400, duration_ms=duration_ms)
 
-        usage.add((tenant_id, timezone.localdate(), name), 1, int(status >= 400), duration_ms)
+
+def count_usage(tenant_id: int, name: str, *, failed: bool, duration_ms: float) -> None:
+    """One request of a tenant to a counted path (REST or MCP), for the dashboard's charts."""
+    from django.utils import timezone
+
+    usage.add((tenant_id, timezone.localdate(), name), 1, int(failed), duration_ms)
 
 
 class RequestLogMiddleware:

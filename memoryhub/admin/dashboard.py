@@ -10,6 +10,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.apps import apps
+from django.conf import settings
 from django.contrib import admin
 from django.db.models import Count, Model, Q, Sum
 from django.db.models.functions import Coalesce
@@ -20,7 +21,8 @@ from django.utils import timezone
 from accounts.models import Tenant
 from memoryhub import metrics
 from memoryhub.admin import dashboard_series
-from memoryhub.models import ApiUsage, Session
+from memoryhub.background import lane_rate, live_workers, round_robin_etas
+from memoryhub.models import ApiUsage, Session, StepFailure
 from memoryhub.tasks import queue_counts
 
 CHART_DAYS = dashboard_series.CHART_DAYS
@@ -64,6 +66,7 @@ def tenant_rows(tenant_id: int | None = None) -> list[dict[str, Any]]:
         ):
             rows[tid].update(chunks=total, embedded=embedded, pending=total - embedded, embedding_errors=errors,
                              coverage=round(100 * embedded / total, 1) if total else 100.0)
+        _backlog(chunk, rows)
     for label, name in (("memoryhub.Note", "notes"), ("memoryhub.Fact", "facts"), ("scheduling.Schedule", "schedules")):
         _add_counts(rows, label, name)
     start = timezone.localdate() - timedelta(days=CHART_DAYS - 1)
@@ -72,6 +75,22 @@ def tenant_rows(tenant_id: int | None = None) -> list[dict[str, Any]]:
                              .values_list("tenant_id", "n", "ms")):
         rows[tid].update(searches=n, search_ms=round(total_ms / n, 1) if n else None)
     return list(rows.values())
+
+
+def _backlog(chunk: type[Model], rows: dict[int, dict[str, Any]]) -> None:
+    """The embed lane's queue per tenant: chunks waiting, set aside, and when the last one will have
+    its vector at the lanes' measured rate (tenants take turns)."""
+    limit = settings.MEMORYHUB_EMBED_MAX_ATTEMPTS
+    waiting: dict[int, int] = {}
+    for tenant_id, n, aside in (chunk.objects.filter(embedding__isnull=True, tenant_id__in=rows).order_by()
+                                .values("tenant_id")
+                                .annotate(n=Count("id", filter=Q(embedding_attempts__lt=limit)),
+                                          aside=Count("id", filter=Q(embedding_attempts__gte=limit)))
+                                .values_list("tenant_id", "n", "aside")):
+        rows[tenant_id].update(waiting=n, set_aside=aside)
+        waiting[tenant_id] = n
+    for tenant_id, eta in round_robin_etas({t: n for t, n in waiting.items() if n}, lane_rate("embed")).items():
+        rows[tenant_id]["eta"] = None if eta is None else timedelta(seconds=round(eta))
 
 
 def _tenant_filter(request: HttpRequest) -> Tenant | None:
@@ -101,6 +120,8 @@ def dashboard_view(request: HttpRequest) -> HttpResponse:
         "all_tenants": Tenant.objects.order_by("name"),
         "tenants": tenant_rows(tenant.pk if tenant else None),
         "queue": queue_counts(recent_failures=10),
+        "workers": live_workers(),
+        "set_aside_sessions": StepFailure.objects.filter(set_aside=True).count(),
         "data": dashboard_data(tenant),
         "chart_days": CHART_DAYS,
         "refresh": int(refresh) if refresh.isdigit() and int(refresh) in REFRESH_CHOICES else 15,

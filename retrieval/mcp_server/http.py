@@ -23,7 +23,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from accounts.authentication import authenticate_key, bearer_token
 from accounts.models import ApiKey
 from memoryhub.api.errors import error_body
-from memoryhub.middleware import max_request_bytes
+from memoryhub.limits import body_limit
 from retrieval.mcp_server.server import build_server
 
 PATH = "/mcp/"
@@ -84,7 +84,7 @@ def build_app() -> Any:
     server = build_server(_key_of)
     starlette_app = server.streamable_http_app(
         streamable_http_path=PATH, stateless_http=True, json_response=True,
-        max_request_body_size=max_request_bytes(),
+        max_request_body_size=body_limit(PATH),
         # The Host check is Django's own (ALLOWED_HOSTS, above); the SDK's DNS-rebinding guard is
         # for servers without credentials, and every request here carries an API key.
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),

@@ -24,7 +24,7 @@ from rest_framework.utils.encoders import JSONEncoder
 from accounts.models import ApiKey
 from accounts.permissions import InsufficientScope
 from memoryhub.api.errors import api_exception_handler, error_body
-from memoryhub.middleware import usage
+from memoryhub.middleware import count_usage
 from retrieval.mcp_server import catalog
 from retrieval.mcp_server.tools import ToolSpec
 
@@ -105,7 +105,7 @@ def call(spec: ToolSpec, resolve_key: Callable[[], ApiKey], arguments: dict[str,
     finally:
         duration_ms = round((time.perf_counter() - started) * 1000, 2)
         if spec.name in USAGE_NAMES and key is not None:
-            usage.count(key.tenant_id, USAGE_NAMES[spec.name], failed=failed, duration_ms=duration_ms)
+            count_usage(key.tenant_id, USAGE_NAMES[spec.name], failed=failed, duration_ms=duration_ms)
         # One line per call, beside memoryhub.request's one per REST request.
         logger.info("tool call", extra={"tool": spec.name, "error": code, "duration_ms": duration_ms,
                                         "tenant": key.tenant_id if key is not None else None})
