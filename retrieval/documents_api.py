@@ -10,7 +10,7 @@ from rest_framework.views import APIView
 
 from accounts.models import Channel
 from memoryhub.api.common import api_key, paginate, parse_input, query_params
-from memoryhub.api.fields import PAGE_PARAMS
+from memoryhub.api.fields import PAGE_PARAMS, page_of
 from memoryhub.sessions import get_session, resolve_user, resolve_workspace
 from retrieval import documents
 from retrieval.indexing import ingest_document
@@ -41,7 +41,8 @@ class DocumentListParams(serializers.Serializer):
 
 
 class DocumentListView(APIView):
-    @extend_schema(parameters=[DocumentListParams, *PAGE_PARAMS], responses=DocumentOutput(many=True))
+    @extend_schema(parameters=[DocumentListParams, *PAGE_PARAMS], responses=page_of("DocumentPage", DocumentOutput),
+                   operation_id="documents_list")
     def get(self, request: Request) -> Response:
         filters = query_params(request, DocumentListParams)
         rows, meta = paginate(request, documents.documents_filter(api_key(request), filters))

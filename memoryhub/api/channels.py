@@ -11,7 +11,7 @@ from rest_framework.views import APIView
 from accounts.models import Channel
 from memoryhub import channels
 from memoryhub.api.common import StrictSerializer, api_key, paginate, parse_input, query_params
-from memoryhub.api.fields import PAGE_PARAMS, StrictCharField
+from memoryhub.api.fields import PAGE_PARAMS, StrictCharField, page_of
 
 DESCRIPTION_CHARS = 2000
 
@@ -50,7 +50,8 @@ class ChannelListParams(serializers.Serializer):
 
 
 class ChannelListView(APIView):
-    @extend_schema(parameters=[ChannelListParams, *PAGE_PARAMS], responses=ChannelOutput(many=True))
+    @extend_schema(parameters=[ChannelListParams, *PAGE_PARAMS], responses=page_of("ChannelPage", ChannelOutput),
+                   operation_id="channels_list")
     def get(self, request: Request) -> Response:
         filters = query_params(request, ChannelListParams)
         rows, meta = paginate(request, channels.channels_filter(api_key(request), filters))
