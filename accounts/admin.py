@@ -35,11 +35,24 @@ class WorkspaceAdmin(admin.ModelAdmin):
 
 @admin.register(Channel)
 class ChannelAdmin(admin.ModelAdmin):
-    list_display = ["name", "workspace", "tenant", "created_at"]
-    list_filter = ["tenant"]
+    list_display = ["name", "workspace", "tenant", "is_default", "description", "created_at"]
+    list_filter = ["is_default", "tenant"]
     list_select_related = ["tenant", "workspace"]
-    search_fields = ["name", "workspace__name", "tenant__name"]
+    search_fields = ["name", "description", "workspace__name", "tenant__name"]
     autocomplete_fields = ["tenant", "workspace"]
+    readonly_fields = ["is_default"]
+    actions = ["make_default"]
+
+    @admin.action(description="Make the selected channel its workspace's default")
+    def make_default(self, request: HttpRequest, queryset: QuerySet[Channel]) -> None:
+        chosen = list(queryset)
+        if len({c.workspace_id for c in chosen}) != len(chosen):
+            self.message_user(request, "A workspace has one default channel: select one channel per workspace.",
+                              messages.ERROR)
+            return
+        for channel in chosen:
+            channel.make_default()
+        self.message_user(request, f"{len(chosen)} channel(s) made their workspace's default.")
 
 
 @admin.register(ApiKey)

@@ -31,6 +31,38 @@ class ApiPrincipal:
         return f"api-key:{self.api_key.prefix}"
 
 
+def bearer_token(header: str) -> str:
+    """The key in an `Authorization: Bearer <key>` header value (AuthenticationFailed otherwise)."""
+    parts = header.split()
+    if len(parts) != 2 or parts[0].lower() != "bearer":
+        raise exceptions.AuthenticationFailed("Use 'Authorization: Bearer <api key>'.")
+    return parts[1]
+
+
+def authenticate_key(raw: str) -> ApiKey:
+    """The active key `raw` is (its use noted), or AuthenticationFailed: the one check of a key,
+    for the REST API, the MCP endpoint and `manage.py mcp --key`."""
+    prefix = ApiKey.parse_prefix(raw)
+    key = None
+    if prefix:
+        key = ApiKey.objects.select_related("tenant", "workspace").filter(prefix=prefix).first()
+    if key is None or not key.matches(raw):
+        raise exceptions.AuthenticationFailed("Invalid API key.")
+    if not key.is_active:
+        raise exceptions.AuthenticationFailed("This API key has been revoked.")
+    _touch(key)
+    return key
+
+
+def _touch(key: ApiKey) -> None:
+    # One write per key per interval, not per request: last_used_at is coarse on purpose.
+    now = timezone.now()
+    interval = timedelta(seconds=settings.MEMORYHUB_API_KEY_TOUCH_SECONDS)
+    if key.last_used_at is None or now - key.last_used_at >= interval:
+        ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
+        key.last_used_at = now
+
+
 class ApiKeyAuthentication(authentication.BaseAuthentication):
     keyword = "Bearer"
 
@@ -38,29 +70,8 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
         header = authentication.get_authorization_header(request).decode("latin-1")
         if not header:
             return None
-        parts = header.split()
-        if len(parts) != 2 or parts[0].lower() != "bearer":
-            raise exceptions.AuthenticationFailed("Use 'Authorization: Bearer <api key>'.")
-        raw = parts[1]
-        prefix = ApiKey.parse_prefix(raw)
-        key = None
-        if prefix:
-            key = ApiKey.objects.select_related("tenant", "workspace").filter(prefix=prefix).first()
-        if key is None or not key.matches(raw):
-            raise exceptions.AuthenticationFailed("Invalid API key.")
-        if not key.is_active:
-            raise exceptions.AuthenticationFailed("This API key has been revoked.")
-        self._touch(key)
+        key = authenticate_key(bearer_token(header))
         return ApiPrincipal(key), key
-
-    @staticmethod
-    def _touch(key: ApiKey) -> None:
-        # One write per key per interval, not per request: last_used_at is coarse on purpose.
-        now = timezone.now()
-        interval = timedelta(seconds=settings.MEMORYHUB_API_KEY_TOUCH_SECONDS)
-        if key.last_used_at is None or now - key.last_used_at >= interval:
-            ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
-            key.last_used_at = now
 
     def authenticate_header(self, request: Request) -> str:
         return self.keyword

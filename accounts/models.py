@@ -72,7 +72,7 @@ class Workspace(models.Model):
     def get_named(cls, tenant: Tenant, name: str) -> Workspace:
         workspace, created = cls.objects.get_or_create(tenant=tenant, name=name)
         if created:
-            Channel.objects.get_or_create(tenant=tenant, workspace=workspace, name=DEFAULT_CHANNEL)
+            Channel.get_default(workspace)
         return workspace
 
     @classmethod
@@ -81,32 +81,54 @@ class Workspace(models.Model):
 
 
 class Channel(models.Model):
-    """A topic inside a workspace; each workspace has a default channel."""
+    """A topic inside a workspace (seed 001); each workspace has one default channel (#general)."""
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="channels")
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="channels")
     name = models.CharField(max_length=100)
+    description = models.TextField(blank=True, default="", help_text="What the channel is about.")
+    is_default = models.BooleanField(
+        default=False, editable=False,
+        help_text="Sessions that name no channel go here; one per workspace (the admin action moves it).",
+    )
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         ordering = ["workspace_id", "name"]
         constraints = [
             models.UniqueConstraint(fields=["workspace", "name"], name="channel_unique_name"),
+            models.UniqueConstraint(fields=["workspace"], condition=models.Q(is_default=True),
+                                    name="channel_one_default"),
         ]
 
     def __str__(self) -> str:
         return self.name
 
-    @property
-    def is_default(self) -> bool:
-        return self.name == DEFAULT_CHANNEL
+    @classmethod
+    def get_default(cls, workspace: Workspace) -> Channel:
+        """The workspace's default channel; #general, made the default, when it has none."""
+        channel = cls.objects.filter(workspace=workspace, is_default=True).first()
+        if channel is not None:
+            return channel
+        channel, _ = cls.objects.get_or_create(tenant_id=workspace.tenant_id, workspace=workspace, name=DEFAULT_CHANNEL)
+        channel.make_default()
+        return channel
 
     @classmethod
     def get_named(cls, workspace: Workspace, name: str | None) -> Channel:
-        channel, _ = cls.objects.get_or_create(
-            tenant_id=workspace.tenant_id, workspace=workspace, name=name or DEFAULT_CHANNEL
-        )
+        if not name:
+            return cls.get_default(workspace)
+        channel, _ = cls.objects.get_or_create(tenant_id=workspace.tenant_id, workspace=workspace, name=name)
         return channel
+
+    @transaction.atomic
+    def make_default(self) -> None:
+        """Make this the workspace's default channel (the previous default stops being it)."""
+        # Unset first: the partial unique constraint allows one default per workspace at any moment.
+        Channel.objects.filter(workspace_id=self.workspace_id, is_default=True).exclude(pk=self.pk).update(
+            is_default=False)
+        Channel.objects.filter(pk=self.pk).update(is_default=True)
+        self.is_default = True
 
 
 def hash_key(raw: str) -> str:

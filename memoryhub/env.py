@@ -57,3 +57,24 @@ def env_choice(name: str, default: str, choices: set[str]) -> str:
     if value not in choices:
         raise ImproperlyConfigured(f"{name}={value!r} must be one of {sorted(choices)}")
     return value
+
+
+LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]")
+WILDCARD_ADDRESSES = ("", "0.0.0.0", "::", "[::]")
+
+
+def allowed_hosts(raw: str, bind_host: str) -> list[str]:
+    """ALLOWED_HOSTS as given (comma-separated), else the loopback names plus the address served on.
+
+    Never "*" by default: Django builds absolute URLs (pagination `next` links) from the Host
+    header, so any Host would be reflected into them. Serving on all interfaces (0.0.0.0) needs
+    ALLOWED_HOSTS to name the host names clients use; until then only loopback names are answered.
+    """
+    named = [h.strip() for h in raw.split(",") if h.strip()]
+    if named:
+        return named
+    hosts = list(LOOPBACK_HOSTS)
+    if bind_host in WILDCARD_ADDRESSES:
+        return hosts
+    name = f"[{bind_host}]" if ":" in bind_host and not bind_host.startswith("[") else bind_host
+    return hosts if name in hosts else [*hosts, name]

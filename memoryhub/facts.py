@@ -17,7 +17,7 @@ from django.utils import timezone
 from accounts.models import ApiKey
 from memoryhub.errors import Conflict, NotFound
 from memoryhub.models import Fact, Session
-from memoryhub.notes import Placement, apply_meta, place, split_tags
+from memoryhub.notes import Placement, apply_meta, importance_by_type, place, split_tags
 from memoryhub.sessions import get_session, resolve_user
 from memoryhub.signals import memory_deleted, memory_saved
 
@@ -77,8 +77,10 @@ def upsert(*, tenant_id: int, placement: Placement, data: dict[str, Any], given:
     fact = Fact(tenant_id=tenant_id)
     _placed(fact, placement, source_session)
     for name in WRITABLE:
-        if name in data:
+        if name in data and data[name] is not None:
             setattr(fact, name, data[name])
+    if data.get("importance") is None:
+        fact.importance = importance_by_type([fact.category])
     if not fact.user_id and placement.session is not None:
         fact.user_id = placement.session.user_id
     if placement.user_id:  # a user-limited key writes as its user
@@ -93,7 +95,7 @@ def upsert(*, tenant_id: int, placement: Placement, data: dict[str, Any], given:
                             .first())
             if existing is not None:
                 for name in WRITABLE:
-                    if name in given and name in data:
+                    if name in given and name in data and data[name] is not None:
                         setattr(existing, name, data[name])
                 if source_session is not None:
                     existing.source_session = source_session
@@ -116,6 +118,10 @@ def upsert_fact(key: ApiKey, data: dict[str, Any], given: set[str]) -> tuple[Fac
                       workspace=data.get("workspace"), channel=data.get("channel"),
                       user_id=data.get("user_id"))
     source_session = get_session(key, data["source_session"]) if data.get("source_session") else None
+    if placement.tier == "conversation" and "lifetime" not in given:
+        # A conversation's memory lives as long as the conversation (seed 001): archiving clears it
+        # unless consolidation promoted it to long-term meanwhile.
+        data = {**data, "lifetime": "conversation"}
     return upsert(tenant_id=key.tenant_id, placement=placement, data=data, given=given,
                   source_session=source_session)
 

@@ -2,33 +2,18 @@
 
 from __future__ import annotations
 
-import atexit
 import logging
-import threading
 import time
 from collections.abc import Callable
-from datetime import date
 
-from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.urls import Resolver404, resolve
 
 from memoryhub.api.errors import error_body
+from memoryhub.counters import BatchedCounter, Counts
+from memoryhub.limits import body_limit, too_large_body
 
 logger = logging.getLogger("memoryhub.request")
-
-# DRF reads JSON bodies straight from the stream, so Django's DATA_UPLOAD_MAX_MEMORY_SIZE never
-# applies to them: without this, one request could make a worker buffer and parse gigabytes.
-DEFAULT_MAX_REQUEST_BYTES = 64 * 1024 * 1024
-
-
-def max_request_bytes() -> int:
-    return int(getattr(settings, "MEMORYHUB_MAX_REQUEST_BYTES", DEFAULT_MAX_REQUEST_BYTES))
-
-
-# Imports carry a whole tenant's export: they have their own, larger limit.
-IMPORT_PATH = "/api/v1/import/"
-
 
 def _too_large(request: HttpRequest) -> JsonResponse | None:
     raw = request.META.get("CONTENT_LENGTH") or "0"
@@ -36,16 +21,13 @@ def _too_large(request: HttpRequest) -> JsonResponse | None:
         length = int(raw)
     except ValueError:
         return JsonResponse(error_body("bad_request", "Invalid Content-Length header."), status=400)
-    limit = max_request_bytes()
-    if request.path_info == IMPORT_PATH:
-        limit = max(limit, int(getattr(settings, "MEMORYHUB_IMPORT_MAX_BYTES", limit)))
-    if length > limit:
-        return JsonResponse(
-            error_body("request_too_large", f"The request body is {length} bytes; the limit is {limit}.",
-                       {"limit": limit, "size": length}),
-            status=413,
-        )
-    return None
+    limit = body_limit(request.path_info)
+    if length <= limit:
+        return None
+    response = JsonResponse(too_large_body(limit, length), status=413)
+    # The body stays unread: the connection cannot carry another request after this answer.
+    response["Connection"] = "close"
+    return response
 
 
 def _add_missing_slash(request: HttpRequest) -> None:
@@ -89,43 +71,14 @@ USAGE_NAMES = {
 }
 
 
-class UsageCounter:
-    """Counts requests in this process and writes them every MEMORYHUB_USAGE_FLUSH_SECONDS in one
-    statement, so that a search does not pay for a write of its own. A process that dies loses at
-    most that many seconds of counts (they are statistics, not memory)."""
+def _write_usage(counts: Counts) -> None:
+    from memoryhub.models import ApiUsage
 
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.pending: dict[tuple[int, date, str], list[float]] = {}
-        self.last_flush = time.monotonic()
-
-    def count(self, tenant_id: int, name: str, *, failed: bool, duration_ms: float) -> None:
-        from django.utils import timezone
-
-        key = (tenant_id, timezone.localdate(), name)
-        with self.lock:
-            entry = self.pending.setdefault(key, [0, 0, 0.0])
-            entry[0] += 1
-            entry[1] += int(failed)
-            entry[2] += duration_ms
-            due = time.monotonic() - self.last_flush >= settings.MEMORYHUB_USAGE_FLUSH_SECONDS
-        if due:
-            self.flush()
-
-    def flush(self) -> None:
-        from memoryhub.models import ApiUsage
-
-        with self.lock:
-            pending, self.pending = self.pending, {}
-            self.last_flush = time.monotonic()
-        try:
-            ApiUsage.add(pending)
-        except Exception:  # counting must never fail a request that was answered
-            logger.exception("could not write API usage counts")
+    ApiUsage.add(counts)  # type: ignore[arg-type]
 
 
-usage = UsageCounter()
-atexit.register(lambda: usage.flush() if usage.pending else None)
+# Requests per tenant, day and name: [requests, errors, total_ms] (ApiUsage, the dashboard's charts).
+usage = BatchedCounter("usage", _write_usage, "MEMORYHUB_USAGE_FLUSH_SECONDS")
 
 
 def _record_usage(request: HttpRequest, status: int, duration_ms: float) -> None:
@@ -133,7 +86,9 @@ def _record_usage(request: HttpRequest, status: int, duration_ms: float) -> None
     tenant_id = getattr(getattr(request, "auth", None), "tenant_id", None)
     name = USAGE_NAMES.get((getattr(match, "url_name", None), request.method or ""))
     if name is not None and tenant_id is not None:
-        usage.count(tenant_id, name, failed=status >= 400, duration_ms=duration_ms)
+        from django.utils import timezone
+
+        usage.add((tenant_id, timezone.localdate(), name), 1, int(status >= 400), duration_ms)
 
 
 class RequestLogMiddleware:

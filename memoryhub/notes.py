@@ -6,9 +6,11 @@ note id) and every delete with memory_deleted, inside the writing transaction.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
@@ -82,9 +84,11 @@ def apply_meta(qs: QuerySet[Any], wanted: dict[str, Any]) -> QuerySet[Any]:
                 options.append(int(v))
             except ValueError:
                 try:
-                    options.append(float(v))
+                    number = float(v)
                 except ValueError:
-                    pass
+                    number = math.nan
+                if math.isfinite(number):  # nan, inf and 1e400 are not JSON numbers: text only
+                    options.append(number)
         condition = Q()
         for option in options:
             condition |= Q(metadata__contains={k: option})
@@ -94,6 +98,15 @@ def apply_meta(qs: QuerySet[Any], wanted: dict[str, Any]) -> QuerySet[Any]:
 
 def split_tags(raw: str | None) -> list[str]:
     return [t.strip().lower() for t in (raw or "").split(",") if t.strip()]
+
+
+def importance_by_type(types: list[str]) -> float:
+    """The base importance of a memory of these types when the client gives none (seed 002:
+    correction 0.9, preference 0.8, fact 0.6, task 0.5; MEMORYHUB_IMPORTANCE_BY_TYPE); the highest
+    type named wins, and a memory of no known type gets MEMORYHUB_DEFAULT_MEMORY_IMPORTANCE."""
+    table = settings.MEMORYHUB_IMPORTANCE_BY_TYPE
+    known = [table[t.strip().lower()] for t in types if t and t.strip().lower() in table]
+    return max(known) if known else settings.MEMORYHUB_DEFAULT_MEMORY_IMPORTANCE
 
 
 # --- notes -------------------------------------------------------------------------------------
@@ -125,7 +138,8 @@ def _fill(note: Note, data: dict[str, Any], placement: Placement) -> None:
     note.user_id = data.get("user_id") or (placement.session.user_id if placement.session else "")
     if placement.user_id:  # a user-limited key writes as its user
         note.user_id = placement.user_id
-    note.importance = data.get("importance", 0.5)
+    given = data.get("importance")
+    note.importance = given if given is not None else importance_by_type(note.tags)
     note.tier = placement.tier
     note.workspace = placement.workspace
     note.channel = placement.channel

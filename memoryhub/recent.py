@@ -16,7 +16,7 @@ TTL_SECONDS = 3600
 
 
 def _key(session_pk: int, last_sequence: int) -> str:
-    return f"mh:recent:{session_pk}:{last_sequence}"
+    return f"mh:recent:v2:{session_pk}:{last_sequence}"  # v2: payloads with tool_calls
 
 
 def get(session_pk: int, last_sequence: int) -> list[dict[str, Any]] | None:

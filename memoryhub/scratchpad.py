@@ -1,12 +1,15 @@
-"""Scratchpad (S5; seeds 000, 001): a session's working state, key/value items.
+"""Scratchpad (S5; seeds 000, 001): a session's working state, keyed items with JSON values.
 
-At most MEMORYHUB_SCRATCHPAD_MAX_ITEMS items of at most MEMORYHUB_SCRATCHPAD_MAX_CHARS characters;
-a write replaces the whole pad and is validated in full first, so a bad write changes nothing.
+At most MEMORYHUB_SCRATCHPAD_MAX_ITEMS items. A key is a string of at most
+MEMORYHUB_SCRATCHPAD_MAX_CHARS characters; a value is any JSON value: a string of at most that many
+characters, or a number, boolean, null, list or object whose compact JSON has at most that many.
+A write replaces the whole pad and is validated in full first, so a bad write changes nothing.
 The pad is kept when its session is archived (read-only from then on) and deleted with it.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django.conf import settings
@@ -19,7 +22,14 @@ from memoryhub.models import Scratchpad, ScratchpadItem, Session, SessionStatus,
 from memoryhub.sessions import get_session
 
 
-def parse_items(raw: Any) -> list[tuple[str, str]]:
+def value_size(value: Any) -> int:
+    """A value's size against the limit: a string's length, else its compact JSON's."""
+    if isinstance(value, str):
+        return len(value)
+    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
+
+
+def parse_items(raw: Any) -> list[tuple[str, Any]]:
     """[(key, value)] from a list of {"key", "value"} objects (or plain strings, keyed "1", "2", …)
     or one {key: value} object."""
     if isinstance(raw, dict):
@@ -45,10 +55,9 @@ def parse_items(raw: Any) -> list[tuple[str, str]]:
         if not isinstance(key, str) or not key.strip():
             raise Invalid("invalid_item", f"items[{index}]: the key must be a non-empty string.",
                            details={"index": index})
-        if not isinstance(value, str):
-            raise Invalid("invalid_item", f"items[{index}]: the value must be a string.", details={"index": index})
-        if len(key) > chars or len(value) > chars:
-            raise Invalid("item_too_long", f"items[{index}]: keys and values have at most {chars} characters.",
+        if len(key) > chars or value_size(value) > chars:
+            raise Invalid("item_too_long", f"items[{index}]: keys and values (as compact JSON, unless a string) "
+                                           f"have at most {chars} characters.",
                            details={"index": index, "max_chars": chars})
         if key in seen:
             raise Invalid("duplicate_key", f"items[{index}]: key {key!r} appears twice.", details={"index": index})

@@ -21,14 +21,14 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Exists, F, OuterRef, Q, QuerySet, Subquery, Sum, TextField, Value
-from django.db.models.functions import Cast, Coalesce, Length
+from django.db.models import Exists, F, FloatField, OuterRef, Q, QuerySet, Subquery, Sum, Value
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from memoryhub.background import StepResult, notify_work, time_budget
 from memoryhub.extractors import extract_and_store
 from memoryhub.models import Event, RollingSummary, Session, StepFailure, SummaryNode
-from memoryhub.summaries import build_tree, maybe_summarise
+from memoryhub.summaries import build_tree, estimated_tokens_sql, maybe_summarise
 
 logger = logging.getLogger(__name__)
 
@@ -52,20 +52,20 @@ def due_sessions(*, tenant_id: int | None = None, updated_since: datetime | None
     sessions = sessions.annotate(
         summarised_to=Coalesce(Subquery(upper), Value(0)), leaves_to=Coalesce(Subquery(leaf_end), Value(0)),
     )
-    # The trigger's token estimate in SQL (≈4 characters a token, +4 a message, tool arguments
-    # counted as text), so that sessions far below the budget are not even loaded; maybe_summarise
-    # then decides exactly.
+    # The trigger's token estimate in SQL, so that sessions far below their budget are not even
+    # loaded; maybe_summarise then decides exactly. Each session's own budget (or the default).
     unsummarised_tokens = (
         Event.objects.filter(session=OuterRef("pk"), sequence__gt=OuterRef("summarised_to")).order_by()
-        .values("session").annotate(t=Sum(
-            (Length("content") + Coalesce(Length(Cast("tool_args", TextField())), Value(0)) + 3) / 4 + 4
-        )).values("t")[:1]
+        .values("session").annotate(t=Sum(estimated_tokens_sql())).values("t")[:1]
     )
-    sessions = sessions.annotate(unsummarised_tokens=Coalesce(Subquery(unsummarised_tokens), Value(0)))
+    trigger_tokens = Coalesce("summary_budget", Value(settings.MEMORYHUB_SUMMARY_BUDGET)) * Value(
+        settings.MEMORYHUB_SUMMARY_TRIGGER, output_field=FloatField())
+    sessions = sessions.annotate(unsummarised_tokens=Coalesce(Subquery(unsummarised_tokens), Value(0)),
+                                 trigger_tokens=trigger_tokens)
     idle_before = timezone.now() - timedelta(minutes=settings.MEMORYHUB_SUMMARY_IDLE_MINUTES)
     due = (
         Q(last_sequence__gte=F("summarised_to") + settings.MEMORYHUB_SUMMARY_MIN_MESSAGES,
-          unsummarised_tokens__gt=int(settings.MEMORYHUB_SUMMARY_TRIGGER * settings.MEMORYHUB_SUMMARY_BUDGET))
+          unsummarised_tokens__gt=F("trigger_tokens"))
         | Q(last_sequence__gte=F("leaves_to") + settings.MEMORYHUB_SUMMARY_LEAF_EVENTS)
         | Q(last_sequence__gt=F("leaves_to"), updated_at__lt=idle_before)
     )

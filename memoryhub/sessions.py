@@ -14,17 +14,14 @@ from django.db.models import Q
 from django.utils import timezone
 
 from accounts.models import ApiKey, Channel, Workspace
-from memoryhub import recent
+from memoryhub import conversations, recent
 from memoryhub.errors import Conflict, Forbidden, Invalid, NotFound, TooLarge
 from memoryhub.models import (
     SESSION_ID_REGEX,
     Event,
-    RollingSummary,
     Session,
     SessionStatus,
     SummaryNode,
-    estimate_tokens,
-    iso,
 )
 from memoryhub.signals import events_appended, session_forgotten, session_owner_changed
 
@@ -82,6 +79,7 @@ class SessionInput:
     workspace: str | None = None
     title: str = ""
     metadata: dict[str, Any] = field(default_factory=dict)
+    summary_budget: int | None = None
 
 
 def _new_session_id() -> str:
@@ -111,7 +109,7 @@ def create_session(*, key: ApiKey, data: SessionInput, get_or_create: bool = Fal
             session = Session.objects.create(
                 tenant_id=key.tenant_id, workspace=workspace, channel=channel, external_id=session_id,
                 user_id=resolve_user(key, data.user_id) or "", persistence_key=data.persistence_key, agent=data.agent,
-                title=data.title, metadata=data.metadata,
+                title=data.title, metadata=data.metadata, summary_budget=data.summary_budget,
             )
     except IntegrityError:
         # A concurrent request created it between our check and insert.
@@ -133,19 +131,17 @@ def get_or_create_session_lazily(*, key: ApiKey, session_id: str) -> Session:
     return session
 
 
-UPDATABLE_FIELDS = ("title", "metadata", "status", "agent", "user_id", "persistence_key")
+# Status is not among them: it moves through memoryhub.conversations.
+UPDATABLE_FIELDS = ("title", "metadata", "agent", "user_id", "persistence_key", "summary_budget")
 
 
 @transaction.atomic
 def update_session(*, key: ApiKey, session_id: str, changes: dict[str, Any]) -> Session:
     session = get_session(key, session_id, for_update=True)
+    previous = session.status
     status = changes.get("status")
-    if status is not None and not session.can_move_to(status):
-        raise Conflict(
-            "invalid_status_transition",
-            f"A session cannot move from {session.status!r} to {status!r}.",
-            {"from": session.status, "to": status},
-        )
+    if status is not None:
+        conversations.check_move(session, status)
     if "user_id" in changes:
         changes = {**changes, "user_id": resolve_user(key, changes["user_id"]) or ""}
     owner_changed = "user_id" in changes and changes["user_id"] != session.user_id
@@ -153,7 +149,11 @@ def update_session(*, key: ApiKey, session_id: str, changes: dict[str, Any]) -> 
         if name in changes:
             setattr(session, name, changes[name])
     session.updated_at = timezone.now()
-    session.save(update_fields=[*[n for n in UPDATABLE_FIELDS if n in changes], "updated_at"])
+    fields = [*[n for n in UPDATABLE_FIELDS if n in changes], "updated_at"]
+    if status is not None:
+        fields += conversations.move(session, status, now=session.updated_at)
+    session.save(update_fields=fields)
+    conversations.after_move(session, previous)
     if owner_changed:
         # What the conversation derived (its summaries, its search chunks) belongs to its new user.
         SummaryNode.objects.filter(session=session).update(user_id=session.user_id)
@@ -192,10 +192,15 @@ class EventInput:
     tool_name: str = ""
     tool_args: Any = None
     tool_result: Any = None
+    tool_calls: list[dict[str, Any]] | None = None
+    tool_call_id: str = ""
     metadata: dict[str, Any] = field(default_factory=dict)
     importance: float | None = None
     created_at: datetime | None = None
     idempotency_key: str | None = None
+    # The fields the client sent (None: all of them). A resend is compared on these only, so a
+    # retry that leaves out a default (metadata {}) is still the same event.
+    given: frozenset[str] | None = None
 
 
 @dataclass
@@ -249,7 +254,9 @@ def _append_locked(session: Session, items: list[EventInput]) -> AppendResult:
     new: list[Event] = []
     for index, item in enumerate(items):
         if item.idempotency_key and item.idempotency_key in replayed:
-            ordered.append(replayed[item.idempotency_key])
+            stored = replayed[item.idempotency_key]
+            _check_replay(stored, item, index)
+            ordered.append(stored)
             continue
         sequence = item.sequence if item.sequence is not None else last + 1
         if sequence <= last:
@@ -261,7 +268,8 @@ def _append_locked(session: Session, items: list[EventInput]) -> AppendResult:
         event = Event(
             tenant_id=session.tenant_id, session=session, sequence=sequence, role=item.role,
             content=item.content, tool_name=item.tool_name, tool_args=item.tool_args,
-            tool_result=item.tool_result, metadata=item.metadata,
+            tool_result=item.tool_result, tool_calls=item.tool_calls, tool_call_id=item.tool_call_id,
+            metadata=item.metadata,
             importance=item.importance if item.importance is not None else defaults.get(item.role, 0.5),
             idempotency_key=item.idempotency_key, created_at=item.created_at or now,
         )
@@ -275,14 +283,36 @@ def _append_locked(session: Session, items: list[EventInput]) -> AppendResult:
         session.event_count += len(new)
         session.updated_at = now
         fields = ["last_sequence", "event_count", "updated_at"]
-        if session.status == SessionStatus.IDLE:
-            session.status = SessionStatus.ACTIVE
-            fields.append("status")
+        if session.status == SessionStatus.IDLE:  # talking again: the conversation is active
+            fields += conversations.move(session, SessionStatus.ACTIVE)
         session.save(update_fields=fields)
         events_appended.send(sender=Session, session=session, events=new)
         payloads = [e.as_dict() for e in new]
         transaction.on_commit(lambda: recent.extend(session.pk, previous_last, last, payloads))
     return AppendResult(session=session, events=ordered, created=len(new))
+
+
+def _check_replay(stored: Event, item: EventInput, index: int) -> None:
+    """A retry must resend what it sent: the same key with other content is a client bug (a key
+    reused for a new event) that would otherwise silently drop the new event."""
+    differs = [
+        name for name, sent, kept in (
+            ("role", item.role, stored.role), ("content", item.content, stored.content),
+            ("tool_name", item.tool_name, stored.tool_name), ("tool_args", item.tool_args, stored.tool_args),
+            ("tool_result", item.tool_result, stored.tool_result), ("metadata", item.metadata, stored.metadata),
+            ("sequence", item.sequence, stored.sequence), ("importance", item.importance, stored.importance),
+            ("created_at", item.created_at, stored.created_at),
+        )
+        # Fields the retry left out are not compared.
+        if (item.given is None or name in item.given)
+        and not (sent is None and name in ("sequence", "importance", "created_at")) and sent != kept
+    ]
+    if differs:
+        raise Conflict(
+            "idempotency_mismatch",
+            f"idempotency_key {item.idempotency_key!r} was used for an event with other content ({', '.join(differs)}).",
+            {"index": index, "idempotency_key": item.idempotency_key, "event_id": stored.pk, "fields": differs},
+        )
 
 
 def recent_events(session: Session, limit: int) -> list[dict[str, Any]]:
@@ -313,74 +343,14 @@ def events_page(session: Session, *, after: int | None, before: int | None, limi
     return list(qs.order_by("sequence")[:limit])
 
 
-# --- restore -----------------------------------------------------------------------------------
-
-
-@dataclass
-class Restored:
-    messages: list[dict[str, Any]]
-    tokens: int
-    summary: RollingSummary | None
-    truncated: bool
-
-
-def event_message(event: Event) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": event.role, "content": event.text, "sequence": event.sequence}
-    if event.tool_name:
-        message["tool_name"] = event.tool_name
-        if event.tool_args is not None:
-            message["tool_args"] = event.tool_args
-        if event.tool_result is not None:
-            message["tool_result"] = event.tool_result
-    message["created_at"] = iso(event.created_at)
-    return message
-
-
-def restore_session(session: Session, *, budget: int) -> Restored:
-    """A message list within `budget` tokens: the rolling summary first, then the newest messages.
-
-    Messages already covered by the summary (sequence ≤ its upper sequence) are left out.
-    """
-    summary = RollingSummary.objects.filter(session=session).exclude(text="").first()
-    used = 0
-    lead: list[dict[str, Any]] = []
-    floor = 0
-    if summary is not None:
-        text = f"Summary of the earlier conversation:\n{summary.text}"
-        cost = estimate_tokens(text)
-        if cost <= budget:
-            lead = [{"role": "system", "content": text, "summary_epoch": summary.epoch,
-                     "upper_sequence": summary.upper_sequence}]
-            used = cost
-            floor = summary.upper_sequence
-    picked: list[dict[str, Any]] = []
-    truncated = False
-    batch = 200
-    cursor: int | None = None
-    while True:
-        qs = session.events.filter(sequence__gt=floor).order_by("-sequence")
-        if cursor is not None:
-            qs = qs.filter(sequence__lt=cursor)
-        chunk = list(qs[:batch])
-        for event in chunk:
-            message = event_message(event)
-            cost = estimate_tokens(message["content"]) + 4  # per-message overhead (role, separators)
-            if used + cost > budget:
-                truncated = True
-                break
-            picked.append(message)
-            used += cost
-        else:
-            if len(chunk) == batch:
-                cursor = chunk[-1].sequence
-                continue
-        break
-    picked.reverse()
-    return Restored(messages=lead + picked, tokens=used, summary=summary if lead else None, truncated=truncated)
-
-
-def sessions_filter(key: ApiKey, filters: dict[str, str]) -> Any:
+def sessions_filter(key: ApiKey, filters: dict[str, Any]) -> Any:
+    """Sessions for GET /sessions/. Archived ones are hidden (seed 001) unless asked for: by
+    `status=archived`, by `include_archived`, or by looking one up by `ref_code`."""
     qs = Session.objects.visible_to(key).select_related("workspace", "channel")
+    if filters.get("ref_code"):
+        qs = qs.filter(ref_code=filters["ref_code"])
+    elif not filters.get("status") and not filters.get("include_archived"):
+        qs = qs.exclude(status=SessionStatus.ARCHIVED)
     if filters.get("workspace"):
         qs = qs.filter(workspace__name=filters["workspace"])
     if filters.get("channel"):

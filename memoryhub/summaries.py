@@ -19,9 +19,11 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Max
+from django.db.models import Max, Sum, TextField, Value
+from django.db.models.functions import Cast, Coalesce, Length
 from django.utils import timezone
 
+from memoryhub.condense import condense
 from memoryhub.models import Event, RollingSummary, Session, SummaryNode, estimate_tokens
 from memoryhub.signals import memory_deleted, memory_saved
 from memoryhub.summarisers import Turn, summarise_safely
@@ -93,31 +95,46 @@ def write_summary(session: Session, *, text: str, expected_epoch: int | None,
     return SummaryState(text=text, epoch=row[0], upper_sequence=row[1], updated_at=row[2])
 
 
-def _cap_lines(text: str, max_tokens: int) -> str:
-    """Drop the oldest lines until the summary fits `max_tokens` (the newest matter most)."""
-    lines = text.splitlines()
-    while len(lines) > 1 and estimate_tokens("\n".join(lines)) > max_tokens:
-        lines.pop(0)
-    joined = "\n".join(lines)
-    return joined if estimate_tokens(joined) <= max_tokens else joined[: max_tokens * 4]
-
-
 def event_cost(event: Event) -> int:
     return estimate_tokens(event.text) + 4  # same per-message overhead as restore
 
 
+def summary_budget(session: Session, budget: int | None = None) -> int:
+    """The budget a summarisation uses: the call's, else the session's, else the server default."""
+    return budget or session.summary_budget or settings.MEMORYHUB_SUMMARY_BUDGET
+
+
+def estimated_tokens_sql() -> Any:
+    """The trigger's token estimate of one event in SQL (≈4 characters a token, +4 a message, tool
+    arguments and calls counted as text): close to event_cost without loading the events."""
+    def length(field: str) -> Any:
+        return Coalesce(Length(Cast(field, TextField())), Value(0))
+
+    return (Length("content") + length("tool_args") + length("tool_calls") + 3) / 4 + 4
+
+
+def _unsummarised(session: Session, upper: int) -> tuple[list[Event], list[int], int]:
+    """The oldest unsummarised events (at most MEMORYHUB_SUMMARY_MAX_EVENTS), their costs, and the
+    cost of every unsummarised event. A huge backlog (an import) is condensed a window at a time,
+    oldest first: nothing is skipped, and later rounds take the next window."""
+    limit = settings.MEMORYHUB_SUMMARY_MAX_EVENTS
+    events = list(session.events.filter(sequence__gt=upper).order_by("sequence")[: limit + 1])
+    beyond = 0
+    if len(events) > limit:
+        events = events[:limit]
+        beyond = (session.events.filter(sequence__gt=events[-1].sequence).order_by()
+                  .aggregate(t=Sum(estimated_tokens_sql()))["t"] or 0)
+    costs = [event_cost(e) for e in events]
+    return events, costs, sum(costs) + int(beyond)
+
+
 def maybe_summarise(session: Session, *, budget: int | None = None) -> dict[str, Any]:
     """Apply the S6 trigger to one session. Returns what happened (for logs and reports)."""
-    budget = budget or settings.MEMORYHUB_SUMMARY_BUDGET
+    budget = summary_budget(session, budget)
     state = current_summary(session)
-    # The newest MEMORYHUB_SUMMARY_MAX_EVENTS at most: a huge backlog (an import) would only have
-    # its oldest lines dropped again by the cap below, so they are not read at all.
-    newest = session.events.filter(sequence__gt=state.upper_sequence).order_by("-sequence")
-    events = list(newest[: settings.MEMORYHUB_SUMMARY_MAX_EVENTS])[::-1]
-    costs = [event_cost(e) for e in events]
-    total = sum(costs)
+    events, costs, total = _unsummarised(session, state.upper_sequence)
     if len(events) < settings.MEMORYHUB_SUMMARY_MIN_MESSAGES or total <= settings.MEMORYHUB_SUMMARY_TRIGGER * budget:
-        return {"summarised": False, "messages": len(events), "tokens": total}
+        return {"summarised": False, "messages": len(events), "tokens": total, "budget": budget}
     target = settings.MEMORYHUB_SUMMARY_TARGET * budget
     condensed: list[Event] = []
     remaining = total
@@ -127,13 +144,15 @@ def maybe_summarise(session: Session, *, budget: int | None = None) -> dict[str,
         condensed.append(event)
         remaining -= cost
     text, used = summarise_safely([Turn.from_event(e) for e in condensed], previous=state.text)
-    text = _cap_lines(text, int(settings.MEMORYHUB_SUMMARY_MAX_SHARE * budget))
+    # Past its share the summary is condensed (re-summarised, older lines merged), never cut.
+    text = condense(text, int(settings.MEMORYHUB_SUMMARY_MAX_SHARE * budget))
     written = write_summary(session, text=text, expected_epoch=state.epoch, upper_sequence=condensed[-1].sequence)
     if written is None:
         logger.info("rolling summary of session %s: stale epoch %s, discarded", session.pk, state.epoch)
-        return {"summarised": False, "stale": True, "messages": len(events), "tokens": total}
+        return {"summarised": False, "stale": True, "messages": len(events), "tokens": total, "budget": budget}
     return {"summarised": True, "condensed": len(condensed), "epoch": written.epoch,
-            "upper_sequence": written.upper_sequence, "remaining_tokens": remaining, "summariser": used}
+            "upper_sequence": written.upper_sequence, "remaining_tokens": remaining, "summariser": used,
+            "budget": budget}
 
 
 # --- summary tree ------------------------------------------------------------------------------

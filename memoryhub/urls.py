@@ -6,7 +6,7 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from memoryhub.admin.dashboard import dashboard_view
+from memoryhub.admin.dashboard import dashboard_data_view, dashboard_view
 from memoryhub.admin.transfer import transfer_view
 from memoryhub.api import errors
 
@@ -20,6 +20,9 @@ api_modules = [m for m in API_URL_MODULES if find_spec(m) is not None]
 
 urlpatterns = [
     path("admin/dashboard/", admin.site.admin_view(dashboard_view), name="memoryhub-dashboard"),
+    path("admin/dashboard/data/", admin.site.admin_view(dashboard_data_view), name="memoryhub-dashboard-data"),
+    # The console's pages that need search and the lifecycle live with them (a higher layer).
+    path("admin/console/", include("retrieval.console.urls")),
     path("admin/transfer/", admin.site.admin_view(transfer_view), name="memoryhub-transfer"),
     path("admin/", admin.site.urls),
     path("api/v1/schema/", SpectacularAPIView.as_view(), name="schema"),

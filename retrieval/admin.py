@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.contrib import admin
+from django.db import transaction
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.utils.html import format_html
 
 from memoryhub.admin.paginator import EstimatedCountPaginator
+from retrieval.admin_helpers import source_link
 from retrieval.embedding import queue_for_embedding
+from retrieval.indexing import delete_searchable
 from retrieval.models import Chunk, Document
 
 
@@ -40,13 +46,26 @@ class ChunkAdmin(admin.ModelAdmin):
     list_filter = ["kind", "tier", "lifetime", EmbeddedFilter, "tenant", ("created_at", admin.DateFieldListFilter)]
     list_select_related = ["tenant", "session"]
     search_fields = ["text", "source_id", "=content_hash", "user_id"]
-    raw_id_fields = ["tenant", "session", "workspace", "channel"]
-    readonly_fields = ["content_hash", "embedding_model", "embedding_error", "embedding_attempts", "indexed_at",
-                       "access_count", "accessed_at"]
+    autocomplete_fields = ["session", "workspace", "channel"]
+    readonly_fields = ["source", "content_hash", "embedding_model", "embedding_error", "embedding_attempts",
+                       "indexed_at", "access_count", "accessed_at"]
     exclude = ["embedding", "search_vector"]
     paginator = EstimatedCountPaginator
     show_full_result_count = False
     actions = ["reembed", "pin", "unpin"]
+
+    @admin.display(description="source")
+    def source(self, obj: Chunk) -> str:
+        target = source_link(obj)
+        return format_html('<a href="{}">{}</a>', *target) if target else (obj.source_id or "—")
+
+    def get_actions(self, request: HttpRequest) -> dict[str, Any]:
+        actions = super().get_actions(request)
+        actions.pop("delete_selected", None)  # Memories → "Forget" deletes (archived, restorable)
+        return actions
+
+    def has_delete_permission(self, request: HttpRequest, obj: Chunk | None = None) -> bool:
+        return False
 
     @admin.display(description="text")
     def short_text(self, obj: Chunk) -> str:
@@ -69,9 +88,21 @@ class ChunkAdmin(admin.ModelAdmin):
 
 @admin.register(Document)
 class DocumentAdmin(admin.ModelAdmin):
-    list_display = ["source_uri", "tenant", "workspace", "session", "chunk_count", "updated_at"]
+    list_display = ["source_uri", "tenant", "workspace", "session", "user_id", "chunk_count", "updated_at"]
     list_filter = ["tenant", ("updated_at", admin.DateFieldListFilter)]
     list_select_related = ["tenant", "workspace", "session"]
-    search_fields = ["source_uri", "=content_hash"]
-    raw_id_fields = ["tenant", "workspace", "session"]
+    search_fields = ["source_uri", "=content_hash", "=user_id"]
+    autocomplete_fields = ["workspace", "session"]
     readonly_fields = ["content_hash", "chunk_count", "created_at", "updated_at"]
+
+    # A document's chunks are found by its source id, not by a foreign key: delete them with it.
+    def delete_model(self, request: HttpRequest, obj: Document) -> None:
+        with transaction.atomic():
+            delete_searchable(kind="document", tenant_id=obj.tenant_id, source_id=obj.source_id)
+            super().delete_model(request, obj)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Document]) -> None:
+        with transaction.atomic():
+            for document in queryset:
+                delete_searchable(kind="document", tenant_id=document.tenant_id, source_id=document.source_id)
+            super().delete_queryset(request, queryset)

@@ -88,3 +88,19 @@ def chunk_text(text: str, *, max_chars: int = MAX_CHARS, overlap: int = OVERLAP)
         if piece:
             chunks.append(TextChunk(piece, start, content_hash(piece)))
         start = _overlap_start(text, end, overlap, start)
+
+
+_WORDS = re.compile(r"\w+", re.UNICODE)
+
+
+def word_set(text: str) -> frozenset[str]:
+    """The distinct words of a text, case-folded: what two texts are compared on when their own
+    words matter (near-identical results, duplicate memories)."""
+    return frozenset(_WORDS.findall(text.casefold()))
+
+
+def word_overlap(a: frozenset[str], b: frozenset[str]) -> float:
+    """Jaccard similarity of two word sets (1.0 for two empty texts)."""
+    if a == b:
+        return 1.0
+    return len(a & b) / len(a | b)

@@ -11,7 +11,7 @@ from memoryhub.models import Session, estimate_tokens, iso
 from retrieval.chunking import normalize_text
 from retrieval.indexing import extract_event_text
 from retrieval.models import Chunk
-from retrieval.search import SearchHit, SearchRequest, _where, run_search
+from retrieval.search import SearchHit, SearchRequest, run_search, where_clause
 
 RECENT_MESSAGES = 10
 SALIENT_IMPORTANCE = 0.85
@@ -62,7 +62,7 @@ def _chunk_item(source: str, chunk: Chunk, score: float) -> ContextItem:
 
 
 def _salient_items(req: SearchRequest) -> list[ContextItem]:
-    where, params = _where(req)
+    where, params = where_clause(req)
     ids = [
         row.pk for row in Chunk.objects.raw(
             f"SELECT c.id FROM retrieval_chunk c WHERE {where} AND c.importance >= %s "

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 from django.db.models.functions import Greatest
 
@@ -42,12 +42,14 @@ def extract_event_text(event: Event) -> str:
     A tool call with empty content gets a synthesised sentence (`Called <tool> with <args>`).
     """
     parts = [event.content] if event.content else []
-    if event.tool_name:
-        args = _json_text(event.tool_args) if event.tool_args not in (None, "", {}) else "{}"
-        parts.append(f"Called {event.tool_name} with {args}")
-        if not event.content and event.tool_result not in (None, ""):
-            result = event.tool_result if isinstance(event.tool_result, str) else _json_text(event.tool_result)
+    # The single tool_name/tool_args call and each of tool_calls (several calls in one message).
+    parts += event.tool_call_sentences()
+    if not event.content and event.tool_result not in (None, ""):
+        result = event.tool_result if isinstance(event.tool_result, str) else _json_text(event.tool_result)
+        if event.tool_name:
             parts.append(f"{event.tool_name} returned {result}")
+        elif event.tool_call_id:
+            parts.append(f"Tool call {event.tool_call_id} returned {result}")
     return "\n".join(parts)
 
 
@@ -131,6 +133,44 @@ def _event_chunk(session: Session, event: Event, text: str, digest: str, context
     )
 
 
+def _missing_event_runs(*, tenant_id: int | None, session_id: int | None) -> list[tuple[int, list[int]]]:
+    """Events no chunk covers, as (session pk, event ids) runs of consecutive sequences."""
+    rows = _fetch(
+        """SELECT e.session_id, e.id, e.sequence FROM memoryhub_event e
+           WHERE (%s::bigint IS NULL OR e.tenant_id = %s) AND (%s::bigint IS NULL OR e.session_id = %s)
+             AND NOT EXISTS (SELECT 1 FROM retrieval_chunk c
+                             WHERE c.session_id = e.session_id AND c.kind = 'event'
+                               AND e.sequence BETWEEN c.sequence_start AND c.sequence_end)
+           ORDER BY e.session_id, e.sequence""",
+        [tenant_id, tenant_id, session_id, session_id],
+    )
+    runs: list[tuple[int, list[int]]] = []
+    previous: tuple[int, int] | None = None
+    for session_pk, event_id, sequence in rows:
+        if previous is None or previous != (session_pk, sequence - 1):
+            runs.append((session_pk, []))
+        runs[-1][1].append(event_id)
+        previous = (session_pk, sequence)
+    return runs
+
+
+def rebuild_event_chunks(*, tenant_id: int | None = None, session_id: int | None = None) -> int:
+    """Re-derive the chunks of events that have none (pruned while chunks of the transcript could
+    still be deleted, or by an operator's opt-in prune): the log is the record. Consecutive events
+    are indexed together so that each keeps the conversation context it was first embedded with.
+    Returns how many chunks were made (events without searchable text make none)."""
+    return sum(len(index_events(session_id=session_pk, event_ids=ids))
+               for session_pk, ids in _missing_event_runs(tenant_id=tenant_id, session_id=session_id))
+
+
+def _fetch(sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
+
 # --- other memories (notes, facts, summaries, documents) ---------------------------------------
 
 
@@ -176,18 +216,14 @@ def ingest_document(
     channel_id: int | None = None, session: Session | None = None, metadata: dict[str, Any] | None = None,
     tags: list[str] | None = None, user_id: str = "",
 ) -> IngestResult:
-    """Index a document; unchanged content (same hash for the same URI) is not re-indexed."""
+    """Index a document; unchanged content (same hash for the same document) is not re-indexed.
+
+    A document is identified by its workspace, session, owner and URI (see Document).
+    """
     digest = content_hash(text)
-    document = (
-        Document.objects.select_for_update().filter(tenant_id=tenant_id, source_uri=source_uri).first()
-    )
-    if document is not None and document.content_hash == digest and document.user_id == user_id:
+    document = _locked_document(tenant_id, workspace_id, session, user_id, source_uri)
+    if document.pk is not None and document.content_hash == digest:
         return IngestResult(document, False, [])
-    if document is None:
-        document = Document(tenant_id=tenant_id, source_uri=source_uri)
-    document.workspace_id = workspace_id
-    document.session = session
-    document.user_id = user_id
     document.content_hash = digest
     document.metadata = metadata or {}
     document.touch()
@@ -203,6 +239,24 @@ def ingest_document(
     document.chunk_count = len(ids)
     document.save(update_fields=["chunk_count"])
     return IngestResult(document, True, ids)
+
+
+def _locked_document(tenant_id: int, workspace_id: int | None, session: Session | None, user_id: str,
+                     source_uri: str) -> Document:
+    """The stored document with this identity, locked; or a new, still unsaved one. Two first
+    ingests of one document race on its unique constraint: the loser takes the winner's row."""
+    identity = {"tenant_id": tenant_id, "workspace_id": workspace_id, "session": session, "user_id": user_id,
+                "source_uri": source_uri}
+    for _ in range(2):
+        document = Document.objects.select_for_update().filter(**identity).first()
+        if document is not None:
+            return document
+        try:
+            with transaction.atomic():
+                return Document.objects.create(**identity, content_hash="")
+        except IntegrityError:
+            continue
+    raise RuntimeError(f"document {source_uri!r} could be neither read nor created")  # unreachable in practice
 
 
 # --- tool calls ------------------------------------------------------------------------------
@@ -257,7 +311,7 @@ def reindex_tool_calls(*, tenant_id: int | None = None, dry_run: bool = False,
     session at a time, each in its own transaction; new chunks are embedded on commit.
     `progress(sessions_done)` is called after each session.
     """
-    events = Event.objects.exclude(tool_name="")
+    events = Event.objects.exclude(tool_name="", tool_calls__isnull=True)
     if tenant_id is not None:
         events = events.filter(tenant_id=tenant_id)
     session_ids = list(events.order_by("session_id").values_list("session_id", flat=True).distinct())

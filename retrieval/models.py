@@ -15,6 +15,7 @@ from django.utils import timezone
 from pgvector.django import HalfVectorField, HnswIndex
 
 from accounts.models import Channel, Tenant, Workspace
+from accounts.querysets import KeyScopedQuerySet
 from memoryhub.models import Session
 from memoryhub.searchable import KINDS, LIFETIMES, TIERS
 from retrieval.embedders import DIMENSIONS
@@ -89,13 +90,20 @@ class Chunk(models.Model):
         triggers = [
             # The chunk's own words weigh A; the conversation context it was written in weighs D,
             # so a reply can be found (at a discount) by the words of the message it answers.
+            # PostgreSQL's parser keeps paths, e-mails, URLs and snake_case names whole
+            # ("kv/oldpathzeta"): their parts are indexed too, so "oldpathzeta" finds them.
             pgtrigger.Trigger(
                 name="chunk_search_vector",
                 when=pgtrigger.Before,
                 operation=pgtrigger.Insert | pgtrigger.UpdateOf("text", "context"),
-                func="""
+                declare=[("parts", "text")],
+                func=r"""
+                    parts := regexp_replace(array_to_string(ARRAY(
+                        SELECT (regexp_matches(coalesce(NEW.text, ''), '\S*\w[/@.:_#=+-]+\w\S*', 'g'))[1]
+                    ), ' '), '[^[:alnum:]]+', ' ', 'g');
                     NEW.search_vector :=
                         setweight(to_tsvector('pg_catalog.english', coalesce(NEW.text, '')), 'A')
+                        || setweight(to_tsvector('pg_catalog.english', parts), 'A')
                         || setweight(to_tsvector('pg_catalog.english', coalesce(NEW.context, '')), 'D');
                     RETURN NEW;
                 """,
@@ -110,8 +118,17 @@ class Chunk(models.Model):
         return f"{self.context}\n{self.text}" if self.context else self.text
 
 
+class DocumentQuerySet(KeyScopedQuerySet):
+    pass
+
+
 class Document(models.Model):
-    """A document ingested through POST /documents/; its content hash skips unchanged re-ingests."""
+    """A document ingested through POST /documents/; its content hash skips unchanged re-ingests.
+
+    Its identity is its place and its URI (seed 000): workspace, session (when given), owner and
+    source URI. The same URI in another workspace, session or user's hands is another document, so
+    a key confined to one of them can neither replace nor detect the others.
+    """
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, null=True, blank=True, related_name="+")
@@ -125,10 +142,16 @@ class Document(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
 
+    objects = DocumentQuerySet.as_manager()
+
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["tenant", "source_uri"], name="document_unique_uri"),
+            models.UniqueConstraint(fields=["tenant", "workspace", "user_id", "source_uri"],
+                                    condition=Q(session__isnull=True), name="document_unique_uri_in_workspace"),
+            models.UniqueConstraint(fields=["session", "user_id", "source_uri"],
+                                    condition=Q(session__isnull=False), name="document_unique_uri_in_session"),
         ]
+        indexes = [models.Index(fields=["tenant", "-updated_at"], name="document_tenant_updated")]
 
     def __str__(self) -> str:
         return self.source_uri

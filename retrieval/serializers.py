@@ -6,11 +6,12 @@ from django.conf import settings
 from rest_framework import serializers
 
 from memoryhub.api.common import StrictSerializer
-from memoryhub.api.fields import MetadataField
+from memoryhub.api.fields import MetadataField, StrictFloatField
 from memoryhub.models import Role
 from memoryhub.searchable import KINDS
 from retrieval.embedders import DIMENSIONS
 from retrieval.search import FUSIONS, MODES, PROFILES, SCOPES
+from retrieval.vectors import vector_problem
 
 
 class TopKField(serializers.IntegerField):
@@ -29,7 +30,7 @@ class TopKField(serializers.IntegerField):
 class SearchInput(StrictSerializer):
     query = serializers.CharField(max_length=4000, required=False, allow_blank=True, default="", trim_whitespace=False)
     query_embedding = serializers.ListField(
-        child=serializers.FloatField(), min_length=DIMENSIONS, max_length=DIMENSIONS, required=False, allow_null=True,
+        child=StrictFloatField(), min_length=DIMENSIONS, max_length=DIMENSIONS, required=False, allow_null=True,
         default=None,
     )
     session = serializers.CharField(max_length=200, required=False)
@@ -49,9 +50,19 @@ class SearchInput(StrictSerializer):
     vector_weight = serializers.FloatField(min_value=0.0, max_value=1.0, required=False, default=0.7)
     text_weight = serializers.FloatField(min_value=0.0, max_value=1.0, required=False, default=0.3)
     profile = serializers.ChoiceField(choices=PROFILES, required=False, allow_null=True, default="default")
+    expand = serializers.BooleanField(
+        required=False, default=False,
+        help_text="Summary hits carry `expanded`: their child summaries and the messages they condense "
+                  "(at most 20; GET /summaries/{id}/ pages the rest).")
 
     def validate_tags(self, tags: list[str]) -> list[str]:
         return sorted({t.strip().lower() for t in tags if t.strip()})
+
+    def validate_query_embedding(self, vector: list[float] | None) -> list[float] | None:
+        problem = vector_problem(vector) if vector is not None else None
+        if problem:
+            raise serializers.ValidationError(f"Unusable query_embedding: {problem}.", code="invalid_embedding")
+        return vector
 
     def validate(self, attrs):  # type: ignore[no-untyped-def]
         attrs["profile"] = attrs.get("profile") or "default"
@@ -83,6 +94,7 @@ class SearchResultOutput(serializers.Serializer):
         help_text="False while the memory waits for its embedding: written in the same instant as the "
                   "append and found by full text at once, it joins vector search when its vector lands.")
     scores = serializers.DictField(child=serializers.FloatField(allow_null=True))
+    expanded = serializers.DictField(required=False, help_text="With expand: a summary's children and messages.")
 
 
 class ContextInput(StrictSerializer):

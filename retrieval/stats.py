@@ -6,10 +6,10 @@ from typing import Any
 
 from django.apps import apps
 from django.db.models import Count, F, IntegerField, Max, OuterRef, Q, Subquery, Sum
-from django.db.models.functions import Coalesce
+from django.db.models.functions import Coalesce, Greatest
 
 from accounts.models import ApiKey, Tenant
-from memoryhub.models import Event, RollingSummary, Session
+from memoryhub.models import Event, RollingSummary, Session, SummaryNode
 from memoryhub.tasks import queue_counts
 from retrieval.embedders import get_embedder
 from retrieval.embedding import backlog, embedding_rate
@@ -36,19 +36,27 @@ def _chunk_stats(tenant_id: int, workspace_id: int | None) -> dict[str, Any]:
 
 
 def _session_stats(tenant_id: int, workspace_id: int | None) -> dict[str, Any]:
+    """Sessions and events; messages not yet in a summary: of the tree (no leaf covers them: what
+    compaction still has to do) and of the rolling summary."""
     sessions = Session.objects.for_tenant(tenant_id)
     if workspace_id is not None:
         sessions = sessions.filter(workspace_id=workspace_id)
     upper = RollingSummary.objects.filter(session=OuterRef("pk")).values("upper_sequence")[:1]
+    leaves = (SummaryNode.objects.filter(session=OuterRef("pk"), level="leaf")
+              .order_by("-sequence_end").values("sequence_end")[:1])
     row = sessions.annotate(
-        covered=Coalesce(Subquery(upper, output_field=IntegerField()), 0)
+        covered=Coalesce(Subquery(upper, output_field=IntegerField()), 0),
+        in_tree=Coalesce(Subquery(leaves, output_field=IntegerField()), 0),
     ).aggregate(
         sessions=Count("id"), events=Coalesce(Sum("event_count"), 0),
         by_active=Count("id", filter=Q(status="active")),
-        unsummarised=Coalesce(Sum(F("last_sequence") - F("covered")), 0),
+        rolling=Coalesce(Sum(Greatest(F("last_sequence") - F("covered"), 0)), 0),
+        outside_tree=Coalesce(Sum(Greatest(F("last_sequence") - F("in_tree"), 0)), 0),
+        backlog=Count("id", filter=Q(last_sequence__gt=F("in_tree"))),
     )
     return {"sessions": row["sessions"], "active_sessions": row["by_active"], "events": row["events"],
-            "unsummarised_messages": max(row["unsummarised"], 0)}
+            "unsummarised_messages": row["outside_tree"], "rolling_unsummarised_messages": row["rolling"],
+            "compaction": {"sessions_behind": row["backlog"], "messages_behind": row["outside_tree"]}}
 
 
 def _model(app_label: str, model_name: str) -> Any:
@@ -67,12 +75,13 @@ def _scoped(model: Any, tenant_id: int, workspace_id: int | None) -> Any:
 
 
 def _summary_stats(tenant_id: int, workspace_id: int | None) -> dict[str, Any]:
-    model = _model("memoryhub", "SummaryNode")
-    if model is None:
-        return {}
-    row = _scoped(model, tenant_id, workspace_id).aggregate(n=Count("id"), depth=Max("depth"))
+    nodes = SummaryNode.objects.filter(tenant_id=tenant_id)
+    if workspace_id is not None:
+        nodes = nodes.filter(session__workspace_id=workspace_id)
+    row = nodes.aggregate(n=Count("id"), depth=Max("depth"), last=Max("created_at"))
     # Levels of the deepest tree: 1 with leaves only, 3 with leaves, branches and a root.
-    return {"summaries": row["n"], "summary_tree_depth": 0 if row["depth"] is None else row["depth"] + 1}
+    depth = 0 if row["depth"] is None else row["depth"] + 1
+    return {"summaries": row["n"], "summary_tree_depth": depth, "last_compaction_at": row["last"]}
 
 
 def _schedule_stats(tenant_id: int, workspace_id: int | None) -> dict[str, Any]:
@@ -94,7 +103,9 @@ def tenant_stats(key: ApiKey) -> dict[str, Any]:
     return memory_stats(key.tenant, workspace_id=key.workspace_id)
 
 
-def memory_stats(tenant: Tenant, *, workspace_id: int | None = None) -> dict[str, Any]:
+def memory_stats(tenant: Tenant, *, workspace_id: int | None = None, cluster_queue: bool = False) -> dict[str, Any]:
+    """With `cluster_queue` (operators only) the task cluster's own figures too: they cover every
+    tenant, so an API key never sees them."""
     stats: dict[str, Any] = {"tenant": tenant.name, **_session_stats(tenant.pk, workspace_id),
                              "chunks": _chunk_stats(tenant.pk, workspace_id)}
     stats["documents"] = _scoped(Document, tenant.pk, workspace_id).count()
@@ -102,12 +113,14 @@ def memory_stats(tenant: Tenant, *, workspace_id: int | None = None) -> dict[str
         model = _model("memoryhub", name)
         if model is not None:
             stats[label] = _scoped(model, tenant.pk, workspace_id).count()
-    stats.update(_summary_stats(tenant.pk, workspace_id))
+    summary = _summary_stats(tenant.pk, workspace_id)
+    stats["compaction"].update(tree_depth=summary["summary_tree_depth"], last_run_at=summary.pop("last_compaction_at"))
+    stats.update(summary)
     stats.update(_schedule_stats(tenant.pk, workspace_id))
-    queue = queue_counts()
-    stats["queue"] = {"pending_embeddings": stats["chunks"]["pending_embedding"],
-                      "queued_tasks": queue["queued"], "failed_tasks": queue["failed_total"],
-                      **_embedding_backlog(tenant.pk)}
+    stats["queue"] = {"pending_embeddings": stats["chunks"]["pending_embedding"], **_embedding_backlog(tenant.pk)}
+    if cluster_queue:
+        queue = queue_counts()
+        stats["queue"].update(queued_tasks=queue["queued"], failed_tasks=queue["failed_total"])
     return stats
 
 

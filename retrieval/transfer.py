@@ -24,12 +24,13 @@ from retrieval.embedders import DIMENSIONS, get_embedder
 from retrieval.embedding import request_embedding
 from retrieval.indexing import index_session_events
 from retrieval.models import Chunk, Document
+from retrieval.vectors import is_zero, out_of_range, vector_problem
 
 
 class RetrievalTransfer(TransferExtension):
     def __init__(self) -> None:
         self.document_refs: dict[tuple[str, str], dict[str, Any]] = {}  # export: (kind, source id) → ref
-        self.documents: dict[str, Document] = {}  # import: source URI → created document
+        self.documents: list[Document] = []  # import: created documents, in file order
         self.first_new_chunk = 0
 
     # -- export
@@ -38,10 +39,13 @@ class RetrievalTransfer(TransferExtension):
         qs = exporter.in_scope(Document.objects.filter(tenant=exporter.tenant), Document)
         rows = []
         for d in qs.select_related("workspace", "session").order_by("id"):
-            self.document_refs[("document", d.source_id)] = {"document": d.source_uri}
+            # The URI alone no longer names a document (one per workspace, session and owner): the
+            # reference also gives its position in the file.
+            self.document_refs[("document", d.source_id)] = {"document": d.source_uri, "key": len(rows)}
             rows.append({
                 "source_uri": d.source_uri, "workspace": d.workspace.name if d.workspace else None,
-                "session": d.session.external_id if d.session else None, "content_hash": d.content_hash,
+                "session": d.session.external_id if d.session else None, "user_id": d.user_id,
+                "content_hash": d.content_hash,
                 "metadata": d.metadata, "chunk_count": d.chunk_count, "created_at": iso(d.created_at),
                 "updated_at": iso(d.updated_at),
             })
@@ -70,17 +74,21 @@ class RetrievalTransfer(TransferExtension):
         for i, row in enumerate(get_list(data, "documents")):
             path = f"documents[{i}]"
             uri = get_field(row, "source_uri", str, path)
-            if uri in self.documents or Document.objects.filter(tenant=importer.tenant, source_uri=uri).exists():
-                raise Conflict("document_exists", f"Document {uri!r} already exists in this tenant; nothing was imported.")
             workspace = get_field(row, "workspace", str, path, nullable=True)
             session = get_field(row, "session", str, path, nullable=True)
-            self.documents[uri] = Document.objects.create(
-                tenant=importer.tenant, source_uri=uri,
-                workspace=importer.workspace(workspace, path) if workspace else None,
-                session=importer.session(session, f"{path}.session") if session else None,
+            identity = {
+                "tenant": importer.tenant, "source_uri": uri,
+                "workspace": importer.workspace(workspace, path) if workspace else None,
+                "session": importer.session(session, f"{path}.session") if session else None,
+                "user_id": get_field(row, "user_id", str, path, required=False, default=""),
+            }
+            if Document.objects.filter(**identity).exists():
+                raise Conflict("document_exists", f"Document {uri!r} already exists in this tenant; nothing was imported.")
+            self.documents.append(Document.objects.create(
+                **identity,
                 content_hash=get_field(row, "content_hash", str, path), metadata=get_field(row, "metadata", dict, path),
                 chunk_count=get_field(row, "chunk_count", int, path), created_at=get_time(row, "created_at", path),
-                updated_at=get_time(row, "updated_at", path))
+                updated_at=get_time(row, "updated_at", path)))
             importer.counts["documents"] += 1
 
     def import_derived(self, importer: Importer, data: dict[str, Any]) -> None:
@@ -153,10 +161,7 @@ class RetrievalTransfer(TransferExtension):
         if not isinstance(ref, dict):
             raise InvalidImport("a chunk's source is an object", path)
         if "document" in ref:
-            document = self.documents.get(ref["document"])
-            if document is None:
-                raise InvalidImport("the chunk's document is not in the file", path)
-            return document.source_id, {}
+            return self._document(ref, path).source_id, {}
         if "record" in ref:
             rows = importer.records.get(ref["record"], [])
             key = ref.get("key")
@@ -171,11 +176,33 @@ class RetrievalTransfer(TransferExtension):
         raise InvalidImport("unknown source reference", path)
 
 
+    def _document(self, ref: dict[str, Any], path: str) -> Document:
+        """The document a chunk names: by its position in the file, or (files written before
+        documents were per workspace) by its URI, which must then be unique in the file."""
+        key = ref.get("key")
+        if isinstance(key, int) and not isinstance(key, bool):
+            if not 0 <= key < len(self.documents) or self.documents[key].source_uri != ref["document"]:
+                raise InvalidImport("the chunk's document is not in the file", path)
+            return self.documents[key]
+        matches = [d for d in self.documents if d.source_uri == ref["document"]]
+        if len(matches) != 1:
+            raise InvalidImport("the chunk's document is not in the file, or not only once", path)
+        return matches[0]
+
+
 def _embedding(row: Any, path: str) -> list[float] | None:
     embedding = get_field(row, "embedding", list, path, nullable=True)
     if embedding is not None and (len(embedding) != DIMENSIONS or not all(
             isinstance(v, (int, float)) and not isinstance(v, bool) for v in embedding)):
         raise InvalidImport(f"an embedding is a list of {DIMENSIONS} numbers", f"{path}.embedding")
+    if embedding is None:
+        return None
+    if out_of_range(embedding):
+        raise InvalidImport(f"unusable embedding: {vector_problem(embedding)}", f"{path}.embedding")
+    if is_zero(embedding):
+        # No direction to rank by (it made every vector search of the tenant fail): the chunk
+        # is imported without it and embedded again, like a chunk of another model.
+        return None
     return embedding
 
 

@@ -2,37 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
-from rest_framework import serializers, status
+from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounts.models import Channel
 from memoryhub.api.common import api_key, paginate, parse_input, query_params
-from memoryhub.errors import Invalid
-from memoryhub.sessions import get_session, resolve_user, resolve_workspace
-from retrieval import stats
-from retrieval.context import assemble_context
-from retrieval.indexing import ingest_document
-from retrieval.scoping import build_search_request
-from retrieval.search import SearchError, run_search
+from retrieval import operations, stats
 from retrieval.serializers import (
     BrowseParams,
     ContextInput,
-    DocumentInput,
     SearchInput,
     SearchResultOutput,
 )
-
-
-def _search_or_400(req: Any) -> Any:
-    try:
-        return run_search(req)
-    except SearchError as exc:
-        raise Invalid(exc.code, exc.message) from None
 
 
 class SearchView(APIView):
@@ -41,13 +24,7 @@ class SearchView(APIView):
     @extend_schema(request=SearchInput, responses=inline_serializer(
         "SearchResults", {"results": SearchResultOutput(many=True), "mode": serializers.CharField()}))
     def post(self, request: Request) -> Response:
-        data = parse_input(SearchInput, request.data)
-        req = build_search_request(api_key(request), data)
-        hits = _search_or_400(req)
-        return Response({
-            "mode": req.mode, "fusion": req.fusion, "scope": req.scope, "profile": req.profile,
-            "results": [h.as_dict() for h in hits],
-        })
+        return Response(operations.search(api_key(request), parse_input(SearchInput, request.data)))
 
 
 class ContextView(APIView):
@@ -57,20 +34,7 @@ class ContextView(APIView):
         "items": serializers.ListField(child=serializers.DictField()), "markdown": serializers.CharField(),
         "tokens": serializers.IntegerField(), "budget": serializers.IntegerField()}))
     def post(self, request: Request) -> Response:
-        data = parse_input(ContextInput, request.data)
-        key = api_key(request)
-        session = get_session(key, data["session"]) if data["session"] else None
-        req = build_search_request(key, {
-            "query": data["query"], "session": data["session"], "user_id": data["user_id"],
-            "scope": data["scope"] or ("workspace" if session else None),
-            "top_k": data["top_k"], "tags": data["tags"], "kinds": data["kinds"],
-        })
-        assembled = assemble_context(session=session, req=req, budget=data["budget"])
-        return Response({
-            "session": session.external_id if session else None, "user_id": req.user_id,
-            "budget": assembled.budget, "tokens": assembled.tokens,
-            "items": [i.as_dict() for i in assembled.items], "markdown": assembled.markdown,
-        })
+        return Response(operations.context(api_key(request), parse_input(ContextInput, request.data)))
 
 
 class BrowseView(APIView):
@@ -82,60 +46,11 @@ class BrowseView(APIView):
         }),
     )
     def get(self, request: Request) -> Response:
-        params = query_params(request, BrowseParams)
-        key = api_key(request)
-        qs = stats.events_for_browse(key)
-        if params.get("session"):
-            qs = qs.filter(session=get_session(key, params["session"]))
-        if params.get("workspace"):
-            workspace = resolve_workspace(key, params["workspace"], create=False)
-            qs = qs.filter(session__workspace=workspace) if workspace else qs.none()
-        if params.get("channel"):
-            qs = qs.filter(session__channel__in=Channel.objects.filter(tenant_id=key.tenant_id, name=params["channel"]))
-        if params.get("agent"):
-            qs = qs.filter(session__agent=params["agent"])
-        user = resolve_user(key, params.get("user_id"))
-        if user is not None:
-            qs = qs.owned_by(user)
-        if params.get("role"):
-            qs = qs.filter(role=params["role"])
-        if params.get("since"):
-            qs = qs.filter(created_at__gte=params["since"])
-        if params.get("until"):
-            qs = qs.filter(created_at__lt=params["until"])
-        rows, meta = paginate(request, qs.order_by("created_at", "session_id", "sequence"))
-        results = [{**e.as_dict(), "session": e.session.external_id, "channel": e.session.channel.name} for e in rows]
-        return Response({**meta, "results": results})
+        rows, meta = paginate(request, operations.browse(api_key(request), query_params(request, BrowseParams)))
+        return Response({**meta, "results": [operations.browsed(e) for e in rows]})
 
 
 class StatsView(APIView):
     @extend_schema(responses=inline_serializer("Stats", {"sessions": serializers.IntegerField()}))
     def get(self, request: Request) -> Response:
         return Response(stats.tenant_stats(api_key(request)))
-
-
-class DocumentView(APIView):
-    @extend_schema(request=DocumentInput, responses=inline_serializer("Document", {
-        "id": serializers.IntegerField(), "source_uri": serializers.CharField(),
-        "indexed": serializers.BooleanField(), "chunks": serializers.IntegerField()}))
-    def post(self, request: Request) -> Response:
-        data = parse_input(DocumentInput, request.data)
-        key = api_key(request)
-        session = get_session(key, data["session"]) if data["session"] else None
-        workspace = session.workspace if session else resolve_workspace(key, data["workspace"])
-        channel = session.channel if session else (
-            Channel.get_named(workspace, data["channel"]) if data["channel"] and workspace else None)
-        result = ingest_document(
-            tenant_id=key.tenant_id, source_uri=data["source_uri"], text=data["text"],
-            workspace_id=workspace.pk if workspace else None, channel_id=channel.pk if channel else None,
-            session=session, metadata=data["metadata"], tags=data["tags"],
-            user_id=resolve_user(key, data["user_id"] or (session.user_id if session else "")) or "",
-        )
-        doc = result.document
-        body = {
-            "id": doc.pk, "source_uri": doc.source_uri, "content_hash": doc.content_hash,
-            "indexed": result.indexed, "chunks": doc.chunk_count, "metadata": doc.metadata,
-            "session": session.external_id if session else None, "user_id": doc.user_id,
-            "created_at": doc.created_at, "updated_at": doc.updated_at,
-        }
-        return Response(body, status=status.HTTP_201_CREATED if result.indexed else status.HTTP_200_OK)

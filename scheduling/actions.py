@@ -4,8 +4,6 @@ what the called function reported; an exception is a failed run."""
 from __future__ import annotations
 
 import json
-import urllib.error
-import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -13,7 +11,8 @@ from typing import TYPE_CHECKING, Any
 from django.conf import settings
 
 from memoryhub.tasks import MAINTENANCE, SCHEDULES
-from scheduling import jobs
+from scheduling import jobs, webhooks
+from scheduling.models import WebhookKind
 
 if TYPE_CHECKING:
     from scheduling.models import Run, Schedule
@@ -86,28 +85,24 @@ def prune_runs(schedule: Schedule, run: Run) -> ActionResult:
 
 
 def agent_goal(schedule: Schedule, run: Run) -> ActionResult:
-    """POST the goal to the agent webhook; its JSON reply gives status, output, turn_count, cost."""
-    url = settings.MEMORYHUB_AGENT_WEBHOOK_URL
-    if not url:
-        raise ActionError("No agent webhook configured (MEMORYHUB_AGENT_WEBHOOK_URL).")
+    """POST the goal to the tenant's agent webhook (signed), or the server default; its JSON reply
+    gives status, output, turn_count, cost."""
+    target = webhooks.target_for(schedule.tenant_id, WebhookKind.AGENT)
+    if target is None:
+        raise ActionError("No agent webhook configured for this tenant (POST /api/v1/webhooks/, kind 'agent') "
+                          "and no server default (MEMORYHUB_AGENT_WEBHOOK_URL).")
     body = json.dumps({
         "schedule_id": str(schedule.pk), "run_id": str(run.pk), "name": schedule.name, "goal": schedule.goal,
         "tenant": schedule.tenant.name, "user_id": schedule.user_id, "channel": schedule.channel,
-        "params": schedule.params,
+        "channel_context_id": schedule.channel_context_id, "params": schedule.params,
     }).encode()
-    headers = {"Content-Type": "application/json", "Accept": "application/json"}
-    if settings.MEMORYHUB_AGENT_WEBHOOK_TOKEN:
-        headers["Authorization"] = f"Bearer {settings.MEMORYHUB_AGENT_WEBHOOK_TOKEN}"
-    request = urllib.request.Request(url, data=body, headers=headers, method="POST")
     try:
-        with urllib.request.urlopen(request, timeout=settings.MEMORYHUB_AGENT_WEBHOOK_TIMEOUT) as response:
-            raw = response.read(10 * 1024 * 1024).decode("utf-8", "replace")
-    except urllib.error.HTTPError as exc:
-        text = exc.read(100_000).decode("utf-8", "replace")
-        raise ActionError(f"Agent webhook answered HTTP {exc.code}.", f"HTTP {exc.code}: {text}") from None
-    except (urllib.error.URLError, TimeoutError, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
-        raise ActionError(f"Agent webhook unreachable: {reason}") from None
+        _, raw = webhooks.send(target, body, timeout=settings.MEMORYHUB_AGENT_WEBHOOK_TIMEOUT,
+                               max_reply=10 * 1024 * 1024)
+    except webhooks.SendError as exc:
+        if exc.status is not None:
+            raise ActionError(f"Agent webhook answered HTTP {exc.status}.", f"HTTP {exc.status}: {exc.text}") from None
+        raise ActionError(f"Agent webhook {exc.message}") from None
     try:
         reply = json.loads(raw) if raw.strip() else {}
     except json.JSONDecodeError:
@@ -139,7 +134,7 @@ REGISTRY: dict[str, Action] = {
         Action("consolidate", consolidate, {"dry_run": bool},
                "Consolidate this tenant's memory (promote, prune, merge, cap, compress).", lane=MAINTENANCE),
         Action("prune_runs", prune_runs, {"keep": int}, "Prune every schedule's run history to the newest N."),
-        Action("agent_goal", agent_goal, {}, "POST the goal to the configured agent webhook.", needs_goal=True),
+        Action("agent_goal", agent_goal, {}, "POST the goal to the tenant's agent webhook.", needs_goal=True),
     ]
 }
 

@@ -3,20 +3,24 @@ successes, failures with resubmit, its schedules, including `scheduling:dispatch
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
 from django.db.models import QuerySet
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
+from django.utils.html import format_html, format_html_join
 
 from memoryhub.errors import DomainError
+from retrieval.admin_helpers import confirm_page, confirmed
+from retrieval.lifecycle.consolidation import run_consolidation
 from scheduling import cadence as cadence_maths
-from scheduling import services
+from scheduling import notifications, services, webhooks
 from scheduling.actions import REGISTRY, ParamsError, check_params
 from scheduling.dispatcher import run_now
-from scheduling.models import Run, Schedule
+from scheduling.models import Delivery, DeliveryStatus, Run, Schedule, Webhook
 
 CADENCE_FIELDS = ("cadence_type", "cadence_value", "timezone")
 
@@ -47,7 +51,17 @@ class ScheduleForm(forms.ModelForm):
                 data["params"] = check_params(data["action"], data.get("params"), data.get("goal") or "")
             except ParamsError as exc:
                 raise forms.ValidationError({"params": exc.message}) from None
+        self._check_agent_webhook(data)
         return data
+
+    def _check_agent_webhook(self, data: dict[str, Any]) -> None:
+        """As the API: an agent_goal schedule needs somewhere to send its goal (webhook_required)."""
+        changed = "action" in self.changed_data or "tenant" in self.changed_data
+        if data.get("action") == "agent_goal" and data.get("tenant") and changed:
+            try:
+                webhooks.require_agent_webhook(data["tenant"].pk)
+            except DomainError as exc:
+                raise forms.ValidationError({"action": exc.message}) from None
 
 
 class RunInline(admin.TabularInline):
@@ -55,7 +69,7 @@ class RunInline(admin.TabularInline):
     extra = 0
     can_delete = False
     show_change_link = True
-    fields = ["started_at", "finished_at", "status", "error", "output_summary", "turn_count", "cost"]
+    fields = ["started_at", "finished_at", "status", "error", "output_summary", "turn_count", "cost", "notified"]
     readonly_fields = fields
     ordering = ["-started_at"]
 
@@ -74,6 +88,7 @@ class ScheduleAdmin(admin.ModelAdmin):
     readonly_fields = ["id", "next_run_local", "last_run_at", "last_run_status", "consecutive_failures",
                        "created_at", "updated_at"]
     list_select_related = ["tenant"]
+    autocomplete_fields = ["workspace"]
     inlines = [RunInline]
     actions = ["run_now_action", "pause_action", "resume_action"]
 
@@ -88,11 +103,19 @@ class ScheduleAdmin(admin.ModelAdmin):
     def next_run_local(self, obj: Schedule) -> str:
         return cadence_maths.format_in_timezone(obj.next_run_at, obj.timezone) or "—"
 
-    @admin.action(description="Run now")
-    def run_now_action(self, request: HttpRequest, queryset: QuerySet[Schedule]) -> None:
+    @admin.action(description="Run now…")
+    def run_now_action(self, request: HttpRequest, queryset: QuerySet[Schedule]) -> HttpResponse | None:
+        if not confirmed(request):
+            rows = [row for schedule in queryset.select_related("tenant") for row in _run_preview(schedule)]
+            return confirm_page(request, self, queryset, action="run_now_action", danger=False,
+                                intro="These schedules will run now (their next due time does not change). "
+                                      "A consolidation is previewed below: the same steps, rolled back.",
+                                headers=["Schedule", "Tenant", "What it does", "What it would change"],
+                                rows=rows, button=f"Run {queryset.count()} schedule(s) now")
         for schedule in queryset:
             run_now(schedule)
         self.message_user(request, f"{queryset.count()} run(s) enqueued.")
+        return None
 
     @admin.action(description="Pause")
     def pause_action(self, request: HttpRequest, queryset: QuerySet[Schedule]) -> None:
@@ -113,15 +136,138 @@ class ScheduleAdmin(admin.ModelAdmin):
         self.message_user(request, f"{count} schedule(s) {done}.")
 
 
+class DeliveryInline(admin.StackedInline):
+    model = Delivery
+    extra = 0
+    can_delete = False
+    fields = ["status", "attempts", "max_attempts", "last_status_code", "last_error", "next_attempt_at",
+              "delivered_at", "url", "webhook", "payload"]
+    readonly_fields = fields
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+def _run_preview(schedule: Schedule) -> list[list[str]]:
+    """Rows of the run-now confirmation: the action in words and, for a consolidation that deletes,
+    what its dry run would delete."""
+    spec = REGISTRY.get(schedule.action)
+    about = spec.description if spec else schedule.action
+    head = [schedule.name, schedule.tenant.name, about]
+    if schedule.action != "consolidate" or (schedule.params or {}).get("dry_run"):
+        return [[*head, "—"]]
+    preview = run_consolidation(tenant_id=schedule.tenant_id, dry_run=True)
+    counts = preview["counts"]
+    summary = (f"{counts.get('promoted', 0)} promoted, {counts.get('pruned', 0)} pruned, "
+               f"{counts.get('merged', 0)} merged, {counts.get('capped', 0)} capped"
+               + (f" ({counts['held_for_review']} held for review)" if counts.get("held_for_review") else ""))
+    return [[*head, summary]] + [["", "", f"would {d['step']}", d["text"]] for d in preview["deletions"][:200]]
+
+
+def output_table(text: str) -> str:
+    """A run's output: a JSON object as a table of its keys, a list of objects as rows; text as is."""
+    try:
+        value = json.loads(text) if text else None
+    except ValueError:
+        value = None
+    if isinstance(value, dict):
+        rows = ((k, v if isinstance(v, (str, int, float)) else json.dumps(v, ensure_ascii=False))
+                for k, v in sorted(value.items()))
+        return format_html("<table>{}</table>", format_html_join("", "<tr><th>{}</th><td>{}</td></tr>", rows))
+    if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+        keys = sorted({k for v in value for k in v})
+        head = format_html_join("", "<th>{}</th>", ((k,) for k in keys))
+        body = format_html_join("", "<tr>{}</tr>", ((format_html_join("", "<td>{}</td>", ((v.get(k, ""),) for k in keys)),)
+                                                     for v in value))
+        return format_html("<table><tr>{}</tr>{}</table>", head, body)
+    return format_html('<div style="white-space: pre-wrap">{}</div>', text or "—")
+
+
 @admin.register(Run)
 class RunAdmin(admin.ModelAdmin):
     list_display = ["started_at", "schedule", "tenant", "status", "error", "manual", "finished_at",
-                    "turn_count", "cost", "output_summary"]
-    list_filter = ["status", "manual", "error", "tenant"]
+                    "turn_count", "cost", "notification", "output_summary"]
+    list_filter = ["status", "manual", "error", "tenant", "delivery__status"]
     search_fields = ["output", "schedule__name"]
-    list_select_related = ["schedule", "tenant"]
-    readonly_fields = [f.name for f in Run._meta.concrete_fields]
+    list_select_related = ["schedule", "tenant", "delivery"]
+    fields = ["schedule", "tenant", "status", "error", "manual", "due_at", "started_at", "finished_at", "turn_count",
+              "cost", "output_summary", "output_as_table", "notified"]
+    readonly_fields = fields
     date_hierarchy = "started_at"
+    inlines = [DeliveryInline]
+
+    @admin.display(description="output")
+    def output_as_table(self, obj: Run) -> str:
+        return output_table(obj.output)
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
+
+    @admin.display(description="notification")
+    def notification(self, obj: Run) -> str:
+        try:
+            delivery = obj.delivery
+        except Delivery.DoesNotExist:
+            return "—"
+        return f"{delivery.status} ({delivery.attempts}/{delivery.max_attempts})"
+
+
+@admin.register(Delivery)
+class DeliveryAdmin(admin.ModelAdmin):
+    list_display = ["created_at", "run", "tenant", "status", "attempts", "max_attempts", "last_status_code",
+                    "last_error", "next_attempt_at", "delivered_at"]
+    list_filter = ["status", "tenant"]
+    search_fields = ["last_error", "url", "run__schedule__name"]
+    list_select_related = ["run", "tenant"]
+    readonly_fields = [f.name for f in Delivery._meta.concrete_fields]
+    actions = ["retry_action"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    @admin.action(description="Try again (failed or without a webhook)")
+    def retry_action(self, request: HttpRequest, queryset: QuerySet[Delivery]) -> None:
+        again = [notifications.retry(d) for d in queryset]
+        count = sum(d.status == DeliveryStatus.PENDING for d in again)
+        self.message_user(request, f"{count} delivery(ies) queued again.")
+
+
+class WebhookForm(forms.ModelForm):
+    """The secret is never shown here: blank keeps the stored one (or generates one for a new webhook)."""
+
+    new_secret = forms.CharField(
+        required=False, label="Secret", max_length=200, widget=forms.PasswordInput(render_value=False),
+        help_text="Leave blank to keep the current secret, or to generate one for a new webhook "
+                  "(shown once after saving). At least 16 characters when given.")
+
+    class Meta:
+        model = Webhook
+        fields = ["tenant", "kind", "url", "description"]
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        try:
+            if data.get("url"):
+                webhooks.check_url(data["url"])
+            if data.get("new_secret"):
+                webhooks.check_secret(data["new_secret"])
+        except DomainError as exc:
+            field = "new_secret" if exc.code == "secret_too_short" else "url"
+            raise forms.ValidationError({field: exc.message}) from None
+        return data
+
+
+@admin.register(Webhook)
+class WebhookAdmin(admin.ModelAdmin):
+    form = WebhookForm
+    list_display = ["tenant", "kind", "url", "description", "created_at"]
+    list_filter = ["kind", "tenant"]
+    search_fields = ["url", "description"]
+    list_select_related = ["tenant"]
+
+    def save_model(self, request: HttpRequest, obj: Webhook, form: Any, change: bool) -> None:
+        generated = not obj.secret and not form.cleaned_data.get("new_secret")
+        webhooks.save_webhook(obj, url=obj.url, secret=form.cleaned_data.get("new_secret") or "")
+        if generated:
+            self.message_user(request, f"Signing secret of this webhook (shown only now): {obj.secret}",
+                              level=messages.WARNING)

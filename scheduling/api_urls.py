@@ -10,4 +10,6 @@ urlpatterns = [
     path("schedules/<str:schedule_id>/run/", views.ScheduleRunNowView.as_view(), name="schedule-run"),
     path("schedules/<str:schedule_id>/runs/", views.ScheduleRunsView.as_view(), name="schedule-runs"),
     path("runs/<str:run_id>/", views.RunDetailView.as_view(), name="run-detail"),
+    path("webhooks/", views.WebhookListView.as_view(), name="webhook-list"),
+    path("webhooks/<str:webhook_id>/", views.WebhookDetailView.as_view(), name="webhook-detail"),
 ]

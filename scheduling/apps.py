@@ -8,8 +8,11 @@ class SchedulingConfig(AppConfig):
     def ready(self) -> None:
         from memoryhub import background
         from memoryhub.signals import cluster_starting
+        from memoryhub.transfer import register_extension
         from scheduling.dispatcher import DispatchLane
         from scheduling.tasks import sync_on_cluster_start
+        from scheduling.transfer import SchedulingTransfer
 
         cluster_starting.connect(sync_on_cluster_start, dispatch_uid="scheduling.sync_cluster_schedules")
+        register_extension(SchedulingTransfer)
         background.register_lane("dispatch", DispatchLane)

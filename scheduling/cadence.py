@@ -14,13 +14,16 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from croniter import croniter
+from croniter import CroniterBadDateError, croniter
 from django.conf import settings
 from django.utils.dateparse import parse_datetime
 
 TYPES = ("cron", "once", "interval")
 _DURATION = re.compile(r"^(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
 _MAX_CRON_STEPS = 2000
+# One-shot times are refused past this year: 9999-12-31T23:59:59-14:00 is not a datetime in UTC.
+_ONCE_MAX_YEAR = 9000
+_ONCE_MARGIN = timedelta(days=2)
 
 
 class CadenceError(ValueError):
@@ -94,7 +97,16 @@ def parse_once(value: str, tz: ZoneInfo) -> datetime:
         raise CadenceError("invalid_once_time", f"{value!r} is not an ISO-8601 date and time.", "cadence.value")
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=tz)
-    return parsed.astimezone(UTC)
+    try:
+        at = parsed.astimezone(UTC)
+        # Shown and compared on every wall clock (±14 h), and timed out hours later: stay in range.
+        (at + _ONCE_MARGIN).astimezone(tz)
+    except OverflowError:
+        at = None
+    if at is None or at.year > _ONCE_MAX_YEAR:
+        raise CadenceError("invalid_once_time", f"{value!r} is too far in the future (the latest year is "
+                                                f"{_ONCE_MAX_YEAR}).", "cadence.value")
+    return at
 
 
 def _cron(expr: str, start: datetime) -> croniter:
@@ -134,12 +146,17 @@ def _next_cron(expr: str, tz: ZoneInfo, after: datetime) -> datetime | None:
     local = after.astimezone(tz).replace(tzinfo=None)
     it = _cron(expr, local)
     for _ in range(_MAX_CRON_STEPS):
-        candidate = it.get_next(datetime)
+        try:
+            candidate = it.get_next(datetime)
+        except (CroniterBadDateError, OverflowError):
+            return None  # a day that never comes (0 0 31 2 *) or the end of the calendar
+        if candidate.year > _ONCE_MAX_YEAR:
+            return None
         # fold=0: a repeated wall time is its first occurrence; a skipped one maps past the gap.
         at = candidate.replace(tzinfo=tz, fold=0).astimezone(UTC)
         if at > after:
             return at
-    return None  # pragma: no cover - a valid 5-field cron always fires within a few years
+    return None  # pragma: no cover - a cron that fires at all fires within a few years
 
 
 def next_after_due(cadence: Cadence, due: datetime, now: datetime) -> datetime | None:

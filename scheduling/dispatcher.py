@@ -25,6 +25,7 @@ from django.utils import timezone
 from memoryhub.background import StepResult
 from memoryhub.tasks import SCHEDULES, enqueue_on_commit
 from scheduling import cadence as cadence_maths
+from scheduling import notifications
 from scheduling.actions import REGISTRY, ActionError, ActionResult
 from scheduling.models import (
     SUMMARY_CHARS,
@@ -39,7 +40,8 @@ from scheduling.models import (
 logger = logging.getLogger(__name__)
 
 EXECUTE = "scheduling.tasks.execute_run"
-# Sent after a run finished when the schedule's notification policy asks for it (run=Run).
+# Sent after a run finished when the schedule's notification policy asks for it (run=Run); the
+# notification itself is delivered by scheduling.notifications.
 run_notification = Signal()
 
 
@@ -48,6 +50,7 @@ def dispatch(now: datetime | None = None, *, on_claimed: Callable[[list[Run]], N
     enqueue its run."""
     now = now or timezone.now()
     timed_out = time_out_stuck_runs(now)
+    notifications.retry_due(now)
     requeued = requeue_waiting_runs(now)
     claimed = 0
     batch = settings.MEMORYHUB_SCHEDULE_DISPATCH_BATCH
@@ -108,7 +111,10 @@ def _enqueue_run(run: Run, schedule: Schedule) -> None:
 def execute_run(run_id: str) -> dict[str, Any]:
     """Run a queued run's action and record its outcome (the cluster's task)."""
     with transaction.atomic():
-        run = Run.objects.select_for_update().select_related("schedule__tenant").filter(pk=run_id).first()
+        # Lock the run row only: FOR UPDATE over the join also locked the schedule and the tenant,
+        # and deadlocked with run-now inserts and finishing runs (issue 16).
+        run = (Run.objects.select_for_update(of=("self",)).select_related("schedule__tenant")
+               .filter(pk=run_id).first())
         if run is None or run.status != RunStatus.QUEUED:
             return {"run": run_id, "skipped": "not queued"}
         run.status = RunStatus.RUNNING
@@ -146,7 +152,6 @@ def finish_run(run_id: Any, *, succeeded: bool, output: str, turn_count: int = 0
         run.status, run.finished_at, run.error = status, now, error
         run.output, run.output_summary = output, output[:SUMMARY_CHARS]
         run.turn_count, run.cost = turn_count, cost
-        run.notified = _notify_wanted(schedule.notification_policy, succeeded)
         run.save()
         schedule.last_run_at, schedule.last_run_status = now, status
         schedule.consecutive_failures = 0 if succeeded else schedule.consecutive_failures + 1
@@ -160,9 +165,10 @@ def finish_run(run_id: Any, *, succeeded: bool, output: str, turn_count: int = 0
                            extra={"schedule": str(schedule.pk), "failures": schedule.consecutive_failures})
         schedule.save(update_fields=["last_run_at", "last_run_status", "consecutive_failures", "status",
                                      "next_run_at", "updated_at"])
-        Run.objects.prune_history(schedule.pk, keep=settings.MEMORYHUB_SCHEDULE_RUNS_KEPT)
-        if run.notified:
+        if _notify_wanted(schedule.notification_policy, succeeded):
+            notifications.record_delivery(run, schedule, now)  # delivered after commit, `notified` once it is
             transaction.on_commit(lambda: run_notification.send(sender=Run, run=run))
+        Run.objects.prune_history(schedule.pk, keep=settings.MEMORYHUB_SCHEDULE_RUNS_KEPT)
     return run
 
 

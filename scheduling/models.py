@@ -75,6 +75,9 @@ class Schedule(models.Model):
     notification_policy = models.CharField(max_length=20, choices=NotificationPolicy.choices,
                                            default=NotificationPolicy.ALWAYS)
     channel = models.CharField(max_length=100, blank=True, default="")
+    # Seed 000: where in the channel the schedule was made (a thread, a chat), so that its
+    # notifications can be routed back there. Opaque to MemoryHub; sent with every notification.
+    channel_context_id = models.CharField(max_length=200, blank=True, default="")
     status = models.CharField(max_length=10, choices=ScheduleStatus.choices, default=ScheduleStatus.ACTIVE)
     created_at = models.DateTimeField(default=dj_timezone.now)
     updated_at = models.DateTimeField(auto_now=True)
@@ -118,6 +121,8 @@ class Run(models.Model):
     output = models.TextField(blank=True, default="")
     turn_count = models.PositiveIntegerField(default=0)
     cost = models.FloatField(default=0.0)
+    # True once the run's notification was delivered to the tenant's notification webhook
+    # (seed 000: "whether the user was notified"); the attempts are in its Delivery.
     notified = models.BooleanField(default=False)
 
     objects = RunQuerySet.as_manager()
@@ -137,3 +142,73 @@ class Run(models.Model):
 
     def __str__(self) -> str:
         return f"{self.schedule_id} @ {self.started_at:%Y-%m-%d %H:%M:%S} {self.status}"
+
+
+class WebhookKind(models.TextChoices):
+    AGENT = "agent"  # agent_goal runs POST their goal here and record the reply
+    NOTIFICATION = "notification"  # finished runs are announced here, as their policy asks
+
+
+class Webhook(models.Model):
+    """A tenant's endpoint for one kind of call, with the secret its bodies are signed with.
+
+    The secret is stored as given (it must be usable to sign) and shown only when it is made.
+    """
+
+    exportable = False  # configuration with a secret: never written into a tenant's export file
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="webhooks")
+    kind = models.CharField(max_length=20, choices=WebhookKind.choices)
+    url = models.CharField(max_length=2000)  # checked by webhooks.check_url (http or https only)
+    secret = models.CharField(max_length=200)
+    description = models.CharField(max_length=200, blank=True, default="")
+    created_at = models.DateTimeField(default=dj_timezone.now)
+
+    class Meta:
+        ordering = ["kind", "created_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "kind"], name="webhook_one_per_kind"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} webhook {self.url}"
+
+
+class DeliveryStatus(models.TextChoices):
+    PENDING = "pending"  # to be attempted at next_attempt_at
+    DELIVERED = "delivered"
+    FAILED = "failed"  # every attempt failed
+    NO_WEBHOOK = "no_webhook"  # the policy asked for it, but the tenant has no notification webhook
+
+
+class Delivery(models.Model):
+    """The notification of one finished run: what is sent, and how sending it went."""
+
+    exportable = False  # operations data: an imported run was not notified in its new tenant
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="deliveries")
+    run = models.OneToOneField(Run, on_delete=models.CASCADE, related_name="delivery")
+    webhook = models.ForeignKey(Webhook, on_delete=models.SET_NULL, null=True, blank=True,
+                                related_name="deliveries")
+    url = models.CharField(max_length=2000, blank=True, default="")  # where the last attempt went
+    payload = models.JSONField(default=dict)
+    status = models.CharField(max_length=12, choices=DeliveryStatus.choices, default=DeliveryStatus.PENDING)
+    attempts = models.PositiveIntegerField(default=0)
+    max_attempts = models.PositiveIntegerField(default=1)
+    last_error = models.CharField(max_length=500, blank=True, default="")
+    last_status_code = models.PositiveIntegerField(null=True, blank=True)
+    next_attempt_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=dj_timezone.now)
+    delivered_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name_plural = "deliveries"
+        indexes = [
+            models.Index(fields=["next_attempt_at"], name="delivery_due", condition=Q(status="pending")),
+        ]
+
+    def __str__(self) -> str:
+        return f"notification of run {self.run_id}: {self.status}"

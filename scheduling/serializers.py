@@ -4,12 +4,21 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from memoryhub.api.common import StrictSerializer
 from scheduling import cadence as cadence_maths
 from scheduling.actions import REGISTRY
-from scheduling.models import NotificationPolicy, Run, Schedule, ScheduleStatus
+from scheduling.models import (
+    Delivery,
+    NotificationPolicy,
+    Run,
+    Schedule,
+    ScheduleStatus,
+    Webhook,
+    WebhookKind,
+)
 
 
 class CadenceInput(StrictSerializer):
@@ -29,6 +38,9 @@ class ScheduleInput(StrictSerializer):
     notification_policy = serializers.ChoiceField(choices=NotificationPolicy.choices, required=False,
                                                   default=NotificationPolicy.ALWAYS)
     channel = serializers.CharField(max_length=100, required=False, allow_blank=True, default="")
+    channel_context_id = serializers.CharField(max_length=200, required=False, allow_blank=True, default="",
+                                               help_text="Where in the channel it was made (a thread, a chat); "
+                                                         "sent with its notifications.")
     workspace = serializers.CharField(max_length=100, required=False, allow_blank=True)
 
 
@@ -41,6 +53,7 @@ class SchedulePatchInput(StrictSerializer):
     user_id = serializers.CharField(max_length=200, required=False, allow_blank=True)
     notification_policy = serializers.ChoiceField(choices=NotificationPolicy.choices, required=False)
     channel = serializers.CharField(max_length=100, required=False, allow_blank=True)
+    channel_context_id = serializers.CharField(max_length=200, required=False, allow_blank=True)
 
 
 class ScheduleListParams(serializers.Serializer):
@@ -50,6 +63,7 @@ class ScheduleListParams(serializers.Serializer):
     cadence_type = serializers.ChoiceField(choices=cadence_maths.TYPES, required=False)
     user_id = serializers.CharField(required=False, max_length=200)
     channel = serializers.CharField(required=False, max_length=100)
+    channel_context_id = serializers.CharField(required=False, max_length=200)
     workspace = serializers.CharField(required=False, max_length=100)
     name = serializers.CharField(required=False, max_length=200)
 
@@ -68,7 +82,7 @@ class ScheduleOutput(serializers.ModelSerializer):
     class Meta:
         model = Schedule
         fields = ["id", "name", "goal", "action", "params", "cadence", "user_id", "notification_policy", "channel",
-                  "workspace", "status", "next_run_at", "next_run_local", "last_run_at", "last_run_local",
+                  "channel_context_id", "workspace", "status", "next_run_at", "next_run_local", "last_run_at", "last_run_local",
                   "last_run_status", "consecutive_failures", "created_at", "updated_at"]
 
     def get_cadence(self, obj: Schedule) -> dict[str, Any]:
@@ -85,12 +99,50 @@ class ScheduleOutput(serializers.ModelSerializer):
         return cadence_maths.format_in_timezone(obj.last_run_at, obj.timezone)
 
 
+class DeliveryOutput(serializers.ModelSerializer):
+    class Meta:
+        model = Delivery
+        fields = ["status", "attempts", "max_attempts", "last_error", "last_status_code", "next_attempt_at",
+                  "delivered_at", "created_at"]
+
+
 class RunOutput(serializers.ModelSerializer):
     id = serializers.CharField(read_only=True)
     run_id = serializers.CharField(source="id", read_only=True)
     schedule = serializers.CharField(source="schedule_id", read_only=True)
+    delivery = serializers.SerializerMethodField(
+        help_text="The notification of this run (null when the policy asked for none): status pending, "
+                  "delivered, failed or no_webhook, attempts, last error, delivered_at.")
 
     class Meta:
         model = Run
         fields = ["id", "run_id", "schedule", "manual", "due_at", "started_at", "finished_at", "status", "error",
-                  "output_summary", "output", "turn_count", "cost", "notified"]
+                  "output_summary", "output", "turn_count", "cost", "notified", "delivery"]
+
+    @extend_schema_field(DeliveryOutput(allow_null=True))
+    def get_delivery(self, obj: Run) -> dict[str, Any] | None:
+        try:
+            return DeliveryOutput(obj.delivery).data  # select_related("delivery") by the views
+        except Delivery.DoesNotExist:
+            return None
+
+
+class WebhookInput(StrictSerializer):
+    kind = serializers.ChoiceField(choices=WebhookKind.choices)
+    url = serializers.CharField(max_length=2000)
+    secret = serializers.CharField(max_length=200, required=False, allow_blank=True, default="",
+                                   help_text="At least 16 characters; generated when left out. Shown only now.")
+    description = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+
+
+class WebhookOutput(serializers.ModelSerializer):
+    id = serializers.CharField(read_only=True)
+
+    class Meta:
+        model = Webhook
+        fields = ["id", "kind", "url", "description", "created_at"]  # never the secret
+
+
+class WebhookCreatedOutput(WebhookOutput):
+    class Meta(WebhookOutput.Meta):
+        fields = [*WebhookOutput.Meta.fields, "secret"]  # the one time it is shown

@@ -13,8 +13,11 @@ from accounts.models import ApiKey
 from memoryhub.errors import Conflict, Invalid, NotFound
 from memoryhub.sessions import resolve_user, resolve_workspace
 from scheduling import cadence as cadence_maths
+from scheduling import webhooks
 from scheduling.actions import ParamsError, check_params
 from scheduling.models import Run, Schedule, ScheduleStatus
+
+AGENT_GOAL = "agent_goal"
 
 
 def _bad(code: str, message: str, field: str) -> Invalid:
@@ -57,7 +60,7 @@ def get_schedule(key: ApiKey, schedule_id: str, *, for_update: bool = False) -> 
 
 def get_run(key: ApiKey, run_id: str) -> Run:
     pk = _uuid(run_id)
-    run = Run.objects.visible_to(key).filter(pk=pk).first() if pk else None
+    run = Run.objects.visible_to(key).select_related("delivery").filter(pk=pk).first() if pk else None
     if run is None:
         raise NotFound("run_not_found", f"Run {run_id!r} does not exist.")
     return run
@@ -68,7 +71,7 @@ def filter_schedules(key: ApiKey, filters: dict[str, Any]) -> Any:
     if filters.get("q"):
         q = filters["q"]
         qs = qs.filter(Q(name__icontains=q) | Q(goal__icontains=q))
-    for name in ("status", "action", "cadence_type", "user_id", "channel", "name"):
+    for name in ("status", "action", "cadence_type", "user_id", "channel", "channel_context_id", "name"):
         if name in filters:
             qs = qs.filter(**{name: filters[name]})
     if "workspace" in filters:
@@ -80,6 +83,8 @@ def filter_schedules(key: ApiKey, filters: dict[str, Any]) -> Any:
 def create_schedule(key: ApiKey, data: dict[str, Any]) -> Schedule:
     cadence = checked_cadence(data["cadence"])
     params = checked_params(data["action"], data.get("params"), data.get("goal", ""))
+    if data["action"] == AGENT_GOAL:
+        webhooks.require_agent_webhook(key.tenant_id)
     workspace = resolve_workspace(key, data.get("workspace") or None)
     return Schedule.objects.create(
         tenant_id=key.tenant_id, workspace=workspace, user_id=resolve_user(key, data.get("user_id")) or "",
@@ -87,6 +92,7 @@ def create_schedule(key: ApiKey, data: dict[str, Any]) -> Schedule:
         goal=data.get("goal", ""), action=data["action"], params=params, cadence_type=cadence.type,
         cadence_value=cadence.value, timezone=cadence.timezone,
         notification_policy=data["notification_policy"], channel=data.get("channel", ""),
+        channel_context_id=data.get("channel_context_id", ""),
         next_run_at=cadence_maths.next_run(cadence, timezone.now()),
     )
 
@@ -96,10 +102,12 @@ def update_schedule(key: ApiKey, schedule_id: str, changes: dict[str, Any]) -> S
     schedule = get_schedule(key, schedule_id, for_update=True)
     if "user_id" in changes:
         changes = {**changes, "user_id": resolve_user(key, changes["user_id"]) or ""}
-    for name in ("name", "goal", "user_id", "notification_policy", "channel", "action"):
+    for name in ("name", "goal", "user_id", "notification_policy", "channel", "channel_context_id", "action"):
         if name in changes:
             setattr(schedule, name, changes[name])
     schedule.params = checked_params(schedule.action, changes.get("params", schedule.params), schedule.goal)
+    if "action" in changes and schedule.action == AGENT_GOAL:
+        webhooks.require_agent_webhook(schedule.tenant_id)
     if "cadence" in changes:
         cadence = checked_cadence(changes["cadence"])
         schedule.cadence_type, schedule.cadence_value, schedule.timezone = cadence.type, cadence.value, cadence.timezone
@@ -130,6 +138,8 @@ def resume(schedule: Schedule) -> Schedule:
         return schedule
     if schedule.status == ScheduleStatus.COMPLETED:
         raise Conflict("schedule_completed", "A completed one-shot schedule cannot be resumed; give it a new cadence.")
+    if schedule.action == AGENT_GOAL:  # e.g. imported (paused) into a tenant that has no agent webhook yet
+        webhooks.require_agent_webhook(schedule.tenant_id)
     following = cadence_maths.next_run(schedule.cadence(), timezone.now())
     if following is None:
         raise Conflict("schedule_expired", "This one-shot schedule's time has passed; give it a new cadence.")

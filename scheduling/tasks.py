@@ -53,6 +53,13 @@ def execute_run(run_id: str) -> dict[str, Any]:
     return run(run_id)
 
 
+def deliver_notification(delivery_id: str) -> str:
+    """One attempt at delivering a run's notification (scheduling.notifications)."""
+    from scheduling.notifications import deliver
+
+    return deliver(delivery_id)
+
+
 def embed_backfill() -> dict[str, Any]:
     report = jobs.embed_backfill()
     logger.info("maintenance embed_backfill", extra={"report": report})

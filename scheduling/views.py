@@ -9,7 +9,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from memoryhub.api.common import api_key, paginate, parse_input, query_params
-from scheduling import services
+from memoryhub.api.fields import page_of
+from scheduling import services, webhooks
 from scheduling.dispatcher import run_now
 from scheduling.serializers import (
     RunListParams,
@@ -18,13 +19,17 @@ from scheduling.serializers import (
     ScheduleListParams,
     ScheduleOutput,
     SchedulePatchInput,
+    WebhookCreatedOutput,
+    WebhookInput,
+    WebhookOutput,
 )
 
 PAGE = [OpenApiParameter("limit", int), OpenApiParameter("offset", int)]
 
 
 class ScheduleListView(APIView):
-    @extend_schema(parameters=[ScheduleListParams, *PAGE], responses=ScheduleOutput(many=True))
+    @extend_schema(parameters=[ScheduleListParams, *PAGE],
+                   responses=page_of("SchedulePage", ScheduleOutput), operation_id="schedules_list")
     def get(self, request: Request) -> Response:
         filters = query_params(request, ScheduleListParams)
         rows, meta = paginate(request, services.filter_schedules(api_key(request), filters))
@@ -78,11 +83,12 @@ class ScheduleRunNowView(APIView):
 
 
 class ScheduleRunsView(APIView):
-    @extend_schema(parameters=[RunListParams, *PAGE], responses=RunOutput(many=True))
+    @extend_schema(parameters=[RunListParams, *PAGE],
+                   responses=page_of("RunPage", RunOutput, schedule=serializers.CharField()), operation_id="schedules_runs_list")
     def get(self, request: Request, schedule_id: str) -> Response:
         schedule = services.get_schedule(api_key(request), schedule_id)
         filters = query_params(request, RunListParams)
-        qs = schedule.runs.order_by("-started_at", "pk")
+        qs = schedule.runs.select_related("delivery").order_by("-started_at", "pk")
         if "status" in filters:
             qs = qs.filter(status=filters["status"])
         rows, meta = paginate(request, qs)
@@ -93,3 +99,35 @@ class RunDetailView(APIView):
     @extend_schema(responses=RunOutput)
     def get(self, request: Request, run_id: str) -> Response:
         return Response(RunOutput(services.get_run(api_key(request), run_id)).data)
+
+
+class WebhookListView(APIView):
+    required_scope = "admin"  # a webhook receives every run of the tenant, signed with its secret
+
+    @extend_schema(operation_id="webhooks_list",
+                   responses=inline_serializer("WebhookList", {"results": WebhookOutput(many=True)}))
+    def get(self, request: Request) -> Response:
+        rows = webhooks.list_webhooks(api_key(request))
+        return Response({"results": WebhookOutput(rows, many=True).data})
+
+    @extend_schema(request=WebhookInput, responses={201: WebhookCreatedOutput},
+                   description="One webhook per kind (agent, notification) and tenant. The secret, given or "
+                               "generated, is in this answer only.")
+    def post(self, request: Request) -> Response:
+        data = parse_input(WebhookInput, request.data)
+        hook = webhooks.create_webhook(api_key(request), **data)
+        return Response(WebhookCreatedOutput(hook).data, status=status.HTTP_201_CREATED)
+
+
+class WebhookDetailView(APIView):
+    required_scope = "admin"
+
+    @extend_schema(responses=WebhookOutput)
+    def get(self, request: Request, webhook_id: str) -> Response:
+        return Response(WebhookOutput(webhooks.get_webhook(api_key(request), webhook_id)).data)
+
+    @extend_schema(responses=inline_serializer("WebhookDeleted", {"id": serializers.CharField(),
+                                                                 "deleted": serializers.BooleanField()}))
+    def delete(self, request: Request, webhook_id: str) -> Response:
+        webhooks.get_webhook(api_key(request), webhook_id).delete()
+        return Response({"id": webhook_id, "deleted": True})

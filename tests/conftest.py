@@ -25,6 +25,7 @@ def _fast_and_inline(settings) -> None:  # type: ignore[no-untyped-def]
     settings.MEMORYHUB_TASKS_EAGER = True
     # Request counters are written at once, so that none is left over for the next test.
     settings.MEMORYHUB_USAGE_FLUSH_SECONDS = 0
+    settings.MEMORYHUB_ACCESS_FLUSH_SECONDS = 0
 
 
 @pytest.fixture(autouse=True)

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from django import forms
 from django.contrib import admin
 from django.db import connection, transaction
 from django.db.models import QuerySet
 from django.forms import ModelForm
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.utils import timezone
+from django.utils.http import url_has_allowed_host_and_scheme
 
 from memoryhub.signals import memory_deleted, memory_saved
 
@@ -38,10 +40,42 @@ class TagListFilter(admin.SimpleListFilter):
         return queryset.filter(tags__contains=[self.value()]) if self.value() else queryset
 
 
+IMPORTANCE_HELP = "From 0 (trivial) to 1 (vital); 1 is also what pinning sets."
+
+
+class ImportanceField(forms.FloatField):
+    """Importance with the range said in words (the database's check would only name its constraint)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(min_value=0.0, max_value=1.0, help_text=IMPORTANCE_HELP, error_messages={
+            "min_value": "Importance is between 0 and 1; %(limit_value)s is the lowest.",
+            "max_value": "Importance is between 0 and 1: use 1 for the most important memories (or pin it).",
+        }, **kwargs)
+
+
+class MemoryForm(forms.ModelForm):
+    importance = ImportanceField()
+
+
 class SearchableAdmin(admin.ModelAdmin):
-    """Keeps the search index in step with admin edits and deletions."""
+    """Keeps the search index in step with admin edits and deletions; after a save, goes back to
+    the page the edit was opened from (`?next=`, e.g. the memory explorer)."""
 
     kind = ""
+    # Tenants are few (a select); the rest are looked up by name as you type.
+    autocomplete_fields = ["workspace", "channel", "session"]
+
+    def _next(self, request: HttpRequest) -> str:
+        target = request.GET.get("next", "")
+        ok = target and url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()})
+        return target if ok else ""
+
+    def response_change(self, request: HttpRequest, obj: Any) -> HttpResponse:
+        target = self._next(request)
+        if target and "_continue" not in request.POST and "_addanother" not in request.POST:
+            self.message_user(request, f"Saved {obj}; its search entries were re-derived.")
+            return HttpResponseRedirect(target)
+        return super().response_change(request, obj)
 
     def source_id(self, obj: Any) -> str:
         return str(obj.as_searchable().source_id)

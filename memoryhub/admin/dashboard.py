@@ -1,31 +1,30 @@
-"""The operator dashboard (S9): memory figures per tenant, the background lanes and their backlog,
-activity charts, the task queue.
-
-One page in the admin. Every figure is one aggregate query; areas whose models are not
-installed are left out rather than guessed.
+"""The operator dashboard (S9): memory per tenant, the embedding backlog with its rate and ETA,
+activity charts by ingest time, searches and their latency, schedule runs by outcome, the task
+queue. One page in the admin, narrowed to a tenant with ?tenant=, refreshing itself from
+dashboard/data/ (JSON). Every load records a metrics sample (throttled): see memoryhub.metrics.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import date, timedelta
+from datetime import timedelta
 from typing import Any
 
 from django.apps import apps
-from django.conf import settings
 from django.contrib import admin
-from django.db.models import Count, Model, Q, QuerySet, Sum
-from django.db.models.functions import Coalesce, TruncDate
-from django.http import HttpRequest, HttpResponse
+from django.db.models import Count, Model, Q, Sum
+from django.db.models.functions import Coalesce
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.template.response import TemplateResponse
 from django.utils import timezone
 
 from accounts.models import Tenant
-from memoryhub.background import lane_rate, live_workers, round_robin_etas
-from memoryhub.models import ApiUsage, Event, Session, StepFailure
-from memoryhub.tasks import finished_tasks, queue_counts
+from memoryhub import metrics
+from memoryhub.admin import dashboard_series
+from memoryhub.models import ApiUsage, Session
+from memoryhub.tasks import queue_counts
 
-CHART_DAYS = 30
+CHART_DAYS = dashboard_series.CHART_DAYS
+REFRESH_CHOICES = (0, 5, 15, 60)  # seconds; 0: off
 
 
 def _model(label: str) -> type[Model] | None:
@@ -35,127 +34,83 @@ def _model(label: str) -> type[Model] | None:
         return None
 
 
-@dataclass
-class Bar:
-    day: date
-    value: int
-    height: float  # percent of the tallest bar
+def _add_counts(rows: dict[int, dict[str, Any]], label: str, name: str) -> None:
+    model = _model(label)
+    if model is None:
+        return
+    for tenant_id, n in (model.objects.filter(tenant_id__in=rows).values("tenant_id").annotate(n=Count("pk"))
+                         .values_list("tenant_id", "n")):
+        rows[tenant_id][name] = n
 
 
-@dataclass
-class Chart:
-    title: str
-    bars: list[Bar]
-    total: int
-    colour: str = "#417690"
-
-
-def daily(qs: QuerySet[Any], field: str, title: str, *, days: int = CHART_DAYS, colour: str = "#417690") -> Chart:
-    """Rows per day over the last `days` days (empty days included), in the server's time zone."""
-    start = timezone.localdate() - timedelta(days=days - 1)
-    since = timezone.make_aware(timezone.datetime.combine(start, timezone.datetime.min.time()))
-    counts = dict(
-        qs.filter(**{f"{field}__gte": since})
-        .annotate(day=TruncDate(field))
-        .values("day")
-        .annotate(n=Count("pk"))
-        .values_list("day", "n")
-    )
-    return _chart(title, start, days, counts, colour)
-
-
-def usage_daily(name: str, title: str, *, days: int = CHART_DAYS, colour: str = "#417690") -> Chart:
-    """Requests per day to one counted endpoint (ApiUsage), all tenants together."""
-    start = timezone.localdate() - timedelta(days=days - 1)
-    counts = dict(ApiUsage.objects.filter(name=name, day__gte=start).values("day")
-                  .annotate(n=Sum("requests")).values_list("day", "n"))
-    return _chart(title, start, days, counts, colour)
-
-
-def _chart(title: str, start: date, days: int, counts: dict[date, int], colour: str) -> Chart:
-    values = [(start + timedelta(days=i), int(counts.get(start + timedelta(days=i), 0))) for i in range(days)]
-    top = max((v for _, v in values), default=0) or 1
-    return Chart(title, [Bar(d, v, round(100 * v / top, 1)) for d, v in values], sum(v for _, v in values), colour)
-
-
-def tenant_rows() -> list[dict[str, Any]]:
-    """Per tenant: sessions, events, chunks with embedding coverage, notes, facts, schedules."""
-    rows = {t.pk: {"tenant": t, "sessions": 0, "events": 0} for t in Tenant.objects.order_by("name")}
-    for tenant_id, sessions, events in (Session.objects.values("tenant_id")
-                                        .annotate(n=Count("id"), e=Coalesce(Sum("event_count"), 0))
-                                        .values_list("tenant_id", "n", "e")):
-        rows[tenant_id].update(sessions=sessions, events=events)
+def tenant_rows(tenant_id: int | None = None) -> list[dict[str, Any]]:
+    """Per tenant: sessions, events, chunks with embedding coverage, notes, facts, schedules,
+    searches over the chart's days with their mean latency."""
+    tenants = Tenant.objects.order_by("name")
+    if tenant_id is not None:
+        tenants = tenants.filter(pk=tenant_id)
+    rows = {t.pk: {"tenant": t, "sessions": 0, "events": 0} for t in tenants}
+    for tid, sessions, events in (Session.objects.filter(tenant_id__in=rows).values("tenant_id")
+                                  .annotate(n=Count("id"), e=Coalesce(Sum("event_count"), 0))
+                                  .values_list("tenant_id", "n", "e")):
+        rows[tid].update(sessions=sessions, events=events)
     chunk = _model("retrieval.Chunk")
     if chunk is not None:
-        for tenant_id, total, embedded, errors in (
-            chunk.objects.values("tenant_id")
+        for tid, total, embedded, errors in (
+            chunk.objects.filter(tenant_id__in=rows).values("tenant_id")
             .annotate(n=Count("id"), e=Count("id", filter=Q(embedding__isnull=False)),
                       f=Count("id", filter=Q(embedding__isnull=True) & ~Q(embedding_error="")))
             .values_list("tenant_id", "n", "e", "f")
         ):
-            rows[tenant_id].update(chunks=total, embedded=embedded, embedding_errors=errors,
-                                   coverage=round(100 * embedded / total, 1) if total else 100.0)
-        _backlog(chunk, rows)
-    for name, label in (("notes", "memoryhub.Note"), ("facts", "memoryhub.Fact"),
-                        ("schedules", "scheduling.Schedule")):
-        model = _model(label)
-        if model is None:
-            continue
-        for tenant_id, n in model.objects.values("tenant_id").annotate(n=Count("pk")).values_list("tenant_id", "n"):
-            rows[tenant_id][name] = n
+            rows[tid].update(chunks=total, embedded=embedded, pending=total - embedded, embedding_errors=errors,
+                             coverage=round(100 * embedded / total, 1) if total else 100.0)
+    for label, name in (("memoryhub.Note", "notes"), ("memoryhub.Fact", "facts"), ("scheduling.Schedule", "schedules")):
+        _add_counts(rows, label, name)
     start = timezone.localdate() - timedelta(days=CHART_DAYS - 1)
-    for tenant_id, n, total_ms in (ApiUsage.objects.filter(name="search", day__gte=start).values("tenant_id")
-                                   .annotate(n=Sum("requests"), ms=Sum("total_ms"))
-                                   .values_list("tenant_id", "n", "ms")):
-        rows[tenant_id].update(searches=n, search_ms=round(total_ms / n, 1) if n else None)
+    for tid, n, total_ms in (ApiUsage.objects.filter(name="search", day__gte=start, tenant_id__in=rows)
+                             .values("tenant_id").annotate(n=Sum("requests"), ms=Sum("total_ms"))
+                             .values_list("tenant_id", "n", "ms")):
+        rows[tid].update(searches=n, search_ms=round(total_ms / n, 1) if n else None)
     return list(rows.values())
 
 
-def _backlog(chunk: type[Model], rows: dict[int, dict[str, Any]]) -> None:
-    """The embed lane's queue per tenant: chunks waiting, set aside, and when the last one will have
-    its vector at the lanes' measured rate (tenants take turns)."""
-    limit = settings.MEMORYHUB_EMBED_MAX_ATTEMPTS
-    waiting: dict[int, int] = {}
-    for tenant_id, n, aside in (chunk.objects.filter(embedding__isnull=True).order_by().values("tenant_id")
-                                .annotate(n=Count("id", filter=Q(embedding_attempts__lt=limit)),
-                                          aside=Count("id", filter=Q(embedding_attempts__gte=limit)))
-                                .values_list("tenant_id", "n", "aside")):
-        rows[tenant_id].update(waiting=n, set_aside=aside)
-        waiting[tenant_id] = n
-    for tenant_id, eta in round_robin_etas({t: n for t, n in waiting.items() if n}, lane_rate("embed")).items():
-        rows[tenant_id]["eta"] = None if eta is None else timedelta(seconds=round(eta))
+def _tenant_filter(request: HttpRequest) -> Tenant | None:
+    value = request.GET.get("tenant", "")
+    return Tenant.objects.filter(pk=int(value)).first() if value.isdigit() else None
 
 
-def charts() -> list[Chart]:
-    found = [daily(Event.objects.all(), "created_at", "Events stored per day"),
-             usage_daily("search", "Searches per day", colour="#8a5b3c"),
-             usage_daily("context", "Context requests per day", colour="#8a5b3c")]
-    chunk = _model("retrieval.Chunk")
-    if chunk is not None:
-        found.append(daily(chunk.objects.all(), "indexed_at", "Chunks indexed per day", colour="#5b8a3c"))
-    run = _model("scheduling.Run")
-    if run is not None and _has_field(run, "started_at"):
-        found.append(daily(run.objects.all(), "started_at", "Scheduled runs started per day"))
-    found.append(daily(finished_tasks(success=True), "stopped", "Background tasks succeeded per day",
-                       colour="#5b8a3c"))
-    found.append(daily(finished_tasks(success=False), "stopped", "Background tasks failed per day",
-                       colour="#ba2121"))
-    return [c for c in found if c is not None]
-
-
-def _has_field(model: type[Model], name: str) -> bool:
-    return any(f.name == name for f in model._meta.get_fields())
+def dashboard_data(tenant: Tenant | None) -> dict[str, Any]:
+    """Everything the page draws that changes: the charts and the backlog figures."""
+    metrics.record_samples()
+    tenant_id = tenant.pk if tenant else None
+    return {
+        "generated_at": timezone.now().isoformat(),
+        "tenant": tenant.name if tenant else None,
+        "embedding": dashboard_series.embedding_figures(tenant_id),
+        "charts": dashboard_series.all_charts(tenant_id),
+    }
 
 
 def dashboard_view(request: HttpRequest) -> HttpResponse:
+    tenant = _tenant_filter(request)
+    refresh = request.GET.get("refresh", "15")
     context = {
         **admin.site.each_context(request),
-        "title": "MemoryHub dashboard",
-        "tenants": tenant_rows(),
+        "title": "MemoryHub dashboard" + (f": {tenant.name}" if tenant else ""),
+        "tenant": tenant,
+        "all_tenants": Tenant.objects.order_by("name"),
+        "tenants": tenant_rows(tenant.pk if tenant else None),
         "queue": queue_counts(recent_failures=10),
-        "workers": live_workers(),
-        "set_aside_sessions": StepFailure.objects.filter(set_aside=True).count(),
-        "charts": charts(),
+        "data": dashboard_data(tenant),
         "chart_days": CHART_DAYS,
+        "refresh": int(refresh) if refresh.isdigit() and int(refresh) in REFRESH_CHOICES else 15,
+        "refresh_choices": REFRESH_CHOICES,
     }
     return TemplateResponse(request, "admin/memoryhub/dashboard.html", context)
+
+
+def dashboard_data_view(request: HttpRequest) -> JsonResponse:
+    """The page's auto-refresh: charts and figures as JSON (the same as the page was drawn with)."""
+    queue = queue_counts()
+    return JsonResponse({**dashboard_data(_tenant_filter(request)),
+                         "queue": {k: queue[k] for k in ("queued", "succeeded_24h", "failed_24h")}})

@@ -8,7 +8,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
 
-from memoryhub.admin.base import SearchableAdmin, TagListFilter
+from memoryhub.admin.base import MemoryForm, SearchableAdmin, TagListFilter
 from memoryhub.models import (
     Fact,
 )
@@ -24,7 +24,8 @@ class FactAdmin(SearchableAdmin):
                    ("updated_at", admin.DateFieldListFilter)]
     list_select_related = ["tenant"]
     search_fields = ["content", "category", "key", "user_id"]
-    raw_id_fields = ["tenant", "workspace", "channel", "session", "source_session"]
+    form = MemoryForm
+    autocomplete_fields = ["workspace", "channel", "session", "source_session"]
     readonly_fields = ["scope_key", "access_count", "accessed_at", "created_at", "updated_at"]
     date_hierarchy = "updated_at"
     actions = ["reindex", "pin", "unpin"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from memoryhub.admin.base import SearchableAdmin, TagListFilter
+from memoryhub.admin.base import MemoryForm, SearchableAdmin, TagListFilter
 from memoryhub.models import (
     Note,
 )
@@ -17,7 +17,7 @@ class NoteAdmin(SearchableAdmin):
     list_filter = ["tier", "source", TagListFilter, "tenant", ("updated_at", admin.DateFieldListFilter)]
     list_select_related = ["tenant", "workspace"]
     search_fields = ["note_id", "content", "user_id", "=session__external_id"]
-    raw_id_fields = ["tenant", "workspace", "channel", "session"]
+    form = MemoryForm
     readonly_fields = ["created_at", "updated_at"]
     date_hierarchy = "updated_at"
     actions = ["reindex"]

@@ -22,7 +22,7 @@ class RollingSummaryAdmin(admin.ModelAdmin):
     list_filter = ["tenant"]
     list_select_related = ["session", "tenant"]
     search_fields = ["=session__external_id", "text"]
-    raw_id_fields = ["session", "tenant"]
+    autocomplete_fields = ["session"]
 
 
 class SummaryChildInline(admin.TabularInline):
@@ -48,7 +48,7 @@ class SummaryNodeAdmin(SearchableAdmin):
     list_filter = ["level", "summariser", "tenant", ("created_at", admin.DateFieldListFilter)]
     list_select_related = ["session", "tenant"]
     search_fields = ["text", "=session__external_id"]
-    raw_id_fields = ["tenant", "workspace", "channel", "session", "parent"]
+    autocomplete_fields = ["workspace", "channel", "session", "parent"]
     readonly_fields = ["source_events", "created_at"]
     inlines = [SummaryChildInline]
     actions = ["reindex"]

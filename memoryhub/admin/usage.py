@@ -7,6 +7,7 @@ from django.http import HttpRequest
 
 from memoryhub.models import (
     ApiUsage,
+    MetricSample,
 )
 
 
@@ -29,4 +30,22 @@ class ApiUsageAdmin(admin.ModelAdmin):
         return False
 
     def has_change_permission(self, request: HttpRequest, obj: ApiUsage | None = None) -> bool:
+        return False
+
+
+@admin.register(MetricSample)
+class MetricSampleAdmin(admin.ModelAdmin):
+    """Read-only: the dashboard records these samples (its backlog and arrivals charts)."""
+
+    list_display = ["at", "tenant", "events", "chunks", "pending_embedding"]
+    search_fields = ["tenant__name"]
+    list_filter = ["tenant"]
+    list_select_related = ["tenant"]
+    date_hierarchy = "at"
+    ordering = ["-at"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: MetricSample | None = None) -> bool:
         return False

@@ -32,7 +32,52 @@ class StrictSerializer(serializers.Serializer):
                 name: [serializers.ErrorDetail("Null characters are not allowed.", code="null_characters_not_allowed")]
                 for name in with_nul
             })
+        wrong = {name: message for name, field in self.fields.items()
+                 if name in data and not field.read_only and (message := _wrong_type(field, data[name]))}
+        if wrong:
+            raise serializers.ValidationError({
+                name: [serializers.ErrorDetail(message, code="invalid")] for name, message in wrong.items()
+            })
         return super().to_internal_value(data)
+
+
+# DRF quietly converts between JSON types ("0" -> 0, 5 -> "5", "yes" -> True): a body field must
+# arrive as the type the schema gives it. Query parameters are strings and are not checked here.
+_JSON_TYPES: tuple[tuple[type[serializers.Field], tuple[type, ...], str], ...] = (
+    (serializers.BooleanField, (bool,), "a boolean"),
+    (serializers.IntegerField, (int, float), "a number"),
+    (serializers.FloatField, (int, float), "a number"),
+    (serializers.DecimalField, (int, float), "a number"),
+    (serializers.CharField, (str,), "a string"),
+    (serializers.ChoiceField, (str,), "a string"),
+    (serializers.DateTimeField, (str,), "a string"),
+    (serializers.DateField, (str,), "a string"),
+    (serializers.ListField, (list,), "a list"),
+    (serializers.DictField, (dict,), "an object"),
+)
+
+
+def _wrong_type(field: serializers.Field, value: Any) -> str | None:
+    """Why `value` is not of the JSON type `field` takes (None when it is, or when DRF decides)."""
+    if value is None:
+        return None  # allow_null decides
+    for cls, types, name in _JSON_TYPES:
+        if isinstance(field, cls):
+            if isinstance(value, bool) and bool not in types or not isinstance(value, types):
+                return f"Expected {name}, not {_json_type(value)}."
+            if isinstance(field, serializers.ListField):
+                return next((f"Item {i}: {problem}" for i, item in enumerate(value)
+                             if (problem := _wrong_type(field.child, item))), None)
+            if isinstance(field, serializers.DictField):
+                return next((f"{key!r}: {problem}" for key, item in value.items()
+                             if (problem := _wrong_type(field.child, item))), None)
+            return None
+    return None
+
+
+def _json_type(value: Any) -> str:
+    return {bool: "a boolean", int: "a number", float: "a number", str: "a string",
+            list: "a list", dict: "an object"}.get(type(value), type(value).__name__)
 
 
 def _has_nul(value: Any) -> bool:
@@ -60,6 +105,11 @@ def parse_input(serializer_class: type[serializers.Serializer], data: Any, **kwa
 def query_params(request: Request, serializer_class: type[serializers.Serializer]) -> dict[str, Any]:
     """Validate query parameters with a serializer; unknown parameters are ignored."""
     data = {k: v for k, v in request.query_params.items() if k in serializer_class().fields}
+    return parse_params(serializer_class, data)
+
+
+def parse_params(serializer_class: type[serializers.Serializer], data: dict[str, Any]) -> dict[str, Any]:
+    """Validate parameters (a GET's query, an MCP tool's arguments); a bad one is `invalid_parameter`."""
     serializer = serializer_class(data=data)
     if not serializer.is_valid():
         raise _invalid_parameter(serializer.errors)

@@ -5,15 +5,23 @@ The one place that knows which HTTP status each domain error becomes.
 
 from __future__ import annotations
 
+import logging
+import sys
 from typing import Any
 
+from django.conf import settings
+from django.core.exceptions import DisallowedHost, RequestDataTooBig
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
-from django.http import Http404, HttpRequest, JsonResponse
+from django.db import InterfaceError, OperationalError
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler, set_rollback
 
 from memoryhub.errors import Conflict, DomainError, Forbidden, Invalid, NotFound, TooLarge
+from memoryhub.limits import too_large_body
+
+logger = logging.getLogger(__name__)
 
 DOMAIN_STATUS: dict[type[DomainError], int] = {
     Invalid: status.HTTP_400_BAD_REQUEST,
@@ -93,6 +101,10 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
     if isinstance(exc, DomainError):
         set_rollback()
         return Response(error_body(exc.code, exc.message, exc.details), status=status_of(exc))
+    if isinstance(exc, (OperationalError, InterfaceError)):
+        # One line, not a 500's traceback per request while the database is away.
+        logger.warning("database unavailable", extra={"error": str(exc).splitlines()[0] if str(exc) else ""})
+        return Response(_unavailable_body(), status=status.HTTP_503_SERVICE_UNAVAILABLE, headers=_retry_after())
     response = exception_handler(exc, context)
     if response is None:
         return None
@@ -117,6 +129,13 @@ def json_500(request: HttpRequest) -> JsonResponse:
 
 
 def json_400(request: HttpRequest, exception: Exception | None = None) -> JsonResponse:
+    if isinstance(exception, RequestDataTooBig):
+        response = JsonResponse(too_large_body(settings.DATA_UPLOAD_MAX_MEMORY_SIZE), status=413)
+        response["Connection"] = "close"
+        return response
+    if isinstance(exception, DisallowedHost):
+        return JsonResponse(error_body(
+            "host_not_allowed", "This server does not answer for that Host header (see ALLOWED_HOSTS)."), status=400)
     return JsonResponse(error_body("bad_request", "Bad request."), status=400)
 
 
@@ -128,7 +147,29 @@ def handle_404(request: HttpRequest, exception: Exception | None = None):  # typ
     return page_not_found(request, exception)
 
 
+def _unavailable_body() -> dict[str, Any]:
+    return error_body("database_unavailable", "The database is unavailable. Retry after a few seconds (an "
+                      "append resent with its idempotency_key is stored once).",
+                      {"retry_after": settings.MEMORYHUB_RETRY_AFTER_SECONDS})
+
+
+def _retry_after() -> dict[str, str]:
+    return {"Retry-After": str(settings.MEMORYHUB_RETRY_AFTER_SECONDS)}
+
+
+def database_unavailable(request: HttpRequest) -> HttpResponse:
+    """503 with Retry-After: the database is down, restarting or refused the connection. Every
+    write is one transaction, so a request answered this way is retried whole."""
+    if request.path.startswith("/api/"):
+        return JsonResponse(_unavailable_body(), status=503, headers=_retry_after())
+    return HttpResponse("The database is unavailable; retry shortly.", status=503,
+                        content_type="text/plain; charset=utf-8", headers=_retry_after())
+
+
 def handle_500(request: HttpRequest):  # type: ignore[no-untyped-def]
+    # Django calls this while handling the exception: a lost database is not a bug of ours.
+    if isinstance(sys.exc_info()[1], (OperationalError, InterfaceError)):
+        return database_unavailable(request)
     if request.path.startswith("/api/"):
         return json_500(request)
     from django.views.defaults import server_error

@@ -27,6 +27,7 @@ from memoryhub.api.fields import (
     TagsField,
     content_field,
     non_blank,
+    page_of,
 )
 from memoryhub.models import (
     Fact,
@@ -42,7 +43,8 @@ class FactInput(StrictSerializer):
     scope = serializers.ChoiceField(choices=TIERS, required=False, default="workspace")
     lifetime = serializers.ChoiceField(choices=LIFETIMES, required=False, default="long_term")
     source = StrictCharField(max_length=100, required=False, default="agent")
-    importance = serializers.FloatField(required=False, min_value=0.0, max_value=1.0, default=0.5)
+    importance = serializers.FloatField(required=False, min_value=0.0, max_value=1.0, default=None,
+                                        help_text="0–1. When not given: by type (seed 002): correction 0.9, preference 0.8, fact 0.6, task 0.5, otherwise 0.5; the type is the fact's category, or a note's tag.")
     tags = TagsField(required=False, default=list)
     metadata = MetadataField(required=False, default=dict)
     session = StrictCharField(max_length=200, required=False, allow_null=True, default=None)
@@ -92,7 +94,7 @@ class FactOutput(serializers.ModelSerializer):
 
     class Meta:
         model = Fact
-        fields = ["id", "content", "category", "key", "scope", "lifetime", "source", "importance",
+        fields = ["id", "content", "category", "key", "scope", "lifetime", "source", "importance", "pinned",
                   "access_count", "accessed_at", "tags", "metadata", "session", "source_session",
                   "workspace", "channel", "user_id", "created_at", "updated_at"]
 
@@ -119,7 +121,8 @@ class FactListParams(serializers.Serializer):
 
 
 class FactListView(APIView):
-    @extend_schema(parameters=[FactListParams, META_PARAM, *PAGE_PARAMS], responses=FactOutput(many=True))
+    @extend_schema(parameters=[FactListParams, META_PARAM, *PAGE_PARAMS],
+                   responses=page_of("FactPage", FactOutput), operation_id="facts_list")
     def get(self, request: Request) -> Response:
         filters = query_params(request, FactListParams)
         qs = facts.facts_filter(api_key(request), filters, notes.meta_filters(request.query_params))

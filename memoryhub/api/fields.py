@@ -111,4 +111,13 @@ META_PARAM = OpenApiParameter("meta.<key>", str, description="Metadata equality 
 PAGE_PARAMS = [OpenApiParameter("limit", int), OpenApiParameter("offset", int)]
 
 
+def page_of(name: str, output: type[serializers.Serializer], **extra: serializers.Field) -> Any:
+    """The schema of a paginated list (common.paginate): {count, next, previous, results}. Its view
+    names its operation_id (`…_list`), which drf-spectacular infers only for bare arrays."""
+    return inline_serializer(name, {
+        "count": serializers.IntegerField(), "next": serializers.URLField(allow_null=True),
+        "previous": serializers.URLField(allow_null=True), **extra, "results": output(many=True),
+    })
+
+
 Deleted = inline_serializer("Deleted", {"id": serializers.CharField(), "deleted": serializers.BooleanField()})

@@ -32,6 +32,7 @@ from memoryhub.api.fields import (
     TagsField,
     content_field,
     non_blank,
+    page_of,
 )
 from memoryhub.errors import Invalid
 from memoryhub.models import (
@@ -52,7 +53,8 @@ class NoteInput(StrictSerializer):
     channel = StrictCharField(max_length=100, required=False, allow_null=True, default=None)
     user_id = StrictCharField(max_length=200, required=False, allow_blank=True, default="")
     scope = serializers.ChoiceField(choices=TIERS, required=False, allow_null=True, default=None)
-    importance = serializers.FloatField(required=False, min_value=0.0, max_value=1.0, default=0.5)
+    importance = serializers.FloatField(required=False, min_value=0.0, max_value=1.0, default=None,
+                                        help_text="0–1. When not given: by type (seed 002): correction 0.9, preference 0.8, fact 0.6, task 0.5, otherwise 0.5; the type is the fact's category, or a note's tag.")
     # `id` is accepted as another name of `note_id` (the output carries both).
     id = StrictRegexField(NOTE_ID_REGEX, required=False, error_messages={
         "invalid": "Use 1–200 characters: letters, digits and . _ : @ - (not starting with a symbol)."})
@@ -88,7 +90,7 @@ class NoteOutput(serializers.ModelSerializer):
     class Meta:
         model = Note
         fields = ["id", "note_id", "content", "source", "tags", "metadata", "session", "workspace", "channel",
-                  "scope", "user_id", "importance", "created_at", "updated_at"]
+                  "scope", "user_id", "importance", "pinned", "created_at", "updated_at"]
 
 
 class NoteListParams(serializers.Serializer):
@@ -103,7 +105,8 @@ class NoteListParams(serializers.Serializer):
 
 
 class NoteListView(APIView):
-    @extend_schema(parameters=[NoteListParams, META_PARAM, *PAGE_PARAMS], responses=NoteOutput(many=True))
+    @extend_schema(parameters=[NoteListParams, META_PARAM, *PAGE_PARAMS],
+                   responses=page_of("NotePage", NoteOutput), operation_id="notes_list")
     def get(self, request: Request) -> Response:
         filters = query_params(request, NoteListParams)
         qs = notes.notes_filter(api_key(request), filters, notes.meta_filters(request.query_params))

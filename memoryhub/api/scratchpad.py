@@ -22,13 +22,18 @@ from memoryhub.api.common import (
 class ScratchpadInput(StrictSerializer):
     # A list of {"key", "value"} objects (order kept; plain strings get keys "1", "2", …) or one
     # {key: value} object.
-    items = serializers.JSONField()
+    items = serializers.JSONField(help_text=(
+        "The whole pad: [{key, value}, …] (order kept), plain strings (keys \"1\", \"2\", …) or one {key: value} "
+        "object. At most 32 items; a key is a string; a value is any JSON value: a string of at most 240 "
+        "characters, or another value whose compact JSON has at most 240."))
 
 
 ScratchpadOutput = inline_serializer("Scratchpad", {
     "session": serializers.CharField(),
-    "items": inline_serializer("ScratchpadItem", {"key": serializers.CharField(), "value": serializers.CharField()},
-                               many=True),
+    "items": inline_serializer("ScratchpadItem", {
+        "key": serializers.CharField(),
+        "value": serializers.JSONField(help_text="Any JSON value, as written."),
+    }, many=True),
     "count": serializers.IntegerField(), "version": serializers.IntegerField(),
     "updated_at": serializers.DateTimeField(allow_null=True),
 })

@@ -15,7 +15,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memoryhub import sessions
+from memoryhub import restore, sessions
 from memoryhub.api.common import (
     StrictSerializer,
     api_key,
@@ -31,12 +31,17 @@ from memoryhub.api.fields import (
     StrictFloatField,
     StrictIntegerField,
     StrictRegexField,
+    page_of,
 )
 from memoryhub.models import (
+    SUMMARY_BUDGET_MAX,
+    SUMMARY_BUDGET_MIN,
     Role,
     Session,
     SessionStatus,
 )
+
+MAX_TOOL_CALLS = 128
 
 
 class SessionCreateInput(StrictSerializer):
@@ -49,16 +54,29 @@ class SessionCreateInput(StrictSerializer):
     workspace = StrictCharField(max_length=100, required=False, allow_null=True, default=None)
     title = StrictCharField(max_length=500, required=False, allow_blank=True, default="")
     metadata = MetadataField(required=False, default=dict)
+    summary_budget = StrictIntegerField(
+        required=False, allow_null=True, default=None, min_value=SUMMARY_BUDGET_MIN, max_value=SUMMARY_BUDGET_MAX,
+        help_text="Tokens this session's rolling summary works to; null: the server default.",
+    )
     get_or_create = serializers.BooleanField(required=False, default=False)
 
 
 class SessionPatchInput(StrictSerializer):
     title = StrictCharField(max_length=500, required=False, allow_blank=True)
     metadata = MetadataField(required=False)
-    status = serializers.ChoiceField(choices=SessionStatus.choices, required=False)
+    status = serializers.ChoiceField(
+        choices=SessionStatus.choices, required=False,
+        help_text="active → idle → archived (archive also from active; idle → active again). Repeating the "
+                  "current status is a 409; archiving records ended_at and clears the conversation-tier "
+                  "notes and facts (unless MEMORYHUB_KEEP_CONVERSATION_MEMORIES).",
+    )
     agent = StrictCharField(max_length=200, required=False, allow_blank=True)
     user_id = StrictCharField(max_length=200, required=False, allow_blank=True)
     persistence_key = StrictCharField(max_length=500, required=False, allow_blank=True)
+    summary_budget = StrictIntegerField(
+        required=False, allow_null=True, min_value=SUMMARY_BUDGET_MIN, max_value=SUMMARY_BUDGET_MAX,
+        help_text="Tokens this session's rolling summary works to; null: back to the server default.",
+    )
 
 
 class SessionOutput(serializers.ModelSerializer):
@@ -70,7 +88,8 @@ class SessionOutput(serializers.ModelSerializer):
         model = Session
         fields = [
             "id", "user_id", "persistence_key", "agent", "workspace", "channel", "title", "metadata",
-            "status", "ref_code", "event_count", "last_sequence", "created_at", "updated_at",
+            "status", "ref_code", "summary_budget", "event_count", "last_sequence", "created_at", "updated_at",
+            "ended_at",
         ]
 
 
@@ -78,10 +97,47 @@ class SessionListParams(serializers.Serializer):
     agent = serializers.CharField(required=False)
     channel = serializers.CharField(required=False)
     workspace = serializers.CharField(required=False)
-    status = serializers.ChoiceField(choices=SessionStatus.choices, required=False)
+    status = serializers.ChoiceField(choices=SessionStatus.choices, required=False,
+                                     help_text="Only sessions in this status (archived ones only this way, or "
+                                               "with include_archived).")
+    include_archived = serializers.BooleanField(required=False, default=False,
+                                                help_text="List archived sessions too (hidden by default).")
+    ref_code = serializers.CharField(required=False, max_length=11,
+                                     help_text="Look a session up by its 11-character reference code "
+                                               "(archived or not).")
     persistence_key = serializers.CharField(required=False)
     user_id = serializers.CharField(required=False)
     q = serializers.CharField(required=False)
+
+
+class ToolFunctionInput(StrictSerializer):
+    name = StrictCharField(max_length=200, help_text="The tool's name.")
+    arguments = serializers.JSONField(required=False, allow_null=True, default=None,
+                                      help_text="The call's arguments: a JSON value or a JSON string.")
+
+
+class ToolCallInput(StrictSerializer):
+    """One tool call: {id, name, arguments}, or a chat API's {id, type: "function", function: {name,
+    arguments}}; stored as {id, name, arguments}."""
+
+    id = StrictCharField(max_length=200, required=False, allow_blank=True, default="",
+                         help_text="The call's id; a tool result names it in `tool_call_id`.")
+    name = StrictCharField(max_length=200, required=False, help_text="The tool's name.")
+    arguments = serializers.JSONField(required=False, allow_null=True, default=None,
+                                      help_text="The call's arguments: a JSON value or a JSON string, kept as sent.")
+    type = serializers.ChoiceField(choices=["function"], required=False, help_text="Chat APIs' \"function\".")
+    function = ToolFunctionInput(required=False, help_text="Chat APIs' form: {name, arguments}.")
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        function = attrs.get("function")
+        if function is not None and ("name" in attrs or attrs["arguments"] is not None):
+            raise serializers.ValidationError("Give `name`/`arguments` or `function`, not both.",
+                                              code="ambiguous_tool_call")
+        if function is None and "name" not in attrs:
+            raise serializers.ValidationError("A tool call needs a `name` (or `function.name`).",
+                                              code="tool_call_name_required")
+        source = function or attrs
+        return {"id": attrs["id"], "name": source["name"], "arguments": source["arguments"]}
 
 
 class EventInput(StrictSerializer):
@@ -94,16 +150,29 @@ class EventInput(StrictSerializer):
     tool_name = StrictCharField(max_length=200, required=False, allow_blank=True, default="")
     tool_args = serializers.JSONField(required=False, allow_null=True, default=None)
     tool_result = serializers.JSONField(required=False, allow_null=True, default=None)
+    tool_calls = ToolCallInput(
+        many=True, required=False, allow_null=True, default=None, max_length=MAX_TOOL_CALLS,
+        help_text="Several tool calls in one message, as chat APIs send them: [{id, name, arguments}]. "
+                  "Searchable like tool_name/tool_args, which keep working for a single call.",
+    )
+    tool_call_id = StrictCharField(max_length=200, required=False, allow_blank=True, default="",
+                                   help_text="On a tool result: the id of the tool call it answers.")
     metadata = MetadataField(required=False, default=dict)
     importance = StrictFloatField(required=False, min_value=0.0, max_value=1.0, allow_null=True, default=None)
     created_at = serializers.DateTimeField(required=False, allow_null=True, default=None)
     idempotency_key = StrictCharField(max_length=200, required=False, allow_null=True, default=None)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        if not attrs["content"].strip() and not attrs["tool_name"] and attrs["tool_result"] is None:
+        if (not attrs["content"].strip() and not attrs["tool_name"] and attrs["tool_result"] is None
+                and not attrs["tool_calls"] and not attrs["tool_call_id"]):
             raise serializers.ValidationError(
-                "An event needs content, a tool_name or a tool_result.", code="empty_event"
+                "An event needs content, a tool_name, tool_calls, a tool_result or a tool_call_id.",
+                code="empty_event",
             )
+        ids = [c["id"] for c in attrs["tool_calls"] or [] if c["id"]]
+        if len(ids) != len(set(ids)):
+            raise serializers.ValidationError("Two tool calls of one event share an id.",
+                                              code="duplicate_tool_call_id")
         return attrs
 
 
@@ -121,6 +190,9 @@ class EventOutput(serializers.Serializer):
     tool_name = serializers.CharField(allow_null=True)
     tool_args = serializers.JSONField(allow_null=True)
     tool_result = serializers.JSONField(allow_null=True)
+    tool_calls = serializers.ListField(child=serializers.DictField(), allow_null=True,
+                                       help_text="[{id, name, arguments}] as stored.")
+    tool_call_id = serializers.CharField(allow_null=True, help_text="The tool call this result answers.")
     metadata = serializers.DictField()
     importance = serializers.FloatField()
     idempotency_key = serializers.CharField(allow_null=True)
@@ -134,13 +206,36 @@ class EventListParams(serializers.Serializer):
 
 
 class RestoreParams(serializers.Serializer):
-    budget = serializers.IntegerField(required=False, min_value=1, max_value=1_000_000)
+    budget = serializers.IntegerField(required=False, min_value=1, max_value=1_000_000,
+                                      help_text="Tokens the messages may use (default MEMORYHUB_RESTORE_BUDGET).")
+    persistence = serializers.BooleanField(
+        required=False, default=False,
+        help_text="Restore every session sharing this session's persistence_key (and user) as one history, "
+                  "oldest session first; each message then names its session.",
+    )
+
+
+RestoredOutput = inline_serializer("Restored", {
+    "session": serializers.CharField(), "budget": serializers.IntegerField(),
+    "tokens": serializers.IntegerField(),
+    "truncated": serializers.BooleanField(
+        help_text="Some messages are not in `messages` verbatim: a summary stands for them or they did not fit."),
+    "omitted": serializers.IntegerField(help_text="How many messages are not in `messages` verbatim."),
+    "summary_epoch": serializers.IntegerField(allow_null=True, help_text="Epoch of the leading summary, if any."),
+    "sessions": serializers.ListField(child=serializers.CharField(),
+                                      help_text="The sessions restored, oldest first (several with persistence)."),
+    "messages": serializers.ListField(child=serializers.DictField(), help_text=(
+        "Oldest first. Each is the stored event verbatim: role, content, sequence, tool_name, tool_args, "
+        "tool_result, tool_calls, tool_call_id, metadata, created_at (and session with persistence). "
+        "A leading system message with `summaries` is the rolling summary, present only when the whole "
+        "history does not fit.")),
+})
 
 
 class SessionListView(APIView):
     @extend_schema(
         parameters=[SessionListParams, OpenApiParameter("limit", int), OpenApiParameter("offset", int)],
-        responses=SessionOutput(many=True),
+        responses=page_of("SessionPage", SessionOutput), operation_id="sessions_list",
     )
     def get(self, request: Request) -> Response:
         filters = query_params(request, SessionListParams)
@@ -218,40 +313,46 @@ class EventListView(APIView):
             items = parse_input(BulkEventInput, request.data)["events"]
         else:
             items = [parse_input(EventInput, request.data)]
+        sent = request.data["events"] if bulk else [request.data]  # to tell a default from a value
         result = sessions.append_events(
             key=api_key(request), session_id=session_id,
-            items=[sessions.EventInput(**dict(item)) for item in items],
+            items=[sessions.EventInput(**dict(item), given=frozenset(raw)) for item, raw in zip(items, sent, strict=True)],
         )
-        payloads = [e.as_dict() for e in result.events]
-        body: dict[str, Any] = {"session": result.session.external_id, "created": result.created, "events": payloads}
+        body = appended(result)
         if not bulk:
             # A single append also answers with the event's own fields at the top level.
-            body = {**payloads[0], **body}
+            body = {**body["events"][0], **body}
         return Response(body, status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK)
+
+
+def appended(result: sessions.AppendResult) -> dict[str, Any]:
+    """The body of a bulk append's answer (also what the MCP tool memory_remember returns)."""
+    return {"session": result.session.external_id, "created": result.created,
+            "events": [e.as_dict() for e in result.events]}
 
 
 class RestoreView(APIView):
     @extend_schema(
         parameters=[RestoreParams],
-        responses=inline_serializer("Restored", {
-            "session": serializers.CharField(), "budget": serializers.IntegerField(),
-            "tokens": serializers.IntegerField(), "truncated": serializers.BooleanField(),
-            "summary_epoch": serializers.IntegerField(allow_null=True),
-            "messages": serializers.ListField(child=serializers.DictField()),
-        }),
-        description="The rolling summary (as a leading system message) and the newest messages that fit "
-                    "in `budget` tokens, oldest first.",
+        responses=RestoredOutput,
+        description="The session's messages as stored, oldest first, within `budget` tokens. The whole "
+                    "history when it fits; otherwise the rolling summary leads as a system message and the "
+                    "newest messages it does not cover follow.",
     )
     def get(self, request: Request, session_id: str) -> Response:
         params = query_params(request, RestoreParams)
         budget = params.get("budget", settings.MEMORYHUB_RESTORE_BUDGET)
-        session = sessions.get_session(api_key(request), session_id)
-        restored = sessions.restore_session(session, budget=budget)
+        key = api_key(request)
+        session = sessions.get_session(key, session_id)
+        chain = restore.persistence_chain(key, session) if params["persistence"] else None
+        restored = restore.restore_session(session, budget=budget, chain=chain)
         return Response({
             "session": session.external_id,
             "budget": budget,
             "tokens": restored.tokens,
             "truncated": restored.truncated,
-            "summary_epoch": restored.summary.epoch if restored.summary else None,
+            "omitted": restored.omitted,
+            "summary_epoch": restored.summaries[-1].epoch if restored.summaries else None,
+            "sessions": [s.external_id for s in restored.sessions],
             "messages": restored.messages,
         })

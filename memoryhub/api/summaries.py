@@ -6,7 +6,6 @@ from typing import Any
 
 from django.conf import settings
 from drf_spectacular.utils import (
-    OpenApiParameter,
     extend_schema,
     inline_serializer,
 )
@@ -15,6 +14,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.models import ApiKey
 from memoryhub import summaries
 from memoryhub.api.common import (
     StrictSerializer,
@@ -26,13 +26,18 @@ from memoryhub.api.common import (
 from memoryhub.api.fields import (
     PAGE_PARAMS,
     StrictCharField,
+    StrictIntegerField,
+    page_of,
 )
 from memoryhub.errors import Conflict, Invalid, NotFound
 from memoryhub.models import (
+    SUMMARY_BUDGET_MAX,
+    SUMMARY_BUDGET_MIN,
     SummaryNode,
     iso,
 )
-from memoryhub.sessions import event_message, get_session
+from memoryhub.restore import event_message
+from memoryhub.sessions import get_session
 from memoryhub.tasks import MAINTENANCE, enqueue
 
 
@@ -40,6 +45,13 @@ class SummaryPutInput(StrictSerializer):
     text = StrictCharField(allow_blank=True, trim_whitespace=False, max_length=settings.MEMORYHUB_MAX_MEMORY_CHARS)
     expected_epoch = serializers.IntegerField(required=False, allow_null=True, min_value=0, default=None)
     upper_sequence = serializers.IntegerField(required=False, allow_null=True, min_value=0, default=None)
+
+
+class SummariseInput(StrictSerializer):
+    budget = StrictIntegerField(
+        required=False, allow_null=True, default=None, min_value=SUMMARY_BUDGET_MIN, max_value=SUMMARY_BUDGET_MAX,
+        help_text="Tokens for this summarisation; default: the session's summary_budget, else the server's.",
+    )
 
 
 def node_dict(node: SummaryNode) -> dict[str, Any]:
@@ -57,6 +69,11 @@ def node_dict(node: SummaryNode) -> dict[str, Any]:
         "summariser": node.summariser,
         "created_at": iso(node.created_at),
     }
+
+
+class TreeParams(serializers.Serializer):
+    # true/false (also 1/0, yes/no); anything else, "null" included, is a 400.
+    final = serializers.BooleanField(required=False, default=False)
 
 
 class SummaryNodeOutput(serializers.Serializer):
@@ -121,13 +138,51 @@ class RollingSummaryView(APIView):
         return Response(_rolling(session.external_id, state))
 
 
+    @extend_schema(
+        request=SummariseInput,
+        responses={200: inline_serializer("Summarised", {
+            "session": serializers.CharField(), "text": serializers.CharField(), "epoch": serializers.IntegerField(),
+            "upper_sequence": serializers.IntegerField(), "updated_at": serializers.DateTimeField(allow_null=True),
+            "summarised": serializers.BooleanField(help_text="Whether the trigger fired and a summary was written."),
+            "budget": serializers.IntegerField(help_text="The budget this summarisation used."),
+            "condensed": serializers.IntegerField(required=False, help_text="Messages condensed into the summary."),
+        })},
+        description="Apply the rolling-summary trigger now, with this call's budget (else the session's "
+                    "summary_budget, else the server default). Past its share of the budget the summary is "
+                    "condensed, not cut.",
+    )
+    def post(self, request: Request, session_id: str) -> Response:
+        data = parse_input(SummariseInput, request.data or {})
+        session = get_session(api_key(request), session_id)
+        outcome = summaries.maybe_summarise(session, budget=data["budget"])
+        return Response({**outcome, **_rolling(session.external_id, summaries.current_summary(session))})
+
+
 def nodes_visible_to(request: Request) -> Any:
     key = api_key(request)
     return SummaryNode.objects.visible_to(key).select_related("session")
 
 
+def expand_node(key: ApiKey, node_id: int, *, events_limit: int) -> dict[str, Any]:
+    """A summary node with its child nodes and (up to `events_limit` of) its source events: the
+    body of GET /summaries/{id}/ and of the MCP tool summary_expand."""
+    node = SummaryNode.objects.visible_to(key).select_related("session").filter(pk=node_id).first()
+    if node is None:
+        raise NotFound("summary_not_found", f"Summary {node_id} does not exist.")
+    events = summaries.source_events(node, limit=events_limit + 1)
+    children = list(node.children.select_related("session").order_by("sequence_start"))
+    return {
+        **node_dict(node),
+        "node": node_dict(node),
+        "children": [node_dict(c) for c in children],
+        "events": [event_message(e) for e in events[:events_limit]],
+        "events_truncated": len(events) > events_limit,
+    }
+
+
 class SummaryNodeListView(APIView):
-    @extend_schema(parameters=[SummaryListParams, *PAGE_PARAMS], responses=SummaryNodeOutput(many=True))
+    @extend_schema(parameters=[SummaryListParams, *PAGE_PARAMS],
+                   responses=page_of("SummaryNodePage", SummaryNodeOutput), operation_id="summaries_list")
     def get(self, request: Request) -> Response:
         filters = query_params(request, SummaryListParams)
         qs = nodes_visible_to(request)
@@ -147,30 +202,18 @@ class SummaryNodeDetailView(APIView):
     }), description="A summary node expanded to its child nodes and its source events.")
     def get(self, request: Request, node_id: int) -> Response:
         params = query_params(request, SummaryDetailParams)
-        node = nodes_visible_to(request).filter(pk=node_id).first()
-        if node is None:
-            raise NotFound("summary_not_found", f"Summary {node_id} does not exist.")
-        limit = params["events_limit"]
-        events = summaries.source_events(node, limit=limit + 1)
-        children = list(node.children.select_related("session").order_by("sequence_start"))
-        return Response({
-            **node_dict(node),
-            "node": node_dict(node),
-            "children": [node_dict(c) for c in children],
-            "events": [event_message(e) for e in events[:limit]],
-            "events_truncated": len(events) > limit,
-        })
+        return Response(expand_node(api_key(request), node_id, events_limit=params["events_limit"]))
 
 
 class SessionSummaryTreeView(APIView):
     """POST /sessions/{id}/summary/tree/: queue a build of the session's tree now (the scheduler's
     `summarise` action does it for every due session)."""
 
-    @extend_schema(request=None, parameters=[OpenApiParameter("final", bool)],
+    @extend_schema(request=None, parameters=[TreeParams],
                    responses={202: inline_serializer("TreeQueued", {"session": serializers.CharField(),
                                                                     "queued": serializers.BooleanField()})})
     def post(self, request: Request, session_id: str) -> Response:
         session = get_session(api_key(request), session_id)
-        final = str(request.query_params.get("final", "")).lower() in ("1", "true", "yes")
+        final = query_params(request, TreeParams)["final"]
         enqueue("memoryhub.tasks.build_summary_tree", session.pk, final, cluster=MAINTENANCE)
         return Response({"session": session.external_id, "queued": True}, status=status.HTTP_202_ACCEPTED)

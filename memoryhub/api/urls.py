@@ -3,11 +3,13 @@ summaries, and a tenant's data as a whole (export, import, forget-user)."""
 
 from django.urls import path
 
-from memoryhub.api import data, facts, health, notes, scratchpad, sessions, summaries
+from memoryhub.api import channels, data, facts, health, notes, scratchpad, sessions, summaries
 
 urlpatterns = [
     path("health/", health.HealthView.as_view(), name="health"),
     path("ready/", health.ReadyView.as_view(), name="ready"),
+    path("channels/", channels.ChannelListView.as_view(), name="channel-list"),
+    path("channels/<int:channel_id>/", channels.ChannelDetailView.as_view(), name="channel-detail"),
     path("sessions/", sessions.SessionListView.as_view(), name="session-list"),
     path("sessions/<str:session_id>/", sessions.SessionDetailView.as_view(), name="session-detail"),
     path("sessions/<str:session_id>/events/", sessions.EventListView.as_view(), name="session-events"),

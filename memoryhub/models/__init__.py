@@ -7,6 +7,8 @@ from memoryhub.models.scratchpad import Scratchpad, ScratchpadItem
 from memoryhub.models.sessions import (
     SESSION_ID_REGEX,
     STATUS_TRANSITIONS,
+    SUMMARY_BUDGET_MAX,
+    SUMMARY_BUDGET_MIN,
     Event,
     EventQuerySet,
     Role,
@@ -18,16 +20,19 @@ from memoryhub.models.sessions import (
     new_ref_code,
 )
 from memoryhub.models.summaries import SUMMARY_LEVELS, RollingSummary, SummaryNode
-from memoryhub.models.usage import ApiUsage
+from memoryhub.models.usage import ApiUsage, MetricSample
 
 __all__ = [
     "SESSION_ID_REGEX",
     "STATUS_TRANSITIONS",
+    "SUMMARY_BUDGET_MAX",
+    "SUMMARY_BUDGET_MIN",
     "SUMMARY_LEVELS",
     "ApiUsage",
     "Event",
     "EventQuerySet",
     "Fact",
+    "MetricSample",
     "Note",
     "Role",
     "RollingSummary",

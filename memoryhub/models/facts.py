@@ -12,10 +12,11 @@ from django.utils import timezone
 from accounts.models import Channel, Tenant, Workspace
 from accounts.querysets import KeyScopedQuerySet
 from memoryhub.models.notes import MAX_TAG_LEN
+from memoryhub.models.pinning import PinnableMemory
 from memoryhub.searchable import LIFETIME_CHOICES, TIER_CHOICES, Searchable
 
 
-class Fact(models.Model):
+class Fact(PinnableMemory):
     """A long-term memory entry (S5; seeds 001, 003, 004). (scope, category, key) is unique when a key is set."""
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
@@ -39,7 +40,6 @@ class Fact(models.Model):
     tier = models.CharField(max_length=20, choices=TIER_CHOICES, default="workspace")
     lifetime = models.CharField(max_length=20, choices=LIFETIME_CHOICES, default="long_term")
     source = models.CharField(max_length=100, default="agent")
-    importance = models.FloatField(default=0.5)
     access_count = models.IntegerField(default=0)
     accessed_at = models.DateTimeField(null=True, blank=True)
     tags = ArrayField(models.CharField(max_length=MAX_TAG_LEN), default=list, blank=True)
@@ -104,7 +104,7 @@ class Fact(models.Model):
             # the conversation it was learnt in is provenance, kept in the metadata.
             session_id=self.session_id,
             tier=self.tier,
-            lifetime=self.lifetime,
+            lifetime="long_term" if self.pinned else self.lifetime,
             importance=self.importance,
             tags=tuple(self.tags),
             user_id=self.user_id,
@@ -115,5 +115,6 @@ class Fact(models.Model):
                 "source": self.source,
                 "source_session_id": self.source_session_id,
                 **(self.metadata or {}),
+                **self.pin_metadata(),
             },
         )

@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from accounts.models import Channel, Tenant, Workspace
 from accounts.querysets import KeyScopedQuerySet
+from memoryhub.models.pinning import PinnableMemory
 from memoryhub.searchable import TIER_CHOICES, Searchable
 
 MAX_TAG_LEN = 64  # the tag column's width
@@ -20,7 +21,7 @@ def new_note_id() -> str:
     return f"note-{uuid.uuid4()}"
 
 
-class Note(models.Model):
+class Note(PinnableMemory):
     """A note an agent keeps explicitly (seed 000): identified by `note_id`, replaced whole on update."""
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
@@ -36,7 +37,6 @@ class Note(models.Model):
     tags = ArrayField(models.CharField(max_length=MAX_TAG_LEN), default=list, blank=True)
     metadata = models.JSONField(default=dict, blank=True)
     tier = models.CharField(max_length=20, choices=TIER_CHOICES, default="workspace")
-    importance = models.FloatField(default=0.5)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
 
@@ -74,5 +74,6 @@ class Note(models.Model):
             importance=self.importance,
             tags=tuple(self.tags),
             user_id=self.user_id,
-            metadata={"note_id": self.note_id, "source": self.source, **(self.metadata or {})},
+            metadata={"note_id": self.note_id, "source": self.source, **(self.metadata or {}),
+                      **self.pin_metadata()},
         )

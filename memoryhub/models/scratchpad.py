@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from django.db import models
 from django.utils import timezone
 
@@ -28,7 +30,10 @@ class ScratchpadItem(models.Model):
     scratchpad = models.ForeignKey(Scratchpad, on_delete=models.CASCADE, related_name="items")
     position = models.IntegerField()
     key = models.CharField(max_length=240)
-    value = models.CharField(max_length=240, blank=True, default="")
+    # Any JSON value (seed 001): a string of at most MEMORYHUB_SCRATCHPAD_MAX_CHARS characters, or
+    # another value whose compact JSON has at most that many (memoryhub.scratchpad checks it).
+    # A JSON null is stored as SQL NULL (what Django writes for None).
+    value = models.JSONField(blank=True, null=True, default=str)
 
     class Meta:
         ordering = ["scratchpad_id", "position"]
@@ -38,4 +43,5 @@ class ScratchpadItem(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.key}: {self.value[:60]}"
+        shown = self.value if isinstance(self.value, str) else json.dumps(self.value, ensure_ascii=False)
+        return f"{self.key}: {shown[:60]}"

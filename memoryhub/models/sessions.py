@@ -22,6 +22,7 @@ BASE62 = string.digits + string.ascii_letters
 # Client-chosen session ids: 1–200 URL-safe characters, not starting with a symbol.
 SESSION_ID_REGEX = r"^[A-Za-z0-9][A-Za-z0-9._:@\-]{0,199}$"
 REF_CODE_LEN = 11
+SUMMARY_BUDGET_MIN, SUMMARY_BUDGET_MAX = 50, 1_000_000
 
 
 def new_ref_code() -> str:
@@ -68,6 +69,10 @@ class Session(models.Model):
     title = models.CharField(max_length=500, blank=True, default="")
     metadata = models.JSONField(default=dict, blank=True)
     status = models.CharField(max_length=10, choices=SessionStatus.choices, default=SessionStatus.ACTIVE)
+    summary_budget = models.IntegerField(
+        null=True, blank=True, validators=[MinValueValidator(SUMMARY_BUDGET_MIN), MaxValueValidator(SUMMARY_BUDGET_MAX)],
+        help_text="Tokens the rolling summary works to (trigger, target, its own share); empty: the server default.",
+    )
     ref_code = models.CharField(max_length=REF_CODE_LEN, unique=True, default=new_ref_code, editable=False)
     last_sequence = models.BigIntegerField(default=0, editable=False)
     event_count = models.IntegerField(default=0, editable=False)
@@ -75,6 +80,10 @@ class Session(models.Model):
     facts_extracted_to = models.BigIntegerField(default=0, editable=False)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
+    ended_at = models.DateTimeField(
+        null=True, blank=True, editable=False,
+        help_text="When the conversation ended: set when it goes idle or is archived, cleared if it is active again.",
+    )
 
     objects = SessionQuerySet.as_manager()
 
@@ -96,7 +105,8 @@ class Session(models.Model):
         return self.external_id
 
     def can_move_to(self, status: str) -> bool:
-        return status == self.status or status in STATUS_TRANSITIONS[self.status]
+        # Repeating the current status is not a move (seed 001: idling an idle conversation is an error).
+        return status in STATUS_TRANSITIONS[self.status]
 
     def clean(self) -> None:
         # Forms (the admin) follow the same status moves as the API.
@@ -130,6 +140,10 @@ class Event(models.Model):
     tool_name = models.CharField(max_length=200, blank=True, default="")
     tool_args = models.JSONField(null=True, blank=True)
     tool_result = models.JSONField(null=True, blank=True)
+    # Several calls in one message, as chat APIs send them: [{"id", "name", "arguments"}, …].
+    tool_calls = models.JSONField(null=True, blank=True)
+    # A tool result names the call it answers.
+    tool_call_id = models.CharField(max_length=200, blank=True, default="")
     metadata = models.JSONField(default=dict, blank=True)
     importance = models.FloatField(validators=[MinValueValidator(0.0), MaxValueValidator(1.0)])
     idempotency_key = models.CharField(max_length=200, null=True, blank=True)
@@ -201,18 +215,30 @@ class Event(models.Model):
             "tool_name": self.tool_name or None,
             "tool_args": self.tool_args,
             "tool_result": self.tool_result,
+            "tool_calls": self.tool_calls,
+            "tool_call_id": self.tool_call_id or None,
             "metadata": self.metadata,
             "importance": self.importance,
             "idempotency_key": self.idempotency_key,
             "created_at": iso(self.created_at),
         }
 
+    def tool_call_sentences(self) -> list[str]:
+        """`Called <tool> with <args>` for the single tool_name/tool_args call and each of tool_calls."""
+        calls = [(self.tool_name, self.tool_args)] if self.tool_name else []
+        calls += [(c.get("name", ""), c.get("arguments")) for c in self.tool_calls or [] if isinstance(c, dict)]
+        return [f"Called {name} with {_args_text(args)}" for name, args in calls if name]
+
     @property
     def text(self) -> str:
-        """The message as plain text, with a tool call spelled out when content is empty."""
+        """The message as plain text, with its tool calls spelled out when content is empty."""
         if self.content:
             return self.content
-        if self.tool_name:
-            args = json.dumps(self.tool_args, ensure_ascii=False, sort_keys=True) if self.tool_args else "{}"
-            return f"Called {self.tool_name} with {args}"
-        return ""
+        return "\n".join(self.tool_call_sentences())
+
+
+def _args_text(args: Any) -> str:
+    # Chat APIs send arguments as a JSON string: keep it as written rather than quoting it again.
+    if isinstance(args, str):
+        return args or "{}"
+    return json.dumps(args, ensure_ascii=False, sort_keys=True) if args not in (None, {}) else "{}"

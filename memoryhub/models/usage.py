@@ -56,3 +56,26 @@ class ApiUsage(models.Model):
                 """,
                 [v for row in rows for v in row],
             )
+
+
+class MetricSample(models.Model):
+    """A tenant's running totals at one moment (the dashboard's time series).
+
+    Stored events and chunks carry the time they were written, not the time they arrived (an
+    import of last year's chats arrives today); differences between samples say what arrived
+    and what was embedded when, and the pending count over time is the embedding backlog.
+    """
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    at = models.DateTimeField()
+    events = models.BigIntegerField(default=0, help_text="Events stored (all sessions).")
+    chunks = models.BigIntegerField(default=0, help_text="Chunks stored.")
+    pending_embedding = models.BigIntegerField(default=0, help_text="Chunks without an embedding.")
+
+    exportable = False  # operations data, not memory: left out of tenant exports
+
+    class Meta:
+        indexes = [models.Index(fields=["at", "tenant"], name="metric_sample_at")]
+
+    def __str__(self) -> str:
+        return f"{self.tenant_id} at {self.at:%Y-%m-%d %H:%M}: {self.events} events"

@@ -63,7 +63,8 @@ class Exporter:
             qs = qs.filter(pk__in={s.workspace_id for s in self.sessions})
         channels = defaultdict(list)
         for channel in Channel.objects.filter(workspace__in=qs).order_by("name"):
-            channels[channel.workspace_id].append({"name": channel.name})
+            channels[channel.workspace_id].append(
+                {"name": channel.name, "description": channel.description, "is_default": channel.is_default})
         # No creation times: an importing tenant already has its own "default" workspace.
         return [{"name": w.name, "channels": channels[w.pk]} for w in qs]
 
@@ -72,7 +73,8 @@ class Exporter:
         for e in Event.objects.filter(session_id__in=self.session_ids).order_by("session_id", "sequence"):
             events[e.session_id].append({
                 "sequence": e.sequence, "role": e.role, "content": e.content, "tool_name": e.tool_name,
-                "tool_args": e.tool_args, "tool_result": e.tool_result, "metadata": e.metadata,
+                "tool_args": e.tool_args, "tool_result": e.tool_result, "tool_calls": e.tool_calls,
+                "tool_call_id": e.tool_call_id, "metadata": e.metadata,
                 "importance": e.importance, "idempotency_key": e.idempotency_key, "created_at": iso(e.created_at),
             })
         summaries = {r.session_id: r for r in RollingSummary.objects.filter(session_id__in=self.session_ids)}

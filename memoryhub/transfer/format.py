@@ -17,6 +17,7 @@ from django.conf import settings
 from django.utils.dateparse import parse_datetime
 from django.utils.duration import duration_iso_string
 
+from memoryhub import jsonchecks
 from memoryhub.errors import Invalid, TooLarge
 from memoryhub.models import iso
 
@@ -117,8 +118,10 @@ def check_header(data: Any) -> None:
 
 def parse_export_file(raw: bytes) -> Any:
     if len(raw) > settings.MEMORYHUB_IMPORT_MAX_BYTES:
-        raise TooLarge("import_too_large", "The file is larger than MEMORYHUB_IMPORT_MAX_BYTES.")
+        limit = settings.MEMORYHUB_IMPORT_MAX_BYTES
+        raise TooLarge("payload_too_large", f"The file is larger than the import limit of {limit} bytes "
+                                            "(MEMORYHUB_IMPORT_MAX_BYTES).", {"limit": limit})
     try:
-        return json.loads(raw)
+        return jsonchecks.loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise InvalidImport(f"not valid JSON: {exc}", code="malformed_json") from None

@@ -67,7 +67,18 @@ class Importer:
             workspace = self.workspace(get_field(row, "name", str, path), path)
             for j, channel_row in enumerate(get_field(row, "channels", list, path)):
                 cpath = f"{path}.channels[{j}]"
-                self.channel([workspace.name, get_field(channel_row, "name", str, cpath)], cpath)
+                channel = self.channel([workspace.name, get_field(channel_row, "name", str, cpath)], cpath)
+                self._describe_channel(channel, channel_row, cpath)
+
+    @staticmethod
+    def _describe_channel(channel: Channel, row: Any, path: str) -> None:
+        # Files written before channels had a description and a default flag lack them.
+        description = get_field(row, "description", str, path, required=False, default="")
+        if description and description != channel.description:
+            channel.description = description
+            channel.save(update_fields=["description"])
+        if get_field(row, "is_default", bool, path, required=False, default=False) and not channel.is_default:
+            channel.make_default()
 
     def import_sessions(self, rows: list[Any]) -> None:
         for i, row in enumerate(rows):
@@ -138,6 +149,9 @@ class Importer:
             tenant=self.tenant, session=session, sequence=sequence, role=role,
             content=get_field(row, "content", str, path), tool_name=get_field(row, "tool_name", str, path),
             tool_args=row.get("tool_args"), tool_result=row.get("tool_result"),
+            # Files written before events had several tool calls lack these two.
+            tool_calls=get_field(row, "tool_calls", list, path, required=False, nullable=True),
+            tool_call_id=get_field(row, "tool_call_id", str, path, required=False, default=""),
             metadata=get_field(row, "metadata", dict, path), importance=float(importance),
             idempotency_key=get_field(row, "idempotency_key", str, path, nullable=True),
             created_at=get_time(row, "created_at", path),
@@ -161,7 +175,19 @@ def import_memory(*, tenant: Tenant, data: Any, limit_workspace: Workspace | Non
         for part in parts:
             part.import_derived(importer, data)
     except IntegrityError as exc:
-        raise Conflict("import_conflict", f"The file conflicts with stored data: {exc}".splitlines()[0]) from None
+        raise _conflict(exc) from None
     except DatabaseError as exc:  # a value the column cannot hold (too long, out of range…)
-        raise InvalidImport(f"a value does not fit: {exc}".splitlines()[0]) from None
+        primary = getattr(getattr(exc.__cause__, "diag", None), "message_primary", None) or "out of range"
+        raise InvalidImport(f"a value does not fit: {primary}") from None
     return {k: v for k, v in sorted(importer.counts.items()) if v}
+
+
+def _conflict(exc: IntegrityError) -> Conflict:
+    """What conflicts, in words: PostgreSQL's own message names constraints and internal ids."""
+    diag = getattr(exc.__cause__, "diag", None)
+    table = getattr(diag, "table_name", None) or ""
+    what = table.split("_", 1)[-1].replace("_", " ") if table else "record"
+    unique = getattr(exc.__cause__, "sqlstate", None) == "23505"
+    problem = "already exists in this tenant" if unique else "does not fit the stored data"
+    return Conflict("import_conflict", f"The file conflicts with stored data: a {what} in it {problem}.",
+                    {"record": what})

@@ -62,9 +62,11 @@ class _Totals:
         self.counts: Counter[str] = Counter()
         self.ids: dict[str, list[Any]] = {}
         self.per_tenant: dict[str, dict[str, int]] = {}
+        self.deletions: list[dict[str, Any]] = []
 
     def add(self, run: TenantRun) -> None:
         self.counts.update(run.counts)
+        self.deletions.extend({"tenant": run.tenant.name, **d} for d in run.deletions)
         self.per_tenant[run.tenant.name] = dict(sorted(run.counts.items()))
         for step, values in run.ids.items():
             self.ids.setdefault(step, []).extend(values)
@@ -102,6 +104,7 @@ def run_consolidation(*, tenant_id: int | None = None, dry_run: bool = False, pr
         "counts": dict(sorted(totals.counts.items())),
         "tenants": totals.per_tenant,
         "ids": {step: values[:limit] for step, values in totals.ids.items()},
+        "deletions": totals.deletions[:limit],
         "duration_ms": round((time.monotonic() - started) * 1000),
     }
     if report is not None:
@@ -128,4 +131,5 @@ def _finish_report(report: ConsolidationReport, result: dict[str, Any]) -> None:
     report.duration_ms = result["duration_ms"]
     report.counts = {**result["counts"], "per_tenant": result["tenants"]}
     report.ids = result["ids"]
-    report.save(update_fields=["finished_at", "duration_ms", "counts", "ids"])
+    report.deletions = result["deletions"]
+    report.save(update_fields=["finished_at", "duration_ms", "counts", "ids", "deletions"])

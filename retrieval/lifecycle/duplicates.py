@@ -1,12 +1,19 @@
-"""Near-duplicate memories (cosine > MEMORYHUB_MERGE_COSINE) of one kind in one scope, and the
-merge plan: which memory survives and which it absorbs."""
+"""Near-duplicate memories and the merge plan: which memory survives and which it absorbs.
+
+Two memories are duplicates only when they are of one kind, in one scope, of one owner (user_id)
+and, for messages, of one role; their embeddings' cosine is above MEMORYHUB_MERGE_COSINE; and
+their own words agree (MEMORYHUB_MERGE_TEXT_SIMILARITY): an event's embedding carries the messages
+before it, so a reply sits close to the question it answers without saying the same thing.
+"""
 
 from __future__ import annotations
 
 from django.conf import settings
 from django.db import connection
 
+from retrieval.chunking import word_overlap, word_set
 from retrieval.lifecycle.sql import fetch, scope_sql
+from retrieval.models import Chunk
 
 
 def _mergeable(a: str) -> str:
@@ -30,6 +37,7 @@ def find_duplicates(tenant_id: int, kinds: list[str], exclude: set[int]) -> list
     big = sorted(scope for scope, count in sizes if count > settings.MEMORYHUB_MERGE_EXACT_MAX)
     limit = 1.0 - float(settings.MEMORYHUB_MERGE_COSINE)
     same = (f"b.tenant_id = a.tenant_id AND b.kind = a.kind AND b.tier = a.tier "
+            f"AND b.user_id = a.user_id AND b.role = a.role "
             f"AND b.embedding_model = a.embedding_model AND {scope_sql('b')} = {scope_sql('a')}")
     rows = fetch(
         f"""SELECT a.id, b.id, (a.embedding <=> b.embedding) AS d
@@ -58,7 +66,18 @@ def find_duplicates(tenant_id: int, kinds: list[str], exclude: set[int]) -> list
             cursor.execute("SET LOCAL enable_sort = on")
         for a, b, d in near:
             pairs.setdefault((min(a, b), max(a, b)), float(d))
+    pairs = _same_words(pairs)
     return [(a, b, d) for (a, b), d in sorted(pairs.items(), key=lambda item: (item[1], item[0]))]
+
+
+def _same_words(pairs: dict[tuple[int, int], float]) -> dict[tuple[int, int], float]:
+    """Keep the pairs whose own texts agree (their word sets overlap enough)."""
+    if not pairs:
+        return pairs
+    ids = {i for pair in pairs for i in pair}
+    words = {pk: word_set(text) for pk, text in Chunk.objects.filter(pk__in=ids).values_list("id", "text")}
+    floor = float(settings.MEMORYHUB_MERGE_TEXT_SIMILARITY)
+    return {(a, b): d for (a, b), d in pairs.items() if word_overlap(words[a], words[b]) >= floor}
 
 
 def plan_merges(pairs: list[tuple[int, int, float]], importance: dict[int, float]) -> dict[int, list[int]]:

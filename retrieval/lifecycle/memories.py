@@ -1,5 +1,5 @@
 """Operations on memories (retrieval's chunks) that consolidation, reviews and the admin share:
-delete a memory whole, fold duplicates into one, pin and unpin."""
+delete a memory whole (archived, so it can be restored), fold duplicates into one, pin and unpin."""
 
 from __future__ import annotations
 
@@ -8,6 +8,9 @@ from typing import Any
 from django.db import models, transaction
 
 from memoryhub.models import Fact, Note, SummaryNode, iso
+from memoryhub.signals import memory_saved
+from retrieval.lifecycle.archive import archive
+from retrieval.lifecycle.models import ArchivedMemory
 from retrieval.models import Chunk
 
 # A chunk of a note, fact or summary is one piece of that memory: deleting the memory means
@@ -17,14 +20,17 @@ SOURCE_MODELS: dict[str, tuple[type[models.Model], str]] = {
 }
 
 
-def delete_memories(*, tenant_id: int, chunk_ids: list[int], keep: tuple[str, str] | None = None) -> int:
+def delete_memories(*, tenant_id: int, chunk_ids: list[int], keep: tuple[str, str] | None = None,
+                    reason: str = ArchivedMemory.Reason.PRUNE, survivor: Chunk | None = None) -> int:
     """Delete these memories; for notes, facts and summaries, their rows and every chunk of them
-    (except the source `keep` = (kind, source id): a merge survivor's own memory)."""
+    (except the source `keep` = (kind, source id): a merge survivor's own memory). Each deleted
+    memory is archived first (`reason`; a merge names its survivor), so it can be restored."""
     sources: dict[str, set[str]] = {}
     for kind, source_id in Chunk.objects.filter(tenant_id=tenant_id, pk__in=chunk_ids,
                                                 kind__in=SOURCE_MODELS).values_list("kind", "source_id"):
         if (kind, source_id) != keep:
             sources.setdefault(kind, set()).add(source_id)
+    archive(tenant_id=tenant_id, chunk_ids=chunk_ids, sources=sources, reason=reason, survivor=survivor)
     deleted, _ = Chunk.objects.filter(tenant_id=tenant_id, pk__in=chunk_ids).delete()
     for kind, source_ids in sources.items():
         model, field_name = SOURCE_MODELS[kind]
@@ -70,13 +76,52 @@ def apply_merge(*, tenant_id: int, survivor_id: int, absorbed_ids: list[int]) ->
     survivor.save(update_fields=["importance", "access_count", "accessed_at", "sequence_start",
                                  "sequence_end", "metadata"])
     return delete_memories(tenant_id=tenant_id, chunk_ids=[o.pk for o in others],
-                           keep=(survivor.kind, survivor.source_id))
+                           keep=(survivor.kind, survivor.source_id), reason=ArchivedMemory.Reason.MERGE,
+                           survivor=survivor)
 
 
-def pin_memories(chunk_ids: list[int]) -> int:
-    """Pin: importance 1, long-term, never pruned, merged or capped; the old values are kept."""
-    count = 0
+PINNABLE_SOURCES = ("note", "fact")  # rows that keep their own importance
+
+
+def _split(chunk_ids: list[int]) -> tuple[list[models.Model], list[Chunk]]:
+    """The note and fact rows behind these chunks (pinned on the source), and the other chunks."""
+    rows: list[models.Model] = []
+    loose: list[Chunk] = []
+    seen: set[tuple[str, str]] = set()
     for chunk in Chunk.objects.filter(pk__in=chunk_ids):
+        if chunk.kind not in PINNABLE_SOURCES:
+            loose.append(chunk)
+            continue
+        if (chunk.kind, chunk.source_id) in seen:
+            continue
+        seen.add((chunk.kind, chunk.source_id))
+        model, field_name = SOURCE_MODELS[chunk.kind]
+        value: Any = int(chunk.source_id) if field_name == "pk" and chunk.source_id.isdigit() else chunk.source_id
+        row = model._default_manager.filter(tenant_id=chunk.tenant_id, **{field_name: value}).first()
+        if row is not None:
+            rows.append(row)
+    return rows, loose
+
+
+def _announce(row: models.Model) -> None:
+    kind = "note" if isinstance(row, Note) else "fact"
+    memory_saved.send(sender=type(row), kind=kind, instance=row)  # its chunks are re-derived
+
+
+@transaction.atomic
+def pin_memories(chunk_ids: list[int]) -> int:
+    """Pin: importance 1, long-term, never pruned, merged or capped; the old values are kept.
+    A note or fact is pinned on itself (its chunks follow); other memories on their chunk."""
+    rows, loose = _split(chunk_ids)
+    count = 0
+    for row in rows:
+        if row.pinned:
+            continue
+        row.importance_before_pin, row.importance, row.pinned = row.importance, 1.0, True
+        row.save(update_fields=["importance_before_pin", "importance", "pinned"])
+        _announce(row)
+        count += 1
+    for chunk in loose:
         if chunk.metadata.get("pinned") is True:
             continue
         chunk.metadata = {**chunk.metadata, "pinned": True,
@@ -87,9 +132,21 @@ def pin_memories(chunk_ids: list[int]) -> int:
     return count
 
 
+@transaction.atomic
 def unpin_memories(chunk_ids: list[int]) -> int:
+    """Unpin: give back the importance (and lifetime) the memory had before it was pinned."""
+    rows, loose = _split(chunk_ids)
     count = 0
-    for chunk in Chunk.objects.filter(pk__in=chunk_ids):
+    for row in rows:
+        if not row.pinned:
+            continue
+        if row.importance_before_pin is not None:
+            row.importance = row.importance_before_pin
+        row.importance_before_pin, row.pinned = None, False
+        row.save(update_fields=["importance_before_pin", "importance", "pinned"])
+        _announce(row)
+        count += 1
+    for chunk in loose:
         if chunk.metadata.get("pinned") is not True:
             continue
         before = chunk.metadata.get("pinned_from") or {}

@@ -21,6 +21,8 @@ class ConsolidationReport(models.Model):
     duration_ms = models.IntegerField(default=0)
     counts = models.JSONField(default=dict, blank=True)
     ids = models.JSONField(default=dict, blank=True, help_text="Ids touched per step (capped per step).")
+    deletions = models.JSONField(default=list, blank=True,
+                                 help_text="What each deletion removed (or would remove, if held), in words.")
     error = models.TextField(blank=True, default="")
 
     class Meta:
@@ -62,6 +64,44 @@ class PendingDeletion(models.Model):
 
     def __str__(self) -> str:
         return f"{self.step} of {len(self.chunk_ids)} memories ({self.status})"
+
+
+class ArchivedMemory(models.Model):
+    """What a prune, merge or cap deleted, kept so that it can be read and restored.
+
+    A note or fact is kept whole (`row`: its fields); a message's chunk is rebuilt from the event
+    log, so its text and place are enough. Restoring re-creates the memory and re-indexes it.
+    """
+
+    class Reason(models.TextChoices):
+        PRUNE = "prune"
+        MERGE = "merge"
+        CAP = "cap"
+        FORGET = "forget"
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    reason = models.CharField(max_length=10, choices=Reason.choices)
+    kind = models.CharField(max_length=10)
+    source_id = models.CharField(max_length=200, blank=True, default="")
+    session = models.ForeignKey(Session, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    sequence_start = models.BigIntegerField(null=True, blank=True)
+    sequence_end = models.BigIntegerField(null=True, blank=True)
+    user_id = models.CharField(max_length=200, blank=True, default="")
+    text = models.TextField(blank=True, default="")
+    row = models.JSONField(default=dict, blank=True, help_text="The source row's fields (notes, facts).")
+    survivor_text = models.TextField(blank=True, default="", help_text="Merge: what it was merged into.")
+    chunk_id = models.BigIntegerField(null=True, blank=True, help_text="The deleted chunk (events).")
+    archived_at = models.DateTimeField(default=timezone.now)
+    restored_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-archived_at", "-id"]
+        verbose_name = "archived memory"
+        verbose_name_plural = "archived memories"
+        indexes = [models.Index(fields=["tenant", "archived_at"], name="archived_tenant_time")]
+
+    def __str__(self) -> str:
+        return f"{self.reason}d {self.kind}: {self.text[:60]}"
 
 
 class CompressedConversation(models.Model):

@@ -37,13 +37,36 @@ class TenantRun:
         ("scored", "promoted", "pruned", "merged", "merge_groups", "capped", "compressed", "held_for_review"), 0)))
     ids: dict[str, list[Any]] = field(default_factory=dict)
     gone: set[int] = field(default_factory=set)  # deleted or held for review in this run
+    # What each deletion removes, in words: {"step", "id", "kind", "text", "user_id", "session",
+    # and for a merge "merged_into"} (the report shows these, not ids alone).
+    deletions: list[dict[str, Any]] = field(default_factory=list)
+    _reviewed: bool | None = None
 
     def note(self, step: str, ids: list[Any]) -> None:
         self.ids.setdefault(step, []).extend(ids)
 
     @property
     def reviewed(self) -> bool:
-        return self.tenant.review_deletions
+        """Deletions are held for review when the tenant asks for it, and on its first destructive
+        run: until an operator has decided one review, nothing is deleted unseen."""
+        if self._reviewed is None:
+            first = settings.MEMORYHUB_CONSOLIDATE_FIRST_REVIEW and not PendingDeletion.objects.filter(
+                tenant=self.tenant).exclude(status=PendingDeletion.Status.PENDING).exists()
+            self._reviewed = bool(self.tenant.review_deletions or first)
+        return self._reviewed
+
+    def describe(self, step: str, ids: list[int], survivor: int | None = None) -> None:
+        rows = Chunk.objects.filter(pk__in=[*ids, *([survivor] if survivor else [])]).select_related("session")
+        by_id = {c.pk: c for c in rows}
+        for pk in ids:
+            chunk = by_id.get(pk)
+            if chunk is None:
+                continue
+            entry = {"step": step, "id": pk, "kind": chunk.kind, "text": chunk.text[:300],
+                     "user_id": chunk.user_id, "session": chunk.session.external_id if chunk.session_id else None}
+            if survivor is not None and survivor in by_id:
+                entry["merged_into"] = {"id": survivor, "text": by_id[survivor].text[:300]}
+            self.deletions.append(entry)
 
     def delete_kinds(self) -> list[str]:
         return list(settings.MEMORYHUB_CONSOLIDATE_DELETE_KINDS)
@@ -114,6 +137,7 @@ def _delete_or_hold(run: TenantRun, step: str, ids: list[int], payload: dict[str
     if not ids:
         return
     run.gone.update(ids)
+    run.describe(step, ids, (payload or {}).get("survivor"))
     if run.reviewed:
         run.counts["held_for_review"] += len(ids)
         if run.report is not None:
@@ -123,7 +147,7 @@ def _delete_or_hold(run: TenantRun, step: str, ids: list[int], payload: dict[str
     if step == PendingDeletion.Step.MERGE and payload:
         apply_merge(tenant_id=run.tenant.pk, survivor_id=payload["survivor"], absorbed_ids=ids)
     else:
-        delete_memories(tenant_id=run.tenant.pk, chunk_ids=ids)
+        delete_memories(tenant_id=run.tenant.pk, chunk_ids=ids, reason=step)
 
 
 def merge(run: TenantRun) -> None:

@@ -208,7 +208,11 @@ def test_archive_and_forget_actions(admin_client, data) -> None:
     before = bravo.updated_at
     bravo.refresh_from_db()
     assert bravo.status == "archived" and bravo.updated_at > before
-    admin_client.post(changelist(Session), {"action": "forget_sessions", "_selected_action": [bravo.pk]})
+    page = admin_client.post(changelist(Session), {"action": "forget_sessions", "_selected_action": [bravo.pk]})
+    assert page.status_code == 200 and b"Forget these sessions?" in page.content  # a confirmation first
+    assert b"bravo-chat" in page.content and Session.objects.filter(pk=bravo.pk).exists()
+    admin_client.post(changelist(Session), {"action": "forget_sessions", "_selected_action": [bravo.pk],
+                                            "confirm": "yes"})
     assert not Session.objects.filter(pk=bravo.pk).exists()
     assert not Event.objects.filter(session_id=bravo.pk).exists()
     assert Session.objects.filter(external_id="alpha-chat").exists()
@@ -217,7 +221,8 @@ def test_archive_and_forget_actions(admin_client, data) -> None:
 def test_forget_action_respects_the_immutable_transcript(admin_client, data) -> None:
     session = data["session"]
     Tenant.objects.filter(pk=session.tenant_id).update(immutable_transcript=True)
-    admin_client.post(changelist(Session), {"action": "forget_sessions", "_selected_action": [session.pk]})
+    admin_client.post(changelist(Session), {"action": "forget_sessions", "_selected_action": [session.pk],
+                                            "confirm": "yes"})
     assert Session.objects.filter(pk=session.pk).exists()
     assert session.events.count() == 2
 

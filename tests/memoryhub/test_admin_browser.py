@@ -53,13 +53,13 @@ def test_operator_logs_in_and_browses_sessions_and_events(live_server, staff_and
             assert page.locator("#result_list").get_by_text("browser-chat").count() == 1
 
             page.click("#result_list a:has-text('browser-chat')")
-            page.wait_for_selector("text=2 events")
-            page.click("text=2 events")
-            page.wait_for_selector("#result_list")
-            rows = page.locator("#result_list tbody tr")
-            assert rows.count() == 2
-            assert "Where is the lighthouse?" in page.content()
-            assert "On the northern cape." in page.content()
+            page.wait_for_selector("text=read 2 messages")
+            page.click("text=read 2 messages")
+            page.wait_for_selector("#mh-transcript")
+            messages = page.locator("#mh-transcript .mh-message")
+            assert messages.count() == 2
+            assert "Where is the lighthouse?" in messages.nth(0).inner_text()  # oldest first
+            assert "On the northern cape." in messages.nth(1).inner_text()
 
             page.goto(f"{live_server.url}/admin/memoryhub/event/?q=lighthouse")
             assert page.locator("#result_list tbody tr").count() == 1

@@ -196,9 +196,12 @@ def test_wait_until_serving_gives_up_when_the_web_server_exits() -> None:
         RunCommand().wait_until_serving("127.0.0.1", 9, dead)
 
 
-def test_stop_database_leaves_an_external_server_alone(settings) -> None:
-    settings.EMBEDDED_DATABASE = False
-    RunCommand().stop_database()  # must not touch the database it does not own
+def test_stopping_leaves_an_external_server_alone() -> None:
+    from memoryhub.supervision import Supervisor
+
+    supervisor = Supervisor(None, say=print, warn=print)  # DATABASE_URL: not ours to watch or stop
+    assert supervisor.problem() is None
+    supervisor.shutdown()  # must not touch the database it does not own
     from django.db import connection
 
     with connection.cursor() as cursor:

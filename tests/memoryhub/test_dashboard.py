@@ -17,6 +17,10 @@ def staff_client(client, db):  # type: ignore[no-untyped-def]
     return client
 
 
+def chart(response, chart_id: str) -> dict:  # type: ignore[type-arg]
+    return next(c for c in response.context["data"]["charts"] if c["id"] == chart_id)
+
+
 def test_dashboard_shows_each_tenants_figures_and_todays_events(staff_client, alice, bob) -> None:
     post_events(alice, "s1", {"role": "user", "content": "one"}, {"role": "assistant", "content": "two"})
     post_events(bob, "s2", {"role": "user", "content": "three"})
@@ -25,12 +29,13 @@ def test_dashboard_shows_each_tenants_figures_and_todays_events(staff_client, al
     rows = {row["tenant"].name: row for row in response.context["tenants"]}
     assert rows["alice"]["sessions"] == 1 and rows["alice"]["events"] == 2
     assert rows["bob"]["sessions"] == 1 and rows["bob"]["events"] == 1
-    events_chart = response.context["charts"][0]
-    assert events_chart.title == "Events stored per day"
-    assert events_chart.total == 3
-    assert events_chart.bars[-1].day == timezone.localdate() and events_chart.bars[-1].value == 3
-    assert events_chart.bars[-1].height == 100.0
+    events_chart = chart(response, "events")
+    assert events_chart["title"] == "Events per day"
+    dated = next(s for s in events_chart["series"] if s["label"].startswith("dated"))
+    assert dated["values"][-1] == 3 and sum(dated["values"]) == 3
     assert b'id="mh-tenants"' in response.content
+    assert b"memoryhub/vendor/uplot/uPlot.iife.min.js" in response.content  # served locally, no CDN
+    assert b"cdn" not in response.content.lower()
 
 
 def test_dashboard_lists_failed_tasks_with_a_way_to_resubmit(staff_client) -> None:
@@ -71,8 +76,11 @@ def test_searches_are_counted_per_tenant_and_day(staff_client, alice, bob) -> No
     assert usage["bob", "search"].requests == 1
 
     response = staff_client.get("/admin/dashboard/")
-    searches = next(c for c in response.context["charts"] if c.title == "Searches per day")
-    assert searches.total == 4 and searches.bars[-1].value == 4
+    searches = chart(response, "search")
+    requests = next(s for s in searches["series"] if s["label"] == "requests")
+    latency = next(s for s in searches["series"] if s["label"] == "mean ms")
+    assert requests["values"][-1] == 4 and searches["totals"]["requests"] == 4
+    assert latency["scale"] == "ms" and latency["values"][-1] > 0 and latency["values"][0] is None
     rows = {row["tenant"].name: row for row in response.context["tenants"]}
     assert rows["alice"]["searches"] == 3 and rows["bob"]["searches"] == 1
     assert staff_client.get("/admin/memoryhub/apiusage/").status_code == 200

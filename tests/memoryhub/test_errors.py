@@ -174,16 +174,34 @@ def test_oversize_request_body_is_413_and_not_read(alice, settings) -> None:
     response = alice.post("/api/v1/sessions/s1/events/", body, format="json")
     assert response.status_code == 413
     error = envelope(response)
-    assert error["code"] == "request_too_large" and error["details"]["limit"] == 1000
+    assert error["code"] == "payload_too_large" and error["details"]["limit"] == 1000
+    assert response["Connection"] == "close"  # the unread body must not be taken for a request
     assert not Session.objects.exists()
     small = alice.post("/api/v1/sessions/s1/events/", {"role": "user", "content": "fits"}, format="json")
     assert small.status_code == 201
 
 
 def test_default_request_limit_leaves_room_for_a_full_bulk(settings) -> None:
-    from memoryhub.middleware import max_request_bytes
+    # One limit: the documented one is Django's own (DRF reads JSON bodies through request.body).
+    assert settings.MEMORYHUB_MAX_REQUEST_BYTES == settings.DATA_UPLOAD_MAX_MEMORY_SIZE == 16 * 1024 * 1024
 
-    assert max_request_bytes() >= 16 * 1024 * 1024
+
+def test_a_3_mb_bulk_without_content_length_check_is_a_413_from_django(alice, settings) -> None:
+    """Past Django's DATA_UPLOAD_MAX_MEMORY_SIZE (a body whose length the middleware did not see)."""
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 2_500_000
+    body = {"events": [{"role": "user", "content": "x" * 3000} for _ in range(1000)]}
+    response = alice.post("/api/v1/sessions/s1/events/", body, format="json")
+    assert response.status_code == 413
+    error = envelope(response)
+    assert error["code"] == "payload_too_large" and error["details"]["limit"] == 2_500_000
+    assert response["Connection"] == "close"
+    assert not Session.objects.exists()
+
+
+def test_a_3_mb_bulk_fits_the_real_limit(alice) -> None:
+    body = {"events": [{"role": "user", "content": "x" * 3000} for _ in range(1000)]}
+    response = alice.post("/api/v1/sessions/s1/events/", body, format="json")
+    assert response.status_code == 201 and response.json()["created"] == 1000
 
 
 def test_a_path_without_its_trailing_slash_is_served_not_redirected(alice) -> None:

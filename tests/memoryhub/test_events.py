@@ -198,6 +198,30 @@ def test_retry_with_its_explicit_sequence_is_not_a_conflict(alice) -> None:
     assert stored() == [(1, "a")]
 
 
+@pytest.mark.parametrize("change", [{"content": "pay 99 EUR"}, {"role": "assistant"},
+                                    {"metadata": {"x": 1}}, {"tool_name": "pay"}, {"sequence": 7}])
+def test_reused_idempotency_key_with_other_content_is_409(alice, change: dict) -> None:
+    event = {"role": "user", "content": "pay 10 EUR", "idempotency_key": "req-1"}
+    first = post_events(alice, "s1", event)
+    response = post_events(alice, "s1", {**event, **change})
+    assert response.status_code == 409, response.content
+    assert error_code(response) == "idempotency_mismatch"
+    details = response.json()["error"]["details"]
+    assert details["event_id"] == first.json()["id"] and details["fields"] == list(change)
+    # In a bulk, the whole request is refused: nothing of it is stored.
+    response = post_events(alice, "s1", {"role": "user", "content": "new"}, {**event, **change})
+    assert response.status_code == 409 and details["idempotency_key"] == "req-1"
+    assert stored() == [(1, "pay 10 EUR")]
+
+
+def test_a_resend_that_leaves_out_a_default_is_the_same_event(alice) -> None:
+    event = {"role": "user", "content": "pay 10 EUR", "idempotency_key": "req-1", "metadata": {"lang": "en"}}
+    first = post_events(alice, "s1", event)
+    retry = post_events(alice, "s1", {"role": "user", "content": "pay 10 EUR", "idempotency_key": "req-1"})
+    assert retry.status_code == 200 and retry.json()["id"] == first.json()["id"]
+    assert post_events(alice, "s1", {**event, "metadata": {}}).status_code == 409  # sent, and different
+
+
 def test_idempotency_keys_are_per_session(alice) -> None:
     post_events(alice, "s1", {"role": "user", "content": "a", "idempotency_key": "k"})
     response = post_events(alice, "s2", {"role": "user", "content": "b", "idempotency_key": "k"})

@@ -71,8 +71,9 @@ def test_session_id_is_unique_per_tenant_not_globally() -> None:
         ("idle", "archived", True),
         ("archived", "active", False),
         ("archived", "idle", False),
-        ("active", "active", True),
-        ("archived", "archived", True),
+        ("active", "active", False),  # repeating a status is not a move (seed 001)
+        ("idle", "idle", False),
+        ("archived", "archived", False),
     ],
 )
 def test_status_transitions(start: str, target: str, allowed: bool) -> None:
@@ -198,7 +199,8 @@ def test_event_as_dict_is_the_api_shape() -> None:
     payload = event.as_dict()
     assert payload == {
         "id": event.pk, "sequence": 1, "role": "user", "content": "hi", "tool_name": None,
-        "tool_args": None, "tool_result": None, "metadata": {"a": 1}, "importance": 0.5,
+        "tool_args": None, "tool_result": None, "tool_calls": None, "tool_call_id": None,
+        "metadata": {"a": 1}, "importance": 0.5,
         "idempotency_key": None, "created_at": iso(event.created_at),
     }
     assert payload["created_at"].endswith("Z")

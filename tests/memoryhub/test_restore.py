@@ -21,7 +21,7 @@ def conversation(client: Any, n: int, size: int = 40, session: str = "s1") -> No
 
 
 def message_cost(message: dict[str, Any]) -> int:
-    return estimate_tokens(message["content"]) + 4
+    return estimate_tokens(message["content"]) + 4  # plain messages: content and the overhead
 
 
 def test_everything_fits_in_a_large_budget(alice) -> None:
@@ -57,16 +57,21 @@ def test_default_budget(alice, settings) -> None:
     assert restore(alice).json()["budget"] == settings.MEMORYHUB_RESTORE_BUDGET
 
 
-def test_rolling_summary_leads_and_covered_messages_are_left_out(alice) -> None:
-    conversation(alice, 10)
+def test_a_summary_leads_only_when_the_budget_needs_it(alice) -> None:
+    conversation(alice, 10)  # 14 tokens a message
     session = Session.objects.get(external_id="s1")
     RollingSummary.objects.create(session=session, tenant_id=session.tenant_id,
                                   text="They agreed on Tuesday.", epoch=3, upper_sequence=7)
-    body = restore(alice, budget=10_000).json()
-    lead = body["messages"][0]
+    whole = restore(alice, budget=100_000).json()
+    assert [m["sequence"] for m in whole["messages"]] == list(range(1, 11))
+    assert whole["summary_epoch"] is None and whole["truncated"] is False and whole["omitted"] == 0
+    tight = restore(alice, budget=100).json()
+    lead = tight["messages"][0]
     assert lead["role"] == "system" and "They agreed on Tuesday." in lead["content"]
-    assert body["summary_epoch"] == 3
-    assert [m.get("sequence") for m in body["messages"][1:]] == [8, 9, 10]
+    assert lead["summaries"] == [{"session": "s1", "epoch": 3, "upper_sequence": 7}]
+    assert tight["summary_epoch"] == 3 and tight["truncated"] is True and tight["omitted"] == 7
+    assert [m.get("sequence") for m in tight["messages"][1:]] == [8, 9, 10]
+    assert tight["tokens"] == estimate_tokens(lead["content"]) + 3 * 14 <= 100
 
 
 def test_summary_is_dropped_when_it_alone_exceeds_the_budget(alice) -> None:
@@ -77,15 +82,39 @@ def test_summary_is_dropped_when_it_alone_exceeds_the_budget(alice) -> None:
     body = restore(alice, budget=40).json()
     assert body["summary_epoch"] is None
     assert all(m["role"] != "system" for m in body["messages"])
-    assert body["tokens"] <= 40
+    assert body["tokens"] <= 40 and body["truncated"] is True
 
 
-def test_tool_call_without_content_is_spelled_out(alice) -> None:
-    post_events(alice, "s1", {"role": "tool", "tool_name": "lookup", "tool_args": {"id": 7},
-                              "tool_result": {"ok": True}})
-    message = restore(alice).json()["messages"][0]
-    assert message["content"] == 'Called lookup with {"id": 7}'
-    assert message["tool_name"] == "lookup" and message["tool_result"] == {"ok": True}
+def test_messages_are_the_stored_events_verbatim(alice) -> None:
+    calls = [{"id": "call_1", "name": "weather", "arguments": '{"city": "Lisbon"}'},
+             {"id": "call_2", "name": "clock", "arguments": {"tz": "UTC"}}]
+    stored = [
+        {"role": "user", "content": "Weather and time?", "metadata": {"attachments": ["a.png"]}},
+        {"role": "assistant", "content": "", "tool_calls": calls, "metadata": {"model": "m1"}},
+        {"role": "tool", "content": "", "tool_call_id": "call_1", "tool_result": {"c": 21}},
+        {"role": "tool", "tool_name": "lookup", "tool_args": {"id": 7}, "tool_result": {"ok": True}},
+    ]
+    assert post_events(alice, "s1", *stored).status_code == 201
+    messages = restore(alice, budget=100_000).json()["messages"]
+    assert [m["content"] for m in messages] == ["Weather and time?", "", "", ""]  # never made up
+    assert messages[0]["metadata"] == {"attachments": ["a.png"]}
+    assert messages[1]["tool_calls"] == calls and messages[1]["metadata"] == {"model": "m1"}
+    assert messages[2]["tool_call_id"] == "call_1" and messages[2]["tool_result"] == {"c": 21}
+    assert messages[3]["tool_name"] == "lookup" and messages[3]["tool_args"] == {"id": 7}
+    assert messages[3]["tool_result"] == {"ok": True} and messages[3]["tool_calls"] is None
+    events = alice.get("/api/v1/sessions/s1/events/").json()["results"]
+    for message, event in zip(messages, events, strict=True):
+        assert {k: event[k] for k in message} == message  # the same fields as the event log
+
+
+def test_tool_fields_count_towards_the_budget(alice) -> None:
+    big = {"id": "c1", "name": "search", "arguments": {"q": "x" * 400}}
+    post_events(alice, "s1", {"role": "user", "content": "hi"},
+                {"role": "assistant", "content": "", "tool_calls": [big]})
+    body = restore(alice, budget=100).json()
+    assert [m["sequence"] for m in body["messages"]] == []  # the call alone costs more than 100
+    assert body["truncated"] is True and body["omitted"] == 2
+    assert len(restore(alice, budget=1000).json()["messages"]) == 2
 
 
 def test_long_sessions_are_read_in_batches(alice) -> None:

@@ -53,7 +53,8 @@ def test_limits_exactly_at_the_edge(alice, session) -> None:  # type: ignore[no-
     ({"items": [{"key": "k" * 241, "value": "v"}]}, "item_too_long"),
     ({"items": [{"key": "a", "value": "1"}, {"key": "a", "value": "2"}]}, "duplicate_key"),
     ({"items": [{"key": "", "value": "1"}]}, "invalid_item"),
-    ({"items": [{"key": "a", "value": 5}]}, "invalid_item"),
+    ({"items": [{"key": "a", "value": {"text": "v" * 240}}]}, "item_too_long"),  # 253 characters as JSON
+    ({"items": [{"key": 5, "value": "a"}]}, "invalid_item"),
     ({"items": [{"key": "a", "value": "1", "extra": 1}]}, "invalid_item"),
     ({"items": [5]}, "invalid_item"),
     ({"items": ["x" * 241]}, "item_too_long"),

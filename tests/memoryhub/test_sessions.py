@@ -162,12 +162,14 @@ def test_list_filters(alice) -> None:
         assert response.status_code == 200, response.content
         return {s["id"] for s in response.json()["results"]}
 
-    assert ids(agent="planner") == {"s1", "s3"}
+    assert ids(agent="planner") == {"s1"}  # s3 is archived: hidden unless asked for
+    assert ids(agent="planner", include_archived="true") == {"s1", "s3"}
     assert ids(channel="ops") == {"s1", "s2"}
-    assert ids(workspace="w2") == {"s3"}
+    assert ids(workspace="w2") == set()
+    assert ids(workspace="w2", include_archived="true") == {"s3"}
     assert ids(status="archived") == {"s3"}
     assert ids(status="active") == {"s1", "s2"}
-    assert ids(persistence_key="k:1") == {"s1", "s3"}
+    assert ids(persistence_key="k:1", include_archived="true") == {"s1", "s3"}
     assert ids(user_id="u2") == {"s2"}
     assert ids(agent="planner", workspace="w1") == {"s1"}
     assert ids(agent="nobody") == set()

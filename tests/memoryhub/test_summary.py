@@ -102,7 +102,8 @@ def test_read_key_cannot_write(cast) -> None:  # type: ignore[no-untyped-def]
 def test_restore_leads_with_the_summary(alice) -> None:  # type: ignore[no-untyped-def]
     seed(alice, n=4)
     alice.put(url("s1"), {"text": "they agreed on plan B", "expected_epoch": 0, "upper_sequence": 2}, format="json")
-    messages = alice.get("/api/v1/sessions/s1/restore/?budget=1000").json()["messages"]
+    assert alice.get("/api/v1/sessions/s1/restore/?budget=1000").json()["summary_epoch"] is None  # all fits
+    messages = alice.get("/api/v1/sessions/s1/restore/?budget=45").json()["messages"]  # all: 52
     assert messages[0]["role"] == "system" and "plan B" in messages[0]["content"]
     assert [m["sequence"] for m in messages[1:]] == [3, 4]
 
@@ -125,19 +126,16 @@ def test_trigger_condenses_oldest_down_to_half_budget(alice, settings, django_ca
     lines = row.text.splitlines()
     assert len(lines) == row.upper_sequence  # one line per condensed turn
     assert "user #1" in lines[0] and "A-1000" in lines[0]
-    # restore now starts with the summary and skips what it covers
-    messages = alice.get("/api/v1/sessions/s1/restore/?budget=1000").json()["messages"]
-    assert messages[0]["role"] == "system" and messages[1]["sequence"] == row.upper_sequence + 1
 
 
-def test_summary_is_capped_keeping_the_newest_lines(alice, settings) -> None:  # type: ignore[no-untyped-def]
+def test_summary_past_its_share_is_condensed_keeping_the_newest_lines(alice, settings) -> None:  # type: ignore[no-untyped-def]
     settings.MEMORYHUB_SUMMARY_BUDGET = 200
     settings.MEMORYHUB_SUMMARY_MAX_SHARE = 0.3
     post_events(alice, "s1", *[{"role": "user", "content": f"turn {i} " + "blah " * 30} for i in range(12)])
     assert maybe_summarise(Session.objects.get(external_id="s1"))["summarised"] is True
     row = RollingSummary.objects.get(session__external_id="s1")
     assert estimate_tokens(row.text) <= 60
-    assert f"#{row.upper_sequence}:" in row.text.splitlines()[-1]  # the newest condensed turn is kept
+    assert "user #1: turn 0" in row.text.splitlines()[0]  # the oldest turn is condensed, not dropped
 
 
 def test_trigger_needs_four_messages_and_eighty_percent(alice, settings) -> None:  # type: ignore[no-untyped-def]
@@ -237,17 +235,22 @@ def test_an_append_leaves_the_trigger_to_the_summarise_lane(alice, settings, dja
     assert list(due_sessions().values_list("external_id", flat=True)) == ["s1"]
 
 
-def test_a_huge_backlog_reads_only_the_newest_events(alice, settings) -> None:  # type: ignore[no-untyped-def]
+def test_a_huge_backlog_is_condensed_a_window_at_a_time_oldest_first(alice, settings) -> None:  # type: ignore[no-untyped-def]
     settings.MEMORYHUB_SUMMARY_BUDGET = 100
     settings.MEMORYHUB_SUMMARY_MAX_EVENTS = 10
     settings.MEMORYHUB_SUMMARY_MAX_SHARE = 1.0
     post_events(alice, "s1", *[{"role": "user", "content": f"turn {i} " + "w " * 20} for i in range(30)])
-    outcome = maybe_summarise(Session.objects.get(external_id="s1"))
-    assert outcome["summarised"] is True and outcome["condensed"] <= 10
+    session = Session.objects.get(external_id="s1")
+    outcome = maybe_summarise(session)
+    assert outcome["summarised"] is True and outcome["condensed"] == 10  # the whole first window
     row = RollingSummary.objects.get()
-    sequences = [int(line.split("#", 1)[1].split(":", 1)[0]) for line in row.text.splitlines()]
-    assert sequences and min(sequences) >= 21  # events 1-20 were never read
-    assert row.upper_sequence == 20 + outcome["condensed"]
+    assert row.upper_sequence == 10 and "#1: turn 0" in row.text  # nothing skipped
+    while maybe_summarise(session)["summarised"]:
+        pass
+    row.refresh_from_db()
+    rest = session.events.filter(sequence__gt=row.upper_sequence)
+    assert sum(estimate_tokens(e.text) + 4 for e in rest) <= 50  # down to the target, in rounds
+    assert row.epoch >= 3
 
 
 def test_summarise_due_skips_sessions_far_below_the_budget(alice, settings) -> None:  # type: ignore[no-untyped-def]

@@ -104,7 +104,7 @@ def test_export_import_export_round_trips_exactly(filled, django_capture_on_comm
     # The imported memory is live: searchable, browsable, restorable.
     assert "Book a flight to Lisbon in May" in search_texts(carol, "Lisbon flight")
     assert carol.get("/api/v1/sessions/chat-1/events/").json()["count"] == 2
-    restored = carol.get("/api/v1/sessions/chat-1/restore/", {"budget": 1000})
+    restored = carol.get("/api/v1/sessions/chat-1/restore/", {"budget": 20})  # too small for both messages
     assert restored.status_code == 200 and "Trip to Lisbon." in json.dumps(restored.json())
 
 

@@ -61,8 +61,8 @@ def test_stats_counts_the_tenants_memory(alice, bob, index) -> None:
     assert body["chunks"]["total"] == 2 and body["chunks"]["embedded"] == 1
     assert body["chunks"]["pending_embedding"] == 1 and body["chunks"]["embedding_errors"] == 1
     assert body["chunks"]["embedding_coverage"] == 0.5
-    assert body["queue"] == {"pending_embeddings": 1, "queued_tasks": 0, "failed_tasks": 0,
-                             "embedding_waiting": 1, "embedding_set_aside": 0,
+    # The task queue is every tenant's: its counts are not a tenant's to see (issue 16).
+    assert body["queue"] == {"pending_embeddings": 1, "embedding_waiting": 1, "embedding_set_aside": 0,
                              "embedding_eta_seconds": None, "embedding_rate_per_second": 0.0}  # no lane ran
     assert body["unsummarised_messages"] == 2
     assert bob.get("/api/v1/stats/").json()["chunks"]["total"] == 1
@@ -132,11 +132,38 @@ def test_stats_count_summaries_and_tree_depth_per_tenant(alice, bob, index, cast
     index(alice, "a", {"role": "user", "content": "one"}, {"role": "user", "content": "two"})
     index(bob, "b", {"role": "user", "content": "bob"})
     session = Session.objects.get(tenant=cast.alice_tenant, external_id="a")
+    index(alice, "a", {"role": "user", "content": "three"})
     root = SummaryNode.objects.create(tenant=cast.alice_tenant, session=session, level="root", depth=2,
                                       text="root", sequence_start=1, sequence_end=2)
     SummaryNode.objects.create(tenant=cast.alice_tenant, session=session, level="leaf", depth=0, parent=root,
                                text="leaf", sequence_start=1, sequence_end=2)
     body = alice.get("/api/v1/stats/").json()
     assert body["summaries"] == 2 and body["summary_tree_depth"] == 3
+    # Unsummarised is counted against the tree: the leaf covers messages 1–2 of 3.
+    assert body["unsummarised_messages"] == 1 and body["rolling_unsummarised_messages"] == 3
+    assert body["compaction"]["sessions_behind"] == 1 and body["compaction"]["messages_behind"] == 1
+    assert body["compaction"]["tree_depth"] == 3 and body["compaction"]["last_run_at"]
     other = bob.get("/api/v1/stats/").json()
     assert other["summaries"] == 0 and other["summary_tree_depth"] == 0
+
+
+def test_a_summary_hit_expands_to_its_children_and_messages(alice, bob, index, cast) -> None:
+    from memoryhub.models import Session, SummaryNode
+    from tests.base import remember
+
+    index(alice, "trip", {"role": "user", "content": "book the ferry to Skye"},
+          {"role": "assistant", "content": "ferry booked for Friday"})
+    session = Session.objects.get(tenant=cast.alice_tenant, external_id="trip")
+    root = SummaryNode.objects.create(tenant=cast.alice_tenant, session=session, level="branch", depth=1,
+                                      text="Planning the Skye ferry", sequence_start=1, sequence_end=2)
+    leaf = SummaryNode.objects.create(tenant=cast.alice_tenant, session=session, level="leaf", depth=0, parent=root,
+                                      text="ferry to Skye booked", sequence_start=1, sequence_end=2)
+    remember(root)
+    body = {"query": "Skye ferry planning", "mode": "text", "kinds": ["summary"], "scope": "account"}
+    plain = alice.post("/api/v1/search/", body, format="json").json()["results"]
+    assert plain and all("expanded" not in r for r in plain)
+    results = alice.post("/api/v1/search/", {**body, "expand": True}, format="json").json()["results"]
+    [hit] = [r for r in results if r["text"] == "Planning the Skye ferry"]
+    assert [c["id"] for c in hit["expanded"]["children"]] == [leaf.pk]
+    assert [m["content"] for m in hit["expanded"]["messages"]] == ["book the ferry to Skye", "ferry booked for Friday"]
+    assert bob.post("/api/v1/search/", {**body, "expand": True}, format="json").json()["results"] == []

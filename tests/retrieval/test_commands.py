@@ -112,6 +112,9 @@ def test_stats_prints_each_tenants_stats(alice, bob, index) -> None:
     report, _ = run("stats")
     assert report["alice"]["chunks"]["total"] == 2 and report["bob"]["chunks"]["total"] == 1
     assert report["alice"]["events"] == 2 and report["alice"]["chunks"]["embedding_coverage"] == 1.0
-    assert report["alice"] == alice.get("/api/v1/stats/").json()  # the same figures as GET /stats/
+    api = alice.get("/api/v1/stats/").json()
+    # The same figures as GET /stats/, and the cluster's queue (every tenant's) for the operator.
+    assert report["alice"]["queue"] == {**api["queue"], "queued_tasks": 0, "failed_tasks": 0}
+    assert {k: v for k, v in report["alice"].items() if k != "queue"} == {k: v for k, v in api.items() if k != "queue"}
     only, _ = run("stats", "--tenant", "bob")
     assert set(only) == {"bob"}

@@ -1,4 +1,4 @@
-"""Ranking defaults: dates named in a query (retrieval.timehints), MMR, summaries expanded to their messages."""
+"""Ranking defaults: dates named in a query (retrieval.search.timehints), MMR, summaries expanded to their messages."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from memoryhub.models import Session
 from memoryhub.searchable import Searchable
 from memoryhub.signals import memory_saved
 from retrieval.search import Candidate, expand_summaries, mmr, with_time_hints
-from retrieval.timehints import TimeHint, time_hints
+from retrieval.search.timehints import TimeHint, time_hints
 from tests.retrieval.conftest import search
 
 

@@ -12,7 +12,7 @@ from memoryhub.searchable import Searchable
 from memoryhub.signals import memory_saved
 from retrieval.models import Chunk
 from retrieval.search import hybrid_search
-from tests.base import error_code, make_client, make_key
+from tests.base import error_code, make_client, make_key, search_texts
 from tests.retrieval.conftest import search
 
 
@@ -356,8 +356,8 @@ def test_memory_profile_reinforces_returned_results(alice, index) -> None:
     search(alice, query="grape", profile="memory", top_k=1)
     assert Chunk.objects.get(text="grape juice").access_count == 2
     assert Chunk.objects.get(text="grape jelly").accessed_at is not None
-    search(alice, query="grape")  # the default profile does not count accesses
-    assert Chunk.objects.get(text="grape juice").access_count == 2
+    search(alice, query="grape")  # every profile counts (seed 002); the memory profile ranks with it
+    assert Chunk.objects.get(text="grape juice").access_count == 3
 
 
 # --- query counts --------------------------------------------------------------------------------
@@ -369,7 +369,8 @@ def test_search_query_count_does_not_grow_with_results(alice, index, mode: str,
     index(alice, "s", *[{"role": "user", "content": f"walrus fact {i}"} for i in range(30)])
     # Hybrid search compares the ranking's head pairwise once more (MMR, in one query) and
     # scores the candidates against the feedback-moved query (one query).
-    with django_assert_max_num_queries(12 + 2 * (mode == "hybrid")):
+    # (+1: the access counts, which tests write at once and a server in batches.)
+    with django_assert_max_num_queries(13 + 2 * (mode == "hybrid")):
         assert len(texts(search(alice, query="walrus", mode=mode, top_k=25))) == 25
 
 
@@ -414,6 +415,7 @@ def test_memory_profile_ranks_by_the_lifecycles_decayed_relevance(alice, cast) -
             created_at=month_ago, tier=tier, importance=0.8))
     plain = search(alice, query="quince").json()["results"]
     assert plain[0]["scores"] == plain[1]["scores"]  # equal on both signals: only decay can separate them
+    Chunk.objects.update(access_count=0, accessed_at=None)  # that search was a use of both: undo it
     results = search(alice, query="quince", profile="memory").json()["results"]
     # A month old: the account tier (0.999/h) keeps ~0.49 of its relevance, a conversation (0.99/h) ~0.
     assert [r["text"] for r in results] == ["quince account memory", "quince conversation memory"]
@@ -458,9 +460,10 @@ def test_feedback_ranks_with_the_moved_query_but_shows_the_plain_cosine(alice, i
     settings.MEMORYHUB_SEARCH_COVERAGE = 1.0
     settings.MEMORYHUB_SEARCH_FEEDBACK_DOCS = 1
     # One message per conversation, so no message is embedded with another's words as context.
-    for session, text in (("a", "otter otter river"), ("b", "otter cafe"), ("c", "river stones river mud"),
-                          ("d", "pizza dough")):
-        index(alice, session, {"role": "user", "content": text})
+    for hour, (session, text) in enumerate((("a", "otter otter river"), ("b", "otter cafe"),
+                                            ("c", "river stones river mud"), ("d", "pizza dough"))):
+        # Written an hour apart: "the newer first" must not hang on the clock's resolution.
+        index(alice, session, {"role": "user", "content": text, "created_at": f"2026-01-01T{10 + hour:02d}:00:00Z"})
     query = get_embedder().embed(["otter"])[0]
     settings.MEMORYHUB_SEARCH_FEEDBACK = 0.0
     plain = search(alice, query_embedding=query, top_k=4, mode="hybrid").json()["results"]
@@ -487,3 +490,32 @@ def test_cover_conversations_is_a_reordering_of_the_ranking() -> None:
     assert [c.pk for c in cover_conversations(ranked, 5, 0.4)] == [1, 2, 5, 7, 3]
     assert [c.pk for c in cover_conversations(ranked, 6, 0.4)] == [1, 2, 5, 7, 3, 4]
     assert [c.pk for c in cover_conversations(ranked[:3], 5, 0.4)] == [1, 2, 3]
+
+
+def test_full_text_finds_the_parts_of_paths_emails_and_urls(alice, index) -> None:
+    index(alice, "ops", {"role": "user", "content": "Moved the secret to kv/oldpathzeta yesterday."},
+          {"role": "user", "content": "Write to ops@zetacorp.io about https://x.io/deploy and my_build_flag."})
+    for query, expected in (("oldpathzeta", "kv/oldpathzeta"), ("zetacorp", "ops@zetacorp.io"),
+                            ("deploy", "https://x.io/deploy"), ("build flag", "my_build_flag"),
+                            ("kv/oldpathzeta", "kv/oldpathzeta"), ("ops@zetacorp.io", "ops@zetacorp.io")):
+        texts = search_texts(alice, query=query, mode="text")
+        assert any(expected in t for t in texts), (query, texts)
+
+
+def test_every_search_counts_an_access_of_what_it_returned(alice, index, settings) -> None:
+    from retrieval.models import Chunk
+    from retrieval.search.sql import accesses
+
+    index(alice, "s", {"role": "user", "content": "the red kite nests here"})
+    index(alice, "t", {"role": "user", "content": "unrelated"})
+    assert search_texts(alice, query="red kite", mode="text") == ["the red kite nests here"]
+    kite = Chunk.objects.get(text="the red kite nests here")
+    assert kite.access_count == 1 and kite.accessed_at is not None
+    assert Chunk.objects.get(text="unrelated").access_count == 0
+    # Batched: with an interval, searches only add in memory until the batch is written.
+    settings.MEMORYHUB_ACCESS_FLUSH_SECONDS = 3600
+    search_texts(alice, query="red kite", mode="text")
+    search_texts(alice, query="red kite", mode="text")
+    assert Chunk.objects.get(pk=kite.pk).access_count == 1
+    accesses.flush()
+    assert Chunk.objects.get(pk=kite.pk).access_count == 3

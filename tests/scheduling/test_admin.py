@@ -40,8 +40,10 @@ def test_admin_actions_pause_resume_run_now(admin_client, cast, django_capture_o
     admin_client.post(url, {"action": "resume_action", "_selected_action": [str(schedule.pk)]})
     schedule.refresh_from_db()
     assert schedule.status == "active" and schedule.next_run_at > datetime.now(UTC)
+    page = admin_client.post(url, {"action": "run_now_action", "_selected_action": [str(schedule.pk)]})
+    assert page.status_code == 200 and schedule.name in page.content.decode() and not schedule.runs.exists()
     with django_capture_on_commit_callbacks(execute=True):
-        admin_client.post(url, {"action": "run_now_action", "_selected_action": [str(schedule.pk)]})
+        admin_client.post(url, {"action": "run_now_action", "_selected_action": [str(schedule.pk)], "confirm": "yes"})
     assert schedule.runs.get().status == "succeeded"
 
 

@@ -148,7 +148,9 @@ def test_run_now_runs_at_once_and_lists_runs(alice, django_capture_on_commit_cal
     # Tests run tasks eagerly: the run has completed with what summarise_due reported.
     detail = alice.get(f"/api/v1/runs/{run['id']}/").json()
     assert detail["status"] == "succeeded" and detail["finished_at"]
-    assert detail["notified"] is True  # policy "always"
+    # Policy "always", but alice has no notification webhook: nothing was sent, and the run says why.
+    assert detail["notified"] is False
+    assert detail["delivery"]["status"] == "no_webhook" and "No notification webhook" in detail["delivery"]["last_error"]
     assert json.loads(detail["output"]) == summarise_due(tenant_id=Schedule.objects.get(pk=sid).tenant_id)
     runs = alice.get(f"{URL}{sid}/runs/").json()
     assert runs["count"] == 1 and runs["results"][0]["id"] == run["id"]

@@ -107,3 +107,27 @@ def test_summary_tree_build_list_expand(hub: Any, keys: dict[str, str], settings
     expanded = alice.expand_summary(leaf["id"], events_limit=2)
     assert expanded["node"]["id"] == leaf["id"] and len(expanded["events"]) == 2 and expanded["events_truncated"]
     assert "JIRA-100" in expanded["events"][0]["content"]
+
+
+def test_seed_fidelity_through_the_client(hub: Any, keys: dict[str, str]) -> None:
+    """Tool calls, a verbatim restore across a persistence key, archived sessions hidden, JSON pads."""
+    alice = hub(keys["alice"])
+    alice.create_session("r1", persistence_key="tg:1", summary_budget=500)
+    alice.create_session("r2", persistence_key="tg:1")
+    call = {"id": "c1", "name": "weather", "arguments": '{"city": "Lyon"}'}
+    sent = alice.append_event("r1", "assistant", "", tool_calls=[call])
+    assert sent["tool_calls"] == [call]
+    alice.append_event("r2", "tool", "", tool_call_id="c1", tool_result={"c": 21})
+    restored = alice.restore("r2", persistence=True)
+    assert restored["sessions"] == ["r1", "r2"] and restored["omitted"] == 0
+    assert [(m["session"], m["content"], m["tool_call_id"]) for m in restored["messages"]] == [
+        ("r1", "", None), ("r2", "", "c1")]
+    assert alice.get_session("r1")["summary_budget"] == 500
+    code = alice.update_session("r1", status="archived")["ref_code"]
+    assert [s["id"] for s in alice.list_sessions()] == ["r2"]
+    assert [s["id"] for s in alice.list_sessions(include_archived=True, ref_code=code)] == ["r1"]
+    with pytest.raises(ConflictError) as again:
+        alice.update_session("r1", status="archived")
+    assert again.value.code == "invalid_status_transition"
+    pad = alice.put_scratchpad("r2", {"plan": {"steps": [1, 2]}, "done": False})
+    assert pad["items"] == [{"key": "plan", "value": {"steps": [1, 2]}}, {"key": "done", "value": False}]

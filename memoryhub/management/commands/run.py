@@ -1,4 +1,4 @@
-"""Run everything: database, migrations, first-start bootstrap, web server and task cluster."""
+"""Run everything: database, migrations, first-start bootstrap, web server, task clusters and lanes."""
 
 from __future__ import annotations
 
@@ -18,14 +18,20 @@ from django.core.management.base import BaseCommand, CommandParser
 from django.db import connections, transaction
 
 from accounts.models import ApiKey, Tenant
+from memoryhub.env import WILDCARD_ADDRESSES
 from memoryhub.signals import cluster_starting, service_starting
+from memoryhub.supervision import Supervisor
 from memoryhub.tasks import MAINTENANCE
 
 DEMO_TENANT = "demo"
+# A supervisor (systemd, a container runtime) sends SIGKILL 10 s after SIGTERM: in-flight requests
+# get this long, the cluster a little more, and the embedded PostgreSQL the rest.
+WEB_GRACE_SECONDS = 5
 
 
 class Command(BaseCommand):
-    help = "Serve the API and admin (gunicorn) and run the background lanes until Ctrl-C."
+    help = ("Serve the API, the MCP endpoint and the admin (gunicorn with uvicorn workers) and run the "
+            "background lanes until Ctrl-C.")
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
@@ -36,6 +42,11 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         self.stdout.write(f"MemoryHub data folder: {settings.DATA_DIR}")
+        supervisor = Supervisor(settings.DATA_DIR if settings.EMBEDDED_DATABASE else None,
+                                say=self.stdout.write, warn=self.stderr.write,
+                                max_restarts=settings.MEMORYHUB_PG_RESTARTS)
+        # From here on, even a SIGKILL of this process leaves no database running.
+        supervisor.start_guard()
         if settings.EMBEDDED_DATABASE:
             from memoryhub.embedded_pg import raise_shared_buffers
 
@@ -52,12 +63,12 @@ class Command(BaseCommand):
         self.bootstrap()
         connections.close_all()
 
-        self.serve(options)
+        self.serve(options, supervisor)
 
-    def serve(self, options: dict[str, Any]) -> None:
-        """Start gunicorn (and the cluster), then watch them until a signal or a child's exit."""
+    def serve(self, options: dict[str, Any], supervisor: Supervisor) -> None:
+        """Start the web server (and the cluster), then watch them and the embedded database until a
+        signal, a child's exit or a database that cannot be brought back (memoryhub.supervision)."""
         host, port = options["host"], options["port"]
-        children: list[subprocess.Popen[bytes]] = []
         stopping = False
 
         def stop(signum: int, frame: Any) -> None:
@@ -68,34 +79,44 @@ class Command(BaseCommand):
         signal.signal(signal.SIGTERM, stop)
         try:
             children = self.start_children(options)
+            for index, child in enumerate(children):
+                supervisor.adopt("web" if index == 0 else f"background {index}", child)
             self.wait_until_serving(host, port, children[0])
             self.stdout.write(self.style.SUCCESS(
-                f"MemoryHub is serving http://{host}:{port}/api/v1/ (docs /api/v1/docs/, admin /admin/)"
+                f"MemoryHub is serving http://{host}:{port}/api/v1/ (docs /api/v1/docs/, admin /admin/, "
+                "MCP /mcp/)"
                 + ("" if options["no_cluster"] else " with the task cluster") + ". Ctrl-C stops it."
             ))
+            if host in WILDCARD_ADDRESSES and not os.environ.get("ALLOWED_HOSTS"):
+                self.stderr.write("Serving on every interface, but ALLOWED_HOSTS is not set: only requests "
+                                  "for localhost are answered (set ALLOWED_HOSTS to the names clients use).")
             while not stopping:
-                for child in children:
-                    if child.poll() is not None:
-                        self.stderr.write(f"A child process exited ({child.args[2]}, code {child.returncode}); stopping.")
-                        stopping = True
-                time.sleep(0.5)
+                problem = supervisor.problem()
+                if problem:
+                    self.stderr.write(problem)
+                    break
+                time.sleep(0.2)
         finally:
             self.stdout.write("Stopping…")
-            self.stop_children(children)
-            self.stop_database()
+            supervisor.shutdown()
             self.stdout.write("Stopped.")
 
     def start_children(self, options: dict[str, Any]) -> list[subprocess.Popen[bytes]]:
         # Own sessions: a terminal's Ctrl-C must reach only us; we stop the children one by one
         # (signalling qcluster's whole group can deadlock it).
-        env = {**os.environ, "DATABASE_URL": settings.DATABASE_URL, "SECRET_KEY": settings.SECRET_KEY}
+        env = {**os.environ, "DATABASE_URL": settings.DATABASE_URL, "SECRET_KEY": settings.SECRET_KEY,
+               "HOST": options["host"]}
+        # ASGI runs each request in a thread of its own, so persistent per-thread connections would
+        # pile up: the web workers share a connection pool instead (DB_POOL=false turns it off).
+        web_env = {**env, "DB_POOL": os.environ.get("DB_POOL", "true")}
         children = [subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "memoryhub.wsgi:application",
+            # uvicorn workers (asyncio) under gunicorn: a slow or idle client holds no thread.
+            [sys.executable, "-m", "gunicorn", "memoryhub.asgi:application",
              "--config", "python:memoryhub.gunicorn_conf",
              "--bind", f"{options['host']}:{options['port']}", "--workers", str(options["web_workers"]),
-             "--worker-class", "gthread", "--threads", "4", "--timeout", "120",
-             "--graceful-timeout", "10", "--log-level", "warning"],
-            env=env, start_new_session=True,
+             "--worker-class", "memoryhub.webserver.Worker", "--timeout", "120",
+             "--graceful-timeout", str(WEB_GRACE_SECONDS), "--log-level", "warning"],
+            env=web_env, start_new_session=True,
         )]
         if not options["no_cluster"]:
             children += [subprocess.Popen(command, env={**env, **extra}, start_new_session=True)
@@ -115,17 +136,6 @@ class Command(BaseCommand):
             ([*manage, "work", "--lanes", "embed,summarise"], {}),
         ]
 
-    def stop_children(self, children: list[subprocess.Popen[bytes]]) -> None:
-        for child in children:
-            if child.poll() is None:
-                child.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + 20
-        for child in children:
-            try:
-                child.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                os.killpg(child.pid, signal.SIGKILL)
-
     def wait_until_serving(self, host: str, port: int, web: subprocess.Popen[bytes]) -> None:
         probe_host = "127.0.0.1" if host in ("0.0.0.0", "") else host.strip("[]")
         url = f"http://{probe_host}:{port}/api/v1/health/"
@@ -139,13 +149,6 @@ class Command(BaseCommand):
             except OSError:
                 time.sleep(0.25)
         raise SystemExit("The web server did not answer within 30 s.")
-
-    def stop_database(self) -> None:
-        if not settings.EMBEDDED_DATABASE:
-            return
-        from memoryhub.embedded_pg import stop_embedded_postgres
-
-        stop_embedded_postgres(settings.DATA_DIR)
 
     @transaction.atomic
     def bootstrap(self) -> None:

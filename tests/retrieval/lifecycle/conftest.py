@@ -43,6 +43,14 @@ def ids(tenant: Tenant) -> set[int]:
     return set(Chunk.objects.filter(tenant=tenant).values_list("id", flat=True))
 
 
+@pytest.fixture(autouse=True)
+def _events_deletable_without_review(settings) -> None:  # type: ignore[no-untyped-def]
+    # These tests exercise the deleting steps themselves: the operator opts event chunks in and has
+    # already reviewed a first run (the defaults are tested in test_permanence.py).
+    settings.MEMORYHUB_CONSOLIDATE_DELETE_KINDS = ("event",)
+    settings.MEMORYHUB_CONSOLIDATE_FIRST_REVIEW = False
+
+
 @pytest.fixture
 def world(db) -> dict[str, Any]:  # type: ignore[no-untyped-def]
     tenant = make_tenant("consolidated")
@@ -59,9 +67,9 @@ def world(db) -> dict[str, Any]:  # type: ignore[no-untyped-def]
         "stale_note": memory(tenant, None, "stale note", hours=24 * 400, kind="note", source_id="n1",
                              tier="workspace", lifetime="short_term"),
         # Near-duplicates (cosine ≈ 0.9999) in one session: merged into the more important one.
-        "dup_a": memory(tenant, s2, "dup a", importance=0.4, access_count=1, embedding=vector(1, 0.01),
+        "dup_a": memory(tenant, s2, "the flight leaves at nine", importance=0.4, access_count=1, embedding=vector(1, 0.01),
                         embedding_model="hash", sequence_start=3, sequence_end=3),
-        "dup_b": memory(tenant, s2, "dup b", importance=0.8, access_count=2, embedding=vector(1, 0.02),
+        "dup_b": memory(tenant, s2, "The flight leaves at nine!", importance=0.8, access_count=2, embedding=vector(1, 0.02),
                         embedding_model="hash", sequence_start=7, sequence_end=7),
         "other": memory(tenant, s2, "other", embedding=vector(0, 1), embedding_model="hash"),
         # Same vector as dup_a but another session: another scope, never merged with it.

@@ -38,8 +38,12 @@ def test_bulk_actions_pin_unpin_merge_forget(staff_client, world, django_capture
     m = world["m"]
 
     def act(action: str, *memories: Chunk) -> None:
-        response = staff_client.post("/admin/lifecycle/memory/", {
-            "action": action, "_selected_action": [x.pk for x in memories]})
+        body = {"action": action, "_selected_action": [x.pk for x in memories]}
+        if action in ("merge_duplicates", "forget"):  # destructive: a confirmation page in text first
+            page = staff_client.post("/admin/lifecycle/memory/", body)
+            assert page.status_code == 200 and memories[0].text in page.content.decode()
+            body["confirm"] = "yes"
+        response = staff_client.post("/admin/lifecycle/memory/", body)
         assert response.status_code == 302
 
     act("pin", m["warm"])
@@ -84,8 +88,12 @@ def test_reports_and_reviews(staff_client, world) -> None:  # type: ignore[no-un
     page = staff_client.get(f"/admin/lifecycle/pendingdeletion/{prune.pk}/change/")
     assert page.status_code == 200 and b"stale" in page.content
 
-    staff_client.post("/admin/lifecycle/pendingdeletion/", {"action": "approve", "_selected_action": [prune.pk]})
-    staff_client.post("/admin/lifecycle/pendingdeletion/", {"action": "reject", "_selected_action": [merge.pk]})
+    page = staff_client.post("/admin/lifecycle/pendingdeletion/", {"action": "approve", "_selected_action": [prune.pk]})
+    assert page.status_code == 200 and b"stale" in page.content  # what goes, in text
+    staff_client.post("/admin/lifecycle/pendingdeletion/", {"action": "approve", "_selected_action": [prune.pk],
+                                                            "confirm": "yes"})
+    staff_client.post("/admin/lifecycle/pendingdeletion/", {"action": "reject", "_selected_action": [merge.pk],
+                                                            "confirm": "yes"})
     prune.refresh_from_db()
     merge.refresh_from_db()
     assert (prune.status, prune.decided_by, merge.status) == ("approved", "op", "rejected")

@@ -45,7 +45,7 @@ def test_real_run_promotes_prunes_merges_and_stores_a_report(world) -> None:  # 
     assert (survivor.sequence_start, survivor.sequence_end) == (3, 7)
     [provenance] = survivor.metadata["merged_from"]
     assert provenance["chunk_id"] == m["dup_a"].pk and provenance["session"] == "s2"
-    assert provenance["text"] == "dup a" and provenance["importance"] == 0.4
+    assert provenance["text"] == "the flight leaves at nine" and provenance["importance"] == 0.4
 
     report = ConsolidationReport.objects.get(pk=result["report_id"])
     assert report.tenant_id == tenant.pk and report.finished_at is not None

@@ -41,13 +41,15 @@ def create_session(
     workspace: str | None = None,
     title: str | None = None,
     metadata: Mapping[str, Any] | None = None,
+    summary_budget: int | None = None,
     get_or_create: bool = False,
 ) -> Call[Session]:
     """Create a session (POST /sessions/); an existing `id` is a ConflictError (`session_exists`)
     unless `get_or_create`, which returns the existing session unchanged."""
     return Call("POST", "sessions/", as_is, json=body(
         id=id, user_id=user_id, persistence_key=persistence_key, agent=agent, channel=channel,
-        workspace=workspace, title=title, metadata=metadata, get_or_create=get_or_create or None,
+        workspace=workspace, title=title, metadata=metadata, summary_budget=summary_budget,
+        get_or_create=get_or_create or None,
     ), idempotent=get_or_create)
 
 
@@ -60,13 +62,18 @@ def list_sessions(
     persistence_key: str | None = None,
     user_id: str | None = None,
     q: str | None = None,
+    include_archived: bool | None = None,
+    ref_code: str | None = None,
     limit: int | None = None,
     offset: int | None = None,
 ) -> Call[Page[Session]]:
-    """Sessions, newest activity first (GET /sessions/); `limit` is the page size."""
+    """Sessions, newest activity first (GET /sessions/); `limit` is the page size. Archived ones
+    only with `status="archived"` or `include_archived`; `ref_code` looks one up by its code."""
     return Call("GET", "sessions/", page_of, params=query(
         agent=agent, channel=channel, workspace=workspace, status=status,
-        persistence_key=persistence_key, user_id=user_id, q=q, limit=limit, offset=offset,
+        persistence_key=persistence_key, user_id=user_id, q=q,
+        include_archived=None if include_archived is None else str(include_archived).lower(),
+        ref_code=ref_code, limit=limit, offset=offset,
     ), idempotent=True)
 
 
@@ -83,11 +90,13 @@ def update_session(
     agent: str | None = None,
     user_id: str | None = None,
     persistence_key: str | None = None,
+    summary_budget: int | None = None,
 ) -> Call[Session]:
-    """Change the given fields (PATCH /sessions/{id}/)."""
+    """Change the given fields (PATCH /sessions/{id}/). Moving to the current status is a
+    ConflictError (`invalid_status_transition`)."""
     return Call("PATCH", path("sessions", session_id), as_is, json=body(
         title=title, metadata=metadata, status=status, agent=agent, user_id=user_id,
-        persistence_key=persistence_key,
+        persistence_key=persistence_key, summary_budget=summary_budget,
     ), idempotent=True)
 
 
@@ -112,6 +121,8 @@ def append_event(
     tool_name: str | None = None,
     tool_args: Json = None,
     tool_result: Json = None,
+    tool_calls: Sequence[Mapping[str, Any]] | None = None,
+    tool_call_id: str | None = None,
     metadata: Mapping[str, Any] | None = None,
     importance: float | None = None,
     created_at: datetime | str | None = None,
@@ -119,10 +130,13 @@ def append_event(
 ) -> Call[AppendedEvent]:
     """Append one event (POST /sessions/{id}/events/); an unknown session is created.
 
-    An idempotency key is generated unless given, so a retried append is stored once."""
+    `tool_calls` carries several calls [{id, name, arguments}] (a chat API's message as it is);
+    `tool_call_id` names the call a tool result answers. An idempotency key is generated unless
+    given, so a retried append is stored once."""
     event = body(
         role=role, content=content, sequence=sequence, tool_name=tool_name, tool_args=tool_args,
-        tool_result=tool_result, metadata=metadata, importance=importance, created_at=created_at,
+        tool_result=tool_result, tool_calls=[dict(c) for c in tool_calls] if tool_calls is not None else None,
+        tool_call_id=tool_call_id, metadata=metadata, importance=importance, created_at=created_at,
         idempotency_key=idempotency_key or new_idempotency_key(),
     )
     return Call("POST", path("sessions", session_id, "events"), as_is, json=event, idempotent=True)
@@ -162,10 +176,12 @@ def event_pages(
     return list_events(session_id, after=after, before=before, limit=limit)
 
 
-def restore(session_id: str, *, budget: int | None = None) -> Call[Restored]:
-    """The rolling summary and the newest messages that fit in `budget` tokens, oldest first."""
-    return Call("GET", path("sessions", session_id, "restore"), as_is, params=query(budget=budget),
-                idempotent=True)
+def restore(session_id: str, *, budget: int | None = None, persistence: bool = False) -> Call[Restored]:
+    """The stored messages that fit in `budget` tokens, oldest first (the whole history when it
+    fits, else the rolling summary first); `persistence` restores every session sharing this
+    one's persistence key as one history."""
+    return Call("GET", path("sessions", session_id, "restore"), as_is,
+                params=query(budget=budget, persistence="true" if persistence else None), idempotent=True)
 
 
 # --- scratchpad ----------------------------------------------------------------------------------
@@ -176,9 +192,10 @@ def get_scratchpad(session_id: str) -> Call[Scratchpad]:
 
 
 def put_scratchpad(
-    session_id: str, items: Sequence[Mapping[str, str] | str] | Mapping[str, str]
+    session_id: str, items: Sequence[Mapping[str, Any] | str] | Mapping[str, Any]
 ) -> Call[Scratchpad]:
-    """Replace the whole scratchpad: [{"key", "value"}, …], plain strings, or one {key: value}."""
+    """Replace the whole scratchpad: [{"key", "value"}, …], plain strings, or one {key: value};
+    values are any JSON."""
     payload: Any = dict(items) if isinstance(items, Mapping) else [
         item if isinstance(item, str) else dict(item) for item in items
     ]

@@ -49,10 +49,12 @@ class Session(TypedDict):
     metadata: dict[str, Any]
     status: str
     ref_code: str
+    summary_budget: int | None
     event_count: int
     last_sequence: int
     created_at: str
     updated_at: str
+    ended_at: str | None
 
 
 class SessionForgotten(TypedDict):
@@ -60,8 +62,17 @@ class SessionForgotten(TypedDict):
     deleted: dict[str, int]
 
 
+class ToolCall(TypedDict):
+    """One of several tool calls in a message, as chat APIs send them."""
+
+    id: str
+    name: str
+    arguments: Json
+
+
 class EventIn(TypedDict, total=False):
-    """One event to append; only `role` and one of content/tool_name/tool_result are needed."""
+    """One event to append; only `role` and one of content/tool_name/tool_calls/tool_result/
+    tool_call_id are needed."""
 
     role: Role
     content: str
@@ -69,6 +80,8 @@ class EventIn(TypedDict, total=False):
     tool_name: str
     tool_args: Json
     tool_result: Json
+    tool_calls: list[ToolCall]
+    tool_call_id: str
     metadata: dict[str, Any]
     importance: float
     created_at: str
@@ -83,6 +96,8 @@ class Event(TypedDict):
     tool_name: str | None
     tool_args: Json
     tool_result: Json
+    tool_calls: list[ToolCall] | None
+    tool_call_id: str | None
     metadata: dict[str, Any]
     importance: float
     idempotency_key: str | None
@@ -103,17 +118,22 @@ class AppendResult(TypedDict):
 
 
 class Restored(TypedDict):
+    """The stored messages verbatim, oldest first; a leading system message with `summaries` only
+    when the whole history did not fit in the budget."""
+
     session: str
     budget: int
     tokens: int
     truncated: bool
+    omitted: int
     summary_epoch: int | None
+    sessions: list[str]
     messages: list[dict[str, Any]]
 
 
 class ScratchpadItem(TypedDict):
     key: str
-    value: str
+    value: Json  # any JSON value: a string of at most 240 characters, else at most 240 as compact JSON
 
 
 class Scratchpad(TypedDict):

@@ -6,6 +6,9 @@ preference for memories written within them (never a filter: the date may be abo
 else, and an explicit since/until is the filter). Only absolute references are read — a day, a
 month with or without a year, a year — never relative ones ("last week"), whose anchor is
 ambiguous. Dates are read in UTC.
+
+with_time_hints is the ranking stage that applies them, hint_where the SQL that fetches the
+best matches written within them.
 """
 
 from __future__ import annotations
@@ -13,6 +16,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from retrieval.search.request import Candidate
 
 MONTHS = {
     name: index
@@ -114,3 +120,31 @@ def time_hints(query: str, *, limit: int = 4) -> list[TimeHint]:
                 taken.append(span)
                 hints.append(hint)
     return hints[:limit]
+
+
+def with_time_hints(scores: dict[int, float], chunks: dict[int, Candidate], hints: list[TimeHint],
+                    weight: float) -> dict[int, float]:
+    """Add `weight` × the best score to results written within a date the query names.
+
+    Scale-free (weighted and rrf scores differ in scale) and additive: a result outside the
+    named time still ranks by its match, only ties and near-ties go to the named time.
+    """
+    if weight <= 0.0 or not hints or not scores or max(scores.values()) <= 0.0:
+        return scores
+    bonus = weight * max(scores.values())
+    out = dict(scores)
+    for pk in scores:
+        moment = datetime.fromtimestamp(chunks[pk].created_ts, UTC)
+        if any(hint.matches(moment) for hint in hints):
+            out[pk] += bonus
+    return out
+
+
+def hint_where(hints: list[TimeHint]) -> tuple[str, list[Any]]:
+    """The condition on a chunk (alias c) written within any of `hints`."""
+    parts, params = [], []
+    for hint in hints:
+        sql, hint_params = hint.sql("c.created_at")
+        parts.append(sql)
+        params.extend(hint_params)
+    return "(" + " OR ".join(parts) + ")", params

@@ -1,0 +1,74 @@
+"""Channels (S1, seed 001): GET/POST /channels/, GET/PATCH /channels/{id}/."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from accounts.models import Channel
+from memoryhub import channels
+from memoryhub.api.common import StrictSerializer, api_key, paginate, parse_input, query_params
+from memoryhub.api.fields import PAGE_PARAMS, StrictCharField
+
+DESCRIPTION_CHARS = 2000
+
+
+class ChannelInput(StrictSerializer):
+    name = StrictCharField(max_length=100, help_text="Unique within the workspace.")
+    description = StrictCharField(max_length=DESCRIPTION_CHARS, required=False, allow_blank=True, default="",
+                                  help_text="What the channel is about.")
+    workspace = StrictCharField(max_length=100, required=False, allow_null=True, default=None,
+                                help_text="Default: the key's workspace, else 'default'.")
+    is_default = serializers.BooleanField(required=False, default=False,
+                                          help_text="Make it the workspace's default channel.")
+
+
+class ChannelPatchInput(StrictSerializer):
+    name = StrictCharField(max_length=100, required=False, help_text="Sessions keep their channel under its new name.")
+    description = StrictCharField(max_length=DESCRIPTION_CHARS, required=False, allow_blank=True)
+    is_default = serializers.BooleanField(
+        required=False, help_text="true makes it the workspace's default (the previous one stops being it); "
+                                  "false on the default channel is refused.")
+
+
+class ChannelOutput(serializers.ModelSerializer):
+    workspace = serializers.CharField(source="workspace.name", help_text="The workspace the channel is in.")
+
+    class Meta:
+        model = Channel
+        fields = ["id", "name", "description", "workspace", "is_default", "created_at"]
+
+
+class ChannelListParams(serializers.Serializer):
+    workspace = serializers.CharField(required=False, help_text="Only this workspace's channels.")
+    name = serializers.CharField(required=False, help_text="Only channels of this name.")
+    is_default = serializers.BooleanField(required=False, allow_null=True, default=None,
+                                          help_text="Only default (true) or other (false) channels.")
+
+
+class ChannelListView(APIView):
+    @extend_schema(parameters=[ChannelListParams, *PAGE_PARAMS], responses=ChannelOutput(many=True))
+    def get(self, request: Request) -> Response:
+        filters = query_params(request, ChannelListParams)
+        rows, meta = paginate(request, channels.channels_filter(api_key(request), filters))
+        return Response({**meta, "results": ChannelOutput(rows, many=True).data})
+
+    @extend_schema(request=ChannelInput, responses={201: ChannelOutput})
+    def post(self, request: Request) -> Response:
+        data = parse_input(ChannelInput, request.data)
+        channel = channels.create_channel(api_key(request), **data)
+        return Response(ChannelOutput(channel).data, status=status.HTTP_201_CREATED)
+
+
+class ChannelDetailView(APIView):
+    @extend_schema(responses=ChannelOutput)
+    def get(self, request: Request, channel_id: int) -> Response:
+        return Response(ChannelOutput(channels.get_channel(api_key(request), channel_id)).data)
+
+    @extend_schema(request=ChannelPatchInput, responses=ChannelOutput)
+    def patch(self, request: Request, channel_id: int) -> Response:
+        changes = parse_input(ChannelPatchInput, request.data, partial=True)
+        return Response(ChannelOutput(channels.update_channel(api_key(request), channel_id, changes)).data)

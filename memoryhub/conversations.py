@@ -1,0 +1,75 @@
+"""A conversation's lifecycle (S2, seed 001): active → idle → archived, and what ending it does.
+
+A status move is validated (repeating the current status is refused, archived is final); leaving
+"active" records `ended_at` (kept from idle to archived, cleared when the session is active again).
+Archiving clears the conversation-tier memories of the conversation: its notes, and its facts
+that consolidation has not promoted to long-term (pinned ones stay too), unless
+MEMORYHUB_KEEP_CONVERSATION_MEMORIES is set. Its scratchpad and its event log are kept.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from memoryhub.errors import Conflict
+from memoryhub.models import STATUS_TRANSITIONS, Fact, Note, Session, SessionStatus
+from memoryhub.signals import memory_deleted
+
+logger = logging.getLogger(__name__)
+
+
+def check_move(session: Session, status: str) -> None:
+    if status == session.status:
+        raise Conflict(
+            "invalid_status_transition", f"Session {session.external_id!r} is already {status}.",
+            {"from": session.status, "to": status},
+        )
+    if status not in STATUS_TRANSITIONS[session.status]:
+        raise Conflict(
+            "invalid_status_transition", f"A session cannot move from {session.status!r} to {status!r}.",
+            {"from": session.status, "to": status},
+        )
+
+
+def move(session: Session, status: str, *, now: datetime | None = None) -> list[str]:
+    """Set the status and what goes with it (ended_at); the fields to save. No checks, no side effects."""
+    session.status = status
+    if status == SessionStatus.ACTIVE:
+        session.ended_at = None
+    elif session.ended_at is None:
+        session.ended_at = now or timezone.now()
+    return ["status", "ended_at"]
+
+
+@transaction.atomic
+def after_move(session: Session, previous: str) -> dict[str, int]:
+    """Side effects of a committed status move (inside its transaction): archiving clears the
+    conversation's memories. Returns what was cleared."""
+    if session.status != SessionStatus.ARCHIVED or previous == SessionStatus.ARCHIVED:
+        return {}
+    if settings.MEMORYHUB_KEEP_CONVERSATION_MEMORIES:
+        return {}
+    cleared = clear_conversation_memories(session)
+    if any(cleared.values()):
+        logger.info("archived session %s: cleared %s", session.pk, cleared)
+    return cleared
+
+
+def clear_conversation_memories(session: Session) -> dict[str, int]:
+    """Delete the conversation-tier notes and facts of `session`, keeping pinned ones and facts
+    promoted to long-term; their search chunks go with them."""
+    notes = list(Note.objects.filter(session=session, tier="conversation", pinned=False))
+    facts = list(Fact.objects.filter(session=session, tier="conversation", pinned=False)
+                 .exclude(lifetime="long_term"))
+    for note in notes:
+        memory_deleted.send(sender=Note, kind="note", tenant_id=note.tenant_id, source_id=note.note_id)
+    for fact in facts:
+        memory_deleted.send(sender=Fact, kind="fact", tenant_id=fact.tenant_id, source_id=str(fact.pk))
+    Note.objects.filter(pk__in=[n.pk for n in notes]).delete()
+    Fact.objects.filter(pk__in=[f.pk for f in facts]).delete()
+    return {"notes": len(notes), "facts": len(facts)}

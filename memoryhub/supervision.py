@@ -1,0 +1,115 @@
+"""What `manage.py run` does while it serves: watch its children and the embedded PostgreSQL, and
+stop all of them, database included, within the 10 s a supervisor allows after SIGTERM.
+
+- A guard process (memoryhub.pg_guard) learns every child's process group; should `run` be
+  SIGKILLed before it has stopped them, the guard kills the groups and stops the database.
+- The embedded PostgreSQL is checked every second. When it has died (killed, out of memory) it
+  is started again (crash recovery from the WAL; requests meanwhile get 503 database_unavailable),
+  at most MEMORYHUB_PG_RESTARTS times in RESTART_WINDOW_SECONDS; after that `run` stops, with a
+  message and no traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from memoryhub import embedded_pg
+
+# SIGTERM to SIGKILL is 10 s under systemd and container runtimes: children get this much, the
+# database the fast-shutdown grace after it (embedded_pg.STOP_GRACE_SECONDS), and a margin is left.
+CHILD_GRACE_SECONDS = 5.5
+CHECK_EVERY_SECONDS = 1.0
+RESTART_WINDOW_SECONDS = 600.0
+
+Child = subprocess.Popen  # type: ignore[type-arg]
+
+
+class Supervisor:
+    def __init__(self, data_dir: Path | None, say: Callable[[str], None], warn: Callable[[str], None], *,
+                 max_restarts: int = 3) -> None:
+        self.data_dir = data_dir  # None: the database is not ours to watch (DATABASE_URL)
+        self.max_restarts = max_restarts
+        self.say, self.warn = say, warn
+        self.children: list[tuple[str, Child]] = []
+        self.guard: Child | None = None
+        self.restarts: list[float] = []
+        self.next_check = 0.0
+
+    def start_guard(self) -> None:
+        self.guard = subprocess.Popen(
+            [sys.executable, "-m", "memoryhub.pg_guard", str(self.data_dir or "")],
+            stdin=subprocess.PIPE, text=True, start_new_session=True,
+        )
+
+    def adopt(self, name: str, child: Child) -> None:
+        """Watch a child started in a session of its own (its process group id is its pid)."""
+        self.children.append((name, child))
+        self._tell(f"group {child.pid}")
+
+    def problem(self) -> str | None:
+        """Why `run` must stop now (a child exited, the database is gone for good), or None."""
+        for name, child in self.children:
+            if child.poll() is not None:
+                return f"A child process exited ({name}, code {child.returncode}); stopping."
+        if self.data_dir is None or time.monotonic() < self.next_check:
+            return None
+        self.next_check = time.monotonic() + CHECK_EVERY_SECONDS
+        if embedded_pg.postmaster(self.data_dir) is not None:
+            return None
+        return self._restart_database()
+
+    def _restart_database(self) -> str | None:
+        assert self.data_dir is not None
+        now = time.monotonic()
+        self.restarts = [t for t in self.restarts if now - t < RESTART_WINDOW_SECONDS]
+        if len(self.restarts) >= self.max_restarts:
+            return (f"The embedded PostgreSQL stopped ({len(self.restarts)} restarts in the last "
+                    f"{RESTART_WINDOW_SECONDS / 60:.0f} minutes); stopping.")
+        self.warn("The embedded PostgreSQL stopped unexpectedly; starting it again "
+                  "(requests meanwhile get 503 database_unavailable).")
+        self.restarts.append(now)
+        if not embedded_pg.restart_embedded_postgres(self.data_dir):
+            return "The embedded PostgreSQL stopped and could not be started again (see its log); stopping."
+        self.say("The embedded PostgreSQL is running again.")
+        return None
+
+    def shutdown(self) -> None:
+        """Stop the children (SIGTERM, SIGKILL to their groups after the grace), then the database,
+        then release the guard."""
+        for _, child in self.children:
+            if child.poll() is None:
+                child.send_signal(signal.SIGTERM)  # the main process only: see NOTES on qcluster
+        deadline = time.monotonic() + CHILD_GRACE_SECONDS
+        for name, child in self.children:
+            try:
+                child.wait(timeout=max(0.05, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                self.warn(f"{name} did not stop in {CHILD_GRACE_SECONDS:g} s; killing it.")
+            _kill_group(child.pid)  # its workers too, should any have outlived it
+        if self.data_dir is not None and embedded_pg.stop_embedded_postgres(self.data_dir):
+            self.say("Embedded PostgreSQL stopped.")
+        self._tell("done")
+        if self.guard is not None:
+            self.guard.stdin.close()  # type: ignore[union-attr]
+            self.guard.wait(timeout=5)
+
+    def _tell(self, line: str) -> None:
+        if self.guard is not None and self.guard.poll() is None:
+            try:
+                self.guard.stdin.write(line + "\n")  # type: ignore[union-attr]
+                self.guard.stdin.flush()  # type: ignore[union-attr]
+            except (BrokenPipeError, ValueError):
+                pass
+
+
+def _kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except OSError:  # no process is left in it
+        pass

@@ -1,0 +1,100 @@
+"""What the admin pages of retrieval (the console, memories, reviews) and of scheduling share:
+links to where a memory comes from, by name; an action's confirmation page; consolidation counts
+in words."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlencode
+
+from django.contrib import admin
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
+from django.urls import reverse
+
+from memoryhub.models import Note
+from retrieval.models import Chunk
+
+
+def transcript_url(session_pk: int, sequence: int | None = None) -> str:
+    url = reverse("admin:memoryhub_session_transcript", args=[session_pk])
+    return f"{url}?{urlencode({'around': sequence})}#m{sequence}" if sequence is not None else url
+
+
+def source_link(chunk: Chunk, note_pks: dict[str, int] | None = None) -> tuple[str, str] | None:
+    """The admin page of what a chunk is derived from, and a label for the link: the note, fact
+    or summary (edited there; its chunks are re-derived), the message in its transcript, the
+    document. `note_pks` maps note ids to row ids when the caller looked them up in one query."""
+    meta = chunk.metadata or {}
+    if chunk.kind == "note":
+        pk = (note_pks or {}).get(chunk.source_id)
+        if pk is None:
+            pk = Note.objects.filter(tenant_id=chunk.tenant_id, note_id=chunk.source_id).values_list(
+                "pk", flat=True).first()
+        return (reverse("admin:memoryhub_note_change", args=[pk]), "the note") if pk else None
+    if chunk.kind in ("fact", "summary") and chunk.source_id.isdigit():
+        model = "fact" if chunk.kind == "fact" else "summarynode"
+        return reverse(f"admin:memoryhub_{model}_change", args=[chunk.source_id]), f"the {chunk.kind}"
+    if chunk.kind == "event" and chunk.session_id:
+        return transcript_url(chunk.session_id, chunk.sequence_start), "the message in its transcript"
+    if chunk.kind == "document" and meta.get("document_id"):
+        return reverse("admin:retrieval_document_change", args=[meta["document_id"]]), "the document"
+    if chunk.kind == "document" and chunk.source_id.startswith("doc-") and chunk.source_id[4:].isdigit():
+        return reverse("admin:retrieval_document_change", args=[chunk.source_id[4:]]), "the document"
+    return None
+
+
+def note_pks(chunks: list[Chunk]) -> dict[str, int]:
+    """Row ids of the notes behind these chunks, in one query."""
+    ids = {c.source_id for c in chunks if c.kind == "note"}
+    if not ids:
+        return {}
+    tenant_ids = {c.tenant_id for c in chunks}
+    return dict(Note.objects.filter(tenant_id__in=tenant_ids, note_id__in=ids).values_list("note_id", "pk"))
+
+
+def editable(chunk: Chunk) -> bool:
+    """Notes, facts and summaries are edited at their source; messages are never edited."""
+    return chunk.kind in ("note", "fact", "summary")
+
+
+# --- confirmation pages ----------------------------------------------------------------------
+
+
+def confirmed(request: HttpRequest) -> bool:
+    return request.POST.get("confirm") == "yes"
+
+
+def confirm_page(request: HttpRequest, model_admin: admin.ModelAdmin, queryset: QuerySet[Any], *, action: str,
+                 intro: str, headers: list[str], rows: list[list[Any]], button: str,
+                 danger: bool = True) -> HttpResponse:
+    opts = model_admin.model._meta
+    context = {
+        **model_admin.admin_site.each_context(request), "title": "Are you sure?", "opts": opts,
+        "intro": intro, "headers": headers, "rows": rows, "button": button, "danger": danger, "action": action,
+        "selected": list(queryset.values_list("pk", flat=True)),
+        "back": reverse(f"admin:{opts.app_label}_{opts.model_name}_changelist"),
+    }
+    return TemplateResponse(request, "admin/lifecycle/confirm_action.html", context)
+
+
+# --- consolidation counts in words --------------------------------------------------------------
+
+COUNT_LABELS = {
+    "scored": "short-term memories scored", "promoted": "promoted to long-term",
+    "pruned": "pruned (relevance below the floor)", "merged": "merged into a near-duplicate",
+    "merge_groups": "groups of duplicates", "capped": "deleted by the per-scope cap",
+    "compressed": "conversations compressed into summaries", "held_for_review": "deletions held for review",
+    "relevance_below_prune": "relevance below the prune floor", "relevance_between": "relevance in between",
+    "relevance_above_promote": "relevance above the promotion mark",
+    "prune_skipped_immutable": "kept: the tenant's transcript is immutable",
+    "compress_candidates": "idle conversations", "tenants": "tenants",
+}
+
+
+def count_rows(counts: dict[str, Any]) -> list[tuple[str, str, Any]]:
+    """(key, label, value) per count, the labelled ones first; per-tenant breakdowns left out."""
+    plain = {k: v for k, v in counts.items() if not isinstance(v, dict)}
+    known = [(k, COUNT_LABELS[k], plain[k]) for k in COUNT_LABELS if k in plain]
+    return known + [(k, k.replace("_", " "), v) for k, v in sorted(plain.items()) if k not in COUNT_LABELS]

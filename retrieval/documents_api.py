@@ -1,0 +1,82 @@
+"""Documents (S11): POST and GET /documents/, GET and DELETE /documents/{id}/."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from accounts.models import Channel
+from memoryhub.api.common import api_key, paginate, parse_input, query_params
+from memoryhub.api.fields import PAGE_PARAMS
+from memoryhub.sessions import get_session, resolve_user, resolve_workspace
+from retrieval import documents
+from retrieval.indexing import ingest_document
+from retrieval.serializers import DocumentInput
+
+
+class DocumentOutput(serializers.Serializer):
+    """Documents document_dict() for the schema."""
+
+    id = serializers.IntegerField()
+    source_uri = serializers.CharField()
+    content_hash = serializers.CharField(help_text="SHA-256 of the text: an unchanged re-ingest is skipped.")
+    workspace = serializers.CharField(allow_null=True, help_text="The workspace the document belongs to.")
+    session = serializers.CharField(allow_null=True, help_text="The session it belongs to, if it was given one.")
+    user_id = serializers.CharField(help_text="Its owner; empty: shared.")
+    chunks = serializers.IntegerField(help_text="How many search chunks it was split into.")
+    metadata = serializers.DictField()
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+    indexed = serializers.BooleanField(required=False, help_text="POST only: false when the content was unchanged.")
+
+
+class DocumentListParams(serializers.Serializer):
+    workspace = serializers.CharField(required=False, help_text="Only this workspace's documents.")
+    session = serializers.CharField(required=False, help_text="Only this session's documents.")
+    user_id = serializers.CharField(required=False, help_text="Only this user's documents.")
+    source_uri = serializers.CharField(required=False, help_text="Only documents with this URI.")
+
+
+class DocumentListView(APIView):
+    @extend_schema(parameters=[DocumentListParams, *PAGE_PARAMS], responses=DocumentOutput(many=True))
+    def get(self, request: Request) -> Response:
+        filters = query_params(request, DocumentListParams)
+        rows, meta = paginate(request, documents.documents_filter(api_key(request), filters))
+        return Response({**meta, "results": [documents.document_dict(d) for d in rows]})
+
+    @extend_schema(request=DocumentInput, responses={201: DocumentOutput, 200: DocumentOutput},
+                   description="Index a document. It is identified by its workspace, session (when given), "
+                               "owner and source_uri: the same URI elsewhere is another document. "
+                               "Unchanged content is not indexed again (200, indexed false).")
+    def post(self, request: Request) -> Response:
+        data = parse_input(DocumentInput, request.data)
+        key = api_key(request)
+        session = get_session(key, data["session"]) if data["session"] else None
+        workspace = session.workspace if session else resolve_workspace(key, data["workspace"])
+        channel = session.channel if session else (
+            Channel.get_named(workspace, data["channel"]) if data["channel"] and workspace else None)
+        result = ingest_document(
+            tenant_id=key.tenant_id, source_uri=data["source_uri"], text=data["text"],
+            workspace_id=workspace.pk if workspace else None, channel_id=channel.pk if channel else None,
+            session=session, metadata=data["metadata"], tags=data["tags"],
+            user_id=resolve_user(key, data["user_id"] or (session.user_id if session else "")) or "",
+        )
+        return Response(documents.document_dict(result.document, indexed=result.indexed),
+                        status=status.HTTP_201_CREATED if result.indexed else status.HTTP_200_OK)
+
+
+class DocumentDetailView(APIView):
+    @extend_schema(responses=DocumentOutput)
+    def get(self, request: Request, document_id: int) -> Response:
+        return Response(documents.document_dict(documents.get_document(api_key(request), document_id)))
+
+    @extend_schema(responses=inline_serializer("DocumentDeleted", {
+        "id": serializers.IntegerField(), "deleted": serializers.BooleanField(),
+        "chunks_deleted": serializers.IntegerField()}),
+        description="Delete the document and its search chunks.")
+    def delete(self, request: Request, document_id: int) -> Response:
+        chunks = documents.delete_document(api_key(request), document_id)
+        return Response({"id": document_id, "deleted": True, "chunks_deleted": chunks})

@@ -1,0 +1,40 @@
+"""POST /api/v1/consolidation/: consolidate the key's tenant, by default as a dry run that says
+what would be deleted, merged and promoted, in words (admin scope)."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from memoryhub.api.common import StrictSerializer, api_key, parse_input
+from memoryhub.errors import Forbidden
+from retrieval.lifecycle.consolidation import run_consolidation
+
+
+class ConsolidationInput(StrictSerializer):
+    dry_run = serializers.BooleanField(
+        required=False, default=True,
+        help_text="true (default): change nothing and report what a run would do; false: run it "
+                  "(deletions are held for review on a tenant's first destructive run).")
+
+
+class ConsolidationView(APIView):
+    required_scope = "admin"
+
+    @extend_schema(request=ConsolidationInput, responses=inline_serializer("Consolidation", {
+        "dry_run": serializers.BooleanField(), "report_id": serializers.IntegerField(allow_null=True),
+        "counts": serializers.DictField(child=serializers.IntegerField()),
+        "deletions": serializers.ListField(child=serializers.DictField(),
+                                           help_text="Each deletion (or held deletion) with its text."),
+    }), description="Consolidate the key's tenant: promote, prune, merge, cap, compress (S8).")
+    def post(self, request: Request) -> Response:
+        data = parse_input(ConsolidationInput, request.data)
+        key = api_key(request)
+        if key.workspace_id is not None or key.user_id:
+            raise Forbidden("tenant_wide_key_required", "Consolidation needs a key of the whole tenant.")
+        result = run_consolidation(tenant_id=key.tenant_id, dry_run=data["dry_run"])
+        return Response({"dry_run": result["dry_run"], "report_id": result["report_id"],
+                         "counts": result["counts"], "deletions": result["deletions"]})

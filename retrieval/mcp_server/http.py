@@ -1,0 +1,96 @@
+"""The MCP endpoint at /mcp/ (streamable HTTP): an ASGI app mounted beside Django by memoryhub.asgi
+(settings.MEMORYHUB_ASGI_MOUNTS).
+
+Every request must carry `Authorization: Bearer <API key>`, checked as the REST API checks it
+(accounts.authentication.authenticate_key); the tools then act as that key, bound to its tenant,
+workspace and user exactly as REST is. The server is stateless (no MCP session is kept between
+requests) and answers in JSON: any web worker can serve any request, and nothing is held open.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+from django.conf import settings
+from django.db import close_old_connections
+from django.http.request import split_domain_port, validate_host
+from mcp.server.transport_security import TransportSecuritySettings
+from rest_framework.exceptions import AuthenticationFailed
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from accounts.authentication import authenticate_key, bearer_token
+from accounts.models import ApiKey
+from memoryhub.api.errors import error_body
+from memoryhub.middleware import max_request_bytes
+from retrieval.mcp_server.server import build_server
+
+PATH = "/mcp/"
+
+
+def _key_of(ctx: Any) -> ApiKey:
+    return ctx.request.scope["state"]["api_key"]
+
+
+def _authenticate(header: str) -> ApiKey:
+    close_old_connections()
+    try:
+        return authenticate_key(bearer_token(header))
+    finally:
+        close_old_connections()
+
+
+class ApiKeyRequired:
+    """Lets a request through with its API key in scope["state"]["api_key"], or answers 401 (or 400
+    for a Host that ALLOWED_HOSTS refuses, as Django would) in the REST API's error envelope."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope["headers"]}
+        refusal = self._refusal(headers)
+        if refusal is None:
+            try:
+                key = await anyio.to_thread.run_sync(_authenticate, headers["authorization"])
+            except AuthenticationFailed as exc:
+                refusal = self._unauthorized("invalid_api_key", str(exc.detail))
+            else:
+                scope.setdefault("state", {})["api_key"] = key
+        if refusal is not None:
+            await refusal(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+    def _refusal(self, headers: dict[str, str]) -> JSONResponse | None:
+        domain, _port = split_domain_port(headers.get("host", ""))
+        if not domain or not validate_host(domain, settings.ALLOWED_HOSTS):
+            return JSONResponse(error_body("bad_request", "Bad request."), status_code=400)
+        if not headers.get("authorization"):
+            return self._unauthorized("not_authenticated", "An API key is required: 'Authorization: Bearer <key>'.")
+        return None
+
+    @staticmethod
+    def _unauthorized(code: str, message: str) -> JSONResponse:
+        return JSONResponse(error_body(code, message), status_code=401, headers={"WWW-Authenticate": "Bearer"})
+
+
+def build_app() -> Any:
+    """The Starlette app serving MCP at PATH; its lifespan runs the SDK's session manager."""
+    server = build_server(_key_of)
+    starlette_app = server.streamable_http_app(
+        streamable_http_path=PATH, stateless_http=True, json_response=True,
+        max_request_body_size=max_request_bytes(),
+        # The Host check is Django's own (ALLOWED_HOSTS, above); the SDK's DNS-rebinding guard is
+        # for servers without credentials, and every request here carries an API key.
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+    )
+    starlette_app.add_middleware(ApiKeyRequired)
+    return starlette_app
+
+
+application = build_app()

@@ -1,0 +1,143 @@
+"""MemoryHub's MCP server (the official `mcp` SDK's low-level Server): lists the tools of catalog.py
+and runs a call as the API key of the connection (stdio) or of the HTTP request (streamable HTTP).
+
+Errors come back as MCP tool errors (`isError`) whose text and structured content are the REST
+API's error envelope, {"error": {"code", "message", "details"}}, with the same code: the REST
+exception handler (memoryhub.api.errors) is what turns an exception into that envelope.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+import mcp_types as types
+from django.db import close_old_connections, transaction
+from mcp.server import Server, ServerRequestContext
+from rest_framework.utils.encoders import JSONEncoder
+
+from accounts.models import ApiKey
+from accounts.permissions import InsufficientScope
+from memoryhub.api.errors import api_exception_handler, error_body
+from memoryhub.middleware import usage
+from retrieval.mcp_server import catalog
+from retrieval.mcp_server.tools import ToolSpec
+
+logger = logging.getLogger("memoryhub.mcp")
+
+INSTRUCTIONS = (
+    "MemoryHub is long-term memory. Store each conversation turn with memory_remember (one session id "
+    "per conversation, with the end user's user_id), and before answering call memory_context with the "
+    "user's message as query to get what is worth remembering. memory_search finds specific memories; "
+    "memory_note and memory_fact keep things the agent decides to remember."
+)
+
+# The tools whose calls the dashboard counts, as the REST endpoints they mirror are counted.
+USAGE_NAMES = {"memory_search": "search", "memory_context": "context"}
+
+# The API key a request acts as; called in the worker thread that runs the call, so it may query the
+# database (the stdio command checks its key again on every call, as REST checks every request).
+KeyOf = Callable[[ServerRequestContext[Any, Any]], ApiKey]
+
+
+def build_server(key_of: KeyOf) -> Server[Any]:
+    """An MCP server whose calls act as `key_of(ctx)`: the stdio command's key, or the key the HTTP
+    endpoint authenticated for the request."""
+    specs = {spec.name: spec for spec in catalog.build()}
+    listed = types.ListToolsResult(tools=[_tool(spec) for spec in specs.values()])
+
+    async def list_tools(ctx: ServerRequestContext[Any, Any], params: Any) -> types.ListToolsResult:
+        return listed
+
+    async def call_tool(ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams) -> types.CallToolResult:
+        spec = specs.get(params.name)
+        if spec is None:
+            return _error(error_body("unknown_tool", f"No tool named {params.name!r}.",
+                                     {"tools": sorted(specs)}))
+        arguments = dict(params.arguments or {})
+        return await anyio.to_thread.run_sync(call, spec, lambda: key_of(ctx), arguments)
+
+    return Server("memoryhub", version=_version(), title="MemoryHub", instructions=INSTRUCTIONS,
+                  on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("memoryhub")
+    except importlib.metadata.PackageNotFoundError:
+        return "0"
+
+
+def _tool(spec: ToolSpec) -> types.Tool:
+    reads = spec.scope == "read"
+    return types.Tool(
+        name=spec.name, title=spec.title, description=spec.description, input_schema=spec.schema,
+        annotations=types.ToolAnnotations(title=spec.title, read_only_hint=reads, destructive_hint=not reads,
+                                          open_world_hint=False),
+    )
+
+
+def call(spec: ToolSpec, resolve_key: Callable[[], ApiKey], arguments: dict[str, Any]) -> types.CallToolResult:
+    """Run one tool call in this (worker) thread, in one transaction, as a request would be."""
+    close_old_connections()
+    started = time.perf_counter()
+    failed, code = True, ""
+    key: ApiKey | None = None
+    try:
+        key = resolve_key()
+        spec.check_known(arguments)
+        required = spec.scope_for(arguments)
+        if not key.has_scope(required):
+            raise InsufficientScope(f"This API key lacks the '{required}' scope.", code="insufficient_scope")
+        with transaction.atomic():
+            body = spec.run(key, arguments)
+        failed, code = False, ""
+        return _success(spec, body)
+    except Exception as exc:  # every failure becomes a tool error, never a dropped call
+        envelope = _envelope(spec, exc)
+        code = envelope["error"]["code"]
+        return _error(envelope)
+    finally:
+        duration_ms = round((time.perf_counter() - started) * 1000, 2)
+        if spec.name in USAGE_NAMES and key is not None:
+            usage.count(key.tenant_id, USAGE_NAMES[spec.name], failed=failed, duration_ms=duration_ms)
+        # One line per call, beside memoryhub.request's one per REST request.
+        logger.info("tool call", extra={"tool": spec.name, "error": code, "duration_ms": duration_ms,
+                                        "tenant": key.tenant_id if key is not None else None})
+        close_old_connections()
+
+
+def _envelope(spec: ToolSpec, exc: Exception) -> dict[str, Any]:
+    response = api_exception_handler(exc, {})
+    if response is None:
+        logger.exception("MCP tool %s failed", spec.name)
+        return error_body("server_error", "Internal server error.")
+    return dict(response.data)
+
+
+def _json(body: dict[str, Any]) -> dict[str, Any]:
+    """The body as REST's JSON renderer writes it (same encoder: same dates, decimals, …)."""
+    return json.loads(json.dumps(body, cls=JSONEncoder))
+
+
+def _success(spec: ToolSpec, body: dict[str, Any]) -> types.CallToolResult:
+    structured = _json(body)
+    if spec.name == "memory_context":
+        text = structured["markdown"] or "Nothing relevant is stored yet: no memory to add."
+    else:
+        text = json.dumps(structured, ensure_ascii=False)
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
+                                structured_content=structured)
+
+
+def _error(envelope: dict[str, Any]) -> types.CallToolResult:
+    structured = _json(envelope)
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=json.dumps(structured, ensure_ascii=False))],
+        structured_content=structured, is_error=True,
+    )

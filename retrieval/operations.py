@@ -1,0 +1,100 @@
+"""Search, context and browse for one API key: the one implementation behind the REST views
+(retrieval/views.py) and the MCP tools (retrieval/mcp_server/). Input is already validated by the
+REST serializers; the result is the REST response body."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from accounts.models import ApiKey, Channel
+from memoryhub import summaries
+from memoryhub.api.summaries import node_dict
+from memoryhub.errors import Invalid
+from memoryhub.models import SummaryNode
+from memoryhub.restore import event_message
+from memoryhub.sessions import get_session, resolve_user, resolve_workspace
+from retrieval import stats
+from retrieval.context import assemble_context
+from retrieval.scoping import build_search_request
+from retrieval.search import SearchError, run_search
+
+
+def search(key: ApiKey, data: dict[str, Any]) -> dict[str, Any]:
+    """POST /search/: `data` is SearchInput's validated data."""
+    data = dict(data)
+    expand = data.pop("expand", False)
+    req = build_search_request(key, data)
+    try:
+        hits = run_search(req)
+    except SearchError as exc:
+        raise Invalid(exc.code, exc.message) from None
+    results = [h.as_dict() for h in hits]
+    if expand:
+        expand_summaries(key, results)
+    return {
+        "mode": req.mode, "fusion": req.fusion, "scope": req.scope, "profile": req.profile,
+        "results": results,
+    }
+
+
+EXPAND_MESSAGES = 20
+
+
+def expand_summaries(key: ApiKey, results: list[dict[str, Any]]) -> None:
+    """Give each summary hit its child summaries and the messages it condenses (seed 002)."""
+    ids = [r["metadata"].get("summary_id") for r in results if r["kind"] == "summary"]
+    nodes = {n.pk: n for n in SummaryNode.objects.visible_to(key).filter(pk__in=[i for i in ids if i])}
+    for result in results:
+        node = nodes.get(result["metadata"].get("summary_id")) if result["kind"] == "summary" else None
+        if node is None:
+            continue
+        children = node.children.select_related("session").order_by("sequence_start")
+        result["expanded"] = {
+            "children": [node_dict(c) for c in children],
+            "messages": [event_message(e) for e in summaries.source_events(node, limit=EXPAND_MESSAGES)],
+        }
+
+
+def context(key: ApiKey, data: dict[str, Any]) -> dict[str, Any]:
+    """POST /context/: `data` is ContextInput's validated data."""
+    session = get_session(key, data["session"]) if data["session"] else None
+    req = build_search_request(key, {
+        "query": data["query"], "session": data["session"], "user_id": data["user_id"],
+        "scope": data["scope"] or ("workspace" if session else None),
+        "top_k": data["top_k"], "tags": data["tags"], "kinds": data["kinds"],
+    })
+    assembled = assemble_context(session=session, req=req, budget=data["budget"])
+    return {
+        "session": session.external_id if session else None, "user_id": req.user_id,
+        "budget": assembled.budget, "tokens": assembled.tokens,
+        "items": [i.as_dict() for i in assembled.items], "markdown": assembled.markdown,
+    }
+
+
+def browse(key: ApiKey, params: dict[str, Any]) -> Any:
+    """GET /browse/: the events `params` (BrowseParams' validated data) select, oldest first."""
+    qs = stats.events_for_browse(key)
+    if params.get("session"):
+        qs = qs.filter(session=get_session(key, params["session"]))
+    if params.get("workspace"):
+        workspace = resolve_workspace(key, params["workspace"], create=False)
+        qs = qs.filter(session__workspace=workspace) if workspace else qs.none()
+    if params.get("channel"):
+        qs = qs.filter(session__channel__in=Channel.objects.filter(tenant_id=key.tenant_id, name=params["channel"]))
+    if params.get("agent"):
+        qs = qs.filter(session__agent=params["agent"])
+    user = resolve_user(key, params.get("user_id"))
+    if user is not None:
+        qs = qs.owned_by(user)
+    if params.get("role"):
+        qs = qs.filter(role=params["role"])
+    if params.get("since"):
+        qs = qs.filter(created_at__gte=params["since"])
+    if params.get("until"):
+        qs = qs.filter(created_at__lt=params["until"])
+    return qs.order_by("created_at", "session_id", "sequence")
+
+
+def browsed(event: Any) -> dict[str, Any]:
+    """One browse result: the event with its session and channel."""
+    return {**event.as_dict(), "session": event.session.external_id, "channel": event.session.channel.name}

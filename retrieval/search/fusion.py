@@ -1,0 +1,101 @@
+"""Fusion: one score per candidate from its vector and text scores (and, for the "memory" profile,
+its decayed relevance), and the order those scores give.
+
+Pure functions of plain data: the scores come from the candidate query (sql.fetch_candidates).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from django.conf import settings
+
+from retrieval.search.request import Candidate, SearchRequest
+
+RRF_K = 60
+MEMORY_WEIGHTS = (0.3, 0.3, 0.4)  # text, semantic, decayed relevance (S4's 0.3 temporal + 0.1 importance)
+
+
+def minmax(values: dict[int, float]) -> dict[int, float]:
+    """Scale to [0, 1]; all equal (or one value) gives 1.0 each."""
+    if not values:
+        return {}
+    low, high = min(values.values()), max(values.values())
+    if high - low < 1e-12:
+        return {k: 1.0 for k in values}
+    return {k: (v - low) / (high - low) for k, v in values.items()}
+
+
+def _ranks(values: dict[int, float]) -> dict[int, int]:
+    return {k: i + 1 for i, k in enumerate(sorted(values, key=lambda k: -values[k]))}
+
+
+def fuse(req: SearchRequest, chunks: dict[int, Candidate], vec: dict[int, float], txt: dict[int, float]) -> dict[int, float]:
+    ids = list(chunks)
+    if req.profile == "memory":
+        # The "memory" profile (S4) adds time, importance and reinforcement through ONE term: the
+        # lifecycle's decayed relevance, importance · rate(tier)^hours since last use · (1 + ln(1 +
+        # accesses)), computed in the candidate query by retrieval.decay's SQL. It takes
+        # the place of S4's 0.3·temporal + 0.1·importance together: adding it beside them would
+        # discount age twice and count importance twice. The tier weighs in only through its decay
+        # rate; scope widening is a filter, never a weight, so a wider memory is not discounted
+        # once for its tier and again for its decay (seed 001's double-discount caution). The term
+        # is bounded (≤ 1) and added, never multiplied into similarity, so an old but exactly
+        # matching memory still surfaces.
+        nv, nt = minmax(vec), minmax(txt)
+        w_text, w_vector, w_relevance = MEMORY_WEIGHTS
+        return {
+            i: w_text * nt.get(i, 0.0) + w_vector * nv.get(i, 0.0) + w_relevance * min(chunks[i].relevance, 1.0)
+            for i in ids
+        }
+    if req.mode == "vector":
+        return {i: vec.get(i, 0.0) for i in ids}
+    if req.mode == "text":
+        return {i: txt.get(i, 0.0) for i in ids}
+    if req.fusion == "rrf":
+        rv, rt = _ranks(vec), _ranks(txt)
+        fused = {
+            i: (1.0 / (RRF_K + rv[i]) if i in rv else 0.0) + (1.0 / (RRF_K + rt[i]) if i in rt else 0.0)
+            for i in ids
+        }
+    else:
+        nv, nt = minmax(vec), minmax(txt)
+        fused = {i: req.vector_weight * nv.get(i, 0.0) + req.text_weight * nt.get(i, 0.0) for i in ids}
+    return with_session_prior(fused, chunks, settings.MEMORYHUB_SEARCH_SESSION_WEIGHT)
+
+
+def with_session_prior(scores: dict[int, float], chunks: dict[int, Candidate], weight: float) -> dict[int, float]:
+    """Blend each chunk's score with its conversation's (passage + document evidence, as in IR).
+
+    A message in a conversation where several messages match the query is more likely the one
+    meant than an isolated match elsewhere. The conversation's score is the sum of its best three.
+    """
+    if weight <= 0.0 or not scores:
+        return scores
+    per_session: dict[int, list[float]] = {}
+    for pk, score in scores.items():
+        session_id = chunks[pk].session_id
+        if session_id is not None:
+            per_session.setdefault(session_id, []).append(score)
+    prior = {sid: sum(sorted(values, reverse=True)[:3]) for sid, values in per_session.items()}
+    top_prior = max(prior.values(), default=0.0)
+    top_score = max(scores.values())
+    if top_prior <= 0.0:
+        return scores
+    return {
+        pk: (1 - weight) * score + weight * top_score * prior.get(chunks[pk].session_id or -1, 0.0) / top_prior
+        for pk, score in scores.items()
+    }
+
+
+def by_score(candidates: Iterable[Candidate], scores: dict[int, float]) -> list[Candidate]:
+    """Best score first; ties go to the newer chunk, then the later message, then the higher id."""
+    return sorted(candidates, key=lambda c: (-scores[c.pk], -c.created_ts, -(c.sequence_end or 0), -c.pk))
+
+
+def feedback_documents(req: SearchRequest, chunks: dict[int, Candidate], vec: dict[int, float],
+                       txt: dict[int, float], count: int) -> list[int]:
+    """The first pass's best `count` candidates, whose mean vector pseudo-relevance feedback moves
+    the query toward (sql.feedback_scores)."""
+    first = fuse(req, chunks, vec, txt)
+    return sorted(first, key=lambda pk: -first[pk])[:count]

@@ -1,0 +1,117 @@
+"""What a search is asked (SearchRequest, checked by validate), what ranking works on (Candidate)
+and what it returns (SearchHit, or a SearchError the API turns into a 400)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+
+from retrieval.embedders import DIMENSIONS, get_embedder
+from retrieval.models import Chunk
+
+MODES = ("hybrid", "vector", "text", "exact")
+FUSIONS = ("weighted", "rrf")
+PROFILES = ("default", "memory")
+SCOPES = ("conversation", "channel", "workspace", "account")
+
+
+class SearchError(ValueError):
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+@dataclass
+class SearchRequest:
+    tenant_id: int
+    query: str = ""
+    query_embedding: list[float] | None = None
+    scope: str = "account"
+    key_workspace_id: int | None = None
+    session_id: int | None = None  # Session pk
+    session_channel_id: int | None = None
+    session_workspace_id: int | None = None
+    channel_ids: list[int] | None = None
+    workspace_ids: list[int] | None = None
+    tags: list[str] = field(default_factory=list)
+    roles: list[str] = field(default_factory=list)
+    kinds: list[str] = field(default_factory=list)
+    agent: str | None = None
+    user_id: str | None = None  # None: no end user named (every user's memories); "": shared only
+    since: datetime | None = None
+    until: datetime | None = None
+    top_k: int = 10
+    mode: str = "hybrid"
+    fusion: str = "weighted"
+    vector_weight: float = 0.7
+    text_weight: float = 0.3
+    profile: str = "default"
+
+
+def validate(req: SearchRequest) -> None:
+    if req.mode not in MODES:
+        raise SearchError("invalid_mode", f"mode must be one of {', '.join(MODES)}")
+    if req.fusion not in FUSIONS:
+        raise SearchError("invalid_fusion", f"fusion must be one of {', '.join(FUSIONS)}")
+    if not 1 <= req.top_k <= settings.MEMORYHUB_SEARCH_MAX_TOP_K:
+        raise SearchError("invalid_top_k", f"top_k must be within 1..{settings.MEMORYHUB_SEARCH_MAX_TOP_K}")
+    if req.query_embedding is not None and len(req.query_embedding) != DIMENSIONS:
+        raise SearchError("invalid_query_embedding", f"query_embedding must have {DIMENSIONS} dimensions")
+    has_text = bool(req.query.strip())
+    if req.mode in ("text", "exact") and not has_text:
+        raise SearchError("query_required", f"mode {req.mode!r} needs query text")
+    if not has_text and req.query_embedding is None:
+        raise SearchError("query_required", "Give query text or a query_embedding.")
+
+
+@dataclass
+class Candidate:
+    """What ranking needs of a chunk; full rows are loaded only for the results kept."""
+
+    pk: int
+    session_id: int | None
+    text: str
+    contextual: bool
+    created_ts: float  # created_at as epoch seconds (tie-break by recency)
+    sequence_end: int | None
+    importance: float
+    relevance: float = 0.0  # decayed relevance (memory profile only)
+    kind: str = "event"
+    sequence_start: int | None = None
+
+
+@dataclass
+class SearchHit:
+    chunk: Chunk
+    score: float
+    vector_score: float | None
+    text_score: float | None
+
+    def as_dict(self) -> dict[str, Any]:
+        c = self.chunk
+        return {
+            "chunk_id": c.pk,
+            "text": c.text,
+            "score": round(self.score, 6),
+            "session": c.session.external_id if c.session_id else None,
+            "sequence_start": c.sequence_start,
+            "sequence_end": c.sequence_end,
+            "kind": c.kind,
+            "metadata": c.metadata,
+            "created_at": c.created_at,
+            "role": c.role or None,
+            "tags": c.tags,
+            "importance": c.importance,
+            "channel": c.channel.name if c.channel_id else None,
+            "workspace": c.workspace.name if c.workspace_id else None,
+            # False while the chunk waits for its vector (found by full text only until then).
+            "embedded": c.embedding_model == get_embedder().name,
+            "scores": {
+                "vector": None if self.vector_score is None else round(self.vector_score, 6),
+                "text": None if self.text_score is None else round(self.text_score, 6),
+            },
+        }

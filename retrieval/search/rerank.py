@@ -1,0 +1,171 @@
+"""Re-ranking stages: pure reorderings of the fused ranking (no database; the pair similarities
+MMR and dedup need come from sql.pair_similarities / sql.near_duplicate_pairs).
+
+In the order search applies them: summaries give their place to the messages they summarise,
+maximal marginal relevance, per-conversation diversity and cap (hybrid, default profile), then
+near-duplicate removal and conversation coverage of the last places.
+"""
+
+from __future__ import annotations
+
+from retrieval.chunking import word_overlap, word_set
+from retrieval.search.fusion import minmax
+from retrieval.search.request import Candidate
+
+DEDUP_COSINE = 0.9
+
+PairSimilarities = dict[tuple[int, int], float]  # (low id, high id) -> cosine
+
+
+def expand_summaries(ordered: list[Candidate]) -> list[Candidate]:
+    """A summary in the ranking gives its place to the best-ranked message it summarises (when
+    that message is a candidate): the hit is the message itself, found through its summary."""
+    out: list[Candidate] = []
+    used: set[int] = set()
+    for candidate in ordered:
+        if candidate.pk in used:
+            continue
+        if candidate.kind == "summary" and candidate.session_id is not None and candidate.sequence_start is not None:
+            source = next((
+                c for c in ordered
+                if c.kind == "event" and c.pk not in used and c.session_id == candidate.session_id
+                and c.sequence_end is not None and candidate.sequence_start <= c.sequence_end
+                and (candidate.sequence_end is None or (c.sequence_start or c.sequence_end) <= candidate.sequence_end)
+            ), None)
+            if source is not None:
+                used.add(source.pk)
+                out.append(source)
+                continue
+        used.add(candidate.pk)
+        out.append(candidate)
+    return out
+
+
+def mmr(ordered: list[Candidate], scores: dict[int, float], similarities: PairSimilarities,
+        weight: float, depth: int) -> list[Candidate]:
+    """Maximal marginal relevance: the next result maximises weight·score − (1−weight)·its highest
+    similarity to a result already taken (1 = plain ranking). Scores are min–max normalised first."""
+    if weight >= 1.0 or len(ordered) < 2:
+        return ordered
+    head, tail = list(ordered[:depth]), ordered[depth:]
+    norm = minmax({c.pk: scores[c.pk] for c in head})
+    result: list[Candidate] = []
+    nearest = {c.pk: 0.0 for c in head}
+    while head:
+        best = max(range(len(head)), key=lambda i: weight * norm[head[i].pk] - (1 - weight) * nearest[head[i].pk])
+        chosen = head.pop(best)
+        result.append(chosen)
+        for c in head:
+            sim = similarities.get((min(c.pk, chosen.pk), max(c.pk, chosen.pk)), 0.0)
+            nearest[c.pk] = max(nearest[c.pk], sim)
+    return result + tail
+
+
+def diversify(ordered: list[Candidate], scores: dict[int, float], decay: float, depth: int) -> list[Candidate]:
+    """Re-rank so that each further result from an already-represented conversation is discounted.
+
+    Greedy: the next result is the best score · decay^(results already taken from its session).
+    """
+    if decay >= 1.0:
+        return ordered
+    remaining = list(ordered)
+    taken: dict[int | None, int] = {}
+    result: list[Candidate] = []
+
+    def adjusted(candidate: Candidate) -> float:
+        if candidate.session_id is None:
+            return scores[candidate.pk]
+        return scores[candidate.pk] * decay ** taken.get(candidate.session_id, 0)
+
+    while remaining and len(result) < depth:
+        best = max(range(len(remaining)), key=lambda i: adjusted(remaining[i]))
+        chosen = remaining.pop(best)
+        taken[chosen.session_id] = taken.get(chosen.session_id, 0) + 1
+        result.append(chosen)
+    return result + remaining
+
+
+def cap_per_session(ordered: list[Candidate], cap: int) -> list[Candidate]:
+    """At most `cap` results from one conversation before any other's (0 = no cap); the rest follow."""
+    if cap <= 0:
+        return ordered
+    head: list[Candidate] = []
+    tail: list[Candidate] = []
+    taken: dict[int, int] = {}
+    for candidate in ordered:
+        sid = candidate.session_id
+        if sid is not None and taken.get(sid, 0) >= cap:
+            tail.append(candidate)
+            continue
+        if sid is not None:
+            taken[sid] = taken.get(sid, 0) + 1
+        head.append(candidate)
+    return head + tail
+
+
+def _near_identical_text(a: frozenset[str], b: frozenset[str]) -> bool:
+    if a == b:
+        return True
+    # Jaccard ≤ min/max of the sizes: most pairs are told apart by their sizes alone.
+    small, large = sorted((len(a), len(b)))
+    if small <= DEDUP_COSINE * large:
+        return False
+    return word_overlap(a, b) > DEDUP_COSINE
+
+
+def near_duplicates(head: list[Candidate], similarities: PairSimilarities) -> set[tuple[int, int]]:
+    """The pairs of `head` with cosine > DEDUP_COSINE, from similarities already computed (for MMR).
+
+    Only chunks embedded from their own text count (see sql.near_duplicate_pairs).
+    """
+    own = {c.pk for c in head if not c.contextual}
+    return {pair for pair, sim in similarities.items()
+            if sim > DEDUP_COSINE and pair[0] in own and pair[1] in own}
+
+
+def dedup(ordered: list[Candidate], near_pairs: set[tuple[int, int]], top_k: int) -> list[Candidate]:
+    """Drop near-identical results (S4): cosine > 0.9 (`near_pairs`, see near_duplicates),
+    or near-identical text (word sets, Jaccard > 0.9: also where embeddings are missing)."""
+    near: dict[int, set[int]] = {}
+    for a, b in near_pairs:
+        near.setdefault(a, set()).add(b)
+        near.setdefault(b, set()).add(a)
+    kept: list[Candidate] = []
+    kept_ids: set[int] = set()
+    kept_words: list[frozenset[str]] = []
+    for chunk in ordered:
+        if chunk.pk in near and not near[chunk.pk].isdisjoint(kept_ids):
+            continue
+        words = word_set(chunk.text)
+        if any(_near_identical_text(words, other) for other in kept_words):
+            continue
+        kept.append(chunk)
+        kept_ids.add(chunk.pk)
+        kept_words.append(words)
+        if len(kept) == top_k:
+            break
+    return kept
+
+
+def cover_conversations(kept: list[Candidate], top_k: int, share: float) -> list[Candidate]:
+    """The first share·top_k results by rank; the other places go first to the best results from
+    conversations not among the results yet, then by rank again (1 = plain ranking).
+
+    A search over many conversations then names more of the conversations a question touches,
+    while the head of the list stays the best matches. Memories outside any conversation (notes,
+    facts, documents) are never moved up: they keep their rank among the rest.
+    """
+    if share >= 1.0 or len(kept) <= top_k:
+        return kept[:top_k]
+    head_size = max(1, round(share * top_k))
+    head, rest = kept[:head_size], kept[head_size:]
+    seen = {c.session_id for c in head if c.session_id is not None}
+    fresh: list[Candidate] = []
+    for candidate in rest:
+        if head_size + len(fresh) >= top_k:
+            break
+        if candidate.session_id is not None and candidate.session_id not in seen:
+            fresh.append(candidate)
+            seen.add(candidate.session_id)
+    chosen = {c.pk for c in fresh}
+    return (head + fresh + [c for c in rest if c.pk not in chosen])[:top_k]

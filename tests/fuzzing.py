@@ -1,0 +1,90 @@
+"""Schemathesis against MemoryHub's own OpenAPI schema: what the seeded run in the suite
+(tests/test_fuzz.py) and the long run (bench/fuzz.py) share.
+
+A case passes when the answer is no 5xx, every 4xx is in the error envelope
+({"error": {"code", "message", "details"}}), and the response matches the schema where the schema
+documents that status.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import hypothesis
+import hypothesis.errors
+from hypothesis import HealthCheck, Phase
+from schemathesis.checks import not_a_server_error
+from schemathesis.core.failures import Failure
+from schemathesis.generation import GenerationMode
+from schemathesis.specs.openapi.checks import content_type_conformance, response_schema_conformance
+
+MODES = (GenerationMode.POSITIVE, GenerationMode.NEGATIVE)
+
+
+def error_envelope(ctx: Any, response: Any, case: Any) -> bool | None:
+    """Every 4xx is JSON in the one envelope (schemathesis check signature)."""
+    if not 400 <= response.status_code < 500:
+        return None
+    try:
+        body = json.loads(response.content)
+    except ValueError:
+        raise AssertionError(f"{response.status_code} is not JSON: {response.content[:200]!r}") from None
+    error = body.get("error") if isinstance(body, dict) else None
+    if set(body) != {"error"} or not isinstance(error, dict) or not {"code", "message", "details"} <= set(error):
+        raise AssertionError(f"{response.status_code} outside the error envelope: {body!r:.300}")
+    return True
+
+
+CHECKS = [not_a_server_error, error_envelope, response_schema_conformance, content_type_conformance]
+
+
+@dataclass
+class Outcome:
+    cases: int = 0
+    statuses: dict[int, int] = field(default_factory=dict)
+    failures: list[str] = field(default_factory=list)
+
+    def add(self, other: Outcome) -> None:
+        self.cases += other.cases
+        for status, n in other.statuses.items():
+            self.statuses[status] = self.statuses.get(status, 0) + n
+        self.failures += other.failures
+
+
+def fuzz_operation(operation: Any, call: Callable[[Any], Any], *, examples: int, seed: int) -> Outcome:
+    """`examples` positive and `examples` negative cases of one operation, seeded."""
+    outcome = Outcome()
+    for mode in MODES:
+        strategy = operation.as_strategy(generation_mode=mode)
+
+        @hypothesis.settings(max_examples=examples, deadline=None, database=None, phases=[Phase.generate],
+                             suppress_health_check=list(HealthCheck), print_blob=False)
+        @hypothesis.seed(seed)
+        @hypothesis.given(case=strategy)
+        def run(case: Any) -> None:
+            outcome.cases += 1
+            response = call(case)
+            outcome.statuses[response.status_code] = outcome.statuses.get(response.status_code, 0) + 1
+            try:
+                case.validate_response(response, checks=CHECKS)
+            except (Failure, BaseExceptionGroup, AssertionError) as exc:
+                outcome.failures.append(describe(operation, case, response, exc))
+
+        try:
+            run()
+        except hypothesis.errors.Unsatisfiable:
+            pass  # nothing to get wrong (a negative case of an operation without parameters)
+    return outcome
+
+
+def describe(operation: Any, case: Any, response: Any, exc: BaseException) -> str:
+    reasons = [str(e).splitlines()[0] for e in getattr(exc, "exceptions", [exc])]
+    sent = {k: v for k, v in (("path", case.path_parameters), ("query", case.query)) if v}
+    body = getattr(case, "body", None)
+    if body is not None and type(body).__name__ != "NotSet":
+        sent["body"] = body
+    return (f"{operation.label} -> {response.status_code}: {'; '.join(reasons)[:300]} "
+            f"| sent {json.dumps(sent, default=str)[:300]}")

@@ -1,0 +1,139 @@
+"""The transcript is permanent by default; consolidation deletes only derived memories, never
+unseen the first time, never merges what says different things, and can give back what it took."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from memoryhub.models import Note, Session
+from retrieval.indexing import rebuild_event_chunks
+from retrieval.lifecycle import archive, review
+from retrieval.lifecycle.consolidation import run_consolidation
+from retrieval.lifecycle.models import ArchivedMemory, PendingDeletion
+from retrieval.models import Chunk
+from tests.base import remember, search_texts
+from tests.retrieval.lifecycle.conftest import NOW, make_session, memory, vector
+
+
+@pytest.fixture(autouse=True)
+def _defaults(settings) -> None:  # type: ignore[no-untyped-def]
+    # The product's defaults, whatever the folder's conftest sets for the step tests.
+    settings.MEMORYHUB_CONSOLIDATE_DELETE_KINDS = ("note", "fact", "summary")
+    settings.MEMORYHUB_CONSOLIDATE_FIRST_REVIEW = True
+
+
+def test_a_year_old_history_stays_searchable_after_consolidation(cast, index) -> None:
+    year_ago = (timezone.now() - timedelta(days=400)).isoformat()
+    lines = ["We had the adoption agency interviews today.", *[f"old line {i}" for i in range(30)]]
+    index(cast.alice, "history", *[{"role": "user", "content": t, "created_at": year_ago} for t in lines])
+    before = Chunk.objects.filter(tenant=cast.alice_tenant, kind="event").count()
+
+    result = run_consolidation(tenant_id=cast.alice_tenant.pk)
+
+    assert result["counts"]["pruned"] == 0 and result["counts"].get("held_for_review", 0) == 0
+    assert Chunk.objects.filter(tenant=cast.alice_tenant, kind="event").count() == before == len(lines)
+    assert "We had the adoption agency interviews today." in search_texts(
+        cast.alice, query="adoption agency interviews", mode="text")
+
+
+def test_a_user_and_assistant_pair_with_different_text_is_never_merged(db, settings) -> None:
+    settings.MEMORYHUB_CONSOLIDATE_DELETE_KINDS = ("event",)
+    settings.MEMORYHUB_CONSOLIDATE_FIRST_REVIEW = False
+    from tests.base import make_tenant
+
+    tenant = make_tenant("pairs")
+    session = make_session(tenant, "trip")
+    same = vector(1, 0.001)  # contextual embeddings of a question and its answer can coincide
+    question = memory(tenant, session, "When does my Lisbon flight leave?", role="user",
+                      embedding=same, embedding_model="hash")
+    answer = memory(tenant, session, "Noted, the Lisbon flight leaves at 09:40.", role="assistant",
+                    embedding=same, embedding_model="hash")
+    reworded = memory(tenant, session, "Book me a table for two tonight.", role="user",
+                      embedding=same, embedding_model="hash")
+    other_owner = memory(tenant, session, "When does my Lisbon flight leave?", role="user", user_id="bob",
+                         embedding=same, embedding_model="hash")
+
+    result = run_consolidation(tenant_id=tenant.pk, now=NOW)
+
+    assert result["counts"]["merged"] == 0
+    assert set(Chunk.objects.filter(tenant=tenant).values_list("id", flat=True)) == {
+        question.pk, answer.pk, reworded.pk, other_owner.pk}
+
+
+def test_the_first_destructive_run_is_held_for_review_with_text_and_can_be_restored(cast) -> None:
+    tenant = cast.alice_tenant
+    note = Note.objects.create(tenant=tenant, note_id="note-old", content="an old shopping list", tier="account")
+    remember(note)
+    # Its chunk has decayed far below the prune line.
+    Chunk.objects.filter(kind="note", source_id="note-old").update(
+        created_at=timezone.now() - timedelta(days=400), lifetime="short_term")
+    assert Chunk.objects.filter(kind="note", source_id="note-old").exists()
+
+    first = run_consolidation(tenant_id=tenant.pk)
+
+    assert first["counts"]["held_for_review"] == 1 and Note.objects.filter(pk=note.pk).exists()
+    [deletion] = first["deletions"]
+    assert (deletion["step"], deletion["kind"], deletion["text"]) == ("prune", "note", "an old shopping list")
+    [pending] = PendingDeletion.objects.filter(tenant=tenant)
+
+    review.approve_pending(pending.pk, by="op")
+    assert not Note.objects.filter(note_id="note-old").exists()
+    [archived] = ArchivedMemory.objects.filter(tenant=tenant)
+    assert (archived.reason, archived.kind, archived.text) == ("prune", "note", "an old shopping list")
+
+    assert archive.restore([archived.pk]) == {"restored": 1, "conflicts": 0, "gone": 0}
+    assert Note.objects.get(note_id="note-old").content == "an old shopping list"
+    assert "an old shopping list" in search_texts(cast.alice, query="shopping list", mode="text")
+    # An operator has now decided a review: the next runs act without holding.
+    Chunk.objects.filter(kind="note", source_id="note-old").update(  # (the search above was an access)
+        created_at=timezone.now() - timedelta(days=400), lifetime="short_term", accessed_at=None, access_count=0)
+    assert run_consolidation(tenant_id=tenant.pk)["counts"]["pruned"] == 1
+    assert not Note.objects.filter(note_id="note-old").exists()
+
+
+def test_pruned_event_chunks_are_rebuilt_from_the_log(cast, index) -> None:
+    index(cast.alice, "s", {"role": "user", "content": "first"}, {"role": "user", "content": "second"},
+          {"role": "assistant", "content": "third"})
+    session = Session.objects.get(external_id="s")
+    originals = {c.sequence_start: (c.text, c.context) for c in Chunk.objects.filter(session=session)}
+    Chunk.objects.filter(session=session, sequence_start__in=[2, 3]).delete()  # as an old prune did
+
+    assert rebuild_event_chunks(tenant_id=cast.alice_tenant.pk) == 2
+    rebuilt = {c.sequence_start: (c.text, c.context) for c in Chunk.objects.filter(session=session)}
+    assert rebuilt == originals  # same text, same conversation context
+    assert rebuild_event_chunks() == 0  # nothing left to rebuild
+
+
+def test_the_api_previews_consolidation_by_default(cast) -> None:
+    tenant = cast.alice_tenant
+    note = Note.objects.create(tenant=tenant, note_id="note-old", content="an old shopping list", tier="account")
+    remember(note)
+    Chunk.objects.filter(kind="note").update(created_at=timezone.now() - timedelta(days=400), lifetime="short_term")
+    response = cast.alice.post("/api/v1/consolidation/", {}, format="json")
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body["dry_run"] is True and body["report_id"] is None
+    assert [d["text"] for d in body["deletions"]] == ["an old shopping list"]
+    assert Note.objects.filter(note_id="note-old").exists() and not PendingDeletion.objects.exists()
+    assert cast.alice.post("/api/v1/consolidation/", {"dry_run": "yes please"}, format="json").status_code == 400
+    # bob's key consolidates bob's tenant only: alice's note is not his to preview.
+    assert cast.bob.post("/api/v1/consolidation/", {}, format="json").json()["deletions"] == []
+
+
+def test_archived_memories_are_listed_and_restored_in_the_admin(admin_client, cast) -> None:
+    tenant = cast.alice_tenant
+    note = Note.objects.create(tenant=tenant, note_id="note-x", content="the boiler code is 4471", tier="account")
+    remember(note)
+    from retrieval.lifecycle.memories import delete_memories
+
+    delete_memories(tenant_id=tenant.pk, chunk_ids=list(Chunk.objects.filter(kind="note").values_list("pk", flat=True)),
+                    reason="forget")
+    page = admin_client.get("/admin/lifecycle/archivedmemory/")
+    assert page.status_code == 200 and "the boiler code is 4471" in page.content.decode()
+    archived = ArchivedMemory.objects.get(tenant=tenant)
+    admin_client.post("/admin/lifecycle/archivedmemory/", {"action": "restore", "_selected_action": [archived.pk]})
+    assert Note.objects.filter(note_id="note-x").exists()
+    assert Chunk.objects.filter(kind="note", source_id="note-x").exists()

@@ -1,0 +1,111 @@
+"""Fusion on plain data (retrieval.search.fusion): no database, candidates built by hand."""
+
+from __future__ import annotations
+
+import pytest
+
+from retrieval.search.fusion import (
+    RRF_K,
+    by_score,
+    feedback_documents,
+    fuse,
+    minmax,
+    with_session_prior,
+)
+from retrieval.search.request import Candidate, SearchRequest
+
+
+def cand(pk: int, session: int | None = 1, *, ts: float = 0.0, seq_end: int | None = None,
+         relevance: float = 0.0) -> Candidate:
+    return Candidate(pk=pk, session_id=session, text=f"t{pk}", contextual=False, created_ts=ts,
+                     sequence_end=seq_end, importance=0.5, relevance=relevance)
+
+
+CHUNKS = {1: cand(1, 1), 2: cand(2, 2), 3: cand(3, 2)}
+VEC = {1: 0.9, 2: 0.5, 3: 0.1}
+TXT = {2: 4.0, 3: 2.0}  # 1 has no text match
+
+
+@pytest.fixture(autouse=True)
+def _no_session_prior(settings) -> None:  # type: ignore[no-untyped-def]
+    settings.MEMORYHUB_SEARCH_SESSION_WEIGHT = 0.0
+
+
+def test_minmax_scales_to_the_unit_interval() -> None:
+    assert minmax({}) == {}
+    assert minmax({1: 3.0, 2: 3.0}) == {1: 1.0, 2: 1.0}  # no spread: every one counts fully
+    assert minmax({1: 2.0, 2: 4.0, 3: 3.0}) == {1: 0.0, 2: 1.0, 3: 0.5}
+
+
+def test_weighted_fusion_adds_the_normalised_scores() -> None:
+    fused = fuse(SearchRequest(tenant_id=1, vector_weight=0.7, text_weight=0.3), CHUNKS, VEC, TXT)
+    # vec 0.9/0.5/0.1 -> 1/0.5/0; txt 4/2 -> 1/0, missing -> 0.
+    assert fused == pytest.approx({1: 0.7, 2: 0.65, 3: 0.0})
+    text_heavy = fuse(SearchRequest(tenant_id=1, vector_weight=0.3, text_weight=0.7), CHUNKS, VEC, TXT)
+    assert text_heavy == pytest.approx({1: 0.3, 2: 0.85, 3: 0.0})
+
+
+def test_rrf_adds_reciprocal_ranks() -> None:
+    fused = fuse(SearchRequest(tenant_id=1, fusion="rrf"), CHUNKS, VEC, TXT)
+    assert fused == pytest.approx({
+        1: 1 / (RRF_K + 1),
+        2: 1 / (RRF_K + 2) + 1 / (RRF_K + 1),
+        3: 1 / (RRF_K + 3) + 1 / (RRF_K + 2),
+    })
+    assert sorted(fused, key=lambda pk: -fused[pk]) == [2, 3, 1]
+
+
+def test_single_signal_modes_rank_on_their_own_score() -> None:
+    assert fuse(SearchRequest(tenant_id=1, mode="vector"), CHUNKS, VEC, TXT) == VEC
+    assert fuse(SearchRequest(tenant_id=1, mode="text"), CHUNKS, VEC, TXT) == {1: 0.0, 2: 4.0, 3: 2.0}
+
+
+def test_memory_profile_adds_the_decayed_relevance_capped_at_one(settings) -> None:
+    settings.MEMORYHUB_SEARCH_SESSION_WEIGHT = 0.5  # the memory profile has no session prior
+    chunks = {1: cand(1, relevance=2.0), 2: cand(2, relevance=0.5), 3: cand(3, relevance=0.0)}
+    fused = fuse(SearchRequest(tenant_id=1, profile="memory"), chunks, VEC, TXT)
+    # 0.3 text + 0.3 semantic + 0.4 relevance
+    assert fused == pytest.approx({1: 0.3 + 0.4, 2: 0.3 + 0.15 + 0.2, 3: 0.0})
+
+
+def test_session_prior_lifts_matches_from_conversations_that_match_often() -> None:
+    chunks = {1: cand(1, 1), 2: cand(2, 2), 3: cand(3, 2), 4: cand(4, None)}
+    scores = {1: 1.0, 2: 0.8, 3: 0.6, 4: 0.5}
+    blended = with_session_prior(scores, chunks, 0.5)
+    # Conversation 1 sums to 1.0, conversation 2 to 1.4 (the best); a chunk outside any gets none.
+    assert blended == pytest.approx({1: 0.5 + 0.5 / 1.4, 2: 0.4 + 0.5, 3: 0.3 + 0.5, 4: 0.25})
+    assert with_session_prior(scores, chunks, 0.0) is scores
+
+
+def test_session_prior_counts_a_conversations_best_three_only() -> None:
+    chunks = {pk: cand(pk, 1) for pk in range(1, 5)} | {5: cand(5, 2)}
+    scores = {1: 1.0, 2: 1.0, 3: 1.0, 4: 1.0, 5: 1.0}
+    blended = with_session_prior(scores, chunks, 1.0)
+    assert blended == pytest.approx({1: 1.0, 2: 1.0, 3: 1.0, 4: 1.0, 5: 1 / 3})
+
+
+def test_session_prior_leaves_scores_without_conversations_alone() -> None:
+    chunks = {1: cand(1, None), 2: cand(2, None)}
+    scores = {1: 1.0, 2: 0.5}
+    assert with_session_prior(scores, chunks, 0.5) is scores
+
+
+def test_weighted_fusion_applies_the_session_prior_setting(settings) -> None:
+    plain = fuse(SearchRequest(tenant_id=1), CHUNKS, VEC, TXT)
+    settings.MEMORYHUB_SEARCH_SESSION_WEIGHT = 0.4
+    assert fuse(SearchRequest(tenant_id=1), CHUNKS, VEC, TXT) == with_session_prior(plain, CHUNKS, 0.4)
+
+
+def test_by_score_breaks_ties_by_recency_then_message_then_id() -> None:
+    chunks = [cand(1, ts=10.0, seq_end=1), cand(2, ts=20.0, seq_end=1), cand(3, ts=20.0, seq_end=5),
+              cand(4, ts=20.0, seq_end=5), cand(5, ts=0.0)]
+    scores = {1: 0.5, 2: 0.5, 3: 0.5, 4: 0.5, 5: 0.9}
+    assert [c.pk for c in by_score(chunks, scores)] == [5, 4, 3, 2, 1]
+
+
+def test_feedback_documents_are_the_first_pass_best() -> None:
+    req = SearchRequest(tenant_id=1, vector_weight=0.7, text_weight=0.3)
+    assert feedback_documents(req, CHUNKS, VEC, TXT, 2) == [1, 2]
+    assert feedback_documents(req, CHUNKS, VEC, TXT, 10) == [1, 2, 3]
+    text_heavy = SearchRequest(tenant_id=1, vector_weight=0.3, text_weight=0.7)
+    assert feedback_documents(text_heavy, CHUNKS, VEC, TXT, 1) == [2]

@@ -1,0 +1,144 @@
+"""Re-ranking stages on plain data (retrieval.search.rerank, the time-hint stage): no database.
+
+MMR, summary expansion and coverage have further cases in test_ranking.py and test_search.py.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from retrieval.search.request import Candidate
+from retrieval.search.rerank import (
+    cap_per_session,
+    cover_conversations,
+    dedup,
+    diversify,
+    expand_summaries,
+    near_duplicates,
+)
+from retrieval.search.timehints import TimeHint, hint_where, time_hints, with_time_hints
+
+
+def cand(pk: int, session: int | None = 1, *, text: str | None = None, contextual: bool = False,
+         ts: float = 0.0, kind: str = "event", start: int | None = None, end: int | None = None) -> Candidate:
+    return Candidate(pk=pk, session_id=session, text=f"text {pk}" if text is None else text,
+                     contextual=contextual, created_ts=ts, sequence_end=end, importance=0.5, kind=kind,
+                     sequence_start=start)
+
+
+def pks(candidates: list[Candidate]) -> list[int]:
+    return [c.pk for c in candidates]
+
+
+# --- per-conversation diversity and cap ---------------------------------------------------------
+
+
+def test_diversify_discounts_further_results_of_a_listed_conversation() -> None:
+    ranked = [cand(1, 1), cand(2, 1), cand(3, 2), cand(4, None)]
+    scores = {1: 1.0, 2: 0.9, 3: 0.6, 4: 0.5}
+    # 2 drops to 0.9 · 0.5 = 0.45 once 1 is taken, below 3 (0.6) and 4 (0.5).
+    assert pks(diversify(ranked, scores, 0.5, 10)) == [1, 3, 4, 2]
+    assert diversify(ranked, scores, 1.0, 10) is ranked  # off
+    # Only the first `depth` places are re-ranked; the rest keep their order.
+    assert pks(diversify(ranked, scores, 0.5, 1)) == [1, 2, 3, 4]
+    assert pks(diversify(ranked, scores, 0.5, 2)) == [1, 3, 2, 4]
+
+
+def test_diversify_never_discounts_memories_outside_conversations() -> None:
+    assert pks(diversify([cand(5, None), cand(6, None), cand(7, 2)], {5: 0.8, 6: 0.7, 7: 0.1}, 0.1, 10)) == [5, 6, 7]
+    assert pks(diversify([cand(5, 1), cand(6, 1), cand(7, 2)], {5: 0.8, 6: 0.7, 7: 0.1}, 0.1, 10)) == [5, 7, 6]
+
+
+def test_cap_per_session_moves_a_conversations_surplus_behind_the_others() -> None:
+    ranked = [cand(1, 1), cand(2, 1), cand(3, 1), cand(4, None), cand(5, 2), cand(6, None)]
+    assert pks(cap_per_session(ranked, 2)) == [1, 2, 4, 5, 6, 3]
+    assert pks(cap_per_session(ranked, 1)) == [1, 4, 5, 6, 2, 3]
+    assert cap_per_session(ranked, 0) is ranked  # off
+
+
+# --- near-duplicates ------------------------------------------------------------------------------
+
+
+def test_dedup_drops_results_near_one_already_kept() -> None:
+    ranked = [cand(1), cand(2), cand(3)]
+    assert pks(dedup(ranked, {(1, 2)}, 10)) == [1, 3]
+    assert pks(dedup([cand(2), cand(1), cand(3)], {(1, 2)}, 10)) == [2, 3]  # either side of the pair
+    # Near only to a result that was itself dropped: kept.
+    assert pks(dedup(ranked, {(1, 2), (2, 3)}, 10)) == [1, 3]
+    assert pks(dedup(ranked, set(), 2)) == [1, 2]  # stops at top_k
+
+
+def test_dedup_drops_near_identical_text_without_embeddings() -> None:
+    ten = " ".join(f"w{i}" for i in range(10))
+    ranked = [cand(1, text=ten), cand(2, text=ten.upper()), cand(3, text=ten + " w10"),
+              cand(4, text=" ".join(f"w{i}" for i in range(9))), cand(5, text="something else")]
+    # Same words in another case; 10 of 11 words (Jaccard 0.91 > 0.9) go. 9 of 10 (exactly 0.9) stays.
+    assert pks(dedup(ranked, set(), 10)) == [1, 4, 5]
+
+
+
+def test_near_identical_text_needs_jaccard_above_the_threshold_at_equal_sizes() -> None:
+    def words(first: int, last: int) -> str:
+        return " ".join(f"w{i}" for i in range(first, last))
+
+    # 19 words each, 18 shared: Jaccard 18/20 = 0.9 exactly, not above: both stay.
+    assert pks(dedup([cand(1, text=words(0, 19)), cand(2, text=words(1, 20))], set(), 10)) == [1, 2]
+    # 20 words each, 19 shared: Jaccard 19/21 > 0.9: the second goes.
+    assert pks(dedup([cand(1, text=words(0, 20)), cand(2, text=words(1, 21))], set(), 10)) == [1]
+
+
+def test_near_duplicates_from_similarities_skip_contextual_chunks() -> None:
+    head = [cand(1), cand(2), cand(3, contextual=True), cand(5)]
+    similarities = {(1, 2): 0.95, (1, 3): 0.99, (2, 5): 0.9, (1, 4): 0.99}
+    # (1, 3): 3 was embedded with its context; (2, 5): not above 0.9; (1, 4): 4 is not in the head.
+    assert near_duplicates(head, similarities) == {(1, 2)}
+
+
+# --- summaries, coverage ------------------------------------------------------------------------
+
+
+def test_one_message_takes_the_place_of_one_summary_only() -> None:
+    first = cand(10, 1, kind="summary", start=1, end=8)
+    second = cand(11, 1, kind="summary", start=1, end=8)
+    message = cand(12, 1, start=5, end=5)
+    assert pks(expand_summaries([first, second, message])) == [12, 11]
+
+
+def test_an_open_summary_covers_every_later_message_but_no_earlier_one() -> None:
+    rolling = cand(10, 1, kind="summary", start=3, end=None)
+    before = cand(11, 1, start=2, end=2)
+    after = cand(12, 1, start=7, end=7)
+    assert pks(expand_summaries([rolling, before, after])) == [12, 11]
+    assert pks(expand_summaries([rolling, before])) == [10, 11]
+
+
+def test_coverage_keeps_at_least_one_place_by_rank() -> None:
+    ranked = [cand(1, 1), cand(2, 1), cand(3, 2), cand(4, 2), cand(5, 3)]
+    assert pks(cover_conversations(ranked, 3, 0.0)) == [1, 3, 5]
+    # No conversation left to add: the places go by rank.
+    assert pks(cover_conversations([cand(1, 1), cand(2, 1), cand(3, 1), cand(4, 1)], 3, 0.0)) == [1, 2, 3]
+
+
+# --- dates named in the query -------------------------------------------------------------------
+
+
+def _at(*args: int) -> float:
+    return datetime(*args, tzinfo=UTC).timestamp()  # type: ignore[misc]
+
+
+def test_time_hints_add_a_share_of_the_best_score_within_the_interval_only() -> None:
+    chunks = {1: cand(1, ts=_at(2023, 4, 1)), 2: cand(2, ts=_at(2023, 3, 31, 23, 59))}
+    scores = {1: 1.0, 2: 0.5}
+    hints = time_hints("in March 2023")
+    assert with_time_hints(scores, chunks, hints, 0.3) == {1: 1.0, 2: 0.8}
+    assert scores == {1: 1.0, 2: 0.5}  # a new dict: the fused scores stay as they were
+    assert with_time_hints(scores, chunks, hints, 0.0) is scores
+    assert with_time_hints(scores, chunks, [], 0.3) is scores
+
+
+def test_hint_where_ors_the_hints_with_their_parameters_in_order() -> None:
+    start, end = datetime(2023, 3, 1, tzinfo=UTC), datetime(2023, 4, 1, tzinfo=UTC)
+    sql, params = hint_where([TimeHint(month=6), TimeHint(start=start, end=end)])
+    assert sql == ("((extract(month FROM c.created_at AT TIME ZONE 'UTC') = %s) OR "
+                   "(c.created_at >= %s AND c.created_at < %s))")
+    assert params == [6, start, end]

@@ -1,0 +1,98 @@
+"""The SQL search builds, checked as plain strings and parameters (no database): the shared WHERE
+clause, tsquery quoting, BM25 term weights and the terms that select text candidates."""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime
+
+import pytest
+
+from retrieval.search.fulltext import (
+    MATCH_BUDGET,
+    TextQuery,
+    select_match_terms,
+    tsquery_literal,
+    weigh_terms,
+)
+from retrieval.search.request import SearchRequest
+from retrieval.search.sql import scope_clause, where_clause
+
+
+def test_where_starts_with_the_tenant_and_adds_each_filter_given() -> None:
+    assert where_clause(SearchRequest(tenant_id=7)) == ("c.tenant_id = %s", [7])
+    since, until = datetime(2023, 1, 1, tzinfo=UTC), datetime(2024, 1, 1, tzinfo=UTC)
+    req = SearchRequest(tenant_id=7, key_workspace_id=3, scope="workspace", workspace_ids=[3, 4], tags=["x"],
+                        roles=["user"], kinds=["event"], agent="bot", user_id="u1", since=since, until=until)
+    sql, params = where_clause(req)
+    assert sql.split(" AND ") == [
+        "c.tenant_id = %s", "c.workspace_id = %s", "(c.workspace_id = ANY(%s) OR c.tier = 'account')",
+        "c.tags @> %s::varchar[]", "c.role = ANY(%s)", "c.kind = ANY(%s)", "c.agent = %s",
+        "(c.user_id = %s OR c.user_id = '')",
+        "c.created_at >= %s", "c.created_at < %s",
+    ]
+    assert params == [7, 3, [3, 4], ["x"], ["user"], ["event"], "bot", "u1", since, until]
+    # "" is a user too (a session without one): shared memories only, never every user's.
+    assert where_clause(SearchRequest(tenant_id=7, user_id="")) == (
+        "c.tenant_id = %s AND (c.user_id = %s OR c.user_id = '')", [7, ""])
+
+
+def test_scopes_widen_to_the_tiers_above() -> None:
+    conversation = SearchRequest(tenant_id=1, scope="conversation", session_id=5, session_channel_id=6,
+                                 session_workspace_id=7)
+    sql, params = scope_clause(conversation)
+    assert sql == ("(c.session_id = %s OR (c.tier = 'channel' AND c.channel_id = %s)"
+                   " OR (c.tier = 'workspace' AND c.workspace_id = %s) OR c.tier = 'account')")
+    assert params == [5, 6, 7]
+    channel = SearchRequest(tenant_id=1, scope="channel", channel_ids=[2])
+    assert scope_clause(channel) == (
+        "(c.channel_id = ANY(%s) OR (c.tier = 'workspace' AND c.workspace_id = ANY(%s)) OR c.tier = 'account')",
+        [[2], []],
+    )
+    # A scope without its ids, and the account scope, add nothing: the tenant clause is the scope.
+    assert scope_clause(SearchRequest(tenant_id=1, scope="conversation")) == ("", [])
+    assert scope_clause(SearchRequest(tenant_id=1, scope="account")) == ("", [])
+
+
+def test_tsquery_literals_are_quoted_never_parsed() -> None:
+    assert tsquery_literal("otter") == "'otter'"
+    assert tsquery_literal("o'neil") == "'o''neil'"
+    assert tsquery_literal("a\\b") == "'a\\\\b'"
+
+
+def test_idf_weighs_rare_terms_higher_and_drops_unknown_ones() -> None:
+    terms = weigh_terms(["'rare'", "'unknown'", "'common'"], {"'rare'": 1, "'unknown'": 0, "'common'": 10}, 100)
+    assert [t for t, _, _ in terms] == ["'rare'", "'common'"]
+    assert terms[0][1] == pytest.approx(math.log(1 + 99.5 / 1.5))
+    assert terms[1][1] == pytest.approx(math.log(1 + 90.5 / 10.5))
+    assert [df for _, _, df in terms] == [1, 10]
+
+
+def test_the_rarest_terms_select_candidates_within_the_budget() -> None:
+    terms = [("'x'", 0.1, 300), ("'y'", 0.9, 100), ("'z'", 0.5, 150)]
+    assert MATCH_BUDGET == 500
+    assert select_match_terms(terms) == ["'y'", "'z'"]  # 100 + 150; adding 300 would pass 500
+    assert select_match_terms([("'x'", 0.1, 900)]) == ["'x'"]  # the rarest always selects
+    assert select_match_terms([]) == []
+
+
+def test_bm25_score_sql_counts_context_words_at_a_discount(settings) -> None:
+    settings.MEMORYHUB_TEXT_CONTEXT_WEIGHT = 0.5
+    sql, params = TextQuery([("'a'", 2.0), ("'b'", 1.0)], False).score_sql()
+    assert params == ["'a':A", 2.0, "'a'", 1.0, "'b':A", 1.0, "'b'", 0.5]
+    assert sql.count("CASE WHEN c.search_vector @@ %s::tsquery THEN %s") == 2
+    assert "(2.2 / (1 + 1.2 * (1 - 0.5 + 0.5 * length(ts_filter(c.search_vector, '{a}')) / 12.0)))" in sql
+    assert TextQuery([], False).score_sql() == ("0.0", [])
+
+
+def test_match_sql_ors_the_selecting_terms(settings) -> None:
+    settings.MEMORYHUB_TEXT_CONTEXT_WEIGHT = 0.3
+    tq = TextQuery([("'a'", 1.0), ("'b'", 1.0)], False, ["'a'", "'b'"])
+    assert tq.match_sql("a b") == ("c.search_vector @@ %s::tsquery", ["'a' | 'b'"])
+    settings.MEMORYHUB_TEXT_CONTEXT_WEIGHT = 0.0  # context words do not count: own words (A) only
+    assert tq.match_sql("a b") == ("c.search_vector @@ %s::tsquery", ["'a':A | 'b':A"])
+    strict = TextQuery([("'a'", 1.0)], True, ["'a'"])
+    sql, params = strict.match_sql('"a" -b')
+    # Phrases and exclusions must hold in the chunk's own words.
+    assert sql.endswith("ts_filter(c.search_vector, '{a}') @@ websearch_to_tsquery('pg_catalog.english', %s)")
+    assert params == ["'a':A", '"a" -b']

@@ -1,0 +1,211 @@
+"""The real server (`manage.py run`: gunicorn, uvicorn workers, the embedded PostgreSQL) against
+the clients of issue 16: slow, idle, malformed, oversize, chunked, and a database killed under it.
+
+One server for the module, in a private data folder, with 2 s header and body deadlines and a
+1 MiB body limit so that each case is quick.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from memoryhub.embedded_pg import postmaster
+from tests.served import Served, private_data_dir
+
+LIMIT = 1024 * 1024
+
+
+@pytest.fixture(scope="module")
+def served() -> Iterator[Served]:
+    env = {"MEMORYHUB_HEADER_TIMEOUT_SECONDS": "2", "MEMORYHUB_BODY_TIMEOUT_SECONDS": "2",
+           "MEMORYHUB_MAX_REQUEST_BYTES": str(LIMIT)}
+    with private_data_dir() as data_dir, Served(data_dir, env=env) as server:
+        yield server
+
+
+@dataclass
+class Reply:
+    status: int
+    headers: dict[str, str]
+    body: bytes
+    closed: bool  # the server closed the connection after answering
+
+    def error(self) -> dict:
+        assert self.headers.get("content-type") == "application/json", self
+        body = json.loads(self.body)
+        assert set(body) == {"error"} and {"code", "message", "details"} <= set(body["error"]), body
+        return body["error"]
+
+
+def connect(served: Served) -> socket.socket:
+    return socket.create_connection(("127.0.0.1", served.port), timeout=10)
+
+
+def read_reply(sock: socket.socket) -> Reply:
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(65536)
+        if not chunk:
+            raise AssertionError(f"connection closed before a response: {data!r}")
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
+    length = int(headers.get("content-length", "0"))
+    while len(body) < length:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        body += chunk
+    sock.settimeout(2)
+    try:
+        closed = sock.recv(1) == b""
+    except (TimeoutError, ConnectionResetError):
+        closed = False
+    return Reply(int(lines[0].split()[1]), headers, body, closed)
+
+
+def exchange(served: Served, raw: bytes, *, pieces: int = 1) -> Reply:
+    with connect(served) as sock:
+        step = -(-len(raw) // pieces)
+        for start in range(0, len(raw), step):
+            try:
+                sock.sendall(raw[start:start + step])
+            except (BrokenPipeError, ConnectionResetError):
+                break  # answered before all of it arrived
+            if pieces > 1:
+                time.sleep(0.02)
+        return read_reply(sock)
+
+
+def request(served: Served, method: str, path: str, body: bytes = b"", *, headers: str = "") -> bytes:
+    length = f"Content-Length: {len(body)}\r\n" if body and "Transfer-Encoding" not in headers else ""
+    return (f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {served.key}\r\n"
+            f"Content-Type: application/json\r\n{length}{headers}\r\n").encode() + body
+
+
+def health_seconds(served: Served) -> float:
+    started = time.perf_counter()
+    reply = exchange(served, b"GET /api/v1/health/ HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+    assert reply.status == 200, reply
+    return time.perf_counter() - started
+
+
+def test_health_answers_while_40_clients_never_finish_their_headers(served: Served) -> None:
+    stalled = []
+    try:
+        for _ in range(40):
+            sock = connect(served)
+            sock.sendall(b"GET /api/v1/health/ HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+            stalled.append(sock)
+        timings = [health_seconds(served) for _ in range(10)]
+        assert max(timings) < 1.0, timings
+        # And the stalled ones are answered 408 by the header deadline, not held for ever.
+        assert read_reply(stalled[0]).status == 408
+    finally:
+        for sock in stalled:
+            sock.close()
+
+
+def test_headers_too_slow_are_408_in_the_envelope_and_silence_is_closed(served: Served) -> None:
+    with connect(served) as sock:
+        sock.sendall(b"GET /api/v1/health/ HTTP/1.1\r\n")
+        started = time.monotonic()
+        reply = read_reply(sock)
+        assert reply.status == 408 and reply.closed
+        assert reply.error()["code"] == "request_timeout"
+        assert 1.5 < time.monotonic() - started < 5
+    with connect(served) as sock:  # connected, sends nothing: closed without an answer
+        assert sock.recv(100) == b""
+
+
+def test_a_body_too_slow_is_408(served: Served) -> None:
+    with connect(served) as sock:
+        # 100 bytes announced, 29 sent.
+        sock.sendall(request(served, "POST", "/api/v1/sessions/slow/events/", b'{"role": "user", "content": "',
+                             headers="Content-Length: 100\r\nTransfer-Encoding: identity\r\n")
+                     .replace(b"Transfer-Encoding: identity\r\n", b""))
+        reply = read_reply(sock)
+        assert reply.status == 408 and reply.closed
+        assert reply.error()["code"] == "request_timeout"
+
+
+def test_a_url_of_2000_tags_and_longer_urls_are_answered_in_the_envelope(served: Served) -> None:
+    tags = ",".join(f"t{i}" for i in range(2000))  # the attack's 414 from gunicorn, in HTML
+    reply = exchange(served, request(served, "GET", f"/api/v1/notes/?tags={tags}"))
+    assert reply.status == 200 and json.loads(reply.body)["results"] == []
+    long_tags = ",".join(f"tag{i}" for i in range(4000))  # past the URL limit
+    reply = exchange(served, request(served, "GET", f"/api/v1/notes/?tags={long_tags}"))
+    assert reply.status == 414 and reply.error()["code"] == "uri_too_long"
+    # Past the header limit while the headers are still arriving: refused before they end.
+    reply = exchange(served, request(served, "GET", f"/api/v1/notes/?tags={long_tags * 2}"), pieces=20)
+    assert reply.status == 431 and reply.closed
+    assert reply.error()["code"] == "headers_too_large"
+
+
+@pytest.mark.parametrize("length", ["abc", "-1", "1, 2"])
+def test_a_malformed_content_length_is_a_400_in_the_envelope(served: Served, length: str) -> None:
+    raw = f"POST /api/v1/sessions/ HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {length}\r\n\r\n{{}}"
+    reply = exchange(served, raw.encode())
+    assert reply.status == 400 and reply.closed
+    assert reply.error()["code"] == "bad_request"
+
+
+def chunked(body: bytes, size: int = 7) -> bytes:
+    parts = [body[i:i + size] for i in range(0, len(body), size)]
+    return b"".join(b"%x\r\n%s\r\n" % (len(p), p) for p in parts) + b"0\r\n\r\n"
+
+
+def test_a_chunked_body_is_read(served: Served) -> None:
+    body = json.dumps({"role": "user", "content": "sent in chunks"}).encode()
+    reply = exchange(served, request(served, "POST", "/api/v1/sessions/chunky/events/", chunked(body),
+                                     headers="Transfer-Encoding: chunked\r\n"))
+    assert reply.status == 201, reply
+    assert json.loads(reply.body)["content"] == "sent in chunks"
+
+
+def test_a_body_over_the_limit_is_413_and_the_connection_closes(served: Served) -> None:
+    events = json.dumps({"events": [{"role": "user", "content": "x" * 3000}] * 400}).encode()
+    assert len(events) > LIMIT
+    with connect(served) as sock:  # declared: answered before the body is sent
+        sock.sendall(request(served, "POST", "/api/v1/sessions/big/events/", events)[:300])
+        reply = read_reply(sock)
+    assert reply.status == 413 and reply.closed
+    error = reply.error()
+    assert error["code"] == "payload_too_large" and error["details"] == {"limit": LIMIT, "size": len(events)}
+    # Chunked, so undeclared: refused once it grows past the limit.
+    reply = exchange(served, request(served, "POST", "/api/v1/sessions/big/events/", chunked(events, 65536),
+                                     headers="Transfer-Encoding: chunked\r\n"))
+    assert reply.status == 413 and reply.closed
+    assert reply.error()["details"]["limit"] == LIMIT
+    # Nothing was stored, and the next connection is served as usual.
+    reply = exchange(served, request(served, "GET", "/api/v1/sessions/big/events/"))
+    assert reply.status == 404
+
+
+def test_a_killed_database_is_started_again_and_requests_recover(served: Served) -> None:
+    data_dir = Path(served.environment["MEMORYHUB_DATA_DIR"])
+    process = postmaster(data_dir)
+    assert process is not None
+    process.kill()
+    statuses = []
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        body = json.dumps({"role": "user", "content": "after", "idempotency_key": "after-kill"}).encode()
+        reply = exchange(served, request(served, "POST", "/api/v1/sessions/recover/events/", body))
+        statuses.append(reply.status)
+        if reply.status in (200, 201):
+            break
+        assert reply.status == 503 and reply.error()["code"] == "database_unavailable", reply
+        assert reply.headers["retry-after"]
+        time.sleep(0.5)
+    assert statuses[-1] in (200, 201), statuses
+    assert served.process.poll() is None  # the same run, not a new one
+    assert "starting it again" in served.output()

@@ -1,0 +1,124 @@
+"""Stopping MemoryHub as a supervisor does (issue 16): the embedded PostgreSQL never outlives it.
+
+systemd and container runtimes send SIGTERM to the process group and SIGKILL 10 s later. Each
+test starts `manage.py run` in one data folder shared by the module (created once) and checks
+that afterwards no PostgreSQL of that folder and no child of `run` is left.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+from memoryhub.embedded_pg import pgdata_path, postmaster
+from tests.served import ROOT, Served, children_of, postgres_of, private_data_dir, wait_until
+
+
+@pytest.fixture(scope="module")
+def data_dir() -> Iterator[Path]:
+    with private_data_dir() as path:
+        yield path
+
+
+def alive(pids: list[int]) -> list[int]:
+    def running(pid: int) -> bool:
+        try:
+            return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+        except psutil.Error:
+            return False
+
+    return [pid for pid in pids if running(pid)]
+
+
+def nothing_left(data_dir: Path, pids: list[int], within: float) -> bool:
+    return wait_until(lambda: not postgres_of(data_dir) and not alive(pids), within)
+
+
+def test_sigterm_then_sigkill_to_the_group_stops_everything_within_10_s(data_dir: Path) -> None:
+    served = Served(data_dir).wait(key=False)
+    spawned = children_of(served.process.pid) + postgres_of(data_dir)
+    assert postgres_of(data_dir) and len(spawned) >= 3  # the guard, gunicorn and its worker, postgres
+    started = time.monotonic()
+    served.signal_group(signal.SIGTERM)
+    try:
+        served.process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        pass
+    took = time.monotonic() - started
+    served.signal_group(signal.SIGKILL)  # what the supervisor sends at 10 s, whatever happened
+    assert served.process.poll() == 0, f"still running after {took:.1f} s"
+    assert took < 10
+    assert nothing_left(data_dir, spawned, 5), (postgres_of(data_dir), alive(spawned))
+    served.stop()
+    assert "Stopped." in served.output() and "Traceback" not in served.output()
+
+
+def test_sigkill_of_run_alone_leaves_nothing_running(data_dir: Path) -> None:
+    served = Served(data_dir).wait(key=False)
+    spawned = children_of(served.process.pid) + postgres_of(data_dir)
+    served.signal_group(signal.SIGKILL)  # no chance to stop anything itself
+    served.process.wait(10)
+    assert nothing_left(data_dir, spawned, 10), (postgres_of(data_dir), alive(spawned))
+    served.stop()
+
+
+def test_a_database_that_cannot_come_back_stops_run_cleanly(data_dir: Path) -> None:
+    served = Served(data_dir, env={"MEMORYHUB_PG_RESTARTS": "0"}).wait(key=False)
+    spawned = children_of(served.process.pid)
+    process = postmaster(data_dir)
+    assert process is not None
+    process.kill()
+    served.process.wait(20)
+    assert served.process.returncode == 0
+    output = served.output()
+    assert "The embedded PostgreSQL stopped" in output and "Stopped." in output
+    assert "Traceback" not in output
+    assert nothing_left(data_dir, spawned, 10), (postgres_of(data_dir), alive(spawned))
+    served.stop()
+
+
+ORPHAN = """
+import os, sys
+from pathlib import Path
+from memoryhub.embedded_pg import start_embedded_postgres
+start_embedded_postgres(Path(sys.argv[1]))
+os.kill(os.getpid(), 9)
+"""
+
+OWNER = """
+import sys
+from pathlib import Path
+from memoryhub.embedded_pg import start_embedded_postgres
+start_embedded_postgres(Path(sys.argv[1]))
+"""
+
+
+def python(code: str, data_dir: Path) -> int:
+    return subprocess.run([sys.executable, "-c", code, str(data_dir)], cwd=ROOT, check=False).returncode
+
+
+def test_an_orphaned_server_is_adopted_and_stopped_by_its_next_owner(data_dir: Path) -> None:
+    assert python(ORPHAN, data_dir) == -signal.SIGKILL
+    orphan = postmaster(data_dir)
+    assert orphan is not None, "the killed owner left its server running"
+    owners = (pgdata_path(data_dir) / ".handle_pids.json").read_text()
+    assert owners.strip() not in ("", "[]")
+    # The next process to use the folder adopts the server; as its last owner, it stops it on exit.
+    assert python(OWNER, data_dir) == 0
+    assert wait_until(lambda: postmaster(data_dir) is None, 10)
+    # And `manage.py run` started over an orphan serves from it, then stops it.
+    assert python(ORPHAN, data_dir) == -signal.SIGKILL
+    orphan_pid = postmaster(data_dir).pid  # type: ignore[union-attr]
+    served = Served(data_dir).wait(key=False)
+    assert postmaster(data_dir).pid == orphan_pid  # type: ignore[union-attr]
+    assert served.stop() == 0
+    assert wait_until(lambda: not postgres_of(data_dir), 10)
+    assert os.path.exists(pgdata_path(data_dir))
