@@ -270,7 +270,10 @@ def main() -> None:
     total_chars = sum(len(e["content"]) for _, events in sessions for e in events)
     print(f"{len(sessions)} sessions, {sum(len(e) for _, e in sessions)} events, {total_chars / 1e6:.1f} M characters")
     server = Server(web_workers=2, with_cluster=True, keep_data=args.keep_data, prepare=seed_onnx_model,
-                    extra_env={"MEMORYHUB_EMBEDDER": args.embedder, "MEMORYHUB_PG_SHARED_BUFFERS_MB": "256"})
+                    # Consolidation (its daily cadence first runs 10 minutes after the start) would
+                    # delete chunks under the counts: it is not what this measures.
+                    extra_env={"MEMORYHUB_EMBEDDER": args.embedder, "MEMORYHUB_PG_SHARED_BUFFERS_MB": "256",
+                               "MEMORYHUB_MAINTENANCE_CONSOLIDATE_MINUTES": "0"})
     try:
         server.wait(timeout=900)
         setup_django(server.data_dir)

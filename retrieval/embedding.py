@@ -25,6 +25,7 @@ from django.db import connection, transaction
 from django.db.models import Count, F, Q
 from django.db.models.functions import Length
 from django.utils import timezone
+from pgvector import HalfVector
 
 from memoryhub.background import (
     LaneBackoff,
@@ -130,16 +131,29 @@ def _embed_claimed(rows: list[Chunk]) -> tuple[int, int]:
             embedding_attempts=F("embedding_attempts") + 1,
         )
         return 0, 1
-    now = timezone.now()
-    for row, vector in zip(rows, vectors, strict=True):
-        row.embedding = vector
-        row.embedding_model = embedder.name
-        row.embedding_error = ""
-        row.embedding_attempts += 1
-        row.indexed_at = now
-    Chunk.objects.bulk_update(rows, ["embedding", "embedding_model", "embedding_error",
-                                     "embedding_attempts", "indexed_at"])
+    _write_vectors([row.pk for row in rows], vectors, embedder.name)
     return len(rows), 0
+
+
+def _no_commit_wait() -> None:
+    """Vectors are derived data: after a crash the last batch or two are simply embedded again, so
+    their commit need not wait for the WAL flush (a share of each batch on a busy disk)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL synchronous_commit TO off")
+
+
+def _write_vectors(ids: list[int], vectors: list[list[float]], model: str) -> None:
+    """One UPDATE … FROM (VALUES …) for the whole batch: bulk_update's CASE per column cost six
+    times as much here (19 against 3 ms a chunk), a share of the model's own time."""
+    values = ", ".join(["(%s::bigint, %s::halfvec)"] * len(ids))
+    params: list[Any] = [model, timezone.now()]
+    for pk, vector in zip(ids, vectors, strict=True):
+        params += [pk, HalfVector(vector).to_text()]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {Chunk._meta.db_table} c SET embedding = v.vector, embedding_model = %s, embedding_error = '', "
+            f"embedding_attempts = c.embedding_attempts + 1, indexed_at = %s "
+            f"FROM (VALUES {values}) AS v(id, vector) WHERE c.id = v.id", params)
 
 
 def _embed_or_record(rows: list[Chunk]) -> tuple[int, int]:
@@ -257,6 +271,7 @@ class EmbedLane:
         # The budget bounds the batch's SQL (statement_timeout); encode() itself is bounded by the
         # batch: at most MEMORYHUB_EMBED_BACKFILL_BATCH texts, each cut at the model's 256 tokens.
         with transaction.atomic(), time_budget(settings.MEMORYHUB_STEP_SECONDS):
+            _no_commit_wait()
             rows = _claim(_pending(tenant), settings.MEMORYHUB_EMBED_BACKFILL_BATCH, set())
             try:
                 done, failed = _embed_claimed(rows)

@@ -306,3 +306,20 @@ def test_raise_shared_buffers_restarts_the_embedded_server_once(tmp_path) -> Non
     finally:
         stop_embedded_postgres(tmp_path)
     assert not _postgres_running_in(str(tmp_path))
+
+
+def test_work_refuses_an_unknown_lane() -> None:
+    with pytest.raises(CommandError, match="Unknown lanes"):
+        call_command("work", "--lanes", "embed,nonsense")
+
+
+def test_run_starts_a_process_per_lane() -> None:
+    from memoryhub.management.commands.run import Command as RunCommand
+
+    started = [(command[2:], extra) for command, extra in RunCommand().background_commands()]
+    assert started == [
+        (["qcluster"], {}),  # user schedule runs only
+        (["qcluster"], {"Q_CLUSTER_NAME": "maintenance"}),  # cadences and bulk jobs
+        (["work", "--lanes", "dispatch", "--nice", "0"], {}),  # due schedules, at normal priority
+        (["work", "--lanes", "embed,summarise"], {}),  # niced: requests come first
+    ]

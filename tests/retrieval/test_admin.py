@@ -33,3 +33,22 @@ def test_chunk_admin_lists_filters_and_reembeds(staff_client, alice, index, djan
 def test_document_admin_lists(staff_client, alice) -> None:
     alice.post("/api/v1/documents/", {"source_uri": "u", "text": "doc"}, format="json")
     assert staff_client.get("/admin/retrieval/document/").status_code == 200
+
+
+def test_a_set_aside_chunk_is_listed_with_its_error_and_retried(staff_client, alice, settings) -> None:  # type: ignore[no-untyped-def]
+    from retrieval.embedding import EmbedLane
+    from tests.base import post_events
+
+    settings.MEMORYHUB_TASKS_EAGER = False
+    post_events(alice, "s", {"role": "user", "content": "fine"}, {"role": "user", "content": "stuck"})
+    Chunk.objects.filter(text="stuck").update(embedding_attempts=settings.MEMORYHUB_EMBED_MAX_ATTEMPTS,
+                                              embedding_error="ValueError: the model choked")
+    listed = staff_client.get("/admin/retrieval/chunk/", {"embedded": "aside"})
+    assert listed.status_code == 200 and list(listed.context["cl"].result_list) == [Chunk.objects.get(text="stuck")]
+    lane = EmbedLane()
+    assert lane.step().done == 1 and not lane.step().found_work  # the lane leaves it alone
+    stuck = Chunk.objects.get(text="stuck")
+    staff_client.post("/admin/retrieval/chunk/", {"action": "reembed", "_selected_action": [stuck.pk]})
+    stuck.refresh_from_db()
+    assert stuck.embedding_attempts == 0 and stuck.embedding_error == ""  # back in the queue
+    assert lane.step().done == 1

@@ -1,7 +1,7 @@
 """Lanes in real processes: a schedule due during a 10k-chunk embedding backlog starts on time.
 
-The embed lane, the dispatch lane and the schedules cluster run as `manage.py run` starts them,
-against the test database. Before lanes, one queue held every append's tasks, and schedule runs
+The clusters and lanes run as `manage.py run` starts them (its own list of commands), against the
+test database, the maintenance cluster busy with consolidations meanwhile. Before lanes, one queue held every append's tasks, and schedule runs
 waited behind thousands of them until the 900 s timeout failed them unrun.
 """
 
@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from django.utils import timezone
 
+from memoryhub.management.commands.run import Command as RunCommand
 from memoryhub.models import Worker
 from memoryhub.tasks import MAINTENANCE, enqueue
 from retrieval.models import Chunk
@@ -45,14 +46,13 @@ def test_a_schedule_due_during_a_10k_chunk_backlog_starts_within_5_seconds(tmp_p
     tenant = make_tenant("alice")
     new_session(make_client(make_key(tenant)), "ingest")
     make_backlog(tenant.pk, Session.objects.get(external_id="ingest").pk)
-    for _ in range(200):  # bulk work waiting on the maintenance cluster (none runs here)
+    for _ in range(20):  # bulk work for the maintenance cluster meanwhile: consolidations of it all
         enqueue("scheduling.tasks.consolidate", cluster=MAINTENANCE)
     env = base_env(MEMORYHUB_TASKS_EAGER="false")
     processes = Processes(tmp_path)
     try:
-        processes.manage("schedules", "qcluster", env=env)
-        processes.manage("dispatch", "work", "--lanes", "dispatch", "--nice", "0", env=env)
-        processes.manage("bulk", "work", "--lanes", "embed,summarise", env=env)
+        for i, (command, extra) in enumerate(RunCommand().background_commands()):  # what `make run` starts
+            processes.start(f"{i}-{command[2]}", command, {**env, **extra})
         warm_up = Schedule.objects.create(tenant=tenant, name="warm-up", action="prune_runs",
                                           cadence_type="interval", cadence_value="3600", next_run_at=timezone.now())
         wait_for(lambda: Run.objects.filter(schedule=warm_up, status="succeeded").exists(), 90,
