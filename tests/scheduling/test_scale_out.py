@@ -101,7 +101,7 @@ def test_two_webs_two_worker_sets_redis_and_a_sigkill(tmp_path: Path, settings) 
         streaming = threading.Thread(target=ingest, args=(webs, key, failures))
         streaming.start()
         wait_for(lambda: Worker.objects.filter(lane="embed", busy=True).count() == 2
-                 and Chunk.objects.filter(embedding__isnull=True).count() > 50, 60,
+                 and Chunk.objects.filter(embedding__isnull=True).count() > 50, 300,  # first start: model load
                  "both embed lanes busy with a backlog", processes)
         wait_for(both_mid_batch, 30, "both embed lanes inside a batch", processes, every=0.01)
         for process in sets["set-a"]:
