@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.conf import settings
-from drf_spectacular.utils import OpenApiTypes, extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiParameter, OpenApiTypes, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -14,8 +14,10 @@ from memoryhub.errors import Forbidden, Invalid, NotFound
 from memoryhub.forget import forget_user
 from memoryhub.sessions import get_session, resolve_workspace
 from memoryhub.transfer import (
+    ON_CONFLICT,
     SCOPES,
     ExportScope,
+    check_on_conflict,
     export_memory,
     import_memory,
     parse_export_file,
@@ -85,14 +87,32 @@ class ImportView(APIView):
     required_scope = "write"
     parser_classes: list = []  # the body is read raw: an export is larger than Django's form limit
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses={201: inline_serializer("Imported", {
-        "imported": serializers.DictField(child=serializers.IntegerField())})},
-        description="Import an export (the JSON body) into the key's tenant: all or nothing.")
+    @extend_schema(
+        request=OpenApiTypes.OBJECT,
+        parameters=[OpenApiParameter(
+            "on_conflict", str, enum=list(ON_CONFLICT), required=False,
+            description="Sessions (and notes, facts, documents, schedules…) the tenant holds already: "
+                        "`fail` (the default: 409 session_exists naming the session), `skip` (keep them as "
+                        "stored, import the rest) or `merge` (append the events a stored session lacks, "
+                        "matched by idempotency key or (created_at, role, content); add the records it "
+                        "lacks). Importing the same file twice with skip or merge changes nothing.")],
+        responses={201: inline_serializer("Imported", {
+            "on_conflict": serializers.ChoiceField(choices=ON_CONFLICT),
+            "imported": serializers.DictField(child=serializers.IntegerField()),
+            "skipped": serializers.DictField(child=serializers.IntegerField()),
+            "merged": serializers.DictField(child=serializers.IntegerField()),
+            "skipped_sessions": serializers.ListField(child=serializers.CharField()),
+            "merged_sessions": serializers.ListField(child=serializers.CharField()),
+        })},
+        description="Import an export (the JSON body) into the key's tenant: all or nothing, in one transaction. "
+                    "The answer counts what was imported, skipped and merged per kind of row, and names up to "
+                    "100 skipped or merged sessions.")
     def post(self, request: Request) -> Response:
         key = api_key(request)
+        on_conflict = check_on_conflict(request.query_params.get("on_conflict"))  # 400 before reading the body
         if key.user_id:  # an export file carries every user's data
             raise Forbidden("user_limited_key", "Importing needs a key not limited to one user.")
         raw = request._request.read(settings.MEMORYHUB_IMPORT_MAX_BYTES + 1)
         data = parse_export_file(raw)
-        counts = import_memory(tenant=key.tenant, data=data, limit_workspace=key.workspace)
-        return Response({"imported": counts}, status=status.HTTP_201_CREATED)
+        report = import_memory(tenant=key.tenant, data=data, limit_workspace=key.workspace, on_conflict=on_conflict)
+        return Response(report.as_dict(), status=status.HTTP_201_CREATED)
