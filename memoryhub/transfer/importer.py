@@ -31,6 +31,7 @@ class Importer:
         self.on_conflict = check_on_conflict(on_conflict)
         self.workspaces: dict[str, Workspace] = {}
         self.channels: dict[tuple[str, str], Channel] = {}
+        self.created_channels: set[int] = set()
         self.sessions: dict[str, Session] = {}
         self.events: dict[tuple[str, int], int] = {}  # (session id, sequence) → event pk
         # model label → rows in file order: created, stored (pre-existing) or None (left out with its parent)
@@ -79,8 +80,10 @@ class Importer:
             raise InvalidImport("a channel is [workspace, channel]", path)
         key = (ref[0], ref[1])
         if key not in self.channels:
-            self.channels[key], _ = Channel.objects.get_or_create(
+            self.channels[key], created = Channel.objects.get_or_create(
                 tenant=self.tenant, workspace=self.workspace(ref[0], path), name=ref[1])
+            if created:
+                self.created_channels.add(self.channels[key].pk)
         return self.channels[key]
 
     def session(self, ref: Any, path: str) -> Session:
@@ -99,14 +102,20 @@ class Importer:
                 channel = self.channel([workspace.name, get_field(channel_row, "name", str, cpath)], cpath)
                 self._describe_channel(channel, channel_row, cpath)
 
-    @staticmethod
-    def _describe_channel(channel: Channel, row: Any, path: str) -> None:
+    def _describe_channel(self, channel: Channel, row: Any, path: str) -> None:
         # Files written before channels had a description and a default flag lack them.
         description = get_field(row, "description", str, path, required=False, default="")
+        make_default = get_field(row, "is_default", bool, path, required=False, default=False)
+        if self.on_conflict != "fail" and channel.pk not in self.created_channels:
+            # Skip and merge keep a stored channel as it is; merge only fills in a missing description.
+            if self.on_conflict == "merge" and description and not channel.description:
+                channel.description = description
+                channel.save(update_fields=["description"])
+            return
         if description and description != channel.description:
             channel.description = description
             channel.save(update_fields=["description"])
-        if get_field(row, "is_default", bool, path, required=False, default=False) and not channel.is_default:
+        if make_default and not channel.is_default:
             channel.make_default()
 
     def import_sessions(self, rows: list[Any]) -> None:

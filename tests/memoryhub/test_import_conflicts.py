@@ -185,3 +185,21 @@ def test_skip_and_merge_never_reach_another_tenant(filled, carol, django_capture
     carol_after = holdings("carol")
     assert import_(filled.alice, first, django_capture_on_commit_callbacks, "merge").json()["imported"] == {}
     assert holdings("alice") == alice_before and holdings("carol") == carol_after
+
+
+def test_skip_and_merge_keep_a_stored_channels_description(filled, carol, django_capture_on_commit_callbacks) -> None:  # type: ignore[no-untyped-def]
+    from accounts.models import Channel
+
+    first = export(filled.alice)
+    assert import_(carol, first, django_capture_on_commit_callbacks).status_code == 201
+    travel = Channel.objects.get(tenant__name="carol", name="travel")
+    Channel.objects.filter(pk=travel.pk).update(description="Carol's own words")
+    edited = copy.deepcopy(first)
+    for workspace in edited["workspaces"]:
+        for channel in workspace["channels"]:
+            channel["description"] = "From the file"
+    for option in ("skip", "merge"):
+        assert import_(carol, edited, django_capture_on_commit_callbacks, option).status_code == 201
+        assert Channel.objects.get(pk=travel.pk).description == "Carol's own words"
+    others = Channel.objects.filter(tenant__name="carol").exclude(pk=travel.pk)
+    assert set(others.values_list("description", flat=True)) == {"From the file"}  # merge filled in the empty ones
