@@ -78,6 +78,8 @@ def test_the_header_still_names_the_operator_on_an_end_users_pages(staff_client,
         html = page.content.decode()
         assert "<strong>op</strong>" in html and "Change password" in html
     assert "end user dana" in pages[1].content.decode()
+    explorer = pages[0].content.decode()
+    assert "A search for dana sees" in explorer and "user_id=dana&amp;query=support%20group" in explorer
 
 
 def test_search_runs_the_real_search_with_the_users_ownership_rule(staff_client, cast, memories) -> None:
