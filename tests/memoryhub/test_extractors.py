@@ -36,7 +36,8 @@ def test_parse_facts_validates() -> None:
     parsed = parse_facts(FACTS)
     assert [f.content for f in parsed] == ["The user's dog is called Biscuit", "Prefers answers in French"]
     assert parsed[0].tags == ("pets",) and parsed[0].key == "dog_name"
-    assert parsed[1].importance == 0.5 and parsed[1].scope == "workspace" and parsed[1].category == "general"
+    # "very" is no number: the importance is left to the category's default, as if none was given
+    assert parsed[1].importance is None and parsed[1].scope == "workspace" and parsed[1].category == "general"
 
 
 def test_http_extractor_request_and_storage(alice) -> None:  # type: ignore[no-untyped-def]
