@@ -308,7 +308,8 @@ MEMORYHUB_ACCESS_FLUSH_SECONDS = env_int("MEMORYHUB_ACCESS_FLUSH_SECONDS", 10, m
 # default and only needed where no lane runs.
 MEMORYHUB_MAINTENANCE_EMBED_MINUTES = env_int("MEMORYHUB_MAINTENANCE_EMBED_MINUTES", 0, minimum=0)
 MEMORYHUB_MAINTENANCE_SUMMARISE_MINUTES = env_int("MEMORYHUB_MAINTENANCE_SUMMARISE_MINUTES", 0, minimum=0)
-MEMORYHUB_MAINTENANCE_CONSOLIDATE_MINUTES = env_int("MEMORYHUB_MAINTENANCE_CONSOLIDATE_MINUTES", 24 * 60, minimum=0)
+# Consolidation every 6 hours, as seed 004's consolidation_interval_hours (issue 14 item 17).
+MEMORYHUB_MAINTENANCE_CONSOLIDATE_MINUTES = env_int("MEMORYHUB_MAINTENANCE_CONSOLIDATE_MINUTES", 6 * 60, minimum=0)
 
 # --- Background lanes (memoryhub.background; `manage.py work`) -------------------------------
 
