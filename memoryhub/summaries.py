@@ -144,11 +144,10 @@ def maybe_summarise(session: Session, *, budget: int | None = None) -> dict[str,
             break
         condensed.append(event)
         remaining -= cost
-    text, used = summarise_safely([Turn.from_event(e) for e in condensed], previous=state.text,
-                                  header=conversation_header(session, 1, condensed[-1].sequence))
+    header = conversation_header(session, 1, condensed[-1].sequence)
+    text, used = summarise_safely([Turn.from_event(e) for e in condensed], previous=state.text, header=header)
     # Past its share the summary is condensed (re-summarised, older lines merged), never cut.
-    text = condense(text, int(settings.MEMORYHUB_SUMMARY_MAX_SHARE * budget),
-                    header=conversation_header(session, 1, condensed[-1].sequence))
+    text = condense(text, int(settings.MEMORYHUB_SUMMARY_MAX_SHARE * budget), header=header)
     written = write_summary(session, text=text, expected_epoch=state.epoch, upper_sequence=condensed[-1].sequence)
     if written is None:
         logger.info("rolling summary of session %s: stale epoch %s, discarded", session.pk, state.epoch)
