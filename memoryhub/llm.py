@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from django.conf import settings
@@ -26,6 +29,21 @@ logger = logging.getLogger(__name__)
 
 RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 MIN_REQUEST_SECONDS = 0.5  # below this much budget a request is not worth starting
+
+
+_calls = threading.local()
+
+
+@contextmanager
+def single_attempt() -> Iterator[None]:
+    """Model calls inside try once: a request (POST .../summary/) falls back to the extractive
+    summariser at the first failure instead of keeping its client waiting through the backoff."""
+    previous = getattr(_calls, "single", False)
+    _calls.single = True
+    try:
+        yield
+    finally:
+        _calls.single = previous
 
 
 class SummariserError(Exception):
@@ -81,7 +99,7 @@ def chat_completion(*, url: str, model: str, api_key: str, messages: list[dict[s
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"
     data = json.dumps(body).encode()
-    retries = settings.MEMORYHUB_LLM_RETRIES
+    retries = 0 if getattr(_calls, "single", False) else settings.MEMORYHUB_LLM_RETRIES
     for attempt in range(retries + 1):
         left = remaining_budget()
         if left is not None and left < MIN_REQUEST_SECONDS:

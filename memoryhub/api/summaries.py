@@ -15,7 +15,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.models import ApiKey
-from memoryhub import summaries
+from memoryhub import llm, summaries
 from memoryhub.api.common import (
     StrictSerializer,
     api_key,
@@ -154,7 +154,8 @@ class RollingSummaryView(APIView):
     def post(self, request: Request, session_id: str) -> Response:
         data = parse_input(SummariseInput, request.data or {})
         session = get_session(api_key(request), session_id)
-        outcome = summaries.maybe_summarise(session, budget=data["budget"])
+        with llm.single_attempt():  # the client waits: no retries with backoff on the request path
+            outcome = summaries.maybe_summarise(session, budget=data["budget"])
         return Response({**outcome, **_rolling(session.external_id, summaries.current_summary(session))})
 
 

@@ -4,6 +4,7 @@ messages split into parts (never cut), long transcripts summarised a request at 
 from __future__ import annotations
 
 import re
+import time
 from typing import Any
 
 import pytest
@@ -147,3 +148,25 @@ def test_the_extractive_summariser_is_unchanged_by_levels_and_headers() -> None:
     turns = [Turn("user", "Book LH-442", 1)]
     plain = ExtractiveSummariser().summarise(turns)
     assert ExtractiveSummariser().summarise(turns, level="branch", header="Conversation: x") == plain
+
+
+def test_post_summary_tries_the_model_once_and_falls_back_at_once(alice, settings) -> None:  # type: ignore[no-untyped-def]
+    """The client of POST .../summary/ waits for the answer: a model that is down costs one try,
+    not the retries and backoff a background step may spend."""
+    settings.MEMORYHUB_LLM_RETRIES = 3
+    settings.MEMORYHUB_LLM_BACKOFF_SECONDS = 5.0  # a retry would make this test take 5 s or more
+    settings.MEMORYHUB_SUMMARY_BUDGET = 100
+    settings.MEMORYHUB_SUMMARY_MAX_SHARE = 1.0
+    post_events(alice, "s1", *[{"role": "user", "content": f"step {i} " + "w " * 60} for i in range(5)])
+    with fake_llm(lambda body: (503, {"error": "down"})) as llm:
+        settings.MEMORYHUB_SUMMARISER = "http"
+        settings.MEMORYHUB_SUMMARISER_URL = llm.url
+        settings.MEMORYHUB_SUMMARISER_MODEL = "m"
+        started = time.monotonic()
+        response = alice.post("/api/v1/sessions/s1/summary/", {}, format="json")
+        elapsed = time.monotonic() - started
+    assert response.status_code == 200, response.content
+    assert response.json()["summarised"] is True and "step 0" in response.json()["text"]  # the extractive fallback
+    bodies = [str(r["body"]) for r in llm.requests]
+    assert bodies and len(bodies) == len(set(bodies))  # no request was sent twice (the summary, then condensing)
+    assert elapsed < 5.0
