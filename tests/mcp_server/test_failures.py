@@ -57,6 +57,7 @@ def test_a_host_outside_allowed_hosts_is_refused(settings: Any) -> None:
 
 @pytest.mark.django_db
 def test_a_crashing_tool_is_a_server_error_tool_result(caplog: Any) -> None:
+    caplog.set_level("INFO", logger="memoryhub.mcp")
     key = ApiKey.objects.get(prefix=ApiKey.parse_prefix(make_key(make_tenant("alice"))))
 
     def crash(key: ApiKey, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -68,4 +69,6 @@ def test_a_crashing_tool_is_a_server_error_tool_result(caplog: Any) -> None:
     assert result.structured_content == {"error": {"code": "server_error", "message": "Internal server error.",
                                                    "details": {}}}
     assert "boom" not in result.content[0].text  # the exception's text stays in the server's log
-    assert any("memory_stats" in r.getMessage() for r in caplog.records)
+    assert any("memory_stats" in r.getMessage() for r in caplog.records)  # the traceback, logged
+    calls = [r for r in caplog.records if r.getMessage() == "tool call"]
+    assert [(r.tool, r.error, r.tenant) for r in calls] == [("memory_stats", "server_error", key.tenant_id)]
