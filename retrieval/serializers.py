@@ -214,7 +214,16 @@ StatsOutput = inline_serializer("Stats", {
     "sessions": serializers.IntegerField(help_text="Sessions stored."),
     "active_sessions": serializers.IntegerField(help_text="Sessions not archived."),
     "events": serializers.IntegerField(help_text="Events stored."),
-    "unsummarised_messages": serializers.IntegerField(help_text="Events no rolling summary covers yet."),
+    "unsummarised_messages": serializers.IntegerField(help_text="Events no summary-tree leaf covers yet."),
+    "rolling_unsummarised_messages": serializers.IntegerField(
+        help_text="Events no rolling summary covers yet."),
+    "compaction": inline_serializer("CompactionStats", {
+        "sessions_behind": serializers.IntegerField(help_text="Sessions with events no summary-tree leaf covers."),
+        "messages_behind": serializers.IntegerField(help_text="Those events (the tree's backlog)."),
+        "tree_depth": serializers.IntegerField(help_text="Levels of the deepest summary tree (0: none)."),
+        "last_run_at": serializers.DateTimeField(allow_null=True,
+                                                 help_text="When the newest summary node was written."),
+    }, help_text="The summary tree's progress."),
     "chunks": inline_serializer("ChunkStats", {
         "total": serializers.IntegerField(help_text="Searchable chunks."),
         "embedded": serializers.IntegerField(help_text="Chunks with a vector of the current model."),
@@ -234,10 +243,17 @@ StatsOutput = inline_serializer("Stats", {
         "by_status": _counts("Schedules by status."),
         "failing": serializers.IntegerField(help_text="Schedules whose last run failed."),
     }, help_text="Scheduled work."),
+    # The task cluster's own figures (queued/failed tasks) cover every tenant: operators see them in
+    # the admin, an API key never does.
     "queue": inline_serializer("QueueStats", {
         "pending_embeddings": serializers.IntegerField(help_text="Chunks waiting for a vector."),
-        "queued_tasks": serializers.IntegerField(help_text="Background tasks waiting (whole service)."),
-        "failed_tasks": serializers.IntegerField(help_text="Background tasks that failed (whole service)."),
+        "embedding_waiting": serializers.IntegerField(help_text="This tenant's chunks in the embed lane's queue."),
+        "embedding_set_aside": serializers.IntegerField(
+            help_text="Chunks set aside after repeated embedding failures (retried from the admin)."),
+        "embedding_eta_seconds": serializers.FloatField(
+            allow_null=True, help_text="When the last waiting chunk should have its vector, at the measured "
+                                       "rate (null: no rate measured yet)."),
+        "embedding_rate_per_second": serializers.FloatField(help_text="Chunks the embed lanes embed per second."),
     }, help_text="Background work."),
 })
 

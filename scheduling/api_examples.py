@@ -174,12 +174,12 @@ SCHEDULE_RESUME = [*example(
 
 SCHEDULE_RUN = [*example(
     'Run now', '', status=202,
-    response={'id': 'e4acdfb1-787f-46cb-acbf-c39c0d314441',
-              'run_id': 'e4acdfb1-787f-46cb-acbf-c39c0d314441',
-              'schedule': '40883d1d-9a26-43a5-9177-7789e7b11a11',
+    response={'id': '76c8d017-c116-4251-96f2-2a9122540845',
+              'run_id': '76c8d017-c116-4251-96f2-2a9122540845',
+              'schedule': 'c26be914-b20d-4081-8da1-3acdb5e742a4',
               'manual': True,
               'due_at': None,
-              'started_at': '2026-11-23T18:20:38.820078Z',
+              'started_at': '2026-11-23T21:24:59.448378Z',
               'finished_at': None,
               'status': 'queued',
               'error': '',
@@ -187,7 +187,8 @@ SCHEDULE_RUN = [*example(
               'output': '',
               'turn_count': 0,
               'cost': 0.0,
-              'notified': False},
+              'notified': False,
+              'delivery': None},
 )]
 
 RUN_LIST = [*example(
@@ -195,44 +196,100 @@ RUN_LIST = [*example(
     response={'count': 1,
               'next': None,
               'previous': None,
-              'schedule': '77987ad9-57bd-44ad-8375-9a6c3bd17eda',
-              'results': [{'id': '12b552f7-dc8b-4970-85e8-65b1d7a3f281',
-                           'run_id': '12b552f7-dc8b-4970-85e8-65b1d7a3f281',
-                           'schedule': '77987ad9-57bd-44ad-8375-9a6c3bd17eda',
+              'schedule': '84ae94af-2335-4444-ae54-3786958aaf51',
+              'results': [{'id': '50062168-e96b-4566-8b7a-83a87ad050d4',
+                           'run_id': '50062168-e96b-4566-8b7a-83a87ad050d4',
+                           'schedule': '84ae94af-2335-4444-ae54-3786958aaf51',
                            'manual': True,
                            'due_at': None,
-                           'started_at': '2026-11-23T18:20:41.256321Z',
-                           'finished_at': '2026-11-23T18:20:41.303437Z',
+                           'started_at': '2026-11-23T21:24:59.784547Z',
+                           'finished_at': '2026-11-23T21:24:59.804558Z',
                            'status': 'succeeded',
                            'error': '',
-                           'output_summary': '{"sessions_checked": 0, "sessions_summarised": 0, '
-                                             '"sessions_with_new_nodes": 0, "stale_summaries": 0, '
-                                             '"tree_nodes_built": 0}',
-                           'output': '{"sessions_checked": 0, "sessions_summarised": 0, '
-                                     '"sessions_with_new_nodes": 0, "stale_summaries": 0, '
-                                     '"tree_nodes_built": 0}',
+                           'output_summary': '{"facts_extracted": 0, "sessions_busy": 0, "sessions_checked": 0, '
+                                             '"sessions_failed": 0, "sessions_summarised": 0, '
+                                             '"sessions_with_new_nodes": 0, "stale_summaries": 0, "tree_nodes_built": '
+                                             '0}',
+                           'output': '{"facts_extracted": 0, "sessions_busy": 0, "sessions_checked": 0, '
+                                     '"sessions_failed": 0, "sessions_summarised": 0, "sessions_with_new_nodes": 0, '
+                                     '"stale_summaries": 0, "tree_nodes_built": 0}',
                            'turn_count': 0,
                            'cost': 0.0,
-                           'notified': True}]},
+                           'notified': False,
+                           'delivery': {'status': 'no_webhook',
+                                        'attempts': 0,
+                                        'max_attempts': 5,
+                                        'last_error': 'No notification webhook is configured for this tenant (POST '
+                                                      "/api/v1/webhooks/ with kind 'notification').",
+                                        'last_status_code': None,
+                                        'next_attempt_at': None,
+                                        'delivered_at': None,
+                                        'created_at': '2026-11-23T21:24:59.804558Z'}}]},
 )]
 
 RUN_GET = [*example(
     'Get a run', '', status=200,
-    response={'id': 'c23e0f94-6a8b-4f18-98be-528d0f510765',
-              'run_id': 'c23e0f94-6a8b-4f18-98be-528d0f510765',
-              'schedule': 'ee1eaeb6-15ac-4300-9c75-134c0c5cfb5d',
+    response={'id': 'd43b02b6-0e66-4cb3-8eec-5b2c789eea44',
+              'run_id': 'd43b02b6-0e66-4cb3-8eec-5b2c789eea44',
+              'schedule': '448ad831-e1e8-4d67-8e10-f287eaeacd69',
               'manual': True,
               'due_at': None,
-              'started_at': '2026-11-23T18:20:45.502750Z',
-              'finished_at': '2026-11-23T18:20:45.588222Z',
+              'started_at': '2026-11-23T21:24:56.290075Z',
+              'finished_at': '2026-11-23T21:24:56.316658Z',
               'status': 'succeeded',
               'error': '',
-              'output_summary': '{"sessions_checked": 0, "sessions_summarised": 0, '
-                                '"sessions_with_new_nodes": 0, "stale_summaries": 0, "tree_nodes_built": '
-                                '0}',
-              'output': '{"sessions_checked": 0, "sessions_summarised": 0, "sessions_with_new_nodes": 0, '
-                        '"stale_summaries": 0, "tree_nodes_built": 0}',
+              'output_summary': '{"facts_extracted": 0, "sessions_busy": 0, "sessions_checked": 0, "sessions_failed": '
+                                '0, "sessions_summarised": 0, "sessions_with_new_nodes": 0, "stale_summaries": 0, '
+                                '"tree_nodes_built": 0}',
+              'output': '{"facts_extracted": 0, "sessions_busy": 0, "sessions_checked": 0, "sessions_failed": 0, '
+                        '"sessions_summarised": 0, "sessions_with_new_nodes": 0, "stale_summaries": 0, '
+                        '"tree_nodes_built": 0}',
               'turn_count': 0,
               'cost': 0.0,
-              'notified': True},
+              'notified': False,
+              'delivery': {'status': 'no_webhook',
+                           'attempts': 0,
+                           'max_attempts': 5,
+                           'last_error': 'No notification webhook is configured for this tenant (POST '
+                                         "/api/v1/webhooks/ with kind 'notification').",
+                           'last_status_code': None,
+                           'next_attempt_at': None,
+                           'delivered_at': None,
+                           'created_at': '2026-11-23T21:24:56.316658Z'}},
+)]
+
+WEBHOOK_LIST = [*example(
+    'List webhooks', "The tenant's webhooks (never their secrets).", status=200,
+    response={'results': [{'id': '914b8979-8b81-4a30-97af-b5bd24332b31',
+                           'kind': 'agent',
+                           'url': 'https://agent.example.com/goal',
+                           'description': 'The travel agent',
+                           'created_at': '2026-11-23T21:28:34.153108Z'}]},
+)]
+
+WEBHOOK_CREATE = [*example(
+    'Register a notification webhook', 'Finished runs are announced here; the secret is shown only now.',
+    status=201,
+    request={'kind': 'notification', 'url': 'https://hooks.example.com/memoryhub',
+             'secret': 'a-long-shared-secret-0001', 'description': 'Ops channel'},
+    response={'id': '3af2f8cc-3201-4496-bc18-c8eb17d176e2',
+              'kind': 'notification',
+              'url': 'https://hooks.example.com/memoryhub',
+              'description': 'Ops channel',
+              'created_at': '2026-11-23T21:28:34.976927Z',
+              'secret': 'a-long-shared-secret-0001'},
+)]
+
+WEBHOOK_GET = [*example(
+    'Get a webhook', '', status=200,
+    response={'id': '57da7584-8f58-4221-af1b-cbb1da87e5d5',
+              'kind': 'agent',
+              'url': 'https://agent.example.com/goal',
+              'description': 'The travel agent',
+              'created_at': '2026-11-23T21:28:35.512703Z'},
+)]
+
+WEBHOOK_DELETE = [*example(
+    'Delete a webhook', '', status=200,
+    response={'id': '6e8d44ee-55ba-4a5f-9cd8-8c0ec39e759f', 'deleted': True},
 )]

@@ -118,6 +118,8 @@ class ScheduleOutput(serializers.ModelSerializer):
             "user_id": {"help_text": "The end user it works for (empty: none)."},
             "notification_policy": {"help_text": "Which finished runs send a notification."},
             "channel": {"help_text": "The channel notifications go to (empty: none)."},
+            "channel_context_id": {"help_text": "Where in the channel it was made (a thread, a chat; empty: "
+                                                "nowhere in particular)."},
             "status": {"help_text": "active, paused, completed (a once schedule that ran) or failed (paused "
                                     "after too many failures)."},
             "next_run_at": {"help_text": "When it runs next (null: not scheduled)."},
@@ -149,6 +151,16 @@ class DeliveryOutput(serializers.ModelSerializer):
         model = Delivery
         fields = ["status", "attempts", "max_attempts", "last_error", "last_status_code", "next_attempt_at",
                   "delivered_at", "created_at"]
+        extra_kwargs = {
+            "status": {"help_text": "pending, delivered, failed or no_webhook."},
+            "attempts": {"help_text": "Deliveries tried so far."},
+            "max_attempts": {"help_text": "Tries before it is failed."},
+            "last_error": {"help_text": "Why the last try failed (empty: it did not)."},
+            "last_status_code": {"help_text": "The webhook's HTTP status on the last try (null: no answer)."},
+            "next_attempt_at": {"help_text": "When it is tried next (null: no further try)."},
+            "delivered_at": {"help_text": "When the webhook accepted it (null: not yet)."},
+            "created_at": {"help_text": "When the notification was made."},
+        }
 
 
 class RunOutput(serializers.ModelSerializer):

@@ -120,13 +120,17 @@ class RunDetailView(APIView):
 class WebhookListView(APIView):
     required_scope = "admin"  # a webhook receives every run of the tenant, signed with its secret
 
-    @extend_schema(operation_id="webhooks_list",
-                   responses=inline_serializer("WebhookList", {"results": WebhookOutput(many=True)}))
+    @extend_schema(summary="List webhooks", operation_id="webhooks_list",
+                   description="The tenant's webhooks, at most one per kind (admin scope).",
+                   responses=inline_serializer("WebhookList", {
+                       "results": WebhookOutput(many=True, help_text="The webhooks, by kind.")}),
+                   examples=ex.WEBHOOK_LIST)
     def get(self, request: Request) -> Response:
         rows = webhooks.list_webhooks(api_key(request))
         return Response({"results": WebhookOutput(rows, many=True).data})
 
-    @extend_schema(request=WebhookInput, responses={201: WebhookCreatedOutput},
+    @extend_schema(summary="Register a webhook", request=WebhookInput, responses={201: WebhookCreatedOutput},
+                   examples=ex.WEBHOOK_CREATE,
                    description="One webhook per kind (agent, notification) and tenant. The secret, given or "
                                "generated, is in this answer only.")
     def post(self, request: Request) -> Response:
@@ -138,12 +142,15 @@ class WebhookListView(APIView):
 class WebhookDetailView(APIView):
     required_scope = "admin"
 
-    @extend_schema(responses=WebhookOutput)
+    @extend_schema(summary="Get a webhook", responses=WebhookOutput, examples=ex.WEBHOOK_GET)
     def get(self, request: Request, webhook_id: str) -> Response:
         return Response(WebhookOutput(webhooks.get_webhook(api_key(request), webhook_id)).data)
 
-    @extend_schema(responses=inline_serializer("WebhookDeleted", {"id": serializers.CharField(),
-                                                                 "deleted": serializers.BooleanField()}))
+    @extend_schema(summary="Delete a webhook", examples=ex.WEBHOOK_DELETE,
+                   responses={200: inline_serializer("WebhookDeleted", {
+                       "id": serializers.CharField(help_text="The deleted webhook's id."),
+                       "deleted": serializers.BooleanField(help_text="Always true: a missing webhook is a 404 "
+                                                                     "instead.")})})
     def delete(self, request: Request, webhook_id: str) -> Response:
         webhooks.get_webhook(api_key(request), webhook_id).delete()
         return Response({"id": webhook_id, "deleted": True})

@@ -3,7 +3,8 @@ REST API itself, and the checks the example test makes: a response validated aga
 schema (strictly: no undocumented field) and compared in shape with the documented example.
 
 The path parameters of every example are the ids of this story: session chat-42 of user-123, note
-note-tea, and the fact, summary, schedule and run it creates.
+note-tea, the session's channel, and the fact, summary, schedule, run, document (the Lisbon guide)
+and agent webhook it creates.
 """
 
 from __future__ import annotations
@@ -48,8 +49,15 @@ def build_story(client: APIClient, tenant: Tenant) -> dict[str, str]:
         "name": "Nightly summaries", "action": "summarise",
         "cadence": {"type": "cron", "value": "0 3 * * *", "timezone": "Europe/Lisbon"}}, format="json"))
     run = ok(client.post(f"/api/v1/schedules/{schedule['id']}/run/"))
+    document = ok(client.post("/api/v1/documents/", {
+        "source_uri": "https://example.com/lisbon-guide", "user_id": USER,
+        "text": "Lisbon guide. Trams: line 28 crosses the old town. Airport: the metro red line."}, format="json"))
+    # An agent webhook (agent_goal runs call it): the story's summarise run never does.
+    webhook = ok(client.post("/api/v1/webhooks/", {"kind": "agent", "url": "https://agent.example.com/goal",
+                                                   "description": "The travel agent"}, format="json"))
     return {"session_id": SESSION, "user_id": USER, "note_id": NOTE, "fact_id": str(fact["id"]),
-            "node_id": str(root.pk), "schedule_id": schedule["id"], "run_id": run["id"]}
+            "node_id": str(root.pk), "schedule_id": schedule["id"], "run_id": run["id"],
+            "channel_id": str(session.channel_id), "document_id": str(document["id"]), "webhook_id": webhook["id"]}
 
 
 # --- the OpenAPI schema as JSON Schema ------------------------------------------------------------

@@ -34,6 +34,9 @@ PATH_PARAMETERS = {
     "schedule_id": "The schedule's id.",
     "run_id": "The run's id.",
     "user_id": "The end user's id, as given in user_id fields.",
+    "channel_id": "The channel's id (GET /channels/ lists them).",
+    "document_id": "The document's id (returned when it was ingested).",
+    "webhook_id": "The webhook's id (returned when it was registered).",
 }
 
 

@@ -127,6 +127,7 @@ class FactOutput(serializers.ModelSerializer):
             "lifetime": {"help_text": "long_term, short_term or conversation."},
             "source": {"help_text": "Who stated it."},
             "importance": {"help_text": "0–1: weight in recall."},
+            "pinned": {"help_text": "Pinned by an operator: importance 1, never pruned, merged or capped."},
             "metadata": {"help_text": "The caller's JSON object."},
             "user_id": {"help_text": "The end user it is about (empty: shared)."},
             "created_at": {"help_text": "When it was first stored."},

@@ -118,6 +118,7 @@ class NoteOutput(serializers.ModelSerializer):
             "metadata": {"help_text": "The caller's JSON object."},
             "user_id": {"help_text": "The end user it belongs to (empty: shared)."},
             "importance": {"help_text": "0–1: weight in recall."},
+            "pinned": {"help_text": "Pinned by an operator: importance 1, never pruned, merged or capped."},
             "created_at": {"help_text": "When it was created."},
             "updated_at": {"help_text": "When it last changed."},
         }

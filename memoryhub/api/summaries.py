@@ -165,13 +165,27 @@ class RollingSummaryView(APIView):
 
 
     @extend_schema(
-        request=SummariseInput,
+        summary="Summarise now",
+        request=SummariseInput, examples=ex.SUMMARISE,
         responses={200: inline_serializer("Summarised", {
-            "session": serializers.CharField(), "text": serializers.CharField(), "epoch": serializers.IntegerField(),
-            "upper_sequence": serializers.IntegerField(), "updated_at": serializers.DateTimeField(allow_null=True),
+            "session": serializers.CharField(help_text="The session's id."),
+            "text": serializers.CharField(help_text="The rolling summary after the call (empty: none yet)."),
+            "epoch": serializers.IntegerField(help_text="Its epoch (grows by one with every write)."),
+            "upper_sequence": serializers.IntegerField(help_text="The last event sequence it covers."),
+            "updated_at": serializers.DateTimeField(allow_null=True, help_text="When it was last written."),
             "summarised": serializers.BooleanField(help_text="Whether the trigger fired and a summary was written."),
             "budget": serializers.IntegerField(help_text="The budget this summarisation used."),
             "condensed": serializers.IntegerField(required=False, help_text="Messages condensed into the summary."),
+            "remaining_tokens": serializers.IntegerField(
+                required=False, help_text="When summarised: tokens of the messages the summary still leaves out."),
+            "summariser": serializers.CharField(required=False, help_text="When summarised: what wrote it."),
+            "messages": serializers.IntegerField(
+                required=False, help_text="When not summarised: messages the summary does not cover yet."),
+            "tokens": serializers.IntegerField(required=False,
+                                               help_text="When not summarised: their tokens (estimated)."),
+            "stale": serializers.BooleanField(
+                required=False, help_text="True when another writer moved the summary on meanwhile: nothing "
+                                          "was written."),
         })},
         description="Apply the rolling-summary trigger now, with this call's budget (else the session's "
                     "summary_budget, else the server default). Past its share of the budget the summary is "
