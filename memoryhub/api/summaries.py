@@ -30,7 +30,7 @@ from memoryhub.api.fields import (
     StrictIntegerField,
     page_of,
 )
-from memoryhub.api.sessions import RestoredMessage
+from memoryhub.api.restore import RestoredMessage
 from memoryhub.errors import Conflict, Invalid, NotFound
 from memoryhub.models import (
     SUMMARY_BUDGET_MAX,
