@@ -234,6 +234,7 @@ if DEBUG:
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "MemoryHub API",
+    # The full introduction is memoryhub/api/docs.py's DESCRIPTION, put in by its hook below.
     "DESCRIPTION": "Memory for AI agents: sessions, events, search, notes, facts, summaries, schedules.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
@@ -241,6 +242,10 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "memoryhub.api.docs.complete_schema",
+    ],
     # Several serializers share these choice sets; name each set once in the schema.
     "ENUM_NAME_OVERRIDES": {
         "MemoryScopeEnum": "memoryhub.searchable.TIERS",
