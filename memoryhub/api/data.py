@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.conf import settings
-from drf_spectacular.utils import extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -15,8 +15,10 @@ from memoryhub.errors import Forbidden, Invalid, NotFound
 from memoryhub.forget import forget_user
 from memoryhub.sessions import get_session, resolve_workspace
 from memoryhub.transfer import (
+    ON_CONFLICT,
     SCOPES,
     ExportScope,
+    check_on_conflict,
     export_memory,
     import_memory,
     parse_export_file,
@@ -114,18 +116,44 @@ class ImportView(APIView):
     required_scope = "write"
     parser_classes: list = []  # the body is read raw: an export is larger than Django's form limit
 
-    @extend_schema(summary="Import memory",
-                   description="Import an export (the JSON body, as POST /export/ wrote it) into the key's "
-                               "tenant: all or nothing. Ids already taken are a 409 import_conflict.",
-                   request={"application/json": ExportDocument}, responses={201: inline_serializer("Imported", {
-                       "imported": serializers.DictField(child=serializers.IntegerField(),
-                                                         help_text="Records imported, by kind."),
-                   })}, examples=ex.IMPORT)
+    @extend_schema(
+        summary="Import memory",
+        description="Import an export (the JSON body, as POST /export/ wrote it) into the key's tenant: all or "
+                    "nothing, in one transaction. A session the tenant holds already is a 409 session_exists "
+                    "(other rows taken already: 409 import_conflict) unless `on_conflict` says to skip or merge. "
+                    "The answer counts what was imported, skipped and merged, by kind, and names up to 100 "
+                    "skipped or merged sessions.",
+        parameters=[OpenApiParameter(
+            "on_conflict", str, enum=list(ON_CONFLICT), required=False,
+            description="Sessions (and notes, facts, documents, schedules…) the tenant holds already: "
+                        "`fail` (the default: 409 session_exists naming the session), `skip` (keep them as "
+                        "stored, with what hangs off them, and import the rest) or `merge` (append the events "
+                        "a stored session lacks, matched by idempotency key or by (created_at, role, content), "
+                        "and add the records it lacks, matched by identity). Importing the same file twice "
+                        "with skip or merge changes nothing. Anything else: 400 invalid_on_conflict.")],
+        request={"application/json": ExportDocument},
+        responses={201: inline_serializer("Imported", {
+            "on_conflict": serializers.ChoiceField(choices=ON_CONFLICT, help_text="The option the import ran with."),
+            "imported": serializers.DictField(child=serializers.IntegerField(),
+                                              help_text="Records imported, by kind (events appended by a merge "
+                                                        "count here)."),
+            "skipped": serializers.DictField(child=serializers.IntegerField(),
+                                             help_text="Records of the file left out because the tenant held "
+                                                       "them already (or what hangs off them), by kind."),
+            "merged": serializers.DictField(child=serializers.IntegerField(),
+                                            help_text="Stored rows the file was merged into, by kind (sessions)."),
+            "skipped_sessions": serializers.ListField(child=serializers.CharField(),
+                                                      help_text="Ids of the sessions skipped (at most 100)."),
+            "merged_sessions": serializers.ListField(child=serializers.CharField(),
+                                                     help_text="Ids of the sessions merged into (at most 100)."),
+        })},
+        examples=ex.IMPORT)
     def post(self, request: Request) -> Response:
         key = api_key(request)
+        on_conflict = check_on_conflict(request.query_params.get("on_conflict"))  # 400 before reading the body
         if key.user_id:  # an export file carries every user's data
             raise Forbidden("user_limited_key", "Importing needs a key not limited to one user.")
         raw = request._request.read(settings.MEMORYHUB_IMPORT_MAX_BYTES + 1)
         data = parse_export_file(raw)
-        counts = import_memory(tenant=key.tenant, data=data, limit_workspace=key.workspace)
-        return Response({"imported": counts}, status=status.HTTP_201_CREATED)
+        report = import_memory(tenant=key.tenant, data=data, limit_workspace=key.workspace, on_conflict=on_conflict)
+        return Response(report.as_dict(), status=status.HTTP_201_CREATED)

@@ -188,7 +188,12 @@ IMPORT = [*example(
                            'rolling_summary': None}],
              'documents': [],
              'records': {}},
-    response={'imported': {'events': 1, 'sessions': 1}},
+    response={'on_conflict': 'fail',
+              'imported': {'events': 1, 'sessions': 1},
+              'skipped': {},
+              'merged': {},
+              'skipped_sessions': [],
+              'merged_sessions': []},
 )]
 
 HEALTH = [*example(
