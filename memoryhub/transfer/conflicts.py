@@ -70,7 +70,7 @@ class ImportReport:
     def summary(self) -> str:
         """One line for an operator, after "Imported into <tenant>: " (the admin's message)."""
         def words(counts: dict[str, int]) -> str:
-            return ", ".join(f"{n} {kind}" for kind, n in counts.items()) or "nothing"
+            return ", ".join(f"{n} {_singular(kind) if n == 1 else kind}" for kind, n in counts.items()) or "nothing"
 
         text = words(self.imported)
         if self.skipped:
@@ -82,6 +82,13 @@ class ImportReport:
                 more = f" and {len(ids) - 10} more" if len(ids) > 10 else ""
                 text += f"; {label}: {', '.join(ids[:10])}{more}"
         return text
+
+
+def _singular(kind: str) -> str:
+    """ "1 sessions" reads wrong: the kinds are plural names (sessions, facts, summaries, scratchpad)."""
+    if kind.endswith("ies"):
+        return kind[:-3] + "y"
+    return kind[:-1] if kind.endswith("s") else kind
 
 
 def counts(counter: Counter[str]) -> dict[str, int]:

@@ -102,8 +102,8 @@ def test_a_re_import_offers_skip_and_merge_and_reports_what_it_did(superuser_cli
 
     assert "session_exists" in again("fail") and "&#x27;a-chat&#x27; already exists" in again("fail")
     skipped = again("skip")
-    assert "Imported into alice: nothing; skipped (already stored) 2 chunks, 2 events, 1 sessions" in skipped
+    assert "Imported into alice: nothing; skipped (already stored) 2 chunks, 2 events, 1 session" in skipped
     assert "skipped sessions: a-chat" in skipped
-    assert "merged into 1 sessions; merged sessions: a-chat" in again("merge")
+    assert "merged into 1 session; merged sessions: a-chat" in again("merge")
     session = Session.objects.get(tenant=alice_tenant, external_id="a-chat")
     assert Event.objects.filter(session=session).count() == 2  # never doubled
