@@ -79,6 +79,12 @@ def test_session_list_shows_sessions_of_every_tenant_with_their_placement(admin_
     assert "alpha-chat" in html and "bravo-chat" in html and "research" in html
 
 
+def test_every_admin_page_carries_the_list_layout_css(admin_client, data) -> None:
+    """Ids on one line and long texts wrapped (memoryhub/admin.css), on Django's pages and ours."""
+    for url in (changelist(Session), "/admin/"):
+        assert b"memoryhub/admin.css" in admin_client.get(url).content, url
+
+
 def test_session_search_and_filters(admin_client, data) -> None:
     html = listed(admin_client.get(changelist(Session), {"q": "Quarterly"}))
     assert "alpha-chat" in html and "bravo-chat" not in html
