@@ -371,6 +371,17 @@ MEMORYHUB_EMBED_CONTEXT_MESSAGES = env_int("MEMORYHUB_EMBED_CONTEXT_MESSAGES", 2
 # Candidates fetched from each index before fusion, and HNSW's ef_search.
 MEMORYHUB_SEARCH_CANDIDATES = env_int("MEMORYHUB_SEARCH_CANDIDATES", 100, minimum=10)
 MEMORYHUB_HNSW_EF_SEARCH = env_int("MEMORYHUB_HNSW_EF_SEARCH", 100, minimum=10)
+# Every connection starts with search's HNSW settings (ef_search; iterative scans, so that filtered
+# queries return enough rows), so a search needs no SET and no transaction around it. A pooler that
+# refuses startup options (PgBouncer without ignore_startup_parameters) wants this off: search then
+# sets them per query (retrieval.search.sql.hnsw_settings).
+if env_bool("MEMORYHUB_PG_STARTUP_OPTIONS", True):
+    _options = DATABASES["default"].setdefault("OPTIONS", {})
+    _options["options"] = (f"{_options.get('options', '')} -c hnsw.ef_search={MEMORYHUB_HNSW_EF_SEARCH}"
+                           " -c hnsw.iterative_scan=relaxed_order").strip()
+# Vector search of a scope with fewer chunks than this (a channel, a user, a small tenant) is exact
+# instead of a filtered HNSW walk over the whole table (0: always HNSW). bench/README.md, run G.
+MEMORYHUB_SEARCH_EXACT_BELOW = env_int("MEMORYHUB_SEARCH_EXACT_BELOW", 5_000, minimum=0)
 MEMORYHUB_SEARCH_MAX_TOP_K = env_int("MEMORYHUB_SEARCH_MAX_TOP_K", 100, minimum=1)
 MEMORYHUB_CONTEXT_BUDGET = env_int("MEMORYHUB_CONTEXT_BUDGET", 4000, minimum=100)
 # Context relevance floor (seed 004): a memory that shares no word with the query joins the context
