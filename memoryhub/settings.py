@@ -299,6 +299,9 @@ MEMORYHUB_MAX_BULK_EVENTS = env_int("MEMORYHUB_MAX_BULK_EVENTS", 1000, minimum=1
 MEMORYHUB_MAX_CONTENT_CHARS = env_int("MEMORYHUB_MAX_CONTENT_CHARS", 200_000, minimum=1000)
 MEMORYHUB_RESTORE_BUDGET = env_int("MEMORYHUB_RESTORE_BUDGET", 4000, minimum=1)
 MEMORYHUB_API_KEY_TOUCH_SECONDS = env_int("MEMORYHUB_API_KEY_TOUCH_SECONDS", 60, minimum=0)
+# How long each process reuses an API key it read (0: read it on every request). A key revoked
+# elsewhere is refused by every process within this many seconds (at once by the one revoking it).
+MEMORYHUB_API_KEY_CACHE_SECONDS = env_float("MEMORYHUB_API_KEY_CACHE_SECONDS", 5.0, low=0.0, high=300.0)
 # How often each process writes its request counters (searches, context, restores) for the dashboard.
 MEMORYHUB_USAGE_FLUSH_SECONDS = env_int("MEMORYHUB_USAGE_FLUSH_SECONDS", 10, minimum=0)
 # How often each process writes the access counts of the memories its searches returned.
