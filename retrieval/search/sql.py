@@ -28,7 +28,6 @@ from memoryhub.counters import BatchedCounter, Counts
 from memoryhub.models import Session
 from retrieval.decay import relevance_sql
 from retrieval.embedders import DIMENSIONS
-from retrieval.models import Chunk
 from retrieval.search.request import Candidate, HitRow, SearchRequest
 from retrieval.search.vectors import CandidateVectors, decode_halfvecs
 
