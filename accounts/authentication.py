@@ -103,11 +103,17 @@ def bearer_token(header: str) -> str:
     return parts[1]
 
 
-def authenticate_key(raw: str) -> ApiKey:
+def authenticate_key(raw: str, *, cached: bool = True) -> ApiKey:
     """The active key `raw` is (its use noted), or AuthenticationFailed: the one check of a key,
-    for the REST API, the MCP endpoint and `manage.py mcp --key`."""
+    for the REST API, the MCP endpoint and `manage.py mcp --key` (uncached: one process serving
+    one key, which promises that a revocation stops it at the next call)."""
     prefix = ApiKey.parse_prefix(raw)
-    key = find_key(prefix) if prefix else None
+    if not prefix:
+        key = None
+    elif cached:
+        key = find_key(prefix)
+    else:
+        key = ApiKey.objects.select_related("tenant", "workspace").filter(prefix=prefix).first()
     if key is None or not key.matches(raw):
         raise exceptions.AuthenticationFailed("Invalid API key.")
     if not key.is_active:
