@@ -408,6 +408,9 @@ MEMORYHUB_SEARCH_TIME_WEIGHT = env_float("MEMORYHUB_SEARCH_TIME_WEIGHT", 0.3, lo
 # Search: a summary that ranks gives its place to the best-ranked message it summarises
 # (when that message is a candidate); a search limited to summaries still returns summaries.
 MEMORYHUB_SEARCH_EXPAND_SUMMARIES = env_bool("MEMORYHUB_SEARCH_EXPAND_SUMMARIES", True)
+# Typo tolerance in text and hybrid search: a query word the scope never says also matches the
+# scope's closest words by trigram similarity (retrieval.search.fuzzy). Mode "fuzzy" always does.
+MEMORYHUB_SEARCH_FUZZY = env_bool("MEMORYHUB_SEARCH_FUZZY", True)
 # Hybrid search: pseudo-relevance feedback. The query vector moves toward the mean vector of the
 # first pass's best MEMORYHUB_SEARCH_FEEDBACK_DOCS results, by this weight (0 turns it off), and
 # the candidates are ranked again on it.

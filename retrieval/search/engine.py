@@ -28,7 +28,7 @@ from retrieval.embedders import get_embedder
 from retrieval.query_embedding import embed_query
 from retrieval.search.fulltext import TextQuery, build_text_query, text_source
 from retrieval.search.fusion import by_score, feedback_documents, fuse
-from retrieval.search.request import Candidate, SearchHit, SearchRequest, validate
+from retrieval.search.request import TEXT_MODES, Candidate, SearchHit, SearchRequest, validate
 from retrieval.search.rerank import (
     PairSimilarities,
     cap_per_session,
@@ -99,7 +99,7 @@ def _plan(req: SearchRequest, where: str, params: list[Any], model: str) -> Plan
         return Plan([exact_source(req, where, params, req.top_k)])
     limit = max(settings.MEMORYHUB_SEARCH_CANDIDATES, req.top_k * 3)
     has_text = bool(req.query.strip())
-    tq = build_text_query(req) if has_text and req.mode in ("text", "hybrid") else None
+    tq = build_text_query(req, where, params) if has_text and req.mode in (*TEXT_MODES, "hybrid") else None
     vector = None
     if req.mode in ("vector", "hybrid"):
         raw = req.query_embedding if req.query_embedding is not None else embed_query(req.query)

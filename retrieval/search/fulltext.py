@@ -16,6 +16,7 @@ from typing import Any
 
 from django.conf import settings
 
+from retrieval.search import fuzzy
 from retrieval.search.request import SearchRequest
 from retrieval.search.sql import Source
 from retrieval.termstats import term_statistics
@@ -68,8 +69,10 @@ class TextQuery:
         return sql, params
 
 
-def build_text_query(req: SearchRequest) -> TextQuery:
-    """The query's terms weighted by their IDF in scope (from the kept term statistics)."""
+def build_text_query(req: SearchRequest, where: str, params: list[Any]) -> TextQuery:
+    """The query's terms weighted by their IDF in scope (from the kept term statistics), and the
+    closest words of the scope for those it does not say (typo tolerance: fuzzy.py; `where` is the
+    search's WHERE clause, which those words must be visible under)."""
     lexemes, frequencies, size = term_statistics(req)
     if not lexemes:
         return TextQuery([], False)
@@ -77,8 +80,27 @@ def build_text_query(req: SearchRequest) -> TextQuery:
     by_literal = {tsquery_literal(x): frequencies[x] for x in lexemes}
     total = max(size, *by_literal.values(), 1)
     terms = weigh_terms(literals, by_literal, total)
+    if req.mode == "fuzzy" or settings.MEMORYHUB_SEARCH_FUZZY:
+        terms += alternative_terms(fuzzy.alternatives(req, frequencies, where, params, every_word=req.mode == "fuzzy"),
+                                   {t for t, _, _ in terms}, total)
     return TextQuery([(t, idf) for t, idf, _ in terms], bool(_WEBSEARCH_OPERATORS.search(req.query)),
                      select_match_terms(terms))
+
+
+def alternative_terms(found: dict[str, list[fuzzy.Alternative]], present: set[str],
+                      total: int) -> list[tuple[str, float, int]]:
+    """The alternatives as terms: each its own IDF times its similarity to the word it stands
+    for (a guessed word weighs less than a word the query says), once each."""
+    terms: list[tuple[str, float, int]] = []
+    for alternatives in found.values():
+        for alt in alternatives:
+            literal = tsquery_literal(alt.lexeme)
+            if literal in present:
+                continue
+            present.add(literal)
+            idf = math.log(1 + (total - alt.df + 0.5) / (alt.df + 0.5))
+            terms.append((literal, idf * alt.similarity, alt.df))
+    return terms
 
 
 def weigh_terms(literals: list[str], frequencies: dict[str, int], total: int) -> list[tuple[str, float, int]]:

@@ -13,7 +13,10 @@ from django.conf import settings
 
 from retrieval.embedders import DIMENSIONS
 
-MODES = ("hybrid", "vector", "text", "exact")
+MODES = ("hybrid", "vector", "text", "exact", "fuzzy")
+# Modes ranked on full text alone ("fuzzy": text search in which every query word also matches the
+# scope's closest words; see fuzzy.py).
+TEXT_MODES = ("text", "fuzzy")
 FUSIONS = ("weighted", "rrf")
 PROFILES = ("default", "memory")
 SCOPES = ("conversation", "channel", "workspace", "account")
@@ -63,7 +66,7 @@ def validate(req: SearchRequest) -> None:
     if req.query_embedding is not None and len(req.query_embedding) != DIMENSIONS:
         raise SearchError("invalid_query_embedding", f"query_embedding must have {DIMENSIONS} dimensions")
     has_text = bool(req.query.strip())
-    if req.mode in ("text", "exact") and not has_text:
+    if req.mode in (*TEXT_MODES, "exact") and not has_text:
         raise SearchError("query_required", f"mode {req.mode!r} needs query text")
     if not has_text and req.query_embedding is None:
         raise SearchError("query_required", "Give query text or a query_embedding.")

@@ -161,7 +161,7 @@ def test_query_embedding_of_the_wrong_dimension_is_a_400(alice, garden, embeddin
 @pytest.mark.parametrize("body,code", [
     ({}, "query_required"),
     ({"query": "   "}, "query_required"),
-    ({"query": "x", "mode": "fuzzy"}, "invalid_choice"),
+    ({"query": "x", "mode": "psychic"}, "invalid_choice"),
     ({"query": "x", "fusion": "max"}, "invalid_choice"),
     ({"query": "x", "bogus": 1}, "unknown_field"),
     ({"query_embedding": [0.1, 0.2]}, "invalid"),
