@@ -90,7 +90,7 @@ def export_round_trip(tenant: object) -> None:
     export_s = time.perf_counter() - started
     copy, _ = Tenant.get_or_create_named("locomo-copy")
     started = time.perf_counter()
-    counts = import_memory(tenant=copy, data=json.loads(json.dumps(first)))
+    counts = import_memory(tenant=copy, data=json.loads(json.dumps(first))).imported
     import_s = time.perf_counter() - started
     same = export_memory(tenant=copy, scope=ExportScope("tenant")) == first
     print(f"export {export_s:.1f} s ({size / 1e6:.1f} MB JSON), import {import_s:.1f} s {counts}, "

@@ -131,6 +131,13 @@ def check_budget() -> None:
         raise BudgetExceeded("the step ran past its time budget")
 
 
+def remaining_budget() -> float | None:
+    """Seconds left of the current step's budget (None outside a budgeted step), so that a
+    step that waits (an HTTP call, a retry's backoff) never waits past its deadline."""
+    deadline = getattr(_budget, "deadline", None)
+    return None if deadline is None else deadline - time.monotonic()
+
+
 # --- waking ------------------------------------------------------------------------------------
 
 

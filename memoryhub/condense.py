@@ -22,17 +22,18 @@ logger = logging.getLogger(__name__)
 MIN_WIDTH = 60  # characters: below this width lines are merged rather than shortened further
 
 
-def condense(text: str, max_tokens: int) -> str:
-    """`text` within `max_tokens`, condensed (see the module docstring)."""
+def condense(text: str, max_tokens: int, *, header: str = "") -> str:
+    """`text` within `max_tokens`, condensed (see the module docstring). `header` describes the
+    conversation for a model's prompt."""
     if estimate_tokens(text) <= max_tokens:
         return text
-    shorter = _resummarise(text)
+    shorter = _resummarise(text, header)
     if shorter and estimate_tokens(shorter) <= max_tokens:
         return shorter
     return merge_lines(shorter or text, max_tokens * 4)
 
 
-def _resummarise(text: str) -> str:
+def _resummarise(text: str, header: str) -> str:
     """The configured summariser's shorter version of the summary ("" for the extractive one,
     which would only give its lines back, or when the model fails)."""
     summariser = get_summariser()
@@ -41,7 +42,7 @@ def _resummarise(text: str) -> str:
     turns = [Turn(speaker="summary", text=line.removeprefix("- ").strip())
              for line in text.splitlines() if line.strip()]
     try:
-        return summariser.summarise(turns).strip()
+        return summariser.summarise(turns, level="condense", header=header).strip()
     except SummariserError as exc:
         logger.warning("re-summarising a rolling summary failed, merging its lines instead: %s", exc)
         return ""

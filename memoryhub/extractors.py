@@ -1,15 +1,21 @@
 """Fact extractors (S5): turn an exchange into facts.
 
-The protocol is `extract(turns) -> list[ExtractedFact]`. The default extracts nothing (no LLM
+The protocol is `extract(turns, earlier) -> list[ExtractedFact]`: facts of the new `turns`, read
+with the `earlier` ones of the session as context (seed 003 extracts from an exchange; a
+question and its answer often arrive in two appends). The default extracts nothing (no LLM
 needed); MEMORYHUB_FACT_EXTRACTOR=http asks an OpenAI-compatible chat-completions endpoint
-(MEMORYHUB_FACT_EXTRACTOR_URL / _MODEL / _API_KEY) for a JSON object {"facts": [...]}.
-Extracted facts are upserted like any other (source "extraction", provenance = the session).
+(MEMORYHUB_FACT_EXTRACTOR_URL / _MODEL / _API_KEY) for a JSON object {"facts": [...]}, or, with
+MEMORYHUB_FACT_EXTRACTOR_FORMAT=lines, for seed 003's plain lines ("NONE" or "- fact" bullets);
+a reply of either form is accepted. Extracted facts are upserted like any other (source
+"extraction", provenance = the session).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -30,44 +36,66 @@ class ExtractedFact:
     key: str = ""
     scope: str = "workspace"
     lifetime: str = "long_term"
-    importance: float = 0.5
+    importance: float | None = None  # None: the category's default (importance by type)
     tags: tuple[str, ...] = field(default_factory=tuple)
+
+
+class ExtractorReplyError(SummariserError):
+    """The model answered, but not with facts (neither JSON facts, nor NONE, nor bullet lines).
+    Asking again would get the same answer: the lane records it and goes on."""
 
 
 class FactExtractor(Protocol):
     name: str
 
-    def extract(self, turns: list[Turn]) -> list[ExtractedFact]: ...
+    def extract(self, turns: list[Turn], earlier: Sequence[Turn] = ()) -> list[ExtractedFact]: ...
 
 
 class NoExtractor:
     name = "none"
 
-    def extract(self, turns: list[Turn]) -> list[ExtractedFact]:
+    def extract(self, turns: list[Turn], earlier: Sequence[Turn] = ()) -> list[ExtractedFact]:
         return []
 
 
+_CONTEXT_RULE = (
+    " The input may start with earlier messages of the conversation, given as context only: their "
+    "facts were extracted before. Take facts from the new messages only, reading them with the "
+    "earlier ones (a question and its answer are one exchange)."
+)
 EXTRACT_PROMPT = (
     "Extract durable facts worth remembering about the user, their projects and preferences from "
     "the conversation. Reply with a JSON object {\"facts\": [{\"content\": str, \"category\": str, "
     "\"key\": str (a short stable identifier, e.g. 'preferred_language'), \"importance\": number "
     "between 0 and 1, \"tags\": [str]}]}. Reply {\"facts\": []} when there is nothing durable."
+    + _CONTEXT_RULE
 )
+# Seed 003's prompt, for models without a JSON mode: one fact per line, or NONE.
+LINES_PROMPT = (
+    "Analyze the following exchange and extract important facts about the user. Return one fact "
+    "per line, each starting with \"- \": either \"- key: value\" with a short snake_case key (e.g. "
+    "\"- preferred_language: French\") or \"- a sentence\". If there are no facts worth remembering, "
+    "return \"NONE\". Only extract factual information (preferences, personal details, decisions, "
+    "goals)." + _CONTEXT_RULE
+)
+
+
+def _item_importance(item: dict[str, Any]) -> float | None:
+    try:
+        return min(max(float(item["importance"]), 0.0), 1.0) if item.get("importance") is not None else None
+    except (TypeError, ValueError):
+        return None  # not a number: the category's default, as if none was given
 
 
 def parse_facts(payload: Any) -> list[ExtractedFact]:
     """Validated facts from the extractor's JSON; malformed entries are skipped, never guessed."""
     items = payload.get("facts") if isinstance(payload, dict) else payload
     if not isinstance(items, list):
-        raise SummariserError("the extractor's reply has no 'facts' list")
+        raise ExtractorReplyError("the extractor's reply has no 'facts' list")
     found: list[ExtractedFact] = []
     for item in items:
         if not isinstance(item, dict) or not isinstance(item.get("content"), str) or not item["content"].strip():
             continue
-        try:
-            importance = float(item.get("importance", 0.5))
-        except (TypeError, ValueError):
-            importance = 0.5
         tags = item.get("tags") if isinstance(item.get("tags"), list) else []
         scope = item.get("scope") if item.get("scope") in TIERS and item.get("scope") != "conversation" else "workspace"
         lifetime = item.get("lifetime") if item.get("lifetime") in LIFETIMES else "long_term"
@@ -75,31 +103,75 @@ def parse_facts(payload: Any) -> list[ExtractedFact]:
             content=item["content"].strip()[: settings.MEMORYHUB_MAX_MEMORY_CHARS],
             category=str(item.get("category") or "general").strip()[:100] or "general",
             key=str(item.get("key") or "").strip()[:200],
-            scope=scope, lifetime=lifetime,
-            importance=min(max(importance, 0.0), 1.0),
+            scope=scope, lifetime=lifetime, importance=_item_importance(item),
             tags=tuple(str(t).strip().lower()[: settings.MEMORYHUB_MAX_TAG_CHARS] for t in tags
                        if str(t).strip())[: settings.MEMORYHUB_MAX_TAGS],
         ))
     return found
 
 
+_NONE = re.compile(r"^\W*none\W*$", re.IGNORECASE)  # "NONE", "None.", "**NONE**"
+_BULLET = re.compile(r"^\s*(?:[-*\u2022+]|\d{1,3}[.)])\s+(\S.*?)\s*$")  # "- ", "* ", "• ", "1. ", "2) "
+_KEYED = re.compile(r"^([A-Za-z][\w.-]{0,63}):\s+(\S.*)$")  # "preferred_language: French"
+_FENCE = re.compile(r"^```[\w-]*\s*\n(.*?)\n?```$", re.DOTALL)
+
+
+def parse_lines(text: str) -> list[ExtractedFact]:
+    """Seed 003's plain-lines reply: "NONE" (no facts), or one fact per bullet line, "- key: value"
+    (keyed, so a later value updates it) or "- a sentence". Lines without a bullet (a preamble
+    such as "Here are the facts:") are skipped; a reply with no bullet line at all is unusable."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    if lines and _NONE.match(lines[0]):
+        return []
+    found: list[ExtractedFact] = []
+    for line in lines:
+        bullet = _BULLET.match(line)
+        if bullet is None:
+            continue
+        body = bullet.group(1)
+        keyed = _KEYED.match(body)
+        key = re.sub(r"[^a-z0-9]+", "_", keyed.group(1).lower()).strip("_") if keyed else ""
+        content = f"{key.replace('_', ' ')}: {keyed.group(2)}" if keyed else body  # type: ignore[union-attr]
+        found.append(ExtractedFact(content=content[: settings.MEMORYHUB_MAX_MEMORY_CHARS], key=key[:200]))
+    if not found:
+        raise ExtractorReplyError(f"the extractor's reply is neither facts nor NONE: {text[:200]!r}")
+    return found
+
+
+def parse_reply(text: str) -> list[ExtractedFact]:
+    """Facts from a model's reply, whichever form it took: JSON ({"facts": [...]}, also inside a
+    ``` fence), or plain lines (NONE, bullets)."""
+    text = text.strip()
+    fenced = _FENCE.match(text)
+    if fenced:
+        text = fenced.group(1).strip()
+    if text[:1] in ("{", "["):
+        try:
+            return parse_facts(json.loads(text))
+        except ValueError as exc:
+            raise ExtractorReplyError(f"the extractor's reply is not valid JSON: {text[:200]!r}") from exc
+    return parse_lines(text)
+
+
 class HttpExtractor:
     name = "http"
 
-    def __init__(self, *, url: str, model: str, api_key: str = "", timeout: float = 30.0) -> None:
+    def __init__(self, *, url: str, model: str, api_key: str = "", timeout: float = 30.0,
+                 reply_format: str = "json") -> None:
         self.url, self.model, self.api_key, self.timeout = url, model, api_key, timeout
+        self.reply_format = reply_format
 
-    def extract(self, turns: list[Turn]) -> list[ExtractedFact]:
-        transcript = "\n".join(format_line(t, 4000) for t in turns if t.text.strip())
+    def extract(self, turns: list[Turn], earlier: Sequence[Turn] = ()) -> list[ExtractedFact]:
+        new = "\n".join(format_line(t, 4000) for t in turns if t.text.strip())
+        context = "\n".join(format_line(t, 4000) for t in earlier if t.text.strip())
+        user = f"Earlier messages (context only):\n{context}\n\nNew messages:\n{new}" if context else new
+        json_mode = self.reply_format == "json"
         text = chat_completion(
-            url=self.url, model=self.model, api_key=self.api_key, timeout=self.timeout, json_mode=True,
-            messages=[{"role": "system", "content": EXTRACT_PROMPT}, {"role": "user", "content": transcript}],
+            url=self.url, model=self.model, api_key=self.api_key, timeout=self.timeout, json_mode=json_mode,
+            messages=[{"role": "system", "content": EXTRACT_PROMPT if json_mode else LINES_PROMPT},
+                      {"role": "user", "content": user}],
         )
-        try:
-            payload = json.loads(text)
-        except ValueError as exc:
-            raise SummariserError(f"the extractor's reply is not JSON: {text[:200]}") from exc
-        return parse_facts(payload)
+        return parse_reply(text)
 
 
 def get_extractor() -> FactExtractor:
@@ -107,41 +179,67 @@ def get_extractor() -> FactExtractor:
         return HttpExtractor(
             url=settings.MEMORYHUB_FACT_EXTRACTOR_URL, model=settings.MEMORYHUB_FACT_EXTRACTOR_MODEL,
             api_key=settings.MEMORYHUB_FACT_EXTRACTOR_API_KEY, timeout=settings.MEMORYHUB_FACT_EXTRACTOR_TIMEOUT,
+            reply_format=settings.MEMORYHUB_FACT_EXTRACTOR_FORMAT,
         )
     return NoExtractor()
 
 
-def extract_and_store(session: Session, event_ids: list[int], extractor: FactExtractor | None = None,
-                      *, strict: bool = False) -> list[Fact]:
-    """Extract facts from these events of the session and upsert them. A failing extractor is
-    logged and stores nothing (the conversation itself is never affected); with `strict` its
-    error is raised instead, so the summarise lane records it and tries again later."""
-    from memoryhub.facts import upsert
+def _window(session: Session, first_sequence: int, size: int | None) -> list[Event]:
+    """The `size` events of the session just before `first_sequence`, oldest first."""
+    size = settings.MEMORYHUB_FACT_WINDOW_EVENTS if size is None else size
+    if size <= 0:
+        return []
+    earlier = Event.objects.filter(session=session, sequence__lt=first_sequence).order_by("-sequence")[:size]
+    return list(reversed(earlier))
 
+
+def _normalised(text: str) -> str:
+    return " ".join(text.lower().split()).rstrip(".")
+
+
+def extract_and_store(session: Session, event_ids: list[int], extractor: FactExtractor | None = None,
+                      *, strict: bool = False, window: int | None = None) -> list[Fact]:
+    """Extract facts from these events of the session, read with the `window` events before them
+    (MEMORYHUB_FACT_WINDOW_EVENTS), and upsert them. A fact this session's extraction already
+    stored with the same content is not stored again (a model may repeat one from the context).
+    A failing extractor is logged and stores nothing (the conversation itself is never
+    affected); with `strict` its error is raised instead, for the summarise lane to record."""
     extractor = extractor or get_extractor()
     events = list(Event.objects.filter(session=session, pk__in=event_ids).order_by("sequence"))
     if not events:
         return []
+    earlier = _window(session, events[0].sequence, window)
     try:
-        extracted = extractor.extract([Turn.from_event(e) for e in events])
+        extracted = extractor.extract([Turn.from_event(e) for e in events], [Turn.from_event(e) for e in earlier])
     except SummariserError as exc:
         if strict:
             raise
         logger.warning("fact extractor %s failed for session %s: %s", extractor.name, session.pk, exc)
         return []
+    seen = {_normalised(c) for c in Fact.objects.filter(
+        tenant_id=session.tenant_id, source_session=session, source="extraction").values_list("content", flat=True)}
     stored: list[Fact] = []
     for item in extracted:
-        placement = Placement(
-            tier=item.scope,
-            workspace=None if item.scope == "account" else session.workspace,
-            channel=session.channel if item.scope == "channel" else None,
-            session=session,
-        )
-        data = {"content": item.content, "category": item.category, "key": item.key, "lifetime": item.lifetime,
-                "importance": item.importance, "tags": list(item.tags), "source": "extraction",
-                "user_id": session.user_id,
-                "metadata": {"extractor": extractor.name, "sequences": [events[0].sequence, events[-1].sequence]}}
-        fact, _ = upsert(tenant_id=session.tenant_id, placement=placement, data=data, given=set(data),
-                         source_session=session)
-        stored.append(fact)
+        if _normalised(item.content) in seen:
+            continue
+        seen.add(_normalised(item.content))
+        stored.append(_store(session, item, extractor.name, (events[0].sequence, events[-1].sequence)))
     return stored
+
+
+def _store(session: Session, item: ExtractedFact, extractor: str, sequences: tuple[int, int]) -> Fact:
+    from memoryhub.facts import upsert
+
+    placement = Placement(
+        tier=item.scope,
+        workspace=None if item.scope == "account" else session.workspace,
+        channel=session.channel if item.scope == "channel" else None,
+        session=session,
+    )
+    data = {"content": item.content, "category": item.category, "key": item.key, "lifetime": item.lifetime,
+            "importance": item.importance, "tags": list(item.tags), "source": "extraction",
+            "user_id": session.user_id, "metadata": {"extractor": extractor, "sequences": list(sequences)}}
+    given = {name for name, value in data.items() if value is not None}
+    fact, _ = upsert(tenant_id=session.tenant_id, placement=placement, data=data, given=given,
+                     source_session=session)
+    return fact

@@ -26,13 +26,14 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from memoryhub.background import StepResult, notify_work, time_budget
-from memoryhub.extractors import extract_and_store
+from memoryhub.extractors import ExtractorReplyError, extract_and_store
 from memoryhub.models import Event, RollingSummary, Session, StepFailure, SummaryNode
 from memoryhub.summaries import build_tree, estimated_tokens_sql, maybe_summarise
 
 logger = logging.getLogger(__name__)
 
 STEP = "session"
+FACTS_STEP = "facts"  # an extractor reply that was no facts (recorded, never set aside)
 LOCK_KEY = 4243  # advisory lock namespace: (LOCK_KEY, session pk)
 FACT_EVENTS = 50  # events per extractor call
 PASS_SESSIONS = 200  # sessions one step looks at
@@ -121,26 +122,39 @@ def _steps(session: Session, *, summaries: bool, tree: bool) -> dict[str, Any]:
 
 
 def extract_due_facts(session: Session) -> int:
-    """Run the fact extractor over the session's next events past its cursor; returns facts stored."""
+    """Run the fact extractor over the session's next events past its cursor (with the window of
+    events before them as context); returns facts stored. A model that cannot be reached fails
+    the step (recorded, tried again later). A reply that is no facts at all is logged and
+    recorded as a FACTS_STEP failure, and the cursor goes on: the same model would give the
+    same reply again, and the session's summaries must not be set aside for it."""
     if settings.MEMORYHUB_FACT_EXTRACTOR == "none":
         return 0
     events = list(session.events.filter(sequence__gt=session.facts_extracted_to)
                   .order_by("sequence").values_list("pk", "sequence")[:FACT_EVENTS])
     if not events:
         return 0
-    stored = extract_and_store(session, [pk for pk, _ in events], strict=True)
+    try:
+        stored = extract_and_store(session, [pk for pk, _ in events], strict=True)
+    except ExtractorReplyError as exc:
+        logger.warning("fact extractor's reply for session %s events %s-%s unusable: %s",
+                       session.pk, events[0][1], events[-1][1], exc)
+        _record_failure(session, exc, step=FACTS_STEP)
+        stored = []
+    else:
+        StepFailure.objects.filter(session=session, step=FACTS_STEP).delete()
     Session.objects.filter(pk=session.pk).update(facts_extracted_to=events[-1][1])
     return len(stored)
 
 
-def _record_failure(session: Session, exc: Exception) -> None:
+def _record_failure(session: Session, exc: Exception, *, step: str = STEP) -> None:
     with transaction.atomic():
         failure, _ = StepFailure.objects.select_for_update().get_or_create(
-            session=session, step=STEP, defaults={"tenant_id": session.tenant_id})
+            session=session, step=step, defaults={"tenant_id": session.tenant_id})
         failure.attempts += 1
         failure.error = f"{exc.__class__.__name__}: {exc}"[:4000]
         failure.failed_at = timezone.now()
-        failure.set_aside = failure.attempts >= settings.MEMORYHUB_BACKGROUND_MAX_ATTEMPTS
+        # Only the session step is ever set aside; a FACTS_STEP row is a record for the operator.
+        failure.set_aside = step == STEP and failure.attempts >= settings.MEMORYHUB_BACKGROUND_MAX_ATTEMPTS
         failure.save()
 
 

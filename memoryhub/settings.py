@@ -234,6 +234,7 @@ if DEBUG:
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "MemoryHub API",
+    # The full introduction is memoryhub/api/docs.py's DESCRIPTION, put in by its hook below.
     "DESCRIPTION": "Memory for AI agents: sessions, events, search, notes, facts, summaries, schedules.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
@@ -241,6 +242,10 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "memoryhub.api.docs.complete_schema",
+    ],
     # Several serializers share these choice sets; name each set once in the schema.
     "ENUM_NAME_OVERRIDES": {
         "MemoryScopeEnum": "memoryhub.searchable.TIERS",
@@ -311,7 +316,8 @@ MEMORYHUB_ACCESS_FLUSH_SECONDS = env_int("MEMORYHUB_ACCESS_FLUSH_SECONDS", 10, m
 # default and only needed where no lane runs.
 MEMORYHUB_MAINTENANCE_EMBED_MINUTES = env_int("MEMORYHUB_MAINTENANCE_EMBED_MINUTES", 0, minimum=0)
 MEMORYHUB_MAINTENANCE_SUMMARISE_MINUTES = env_int("MEMORYHUB_MAINTENANCE_SUMMARISE_MINUTES", 0, minimum=0)
-MEMORYHUB_MAINTENANCE_CONSOLIDATE_MINUTES = env_int("MEMORYHUB_MAINTENANCE_CONSOLIDATE_MINUTES", 24 * 60, minimum=0)
+# Consolidation every 6 hours, as seed 004's consolidation_interval_hours (issue 14 item 17).
+MEMORYHUB_MAINTENANCE_CONSOLIDATE_MINUTES = env_int("MEMORYHUB_MAINTENANCE_CONSOLIDATE_MINUTES", 6 * 60, minimum=0)
 
 # --- Background lanes (memoryhub.background; `manage.py work`) -------------------------------
 
@@ -470,6 +476,20 @@ MEMORYHUB_SUMMARISER_API_KEY = env_str("MEMORYHUB_SUMMARISER_API_KEY", "")
 MEMORYHUB_SUMMARISER_TIMEOUT = env_float("MEMORYHUB_SUMMARISER_TIMEOUT", 30.0, low=0.1)
 # Characters kept of one condensed turn by the extractive summariser.
 MEMORYHUB_SUMMARY_LINE_CHARS = env_int("MEMORYHUB_SUMMARY_LINE_CHARS", 200, minimum=20)
+# The HTTP summariser (seed 002) never cuts a message: one longer than this many characters is
+# sent as consecutive parts ("part 2/3") ...
+MEMORYHUB_SUMMARISER_PART_CHARS = env_int("MEMORYHUB_SUMMARISER_PART_CHARS", 4000, minimum=200)
+# ... and a transcript longer than this is summarised a request at a time, each request given the
+# summary so far, so that the last reply covers all of it.
+MEMORYHUB_SUMMARISER_INPUT_CHARS = env_int("MEMORYHUB_SUMMARISER_INPUT_CHARS", 24000, minimum=1000)
+if MEMORYHUB_SUMMARISER_PART_CHARS > MEMORYHUB_SUMMARISER_INPUT_CHARS:
+    raise ImproperlyConfigured("MEMORYHUB_SUMMARISER_PART_CHARS must not exceed MEMORYHUB_SUMMARISER_INPUT_CHARS")
+
+# --- Model calls (memoryhub/llm.py; the HTTP summariser and fact extractor) ---------------------
+# A call that failed on a connection error, a timeout, 429 or 5xx is tried again this many times,
+# after BACKOFF seconds, then twice that, ... (never past a background step's time budget).
+MEMORYHUB_LLM_RETRIES = env_int("MEMORYHUB_LLM_RETRIES", 3, minimum=0)
+MEMORYHUB_LLM_BACKOFF_SECONDS = env_float("MEMORYHUB_LLM_BACKOFF_SECONDS", 2.0, low=0.0, high=600)
 
 # --- Fact extractor (S5): "none" (default) or "http" (OpenAI-compatible) -------------------------
 MEMORYHUB_FACT_EXTRACTOR = env_choice("MEMORYHUB_FACT_EXTRACTOR", "none", {"none", "http"})
@@ -477,6 +497,14 @@ MEMORYHUB_FACT_EXTRACTOR_URL = env_str("MEMORYHUB_FACT_EXTRACTOR_URL", "")
 MEMORYHUB_FACT_EXTRACTOR_MODEL = env_str("MEMORYHUB_FACT_EXTRACTOR_MODEL", "")
 MEMORYHUB_FACT_EXTRACTOR_API_KEY = env_str("MEMORYHUB_FACT_EXTRACTOR_API_KEY", "")
 MEMORYHUB_FACT_EXTRACTOR_TIMEOUT = env_float("MEMORYHUB_FACT_EXTRACTOR_TIMEOUT", 30.0, low=0.1)
+# What the extractor asks for: "json" (a JSON-mode model: {"facts": [...]}) or "lines" (seed 003:
+# one fact per line, "- key: value" or "- sentence", "NONE" when there is none). Replies of either
+# form are accepted in both cases.
+MEMORYHUB_FACT_EXTRACTOR_FORMAT = env_choice("MEMORYHUB_FACT_EXTRACTOR_FORMAT", "json", {"json", "lines"})
+# The extractor sees the new events with this many earlier events of the session before them, as
+# context (a question and its answer appended in two calls are read as one exchange); facts are
+# taken from the new events only.
+MEMORYHUB_FACT_WINDOW_EVENTS = env_int("MEMORYHUB_FACT_WINDOW_EVENTS", 6, minimum=0)
 
 # --- Lifecycle: decay, consolidation, import/export ---------------------------------------------
 

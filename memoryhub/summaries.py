@@ -18,8 +18,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
+from django.contrib.postgres.aggregates import ArrayAgg
 from django.db import connection, transaction
-from django.db.models import Max, Sum, TextField, Value
+from django.db.models import Count, Max, Min, Sum, TextField, Value
 from django.db.models.functions import Cast, Coalesce, Length
 from django.utils import timezone
 
@@ -143,9 +144,10 @@ def maybe_summarise(session: Session, *, budget: int | None = None) -> dict[str,
             break
         condensed.append(event)
         remaining -= cost
-    text, used = summarise_safely([Turn.from_event(e) for e in condensed], previous=state.text)
+    header = conversation_header(session, 1, condensed[-1].sequence)
+    text, used = summarise_safely([Turn.from_event(e) for e in condensed], previous=state.text, header=header)
     # Past its share the summary is condensed (re-summarised, older lines merged), never cut.
-    text = condense(text, int(settings.MEMORYHUB_SUMMARY_MAX_SHARE * budget))
+    text = condense(text, int(settings.MEMORYHUB_SUMMARY_MAX_SHARE * budget), header=header)
     written = write_summary(session, text=text, expected_epoch=state.epoch, upper_sequence=condensed[-1].sequence)
     if written is None:
         logger.info("rolling summary of session %s: stale epoch %s, discarded", session.pk, state.epoch)
@@ -153,6 +155,36 @@ def maybe_summarise(session: Session, *, budget: int | None = None) -> dict[str,
     return {"summarised": True, "condensed": len(condensed), "epoch": written.epoch,
             "upper_sequence": written.upper_sequence, "remaining_tokens": remaining, "summariser": used,
             "budget": budget}
+
+
+# --- the conversation header of a model's prompt (seed 002) -----------------------------------
+
+
+def conversation_header(session: Session, start: int, end: int) -> str:
+    """What a summary is about: the session, its channel, who took part and when, for messages
+    `start` to `end`. Only a model's prompt reads it: "" (and no query) for the extractive one."""
+    if settings.MEMORYHUB_SUMMARISER != "http":
+        return ""
+    stats = session.events.filter(sequence__gte=start, sequence__lte=end).aggregate(
+        first=Min("created_at"), last=Max("created_at"), count=Count("pk"), low=Min("sequence"),
+        high=Max("sequence"), roles=ArrayAgg("role", distinct=True, default=[]),
+        tools=ArrayAgg("tool_name", distinct=True, default=[]),
+    )
+    title = f', title "{session.title}"' if session.title else ""
+    lines = [f'Conversation: session "{session.external_id}" (ref {session.ref_code}){title}',
+             f'Workspace "{session.workspace.name}", channel "{session.channel.name}"']
+    people = []
+    for role in sorted(stats["roles"]):
+        who = {"user": session.user_id, "assistant": session.agent}.get(role, "")
+        people.append(f'{role} "{who}"' if who else role)
+    tools = sorted(t for t in stats["tools"] if t)
+    if tools:
+        people.append(f"tools used: {', '.join(tools)}")
+    lines.append(f"Participants: {', '.join(people) or 'none'}")
+    if stats["count"]:
+        lines.append(f"Time span: {stats['first']:%Y-%m-%dT%H:%MZ} to {stats['last']:%Y-%m-%dT%H:%MZ}, "
+                     f"messages #{stats['low']} to #{stats['high']} ({stats['count']} messages)")
+    return "\n".join(lines)
 
 
 # --- summary tree ------------------------------------------------------------------------------
@@ -207,7 +239,8 @@ def build_tree(session: Session, *, final: bool = False) -> int:
         group = events[index:index + leaf_size]
         if len(group) < leaf_size and not final:
             break
-        text, used = summarise_safely([Turn.from_event(e) for e in group])
+        text, used = summarise_safely([Turn.from_event(e) for e in group], level="leaf",
+                                      header=conversation_header(session, group[0].sequence, group[-1].sequence))
         if not text.strip():
             continue
         _new_node(session, "leaf", 0, text, group[0].sequence, group[-1].sequence, len(group), used)
@@ -219,7 +252,8 @@ def build_tree(session: Session, *, final: bool = False) -> int:
         group = orphans[index:index + fan]
         if len(group) < fan and not (final and (has_branches or len(orphans) > 1)):
             break
-        text, used = summarise_safely([_node_turn(n) for n in group])
+        text, used = summarise_safely([_node_turn(n) for n in group], level="branch", header=conversation_header(
+            session, group[0].sequence_start, group[-1].sequence_end))
         branch = _new_node(session, "branch", 1, text, group[0].sequence_start, group[-1].sequence_end,
                            len(group), used)
         SummaryNode.objects.filter(pk__in=[n.pk for n in group]).update(parent=branch)
@@ -230,7 +264,8 @@ def build_tree(session: Session, *, final: bool = False) -> int:
     if len(branches) >= 2 and (new_branch or root is None):
         if root is not None:
             delete_node(root)
-        text, used = summarise_safely([_node_turn(n) for n in branches])
+        text, used = summarise_safely([_node_turn(n) for n in branches], level="root", header=conversation_header(
+            session, branches[0].sequence_start, branches[-1].sequence_end))
         root = _new_node(session, "root", 2, text, branches[0].sequence_start, branches[-1].sequence_end,
                          len(branches), used)
         SummaryNode.objects.filter(pk__in=[n.pk for n in branches]).update(parent=root)

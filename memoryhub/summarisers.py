@@ -1,26 +1,30 @@
 """Summarisers (S6): turn conversation turns (or earlier summaries) into a shorter text.
 
-The protocol is one method, `summarise(turns, previous="") -> str`. The default is extractive and
-needs no LLM: one line per condensed turn, keeping the speaker, the time, numbers and
-identifiers. `HttpSummariser` asks an OpenAI-compatible chat-completions endpoint instead
-(MEMORYHUB_SUMMARISER=http with MEMORYHUB_SUMMARISER_URL / _MODEL / _API_KEY).
+The protocol is one method, `summarise(turns, previous="", *, level, header) -> str`; `level` is
+what is summarised (leaf: messages; branch: leaves; root: branches; condense: a rolling summary
+grown too long) and `header` describes the conversation (session, channel, participants, time
+span). The default is extractive and needs no LLM: one line per condensed turn, keeping the
+speaker, the time, numbers and identifiers. `HttpSummariser` asks an OpenAI-compatible
+chat-completions endpoint instead (MEMORYHUB_SUMMARISER=http with MEMORYHUB_SUMMARISER_URL /
+_MODEL / _API_KEY), with a prompt per level, as seed 002's compactor does.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import re
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Protocol
 
 from django.conf import settings
 
 from memoryhub.background import check_budget
+from memoryhub.llm import SummariserError, chat_completion
 from memoryhub.models import Event
+
+__all__ = ["ExtractiveSummariser", "HttpSummariser", "Summariser", "SummariserError", "Turn",
+           "chat_completion", "get_summariser", "summarise_safely"]
 
 logger = logging.getLogger(__name__)
 
@@ -43,11 +47,8 @@ class Turn:
 class Summariser(Protocol):
     name: str
 
-    def summarise(self, turns: list[Turn], previous: str = "") -> str: ...
-
-
-class SummariserError(Exception):
-    pass
+    def summarise(self, turns: list[Turn], previous: str = "", *, level: str = "leaf",
+                  header: str = "") -> str: ...
 
 
 # --- extractive (default) ----------------------------------------------------------------------
@@ -124,7 +125,9 @@ class ExtractiveSummariser:
     def __init__(self, line_chars: int | None = None) -> None:
         self.line_chars = line_chars or settings.MEMORYHUB_SUMMARY_LINE_CHARS
 
-    def summarise(self, turns: list[Turn], previous: str = "") -> str:
+    def summarise(self, turns: list[Turn], previous: str = "", *, level: str = "leaf",
+                  header: str = "") -> str:
+        # The level and the header are for a model's prompt; the lines carry their own context.
         lines = [line for line in previous.splitlines() if line.strip()] if previous else []
         for turn in turns:
             check_budget()  # a background step's time budget (no-op elsewhere)
@@ -133,57 +136,123 @@ class ExtractiveSummariser:
         return "\n".join(lines)
 
 
-# --- OpenAI-compatible HTTP --------------------------------------------------------------------
+# --- OpenAI-compatible HTTP (seed 002's compactor) ---------------------------------------------
 
-
-def chat_completion(*, url: str, model: str, api_key: str, messages: list[dict[str, str]],
-                    timeout: float, json_mode: bool = False) -> str:
-    """POST to an OpenAI-compatible /chat/completions endpoint; returns the first choice's text."""
-    if not url:
-        raise SummariserError("No URL is configured for the HTTP endpoint.")
-    endpoint = url.rstrip("/")
-    if not endpoint.endswith("/chat/completions"):
-        endpoint += "/chat/completions"
-    body: dict[str, Any] = {"model": model, "messages": messages, "temperature": 0}
-    if json_mode:
-        body["response_format"] = {"type": "json_object"}
-    headers = {"Content-Type": "application/json"}
-    if api_key:
-        headers["Authorization"] = f"Bearer {api_key}"
-    request = urllib.request.Request(endpoint, data=json.dumps(body).encode(), headers=headers, method="POST")
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 - configured URL
-            payload = json.loads(response.read().decode())
-    except (urllib.error.URLError, TimeoutError, OSError, ValueError) as exc:
-        raise SummariserError(f"{endpoint}: {exc}") from exc
-    try:
-        content = payload["choices"][0]["message"]["content"]
-    except (KeyError, IndexError, TypeError) as exc:
-        raise SummariserError(f"{endpoint}: unexpected reply {str(payload)[:200]}") from exc
-    if not isinstance(content, str):
-        raise SummariserError(f"{endpoint}: the reply's content is not text")
-    return content.strip()
-
-
-SUMMARY_PROMPT = (
-    "You condense a conversation for an AI agent's memory. Write short bullet lines, one per "
-    "important turn or topic, oldest first. Keep speakers, timestamps, numbers, names and "
-    "identifiers exactly. Do not invent anything. Reply with the bullet lines only."
+# The rules every level shares (seed 002 v5): cover everything, add nothing, keep identifiers.
+_RULES = (
+    " Cover every distinct topic, decision, result and open item; do not drop any because it is "
+    "old or short. Use only what the input says: never add outside knowledge or guesses. Keep "
+    "names, numbers, dates, identifiers, paths, URLs, commands and error messages exactly as "
+    "written; system and tool messages count as much as the others. Keep the ISO timestamps of "
+    "what you mention. Plain text only (no LaTeX, no Markdown headings). When a summary so far is "
+    "given, reply with the complete updated summary: its content (shortened where needed) "
+    "followed by what the new input adds. Reply with bullet lines (\"- \"), oldest first, nothing "
+    "else."
 )
+PROMPTS = {
+    # Level 0: messages -> a leaf.
+    "leaf": "You summarise part of a conversation for an AI agent's long-term memory. The input is "
+            "the conversation's messages, oldest first, each headed [#sequence time speaker]; a long "
+            "message comes in consecutive parts. Record who said or did what, and when." + _RULES,
+    # Level 1: leaves -> a branch.
+    "branch": "You merge summaries of consecutive parts of one conversation into one summary of the "
+              "whole span, for an AI agent's long-term memory. The input is those summaries, oldest "
+              "first, each headed with the messages it covers. Merge repeated points, keep how "
+              "things changed over time (what was decided first and what replaced it)." + _RULES,
+    # Level 2: branches -> the root.
+    "root": "You write the overview of a whole conversation for an AI agent's long-term memory. The "
+            "input is summaries of its main parts, oldest first. Give its goals, the decisions and "
+            "their outcomes, the facts learned and what is still open, so that an agent can pick "
+            "the conversation up again." + _RULES,
+    # The rolling summary, grown past its share of the budget, written shorter (memoryhub.condense).
+    "condense": "The input is the running summary of a conversation, which has grown too long. "
+                "Rewrite it markedly shorter: merge related lines, and condense older lines more "
+                "than recent ones, but lose no topic, decision or identifier." + _RULES,
+}
+_SECTIONS = {"leaf": "Messages", "branch": "Summaries of consecutive parts",
+             "root": "Summaries of the main parts", "condense": "Summary lines to condense"}
+
+
+def split_text(text: str, size: int) -> list[str]:
+    """Consecutive slices of `text` of at most `size` characters that together are all of it.
+    Each is cut at the last paragraph break, else line break, else sentence end, else space in
+    its second half; only a run with none of them (a 10k-character token) is cut anywhere."""
+    parts: list[str] = []
+    start = 0
+    while len(text) - start > size:
+        window = text[start:start + size]
+        cut = len(window)
+        for separator in ("\n\n", "\n", ". ", " "):
+            found = window.rfind(separator, size // 2)
+            if found != -1:
+                cut = found + len(separator)
+                break
+        parts.append(text[start:start + cut])
+        start += cut
+    parts.append(text[start:])
+    return parts
+
+
+def transcript_blocks(turns: list[Turn], part_chars: int) -> list[str]:
+    """Each turn as "[#seq time speaker] text", its whole text: a long one as several parts."""
+    blocks: list[str] = []
+    for turn in turns:
+        if not turn.text.strip():
+            continue
+        label = " ".join(filter(None, (
+            f"#{turn.sequence}" if turn.sequence is not None else "",
+            turn.created_at.strftime("%Y-%m-%dT%H:%MZ") if turn.created_at else "",
+            turn.speaker,
+        )))
+        parts = split_text(turn.text.strip(), part_chars)
+        for number, part in enumerate(parts, 1):
+            of = f", part {number}/{len(parts)}" if len(parts) > 1 else ""
+            blocks.append(f"[{label}{of}] {part.strip()}")
+    return blocks
+
+
+def pack(blocks: list[str], room: int) -> list[list[str]]:
+    """The blocks in order, in groups of at most `room` characters (a larger block alone)."""
+    groups: list[list[str]] = []
+    size = 0
+    for block in blocks:
+        if not groups or size + len(block) + 1 > room:
+            groups.append([])
+            size = 0
+        groups[-1].append(block)
+        size += len(block) + 1
+    return groups
 
 
 class HttpSummariser:
+    """A prompt per level (leaf, branch, root, condense), a conversation header, every message in
+    full (split into parts, not cut), and a long transcript summarised a request at a time, each
+    request given the summary so far. Model calls are retried (memoryhub.llm)."""
+
     name = "http"
 
     def __init__(self, *, url: str, model: str, api_key: str = "", timeout: float = 30.0) -> None:
         self.url, self.model, self.api_key, self.timeout = url, model, api_key, timeout
 
-    def summarise(self, turns: list[Turn], previous: str = "") -> str:
-        transcript = "\n".join(format_line(t, 4000) for t in turns if t.text.strip())
-        user = f"Earlier summary:\n{previous}\n\nNew turns:\n{transcript}" if previous else transcript
+    def summarise(self, turns: list[Turn], previous: str = "", *, level: str = "leaf", header: str = "") -> str:
+        if level not in PROMPTS:
+            raise ValueError(f"unknown summary level {level!r}")
+        blocks = transcript_blocks(turns, settings.MEMORYHUB_SUMMARISER_PART_CHARS)
+        summary = previous
+        for group in pack(blocks, settings.MEMORYHUB_SUMMARISER_INPUT_CHARS):
+            check_budget()
+            summary = self._request(level, header, summary, group)
+        return summary
+
+    def _request(self, level: str, header: str, summary: str, blocks: list[str]) -> str:
+        sections = [header] if header else []
+        if summary:
+            sections.append(f"Summary so far:\n{summary}")
+        sections.append(f"{_SECTIONS[level]}:\n" + "\n".join(blocks))
         return chat_completion(
             url=self.url, model=self.model, api_key=self.api_key, timeout=self.timeout,
-            messages=[{"role": "system", "content": SUMMARY_PROMPT}, {"role": "user", "content": user}],
+            messages=[{"role": "system", "content": PROMPTS[level]},
+                      {"role": "user", "content": "\n\n".join(sections)}],
         )
 
 
@@ -196,12 +265,13 @@ def get_summariser() -> Summariser:
     return ExtractiveSummariser()
 
 
-def summarise_safely(turns: list[Turn], previous: str = "") -> tuple[str, str]:
+def summarise_safely(turns: list[Turn], previous: str = "", *, level: str = "leaf",
+                     header: str = "") -> tuple[str, str]:
     """Summarise with the configured summariser; if the HTTP one fails, fall back to extractive
     (a summary is always produced). Returns (text, name of the summariser that wrote it)."""
     summariser = get_summariser()
     try:
-        return summariser.summarise(turns, previous), summariser.name
+        return summariser.summarise(turns, previous, level=level, header=header), summariser.name
     except SummariserError as exc:
         logger.warning("summariser %s failed, using the extractive one: %s", summariser.name, exc)
         fallback = ExtractiveSummariser()

@@ -117,7 +117,9 @@ class JsonH11Protocol(H11Protocol):
 class Worker(UvicornWorker):
     """gunicorn's worker class for `manage.py run` (--worker-class memoryhub.webserver.Worker)."""
 
-    CONFIG_KWARGS: dict[str, Any] = {"loop": "asyncio", "http": JsonH11Protocol, "lifespan": "off"}
+    # lifespan "on": memoryhub.asgi starts the mounted apps' lifespans (the MCP endpoint's session
+    # manager refuses every request until its lifespan has run); Django itself has none.
+    CONFIG_KWARGS: dict[str, Any] = {"loop": "asyncio", "http": JsonH11Protocol, "lifespan": "on"}
 
     def load_wsgi(self) -> None:
         super().load_wsgi()  # imports memoryhub.asgi: settings are ready from here on

@@ -12,6 +12,7 @@ from accounts.models import Channel
 from memoryhub.api.common import api_key, paginate, parse_input, query_params
 from memoryhub.api.fields import PAGE_PARAMS, page_of
 from memoryhub.sessions import get_session, resolve_user, resolve_workspace
+from retrieval import api_examples as ex
 from retrieval import documents
 from retrieval.indexing import ingest_document
 from retrieval.serializers import DocumentInput
@@ -20,16 +21,16 @@ from retrieval.serializers import DocumentInput
 class DocumentOutput(serializers.Serializer):
     """Documents document_dict() for the schema."""
 
-    id = serializers.IntegerField()
-    source_uri = serializers.CharField()
+    id = serializers.IntegerField(help_text="The document's id.")
+    source_uri = serializers.CharField(help_text="Where the text comes from.")
     content_hash = serializers.CharField(help_text="SHA-256 of the text: an unchanged re-ingest is skipped.")
     workspace = serializers.CharField(allow_null=True, help_text="The workspace the document belongs to.")
     session = serializers.CharField(allow_null=True, help_text="The session it belongs to, if it was given one.")
     user_id = serializers.CharField(help_text="Its owner; empty: shared.")
     chunks = serializers.IntegerField(help_text="How many search chunks it was split into.")
-    metadata = serializers.DictField()
-    created_at = serializers.DateTimeField()
-    updated_at = serializers.DateTimeField()
+    metadata = serializers.DictField(help_text="The caller's JSON object.")
+    created_at = serializers.DateTimeField(help_text="When it was first ingested.")
+    updated_at = serializers.DateTimeField(help_text="When it last changed.")
     indexed = serializers.BooleanField(required=False, help_text="POST only: false when the content was unchanged.")
 
 
@@ -41,14 +42,18 @@ class DocumentListParams(serializers.Serializer):
 
 
 class DocumentListView(APIView):
-    @extend_schema(parameters=[DocumentListParams, *PAGE_PARAMS], responses=page_of("DocumentPage", DocumentOutput),
-                   operation_id="documents_list")
+    @extend_schema(summary="List documents", operation_id="documents_list",
+                   description="The key's documents, filtered and paged.",
+                   parameters=[DocumentListParams, *PAGE_PARAMS],
+                   responses=page_of("DocumentPage", DocumentOutput(many=True, help_text="This page's documents.")),
+                   examples=ex.DOCUMENT_LIST)
     def get(self, request: Request) -> Response:
         filters = query_params(request, DocumentListParams)
         rows, meta = paginate(request, documents.documents_filter(api_key(request), filters))
         return Response({**meta, "results": [documents.document_dict(d) for d in rows]})
 
-    @extend_schema(request=DocumentInput, responses={201: DocumentOutput, 200: DocumentOutput},
+    @extend_schema(summary="Ingest a document", examples=ex.DOCUMENT_CREATE,
+                   request=DocumentInput, responses={201: DocumentOutput, 200: DocumentOutput},
                    description="Index a document. It is identified by its workspace, session (when given), "
                                "owner and source_uri: the same URI elsewhere is another document. "
                                "Unchanged content is not indexed again (200, indexed false).")
@@ -70,14 +75,15 @@ class DocumentListView(APIView):
 
 
 class DocumentDetailView(APIView):
-    @extend_schema(responses=DocumentOutput)
+    @extend_schema(summary="Get a document", responses=DocumentOutput, examples=ex.DOCUMENT_GET)
     def get(self, request: Request, document_id: int) -> Response:
         return Response(documents.document_dict(documents.get_document(api_key(request), document_id)))
 
-    @extend_schema(responses=inline_serializer("DocumentDeleted", {
-        "id": serializers.IntegerField(), "deleted": serializers.BooleanField(),
-        "chunks_deleted": serializers.IntegerField()}),
-        description="Delete the document and its search chunks.")
+    @extend_schema(summary="Delete a document", responses={200: inline_serializer("DocumentDeleted", {
+        "id": serializers.IntegerField(help_text="The deleted document's id."),
+        "deleted": serializers.BooleanField(help_text="Always true: a missing document is a 404 instead."),
+        "chunks_deleted": serializers.IntegerField(help_text="Search chunks deleted with it.")})},
+        description="Delete the document and its search chunks.", examples=ex.DOCUMENT_DELETE)
     def delete(self, request: Request, document_id: int) -> Response:
         chunks = documents.delete_document(api_key(request), document_id)
         return Response({"id": document_id, "deleted": True, "chunks_deleted": chunks})

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from django.conf import settings
+from drf_spectacular.utils import inline_serializer
 from rest_framework import serializers
 
 from memoryhub.api.common import StrictSerializer
 from memoryhub.api.fields import MetadataField, StrictFloatField
+from memoryhub.api.sessions import EventOutput
 from memoryhub.models import Role
 from memoryhub.searchable import KINDS
 from retrieval.embedders import DIMENSIONS
@@ -27,29 +29,53 @@ class TopKField(serializers.IntegerField):
         return value
 
 
+SCOPE_HELP = ("How far to look: conversation (= session: the session's memories), channel, workspace or "
+              "account (the whole tenant). Default: conversation with a session, channel with a channel, "
+              "workspace with a workspace, else account.")
+
+
 class SearchInput(StrictSerializer):
-    query = serializers.CharField(max_length=4000, required=False, allow_blank=True, default="", trim_whitespace=False)
+    query = serializers.CharField(max_length=4000, required=False, allow_blank=True, default="", trim_whitespace=False,
+                                  help_text="What to look for, in natural language (or a query_embedding).")
     query_embedding = serializers.ListField(
         child=StrictFloatField(), min_length=DIMENSIONS, max_length=DIMENSIONS, required=False, allow_null=True,
-        default=None,
+        default=None, help_text=f"A ready query vector ({DIMENSIONS} floats) instead of embedding the query text.",
     )
-    session = serializers.CharField(max_length=200, required=False)
-    channel = serializers.CharField(max_length=100, required=False)
-    workspace = serializers.CharField(max_length=100, required=False)
-    scope = serializers.ChoiceField(choices=[*SCOPES, "session"], required=False)
-    tags = serializers.ListField(child=serializers.CharField(max_length=64), max_length=16, required=False, default=list)
-    roles = serializers.ListField(child=serializers.ChoiceField(choices=Role.choices), required=False, default=list)
-    kinds = serializers.ListField(child=serializers.ChoiceField(choices=KINDS), required=False, default=list)
-    agent = serializers.CharField(max_length=200, required=False, allow_null=True, default=None)
-    user_id = serializers.CharField(max_length=200, required=False, allow_null=True, default=None)
-    since = serializers.DateTimeField(required=False, allow_null=True, default=None)
-    until = serializers.DateTimeField(required=False, allow_null=True, default=None)
-    top_k = TopKField(required=False, default=10)
-    mode = serializers.ChoiceField(choices=MODES, required=False, default="hybrid")
-    fusion = serializers.ChoiceField(choices=FUSIONS, required=False, default="weighted")
-    vector_weight = serializers.FloatField(min_value=0.0, max_value=1.0, required=False, default=0.7)
-    text_weight = serializers.FloatField(min_value=0.0, max_value=1.0, required=False, default=0.3)
-    profile = serializers.ChoiceField(choices=PROFILES, required=False, allow_null=True, default="default")
+    session = serializers.CharField(max_length=200, required=False,
+                                    help_text="Search as this conversation: its memories first (scope), its user's.")
+    channel = serializers.CharField(max_length=100, required=False, help_text="Search this channel's memories.")
+    workspace = serializers.CharField(max_length=100, required=False, help_text="Search this workspace's memories.")
+    scope = serializers.ChoiceField(choices=[*SCOPES, "session"], required=False, help_text=SCOPE_HELP)
+    tags = serializers.ListField(child=serializers.CharField(max_length=64), max_length=16, required=False, default=list,
+                                 help_text="Only memories with all these tags.")
+    roles = serializers.ListField(child=serializers.ChoiceField(choices=Role.choices), required=False, default=list,
+                                  help_text="Only messages of these roles (user, assistant, tool, system).")
+    kinds = serializers.ListField(child=serializers.ChoiceField(choices=KINDS), required=False, default=list,
+                                  help_text="Only these kinds: event (messages), note, fact, summary, document.")
+    agent = serializers.CharField(max_length=200, required=False, allow_null=True, default=None,
+                                  help_text="Only memories of this agent's sessions.")
+    user_id = serializers.CharField(max_length=200, required=False, allow_null=True, default=None,
+                                    help_text="Search as this end user: their memories and shared ones, never "
+                                              "another user's (default: the session's user).")
+    since = serializers.DateTimeField(required=False, allow_null=True, default=None,
+                                      help_text="Only memories from this time on (ISO 8601).")
+    until = serializers.DateTimeField(required=False, allow_null=True, default=None,
+                                      help_text="Only memories before this time (after since).")
+    top_k = TopKField(required=False, default=10,
+                      help_text="How many results (default 10; at most MEMORYHUB_SEARCH_MAX_TOP_K).")
+    mode = serializers.ChoiceField(choices=MODES, required=False, default="hybrid",
+                                   help_text="hybrid (meaning and words, the default), vector (meaning only), text "
+                                             "(words only) or exact (the exact phrase).")
+    fusion = serializers.ChoiceField(choices=FUSIONS, required=False, default="weighted",
+                                     help_text="How hybrid mode merges its two rankings: weighted scores or rrf "
+                                               "(reciprocal rank fusion).")
+    vector_weight = serializers.FloatField(min_value=0.0, max_value=1.0, required=False, default=0.7,
+                                           help_text="Weighted fusion: the meaning score's weight.")
+    text_weight = serializers.FloatField(min_value=0.0, max_value=1.0, required=False, default=0.3,
+                                         help_text="Weighted fusion: the word score's weight.")
+    profile = serializers.ChoiceField(choices=PROFILES, required=False, allow_null=True, default="default",
+                                      help_text="Ranking profile: default, or memory (favours important, recent and "
+                                                "often recalled memories).")
     expand = serializers.BooleanField(
         required=False, default=False,
         help_text="Summary hits carry `expanded`: their child summaries and the messages they condense "
@@ -76,24 +102,27 @@ class SearchInput(StrictSerializer):
 
 
 class SearchResultOutput(serializers.Serializer):
-    chunk_id = serializers.IntegerField()
-    text = serializers.CharField()
-    score = serializers.FloatField()
-    session = serializers.CharField(allow_null=True)
-    sequence_start = serializers.IntegerField(allow_null=True)
-    sequence_end = serializers.IntegerField(allow_null=True)
-    kind = serializers.CharField()
-    metadata = serializers.DictField()
-    created_at = serializers.DateTimeField()
-    role = serializers.CharField(allow_null=True)
-    tags = serializers.ListField(child=serializers.CharField())
-    importance = serializers.FloatField()
-    channel = serializers.CharField(allow_null=True)
-    workspace = serializers.CharField(allow_null=True)
+    chunk_id = serializers.IntegerField(help_text="The matching chunk's id.")
+    text = serializers.CharField(help_text="The chunk's text.")
+    score = serializers.FloatField(help_text="The ranking score (higher is better; comparable within one answer).")
+    session = serializers.CharField(allow_null=True, help_text="The session it comes from, if any.")
+    sequence_start = serializers.IntegerField(allow_null=True, help_text="The first event sequence it covers.")
+    sequence_end = serializers.IntegerField(allow_null=True, help_text="The last event sequence it covers.")
+    kind = serializers.CharField(help_text="event, note, fact, summary or document.")
+    metadata = serializers.DictField(help_text="Where it comes from (event id, note id, fact id, …) and the "
+                                               "caller's metadata.")
+    created_at = serializers.DateTimeField(help_text="When the memory was made.")
+    role = serializers.CharField(allow_null=True, help_text="Who spoke, for messages.")
+    tags = serializers.ListField(child=serializers.CharField(), help_text="Its tags.")
+    importance = serializers.FloatField(help_text="0–1: its weight in recall.")
+    channel = serializers.CharField(allow_null=True, help_text="Its channel, if any.")
+    workspace = serializers.CharField(allow_null=True, help_text="Its workspace, if any.")
+    scores = serializers.DictField(child=serializers.FloatField(allow_null=True),
+                                   help_text="The parts of the score: vector (cosine) and text (full-text rank); "
+                                             "null when that part did not match.")
     embedded = serializers.BooleanField(
         help_text="False while the memory waits for its embedding: written in the same instant as the "
                   "append and found by full text at once, it joins vector search when its vector lands.")
-    scores = serializers.DictField(child=serializers.FloatField(allow_null=True))
     expanded = serializers.DictField(required=False, help_text="With expand: a summary's children and messages.")
 
 
@@ -105,35 +134,62 @@ class ContextInput(StrictSerializer):
     user_id = serializers.CharField(
         max_length=200, required=False, allow_null=True, default=None,
         help_text="Recall as this end user: their memories and shared ones, never another user's.")
-    query = serializers.CharField(max_length=4000, required=False, allow_blank=True, default="")
-    budget = serializers.IntegerField(min_value=50, max_value=200_000, required=False, default=None)
+    query = serializers.CharField(max_length=4000, required=False, allow_blank=True, default="",
+                                  help_text="The new message or question: memories relevant to it are recalled.")
+    budget = serializers.IntegerField(min_value=50, max_value=200_000, required=False, default=None,
+                                      help_text="Token budget of the block (default MEMORYHUB_CONTEXT_BUDGET, 4000).")
     scope = serializers.ChoiceField(choices=[*SCOPES, "session"], required=False, default=None,
-                                    help_text="Default: workspace with a session, account without.")
-    top_k = TopKField(required=False, default=10)
-    tags = serializers.ListField(child=serializers.CharField(max_length=64), max_length=16, required=False, default=list)
-    kinds = serializers.ListField(child=serializers.ChoiceField(choices=KINDS), required=False, default=list)
+                                    help_text="How far to recall from. Default: workspace with a session, "
+                                              "account without.")
+    top_k = TopKField(required=False, default=10, help_text="At most this many relevant memories.")
+    tags = serializers.ListField(child=serializers.CharField(max_length=64), max_length=16, required=False, default=list,
+                                 help_text="Only memories with all these tags.")
+    kinds = serializers.ListField(child=serializers.ChoiceField(choices=KINDS), required=False, default=list,
+                                  help_text="Only these kinds of memory.")
+
+
+class ContextItemOutput(serializers.Serializer):
+    source = serializers.ChoiceField(choices=["recent", "salient", "relevant"],
+                                     help_text="Why it is in: recent message, salient (important) memory, or "
+                                               "relevant to the query.")
+    text = serializers.CharField(help_text="The memory's text.")
+    score = serializers.FloatField(help_text="Its rank among the candidates.")
+    kind = serializers.CharField(help_text="event, note, fact, summary or document.")
+    session = serializers.CharField(allow_null=True, help_text="The session it comes from, if any.")
+    sequence_start = serializers.IntegerField(allow_null=True, help_text="The first event sequence it covers.")
+    sequence_end = serializers.IntegerField(allow_null=True, help_text="The last event sequence it covers.")
+    created_at = serializers.DateTimeField(help_text="When the memory was made.")
+    role = serializers.CharField(allow_null=True, help_text="Who spoke, for messages.")
+    chunk_id = serializers.IntegerField(allow_null=True, help_text="The chunk's id (null for recent messages).")
+    tokens = serializers.IntegerField(help_text="What it costs of the budget.")
 
 
 class BrowseParams(serializers.Serializer):
-    session = serializers.CharField(required=False)
-    channel = serializers.CharField(required=False)
-    workspace = serializers.CharField(required=False)
-    agent = serializers.CharField(required=False)
+    session = serializers.CharField(required=False, help_text="Only this session's events.")
+    channel = serializers.CharField(required=False, help_text="Only events of this channel's sessions.")
+    workspace = serializers.CharField(required=False, help_text="Only events of this workspace's sessions.")
+    agent = serializers.CharField(required=False, help_text="Only events of this agent's sessions.")
     user_id = serializers.CharField(required=False, help_text="Events of this user's conversations "
                                                               "and of conversations with no user.")
-    role = serializers.ChoiceField(choices=Role.choices, required=False)
-    since = serializers.DateTimeField(required=False)
-    until = serializers.DateTimeField(required=False)
+    role = serializers.ChoiceField(choices=Role.choices, required=False, help_text="Only events of this role.")
+    since = serializers.DateTimeField(required=False, help_text="Only events from this time on.")
+    until = serializers.DateTimeField(required=False, help_text="Only events before this time.")
 
 
 class DocumentInput(StrictSerializer):
-    source_uri = serializers.CharField(max_length=2000)
-    text = serializers.CharField(max_length=2_000_000, trim_whitespace=False)
-    session = serializers.CharField(max_length=200, required=False, allow_null=True, default=None)
-    workspace = serializers.CharField(max_length=100, required=False, allow_null=True, default=None)
-    channel = serializers.CharField(max_length=100, required=False, allow_null=True, default=None)
-    metadata = MetadataField(required=False, default=dict)
-    tags = serializers.ListField(child=serializers.CharField(max_length=64), max_length=16, required=False, default=list)
+    source_uri = serializers.CharField(max_length=2000, help_text="Where the text comes from (a URL, a path): "
+                                                                  "ingesting the same URI again replaces it.")
+    text = serializers.CharField(max_length=2_000_000, trim_whitespace=False,
+                                 help_text="The document's text, chunked and indexed for search.")
+    session = serializers.CharField(max_length=200, required=False, allow_null=True, default=None,
+                                    help_text="The session it belongs to, if any.")
+    workspace = serializers.CharField(max_length=100, required=False, allow_null=True, default=None,
+                                      help_text="The workspace it belongs to (default: the key's, else default).")
+    channel = serializers.CharField(max_length=100, required=False, allow_null=True, default=None,
+                                    help_text="The channel it belongs to, if any.")
+    metadata = MetadataField(required=False, default=dict, help_text="Any JSON object of the caller's.")
+    tags = serializers.ListField(child=serializers.CharField(max_length=64), max_length=16, required=False, default=list,
+                                 help_text="Labels, usable as search filters.")
     user_id = serializers.CharField(max_length=200, required=False, allow_blank=True, default="",
                                     help_text="The end user the document belongs to (default: the session's "
                                               "user, else shared).")
@@ -142,3 +198,62 @@ class DocumentInput(StrictSerializer):
         if not text.strip():
             raise serializers.ValidationError("Document text is empty.", code="blank")
         return text
+
+
+class BrowsedEventOutput(EventOutput):
+    session = serializers.CharField(help_text="The session the event belongs to.")
+    channel = serializers.CharField(help_text="The session's channel.")
+
+
+def _counts(help_text: str) -> serializers.DictField:
+    return serializers.DictField(child=serializers.IntegerField(), help_text=help_text)
+
+
+StatsOutput = inline_serializer("Stats", {
+    "tenant": serializers.CharField(help_text="The tenant's name."),
+    "sessions": serializers.IntegerField(help_text="Sessions stored."),
+    "active_sessions": serializers.IntegerField(help_text="Sessions not archived."),
+    "events": serializers.IntegerField(help_text="Events stored."),
+    "unsummarised_messages": serializers.IntegerField(help_text="Events no summary-tree leaf covers yet."),
+    "rolling_unsummarised_messages": serializers.IntegerField(
+        help_text="Events no rolling summary covers yet."),
+    "compaction": inline_serializer("CompactionStats", {
+        "sessions_behind": serializers.IntegerField(help_text="Sessions with events no summary-tree leaf covers."),
+        "messages_behind": serializers.IntegerField(help_text="Those events (the tree's backlog)."),
+        "tree_depth": serializers.IntegerField(help_text="Levels of the deepest summary tree (0: none)."),
+        "last_run_at": serializers.DateTimeField(allow_null=True,
+                                                 help_text="When the newest summary node was written."),
+    }, help_text="The summary tree's progress."),
+    "chunks": inline_serializer("ChunkStats", {
+        "total": serializers.IntegerField(help_text="Searchable chunks."),
+        "embedded": serializers.IntegerField(help_text="Chunks with a vector of the current model."),
+        "pending_embedding": serializers.IntegerField(help_text="Chunks still waiting for a vector."),
+        "embedding_errors": serializers.IntegerField(help_text="Chunks whose embedding failed."),
+        "by_kind": _counts("Chunks by kind (event, note, fact, summary, document)."),
+        "embedding_coverage": serializers.FloatField(help_text="embedded / total (1.0 when there are none)."),
+        "embedding_model": serializers.CharField(help_text="The model vectors are made with."),
+    }, help_text="The search index."),
+    "documents": serializers.IntegerField(help_text="Documents ingested."),
+    "notes": serializers.IntegerField(help_text="Notes stored."),
+    "facts": serializers.IntegerField(help_text="Facts stored."),
+    "summaries": serializers.IntegerField(help_text="Summary tree nodes."),
+    "summary_tree_depth": serializers.IntegerField(help_text="Levels of the deepest summary tree (0: none)."),
+    "schedules": inline_serializer("ScheduleStats", {
+        "total": serializers.IntegerField(help_text="Schedules."),
+        "by_status": _counts("Schedules by status."),
+        "failing": serializers.IntegerField(help_text="Schedules whose last run failed."),
+    }, help_text="Scheduled work."),
+    # The task cluster's own figures (queued/failed tasks) cover every tenant: operators see them in
+    # the admin, an API key never does.
+    "queue": inline_serializer("QueueStats", {
+        "pending_embeddings": serializers.IntegerField(help_text="Chunks waiting for a vector."),
+        "embedding_waiting": serializers.IntegerField(help_text="This tenant's chunks in the embed lane's queue."),
+        "embedding_set_aside": serializers.IntegerField(
+            help_text="Chunks set aside after repeated embedding failures (retried from the admin)."),
+        "embedding_eta_seconds": serializers.FloatField(
+            allow_null=True, help_text="When the last waiting chunk should have its vector, at the measured "
+                                       "rate (null: no rate measured yet)."),
+        "embedding_rate_per_second": serializers.FloatField(help_text="Chunks the embed lanes embed per second."),
+    }, help_text="Background work."),
+})
+

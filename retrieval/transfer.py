@@ -5,6 +5,10 @@ consolidated memory comes back consolidated. A chunk names its source by the fil
 references: {"document": uri}, {"record": label, "key": n} or {"id": source id}. A file without
 "chunks" is re-indexed through the pipeline instead; imported chunks whose embedding is missing or
 of another model are re-embedded after the import commits.
+
+With on_conflict skip or merge (memoryhub.transfer.conflicts) a stored document is kept, and the
+file's chunks of anything the tenant held before (a stored session, record or document) are left
+out: the stored ones stay. The events a merge appends to a stored session are indexed like an append.
 """
 
 from __future__ import annotations
@@ -30,7 +34,8 @@ from retrieval.vectors import is_zero, out_of_range, vector_problem
 class RetrievalTransfer(TransferExtension):
     def __init__(self) -> None:
         self.document_refs: dict[tuple[str, str], dict[str, Any]] = {}  # export: (kind, source id) → ref
-        self.documents: list[Document] = []  # import: created documents, in file order
+        self.documents: list[Document] = []  # import: created (or stored) documents, in file order
+        self.stored_documents: set[int] = set()  # import: pks of documents the tenant held already
         self.first_new_chunk = 0
 
     # -- export
@@ -82,8 +87,15 @@ class RetrievalTransfer(TransferExtension):
                 "session": importer.session(session, f"{path}.session") if session else None,
                 "user_id": get_field(row, "user_id", str, path, required=False, default=""),
             }
-            if Document.objects.filter(**identity).exists():
-                raise Conflict("document_exists", f"Document {uri!r} already exists in this tenant; nothing was imported.")
+            stored = Document.objects.filter(**identity).order_by("pk").first()
+            if stored is not None and importer.on_conflict == "fail":
+                raise Conflict("document_exists", f"Document {uri!r} already exists in this tenant; nothing was "
+                               "imported (import with on_conflict=skip or merge to keep it).", {"document": uri})
+            if stored is not None:
+                self.documents.append(stored)
+                self.stored_documents.add(stored.pk)
+                importer.skipped["documents"] += 1
+                continue
             self.documents.append(Document.objects.create(
                 **identity,
                 content_hash=get_field(row, "content_hash", str, path), metadata=get_field(row, "metadata", dict, path),
@@ -93,15 +105,19 @@ class RetrievalTransfer(TransferExtension):
 
     def import_derived(self, importer: Importer, data: dict[str, Any]) -> None:
         Chunk.objects.filter(tenant=importer.tenant, id__gt=self.first_new_chunk).delete()
+        for external_id, appended in importer.appended.items():
+            index_session_events(importer.sessions[external_id], appended)  # like an append
         if "chunks" in data:
             request_embedding(self.import_chunks(importer, get_list(data, "chunks")))
             return
-        for rows in importer.records.values():
-            for obj in rows:
+        for label in importer.records:
+            for obj in importer.created_records(label):
                 searchable = searchable_of(obj)
                 if searchable is not None:
                     memory_saved.send(sender=type(obj), kind=searchable.kind, instance=obj)
         for session in importer.sessions.values():
+            if importer.is_preexisting(session):
+                continue
             # In the import's transaction, like an append: imported history is findable by text
             # as soon as the import answers.
             index_session_events(session, list(Event.objects.filter(session=session).order_by("sequence")))
@@ -110,11 +126,14 @@ class RetrievalTransfer(TransferExtension):
         """Create the file's chunks; returns the ids of those to embed again."""
         current = get_embedder().name
         chunks = [self._chunk(importer, row, f"chunks[{i}]") for i, row in enumerate(rows)]
-        created = Chunk.objects.bulk_create(chunks)
+        kept = [c for c in chunks if c is not None]
+        importer.skipped["chunks"] += len(chunks) - len(kept)
+        created = Chunk.objects.bulk_create(kept)
         importer.counts["chunks"] += len(created)
         return [c.pk for c in created if c.embedding is None or c.embedding_model != current]
 
-    def _chunk(self, importer: Importer, row: Any, path: str) -> Chunk:
+    def _chunk(self, importer: Importer, row: Any, path: str) -> Chunk | None:
+        """The file's chunk, checked; None when it belongs to something the tenant held already."""
         kind = get_field(row, "kind", str, path)
         if kind not in KINDS:
             raise InvalidImport(f"unknown kind {kind!r}", f"{path}.kind")
@@ -124,6 +143,15 @@ class RetrievalTransfer(TransferExtension):
             raise InvalidImport("unknown tier or lifetime", path)
         session_ref = get_field(row, "session", str, path, nullable=True)
         session = importer.session(session_ref, f"{path}.session") if session_ref else None
+        ref = row.get("source")
+        source_id, derived = self._source(importer, ref, f"{path}.source")
+        by_source = isinstance(ref, dict) and ("record" in ref or "document" in ref)
+        if source_id is None or (not by_source and session is not None and importer.is_preexisting(session)):
+            return None  # the stored row's (the stored session's) chunks stay
+        if importer.on_conflict != "fail" and not by_source and session is None and Chunk.objects.filter(
+                tenant=importer.tenant, kind=kind, source_id=source_id, session=None,
+                content_hash=get_field(row, "content_hash", str, path)).exists():
+            return None  # a chunk of a source outside the file, held already
         workspace = get_field(row, "workspace", str, path, nullable=True)
         channel = row.get("channel")
         metadata = dict(get_field(row, "metadata", dict, path))
@@ -136,7 +164,6 @@ class RetrievalTransfer(TransferExtension):
         embedding = _embedding(row, path)
         importance = get_field(row, "importance", (int, float), path)
         accessed_at = get_time(row, "accessed_at", path, nullable=True)
-        source_id, derived = self._source(importer, row.get("source"), f"{path}.source")
         return Chunk(
             tenant=importer.tenant, kind=kind, source_id=source_id,
             session=session, workspace=importer.workspace(workspace, f"{path}.workspace") if workspace else None,
@@ -154,19 +181,23 @@ class RetrievalTransfer(TransferExtension):
             embedding_model=get_field(row, "embedding_model", str, path) if embedding is not None else "",
         )
 
-    def _source(self, importer: Importer, ref: Any, path: str) -> tuple[str, dict[str, Any]]:
-        """The chunk's source id in this tenant, and the metadata indexing derives from it."""
+    def _source(self, importer: Importer, ref: Any, path: str) -> tuple[str | None, dict[str, Any]]:
+        """The chunk's source id in this tenant, and the metadata indexing derives from it; None
+        when the source is a stored row (skip, merge): its stored chunks stay."""
         if ref is None:
             return "", {}
         if not isinstance(ref, dict):
             raise InvalidImport("a chunk's source is an object", path)
         if "document" in ref:
-            return self._document(ref, path).source_id, {}
+            document = self._document(ref, path)
+            return (None if document.pk in self.stored_documents else document.source_id), {}
         if "record" in ref:
             rows = importer.records.get(ref["record"], [])
             key = ref.get("key")
             if not isinstance(key, int) or not 0 <= key < len(rows):
                 raise InvalidImport("the chunk's source record is not in the file", path)
+            if importer.is_preexisting(rows[key]):
+                return None, {}
             searchable = searchable_of(rows[key])
             if searchable is None:
                 raise InvalidImport("the chunk's source record is not a searchable memory", path)

@@ -2,27 +2,43 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from memoryhub.api.common import api_key, paginate, parse_input, query_params
+from memoryhub.api.fields import PAGE_PARAMS, page_of
+from retrieval import api_examples as ex
 from retrieval import operations, stats
 from retrieval.serializers import (
+    BrowsedEventOutput,
     BrowseParams,
     ContextInput,
+    ContextItemOutput,
     SearchInput,
     SearchResultOutput,
+    StatsOutput,
 )
 
 
 class SearchView(APIView):
     required_scope = "read"
 
-    @extend_schema(request=SearchInput, responses=inline_serializer(
-        "SearchResults", {"results": SearchResultOutput(many=True), "mode": serializers.CharField()}))
+    @extend_schema(
+        summary="Search memory",
+        description="Messages, notes, facts, summaries and documents ranked by meaning and words, confined to "
+                    "the key's tenant (workspace, user) and narrowed by scope and filters.",
+        request=SearchInput, responses=inline_serializer("SearchResults", {
+            "mode": serializers.CharField(help_text="The mode used."),
+            "fusion": serializers.CharField(help_text="The fusion used (hybrid mode)."),
+            "scope": serializers.CharField(help_text="The scope searched."),
+            "profile": serializers.CharField(help_text="The ranking profile used."),
+            "results": SearchResultOutput(many=True, help_text="The matches, best first."),
+        }),
+        examples=ex.SEARCH,
+    )
     def post(self, request: Request) -> Response:
         return Response(operations.search(api_key(request), parse_input(SearchInput, request.data)))
 
@@ -30,20 +46,34 @@ class SearchView(APIView):
 class ContextView(APIView):
     required_scope = "read"
 
-    @extend_schema(request=ContextInput, responses=inline_serializer("Context", {
-        "items": serializers.ListField(child=serializers.DictField()), "markdown": serializers.CharField(),
-        "tokens": serializers.IntegerField(), "budget": serializers.IntegerField()}))
+    @extend_schema(
+        summary="Build the context block",
+        description="What to put in front of the next prompt: the session's recent messages, important "
+                    "memories and those relevant to `query`, deduplicated and fitted into `budget` tokens, as "
+                    "items and as a Markdown block. Empty (no Markdown) when nothing relevant is stored.",
+        request=ContextInput, responses=inline_serializer("Context", {
+            "session": serializers.CharField(allow_null=True, help_text="The session, if one was given."),
+            "user_id": serializers.CharField(allow_null=True, help_text="Whose memories were recalled (null: "
+                                                                        "shared ones only)."),
+            "budget": serializers.IntegerField(help_text="The token budget."),
+            "tokens": serializers.IntegerField(help_text="Tokens the items take (estimated)."),
+            "items": ContextItemOutput(many=True, help_text="The picked memories."),
+            "markdown": serializers.CharField(help_text="The block to inject: '## Relevant Memory' with sections "
+                                                        "(empty when nothing was picked)."),
+        }),
+        examples=ex.CONTEXT,
+    )
     def post(self, request: Request) -> Response:
         return Response(operations.context(api_key(request), parse_input(ContextInput, request.data)))
 
 
 class BrowseView(APIView):
     @extend_schema(
-        parameters=[BrowseParams, OpenApiParameter("limit", int), OpenApiParameter("offset", int)],
-        responses=inline_serializer("BrowsePage", {
-            "next": serializers.CharField(allow_null=True),
-            "results": serializers.ListField(child=serializers.DictField()),
-        }),
+        summary="Browse events",
+        description="Stored messages across sessions in time order (oldest first), filtered and paged.",
+        parameters=[BrowseParams, *PAGE_PARAMS],
+        responses=page_of("BrowsePage", BrowsedEventOutput(many=True, help_text="This page's events.")),
+        examples=ex.BROWSE,
     )
     def get(self, request: Request) -> Response:
         rows, meta = paginate(request, operations.browse(api_key(request), query_params(request, BrowseParams)))
@@ -51,6 +81,8 @@ class BrowseView(APIView):
 
 
 class StatsView(APIView):
-    @extend_schema(responses=inline_serializer("Stats", {"sessions": serializers.IntegerField()}))
+    @extend_schema(summary="Memory statistics",
+                   description="Counts for the key's tenant (or its workspace, for a workspace-limited key).",
+                   responses=StatsOutput, examples=ex.STATS)
     def get(self, request: Request) -> Response:
         return Response(stats.tenant_stats(api_key(request)))

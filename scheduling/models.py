@@ -88,6 +88,11 @@ class Schedule(models.Model):
 
     objects = KeyScopedQuerySet.as_manager()
 
+    def transfer_identity(self) -> dict[str, Any]:
+        """How an import with on_conflict skip/merge recognises a stored schedule (names are not
+        unique, but a second one of the same name, place and user is what a re-import would make)."""
+        return {"workspace_id": self.workspace_id, "user_id": self.user_id, "name": self.name}
+
     class Meta:
         ordering = ["-created_at"]
         indexes = [

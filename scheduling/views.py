@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from memoryhub.api.common import api_key, paginate, parse_input, query_params
-from memoryhub.api.fields import page_of
+from memoryhub.api.fields import PAGE_PARAMS, page_of
+from scheduling import api_examples as ex
 from scheduling import services, webhooks
 from scheduling.dispatcher import run_now
 from scheduling.serializers import (
@@ -24,18 +25,21 @@ from scheduling.serializers import (
     WebhookOutput,
 )
 
-PAGE = [OpenApiParameter("limit", int), OpenApiParameter("offset", int)]
-
 
 class ScheduleListView(APIView):
-    @extend_schema(parameters=[ScheduleListParams, *PAGE],
-                   responses=page_of("SchedulePage", ScheduleOutput), operation_id="schedules_list")
+    @extend_schema(summary="List schedules", operation_id="schedules_list",
+                   description="The key's schedules, filtered and paged.",
+                   parameters=[ScheduleListParams, *PAGE_PARAMS],
+                   responses=page_of("SchedulePage", ScheduleOutput(many=True, help_text="This page's schedules.")),
+                   examples=ex.SCHEDULE_LIST)
     def get(self, request: Request) -> Response:
         filters = query_params(request, ScheduleListParams)
         rows, meta = paginate(request, services.filter_schedules(api_key(request), filters))
         return Response({**meta, "results": ScheduleOutput(rows, many=True).data})
 
-    @extend_schema(request=ScheduleInput, responses={201: ScheduleOutput})
+    @extend_schema(summary="Create a schedule",
+                   description="Run an action (summarise, consolidate, embed_backfill, …) on a cadence.",
+                   request=ScheduleInput, responses={201: ScheduleOutput}, examples=ex.SCHEDULE_CREATE)
     def post(self, request: Request) -> Response:
         data = parse_input(ScheduleInput, request.data)
         schedule = services.create_schedule(api_key(request), data)
@@ -43,17 +47,21 @@ class ScheduleListView(APIView):
 
 
 class ScheduleDetailView(APIView):
-    @extend_schema(responses=ScheduleOutput)
+    @extend_schema(summary="Get a schedule", responses=ScheduleOutput, examples=ex.SCHEDULE_GET)
     def get(self, request: Request, schedule_id: str) -> Response:
         return Response(ScheduleOutput(services.get_schedule(api_key(request), schedule_id)).data)
 
-    @extend_schema(request=SchedulePatchInput, responses=ScheduleOutput)
+    @extend_schema(summary="Change a schedule", description="Only the fields given change.",
+                   request=SchedulePatchInput, responses=ScheduleOutput, examples=ex.SCHEDULE_PATCH)
     def patch(self, request: Request, schedule_id: str) -> Response:
         changes = parse_input(SchedulePatchInput, request.data, partial=True)
         return Response(ScheduleOutput(services.update_schedule(api_key(request), schedule_id, changes)).data)
 
-    @extend_schema(responses=inline_serializer("ScheduleDeleted", {"id": serializers.CharField(),
-                                                                  "deleted": serializers.BooleanField()}))
+    @extend_schema(summary="Delete a schedule", description="Deletes the schedule and its runs.",
+                   responses={200: inline_serializer("ScheduleDeleted", {
+                       "id": serializers.CharField(help_text="The deleted schedule's id."),
+                       "deleted": serializers.BooleanField(help_text="Always true."),
+                   })}, examples=ex.SCHEDULE_DELETE)
     def delete(self, request: Request, schedule_id: str) -> Response:
         schedule = services.get_schedule(api_key(request), schedule_id)
         schedule.delete()
@@ -61,21 +69,25 @@ class ScheduleDetailView(APIView):
 
 
 class SchedulePauseView(APIView):
-    @extend_schema(request=None, responses=ScheduleOutput)
+    @extend_schema(summary="Pause a schedule", description="No run is started until it is resumed.",
+                   request=None, responses=ScheduleOutput, examples=ex.SCHEDULE_PAUSE)
     def post(self, request: Request, schedule_id: str) -> Response:
         schedule = services.pause(services.get_schedule(api_key(request), schedule_id))
         return Response(ScheduleOutput(schedule).data)
 
 
 class ScheduleResumeView(APIView):
-    @extend_schema(request=None, responses=ScheduleOutput)
+    @extend_schema(summary="Resume a schedule", description="Runs again from its next due time on.",
+                   request=None, responses=ScheduleOutput, examples=ex.SCHEDULE_RESUME)
     def post(self, request: Request, schedule_id: str) -> Response:
         schedule = services.resume(services.get_schedule(api_key(request), schedule_id))
         return Response(ScheduleOutput(schedule).data)
 
 
 class ScheduleRunNowView(APIView):
-    @extend_schema(request=None, responses={202: RunOutput})
+    @extend_schema(summary="Run a schedule now",
+                   description="Queues a manual run at once (the next due time does not change).",
+                   request=None, responses={202: RunOutput}, examples=ex.SCHEDULE_RUN)
     def post(self, request: Request, schedule_id: str) -> Response:
         run = run_now(services.get_schedule(api_key(request), schedule_id))
         run.refresh_from_db()
@@ -83,8 +95,12 @@ class ScheduleRunNowView(APIView):
 
 
 class ScheduleRunsView(APIView):
-    @extend_schema(parameters=[RunListParams, *PAGE],
-                   responses=page_of("RunPage", RunOutput, schedule=serializers.CharField()), operation_id="schedules_runs_list")
+    @extend_schema(summary="List a schedule's runs", operation_id="schedules_runs_list",
+                   description="Newest first, paged.",
+                   parameters=[RunListParams, *PAGE_PARAMS],
+                   responses=page_of("RunPage", RunOutput(many=True, help_text="This page's runs."),
+                                     schedule=serializers.CharField(help_text="The schedule's id.")),
+                   examples=ex.RUN_LIST)
     def get(self, request: Request, schedule_id: str) -> Response:
         schedule = services.get_schedule(api_key(request), schedule_id)
         filters = query_params(request, RunListParams)
@@ -96,7 +112,7 @@ class ScheduleRunsView(APIView):
 
 
 class RunDetailView(APIView):
-    @extend_schema(responses=RunOutput)
+    @extend_schema(summary="Get a run", responses=RunOutput, examples=ex.RUN_GET)
     def get(self, request: Request, run_id: str) -> Response:
         return Response(RunOutput(services.get_run(api_key(request), run_id)).data)
 
@@ -104,13 +120,17 @@ class RunDetailView(APIView):
 class WebhookListView(APIView):
     required_scope = "admin"  # a webhook receives every run of the tenant, signed with its secret
 
-    @extend_schema(operation_id="webhooks_list",
-                   responses=inline_serializer("WebhookList", {"results": WebhookOutput(many=True)}))
+    @extend_schema(summary="List webhooks", operation_id="webhooks_list",
+                   description="The tenant's webhooks, at most one per kind (admin scope).",
+                   responses=inline_serializer("WebhookList", {
+                       "results": WebhookOutput(many=True, help_text="The webhooks, by kind.")}),
+                   examples=ex.WEBHOOK_LIST)
     def get(self, request: Request) -> Response:
         rows = webhooks.list_webhooks(api_key(request))
         return Response({"results": WebhookOutput(rows, many=True).data})
 
-    @extend_schema(request=WebhookInput, responses={201: WebhookCreatedOutput},
+    @extend_schema(summary="Register a webhook", request=WebhookInput, responses={201: WebhookCreatedOutput},
+                   examples=ex.WEBHOOK_CREATE,
                    description="One webhook per kind (agent, notification) and tenant. The secret, given or "
                                "generated, is in this answer only.")
     def post(self, request: Request) -> Response:
@@ -122,12 +142,15 @@ class WebhookListView(APIView):
 class WebhookDetailView(APIView):
     required_scope = "admin"
 
-    @extend_schema(responses=WebhookOutput)
+    @extend_schema(summary="Get a webhook", responses=WebhookOutput, examples=ex.WEBHOOK_GET)
     def get(self, request: Request, webhook_id: str) -> Response:
         return Response(WebhookOutput(webhooks.get_webhook(api_key(request), webhook_id)).data)
 
-    @extend_schema(responses=inline_serializer("WebhookDeleted", {"id": serializers.CharField(),
-                                                                 "deleted": serializers.BooleanField()}))
+    @extend_schema(summary="Delete a webhook", examples=ex.WEBHOOK_DELETE,
+                   responses={200: inline_serializer("WebhookDeleted", {
+                       "id": serializers.CharField(help_text="The deleted webhook's id."),
+                       "deleted": serializers.BooleanField(help_text="Always true: a missing webhook is a 404 "
+                                                                     "instead.")})})
     def delete(self, request: Request, webhook_id: str) -> Response:
         webhooks.get_webhook(api_key(request), webhook_id).delete()
         return Response({"id": webhook_id, "deleted": True})

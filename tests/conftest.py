@@ -26,6 +26,8 @@ def _fast_and_inline(settings) -> None:  # type: ignore[no-untyped-def]
     # Request counters are written at once, so that none is left over for the next test.
     settings.MEMORYHUB_USAGE_FLUSH_SECONDS = 0
     settings.MEMORYHUB_ACCESS_FLUSH_SECONDS = 0
+    # A model call that is retried waits milliseconds, not seconds (tests/memoryhub/test_llm.py).
+    settings.MEMORYHUB_LLM_BACKOFF_SECONDS = 0.01
 
 
 @pytest.fixture(autouse=True)

@@ -171,6 +171,17 @@ def test_a_chunked_body_is_read(served: Served) -> None:
     assert json.loads(reply.body)["content"] == "sent in chunks"
 
 
+def test_the_mcp_endpoint_answers_in_the_served_app(served: Served) -> None:
+    """/mcp/ as `manage.py run` serves it (gunicorn's uvicorn workers), not only under plain uvicorn:
+    the MCP session manager starts with the worker's lifespan."""
+    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}}
+    reply = exchange(served, request(served, "POST", "/mcp/", json.dumps(initialize).encode(),
+                                     headers="Accept: application/json, text/event-stream\r\nConnection: close\r\n"))
+    assert reply.status == 200, reply
+    assert json.loads(reply.body)["result"]["serverInfo"]["name"] == "memoryhub"
+
+
 def test_a_body_over_the_limit_is_413_and_the_connection_closes(served: Served) -> None:
     events = json.dumps({"events": [{"role": "user", "content": "x" * 3000}] * 400}).encode()
     assert len(events) > LIMIT

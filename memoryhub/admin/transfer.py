@@ -57,6 +57,12 @@ class ExportForm(forms.Form):
 class ImportForm(forms.Form):
     tenant = forms.ModelChoiceField(Tenant.objects.order_by("name"), help_text="The tenant the file is imported into.")
     file = forms.FileField(help_text="A MemoryHub export (JSON). All or nothing: a bad file stores nothing.")
+    on_conflict = forms.ChoiceField(
+        label="Sessions it holds already", widget=forms.RadioSelect, initial="fail", required=False, choices=[
+            ("fail", "Stop: import nothing if a session of the file exists in the tenant"),
+            ("skip", "Skip them: keep the stored sessions (notes, facts…) as they are, import the rest"),
+            ("merge", "Merge: add the messages, notes, facts and scratchpad items they lack, never twice"),
+        ], help_text="Importing the same file again with skip or merge changes nothing.")
 
 
 def transfer_view(request: HttpRequest) -> HttpResponse:
@@ -76,12 +82,11 @@ def transfer_view(request: HttpRequest) -> HttpResponse:
         tenant = import_form.cleaned_data["tenant"]
         try:
             data = parse_export_file(import_form.cleaned_data["file"].read())
-            counts = import_memory(tenant=tenant, data=data)
+            report = import_memory(tenant=tenant, data=data, on_conflict=import_form.cleaned_data["on_conflict"] or "fail")
         except DomainError as exc:
             import_form.add_error("file", f"{exc.code}: {exc.message}")
         else:
-            summary = ", ".join(f"{n} {kind}" for kind, n in counts.items()) or "nothing"
-            messages.success(request, f"Imported into {tenant.name}: {summary}.")
+            messages.success(request, f"Imported into {tenant.name}: {report.summary()}.")
             return redirect("memoryhub-transfer")
     context = {
         **admin.site.each_context(request),

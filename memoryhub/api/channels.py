@@ -10,6 +10,7 @@ from rest_framework.views import APIView
 
 from accounts.models import Channel
 from memoryhub import channels
+from memoryhub.api import examples as ex
 from memoryhub.api.common import StrictSerializer, api_key, paginate, parse_input, query_params
 from memoryhub.api.fields import PAGE_PARAMS, StrictCharField, page_of
 
@@ -28,7 +29,8 @@ class ChannelInput(StrictSerializer):
 
 class ChannelPatchInput(StrictSerializer):
     name = StrictCharField(max_length=100, required=False, help_text="Sessions keep their channel under its new name.")
-    description = StrictCharField(max_length=DESCRIPTION_CHARS, required=False, allow_blank=True)
+    description = StrictCharField(max_length=DESCRIPTION_CHARS, required=False, allow_blank=True,
+                                  help_text="A new description.")
     is_default = serializers.BooleanField(
         required=False, help_text="true makes it the workspace's default (the previous one stops being it); "
                                   "false on the default channel is refused.")
@@ -40,6 +42,14 @@ class ChannelOutput(serializers.ModelSerializer):
     class Meta:
         model = Channel
         fields = ["id", "name", "description", "workspace", "is_default", "created_at"]
+        extra_kwargs = {
+            "id": {"help_text": "The channel's id."},
+            "name": {"help_text": "Its name, unique within the workspace (sessions, notes and facts name it)."},
+            "description": {"help_text": "What the channel is about."},
+            "is_default": {"help_text": "True for the workspace's default channel (sessions go there unless "
+                                        "they name one)."},
+            "created_at": {"help_text": "When it was created."},
+        }
 
 
 class ChannelListParams(serializers.Serializer):
@@ -50,14 +60,20 @@ class ChannelListParams(serializers.Serializer):
 
 
 class ChannelListView(APIView):
-    @extend_schema(parameters=[ChannelListParams, *PAGE_PARAMS], responses=page_of("ChannelPage", ChannelOutput),
-                   operation_id="channels_list")
+    @extend_schema(summary="List channels", operation_id="channels_list",
+                   description="The channels of the key's workspaces, filtered and paged.",
+                   parameters=[ChannelListParams, *PAGE_PARAMS],
+                   responses=page_of("ChannelPage", ChannelOutput(many=True, help_text="This page's channels.")),
+                   examples=ex.CHANNEL_LIST)
     def get(self, request: Request) -> Response:
         filters = query_params(request, ChannelListParams)
         rows, meta = paginate(request, channels.channels_filter(api_key(request), filters))
         return Response({**meta, "results": ChannelOutput(rows, many=True).data})
 
-    @extend_schema(request=ChannelInput, responses={201: ChannelOutput})
+    @extend_schema(summary="Create a channel",
+                   description="A channel in a workspace; a name the workspace already has is a 409 "
+                               "channel_exists.",
+                   request=ChannelInput, responses={201: ChannelOutput}, examples=ex.CHANNEL_CREATE)
     def post(self, request: Request) -> Response:
         data = parse_input(ChannelInput, request.data)
         channel = channels.create_channel(api_key(request), **data)
@@ -65,11 +81,12 @@ class ChannelListView(APIView):
 
 
 class ChannelDetailView(APIView):
-    @extend_schema(responses=ChannelOutput)
+    @extend_schema(summary="Get a channel", responses=ChannelOutput, examples=ex.CHANNEL_GET)
     def get(self, request: Request, channel_id: int) -> Response:
         return Response(ChannelOutput(channels.get_channel(api_key(request), channel_id)).data)
 
-    @extend_schema(request=ChannelPatchInput, responses=ChannelOutput)
+    @extend_schema(summary="Change a channel", description="Only the fields given change.",
+                   request=ChannelPatchInput, responses=ChannelOutput, examples=ex.CHANNEL_PATCH)
     def patch(self, request: Request, channel_id: int) -> Response:
         changes = parse_input(ChannelPatchInput, request.data, partial=True)
         return Response(ChannelOutput(channels.update_channel(api_key(request), channel_id, changes)).data)

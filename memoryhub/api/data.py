@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 from django.conf import settings
-from drf_spectacular.utils import OpenApiTypes, extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from memoryhub.api import examples as ex
 from memoryhub.api.common import StrictSerializer, api_key, parse_input
 from memoryhub.errors import Forbidden, Invalid, NotFound
 from memoryhub.forget import forget_user
 from memoryhub.sessions import get_session, resolve_workspace
 from memoryhub.transfer import (
+    ON_CONFLICT,
     SCOPES,
     ExportScope,
+    check_on_conflict,
     export_memory,
     import_memory,
     parse_export_file,
@@ -34,11 +37,16 @@ class ForgetUserView(APIView):
     required_scope = "admin"
 
     @extend_schema(
-        responses=inline_serializer("ForgottenUser", {
-            "user_id": serializers.CharField(), "deleted": serializers.DictField(child=serializers.IntegerField()),
-            "total": serializers.IntegerField(),
-        }),
-        description="Delete every row of this end user in the key's tenant, in one transaction (admin scope).",
+        summary="Forget an end user",
+        responses={200: inline_serializer("ForgottenUser", {
+            "user_id": serializers.CharField(help_text="The forgotten user."),
+            "deleted": serializers.DictField(child=serializers.IntegerField(), help_text="Rows deleted, by kind."),
+            "total": serializers.IntegerField(help_text="Rows deleted in all."),
+        })},
+        description="Delete every row of this end user in the key's tenant (sessions, events, memories, "
+                    "summaries, schedules), in one transaction. Needs the admin scope and a key limited to "
+                    "neither a workspace nor a user.",
+        examples=ex.FORGET_USER,
     )
     def delete(self, request: Request, user_id: str) -> Response:
         key = api_key(request)
@@ -49,16 +57,39 @@ class ForgetUserView(APIView):
 
 
 class ExportInput(StrictSerializer):
-    scope = serializers.ChoiceField(choices=SCOPES, required=False, default=None)
-    workspace = serializers.CharField(max_length=100, required=False)
-    session = serializers.CharField(max_length=200, required=False)
+    scope = serializers.ChoiceField(choices=SCOPES, required=False, default=None,
+                                    help_text="What to export: tenant, workspace or session (default: session "
+                                              "when one is named, else workspace when one is, else tenant).")
+    workspace = serializers.CharField(max_length=100, required=False, help_text="The workspace to export.")
+    session = serializers.CharField(max_length=200, required=False, help_text="The session to export.")
+
+
+ExportDocument = inline_serializer("ExportDocument", {
+    "format": serializers.CharField(help_text="Always memoryhub-export."),
+    "schema_version": serializers.IntegerField(help_text="The format's version (this server reads 1)."),
+    "scope": serializers.DictField(help_text="What was exported: {type: tenant|workspace|session, workspace?, "
+                                             "session?}."),
+    "workspaces": serializers.ListField(child=serializers.DictField(),
+                                       help_text="Workspaces with their channels: {name, channels: [...]}."),
+    "sessions": serializers.ListField(child=serializers.DictField(),
+                                     help_text="Sessions with their fields, events and rolling summary."),
+    "documents": serializers.ListField(child=serializers.DictField(), required=False,
+                                      help_text="Ingested documents."),
+    "records": serializers.DictField(required=False, help_text="Every other area's rows by model (notes, facts, "
+                                                               "summary nodes, scratchpads, schedules, …)."),
+    "chunks": serializers.ListField(child=serializers.DictField(), required=False,
+                                   help_text="The searchable chunks with their embeddings, so an import needs no "
+                                             "re-embedding (absent: the imported memories are indexed again)."),
+})
 
 
 class ExportView(APIView):
     required_scope = "read"
 
-    @extend_schema(request=ExportInput, responses=OpenApiTypes.OBJECT,
-                   description="Export the tenant, one workspace or one session as JSON with a schema version.")
+    @extend_schema(summary="Export memory",
+                   description="Export the tenant, one workspace or one session as one JSON document with a "
+                               "format version: what POST /import/ takes back.",
+                   request=ExportInput, responses=ExportDocument, examples=ex.EXPORT)
     def post(self, request: Request) -> Response:
         data = parse_input(ExportInput, request.data if request.data else {})
         key = api_key(request)
@@ -85,14 +116,44 @@ class ImportView(APIView):
     required_scope = "write"
     parser_classes: list = []  # the body is read raw: an export is larger than Django's form limit
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses={201: inline_serializer("Imported", {
-        "imported": serializers.DictField(child=serializers.IntegerField())})},
-        description="Import an export (the JSON body) into the key's tenant: all or nothing.")
+    @extend_schema(
+        summary="Import memory",
+        description="Import an export (the JSON body, as POST /export/ wrote it) into the key's tenant: all or "
+                    "nothing, in one transaction. A session the tenant holds already is a 409 session_exists "
+                    "(other rows taken already: 409 import_conflict) unless `on_conflict` says to skip or merge. "
+                    "The answer counts what was imported, skipped and merged, by kind, and names up to 100 "
+                    "skipped or merged sessions.",
+        parameters=[OpenApiParameter(
+            "on_conflict", str, enum=list(ON_CONFLICT), required=False,
+            description="Sessions (and notes, facts, documents, schedules…) the tenant holds already: "
+                        "`fail` (the default: 409 session_exists naming the session), `skip` (keep them as "
+                        "stored, with what hangs off them, and import the rest) or `merge` (append the events "
+                        "a stored session lacks, matched by idempotency key or by (created_at, role, content), "
+                        "and add the records it lacks, matched by identity). Importing the same file twice "
+                        "with skip or merge changes nothing. Anything else: 400 invalid_on_conflict.")],
+        request={"application/json": ExportDocument},
+        responses={201: inline_serializer("Imported", {
+            "on_conflict": serializers.ChoiceField(choices=ON_CONFLICT, help_text="The option the import ran with."),
+            "imported": serializers.DictField(child=serializers.IntegerField(),
+                                              help_text="Records imported, by kind (events appended by a merge "
+                                                        "count here)."),
+            "skipped": serializers.DictField(child=serializers.IntegerField(),
+                                             help_text="Records of the file left out because the tenant held "
+                                                       "them already (or what hangs off them), by kind."),
+            "merged": serializers.DictField(child=serializers.IntegerField(),
+                                            help_text="Stored rows the file was merged into, by kind (sessions)."),
+            "skipped_sessions": serializers.ListField(child=serializers.CharField(),
+                                                      help_text="Ids of the sessions skipped (at most 100)."),
+            "merged_sessions": serializers.ListField(child=serializers.CharField(),
+                                                     help_text="Ids of the sessions merged into (at most 100)."),
+        })},
+        examples=ex.IMPORT)
     def post(self, request: Request) -> Response:
         key = api_key(request)
+        on_conflict = check_on_conflict(request.query_params.get("on_conflict"))  # 400 before reading the body
         if key.user_id:  # an export file carries every user's data
             raise Forbidden("user_limited_key", "Importing needs a key not limited to one user.")
         raw = request._request.read(settings.MEMORYHUB_IMPORT_MAX_BYTES + 1)
         data = parse_export_file(raw)
-        counts = import_memory(tenant=key.tenant, data=data, limit_workspace=key.workspace)
-        return Response({"imported": counts}, status=status.HTTP_201_CREATED)
+        report = import_memory(tenant=key.tenant, data=data, limit_workspace=key.workspace, on_conflict=on_conflict)
+        return Response(report.as_dict(), status=status.HTTP_201_CREATED)

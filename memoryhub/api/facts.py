@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from drf_spectacular.utils import (
     extend_schema,
+    extend_schema_field,
 )
 from rest_framework import serializers, status
 from rest_framework.request import Request
@@ -11,6 +12,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from memoryhub import facts, notes
+from memoryhub.api import examples as ex
 from memoryhub.api.common import (
     StrictSerializer,
     api_key,
@@ -37,21 +39,37 @@ from memoryhub.searchable import LIFETIMES, TIERS
 
 
 class FactInput(StrictSerializer):
-    content = content_field(allow_blank=True)
-    category = StrictCharField(max_length=100, required=False, default="general")
-    key = StrictCharField(max_length=200, required=False, allow_blank=True, default="")
-    scope = serializers.ChoiceField(choices=TIERS, required=False, default="workspace")
-    lifetime = serializers.ChoiceField(choices=LIFETIMES, required=False, default="long_term")
-    source = StrictCharField(max_length=100, required=False, default="agent")
+    content = content_field(allow_blank=True, help_text="The fact as a short statement, e.g. 'Prefers aisle seats.'")
+    category = StrictCharField(max_length=100, required=False, default="general",
+                               help_text="A grouping of facts (e.g. travel, profile, preferences).")
+    key = StrictCharField(max_length=200, required=False, allow_blank=True, default="",
+                          help_text="With category, what the fact is about (e.g. seat): a fact with the same "
+                                    "scope, category and key is updated (200) instead of duplicated.")
+    scope = serializers.ChoiceField(choices=TIERS, required=False, default="workspace",
+                                    help_text="How widely it applies: conversation (needs session), channel, "
+                                              "workspace or account.")
+    lifetime = serializers.ChoiceField(choices=LIFETIMES, required=False, default="long_term",
+                                       help_text="long_term; short_term facts decay faster in ranking; "
+                                                 "conversation facts end with their session.")
+    source = StrictCharField(max_length=100, required=False, default="agent",
+                             help_text="Who stated it (agent, user, extractor, …).")
     importance = serializers.FloatField(required=False, min_value=0.0, max_value=1.0, default=None,
-                                        help_text="0–1. When not given: by type (seed 002): correction 0.9, preference 0.8, fact 0.6, task 0.5, otherwise 0.5; the type is the fact's category, or a note's tag.")
-    tags = TagsField(required=False, default=list)
-    metadata = MetadataField(required=False, default=dict)
-    session = StrictCharField(max_length=200, required=False, allow_null=True, default=None)
-    source_session = StrictCharField(max_length=200, required=False, allow_null=True, default=None)
-    workspace = StrictCharField(max_length=100, required=False, allow_null=True, default=None)
-    channel = StrictCharField(max_length=100, required=False, allow_null=True, default=None)
-    user_id = StrictCharField(max_length=200, required=False, allow_blank=True, default="")
+                                        help_text="0–1: weight in recall; 0.85 and above is always recalled. "
+                                                  "When not given: by type (seed 002): correction 0.9, "
+                                                  "preference 0.8, fact 0.6, task 0.5, otherwise 0.5; the type "
+                                                  "is the fact's category, or a note's tag.")
+    tags = TagsField(required=False, default=list, help_text="Labels (lowercased), usable as search filters.")
+    metadata = MetadataField(required=False, default=dict, help_text="Any JSON object of the caller's.")
+    session = StrictCharField(max_length=200, required=False, allow_null=True, default=None,
+                              help_text="The session it belongs to (scope conversation).")
+    source_session = StrictCharField(max_length=200, required=False, allow_null=True, default=None,
+                                     help_text="The session it was learnt in (provenance only).")
+    workspace = StrictCharField(max_length=100, required=False, allow_null=True, default=None,
+                                help_text="The workspace it belongs to (default: the key's, else default).")
+    channel = StrictCharField(max_length=100, required=False, allow_null=True, default=None,
+                              help_text="The channel it belongs to (scope channel).")
+    user_id = StrictCharField(max_length=200, required=False, allow_blank=True, default="",
+                              help_text="The end user it is about (default: the session's, else shared).")
 
     def validate_content(self, value: str) -> str:
         return non_blank(value)
@@ -63,15 +81,15 @@ class FactInput(StrictSerializer):
 
 
 class FactPatchInput(StrictSerializer):
-    content = content_field(required=False, allow_blank=True)
-    category = StrictCharField(max_length=100, required=False)
-    key = StrictCharField(max_length=200, required=False, allow_blank=True)
-    lifetime = serializers.ChoiceField(choices=LIFETIMES, required=False)
-    source = StrictCharField(max_length=100, required=False)
-    importance = serializers.FloatField(required=False, min_value=0.0, max_value=1.0)
-    tags = TagsField(required=False)
-    metadata = MetadataField(required=False)
-    user_id = StrictCharField(max_length=200, required=False, allow_blank=True)
+    content = content_field(required=False, allow_blank=True, help_text="A new statement.")
+    category = StrictCharField(max_length=100, required=False, help_text="A new category.")
+    key = StrictCharField(max_length=200, required=False, allow_blank=True, help_text="A new key.")
+    lifetime = serializers.ChoiceField(choices=LIFETIMES, required=False, help_text="A new lifetime.")
+    source = StrictCharField(max_length=100, required=False, help_text="A new source.")
+    importance = serializers.FloatField(required=False, min_value=0.0, max_value=1.0, help_text="A new importance.")
+    tags = TagsField(required=False, help_text="New labels (replace the old ones).")
+    metadata = MetadataField(required=False, help_text="A new metadata object (replaces the old one).")
+    user_id = StrictCharField(max_length=200, required=False, allow_blank=True, help_text="A new owner.")
 
     def validate_content(self, value: str) -> str:
         return non_blank(value)
@@ -83,73 +101,108 @@ class FactPatchInput(StrictSerializer):
 
 
 class FactOutput(serializers.ModelSerializer):
-    scope = serializers.CharField(source="tier")
-    access_count = serializers.SerializerMethodField()
-    accessed_at = serializers.SerializerMethodField()
-    session = serializers.CharField(source="session.external_id", allow_null=True, default=None)
-    source_session = serializers.CharField(source="source_session.external_id", allow_null=True, default=None)
-    workspace = serializers.CharField(source="workspace.name", allow_null=True, default=None)
-    channel = serializers.CharField(source="channel.name", allow_null=True, default=None)
-    tags = TagsField()
+    scope = serializers.CharField(source="tier", help_text="How widely it applies.")
+    access_count = serializers.SerializerMethodField(help_text="How often it was read or recalled.")
+    accessed_at = serializers.SerializerMethodField(help_text="When it was last read or recalled.")
+    session = serializers.CharField(source="session.external_id", allow_null=True, default=None,
+                                    help_text="The session it belongs to, if any.")
+    source_session = serializers.CharField(source="source_session.external_id", allow_null=True, default=None,
+                                           help_text="The session it was learnt in, if known.")
+    workspace = serializers.CharField(source="workspace.name", allow_null=True, default=None,
+                                      help_text="Its workspace (null: account-wide).")
+    channel = serializers.CharField(source="channel.name", allow_null=True, default=None,
+                                    help_text="Its channel, if any.")
+    tags = TagsField(help_text="Its labels.")
 
     class Meta:
         model = Fact
         fields = ["id", "content", "category", "key", "scope", "lifetime", "source", "importance", "pinned",
                   "access_count", "accessed_at", "tags", "metadata", "session", "source_session",
                   "workspace", "channel", "user_id", "created_at", "updated_at"]
+        extra_kwargs = {
+            "id": {"help_text": "The fact's id."},
+            "content": {"help_text": "The statement."},
+            "category": {"help_text": "Its category."},
+            "key": {"help_text": "Its key within the category (empty: none)."},
+            "lifetime": {"help_text": "long_term, short_term or conversation."},
+            "source": {"help_text": "Who stated it."},
+            "importance": {"help_text": "0–1: weight in recall."},
+            "pinned": {"help_text": "Pinned by an operator: importance 1, never pruned, merged or capped."},
+            "metadata": {"help_text": "The caller's JSON object."},
+            "user_id": {"help_text": "The end user it is about (empty: shared)."},
+            "created_at": {"help_text": "When it was first stored."},
+            "updated_at": {"help_text": "When it last changed."},
+        }
 
     def get_access_count(self, fact: Fact) -> int:
         return fact.access_count + (getattr(fact, "chunk_access_count", None) or 0)
 
+    @extend_schema_field(serializers.DateTimeField(allow_null=True))
     def get_accessed_at(self, fact: Fact) -> str | None:
         times = [t for t in (fact.accessed_at, getattr(fact, "chunk_accessed_at", None)) if t is not None]
         return iso(max(times)) if times else None
 
 
+class FactUpserted(FactOutput):
+    created = serializers.SerializerMethodField(help_text="True when a new fact was stored, false when the fact "
+                                                          "with this scope, category and key was updated.")
+
+    class Meta(FactOutput.Meta):
+        fields = [*FactOutput.Meta.fields, "created"]
+
+    def get_created(self, fact: Fact) -> bool:
+        return bool(self.context.get("created"))
+
+
 class FactListParams(serializers.Serializer):
-    scope = serializers.ChoiceField(choices=TIERS, required=False)
-    category = serializers.CharField(required=False)
-    key = serializers.CharField(required=False)
-    lifetime = serializers.ChoiceField(choices=LIFETIMES, required=False)
-    source = serializers.CharField(required=False)
-    tags = serializers.CharField(required=False)
-    q = serializers.CharField(required=False)
-    session = serializers.CharField(required=False)
-    workspace = serializers.CharField(required=False)
-    channel = serializers.CharField(required=False)
-    user_id = serializers.CharField(required=False)
+    scope = serializers.ChoiceField(choices=TIERS, required=False, help_text="Only facts of this scope.")
+    category = serializers.CharField(required=False, help_text="Only facts of this category.")
+    key = serializers.CharField(required=False, help_text="Only facts with this key.")
+    lifetime = serializers.ChoiceField(choices=LIFETIMES, required=False, help_text="Only facts of this lifetime.")
+    source = serializers.CharField(required=False, help_text="Only facts of this source.")
+    tags = serializers.CharField(required=False, help_text="Comma-separated tags the facts all have.")
+    q = serializers.CharField(required=False, help_text="Text in the content, key or category.")
+    session = serializers.CharField(required=False, help_text="Facts of this session or learnt in it.")
+    workspace = serializers.CharField(required=False, help_text="Only facts of this workspace.")
+    channel = serializers.CharField(required=False, help_text="Only facts of this channel.")
+    user_id = serializers.CharField(required=False, help_text="Only this end user's facts.")
 
 
 class FactListView(APIView):
-    @extend_schema(parameters=[FactListParams, META_PARAM, *PAGE_PARAMS],
-                   responses=page_of("FactPage", FactOutput), operation_id="facts_list")
+    @extend_schema(summary="List facts", operation_id="facts_list",
+                   description="Newest first, filtered and paged.",
+                   parameters=[FactListParams, META_PARAM, *PAGE_PARAMS],
+                   responses=page_of("FactPage", FactOutput(many=True, help_text="This page's facts.")),
+                   examples=ex.FACT_LIST)
     def get(self, request: Request) -> Response:
         filters = query_params(request, FactListParams)
         qs = facts.facts_filter(api_key(request), filters, notes.meta_filters(request.query_params))
         rows, meta = paginate(request, qs)
         return Response({**meta, "results": FactOutput(rows, many=True).data})
 
-    @extend_schema(request=FactInput, responses={201: FactOutput, 200: FactOutput},
-                   description="An existing (scope, category, key) is updated (200), otherwise created (201).")
+    @extend_schema(summary="Store a fact (upsert)",
+                   description="An existing (scope, category, key) is updated (200), otherwise created (201).",
+                   request=FactInput, responses={201: FactUpserted, 200: FactUpserted}, examples=ex.FACT_UPSERT)
     def post(self, request: Request) -> Response:
         data = parse_input(FactInput, request.data)
         fact, created = facts.upsert_fact(api_key(request), data, given=set(request.data))
-        body = {**FactOutput(facts.get_fact(api_key(request), fact.pk)).data, "created": created}
+        body = FactUpserted(facts.get_fact(api_key(request), fact.pk), context={"created": created}).data
         return Response(body, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 
 
 class FactDetailView(APIView):
-    @extend_schema(responses=FactOutput)
+    @extend_schema(summary="Get a fact", responses=FactOutput, examples=ex.FACT_GET)
     def get(self, request: Request, fact_id: int) -> Response:
         return Response(FactOutput(facts.get_fact(api_key(request), fact_id)).data)
 
-    @extend_schema(request=FactPatchInput, responses=FactOutput)
+    @extend_schema(summary="Change a fact", description="Only the fields given change.",
+                   request=FactPatchInput, responses=FactOutput, examples=ex.FACT_PATCH)
     def patch(self, request: Request, fact_id: int) -> Response:
         changes = parse_input(FactPatchInput, request.data, partial=True)
         fact = facts.update_fact(api_key(request), fact_id, changes)
         return Response(FactOutput(facts.get_fact(api_key(request), fact.pk)).data)
 
-    @extend_schema(responses=Deleted)
+    @extend_schema(summary="Delete a fact", responses={200: Deleted}, examples=ex.FACT_DELETE)
     def delete(self, request: Request, fact_id: int) -> Response:
         facts.delete_fact(api_key(request), fact_id)
         return Response({"id": str(fact_id), "deleted": True})

@@ -108,16 +108,30 @@ def non_blank(value: str) -> str:
 META_PARAM = OpenApiParameter("meta.<key>", str, description="Metadata equality filter, e.g. meta.topic=billing")
 
 
-PAGE_PARAMS = [OpenApiParameter("limit", int), OpenApiParameter("offset", int)]
+PAGE_PARAMS = [
+    OpenApiParameter("limit", int, description="Page size: at most this many results (1–1000, default 50)."),
+    OpenApiParameter("offset", int, description="Skip this many results (the `next` link carries the next offset)."),
+]
 
 
-def page_of(name: str, output: type[serializers.Serializer], **extra: serializers.Field) -> Any:
-    """The schema of a paginated list (common.paginate): {count, next, previous, results}. Its view
-    names its operation_id (`…_list`), which drf-spectacular infers only for bare arrays."""
+Deleted = inline_serializer("Deleted", {
+    "id": serializers.CharField(help_text="The id of what was deleted."),
+    "deleted": serializers.BooleanField(help_text="Always true: a missing record is a 404 instead."),
+})
+
+
+def page_of(name: str, item: type[serializers.Serializer] | serializers.Serializer,
+            **extra: serializers.Field) -> Any:
+    """The schema of a paginated list (common.paginate): {count, next, previous, results} (and
+    `extra`). `item` is the output serializer class, or an instance with many=True carrying its own
+    help_text. Its view names its operation_id (`…_list`), which drf-spectacular infers only for
+    bare arrays."""
+    results = item(many=True, help_text="This page's results.") if isinstance(item, type) else item
     return inline_serializer(name, {
-        "count": serializers.IntegerField(), "next": serializers.URLField(allow_null=True),
-        "previous": serializers.URLField(allow_null=True), **extra, "results": output(many=True),
+        "count": serializers.IntegerField(help_text="How many results match in all pages."),
+        "next": serializers.URLField(allow_null=True, help_text="The next page's URL (null on the last page)."),
+        "previous": serializers.URLField(allow_null=True,
+                                         help_text="The previous page's URL (null on the first page)."),
+        **extra,
+        "results": results,
     })
-
-
-Deleted = inline_serializer("Deleted", {"id": serializers.CharField(), "deleted": serializers.BooleanField()})

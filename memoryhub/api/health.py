@@ -16,21 +16,37 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from memoryhub.api import examples as ex
+
 
 class HealthView(APIView):
     authentication_classes: list[Any] = []
     permission_classes = [AllowAny]
 
-    @extend_schema(responses=inline_serializer("Health", {"status": serializers.CharField()}))
+    @extend_schema(summary="Liveness", description="200 while the web server answers (no key needed).",
+                   responses=inline_serializer("Health", {"status": serializers.CharField(help_text="Always ok.")}),
+                   examples=ex.HEALTH)
     def get(self, request: Request) -> Response:
         return Response({"status": "ok"})
+
+
+ReadyOutput = inline_serializer("Ready", {
+    "status": serializers.CharField(help_text="ready or not_ready."),
+    "checks": serializers.DictField(child=serializers.CharField(),
+                                    help_text="Each check's outcome: database, migrations (ok, or why not)."),
+})
 
 
 class ReadyView(APIView):
     authentication_classes: list[Any] = []
     permission_classes = [AllowAny]
 
-    @extend_schema(responses=inline_serializer("Ready", {"status": serializers.CharField()}))
+    @extend_schema(
+        summary="Readiness",
+        description="200 when the database answers and every migration is applied, else 503 (no key needed).",
+        responses={200: ReadyOutput, 503: ReadyOutput},
+        examples=ex.READY,
+    )
     def get(self, request: Request) -> Response:
         checks: dict[str, str] = {}
         try:

@@ -14,6 +14,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from memoryhub import notes
+from memoryhub.api import examples as ex
 from memoryhub.api.common import (
     StrictSerializer,
     api_key,
@@ -40,24 +41,39 @@ from memoryhub.models import (
 )
 from memoryhub.searchable import TIERS
 
+SCOPE_HELP = ("How widely it applies: conversation (its session only), channel, workspace or account (all "
+              "the tenant's workspaces). Default: conversation with a session, else workspace.")
+
 
 class NoteInput(StrictSerializer):
     note_id = StrictRegexField(NOTE_ID_REGEX, required=False, error_messages={
-        "invalid": "Use 1–200 characters: letters, digits and . _ : @ - (not starting with a symbol)."})
-    content = content_field(allow_blank=True)
-    source = StrictCharField(max_length=100, required=False, allow_blank=True, default="")
-    tags = TagsField(required=False, default=list)
-    metadata = MetadataField(required=False, default=dict)
-    session = StrictCharField(max_length=200, required=False, allow_null=True, default=None)
-    workspace = StrictCharField(max_length=100, required=False, allow_null=True, default=None)
-    channel = StrictCharField(max_length=100, required=False, allow_null=True, default=None)
-    user_id = StrictCharField(max_length=200, required=False, allow_blank=True, default="")
-    scope = serializers.ChoiceField(choices=TIERS, required=False, allow_null=True, default=None)
+        "invalid": "Use 1–200 characters: letters, digits and . _ : @ - (not starting with a symbol)."},
+        help_text="The note's id (default: a generated note-…); an existing id is a 409 note_exists.")
+    content = content_field(allow_blank=True, help_text="The note's text: searchable like every memory.")
+    source = StrictCharField(max_length=100, required=False, allow_blank=True, default="",
+                             help_text="Where it came from (e.g. agent, user, import).")
+    tags = TagsField(required=False, default=list, help_text="Labels (lowercased), usable as search filters.")
+    metadata = MetadataField(required=False, default=dict, help_text="Any JSON object of the caller's; "
+                                                                     "filterable with ?meta.<key>=…")
+    session = StrictCharField(max_length=200, required=False, allow_null=True, default=None,
+                              help_text="The session it belongs to (its workspace, channel and user apply).")
+    workspace = StrictCharField(max_length=100, required=False, allow_null=True, default=None,
+                                help_text="The workspace it belongs to (default: the key's, else default).")
+    channel = StrictCharField(max_length=100, required=False, allow_null=True, default=None,
+                              help_text="The channel it belongs to (scope channel).")
+    user_id = StrictCharField(max_length=200, required=False, allow_blank=True, default="",
+                              help_text="The end user it belongs to (default: the session's, else shared).")
+    scope = serializers.ChoiceField(choices=TIERS, required=False, allow_null=True, default=None,
+                                    help_text=SCOPE_HELP)
     importance = serializers.FloatField(required=False, min_value=0.0, max_value=1.0, default=None,
-                                        help_text="0–1. When not given: by type (seed 002): correction 0.9, preference 0.8, fact 0.6, task 0.5, otherwise 0.5; the type is the fact's category, or a note's tag.")
+                                        help_text="0–1: weight in recall; 0.85 and above is always recalled. "
+                                                  "When not given: by type (seed 002): correction 0.9, "
+                                                  "preference 0.8, fact 0.6, task 0.5, otherwise 0.5; the type "
+                                                  "is the fact's category, or a note's tag.")
     # `id` is accepted as another name of `note_id` (the output carries both).
     id = StrictRegexField(NOTE_ID_REGEX, required=False, error_messages={
-        "invalid": "Use 1–200 characters: letters, digits and . _ : @ - (not starting with a symbol)."})
+        "invalid": "Use 1–200 characters: letters, digits and . _ : @ - (not starting with a symbol)."},
+        help_text="Another name of note_id.")
 
     def validate_content(self, value: str) -> str:
         return non_blank(value)
@@ -80,40 +96,61 @@ class NotePutInput(NoteInput):
 
 
 class NoteOutput(serializers.ModelSerializer):
-    id = serializers.CharField(source="note_id")
-    session = serializers.CharField(source="session.external_id", allow_null=True, default=None)
-    workspace = serializers.CharField(source="workspace.name", allow_null=True, default=None)
-    channel = serializers.CharField(source="channel.name", allow_null=True, default=None)
-    scope = serializers.CharField(source="tier")
-    tags = TagsField()
+    id = serializers.CharField(source="note_id", help_text="The note's id.")
+    session = serializers.CharField(source="session.external_id", allow_null=True, default=None,
+                                    help_text="The session it belongs to, if any.")
+    workspace = serializers.CharField(source="workspace.name", allow_null=True, default=None,
+                                      help_text="Its workspace (null: account-wide).")
+    channel = serializers.CharField(source="channel.name", allow_null=True, default=None,
+                                    help_text="Its channel, if any.")
+    scope = serializers.CharField(source="tier", help_text="How widely it applies: conversation, channel, "
+                                                           "workspace or account.")
+    tags = TagsField(help_text="Its labels.")
 
     class Meta:
         model = Note
         fields = ["id", "note_id", "content", "source", "tags", "metadata", "session", "workspace", "channel",
                   "scope", "user_id", "importance", "pinned", "created_at", "updated_at"]
+        extra_kwargs = {
+            "note_id": {"help_text": "The note's id (the same as id)."},
+            "content": {"help_text": "The note's text."},
+            "source": {"help_text": "Where it came from."},
+            "metadata": {"help_text": "The caller's JSON object."},
+            "user_id": {"help_text": "The end user it belongs to (empty: shared)."},
+            "importance": {"help_text": "0–1: weight in recall."},
+            "pinned": {"help_text": "Pinned by an operator: importance 1, never pruned, merged or capped."},
+            "created_at": {"help_text": "When it was created."},
+            "updated_at": {"help_text": "When it last changed."},
+        }
 
 
 class NoteListParams(serializers.Serializer):
-    tags = serializers.CharField(required=False)
-    source = serializers.CharField(required=False)
-    session = serializers.CharField(required=False)
-    workspace = serializers.CharField(required=False)
-    channel = serializers.CharField(required=False)
-    user_id = serializers.CharField(required=False)
-    scope = serializers.ChoiceField(choices=TIERS, required=False)
-    q = serializers.CharField(required=False)
+    tags = serializers.CharField(required=False, help_text="Comma-separated tags the notes all have.")
+    source = serializers.CharField(required=False, help_text="Only notes of this source.")
+    session = serializers.CharField(required=False, help_text="Only notes of this session.")
+    workspace = serializers.CharField(required=False, help_text="Only notes of this workspace.")
+    channel = serializers.CharField(required=False, help_text="Only notes of this channel.")
+    user_id = serializers.CharField(required=False, help_text="Only this end user's notes.")
+    scope = serializers.ChoiceField(choices=TIERS, required=False, help_text="Only notes of this scope.")
+    q = serializers.CharField(required=False, help_text="Text in the content (case-insensitive).")
 
 
 class NoteListView(APIView):
-    @extend_schema(parameters=[NoteListParams, META_PARAM, *PAGE_PARAMS],
-                   responses=page_of("NotePage", NoteOutput), operation_id="notes_list")
+    @extend_schema(summary="List notes", operation_id="notes_list",
+                   description="Newest first, filtered and paged.",
+                   parameters=[NoteListParams, META_PARAM, *PAGE_PARAMS],
+                   responses=page_of("NotePage", NoteOutput(many=True, help_text="This page's notes.")),
+                   examples=ex.NOTE_LIST)
     def get(self, request: Request) -> Response:
         filters = query_params(request, NoteListParams)
         qs = notes.notes_filter(api_key(request), filters, notes.meta_filters(request.query_params))
         rows, meta = paginate(request, qs)
         return Response({**meta, "results": NoteOutput(rows, many=True).data})
 
-    @extend_schema(request=NoteInput, responses={201: NoteOutput})
+    @extend_schema(summary="Create a note",
+                   description="A free-text memory the agent keeps (a preference, a decision): indexed for "
+                               "search and context at once.",
+                   request=NoteInput, responses={201: NoteOutput}, examples=ex.NOTE_CREATE)
     def post(self, request: Request) -> Response:
         data = parse_input(NoteInput, request.data)
         note = notes.create_note(api_key(request), data)
@@ -121,12 +158,13 @@ class NoteListView(APIView):
 
 
 class NoteDetailView(APIView):
-    @extend_schema(responses=NoteOutput)
+    @extend_schema(summary="Get a note", responses=NoteOutput, examples=ex.NOTE_GET)
     def get(self, request: Request, note_id: str) -> Response:
         return Response(NoteOutput(notes.get_note(api_key(request), note_id)).data)
 
-    @extend_schema(request=NotePutInput, responses={200: NoteOutput, 201: NoteOutput},
-                   description="Replace the note (all its searchable chunks), or create it under this id.")
+    @extend_schema(summary="Replace a note",
+                   description="Replace the note (all its searchable chunks), or create it under this id (201).",
+                   request=NotePutInput, responses={200: NoteOutput, 201: NoteOutput}, examples=ex.NOTE_PUT)
     def put(self, request: Request, note_id: str) -> Response:
         if not re.fullmatch(NOTE_ID_REGEX, note_id):
             raise Invalid("invalid_note_id", "A note id has 1–200 characters: letters, digits and . _ : @ - "
@@ -135,7 +173,7 @@ class NoteDetailView(APIView):
         note, created = notes.put_note(api_key(request), note_id, data)
         return Response(NoteOutput(note).data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 
-    @extend_schema(responses=Deleted)
+    @extend_schema(summary="Delete a note", responses={200: Deleted}, examples=ex.NOTE_DELETE)
     def delete(self, request: Request, note_id: str) -> Response:
         notes.delete_note(api_key(request), note_id)
         return Response({"id": note_id, "deleted": True})

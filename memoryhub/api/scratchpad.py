@@ -12,6 +12,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from memoryhub import scratchpad
+from memoryhub.api import examples as ex
 from memoryhub.api.common import (
     StrictSerializer,
     api_key,
@@ -23,33 +24,51 @@ class ScratchpadInput(StrictSerializer):
     # A list of {"key", "value"} objects (order kept; plain strings get keys "1", "2", …) or one
     # {key: value} object.
     items = serializers.JSONField(help_text=(
-        "The whole pad: [{key, value}, …] (order kept), plain strings (keys \"1\", \"2\", …) or one {key: value} "
-        "object. At most 32 items; a key is a string; a value is any JSON value: a string of at most 240 "
-        "characters, or another value whose compact JSON has at most 240."))
+        "The whole new scratchpad: [{key, value}, …] (order kept), plain strings (keys \"1\", \"2\", …) or one "
+        "{key: value} object. At most 32 items (MEMORYHUB_SCRATCHPAD_MAX_ITEMS); a key is a string; a value is "
+        "any JSON value: a string of at most 240 characters (MEMORYHUB_SCRATCHPAD_MAX_CHARS), or another value "
+        "whose compact JSON has at most 240. A bad item changes nothing."))
 
 
-ScratchpadOutput = inline_serializer("Scratchpad", {
-    "session": serializers.CharField(),
-    "items": inline_serializer("ScratchpadItem", {
-        "key": serializers.CharField(),
-        "value": serializers.JSONField(help_text="Any JSON value, as written."),
-    }, many=True),
-    "count": serializers.IntegerField(), "version": serializers.IntegerField(),
-    "updated_at": serializers.DateTimeField(allow_null=True),
+class ScratchpadItem(serializers.Serializer):
+    key = serializers.CharField(help_text="The item's name.")
+    value = serializers.JSONField(help_text="The item's value: any JSON value, as written.")
+
+
+def _pad_fields() -> dict[str, serializers.Field]:
+    return {
+        "session": serializers.CharField(help_text="The session's id."),
+        "items": ScratchpadItem(many=True, help_text="The items, in order."),
+        "count": serializers.IntegerField(help_text="How many items there are."),
+        "max_items": serializers.IntegerField(help_text="The most items a scratchpad holds."),
+        "max_chars": serializers.IntegerField(help_text="The most characters of a key or of a value (its "
+                                                        "compact JSON unless a string)."),
+        "version": serializers.IntegerField(help_text="Grows by one with every write (0: never written)."),
+        "updated_at": serializers.DateTimeField(allow_null=True, help_text="When it was last written."),
+    }
+
+
+ScratchpadOutput = inline_serializer("Scratchpad", _pad_fields())
+ScratchpadCleared = inline_serializer("ScratchpadCleared", {
+    **_pad_fields(), "cleared": serializers.IntegerField(help_text="How many items were removed."),
 })
 
 
 class ScratchpadView(APIView):
-    @extend_schema(responses=ScratchpadOutput)
+    @extend_schema(summary="Read the scratchpad",
+                   description="The session's working state: a short ordered list of key/value items.",
+                   responses=ScratchpadOutput, examples=ex.SCRATCHPAD_GET)
     def get(self, request: Request, session_id: str) -> Response:
         return Response(scratchpad.read(api_key(request), session_id))
 
-    @extend_schema(request=ScratchpadInput, responses=ScratchpadOutput,
-                   description="Replaces the whole scratchpad: {\"items\": [{\"key\", \"value\"}, …]}.")
+    @extend_schema(summary="Replace the scratchpad",
+                   description="Replaces the whole scratchpad: {\"items\": [{\"key\", \"value\"}, …]}.",
+                   request=ScratchpadInput, responses=ScratchpadOutput, examples=ex.SCRATCHPAD_PUT)
     def put(self, request: Request, session_id: str) -> Response:
         data = parse_input(ScratchpadInput, request.data)
         return Response(scratchpad.write(api_key(request), session_id, data["items"]))
 
-    @extend_schema(responses=ScratchpadOutput)
+    @extend_schema(summary="Clear the scratchpad", responses={200: ScratchpadCleared},
+                   examples=ex.SCRATCHPAD_DELETE)
     def delete(self, request: Request, session_id: str) -> Response:
         return Response(scratchpad.clear(api_key(request), session_id))

@@ -6,7 +6,7 @@ from typing import Any
 
 from django.conf import settings
 from drf_spectacular.utils import (
-    OpenApiParameter,
+    PolymorphicProxySerializer,
     extend_schema,
     inline_serializer,
 )
@@ -15,7 +15,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memoryhub import restore, sessions
+from memoryhub import sessions
+from memoryhub.api import examples as ex
 from memoryhub.api.common import (
     StrictSerializer,
     api_key,
@@ -26,6 +27,7 @@ from memoryhub.api.common import (
 )
 from memoryhub.api.fields import (
     ID_REGEX,
+    PAGE_PARAMS,
     MetadataField,
     StrictCharField,
     StrictFloatField,
@@ -42,37 +44,50 @@ from memoryhub.models import (
 )
 
 MAX_TOOL_CALLS = 128
+ID_HELP = "Letters, digits and . _ : @ - (1–200 characters, not starting with a symbol)."
 
 
 class SessionCreateInput(StrictSerializer):
     id = StrictRegexField(ID_REGEX, required=False, allow_null=True, error_messages={
-        "invalid": "Use 1–200 characters: letters, digits and . _ : @ - (not starting with a symbol)."})
-    user_id = StrictCharField(max_length=200, required=False, allow_blank=True, default="")
-    persistence_key = StrictCharField(max_length=500, required=False, allow_blank=True, default="")
-    agent = StrictCharField(max_length=200, required=False, allow_blank=True, default="")
-    channel = StrictCharField(max_length=100, required=False, allow_null=True, default=None)
-    workspace = StrictCharField(max_length=100, required=False, allow_null=True, default=None)
-    title = StrictCharField(max_length=500, required=False, allow_blank=True, default="")
-    metadata = MetadataField(required=False, default=dict)
+        "invalid": "Use 1–200 characters: letters, digits and . _ : @ - (not starting with a symbol)."},
+        help_text=f"The session's id, chosen by the caller (default: a generated sess-…). {ID_HELP}")
+    user_id = StrictCharField(max_length=200, required=False, allow_blank=True, default="",
+                              help_text="The end user the conversation is with: they own its memories.")
+    persistence_key = StrictCharField(max_length=500, required=False, allow_blank=True, default="",
+                                      help_text="A key of the caller's own to find the session again "
+                                                "(e.g. a chat thread id); filterable in GET /sessions/.")
+    agent = StrictCharField(max_length=200, required=False, allow_blank=True, default="",
+                            help_text="The agent (bot, assistant) that holds the conversation.")
+    channel = StrictCharField(max_length=100, required=False, allow_null=True, default=None,
+                              help_text="The channel within the workspace (default: general); created if new.")
+    workspace = StrictCharField(max_length=100, required=False, allow_null=True, default=None,
+                                help_text="The workspace (default: the key's, else default); created if new.")
+    title = StrictCharField(max_length=500, required=False, allow_blank=True, default="",
+                            help_text="A human-readable title.")
+    metadata = MetadataField(required=False, default=dict, help_text="Any JSON object of the caller's.")
     summary_budget = StrictIntegerField(
         required=False, allow_null=True, default=None, min_value=SUMMARY_BUDGET_MIN, max_value=SUMMARY_BUDGET_MAX,
         help_text="Tokens this session's rolling summary works to; null: the server default.",
     )
-    get_or_create = serializers.BooleanField(required=False, default=False)
+    get_or_create = serializers.BooleanField(
+        required=False, default=False,
+        help_text="True: an existing session with this id is returned (200) instead of a 409 session_exists.")
 
 
 class SessionPatchInput(StrictSerializer):
-    title = StrictCharField(max_length=500, required=False, allow_blank=True)
-    metadata = MetadataField(required=False)
+    title = StrictCharField(max_length=500, required=False, allow_blank=True, help_text="A new title.")
+    metadata = MetadataField(required=False, help_text="Replaces the metadata object.")
     status = serializers.ChoiceField(
         choices=SessionStatus.choices, required=False,
         help_text="active → idle → archived (archive also from active; idle → active again). Repeating the "
-                  "current status is a 409; archiving records ended_at and clears the conversation-tier "
-                  "notes and facts (unless MEMORYHUB_KEEP_CONVERSATION_MEMORIES).",
+                  "current status is a 409; archiving makes the session read-only, records ended_at and clears "
+                  "the conversation-tier notes and facts (unless MEMORYHUB_KEEP_CONVERSATION_MEMORIES).",
     )
-    agent = StrictCharField(max_length=200, required=False, allow_blank=True)
-    user_id = StrictCharField(max_length=200, required=False, allow_blank=True)
-    persistence_key = StrictCharField(max_length=500, required=False, allow_blank=True)
+    agent = StrictCharField(max_length=200, required=False, allow_blank=True, help_text="A new agent name.")
+    user_id = StrictCharField(max_length=200, required=False, allow_blank=True,
+                              help_text="Give the conversation (and its memories) to another end user.")
+    persistence_key = StrictCharField(max_length=500, required=False, allow_blank=True,
+                                      help_text="A new persistence key.")
     summary_budget = StrictIntegerField(
         required=False, allow_null=True, min_value=SUMMARY_BUDGET_MIN, max_value=SUMMARY_BUDGET_MAX,
         help_text="Tokens this session's rolling summary works to; null: back to the server default.",
@@ -80,9 +95,9 @@ class SessionPatchInput(StrictSerializer):
 
 
 class SessionOutput(serializers.ModelSerializer):
-    id = serializers.CharField(source="external_id")
-    workspace = serializers.CharField(source="workspace.name")
-    channel = serializers.CharField(source="channel.name")
+    id = serializers.CharField(source="external_id", help_text="The session's id.")
+    workspace = serializers.CharField(source="workspace.name", help_text="The workspace it belongs to.")
+    channel = serializers.CharField(source="channel.name", help_text="The channel it belongs to.")
 
     class Meta:
         model = Session
@@ -91,12 +106,27 @@ class SessionOutput(serializers.ModelSerializer):
             "status", "ref_code", "summary_budget", "event_count", "last_sequence", "created_at", "updated_at",
             "ended_at",
         ]
+        extra_kwargs = {
+            "user_id": {"help_text": "The end user of the conversation (empty: none)."},
+            "persistence_key": {"help_text": "The caller's own key for the session (empty: none)."},
+            "agent": {"help_text": "The agent holding the conversation."},
+            "title": {"help_text": "The session's title."},
+            "metadata": {"help_text": "The caller's JSON object."},
+            "status": {"help_text": "active, idle (no recent events) or archived (read-only)."},
+            "ref_code": {"help_text": "A short code to quote the session to support or in the admin."},
+            "event_count": {"help_text": "Events stored."},
+            "last_sequence": {"help_text": "The sequence number of the newest event (0: none yet)."},
+            "created_at": {"help_text": "When the session was created."},
+            "updated_at": {"help_text": "When it last changed (an append counts)."},
+            "summary_budget": {"help_text": "Tokens its rolling summary works to (null: the server default)."},
+            "ended_at": {"help_text": "When it was archived (null: not archived)."},
+        }
 
 
 class SessionListParams(serializers.Serializer):
-    agent = serializers.CharField(required=False)
-    channel = serializers.CharField(required=False)
-    workspace = serializers.CharField(required=False)
+    agent = serializers.CharField(required=False, help_text="Only this agent's sessions.")
+    channel = serializers.CharField(required=False, help_text="Only sessions of this channel.")
+    workspace = serializers.CharField(required=False, help_text="Only sessions of this workspace.")
     status = serializers.ChoiceField(choices=SessionStatus.choices, required=False,
                                      help_text="Only sessions in this status (archived ones only this way, or "
                                                "with include_archived).")
@@ -105,9 +135,9 @@ class SessionListParams(serializers.Serializer):
     ref_code = serializers.CharField(required=False, max_length=11,
                                      help_text="Look a session up by its 11-character reference code "
                                                "(archived or not).")
-    persistence_key = serializers.CharField(required=False)
-    user_id = serializers.CharField(required=False)
-    q = serializers.CharField(required=False)
+    persistence_key = serializers.CharField(required=False, help_text="Only the session(s) with this key.")
+    user_id = serializers.CharField(required=False, help_text="Only this end user's sessions.")
+    q = serializers.CharField(required=False, help_text="Text in the id or title (case-insensitive).")
 
 
 class ToolFunctionInput(StrictSerializer):
@@ -141,15 +171,21 @@ class ToolCallInput(StrictSerializer):
 
 
 class EventInput(StrictSerializer):
-    role = serializers.ChoiceField(choices=Role.choices)
+    role = serializers.ChoiceField(choices=Role.choices, help_text="Who spoke: user, assistant, tool or system.")
     content = StrictCharField(
         required=False, allow_blank=True, default="", trim_whitespace=False,
         max_length=settings.MEMORYHUB_MAX_CONTENT_CHARS,
+        help_text="The message text (may be empty for a tool call with tool_name or tool_result).",
     )
-    sequence = StrictIntegerField(required=False, min_value=1, max_value=2**62)
-    tool_name = StrictCharField(max_length=200, required=False, allow_blank=True, default="")
-    tool_args = serializers.JSONField(required=False, allow_null=True, default=None)
-    tool_result = serializers.JSONField(required=False, allow_null=True, default=None)
+    sequence = StrictIntegerField(required=False, min_value=1, max_value=2**62,
+                                  help_text="The position to store it at (default: next). One not above the "
+                                            "session's last sequence is a 409 sequence_conflict.")
+    tool_name = StrictCharField(max_length=200, required=False, allow_blank=True, default="",
+                                help_text="The tool called (tool calls and results).")
+    tool_args = serializers.JSONField(required=False, allow_null=True, default=None,
+                                      help_text="The tool call's arguments (any JSON).")
+    tool_result = serializers.JSONField(required=False, allow_null=True, default=None,
+                                        help_text="The tool's result (any JSON).")
     tool_calls = ToolCallInput(
         many=True, required=False, allow_null=True, default=None, max_length=MAX_TOOL_CALLS,
         help_text="Several tool calls in one message, as chat APIs send them: [{id, name, arguments}]. "
@@ -157,10 +193,15 @@ class EventInput(StrictSerializer):
     )
     tool_call_id = StrictCharField(max_length=200, required=False, allow_blank=True, default="",
                                    help_text="On a tool result: the id of the tool call it answers.")
-    metadata = MetadataField(required=False, default=dict)
-    importance = StrictFloatField(required=False, min_value=0.0, max_value=1.0, allow_null=True, default=None)
-    created_at = serializers.DateTimeField(required=False, allow_null=True, default=None)
-    idempotency_key = StrictCharField(max_length=200, required=False, allow_null=True, default=None)
+    metadata = MetadataField(required=False, default=dict, help_text="Any JSON object of the caller's.")
+    importance = StrictFloatField(required=False, min_value=0.0, max_value=1.0, allow_null=True, default=None,
+                                  help_text="0–1: how much the message matters for recall (default by role).")
+    created_at = serializers.DateTimeField(required=False, allow_null=True, default=None,
+                                           help_text="When it was said (default: now), e.g. when importing history.")
+    idempotency_key = StrictCharField(max_length=200, required=False, allow_null=True, default=None,
+                                      help_text="A key of the caller's: resending an event with a stored key "
+                                                "stores nothing and returns the stored event; the same key with "
+                                                "other content is a 409 idempotency_mismatch.")
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if (not attrs["content"].strip() and not attrs["tool_name"] and attrs["tool_result"] is None
@@ -177,72 +218,84 @@ class EventInput(StrictSerializer):
 
 
 class BulkEventInput(StrictSerializer):
-    events = EventInput(many=True, allow_empty=False)
+    events = EventInput(many=True, allow_empty=False,
+                        help_text="The events, oldest first; all are stored or none.")
 
 
 class EventOutput(serializers.Serializer):
     """Documents Event.as_dict() for the schema; the views return that dict directly."""
 
-    id = serializers.IntegerField()
-    sequence = serializers.IntegerField()
-    role = serializers.ChoiceField(choices=Role.choices)
-    content = serializers.CharField()
-    tool_name = serializers.CharField(allow_null=True)
-    tool_args = serializers.JSONField(allow_null=True)
-    tool_result = serializers.JSONField(allow_null=True)
+    id = serializers.IntegerField(help_text="The event's id.")
+    sequence = serializers.IntegerField(help_text="Its position in the session, from 1.")
+    role = serializers.ChoiceField(choices=Role.choices, help_text="Who spoke.")
+    content = serializers.CharField(help_text="The message text.")
+    tool_name = serializers.CharField(allow_null=True, help_text="The tool called, if any.")
+    tool_args = serializers.JSONField(allow_null=True, help_text="The tool call's arguments, if any.")
+    tool_result = serializers.JSONField(allow_null=True, help_text="The tool's result, if any.")
     tool_calls = serializers.ListField(child=serializers.DictField(), allow_null=True,
-                                       help_text="[{id, name, arguments}] as stored.")
-    tool_call_id = serializers.CharField(allow_null=True, help_text="The tool call this result answers.")
-    metadata = serializers.DictField()
-    importance = serializers.FloatField()
-    idempotency_key = serializers.CharField(allow_null=True)
-    created_at = serializers.DateTimeField()
+                                       help_text="[{id, name, arguments}] as stored, if any.")
+    tool_call_id = serializers.CharField(allow_null=True, help_text="The tool call this result answers, if any.")
+    metadata = serializers.DictField(help_text="The caller's JSON object.")
+    importance = serializers.FloatField(help_text="0–1: weight in recall.")
+    idempotency_key = serializers.CharField(allow_null=True, help_text="The caller's idempotency key, if given.")
+    created_at = serializers.DateTimeField(help_text="When it was said.")
+
+
+class AppendedOutput(serializers.Serializer):
+    """POST …/events/: a bulk append answers session, created, events; a single one also carries
+    its event's own fields at the top level."""
+
+    session = serializers.CharField(help_text="The session's id (created if it did not exist).")
+    created = serializers.IntegerField(help_text="Events stored now (resent idempotency keys are not counted).")
+    events = EventOutput(many=True, help_text="The events, stored now or earlier under the same idempotency key.")
+    id = serializers.IntegerField(required=False, help_text="Single append: the event's id.")
+    sequence = serializers.IntegerField(required=False, help_text="Single append: its sequence.")
+    role = serializers.ChoiceField(choices=Role.choices, required=False, help_text="Single append: its role.")
+    content = serializers.CharField(required=False, help_text="Single append: its text.")
+    tool_name = serializers.CharField(allow_null=True, required=False, help_text="Single append: its tool.")
+    tool_args = serializers.JSONField(allow_null=True, required=False, help_text="Single append: tool arguments.")
+    tool_result = serializers.JSONField(allow_null=True, required=False, help_text="Single append: tool result.")
+    tool_calls = serializers.ListField(child=serializers.DictField(), allow_null=True, required=False,
+                                       help_text="Single append: its tool calls.")
+    tool_call_id = serializers.CharField(allow_null=True, required=False,
+                                         help_text="Single append: the tool call it answers.")
+    metadata = serializers.DictField(required=False, help_text="Single append: its metadata.")
+    importance = serializers.FloatField(required=False, help_text="Single append: its importance.")
+    idempotency_key = serializers.CharField(allow_null=True, required=False,
+                                            help_text="Single append: its idempotency key.")
+    created_at = serializers.DateTimeField(required=False, help_text="Single append: when it was said.")
 
 
 class EventListParams(serializers.Serializer):
-    limit = serializers.IntegerField(required=False, min_value=1, max_value=1000)
-    after = serializers.IntegerField(required=False, min_value=0)
-    before = serializers.IntegerField(required=False, min_value=1)
-
-
-class RestoreParams(serializers.Serializer):
-    budget = serializers.IntegerField(required=False, min_value=1, max_value=1_000_000,
-                                      help_text="Tokens the messages may use (default MEMORYHUB_RESTORE_BUDGET).")
-    persistence = serializers.BooleanField(
-        required=False, default=False,
-        help_text="Restore every session sharing this session's persistence_key (and user) as one history, "
-                  "oldest session first; each message then names its session.",
-    )
-
-
-RestoredOutput = inline_serializer("Restored", {
-    "session": serializers.CharField(), "budget": serializers.IntegerField(),
-    "tokens": serializers.IntegerField(),
-    "truncated": serializers.BooleanField(
-        help_text="Some messages are not in `messages` verbatim: a summary stands for them or they did not fit."),
-    "omitted": serializers.IntegerField(help_text="How many messages are not in `messages` verbatim."),
-    "summary_epoch": serializers.IntegerField(allow_null=True, help_text="Epoch of the leading summary, if any."),
-    "sessions": serializers.ListField(child=serializers.CharField(),
-                                      help_text="The sessions restored, oldest first (several with persistence)."),
-    "messages": serializers.ListField(child=serializers.DictField(), help_text=(
-        "Oldest first. Each is the stored event verbatim: role, content, sequence, tool_name, tool_args, "
-        "tool_result, tool_calls, tool_call_id, metadata, created_at (and session with persistence). "
-        "A leading system message with `summaries` is the rolling summary, present only when the whole "
-        "history does not fit.")),
-})
+    limit = serializers.IntegerField(required=False, min_value=1, max_value=1000,
+                                     help_text="At most this many events. Alone: the newest ones.")
+    after = serializers.IntegerField(required=False, min_value=0,
+                                     help_text="Events with a sequence above this one, oldest first.")
+    before = serializers.IntegerField(required=False, min_value=1,
+                                      help_text="Events with a sequence below this one.")
 
 
 class SessionListView(APIView):
     @extend_schema(
-        parameters=[SessionListParams, OpenApiParameter("limit", int), OpenApiParameter("offset", int)],
-        responses=page_of("SessionPage", SessionOutput), operation_id="sessions_list",
+        summary="List sessions",
+        operation_id="sessions_list",
+        description="The key's sessions, newest first, filtered and paged (limit/offset).",
+        parameters=[SessionListParams, *PAGE_PARAMS],
+        responses=page_of("SessionPage", SessionOutput(many=True, help_text="This page's sessions.")),
+        examples=ex.SESSION_LIST,
     )
     def get(self, request: Request) -> Response:
         filters = query_params(request, SessionListParams)
         rows, meta = paginate(request, sessions.sessions_filter(api_key(request), filters))
         return Response({**meta, "results": SessionOutput(rows, many=True).data})
 
-    @extend_schema(request=SessionCreateInput, responses={201: SessionOutput, 200: SessionOutput})
+    @extend_schema(
+        summary="Create a session",
+        description="A conversation to store events in. An existing id is a 409 session_exists, unless "
+                    "get_or_create is true (then 200 with the existing session). Appending to an unknown "
+                    "session id also creates it.",
+        request=SessionCreateInput, responses={201: SessionOutput, 200: SessionOutput}, examples=ex.SESSION_CREATE,
+    )
     def post(self, request: Request) -> Response:
         data = parse_input(SessionCreateInput, request.data)
         get_or_create = data.pop("get_or_create")
@@ -255,17 +308,28 @@ class SessionListView(APIView):
 
 
 class SessionDetailView(APIView):
-    @extend_schema(responses=SessionOutput)
+    @extend_schema(summary="Get a session", responses=SessionOutput, examples=ex.SESSION_GET)
     def get(self, request: Request, session_id: str) -> Response:
         return Response(SessionOutput(sessions.get_session(api_key(request), session_id)).data)
 
-    @extend_schema(request=SessionPatchInput, responses=SessionOutput)
+    @extend_schema(summary="Change a session", description="Only the fields given change.",
+                   request=SessionPatchInput, responses=SessionOutput, examples=ex.SESSION_PATCH)
     def patch(self, request: Request, session_id: str) -> Response:
         changes = parse_input(SessionPatchInput, request.data, partial=True)
         session = sessions.update_session(key=api_key(request), session_id=session_id, changes=changes)
         return Response(SessionOutput(session).data)
 
-    @extend_schema(responses=inline_serializer("Forgotten", {"id": serializers.CharField(), "deleted": serializers.DictField()}))
+    @extend_schema(
+        summary="Delete a session and its memories",
+        description="Deletes the session with everything derived from it: events, chunks, summaries, "
+                    "scratchpad, and notes and facts placed in it.",
+        responses={200: inline_serializer("Forgotten", {
+            "id": serializers.CharField(help_text="The deleted session's id."),
+            "deleted": serializers.DictField(child=serializers.IntegerField(),
+                                             help_text="Rows deleted, by kind."),
+        })},
+        examples=ex.SESSION_DELETE,
+    )
     def delete(self, request: Request, session_id: str) -> Response:
         deleted = sessions.forget_session(key=api_key(request), session_id=session_id)
         return Response({"id": session_id, "deleted": deleted})
@@ -273,12 +337,18 @@ class SessionDetailView(APIView):
 
 class EventListView(APIView):
     @extend_schema(
+        summary="List a session's events",
+        description="Oldest first from `after` (default: the start), 100 per page, with a `next` link; "
+                    "`limit` alone returns the newest `limit` events.",
         parameters=[EventListParams],
         responses=inline_serializer("EventPage", {
-            "session": serializers.CharField(), "count": serializers.IntegerField(),
-            "last_sequence": serializers.IntegerField(), "next": serializers.URLField(allow_null=True),
-            "results": EventOutput(many=True),
+            "session": serializers.CharField(help_text="The session's id."),
+            "count": serializers.IntegerField(help_text="Events in the session."),
+            "last_sequence": serializers.IntegerField(help_text="The newest event's sequence."),
+            "next": serializers.URLField(allow_null=True, help_text="The next page's URL (null: no more)."),
+            "results": EventOutput(many=True, help_text="The events, oldest first."),
         }),
+        examples=ex.EVENT_LIST,
     )
     def get(self, request: Request, session_id: str) -> Response:
         params = query_params(request, EventListParams)
@@ -303,9 +373,14 @@ class EventListView(APIView):
         return Response(body)
 
     @extend_schema(
-        request=EventInput,
-        responses={201: inline_serializer("Appended", {"events": EventOutput(many=True)})},
-        description="One event, or {\"events\": [...]} appended atomically. Unknown sessions are created.",
+        summary="Append events",
+        description="One event, or {\"events\": [...]} appended atomically (all or none), each at the next "
+                    "sequence. An unknown session id is created. 201 when something was stored; 200 when "
+                    "every event's idempotency_key was already stored (a retried request).",
+        request=PolymorphicProxySerializer("EventAppend", serializers=[EventInput, BulkEventInput],
+                                           resource_type_field_name=None),
+        responses={201: AppendedOutput, 200: AppendedOutput},
+        examples=ex.EVENT_APPEND,
     )
     def post(self, request: Request, session_id: str) -> Response:
         bulk = isinstance(request.data, dict) and "events" in request.data
@@ -329,30 +404,3 @@ def appended(result: sessions.AppendResult) -> dict[str, Any]:
     """The body of a bulk append's answer (also what the MCP tool memory_remember returns)."""
     return {"session": result.session.external_id, "created": result.created,
             "events": [e.as_dict() for e in result.events]}
-
-
-class RestoreView(APIView):
-    @extend_schema(
-        parameters=[RestoreParams],
-        responses=RestoredOutput,
-        description="The session's messages as stored, oldest first, within `budget` tokens. The whole "
-                    "history when it fits; otherwise the rolling summary leads as a system message and the "
-                    "newest messages it does not cover follow.",
-    )
-    def get(self, request: Request, session_id: str) -> Response:
-        params = query_params(request, RestoreParams)
-        budget = params.get("budget", settings.MEMORYHUB_RESTORE_BUDGET)
-        key = api_key(request)
-        session = sessions.get_session(key, session_id)
-        chain = restore.persistence_chain(key, session) if params["persistence"] else None
-        restored = restore.restore_session(session, budget=budget, chain=chain)
-        return Response({
-            "session": session.external_id,
-            "budget": budget,
-            "tokens": restored.tokens,
-            "truncated": restored.truncated,
-            "omitted": restored.omitted,
-            "summary_epoch": restored.summaries[-1].epoch if restored.summaries else None,
-            "sessions": [s.external_id for s in restored.sessions],
-            "messages": restored.messages,
-        })

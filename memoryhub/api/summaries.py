@@ -15,7 +15,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.models import ApiKey
-from memoryhub import summaries
+from memoryhub import llm, summaries
+from memoryhub.api import examples as ex
 from memoryhub.api.common import (
     StrictSerializer,
     api_key,
@@ -29,6 +30,7 @@ from memoryhub.api.fields import (
     StrictIntegerField,
     page_of,
 )
+from memoryhub.api.restore import RestoredMessage
 from memoryhub.errors import Conflict, Invalid, NotFound
 from memoryhub.models import (
     SUMMARY_BUDGET_MAX,
@@ -42,9 +44,15 @@ from memoryhub.tasks import MAINTENANCE, enqueue
 
 
 class SummaryPutInput(StrictSerializer):
-    text = StrictCharField(allow_blank=True, trim_whitespace=False, max_length=settings.MEMORYHUB_MAX_MEMORY_CHARS)
-    expected_epoch = serializers.IntegerField(required=False, allow_null=True, min_value=0, default=None)
-    upper_sequence = serializers.IntegerField(required=False, allow_null=True, min_value=0, default=None)
+    text = StrictCharField(allow_blank=True, trim_whitespace=False, max_length=settings.MEMORYHUB_MAX_MEMORY_CHARS,
+                           help_text="The new rolling summary of the conversation so far.")
+    expected_epoch = serializers.IntegerField(
+        required=False, allow_null=True, min_value=0, default=None,
+        help_text="The epoch the summary was read at: if it moved on since, nothing is written (409 "
+                  "stale_epoch). Null: write whatever the epoch.")
+    upper_sequence = serializers.IntegerField(
+        required=False, allow_null=True, min_value=0, default=None,
+        help_text="The last event sequence the summary covers (default: the session's last).")
 
 
 class SummariseInput(StrictSerializer):
@@ -73,38 +81,53 @@ def node_dict(node: SummaryNode) -> dict[str, Any]:
 
 class TreeParams(serializers.Serializer):
     # true/false (also 1/0, yes/no); anything else, "null" included, is a 400.
-    final = serializers.BooleanField(required=False, default=False)
+    final = serializers.BooleanField(required=False, default=False,
+                                     help_text="True: also summarise the newest, not yet complete stretch (the "
+                                               "conversation has ended).")
 
 
 class SummaryNodeOutput(serializers.Serializer):
     """Documents node_dict() for the schema."""
 
-    id = serializers.IntegerField()
-    level = serializers.ChoiceField(choices=["leaf", "branch", "root"])
-    depth = serializers.IntegerField()
-    text = serializers.CharField()
-    session = serializers.CharField()
-    parent = serializers.IntegerField(allow_null=True)
-    sequence_start = serializers.IntegerField()
-    sequence_end = serializers.IntegerField()
-    source_count = serializers.IntegerField()
-    token_count = serializers.IntegerField()
-    summariser = serializers.CharField()
-    created_at = serializers.DateTimeField()
+    id = serializers.IntegerField(help_text="The node's id (summary_id of the MCP tool summary_expand).")
+    level = serializers.ChoiceField(choices=["leaf", "branch", "root"],
+                                    help_text="leaf: condenses events; branch and root: condense nodes.")
+    depth = serializers.IntegerField(help_text="0 for leaves, one more per level above.")
+    text = serializers.CharField(help_text="The summary text.")
+    session = serializers.CharField(help_text="The session summarised.")
+    parent = serializers.IntegerField(allow_null=True, help_text="The node above (null: a top node).")
+    sequence_start = serializers.IntegerField(help_text="The first event sequence covered.")
+    sequence_end = serializers.IntegerField(help_text="The last event sequence covered.")
+    source_count = serializers.IntegerField(help_text="Events (leaf) or child nodes (branch, root) condensed.")
+    token_count = serializers.IntegerField(help_text="The text's size in tokens (estimated).")
+    summariser = serializers.CharField(help_text="What wrote it (empty: written by hand).")
+    created_at = serializers.DateTimeField(help_text="When it was written.")
+
+
+class SummaryNodeExpanded(SummaryNodeOutput):
+    node = SummaryNodeOutput(help_text="The node itself (the same as the top-level fields).")
+    children = SummaryNodeOutput(many=True, help_text="The nodes it condenses, in order (none for a leaf).")
+    events = RestoredMessage(many=True, help_text="The source events it covers, oldest first.")
+    events_truncated = serializers.BooleanField(help_text="True when there are more than events_limit.")
 
 
 class SummaryListParams(serializers.Serializer):
-    session = serializers.CharField(required=False)
-    level = serializers.ChoiceField(choices=["leaf", "branch", "root"], required=False)
+    session = serializers.CharField(required=False, help_text="Only this session's nodes.")
+    level = serializers.ChoiceField(choices=["leaf", "branch", "root"], required=False,
+                                    help_text="Only nodes of this level.")
 
 
 class SummaryDetailParams(serializers.Serializer):
-    events_limit = serializers.IntegerField(required=False, min_value=0, max_value=1000, default=100)
+    events_limit = serializers.IntegerField(required=False, min_value=0, max_value=1000, default=100,
+                                            help_text="At most this many source events (0–1000, default 100).")
 
 
 RollingOutput = inline_serializer("RollingSummary", {
-    "session": serializers.CharField(), "text": serializers.CharField(), "epoch": serializers.IntegerField(),
-    "upper_sequence": serializers.IntegerField(), "updated_at": serializers.DateTimeField(allow_null=True),
+    "session": serializers.CharField(help_text="The session's id."),
+    "text": serializers.CharField(help_text="The rolling summary (empty: none yet)."),
+    "epoch": serializers.IntegerField(help_text="Grows by one with every write: pass it back as expected_epoch."),
+    "upper_sequence": serializers.IntegerField(help_text="The last event sequence the summary covers."),
+    "updated_at": serializers.DateTimeField(allow_null=True, help_text="When it was last written."),
 })
 
 
@@ -114,13 +137,16 @@ def _rolling(session_id: str, state: summaries.SummaryState) -> dict[str, Any]:
 
 
 class RollingSummaryView(APIView):
-    @extend_schema(responses=RollingOutput)
+    @extend_schema(summary="Get the rolling summary",
+                   description="A running summary of the conversation, kept by the summariser or by the caller.",
+                   responses=RollingOutput, examples=ex.ROLLING_GET)
     def get(self, request: Request, session_id: str) -> Response:
         session = get_session(api_key(request), session_id)
         return Response(_rolling(session.external_id, summaries.current_summary(session)))
 
-    @extend_schema(request=SummaryPutInput, responses={200: RollingOutput},
-                   description="Compare-and-swap on `expected_epoch`: a stale epoch is a 409 `stale_epoch`.")
+    @extend_schema(summary="Write the rolling summary",
+                   description="Compare-and-swap on `expected_epoch`: a stale epoch is a 409 `stale_epoch`.",
+                   request=SummaryPutInput, responses={200: RollingOutput}, examples=ex.ROLLING_PUT)
     def put(self, request: Request, session_id: str) -> Response:
         data = parse_input(SummaryPutInput, request.data)
         session = get_session(api_key(request), session_id)
@@ -139,13 +165,27 @@ class RollingSummaryView(APIView):
 
 
     @extend_schema(
-        request=SummariseInput,
+        summary="Summarise now",
+        request=SummariseInput, examples=ex.SUMMARISE,
         responses={200: inline_serializer("Summarised", {
-            "session": serializers.CharField(), "text": serializers.CharField(), "epoch": serializers.IntegerField(),
-            "upper_sequence": serializers.IntegerField(), "updated_at": serializers.DateTimeField(allow_null=True),
+            "session": serializers.CharField(help_text="The session's id."),
+            "text": serializers.CharField(help_text="The rolling summary after the call (empty: none yet)."),
+            "epoch": serializers.IntegerField(help_text="Its epoch (grows by one with every write)."),
+            "upper_sequence": serializers.IntegerField(help_text="The last event sequence it covers."),
+            "updated_at": serializers.DateTimeField(allow_null=True, help_text="When it was last written."),
             "summarised": serializers.BooleanField(help_text="Whether the trigger fired and a summary was written."),
             "budget": serializers.IntegerField(help_text="The budget this summarisation used."),
             "condensed": serializers.IntegerField(required=False, help_text="Messages condensed into the summary."),
+            "remaining_tokens": serializers.IntegerField(
+                required=False, help_text="When summarised: tokens of the messages the summary still leaves out."),
+            "summariser": serializers.CharField(required=False, help_text="When summarised: what wrote it."),
+            "messages": serializers.IntegerField(
+                required=False, help_text="When not summarised: messages the summary does not cover yet."),
+            "tokens": serializers.IntegerField(required=False,
+                                               help_text="When not summarised: their tokens (estimated)."),
+            "stale": serializers.BooleanField(
+                required=False, help_text="True when another writer moved the summary on meanwhile: nothing "
+                                          "was written."),
         })},
         description="Apply the rolling-summary trigger now, with this call's budget (else the session's "
                     "summary_budget, else the server default). Past its share of the budget the summary is "
@@ -154,7 +194,8 @@ class RollingSummaryView(APIView):
     def post(self, request: Request, session_id: str) -> Response:
         data = parse_input(SummariseInput, request.data or {})
         session = get_session(api_key(request), session_id)
-        outcome = summaries.maybe_summarise(session, budget=data["budget"])
+        with llm.single_attempt():  # the client waits: no retries with backoff on the request path
+            outcome = summaries.maybe_summarise(session, budget=data["budget"])
         return Response({**outcome, **_rolling(session.external_id, summaries.current_summary(session))})
 
 
@@ -181,8 +222,11 @@ def expand_node(key: ApiKey, node_id: int, *, events_limit: int) -> dict[str, An
 
 
 class SummaryNodeListView(APIView):
-    @extend_schema(parameters=[SummaryListParams, *PAGE_PARAMS],
-                   responses=page_of("SummaryNodePage", SummaryNodeOutput), operation_id="summaries_list")
+    @extend_schema(summary="List summary nodes", operation_id="summaries_list",
+                   description="Nodes of the summary trees, by session and level.",
+                   parameters=[SummaryListParams, *PAGE_PARAMS],
+                   responses=page_of("SummaryNodePage", SummaryNodeOutput(many=True, help_text="This page's nodes.")),
+                   examples=ex.SUMMARY_LIST)
     def get(self, request: Request) -> Response:
         filters = query_params(request, SummaryListParams)
         qs = nodes_visible_to(request)
@@ -195,11 +239,10 @@ class SummaryNodeListView(APIView):
 
 
 class SummaryNodeDetailView(APIView):
-    @extend_schema(parameters=[SummaryDetailParams], responses=inline_serializer("SummaryNodeExpanded", {
-        "node": SummaryNodeOutput(), "children": SummaryNodeOutput(many=True),
-        "events": serializers.ListField(child=serializers.DictField()),
-        "events_truncated": serializers.BooleanField(),
-    }), description="A summary node expanded to its child nodes and its source events.")
+    @extend_schema(summary="Expand a summary node",
+                   description="A summary node (its fields, and again under `node`) expanded to its child nodes "
+                               "and the source events it condenses.",
+                   parameters=[SummaryDetailParams], responses=SummaryNodeExpanded, examples=ex.SUMMARY_EXPAND)
     def get(self, request: Request, node_id: int) -> Response:
         params = query_params(request, SummaryDetailParams)
         return Response(expand_node(api_key(request), node_id, events_limit=params["events_limit"]))
@@ -209,9 +252,14 @@ class SessionSummaryTreeView(APIView):
     """POST /sessions/{id}/summary/tree/: queue a build of the session's tree now (the scheduler's
     `summarise` action does it for every due session)."""
 
-    @extend_schema(request=None, parameters=[TreeParams],
-                   responses={202: inline_serializer("TreeQueued", {"session": serializers.CharField(),
-                                                                    "queued": serializers.BooleanField()})})
+    @extend_schema(summary="Build the summary tree now",
+                   description="Queues a build of the session's summary tree (the scheduler's summarise action "
+                               "builds every due session's).",
+                   request=None, parameters=[TreeParams],
+                   responses={202: inline_serializer("TreeQueued", {
+                       "session": serializers.CharField(help_text="The session's id."),
+                       "queued": serializers.BooleanField(help_text="Always true: the build runs in the background."),
+                   })}, examples=ex.SUMMARY_TREE)
     def post(self, request: Request, session_id: str) -> Response:
         session = get_session(api_key(request), session_id)
         final = query_params(request, TreeParams)["final"]

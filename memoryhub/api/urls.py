@@ -3,7 +3,17 @@ summaries, and a tenant's data as a whole (export, import, forget-user)."""
 
 from django.urls import path
 
-from memoryhub.api import channels, data, facts, health, notes, scratchpad, sessions, summaries
+from memoryhub.api import (
+    channels,
+    data,
+    facts,
+    health,
+    notes,
+    restore,
+    scratchpad,
+    sessions,
+    summaries,
+)
 
 urlpatterns = [
     path("health/", health.HealthView.as_view(), name="health"),
@@ -13,7 +23,7 @@ urlpatterns = [
     path("sessions/", sessions.SessionListView.as_view(), name="session-list"),
     path("sessions/<str:session_id>/", sessions.SessionDetailView.as_view(), name="session-detail"),
     path("sessions/<str:session_id>/events/", sessions.EventListView.as_view(), name="session-events"),
-    path("sessions/<str:session_id>/restore/", sessions.RestoreView.as_view(), name="session-restore"),
+    path("sessions/<str:session_id>/restore/", restore.RestoreView.as_view(), name="session-restore"),
     path("notes/", notes.NoteListView.as_view(), name="note-list"),
     path("notes/<str:note_id>/", notes.NoteDetailView.as_view(), name="note-detail"),
     path("facts/", facts.FactListView.as_view(), name="fact-list"),

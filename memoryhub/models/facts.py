@@ -75,6 +75,14 @@ class Fact(PinnableMemory):
         label = f"{self.category}/{self.key}" if self.key else self.category
         return f"{label}: {self.content[:60]}"
 
+    def transfer_identity(self) -> dict[str, Any]:
+        """How an import with on_conflict skip/merge recognises a stored fact: its scope, category and
+        key (the unique constraint), or for a fact without a key the same content in that place."""
+        scope = self.compute_scope_key()
+        if self.key:
+            return {"scope_key": scope, "category": self.category, "key": self.key}
+        return {"scope_key": scope, "category": self.category, "key": "", "content": self.content}
+
     def compute_scope_key(self) -> str:
         if self.tier == "conversation":
             return f"conversation:{self.session_id}"

@@ -42,6 +42,11 @@ class ScratchpadItem(models.Model):
             models.UniqueConstraint(fields=["scratchpad", "position"], name="scratchpad_item_unique_position"),
         ]
 
+    def before_import_merge(self) -> None:
+        """An import merging into a stored scratchpad adds this item after the stored ones."""
+        last = ScratchpadItem.objects.filter(scratchpad_id=self.scratchpad_id).aggregate(m=models.Max("position"))["m"]
+        self.position = (last + 1) if last is not None else 0
+
     def __str__(self) -> str:
         shown = self.value if isinstance(self.value, str) else json.dumps(self.value, ensure_ascii=False)
         return f"{self.key}: {shown[:60]}"

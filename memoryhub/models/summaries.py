@@ -65,6 +65,9 @@ class SummaryNode(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
 
     objects = SummaryNodeQuerySet.as_manager()
+    # An import merging into a stored session keeps that session's own tree (derived from its
+    # events; the summariser goes on from the appended ones) instead of adding the file's.
+    transfer_keep_stored_for_session = True
 
     class Meta:
         ordering = ["session_id", "depth", "sequence_start"]

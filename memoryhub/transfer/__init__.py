@@ -8,6 +8,8 @@ id, document URI) or by their position in the file ("key"), never by id.
     format.py         the envelope (format, schema_version, scope) and the typed-field checks
     exporter.py       workspaces, sessions with events and rolling summary, records
     importer.py       the same back, all or nothing in one transaction
+    conflicts.py      on_conflict: what an import does with sessions and records the tenant holds
+                      already (fail, skip, merge), and the report of what it did
     records.py        rows of other areas (notes, facts, scratchpads, summaries, schedules…),
                       discovered from the installed models and carried under "records"
     record_import.py  creating those rows again, links by position in the file
@@ -20,6 +22,7 @@ without "chunks" is re-indexed through the pipeline instead, and chunks whose em
 missing or of another model are re-embedded after import.
 """
 
+from memoryhub.transfer.conflicts import ON_CONFLICT, ImportReport, check_on_conflict
 from memoryhub.transfer.exporter import Exporter, export_memory
 from memoryhub.transfer.extensions import TransferExtension, register_extension
 from memoryhub.transfer.format import (
@@ -35,13 +38,16 @@ from memoryhub.transfer.records import record_models
 
 __all__ = [
     "FORMAT",
+    "ON_CONFLICT",
     "SCHEMA_VERSION",
     "SCOPES",
     "ExportScope",
     "Exporter",
+    "ImportReport",
     "Importer",
     "InvalidImport",
     "TransferExtension",
+    "check_on_conflict",
     "export_memory",
     "import_memory",
     "parse_export_file",

@@ -2,34 +2,64 @@
 
 A malformed, partial or conflicting file is refused with a 4xx code and nothing is stored.
 The Importer resolves the names the file uses (workspaces, channels, sessions) and keeps what it
-created, so that records and extensions can refer to it.
+created, so that records and extensions can refer to it. What it does with sessions and records the
+tenant already holds is `on_conflict` (fail, skip, merge: conflicts.py); rows the file names that
+were stored before the import are "pre-existing": extensions leave what hangs off them alone.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter
 from typing import Any
 
 from django.db import DatabaseError, IntegrityError, models, transaction
+from django.db.models import F, Max
 
 from accounts.models import Channel, Tenant, Workspace
 from memoryhub.errors import Conflict, Forbidden
 from memoryhub.models import Event, RollingSummary, Session, SessionStatus
+from memoryhub.transfer.conflicts import ImportReport, check_on_conflict, counts, split_held
 from memoryhub.transfer.extensions import extensions
 from memoryhub.transfer.format import InvalidImport, check_header, get_field, get_list, get_time
 from memoryhub.transfer.record_import import import_records
 
 
 class Importer:
-    def __init__(self, tenant: Tenant, limit_workspace: Workspace | None) -> None:
+    def __init__(self, tenant: Tenant, limit_workspace: Workspace | None, on_conflict: str = "fail") -> None:
         self.tenant = tenant
         self.limit_workspace = limit_workspace
+        self.on_conflict = check_on_conflict(on_conflict)
         self.workspaces: dict[str, Workspace] = {}
         self.channels: dict[tuple[str, str], Channel] = {}
+        self.created_channels: set[int] = set()
         self.sessions: dict[str, Session] = {}
         self.events: dict[tuple[str, int], int] = {}  # (session id, sequence) → event pk
-        self.records: dict[str, list[models.Model]] = {}  # model label → rows in file order
-        self.counts: dict[str, int] = defaultdict(int)
+        # model label → rows in file order: created, stored (pre-existing) or None (left out with its parent)
+        self.records: dict[str, list[models.Model | None]] = {}
+        self.counts: Counter[str] = Counter()
+        self.skipped: Counter[str] = Counter()
+        self.merged: Counter[str] = Counter()
+        self.preexisting: dict[str, set[int]] = {}  # model label → pks of stored rows the file named
+        self.skipped_sessions: list[str] = []
+        self.merged_sessions: list[str] = []
+        self.appended: dict[str, list[Event]] = {}  # merged session id → the events appended to it
+
+    # -- what was stored before the import
+
+    def is_preexisting(self, obj: models.Model | None) -> bool:
+        """A row the file names that the tenant held before (None: left out with its parent)."""
+        return obj is None or obj.pk in self.preexisting.get(obj._meta.label, set())
+
+    def mark_preexisting(self, obj: models.Model) -> None:
+        self.preexisting.setdefault(obj._meta.label, set()).add(obj.pk)
+
+    def created_records(self, label: str) -> list[models.Model]:
+        """The rows of a record type this import created (not the stored ones it matched)."""
+        return [obj for obj in self.records.get(label, []) if not self.is_preexisting(obj)]
+
+    def report(self) -> ImportReport:
+        return ImportReport(self.on_conflict, counts(self.counts), counts(self.skipped), counts(self.merged),
+                            self.skipped_sessions, self.merged_sessions)
 
     # -- names the file uses
 
@@ -50,8 +80,10 @@ class Importer:
             raise InvalidImport("a channel is [workspace, channel]", path)
         key = (ref[0], ref[1])
         if key not in self.channels:
-            self.channels[key], _ = Channel.objects.get_or_create(
+            self.channels[key], created = Channel.objects.get_or_create(
                 tenant=self.tenant, workspace=self.workspace(ref[0], path), name=ref[1])
+            if created:
+                self.created_channels.add(self.channels[key].pk)
         return self.channels[key]
 
     def session(self, ref: Any, path: str) -> Session:
@@ -70,19 +102,29 @@ class Importer:
                 channel = self.channel([workspace.name, get_field(channel_row, "name", str, cpath)], cpath)
                 self._describe_channel(channel, channel_row, cpath)
 
-    @staticmethod
-    def _describe_channel(channel: Channel, row: Any, path: str) -> None:
+    def _describe_channel(self, channel: Channel, row: Any, path: str) -> None:
         # Files written before channels had a description and a default flag lack them.
         description = get_field(row, "description", str, path, required=False, default="")
+        make_default = get_field(row, "is_default", bool, path, required=False, default=False)
+        if self.on_conflict != "fail" and channel.pk not in self.created_channels:
+            # Skip and merge keep a stored channel as it is; merge only fills in a missing description.
+            if self.on_conflict == "merge" and description and not channel.description:
+                channel.description = description
+                channel.save(update_fields=["description"])
+            return
         if description and description != channel.description:
             channel.description = description
             channel.save(update_fields=["description"])
-        if get_field(row, "is_default", bool, path, required=False, default=False) and not channel.is_default:
+        if make_default and not channel.is_default:
             channel.make_default()
 
     def import_sessions(self, rows: list[Any]) -> None:
         for i, row in enumerate(rows):
             path = f"sessions[{i}]"
+            stored = self._stored_session(row, path)
+            if stored is not None:
+                self._skip_or_merge_session(stored, row, path)
+                continue
             session, events = self._create_session(row, path)
             last = self.import_events(session, events, f"{path}.events")
             Session.objects.filter(pk=session.pk).update(last_sequence=last, event_count=len(events))
@@ -91,14 +133,55 @@ class Importer:
                 self._create_rolling_summary(session, summary, f"{path}.rolling_summary")
             self.counts["sessions"] += 1
 
-    def _create_session(self, row: Any, path: str) -> tuple[Session, list[Any]]:
-        """The session row (checked, created, registered by its id) and its events, still to store."""
+    def _stored_session(self, row: Any, path: str) -> Session | None:
+        """The tenant's session of this id, when skip or merge takes it; fail refuses the import."""
         external_id = get_field(row, "id", str, path)
         if not external_id or len(external_id) > 200:
             raise InvalidImport("a session id is 1 to 200 characters", f"{path}.id")
-        if external_id in self.sessions or Session.objects.filter(tenant=self.tenant, external_id=external_id).exists():
-            raise Conflict("session_exists", f"Session {external_id!r} already exists in this tenant; "
-                           "nothing was imported.", {"session": external_id})
+        if external_id in self.sessions:
+            raise Conflict("session_exists", f"Session {external_id!r} is in the file twice; nothing was imported.",
+                           {"session": external_id})
+        stored = Session.objects.filter(tenant=self.tenant, external_id=external_id).first()
+        if stored is not None and self.on_conflict == "fail":
+            raise Conflict("session_exists", f"Session {external_id!r} already exists in this tenant; nothing "
+                           "was imported (import with on_conflict=skip or merge to keep it).",
+                           {"session": external_id, "on_conflict": ["skip", "merge"]})
+        if stored is not None and self.limit_workspace is not None and stored.workspace_id != self.limit_workspace.pk:
+            raise Forbidden("workspace_forbidden", f"Session {external_id!r} exists in another workspace than "
+                            f"this API key's ({self.limit_workspace.name!r}).")
+        return stored
+
+    def _skip_or_merge_session(self, stored: Session, row: Any, path: str) -> None:
+        """Keep a stored session (skip), or append the file's events it does not hold (merge).
+        The row is checked either way: a bad file stores nothing, whatever the option."""
+        self.sessions[stored.external_id] = stored
+        self.mark_preexisting(stored)
+        events = self._file_events(stored, get_field(row, "events", list, path), f"{path}.events")
+        has_summary = get_field(row, "rolling_summary", dict, path, nullable=True) is not None
+        self.skipped["rolling_summaries"] += int(has_summary)  # the stored session's own is kept
+        if self.on_conflict == "skip":
+            self.skipped["sessions"] += 1
+            self.skipped["events"] += len(events)
+            self.skipped_sessions.append(stored.external_id)
+            return
+        new, matched = split_held(stored.pk, events)
+        for sequence, event_id in matched.items():
+            self.events[(stored.external_id, sequence)] = event_id
+        last = max(stored.last_sequence, Event.objects.filter(session=stored).aggregate(m=Max("sequence"))["m"] or 0)
+        for offset, event in enumerate(new, start=1):  # after the stored ones, in the file's order
+            event.sequence = last + offset
+        self.appended[stored.external_id] = Event.objects.bulk_create(new)
+        if new:
+            Session.objects.filter(pk=stored.pk).update(last_sequence=last + len(new),
+                                                        event_count=F("event_count") + len(new))
+        self.counts["events"] += len(new)
+        self.skipped["events"] += len(events) - len(new)
+        self.merged["sessions"] += 1
+        self.merged_sessions.append(stored.external_id)
+
+    def _create_session(self, row: Any, path: str) -> tuple[Session, list[Any]]:
+        """The session row (checked, created, registered by its id) and its events, still to store."""
+        external_id = get_field(row, "id", str, path)
         status = get_field(row, "status", str, path)
         if status not in SessionStatus.values:
             raise InvalidImport(f"unknown status {status!r}", f"{path}.status")
@@ -125,7 +208,16 @@ class Importer:
 
     def import_events(self, session: Session, rows: list[Any], path: str) -> int:
         """Store a session's events; returns the last sequence."""
-        events, last = [], 0
+        events = self._file_events(session, rows, path)
+        for event in Event.objects.bulk_create(events):
+            self.events[(session.external_id, event.sequence)] = event.pk
+        self.counts["events"] += len(events)
+        return events[-1].sequence if events else 0
+
+    def _file_events(self, session: Session, rows: list[Any], path: str) -> list[Event]:
+        """The file's events of a session, checked, not saved (sequences as the file has them)."""
+        events: list[Event] = []
+        last = 0
         for i, row in enumerate(rows):
             epath = f"{path}[{i}]"
             sequence = get_field(row, "sequence", int, epath)
@@ -133,10 +225,7 @@ class Importer:
                 raise InvalidImport("event sequences must be positive and increasing", f"{epath}.sequence")
             last = sequence
             events.append(self._event(session, sequence, row, epath))
-        for event in Event.objects.bulk_create(events):
-            self.events[(session.external_id, event.sequence)] = event.pk
-        self.counts["events"] += len(events)
-        return last
+        return events
 
     def _event(self, session: Session, sequence: int, row: Any, path: str) -> Event:
         role = get_field(row, "role", str, path)
@@ -159,10 +248,12 @@ class Importer:
 
 
 @transaction.atomic
-def import_memory(*, tenant: Tenant, data: Any, limit_workspace: Workspace | None = None) -> dict[str, int]:
-    """Import an export into `tenant`: everything or nothing. Returns counts per kind of row."""
+def import_memory(*, tenant: Tenant, data: Any, limit_workspace: Workspace | None = None,
+                  on_conflict: str = "fail") -> ImportReport:
+    """Import an export into `tenant`: everything or nothing. Returns what was imported, skipped
+    and merged (counts per kind of row)."""
+    importer = Importer(tenant, limit_workspace, on_conflict)  # a bad option: 400 before reading the file
     check_header(data)
-    importer = Importer(tenant, limit_workspace)
     parts = extensions()
     for part in parts:
         part.start_import(importer)
@@ -179,7 +270,7 @@ def import_memory(*, tenant: Tenant, data: Any, limit_workspace: Workspace | Non
     except DatabaseError as exc:  # a value the column cannot hold (too long, out of range…)
         primary = getattr(getattr(exc.__cause__, "diag", None), "message_primary", None) or "out of range"
         raise InvalidImport(f"a value does not fit: {primary}") from None
-    return {k: v for k, v in sorted(importer.counts.items()) if v}
+    return importer.report()
 
 
 def _conflict(exc: IntegrityError) -> Conflict:

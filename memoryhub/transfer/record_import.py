@@ -1,4 +1,8 @@
-"""Import the file's records (rows of other areas, see records.py) into the importing tenant."""
+"""Import the file's records (rows of other areas, see records.py) into the importing tenant.
+
+With on_conflict skip or merge a record the tenant holds already is not created again: its place in
+the file stands for the stored row (conflicts.py says how a row is recognised and what is kept).
+"""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ from django.utils.dateparse import parse_datetime
 
 from accounts.models import Channel, Workspace
 from memoryhub.models import Session
+from memoryhub.transfer.conflicts import stored_row
 from memoryhub.transfer.format import InvalidImport, get_field
 from memoryhub.transfer.records import record_fields, record_models
 
@@ -18,6 +23,10 @@ if TYPE_CHECKING:
 # A link between rows of one model (a summary node's parent), set once every row exists:
 # (the row, or None for the one being built; the field; the raw reference; its path in the file).
 Deferred = tuple[models.Model | None, models.Field, Any, str]
+
+
+class _LeftOut(Exception):
+    """The row links to a row of the file that was left out: it is left out too."""
 
 
 def import_records(importer: Importer, data: Any) -> None:
@@ -35,24 +44,60 @@ def import_records(importer: Importer, data: Any) -> None:
 
 
 def _create_records(importer: Importer, model: type[models.Model], rows: list[Any],
-                    path: str) -> list[models.Model]:
+                    path: str) -> list[models.Model | None]:
     """Create rows one by one with save(), so that the model's own logic runs (derived
     columns such as a fact's scope key). Links between rows of the same model (a summary
-    node's parent) are set once every row exists."""
-    created: list[models.Model] = []
+    node's parent) are set once every row exists. Returns the rows in file order: created,
+    stored (skip/merge found it) or None (left out with what it hangs off)."""
+    rows_out: list[models.Model | None] = []
     fields = record_fields(model)
     later: list[Deferred] = []
     for i, row in enumerate(rows):
         rpath = f"{path}[{i}]"
         if get_field(row, "key", int, rpath) != i:
             raise InvalidImport("record keys must be 0, 1, 2… in order", f"{rpath}.key")
-        kwargs = _record_kwargs(importer, model, fields, get_field(row, "fields", dict, rpath), rpath, later)
-        obj = _save_record(model, fields, kwargs, rpath)
-        created.append(obj)
+        mark = len(later)
+        try:
+            kwargs = _record_kwargs(importer, model, fields, get_field(row, "fields", dict, rpath), rpath, later)
+            obj = _existing(importer, model, fields, kwargs)
+        except _LeftOut:
+            obj = None
+        if obj is None or importer.is_preexisting(obj):
+            del later[mark:]  # a stored row keeps its own links
+            importer.skipped[model._meta.label] += 1
+        else:
+            obj = _save_record(model, fields, kwargs, rpath)
+            importer.counts[model._meta.label] += 1
+        rows_out.append(obj)
         later = [(obj if o is None else o, f, raw, fp) for o, f, raw, fp in later]
-    _link_within(model, created, later)
-    importer.counts[model._meta.label] += len(created)
-    return created
+    _link_within(model, rows_out, later)
+    return rows_out
+
+
+def _existing(importer: Importer, model: type[models.Model], fields: list[models.Field],
+              kwargs: dict[str, Any]) -> models.Model | None:
+    """With skip or merge: the stored row this one is (marked pre-existing), or None when this one is
+    left out with the stored row it hangs off; otherwise an unsaved row to create."""
+    new = model(**kwargs)
+    if importer.on_conflict == "fail":
+        return new
+    links = [f for f in fields if f.is_relation and kwargs.get(f.attname) is not None]
+    stored_parents = [f for f in links if f.related_model is not model
+                      and kwargs[f.attname] in importer.preexisting.get(f.related_model._meta.label, set())]
+    if importer.on_conflict == "skip" and stored_parents:
+        return None  # skip keeps a stored session (a stored schedule…) with all that hangs off it
+    if getattr(model, "transfer_keep_stored_for_session", False) and any(
+            f.related_model is Session for f in stored_parents):
+        return None  # derived from a merged session's events: the stored ones stay
+    stored = stored_row(model, importer.tenant.pk, kwargs)
+    if stored is not None:
+        importer.mark_preexisting(stored)
+        return stored
+    prepare = getattr(new, "before_import_merge", None)
+    if callable(prepare) and stored_parents:
+        prepare()  # e.g. a scratchpad item takes the next free position in a stored scratchpad
+        kwargs.update({f.attname: getattr(new, f.attname) for f in fields if not f.is_relation})
+    return new
 
 
 def _record_kwargs(importer: Importer, model: type[models.Model], fields: list[models.Field],
@@ -86,12 +131,14 @@ def _save_record(model: type[models.Model], fields: list[models.Field], kwargs: 
     return obj
 
 
-def _link_within(model: type[models.Model], created: list[models.Model], later: list[Deferred]) -> None:
+def _link_within(model: type[models.Model], created: list[models.Model | None], later: list[Deferred]) -> None:
     for obj, f, raw, fpath in later:
         key = raw.get("key") if isinstance(raw, dict) else None
         if not isinstance(key, int) or not 0 <= key < len(created):
             raise InvalidImport(f"reference to {model._meta.label} not found in the file", fpath)
         assert obj is not None  # every deferred link got its row when that row was saved
+        if created[key] is None:  # its parent was left out (a stored session's summary tree)
+            continue
         model._default_manager.filter(pk=obj.pk).update(**{f.attname: created[key].pk})
         setattr(obj, f.attname, created[key].pk)
 
@@ -121,5 +168,8 @@ def _relation_value(importer: Importer, f: models.Field, raw: Any, path: str) ->
     if isinstance(raw, dict) and isinstance(raw.get("key"), int) and label in importer.records:
         rows = importer.records[label]
         if 0 <= raw["key"] < len(rows):
-            return rows[raw["key"]].pk
+            target_row = rows[raw["key"]]
+            if target_row is None:
+                raise _LeftOut()
+            return target_row.pk
     raise InvalidImport(f"reference to {label} not found in the file", path)

@@ -72,7 +72,7 @@ def context_preview_view(request: HttpRequest) -> HttpResponse:
         except (DomainError, SearchError) as exc:
             form.add_error(None, exc.message)
         else:
-            context.update(assembled=assembled, rows=_item_links(assembled), session=session, user=user,
+            context.update(assembled=assembled, rows=_item_links(assembled), session=session, end_user=user,
                            tenant=tenant, by_source={s: sum(i.tokens for i in assembled.items if i.source == s)
                                                      for s in ("salient", "relevant", "recent")})
     tenant_value = request.GET.get("tenant", "")

@@ -92,7 +92,8 @@ def explorer_view(request: HttpRequest) -> HttpResponse:
         lists = items.owned_items(tenant, user, filters)
     here = request.get_full_path()
     return render(request, "admin/console/explorer_user.html", f"{tenant.name}: {user_label(user)}", {
-        "tenant": tenant, "user": user, "user_label": user_label(user), "form": form, "results": results,
+        # Not "user": the admin's templates show the signed-in operator under that name.
+        "tenant": tenant, "end_user": user, "user_label": user_label(user), "form": form, "results": results,
         "lists": lists, "error": error, "here": here, "list_limit": items.LIST_LIMIT,
         "users_url": "?" + urlencode({"tenant": tenant.pk}),
     })

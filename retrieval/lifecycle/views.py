@@ -11,6 +11,7 @@ from rest_framework.views import APIView
 
 from memoryhub.api.common import StrictSerializer, api_key, parse_input
 from memoryhub.errors import Forbidden
+from retrieval import api_examples as ex
 from retrieval.lifecycle.consolidation import run_consolidation
 
 
@@ -24,9 +25,15 @@ class ConsolidationInput(StrictSerializer):
 class ConsolidationView(APIView):
     required_scope = "admin"
 
-    @extend_schema(request=ConsolidationInput, responses=inline_serializer("Consolidation", {
-        "dry_run": serializers.BooleanField(), "report_id": serializers.IntegerField(allow_null=True),
-        "counts": serializers.DictField(child=serializers.IntegerField()),
+    @extend_schema(summary="Consolidate memory", examples=ex.CONSOLIDATE,
+                   request=ConsolidationInput, responses=inline_serializer("Consolidation", {
+        "dry_run": serializers.BooleanField(help_text="True when nothing was changed (a report only)."),
+        "report_id": serializers.IntegerField(allow_null=True,
+                                              help_text="The stored consolidation report (null: none kept)."),
+        "counts": serializers.DictField(child=serializers.IntegerField(),
+                                        help_text="Memories scored, by relevance band, and what was (or "
+                                                  "would be) done with them: promoted, pruned, merged, capped, "
+                                                  "compressed, held_for_review; tenants consolidated."),
         "deletions": serializers.ListField(child=serializers.DictField(),
                                            help_text="Each deletion (or held deletion) with its text."),
     }), description="Consolidate the key's tenant: promote, prune, merge, cap, compress (S8).")

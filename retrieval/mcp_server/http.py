@@ -16,7 +16,6 @@ from django.conf import settings
 from django.db import close_old_connections
 from django.http.request import split_domain_port, validate_host
 from mcp.server.transport_security import TransportSecuritySettings
-from rest_framework.exceptions import AuthenticationFailed
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -24,7 +23,7 @@ from accounts.authentication import authenticate_key, bearer_token
 from accounts.models import ApiKey
 from memoryhub.api.errors import error_body
 from memoryhub.limits import body_limit
-from retrieval.mcp_server.server import build_server
+from retrieval.mcp_server.server import build_server, rest_error
 
 PATH = "/mcp/"
 
@@ -57,8 +56,8 @@ class ApiKeyRequired:
         if refusal is None:
             try:
                 key = await anyio.to_thread.run_sync(_authenticate, headers["authorization"])
-            except AuthenticationFailed as exc:
-                refusal = self._unauthorized("invalid_api_key", str(exc.detail))
+            except Exception as exc:  # a bad key (401), or the database failing: REST's answer to it
+                refusal = self._answer(*rest_error(exc, "authentication"))
             else:
                 scope.setdefault("state", {})["api_key"] = key
         if refusal is not None:
@@ -76,7 +75,11 @@ class ApiKeyRequired:
 
     @staticmethod
     def _unauthorized(code: str, message: str) -> JSONResponse:
-        return JSONResponse(error_body(code, message), status_code=401, headers={"WWW-Authenticate": "Bearer"})
+        return ApiKeyRequired._answer(401, error_body(code, message))
+
+    @staticmethod
+    def _answer(status: int, body: dict[str, Any]) -> JSONResponse:
+        return JSONResponse(body, status_code=status, headers={"WWW-Authenticate": "Bearer"} if status == 401 else None)
 
 
 def build_app() -> Any:

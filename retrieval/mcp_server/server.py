@@ -112,12 +112,18 @@ def call(spec: ToolSpec, resolve_key: Callable[[], ApiKey], arguments: dict[str,
         close_old_connections()
 
 
-def _envelope(spec: ToolSpec, exc: Exception) -> dict[str, Any]:
+def rest_error(exc: Exception, what: str) -> tuple[int, dict[str, Any]]:
+    """The status and error envelope REST answers `exc` with (its exception handler decides); an
+    exception REST does not expect is logged and is a 500 server_error, as in REST."""
     response = api_exception_handler(exc, {})
     if response is None:
-        logger.exception("MCP tool %s failed", spec.name)
-        return error_body("server_error", "Internal server error.")
-    return dict(response.data)
+        logger.exception("MCP %s failed", what)
+        return 500, error_body("server_error", "Internal server error.")
+    return response.status_code, dict(response.data)
+
+
+def _envelope(spec: ToolSpec, exc: Exception) -> dict[str, Any]:
+    return rest_error(exc, f"tool {spec.name}")[1]
 
 
 def _json(body: dict[str, Any]) -> dict[str, Any]:
@@ -128,7 +134,7 @@ def _json(body: dict[str, Any]) -> dict[str, Any]:
 def _success(spec: ToolSpec, body: dict[str, Any]) -> types.CallToolResult:
     structured = _json(body)
     if spec.name == "memory_context":
-        text = structured["markdown"] or "Nothing relevant is stored yet: no memory to add."
+        text = structured["markdown"] or "No stored memory is relevant to this: nothing to add to the context."
     else:
         text = json.dumps(structured, ensure_ascii=False)
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)],

@@ -17,7 +17,7 @@ from rest_framework import serializers
 from accounts.models import ApiKey
 from memoryhub import facts, notes, scratchpad, sessions
 from memoryhub.api.common import LimitOffset, StrictSerializer, parse_input, parse_params
-from memoryhub.api.facts import FactInput, FactOutput
+from memoryhub.api.facts import FactInput, FactOutput, FactUpserted
 from memoryhub.api.fields import NOTE_ID_REGEX, StrictRegexField
 from memoryhub.api.notes import NoteInput, NoteOutput, NotePutInput
 from memoryhub.api.scratchpad import ScratchpadInput
@@ -188,7 +188,7 @@ def run_fact(key: ApiKey, arguments: dict[str, Any]) -> dict[str, Any]:
     action = parse_input(FactArgs, {"action": action}, partial=True)["action"]
     if action == "upsert":
         fact, created = facts.upsert_fact(key, parse_input(FactInput, rest), given=set(rest))
-        return {**FactOutput(facts.get_fact(key, fact.pk)).data, "created": created}
+        return FactUpserted(facts.get_fact(key, fact.pk), context={"created": created}).data
     fact_id = parse_input(FactArgs, {"action": action, **rest})["fact_id"]
     if action == "delete":
         facts.delete_fact(key, fact_id)

@@ -27,6 +27,20 @@ async def _describe(session: ClientSession) -> dict[str, Any]:
     return {"init": init, "tools": {tool.name: tool for tool in listed.tools}}
 
 
+def _properties(schema: dict[str, Any], prefix: str = "") -> list[tuple[str, dict[str, Any]]]:
+    """(dotted name, schema) of every property of an object schema, nested objects and arrays of
+    objects included."""
+    found = []
+    for name, prop in schema.get("properties", {}).items():
+        found.append((prefix + name, prop))
+        items = prop.get("items") if prop.get("type") == "array" else None
+        if isinstance(items, dict) and "properties" in items:
+            found += _properties(items, f"{prefix}{name}[].")
+        if "properties" in prop:
+            found += _properties(prop, f"{prefix}{name}.")
+    return found
+
+
 def test_initialize_and_list_tools(mcp: Mcp) -> None:
     key = make_key(make_tenant("alice"))
     seen = mcp.session(key, _describe)
@@ -38,10 +52,12 @@ def test_initialize_and_list_tools(mcp: Mcp) -> None:
         assert len(tool.description or "") > 80, tool.name
         schema = tool.input_schema
         assert schema["type"] == "object" and schema["additionalProperties"] is False
-        # Every argument is typed from the REST serializer (descriptions follow where the serializer
-        # has help_text: the API-docs work that describes every field has not landed yet).
+        # Every argument is typed, and it and every field of its objects (memory_remember's events)
+        # described, from the REST serializer's field and help_text (a nested field may take any JSON).
         for name, prop in schema["properties"].items():
             assert prop.get("type") or prop.get("anyOf") or prop.get("enum"), f"{tool.name}.{name} has no type"
+        for name, prop in _properties(schema):
+            assert prop.get("description"), f"{tool.name}.{name} has no description"
     assert tools["memory_search"].input_schema["required"] == ["query"]
     assert tools["memory_search"].input_schema["properties"]["mode"]["enum"] == ["hybrid", "vector", "text", "exact"]
     assert tools["memory_remember"].input_schema["required"] == ["session", "events"]

@@ -139,12 +139,14 @@ def test_facts_are_extracted_from_events_past_the_cursor(alice, lane_settings, m
 
     lane_settings.MEMORYHUB_FACT_EXTRACTOR = "http"
     seen: list[list[str]] = []
+    context: list[list[str]] = []
 
     class Recording:
         name = "recording"
 
-        def extract(self, turns):  # type: ignore[no-untyped-def]
+        def extract(self, turns, earlier=()):  # type: ignore[no-untyped-def]
             seen.append([t.text for t in turns])
+            context.append([t.text for t in earlier])
             return [ExtractedFact(content=f"the user said {turns[-1].text}", key=f"k{len(seen)}")]
 
     monkeypatch.setattr(extractors, "get_extractor", lambda: Recording())
@@ -153,5 +155,6 @@ def test_facts_are_extracted_from_events_past_the_cursor(alice, lane_settings, m
     assert work_on_session(Session.objects.get(external_id="s1").pk)["facts"] == 1
     post_events(alice, "s1", {"role": "user", "content": "I moved to Porto"})
     work_on_session(Session.objects.get(external_id="s1").pk)
-    assert seen == [["I live in Lisbon"], ["I moved to Porto"]]  # each event once
+    assert seen == [["I live in Lisbon"], ["I moved to Porto"]]  # each event once as a new one
+    assert context == [[], ["I live in Lisbon"]]  # and once more as context of the next
     assert Session.objects.get().facts_extracted_to == 2 and Fact.objects.count() == 2

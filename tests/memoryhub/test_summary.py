@@ -158,9 +158,9 @@ def test_trigger_discards_its_work_when_a_writer_got_there_first(alice, settings
 
     real = summaries.summarise_safely
 
-    def racing(turns, previous=""):  # type: ignore[no-untyped-def]
+    def racing(turns, previous="", **kwargs):  # type: ignore[no-untyped-def]
         write_summary(session, text="written by a client meanwhile", expected_epoch=0)
-        return real(turns, previous)
+        return real(turns, previous, **kwargs)
 
     monkeypatch.setattr(summaries, "summarise_safely", racing)
     outcome = maybe_summarise(session)

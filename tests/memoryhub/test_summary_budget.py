@@ -136,7 +136,7 @@ def test_an_llm_summariser_rewrites_the_summary_and_a_failure_falls_back(monkeyp
         name = "http"
         reply = "- all of it, shorter"
 
-        def summarise(self, turns: list[Any], previous: str = "") -> str:
+        def summarise(self, turns: list[Any], previous: str = "", **kwargs: Any) -> str:
             if self.reply is None:
                 raise SummariserError("down")
             return self.reply

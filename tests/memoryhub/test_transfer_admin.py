@@ -85,3 +85,25 @@ def test_only_superusers_import_or_export(client, db) -> None:  # type: ignore[n
     assert client.get(URL).status_code == 403
     client.logout()
     assert client.get(URL).status_code == 302  # to the login page
+
+
+def test_a_re_import_offers_skip_and_merge_and_reports_what_it_did(superuser_client, alice) -> None:
+    post_events(alice, "a-chat", {"role": "user", "content": "one"}, {"role": "assistant", "content": "two"})
+    alice_tenant = Tenant.objects.get(name="alice")
+    exported = export(superuser_client, tenant=alice_tenant.pk, scope="tenant").content
+    page = superuser_client.get(URL).content.decode()
+    assert 'name="import-on_conflict" value="merge"' in page and "Imported schedules arrive paused" in page
+
+    def again(option: str) -> str:
+        return superuser_client.post(URL, {
+            "action": "import", "import-tenant": alice_tenant.pk, "import-on_conflict": option,
+            "import-file": SimpleUploadedFile("export.json", exported, content_type="application/json"),
+        }, follow=True).content.decode()
+
+    assert "session_exists" in again("fail") and "&#x27;a-chat&#x27; already exists" in again("fail")
+    skipped = again("skip")
+    assert "Imported into alice: nothing; skipped (already stored) 2 chunks, 2 events, 1 session" in skipped
+    assert "skipped sessions: a-chat" in skipped
+    assert "merged into 1 session; merged sessions: a-chat" in again("merge")
+    session = Session.objects.get(tenant=alice_tenant, external_id="a-chat")
+    assert Event.objects.filter(session=session).count() == 2  # never doubled

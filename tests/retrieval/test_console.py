@@ -68,6 +68,20 @@ def test_a_user_page_lists_only_what_they_own(staff_client, cast, memories) -> N
     assert dict(none.context["lists"])["Facts"] == []
 
 
+def test_the_header_still_names_the_operator_on_an_end_users_pages(staff_client, cast, memories) -> None:
+    # The end user once took the template's "user", which the admin's header reads as the operator:
+    # it said "Welcome, ." and dropped "Change password".
+    pages = [explore(staff_client, cast, user="dana", q="support group"),
+             staff_client.get("/admin/console/context/", {"tenant": cast.alice_tenant.pk, "user_id": "dana",
+                                                          "query": "support group"})]
+    for page in pages:
+        html = page.content.decode()
+        assert "<strong>op</strong>" in html and "Change password" in html
+    assert "end user dana" in pages[1].content.decode()
+    explorer = pages[0].content.decode()
+    assert "A search for dana sees" in explorer and "user_id=dana&amp;query=support%20group" in explorer
+
+
 def test_search_runs_the_real_search_with_the_users_ownership_rule(staff_client, cast, memories) -> None:
     results = explore(staff_client, cast, user="dana", q="support group").context["results"]
     texts = [r.chunk.text for r in results]

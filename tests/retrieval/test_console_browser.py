@@ -240,3 +240,33 @@ def test_dashboard_moves_after_an_ingest(page, world) -> None:
         timeout=TIMEOUT_MS)
     assert re.search(r"arrived \(sampled totals\): [38]\b", title.inner_text()), title.inner_text()
     assert page.locator("#mh-chart-backlog canvas").count() == 1  # drawn by the vendored uPlot
+
+
+@pytest.fixture
+def own_export(world: dict[str, Any], tmp_path: Path) -> Path:
+    import json
+
+    from memoryhub.transfer import ExportScope, export_memory
+
+    path = tmp_path / "acme.json"
+    path.write_text(json.dumps(export_memory(tenant=world["tenant"], scope=ExportScope())))
+    return path
+
+
+def test_re_import_a_tenants_own_export_with_merge(own_export, page) -> None:
+    def upload(option: str | None) -> None:
+        page.goto(f"{page.base}/admin/transfer/")
+        page.select_option("#id_import-tenant", label="acme")
+        page.set_input_files("#id_import-file", str(own_export))
+        if option:
+            page.check(f"input[name='import-on_conflict'][value='{option}']")
+        page.click("#mh-import input[type=submit]")
+
+    upload(None)  # the default stops, and says which session and what to do
+    error = page.locator("#mh-import .errorlist").inner_text()
+    assert "session_exists" in error and "'dana-chat'" in error and "skip or merge" in error
+    upload("merge")
+    message = page.locator(".messagelist .success").inner_text()
+    assert "Imported into acme: nothing;" in message and "merged sessions: dana-chat" in message
+    page.goto(f"{page.base}/admin/memoryhub/session/")
+    assert page.locator("#result_list a:has-text('read 5 messages')").count() == 1  # nothing doubled

@@ -34,7 +34,7 @@ def test_schedules_and_runs_round_trip_and_arrive_paused(cast) -> None:  # type:
     assert "alice-secret" not in str(first)
 
     carol = make_tenant("carol")
-    counts = import_memory(tenant=carol, data=first)
+    counts = import_memory(tenant=carol, data=first).imported
     assert counts["schedules_paused"] == 1
     copy = Schedule.objects.get(tenant=carol)
     assert (copy.cadence_value, copy.timezone, copy.params, copy.user_id, copy.next_run_at) == (
@@ -50,3 +50,18 @@ def test_schedules_and_runs_round_trip_and_arrive_paused(cast) -> None:  # type:
     again = export_memory(tenant=carol, scope=ExportScope())
     expected = [{**r, "fields": {**r["fields"], "status": "paused"}} for r in records["scheduling.Schedule"]]
     assert again["records"]["scheduling.Schedule"] == expected
+
+
+def test_a_re_import_with_skip_or_merge_neither_doubles_nor_pauses_stored_schedules(cast) -> None:  # type: ignore[no-untyped-def]
+    body = {"name": "nightly tidy", "action": "consolidate", "params": {"dry_run": True},
+            "cadence": {"type": "cron", "value": "0 3 * * *", "timezone": "UTC"}}
+    assert cast.alice.post("/api/v1/schedules/", body, format="json").status_code == 201
+    schedule = Schedule.objects.get(tenant=cast.alice_tenant)
+    Run.objects.create(tenant=cast.alice_tenant, schedule=schedule, status="succeeded", output="{}",
+                       due_at=schedule.next_run_at)
+    exported = export_memory(tenant=cast.alice_tenant, scope=ExportScope())
+    for option in ("skip", "merge"):
+        report = import_memory(tenant=cast.alice_tenant, data=exported, on_conflict=option)
+        assert report.imported == {} and report.skipped["scheduling.Schedule"] == 1, (option, report)
+        assert Schedule.objects.get(tenant=cast.alice_tenant).status == "active"  # not paused: it was stored
+        assert Run.objects.filter(schedule=schedule).count() == 1

@@ -56,6 +56,9 @@ def test_export_import_and_forget_user(hub: Any, keys: dict[str, str]) -> None:
     imported = bob.import_memory(exported)
     assert imported["imported"]["sessions"] == 1
     assert [e["content"] for e in bob.list_events("s-u1")] == ["I am user one."]
+    again = bob.import_memory(exported, on_conflict="merge")  # a re-import: nothing twice
+    assert again["merged_sessions"] == ["s-u1"] and again["imported"] == {}
+    assert [e["content"] for e in bob.list_events("s-u1")] == ["I am user one."]
 
     forgotten = alice.forget_user("u1")
     assert forgotten["user_id"] == "u1" and forgotten["total"] >= 3

@@ -153,15 +153,18 @@ def export_memory(
                 idempotent=True)
 
 
-def import_memory(data: Mapping[str, Any] | bytes | str) -> Call[Imported]:
-    """Import an export into the key's tenant, all or nothing (POST /import/)."""
+def import_memory(data: Mapping[str, Any] | bytes | str, *,
+                  on_conflict: Literal["fail", "skip", "merge"] | None = None) -> Call[Imported]:
+    """Import an export into the key's tenant, all or nothing (POST /import/). Sessions and records
+    the tenant holds already: "fail" (the service's default, 409 session_exists), "skip" (keep them)
+    or "merge" (add the events and records they lack); skip and merge may be repeated safely."""
     if isinstance(data, str):
         raw = data.encode()
     elif isinstance(data, bytes):
         raw = data
     else:
         raw = json.dumps(data).encode()
-    return Call("POST", "import/", as_is, content=raw)
+    return Call("POST", "import/", as_is, content=raw, params=query(on_conflict=on_conflict))
 
 
 def forget_user(user_id: str) -> Call[UserForgotten]:

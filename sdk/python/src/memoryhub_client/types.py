@@ -355,7 +355,14 @@ class Run(TypedDict):
 
 
 class Imported(TypedDict):
+    """What an import did; `skipped`/`merged` count rows the tenant held already (on_conflict)."""
+
+    on_conflict: Literal["fail", "skip", "merge"]
     imported: dict[str, int]
+    skipped: dict[str, int]
+    merged: dict[str, int]
+    skipped_sessions: list[str]
+    merged_sessions: list[str]
 
 
 class UserForgotten(TypedDict):

@@ -1,0 +1,44 @@
+"""The OpenAPI examples of the core API's operations (see base.py), by area."""
+
+from memoryhub.api.examples.channels import CHANNEL_CREATE, CHANNEL_GET, CHANNEL_LIST, CHANNEL_PATCH
+from memoryhub.api.examples.data import EXPORT, FORGET_USER, HEALTH, IMPORT, READY
+from memoryhub.api.examples.memories import (
+    FACT_DELETE,
+    FACT_GET,
+    FACT_LIST,
+    FACT_PATCH,
+    FACT_UPSERT,
+    NOTE_CREATE,
+    NOTE_DELETE,
+    NOTE_GET,
+    NOTE_LIST,
+    NOTE_PUT,
+)
+from memoryhub.api.examples.sessions import (
+    EVENT_APPEND,
+    EVENT_LIST,
+    RESTORE,
+    ROLLING_GET,
+    ROLLING_PUT,
+    SCRATCHPAD_DELETE,
+    SCRATCHPAD_GET,
+    SCRATCHPAD_PUT,
+    SESSION_CREATE,
+    SESSION_DELETE,
+    SESSION_GET,
+    SESSION_LIST,
+    SESSION_PATCH,
+    SUMMARISE,
+    SUMMARY_EXPAND,
+    SUMMARY_LIST,
+    SUMMARY_TREE,
+)
+
+__all__ = [
+    "CHANNEL_CREATE", "CHANNEL_GET", "CHANNEL_LIST", "CHANNEL_PATCH",
+    "EVENT_APPEND", "EVENT_LIST", "EXPORT", "FACT_DELETE", "FACT_GET", "FACT_LIST", "FACT_PATCH", "FACT_UPSERT",
+    "FORGET_USER", "HEALTH", "IMPORT", "NOTE_CREATE", "NOTE_DELETE", "NOTE_GET", "NOTE_LIST", "NOTE_PUT", "READY",
+    "RESTORE", "ROLLING_GET", "ROLLING_PUT", "SCRATCHPAD_DELETE", "SCRATCHPAD_GET", "SCRATCHPAD_PUT",
+    "SESSION_CREATE", "SESSION_DELETE", "SESSION_GET", "SESSION_LIST", "SESSION_PATCH", "SUMMARISE",
+    "SUMMARY_EXPAND", "SUMMARY_LIST", "SUMMARY_TREE",
+]
