@@ -1,11 +1,23 @@
-"""`Authorization: Bearer <key>` authentication for the REST API."""
+"""`Authorization: Bearer <key>` authentication for the REST API.
+
+Keys are cached per process for MEMORYHUB_API_KEY_CACHE_SECONDS (issue 19: the key's query was a
+round trip of every request): a key revoked, changed or deleted in this process is dropped from
+the cache at once (post_save / post_delete); one revoked by another process (the admin's bulk
+action, another worker) is refused by this one within that many seconds. The secret is checked
+on every request all the same (a fast hash), so the cache never lets a wrong secret in.
+"""
 
 from __future__ import annotations
 
+import threading
+import time
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
 from django.conf import settings
+from django.db.models.signals import post_delete, post_save
+from django.dispatch import receiver
 from django.utils import timezone
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
@@ -31,6 +43,58 @@ class ApiPrincipal:
         return f"api-key:{self.api_key.prefix}"
 
 
+class KeyCache:
+    """Keys by prefix, each with the monotonic time it was read; bounded, thread-safe."""
+
+    MAX_ENTRIES = 10_000
+
+    def __init__(self) -> None:
+        self._entries: dict[str, tuple[float, ApiKey]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, prefix: str) -> ApiKey | None:
+        ttl = settings.MEMORYHUB_API_KEY_CACHE_SECONDS
+        entry = self._entries.get(prefix)
+        if entry is None or ttl <= 0 or time.monotonic() - entry[0] >= ttl:
+            return None
+        return entry[1]
+
+    def put(self, key: ApiKey) -> None:
+        if settings.MEMORYHUB_API_KEY_CACHE_SECONDS <= 0:
+            return
+        with self._lock:
+            if len(self._entries) >= self.MAX_ENTRIES:
+                self._entries.clear()
+            self._entries[key.prefix] = (time.monotonic(), key)
+
+    def drop(self, prefix: str) -> None:
+        with self._lock:
+            self._entries.pop(prefix, None)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+
+key_cache = KeyCache()
+
+
+@receiver(post_save, sender=ApiKey)
+@receiver(post_delete, sender=ApiKey)
+def _forget_cached_key(sender: Any, instance: ApiKey, **kwargs: Any) -> None:
+    key_cache.drop(instance.prefix)
+
+
+def find_key(prefix: str) -> ApiKey | None:
+    """The key with this prefix (tenant and workspace loaded), from the cache when fresh."""
+    key = key_cache.get(prefix)
+    if key is None:
+        key = ApiKey.objects.select_related("tenant", "workspace").filter(prefix=prefix).first()
+        if key is not None:
+            key_cache.put(key)
+    return key
+
+
 def bearer_token(header: str) -> str:
     """The key in an `Authorization: Bearer <key>` header value (AuthenticationFailed otherwise)."""
     parts = header.split()
@@ -39,12 +103,16 @@ def bearer_token(header: str) -> str:
     return parts[1]
 
 
-def authenticate_key(raw: str) -> ApiKey:
+def authenticate_key(raw: str, *, cached: bool = True) -> ApiKey:
     """The active key `raw` is (its use noted), or AuthenticationFailed: the one check of a key,
-    for the REST API, the MCP endpoint and `manage.py mcp --key`."""
+    for the REST API, the MCP endpoint and `manage.py mcp --key` (uncached: one process serving
+    one key, which promises that a revocation stops it at the next call)."""
     prefix = ApiKey.parse_prefix(raw)
-    key = None
-    if prefix:
+    if not prefix:
+        key = None
+    elif cached:
+        key = find_key(prefix)
+    else:
         key = ApiKey.objects.select_related("tenant", "workspace").filter(prefix=prefix).first()
     if key is None or not key.matches(raw):
         raise exceptions.AuthenticationFailed("Invalid API key.")

@@ -154,14 +154,22 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def copy_onnx_model(data_dir: Path) -> None:
+    """The ONNX export is a cache of the shipped weights: reuse this checkout's, if it made one."""
+    models = Path(os.environ.get("MEMORYHUB_DATA_DIR", ROOT / ".memoryhub")) / "models"
+    if models.is_dir():
+        shutil.copytree(models, data_dir / "models")
+
+
 class Server:
     """`manage.py run` in a private data folder; stopped (with its database) on exit."""
 
     def __init__(self, *, web_workers: int, with_cluster: bool, keep_data: bool,
                  prepare: Callable[[Path], None] | None = None, extra_env: dict[str, str] | None = None) -> None:
         self.data_dir = Path(tempfile.mkdtemp(prefix="memoryhub-bench-"))
-        if prepare is not None:  # e.g. seed the data folder's caches before the start
-            prepare(self.data_dir)
+        # e.g. seed the data folder's caches before the start; by default the prepared ONNX model,
+        # as a deployment has it (web workers then embed queries without torch)
+        (prepare or copy_onnx_model)(self.data_dir)
         self.port = free_port()
         self.keep_data = keep_data
         env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "TEST_DB_NAME")}

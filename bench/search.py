@@ -1,12 +1,15 @@
-"""Search latency at 100k chunks: our stack (HTTP, real server) against raw SQL and embedding time.
+"""Search latency at N chunks: our stack (HTTP, real server) against raw SQL and embedding time.
 
     .venv/bin/python bench/search.py                 # build 100k chunks, measure, drop the database
     .venv/bin/python bench/search.py --keepdb        # keep bench_search for the next run
-    .venv/bin/python bench/search.py --chunks 20000 --queries 100
+    .venv/bin/python bench/search.py --chunks 1000000 --vectors mixed --recall 50 --queries 100
 
 The corpus is LoCoMo's turns (../shared/bench-data) repeated to --chunks rows: each unique text
-is embedded once with the real model and its copies get a slightly perturbed vector, so vectors
-are clustered like real data. Rows go in with COPY and the HNSW index is built afterwards.
+is embedded once with the real model and its copies get vectors made from it (bench/scale.py:
+"perturbed", run F's data, "mixed" or "blend", embedding-like and all distinct). Rows go in with COPY
+(50k per statement, the statistics triggers firing per statement); the GIN and HNSW indexes are
+built afterwards (times and sizes printed). --recall N compares the HNSW candidates of N queries
+with exact search per ef_search.
 
 Figures, per mode (text, vector, hybrid weighted, hybrid rrf), p50/p95 in ms:
 - query embedding time (the model, one query);
@@ -50,7 +53,13 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--chunks", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--clients", type=int, default=8)
-    parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--port", type=int, default=0, help="0: a free port")
+    parser.add_argument("--vectors", choices=["perturbed", "mixed", "blend"], default="perturbed")
+    parser.add_argument("--recall", type=int, default=0, metavar="N", help="recall of HNSW vs exact on N queries")
+    parser.add_argument("--no-http", action="store_true")
+    parser.add_argument("--only-build", action="store_true", help="build the data and stop (with --keepdb)")
+    parser.add_argument("--db", default=DB_NAME, help="the bench database's name")
+    parser.add_argument("--no-embedding-throughput", action="store_true")
     parser.add_argument("--web-workers", type=int, default=2)
     parser.add_argument("--embed-sample", type=int, default=1000)
     parser.add_argument("--keepdb", action="store_true")
@@ -60,9 +69,9 @@ def parse_args() -> argparse.Namespace:
     return parser.parse_args()
 
 
-def setup_django() -> None:
+def setup_django(db_name: str = DB_NAME) -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryhub.settings")
-    os.environ["TEST_DB_NAME"] = DB_NAME
+    os.environ["TEST_DB_NAME"] = db_name
     os.environ["MEMORYHUB_EMBEDDER"] = "minilm"
     # One torch thread, as in each server worker, so that the query-embedding time measured here
     # is the one the server pays (more threads than free cores only slow one query down).
@@ -100,8 +109,8 @@ def load_corpus() -> tuple[list[str], list[str]]:
 # --- corpus ------------------------------------------------------------------------------------
 
 
-def populate(n_chunks: int, turns: list[str]) -> Any:
-    import numpy as np
+def populate(n_chunks: int, turns: list[str], vectors: str) -> tuple[Any, str, dict[str, Any]]:
+    import scale
     from django.db import connection
 
     from accounts.models import ApiKey, Channel, Tenant, Workspace
@@ -113,7 +122,7 @@ def populate(n_chunks: int, turns: list[str]) -> Any:
     raw_key = ApiKey.create_key(tenant=tenant, scopes=("read", "write")).raw
     if Chunk.objects.filter(tenant=tenant).count() >= n_chunks:
         print(f"reusing {n_chunks} chunks")
-        return tenant, raw_key
+        return tenant, raw_key, {}
     Chunk.objects.filter(tenant=tenant).delete()
     workspace = Workspace.get_default(tenant)
     channels = [Channel.get_named(workspace, f"topic-{i}") for i in range(20)]
@@ -122,38 +131,22 @@ def populate(n_chunks: int, turns: list[str]) -> Any:
         Session(tenant=tenant, workspace=workspace, channel=channels[i % len(channels)], external_id=f"bench-{i}")
         for i in range((n_chunks + per_session - 1) // per_session)
     ])
-    started = time.perf_counter()
-    embedder = get_embedder()
-    base = np.asarray(embedder.embed(turns), dtype=np.float32)
-    print(f"embedded {len(turns)} unique texts in {time.perf_counter() - started:.1f} s")
-    rng = np.random.default_rng(7)
+    maker = scale.VectorMaker(scale.base_vectors(turns), vectors)
+    model = get_embedder().name
     started = time.perf_counter()
     with connection.cursor() as cursor:
-        cursor.execute("DROP INDEX IF EXISTS chunk_embedding_hnsw")
-        columns = ("tenant_id, kind, source_id, session_id, workspace_id, channel_id, tier, lifetime, user_id, "
-                   "role, agent, tags, sequence_start, sequence_end, text, context, content_hash, metadata, "
-                   "importance, access_count, created_at, indexed_at, embedding, embedding_model, "
-                   "embedding_error, embedding_attempts")
-        with cursor.cursor.copy(f"COPY retrieval_chunk ({columns}) FROM STDIN") as copy:
-            for i in range(n_chunks):
-                j = i % len(turns)
-                vector = base[j] + rng.normal(0, 0.01, base.shape[1]).astype(np.float32) * (i >= len(turns))
-                vector /= np.linalg.norm(vector)
-                session = sessions[i // per_session]
-                copy.write_row((
-                    tenant.pk, "event", "", session.pk, workspace.pk, session.channel_id, "conversation",
-                    "conversation", "", "user", "", "{}", i % per_session + 1, i % per_session + 1, turns[j], "",
-                    f"{i:064x}", '{"schema_version": 1}', 0.5, 0, "2024-01-01T00:00:00Z", "2024-01-01T00:00:00Z",
-                    "[" + ",".join(f"{v:.5f}" for v in vector) + "]", embedder.name, "", 1,
-                ))
-        print(f"copied {n_chunks} rows in {time.perf_counter() - started:.1f} s")
-        started = time.perf_counter()
-        cursor.execute("SET maintenance_work_mem = '512MB'")
-        cursor.execute("CREATE INDEX chunk_embedding_hnsw ON retrieval_chunk USING hnsw "
-                       "(embedding halfvec_cosine_ops) WITH (m = 16, ef_construction = 64)")
-        print(f"built HNSW in {time.perf_counter() - started:.1f} s")
-        cursor.execute("VACUUM ANALYZE retrieval_chunk")
-    return tenant, raw_key
+        scale.drop_search_indexes(cursor)
+        for start in range(0, n_chunks, scale.BATCH):
+            block = maker.block(start, min(scale.BATCH, n_chunks - start))
+            scale.copy_rows(cursor, [scale.chunk_row(
+                tenant_id=tenant.pk, session_id=sessions[i // per_session].pk, workspace_id=workspace.pk,
+                channel_id=sessions[i // per_session].channel_id, user_id="", sequence=i % per_session + 1,
+                text=turns[i % len(turns)], digest=f"{i:064x}", vector=block[i - start], model=model,
+            ) for i in range(start, start + len(block))])
+        load_s = round(time.perf_counter() - started, 1)
+        print(f"copied {n_chunks} rows in {load_s} s")
+        built = scale.build_indexes(cursor)
+    return tenant, raw_key, {"load_s": load_s, **built}
 
 
 # --- measurements ----------------------------------------------------------------------------
@@ -163,14 +156,14 @@ def measure_in_process(tenant: Any, questions: list[str]) -> dict[str, Any]:
     from django.db import connection, transaction
     from django.test.utils import CaptureQueriesContext
 
-    from retrieval.embedders import get_embedder
+    from retrieval.query_embedding import embed_query, query_encoder
     from retrieval.search import hybrid_search
 
-    embedder = get_embedder()
+    print("query embedder:", "ONNX Runtime" if query_encoder() is not None else "the configured embedder (torch)")
     embed_ms = []
-    for q in questions:
+    for q in questions:  # the query path the web workers use
         started = time.perf_counter()
-        embedder.embed([q])
+        embed_query(q)
         embed_ms.append(1000 * (time.perf_counter() - started))
     out: dict[str, Any] = {"embedding": summary(embed_ms)}
     for name, options in MODES.items():
@@ -193,11 +186,11 @@ def measure_in_process(tenant: Any, questions: list[str]) -> dict[str, Any]:
     return out
 
 
-def start_server(port: int, workers: int) -> subprocess.Popen[bytes]:
+def start_server(port: int, workers: int, db_name: str = DB_NAME) -> subprocess.Popen[bytes]:
     from django.conf import settings
 
     base = settings.DATABASES["default"]
-    url = f"postgresql://{base['USER']}@/{DB_NAME}?host={base['HOST']}"
+    url = f"postgresql://{base['USER']}@/{db_name}?host={base['HOST']}"
     env = {**os.environ, "DATABASE_URL": url, "SECRET_KEY": "bench", "MEMORYHUB_EMBEDDER": "minilm",
            "MEMORYHUB_EMBED_THREADS": "1", "LOG_LEVEL": "WARNING"}
     process = subprocess.Popen(
@@ -293,7 +286,8 @@ def measure_embedding_throughput(tenant: Any, turns: list[str], sample: int) -> 
 def main() -> None:
     args = parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # run the cleanup below on `timeout`/kill
-    setup_django()
+    setup_django(args.db)
+    import scale
     from django.conf import settings
     from django.db import connection
 
@@ -304,37 +298,87 @@ def main() -> None:
     turns, questions = load_corpus()
     random.seed(11)
     questions = random.sample(questions, min(args.queries, len(questions)))
-    connection.creation.create_test_db(verbosity=0, autoclobber=not args.keepdb, keepdb=args.keepdb)
+    # serialize=False: a test database is serialised into memory for test rollbacks; at 1M rows that
+    # alone took every gigabyte of the machine.
+    connection.creation.create_test_db(verbosity=0, autoclobber=not args.keepdb, keepdb=args.keepdb, serialize=False)
     server = None
-    results: dict[str, Any] = {"chunks": args.chunks, "queries": len(questions)}
+    results: dict[str, Any] = {"chunks": args.chunks, "queries": len(questions), "vectors": args.vectors,
+                               "load_average_start": scale.load_average()}
     try:
-        tenant, raw_key = populate(args.chunks, turns[: args.chunks])
+        tenant, raw_key, results["build"] = populate(args.chunks, turns[: args.chunks], args.vectors)
+        if args.only_build:
+            return
         if args.only_embedding:
             runs = [measure_embedding_throughput(tenant, turns, args.embed_sample) for _ in range(args.only_embedding)]
             for run in runs:
                 print("background embedding:", run)
             print("median ratio:", statistics.median(r["ratio"] for r in runs))
             return
-        results["embedding_throughput"] = measure_embedding_throughput(tenant, turns, args.embed_sample)
-        print("background embedding:", results["embedding_throughput"])
+        if args.recall:
+            results["recall"] = measure_recall(tenant, questions[: args.recall])
+        if not args.no_embedding_throughput:
+            results["embedding_throughput"] = measure_embedding_throughput(tenant, turns, args.embed_sample)
+            print("background embedding:", results["embedding_throughput"])
         results["in_process"] = measure_in_process(tenant, questions)
         connection.close()
-        server = start_server(args.port, args.web_workers)
-        results["http"] = measure_http(args.port, raw_key, questions, args.clients, args.web_workers)
+        if not args.no_http:
+            port = args.port or free_port()
+            server = start_server(port, args.web_workers, args.db)
+            results["http"] = measure_http(port, raw_key, questions, args.clients, args.web_workers)
+            results["web_worker_rss_mb"] = worker_rss_mb(server.pid)
+        results["load_average_end"] = scale.load_average()
         report(results, args.clients)
         if args.json:
+            args.json.parent.mkdir(parents=True, exist_ok=True)
             args.json.write_text(json.dumps(results, indent=2))
     finally:
         if server is not None:
             stop_server(server)
         if not args.keepdb:
-            connection.creation.destroy_test_db(DB_NAME, verbosity=0)
+            connection.creation.destroy_test_db(args.db, verbosity=0)
+
+
+def measure_recall(tenant: Any, questions: list[str]) -> dict[str, Any]:
+    import numpy as np
+    import scale
+    from django.db import connection
+
+    from retrieval.embedders import get_embedder
+    from retrieval.query_embedding import embed_query
+
+    vectors = [np.asarray(embed_query(q), dtype=np.float32) for q in questions]
+    with connection.cursor() as cursor:
+        return scale.recall(cursor, tenant.pk, get_embedder().name, vectors)
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def worker_rss_mb(master_pid: int) -> list[float]:
+    """Resident memory of each gunicorn worker (children of the master), model loaded."""
+    children = Path(f"/proc/{master_pid}/task/{master_pid}/children").read_text().split()
+    out = []
+    for pid in children:
+        status = Path(f"/proc/{pid}/status").read_text()
+        rss_kb = int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmRSS:")))
+        out.append(round(rss_kb / 1024, 1))
+    return out
 
 
 def report(results: dict[str, Any], clients: int) -> None:
     emb = results["in_process"]["embedding"]
-    print(f"\n{results['chunks']} chunks, {results['queries']} queries; query embedding p50 {emb['p50']} "
-          f"p95 {emb['p95']} ms")
+    print(f"\n{results['chunks']} chunks ({results['vectors']}), {results['queries']} queries; query embedding "
+          f"p50 {emb['p50']} p95 {emb['p95']} ms; load average {results['load_average_start']} -> "
+          f"{results['load_average_end']}; web workers RSS {results.get('web_worker_rss_mb')} MB")
+    if "http" not in results:
+        for mode in MODES:
+            print(mode, results["in_process"][mode])
+        return
     print(f"{'mode':<11} {'rawSQL p50/p95':>15} {'in-proc p50/p95':>16} {'HTTP p50/p95':>14} "
           f"{f'{clients} clients p50/p95':>20} {'qps':>6} {'p95 ratio':>9}")
     for mode in MODES:

@@ -304,6 +304,9 @@ MEMORYHUB_MAX_BULK_EVENTS = env_int("MEMORYHUB_MAX_BULK_EVENTS", 1000, minimum=1
 MEMORYHUB_MAX_CONTENT_CHARS = env_int("MEMORYHUB_MAX_CONTENT_CHARS", 200_000, minimum=1000)
 MEMORYHUB_RESTORE_BUDGET = env_int("MEMORYHUB_RESTORE_BUDGET", 4000, minimum=1)
 MEMORYHUB_API_KEY_TOUCH_SECONDS = env_int("MEMORYHUB_API_KEY_TOUCH_SECONDS", 60, minimum=0)
+# How long each process reuses an API key it read (0: read it on every request). A key revoked
+# elsewhere is refused by every process within this many seconds (at once by the one revoking it).
+MEMORYHUB_API_KEY_CACHE_SECONDS = env_float("MEMORYHUB_API_KEY_CACHE_SECONDS", 5.0, low=0.0, high=300.0)
 # How often each process writes its request counters (searches, context, restores) for the dashboard.
 MEMORYHUB_USAGE_FLUSH_SECONDS = env_int("MEMORYHUB_USAGE_FLUSH_SECONDS", 10, minimum=0)
 # How often each process writes the access counts of the memories its searches returned.
@@ -362,6 +365,8 @@ MEMORYHUB_CHUNK_OVERLAP = env_int("MEMORYHUB_CHUNK_OVERLAP", 96, minimum=0)
 # Torch threads for the local model, and texts per encode() call.
 MEMORYHUB_EMBED_THREADS = env_int("MEMORYHUB_EMBED_THREADS", min(os.cpu_count() or 1, 4), minimum=1)
 MEMORYHUB_EMBED_BATCH_SIZE = env_int("MEMORYHUB_EMBED_BATCH_SIZE", 32, minimum=1)
+# Threads of the torch-free query embedder of web processes (one query each; retrieval.query_embedding).
+MEMORYHUB_QUERY_EMBED_THREADS = env_int("MEMORYHUB_QUERY_EMBED_THREADS", 1, minimum=1)
 # Rows per background embedding batch (seed 001: 50).
 MEMORYHUB_EMBED_BACKFILL_BATCH = env_int("MEMORYHUB_EMBED_BACKFILL_BATCH", 50, minimum=1)
 # A chunk whose embedding failed this many times is set aside (skipped until retried in the admin).
@@ -375,6 +380,17 @@ MEMORYHUB_EMBED_CONTEXT_MESSAGES = env_int("MEMORYHUB_EMBED_CONTEXT_MESSAGES", 2
 # Candidates fetched from each index before fusion, and HNSW's ef_search.
 MEMORYHUB_SEARCH_CANDIDATES = env_int("MEMORYHUB_SEARCH_CANDIDATES", 100, minimum=10)
 MEMORYHUB_HNSW_EF_SEARCH = env_int("MEMORYHUB_HNSW_EF_SEARCH", 100, minimum=10)
+# Every connection starts with search's HNSW settings (ef_search; iterative scans, so that filtered
+# queries return enough rows), so a search needs no SET and no transaction around it. A pooler that
+# refuses startup options (PgBouncer without ignore_startup_parameters) wants this off: search then
+# sets them per query (retrieval.search.sql.hnsw_settings).
+if env_bool("MEMORYHUB_PG_STARTUP_OPTIONS", True):
+    _options = DATABASES["default"].setdefault("OPTIONS", {})
+    _options["options"] = (f"{_options.get('options', '')} -c hnsw.ef_search={MEMORYHUB_HNSW_EF_SEARCH}"
+                           " -c hnsw.iterative_scan=relaxed_order").strip()
+# Vector search of a scope with fewer chunks than this (a channel, a user, a small tenant) is exact
+# instead of a filtered HNSW walk over the whole table (0: always HNSW). bench/README.md, run G.
+MEMORYHUB_SEARCH_EXACT_BELOW = env_int("MEMORYHUB_SEARCH_EXACT_BELOW", 5_000, minimum=0)
 MEMORYHUB_SEARCH_MAX_TOP_K = env_int("MEMORYHUB_SEARCH_MAX_TOP_K", 100, minimum=1)
 MEMORYHUB_CONTEXT_BUDGET = env_int("MEMORYHUB_CONTEXT_BUDGET", 4000, minimum=100)
 # Context relevance floor (seed 004): a memory that shares no word with the query joins the context
@@ -398,6 +414,9 @@ MEMORYHUB_SEARCH_TIME_WEIGHT = env_float("MEMORYHUB_SEARCH_TIME_WEIGHT", 0.3, lo
 # Search: a summary that ranks gives its place to the best-ranked message it summarises
 # (when that message is a candidate); a search limited to summaries still returns summaries.
 MEMORYHUB_SEARCH_EXPAND_SUMMARIES = env_bool("MEMORYHUB_SEARCH_EXPAND_SUMMARIES", True)
+# Typo tolerance in text and hybrid search: a query word the scope never says also matches the
+# scope's closest words by trigram similarity (retrieval.search.fuzzy). Mode "fuzzy" always does.
+MEMORYHUB_SEARCH_FUZZY = env_bool("MEMORYHUB_SEARCH_FUZZY", True)
 # Hybrid search: pseudo-relevance feedback. The query vector moves toward the mean vector of the
 # first pass's best MEMORYHUB_SEARCH_FEEDBACK_DOCS results, by this weight (0 turns it off), and
 # the candidates are ranked again on it.

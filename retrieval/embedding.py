@@ -35,6 +35,7 @@ from memoryhub.background import (
     round_robin_etas,
     time_budget,
 )
+from retrieval import termstats
 from retrieval.embedders import EmbedderUnavailable, check_vectors, get_embedder
 from retrieval.models import Chunk, ChunkQuerySet
 
@@ -264,6 +265,9 @@ class EmbedLane:
         if not self._prepared:  # a lane on a machine of its own makes its ONNX model itself
             prepare_embedder()
             self._prepared = True
+        # Appends write chunks (and the search statistics' delta rows) in the web processes; the
+        # lane, always running, folds those deltas while they are few (at most every 30 s).
+        termstats.maybe_compact()
         tenant = next_tenant(self._tenant)
         if tenant is None:
             return self._stale_model_step()

@@ -19,6 +19,7 @@ from accounts.querysets import KeyScopedQuerySet
 from memoryhub.models import Session
 from memoryhub.searchable import KINDS, LIFETIMES, TIERS
 from retrieval.embedders import DIMENSIONS
+from retrieval.termstats import TERM_STAT_TRIGGERS
 
 SCHEMA_VERSION = 1
 
@@ -76,6 +77,9 @@ class Chunk(models.Model):
             # Scope widening ORs "this workspace's wider tiers" and "the account tier" into filters.
             models.Index(fields=["workspace", "tier"], name="chunk_workspace_tier"),
             models.Index(fields=["tenant", "tier"], name="chunk_tenant_tier"),
+            # A search limited to one end user (theirs and shared) in a big tenant: its vector search is
+            # exact over these rows (retrieval.search.sql.vector_source).
+            models.Index(fields=["tenant", "user_id"], name="chunk_tenant_user"),
             models.Index(fields=["tenant", "id"], name="chunk_pending_embedding",
                          condition=Q(embedding__isnull=True)),
             GinIndex(fields=["tags"], name="chunk_tags"),
@@ -90,6 +94,7 @@ class Chunk(models.Model):
         triggers = [
             # The chunk's own words weigh A; the conversation context it was written in weighs D,
             # so a reply can be found (at a discount) by the words of the message it answers.
+            *TERM_STAT_TRIGGERS,
             # PostgreSQL's parser keeps paths, e-mails, URLs and snake_case names whole
             # ("kv/oldpathzeta"): their parts are indexed too, so "oldpathzeta" finds them.
             pgtrigger.Trigger(
@@ -166,3 +171,55 @@ class Document(models.Model):
 
 def chunk_metadata(**fields: Any) -> dict[str, Any]:
     return {**{k: v for k, v in fields.items() if v not in (None, "", [], {})}, "schema_version": SCHEMA_VERSION}
+
+
+class TermStat(models.Model):
+    """Full-text statistics kept, not counted (issue 19): per (tenant, workspace, channel), how many
+    chunks say each lexeme in their own words (weight A). workspace/channel 0 is "none"; -1/-1 is
+    the tenant's total over every bucket.
+
+    Maintained by statement triggers on retrieval_chunk (retrieval.termstats), which only append
+    delta rows (delta=true): no row is ever updated by a writer, so concurrent indexing never waits
+    on a statistics row or deadlocks over one. A reader sums the rows of a key (exact at any time);
+    retrieval.termstats.compact folds the deltas of each key into one row.
+    """
+
+    tenant_id = models.BigIntegerField()
+    workspace_id = models.BigIntegerField()
+    channel_id = models.BigIntegerField()
+    lexeme = models.TextField()
+    n = models.BigIntegerField()
+    delta = models.BooleanField(db_default=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["tenant_id", "lexeme", "workspace_id", "channel_id"], include=["n"],
+                         name="termstat_lookup"),
+            models.Index(fields=["tenant_id", "lexeme"], condition=Q(delta=True), name="termstat_delta"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.lexeme!r} × {self.n} (tenant {self.tenant_id}, channel {self.channel_id})"
+
+
+class ScopeSize(models.Model):
+    """Chunks per (tenant, workspace, channel, owner), kept like TermStat (same triggers, deltas,
+    compaction); -1/-1 is the tenant's total per owner. The size of a scope for IDF, and for the
+    choice between an HNSW and an exact vector search (retrieval.search.sql.vector_source)."""
+
+    tenant_id = models.BigIntegerField()
+    workspace_id = models.BigIntegerField()
+    channel_id = models.BigIntegerField()
+    user_id = models.CharField(max_length=200)
+    n = models.BigIntegerField()
+    delta = models.BooleanField(db_default=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["tenant_id", "workspace_id", "channel_id", "user_id"], include=["n"],
+                         name="scopesize_lookup"),
+            models.Index(fields=["tenant_id"], condition=Q(delta=True), name="scopesize_delta"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.n} chunks (tenant {self.tenant_id}, channel {self.channel_id}, user {self.user_id!r})"

@@ -65,7 +65,9 @@ class SearchInput(StrictSerializer):
                       help_text="How many results (default 10; at most MEMORYHUB_SEARCH_MAX_TOP_K).")
     mode = serializers.ChoiceField(choices=MODES, required=False, default="hybrid",
                                    help_text="hybrid (meaning and words, the default), vector (meaning only), text "
-                                             "(words only) or exact (the exact phrase).")
+                                             "(words only), exact (the exact phrase) or fuzzy (words, each also "
+                                             "matching the closest stored words). In hybrid and text a word never "
+                                             "stored also matches the closest stored words (typo tolerance).")
     fusion = serializers.ChoiceField(choices=FUSIONS, required=False, default="weighted",
                                      help_text="How hybrid mode merges its two rankings: weighted scores or rrf "
                                                "(reciprocal rank fusion).")

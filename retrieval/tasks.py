@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from retrieval import embedding, indexing
+from retrieval import embedding, indexing, termstats
 
 
 def index_events(session_id: int, event_ids: list[int]) -> int:
-    return len(indexing.index_events(session_id=session_id, event_ids=event_ids))
+    created = len(indexing.index_events(session_id=session_id, event_ids=event_ids))
+    termstats.maybe_compact()  # fold the statistics' delta rows while they are few
+    return created
 
 
 def embed_chunks(chunk_ids: list[int]) -> dict[str, int]:

@@ -21,6 +21,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from memoryhub.tasks import MAINTENANCE
+from retrieval.termstats import compact as compact_term_stats
 from scheduling import jobs
 
 logger = logging.getLogger(__name__)
@@ -61,7 +62,8 @@ def deliver_notification(delivery_id: str) -> str:
 
 
 def embed_backfill() -> dict[str, Any]:
-    report = jobs.embed_backfill()
+    # The cadence also folds the search statistics' delta rows (every tenant's: it is the cluster's).
+    report = {**jobs.embed_backfill(), "term_stats_compacted": compact_term_stats()}
     logger.info("maintenance embed_backfill", extra={"report": report})
     return report
 

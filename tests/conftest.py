@@ -34,9 +34,13 @@ def _fast_and_inline(settings) -> None:  # type: ignore[no-untyped-def]
 def _clear_cache() -> Iterator[None]:
     from django.core.cache import cache
 
+    from accounts.authentication import key_cache
+
     cache.clear()
+    key_cache.clear()
     yield
     cache.clear()
+    key_cache.clear()
 
 
 @pytest.fixture

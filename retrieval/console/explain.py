@@ -78,8 +78,16 @@ def explained_search(tenant: Tenant, user: str | None, filters: dict[str, Any]) 
     with transaction.atomic():
         hits = run_search(req)
         transaction.set_rollback(True)  # no reinforcement: an operator looking is not a use
-    hits = [h for h in hits if _fits(h.chunk, filters)][:SHOWN]
+    hits = [h for h in _with_chunks(hits) if _fits(h.chunk, filters)][:SHOWN]
     return explain(hits, req.query)
+
+
+def _with_chunks(hits: list[SearchHit]) -> list[SearchHit]:
+    """The hits with their chunks as model instances: search returns rows (issue 19), the console
+    shows and edits more of a chunk (tier, uses, owner, source) than the API. One query."""
+    chunks = Chunk.objects.select_related("session", "channel", "workspace").in_bulk([h.chunk.pk for h in hits])
+    return [SearchHit(chunks[h.chunk.pk], h.score, h.vector_score, h.text_score)  # type: ignore[arg-type]
+            for h in hits if h.chunk.pk in chunks]
 
 
 def _fits(chunk: Chunk, filters: dict[str, Any]) -> bool:

@@ -68,7 +68,8 @@ def build() -> list[tools.ToolSpec]:
             "Search everything remembered (conversation messages, notes, facts, summaries, documents) "
             "by meaning and by words. Returns the best matches with their text, score, kind and origin. "
             "Narrow with scope/session/user_id and the filters; mode 'hybrid' (default) suits most "
-            "questions, 'text' matches exact words, 'vector' matches meaning only.",
+            "questions, 'text' matches exact words (a misspelt word also matches the closest stored ones), "
+            "'fuzzy' also widens correctly spelt words to similar ones, 'vector' matches meaning only.",
             object_schema(SearchInput, tools.SEARCH_ARGS, required=("query",)),
             tools.run_search, "read",
         ),

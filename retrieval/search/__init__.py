@@ -19,6 +19,8 @@ The package, in the order a search uses it:
 - sql.py: the WHERE clause every query shares and the other statements (vector and exact
   candidates, the candidate query, pair similarities, feedback, hits, reinforcement);
 - fulltext.py: the query's terms, their BM25 weights in scope, the text candidates;
+- fuzzy.py: typo tolerance: the scope's closest words for query words it never says (mode "fuzzy":
+  for every word), from the kept term statistics' vocabulary;
 - timehints.py: dates named in the query, and the ranking stage that prefers them;
 - fusion.py: one score per candidate (weighted, rrf, the memory profile), the session prior;
 - rerank.py: summary expansion, MMR, per-conversation diversity and cap, dedup, coverage.

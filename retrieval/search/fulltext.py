@@ -3,25 +3,24 @@
 Full text ranks with BM25-style IDF weights over an OR of the query's lexemes: Postgres' own
 ranking has no IDF, and an AND of every word of a natural-language question rarely matches
 anything. Query text is never parsed as tsquery syntax, so no input can make it fail. Scope sizes
-and document frequencies are counted capped and cached for a minute: they only scale the weights.
+and document frequencies are read from the statistics indexing keeps (retrieval.termstats), in
+the same statement that splits the query into lexemes: a search never counts.
 """
 
 from __future__ import annotations
 
-import hashlib
 import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
-from django.core.cache import cache
 
+from retrieval.search import fuzzy
 from retrieval.search.request import SearchRequest
-from retrieval.search.sql import select_rows
+from retrieval.search.sql import Source
+from retrieval.termstats import term_statistics
 
-DF_CAP = 5_000  # counting beyond this only refines the IDF of very common words
-STATS_TTL = 60  # seconds that scope sizes and document frequencies are reused
 MATCH_BUDGET = 500  # chunks whose own words match, summed over the terms that select candidates
 BM25_K1 = 1.2
 BM25_B = 0.5
@@ -70,59 +69,38 @@ class TextQuery:
         return sql, params
 
 
-def _query_lexemes(query: str) -> list[str]:
-    rows = select_rows("SELECT lexeme FROM unnest(to_tsvector('pg_catalog.english', %s))", [query[:4000]])
-    return sorted({r[0] for r in rows})[:32]
-
-
-def _scope_key(where: str, params: list[Any]) -> str:
-    return hashlib.sha256(repr((where, params)).encode()).hexdigest()
-
-
-def _scope_size(where: str, params: list[Any], scope_key: str) -> int:
-    """Chunks in scope (for IDF), capped and cached for a minute: it only scales the weights."""
-    key = f"retrieval:n:{scope_key}"
-    size = cache.get(key)
-    if size is None:
-        size = select_rows(f"SELECT count(*) FROM (SELECT 1 FROM retrieval_chunk c WHERE {where} LIMIT {DF_CAP * 10}) s",
-                           params)[0][0]
-        cache.set(key, size, STATS_TTL)
-    return max(int(size), 1)
-
-
-def _document_frequencies(literals: list[str], where: str, params: list[Any], scope_key: str) -> dict[str, int]:
-    """How many chunks in scope say each term themselves (capped; cached for a minute)."""
-    keys = {literal: f"retrieval:df:{scope_key}:{hashlib.sha256(literal.encode()).hexdigest()[:24]}"
-            for literal in literals}
-    cached = cache.get_many(list(keys.values()))
-    found = {literal: cached[key] for literal, key in keys.items() if key in cached}
-    missing = [literal for literal in literals if literal not in found]
-    if missing:
-        capped = (f"(SELECT count(*) FROM (SELECT 1 FROM retrieval_chunk c WHERE {where} "
-                  f"AND c.search_vector @@ %s::tsquery LIMIT {DF_CAP}) s)")
-        all_params: list[Any] = []
-        for literal in missing:
-            all_params.extend([*params, literal + ":A"])
-        counts = select_rows("SELECT " + ", ".join([capped] * len(missing)), all_params)[0]
-        fresh = dict(zip(missing, (int(c) for c in counts), strict=True))
-        # A zero is never cached: a word written a moment ago must be findable at once.
-        cache.set_many({keys[literal]: n for literal, n in fresh.items() if n}, STATS_TTL)
-        found.update(fresh)
-    return found
-
-
 def build_text_query(req: SearchRequest, where: str, params: list[Any]) -> TextQuery:
-    """The query's terms weighted by their IDF in scope (term statistics cached for a minute)."""
-    lexemes = _query_lexemes(req.query)
+    """The query's terms weighted by their IDF in scope (from the kept term statistics), and the
+    closest words of the scope for those it does not say (typo tolerance: fuzzy.py; `where` is the
+    search's WHERE clause, which those words must be visible under)."""
+    lexemes, frequencies, size = term_statistics(req)
     if not lexemes:
         return TextQuery([], False)
     literals = [tsquery_literal(x) for x in lexemes]
-    scope_key = _scope_key(where, params)
-    frequencies = _document_frequencies(literals, where, params, scope_key)
-    total = max(_scope_size(where, params, scope_key), *frequencies.values())
-    terms = weigh_terms(literals, frequencies, total)
+    by_literal = {tsquery_literal(x): frequencies[x] for x in lexemes}
+    total = max(size, *by_literal.values(), 1)
+    terms = weigh_terms(literals, by_literal, total)
+    if req.mode == "fuzzy" or settings.MEMORYHUB_SEARCH_FUZZY:
+        terms += alternative_terms(fuzzy.alternatives(req, frequencies, where, params, every_word=req.mode == "fuzzy"),
+                                   {t for t, _, _ in terms}, total)
     return TextQuery([(t, idf) for t, idf, _ in terms], bool(_WEBSEARCH_OPERATORS.search(req.query)),
                      select_match_terms(terms))
+
+
+def alternative_terms(found: dict[str, list[fuzzy.Alternative]], present: set[str],
+                      total: int) -> list[tuple[str, float, int]]:
+    """The alternatives as terms: each its own IDF times its similarity to the word it stands
+    for (a guessed word weighs less than a word the query says), once each."""
+    terms: list[tuple[str, float, int]] = []
+    for alternatives in found.values():
+        for alt in alternatives:
+            literal = tsquery_literal(alt.lexeme)
+            if literal in present:
+                continue
+            present.add(literal)
+            idf = math.log(1 + (total - alt.df + 0.5) / (alt.df + 0.5))
+            terms.append((literal, idf * alt.similarity, alt.df))
+    return terms
 
 
 def weigh_terms(literals: list[str], frequencies: dict[str, int], total: int) -> list[tuple[str, float, int]]:
@@ -153,14 +131,14 @@ def select_match_terms(terms: list[tuple[str, float, int]]) -> list[str]:
     return chosen
 
 
-def text_candidates(req: SearchRequest, tq: TextQuery, where: str, params: list[Any], limit: int) -> list[int]:
-    """The ids of the best `limit` text matches in scope, by BM25 score, then the newer first."""
+def text_source(req: SearchRequest, tq: TextQuery, where: str, params: list[Any], limit: int) -> Source | None:
+    """The best `limit` text matches in scope, by BM25 score, then the newer first."""
     if not tq.terms:
-        return []
+        return None
     score, score_params = tq.score_sql()
     match, match_params = tq.match_sql(req.query)
     sql = (
         f"SELECT c.id FROM retrieval_chunk c WHERE {where} AND {match} "
         f"ORDER BY {score} DESC, c.created_at DESC LIMIT %s"
     )
-    return [r[0] for r in select_rows(sql, [*params, *match_params, *score_params, limit])]
+    return sql, [*params, *match_params, *score_params, limit]

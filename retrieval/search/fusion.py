@@ -10,7 +10,7 @@ from collections.abc import Iterable
 
 from django.conf import settings
 
-from retrieval.search.request import Candidate, SearchRequest
+from retrieval.search.request import TEXT_MODES, Candidate, SearchRequest
 
 RRF_K = 60
 MEMORY_WEIGHTS = (0.3, 0.3, 0.4)  # text, semantic, decayed relevance (S4's 0.3 temporal + 0.1 importance)
@@ -50,7 +50,7 @@ def fuse(req: SearchRequest, chunks: dict[int, Candidate], vec: dict[int, float]
         }
     if req.mode == "vector":
         return {i: vec.get(i, 0.0) for i in ids}
-    if req.mode == "text":
+    if req.mode in TEXT_MODES:
         return {i: txt.get(i, 0.0) for i in ids}
     if req.fusion == "rrf":
         rv, rt = _ranks(vec), _ranks(txt)

@@ -3,16 +3,20 @@ and what it returns (SearchHit, or a SearchError the API turns into a 400)."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 from typing import Any
 
 from django.conf import settings
 
-from retrieval.embedders import DIMENSIONS, get_embedder
-from retrieval.models import Chunk
+from retrieval.embedders import DIMENSIONS
 
-MODES = ("hybrid", "vector", "text", "exact")
+MODES = ("hybrid", "vector", "text", "exact", "fuzzy")
+# Modes ranked on full text alone ("fuzzy": text search in which every query word also matches the
+# scope's closest words; see fuzzy.py).
+TEXT_MODES = ("text", "fuzzy")
 FUSIONS = ("weighted", "rrf")
 PROFILES = ("default", "memory")
 SCOPES = ("conversation", "channel", "workspace", "account")
@@ -62,7 +66,7 @@ def validate(req: SearchRequest) -> None:
     if req.query_embedding is not None and len(req.query_embedding) != DIMENSIONS:
         raise SearchError("invalid_query_embedding", f"query_embedding must have {DIMENSIONS} dimensions")
     has_text = bool(req.query.strip())
-    if req.mode in ("text", "exact") and not has_text:
+    if req.mode in (*TEXT_MODES, "exact") and not has_text:
         raise SearchError("query_required", f"mode {req.mode!r} needs query text")
     if not has_text and req.query_embedding is None:
         raise SearchError("query_required", "Give query text or a query_embedding.")
@@ -84,9 +88,46 @@ class Candidate:
     sequence_start: int | None = None
 
 
+@dataclass(frozen=True)
+class SessionRef:
+    """A hit's conversation, by the name the API uses (hit.chunk.session.external_id)."""
+
+    external_id: str
+
+
+@dataclass
+class HitRow:
+    """A result row as the candidate statement returned it (no model instance): the attributes
+    of a Chunk that hits, the API and context assembly read, under the same names."""
+
+    pk: int
+    text: str
+    kind: str
+    session_id: int | None
+    session_name: str | None
+    sequence_start: int | None
+    sequence_end: int | None
+    metadata_json: str  # parsed only for the rows shown
+    created_at: datetime
+    role: str
+    tags: list[str]
+    importance: float
+    channel_name: str | None
+    workspace_name: str | None
+    embedded: bool  # embedded by the search's model (False while the chunk waits for its vector)
+
+    @property
+    def session(self) -> SessionRef | None:
+        return SessionRef(self.session_name) if self.session_name is not None else None
+
+    @cached_property
+    def metadata(self) -> dict[str, Any]:
+        return json.loads(self.metadata_json) if self.metadata_json else {}
+
+
 @dataclass
 class SearchHit:
-    chunk: Chunk
+    chunk: HitRow
     score: float
     vector_score: float | None
     text_score: float | None
@@ -97,7 +138,7 @@ class SearchHit:
             "chunk_id": c.pk,
             "text": c.text,
             "score": round(self.score, 6),
-            "session": c.session.external_id if c.session_id else None,
+            "session": c.session_name,
             "sequence_start": c.sequence_start,
             "sequence_end": c.sequence_end,
             "kind": c.kind,
@@ -106,10 +147,10 @@ class SearchHit:
             "role": c.role or None,
             "tags": c.tags,
             "importance": c.importance,
-            "channel": c.channel.name if c.channel_id else None,
-            "workspace": c.workspace.name if c.workspace_id else None,
+            "channel": c.channel_name,
+            "workspace": c.workspace_name,
             # False while the chunk waits for its vector (found by full text only until then).
-            "embedded": c.embedding_model == get_embedder().name,
+            "embedded": c.embedded,
             "scores": {
                 "vector": None if self.vector_score is None else round(self.vector_score, 6),
                 "text": None if self.text_score is None else round(self.text_score, 6),

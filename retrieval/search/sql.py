@@ -1,6 +1,11 @@
 """The SQL of search, apart from full text's (fulltext.py): the WHERE clause every path shares,
-vector and exact candidates, the candidate query that scores them, the pair similarities MMR and
-dedup use, pseudo-relevance feedback, and loading and reinforcing the hits.
+the vector and exact candidate subqueries, the candidate statement, and reinforcing the hits.
+
+One search is three statements (issue 19): the query's term statistics (fulltext, termstats);
+the candidate statement, which finds the candidates (text, vector and date-hinted subqueries in
+one UNION), scores them on full text and returns their embeddings, so that feedback, MMR and
+dedup run on those vectors in Python (vectors.py); and the hits' result rows (load_rows). No
+transaction is opened: a hit deleted between the last two statements is left out, as before.
 
 Every query is confined to one tenant (and the key's workspace, when it is limited) in SQL,
 whatever the scope.
@@ -8,22 +13,28 @@ whatever the scope.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
-from django.db import connection
+from django.db import connection, transaction
 from django.utils import timezone
-from pgvector import HalfVector
 
+from accounts.models import Channel, Workspace
 from memoryhub.counters import BatchedCounter, Counts
+from memoryhub.models import Session
 from retrieval.decay import relevance_sql
 from retrieval.embedders import DIMENSIONS
-from retrieval.models import Chunk
-from retrieval.search.request import Candidate, SearchHit, SearchRequest
-from retrieval.search.rerank import DEDUP_COSINE, PairSimilarities
+from retrieval.search.request import Candidate, HitRow, SearchRequest
+from retrieval.search.vectors import CandidateVectors, decode_halfvecs
 
 if TYPE_CHECKING:
     from retrieval.search.fulltext import TextQuery
+
+Source = tuple[str, list[Any]]  # a subquery selecting c.id, and its parameters
 
 
 def where_clause(req: SearchRequest) -> tuple[str, list[Any]]:
@@ -88,45 +99,86 @@ def select_rows(sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
         return cursor.fetchall()
 
 
-def vector_candidates(vector: HalfVector, model: str, where: str, params: list[Any], limit: int) -> list[int]:
-    """The ids of the `limit` nearest chunks in scope embedded by `model` (HNSW, approximate)."""
-    with connection.cursor() as cursor:
-        # Iterative scans (pgvector 0.8) keep filtered HNSW queries from returning too few rows.
-        cursor.execute(
-            f"SET LOCAL hnsw.ef_search = {int(settings.MEMORYHUB_HNSW_EF_SEARCH)}; "
-            "SET LOCAL hnsw.iterative_scan = relaxed_order"
-        )
-        cursor.execute(
-            f"SELECT c.id FROM retrieval_chunk c WHERE {where} AND c.embedding IS NOT NULL "
-            "AND c.embedding_model = %s ORDER BY c.embedding <=> %s::halfvec LIMIT %s",
-            [*params, model, vector.to_text(), limit],
-        )
-        return [r[0] for r in cursor.fetchall()]
+def vector_source(vector_text: str, model: str, where: str, params: list[Any], limit: int,
+                  size: Source | None = None) -> Source:
+    """The `limit` nearest chunks in scope embedded by `model`.
+
+    An HNSW index is walked for the whole table: a scope that is a small part of it (a channel, a
+    user, a small tenant among many) makes a filtered walk visit many rows for few matches, even
+    with iterative scans. With `size` (a scalar subquery: the scope's chunk count, from the kept
+    statistics) a scope under MEMORYHUB_SEARCH_EXACT_BELOW is searched exactly instead: its rows
+    through the ordinary indexes, sorted by distance. Both branches are in the statement; the
+    size decides, once, which one runs (a one-time filter on an InitPlan).
+    """
+    hnsw = (f"SELECT c.id FROM retrieval_chunk c WHERE {where} AND c.embedding IS NOT NULL "
+            "AND c.embedding_model = %s{gate} ORDER BY c.embedding <=> %s::halfvec LIMIT %s")
+    threshold = int(settings.MEMORYHUB_SEARCH_EXACT_BELOW)
+    if size is None or threshold <= 0:
+        return hnsw.format(gate=""), [*params, model, vector_text, limit]
+    size_sql, size_params = size
+    exact = (f"SELECT e.id FROM (SELECT c.id, c.embedding FROM retrieval_chunk c WHERE {where} "
+             f"AND c.embedding IS NOT NULL AND c.embedding_model = %s AND ({size_sql}) < %s OFFSET 0) e "
+             "ORDER BY e.embedding <=> %s::halfvec LIMIT %s")
+    return (
+        f"({hnsw.format(gate=f' AND ({size_sql}) >= %s')}) UNION ALL ({exact})",
+        [*params, model, *size_params, threshold, vector_text, limit,
+         *params, model, *size_params, threshold, vector_text, limit],
+    )
 
 
-def exact_candidates(req: SearchRequest, where: str, params: list[Any], limit: int) -> list[int]:
-    """The ids of the newest chunks in scope whose text holds the query literally (mode "exact")."""
+def exact_source(req: SearchRequest, where: str, params: list[Any], limit: int) -> Source:
+    """The newest chunks in scope whose text holds the query literally (mode "exact")."""
     pattern = "%" + req.query.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-    sql = f"SELECT c.id FROM retrieval_chunk c WHERE {where} AND c.text ILIKE %s ORDER BY c.created_at DESC, c.id DESC LIMIT %s"
-    return [r[0] for r in select_rows(sql, [*params, pattern, limit])]
+    return (f"SELECT c.id FROM retrieval_chunk c WHERE {where} AND c.text ILIKE %s "
+            "ORDER BY c.created_at DESC, c.id DESC LIMIT %s", [*params, pattern, limit])
 
 
-def fetch_candidates(ids: list[int], vector: HalfVector | None, model: str, tq: TextQuery | None,
-                     with_relevance: bool = False) -> tuple[
-    dict[int, Candidate], dict[int, float], dict[int, float]
-]:
-    """Score every candidate on both signals (not only on the list it came from), in one query."""
-    select = ["c.id", "c.session_id", "c.text", "c.context <> ''", "extract(epoch FROM c.created_at)::float8",
-              "c.sequence_end", "c.importance", "c.kind", "c.sequence_start"]
-    params: list[Any] = []
-    if vector is not None:
-        select.append("CASE WHEN c.embedding_model = %s THEN 1 - (c.embedding <=> %s::halfvec) END")
-        params += [model, vector.to_text()]
-    else:
-        select.append("NULL")
+def hnsw_preset() -> bool:
+    """Whether this connection started with search's HNSW settings (settings.py passes them as
+    startup options), so that no SET, and no transaction for a SET LOCAL, is needed."""
+    options = str(connection.settings_dict.get("OPTIONS", {}).get("options", ""))
+    return (f"-c hnsw.ef_search={int(settings.MEMORYHUB_HNSW_EF_SEARCH)}" in options
+            and "-c hnsw.iterative_scan=relaxed_order" in options)
+
+
+@contextmanager
+def hnsw_settings(needed: bool) -> Iterator[None]:
+    """ef_search, and iterative scans (pgvector 0.8: filtered HNSW queries must not return too
+    few rows), for the statement run inside: set at connection start, else SET LOCAL."""
+    if not needed or hnsw_preset():
+        yield
+        return
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(f"SET LOCAL hnsw.ef_search = {int(settings.MEMORYHUB_HNSW_EF_SEARCH)}; "
+                       "SET LOCAL hnsw.iterative_scan = relaxed_order")
+        yield
+
+
+@dataclass
+class CandidatePool:
+    """What the candidate statement returns: ranking data, text scores, vectors."""
+
+    candidates: dict[int, Candidate]
+    txt: dict[int, float]
+    vectors: CandidateVectors
+
+
+# What ranking needs of every candidate; the rest of a result row is read for the hits only
+# (load_rows): names by key for 200 candidates cost more than a statement for 10 rows.
+_RANK_COLUMNS = ("c.id, c.session_id, c.text, c.context <> '', extract(epoch FROM c.created_at)::float8, "
+                 "c.sequence_start, c.sequence_end, c.importance, c.kind")
+
+
+def fetch_candidates(sources: list[Source], model: str, tq: TextQuery | None, *,
+                     with_relevance: bool = False, vector_search: bool = False) -> CandidatePool:
+    """Every candidate of `sources`, scored on full text (on every term, not only if text found
+    it), with its embedding (when made by `model`): one statement."""
+    union = " UNION ".join(f"({sql})" for sql, _ in sources)
+    select = [_RANK_COLUMNS, "CASE WHEN c.embedding_model = %s THEN halfvec_send(c.embedding) END"]
+    params: list[Any] = [model]
     if tq is not None and tq.terms:
         score, score_params = tq.score_sql()
-        select.append(score)
+        select.append(f"({score})::float8")  # numeric otherwise: a Decimal per candidate to convert
         params += score_params
     else:
         select.append("NULL")
@@ -136,87 +188,65 @@ def fetch_candidates(ids: list[int], vector: HalfVector | None, model: str, tq: 
         params += relevance_params
     else:
         select.append("0.0")
-    rows = select_rows(f"SELECT {', '.join(select)} FROM retrieval_chunk c WHERE c.id = ANY(%s)", [*params, ids])
+    # The ids as an array (an InitPlan): the rows are then fetched by primary key, never by a hash
+    # join over the table, whatever the planner guesses of the union's size.
+    sql = f"SELECT {', '.join(select)} FROM retrieval_chunk c WHERE c.id = ANY(ARRAY({union}))"
+    params += [value for _, values in sources for value in values]
+    with hnsw_settings(vector_search):
+        rows = select_rows(sql, params)
+    return _pool(rows)
+
+
+def _pool(rows: list[tuple[Any, ...]]) -> CandidatePool:
     candidates: dict[int, Candidate] = {}
-    vec: dict[int, float] = {}
     txt: dict[int, float] = {}
-    for pk, session_id, text, contextual, created, seq_end, importance, kind, seq_start, vsim, tscore, rel in rows:
-        candidates[pk] = Candidate(pk, session_id, text, contextual, created, seq_end, importance, float(rel),
-                                   kind, seq_start)
-        if vsim is not None:
-            vec[pk] = float(vsim)
+    with_vector: list[int] = []
+    raws: list[bytes] = []
+    for pk, session_id, text, contextual, created_ts, seq_start, seq_end, importance, kind, vector, tscore, rel in rows:
+        candidates[pk] = Candidate(pk, session_id, text, contextual, created_ts, seq_end, importance, float(rel), kind,
+                                   seq_start)
+        if vector is not None:
+            with_vector.append(pk)
+            raws.append(vector)
         if tscore:
             txt[pk] = float(tscore)
-    return candidates, vec, txt
+    return CandidatePool(candidates, txt, CandidateVectors(with_vector, decode_halfvecs(raws, DIMENSIONS)))
 
 
-def pair_similarities(head: list[Candidate], model: str) -> PairSimilarities:
-    """Cosine similarity of every pair (low id, high id) of the head, computed in the database."""
-    ids = [c.pk for c in head]
-    if len(ids) < 2:
+def load_rows(kept: list[Candidate], model: str) -> dict[int, HitRow]:
+    """The hits' result rows (the rest of what the API shows of them), as rows: one statement."""
+    if not kept:
         return {}
+    by_id = {c.pk: c for c in kept}
     rows = select_rows(
-        "SELECT a.id, b.id, 1 - (a.embedding <=> b.embedding) FROM retrieval_chunk a JOIN retrieval_chunk b "
-        "ON a.id < b.id WHERE a.id = ANY(%s) AND b.id = ANY(%s) AND a.embedding_model = %s "
-        "AND b.embedding_model = %s",
-        [ids, ids, model, model],
+        "SELECT c.id, to_char(c.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US'), c.role, c.tags, "
+        "c.metadata::text, s.external_id, ch.name, w.name, coalesce(c.embedding_model = %s, false) FROM retrieval_chunk c "
+        f"LEFT JOIN {Session._meta.db_table} s ON s.id = c.session_id "
+        f"LEFT JOIN {Channel._meta.db_table} ch ON ch.id = c.channel_id "
+        f"LEFT JOIN {Workspace._meta.db_table} w ON w.id = c.workspace_id WHERE c.id = ANY(%s)",
+        [model, list(by_id)],
     )
-    return {(a, b): float(sim) for a, b, sim in rows}
-
-
-def near_duplicate_pairs(head: list[Candidate], model: str) -> set[tuple[int, int]]:
-    """Pairs (low id, high id) of the ranking's head whose embeddings have cosine > 0.9.
-
-    Compared in the database (no vectors travel or get parsed). Only chunks embedded from their
-    own text are compared: one embedded with its conversation context shares that context's
-    direction with its neighbours, so for those only their words count (see rerank.dedup).
-    """
-    ids = [c.pk for c in head if not c.contextual]
-    if len(ids) < 2:
-        return set()
-    rows = select_rows(
-        "SELECT a.id, b.id FROM retrieval_chunk a JOIN retrieval_chunk b ON a.id < b.id "
-        "WHERE a.id = ANY(%s) AND b.id = ANY(%s) AND a.embedding_model = %s AND b.embedding_model = %s "
-        "AND (a.embedding <=> b.embedding) < %s",
-        [ids, ids, model, model, 1.0 - DEDUP_COSINE],
-    )
-    return {(a, b) for a, b in rows}
-
-
-def feedback_scores(vector: HalfVector, top_ids: list[int], ids: list[int], model: str,
-                    weight: float) -> dict[int, float]:
-    """Pseudo-relevance feedback (Rocchio): the candidates' cosine to the query vector moved toward
-    the mean vector of the best first-pass results (`top_ids`), so that memories worded like the
-    answers, not only like the question, score higher. One statement; cosine ignores the moved
-    vector's length, so it needs no normalising. Empty when none of `top_ids` has a vector."""
-    rows = select_rows(
-        "WITH fb AS (SELECT %s::vector + avg(f.embedding::vector) * %s::vector AS q FROM retrieval_chunk f "
-        "WHERE f.id = ANY(%s) AND f.embedding_model = %s) "
-        "SELECT c.id, 1 - (c.embedding <=> fb.q::halfvec) FROM retrieval_chunk c, fb "
-        "WHERE fb.q IS NOT NULL AND c.id = ANY(%s) AND c.embedding_model = %s",
-        [vector.to_text(), HalfVector([weight] * DIMENSIONS).to_text(), top_ids, model, ids, model],
-    )
-    return {pk: float(sim) for pk, sim in rows}
-
-
-def load_hits(kept: list[Candidate], order: dict[int, float], vec: dict[int, float],
-              txt: dict[int, float]) -> list[SearchHit]:
-    """The kept candidates as hits, in their order, with full rows (and what the API shows of them)."""
-    rows = Chunk.objects.filter(pk__in=[c.pk for c in kept]).select_related(
-        "session", "channel", "workspace").defer("search_vector", "embedding", "context")
-    by_id = {c.pk: c for c in rows}
-    return [SearchHit(by_id[c.pk], order[c.pk], vec.get(c.pk), txt.get(c.pk)) for c in kept if c.pk in by_id]
+    out = {}
+    for pk, created, role, tags, metadata, session_name, channel_name, workspace_name, embedded in rows:
+        c = by_id[pk]
+        out[pk] = HitRow(pk, c.text, c.kind, c.session_id, session_name, c.sequence_start, c.sequence_end, metadata,
+                         datetime.fromisoformat(created).replace(tzinfo=UTC), role, tags, c.importance, channel_name,
+                         workspace_name, embedded)
+    return out
 
 
 def _write_accesses(counts: Counts) -> None:
     """Add the accesses of a batch in one statement (seed 002: frequently used memories decay slower)."""
-    rows = [(int(pk), int(n[0])) for pk, n in counts.items()]
+    rows = sorted((int(pk), int(n[0])) for pk, n in counts.items())
     values = ", ".join(["(%s::bigint, %s::int)"] * len(rows))
+    # The rows are locked in id order first: two processes flushing overlapping batches (web
+    # workers) otherwise lock them in their own orders and deadlock (seen under 8 clients).
     with connection.cursor() as cursor:
         cursor.execute(
-            f"UPDATE retrieval_chunk c SET access_count = c.access_count + v.n, accessed_at = %s "
-            f"FROM (VALUES {values}) AS v(id, n) WHERE c.id = v.id",
-            [timezone.now(), *[value for row in rows for value in row]],
+            "UPDATE retrieval_chunk c SET access_count = c.access_count + v.n, accessed_at = %s "
+            "FROM (SELECT id FROM retrieval_chunk WHERE id = ANY(%s) ORDER BY id FOR UPDATE) AS l "
+            f"JOIN (VALUES {values}) AS v(id, n) ON v.id = l.id WHERE c.id = l.id",
+            [timezone.now(), [pk for pk, _ in rows], *[value for row in rows for value in row]],
         )
 
 

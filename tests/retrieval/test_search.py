@@ -161,7 +161,7 @@ def test_query_embedding_of_the_wrong_dimension_is_a_400(alice, garden, embeddin
 @pytest.mark.parametrize("body,code", [
     ({}, "query_required"),
     ({"query": "   "}, "query_required"),
-    ({"query": "x", "mode": "fuzzy"}, "invalid_choice"),
+    ({"query": "x", "mode": "psychic"}, "invalid_choice"),
     ({"query": "x", "fusion": "max"}, "invalid_choice"),
     ({"query": "x", "bogus": 1}, "unknown_field"),
     ({"query_embedding": [0.1, 0.2]}, "invalid"),
@@ -367,11 +367,48 @@ def test_memory_profile_reinforces_returned_results(alice, index) -> None:
 def test_search_query_count_does_not_grow_with_results(alice, index, mode: str,
                                                        django_assert_max_num_queries) -> None:
     index(alice, "s", *[{"role": "user", "content": f"walrus fact {i}"} for i in range(30)])
-    # Hybrid search compares the ranking's head pairwise once more (MMR, in one query) and
-    # scores the candidates against the feedback-moved query (one query).
     # (+1: the access counts, which tests write at once and a server in batches.)
-    with django_assert_max_num_queries(13 + 2 * (mode == "hybrid")):
+    with django_assert_max_num_queries(13):
         assert len(texts(search(alice, query="walrus", mode=mode, top_k=25))) == 25
+
+
+@pytest.mark.parametrize(("mode", "statements"), [("text", 3), ("hybrid", 3), ("vector", 2), ("exact", 2)])
+def test_a_search_is_three_statements_at_most(alice, index, cast, mode: str, statements: int,
+                                              django_assert_num_queries) -> None:
+    """Issue 19: the term statistics (text and hybrid), one statement for the candidates, their
+    scores and vectors (feedback, MMR and dedup run on those in Python), one for the hits' rows.
+    (+1: the access counts, which tests write at once and a server in batches, off the request.)"""
+    index(alice, "s", *[{"role": "user", "content": f"walrus fact {i}"} for i in range(30)])
+    with django_assert_num_queries(statements + 1):
+        hits = hybrid_search(tenant_id=cast.alice_tenant.pk, query="walrus", mode=mode, top_k=25)
+    assert len(hits) == 25 and hits[0].chunk.session.external_id == "s"
+    # The rows are the chunks' own values (created_at to the microsecond, in UTC), without a model instance.
+    stored = {c.pk: c for c in Chunk.objects.filter(pk__in=[h.chunk.pk for h in hits])}
+    for hit in hits:
+        chunk = stored[hit.chunk.pk]
+        assert (hit.chunk.text, hit.chunk.created_at, hit.chunk.metadata, hit.chunk.tags) == (
+            chunk.text, chunk.created_at, chunk.metadata, chunk.tags)
+        assert hit.chunk.created_at.utcoffset().total_seconds() == 0
+
+
+def test_hnsw_settings_come_with_the_connection_or_per_query(alice, index, cast, settings,
+                                                             django_assert_num_queries) -> None:
+    """Every connection starts with search's ef_search and iterative scans (no SET per search); a
+    different ef_search (set at run time) is SET LOCAL around the candidate statement."""
+    from django.db import connection
+
+    index(alice, "s", {"role": "user", "content": "walrus"})
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW hnsw.iterative_scan")
+        assert cursor.fetchone()[0] == "relaxed_order"
+    # (+1 each: the access counts, which tests write at once and a server in batches.)
+    with django_assert_num_queries(3) as captured:
+        assert hybrid_search(tenant_id=cast.alice_tenant.pk, query="walrus", mode="vector")
+    settings.MEMORYHUB_HNSW_EF_SEARCH = 17
+    with django_assert_num_queries(6) as captured:  # in a savepoint here: the test's transaction
+        assert hybrid_search(tenant_id=cast.alice_tenant.pk, query="walrus", mode="vector")
+    statements = [q["sql"] for q in captured.captured_queries]
+    assert statements[1].startswith("SET LOCAL hnsw.ef_search = 17") and "halfvec" in statements[2]
 
 
 # --- optional ranking settings -------------------------------------------------------------------

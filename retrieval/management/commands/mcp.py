@@ -29,13 +29,13 @@ class Command(BaseCommand):
         if not raw:
             raise CommandError("Give an API key: --key mh_… or MEMORYHUB_API_KEY.")
         try:
-            key = authenticate_key(raw)  # refuse a bad key at once rather than on the first call
+            key = authenticate_key(raw, cached=False)  # refuse a bad key at once rather than on the first call
         except AuthenticationFailed as exc:
             raise CommandError(str(exc.detail)) from None
         finally:
             close_old_connections()
         self.stderr.write(f"MemoryHub MCP server on stdio, acting as key {key.prefix}… of tenant {key.tenant.name!r}.")
-        server = build_server(lambda ctx: authenticate_key(raw))
+        server = build_server(lambda ctx: authenticate_key(raw, cached=False))
         anyio.run(_serve, server)
 
 

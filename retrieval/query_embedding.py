@@ -1,0 +1,83 @@
+"""The query embedder of web processes (issue 19): one text at a time, without torch.
+
+A web worker embeds one query per search. Loading sentence-transformers for that put torch in
+every web worker (~590 MB resident each, most of it torch); ONNX Runtime runs the same MiniLM
+(vectors agree to cosine ≥ 0.999) in a fraction of the memory and time. `embed_query` uses the
+ONNX model the background branch's `retrieval.minilm_runtimes` prepares in the data folder
+(`read_choice()`, `cache_dir()`, `OnnxMiniLM(directory, threads).encode(texts)`, none of which
+imports torch); where there is none (not prepared, not installed, another embedder configured)
+it falls back to the configured embedder, as before.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import threading
+from typing import Any, Protocol
+
+from django.conf import settings
+
+from retrieval import embedders
+
+logger = logging.getLogger(__name__)
+ONNX_MODULE = "retrieval.minilm_runtimes"
+
+
+class QueryEncoder(Protocol):
+    def encode(self, texts: list[str]) -> Any: ...  # a (len(texts), 384) array of unit vectors
+
+
+_encoder: QueryEncoder | None = None
+_looked = False
+_lock = threading.Lock()
+
+
+def load_onnx_encoder() -> QueryEncoder | None:
+    """The prepared ONNX MiniLM, or None (module missing, model not prepared or not verified)."""
+    try:
+        onnx = importlib.import_module(ONNX_MODULE)
+    except ImportError:
+        return None
+    choice = onnx.read_choice()
+    if not choice or not choice.get("agree"):
+        return None
+    return onnx.OnnxMiniLM(onnx.cache_dir(), settings.MEMORYHUB_QUERY_EMBED_THREADS)
+
+
+def query_encoder() -> QueryEncoder | None:
+    """This process's torch-free query encoder, loaded once; None when there is none."""
+    global _encoder, _looked
+    if settings.MEMORYHUB_EMBEDDER != "minilm":
+        return None
+    with _lock:
+        if not _looked:
+            _encoder = load_onnx_encoder()
+            _looked = True
+            logger.info("query embedder: %s", "ONNX Runtime" if _encoder else "the configured embedder")
+    return _encoder
+
+
+def embed_query(text: str) -> list[float]:
+    encoder = query_encoder()
+    if encoder is None:
+        return embedders.get_embedder().embed([text])[0]
+    vector = [float(v) for v in encoder.encode([text])[0]]
+    if len(vector) != embedders.DIMENSIONS:
+        raise ValueError(f"the query encoder returned {len(vector)} dimensions; the index holds {embedders.DIMENSIONS}")
+    return vector
+
+
+def warm_up() -> None:
+    """Load the query path now (a web worker's first search must not wait for it)."""
+    try:
+        embed_query("warm-up")
+    except Exception:  # the first real request will report it; a web worker must still start
+        logger.exception("query embedder warm-up failed")
+
+
+def reset() -> None:
+    """Forget the loaded encoder (tests; a model prepared after this process started)."""
+    global _encoder, _looked
+    with _lock:
+        _encoder, _looked = None, False

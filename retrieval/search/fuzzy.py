@@ -1,0 +1,135 @@
+"""Typo tolerance for full text (issue 14 item 12), over the vocabulary the term statistics keep.
+
+pg_trgm and fuzzystrmatch are not in the embedded PostgreSQL, and the kept statistics
+(retrieval.termstats) already hold every lexeme a scope says, with its document frequency. A
+query lexeme that the scope never says ("lisbn") is looked up among the scope's own lexemes:
+those of about its length that start with its first letter (a range of the statistics' index,
+bounded: MAX_CANDIDATES rows), ranked by trigram similarity as pg_trgm defines it (the shared
+share of the padded words' three-letter pieces). The closest few join the query as alternatives
+to the word, each weighted by its own IDF times its similarity, so an exact match of another
+query word still outranks a guessed one.
+
+Only the scope's buckets are read (the same buckets as its document frequencies: the tenant's,
+its workspaces' or channels'). The statistics do not know owners, and a bucket is wider than the
+search's filters: so the closest lexemes are then checked against the search's own WHERE clause
+(tenant, scope, ownership, filters), and only a lexeme that a chunk the searcher may see says in
+its own words becomes an alternative. A typo never surfaces another tenant's or user's words,
+nor pushes the searcher's own out of the few places.
+
+A word is left alone when its first letter is the typo (the candidate range starts from it), when
+it is shorter than MIN_LENGTH (short words have too few pieces to compare), and, outside mode
+"fuzzy", when the scope says it (df > 0): a correctly spelled query is searched exactly as before,
+without the extra statement. Mode "fuzzy" also widens words the scope does say.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from django.db import connection
+
+from retrieval.termstats import bucket_clause
+
+if TYPE_CHECKING:
+    from retrieval.search.request import SearchRequest
+
+MIN_LENGTH = 4  # shorter query lexemes are not corrected
+MAX_WORDS = 8  # query lexemes looked up per search
+LENGTH_SLACK = 2  # candidates are at most this many letters shorter or longer
+VERIFIED = 8  # closest lexemes per word checked against the search's WHERE clause
+MAX_CANDIDATES = 5000  # statistics rows read per word, in lexeme order (a bound on the cost, not a ranking)
+SIMILARITY = 0.34  # the least trigram similarity of an alternative (pg_trgm's default is 0.3)
+ALTERNATIVES = 3  # alternatives per word, the closest first
+
+
+@dataclass(frozen=True)
+class Alternative:
+    lexeme: str
+    similarity: float
+    df: int  # document frequency in scope
+
+
+def trigrams(word: str) -> set[str]:
+    """pg_trgm's pieces of a word: two spaces before it, one after, every three letters."""
+    padded = f"  {word} "
+    return {padded[i:i + 3] for i in range(len(padded) - 2)}
+
+
+def similarity(a: str, b: str) -> float:
+    """pg_trgm's similarity: shared pieces over all pieces of the two words."""
+    ta, tb = trigrams(a), trigrams(b)
+    return len(ta & tb) / len(ta | tb) if ta and tb else 0.0
+
+
+def correctable(lexeme: str) -> bool:
+    return len(lexeme) >= MIN_LENGTH and lexeme[0].isalpha()
+
+
+def _next_prefix(prefix: str) -> str:
+    """The least string above every string starting with `prefix` (the range's end)."""
+    return prefix[:-1] + chr(ord(prefix[-1]) + 1)
+
+
+def vocabulary_candidates(req: SearchRequest, words: list[str]) -> dict[str, dict[str, int]]:
+    """Per word, the scope's lexemes of about its length that start with its first letter, with
+    their document frequencies in scope: one statement (a bounded range scan per word)."""
+    buckets, bucket_params = bucket_clause(req)
+    parts, params = [], []
+    for word in words:
+        # A range of the statistics' index (tenant, lexeme, ...): lexemes starting with the
+        # word's first letter (a letter: that range holds in any collation), rows past the bound unread.
+        parts.append(
+            "(SELECT %s::text, s.lexeme, s.n FROM retrieval_termstat s WHERE s.tenant_id = %s "
+            "AND s.lexeme >= %s AND s.lexeme < %s AND length(s.lexeme) BETWEEN %s AND %s "
+            f"AND {buckets} LIMIT {MAX_CANDIDATES})"
+        )
+        params += [word, req.tenant_id, word[0], _next_prefix(word[0]), len(word) - LENGTH_SLACK,
+                   len(word) + LENGTH_SLACK, *bucket_params]
+    sql = (f"SELECT w, lexeme, sum(n) FROM ({' UNION ALL '.join(parts)}) AS v(w, lexeme, n) "
+           "GROUP BY w, lexeme HAVING sum(n) > 0")
+    out: dict[str, dict[str, int]] = {word: {} for word in words}
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        for word, lexeme, n in cursor.fetchall():
+            out[word][lexeme] = int(n)
+    return out
+
+
+def closest(word: str, vocabulary: dict[str, int], limit: int = VERIFIED) -> list[Alternative]:
+    """The closest lexemes of `vocabulary` to `word` (not `word` itself), best first; ties go
+    to the more frequent lexeme, then alphabetically (a stable order)."""
+    scored = [Alternative(lexeme, similarity(word, lexeme), df) for lexeme, df in vocabulary.items() if lexeme != word]
+    scored = [a for a in scored if a.similarity >= SIMILARITY]
+    scored.sort(key=lambda a: (-a.similarity, -a.df, a.lexeme))
+    return scored[:limit]
+
+
+def visible_lexemes(lexemes: list[str], where: str, params: list[Any]) -> set[str]:
+    """Those of `lexemes` that some chunk matching `where` says in its own words: one statement,
+    an index probe per lexeme."""
+    # Each lexeme as a quoted tsquery literal of weight A (never parsed as query syntax).
+    queries = ["'" + x.replace("\\", "\\\\").replace("'", "''") + "':A" for x in lexemes]
+    sql = ("SELECT t.l FROM unnest(%s::text[], %s::text[]) AS t(l, q) WHERE EXISTS (SELECT 1 FROM "
+           f"retrieval_chunk c WHERE {where} AND c.search_vector @@ t.q::tsquery)")
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [lexemes, queries, *params])
+        return {row[0] for row in cursor.fetchall()}
+
+
+def alternatives(req: SearchRequest, frequencies: dict[str, int], where: str, params: list[Any], *,
+                 every_word: bool) -> dict[str, list[Alternative]]:
+    """The alternatives of the query's lexemes that the scope does not say (of every correctable
+    lexeme with `every_word`: mode "fuzzy"). Empty, without a statement, when none needs any;
+    two statements otherwise (the scope's vocabulary near the words, the check of visibility)."""
+    words = [w for w in sorted(frequencies) if correctable(w) and (every_word or not frequencies[w])][:MAX_WORDS]
+    if not words:
+        return {}
+    vocabulary = vocabulary_candidates(req, words)
+    near = {word: closest(word, vocabulary[word]) for word in words}
+    lexemes = sorted({a.lexeme for alts in near.values() for a in alts})
+    if not lexemes:
+        return {}
+    visible = visible_lexemes(lexemes, where, params)
+    found = {word: [a for a in alts if a.lexeme in visible][:ALTERNATIVES] for word, alts in near.items()}
+    return {word: alts for word, alts in found.items() if alts}

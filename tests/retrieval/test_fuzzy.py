@@ -1,0 +1,99 @@
+"""Typo-tolerant full text (issue 14 item 12): a query word the scope never says matches the
+scope's closest words, never another tenant's or user's; a correctly spelled query is unchanged."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from retrieval.search import SearchRequest, fuzzy, hybrid_search
+from retrieval.search.sql import where_clause
+from tests.retrieval.conftest import search
+
+FLIGHT = "the Lisbon flight is at 9"
+
+
+def texts(response: Any) -> list[str]:
+    assert response.status_code == 200, response.content
+    return [r["text"] for r in response.json()["results"]]
+
+
+@pytest.fixture
+def trip(alice, index) -> None:
+    index(alice, "trip", {"role": "user", "content": FLIGHT},
+          {"role": "user", "content": "Pack the blue suitcase and the camera."},
+          {"role": "user", "content": "Dinner with Marta on Friday."})
+
+
+def test_similarity_is_pg_trgm_s() -> None:
+    # "  lisbn " and "  lisbon " share 4 of their 9 distinct three-letter pieces.
+    assert fuzzy.similarity("lisbn", "lisbon") == pytest.approx(4 / 9)
+    assert fuzzy.similarity("walrus", "walrus") == 1.0
+    assert fuzzy.similarity("walrus", "camera") == 0.0
+
+
+@pytest.mark.parametrize("mode", ["text", "fuzzy"])
+def test_a_misspelt_query_finds_the_memory(alice, trip, mode: str) -> None:
+    # (The next messages match too, through their conversation context, at a discount.)
+    assert texts(search(alice, query="Lisbn fligt", mode=mode))[0] == FLIGHT
+
+
+def test_hybrid_search_scores_the_misspelt_words_on_full_text(alice, trip) -> None:
+    results = search(alice, query="Lisbn fligt", mode="hybrid").json()["results"]
+    text_scores = {r["text"]: r["scores"]["text"] or 0.0 for r in results}
+    assert max(text_scores, key=text_scores.get) == FLIGHT and text_scores[FLIGHT] > 0
+
+
+def test_the_setting_turns_it_off_in_text_mode_but_not_in_fuzzy_mode(alice, trip, settings) -> None:
+    settings.MEMORYHUB_SEARCH_FUZZY = False
+    assert texts(search(alice, query="Lisbn fligt", mode="text")) == []
+    assert texts(search(alice, query="Lisbn fligt", mode="fuzzy"))[0] == FLIGHT
+
+
+def test_a_correctly_spelt_query_is_unchanged(alice, trip, cast, settings, django_assert_num_queries) -> None:
+    def run() -> list[tuple[str, float]]:
+        hits = hybrid_search(tenant_id=cast.alice_tenant.pk, query="Lisbon flight camera", mode="text")
+        return [(h.chunk.text, h.score) for h in hits]
+
+    with django_assert_num_queries(4):  # statistics, candidates, rows, access counts: no vocabulary look-up
+        with_fuzzy = run()
+    settings.MEMORYHUB_SEARCH_FUZZY = False
+    assert run() == with_fuzzy and with_fuzzy[0][0] == FLIGHT
+
+
+def test_a_guessed_word_weighs_less_than_a_word_the_query_says(alice, index) -> None:
+    index(alice, "s", {"role": "user", "content": "The Lisbon office moved."},
+          {"role": "user", "content": "The flight was late."})
+    # "flight" is said; "lisbn" is guessed as "lisbon": the chunk saying the query's own word first.
+    assert texts(search(alice, query="Lisbn flight", mode="text")) == ["The flight was late.", "The Lisbon office moved."]
+
+
+def test_fuzzy_mode_widens_words_the_scope_says(alice, index) -> None:
+    index(alice, "s1", {"role": "user", "content": "We met in Lisbon."})
+    index(alice, "s2", {"role": "user", "content": "Lisboa again!"})
+    assert texts(search(alice, query="Lisbon", mode="text")) == ["We met in Lisbon."]
+    assert sorted(texts(search(alice, query="Lisbon", mode="fuzzy"))) == ["Lisboa again!", "We met in Lisbon."]
+
+
+def test_a_typo_never_surfaces_another_tenants_words(alice, bob, index) -> None:
+    index(bob, "trip", {"role": "user", "content": FLIGHT})
+    index(alice, "home", {"role": "user", "content": "The cat sleeps on the sofa."})
+    for mode in ("text", "hybrid", "fuzzy"):
+        assert FLIGHT not in texts(search(alice, query="Lisbn fligt", mode=mode))
+
+
+def test_a_typo_never_surfaces_another_users_words(cast, index) -> None:
+    client = cast.alice
+    for sid, user in (("ann-chat", "ann"), ("bob-chat", "bob")):
+        assert client.post("/api/v1/sessions/", {"id": sid, "user_id": user}, format="json").status_code == 201
+    index(client, "ann-chat", {"role": "user", "content": "Lisboa in spring"})
+    index(client, "bob-chat", {"role": "user", "content": "bob's Lisbon flight"})
+    req = SearchRequest(tenant_id=cast.alice_tenant.pk, query="Lisbn", mode="text", user_id="ann")
+    where, params = where_clause(req)
+    # The tenant's vocabulary knows both; ann's alternatives are only the words she may see.
+    found = fuzzy.alternatives(req, {"lisbn": 0}, where, params, every_word=False)
+    assert [a.lexeme for a in found["lisbn"]] == ["lisboa"]
+    assert texts(search(client, query="Lisbn", mode="text", user_id="ann")) == ["Lisboa in spring"]
+    bobs = texts(search(client, query="Lisbn", mode="text", user_id="bob"))
+    assert bobs[0] == "bob's Lisbon flight"  # the closer word, for the user who said it

@@ -1,0 +1,79 @@
+"""Feedback, pair similarities and vector scores computed in Python on the candidates' vectors
+(issue 19) agree with what pgvector computed in SQL before."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from pgvector import HalfVector
+
+from retrieval.embedders import DIMENSIONS, get_embedder
+from retrieval.models import Chunk
+from retrieval.search.sql import select_rows
+from retrieval.search.vectors import (
+    CandidateVectors,
+    as_halfvec,
+    decode_halfvec,
+    decode_halfvecs,
+    near_duplicate_pairs,
+)
+
+
+@pytest.fixture
+def stored(alice, index) -> tuple[CandidateVectors, list[int]]:
+    index(alice, "s", *[{"role": "user", "content": text} for text in (
+        "otters hold hands while they sleep", "otters sleep holding hands", "the kayak club meets on sunday",
+        "a heron stood in the river", "river otters eat fish", "sunday kayak trip down the river")])
+    ids = list(Chunk.objects.order_by("id").values_list("id", flat=True))
+    rows = select_rows("SELECT id, halfvec_send(embedding) FROM retrieval_chunk WHERE id = ANY(%s)", [ids])
+    return CandidateVectors.of({pk: decode_halfvec(raw) for pk, raw in rows}), ids
+
+
+def test_halfvec_binary_decodes_to_the_stored_values(stored) -> None:
+    vectors, ids = stored
+    text = select_rows("SELECT embedding::text FROM retrieval_chunk WHERE id = %s", [ids[0]])[0][0]
+    assert np.allclose(vectors.matrix[vectors.row[ids[0]]], np.array(HalfVector.from_text(text).to_list()), atol=0)
+    raws = [raw for _, raw in select_rows("SELECT id, halfvec_send(embedding) FROM retrieval_chunk WHERE id = ANY(%s) "
+                                          "ORDER BY id", [ids])]
+    assert np.array_equal(decode_halfvecs(raws, DIMENSIONS), np.stack([decode_halfvec(raw) for raw in raws]))
+
+
+def test_cosines_agree_with_pgvector(stored) -> None:
+    vectors, ids = stored
+    query = get_embedder().embed(["otters sleeping"])[0]
+    in_sql = dict(select_rows("SELECT id, 1 - (embedding <=> %s::halfvec) FROM retrieval_chunk WHERE id = ANY(%s)",
+                              [HalfVector(query).to_text(), ids]))
+    in_python = vectors.cosines(as_halfvec(query))
+    assert in_python.keys() == in_sql.keys()
+    assert all(abs(in_python[pk] - in_sql[pk]) < 1e-5 for pk in ids)
+
+
+def test_feedback_agrees_with_the_sql_it_replaces(stored) -> None:
+    vectors, ids = stored
+    query, weight, top = get_embedder().embed(["otters sleeping"])[0], 0.4, ids[:3]
+    in_sql = dict(select_rows(  # the statement of sql.feedback_scores before issue 19
+        "WITH fb AS (SELECT %s::vector + avg(f.embedding::vector) * %s::vector AS q FROM retrieval_chunk f "
+        "WHERE f.id = ANY(%s)) SELECT c.id, 1 - (c.embedding <=> fb.q::halfvec) FROM retrieval_chunk c, fb "
+        "WHERE fb.q IS NOT NULL AND c.id = ANY(%s)",
+        [HalfVector(query).to_text(), HalfVector([weight] * DIMENSIONS).to_text(), top, ids]))
+    in_python = vectors.feedback(as_halfvec(query), top, weight)
+    assert all(abs(in_python[pk] - in_sql[pk]) < 1e-4 for pk in ids)
+    assert vectors.feedback(as_halfvec(query), [10**9], weight) == {}  # no vector among the top: none
+
+
+def test_pairs_agree_with_pgvector(stored) -> None:
+    vectors, ids = stored
+    in_sql = {(a, b): s for a, b, s in select_rows(
+        "SELECT a.id, b.id, 1 - (a.embedding <=> b.embedding) FROM retrieval_chunk a JOIN retrieval_chunk b "
+        "ON a.id < b.id WHERE a.id = ANY(%s) AND b.id = ANY(%s)", [ids, ids])}
+    in_python = vectors.pairs(ids + [10**9])  # an id without a vector has no pairs
+    assert in_python.keys() == in_sql.keys()
+    assert all(abs(in_python[p] - in_sql[p]) < 1e-5 for p in in_sql)
+    near = near_duplicate_pairs(vectors, ids)
+    assert near == {p for p, s in in_sql.items() if s > 0.9}
+
+
+def test_a_zero_vector_scores_nothing() -> None:
+    vectors = CandidateVectors.of({1: np.zeros(4, np.float32), 2: np.ones(4, np.float32)})
+    assert vectors.cosines(np.ones(4, np.float32)) == {2: pytest.approx(1.0)}
+    assert vectors.pairs([1, 2]) == {}
