@@ -45,7 +45,15 @@ class SearchInput(StrictSerializer):
     since = serializers.DateTimeField(required=False, allow_null=True, default=None)
     until = serializers.DateTimeField(required=False, allow_null=True, default=None)
     top_k = TopKField(required=False, default=10)
-    mode = serializers.ChoiceField(choices=MODES, required=False, default="hybrid")
+    mode = serializers.ChoiceField(
+        choices=MODES, required=False, default="hybrid",
+        help_text="hybrid (meaning and words), vector (meaning), text (words, BM25), exact (the query as a "
+                  "substring) or regex (the query as a PostgreSQL regular expression over the text, at most "
+                  "MEMORYHUB_SEARCH_REGEX_MAX_LENGTH characters; a pattern that does not compile is "
+                  "`invalid_regex`, one that runs past MEMORYHUB_SEARCH_REGEX_TIMEOUT_MS is `regex_timeout`). "
+                  "exact and regex return the newest matches first, each scored 1.")
+    case_sensitive = serializers.BooleanField(
+        required=False, default=False, help_text="Modes exact and regex: match case (default: ignore it).")
     fusion = serializers.ChoiceField(choices=FUSIONS, required=False, default="weighted")
     vector_weight = serializers.FloatField(min_value=0.0, max_value=1.0, required=False, default=0.7)
     text_weight = serializers.FloatField(min_value=0.0, max_value=1.0, required=False, default=0.3)

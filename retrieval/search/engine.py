@@ -28,7 +28,8 @@ from retrieval.embedders import get_embedder
 from retrieval.query_embedding import embed_query
 from retrieval.search.fulltext import TextQuery, build_text_query, text_source
 from retrieval.search.fusion import by_score, feedback_documents, fuse
-from retrieval.search.request import TEXT_MODES, Candidate, SearchHit, SearchRequest, validate
+from retrieval.search.regex import regex_source
+from retrieval.search.request import LITERAL_MODES, TEXT_MODES, Candidate, SearchHit, SearchRequest, validate
 from retrieval.search.rerank import (
     PairSimilarities,
     cap_per_session,
@@ -97,6 +98,8 @@ def run_search(req: SearchRequest) -> list[SearchHit]:
 def _plan(req: SearchRequest, where: str, params: list[Any], model: str) -> Plan:
     if req.mode == "exact":
         return Plan([exact_source(req, where, params, req.top_k)])
+    if req.mode == "regex":
+        return Plan(regex_source(req, where, params, req.top_k))
     limit = max(settings.MEMORYHUB_SEARCH_CANDIDATES, req.top_k * 3)
     has_text = bool(req.query.strip())
     tq = build_text_query(req, where, params) if has_text and req.mode in (*TEXT_MODES, "hybrid") else None
@@ -141,7 +144,7 @@ def _rank(req: SearchRequest, plan: Plan, pool: CandidatePool,
           vec: dict[int, float]) -> tuple[dict[int, float], list[Candidate], Similarities | None]:
     """The candidates' scores and order, and MMR's pair similarities when it computed them."""
     chunks = pool.candidates
-    if req.mode == "exact":
+    if req.mode in LITERAL_MODES:
         newest = sorted(chunks.values(), key=lambda c: (-c.created_ts, -c.pk))
         return {i: 1.0 for i in chunks}, newest, None
     order = fuse(req, chunks, _with_feedback(req, pool, vec, plan.vector), pool.txt)
