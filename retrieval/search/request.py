@@ -57,6 +57,7 @@ class SearchRequest:
     text_weight: float = 0.3
     profile: str = "default"
     case_sensitive: bool = False  # modes exact and regex
+    explain: bool = False  # each hit carries why it ranked (retrieval.search.explain)
 
 
 def validate(req: SearchRequest) -> None:
@@ -137,10 +138,11 @@ class SearchHit:
     score: float
     vector_score: float | None
     text_score: float | None
+    explain: dict[str, Any] | None = None  # only when the request asked to explain
 
     def as_dict(self) -> dict[str, Any]:
         c = self.chunk
-        return {
+        out = {
             "chunk_id": c.pk,
             "text": c.text,
             "score": round(self.score, 6),
@@ -162,3 +164,6 @@ class SearchHit:
                 "text": None if self.text_score is None else round(self.text_score, 6),
             },
         }
+        if self.explain is not None:
+            out["explain"] = self.explain
+        return out
