@@ -64,6 +64,21 @@ def test_hybrid_explain(alice, garden) -> None:
     assert top["mode"] == "hybrid" and top["fusion"] == "weighted" and top["profile"] == "default"
 
 
+def test_reranking_steps_show_in_a_hybrid_search(alice, index) -> None:
+    index(alice, "many", *[{"role": "user", "content": f"heron nest {i} by the lake {'again ' * i}"} for i in range(8)])
+    index(alice, "other", {"role": "user", "content": "a heron flew over the river"})
+    index(alice, "third", {"role": "user", "content": "grey heron chicks in spring"})
+    found = results(search(alice, query="heron nest", explain=True, top_k=4))
+    for rank, result in enumerate(found, start=1):
+        _check_chain(result, rank)
+    # Coverage gives the last places to conversations not listed yet: the other two move up.
+    moved = {r["session"]: {s["step"]: s for s in r["explain"]["steps"]} for r in found if r["session"] != "many"}
+    assert set(moved) == {"other", "third"}
+    for steps in moved.values():
+        assert steps["coverage"]["rank_after"] < steps["coverage"]["rank_before"]
+        assert "feedback" in steps and steps["feedback"]["vector_before"] is not None
+
+
 @pytest.mark.parametrize("mode", ["text", "vector"])
 def test_single_signal_explain(alice, garden, mode: str) -> None:
     found = results(search(alice, query="tomatoes garden", mode=mode, explain=True))
