@@ -47,7 +47,8 @@ class SearchInput(StrictSerializer):
     top_k = TopKField(required=False, default=10)
     mode = serializers.ChoiceField(
         choices=MODES, required=False, default="hybrid",
-        help_text="hybrid (meaning and words), vector (meaning), text (words, BM25), exact (the query as a "
+        help_text="hybrid (meaning and words), vector (meaning), text (words, BM25; a misspelt word also matches "
+                  "the closest stored ones), fuzzy (text, every word widened to similar ones), exact (the query as a "
                   "substring) or regex (the query as a PostgreSQL regular expression over the text, at most "
                   "MEMORYHUB_SEARCH_REGEX_MAX_LENGTH characters; a pattern that does not compile is "
                   "`invalid_regex`, one that runs past MEMORYHUB_SEARCH_REGEX_TIMEOUT_MS is `regex_timeout`). "
@@ -125,7 +126,7 @@ class ExplainOutput(serializers.Serializer):
     profile = serializers.CharField()
     parts = serializers.DictField(
         child=ExplainPartOutput(),
-        help_text="Fusion's terms by signal: vector and text (hybrid), the one signal (vector or text mode), and "
+        help_text="Fusion's terms by signal: vector and text (hybrid), the one signal (vector; text for text and fuzzy), and "
                   "relevance (the memory profile's decay, recency, importance and use). Empty for exact and regex.")
     fused = serializers.FloatField(help_text="The parts' sum: the score before any step.")
     steps = ExplainStepOutput(many=True, help_text="The stages that moved this result, in the order they ran.")

@@ -30,7 +30,14 @@ from retrieval.search.explain import Trace
 from retrieval.search.fulltext import TextQuery, build_text_query, text_source
 from retrieval.search.fusion import by_score, feedback_documents, fuse
 from retrieval.search.regex import regex_source
-from retrieval.search.request import LITERAL_MODES, TEXT_MODES, Candidate, SearchHit, SearchRequest, validate
+from retrieval.search.request import (
+    LITERAL_MODES,
+    TEXT_MODES,
+    Candidate,
+    SearchHit,
+    SearchRequest,
+    validate,
+)
 from retrieval.search.rerank import (
     PairSimilarities,
     cap_per_session,

@@ -38,7 +38,7 @@ def fuse(req: SearchRequest, chunks: dict[int, Candidate], vec: dict[int, float]
 
 
 def uses_session_prior(req: SearchRequest) -> bool:
-    return req.profile != "memory" and req.mode not in ("vector", "text")
+    return req.profile != "memory" and req.mode not in ("vector", *TEXT_MODES)
 
 
 def base_scores(req: SearchRequest, chunks: dict[int, Candidate], vec: dict[int, float],
@@ -92,9 +92,9 @@ def fusion_parts(req: SearchRequest, chunks: dict[int, Candidate], vec: dict[int
             "vector": _part(vec.get(i), nv.get(i, 0.0), w_vector),
             "relevance": _part(chunks[i].relevance, min(chunks[i].relevance, 1.0), w_relevance),
         } for i in ids}
-    if req.mode in ("vector", "text"):
-        signal = vec if req.mode == "vector" else txt
-        return {i: {req.mode: _part(signal.get(i), signal.get(i, 0.0), 1.0)} for i in ids}
+    if req.mode == "vector" or req.mode in TEXT_MODES:
+        name, signal = ("vector", vec) if req.mode == "vector" else ("text", txt)
+        return {i: {name: _part(signal.get(i), signal.get(i, 0.0), 1.0)} for i in ids}
     if req.fusion == "rrf":
         rv, rt = _ranks(vec), _ranks(txt)
         return {i: {

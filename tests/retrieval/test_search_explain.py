@@ -36,7 +36,7 @@ def _check_chain(result: dict[str, Any], rank: int) -> None:
     last ends at the result's score; the rank is where the result is."""
     explain = result["explain"]
     assert explain["rank"] == rank and explain["score"] == pytest.approx(result["score"], abs=1e-5)
-    if explain["mode"] in ("hybrid", "text", "vector"):
+    if explain["mode"] in ("hybrid", "text", "vector", "fuzzy"):
         assert sum(p["part"] for p in explain["parts"].values()) == pytest.approx(explain["fused"], abs=1e-5)
     score = explain["fused"]
     for step in explain["steps"]:
@@ -79,14 +79,15 @@ def test_reranking_steps_show_in_a_hybrid_search(alice, index) -> None:
         assert "feedback" in steps and steps["feedback"]["vector_before"] is not None
 
 
-@pytest.mark.parametrize("mode", ["text", "vector"])
+@pytest.mark.parametrize("mode", ["text", "vector", "fuzzy"])
 def test_single_signal_explain(alice, garden, mode: str) -> None:
     found = results(search(alice, query="tomatoes garden", mode=mode, explain=True))
     assert found
+    signal = "vector" if mode == "vector" else "text"
     for rank, result in enumerate(found, start=1):
         _check_chain(result, rank)
-        assert set(result["explain"]["parts"]) == {mode}
-        assert result["explain"]["parts"][mode]["raw"] == pytest.approx(result["scores"][mode], abs=1e-5)
+        assert set(result["explain"]["parts"]) == {signal}
+        assert result["explain"]["parts"][signal]["raw"] == pytest.approx(result["scores"][signal], abs=1e-5)
         assert not {s["step"] for s in result["explain"]["steps"]} & {"mmr", "coverage", "feedback"}
 
 
@@ -126,7 +127,8 @@ def test_regex_and_exact_explain_say_how_they_order(alice, garden) -> None:
         assert all(r["explain"]["steps"] == [] and "newest first" in r["explain"]["note"] for r in found)
 
 
-@pytest.mark.parametrize("body", [{}, {"mode": "text"}, {"mode": "vector"}, {"fusion": "rrf"}, {"profile": "memory"}])
+@pytest.mark.parametrize("body", [{}, {"mode": "text"}, {"mode": "fuzzy"}, {"mode": "vector"}, {"fusion": "rrf"},
+                                  {"profile": "memory"}])
 def test_explain_off_leaves_the_body_as_before(alice, garden, monkeypatch, body: dict[str, Any]) -> None:
     # Every search counts an access, which the memory profile ranks with: hold the counts still
     # so that the three searches below see the same memory.
@@ -185,7 +187,7 @@ def test_summary_expansion_names_the_summary() -> None:
     assert "summary chunk 10" in step["detail"]
 
 
-@pytest.mark.parametrize("options", [{}, {"fusion": "rrf"}, {"profile": "memory"}, {"mode": "text"},
+@pytest.mark.parametrize("options", [{}, {"fusion": "rrf"}, {"profile": "memory"}, {"mode": "text"}, {"mode": "fuzzy"},
                                      {"mode": "vector"}, {"vector_weight": 0.2, "text_weight": 0.9}])
 def test_fusion_parts_add_up_to_the_base_score(options: dict[str, Any]) -> None:
     req = SearchRequest(tenant_id=1, **options)
