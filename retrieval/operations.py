@@ -27,7 +27,7 @@ def search(key: ApiKey, data: dict[str, Any]) -> dict[str, Any]:
     try:
         hits = run_search(req)
     except SearchError as exc:
-        raise Invalid(exc.code, exc.message) from None
+        raise Invalid(exc.code, exc.message, exc.details) from None
     results = [h.as_dict() for h in hits]
     if expand:
         expand_summaries(key, results)

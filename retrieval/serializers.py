@@ -63,11 +63,21 @@ class SearchInput(StrictSerializer):
                                       help_text="Only memories before this time (after since).")
     top_k = TopKField(required=False, default=10,
                       help_text="How many results (default 10; at most MEMORYHUB_SEARCH_MAX_TOP_K).")
-    mode = serializers.ChoiceField(choices=MODES, required=False, default="hybrid",
-                                   help_text="hybrid (meaning and words, the default), vector (meaning only), text "
-                                             "(words only), exact (the exact phrase) or fuzzy (words, each also "
-                                             "matching the closest stored words). In hybrid and text a word never "
-                                             "stored also matches the closest stored words (typo tolerance).")
+    mode = serializers.ChoiceField(
+        choices=MODES, required=False, default="hybrid",
+        help_text="hybrid (meaning and words, the default), vector (meaning), text (words, BM25; a misspelt word also matches "
+                  "the closest stored ones), fuzzy (text, every word widened to similar ones), exact (the query as a "
+                  "substring) or regex (the query as a PostgreSQL regular expression over the text, at most "
+                  "MEMORYHUB_SEARCH_REGEX_MAX_LENGTH characters; a pattern that does not compile is "
+                  "`invalid_regex`, one that runs past MEMORYHUB_SEARCH_REGEX_TIMEOUT_MS is `regex_timeout`). "
+                  "exact and regex return the newest matches first, each scored 1.")
+    case_sensitive = serializers.BooleanField(
+        required=False, default=False, help_text="Modes exact and regex: match case (default: ignore it).")
+    explain = serializers.BooleanField(
+        required=False, default=False,
+        help_text="Each result carries `explain`: why it ranked there (fusion's parts, the fused score, every "
+                  "re-ranking step that moved it with its score or rank before and after). Off: the response "
+                  "is as without the field.")
     fusion = serializers.ChoiceField(choices=FUSIONS, required=False, default="weighted",
                                      help_text="How hybrid mode merges its two rankings: weighted scores or rrf "
                                                "(reciprocal rank fusion).")
@@ -103,6 +113,52 @@ class SearchInput(StrictSerializer):
         return attrs
 
 
+class ExplainStepOutput(serializers.Serializer):
+    step = serializers.ChoiceField(
+        choices=["feedback", "session_prior", "date_hint", "summary_expansion", "mmr", "diversity", "session_cap",
+                 "dedup", "coverage"],
+        help_text="feedback: ranked against the query vector moved toward the first pass's best results; "
+                  "session_prior: blended with its conversation's best matches; date_hint: written within a date "
+                  "the query names; summary_expansion: took the place of a summary of it that ranked higher; "
+                  "mmr: maximal marginal relevance (results too similar to ones above move down); diversity, "
+                  "session_cap: per-conversation limits; dedup: near-duplicates above it dropped; coverage: the "
+                  "last places go first to conversations not listed yet.")
+    detail = serializers.CharField(help_text="The step in words (its weight, the dates, the summary).")
+    score_before = serializers.FloatField(required=False, help_text="Score steps: the score before the step.")
+    score_after = serializers.FloatField(required=False, help_text="Score steps: the score after it.")
+    vector_before = serializers.FloatField(required=False, allow_null=True,
+                                           help_text="feedback: the cosine to the query.")
+    vector_after = serializers.FloatField(required=False, allow_null=True,
+                                          help_text="feedback: the cosine to the moved query vector.")
+    rank_before = serializers.IntegerField(required=False, allow_null=True,
+                                           help_text="Rank steps: the rank before the step (1 = first).")
+    rank_after = serializers.IntegerField(required=False, allow_null=True, help_text="Rank steps: the rank after it.")
+
+
+class ExplainPartOutput(serializers.Serializer):
+    raw = serializers.FloatField(allow_null=True, help_text="The signal's own score (cosine, BM25, decayed "
+                                                            "relevance); null when it did not score this result.")
+    normalised = serializers.FloatField(required=False, help_text="Min-max over the candidates (weighted fusion).")
+    weight = serializers.FloatField(required=False, help_text="Weighted fusion: the signal's weight.")
+    rank = serializers.IntegerField(required=False, allow_null=True, help_text="rrf: the rank in this signal's list.")
+    part = serializers.FloatField(help_text="What it adds to the fused score.")
+
+
+class ExplainOutput(serializers.Serializer):
+    mode = serializers.CharField(help_text="The search's mode.")
+    fusion = serializers.CharField(help_text="The search's fusion (weighted or rrf).")
+    profile = serializers.CharField(help_text="The search's ranking profile.")
+    parts = serializers.DictField(
+        child=ExplainPartOutput(),
+        help_text="Fusion's terms by signal: vector and text (hybrid), the one signal (vector; text for text and fuzzy), and "
+                  "relevance (the memory profile's decay, recency, importance and use). Empty for exact and regex.")
+    fused = serializers.FloatField(help_text="The parts' sum: the score before any step.")
+    steps = ExplainStepOutput(many=True, help_text="The stages that moved this result, in the order they ran.")
+    score = serializers.FloatField(help_text="The final score (the result's `score`).")
+    rank = serializers.IntegerField(help_text="Its place in the results (1 = first).")
+    note = serializers.CharField(required=False, help_text="For exact and regex: how they order results.")
+
+
 class SearchResultOutput(serializers.Serializer):
     chunk_id = serializers.IntegerField(help_text="The matching chunk's id.")
     text = serializers.CharField(help_text="The chunk's text.")
@@ -126,6 +182,7 @@ class SearchResultOutput(serializers.Serializer):
         help_text="False while the memory waits for its embedding: written in the same instant as the "
                   "append and found by full text at once, it joins vector search when its vector lands.")
     expanded = serializers.DictField(required=False, help_text="With expand: a summary's children and messages.")
+    explain = ExplainOutput(required=False, help_text="With explain: why this result ranked here.")
 
 
 class ContextInput(StrictSerializer):

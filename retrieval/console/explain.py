@@ -1,11 +1,12 @@
 """The explorer's search: the real hybrid search (retrieval.scoping + retrieval.search, as
 POST /search/ runs it, with the end user's ownership rule) and, per result, why it ranked there.
 
-The explanation is made of the signals the ranking used, read back for the results: the cosine
-to the query (meaning), the BM25 score and which of the query's words the memory says itself
-(words), its age and its decayed relevance now (recency, importance and use: what the "memory"
-profile weighs at 40 %), its importance. The search runs in a transaction that is rolled back,
-so looking does not reinforce what it finds (the memory profile counts an access otherwise).
+Why it ranked is the search's own explain data (retrieval.search.explain, what POST /search/
+returns with "explain": true): fusion's parts and every step that moved the result, put in words
+here. Beside it, read back for the results: which of the query's words the memory says itself,
+its age and its decayed relevance now (recency, importance and use: what the "memory" profile
+weighs at 40 %). The search runs in a transaction that is rolled back, so looking does not
+reinforce what it finds (every search counts an access otherwise).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ class ExplainedHit:
     relevance: float
     link: tuple[str, str] | None
     text_share: float = 0.0  # the BM25 score as a share of the best among the results (for the bar)
+    explain: dict[str, Any] = field(default_factory=dict)  # the search's explain data for this result
     reasons: list[str] = field(default_factory=list)
 
     @property
@@ -59,7 +61,7 @@ class ExplainedHit:
 def search_request(tenant: Tenant, user: str | None, filters: dict[str, Any]) -> Any:
     """The SearchRequest POST /search/ would build for these names (tenant-wide, the user's view)."""
     post_filter = bool(filters.get("tiers") or filters.get("source"))
-    data = {"query": filters["q"], "user_id": user, "top_k": POST_FILTER_TOP_K if post_filter else SHOWN,
+    data = {"query": filters["q"], "user_id": user, "explain": True, "top_k": POST_FILTER_TOP_K if post_filter else SHOWN,
             "kinds": list(filters.get("kinds") or []), "tags": list(filters.get("tags") or []),
             "mode": filters.get("mode") or "hybrid", "profile": filters.get("profile") or "default",
             "since": _moment(filters.get("since")), "until": _moment(filters.get("until"), end=True)}
@@ -86,7 +88,7 @@ def _with_chunks(hits: list[SearchHit]) -> list[SearchHit]:
     """The hits with their chunks as model instances: search returns rows (issue 19), the console
     shows and edits more of a chunk (tier, uses, owner, source) than the API. One query."""
     chunks = Chunk.objects.select_related("session", "channel", "workspace").in_bulk([h.chunk.pk for h in hits])
-    return [SearchHit(chunks[h.chunk.pk], h.score, h.vector_score, h.text_score)  # type: ignore[arg-type]
+    return [SearchHit(chunks[h.chunk.pk], h.score, h.vector_score, h.text_score, h.explain)  # type: ignore[arg-type]
             for h in hits if h.chunk.pk in chunks]
 
 
@@ -118,7 +120,8 @@ def explain(hits: list[SearchHit], query: str) -> list[ExplainedHit]:
     for rank, hit in enumerate(hits, start=1):
         words, relevance = signals.get(hit.chunk.pk, ([], 0.0))
         item = ExplainedHit(rank, hit.chunk, hit.score, hit.vector_score, hit.text_score, words, relevance,
-                            source_link(hit.chunk, notes), text_share=(hit.text_score or 0.0) / best_text)
+                            source_link(hit.chunk, notes), text_share=(hit.text_score or 0.0) / best_text,
+                            explain=hit.explain or {})
         item.reasons = reasons(item)
         out.append(item)
     return out
@@ -138,4 +141,37 @@ def reasons(item: ExplainedHit) -> list[str]:
         found.append(f"words: only its conversation context shares the query's words (BM25 {item.text:.2f})")
     found.append(f"recency: written {timesince(item.chunk.created_at)} ago; relevance now {item.relevance:.3f} "
                  f"(importance {item.chunk.importance:.2f}, {item.chunk.access_count} uses, {item.chunk.tier} tier)")
-    return found
+    return found + explain_lines(item.explain)
+
+
+SIGNALS = {"vector": "meaning", "text": "words", "relevance": "relevance"}
+STEPS = {"feedback": "feedback (query moved toward the best results)", "session_prior": "conversation prior",
+         "date_hint": "date named in the query", "summary_expansion": "summary expansion", "mmr": "MMR (variety)",
+         "diversity": "conversation diversity", "session_cap": "per-conversation cap",
+         "dedup": "near-duplicates above dropped", "coverage": "coverage (conversations not listed yet)"}
+
+
+def explain_lines(data: dict[str, Any]) -> list[str]:
+    """The search's explain data in words: how the score was made, then each step that moved it."""
+    if not data:
+        return []
+    if data.get("note"):
+        return [f"{data['mode']}: {data['note']}"]
+    terms = []
+    for name, part in data["parts"].items():
+        label = SIGNALS.get(name, name)
+        if "rank" in part:  # rrf
+            terms.append(f"{label} rank {part['rank'] or '—'} → {part['part']:.4f}")
+        else:
+            terms.append(f"{part['weight']:.2f} × {label} {part['normalised']:.2f}")
+    lines = [f"score: {' + '.join(terms)} = {data['fused']:.4f} ({data['mode']}, {data['fusion']}, "
+             f"{data['profile']} profile)"]
+    for step in data["steps"]:
+        label = STEPS.get(step["step"], step["step"])
+        if "score_before" in step:
+            moved = f"score {step['score_before']:.4f} → {step['score_after']:.4f}"
+        else:
+            moved = f"rank {step['rank_before'] or '—'} → {step['rank_after'] or 'dropped'}"
+        lines.append(f"{label}: {moved}" + (f" ({step['detail']})" if step.get("detail") else ""))
+    lines.append(f"final: rank {data['rank']}, score {data['score']:.4f}")
+    return lines

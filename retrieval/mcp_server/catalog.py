@@ -69,7 +69,8 @@ def build() -> list[tools.ToolSpec]:
             "by meaning and by words. Returns the best matches with their text, score, kind and origin. "
             "Narrow with scope/session/user_id and the filters; mode 'hybrid' (default) suits most "
             "questions, 'text' matches exact words (a misspelt word also matches the closest stored ones), "
-            "'fuzzy' also widens correctly spelt words to similar ones, 'vector' matches meaning only.",
+            "'fuzzy' also widens correctly spelt words to similar ones, 'vector' matches meaning only, "
+            "'exact' a substring and 'regex' a regular expression (e.g. INV-\\d{4}; newest matches first).",
             object_schema(SearchInput, tools.SEARCH_ARGS, required=("query",)),
             tools.run_search, "read",
         ),

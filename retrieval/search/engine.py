@@ -26,9 +26,18 @@ from pgvector import HalfVector
 
 from retrieval.embedders import get_embedder
 from retrieval.query_embedding import embed_query
+from retrieval.search.explain import Trace
 from retrieval.search.fulltext import TextQuery, build_text_query, text_source
 from retrieval.search.fusion import by_score, feedback_documents, fuse
-from retrieval.search.request import TEXT_MODES, Candidate, SearchHit, SearchRequest, validate
+from retrieval.search.regex import regex_source
+from retrieval.search.request import (
+    LITERAL_MODES,
+    TEXT_MODES,
+    Candidate,
+    SearchHit,
+    SearchRequest,
+    validate,
+)
 from retrieval.search.rerank import (
     PairSimilarities,
     cap_per_session,
@@ -83,13 +92,18 @@ def run_search(req: SearchRequest) -> list[SearchHit]:
     if not pool.candidates:
         return []
     vec = pool.vectors.cosines(plan.vector) if plan.vector is not None else {}
-    order, ranked, similarities = _rank(req, plan, pool, vec)
+    trace = Trace(req) if req.explain else Trace.off()
+    order, ranked, similarities = _rank(req, plan, pool, vec, trace)
     head = ranked[: 3 * req.top_k]
     kept = dedup(ranked, _near_pairs(head, pool, similarities), 3 * req.top_k)
+    trace.ranks("dedup", ranked, kept)
     coverage = settings.MEMORYHUB_SEARCH_COVERAGE if _reranks(req) else 1.0
-    kept = cover_conversations(kept, req.top_k, coverage)
-    rows = load_rows(kept, model)
-    hits = [SearchHit(rows[c.pk], order[c.pk], vec.get(c.pk), pool.txt.get(c.pk)) for c in kept if c.pk in rows]
+    covered = cover_conversations(kept, req.top_k, coverage)
+    trace.ranks("coverage", kept, covered)
+    rows = load_rows(covered, model)
+    hits = [SearchHit(rows[c.pk], order[c.pk], vec.get(c.pk), pool.txt.get(c.pk)) for c in covered if c.pk in rows]
+    for rank, hit in enumerate(hits, start=1):
+        hit.explain = trace.explain(hit.chunk.pk, hit.score, rank)
     reinforce([h.chunk.pk for h in hits])
     return hits
 
@@ -97,6 +111,8 @@ def run_search(req: SearchRequest) -> list[SearchHit]:
 def _plan(req: SearchRequest, where: str, params: list[Any], model: str) -> Plan:
     if req.mode == "exact":
         return Plan([exact_source(req, where, params, req.top_k)])
+    if req.mode == "regex":
+        return Plan(regex_source(req, where, params, req.top_k))
     limit = max(settings.MEMORYHUB_SEARCH_CANDIDATES, req.top_k * 3)
     has_text = bool(req.query.strip())
     tq = build_text_query(req, where, params) if has_text and req.mode in (*TEXT_MODES, "hybrid") else None
@@ -137,22 +153,27 @@ def _reranks(req: SearchRequest) -> bool:
     return req.mode == "hybrid" and req.profile != "memory"
 
 
-def _rank(req: SearchRequest, plan: Plan, pool: CandidatePool,
-          vec: dict[int, float]) -> tuple[dict[int, float], list[Candidate], Similarities | None]:
-    """The candidates' scores and order, and MMR's pair similarities when it computed them."""
+def _rank(req: SearchRequest, plan: Plan, pool: CandidatePool, vec: dict[int, float],
+          trace: Trace) -> tuple[dict[int, float], list[Candidate], Similarities | None]:
+    """The candidates' scores and order, and MMR's pair similarities when it computed them
+    (each stage reported to `trace`, which is off unless the request asks to explain)."""
     chunks = pool.candidates
-    if req.mode == "exact":
+    if req.mode in LITERAL_MODES:
         newest = sorted(chunks.values(), key=lambda c: (-c.created_ts, -c.pk))
         return {i: 1.0 for i in chunks}, newest, None
-    order = fuse(req, chunks, _with_feedback(req, pool, vec, plan.vector), pool.txt)
+    ranking_vec = _with_feedback(req, pool, vec, plan.vector)
+    order = fuse(req, chunks, ranking_vec, pool.txt)
+    trace.fusion(chunks, vec, ranking_vec, pool.txt, order)
     if req.profile != "memory":
-        order = with_time_hints(order, chunks, plan.hints, settings.MEMORYHUB_SEARCH_TIME_WEIGHT)
+        fused, order = order, with_time_hints(order, chunks, plan.hints, settings.MEMORYHUB_SEARCH_TIME_WEIGHT)
+        trace.date_hint(fused, order, plan.hints)
     ranked = by_score(chunks.values(), order)
     if req.profile != "memory" and settings.MEMORYHUB_SEARCH_EXPAND_SUMMARIES:
-        ranked = expand_summaries(ranked)
+        by_rank, ranked = ranked, expand_summaries(ranked, trace.replaced if trace.on else None)
+        trace.ranks("summary_expansion", by_rank, ranked)
     if not _reranks(req):
         return order, ranked, None
-    ranked, similarities = _rerank(req, ranked, order, pool)
+    ranked, similarities = _rerank(req, ranked, order, pool, trace)
     return order, ranked, similarities
 
 
@@ -168,15 +189,18 @@ def _with_feedback(req: SearchRequest, pool: CandidatePool, vec: dict[int, float
 
 
 def _rerank(req: SearchRequest, ranked: list[Candidate], order: dict[int, float],
-            pool: CandidatePool) -> tuple[list[Candidate], Similarities | None]:
+            pool: CandidatePool, trace: Trace) -> tuple[list[Candidate], Similarities | None]:
     """Hybrid search's re-ranking: MMR over the head, then per-conversation diversity and cap."""
     similarities: Similarities | None = None
     if settings.MEMORYHUB_SEARCH_MMR < 1.0:
         head = ranked[: 3 * req.top_k]
         similarities = (pool.vectors.pairs([c.pk for c in head]), {c.pk for c in head})
-        ranked = mmr(ranked, order, similarities[0], settings.MEMORYHUB_SEARCH_MMR, len(head))
-    ranked = diversify(ranked, order, settings.MEMORYHUB_SEARCH_SESSION_DIVERSITY, 2 * req.top_k)
-    ranked = cap_per_session(ranked, settings.MEMORYHUB_SEARCH_SESSION_CAP)
+        before, ranked = ranked, mmr(ranked, order, similarities[0], settings.MEMORYHUB_SEARCH_MMR, len(head))
+        trace.ranks("mmr", before, ranked)
+    before, ranked = ranked, diversify(ranked, order, settings.MEMORYHUB_SEARCH_SESSION_DIVERSITY, 2 * req.top_k)
+    trace.ranks("diversity", before, ranked)
+    before, ranked = ranked, cap_per_session(ranked, settings.MEMORYHUB_SEARCH_SESSION_CAP)
+    trace.ranks("session_cap", before, ranked)
     return ranked, similarities
 
 

@@ -31,6 +31,20 @@ def _ranks(values: dict[int, float]) -> dict[int, int]:
 
 
 def fuse(req: SearchRequest, chunks: dict[int, Candidate], vec: dict[int, float], txt: dict[int, float]) -> dict[int, float]:
+    base = base_scores(req, chunks, vec, txt)
+    if not uses_session_prior(req):
+        return base
+    return with_session_prior(base, chunks, settings.MEMORYHUB_SEARCH_SESSION_WEIGHT)
+
+
+def uses_session_prior(req: SearchRequest) -> bool:
+    return req.profile != "memory" and req.mode not in ("vector", *TEXT_MODES)
+
+
+def base_scores(req: SearchRequest, chunks: dict[int, Candidate], vec: dict[int, float],
+                txt: dict[int, float]) -> dict[int, float]:
+    """The candidates' scores from their signals alone (before the session prior). fusion_parts
+    below spells out the same formulas term by term, for explain."""
     ids = list(chunks)
     if req.profile == "memory":
         # The "memory" profile (S4) adds time, importance and reinforcement through ONE term: the
@@ -54,14 +68,46 @@ def fuse(req: SearchRequest, chunks: dict[int, Candidate], vec: dict[int, float]
         return {i: txt.get(i, 0.0) for i in ids}
     if req.fusion == "rrf":
         rv, rt = _ranks(vec), _ranks(txt)
-        fused = {
+        return {
             i: (1.0 / (RRF_K + rv[i]) if i in rv else 0.0) + (1.0 / (RRF_K + rt[i]) if i in rt else 0.0)
             for i in ids
         }
-    else:
+    nv, nt = minmax(vec), minmax(txt)
+    return {i: req.vector_weight * nv.get(i, 0.0) + req.text_weight * nt.get(i, 0.0) for i in ids}
+
+
+# One term of a fused score, for explain: the signal's raw value, its normalised value (min-max
+# over the candidates; for rrf its rank), its weight and the part it adds (normalised × weight).
+Part = dict[str, float | int | None]
+
+
+def fusion_parts(req: SearchRequest, chunks: dict[int, Candidate], vec: dict[int, float],
+                 txt: dict[int, float], ids: list[int]) -> dict[int, dict[str, Part]]:
+    """base_scores' terms for `ids`: the parts of each add up to its base score (tested)."""
+    if req.profile == "memory":
         nv, nt = minmax(vec), minmax(txt)
-        fused = {i: req.vector_weight * nv.get(i, 0.0) + req.text_weight * nt.get(i, 0.0) for i in ids}
-    return with_session_prior(fused, chunks, settings.MEMORYHUB_SEARCH_SESSION_WEIGHT)
+        w_text, w_vector, w_relevance = MEMORY_WEIGHTS
+        return {i: {
+            "text": _part(txt.get(i), nt.get(i, 0.0), w_text),
+            "vector": _part(vec.get(i), nv.get(i, 0.0), w_vector),
+            "relevance": _part(chunks[i].relevance, min(chunks[i].relevance, 1.0), w_relevance),
+        } for i in ids}
+    if req.mode == "vector" or req.mode in TEXT_MODES:
+        name, signal = ("vector", vec) if req.mode == "vector" else ("text", txt)
+        return {i: {name: _part(signal.get(i), signal.get(i, 0.0), 1.0)} for i in ids}
+    if req.fusion == "rrf":
+        rv, rt = _ranks(vec), _ranks(txt)
+        return {i: {
+            "vector": {"raw": vec.get(i), "rank": rv.get(i), "part": 1.0 / (RRF_K + rv[i]) if i in rv else 0.0},
+            "text": {"raw": txt.get(i), "rank": rt.get(i), "part": 1.0 / (RRF_K + rt[i]) if i in rt else 0.0},
+        } for i in ids}
+    nv, nt = minmax(vec), minmax(txt)
+    return {i: {"vector": _part(vec.get(i), nv.get(i, 0.0), req.vector_weight),
+                "text": _part(txt.get(i), nt.get(i, 0.0), req.text_weight)} for i in ids}
+
+
+def _part(raw: float | None, normalised: float, weight: float) -> Part:
+    return {"raw": raw, "normalised": normalised, "weight": weight, "part": weight * normalised}
 
 
 def with_session_prior(scores: dict[int, float], chunks: dict[int, Candidate], weight: float) -> dict[int, float]:

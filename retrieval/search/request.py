@@ -13,20 +13,22 @@ from django.conf import settings
 
 from retrieval.embedders import DIMENSIONS
 
-MODES = ("hybrid", "vector", "text", "exact", "fuzzy")
+MODES = ("hybrid", "vector", "text", "exact", "fuzzy", "regex")
 # Modes ranked on full text alone ("fuzzy": text search in which every query word also matches the
 # scope's closest words; see fuzzy.py).
 TEXT_MODES = ("text", "fuzzy")
+LITERAL_MODES = ("exact", "regex")  # matched, not ranked: the newest matches first
 FUSIONS = ("weighted", "rrf")
 PROFILES = ("default", "memory")
 SCOPES = ("conversation", "channel", "workspace", "account")
 
 
 class SearchError(ValueError):
-    def __init__(self, code: str, message: str) -> None:
+    def __init__(self, code: str, message: str, details: dict[str, Any] | None = None) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
+        self.details = details or {}
 
 
 @dataclass
@@ -54,6 +56,8 @@ class SearchRequest:
     vector_weight: float = 0.7
     text_weight: float = 0.3
     profile: str = "default"
+    case_sensitive: bool = False  # modes exact and regex
+    explain: bool = False  # each hit carries why it ranked (retrieval.search.explain)
 
 
 def validate(req: SearchRequest) -> None:
@@ -66,8 +70,11 @@ def validate(req: SearchRequest) -> None:
     if req.query_embedding is not None and len(req.query_embedding) != DIMENSIONS:
         raise SearchError("invalid_query_embedding", f"query_embedding must have {DIMENSIONS} dimensions")
     has_text = bool(req.query.strip())
-    if req.mode in (*TEXT_MODES, "exact") and not has_text:
+    if req.mode in (*TEXT_MODES, *LITERAL_MODES) and not has_text:
         raise SearchError("query_required", f"mode {req.mode!r} needs query text")
+    limit = settings.MEMORYHUB_SEARCH_REGEX_MAX_LENGTH
+    if req.mode == "regex" and len(req.query) > limit:
+        raise SearchError("invalid_regex", f"A regex pattern is at most {limit} characters.", {"max_length": limit})
     if not has_text and req.query_embedding is None:
         raise SearchError("query_required", "Give query text or a query_embedding.")
 
@@ -131,10 +138,11 @@ class SearchHit:
     score: float
     vector_score: float | None
     text_score: float | None
+    explain: dict[str, Any] | None = None  # only when the request asked to explain
 
     def as_dict(self) -> dict[str, Any]:
         c = self.chunk
-        return {
+        out = {
             "chunk_id": c.pk,
             "text": c.text,
             "score": round(self.score, 6),
@@ -156,3 +164,6 @@ class SearchHit:
                 "text": None if self.text_score is None else round(self.text_score, 6),
             },
         }
+        if self.explain is not None:
+            out["explain"] = self.explain
+        return out

@@ -17,9 +17,10 @@ DEDUP_COSINE = 0.9
 PairSimilarities = dict[tuple[int, int], float]  # (low id, high id) -> cosine
 
 
-def expand_summaries(ordered: list[Candidate]) -> list[Candidate]:
+def expand_summaries(ordered: list[Candidate], replaced: dict[int, int] | None = None) -> list[Candidate]:
     """A summary in the ranking gives its place to the best-ranked message it summarises (when
-    that message is a candidate): the hit is the message itself, found through its summary."""
+    that message is a candidate): the hit is the message itself, found through its summary.
+    `replaced`, when given, records each such message's summary (message id -> summary id)."""
     out: list[Candidate] = []
     used: set[int] = set()
     for candidate in ordered:
@@ -33,6 +34,8 @@ def expand_summaries(ordered: list[Candidate]) -> list[Candidate]:
                 and (candidate.sequence_end is None or (c.sequence_start or c.sequence_end) <= candidate.sequence_end)
             ), None)
             if source is not None:
+                if replaced is not None:
+                    replaced[source.pk] = candidate.pk
                 used.add(source.pk)
                 out.append(source)
                 continue

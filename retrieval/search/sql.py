@@ -129,7 +129,8 @@ def vector_source(vector_text: str, model: str, where: str, params: list[Any], l
 def exact_source(req: SearchRequest, where: str, params: list[Any], limit: int) -> Source:
     """The newest chunks in scope whose text holds the query literally (mode "exact")."""
     pattern = "%" + req.query.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-    return (f"SELECT c.id FROM retrieval_chunk c WHERE {where} AND c.text ILIKE %s "
+    like = "LIKE" if req.case_sensitive else "ILIKE"
+    return (f"SELECT c.id FROM retrieval_chunk c WHERE {where} AND c.text {like} %s "
             "ORDER BY c.created_at DESC, c.id DESC LIMIT %s", [*params, pattern, limit])
 
 

@@ -37,6 +37,18 @@ def test_search_and_context_answer_what_rest_answers(http_mcp: Mcp, alice: dict[
     assert "ferry at 7:15" in context.text and context.data["tokens"] <= 300
 
 
+def test_regex_search_answers_what_rest_answers(http_mcp: Mcp, alice: dict[str, Any]) -> None:
+    http_mcp.call(alice["key"], "memory_remember", {"session": "chat", "events": [
+        {"role": "user", "content": "Invoice INV-1042 went to ops@zetacorp.io."},
+        {"role": "user", "content": "INV-7 is only a draft."}]})
+    args = {"query": r"INV-\d{4}", "mode": "regex", "scope": "account"}
+    found, bad = http_mcp.calls(alice["key"], [
+        ("memory_search", args), ("memory_search", {"query": "(unclosed", "mode": "regex"})])
+    assert [r["text"] for r in found.data["results"]] == ["Invoice INV-1042 went to ops@zetacorp.io."]
+    assert found.data == alice["rest"].post("/api/v1/search/", args, format="json").json()
+    assert bad.code == "invalid_regex"
+
+
 def test_browse_and_stats(http_mcp: Mcp, alice: dict[str, Any]) -> None:
     events = [{"role": "user", "content": f"message {i}"} for i in range(5)]
     http_mcp.call(alice["key"], "memory_remember", {"session": "chat", "events": events})

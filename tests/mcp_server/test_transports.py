@@ -59,8 +59,8 @@ def test_initialize_and_list_tools(mcp: Mcp) -> None:
         for name, prop in _properties(schema):
             assert prop.get("description"), f"{tool.name}.{name} has no description"
     assert tools["memory_search"].input_schema["required"] == ["query"]
-    assert tools["memory_search"].input_schema["properties"]["mode"]["enum"] == ["hybrid", "vector", "text", "exact",
-                                                                                 "fuzzy"]
+    assert tools["memory_search"].input_schema["properties"]["mode"]["enum"] == [
+        "hybrid", "vector", "text", "exact", "fuzzy", "regex"]
     assert tools["memory_remember"].input_schema["required"] == ["session", "events"]
     assert tools["memory_search"].annotations.read_only_hint is True
     assert tools["memory_note"].annotations.read_only_hint is False

@@ -92,6 +92,12 @@ def test_search_runs_the_real_search_with_the_users_ownership_rule(staff_client,
     assert any("“support”" in reason for reason in top.reasons)
     assert any(reason.startswith("recency: written") for reason in top.reasons)
     assert top.link and "transcript" in top.link[0]
+    # Why it ranked is the search's explain data, as POST /search/ returns it with "explain": true.
+    rest = cast.alice.post("/api/v1/search/", {"query": "support group", "user_id": "dana", "top_k": 20,
+                                               "explain": True}, format="json").json()["results"]
+    assert [r.explain for r in results] == [r["explain"] for r in rest][: len(results)]
+    assert top.explain["rank"] == 1 and any(reason.startswith("score: 0.70 × meaning") for reason in top.reasons)
+    assert top.reasons[-1] == f"final: rank 1, score {top.score:.4f}"
     # Eli's fact is never in dana's view; shared memories are.
     assert "Eli keeps bees on the roof" not in [r.chunk.text for r in explore(
         staff_client, cast, user="dana", q="bees roof").context["results"]]

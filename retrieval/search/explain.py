@@ -1,0 +1,156 @@
+"""Search explain (issue 20 item 4): why each result ranked where it did.
+
+A Trace rides along one search (engine.run_search with `explain`); each ranking stage hands it
+what it had before and after. Per result it then answers, in stage order:
+
+- `parts`: fusion's terms: each signal's raw score, its normalised value and weight, and the part
+  it adds (fusion.fusion_parts: the same formulas as the ranking); the memory profile's decayed
+  relevance (recency, importance, use) is one of them;
+- `fused`: their sum, the score before any adjustment;
+- `steps`: every stage that moved it, with its score or its rank before and after: feedback (the
+  query vector moved toward the first pass's best results), session prior, date hint, summary
+  expansion, MMR, diversity, session cap, dedup (results above it dropped), coverage;
+- `score` and `rank`: where it ended.
+
+Stages that only reorder record the candidate ids in order before and after; a result's rank is
+its position in those lists (1 = first). Nothing here runs SQL, and a search without explain
+builds no Trace (Trace.off() answers every call at once), so the response and the query path are
+unchanged. The operator console's "why it ranked" reads the same data (retrieval/console/explain.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+
+from retrieval.search.fusion import base_scores, fusion_parts, uses_session_prior
+from retrieval.search.request import LITERAL_MODES, Candidate, SearchRequest
+from retrieval.search.timehints import TimeHint
+
+DIGITS = 6
+
+
+@dataclass
+class _Scores:
+    name: str
+    before: dict[int, float]
+    after: dict[int, float]
+    detail: str = ""
+    extra: dict[int, dict[str, Any]] = field(default_factory=dict)  # per candidate, added to its step
+
+
+@dataclass
+class _Ranks:
+    name: str
+    before: dict[int, int]  # id -> rank (1-based)
+    after: dict[int, int]
+    detail: dict[int, str] = field(default_factory=dict)
+
+
+@dataclass
+class Trace:
+    req: SearchRequest | None = None
+    parts: dict[int, dict[str, Any]] = field(default_factory=dict)
+    fused: dict[int, float] = field(default_factory=dict)
+    stages: list[_Scores | _Ranks] = field(default_factory=list)
+    replaced: dict[int, int] = field(default_factory=dict)  # summary expansion: message -> summary
+
+    @classmethod
+    def off(cls) -> Trace:
+        return cls()
+
+    @property
+    def on(self) -> bool:
+        return self.req is not None
+
+    def fusion(self, chunks: dict[int, Candidate], vec: dict[int, float], ranking_vec: dict[int, float],
+               txt: dict[int, float], fused: dict[int, float]) -> None:
+        """Fusion and what adjusts it: `vec` is the cosine to the query, `ranking_vec` what the
+        ranking used (moved by feedback), `fused` what fusion returned (with the session prior)."""
+        if self.req is None:
+            return
+        req, ids = self.req, list(chunks)
+        self.parts = fusion_parts(req, chunks, vec, txt, ids)
+        plain = base_scores(req, chunks, vec, txt)
+        self.fused = plain
+        moved = base_scores(req, chunks, ranking_vec, txt) if ranking_vec is not vec else plain
+        if moved is not plain:
+            extra = {i: {"vector_before": vec.get(i), "vector_after": ranking_vec.get(i)} for i in ids}
+            self.scores("feedback", plain, moved, "the query vector moved toward the best first-pass "
+                        f"results (weight {settings.MEMORYHUB_SEARCH_FEEDBACK})", extra)
+        if uses_session_prior(req):
+            self.scores("session_prior", moved, fused, "blended with its conversation's best matches "
+                        f"(weight {settings.MEMORYHUB_SEARCH_SESSION_WEIGHT})")
+
+    def scores(self, name: str, before: dict[int, float], after: dict[int, float], detail: str = "",
+               extra: dict[int, dict[str, Any]] | None = None) -> None:
+        if self.req is not None:
+            self.stages.append(_Scores(name, dict(before), dict(after), detail, extra or {}))
+
+    def date_hint(self, before: dict[int, float], after: dict[int, float], hints: list[TimeHint]) -> None:
+        if self.req is not None and hints:
+            self.scores("date_hint", before, after, "written within " + "; ".join(_hint_text(h) for h in hints))
+
+    def ranks(self, name: str, before: Sequence[Candidate], after: Sequence[Candidate]) -> None:
+        if self.req is None:
+            return
+        stage = _Ranks(name, _positions(before), _positions(after))
+        if name == "summary_expansion":
+            stage.detail = {m: f"took the place of summary chunk {s}, which ranked there"
+                            for m, s in self.replaced.items()}
+        self.stages.append(stage)
+
+    def explain(self, pk: int, score: float, rank: int) -> dict[str, Any] | None:
+        """One result's explanation (None when the trace is off)."""
+        if self.req is None:
+            return None
+        req = self.req
+        out: dict[str, Any] = {"mode": req.mode, "fusion": req.fusion, "profile": req.profile}
+        if req.mode in LITERAL_MODES:
+            out.update({"parts": {}, "fused": 1.0, "steps": [],
+                        "note": "matched the pattern; matches are listed newest first, each scored 1"})
+        else:
+            out.update({"parts": _rounded_parts(self.parts.get(pk, {})), "fused": _round(self.fused.get(pk)),
+                        "steps": [step for stage in self.stages if (step := _step(stage, pk)) is not None]})
+        out.update({"score": _round(score), "rank": rank})
+        return out
+
+
+def _step(stage: _Scores | _Ranks, pk: int) -> dict[str, Any] | None:
+    """The stage as it moved this candidate, or None where it did not."""
+    if isinstance(stage, _Scores):
+        before, after = stage.before.get(pk), stage.after.get(pk)
+        if before is None or after is None or abs(after - before) < 1e-12:
+            return None
+        step = {"step": stage.name, "score_before": _round(before), "score_after": _round(after),
+                "detail": stage.detail}
+        step.update({k: _round(v) for k, v in stage.extra.get(pk, {}).items()})
+        return step
+    rank_before, rank_after = stage.before.get(pk), stage.after.get(pk)
+    if rank_before == rank_after:
+        return None
+    return {"step": stage.name, "rank_before": rank_before, "rank_after": rank_after,
+            "detail": stage.detail.get(pk, "")}
+
+
+def _positions(ordered: Sequence[Candidate]) -> dict[int, int]:
+    return {c.pk: rank for rank, c in enumerate(ordered, start=1)}
+
+
+def _round(value: Any) -> Any:
+    return round(value, DIGITS) if isinstance(value, float) else value
+
+
+def _rounded_parts(parts: dict[str, Any]) -> dict[str, Any]:
+    return {name: {k: _round(v) for k, v in part.items()} for name, part in parts.items()}
+
+
+def _hint_text(hint: TimeHint) -> str:
+    if hint.start is not None and hint.end is not None:
+        return f"{hint.start:%Y-%m-%d} to {hint.end:%Y-%m-%d}"
+    if hint.day is not None:
+        return f"month {hint.month}, day {hint.day} (±1), any year"
+    return f"month {hint.month}, any year"
