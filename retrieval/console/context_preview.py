@@ -8,7 +8,6 @@ from typing import Any
 
 from django import forms
 from django.conf import settings
-from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 
 from accounts.models import Tenant
@@ -48,9 +47,8 @@ def preview(tenant: Tenant, data: dict[str, Any]) -> tuple[AssembledContext, Ses
         "scope": data.get("scope") or ("workspace" if session else None),
         "top_k": data.get("top_k") or 10, "tags": [], "kinds": [],
     })
-    with transaction.atomic():
-        assembled = assemble_context(session=session, req=req, budget=data.get("budget"))
-        transaction.set_rollback(True)  # a preview is not a use of what it shows
+    req.counts_as_use = False  # a preview is not a use of what it shows: no reinforcement
+    assembled = assemble_context(session=session, req=req, budget=data.get("budget"))
     return assembled, session, req.user_id
 
 

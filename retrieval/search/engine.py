@@ -104,7 +104,8 @@ def run_search(req: SearchRequest) -> list[SearchHit]:
     hits = [SearchHit(rows[c.pk], order[c.pk], vec.get(c.pk), pool.txt.get(c.pk)) for c in covered if c.pk in rows]
     for rank, hit in enumerate(hits, start=1):
         hit.explain = trace.explain(hit.chunk.pk, hit.score, rank)
-    reinforce([h.chunk.pk for h in hits])
+    if req.counts_as_use:
+        reinforce([h.chunk.pk for h in hits])
     return hits
 
 

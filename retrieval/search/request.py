@@ -58,6 +58,7 @@ class SearchRequest:
     profile: str = "default"
     case_sensitive: bool = False  # modes exact and regex
     explain: bool = False  # each hit carries why it ranked (retrieval.search.explain)
+    counts_as_use: bool = True  # False: an operator looking (the console) does not reinforce what it sees
 
 
 def validate(req: SearchRequest) -> None:

@@ -189,6 +189,26 @@ def test_an_importance_out_of_range_is_said_in_words(staff_client, cast, memorie
     assert "Importance is between 0 and 1" in text and "Constraint" not in text
 
 
+def test_looking_in_the_console_is_not_a_use_even_when_counts_are_written_later(
+        staff_client, cast, memories, settings) -> None:  # type: ignore[no-untyped-def]
+    """In production access counts are written in batches by a thread, after the request: rolling
+    the page's transaction back did not stop them. The console's searches do not count at all."""
+    from retrieval.search.sql import accesses
+
+    settings.MEMORYHUB_ACCESS_FLUSH_SECONDS = 3600  # as deployed: written later, not in the request
+    accesses.flush()
+    before = list(Chunk.objects.order_by("pk").values_list("access_count", flat=True))
+    assert explore(staff_client, cast, user="dana", q="support group").context["results"]
+    page = staff_client.get("/admin/console/context/", {"tenant": cast.alice_tenant.pk, "session": "dana-chat",
+                                                        "query": "support group", "budget": 500})
+    assert page.context["assembled"].items
+    accesses.flush()
+    assert list(Chunk.objects.order_by("pk").values_list("access_count", flat=True)) == before
+    cast.alice.post("/api/v1/search/", {"query": "support group", "user_id": "dana"}, format="json")
+    accesses.flush()  # an agent's search does count: the check above can fail
+    assert list(Chunk.objects.order_by("pk").values_list("access_count", flat=True)) != before
+
+
 def test_context_preview_is_what_the_api_returns(staff_client, cast, memories) -> None:
     params = {"tenant": cast.alice_tenant.pk, "session": "dana-chat", "query": "support group", "budget": 500}
     page = staff_client.get("/admin/console/context/", params)
