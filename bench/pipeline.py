@@ -220,6 +220,16 @@ def cpu_seconds(process: Any) -> float:
 # --- the run ---------------------------------------------------------------------------------
 
 
+def progress(since_ingest: float, counts: dict[str, int], first: dict[str, int], seconds: float,
+             cpu: float) -> None:
+    embedded = counts["embedded"] - first["embedded"]
+    rate = f"{embedded / seconds:.2f} chunks/s" if seconds > 0 else "n/a"
+    per_chunk = f"{1000 * cpu / embedded:.1f} ms CPU/chunk" if embedded else "n/a"
+    print(f"[{since_ingest:.0f} s after the ingest] embedded {counts['embedded']}/{counts['total']} chunks "
+          f"(events {counts['events_embedded']}/{counts['events']}); drain {rate}, lane {per_chunk}; "
+          f"load {os.getloadavg()[0]:.1f}", flush=True)
+
+
 def drain(ingest_end: float, timeout: float, lanes: Any) -> dict[str, Any]:
     """Poll until every event chunk and then every chunk is embedded. The drain's rate (chunks a
     second after the ingest) and the lane process's CPU time per chunk meanwhile (that process
@@ -239,6 +249,8 @@ def drain(ingest_end: float, timeout: float, lanes: Any) -> dict[str, Any]:
         if counts["embedded"] == counts["total"] and events_done_at is not None:
             all_done_at = now
             break
+        if len(samples) % 30 == 0:  # a line a minute: the figures so far, should the run be cut short
+            progress(now - ingest_end, counts, first, now - samples[0][0], cpu_seconds(lanes) - cpu_first)
         time.sleep(2)
     (t0, c0), (t1, c1) = samples[0], samples[-1]
     embedded = c1["embedded"] - c0["embedded"]
