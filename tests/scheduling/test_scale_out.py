@@ -127,9 +127,10 @@ def test_two_webs_two_worker_sets_redis_and_a_sigkill(tmp_path: Path, settings) 
     tenant = make_tenant("alice")
     key = make_key(tenant)
     processes = Processes(tmp_path)
+    broker = Processes(tmp_path)  # stopped after the clusters, so that their logs end without broker errors
     holder = None
     try:
-        processes.start("redis", [str(REDIS), "--port", str(redis_port), "--bind", "127.0.0.1", "--save", "",
+        broker.start("redis", [str(REDIS), "--port", str(redis_port), "--bind", "127.0.0.1", "--save", "",
                                   "--appendonly", "no"], env)
         webs = []
         for name in ("web-a", "web-b"):  # one after the other: the first start bootstraps
@@ -173,6 +174,7 @@ def test_two_webs_two_worker_sets_redis_and_a_sigkill(tmp_path: Path, settings) 
         if holder is not None:
             holder.close()
         processes.stop_all()
+        broker.stop_all()
     assert not failures, failures
     # Every event indexed once (one chunk each: they are all shorter than a chunk) and embedded once.
     assert Event.objects.count() == SESSIONS * BATCHES * PER_BATCH
