@@ -1,8 +1,17 @@
 """Scale-out on real parts: two web servers and two worker sets (lanes + schedules cluster) against
 one PostgreSQL and a real Redis (django-q2's broker). While events stream in through both web
 servers and schedules fire every few seconds, one worker set is killed with SIGKILL mid-batch.
-Afterwards every event was indexed once and embedded once, and every due time of every schedule
-has exactly one run, finished.
+Afterwards every event was indexed once and embedded once, the killed set's batch was embedded
+by the survivor, and every due time of every schedule has exactly one run, finished.
+
+The kill is staged, not waited for by luck: the first half of the events is appended before any
+embed lane runs (a backlog of several batches), then this test holds a SHARE lock on the chunk
+table while both embed lanes start. Each claims a batch (FOR UPDATE SKIP LOCKED: not blocked by
+SHARE) and then waits in its vector UPDATE (blocked by SHARE): both are inside a batch, visibly in
+pg_stat_activity, for as long as the test wants. An earlier version waited for both lanes'
+heartbeats to say busy while the backlog was over 50: that only happens during the few seconds the
+stream lasts, and with the hash embedder and the one-statement vector write the lanes drain it as
+fast as it comes, so on a quiet machine the moment never came.
 """
 
 from __future__ import annotations
@@ -16,6 +25,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 from django.db import connection
 from django.db.models import Count
@@ -32,8 +42,10 @@ REDIS = shutil.which("redis-server")
 pytestmark = pytest.mark.skipif(REDIS is None, reason="redis-server is not installed (Debian: apt-get install "
                                                       "redis-server; .ci/run installs it)")
 
-SESSIONS, BATCHES, PER_BATCH = 12, 10, 8  # 960 events
+SESSIONS, BATCHES, PER_BATCH = 12, 10, 8  # 960 events, half before the embed lanes start
+EMBED_BATCH = 20  # chunks a lane claims at once: the first half leaves 480, i.e. 24 batches
 INTERVAL = 5  # seconds between due times of each schedule
+VECTOR_WRITE = f"UPDATE {Chunk._meta.db_table} c SET embedding"  # retrieval.embedding._write_vectors
 
 
 def post(url: str, key: str, body: dict[str, Any]) -> int:
@@ -43,10 +55,10 @@ def post(url: str, key: str, body: dict[str, Any]) -> int:
         return response.status
 
 
-def ingest(webs: list[str], key: str, failures: list[str]) -> None:
+def ingest(webs: list[str], key: str, batches: range, failures: list[str]) -> None:
     """Each session's batches alternate between the two web servers, several sessions at once."""
     def one_session(s: int) -> None:
-        for b in range(BATCHES):
+        for b in batches:
             events = [{"role": "user" if i % 2 == 0 else "assistant",
                        "content": f"session {s} batch {b} message {i}: " + "lorem ipsum dolor " * (5 + i * 3)}
                       for i in range(PER_BATCH)]
@@ -62,30 +74,63 @@ def ingest(webs: list[str], key: str, failures: list[str]) -> None:
         thread.join()
 
 
-def both_mid_batch() -> bool:
-    """Two transactions hold claimed chunks (SELECT … FOR UPDATE SKIP LOCKED, not yet committed)."""
+def lock_chunk_writes() -> psycopg.Connection[Any]:
+    """A connection of its own holding SHARE on the chunk table until it is closed or rolled back:
+    claims (ROW SHARE) go through, vector writes and new chunks (ROW EXCLUSIVE) wait."""
+    params = connection.get_connection_params()
+    for name in ("cursor_factory", "context", "prepare_threshold"):
+        params.pop(name, None)
+    holder = psycopg.connect(**params)
+    holder.execute(f"LOCK TABLE {Chunk._meta.db_table} IN SHARE MODE")
+    return holder
+
+
+def waiting_vector_writes() -> dict[str, int]:
+    """application_name -> the transaction id of its embed lane, for lanes that hold a claimed
+    batch and wait to write its vectors."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                       "AND state LIKE 'idle in transaction%%' AND query LIKE '%%SKIP LOCKED%%'")
-        return cursor.fetchone()[0] >= 2
+        cursor.execute("SELECT application_name, backend_xid::text FROM pg_stat_activity "
+                       "WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE %s",
+                       [VECTOR_WRITE + "%"])
+        return {name: int(xid) for name, xid in cursor.fetchall()}
 
 
-@pytest.mark.skip(reason="Known gap after merging hardening, MCP and the lanes (stop 21): on the merged main "
-                         "the two worker sets' embed lanes are never busy at the same time within 5 minutes, "
-                         "so the SIGKILL-mid-batch scenario cannot be staged; it passed on the background "
-                         "branch alone. To be fixed with issue 15.")
+def claimed_by(xid: int) -> list[int]:
+    """The chunks a transaction holds FOR UPDATE (their xmax is its id while it lasts)."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT id FROM {Chunk._meta.db_table} WHERE xmax::text = %s", [str(xid)])
+        return sorted(row[0] for row in cursor.fetchall())
+
+
+def start_set(processes: Processes, name: str, env: dict[str, str]) -> list[Any]:
+    """A worker set as `manage.py run` starts one (less the maintenance cluster): the schedules
+    cluster and the dispatch lane now, the embed and summarise lanes later (start_lanes)."""
+    return [processes.manage(f"{name}-cluster", "qcluster", env=env),
+            processes.manage(f"{name}-dispatch", "work", "--lanes", "dispatch", "--nice", "0", env=env)]
+
+
+def start_lanes(processes: Processes, name: str, env: dict[str, str]) -> Any:
+    return processes.manage(f"{name}-lanes", "work", "--lanes", "embed,summarise",
+                            env={**env, "PGAPPNAME": f"{name}-lanes"})
+
+
 @pytest.mark.django_db(transaction=True)
 def test_two_webs_two_worker_sets_redis_and_a_sigkill(tmp_path: Path, settings) -> None:  # type: ignore[no-untyped-def]
     settings.MEMORYHUB_TASKS_EAGER = False
     redis_port = free_port()
+    # Nothing inline in the started processes either (an inherited MEMORYHUB_TASKS_EAGER would let
+    # the web servers embed and the lanes idle).
     env = base_env(Q_REDIS_URL=f"redis://127.0.0.1:{redis_port}/0", MEMORYHUB_SCHEDULE_REQUEUE_SECONDS="5",
-                   MEMORYHUB_SCHEDULE_RUN_TIMEOUT_SECONDS="30", MEMORYHUB_EMBED_BACKFILL_BATCH="20",
+                   MEMORYHUB_SCHEDULE_RUN_TIMEOUT_SECONDS="30", MEMORYHUB_EMBED_BACKFILL_BATCH=str(EMBED_BATCH),
+                   MEMORYHUB_TASKS_EAGER="false", MEMORYHUB_STEP_SECONDS="120",
                    Q_WORKERS="2", WEB_WORKERS="1", MEMORYHUB_ADMIN_PASSWORD="x" * 12)
     tenant = make_tenant("alice")
     key = make_key(tenant)
     processes = Processes(tmp_path)
+    broker = Processes(tmp_path)  # stopped after the clusters, so that their logs end without broker errors
+    holder = None
     try:
-        processes.start("redis", [str(REDIS), "--port", str(redis_port), "--bind", "127.0.0.1", "--save", "",
+        broker.start("redis", [str(REDIS), "--port", str(redis_port), "--bind", "127.0.0.1", "--save", "",
                                   "--appendonly", "no"], env)
         webs = []
         for name in ("web-a", "web-b"):  # one after the other: the first start bootstraps
@@ -94,38 +139,52 @@ def test_two_webs_two_worker_sets_redis_and_a_sigkill(tmp_path: Path, settings) 
             webs.append(f"http://127.0.0.1:{port}")
             wait_for(lambda port=port: answers(f"http://127.0.0.1:{port}/api/v1/health/"), 120,
                      f"{name} to serve", processes)
-        sets = {name: [processes.manage(f"{name}-lanes", "work", env=env),
-                       processes.manage(f"{name}-cluster", "qcluster", env=env)] for name in ("set-a", "set-b")}
-        wait_for(lambda: Worker.objects.filter(lane="embed").count() == 2, 120, "both worker sets", processes)
+        sets = {name: start_set(processes, name, env) for name in ("set-a", "set-b")}
+        wait_for(lambda: Worker.objects.filter(lane="dispatch").count() == 2, 120, "both dispatch lanes", processes)
         first_due = timezone.now() + timedelta(seconds=3)
         schedules = [Schedule.objects.create(tenant=tenant, name=f"every {INTERVAL}s #{i}", action="prune_runs",
                                              cadence_type="interval", cadence_value=str(INTERVAL),
                                              next_run_at=first_due) for i in range(3)]
         failures: list[str] = []
-        streaming = threading.Thread(target=ingest, args=(webs, key, failures))
-        streaming.start()
-        wait_for(lambda: Worker.objects.filter(lane="embed", busy=True).count() == 2
-                 and Chunk.objects.filter(embedding__isnull=True).count() > 50, 300,  # first start: model load
-                 "both embed lanes busy with a backlog", processes)
-        wait_for(both_mid_batch, 30, "both embed lanes inside a batch", processes, every=0.01)
+        ingest(webs, key, range(BATCHES // 2), failures)  # no embed lane yet: all of it waits
+        assert Chunk.objects.filter(embedding__isnull=True).count() >= 2 * EMBED_BATCH
+
+        holder = lock_chunk_writes()
+        for name in ("set-a", "set-b"):
+            sets[name].append(start_lanes(processes, name, env))
+        lanes = wait_for(lambda: (w := waiting_vector_writes()).keys() >= {"set-a-lanes", "set-b-lanes"} and w,
+                         120, "both embed lanes inside a batch", processes, every=0.1)
+        held_by_a = claimed_by(lanes["set-a-lanes"])
+        assert 0 < len(held_by_a) <= EMBED_BATCH and not set(held_by_a) & set(claimed_by(lanes["set-b-lanes"]))
+        streaming = threading.Thread(target=ingest, args=(webs, key, range(BATCHES // 2, BATCHES), failures))
+        streaming.start()  # its appends wait for the lock a moment, then go on during the kill
         for process in sets["set-a"]:
-            processes.kill(process)  # mid-batch: its transaction dies with its connection
+            processes.kill(process)  # its transaction dies with its connection, uncommitted
         killed_at = timezone.now()
-        streaming.join(300)
-        wait_for(lambda: not Chunk.objects.filter(embedding__isnull=True).exists(), 300,
+        holder.rollback()
+        streaming.join(120)
+        assert not streaming.is_alive()
+        wait_for(lambda: not Chunk.objects.filter(embedding__isnull=True).exists(), 120,
                  "every chunk embedded by the surviving set", processes)
         time.sleep(INTERVAL * 3)  # due times after the kill, run by the survivor alone
         Schedule.objects.update(status="paused")
         wait_for(lambda: not Run.objects.filter(status__in=["queued", "running"]).exists(), 90,
                  "every claimed run finished", processes)
     finally:
+        if holder is not None:
+            holder.close()
         processes.stop_all()
+        broker.stop_all()
     assert not failures, failures
     # Every event indexed once (one chunk each: they are all shorter than a chunk) and embedded once.
     assert Event.objects.count() == SESSIONS * BATCHES * PER_BATCH
     per_event = Chunk.objects.filter(kind="event").values("session_id", "sequence_start").annotate(n=Count("id"))
     assert per_event.count() == Event.objects.count() and {row["n"] for row in per_event} == {1}
     assert set(Chunk.objects.values_list("embedding_attempts", flat=True)) == {1}  # summaries' too
+    # The killed set's batch was rolled back (its write would date from before the kill) and
+    # embedded afterwards by the survivor, once.
+    redone = Chunk.objects.filter(pk__in=held_by_a)
+    assert redone.filter(embedding__isnull=False, indexed_at__gt=killed_at).count() == len(held_by_a)
     # Every due time of every schedule ran once, before and after the kill, and finished.
     for schedule in schedules:
         dues = list(Run.objects.filter(schedule=schedule).order_by("due_at").values_list("due_at", "status"))
