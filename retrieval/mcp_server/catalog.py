@@ -61,7 +61,10 @@ def _props(serializer: type, *names: str) -> dict[str, dict[str, Any]]:
 
 
 def build() -> list[tools.ToolSpec]:
-    """The tools, built when the server starts (schemas read settings such as the limits)."""
+    """The tools, built when the server starts (schemas read settings such as the limits).
+
+    One list on purpose (over 60 lines): it is the catalogue itself, a declaration per tool with
+    no logic between them, read top to bottom as the client lists them."""
     return [
         tools.ToolSpec(
             "memory_search", "Search memory",

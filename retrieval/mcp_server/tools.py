@@ -58,7 +58,7 @@ def _split(arguments: dict[str, Any], *names: str) -> tuple[list[Any], dict[str,
 # --- search, context, browse, stats ---------------------------------------------------------------
 
 SEARCH_ARGS = ["query", "mode", "scope", "session", "user_id", "channel", "workspace", "tags", "kinds",
-               "roles", "agent", "since", "until", "top_k", "case_sensitive"]
+               "roles", "agent", "since", "until", "top_k", "case_sensitive", "explain"]
 
 
 def run_search(key: ApiKey, arguments: dict[str, Any]) -> dict[str, Any]:

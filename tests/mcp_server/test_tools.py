@@ -37,6 +37,17 @@ def test_search_and_context_answer_what_rest_answers(http_mcp: Mcp, alice: dict[
     assert "ferry at 7:15" in context.text and context.data["tokens"] <= 300
 
 
+def test_search_explains_why_each_result_ranked_as_rest_does(http_mcp: Mcp, alice: dict[str, Any]) -> None:
+    http_mcp.call(alice["key"], "memory_remember", {"session": "chat", "events": [
+        {"role": "user", "content": "The wifi password at the cabin is moose-42."},
+        {"role": "user", "content": "We take the ferry at 7:15 on Saturdays."}]})
+    args = {"query": "cabin wifi", "scope": "account", "explain": True, "mode": "text"}
+    found = http_mcp.call(alice["key"], "memory_search", args)
+    first = found.data["results"][0]
+    assert first["explain"]["rank"] == 1 and first["explain"]["parts"]["text"]["raw"] > 0
+    assert found.data == alice["rest"].post("/api/v1/search/", args, format="json").json()
+
+
 def test_regex_search_answers_what_rest_answers(http_mcp: Mcp, alice: dict[str, Any]) -> None:
     http_mcp.call(alice["key"], "memory_remember", {"session": "chat", "events": [
         {"role": "user", "content": "Invoice INV-1042 went to ops@zetacorp.io."},
