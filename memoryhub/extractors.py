@@ -16,15 +16,23 @@ import json
 import logging
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from django.conf import settings
 
+from memoryhub.background import check_budget
 from memoryhub.models import Event, Fact, Session
 from memoryhub.notes import Placement
 from memoryhub.searchable import LIFETIMES, TIERS
-from memoryhub.summarisers import SummariserError, Turn, chat_completion, format_line
+from memoryhub.summarisers import (
+    SummariserError,
+    Turn,
+    chat_completion,
+    format_line,
+    pack,
+    split_text,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -162,9 +170,22 @@ class HttpExtractor:
         self.reply_format = reply_format
 
     def extract(self, turns: list[Turn], earlier: Sequence[Turn] = ()) -> list[ExtractedFact]:
-        new = "\n".join(format_line(t, 4000) for t in turns if t.text.strip())
-        context = "\n".join(format_line(t, 4000) for t in earlier if t.text.strip())
-        user = f"Earlier messages (context only):\n{context}\n\nNew messages:\n{new}" if context else new
+        """Every new message is read whole: what exceeds one request's input
+        (MEMORYHUB_FACT_EXTRACTOR_INPUT_CHARS) goes in further requests, a long message in parts,
+        each request with the same earlier messages as context. Their facts are merged: a later
+        value of a key replaces an earlier one, a sentence said twice is kept once."""
+        room = settings.MEMORYHUB_FACT_EXTRACTOR_INPUT_CHARS
+        context = "\n".join(format_line(t, CONTEXT_CHARS) for t in earlier if t.text.strip())
+        facts: dict[str, ExtractedFact] = {}
+        for group in pack(new_lines(turns, room // 2), room):
+            check_budget()  # a background step's time budget (no-op elsewhere)
+            new = "\n".join(group)
+            user = f"Earlier messages (context only):\n{context}\n\nNew messages:\n{new}" if context else new
+            for fact in self._request(user):
+                facts[fact.key or " ".join(fact.content.lower().split())] = fact
+        return list(facts.values())
+
+    def _request(self, user: str) -> list[ExtractedFact]:
         json_mode = self.reply_format == "json"
         text = chat_completion(
             url=self.url, model=self.model, api_key=self.api_key, timeout=self.timeout, json_mode=json_mode,
@@ -172,6 +193,23 @@ class HttpExtractor:
                       {"role": "user", "content": user}],
         )
         return parse_reply(text)
+
+
+CONTEXT_CHARS = 4000  # each earlier message, as context, is clipped to this
+
+
+def new_lines(turns: list[Turn], part_chars: int) -> list[str]:
+    """The new messages as lines, each whole: a longer one than `part_chars` as several lines
+    marked (part i/n)."""
+    lines: list[str] = []
+    for turn in turns:
+        if not turn.text.strip():
+            continue
+        parts = split_text(turn.text.strip(), part_chars)
+        for number, part in enumerate(parts, 1):
+            text = f"(part {number}/{len(parts)}) {part.strip()}" if len(parts) > 1 else part.strip()
+            lines.append(format_line(replace(turn, text=text), len(text) + 1))
+    return lines
 
 
 def get_extractor() -> FactExtractor:

@@ -501,6 +501,9 @@ MEMORYHUB_FACT_EXTRACTOR_URL = env_str("MEMORYHUB_FACT_EXTRACTOR_URL", "")
 MEMORYHUB_FACT_EXTRACTOR_MODEL = env_str("MEMORYHUB_FACT_EXTRACTOR_MODEL", "")
 MEMORYHUB_FACT_EXTRACTOR_API_KEY = env_str("MEMORYHUB_FACT_EXTRACTOR_API_KEY", "")
 MEMORYHUB_FACT_EXTRACTOR_TIMEOUT = env_float("MEMORYHUB_FACT_EXTRACTOR_TIMEOUT", 30.0, low=0.1)
+# New messages sent to the extractor per request, in characters: more go in further requests, a
+# longer message in parts (every word is read; earlier messages as context come on top).
+MEMORYHUB_FACT_EXTRACTOR_INPUT_CHARS = env_int("MEMORYHUB_FACT_EXTRACTOR_INPUT_CHARS", 12000, minimum=1000)
 # What the extractor asks for: "json" (a JSON-mode model: {"facts": [...]}) or "lines" (seed 003:
 # one fact per line, "- key: value" or "- sentence", "NONE" when there is none). Replies of either
 # form are accepted in both cases.

@@ -124,3 +124,25 @@ def test_an_unreachable_model_fails_the_step_and_keeps_the_cursor(alice, extract
     assert "HTTP 503" in outcome["failed"]
     assert StepFailure.objects.get().step == STEP  # tried again on a later pass
     assert Session.objects.get().facts_extracted_to == 0 and not Fact.objects.exists()
+
+
+def test_a_long_message_is_read_whole_in_parts(alice, extractor_settings) -> None:  # type: ignore[no-untyped-def]
+    extractor_settings.MEMORYHUB_FACT_EXTRACTOR_INPUT_CHARS = 4000
+    filler = " ".join(f"Paragraph {i} of the trip report says nothing durable." for i in range(300))
+    message = f"{filler} By the way, my passport number is X1234567."  # ~17k characters, the fact at the end
+
+    def model(body: dict[str, Any]) -> tuple[int, Any]:
+        text = user_message(body)
+        if "X1234567" in text:
+            return 200, completion("- passport_number: X1234567")
+        return 200, completion("NONE")
+
+    with fake_llm(model) as llm:
+        extractor_settings.MEMORYHUB_FACT_EXTRACTOR_URL = llm.url
+        post_events(alice, "s1", {"role": "user", "content": message})
+        assert work()["facts"] == 1
+    sent = [user_message(r["body"]) for r in llm.requests]
+    assert len(sent) >= 5 and all(len(s) <= 4000 + 200 for s in sent)  # a request per group of parts
+    assert "(part 1/" in sent[0] and "X1234567" in sent[-1]
+    assert "Paragraph 299 of" in "".join(sent) and "Paragraph 0 of" in sent[0]  # every part was sent
+    assert Fact.objects.get().content == "passport number: X1234567"
