@@ -35,7 +35,7 @@ def parse_args(bench: Bench) -> argparse.Namespace:
     parser.add_argument("--plain-pool", type=int, default=None, metavar="N",
                         help="plain hybrid: min-max over the top N turns of each score, not over all turns")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
-                        help="override a numeric setting for the searches (experiments)")
+                        help="override a numeric or true/false setting for the searches (experiments)")
     parser.add_argument("--no-cache", action="store_true", help="do not cache embeddings by text")
     parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
     parser.add_argument("--vector-weight", type=float, default=None, help="override for the weighted run")
@@ -78,7 +78,11 @@ def _apply_overrides(args: argparse.Namespace) -> None:
 
     for item in args.set:
         name, value = item.split("=", 1)
-        setattr(settings, name, type(getattr(settings, name, 0.0))(value))
+        current = getattr(settings, name, 0.0)
+        if isinstance(current, bool):
+            setattr(settings, name, value.strip().lower() in ("1", "true", "yes", "on"))
+        else:
+            setattr(settings, name, type(current)(value))
         print(f"setting {name} = {getattr(settings, name)}", flush=True)
     if args.vector_weight is not None:
         recall.RUNS["hybrid-weighted"]["vector_weight"] = args.vector_weight
