@@ -9,8 +9,9 @@
     merge  a stored session gets the file's events it does not hold yet, appended after its own:
            an event is held already when its idempotency key, or its (created_at, role, content),
            matches a stored event of that session. Its rolling summary and summary tree stay the
-           stored ones (the summariser goes on from the appended events). Records are matched by
-           their identity (a note by note_id, a fact by scope, category and key, a scratchpad by its
+           stored ones (the summariser goes on from the appended events). An archived session is
+           read-only: events to append to it refuse the whole import (409 session_archived).
+           Records are matched by their identity (a note by note_id, a fact by scope, category and key, a scratchpad by its
            session and its items by key, a schedule by workspace, user and name, a run by schedule and
            due time); stored ones are kept, missing ones added, nothing is duplicated.
 

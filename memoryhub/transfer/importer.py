@@ -165,6 +165,11 @@ class Importer:
             self.skipped_sessions.append(stored.external_id)
             return
         new, matched = split_held(stored.pk, events)
+        if new and stored.status == SessionStatus.ARCHIVED:  # read-only, as an append to it is
+            raise Conflict("session_archived", f"Session {stored.external_id!r} is archived and read-only: the file "
+                           f"holds {len(new)} events it does not; nothing was imported (import with "
+                           "on_conflict=skip to keep it as it is).",
+                           {"session": stored.external_id, "on_conflict": ["skip"]})
         for sequence, event_id in matched.items():
             self.events[(stored.external_id, sequence)] = event_id
         last = max(stored.last_sequence, Event.objects.filter(session=stored).aggregate(m=Max("sequence"))["m"] or 0)

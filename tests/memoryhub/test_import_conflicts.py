@@ -126,6 +126,23 @@ def test_merge_appends_only_missing_events_and_records_and_is_idempotent(filled,
     assert holdings("carol") == merged
 
 
+def test_merge_never_appends_to_an_archived_session(filled, carol, django_capture_on_commit_callbacks) -> None:  # type: ignore[no-untyped-def]
+    first = export(filled.alice)
+    assert import_(carol, first, django_capture_on_commit_callbacks).status_code == 201
+    assert carol.patch("/api/v1/sessions/chat-1/", {"status": "archived"}, format="json").status_code == 200
+    # Merging the same file again appends nothing: allowed, an archived session stays as it is.
+    assert import_(carol, first, django_capture_on_commit_callbacks, "merge").status_code == 201
+    with django_capture_on_commit_callbacks(execute=True):
+        filled.alice.post("/api/v1/sessions/chat-1/events/", {"events": [
+            {"role": "user", "content": "Also a hotel near the Alfama"}]}, format="json")
+    before = holdings("carol")
+    response = import_(carol, export(filled.alice), django_capture_on_commit_callbacks, "merge")
+    assert response.status_code == 409 and error_code(response) == "session_archived"
+    assert response.json()["error"]["details"] == {"session": "chat-1", "on_conflict": ["skip"]}
+    assert holdings("carol") == before  # the whole import refused: nothing stored
+    assert import_(carol, export(filled.alice), django_capture_on_commit_callbacks, "skip").status_code == 201
+
+
 def test_merge_matches_events_by_idempotency_key_or_time_role_and_content(filled, carol, django_capture_on_commit_callbacks) -> None:  # type: ignore[no-untyped-def]
     first = export(filled.alice)
     new_session(carol, "chat-1")
