@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,10 +35,12 @@ sys.path.insert(0, str(ROOT))
 
 from bench import common, recall  # noqa: E402
 from bench.common import DATA_DIR, turn_content  # noqa: E402
+from bench.plain import bm25_scores as bm25  # noqa: E402
+from bench.plain import lexeme_counts, minmax  # noqa: E402
+from bench.plain import postings_of as bm25_matrix  # noqa: E402
 
 FILES = {"locomo": (DATA_DIR / "locomo10.jsonl", "conversations"),
          "longmemeval": (DATA_DIR / "longmemeval_s_dev60.jsonl.gz", "questions")}
-K1, B = 1.2, 0.75
 
 
 @dataclass
@@ -66,40 +67,6 @@ def embed_text(design: str, piece: Piece, previous: list[str]) -> str:
             budget -= len(context[0]) + 1
         return "\n".join([*context, piece.text])
     raise ValueError(design)
-
-
-def lexeme_counts(texts: list[str]) -> list[Counter[str]]:
-    from bench.plain import lexeme_counts as counts
-
-    return counts(texts)
-
-
-def bm25_matrix(counts: list[Counter[str]]) -> tuple[dict[str, tuple[np.ndarray, np.ndarray]], np.ndarray]:
-    postings: dict[str, tuple[list[int], list[int]]] = {}
-    for i, c in enumerate(counts):
-        for lexeme, tf in c.items():
-            docs, tfs = postings.setdefault(lexeme, ([], []))
-            docs.append(i)
-            tfs.append(tf)
-    lengths = np.asarray([sum(c.values()) for c in counts], dtype=np.float32)
-    return {k: (np.asarray(d), np.asarray(f, dtype=np.float32)) for k, (d, f) in postings.items()}, lengths
-
-
-def bm25(postings: dict[str, tuple[np.ndarray, np.ndarray]], lengths: np.ndarray, lexemes: list[str]) -> np.ndarray:
-    n = len(lengths)
-    scores = np.zeros(n, dtype=np.float32)
-    norm = K1 * (1 - B + B * lengths / max(float(lengths.mean()), 1e-9))
-    for lexeme in set(lexemes):
-        if lexeme in postings:
-            docs, tf = postings[lexeme]
-            idf = np.log(1 + (n - len(docs) + 0.5) / (len(docs) + 0.5))
-            scores[docs] += idf * tf * (K1 + 1) / (tf + norm[docs])
-    return scores
-
-
-def minmax(values: np.ndarray) -> np.ndarray:
-    low, high = float(values.min()), float(values.max())
-    return (values - low) / (high - low) if high > low else np.zeros_like(values)
 
 
 class Haystack:

@@ -64,33 +64,41 @@ def query_lexemes(query: str) -> list[str]:
         return [row[0] for row in cursor.fetchall()]
 
 
-def build(conv: dict[str, Any], embed: Any) -> Haystack:
-    turns = [(t, s["session_id"]) for s in conv["sessions"] for t in s["turns"]]
-    texts = [turn_content(t) for t, _ in turns]
-    counts = lexeme_counts(texts)
+def postings_of(counts: list[Counter[str]]) -> tuple[dict[str, tuple[np.ndarray, np.ndarray]], np.ndarray]:
+    """Per lexeme, the documents holding it and its counts there; the lexeme count per document."""
     postings: dict[str, tuple[list[int], list[int]]] = {}
     for i, c in enumerate(counts):
         for lexeme, tf in c.items():
             docs, tfs = postings.setdefault(lexeme, ([], []))
             docs.append(i)
             tfs.append(tf)
+    lengths = np.asarray([sum(c.values()) for c in counts], dtype=np.float32)
+    return {k: (np.asarray(d), np.asarray(f, dtype=np.float32)) for k, (d, f) in postings.items()}, lengths
+
+
+def build(conv: dict[str, Any], embed: Any) -> Haystack:
+    turns = [(t, s["session_id"]) for s in conv["sessions"] for t in s["turns"]]
+    texts = [turn_content(t) for t, _ in turns]
+    postings, lengths = postings_of(lexeme_counts(texts))
     vectors = np.asarray(embed(texts), dtype=np.float32)
     vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
-    return Haystack(
-        turn_ids=[t["turn_id"] for t, _ in turns], session_ids=[s for _, s in turns],
-        postings={k: (np.asarray(d), np.asarray(f, dtype=np.float32)) for k, (d, f) in postings.items()},
-        lengths=np.asarray([sum(c.values()) for c in counts], dtype=np.float32), vectors=vectors,
-    )
+    return Haystack(turn_ids=[t["turn_id"] for t, _ in turns], session_ids=[s for _, s in turns],
+                    postings=postings, lengths=lengths, vectors=vectors)
 
 
 def bm25(h: Haystack, lexemes: list[str]) -> np.ndarray:
-    n = len(h.turn_ids)
+    return bm25_scores(h.postings, h.lengths, lexemes)
+
+
+def bm25_scores(postings: dict[str, tuple[np.ndarray, np.ndarray]], lengths: np.ndarray,
+                lexemes: list[str]) -> np.ndarray:
+    n = len(lengths)
     scores = np.zeros(n, dtype=np.float32)
-    norm = K1 * (1 - B + B * h.lengths / max(float(h.lengths.mean()), 1e-9))
+    norm = K1 * (1 - B + B * lengths / max(float(lengths.mean()), 1e-9))
     for lexeme in set(lexemes):
-        if lexeme not in h.postings:
+        if lexeme not in postings:
             continue
-        docs, tf = h.postings[lexeme]
+        docs, tf = postings[lexeme]
         idf = np.log(1 + (n - len(docs) + 0.5) / (len(docs) + 0.5))
         scores[docs] += idf * tf * (K1 + 1) / (tf + norm[docs])
     return scores
