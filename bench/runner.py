@@ -60,10 +60,11 @@ def _report_ingest(bench: Bench, conversations: list[dict[str, Any]], ingested: 
         print(f"  embedding during ingest: {cache.stats()}", flush=True)
 
 
-def _summaries(args: argparse.Namespace, tenant_id: int, cache: common.EmbeddingCache | None) -> None:
+def _summaries(args: argparse.Namespace, tenant_id: int, cache: common.EmbeddingCache | None, appended: bool) -> None:
+    """The summariser over sessions appended in this run (a resumed ingest's too) or never summarised."""
     from memoryhub.models import SummaryNode
 
-    if not args.no_summaries and not SummaryNode.objects.filter(tenant_id=tenant_id).exists():
+    if not args.no_summaries and (appended or not SummaryNode.objects.filter(tenant_id=tenant_id).exists()):
         model_s = cache.model_s if cache else 0.0
         report, seconds = common.summarise(tenant_id)
         spent = f", of which model {cache.model_s - model_s:.1f} s" if cache else ""
@@ -142,7 +143,7 @@ def main(bench: Bench) -> None:
         if cache is not None:
             cache.save()
         tenant_id = ingested.key.tenant_id
-        _summaries(args, tenant_id, cache)
+        _summaries(args, tenant_id, cache, bool(ingested.appended_sessions))
         before = common.chunk_census(tenant_id, ingested.turn_at)
         print(f"chunks before the questions: {before}", flush=True)
         _apply_overrides(args)
