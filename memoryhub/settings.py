@@ -401,6 +401,9 @@ MEMORYHUB_CONTEXT_MIN_COSINE = env_float("MEMORYHUB_CONTEXT_MIN_COSINE", 0.35, l
 MEMORYHUB_TEXT_CONTEXT_WEIGHT = env_float("MEMORYHUB_TEXT_CONTEXT_WEIGHT", 0.3, low=0.0, high=1.0)
 # Hybrid search: how much a result's conversation (its best matching messages) adds to its score.
 MEMORYHUB_SEARCH_SESSION_WEIGHT = env_float("MEMORYHUB_SEARCH_SESSION_WEIGHT", 0.0, low=0.0, high=1.0)
+# Hybrid search: a message's score gains this share of the best score of the messages just before
+# and after it in its conversation (0 = off): the turns around a strong match are context for it.
+MEMORYHUB_SEARCH_NEIGHBOUR_WEIGHT = env_float("MEMORYHUB_SEARCH_NEIGHBOUR_WEIGHT", 0.0, low=0.0, high=1.0)
 # Hybrid search: each further result from an already-listed conversation is scored × this (1 = off).
 MEMORYHUB_SEARCH_SESSION_DIVERSITY = env_float("MEMORYHUB_SEARCH_SESSION_DIVERSITY", 1.0, low=0.0, high=1.0)
 # Hybrid search: at most this many results from one conversation before other conversations' (0 = off).
@@ -414,6 +417,8 @@ MEMORYHUB_SEARCH_TIME_WEIGHT = env_float("MEMORYHUB_SEARCH_TIME_WEIGHT", 0.3, lo
 # Search: a summary that ranks gives its place to the best-ranked message it summarises
 # (when that message is a candidate); a search limited to summaries still returns summaries.
 MEMORYHUB_SEARCH_EXPAND_SUMMARIES = env_bool("MEMORYHUB_SEARCH_EXPAND_SUMMARIES", True)
+# Search: each message once, at the place of its best chunk (a long message is several chunks).
+MEMORYHUB_SEARCH_ONE_PER_MESSAGE = env_bool("MEMORYHUB_SEARCH_ONE_PER_MESSAGE", True)
 # Typo tolerance in text and hybrid search: a query word the scope never says also matches the
 # scope's closest words by trigram similarity (retrieval.search.fuzzy). Mode "fuzzy" always does.
 MEMORYHUB_SEARCH_FUZZY = env_bool("MEMORYHUB_SEARCH_FUZZY", True)

@@ -115,11 +115,13 @@ class SearchInput(StrictSerializer):
 
 class ExplainStepOutput(serializers.Serializer):
     step = serializers.ChoiceField(
-        choices=["feedback", "session_prior", "date_hint", "summary_expansion", "mmr", "diversity", "session_cap",
-                 "dedup", "coverage"],
+        choices=["feedback", "session_prior", "neighbours", "date_hint", "summary_expansion", "one_per_message", "mmr",
+                 "diversity", "session_cap", "dedup", "coverage"],
         help_text="feedback: ranked against the query vector moved toward the first pass's best results; "
-                  "session_prior: blended with its conversation's best matches; date_hint: written within a date "
+                  "session_prior: blended with its conversation's best matches; neighbours: plus the best score of the "
+                  "messages beside it in its conversation; date_hint: written within a date "
                   "the query names; summary_expansion: took the place of a summary of it that ranked higher; "
+                  "one_per_message: other chunks of the same message above it dropped (each message is listed once); "
                   "mmr: maximal marginal relevance (results too similar to ones above move down); diversity, "
                   "session_cap: per-conversation limits; dedup: near-duplicates above it dropped; coverage: the "
                   "last places go first to conversations not listed yet.")

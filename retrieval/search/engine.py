@@ -47,6 +47,7 @@ from retrieval.search.rerank import (
     expand_summaries,
     mmr,
     near_duplicates,
+    one_per_message,
 )
 from retrieval.search.sql import (
     CandidatePool,
@@ -172,6 +173,9 @@ def _rank(req: SearchRequest, plan: Plan, pool: CandidatePool, vec: dict[int, fl
     if req.profile != "memory" and settings.MEMORYHUB_SEARCH_EXPAND_SUMMARIES:
         by_rank, ranked = ranked, expand_summaries(ranked, trace.replaced if trace.on else None)
         trace.ranks("summary_expansion", by_rank, ranked)
+    if settings.MEMORYHUB_SEARCH_ONE_PER_MESSAGE:
+        by_rank, ranked = ranked, one_per_message(ranked)
+        trace.ranks("one_per_message", by_rank, ranked)
     if not _reranks(req):
         return order, ranked, None
     ranked, similarities = _rerank(req, ranked, order, pool, trace)

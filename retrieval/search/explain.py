@@ -8,7 +8,7 @@ what it had before and after. Per result it then answers, in stage order:
   relevance (recency, importance, use) is one of them;
 - `fused`: their sum, the score before any adjustment;
 - `steps`: every stage that moved it, with its score or its rank before and after: feedback (the
-  query vector moved toward the first pass's best results), session prior, date hint, summary
+  query vector moved toward the first pass's best results), session prior, neighbours, date hint, summary
   expansion, MMR, diversity, session cap, dedup (results above it dropped), coverage;
 - `score` and `rank`: where it ended.
 
@@ -26,7 +26,12 @@ from typing import Any
 
 from django.conf import settings
 
-from retrieval.search.fusion import base_scores, fusion_parts, uses_session_prior
+from retrieval.search.fusion import (
+    base_scores,
+    fusion_parts,
+    uses_session_prior,
+    with_session_prior,
+)
 from retrieval.search.request import LITERAL_MODES, Candidate, SearchRequest
 from retrieval.search.timehints import TimeHint
 
@@ -82,8 +87,11 @@ class Trace:
             self.scores("feedback", plain, moved, "the query vector moved toward the best first-pass "
                         f"results (weight {settings.MEMORYHUB_SEARCH_FEEDBACK})", extra)
         if uses_session_prior(req):
-            self.scores("session_prior", moved, fused, "blended with its conversation's best matches "
+            prior = with_session_prior(moved, chunks, settings.MEMORYHUB_SEARCH_SESSION_WEIGHT)
+            self.scores("session_prior", moved, prior, "blended with its conversation's best matches "
                         f"(weight {settings.MEMORYHUB_SEARCH_SESSION_WEIGHT})")
+            self.scores("neighbours", prior, fused, "plus the best score of the messages beside it "
+                        f"(weight {settings.MEMORYHUB_SEARCH_NEIGHBOUR_WEIGHT})")
 
     def scores(self, name: str, before: dict[int, float], after: dict[int, float], detail: str = "",
                extra: dict[int, dict[str, Any]] | None = None) -> None:

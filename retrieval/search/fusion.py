@@ -34,7 +34,8 @@ def fuse(req: SearchRequest, chunks: dict[int, Candidate], vec: dict[int, float]
     base = base_scores(req, chunks, vec, txt)
     if not uses_session_prior(req):
         return base
-    return with_session_prior(base, chunks, settings.MEMORYHUB_SEARCH_SESSION_WEIGHT)
+    prior = with_session_prior(base, chunks, settings.MEMORYHUB_SEARCH_SESSION_WEIGHT)
+    return with_neighbours(prior, chunks, settings.MEMORYHUB_SEARCH_NEIGHBOUR_WEIGHT)
 
 
 def uses_session_prior(req: SearchRequest) -> bool:
@@ -132,6 +133,30 @@ def with_session_prior(scores: dict[int, float], chunks: dict[int, Candidate], w
         pk: (1 - weight) * score + weight * top_score * prior.get(chunks[pk].session_id or -1, 0.0) / top_prior
         for pk, score in scores.items()
     }
+
+
+def with_neighbours(scores: dict[int, float], chunks: dict[int, Candidate], weight: float) -> dict[int, float]:
+    """Add `weight` × the best score of the messages just before and just after each message
+    (same conversation, among the candidates). A conversation is local: the question, its answer
+    and the reply to the answer sit side by side, so a message next to a strong match is more
+    likely part of what was asked about than one as good in isolation. Memories outside a
+    conversation (notes, facts, documents) and summaries are neither boosted nor neighbours."""
+    if weight <= 0.0 or not scores:
+        return scores
+    best: dict[tuple[int, int], float] = {}  # (session, sequence) -> the best score of a message there
+    for pk, score in scores.items():
+        c = chunks[pk]
+        if c.kind == "event" and c.session_id is not None and c.sequence_start is not None:
+            for seq in range(c.sequence_start, (c.sequence_end or c.sequence_start) + 1):
+                best[(c.session_id, seq)] = max(best.get((c.session_id, seq), 0.0), score)
+    out = dict(scores)
+    for pk in scores:
+        c = chunks[pk]
+        if c.kind == "event" and c.session_id is not None and c.sequence_start is not None:
+            before = best.get((c.session_id, c.sequence_start - 1), 0.0)
+            after = best.get((c.session_id, (c.sequence_end or c.sequence_start) + 1), 0.0)
+            out[pk] += weight * max(before, after, 0.0)
+    return out
 
 
 def by_score(candidates: Iterable[Candidate], scores: dict[int, float]) -> list[Candidate]:

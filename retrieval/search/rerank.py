@@ -2,7 +2,7 @@
 MMR and dedup need come from sql.pair_similarities / sql.near_duplicate_pairs).
 
 In the order search applies them: summaries give their place to the messages they summarise,
-maximal marginal relevance, per-conversation diversity and cap (hybrid, default profile), then
+each message keeps its best chunk, maximal marginal relevance, per-conversation diversity and cap (hybrid, default profile), then
 near-duplicate removal and conversation coverage of the last places.
 """
 
@@ -40,6 +40,21 @@ def expand_summaries(ordered: list[Candidate], replaced: dict[int, int] | None =
                 out.append(source)
                 continue
         used.add(candidate.pk)
+        out.append(candidate)
+    return out
+
+
+def one_per_message(ordered: list[Candidate]) -> list[Candidate]:
+    """Each message once, at the place of its best-ranked chunk: the chunks of one long message
+    would otherwise fill the list with one message (other kinds keep every chunk)."""
+    seen: set[tuple[int, int]] = set()
+    out: list[Candidate] = []
+    for candidate in ordered:
+        if candidate.kind == "event" and candidate.session_id is not None and candidate.sequence_start is not None:
+            message = (candidate.session_id, candidate.sequence_start)
+            if message in seen:
+                continue
+            seen.add(message)
         out.append(candidate)
     return out
 

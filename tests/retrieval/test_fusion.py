@@ -10,6 +10,7 @@ from retrieval.search.fusion import (
     feedback_documents,
     fuse,
     minmax,
+    with_neighbours,
     with_session_prior,
 )
 from retrieval.search.request import Candidate, SearchRequest
@@ -109,3 +110,35 @@ def test_feedback_documents_are_the_first_pass_best() -> None:
     assert feedback_documents(req, CHUNKS, VEC, TXT, 10) == [1, 2, 3]
     text_heavy = SearchRequest(tenant_id=1, vector_weight=0.3, text_weight=0.7)
     assert feedback_documents(text_heavy, CHUNKS, VEC, TXT, 1) == [2]
+
+
+def msg(pk: int, session: int | None, seq: int | None, kind: str = "event") -> Candidate:
+    return Candidate(pk=pk, session_id=session, text=f"t{pk}", contextual=False, created_ts=0.0,
+                     sequence_end=seq, importance=0.5, kind=kind, sequence_start=seq)
+
+
+def test_a_message_gains_a_share_of_the_best_message_beside_it() -> None:
+    # Session 1: messages 4, 5, 6 (5 has two chunks: 2 and 3); session 2: message 5; a note.
+    chunks = {1: msg(1, 1, 4), 2: msg(2, 1, 5), 3: msg(3, 1, 5), 4: msg(4, 1, 6), 5: msg(5, 2, 5),
+              6: msg(6, None, None, kind="note")}
+    scores = {1: 0.2, 2: 0.9, 3: 0.5, 4: 0.1, 5: 0.8, 6: 0.7}
+    boosted = with_neighbours(scores, chunks, 0.5)
+    assert boosted[1] == pytest.approx(0.2 + 0.5 * 0.9)  # beside message 5's best chunk
+    assert boosted[4] == pytest.approx(0.1 + 0.5 * 0.9)
+    assert boosted[2] == pytest.approx(0.9 + 0.5 * 0.2) and boosted[3] == pytest.approx(0.5 + 0.5 * 0.2)
+    assert boosted[5] == 0.8  # no neighbour in its own conversation; session 1's messages are not beside it
+    assert boosted[6] == 0.7  # a note is never boosted
+    assert with_neighbours(scores, chunks, 0.0) is scores
+
+
+def test_hybrid_fusion_applies_the_neighbour_setting(settings) -> None:  # type: ignore[no-untyped-def]
+    chunks = {1: msg(1, 1, 1), 2: msg(2, 1, 2), 3: msg(3, 2, 7)}
+    vec, txt = {1: 0.9, 2: 0.3, 3: 0.35}, {}
+    req = SearchRequest(tenant_id=1, query="q", mode="hybrid")
+    settings.MEMORYHUB_SEARCH_NEIGHBOUR_WEIGHT = 0.0
+    plain = fuse(req, chunks, vec, txt)
+    assert plain[3] > plain[2]
+    settings.MEMORYHUB_SEARCH_NEIGHBOUR_WEIGHT = 0.3
+    boosted = fuse(req, chunks, vec, txt)
+    assert boosted[2] > boosted[3]  # beside the best match, it now ranks above the isolated one
+    assert fuse(SearchRequest(tenant_id=1, query="q", mode="vector"), chunks, vec, txt) == vec  # hybrid only

@@ -15,6 +15,7 @@ from retrieval.search.rerank import (
     diversify,
     expand_summaries,
     near_duplicates,
+    one_per_message,
 )
 from retrieval.search.timehints import TimeHint, hint_where, time_hints, with_time_hints
 
@@ -142,3 +143,14 @@ def test_hint_where_ors_the_hints_with_their_parameters_in_order() -> None:
     assert sql == ("((extract(month FROM c.created_at AT TIME ZONE 'UTC') = %s) OR "
                    "(c.created_at >= %s AND c.created_at < %s))")
     assert params == [6, start, end]
+
+
+# --- one result per message -------------------------------------------------------------------
+
+
+def test_each_message_is_listed_once_at_its_best_chunk() -> None:
+    # 1, 2 and 4 are chunks of message 7 of session 1; 3 is another message; 5, 6 a note's chunks.
+    ranked = [cand(1, 1, start=7, end=7), cand(2, 1, start=7, end=7), cand(3, 1, start=8, end=8),
+              cand(4, 1, start=7, end=7), cand(5, None, kind="note"), cand(6, None, kind="note"),
+              cand(9, 2, start=7, end=7)]
+    assert pks(one_per_message(ranked)) == [1, 3, 5, 6, 9]  # message 7 of session 2 is another message
