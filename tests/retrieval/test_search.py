@@ -556,3 +556,20 @@ def test_every_search_counts_an_access_of_what_it_returned(alice, index, setting
     assert Chunk.objects.get(pk=kite.pk).access_count == 1
     accesses.flush()
     assert Chunk.objects.get(pk=kite.pk).access_count == 3
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "text", "vector"])
+def test_a_long_message_takes_one_place_at_its_best_chunk(alice, index, settings, mode) -> None:  # type: ignore[no-untyped-def]
+    topics = ["radiators", "thermostat", "chimney", "gutters", "insulation", "fuse box", "water heater", "roof tiles"]
+    long_answer = " ".join(f"Before winter, bleed boiler pump valve {i} and then check the {topic} in room {i}: "
+                           f"{' '.join(f'{topic[:3]}{i}x{j}' for j in range(8))}."
+                           for i, topic in enumerate(topics * 2))
+    index(alice, "s", {"role": "assistant", "content": long_answer},
+          {"role": "user", "content": "The boiler pump valve was bled last winter by Tom."})
+    assert Chunk.objects.filter(role="assistant").count() >= 3  # the answer is several chunks
+    body = search(alice, query="boiler pump valve bled winter", mode=mode, top_k=5).json()
+    sequences = [r["sequence_start"] for r in body["results"]]
+    assert sorted(sequences) == [1, 2]  # each message once
+    settings.MEMORYHUB_SEARCH_ONE_PER_MESSAGE = False
+    every = search(alice, query="boiler pump valve bled winter", mode=mode, top_k=5).json()["results"]
+    assert [r["sequence_start"] for r in every].count(1) >= 2
