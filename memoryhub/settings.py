@@ -430,6 +430,9 @@ MEMORYHUB_SEARCH_FEEDBACK_DOCS = env_int("MEMORYHUB_SEARCH_FEEDBACK_DOCS", 3, mi
 # Hybrid search: the first share of top_k places by rank, the rest first to the best results of
 # conversations not among the results yet (1 turns it off).
 MEMORYHUB_SEARCH_COVERAGE = env_float("MEMORYHUB_SEARCH_COVERAGE", 0.6, low=0.0, high=1.0)
+# ... but only a result scoring at least this share of the top_k-th result's score (0 = any): a
+# conversation that barely matches does not take the place of a good match (bench/README.md).
+MEMORYHUB_SEARCH_COVERAGE_FLOOR = env_float("MEMORYHUB_SEARCH_COVERAGE_FLOOR", 0.8, low=0.0, high=1.0)
 # Search mode "regex": the longest pattern accepted, and how long its scan may run before the
 # request answers regex_timeout (statement_timeout: PostgreSQL cancels the scan, the worker goes on).
 MEMORYHUB_SEARCH_REGEX_MAX_LENGTH = env_int("MEMORYHUB_SEARCH_REGEX_MAX_LENGTH", 512, minimum=1)

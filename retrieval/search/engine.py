@@ -99,7 +99,7 @@ def run_search(req: SearchRequest) -> list[SearchHit]:
     kept = dedup(ranked, _near_pairs(head, pool, similarities), 3 * req.top_k)
     trace.ranks("dedup", ranked, kept)
     coverage = settings.MEMORYHUB_SEARCH_COVERAGE if _reranks(req) else 1.0
-    covered = cover_conversations(kept, req.top_k, coverage)
+    covered = cover_conversations(kept, req.top_k, coverage, order, settings.MEMORYHUB_SEARCH_COVERAGE_FLOOR)
     trace.ranks("coverage", kept, covered)
     rows = load_rows(covered, model)
     hits = [SearchHit(rows[c.pk], order[c.pk], vec.get(c.pk), pool.txt.get(c.pk)) for c in covered if c.pk in rows]

@@ -165,23 +165,30 @@ def dedup(ordered: list[Candidate], near_pairs: set[tuple[int, int]], top_k: int
     return kept
 
 
-def cover_conversations(kept: list[Candidate], top_k: int, share: float) -> list[Candidate]:
+def cover_conversations(kept: list[Candidate], top_k: int, share: float, scores: dict[int, float] | None = None,
+                        floor: float = 0.0) -> list[Candidate]:
     """The first share·top_k results by rank; the other places go first to the best results from
     conversations not among the results yet, then by rank again (1 = plain ranking).
 
     A search over many conversations then names more of the conversations a question touches,
-    while the head of the list stays the best matches. Memories outside any conversation (notes,
-    facts, documents) are never moved up: they keep their rank among the rest.
+    while the head of the list stays the best matches. With `scores` and `floor`, a result is
+    moved up only if it scores at least floor × the score of the result ranked top_k-th: a
+    conversation that barely matches does not take the place of a good match in a listed one.
+    Memories outside any conversation (notes, facts, documents) are never moved up: they keep
+    their rank among the rest.
     """
     if share >= 1.0 or len(kept) <= top_k:
         return kept[:top_k]
     head_size = max(1, round(share * top_k))
     head, rest = kept[:head_size], kept[head_size:]
     seen = {c.session_id for c in head if c.session_id is not None}
+    least = floor * scores[kept[top_k - 1].pk] if scores is not None and floor > 0.0 else None
     fresh: list[Candidate] = []
     for candidate in rest:
         if head_size + len(fresh) >= top_k:
             break
+        if least is not None and scores is not None and scores[candidate.pk] < least:
+            continue
         if candidate.session_id is not None and candidate.session_id not in seen:
             fresh.append(candidate)
             seen.add(candidate.session_id)

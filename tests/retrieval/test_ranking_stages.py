@@ -120,6 +120,16 @@ def test_coverage_keeps_at_least_one_place_by_rank() -> None:
     assert pks(cover_conversations([cand(1, 1), cand(2, 1), cand(3, 1), cand(4, 1)], 3, 0.0)) == [1, 2, 3]
 
 
+def test_coverage_with_a_floor_moves_up_only_a_near_match() -> None:
+    ranked = [cand(1, 1), cand(2, 1), cand(3, 1), cand(4, 2), cand(5, 3)]
+    scores = {1: 1.0, 2: 0.9, 3: 0.8, 4: 0.7, 5: 0.3}
+    # Two places by coverage: without a floor both go to the unlisted conversations 2 and 3.
+    assert pks(cover_conversations(ranked, 3, 0.34, scores)) == [1, 4, 5]
+    # Floor 0.8 of the third result's score (0.8 × 0.8 = 0.64): 4 (0.7) is near enough, 5 (0.3) is not.
+    assert pks(cover_conversations(ranked, 3, 0.34, scores, 0.8)) == [1, 4, 2]
+    assert pks(cover_conversations(ranked, 3, 0.34, scores, 0.9)) == [1, 2, 3]  # 0.7 < 0.72: by rank
+
+
 # --- dates named in the query -------------------------------------------------------------------
 
 

@@ -483,8 +483,15 @@ def test_coverage_gives_the_last_places_to_conversations_not_yet_listed(alice, i
     plain = [r["session"] for r in search(alice, query="heron", top_k=2).json()["results"]]
     assert plain == ["many", "many"]
     settings.MEMORYHUB_SEARCH_COVERAGE = 0.6  # the default: round(0.6 * 2) = 1 place by rank
+    settings.MEMORYHUB_SEARCH_COVERAGE_FLOOR = 0.0  # any result of an unlisted conversation moves up
     covered = search(alice, query="heron", top_k=2).json()["results"]
     assert [r["session"] for r in covered] == ["many", "lone"]
+    # The default floor: "lone" scores under 0.8 of the second "many" result, so it keeps its rank.
+    settings.MEMORYHUB_SEARCH_COVERAGE_FLOOR = 0.8
+    scores = {r["session"]: r["score"] for r in reversed(covered)}
+    floored = [r["session"] for r in search(alice, query="heron", top_k=2).json()["results"]]
+    assert scores["lone"] < 0.8 * min(r["score"] for r in search(alice, query="heron", top_k=2).json()["results"])
+    assert floored == ["many", "many"]
     # Text mode is a plain ranking: coverage (like MMR) is a hybrid re-ranking.
     text = search(alice, query="heron", top_k=2, mode="text").json()["results"]
     assert [r["session"] for r in text] == ["many", "many"]
