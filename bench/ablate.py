@@ -166,15 +166,18 @@ def rank(h: Haystack, design: str, lexemes: list[str], qv: np.ndarray, variant: 
     return [({h.turn_ids[i]}, h.session_ids[i]) for i in order]
 
 
-def _cover(order: np.ndarray, sessions: list[str], share: float, k: int = 10) -> list[int]:
-    """The product's coverage stage: the first share·k by rank, then new sessions first."""
+def _cover(order: np.ndarray, sessions: list[str], share: float, k: int = 10, scores: np.ndarray | None = None,
+           ratio: float = 0.0) -> list[int]:
+    """The product's coverage stage: the first share·k by rank, then new sessions first; with
+    `ratio`, a new session's result only if its score is at least ratio × the k-th score."""
     head = [int(i) for i in order[: max(1, round(share * k))]]
     seen = {sessions[i] for i in head}
+    floor = ratio * float(scores[order[k - 1]]) if scores is not None and ratio > 0 and len(order) >= k else -np.inf
     fresh = []
     for i in order[len(head):]:
         if len(head) + len(fresh) >= k:
             break
-        if sessions[i] not in seen:
+        if sessions[i] not in seen and (scores is None or scores[i] >= floor):
             fresh.append(int(i))
             seen.add(sessions[i])
     rest = [int(i) for i in order[len(head):] if int(i) not in set(fresh)]
@@ -183,7 +186,8 @@ def _cover(order: np.ndarray, sessions: list[str], share: float, k: int = 10) ->
 
 def _pipeline(h: Haystack, design: str, vec: np.ndarray, lexemes: list[str], variant: str) -> list[tuple[set[str], str]]:
     """A per-turn pipeline from tokens joined by "_": wW (fusion weight on the vector), nB
-    (neighbour boost), sG (session boost), cS (coverage share)."""
+    (neighbour boost), sG (session boost), cS (coverage share), rR (coverage only for a result
+    scoring at least R x the tenth)."""
     opts = {t[0]: float(t[1:]) for t in variant.split("_")}
     n_turns = len(h.turn_ids)
     turn_vec = vec if design == "turn" else per_turn_max(vec, h.piece_turn, n_turns)
@@ -194,7 +198,8 @@ def _pipeline(h: Haystack, design: str, vec: np.ndarray, lexemes: list[str], var
     boost = opts.get("n", 0.0) * _neighbours(fused, sessions) + opts.get("s", 0.0) * _session_best(fused, sessions)
     fused = fused + boost
     order = np.argsort(-fused, kind="stable")[:100]
-    top = _cover(order, h.session_ids, opts["c"]) if "c" in opts else [int(i) for i in order[:10]]
+    top = (_cover(order, h.session_ids, opts["c"], scores=fused, ratio=opts.get("r", 0.0)) if "c" in opts
+           else [int(i) for i in order[:10]])
     return [({h.turn_ids[i]}, h.session_ids[i]) for i in top]
 
 
