@@ -14,7 +14,7 @@ from retrieval.search.explain import Trace
 from retrieval.search.fusion import base_scores, fusion_parts
 from tests.retrieval.conftest import search
 
-SCORE_STEPS = {"feedback", "session_prior", "date_hint"}
+SCORE_STEPS = {"feedback", "session_prior", "neighbours", "date_hint"}
 
 
 def results(response: Any) -> list[dict[str, Any]]:
@@ -62,6 +62,17 @@ def test_hybrid_explain(alice, garden) -> None:
         assert 0.0 <= parts["vector"]["normalised"] <= 1.0
     top = found[0]["explain"]
     assert top["mode"] == "hybrid" and top["fusion"] == "weighted" and top["profile"] == "default"
+
+
+def test_the_neighbour_boost_is_a_score_step(alice, garden, settings) -> None:  # type: ignore[no-untyped-def]
+    settings.MEMORYHUB_SEARCH_NEIGHBOUR_WEIGHT = 0.3
+    found = results(search(alice, query="tomatoes garden", explain=True))
+    for rank, result in enumerate(found, start=1):
+        _check_chain(result, rank)  # the boost sits in the chain of scores
+    boosted = {r["text"]: s for r in found for s in r["explain"]["steps"] if s["step"] == "neighbours"}
+    # The assistant's reply sits beside the best match (the user's tomato message): it gains.
+    reply = boosted["Tomatoes need plenty of sun and water."]
+    assert reply["score_after"] > reply["score_before"] and "weight 0.3" in reply["detail"]
 
 
 def test_reranking_steps_show_in_a_hybrid_search(alice, index, settings) -> None:  # type: ignore[no-untyped-def]
