@@ -77,11 +77,13 @@ def _summaries(args: argparse.Namespace, tenant_id: int, cache: common.Embedding
 def _apply_overrides(args: argparse.Namespace) -> None:
     from django.conf import settings
 
+    from memoryhub.env import parse_bool
+
     for item in args.set:
         name, value = item.split("=", 1)
         current = getattr(settings, name, 0.0)
         if isinstance(current, bool):
-            setattr(settings, name, value.strip().lower() in ("1", "true", "yes", "on"))
+            setattr(settings, name, parse_bool(name, value))
         else:
             setattr(settings, name, type(current)(value))
         print(f"setting {name} = {getattr(settings, name)}", flush=True)

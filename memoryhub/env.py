@@ -18,6 +18,11 @@ def env_bool(name: str, default: bool) -> bool:
     raw = os.environ.get(name)
     if raw is None or raw == "":
         return default
+    return parse_bool(name, raw)
+
+
+def parse_bool(name: str, raw: str) -> bool:
+    """true/false, 1/0, yes/no, on/off (any case); anything else is refused, naming `name`."""
     value = raw.strip().lower()
     if value in {"1", "true", "yes", "on"}:
         return True

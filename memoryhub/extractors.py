@@ -161,6 +161,9 @@ def parse_reply(text: str) -> list[ExtractedFact]:
     return parse_lines(text)
 
 
+CONTEXT_CHARS = 4000  # each earlier message, as context, is clipped to this
+
+
 class HttpExtractor:
     name = "http"
 
@@ -193,9 +196,6 @@ class HttpExtractor:
                       {"role": "user", "content": user}],
         )
         return parse_reply(text)
-
-
-CONTEXT_CHARS = 4000  # each earlier message, as context, is clipped to this
 
 
 def new_lines(turns: list[Turn], part_chars: int) -> list[str]:

@@ -11,9 +11,10 @@
            matches a stored event of that session. Its rolling summary and summary tree stay the
            stored ones (the summariser goes on from the appended events). An archived session is
            read-only: events to append to it refuse the whole import (409 session_archived).
-           Records are matched by their identity (a note by note_id, a fact by scope, category and key, a scratchpad by its
-           session and its items by key, a schedule by workspace, user and name, a run by schedule and
-           due time); stored ones are kept, missing ones added, nothing is duplicated.
+           Records are matched by their identity (a note by note_id, a fact by scope, category and
+           key, a scratchpad by its session and its items by key, a schedule by workspace, user and
+           name, a run by schedule and due time); stored ones are kept, missing ones added,
+           nothing is duplicated.
 
 Importing the same file twice with skip or merge changes nothing the second time. Either way the
 whole import is one transaction: a bad file stores nothing.

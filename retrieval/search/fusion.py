@@ -143,19 +143,14 @@ def with_neighbours(scores: dict[int, float], chunks: dict[int, Candidate], weig
     conversation (notes, facts, documents) and summaries are neither boosted nor neighbours."""
     if weight <= 0.0 or not scores:
         return scores
+    messages = {pk: m for pk in scores if (m := chunks[pk].message) is not None}
     best: dict[tuple[int, int], float] = {}  # (session, sequence) -> the best score of a message there
-    for pk, score in scores.items():
-        c = chunks[pk]
-        if c.kind == "event" and c.session_id is not None and c.sequence_start is not None:
-            for seq in range(c.sequence_start, (c.sequence_end or c.sequence_start) + 1):
-                best[(c.session_id, seq)] = max(best.get((c.session_id, seq), 0.0), score)
+    for pk, (session, first, last) in messages.items():
+        for seq in range(first, last + 1):
+            best[(session, seq)] = max(best.get((session, seq), 0.0), scores[pk])
     out = dict(scores)
-    for pk in scores:
-        c = chunks[pk]
-        if c.kind == "event" and c.session_id is not None and c.sequence_start is not None:
-            before = best.get((c.session_id, c.sequence_start - 1), 0.0)
-            after = best.get((c.session_id, (c.sequence_end or c.sequence_start) + 1), 0.0)
-            out[pk] += weight * max(before, after, 0.0)
+    for pk, (session, first, last) in messages.items():
+        out[pk] += weight * max(best.get((session, first - 1), 0.0), best.get((session, last + 1), 0.0), 0.0)
     return out
 
 

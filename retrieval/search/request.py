@@ -95,6 +95,14 @@ class Candidate:
     kind: str = "event"
     sequence_start: int | None = None
 
+    @property
+    def message(self) -> tuple[int, int, int] | None:
+        """(session, first sequence, last sequence) of the message(s) this chunk is text of; None
+        for a note, fact, document or summary."""
+        if self.kind != "event" or self.session_id is None or self.sequence_start is None:
+            return None
+        return self.session_id, self.sequence_start, self.sequence_end or self.sequence_start
+
 
 @dataclass(frozen=True)
 class SessionRef:

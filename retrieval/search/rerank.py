@@ -2,8 +2,9 @@
 MMR and dedup need come from sql.pair_similarities / sql.near_duplicate_pairs).
 
 In the order search applies them: summaries give their place to the messages they summarise,
-each message keeps its best chunk, maximal marginal relevance, per-conversation diversity and cap (hybrid, default profile), then
-near-duplicate removal and conversation coverage of the last places.
+each message keeps its best chunk, maximal marginal relevance, per-conversation diversity and
+cap (hybrid, default profile), then near-duplicate removal and conversation coverage of the last
+places.
 """
 
 from __future__ import annotations
@@ -50,11 +51,10 @@ def one_per_message(ordered: list[Candidate]) -> list[Candidate]:
     seen: set[tuple[int, int]] = set()
     out: list[Candidate] = []
     for candidate in ordered:
-        if candidate.kind == "event" and candidate.session_id is not None and candidate.sequence_start is not None:
-            message = (candidate.session_id, candidate.sequence_start)
-            if message in seen:
+        if (message := candidate.message) is not None:
+            if message[:2] in seen:
                 continue
-            seen.add(message)
+            seen.add(message[:2])
         out.append(candidate)
     return out
 
@@ -187,7 +187,7 @@ def cover_conversations(kept: list[Candidate], top_k: int, share: float, scores:
     for candidate in rest:
         if head_size + len(fresh) >= top_k:
             break
-        if least is not None and scores is not None and scores[candidate.pk] < least:
+        if scores is not None and least is not None and scores[candidate.pk] < least:
             continue
         if candidate.session_id is not None and candidate.session_id not in seen:
             fresh.append(candidate)
