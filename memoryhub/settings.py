@@ -399,6 +399,10 @@ MEMORYHUB_CONTEXT_BUDGET = env_int("MEMORYHUB_CONTEXT_BUDGET", 4000, minimum=100
 MEMORYHUB_CONTEXT_MIN_COSINE = env_float("MEMORYHUB_CONTEXT_MIN_COSINE", 0.35, low=-1.0, high=1.0)
 # Full text: how much a query word found only in a chunk's conversation context counts (0–1).
 MEMORYHUB_TEXT_CONTEXT_WEIGHT = env_float("MEMORYHUB_TEXT_CONTEXT_WEIGHT", 0.3, low=0.0, high=1.0)
+# Full text scores a chunk of a message as the whole message: a query's words count wherever the
+# message says them, against the message's length (a long answer is several chunks; its words
+# spread over them). Off: each chunk alone.
+MEMORYHUB_TEXT_PER_MESSAGE = env_bool("MEMORYHUB_TEXT_PER_MESSAGE", True)
 # Hybrid search: how much a result's conversation (its best matching messages) adds to its score.
 MEMORYHUB_SEARCH_SESSION_WEIGHT = env_float("MEMORYHUB_SEARCH_SESSION_WEIGHT", 0.0, low=0.0, high=1.0)
 # Hybrid search: a message's score gains this share of the best score of the messages just before

@@ -80,6 +80,8 @@ class Chunk(models.Model):
             # A search limited to one end user (theirs and shared) in a big tenant: its vector search is
             # exact over these rows (retrieval.search.sql.vector_source).
             models.Index(fields=["tenant", "user_id"], name="chunk_tenant_user"),
+            # Full text scores a chunk as its whole message: the other chunks of its event.
+            models.Index(fields=["session", "sequence_start"], name="chunk_message", condition=Q(kind="event")),
             models.Index(fields=["tenant", "id"], name="chunk_pending_embedding",
                          condition=Q(embedding__isnull=True)),
             GinIndex(fields=["tags"], name="chunk_tags"),

@@ -21,6 +21,7 @@ from retrieval.search.request import SearchRequest
 from retrieval.search.sql import Source
 from retrieval.termstats import term_statistics
 
+_OWN_LENGTH = "length(ts_filter(c.search_vector, '{a}'))"  # distinct lexemes of the chunk's own words
 MATCH_BUDGET = 500  # chunks whose own words match, summed over the terms that select candidates
 BM25_K1 = 1.2
 BM25_B = 0.5
@@ -38,24 +39,43 @@ class TextQuery:
     strict: bool  # the query used websearch operators: require websearch_to_tsquery to match
     match_terms: list[str] = field(default_factory=list)  # the rarer terms that select candidates
 
-    def score_sql(self) -> tuple[str, list[Any]]:
+    def score_sql(self, *, per_message: bool = False) -> tuple[str, list[Any]]:
         """BM25 with tf = 1 (chunks are short): Σ idf · (k1+1) / (1 + k1·(1 − b + b·len/avg)).
 
         A word found only in the chunk's conversation context (weight D) counts at a discount.
+        `per_message`: the words and length are those of the chunk's whole message (the columns of
+        `message_sql`, joined as m), plus a thousandth of the chunk's own score, so that among the
+        chunks of one message the one that says the words ranks first.
         """
         if not self.terms:
             return "0.0", []
         discount = float(settings.MEMORYHUB_TEXT_CONTEXT_WEIGHT)
-        parts = " + ".join(
-            "(CASE WHEN c.search_vector @@ %s::tsquery THEN %s WHEN c.search_vector @@ %s::tsquery THEN %s ELSE 0 END)"
-            for _ in self.terms
-        )
+        if per_message:
+            said = [f"coalesce(m.p{i}, c.search_vector @@ %s::tsquery)" for i in range(len(self.terms))]
+            length = f"coalesce(m.len, {_OWN_LENGTH})"
+        else:
+            said = ["c.search_vector @@ %s::tsquery"] * len(self.terms)
+            length = _OWN_LENGTH
+        parts = " + ".join(f"(CASE WHEN {x} THEN %s WHEN c.search_vector @@ %s::tsquery THEN %s ELSE 0 END)" for x in said)
         params: list[Any] = [
             v for literal, idf in self.terms for v in (literal + ":A", idf, literal, idf * discount)
         ]
-        length = "length(ts_filter(c.search_vector, '{a}'))"
         norm = f"({BM25_K1 + 1} / (1 + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * {length} / 12.0)))"
-        return f"(({parts}) * {norm})", params
+        sql = f"(({parts}) * {norm})"
+        if per_message:
+            own, own_params = self.score_sql()
+            sql, params = f"({sql} + 0.001 * {own})", [*params, *own_params]
+        return sql, params
+
+    def message_sql(self) -> tuple[str, list[Any]]:
+        """A LATERAL join (m) over the message a candidate chunk is text of (every chunk of its
+        event): the message's length in own lexemes (m.len) and, per term, whether any of its
+        chunks says it (m.p0, m.p1, …). NULLs for a chunk of anything but an event."""
+        said = ", ".join(f"bool_or(s.search_vector @@ %s::tsquery) AS p{i}" for i in range(len(self.terms)))
+        sql = (f"LEFT JOIN LATERAL (SELECT sum(length(ts_filter(s.search_vector, '{{a}}'))) AS len, {said} "
+               "FROM retrieval_chunk s WHERE c.kind = 'event' AND s.session_id = c.session_id AND s.kind = 'event' "
+               "AND s.sequence_start = c.sequence_start) m ON true")
+        return sql, [literal + ":A" for literal, _ in self.terms]
 
     def match_sql(self, query: str) -> tuple[str, list[Any]]:
         own_words_only = settings.MEMORYHUB_TEXT_CONTEXT_WEIGHT <= 0.0

@@ -162,6 +162,17 @@ def by_score(candidates: Iterable[Candidate], scores: dict[int, float]) -> list[
 def feedback_documents(req: SearchRequest, chunks: dict[int, Candidate], vec: dict[int, float],
                        txt: dict[int, float], count: int) -> list[int]:
     """The first pass's best `count` candidates, whose mean vector pseudo-relevance feedback moves
-    the query toward (sql.feedback_scores)."""
+    the query toward (sql.feedback_scores): one chunk of a message at most (its best), so that the
+    chunks of one long message, which share its words, do not make the feedback that message's."""
     first = fuse(req, chunks, vec, txt)
-    return sorted(first, key=lambda pk: -first[pk])[:count]
+    top: list[int] = []
+    seen: set[tuple[int, int]] = set()
+    for pk in sorted(first, key=lambda pk: -first[pk]):
+        if (message := chunks[pk].message) is not None:
+            if message[:2] in seen:
+                continue
+            seen.add(message[:2])
+        top.append(pk)
+        if len(top) == count:
+            break
+    return top

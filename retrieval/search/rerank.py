@@ -151,15 +151,23 @@ def dedup(ordered: list[Candidate], near_pairs: set[tuple[int, int]], top_k: int
     kept: list[Candidate] = []
     kept_ids: set[int] = set()
     kept_words: list[frozenset[str]] = []
+    # Copies of a kept text (the same message stored twice, a repeated reply) are dropped by a
+    # lookup, before their words are split and compared with every result kept.
+    kept_texts: set[str] = set()
+    kept_sets: set[frozenset[str]] = set()
     for chunk in ordered:
         if chunk.pk in near and not near[chunk.pk].isdisjoint(kept_ids):
             continue
+        if chunk.text in kept_texts:
+            continue
         words = word_set(chunk.text)
-        if any(_near_identical_text(words, other) for other in kept_words):
+        if words in kept_sets or any(_near_identical_text(words, other) for other in kept_words):
             continue
         kept.append(chunk)
         kept_ids.add(chunk.pk)
         kept_words.append(words)
+        kept_texts.add(chunk.text)
+        kept_sets.add(words)
         if len(kept) == top_k:
             break
     return kept

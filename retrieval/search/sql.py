@@ -177,10 +177,14 @@ def fetch_candidates(sources: list[Source], model: str, tq: TextQuery | None, *,
     union = " UNION ".join(f"({sql})" for sql, _ in sources)
     select = [_RANK_COLUMNS, "CASE WHEN c.embedding_model = %s THEN halfvec_send(c.embedding) END"]
     params: list[Any] = [model]
+    join, join_params = "", []
     if tq is not None and tq.terms:
-        score, score_params = tq.score_sql()
+        per_message = settings.MEMORYHUB_TEXT_PER_MESSAGE
+        score, score_params = tq.score_sql(per_message=per_message)
         select.append(f"({score})::float8")  # numeric otherwise: a Decimal per candidate to convert
         params += score_params
+        if per_message:
+            join, join_params = tq.message_sql()
     else:
         select.append("NULL")
     if with_relevance:
@@ -191,7 +195,8 @@ def fetch_candidates(sources: list[Source], model: str, tq: TextQuery | None, *,
         select.append("0.0")
     # The ids as an array (an InitPlan): the rows are then fetched by primary key, never by a hash
     # join over the table, whatever the planner guesses of the union's size.
-    sql = f"SELECT {', '.join(select)} FROM retrieval_chunk c WHERE c.id = ANY(ARRAY({union}))"
+    params += join_params
+    sql = f"SELECT {', '.join(select)} FROM retrieval_chunk c {join} WHERE c.id = ANY(ARRAY({union}))"
     params += [value for _, values in sources for value in values]
     with hnsw_settings(vector_search):
         rows = select_rows(sql, params)

@@ -117,6 +117,15 @@ def msg(pk: int, session: int | None, seq: int | None, kind: str = "event") -> C
                      sequence_end=seq, importance=0.5, kind=kind, sequence_start=seq)
 
 
+def test_feedback_reads_one_chunk_of_a_message() -> None:
+    # Chunks 1 and 2 are one long message (session 1, message 5), best and second best; 3 another.
+    chunks = {1: msg(1, 1, 5), 2: msg(2, 1, 5), 3: msg(3, 1, 6), 4: msg(4, None, None, kind="note")}
+    vec = {1: 0.9, 2: 0.8, 3: 0.3, 4: 0.2}
+    req = SearchRequest(tenant_id=1, vector_weight=1.0, text_weight=0.0)
+    assert feedback_documents(req, chunks, vec, {}, 2) == [1, 3]
+    assert feedback_documents(req, chunks, vec, {}, 5) == [1, 3, 4]
+
+
 def test_a_message_gains_a_share_of_the_best_message_beside_it() -> None:
     # Session 1: messages 4, 5, 6 (5 has two chunks: 2 and 3); session 2: message 5; a note.
     chunks = {1: msg(1, 1, 4), 2: msg(2, 1, 5), 3: msg(3, 1, 5), 4: msg(4, 1, 6), 5: msg(5, 2, 5),

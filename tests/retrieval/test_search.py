@@ -580,3 +580,20 @@ def test_a_long_message_takes_one_place_at_its_best_chunk(alice, index, settings
     settings.MEMORYHUB_SEARCH_ONE_PER_MESSAGE = False
     every = search(alice, query="boiler pump valve bled winter", mode=mode, top_k=5).json()["results"]
     assert [r["sequence_start"] for r in every].count(1) >= 2
+
+
+def test_full_text_scores_a_long_message_as_a_whole(alice, index, settings) -> None:  # type: ignore[no-untyped-def]
+    """The two words are said in different chunks of one long answer: scored as the whole message
+    it says both in fewer words than the short message that also says both, and comes first;
+    scored chunk by chunk, each of its chunks says one word, and the short message comes first."""
+    filler = "It is what it is, and that is all there is to it. " * 14  # stop words only: no length
+    long_answer = f"Marmalade. {filler}{filler}Zanzibar."
+    index(alice, "s", {"role": "assistant", "content": long_answer},
+          {"role": "user", "content": "Marmalade, zanzibar and a shelf."})
+    assert Chunk.objects.filter(role="assistant").count() >= 2  # the words are in different chunks
+    first = search(alice, query="marmalade zanzibar", mode="text").json()["results"][0]
+    assert first["sequence_start"] == 1
+    assert "Marmalade" in first["text"] or "Zanzibar" in first["text"]  # a chunk that says a word
+    settings.MEMORYHUB_TEXT_PER_MESSAGE = False
+    first = search(alice, query="marmalade zanzibar", mode="text").json()["results"][0]
+    assert first["text"] == "Marmalade, zanzibar and a shelf."
