@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -93,7 +94,16 @@ class Haystack:
             recent.append(normalize_text(content))
         self.piece_turn = np.asarray([p.turn for p in self.pieces])
         self.turn_post, self.turn_len = bm25_matrix(lexeme_counts(contents))
-        self.chunk_post, self.chunk_len = bm25_matrix(lexeme_counts([p.text for p in self.pieces]))
+        chunk_counts = lexeme_counts([p.text for p in self.pieces])
+        self.chunk_post, self.chunk_len = bm25_matrix(chunk_counts)
+        self.chunk_distinct = np.asarray([len(c) for c in chunk_counts], dtype=np.float32)
+        self.turn_distinct = np.asarray([len(c) for c in lexeme_counts(contents)], dtype=np.float32)
+        by_turn: list[Counter[str]] = [Counter() for _ in contents]  # tf = chunks of the turn holding it
+        for piece, c in zip(self.pieces, chunk_counts, strict=True):
+            by_turn[piece.turn].update(c.keys())
+        self.turn_chunk_post, _ = bm25_matrix(by_turn)
+        self.turn_chunk_len = np.zeros(len(contents), dtype=np.float32)
+        np.add.at(self.turn_chunk_len, self.piece_turn, self.chunk_distinct)
         self.vectors: dict[str, np.ndarray] = {}
         for design in designs:
             if design == "turn":
@@ -184,6 +194,47 @@ def _cover(order: np.ndarray, sessions: list[str], share: float, k: int = 10, sc
     return (head + fresh + rest)[:k]
 
 
+def _bm25(postings: dict[str, tuple[np.ndarray, np.ndarray]], lengths: np.ndarray, lexemes: list[str], *,
+          b: float, avg: float | None, binary: bool) -> np.ndarray:
+    """BM25 (k1 1.2) with a choice of tf (real or 1), b and average length (None: the mean)."""
+    n = len(lengths)
+    scores = np.zeros(n, dtype=np.float32)
+    norm = 1.2 * (1 - b + b * lengths / (avg or max(float(lengths.mean()), 1e-9)))
+    for lexeme in set(lexemes):
+        if lexeme not in postings:
+            continue
+        docs, tf = postings[lexeme]
+        tf = np.ones_like(tf) if binary else tf
+        idf = np.log(1 + (n - len(docs) + 0.5) / (len(docs) + 0.5))
+        scores[docs] += idf * tf * 2.2 / (tf + norm[docs])
+    return scores
+
+
+def text_scores(h: Haystack, lexemes: list[str], code: int) -> np.ndarray:
+    """The text side per turn: t0 whole-turn BM25 (the plain baseline's); t1 the product's (each
+    chunk, tf 1, b 0.5, distinct lexemes over 12; a turn's best chunk); t2 the same over the whole
+    turn; t3 whole turn, tf 1, b 0.75, the mean length; t4 whole turn, tf = chunks holding the word,
+    b 0.75, the mean length; t5 whole turn, real tf, b 0.5, distinct lexemes over 12; t6 t2 with
+    the length summed over the turn's chunks."""
+    n_turns = len(h.turn_ids)
+    if code == 0:
+        return bm25(h.turn_post, h.turn_len, lexemes)
+    if code == 1:
+        per_chunk = _bm25(h.chunk_post, h.chunk_distinct, lexemes, b=0.5, avg=12.0, binary=True)
+        return np.maximum(per_turn_max(per_chunk, h.piece_turn, n_turns), 0.0)
+    if code == 2:
+        return _bm25(h.turn_post, h.turn_distinct, lexemes, b=0.5, avg=12.0, binary=True)
+    if code == 3:
+        return _bm25(h.turn_post, h.turn_distinct, lexemes, b=0.75, avg=None, binary=True)
+    if code == 4:
+        return _bm25(h.turn_chunk_post, h.turn_chunk_len, lexemes, b=0.75, avg=None, binary=False)
+    if code == 5:
+        return _bm25(h.turn_post, h.turn_distinct, lexemes, b=0.5, avg=12.0, binary=False)
+    if code == 6:  # t2 with the length summed over the turn's chunks (what SQL over them can add up)
+        return _bm25(h.turn_chunk_post, h.turn_chunk_len, lexemes, b=0.5, avg=12.0, binary=True)
+    raise ValueError(code)
+
+
 def _pipeline(h: Haystack, design: str, vec: np.ndarray, lexemes: list[str], variant: str) -> list[tuple[set[str], str]]:
     """A per-turn pipeline from tokens joined by "_": wW (fusion weight on the vector), nB
     (neighbour boost), sG (session boost), cS (coverage share), rR (coverage only for a result
@@ -191,7 +242,7 @@ def _pipeline(h: Haystack, design: str, vec: np.ndarray, lexemes: list[str], var
     opts = {t[0]: float(t[1:]) for t in variant.split("_")}
     n_turns = len(h.turn_ids)
     turn_vec = vec if design == "turn" else per_turn_max(vec, h.piece_turn, n_turns)
-    text = bm25(h.turn_post, h.turn_len, lexemes)
+    text = text_scores(h, lexemes, int(opts.get("t", 0)))
     w = opts.get("w", 0.7)
     fused = w * minmax(turn_vec) + (1 - w) * minmax(text)
     sessions = np.asarray(h.session_ids)

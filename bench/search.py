@@ -54,6 +54,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--port", type=int, default=0, help="0: a free port")
+    parser.add_argument("--server", choices=["asgi", "wsgi"], default="asgi",
+                        help="asgi: as `manage.py run` serves (uvicorn workers); wsgi: gthread, as before issue 16")
+    parser.add_argument("--ef", default="40,100,200,400", help="ef_search values of the --recall measurement")
     parser.add_argument("--vectors", choices=["perturbed", "mixed", "blend"], default="perturbed")
     parser.add_argument("--recall", type=int, default=0, metavar="N", help="recall of HNSW vs exact on N queries")
     parser.add_argument("--no-http", action="store_true")
@@ -186,17 +189,23 @@ def measure_in_process(tenant: Any, questions: list[str]) -> dict[str, Any]:
     return out
 
 
-def start_server(port: int, workers: int, db_name: str = DB_NAME) -> subprocess.Popen[bytes]:
+def start_server(port: int, workers: int, db_name: str = DB_NAME, server: str = "asgi") -> subprocess.Popen[bytes]:
+    """The web server as `manage.py run` starts it (`asgi`: gunicorn with uvicorn workers and a
+    connection pool), or as it did before issue 16 (`wsgi`: gunicorn gthread, 4 threads a worker)."""
     from django.conf import settings
 
     base = settings.DATABASES["default"]
     url = f"postgresql://{base['USER']}@/{db_name}?host={base['HOST']}"
     env = {**os.environ, "DATABASE_URL": url, "SECRET_KEY": "bench", "MEMORYHUB_EMBEDDER": "minilm",
-           "MEMORYHUB_EMBED_THREADS": "1", "LOG_LEVEL": "WARNING"}
+           "MEMORYHUB_EMBED_THREADS": "1", "LOG_LEVEL": "WARNING", "DB_POOL": "true"}
+    if server == "asgi":
+        app, worker = ["memoryhub.asgi:application"], ["--worker-class", "memoryhub.webserver.Worker"]
+    else:
+        app, worker = ["memoryhub.wsgi:application"], ["--worker-class", "gthread", "--threads", "4"]
+        env["DB_POOL"] = "false"
     process = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "memoryhub.wsgi:application", "--bind", f"127.0.0.1:{port}",
-         "--config", "python:memoryhub.gunicorn_conf",
-         "--workers", str(workers), "--worker-class", "gthread", "--threads", "4", "--log-level", "warning"],
+        [sys.executable, "-m", "gunicorn", *app, "--bind", f"127.0.0.1:{port}",
+         "--config", "python:memoryhub.gunicorn_conf", "--workers", str(workers), *worker, "--log-level", "warning"],
         env=env, cwd=ROOT, start_new_session=True,
     )
     import requests
@@ -263,12 +272,17 @@ def measure_embedding_throughput(tenant: Any, turns: list[str], sample: int) -> 
     texts = [turns[i] for i in picks]
     contexts = [turns[i - 1][:400] for i in picks]
     inputs = [f"{c}\n{t}" for c, t in zip(contexts, texts, strict=True)]
-    model = get_embedder()._load()  # type: ignore[attr-defined]
     from django.conf import settings
 
+    embedder = get_embedder()
+    backend = embedder.backend(settings.MEMORYHUB_EMBED_BACKFILL_BATCH)  # the runtime the backfill's batches use
+    model = embedder._load(backend)  # type: ignore[attr-defined]
     started = time.perf_counter()
-    model.encode(inputs, batch_size=settings.MEMORYHUB_EMBED_BATCH_SIZE, normalize_embeddings=True,
-                 show_progress_bar=False)
+    if backend == "onnx":
+        model.encode(inputs, batch_size=settings.MEMORYHUB_EMBED_BATCH_SIZE)
+    else:
+        model.encode(inputs, batch_size=settings.MEMORYHUB_EMBED_BATCH_SIZE, normalize_embeddings=True,
+                     show_progress_bar=False)
     raw = sample / (time.perf_counter() - started)
     session = Session.objects.filter(tenant=tenant).first()
     rows = Chunk.objects.bulk_create([
@@ -315,7 +329,7 @@ def main() -> None:
             print("median ratio:", statistics.median(r["ratio"] for r in runs))
             return
         if args.recall:
-            results["recall"] = measure_recall(tenant, questions[: args.recall])
+            results["recall"] = measure_recall(tenant, questions[: args.recall], tuple(int(x) for x in args.ef.split(",")))
         if not args.no_embedding_throughput:
             results["embedding_throughput"] = measure_embedding_throughput(tenant, turns, args.embed_sample)
             print("background embedding:", results["embedding_throughput"])
@@ -323,7 +337,7 @@ def main() -> None:
         connection.close()
         if not args.no_http:
             port = args.port or free_port()
-            server = start_server(port, args.web_workers, args.db)
+            server = start_server(port, args.web_workers, args.db, args.server)
             results["http"] = measure_http(port, raw_key, questions, args.clients, args.web_workers)
             results["web_worker_rss_mb"] = worker_rss_mb(server.pid)
         results["load_average_end"] = scale.load_average()
@@ -338,7 +352,7 @@ def main() -> None:
             connection.creation.destroy_test_db(args.db, verbosity=0)
 
 
-def measure_recall(tenant: Any, questions: list[str]) -> dict[str, Any]:
+def measure_recall(tenant: Any, questions: list[str], ef_values: tuple[int, ...]) -> dict[str, Any]:
     import numpy as np
     import scale
     from django.db import connection
@@ -348,7 +362,7 @@ def measure_recall(tenant: Any, questions: list[str]) -> dict[str, Any]:
 
     vectors = [np.asarray(embed_query(q), dtype=np.float32) for q in questions]
     with connection.cursor() as cursor:
-        return scale.recall(cursor, tenant.pk, get_embedder().name, vectors)
+        return scale.recall(cursor, tenant.pk, get_embedder().name, vectors, ef_values=ef_values)
 
 
 def free_port() -> int:
