@@ -29,6 +29,7 @@ from typing import Any
 import search as base
 
 DB_NAME = "bench_tenants"
+PER_SESSION = 100  # chunks a session holds
 MODES = {"text": {"mode": "text"}, "vector": {"mode": "vector"}, "hybrid": {"mode": "hybrid"}}
 
 
@@ -68,7 +69,7 @@ def build(args: argparse.Namespace, turns: list[str]) -> dict[str, Any]:
                                                   for t, w in zip(tenants[:-1], workspaces[:-1], strict=True)])
     big_channels = Channel.objects.bulk_create([Channel(tenant=tenants[-1], workspace=workspaces[-1], name=f"c{i}")
                                                 for i in range(args.channels)])
-    per_session = 100
+    per_session = PER_SESSION
     plan: list[tuple[int, int, int, str, int]] = []  # tenant, workspace, channel, user, chunks
     for t, w, c in zip(tenants[:-1], workspaces[:-1], small_channels, strict=True):
         plan += [(t.pk, w.pk, c.pk, "", per_session)] * (args.per_tenant // per_session)
@@ -112,8 +113,13 @@ def scenarios(args: argparse.Namespace, questions: list[str]) -> dict[str, list[
     small = [{"tenant": f"t{rng.randrange(args.tenants)}", "query": q} for q in questions]
     by_channel = [{"tenant": "big", "query": q, "channel": f"c{rng.randrange(args.channels)}"} for q in questions]
     by_user = [{"tenant": "big", "query": q, "user_id": f"u{rng.randrange(args.users)}"} for q in questions]
-    both = [{"tenant": "big", "query": q, "channel": f"c{rng.randrange(args.channels)}",
-             "user_id": f"u{rng.randrange(args.users)}"} for q in questions]
+    # A channel and a user who wrote in it (session i of the big tenant is in channel i mod channels,
+    # by user i mod users): a random pair is empty more often than not, and an empty scope has no
+    # nearest neighbours to find.
+    sessions = args.big // PER_SESSION
+    picks = [rng.randrange(sessions) for _ in questions]
+    both = [{"tenant": "big", "query": q, "channel": f"c{i % args.channels}", "user_id": f"u{i % args.users}"}
+            for q, i in zip(questions, picks, strict=True)]
     return {"small tenant, account": small, "big tenant, by channel": by_channel,
             "big tenant, by user": by_user, "big tenant, channel + user": both}
 
@@ -165,6 +171,8 @@ def candidate_recall(bodies: list[dict[str, Any]], keys: dict[str, Any]) -> dict
         truth = [r[0] for r in select_rows(
             f"SELECT c.id FROM retrieval_chunk c WHERE {where} AND c.embedding IS NOT NULL AND c.embedding_model = %s "
             "ORDER BY (c.embedding <=> %s::halfvec) + 0 LIMIT 100", [*params, model, text])]
+        if not truth:  # nothing in scope: no neighbours to find (not a miss)
+            continue
         # Search re-scores every candidate exactly: what counts is whether the true nearest are among them.
         at100.append(len(set(found) & set(truth)) / max(1, len(truth)))
         at10.append(len(set(found) & set(truth[:10])) / max(1, min(10, len(truth))))

@@ -413,8 +413,11 @@ MEMORYHUB_SEARCH_SESSION_DIVERSITY = env_float("MEMORYHUB_SEARCH_SESSION_DIVERSI
 # Hybrid search: at most this many results from one conversation before other conversations' (0 = off).
 MEMORYHUB_SEARCH_SESSION_CAP = env_int("MEMORYHUB_SEARCH_SESSION_CAP", 0, minimum=0)
 # Hybrid search: maximal marginal relevance, relevance weight λ against redundancy with results
-# already listed (1 = off; 0.5 is the usual default of MMR implementations).
-MEMORYHUB_SEARCH_MMR = env_float("MEMORYHUB_SEARCH_MMR", 0.6, low=0.0, high=1.0)
+# already listed (1 = off; 0.5 is the usual default of MMR implementations). Off by default: chunk
+# vectors carry their conversation context, so neighbouring messages look redundant to MMR, and
+# on LongMemEval, where the evidence is often several messages of one conversation, 0.6 cost
+# 0.033 of turn recall@10 on both halves (LoCoMo: +0.014 session recall; bench/README.md).
+MEMORYHUB_SEARCH_MMR = env_float("MEMORYHUB_SEARCH_MMR", 1.0, low=0.0, high=1.0)
 # Search: a date the query names ("in June", "on 13 October 2023") lifts memories written then by
 # this share of the best score (0 = off; a preference, never a filter).
 MEMORYHUB_SEARCH_TIME_WEIGHT = env_float("MEMORYHUB_SEARCH_TIME_WEIGHT", 0.3, low=0.0, high=1.0)

@@ -432,6 +432,7 @@ def test_session_diversity_discounts_repeated_conversations(alice, index, settin
 
 def test_session_prior_favours_conversations_with_several_matches(alice, index, settings) -> None:
     settings.MEMORYHUB_SEARCH_COVERAGE = 1.0  # the plain ranking first
+    settings.MEMORYHUB_SEARCH_MMR = 0.6  # which lifts the lone conversation's heron to third
     _three_sessions(index, alice)
     plain = search(alice, query="heron", top_k=4).json()["results"]
     assert [r["session"] for r in plain][2] == "lone"
