@@ -156,6 +156,7 @@ def candidate_recall(bodies: list[dict[str, Any]], keys: dict[str, Any]) -> dict
 
     from retrieval.embedders import get_embedder
     from retrieval.query_embedding import embed_query
+    from retrieval.search.engine import owner_parts
     from retrieval.search.sql import hnsw_settings, select_rows, vector_source, where_clause
     from retrieval.termstats import scope_size_sql
 
@@ -165,7 +166,8 @@ def candidate_recall(bodies: list[dict[str, Any]], keys: dict[str, Any]) -> dict
         req = search_request(body, keys)
         where, params = where_clause(req)
         text = scale.vector_text(np.asarray(embed_query(req.query), np.float32))
-        sql, sql_params = vector_source(text, model, where, params, 100, scope_size_sql(req, owner=True))
+        sql, sql_params = vector_source(text, model, where, params, 100, scope_size_sql(req, owner=True),
+                                        owner_parts(req))
         with hnsw_settings(True):
             found = [r[0] for r in select_rows(sql, sql_params)]
         truth = [r[0] for r in select_rows(

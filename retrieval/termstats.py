@@ -102,12 +102,15 @@ def bucket_clause(req: SearchRequest, alias: str = "s") -> tuple[str, list[Any]]
     return f"({a}.workspace_id = -1 AND {a}.channel_id = -1)", []
 
 
-def scope_size_sql(req: SearchRequest, *, owner: bool) -> tuple[str, list[Any]]:
-    """A scalar subquery: chunks in the request's scope, of its owner (and shared) when `owner`."""
+def scope_size_sql(req: SearchRequest, *, owner: bool, shared_only: bool = False) -> tuple[str, list[Any]]:
+    """A scalar subquery: chunks in the request's scope, of its owner (and shared) when `owner`;
+    only the shared ones (no owner) when `shared_only`."""
     buckets, params = bucket_clause(req, "z")
     sql = f"SELECT coalesce(sum(z.n), 0) FROM retrieval_scopesize z WHERE z.tenant_id = %s AND {buckets}"
     params = [req.tenant_id, *params]
-    if owner and req.user_id is not None:
+    if shared_only:
+        sql += " AND z.user_id = ''"
+    elif owner and req.user_id is not None:
         sql += " AND z.user_id IN (%s, '')"
         params.append(req.user_id)
     return sql, params

@@ -123,25 +123,43 @@ def _plan(req: SearchRequest, where: str, params: list[Any], model: str) -> Plan
         raw = req.query_embedding if req.query_embedding is not None else embed_query(req.query)
         vector = as_halfvec(raw)
     hints = _query_time_hints(req) if has_text else []
-    sources = _sources(req, tq, vector, model, where, params, limit)
+    sources = _sources(req, tq, vector, model, (where, params), limit)
     if hints:
         # The best matches written within the named dates join the candidates: the
         # preference below can only lift what was fetched.
-        hint_sql, hint_params = hint_where(hints)
-        sources += _sources(req, tq, vector, model, f"{where} AND {hint_sql}", [*params, *hint_params], limit // 2)
+        sources += _sources(req, tq, vector, model, (where, params), limit // 2, hint_where(hints))
     return Plan(sources, vector, tq, hints)
 
 
-def _sources(req: SearchRequest, tq: TextQuery | None, vector: np.ndarray | None, model: str, where: str,
-             params: list[Any], limit: int) -> list[Source]:
+def _sources(req: SearchRequest, tq: TextQuery | None, vector: np.ndarray | None, model: str, scope: Source,
+             limit: int, narrow: Source | None = None) -> list[Source]:
+    """The candidate subqueries over `scope` (a WHERE clause and its parameters), AND `narrow`."""
+    where, params = _and(scope, narrow)
     sources: list[Source] = []
     if vector is not None:
         size = scope_size_sql(req, owner=True)
-        sources.append(vector_source(HalfVector(vector).to_text(), model, where, params, limit, size))
+        sources.append(vector_source(HalfVector(vector).to_text(), model, where, params, limit, size,
+                                     owner_parts(req, narrow)))
     text = text_source(req, tq, where, params, limit) if tq is not None else None
     if text is not None:
         sources.append(text)
     return sources
+
+
+def owner_parts(req: SearchRequest, narrow: Source | None = None) -> list[Source] | None:
+    """A user's view, searched exactly, as its two halves (see where_clause): theirs, and the
+    shared memories, read only when the kept statistics say the scope has any."""
+    if req.user_id is None:
+        return None
+    shared_sql, shared_params = scope_size_sql(req, owner=False, shared_only=True)
+    shared = _and(where_clause(req, "shared"), (f"({shared_sql}) > 0", shared_params))
+    return [_and(where_clause(req, "own"), narrow), _and(shared, narrow)]
+
+
+def _and(scope: Source, narrow: Source | None) -> Source:
+    if narrow is None:
+        return scope
+    return f"{scope[0]} AND {narrow[0]}", [*scope[1], *narrow[1]]
 
 
 def _query_time_hints(req: SearchRequest) -> list[TimeHint]:

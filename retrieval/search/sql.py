@@ -37,8 +37,13 @@ if TYPE_CHECKING:
 Source = tuple[str, list[Any]]  # a subquery selecting c.id, and its parameters
 
 
-def where_clause(req: SearchRequest) -> tuple[str, list[Any]]:
-    """The WHERE clause every search path shares: tenant first, then scope and filters."""
+def where_clause(req: SearchRequest, owner: str = "both") -> tuple[str, list[Any]]:
+    """The WHERE clause every search path shares: tenant first, then scope and filters.
+
+    `owner` ("own" or "shared") keeps one half of a user's view (their memories, or the shared
+    ones): the two halves as separate statements each use the (tenant, user) index, where their
+    OR is estimated from the table-wide share of shared rows (other tenants' included).
+    """
     sql = ["c.tenant_id = %s"]
     params: list[Any] = [req.tenant_id]
     if req.key_workspace_id is not None:
@@ -62,8 +67,14 @@ def where_clause(req: SearchRequest) -> tuple[str, list[Any]]:
         params.append(req.agent)
     if req.user_id is not None:
         # Ownership: a user sees their own memories and shared ones (no owner), never another user's.
-        sql.append("(c.user_id = %s OR c.user_id = '')")
-        params.append(req.user_id)
+        if owner == "own":
+            sql.append("c.user_id = %s")
+            params.append(req.user_id)
+        elif owner == "shared":
+            sql.append("c.user_id = ''")
+        else:
+            sql.append("(c.user_id = %s OR c.user_id = '')")
+            params.append(req.user_id)
     if req.since:
         sql.append("c.created_at >= %s")
         params.append(req.since)
@@ -100,7 +111,7 @@ def select_rows(sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
 
 
 def vector_source(vector_text: str, model: str, where: str, params: list[Any], limit: int,
-                  size: Source | None = None) -> Source:
+                  size: Source | None = None, parts: list[Source] | None = None) -> Source:
     """The `limit` nearest chunks in scope embedded by `model`.
 
     An HNSW index is walked for the whole table: a scope that is a small part of it (a channel, a
@@ -116,13 +127,17 @@ def vector_source(vector_text: str, model: str, where: str, params: list[Any], l
     if size is None or threshold <= 0:
         return hnsw.format(gate=""), [*params, model, vector_text, limit]
     size_sql, size_params = size
-    exact = (f"SELECT e.id FROM (SELECT c.id, c.embedding FROM retrieval_chunk c WHERE {where} "
-             f"AND c.embedding IS NOT NULL AND c.embedding_model = %s AND ({size_sql}) < %s OFFSET 0) e "
+    exact_sql: list[str] = []
+    exact_params: list[Any] = []
+    for part_where, part_params in parts or [(where, params)]:  # `parts`: disjoint WHEREs covering `where`
+        exact_sql.append(f"SELECT c.id, c.embedding FROM retrieval_chunk c WHERE {part_where} "
+                         f"AND c.embedding IS NOT NULL AND c.embedding_model = %s AND ({size_sql}) < %s")
+        exact_params += [*part_params, model, *size_params, threshold]
+    exact = (f"SELECT e.id FROM ({' UNION ALL '.join(exact_sql)} OFFSET 0) e "
              "ORDER BY e.embedding <=> %s::halfvec LIMIT %s")
     return (
         f"({hnsw.format(gate=f' AND ({size_sql}) >= %s')}) UNION ALL ({exact})",
-        [*params, model, *size_params, threshold, vector_text, limit,
-         *params, model, *size_params, threshold, vector_text, limit],
+        [*params, model, *size_params, threshold, vector_text, limit, *exact_params, vector_text, limit],
     )
 
 

@@ -128,3 +128,26 @@ def test_a_user_limited_key_cannot_export_import_or_forget(people) -> None:
                      ann.post("/api/v1/import/", {}, format="json"),
                      ann.delete("/api/v1/users/bob/")):
         assert response.status_code == 403 and error_code(response) == "user_limited_key"
+
+
+@pytest.mark.parametrize("exact_below", [100_000, 0])  # the exact search of a small view; the HNSW walk
+def test_vector_search_as_a_user_returns_exactly_their_view(people, settings, exact_below) -> None:  # type: ignore[no-untyped-def]
+    """The exact vector search reads a user's view as two statements (theirs, shared): together they
+    hold every memory the user may see and nothing else, whatever their distance to the query."""
+    from retrieval.embedding import backfill_embeddings
+
+    backfill_embeddings(tenant_id=people["tenant"].pk, limit=100)  # the notes and facts too
+    settings.MEMORYHUB_SEARCH_EXACT_BELOW = exact_below
+    found = {r["text"] for r in search(people["client"], query="anything at all", mode="vector", user_id="ann")}
+    assert found == {"ann likes kumquat tea in the morning", "ann kumquat note", "ann kumquat note fact",
+                     "shared kumquat handbook"}
+
+
+def test_a_user_view_without_shared_memories_is_their_own(people) -> None:
+    from retrieval.embedding import backfill_embeddings
+    from retrieval.models import Chunk
+
+    backfill_embeddings(tenant_id=people["tenant"].pk, limit=100)
+    Chunk.objects.filter(user_id="").delete()  # the shared note's chunk: the view's shared half is empty
+    found = {r["text"] for r in search(people["client"], query="anything at all", mode="vector", user_id="ann")}
+    assert found == {"ann likes kumquat tea in the morning", "ann kumquat note", "ann kumquat note fact"}
