@@ -22,6 +22,9 @@ from retrieval.search.sql import Source
 from retrieval.termstats import term_statistics
 
 _OWN_LENGTH = "length(ts_filter(c.search_vector, '{a}'))"  # distinct lexemes of the chunk's own words
+# Chunks of one message read to score it whole (per candidate): a pasted log of hundreds of chunks
+# is scored on this many of them, so that its candidates cannot make a search read it all each.
+MESSAGE_CHUNKS = 32
 MATCH_BUDGET = 500  # chunks whose own words match, summed over the terms that select candidates
 BM25_K1 = 1.2
 BM25_B = 0.5
@@ -51,7 +54,7 @@ class TextQuery:
             return "0.0", []
         discount = float(settings.MEMORYHUB_TEXT_CONTEXT_WEIGHT)
         if per_message:
-            said = [f"coalesce(m.p{i}, c.search_vector @@ %s::tsquery)" for i in range(len(self.terms))]
+            said = [f"(coalesce(m.p{i}, false) OR c.search_vector @@ %s::tsquery)" for i in range(len(self.terms))]
             length = f"coalesce(m.len, {_OWN_LENGTH})"
         else:
             said = ["c.search_vector @@ %s::tsquery"] * len(self.terms)
@@ -70,11 +73,12 @@ class TextQuery:
     def message_sql(self) -> tuple[str, list[Any]]:
         """A LATERAL join (m) over the message a candidate chunk is text of (every chunk of its
         event): the message's length in own lexemes (m.len) and, per term, whether any of its
-        chunks says it (m.p0, m.p1, …). NULLs for a chunk of anything but an event."""
+        chunks says it (m.p0, m.p1, …), over at most MESSAGE_CHUNKS of them. NULLs for a chunk of
+        anything but an event."""
         said = ", ".join(f"bool_or(s.search_vector @@ %s::tsquery) AS p{i}" for i in range(len(self.terms)))
         sql = (f"LEFT JOIN LATERAL (SELECT sum(length(ts_filter(s.search_vector, '{{a}}'))) AS len, {said} "
-               "FROM retrieval_chunk s WHERE c.kind = 'event' AND s.session_id = c.session_id AND s.kind = 'event' "
-               "AND s.sequence_start = c.sequence_start) m ON true")
+               "FROM (SELECT s.search_vector FROM retrieval_chunk s WHERE c.kind = 'event' AND s.session_id = c.session_id "
+               f"AND s.kind = 'event' AND s.sequence_start = c.sequence_start LIMIT {MESSAGE_CHUNKS}) s) m ON true")
         return sql, [literal + ":A" for literal, _ in self.terms]
 
     def match_sql(self, query: str) -> tuple[str, list[Any]]:

@@ -598,3 +598,19 @@ def test_full_text_scores_a_long_message_as_a_whole(alice, index, settings) -> N
     settings.MEMORYHUB_TEXT_PER_MESSAGE = False
     first = search(alice, query="marmalade zanzibar", mode="text").json()["results"][0]
     assert first["text"] == "Marmalade, zanzibar and a shelf."
+
+
+def test_a_chunk_beyond_the_message_chunks_read_still_counts_its_own_words(alice, index, monkeypatch,  # type: ignore[no-untyped-def]
+                                                                           settings) -> None:
+    """Whole-message scoring reads at most MESSAGE_CHUNKS chunks of a message; a chunk beyond them
+    still scores on the words it says itself (not only on the first chunks' words)."""
+    from retrieval.search import fulltext
+
+    monkeypatch.setattr(fulltext, "MESSAGE_CHUNKS", 1)
+    settings.MEMORYHUB_TEXT_CONTEXT_WEIGHT = 0.0  # no discounted match through any weight to hide it
+    filler = "It is what it is, and that is all there is to it. " * 14
+    index(alice, "s", {"role": "assistant", "content": f"Marmalade. {filler}{filler}Zanzibar."},
+          {"role": "user", "content": "Nothing about islands here, only jam."})
+    first = search(alice, query="zanzibar", mode="text").json()["results"][0]
+    assert "Zanzibar" in first["text"]
+    assert first["scores"]["text"] > 0.1  # its own word, scored in full (not the 0.001 tie-break alone)
