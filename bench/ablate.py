@@ -194,22 +194,6 @@ def _cover(order: np.ndarray, sessions: list[str], share: float, k: int = 10, sc
     return (head + fresh + rest)[:k]
 
 
-def _bm25(postings: dict[str, tuple[np.ndarray, np.ndarray]], lengths: np.ndarray, lexemes: list[str], *,
-          b: float, avg: float | None, binary: bool) -> np.ndarray:
-    """BM25 (k1 1.2) with a choice of tf (real or 1), b and average length (None: the mean)."""
-    n = len(lengths)
-    scores = np.zeros(n, dtype=np.float32)
-    norm = 1.2 * (1 - b + b * lengths / (avg or max(float(lengths.mean()), 1e-9)))
-    for lexeme in set(lexemes):
-        if lexeme not in postings:
-            continue
-        docs, tf = postings[lexeme]
-        tf = np.ones_like(tf) if binary else tf
-        idf = np.log(1 + (n - len(docs) + 0.5) / (len(docs) + 0.5))
-        scores[docs] += idf * tf * 2.2 / (tf + norm[docs])
-    return scores
-
-
 def text_scores(h: Haystack, lexemes: list[str], code: int) -> np.ndarray:
     """The text side per turn: t0 whole-turn BM25 (the plain baseline's); t1 the product's (each
     chunk, tf 1, b 0.5, distinct lexemes over 12; a turn's best chunk); t2 the same over the whole
@@ -220,18 +204,18 @@ def text_scores(h: Haystack, lexemes: list[str], code: int) -> np.ndarray:
     if code == 0:
         return bm25(h.turn_post, h.turn_len, lexemes)
     if code == 1:
-        per_chunk = _bm25(h.chunk_post, h.chunk_distinct, lexemes, b=0.5, avg=12.0, binary=True)
+        per_chunk = bm25(h.chunk_post, h.chunk_distinct, lexemes, b=0.5, avg=12.0, binary=True)
         return np.maximum(per_turn_max(per_chunk, h.piece_turn, n_turns), 0.0)
     if code == 2:
-        return _bm25(h.turn_post, h.turn_distinct, lexemes, b=0.5, avg=12.0, binary=True)
+        return bm25(h.turn_post, h.turn_distinct, lexemes, b=0.5, avg=12.0, binary=True)
     if code == 3:
-        return _bm25(h.turn_post, h.turn_distinct, lexemes, b=0.75, avg=None, binary=True)
+        return bm25(h.turn_post, h.turn_distinct, lexemes, b=0.75, avg=None, binary=True)
     if code == 4:
-        return _bm25(h.turn_chunk_post, h.turn_chunk_len, lexemes, b=0.75, avg=None, binary=False)
+        return bm25(h.turn_chunk_post, h.turn_chunk_len, lexemes, b=0.75, avg=None, binary=False)
     if code == 5:
-        return _bm25(h.turn_post, h.turn_distinct, lexemes, b=0.5, avg=12.0, binary=False)
+        return bm25(h.turn_post, h.turn_distinct, lexemes, b=0.5, avg=12.0, binary=False)
     if code == 6:  # t2 with the length summed over the turn's chunks (what SQL over them can add up)
-        return _bm25(h.turn_chunk_post, h.turn_chunk_len, lexemes, b=0.5, avg=12.0, binary=True)
+        return bm25(h.turn_chunk_post, h.turn_chunk_len, lexemes, b=0.5, avg=12.0, binary=True)
     raise ValueError(code)
 
 

@@ -91,14 +91,17 @@ def bm25(h: Haystack, lexemes: list[str]) -> np.ndarray:
 
 
 def bm25_scores(postings: dict[str, tuple[np.ndarray, np.ndarray]], lengths: np.ndarray,
-                lexemes: list[str]) -> np.ndarray:
+                lexemes: list[str], *, b: float = B, avg: float | None = None, binary: bool = False) -> np.ndarray:
+    """BM25 (k1 1.2); `b`, the average length (None: the mean of `lengths`) and tf = 1 (`binary`)
+    may be changed for bench/ablate.py's variants."""
     n = len(lengths)
     scores = np.zeros(n, dtype=np.float32)
-    norm = K1 * (1 - B + B * lengths / max(float(lengths.mean()), 1e-9))
+    norm = K1 * (1 - b + b * lengths / (avg or max(float(lengths.mean()), 1e-9)))
     for lexeme in set(lexemes):
         if lexeme not in postings:
             continue
         docs, tf = postings[lexeme]
+        tf = np.ones_like(tf) if binary else tf
         idf = np.log(1 + (n - len(docs) + 0.5) / (len(docs) + 0.5))
         scores[docs] += idf * tf * (K1 + 1) / (tf + norm[docs])
     return scores

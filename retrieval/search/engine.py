@@ -36,6 +36,7 @@ from retrieval.search.request import (
     Candidate,
     SearchHit,
     SearchRequest,
+    one_per_message,
     validate,
 )
 from retrieval.search.rerank import (
@@ -47,7 +48,6 @@ from retrieval.search.rerank import (
     expand_summaries,
     mmr,
     near_duplicates,
-    one_per_message,
 )
 from retrieval.search.sql import (
     CandidatePool,

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 
 from django.conf import settings
 
-from retrieval.search.request import TEXT_MODES, Candidate, SearchRequest
+from retrieval.search.request import TEXT_MODES, Candidate, SearchRequest, one_per_message
 
 RRF_K = 60
 MEMORY_WEIGHTS = (0.3, 0.3, 0.4)  # text, semantic, decayed relevance (S4's 0.3 temporal + 0.1 importance)
@@ -165,14 +165,4 @@ def feedback_documents(req: SearchRequest, chunks: dict[int, Candidate], vec: di
     the query toward (sql.feedback_scores): one chunk of a message at most (its best), so that the
     chunks of one long message, which share its words, do not make the feedback that message's."""
     first = fuse(req, chunks, vec, txt)
-    top: list[int] = []
-    seen: set[tuple[int, int]] = set()
-    for pk in sorted(first, key=lambda pk: -first[pk]):
-        if (message := chunks[pk].message) is not None:
-            if message[:2] in seen:
-                continue
-            seen.add(message[:2])
-        top.append(pk)
-        if len(top) == count:
-            break
-    return top
+    return [c.pk for c in one_per_message([chunks[pk] for pk in sorted(first, key=lambda pk: -first[pk])])][:count]

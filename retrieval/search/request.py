@@ -104,6 +104,20 @@ class Candidate:
         return self.session_id, self.sequence_start, self.sequence_end or self.sequence_start
 
 
+def one_per_message(ordered: list[Candidate]) -> list[Candidate]:
+    """Each message once, at the place of its best-ranked chunk: the chunks of one long message
+    would otherwise fill the list with one message (other kinds keep every chunk)."""
+    seen: set[tuple[int, int]] = set()
+    out: list[Candidate] = []
+    for candidate in ordered:
+        if (message := candidate.message) is not None:
+            if message[:2] in seen:
+                continue
+            seen.add(message[:2])
+        out.append(candidate)
+    return out
+
+
 @dataclass(frozen=True)
 class SessionRef:
     """A hit's conversation, by the name the API uses (hit.chunk.session.external_id)."""

@@ -2,9 +2,9 @@
 MMR and dedup need come from sql.pair_similarities / sql.near_duplicate_pairs).
 
 In the order search applies them: summaries give their place to the messages they summarise,
-each message keeps its best chunk, maximal marginal relevance, per-conversation diversity and
-cap (hybrid, default profile), then near-duplicate removal and conversation coverage of the last
-places.
+each message keeps its best chunk (request.one_per_message), maximal marginal relevance,
+per-conversation diversity and cap (hybrid, default profile), then near-duplicate removal and
+conversation coverage of the last places.
 """
 
 from __future__ import annotations
@@ -41,20 +41,6 @@ def expand_summaries(ordered: list[Candidate], replaced: dict[int, int] | None =
                 out.append(source)
                 continue
         used.add(candidate.pk)
-        out.append(candidate)
-    return out
-
-
-def one_per_message(ordered: list[Candidate]) -> list[Candidate]:
-    """Each message once, at the place of its best-ranked chunk: the chunks of one long message
-    would otherwise fill the list with one message (other kinds keep every chunk)."""
-    seen: set[tuple[int, int]] = set()
-    out: list[Candidate] = []
-    for candidate in ordered:
-        if (message := candidate.message) is not None:
-            if message[:2] in seen:
-                continue
-            seen.add(message[:2])
         out.append(candidate)
     return out
 

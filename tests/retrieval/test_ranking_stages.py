@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from retrieval.search.request import Candidate
+from retrieval.search.request import Candidate, one_per_message
 from retrieval.search.rerank import (
     cap_per_session,
     cover_conversations,
@@ -15,7 +15,6 @@ from retrieval.search.rerank import (
     diversify,
     expand_summaries,
     near_duplicates,
-    one_per_message,
 )
 from retrieval.search.timehints import TimeHint, hint_where, time_hints, with_time_hints
 
