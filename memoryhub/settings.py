@@ -380,6 +380,9 @@ MEMORYHUB_EMBED_CONTEXT_MESSAGES = env_int("MEMORYHUB_EMBED_CONTEXT_MESSAGES", 2
 # Candidates fetched from each index before fusion, and HNSW's ef_search.
 MEMORYHUB_SEARCH_CANDIDATES = env_int("MEMORYHUB_SEARCH_CANDIDATES", 100, minimum=10)
 MEMORYHUB_HNSW_EF_SEARCH = env_int("MEMORYHUB_HNSW_EF_SEARCH", 100, minimum=10)
+# Hybrid search computes the query's embedding in a thread while the text side's candidates are
+# fetched (two candidate statements instead of one; the same results). Off: one after the other.
+MEMORYHUB_SEARCH_EMBED_ALONGSIDE = env_bool("MEMORYHUB_SEARCH_EMBED_ALONGSIDE", True)
 # Every connection starts with search's HNSW settings (ef_search; iterative scans, so that filtered
 # queries return enough rows), so a search needs no SET and no transaction around it. A pooler that
 # refuses startup options (PgBouncer without ignore_startup_parameters) wants this off: search then

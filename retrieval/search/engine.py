@@ -5,7 +5,9 @@
    subqueries: the best text matches and nearest vectors in scope, and the best of those written
    within the named dates;
 2. candidates (sql.fetch_candidates: the second statement): every candidate scored on full text,
-   with its embedding;
+   with its embedding. Hybrid search embeds the query in a thread meanwhile and fetches the text
+   side's candidates first, the vector side's in a statement of their own once the vector is in
+   (_candidates; MEMORYHUB_SEARCH_EMBED_ALONGSIDE);
 3. scores (_rank): vector scores, fusion (fusion; against the feedback-moved query vector for
    hybrid search), the time-hint bonus, the order; summaries give their place to their messages,
    and hybrid search re-ranks (rerank: MMR, per-conversation diversity and cap), on the vectors
@@ -17,6 +19,7 @@
 
 from __future__ import annotations
 
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,7 +28,7 @@ from django.conf import settings
 from pgvector import HalfVector
 
 from retrieval.embedders import get_embedder
-from retrieval.query_embedding import embed_query
+from retrieval.query_embedding import embed_query, embed_query_soon
 from retrieval.search.explain import Trace
 from retrieval.search.fulltext import TextQuery, build_text_query, text_source
 from retrieval.search.fusion import by_score, feedback_documents, fuse
@@ -74,6 +77,8 @@ class Plan:
     vector: np.ndarray | None = None  # the query vector as halfvec holds it (float16 precision)
     text_query: TextQuery | None = None
     hints: list[TimeHint] = field(default_factory=list)
+    pending: Future[list[float]] | None = None  # the query vector while it is being computed
+    limit: int = 0  # candidates per subquery
 
 
 def hybrid_search(*, tenant_id: int, query: str = "", **options: Any) -> list[SearchHit]:
@@ -86,11 +91,8 @@ def run_search(req: SearchRequest) -> list[SearchHit]:
     where, params = where_clause(req)
     model = get_embedder().name
     plan = _plan(req, where, params, model)
-    if not plan.sources:
-        return []
-    pool = fetch_candidates(plan.sources, model, plan.text_query, with_relevance=req.profile == "memory",
-                            vector_search=plan.vector is not None)
-    if not pool.candidates:
+    pool = _candidates(req, plan, (where, params), model)
+    if pool is None or not pool.candidates:
         return []
     vec = pool.vectors.cosines(plan.vector) if plan.vector is not None else {}
     trace = Trace(req) if req.explain else Trace.off()
@@ -117,33 +119,59 @@ def _plan(req: SearchRequest, where: str, params: list[Any], model: str) -> Plan
         return Plan(regex_source(req, where, params, req.top_k))
     limit = max(settings.MEMORYHUB_SEARCH_CANDIDATES, req.top_k * 3)
     has_text = bool(req.query.strip())
-    tq = build_text_query(req, where, params) if has_text and req.mode in (*TEXT_MODES, "hybrid") else None
-    vector = None
+    wants_text = has_text and req.mode in (*TEXT_MODES, "hybrid")
+    vector, pending = None, None
     if req.mode in ("vector", "hybrid"):
-        raw = req.query_embedding if req.query_embedding is not None else embed_query(req.query)
-        vector = as_halfvec(raw)
+        if req.query_embedding is not None:
+            vector = as_halfvec(req.query_embedding)
+        elif wants_text and settings.MEMORYHUB_SEARCH_EMBED_ALONGSIDE:
+            pending = embed_query_soon(req.query)  # computed while the text side's SQL runs
+        else:
+            vector = as_halfvec(embed_query(req.query))
+    tq = build_text_query(req, where, params) if wants_text else None
     hints = _query_time_hints(req) if has_text else []
-    sources = _sources(req, tq, vector, model, (where, params), limit)
-    if hints:
-        # The best matches written within the named dates join the candidates: the
-        # preference below can only lift what was fetched.
-        sources += _sources(req, tq, vector, model, (where, params), limit // 2, hint_where(hints))
-    return Plan(sources, vector, tq, hints)
-
-
-def _sources(req: SearchRequest, tq: TextQuery | None, vector: np.ndarray | None, model: str, scope: Source,
-             limit: int, narrow: Source | None = None) -> list[Source]:
-    """The candidate subqueries over `scope` (a WHERE clause and its parameters), AND `narrow`."""
-    where, params = _and(scope, narrow)
-    sources: list[Source] = []
+    scope = (where, params)
+    sources = _text_sources(req, tq, scope, limit, hints) if tq is not None else []
     if vector is not None:
-        size = scope_size_sql(req, owner=True)
-        sources.append(vector_source(HalfVector(vector).to_text(), model, where, params, limit, size,
-                                     owner_parts(req, narrow)))
-    text = text_source(req, tq, where, params, limit) if tq is not None else None
-    if text is not None:
-        sources.append(text)
-    return sources
+        sources = _vector_sources(req, vector, model, scope, limit, hints) + sources
+    return Plan(sources, vector, tq, hints, pending, limit)
+
+
+def _candidates(req: SearchRequest, plan: Plan, scope: Source, model: str) -> CandidatePool | None:
+    """The candidate statement. While the query vector is still being computed, the text side's
+    candidates are fetched, and the vector side's once it is in: two statements, the same
+    candidates and scores as one, the query embedding's time no longer added to the SQL's."""
+    early = None
+    if plan.pending is not None:
+        if plan.sources:
+            early = fetch_candidates(plan.sources, model, plan.text_query, with_relevance=req.profile == "memory")
+        plan.vector = as_halfvec(plan.pending.result())
+        plan.sources = _vector_sources(req, plan.vector, model, scope, plan.limit, plan.hints)
+    if not plan.sources:
+        return early
+    pool = fetch_candidates(plan.sources, model, plan.text_query, with_relevance=req.profile == "memory",
+                            vector_search=plan.vector is not None)
+    return pool if early is None else early.merged(pool)
+
+
+def _vector_sources(req: SearchRequest, vector: np.ndarray, model: str, scope: Source, limit: int,
+                    hints: list[TimeHint]) -> list[Source]:
+    """The nearest vectors in `scope` (a WHERE clause and its parameters) and, when the query
+    names dates, the nearest written within them: the preference for those dates (timehints)
+    can only lift what was fetched."""
+    size = scope_size_sql(req, owner=True)
+    text = HalfVector(vector).to_text()
+    narrows: list[tuple[Source | None, int]] = [(None, limit)] + ([(hint_where(hints), limit // 2)] if hints else [])
+    return [vector_source(text, model, *_and(scope, narrow), n, size, owner_parts(req, narrow))
+            for narrow, n in narrows]
+
+
+def _text_sources(req: SearchRequest, tq: TextQuery, scope: Source, limit: int,
+                  hints: list[TimeHint]) -> list[Source]:
+    """The best text matches in `scope` and, when the query names dates, within them."""
+    narrows: list[tuple[Source | None, int]] = [(None, limit)] + ([(hint_where(hints), limit // 2)] if hints else [])
+    found = (text_source(req, tq, *_and(scope, narrow), n) for narrow, n in narrows)
+    return [source for source in found if source is not None]
 
 
 def owner_parts(req: SearchRequest, narrow: Source | None = None) -> list[Source] | None:

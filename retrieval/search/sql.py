@@ -4,7 +4,9 @@ the vector and exact candidate subqueries, the candidate statement, and reinforc
 One search is three statements (issue 19): the query's term statistics (fulltext, termstats);
 the candidate statement, which finds the candidates (text, vector and date-hinted subqueries in
 one UNION), scores them on full text and returns their embeddings, so that feedback, MMR and
-dedup run on those vectors in Python (vectors.py); and the hits' result rows (load_rows). No
+dedup run on those vectors in Python (vectors.py); and the hits' result rows (load_rows). Hybrid
+search splits the candidate statement in two, text side first, while its query is being embedded
+(engine._candidates). No
 transaction is opened: a hit deleted between the last two statements is left out, as before.
 
 Every query is confined to one tenant (and the key's workspace, when it is limited) in SQL,
@@ -19,6 +21,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
@@ -177,6 +180,15 @@ class CandidatePool:
     candidates: dict[int, Candidate]
     txt: dict[int, float]
     vectors: CandidateVectors
+
+    def merged(self, other: CandidatePool) -> CandidatePool:
+        """The candidates of both (a row both found is the same row, scored alike)."""
+        extra = [i for i, pk in enumerate(other.vectors.ids) if pk not in self.vectors.row]
+        return CandidatePool(
+            {**self.candidates, **other.candidates}, {**self.txt, **other.txt},
+            CandidateVectors([*self.vectors.ids, *(other.vectors.ids[i] for i in extra)],
+                             np.concatenate([self.vectors.matrix, other.vectors.matrix[extra]])),
+        )
 
 
 # What ranking needs of every candidate; the rest of a result row is read for the hits only

@@ -372,12 +372,17 @@ def test_search_query_count_does_not_grow_with_results(alice, index, mode: str,
         assert len(texts(search(alice, query="walrus", mode=mode, top_k=25))) == 25
 
 
-@pytest.mark.parametrize(("mode", "statements"), [("text", 3), ("hybrid", 3), ("vector", 2), ("exact", 2)])
-def test_a_search_is_three_statements_at_most(alice, index, cast, mode: str, statements: int,
-                                              django_assert_num_queries) -> None:
+@pytest.mark.parametrize(("mode", "statements", "alongside"),
+                         [("text", 3, True), ("hybrid", 4, True), ("hybrid", 3, False), ("vector", 2, True),
+                          ("exact", 2, True)])
+def test_a_search_is_three_statements_at_most(alice, index, cast, settings, mode: str, statements: int,
+                                              alongside: bool, django_assert_num_queries) -> None:
     """Issue 19: the term statistics (text and hybrid), one statement for the candidates, their
     scores and vectors (feedback, MMR and dedup run on those in Python), one for the hits' rows.
+    Hybrid search splits the candidates in two while the query is being embedded (text side
+    first, vector side once the vector is in), unless MEMORYHUB_SEARCH_EMBED_ALONGSIDE is off.
     (+1: the access counts, which tests write at once and a server in batches, off the request.)"""
+    settings.MEMORYHUB_SEARCH_EMBED_ALONGSIDE = alongside
     index(alice, "s", *[{"role": "user", "content": f"walrus fact {i}"} for i in range(30)])
     with django_assert_num_queries(statements + 1):
         hits = hybrid_search(tenant_id=cast.alice_tenant.pk, query="walrus", mode=mode, top_k=25)
@@ -389,6 +394,44 @@ def test_a_search_is_three_statements_at_most(alice, index, cast, mode: str, sta
         assert (hit.chunk.text, hit.chunk.created_at, hit.chunk.metadata, hit.chunk.tags) == (
             chunk.text, chunk.created_at, chunk.metadata, chunk.tags)
         assert hit.chunk.created_at.utcoffset().total_seconds() == 0
+
+
+def test_hybrid_search_fetches_text_candidates_while_the_query_is_embedded(alice, garden, cast, settings,
+                                                                           monkeypatch) -> None:
+    """The query vector is computed in a thread while the text side's candidate statement runs:
+    here the embedder waits for that statement to have run (it would wait in vain, and say so, if
+    the two ran one after the other), and the results are those of the serial path."""
+    import threading
+
+    from django.db import connection
+
+    from retrieval import query_embedding
+
+    text_fetched = threading.Event()
+    waited: list[bool] = []
+    real = query_embedding.embed_query
+
+    def embed_after_the_text_statement(text: str) -> list[float]:
+        waited.append(text_fetched.wait(timeout=5))
+        return real(text)
+
+    def watch(execute, sql, params, many, context):  # type: ignore[no-untyped-def]
+        result = execute(sql, params, many, context)
+        if "ANY(ARRAY(" in sql and "halfvec_send" in sql:  # a candidate statement
+            text_fetched.set()
+        return result
+
+    def run() -> list[tuple[str, float]]:
+        hits = hybrid_search(tenant_id=cast.alice_tenant.pk, query="tomatoes sun", mode="hybrid")
+        return [(h.chunk.text, round(h.score, 9)) for h in hits]
+
+    monkeypatch.setattr(query_embedding, "embed_query", embed_after_the_text_statement)
+    with connection.execute_wrapper(watch):
+        alongside = run()
+    assert waited == [True]
+    settings.MEMORYHUB_SEARCH_EMBED_ALONGSIDE = False
+    monkeypatch.setattr(query_embedding, "embed_query", real)
+    assert run() == alongside and alongside[0][0] == "Tomatoes need plenty of sun and water."
 
 
 def test_hnsw_settings_come_with_the_connection_or_per_query(alice, index, cast, settings,
