@@ -394,6 +394,9 @@ if env_bool("MEMORYHUB_PG_STARTUP_OPTIONS", True):
 # Vector search of a scope with fewer chunks than this (a channel, a user, a small tenant) is exact
 # instead of a filtered HNSW walk over the whole table (0: always HNSW). bench/README.md, run G.
 MEMORYHUB_SEARCH_EXACT_BELOW = env_int("MEMORYHUB_SEARCH_EXACT_BELOW", 5_000, minimum=0)
+# Full text over a scope with fewer chunks than this tests the scope's rows instead of reading the
+# table-wide full-text index (0: always the index). bench/README.md, stop 25.
+MEMORYHUB_TEXT_SCAN_BELOW = env_int("MEMORYHUB_TEXT_SCAN_BELOW", 5_000, minimum=0)
 MEMORYHUB_SEARCH_MAX_TOP_K = env_int("MEMORYHUB_SEARCH_MAX_TOP_K", 100, minimum=1)
 MEMORYHUB_CONTEXT_BUDGET = env_int("MEMORYHUB_CONTEXT_BUDGET", 4000, minimum=100)
 # Context relevance floor (seed 004): a memory that shares no word with the query joins the context

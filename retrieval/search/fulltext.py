@@ -41,6 +41,7 @@ class TextQuery:
     terms: list[tuple[str, float]]  # (tsquery literal, idf)
     strict: bool  # the query used websearch operators: require websearch_to_tsquery to match
     match_terms: list[str] = field(default_factory=list)  # the rarer terms that select candidates
+    scope_size: int = 0  # chunks in scope (the kept statistics; every owner's)
 
     def score_sql(self, *, per_message: bool = False) -> tuple[str, list[Any]]:
         """BM25 with tf = 1 (chunks are short): Σ idf · (k1+1) / (1 + k1·(1 − b + b·len/avg)).
@@ -108,7 +109,7 @@ def build_text_query(req: SearchRequest, where: str, params: list[Any]) -> TextQ
         terms += alternative_terms(fuzzy.alternatives(req, frequencies, where, params, every_word=req.mode == "fuzzy"),
                                    {t for t, _, _ in terms}, total)
     return TextQuery([(t, idf) for t, idf, _ in terms], bool(_WEBSEARCH_OPERATORS.search(req.query)),
-                     select_match_terms(terms))
+                     select_match_terms(terms), size)
 
 
 def alternative_terms(found: dict[str, list[fuzzy.Alternative]], present: set[str],
@@ -156,11 +157,20 @@ def select_match_terms(terms: list[tuple[str, float, int]]) -> list[str]:
 
 
 def text_source(req: SearchRequest, tq: TextQuery, where: str, params: list[Any], limit: int) -> Source | None:
-    """The best `limit` text matches in scope, by BM25 score, then the newer first."""
+    """The best `limit` text matches in scope, by BM25 score, then the newer first.
+
+    The full-text index finds a term's chunks in the whole table, every tenant's, before the
+    scope narrows them: for a common word that is most of the statement's time. A scope under
+    MEMORYHUB_TEXT_SCAN_BELOW chunks (a channel, a small tenant) is read through its own indexes
+    instead and each of its rows tested, the match written so that the full-text index cannot
+    serve it (`IS TRUE`).
+    """
     if not tq.terms:
         return None
     score, score_params = tq.score_sql()
     match, match_params = tq.match_sql(req.query)
+    if 0 < tq.scope_size < settings.MEMORYHUB_TEXT_SCAN_BELOW:
+        match = f"({match}) IS TRUE"
     sql = (
         f"SELECT c.id FROM retrieval_chunk c WHERE {where} AND {match} "
         f"ORDER BY {score} DESC, c.created_at DESC LIMIT %s"

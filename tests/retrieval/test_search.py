@@ -434,6 +434,25 @@ def test_hybrid_search_fetches_text_candidates_while_the_query_is_embedded(alice
     assert run() == alongside and alongside[0][0] == "Tomatoes need plenty of sun and water."
 
 
+@pytest.mark.parametrize("mode", ["text", "hybrid"])
+def test_a_small_scope_tests_its_own_rows_instead_of_the_full_text_index(alice, garden, cast, settings, mode: str,
+                                                                         django_assert_num_queries) -> None:
+    """The full-text index finds a word's chunks in every tenant's rows before the scope narrows
+    them; a scope under MEMORYHUB_TEXT_SCAN_BELOW chunks tests its own rows instead (the match
+    written `IS TRUE`, which the index cannot serve). Same results either way."""
+    def run(threshold: int) -> tuple[list[tuple[str, float]], str]:
+        settings.MEMORYHUB_TEXT_SCAN_BELOW = threshold
+        with django_assert_num_queries(5 if mode == "hybrid" else 4) as captured:
+            hits = hybrid_search(tenant_id=cast.alice_tenant.pk, query="tomatoes garden", mode=mode)
+        candidates = next(q["sql"] for q in captured.captured_queries if "ANY(ARRAY(" in q["sql"])
+        return [(h.chunk.text, round(h.score, 9)) for h in hits], candidates
+
+    scanned, scan_sql = run(5_000)  # the tenant holds 5 chunks
+    indexed, index_sql = run(5)
+    assert ") IS TRUE" in scan_sql and ") IS TRUE" not in index_sql
+    assert scanned == indexed and scanned[0][0] == "I planted tomatoes and basil in the garden."
+
+
 def test_hnsw_settings_come_with_the_connection_or_per_query(alice, index, cast, settings,
                                                              django_assert_num_queries) -> None:
     """Every connection starts with search's ef_search and iterative scans (no SET per search); a
