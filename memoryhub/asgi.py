@@ -8,16 +8,18 @@ import os
 from contextlib import AsyncExitStack
 from typing import Any
 
+import django
 from django.conf import settings
-from django.core.asgi import get_asgi_application
 from django.utils.module_loading import import_string
 
 from memoryhub.asgi_body import BodyLimits
+from memoryhub.asgi_handler import OneHopASGIHandler
 from memoryhub.embedded_pg import ensure_running
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryhub.settings")
 ensure_running()
-django_application = BodyLimits(get_asgi_application())
+django.setup(set_prefix=False)  # as get_asgi_application() does
+django_application = BodyLimits(OneHopASGIHandler())
 
 
 def mount(default: Any, mounts: dict[str, str]) -> Any:

@@ -81,7 +81,7 @@ def embed_query_soon(text: str) -> Future[list[float]]:
     global _pool, _pool_pid
     with _lock:
         if _pool is None or _pool_pid != os.getpid():
-            _pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="query-embedding")
+            _pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="query-embedding")
             _pool_pid = os.getpid()
         return _pool.submit(embed_query, text)
 

@@ -1,0 +1,121 @@
+"""memoryhub.asgi_handler: Django under ASGI in one thread hop a request (issue 19): the body
+read and the response sent in the event loop, everything between in one worker-thread call; a
+response closed (request_finished) before it is sent, a streamed one after."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any
+
+import pytest
+from asgiref import sync as asgiref_sync
+from django.core.signals import request_finished, request_started
+from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.urls import path
+from django.views.decorators.csrf import csrf_exempt
+
+from memoryhub.asgi_handler import OneHopASGIHandler
+
+log: list[tuple[str, int]] = []
+
+
+@csrf_exempt
+def echo(request: HttpRequest) -> HttpResponse:
+    log.append(("view", threading.get_ident()))
+    return JsonResponse({"body": request.body.decode()})
+
+
+def streamed(request: HttpRequest) -> HttpResponse:
+    def parts() -> Any:
+        yield b"one,"
+        log.append(("second part", threading.get_ident()))
+        yield b"two"
+
+    return StreamingHttpResponse(parts())
+
+
+def broken(request: HttpRequest) -> HttpResponse:
+    raise RuntimeError("boom")
+
+
+urlpatterns = [path("echo/", echo), path("streamed/", streamed), path("broken/", broken)]
+
+
+@pytest.fixture
+def app(settings) -> Any:  # type: ignore[no-untyped-def]
+    settings.ROOT_URLCONF = __name__
+    log.clear()
+
+    def started(**_: Any) -> None:
+        log.append(("request_started", threading.get_ident()))
+
+    def finished(**_: Any) -> None:
+        log.append(("request_finished", threading.get_ident()))
+
+    request_started.connect(started)
+    request_finished.connect(finished)
+    yield OneHopASGIHandler()
+    request_started.disconnect(started)
+    request_finished.disconnect(finished)
+
+
+def call(app: Any, method: str, url: str, body: bytes = b"") -> tuple[int, bytes, int]:
+    """Status, body and the event loop's thread; each message sent is logged as it goes."""
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": method, "scheme": "http",
+             "path": url, "raw_path": url.encode(), "root_path": "", "query_string": b"",
+             "headers": [(b"host", b"127.0.0.1"), (b"content-length", str(len(body)).encode())],
+             "server": ("127.0.0.1", 80), "client": ("127.0.0.1", 5000)}
+    incoming = [{"type": "http.request", "body": body, "more_body": False}]
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        if incoming:
+            return incoming.pop(0)
+        await asyncio.sleep(3600)
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        log.append((message["type"], threading.get_ident()))
+        sent.append(message)
+
+    async def run() -> int:
+        await app(scope, receive, send)
+        return threading.get_ident()
+
+    loop_thread = asyncio.run(run())
+    return sent[0]["status"], b"".join(m.get("body", b"") for m in sent[1:]), loop_thread
+
+
+def test_a_request_crosses_into_a_worker_thread_once(app, monkeypatch) -> None:
+    crossings = []
+    real_init = asgiref_sync.SyncToAsync.__init__
+
+    def counted(self: Any, func: Any, *args: Any, **kwargs: Any) -> None:
+        crossings.append(getattr(func, "__name__", repr(func)))
+        real_init(self, func, *args, **kwargs)
+
+    monkeypatch.setattr(asgiref_sync.SyncToAsync, "__init__", counted)
+    status, body, loop_thread = call(app, "POST", "/echo/", b"hello")
+    assert (status, body) == (200, b'{"body": "hello"}')
+    assert crossings == ["_respond"]  # Django's own handler: one per middleware boundary and signal
+    names = [name for name, _ in log]
+    assert names == ["request_started", "view", "request_finished", "http.response.start", "http.response.body"]
+    worker = {thread for name, thread in log if name in ("request_started", "view", "request_finished")}
+    assert len(worker) == 1 and loop_thread not in worker  # the request's sync work: one thread, not the loop's
+    assert {thread for name, thread in log if name.startswith("http.")} == {loop_thread}
+
+
+@pytest.mark.filterwarnings("ignore:StreamingHttpResponse must consume synchronous iterators")
+def test_a_streamed_response_is_sent_whole_and_closed_after(app) -> None:
+    status, body, _ = call(app, "GET", "/streamed/")
+    assert (status, body) == (200, b"one,two")
+    names = [name for name, _ in log]
+    assert names.index("second part") < names.index("request_finished")
+    assert names[-1] == "request_finished"
+
+
+def test_a_failing_view_is_a_500_and_the_request_still_finishes(app) -> None:
+    status, _, _ = call(app, "GET", "/broken/")
+    assert status == 500
+    assert [name for name, _ in log][-3:] == ["request_finished", "http.response.start", "http.response.body"]
