@@ -5,9 +5,9 @@
    subqueries: the best text matches and nearest vectors in scope, and the best of those written
    within the named dates;
 2. candidates (sql.fetch_candidates: the second statement): every candidate scored on full text,
-   with its embedding. Hybrid search embeds the query in a thread meanwhile and fetches the text
-   side's candidates first, the vector side's in a statement of their own once the vector is in
-   (_candidates; MEMORYHUB_SEARCH_EMBED_ALONGSIDE);
+   with its embedding. Hybrid search, when no other search is running in the process, embeds the
+   query in a thread meanwhile and fetches the text side's candidates first, the vector side's in
+   a statement of their own once the vector is in (_candidates; MEMORYHUB_SEARCH_EMBED_ALONGSIDE);
 3. scores (_rank): vector scores, fusion (fusion; against the feedback-moved query vector for
    hybrid search), the time-hint bonus, the order; summaries give their place to their messages,
    and hybrid search re-ranks (rerank: MMR, per-conversation diversity and cap), on the vectors
@@ -19,6 +19,7 @@
 
 from __future__ import annotations
 
+import threading
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
@@ -86,11 +87,38 @@ def hybrid_search(*, tenant_id: int, query: str = "", **options: Any) -> list[Se
     return run_search(SearchRequest(tenant_id=tenant_id, query=query, **options))
 
 
+class _InFlight:
+    """Searches running in this process (web threads): the query is embedded beside the text
+    side's SQL only when no other search is running here. Under load the cores are busy anyway,
+    and the split costs a statement (about a millisecond of CPU, client and server)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> int:
+        with self._lock:
+            self.count += 1
+            return self.count
+
+    def __exit__(self, *_: object) -> None:
+        with self._lock:
+            self.count -= 1
+
+
+in_flight = _InFlight()
+
+
 def run_search(req: SearchRequest) -> list[SearchHit]:
+    with in_flight as running:
+        return _run_search(req, alone=running == 1)
+
+
+def _run_search(req: SearchRequest, *, alone: bool) -> list[SearchHit]:
     validate(req)
     where, params = where_clause(req)
     model = get_embedder().name
-    plan = _plan(req, where, params, model)
+    plan = _plan(req, where, params, model, alone)
     pool = _candidates(req, plan, (where, params), model)
     if pool is None or not pool.candidates:
         return []
@@ -112,7 +140,7 @@ def run_search(req: SearchRequest) -> list[SearchHit]:
     return hits
 
 
-def _plan(req: SearchRequest, where: str, params: list[Any], model: str) -> Plan:
+def _plan(req: SearchRequest, where: str, params: list[Any], model: str, alone: bool = False) -> Plan:
     if req.mode == "exact":
         return Plan([exact_source(req, where, params, req.top_k)])
     if req.mode == "regex":
@@ -124,7 +152,7 @@ def _plan(req: SearchRequest, where: str, params: list[Any], model: str) -> Plan
     if req.mode in ("vector", "hybrid"):
         if req.query_embedding is not None:
             vector = as_halfvec(req.query_embedding)
-        elif wants_text and settings.MEMORYHUB_SEARCH_EMBED_ALONGSIDE:
+        elif wants_text and alone and settings.MEMORYHUB_SEARCH_EMBED_ALONGSIDE:
             pending = embed_query_soon(req.query)  # computed while the text side's SQL runs
         else:
             vector = as_halfvec(embed_query(req.query))

@@ -453,6 +453,23 @@ def test_a_small_scope_tests_its_own_rows_instead_of_the_full_text_index(alice, 
     assert scanned == indexed and scanned[0][0] == "I planted tomatoes and basil in the garden."
 
 
+def test_hybrid_search_under_load_embeds_first_in_one_candidate_statement(alice, garden, cast,
+                                                                           django_assert_num_queries) -> None:
+    """With another search running in the process the cores are busy: no thread, no split (the
+    term statistics, one candidate statement, the rows; +1: the access counts)."""
+    from retrieval.search.engine import in_flight
+
+    def run() -> list[tuple[str, float]]:
+        hits = hybrid_search(tenant_id=cast.alice_tenant.pk, query="tomatoes sun", mode="hybrid")
+        return [(h.chunk.text, round(h.score, 9)) for h in hits]
+
+    with django_assert_num_queries(5):
+        alone = run()
+    with in_flight, django_assert_num_queries(4):  # another search, running meanwhile
+        busy = run()
+    assert busy == alone and in_flight.count == 0
+
+
 def test_hnsw_settings_come_with_the_connection_or_per_query(alice, index, cast, settings,
                                                              django_assert_num_queries) -> None:
     """Every connection starts with search's ef_search and iterative scans (no SET per search); a
