@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import json
 import logging
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import F, Q
 from django.db.models.functions import Greatest
 
@@ -110,10 +111,34 @@ def index_session_events(session: Session, events: list[Event]) -> list[int]:
             new[digest].sequence_end = max(new[digest].sequence_end or 0, event.sequence)
         else:
             new[digest] = _event_chunk(session, event, text, digest, context)
+    per_message = Counter(chunk.sequence_start for chunk in new.values())
+    for chunk in new.values():
+        chunk.message_chunks = per_message[chunk.sequence_start]
     created = Chunk.objects.bulk_create(list(new.values()))
     ids = [c.pk for c in created]
     request_embedding(ids)
     return ids
+
+
+# The chunks of the messages `{messages}` selects (session_id, sequence_start), counted into each
+# chunk's message_chunks: for chunks made elsewhere than index_session_events (imports, the migration).
+MESSAGE_CHUNKS_SQL = """
+UPDATE retrieval_chunk c SET message_chunks = m.n
+FROM (SELECT s.session_id, s.sequence_start, count(*) AS n FROM retrieval_chunk s
+      WHERE s.kind = 'event' AND (s.session_id, s.sequence_start) IN ({messages})
+      GROUP BY s.session_id, s.sequence_start) m
+WHERE c.kind = 'event' AND c.session_id = m.session_id AND c.sequence_start = m.sequence_start
+  AND c.message_chunks <> m.n
+"""
+
+
+def count_message_chunks(chunk_ids: list[int]) -> None:
+    """Count the chunks of the messages these chunks belong to (chunks created apart: imports)."""
+    if chunk_ids:
+        with connection.cursor() as cursor:
+            cursor.execute(MESSAGE_CHUNKS_SQL.format(
+                messages="SELECT session_id, sequence_start FROM retrieval_chunk WHERE id = ANY(%s) AND kind = 'event'"),
+                [chunk_ids])
 
 
 def _event_chunk(session: Session, event: Event, text: str, digest: str, context: str) -> Chunk:

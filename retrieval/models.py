@@ -49,6 +49,9 @@ class Chunk(models.Model):
     tags = ArrayField(models.CharField(max_length=64), default=list, blank=True)
     sequence_start = models.BigIntegerField(null=True, blank=True)
     sequence_end = models.BigIntegerField(null=True, blank=True)
+    # How many chunks the message has (events; 1 for anything else): full text scores a chunk as its
+    # whole message, and reads the siblings only of a message that has some.
+    message_chunks = models.IntegerField(default=1, db_default=1)
     text = models.TextField()
     # Earlier text of the conversation embedded together with this chunk (not shown, not searched
     # by full text): it lets a short answer be found by the question it answers.

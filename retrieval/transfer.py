@@ -26,7 +26,7 @@ from memoryhub.transfer.format import get_field, get_list, get_time, json_value
 from memoryhub.transfer.records import derived_metadata, searchable_of
 from retrieval.embedders import DIMENSIONS, get_embedder
 from retrieval.embedding import request_embedding
-from retrieval.indexing import index_session_events
+from retrieval.indexing import count_message_chunks, index_session_events
 from retrieval.models import Chunk, Document
 from retrieval.vectors import is_zero, out_of_range, vector_problem
 
@@ -129,6 +129,7 @@ class RetrievalTransfer(TransferExtension):
         kept = [c for c in chunks if c is not None]
         importer.skipped["chunks"] += len(chunks) - len(kept)
         created = Chunk.objects.bulk_create(kept)
+        count_message_chunks([c.pk for c in created if c.kind == "event"])
         importer.counts["chunks"] += len(created)
         return [c.pk for c in created if c.embedding is None or c.embedding_model != current]
 

@@ -75,10 +75,12 @@ class TextQuery:
         """A LATERAL join (m) over the message a candidate chunk is text of (every chunk of its
         event): the message's length in own lexemes (m.len) and, per term, whether any of its
         chunks says it (m.p0, m.p1, …), over at most MESSAGE_CHUNKS of them. NULLs for a chunk of
-        anything but an event."""
+        anything but an event, and for the one chunk of a message (its own words are its message's:
+        no sibling is looked up)."""
         said = ", ".join(f"bool_or(s.search_vector @@ %s::tsquery) AS p{i}" for i in range(len(self.terms)))
         sql = (f"LEFT JOIN LATERAL (SELECT sum(length(ts_filter(s.search_vector, '{{a}}'))) AS len, {said} "
-               "FROM (SELECT s.search_vector FROM retrieval_chunk s WHERE c.kind = 'event' AND s.session_id = c.session_id "
+               "FROM (SELECT s.search_vector FROM retrieval_chunk s WHERE c.kind = 'event' AND c.message_chunks > 1 "
+               "AND s.session_id = c.session_id "
                f"AND s.kind = 'event' AND s.sequence_start = c.sequence_start LIMIT {MESSAGE_CHUNKS}) s) m ON true")
         return sql, [literal + ":A" for literal, _ in self.terms]
 

@@ -216,3 +216,22 @@ def test_bob_importing_alices_export_touches_only_bob(filled, django_capture_on_
     assert export(filled.alice) == alice_before
     assert [s["id"] for s in export(filled.bob)["sessions"]] == ["chat-1", "chat-2"]
     assert Session.objects.filter(external_id="chat-1").count() == 2
+
+
+@pytest.mark.django_db
+def test_imported_chunks_know_how_many_chunks_their_message_has(django_capture_on_commit_callbacks) -> None:
+    """A long message's chunks come from the file, not from indexing: they are counted after."""
+    from tests.base import post_events
+
+    frank = make_client(make_key(make_tenant("frank")))
+    long_text = " ".join(f"Sentence {i} is about item {i}." for i in range(120))
+    assert post_events(frank, "s", {"role": "user", "content": long_text},
+                       {"role": "user", "content": "short"}).status_code == 201
+    gina = make_client(make_key(make_tenant("gina")))
+    assert import_(gina, export(frank), django_capture_on_commit_callbacks).status_code == 201
+
+    def parts(tenant: str) -> list[tuple[int, int]]:
+        return sorted(Chunk.objects.filter(tenant__name=tenant, kind="event").values_list("sequence_start",
+                                                                                           "message_chunks"))
+
+    assert parts("gina") == parts("frank") and parts("frank")[-1] == (2, 1) and parts("frank")[0][1] > 3

@@ -66,6 +66,29 @@ def test_long_event_becomes_several_chunks_of_the_same_sequence(alice, index) ->
     assert all(len(c.text) <= 640 and c.sequence_start == c.sequence_end == 1 for c in chunks)
 
 
+def test_each_chunk_knows_how_many_chunks_its_message_has(alice, index) -> None:
+    long_text = " ".join(f"Sentence {i} is about item {i}." for i in range(120))
+    index(alice, "s1", {"role": "user", "content": long_text}, {"role": "user", "content": "short"})
+    parts = list(Chunk.objects.filter(sequence_start=1).values_list("message_chunks", flat=True))
+    assert len(parts) > 3 and set(parts) == {len(parts)}
+    assert Chunk.objects.get(sequence_start=2).message_chunks == 1
+    # A piece said before in the session is that earlier chunk's (its sequence_end grows): the
+    # message counts only the chunks made for it.
+    index(alice, "s1", {"role": "user", "content": "short"})
+    assert Chunk.objects.get(text="short").message_chunks == 1
+
+
+def test_message_chunks_are_counted_for_chunks_made_apart(alice, index) -> None:
+    """Chunks made elsewhere than at indexing (an import) are counted after: count_message_chunks."""
+    index(alice, "s1", {"role": "user", "content": " ".join(f"Sentence {i} is about item {i}." for i in range(120))},
+          {"role": "user", "content": "short"})
+    Chunk.objects.update(message_chunks=1)
+    indexing.count_message_chunks([Chunk.objects.filter(sequence_start=1).first().pk])
+    counted = Chunk.objects.filter(sequence_start=1)
+    assert {c.message_chunks for c in counted} == {counted.count()} and counted.count() > 3
+    assert Chunk.objects.get(sequence_start=2).message_chunks == 1
+
+
 def test_duplicate_content_extends_sequence_end(alice, index) -> None:
     index(alice, "s1", {"role": "user", "content": "ok, thanks"})
     index(alice, "s1", {"role": "assistant", "content": "Something else."})

@@ -677,6 +677,12 @@ def test_full_text_scores_a_long_message_as_a_whole(alice, index, settings) -> N
     settings.MEMORYHUB_TEXT_PER_MESSAGE = False
     first = search(alice, query="marmalade zanzibar", mode="text").json()["results"][0]
     assert first["text"] == "Marmalade, zanzibar and a shelf."
+    # Siblings are looked up only for a message of several chunks (message_chunks): counted as
+    # one chunk each, the long answer's chunks are scored alone again.
+    settings.MEMORYHUB_TEXT_PER_MESSAGE = True
+    Chunk.objects.update(message_chunks=1)
+    first = search(alice, query="marmalade zanzibar", mode="text").json()["results"][0]
+    assert first["text"] == "Marmalade, zanzibar and a shelf."
 
 
 def test_a_chunk_beyond_the_message_chunks_read_still_counts_its_own_words(alice, index, monkeypatch,  # type: ignore[no-untyped-def]
