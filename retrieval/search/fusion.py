@@ -7,10 +7,11 @@ Pure functions of plain data: the scores come from the candidate query (sql.fetc
 from __future__ import annotations
 
 from collections.abc import Iterable
+from itertools import islice
 
 from django.conf import settings
 
-from retrieval.search.request import TEXT_MODES, Candidate, SearchRequest, one_per_message
+from retrieval.search.request import TEXT_MODES, Candidate, SearchRequest, each_message_once
 
 RRF_K = 60
 MEMORY_WEIGHTS = (0.3, 0.3, 0.4)  # text, semantic, decayed relevance (S4's 0.3 temporal + 0.1 importance)
@@ -165,4 +166,5 @@ def feedback_documents(req: SearchRequest, chunks: dict[int, Candidate], vec: di
     the query toward (sql.feedback_scores): one chunk of a message at most (its best), so that the
     chunks of one long message, which share its words, do not make the feedback that message's."""
     first = fuse(req, chunks, vec, txt)
-    return [c.pk for c in one_per_message([chunks[pk] for pk in sorted(first, key=lambda pk: -first[pk])])][:count]
+    best = each_message_once(chunks[pk] for pk in sorted(first, key=lambda pk: -first[pk]))
+    return [c.pk for c in islice(best, count)]

@@ -4,6 +4,7 @@ and what it returns (SearchHit, or a SearchError the API turns into a 400)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
@@ -104,18 +105,21 @@ class Candidate:
         return self.session_id, self.sequence_start, self.sequence_end or self.sequence_start
 
 
-def one_per_message(ordered: list[Candidate]) -> list[Candidate]:
+def one_per_message(ordered: Iterable[Candidate]) -> list[Candidate]:
     """Each message once, at the place of its best-ranked chunk: the chunks of one long message
     would otherwise fill the list with one message (other kinds keep every chunk)."""
+    return list(each_message_once(ordered))
+
+
+def each_message_once(ordered: Iterable[Candidate]) -> Iterator[Candidate]:
+    """one_per_message, lazily (for a caller that wants only the first few)."""
     seen: set[tuple[int, int]] = set()
-    out: list[Candidate] = []
     for candidate in ordered:
         if (message := candidate.message) is not None:
             if message[:2] in seen:
                 continue
             seen.add(message[:2])
-        out.append(candidate)
-    return out
+        yield candidate
 
 
 @dataclass(frozen=True)
