@@ -91,6 +91,10 @@ def _found(hits: list[Any], turn_at: dict[tuple[str, int], str], session_of: dic
     return found, summaries
 
 
+# Every question's evidence and what each run found, for --per-question.
+PER_QUESTION: list[dict[str, Any]] = []
+
+
 def evaluate(ingested: Any, questions: list[Question], vectors: list[list[float]], runs: list[str],
              kinds: list[str] | None = None) -> tuple[dict[str, Any], dict[str, float]]:
     """Ask every question through retrieval.search.hybrid_search in its conversation's channel."""
@@ -117,6 +121,12 @@ def evaluate(ingested: Any, questions: list[Question], vectors: list[list[float]
             found, summaries = _found(hits, ingested.turn_at, ingested.session_of)
             summary_hits += summaries
             scorer.add(q, found)
+            evidence = set(q.question["evidence_session_ids"])
+            PER_QUESTION.append({"run": run, "conversation": q.conversation_id, "buckets": list(q.buckets),
+                                 "question": q.question["question"], "evidence_sessions": sorted(evidence),
+                                 "found_sessions": [s for _, s in found[:10]],
+                                 "evidence_turns": sorted(q.question["evidence_turn_ids"]),
+                                 "found_turns": [sorted(t) for t, _ in found[:10]]})
         timings[f"{run}_ms_per_query"] = 1000 * (time.perf_counter() - started) / n
         timings[f"{run}_summary_hits_per_query"] = summary_hits / n
         figures[run] = scorer.figures()

@@ -38,6 +38,8 @@ def parse_args(bench: Bench) -> argparse.Namespace:
                         help="override a numeric or true/false setting for the searches (experiments)")
     parser.add_argument("--no-cache", action="store_true", help="do not cache embeddings by text")
     parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
+    parser.add_argument("--per-question", type=Path, default=None,
+                        help="write each question's evidence and what each run found here (JSON)")
     parser.add_argument("--vector-weight", type=float, default=None, help="override for the weighted run")
     parser.add_argument("--text-weight", type=float, default=None, help="override for the weighted run")
     return parser.parse_args()
@@ -160,6 +162,8 @@ def main(bench: Bench) -> None:
             cache.save()
             print(f"\nembedding in this process: {cache.stats()}")
         print("\n" + ", ".join(f"{k} {v:.1f}" for k, v in timings.items()))
+        if args.per_question:
+            args.per_question.write_text(json.dumps(recall.PER_QUESTION, indent=1))
         if args.json:
             args.json.write_text(json.dumps({"figures": figures, "timings": timings, "ingest_s": ingested.seconds,
                                              "chunks": after}, indent=2))

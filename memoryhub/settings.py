@@ -380,6 +380,8 @@ MEMORYHUB_EMBED_CONTEXT_MESSAGES = env_int("MEMORYHUB_EMBED_CONTEXT_MESSAGES", 2
 # Candidates fetched from each index before fusion, and HNSW's ef_search.
 MEMORYHUB_SEARCH_CANDIDATES = env_int("MEMORYHUB_SEARCH_CANDIDATES", 100, minimum=10)
 MEMORYHUB_HNSW_EF_SEARCH = env_int("MEMORYHUB_HNSW_EF_SEARCH", 100, minimum=10)
+# ef_search grows with the chunk table: at least one per this many rows (0: always the value above).
+MEMORYHUB_HNSW_ROWS_PER_EF = env_int("MEMORYHUB_HNSW_ROWS_PER_EF", 1_000, minimum=0)
 # Hybrid search computes the query's embedding in a thread while the text side's candidates are
 # fetched (two candidate statements instead of one; the same results). Off: one after the other.
 MEMORYHUB_SEARCH_EMBED_ALONGSIDE = env_bool("MEMORYHUB_SEARCH_EMBED_ALONGSIDE", True)

@@ -116,6 +116,9 @@ def scope_size_sql(req: SearchRequest, *, owner: bool, shared_only: bool = False
     return sql, params
 
 
+_table_rows = 0  # the chunk table's row estimate, as term_statistics last read it
+
+
 def term_statistics(req: SearchRequest) -> tuple[list[str], dict[str, int], int]:
     """The query's lexemes (sorted, at most MAX_TERMS), their document frequencies in scope and the
     scope's size: one statement, no counting."""
@@ -126,14 +129,24 @@ def term_statistics(req: SearchRequest) -> tuple[list[str], dict[str, int], int]
         f"ORDER BY lexeme COLLATE \"C\" LIMIT {MAX_TERMS}) "
         "SELECT q.lexeme, coalesce((SELECT sum(s.n) FROM retrieval_termstat s WHERE s.tenant_id = %s "
         f"AND s.lexeme = q.lexeme AND {buckets}), 0) FROM q "
-        f"UNION ALL SELECT NULL, ({size_sql})"
+        f"UNION ALL SELECT NULL, ({size_sql}) "
+        # The chunk table's row estimate, for HNSW's ef_search (search.sql.ef_search); '' is no lexeme.
+        "UNION ALL SELECT '', greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = 'retrieval_chunk'::regclass"
     )
     with connection.cursor() as cursor:
         cursor.execute(sql, [req.query[:4000], req.tenant_id, *bucket_params, *size_params])
         rows = cursor.fetchall()
     size = next(int(n) for lexeme, n in rows if lexeme is None)
-    counts = {lexeme: int(n) for lexeme, n in rows if lexeme is not None}
+    global _table_rows
+    _table_rows = next((int(n) for lexeme, n in rows if lexeme == ""), _table_rows)
+    counts = {lexeme: int(n) for lexeme, n in rows if lexeme}
     return sorted(counts), counts, size
+
+
+def table_rows() -> int:
+    """The chunk table's row estimate (pg_class.reltuples) as the last term statistics read it in
+    this process (0 before any)."""
+    return _table_rows
 
 
 # --- upkeep ----------------------------------------------------------------------------------

@@ -33,6 +33,7 @@ from retrieval.decay import relevance_sql
 from retrieval.embedders import DIMENSIONS
 from retrieval.search.request import Candidate, HitRow, SearchRequest
 from retrieval.search.vectors import CandidateVectors, decode_halfvecs
+from retrieval.termstats import table_rows
 
 if TYPE_CHECKING:
     from retrieval.search.fulltext import TextQuery
@@ -152,24 +153,39 @@ def exact_source(req: SearchRequest, where: str, params: list[Any], limit: int) 
             "ORDER BY c.created_at DESC, c.id DESC LIMIT %s", [*params, pattern, limit])
 
 
-def hnsw_preset() -> bool:
-    """Whether this connection started with search's HNSW settings (settings.py passes them as
+def hnsw_preset(ef_search: int) -> bool:
+    """Whether this connection started with these HNSW settings (settings.py passes search's as
     startup options), so that no SET, and no transaction for a SET LOCAL, is needed."""
     options = str(connection.settings_dict.get("OPTIONS", {}).get("options", ""))
-    return (f"-c hnsw.ef_search={int(settings.MEMORYHUB_HNSW_EF_SEARCH)}" in options
-            and "-c hnsw.iterative_scan=relaxed_order" in options)
+    return f"-c hnsw.ef_search={ef_search}" in options and "-c hnsw.iterative_scan=relaxed_order" in options
+
+
+def ef_search() -> int:
+    """HNSW's ef_search for a search: MEMORYHUB_HNSW_EF_SEARCH, raised to one per
+    MEMORYHUB_HNSW_ROWS_PER_EF rows of the chunk table. The share of the true nearest neighbours a
+    walk finds falls as the graph grows (bench/README.md: recall@100 0.96 at 10k rows, 0.93 at
+    100k, 0.71 at 1M with ef_search 100; 0.95 at 1M with 1,000). The table's size is the estimate
+    the last term statistics read (text and hybrid searches; no statement of its own)."""
+    floor = int(settings.MEMORYHUB_HNSW_EF_SEARCH)
+    per = int(settings.MEMORYHUB_HNSW_ROWS_PER_EF)
+    if per <= 0:
+        return floor
+    return max(floor, min(int(table_rows() // per), 1000))  # pgvector's ceiling: 1000
 
 
 @contextmanager
 def hnsw_settings(needed: bool) -> Iterator[None]:
     """ef_search, and iterative scans (pgvector 0.8: filtered HNSW queries must not return too
     few rows), for the statement run inside: set at connection start, else SET LOCAL."""
-    if not needed or hnsw_preset():
+    if not needed:
+        yield
+        return
+    ef = ef_search()
+    if hnsw_preset(ef):
         yield
         return
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(f"SET LOCAL hnsw.ef_search = {int(settings.MEMORYHUB_HNSW_EF_SEARCH)}; "
-                       "SET LOCAL hnsw.iterative_scan = relaxed_order")
+        cursor.execute(f"SET LOCAL hnsw.ef_search = {ef}; SET LOCAL hnsw.iterative_scan = relaxed_order")
         yield
 
 

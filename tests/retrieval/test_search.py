@@ -470,6 +470,35 @@ def test_hybrid_search_under_load_embeds_first_in_one_candidate_statement(alice,
     assert busy == alone and in_flight.count == 0
 
 
+def test_ef_search_grows_with_the_chunk_table(alice, garden, cast, settings, monkeypatch,
+                                             django_assert_num_queries) -> None:
+    """HNSW finds a smaller share of the true nearest neighbours as its graph grows: ef_search is
+    raised to one per MEMORYHUB_HNSW_ROWS_PER_EF rows of the chunk table (pgvector's ceiling 1000),
+    whose estimate the term statistics read along (no statement of its own)."""
+    from django.db import connection
+
+    from retrieval import termstats
+    from retrieval.search.sql import ef_search
+
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE retrieval_chunk")
+        cursor.execute("SELECT reltuples FROM pg_class WHERE oid = 'retrieval_chunk'::regclass")
+        estimate = int(cursor.fetchone()[0])
+    with django_assert_num_queries(4):  # statistics (with the estimate), candidates, rows, access counts
+        hybrid_search(tenant_id=cast.alice_tenant.pk, query="tomatoes", mode="text")
+    assert termstats.table_rows() == max(estimate, 0) and ef_search() == 100
+    for rows, expected in ((300_000, 300), (5_000_000, 1000), (50_000, 100)):
+        monkeypatch.setattr(termstats, "_table_rows", rows)
+        assert ef_search() == expected
+    settings.MEMORYHUB_HNSW_ROWS_PER_EF = 0
+    monkeypatch.setattr(termstats, "_table_rows", 5_000_000)
+    assert ef_search() == 100
+    settings.MEMORYHUB_HNSW_ROWS_PER_EF = 1_000
+    with django_assert_num_queries(6) as captured:  # SET LOCAL in a savepoint (the test's transaction)
+        assert hybrid_search(tenant_id=cast.alice_tenant.pk, query="tomatoes", mode="vector")
+    assert any(q["sql"].startswith("SET LOCAL hnsw.ef_search = 1000") for q in captured.captured_queries)
+
+
 def test_hnsw_settings_come_with_the_connection_or_per_query(alice, index, cast, settings,
                                                              django_assert_num_queries) -> None:
     """Every connection starts with search's ef_search and iterative scans (no SET per search); a
