@@ -189,17 +189,21 @@ def _vector_sources(req: SearchRequest, vector: np.ndarray, model: str, scope: S
     can only lift what was fetched."""
     size = scope_size_sql(req, owner=True)
     text = HalfVector(vector).to_text()
-    narrows: list[tuple[Source | None, int]] = [(None, limit)] + ([(hint_where(hints), limit // 2)] if hints else [])
     return [vector_source(text, model, *_and(scope, narrow), n, size, owner_parts(req, narrow))
-            for narrow, n in narrows]
+            for narrow, n in _narrows(limit, hints)]
 
 
 def _text_sources(req: SearchRequest, tq: TextQuery, scope: Source, limit: int,
                   hints: list[TimeHint]) -> list[Source]:
     """The best text matches in `scope` and, when the query names dates, within them."""
-    narrows: list[tuple[Source | None, int]] = [(None, limit)] + ([(hint_where(hints), limit // 2)] if hints else [])
-    found = (text_source(req, tq, *_and(scope, narrow), n) for narrow, n in narrows)
+    found = (text_source(req, tq, *_and(scope, narrow), n) for narrow, n in _narrows(limit, hints))
     return [source for source in found if source is not None]
+
+
+def _narrows(limit: int, hints: list[TimeHint]) -> list[tuple[Source | None, int]]:
+    """Each candidate subquery's narrowing of the scope and its limit: none, and the dates the
+    query names (half as many)."""
+    return [(None, limit)] + ([(hint_where(hints), limit // 2)] if hints else [])
 
 
 def owner_parts(req: SearchRequest, narrow: Source | None = None) -> list[Source] | None:
