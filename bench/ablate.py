@@ -145,7 +145,8 @@ def rank(h: Haystack, design: str, lexemes: list[str], qv: np.ndarray, variant: 
     n_turns = len(h.turn_ids)
     vec = h.vectors[design] @ qv
     if "_" in variant or variant.startswith("w"):
-        return _pipeline(h, design, vec, lexemes, variant)
+        own = h.vectors["own"] @ qv if "own" in h.vectors else None
+        return _pipeline(h, design, vec, lexemes, variant, own)
     name, *nums = variant.split("-")
     args = [float(x) for x in nums]
     if name == "chunk":
@@ -219,12 +220,16 @@ def text_scores(h: Haystack, lexemes: list[str], code: int) -> np.ndarray:
     raise ValueError(code)
 
 
-def _pipeline(h: Haystack, design: str, vec: np.ndarray, lexemes: list[str], variant: str) -> list[tuple[set[str], str]]:
+def _pipeline(h: Haystack, design: str, vec: np.ndarray, lexemes: list[str], variant: str,
+              own: np.ndarray | None = None) -> list[tuple[set[str], str]]:
     """A per-turn pipeline from tokens joined by "_": wW (fusion weight on the vector), nB
     (neighbour boost), sG (session boost), cS (coverage share), rR (coverage only for a result
-    scoring at least R x the tenth)."""
+    scoring at least R x the tenth), oO (the vector side: (1 - O) x the design's cosine + O x the
+    cosine of the chunk's own text, `own` among the designs embedded)."""
     opts = {t[0]: float(t[1:]) for t in variant.split("_")}
     n_turns = len(h.turn_ids)
+    if opts.get("o") and own is not None:
+        vec = (1 - opts["o"]) * vec + opts["o"] * own
     turn_vec = vec if design == "turn" else per_turn_max(vec, h.piece_turn, n_turns)
     text = text_scores(h, lexemes, int(opts.get("t", 0)))
     w = opts.get("w", 0.7)
