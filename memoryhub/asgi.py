@@ -97,6 +97,11 @@ async def _lifespan(apps: list[Mounted], receive: Any, send: Any) -> None:
                 load.cancel()
                 break
         assert shutdown.result()["type"] == "lifespan.shutdown"
+        for sub in apps:  # no lifespan any more: a first request still queued is refused, not left waiting
+            sub.loads = None
+        while not loads.empty():
+            _, loaded = loads.get_nowait()
+            loaded.set_exception(RuntimeError("the server is shutting down"))
     await send({"type": "lifespan.shutdown.complete"})
 
 
