@@ -32,6 +32,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -231,17 +232,18 @@ def stop_server(process: subprocess.Popen[bytes]) -> None:
         os.killpg(process.pid, signal.SIGKILL)
 
 
-def measure_http(port: int, raw_key: str, questions: list[str], clients: int, workers: int) -> dict[str, Any]:
-    """Each client thread keeps one connection open (http.client: `requests` spends 0.6 ms of CPU a
-    request on its own side, which on two cores the server's share loses)."""
+def search_client(port: int) -> Callable[[dict[str, Any], str], float]:
+    """POST /search/ as a key, timed in ms; each client thread keeps one connection open
+    (http.client: `requests` spends 0.6 ms of CPU a request on its own side, which on two cores
+    the server's share loses)."""
     import http.client
 
-    headers = {"Authorization": f"Bearer {raw_key}", "Content-Type": "application/json"}
     local = __import__("threading").local()
 
-    def one(body: dict[str, Any]) -> float:
+    def post(body: dict[str, Any], raw_key: str) -> float:
         if not hasattr(local, "http"):
             local.http = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        headers = {"Authorization": f"Bearer {raw_key}", "Content-Type": "application/json"}
         started = time.perf_counter()
         local.http.request("POST", "/api/v1/search/", body=json.dumps(body), headers=headers)
         response = local.http.getresponse()
@@ -250,6 +252,15 @@ def measure_http(port: int, raw_key: str, questions: list[str], clients: int, wo
         assert response.status == 200, content
         json.loads(content)
         return elapsed
+
+    return post
+
+
+def measure_http(port: int, raw_key: str, questions: list[str], clients: int, workers: int) -> dict[str, Any]:
+    post = search_client(port)
+
+    def one(body: dict[str, Any]) -> float:
+        return post(body, raw_key)
 
     with ThreadPoolExecutor(workers * 4) as pool:  # load the model in every worker first
         list(pool.map(one, [{"query": q, "mode": "hybrid"} for q in questions[: workers * 8]]))
