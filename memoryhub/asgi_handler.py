@@ -9,7 +9,7 @@ its own (ThreadSensitiveContext) besides: /health/ took 2.1 ms against 0.7 ms un
 This handler reads the body and sends the response in the event loop, as Django's does (so that a
 slow client holds no thread: memoryhub.asgi_body and memoryhub.webserver), and runs everything in
 between (request_started, the sync middleware chain WSGI uses, the view, request_finished) in one
-call on the loop's thread pool. A response that is not streamed is closed (request_finished: the
+call on a pool of request threads. A response that is not streamed is closed (request_finished: the
 database connection goes back to the pool) before it is sent; a streamed one after.
 
 A request's database work all happens inside that one call, in one thread, on a connection opened
@@ -20,6 +20,8 @@ view is not cancelled when its client disconnects (as under WSGI, it runs to its
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -29,6 +31,20 @@ from django.core.handlers.asgi import ASGIHandler, get_script_prefix
 from django.core.handlers.base import BaseHandler
 from django.http import FileResponse, HttpResponseBase
 from django.urls import set_script_prefix
+
+# Requests run at once per web worker. The loop's default pool has min(32, cores + 4) threads: on
+# two cores six slow requests (an export, a long import) would hold every thread and leave even
+# /health/ waiting. The database pool still bounds queries (DB_POOL_SIZE, then a 503).
+REQUEST_THREADS = 32
+_pool: tuple[int, ThreadPoolExecutor] | None = None
+
+
+def _request_threads() -> ThreadPoolExecutor:
+    """This process's request threads (made in the worker: a pool does not survive a fork)."""
+    global _pool
+    if _pool is None or _pool[0] != os.getpid():
+        _pool = (os.getpid(), ThreadPoolExecutor(max_workers=REQUEST_THREADS, thread_name_prefix="request"))
+    return _pool[1]
 
 
 class OneHopASGIHandler(ASGIHandler):
@@ -46,12 +62,13 @@ class OneHopASGIHandler(ASGIHandler):
             body_file = await self.read_body(receive)
         except RequestAborted:
             return
-        response = await sync_to_async(self._respond, thread_sensitive=False)(scope, body_file)
+        pool = _request_threads()
+        response = await sync_to_async(self._respond, thread_sensitive=False, executor=pool)(scope, body_file)
         try:
             await self.send_response(response, send)
         finally:
             if response.streaming:
-                await sync_to_async(self._close, thread_sensitive=False)(response, body_file)
+                await sync_to_async(self._close, thread_sensitive=False, executor=pool)(response, body_file)
 
     def _respond(self, scope: dict[str, Any], body_file: Any) -> HttpResponseBase:
         set_script_prefix(get_script_prefix(scope))

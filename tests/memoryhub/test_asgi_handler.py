@@ -39,7 +39,15 @@ def broken(request: HttpRequest) -> HttpResponse:
     raise RuntimeError("boom")
 
 
-urlpatterns = [path("echo/", echo), path("streamed/", streamed), path("broken/", broken)]
+release = threading.Event()
+
+
+def slow(request: HttpRequest) -> HttpResponse:
+    release.wait(timeout=30)
+    return HttpResponse("slow")
+
+
+urlpatterns = [path("echo/", echo), path("streamed/", streamed), path("broken/", broken), path("slow/", slow)]
 
 
 @pytest.fixture
@@ -60,12 +68,16 @@ def app(settings) -> Any:  # type: ignore[no-untyped-def]
     request_finished.disconnect(finished)
 
 
+def _scope(method: str, url: str, body: bytes) -> dict[str, Any]:
+    return {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": method, "scheme": "http",
+            "path": url, "raw_path": url.encode(), "root_path": "", "query_string": b"",
+            "headers": [(b"host", b"127.0.0.1"), (b"content-length", str(len(body)).encode())],
+            "server": ("127.0.0.1", 80), "client": ("127.0.0.1", 5000)}
+
+
 def call(app: Any, method: str, url: str, body: bytes = b"") -> tuple[int, bytes, int]:
     """Status, body and the event loop's thread; each message sent is logged as it goes."""
-    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": method, "scheme": "http",
-             "path": url, "raw_path": url.encode(), "root_path": "", "query_string": b"",
-             "headers": [(b"host", b"127.0.0.1"), (b"content-length", str(len(body)).encode())],
-             "server": ("127.0.0.1", 80), "client": ("127.0.0.1", 5000)}
+    scope = _scope(method, url, body)
     incoming = [{"type": "http.request", "body": body, "more_body": False}]
     sent: list[dict[str, Any]] = []
 
@@ -119,3 +131,32 @@ def test_a_failing_view_is_a_500_and_the_request_still_finishes(app) -> None:
     status, _, _ = call(app, "GET", "/broken/")
     assert status == 500
     assert [name for name, _ in log][-3:] == ["request_finished", "http.response.start", "http.response.body"]
+
+
+def test_slow_requests_leave_threads_for_the_others(app) -> None:
+    """Eight requests still running (an export, a long import) do not hold every request thread:
+    the loop's default pool would have six on two cores, and /health/ would wait behind them."""
+
+    async def get(url: str) -> int:
+        sent: list[dict[str, Any]] = []
+
+        async def receive() -> dict[str, Any]:
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        async def send(message: dict[str, Any]) -> None:
+            sent.append(message)
+
+        await app(_scope("GET", url, b""), receive, send)
+        return sent[0]["status"]
+
+    async def run() -> None:
+        release.clear()
+        slow_ones = [asyncio.create_task(get("/slow/")) for _ in range(8)]
+        await asyncio.sleep(0.2)
+        try:
+            assert await asyncio.wait_for(get("/echo/"), timeout=10) == 200
+        finally:
+            release.set()
+        assert await asyncio.gather(*slow_ones) == [200] * 8
+
+    asyncio.run(run())
