@@ -20,8 +20,6 @@ view is not cancelled when its client disconnects (as under WSGI, it runs to its
 
 from __future__ import annotations
 
-import os
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -32,19 +30,13 @@ from django.core.handlers.base import BaseHandler
 from django.http import FileResponse, HttpResponseBase
 from django.urls import set_script_prefix
 
+from memoryhub.threads import ProcessPool
+
 # Requests run at once per web worker. The loop's default pool has min(32, cores + 4) threads: on
 # two cores six slow requests (an export, a long import) would hold every thread and leave even
 # /health/ waiting. The database pool still bounds queries (DB_POOL_SIZE, then a 503).
 REQUEST_THREADS = 32
-_pool: tuple[int, ThreadPoolExecutor] | None = None
-
-
-def _request_threads() -> ThreadPoolExecutor:
-    """This process's request threads (made in the worker: a pool does not survive a fork)."""
-    global _pool
-    if _pool is None or _pool[0] != os.getpid():
-        _pool = (os.getpid(), ThreadPoolExecutor(max_workers=REQUEST_THREADS, thread_name_prefix="request"))
-    return _pool[1]
+request_threads = ProcessPool(REQUEST_THREADS, "request")
 
 
 class OneHopASGIHandler(ASGIHandler):
@@ -62,7 +54,7 @@ class OneHopASGIHandler(ASGIHandler):
             body_file = await self.read_body(receive)
         except RequestAborted:
             return
-        pool = _request_threads()
+        pool = request_threads.get()
         response = await sync_to_async(self._respond, thread_sensitive=False, executor=pool)(scope, body_file)
         try:
             await self.send_response(response, send)

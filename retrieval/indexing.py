@@ -120,25 +120,22 @@ def index_session_events(session: Session, events: list[Event]) -> list[int]:
     return ids
 
 
-# The chunks of the messages `{messages}` selects (session_id, sequence_start), counted into each
-# chunk's message_chunks: for chunks made elsewhere than index_session_events (imports, the migration).
-MESSAGE_CHUNKS_SQL = """
-UPDATE retrieval_chunk c SET message_chunks = m.n
-FROM (SELECT s.session_id, s.sequence_start, count(*) AS n FROM retrieval_chunk s
-      WHERE s.kind = 'event' AND (s.session_id, s.sequence_start) IN ({messages})
-      GROUP BY s.session_id, s.sequence_start) m
-WHERE c.kind = 'event' AND c.session_id = m.session_id AND c.sequence_start = m.sequence_start
-  AND c.message_chunks <> m.n
-"""
-
-
 def count_message_chunks(chunk_ids: list[int]) -> None:
-    """Count the chunks of the messages these chunks belong to (chunks created apart: imports)."""
-    if chunk_ids:
-        with connection.cursor() as cursor:
-            cursor.execute(MESSAGE_CHUNKS_SQL.format(
-                messages="SELECT session_id, sequence_start FROM retrieval_chunk WHERE id = ANY(%s) AND kind = 'event'"),
-                [chunk_ids])
+    """Count the chunks of the messages these event chunks belong to into each chunk's
+    message_chunks (chunks made elsewhere than index_session_events: imports)."""
+    if not chunk_ids:
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """UPDATE retrieval_chunk c SET message_chunks = m.n
+               FROM (SELECT s.session_id, s.sequence_start, count(*) AS n FROM retrieval_chunk s
+                     WHERE s.kind = 'event' AND (s.session_id, s.sequence_start) IN (
+                         SELECT session_id, sequence_start FROM retrieval_chunk WHERE id = ANY(%s) AND kind = 'event')
+                     GROUP BY s.session_id, s.sequence_start) m
+               WHERE c.kind = 'event' AND c.session_id = m.session_id AND c.sequence_start = m.sequence_start
+                 AND c.message_chunks <> m.n""",
+            [chunk_ids],
+        )
 
 
 def _event_chunk(session: Session, event: Event, text: str, digest: str, context: str) -> Chunk:

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import importlib
 import logging
-import os
 import threading
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from typing import Any, Protocol
 
 from django.conf import settings
 
+from memoryhub.threads import ProcessPool
 from retrieval import embedders
 
 logger = logging.getLogger(__name__)
@@ -70,20 +70,13 @@ def embed_query(text: str) -> list[float]:
     return vector
 
 
-_pool: ThreadPoolExecutor | None = None
-_pool_pid = 0
+_soon = ProcessPool(1, "query-embedding")
 
 
 def embed_query_soon(text: str) -> Future[list[float]]:
     """embed_query in a worker thread, so that the caller's SQL runs meanwhile (ONNX Runtime and
-    torch release the GIL while they compute). One small pool per process: a forked worker gets
-    its own, since the parent's threads do not survive a fork."""
-    global _pool, _pool_pid
-    with _lock:
-        if _pool is None or _pool_pid != os.getpid():
-            _pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="query-embedding")
-            _pool_pid = os.getpid()
-        return _pool.submit(embed_query, text)
+    torch release the GIL while they compute)."""
+    return _soon.get().submit(embed_query, text)
 
 
 def warm_up() -> None:

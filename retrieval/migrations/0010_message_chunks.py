@@ -1,6 +1,6 @@
 from django.db import migrations, models
 
-# (retrieval.indexing.MESSAGE_CHUNKS_SQL over every message, as it stood when this was written.)
+# (retrieval.indexing.count_message_chunks over every message, as it stood when this was written.)
 COUNT = """
 UPDATE retrieval_chunk c SET message_chunks = m.n
 FROM (SELECT s.session_id, s.sequence_start, count(*) AS n FROM retrieval_chunk s

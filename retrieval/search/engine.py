@@ -140,7 +140,7 @@ def _run_search(req: SearchRequest, *, alone: bool) -> list[SearchHit]:
     return hits
 
 
-def _plan(req: SearchRequest, where: str, params: list[Any], model: str, alone: bool = False) -> Plan:
+def _plan(req: SearchRequest, where: str, params: list[Any], model: str, alone: bool) -> Plan:
     if req.mode == "exact":
         return Plan([exact_source(req, where, params, req.top_k)])
     if req.mode == "regex":
