@@ -444,7 +444,11 @@ MEMORYHUB_SEARCH_FEEDBACK = env_float("MEMORYHUB_SEARCH_FEEDBACK", 0.4, low=0.0,
 MEMORYHUB_SEARCH_FEEDBACK_DOCS = env_int("MEMORYHUB_SEARCH_FEEDBACK_DOCS", 3, minimum=1)
 # Hybrid search: the first share of top_k places by rank, the rest first to the best results of
 # conversations not among the results yet (1 turns it off).
-MEMORYHUB_SEARCH_COVERAGE = env_float("MEMORYHUB_SEARCH_COVERAGE", 0.6, low=0.0, high=1.0)
+MEMORYHUB_SEARCH_COVERAGE = env_float("MEMORYHUB_SEARCH_COVERAGE", 0.7, low=0.0, high=1.0)
+# ... and the conversations not listed yet take those places in order of their evidence: the
+# p-norm, with this p, of the scores of their messages among the candidates (several good matches
+# outweigh one; 0 = in order of their best result alone). bench/README.md, stop 26.
+MEMORYHUB_SEARCH_COVERAGE_NORM = env_float("MEMORYHUB_SEARCH_COVERAGE_NORM", 4.0, low=0.0, high=64.0)
 # ... but only a result scoring at least this share of the top_k-th result's score (0 = any): a
 # conversation that barely matches does not take the place of a good match (bench/README.md).
 MEMORYHUB_SEARCH_COVERAGE_FLOOR = env_float("MEMORYHUB_SEARCH_COVERAGE_FLOOR", 0.8, low=0.0, high=1.0)

@@ -46,6 +46,7 @@ from retrieval.search.request import (
 from retrieval.search.rerank import (
     PairSimilarities,
     cap_per_session,
+    conversation_evidence,
     cover_conversations,
     dedup,
     diversify,
@@ -129,8 +130,11 @@ def _run_search(req: SearchRequest, *, alone: bool) -> list[SearchHit]:
     kept = dedup(ranked, _near_pairs(head, pool, similarities), 3 * req.top_k)
     trace.ranks("dedup", ranked, kept)
     coverage = settings.MEMORYHUB_SEARCH_COVERAGE if _reranks(req) else 1.0
-    covered = cover_conversations(kept, req.top_k, coverage, order, settings.MEMORYHUB_SEARCH_COVERAGE_FLOOR)
-    trace.ranks("coverage", kept, covered)
+    norm = settings.MEMORYHUB_SEARCH_COVERAGE_NORM
+    evidence = conversation_evidence(ranked, order, norm) if coverage < 1.0 and norm > 0.0 else None
+    covered = cover_conversations(kept, req.top_k, coverage, order, settings.MEMORYHUB_SEARCH_COVERAGE_FLOOR,
+                                  evidence)
+    trace.ranks("coverage", kept, covered, evidence)
     rows = load_rows(covered, model)
     hits = [SearchHit(rows[c.pk], order[c.pk], vec.get(c.pk), pool.txt.get(c.pk)) for c in covered if c.pk in rows]
     for rank, hit in enumerate(hits, start=1):

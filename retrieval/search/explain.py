@@ -102,13 +102,19 @@ class Trace:
         if self.req is not None and hints:
             self.scores("date_hint", before, after, "written within " + "; ".join(_hint_text(h) for h in hints))
 
-    def ranks(self, name: str, before: Sequence[Candidate], after: Sequence[Candidate]) -> None:
+    def ranks(self, name: str, before: Sequence[Candidate], after: Sequence[Candidate],
+              evidence: dict[int, float] | None = None) -> None:
+        """A stage that reorders; `evidence`: the conversations' evidence coverage ordered them by."""
         if self.req is None:
             return
         stage = _Ranks(name, _positions(before), _positions(after))
         if name == "summary_expansion":
             stage.detail = {m: f"took the place of summary chunk {s}, which ranked there"
                             for m, s in self.replaced.items()}
+        if evidence is not None:
+            stage.detail = {c.pk: f"its conversation's evidence {_round(evidence[c.session_id])} "
+                            f"(the {settings.MEMORYHUB_SEARCH_COVERAGE_NORM:g}-norm of its messages' scores)"
+                            for c in after if c.session_id in evidence}
         self.stages.append(stage)
 
     def explain(self, pk: int, score: float, rank: int) -> dict[str, Any] | None:

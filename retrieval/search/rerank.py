@@ -159,8 +159,24 @@ def dedup(ordered: list[Candidate], near_pairs: set[tuple[int, int]], top_k: int
     return kept
 
 
+def conversation_evidence(ranked: list[Candidate], scores: dict[int, float], norm: float) -> dict[int, float]:
+    """Each conversation's evidence for the query: the p-norm (Σ scoreᵖ)^(1/p) of the scores of its
+    candidates (`ranked` holds one chunk per message), with p = `norm`.
+
+    A conversation where several messages match ranks above one with a single match as good as
+    their best: the evidence of a conversation is spread over its messages (a question about what
+    someone did over several talks). A high p keeps the best match first: it takes several good
+    matches to outweigh a better one (p = ∞ would be the best match alone).
+    """
+    sums: dict[int, float] = {}
+    for candidate in ranked:
+        if candidate.session_id is not None:
+            sums[candidate.session_id] = sums.get(candidate.session_id, 0.0) + max(scores[candidate.pk], 0.0) ** norm
+    return {session: total ** (1.0 / norm) for session, total in sums.items()}
+
+
 def cover_conversations(kept: list[Candidate], top_k: int, share: float, scores: dict[int, float] | None = None,
-                        floor: float = 0.0) -> list[Candidate]:
+                        floor: float = 0.0, evidence: dict[int, float] | None = None) -> list[Candidate]:
     """The first share·top_k results by rank; the other places go first to the best results from
     conversations not among the results yet, then by rank again (1 = plain ranking).
 
@@ -168,6 +184,8 @@ def cover_conversations(kept: list[Candidate], top_k: int, share: float, scores:
     while the head of the list stays the best matches. With `scores` and `floor`, a result is
     moved up only if it scores at least floor × the score of the result ranked top_k-th: a
     conversation that barely matches does not take the place of a good match in a listed one.
+    With `evidence` (conversation_evidence), the unlisted conversations take those places in
+    order of their evidence, each with its best result; without, in order of their best result.
     Memories outside any conversation (notes, facts, documents) are never moved up: they keep
     their rank among the rest.
     """
@@ -177,13 +195,18 @@ def cover_conversations(kept: list[Candidate], top_k: int, share: float, scores:
     head, rest = kept[:head_size], kept[head_size:]
     seen = {c.session_id for c in head if c.session_id is not None}
     least = floor * scores[kept[top_k - 1].pk] if scores is not None and floor > 0.0 else None
+    eligible = [c for c in rest if c.session_id is not None and c.session_id not in seen
+                and (scores is None or least is None or scores[c.pk] >= least)]
+    if evidence is not None:
+        best: dict[int | None, Candidate] = {}
+        for candidate in eligible:
+            best.setdefault(candidate.session_id, candidate)
+        eligible = sorted(best.values(), key=lambda c: -evidence.get(c.session_id or 0, 0.0))
     fresh: list[Candidate] = []
-    for candidate in rest:
+    for candidate in eligible:
         if head_size + len(fresh) >= top_k:
             break
-        if scores is not None and least is not None and scores[candidate.pk] < least:
-            continue
-        if candidate.session_id is not None and candidate.session_id not in seen:
+        if candidate.session_id not in seen:
             fresh.append(candidate)
             seen.add(candidate.session_id)
     chosen = {c.pk for c in fresh}

@@ -134,6 +134,7 @@ def test_hybrid_search_spreads_over_distinct_memories(alice, index, settings) ->
         index(alice, session, {"role": "user", "content": "The heron nests by the lake every spring."})
     index(alice, "d", {"role": "user", "content": "A heron nests near the river bridge."})
     index(alice, "e", {"role": "user", "content": "The heron nests by the lake every spring, we saw it again today."})
+    settings.MEMORYHUB_SEARCH_COVERAGE = 1.0  # MMR alone: coverage would give the second place by evidence
     settings.MEMORYHUB_SEARCH_MMR = 1.0
     plain = [r["text"] for r in search(alice, query="heron nests lake", top_k=2).json()["results"]]
     settings.MEMORYHUB_SEARCH_MMR = 0.3

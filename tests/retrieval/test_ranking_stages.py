@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from retrieval.search.request import Candidate, one_per_message
 from retrieval.search.rerank import (
     cap_per_session,
+    conversation_evidence,
     cover_conversations,
     dedup,
     diversify,
@@ -127,6 +128,36 @@ def test_coverage_with_a_floor_moves_up_only_a_near_match() -> None:
     # Floor 0.8 of the third result's score (0.8 × 0.8 = 0.64): 4 (0.7) is near enough, 5 (0.3) is not.
     assert pks(cover_conversations(ranked, 3, 0.34, scores, 0.8)) == [1, 4, 2]
     assert pks(cover_conversations(ranked, 3, 0.34, scores, 0.9)) == [1, 2, 3]  # 0.7 < 0.72: by rank
+
+
+def test_conversation_evidence_is_the_p_norm_of_its_messages_scores() -> None:
+    ranked = [cand(1, 1), cand(2, 2), cand(3, 2), cand(4, 2), cand(5, None), cand(6, 3)]
+    scores = {1: 0.9, 2: 0.8, 3: 0.8, 4: 0.8, 5: 1.0, 6: -0.2}
+    evidence = conversation_evidence(ranked, scores, 4.0)
+    assert abs(evidence[1] - 0.9) < 1e-12  # one message: its own score
+    # Three matches of 0.8 outweigh one of 0.9: 3^(1/4) · 0.8 ≈ 1.053.
+    assert abs(evidence[2] - 3 ** 0.25 * 0.8) < 1e-12
+    assert evidence[3] == 0.0  # a negative score adds nothing
+    assert None not in evidence  # memories outside a conversation have none
+    # A high p comes near the best match alone: one 0.9 outweighs three 0.8.
+    high = conversation_evidence(ranked, scores, 32.0)
+    assert high[1] > high[2]
+
+
+def test_coverage_by_evidence_lists_the_conversation_with_most_evidence_first() -> None:
+    # Conversation 1 holds the head; 2 has the better single match (4), 3 has three good ones.
+    ranked = [cand(1, 1), cand(2, 1), cand(4, 2), cand(5, 3), cand(6, 3), cand(7, 3), cand(8, 4)]
+    scores = {1: 1.0, 2: 0.95, 4: 0.8, 5: 0.75, 6: 0.74, 7: 0.73, 8: 0.2}
+    evidence = conversation_evidence(ranked, scores, 4.0)
+    assert evidence[3] > evidence[2]
+    # One coverage place: by best result it goes to 2, by evidence to 3 (its best result, 5).
+    assert pks(cover_conversations(ranked, 3, 0.67, scores)) == [1, 2, 4]
+    assert pks(cover_conversations(ranked, 3, 0.67, scores, evidence=evidence)) == [1, 2, 5]
+    # Two places: 3 then 2; conversation 4 stays below the floor (0.2 < 0.8 × 0.8).
+    assert pks(cover_conversations(ranked, 4, 0.5, scores, 0.8, evidence)) == [1, 2, 5, 4]
+    # The floor comes first: at 0.95 × 0.8 = 0.76 conversation 3's results (0.75 and below) are
+    # not near enough, whatever its evidence, and the place goes to 2.
+    assert pks(cover_conversations(ranked, 3, 0.67, scores, 0.95, evidence)) == [1, 2, 4]
 
 
 # --- dates named in the query -------------------------------------------------------------------

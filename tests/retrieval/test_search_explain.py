@@ -77,6 +77,7 @@ def test_the_neighbour_boost_is_a_score_step(alice, garden, settings) -> None:  
 
 def test_reranking_steps_show_in_a_hybrid_search(alice, index, settings) -> None:  # type: ignore[no-untyped-def]
     settings.MEMORYHUB_SEARCH_COVERAGE_FLOOR = 0.0  # coverage moves up any unlisted conversation's result
+    settings.MEMORYHUB_SEARCH_COVERAGE = 0.5  # of four places, two by coverage
     index(alice, "many", *[{"role": "user", "content": f"heron nest {i} by the lake {'again ' * i}"} for i in range(8)])
     index(alice, "other", {"role": "user", "content": "a heron flew over the river"})
     index(alice, "third", {"role": "user", "content": "grey heron chicks in spring"})
@@ -89,6 +90,9 @@ def test_reranking_steps_show_in_a_hybrid_search(alice, index, settings) -> None
     for steps in moved.values():
         assert steps["coverage"]["rank_after"] < steps["coverage"]["rank_before"]
         assert "feedback" in steps and steps["feedback"]["vector_before"] is not None
+        # The unlisted conversations take those places in order of their evidence, which it shows.
+        assert steps["coverage"]["detail"].startswith("its conversation's evidence ")
+        assert "4-norm" in steps["coverage"]["detail"]
 
 
 @pytest.mark.parametrize("mode", ["text", "vector", "fuzzy"])

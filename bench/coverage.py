@@ -1,0 +1,135 @@
+"""How the last places of a hybrid search are given to conversations: a grid over one ranking.
+
+Conversation coverage (retrieval.search.rerank.cover_conversations) decides only which results
+fill the places after the head; everything before it is fixed by the time it runs. So this script
+asks each question of a benchmark once through the product's search (the default settings, on a
+database kept by `bench/locomo.py --keepdb` or `bench/longmemeval.py --keepdb`), keeps the full
+ranking coverage would start from, and re-runs coverage over it in Python for every combination of
+head share, floor and conversation order asked for. Dedup (which drops near-identical results
+before coverage) is not re-run: a row's figures can differ from a full run's by a few thousandths;
+the defaults chosen here were confirmed with full runs (bench/README.md, stop 26).
+
+    .venv/bin/python bench/coverage.py locomo
+    .venv/bin/python bench/coverage.py longmemeval --shares 0.6,0.7 --floors 0.8 --norms 0,4
+
+`--norms`: 0 orders the unlisted conversations by their best result (the order before stop 26);
+p > 0 by the p-norm of their messages' scores (retrieval.search.rerank.conversation_evidence).
+Prints turn and session recall@10 overall, per half and for the multi-hop questions (LoCoMo).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench import common, recall  # noqa: E402
+
+Row = tuple[int, int | None, float]  # candidate id, conversation (session pk), score
+
+
+def capture(bench: Any) -> tuple[list[recall.Question], list[list[Row]], dict[int, tuple[set[str], str | None]]]:
+    """Each question's ranking as coverage receives it, and what each candidate finds."""
+    from django.conf import settings
+    from django.db import connection
+
+    from accounts.models import Channel
+    from memoryhub.models import Session
+    from retrieval.embedders import get_embedder
+    from retrieval.search import engine, hybrid_search
+
+    conversations = common.load(bench.data, None)
+    connection.creation.create_test_db(verbosity=0, autoclobber=False, keepdb=True)
+    ingested = common.ingest(conversations, f"{bench.name}-minilm-ctx{settings.MEMORYHUB_EMBED_CONTEXT_MESSAGES}")
+    questions = recall.questions_of(conversations, bench.categories)
+    vectors = get_embedder().embed([q.question["question"] for q in questions])
+    tenant_id = ingested.key.tenant_id
+    external = dict(Session.objects.filter(tenant_id=tenant_id).values_list("pk", "external_id"))
+    channels = {c.name: c for c in Channel.objects.filter(tenant_id=tenant_id)}
+    seen: dict[str, Any] = {}
+    rank = engine._rank
+
+    def keep(*args: Any) -> Any:
+        seen["order"], seen["ranked"], similarities = rank(*args)
+        return seen["order"], seen["ranked"], similarities
+
+    engine._rank = keep
+    rankings: list[list[Row]] = []
+    finds: dict[int, tuple[set[str], str | None]] = {}
+    try:
+        for q, vector in zip(questions, vectors, strict=True):
+            channel = channels[q.conversation_id]
+            hybrid_search(tenant_id=tenant_id, query=q.question["question"], query_embedding=vector,
+                          scope="channel", channel_ids=[channel.pk], workspace_ids=[channel.workspace_id],
+                          top_k=10, user_id=common.owner(q.conversation_id) or None, counts_as_use=False)
+            rankings.append([(c.pk, c.session_id, seen["order"][c.pk]) for c in seen["ranked"]])
+            for c in seen["ranked"]:
+                session = external.get(c.session_id) if c.session_id is not None else None
+                turns = ({ingested.turn_at.get((session, s)) for s in (c.sequence_start, c.sequence_end)}
+                         if session is not None and c.kind == "event" else set())
+                finds[c.pk] = ({t for t in turns if t}, ingested.session_of.get(session) if session else None)
+    finally:
+        engine._rank = rank
+    return questions, rankings, finds
+
+
+def covered(ranking: list[Row], share: float, floor: float, norm: float, k: int = 10) -> list[int]:
+    """The product's cover_conversations over plain rows."""
+    from retrieval.search.request import Candidate
+    from retrieval.search.rerank import conversation_evidence, cover_conversations
+
+    candidates = [Candidate(pk=pk, session_id=sid, text="", contextual=False, created_ts=0.0,
+                            sequence_end=None, importance=0.5) for pk, sid, _ in ranking]
+    scores = {pk: score for pk, _, score in ranking}
+    evidence = conversation_evidence(candidates, scores, norm) if norm > 0 else None
+    return [c.pk for c in cover_conversations(candidates, k, share, scores, floor, evidence)]
+
+
+def figures(questions: list[recall.Question], lists: list[list[int]],
+            finds: dict[int, tuple[set[str], str | None]]) -> dict[str, tuple[float, float]]:
+    sums: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0])
+    for q, ids in zip(questions, lists, strict=True):
+        turns = set().union(*[finds[i][0] for i in ids[:10]]) if ids else set()
+        sessions = {finds[i][1] for i in ids[:10]}
+        evidence, wanted = set(q.question["evidence_turn_ids"]), set(q.question["evidence_session_ids"])
+        for bucket in q.buckets:
+            s = sums[bucket]
+            s[0] += 1
+            s[1] += len(evidence & turns) / len(evidence)
+            s[2] += len(wanted & sessions) / len(wanted)
+    return {b: (s[1] / s[0], s[2] / s[0]) for b, s in sums.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("bench", choices=["locomo", "longmemeval"])
+    parser.add_argument("--shares", default="0.6,0.7,0.8")
+    parser.add_argument("--floors", default="0.8")
+    parser.add_argument("--norms", default="0,2,3,4,6,8")
+    args = parser.parse_args()
+    if args.bench == "locomo":
+        from bench.locomo import LOCOMO as bench
+    else:
+        from bench.longmemeval import LONGMEMEVAL as bench
+    common.setup_django(bench.db_name, "minilm")
+    questions, rankings, finds = capture(bench)
+    print(f"{len(questions)} questions; turn@10 / session@10\n")
+    print("| share | floor | conversation order | overall | half 1 | half 2 | multi-hop |")
+    print("| ---: | ---: | --- | ---: | ---: | ---: | ---: |")
+    for share in (float(x) for x in args.shares.split(",")):
+        for floor in (float(x) for x in args.floors.split(",")):
+            for norm in (float(x) for x in args.norms.split(",")):
+                got = figures(questions, [covered(r, share, floor, norm) for r in rankings], finds)
+                cells = [f"{got[b][0]:.3f} / {got[b][1]:.3f}" if b in got else "" for b in
+                         ("overall", "half 1", "half 2", "multi-hop")]
+                order = "best result" if norm <= 0 else f"evidence, p = {norm:g}"
+                print(f"| {share:g} | {floor:g} | {order} | " + " | ".join(cells) + " |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
