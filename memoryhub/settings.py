@@ -365,6 +365,10 @@ MEMORYHUB_CHUNK_OVERLAP = env_int("MEMORYHUB_CHUNK_OVERLAP", 96, minimum=0)
 # Torch threads for the local model, and texts per encode() call.
 MEMORYHUB_EMBED_THREADS = env_int("MEMORYHUB_EMBED_THREADS", min(os.cpu_count() or 1, 4), minimum=1)
 MEMORYHUB_EMBED_BATCH_SIZE = env_int("MEMORYHUB_EMBED_BATCH_SIZE", 32, minimum=1)
+# ONNX Runtime's embedding threads spin while they wait for their next operation (its own default):
+# a batch is ~5 % faster on an idle machine, and a single append ~3 ms slower while the embed lane
+# works beside it (bench/README.md, stop 26). Off: they block, and requests get the CPU.
+MEMORYHUB_EMBED_SPIN = env_bool("MEMORYHUB_EMBED_SPIN", False)
 # Threads of the torch-free query embedder of web processes (one query each; retrieval.query_embedding).
 MEMORYHUB_QUERY_EMBED_THREADS = env_int("MEMORYHUB_QUERY_EMBED_THREADS", 1, minimum=1)
 # Rows per background embedding batch (seed 001: 50).

@@ -90,7 +90,8 @@ class MiniLMEmbedder:
                 from retrieval.minilm_runtimes import OnnxMiniLM, cache_dir, load_torch_model
 
                 if backend == "onnx":
-                    self._models[backend] = OnnxMiniLM(cache_dir(), settings.MEMORYHUB_EMBED_THREADS)
+                    self._models[backend] = OnnxMiniLM(cache_dir(), settings.MEMORYHUB_EMBED_THREADS,
+                                                       spin=settings.MEMORYHUB_EMBED_SPIN)
                 else:
                     self._models[backend] = load_torch_model()
         return self._models[backend]

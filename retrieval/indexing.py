@@ -19,6 +19,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import F, Q
 from django.db.models.functions import Greatest
 
+from memoryhub import recent as recent_window
 from memoryhub.models import Event, Session
 from memoryhub.searchable import Searchable
 from retrieval.chunking import chunk_text, content_hash, normalize_text
@@ -59,8 +60,18 @@ def _chunk_sizes() -> tuple[int, int]:
 
 
 def _context_before(session: Session, first_sequence: int, count: int) -> list[str]:
+    """The texts of the `count` events before `first_sequence`, oldest first: from the session's
+    recent window when it is cached up to the event just before (an append that follows the last
+    one, the usual case), otherwise from the log."""
     if count <= 0:
         return []
+    if count <= settings.MEMORYHUB_RECENT_WINDOW:
+        # An entry is keyed by the last sequence it holds, so it is the log's newest events up to
+        # that one (memoryhub.recent); a gap in the sequences finds no entry.
+        window = recent_window.get(session.pk, first_sequence - 1)
+        if window is not None:
+            earlier = [Event.from_payload(payload) for payload in window[-count:]]
+            return [normalize_text(extract_event_text(e))[:CONTEXT_CHARS] for e in earlier]
     earlier = Event.objects.filter(session=session, sequence__lt=first_sequence).order_by("-sequence")[:count]
     return [normalize_text(extract_event_text(e))[:CONTEXT_CHARS] for e in reversed(earlier)]
 

@@ -223,6 +223,15 @@ class Event(models.Model):
             "created_at": iso(self.created_at),
         }
 
+    @classmethod
+    def from_payload(cls, payload: dict[str, Any]) -> Event:
+        """An unsaved event with the searchable fields of an as_dict() payload (the recent-window
+        cache's entries), enough for its text (retrieval.indexing.extract_event_text)."""
+        return cls(role=payload["role"], content=payload["content"], tool_name=payload["tool_name"] or "",
+                   tool_args=payload["tool_args"], tool_result=payload["tool_result"],
+                   tool_calls=payload["tool_calls"], tool_call_id=payload["tool_call_id"] or "",
+                   sequence=payload["sequence"])
+
     def tool_call_sentences(self) -> list[str]:
         """`Called <tool> with <args>` for the single tool_name/tool_args call and each of tool_calls."""
         calls = [(self.tool_name, self.tool_args)] if self.tool_name else []

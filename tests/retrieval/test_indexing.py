@@ -256,3 +256,36 @@ def test_memory_deleted_is_confined_to_its_tenant(cast) -> None:
     memory_saved.send(sender=None, kind="note", searchable=_searchable(cast))
     memory_deleted.send(sender=None, kind="note", tenant_id=cast.bob_tenant.pk, source_id="note-1")
     assert Chunk.objects.count() == 1
+
+
+def test_an_appends_context_comes_from_the_recent_window_when_it_is_cached(
+    alice, settings, django_capture_on_commit_callbacks,
+) -> None:  # type: ignore[no-untyped-def]
+    """The earlier messages a chunk is embedded with are read from the session's cached recent
+    window when it ends just before the append (no statement), and are what the log says."""
+    from django.core.cache import cache
+    from django.test.utils import CaptureQueriesContext
+
+    from memoryhub import recent
+
+    settings.MEMORYHUB_EMBED_CONTEXT_MESSAGES = 2
+    with django_capture_on_commit_callbacks(execute=True):  # the write-through fills the window
+        post_events(alice, "s1", {"role": "user", "content": "I moved to Lisbon in 2021."},
+                    {"role": "assistant", "content": "", "tool_name": "weather", "tool_args": {"city": "Lisbon"}})
+    session = Session.objects.get(external_id="s1")
+    assert recent.get(session.pk, 2) is not None
+    with django_capture_on_commit_callbacks(), CaptureQueriesContext(connection) as queries:
+        assert post_events(alice, "s1", {"role": "user", "content": "Is it sunny there?"}).status_code == 201
+    reads = [q["sql"] for q in queries.captured_queries
+             if q["sql"].startswith("SELECT") and 'FROM "memoryhub_event"' in q["sql"]]
+    assert reads == []  # the context came from the window
+    chunk = Chunk.objects.get(session=session, sequence_start=3)
+    assert chunk.context == 'I moved to Lisbon in 2021.\nCalled weather with {"city": "Lisbon"}'
+    cache.clear()  # the same context from the log
+    assert indexing._context_before(session, 3, 2) == chunk.context.split("\n")
+    # A gap in the sequences: no window ends just before it, the log is read.
+    with CaptureQueriesContext(connection) as queries:
+        assert post_events(alice, "s1", {"role": "user", "content": "Later.", "sequence": 10}).status_code == 201
+    assert any(q["sql"].startswith("SELECT") and 'FROM "memoryhub_event"' in q["sql"] for q in queries.captured_queries)
+    assert Chunk.objects.get(session=session, sequence_start=10).context == (
+        'Called weather with {"city": "Lisbon"}\nIs it sunny there?')

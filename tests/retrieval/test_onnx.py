@@ -80,3 +80,16 @@ def test_a_web_process_embeds_a_query_without_importing_torch(prepared) -> None:
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["384", "onnx", "False"]
+
+
+def test_the_embedders_threads_spin_only_when_asked(prepared) -> None:  # type: ignore[no-untyped-def]
+    """MEMORYHUB_EMBED_SPIN=false: ONNX Runtime's threads block between operations instead of
+    spin-waiting (CPU a busy machine's requests can use); the vectors are the same."""
+    from retrieval.minilm_runtimes import OnnxMiniLM, cache_dir
+
+    spinning, blocking = OnnxMiniLM(cache_dir(), threads=2), OnnxMiniLM(cache_dir(), threads=2, spin=False)
+    options = blocking.session.get_session_options()
+    assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+    with pytest.raises(RuntimeError):  # not set: ONNX Runtime's default, spinning
+        spinning.session.get_session_options().get_session_config_entry("session.intra_op.allow_spinning")
+    assert (spinning.encode(TEXTS[:4]) == blocking.encode(TEXTS[:4])).all()
