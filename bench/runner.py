@@ -97,13 +97,16 @@ def _apply_overrides(args: argparse.Namespace) -> None:
 
 def _ask(bench: Bench, args: argparse.Namespace, conversations: list[dict[str, Any]],
          ingested: common.Ingested) -> tuple[dict[str, Any], dict[str, float]]:
-    """The product's runs, then the plain baselines, on the same questions and query vectors."""
-    from retrieval.embedders import get_embedder
+    """The product's runs, then the plain baselines, on the same questions and query vectors.
+    The questions are embedded as a server embeds a search's query (retrieval.query_embedding:
+    the int8 ONNX model unless MEMORYHUB_QUERY_EMBED_INT8 is off)."""
+    from retrieval.query_embedding import embed_queries, query_encoder
 
     questions = recall.questions_of(conversations, bench.categories)
     print(f"{len(questions)} questions with evidence; {recall.halves_label(conversations, bench.unit)}")
+    print(f"query embedder: {getattr(query_encoder(), 'filename', None) or 'the configured embedder'}")
     started = time.perf_counter()
-    vectors = get_embedder().embed([q.question["question"] for q in questions])
+    vectors = embed_queries([q.question["question"] for q in questions])
     timings = {"query_embedding_ms_per_question": 1000 * (time.perf_counter() - started) / max(len(questions), 1)}
     runs = [r for r in args.runs.split(",") if r]
     # --no-summaries: the same data, searched over turns only.
@@ -139,6 +142,10 @@ def main(bench: Bench) -> None:
 
     conversations = common.load(args.data, args.limit)
     connection.creation.create_test_db(verbosity=0, autoclobber=not args.keepdb, keepdb=args.keepdb)
+    if args.embedder == "minilm":
+        from retrieval.embedding import prepare_embedder
+
+        prepare_embedder()  # as `manage.py run` does: the ONNX models, the query encoder's among them
     cache = None if args.no_cache else common.EmbeddingCache(get_embedder())
     try:
         tenant = f"{bench.name}-{args.embedder}-ctx{settings.MEMORYHUB_EMBED_CONTEXT_MESSAGES}"

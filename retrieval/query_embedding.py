@@ -44,7 +44,11 @@ def load_onnx_encoder() -> QueryEncoder | None:
     choice = onnx.read_choice()
     if not choice or not choice.get("agree"):
         return None
-    return onnx.OnnxMiniLM(onnx.cache_dir(), settings.MEMORYHUB_QUERY_EMBED_THREADS)
+    directory, threads = onnx.cache_dir(), settings.MEMORYHUB_QUERY_EMBED_THREADS
+    if settings.MEMORYHUB_QUERY_EMBED_INT8 and (choice.get("int8") or {}).get("agree") \
+            and (directory / onnx.INT8_FILE).exists():
+        return onnx.OnnxMiniLM(directory, threads, filename=onnx.INT8_FILE)
+    return onnx.OnnxMiniLM(directory, threads)
 
 
 def query_encoder() -> QueryEncoder | None:
@@ -56,7 +60,8 @@ def query_encoder() -> QueryEncoder | None:
         if not _looked:
             _encoder = load_onnx_encoder()
             _looked = True
-            logger.info("query embedder: %s", "ONNX Runtime" if _encoder else "the configured embedder")
+            logger.info("query embedder: %s", f"ONNX Runtime ({getattr(_encoder, 'filename', '')})" if _encoder
+                        else "the configured embedder")
     return _encoder
 
 
@@ -68,6 +73,16 @@ def embed_query(text: str) -> list[float]:
     if len(vector) != embedders.DIMENSIONS:
         raise ValueError(f"the query encoder returned {len(vector)} dimensions; the index holds {embedders.DIMENSIONS}")
     return vector
+
+
+def embed_queries(texts: list[str]) -> list[list[float]]:
+    """Several queries at once, by the encoder embed_query uses (the benchmarks ask their
+    questions with the vectors a server would compute for them)."""
+    encoder = query_encoder()
+    if encoder is None:
+        return embedders.get_embedder().embed(texts)
+    # One at a time, as a search embeds its query: the int8 model's vector depends on its batch.
+    return [[float(v) for v in encoder.encode([text])[0]] for text in texts]
 
 
 _soon = ProcessPool(1, "query-embedding")

@@ -93,3 +93,62 @@ def test_the_embedders_threads_spin_only_when_asked(prepared) -> None:  # type: 
     with pytest.raises(RuntimeError):  # not set: ONNX Runtime's default, spinning
         spinning.session.get_session_options().get_session_config_entry("session.intra_op.allow_spinning")
     assert (spinning.encode(TEXTS[:4]) == blocking.encode(TEXTS[:4])).all()
+
+
+def test_an_int8_copy_for_queries_is_made_and_judged_beside_the_model(prepared) -> None:  # type: ignore[no-untyped-def]
+    import numpy as np
+
+    from retrieval.minilm_runtimes import (
+        INT8_FILE,
+        INT8_MEDIAN_COSINE,
+        INT8_MIN_COSINE,
+        OnnxMiniLM,
+        cache_dir,
+    )
+
+    _, choice = prepared
+    int8 = choice["int8"]
+    assert int8["agree"] and int8["median_cosine"] >= INT8_MEDIAN_COSINE and int8["min_cosine"] >= INT8_MIN_COSINE
+    assert (cache_dir() / INT8_FILE).exists()
+    # On texts it was not judged on, each embedded alone as a query is: close to the full model.
+    full, small = OnnxMiniLM(cache_dir(), 1), OnnxMiniLM(cache_dir(), 1, filename=INT8_FILE)
+    cosines = [float((full.encode([t]) * small.encode([t])).sum()) for t in TEXTS]
+    assert np.median(cosines) >= INT8_MEDIAN_COSINE and min(cosines) >= INT8_MIN_COSINE, cosines
+
+
+def test_a_folder_prepared_before_the_int8_copy_gets_it_without_a_new_export(prepared) -> None:  # type: ignore[no-untyped-def]
+    from retrieval.minilm_runtimes import (
+        INT8_FILE,
+        MODEL_FILE,
+        cache_dir,
+        ensure_prepared,
+        read_choice,
+    )
+
+    directory = cache_dir()
+    older = {k: v for k, v in read_choice().items() if k != "int8"}  # type: ignore[union-attr]
+    (directory / "choice.json").write_text(json.dumps(older))
+    (directory / INT8_FILE).unlink()
+    exported = (directory / MODEL_FILE).stat().st_mtime_ns
+    choice = ensure_prepared()
+    assert choice is not None and choice["int8"]["agree"] and (directory / INT8_FILE).exists()
+    assert (directory / MODEL_FILE).stat().st_mtime_ns == exported  # not exported again
+    assert {k: v for k, v in choice.items() if k != "int8"} == older
+    assert read_choice() == choice
+
+
+@pytest.mark.parametrize(("int8", "model"), [("true", "model-int8.onnx"), ("false", "model.onnx")])
+def test_a_web_process_embeds_queries_with_the_int8_copy_unless_turned_off(prepared, int8: str, model: str) -> None:  # type: ignore[no-untyped-def]
+    data_dir, _ = prepared
+    script = (
+        "import sys, django; django.setup()\n"
+        "from retrieval.query_embedding import embed_query, query_encoder\n"
+        "vector = embed_query('when does the flight leave?')\n"
+        "print(len(vector), query_encoder().filename, 'torch' in sys.modules)\n"
+    )
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "memoryhub.settings", "MEMORYHUB_DATA_DIR": str(data_dir),
+           "MEMORYHUB_QUERY_EMBED_INT8": int8, "SECRET_KEY": "test"}
+    done = subprocess.run([sys.executable, "-c", script], env=env, cwd=django_settings.BASE_DIR,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["384", model, "False"]
