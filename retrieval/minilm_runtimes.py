@@ -228,8 +228,13 @@ def quantize_int8(directory: Path) -> dict[str, Any]:
 
     started = time.monotonic()
     tmp = directory / f"{INT8_FILE}.tmp"
-    quantize_dynamic(str(directory / MODEL_FILE), str(tmp), weight_type=QuantType.QInt8, per_channel=True,
-                     op_types_to_quantize=["MatMul"])
+    quiet = _QuantizerChatter()  # it logs a line per tensor to the root logger
+    logging.getLogger().addFilter(quiet)
+    try:
+        quantize_dynamic(str(directory / MODEL_FILE), str(tmp), weight_type=QuantType.QInt8, per_channel=True,
+                         op_types_to_quantize=["MatMul"])
+    finally:
+        logging.getLogger().removeFilter(quiet)
     os.replace(tmp, directory / INT8_FILE)
     full, small = OnnxMiniLM(directory, 1), OnnxMiniLM(directory, 1, filename=INT8_FILE)
     texts = list(dict.fromkeys(REFERENCE_TEXTS))
@@ -240,6 +245,13 @@ def quantize_int8(directory: Path) -> dict[str, Any]:
     return {"median_cosine": round(median, 6), "min_cosine": round(lowest, 6),
             "agree": median >= INT8_MEDIAN_COSINE and lowest >= INT8_MIN_COSINE,
             "query_ms": query_ms, "seconds": round(time.monotonic() - started, 1)}
+
+
+class _QuantizerChatter(logging.Filter):
+    """Drops what onnxruntime.quantization logs below ERROR (its own calls of logging.info())."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.ERROR or "onnxruntime" not in record.pathname
 
 
 def _export(target: Path) -> None:

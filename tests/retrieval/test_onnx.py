@@ -171,3 +171,14 @@ def test_a_failed_int8_copy_leaves_queries_on_the_full_model_until_the_next_star
     assert encoder is not None and encoder.filename == "model.onnx"  # type: ignore[attr-defined]
     monkeypatch.undo()
     assert ensure_prepared()["int8"]["agree"]  # type: ignore[index]  # the next start tries again
+
+
+def test_making_the_int8_copy_logs_no_line_per_tensor(prepared, caplog) -> None:  # type: ignore[no-untyped-def]
+    import logging
+
+    from retrieval.minilm_runtimes import cache_dir, quantize_int8
+
+    with caplog.at_level(logging.INFO):
+        verdict = quantize_int8(cache_dir())
+    assert verdict["agree"]
+    assert not [r for r in caplog.records if "onnxruntime" in r.pathname]  # ONNX Runtime's quantizer says ~50 lines
