@@ -40,6 +40,7 @@ def start_embedded_postgres(data_dir: Path, *, stop_on_exit: bool = True) -> Any
     os.environ.setdefault("PGSERVER_POSTGRES_VERSION", str(POSTGRES_MAJOR))
     data_dir.mkdir(parents=True, exist_ok=True)
     forget_dead_owners(data_dir)  # adopts a server orphaned by a killed owner
+    _forget_stale_pid_file(data_dir)
     with warnings.catch_warnings():
         # platformdirs warns when XDG_RUNTIME_DIR is unset (containers, CI); pgserver copes.
         warnings.simplefilter("ignore")
@@ -89,6 +90,23 @@ def postmaster(data_dir: Path) -> psutil.Process | None:
         return process
     except (OSError, IndexError, ValueError, psutil.Error):
         return None
+
+
+def _forget_stale_pid_file(data_dir: Path) -> None:
+    """Remove the postmaster.pid a killed server left, when its pid now belongs to another program.
+
+    pgserver takes any live process with that pid for the server and attaches to it (connections
+    are then refused, and stopping it signals that program); PostgreSQL itself refuses to start
+    while the pid is alive. Seen under a loaded test run, where pids are soon reused. A file that
+    is being written (no pid yet) or names a live PostgreSQL is left alone."""
+    pid_file = pgdata_path(data_dir) / "postmaster.pid"
+    try:
+        pid = int(pid_file.read_text().splitlines()[0])
+    except (OSError, IndexError, ValueError):
+        return
+    if postmaster(data_dir) is None:
+        pid_file.unlink(missing_ok=True)
+        logger.info("embedded PostgreSQL: removed a stale postmaster.pid (pid %s is not PostgreSQL)", pid)
 
 
 def restart_embedded_postgres(data_dir: Path, *, within: float = 20.0) -> bool:

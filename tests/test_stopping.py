@@ -122,3 +122,47 @@ def test_an_orphaned_server_is_adopted_and_stopped_by_its_next_owner(data_dir: P
     assert served.stop() == 0
     assert wait_until(lambda: not postgres_of(data_dir), 10)
     assert os.path.exists(pgdata_path(data_dir))
+
+
+
+KILLED_WITH_REUSED_PID = """
+import os, sys
+from pathlib import Path
+import psutil
+from memoryhub.embedded_pg import pgdata_path, postmaster, start_embedded_postgres
+data_dir = Path(sys.argv[1])
+start_embedded_postgres(data_dir, stop_on_exit=False)
+server = postmaster(data_dir)
+children = server.children(recursive=True)
+server.kill()  # it leaves its postmaster.pid behind
+psutil.wait_procs([server, *children], timeout=30)
+# Its pid now belongs to another program: here, the test that runs this script.
+pid_file = pgdata_path(data_dir) / "postmaster.pid"
+lines = pid_file.read_text().splitlines()
+pid_file.write_text("\\n".join([str(os.getppid()), *lines[1:]]) + "\\n")
+"""
+
+START_AND_QUERY = """
+import sys
+from pathlib import Path
+import psycopg
+from memoryhub.embedded_pg import postmaster, socket_dir, start_embedded_postgres, stop_embedded_postgres
+data_dir = Path(sys.argv[1])
+server = start_embedded_postgres(data_dir, stop_on_exit=False)
+with psycopg.connect(host=socket_dir(server), user="postgres", dbname="postgres") as conn:
+    conn.execute("SELECT 1")
+print(postmaster(data_dir).pid)
+stop_embedded_postgres(data_dir)
+"""
+
+
+def test_a_stale_pid_file_whose_pid_was_reused_does_not_stop_a_start() -> None:
+    """A killed server's postmaster.pid names a pid another program now has: the next start must
+    not take that program for the server (pgserver would attach to it, PostgreSQL would refuse)."""
+    with private_data_dir() as data_dir:
+        for script in (KILLED_WITH_REUSED_PID, START_AND_QUERY):
+            done = subprocess.run([sys.executable, "-c", script, str(data_dir)], cwd=ROOT, check=False,
+                                  capture_output=True, text=True, timeout=120)
+            assert done.returncode == 0, done.stderr[-3000:]
+        assert int(done.stdout.split()[-1]) != os.getpid()  # a server of its own, started anew
+        assert wait_until(lambda: not postgres_of(data_dir), 10)
