@@ -515,3 +515,19 @@ def test_workspace_limited_key_cannot_append_to_another_workspace(alice, cast) -
     assert response.status_code in (403, 404, 409)
     error_code(response)
     assert stored("w2-chat") == [(1, "w2 only")]
+
+
+def test_an_append_reads_neither_the_workspace_nor_the_channel(alice) -> None:
+    """The append reads its session alone (no join): its chunks need the workspace and channel
+    ids only, and nothing on the path loads them afterwards."""
+    assert post_events(alice, "s1", {"role": "user", "content": "first"}).status_code == 201
+    with CaptureQueriesContext(connection) as queries:
+        response = post_events(alice, "s1", {"role": "user", "content": "second"})
+    assert response.status_code == 201 and response.json()["session"] == "s1"
+    touched = [q["sql"] for q in queries.captured_queries
+               if '"accounts_workspace"' in q["sql"] or '"accounts_channel"' in q["sql"]]
+    assert touched == []
+    chunk_scope = Session.objects.values_list("workspace_id", "channel_id").get(external_id="s1")
+    from retrieval.models import Chunk
+
+    assert set(Chunk.objects.filter(session__external_id="s1").values_list("workspace_id", "channel_id")) == {chunk_scope}
