@@ -81,14 +81,26 @@ def stop_embedded_postgres(data_dir: Path, *, grace: float = STOP_GRACE_SECONDS)
 
 def postmaster(data_dir: Path) -> psutil.Process | None:
     """The running postmaster of this data folder (by its postmaster.pid), or None."""
+    pid = _pid_in_file(data_dir)
+    return _postgres_process(pid) if pid is not None else None
+
+
+def _pid_in_file(data_dir: Path) -> int | None:
     try:
-        lines = (pgdata_path(data_dir) / "postmaster.pid").read_text().splitlines()
-        process = psutil.Process(int(lines[0]))
-        # The pid of a server that died may since belong to another program.
+        return int((pgdata_path(data_dir) / "postmaster.pid").read_text().splitlines()[0])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _postgres_process(pid: int) -> psutil.Process | None:
+    """The live PostgreSQL process with this pid, or None: the pid of a server that died may
+    since belong to another program."""
+    try:
+        process = psutil.Process(pid)
         if process.status() == psutil.STATUS_ZOMBIE or "postgres" not in process.name():
             return None
         return process
-    except (OSError, IndexError, ValueError, psutil.Error):
+    except psutil.Error:
         return None
 
 
@@ -99,13 +111,9 @@ def _forget_stale_pid_file(data_dir: Path) -> None:
     are then refused, and stopping it signals that program); PostgreSQL itself refuses to start
     while the pid is alive. Seen under a loaded test run, where pids are soon reused. A file that
     is being written (no pid yet) or names a live PostgreSQL is left alone."""
-    pid_file = pgdata_path(data_dir) / "postmaster.pid"
-    try:
-        pid = int(pid_file.read_text().splitlines()[0])
-    except (OSError, IndexError, ValueError):
-        return
-    if postmaster(data_dir) is None:
-        pid_file.unlink(missing_ok=True)
+    pid = _pid_in_file(data_dir)
+    if pid is not None and _postgres_process(pid) is None:
+        (pgdata_path(data_dir) / "postmaster.pid").unlink(missing_ok=True)
         logger.info("embedded PostgreSQL: removed a stale postmaster.pid (pid %s is not PostgreSQL)", pid)
 
 

@@ -65,15 +65,15 @@ def _context_before(session: Session, first_sequence: int, count: int) -> list[s
     one, the usual case), otherwise from the log."""
     if count <= 0:
         return []
-    if count <= settings.MEMORYHUB_RECENT_WINDOW:
-        # An entry is keyed by the last sequence it holds, so it is the log's newest events up to
-        # that one (memoryhub.recent); a gap in the sequences finds no entry.
-        window = recent_window.get(session.pk, first_sequence - 1)
-        if window is not None:
-            earlier = [Event.from_payload(payload) for payload in window[-count:]]
-            return [normalize_text(extract_event_text(e))[:CONTEXT_CHARS] for e in earlier]
-    earlier = Event.objects.filter(session=session, sequence__lt=first_sequence).order_by("-sequence")[:count]
-    return [normalize_text(extract_event_text(e))[:CONTEXT_CHARS] for e in reversed(earlier)]
+    # A window entry is keyed by the last sequence it holds, so it is the log's newest events up to
+    # that one (memoryhub.recent); a gap in the sequences finds no entry.
+    window = recent_window.get(session.pk, first_sequence - 1) if count <= settings.MEMORYHUB_RECENT_WINDOW else None
+    if window is not None:
+        earlier = [Event.from_payload(payload) for payload in window[-count:]]
+    else:
+        newest = Event.objects.filter(session=session, sequence__lt=first_sequence).order_by("-sequence")[:count]
+        earlier = list(reversed(newest))
+    return [normalize_text(extract_event_text(e))[:CONTEXT_CHARS] for e in earlier]
 
 
 # --- events ----------------------------------------------------------------------------------

@@ -166,7 +166,7 @@ def ensure_prepared() -> dict[str, Any] | None:
     (onnxruntime or onnx missing): torch is used then."""
     with _lock:
         choice = read_choice()
-        if choice is not None and (not choice.get("agree") or "int8" in choice):
+        if choice is not None and not _lacks_int8(choice):
             return choice
         directory = cache_dir()
         directory.mkdir(parents=True, exist_ok=True)
@@ -175,11 +175,15 @@ def ensure_prepared() -> dict[str, Any] | None:
             choice = read_choice()  # another process may have finished meanwhile
             if choice is None:
                 choice = _prepare(directory)
-            elif choice.get("agree") and "int8" not in choice:  # a folder prepared before the int8 copy
+            elif _lacks_int8(choice):  # a folder prepared before the int8 copy
                 int8 = _int8_verdict(directory)
                 if int8 is not None:
                     choice = _record(directory, {**choice, "int8": int8})
         return choice
+
+
+def _lacks_int8(choice: dict[str, Any]) -> bool:
+    return bool(choice.get("agree")) and "int8" not in choice
 
 
 def _prepare(directory: Path) -> dict[str, Any] | None:

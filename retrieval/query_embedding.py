@@ -80,11 +80,10 @@ def embed_query(text: str) -> list[float]:
 def embed_queries(texts: list[str]) -> list[list[float]]:
     """Several queries at once, by the encoder embed_query uses (the benchmarks ask their
     questions with the vectors a server would compute for them)."""
-    encoder = query_encoder()
-    if encoder is None:
+    if query_encoder() is None:
         return embedders.get_embedder().embed(texts)
     # One at a time, as a search embeds its query: the int8 model's vector depends on its batch.
-    return [[float(v) for v in encoder.encode([text])[0]] for text in texts]
+    return [embed_query(text) for text in texts]
 
 
 _soon = ProcessPool(1, "query-embedding")
