@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from django.db import connection
+
 from retrieval.search.request import Candidate
 
 MONTHS = {
@@ -70,13 +72,33 @@ class TimeHint:
             return False
         return self.day is None or abs(moment.day - self.day) <= 1
 
-    def sql(self, column: str) -> tuple[str, list[object]]:
+    def sql(self, column: str, years: range | None = None) -> tuple[str, list[object]]:
+        """The condition on `column`. A month of any year, given the `years` the data spans, is a
+        range per year: ranges an index on the column reads, where extract(month) makes any
+        filter read every row of the scope."""
         if self.start is not None and self.end is not None:
             return f"({column} >= %s AND {column} < %s)", [self.start, self.end]
+        if years is not None and self.month is not None:
+            ranges = [r for r in (self._within(year) for year in years) if r is not None]
+            if not ranges:
+                return "false", []
+            return ("(" + " OR ".join([f"({column} >= %s AND {column} < %s)"] * len(ranges)) + ")",
+                    [moment for r in ranges for moment in r])
         month = f"extract(month FROM {column} AT TIME ZONE 'UTC') = %s"
         if self.day is None:
             return f"({month})", [self.month]
         return f"({month} AND abs(extract(day FROM {column} AT TIME ZONE 'UTC') - %s) <= 1)", [self.month, self.day]
+
+    def _within(self, year: int) -> tuple[datetime, datetime] | None:
+        """This month (and day, ± 1 within the month) of `year` as [start, end), as matches()
+        reads it; None when that month of that year has no such days."""
+        assert self.month is not None
+        first, after = datetime(year, self.month, 1, tzinfo=UTC), _month_end(year, self.month)
+        if self.day is None:
+            return first, after
+        start = max(first, first + timedelta(days=self.day - 2))
+        end = min(after, first + timedelta(days=self.day + 1))
+        return (start, end) if start < end else None
 
 
 def _month_end(year: int, month: int) -> datetime:
@@ -140,11 +162,31 @@ def with_time_hints(scores: dict[int, float], chunks: dict[int, Candidate], hint
     return out
 
 
-def hint_where(hints: list[TimeHint]) -> tuple[str, list[Any]]:
-    """The condition on a chunk (alias c) written within any of `hints`."""
+def hint_where(hints: list[TimeHint], years: range | None = None) -> tuple[str, list[Any]]:
+    """The condition on a chunk (alias c) written within any of `hints` (`years`: see TimeHint.sql)."""
     parts, params = [], []
     for hint in hints:
-        sql, hint_params = hint.sql("c.created_at")
+        sql, hint_params = hint.sql("c.created_at", years)
         parts.append(sql)
         params.extend(hint_params)
     return "(" + " OR ".join(parts) + ")", params
+
+
+# A month named without a year is read as that month of each of the data's last 30 years at
+# most: the hints only lift and fetch, so older years keep their rank, never lose it.
+MAX_YEARS = 30
+
+
+def data_years(tenant_id: int) -> range | None:
+    """The years a tenant's memories span (the newest MAX_YEARS), None when it has none: two
+    probes of the (tenant, created_at) index."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT extract(year FROM min(created_at) AT TIME ZONE 'UTC')::int, "
+            "extract(year FROM max(created_at) AT TIME ZONE 'UTC')::int FROM retrieval_chunk WHERE tenant_id = %s",
+            [tenant_id],
+        )
+        first, last = cursor.fetchone()
+    if first is None:
+        return None
+    return range(max(first, last - MAX_YEARS + 1), last + 1)
