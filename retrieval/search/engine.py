@@ -1,9 +1,10 @@
 """run_search: one search, stage by stage, in three statements (issue 19).
 
 1. plan (_plan): the query's terms and their weights from the kept statistics (fulltext: the
-   first statement), the query vector, dates the query names (timehints), and the candidate
-   subqueries: the best text matches and nearest vectors in scope, and the best of those written
-   within the named dates;
+   first statement), the query vector, dates the query names (timehints; a month named without a
+   year is read over the years the tenant's memories span: one more statement for such a query),
+   and the candidate subqueries: the best text matches and nearest vectors in scope, and the best
+   of those written within the named dates;
 2. candidates (sql.fetch_candidates: the second statement): every candidate scored on full text,
    with its embedding. Hybrid search, when no other search is running in the process, embeds the
    query in a thread meanwhile and fetches the text side's candidates first, the vector side's in
