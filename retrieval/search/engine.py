@@ -228,15 +228,12 @@ def _bounded_count(scope: Source) -> Source:
 
 def _text_sources(req: SearchRequest, tq: TextQuery, scope: Source, limit: int,
                   narrow: Source | None) -> list[Source]:
-    """The best text matches in `scope` and, when the query names dates, within them."""
-    found = (text_source(req, tq, *_and(scope, within), n) for within, n in _narrows(limit, narrow))
+    """The best text matches in `scope` and, when the query names dates, within them (`narrow`,
+    half as many)."""
+    found = [text_source(req, tq, *scope, limit)]
+    if narrow is not None:
+        found.append(text_source(req, tq, *_and(scope, narrow), limit // 2))
     return [source for source in found if source is not None]
-
-
-def _narrows(limit: int, narrow: Source | None) -> list[tuple[Source | None, int]]:
-    """Each candidate subquery's narrowing of the scope and its limit: none, and the dates the
-    query names (half as many)."""
-    return [(None, limit)] + ([(narrow, limit // 2)] if narrow is not None else [])
 
 
 def owner_parts(req: SearchRequest, narrow: Source | None = None) -> list[Source] | None:

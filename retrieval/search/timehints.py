@@ -18,9 +18,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from django.db import connection
-
 from retrieval.search.request import Candidate
+from retrieval.search.sql import select_rows
 
 MONTHS = {
     name: index
@@ -79,11 +78,10 @@ class TimeHint:
         if self.start is not None and self.end is not None:
             return f"({column} >= %s AND {column} < %s)", [self.start, self.end]
         if years is not None and self.month is not None:
-            ranges = [r for r in (self._within(year) for year in years) if r is not None]
+            ranges = [TimeHint(start=r[0], end=r[1]).sql(column) for r in map(self._within, years) if r is not None]
             if not ranges:
                 return "false", []
-            return ("(" + " OR ".join([f"({column} >= %s AND {column} < %s)"] * len(ranges)) + ")",
-                    [moment for r in ranges for moment in r])
+            return "(" + " OR ".join(sql for sql, _ in ranges) + ")", [p for _, params in ranges for p in params]
         month = f"extract(month FROM {column} AT TIME ZONE 'UTC') = %s"
         if self.day is None:
             return f"({month})", [self.month]
@@ -180,13 +178,11 @@ MAX_YEARS = 30
 def data_years(tenant_id: int) -> range | None:
     """The years a tenant's memories span (the newest MAX_YEARS), None when it has none: two
     probes of the (tenant, created_at) index."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT extract(year FROM min(created_at) AT TIME ZONE 'UTC')::int, "
-            "extract(year FROM max(created_at) AT TIME ZONE 'UTC')::int FROM retrieval_chunk WHERE tenant_id = %s",
-            [tenant_id],
-        )
-        first, last = cursor.fetchone()
+    [(first, last)] = select_rows(
+        "SELECT extract(year FROM min(created_at) AT TIME ZONE 'UTC')::int, "
+        "extract(year FROM max(created_at) AT TIME ZONE 'UTC')::int FROM retrieval_chunk WHERE tenant_id = %s",
+        [tenant_id],
+    )
     if first is None:
         return None
     return range(max(first, last - MAX_YEARS + 1), last + 1)
