@@ -108,7 +108,8 @@ def build_text_query(req: SearchRequest, where: str, params: list[Any]) -> TextQ
     total = max(size, *by_literal.values(), 1)
     terms = weigh_terms(literals, by_literal, total)
     if req.mode == "fuzzy" or settings.MEMORYHUB_SEARCH_FUZZY:
-        terms += alternative_terms(fuzzy.alternatives(req, frequencies, where, params, every_word=req.mode == "fuzzy"),
+        terms += alternative_terms(fuzzy.alternatives(req, frequencies, where, params, every_word=req.mode == "fuzzy",
+                                                     scope_size=size),
                                    {t for t, _, _ in terms}, total)
     return TextQuery([(t, idf) for t, idf, _ in terms], bool(_WEBSEARCH_OPERATORS.search(req.query)),
                      select_match_terms(terms), size)

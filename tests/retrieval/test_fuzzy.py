@@ -3,9 +3,11 @@ scope's closest words, never another tenant's or user's; a correctly spelled que
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
+from django.db import connection, transaction
 
 from retrieval.search import SearchRequest, fuzzy, hybrid_search
 from retrieval.search.sql import where_clause
@@ -83,7 +85,9 @@ def test_a_typo_never_surfaces_another_tenants_words(alice, bob, index) -> None:
         assert FLIGHT not in texts(search(alice, query="Lisbn fligt", mode=mode))
 
 
-def test_a_typo_never_surfaces_another_users_words(cast, index) -> None:
+@pytest.mark.parametrize("scan_below", [5_000, 0])  # the small scope's rows tested; the full-text index
+def test_a_typo_never_surfaces_another_users_words(cast, index, settings, scan_below: int) -> None:
+    settings.MEMORYHUB_TEXT_SCAN_BELOW = scan_below
     client = cast.alice
     for sid, user in (("ann-chat", "ann"), ("bob-chat", "bob")):
         assert client.post("/api/v1/sessions/", {"id": sid, "user_id": user}, format="json").status_code == 201
@@ -92,8 +96,53 @@ def test_a_typo_never_surfaces_another_users_words(cast, index) -> None:
     req = SearchRequest(tenant_id=cast.alice_tenant.pk, query="Lisbn", mode="text", user_id="ann")
     where, params = where_clause(req)
     # The tenant's vocabulary knows both; ann's alternatives are only the words she may see.
-    found = fuzzy.alternatives(req, {"lisbn": 0}, where, params, every_word=False)
+    found = fuzzy.alternatives(req, {"lisbn": 0}, where, params, every_word=False, scope_size=2)
     assert [a.lexeme for a in found["lisbn"]] == ["lisboa"]
     assert texts(search(client, query="Lisbn", mode="text", user_id="ann")) == ["Lisboa in spring"]
     bobs = texts(search(client, query="Lisbn", mode="text", user_id="bob"))
     assert bobs[0] == "bob's Lisbon flight"  # the closer word, for the user who said it
+
+
+def _index_names(sql: str, params: list[Any]) -> set[str]:
+    """The indexes the plan of `sql` reads, with sequential scans off (a test table is tiny: the
+    planner would read it whole)."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute("EXPLAIN (FORMAT JSON, COSTS OFF) " + sql, params)
+        plan = cursor.fetchone()[0]
+    plan = json.loads(plan) if isinstance(plan, str) else plan
+    names: set[str] = set()
+
+    def walk(node: dict[str, Any]) -> None:
+        if "Index Name" in node:
+            names.add(node["Index Name"])
+        for child in node.get("Plans", []):
+            walk(child)
+
+    walk(plan[0]["Plan"])
+    return names
+
+
+@pytest.mark.parametrize("scope_size", [2, 0])
+def test_the_visibility_check_of_a_small_scope_tests_its_rows_not_the_full_text_index(
+        alice, trip, cast, scope_size: int) -> None:
+    """A common word's full-text postings span every tenant's rows: a scope the kept statistics
+    say is small is checked row by row instead (0: size unknown, the index may serve), with the
+    same answer."""
+    # The tenant written so that no index serves it: only the full-text index could narrow the rows.
+    where, params = "c.tenant_id + 0 = %s", [cast.alice_tenant.pk]
+    captured: list[tuple[str, list[Any]]] = []
+
+    def keep(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        captured.append((sql, list(params)))
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(keep):
+        visible = fuzzy.visible_lexemes(["lisbon", "suitcas", "paris"], where, params, scope_size)
+    assert visible == {"lisbon", "suitcas"}
+    (sql, sql_params), = captured
+    indexes = _index_names(sql, sql_params)
+    if scope_size:
+        assert "chunk_search_vector" not in indexes, indexes
+    else:
+        assert "chunk_search_vector" in indexes, indexes  # the plan check can fail
