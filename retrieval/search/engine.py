@@ -230,9 +230,9 @@ def _text_sources(req: SearchRequest, tq: TextQuery, scope: Source, limit: int,
                   narrow: Source | None) -> list[Source]:
     """The best text matches in `scope` and, when the query names dates, within them (`narrow`,
     half as many)."""
-    found = [text_source(req, tq, *scope, limit)]
+    found = [text_source(req, tq, *scope, limit, owner_parts(req))]
     if narrow is not None:
-        found.append(text_source(req, tq, *_and(scope, narrow), limit // 2))
+        found.append(text_source(req, tq, *_and(scope, narrow), limit // 2, owner_parts(req, narrow)))
     return [source for source in found if source is not None]
 
 

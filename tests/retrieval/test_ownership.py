@@ -151,3 +151,32 @@ def test_a_user_view_without_shared_memories_is_their_own(people) -> None:
     Chunk.objects.filter(user_id="").delete()  # the shared note's chunk: the view's shared half is empty
     found = {r["text"] for r in search(people["client"], query="anything at all", mode="vector", user_id="ann")}
     assert found == {"ann likes kumquat tea in the morning", "ann kumquat note", "ann kumquat note fact"}
+
+
+@pytest.mark.parametrize("scan_below", [100_000, 0])  # the scope's rows tested; the full-text index
+def test_text_search_as_a_user_returns_exactly_their_view(people, settings, scan_below) -> None:  # type: ignore[no-untyped-def]
+    """Full text reads a user's view as two halves too (theirs, shared); together they find every
+    memory of the view that says the word, and nothing else."""
+    settings.MEMORYHUB_TEXT_SCAN_BELOW = scan_below
+    found = {r["text"] for r in search(people["client"], query="kumquat", mode="text", user_id="ann")}
+    assert found == {"ann likes kumquat tea in the morning", "ann kumquat note", "ann kumquat note fact",
+                     "shared kumquat handbook"}
+
+
+def test_the_halves_of_a_users_view_keep_the_best_text_matches_of_their_or(people) -> None:
+    """At every limit, the best of both halves are the rows, in the order, that one search over
+    the OR of the two would return."""
+    from retrieval.search import SearchRequest
+    from retrieval.search.engine import owner_parts
+    from retrieval.search.fulltext import build_text_query, text_source
+    from retrieval.search.sql import select_rows, where_clause
+
+    req = SearchRequest(tenant_id=people["tenant"].pk, query="kumquat handbook note tea", mode="text", user_id="ann")
+    where, params = where_clause(req)
+    tq = build_text_query(req, where, params)
+    orders = []
+    for limit in range(1, 6):
+        halves = select_rows(*text_source(req, tq, where, params, limit, owner_parts(req)))
+        assert halves == select_rows(*text_source(req, tq, where, params, limit)), limit
+        orders.append(halves)
+    assert len(orders[-1]) == 4  # ann's three and the shared one, never bob's
