@@ -106,23 +106,36 @@ def closest(word: str, vocabulary: dict[str, int], limit: int = VERIFIED) -> lis
     return scored[:limit]
 
 
-def visible_lexemes(lexemes: list[str], where: str, params: list[Any], scope_size: int = 0) -> set[str]:
+def visible_lexemes(lexemes: list[str], where: str, params: list[Any], walk: bool = False) -> set[str]:
     """Those of `lexemes` that some chunk matching `where` says in its own words: one statement,
-    a probe per lexeme. In a scope of fewer than MEMORYHUB_TEXT_SCAN_BELOW chunks (`scope_size`,
-    from the kept statistics) the probe walks the scope's rows and stops at the first that says
-    the word, as full text does there (fulltext.text_source): the full-text index would read the
-    word's postings in every tenant's rows first (38k rows for "see" in bench/tenants.py's table:
-    13 ms of a 43 ms search by channel)."""
+    a probe per lexeme: through the full-text index, or with `walk` (walks_scope) down the
+    scope's rows to the first that says the word, the match written so that the index cannot
+    serve it, as full text does in a small scope (fulltext.text_source)."""
     # Each lexeme as a quoted tsquery literal of weight A (never parsed as query syntax).
     queries = ["'" + x.replace("\\", "\\\\").replace("'", "''") + "':A" for x in lexemes]
     match = "c.search_vector @@ t.q::tsquery"
-    if 0 < scope_size < settings.MEMORYHUB_TEXT_SCAN_BELOW:
+    if walk:
         match = f"({match}) IS TRUE"
     sql = ("SELECT t.l FROM unnest(%s::text[], %s::text[]) AS t(l, q) WHERE EXISTS (SELECT 1 FROM "
            f"retrieval_chunk c WHERE {where} AND {match})")
     with connection.cursor() as cursor:
         cursor.execute(sql, [lexemes, queries, *params])
         return {row[0] for row in cursor.fetchall()}
+
+
+def walks_scope(req: SearchRequest, scope_size: int) -> bool:
+    """Whether the visibility probe walks the scope's rows rather than read the full-text index.
+
+    The index reads a word's postings in every tenant's rows before the scope narrows them: 38k
+    rows for "see" in bench/tenants.py's 1.05M-row table, 13 ms of a 43 ms search by channel. A
+    walk stops at the first row of the scope that says the word, and the alternatives come from
+    the scope's own vocabulary, so it stops early, when the scope is small (fewer than
+    MEMORYHUB_TEXT_SCAN_BELOW chunks, `scope_size` from the kept statistics) and is all of its
+    statistics' buckets. A user, a filter or a conversation hides part of the buckets: a word
+    they hide is walked to the end of the scope, once per word (bench/README.md, stop 28)."""
+    narrowed = (req.user_id is not None or req.tags or req.roles or req.kinds or req.agent or req.since
+                or req.until or req.scope == "conversation")
+    return not narrowed and 0 < scope_size < settings.MEMORYHUB_TEXT_SCAN_BELOW
 
 
 def alternatives(req: SearchRequest, frequencies: dict[str, int], where: str, params: list[Any], *,
@@ -138,6 +151,6 @@ def alternatives(req: SearchRequest, frequencies: dict[str, int], where: str, pa
     lexemes = sorted({a.lexeme for alts in near.values() for a in alts})
     if not lexemes:
         return {}
-    visible = visible_lexemes(lexemes, where, params, scope_size)
+    visible = visible_lexemes(lexemes, where, params, walks_scope(req, scope_size))
     found = {word: [a for a in alts if a.lexeme in visible][:ALTERNATIVES] for word, alts in near.items()}
     return {word: alts for word, alts in found.items() if alts}

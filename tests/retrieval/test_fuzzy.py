@@ -4,6 +4,7 @@ scope's closest words, never another tenant's or user's; a correctly spelled que
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -85,9 +86,7 @@ def test_a_typo_never_surfaces_another_tenants_words(alice, bob, index) -> None:
         assert FLIGHT not in texts(search(alice, query="Lisbn fligt", mode=mode))
 
 
-@pytest.mark.parametrize("scan_below", [5_000, 0])  # the small scope's rows tested; the full-text index
-def test_a_typo_never_surfaces_another_users_words(cast, index, settings, scan_below: int) -> None:
-    settings.MEMORYHUB_TEXT_SCAN_BELOW = scan_below
+def test_a_typo_never_surfaces_another_users_words(cast, index) -> None:
     client = cast.alice
     for sid, user in (("ann-chat", "ann"), ("bob-chat", "bob")):
         assert client.post("/api/v1/sessions/", {"id": sid, "user_id": user}, format="json").status_code == 201
@@ -123,12 +122,10 @@ def _index_names(sql: str, params: list[Any]) -> set[str]:
     return names
 
 
-@pytest.mark.parametrize("scope_size", [2, 0])
-def test_the_visibility_check_of_a_small_scope_tests_its_rows_not_the_full_text_index(
-        alice, trip, cast, scope_size: int) -> None:
-    """A common word's full-text postings span every tenant's rows: a scope the kept statistics
-    say is small is checked row by row instead (0: size unknown, the index may serve), with the
-    same answer."""
+@pytest.mark.parametrize("walk", [True, False])
+def test_the_visibility_check_walks_the_scope_or_reads_the_full_text_index(alice, trip, cast, walk: bool) -> None:
+    """A common word's full-text postings span every tenant's rows: a small scope is walked row
+    by row instead, with the same answer."""
     # The tenant written so that no index serves it: only the full-text index could narrow the rows.
     where, params = "c.tenant_id + 0 = %s", [cast.alice_tenant.pk]
     captured: list[tuple[str, list[Any]]] = []
@@ -138,11 +135,25 @@ def test_the_visibility_check_of_a_small_scope_tests_its_rows_not_the_full_text_
         return execute(sql, params, many, context)
 
     with connection.execute_wrapper(keep):
-        visible = fuzzy.visible_lexemes(["lisbon", "suitcas", "paris"], where, params, scope_size)
+        visible = fuzzy.visible_lexemes(["lisbon", "suitcas", "paris"], where, params, walk)
     assert visible == {"lisbon", "suitcas"}
     (sql, sql_params), = captured
     indexes = _index_names(sql, sql_params)
-    if scope_size:
+    if walk:
         assert "chunk_search_vector" not in indexes, indexes
     else:
         assert "chunk_search_vector" in indexes, indexes  # the plan check can fail
+
+
+def test_only_a_small_scope_that_is_all_of_its_statistics_is_walked(cast, settings) -> None:
+    """A word the statistics' buckets say but a user, a filter or a conversation hides would be
+    walked to the end of the scope: those searches read the full-text index."""
+    settings.MEMORYHUB_TEXT_SCAN_BELOW = 100
+    tenant = cast.alice_tenant.pk
+    assert fuzzy.walks_scope(SearchRequest(tenant_id=tenant), 99)
+    assert not fuzzy.walks_scope(SearchRequest(tenant_id=tenant), 100)
+    assert not fuzzy.walks_scope(SearchRequest(tenant_id=tenant), 0)  # no statistics yet
+    for narrowed in ({"user_id": "ann"}, {"user_id": ""}, {"tags": ["x"]}, {"roles": ["user"]}, {"kinds": ["note"]},
+                     {"agent": "a"}, {"since": datetime(2024, 1, 1, tzinfo=UTC)},
+                     {"until": datetime(2024, 1, 1, tzinfo=UTC)}, {"scope": "conversation"}):
+        assert not fuzzy.walks_scope(SearchRequest(tenant_id=tenant, **narrowed), 99), narrowed
