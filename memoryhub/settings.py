@@ -420,6 +420,10 @@ MEMORYHUB_TEXT_CONTEXT_WEIGHT = env_float("MEMORYHUB_TEXT_CONTEXT_WEIGHT", 0.3, 
 # message says them, against the message's length (a long answer is several chunks; its words
 # spread over them). Off: each chunk alone.
 MEMORYHUB_TEXT_PER_MESSAGE = env_bool("MEMORYHUB_TEXT_PER_MESSAGE", True)
+# Hybrid search (weighted fusion): the share of the way the request's vector/text weights move, per
+# query, toward the split the two candidate lists' peakedness gives them (0 = the request's weights
+# as sent; retrieval.search.fusion.balanced_weights; bench/README.md, stop 28).
+MEMORYHUB_SEARCH_BALANCE = env_float("MEMORYHUB_SEARCH_BALANCE", 0.25, low=0.0, high=1.0)
 # Hybrid search: how much a result's conversation (its best matching messages) adds to its score.
 MEMORYHUB_SEARCH_SESSION_WEIGHT = env_float("MEMORYHUB_SEARCH_SESSION_WEIGHT", 0.0, low=0.0, high=1.0)
 # Hybrid search: a message's score gains this share of the best score of the messages just before

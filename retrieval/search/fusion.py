@@ -75,7 +75,44 @@ def base_scores(req: SearchRequest, chunks: dict[int, Candidate], vec: dict[int,
             for i in ids
         }
     nv, nt = minmax(vec), minmax(txt)
-    return {i: req.vector_weight * nv.get(i, 0.0) + req.text_weight * nt.get(i, 0.0) for i in ids}
+    w_vector, w_text = balanced_weights(req, len(ids), nv, nt)
+    return {i: w_vector * nv.get(i, 0.0) + w_text * nt.get(i, 0.0) for i in ids}
+
+
+BALANCE_DEPTH = 10  # the candidates after a list's best that its peakedness compares it with
+
+
+def peakedness(normalised: dict[int, float], candidates: int, depth: int = BALANCE_DEPTH) -> float:
+    """How far a list's best candidate stands out: 1 − the mean normalised score of the `depth`
+    candidates after it (a candidate the list did not score counts 0). A list whose next ten
+    score nearly as well as its best tells this query's candidates apart less than one whose
+    best stands alone."""
+    following = sorted(normalised.values(), reverse=True)[1:depth + 1]
+    count = min(depth, candidates - 1)
+    return 1.0 - sum(following) / count if count > 0 else 0.0
+
+
+def balanced_weights(req: SearchRequest, candidates: int, nv: dict[int, float],
+                     nt: dict[int, float]) -> tuple[float, float]:
+    """The weighted fusion's (vector, text) weights for this query: the request's, moved by
+    MEMORYHUB_SEARCH_BALANCE of the way toward the split the two lists' peakedness gives them
+    (each weight times its list's peakedness, over the sum), their sum kept.
+
+    Which signal separates the candidates differs per query: a rare name or word the query says
+    makes full text peaked; a question about a long conversation in other words leaves it flat
+    while the vectors still single out a few messages. On LoCoMo (short turns) text wins more
+    often, on LongMemEval (long answers) vectors: fixed weights cannot suit both
+    (bench/README.md, stop 28). With one list empty, the weights are the request's."""
+    share = settings.MEMORYHUB_SEARCH_BALANCE
+    w_vector, w_text = req.vector_weight, req.text_weight
+    if share <= 0.0 or not nv or not nt:
+        return w_vector, w_text
+    pv, pt = w_vector * peakedness(nv, candidates), w_text * peakedness(nt, candidates)
+    if pv + pt <= 0.0:
+        return w_vector, w_text
+    total = w_vector + w_text
+    moved = (1.0 - share) * w_vector + share * total * pv / (pv + pt)
+    return moved, total - moved
 
 
 # One term of a fused score, for explain: the signal's raw value, its normalised value (min-max
@@ -104,8 +141,9 @@ def fusion_parts(req: SearchRequest, chunks: dict[int, Candidate], vec: dict[int
             "text": {"raw": txt.get(i), "rank": rt.get(i), "part": 1.0 / (RRF_K + rt[i]) if i in rt else 0.0},
         } for i in ids}
     nv, nt = minmax(vec), minmax(txt)
-    return {i: {"vector": _part(vec.get(i), nv.get(i, 0.0), req.vector_weight),
-                "text": _part(txt.get(i), nt.get(i, 0.0), req.text_weight)} for i in ids}
+    w_vector, w_text = balanced_weights(req, len(chunks), nv, nt)
+    return {i: {"vector": _part(vec.get(i), nv.get(i, 0.0), w_vector),
+                "text": _part(txt.get(i), nt.get(i, 0.0), w_text)} for i in ids}
 
 
 def _part(raw: float | None, normalised: float, weight: float) -> Part:

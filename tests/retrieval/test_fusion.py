@@ -6,10 +6,13 @@ import pytest
 
 from retrieval.search.fusion import (
     RRF_K,
+    balanced_weights,
+    base_scores,
     by_score,
     feedback_documents,
     fuse,
     minmax,
+    peakedness,
     with_neighbours,
     with_session_prior,
 )
@@ -30,6 +33,7 @@ TXT = {2: 4.0, 3: 2.0}  # 1 has no text match
 @pytest.fixture(autouse=True)
 def _no_session_prior(settings) -> None:  # type: ignore[no-untyped-def]
     settings.MEMORYHUB_SEARCH_SESSION_WEIGHT = 0.0
+    settings.MEMORYHUB_SEARCH_BALANCE = 0.0  # the request's weights as sent (balance: its own tests)
 
 
 def test_minmax_scales_to_the_unit_interval() -> None:
@@ -151,3 +155,45 @@ def test_hybrid_fusion_applies_the_neighbour_setting(settings) -> None:  # type:
     boosted = fuse(req, chunks, vec, txt)
     assert boosted[2] > boosted[3]  # beside the best match, it now ranks above the isolated one
     assert fuse(SearchRequest(tenant_id=1, query="q", mode="vector"), chunks, vec, txt) == vec  # hybrid only
+
+
+def test_peakedness_is_how_far_the_best_stands_out_from_the_next_ten() -> None:
+    assert peakedness({i: 1.0 for i in range(12)}, 12) == pytest.approx(0.0)  # all alike: flat
+    assert peakedness({1: 1.0, 2: 0.0}, 12) == pytest.approx(1.0)  # one match; the rest count 0
+    assert peakedness({i: 1.0 - i / 20 for i in range(30)}, 30) == pytest.approx(1.0 - 0.725)  # mean of 0.95..0.5
+    assert peakedness({1: 1.0, 2: 0.5}, 2) == pytest.approx(0.5)  # fewer than ten after the best
+    assert peakedness({1: 1.0}, 1) == 0.0 and peakedness({}, 0) == 0.0
+
+
+def test_balanced_weights_move_toward_the_peaked_list_and_keep_their_sum(settings) -> None:  # type: ignore[no-untyped-def]
+    req = SearchRequest(tenant_id=1, vector_weight=0.7, text_weight=0.3)
+    flat = {i: 1.0 - i / 100 for i in range(20)}  # the next ten all near the best
+    peaked = {0: 1.0, 1: 0.1}
+    assert balanced_weights(req, 20, flat, peaked) == (0.7, 0.3)  # off: the request's
+    settings.MEMORYHUB_SEARCH_BALANCE = 0.25
+    to_text = balanced_weights(req, 20, flat, peaked)
+    to_vector = balanced_weights(req, 20, peaked, flat)
+    assert to_text[1] > 0.3 and to_vector[0] > 0.7
+    assert sum(to_text) == pytest.approx(1.0) and sum(to_vector) == pytest.approx(1.0)
+    # A quarter of the way to the peakedness split: vector 0.7 · 0.055 against text 0.3 · 0.955.
+    pv, pt = 0.7 * peakedness(flat, 20), 0.3 * peakedness(peaked, 20)
+    assert to_text[0] == pytest.approx(0.75 * 0.7 + 0.25 * pv / (pv + pt))
+    settings.MEMORYHUB_SEARCH_BALANCE = 1.0
+    assert balanced_weights(req, 20, flat, peaked)[0] == pytest.approx(pv / (pv + pt))
+    assert balanced_weights(req, 20, flat, {}) == (0.7, 0.3)  # no text matches: nothing to weigh
+    only_vector = SearchRequest(tenant_id=1, vector_weight=1.0, text_weight=0.0)
+    assert balanced_weights(only_vector, 20, flat, peaked) == pytest.approx((1.0, 0.0))  # a zero weight stays 0
+
+
+def test_a_standout_text_match_outranks_a_vector_best_among_many_alike(settings) -> None:  # type: ignore[no-untyped-def]
+    """The vectors score chunk 1 best with seventeen others close behind (flat) and chunk 2 halfway
+    down; full text finds chunk 2 far ahead of its one other match (peaked)."""
+    chunks = {i: cand(i, i) for i in range(1, 21)}
+    vec = {1: 0.60, 2: 0.50, 20: 0.40} | {i: 0.595 for i in range(3, 20)}
+    txt = {2: 9.0, 3: 1.0}
+    req = SearchRequest(tenant_id=1)
+    fixed = base_scores(req, chunks, vec, txt)
+    assert max(fixed, key=fixed.get) == 1
+    settings.MEMORYHUB_SEARCH_BALANCE = 0.25
+    balanced = base_scores(req, chunks, vec, txt)
+    assert max(balanced, key=balanced.get) == 2

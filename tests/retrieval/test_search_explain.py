@@ -58,10 +58,21 @@ def test_hybrid_explain(alice, garden) -> None:
         assert parts["vector"]["raw"] == pytest.approx(result["scores"]["vector"], abs=1e-5)
         assert parts["text"]["raw"] == result["scores"]["text"] or (
             parts["text"]["raw"] == pytest.approx(result["scores"]["text"], abs=1e-5))
-        assert parts["vector"]["weight"] == 0.7 and parts["text"]["weight"] == 0.3
         assert 0.0 <= parts["vector"]["normalised"] <= 1.0
+    # The weights this query's fusion used (the request's 0.7 / 0.3, balanced): one pair per search.
+    weights = {(r["explain"]["parts"]["vector"]["weight"], r["explain"]["parts"]["text"]["weight"]) for r in found}
+    assert len(weights) == 1
+    (vector_weight, text_weight), = weights
+    assert vector_weight + text_weight == pytest.approx(1.0)
     top = found[0]["explain"]
     assert top["mode"] == "hybrid" and top["fusion"] == "weighted" and top["profile"] == "default"
+
+
+def test_explain_shows_the_requests_weights_when_unbalanced(alice, garden, settings) -> None:  # type: ignore[no-untyped-def]
+    settings.MEMORYHUB_SEARCH_BALANCE = 0.0
+    for result in results(search(alice, query="tomatoes garden", explain=True)):
+        parts = result["explain"]["parts"]
+        assert parts["vector"]["weight"] == 0.7 and parts["text"]["weight"] == 0.3
 
 
 def test_the_neighbour_boost_is_a_score_step(alice, garden, settings) -> None:  # type: ignore[no-untyped-def]
