@@ -82,9 +82,12 @@ class SearchInput(StrictSerializer):
                                      help_text="How hybrid mode merges its two rankings: weighted scores or rrf "
                                                "(reciprocal rank fusion).")
     vector_weight = serializers.FloatField(min_value=0.0, max_value=1.0, required=False, default=0.7,
-                                           help_text="Weighted fusion: the meaning score's weight.")
+                                           help_text="Weighted fusion: the meaning score's weight. The server moves the two "
+                                                     "weights a share of the way (MEMORYHUB_SEARCH_BALANCE) toward "
+                                                     "the list whose best results stand out most for this query; "
+                                                     "explain shows the weights used.")
     text_weight = serializers.FloatField(min_value=0.0, max_value=1.0, required=False, default=0.3,
-                                         help_text="Weighted fusion: the word score's weight.")
+                                         help_text="Weighted fusion: the word score's weight (balanced as vector_weight is).")
     profile = serializers.ChoiceField(choices=PROFILES, required=False, allow_null=True, default="default",
                                       help_text="Ranking profile: default, or memory (favours important, recent and "
                                                 "often recalled memories).")
