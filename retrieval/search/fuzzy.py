@@ -59,8 +59,12 @@ def trigrams(word: str) -> set[str]:
 
 def similarity(a: str, b: str) -> float:
     """pg_trgm's similarity: shared pieces over all pieces of the two words."""
-    ta, tb = trigrams(a), trigrams(b)
-    return len(ta & tb) / len(ta | tb) if ta and tb else 0.0
+    return _similarity(trigrams(a), trigrams(b))
+
+
+def _similarity(ta: set[str], tb: set[str]) -> float:
+    shared = len(ta & tb)
+    return shared / (len(ta) + len(tb) - shared) if ta and tb else 0.0
 
 
 def correctable(lexeme: str) -> bool:
@@ -100,7 +104,9 @@ def vocabulary_candidates(req: SearchRequest, words: list[str]) -> dict[str, dic
 def closest(word: str, vocabulary: dict[str, int], limit: int = VERIFIED) -> list[Alternative]:
     """The closest lexemes of `vocabulary` to `word` (not `word` itself), best first; ties go
     to the more frequent lexeme, then alphabetically (a stable order)."""
-    scored = [Alternative(lexeme, similarity(word, lexeme), df) for lexeme, df in vocabulary.items() if lexeme != word]
+    pieces = trigrams(word)  # once, not once per lexeme (a scope's vocabulary near a word: hundreds)
+    scored = [Alternative(lexeme, _similarity(pieces, trigrams(lexeme)), df)
+              for lexeme, df in vocabulary.items() if lexeme != word]
     scored = [a for a in scored if a.similarity >= SIMILARITY]
     scored.sort(key=lambda a: (-a.similarity, -a.df, a.lexeme))
     return scored[:limit]
