@@ -18,7 +18,7 @@ from django.conf import settings
 
 from retrieval.search import fuzzy
 from retrieval.search.request import SearchRequest
-from retrieval.search.sql import Source
+from retrieval.search.sql import Source, row_tested, scans_scope
 from retrieval.termstats import term_statistics
 
 _OWN_LENGTH = "length(ts_filter(c.search_vector, '{a}'))"  # distinct lexemes of the chunk's own words
@@ -179,8 +179,8 @@ def text_source(req: SearchRequest, tq: TextQuery, where: str, params: list[Any]
         return None
     score, score_params = tq.score_sql()
     match, match_params = tq.match_sql(req.query)
-    if 0 < tq.scope_size < settings.MEMORYHUB_TEXT_SCAN_BELOW:
-        match = f"({match}) IS TRUE"
+    if scans_scope(tq.scope_size):
+        match = row_tested(match)
     if owner_parts is None:
         sql = (
             f"SELECT c.id FROM retrieval_chunk c WHERE {where} AND {match} "

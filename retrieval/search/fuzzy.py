@@ -27,9 +27,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from django.conf import settings
 from django.db import connection
 
+from retrieval.search.sql import row_tested, scans_scope
 from retrieval.termstats import bucket_clause
 
 if TYPE_CHECKING:
@@ -120,10 +120,8 @@ def visible_lexemes(lexemes: list[str], where: str, params: list[Any], walk: boo
     # Each lexeme as a quoted tsquery literal of weight A (never parsed as query syntax).
     queries = ["'" + x.replace("\\", "\\\\").replace("'", "''") + "':A" for x in lexemes]
     match = "c.search_vector @@ t.q::tsquery"
-    if walk:
-        match = f"({match}) IS TRUE"
     sql = ("SELECT t.l FROM unnest(%s::text[], %s::text[]) AS t(l, q) WHERE EXISTS (SELECT 1 FROM "
-           f"retrieval_chunk c WHERE {where} AND {match})")
+           f"retrieval_chunk c WHERE {where} AND {row_tested(match) if walk else match})")
     with connection.cursor() as cursor:
         cursor.execute(sql, [lexemes, queries, *params])
         return {row[0] for row in cursor.fetchall()}
@@ -141,7 +139,7 @@ def walks_scope(req: SearchRequest, scope_size: int) -> bool:
     they hide is walked to the end of the scope, once per word (bench/README.md, stop 28)."""
     narrowed = (req.user_id is not None or req.tags or req.roles or req.kinds or req.agent or req.since
                 or req.until or req.scope == "conversation")
-    return not narrowed and 0 < scope_size < settings.MEMORYHUB_TEXT_SCAN_BELOW
+    return not narrowed and scans_scope(scope_size)
 
 
 def alternatives(req: SearchRequest, frequencies: dict[str, int], where: str, params: list[Any], *,

@@ -107,6 +107,19 @@ def scope_clause(req: SearchRequest) -> tuple[str, list[Any]]:
     return "", []
 
 
+def scans_scope(scope_size: int) -> bool:
+    """Whether a full-text match over a scope of `scope_size` chunks (the kept statistics; 0:
+    unknown) tests the scope's rows instead of reading the full-text index, which holds a word's
+    chunks in every tenant's rows before the scope narrows them: under
+    MEMORYHUB_TEXT_SCAN_BELOW chunks (a channel, a small tenant)."""
+    return 0 < scope_size < settings.MEMORYHUB_TEXT_SCAN_BELOW
+
+
+def row_tested(match: str) -> str:
+    """`match` written so that the full-text index cannot serve it: each row of the scope is tested."""
+    return f"({match}) IS TRUE"
+
+
 def select_rows(sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
     """All rows of one raw statement (search reads ids and scores, not model instances)."""
     with connection.cursor() as cursor:
