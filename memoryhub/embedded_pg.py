@@ -86,10 +86,7 @@ def postmaster(data_dir: Path) -> psutil.Process | None:
 
 
 def _pid_in_file(data_dir: Path) -> int | None:
-    try:
-        return int((pgdata_path(data_dir) / "postmaster.pid").read_text().splitlines()[0])
-    except (OSError, IndexError, ValueError):
-        return None
+    return _pid_in(pgdata_path(data_dir) / "postmaster.pid")
 
 
 def _postgres_process(pid: int) -> psutil.Process | None:
@@ -113,8 +110,32 @@ def _forget_stale_pid_file(data_dir: Path) -> None:
     is being written (no pid yet) or names a live PostgreSQL is left alone."""
     pid = _pid_in_file(data_dir)
     if pid is not None and _postgres_process(pid) is None:
+        lock = _socket_lock_file(data_dir)
         (pgdata_path(data_dir) / "postmaster.pid").unlink(missing_ok=True)
         logger.info("embedded PostgreSQL: removed a stale postmaster.pid (pid %s is not PostgreSQL)", pid)
+        # The socket's lock file names the same pid, and PostgreSQL refuses to start while that pid
+        # exists: a killed postmaster that nobody reaps (a zombie: a container's init that does not
+        # wait for orphans) exists for ever.
+        if lock is not None and _pid_in(lock) == pid:
+            lock.unlink(missing_ok=True)
+            logger.info("embedded PostgreSQL: removed the stale socket lock file %s", lock)
+
+
+def _socket_lock_file(data_dir: Path) -> Path | None:
+    """The socket lock file of the server postmaster.pid describes (its 4th line is the port, its
+    5th the socket folder)."""
+    try:
+        lines = (pgdata_path(data_dir) / "postmaster.pid").read_text().splitlines()
+        return Path(lines[4]) / f".s.PGSQL.{int(lines[3])}.lock" if lines[4] else None
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _pid_in(path: Path) -> int | None:
+    try:
+        return int(path.read_text().splitlines()[0])
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def restart_embedded_postgres(data_dir: Path, *, within: float = 20.0) -> bool:

@@ -166,3 +166,47 @@ def test_a_stale_pid_file_whose_pid_was_reused_does_not_stop_a_start() -> None:
             assert done.returncode == 0, done.stderr[-3000:]
         assert int(done.stdout.split()[-1]) != os.getpid()  # a server of its own, started anew
         assert wait_until(lambda: not postgres_of(data_dir), 10)
+
+
+KILLED_AND_LEFT_A_ZOMBIE = """
+import sys
+from pathlib import Path
+import psutil
+from memoryhub.embedded_pg import pgdata_path, postmaster, start_embedded_postgres
+data_dir, zombie = Path(sys.argv[1]), sys.argv[2]
+start_embedded_postgres(data_dir, stop_on_exit=False)
+server = postmaster(data_dir)
+lines = (pgdata_path(data_dir) / "postmaster.pid").read_text().splitlines()
+lock = Path(lines[4]) / f".s.PGSQL.{lines[3]}.lock"
+children = server.children(recursive=True)
+server.kill()  # it leaves postmaster.pid and the socket's lock file behind
+psutil.wait_procs([server, *children], timeout=30)
+# Nobody reaped it: both files name a pid that still exists, as a zombie.
+for path in (pgdata_path(data_dir) / "postmaster.pid", lock):
+    kept = path.read_text().splitlines()
+    path.write_text("\\n".join([zombie, *kept[1:]]) + "\\n")
+"""
+
+
+def test_a_killed_server_that_nobody_reaped_does_not_stop_a_start() -> None:
+    """A SIGKILLed postmaster whose parent never waits for it (a container's init that does not
+    reap orphans) stays a zombie: its pid exists for ever. The next start must not take it for a
+    running server, neither in postmaster.pid nor in the socket's lock file, which PostgreSQL
+    checks by that pid."""
+    with private_data_dir() as data_dir:
+        # A zombie of the user PostgreSQL runs as (pgserver's own user when tests run as root):
+        # PostgreSQL takes a pid it may not signal for a dead one.
+        subprocess.run([sys.executable, "-c", START_AND_QUERY, str(data_dir)], cwd=ROOT, check=True,
+                       capture_output=True, timeout=120)
+        owner = pgdata_path(data_dir).stat().st_uid
+        zombie = subprocess.Popen(["true"], user=owner if os.getuid() == 0 else None)
+        try:
+            assert wait_until(lambda: psutil.Process(zombie.pid).status() == psutil.STATUS_ZOMBIE, 10)
+            for script, args in ((KILLED_AND_LEFT_A_ZOMBIE, [str(zombie.pid)]), (START_AND_QUERY, [])):
+                done = subprocess.run([sys.executable, "-c", script, str(data_dir), *args], cwd=ROOT, check=False,
+                                      capture_output=True, text=True, timeout=120)
+                assert done.returncode == 0, done.stderr[-3000:]
+            assert int(done.stdout.split()[-1]) != zombie.pid  # a server of its own, started anew
+        finally:
+            zombie.wait()
+        assert wait_until(lambda: not postgres_of(data_dir), 10)
