@@ -33,14 +33,18 @@ class ChunkQuerySet(models.QuerySet["Chunk"]):
 
 
 class Chunk(models.Model):
-    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    # No single-column index on the four keys: each leads a composite index below (tenant: four of
+    # them; session: chunk_session_hash; workspace: chunk_workspace_tier; channel:
+    # chunk_channel_created), which serves the same lookups. Every index costs each append and each
+    # non-heap-only update a write (migration 0011).
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+", db_index=False)
     kind = models.CharField(max_length=10, choices=[(k, k) for k in KINDS], default="event")
     # Events: "" (the session and sequence range say where the chunk comes from); other kinds:
     # the memory's id (note id, fact id, summary id, document id).
     source_id = models.CharField(max_length=200, blank=True, default="")
-    session = models.ForeignKey(Session, on_delete=models.CASCADE, null=True, blank=True, related_name="+")
-    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, null=True, blank=True, related_name="+")
-    channel = models.ForeignKey(Channel, on_delete=models.CASCADE, null=True, blank=True, related_name="+")
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, null=True, blank=True, related_name="+", db_index=False)
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, null=True, blank=True, related_name="+", db_index=False)
+    channel = models.ForeignKey(Channel, on_delete=models.CASCADE, null=True, blank=True, related_name="+", db_index=False)
     tier = models.CharField(max_length=12, choices=[(t, t) for t in TIERS], default="conversation")
     lifetime = models.CharField(max_length=12, choices=[(v, v) for v in LIFETIMES], default="conversation")
     user_id = models.CharField(max_length=200, blank=True, default="")
