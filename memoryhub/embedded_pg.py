@@ -86,7 +86,7 @@ def postmaster(data_dir: Path) -> psutil.Process | None:
 
 
 def _pid_in_file(data_dir: Path) -> int | None:
-    return _pid_in(pgdata_path(data_dir) / "postmaster.pid")
+    return _pid_in(_lines(pgdata_path(data_dir) / "postmaster.pid"))
 
 
 def _postgres_process(pid: int) -> psutil.Process | None:
@@ -108,33 +108,42 @@ def _forget_stale_pid_file(data_dir: Path) -> None:
     are then refused, and stopping it signals that program); PostgreSQL itself refuses to start
     while the pid is alive. Seen under a loaded test run, where pids are soon reused. A file that
     is being written (no pid yet) or names a live PostgreSQL is left alone."""
-    pid = _pid_in_file(data_dir)
+    pid_file = pgdata_path(data_dir) / "postmaster.pid"
+    lines = _lines(pid_file)
+    pid = _pid_in(lines)
     if pid is not None and _postgres_process(pid) is None:
-        lock = _socket_lock_file(data_dir)
-        (pgdata_path(data_dir) / "postmaster.pid").unlink(missing_ok=True)
+        pid_file.unlink(missing_ok=True)
         logger.info("embedded PostgreSQL: removed a stale postmaster.pid (pid %s is not PostgreSQL)", pid)
         # The socket's lock file names the same pid, and PostgreSQL refuses to start while that pid
         # exists: a killed postmaster that nobody reaps (a zombie: a container's init that does not
         # wait for orphans) exists for ever.
-        if lock is not None and _pid_in(lock) == pid:
+        lock = _socket_lock_file(lines)
+        if lock is not None and _pid_in(_lines(lock)) == pid:
             lock.unlink(missing_ok=True)
             logger.info("embedded PostgreSQL: removed the stale socket lock file %s", lock)
 
 
-def _socket_lock_file(data_dir: Path) -> Path | None:
-    """The socket lock file of the server postmaster.pid describes (its 4th line is the port, its
-    5th the socket folder)."""
+def _lines(path: Path) -> list[str]:
     try:
-        lines = (pgdata_path(data_dir) / "postmaster.pid").read_text().splitlines()
-        return Path(lines[4]) / f".s.PGSQL.{int(lines[3])}.lock" if lines[4] else None
-    except (OSError, IndexError, ValueError):
+        return path.read_text().splitlines()
+    except OSError:
+        return []
+
+
+def _pid_in(lines: list[str]) -> int | None:
+    """The pid on the first line of a postmaster.pid or socket lock file."""
+    try:
+        return int(lines[0])
+    except (IndexError, ValueError):
         return None
 
 
-def _pid_in(path: Path) -> int | None:
+def _socket_lock_file(pid_file_lines: list[str]) -> Path | None:
+    """The socket lock file of the server a postmaster.pid describes (its 4th line is the port,
+    its 5th the socket folder)."""
     try:
-        return int(path.read_text().splitlines()[0])
-    except (OSError, IndexError, ValueError):
+        return Path(pid_file_lines[4]) / f".s.PGSQL.{int(pid_file_lines[3])}.lock" if pid_file_lines[4] else None
+    except (IndexError, ValueError):
         return None
 
 

@@ -156,14 +156,20 @@ stop_embedded_postgres(data_dir)
 """
 
 
+def run_script(script: str, data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """One of the scripts above in a Python of its own; it must succeed."""
+    done = subprocess.run([sys.executable, "-c", script, str(data_dir), *args], cwd=ROOT, check=False,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done
+
+
 def test_a_stale_pid_file_whose_pid_was_reused_does_not_stop_a_start() -> None:
     """A killed server's postmaster.pid names a pid another program now has: the next start must
     not take that program for the server (pgserver would attach to it, PostgreSQL would refuse)."""
     with private_data_dir() as data_dir:
-        for script in (KILLED_WITH_REUSED_PID, START_AND_QUERY):
-            done = subprocess.run([sys.executable, "-c", script, str(data_dir)], cwd=ROOT, check=False,
-                                  capture_output=True, text=True, timeout=120)
-            assert done.returncode == 0, done.stderr[-3000:]
+        run_script(KILLED_WITH_REUSED_PID, data_dir)
+        done = run_script(START_AND_QUERY, data_dir)
         assert int(done.stdout.split()[-1]) != os.getpid()  # a server of its own, started anew
         assert wait_until(lambda: not postgres_of(data_dir), 10)
 
@@ -196,16 +202,13 @@ def test_a_killed_server_that_nobody_reaped_does_not_stop_a_start() -> None:
     with private_data_dir() as data_dir:
         # A zombie of the user PostgreSQL runs as (pgserver's own user when tests run as root):
         # PostgreSQL takes a pid it may not signal for a dead one.
-        subprocess.run([sys.executable, "-c", START_AND_QUERY, str(data_dir)], cwd=ROOT, check=True,
-                       capture_output=True, timeout=120)
+        run_script(START_AND_QUERY, data_dir)
         owner = pgdata_path(data_dir).stat().st_uid
         zombie = subprocess.Popen(["true"], user=owner if os.getuid() == 0 else None)
         try:
             assert wait_until(lambda: psutil.Process(zombie.pid).status() == psutil.STATUS_ZOMBIE, 10)
-            for script, args in ((KILLED_AND_LEFT_A_ZOMBIE, [str(zombie.pid)]), (START_AND_QUERY, [])):
-                done = subprocess.run([sys.executable, "-c", script, str(data_dir), *args], cwd=ROOT, check=False,
-                                      capture_output=True, text=True, timeout=120)
-                assert done.returncode == 0, done.stderr[-3000:]
+            run_script(KILLED_AND_LEFT_A_ZOMBIE, data_dir, str(zombie.pid))
+            done = run_script(START_AND_QUERY, data_dir)
             assert int(done.stdout.split()[-1]) != zombie.pid  # a server of its own, started anew
         finally:
             zombie.wait()
