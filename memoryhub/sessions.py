@@ -9,12 +9,12 @@ from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
 from accounts.models import ApiKey, Channel, Workspace
-from memoryhub import conversations, recent
+from memoryhub import conversations, recent, rows
 from memoryhub.errors import Conflict, Forbidden, Invalid, NotFound, TooLarge
 from memoryhub.models import (
     SESSION_ID_REGEX,
@@ -281,7 +281,6 @@ def _append_locked(session: Session, items: list[EventInput]) -> AppendResult:
         new.append(event)
         last = sequence
     if new:
-        Event.objects.bulk_create(new)
         previous_last = session.last_sequence
         session.last_sequence = last
         session.event_count += len(new)
@@ -289,11 +288,28 @@ def _append_locked(session: Session, items: list[EventInput]) -> AppendResult:
         fields = ["last_sequence", "event_count", "updated_at"]
         if session.status == SessionStatus.IDLE:  # talking again: the conversation is active
             fields += conversations.move(session, SessionStatus.ACTIVE)
-        session.save(update_fields=fields)
+        _write(session, fields, new)
         events_appended.send(sender=Session, session=session, events=new)
         payloads = [e.as_dict() for e in new]
         transaction.on_commit(lambda: recent.extend(session.pk, previous_last, last, payloads))
     return AppendResult(session=session, events=ordered, created=len(new))
+
+
+def _write(session: Session, fields: list[str], new: list[Event]) -> None:
+    """The new events and the session's counters in one statement (what bulk_create and
+    save(update_fields) would write, in one round trip and without building either statement
+    through the ORM: memoryhub.rows)."""
+    events = rows.rows(Event, new)
+    assigned, assigned_params = rows.assignments(session, fields)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""WITH counters AS (UPDATE memoryhub_session SET {assigned} WHERE id = %s)
+                INSERT INTO {events.table} ({events.columns}) VALUES {events.values} RETURNING id, sequence""",
+            [*assigned_params, session.pk, *events.params],
+        )
+        ids = dict((sequence, pk) for pk, sequence in cursor.fetchall())
+    for event in new:
+        rows.saved(event, ids[event.sequence])
 
 
 def _check_replay(stored: Event, item: EventInput, index: int) -> None:

@@ -20,6 +20,7 @@ from django.db.models import F, Q
 from django.db.models.functions import Greatest
 
 from memoryhub import recent as recent_window
+from memoryhub import rows
 from memoryhub.models import Event, Session
 from memoryhub.searchable import Searchable
 from retrieval.chunking import chunk_text, content_hash, normalize_text
@@ -108,27 +109,51 @@ def index_session_events(session: Session, events: list[Event]) -> list[int]:
             planned.append((event, piece.text, piece.content_hash, context))
         if text:
             recent.append(normalize_text(text)[:CONTEXT_CHARS])
-    existing = dict(
-        Chunk.objects.filter(session=session, kind="event", content_hash__in={p[2] for p in planned})
-        .values_list("content_hash", "id")
-    )
     new: dict[str, Chunk] = {}
     for event, text, digest, context in planned:
-        if digest in existing:
-            Chunk.objects.filter(pk=existing[digest]).update(
-                sequence_end=Greatest(F("sequence_end"), event.sequence)
-            )
-        elif digest in new:
+        if digest in new:
             new[digest].sequence_end = max(new[digest].sequence_end or 0, event.sequence)
         else:
             new[digest] = _event_chunk(session, event, text, digest, context)
     per_message = Counter(chunk.sequence_start for chunk in new.values())
     for chunk in new.values():
         chunk.message_chunks = per_message[chunk.sequence_start]
-    created = Chunk.objects.bulk_create(list(new.values()))
-    ids = [c.pk for c in created]
+    ids = _insert_unless_indexed(session, list(new.values()))
     request_embedding(ids)
     return ids
+
+
+def _insert_unless_indexed(session: Session, chunks: list[Chunk]) -> list[int]:
+    """Insert the chunks whose content the session has no chunk of yet, in one statement; a
+    chunk whose content is already indexed there extends that chunk's sequence_end instead.
+
+    The usual append says something new: one INSERT, which skips what exists. When it skipped
+    something (a repeated "ok", the same events indexed twice), the existing chunks are extended
+    and the new chunks of those messages recounted (message_chunks counted the skipped ones)."""
+    if not chunks:
+        return []
+    values = rows.rows(Chunk, chunks)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""INSERT INTO {values.table} ({values.columns})
+                SELECT * FROM (VALUES {values.values}) AS v ({values.columns})
+                WHERE NOT EXISTS (SELECT 1 FROM retrieval_chunk c WHERE c.session_id = v.session_id
+                                  AND c.kind = 'event' AND c.content_hash = v.content_hash)
+                RETURNING id, content_hash""",
+            values.params,
+        )
+        inserted = dict((digest, pk) for pk, digest in cursor.fetchall())
+    for chunk in chunks:
+        if chunk.content_hash in inserted:
+            rows.saved(chunk, inserted[chunk.content_hash])
+    skipped = [chunk for chunk in chunks if chunk.content_hash not in inserted]
+    if skipped:
+        for chunk in skipped:
+            Chunk.objects.filter(session=session, kind="event", content_hash=chunk.content_hash).update(
+                sequence_end=Greatest(F("sequence_end"), chunk.sequence_end)
+            )
+        count_message_chunks(list(inserted.values()))
+    return [chunk.pk for chunk in chunks if chunk.content_hash in inserted]
 
 
 def count_message_chunks(chunk_ids: list[int]) -> None:

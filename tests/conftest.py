@@ -35,12 +35,15 @@ def _clear_cache() -> Iterator[None]:
     from django.core.cache import cache
 
     from accounts.authentication import key_cache
+    from memoryhub import recent
 
     cache.clear()
     key_cache.clear()
+    recent.clear_local()
     yield
     cache.clear()
     key_cache.clear()
+    recent.clear_local()
 
 
 @pytest.fixture

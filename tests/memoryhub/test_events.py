@@ -438,6 +438,38 @@ def test_append_writes_through_the_cache(alice, django_capture_on_commit_callbac
     assert [e["content"] for e in response.json()["results"]] == ["m1", "m2", "m3", "fresh"]
 
 
+def test_the_window_is_kept_unpickled_in_the_process_and_agrees_with_the_cache(
+    alice, django_capture_on_commit_callbacks, monkeypatch,
+) -> None:
+    """The windows this process wrote are read back from its own map (no unpickling), hold what
+    the shared cache holds, and the map stays bounded."""
+    from django.core.cache import cache
+
+    from memoryhub import recent
+
+    fill(alice, "s1", 3)
+    alice.get(url("s1"), {"limit": 10})  # warm
+    with django_capture_on_commit_callbacks(execute=True):
+        post_events(alice, "s1", {"role": "assistant", "content": "fresh"})
+    session = Session.objects.get(external_id="s1")
+    shared = cache.get(recent._key(session.pk, 4))
+    assert [e["content"] for e in shared] == ["m1", "m2", "m3", "fresh"]
+    assert recent.get(session.pk, 3) is None  # the window it extended is gone from both
+    monkeypatch.setattr(cache, "get", lambda *a, **k: pytest.fail("read from the shared cache"))
+    assert recent.get(session.pk, 4) == shared
+    monkeypatch.undo()
+    # Another process wrote the entry: this one reads the cache once, then its own map.
+    recent.clear_local()
+    assert recent.get(session.pk, 4) == shared
+    monkeypatch.setattr(cache, "get", lambda *a, **k: pytest.fail("read from the shared cache"))
+    assert recent.get(session.pk, 4) == shared
+    monkeypatch.undo()
+    for pk in range(recent.LOCAL_ENTRIES + 10):
+        recent.put(10_000 + pk, 1, [{"sequence": 1}])
+    assert len(recent._local) == recent.LOCAL_ENTRIES
+    assert recent.get(10_000, 1) == [{"sequence": 1}]  # the oldest left the map, not the cache
+
+
 def test_cache_is_never_stale_after_an_append(alice) -> None:
     fill(alice, "s1", 3)
     alice.get(url("s1"), {"limit": 10})

@@ -78,6 +78,22 @@ def test_each_chunk_knows_how_many_chunks_its_message_has(alice, index) -> None:
     assert Chunk.objects.get(text="short").message_chunks == 1
 
 
+def test_a_message_that_repeats_pieces_of_an_earlier_one_counts_only_its_new_chunks(alice, index) -> None:
+    """The chunk INSERT skips pieces the session has indexed already (one statement); those extend
+    the earlier chunks, and the new message's own chunks count only themselves."""
+    long_text = " ".join(f"Sentence {i} is about item {i}." for i in range(120))
+    index(alice, "s1", {"role": "user", "content": long_text})
+    first = Chunk.objects.filter(sequence_start=1).count()
+    index(alice, "s1", {"role": "user", "content": long_text + " " + " ".join(f"Then {i} more." for i in range(80))})
+    shared = Chunk.objects.filter(sequence_start=1, sequence_end=2).count()
+    own = list(Chunk.objects.filter(sequence_start=2).values_list("message_chunks", flat=True))
+    assert shared > 0 and own, "the second message repeats some pieces and adds some"
+    assert set(own) == {len(own)}
+    assert Chunk.objects.filter(sequence_start=1).count() == first
+    assert shared + len(own) == len(indexing.chunk_text(
+        long_text + " " + " ".join(f"Then {i} more." for i in range(80)), max_chars=640, overlap=96))
+
+
 def test_message_chunks_are_counted_for_chunks_made_apart(alice, index) -> None:
     """Chunks made elsewhere than at indexing (an import) are counted after: count_message_chunks."""
     index(alice, "s1", {"role": "user", "content": " ".join(f"Sentence {i} is about item {i}." for i in range(120))},
@@ -282,6 +298,7 @@ def test_an_appends_context_comes_from_the_recent_window_when_it_is_cached(
     chunk = Chunk.objects.get(session=session, sequence_start=3)
     assert chunk.context == 'I moved to Lisbon in 2021.\nCalled weather with {"city": "Lisbon"}'
     cache.clear()  # the same context from the log
+    recent.clear_local()
     assert indexing._context_before(session, 3, 2) == chunk.context.split("\n")
     # A gap in the sequences: no window ends just before it, the log is read.
     with CaptureQueriesContext(connection) as queries:
