@@ -1,10 +1,13 @@
 """The chunk table's indexes: every key is served by an index that leads with it, and none has a
-single-column index of its own beside that (each index costs every append a write: migration 0011)."""
+single-column index of its own beside that (each index costs every append a write: migration 0011).
+And its rows: what search reads of every candidate stays in the row (migration 0012)."""
 
 from __future__ import annotations
 
 import pytest
 from django.db import connection, transaction
+
+from tests.base import make_client, make_key, make_tenant, post_events
 
 pytestmark = pytest.mark.django_db
 
@@ -39,3 +42,29 @@ def test_a_lookup_by_each_key_reads_an_index(key: str) -> None:
         cursor.execute(f"EXPLAIN SELECT id FROM retrieval_chunk WHERE {key} = 1")
         plan = "\n".join(row[0] for row in cursor.fetchall())
     assert "Seq Scan" not in plan and "Index" in plan, plan
+
+
+def test_a_long_chunk_with_its_context_keeps_its_vectors_in_the_row(settings) -> None:
+    """A 640-character chunk embedded with two long earlier messages is a row over TOAST's 2 kB:
+    its text and context may be stored apart, its vector and tsvector not (scoped searches read
+    them for every row they test)."""
+    from retrieval.embedding import backfill_embeddings
+    from retrieval.models import Chunk
+
+    settings.MEMORYHUB_EMBED_CONTEXT_MESSAGES = 2
+    client = make_client(make_key(make_tenant("alice")))
+    words = "harbour lantern orchard velvet quartz meadow cinder plume saddle thistle ".split()
+    long = [" ".join(words[(i + j) % len(words)] + str(j) for j in range(110)) for i in range(4)]
+    response = post_events(client, "s1", *[{"role": "user", "content": text} for text in long])
+    assert response.status_code == 201, response.content
+    assert backfill_embeddings()["embedded"] == Chunk.objects.count()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*), count(*) FILTER (WHERE pg_column_size(c.*) > 2000), "
+            "count(pg_column_toast_chunk_id(embedding)), count(pg_column_toast_chunk_id(search_vector)), "
+            "count(pg_column_toast_chunk_id(text)) + count(pg_column_toast_chunk_id(context)) "
+            "FROM retrieval_chunk c WHERE context <> ''"
+        )
+        rows, large, vectors_apart, tsvectors_apart, texts_apart = cursor.fetchone()
+    assert rows > 3 and large + texts_apart > 0, "the rows are large enough for TOAST to act"
+    assert (vectors_apart, tsvectors_apart) == (0, 0)
