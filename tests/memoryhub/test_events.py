@@ -549,6 +549,39 @@ def test_workspace_limited_key_cannot_append_to_another_workspace(alice, cast) -
     assert stored("w2-chat") == [(1, "w2 only")]
 
 
+def test_the_appends_locking_read_sees_exactly_what_get_session_sees(alice, bob, cast) -> None:
+    """The append locks its session with a statement compiled once per key scope: for keys of
+    every kind (tenant, workspace-limited, user-limited) it finds the sessions get_session finds,
+    with the same fields, and no other."""
+    from django.db import transaction
+
+    from accounts.models import ApiKey, Workspace
+    from memoryhub import sessions
+
+    for sid, fields in (("mine", {"user_id": "u1", "metadata": {"k": [1]}}), ("theirs", {"user_id": "u2"}),
+                        ("shared", {}), ("elsewhere", {"workspace": "w2", "user_id": "u1"})):
+        assert alice.post("/api/v1/sessions/", {"id": sid, **fields}, format="json").status_code == 201
+    post_events(bob, "bobs", {"role": "user", "content": "hi"})
+    w2 = Workspace.get_named(cast.alice_tenant, "w2")
+    keys = [ApiKey.create_key(tenant=cast.alice_tenant, **extra).api_key
+            for extra in ({}, {"user_id": "u1"}, {"workspace": w2}, {"workspace": w2, "user_id": "u2"})]
+    found = 0
+    for key in keys:
+        for sid in ("mine", "theirs", "shared", "elsewhere", "bobs", "none"):
+            with transaction.atomic():
+                locked = sessions._lock_session(key, sid)
+                try:
+                    expected = sessions.get_session(key, sid, for_update=True, related=False)
+                except sessions.NotFound:
+                    expected = None
+            assert (locked is None) == (expected is None), (key.user_id, key.workspace_id, sid)
+            if expected is not None:
+                found += 1
+                assert {f.attname: getattr(locked, f.attname) for f in Session._meta.concrete_fields} == \
+                    {f.attname: getattr(expected, f.attname) for f in Session._meta.concrete_fields}
+    assert found == 4 + 3 + 1 + 0  # every key sees some, none sees bob's or another user's
+
+
 def test_an_append_reads_neither_the_workspace_nor_the_channel(alice) -> None:
     """The append reads its session alone (no join): its chunks need the workspace and channel
     ids only, and nothing on the path loads them afterwards."""
