@@ -92,11 +92,28 @@ def notify_work() -> None:
     """Wake the listening lanes when the current transaction commits (nothing if it rolls back).
     One statement per transaction: an append wakes both the embed and the summarise lane."""
     if connection.in_atomic_block:
-        if any(isinstance(func, _Notified) for _, func, _ in connection.run_on_commit):
+        if _notified():
             return
         transaction.on_commit(_Notified())
     with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_notify(%s, '')", [WORK_CHANNEL])
+        cursor.execute(f"SELECT {NOTICE}", [WORK_CHANNEL])
+
+
+NOTICE = "pg_notify(%s, '')"  # with WORK_CHANNEL as its parameter
+
+
+def notify_work_within() -> tuple[str, list[Any]] | None:
+    """notify_work() as an expression for a statement the caller is about to run in the current
+    transaction (the append's: one round trip fewer), or None when the transaction has sent its
+    notice already. Once it returns the expression, notify_work() sends nothing more."""
+    if _notified():
+        return None
+    transaction.on_commit(_Notified())
+    return NOTICE, [WORK_CHANNEL]
+
+
+def _notified() -> bool:
+    return any(isinstance(func, _Notified) for _, func, _ in connection.run_on_commit)
 
 
 # --- per-item time budget ----------------------------------------------------------------------

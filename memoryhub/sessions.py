@@ -15,7 +15,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from accounts.models import ApiKey, Channel, Workspace
-from memoryhub import conversations, recent, rows
+from memoryhub import background, conversations, recent, rows
 from memoryhub.errors import Conflict, Forbidden, Invalid, NotFound, TooLarge
 from memoryhub.models import (
     SESSION_ID_REGEX,
@@ -333,16 +333,19 @@ def _append_locked(session: Session, items: list[EventInput]) -> AppendResult:
 def _write(session: Session, fields: list[str], new: list[Event]) -> None:
     """The new events and the session's counters in one statement (what bulk_create and
     save(update_fields) would write, in one round trip and without building either statement
-    through the ORM: memoryhub.rows)."""
+    through the ORM: memoryhub.rows), with the notice that wakes the lanes."""
     events = rows.rows(Event, new)
     assigned, assigned_params = rows.assignments(session, fields)
+    # The lanes' wake-up (memoryhub.receivers' notify_work) travels with it.
+    notice, notice_params = background.notify_work_within() or ("NULL", [])
     with connection.cursor() as cursor:
         cursor.execute(
             f"""WITH counters AS (UPDATE memoryhub_session SET {assigned} WHERE id = %s)
-                INSERT INTO {events.table} ({events.columns}) VALUES {events.values} RETURNING id, sequence""",
-            [*assigned_params, session.pk, *events.params],
+                INSERT INTO {events.table} ({events.columns}) VALUES {events.values}
+                RETURNING id, sequence, {notice}""",
+            [*assigned_params, session.pk, *events.params, *notice_params],
         )
-        ids = dict((sequence, pk) for pk, sequence in cursor.fetchall())
+        ids = {sequence: pk for pk, sequence, _ in cursor.fetchall()}
     for event in new:
         rows.saved(event, ids[event.sequence])
 

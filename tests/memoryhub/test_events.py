@@ -582,6 +582,19 @@ def test_the_appends_locking_read_sees_exactly_what_get_session_sees(alice, bob,
     assert found == 4 + 3 + 1 + 0  # every key sees some, none sees bob's or another user's
 
 
+def test_an_append_is_three_statements_with_its_notice_inside(alice, settings) -> None:
+    """The session's locking read; the event with the session's counters and the lanes' notice;
+    the chunk (no conversation context asked for here: it may cost a read of the log)."""
+    settings.MEMORYHUB_EMBED_CONTEXT_MESSAGES = 0
+    assert alice.post("/api/v1/sessions/", {"id": "s1"}, format="json").status_code == 201
+    with CaptureQueriesContext(connection) as queries:
+        assert post_events(alice, "s1", {"role": "user", "content": "hello"}).status_code == 201
+    statements = [q["sql"] for q in queries.captured_queries
+                  if not q["sql"].startswith(("SAVEPOINT", "RELEASE SAVEPOINT", "BEGIN", "COMMIT"))]
+    assert [sql.split()[0] for sql in statements] == ["SELECT", "WITH", "INSERT"], statements
+    assert "FOR UPDATE" in statements[0] and "pg_notify" in statements[1] and "retrieval_chunk" in statements[2]
+
+
 def test_an_append_reads_neither_the_workspace_nor_the_channel(alice) -> None:
     """The append reads its session alone (no join): its chunks need the workspace and channel
     ids only, and nothing on the path loads them afterwards."""
