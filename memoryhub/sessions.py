@@ -334,6 +334,10 @@ def _write(session: Session, fields: list[str], new: list[Event]) -> None:
     """The new events and the session's counters in one statement (what bulk_create and
     save(update_fields) would write, in one round trip and without building either statement
     through the ORM: memoryhub.rows), with the notice that wakes the lanes."""
+    if len(new) > rows.SMALL_BATCH:  # a bulk append: the ORM's statements are faster there
+        Event.objects.bulk_create(new)
+        session.save(update_fields=fields)
+        return
     events = rows.rows(Event, new)
     assigned, assigned_params = rows.assignments(session, fields)
     # The lanes' wake-up (memoryhub.receivers' notify_work) travels with it.

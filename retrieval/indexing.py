@@ -124,28 +124,47 @@ def index_session_events(session: Session, events: list[Event]) -> list[int]:
 
 
 def _insert_unless_indexed(session: Session, chunks: list[Chunk]) -> list[int]:
-    """Insert the chunks whose content the session has no chunk of yet, in one statement; a
-    chunk whose content is already indexed there extends that chunk's sequence_end instead.
+    """Insert the chunks whose content the session has no chunk of yet; a chunk whose content is
+    already indexed there extends that chunk's sequence_end instead.
 
-    The usual append says something new: one INSERT, which skips what exists. When it skipped
-    something (a repeated "ok", the same events indexed twice), the existing chunks are extended
-    and the new chunks of those messages recounted (message_chunks counted the skipped ones)."""
+    A small append (memoryhub.rows.SMALL_BATCH chunks at most: one or two messages) is one
+    INSERT, which skips what exists; a bulk one asks first and bulk_creates the rest. When
+    something was skipped (a repeated "ok", the same events indexed twice), the existing chunks
+    are extended and the new chunks of those messages recounted (message_chunks counted the
+    skipped ones)."""
     if not chunks:
         return []
+    if len(chunks) > rows.SMALL_BATCH:  # a bulk append: ask first, then bulk_create (faster there)
+        existing = set(Chunk.objects.filter(session=session, kind="event",
+                                            content_hash__in=[c.content_hash for c in chunks])
+                       .values_list("content_hash", flat=True))
+        inserted = {c.content_hash: c.pk for c in Chunk.objects.bulk_create(
+            [c for c in chunks if c.content_hash not in existing])}
+        return _after_skipping(session, chunks, inserted)
     values = rows.rows(Chunk, chunks)
     with connection.cursor() as cursor:
+        # The session's chunks of these contents, looked up once through the (session, content
+        # hash) index: a NOT EXISTS per row let the planner hash-join a bulk append's rows against
+        # a scan of the whole table.
         cursor.execute(
             f"""INSERT INTO {values.table} ({values.columns})
                 SELECT * FROM (VALUES {values.values}) AS v ({values.columns})
-                WHERE NOT EXISTS (SELECT 1 FROM retrieval_chunk c WHERE c.session_id = v.session_id
-                                  AND c.kind = 'event' AND c.content_hash = v.content_hash)
+                WHERE v.content_hash <> ALL (ARRAY(
+                    SELECT c.content_hash FROM retrieval_chunk c
+                    WHERE c.session_id = %s AND c.kind = 'event' AND c.content_hash = ANY(%s)))
                 RETURNING id, content_hash""",
-            values.params,
+            [*values.params, session.pk, [chunk.content_hash for chunk in chunks]],
         )
         inserted = dict((digest, pk) for pk, digest in cursor.fetchall())
     for chunk in chunks:
         if chunk.content_hash in inserted:
             rows.saved(chunk, inserted[chunk.content_hash])
+    return _after_skipping(session, chunks, inserted)
+
+
+def _after_skipping(session: Session, chunks: list[Chunk], inserted: dict[str, int]) -> list[int]:
+    """The ids of the chunks inserted; the session's chunks of the skipped contents extended, and
+    the new chunks of their messages recounted."""
     skipped = [chunk for chunk in chunks if chunk.content_hash not in inserted]
     if skipped:
         for chunk in skipped:

@@ -78,9 +78,16 @@ def test_each_chunk_knows_how_many_chunks_its_message_has(alice, index) -> None:
     assert Chunk.objects.get(text="short").message_chunks == 1
 
 
-def test_a_message_that_repeats_pieces_of_an_earlier_one_counts_only_its_new_chunks(alice, index) -> None:
-    """The chunk INSERT skips pieces the session has indexed already (one statement); those extend
-    the earlier chunks, and the new message's own chunks count only themselves."""
+@pytest.mark.parametrize("small_batch", [0, 1000], ids=["bulk statements", "one statement"])
+def test_a_message_that_repeats_pieces_of_an_earlier_one_counts_only_its_new_chunks(
+    alice, index, monkeypatch, small_batch,
+) -> None:
+    """The chunk INSERT skips pieces the session has indexed already (one statement for a small
+    append, a look-up and bulk_create for a large one); those extend the earlier chunks, and the
+    new message's own chunks count only themselves."""
+    from memoryhub import rows
+
+    monkeypatch.setattr(rows, "SMALL_BATCH", small_batch)
     long_text = " ".join(f"Sentence {i} is about item {i}." for i in range(120))
     index(alice, "s1", {"role": "user", "content": long_text})
     first = Chunk.objects.filter(sequence_start=1).count()
@@ -92,6 +99,34 @@ def test_a_message_that_repeats_pieces_of_an_earlier_one_counts_only_its_new_chu
     assert Chunk.objects.filter(sequence_start=1).count() == first
     assert shared + len(own) == len(indexing.chunk_text(
         long_text + " " + " ".join(f"Then {i} more." for i in range(80)), max_chars=640, overlap=96))
+
+
+def test_an_appends_chunk_insert_looks_up_only_its_own_contents(alice) -> None:
+    """The one-statement chunk INSERT skips contents the session has indexed through the (session,
+    content hash) index, for those contents only: never a scan of the table (a NOT EXISTS per row
+    was planned as a hash anti-join over every chunk once a bulk append brought a hundred rows)."""
+    import hashlib
+
+    from django.test.utils import CaptureQueriesContext
+
+    post_events(alice, "s1", {"role": "user", "content": "first"})
+    session = Session.objects.get(external_id="s1")
+    Chunk.objects.bulk_create([
+        Chunk(tenant_id=session.tenant_id, session=session, kind="event", text=f"old {i}", sequence_start=1,
+              sequence_end=1, content_hash=hashlib.sha256(f"old {i}".encode()).hexdigest()) for i in range(5000)
+    ])
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE retrieval_chunk")
+    with CaptureQueriesContext(connection) as queries:
+        response = post_events(alice, "s1", *[{"role": "user", "content": f"new message {i}"} for i in range(8)])
+    assert response.status_code == 201
+    insert = next(q["sql"] for q in queries.captured_queries if q["sql"].startswith('INSERT INTO "retrieval_chunk"'))
+    with connection.cursor() as cursor:
+        cursor.execute("EXPLAIN " + insert)
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    assert "Seq Scan on retrieval_chunk" not in plan and "Anti Join" not in plan, plan
+    assert "chunk_session_hash" in plan, plan
+    assert Chunk.objects.filter(session=session, text__startswith="new message").count() == 8
 
 
 def test_message_chunks_are_counted_for_chunks_made_apart(alice, index) -> None:
