@@ -88,6 +88,9 @@ class _Notified:
         pass
 
 
+NOTICE = "pg_notify(%s, '')"  # with WORK_CHANNEL as its parameter
+
+
 def notify_work() -> None:
     """Wake the listening lanes when the current transaction commits (nothing if it rolls back).
     One statement per transaction: an append wakes both the embed and the summarise lane."""
@@ -97,9 +100,6 @@ def notify_work() -> None:
         transaction.on_commit(_Notified())
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT {NOTICE}", [WORK_CHANNEL])
-
-
-NOTICE = "pg_notify(%s, '')"  # with WORK_CHANNEL as its parameter
 
 
 def notify_work_within() -> tuple[str, list[Any]] | None:

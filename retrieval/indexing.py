@@ -155,7 +155,7 @@ def _insert_unless_indexed(session: Session, chunks: list[Chunk]) -> list[int]:
                 RETURNING id, content_hash""",
             [*values.params, session.pk, [chunk.content_hash for chunk in chunks]],
         )
-        inserted = dict((digest, pk) for pk, digest in cursor.fetchall())
+        inserted = {digest: pk for pk, digest in cursor.fetchall()}
     for chunk in chunks:
         if chunk.content_hash in inserted:
             rows.saved(chunk, inserted[chunk.content_hash])
