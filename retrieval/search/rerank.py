@@ -107,16 +107,6 @@ def cap_per_session(ordered: list[Candidate], cap: int) -> list[Candidate]:
     return head + tail
 
 
-def _near_identical_text(a: frozenset[str], b: frozenset[str]) -> bool:
-    if a == b:
-        return True
-    # Jaccard ≤ min/max of the sizes: most pairs are told apart by their sizes alone.
-    small, large = sorted((len(a), len(b)))
-    if small <= DEDUP_COSINE * large:
-        return False
-    return word_overlap(a, b) > DEDUP_COSINE
-
-
 def near_duplicates(head: list[Candidate], similarities: PairSimilarities) -> set[tuple[int, int]]:
     """The pairs of `head` with cosine > DEDUP_COSINE, from similarities already computed (for MMR).
 
@@ -136,7 +126,7 @@ def dedup(ordered: list[Candidate], near_pairs: set[tuple[int, int]], top_k: int
         near.setdefault(b, set()).add(a)
     kept: list[Candidate] = []
     kept_ids: set[int] = set()
-    kept_words: list[frozenset[str]] = []
+    kept_words: list[tuple[frozenset[str], int]] = []  # each kept result's words, and how many
     # Copies of a kept text (the same message stored twice, a repeated reply) are dropped by a
     # lookup, before their words are split and compared with every result kept.
     kept_texts: set[str] = set()
@@ -147,11 +137,18 @@ def dedup(ordered: list[Candidate], near_pairs: set[tuple[int, int]], top_k: int
         if chunk.text in kept_texts:
             continue
         words = word_set(chunk.text)
-        if words in kept_sets or any(_near_identical_text(words, other) for other in kept_words):
+        if words in kept_sets:
+            continue
+        # Jaccard ≤ (fewer words) / (more words): only a kept text of m words with 0.9·n < m and
+        # 0.9·m < n can be near-identical to these n words; most are told apart by that alone.
+        n = len(words)
+        low = DEDUP_COSINE * n
+        if any(m > low and DEDUP_COSINE * m < n and word_overlap(words, other) > DEDUP_COSINE
+               for other, m in kept_words):
             continue
         kept.append(chunk)
         kept_ids.add(chunk.pk)
-        kept_words.append(words)
+        kept_words.append((words, n))
         kept_texts.add(chunk.text)
         kept_sets.add(words)
         if len(kept) == top_k:

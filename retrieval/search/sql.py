@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
+from weakref import WeakKeyDictionary
 
 import numpy as np
 from django.conf import settings
@@ -166,11 +167,27 @@ def exact_source(req: SearchRequest, where: str, params: list[Any], limit: int) 
             "ORDER BY c.created_at DESC, c.id DESC LIMIT %s", [*params, pattern, limit])
 
 
+def _startup_options() -> str:
+    return str(connection.settings_dict.get("OPTIONS", {}).get("options", ""))
+
+
 def hnsw_preset(ef_search: int) -> bool:
-    """Whether this connection started with these HNSW settings (settings.py passes search's as
-    startup options), so that no SET, and no transaction for a SET LOCAL, is needed."""
-    options = str(connection.settings_dict.get("OPTIONS", {}).get("options", ""))
-    return f"-c hnsw.ef_search={ef_search}" in options and "-c hnsw.iterative_scan=relaxed_order" in options
+    """Whether this connection runs with these HNSW settings, so that no SET, and no transaction
+    for a SET LOCAL, is needed: it started with them (settings.py passes search's as startup
+    options), or an earlier search SET this ef_search for the rest of its life (hnsw_settings)."""
+    options = _startup_options()
+    if "-c hnsw.iterative_scan=relaxed_order" not in options:
+        return False
+    raw = connection.connection
+    current = _connection_ef.get(raw) if raw is not None else None
+    if current is None:
+        return f"-c hnsw.ef_search={ef_search}" in options
+    return current == ef_search
+
+
+# The ef_search an earlier search SET on a connection (the driver's connection: a new one starts
+# from the startup options again).
+_connection_ef: WeakKeyDictionary[Any, int] = WeakKeyDictionary()
 
 
 def ef_search() -> int:
@@ -189,12 +206,22 @@ def ef_search() -> int:
 @contextmanager
 def hnsw_settings(needed: bool) -> Iterator[None]:
     """ef_search, and iterative scans (pgvector 0.8: filtered HNSW queries must not return too
-    few rows), for the statement run inside: set at connection start, else SET LOCAL."""
+    few rows), for the statement run inside: set at connection start. An ef_search other than
+    the startup one (a big table raises it, see ef_search) is SET once for the connection's life
+    when the connection started with search's settings and no transaction is open (a SET inside
+    one is undone by a rollback), else SET LOCAL around the statement (behind a pooler that
+    refuses startup options, a session's SET would reach other clients)."""
     if not needed:
         yield
         return
     ef = ef_search()
     if hnsw_preset(ef):
+        yield
+        return
+    if "-c hnsw.iterative_scan=relaxed_order" in _startup_options() and not connection.in_atomic_block:
+        with connection.cursor() as cursor:
+            cursor.execute(f"SET hnsw.ef_search = {ef}")
+        _connection_ef[connection.connection] = ef
         yield
         return
     with transaction.atomic(), connection.cursor() as cursor:

@@ -88,6 +88,28 @@ def test_near_identical_text_needs_jaccard_above_the_threshold_at_equal_sizes() 
     assert pks(dedup([cand(1, text=words(0, 20)), cand(2, text=words(1, 21))], set(), 10)) == [1]
 
 
+def test_dedup_by_text_is_jaccard_against_every_result_kept() -> None:
+    """The word-count bound that skips most comparisons drops exactly what comparing every pair
+    would: random texts of 8–24 words from a small vocabulary, many near each other."""
+    import random
+
+    from retrieval.search.rerank import DEDUP_COSINE, word_overlap, word_set
+
+    rng = random.Random(7)
+    for _ in range(200):
+        base = [f"w{i}" for i in rng.sample(range(40), 20)]
+        ranked = []
+        for pk in range(1, 40):
+            words = base[: rng.randint(8, 20)] + [f"x{rng.randrange(30)}" for _ in range(rng.randint(0, 4))]
+            ranked.append(cand(pk, text=" ".join(rng.sample(words, len(words)))))
+        expected: list[int] = []
+        for c in ranked:
+            if not any(word_overlap(word_set(c.text), word_set(k.text)) > DEDUP_COSINE
+                       for k in ranked if k.pk in expected):
+                expected.append(c.pk)
+        assert pks(dedup(ranked, set(), 100)) == expected
+
+
 def test_near_duplicates_from_similarities_skip_contextual_chunks() -> None:
     head = [cand(1), cand(2), cand(3, contextual=True), cand(5)]
     similarities = {(1, 2): 0.95, (1, 3): 0.99, (2, 5): 0.9, (1, 4): 0.99}

@@ -519,6 +519,47 @@ def test_hnsw_settings_come_with_the_connection_or_per_query(alice, index, cast,
     assert statements[1].startswith("SET LOCAL hnsw.ef_search = 17") and "halfvec" in statements[2]
 
 
+@pytest.mark.django_db(transaction=True)
+def test_a_raised_ef_search_is_set_once_for_the_connection(cast, settings) -> None:
+    """Outside a transaction an ef_search other than the startup one (a table over 100k chunks) is
+    SET for the connection's life: one statement on its first search, none after (it was a
+    transaction and a SET LOCAL each search). Inside a transaction it stays SET LOCAL, which a
+    rollback undoes and the connection's own value outlives; a new connection sets it again."""
+    from django.db import connection, transaction
+    from django.test.utils import CaptureQueriesContext
+
+    from tests.base import post_events
+
+    post_events(cast.alice, "s", {"role": "user", "content": "walrus"})
+    tenant = cast.alice_tenant.pk
+
+    def sets(ef: int) -> list[str]:
+        settings.MEMORYHUB_HNSW_EF_SEARCH = ef
+        with CaptureQueriesContext(connection) as captured:
+            assert hybrid_search(tenant_id=tenant, query="walrus", mode="vector")
+        return [q["sql"] for q in captured.captured_queries if q["sql"].startswith("SET")]
+
+    def shown() -> str:
+        with connection.cursor() as cursor:
+            cursor.execute("SHOW hnsw.ef_search")
+            return cursor.fetchone()[0]
+
+    try:
+        assert sets(100) == [] and shown() == "100"  # the startup value
+        assert sets(170) == ["SET hnsw.ef_search = 170"] and shown() == "170"
+        assert sets(170) == [] and shown() == "170"
+        assert sets(100) == ["SET hnsw.ef_search = 100"] and sets(100) == [] and shown() == "100"
+        assert sets(170) == ["SET hnsw.ef_search = 170"]
+        with transaction.atomic():
+            in_transaction = sets(230)
+        assert in_transaction == ["SET LOCAL hnsw.ef_search = 230; SET LOCAL hnsw.iterative_scan = relaxed_order"]
+        assert shown() == "170" and sets(170) == []
+        connection.close()
+        assert sets(170) == ["SET hnsw.ef_search = 170"] and shown() == "170"
+    finally:
+        connection.close()  # the next test's connection starts from the startup options
+
+
 # --- optional ranking settings -------------------------------------------------------------------
 
 
