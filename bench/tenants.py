@@ -22,7 +22,6 @@ import signal
 import statistics
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -190,16 +189,10 @@ def http(port: int, raw_keys: dict[str, str], bodies: list[dict[str, Any]], clie
         return post(payload, raw_keys[body["tenant"]])
 
     list(map(one, [(b, "hybrid") for b in bodies[:20]]))  # warm: keys, connections, the query model
+    plan = {mode: [(b, mode) for b in bodies] for mode in MODES}
     out: dict[str, Any] = {}
-    for mode in MODES:
-        items = [(b, mode) for b in bodies]
-        single = [one(item) for item in items]
-        with ThreadPoolExecutor(clients) as pool:
-            started = time.perf_counter()
-            concurrent = list(pool.map(one, items * base.CONCURRENT_PASSES))
-            wall = time.perf_counter() - started
-        out[mode] = {"single": base.summary(single), f"{clients}_clients": base.summary(concurrent),
-                     "qps": round(len(concurrent) / wall, 1)}
+    for mode, (single, concurrent, qps) in base.single_then_concurrent(plan, one, clients).items():
+        out[mode] = {"single": base.summary(single), f"{clients}_clients": base.summary(concurrent), "qps": qps}
     return out
 
 
