@@ -175,5 +175,8 @@ def main(bench: Bench) -> None:
             args.json.write_text(json.dumps({"figures": figures, "timings": timings, "ingest_s": ingested.seconds,
                                              "chunks": after}, indent=2))
     finally:
+        from retrieval.search.sql import accesses
+
+        accesses.flush()  # the searches' access counts, while their database is still there
         if not args.keepdb:
             connection.creation.destroy_test_db(bench.db_name, verbosity=0)
