@@ -30,7 +30,7 @@ import numpy as np
 CACHE = Path(__file__).resolve().parent / "results" / "cache"
 BATCH = 50_000  # rows per COPY statement (each one fires the statistics triggers once)
 COLUMNS = ("tenant_id, kind, source_id, session_id, workspace_id, channel_id, tier, lifetime, user_id, role, agent, "
-           "tags, sequence_start, sequence_end, text, context, content_hash, metadata, importance, access_count, "
+           "tags, sequence_start, sequence_end, text, context, content_hash, metadata, importance, "
            "created_at, indexed_at, embedding, embedding_model, embedding_error, embedding_attempts")
 
 
@@ -96,7 +96,7 @@ def copy_rows(cursor: Any, rows: list[tuple[Any, ...]]) -> None:
 def chunk_row(*, tenant_id: int, session_id: int, workspace_id: int, channel_id: int, user_id: str, sequence: int,
               text: str, digest: str, vector: np.ndarray, model: str) -> tuple[Any, ...]:
     return (tenant_id, "event", "", session_id, workspace_id, channel_id, "conversation", "conversation", user_id,
-            "user", "", "{}", sequence, sequence, text, "", digest, '{"schema_version": 1}', 0.5, 0,
+            "user", "", "{}", sequence, sequence, text, "", digest, '{"schema_version": 1}', 0.5,
             "2024-01-01T00:00:00Z", "2024-01-01T00:00:00Z", vector_text(vector), model, "", 1)
 
 

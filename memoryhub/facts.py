@@ -37,8 +37,8 @@ def with_chunk_access(qs: QuerySet[Fact]) -> QuerySet[Fact]:
     hits = (chunk.objects.filter(tenant_id=OuterRef("tenant_id"), kind="fact", source_id=Cast(OuterRef("pk"), CharField()))
             .order_by().values("source_id"))
     return qs.annotate(
-        chunk_access_count=Subquery(hits.annotate(n=Sum("access_count")).values("n")[:1]),
-        chunk_accessed_at=Subquery(hits.annotate(t=Max("accessed_at")).values("t")[:1]),
+        chunk_access_count=Subquery(hits.annotate(n=Sum("access__access_count")).values("n")[:1]),
+        chunk_accessed_at=Subquery(hits.annotate(t=Max("access__accessed_at")).values("t")[:1]),
     )
 
 

@@ -50,6 +50,18 @@ class ChunkAdmin(admin.ModelAdmin):
     readonly_fields = ["source", "content_hash", "embedding_model", "embedding_error", "embedding_attempts",
                        "indexed_at", "access_count", "accessed_at"]
     exclude = ["embedding", "search_vector"]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Chunk]:
+        return super().get_queryset(request).with_access()
+
+    @admin.display(description="access count", ordering="access_count")
+    def access_count(self, obj: Chunk) -> int:
+        return getattr(obj, "access_count", 0)
+
+    @admin.display(description="accessed at")
+    def accessed_at(self, obj: Chunk) -> Any:
+        return getattr(obj, "accessed_at", None) or "—"
+
     paginator = EstimatedCountPaginator
     show_full_result_count = False
     actions = ["reembed", "pin", "unpin"]

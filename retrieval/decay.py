@@ -43,6 +43,8 @@ from django.utils import timezone
 from memoryhub.searchable import TIERS
 
 MIN_EXPONENT = -700.0
+CHUNK_TABLE = "retrieval_chunk"
+ACCESS_TABLE = "retrieval_chunkaccess"  # retrieval.models.ChunkAccess
 
 
 def decay_rates() -> dict[str, float]:
@@ -91,23 +93,28 @@ def relevance_at(importance: float, tier: str, accessed_at: datetime | None, cre
 
 def relevance_sql(alias: str = "", *, now: datetime | None = None,
                   time_column: str | None = None) -> tuple[str, list[object]]:
-    """SQL computing `relevance` from the columns importance, tier, access_count and a time column.
+    """SQL computing `relevance` of a chunk from its importance, tier and time columns and its
+    ChunkAccess row (access count, last access; read by primary key, none: 0 and never).
 
-    `alias` qualifies the columns ("c" → c.importance …; "" → unqualified). The time defaults to
-    COALESCE(accessed_at, created_at); pass `time_column` (e.g. "created_at") for another. `now`
-    is always a bound parameter (default: the current time, not the database's transaction time,
-    so that frozen time in tests and the Python form agree). Returns (sql, params) with %s
-    placeholders in order, ready for cursor.execute or RawSQL.
+    `alias` qualifies the chunk's columns ("c" → c.importance …; "" → retrieval_chunk.importance).
+    The time defaults to COALESCE(accessed_at, created_at); pass `time_column` (e.g. "created_at")
+    for another. `now` is always a bound parameter (default: the current time, not the
+    database's transaction time, so that frozen time in tests and the Python form agree).
+    Returns (sql, params) with %s placeholders in order, ready for cursor.execute or RawSQL.
     """
-    p = f"{alias}." if alias else ""
-    time_expr = f"{p}{time_column}" if time_column else f"COALESCE({p}accessed_at, {p}created_at)"
+    p = f"{alias or CHUNK_TABLE}."
+
+    def access(column: str) -> str:
+        return f"(SELECT a.{column} FROM {ACCESS_TABLE} a WHERE a.chunk_id = {p}id)"
+
+    time_expr = f"{p}{time_column}" if time_column else f"COALESCE({access('accessed_at')}, {p}created_at)"
     rates = decay_rates()
     cases = " ".join(f"WHEN '{tier}' THEN %s" for tier in TIERS)
     sql = (
         f"({p}importance * exp(GREATEST("
         f"GREATEST(EXTRACT(EPOCH FROM (%s::timestamptz - {time_expr})) / 3600.0, 0)::float8"
         f" * ln(CASE {p}tier {cases} ELSE %s END::float8), {MIN_EXPONENT}))"
-        f" * (1 + ln(1 + GREATEST({p}access_count, 0)::float8)))"
+        f" * (1 + ln(1 + GREATEST(COALESCE({access('access_count')}, 0), 0)::float8)))"
     )
     params: list[object] = [now or timezone.now(), *(rates[t] for t in TIERS), rates["conversation"]]
     return sql, params

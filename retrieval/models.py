@@ -10,7 +10,8 @@ from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVectorField
 from django.db import models
-from django.db.models import Q
+from django.db.models import F, Q
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 from pgvector.django import HalfVectorField, HnswIndex
 
@@ -30,6 +31,11 @@ class ChunkQuerySet(models.QuerySet["Chunk"]):
 
     def pending_embedding(self) -> ChunkQuerySet:
         return self.filter(embedding__isnull=True)
+
+    def with_access(self) -> ChunkQuerySet:
+        """Each chunk with the `access_count` (0: never returned by search) and `accessed_at`
+        (None) of its ChunkAccess row."""
+        return self.annotate(access_count=Coalesce(F("access__access_count"), 0), accessed_at=F("access__accessed_at"))
 
 
 class Chunk(models.Model):
@@ -63,8 +69,7 @@ class Chunk(models.Model):
     content_hash = models.CharField(max_length=64)
     metadata = models.JSONField(default=dict, blank=True)
     importance = models.FloatField(default=0.5)
-    access_count = models.IntegerField(default=0)
-    accessed_at = models.DateTimeField(null=True, blank=True)
+    # How often search returned it, and when last: ChunkAccess, a row of its own.
     created_at = models.DateTimeField(default=timezone.now, help_text="When the source was written.")
     indexed_at = models.DateTimeField(default=timezone.now)
     embedding = HalfVectorField(dimensions=DIMENSIONS, null=True, blank=True)
@@ -130,6 +135,27 @@ class Chunk(models.Model):
     @property
     def embedding_input(self) -> str:
         return f"{self.context}\n{self.text}" if self.context else self.text
+
+
+class ChunkAccess(models.Model):
+    """How often search has returned a chunk, and when it last did (decay's clock, seed 001): a
+    narrow row of its own, written by the web workers' batched reinforcement
+    (retrieval.search.sql.accesses). In the chunk row, each count written was a new version of a
+    wide row that every index of the chunk table, the HNSW graph and the full-text index
+    included, had to point to again, and that fired the term statistics' update trigger
+    (migration 0013, bench/README.md stop 31). A chunk never returned has no row: 0 uses, its
+    clock from its creation.
+
+    Deleting a chunk deletes its row (a foreign key ON DELETE CASCADE, added by the migration:
+    chunks are deleted in bulk by statements the ORM does not see)."""
+
+    chunk = models.OneToOneField(Chunk, on_delete=models.DO_NOTHING, primary_key=True, related_name="access",
+                                 db_constraint=False)
+    access_count = models.IntegerField(default=0)
+    accessed_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"chunk {self.chunk_id}: {self.access_count} uses"
 
 
 class DocumentQuerySet(KeyScopedQuerySet):

@@ -27,7 +27,7 @@ from memoryhub.transfer.records import derived_metadata, searchable_of
 from retrieval.embedders import DIMENSIONS, get_embedder
 from retrieval.embedding import request_embedding
 from retrieval.indexing import count_message_chunks, index_session_events
-from retrieval.models import Chunk, Document
+from retrieval.models import Chunk, ChunkAccess, Document
 from retrieval.vectors import is_zero, out_of_range, vector_problem
 
 
@@ -66,7 +66,7 @@ class RetrievalTransfer(TransferExtension):
         sequences = dict(Event.objects.filter(pk__in=[i for i in event_ids if isinstance(i, int)])
                          .values_list("id", "sequence"))
         refs = {**exporter.source_refs, **self.document_refs}
-        chunks = qs.select_related("session", "workspace", "channel__workspace").order_by("id")
+        chunks = qs.select_related("session", "workspace", "channel__workspace").with_access().order_by("id")
         return {"chunks": [_chunk_row(c, refs, exporter.derived, sequences) for c in chunks]}
 
     # -- import
@@ -129,6 +129,9 @@ class RetrievalTransfer(TransferExtension):
         kept = [c for c in chunks if c is not None]
         importer.skipped["chunks"] += len(chunks) - len(kept)
         created = Chunk.objects.bulk_create(kept)
+        ChunkAccess.objects.bulk_create([ChunkAccess(chunk=c, access_count=c.imported_access[0],  # type: ignore[attr-defined]
+                                                     accessed_at=c.imported_access[1])  # type: ignore[attr-defined]
+                                         for c in created if any(c.imported_access)])  # type: ignore[attr-defined]
         count_message_chunks([c.pk for c in created if c.kind == "event"])
         importer.counts["chunks"] += len(created)
         return [c.pk for c in created if c.embedding is None or c.embedding_model != current]
@@ -165,7 +168,8 @@ class RetrievalTransfer(TransferExtension):
         embedding = _embedding(row, path)
         importance = get_field(row, "importance", (int, float), path)
         accessed_at = get_time(row, "accessed_at", path, nullable=True)
-        return Chunk(
+        access_count = get_field(row, "access_count", int, path)
+        chunk = Chunk(
             tenant=importer.tenant, kind=kind, source_id=source_id,
             session=session, workspace=importer.workspace(workspace, f"{path}.workspace") if workspace else None,
             channel=importer.channel(channel, f"{path}.channel") if channel is not None else None,
@@ -176,11 +180,12 @@ class RetrievalTransfer(TransferExtension):
             sequence_end=get_field(row, "sequence_end", int, path, nullable=True),
             text=get_field(row, "text", str, path), context=get_field(row, "context", str, path),
             content_hash=get_field(row, "content_hash", str, path), metadata={**derived, **metadata},
-            importance=float(importance), access_count=get_field(row, "access_count", int, path),
-            accessed_at=accessed_at, created_at=get_time(row, "created_at", path),
+            importance=float(importance), created_at=get_time(row, "created_at", path),
             indexed_at=get_time(row, "indexed_at", path), embedding=embedding,
             embedding_model=get_field(row, "embedding_model", str, path) if embedding is not None else "",
         )
+        chunk.imported_access = (access_count, accessed_at)  # type: ignore[attr-defined]  # its ChunkAccess row
+        return chunk
 
     def _source(self, importer: Importer, ref: Any, path: str) -> tuple[str | None, dict[str, Any]]:
         """The chunk's source id in this tenant, and the metadata indexing derives from it; None

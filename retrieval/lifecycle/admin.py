@@ -63,7 +63,7 @@ class MemoryAdmin(admin.ModelAdmin):
         # A memory's chunk is derived from its source (the event log, a note, a fact, a summary, a
         # document) and re-derived when that changes: it is read here and edited at the source.
         fields = [f.name for f in Chunk._meta.concrete_fields if f.name not in self.exclude]
-        return ["source_link", *fields, "merged_from"]
+        return ["source_link", *fields, "access_count", "accessed_at", "merged_from"]
 
     def get_actions(self, request: HttpRequest) -> dict[str, Any]:
         actions = super().get_actions(request)
@@ -82,7 +82,16 @@ class MemoryAdmin(admin.ModelAdmin):
         return format_html('<a href="{}">{}</a>', target[0], target[1]) if target else "—"
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Memory]:
-        return super().get_queryset(request).annotate(relevance=decay.relevance_expression(table=Chunk._meta.db_table))
+        return (super().get_queryset(request).with_access()
+                .annotate(relevance=decay.relevance_expression(table=Chunk._meta.db_table)))
+
+    @admin.display(description="access count", ordering="access_count")
+    def access_count(self, obj: Memory) -> int:
+        return getattr(obj, "access_count", 0)
+
+    @admin.display(description="accessed at")
+    def accessed_at(self, obj: Memory) -> Any:
+        return getattr(obj, "accessed_at", None) or "—"
 
     @admin.display(description="text")
     def short_text(self, obj: Memory) -> str:

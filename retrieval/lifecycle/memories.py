@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db import models, transaction
+from django.db import connection, models, transaction
 
 from memoryhub.models import Fact, Note, SummaryNode, iso
 from memoryhub.signals import memory_saved
@@ -47,7 +47,7 @@ def _provenance(chunk: Chunk) -> dict[str, Any]:
         "session": chunk.session.external_id if chunk.session_id else None,
         "sequence_start": chunk.sequence_start, "sequence_end": chunk.sequence_end,
         "created_at": iso(chunk.created_at), "importance": chunk.importance,
-        "access_count": chunk.access_count, "text": chunk.text[:200],
+        "access_count": getattr(chunk, "access_count", 0), "text": chunk.text[:200],
     }
 
 
@@ -55,7 +55,7 @@ def _provenance(chunk: Chunk) -> dict[str, Any]:
 def apply_merge(*, tenant_id: int, survivor_id: int, absorbed_ids: list[int]) -> int:
     """Fold `absorbed_ids` into `survivor_id`: higher importance, summed access counts, provenance
     kept in metadata["merged_from"]; the absorbed memories are deleted. Returns how many were."""
-    rows = {c.pk: c for c in Chunk.objects.select_for_update(of=("self",)).select_related("session")
+    rows = {c.pk: c for c in Chunk.objects.select_for_update(of=("self",)).select_related("session").with_access()
             .filter(tenant_id=tenant_id, pk__in=[survivor_id, *absorbed_ids])}
     survivor = rows.get(survivor_id)
     others = [rows[i] for i in sorted(set(absorbed_ids)) if i in rows and i != survivor_id]
@@ -66,15 +66,12 @@ def apply_merge(*, tenant_id: int, survivor_id: int, absorbed_ids: list[int]) ->
         provenance.append(_provenance(other))
         provenance.extend(other.metadata.get("merged_from", []))
         survivor.importance = max(survivor.importance, other.importance)
-        survivor.access_count += other.access_count
-        if other.accessed_at and (survivor.accessed_at is None or other.accessed_at > survivor.accessed_at):
-            survivor.accessed_at = other.accessed_at
         if other.session_id == survivor.session_id and other.sequence_start is not None:
             survivor.sequence_start = min(survivor.sequence_start or other.sequence_start, other.sequence_start)
             survivor.sequence_end = max(survivor.sequence_end or 0, other.sequence_end or 0)
     survivor.metadata = {**survivor.metadata, "merged_from": provenance}
-    survivor.save(update_fields=["importance", "access_count", "accessed_at", "sequence_start",
-                                 "sequence_end", "metadata"])
+    survivor.save(update_fields=["importance", "sequence_start", "sequence_end", "metadata"])
+    _sum_accesses(survivor, others)
     return delete_memories(tenant_id=tenant_id, chunk_ids=[o.pk for o in others],
                            keep=(survivor.kind, survivor.source_id), reason=ArchivedMemory.Reason.MERGE,
                            survivor=survivor)
@@ -156,3 +153,20 @@ def unpin_memories(chunk_ids: list[int]) -> int:
         chunk.save(update_fields=["metadata", "importance", "lifetime"])
         count += 1
     return count
+
+
+def _sum_accesses(survivor: Chunk, others: list[Chunk]) -> None:
+    """Add the absorbed chunks' accesses to the survivor's access row (their own rows go with
+    them): counts summed, the latest access kept. One statement, so that accesses a web worker
+    writes meanwhile are added to, not overwritten."""
+    count = sum(c.access_count for c in others)  # type: ignore[attr-defined]
+    times = [c.accessed_at for c in others if c.accessed_at is not None]  # type: ignore[attr-defined]
+    if not count and not times:
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO retrieval_chunkaccess (chunk_id, access_count, accessed_at) VALUES (%s, %s, %s) "
+            "ON CONFLICT (chunk_id) DO UPDATE SET access_count = retrieval_chunkaccess.access_count "
+            "+ excluded.access_count, accessed_at = GREATEST(retrieval_chunkaccess.accessed_at, excluded.accessed_at)",
+            [survivor.pk, count, max(times) if times else None],
+        )

@@ -101,9 +101,10 @@ def promote(run: TenantRun) -> None:
     rel, params = run.relevance()
     rows = fetch(
         f"""UPDATE retrieval_chunk c SET lifetime = 'long_term'
-            WHERE c.tenant_id = %s AND {SHORT_TERM} AND c.access_count > %s AND {rel} > %s
+            WHERE c.tenant_id = %s AND {SHORT_TERM} AND {rel} > %s
+              AND c.id IN (SELECT chunk_id FROM retrieval_chunkaccess WHERE access_count > %s)
             RETURNING c.id""",
-        [run.tenant.pk, settings.MEMORYHUB_PROMOTE_MIN_ACCESSES, *params, _promote_at()],
+        [run.tenant.pk, *params, _promote_at(), settings.MEMORYHUB_PROMOTE_MIN_ACCESSES],
     )
     ids = sorted(r[0] for r in rows)
     run.counts["promoted"] += len(ids)

@@ -325,17 +325,21 @@ def load_rows(kept: list[Candidate], model: str) -> dict[int, HitRow]:
 
 
 def _write_accesses(counts: Counts) -> None:
-    """Add the accesses of a batch in one statement (seed 002: frequently used memories decay slower)."""
+    """Add the accesses of a batch in one statement (seed 002: frequently used memories decay
+    slower), to the chunks' narrow ChunkAccess rows: a chunk row is never rewritten for it."""
     rows = sorted((int(pk), int(n[0])) for pk, n in counts.items())
-    values = ", ".join(["(%s::bigint, %s::int)"] * len(rows))
-    # The rows are locked in id order first: two processes flushing overlapping batches (web
-    # workers) otherwise lock them in their own orders and deadlock (seen under 8 clients).
+    # In id order: the chunks are key-share locked (a chunk deleted meanwhile is left out, not a
+    # foreign-key error) and their rows written in the SELECT's order. Two processes flushing
+    # overlapping batches (web workers) otherwise lock them in their own orders and deadlock
+    # (seen under 8 clients).
     with connection.cursor() as cursor:
         cursor.execute(
-            "UPDATE retrieval_chunk c SET access_count = c.access_count + v.n, accessed_at = %s "
-            "FROM (SELECT id FROM retrieval_chunk WHERE id = ANY(%s) ORDER BY id FOR UPDATE) AS l "
-            f"JOIN (VALUES {values}) AS v(id, n) ON v.id = l.id WHERE c.id = l.id",
-            [timezone.now(), [pk for pk, _ in rows], *[value for row in rows for value in row]],
+            "INSERT INTO retrieval_chunkaccess (chunk_id, access_count, accessed_at) "
+            "SELECT c.id, v.n, %s FROM unnest(%s::bigint[], %s::int[]) AS v(id, n) "
+            "JOIN retrieval_chunk c ON c.id = v.id ORDER BY c.id FOR KEY SHARE OF c "
+            "ON CONFLICT (chunk_id) DO UPDATE SET access_count = retrieval_chunkaccess.access_count "
+            "+ excluded.access_count, accessed_at = excluded.accessed_at",
+            [timezone.now(), [pk for pk, _ in rows], [n for _, n in rows]],
         )
 
 

@@ -111,9 +111,9 @@ def test_search_filters_and_no_reinforcement(staff_client, cast, memories) -> No
     facts_only = explore(staff_client, cast, user="dana", q="daughters support group", kinds="fact").context["results"]
     assert [r.chunk.kind for r in facts_only] == ["fact"]
     assert explore(staff_client, cast, user="dana", q="support group", tiers="account").context["results"] == []
-    before = list(Chunk.objects.order_by("pk").values_list("access_count", flat=True))
+    before = list(Chunk.objects.with_access().order_by("pk").values_list("access_count", flat=True))
     explore(staff_client, cast, user="dana", q="support group", profile="memory")
-    assert list(Chunk.objects.order_by("pk").values_list("access_count", flat=True)) == before
+    assert list(Chunk.objects.with_access().order_by("pk").values_list("access_count", flat=True)) == before
     bad = explore(staff_client, cast, user="dana", q="x", since="2026-05-02", until="2026-05-01")
     assert bad.context["form"].errors["until"]
 
@@ -197,16 +197,16 @@ def test_looking_in_the_console_is_not_a_use_even_when_counts_are_written_later(
 
     settings.MEMORYHUB_ACCESS_FLUSH_SECONDS = 3600  # as deployed: written later, not in the request
     accesses.flush()
-    before = list(Chunk.objects.order_by("pk").values_list("access_count", flat=True))
+    before = list(Chunk.objects.with_access().order_by("pk").values_list("access_count", flat=True))
     assert explore(staff_client, cast, user="dana", q="support group").context["results"]
     page = staff_client.get("/admin/console/context/", {"tenant": cast.alice_tenant.pk, "session": "dana-chat",
                                                         "query": "support group", "budget": 500})
     assert page.context["assembled"].items
     accesses.flush()
-    assert list(Chunk.objects.order_by("pk").values_list("access_count", flat=True)) == before
+    assert list(Chunk.objects.with_access().order_by("pk").values_list("access_count", flat=True)) == before
     cast.alice.post("/api/v1/search/", {"query": "support group", "user_id": "dana"}, format="json")
     accesses.flush()  # an agent's search does count: the check above can fail
-    assert list(Chunk.objects.order_by("pk").values_list("access_count", flat=True)) != before
+    assert list(Chunk.objects.with_access().order_by("pk").values_list("access_count", flat=True)) != before
 
 
 def test_context_preview_is_what_the_api_returns(staff_client, cast, memories) -> None:

@@ -10,7 +10,7 @@ import time_machine
 from django.db import connection
 
 from retrieval import decay
-from retrieval.models import Chunk
+from retrieval.models import Chunk, ChunkAccess
 from tests.base import make_tenant
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -56,16 +56,19 @@ def test_relevance_at_uses_last_access_then_creation() -> None:
 @pytest.mark.django_db
 def test_sql_and_python_agree_on_every_tier_age_and_count() -> None:
     tenant = make_tenant("decay")
-    rows = []
+    rows, uses = [], []
     for tier in decay.TIERS:
         for hours in (0, 1, 7.5, 24, 24 * 30, 24 * 365 * 50, -3):
             for count in (0, 1, 4, 1000):
                 created = NOW - timedelta(hours=hours)
                 accessed = NOW - timedelta(hours=hours / 2) if count % 2 else None
                 rows.append(Chunk(tenant=tenant, tier=tier, text=f"{tier} {hours} {count}", content_hash="x",
-                                  importance=0.37 + count / 10_000, access_count=count,
-                                  created_at=created, accessed_at=accessed))
+                                  importance=0.37 + count / 10_000, created_at=created))
+                uses.append((count, accessed))
     Chunk.objects.bulk_create(rows)
+    # A chunk never returned by search has no access row (0 uses, its clock from its creation).
+    ChunkAccess.objects.bulk_create([ChunkAccess(chunk=chunk, access_count=count, accessed_at=accessed)
+                                     for chunk, (count, accessed) in zip(rows, uses, strict=True) if count])
 
     with time_machine.travel(NOW, tick=False):
         sql, params = decay.relevance_sql("c")
@@ -78,7 +81,7 @@ def test_sql_and_python_agree_on_every_tier_age_and_count() -> None:
         by_created = decay.relevance_sql("c", time_column="created_at")
 
     assert len(from_sql) == len(rows)
-    for chunk in Chunk.objects.filter(tenant=tenant):
+    for chunk in Chunk.objects.filter(tenant=tenant).with_access():
         expected = decay.relevance_at(chunk.importance, chunk.tier, chunk.accessed_at, chunk.created_at,
                                       chunk.access_count, NOW)
         assert from_sql[chunk.pk] == pytest.approx(expected, rel=1e-9, abs=1e-300)

@@ -10,7 +10,7 @@ from django.utils import timezone
 from accounts.models import Workspace
 from memoryhub.searchable import Searchable
 from memoryhub.signals import memory_saved
-from retrieval.models import Chunk
+from retrieval.models import Chunk, ChunkAccess
 from retrieval.search import hybrid_search
 from tests.base import error_code, make_client, make_key, search_texts
 from tests.retrieval.conftest import search
@@ -352,12 +352,12 @@ def test_memory_profile_reinforces_returned_results(alice, index) -> None:
     index(alice, "s2", {"role": "user", "content": "grape jelly", "importance": 0.1})
     results = search(alice, query="grape", profile="memory").json()["results"]
     assert results[0]["text"] == "grape juice"  # importance breaks the tie
-    assert set(Chunk.objects.values_list("access_count", flat=True)) == {1}
+    assert set(Chunk.objects.with_access().values_list("access_count", flat=True)) == {1}
     search(alice, query="grape", profile="memory", top_k=1)
-    assert Chunk.objects.get(text="grape juice").access_count == 2
-    assert Chunk.objects.get(text="grape jelly").accessed_at is not None
+    assert Chunk.objects.with_access().get(text="grape juice").access_count == 2
+    assert Chunk.objects.with_access().get(text="grape jelly").accessed_at is not None
     search(alice, query="grape")  # every profile counts (seed 002); the memory profile ranks with it
-    assert Chunk.objects.get(text="grape juice").access_count == 3
+    assert Chunk.objects.with_access().get(text="grape juice").access_count == 3
 
 
 # --- query counts --------------------------------------------------------------------------------
@@ -602,7 +602,7 @@ def test_memory_profile_ranks_by_the_lifecycles_decayed_relevance(alice, cast) -
             created_at=month_ago, tier=tier, importance=0.8))
     plain = search(alice, query="quince").json()["results"]
     assert plain[0]["scores"] == plain[1]["scores"]  # equal on both signals: only decay can separate them
-    Chunk.objects.update(access_count=0, accessed_at=None)  # that search was a use of both: undo it
+    ChunkAccess.objects.all().delete()  # that search was a use of both: undo it
     results = search(alice, query="quince", profile="memory").json()["results"]
     # A month old: the account tier (0.999/h) keeps ~0.49 of its relevance, a conversation (0.99/h) ~0.
     assert [r["text"] for r in results] == ["quince account memory", "quince conversation memory"]
@@ -611,10 +611,10 @@ def test_memory_profile_ranks_by_the_lifecycles_decayed_relevance(alice, cast) -
     gap = results[0]["score"] - results[1]["score"]
     assert abs(gap - 0.4 * (expected["account"] - expected["conversation"])) < 1e-3  # SQL agrees with Python
     # Those were accesses: both were returned, so both count one use now and decay from now on.
-    assert {c.access_count for c in Chunk.objects.all()} == {1}
-    assert all(c.accessed_at > month_ago for c in Chunk.objects.all())
+    assert {c.access_count for c in Chunk.objects.with_access()} == {1}
+    assert all(c.accessed_at > month_ago for c in Chunk.objects.with_access())
     # A memory used recently decays from its last use, not from when it was written.
-    Chunk.objects.filter(tier="account").update(accessed_at=month_ago)
+    ChunkAccess.objects.filter(chunk__tier="account").update(accessed_at=month_ago)
     results = search(alice, query="quince", profile="memory").json()["results"]
     assert results[0]["text"] == "quince conversation memory"
 
@@ -703,16 +703,16 @@ def test_every_search_counts_an_access_of_what_it_returned(alice, index, setting
     index(alice, "s", {"role": "user", "content": "the red kite nests here"})
     index(alice, "t", {"role": "user", "content": "unrelated"})
     assert search_texts(alice, query="red kite", mode="text") == ["the red kite nests here"]
-    kite = Chunk.objects.get(text="the red kite nests here")
+    kite = Chunk.objects.with_access().get(text="the red kite nests here")
     assert kite.access_count == 1 and kite.accessed_at is not None
-    assert Chunk.objects.get(text="unrelated").access_count == 0
+    assert Chunk.objects.with_access().get(text="unrelated").access_count == 0
     # Batched: with an interval, searches only add in memory until the batch is written.
     settings.MEMORYHUB_ACCESS_FLUSH_SECONDS = 3600
     search_texts(alice, query="red kite", mode="text")
     search_texts(alice, query="red kite", mode="text")
-    assert Chunk.objects.get(pk=kite.pk).access_count == 1
+    assert Chunk.objects.with_access().get(pk=kite.pk).access_count == 1
     accesses.flush()
-    assert Chunk.objects.get(pk=kite.pk).access_count == 3
+    assert Chunk.objects.with_access().get(pk=kite.pk).access_count == 3
 
 
 @pytest.mark.parametrize("mode", ["hybrid", "text", "vector"])

@@ -9,7 +9,7 @@ import pytest
 from accounts.models import Tenant, Workspace
 from memoryhub.models import Session
 from retrieval.embedders import DIMENSIONS
-from retrieval.models import Chunk
+from retrieval.models import Chunk, ChunkAccess
 from tests.base import make_tenant
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
@@ -32,11 +32,15 @@ def memory(tenant: Tenant, session: Session | None, text: str, *, hours: float =
     defaults: dict[str, Any] = {"kind": "event", "tier": "conversation", "lifetime": "conversation",
                                 "importance": 0.5}
     defaults.update(fields)
-    return Chunk.objects.create(
+    access = {name: defaults.pop(name) for name in ("access_count", "accessed_at") if name in defaults}
+    chunk = Chunk.objects.create(
         tenant=tenant, session=session, workspace_id=session.workspace_id if session else None,
         channel_id=session.channel_id if session else None, text=text, content_hash=text,
         created_at=NOW - timedelta(hours=hours), **defaults,
     )
+    if access:  # as search's reinforcement writes them (retrieval.models.ChunkAccess)
+        ChunkAccess.objects.create(chunk=chunk, **access)
+    return chunk
 
 
 def ids(tenant: Tenant) -> set[int]:

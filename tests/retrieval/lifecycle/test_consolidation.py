@@ -17,7 +17,7 @@ from memoryhub.models import Event, Session
 from retrieval.lifecycle import consolidation, duplicates, memories, review, steps
 from retrieval.lifecycle.consolidation import run_consolidation
 from retrieval.lifecycle.models import ConsolidationReport, PendingDeletion
-from retrieval.models import Chunk
+from retrieval.models import Chunk, ChunkAccess
 from tests.base import add_memories, make_tenant
 from tests.retrieval.lifecycle.conftest import NOW, ids, make_session, memory
 
@@ -40,7 +40,7 @@ def test_real_run_promotes_prunes_merges_and_stores_a_report(world) -> None:  # 
 
     hot, warm = Chunk.objects.get(pk=m["hot"].pk), Chunk.objects.get(pk=m["warm"].pk)
     assert hot.lifetime == "long_term" and warm.lifetime == "conversation"
-    survivor = Chunk.objects.get(pk=m["dup_b"].pk)
+    survivor = Chunk.objects.with_access().get(pk=m["dup_b"].pk)
     assert survivor.importance == 0.8 and survivor.access_count == 3
     assert (survivor.sequence_start, survivor.sequence_end) == (3, 7)
     [provenance] = survivor.metadata["merged_from"]
@@ -121,7 +121,7 @@ def test_approving_a_held_merge_applies_it(world) -> None:  # type: ignore[no-un
     run_consolidation(tenant_id=tenant.pk, now=NOW)
     merge = PendingDeletion.objects.get(tenant=tenant, step="merge")
     assert review.approve_pending(merge.pk) == {"deleted": 1}
-    assert Chunk.objects.get(pk=m["dup_b"].pk).access_count == 3
+    assert Chunk.objects.with_access().get(pk=m["dup_b"].pk).access_count == 3
 
 
 def test_consolidation_of_one_tenant_never_touches_another(world) -> None:  # type: ignore[no-untyped-def]
@@ -190,7 +190,8 @@ def test_facts_are_promoted_with_their_chunks(world) -> None:  # type: ignore[no
     from memoryhub.models import Fact
 
     fact = add_memories(world["tenant"], "s1")["fact"]
-    Chunk.objects.filter(kind="fact", source_id=str(fact.pk)).update(access_count=9, accessed_at=NOW)
+    ChunkAccess.objects.create(chunk=Chunk.objects.get(kind="fact", source_id=str(fact.pk)), access_count=9,
+                               accessed_at=NOW)
     result = run_consolidation(tenant_id=world["tenant"].pk, now=NOW)
     assert Chunk.objects.get(kind="fact", source_id=str(fact.pk)).pk in result["ids"]["promoted"]
     assert Fact.objects.get(pk=fact.pk).lifetime == "long_term"

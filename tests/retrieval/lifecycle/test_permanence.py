@@ -13,7 +13,7 @@ from retrieval.indexing import rebuild_event_chunks
 from retrieval.lifecycle import archive, review
 from retrieval.lifecycle.consolidation import run_consolidation
 from retrieval.lifecycle.models import ArchivedMemory, PendingDeletion
-from retrieval.models import Chunk
+from retrieval.models import Chunk, ChunkAccess
 from tests.base import remember, search_texts
 from tests.retrieval.lifecycle.conftest import NOW, make_session, memory, vector
 
@@ -88,8 +88,9 @@ def test_the_first_destructive_run_is_held_for_review_with_text_and_can_be_resto
     assert Note.objects.get(note_id="note-old").content == "an old shopping list"
     assert "an old shopping list" in search_texts(cast.alice, query="shopping list", mode="text")
     # An operator has now decided a review: the next runs act without holding.
-    Chunk.objects.filter(kind="note", source_id="note-old").update(  # (the search above was an access)
-        created_at=timezone.now() - timedelta(days=400), lifetime="short_term", accessed_at=None, access_count=0)
+    Chunk.objects.filter(kind="note", source_id="note-old").update(
+        created_at=timezone.now() - timedelta(days=400), lifetime="short_term")
+    ChunkAccess.objects.filter(chunk__kind="note", chunk__source_id="note-old").delete()  # (the search above was an access)
     assert run_consolidation(tenant_id=tenant.pk)["counts"]["pruned"] == 1
     assert not Note.objects.filter(note_id="note-old").exists()
 
