@@ -68,3 +68,58 @@ def test_a_long_chunk_with_its_context_keeps_its_vectors_in_the_row(settings) ->
         rows, large, vectors_apart, tsvectors_apart, texts_apart = cursor.fetchone()
     assert rows > 3 and large + texts_apart > 0, "the rows are large enough for TOAST to act"
     assert (vectors_apart, tsvectors_apart) == (0, 0)
+
+
+def test_rows_written_before_0012_are_rewritten_in_the_row_in_batches(settings) -> None:
+    """`manage.py chunk_layout` reports the chunks whose vectors a deployment stored apart before
+    migration 0012, and `--rewrite` writes them again in batches: then none is apart, and each
+    vector and tsvector is the value it was (search finds the same)."""
+    import hashlib
+    import json
+    from io import StringIO
+
+    from django.core.management import CommandError, call_command
+
+    from retrieval.embedding import backfill_embeddings
+    from retrieval.models import Chunk
+
+    settings.MEMORYHUB_EMBED_CONTEXT_MESSAGES = 2
+    client = make_client(make_key(make_tenant("alice")))
+    with connection.cursor() as cursor:  # the layout before 0012, for the rows written now
+        cursor.execute("ALTER TABLE retrieval_chunk ALTER COLUMN embedding SET STORAGE EXTERNAL, "
+                       "ALTER COLUMN search_vector SET STORAGE EXTENDED")
+    # Words that do not compress: a row with two such earlier messages stays over 2 kB after
+    # compression, and TOAST moves the vector and the tsvector out.
+    long = [" ".join(hashlib.sha256(f"{i}-{j}".encode()).hexdigest()[:8] for j in range(70)) for i in range(5)]
+    response = post_events(client, "s1", {"role": "user", "content": "a short first message"},  # a small row
+                           *[{"role": "user", "content": text} for text in long])
+    assert response.status_code == 201, response.content
+    assert backfill_embeddings()["embedded"] == Chunk.objects.count()
+    with connection.cursor() as cursor:
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")  # (the test's transaction holds the deferred checks)
+        cursor.execute("ALTER TABLE retrieval_chunk ALTER COLUMN embedding SET STORAGE PLAIN, "
+                       "ALTER COLUMN search_vector SET STORAGE MAIN")  # migration 0012
+        cursor.execute("SELECT id, embedding::text, search_vector::text FROM retrieval_chunk ORDER BY id")
+        values = cursor.fetchall()
+        cursor.execute("SELECT count(*) FROM retrieval_chunk WHERE pg_column_toast_chunk_id(embedding) IS NOT NULL "
+                       "OR pg_column_toast_chunk_id(search_vector) IS NOT NULL")
+        either_apart = cursor.fetchone()[0]
+
+    def run(*args: str) -> dict:
+        out = StringIO()
+        call_command("chunk_layout", *args, stdout=out)
+        return json.loads(out.getvalue())
+
+    report = run()
+    apart = report["before"]
+    assert apart["chunks"] == len(values) and apart["vectors_apart"] > 0 and apart["tsvectors_apart"] > 0
+    assert "after" not in report and run() == report  # a report changes nothing
+    rewritten = run("--rewrite", "--batch", "2")
+    assert rewritten["after"] == {"chunks": len(values), "vectors_apart": 0, "tsvectors_apart": 0}
+    assert rewritten["rewritten"] == either_apart < len(values)  # only those rows
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT id, embedding::text, search_vector::text FROM retrieval_chunk ORDER BY id")
+        assert cursor.fetchall() == values
+    assert run("--rewrite")["rewritten"] == 0
+    with pytest.raises(CommandError):
+        call_command("chunk_layout", "--rewrite", "--batch", "0")
