@@ -30,6 +30,27 @@ def test_chunk_admin_lists_filters_and_reembeds(staff_client, alice, index, djan
     assert chunk.embedding_model == "hash-v1" and chunk.embedding is not None
 
 
+def test_chunk_and_memory_admin_show_and_sort_by_access_counts(staff_client, alice, index) -> None:
+    """The counts live in ChunkAccess rows (migration 0013): the chunk and memory pages show them
+    and sort by them; a chunk never returned shows 0 uses."""
+    from retrieval.models import ChunkAccess
+
+    index(alice, "s", {"role": "user", "content": "often found"}, {"role": "user", "content": "never found"})
+    often, never = Chunk.objects.get(text="often found"), Chunk.objects.get(text="never found")
+    ChunkAccess.objects.create(chunk=often, access_count=7)
+    # The column's place in each list (1-based, as the admin's ?o= names it).
+    for base, column in (("/admin/retrieval/chunk/", 10), ("/admin/lifecycle/memory/", 9)):
+        for order, expected in ((f"-{column}", [7, 0]), (str(column), [0, 7])):
+            page = staff_client.get(base, {"o": order})
+            assert page.status_code == 200
+            assert [r.access_count for r in page.context["cl"].result_list] == expected
+        for chunk, uses in ((often, 7), (never, 0)):
+            change = staff_client.get(f"{base}{chunk.pk}/change/")
+            assert change.status_code == 200
+            html = change.content.decode()
+            assert "access count" in html.lower() and f">{uses}<" in html.replace(" ", "").replace("\n", "")
+
+
 def test_document_admin_lists(staff_client, alice) -> None:
     alice.post("/api/v1/documents/", {"source_uri": "u", "text": "doc"}, format="json")
     assert staff_client.get("/admin/retrieval/document/").status_code == 200
