@@ -12,7 +12,7 @@ from django.http import HttpRequest
 from django.utils.html import format_html
 
 from memoryhub.admin.paginator import EstimatedCountPaginator
-from retrieval.admin_helpers import source_link
+from retrieval.admin_helpers import AccessColumns, source_link
 from retrieval.embedding import queue_for_embedding
 from retrieval.indexing import delete_searchable
 from retrieval.models import Chunk, Document
@@ -40,7 +40,7 @@ class EmbeddedFilter(admin.SimpleListFilter):
 
 
 @admin.register(Chunk)
-class ChunkAdmin(admin.ModelAdmin):
+class ChunkAdmin(AccessColumns, admin.ModelAdmin):
     list_display = ["id", "kind", "short_text", "tenant", "session", "sequence_start", "sequence_end", "tier",
                     "importance", "access_count", "embedding_model", "created_at"]
     list_filter = ["kind", "tier", "lifetime", EmbeddedFilter, "tenant", ("created_at", admin.DateFieldListFilter)]
@@ -53,14 +53,6 @@ class ChunkAdmin(admin.ModelAdmin):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Chunk]:
         return super().get_queryset(request).with_access()
-
-    @admin.display(description="access count", ordering="access_count")
-    def access_count(self, obj: Chunk) -> int:
-        return getattr(obj, "access_count", 0)
-
-    @admin.display(description="accessed at")
-    def accessed_at(self, obj: Chunk) -> Any:
-        return getattr(obj, "accessed_at", None) or "—"
 
     paginator = EstimatedCountPaginator
     show_full_result_count = False

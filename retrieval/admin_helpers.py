@@ -98,3 +98,16 @@ def count_rows(counts: dict[str, Any]) -> list[tuple[str, str, Any]]:
     plain = {k: v for k, v in counts.items() if not isinstance(v, dict)}
     known = [(k, COUNT_LABELS[k], plain[k]) for k in COUNT_LABELS if k in plain]
     return known + [(k, k.replace("_", " "), v) for k, v in sorted(plain.items()) if k not in COUNT_LABELS]
+
+
+class AccessColumns:
+    """A chunk's access count and last access (retrieval.models.ChunkAccess) as admin columns and
+    read-only fields, for a list whose queryset is Chunk.objects.with_access()."""
+
+    @admin.display(description="access count", ordering="access_count")
+    def access_count(self, obj: Chunk) -> int:
+        return getattr(obj, "access_count", 0)
+
+    @admin.display(description="accessed at")
+    def accessed_at(self, obj: Chunk) -> Any:
+        return getattr(obj, "accessed_at", None) or "—"

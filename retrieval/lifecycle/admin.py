@@ -15,7 +15,14 @@ from django.utils.safestring import mark_safe
 
 from memoryhub.admin.paginator import EstimatedCountPaginator
 from retrieval import decay
-from retrieval.admin_helpers import confirm_page, confirmed, count_rows, source_link, transcript_url
+from retrieval.admin_helpers import (
+    AccessColumns,
+    confirm_page,
+    confirmed,
+    count_rows,
+    source_link,
+    transcript_url,
+)
 from retrieval.embedding import queue_for_embedding
 from retrieval.lifecycle import archive, memories, review, review_page
 from retrieval.lifecycle.models import (
@@ -46,7 +53,7 @@ class PinnedFilter(admin.SimpleListFilter):
 
 
 @admin.register(Memory)
-class MemoryAdmin(admin.ModelAdmin):
+class MemoryAdmin(AccessColumns, admin.ModelAdmin):
     """Chunks as memories: tier, lifetime, current relevance; pin, re-embed, merge, forget."""
 
     list_display = ["id", "kind", "short_text", "tenant", "session", "tier", "lifetime", "importance",
@@ -84,14 +91,6 @@ class MemoryAdmin(admin.ModelAdmin):
     def get_queryset(self, request: HttpRequest) -> QuerySet[Memory]:
         return (super().get_queryset(request).with_access()
                 .annotate(relevance=decay.relevance_expression(table=Chunk._meta.db_table)))
-
-    @admin.display(description="access count", ordering="access_count")
-    def access_count(self, obj: Memory) -> int:
-        return getattr(obj, "access_count", 0)
-
-    @admin.display(description="accessed at")
-    def accessed_at(self, obj: Memory) -> Any:
-        return getattr(obj, "accessed_at", None) or "—"
 
     @admin.display(description="text")
     def short_text(self, obj: Memory) -> str:
