@@ -22,6 +22,7 @@ from django.db import connection, models
 # appends keep the ORM's statements (bench/README.md, stop 30).
 SMALL_BATCH = 8
 
+
 @dataclass(frozen=True)
 class Rows:
     """A model's insertable columns and its instances' values: `INSERT INTO {table} ({columns})

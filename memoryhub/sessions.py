@@ -344,7 +344,7 @@ def _write(session: Session, fields: list[str], new: list[Event]) -> None:
     notice, notice_params = background.notify_work_within() or ("NULL", [])
     with connection.cursor() as cursor:
         cursor.execute(
-            f"""WITH counters AS (UPDATE memoryhub_session SET {assigned} WHERE id = %s)
+            f"""WITH counters AS (UPDATE {Session._meta.db_table} SET {assigned} WHERE id = %s)
                 INSERT INTO {events.table} ({events.columns}) VALUES {events.values}
                 RETURNING id, sequence, {notice}""",
             [*assigned_params, session.pk, *events.params, *notice_params],

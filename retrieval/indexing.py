@@ -150,7 +150,7 @@ def _insert_unless_indexed(session: Session, chunks: list[Chunk]) -> list[int]:
             f"""INSERT INTO {values.table} ({values.columns})
                 SELECT * FROM (VALUES {values.values}) AS v ({values.columns})
                 WHERE v.content_hash <> ALL (ARRAY(
-                    SELECT c.content_hash FROM retrieval_chunk c
+                    SELECT c.content_hash FROM {values.table} c
                     WHERE c.session_id = %s AND c.kind = 'event' AND c.content_hash = ANY(%s)))
                 RETURNING id, content_hash""",
             [*values.params, session.pk, [chunk.content_hash for chunk in chunks]],

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db import connection, models, transaction
+from django.db import models, transaction
 
 from memoryhub.models import Fact, Note, SummaryNode, iso
 from memoryhub.signals import memory_saved
 from retrieval.lifecycle.archive import archive
 from retrieval.lifecycle.models import ArchivedMemory
-from retrieval.models import Chunk
+from retrieval.models import Chunk, ChunkAccess
 
 # A chunk of a note, fact or summary is one piece of that memory: deleting the memory means
 # deleting its row (which the API lists) and all its chunks, never leaving half of it.
@@ -157,16 +157,9 @@ def unpin_memories(chunk_ids: list[int]) -> int:
 
 def _sum_accesses(survivor: Chunk, others: list[Chunk]) -> None:
     """Add the absorbed chunks' accesses to the survivor's access row (their own rows go with
-    them): counts summed, the latest access kept. One statement, so that accesses a web worker
-    writes meanwhile are added to, not overwritten."""
+    them): counts summed, the latest access kept; added, not overwritten, so that accesses a web
+    worker writes meanwhile stay counted."""
     count = sum(c.access_count for c in others)  # type: ignore[attr-defined]
     times = [c.accessed_at for c in others if c.accessed_at is not None]  # type: ignore[attr-defined]
-    if not count and not times:
-        return
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "INSERT INTO retrieval_chunkaccess (chunk_id, access_count, accessed_at) VALUES (%s, %s, %s) "
-            "ON CONFLICT (chunk_id) DO UPDATE SET access_count = retrieval_chunkaccess.access_count "
-            "+ excluded.access_count, accessed_at = GREATEST(retrieval_chunkaccess.accessed_at, excluded.accessed_at)",
-            [survivor.pk, count, max(times) if times else None],
-        )
+    if count or times:
+        ChunkAccess.add([(survivor.pk, count)], max(times) if times else None)

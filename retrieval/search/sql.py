@@ -32,6 +32,7 @@ from memoryhub.counters import BatchedCounter, Counts
 from memoryhub.models import Session
 from retrieval.decay import relevance_sql
 from retrieval.embedders import DIMENSIONS
+from retrieval.models import ChunkAccess
 from retrieval.search.request import Candidate, HitRow, SearchRequest
 from retrieval.search.vectors import CandidateVectors, decode_halfvecs
 from retrieval.termstats import table_rows
@@ -167,8 +168,11 @@ def exact_source(req: SearchRequest, where: str, params: list[Any], limit: int) 
             "ORDER BY c.created_at DESC, c.id DESC LIMIT %s", [*params, pattern, limit])
 
 
-def _startup_options() -> str:
-    return str(connection.settings_dict.get("OPTIONS", {}).get("options", ""))
+def _startup_options() -> str | None:
+    """The options connections start with, when they start with search's HNSW settings
+    (settings.py; off behind a pooler that refuses startup options); else None."""
+    options = str(connection.settings_dict.get("OPTIONS", {}).get("options", ""))
+    return options if "-c hnsw.iterative_scan=relaxed_order" in options else None
 
 
 def hnsw_preset(ef_search: int) -> bool:
@@ -176,7 +180,7 @@ def hnsw_preset(ef_search: int) -> bool:
     for a SET LOCAL, is needed: it started with them (settings.py passes search's as startup
     options), or an earlier search SET this ef_search for the rest of its life (hnsw_settings)."""
     options = _startup_options()
-    if "-c hnsw.iterative_scan=relaxed_order" not in options:
+    if options is None:
         return False
     raw = connection.connection
     current = _connection_ef.get(raw) if raw is not None else None
@@ -218,7 +222,7 @@ def hnsw_settings(needed: bool) -> Iterator[None]:
     if hnsw_preset(ef):
         yield
         return
-    if "-c hnsw.iterative_scan=relaxed_order" in _startup_options() and not connection.in_atomic_block:
+    if _startup_options() is not None and not connection.in_atomic_block:
         with connection.cursor() as cursor:
             cursor.execute(f"SET hnsw.ef_search = {ef}")
         _connection_ef[connection.connection] = ef
@@ -325,22 +329,9 @@ def load_rows(kept: list[Candidate], model: str) -> dict[int, HitRow]:
 
 
 def _write_accesses(counts: Counts) -> None:
-    """Add the accesses of a batch in one statement (seed 002: frequently used memories decay
-    slower), to the chunks' narrow ChunkAccess rows: a chunk row is never rewritten for it."""
-    rows = sorted((int(pk), int(n[0])) for pk, n in counts.items())
-    # In id order: the chunks are key-share locked (a chunk deleted meanwhile is left out, not a
-    # foreign-key error) and their rows written in the SELECT's order. Two processes flushing
-    # overlapping batches (web workers) otherwise lock them in their own orders and deadlock
-    # (seen under 8 clients).
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "INSERT INTO retrieval_chunkaccess (chunk_id, access_count, accessed_at) "
-            "SELECT c.id, v.n, %s FROM unnest(%s::bigint[], %s::int[]) AS v(id, n) "
-            "JOIN retrieval_chunk c ON c.id = v.id ORDER BY c.id FOR KEY SHARE OF c "
-            "ON CONFLICT (chunk_id) DO UPDATE SET access_count = retrieval_chunkaccess.access_count "
-            "+ excluded.access_count, accessed_at = excluded.accessed_at",
-            [timezone.now(), [pk for pk, _ in rows], [n for _, n in rows]],
-        )
+    """Add the accesses of a batch (seed 002: frequently used memories decay slower) to the
+    chunks' narrow ChunkAccess rows: a chunk row is never rewritten for it."""
+    ChunkAccess.add([(int(pk), int(n[0])) for pk, n in counts.items()], timezone.now())
 
 
 accesses = BatchedCounter("access", _write_accesses, "MEMORYHUB_ACCESS_FLUSH_SECONDS")
