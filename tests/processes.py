@@ -102,7 +102,26 @@ def wait_for(condition: Callable[[], Any], timeout: float, message: str, process
             return value
         time.sleep(every)
     logs = "".join(f"\n--- {p.name} ---\n{processes.log(p.name)}" for p in processes.started) if processes else ""
-    raise AssertionError(f"timed out after {timeout:.0f} s: {message}{logs}")
+    raise AssertionError(f"timed out after {timeout:.0f} s: {message}{logs}{database_state() if processes else ''}")
+
+
+def database_state() -> str:
+    """What the started processes' database sessions were doing (a timeout's second clue): each
+    backend's state, what it waits on and its statement, and the lanes' last heartbeats."""
+    lines = ["\n--- database sessions ---"]
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT pid, application_name, state, wait_event_type, wait_event, "
+                "round(extract(epoch FROM now() - xact_start)::numeric, 1), left(query, 160) "
+                "FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() "
+                "ORDER BY pid")
+            lines += [" | ".join(str(v) for v in row) for row in cursor.fetchall()]
+            cursor.execute("SELECT lane, name, seen_at, done, failed, busy FROM memoryhub_worker ORDER BY lane")
+            lines += ["--- lanes ---", *(" | ".join(str(v) for v in row) for row in cursor.fetchall())]
+    except Exception as exc:  # the report must not hide the timeout
+        lines.append(f"(unreadable: {exc})")
+    return "\n".join(lines)
 
 
 def answers(url: str) -> bool:

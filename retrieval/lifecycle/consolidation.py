@@ -115,8 +115,11 @@ def run_consolidation(*, tenant_id: int | None = None, dry_run: bool = False, pr
 def _consolidate_tenant(run: TenantRun, progress: Progress | None, *, done: int, total_steps: int) -> None:
     """Every step for one tenant in one transaction (rolled back for a dry run)."""
     with transaction.atomic():
-        with connection.cursor() as cursor:  # one consolidation of a tenant at a time
-            cursor.execute("SELECT 1 FROM accounts_tenant WHERE id = %s FOR UPDATE", [run.tenant.pk])
+        # One consolidation of a tenant at a time. NO KEY UPDATE, not UPDATE: every insert that
+        # references the tenant (an append's events and chunks) takes KEY SHARE on its row, which
+        # FOR UPDATE blocks: appends would wait for the whole consolidation.
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1 FROM accounts_tenant WHERE id = %s FOR NO KEY UPDATE", [run.tenant.pk])
         for step in STEPS:
             STEP_FUNCTIONS[step](run)
             done += 1

@@ -252,3 +252,57 @@ def test_no_deletable_kinds_means_nothing_is_deleted(world, settings) -> None:  
     assert ids(world["tenant"]) == before
     assert result["counts"]["promoted"] == 1
     assert result["counts"]["pruned"] == result["counts"]["merged"] == result["counts"]["capped"] == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_appends_go_on_while_their_tenant_is_consolidated(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Consolidation holds its tenant's row for the whole run (one run per tenant at a time), but
+    an append, whose inserts reference that row, must not wait for it."""
+    import threading
+
+    from django.db import OperationalError, connection
+
+    from tests.base import make_client, make_key, new_session, post_events
+
+    tenant = make_tenant("busy")
+    client = make_client(make_key(tenant))
+    new_session(client, "s1")
+    inside, release = threading.Event(), threading.Event()
+    errors: list[BaseException] = []
+    score = consolidation.STEP_FUNCTIONS["score"]
+
+    def held_score(run: Any) -> None:
+        score(run)
+        inside.set()
+        release.wait(20)
+
+    monkeypatch.setitem(consolidation.STEP_FUNCTIONS, "score", held_score)
+
+    def consolidate() -> None:
+        try:
+            run_consolidation(tenant_id=tenant.pk)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    worker = threading.Thread(target=consolidate)
+    worker.start()
+    try:
+        assert inside.wait(20)
+        with connection.cursor() as cursor:  # an append that waited would fail here, not hang
+            cursor.execute("SET lock_timeout = '3s'")
+        try:
+            response = post_events(client, "s1", {"role": "user", "content": "written during a consolidation"})
+            assert response.status_code == 201, response.content
+            with pytest.raises(OperationalError, match="lock"), transaction.atomic(), connection.cursor() as cursor:
+                # ...while a second consolidation of the tenant still waits for the first
+                cursor.execute("SELECT 1 FROM accounts_tenant WHERE id = %s FOR NO KEY UPDATE NOWAIT", [tenant.pk])
+        finally:
+            with connection.cursor() as cursor:
+                cursor.execute("RESET lock_timeout")
+    finally:
+        release.set()
+        worker.join(30)
+    assert not errors and not worker.is_alive()
+    assert Event.objects.filter(session__tenant=tenant, content="written during a consolidation").count() == 1
