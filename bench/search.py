@@ -328,8 +328,9 @@ def measure_embedding_throughput(tenant: Any, turns: list[str], sample: int) -> 
     from django.conf import settings
 
     embedder = get_embedder()
-    backend = embedder.backend(settings.MEMORYHUB_EMBED_BACKFILL_BATCH)  # the runtime the backfill's batches use
-    model = embedder._load(backend)  # type: ignore[attr-defined]
+    full = settings.MEMORYHUB_EMBED_BACKFILL_BATCH  # the runtime the backfill's batches use, on every thread
+    backend = embedder.backend(full)  # type: ignore[attr-defined]
+    model = embedder._load(backend, settings.MEMORYHUB_EMBED_THREADS)  # type: ignore[attr-defined]
     started = time.perf_counter()
     if backend == "onnx":
         model.encode(inputs, batch_size=settings.MEMORYHUB_EMBED_BATCH_SIZE)

@@ -362,7 +362,8 @@ LOGGING = {
 
 MEMORYHUB_CHUNK_CHARS = env_int("MEMORYHUB_CHUNK_CHARS", 640, minimum=64)
 MEMORYHUB_CHUNK_OVERLAP = env_int("MEMORYHUB_CHUNK_OVERLAP", 96, minimum=0)
-# Torch threads for the local model, and texts per encode() call.
+# Most threads of the local model that embeds stored texts (each call gets only the cores the rest
+# of the machine left idle lately, at least one: memoryhub.cpu), and texts per encode() call.
 MEMORYHUB_EMBED_THREADS = env_int("MEMORYHUB_EMBED_THREADS", min(os.cpu_count() or 1, 4), minimum=1)
 MEMORYHUB_EMBED_BATCH_SIZE = env_int("MEMORYHUB_EMBED_BATCH_SIZE", 32, minimum=1)
 # ONNX Runtime's embedding threads spin while they wait for their next operation (its own default):

@@ -13,11 +13,13 @@ import hashlib
 import math
 import re
 import threading
+import time
 from typing import Any, Protocol
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
+from memoryhub.cpu import headroom
 from retrieval.minilm_runtimes import EmbedderUnavailable
 
 DIMENSIONS = 384  # the width of the pgvector column; an embedder of another width is refused
@@ -53,6 +55,10 @@ class HashEmbedder:
         return [v / norm for v in vector]
 
 
+# torch's thread count (the CPU budget, memoryhub.cpu) changes at most this often.
+TORCH_THREADS_HOLD_SECONDS = 10.0
+
+
 class MiniLMEmbedder:
     """all-MiniLM-L6-v2 on ONNX Runtime or torch (the same vectors: cosine ≥ 0.999, checked when
     the ONNX model is made; see retrieval.minilm_runtimes). MEMORYHUB_EMBED_BACKEND=auto uses, for
@@ -66,6 +72,17 @@ class MiniLMEmbedder:
         self._models: dict[str, Any] = {}
         self._choice: dict[str, Any] | None = None
         self._lock = threading.Lock()
+        self._torch_changed = -TORCH_THREADS_HOLD_SECONDS  # when torch's thread count last changed
+
+    def _torch_threads(self, threads: int) -> None:
+        """Set torch's threads, but change them at most every TORCH_THREADS_HOLD_SECONDS: torch
+        remakes its thread pool on a change (~250 ms a call when alternating 1 and 2 here)."""
+        import torch
+
+        now = time.monotonic()
+        if threads != torch.get_num_threads() and now - self._torch_changed >= TORCH_THREADS_HOLD_SECONDS:
+            torch.set_num_threads(threads)
+            self._torch_changed = now
 
     def backend(self, count: int) -> str:
         """Which runtime ("onnx" or "torch") serves a call with `count` texts."""
@@ -84,26 +101,35 @@ class MiniLMEmbedder:
             return "torch"
         return "onnx" if wanted == "onnx" else choice["query" if count == 1 else "batch"]
 
-    def _load(self, backend: str) -> Any:
+    @staticmethod
+    def threads() -> int:
+        """Threads for the next call: MEMORYHUB_EMBED_THREADS, but no more than the cores the rest
+        of the machine left idle lately (memoryhub.cpu), so that requests keep theirs."""
+        return headroom.threads(settings.MEMORYHUB_EMBED_THREADS)
+
+    def _load(self, backend: str, threads: int) -> Any:
+        """The runtime's model: ONNX Runtime fixes a session's threads (a session per thread
+        count); torch's are set before each call."""
+        name = f"onnx-{threads}" if backend == "onnx" else backend
         with self._lock:
-            if backend not in self._models:
+            if name not in self._models:
                 from retrieval.minilm_runtimes import OnnxMiniLM, cache_dir, load_torch_model
 
                 if backend == "onnx":
-                    self._models[backend] = OnnxMiniLM(cache_dir(), settings.MEMORYHUB_EMBED_THREADS,
-                                                       spin=settings.MEMORYHUB_EMBED_SPIN)
+                    self._models[name] = OnnxMiniLM(cache_dir(), threads, spin=settings.MEMORYHUB_EMBED_SPIN)
                 else:
-                    self._models[backend] = load_torch_model()
-        return self._models[backend]
+                    self._models[name] = load_torch_model()
+        return self._models[name]
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         if not texts:
             return []
-        backend = self.backend(len(texts))
+        backend, threads = self.backend(len(texts)), self.threads()
         try:
-            model = self._load(backend)
+            model = self._load(backend, threads)
             if backend == "onnx":
                 return model.encode(texts, batch_size=settings.MEMORYHUB_EMBED_BATCH_SIZE).tolist()
+            self._torch_threads(threads)
             vectors = model.encode(texts, batch_size=settings.MEMORYHUB_EMBED_BATCH_SIZE, normalize_embeddings=True,
                                    convert_to_numpy=True, show_progress_bar=False)
         except MemoryError as exc:  # the machine's fault, not the texts'

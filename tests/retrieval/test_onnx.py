@@ -95,6 +95,39 @@ def test_the_embedders_threads_spin_only_when_asked(prepared) -> None:  # type: 
     assert (spinning.encode(TEXTS[:4]) == blocking.encode(TEXTS[:4])).all()
 
 
+@pytest.mark.parametrize("backend", ["onnx", "torch"])
+def test_the_lane_embeds_on_the_cores_the_machine_left_free(prepared, settings, monkeypatch, backend: str) -> None:  # type: ignore[no-untyped-def]
+    """A busy machine (requests being served) leaves the model one thread; a quiet one every thread
+    MEMORYHUB_EMBED_THREADS allows. The vectors are the same either way."""
+    import numpy as np
+    import torch
+
+    from memoryhub import cpu
+    from retrieval import embedders
+    from retrieval.embedders import MiniLMEmbedder
+
+    settings.MEMORYHUB_EMBED_BACKEND, settings.MEMORYHUB_EMBED_THREADS = backend, 2
+    embedder = MiniLMEmbedder()
+    free = iter([0.9, 1.9, 1.9])
+    monkeypatch.setattr(cpu.headroom, "free", lambda: next(free))
+    busy = np.array(embedder.embed(TEXTS[:4]))
+    if backend == "onnx":
+        assert list(embedder._models) == ["onnx-1"]
+        assert embedder._models["onnx-1"].session.get_session_options().intra_op_num_threads == 1
+    else:
+        assert torch.get_num_threads() == 1
+        embedder.embed(TEXTS[:1] * 2)  # torch remakes its thread pool on a change: held a while
+        assert torch.get_num_threads() == 1
+        monkeypatch.setattr(embedders, "TORCH_THREADS_HOLD_SECONDS", 0.0)
+    quiet = np.array(embedder.embed(TEXTS[:4]))
+    if backend == "onnx":
+        assert list(embedder._models) == ["onnx-1", "onnx-2"]
+        assert embedder._models["onnx-2"].session.get_session_options().intra_op_num_threads == 2
+    else:
+        assert torch.get_num_threads() == 2
+    assert np.allclose(busy, quiet, atol=1e-4)
+
+
 def test_an_int8_copy_for_queries_is_made_and_judged_beside_the_model(prepared) -> None:  # type: ignore[no-untyped-def]
     import numpy as np
 
