@@ -2,7 +2,7 @@
 
 The embed lane's model runs on up to MEMORYHUB_EMBED_THREADS threads. Niceness alone does not keep
 it out of the requests' way: on two cores, a lane on two threads while single appends streamed in
-made them p50 5.2 / p95 11 ms, against 4.4–4.7 / 7.6–8.0 ms with the lane on one thread
+made them p50 5.0–5.3 / p95 ~11 ms, against 4.4–4.7 / 7.6–8.0 ms with the lane on one thread
 (bench/README.md, stop 32). So the lane takes the cores other processes (web workers, PostgreSQL,
 the clusters) left idle since its last look, and always one: a backlog still drains at full speed
 on a quiet machine, and on a busy one the requests keep their cores.

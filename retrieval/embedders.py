@@ -109,7 +109,7 @@ class MiniLMEmbedder:
 
     def _load(self, backend: str, threads: int) -> Any:
         """The runtime's model: ONNX Runtime fixes a session's threads (a session per thread
-        count); torch's are set before each call."""
+        count); torch has one model, whose threads _torch_threads sets."""
         name = f"onnx-{threads}" if backend == "onnx" else backend
         with self._lock:
             if name not in self._models:
