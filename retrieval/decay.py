@@ -41,10 +41,9 @@ from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
 from memoryhub.searchable import TIERS
+from retrieval.models import Chunk, ChunkAccess
 
 MIN_EXPONENT = -700.0
-CHUNK_TABLE = "retrieval_chunk"
-ACCESS_TABLE = "retrieval_chunkaccess"  # retrieval.models.ChunkAccess
 
 
 def decay_rates() -> dict[str, float]:
@@ -102,10 +101,10 @@ def relevance_sql(alias: str = "", *, now: datetime | None = None,
     database's transaction time, so that frozen time in tests and the Python form agree).
     Returns (sql, params) with %s placeholders in order, ready for cursor.execute or RawSQL.
     """
-    p = f"{alias or CHUNK_TABLE}."
+    p = f"{alias or Chunk._meta.db_table}."
 
     def access(column: str) -> str:
-        return f"(SELECT a.{column} FROM {ACCESS_TABLE} a WHERE a.chunk_id = {p}id)"
+        return f"(SELECT a.{column} FROM {ChunkAccess._meta.db_table} a WHERE a.chunk_id = {p}id)"
 
     time_expr = f"{p}{time_column}" if time_column else f"COALESCE({access('accessed_at')}, {p}created_at)"
     rates = decay_rates()

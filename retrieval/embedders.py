@@ -101,12 +101,6 @@ class MiniLMEmbedder:
             return "torch"
         return "onnx" if wanted == "onnx" else choice["query" if count == 1 else "batch"]
 
-    @staticmethod
-    def threads() -> int:
-        """Threads for the next call: MEMORYHUB_EMBED_THREADS, but no more than the cores the rest
-        of the machine left idle lately (memoryhub.cpu), so that requests keep theirs."""
-        return headroom.threads(settings.MEMORYHUB_EMBED_THREADS)
-
     def _load(self, backend: str, threads: int) -> Any:
         """The runtime's model: ONNX Runtime fixes a session's threads (a session per thread
         count); torch has one model, whose threads _torch_threads sets."""
@@ -124,7 +118,10 @@ class MiniLMEmbedder:
     def embed(self, texts: list[str]) -> list[list[float]]:
         if not texts:
             return []
-        backend, threads = self.backend(len(texts)), self.threads()
+        backend = self.backend(len(texts))
+        # MEMORYHUB_EMBED_THREADS, but no more than the cores the rest of the machine left idle
+        # lately (memoryhub.cpu), so that requests keep theirs.
+        threads = headroom.threads(settings.MEMORYHUB_EMBED_THREADS)
         try:
             model = self._load(backend, threads)
             if backend == "onnx":

@@ -157,21 +157,22 @@ class ChunkAccess(models.Model):
     def __str__(self) -> str:
         return f"chunk {self.chunk_id}: {self.access_count} uses"
 
-    @staticmethod
-    def add(counts: list[tuple[int, int]], at: datetime | None) -> None:
+    @classmethod
+    def add(cls, counts: list[tuple[int, int]], at: datetime | None) -> None:
         """Add (chunk id, accesses) to the chunks' rows, last access `at` (kept if later), in one
         statement. In id order: the chunks are key-share locked (a chunk deleted meanwhile is
         left out, not a foreign-key error) and their rows written in the SELECT's order. Two
         processes adding overlapping batches (web workers) otherwise lock them in their own
         orders and deadlock (seen under 8 clients)."""
         ordered = sorted(counts)
+        table = cls._meta.db_table
         with connection.cursor() as cursor:
             cursor.execute(
-                "INSERT INTO retrieval_chunkaccess (chunk_id, access_count, accessed_at) "
+                f"INSERT INTO {table} (chunk_id, access_count, accessed_at) "
                 "SELECT c.id, v.n, %s FROM unnest(%s::bigint[], %s::int[]) AS v(id, n) "
-                "JOIN retrieval_chunk c ON c.id = v.id ORDER BY c.id FOR KEY SHARE OF c "
-                "ON CONFLICT (chunk_id) DO UPDATE SET access_count = retrieval_chunkaccess.access_count "
-                "+ excluded.access_count, accessed_at = GREATEST(retrieval_chunkaccess.accessed_at, excluded.accessed_at)",
+                f"JOIN {Chunk._meta.db_table} c ON c.id = v.id ORDER BY c.id FOR KEY SHARE OF c "
+                f"ON CONFLICT (chunk_id) DO UPDATE SET access_count = {table}.access_count + excluded.access_count, "
+                f"accessed_at = GREATEST({table}.accessed_at, excluded.accessed_at)",
                 [at, [pk for pk, _ in ordered], [n for _, n in ordered]],
             )
 

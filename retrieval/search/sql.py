@@ -175,11 +175,11 @@ def _startup_options() -> str | None:
     return options if "-c hnsw.iterative_scan=relaxed_order" in options else None
 
 
-def hnsw_preset(ef_search: int) -> bool:
+def hnsw_preset(ef_search: int, options: str | None) -> bool:
     """Whether this connection runs with these HNSW settings, so that no SET, and no transaction
-    for a SET LOCAL, is needed: it started with them (settings.py passes search's as startup
-    options), or an earlier search SET this ef_search for the rest of its life (hnsw_settings)."""
-    options = _startup_options()
+    for a SET LOCAL, is needed: it started with them (`options`, _startup_options: settings.py
+    passes search's as startup options), or an earlier search SET this ef_search for the rest of
+    its life (hnsw_settings)."""
     if options is None:
         return False
     raw = connection.connection
@@ -219,10 +219,11 @@ def hnsw_settings(needed: bool) -> Iterator[None]:
         yield
         return
     ef = ef_search()
-    if hnsw_preset(ef):
+    options = _startup_options()
+    if hnsw_preset(ef, options):
         yield
         return
-    if _startup_options() is not None and not connection.in_atomic_block:
+    if options is not None and not connection.in_atomic_block:
         with connection.cursor() as cursor:
             cursor.execute(f"SET hnsw.ef_search = {ef}")
         _connection_ef[connection.connection] = ef
