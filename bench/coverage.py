@@ -14,6 +14,8 @@ the defaults chosen here were confirmed with full runs (bench/README.md, stop 26
 
 `--norms`: 0 orders the unlisted conversations by their best result (the order before stop 26);
 p > 0 by the p-norm of their messages' scores (retrieval.search.rerank.conversation_evidence).
+`--words`: the weights at which that evidence is blended with the query words each conversation's
+messages say (rerank.conversation_words; MEMORYHUB_SEARCH_COVERAGE_WORDS, stop 33).
 Prints turn and session recall@10 overall, per half and for the multi-hop questions (LoCoMo).
 """
 
@@ -40,14 +42,15 @@ def capture(bench: Any) -> tuple[list[recall.Question], list[list[Row]], dict[in
 
     from accounts.models import Channel
     from memoryhub.models import Session
-    from retrieval.embedders import get_embedder
+    from retrieval.query_embedding import embed_queries
     from retrieval.search import engine, hybrid_search
+    from retrieval.search.rerank import conversation_words
 
     conversations = common.load(bench.data, None)
     connection.creation.create_test_db(verbosity=0, autoclobber=False, keepdb=True)
     ingested = common.ingest(conversations, f"{bench.name}-minilm-ctx{settings.MEMORYHUB_EMBED_CONTEXT_MESSAGES}")
     questions = recall.questions_of(conversations, bench.categories)
-    vectors = get_embedder().embed([q.question["question"] for q in questions])
+    vectors = embed_queries([q.question["question"] for q in questions])  # as a server embeds a query
     tenant_id = ingested.key.tenant_id
     external = dict(Session.objects.filter(tenant_id=tenant_id).values_list("pk", "external_id"))
     channels = {c.name: c for c in Channel.objects.filter(tenant_id=tenant_id)}
@@ -56,10 +59,14 @@ def capture(bench: Any) -> tuple[list[recall.Question], list[list[Row]], dict[in
 
     def keep(*args: Any) -> Any:
         seen["order"], seen["ranked"], similarities = rank(*args)
+        _req, plan, pool = args[:3]
+        seen["said"] = pool.said
+        seen["idfs"] = [idf for _, idf in plan.text_query.terms] if plan.text_query is not None else []
         return seen["order"], seen["ranked"], similarities
 
     engine._rank = keep
     rankings: list[list[Row]] = []
+    words: list[dict[int, float]] = []
     finds: dict[int, tuple[set[str], str | None]] = {}
     try:
         for q, vector in zip(questions, vectors, strict=True):
@@ -68,6 +75,7 @@ def capture(bench: Any) -> tuple[list[recall.Question], list[list[Row]], dict[in
                           scope="channel", channel_ids=[channel.pk], workspace_ids=[channel.workspace_id],
                           top_k=10, user_id=common.owner(q.conversation_id) or None, counts_as_use=False)
             rankings.append([(c.pk, c.session_id, seen["order"][c.pk]) for c in seen["ranked"]])
+            words.append(conversation_words(seen["ranked"], seen["said"], seen["idfs"]))
             for c in seen["ranked"]:
                 session = external.get(c.session_id) if c.session_id is not None else None
                 turns = ({ingested.turn_at.get((session, s)) for s in (c.sequence_start, c.sequence_end)}
@@ -75,18 +83,22 @@ def capture(bench: Any) -> tuple[list[recall.Question], list[list[Row]], dict[in
                 finds[c.pk] = ({t for t in turns if t}, ingested.session_of.get(session) if session else None)
     finally:
         engine._rank = rank
-    return questions, rankings, finds
+    return questions, rankings, words, finds
 
 
-def covered(ranking: list[Row], share: float, floor: float, norm: float, k: int = 10) -> list[int]:
-    """The product's cover_conversations over plain rows."""
+def covered(ranking: list[Row], share: float, floor: float, norm: float, k: int = 10,
+            words: dict[int, float] | None = None, weight: float = 0.0) -> list[int]:
+    """The product's cover_conversations over plain rows; `words` (conversation_words) blended
+    into the evidence at `weight` as the search blends them."""
     from retrieval.search.request import Candidate
-    from retrieval.search.rerank import conversation_evidence, cover_conversations
+    from retrieval.search.rerank import conversation_evidence, cover_conversations, with_words
 
     candidates = [Candidate(pk=pk, session_id=sid, text="", contextual=False, created_ts=0.0,
                             sequence_end=None, importance=0.5) for pk, sid, _ in ranking]
     scores = {pk: score for pk, _, score in ranking}
     evidence = conversation_evidence(candidates, scores, norm) if norm > 0 else None
+    if evidence is not None and words and weight > 0:
+        evidence = with_words(evidence, words, weight)
     return [c.pk for c in cover_conversations(candidates, k, share, scores, floor, evidence)]
 
 
@@ -111,24 +123,28 @@ def main() -> None:
     parser.add_argument("--shares", default="0.6,0.7,0.8")
     parser.add_argument("--floors", default="0.8")
     parser.add_argument("--norms", default="0,2,3,4,6,8")
+    parser.add_argument("--words", default="0", help="comma-separated weights of the query words (0 = evidence alone)")
     args = parser.parse_args()
     if args.bench == "locomo":
         from bench.locomo import LOCOMO as bench
     else:
         from bench.longmemeval import LONGMEMEVAL as bench
     common.setup_django(bench.db_name, "minilm")
-    questions, rankings, finds = capture(bench)
+    questions, rankings, words, finds = capture(bench)
     print(f"{len(questions)} questions; turn@10 / session@10\n")
-    print("| share | floor | conversation order | overall | half 1 | half 2 | multi-hop |")
-    print("| ---: | ---: | --- | ---: | ---: | ---: | ---: |")
-    for share in (float(x) for x in args.shares.split(",")):
-        for floor in (float(x) for x in args.floors.split(",")):
-            for norm in (float(x) for x in args.norms.split(",")):
-                got = figures(questions, [covered(r, share, floor, norm) for r in rankings], finds)
-                cells = [f"{got[b][0]:.3f} / {got[b][1]:.3f}" if b in got else "" for b in
-                         ("overall", "half 1", "half 2", "multi-hop")]
-                order = "best result" if norm <= 0 else f"evidence, p = {norm:g}"
-                print(f"| {share:g} | {floor:g} | {order} | " + " | ".join(cells) + " |", flush=True)
+    print("| share | floor | conversation order | words | overall | half 1 | half 2 | multi-hop |")
+    print("| ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |")
+    grid = [(float(share), float(floor), float(norm), float(weight)) for share in args.shares.split(",")
+            for floor in args.floors.split(",") for norm in args.norms.split(",") for weight in args.words.split(",")]
+    for share, floor, norm, weight in grid:
+        if norm <= 0 and weight > 0:
+            continue  # words blend into the evidence only
+        got = figures(questions, [covered(r, share, floor, norm, words=w, weight=weight)
+                                  for r, w in zip(rankings, words, strict=True)], finds)
+        cells = [f"{got[b][0]:.3f} / {got[b][1]:.3f}" if b in got else "" for b in
+                 ("overall", "half 1", "half 2", "multi-hop")]
+        order = "best result" if norm <= 0 else f"evidence, p = {norm:g}"
+        print(f"| {share:g} | {floor:g} | {order} | {weight:g} | " + " | ".join(cells) + " |", flush=True)
 
 
 if __name__ == "__main__":

@@ -463,6 +463,10 @@ MEMORYHUB_SEARCH_COVERAGE = env_float("MEMORYHUB_SEARCH_COVERAGE", 0.7, low=0.0,
 # p-norm, with this p, of the scores of their messages among the candidates (several good matches
 # outweigh one; 0 = in order of their best result alone). bench/README.md, stop 26.
 MEMORYHUB_SEARCH_COVERAGE_NORM = env_float("MEMORYHUB_SEARCH_COVERAGE_NORM", 4.0, low=0.0, high=64.0)
+# ... blended with the query words each says across its messages (the summed IDF of the distinct
+# terms its candidates' own words say), at this weight against that evidence, each divided by its
+# highest (0 = evidence alone). bench/README.md, stop 33.
+MEMORYHUB_SEARCH_COVERAGE_WORDS = env_float("MEMORYHUB_SEARCH_COVERAGE_WORDS", 0.5, low=0.0, high=1.0)
 # ... but only a result scoring at least this share of the top_k-th result's score (0 = any): a
 # conversation that barely matches does not take the place of a good match (bench/README.md).
 MEMORYHUB_SEARCH_COVERAGE_FLOOR = env_float("MEMORYHUB_SEARCH_COVERAGE_FLOOR", 0.8, low=0.0, high=1.0)

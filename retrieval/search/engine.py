@@ -48,12 +48,14 @@ from retrieval.search.rerank import (
     PairSimilarities,
     cap_per_session,
     conversation_evidence,
+    conversation_words,
     cover_conversations,
     dedup,
     diversify,
     expand_summaries,
     mmr,
     near_duplicates,
+    with_words,
 )
 from retrieval.search.sql import (
     CandidatePool,
@@ -132,11 +134,10 @@ def _run_search(req: SearchRequest, *, alone: bool) -> list[SearchHit]:
     kept = dedup(ranked, _near_pairs(head, pool, similarities), 3 * req.top_k)
     trace.ranks("dedup", ranked, kept)
     coverage = settings.MEMORYHUB_SEARCH_COVERAGE if _reranks(req) else 1.0
-    norm = settings.MEMORYHUB_SEARCH_COVERAGE_NORM
-    evidence = conversation_evidence(ranked, order, norm) if coverage < 1.0 and norm > 0.0 else None
+    evidence, words = _evidence(ranked, order, pool, plan.text_query) if coverage < 1.0 else (None, False)
     covered = cover_conversations(kept, req.top_k, coverage, order, settings.MEMORYHUB_SEARCH_COVERAGE_FLOOR,
                                   evidence)
-    trace.ranks("coverage", kept, covered, evidence)
+    trace.ranks("coverage", kept, covered, evidence, words)
     rows = load_rows(covered, model)
     hits = [SearchHit(rows[c.pk], order[c.pk], vec.get(c.pk), pool.txt.get(c.pk)) for c in covered if c.pk in rows]
     for rank, hit in enumerate(hits, start=1):
@@ -144,6 +145,21 @@ def _run_search(req: SearchRequest, *, alone: bool) -> list[SearchHit]:
     if req.counts_as_use:
         reinforce([h.chunk.pk for h in hits])
     return hits
+
+
+def _evidence(ranked: list[Candidate], order: dict[int, float], pool: CandidatePool,
+              tq: TextQuery | None) -> tuple[dict[int, float] | None, bool]:
+    """The order coverage lists unlisted conversations in: the p-norm of their messages' scores,
+    blended with the query words they say across messages (MEMORYHUB_SEARCH_COVERAGE_WORDS), and
+    whether it was; None (by their best result) when the norm is 0."""
+    norm = settings.MEMORYHUB_SEARCH_COVERAGE_NORM
+    if norm <= 0.0:
+        return None, False
+    evidence = conversation_evidence(ranked, order, norm)
+    weight = settings.MEMORYHUB_SEARCH_COVERAGE_WORDS
+    if weight <= 0.0 or tq is None or not pool.said:
+        return evidence, False
+    return with_words(evidence, conversation_words(ranked, pool.said, [idf for _, idf in tq.terms]), weight), True
 
 
 def _plan(req: SearchRequest, where: str, params: list[Any], model: str, alone: bool) -> Plan:
@@ -189,15 +205,15 @@ def _candidates(req: SearchRequest, plan: Plan, scope: Source, model: str) -> Ca
     candidates are fetched, and the vector side's once it is in: two statements, the same
     candidates and scores as one, the query embedding's time no longer added to the SQL's."""
     early = None
+    options = {"with_relevance": req.profile == "memory", "with_said": _weighs_words(req)}
     if plan.pending is not None:
         if plan.sources:
-            early = fetch_candidates(plan.sources, model, plan.text_query, with_relevance=req.profile == "memory")
+            early = fetch_candidates(plan.sources, model, plan.text_query, **options)
         plan.vector = as_halfvec(plan.pending.result())
         plan.sources = _vector_sources(req, plan.vector, model, scope, plan.limit, plan.narrow)
     if not plan.sources:
         return early
-    pool = fetch_candidates(plan.sources, model, plan.text_query, with_relevance=req.profile == "memory",
-                            vector_search=plan.vector is not None)
+    pool = fetch_candidates(plan.sources, model, plan.text_query, vector_search=plan.vector is not None, **options)
     return pool if early is None else early.merged(pool)
 
 
@@ -256,6 +272,13 @@ def _query_time_hints(req: SearchRequest) -> list[TimeHint]:
     if req.profile == "memory" or settings.MEMORYHUB_SEARCH_TIME_WEIGHT <= 0.0:
         return []
     return time_hints(req.query)
+
+
+def _weighs_words(req: SearchRequest) -> bool:
+    """Whether coverage orders conversations by the query words they say (so the candidate
+    statement must report them)."""
+    return (_reranks(req) and settings.MEMORYHUB_SEARCH_COVERAGE < 1.0 and settings.MEMORYHUB_SEARCH_COVERAGE_NORM > 0.0
+            and settings.MEMORYHUB_SEARCH_COVERAGE_WORDS > 0.0)
 
 
 def _reranks(req: SearchRequest) -> bool:

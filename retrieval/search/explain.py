@@ -103,8 +103,9 @@ class Trace:
             self.scores("date_hint", before, after, "written within " + "; ".join(_hint_text(h) for h in hints))
 
     def ranks(self, name: str, before: Sequence[Candidate], after: Sequence[Candidate],
-              evidence: dict[int, float] | None = None) -> None:
-        """A stage that reorders; `evidence`: the conversations' evidence coverage ordered them by."""
+              evidence: dict[int, float] | None = None, words: bool = False) -> None:
+        """A stage that reorders; `evidence`: the conversations' evidence coverage ordered them by
+        (`words`: blended with the query words they say)."""
         if self.req is None:
             return
         stage = _Ranks(name, _positions(before), _positions(after))
@@ -112,8 +113,12 @@ class Trace:
             stage.detail = {m: f"took the place of summary chunk {s}, which ranked there"
                             for m, s in self.replaced.items()}
         if evidence is not None:
-            stage.detail = {c.pk: f"its conversation's evidence {_round(evidence[c.session_id])} "
-                            f"(the {settings.MEMORYHUB_SEARCH_COVERAGE_NORM:g}-norm of its messages' scores)"
+            how = f"the {settings.MEMORYHUB_SEARCH_COVERAGE_NORM:g}-norm of its messages' scores"
+            if words:
+                weight = settings.MEMORYHUB_SEARCH_COVERAGE_WORDS
+                how = (f"{1 - weight:g} × {how} + {weight:g} × the query words its messages say, "
+                       "each divided by the highest among the candidates")
+            stage.detail = {c.pk: f"its conversation's evidence {_round(evidence[c.session_id])} ({how})"
                             for c in after if c.session_id in evidence}
         self.stages.append(stage)
 

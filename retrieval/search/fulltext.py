@@ -26,6 +26,8 @@ _OWN_LENGTH = "length(ts_filter(c.search_vector, '{a}'))"  # distinct lexemes of
 # is scored on this many of them, so that its candidates cannot make a search read it all each.
 MESSAGE_CHUNKS = 32
 MATCH_BUDGET = 500  # chunks whose own words match, summed over the terms that select candidates
+# Terms a candidate's said_sql reports (bits of a bigint); further terms of a long query still score.
+SAID_BITS = 62
 BM25_K1 = 1.2
 BM25_B = 0.5
 _WEBSEARCH_OPERATORS = re.compile(r'"|(^|\s)-\w|\sor\s', re.IGNORECASE)
@@ -70,6 +72,19 @@ class TextQuery:
             own, own_params = self.score_sql()
             sql, params = f"({sql} + 0.001 * {own})", [*params, *own_params]
         return sql, params
+
+    def said_sql(self, *, per_message: bool = False) -> tuple[str, list[Any]]:
+        """A bigint whose bit i is set when the candidate's own words (its whole message's, with
+        `per_message`) say term i, for the first SAID_BITS terms: which of the query's words each
+        conversation says, across its messages (rerank.conversation_words)."""
+        if not self.terms:
+            return "0", []
+        if per_message:
+            said = [f"(coalesce(m.p{i}, false) OR c.search_vector @@ %s::tsquery)" for i in range(len(self.terms))]
+        else:
+            said = ["c.search_vector @@ %s::tsquery"] * len(self.terms)
+        parts = " + ".join(f"(CASE WHEN {x} THEN {1 << i} ELSE 0 END)" for i, x in enumerate(said[:SAID_BITS]))
+        return f"({parts})::bigint", [literal + ":A" for literal, _ in self.terms[:SAID_BITS]]
 
     def message_sql(self) -> tuple[str, list[Any]]:
         """A LATERAL join (m) over the message a candidate chunk is text of (every chunk of its

@@ -172,6 +172,29 @@ def conversation_evidence(ranked: list[Candidate], scores: dict[int, float], nor
     return {session: total ** (1.0 / norm) for session, total in sums.items()}
 
 
+def conversation_words(ranked: list[Candidate], said: dict[int, int], weights: list[float]) -> dict[int, float]:
+    """Each conversation's words for the query: the summed IDF `weights` of the distinct query
+    terms that its candidates' own words say (`said`: a bit per term, TextQuery.said_sql), across
+    its messages. Several messages of one conversation that each say a different word of the
+    question (who in one, what in another) make it a conversation about the question, which no
+    single message shows; a word said twice counts once."""
+    masks: dict[int, int] = {}
+    for candidate in ranked:
+        terms = said.get(candidate.pk, 0)
+        if terms and candidate.session_id is not None:
+            masks[candidate.session_id] = masks.get(candidate.session_id, 0) | terms
+    return {session: sum(w for i, w in enumerate(weights) if terms >> i & 1) for session, terms in masks.items()}
+
+
+def with_words(evidence: dict[int, float], words: dict[int, float], weight: float) -> dict[int, float]:
+    """Evidence and words blended, each divided by its highest: (1 − weight) · evidence + weight ·
+    words. A conversation with no candidate saying a query word keeps its share of the evidence."""
+    top_evidence = max(evidence.values(), default=0.0) or 1.0
+    top_words = max(words.values(), default=0.0) or 1.0
+    return {session: (1.0 - weight) * value / top_evidence + weight * words.get(session, 0.0) / top_words
+            for session, value in evidence.items()}
+
+
 def cover_conversations(kept: list[Candidate], top_k: int, share: float, scores: dict[int, float] | None = None,
                         floor: float = 0.0, evidence: dict[int, float] | None = None) -> list[Candidate]:
     """The first share·top_k results by rank; the other places go first to the best results from

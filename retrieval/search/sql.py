@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from weakref import WeakKeyDictionary
@@ -241,6 +241,7 @@ class CandidatePool:
     candidates: dict[int, Candidate]
     txt: dict[int, float]
     vectors: CandidateVectors
+    said: dict[int, int] = field(default_factory=dict)  # which query terms each says (TextQuery.said_sql)
 
     def merged(self, other: CandidatePool) -> CandidatePool:
         """The candidates of both (a row both found is the same row, scored alike)."""
@@ -249,6 +250,7 @@ class CandidatePool:
             {**self.candidates, **other.candidates}, {**self.txt, **other.txt},
             CandidateVectors([*self.vectors.ids, *(other.vectors.ids[i] for i in extra)],
                              np.concatenate([self.vectors.matrix, other.vectors.matrix[extra]])),
+            {**self.said, **other.said},
         )
 
 
@@ -259,9 +261,10 @@ _RANK_COLUMNS = ("c.id, c.session_id, c.text, c.context <> '', extract(epoch FRO
 
 
 def fetch_candidates(sources: list[Source], model: str, tq: TextQuery | None, *,
-                     with_relevance: bool = False, vector_search: bool = False) -> CandidatePool:
+                     with_relevance: bool = False, vector_search: bool = False, with_said: bool = False) -> CandidatePool:
     """Every candidate of `sources`, scored on full text (on every term, not only if text found
-    it), with its embedding (when made by `model`): one statement."""
+    it), with its embedding (when made by `model`) and, `with_said`, which terms it says: one
+    statement."""
     union = " UNION ".join(f"({sql})" for sql, _ in sources)
     select = [_RANK_COLUMNS, "CASE WHEN c.embedding_model = %s THEN halfvec_send(c.embedding) END"]
     params: list[Any] = [model]
@@ -271,10 +274,13 @@ def fetch_candidates(sources: list[Source], model: str, tq: TextQuery | None, *,
         score, score_params = tq.score_sql(per_message=per_message)
         select.append(f"({score})::float8")  # numeric otherwise: a Decimal per candidate to convert
         params += score_params
+        said, said_params = tq.said_sql(per_message=per_message) if with_said else ("0", [])
+        select.append(said)
+        params += said_params
         if per_message:
             join, join_params = tq.message_sql()
     else:
-        select.append("NULL")
+        select.append("NULL, 0")
     if with_relevance:
         relevance, relevance_params = relevance_sql("c")
         select.append(relevance)
@@ -294,9 +300,11 @@ def fetch_candidates(sources: list[Source], model: str, tq: TextQuery | None, *,
 def _pool(rows: list[tuple[Any, ...]]) -> CandidatePool:
     candidates: dict[int, Candidate] = {}
     txt: dict[int, float] = {}
+    said: dict[int, int] = {}
     with_vector: list[int] = []
     raws: list[bytes] = []
-    for pk, session_id, text, contextual, created_ts, seq_start, seq_end, importance, kind, vector, tscore, rel in rows:
+    for pk, session_id, text, contextual, created_ts, seq_start, seq_end, importance, kind, vector, tscore, terms, rel \
+            in rows:
         candidates[pk] = Candidate(pk, session_id, text, contextual, created_ts, seq_end, importance, float(rel), kind,
                                    seq_start)
         if vector is not None:
@@ -304,7 +312,9 @@ def _pool(rows: list[tuple[Any, ...]]) -> CandidatePool:
             raws.append(vector)
         if tscore:
             txt[pk] = float(tscore)
-    return CandidatePool(candidates, txt, CandidateVectors(with_vector, decode_halfvecs(raws, DIMENSIONS)))
+        if terms:
+            said[pk] = terms
+    return CandidatePool(candidates, txt, CandidateVectors(with_vector, decode_halfvecs(raws, DIMENSIONS)), said)
 
 
 def load_rows(kept: list[Candidate], model: str) -> dict[int, HitRow]:

@@ -11,11 +11,13 @@ from retrieval.search.request import Candidate, one_per_message
 from retrieval.search.rerank import (
     cap_per_session,
     conversation_evidence,
+    conversation_words,
     cover_conversations,
     dedup,
     diversify,
     expand_summaries,
     near_duplicates,
+    with_words,
 )
 from retrieval.search.timehints import TimeHint, hint_where, time_hints, with_time_hints
 
@@ -164,6 +166,29 @@ def test_conversation_evidence_is_the_p_norm_of_its_messages_scores() -> None:
     # A high p comes near the best match alone: one 0.9 outweighs three 0.8.
     high = conversation_evidence(ranked, scores, 32.0)
     assert high[1] > high[2]
+
+
+def test_conversation_words_count_each_query_word_its_messages_say_once() -> None:
+    # Terms 0, 1, 2 weigh 1.0, 2.0, 4.0 (their IDF). Conversation 1's two messages say term 0 and
+    # term 1 apart; conversation 2's three messages say term 2, then term 2 and 0, then nothing.
+    ranked = [cand(1, 1), cand(2, 1), cand(3, 2), cand(4, 2), cand(5, 2), cand(6, None), cand(7, 3)]
+    said = {1: 0b001, 2: 0b010, 3: 0b100, 4: 0b101, 6: 0b111}
+    words = conversation_words(ranked, said, [1.0, 2.0, 4.0])
+    assert words == {1: 3.0, 2: 5.0}  # term 2 said twice counts once; 3 says none; 6 has no conversation
+    # A bit past the terms given (a long query's later terms) weighs nothing.
+    assert conversation_words([cand(1, 1)], {1: 0b1001}, [1.0, 2.0]) == {1: 1.0}
+
+
+def test_with_words_blends_evidence_and_words_each_divided_by_its_highest() -> None:
+    evidence = {1: 0.9, 2: 0.6, 3: 0.3}
+    words = {2: 5.0, 3: 2.5}
+    blended = with_words(evidence, words, 0.5)
+    assert blended[1] == 0.5  # the most evidence, no query word said: only its half
+    assert abs(blended[2] - (0.5 * 0.6 / 0.9 + 0.5)) < 1e-12
+    assert abs(blended[3] - (0.5 * 0.3 / 0.9 + 0.25)) < 1e-12
+    assert blended[2] > blended[1] > blended[3]
+    assert with_words(evidence, words, 0.0) == {1: 1.0, 2: 0.6 / 0.9, 3: 0.3 / 0.9}  # the order of evidence
+    assert with_words(evidence, {}, 0.5) == {k: 0.5 * v / 0.9 for k, v in evidence.items()}
 
 
 def test_coverage_by_evidence_lists_the_conversation_with_most_evidence_first() -> None:

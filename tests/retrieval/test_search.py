@@ -647,6 +647,60 @@ def test_coverage_gives_the_last_places_to_conversations_not_yet_listed(alice, i
     assert [r["session"] for r in text] == ["many", "many"]
 
 
+def test_coverage_prefers_the_conversation_whose_messages_say_more_of_the_query(alice, index, settings) -> None:
+    settings.MEMORYHUB_SEARCH_COVERAGE_FLOOR = 0.0
+    settings.MEMORYHUB_SEARCH_COVERAGE = 0.5  # of two places, the second by coverage
+    index(alice, "head", {"role": "user", "content": "heron lagoon at dawn"})
+    # "single" has three matches of one query word; "spread" one match of each word, apart.
+    index(alice, "single", *({"role": "user", "content": f"heron {w}"} for w in ("nest", "chicks", "feathers")))
+    index(alice, "spread", {"role": "user", "content": "lagoon walk today"},
+          {"role": "user", "content": "a heron there too"})
+
+    def second(weight: float) -> dict[str, Any]:
+        settings.MEMORYHUB_SEARCH_COVERAGE_WORDS = weight
+        results = search(alice, query="heron lagoon", top_k=2, explain=True).json()["results"]
+        assert results[0]["session"] == "head"
+        return results[1]
+
+    assert second(0.0)["session"] == "single"  # by the scores' evidence alone
+    words = second(1.0)
+    assert words["session"] == "spread"  # it says both words, in two messages
+    steps = {step["step"]: step for step in words["explain"]["steps"]}
+    assert steps["coverage"]["rank_after"] == 2
+    assert "the query words its messages say" in steps["coverage"]["detail"]
+
+
+def test_the_terms_a_candidate_says_are_its_own_words_or_its_whole_message(alice, index, settings,
+                                                                            monkeypatch) -> None:
+    from retrieval.search import engine
+
+    pools, terms = [], []
+    fetch = engine.fetch_candidates
+
+    def keep(sources: Any, model: str, tq: Any, **kwargs: Any) -> Any:
+        terms.append([literal.strip("'") for literal, _ in tq.terms])
+        pools.append(fetch(sources, model, tq, **kwargs))
+        return pools[-1]
+
+    monkeypatch.setattr(engine, "fetch_candidates", keep)
+    long = "heron " + " ".join(["filler words about nothing much"] * 40) + " lagoon"  # three chunks or more
+    index(alice, "s", {"role": "user", "content": "a lagoon in the morning"},
+          {"role": "user", "content": "then the kestrel came"}, {"role": "user", "content": long})
+    search(alice, query="heron lagoon kestrel", top_k=10, mode="hybrid")
+    said: dict[int, int] = {}
+    for pool in pools:
+        said.update(pool.said)
+    assert sorted(terms[0]) == ["heron", "kestrel", "lagoon"]
+    bits = {term: 1 << i for i, term in enumerate(terms[0])}  # bit i: the text query's term i
+    by_text = {}
+    for chunk in Chunk.objects.filter(kind="event"):
+        by_text.setdefault(chunk.sequence_start, []).append(said.get(chunk.pk, 0))
+    assert by_text[1] == [bits["lagoon"]]
+    # "kestrel" is in the context of the long message's chunks (two messages back), not in their words.
+    assert by_text[2] == [bits["kestrel"]]
+    assert len(by_text[3]) >= 3 and set(by_text[3]) == {bits["heron"] | bits["lagoon"]}  # its whole message's
+
+
 def test_feedback_ranks_with_the_moved_query_but_shows_the_plain_cosine(alice, index, settings) -> None:
     from retrieval.embedders import get_embedder
 
