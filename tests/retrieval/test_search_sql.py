@@ -76,13 +76,39 @@ def test_the_rarest_terms_select_candidates_within_the_budget() -> None:
     assert select_match_terms([]) == []
 
 
+VECTORS = {  # a chunk's tsvector: own words weigh A, conversation context D
+    "a own, b context": "'a':1A 'b':2",
+    "both own": "'a':1A 'b':2A",
+    "neither": "'c':1A 'd':2",
+}
+
+
+def _bm25(terms: float, own_words: int) -> float:
+    return terms * 2.2 / (1 + 1.2 * (1 - 0.5 + 0.5 * own_words / 12.0))
+
+
+@pytest.mark.django_db
 def test_bm25_score_sql_counts_context_words_at_a_discount(settings) -> None:
+    from django.db import connection
+
     settings.MEMORYHUB_TEXT_CONTEXT_WEIGHT = 0.5
-    sql, params = TextQuery([("'a'", 2.0), ("'b'", 1.0)], False).score_sql()
-    assert params == ["'a':A", 2.0, "'a'", 1.0, "'b':A", 1.0, "'b'", 0.5]
-    assert sql.count("CASE WHEN c.search_vector @@ %s::tsquery THEN %s") == 2
-    assert "(2.2 / (1 + 1.2 * (1 - 0.5 + 0.5 * length(ts_filter(c.search_vector, '{a}')) / 12.0)))" in sql
+    tq = TextQuery([("'a'", 2.0), ("'b'", 1.0)], False)
+    sql, params = tq.score_sql()
+    assert sql.count("@@") == 4  # two tests a term, the second only where the first matched
     assert TextQuery([], False).score_sql() == ("0.0", [])
+    text = tq.candidate_sql(per_message=False, with_said=True)
+    expected = {"a own, b context": _bm25(2.0 + 0.5, 1), "both own": _bm25(3.0, 2), "neither": 0.0}
+    with connection.cursor() as cursor:
+        for name, vector in VECTORS.items():
+            cursor.execute(f"SELECT ({sql})::float8 FROM (SELECT %s::tsvector AS search_vector) c", [*params, vector])
+            assert abs(cursor.fetchone()[0] - expected[name]) < 1e-9, name
+            # The candidate statement's columns: the same score, and the terms the chunk's own words say.
+            cursor.execute(f"SELECT ({text.score})::float8, {text.said} FROM (SELECT %s::tsvector AS search_vector) c "
+                           f"{text.joins}", [*text.params, vector, *text.join_params])
+            score, said = cursor.fetchone()
+            assert abs(score - expected[name]) < 1e-9, name
+            assert said == {"a own, b context": 0b01, "both own": 0b11, "neither": 0}[name]
+    assert tq.candidate_sql(per_message=False, with_said=False).said == "0"
 
 
 def test_match_sql_ors_the_selecting_terms(settings) -> None:
