@@ -38,25 +38,6 @@ def tsquery_literal(lexeme: str) -> str:
     return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
-def _said_by_chunk(literal: str) -> tuple[str, list[Any]]:
-    """2 where the chunk's own words say the term, 1 where only its context does, else 0: a chunk
-    without the term (most) is tested once."""
-    return ("(CASE WHEN c.search_vector @@ %s::tsquery THEN "
-            "(CASE WHEN c.search_vector @@ %s::tsquery THEN 2 ELSE 1 END) ELSE 0 END)", [literal, literal + ":A"])
-
-
-@dataclass
-class CandidateText:
-    """TextQuery.candidate_sql: the score and said columns, their parameters, the joins they read
-    and the joins' parameters."""
-
-    score: str
-    said: str
-    params: list[Any]
-    joins: str
-    join_params: list[Any]
-
-
 @dataclass
 class TextQuery:
     terms: list[tuple[str, float]]  # (tsquery literal, idf)
@@ -64,54 +45,46 @@ class TextQuery:
     match_terms: list[str] = field(default_factory=list)  # the rarer terms that select candidates
     scope_size: int = 0  # chunks in scope (the kept statistics; every owner's)
 
-    def score_sql(self) -> tuple[str, list[Any]]:
-        """BM25 with tf = 1 (chunks are short): Σ idf · (k1+1) / (1 + k1·(1 − b + b·len/avg)), over
-        the chunk's own words (text_source's order). A word found only in the chunk's conversation
-        context (weight D) counts at a discount."""
+    def score_sql(self, *, per_message: bool = False) -> tuple[str, list[Any]]:
+        """BM25 with tf = 1 (chunks are short): Σ idf · (k1+1) / (1 + k1·(1 − b + b·len/avg)).
+
+        A word found only in the chunk's conversation context (weight D) counts at a discount.
+        `per_message`: the words and length are those of the chunk's whole message (the columns of
+        `message_sql`, joined as m), plus a thousandth of the chunk's own score, so that among the
+        chunks of one message the one that says the words ranks first.
+        """
         if not self.terms:
             return "0.0", []
-        return self._weighted([_said_by_chunk(literal) for literal, _ in self.terms], _OWN_LENGTH)
-
-    def candidate_sql(self, *, per_message: bool, with_said: bool) -> CandidateText:
-        """The candidate statement's full-text columns: the score and, `with_said`, which terms the
-        candidate says (a bigint, bit i for term i, of the first SAID_BITS terms: which of the
-        query's words each conversation says across its messages, rerank.conversation_words).
-
-        Each term is tested once on a chunk that does not hold it (most do not), in a LATERAL join
-        (w: 2 where the chunk's own words say term i, 1 where only its context does, 0) that both
-        columns read. `per_message`: a term its message says (`message_sql`, joined as m) counts as
-        said, the words and length are the whole message's, plus a thousandth of the chunk's own
-        score, so that among the chunks of one message the one that says the words ranks first.
-        """
-        chunk = [_said_by_chunk(literal) for literal, _ in self.terms]
-        columns = ", ".join(f"{sql} AS u{i}" for i, (sql, _) in enumerate(chunk))
-        joins = [(f"LEFT JOIN LATERAL (SELECT {columns} OFFSET 0) w ON true",
-                  [value for _, params in chunk for value in params])]
-        own = [(f"w.u{i}", []) for i in range(len(self.terms))]
-        if per_message:
-            joins.append(self.message_sql())
-            values = [(f"(CASE WHEN m.p{i} THEN 2 ELSE w.u{i} END)", []) for i in range(len(self.terms))]
-            message, message_params = self._weighted(values, f"coalesce(m.len, {_OWN_LENGTH})")
-            chunk_score, chunk_params = self._weighted(own, _OWN_LENGTH)
-            score, params = f"({message} + 0.001 * {chunk_score})", [*message_params, *chunk_params]
-        else:
-            values = own
-            score, params = self._weighted(own, _OWN_LENGTH)
-        said = "0"
-        if with_said:
-            said = "(" + " + ".join(f"(CASE WHEN {sql} = 2 THEN {1 << i} ELSE 0 END)"
-                                    for i, (sql, _) in enumerate(values[:SAID_BITS])) + ")::bigint"
-        return CandidateText(score, said, params, " ".join(sql for sql, _ in joins),
-                             [value for _, params in joins for value in params])
-
-    def _weighted(self, values: list[tuple[str, list[Any]]], length: str) -> tuple[str, list[Any]]:
-        """Σ over the terms of idf where `values` (one SQL expression a term) is 2, idf · the context
-        discount where 1, times BM25's length norm."""
         discount = float(settings.MEMORYHUB_TEXT_CONTEXT_WEIGHT)
-        parts = " + ".join(f"(CASE {sql} WHEN 2 THEN %s WHEN 1 THEN %s ELSE 0 END)" for sql, _ in values)
-        params = [v for (_, own), (_, idf) in zip(values, self.terms, strict=True) for v in (*own, idf, idf * discount)]
+        if per_message:
+            said = [f"(coalesce(m.p{i}, false) OR c.search_vector @@ %s::tsquery)" for i in range(len(self.terms))]
+            length = f"coalesce(m.len, {_OWN_LENGTH})"
+        else:
+            said = ["c.search_vector @@ %s::tsquery"] * len(self.terms)
+            length = _OWN_LENGTH
+        parts = " + ".join(f"(CASE WHEN {x} THEN %s WHEN c.search_vector @@ %s::tsquery THEN %s ELSE 0 END)" for x in said)
+        params: list[Any] = [
+            v for literal, idf in self.terms for v in (literal + ":A", idf, literal, idf * discount)
+        ]
         norm = f"({BM25_K1 + 1} / (1 + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * {length} / 12.0)))"
-        return f"(({parts}) * {norm})", params
+        sql = f"(({parts}) * {norm})"
+        if per_message:
+            own, own_params = self.score_sql()
+            sql, params = f"({sql} + 0.001 * {own})", [*params, *own_params]
+        return sql, params
+
+    def said_sql(self, *, per_message: bool = False) -> tuple[str, list[Any]]:
+        """A bigint whose bit i is set when the candidate's own words (its whole message's, with
+        `per_message`) say term i, for the first SAID_BITS terms: which of the query's words each
+        conversation says, across its messages (rerank.conversation_words)."""
+        if not self.terms:
+            return "0", []
+        if per_message:
+            said = [f"(coalesce(m.p{i}, false) OR c.search_vector @@ %s::tsquery)" for i in range(len(self.terms))]
+        else:
+            said = ["c.search_vector @@ %s::tsquery"] * len(self.terms)
+        parts = " + ".join(f"(CASE WHEN {x} THEN {1 << i} ELSE 0 END)" for i, x in enumerate(said[:SAID_BITS]))
+        return f"({parts})::bigint", [literal + ":A" for literal, _ in self.terms[:SAID_BITS]]
 
     def message_sql(self) -> tuple[str, list[Any]]:
         """A LATERAL join (m) over the message a candidate chunk is text of (every chunk of its

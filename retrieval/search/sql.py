@@ -270,11 +270,15 @@ def fetch_candidates(sources: list[Source], model: str, tq: TextQuery | None, *,
     params: list[Any] = [model]
     join, join_params = "", []
     if tq is not None and tq.terms:
-        text = tq.candidate_sql(per_message=settings.MEMORYHUB_TEXT_PER_MESSAGE, with_said=with_said)
-        select.append(f"({text.score})::float8")  # numeric otherwise: a Decimal per candidate to convert
-        select.append(text.said)
-        params += text.params
-        join, join_params = text.joins, text.join_params
+        per_message = settings.MEMORYHUB_TEXT_PER_MESSAGE
+        score, score_params = tq.score_sql(per_message=per_message)
+        select.append(f"({score})::float8")  # numeric otherwise: a Decimal per candidate to convert
+        params += score_params
+        said, said_params = tq.said_sql(per_message=per_message) if with_said else ("0", [])
+        select.append(said)
+        params += said_params
+        if per_message:
+            join, join_params = tq.message_sql()
     else:
         select.append("NULL, 0")
     if with_relevance:
