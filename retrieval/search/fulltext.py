@@ -56,12 +56,8 @@ class TextQuery:
         if not self.terms:
             return "0.0", []
         discount = float(settings.MEMORYHUB_TEXT_CONTEXT_WEIGHT)
-        if per_message:
-            said = [f"(coalesce(m.p{i}, false) OR c.search_vector @@ %s::tsquery)" for i in range(len(self.terms))]
-            length = f"coalesce(m.len, {_OWN_LENGTH})"
-        else:
-            said = ["c.search_vector @@ %s::tsquery"] * len(self.terms)
-            length = _OWN_LENGTH
+        said = self._said(per_message)
+        length = f"coalesce(m.len, {_OWN_LENGTH})" if per_message else _OWN_LENGTH
         parts = " + ".join(f"(CASE WHEN {x} THEN %s WHEN c.search_vector @@ %s::tsquery THEN %s ELSE 0 END)" for x in said)
         params: list[Any] = [
             v for literal, idf in self.terms for v in (literal + ":A", idf, literal, idf * discount)
@@ -79,12 +75,16 @@ class TextQuery:
         conversation says, across its messages (rerank.conversation_words)."""
         if not self.terms:
             return "0", []
-        if per_message:
-            said = [f"(coalesce(m.p{i}, false) OR c.search_vector @@ %s::tsquery)" for i in range(len(self.terms))]
-        else:
-            said = ["c.search_vector @@ %s::tsquery"] * len(self.terms)
-        parts = " + ".join(f"(CASE WHEN {x} THEN {1 << i} ELSE 0 END)" for i, x in enumerate(said[:SAID_BITS]))
+        parts = " + ".join(f"(CASE WHEN {x} THEN {1 << i} ELSE 0 END)"
+                           for i, x in enumerate(self._said(per_message)[:SAID_BITS]))
         return f"({parts})::bigint", [literal + ":A" for literal, _ in self.terms[:SAID_BITS]]
+
+    def _said(self, per_message: bool) -> list[str]:
+        """Per term, whether the chunk's own words say it (or its message's, `per_message`: the
+        columns of `message_sql`, joined as m); each takes the term's literal with weight A."""
+        if per_message:
+            return [f"(coalesce(m.p{i}, false) OR c.search_vector @@ %s::tsquery)" for i in range(len(self.terms))]
+        return ["c.search_vector @@ %s::tsquery"] * len(self.terms)
 
     def message_sql(self) -> tuple[str, list[Any]]:
         """A LATERAL join (m) over the message a candidate chunk is text of (every chunk of its
