@@ -108,6 +108,26 @@ def test_bm25_score_sql_counts_context_words_at_a_discount(settings) -> None:
             assert terms == {"a own, b context": 0b01, "both own": 0b11, "neither": 0}[name]
 
 
+@pytest.mark.django_db
+def test_terms_past_the_said_bits_still_score(settings) -> None:
+    from django.db import connection
+
+    from retrieval.search.fulltext import SAID_BITS
+
+    # More terms than bits (typo tolerance adds alternatives to a query's 32 lexemes): the first
+    # and the last term, both said, both score; only the first has a bit.
+    terms = [(f"'t{i}'", 1.0) for i in range(SAID_BITS + 8)]
+    tq = TextQuery(terms, False)
+    sql, params = tq.score_sql()
+    said, said_params = tq.said_sql()
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT ({sql})::float8, {said} FROM (SELECT %s::tsvector AS search_vector) c",
+                       [*params, *said_params, f"'t0':1A 't{SAID_BITS + 7}':2A"])
+        score, bits = cursor.fetchone()
+    assert abs(score - _bm25(2.0, 2)) < 1e-9
+    assert bits == 1
+
+
 def test_match_sql_ors_the_selecting_terms(settings) -> None:
     settings.MEMORYHUB_TEXT_CONTEXT_WEIGHT = 0.3
     tq = TextQuery([("'a'", 1.0), ("'b'", 1.0)], False, ["'a'", "'b'"])
