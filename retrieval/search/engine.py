@@ -150,16 +150,16 @@ def _run_search(req: SearchRequest, *, alone: bool) -> list[SearchHit]:
 def _evidence(ranked: list[Candidate], order: dict[int, float], pool: CandidatePool,
               tq: TextQuery | None) -> tuple[dict[int, float] | None, bool]:
     """The order coverage lists unlisted conversations in: the p-norm of their messages' scores,
-    blended with the query words they say across messages (MEMORYHUB_SEARCH_COVERAGE_WORDS), and
-    whether it was; None (by their best result) when the norm is 0."""
+    blended with the query words they say across messages when the candidate statement reported
+    them (_weighs_words), and whether it was; None (by their best result) when the norm is 0."""
     norm = settings.MEMORYHUB_SEARCH_COVERAGE_NORM
     if norm <= 0.0:
         return None, False
     evidence = conversation_evidence(ranked, order, norm)
-    weight = settings.MEMORYHUB_SEARCH_COVERAGE_WORDS
-    if weight <= 0.0 or tq is None or not pool.said:
+    if not pool.said or tq is None:
         return evidence, False
-    return with_words(evidence, conversation_words(ranked, pool.said, [idf for _, idf in tq.terms]), weight), True
+    words = conversation_words(ranked, pool.said, [idf for _, idf in tq.terms])
+    return with_words(evidence, words, settings.MEMORYHUB_SEARCH_COVERAGE_WORDS), True
 
 
 def _plan(req: SearchRequest, where: str, params: list[Any], model: str, alone: bool) -> Plan:
