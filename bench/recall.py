@@ -96,8 +96,9 @@ PER_QUESTION: list[dict[str, Any]] = []
 
 
 def evaluate(ingested: Any, questions: list[Question], vectors: list[list[float]], runs: list[str],
-             kinds: list[str] | None = None) -> tuple[dict[str, Any], dict[str, float]]:
-    """Ask every question through retrieval.search.hybrid_search in its conversation's channel."""
+             kinds: list[str] | None = None, as_of: dict[str, Any] | None = None) -> tuple[dict[str, Any], dict[str, float]]:
+    """Ask every question through retrieval.search.hybrid_search in its conversation's channel
+    (`as_of`: the moment each conversation's questions are asked at; the search's now without)."""
     from accounts.models import Channel
     from retrieval.search import hybrid_search
 
@@ -116,7 +117,7 @@ def evaluate(ingested: Any, questions: list[Question], vectors: list[list[float]
             hits = hybrid_search(
                 tenant_id=key.tenant_id, query=q.question["question"], query_embedding=vector, scope="channel",
                 channel_ids=[channel.pk], workspace_ids=[channel.workspace_id], top_k=10,
-                user_id=common.owner(q.conversation_id) or None, **options,
+                user_id=common.owner(q.conversation_id) or None, as_of=(as_of or {}).get(q.conversation_id), **options,
             )
             found, summaries = _found(hits, ingested.turn_at, ingested.session_of)
             summary_hits += summaries

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from datetime import UTC, datetime
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,10 @@ def parse_args(bench: Bench) -> argparse.Namespace:
     parser.add_argument("--runs", default=",".join(recall.RUNS), help="comma-separated: " + ",".join(recall.RUNS))
     parser.add_argument("--embedder", default="minilm", choices=["minilm", "hash"])
     parser.add_argument("--keepdb", action="store_true", help="keep (and reuse) the bench database")
+    parser.add_argument("--as-of", choices=["now", "last-session"], default="now",
+                        help="the moment relative dates in a question are read against: the search's now (the "
+                             "product's default), or the conversation's last session start (neither file has "
+                             "question dates)")
     parser.add_argument("--no-summaries", action="store_true", help="do not run the summariser after ingest")
     parser.add_argument("--no-plain", action="store_true", help="skip the plain BM25 / MiniLM baselines")
     parser.add_argument("--plain-pool", type=int, default=None, metavar="N",
@@ -111,13 +116,21 @@ def _ask(bench: Bench, args: argparse.Namespace, conversations: list[dict[str, A
     runs = [r for r in args.runs.split(",") if r]
     # --no-summaries: the same data, searched over turns only.
     figures, run_timings = recall.evaluate(ingested, questions, vectors, runs,
-                                           kinds=["event"] if args.no_summaries else None)
+                                           kinds=["event"] if args.no_summaries else None,
+                                           as_of=_as_of(conversations) if args.as_of == "last-session" else None)
     timings.update(run_timings)
     if not args.no_plain:
         plain, plain_timings = _plain(conversations, questions, vectors, args.plain_pool)
         figures.update(plain)
         timings.update(plain_timings)
     return figures, timings
+
+
+def _as_of(conversations: list[dict[str, Any]]) -> dict[str, datetime]:
+    """Each conversation's last session start: a stand-in for the question's date, which neither
+    benchmark file carries (LongMemEval asks after its haystack's last session)."""
+    return {c["conversation_id"]: datetime.fromisoformat(max(s["started_at"] for s in c["sessions"])).replace(
+        tzinfo=UTC) for c in conversations}
 
 
 def _plain(conversations: list[dict[str, Any]], questions: list[recall.Question],

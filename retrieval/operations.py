@@ -61,7 +61,7 @@ def context(key: ApiKey, data: dict[str, Any]) -> dict[str, Any]:
     req = build_search_request(key, {
         "query": data["query"], "session": data["session"], "user_id": data["user_id"],
         "scope": data["scope"] or ("workspace" if session else None),
-        "top_k": data["top_k"], "tags": data["tags"], "kinds": data["kinds"],
+        "top_k": data["top_k"], "tags": data["tags"], "kinds": data["kinds"], "as_of": data["as_of"],
     })
     assembled = assemble_context(session=session, req=req, budget=data["budget"])
     return {

@@ -58,14 +58,14 @@ def _split(arguments: dict[str, Any], *names: str) -> tuple[list[Any], dict[str,
 # --- search, context, browse, stats ---------------------------------------------------------------
 
 SEARCH_ARGS = ["query", "mode", "scope", "session", "user_id", "channel", "workspace", "tags", "kinds",
-               "roles", "agent", "since", "until", "top_k", "case_sensitive", "explain"]
+               "roles", "agent", "since", "until", "as_of", "top_k", "case_sensitive", "explain"]
 
 
 def run_search(key: ApiKey, arguments: dict[str, Any]) -> dict[str, Any]:
     return operations.search(key, parse_input(SearchInput, arguments))
 
 
-CONTEXT_ARGS = ["query", "session", "user_id", "budget", "scope", "top_k", "tags", "kinds"]
+CONTEXT_ARGS = ["query", "session", "user_id", "budget", "scope", "top_k", "tags", "kinds", "as_of"]
 
 
 def run_context(key: ApiKey, arguments: dict[str, Any]) -> dict[str, Any]:

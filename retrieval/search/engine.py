@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 from django.conf import settings
+from django.utils import timezone
 from pgvector import HalfVector
 
 from retrieval.embedders import get_embedder
@@ -271,7 +272,7 @@ def _and(scope: Source, narrow: Source | None) -> Source:
 def _query_time_hints(req: SearchRequest) -> list[TimeHint]:
     if req.profile == "memory" or settings.MEMORYHUB_SEARCH_TIME_WEIGHT <= 0.0:
         return []
-    return time_hints(req.query)
+    return time_hints(req.query, as_of=req.as_of or timezone.now())
 
 
 def _weighs_words(req: SearchRequest) -> bool:

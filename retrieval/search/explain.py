@@ -33,7 +33,7 @@ from retrieval.search.fusion import (
     with_session_prior,
 )
 from retrieval.search.request import LITERAL_MODES, Candidate, SearchRequest
-from retrieval.search.timehints import TimeHint
+from retrieval.search.timehints import TimeHint, utc
 
 DIGITS = 6
 
@@ -100,7 +100,8 @@ class Trace:
 
     def date_hint(self, before: dict[int, float], after: dict[int, float], hints: list[TimeHint]) -> None:
         if self.req is not None and hints:
-            self.scores("date_hint", before, after, "written within " + "; ".join(_hint_text(h) for h in hints))
+            as_of = f"{utc(self.req.as_of):%Y-%m-%d %H:%M} UTC" if self.req.as_of is not None else "the time of the search"
+            self.scores("date_hint", before, after, "written within " + "; ".join(_hint_text(h, as_of) for h in hints))
 
     def ranks(self, name: str, before: Sequence[Candidate], after: Sequence[Candidate],
               evidence: dict[int, float] | None = None, words: bool = False) -> None:
@@ -167,9 +168,11 @@ def _rounded_parts(parts: dict[str, Any]) -> dict[str, Any]:
     return {name: {k: _round(v) for k, v in part.items()} for name, part in parts.items()}
 
 
-def _hint_text(hint: TimeHint) -> str:
+def _hint_text(hint: TimeHint, as_of: str) -> str:
+    """A hint in words; a relative one with what the query said and the moment it was read against."""
     if hint.start is not None and hint.end is not None:
-        return f"{hint.start:%Y-%m-%d} to {hint.end:%Y-%m-%d}"
+        said = f' ("{hint.said}", as of {as_of})' if hint.said else ""
+        return f"{hint.start:%Y-%m-%d} to {hint.end:%Y-%m-%d}{said}"
     if hint.day is not None:
         return f"month {hint.month}, day {hint.day} (±1), any year"
     return f"month {hint.month}, any year"

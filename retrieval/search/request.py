@@ -51,6 +51,7 @@ class SearchRequest:
     user_id: str | None = None  # None: no end user named (every user's memories); "": shared only
     since: datetime | None = None
     until: datetime | None = None
+    as_of: datetime | None = None  # when the question is asked: relative dates are read against it (None: now)
     top_k: int = 10
     mode: str = "hybrid"
     fusion: str = "weighted"

@@ -142,3 +142,21 @@ def test_stdio_checks_the_key_on_every_call(stdio_mcp: Mcp) -> None:
     first, second = stdio_mcp.session(key, scenario)
     assert not first.is_error and first.data["tenant"] == "alice"
     assert second.code == "invalid_api_key"
+
+
+def test_search_reads_relative_dates_against_as_of(mcp: Mcp) -> None:
+    key = make_key(make_tenant("alice"))
+    mcp.calls(key, [
+        ("memory_remember", {"session": "last-week", "events": [
+            {"role": "user", "content": "We went hiking in the hills.", "created_at": "2023-05-16T10:00:00Z"}]}),
+        ("memory_remember", {"session": "this-week", "events": [
+            {"role": "user", "content": "We went hiking in the hills.", "created_at": "2023-05-23T10:00:00Z"}]}),
+    ])
+    asked, unasked, bad = mcp.calls(key, [
+        ("memory_search", {"query": "hiking last week", "top_k": 1, "as_of": "2023-05-24T12:00:00Z"}),
+        ("memory_search", {"query": "hiking last week", "top_k": 1}),
+        ("memory_search", {"query": "hiking last week", "as_of": "last week"}),
+    ])
+    assert [r["session"] for r in asked.data["results"]] == ["last-week"]
+    assert [r["session"] for r in unasked.data["results"]] == ["this-week"]
+    assert bad.is_error and bad.code == "validation_error" and "as_of" in bad.text

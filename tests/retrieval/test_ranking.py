@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -45,6 +45,99 @@ def test_calendar_references_are_read(query: str, expected: list[TimeHint]) -> N
 ])
 def test_words_that_are_not_dates_give_no_hint(query: str) -> None:
     assert time_hints(query) == []
+
+
+# Thursday 26 November 2026, 15:00 UTC: when the questions below are asked.
+AS_OF = datetime(2026, 11, 26, 15, tzinfo=UTC)
+
+
+def _days(start: tuple[int, int, int], end: tuple[int, int, int], said: str) -> TimeHint:
+    return TimeHint(start=datetime(*start, tzinfo=UTC), end=datetime(*end, tzinfo=UTC), said=said)
+
+
+@pytest.mark.parametrize(("query", "expected"), [
+    # One day keeps the day either side, as a named day does.
+    ("what did we say yesterday?", _days((2026, 11, 24), (2026, 11, 27), "yesterday")),
+    ("the movie last night", _days((2026, 11, 24), (2026, 11, 27), "last night")),
+    ("the day before yesterday", _days((2026, 11, 23), (2026, 11, 26), "the day before yesterday")),
+    ("what I cooked today", _days((2026, 11, 25), (2026, 11, 28), "today")),
+    ("the call 5 days ago", _days((2026, 11, 20), (2026, 11, 23), "5 days ago")),
+    # "N units ago": a window around that moment, wider as N grows.
+    ("the talk 20 days ago", _days((2026, 11, 3), (2026, 11, 10), "20 days ago")),
+    ("a week ago", _days((2026, 11, 15), (2026, 11, 24), "a week ago")),
+    ("the hike three weeks ago", _days((2026, 10, 30), (2026, 11, 12), "three weeks ago")),
+    ("a couple of months ago", _days((2026, 9, 6), (2026, 10, 17), "a couple of months ago")),
+    ("2 years ago", _days((2024, 5, 27), (2025, 5, 29), "2 years ago")),
+    # "in the past N units": from then until the question.
+    ("what I bought in the past two weeks", _days((2026, 11, 12), (2026, 11, 27), "in the past two weeks")),
+    ("cuisines I tried over the past few months", _days((2026, 8, 26), (2026, 11, 27), "over the past few months")),
+    ("in the last year", _days((2025, 11, 26), (2026, 11, 27), "in the last year")),
+    # Calendar units: the one before the question's, or the question's own so far.
+    ("the meeting last week", _days((2026, 11, 16), (2026, 11, 23), "last week")),
+    ("last month's invoice", _days((2026, 10, 1), (2026, 11, 1), "last month")),
+    ("the trip last year", _days((2025, 1, 1), (2026, 1, 1), "last year")),
+    ("this week", _days((2026, 11, 23), (2026, 11, 27), "this week")),
+    ("this month", _days((2026, 11, 1), (2026, 11, 27), "this month")),
+    ("this year", _days((2026, 1, 1), (2026, 11, 27), "this year")),
+    # The weekend and weekdays before the question.
+    ("what did we do last weekend", _days((2026, 11, 21), (2026, 11, 23), "last weekend")),
+    ("the party last Saturday", _days((2026, 11, 20), (2026, 11, 23), "last saturday")),
+    ("the standup on Monday", _days((2026, 11, 22), (2026, 11, 25), "on monday")),
+    ("the lunch last Thursday", _days((2026, 11, 18), (2026, 11, 21), "last thursday")),
+])
+def test_relative_references_are_read_against_the_question_date(query: str, expected: TimeHint) -> None:
+    assert time_hints(query, as_of=AS_OF) == [expected]
+
+
+@pytest.mark.parametrize("query", [
+    "what did I buy recently", "lately I feel tired", "How many weeks ago did I attend the workshop?",
+    "0 days ago", "many years ago",
+])
+def test_vague_relative_references_give_no_hint(query: str) -> None:
+    assert time_hints(query, as_of=AS_OF) == []
+
+
+def test_a_week_of_a_named_date_is_not_the_question_dates_week() -> None:
+    august = [TimeHint(start=_when(year=2023, month=8, day=1), end=_when(year=2023, month=9, day=1))]
+    assert time_hints("Where was she during the last week of August 2023?", as_of=AS_OF) == august
+    assert time_hints("the project she finished last week before 23 January, 2023", as_of=AS_OF) == [
+        TimeHint(start=_when(year=2023, month=1, day=22), end=_when(year=2023, month=1, day=25))]
+    assert time_hints("What did Maria do last weekend before April 10, 2023?", as_of=AS_OF) == [
+        TimeHint(start=_when(year=2023, month=4, day=9), end=_when(year=2023, month=4, day=12))]
+    assert time_hints("What did she finish last Friday on 23 January, 2022?", as_of=AS_OF) == [
+        TimeHint(start=_when(year=2022, month=1, day=22), end=_when(year=2022, month=1, day=25))]
+    # Words after the reference that name no date leave it relative.
+    assert time_hints("what I planted in the past two weeks in my garden", as_of=AS_OF) == [
+        _days((2026, 11, 12), (2026, 11, 27), "in the past two weeks")]
+
+
+def test_relative_and_absolute_references_together() -> None:
+    assert time_hints("yesterday and in March 2023", as_of=AS_OF) == [
+        _days((2026, 11, 24), (2026, 11, 27), "yesterday"),
+        TimeHint(start=_when(year=2023, month=3, day=1), end=_when(year=2023, month=4, day=1))]
+
+
+def test_calendar_edges_of_relative_references() -> None:
+    # A month back from 31 March is the end of February; January's last month is December.
+    assert time_hints("a month ago", as_of=datetime(2023, 3, 31, 9, tzinfo=UTC)) == [
+        _days((2023, 2, 13), (2023, 3, 16), "a month ago")]
+    assert time_hints("last month", as_of=datetime(2024, 1, 10, tzinfo=UTC)) == [
+        _days((2023, 12, 1), (2024, 1, 1), "last month")]
+    # On a Saturday, "last weekend" is the one before; on a Monday, "on Monday" is a week back.
+    assert time_hints("last weekend", as_of=datetime(2026, 11, 28, 12, tzinfo=UTC)) == [
+        _days((2026, 11, 21), (2026, 11, 23), "last weekend")]
+    assert time_hints("on Monday", as_of=datetime(2026, 11, 23, 12, tzinfo=UTC)) == [
+        _days((2026, 11, 15), (2026, 11, 18), "on monday")]
+    # A naive moment is UTC; another zone is read in UTC (23:30 in New York is the next day there).
+    assert time_hints("yesterday", as_of=datetime(2026, 11, 26, 15)) == time_hints("yesterday", as_of=AS_OF)
+    new_york = datetime(2026, 11, 26, 23, 30, tzinfo=timezone.get_fixed_timezone(-300))
+    assert time_hints("yesterday", as_of=new_york) == [_days((2026, 11, 25), (2026, 11, 28), "yesterday")]
+
+
+def test_relative_references_past_the_calendar_give_no_hint() -> None:
+    assert time_hints("2 years ago", as_of=datetime(1, 6, 1, tzinfo=UTC)) == []
+    assert time_hints("yesterday", as_of=datetime(1, 1, 1, tzinfo=UTC)) == []
+    assert time_hints("this year", as_of=datetime(9999, 12, 31, tzinfo=UTC)) == []
 
 
 def test_an_impossible_day_falls_back_to_its_month() -> None:
@@ -97,6 +190,68 @@ def test_memories_of_the_named_date_join_the_candidates(alice, index, settings) 
     settings.MEMORYHUB_SEARCH_TIME_WEIGHT = 0.0
     found = search(alice, query="kayak in June", mode="text", top_k=3).json()["results"]
     assert "target" not in [r["session"] for r in found]
+
+
+def test_relative_dates_are_read_against_as_of(alice, index, settings) -> None:
+    # Wednesday 24 May 2023: "last week" is 15-21 May. Same words: without the hint the newer wins.
+    _post(alice, index, "last-week", "We went hiking in the hills.", "2023-05-16T10:00:00Z")
+    _post(alice, index, "this-week", "We went hiking in the hills.", "2023-05-23T10:00:00Z")
+    settings.MEMORYHUB_SEARCH_MMR = 1.0
+    for mode in ("hybrid", "text", "vector"):
+        found = search(alice, query="hiking last week", mode=mode, top_k=2, as_of="2023-05-24T12:00:00Z").json()
+        assert [r["session"] for r in found["results"]][:1] == ["last-week"], mode
+    # Read against now (2026 and later), "last week" holds neither: the newer one first.
+    found = search(alice, query="hiking last week", top_k=2).json()["results"]
+    assert [r["session"] for r in found][:1] == ["this-week"]
+    explained = search(alice, query="hiking last week", top_k=2, as_of="2023-05-24T12:00:00Z", explain=True).json()
+    steps = {s["step"]: s for s in explained["results"][0]["explain"]["steps"]}
+    assert steps["date_hint"]["detail"] == (
+        'written within 2023-05-15 to 2023-05-22 ("last week", as of 2023-05-24 12:00 UTC)')
+    settings.MEMORYHUB_SEARCH_TIME_WEIGHT = 0.0
+    found = search(alice, query="hiking last week", top_k=2, as_of="2023-05-24T12:00:00Z").json()["results"]
+    assert [r["session"] for r in found][:1] == ["this-week"]
+
+
+def test_the_time_of_the_search_is_the_default_as_of(alice, index, settings) -> None:
+    now = timezone.now()
+    _post(alice, index, "then", "The dentist said to floss more.", (now - timedelta(days=21)).isoformat())
+    _post(alice, index, "newer", "The dentist said to floss more.", (now - timedelta(days=2)).isoformat())
+    found = search(alice, query="what did the dentist say three weeks ago", mode="text", top_k=2).json()["results"]
+    assert [r["session"] for r in found][:1] == ["then"]  # (the other is dropped as a duplicate)
+    found = search(alice, query="what did the dentist say", mode="text", top_k=2).json()["results"]
+    assert [r["session"] for r in found][:1] == ["newer"]
+
+
+def test_context_reads_relative_dates_against_as_of(alice, index) -> None:
+    _post(alice, index, "last-week", "We went hiking in the hills.", "2023-05-16T10:00:00Z")
+    _post(alice, index, "this-week", "We went hiking in the hills.", "2023-05-23T10:00:00Z")
+    body = {"query": "hiking last week", "top_k": 1, "as_of": "2023-05-24T12:00:00Z"}
+    items = alice.post("/api/v1/context/", body, format="json").json()["items"]
+    assert [i["session"] for i in items if i["source"] == "relevant"] == ["last-week"]
+
+
+@pytest.mark.parametrize("as_of", ["last week", "2023-13-01T00:00:00Z", 5, ["2023-05-24"]])
+def test_an_unreadable_as_of_is_a_400_and_changes_nothing(alice, index, as_of: Any) -> None:
+    _post(alice, index, "kept", "We went hiking in the hills.", "2023-05-16T10:00:00Z")
+    for path in ("/api/v1/search/", "/api/v1/context/"):
+        response = alice.post(path, {"query": "hiking", "as_of": as_of}, format="json")
+        assert response.status_code == 400, response.content
+        assert response.json()["error"]["code"] == "validation_error"
+        assert "as_of" in response.json()["error"]["details"]["fields"]
+    assert [r["session"] for r in search(alice, query="hiking").json()["results"]] == ["kept"]
+
+
+def test_as_of_at_the_ends_of_the_calendar_is_no_error(alice, index) -> None:
+    _post(alice, index, "kept", "We went hiking in the hills.", "2023-05-16T10:00:00Z")
+    for as_of, query in (("0001-01-01T00:00:00Z", "hiking 2 years ago"), ("9999-12-31T23:59:59Z", "hiking this year")):
+        response = search(alice, query=query, as_of=as_of)
+        assert response.status_code == 200, response.content
+        assert [r["session"] for r in response.json()["results"]] == ["kept"]
+
+
+def test_relative_dates_never_reach_another_tenant(alice, bob, index) -> None:
+    _post(alice, index, "last-week", "Secret hiking plans.", "2023-05-16T10:00:00Z")
+    assert search(bob, query="hiking last week", as_of="2023-05-24T12:00:00Z").json()["results"] == []
 
 
 def test_named_dates_never_reach_another_tenant(alice, bob, index) -> None:

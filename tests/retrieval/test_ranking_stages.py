@@ -227,9 +227,17 @@ def test_time_hints_add_a_share_of_the_best_score_within_the_interval_only() -> 
 def test_hint_where_ors_the_hints_with_their_parameters_in_order() -> None:
     start, end = datetime(2023, 3, 1, tzinfo=UTC), datetime(2023, 4, 1, tzinfo=UTC)
     sql, params = hint_where([TimeHint(month=6), TimeHint(start=start, end=end)])
-    assert sql == ("((extract(month FROM c.created_at AT TIME ZONE 'UTC') = %s) OR "
-                   "(c.created_at >= %s AND c.created_at < %s))")
+    assert sql == ("(c.kind NOT IN ('summary') AND ((extract(month FROM c.created_at AT TIME ZONE 'UTC') = %s) OR "
+                   "(c.created_at >= %s AND c.created_at < %s)))")
     assert params == [6, start, end]
+
+
+def test_summaries_take_no_date_bonus() -> None:
+    # A summary is dated when it was made: an old conversation summarised in March 2023 is not "in March 2023".
+    march = datetime(2023, 3, 10, tzinfo=UTC).timestamp()
+    chunks = {1: cand(1, ts=march), 2: cand(2, ts=march, kind="summary"), 3: cand(3, ts=march, kind="note")}
+    scores = {1: 0.5, 2: 0.5, 3: 0.5}
+    assert with_time_hints(scores, chunks, time_hints("in March 2023"), 0.2) == {1: 0.6, 2: 0.5, 3: 0.6}
 
 
 # --- one result per message -------------------------------------------------------------------

@@ -76,3 +76,19 @@ def test_search_context_browse_stats(hub: Any, keys: dict[str, str]) -> None:
 
     stats = alice.stats()
     assert (stats["tenant"], stats["sessions"], stats["events"]) == ("alice", 2, 4)
+
+
+def test_search_and_context_read_relative_dates_against_as_of(hub: Any, keys: dict[str, str]) -> None:
+    alice = hub(keys["alice"])
+    alice.remember("last-week", [{"role": "user", "content": "We went hiking in the hills.",
+                                  "created_at": "2023-05-16T10:00:00Z"}])
+    alice.remember("this-week", [{"role": "user", "content": "We went hiking in the hills.",
+                                  "created_at": "2023-05-23T10:00:00Z"}])
+    asked = datetime(2023, 5, 24, 12, tzinfo=UTC)
+    assert [r["session"] for r in alice.search("hiking last week", top_k=1, as_of=asked)["results"]] == ["last-week"]
+    assert [r["session"] for r in alice.search("hiking last week", top_k=1)["results"]] == ["this-week"]
+    items = alice.context(query="hiking last week", top_k=1, as_of=asked)["items"]
+    assert [i["session"] for i in items if i["source"] == "relevant"] == ["last-week"]
+    with pytest.raises(BadRequestError) as bad:
+        alice.search("hiking", as_of="last week")
+    assert bad.value.code == "validation_error"

@@ -28,6 +28,7 @@ def search(
     user_id: str | None = None,
     since: datetime | str | None = None,
     until: datetime | str | None = None,
+    as_of: datetime | str | None = None,
     top_k: int | None = None,
     mode: Literal["hybrid", "vector", "text", "exact"] | None = None,
     fusion: Literal["weighted", "rrf"] | None = None,
@@ -35,11 +36,14 @@ def search(
     text_weight: float | None = None,
     profile: Literal["default", "memory"] | None = None,
 ) -> Call[SearchResponse]:
-    """Search memory (POST /search/): events, notes, facts, summaries and documents, ranked."""
+    """Search memory (POST /search/): events, notes, facts, summaries and documents, ranked.
+
+    `as_of`: when the question is asked (default: the server's now); "yesterday", "last week" or
+    "three months ago" in the query are read against it (servers that predate it refuse the field)."""
     return Call("POST", "search/", as_is, json=body(
         query=query, query_embedding=query_embedding, session=session, channel=channel,
         workspace=workspace, scope=scope, tags=tags, roles=roles, kinds=kinds, agent=agent,
-        user_id=user_id, since=since, until=until, top_k=top_k, mode=mode, fusion=fusion,
+        user_id=user_id, since=since, until=until, as_of=as_of, top_k=top_k, mode=mode, fusion=fusion,
         vector_weight=vector_weight, text_weight=text_weight, profile=profile,
     ), idempotent=True)
 
@@ -53,12 +57,13 @@ def context(
     top_k: int | None = None,
     tags: Sequence[str] | None = None,
     user_id: str | None = None,
+    as_of: datetime | str | None = None,
 ) -> Call[Context]:
     """The context block for a prompt (POST /context/): recent messages, important and relevant
     memories within `budget` tokens, as items and as Markdown."""
     return Call("POST", "context/", as_is, json=body(
         session=session, query=query, budget=budget, scope=scope, top_k=top_k, tags=tags,
-        user_id=user_id,
+        user_id=user_id, as_of=as_of,
     ), idempotent=True)
 
 
