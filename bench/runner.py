@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from datetime import UTC, datetime
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
