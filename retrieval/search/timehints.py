@@ -197,7 +197,7 @@ def _relative_hints(query: str, now: datetime, taken: list[tuple[int, int]]) -> 
             if any(span[0] < end and start < span[1] for start, end in taken):
                 continue
             try:
-                interval = _relative(kind, match.groupdict(), days, now, today)
+                interval = _relative(kind, match.groupdict(), days, today)
             except (ValueError, OverflowError):  # before year 1 or after 9999
                 interval = None
             if interval is None:
@@ -209,7 +209,7 @@ def _relative_hints(query: str, now: datetime, taken: list[tuple[int, int]]) -> 
     return hints
 
 
-def _relative(kind: str, groups: dict[str, str | None], days: int | None, now: datetime,
+def _relative(kind: str, groups: dict[str, str | None], days: int | None,
               today: datetime) -> tuple[datetime, datetime] | None:
     """[start, end) of one relative reference. A single day keeps the day either side, as a named
     day does (time zones); "N units ago" is a window around that moment, wider as N grows, since
@@ -231,7 +231,7 @@ def _relative(kind: str, groups: dict[str, str | None], days: int | None, now: d
         elif unit == "month":
             centre, half = _months_back(today, count), (10 + 5 * count) * day
         else:
-            centre, half = today.replace(year=today.year - count), 183 * day
+            centre, half = _months_back(today, 12 * count), 183 * day
         return centre - half, centre + half + day
     if kind == "past":
         start = {"day": today - count * day, "week": today - 7 * count * day,

@@ -121,6 +121,8 @@ def test_calendar_edges_of_relative_references() -> None:
     # A month back from 31 March is the end of February; January's last month is December.
     assert time_hints("a month ago", as_of=datetime(2023, 3, 31, 9, tzinfo=UTC)) == [
         _days((2023, 2, 13), (2023, 3, 16), "a month ago")]
+    assert time_hints("a year ago", as_of=datetime(2024, 2, 29, tzinfo=UTC)) == [
+        _days((2022, 8, 29), (2023, 8, 31), "a year ago")]
     assert time_hints("last month", as_of=datetime(2024, 1, 10, tzinfo=UTC)) == [
         _days((2023, 12, 1), (2024, 1, 1), "last month")]
     # On a Saturday, "last weekend" is the one before; on a Monday, "on Monday" is a week back.
