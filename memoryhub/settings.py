@@ -387,6 +387,9 @@ MEMORYHUB_EMBED_BACKEND = env_choice("MEMORYHUB_EMBED_BACKEND", "auto", {"auto",
 # How many earlier messages of the conversation are embedded with a message (contextual
 # embeddings: "yes, since 2019" is findable by what it answers). 0 embeds the message alone.
 MEMORYHUB_EMBED_CONTEXT_MESSAGES = env_int("MEMORYHUB_EMBED_CONTEXT_MESSAGES", 2, minimum=0)
+# Each chunk's sentences get vectors of their own (retrieval.chunking.sentences), written with the
+# chunk's; search scores a candidate by the higher of its own cosine and its best sentence's.
+MEMORYHUB_EMBED_SENTENCES = env_bool("MEMORYHUB_EMBED_SENTENCES", True)
 # Candidates fetched from each index before fusion, and HNSW's ef_search.
 MEMORYHUB_SEARCH_CANDIDATES = env_int("MEMORYHUB_SEARCH_CANDIDATES", 100, minimum=10)
 MEMORYHUB_HNSW_EF_SEARCH = env_int("MEMORYHUB_HNSW_EF_SEARCH", 100, minimum=10)
@@ -467,6 +470,7 @@ MEMORYHUB_SEARCH_COVERAGE_NORM = env_float("MEMORYHUB_SEARCH_COVERAGE_NORM", 4.0
 # terms its candidates' own words say), at this weight against that evidence, each divided by its
 # highest (0 = evidence alone). bench/README.md, stop 33.
 MEMORYHUB_SEARCH_COVERAGE_WORDS = env_float("MEMORYHUB_SEARCH_COVERAGE_WORDS", 0.5, low=0.0, high=1.0)
+MEMORYHUB_SEARCH_SENTENCES = env_bool("MEMORYHUB_SEARCH_SENTENCES", True)
 # ... but only a result scoring at least this share of the top_k-th result's score (0 = any): a
 # conversation that barely matches does not take the place of a good match (bench/README.md).
 MEMORYHUB_SEARCH_COVERAGE_FLOOR = env_float("MEMORYHUB_SEARCH_COVERAGE_FLOOR", 0.8, low=0.0, high=1.0)

@@ -91,6 +91,20 @@ def chunk_text(text: str, *, max_chars: int = MAX_CHARS, overlap: int = OVERLAP)
 
 
 _WORDS = re.compile(r"\w+", re.UNICODE)
+_SENTENCE_SPLIT = re.compile(r"(?<=[.!?…。！？])[\"'”’)\]]*\s+|\n+")
+SENTENCE_MIN_WORDS = 4  # shorter pieces ("Thanks!", "1. **Coursera**") say too little alone
+SENTENCES_PER_CHUNK = 16
+
+
+def sentences(text: str) -> list[str]:
+    """The sentences of a chunk worth a vector of their own (search scores a chunk by its best
+    sentence too: one sentence of a long message is lost in the message's mean): those of at
+    least SENTENCE_MIN_WORDS words, at most SENTENCES_PER_CHUNK of them; none when fewer than two
+    (the chunk's own vector is that sentence's)."""
+    found = [s.strip() for s in _SENTENCE_SPLIT.split(normalize_text(text))]
+    found = [s for s in found if len(_WORDS.findall(s)) >= SENTENCE_MIN_WORDS]
+    return found[:SENTENCES_PER_CHUNK] if len(found) >= 2 else []
+
 
 
 def word_set(text: str) -> frozenset[str]:

@@ -7,6 +7,10 @@ SELECT … FOR UPDATE SKIP LOCKED, so lanes on several machines share the table,
 killed mid-batch loses nothing: its transaction rolls back and the rows are free again. It takes
 the tenants with a backlog in turn (round-robin), so one tenant's import does not starve another.
 
+Each chunk's sentences (retrieval.chunking.sentences) are embedded in the same call and written
+with its vector (ChunkSentence, MEMORYHUB_EMBED_SENTENCES); chunks embedded before that get theirs
+when the lane is idle (_sentence_step).
+
 A failed batch is split until the failing chunk is alone: that chunk records its error and one
 attempt, the others are embedded. After MEMORYHUB_EMBED_MAX_ATTEMPTS a chunk is set aside (left
 out of the claims, retryable in the admin). EmbedderUnavailable (no model, no memory) is the
@@ -36,8 +40,9 @@ from memoryhub.background import (
     time_budget,
 )
 from retrieval import termstats
+from retrieval.chunking import sentences
 from retrieval.embedders import EmbedderUnavailable, check_vectors, get_embedder
-from retrieval.models import Chunk, ChunkQuerySet
+from retrieval.models import Chunk, ChunkQuerySet, ChunkSentence
 
 logger = logging.getLogger(__name__)
 
@@ -88,7 +93,7 @@ def _lock(query: Q) -> list[Chunk]:
     """Lock the rows to embed that no other worker holds."""
     return list(
         Chunk.objects.select_for_update(skip_locked=True).filter(query)
-        .order_by("id").only("id", "text", "context", "embedding_attempts")
+        .order_by("id").only("id", "kind", "text", "context", "embedding_attempts", "embedding_model")
     )
 
 
@@ -116,9 +121,11 @@ def _embed_claimed(rows: list[Chunk]) -> tuple[int, int]:
     if not rows:
         return 0, 0
     embedder = get_embedder()
+    parts = _sentences_of(rows)
     try:
-        vectors = embedder.embed([row.embedding_input for row in rows])
-        check_vectors(embedder, vectors, len(rows))
+        texts = [row.embedding_input for row in rows] + [s for pieces in parts for s in pieces]
+        vectors = embedder.embed(texts)
+        check_vectors(embedder, vectors, len(texts))
     except EmbedderUnavailable:
         raise
     except Exception as exc:  # the batch's fault: find the chunk that causes it
@@ -132,8 +139,78 @@ def _embed_claimed(rows: list[Chunk]) -> tuple[int, int]:
             embedding_attempts=F("embedding_attempts") + 1,
         )
         return 0, 1
-    _write_vectors([row.pk for row in rows], vectors, embedder.name)
+    _write_vectors([row.pk for row in rows], vectors[: len(rows)], embedder.name)
+    _write_sentences(rows, parts, vectors[len(rows):], counted=settings.MEMORYHUB_EMBED_SENTENCES)
     return len(rows), 0
+
+
+# Summaries are condensed already, each line a digest of several messages: their messages are
+# what a query's one sentence should find.
+UNSPLIT_KINDS = ("summary",)
+
+
+def _sentences_of(rows: list[Chunk]) -> list[list[str]]:
+    """Each row's sentences to embed (none when MEMORYHUB_EMBED_SENTENCES is off)."""
+    if not settings.MEMORYHUB_EMBED_SENTENCES:
+        return [[] for _ in rows]
+    return [[] if row.kind in UNSPLIT_KINDS else sentences(row.text) for row in rows]
+
+
+def _write_sentences(rows: list[Chunk], parts: list[list[str]], vectors: list[list[float]], *,
+                     counted: bool = True) -> None:
+    """Replace the rows' sentence vectors with these and count them on each row (`counted` off:
+    none written, the rows left to be split later, no vector of an earlier model kept)."""
+    ids = [row.pk for row in rows]
+    table = ChunkSentence._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(f"DELETE FROM {table} WHERE chunk_id = ANY(%s)", [ids])
+        values, params = [], []
+        at = 0
+        for pk, pieces in zip(ids, parts, strict=True):
+            for vector in vectors[at: at + len(pieces)]:
+                values.append("(%s, %s::halfvec)")
+                params += [pk, HalfVector(vector).to_text()]
+            at += len(pieces)
+        if values:
+            cursor.execute(f"INSERT INTO {table} (chunk_id, embedding) VALUES {', '.join(values)}", params)
+        counts = ", ".join(["(%s::bigint, %s::smallint)"] * len(ids))
+        cursor.execute(
+            f"UPDATE {Chunk._meta.db_table} c SET sentence_vectors = v.n FROM (VALUES {counts}) AS v(id, n) "
+            f"WHERE c.id = v.id",
+            [x for pk, pieces in zip(ids, parts, strict=True) for x in (pk, len(pieces) if counted else None)])
+
+
+def embed_sentences(*, limit: int | None = None) -> dict[str, int]:
+    """Sentence vectors for chunks embedded without them (before they existed, or while
+    MEMORYHUB_EMBED_SENTENCES was off), a batch at a time; their own vectors are kept. Returns
+    how many chunks were split and how many sentences embedded."""
+    if not settings.MEMORYHUB_EMBED_SENTENCES:
+        return {"chunks": 0, "sentences": 0}
+    batch = settings.MEMORYHUB_EMBED_BACKFILL_BATCH
+    embedder = get_embedder()
+    chunks = written = 0
+    while limit is None or chunks < limit:
+        size = batch if limit is None else min(batch, limit - chunks)
+        with transaction.atomic():
+            _no_commit_wait()
+            rows = list(Chunk.objects.select_for_update(skip_locked=True)
+                        .filter(sentence_vectors__isnull=True, embedding__isnull=False, embedding_model=embedder.name)
+                        .order_by("id").only("id", "kind", "text")[:size])
+            if not rows:
+                break
+            parts = _sentences_of(rows)
+            texts = [s for pieces in parts for s in pieces]
+            try:
+                vectors = embedder.embed(texts) if texts else []
+                check_vectors(embedder, vectors, len(texts))
+            except EmbedderUnavailable:
+                raise
+            except Exception as exc:  # these chunks keep their own vectors, and are not split again
+                logger.warning("embedding the sentences of chunks %s failed: %s", [r.pk for r in rows], exc)
+                parts, vectors = [[] for _ in rows], []
+            _write_sentences(rows, parts, vectors)
+        chunks, written = chunks + len(rows), written + sum(len(pieces) for pieces in parts)
+    return {"chunks": chunks, "sentences": written}
 
 
 def _no_commit_wait() -> None:
@@ -270,7 +347,7 @@ class EmbedLane:
         termstats.maybe_compact()
         tenant = next_tenant(self._tenant)
         if tenant is None:
-            return self._stale_model_step()
+            return self._sentence_step() or self._stale_model_step()
         self._tenant = tenant
         # The budget bounds the batch's SQL (statement_timeout); encode() itself is bounded by the
         # batch: at most MEMORYHUB_EMBED_BACKFILL_BATCH texts, each cut at the model's 256 tokens.
@@ -282,6 +359,16 @@ class EmbedLane:
             except EmbedderUnavailable as exc:
                 raise LaneBackoff(f"embedder unavailable: {exc}") from exc
         return StepResult(done=done, failed=failed)
+
+    def _sentence_step(self) -> StepResult | None:
+        """Chunks embedded without sentence vectors get them, a batch per step, when nothing
+        else waits (the partial index chunk_pending_sentences finds them); None when none is left."""
+        try:
+            with time_budget(settings.MEMORYHUB_STEP_SECONDS):
+                done = embed_sentences(limit=settings.MEMORYHUB_EMBED_BACKFILL_BATCH)["chunks"]
+        except EmbedderUnavailable as exc:
+            raise LaneBackoff(f"embedder unavailable: {exc}") from exc
+        return StepResult(done=done) if done else None
 
     def _stale_model_step(self) -> StepResult:
         """Vectors of another model (the embedder was changed): re-embed them when idle. Looked

@@ -76,6 +76,9 @@ class Chunk(models.Model):
     embedding_model = models.CharField(max_length=100, blank=True, default="")
     embedding_error = models.TextField(blank=True, default="")
     embedding_attempts = models.IntegerField(default=0)
+    # How many sentence vectors (ChunkSentence) the chunk has; null: not split yet (a chunk
+    # embedded before they existed: the embed lane adds them when idle).
+    sentence_vectors = models.SmallIntegerField(null=True, blank=True)
     search_vector = SearchVectorField(null=True, blank=True, editable=False)
 
     objects = ChunkQuerySet.as_manager()
@@ -96,6 +99,8 @@ class Chunk(models.Model):
             models.Index(fields=["session", "sequence_start"], name="chunk_message", condition=Q(kind="event")),
             models.Index(fields=["tenant", "id"], name="chunk_pending_embedding",
                          condition=Q(embedding__isnull=True)),
+            models.Index(fields=["id"], name="chunk_pending_sentences",
+                         condition=Q(sentence_vectors__isnull=True, embedding__isnull=False)),
             GinIndex(fields=["tags"], name="chunk_tags"),
             # fastupdate off: a pending list after bulk inserts slowed selective queries 3–4×.
             GinIndex(fields=["search_vector"], name="chunk_search_vector", fastupdate=False),
@@ -135,6 +140,20 @@ class Chunk(models.Model):
     @property
     def embedding_input(self) -> str:
         return f"{self.context}\n{self.text}" if self.context else self.text
+
+
+class ChunkSentence(models.Model):
+    """One sentence of a chunk, embedded alone (retrieval.chunking.sentences): written with the
+    chunk's own vector, by the same model, and replaced with it. Search scores a candidate by the
+    higher of its own cosine and its best sentence's (MEMORYHUB_SEARCH_SENTENCES)."""
+
+    # Deleted with its chunk by the database (a foreign key ON DELETE CASCADE, added by migration
+    # 0014), as ChunkAccess rows are.
+    chunk = models.ForeignKey(Chunk, on_delete=models.DO_NOTHING, related_name="+", db_constraint=False)
+    embedding = HalfVectorField(dimensions=DIMENSIONS)
+
+    def __str__(self) -> str:
+        return f"sentence of chunk {self.chunk_id}"
 
 
 class ChunkAccess(models.Model):

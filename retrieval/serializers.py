@@ -153,6 +153,9 @@ class ExplainPartOutput(serializers.Serializer):
     weight = serializers.FloatField(required=False, help_text="Weighted fusion: the signal's weight.")
     rank = serializers.IntegerField(required=False, allow_null=True, help_text="rrf: the rank in this signal's list.")
     part = serializers.FloatField(help_text="What it adds to the fused score.")
+    best_sentence = serializers.FloatField(
+        required=False, help_text="vector: the cosine of the result's best sentence, embedded alone (long "
+                                  "messages); raw is the higher of it and the result's own cosine.")
 
 
 class ExplainOutput(serializers.Serializer):

@@ -9,7 +9,9 @@
    with its embedding. Hybrid search, when no other search is running in the process, embeds the
    query in a thread meanwhile and fetches the text side's candidates first, the vector side's in
    a statement of their own once the vector is in (_candidates; MEMORYHUB_SEARCH_EMBED_ALONGSIDE);
-3. scores (_rank): vector scores, fusion (fusion; against the feedback-moved query vector for
+3. scores (_rank): vector scores (a candidate split into sentences scores the higher of its own
+   cosine and its best sentence's: sql.best_sentences, a statement when some candidate is split),
+   fusion (fusion; against the feedback-moved query vector for
    hybrid search), the time-hint bonus, the order; summaries give their place to their messages,
    and hybrid search re-ranks (rerank: MMR, per-conversation diversity and cap), on the vectors
    in hand (vectors);
@@ -61,6 +63,7 @@ from retrieval.search.rerank import (
 from retrieval.search.sql import (
     CandidatePool,
     Source,
+    best_sentences,
     exact_source,
     fetch_candidates,
     load_rows,
@@ -128,6 +131,8 @@ def _run_search(req: SearchRequest, *, alone: bool) -> list[SearchHit]:
     pool = _candidates(req, plan, (where, params), model)
     if pool is None or not pool.candidates:
         return []
+    if plan.vector is not None and settings.MEMORYHUB_SEARCH_SENTENCES:
+        pool.vectors.sentences = best_sentences(list(pool.candidates.values()), pool.vectors, plan.vector)
     vec = pool.vectors.cosines(plan.vector) if plan.vector is not None else {}
     trace = Trace(req) if req.explain else Trace.off()
     order, ranked, similarities = _rank(req, plan, pool, vec, trace)
@@ -297,7 +302,7 @@ def _rank(req: SearchRequest, plan: Plan, pool: CandidatePool, vec: dict[int, fl
         return {i: 1.0 for i in chunks}, newest, None
     ranking_vec = _with_feedback(req, pool, vec, plan.vector)
     order = fuse(req, chunks, ranking_vec, pool.txt)
-    trace.fusion(chunks, vec, ranking_vec, pool.txt, order)
+    trace.fusion(chunks, vec, ranking_vec, pool.txt, order, pool.vectors.sentences)
     if req.profile != "memory":
         fused, order = order, with_time_hints(order, chunks, plan.hints, settings.MEMORYHUB_SEARCH_TIME_WEIGHT)
         trace.date_hint(fused, order, plan.hints)

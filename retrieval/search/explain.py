@@ -72,13 +72,16 @@ class Trace:
         return self.req is not None
 
     def fusion(self, chunks: dict[int, Candidate], vec: dict[int, float], ranking_vec: dict[int, float],
-               txt: dict[int, float], fused: dict[int, float]) -> None:
+               txt: dict[int, float], fused: dict[int, float], sentences: dict[int, float] | None = None) -> None:
         """Fusion and what adjusts it: `vec` is the cosine to the query, `ranking_vec` what the
         ranking used (moved by feedback), `fused` what fusion returned (with the session prior)."""
         if self.req is None:
             return
         req, ids = self.req, list(chunks)
         self.parts = fusion_parts(req, chunks, vec, txt, ids)
+        for pk, best in (sentences or {}).items():  # what the vector side's raw score came from
+            if "vector" in self.parts.get(pk, {}):
+                self.parts[pk]["vector"]["best_sentence"] = best
         plain = base_scores(req, chunks, vec, txt)
         self.fused = plain
         moved = base_scores(req, chunks, ranking_vec, txt) if ranking_vec is not vec else plain

@@ -96,6 +96,7 @@ class Candidate:
     relevance: float = 0.0  # decayed relevance (memory profile only)
     kind: str = "event"
     sequence_start: int | None = None
+    split: bool = False  # it has sentence vectors of its own (ChunkSentence)
 
     @property
     def message(self) -> tuple[int, int, int] | None:

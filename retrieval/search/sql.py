@@ -26,13 +26,14 @@ import numpy as np
 from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
+from pgvector import HalfVector
 
 from accounts.models import Channel, Workspace
 from memoryhub.counters import BatchedCounter, Counts
 from memoryhub.models import Session
 from retrieval.decay import relevance_sql
 from retrieval.embedders import DIMENSIONS
-from retrieval.models import ChunkAccess
+from retrieval.models import ChunkAccess, ChunkSentence
 from retrieval.search.request import Candidate, HitRow, SearchRequest
 from retrieval.search.vectors import CandidateVectors, decode_halfvecs
 from retrieval.termstats import table_rows
@@ -257,7 +258,7 @@ class CandidatePool:
 # What ranking needs of every candidate; the rest of a result row is read for the hits only
 # (load_rows): names by key for 200 candidates cost more than a statement for 10 rows.
 _RANK_COLUMNS = ("c.id, c.session_id, c.text, c.context <> '', extract(epoch FROM c.created_at)::float8, "
-                 "c.sequence_start, c.sequence_end, c.importance, c.kind")
+                 "c.sequence_start, c.sequence_end, c.importance, c.kind, coalesce(c.sentence_vectors, 0) > 0")
 
 
 def fetch_candidates(sources: list[Source], model: str, tq: TextQuery | None, *,
@@ -303,10 +304,10 @@ def _pool(rows: list[tuple[Any, ...]]) -> CandidatePool:
     said: dict[int, int] = {}
     with_vector: list[int] = []
     raws: list[bytes] = []
-    for pk, session_id, text, contextual, created_ts, seq_start, seq_end, importance, kind, vector, tscore, terms, rel \
-            in rows:
+    for pk, session_id, text, contextual, created_ts, seq_start, seq_end, importance, kind, split, vector, tscore, \
+            terms, rel in rows:
         candidates[pk] = Candidate(pk, session_id, text, contextual, created_ts, seq_end, importance, float(rel), kind,
-                                   seq_start)
+                                   seq_start, split)
         if vector is not None:
             with_vector.append(pk)
             raws.append(vector)
@@ -315,6 +316,22 @@ def _pool(rows: list[tuple[Any, ...]]) -> CandidatePool:
         if terms:
             said[pk] = terms
     return CandidatePool(candidates, txt, CandidateVectors(with_vector, decode_halfvecs(raws, DIMENSIONS)), said)
+
+
+def best_sentences(candidates: list[Candidate], vectors: CandidateVectors, query: np.ndarray) -> dict[int, float]:
+    """The cosine of each candidate's best sentence to `query`, for the candidates split into
+    sentences that have a vector of the search's model (`vectors`: a chunk's sentence vectors
+    are written with its own, by the same model, and replaced with it): one statement, none when
+    no candidate has any."""
+    ids = [c.pk for c in candidates if c.split and c.pk in vectors.row]
+    if not ids:
+        return {}
+    rows = select_rows(
+        f"SELECT chunk_id, max(1 - (embedding <=> %s::halfvec))::float8 FROM {ChunkSentence._meta.db_table} "
+        "WHERE chunk_id = ANY(%s) GROUP BY chunk_id",
+        [HalfVector(query).to_text(), ids],
+    )
+    return {pk: cosine for pk, cosine in rows if cosine == cosine}  # NaN (a zero vector) never ranks
 
 
 def load_rows(kept: list[Candidate], model: str) -> dict[int, HitRow]:

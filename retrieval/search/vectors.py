@@ -40,6 +40,9 @@ class CandidateVectors:
 
     def __init__(self, ids: list[int], matrix: np.ndarray) -> None:
         self.ids = ids
+        # Each split candidate's best sentence's cosine to the query (sql.best_sentences): a
+        # candidate scores the higher of it and its own (cosines).
+        self.sentences: dict[int, float] = {}
         self.row = {pk: i for i, pk in enumerate(ids)}
         self.matrix = matrix
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)
@@ -54,12 +57,18 @@ class CandidateVectors:
         return cls(ids, matrix)
 
     def cosines(self, query: np.ndarray) -> dict[int, float]:
-        """Cosine similarity of every candidate with a vector to `query` (1 − pgvector's <=>)."""
+        """Cosine similarity of every candidate with a vector to `query` (1 − pgvector's <=>),
+        or its best sentence's to the search's query when that is higher (`sentences`; the same
+        for the feedback-moved query: the sentences were compared with the query as asked)."""
         if not self.ids:
             return {}
         with np.errstate(invalid="ignore", divide="ignore"):
             sims = self.unit @ (query / np.linalg.norm(query))
-        return {pk: s for pk, s in zip(self.ids, sims.tolist(), strict=True) if s == s}  # s != s: NaN
+        out = {pk: s for pk, s in zip(self.ids, sims.tolist(), strict=True) if s == s}  # s != s: NaN
+        for pk, best in self.sentences.items():
+            if pk in out and best > out[pk]:
+                out[pk] = best
+        return out
 
     def feedback(self, query: np.ndarray, top_ids: list[int], weight: float) -> dict[int, float]:
         """Rocchio: cosines to the query moved `weight` × the mean vector of `top_ids` (those
