@@ -34,6 +34,16 @@ SCOPE_HELP = ("How far to look: conversation (= session: the session's memories)
               "workspace with a workspace, else account.")
 
 
+def as_of_field() -> serializers.DateTimeField:
+    """Search's and context's `as_of`: the moment relative dates in the query are read against."""
+    return serializers.DateTimeField(
+        required=False, allow_null=True, default=None,
+        help_text="When the question is asked (ISO 8601; default: now). Relative dates in the query "
+                  "(\"yesterday\", \"last week\", \"three months ago\", \"last Saturday\", \"in the past two "
+                  "weeks\") are read against it, as a preference for memories written then; a client replaying "
+                  "or importing a conversation passes the question's own date.")
+
+
 class SearchInput(StrictSerializer):
     query = serializers.CharField(max_length=4000, required=False, allow_blank=True, default="", trim_whitespace=False,
                                   help_text="What to look for, in natural language (or a query_embedding).")
@@ -61,12 +71,7 @@ class SearchInput(StrictSerializer):
                                       help_text="Only memories from this time on (ISO 8601).")
     until = serializers.DateTimeField(required=False, allow_null=True, default=None,
                                       help_text="Only memories before this time (after since).")
-    as_of = serializers.DateTimeField(
-        required=False, allow_null=True, default=None,
-        help_text="When the question is asked (ISO 8601; default: now). Relative dates in the query "
-                  "(\"yesterday\", \"last week\", \"three months ago\", \"last Saturday\", \"in the past two "
-                  "weeks\") are read against it, as a preference for memories written then; a client replaying "
-                  "or importing a conversation passes the question's own date.")
+    as_of = as_of_field()
     top_k = TopKField(required=False, default=10,
                       help_text="How many results (default 10; at most MEMORYHUB_SEARCH_MAX_TOP_K).")
     mode = serializers.ChoiceField(
@@ -209,12 +214,7 @@ class ContextInput(StrictSerializer):
         help_text="Recall as this end user: their memories and shared ones, never another user's.")
     query = serializers.CharField(max_length=4000, required=False, allow_blank=True, default="",
                                   help_text="The new message or question: memories relevant to it are recalled.")
-    as_of = serializers.DateTimeField(
-        required=False, allow_null=True, default=None,
-        help_text="When the question is asked (ISO 8601; default: now). Relative dates in the query "
-                  "(\"yesterday\", \"last week\", \"three months ago\", \"last Saturday\", \"in the past two "
-                  "weeks\") are read against it, as a preference for memories written then; a client replaying "
-                  "or importing a conversation passes the question's own date.")
+    as_of = as_of_field()
     budget = serializers.IntegerField(min_value=50, max_value=200_000, required=False, default=None,
                                       help_text="Token budget of the block (default MEMORYHUB_CONTEXT_BUDGET, 4000).")
     scope = serializers.ChoiceField(choices=[*SCOPES, "session"], required=False, default=None,
