@@ -93,7 +93,7 @@ def _lock(query: Q) -> list[Chunk]:
     """Lock the rows to embed that no other worker holds."""
     return list(
         Chunk.objects.select_for_update(skip_locked=True).filter(query)
-        .order_by("id").only("id", "kind", "text", "context", "embedding_attempts", "embedding_model")
+        .order_by("id").only("id", "kind", "text", "context", "embedding_attempts")
     )
 
 
@@ -139,8 +139,10 @@ def _embed_claimed(rows: list[Chunk]) -> tuple[int, int]:
             embedding_attempts=F("embedding_attempts") + 1,
         )
         return 0, 1
-    _write_vectors([row.pk for row in rows], vectors[: len(rows)], embedder.name)
-    _write_sentences(rows, parts, vectors[len(rows):], counted=settings.MEMORYHUB_EMBED_SENTENCES)
+    ids = [row.pk for row in rows]
+    _write_sentences(ids, parts, vectors[len(rows):])
+    split = [len(pieces) if settings.MEMORYHUB_EMBED_SENTENCES else None for pieces in parts]
+    _write_vectors(ids, vectors[: len(rows)], embedder.name, split)
     return len(rows), 0
 
 
@@ -156,11 +158,9 @@ def _sentences_of(rows: list[Chunk]) -> list[list[str]]:
     return [[] if row.kind in UNSPLIT_KINDS else sentences(row.text) for row in rows]
 
 
-def _write_sentences(rows: list[Chunk], parts: list[list[str]], vectors: list[list[float]], *,
-                     counted: bool = True) -> None:
-    """Replace the rows' sentence vectors with these and count them on each row (`counted` off:
-    none written, the rows left to be split later, no vector of an earlier model kept)."""
-    ids = [row.pk for row in rows]
+def _write_sentences(ids: list[int], parts: list[list[str]], vectors: list[list[float]]) -> None:
+    """Replace these chunks' sentence vectors with `vectors` (`parts`: each chunk's sentences, in
+    order; none: the chunk keeps none, so no vector of an earlier model is left)."""
     table = ChunkSentence._meta.db_table
     with connection.cursor() as cursor:
         cursor.execute(f"DELETE FROM {table} WHERE chunk_id = ANY(%s)", [ids])
@@ -173,11 +173,6 @@ def _write_sentences(rows: list[Chunk], parts: list[list[str]], vectors: list[li
             at += len(pieces)
         if values:
             cursor.execute(f"INSERT INTO {table} (chunk_id, embedding) VALUES {', '.join(values)}", params)
-        counts = ", ".join(["(%s::bigint, %s::smallint)"] * len(ids))
-        cursor.execute(
-            f"UPDATE {Chunk._meta.db_table} c SET sentence_vectors = v.n FROM (VALUES {counts}) AS v(id, n) "
-            f"WHERE c.id = v.id",
-            [x for pk, pieces in zip(ids, parts, strict=True) for x in (pk, len(pieces) if counted else None)])
 
 
 def embed_sentences(*, limit: int | None = None) -> dict[str, int]:
@@ -208,7 +203,13 @@ def embed_sentences(*, limit: int | None = None) -> dict[str, int]:
             except Exception as exc:  # these chunks keep their own vectors, and are not split again
                 logger.warning("embedding the sentences of chunks %s failed: %s", [r.pk for r in rows], exc)
                 parts, vectors = [[] for _ in rows], []
-            _write_sentences(rows, parts, vectors)
+            ids = [row.pk for row in rows]
+            _write_sentences(ids, parts, vectors)
+            counts = ", ".join(["(%s::bigint, %s::smallint)"] * len(ids))
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    f"UPDATE {Chunk._meta.db_table} c SET sentence_vectors = v.n FROM (VALUES {counts}) AS v(id, n) "
+                    "WHERE c.id = v.id", [x for pk, pieces in zip(ids, parts, strict=True) for x in (pk, len(pieces))])
         chunks, written = chunks + len(rows), written + sum(len(pieces) for pieces in parts)
     return {"chunks": chunks, "sentences": written}
 
@@ -220,18 +221,19 @@ def _no_commit_wait() -> None:
         cursor.execute("SET LOCAL synchronous_commit TO off")
 
 
-def _write_vectors(ids: list[int], vectors: list[list[float]], model: str) -> None:
+def _write_vectors(ids: list[int], vectors: list[list[float]], model: str, split: list[int | None]) -> None:
     """One UPDATE … FROM (VALUES …) for the whole batch: bulk_update's CASE per column cost six
-    times as much here (19 against 3 ms a chunk), a share of the model's own time."""
-    values = ", ".join(["(%s::bigint, %s::halfvec)"] * len(ids))
+    times as much here (19 against 3 ms a chunk), a share of the model's own time. `split`: how
+    many sentence vectors each chunk now has (None: not split)."""
+    values = ", ".join(["(%s::bigint, %s::halfvec, %s::smallint)"] * len(ids))
     params: list[Any] = [model, timezone.now()]
-    for pk, vector in zip(ids, vectors, strict=True):
-        params += [pk, HalfVector(vector).to_text()]
+    for pk, vector, count in zip(ids, vectors, split, strict=True):
+        params += [pk, HalfVector(vector).to_text(), count]
     with connection.cursor() as cursor:
         cursor.execute(
             f"UPDATE {Chunk._meta.db_table} c SET embedding = v.vector, embedding_model = %s, embedding_error = '', "
-            f"embedding_attempts = c.embedding_attempts + 1, indexed_at = %s "
-            f"FROM (VALUES {values}) AS v(id, vector) WHERE c.id = v.id", params)
+            f"embedding_attempts = c.embedding_attempts + 1, indexed_at = %s, sentence_vectors = v.split "
+            f"FROM (VALUES {values}) AS v(id, vector, split) WHERE c.id = v.id", params)
 
 
 def _embed_or_record(rows: list[Chunk]) -> tuple[int, int]:
