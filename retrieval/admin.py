@@ -48,7 +48,7 @@ class ChunkAdmin(AccessColumns, admin.ModelAdmin):
     search_fields = ["text", "source_id", "=content_hash", "user_id"]
     autocomplete_fields = ["session", "workspace", "channel"]
     readonly_fields = ["source", "content_hash", "embedding_model", "embedding_error", "embedding_attempts",
-                       "indexed_at", "access_count", "accessed_at"]
+                       "indexed_at", "access_count", "accessed_at", "sentence_vectors"]
     exclude = ["embedding", "search_vector"]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Chunk]:

@@ -106,7 +106,6 @@ def sentences(text: str) -> list[str]:
     return found[:SENTENCES_PER_CHUNK] if len(found) >= 2 else []
 
 
-
 def word_set(text: str) -> frozenset[str]:
     """The distinct words of a text, case-folded: what two texts are compared on when their own
     words matter (near-identical results, duplicate memories)."""
