@@ -205,11 +205,10 @@ def embed_sentences(*, limit: int | None = None) -> dict[str, int]:
                 parts, vectors = [[] for _ in rows], []
             ids = [row.pk for row in rows]
             _write_sentences(ids, parts, vectors)
-            counts = ", ".join(["(%s::bigint, %s::smallint)"] * len(ids))
-            with connection.cursor() as cursor:
+            with connection.cursor() as cursor:  # each chunk's count, of the rows just written
                 cursor.execute(
-                    f"UPDATE {Chunk._meta.db_table} c SET sentence_vectors = v.n FROM (VALUES {counts}) AS v(id, n) "
-                    "WHERE c.id = v.id", [x for pk, pieces in zip(ids, parts, strict=True) for x in (pk, len(pieces))])
+                    f"UPDATE {Chunk._meta.db_table} c SET sentence_vectors = (SELECT count(*) FROM "
+                    f"{ChunkSentence._meta.db_table} s WHERE s.chunk_id = c.id) WHERE c.id = ANY(%s)", [ids])
         chunks, written = chunks + len(rows), written + sum(len(pieces) for pieces in parts)
     return {"chunks": chunks, "sentences": written}
 

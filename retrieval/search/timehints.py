@@ -140,7 +140,7 @@ def time_hints(query: str, *, as_of: datetime | None = None, limit: int = 4) -> 
     for pattern in _PATTERNS:
         for match in pattern.finditer(query):
             span = match.span()
-            if any(span[0] < end and start < span[1] for start, end in taken):
+            if _overlaps(span, taken):
                 continue
             groups = match.groupdict()
             month = MONTHS.get((groups.get("month") or "").lower().rstrip("."))
@@ -151,6 +151,11 @@ def time_hints(query: str, *, as_of: datetime | None = None, limit: int = 4) -> 
                 taken.append(span)
                 hints.append(hint)
     return hints[:limit]
+
+
+def _overlaps(span: tuple[int, int], taken: list[tuple[int, int]]) -> bool:
+    """Whether `span` of the query overlaps a span already read as a date."""
+    return any(span[0] < end and start < span[1] for start, end in taken)
 
 
 def utc(moment: datetime) -> datetime:
@@ -194,7 +199,7 @@ def _relative_hints(query: str, now: datetime, taken: list[tuple[int, int]]) -> 
     for kind, pattern, days in _RELATIVE:
         for match in pattern.finditer(query):
             span = match.span()
-            if any(span[0] < end and start < span[1] for start, end in taken):
+            if _overlaps(span, taken):
                 continue
             try:
                 interval = _relative(kind, match.groupdict(), days, today)
