@@ -304,6 +304,23 @@ def test_scope_widening_adds_wider_tiers_only(alice, index, cast) -> None:
     assert workspace == channel | {"kiwi in another channel", "kiwi fact for cars"}
 
 
+def test_a_result_names_its_session_channel_and_workspace_or_none(alice, index, cast) -> None:
+    """The names a result shows come with its row (sql.load_rows): a message names its session,
+    channel and workspace; a channel's memory its channel and workspace; an account's none."""
+    alice.post("/api/v1/sessions/", {"id": "s1", "channel": "pets"}, format="json")
+    index(alice, "s1", {"role": "user", "content": "quince in the session"})
+    ws = Workspace.objects.get(tenant=cast.alice_tenant, name=alice.get("/api/v1/sessions/s1/").json()["workspace"])
+    t = cast.alice_tenant.pk
+    _memory(t, "f1", "quince fact for the account", "account")
+    _memory(t, "f2", "quince fact for pets", "channel", workspace_id=ws.pk, channel_id=ws.channels.get(name="pets").pk)
+    response = search(alice, query="quince", scope="account", top_k=10)
+    assert response.status_code == 200, response.content
+    named = {r["text"]: (r["session"], r["channel"], r["workspace"]) for r in response.json()["results"]}
+    assert named == {"quince in the session": ("s1", "pets", ws.name),
+                     "quince fact for pets": (None, "pets", ws.name),
+                     "quince fact for the account": (None, None, None)}
+
+
 # --- tenant isolation ----------------------------------------------------------------------------
 
 
