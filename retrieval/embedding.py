@@ -29,7 +29,6 @@ from django.db import connection, transaction
 from django.db.models import Count, F, Q
 from django.db.models.functions import Length
 from django.utils import timezone
-from pgvector import HalfVector
 
 from memoryhub.background import (
     LaneBackoff,
@@ -43,6 +42,7 @@ from retrieval import termstats
 from retrieval.chunking import sentences
 from retrieval.embedders import EmbedderUnavailable, check_vectors, get_embedder
 from retrieval.models import Chunk, ChunkQuerySet, ChunkSentence
+from retrieval.vectors import halfvec_text
 
 logger = logging.getLogger(__name__)
 
@@ -169,7 +169,7 @@ def _write_sentences(ids: list[int], parts: list[list[str]], vectors: list[list[
         for pk, pieces in zip(ids, parts, strict=True):
             for vector in vectors[at: at + len(pieces)]:
                 values.append("(%s, %s::halfvec)")
-                params += [pk, HalfVector(vector).to_text()]
+                params += [pk, halfvec_text(vector)]
             at += len(pieces)
         if values:
             cursor.execute(f"INSERT INTO {table} (chunk_id, embedding) VALUES {', '.join(values)}", params)
@@ -227,7 +227,7 @@ def _write_vectors(ids: list[int], vectors: list[list[float]], model: str, split
     values = ", ".join(["(%s::bigint, %s::halfvec, %s::smallint)"] * len(ids))
     params: list[Any] = [model, timezone.now()]
     for pk, vector, count in zip(ids, vectors, split, strict=True):
-        params += [pk, HalfVector(vector).to_text(), count]
+        params += [pk, halfvec_text(vector), count]
     with connection.cursor() as cursor:
         cursor.execute(
             f"UPDATE {Chunk._meta.db_table} c SET embedding = v.vector, embedding_model = %s, embedding_error = '', "

@@ -11,6 +11,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+import numpy as np
+from pgvector import HalfVector
+
 HALF_MAX = 65504.0
 # The smallest half-precision subnormal is 2^-24; anything at or below half of it rounds to zero.
 HALF_ZERO = 2.0**-25
@@ -31,3 +34,19 @@ def vector_problem(values: Sequence[float]) -> str | None:
     if is_zero(values):
         return "the vector is zero (in half precision): it has no direction to compare"
     return None
+
+
+_half_texts: list[str] | None = None
+
+
+def halfvec_text(value: Sequence[float] | np.ndarray) -> str:
+    """`HalfVector(value).to_text()`, the same string, ~20 times faster: each of the 65,536 half
+    precision values is written once per process (a table of ~4 MB) and looked up, instead of
+    formatting 384 floats per vector (0.35 ms on this VM: a search's query vector, and every
+    vector the embed lane writes)."""
+    global _half_texts
+    if _half_texts is None:
+        _half_texts = [str(v) for v in np.arange(1 << 16, dtype=np.uint16).view(np.float16).astype(np.float64).tolist()]
+    texts = _half_texts
+    bits = HalfVector(value).to_numpy().view(np.uint16).tolist()
+    return "[" + ",".join([texts[b] for b in bits]) + "]"

@@ -30,7 +30,6 @@ from typing import Any
 import numpy as np
 from django.conf import settings
 from django.utils import timezone
-from pgvector import HalfVector
 
 from retrieval.embedders import get_embedder
 from retrieval.query_embedding import embed_query, embed_query_soon
@@ -74,6 +73,7 @@ from retrieval.search.sql import (
 from retrieval.search.timehints import TimeHint, data_years, hint_where, time_hints, with_time_hints
 from retrieval.search.vectors import as_halfvec, near_duplicate_pairs
 from retrieval.termstats import scope_size_sql
+from retrieval.vectors import halfvec_text
 
 Similarities = tuple[PairSimilarities, set[int]]  # MMR's pair similarities and the ids they cover
 
@@ -231,7 +231,7 @@ def _vector_sources(req: SearchRequest, vector: np.ndarray, model: str, scope: S
     (sql.vector_source): the scope by its kept size, the dates by a count that stops at the
     threshold. A filtered HNSW walk for dates that few memories have (or none: "in June" when
     nothing was said in June) visits thousands of rows to find them (~95 ms at 100k chunks)."""
-    text = HalfVector(vector).to_text()
+    text = halfvec_text(vector)
     sources = [vector_source(text, model, *scope, limit, scope_size_sql(req, owner=True), owner_parts(req))]
     if narrow is not None:
         within = _and(scope, narrow)

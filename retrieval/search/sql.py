@@ -26,7 +26,6 @@ import numpy as np
 from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
-from pgvector import HalfVector
 
 from accounts.models import Channel, Workspace
 from memoryhub.counters import BatchedCounter, Counts
@@ -37,6 +36,7 @@ from retrieval.models import ChunkAccess, ChunkSentence
 from retrieval.search.request import Candidate, HitRow, SearchRequest
 from retrieval.search.vectors import CandidateVectors, decode_halfvecs
 from retrieval.termstats import table_rows
+from retrieval.vectors import halfvec_text
 
 if TYPE_CHECKING:
     from retrieval.search.fulltext import TextQuery
@@ -329,7 +329,7 @@ def best_sentences(candidates: list[Candidate], vectors: CandidateVectors, query
     rows = select_rows(
         f"SELECT chunk_id, max(1 - (embedding <=> %s::halfvec))::float8 FROM {ChunkSentence._meta.db_table} "
         "WHERE chunk_id = ANY(%s) GROUP BY chunk_id",
-        [HalfVector(query).to_text(), ids],
+        [halfvec_text(query), ids],
     )
     return {pk: cosine for pk, cosine in rows if cosine == cosine}  # NaN (a zero vector) never ranks
 

@@ -77,3 +77,26 @@ def test_a_zero_vector_scores_nothing() -> None:
     vectors = CandidateVectors.of({1: np.zeros(4, np.float32), 2: np.ones(4, np.float32)})
     assert vectors.cosines(np.ones(4, np.float32)) == {2: pytest.approx(1.0)}
     assert vectors.pairs([1, 2]) == {}
+
+
+def test_halfvec_text_is_pgvectors_text_for_every_half_precision_value() -> None:
+    """The looked-up text (retrieval.vectors.halfvec_text) is pgvector's own, value for value:
+    all 65,536 half-precision bit patterns (NaN and infinities included), and vectors given as
+    float lists and as numpy arrays (rounded to half precision the same way)."""
+    from retrieval.vectors import halfvec_text
+
+    every = np.arange(1 << 16, dtype=np.uint16).view(np.float16)
+    assert halfvec_text(every) == HalfVector(every).to_text()
+    rng = np.random.default_rng(7)
+    vector = rng.normal(size=DIMENSIONS).astype(np.float32)
+    vector /= np.linalg.norm(vector)
+    for value in (vector, vector.tolist(), vector.astype(np.float64), [1e-8, -60000.0, 0.1, 2.0 / 3.0]):
+        assert halfvec_text(value) == HalfVector(value).to_text()
+
+
+def test_a_vector_written_as_halfvec_text_reads_back_as_the_same_halfvec(db) -> None:  # type: ignore[no-untyped-def]
+    from retrieval.vectors import halfvec_text
+
+    vector = np.random.default_rng(3).normal(size=DIMENSIONS).astype(np.float32)
+    (raw,), = select_rows("SELECT halfvec_send(%s::halfvec)", [halfvec_text(vector)])
+    assert np.array_equal(decode_halfvec(bytes(raw)), as_halfvec(vector))
