@@ -17,6 +17,7 @@ p > 0 by the p-norm of their messages' scores (retrieval.search.rerank.conversat
 `--words`: the weights at which that evidence is blended with the query words each conversation's
 messages say (rerank.conversation_words; MEMORYHUB_SEARCH_COVERAGE_WORDS, stop 33).
 Prints turn and session recall@10 overall, per half and for the multi-hop questions (LoCoMo).
+`--ceiling`: instead of the grid, what any coverage of this ranking could reach (stop 35).
 """
 
 from __future__ import annotations
@@ -117,6 +118,42 @@ def figures(questions: list[recall.Question], lists: list[list[int]],
     return {b: (s[1] / s[0], s[2] / s[0]) for b, s in sums.items()}
 
 
+def ceiling(questions: list[recall.Question], rankings: list[list[Row]], words: list[dict[int, float]],
+            finds: dict[int, tuple[set[str], str | None]]) -> None:
+    """What the ranking's conversations allow, whatever the places: how many evidence sessions
+    have a candidate at all, and the recall when all ten places go to ten distinct conversations
+    (each its best result), in rank order or in coverage's order (evidence, p = 4, words 0.5)."""
+    from retrieval.search.request import Candidate
+    from retrieval.search.rerank import conversation_evidence, with_words
+
+    sums: dict[str, list[float]] = defaultdict(lambda: [0.0] * 6)
+    for q, ranking, said in zip(questions, rankings, words, strict=True):
+        wanted, turns = set(q.question["evidence_session_ids"]), set(q.question["evidence_turn_ids"])
+        candidates = [Candidate(pk=pk, session_id=sid, text="", contextual=False, created_ts=0.0,
+                                sequence_end=None, importance=0.5) for pk, sid, _ in ranking]
+        evidence = with_words(conversation_evidence(candidates, {pk: s for pk, _, s in ranking}, 4.0), said, 0.5)
+        best: dict[int, int] = {}
+        for pk, sid, _ in ranking:
+            if sid is not None:
+                best.setdefault(sid, pk)
+        by_rank = list(best.values())[:10]
+        by_evidence = [pk for sid, pk in sorted(best.items(), key=lambda item: -evidence.get(item[0], 0.0))][:10]
+        anywhere = {finds[pk][1] for pk in best.values()}
+        for bucket in q.buckets:
+            s = sums[bucket]
+            s[0] += 1
+            s[1] += len(wanted & anywhere) / len(wanted)
+            for at, ids in ((2, by_rank), (4, by_evidence)):
+                s[at] += len(turns & set().union(*[finds[pk][0] for pk in ids])) / len(turns)
+                s[at + 1] += len(wanted & {finds[pk][1] for pk in ids}) / len(wanted)
+    print("| bucket | sessions with a candidate | 10 distinct, rank order: turn@10 / session@10 "
+          "| 10 distinct, coverage's order |")
+    print("| --- | ---: | ---: | ---: |")
+    for bucket, s in sums.items():
+        n = s[0]
+        print(f"| {bucket} | {s[1] / n:.3f} | {s[2] / n:.3f} / {s[3] / n:.3f} | {s[4] / n:.3f} / {s[5] / n:.3f} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("bench", choices=["locomo", "longmemeval"])
@@ -124,6 +161,8 @@ def main() -> None:
     parser.add_argument("--floors", default="0.8")
     parser.add_argument("--norms", default="0,2,3,4,6,8")
     parser.add_argument("--words", default="0", help="comma-separated weights of the query words (0 = evidence alone)")
+    parser.add_argument("--ceiling", action="store_true",
+                        help="print what ten distinct conversations would give instead of the grid")
     args = parser.parse_args()
     if args.bench == "locomo":
         from bench.locomo import LOCOMO as bench
@@ -131,6 +170,9 @@ def main() -> None:
         from bench.longmemeval import LONGMEMEVAL as bench
     common.setup_django(bench.db_name, "minilm")
     questions, rankings, words, finds = capture(bench)
+    if args.ceiling:
+        ceiling(questions, rankings, words, finds)
+        return
     print(f"{len(questions)} questions; turn@10 / session@10\n")
     print("| share | floor | conversation order | words | overall | half 1 | half 2 | multi-hop |")
     print("| ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |")
