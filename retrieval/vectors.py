@@ -42,7 +42,7 @@ _half_texts: list[str] | None = None
 def halfvec_text(value: Sequence[float] | np.ndarray) -> str:
     """`HalfVector(value).to_text()`, the same string, ~20 times faster: each of the 65,536 half
     precision values is written once per process (a table of ~7 MB) and looked up, instead of
-    formatting 384 floats per vector (0.35 ms on this VM: a search's query vector, and every
+    formatting 384 floats per vector (0.35 ms in stop 35: a search's query vector, and every
     vector the embed lane writes)."""
     global _half_texts
     if _half_texts is None:

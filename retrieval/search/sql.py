@@ -337,7 +337,7 @@ def best_sentences(candidates: list[Candidate], vectors: CandidateVectors, query
 def load_rows(kept: list[Candidate], model: str) -> dict[int, HitRow]:
     """The hits' result rows (the rest of what the API shows of them), as rows: one statement.
     The names come from scalar subqueries by primary key, not joins: for ten rows the planner
-    weighed join orders and hashed a whole table (1.3-1.5 ms on this VM, against 0.65)."""
+    weighed join orders and hashed a whole table (bench/README.md, stop 35: 1.3-1.5 ms against 0.65)."""
     if not kept:
         return {}
     by_id = {c.pk: c for c in kept}
