@@ -91,8 +91,18 @@ def covered(ranking: list[Row], share: float, floor: float, norm: float, k: int 
             words: dict[int, float] | None = None, weight: float = 0.0) -> list[int]:
     """The product's cover_conversations over plain rows; `words` (conversation_words) blended
     into the evidence at `weight` as the search blends them."""
+    from retrieval.search.rerank import cover_conversations
+
+    candidates, scores, evidence = ranked_evidence(ranking, norm, words, weight)
+    return [c.pk for c in cover_conversations(candidates, k, share, scores, floor, evidence)]
+
+
+def ranked_evidence(ranking: list[Row], norm: float, words: dict[int, float] | None,
+                    weight: float) -> tuple[list[Any], dict[int, float], dict[int, float] | None]:
+    """The ranking as candidates, their scores, and each conversation's evidence as the search
+    weighs it (None when `norm` is 0: by their best result)."""
     from retrieval.search.request import Candidate
-    from retrieval.search.rerank import conversation_evidence, cover_conversations, with_words
+    from retrieval.search.rerank import conversation_evidence, with_words
 
     candidates = [Candidate(pk=pk, session_id=sid, text="", contextual=False, created_ts=0.0,
                             sequence_end=None, importance=0.5) for pk, sid, _ in ranking]
@@ -100,7 +110,7 @@ def covered(ranking: list[Row], share: float, floor: float, norm: float, k: int 
     evidence = conversation_evidence(candidates, scores, norm) if norm > 0 else None
     if evidence is not None and words and weight > 0:
         evidence = with_words(evidence, words, weight)
-    return [c.pk for c in cover_conversations(candidates, k, share, scores, floor, evidence)]
+    return candidates, scores, evidence
 
 
 def figures(questions: list[recall.Question], lists: list[list[int]],
@@ -123,15 +133,10 @@ def ceiling(questions: list[recall.Question], rankings: list[list[Row]], words: 
     """What the ranking's conversations allow, whatever the places: how many evidence sessions
     have a candidate at all, and the recall when all ten places go to ten distinct conversations
     (each its best result), in rank order or in coverage's order (evidence, p = 4, words 0.5)."""
-    from retrieval.search.request import Candidate
-    from retrieval.search.rerank import conversation_evidence, with_words
-
     sums: dict[str, list[float]] = defaultdict(lambda: [0.0] * 6)
     for q, ranking, said in zip(questions, rankings, words, strict=True):
         wanted, turns = set(q.question["evidence_session_ids"]), set(q.question["evidence_turn_ids"])
-        candidates = [Candidate(pk=pk, session_id=sid, text="", contextual=False, created_ts=0.0,
-                                sequence_end=None, importance=0.5) for pk, sid, _ in ranking]
-        evidence = with_words(conversation_evidence(candidates, {pk: s for pk, _, s in ranking}, 4.0), said, 0.5)
+        evidence = ranked_evidence(ranking, 4.0, said, 0.5)[2] or {}
         best: dict[int, int] = {}
         for pk, sid, _ in ranking:
             if sid is not None:

@@ -23,6 +23,7 @@ from django.conf import settings
 
 from memoryhub.threads import ProcessPool
 from retrieval import embedders
+from retrieval.vectors import halfvec_text
 
 logger = logging.getLogger(__name__)
 ONNX_MODULE = "retrieval.minilm_runtimes"
@@ -96,9 +97,10 @@ def embed_query_soon(text: str) -> Future[list[float]]:
 
 
 def warm_up() -> None:
-    """Load the query path now (a web worker's first search must not wait for it)."""
+    """Load the query path now (a web worker's first search must not wait for it): the encoder,
+    and the table the query vector's literal is written from."""
     try:
-        embed_query("warm-up")
+        halfvec_text(embed_query("warm-up"))
     except Exception:  # the first real request will report it; a web worker must still start
         logger.exception("query embedder warm-up failed")
 
