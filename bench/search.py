@@ -168,6 +168,7 @@ def populate(n_chunks: int, turns: list[str], vectors: str) -> tuple[Any, str, d
 
 
 def measure_in_process(tenant: Any, questions: list[str]) -> dict[str, Any]:
+    import psycopg
     from django.db import connection, transaction
     from django.test.utils import CaptureQueriesContext
 
@@ -190,14 +191,17 @@ def measure_in_process(tenant: Any, questions: list[str]) -> dict[str, Any]:
                 started = time.perf_counter()
                 hybrid_search(tenant_id=tenant.pk, query=q, top_k=10, **options)
                 call_ms.append(1000 * (time.perf_counter() - started))
-            statements = [c["sql"] for c in captured.captured_queries
+            statements = [(c["sql"], c.get("binary", False)) for c in captured.captured_queries
                           if not c["sql"].startswith(("SAVEPOINT", "RELEASE SAVEPOINT", "BEGIN", "COMMIT"))]
             with transaction.atomic(), connection.cursor() as cursor:
+                binary = psycopg.Cursor(connection.connection)  # as search fetches its candidates
+                binary.format = psycopg.pq.Format.BINARY
                 started = time.perf_counter()
-                for sql in statements:
-                    cursor.execute(sql)
-                    if cursor.description:
-                        cursor.fetchall()
+                for sql, in_binary in statements:
+                    target = binary if in_binary else cursor
+                    target.execute(sql)
+                    if target.description:
+                        target.fetchall()
                 raw_ms.append(1000 * (time.perf_counter() - started))
         out[name] = {"raw_sql": summary(raw_ms), "in_process": summary(call_ms)}
     return out

@@ -15,6 +15,7 @@ whatever the scope.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -23,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from weakref import WeakKeyDictionary
 
 import numpy as np
+import psycopg
 from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
@@ -128,6 +130,35 @@ def select_rows(sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return cursor.fetchall()
+
+
+def select_binary_rows(sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
+    """All rows of one raw statement, its parameters bound by the server and its rows sent in
+    PostgreSQL's binary formats. For the candidate statement, whose rows carry a vector each
+    (halfvec_send, 768 bytes), text rows send each vector as 1,536 hex digits to decode, and
+    binding on the client quotes its hundred-odd parameters into the statement's text
+    (bench/README.md, stop 36).
+
+    Django's cursors bind on the client (psycopg's ClientCursor cannot return binary rows), so the
+    psycopg cursor is made here and wrapped as Django wraps its own (its errors are Django's, its
+    execute wrappers run). Where Django logs queries, the statement is logged with its parameters
+    written in, as Django logs its own, marked `"binary": True` (bench/search.py re-runs it so).
+    Never prepared on the server: Django's connections have no
+    prepare threshold."""
+    connection.ensure_connection()
+    raw = psycopg.Cursor(connection.connection)
+    raw.format = psycopg.pq.Format.BINARY
+    with connection.make_cursor(raw) as cursor:
+        if not connection.queries_logged:
+            cursor.execute(sql, params)
+            return cursor.fetchall()
+        started = time.monotonic()
+        try:
+            cursor.execute(sql, params)
+            return cursor.fetchall()
+        finally:
+            connection.queries_log.append({"sql": connection.ops.compose_sql(sql, params), "binary": True,
+                                           "time": f"{time.monotonic() - started:.3f}"})
 
 
 def vector_source(vector_text: str, model: str, where: str, params: list[Any], limit: int,
@@ -294,7 +325,7 @@ def fetch_candidates(sources: list[Source], model: str, tq: TextQuery | None, *,
     sql = f"SELECT {', '.join(select)} FROM retrieval_chunk c {join} WHERE c.id = ANY(ARRAY({union}))"
     params += [value for _, values in sources for value in values]
     with hnsw_settings(vector_search):
-        rows = select_rows(sql, params)
+        rows = select_binary_rows(sql, params)
     return _pool(rows)
 
 

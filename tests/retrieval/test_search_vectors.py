@@ -100,3 +100,51 @@ def test_a_vector_written_as_halfvec_text_reads_back_as_the_same_halfvec(db) -> 
     vector = np.random.default_rng(3).normal(size=DIMENSIONS).astype(np.float32)
     (raw,), = select_rows("SELECT halfvec_send(%s::halfvec)", [halfvec_text(vector)])
     assert np.array_equal(decode_halfvec(bytes(raw)), as_halfvec(vector))
+
+
+# --- the candidate statement's rows, bound by the server and sent in binary (stop 36) ---------
+
+
+def _candidate_statement(ids: list[int]) -> tuple[str, list]:  # type: ignore[type-arg]
+    """Every type the candidate statement returns, with parameters of each kind it binds."""
+    return ("SELECT c.id, c.session_id, c.text, c.context <> '', extract(epoch FROM c.created_at)::float8, "
+            "c.importance, halfvec_send(c.embedding), (CASE WHEN c.search_vector @@ %s::tsquery THEN %s::float8 "
+            "ELSE 0::float8 END), (CASE WHEN c.search_vector @@ %s::tsquery THEN 1 ELSE 0 END)::bigint, "
+            "1 - (c.embedding <=> %s::halfvec) FROM retrieval_chunk c WHERE c.id = ANY(%s) ORDER BY c.id LIMIT %s",
+            ["'otter':A", 2.5, "'river'", HalfVector([0.5] * DIMENSIONS).to_text(), ids, 10])
+
+
+def test_binary_rows_are_the_rows_text_gives(stored) -> None:
+    from retrieval.search.sql import select_binary_rows
+
+    _, ids = stored
+    sql, params = _candidate_statement(ids)
+    binary, text = select_binary_rows(sql, params), select_rows(sql, params)
+    assert len(binary) == len(ids) and binary == text  # the vectors' bytes and every float exact
+    assert any(row[7] > 0 for row in binary) and any(row[8] == 1 for row in binary)  # the parameters matched
+
+
+def test_a_binary_statement_is_logged_runnable_with_its_parameters(stored) -> None:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from retrieval.search.sql import select_binary_rows
+
+    _, ids = stored
+    sql, params = _candidate_statement(ids)
+    with CaptureQueriesContext(connection) as captured:
+        rows = select_binary_rows(sql, params)
+    [logged] = captured.captured_queries
+    assert logged["binary"] is True and "%s" not in logged["sql"] and "'''otter'':A'" in logged["sql"]
+    assert select_rows(logged["sql"], []) == rows  # what bench/search.py re-runs is the same statement
+
+
+def test_a_failing_binary_statement_raises_djangos_error_and_the_connection_goes_on(stored) -> None:
+    from django.db import ProgrammingError, transaction
+
+    from retrieval.search.sql import select_binary_rows
+
+    _, ids = stored
+    with pytest.raises(ProgrammingError), transaction.atomic():
+        select_binary_rows("SELECT no_such_column FROM retrieval_chunk WHERE id = ANY(%s)", [ids])
+    assert select_binary_rows("SELECT count(*) FROM retrieval_chunk WHERE id = ANY(%s)", [ids]) == [(len(ids),)]
