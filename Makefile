@@ -22,8 +22,8 @@ install: $(STAMP)
 run: $(STAMP)
 	@$(BIN)/python manage.py run
 
-# Two pytest-xdist workers, each with its own test database (test_memoryhub_gw0, _gw1): 7-8 min
-# against 12-13 in one process on a slow 2-core VM. `--dist load` hands each worker its tests in
+# Two pytest-xdist workers, each with its own test database (test_memoryhub_gw0, _gw1): about 7 min
+# against 12.5 in one process on a slow 2-core VM. `--dist load` hands each worker its tests in
 # the suite's order, so that, as in one process, tests that flush the tables (transactional ones,
 # which pytest-django puts last) never run before tests that read the rows the migrations seeded.
 # TEST_WORKERS=0 runs the suite in one process.

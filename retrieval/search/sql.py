@@ -143,8 +143,7 @@ def select_binary_rows(sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
     psycopg cursor is made here and wrapped as Django wraps its own (its errors are Django's, its
     execute wrappers run). Where Django logs queries, the statement is logged with its parameters
     written in, as Django logs its own, marked `"binary": True` (bench/search.py re-runs it so).
-    Never prepared on the server: Django's connections have no
-    prepare threshold."""
+    Never prepared on the server: Django's connections have no prepare threshold."""
     connection.ensure_connection()
     raw = psycopg.Cursor(connection.connection)
     raw.format = psycopg.pq.Format.BINARY
