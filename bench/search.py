@@ -168,12 +168,12 @@ def populate(n_chunks: int, turns: list[str], vectors: str) -> tuple[Any, str, d
 
 
 def measure_in_process(tenant: Any, questions: list[str]) -> dict[str, Any]:
-    import psycopg
     from django.db import connection, transaction
     from django.test.utils import CaptureQueriesContext
 
     from retrieval.query_embedding import embed_query, query_encoder
     from retrieval.search import hybrid_search
+    from retrieval.search.sql import select_binary_rows
 
     encoder = query_encoder()
     print("query embedder:", f"ONNX Runtime, {encoder.filename}" if encoder is not None  # type: ignore[attr-defined]
@@ -194,14 +194,14 @@ def measure_in_process(tenant: Any, questions: list[str]) -> dict[str, Any]:
             statements = [(c["sql"], c.get("binary", False)) for c in captured.captured_queries
                           if not c["sql"].startswith(("SAVEPOINT", "RELEASE SAVEPOINT", "BEGIN", "COMMIT"))]
             with transaction.atomic(), connection.cursor() as cursor:
-                binary = psycopg.Cursor(connection.connection)  # as search fetches its candidates
-                binary.format = psycopg.pq.Format.BINARY
                 started = time.perf_counter()
                 for sql, in_binary in statements:
-                    target = binary if in_binary else cursor
-                    target.execute(sql)
-                    if target.description:
-                        target.fetchall()
+                    if in_binary:  # as search fetches its candidates
+                        select_binary_rows(sql, None)
+                        continue
+                    cursor.execute(sql)
+                    if cursor.description:
+                        cursor.fetchall()
                 raw_ms.append(1000 * (time.perf_counter() - started))
         out[name] = {"raw_sql": summary(raw_ms), "in_process": summary(call_ms)}
     return out

@@ -132,7 +132,7 @@ def select_rows(sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
         return cursor.fetchall()
 
 
-def select_binary_rows(sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
+def select_binary_rows(sql: str, params: list[Any] | None) -> list[tuple[Any, ...]]:
     """All rows of one raw statement, its parameters bound by the server and its rows sent in
     PostgreSQL's binary formats. For the candidate statement, whose rows carry a vector each
     (halfvec_send, 768 bytes), text rows send each vector as 1,536 hex digits to decode, and
@@ -147,17 +147,15 @@ def select_binary_rows(sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
     connection.ensure_connection()
     raw = psycopg.Cursor(connection.connection)
     raw.format = psycopg.pq.Format.BINARY
+    started = time.monotonic()
     with connection.make_cursor(raw) as cursor:
-        if not connection.queries_logged:
-            cursor.execute(sql, params)
-            return cursor.fetchall()
-        started = time.monotonic()
         try:
             cursor.execute(sql, params)
             return cursor.fetchall()
         finally:
-            connection.queries_log.append({"sql": connection.ops.compose_sql(sql, params), "binary": True,
-                                           "time": f"{time.monotonic() - started:.3f}"})
+            if connection.queries_logged:
+                connection.queries_log.append({"sql": connection.ops.compose_sql(sql, params), "binary": True,
+                                               "time": f"{time.monotonic() - started:.3f}"})
 
 
 def vector_source(vector_text: str, model: str, where: str, params: list[Any], limit: int,
