@@ -18,6 +18,10 @@ p > 0 by the p-norm of their messages' scores (retrieval.search.rerank.conversat
 messages say (rerank.conversation_words; MEMORYHUB_SEARCH_COVERAGE_WORDS, stop 33).
 Prints turn and session recall@10 overall, per half and for the multi-hop questions (LoCoMo).
 `--ceiling`: instead of the grid, what any coverage of this ranking could reach (stop 35).
+`--signals`: instead of the grid, coverage with the conversations ordered by signals read from
+each whole session rather than from the candidates: MiniLM over its messages (the cosine to their
+mean vector, their best cosine, the mean of their best three), its longest summary node's cosine,
+and the query words said anywhere in it (distinct, IDF-summed; BM25 over its messages) (stop 37).
 """
 
 from __future__ import annotations
@@ -26,7 +30,9 @@ import argparse
 import sys
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
+
+import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -36,7 +42,17 @@ from bench import common, recall  # noqa: E402
 Row = tuple[int, int | None, float]  # candidate id, conversation (session pk), score
 
 
-def capture(bench: Any) -> tuple[list[recall.Question], list[list[Row]], dict[int, tuple[set[str], str | None]]]:
+class Captured(NamedTuple):
+    questions: list[recall.Question]
+    rankings: list[list[Row]]
+    words: list[dict[int, float]]  # rerank.conversation_words of each question's candidates
+    finds: dict[int, tuple[set[str], str | None]]  # candidate id -> (evidence turns, LoCoMo session)
+    vectors: list[list[float]]  # each question's query vector
+    terms: list[list[tuple[str, float]]]  # each question's full-text terms (tsquery literal, IDF)
+    channels: list[int]  # each question's channel
+
+
+def capture(bench: Any) -> Captured:
     """Each question's ranking as coverage receives it, and what each candidate finds."""
     from django.conf import settings
     from django.db import connection
@@ -62,12 +78,13 @@ def capture(bench: Any) -> tuple[list[recall.Question], list[list[Row]], dict[in
         seen["order"], seen["ranked"], similarities = rank(*args)
         _req, plan, pool = args[:3]
         seen["said"] = pool.said
-        seen["idfs"] = [idf for _, idf in plan.text_query.terms] if plan.text_query is not None else []
+        seen["terms"] = list(plan.text_query.terms) if plan.text_query is not None else []
         return seen["order"], seen["ranked"], similarities
 
     engine._rank = keep
     rankings: list[list[Row]] = []
     words: list[dict[int, float]] = []
+    terms: list[list[tuple[str, float]]] = []
     finds: dict[int, tuple[set[str], str | None]] = {}
     try:
         for q, vector in zip(questions, vectors, strict=True):
@@ -76,7 +93,8 @@ def capture(bench: Any) -> tuple[list[recall.Question], list[list[Row]], dict[in
                           scope="channel", channel_ids=[channel.pk], workspace_ids=[channel.workspace_id],
                           top_k=10, user_id=common.owner(q.conversation_id) or None, counts_as_use=False)
             rankings.append([(c.pk, c.session_id, seen["order"][c.pk]) for c in seen["ranked"]])
-            words.append(conversation_words(seen["ranked"], seen["said"], seen["idfs"]))
+            words.append(conversation_words(seen["ranked"], seen["said"], [idf for _, idf in seen["terms"]]))
+            terms.append(seen["terms"])
             for c in seen["ranked"]:
                 session = external.get(c.session_id) if c.session_id is not None else None
                 turns = ({ingested.turn_at.get((session, s)) for s in (c.sequence_start, c.sequence_end)}
@@ -84,7 +102,8 @@ def capture(bench: Any) -> tuple[list[recall.Question], list[list[Row]], dict[in
                 finds[c.pk] = ({t for t in turns if t}, ingested.session_of.get(session) if session else None)
     finally:
         engine._rank = rank
-    return questions, rankings, words, finds
+    return Captured(questions, rankings, words, finds, vectors, terms,
+                    [channels[q.conversation_id].pk for q in questions])
 
 
 def covered(ranking: list[Row], share: float, floor: float, norm: float, k: int = 10,
@@ -159,6 +178,106 @@ def ceiling(questions: list[recall.Question], rankings: list[list[Row]], words: 
         print(f"| {bucket} | {s[1] / n:.3f} | {s[2] / n:.3f} / {s[3] / n:.3f} | {s[4] / n:.3f} / {s[5] / n:.3f} |")
 
 
+Signals = dict[str, dict[int, float]]  # signal name -> session pk -> value
+
+
+def session_signals(cap: Captured) -> list[Signals]:
+    """Each question's sessions (those of its channel) scored by what the whole session says,
+    not by its candidates: MiniLM over all its messages, its longest summary node, and the
+    query's full-text terms over all its messages."""
+    from django.db import connection
+
+    from retrieval.search.vectors import decode_halfvec
+
+    messages: dict[int, dict[int, list[np.ndarray]]] = defaultdict(lambda: defaultdict(list))
+    summaries: dict[int, tuple[int, np.ndarray]] = {}
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT channel_id, session_id, kind, length(text), halfvec_send(embedding) "
+                       "FROM retrieval_chunk WHERE channel_id = ANY(%s) AND session_id IS NOT NULL "
+                       "AND embedding IS NOT NULL AND kind IN ('event', 'summary')", [sorted(set(cap.channels))])
+        for channel, session, kind, length, raw in cursor.fetchall():
+            vector = decode_halfvec(bytes(raw))
+            vector /= np.linalg.norm(vector) or 1.0
+            if kind == "event":
+                messages[channel][session].append(vector)
+            elif length > summaries.get(session, (-1, None))[0]:
+                summaries[session] = (length, vector)
+    matrices = {channel: {session: np.stack(vs) for session, vs in by_session.items()}
+                for channel, by_session in messages.items()}
+    out: list[Signals] = []
+    with connection.cursor() as cursor:
+        for vector, terms, channel in zip(cap.vectors, cap.terms, cap.channels, strict=True):
+            query = np.asarray(vector, dtype=np.float32)
+            query /= np.linalg.norm(query) or 1.0
+            signals: Signals = {"mean vector": {}, "best message": {}, "best three messages": {}, "summary": {}}
+            for session, matrix in matrices[channel].items():
+                mean = matrix.mean(axis=0)
+                cosines = np.sort(matrix @ query)[::-1]
+                signals["mean vector"][session] = max(float(mean @ query) / (np.linalg.norm(mean) or 1.0), 0.0)
+                signals["best message"][session] = max(float(cosines[0]), 0.0)
+                signals["best three messages"][session] = max(float(cosines[:3].mean()), 0.0)
+                if session in summaries:
+                    signals["summary"][session] = max(float(summaries[session][1] @ query), 0.0)
+            signals.update(_word_signals(cursor, terms, channel))
+            out.append(signals)
+    return out
+
+
+def _word_signals(cursor: Any, terms: list[tuple[str, float]], channel: int) -> Signals:
+    """The query's terms over each session's messages: the IDF of the distinct terms it says,
+    and BM25 with a message counted as a term occurrence and a session's length in messages."""
+    words: dict[int, float] = {}
+    bm25: dict[int, float] = {}
+    if not terms:
+        return {"words said": words, "BM25 of the session": bm25}
+    says = ", ".join("sum((search_vector @@ %s::tsquery)::int)" for _ in terms)
+    cursor.execute(f"SELECT session_id, count(*), {says} FROM retrieval_chunk "
+                   "WHERE channel_id = %s AND kind = 'event' GROUP BY session_id",
+                   [literal for literal, _ in terms] + [channel])
+    rows = cursor.fetchall()
+    average = sum(row[1] for row in rows) / max(len(rows), 1)
+    for session, length, *counts in rows:
+        idfs = [(idf, n) for (_, idf), n in zip(terms, counts, strict=True) if n]
+        words[session] = sum(idf for idf, _ in idfs)
+        bm25[session] = sum(idf * n * 2.2 / (n + 1.2 * (0.25 + 0.75 * length / average)) for idf, n in idfs)
+    return {"words said": words, "BM25 of the session": bm25}
+
+
+def signal_table(cap: Captured, weights: list[float]) -> None:
+    """Coverage (share 0.7, floor 0.8: the defaults) with each session signal blended into its
+    evidence at each weight (rerank.with_words' blend: each side divided by its highest), and all
+    ten places given to ten distinct sessions in the signal's order alone."""
+    from retrieval.search.rerank import cover_conversations, with_words
+
+    signals = session_signals(cap)
+    print(f"{len(cap.questions)} questions; turn@10 / session@10\n")
+    print("| session order | weight | overall | half 1 | half 2 | multi-hop |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    runs: list[tuple[str | None, float, bool]] = [(None, 0.0, False), (None, 1.0, True)]
+    runs += [(name, weight, False) for name in signals[0] for weight in weights]
+    runs += [(name, 1.0, True) for name in signals[0]]
+    for name, weight, distinct in runs:
+        lists = []
+        for ranking, said, signal in zip(cap.rankings, cap.words, signals, strict=True):
+            candidates, scores, evidence = ranked_evidence(ranking, 4.0, said, 0.5)
+            order = evidence or {}
+            if name is not None:
+                order = with_words(order, signal[name], weight)
+            if distinct:
+                best: dict[int, int] = {}
+                for pk, sid, _ in ranking:
+                    if sid is not None:
+                        best.setdefault(sid, pk)
+                lists.append([pk for sid, pk in sorted(best.items(), key=lambda item: -order.get(item[0], 0.0))])
+            else:
+                lists.append([c.pk for c in cover_conversations(candidates, 10, 0.7, scores, 0.8, order)])
+        got = figures(cap.questions, lists, cap.finds)
+        cells = " | ".join(f"{got[b][0]:.3f} / {got[b][1]:.3f}" if b in got else "" for b in
+                           ("overall", "half 1", "half 2", "multi-hop"))
+        label = (name or "coverage's evidence (the default)") + (", 10 distinct sessions" if distinct else "")
+        print(f"| {label} | {weight:g} | {cells} |" if name else f"| {label} | | {cells} |", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("bench", choices=["locomo", "longmemeval"])
@@ -168,15 +287,21 @@ def main() -> None:
     parser.add_argument("--words", default="0", help="comma-separated weights of the query words (0 = evidence alone)")
     parser.add_argument("--ceiling", action="store_true",
                         help="print what ten distinct conversations would give instead of the grid")
+    parser.add_argument("--signals", default="",
+                        help="comma-separated weights: instead of the grid, coverage with session signals blended in")
     args = parser.parse_args()
     if args.bench == "locomo":
         from bench.locomo import LOCOMO as bench
     else:
         from bench.longmemeval import LONGMEMEVAL as bench
     common.setup_django(bench.db_name, "minilm")
-    questions, rankings, words, finds = capture(bench)
+    cap = capture(bench)
+    questions, rankings, words, finds = cap.questions, cap.rankings, cap.words, cap.finds
     if args.ceiling:
         ceiling(questions, rankings, words, finds)
+        return
+    if args.signals:
+        signal_table(cap, [float(w) for w in args.signals.split(",")])
         return
     print(f"{len(questions)} questions; turn@10 / session@10\n")
     print("| share | floor | conversation order | words | overall | half 1 | half 2 | multi-hop |")
