@@ -3,12 +3,15 @@
 
 from __future__ import annotations
 
+from unittest import mock
+
 import numpy as np
 import pytest
 from pgvector import HalfVector
 
 from retrieval.embedders import DIMENSIONS, get_embedder
 from retrieval.models import Chunk
+from retrieval.search import sql as search_sql
 from retrieval.search.sql import select_rows
 from retrieval.search.vectors import (
     CandidateVectors,
@@ -148,3 +151,49 @@ def test_a_failing_binary_statement_raises_djangos_error_and_the_connection_goes
     with pytest.raises(ProgrammingError), transaction.atomic():
         select_binary_rows("SELECT no_such_column FROM retrieval_chunk WHERE id = ANY(%s)", [ids])
     assert select_binary_rows("SELECT count(*) FROM retrieval_chunk WHERE id = ANY(%s)", [ids]) == [(len(ids),)]
+
+
+# --- the placeholders numbered for the server, not parsed by psycopg (stop 37) ---------------
+
+
+def test_native_placeholders_number_each_placeholder_in_order() -> None:
+    from retrieval.search.sql import native_placeholders, only_placeholders
+
+    sql = "SELECT %s, %s::halfvec FROM t WHERE id = ANY(%s)"
+    assert only_placeholders(sql) and native_placeholders(sql) == "SELECT $1, $2::halfvec FROM t WHERE id = ANY($3)"
+    assert only_placeholders("SELECT 1") and native_placeholders("SELECT 1") == "SELECT 1"
+    for other in ("SELECT %s LIKE 'a%%'", "SELECT %(name)s", "SELECT %b", "SELECT %%s, %s"):
+        assert not only_placeholders(other)  # left to psycopg's own parse
+
+
+def test_binary_rows_of_a_statement_over_psycopgs_cache_limits_are_the_rows_text_gives(stored) -> None:
+    from django.db import connection
+
+    from retrieval.search.sql import select_binary_rows
+
+    _, ids = stored
+    wanted = [*ids, *range(-60, 0)]  # 60-odd parameters, each its own
+    sql = f"SELECT c.id, c.text FROM retrieval_chunk c WHERE c.id IN ({', '.join(['%s'] * len(wanted))}) ORDER BY c.id"
+    seen: list[str] = []
+
+    def keep(execute, sql, params, many, context):  # type: ignore[no-untyped-def]
+        seen.append(sql)
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(keep), mock.patch.object(search_sql, "native_placeholders",
+                                                             wraps=search_sql.native_placeholders) as numbered:
+        rows = select_binary_rows(sql, wanted)
+    assert numbered.call_count == 1  # psycopg was given the numbered statement, not its parse
+    assert rows == select_rows(sql, wanted) and [pk for pk, _ in rows] == sorted(ids)
+    assert seen == [sql]  # execute wrappers see the statement as written, %s and all
+
+
+def test_a_binary_statement_with_a_literal_percent_is_parsed_by_psycopg(stored) -> None:
+    from retrieval.search.sql import select_binary_rows
+
+    _, ids = stored
+    with mock.patch.object(search_sql, "native_placeholders") as numbered:
+        rows = select_binary_rows("SELECT count(*) FROM retrieval_chunk WHERE id = ANY(%s) AND text LIKE '%%otter%%'",
+                                  [ids])
+    assert not numbered.called
+    assert rows == [(3,)]  # three of the six texts say "otter"
