@@ -147,6 +147,15 @@ def figures(questions: list[recall.Question], lists: list[list[int]],
     return {b: (s[1] / s[0], s[2] / s[0]) for b, s in sums.items()}
 
 
+def best_per_conversation(ranking: list[Row]) -> dict[int, int]:
+    """Each conversation's best-ranked candidate, conversations in the order of those candidates."""
+    best: dict[int, int] = {}
+    for pk, sid, _ in ranking:
+        if sid is not None:
+            best.setdefault(sid, pk)
+    return best
+
+
 def ceiling(questions: list[recall.Question], rankings: list[list[Row]], words: list[dict[int, float]],
             finds: dict[int, tuple[set[str], str | None]]) -> None:
     """What the ranking's conversations allow, whatever the places: how many evidence sessions
@@ -156,10 +165,7 @@ def ceiling(questions: list[recall.Question], rankings: list[list[Row]], words: 
     for q, ranking, said in zip(questions, rankings, words, strict=True):
         wanted, turns = set(q.question["evidence_session_ids"]), set(q.question["evidence_turn_ids"])
         evidence = ranked_evidence(ranking, 4.0, said, 0.5)[2] or {}
-        best: dict[int, int] = {}
-        for pk, sid, _ in ranking:
-            if sid is not None:
-                best.setdefault(sid, pk)
+        best = best_per_conversation(ranking)
         by_rank = list(best.values())[:10]
         by_evidence = [pk for sid, pk in sorted(best.items(), key=lambda item: -evidence.get(item[0], 0.0))][:10]
         anywhere = {finds[pk][1] for pk in best.values()}
@@ -264,10 +270,7 @@ def signal_table(cap: Captured, weights: list[float]) -> None:
             if name is not None:
                 order = with_words(order, signal[name], weight)
             if distinct:
-                best: dict[int, int] = {}
-                for pk, sid, _ in ranking:
-                    if sid is not None:
-                        best.setdefault(sid, pk)
+                best = best_per_conversation(ranking)
                 lists.append([pk for sid, pk in sorted(best.items(), key=lambda item: -order.get(item[0], 0.0))])
             else:
                 lists.append([c.pk for c in cover_conversations(candidates, 10, 0.7, scores, 0.8, order)])

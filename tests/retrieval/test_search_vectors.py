@@ -12,7 +12,12 @@ from pgvector import HalfVector
 from retrieval.embedders import DIMENSIONS, get_embedder
 from retrieval.models import Chunk
 from retrieval.search import sql as search_sql
-from retrieval.search.sql import select_rows
+from retrieval.search.sql import (
+    native_placeholders,
+    only_placeholders,
+    select_binary_rows,
+    select_rows,
+)
 from retrieval.search.vectors import (
     CandidateVectors,
     as_halfvec,
@@ -118,8 +123,6 @@ def _candidate_statement(ids: list[int]) -> tuple[str, list]:  # type: ignore[ty
 
 
 def test_binary_rows_are_the_rows_text_gives(stored) -> None:
-    from retrieval.search.sql import select_binary_rows
-
     _, ids = stored
     sql, params = _candidate_statement(ids)
     binary, text = select_binary_rows(sql, params), select_rows(sql, params)
@@ -130,8 +133,6 @@ def test_binary_rows_are_the_rows_text_gives(stored) -> None:
 def test_a_binary_statement_is_logged_runnable_with_its_parameters(stored) -> None:
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
-
-    from retrieval.search.sql import select_binary_rows
 
     _, ids = stored
     sql, params = _candidate_statement(ids)
@@ -145,8 +146,6 @@ def test_a_binary_statement_is_logged_runnable_with_its_parameters(stored) -> No
 def test_a_failing_binary_statement_raises_djangos_error_and_the_connection_goes_on(stored) -> None:
     from django.db import ProgrammingError, transaction
 
-    from retrieval.search.sql import select_binary_rows
-
     _, ids = stored
     with pytest.raises(ProgrammingError), transaction.atomic():
         select_binary_rows("SELECT no_such_column FROM retrieval_chunk WHERE id = ANY(%s)", [ids])
@@ -157,8 +156,6 @@ def test_a_failing_binary_statement_raises_djangos_error_and_the_connection_goes
 
 
 def test_native_placeholders_number_each_placeholder_in_order() -> None:
-    from retrieval.search.sql import native_placeholders, only_placeholders
-
     sql = "SELECT %s, %s::halfvec FROM t WHERE id = ANY(%s)"
     assert only_placeholders(sql) and native_placeholders(sql) == "SELECT $1, $2::halfvec FROM t WHERE id = ANY($3)"
     assert only_placeholders("SELECT 1") and native_placeholders("SELECT 1") == "SELECT 1"
@@ -168,8 +165,6 @@ def test_native_placeholders_number_each_placeholder_in_order() -> None:
 
 def test_binary_rows_of_a_statement_over_psycopgs_cache_limits_are_the_rows_text_gives(stored) -> None:
     from django.db import connection
-
-    from retrieval.search.sql import select_binary_rows
 
     _, ids = stored
     wanted = [*ids, *range(-60, 0)]  # 60-odd parameters, each its own
@@ -189,8 +184,6 @@ def test_binary_rows_of_a_statement_over_psycopgs_cache_limits_are_the_rows_text
 
 
 def test_a_binary_statement_with_a_literal_percent_is_parsed_by_psycopg(stored) -> None:
-    from retrieval.search.sql import select_binary_rows
-
     _, ids = stored
     with mock.patch.object(search_sql, "native_placeholders") as numbered:
         rows = select_binary_rows("SELECT count(*) FROM retrieval_chunk WHERE id = ANY(%s) AND text LIKE '%%otter%%'",
