@@ -9,7 +9,7 @@ class RetrievalConfig(AppConfig):
         from memoryhub import background, signals
         from memoryhub.transfer import register_extension
         from retrieval import receivers
-        from retrieval.embedding import EmbedLane, prepare_embedder
+        from retrieval.embedding import EmbedLane, prepare_embedder_apart
         from retrieval.transfer import RetrievalTransfer
 
         signals.events_appended.connect(receivers.on_events_appended, dispatch_uid="retrieval.index_events")
@@ -20,4 +20,4 @@ class RetrievalConfig(AppConfig):
         # Documents and chunks travel in the export file (the core never imports retrieval).
         register_extension(RetrievalTransfer)
         background.register_lane("embed", EmbedLane)
-        signals.service_starting.connect(prepare_embedder, dispatch_uid="retrieval.prepare_embedder")
+        signals.service_starting.connect(prepare_embedder_apart, dispatch_uid="retrieval.prepare_embedder")

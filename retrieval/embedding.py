@@ -20,6 +20,9 @@ embedder's fault, not the chunk's: no attempt is counted and the lane backs off.
 from __future__ import annotations
 
 import logging
+import os
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -391,8 +394,8 @@ class EmbedLane:
 
 
 def prepare_embedder(**kwargs: Any) -> None:
-    """Make and judge the ONNX model of MiniLM if this data folder has none yet (the receiver of
-    memoryhub.signals.service_starting, so that web workers find it made)."""
+    """Make and judge the ONNX model of MiniLM if this data folder has none yet (in this process:
+    an embed lane on a machine of its own, the benches)."""
     if settings.MEMORYHUB_EMBEDDER == "minilm" and settings.MEMORYHUB_EMBED_BACKEND != "torch":
         from retrieval.minilm_runtimes import ensure_prepared
 
@@ -400,6 +403,26 @@ def prepare_embedder(**kwargs: Any) -> None:
             ensure_prepared()
         except Exception:  # torch remains: never stop a start for the faster runtime
             logger.exception("preparing the ONNX model failed; embedding with torch")
+
+
+def prepare_embedder_apart(**kwargs: Any) -> None:
+    """prepare_embedder in a child process (`manage.py prepare_embedder`) when there is work to do:
+    the receiver of memoryhub.signals.service_starting, so that web workers find the model made.
+    The export loads torch, ~700 MB that `manage.py run`, which only supervises, would otherwise
+    hold for as long as it serves."""
+    if settings.MEMORYHUB_EMBEDDER != "minilm" or settings.MEMORYHUB_EMBED_BACKEND == "torch":
+        return
+    from retrieval.minilm_runtimes import is_prepared
+
+    if is_prepared():
+        return
+    # `python -m django`, not manage.py: the child needs no database, so it must not start one.
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": os.environ.get("DJANGO_SETTINGS_MODULE", "memoryhub.settings"),
+           "MEMORYHUB_DATA_DIR": str(settings.DATA_DIR)}
+    done = subprocess.run([sys.executable, "-m", "django", "prepare_embedder"], cwd=settings.BASE_DIR, env=env,
+                          check=False)
+    if done.returncode != 0:  # torch remains: never stop a start for the faster runtime
+        logger.error("preparing the ONNX model failed (exit code %s); embedding with torch", done.returncode)
 
 
 # --- the backlog, per tenant -------------------------------------------------------------------

@@ -182,6 +182,12 @@ def ensure_prepared() -> dict[str, Any] | None:
         return choice
 
 
+def is_prepared() -> bool:
+    """Whether ensure_prepared() has nothing left to do in this data folder (reads one file)."""
+    choice = read_choice()
+    return choice is not None and not _lacks_int8(choice)
+
+
 def _lacks_int8(choice: dict[str, Any]) -> bool:
     return bool(choice.get("agree")) and "int8" not in choice
 

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -273,6 +274,10 @@ def test_run_serves_on_a_fresh_data_folder_and_stops_everything(tmp_path) -> Non
         with urllib.request.urlopen(request, timeout=30) as response:
             assert response.status == 201 and json.loads(response.read())["sequence"] == 1
         assert _postgres_running_in(str(data_dir))
+        # It only supervises, for as long as it serves: the model's export ran in a child of its own.
+        maps = Path(f"/proc/{process.pid}/maps")
+        if maps.exists():
+            assert "libtorch" not in maps.read_text()
     finally:
         process.send_signal(signal.SIGTERM)
         try:

@@ -170,6 +170,41 @@ def test_a_folder_prepared_before_the_int8_copy_gets_it_without_a_new_export(pre
     assert read_choice() == choice
 
 
+def test_a_start_makes_what_the_folder_lacks_in_a_child_and_never_loads_a_runtime_itself(prepared) -> None:  # type: ignore[no-untyped-def]
+    """`manage.py run` sends service_starting before any child starts: the work (here the int8 copy
+    this folder lacks; on a fresh folder the export, which loads torch) runs in a process of its
+    own, so the supervising process, alive as long as the service, holds neither runtime."""
+    from retrieval.minilm_runtimes import INT8_FILE, cache_dir, read_choice
+
+    data_dir, _ = prepared
+    directory = cache_dir()
+    older = {k: v for k, v in read_choice().items() if k != "int8"}  # type: ignore[union-attr]
+    (directory / "choice.json").write_text(json.dumps(older))
+    (directory / INT8_FILE).unlink()
+    script = (
+        "import sys, django; django.setup()\n"
+        "from memoryhub.signals import service_starting\n"
+        "service_starting.send(sender=None)\n"
+        "print('loaded:', *(m in sys.modules for m in ('torch', 'onnxruntime', 'sentence_transformers')))\n"
+    )
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "memoryhub.settings", "MEMORYHUB_DATA_DIR": str(data_dir),
+           "MEMORYHUB_EMBEDDER": "minilm", "MEMORYHUB_EMBED_BACKEND": "auto", "SECRET_KEY": "test"}
+
+    def start() -> list[str]:
+        done = subprocess.run([sys.executable, "-c", script], env=env, cwd=django_settings.BASE_DIR,
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.splitlines()
+
+    lines = start()
+    assert lines[-1] == "loaded: False False False", lines
+    assert any("the int8 copy for queries agrees" in line for line in lines), lines  # the child's verdict
+    choice = read_choice()
+    assert choice is not None and choice["int8"]["agree"] and (directory / INT8_FILE).exists()
+    assert {k: v for k, v in choice.items() if k != "int8"} == older  # not exported again
+    assert start() == ["loaded: False False False"]  # nothing left to do: no child, no verdict printed
+
+
 @pytest.mark.parametrize(("int8", "model"), [("true", "model-int8.onnx"), ("false", "model.onnx")])
 def test_a_web_process_embeds_queries_with_the_int8_copy_unless_turned_off(prepared, int8: str, model: str) -> None:  # type: ignore[no-untyped-def]
     data_dir, _ = prepared

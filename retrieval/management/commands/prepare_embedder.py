@@ -1,0 +1,33 @@
+"""`manage.py prepare_embedder`: export MiniLM to ONNX in the data folder and judge it against torch,
+once (`manage.py run` has it done in a child process of its own on start; an image build can run it
+ahead). Prints the verdict that every process of the data folder then follows."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+
+
+class Command(BaseCommand):
+    help = "Export MiniLM to ONNX in the data folder and choose each runtime (once; later calls read the verdict)."
+    requires_system_checks: list[str] = []
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        if settings.MEMORYHUB_EMBEDDER != "minilm":
+            self.stdout.write(f"MEMORYHUB_EMBEDDER is {settings.MEMORYHUB_EMBEDDER!r}: nothing to prepare.")
+            return
+        from retrieval.minilm_runtimes import cache_dir, ensure_prepared
+
+        try:
+            choice = ensure_prepared()
+        except Exception as exc:
+            raise CommandError(f"Preparing the ONNX model failed: {exc}") from exc
+        if choice is None:
+            self.stdout.write("ONNX Runtime is not installed here: MiniLM embeds with torch.")
+            return
+        int8 = choice.get("int8")
+        verdict = "not made" if int8 is None else ("agrees" if int8.get("agree") else "does not agree: not used")
+        self.stdout.write(f"MiniLM in {cache_dir()}: queries on {choice.get('query')}, batches on "
+                          f"{choice.get('batch')}; the int8 copy for queries {verdict}.")
