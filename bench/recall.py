@@ -22,6 +22,9 @@ RUNS = {  # name: search options
     "vector": {"mode": "vector"},
     "hybrid-weighted": {"mode": "hybrid", "fusion": "weighted"},
     "hybrid-rrf": {"mode": "hybrid", "fusion": "rrf"},
+    # Which conversations (group_by "session"): ten conversations, each with its best match; its
+    # session@10 counts the conversations listed, a different list from the other runs' ten results.
+    "hybrid-sessions": {"mode": "hybrid", "fusion": "weighted", "group_by": "session", "hits_per_session": 1},
 }
 METRICS = ("turn@5", "turn@10", "session@5", "session@10", "uniq@10")
 Found = list[tuple[set[str], str]]  # per result, best first: (turn ids it holds, session id)

@@ -16,7 +16,7 @@ from memoryhub.sessions import get_session, resolve_user, resolve_workspace
 from retrieval import stats
 from retrieval.context import assemble_context
 from retrieval.scoping import build_search_request
-from retrieval.search import SearchError, run_search
+from retrieval.search import SearchError, SearchHit, run_search
 
 
 def search(key: ApiKey, data: dict[str, Any]) -> dict[str, Any]:
@@ -31,10 +31,27 @@ def search(key: ApiKey, data: dict[str, Any]) -> dict[str, Any]:
     results = [h.as_dict() for h in hits]
     if expand:
         expand_summaries(key, results)
-    return {
-        "mode": req.mode, "fusion": req.fusion, "scope": req.scope, "profile": req.profile,
-        "results": results,
-    }
+    out: dict[str, Any] = {"mode": req.mode, "fusion": req.fusion, "scope": req.scope, "profile": req.profile}
+    if req.group_by == "session":
+        out["group_by"] = req.group_by
+        out["sessions"] = session_groups(hits)
+    out["results"] = results
+    return out
+
+
+def session_groups(hits: list[SearchHit]) -> list[dict[str, Any]]:
+    """A grouped search's conversations, best first (its hits come session by session): each
+    with its score and how many of the results are its."""
+    groups: list[dict[str, Any]] = []
+    current = None
+    for hit in hits:
+        c = hit.chunk
+        if not groups or c.session_id != current:
+            current = c.session_id
+            groups.append({"session": c.session_name, "channel": c.channel_name, "workspace": c.workspace_name,
+                           "score": round(hit.session_score or 0.0, 6), "hits": 0})
+        groups[-1]["hits"] += 1
+    return groups
 
 
 EXPAND_MESSAGES = 20

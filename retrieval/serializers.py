@@ -7,12 +7,13 @@ from drf_spectacular.utils import inline_serializer
 from rest_framework import serializers
 
 from memoryhub.api.common import StrictSerializer
-from memoryhub.api.fields import MetadataField, StrictFloatField
+from memoryhub.api.fields import MetadataField, StrictFloatField, StrictIntegerField
 from memoryhub.api.sessions import EventOutput
 from memoryhub.models import Role
 from memoryhub.searchable import KINDS
 from retrieval.embedders import DIMENSIONS
 from retrieval.search import FUSIONS, MODES, PROFILES, SCOPES
+from retrieval.search.request import DEFAULT_HITS_PER_SESSION, GROUPINGS, MAX_HITS_PER_SESSION
 from retrieval.vectors import vector_problem
 
 
@@ -106,6 +107,15 @@ class SearchInput(StrictSerializer):
         required=False, default=False,
         help_text="Summary hits carry `expanded`: their child summaries and the messages they condense "
                   "(at most 20; GET /summaries/{id}/ pages the rest).")
+    group_by = serializers.ChoiceField(
+        choices=GROUPINGS, required=False, allow_null=True, default=None,
+        help_text="session: which conversations are about the query. top_k then counts conversations, ranked "
+                  "by the evidence of all their matching messages; `sessions` lists them with their scores, "
+                  "and `results` holds each one's best hits_per_session matches, conversation by conversation. "
+                  "Memories outside any conversation (notes, facts, documents without a session) are left out.")
+    hits_per_session = StrictIntegerField(
+        min_value=1, max_value=MAX_HITS_PER_SESSION, required=False, allow_null=True, default=None,
+        help_text=f"With group_by: the matches shown per conversation (default {DEFAULT_HITS_PER_SESSION}).")
 
     def validate_tags(self, tags: list[str]) -> list[str]:
         return sorted({t.strip().lower() for t in tags if t.strip()})
@@ -124,7 +134,20 @@ class SearchInput(StrictSerializer):
             )
         if attrs.get("since") and attrs.get("until") and attrs["since"] >= attrs["until"]:
             raise serializers.ValidationError({"since": ["since must be before until."]}, code="invalid_time_range")
+        if attrs.get("hits_per_session") is not None and attrs.get("group_by") is None:
+            raise serializers.ValidationError({"hits_per_session": ["hits_per_session needs group_by 'session'."]},
+                                              code="group_by_required")
         return attrs
+
+
+class SessionGroupOutput(serializers.Serializer):
+    session = serializers.CharField(help_text="The conversation's id.")
+    channel = serializers.CharField(allow_null=True, help_text="Its channel.")
+    workspace = serializers.CharField(allow_null=True, help_text="Its workspace.")
+    score = serializers.FloatField(help_text="Its evidence for the query: the p-norm of its messages' scores, "
+                                             "blended in hybrid search with the query words they say; comparable "
+                                             "within one response only.")
+    hits = serializers.IntegerField(help_text="How many of `results` are its (they follow one another).")
 
 
 class ExplainStepOutput(serializers.Serializer):

@@ -19,6 +19,7 @@ from retrieval.serializers import (
     ContextItemOutput,
     SearchInput,
     SearchResultOutput,
+    SessionGroupOutput,
     StatsOutput,
 )
 
@@ -35,7 +36,11 @@ class SearchView(APIView):
             "fusion": serializers.CharField(help_text="The fusion used (hybrid mode)."),
             "scope": serializers.CharField(help_text="The scope searched."),
             "profile": serializers.CharField(help_text="The ranking profile used."),
-            "results": SearchResultOutput(many=True, help_text="The matches, best first."),
+            "group_by": serializers.CharField(required=False, help_text="Only when the request grouped: session."),
+            "sessions": SessionGroupOutput(many=True, required=False,
+                                           help_text="Only with group_by session: the conversations, best first."),
+            "results": SearchResultOutput(many=True, help_text="The matches, best first (grouped: conversation by "
+                                                               "conversation, in the order of `sessions`)."),
         }),
         examples=ex.SEARCH,
     )

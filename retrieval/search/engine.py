@@ -38,6 +38,7 @@ from retrieval.search.fulltext import TextQuery, build_text_query, text_source
 from retrieval.search.fusion import by_score, feedback_documents, fuse
 from retrieval.search.regex import regex_source
 from retrieval.search.request import (
+    DEFAULT_HITS_PER_SESSION,
     LITERAL_MODES,
     TEXT_MODES,
     Candidate,
@@ -57,6 +58,7 @@ from retrieval.search.rerank import (
     expand_summaries,
     mmr,
     near_duplicates,
+    top_sessions,
     with_words,
 )
 from retrieval.search.sql import (
@@ -136,6 +138,8 @@ def _run_search(req: SearchRequest, *, alone: bool) -> list[SearchHit]:
     vec = pool.vectors.cosines(plan.vector) if plan.vector is not None else {}
     trace = Trace(req) if req.explain else Trace.off()
     order, ranked, similarities = _rank(req, plan, pool, vec, trace)
+    if req.group_by == "session":
+        return _by_session(req, pool, plan, order, ranked, vec, trace, model)
     head = ranked[: 3 * req.top_k]
     kept = dedup(ranked, _near_pairs(head, pool, similarities), 3 * req.top_k)
     trace.ranks("dedup", ranked, kept)
@@ -144,13 +148,33 @@ def _run_search(req: SearchRequest, *, alone: bool) -> list[SearchHit]:
     covered = cover_conversations(kept, req.top_k, coverage, order, settings.MEMORYHUB_SEARCH_COVERAGE_FLOOR,
                                   evidence)
     trace.ranks("coverage", kept, covered, evidence, words)
-    rows = load_rows(covered, model)
-    hits = [SearchHit(rows[c.pk], order[c.pk], vec.get(c.pk), pool.txt.get(c.pk)) for c in covered if c.pk in rows]
+    return _hits(req, covered, order, pool, vec, trace, model)
+
+
+def _hits(req: SearchRequest, kept: list[Candidate], order: dict[int, float], pool: CandidatePool,
+          vec: dict[int, float], trace: Trace, model: str,
+          session_scores: dict[int, float] | None = None) -> list[SearchHit]:
+    """The kept candidates as hits, with their result rows (one statement), explained when asked
+    and reinforced unless an operator is looking."""
+    rows = load_rows(kept, model)
+    hits = [SearchHit(rows[c.pk], order[c.pk], vec.get(c.pk), pool.txt.get(c.pk),
+                      session_score=None if session_scores is None else session_scores[c.session_id or 0])
+            for c in kept if c.pk in rows]
     for rank, hit in enumerate(hits, start=1):
         hit.explain = trace.explain(hit.chunk.pk, hit.score, rank)
     if req.counts_as_use:
         reinforce([h.chunk.pk for h in hits])
     return hits
+
+
+def _by_session(req: SearchRequest, pool: CandidatePool, plan: Plan, order: dict[int, float],
+                ranked: list[Candidate], vec: dict[int, float], trace: Trace, model: str) -> list[SearchHit]:
+    """group_by "session": the top_k conversations in coverage's order of evidence, each with its
+    best hits_per_session results (rerank.top_sessions), session by session."""
+    evidence, _ = _evidence(ranked, order, pool, plan.text_query)
+    groups = top_sessions(ranked, order, evidence, req.top_k, req.hits_per_session or DEFAULT_HITS_PER_SESSION)
+    kept = [c for _, _, members in groups for c in members]
+    return _hits(req, kept, order, pool, vec, trace, model, {session: score for session, score, _ in groups})
 
 
 def _evidence(ranked: list[Candidate], order: dict[int, float], pool: CandidatePool,
@@ -169,10 +193,11 @@ def _evidence(ranked: list[Candidate], order: dict[int, float], pool: CandidateP
 
 
 def _plan(req: SearchRequest, where: str, params: list[Any], model: str, alone: bool) -> Plan:
-    if req.mode == "exact":
-        return Plan([exact_source(req, where, params, req.top_k)])
-    if req.mode == "regex":
-        return Plan(regex_source(req, where, params, req.top_k))
+    if req.mode in LITERAL_MODES:  # the newest matches (grouped: enough of them for top_k conversations)
+        rows = req.top_k if req.group_by is None else 3 * req.top_k * (req.hits_per_session or DEFAULT_HITS_PER_SESSION)
+        if req.mode == "exact":
+            return Plan([exact_source(req, where, params, rows)])
+        return Plan(regex_source(req, where, params, rows))
     limit = max(settings.MEMORYHUB_SEARCH_CANDIDATES, req.top_k * 3)
     has_text = bool(req.query.strip())
     wants_text = has_text and req.mode in (*TEXT_MODES, "hybrid")

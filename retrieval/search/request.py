@@ -22,6 +22,9 @@ LITERAL_MODES = ("exact", "regex")  # matched, not ranked: the newest matches fi
 FUSIONS = ("weighted", "rrf")
 PROFILES = ("default", "memory")
 SCOPES = ("conversation", "channel", "workspace", "account")
+GROUPINGS = ("session",)
+DEFAULT_HITS_PER_SESSION = 3
+MAX_HITS_PER_SESSION = 10
 
 
 class SearchError(ValueError):
@@ -61,6 +64,8 @@ class SearchRequest:
     case_sensitive: bool = False  # modes exact and regex
     explain: bool = False  # each hit carries why it ranked (retrieval.search.explain)
     counts_as_use: bool = True  # False: an operator looking (the console) does not reinforce what it sees
+    group_by: str | None = None  # "session": top_k conversations, each with its best hits (engine.top_sessions)
+    hits_per_session: int | None = None  # with group_by (DEFAULT_HITS_PER_SESSION)
 
 
 def validate(req: SearchRequest) -> None:
@@ -70,6 +75,13 @@ def validate(req: SearchRequest) -> None:
         raise SearchError("invalid_fusion", f"fusion must be one of {', '.join(FUSIONS)}")
     if not 1 <= req.top_k <= settings.MEMORYHUB_SEARCH_MAX_TOP_K:
         raise SearchError("invalid_top_k", f"top_k must be within 1..{settings.MEMORYHUB_SEARCH_MAX_TOP_K}")
+    if req.group_by is not None and req.group_by not in GROUPINGS:
+        raise SearchError("invalid_group_by", f"group_by must be one of {', '.join(GROUPINGS)}")
+    if req.hits_per_session is not None:
+        if req.group_by is None:
+            raise SearchError("group_by_required", "hits_per_session needs group_by 'session'.")
+        if not 1 <= req.hits_per_session <= MAX_HITS_PER_SESSION:
+            raise SearchError("invalid_hits_per_session", f"hits_per_session must be within 1..{MAX_HITS_PER_SESSION}")
     if req.query_embedding is not None and len(req.query_embedding) != DIMENSIONS:
         raise SearchError("invalid_query_embedding", f"query_embedding must have {DIMENSIONS} dimensions")
     has_text = bool(req.query.strip())
@@ -168,6 +180,7 @@ class SearchHit:
     vector_score: float | None
     text_score: float | None
     explain: dict[str, Any] | None = None  # only when the request asked to explain
+    session_score: float | None = None  # group_by "session": its conversation's score
 
     def as_dict(self) -> dict[str, Any]:
         c = self.chunk

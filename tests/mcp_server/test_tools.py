@@ -48,6 +48,18 @@ def test_search_explains_why_each_result_ranked_as_rest_does(http_mcp: Mcp, alic
     assert found.data == alice["rest"].post("/api/v1/search/", args, format="json").json()
 
 
+def test_search_grouped_by_session_answers_what_rest_answers(http_mcp: Mcp, alice: dict[str, Any]) -> None:
+    for session, text in (("cabin", "The cabin wifi password is moose-42."), ("cabin", "The cabin key is under the mat."),
+                          ("city", "The city flat has no wifi.")):
+        http_mcp.call(alice["key"], "memory_remember", {"session": session, "events": [{"role": "user", "content": text}]})
+    args = {"query": "cabin wifi", "mode": "text", "group_by": "session", "hits_per_session": 2}
+    found, bad = http_mcp.calls(alice["key"], [
+        ("memory_search", args), ("memory_search", {"query": "cabin", "hits_per_session": 2})])
+    assert [(g["session"], g["hits"]) for g in found.data["sessions"]] == [("cabin", 2), ("city", 1)]
+    assert found.data == alice["rest"].post("/api/v1/search/", args, format="json").json()
+    assert bad.code == "group_by_required"
+
+
 def test_regex_search_answers_what_rest_answers(http_mcp: Mcp, alice: dict[str, Any]) -> None:
     http_mcp.call(alice["key"], "memory_remember", {"session": "chat", "events": [
         {"role": "user", "content": "Invoice INV-1042 went to ops@zetacorp.io."},

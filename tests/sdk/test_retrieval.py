@@ -58,6 +58,9 @@ def test_search_context_browse_stats(hub: Any, keys: dict[str, str]) -> None:
     assert "Osaka" in found["results"][0]["text"] and found["results"][0]["session"] == "trip"
     only_work = alice.search("report", session="work", mode="text", roles=["user"])
     assert {r["session"] for r in only_work["results"]} == {"work"}
+    by_session = alice.search("Osaka passport", mode="text", group_by="session", hits_per_session=1)
+    assert [(g["session"], g["hits"]) for g in by_session["sessions"]] == [("trip", 1)]
+    assert [r["session"] for r in by_session["results"]] == ["trip"]
     future = datetime.now(UTC) + timedelta(days=1)
     assert alice.search("Osaka", since=future)["results"] == []
     with pytest.raises(BadRequestError) as bad:

@@ -35,16 +35,22 @@ def search(
     vector_weight: float | None = None,
     text_weight: float | None = None,
     profile: Literal["default", "memory"] | None = None,
+    group_by: Literal["session"] | None = None,
+    hits_per_session: int | None = None,
 ) -> Call[SearchResponse]:
     """Search memory (POST /search/): events, notes, facts, summaries and documents, ranked.
 
     `as_of`: when the question is asked (default: the server's now); "yesterday", "last week" or
-    "three months ago" in the query are read against it (servers that predate it refuse the field)."""
+    "three months ago" in the query are read against it (servers that predate it refuse the field).
+    `group_by="session"`: which conversations are about the query; `top_k` then counts
+    conversations, listed best first in `sessions`, and `results` holds each one's best
+    `hits_per_session` matches (default 3), conversation by conversation."""
     return Call("POST", "search/", as_is, json=body(
         query=query, query_embedding=query_embedding, session=session, channel=channel,
         workspace=workspace, scope=scope, tags=tags, roles=roles, kinds=kinds, agent=agent,
         user_id=user_id, since=since, until=until, as_of=as_of, top_k=top_k, mode=mode, fusion=fusion,
-        vector_weight=vector_weight, text_weight=text_weight, profile=profile,
+        vector_weight=vector_weight, text_weight=text_weight, profile=profile, group_by=group_by,
+        hits_per_session=hits_per_session,
     ), idempotent=True)
 
 

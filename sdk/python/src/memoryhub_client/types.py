@@ -201,7 +201,22 @@ class SearchResult(TypedDict):
     scores: dict[str, float | None]
 
 
-class SearchResponse(TypedDict):
+class SessionGroup(TypedDict):
+    """A conversation of a grouped search (`group_by="session"`); its `hits` results follow one another."""
+
+    session: str
+    channel: str | None
+    workspace: str | None
+    score: float  # its evidence for the query, comparable within one response only
+    hits: int
+
+
+class _Grouped(TypedDict, total=False):
+    group_by: Literal["session"]  # only when the request grouped
+    sessions: list[SessionGroup]  # only when the request grouped: the conversations, best first
+
+
+class SearchResponse(_Grouped):
     mode: str
     fusion: str
     scope: str
