@@ -111,7 +111,8 @@ class SearchInput(StrictSerializer):
         choices=GROUPINGS, required=False, allow_null=True, default=None,
         help_text="session: which conversations are about the query. top_k then counts conversations, ranked "
                   "by the evidence of all their matching messages; `sessions` lists them with their scores, "
-                  "and `results` holds each one's best hits_per_session matches, conversation by conversation. "
+                  "and `results` holds each one's best hits_per_session matches (a text repeated within it once), "
+                  "conversation by conversation. "
                   "Memories outside any conversation (notes, facts, documents without a session) are left out.")
     hits_per_session = StrictIntegerField(
         min_value=1, max_value=MAX_HITS_PER_SESSION, required=False, allow_null=True, default=None,

@@ -237,16 +237,13 @@ def top_sessions(ranked: list[Candidate], scores: dict[int, float], evidence: di
                  top_k: int, per_session: int) -> list[tuple[int, float, list[Candidate]]]:
     """Search grouped by conversation (group_by "session"): the `top_k` conversations with the most
     evidence (conversation_evidence, as coverage orders them; without it, by their best result),
-    each with its first `per_session` results in rank order, as (session, score, results).
-    Memories outside any conversation are left out; equal scores keep the order of their best
-    results."""
+    each with its first `per_session` results in rank order, near-identical texts once (dedup), as
+    (session, score, results). Memories outside any conversation are left out; equal scores keep
+    the order of their best results. A text that two conversations both say is shown in each."""
     groups: dict[int, list[Candidate]] = {}
     for candidate in ranked:
-        if candidate.session_id is None:
-            continue
-        group = groups.setdefault(candidate.session_id, [])
-        if len(group) < per_session:
-            group.append(candidate)
+        if candidate.session_id is not None:
+            groups.setdefault(candidate.session_id, []).append(candidate)
     score = evidence if evidence is not None else {s: scores[g[0].pk] for s, g in groups.items()}
     best = sorted(groups, key=lambda s: -score.get(s, 0.0))[:top_k]
-    return [(s, score.get(s, 0.0), groups[s]) for s in best]
+    return [(s, score.get(s, 0.0), dedup(groups[s], set(), per_session)) for s in best]

@@ -123,3 +123,10 @@ def test_top_sessions_orders_by_evidence_and_keeps_each_ones_best_results() -> N
     # Without evidence: by each conversation's best result; ties keep the rank order.
     groups = top_sessions(ranked, scores | {6: 0.9}, None, top_k=3, per_session=1)
     assert [(s, [c.pk for c in members]) for s, _, members in groups] == [(10, [1]), (30, [6]), (20, [3])]
+
+
+def test_top_sessions_shows_a_repeated_text_once_per_conversation_but_in_each() -> None:
+    ranked = [_candidate(1, 10), _candidate(2, 10), _candidate(3, 10), _candidate(4, 20)]
+    ranked[1].text = ranked[2].text = ranked[3].text = "ok, sounds good"
+    groups = top_sessions(ranked, {1: 0.9, 2: 0.8, 3: 0.7, 4: 0.6}, None, top_k=2, per_session=3)
+    assert [(s, [c.pk for c in members]) for s, _, members in groups] == [(10, [1, 2]), (20, [4])]
