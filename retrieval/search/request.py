@@ -64,7 +64,7 @@ class SearchRequest:
     case_sensitive: bool = False  # modes exact and regex
     explain: bool = False  # each hit carries why it ranked (retrieval.search.explain)
     counts_as_use: bool = True  # False: an operator looking (the console) does not reinforce what it sees
-    group_by: str | None = None  # "session": top_k conversations, each with its best hits (engine.top_sessions)
+    group_by: str | None = None  # "session": top_k conversations, each with its best hits (rerank.top_sessions)
     hits_per_session: int | None = None  # with group_by (DEFAULT_HITS_PER_SESSION)
 
 

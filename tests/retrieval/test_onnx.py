@@ -44,6 +44,16 @@ def prepared(tmp_path_factory: pytest.TempPathFactory) -> Any:
         django_settings.DATA_DIR = previous
 
 
+def run_django(data_dir: Path, script: str, timeout: int = 120, **env: str) -> str:
+    """`script` in a fresh Python process set up with Django on `data_dir`; its standard output."""
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "memoryhub.settings", "MEMORYHUB_DATA_DIR": str(data_dir),
+           "SECRET_KEY": "test", **env}
+    done = subprocess.run([sys.executable, "-c", "import sys, django; django.setup()\n" + script], env=env,
+                          cwd=django_settings.BASE_DIR, capture_output=True, text=True, timeout=timeout)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
 def test_the_export_matches_torch_on_real_texts(prepared) -> None:  # type: ignore[no-untyped-def]
     from retrieval.minilm_runtimes import MIN_COSINE, OnnxMiniLM, cache_dir, load_torch_model
 
@@ -68,18 +78,12 @@ def test_the_faster_runtime_is_chosen_for_queries_and_for_batches(prepared) -> N
 def test_a_web_process_embeds_a_query_without_importing_torch(prepared) -> None:  # type: ignore[no-untyped-def]
     data_dir, _ = prepared
     script = (
-        "import sys, django; django.setup()\n"
         "from retrieval.embedders import get_embedder\n"
         "embedder = get_embedder('minilm')\n"
         "[vector] = embedder.embed(['when does the flight leave?'])\n"
         "print(len(vector), embedder.backend(1), 'torch' in sys.modules)\n"
     )
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "memoryhub.settings", "MEMORYHUB_DATA_DIR": str(data_dir),
-           "MEMORYHUB_EMBED_BACKEND": "onnx", "SECRET_KEY": "test"}
-    done = subprocess.run([sys.executable, "-c", script], env=env, cwd=django_settings.BASE_DIR,
-                          capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["384", "onnx", "False"]
+    assert run_django(data_dir, script, MEMORYHUB_EMBED_BACKEND="onnx").split() == ["384", "onnx", "False"]
 
 
 def test_the_embedders_threads_spin_only_when_asked(prepared) -> None:  # type: ignore[no-untyped-def]
@@ -182,19 +186,14 @@ def test_a_start_makes_what_the_folder_lacks_in_a_child_and_never_loads_a_runtim
     (directory / "choice.json").write_text(json.dumps(older))
     (directory / INT8_FILE).unlink()
     script = (
-        "import sys, django; django.setup()\n"
         "from memoryhub.signals import service_starting\n"
         "service_starting.send(sender=None)\n"
         "print('loaded:', *(m in sys.modules for m in ('torch', 'onnxruntime', 'sentence_transformers')))\n"
     )
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "memoryhub.settings", "MEMORYHUB_DATA_DIR": str(data_dir),
-           "MEMORYHUB_EMBEDDER": "minilm", "MEMORYHUB_EMBED_BACKEND": "auto", "SECRET_KEY": "test"}
 
     def start() -> list[str]:
-        done = subprocess.run([sys.executable, "-c", script], env=env, cwd=django_settings.BASE_DIR,
-                              capture_output=True, text=True, timeout=300)
-        assert done.returncode == 0, done.stderr
-        return done.stdout.splitlines()
+        return run_django(data_dir, script, 300, MEMORYHUB_EMBEDDER="minilm",
+                          MEMORYHUB_EMBED_BACKEND="auto").splitlines()
 
     lines = start()
     assert lines[-1] == "loaded: False False False", lines
@@ -209,17 +208,11 @@ def test_a_start_makes_what_the_folder_lacks_in_a_child_and_never_loads_a_runtim
 def test_a_web_process_embeds_queries_with_the_int8_copy_unless_turned_off(prepared, int8: str, model: str) -> None:  # type: ignore[no-untyped-def]
     data_dir, _ = prepared
     script = (
-        "import sys, django; django.setup()\n"
         "from retrieval.query_embedding import embed_query, query_encoder\n"
         "vector = embed_query('when does the flight leave?')\n"
         "print(len(vector), query_encoder().filename, 'torch' in sys.modules)\n"
     )
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "memoryhub.settings", "MEMORYHUB_DATA_DIR": str(data_dir),
-           "MEMORYHUB_QUERY_EMBED_INT8": int8, "SECRET_KEY": "test"}
-    done = subprocess.run([sys.executable, "-c", script], env=env, cwd=django_settings.BASE_DIR,
-                          capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["384", model, "False"]
+    assert run_django(data_dir, script, MEMORYHUB_QUERY_EMBED_INT8=int8).split() == ["384", model, "False"]
 
 
 def test_a_failed_int8_copy_leaves_queries_on_the_full_model_until_the_next_start(prepared, monkeypatch) -> None:  # type: ignore[no-untyped-def]
