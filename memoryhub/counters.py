@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import atexit
 import logging
+import operator
 import threading
 from collections.abc import Callable, Hashable
 
@@ -20,12 +21,15 @@ Counts = dict[Hashable, list[float]]
 
 
 class BatchedCounter:
-    """Sums values per key; `write(counts)` stores a batch (one statement, its own transaction)."""
+    """Sums values per key (or keeps what `combine` makes of them: `max` keeps the latest of
+    times); `write(counts)` stores a batch (one statement, its own transaction)."""
 
-    def __init__(self, name: str, write: Callable[[Counts], None], interval_setting: str) -> None:
+    def __init__(self, name: str, write: Callable[[Counts], None], interval_setting: str,
+                 combine: Callable[[float, float], float] = operator.add) -> None:
         self.name = name
         self.write = write
         self.interval_setting = interval_setting
+        self.combine = combine
         self.lock = threading.Lock()
         self.pending: Counts = {}
         self.thread: threading.Thread | None = None
@@ -40,7 +44,7 @@ class BatchedCounter:
             for key in keys:
                 entry = self.pending.setdefault(key, [0.0] * len(values))
                 for i, value in enumerate(values):
-                    entry[i] += value
+                    entry[i] = self.combine(entry[i], value)
         interval = getattr(settings, self.interval_setting)
         if interval <= 0:
             self.flush()

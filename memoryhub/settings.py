@@ -309,7 +309,8 @@ MEMORYHUB_API_KEY_TOUCH_SECONDS = env_int("MEMORYHUB_API_KEY_TOUCH_SECONDS", 60,
 # How long each process reuses an API key it read (0: read it on every request). A key revoked
 # elsewhere is refused by every process within this many seconds (at once by the one revoking it).
 MEMORYHUB_API_KEY_CACHE_SECONDS = env_float("MEMORYHUB_API_KEY_CACHE_SECONDS", 5.0, low=0.0, high=300.0)
-# How often each process writes its request counters (searches, context, restores) for the dashboard.
+# How often each process writes its request counters (searches, context, restores) for the dashboard,
+# and the last use of its API keys (the admin's "last used": refreshed at most every MEMORYHUB_API_KEY_TOUCH_SECONDS).
 MEMORYHUB_USAGE_FLUSH_SECONDS = env_int("MEMORYHUB_USAGE_FLUSH_SECONDS", 10, minimum=0)
 # How often each process writes the access counts of the memories its searches returned.
 MEMORYHUB_ACCESS_FLUSH_SECONDS = env_int("MEMORYHUB_ACCESS_FLUSH_SECONDS", 10, minimum=0)

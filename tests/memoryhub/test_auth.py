@@ -149,6 +149,58 @@ def test_last_used_time_is_recorded_coarsely(s1, cast, settings) -> None:
     assert key.last_used_at > first
 
 
+def test_a_keys_last_use_is_written_after_the_request_not_in_it(s1, cast, settings) -> None:
+    from accounts.authentication import key_uses
+
+    settings.MEMORYHUB_USAGE_FLUSH_SECONDS = 3600  # as deployed: written by the process later
+    settings.MEMORYHUB_API_KEY_TOUCH_SECONDS = 60
+    raw = make_key(cast.alice_tenant)
+    key = ApiKey.objects.get(prefix=ApiKey.parse_prefix(raw))
+    try:
+        assert make_client(raw).get("/api/v1/sessions/").status_code == 200
+        key.refresh_from_db()
+        assert key.last_used_at is None  # the request wrote nothing
+        assert key.pk in key_uses.pending
+    finally:
+        key_uses.flush()
+    key.refresh_from_db()
+    assert key.last_used_at is not None and timezone.now() - key.last_used_at < timedelta(seconds=30)
+
+
+def test_a_later_last_use_is_never_moved_back(cast) -> None:
+    from accounts.authentication import _write_key_uses
+
+    raw = make_key(cast.alice_tenant)
+    key = ApiKey.objects.get(prefix=ApiKey.parse_prefix(raw))
+    later = timezone.now() + timedelta(hours=1)
+    ApiKey.objects.filter(pk=key.pk).update(last_used_at=later)
+    _write_key_uses({key.pk: [timezone.now().timestamp()]})  # another process's older use
+    key.refresh_from_db()
+    assert key.last_used_at == later
+    other = ApiKey.objects.get(prefix=ApiKey.parse_prefix(make_key(cast.bob_tenant)))
+    used = timezone.now() - timedelta(minutes=1)
+    _write_key_uses({key.pk: [used.timestamp()], other.pk: [used.timestamp()]})
+    other.refresh_from_db()
+    assert other.last_used_at == used  # both written by the one statement, each by its own rule
+    key.refresh_from_db()
+    assert key.last_used_at == later
+
+
+def test_a_batch_keeps_the_latest_time_of_a_key(settings) -> None:
+    from memoryhub.counters import BatchedCounter
+
+    settings.MEMORYHUB_USAGE_FLUSH_SECONDS = 3600
+    written: list[dict[Any, list[float]]] = []
+    latest = BatchedCounter("test-latest", written.append, "MEMORYHUB_USAGE_FLUSH_SECONDS", combine=max)
+    summed = BatchedCounter("test-sum", written.append, "MEMORYHUB_USAGE_FLUSH_SECONDS")
+    for value in (5.0, 9.0, 7.0):
+        latest.add("k", value)
+        summed.add("k", value)
+    latest.flush()
+    summed.flush()
+    assert written == [{"k": [9.0]}, {"k": [21.0]}]
+
+
 def test_a_key_only_ever_acts_for_its_own_tenant(alice, bob, cast) -> None:
     post_events(alice, "a-only", {"role": "user", "content": "a"})
     post_events(bob, "b-only", {"role": "user", "content": "b"})
