@@ -94,9 +94,10 @@ def validate(req: SearchRequest) -> None:
         raise SearchError("query_required", "Give query text or a query_embedding.")
 
 
-@dataclass
+@dataclass(slots=True)
 class Candidate:
-    """What ranking needs of a chunk; full rows are loaded only for the results kept."""
+    """What ranking needs of a chunk; full rows are loaded only for the results kept. Slotted: a
+    search makes one for each of ~200 candidates (stop 39: a third less time to make them)."""
 
     pk: int
     session_id: int | None

@@ -9,6 +9,8 @@ are rounded to float16 as the `::halfvec` casts did.
 
 from __future__ import annotations
 
+from functools import cached_property
+
 import numpy as np
 
 from retrieval.search.rerank import DEDUP_COSINE, PairSimilarities
@@ -45,10 +47,15 @@ class CandidateVectors:
         self.sentences: dict[int, float] = {}
         self.row = {pk: i for i, pk in enumerate(ids)}
         self.matrix = matrix
-        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+
+    @cached_property
+    def unit(self) -> np.ndarray:
+        """The vectors scaled to length 1, on first use: a hybrid search's two candidate pools are
+        merged into a third before any cosine is taken."""
+        norms = np.linalg.norm(self.matrix, axis=1, keepdims=True)
         # A zero vector has no direction: pgvector's cosine gives NaN, which never ranks; so does this.
         with np.errstate(invalid="ignore", divide="ignore"):
-            self.unit = matrix / norms
+            return self.matrix / norms
 
     @classmethod
     def of(cls, vectors: dict[int, np.ndarray]) -> CandidateVectors:
@@ -81,16 +88,26 @@ class CandidateVectors:
 
     def pairs(self, ids: list[int]) -> PairSimilarities:
         """Cosine of every pair (low id, high id) of `ids` that both have a vector."""
-        present = sorted(pk for pk in set(ids) if pk in self.row)
+        present, sims = self._similarities(ids)
         if len(present) < 2:
             return {}
-        block = self.unit[[self.row[pk] for pk in present]]
         upper_i, upper_j = np.triu_indices(len(present), k=1)
-        sims = (block @ block.T)[upper_i, upper_j].tolist()
-        return {(present[i], present[j]): s for i, j, s in zip(upper_i.tolist(), upper_j.tolist(), sims, strict=True)
+        values = sims[upper_i, upper_j].tolist()
+        return {(present[i], present[j]): s for i, j, s in zip(upper_i.tolist(), upper_j.tolist(), values, strict=True)
                 if s == s}
+
+    def _similarities(self, ids: list[int]) -> tuple[list[int], np.ndarray]:
+        """The ids of `ids` that have a vector, ascending, and the matrix of their cosines."""
+        present = sorted(pk for pk in set(ids) if pk in self.row)
+        if len(present) < 2:
+            return present, np.zeros((len(present), len(present)), np.float32)
+        block = self.unit[[self.row[pk] for pk in present]]
+        return present, block @ block.T
 
 
 def near_duplicate_pairs(vectors: CandidateVectors, ids: list[int]) -> set[tuple[int, int]]:
-    """Pairs (low id, high id) of `ids` whose vectors have cosine > DEDUP_COSINE."""
-    return {pair for pair, sim in vectors.pairs(ids).items() if sim > DEDUP_COSINE}
+    """Pairs (low id, high id) of `ids` whose vectors have cosine > DEDUP_COSINE (few: only those
+    are made pairs of, not all of them)."""
+    present, sims = vectors._similarities(ids)
+    upper_i, upper_j = np.nonzero(np.triu(sims > DEDUP_COSINE, k=1))  # NaN (a zero vector) is never above
+    return {(present[i], present[j]) for i, j in zip(upper_i.tolist(), upper_j.tolist(), strict=True)}
