@@ -201,6 +201,34 @@ def test_a_batch_keeps_the_latest_time_of_a_key(settings) -> None:
     assert written == [{"k": [9.0]}, {"k": [21.0]}]
 
 
+def test_a_key_is_read_as_the_orm_reads_it(cast) -> None:
+    from accounts.authentication import read_key
+    from accounts.models import Workspace
+
+    workspace = Workspace.objects.create(tenant=cast.alice_tenant, name="limited")
+    raws = [make_key(cast.alice_tenant), make_key(cast.bob_tenant, scopes=("read",)),
+            ApiKey.create_key(tenant=cast.alice_tenant, workspace=workspace, user_id="u-7", scopes=("read", "write")).raw]
+    revoked = ApiKey.objects.get(prefix=ApiKey.parse_prefix(raws[1]))
+    revoked.revoked_at = timezone.now()
+    revoked.save()
+    for raw in raws:
+        prefix = ApiKey.parse_prefix(raw)
+        expected = ApiKey.objects.select_related("tenant", "workspace").get(prefix=prefix)
+        key = read_key(prefix)
+        assert key is not None and not key._state.adding
+        for a, b in ((key, expected), (key.tenant, expected.tenant)):
+            assert [getattr(a, f.attname) for f in type(a)._meta.concrete_fields] == \
+                   [getattr(b, f.attname) for f in type(b)._meta.concrete_fields]
+        if expected.workspace is None:
+            assert key.workspace is None and key.workspace_id is None
+        else:
+            assert key.workspace is not None
+            assert [getattr(key.workspace, f.attname) for f in Workspace._meta.concrete_fields] == \
+                   [getattr(expected.workspace, f.attname) for f in Workspace._meta.concrete_fields]
+        assert key.matches(raw) and key.is_active == (raw != raws[1])
+    assert read_key("nosuchprefix") is None
+
+
 def test_a_key_only_ever_acts_for_its_own_tenant(alice, bob, cast) -> None:
     post_events(alice, "a-only", {"role": "user", "content": "a"})
     post_events(bob, "b-only", {"role": "user", "content": "b"})
