@@ -8,6 +8,7 @@ from accounts.models import ApiKey, Channel
 from memoryhub.errors import Invalid, NotFound
 from memoryhub.sessions import get_session, resolve_user, resolve_workspace
 from retrieval.search import SearchRequest
+from retrieval.search.sql import select_rows
 
 SCOPE_ALIASES = {"session": "conversation"}
 
@@ -42,12 +43,7 @@ def build_search_request(key: ApiKey, data: dict[str, Any]) -> SearchRequest:
         req.scope = scope or "conversation"
         return req
     if channel_name:
-        channels = Channel.objects.filter(tenant_id=key.tenant_id, name=channel_name)
-        if key.workspace_id is not None:
-            channels = channels.filter(workspace_id=key.workspace_id)
-        if workspace_ids is not None:
-            channels = channels.filter(workspace_id__in=workspace_ids)
-        found = list(channels.values_list("pk", "workspace_id"))
+        found = _channels(key, channel_name, workspace_ids)
         if not found:
             raise NotFound("channel_not_found", f"Channel {channel_name!r} does not exist.")
         req.channel_ids = [pk for pk, _ in found]
@@ -60,6 +56,21 @@ def build_search_request(key: ApiKey, data: dict[str, Any]) -> SearchRequest:
         req.scope = scope or "account"
     _check_scope(req)
     return req
+
+
+def _channels(key: ApiKey, name: str, workspace_ids: list[int] | None) -> list[tuple[int, int]]:
+    """(id, workspace id) of each channel of this name the key may search: in its tenant, in its
+    workspace when it is limited to one, in `workspace_ids` when given. One plain statement: the
+    ORM's filter chain cost more to build than to run (~0.6 ms a channel-scoped search, stop 39)."""
+    sql = f"SELECT id, workspace_id FROM {Channel._meta.db_table} WHERE tenant_id = %s AND name = %s"
+    params: list[Any] = [key.tenant_id, name]
+    if key.workspace_id is not None:
+        sql += " AND workspace_id = %s"
+        params.append(key.workspace_id)
+    if workspace_ids is not None:
+        sql += " AND workspace_id = ANY(%s)"
+        params.append(workspace_ids)
+    return [(pk, workspace) for pk, workspace in select_rows(sql + " ORDER BY workspace_id, id", params)]
 
 
 def _check_scope(req: SearchRequest) -> None:
