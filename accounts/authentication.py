@@ -6,10 +6,10 @@ the cache at once (post_save / post_delete); one revoked by another process (the
 action, another worker) is refused by this one within that many seconds. The secret is checked
 on every request all the same (a fast hash), so the cache never lets a wrong secret in.
 
-A key's last use is noted in memory and written with other keys' by a background thread of the
-process (every MEMORYHUB_USAGE_FLUSH_SECONDS, as the request counters are): a request never waits
-for that write. With a thousand tenants' keys each used now and then, it was an UPDATE and a commit
-in most requests (bench/README.md, stop 39).
+A key's last use is announced (accounts.signals.key_used) and written with other keys' by a
+background thread of the process (memoryhub.middleware.key_uses, every MEMORYHUB_USAGE_FLUSH_SECONDS,
+as the request counters are): a request never waits for that write. With a thousand tenants' keys
+each used now and then, it was an UPDATE and a commit in most requests (bench/README.md, stop 39).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import functools
 import threading
 import time
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
@@ -31,7 +31,7 @@ from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
 from accounts.models import ApiKey, Tenant, Workspace
-from memoryhub.counters import BatchedCounter, Counts
+from accounts.signals import key_used
 
 
 @dataclass(frozen=True)
@@ -168,29 +168,12 @@ def authenticate_key(raw: str, *, cached: bool = True) -> ApiKey:
 
 def _touch(key: ApiKey) -> None:
     # One write per key per interval, not per request: last_used_at is coarse on purpose. The
-    # write itself is batched off the request (key_uses).
+    # write itself is batched off the request (accounts.signals.key_used).
     now = timezone.now()
     interval = timedelta(seconds=settings.MEMORYHUB_API_KEY_TOUCH_SECONDS)
     if key.last_used_at is None or now - key.last_used_at >= interval:
-        key_uses.add(key.pk, now.timestamp())
+        key_used.send(sender=ApiKey, key_id=key.pk, at=now)
         key.last_used_at = now
-
-
-def _write_key_uses(uses: Counts) -> None:
-    """The last use of each key of a batch (epoch seconds), one statement; a time already
-    written later (by another process) is kept."""
-    ids = [int(pk) for pk in uses]  # type: ignore[call-overload]
-    times = [datetime.fromtimestamp(latest, UTC) for latest, in uses.values()]
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"UPDATE {ApiKey._meta.db_table} k SET last_used_at = u.t "
-            "FROM unnest(%s::bigint[], %s::timestamptz[]) AS u(id, t) "
-            "WHERE k.id = u.id AND (k.last_used_at IS NULL OR k.last_used_at < u.t)",
-            [ids, times],
-        )
-
-
-key_uses = BatchedCounter("key-use", _write_key_uses, "MEMORYHUB_USAGE_FLUSH_SECONDS", combine=max)
 
 
 class ApiKeyAuthentication(authentication.BaseAuthentication):

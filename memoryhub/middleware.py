@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.urls import Resolver404, resolve
@@ -79,6 +81,32 @@ def _write_usage(counts: Counts) -> None:
 
 # Requests per tenant, day and name: [requests, errors, total_ms] (ApiUsage, the dashboard's charts).
 usage = BatchedCounter("usage", _write_usage, "MEMORYHUB_USAGE_FLUSH_SECONDS")
+
+
+def _write_key_uses(uses: Counts) -> None:
+    """The last use of each API key of a batch (epoch seconds), one statement; a time already
+    written later (by another process) is kept."""
+    from django.db import connection
+
+    from accounts.models import ApiKey
+
+    ids = [int(pk) for pk in uses]  # type: ignore[call-overload]
+    times = [datetime.fromtimestamp(latest, UTC) for latest, in uses.values()]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {ApiKey._meta.db_table} k SET last_used_at = u.t "
+            "FROM unnest(%s::bigint[], %s::timestamptz[]) AS u(id, t) "
+            "WHERE k.id = u.id AND (k.last_used_at IS NULL OR k.last_used_at < u.t)",
+            [ids, times],
+        )
+
+
+# Each API key's last use (accounts.signals.key_used), the latest per key, written in batches.
+key_uses = BatchedCounter("key-use", _write_key_uses, "MEMORYHUB_USAGE_FLUSH_SECONDS", combine=max)
+
+
+def note_key_use(sender: Any, key_id: int, at: datetime, **kwargs: Any) -> None:
+    key_uses.add(key_id, at.timestamp())
 
 
 def _record_usage(request: HttpRequest, status: int, duration_ms: float) -> None:

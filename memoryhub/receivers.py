@@ -1,6 +1,7 @@
 """What the core domain does after an append: wake the background lanes (the rolling summary of
 S6, the summary tree and fact extraction of S5 are the summarise lane's, memoryhub.session_work,
-which finds the session due from its rows). Connected in MemoryhubConfig.ready()."""
+which finds the session due from its rows); and note an API key's last use (accounts' key_used) for
+the batched write. Connected in MemoryhubConfig.ready()."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 
+from accounts.signals import key_used
 from memoryhub.background import notify_work
+from memoryhub.middleware import note_key_use
 from memoryhub.signals import events_appended
 
 
@@ -29,3 +32,4 @@ def _work_now(session_pk: int) -> None:
 
 def connect() -> None:
     events_appended.connect(on_events_appended, dispatch_uid="memoryhub.memory_after_append")
+    key_used.connect(note_key_use, dispatch_uid="memoryhub.key_use")

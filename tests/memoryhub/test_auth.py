@@ -150,7 +150,7 @@ def test_last_used_time_is_recorded_coarsely(s1, cast, settings) -> None:
 
 
 def test_a_keys_last_use_is_written_after_the_request_not_in_it(s1, cast, settings) -> None:
-    from accounts.authentication import key_uses
+    from memoryhub.middleware import key_uses
 
     settings.MEMORYHUB_USAGE_FLUSH_SECONDS = 3600  # as deployed: written by the process later
     settings.MEMORYHUB_API_KEY_TOUCH_SECONDS = 60
@@ -168,7 +168,7 @@ def test_a_keys_last_use_is_written_after_the_request_not_in_it(s1, cast, settin
 
 
 def test_a_later_last_use_is_never_moved_back(cast) -> None:
-    from accounts.authentication import _write_key_uses
+    from memoryhub.middleware import _write_key_uses
 
     raw = make_key(cast.alice_tenant)
     key = ApiKey.objects.get(prefix=ApiKey.parse_prefix(raw))
