@@ -71,7 +71,7 @@ def _channels(key: ApiKey, name: str, workspace_ids: list[int] | None) -> list[t
     if workspace_ids is not None:
         sql += " AND workspace_id = ANY(%s)"
         params.append(workspace_ids)
-    return [(pk, workspace) for pk, workspace in select_rows(sql + " ORDER BY workspace_id, id", params)]
+    return select_rows(sql + " ORDER BY workspace_id, id", params)  # type: ignore[return-value]
 
 
 def _check_scope(req: SearchRequest) -> None:

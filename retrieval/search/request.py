@@ -97,7 +97,7 @@ def validate(req: SearchRequest) -> None:
 @dataclass(slots=True)
 class Candidate:
     """What ranking needs of a chunk; full rows are loaded only for the results kept. Slotted: a
-    search makes one for each of ~200 candidates (stop 39: a third less time to make them)."""
+    search makes one for each of ~200 candidates (bench/README.md, stop 39)."""
 
     pk: int
     session_id: int | None

@@ -88,7 +88,7 @@ class CandidateVectors:
 
     def pairs(self, ids: list[int]) -> PairSimilarities:
         """Cosine of every pair (low id, high id) of `ids` that both have a vector."""
-        present, sims = self._similarities(ids)
+        present, sims = self.cosine_matrix(ids)
         if len(present) < 2:
             return {}
         upper_i, upper_j = np.triu_indices(len(present), k=1)
@@ -96,7 +96,7 @@ class CandidateVectors:
         return {(present[i], present[j]): s for i, j, s in zip(upper_i.tolist(), upper_j.tolist(), values, strict=True)
                 if s == s}
 
-    def _similarities(self, ids: list[int]) -> tuple[list[int], np.ndarray]:
+    def cosine_matrix(self, ids: list[int]) -> tuple[list[int], np.ndarray]:
         """The ids of `ids` that have a vector, ascending, and the matrix of their cosines."""
         present = sorted(pk for pk in set(ids) if pk in self.row)
         if len(present) < 2:
@@ -108,6 +108,6 @@ class CandidateVectors:
 def near_duplicate_pairs(vectors: CandidateVectors, ids: list[int]) -> set[tuple[int, int]]:
     """Pairs (low id, high id) of `ids` whose vectors have cosine > DEDUP_COSINE (few: only those
     are made pairs of, not all of them)."""
-    present, sims = vectors._similarities(ids)
+    present, sims = vectors.cosine_matrix(ids)
     upper_i, upper_j = np.nonzero(np.triu(sims > DEDUP_COSINE, k=1))  # NaN (a zero vector) is never above
     return {(present[i], present[j]) for i, j in zip(upper_i.tolist(), upper_j.tolist(), strict=True)}
