@@ -36,13 +36,12 @@ SCOPE_HELP = ("How far to look: conversation (= session: the session's memories)
 
 
 def as_of_field() -> serializers.DateTimeField:
-    """Search's and context's `as_of`: the moment relative dates in the query are read against."""
+    """Search's and context's `as_of`: the memory as it stood at that moment."""
     return serializers.DateTimeField(
         required=False, allow_null=True, default=None,
-        help_text="When the question is asked (ISO 8601; default: now). Relative dates in the query "
-                  "(\"yesterday\", \"last week\", \"three months ago\", \"last Saturday\", \"in the past two "
-                  "weeks\") are read against it, as a preference for memories written then; a client replaying "
-                  "or importing a conversation passes the question's own date.")
+        help_text="Answer as the memory stood at this moment (ISO 8601; default: now): nothing recorded after "
+                  "it, and of each fact the version that was true then. Relative dates in the query "
+                  "(\"yesterday\", \"last week\", \"three months ago\") are read against it.")
 
 
 class SearchInput(StrictSerializer):

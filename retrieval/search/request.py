@@ -55,6 +55,9 @@ class SearchRequest:
     since: datetime | None = None
     until: datetime | None = None
     as_of: datetime | None = None  # when the question is asked: relative dates are read against it (None: now)
+    # With as_of: answer from the memory as it stood then (nothing written later; a fact's version
+    # valid then). False only for a replay that reads relative dates against as_of over everything.
+    history: bool = True
     top_k: int = 10
     mode: str = "hybrid"
     fusion: str = "weighted"

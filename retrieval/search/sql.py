@@ -90,6 +90,13 @@ def where_clause(req: SearchRequest, owner: str = "both") -> tuple[str, list[Any
     if req.until:
         sql.append("c.created_at < %s")
         params.append(req.until)
+    if req.history and req.as_of is not None:
+        # The memory as it stood then (SPEC S12): nothing written after it, and of a fact the
+        # version that was true then.
+        sql.append("c.created_at <= %s AND (c.valid_to IS NULL OR c.valid_to > %s)")
+        params.extend([req.as_of, req.as_of])
+    else:
+        sql.append("c.valid_to IS NULL")
     return " AND ".join(sql), params
 
 
