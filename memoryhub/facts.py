@@ -74,14 +74,15 @@ def announce(fact: Fact) -> None:
 VERSIONED = ("content", "category", "key")
 
 
-def open_version(fact: Fact, *, change: str, at: datetime | None = None) -> FactVersion:
-    """Close the fact's current version (if any) and open one with its content as it is now."""
+def open_version(fact: Fact, *, change: str, at: datetime | None = None, source: str = "") -> FactVersion:
+    """Close the fact's current version (if any) and open one with its content as it is now;
+    `source`: who made the change (default: the fact's source)."""
     at = at or timezone.now()
     close_version(fact, at=at, closed_by="merged" if change == "merged" else "updated")
     fact.valid_from = at
     return FactVersion.objects.create(
         tenant_id=fact.tenant_id, fact_id=fact.pk, workspace_id=fact.workspace_id, user_id=fact.user_id,
-        tier=fact.tier, category=fact.category, key=fact.key, content=fact.content, source=fact.source,
+        tier=fact.tier, category=fact.category, key=fact.key, content=fact.content, source=source or fact.source,
         change=change, valid_from=at)
 
 

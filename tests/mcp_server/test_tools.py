@@ -134,12 +134,14 @@ def test_fact_upsert_get_delete(http_mcp: Mcp, alice: dict[str, Any]) -> None:
     assert first.data["created"] is True and second.data["created"] is False
     assert second.data["id"] == first.data["id"]
     fact_id = first.data["id"]
-    got, deleted, gone, bad = http_mcp.calls(alice["key"], [
+    got, history, deleted, gone, bad = http_mcp.calls(alice["key"], [
         ("memory_fact", {"action": "get", "fact_id": fact_id}),
+        ("memory_fact", {"action": "history", "fact_id": fact_id}),
         ("memory_fact", {"action": "delete", "fact_id": fact_id}),
         ("memory_fact", {"action": "get", "fact_id": fact_id}),
         ("memory_fact", {"action": "upsert", "content": "x", "lifetime": "forever"}),
     ])
+    assert [v["content"] for v in history.data["versions"]] == ["Ann prefers aisle seats.", "Ann prefers window seats."]
     rest = alice["rest"].get(f"/api/v1/facts/{fact_id}/")
     assert rest.status_code == 404  # deleted through MCP, gone for REST too
     assert got.data["content"] == "Ann prefers window seats." and got.data["key"] == "seat"

@@ -250,3 +250,14 @@ def test_the_current_fact_ranks_above_an_older_message_in_search_and_context(ali
     assert relevant == [r["text"] for r in results]
     # The older message is still there, dated, so that an agent can tell old from new.
     assert "(user, said 2025-03-02) I live in Berlin" in context["markdown"]
+
+
+@pytest.mark.django_db
+def test_a_fact_deleted_by_any_path_closes_its_last_version(alice) -> None:
+    """Consolidation, a conversation's end and the admin delete rows directly: the history stays
+    and the last version is closed, so that nothing deleted looks current as of today."""
+    fact = home(alice, "Berlin", "ann").json()
+    Fact.objects.filter(pk=fact["id"]).delete()
+    version = FactVersion.objects.get(fact_id=fact["id"])
+    assert version.valid_to is not None and version.closed_by == "deleted"
+    assert alice.get(FACTS, {"as_of": timezone.now().isoformat()}).json()["results"] == []
