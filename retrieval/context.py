@@ -34,6 +34,7 @@ class ContextItem:
     created_at: Any
     role: str = ""
     chunk_id: int | None = None
+    user_id: str = ""
 
     @property
     def tokens(self) -> int:
@@ -44,7 +45,7 @@ class ContextItem:
             "source": self.source, "text": self.text, "score": round(self.score, 6), "kind": self.kind,
             "session": self.session, "sequence_start": self.sequence_start, "sequence_end": self.sequence_end,
             "created_at": iso(self.created_at), "role": self.role or None, "chunk_id": self.chunk_id,
-            "tokens": self.tokens,
+            "user_id": self.user_id, "tokens": self.tokens,
         }
 
 
@@ -52,7 +53,7 @@ def _recent_items(session: Session) -> list[ContextItem]:
     events = list(session.events.order_by("-sequence")[:RECENT_MESSAGES])
     return [
         ContextItem("recent", extract_event_text(e), 1.0 + (RECENT_MESSAGES - i) / 100.0, "event",
-                    session.external_id, e.sequence, e.sequence, e.created_at, e.role)
+                    session.external_id, e.sequence, e.sequence, e.created_at, e.role, user_id=session.user_id)
         for i, e in enumerate(events) if extract_event_text(e)
     ]
 
@@ -60,7 +61,8 @@ def _recent_items(session: Session) -> list[ContextItem]:
 def _chunk_item(source: str, chunk: Chunk, score: float) -> ContextItem:
     return ContextItem(source, chunk.text, score, chunk.kind,
                        chunk.session.external_id if chunk.session_id else None,
-                       chunk.sequence_start, chunk.sequence_end, chunk.created_at, chunk.role, chunk.pk)
+                       chunk.sequence_start, chunk.sequence_end, chunk.created_at, chunk.role, chunk.pk,
+                       chunk.user_id)
 
 
 def _salient_items(req: SearchRequest) -> list[ContextItem]:

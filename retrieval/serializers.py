@@ -217,6 +217,7 @@ class SearchResultOutput(serializers.Serializer):
     importance = serializers.FloatField(help_text="0–1: its weight in recall.")
     channel = serializers.CharField(allow_null=True, help_text="Its channel, if any.")
     workspace = serializers.CharField(allow_null=True, help_text="Its workspace, if any.")
+    user_id = serializers.CharField(help_text="The end user it belongs to (empty: shared knowledge).")
     scores = serializers.DictField(child=serializers.FloatField(allow_null=True),
                                    help_text="The parts of the score: vector (cosine) and text (full-text rank); "
                                              "null when that part did not match.")
@@ -263,6 +264,7 @@ class ContextItemOutput(serializers.Serializer):
     created_at = serializers.DateTimeField(help_text="When the memory was made.")
     role = serializers.CharField(allow_null=True, help_text="Who spoke, for messages.")
     chunk_id = serializers.IntegerField(allow_null=True, help_text="The chunk's id (null for recent messages).")
+    user_id = serializers.CharField(help_text="The end user it belongs to (empty: shared knowledge).")
     tokens = serializers.IntegerField(help_text="What it costs of the budget.")
 
 

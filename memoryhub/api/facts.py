@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db import transaction
 from drf_spectacular.utils import (
     extend_schema,
     extend_schema_field,
@@ -228,8 +229,10 @@ class FactListView(APIView):
                    request=FactInput, responses={201: FactUpserted, 200: FactUpserted}, examples=ex.FACT_UPSERT)
     def post(self, request: Request) -> Response:
         data = parse_input(FactInput, request.data)
-        fact, created = facts.upsert_fact(api_key(request), data, given=set(request.data))
-        body = FactUpserted(facts.get_fact(api_key(request), fact.pk), context={"created": created}).data
+        # One transaction: the answer is read back in it, so a write never commits behind a 4xx.
+        with transaction.atomic():
+            fact, created = facts.upsert_fact(api_key(request), data, given=set(request.data))
+            body = FactUpserted(facts.get_fact(api_key(request), fact.pk), context={"created": created}).data
         return Response(body, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 
 
@@ -255,8 +258,9 @@ class FactDetailView(APIView):
                    request=FactPatchInput, responses=FactOutput, examples=ex.FACT_PATCH)
     def patch(self, request: Request, fact_id: int) -> Response:
         changes = parse_input(FactPatchInput, request.data, partial=True)
-        fact = facts.update_fact(api_key(request), fact_id, changes)
-        return Response(FactOutput(facts.get_fact(api_key(request), fact.pk)).data)
+        with transaction.atomic():
+            fact = facts.update_fact(api_key(request), fact_id, changes)
+            return Response(FactOutput(facts.get_fact(api_key(request), fact.pk)).data)
 
     @extend_schema(summary="Delete a fact", responses={200: Deleted}, examples=ex.FACT_DELETE)
     def delete(self, request: Request, fact_id: int) -> Response:

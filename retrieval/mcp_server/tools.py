@@ -189,8 +189,9 @@ def run_fact(key: ApiKey, arguments: dict[str, Any]) -> dict[str, Any]:
     (action,), rest = _split(arguments, "action")
     action = parse_input(FactArgs, {"action": action}, partial=True)["action"]
     if action == "upsert":
-        fact, created = facts.upsert_fact(key, parse_input(FactInput, rest), given=set(rest))
-        return FactUpserted(facts.get_fact(key, fact.pk), context={"created": created}).data
+        with transaction.atomic():  # read back in the write's transaction: no commit behind an error
+            fact, created = facts.upsert_fact(key, parse_input(FactInput, rest), given=set(rest))
+            return FactUpserted(facts.get_fact(key, fact.pk), context={"created": created}).data
     fact_id = parse_input(FactArgs, {"action": action, **rest})["fact_id"]
     if action == "delete":
         facts.delete_fact(key, fact_id)

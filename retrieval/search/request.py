@@ -167,6 +167,7 @@ class HitRow:
     channel_name: str | None
     workspace_name: str | None
     embedded: bool  # embedded by the search's model (False while the chunk waits for its vector)
+    user_id: str = ""  # its owner (empty: shared)
 
     @property
     def session(self) -> SessionRef | None:
@@ -203,6 +204,7 @@ class SearchHit:
             "importance": c.importance,
             "channel": c.channel_name,
             "workspace": c.workspace_name,
+            "user_id": c.user_id,
             # False while the chunk waits for its vector (found by full text only until then).
             "embedded": c.embedded,
             "scores": {

@@ -406,15 +406,15 @@ def load_rows(kept: list[Candidate], model: str) -> dict[int, HitRow]:
         f"c.metadata::text, (SELECT s.external_id FROM {Session._meta.db_table} s WHERE s.id = c.session_id), "
         f"(SELECT ch.name FROM {Channel._meta.db_table} ch WHERE ch.id = c.channel_id), "
         f"(SELECT w.name FROM {Workspace._meta.db_table} w WHERE w.id = c.workspace_id), "
-        "coalesce(c.embedding_model = %s, false) FROM retrieval_chunk c WHERE c.id = ANY(%s)",
+        "coalesce(c.embedding_model = %s, false), c.user_id FROM retrieval_chunk c WHERE c.id = ANY(%s)",
         [model, list(by_id)],
     )
     out = {}
-    for pk, created, role, tags, metadata, session_name, channel_name, workspace_name, embedded in rows:
+    for pk, created, role, tags, metadata, session_name, channel_name, workspace_name, embedded, user_id in rows:
         c = by_id[pk]
         out[pk] = HitRow(pk, c.text, c.kind, c.session_id, session_name, c.sequence_start, c.sequence_end, metadata,
                          datetime.fromisoformat(created).replace(tzinfo=UTC), role, tags, c.importance, channel_name,
-                         workspace_name, embedded)
+                         workspace_name, embedded, user_id)
     return out
 
 
