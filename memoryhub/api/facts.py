@@ -16,6 +16,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from memoryhub import facts, notes
+from memoryhub.errors import Invalid
 from memoryhub.api import examples as ex
 from memoryhub.api.common import (
     StrictSerializer,
@@ -221,6 +222,12 @@ class FactListView(APIView):
 
     def _as_of(self, request: Request, filters: dict[str, Any]) -> Response:
         """Each fact as it stood then: the version true at as_of (a fact deleted since included)."""
+        unsupported = sorted({"tags", "session", "workspace", "channel", "lifetime", "source"} & set(filters)
+                             | {k for k in request.query_params if k.startswith("meta.")})
+        if unsupported:
+            raise Invalid("as_of_filter_unsupported",
+                          "With as_of, facts are filtered by scope, category, key, user_id and q only.",
+                          {"fields": unsupported})
         versions, meta = paginate(request, facts.versions_as_of(api_key(request), filters["as_of"], filters))
         return Response({**meta, "results": FactOutput(facts.as_they_stood(api_key(request), versions), many=True).data})
 

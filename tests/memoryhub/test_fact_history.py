@@ -115,6 +115,11 @@ def test_history_keeps_every_version_with_times(alice) -> None:
     assert then[0]["valid_to"] is not None
     before_all = alice.get(FACTS, {"as_of": "2001-01-01T00:00:00Z"}).json()
     assert before_all["results"] == [] and before_all["count"] == 0
+    # Filters history cannot answer are refused, not ignored; a bad time is a 400 too.
+    refused = alice.get(FACTS, {"as_of": changed_at.isoformat(), "tags": "x", "meta.k": "v"})
+    assert refused.status_code == 400 and error_code(refused) == "as_of_filter_unsupported"
+    assert refused.json()["error"]["details"]["fields"] == ["meta.k", "tags"]
+    assert alice.get(FACTS, {"as_of": "yesterday"}).status_code == 400
 
 
 @pytest.mark.django_db
