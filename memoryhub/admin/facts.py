@@ -8,6 +8,7 @@ from django.db.models import QuerySet
 from django.forms import ModelForm
 from django.http import HttpRequest
 from django.utils import timezone
+from django.utils.html import format_html, format_html_join
 
 from memoryhub import facts
 from memoryhub.admin.base import MemoryForm, SearchableAdmin, TagListFilter
@@ -18,21 +19,25 @@ from memoryhub.models import (
 from memoryhub.signals import memory_deleted, memory_saved
 
 
-class FactVersionInline(admin.TabularInline):
-    """The fact's history (SPEC S12), oldest first: read-only, as it is the record of what was true."""
+@admin.register(FactVersion)
+class FactVersionAdmin(admin.ModelAdmin):
+    """Every version of every fact (SPEC S12), read-only: the record of what was true when."""
 
-    model = FactVersion
-    fk_name = "fact"
-    verbose_name = "version"
-    verbose_name_plural = "History (every version of the content, oldest first)"
-    fields = ["content", "source", "change", "valid_from", "valid_to", "closed_by"]
-    readonly_fields = fields
-    ordering = ["valid_from", "id"]
-    extra = 0
-    can_delete = False
-    show_change_link = False
+    list_display = ["fact_id", "short_content", "user_id", "category", "key", "source", "change", "valid_from",
+                    "valid_to", "closed_by", "tenant"]
+    list_filter = ["change", "closed_by", "tenant", ("valid_from", admin.DateFieldListFilter)]
+    list_select_related = ["tenant"]
+    search_fields = ["content", "key", "user_id", "=fact__id"]
+    date_hierarchy = "valid_from"
 
-    def has_add_permission(self, request: HttpRequest, obj: Fact | None = None) -> bool:
+    @admin.display(description="Content")
+    def short_content(self, obj: FactVersion) -> str:
+        return obj.content[:80]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: FactVersion | None = None) -> bool:
         return False
 
 
@@ -47,10 +52,21 @@ class FactAdmin(SearchableAdmin):
     search_fields = ["content", "category", "key", "user_id"]
     form = MemoryForm
     autocomplete_fields = ["workspace", "channel", "session", "source_session"]
-    readonly_fields = ["scope_key", "access_count", "accessed_at", "created_at", "updated_at", "valid_from"]
+    readonly_fields = ["scope_key", "access_count", "accessed_at", "created_at", "updated_at", "valid_from", "history"]
     date_hierarchy = "updated_at"
     actions = ["reindex", "pin", "unpin"]
-    inlines = [FactVersionInline]
+
+    @admin.display(description="History (every version, oldest first)")
+    def history(self, obj: Fact) -> str:
+        versions = list(FactVersion.objects.filter(tenant_id=obj.tenant_id, fact_id=obj.pk).order_by("valid_from", "id"))
+        if not versions:
+            return "—"
+        rows = format_html_join(
+            "", "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            ((v.content, v.source, v.change, f"{v.valid_from:%Y-%m-%d %H:%M:%S}",
+              f"{v.valid_to:%Y-%m-%d %H:%M:%S} ({v.closed_by})" if v.valid_to else "current") for v in versions))
+        return format_html('<table class="fact-history"><thead><tr><th>Content</th><th>By</th><th>Opened by</th>'
+                           "<th>Valid from</th><th>Valid to</th></tr></thead><tbody>{}</tbody></table>", rows)
 
     def save_model(self, request: HttpRequest, obj: Fact, form: ModelForm, change: bool) -> None:
         # An operator's edit of the content is a new version like any other (S12), opened before the

@@ -250,7 +250,7 @@ class FactHistoryView(APIView):
                    responses={200: inline_serializer("FactHistory", {
                        "fact_id": serializers.IntegerField(help_text="The fact."),
                        "versions": FactVersionOutput(many=True, help_text="Oldest first."),
-                   })})
+                   })}, examples=ex.FACT_HISTORY)
     def get(self, request: Request, fact_id: int) -> Response:
         versions = facts.fact_history(api_key(request), fact_id)
         return Response({"fact_id": fact_id, "versions": FactVersionOutput(versions, many=True).data})
