@@ -16,7 +16,6 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from memoryhub import facts, notes
-from memoryhub.errors import Invalid
 from memoryhub.api import examples as ex
 from memoryhub.api.common import (
     StrictSerializer,
@@ -36,6 +35,7 @@ from memoryhub.api.fields import (
     non_blank,
     page_of,
 )
+from memoryhub.errors import Invalid
 from memoryhub.models import (
     Fact,
     iso,

@@ -4,8 +4,8 @@ from memoryhub.api.examples.channels import CHANNEL_CREATE, CHANNEL_GET, CHANNEL
 from memoryhub.api.examples.data import EXPORT, FORGET_USER, HEALTH, IMPORT, READY
 from memoryhub.api.examples.memories import (
     FACT_DELETE,
-    FACT_HISTORY,
     FACT_GET,
+    FACT_HISTORY,
     FACT_LIST,
     FACT_PATCH,
     FACT_UPSERT,
