@@ -14,7 +14,15 @@ from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
 
-from memoryhub.env import allowed_hosts, env_bool, env_choice, env_float, env_int, env_str
+from memoryhub.env import (
+    allowed_hosts,
+    env_bool,
+    env_choice,
+    env_float,
+    env_int,
+    env_networks,
+    env_str,
+)
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -113,6 +121,10 @@ MEMORYHUB_MAX_URL_BYTES = env_int("MEMORYHUB_MAX_URL_BYTES", 16 * 1024, minimum=
 MEMORYHUB_HEADER_TIMEOUT_SECONDS = env_float("MEMORYHUB_HEADER_TIMEOUT_SECONDS", 10.0, low=0.1)
 MEMORYHUB_BODY_TIMEOUT_SECONDS = env_float("MEMORYHUB_BODY_TIMEOUT_SECONDS", 60.0, low=0.1)
 MEMORYHUB_KEEPALIVE_SECONDS = env_int("MEMORYHUB_KEEPALIVE_SECONDS", 5, minimum=1)
+# Reverse proxies whose X-Forwarded-For and X-Forwarded-Proto are believed (addresses or CIDR
+# networks, comma-separated; none by default). A request from any other peer is taken as it came:
+# its own address is the client's (admin lock-out, logs) and its scheme is the connection's.
+MEMORYHUB_TRUSTED_PROXIES = env_networks("MEMORYHUB_TRUSTED_PROXIES")
 # What a 503 database_unavailable asks the client to wait before retrying (Retry-After).
 MEMORYHUB_RETRY_AFTER_SECONDS = env_int("MEMORYHUB_RETRY_AFTER_SECONDS", 5, minimum=1)
 
