@@ -184,16 +184,23 @@ TEMPLATES = [
 ]
 
 # Admin login throttling (django-axes): after MEMORYHUB_LOGIN_FAILURE_LIMIT failed logins of one
-# user name from one address, that pair is locked out for MEMORYHUB_LOGIN_COOLOFF_MINUTES (429),
-# even with the right password. By name and address together, so that a guesser from elsewhere
-# cannot lock the real operator out. The API's keys never pass through here.
+# user name (from any address), or from one address (for any name), that name or address is locked
+# out for MEMORYHUB_LOGIN_COOLOFF_MINUTES (429), even with the right password. By name too, so that
+# guesses spread over many addresses are counted together (issue 40); the price is that a guesser
+# can keep the real operator out for the cool-off (`manage.py axes_reset_username <name>` lets
+# them in). The address is the connection's, or the one a trusted proxy forwarded (uvicorn
+# resolves it before Django sees the request; MEMORYHUB_TRUSTED_PROXIES). The API's keys never
+# pass through here.
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
 ]
 AXES_FAILURE_LIMIT = env_int("MEMORYHUB_LOGIN_FAILURE_LIMIT", 5, minimum=1)
 AXES_COOLOFF_TIME = timedelta(minutes=env_int("MEMORYHUB_LOGIN_COOLOFF_MINUTES", 15, minimum=1))
-AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+# REMOTE_ADDR only, even should django-ipware be installed: forwarded headers are the web server's
+# business, and only from trusted proxies.
+AXES_IPWARE_META_PRECEDENCE_ORDER = ("REMOTE_ADDR",)
 AXES_RESET_ON_SUCCESS = True
 
 AUTH_PASSWORD_VALIDATORS = [
