@@ -560,6 +560,13 @@ MEMORYHUB_SUMMARISER_INPUT_CHARS = env_int("MEMORYHUB_SUMMARISER_INPUT_CHARS", 2
 if MEMORYHUB_SUMMARISER_PART_CHARS > MEMORYHUB_SUMMARISER_INPUT_CHARS:
     raise ImproperlyConfigured("MEMORYHUB_SUMMARISER_PART_CHARS must not exceed MEMORYHUB_SUMMARISER_INPUT_CHARS")
 
+# --- Outbound requests (memoryhub/outbound.py): webhooks, the summariser and the fact extractor ---
+# Webhooks and model endpoints are never sent to loopback, private, link-local (cloud metadata),
+# or reserved addresses, checked when a URL is stored and again, resolved, when a request goes
+# out; except to these networks (addresses or CIDR, comma-separated; e.g. 127.0.0.1 for a model
+# server on this machine, 10.0.0.0/8 for webhook receivers on a private network).
+MEMORYHUB_OUTBOUND_ALLOWED_NETWORKS = env_networks("MEMORYHUB_OUTBOUND_ALLOWED_NETWORKS")
+
 # --- Model calls (memoryhub/llm.py; the HTTP summariser and fact extractor) ---------------------
 # A call that failed on a connection error, a timeout, 429 or 5xx is tried again this many times,
 # after BACKOFF seconds, then twice that, ... (never past a background step's time budget).
