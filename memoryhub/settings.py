@@ -323,6 +323,9 @@ MEMORYHUB_RECENT_WINDOW = env_int("MEMORYHUB_RECENT_WINDOW", 50, minimum=1)
 MEMORYHUB_DEFAULT_IMPORTANCE = {"user": 0.5, "assistant": 0.5, "tool": 0.3, "system": 0.1}
 MEMORYHUB_MAX_BULK_EVENTS = env_int("MEMORYHUB_MAX_BULK_EVENTS", 1000, minimum=1)
 MEMORYHUB_MAX_CONTENT_CHARS = env_int("MEMORYHUB_MAX_CONTENT_CHARS", 200_000, minimum=1000)
+# An appended event's created_at may lie at most this far ahead of the server's clock (a day: a
+# local time sent as UTC); before 1970 is refused too (400 created_at_out_of_range).
+MEMORYHUB_EVENT_MAX_FUTURE_SECONDS = env_int("MEMORYHUB_EVENT_MAX_FUTURE_SECONDS", 86400, minimum=0)
 MEMORYHUB_RESTORE_BUDGET = env_int("MEMORYHUB_RESTORE_BUDGET", 4000, minimum=1)
 MEMORYHUB_API_KEY_TOUCH_SECONDS = env_int("MEMORYHUB_API_KEY_TOUCH_SECONDS", 60, minimum=0)
 # How long each process reuses an API key it read (0: read it on every request). A key revoked
