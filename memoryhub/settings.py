@@ -314,6 +314,11 @@ else:
 MEMORYHUB_ASGI_MOUNTS = (
     {"/mcp/": "retrieval.mcp_server.http.application"} if env_bool("MEMORYHUB_MCP_HTTP", True) else {}
 )
+# GET /mcp/ event streams (a stateless server writes nothing to them): each web worker holds at
+# most this many per API key and in all (429 past either), and closes one idle this many seconds.
+MEMORYHUB_MCP_STREAMS_PER_KEY = env_int("MEMORYHUB_MCP_STREAMS_PER_KEY", 4, minimum=1)
+MEMORYHUB_MCP_STREAMS = env_int("MEMORYHUB_MCP_STREAMS", 100, minimum=1)
+MEMORYHUB_MCP_STREAM_IDLE_SECONDS = env_float("MEMORYHUB_MCP_STREAM_IDLE_SECONDS", 60.0, low=1.0, high=86400)
 
 # Run enqueued background work inline (tests, single-process tools). Read at call time.
 MEMORYHUB_TASKS_EAGER = env_bool("MEMORYHUB_TASKS_EAGER", False)

@@ -22,12 +22,14 @@ from memoryhub.embedded_pg import postmaster
 from tests.served import Served, private_data_dir
 
 LIMIT = 1024 * 1024
+STREAMS_PER_KEY, STREAMS = 2, 3
 
 
 @pytest.fixture(scope="module")
 def served() -> Iterator[Served]:
     env = {"MEMORYHUB_HEADER_TIMEOUT_SECONDS": "2", "MEMORYHUB_BODY_TIMEOUT_SECONDS": "2",
-           "MEMORYHUB_MAX_REQUEST_BYTES": str(LIMIT)}
+           "MEMORYHUB_MAX_REQUEST_BYTES": str(LIMIT), "MEMORYHUB_MCP_STREAMS_PER_KEY": str(STREAMS_PER_KEY),
+           "MEMORYHUB_MCP_STREAMS": str(STREAMS), "MEMORYHUB_MCP_STREAM_IDLE_SECONDS": "3"}
     with private_data_dir() as data_dir, Served(data_dir, env=env) as server:
         yield server
 
@@ -256,3 +258,42 @@ def test_forwarded_headers_of_a_peer_that_is_not_a_trusted_proxy_are_ignored(ser
         assert [login(f"wrong-{i}", f"10.9.9.{i}") for i in range(5)] == [200] * 4 + [429]
         assert login(served.environment["MEMORYHUB_ADMIN_PASSWORD"], "10.9.9.9") == 429
 
+
+def open_stream(served: Served, key: str) -> tuple[socket.socket, int]:
+    sock = connect(served)
+    sock.sendall(f"GET /mcp/ HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {key}\r\n"
+                 "Accept: text/event-stream\r\n\r\n".encode())
+    head = b""
+    while b"\r\n\r\n" not in head:
+        chunk = sock.recv(4096)
+        if not chunk:
+            break
+        head += chunk
+    return sock, int(head.split(b" ", 2)[1]) if head else 0
+
+
+def test_mcp_event_streams_are_bounded_per_key_and_in_all_and_idle_ones_close(served: Served) -> None:
+    """Issue 40, item 3: GET /mcp/ opens an event stream; at most MEMORYHUB_MCP_STREAMS_PER_KEY per
+    key and MEMORYHUB_MCP_STREAMS in all are held at once (429 past either), and a stream that
+    carried nothing for MEMORYHUB_MCP_STREAM_IDLE_SECONDS is closed."""
+    other_key = served.manage("create_api_key", "--tenant", "demo").strip().splitlines()[-1]
+    opened: list[socket.socket] = []
+    try:
+        statuses = []
+        for key in (served.key, served.key, served.key, other_key, other_key):
+            sock, status = open_stream(served, key)
+            opened.append(sock)
+            statuses.append(status)
+        assert statuses == [200, 200, 429, 200, 429]  # the third of a key; the fourth in all
+        # Nothing is ever sent on them: each is closed by the server.
+        for sock in opened:
+            sock.settimeout(30)
+            while sock.recv(65536):
+                pass
+        # Closed streams no longer count.
+        sock, status = open_stream(served, served.key)
+        opened.append(sock)
+        assert status == 200
+    finally:
+        for sock in opened:
+            sock.close()
