@@ -25,6 +25,7 @@ import http.client
 import ipaddress
 import socket
 import urllib.request
+from collections.abc import Iterable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -40,15 +41,13 @@ class DestinationRefused(OSError):  # noqa: N818 - an OSError so that urllib rep
     """The address is not one MemoryHub sends requests to (see the module docstring)."""
 
 
-def _allowed_networks() -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
-    return [ipaddress.ip_network(n, strict=False) for n in settings.MEMORYHUB_OUTBOUND_ALLOWED_NETWORKS]
-
-
-def is_refused(address: IPAddress) -> bool:
-    """True for an address outside the public internet that no allowed network contains."""
+def is_refused(address: IPAddress, allowed: Iterable[str] | None = None) -> bool:
+    """True for an address outside the public internet that no allowed network contains
+    (`allowed`: settings.MEMORYHUB_OUTBOUND_ALLOWED_NETWORKS unless given)."""
     if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
         address = address.ipv4_mapped
-    if any(address in network for network in _allowed_networks()):
+    networks = settings.MEMORYHUB_OUTBOUND_ALLOWED_NETWORKS if allowed is None else allowed
+    if any(address in ipaddress.ip_network(network, strict=False) for network in networks):
         return False
     return not address.is_global or address.is_multicast or address.is_reserved
 
@@ -63,21 +62,22 @@ def _numeric(host: str) -> IPAddress | None:
     return ipaddress.ip_address(infos[0][4][0].split("%")[0])
 
 
-def check_host(host: str) -> None:
+def check_host(host: str, allowed: Iterable[str] | None = None) -> None:
     """Refuse a literal address or a name that is refused without resolving it (no DNS here)."""
     name = host.lower().rstrip(".")
     if name.endswith(".localhost"):
         name = "localhost"
     address = _numeric(LOCAL_NAMES.get(name, name))
-    if address is not None and is_refused(address):
+    if address is not None and is_refused(address, allowed):
         raise DestinationRefused(f"{address} is a loopback, private, link-local or reserved address")
 
 
-def check_url(url: str) -> None:
-    """What can be checked when a URL is stored; the send checks the resolved address again."""
+def check_url(url: str, allowed: Iterable[str] | None = None) -> None:
+    """What can be checked when a URL is stored (or configured: memoryhub.settings passes the
+    allowed networks, settings not being ready yet); the send checks the resolved address again."""
     host = urlsplit(url).hostname
     if host:
-        check_host(host)
+        check_host(host, allowed)
 
 
 def _resolve_checked(host: str, port: int) -> list[Any]:

@@ -674,3 +674,19 @@ MEMORYHUB_AGENT_WEBHOOK_TOKEN = env_str("MEMORYHUB_AGENT_WEBHOOK_TOKEN", "")
 MEMORYHUB_NOTIFY_MAX_ATTEMPTS = env_int("MEMORYHUB_NOTIFY_MAX_ATTEMPTS", 5, minimum=1)
 MEMORYHUB_NOTIFY_BACKOFF_SECONDS = env_int("MEMORYHUB_NOTIFY_BACKOFF_SECONDS", 30, minimum=0)
 MEMORYHUB_NOTIFY_TIMEOUT = env_float("MEMORYHUB_NOTIFY_TIMEOUT", 10.0, low=0.1, high=600)
+
+
+def _check_configured_endpoints() -> None:
+    # The operator's own URLs get the guard the tenants' webhooks get (memoryhub.outbound): a model
+    # server on this machine must be allowed by name, here at start rather than at its first call.
+    from memoryhub.outbound import DestinationRefused, check_url
+
+    for name in ("MEMORYHUB_SUMMARISER_URL", "MEMORYHUB_FACT_EXTRACTOR_URL", "MEMORYHUB_AGENT_WEBHOOK_URL"):
+        try:
+            check_url(globals()[name], MEMORYHUB_OUTBOUND_ALLOWED_NETWORKS)
+        except DestinationRefused as exc:
+            raise ImproperlyConfigured(f"{name}: {exc}; allow it with MEMORYHUB_OUTBOUND_ALLOWED_NETWORKS "
+                                       "(e.g. 127.0.0.1)") from None
+
+
+_check_configured_endpoints()

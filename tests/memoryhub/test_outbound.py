@@ -5,6 +5,10 @@ that say which proxies and networks are trusted fail loudly on bad values."""
 from __future__ import annotations
 
 import ipaddress
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured
@@ -16,6 +20,7 @@ from memoryhub.webserver import proxy_config
 from tests.memoryhub.test_summarisers import completion, fake_llm
 
 MESSAGES = [{"role": "user", "content": "hi"}]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize("address", ["127.0.0.1", "10.0.0.1", "172.31.255.255", "192.168.1.1", "169.254.169.254",
@@ -66,3 +71,17 @@ def test_network_settings_are_read_and_bad_ones_refused(monkeypatch) -> None:  #
 def test_forwarded_headers_are_believed_only_from_trusted_proxies() -> None:
     assert proxy_config(()) == (False, [])  # not even from 127.0.0.1
     assert proxy_config(("10.0.0.1/32",)) == (True, ["10.0.0.1/32"])
+
+
+def settings_load(**env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", "import memoryhub.settings"], cwd=ROOT, capture_output=True,
+                          text=True, env={**os.environ, **env}, timeout=120)
+
+
+def test_a_configured_model_endpoint_on_this_machine_stops_the_start_unless_allowed() -> None:
+    refused = settings_load(MEMORYHUB_SUMMARISER_URL="http://127.0.0.1:11434/v1")
+    assert refused.returncode != 0
+    assert "MEMORYHUB_SUMMARISER_URL" in refused.stderr and "MEMORYHUB_OUTBOUND_ALLOWED_NETWORKS" in refused.stderr
+    assert settings_load(MEMORYHUB_SUMMARISER_URL="http://127.0.0.1:11434/v1",
+                         MEMORYHUB_OUTBOUND_ALLOWED_NETWORKS="127.0.0.1").returncode == 0
+    assert settings_load(MEMORYHUB_OUTBOUND_ALLOWED_NETWORKS="localhost").returncode != 0  # not a network
