@@ -129,8 +129,9 @@ def execute_run(run_id: str) -> dict[str, Any]:
         ok, text, turns, cost, error = True, result.text(), result.turn_count, result.cost, ""
     except Interrupted:  # the cluster is stopping (memoryhub.tasks): say so rather than stay "running"
         connection.close()  # the signal may have cut a query short
+        # Failed, not sent again: the action may have had effects (an agent acting on its goal).
         ok, text, turns, cost, error = (False, "Interrupted: MemoryHub was stopping while this run was in "
-                                        "progress; the schedule runs again when it is next due.", 0, 0.0, "interrupted")
+                                        "progress; it did not finish.", 0, 0.0, "interrupted")
     except ActionError as exc:
         ok, text, turns, cost, error = False, exc.output, exc.turn_count, exc.cost, "action_failed"
     except Exception as exc:  # any failure of the job is a failed run, never a stuck one
