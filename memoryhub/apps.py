@@ -6,8 +6,9 @@ class MemoryhubConfig(AppConfig):
     verbose_name = "Memory"
 
     def ready(self) -> None:
-        from memoryhub import background, receivers
+        from memoryhub import background, receivers, tasks
         from memoryhub.session_work import SummariseLane
 
         receivers.connect()
+        tasks.connect_worker_signals()
         background.register_lane("summarise", SummariseLane)

@@ -5,6 +5,7 @@ Imported by memoryhub.settings (and nothing here imports settings back).
 
 from __future__ import annotations
 
+import ipaddress
 import os
 
 from django.core.exceptions import ImproperlyConfigured
@@ -62,6 +63,20 @@ def env_choice(name: str, default: str, choices: set[str]) -> str:
     if value not in choices:
         raise ImproperlyConfigured(f"{name}={value!r} must be one of {sorted(choices)}")
     return value
+
+
+def env_networks(name: str, default: str = "") -> tuple[str, ...]:
+    """Comma-separated IP addresses or CIDR networks (10.0.0.0/8, ::1), each written back as a
+    network ("10.0.0.1" is "10.0.0.1/32"); anything else is refused, naming `name`."""
+    networks = []
+    for item in (i.strip() for i in os.environ.get(name, default).split(",")):
+        if not item:
+            continue
+        try:
+            networks.append(str(ipaddress.ip_network(item, strict=False)))
+        except ValueError:
+            raise ImproperlyConfigured(f"{name}: {item!r} is not an IP address or network (e.g. 10.0.0.0/8)") from None
+    return tuple(networks)
 
 
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]")

@@ -23,6 +23,7 @@ from typing import Any
 
 from django.conf import settings
 
+from memoryhub import outbound
 from memoryhub.background import remaining_budget
 
 logger = logging.getLogger(__name__)
@@ -32,6 +33,8 @@ MIN_REQUEST_SECONDS = 0.5  # below this much budget a request is not worth start
 
 
 _calls = threading.local()
+# Only to allowed addresses, checked as the connection is made (memoryhub.outbound).
+_opener = outbound.build_opener()
 
 
 @contextmanager
@@ -64,12 +67,15 @@ def _endpoint(url: str) -> str:
 def _post(endpoint: str, body: bytes, headers: dict[str, str], timeout: float) -> Any:
     request = urllib.request.Request(endpoint, data=body, headers=headers, method="POST")
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 - configured URL
+        with _opener.open(request, timeout=timeout) as response:
             raw = response.read()
     except urllib.error.HTTPError as exc:
         error = f"{endpoint}: HTTP {exc.code}"
         raise (_Transient(error) if exc.code in RETRY_STATUSES else SummariserError(error)) from exc
     except (urllib.error.URLError, TimeoutError, OSError) as exc:  # refused, reset, timed out
+        if isinstance(getattr(exc, "reason", None), outbound.DestinationRefused):  # the same every time
+            raise SummariserError(f"{endpoint}: refused: {exc.reason} (MEMORYHUB_OUTBOUND_ALLOWED_NETWORKS "  # type: ignore[attr-defined]
+                                  "allows one)") from exc
         raise _Transient(f"{endpoint}: {exc}") from exc
     try:
         return json.loads(raw.decode())

@@ -14,7 +14,15 @@ from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
 
-from memoryhub.env import allowed_hosts, env_bool, env_choice, env_float, env_int, env_str
+from memoryhub.env import (
+    allowed_hosts,
+    env_bool,
+    env_choice,
+    env_float,
+    env_int,
+    env_networks,
+    env_str,
+)
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -113,6 +121,10 @@ MEMORYHUB_MAX_URL_BYTES = env_int("MEMORYHUB_MAX_URL_BYTES", 16 * 1024, minimum=
 MEMORYHUB_HEADER_TIMEOUT_SECONDS = env_float("MEMORYHUB_HEADER_TIMEOUT_SECONDS", 10.0, low=0.1)
 MEMORYHUB_BODY_TIMEOUT_SECONDS = env_float("MEMORYHUB_BODY_TIMEOUT_SECONDS", 60.0, low=0.1)
 MEMORYHUB_KEEPALIVE_SECONDS = env_int("MEMORYHUB_KEEPALIVE_SECONDS", 5, minimum=1)
+# Reverse proxies whose X-Forwarded-For and X-Forwarded-Proto are believed (addresses or CIDR
+# networks, comma-separated; none by default). A request from any other peer is taken as it came:
+# its own address is the client's (admin lock-out, logs) and its scheme is the connection's.
+MEMORYHUB_TRUSTED_PROXIES = env_networks("MEMORYHUB_TRUSTED_PROXIES")
 # What a 503 database_unavailable asks the client to wait before retrying (Retry-After).
 MEMORYHUB_RETRY_AFTER_SECONDS = env_int("MEMORYHUB_RETRY_AFTER_SECONDS", 5, minimum=1)
 
@@ -172,16 +184,23 @@ TEMPLATES = [
 ]
 
 # Admin login throttling (django-axes): after MEMORYHUB_LOGIN_FAILURE_LIMIT failed logins of one
-# user name from one address, that pair is locked out for MEMORYHUB_LOGIN_COOLOFF_MINUTES (429),
-# even with the right password. By name and address together, so that a guesser from elsewhere
-# cannot lock the real operator out. The API's keys never pass through here.
+# user name (from any address), or from one address (for any name), that name or address is locked
+# out for MEMORYHUB_LOGIN_COOLOFF_MINUTES (429), even with the right password. By name too, so that
+# guesses spread over many addresses are counted together (issue 40); the price is that a guesser
+# can keep the real operator out for the cool-off (`manage.py axes_reset_username <name>` lets
+# them in). The address is the connection's, or the one a trusted proxy forwarded (uvicorn
+# resolves it before Django sees the request; MEMORYHUB_TRUSTED_PROXIES). The API's keys never
+# pass through here.
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
 ]
 AXES_FAILURE_LIMIT = env_int("MEMORYHUB_LOGIN_FAILURE_LIMIT", 5, minimum=1)
 AXES_COOLOFF_TIME = timedelta(minutes=env_int("MEMORYHUB_LOGIN_COOLOFF_MINUTES", 15, minimum=1))
-AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+# REMOTE_ADDR only, even should django-ipware be installed: forwarded headers are the web server's
+# business, and only from trusted proxies.
+AXES_IPWARE_META_PRECEDENCE_ORDER = ("REMOTE_ADDR",)
 AXES_RESET_ON_SUCCESS = True
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -295,6 +314,11 @@ else:
 MEMORYHUB_ASGI_MOUNTS = (
     {"/mcp/": "retrieval.mcp_server.http.application"} if env_bool("MEMORYHUB_MCP_HTTP", True) else {}
 )
+# GET /mcp/ event streams (a stateless server writes nothing to them): each web worker holds at
+# most this many per API key and in all (429 past either), and closes one idle this many seconds.
+MEMORYHUB_MCP_STREAMS_PER_KEY = env_int("MEMORYHUB_MCP_STREAMS_PER_KEY", 4, minimum=1)
+MEMORYHUB_MCP_STREAMS = env_int("MEMORYHUB_MCP_STREAMS", 100, minimum=1)
+MEMORYHUB_MCP_STREAM_IDLE_SECONDS = env_float("MEMORYHUB_MCP_STREAM_IDLE_SECONDS", 60.0, low=1.0, high=86400)
 
 # Run enqueued background work inline (tests, single-process tools). Read at call time.
 MEMORYHUB_TASKS_EAGER = env_bool("MEMORYHUB_TASKS_EAGER", False)
@@ -304,6 +328,9 @@ MEMORYHUB_RECENT_WINDOW = env_int("MEMORYHUB_RECENT_WINDOW", 50, minimum=1)
 MEMORYHUB_DEFAULT_IMPORTANCE = {"user": 0.5, "assistant": 0.5, "tool": 0.3, "system": 0.1}
 MEMORYHUB_MAX_BULK_EVENTS = env_int("MEMORYHUB_MAX_BULK_EVENTS", 1000, minimum=1)
 MEMORYHUB_MAX_CONTENT_CHARS = env_int("MEMORYHUB_MAX_CONTENT_CHARS", 200_000, minimum=1000)
+# An appended event's created_at may lie at most this far ahead of the server's clock (a day: a
+# local time sent as UTC); before 1970 is refused too (400 created_at_out_of_range).
+MEMORYHUB_EVENT_MAX_FUTURE_SECONDS = env_int("MEMORYHUB_EVENT_MAX_FUTURE_SECONDS", 86400, minimum=0)
 MEMORYHUB_RESTORE_BUDGET = env_int("MEMORYHUB_RESTORE_BUDGET", 4000, minimum=1)
 MEMORYHUB_API_KEY_TOUCH_SECONDS = env_int("MEMORYHUB_API_KEY_TOUCH_SECONDS", 60, minimum=0)
 # How long each process reuses an API key it read (0: read it on every request). A key revoked
@@ -541,6 +568,13 @@ MEMORYHUB_SUMMARISER_INPUT_CHARS = env_int("MEMORYHUB_SUMMARISER_INPUT_CHARS", 2
 if MEMORYHUB_SUMMARISER_PART_CHARS > MEMORYHUB_SUMMARISER_INPUT_CHARS:
     raise ImproperlyConfigured("MEMORYHUB_SUMMARISER_PART_CHARS must not exceed MEMORYHUB_SUMMARISER_INPUT_CHARS")
 
+# --- Outbound requests (memoryhub/outbound.py): webhooks, the summariser and the fact extractor ---
+# Webhooks and model endpoints are never sent to loopback, private, link-local (cloud metadata),
+# or reserved addresses, checked when a URL is stored and again, resolved, when a request goes
+# out; except to these networks (addresses or CIDR, comma-separated; e.g. 127.0.0.1 for a model
+# server on this machine, 10.0.0.0/8 for webhook receivers on a private network).
+MEMORYHUB_OUTBOUND_ALLOWED_NETWORKS = env_networks("MEMORYHUB_OUTBOUND_ALLOWED_NETWORKS")
+
 # --- Model calls (memoryhub/llm.py; the HTTP summariser and fact extractor) ---------------------
 # A call that failed on a connection error, a timeout, 429 or 5xx is tried again this many times,
 # after BACKOFF seconds, then twice that, ... (never past a background step's time budget).
@@ -640,3 +674,19 @@ MEMORYHUB_AGENT_WEBHOOK_TOKEN = env_str("MEMORYHUB_AGENT_WEBHOOK_TOKEN", "")
 MEMORYHUB_NOTIFY_MAX_ATTEMPTS = env_int("MEMORYHUB_NOTIFY_MAX_ATTEMPTS", 5, minimum=1)
 MEMORYHUB_NOTIFY_BACKOFF_SECONDS = env_int("MEMORYHUB_NOTIFY_BACKOFF_SECONDS", 30, minimum=0)
 MEMORYHUB_NOTIFY_TIMEOUT = env_float("MEMORYHUB_NOTIFY_TIMEOUT", 10.0, low=0.1, high=600)
+
+
+def _check_configured_endpoints() -> None:
+    # The operator's own URLs get the guard the tenants' webhooks get (memoryhub.outbound): a model
+    # server on this machine must be allowed by name, here at start rather than at its first call.
+    from memoryhub.outbound import DestinationRefused, check_url
+
+    for name in ("MEMORYHUB_SUMMARISER_URL", "MEMORYHUB_FACT_EXTRACTOR_URL", "MEMORYHUB_AGENT_WEBHOOK_URL"):
+        try:
+            check_url(globals()[name], MEMORYHUB_OUTBOUND_ALLOWED_NETWORKS)
+        except DestinationRefused as exc:
+            raise ImproperlyConfigured(f"{name}: {exc}; allow it with MEMORYHUB_OUTBOUND_ALLOWED_NETWORKS "
+                                       "(e.g. 127.0.0.1)") from None
+
+
+_check_configured_endpoints()

@@ -19,11 +19,16 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import psutil
+
 from memoryhub import embedded_pg
 
 # SIGTERM to SIGKILL is 10 s under systemd and container runtimes: children get this much, the
 # database the fast-shutdown grace after it (embedded_pg.STOP_GRACE_SECONDS), and a margin is left.
 CHILD_GRACE_SECONDS = 5.5
+# A task cluster still stopping this long after SIGTERM is waiting for a busy worker: its workers
+# then get SIGTERM, which interrupts their task (memoryhub.tasks), so that it stops within the grace.
+CLUSTER_DRAIN_SECONDS = 2.5
 CHECK_EVERY_SECONDS = 1.0
 RESTART_WINDOW_SECONDS = 600.0
 
@@ -37,6 +42,7 @@ class Supervisor:
         self.max_restarts = max_restarts
         self.say, self.warn = say, warn
         self.children: list[tuple[str, Child]] = []
+        self.clusters: set[int] = set()  # pids of the children that are task clusters (qcluster)
         self.guard: Child | None = None
         self.restarts: list[float] = []
         self.next_check = 0.0
@@ -47,9 +53,12 @@ class Supervisor:
             stdin=subprocess.PIPE, text=True, start_new_session=True,
         )
 
-    def adopt(self, name: str, child: Child) -> None:
-        """Watch a child started in a session of its own (its process group id is its pid)."""
+    def adopt(self, name: str, child: Child, *, cluster: bool = False) -> None:
+        """Watch a child started in a session of its own (its process group id is its pid); a
+        cluster's workers are interrupted when it is slow to stop (CLUSTER_DRAIN_SECONDS)."""
         self.children.append((name, child))
+        if cluster:
+            self.clusters.add(child.pid)
         self._tell(f"group {child.pid}")
 
     def problem(self) -> str | None:
@@ -86,6 +95,12 @@ class Supervisor:
             if child.poll() is None:
                 child.send_signal(signal.SIGTERM)  # the main process only: see NOTES on qcluster
         deadline = time.monotonic() + CHILD_GRACE_SECONDS
+        drain = time.monotonic() + CLUSTER_DRAIN_SECONDS
+        while time.monotonic() < drain and any(child.poll() is None for _, child in self.children):
+            time.sleep(0.05)
+        for _, child in self.children:
+            if child.pid in self.clusters and child.poll() is None:
+                _interrupt_workers(child.pid)
         for name, child in self.children:
             try:
                 child.wait(timeout=max(0.05, deadline - time.monotonic()))
@@ -106,6 +121,22 @@ class Supervisor:
                 self.guard.stdin.flush()  # type: ignore[union-attr]
             except (BrokenPipeError, ValueError):
                 pass
+
+
+def _interrupt_workers(cluster_pid: int) -> None:
+    """SIGTERM to the processes under a cluster's sentinel (its workers, and its monitor and
+    pusher should they still run), never to the main process or the sentinel: signalled while
+    they stop, those deadlocked (NOTES on qcluster)."""
+    try:
+        sentinels = psutil.Process(cluster_pid).children()
+        processes = [p for sentinel in sentinels for p in sentinel.children()]
+    except psutil.Error:
+        return
+    for process in processes:
+        try:
+            process.send_signal(signal.SIGTERM)
+        except psutil.Error:
+            pass
 
 
 def _kill_group(pgid: int) -> None:

@@ -15,6 +15,8 @@ at all: the tables are its queue (memoryhub.background).
 from __future__ import annotations
 
 import logging
+import signal
+import threading
 from datetime import timedelta
 from typing import Any
 
@@ -28,6 +30,51 @@ logger = logging.getLogger(__name__)
 
 SCHEDULES = "memoryhub"  # the default cluster (Q_CLUSTER["name"]): user schedule runs only
 MAINTENANCE = "maintenance"  # Q_CLUSTER["ALT_CLUSTERS"]["maintenance"]: cadences and bulk jobs
+
+
+# --- stopping a cluster within a supervisor's grace ------------------------------------------------
+#
+# django-q2 stops a cluster by letting each worker finish its task, however long (a schedule run
+# waits up to MEMORYHUB_AGENT_WEBHOOK_TIMEOUT on its webhook, a bulk job for hours): `run` then had
+# to SIGKILL it (issue 40). So a worker takes SIGTERM as "stop now": a task in progress is
+# interrupted (Interrupted is raised inside it, where it can record itself), an idle worker exits.
+# `manage.py run` sends it to the workers of a cluster still stopping after
+# memoryhub.supervision.CLUSTER_DRAIN_SECONDS; the clusters' main processes get SIGTERM as before.
+
+
+class Interrupted(Exception):  # noqa: N818 - what happened to the task, not an error of its own
+    """The cluster is stopping (SIGTERM) while this task runs."""
+
+
+_worker = threading.local()
+
+
+def _on_worker_spawn(**_: Any) -> None:
+    signal.signal(signal.SIGTERM, _stop_worker)
+
+
+def _task_started(**_: Any) -> None:
+    _worker.busy = True
+
+
+def _task_finished(**_: Any) -> None:
+    _worker.busy = False
+
+
+def _stop_worker(signum: int, frame: Any) -> None:
+    if getattr(_worker, "busy", False):
+        _worker.busy = False  # once: recording the interruption is not interrupted again
+        raise Interrupted("MemoryHub is stopping")
+    raise SystemExit(0)  # idle (waiting for a task): multiprocessing ends the worker quietly
+
+
+def connect_worker_signals() -> None:
+    """Called once at start (MemoryhubConfig.ready); the handlers act only in cluster workers."""
+    from django_q.signals import post_execute_in_worker, post_spawn, pre_execute
+
+    post_spawn.connect(_on_worker_spawn, dispatch_uid="memoryhub-worker-sigterm")
+    pre_execute.connect(_task_started, dispatch_uid="memoryhub-task-started")
+    post_execute_in_worker.connect(_task_finished, dispatch_uid="memoryhub-task-finished")
 
 
 def enqueue(func_path: str, *args: Any, group: str | None = None, cluster: str | None = None,

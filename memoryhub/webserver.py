@@ -8,7 +8,10 @@ that a slow, idle or malformed client costs no worker and always gets the JSON e
   memoryhub.asgi_body times the body, and limits its size.
 - A request line plus headers over MEMORYHUB_MAX_HEADER_BYTES (a URL over the limit) is a 431,
   and any request h11 cannot parse (`Content-Length: abc`) a 400, both in the envelope instead
-  of uvicorn's plain text.
+  of uvicorn's plain text. h11 measures only a head that is still incomplete, so a head that
+  arrives whole is measured here.
+- X-Forwarded-For and X-Forwarded-Proto are believed only from MEMORYHUB_TRUSTED_PROXIES (uvicorn
+  trusts 127.0.0.1 by default, so any local client could claim another address or https).
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ class JsonH11Protocol(H11Protocol):
         self.conn = _Connection(h11.SERVER, self.config.h11_max_incomplete_event_size or DEFAULT_MAX_INCOMPLETE_EVENT_SIZE)
         self._header_timer: asyncio.TimerHandle | None = None
         self._started = False  # bytes of the next request have arrived
+        self._head = b""  # the next request's head as far as it has arrived (to measure it)
 
     # -- header deadline -------------------------------------------------------------------------
 
@@ -54,7 +58,19 @@ class JsonH11Protocol(H11Protocol):
 
     def data_received(self, data: bytes) -> None:
         self._started = True
+        if self.conn.their_state is h11.IDLE and self._head_too_large(data):
+            self._send_headers_too_large()
+            return
         super().data_received(data)
+
+    def _head_too_large(self, data: bytes) -> bool:
+        limit = self.config.h11_max_incomplete_event_size or DEFAULT_MAX_INCOMPLETE_EVENT_SIZE
+        head = self._head + data
+        end = head.find(b"\r\n\r\n")
+        if (end + 4 if end >= 0 else len(head)) > limit:
+            return True
+        self._head = b"" if end >= 0 else head
+        return False
 
     def handle_events(self) -> None:
         super().handle_events()
@@ -63,6 +79,7 @@ class JsonH11Protocol(H11Protocol):
 
     def on_response_complete(self) -> None:
         self._started = False
+        self._head = b""
         super().on_response_complete()
         if not self.transport.is_closing() and self.conn.their_state is h11.IDLE:
             self._arm_header_timer()
@@ -95,12 +112,15 @@ class JsonH11Protocol(H11Protocol):
     def send_400_response(self, msg: str) -> None:
         error = self.conn.last_error
         if error is not None and error.error_status_hint == 431:
-            limit = self.config.h11_max_incomplete_event_size or DEFAULT_MAX_INCOMPLETE_EVENT_SIZE
-            self._send_error(431, "headers_too_large", f"The request line and headers may be at most {limit} "
-                             "bytes together (is the URL that long?).", {"limit": limit})
+            self._send_headers_too_large()
             return
         status = error.error_status_hint if error is not None and 400 <= error.error_status_hint < 600 else 400
         self._send_error(status, "bad_request", f"Malformed HTTP request: {error or msg}.", {})
+
+    def _send_headers_too_large(self) -> None:
+        limit = self.config.h11_max_incomplete_event_size or DEFAULT_MAX_INCOMPLETE_EVENT_SIZE
+        self._send_error(431, "headers_too_large", f"The request line and headers may be at most {limit} "
+                         "bytes together (is the URL that long?).", {"limit": limit})
 
     def _send_error(self, status: int, code: str, message: str, details: dict[str, Any]) -> None:
         body = json.dumps({"error": {"code": code, "message": message, "details": details}}).encode()
@@ -127,3 +147,10 @@ class Worker(UvicornWorker):
 
         self.config.timeout_keep_alive = settings.MEMORYHUB_KEEPALIVE_SECONDS
         self.config.h11_max_incomplete_event_size = settings.MEMORYHUB_MAX_HEADER_BYTES
+        self.config.proxy_headers, self.config.forwarded_allow_ips = proxy_config(settings.MEMORYHUB_TRUSTED_PROXIES)
+
+
+def proxy_config(trusted: tuple[str, ...]) -> tuple[bool, list[str]]:
+    """uvicorn's proxy_headers and forwarded_allow_ips for these trusted proxies: none, no headers
+    believed (gunicorn's own default, read by the worker, trusts 127.0.0.1)."""
+    return bool(trusted), list(trusted)

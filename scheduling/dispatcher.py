@@ -18,12 +18,12 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.dispatch import Signal
 from django.utils import timezone
 
 from memoryhub.background import StepResult
-from memoryhub.tasks import SCHEDULES, enqueue_on_commit
+from memoryhub.tasks import SCHEDULES, Interrupted, enqueue_on_commit
 from scheduling import cadence as cadence_maths
 from scheduling import notifications
 from scheduling.actions import REGISTRY, ActionError, ActionResult
@@ -127,6 +127,11 @@ def execute_run(run_id: str) -> dict[str, Any]:
             raise ActionError(f"Unknown action {schedule.action!r}.")
         result = action.run(schedule, run)
         ok, text, turns, cost, error = True, result.text(), result.turn_count, result.cost, ""
+    except Interrupted:  # the cluster is stopping (memoryhub.tasks): say so rather than stay "running"
+        connection.close()  # the signal may have cut a query short
+        # Failed, not sent again: the action may have had effects (an agent acting on its goal).
+        ok, text, turns, cost, error = (False, "Interrupted: MemoryHub was stopping while this run was in "
+                                        "progress; it did not finish.", 0, 0.0, "interrupted")
     except ActionError as exc:
         ok, text, turns, cost, error = False, exc.output, exc.turn_count, exc.cost, "action_failed"
     except Exception as exc:  # any failure of the job is a failed run, never a stuck one

@@ -25,6 +25,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from accounts.models import ApiKey
+from memoryhub import outbound
 from memoryhub.errors import Conflict, Forbidden, Invalid, NotFound
 from scheduling.models import Webhook, WebhookKind
 
@@ -111,7 +112,8 @@ class _NoRedirects(urllib.request.HTTPRedirectHandler):
         return None
 
 
-_opener = urllib.request.build_opener(_NoRedirects)
+# Only to allowed addresses, checked as the connection is made (memoryhub.outbound).
+_opener = outbound.build_opener(_NoRedirects)
 
 
 def send(target: Target, body: bytes, *, timeout: float, max_reply: int,
@@ -127,6 +129,8 @@ def send(target: Target, body: bytes, *, timeout: float, max_reply: int,
         raise SendError(f"HTTP {exc.code}", status=exc.code, text=text) from None
     except (urllib.error.URLError, TimeoutError, OSError) as exc:
         reason = getattr(exc, "reason", exc)
+        if isinstance(reason, outbound.DestinationRefused):
+            raise SendError(f"refused: {reason} (MEMORYHUB_OUTBOUND_ALLOWED_NETWORKS allows one)") from None
         raise SendError(f"unreachable: {reason}") from None
 
 
@@ -141,6 +145,13 @@ def check_url(url: str) -> str:
     if parts.username or parts.password:
         raise Invalid("invalid_url", "Put no credentials in a webhook URL; bodies are signed with its secret.",
                       details={"fields": {"url": [{"code": "invalid_url", "message": "no credentials"}]}})
+    try:
+        outbound.check_url(url)
+    except outbound.DestinationRefused as exc:
+        message = (f"Webhooks may not point at this server or its private networks ({exc}); the operator "
+                   "can allow a network with MEMORYHUB_OUTBOUND_ALLOWED_NETWORKS.")
+        raise Invalid("destination_not_allowed", message, details={
+            "fields": {"url": [{"code": "destination_not_allowed", "message": message}]}}) from None
     return url
 
 

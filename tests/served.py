@@ -80,7 +80,9 @@ class Served:
                 self.stop()
                 raise RuntimeError("MemoryHub did not start:\n" + "\n".join(self.log[-40:]))
         if key and not self.key:  # a data folder started before: its first-start key was shown then
-            self.key = self.manage("create_api_key", "--tenant", "demo").strip().splitlines()[-1]
+            # All scopes, as the first-start key has (create_api_key's default is read,write).
+            self.key = self.manage("create_api_key", "--tenant", "demo", "--scopes", "read,write,admin"
+                                   ).strip().splitlines()[-1]
         return self
 
     def manage(self, *args: str) -> str:

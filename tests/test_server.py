@@ -8,24 +8,28 @@ One server for the module, in a private data folder, with 2 s header and body de
 from __future__ import annotations
 
 import json
+import re
 import socket
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
 import pytest
 
 from memoryhub.embedded_pg import postmaster
 from tests.served import Served, private_data_dir
 
 LIMIT = 1024 * 1024
+STREAMS_PER_KEY, STREAMS = 2, 3
 
 
 @pytest.fixture(scope="module")
 def served() -> Iterator[Served]:
     env = {"MEMORYHUB_HEADER_TIMEOUT_SECONDS": "2", "MEMORYHUB_BODY_TIMEOUT_SECONDS": "2",
-           "MEMORYHUB_MAX_REQUEST_BYTES": str(LIMIT)}
+           "MEMORYHUB_MAX_REQUEST_BYTES": str(LIMIT), "MEMORYHUB_MCP_STREAMS_PER_KEY": str(STREAMS_PER_KEY),
+           "MEMORYHUB_MCP_STREAMS": str(STREAMS), "MEMORYHUB_MCP_STREAM_IDLE_SECONDS": "3"}
     with private_data_dir() as data_dir, Served(data_dir, env=env) as server:
         yield server
 
@@ -150,6 +154,17 @@ def test_a_url_of_2000_tags_and_longer_urls_are_answered_in_the_envelope(served:
     assert reply.error()["code"] == "headers_too_large"
 
 
+def test_headers_over_the_limit_sent_at_once_are_431(served: Served) -> None:
+    """Issue 40, item 4: 40 KB of headers in one piece, past the 32 KB MEMORYHUB_MAX_HEADER_BYTES
+    (h11 measures only a head that is still incomplete)."""
+    reply = exchange(served, request(served, "GET", "/api/v1/health/", headers=f"X-Big: {'a' * 40_000}\r\n"))
+    assert reply.status == 431 and reply.closed
+    assert reply.error()["code"] == "headers_too_large"
+    assert reply.error()["details"] == {"limit": 32 * 1024}
+    reply = exchange(served, request(served, "GET", "/api/v1/health/", headers=f"X-Big: {'a' * 20_000}\r\n"))
+    assert reply.status == 200
+
+
 @pytest.mark.parametrize("length", ["abc", "-1", "1, 2"])
 def test_a_malformed_content_length_is_a_400_in_the_envelope(served: Served, length: str) -> None:
     raw = f"POST /api/v1/sessions/ HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {length}\r\n\r\n{{}}"
@@ -220,3 +235,65 @@ def test_a_killed_database_is_started_again_and_requests_recover(served: Served)
     assert statuses[-1] in (200, 201), statuses
     assert served.process.poll() is None  # the same run, not a new one
     assert "starting it again" in served.output()
+
+
+def test_forwarded_headers_of_a_peer_that_is_not_a_trusted_proxy_are_ignored(served: Served) -> None:
+    """Issue 40, items 1 and 4: no MEMORYHUB_TRUSTED_PROXIES, so a client's X-Forwarded-Proto does
+    not make links https, and its X-Forwarded-For does not dodge the admin login lock-out."""
+    for name in ("fwd-1", "fwd-2"):
+        exchange(served, request(served, "POST", "/api/v1/sessions/", json.dumps({"id": name}).encode()))
+    reply = exchange(served, request(served, "GET", "/api/v1/sessions/?limit=1",
+                                     headers="X-Forwarded-Proto: https\r\nX-Forwarded-For: 10.9.9.9\r\n"))
+    assert reply.status == 200
+    assert json.loads(reply.body)["next"].startswith("http://127.0.0.1/api/v1/sessions/")
+
+    with httpx.Client(base_url=served.url, timeout=30) as client:
+        def login(password: str, address: str) -> int:
+            page = client.get("/admin/login/")
+            token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text)
+            assert token, page.text[:500]
+            return client.post("/admin/login/?next=/admin/", headers={"X-Forwarded-For": address}, data={
+                "username": "admin", "password": password, "csrfmiddlewaretoken": token.group(1)}).status_code
+
+        assert [login(f"wrong-{i}", f"10.9.9.{i}") for i in range(5)] == [200] * 4 + [429]
+        assert login(served.environment["MEMORYHUB_ADMIN_PASSWORD"], "10.9.9.9") == 429
+
+
+def open_stream(served: Served, key: str) -> tuple[socket.socket, int]:
+    sock = connect(served)
+    sock.sendall(f"GET /mcp/ HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {key}\r\n"
+                 "Accept: text/event-stream\r\n\r\n".encode())
+    head = b""
+    while b"\r\n\r\n" not in head:
+        chunk = sock.recv(4096)
+        if not chunk:
+            break
+        head += chunk
+    return sock, int(head.split(b" ", 2)[1]) if head else 0
+
+
+def test_mcp_event_streams_are_bounded_per_key_and_in_all_and_idle_ones_close(served: Served) -> None:
+    """Issue 40, item 3: GET /mcp/ opens an event stream; at most MEMORYHUB_MCP_STREAMS_PER_KEY per
+    key and MEMORYHUB_MCP_STREAMS in all are held at once (429 past either), and a stream that
+    carried nothing for MEMORYHUB_MCP_STREAM_IDLE_SECONDS is closed."""
+    other_key = served.manage("create_api_key", "--tenant", "demo").strip().splitlines()[-1]
+    opened: list[socket.socket] = []
+    try:
+        statuses = []
+        for key in (served.key, served.key, served.key, other_key, other_key):
+            sock, status = open_stream(served, key)
+            opened.append(sock)
+            statuses.append(status)
+        assert statuses == [200, 200, 429, 200, 429]  # the third of a key; the fourth in all
+        # Nothing is ever sent on them: each is closed by the server.
+        for sock in opened:
+            sock.settimeout(30)
+            while sock.recv(65536):
+                pass
+        # Closed streams no longer count.
+        sock, status = open_stream(served, served.key)
+        opened.append(sock)
+        assert status == 200
+    finally:
+        for sock in opened:
+            sock.close()

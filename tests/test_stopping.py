@@ -11,10 +11,14 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
+import httpx
 import psutil
 import pytest
 
@@ -59,6 +63,68 @@ def test_sigterm_then_sigkill_to_the_group_stops_everything_within_10_s(data_dir
     assert nothing_left(data_dir, spawned, 5), (postgres_of(data_dir), alive(spawned))
     served.stop()
     assert "Stopped." in served.output() and "Traceback" not in served.output()
+
+
+def test_sigterm_stops_the_task_clusters_within_the_grace_without_a_kill(data_dir: Path) -> None:
+    """Issue 40, item 6: a schedule run still busy (its agent webhook has not answered) when
+    SIGTERM comes is interrupted and recorded so, and the schedules cluster stops by itself within
+    the supervisor's grace: it is not SIGKILLed."""
+    receiver = ThreadingHTTPServer(("127.0.0.1", 0), NeverAnswers)
+    threading.Thread(target=receiver.serve_forever, daemon=True).start()
+    served = Served(data_dir, cluster=True, env={"MEMORYHUB_OUTBOUND_ALLOWED_NETWORKS": "127.0.0.1"}).wait()
+    try:
+        # Both clusters are up (main process, sentinel, pusher, monitor, workers) before the stop.
+        assert wait_until(lambda: len(clusters_running(served)) == 2, 60), served.output()[-3000:]
+        api = httpx.Client(base_url=f"{served.url}/api/v1", headers={"Authorization": f"Bearer {served.key}"},
+                           timeout=30)
+        hook = api.post("/webhooks/", json={"kind": "agent", "url": f"http://127.0.0.1:{receiver.server_port}/"})
+        assert hook.status_code == 201, hook.text
+        schedule = api.post("/schedules/", json={"name": "slow", "action": "agent_goal", "goal": "wait",
+                                                 "cadence": {"type": "interval", "value": "1h"}}).json()["id"]
+        run = api.post(f"/schedules/{schedule}/run/").json()["id"]
+        assert wait_until(lambda: api.get(f"/runs/{run}/").json()["status"] == "running", 60)
+        served.signal_group(signal.SIGTERM)
+        try:
+            served.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+        served.signal_group(signal.SIGKILL)
+        served.stop()
+        output = served.output()
+        assert served.process.returncode == 0, output[-3000:]
+        assert "did not stop" not in output, output[-3000:]
+        assert "Stopped." in output and "Traceback" not in output, output[-3000:]
+        # The run says why it failed (not left "running" until the stuck-run timeout).
+        status = served.manage("shell", "-c", f"from scheduling.models import Run; r = Run.objects.get(pk='{run}'); "
+                                              "print(r.status, r.error)")
+        assert status.split()[-2:] == ["failed", "interrupted"], status
+    finally:
+        receiver.shutdown()
+        receiver.server_close()
+
+
+class NeverAnswers(BaseHTTPRequestHandler):
+    def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+        time.sleep(60)  # an agent that takes its time: longer than any grace
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def clusters_running(served: Served) -> list[int]:
+    """qcluster main processes of this `run` whose pool has started (3 or more descendants)."""
+    found = []
+    try:
+        children = psutil.Process(served.process.pid).children()  # `run`'s own: each cluster's main process
+    except psutil.Error:
+        return found
+    for process in children:
+        try:
+            if "qcluster" in " ".join(process.cmdline()) and len(process.children(recursive=True)) >= 3:
+                found.append(process.pid)
+        except psutil.Error:
+            continue
+    return found
 
 
 def test_sigkill_of_run_alone_leaves_nothing_running(data_dir: Path) -> None:

@@ -3,9 +3,11 @@ metadata, tags, ids, list parameters."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.conf import settings
+from django.utils import timezone
 from drf_spectacular.utils import (
     OpenApiParameter,
     extend_schema_field,
@@ -50,6 +52,24 @@ class StrictFloatField(serializers.FloatField):
         if isinstance(data, bool) or not isinstance(data, (int, float)):
             self.fail("invalid")
         return super().to_internal_value(data)
+
+
+EARLIEST_EVENT_TIME = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+class EventTimeField(serializers.DateTimeField):
+    """When a message was said: not before 1970 and at most MEMORYHUB_EVENT_MAX_FUTURE_SECONDS
+    ahead of the server's clock. A year-9999 event would sort after everything said from now on
+    and stay "the latest" for ever (issue 40)."""
+
+    def to_internal_value(self, value: Any) -> datetime:
+        moment = super().to_internal_value(value)
+        ahead = settings.MEMORYHUB_EVENT_MAX_FUTURE_SECONDS
+        if not EARLIEST_EVENT_TIME <= moment <= timezone.now() + timedelta(seconds=ahead):
+            raise serializers.ValidationError(
+                f"created_at must lie between {EARLIEST_EVENT_TIME.isoformat()} and {ahead} seconds from now "
+                "(MEMORYHUB_EVENT_MAX_FUTURE_SECONDS).", code="created_at_out_of_range")
+        return moment
 
 
 class MetadataField(serializers.JSONField):

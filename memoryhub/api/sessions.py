@@ -28,6 +28,7 @@ from memoryhub.api.common import (
 from memoryhub.api.fields import (
     ID_REGEX,
     PAGE_PARAMS,
+    EventTimeField,
     MetadataField,
     StrictCharField,
     StrictFloatField,
@@ -196,8 +197,9 @@ class EventInput(StrictSerializer):
     metadata = MetadataField(required=False, default=dict, help_text="Any JSON object of the caller's.")
     importance = StrictFloatField(required=False, min_value=0.0, max_value=1.0, allow_null=True, default=None,
                                   help_text="0–1: how much the message matters for recall (default by role).")
-    created_at = serializers.DateTimeField(required=False, allow_null=True, default=None,
-                                           help_text="When it was said (default: now), e.g. when importing history.")
+    created_at = EventTimeField(required=False, allow_null=True, default=None,
+                                help_text="When it was said (default: now), e.g. when importing history; "
+                                          "from 1970 to MEMORYHUB_EVENT_MAX_FUTURE_SECONDS (a day) ahead.")
     idempotency_key = StrictCharField(max_length=200, required=False, allow_null=True, default=None,
                                       help_text="A key of the caller's: resending an event with a stored key "
                                                 "stores nothing and returns the stored event; the same key with "

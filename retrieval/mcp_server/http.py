@@ -4,11 +4,17 @@
 Every request must carry `Authorization: Bearer <API key>`, checked as the REST API checks it
 (accounts.authentication.authenticate_key); the tools then act as that key, bound to its tenant,
 workspace and user exactly as REST is. The server is stateless (no MCP session is kept between
-requests) and answers in JSON: any web worker can serve any request, and nothing is held open.
+requests) and answers POSTs in JSON: any web worker can serve any request.
+
+A GET opens the protocol's event stream, which a stateless server never writes to. Each web
+worker holds at most MEMORYHUB_MCP_STREAMS_PER_KEY of them per API key and MEMORYHUB_MCP_STREAMS
+in all (429 too_many_streams past either), and closes one that carried no event for
+MEMORYHUB_MCP_STREAM_IDLE_SECONDS (issue 40: 2,100 were once held open at once).
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 import anyio
@@ -82,6 +88,72 @@ class ApiKeyRequired:
         return JSONResponse(body, status_code=status, headers={"WWW-Authenticate": "Bearer"} if status == 401 else None)
 
 
+class StreamLimits:
+    """Bounds the GET event streams (module docstring); runs inside ApiKeyRequired."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+        self.per_key: Counter[Any] = Counter()  # one event loop per worker: no lock needed
+        self.total = 0
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "GET":
+            await self.app(scope, receive, send)
+            return
+        key_id = scope["state"]["api_key"].pk
+        refusal = self._refusal(key_id)
+        if refusal is not None:
+            await refusal(scope, receive, send)
+            return
+        self.per_key[key_id] += 1
+        self.total += 1
+        try:
+            await self._serve_until_idle(scope, receive, send)
+        finally:
+            self.per_key[key_id] -= 1
+            if not self.per_key[key_id]:
+                del self.per_key[key_id]
+            self.total -= 1
+
+    def _refusal(self, key_id: Any) -> JSONResponse | None:
+        for held, limit, whose in ((self.per_key[key_id], settings.MEMORYHUB_MCP_STREAMS_PER_KEY, "key"),
+                                   (self.total, settings.MEMORYHUB_MCP_STREAMS, "server")):
+            if held >= limit:
+                return JSONResponse(error_body(
+                    "too_many_streams", f"At most {limit} MCP event streams are held open per {whose}; close "
+                    "one first (a stateless server sends nothing on them).", {"limit": limit, "per": whose},
+                ), status_code=429)
+        return None
+
+    async def _serve_until_idle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        idle = settings.MEMORYHUB_MCP_STREAM_IDLE_SECONDS
+        last_event = anyio.current_time()
+        response = {"started": False, "ended": False}
+
+        async def tracked(message: Any) -> None:
+            nonlocal last_event
+            if message["type"] == "http.response.start":
+                response["started"] = True
+            elif message["type"] == "http.response.body":
+                body = message.get("body", b"")
+                if body.strip() and not body.lstrip().startswith(b":"):  # a keep-alive comment is not an event
+                    last_event = anyio.current_time()
+                response["ended"] = not message.get("more_body", False)
+            await send(message)
+
+        async def close_when_idle(scope_to_cancel: anyio.CancelScope) -> None:
+            while anyio.current_time() - last_event < idle:
+                await anyio.sleep(last_event + idle - anyio.current_time())
+            scope_to_cancel.cancel()
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(close_when_idle, group.cancel_scope)
+            await self.app(scope, receive, tracked)
+            group.cancel_scope.cancel()
+        if response["started"] and not response["ended"]:  # closed for idleness: end the stream cleanly
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
 def build_app() -> Any:
     """The Starlette app serving MCP at PATH; its lifespan runs the SDK's session manager."""
     server = build_server(_key_of)
@@ -92,6 +164,7 @@ def build_app() -> Any:
         # for servers without credentials, and every request here carries an API key.
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
+    starlette_app.add_middleware(StreamLimits)  # inside ApiKeyRequired (added last, so outermost)
     starlette_app.add_middleware(ApiKeyRequired)
     return starlette_app
 

@@ -11,6 +11,13 @@ from tests.base import add_memories, new_session, search_texts
 
 
 @pytest.fixture
+def allow_local_llm(settings) -> None:  # type: ignore[no-untyped-def]
+    """The fake model server (test_summarisers.fake_llm) listens on 127.0.0.1, which model calls
+    refuse unless the operator allows it (MEMORYHUB_OUTBOUND_ALLOWED_NETWORKS, issue 40)."""
+    settings.MEMORYHUB_OUTBOUND_ALLOWED_NETWORKS = ("127.0.0.1/32",)
+
+
+@pytest.fixture
 def filled(cast, index, django_capture_on_commit_callbacks):  # type: ignore[no-untyped-def]
     alice = cast.alice
     new_session(alice, "chat-1", user_id="u1", title="Trip", metadata={"lang": "en"}, channel="travel")

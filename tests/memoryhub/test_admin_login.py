@@ -31,11 +31,22 @@ def test_five_failures_lock_the_login_even_with_the_right_password(root, setting
     assert attempt(client, "wrong-4") == 429
     assert attempt(client, "right-password-123") == 429
     assert "_auth_user_id" not in client.session
-    # Another address, or another user name from this one, is not locked out.
+    # Another user name from another address is not locked out.
+    assert attempt(Client(), "wrong", username="someone-else", address="10.0.0.2") == 200
+
+
+def test_failures_from_many_addresses_lock_the_user_name(root) -> None:  # type: ignore[no-untyped-def]
+    """Issue 40: guesses spread over addresses (or over forged ones) still count for the name."""
+    assert [attempt(Client(), f"wrong-{i}", address=f"10.9.9.{i}") for i in range(5)] == [200] * 4 + [429]
     other = Client()
-    assert attempt(other, "right-password-123", address="10.0.0.2") == 302
-    assert "_auth_user_id" in other.session
-    assert attempt(Client(), "wrong", username="someone-else") == 200
+    assert attempt(other, "right-password-123", address="10.9.9.99") == 429
+    assert "_auth_user_id" not in other.session
+
+
+def test_failures_from_one_address_lock_it_for_every_name(root) -> None:  # type: ignore[no-untyped-def]
+    assert [attempt(Client(), "wrong", username=f"user-{i}") for i in range(5)] == [200] * 4 + [429]
+    assert attempt(Client(), "right-password-123") == 429  # root, from the same address
+    assert attempt(Client(), "right-password-123", address="10.0.0.2") == 302
 
 
 def test_a_success_before_the_limit_resets_the_count(root) -> None:  # type: ignore[no-untyped-def]

@@ -37,10 +37,18 @@ def test_create_api_key_creates_the_tenant_and_prints_the_key_last() -> None:
     assert raw.startswith("mh_") and " " not in raw
     tenant = Tenant.objects.get(name="Acme")
     key = ApiKey.objects.get(tenant=tenant)
-    assert key.matches(raw) and key.scopes == ["read", "write", "admin"] and key.workspace is None
+    # Not admin unless asked for (issue 40): an admin key registers webhooks.
+    assert key.matches(raw) and key.scopes == ["read", "write"] and key.workspace is None
     assert "Created tenant" in err
     response = make_client(raw).post("/api/v1/sessions/", {"id": "s1"}, format="json")
     assert response.status_code == 201
+
+
+def test_create_api_key_gives_the_admin_scope_only_when_asked() -> None:
+    raw = create_api_key("--tenant", "Acme")[0].strip().splitlines()[-1]
+    assert make_client(raw).get("/api/v1/webhooks/").status_code == 403
+    raw = create_api_key("--tenant", "Acme", "--scopes", "read,write,admin")[0].strip().splitlines()[-1]
+    assert make_client(raw).get("/api/v1/webhooks/").status_code == 200
 
 
 def test_create_api_key_for_an_existing_tenant_with_scopes_and_workspace() -> None:

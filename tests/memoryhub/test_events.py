@@ -609,3 +609,33 @@ def test_an_append_reads_neither_the_workspace_nor_the_channel(alice) -> None:
     from retrieval.models import Chunk
 
     assert set(Chunk.objects.filter(session__external_id="s1").values_list("workspace_id", "channel_id")) == {chunk_scope}
+
+
+# --- created_at within a sane window (issue 40, item 4) -----------------------------------------
+
+
+@pytest.mark.parametrize("created_at", ["9999-12-31T00:00:00Z", "0001-01-01T00:00:00Z", "1969-12-31T23:59:59Z"])
+def test_a_created_at_outside_the_window_is_400_and_says_the_window(alice, created_at: str) -> None:
+    for events in ([{"role": "user", "content": "x", "created_at": created_at}],
+                   [{"role": "user", "content": "ok"}, {"role": "user", "content": "x", "created_at": created_at}]):
+        response = post_events(alice, "s1", *events)
+        assert response.status_code == 400, response.content
+        assert error_code(response) == "created_at_out_of_range"
+        error = response.json()["error"]
+        assert "1970-01-01" in error["message"] and "MEMORYHUB_EVENT_MAX_FUTURE_SECONDS" in error["message"]
+        assert any(name.endswith("created_at") for name in error["details"]["fields"]), error
+    assert not Event.objects.exists() and not Session.objects.exists()
+
+
+def test_a_created_at_in_the_past_or_a_little_ahead_is_kept(alice, settings) -> None:
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    ahead = (timezone.now() + timedelta(hours=1)).isoformat()
+    response = post_events(alice, "s1", {"role": "user", "content": "old", "created_at": "1999-01-01T00:00:00Z"},
+                           {"role": "user", "content": "ahead", "created_at": ahead})
+    assert response.status_code == 201, response.content
+    settings.MEMORYHUB_EVENT_MAX_FUTURE_SECONDS = 60
+    response = post_events(alice, "s1", {"role": "user", "content": "too far", "created_at": ahead})
+    assert error_code(response) == "created_at_out_of_range"

@@ -13,7 +13,8 @@ from memoryhub.session_work import FACTS_STEP, STEP, work_on_session
 from tests.base import post_events
 from tests.memoryhub.test_summarisers import completion, fake_llm
 
-pytestmark = pytest.mark.django_db
+# The fake model server listens on 127.0.0.1, refused unless allowed (issue 40).
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("allow_local_llm")]
 
 QUESTION = "Which city should I move to for the new job, Lisbon or Porto?"
 ANSWER = "Porto: the office of your new employer, Nortada, is there."

@@ -22,6 +22,9 @@ from retrieval.models import Chunk
 from tests.base import post_events
 from tests.memoryhub.test_summarisers import completion, fake_llm
 
+# The fake model server listens on 127.0.0.1, refused unless allowed (issue 40).
+pytestmark = pytest.mark.usefixtures("allow_local_llm")
+
 FACTS = {"facts": [
     {"content": "The user's dog is called Biscuit", "category": "profile", "key": "dog_name", "importance": 0.7,
      "tags": ["Pets"]},

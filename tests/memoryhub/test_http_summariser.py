@@ -16,6 +16,9 @@ from memoryhub.summarisers import PROMPTS, HttpSummariser, Turn, split_text
 from tests.base import new_session, post_events
 from tests.memoryhub.test_summarisers import completion, fake_llm
 
+# The fake model server listens on 127.0.0.1, refused unless allowed (issue 40).
+pytestmark = pytest.mark.usefixtures("allow_local_llm")
+
 LEVEL_OF_PROMPT = {prompt: level for level, prompt in PROMPTS.items()}
 
 

@@ -25,6 +25,9 @@ from memoryhub.summarisers import (
 )
 from tests.base import post_events
 
+# The fake model server listens on 127.0.0.1, refused unless allowed (issue 40).
+pytestmark = pytest.mark.usefixtures("allow_local_llm")
+
 WHEN = datetime(2026, 3, 14, 9, 26, tzinfo=UTC)
 
 

@@ -119,6 +119,7 @@ def agent(settings) -> Iterator[type[FakeAgent]]:  # type: ignore[no-untyped-def
     settings.MEMORYHUB_AGENT_WEBHOOK_URL = f"http://127.0.0.1:{server.server_port}/goal"
     settings.MEMORYHUB_AGENT_WEBHOOK_TOKEN = "s3cret"
     settings.MEMORYHUB_AGENT_WEBHOOK_TIMEOUT = 0.5
+    settings.MEMORYHUB_OUTBOUND_ALLOWED_NETWORKS = ("127.0.0.1/32",)  # refused by default (issue 40)
     yield FakeAgent
     server.shutdown()
     server.server_close()

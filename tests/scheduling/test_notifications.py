@@ -119,6 +119,7 @@ def _closed_port_url() -> str:
 def test_after_the_last_attempt_the_failure_is_recorded(alice, admin_client, run_now, tick, settings,
                                                         django_capture_on_commit_callbacks) -> None:  # type: ignore[no-untyped-def]
     settings.MEMORYHUB_NOTIFY_MAX_ATTEMPTS = 2
+    settings.MEMORYHUB_OUTBOUND_ALLOWED_NETWORKS = ("127.0.0.1/32",)  # a closed port here, not refused
     add_hook(alice, "notification", _closed_port_url())
     run = run_now(alice, new_schedule(alice))
     delivery = Delivery.objects.get()

@@ -3,6 +3,8 @@ agent_goal schedule needs one (webhook_required); channel_context_id on schedule
 
 from __future__ import annotations
 
+import socket
+
 import pytest
 from django.utils import timezone
 
@@ -167,3 +169,53 @@ def test_admin_refuses_an_agent_goal_schedule_without_a_webhook(admin_client, ca
                            secret="s" * 20)
     assert admin_client.post("/admin/scheduling/schedule/add/", form).status_code == 302
     assert Schedule.objects.get().action == "agent_goal"
+
+
+# --- issue 40, item 2: no requests to this machine, private networks or metadata services -----------
+
+
+@pytest.mark.parametrize("url", [
+    "http://127.0.0.1:8000/admin/", "http://localhost:9/x", "http://app.localhost/x", "http://[::1]/x",
+    "http://169.254.169.254/latest/meta-data/", "http://metadata.google.internal/computeMetadata/v1/",
+    "http://10.1.2.3/hook", "http://192.168.0.10/hook", "http://172.16.0.1/hook", "http://0.0.0.0:8000/",
+    "http://2130706433/", "http://127.1/", "http://[::ffff:127.0.0.1]/x", "http://100.64.0.1/",
+])
+def test_webhooks_to_this_machine_or_private_networks_are_refused(alice, url) -> None:  # type: ignore[no-untyped-def]
+    response = add(alice, kind="agent", url=url)
+    assert response.status_code == 400, response.json()
+    assert error_code(response) == "destination_not_allowed"
+    assert response.json()["error"]["details"]["fields"]["url"][0]["code"] == "destination_not_allowed"
+    assert not Webhook.objects.exists()
+
+
+def test_the_operator_allows_a_private_network(alice, settings) -> None:  # type: ignore[no-untyped-def]
+    settings.MEMORYHUB_OUTBOUND_ALLOWED_NETWORKS = ("10.0.0.0/8",)
+    assert add(alice, kind="agent", url="http://10.1.2.3/hook").status_code == 201
+    assert error_code(add(alice, url="http://192.168.0.10/hook")) == "destination_not_allowed"
+
+
+def test_a_name_that_resolves_to_a_refused_address_when_sent_is_not_called(  # type: ignore[no-untyped-def]
+        alice, cast, hook_server, settings, monkeypatch) -> None:
+    """Stored as a public name, resolved to 127.0.0.1 when the run sends (DNS rebinding): the run
+    fails as refused, nothing reaches the local service and no reply of it is stored."""
+    from tests.scheduling.test_actions import run_action
+
+    local = hook_server()  # a service on this machine that must not be reached
+    local.reply(200, {"status": "succeeded", "output": "internal secrets"})
+    settings.MEMORYHUB_OUTBOUND_ALLOWED_NETWORKS = ()
+    port = int(local.url.rsplit(":", 1)[1].split("/")[0])
+    resolve = socket.getaddrinfo
+
+    def rebinding(host, *args, **kwargs):  # type: ignore[no-untyped-def]
+        return resolve("127.0.0.1" if host == "agent.example.org" else host, *args, **kwargs)
+
+    assert add(alice, kind="agent", url=f"http://agent.example.org:{port}/hook").status_code == 201
+    monkeypatch.setattr(socket, "getaddrinfo", rebinding)  # the name points here now
+    run = run_action(cast.alice_tenant, "agent_goal", goal="read the internal page")
+    assert run.status == "failed" and run.error == "action_failed"
+    assert "refused" in run.output and "127.0.0.1" in run.output, run.output
+    assert "internal secrets" not in run.output and local.received == []
+    # The same URL once the operator allows this machine: the webhook is called.
+    settings.MEMORYHUB_OUTBOUND_ALLOWED_NETWORKS = ("127.0.0.1/32",)
+    assert run_action(cast.alice_tenant, "agent_goal", goal="again").output == "internal secrets"
+    assert len(local.received) == 1

@@ -15,9 +15,11 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--tenant", required=True, help="Tenant name (created if missing).")
+        # Not admin by default (issue 40): an admin key manages webhooks, where MemoryHub sends
+        # requests and whose replies a run stores. Ask for it: --scopes read,write,admin.
         parser.add_argument(
-            "--scopes", default=",".join(SCOPES),
-            help=f"Comma-separated scopes out of {', '.join(SCOPES)} (default: all).",
+            "--scopes", default="read,write",
+            help=f"Comma-separated scopes out of {', '.join(SCOPES)} (default: read,write).",
         )
         parser.add_argument("--workspace", default=None, help="Limit the key to this workspace.")
         parser.add_argument("--user", default="", help="Limit the key to this end user (user_id).")

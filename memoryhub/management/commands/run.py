@@ -80,7 +80,8 @@ class Command(BaseCommand):
         try:
             children = self.start_children(options)
             for index, child in enumerate(children):
-                supervisor.adopt("web" if index == 0 else f"background {index}", child)
+                supervisor.adopt("web" if index == 0 else f"background {index}", child,
+                                 cluster="qcluster" in child.args)
             self.wait_until_serving(host, port, children[0])
             self.stdout.write(self.style.SUCCESS(
                 f"MemoryHub is serving http://{host}:{port}/api/v1/ (docs /api/v1/docs/, admin /admin/, "
