@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import difflib
 from typing import Any
 from urllib.parse import urlencode
 
@@ -23,6 +24,10 @@ class StrictSerializer(serializers.Serializer):
     serves; a nested serializer is still deep-copied.
     """
 
+    # Names the request may use instead of this serializer's fields (an event's body may be the
+    # bulk form {"events": [...]}): an unknown field may be suggested as one of them.
+    also_accepted: tuple[str, ...] = ()
+
     def get_fields(self) -> dict[str, serializers.Field]:
         cls = type(self)
         prototypes = cls.__dict__.get("_field_prototypes")
@@ -40,7 +45,9 @@ class StrictSerializer(serializers.Serializer):
         unknown = sorted(set(data) - set(self.fields))
         if unknown:
             raise serializers.ValidationError(
-                {name: [serializers.ErrorDetail("Unknown field.", code="unknown_field")] for name in unknown}
+                {name: [serializers.ErrorDetail(unknown_field_message(name, [*self.fields, *self.also_accepted]),
+                                                code="unknown_field")]
+                 for name in unknown}
             )
         # PostgreSQL text and jsonb cannot hold U+0000: refuse it here rather than fail on insert.
         with_nul = [name for name, value in data.items() if _has_nul(value)]
@@ -95,6 +102,19 @@ def _wrong_type(field: serializers.Field, value: Any) -> str | None:
 def _json_type(value: Any) -> str:
     return {bool: "a boolean", int: "a number", float: "a number", str: "a string",
             list: "a list", dict: "an object"}.get(type(value), type(value).__name__)
+
+
+# Names other memory APIs use for a field of ours (OpenAI/Anthropic message lists, mem0's calls).
+FIELD_ALIASES = {"messages": "events", "message": "content", "text": "content", "memory": "content",
+                 "limit": "top_k", "k": "top_k", "session_id": "session", "user": "user_id", "filters": "tags"}
+
+
+def unknown_field_message(name: str, known: list[str]) -> str:
+    """"Unknown field." and, when one is near, the field meant: an agent (or a model calling a
+    tool) corrects itself from the message alone."""
+    alias = FIELD_ALIASES.get(name)
+    guess = alias if alias in known else next(iter(difflib.get_close_matches(name, known, n=1, cutoff=0.75)), None)
+    return f"Unknown field. Did you mean '{guess}'?" if guess else "Unknown field."
 
 
 def _has_nul(value: Any) -> bool:

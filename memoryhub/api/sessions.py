@@ -172,6 +172,7 @@ class ToolCallInput(StrictSerializer):
 
 
 class EventInput(StrictSerializer):
+    also_accepted = ("events",)  # the bulk form
     role = serializers.ChoiceField(choices=Role.choices, help_text="Who spoke: user, assistant, tool or system.")
     content = StrictCharField(
         required=False, allow_blank=True, default="", trim_whitespace=False,

@@ -16,7 +16,13 @@ from rest_framework import serializers
 
 from accounts.models import ApiKey
 from memoryhub import facts, notes, scratchpad, sessions
-from memoryhub.api.common import LimitOffset, StrictSerializer, parse_input, parse_params
+from memoryhub.api.common import (
+    LimitOffset,
+    StrictSerializer,
+    parse_input,
+    parse_params,
+    unknown_field_message,
+)
 from memoryhub.api.facts import FactInput, FactOutput, FactUpserted, FactVersionOutput
 from memoryhub.api.fields import NOTE_ID_REGEX, StrictRegexField
 from memoryhub.api.notes import NoteInput, NoteOutput, NotePutInput
@@ -44,10 +50,12 @@ class ToolSpec:
 
     def check_known(self, arguments: dict[str, Any]) -> None:
         """Refuse an argument the tool does not take, as the REST API refuses an unknown field."""
-        unknown = sorted(set(arguments) - set(self.schema.get("properties", {})))
+        known = list(self.schema.get("properties", {}))
+        unknown = sorted(set(arguments) - set(known))
         if unknown:
             raise serializers.ValidationError(
-                {name: [serializers.ErrorDetail("Unknown field.", code="unknown_field")] for name in unknown})
+                {name: [serializers.ErrorDetail(unknown_field_message(name, known), code="unknown_field")]
+                 for name in unknown})
 
 
 def _split(arguments: dict[str, Any], *names: str) -> tuple[list[Any], dict[str, Any]]:

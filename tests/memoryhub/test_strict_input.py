@@ -46,3 +46,16 @@ def test_concurrent_validations_keep_their_own_results() -> None:
         t.join()
     for i in range(8):
         assert results[i] == ((True, i + 1) if i % 2 else (False, ["top_k"])), results[i]
+
+
+def test_an_unknown_field_names_the_field_meant(alice) -> None:  # type: ignore[no-untyped-def]
+    """Issue 42: `messages` (OpenAI's and mem0's name) suggests `events`; a typo its near field."""
+    from tests.base import error_code
+
+    sent = alice.post("/api/v1/sessions/s1/events/", {"messages": [{"role": "user", "content": "hi"}]}, format="json")
+    assert error_code(sent) == "unknown_field"
+    assert "Did you mean 'events'?" in str(sent.json()["error"])
+    typo = alice.post("/api/v1/search/", {"query": "x", "top_kk": 3}, format="json")
+    assert "Did you mean 'top_k'?" in str(typo.json()["error"])
+    far = alice.post("/api/v1/search/", {"query": "x", "colour": "red"}, format="json")
+    assert "Did you mean" not in str(far.json()["error"]) and error_code(far) == "unknown_field"
