@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
@@ -27,7 +28,7 @@ from django.utils import timezone
 from memoryhub.condense import condense
 from memoryhub.models import Event, RollingSummary, Session, SummaryNode, estimate_tokens
 from memoryhub.signals import memory_deleted, memory_saved
-from memoryhub.summarisers import Turn, summarise_safely
+from memoryhub.summarisers import Turn, summarise_safely, summariser_model
 
 logger = logging.getLogger(__name__)
 
@@ -196,13 +197,37 @@ def _lock_session_tree(session_pk: int) -> None:
         cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [4242, session_pk])
 
 
-def _new_node(session: Session, level: str, depth: int, text: str, start: int, end: int,
-              source_count: int, summariser: str) -> SummaryNode:
+@dataclass(frozen=True)
+class Span:
+    """What a node covers: events `start` to `end`, written from `earliest` to `latest`."""
+
+    start: int
+    end: int
+    count: int  # events (leaf) or child nodes
+    earliest: datetime | None
+    latest: datetime | None
+
+    @classmethod
+    def of_events(cls, events: list[Event]) -> Span:
+        return cls(events[0].sequence, events[-1].sequence, len(events),
+                   min(e.created_at for e in events), max(e.created_at for e in events))
+
+    @classmethod
+    def of_nodes(cls, nodes: list[SummaryNode]) -> Span:
+        times = [t for n in nodes for t in (n.earliest_at, n.latest_at) if t is not None]
+        return cls(nodes[0].sequence_start, nodes[-1].sequence_end, len(nodes),
+                   min(times, default=None), max(times, default=None))
+
+
+def _new_node(session: Session, level: str, depth: int, text: str, span: Span, summariser: str) -> SummaryNode:
+    """A node with its span in sequences and in time, and the summariser and model that wrote it
+    (seed 002's earliest_at, latest_at and model)."""
     node = SummaryNode.objects.create(
         tenant_id=session.tenant_id, workspace_id=session.workspace_id, channel_id=session.channel_id,
         session=session, user_id=session.user_id, level=level, depth=depth, text=text,
-        sequence_start=start, sequence_end=end, source_count=source_count,
-        token_count=estimate_tokens(text), summariser=summariser,
+        sequence_start=span.start, sequence_end=span.end, source_count=span.count,
+        token_count=estimate_tokens(text), summariser=summariser, model=summariser_model(summariser),
+        earliest_at=span.earliest, latest_at=span.latest,
     )
     memory_saved.send(sender=SummaryNode, kind="summary", instance=node)
     return node
@@ -243,7 +268,7 @@ def build_tree(session: Session, *, final: bool = False) -> int:
                                       header=conversation_header(session, group[0].sequence, group[-1].sequence))
         if not text.strip():
             continue
-        _new_node(session, "leaf", 0, text, group[0].sequence, group[-1].sequence, len(group), used)
+        _new_node(session, "leaf", 0, text, Span.of_events(group), used)
         created += 1
     orphans = list(session.summary_nodes.filter(level="leaf", parent__isnull=True).order_by("sequence_start"))
     has_branches = session.summary_nodes.filter(level="branch").exists()
@@ -254,8 +279,7 @@ def build_tree(session: Session, *, final: bool = False) -> int:
             break
         text, used = summarise_safely([_node_turn(n) for n in group], level="branch", header=conversation_header(
             session, group[0].sequence_start, group[-1].sequence_end))
-        branch = _new_node(session, "branch", 1, text, group[0].sequence_start, group[-1].sequence_end,
-                           len(group), used)
+        branch = _new_node(session, "branch", 1, text, Span.of_nodes(group), used)
         SummaryNode.objects.filter(pk__in=[n.pk for n in group]).update(parent=branch)
         created += 1
         has_branches = new_branch = True
@@ -266,8 +290,7 @@ def build_tree(session: Session, *, final: bool = False) -> int:
             delete_node(root)
         text, used = summarise_safely([_node_turn(n) for n in branches], level="root", header=conversation_header(
             session, branches[0].sequence_start, branches[-1].sequence_end))
-        root = _new_node(session, "root", 2, text, branches[0].sequence_start, branches[-1].sequence_end,
-                         len(branches), used)
+        root = _new_node(session, "root", 2, text, Span.of_nodes(branches), used)
         SummaryNode.objects.filter(pk__in=[n.pk for n in branches]).update(parent=root)
         created += 1
     return created

@@ -24,7 +24,7 @@ from memoryhub.llm import SummariserError, chat_completion
 from memoryhub.models import Event
 
 __all__ = ["ExtractiveSummariser", "HttpSummariser", "Summariser", "SummariserError", "Turn",
-           "chat_completion", "get_summariser", "summarise_safely"]
+           "chat_completion", "get_summariser", "summarise_safely", "summariser_model"]
 
 logger = logging.getLogger(__name__)
 
@@ -46,6 +46,7 @@ class Turn:
 
 class Summariser(Protocol):
     name: str
+    model: str  # what a summary node records as its writer (seed 002's ros_summaries.model)
 
     def summarise(self, turns: list[Turn], previous: str = "", *, level: str = "leaf",
                   header: str = "") -> str: ...
@@ -121,6 +122,7 @@ class ExtractiveSummariser:
     the numbers/identifiers of the rest). `previous` lines are kept ahead of the new ones."""
 
     name = "extractive"
+    model = "extractive"
 
     def __init__(self, line_chars: int | None = None) -> None:
         self.line_chars = line_chars or settings.MEMORYHUB_SUMMARY_LINE_CHARS
@@ -263,6 +265,13 @@ def get_summariser() -> Summariser:
             api_key=settings.MEMORYHUB_SUMMARISER_API_KEY, timeout=settings.MEMORYHUB_SUMMARISER_TIMEOUT,
         )
     return ExtractiveSummariser()
+
+
+def summariser_model(name: str) -> str:
+    """The model behind the summariser `summarise_safely` named: "extractive", or the HTTP one's."""
+    if name == HttpSummariser.name:
+        return settings.MEMORYHUB_SUMMARISER_MODEL or HttpSummariser.name
+    return ExtractiveSummariser.model
 
 
 def summarise_safely(turns: list[Turn], previous: str = "", *, level: str = "leaf",

@@ -134,3 +134,33 @@ def test_branch_lines_condense_children_without_their_bullets(alice) -> None:  #
     assert len(lines) == 2  # one line per child leaf
     assert "leaf 1-3: user #1: Turn 0" in lines[0] and "| assistant #2:" in lines[0]
     assert "JIRA-102" in lines[0] and "JIRA-105" in lines[1]  # identifiers survive the clip
+
+
+def test_nodes_carry_their_time_span_and_model(alice, settings) -> None:  # type: ignore[no-untyped-def]
+    # Issue 41 row 2 (seed 002: earliest_at, latest_at, model on every summary).
+    events = [{"role": "user", "content": f"Turn {i}: ticket JIRA-{100 + i}",
+               "created_at": f"2025-05-0{1 + i // 3}T10:{i:02d}:00Z"} for i in range(6)]
+    assert post_events(alice, "s1", *events).status_code == 201
+    build_tree(Session.objects.get(external_id="s1"))
+    first, second = SummaryNode.objects.filter(level="leaf").order_by("sequence_start")
+    branch = SummaryNode.objects.get(level="branch")
+    leaf = alice.get(f"/api/v1/summaries/{first.pk}/").json()
+    assert (leaf["earliest_at"], leaf["latest_at"]) == ("2025-05-01T10:00:00Z", "2025-05-01T10:02:00Z")
+    assert leaf["model"] == "extractive" and leaf["summariser"] == "extractive"
+    body = alice.get(f"/api/v1/summaries/{branch.pk}/").json()
+    assert (body["earliest_at"], body["latest_at"]) == ("2025-05-01T10:00:00Z", "2025-05-02T10:05:00Z")
+    assert [c["earliest_at"] for c in body["children"]] == ["2025-05-01T10:00:00Z", "2025-05-02T10:03:00Z"]
+    listing = alice.get("/api/v1/summaries/?session=s1&level=leaf").json()["results"]
+    assert [n["latest_at"] for n in listing] == ["2025-05-01T10:02:00Z", "2025-05-02T10:05:00Z"]
+
+
+def test_a_node_names_the_http_summarisers_model(alice, settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from memoryhub import summaries
+
+    settings.MEMORYHUB_SUMMARISER_MODEL = "qwen3-30b"
+    monkeypatch.setattr(summaries, "summarise_safely", lambda turns, previous="", **kw: ("- written", "http"))
+    talk(alice, "s1", 3)
+    build_tree(Session.objects.get(external_id="s1"))
+    node = SummaryNode.objects.get()
+    assert (node.summariser, node.model) == ("http", "qwen3-30b")
+    assert alice.get(f"/api/v1/summaries/{node.pk}/").json()["model"] == "qwen3-30b"
