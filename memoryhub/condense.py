@@ -86,23 +86,23 @@ def _fit_width(lengths: list[int], room: int) -> int | None:
     return low
 
 
-# A line's bullet, time, speaker and message numbers: "- [2025-05-01 10:00] user #3: " (the
-# extractive summariser's line) or "- [2025-05-01 10:00] user/assistant #3–#9: " (a merged one).
+# A line's bullet, time, speaker and message numbers: "- [2025-05-01 10:00] bot/user #3: " (the
+# extractive summariser's line), "- [2025-05-01 10:00] leaf #3–#9: " (a node's line in its
+# parent) or "- [2025-05-01 10:00] #3–#9: " (merged lines of several speakers).
 _HEAD = re.compile(
     r"^-\s*(?:\[(?P<time>[^\]]*)\]\s*)?"
     r"(?:(?:(?P<speaker>[^\s#|]+(?: [^\s#|]+)?) )?#(?P<low>\d+)(?:–#(?P<high>\d+))?: )?"
 )
 MIN_BODY = 20  # characters of text a shortened line keeps after its head, or the head goes too
-MAX_SPEAKERS = 2  # a merged line names its speakers up to this many ("user/assistant"), else none
 
 
 @dataclass(frozen=True)
 class _Line:
-    """One line of a summary: its head (time, speakers, the messages it covers) and its text."""
+    """One line of a summary: its head (time, speaker, the messages it covers) and its text."""
 
     body: str
     time: str = ""
-    speakers: tuple[str, ...] = ()
+    speaker: str = ""
     low: int | None = None
     high: int | None = None
 
@@ -114,17 +114,17 @@ class _Line:
             return cls(body=line.removeprefix("- ").strip())
         low = int(match["low"]) if match["low"] else None
         return cls(body=line[match.end():].strip(), time=match["time"] or "",
-                   speakers=tuple(match["speaker"].split("/")) if match["speaker"] else (),
+                   speaker=match["speaker"] or "",
                    low=low, high=int(match["high"]) if match["high"] else low)
 
     @classmethod
     def merge(cls, group: list[_Line]) -> _Line:
-        speakers = tuple(dict.fromkeys(s for line in group for s in line.speakers))
+        speakers = {line.speaker for line in group}
         lows = [line.low for line in group if line.low is not None]
         highs = [line.high for line in group if line.high is not None]
         return cls(body=" | ".join(line.body for line in group if line.body),
                    time=next((line.time for line in group if line.time), ""),
-                   speakers=speakers if len(speakers) <= MAX_SPEAKERS else (),
+                   speaker=speakers.pop() if len(speakers) == 1 else "",  # one speaker (agent/role) or none
                    low=min(lows, default=None), high=max(highs, default=None))
 
     def head(self) -> str:
@@ -132,7 +132,7 @@ class _Line:
         if self.low is None:
             return f"- {stamp}"
         span = f"#{self.low}" if self.high in (None, self.low) else f"#{self.low}–#{self.high}"
-        who = f"{'/'.join(self.speakers)} " if self.speakers else ""
+        who = f"{self.speaker} " if self.speaker else ""
         return f"- {stamp}{who}{span}: "
 
     def render(self, width: int | None = None) -> str:

@@ -28,7 +28,7 @@ from django.utils import timezone
 from memoryhub.condense import condense
 from memoryhub.models import Event, RollingSummary, Session, SummaryNode, estimate_tokens
 from memoryhub.signals import memory_deleted, memory_saved
-from memoryhub.summarisers import Turn, summarise_safely, summariser_model
+from memoryhub.summarisers import Turn, level_budget, summarise_safely, summariser_model
 
 logger = logging.getLogger(__name__)
 
@@ -146,7 +146,8 @@ def maybe_summarise(session: Session, *, budget: int | None = None) -> dict[str,
         condensed.append(event)
         remaining -= cost
     header = conversation_header(session, 1, condensed[-1].sequence)
-    text, used = summarise_safely([Turn.from_event(e) for e in condensed], previous=state.text, header=header)
+    text, used = summarise_safely([Turn.from_event(e, agent=session.agent) for e in condensed],
+                                  previous=state.text, header=header)
     # Past its share the summary is condensed (re-summarised, older lines merged), never cut.
     text = condense(text, int(settings.MEMORYHUB_SUMMARY_MAX_SHARE * budget), header=header)
     written = write_summary(session, text=text, expected_epoch=state.epoch, upper_sequence=condensed[-1].sequence)
@@ -245,8 +246,17 @@ def _node_turn(node: SummaryNode) -> Turn:
     """A child node as one turn of its parent: its lines joined, without bullets and timestamps
     (the parent line carries the span), so the clip keeps as many of its words as it can."""
     text = " | ".join(_BULLET.sub("", line).strip() for line in node.text.splitlines() if line.strip())
-    return Turn(speaker=f"{node.level} {node.sequence_start}-{node.sequence_end}", text=text,
-                created_at=node.created_at)
+    return Turn(speaker=node.level, text=text, sequence=node.sequence_start, sequence_end=node.sequence_end,
+                created_at=node.earliest_at or node.created_at)
+
+
+def _summarise_level(session: Session, turns: list[Turn], level: str) -> tuple[str, str]:
+    """A node's text at `level` over `turns`, within the level's token budget (condensed past it,
+    never cut), and the name of the summariser that wrote it."""
+    first, last = turns[0].sequence or 0, turns[-1].sequence_end or turns[-1].sequence or 0
+    header = conversation_header(session, first, last)
+    text, used = summarise_safely(turns, level=level, header=header)
+    return condense(text, level_budget(level) or estimate_tokens(text), header=header), used
 
 
 @transaction.atomic
@@ -264,8 +274,7 @@ def build_tree(session: Session, *, final: bool = False) -> int:
         group = events[index:index + leaf_size]
         if len(group) < leaf_size and not final:
             break
-        text, used = summarise_safely([Turn.from_event(e) for e in group], level="leaf",
-                                      header=conversation_header(session, group[0].sequence, group[-1].sequence))
+        text, used = _summarise_level(session, [Turn.from_event(e, agent=session.agent) for e in group], "leaf")
         if not text.strip():
             continue
         _new_node(session, "leaf", 0, text, Span.of_events(group), used)
@@ -277,8 +286,7 @@ def build_tree(session: Session, *, final: bool = False) -> int:
         group = orphans[index:index + fan]
         if len(group) < fan and not (final and (has_branches or len(orphans) > 1)):
             break
-        text, used = summarise_safely([_node_turn(n) for n in group], level="branch", header=conversation_header(
-            session, group[0].sequence_start, group[-1].sequence_end))
+        text, used = _summarise_level(session, [_node_turn(n) for n in group], "branch")
         branch = _new_node(session, "branch", 1, text, Span.of_nodes(group), used)
         SummaryNode.objects.filter(pk__in=[n.pk for n in group]).update(parent=branch)
         created += 1
@@ -288,8 +296,7 @@ def build_tree(session: Session, *, final: bool = False) -> int:
     if len(branches) >= 2 and (new_branch or root is None):
         if root is not None:
             delete_node(root)
-        text, used = summarise_safely([_node_turn(n) for n in branches], level="root", header=conversation_header(
-            session, branches[0].sequence_start, branches[-1].sequence_end))
+        text, used = _summarise_level(session, [_node_turn(n) for n in branches], "root")
         root = _new_node(session, "root", 2, text, Span.of_nodes(branches), used)
         SummaryNode.objects.filter(pk__in=[n.pk for n in branches]).update(parent=root)
         created += 1
