@@ -94,13 +94,15 @@ def _content(endpoint: str, payload: Any) -> str:
 
 
 def chat_completion(*, url: str, model: str, api_key: str, messages: list[dict[str, str]],
-                    timeout: float, json_mode: bool = False) -> str:
+                    timeout: float, json_mode: bool = False, max_tokens: int | None = None) -> str:
     """POST to an OpenAI-compatible /chat/completions endpoint; returns the first choice's text.
     Transient failures are retried with backoff within the step's budget (module docstring)."""
     endpoint = _endpoint(url)
     body: dict[str, Any] = {"model": model, "messages": messages, "temperature": 0}
     if json_mode:
         body["response_format"] = {"type": "json_object"}
+    if max_tokens is not None:
+        body["max_tokens"] = max_tokens
     headers = {"Content-Type": "application/json"}
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"

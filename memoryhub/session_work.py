@@ -4,6 +4,9 @@ No task is queued per append. A session is due when
 - its unsummarised messages pass the rolling-summary trigger (S6), estimated in SQL;
 - it has a full leaf of events beyond its summary tree, or went idle with events beyond it;
 - a fact extractor is configured and it has events past `facts_extracted_to`.
+When it works on a session it also has a summariser model describe the session's new tool calls
+in a sentence (memoryhub.tool_sentences; not a reason on its own for a session to be due: an
+idle session is due anyway once its tree is to be closed).
 The lane looks at sessions written since its last pass (Session.updated_at, indexed), and at
 all of them every MEMORYHUB_SUMMARY_FULL_PASS_SECONDS (an idle session's tree is closed by the
 clock, not by a write). Each session is worked on under an advisory lock, so lanes on several
@@ -29,6 +32,7 @@ from memoryhub.background import StepResult, notify_work, time_budget
 from memoryhub.extractors import ExtractorReplyError, extract_and_store
 from memoryhub.models import Event, RollingSummary, Session, StepFailure, SummaryNode
 from memoryhub.summaries import build_tree, estimated_tokens_sql, maybe_summarise
+from memoryhub.tool_sentences import describe_tool_calls
 
 logger = logging.getLogger(__name__)
 
@@ -117,8 +121,10 @@ def _steps(session: Session, *, summaries: bool, tree: bool) -> dict[str, Any]:
             built = build_tree(session, final=session.updated_at < idle_before)
     with transaction.atomic(), time_budget(budget):
         facts = extract_due_facts(session)
+    with transaction.atomic(), time_budget(budget):
+        described = describe_tool_calls(session)
     return {"summarised": bool(summary["summarised"]), "stale": bool(summary.get("stale", False)),
-            "tree_nodes_built": built, "facts": facts}
+            "tree_nodes_built": built, "facts": facts, "tool_sentences": described}
 
 
 def extract_due_facts(session: Session) -> int:

@@ -24,3 +24,7 @@ service_starting = Signal()
 # Sent by `manage.py run` after migrating, before it starts the task cluster (not with --no-cluster):
 # the cluster's own schedules follow the settings of this start (scheduling connects to it).
 cluster_starting = Signal()
+
+# Sent inside the writing transaction when what is searchable of some events changed although the
+# events did not (a tool call's sentence was written), with session=Session, events=list[Event].
+events_text_changed = Signal()

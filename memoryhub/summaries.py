@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
@@ -27,7 +28,7 @@ from django.utils import timezone
 from memoryhub.condense import condense
 from memoryhub.models import Event, RollingSummary, Session, SummaryNode, estimate_tokens
 from memoryhub.signals import memory_deleted, memory_saved
-from memoryhub.summarisers import Turn, summarise_safely
+from memoryhub.summarisers import Turn, level_budget, summarise_safely, summariser_model
 
 logger = logging.getLogger(__name__)
 
@@ -145,7 +146,8 @@ def maybe_summarise(session: Session, *, budget: int | None = None) -> dict[str,
         condensed.append(event)
         remaining -= cost
     header = conversation_header(session, 1, condensed[-1].sequence)
-    text, used = summarise_safely([Turn.from_event(e) for e in condensed], previous=state.text, header=header)
+    text, used = summarise_safely([Turn.from_event(e, agent=session.agent) for e in condensed],
+                                  previous=state.text, header=header)
     # Past its share the summary is condensed (re-summarised, older lines merged), never cut.
     text = condense(text, int(settings.MEMORYHUB_SUMMARY_MAX_SHARE * budget), header=header)
     written = write_summary(session, text=text, expected_epoch=state.epoch, upper_sequence=condensed[-1].sequence)
@@ -196,13 +198,37 @@ def _lock_session_tree(session_pk: int) -> None:
         cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [4242, session_pk])
 
 
-def _new_node(session: Session, level: str, depth: int, text: str, start: int, end: int,
-              source_count: int, summariser: str) -> SummaryNode:
+@dataclass(frozen=True)
+class Span:
+    """What a node covers: events `start` to `end`, written from `earliest` to `latest`."""
+
+    start: int
+    end: int
+    count: int  # events (leaf) or child nodes
+    earliest: datetime | None
+    latest: datetime | None
+
+    @classmethod
+    def of_events(cls, events: list[Event]) -> Span:
+        return cls(events[0].sequence, events[-1].sequence, len(events),
+                   min(e.created_at for e in events), max(e.created_at for e in events))
+
+    @classmethod
+    def of_nodes(cls, nodes: list[SummaryNode]) -> Span:
+        times = [t for n in nodes for t in (n.earliest_at, n.latest_at) if t is not None]
+        return cls(nodes[0].sequence_start, nodes[-1].sequence_end, len(nodes),
+                   min(times, default=None), max(times, default=None))
+
+
+def _new_node(session: Session, level: str, depth: int, text: str, span: Span, summariser: str) -> SummaryNode:
+    """A node with its span in sequences and in time, and the summariser and model that wrote it
+    (seed 002's earliest_at, latest_at and model)."""
     node = SummaryNode.objects.create(
         tenant_id=session.tenant_id, workspace_id=session.workspace_id, channel_id=session.channel_id,
         session=session, user_id=session.user_id, level=level, depth=depth, text=text,
-        sequence_start=start, sequence_end=end, source_count=source_count,
-        token_count=estimate_tokens(text), summariser=summariser,
+        sequence_start=span.start, sequence_end=span.end, source_count=span.count,
+        token_count=estimate_tokens(text), summariser=summariser, model=summariser_model(summariser),
+        earliest_at=span.earliest, latest_at=span.latest,
     )
     memory_saved.send(sender=SummaryNode, kind="summary", instance=node)
     return node
@@ -220,8 +246,17 @@ def _node_turn(node: SummaryNode) -> Turn:
     """A child node as one turn of its parent: its lines joined, without bullets and timestamps
     (the parent line carries the span), so the clip keeps as many of its words as it can."""
     text = " | ".join(_BULLET.sub("", line).strip() for line in node.text.splitlines() if line.strip())
-    return Turn(speaker=f"{node.level} {node.sequence_start}-{node.sequence_end}", text=text,
-                created_at=node.created_at)
+    return Turn(speaker=node.level, text=text, sequence=node.sequence_start, sequence_end=node.sequence_end,
+                created_at=node.earliest_at or node.created_at)
+
+
+def _summarise_level(session: Session, turns: list[Turn], level: str) -> tuple[str, str]:
+    """A node's text at `level` over `turns`, within the level's token budget (condensed past it,
+    never cut), and the name of the summariser that wrote it."""
+    first, last = turns[0].sequence or 0, turns[-1].sequence_end or turns[-1].sequence or 0
+    header = conversation_header(session, first, last)
+    text, used = summarise_safely(turns, level=level, header=header)
+    return condense(text, level_budget(level) or estimate_tokens(text), header=header), used
 
 
 @transaction.atomic
@@ -239,11 +274,10 @@ def build_tree(session: Session, *, final: bool = False) -> int:
         group = events[index:index + leaf_size]
         if len(group) < leaf_size and not final:
             break
-        text, used = summarise_safely([Turn.from_event(e) for e in group], level="leaf",
-                                      header=conversation_header(session, group[0].sequence, group[-1].sequence))
+        text, used = _summarise_level(session, [Turn.from_event(e, agent=session.agent) for e in group], "leaf")
         if not text.strip():
             continue
-        _new_node(session, "leaf", 0, text, group[0].sequence, group[-1].sequence, len(group), used)
+        _new_node(session, "leaf", 0, text, Span.of_events(group), used)
         created += 1
     orphans = list(session.summary_nodes.filter(level="leaf", parent__isnull=True).order_by("sequence_start"))
     has_branches = session.summary_nodes.filter(level="branch").exists()
@@ -252,10 +286,8 @@ def build_tree(session: Session, *, final: bool = False) -> int:
         group = orphans[index:index + fan]
         if len(group) < fan and not (final and (has_branches or len(orphans) > 1)):
             break
-        text, used = summarise_safely([_node_turn(n) for n in group], level="branch", header=conversation_header(
-            session, group[0].sequence_start, group[-1].sequence_end))
-        branch = _new_node(session, "branch", 1, text, group[0].sequence_start, group[-1].sequence_end,
-                           len(group), used)
+        text, used = _summarise_level(session, [_node_turn(n) for n in group], "branch")
+        branch = _new_node(session, "branch", 1, text, Span.of_nodes(group), used)
         SummaryNode.objects.filter(pk__in=[n.pk for n in group]).update(parent=branch)
         created += 1
         has_branches = new_branch = True
@@ -264,10 +296,8 @@ def build_tree(session: Session, *, final: bool = False) -> int:
     if len(branches) >= 2 and (new_branch or root is None):
         if root is not None:
             delete_node(root)
-        text, used = summarise_safely([_node_turn(n) for n in branches], level="root", header=conversation_header(
-            session, branches[0].sequence_start, branches[-1].sequence_end))
-        root = _new_node(session, "root", 2, text, branches[0].sequence_start, branches[-1].sequence_end,
-                         len(branches), used)
+        text, used = _summarise_level(session, [_node_turn(n) for n in branches], "root")
+        root = _new_node(session, "root", 2, text, Span.of_nodes(branches), used)
         SummaryNode.objects.filter(pk__in=[n.pk for n in branches]).update(parent=root)
         created += 1
     return created

@@ -24,28 +24,47 @@ from memoryhub.llm import SummariserError, chat_completion
 from memoryhub.models import Event
 
 __all__ = ["ExtractiveSummariser", "HttpSummariser", "Summariser", "SummariserError", "Turn",
-           "chat_completion", "get_summariser", "summarise_safely"]
+           "chat_completion", "get_summariser", "level_budget", "summarise_safely", "summariser_model"]
 
 logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
 class Turn:
-    """One thing to condense: a message (speaker = role) or a lower summary node (speaker = level)."""
+    """One thing to condense: a message (speaker = role) or a lower summary node (speaker = level,
+    covering messages `sequence` to `sequence_end`). `agent` is the session's agent: every line
+    names it with the speaker ("travel-bot/user", seed 002 v5's "opus/user")."""
 
     speaker: str
     text: str
     sequence: int | None = None
     created_at: datetime | None = None
+    agent: str = ""
+    sequence_end: int | None = None
 
     @classmethod
-    def from_event(cls, event: Event) -> Turn:
+    def from_event(cls, event: Event, *, agent: str = "") -> Turn:
         speaker = event.role if not event.tool_name else f"{event.role}:{event.tool_name}"
-        return cls(speaker=speaker, text=event.text, sequence=event.sequence, created_at=event.created_at)
+        return cls(speaker=speaker, text=event.text, sequence=event.sequence, created_at=event.created_at,
+                   agent=agent)
+
+    @property
+    def who(self) -> str:
+        return f"{self.agent}/{self.speaker}" if self.agent else self.speaker
+
+    @property
+    def span(self) -> str:
+        """"#3", or "#3–#9" for a node over several messages ("" when not known)."""
+        if self.sequence is None:
+            return ""
+        if self.sequence_end is None or self.sequence_end == self.sequence:
+            return f"#{self.sequence}"
+        return f"#{self.sequence}–#{self.sequence_end}"
 
 
 class Summariser(Protocol):
     name: str
+    model: str  # what a summary node records as its writer (seed 002's ros_summaries.model)
 
     def summarise(self, turns: list[Turn], previous: str = "", *, level: str = "leaf",
                   header: str = "") -> str: ...
@@ -112,8 +131,8 @@ def _clip(text: str, limit: int) -> str:
 
 def format_line(turn: Turn, limit: int) -> str:
     stamp = f"[{turn.created_at.strftime('%Y-%m-%d %H:%M')}] " if turn.created_at else ""
-    seq = f" #{turn.sequence}" if turn.sequence is not None else ""
-    return f"- {stamp}{turn.speaker}{seq}: {_clip(turn.text, limit)}"
+    seq = f" {turn.span}" if turn.span else ""
+    return f"- {stamp}{turn.who}{seq}: {_clip(turn.text, limit)}"
 
 
 class ExtractiveSummariser:
@@ -121,6 +140,7 @@ class ExtractiveSummariser:
     the numbers/identifiers of the rest). `previous` lines are kept ahead of the new ones."""
 
     name = "extractive"
+    model = "extractive"
 
     def __init__(self, line_chars: int | None = None) -> None:
         self.line_chars = line_chars or settings.MEMORYHUB_SUMMARY_LINE_CHARS
@@ -152,7 +172,7 @@ _RULES = (
 PROMPTS = {
     # Level 0: messages -> a leaf.
     "leaf": "You summarise part of a conversation for an AI agent's long-term memory. The input is "
-            "the conversation's messages, oldest first, each headed [#sequence time speaker]; a long "
+            "the conversation's messages, oldest first, each headed [#sequence time agent/speaker]; a long "
             "message comes in consecutive parts. Record who said or did what, and when." + _RULES,
     # Level 1: leaves -> a branch.
     "branch": "You merge summaries of consecutive parts of one conversation into one summary of the "
@@ -194,15 +214,15 @@ def split_text(text: str, size: int) -> list[str]:
 
 
 def transcript_blocks(turns: list[Turn], part_chars: int) -> list[str]:
-    """Each turn as "[#seq time speaker] text", its whole text: a long one as several parts."""
+    """Each turn as "[#seq time agent/speaker] text", its whole text: a long one as several parts."""
     blocks: list[str] = []
     for turn in turns:
         if not turn.text.strip():
             continue
         label = " ".join(filter(None, (
-            f"#{turn.sequence}" if turn.sequence is not None else "",
+            turn.span,
             turn.created_at.strftime("%Y-%m-%dT%H:%MZ") if turn.created_at else "",
-            turn.speaker,
+            turn.who,
         )))
         parts = split_text(turn.text.strip(), part_chars)
         for number, part in enumerate(parts, 1):
@@ -245,6 +265,8 @@ class HttpSummariser:
         return summary
 
     def _request(self, level: str, header: str, summary: str, blocks: list[str]) -> str:
+        """One request; the level's token budget is the reply's max_tokens (seed 002 v5: room for
+        a thinking model to reason before it writes)."""
         sections = [header] if header else []
         if summary:
             sections.append(f"Summary so far:\n{summary}")
@@ -253,7 +275,15 @@ class HttpSummariser:
             url=self.url, model=self.model, api_key=self.api_key, timeout=self.timeout,
             messages=[{"role": "system", "content": PROMPTS[level]},
                       {"role": "user", "content": "\n\n".join(sections)}],
+            max_tokens=level_budget(level),
         )
+
+
+def level_budget(level: str) -> int | None:
+    """The tokens a node of the summary tree may take at `level` (seed 002 v5: 7k / 14k / 20k for
+    leaf / branch / root); None for the rolling summary's "condense", which has its own budget."""
+    return {"leaf": settings.MEMORYHUB_SUMMARY_LEAF_TOKENS, "branch": settings.MEMORYHUB_SUMMARY_BRANCH_TOKENS,
+            "root": settings.MEMORYHUB_SUMMARY_ROOT_TOKENS}.get(level)
 
 
 def get_summariser() -> Summariser:
@@ -263,6 +293,13 @@ def get_summariser() -> Summariser:
             api_key=settings.MEMORYHUB_SUMMARISER_API_KEY, timeout=settings.MEMORYHUB_SUMMARISER_TIMEOUT,
         )
     return ExtractiveSummariser()
+
+
+def summariser_model(name: str) -> str:
+    """The model behind the summariser `summarise_safely` named: "extractive", or the HTTP one's."""
+    if name == HttpSummariser.name:
+        return settings.MEMORYHUB_SUMMARISER_MODEL or HttpSummariser.name
+    return ExtractiveSummariser.model
 
 
 def summarise_safely(turns: list[Turn], previous: str = "", *, level: str = "leaf",

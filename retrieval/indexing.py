@@ -22,7 +22,7 @@ from django.db.models.functions import Greatest
 
 from memoryhub import recent as recent_window
 from memoryhub import rows
-from memoryhub.models import Event, Session
+from memoryhub.models import Event, Session, ToolCallSentence
 from memoryhub.searchable import Searchable
 from retrieval.chunking import chunk_text, content_hash, normalize_text
 from retrieval.embedding import request_embedding
@@ -43,9 +43,13 @@ def _json_text(value: Any) -> str:
 def extract_event_text(event: Event) -> str:
     """What of an event is searchable: its content plus its tool call (S3, seed 002).
 
-    A tool call with empty content gets a synthesised sentence (`Called <tool> with <args>`).
+    A tool call with empty content gets a synthesised sentence (`Called <tool> with <args>`),
+    after the model's sentence about it when one was written and loaded with the event
+    (memoryhub.tool_sentences; select_related("tool_sentence")).
     """
     parts = [event.content] if event.content else []
+    if not event.content and (sentence := ToolCallSentence.of(event)):
+        parts.append(sentence)
     # The single tool_name/tool_args call and each of tool_calls (several calls in one message).
     parts += event.tool_call_sentences()
     if not event.content and event.tool_result not in (None, ""):
@@ -91,7 +95,8 @@ def index_events(*, session_id: int, event_ids: list[int]) -> list[int]:
     session = Session.objects.select_related("workspace", "channel").filter(pk=session_id).first()
     if session is None:  # forgotten meanwhile
         return []
-    events = list(Event.objects.filter(session=session, pk__in=event_ids).order_by("sequence"))
+    events = list(Event.objects.filter(session=session, pk__in=event_ids).select_related("tool_sentence")
+                  .order_by("sequence"))
     return index_session_events(session, events)
 
 
@@ -397,6 +402,18 @@ def _tool_call_plan(session_id: int, events: list[Event]) -> tuple[list[int], se
     return stale_chunks, reindex
 
 
+def reindex_event_text(*, session_id: int, event_ids: list[int]) -> int:
+    """Index these events of one session again after their searchable text changed (a tool
+    call's sentence was written): their stale chunks replaced, in the current transaction.
+    Returns the chunks created."""
+    events = list(Event.objects.filter(session_id=session_id, pk__in=event_ids).select_related("tool_sentence"))
+    stale_chunks, reindex = _tool_call_plan(session_id, events)
+    if not reindex:
+        return 0
+    Chunk.objects.filter(pk__in=stale_chunks).delete()
+    return len(index_events(session_id=session_id, event_ids=sorted(reindex)))
+
+
 def reindex_tool_calls(*, tenant_id: int | None = None, dry_run: bool = False,
                        progress: Callable[[int], None] | None = None) -> ToolCallReindex:
     """Re-extract the text of tool-call events (S3) and replace chunks that no longer match it.
@@ -405,7 +422,7 @@ def reindex_tool_calls(*, tenant_id: int | None = None, dry_run: bool = False,
     session at a time, each in its own transaction; new chunks are embedded on commit.
     `progress(sessions_done)` is called after each session.
     """
-    events = Event.objects.exclude(tool_name="", tool_calls__isnull=True)
+    events = Event.objects.exclude(tool_name="", tool_calls__isnull=True).select_related("tool_sentence")
     if tenant_id is not None:
         events = events.filter(tenant_id=tenant_id)
     session_ids = list(events.order_by("session_id").values_list("session_id", flat=True).distinct())

@@ -11,7 +11,7 @@ from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVectorField
 from django.db import connection, models
 from django.db.models import F, Q
-from django.db.models.functions import Coalesce
+from django.db.models.functions import Coalesce, Collate, Substr
 from django.utils import timezone
 from pgvector.django import HalfVectorField, HnswIndex
 
@@ -283,6 +283,10 @@ class TermStat(models.Model):
             models.Index(fields=["tenant_id", "lexeme", "workspace_id", "channel_id"], include=["n"],
                          name="termstat_lookup"),
             models.Index(fields=["tenant_id", "lexeme"], condition=Q(delta=True), name="termstat_delta"),
+            # Lexemes by their letters after the first, for a query word whose first letter is the
+            # typo (retrieval.search.fuzzy); "C": a prefix range means the same in any collation.
+            models.Index(F("tenant_id"), Collate(Substr("lexeme", 2), "C"), include=["lexeme", "workspace_id",
+                         "channel_id", "n"], name="termstat_tail"),
         ]
 
     def __str__(self) -> str:

@@ -17,6 +17,11 @@ def on_events_appended(sender: Any, session: Any, events: list[Any], **kwargs: A
     indexing.index_session_events(session, sorted(events, key=lambda e: e.sequence))
 
 
+def on_events_text_changed(sender: Any, session: Any, events: list[Any], **kwargs: Any) -> None:
+    # In the writer's transaction, as for an append: the new text is searchable when it commits.
+    indexing.reindex_event_text(session_id=session.pk, event_ids=[e.pk for e in events])
+
+
 def _as_searchable(kwargs: dict[str, Any]) -> Searchable | None:
     value = kwargs.get("searchable") or kwargs.get("instance")
     if isinstance(value, Searchable):

@@ -1,6 +1,17 @@
 """The operator console: a module per area registers its models; the dashboard and the
 import/export page are views of their own (routed in memoryhub.urls)."""
 
-from memoryhub.admin import background, facts, notes, queue, scratchpad, sessions, summaries, usage
+from memoryhub.admin import (
+    background,
+    facts,
+    notes,
+    queue,
+    scratchpad,
+    sessions,
+    summaries,
+    tool_sentences,
+    usage,
+)
 
-__all__ = ["background", "facts", "notes", "queue", "scratchpad", "sessions", "summaries", "usage"]
+__all__ = ["background", "facts", "notes", "queue", "scratchpad", "sessions", "summaries", "tool_sentences",
+           "usage"]

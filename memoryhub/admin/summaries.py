@@ -43,9 +43,9 @@ class SummaryChildInline(admin.TabularInline):
 @admin.register(SummaryNode)
 class SummaryNodeAdmin(SearchableAdmin):
     kind = "summary"
-    list_display = ["id", "level", "session", "sequence_start", "sequence_end", "source_count", "summariser",
-                    "tenant", "created_at"]
-    list_filter = ["level", "summariser", "tenant", ("created_at", admin.DateFieldListFilter)]
+    list_display = ["id", "level", "session", "sequence_start", "sequence_end", "earliest_at", "latest_at",
+                    "source_count", "summariser", "model", "tenant", "created_at"]
+    list_filter = ["level", "summariser", "model", "tenant", ("created_at", admin.DateFieldListFilter)]
     list_select_related = ["session", "tenant"]
     search_fields = ["text", "=session__external_id"]
     autocomplete_fields = ["workspace", "channel", "session", "parent"]

@@ -75,6 +75,9 @@ def node_dict(node: SummaryNode) -> dict[str, Any]:
         "source_count": node.source_count,
         "token_count": node.token_count,
         "summariser": node.summariser,
+        "model": node.model,
+        "earliest_at": iso(node.earliest_at) if node.earliest_at else None,
+        "latest_at": iso(node.latest_at) if node.latest_at else None,
         "created_at": iso(node.created_at),
     }
 
@@ -101,6 +104,10 @@ class SummaryNodeOutput(serializers.Serializer):
     source_count = serializers.IntegerField(help_text="Events (leaf) or child nodes (branch, root) condensed.")
     token_count = serializers.IntegerField(help_text="The text's size in tokens (estimated).")
     summariser = serializers.CharField(help_text="What wrote it (empty: written by hand).")
+    model = serializers.CharField(help_text='The model that wrote it: "extractive" (no LLM) or the HTTP '
+                                            "summariser's model name (empty: written by hand).")
+    earliest_at = serializers.DateTimeField(allow_null=True, help_text="Time of the first event it covers.")
+    latest_at = serializers.DateTimeField(allow_null=True, help_text="Time of the last event it covers.")
     created_at = serializers.DateTimeField(help_text="When it was written.")
 
 

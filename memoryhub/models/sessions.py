@@ -251,3 +251,28 @@ def _args_text(args: Any) -> str:
     if isinstance(args, str):
         return args or "{}"
     return json.dumps(args, ensure_ascii=False, sort_keys=True) if args not in (None, {}) else "{}"
+
+
+class ToolCallSentence(models.Model):
+    """A model's one-sentence description of a tool-call event with empty content (seed 002 v5's
+    tool-call synthesis), written in the background when a summariser model is configured. The
+    event log is append-only, so the sentence lives beside it; search indexes it with the event
+    (before the deterministic `Called <tool> with <args>`, which keeps the arguments verbatim)."""
+
+    event = models.OneToOneField(Event, on_delete=models.CASCADE, primary_key=True, related_name="tool_sentence")
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    text = models.TextField()
+    model = models.CharField(max_length=200, blank=True, default="")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return self.text[:80]
+
+    @staticmethod
+    def of(event: Event) -> str:
+        """The event's sentence when it was loaded with it (select_related), else "": never a query."""
+        rel = Event._meta.get_field("tool_sentence")
+        if not rel.is_cached(event):  # type: ignore[union-attr]
+            return ""
+        sentence = rel.get_cached_value(event)  # type: ignore[union-attr]
+        return sentence.text if sentence is not None else ""

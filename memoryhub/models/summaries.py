@@ -61,6 +61,10 @@ class SummaryNode(models.Model):
     source_count = models.IntegerField(default=0, help_text="Events (leaf) or child nodes (branch, root).")
     token_count = models.IntegerField(default=0)
     summariser = models.CharField(max_length=100, blank=True, default="")
+    model = models.CharField(max_length=200, blank=True, default="",
+                             help_text='The model that wrote it: "extractive", or the HTTP summariser\'s model.')
+    earliest_at = models.DateTimeField(null=True, blank=True, help_text="Time of the first event covered.")
+    latest_at = models.DateTimeField(null=True, blank=True, help_text="Time of the last event covered.")
     metadata = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 

@@ -3,9 +3,11 @@
 pg_trgm and fuzzystrmatch are not in the embedded PostgreSQL, and the kept statistics
 (retrieval.termstats) already hold every lexeme a scope says, with its document frequency. A
 query lexeme that the scope never says ("lisbn") is looked up among the scope's own lexemes:
-those of about its length that start with its first letter (a range of the statistics' index,
-bounded: MAX_CANDIDATES rows), ranked by trigram similarity as pg_trgm defines it (the shared
-share of the padded words' three-letter pieces). The closest few join the query as alternatives
+those of about its length that start with its first letter, and, as pg_trgm has no favourite
+letter (seed 002, issue 41), those whose later letters start as the word's do after a wrong or
+missing first letter ("kisbon", "isbon": "lisbon"); each a range of an index of the statistics,
+bounded (MAX_CANDIDATES, MAX_TAIL_CANDIDATES rows). They are ranked by trigram similarity as
+pg_trgm defines it (the shared share of the padded words' three-letter pieces). The closest few join the query as alternatives
 to the word, each weighted by its own IDF times its similarity, so an exact match of another
 query word still outranks a guessed one.
 
@@ -16,7 +18,7 @@ search's filters: so the closest lexemes are then checked against the search's o
 its own words becomes an alternative. A typo never surfaces another tenant's or user's words,
 nor pushes the searcher's own out of the few places.
 
-A word is left alone when its first letter is the typo (the candidate range starts from it), when
+A word is left alone when both of its first two letters are typos (no range reaches it), when
 it is shorter than MIN_LENGTH (short words have too few pieces to compare), and, outside mode
 "fuzzy", when the scope says it (df > 0): a correctly spelled query is searched exactly as before,
 without the extra statement. Mode "fuzzy" also widens words the scope does say.
@@ -40,6 +42,7 @@ MAX_WORDS = 8  # query lexemes looked up per search
 LENGTH_SLACK = 2  # candidates are at most this many letters shorter or longer
 VERIFIED = 8  # closest lexemes per word checked against the search's WHERE clause
 MAX_CANDIDATES = 5000  # statistics rows read per word, in lexeme order (a bound on the cost, not a ranking)
+MAX_TAIL_CANDIDATES = 1000  # the same for each range of a wrong or missing first letter (two letters: narrower)
 SIMILARITY = 0.34  # the least trigram similarity of an alternative (pg_trgm's default is 0.3)
 ALTERNATIVES = 3  # alternatives per word, the closest first
 
@@ -77,20 +80,23 @@ def _next_prefix(prefix: str) -> str:
 
 
 def vocabulary_candidates(req: SearchRequest, words: list[str]) -> dict[str, dict[str, int]]:
-    """Per word, the scope's lexemes of about its length that start with its first letter, with
-    their document frequencies in scope: one statement (a bounded range scan per word)."""
+    """Per word, the scope's lexemes of about its length that could be it misspelt, with their
+    document frequencies in scope: one statement of bounded range scans per word (see ranges)."""
     buckets, bucket_params = bucket_clause(req)
     parts, params = [], []
     for word in words:
-        # A range of the statistics' index (tenant, lexeme, ...): lexemes starting with the
-        # word's first letter (a letter: that range holds in any collation), rows past the bound unread.
-        parts.append(
-            "(SELECT %s::text, s.lexeme, s.n FROM retrieval_termstat s WHERE s.tenant_id = %s "
-            "AND s.lexeme >= %s AND s.lexeme < %s AND length(s.lexeme) BETWEEN %s AND %s "
-            f"AND {buckets} LIMIT {MAX_CANDIDATES})"
-        )
-        params += [word, req.tenant_id, word[0], _next_prefix(word[0]), len(word) - LENGTH_SLACK,
-                   len(word) + LENGTH_SLACK, *bucket_params]
+        for column, low, exclude, limit in ranges(word):
+            # A range of an index of the statistics ((tenant, lexeme, ...) or (tenant, the lexeme
+            # after its first letter)), rows past the bound unread; the ranges of a word are
+            # disjoint (`exclude`: the first letter the first range covers), so no row counts twice.
+            skip = "AND left(s.lexeme, 1) <> %s " if exclude else ""
+            parts.append(
+                f"(SELECT %s::text, s.lexeme, s.n FROM retrieval_termstat s WHERE s.tenant_id = %s "
+                f"AND {column} >= %s AND {column} < %s {skip}AND length(s.lexeme) BETWEEN %s AND %s "
+                f"AND {buckets} LIMIT {limit})"
+            )
+            params += [word, req.tenant_id, low, _next_prefix(low), *([exclude] if exclude else []),
+                       len(word) - LENGTH_SLACK, len(word) + LENGTH_SLACK, *bucket_params]
     sql = (f"SELECT w, lexeme, sum(n) FROM ({' UNION ALL '.join(parts)}) AS v(w, lexeme, n) "
            "GROUP BY w, lexeme HAVING sum(n) > 0")
     out: dict[str, dict[str, int]] = {word: {} for word in words}
@@ -98,6 +104,23 @@ def vocabulary_candidates(req: SearchRequest, words: list[str]) -> dict[str, dic
         cursor.execute(sql, params)
         for word, lexeme, n in cursor.fetchall():
             out[word][lexeme] = int(n)
+    return out
+
+
+_LEXEME = "s.lexeme"
+_TAIL = 'substring(s.lexeme, 2) COLLATE "C"'  # the expression of the index termstat_tail
+
+
+def ranges(word: str) -> list[tuple[str, str, str, int]]:
+    """Where the misspellings of `word` are looked for: (column, prefix, first letter excluded,
+    rows read at most). Lexemes starting with its first letter (a letter: that range holds in
+    any collation); then, the first letter being the typo, those whose letters after the first
+    start as the word's do after its first ("kisbon": "lisbon") or as the word itself does (a
+    first letter missing, "isbon": "lisbon"): two letters, so a narrower range, read less far."""
+    out = [(_LEXEME, word[0], "", MAX_CANDIDATES)]
+    for tail in dict.fromkeys((word[1:3], word[0:2])):
+        if len(tail) == 2 and tail.isalpha():
+            out.append((_TAIL, tail, word[0], MAX_TAIL_CANDIDATES))
     return out
 
 

@@ -65,8 +65,10 @@ def test_the_tree_asks_with_the_prompt_of_each_level_and_a_header(alice, setting
     texts = {n.level: n.text for n in SummaryNode.objects.all()}
     assert texts == {"leaf": "- leaf summary", "branch": "- branch summary", "root": "- root summary"}
     # a leaf reads messages; a branch reads the leaves; the root reads the branches
-    assert "[#1 " in leaves[0] and " user] turn 0 TKT-0" in leaves[0] and "assistant] turn 1 TKT-1" in leaves[0]
-    assert "leaf 1-2" in branches[0] and "leaf summary" in branches[0] and "branch 1-4" in roots[0]
+    assert "[#1 " in leaves[0] and " planner/user] turn 0 TKT-0" in leaves[0]
+    assert "planner/assistant] turn 1 TKT-1" in leaves[0]
+    assert "[#1–#2 " in branches[0] and " leaf] leaf summary" in branches[0]
+    assert "[#1–#4 " in roots[0] and " branch] branch summary" in roots[0]
     # every request starts with the conversation's header: session, channel, participants, span
     header = leaves[1].split("\n\n")[0].splitlines()
     assert header[0].startswith('Conversation: session "trip" (ref ') and header[0].endswith('title "Lisbon trip"')
@@ -173,3 +175,26 @@ def test_post_summary_tries_the_model_once_and_falls_back_at_once(alice, setting
     bodies = [str(r["body"]) for r in llm.requests]
     assert bodies and len(bodies) == len(set(bodies))  # no request was sent twice (the summary, then condensing)
     assert elapsed < 5.0
+
+
+def test_every_message_line_names_the_sessions_agent(alice, settings, http_summariser) -> None:  # type: ignore[no-untyped-def]
+    # Issue 41 row 3 (seed 002 v5: "[#01 2026-04-18T12:00Z opus/user]").
+    settings.MEMORYHUB_SUMMARY_LEAF_EVENTS = 2
+    new_session(alice, "trip", agent="travel-bot")
+    post_events(alice, "trip", {"role": "user", "content": "Lisbon?", "created_at": "2025-05-01T10:00:00Z"},
+                {"role": "assistant", "content": "Booked.", "created_at": "2025-05-01T10:01:00Z"})
+    build_tree(Session.objects.get(external_id="trip"))
+    (leaf,) = requests_of(http_summariser, "leaf")
+    assert "[#1 2025-05-01T10:00Z travel-bot/user] Lisbon?" in leaf
+    assert "[#2 2025-05-01T10:01Z travel-bot/assistant] Booked." in leaf
+
+
+def test_each_level_asks_for_its_own_token_budget(alice, settings, http_summariser) -> None:  # type: ignore[no-untyped-def]
+    # Issue 41 row 3 (seed 002 v5: 7k / 14k / 20k tokens for leaf / branch / root).
+    settings.MEMORYHUB_SUMMARY_LEAF_EVENTS = 2
+    settings.MEMORYHUB_SUMMARY_BRANCH_CHILDREN = 2
+    post_events(alice, "s1", *[{"role": "user", "content": f"turn {i}"} for i in range(8)])
+    build_tree(Session.objects.get(external_id="s1"))
+    asked = {LEVEL_OF_PROMPT[r["body"]["messages"][0]["content"]]: r["body"]["max_tokens"]
+             for r in http_summariser.requests}
+    assert asked == {"leaf": 7000, "branch": 14000, "root": 20000}

@@ -103,6 +103,12 @@ def test_summary_page_shows_sources_and_children(admin_client, data) -> None:  #
     leaf = SummaryNode.objects.filter(level="leaf").order_by("sequence_start").first()
     html = admin_client.get(change(leaf)).content.decode()
     assert "Deploy window is Friday 18:00 UTC" in html and "Noted: ticket OPS-77" in html
+    assert 'name="earliest_at_0"' in html and 'name="model"' in html and 'value="extractive"' in html
+
+
+def test_summary_list_shows_time_span_and_model(admin_client, data) -> None:  # type: ignore[no-untyped-def]
+    html = admin_client.get(changelist(SummaryNode)).content.decode()
+    assert "column-earliest_at" in html and "column-latest_at" in html and "column-model" in html
 
 
 def test_scratchpad_is_read_only_with_badge(admin_client, data) -> None:  # type: ignore[no-untyped-def]

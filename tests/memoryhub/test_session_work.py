@@ -37,7 +37,7 @@ def test_due_sessions_come_from_the_tables(alice, lane_settings) -> None:
     post_events(alice, "short", {"role": "user", "content": "hi"})
     assert due_ids() == {"long"}
     assert work_on_session(Session.objects.get(external_id="long").pk) == {
-        "summarised": True, "stale": False, "tree_nodes_built": 2, "facts": 0}
+        "summarised": True, "stale": False, "tree_nodes_built": 2, "facts": 0, "tool_sentences": 0}
     assert due_ids() == set()  # done: nothing left for the lane
     chat(alice, "long")
     assert due_ids() == {"long"}  # new events make it due again

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from memoryhub.models import Session, SummaryNode
 from memoryhub.summaries import build_tree
 from retrieval.models import Chunk
-from tests.base import error_code, make_client, make_key, post_events
+from tests.base import error_code, make_client, make_key, new_session, post_events
 
 
 @pytest.fixture(autouse=True)
@@ -132,5 +134,58 @@ def test_branch_lines_condense_children_without_their_bullets(alice) -> None:  #
     branch = SummaryNode.objects.get(level="branch")
     lines = branch.text.splitlines()
     assert len(lines) == 2  # one line per child leaf
-    assert "leaf 1-3: user #1: Turn 0" in lines[0] and "| assistant #2:" in lines[0]
+    assert "leaf #1–#3: user #1: Turn 0" in lines[0] and "| assistant #2:" in lines[0]
     assert "JIRA-102" in lines[0] and "JIRA-105" in lines[1]  # identifiers survive the clip
+
+
+def test_nodes_carry_their_time_span_and_model(alice, settings) -> None:  # type: ignore[no-untyped-def]
+    # Issue 41 row 2 (seed 002: earliest_at, latest_at, model on every summary).
+    events = [{"role": "user", "content": f"Turn {i}: ticket JIRA-{100 + i}",
+               "created_at": f"2025-05-0{1 + i // 3}T10:{i:02d}:00Z"} for i in range(6)]
+    assert post_events(alice, "s1", *events).status_code == 201
+    build_tree(Session.objects.get(external_id="s1"))
+    first, second = SummaryNode.objects.filter(level="leaf").order_by("sequence_start")
+    branch = SummaryNode.objects.get(level="branch")
+    leaf = alice.get(f"/api/v1/summaries/{first.pk}/").json()
+    assert (leaf["earliest_at"], leaf["latest_at"]) == ("2025-05-01T10:00:00Z", "2025-05-01T10:02:00Z")
+    assert leaf["model"] == "extractive" and leaf["summariser"] == "extractive"
+    body = alice.get(f"/api/v1/summaries/{branch.pk}/").json()
+    assert (body["earliest_at"], body["latest_at"]) == ("2025-05-01T10:00:00Z", "2025-05-02T10:05:00Z")
+    assert [c["earliest_at"] for c in body["children"]] == ["2025-05-01T10:00:00Z", "2025-05-02T10:03:00Z"]
+    listing = alice.get("/api/v1/summaries/?session=s1&level=leaf").json()["results"]
+    assert [n["latest_at"] for n in listing] == ["2025-05-01T10:02:00Z", "2025-05-02T10:05:00Z"]
+
+
+def test_a_node_names_the_http_summarisers_model(alice, settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from memoryhub import summaries
+
+    settings.MEMORYHUB_SUMMARISER_MODEL = "qwen3-30b"
+    monkeypatch.setattr(summaries, "summarise_safely", lambda turns, previous="", **kw: ("- written", "http"))
+    talk(alice, "s1", 3)
+    build_tree(Session.objects.get(external_id="s1"))
+    node = SummaryNode.objects.get()
+    assert (node.summariser, node.model) == ("http", "qwen3-30b")
+    assert alice.get(f"/api/v1/summaries/{node.pk}/").json()["model"] == "qwen3-30b"
+
+
+def test_extractive_lines_name_the_sessions_agent(alice) -> None:  # type: ignore[no-untyped-def]
+    new_session(alice, "trip", agent="travel-bot")
+    post_events(alice, "trip", *[{"role": "user", "content": f"Turn {i}: JIRA-{i}"} for i in range(3)])
+    build_tree(Session.objects.get(external_id="trip"))
+    leaf = SummaryNode.objects.get()
+    assert [line.split(": ", 1)[0][-18:] for line in leaf.text.splitlines()] == [
+        "travel-bot/user #1", "travel-bot/user #2", "travel-bot/user #3"]
+
+
+def test_each_level_keeps_to_its_own_token_budget(alice, settings) -> None:  # type: ignore[no-untyped-def]
+    settings.MEMORYHUB_SUMMARY_LEAF_TOKENS = 40
+    settings.MEMORYHUB_SUMMARY_BRANCH_TOKENS = 45
+    settings.MEMORYHUB_SUMMARY_ROOT_TOKENS = 50
+    talk(alice, "s1", 12)
+    build_tree(Session.objects.get(external_id="s1"))
+    budget = {"leaf": 40, "branch": 45, "root": 50}
+    for node in SummaryNode.objects.all():
+        assert node.token_count <= budget[node.level], (node.level, node.text)
+        assert f"#{node.sequence_start}" in node.text  # condensed, not cut: the first message still named
+    leaf = SummaryNode.objects.filter(level="leaf").first()
+    assert re.search(r"#1(–#\d+)?: Turn 0", leaf.text)

@@ -42,6 +42,22 @@ def test_a_misspelt_query_finds_the_memory(alice, trip, mode: str) -> None:
     assert texts(search(alice, query="Lisbn fligt", mode=mode))[0] == FLIGHT
 
 
+@pytest.mark.parametrize("mode", ["text", "fuzzy"])
+@pytest.mark.parametrize("query", ["Kisbon", "isbon"])
+def test_a_typo_in_the_first_letter_finds_the_memory(alice, trip, mode: str, query: str) -> None:
+    # Issue 41 row 4 (seed 002: pg_trgm similarity has no favourite letter): a wrong or missing
+    # first letter still finds the scope's closest word.
+    assert texts(search(alice, query=query, mode=mode))[0] == FLIGHT
+
+
+def test_a_first_letter_typo_is_looked_up_in_one_statement(alice, trip, cast, django_assert_num_queries) -> None:
+    # statistics, the vocabulary near the word (every range in one statement), visibility, rows,
+    # the rows' details, access counts
+    with django_assert_num_queries(6):
+        hits = hybrid_search(tenant_id=cast.alice_tenant.pk, query="Kisbon", mode="text")
+    assert hits[0].chunk.text == FLIGHT
+
+
 def test_hybrid_search_scores_the_misspelt_words_on_full_text(alice, trip) -> None:
     results = search(alice, query="Lisbn fligt", mode="hybrid").json()["results"]
     text_scores = {r["text"]: r["scores"]["text"] or 0.0 for r in results}

@@ -164,6 +164,9 @@ class SummaryNode(TypedDict):
     source_count: int
     token_count: int
     summariser: str
+    model: str  # "extractive", or the HTTP summariser's model
+    earliest_at: str | None  # time of the first event covered
+    latest_at: str | None
     created_at: str
 
 
