@@ -217,9 +217,21 @@ class EventInput(StrictSerializer):
         return attrs
 
 
+APPEND_USER_HELP = ("The end user the events are from: the session must be theirs (409 owner_mismatch for "
+                    "another user's or an unowned session); a new session becomes theirs. A user-limited key "
+                    "appends as its user.")
+
+
+class SingleEventInput(EventInput):
+    user_id = StrictCharField(max_length=200, required=False, allow_null=True, default=None,
+                              help_text=APPEND_USER_HELP)
+
+
 class BulkEventInput(StrictSerializer):
     events = EventInput(many=True, allow_empty=False,
                         help_text="The events, oldest first; all are stored or none.")
+    user_id = StrictCharField(max_length=200, required=False, allow_null=True, default=None,
+                              help_text=APPEND_USER_HELP)
 
 
 class EventOutput(serializers.Serializer):
@@ -377,7 +389,7 @@ class EventListView(APIView):
         description="One event, or {\"events\": [...]} appended atomically (all or none), each at the next "
                     "sequence. An unknown session id is created. 201 when something was stored; 200 when "
                     "every event's idempotency_key was already stored (a retried request).",
-        request=PolymorphicProxySerializer("EventAppend", serializers=[EventInput, BulkEventInput],
+        request=PolymorphicProxySerializer("EventAppend", serializers=[SingleEventInput, BulkEventInput],
                                            resource_type_field_name=None),
         responses={201: AppendedOutput, 200: AppendedOutput},
         examples=ex.EVENT_APPEND,
@@ -385,12 +397,16 @@ class EventListView(APIView):
     def post(self, request: Request, session_id: str) -> Response:
         bulk = isinstance(request.data, dict) and "events" in request.data
         if bulk:
-            items = parse_input(BulkEventInput, request.data)["events"]
+            data = parse_input(BulkEventInput, request.data)
+            items, user_id = data["events"], data["user_id"]
         else:
-            items = [parse_input(EventInput, request.data)]
-        sent = request.data["events"] if bulk else [request.data]  # to tell a default from a value
+            item = parse_input(SingleEventInput, request.data)
+            user_id = item.pop("user_id")
+            items = [item]
+        # to tell a default from a value
+        sent = request.data["events"] if bulk else [{k: v for k, v in request.data.items() if k != "user_id"}]
         result = sessions.append_events(
-            key=api_key(request), session_id=session_id,
+            key=api_key(request), session_id=session_id, user_id=user_id or None,
             items=[sessions.EventInput(**dict(item), given=frozenset(raw)) for item, raw in zip(items, sent, strict=True)],
         )
         body = appended(result)

@@ -116,10 +116,20 @@ def test_a_user_limited_key_sees_only_its_user_and_shared(people) -> None:
     assert ann.post("/api/v1/sessions/", {"id": "ann-2"}, format="json").json()["user_id"] == "ann"
 
 
-def test_giving_a_session_another_user_moves_its_chunks(people) -> None:
+def test_claiming_an_unowned_session_moves_its_chunks(people, index) -> None:
     client = people["client"]
-    assert client.patch("/api/v1/sessions/bob-chat/", {"user_id": "ann"}, format="json").status_code == 200
-    assert "bob secret kumquat recipe event" in texts(search(client, query="kumquat", mode="text", user_id="ann"))
+    index(client, "anon-chat", {"role": "user", "content": "anonymous kumquat jam event"})
+    assert "anonymous kumquat jam" in texts(search(client, query="kumquat", mode="text", user_id="bob"))
+    assert client.patch("/api/v1/sessions/anon-chat/", {"user_id": "ann"}, format="json").status_code == 200
+    assert "anonymous kumquat jam" in texts(search(client, query="kumquat", mode="text", user_id="ann"))
+    assert "anonymous kumquat jam" not in texts(search(client, query="kumquat", mode="text", user_id="bob"))
+
+
+def test_an_owned_session_never_changes_hands(people) -> None:
+    client = people["client"]
+    response = client.patch("/api/v1/sessions/bob-chat/", {"user_id": "ann"}, format="json")
+    assert response.status_code == 409 and error_code(response) == "owner_mismatch"
+    assert "bob secret" not in texts(search(client, query="kumquat", mode="text", user_id="ann"))
 
 
 def test_a_user_limited_key_cannot_export_import_or_forget(people) -> None:
