@@ -41,6 +41,8 @@ def place(key: ApiKey, *, tier: str | None, session: str | None, workspace: str 
     workspace). Raises before anything is created when the request does not fit the key."""
     forced_user = resolve_user(key, user_id) if key.user_id else ""
     sess = get_session(key, session) if session else None
+    if sess is not None and sess.user_id:  # a user's memory may sit in a shared session, not in another's
+        check_owner(forced_user or user_id or "", sess.user_id, f"Session {sess.external_id!r}")
     if tier is None:
         tier = "conversation" if sess else "channel" if channel else "workspace"
     if tier == "conversation" and sess is None:
@@ -149,10 +151,7 @@ def _owner(key: ApiKey, data: dict[str, Any], placement: Placement, existing: No
     """Whom the note belongs to: the user named (or the key's), else its session's; an existing
     note keeps its owner, and a write for another user is refused (ownership: memoryhub.ownership)."""
     user = placement.user_id or data.get("user_id") or ""
-    session_owner = placement.session.user_id if placement.session else ""
-    if placement.session is not None and session_owner:  # a user's note may sit in a shared session
-        check_owner(user, session_owner, f"Session {placement.session.external_id!r}")
-    owner = user or session_owner
+    owner = user or (placement.session.user_id if placement.session else "")  # place() checked they agree
     if existing is None:
         return owner
     refuse_shared(key, existing.user_id, f"Note {existing.note_id!r}")

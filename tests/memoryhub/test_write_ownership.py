@@ -204,3 +204,33 @@ def test_stats_of_a_user_limited_key_count_its_user_and_shared_rows(world) -> No
     assert stats["summaries"] == world["ann_reader"].get("/api/v1/summaries/").json()["count"]
     everyone = world["admin"].get("/api/v1/stats/").json()
     assert (everyone["sessions"], everyone["notes"], everyone["documents"]) == (3, 3, 3)
+
+
+def test_every_read_of_a_user_limited_key_is_its_users_and_shared(world) -> None:
+    from memoryhub.models import SummaryNode
+    from tests.base import remember
+
+    for session in Session.objects.filter(tenant=world["tenant"]):
+        remember(SummaryNode.objects.create(
+            tenant=world["tenant"], workspace_id=session.workspace_id, channel_id=session.channel_id, session=session,
+            user_id=session.user_id, level="leaf", text=f"{session.user_id or 'team'} leaf", sequence_start=1,
+            sequence_end=1))
+    ann = world["ann_reader"]
+    reads = {
+        "browse": ann.get("/api/v1/browse/"),
+        "summaries": ann.get("/api/v1/summaries/"),
+        "documents": ann.get("/api/v1/documents/"),
+        "notes": ann.get("/api/v1/notes/"),
+        "sessions": ann.get(f"{S}"),
+        "stats": ann.get("/api/v1/stats/"),
+        "shared summary": ann.get(f"{S}team-trip/summary/"),
+        "shared pad": ann.get(f"{S}team-trip/scratchpad/"),
+    }
+    for name, response in reads.items():
+        assert response.status_code == 200, (name, response.content)
+        assert "bob" not in json.dumps(response.json()), name
+    assert {r["session"] for r in reads["summaries"].json()["results"]} == {"ann-trip", "team-trip"}
+    assert {d["user_id"] for d in reads["documents"].json()["results"]} == {"ann", ""}
+    for path in ("summary/", "scratchpad/", "events/", "restore/"):
+        response = ann.get(f"{S}bob-trip/{path}")
+        assert (response.status_code, response.json()) == (404, ann.get(f"{S}bob-trip/").json()), path
