@@ -85,7 +85,8 @@ class SessionPatchInput(StrictSerializer):
     )
     agent = StrictCharField(max_length=200, required=False, allow_blank=True, help_text="A new agent name.")
     user_id = StrictCharField(max_length=200, required=False, allow_blank=True,
-                              help_text="Give the conversation (and its memories) to another end user.")
+                              help_text="Claim an unowned conversation (and its memories) for an end user; a "
+                                        "session that has an owner keeps it (409 owner_mismatch).")
     persistence_key = StrictCharField(max_length=500, required=False, allow_blank=True,
                                       help_text="A new persistence key.")
     summary_budget = StrictIntegerField(
@@ -304,8 +305,10 @@ class SessionListView(APIView):
     @extend_schema(
         summary="Create a session",
         description="A conversation to store events in. An existing id is a 409 session_exists, unless "
-                    "get_or_create is true (then 200 with the existing session). Appending to an unknown "
-                    "session id also creates it.",
+                    "get_or_create is true (then 200 with the existing session; 409 owner_mismatch when it "
+                    "belongs to another user than `user_id`, or to none). Appending to an unknown session id "
+                    "also creates it. A user-limited key naming another user's session id gets the 404 "
+                    "session_not_found a missing session gets.",
         request=SessionCreateInput, responses={201: SessionOutput, 200: SessionOutput}, examples=ex.SESSION_CREATE,
     )
     def post(self, request: Request) -> Response:
@@ -388,7 +391,10 @@ class EventListView(APIView):
         summary="Append events",
         description="One event, or {\"events\": [...]} appended atomically (all or none), each at the next "
                     "sequence. An unknown session id is created. 201 when something was stored; 200 when "
-                    "every event's idempotency_key was already stored (a retried request).",
+                    "every event's idempotency_key was already stored (a retried request). With `user_id` (or a "
+                    "user-limited key) the session must be that user's: another user's or an unowned session "
+                    "is a 409 owner_mismatch (a user-limited key: 404 session_not_found for another user's, "
+                    "403 shared_read_only for an unowned one), and nothing is stored.",
         request=PolymorphicProxySerializer("EventAppend", serializers=[SingleEventInput, BulkEventInput],
                                            resource_type_field_name=None),
         responses={201: AppendedOutput, 200: AppendedOutput},
