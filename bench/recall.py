@@ -120,7 +120,9 @@ def evaluate(ingested: Any, questions: list[Question], vectors: list[list[float]
             hits = hybrid_search(
                 tenant_id=key.tenant_id, query=q.question["question"], query_embedding=vector, scope="channel",
                 channel_ids=[channel.pk], workspace_ids=[channel.workspace_id], top_k=10,
-                user_id=common.owner(q.conversation_id) or None, as_of=(as_of or {}).get(q.conversation_id), **options,
+                user_id=common.owner(q.conversation_id) or None, as_of=(as_of or {}).get(q.conversation_id),
+                # The stand-in date is the last session's start: its later turns must stay in view.
+                history=False, **options,
             )
             found, summaries = _found(hits, ingested.turn_at, ingested.session_of)
             summary_hits += summaries

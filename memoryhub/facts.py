@@ -1,12 +1,17 @@
-"""Facts (S5; seeds 001, 003, 004): long-term memory entries, upserted on (scope, category, key).
+"""Facts (S5, S12; seeds 001, 003, 004): long-term memory entries, upserted per owner on
+(scope, category, key) or on an id the client chose (external_id).
 
-A fact without a key is always a new entry; with a key, writing the same (scope, category, key)
-again updates the stored fact (its access count and creation time are kept). Every save and
-delete is announced to retrieval (kind "fact", source id = the fact's id).
+A fact without a key or client id is always a new entry; otherwise writing the same identity again
+updates the owner's stored fact (its access count and creation time are kept). Two owners never
+share a fact: ann's and bob's `home_city` are two rows. A change of content, category or key
+closes the current version and opens a new one (FactVersion): history is kept, also after delete.
+Every save and delete is announced to retrieval (kind "fact", source id = the fact's id).
 """
 
 from __future__ import annotations
 
+import copy
+from datetime import datetime
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -15,14 +20,15 @@ from django.db.models.functions import Cast
 from django.utils import timezone
 
 from accounts.models import ApiKey
-from memoryhub.errors import Conflict, NotFound
-from memoryhub.models import Fact, Session
+from memoryhub.errors import Conflict, Forbidden, NotFound
+from memoryhub.models import Fact, FactVersion, Session
 from memoryhub.notes import Placement, apply_meta, importance_by_type, place, split_tags
 from memoryhub.sessions import get_session, resolve_user
 from memoryhub.signals import memory_deleted, memory_saved
 
 # Fields an upsert (or PATCH) may set; placement fields are fixed by the scope.
-WRITABLE = ("content", "category", "key", "lifetime", "source", "importance", "tags", "metadata", "user_id")
+WRITABLE = ("content", "category", "key", "lifetime", "source", "importance", "tags", "metadata", "user_id",
+            "external_id")
 
 
 def with_chunk_access(qs: QuerySet[Fact]) -> QuerySet[Fact]:
@@ -61,6 +67,77 @@ def announce(fact: Fact) -> None:
     memory_saved.send(sender=Fact, kind="fact", instance=fact)
 
 
+# --- history (SPEC S12) --------------------------------------------------------------------------
+
+# A change of any of these is a new version of the fact; other fields (tags, importance, …) change
+# the current version in place.
+VERSIONED = ("content", "category", "key")
+
+
+def open_version(fact: Fact, *, change: str, at: datetime | None = None, source: str = "") -> FactVersion:
+    """Close the fact's current version (if any) and open one with its content as it is now;
+    `source`: who made the change (default: the fact's source)."""
+    at = at or timezone.now()
+    close_version(fact, at=at, closed_by="merged" if change == "merged" else "updated")
+    fact.valid_from = at
+    return FactVersion.objects.create(
+        tenant_id=fact.tenant_id, fact_id=fact.pk, workspace_id=fact.workspace_id, user_id=fact.user_id,
+        tier=fact.tier, category=fact.category, key=fact.key, content=fact.content, source=source or fact.source,
+        change=change, valid_from=at)
+
+
+def close_version(fact: Fact, *, at: datetime, closed_by: str) -> int:
+    return (FactVersion.objects.filter(tenant_id=fact.tenant_id, fact_id=fact.pk, valid_to__isnull=True)
+            .update(valid_to=at, closed_by=closed_by))
+
+
+def fact_history(key: ApiKey, fact_id: int) -> list[FactVersion]:
+    """Every version of a fact the key may see, oldest first; a deleted fact's too (its versions
+    carry its owner and workspace, so the key's limits apply to them as to the fact)."""
+    versions = list(FactVersion.objects.visible_to(key).filter(fact_id=fact_id).order_by("valid_from", "id"))
+    if not versions:
+        raise NotFound("fact_not_found", f"Fact {fact_id} does not exist.")
+    return versions
+
+
+def versions_as_of(key: ApiKey, as_of: datetime, filters: dict[str, Any]) -> QuerySet[FactVersion]:
+    """The fact versions that were true at `as_of` (and recorded by then), newest first."""
+    qs = (FactVersion.objects.visible_to(key).filter(valid_from__lte=as_of)
+          .filter(Q(valid_to__isnull=True) | Q(valid_to__gt=as_of)))
+    if filters.get("scope"):
+        qs = qs.filter(tier=filters["scope"])
+    for name in ("category", "key", "user_id"):
+        if filters.get(name):
+            qs = qs.filter(**{name: filters[name]})
+    if filters.get("q"):
+        q = filters["q"]
+        qs = qs.filter(Q(content__icontains=q) | Q(key__icontains=q) | Q(category__icontains=q))
+    return qs.order_by("-valid_from", "-id")
+
+
+def as_they_stood(key: ApiKey, versions: list[FactVersion]) -> list[Fact]:
+    """Each version as its fact stood then: the stored fact (when it still exists) with the
+    version's content, category, key and validity; a deleted fact rebuilt from its version."""
+    stored = {f.pk: f for f in facts_visible_to(key).filter(pk__in=[v.fact_id for v in versions])}
+    out = []
+    for version in versions:
+        fact = stored.get(version.fact_id)
+        if fact is None:
+            fact = Fact(pk=version.fact_id, tenant_id=version.tenant_id, workspace_id=version.workspace_id,
+                        user_id=version.user_id, tier=version.tier, created_at=version.valid_from,
+                        updated_at=version.valid_from)
+        else:
+            fact = copy.copy(fact)
+        fact.content, fact.category, fact.key = version.content, version.category, version.key
+        fact.source, fact.valid_from = version.source, version.valid_from
+        fact.version_valid_to = version.valid_to  # type: ignore[attr-defined]
+        out.append(fact)
+    return out
+
+
+# --- writes --------------------------------------------------------------------------------------
+
+
 def _placed(fact: Fact, placement: Placement, source_session: Session | None) -> None:
     fact.tier = placement.tier
     fact.workspace = placement.workspace
@@ -71,9 +148,21 @@ def _placed(fact: Fact, placement: Placement, source_session: Session | None) ->
     fact.source_session = source_session or (placement.session if placement.tier != "conversation" else None)
 
 
+def _existing(fact: Fact, scope_key: str) -> Fact | None:
+    """The owner's stored fact this write updates: by the client's id when it gives one, else by
+    (scope, category, key). Never another owner's row: the owner is part of both identities."""
+    owned = Fact.objects.select_for_update().filter(tenant_id=fact.tenant_id, user_id=fact.user_id)
+    if fact.external_id:
+        return owned.filter(external_id=fact.external_id).first()
+    if fact.key:
+        return owned.filter(scope_key=scope_key, category=fact.category, key=fact.key).first()
+    return None
+
+
 def upsert(*, tenant_id: int, placement: Placement, data: dict[str, Any], given: set[str],
            source_session: Session | None = None) -> tuple[Fact, bool]:
-    """Create the fact or, when its key exists in the scope, update the given fields."""
+    """Create the fact or, when its owner already has it (same client id, or same scope, category
+    and key), update the given fields; a changed content opens a new version (S12)."""
     fact = Fact(tenant_id=tenant_id)
     _placed(fact, placement, source_session)
     for name in WRITABLE:
@@ -85,32 +174,52 @@ def upsert(*, tenant_id: int, placement: Placement, data: dict[str, Any], given:
         fact.user_id = placement.session.user_id
     if placement.user_id:  # a user-limited key writes as its user
         fact.user_id = placement.user_id
+    if placement.session is not None and placement.session.user_id and fact.user_id != placement.session.user_id:
+        raise Conflict("owner_mismatch", "The fact's user_id differs from its session's owner.")
     scope_key = fact.compute_scope_key()
     with transaction.atomic():
         for _ in range(2):
-            existing = None
-            if fact.key:
-                existing = (Fact.objects.select_for_update()
-                            .filter(tenant_id=tenant_id, scope_key=scope_key, category=fact.category, key=fact.key)
-                            .first())
+            existing = _existing(fact, scope_key)
             if existing is not None:
-                for name in WRITABLE:
-                    if name in given and name in data and data[name] is not None:
-                        setattr(existing, name, data[name])
-                if source_session is not None:
-                    existing.source_session = source_session
-                existing.updated_at = timezone.now()
-                existing.save()
-                announce(existing)
-                return existing, False
+                return _update_existing(existing, fact, data, given, source_session, placement), False
             try:
                 with transaction.atomic():
+                    fact.valid_from = timezone.now()
                     fact.save()
+                    open_version(fact, change="created", at=fact.valid_from)
             except IntegrityError:
                 continue  # a concurrent writer created the same key: update it instead
             announce(fact)
             return fact, True
     raise Conflict("fact_exists", "A fact with this scope, category and key is being written concurrently.")
+
+
+def _update_existing(existing: Fact, wanted: Fact, data: dict[str, Any], given: set[str],
+                     source_session: Session | None, placement: Placement) -> Fact:
+    before = {name: getattr(existing, name) for name in VERSIONED}
+    for name in WRITABLE:
+        if name in given and name in data and data[name] is not None:
+            setattr(existing, name, data[name])
+    if existing.external_id and (placement.tier != existing.tier or placement.workspace != existing.workspace):
+        # Upserting by the client's id may move the fact to the scope the write names.
+        _placed(existing, placement, source_session)
+    if source_session is not None:
+        existing.source_session = source_session
+    if existing.key and (existing.key != before["key"] or existing.category != before["category"]):
+        _check_key_free(existing)
+    existing.updated_at = timezone.now()
+    if any(getattr(existing, name) != value for name, value in before.items()):
+        open_version(existing, change="updated", at=existing.updated_at)
+    existing.save()
+    announce(existing)
+    return existing
+
+
+def _check_key_free(fact: Fact) -> None:
+    clash = (Fact.objects.filter(tenant_id=fact.tenant_id, user_id=fact.user_id, scope_key=fact.compute_scope_key(),
+                                 category=fact.category, key=fact.key).exclude(pk=fact.pk).exists())
+    if clash:
+        raise Conflict("fact_exists", "This owner has another fact of this scope with the same category and key.")
 
 
 def upsert_fact(key: ApiKey, data: dict[str, Any], given: set[str]) -> tuple[Fact, bool]:
@@ -126,20 +235,35 @@ def upsert_fact(key: ApiKey, data: dict[str, Any], given: set[str]) -> tuple[Fac
                   source_session=source_session)
 
 
+def _writable(key: ApiKey, fact: Fact) -> None:
+    """A user-limited key reads shared facts but may not change them (SPEC S1)."""
+    if key.user_id and not fact.user_id:
+        raise Forbidden("shared_read_only", "Shared facts (no owner) are read-only to a key limited to one user.")
+
+
 @transaction.atomic
 def update_fact(key: ApiKey, fact_id: int, changes: dict[str, Any]) -> Fact:
     fact = get_fact(key, fact_id, for_update=True)
+    _writable(key, fact)
+    before = {name: getattr(fact, name) for name in VERSIONED}
+    owner = fact.user_id
     if "user_id" in changes:
         changes = {**changes, "user_id": resolve_user(key, changes["user_id"]) or ""}
     for name in WRITABLE:
         if name in changes:
             setattr(fact, name, changes[name])
-    if fact.key and ("key" in changes or "category" in changes):
-        clash = (Fact.objects.filter(tenant_id=fact.tenant_id, scope_key=fact.compute_scope_key(),
-                                     category=fact.category, key=fact.key).exclude(pk=fact.pk).exists())
-        if clash:
-            raise Conflict("fact_exists", "Another fact of this scope has the same category and key.")
+    if "external_id" in changes:
+        fact.external_id = changes["external_id"]
+    if fact.key and ("key" in changes or "category" in changes or fact.user_id != owner):
+        _check_key_free(fact)
+    if fact.external_id and Fact.objects.filter(tenant_id=fact.tenant_id, user_id=fact.user_id,
+                                                external_id=fact.external_id).exclude(pk=fact.pk).exists():
+        raise Conflict("fact_exists", "This owner has another fact with this external_id.")
     fact.updated_at = timezone.now()
+    if any(getattr(fact, name) != value for name, value in before.items()):
+        open_version(fact, change="updated", at=fact.updated_at)
+    if fact.user_id != owner:  # its history follows it to its new owner
+        FactVersion.objects.filter(tenant_id=fact.tenant_id, fact_id=fact.pk).update(user_id=fact.user_id)
     fact.save()
     announce(fact)
     return fact
@@ -148,7 +272,11 @@ def update_fact(key: ApiKey, fact_id: int, changes: dict[str, Any]) -> Fact:
 @transaction.atomic
 def delete_fact(key: ApiKey, fact_id: int) -> None:
     fact = get_fact(key, fact_id, for_update=True)
-    memory_deleted.send(sender=Fact, kind="fact", tenant_id=fact.tenant_id, source_id=str(fact.pk))
+    _writable(key, fact)
+    # Its history stays (S12): the last version is closed, and its chunks are kept as a past version.
+    at = timezone.now()
+    close_version(fact, at=at, closed_by="deleted")
+    memory_deleted.send(sender=Fact, kind="fact", tenant_id=fact.tenant_id, source_id=str(fact.pk), closed_at=at)
     fact.delete()
 
 

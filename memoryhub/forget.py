@@ -48,6 +48,7 @@ def forget_user(*, tenant_id: int, user_id: str) -> dict[str, int]:
             _, per_model = Session.objects.filter(pk__in=[s.pk for s in sessions]).delete()
             counts.update(per_model)
         for model in user_owned_models():
-            _, per_model = model._default_manager.filter(tenant_id=tenant_id, user_id=user_id).delete()
+            # The base manager: every row, also those a default manager leaves out (a fact's past versions).
+            _, per_model = model._base_manager.filter(tenant_id=tenant_id, user_id=user_id).delete()
             counts.update(per_model)
     return {label: count for label, count in sorted(counts.items()) if count}

@@ -9,6 +9,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.utils import timezone
 
 from accounts.signals import key_used
 from memoryhub.background import notify_work
@@ -30,6 +31,20 @@ def _work_now(session_pk: int) -> None:
     work_on_session(session_pk, summaries=settings.MEMORYHUB_AUTO_SUMMARISE, tree=False)
 
 
+def on_fact_deleted(sender: Any, instance: Any, **kwargs: Any) -> None:
+    # However a fact goes (the API, a consolidation merge or prune, its conversation's end, the
+    # admin), its history stays and its last version is closed (SPEC S12). delete_fact closed it
+    # already; this finds none open then.
+    from memoryhub.facts import close_version
+
+    close_version(instance, at=timezone.now(), closed_by="deleted")
+
+
 def connect() -> None:
+    from django.db.models.signals import post_delete
+
+    from memoryhub.models import Fact
+
     events_appended.connect(on_events_appended, dispatch_uid="memoryhub.memory_after_append")
+    post_delete.connect(on_fact_deleted, sender=Fact, dispatch_uid="memoryhub.fact_history_on_delete")
     key_used.connect(note_key_use, dispatch_uid="memoryhub.key_use")

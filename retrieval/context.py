@@ -11,7 +11,9 @@ from memoryhub.models import Session, estimate_tokens, iso
 from retrieval.chunking import normalize_text
 from retrieval.indexing import extract_event_text
 from retrieval.models import Chunk
+from retrieval.query_embedding import embed_query
 from retrieval.search import SearchHit, SearchRequest, run_search, where_clause
+from retrieval.vectors import halfvec_text
 
 RECENT_MESSAGES = 10
 SALIENT_IMPORTANCE = 0.85
@@ -32,6 +34,7 @@ class ContextItem:
     created_at: Any
     role: str = ""
     chunk_id: int | None = None
+    user_id: str = ""
 
     @property
     def tokens(self) -> int:
@@ -42,7 +45,7 @@ class ContextItem:
             "source": self.source, "text": self.text, "score": round(self.score, 6), "kind": self.kind,
             "session": self.session, "sequence_start": self.sequence_start, "sequence_end": self.sequence_end,
             "created_at": iso(self.created_at), "role": self.role or None, "chunk_id": self.chunk_id,
-            "tokens": self.tokens,
+            "user_id": self.user_id, "tokens": self.tokens,
         }
 
 
@@ -50,7 +53,7 @@ def _recent_items(session: Session) -> list[ContextItem]:
     events = list(session.events.order_by("-sequence")[:RECENT_MESSAGES])
     return [
         ContextItem("recent", extract_event_text(e), 1.0 + (RECENT_MESSAGES - i) / 100.0, "event",
-                    session.external_id, e.sequence, e.sequence, e.created_at, e.role)
+                    session.external_id, e.sequence, e.sequence, e.created_at, e.role, user_id=session.user_id)
         for i, e in enumerate(events) if extract_event_text(e)
     ]
 
@@ -58,20 +61,30 @@ def _recent_items(session: Session) -> list[ContextItem]:
 def _chunk_item(source: str, chunk: Chunk, score: float) -> ContextItem:
     return ContextItem(source, chunk.text, score, chunk.kind,
                        chunk.session.external_id if chunk.session_id else None,
-                       chunk.sequence_start, chunk.sequence_end, chunk.created_at, chunk.role, chunk.pk)
+                       chunk.sequence_start, chunk.sequence_end, chunk.created_at, chunk.role, chunk.pk,
+                       chunk.user_id)
 
 
 def _salient_items(req: SearchRequest) -> list[ContextItem]:
+    """Important memories (importance ≥ 0.85, pinned included). With a query, only those that pass
+    the relevance floor (a query word, or a close enough meaning): nothing is injected when nothing
+    is relevant (seed 003)."""
     where, params = where_clause(req)
-    ids = [
-        row.pk for row in Chunk.objects.raw(
-            f"SELECT c.id FROM retrieval_chunk c WHERE {where} AND c.importance >= %s "
-            "ORDER BY c.importance DESC, c.created_at DESC LIMIT %s",
-            [*params, SALIENT_IMPORTANCE, SALIENT_LIMIT],
-        )
-    ]
+    sql = f"SELECT c.id FROM retrieval_chunk c WHERE {where} AND c.importance >= %s"
+    params = [*params, SALIENT_IMPORTANCE]
+    if req.query.strip():
+        # Any of the query's words (plainto_tsquery ANDs them: one shared word is enough here), or
+        # the vector floor that relevant items pass (_relevant).
+        floor = ["c.search_vector @@ replace(plainto_tsquery('pg_catalog.english', %s)::text, '&', '|')::tsquery"]
+        params.append(req.query)
+        if req.query_embedding is not None:
+            floor.append("(c.embedding IS NOT NULL AND 1 - (c.embedding <=> %s::halfvec) >= %s)")
+            params += [halfvec_text(req.query_embedding), settings.MEMORYHUB_CONTEXT_MIN_COSINE]
+        sql += f" AND ({' OR '.join(floor)})"
+    sql += " ORDER BY c.importance DESC, c.created_at DESC LIMIT %s"
+    ids = [row.pk for row in Chunk.objects.raw(sql, [*params, SALIENT_LIMIT])]
     chunks = Chunk.objects.filter(pk__in=ids).select_related("session").defer("search_vector", "embedding")
-    return [_chunk_item("salient", c, c.importance) for c in chunks]
+    return [_chunk_item("salient", c, c.importance) for c in sorted(chunks, key=lambda c: ids.index(c.pk))]
 
 
 def _relevant(hit: SearchHit) -> bool:
@@ -81,11 +94,9 @@ def _relevant(hit: SearchHit) -> bool:
 
 
 def _relevant_items(req: SearchRequest) -> list[ContextItem]:
-    hits = run_search(req)
-    return [
-        _chunk_item("relevant", h.chunk, h.score) for rank, h in enumerate(hits)
-        if (rank < req.top_k or (h.vector_score or 0.0) >= RELEVANT_COSINE) and _relevant(h)
-    ]
+    """Search's results for the same request, in search's order (S12: context and search agree),
+    less those under the relevance floor."""
+    return [_chunk_item("relevant", h.chunk, h.score) for h in run_search(req) if _relevant(h)]
 
 
 def _covered(item: ContextItem, recent: list[ContextItem], seen: set[str]) -> bool:
@@ -109,12 +120,15 @@ class AssembledContext:
 
 
 def assemble_context(*, session: Session | None, req: SearchRequest, budget: int | None = None) -> AssembledContext:
-    """Recent messages (with a session), salient and relevant memories, deduplicated, filled by
-    score into the budget. The search request carries the owner filter: never another user's."""
+    """Recent messages (with a session), then search's results for the query in search's order,
+    then salient memories that pass the relevance floor, deduplicated, within the budget. The
+    search request carries the owner filter: never another user's."""
     budget = budget or settings.MEMORYHUB_CONTEXT_BUDGET
     recent = _recent_items(session) if session is not None else []
-    candidates = sorted(_salient_items(req) + (_relevant_items(req) if req.query.strip() else []),
-                        key=lambda i: -i.score)
+    has_query = bool(req.query.strip())
+    if has_query and req.query_embedding is None and req.mode in ("hybrid", "vector"):
+        req.query_embedding = embed_query(req.query)  # once: search and the salience floor share it
+    candidates = (_relevant_items(req) if has_query else []) + _salient_items(req)
     seen = {normalize_text(r.text).casefold() for r in recent}
     picked: list[ContextItem] = []
     used = 0
@@ -145,8 +159,17 @@ def render_markdown(items: list[ContextItem]) -> str:
             continue
         lines += ["", f"### {title}"]
         for item in chosen:
-            when = iso(item.created_at)[:10]
-            who = f"{item.role}, " if item.role else ""
             text = " ".join(item.text.split())
-            lines.append(f"- ({who}{when}) {text}" if source != "recent" else f"- **{item.role or item.kind}**: {text}")
+            lines.append(f"- ({dated(item)}) {text}" if source != "recent" else f"- **{item.role or item.kind}**: {text}")
     return "\n".join(lines) + "\n"
+
+
+def dated(item: ContextItem) -> str:
+    """When a memory was said or became true, so that an agent tells old knowledge from new:
+    "user, said 2025-03-02", "fact since 2025-03-04", "note 2025-03-01"."""
+    when = iso(item.created_at)[:10]
+    if item.kind == "event":
+        return f"{item.role}, said {when}" if item.role else f"said {when}"
+    if item.kind == "fact":
+        return f"fact since {when}"
+    return f"{item.kind} {when}"

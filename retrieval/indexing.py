@@ -12,6 +12,7 @@ import logging
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
@@ -253,7 +254,12 @@ def _fetch(sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
 
 @transaction.atomic
 def index_searchable(searchable: Searchable) -> list[int]:
-    """Replace every chunk of (kind, source_id) with chunks of the memory's current text."""
+    """Replace every chunk of (kind, source_id) with chunks of the memory's current text. A versioned
+    memory's (a fact's) chunks of an older version are kept, closed when the new version began, so
+    that a search as of a past moment finds what was true then (SPEC S12)."""
+    if searchable.version_from is not None:
+        retire_searchable(kind=searchable.kind, tenant_id=searchable.tenant_id, source_id=searchable.source_id,
+                          at=searchable.version_from, older_than=searchable.version_from)
     delete_searchable(kind=searchable.kind, tenant_id=searchable.tenant_id, source_id=searchable.source_id)
     max_chars, overlap = _chunk_sizes()
     tags = sorted({str(t).strip().lower()[:64] for t in searchable.tags if str(t).strip()})
@@ -276,8 +282,19 @@ def index_searchable(searchable: Searchable) -> list[int]:
 
 
 def delete_searchable(*, kind: str, tenant_id: int, source_id: str) -> int:
+    """Delete the memory's current chunks (a fact's past versions stay: retire_searchable)."""
     deleted, _ = Chunk.objects.filter(tenant_id=tenant_id, kind=kind, source_id=source_id).delete()
     return deleted
+
+
+def retire_searchable(*, kind: str, tenant_id: int, source_id: str, at: datetime,
+                      older_than: datetime | None = None) -> int:
+    """Close the memory's current chunks at `at` (those written before `older_than`, when given):
+    left out of searches from then on, found by a search as of an earlier moment."""
+    current = Chunk.objects.filter(tenant_id=tenant_id, kind=kind, source_id=source_id)
+    if older_than is not None:
+        current = current.filter(created_at__lt=older_than)
+    return current.update(valid_to=at)
 
 
 @dataclass

@@ -38,6 +38,14 @@ class ChunkQuerySet(models.QuerySet["Chunk"]):
         return self.annotate(access_count=Coalesce(F("access__access_count"), 0), accessed_at=F("access__accessed_at"))
 
 
+class CurrentChunks(models.Manager):  # type: ignore[type-arg]
+    """Chunks of what memory holds now: a fact's superseded versions (valid_to set) are left out.
+    The base manager (cascades, forget-user) still sees every row."""
+
+    def get_queryset(self) -> Any:
+        return super().get_queryset().filter(valid_to__isnull=True)
+
+
 class Chunk(models.Model):
     # No single-column index on the four keys: each leads a composite index below (tenant: four of
     # them; session: chunk_session_hash; workspace: chunk_workspace_tier; channel:
@@ -81,9 +89,15 @@ class Chunk(models.Model):
     sentence_vectors = models.SmallIntegerField(null=True, blank=True)
     search_vector = SearchVectorField(null=True, blank=True, editable=False)
 
-    objects = ChunkQuerySet.as_manager()
+    # Set on the chunks of a fact's superseded version (SPEC S12): when that version stopped being
+    # true. Searches leave such chunks out unless asked `as_of` a moment they were valid.
+    valid_to = models.DateTimeField(null=True, blank=True)
+
+    objects = CurrentChunks.from_queryset(ChunkQuerySet)()
+    every_version = ChunkQuerySet.as_manager()
 
     class Meta:
+        base_manager_name = "every_version"
         indexes = [
             models.Index(fields=["tenant", "kind", "source_id"], name="chunk_tenant_source"),
             models.Index(fields=["session", "content_hash"], name="chunk_session_hash"),

@@ -36,13 +36,12 @@ SCOPE_HELP = ("How far to look: conversation (= session: the session's memories)
 
 
 def as_of_field() -> serializers.DateTimeField:
-    """Search's and context's `as_of`: the moment relative dates in the query are read against."""
+    """Search's and context's `as_of`: the memory as it stood at that moment."""
     return serializers.DateTimeField(
         required=False, allow_null=True, default=None,
-        help_text="When the question is asked (ISO 8601; default: now). Relative dates in the query "
-                  "(\"yesterday\", \"last week\", \"three months ago\", \"last Saturday\", \"in the past two "
-                  "weeks\") are read against it, as a preference for memories written then; a client replaying "
-                  "or importing a conversation passes the question's own date.")
+        help_text="Answer as the memory stood at this moment (ISO 8601; default: now): nothing recorded after "
+                  "it, and of each fact the version that was true then. Relative dates in the query "
+                  "(\"yesterday\", \"last week\", \"three months ago\") are read against it.")
 
 
 class SearchInput(StrictSerializer):
@@ -218,6 +217,7 @@ class SearchResultOutput(serializers.Serializer):
     importance = serializers.FloatField(help_text="0–1: its weight in recall.")
     channel = serializers.CharField(allow_null=True, help_text="Its channel, if any.")
     workspace = serializers.CharField(allow_null=True, help_text="Its workspace, if any.")
+    user_id = serializers.CharField(help_text="The end user it belongs to (empty: shared knowledge).")
     scores = serializers.DictField(child=serializers.FloatField(allow_null=True),
                                    help_text="The parts of the score: vector (cosine) and text (full-text rank); "
                                              "null when that part did not match.")
@@ -264,6 +264,7 @@ class ContextItemOutput(serializers.Serializer):
     created_at = serializers.DateTimeField(help_text="When the memory was made.")
     role = serializers.CharField(allow_null=True, help_text="Who spoke, for messages.")
     chunk_id = serializers.IntegerField(allow_null=True, help_text="The chunk's id (null for recent messages).")
+    user_id = serializers.CharField(help_text="The end user it belongs to (empty: shared knowledge).")
     tokens = serializers.IntegerField(help_text="What it costs of the budget.")
 
 

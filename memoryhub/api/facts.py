@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from django.db import transaction
 from drf_spectacular.utils import (
     extend_schema,
     extend_schema_field,
+    inline_serializer,
 )
 from rest_framework import serializers, status
 from rest_framework.request import Request
@@ -12,6 +16,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from memoryhub import facts, notes
+from memoryhub.errors import Invalid
 from memoryhub.api import examples as ex
 from memoryhub.api.common import (
     StrictSerializer,
@@ -70,6 +75,9 @@ class FactInput(StrictSerializer):
                               help_text="The channel it belongs to (scope channel).")
     user_id = StrictCharField(max_length=200, required=False, allow_blank=True, default="",
                               help_text="The end user it is about (default: the session's, else shared).")
+    external_id = StrictCharField(max_length=200, required=False, allow_blank=True, default="",
+                                  help_text="An id of your choosing, unique per end user: writing it again "
+                                            "updates that fact (whatever its key).")
 
     def validate_content(self, value: str) -> str:
         return non_blank(value)
@@ -90,6 +98,8 @@ class FactPatchInput(StrictSerializer):
     tags = TagsField(required=False, help_text="New labels (replace the old ones).")
     metadata = MetadataField(required=False, help_text="A new metadata object (replaces the old one).")
     user_id = StrictCharField(max_length=200, required=False, allow_blank=True, help_text="A new owner.")
+    external_id = StrictCharField(max_length=200, required=False, allow_blank=True,
+                                  help_text="A new client-chosen id (empty: none).")
 
     def validate_content(self, value: str) -> str:
         return non_blank(value)
@@ -113,14 +123,18 @@ class FactOutput(serializers.ModelSerializer):
     channel = serializers.CharField(source="channel.name", allow_null=True, default=None,
                                     help_text="Its channel, if any.")
     tags = TagsField(help_text="Its labels.")
+    valid_to = serializers.SerializerMethodField(help_text="Until when this content was the fact's: null for "
+                                                           "the current version (set only in lists `as_of`).")
 
     class Meta:
         model = Fact
-        fields = ["id", "content", "category", "key", "scope", "lifetime", "source", "importance", "pinned",
-                  "access_count", "accessed_at", "tags", "metadata", "session", "source_session",
-                  "workspace", "channel", "user_id", "created_at", "updated_at"]
+        fields = ["id", "external_id", "content", "category", "key", "scope", "lifetime", "source", "importance",
+                  "pinned", "access_count", "accessed_at", "tags", "metadata", "session", "source_session",
+                  "workspace", "channel", "user_id", "created_at", "updated_at", "valid_from", "valid_to"]
         extra_kwargs = {
             "id": {"help_text": "The fact's id."},
+            "external_id": {"help_text": "Your id for it, if you gave one."},
+            "valid_from": {"help_text": "Since when this content is the fact's (its current version began)."},
             "content": {"help_text": "The statement."},
             "category": {"help_text": "Its category."},
             "key": {"help_text": "Its key within the category (empty: none)."},
@@ -133,6 +147,11 @@ class FactOutput(serializers.ModelSerializer):
             "created_at": {"help_text": "When it was first stored."},
             "updated_at": {"help_text": "When it last changed."},
         }
+
+    @extend_schema_field(serializers.DateTimeField(allow_null=True))
+    def get_valid_to(self, fact: Fact) -> str | None:
+        valid_to = getattr(fact, "version_valid_to", None)
+        return iso(valid_to) if valid_to is not None else None
 
     def get_access_count(self, fact: Fact) -> int:
         return fact.access_count + (getattr(fact, "chunk_access_count", None) or 0)
@@ -166,6 +185,25 @@ class FactListParams(serializers.Serializer):
     workspace = serializers.CharField(required=False, help_text="Only facts of this workspace.")
     channel = serializers.CharField(required=False, help_text="Only facts of this channel.")
     user_id = serializers.CharField(required=False, help_text="Only this end user's facts.")
+    as_of = serializers.DateTimeField(required=False, help_text="The facts as they stood at this moment (ISO "
+                                                                "8601): each with the version true then.")
+
+
+class FactVersionOutput(serializers.Serializer):
+    fact_id = serializers.IntegerField(help_text="The fact this is a version of.")
+    content = serializers.CharField(help_text="What the fact said.")
+    category = serializers.CharField(help_text="Its category then.")
+    key = serializers.CharField(help_text="Its key then.")
+    user_id = serializers.CharField(help_text="Its owner (empty: shared).")
+    source = serializers.CharField(help_text="Who made this version (agent, user, extractor, consolidation, …).")
+    change = serializers.CharField(help_text="What opened it: created, updated, merged or imported.")
+    valid_from = serializers.DateTimeField(help_text="Since when it was true.")
+    valid_to = serializers.DateTimeField(allow_null=True, help_text="Until when (null: it is the current version).")
+    closed_by = serializers.CharField(help_text="What closed it: updated, merged, deleted (empty while current).")
+    current = serializers.SerializerMethodField(help_text="Whether this is the fact's current version.")
+
+    def get_current(self, version: Any) -> bool:
+        return version.valid_to is None
 
 
 class FactListView(APIView):
@@ -176,18 +214,46 @@ class FactListView(APIView):
                    examples=ex.FACT_LIST)
     def get(self, request: Request) -> Response:
         filters = query_params(request, FactListParams)
+        if filters.get("as_of"):
+            return self._as_of(request, filters)
         qs = facts.facts_filter(api_key(request), filters, notes.meta_filters(request.query_params))
         rows, meta = paginate(request, qs)
         return Response({**meta, "results": FactOutput(rows, many=True).data})
+
+    def _as_of(self, request: Request, filters: dict[str, Any]) -> Response:
+        """Each fact as it stood then: the version true at as_of (a fact deleted since included)."""
+        unsupported = sorted({"tags", "session", "workspace", "channel", "lifetime", "source"} & set(filters)
+                             | {k for k in request.query_params if k.startswith("meta.")})
+        if unsupported:
+            raise Invalid("as_of_filter_unsupported",
+                          "With as_of, facts are filtered by scope, category, key, user_id and q only.",
+                          {"fields": unsupported})
+        versions, meta = paginate(request, facts.versions_as_of(api_key(request), filters["as_of"], filters))
+        return Response({**meta, "results": FactOutput(facts.as_they_stood(api_key(request), versions), many=True).data})
 
     @extend_schema(summary="Store a fact (upsert)",
                    description="An existing (scope, category, key) is updated (200), otherwise created (201).",
                    request=FactInput, responses={201: FactUpserted, 200: FactUpserted}, examples=ex.FACT_UPSERT)
     def post(self, request: Request) -> Response:
         data = parse_input(FactInput, request.data)
-        fact, created = facts.upsert_fact(api_key(request), data, given=set(request.data))
-        body = FactUpserted(facts.get_fact(api_key(request), fact.pk), context={"created": created}).data
+        # One transaction: the answer is read back in it, so a write never commits behind a 4xx.
+        with transaction.atomic():
+            fact, created = facts.upsert_fact(api_key(request), data, given=set(request.data))
+            body = FactUpserted(facts.get_fact(api_key(request), fact.pk), context={"created": created}).data
         return Response(body, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+
+
+class FactHistoryView(APIView):
+    @extend_schema(summary="A fact's history", operation_id="facts_history",
+                   description="Every version of the fact's content, oldest first, with when each was true "
+                               "and who changed it. A deleted fact's history stays until its user is forgotten.",
+                   responses={200: inline_serializer("FactHistory", {
+                       "fact_id": serializers.IntegerField(help_text="The fact."),
+                       "versions": FactVersionOutput(many=True, help_text="Oldest first."),
+                   })})
+    def get(self, request: Request, fact_id: int) -> Response:
+        versions = facts.fact_history(api_key(request), fact_id)
+        return Response({"fact_id": fact_id, "versions": FactVersionOutput(versions, many=True).data})
 
 
 class FactDetailView(APIView):
@@ -199,8 +265,9 @@ class FactDetailView(APIView):
                    request=FactPatchInput, responses=FactOutput, examples=ex.FACT_PATCH)
     def patch(self, request: Request, fact_id: int) -> Response:
         changes = parse_input(FactPatchInput, request.data, partial=True)
-        fact = facts.update_fact(api_key(request), fact_id, changes)
-        return Response(FactOutput(facts.get_fact(api_key(request), fact.pk)).data)
+        with transaction.atomic():
+            fact = facts.update_fact(api_key(request), fact_id, changes)
+            return Response(FactOutput(facts.get_fact(api_key(request), fact.pk)).data)
 
     @extend_schema(summary="Delete a fact", responses={200: Deleted}, examples=ex.FACT_DELETE)
     def delete(self, request: Request, fact_id: int) -> Response:

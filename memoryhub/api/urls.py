@@ -28,6 +28,7 @@ urlpatterns = [
     path("notes/<str:note_id>/", notes.NoteDetailView.as_view(), name="note-detail"),
     path("facts/", facts.FactListView.as_view(), name="fact-list"),
     path("facts/<int:fact_id>/", facts.FactDetailView.as_view(), name="fact-detail"),
+    path("facts/<int:fact_id>/history/", facts.FactHistoryView.as_view(), name="fact-history"),
     path("sessions/<str:session_id>/scratchpad/", scratchpad.ScratchpadView.as_view(), name="session-scratchpad"),
     path("sessions/<str:session_id>/summary/", summaries.RollingSummaryView.as_view(), name="session-summary"),
     path("sessions/<str:session_id>/summary/tree/", summaries.SessionSummaryTreeView.as_view(),

@@ -1,7 +1,7 @@
 """The core domain's models, one module per area; import them from here."""
 
 from memoryhub.models.background import StepFailure, Worker
-from memoryhub.models.facts import Fact
+from memoryhub.models.facts import Fact, FactVersion
 from memoryhub.models.notes import Note, new_note_id
 from memoryhub.models.scratchpad import Scratchpad, ScratchpadItem
 from memoryhub.models.sessions import (
@@ -32,6 +32,7 @@ __all__ = [
     "Event",
     "EventQuerySet",
     "Fact",
+    "FactVersion",
     "MetricSample",
     "Note",
     "Role",

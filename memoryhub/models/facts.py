@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from django.contrib.postgres.fields import ArrayField
@@ -17,7 +18,9 @@ from memoryhub.searchable import LIFETIME_CHOICES, TIER_CHOICES, Searchable
 
 
 class Fact(PinnableMemory):
-    """A long-term memory entry (S5; seeds 001, 003, 004). (scope, category, key) is unique when a key is set."""
+    """A long-term memory entry (S5; seeds 001, 003, 004). (owner, scope, category, key) is unique
+    when a key is set, and (owner, external_id) when the client chose an id: two users' `home_city`
+    are two facts. Its content's past versions are FactVersion rows (S12)."""
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+", null=True, blank=True)
@@ -37,6 +40,8 @@ class Fact(PinnableMemory):
     content = models.TextField()
     category = models.CharField(max_length=100, default="general")
     key = models.CharField(max_length=200, blank=True, default="")
+    # An id of the client's choosing (seed 003 "upsert by client ID"), unique per owner.
+    external_id = models.CharField(max_length=200, blank=True, default="")
     tier = models.CharField(max_length=20, choices=TIER_CHOICES, default="workspace")
     lifetime = models.CharField(max_length=20, choices=LIFETIME_CHOICES, default="long_term")
     source = models.CharField(max_length=100, default="agent")
@@ -46,6 +51,8 @@ class Fact(PinnableMemory):
     metadata = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
+    # When the current version's content became true (SPEC S12); older versions are FactVersion rows.
+    valid_from = models.DateTimeField(null=True, blank=True)
 
     objects = KeyScopedQuerySet.as_manager()
 
@@ -53,9 +60,14 @@ class Fact(PinnableMemory):
         ordering = ["-updated_at"]
         constraints = [
             models.UniqueConstraint(
-                fields=["tenant", "scope_key", "category", "key"],
+                fields=["tenant", "user_id", "scope_key", "category", "key"],
                 condition=~models.Q(key=""),
-                name="fact_unique_scope_category_key",
+                name="fact_unique_owner_scope_category_key",
+            ),
+            models.UniqueConstraint(
+                fields=["tenant", "user_id", "external_id"],
+                condition=~models.Q(external_id=""),
+                name="fact_unique_owner_external_id",
             ),
             models.CheckConstraint(
                 condition=models.Q(importance__gte=0.0, importance__lte=1.0), name="fact_importance_range"
@@ -76,12 +88,13 @@ class Fact(PinnableMemory):
         return f"{label}: {self.content[:60]}"
 
     def transfer_identity(self) -> dict[str, Any]:
-        """How an import with on_conflict skip/merge recognises a stored fact: its scope, category and
-        key (the unique constraint), or for a fact without a key the same content in that place."""
+        """How an import with on_conflict skip/merge recognises a stored fact: its owner, scope,
+        category and key (the unique constraint), or for a fact without a key the same content there."""
         scope = self.compute_scope_key()
         if self.key:
-            return {"scope_key": scope, "category": self.category, "key": self.key}
-        return {"scope_key": scope, "category": self.category, "key": "", "content": self.content}
+            return {"user_id": self.user_id, "scope_key": scope, "category": self.category, "key": self.key}
+        return {"user_id": self.user_id, "scope_key": scope, "category": self.category, "key": "",
+                "content": self.content}
 
     def compute_scope_key(self) -> str:
         if self.tier == "conversation":
@@ -105,7 +118,9 @@ class Fact(PinnableMemory):
             source_id=str(self.pk),
             tenant_id=self.tenant_id,
             text=self.content,
-            created_at=self.created_at,
+            # The chunks are dated by the current version: an agent tells old knowledge from new.
+            created_at=self.valid_from or self.created_at,
+            version_from=self.valid_from or self.created_at,
             workspace_id=self.workspace_id,
             channel_id=self.channel_id,
             # Only a conversation-tier fact is tied to its session (its chunks go with it);
@@ -126,3 +141,45 @@ class Fact(PinnableMemory):
                 **self.pin_metadata(),
             },
         )
+
+
+class FactVersion(models.Model):
+    """One version of a fact's content (SPEC S12): valid from `valid_from` until `valid_to` (null
+    while current). Kept when the fact is deleted (its `fact_id` then names no row), until the
+    owner is forgotten or an operator purges it."""
+
+    CHANGES = [(c, c) for c in ("created", "updated", "merged", "imported", "deleted")]
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    # No database constraint and no cascade: a deleted fact's versions stay, naming its old id.
+    fact = models.ForeignKey(Fact, on_delete=models.DO_NOTHING, db_constraint=False, null=True, blank=True,
+                             related_name="versions")
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+", null=True, blank=True)
+    user_id = models.CharField(max_length=200, blank=True, default="")
+    tier = models.CharField(max_length=20, choices=TIER_CHOICES, default="workspace")
+    category = models.CharField(max_length=100, default="general")
+    key = models.CharField(max_length=200, blank=True, default="")
+    content = models.TextField()
+    source = models.CharField(max_length=100, default="agent", help_text="Who made this version.")
+    change = models.CharField(max_length=10, choices=CHANGES, default="created",
+                              help_text="What opened this version.")
+    valid_from = models.DateTimeField()
+    valid_to = models.DateTimeField(null=True, blank=True)
+    closed_by = models.CharField(max_length=10, blank=True, default="",
+                                 help_text="What closed it: updated, merged or deleted (empty while current).")
+
+    objects = KeyScopedQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["fact_id", "valid_from", "id"]
+        indexes = [
+            models.Index(fields=["tenant", "fact_id", "valid_from"], name="factversion_fact"),
+            models.Index(fields=["tenant", "user_id"], name="factversion_owner"),
+        ]
+
+    def __str__(self) -> str:
+        until = self.valid_to.isoformat() if self.valid_to else "now"
+        return f"fact {self.fact_id} ({self.valid_from:%Y-%m-%d} – {until}): {self.content[:60]}"
+
+    def valid_at(self, moment: datetime) -> bool:
+        return self.valid_from <= moment and (self.valid_to is None or self.valid_to > moment)

@@ -135,10 +135,42 @@ def _success(spec: ToolSpec, body: dict[str, Any]) -> types.CallToolResult:
     structured = _json(body)
     if spec.name == "memory_context":
         text = structured["markdown"] or "No stored memory is relevant to this: nothing to add to the context."
+    elif spec.name == "memory_search":
+        text = search_text(structured)
     else:
         text = json.dumps(structured, ensure_ascii=False)
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
                                 structured_content=structured)
+
+
+def search_text(body: dict[str, Any]) -> str:
+    """A search's results as a model reads them cheaply: one line each — rank, date, who (role,
+    user), kind, the text, score; a summary's id for summary_expand, a fact's for memory_fact. The
+    whole REST body stays in structuredContent for a client that wants ids, metadata and scores."""
+    results = body.get("results") or []
+    if not results:
+        return "No stored memory matches this."
+    lines = []
+    for rank, r in enumerate(results, start=1):
+        who = ", ".join(w for w in (r.get("role") or r.get("kind"), _owner(r)) if w)
+        ref = _follow_up(r)
+        text = " ".join(str(r.get("text", "")).split())
+        lines.append(f"{rank}. [{str(r.get('created_at') or '')[:10]} {who}] {text} ({r.get('score', 0):.2f}{ref})")
+    return "\n".join(lines)
+
+
+def _owner(result: dict[str, Any]) -> str:
+    user = result.get("user_id") or (result.get("metadata") or {}).get("user_id")
+    return f"user {user}" if user else ""
+
+
+def _follow_up(result: dict[str, Any]) -> str:
+    meta = result.get("metadata") or {}
+    if result.get("kind") == "summary" and meta.get("summary_id"):
+        return f"; summary_id {meta['summary_id']}"
+    if result.get("kind") == "fact" and meta.get("fact_id"):
+        return f"; fact_id {meta['fact_id']}"
+    return ""
 
 
 def _error(envelope: dict[str, Any]) -> types.CallToolResult:

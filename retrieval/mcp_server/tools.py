@@ -17,7 +17,7 @@ from rest_framework import serializers
 from accounts.models import ApiKey
 from memoryhub import facts, notes, scratchpad, sessions
 from memoryhub.api.common import LimitOffset, StrictSerializer, parse_input, parse_params
-from memoryhub.api.facts import FactInput, FactOutput, FactUpserted
+from memoryhub.api.facts import FactInput, FactOutput, FactUpserted, FactVersionOutput
 from memoryhub.api.fields import NOTE_ID_REGEX, StrictRegexField
 from memoryhub.api.notes import NoteInput, NoteOutput, NotePutInput
 from memoryhub.api.scratchpad import ScratchpadInput
@@ -172,15 +172,16 @@ def run_note(key: ApiKey, arguments: dict[str, Any]) -> dict[str, Any]:
     return NoteOutput(notes.get_note(key, note_id)).data
 
 
-FACT_ACTIONS = ("upsert", "get", "delete")
+FACT_ACTIONS = ("upsert", "get", "history", "delete")
 FACT_ARGS = ["content", "category", "key", "scope", "lifetime", "source", "importance", "tags", "metadata",
-             "session", "source_session", "workspace", "channel", "user_id"]
+             "session", "source_session", "workspace", "channel", "user_id", "external_id"]
 
 
 class FactArgs(StrictSerializer):
     action = serializers.ChoiceField(
-        choices=FACT_ACTIONS, help_text="upsert: store the fact, updating the one with the same scope, category "
-        "and key if there is one; get: read fact_id; delete: remove fact_id.")
+        choices=FACT_ACTIONS, help_text="upsert: store the fact, updating the user's fact with the same "
+        "external_id, or scope, category and key, if there is one (the old content stays in its history); "
+        "get: read fact_id; history: every version of fact_id; delete: remove fact_id.")
     fact_id = serializers.IntegerField(min_value=1, help_text="The fact's id (returned by upsert): needed by get "
                                                                "and delete.")
 
@@ -189,12 +190,15 @@ def run_fact(key: ApiKey, arguments: dict[str, Any]) -> dict[str, Any]:
     (action,), rest = _split(arguments, "action")
     action = parse_input(FactArgs, {"action": action}, partial=True)["action"]
     if action == "upsert":
-        fact, created = facts.upsert_fact(key, parse_input(FactInput, rest), given=set(rest))
-        return FactUpserted(facts.get_fact(key, fact.pk), context={"created": created}).data
+        with transaction.atomic():  # read back in the write's transaction: no commit behind an error
+            fact, created = facts.upsert_fact(key, parse_input(FactInput, rest), given=set(rest))
+            return FactUpserted(facts.get_fact(key, fact.pk), context={"created": created}).data
     fact_id = parse_input(FactArgs, {"action": action, **rest})["fact_id"]
     if action == "delete":
         facts.delete_fact(key, fact_id)
         return {"id": str(fact_id), "deleted": True}
+    if action == "history":
+        return {"fact_id": fact_id, "versions": FactVersionOutput(facts.fact_history(key, fact_id), many=True).data}
     return FactOutput(facts.get_fact(key, fact_id)).data
 
 
@@ -203,4 +207,4 @@ def note_scope(arguments: dict[str, Any]) -> str:
 
 
 def fact_scope(arguments: dict[str, Any]) -> str:
-    return "read" if arguments.get("action") == "get" else "write"
+    return "read" if arguments.get("action") in ("get", "history") else "write"

@@ -33,6 +33,7 @@ from django.utils import timezone
 
 from retrieval.embedders import get_embedder
 from retrieval.query_embedding import embed_query, embed_query_soon
+from retrieval.search.current import facts_first
 from retrieval.search.explain import Trace
 from retrieval.search.fulltext import TextQuery, build_text_query, text_source
 from retrieval.search.fusion import by_score, feedback_documents, fuse
@@ -148,6 +149,11 @@ def _run_search(req: SearchRequest, *, alone: bool) -> list[SearchHit]:
     covered = cover_conversations(kept, req.top_k, coverage, order, settings.MEMORYHUB_SEARCH_COVERAGE_FLOOR,
                                   evidence)
     trace.ranks("coverage", kept, covered, evidence, words)
+    floor = settings.MEMORYHUB_CONTEXT_MIN_COSINE
+    worded = {c.pk for c in covered if pool.txt.get(c.pk, 0.0) > 0.0}
+    relevant = worded | {c.pk for c in covered if vec.get(c.pk, 0.0) >= floor}
+    before, covered = covered, facts_first(covered, order, relevant, worded)
+    trace.ranks("facts_first", before, covered)
     return _hits(req, covered, order, pool, vec, trace, model)
 
 

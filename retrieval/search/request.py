@@ -55,6 +55,9 @@ class SearchRequest:
     since: datetime | None = None
     until: datetime | None = None
     as_of: datetime | None = None  # when the question is asked: relative dates are read against it (None: now)
+    # With as_of: answer from the memory as it stood then (nothing written later; a fact's version
+    # valid then). False only for a replay that reads relative dates against as_of over everything.
+    history: bool = True
     top_k: int = 10
     mode: str = "hybrid"
     fusion: str = "weighted"
@@ -164,6 +167,7 @@ class HitRow:
     channel_name: str | None
     workspace_name: str | None
     embedded: bool  # embedded by the search's model (False while the chunk waits for its vector)
+    user_id: str = ""  # its owner (empty: shared)
 
     @property
     def session(self) -> SessionRef | None:
@@ -200,6 +204,7 @@ class SearchHit:
             "importance": c.importance,
             "channel": c.channel_name,
             "workspace": c.workspace_name,
+            "user_id": c.user_id,
             # False while the chunk waits for its vector (found by full text only until then).
             "embedded": c.embedded,
             "scores": {

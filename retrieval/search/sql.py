@@ -90,6 +90,13 @@ def where_clause(req: SearchRequest, owner: str = "both") -> tuple[str, list[Any
     if req.until:
         sql.append("c.created_at < %s")
         params.append(req.until)
+    if req.history and req.as_of is not None:
+        # The memory as it stood then (SPEC S12): nothing written after it, and of a fact the
+        # version that was true then.
+        sql.append("c.created_at <= %s AND (c.valid_to IS NULL OR c.valid_to > %s)")
+        params.extend([req.as_of, req.as_of])
+    else:
+        sql.append("c.valid_to IS NULL")
     return " AND ".join(sql), params
 
 
@@ -399,15 +406,15 @@ def load_rows(kept: list[Candidate], model: str) -> dict[int, HitRow]:
         f"c.metadata::text, (SELECT s.external_id FROM {Session._meta.db_table} s WHERE s.id = c.session_id), "
         f"(SELECT ch.name FROM {Channel._meta.db_table} ch WHERE ch.id = c.channel_id), "
         f"(SELECT w.name FROM {Workspace._meta.db_table} w WHERE w.id = c.workspace_id), "
-        "coalesce(c.embedding_model = %s, false) FROM retrieval_chunk c WHERE c.id = ANY(%s)",
+        "coalesce(c.embedding_model = %s, false), c.user_id FROM retrieval_chunk c WHERE c.id = ANY(%s)",
         [model, list(by_id)],
     )
     out = {}
-    for pk, created, role, tags, metadata, session_name, channel_name, workspace_name, embedded in rows:
+    for pk, created, role, tags, metadata, session_name, channel_name, workspace_name, embedded, user_id in rows:
         c = by_id[pk]
         out[pk] = HitRow(pk, c.text, c.kind, c.session_id, session_name, c.sequence_start, c.sequence_end, metadata,
                          datetime.fromisoformat(created).replace(tzinfo=UTC), role, tags, c.importance, channel_name,
-                         workspace_name, embedded)
+                         workspace_name, embedded, user_id)
     return out
 
 

@@ -3,6 +3,7 @@ mirrors answers (same validation, same domain function, same body), and its erro
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -33,6 +34,11 @@ def test_search_and_context_answer_what_rest_answers(http_mcp: Mcp, alice: dict[
                                       format="json")
     assert search.data["results"][0]["text"] == "The wifi password at the cabin is moose-42."
     assert search.data == rest_search.json()
+    # The text a model reads is one line a result (date, who, text, score), the JSON stays structured.
+    lines = search.text.splitlines()
+    assert len(lines) == len(search.data["results"])
+    assert lines[0].startswith("1. [") and "user, user ann] The wifi password at the cabin is moose-42. (" in lines[0]
+    assert len(search.text) * 3 <= len(json.dumps(search.data)), (len(search.text), len(json.dumps(search.data)))
     assert context.data == rest_context.json()
     assert "ferry at 7:15" in context.text and context.data["tokens"] <= 300
 
@@ -134,12 +140,14 @@ def test_fact_upsert_get_delete(http_mcp: Mcp, alice: dict[str, Any]) -> None:
     assert first.data["created"] is True and second.data["created"] is False
     assert second.data["id"] == first.data["id"]
     fact_id = first.data["id"]
-    got, deleted, gone, bad = http_mcp.calls(alice["key"], [
+    got, history, deleted, gone, bad = http_mcp.calls(alice["key"], [
         ("memory_fact", {"action": "get", "fact_id": fact_id}),
+        ("memory_fact", {"action": "history", "fact_id": fact_id}),
         ("memory_fact", {"action": "delete", "fact_id": fact_id}),
         ("memory_fact", {"action": "get", "fact_id": fact_id}),
         ("memory_fact", {"action": "upsert", "content": "x", "lifetime": "forever"}),
     ])
+    assert [v["content"] for v in history.data["versions"]] == ["Ann prefers aisle seats.", "Ann prefers window seats."]
     rest = alice["rest"].get(f"/api/v1/facts/{fact_id}/")
     assert rest.status_code == 404  # deleted through MCP, gone for REST too
     assert got.data["content"] == "Ann prefers window seats." and got.data["key"] == "seat"

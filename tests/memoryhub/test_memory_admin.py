@@ -117,3 +117,33 @@ def test_scratchpad_is_read_only_with_badge(admin_client, data) -> None:  # type
     assert admin_client.get(reverse("admin:memoryhub_scratchpad_add")).status_code == 403
     pad.refresh_from_db()
     assert pad.version == 1
+
+
+def test_fact_page_shows_history_and_an_edit_opens_a_version(admin_client, data) -> None:  # type: ignore[no-untyped-def]
+    """SPEC S12: the admin shows a fact's versions, and an operator's edit of its content is a
+    version of its own (source operator); deleting keeps the history."""
+    from django.forms.models import model_to_dict
+
+    from memoryhub.models import FactVersion
+
+    fact = Fact.objects.get(key="theme")
+    page = admin_client.get(change(fact)).content.decode()
+    assert "History (every version of the content, oldest first)" in page and "Prefers dark mode" in page
+    form = {k: ("" if v is None else v) for k, v in model_to_dict(fact).items()
+            if k not in ("id", "scope_key", "access_count", "accessed_at", "created_at", "updated_at", "valid_from")}
+    form.update({"content": "Prefers light mode", "tags": ",".join(fact.tags), "metadata": "{}",
+                 "versions-TOTAL_FORMS": "1", "versions-INITIAL_FORMS": "1", "versions-MIN_NUM_FORMS": "0",
+                 "versions-MAX_NUM_FORMS": "1000", "versions-0-id": FactVersion.objects.get(fact=fact).pk,
+                 "versions-0-fact": fact.pk})
+    response = admin_client.post(change(fact), form)
+    assert response.status_code == 302, response.content.decode()[:3000]
+    versions = list(FactVersion.objects.filter(fact_id=fact.pk).order_by("valid_from"))
+    assert [(v.content, v.source, v.valid_to is None) for v in versions] == [
+        ("Prefers dark mode", fact.source, False), ("Prefers light mode", "operator", True)]
+    assert [c.text for c in Chunk.objects.filter(kind="fact", source_id=str(fact.pk))] == ["Prefers light mode"]
+    assert Chunk.every_version.filter(kind="fact", source_id=str(fact.pk), valid_to__isnull=False).count() == 1
+    delete_url = reverse("admin:memoryhub_fact_delete", args=[fact.pk])
+    assert admin_client.post(delete_url, {"post": "yes"}).status_code == 302
+    assert not Chunk.objects.filter(kind="fact", source_id=str(fact.pk)).exists()
+    assert FactVersion.objects.filter(fact_id=fact.pk, valid_to__isnull=True).count() == 0
+    assert FactVersion.objects.filter(fact_id=fact.pk).count() == 2

@@ -13,17 +13,39 @@ def test_context_combines_recent_salient_and_relevant(alice, index) -> None:
     index(alice, "old", {"role": "user", "content": "My passport number ends in 4471.", "importance": 0.9},
           {"role": "user", "content": "I am allergic to peanuts."})
     index(alice, "now", *[{"role": "user", "content": f"small talk {i}"} for i in range(12)])
-    response = context(alice, session="now", query="what am I allergic to")
+    response = context(alice, session="now", query="what am I allergic to, and my passport")
     assert response.status_code == 200, response.content
     body = response.json()
     sources = {(i["source"], i["text"]) for i in body["items"]}
-    assert ("salient", "My passport number ends in 4471.") in sources
     assert ("relevant", "I am allergic to peanuts.") in sources
+    assert "My passport number ends in 4471." in {text for _, text in sources}
     recent = [i["text"] for i in body["items"] if i["source"] == "recent"]
     assert len(recent) == 10 and "small talk 11" in recent and "small talk 1" not in recent
     assert body["markdown"].startswith("## Relevant Memory")
-    assert "I am allergic to peanuts." in body["markdown"]
+    assert "(user, said " in body["markdown"] and "I am allergic to peanuts." in body["markdown"]
     assert body["tokens"] <= body["budget"] == 4000
+
+
+def test_context_injects_important_memories_only_when_relevant(alice, index) -> None:
+    """Seed 003: nothing is injected for an irrelevant query; an important memory is, when the
+    query is about it or there is no query."""
+    index(alice, "old", {"role": "user", "content": "My passport number ends in 4471.", "importance": 0.95})
+    irrelevant = context(alice, query="tell me a joke about penguins").json()
+    assert irrelevant["items"] == [] and irrelevant["markdown"] == ""
+    about = context(alice, query="passport number").json()["items"]
+    assert [i["text"] for i in about] == ["My passport number ends in 4471."]
+    assert [i["source"] for i in context(alice).json()["items"]] == ["salient"]
+
+
+def test_context_lists_search_results_in_search_order(alice, index) -> None:
+    """S12: the context's relevant items are search's top results for the same request, same order."""
+    index(alice, "s1", *[{"role": "user", "content": f"table T{i} was migrated in PR {100 + i}"} for i in range(8)],
+          {"role": "assistant", "content": "PR 105 migrated table T5 to the new schema"})
+    body = {"query": "which PR migrated table T5?", "scope": "account"}
+    searched = [r["text"] for r in alice.post("/api/v1/search/", body, format="json").json()["results"]]
+    items = context(alice, **body).json()["items"]
+    assert [i["text"] for i in items if i["source"] == "relevant"] == searched
+    assert items[0]["text"] == searched[0]
 
 
 def test_context_does_not_repeat_recent_messages(alice, index) -> None:

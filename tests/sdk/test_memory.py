@@ -56,7 +56,17 @@ def test_facts(hub: Any, keys: dict[str, str]) -> None:
 
     patched = alice.update_fact(first["id"], content="Lives in Paris since 2024.", importance=0.9)
     assert (patched["content"], patched["importance"]) == ("Lives in Paris since 2024.", 0.9)
+    # History and as_of (SPEC S12): every content the fact had, and the list as it stood then.
+    history = alice.fact_history(first["id"])["versions"]
+    assert [v["content"] for v in history] == ["Lives in Lyon.", "Lives in Paris.", "Lives in Paris since 2024."]
+    then = alice.list_facts(user_id="u1", as_of=history[1]["valid_from"])
+    assert [f["content"] for f in then] == ["Lives in Paris."]
+    # Another user's same key is a fact of its own; a client-chosen id is one per user.
+    other = alice.upsert_fact("Lives in Rome.", category="profile", key="city", user_id="u2", external_id="home")
+    assert other["created"] is True and other["id"] != first["id"] and other["external_id"] == "home"
+    assert alice.upsert_fact("Lives in Milan.", user_id="u2", external_id="home")["id"] == other["id"]
     assert alice.delete_fact(first["id"]) == {"id": str(first["id"]), "deleted": True}
+    assert len(alice.fact_history(first["id"])["versions"]) == 3  # kept after the delete
     with pytest.raises(NotFoundError) as gone:
         alice.get_fact(first["id"])
     assert gone.value.code == "fact_not_found"

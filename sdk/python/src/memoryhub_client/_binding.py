@@ -164,6 +164,7 @@ class Operations:
     get_fact = op(_m.get_fact)
     update_fact = op(_m.update_fact)
     delete_fact = op(_m.delete_fact)
+    fact_history = op(_m.fact_history)
     add_document = op(_m.add_document)
 
     # schedules and runs

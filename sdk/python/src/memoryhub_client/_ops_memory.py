@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any, Literal
 
 from memoryhub_client._core import Call, as_is, body, page_of, path, query
-from memoryhub_client.types import Deleted, Document, Fact, FactUpserted, Note, Page
+from memoryhub_client.types import Deleted, Document, Fact, FactHistory, FactUpserted, Note, Page
 
 Tier = Literal["conversation", "channel", "workspace", "account"]
 Lifetime = Literal["long_term", "short_term", "conversation"]
@@ -111,14 +112,17 @@ def upsert_fact(
     workspace: str | None = None,
     channel: str | None = None,
     user_id: str | None = None,
+    external_id: str | None = None,
 ) -> Call[FactUpserted]:
-    """Create a fact, or update the one with the same (scope, category, key) (POST /facts/);
-    `created` in the result says which."""
+    """Create a fact, or update the user's fact with the same `external_id` (your own id for it)
+    or the same (scope, category, key) (POST /facts/); `created` in the result says which. A
+    changed content keeps the old one in the fact's history (fact_history)."""
     return Call("POST", "facts/", as_is, json=_note_fields(
         content=content, category=category, key=key, scope=scope, lifetime=lifetime, source=source,
         importance=importance, tags=tags, metadata=metadata, session=session,
         source_session=source_session, workspace=workspace, channel=channel, user_id=user_id,
-    ), idempotent=bool(key))  # keyed: a resend updates the same fact; keyless: a second fact
+        external_id=external_id,
+    ), idempotent=bool(key or external_id))  # keyed: a resend updates the same fact; keyless: a second fact
 
 
 def list_facts(
@@ -134,15 +138,22 @@ def list_facts(
     workspace: str | None = None,
     channel: str | None = None,
     user_id: str | None = None,
+    as_of: datetime | str | None = None,
     meta: Mapping[str, str] | None = None,
     limit: int | None = None,
     offset: int | None = None,
 ) -> Call[Page[Fact]]:
+    """Facts, newest first; `as_of`: as they stood at that moment (each with its version true then)."""
     return Call("GET", "facts/", page_of, params=query(
         meta, scope=scope, category=category, key=key, lifetime=lifetime, source=source, tags=tags,
-        q=q, session=session, workspace=workspace, channel=channel, user_id=user_id, limit=limit,
-        offset=offset,
+        q=q, session=session, workspace=workspace, channel=channel, user_id=user_id,
+        as_of=as_of.isoformat() if isinstance(as_of, datetime) else as_of, limit=limit, offset=offset,
     ), idempotent=True)
+
+
+def fact_history(fact_id: int) -> Call[FactHistory]:
+    """Every version of the fact's content, oldest first, with when each was true (GET /facts/{id}/history/)."""
+    return Call("GET", path("facts", fact_id, "history"), as_is, idempotent=True)
 
 
 def get_fact(fact_id: int) -> Call[Fact]:
@@ -161,11 +172,12 @@ def update_fact(
     tags: Sequence[str] | None = None,
     metadata: Mapping[str, Any] | None = None,
     user_id: str | None = None,
+    external_id: str | None = None,
 ) -> Call[Fact]:
-    """Change the given fields (PATCH /facts/{id}/)."""
+    """Change the given fields (PATCH /facts/{id}/); a new content opens a new version."""
     return Call("PATCH", path("facts", fact_id), as_is, json=_note_fields(
         content=content, category=category, key=key, lifetime=lifetime, source=source,
-        importance=importance, tags=tags, metadata=metadata, user_id=user_id,
+        importance=importance, tags=tags, metadata=metadata, user_id=user_id, external_id=external_id,
     ), idempotent=True)
 
 

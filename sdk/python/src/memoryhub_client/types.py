@@ -288,6 +288,7 @@ class Note(TypedDict):
 
 class Fact(TypedDict):
     id: int
+    external_id: str
     content: str
     category: str
     key: str
@@ -306,10 +307,31 @@ class Fact(TypedDict):
     user_id: str
     created_at: str
     updated_at: str
+    valid_from: str | None
+    valid_to: str | None
 
 
 class FactUpserted(Fact):
     created: bool
+
+
+class FactVersion(TypedDict):
+    fact_id: int
+    content: str
+    category: str
+    key: str
+    user_id: str
+    source: str
+    change: str
+    valid_from: str
+    valid_to: str | None
+    closed_by: str
+    current: bool
+
+
+class FactHistory(TypedDict):
+    fact_id: int
+    versions: list[FactVersion]
 
 
 class Deleted(TypedDict):
