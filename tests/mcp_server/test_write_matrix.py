@@ -15,7 +15,6 @@ from tests.memoryhub.test_write_matrix import NOTES, SESSIONS, TARGETS, build_wo
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-FACTS_XFAIL = pytest.mark.xfail(strict=False, reason="facts per owner: lead's branch")
 OK = ""  # no error
 
 
@@ -84,8 +83,7 @@ def _params() -> list[Any]:
         for actor in ("tenant", "key"):
             if actor == "tenant" and not takes_user:
                 continue
-            marks = [FACTS_XFAIL] if name.startswith("fact") else []
-            params.append(pytest.param(name, actor, marks=marks, id=f"{name}-{actor}"))
+            params.append(pytest.param(name, actor, id=f"{name}-{actor}"))
     return params
 
 

@@ -27,11 +27,10 @@ TARGETS = ("own", "other", "shared", "missing")
 SESSIONS = {"own": "trip-2", "other": "trip-1", "shared": "trip-0", "missing": "trip-9"}
 NOTES = {"own": "note-2", "other": "note-1", "shared": "note-0", "missing": "note-9"}
 OWNERS = {"own": "bob", "other": "ann", "shared": ""}
+# PATCH /facts/{id}/ {"user_id": "bob"} on ann's fact moves it to bob (refused here only because bob
+# has a home_city already: 409 fact_exists); an owned row should never change hands (owner_mismatch).
 FACTS_XFAIL = pytest.mark.xfail(strict=False, reason="facts per owner: lead's branch")
-# The fact cases that already pass here: ann's, bob's and the shared home_city are still one row
-# until facts are unique per owner (and shared facts read-only to a user key) on the lead's branch.
-FACTS_PASSING = {("fact upsert", "tenant", "shared"), ("fact patch", "tenant", "missing"),
-                 ("fact patch", "key", "missing"), ("fact delete", "key", "missing")}
+FACTS_FAILING = {("fact patch", "tenant", "other")}
 
 
 @dataclass
@@ -127,7 +126,6 @@ class Case:
     read: Callable[[World, str], str]  # the GET whose 404 body a user key's refusal must equal
     takes_user: bool  # whether a tenant key can write as a user (else: only the user key's column)
     expect: dict[tuple[str, str], tuple[int, str]]  # (actor, target) -> (status, code); actor: tenant|key
-    facts: bool = False
 
 
 def expect(own: tuple[int, str], other_t: tuple[int, str], other_k: tuple[int, str], shared_t: tuple[int, str],
@@ -241,13 +239,13 @@ CASES: dict[str, Case] = {
                                                                (409, "note_exists"), (409, "note_exists"), CREATED)),
     "note delete": Case(_note_delete, _note_read, False, expect(OK, MISMATCH, NO_NOTE, MISMATCH, READ_ONLY, NO_NOTE)),
     "fact upsert": Case(_fact_upsert, lambda w, t: f"{API}/facts/", True,
-                        expect(OK, OK, OK, OK, OK, CREATED), facts=True),
+                        expect(OK, OK, OK, OK, OK, CREATED)),
+    # A tenant key may claim a shared fact for bob, as a session: here bob has a home_city already.
     "fact patch": Case(_by_id("fact", "facts", "patch", {"content": "bob lives in Oslo"}), _id_read("fact", "facts"),
-                       True, expect(OK, MISMATCH, (404, "fact_not_found"), MISMATCH, READ_ONLY,
-                                    (404, "fact_not_found")), facts=True),
+                       True, expect(OK, MISMATCH, (404, "fact_not_found"), (409, "fact_exists"), READ_ONLY,
+                                    (404, "fact_not_found"))),
     "fact delete": Case(_by_id("fact", "facts", "delete"), _id_read("fact", "facts"), False,
-                        expect(OK, MISMATCH, (404, "fact_not_found"), MISMATCH, READ_ONLY, (404, "fact_not_found")),
-                        facts=True),
+                        expect(OK, MISMATCH, (404, "fact_not_found"), MISMATCH, READ_ONLY, (404, "fact_not_found"))),
     "document delete": Case(_by_id("document", "documents", "delete"), _id_read("document", "documents"), False,
                             expect(OK, MISMATCH, (404, "document_not_found"), MISMATCH, READ_ONLY,
                                    (404, "document_not_found"))),
@@ -273,7 +271,7 @@ def _params() -> list[Any]:
             if actor == "tenant" and not case.takes_user:
                 continue
             for target in TARGETS:
-                marks = [FACTS_XFAIL] if case.facts and (name, actor, target) not in FACTS_PASSING else []
+                marks = [FACTS_XFAIL] if (name, actor, target) in FACTS_FAILING else []
                 params.append(pytest.param(name, actor, target, marks=marks, id=f"{name}-{actor}-{target}"))
     return params
 

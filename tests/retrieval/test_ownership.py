@@ -192,7 +192,6 @@ def test_the_halves_of_a_users_view_keep_the_best_text_matches_of_their_or(peopl
     assert len(orders[-1]) == 4  # ann's three and the shared one, never bob's
 
 
-@pytest.mark.xfail(strict=False, reason="facts per owner: lead's branch")
 def test_two_users_facts_with_the_same_key_are_two_facts(people) -> None:
     """Users collide on keys: ann's and bob's home_city are two facts, and an upsert by one never
     touches the other's."""
