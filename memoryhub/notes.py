@@ -18,6 +18,7 @@ from django.utils import timezone
 from accounts.models import ApiKey, Channel, Workspace
 from memoryhub.errors import Conflict, Forbidden, Invalid, NotFound
 from memoryhub.models import Note, Session, new_note_id
+from memoryhub.ownership import check_owner, refuse_shared
 from memoryhub.sessions import get_session, resolve_user, resolve_workspace
 from memoryhub.signals import memory_deleted, memory_saved
 
@@ -40,6 +41,8 @@ def place(key: ApiKey, *, tier: str | None, session: str | None, workspace: str 
     workspace). Raises before anything is created when the request does not fit the key."""
     forced_user = resolve_user(key, user_id) if key.user_id else ""
     sess = get_session(key, session) if session else None
+    if sess is not None and sess.user_id:  # a user's memory may sit in a shared session, not in another's
+        check_owner(forced_user or user_id or "", sess.user_id, f"Session {sess.external_id!r}")
     if tier is None:
         tier = "conversation" if sess else "channel" if channel else "workspace"
     if tier == "conversation" and sess is None:
@@ -116,13 +119,18 @@ def notes_visible_to(key: ApiKey) -> QuerySet[Note]:
     return Note.objects.visible_to(key).select_related("session", "workspace", "channel")
 
 
+def note_not_found(note_id: str) -> NotFound:
+    """Missing, or another user's: a user-limited key gets the same answer for both."""
+    return NotFound("note_not_found", f"Note {note_id!r} does not exist.")
+
+
 def get_note(key: ApiKey, note_id: str, *, for_update: bool = False) -> Note:
     qs = notes_visible_to(key)
     if for_update:
         qs = qs.select_for_update(of=("self",))
     note = qs.filter(note_id=note_id).first()
     if note is None:
-        raise NotFound("note_not_found", f"Note {note_id!r} does not exist.")
+        raise note_not_found(note_id)
     return note
 
 
@@ -130,14 +138,33 @@ def _announce(note: Note) -> None:
     memory_saved.send(sender=Note, kind="note", instance=note)
 
 
-def _fill(note: Note, data: dict[str, Any], placement: Placement) -> None:
+def _id_taken(key: ApiKey, note_id: str) -> Exception:
+    """Note ids are unique in the tenant. The key sees the note holding this one: 409; it does
+    not (another workspace's, another user's): a user-limited key gets a missing note's 404,
+    other keys a 409 that names nothing."""
+    if key.user_id and not notes_visible_to(key).filter(note_id=note_id).exists():
+        return note_not_found(note_id)
+    return Conflict("note_exists", f"Note {note_id!r} already exists: PUT /notes/{note_id}/ replaces it.")
+
+
+def _owner(key: ApiKey, data: dict[str, Any], placement: Placement, existing: Note | None) -> str:
+    """Whom the note belongs to: the user named (or the key's), else its session's; an existing
+    note keeps its owner, and a write for another user is refused (ownership: memoryhub.ownership)."""
+    user = placement.user_id or data.get("user_id") or ""
+    owner = user or (placement.session.user_id if placement.session else "")  # place() checked they agree
+    if existing is None:
+        return owner
+    refuse_shared(key, existing.user_id, f"Note {existing.note_id!r}")
+    check_owner(owner, existing.user_id, f"Note {existing.note_id!r}")
+    return existing.user_id
+
+
+def _fill(note: Note, data: dict[str, Any], placement: Placement, owner: str) -> None:
     note.content = data["content"]
     note.source = data.get("source", "")
     note.tags = data.get("tags", [])
     note.metadata = data.get("metadata", {})
-    note.user_id = data.get("user_id") or (placement.session.user_id if placement.session else "")
-    if placement.user_id:  # a user-limited key writes as its user
-        note.user_id = placement.user_id
+    note.user_id = owner
     given = data.get("importance")
     note.importance = given if given is not None else importance_by_type(note.tags)
     note.tier = placement.tier
@@ -153,14 +180,14 @@ def create_note(key: ApiKey, data: dict[str, Any]) -> Note:
                       user_id=data.get("user_id"))
     note_id = data.get("note_id") or new_note_id()
     if Note.objects.filter(tenant_id=key.tenant_id, note_id=note_id).exists():
-        raise Conflict("note_exists", f"Note {note_id!r} already exists: PUT /notes/{note_id}/ replaces it.")
+        raise _id_taken(key, note_id)
     note = Note(tenant_id=key.tenant_id, note_id=note_id)
-    _fill(note, data, placement)
+    _fill(note, data, placement, _owner(key, data, placement, None))
     try:
         with transaction.atomic():
             note.save()
     except IntegrityError:
-        raise Conflict("note_exists", f"Note {note_id!r} already exists.") from None
+        raise _id_taken(key, note_id) from None
     _announce(note)
     return note
 
@@ -170,13 +197,13 @@ def put_note(key: ApiKey, note_id: str, data: dict[str, Any]) -> tuple[Note, boo
     """Replace the note (or create it under this id). Returns (note, created)."""
     existing = notes_visible_to(key).select_for_update(of=("self",)).filter(note_id=note_id).first()
     if existing is None and Note.objects.filter(tenant_id=key.tenant_id, note_id=note_id).exists():
-        # Another workspace's note: the id is taken, say nothing more.
-        raise Conflict("note_exists", f"Note {note_id!r} already exists.")
+        raise _id_taken(key, note_id)
     placement = place(key, tier=data.get("scope"), session=data.get("session"),
                       workspace=data.get("workspace"), channel=data.get("channel"),
                       user_id=data.get("user_id"))
+    owner = _owner(key, data, placement, existing)
     note = existing or Note(tenant_id=key.tenant_id, note_id=note_id)
-    _fill(note, data, placement)
+    _fill(note, data, placement, owner)
     note.updated_at = timezone.now()
     note.save()
     _announce(note)
@@ -186,6 +213,7 @@ def put_note(key: ApiKey, note_id: str, data: dict[str, Any]) -> tuple[Note, boo
 @transaction.atomic
 def delete_note(key: ApiKey, note_id: str) -> None:
     note = get_note(key, note_id, for_update=True)
+    refuse_shared(key, note.user_id, f"Note {note_id!r}")
     memory_deleted.send(sender=Note, kind="note", tenant_id=note.tenant_id, source_id=note.note_id)
     note.delete()
 

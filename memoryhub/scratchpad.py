@@ -19,7 +19,7 @@ from django.utils import timezone
 from accounts.models import ApiKey
 from memoryhub.errors import Conflict, Invalid
 from memoryhub.models import Scratchpad, ScratchpadItem, Session, SessionStatus, iso
-from memoryhub.sessions import get_session
+from memoryhub.sessions import get_session, get_session_for_write
 
 
 def value_size(value: Any) -> int:
@@ -91,7 +91,7 @@ def _writable(session: Session) -> None:
 @transaction.atomic
 def write(key: ApiKey, session_id: str, raw_items: Any) -> dict[str, Any]:
     pairs = parse_items(raw_items)  # everything is checked before anything is written
-    session = get_session(key, session_id, for_update=True)
+    session = get_session_for_write(key, session_id)
     _writable(session)
     pad, _ = Scratchpad.objects.get_or_create(session=session, defaults={"tenant_id": session.tenant_id})
     pad.items.all().delete()
@@ -107,7 +107,7 @@ def write(key: ApiKey, session_id: str, raw_items: Any) -> dict[str, Any]:
 
 @transaction.atomic
 def clear(key: ApiKey, session_id: str) -> dict[str, Any]:
-    session = get_session(key, session_id, for_update=True)
+    session = get_session_for_write(key, session_id)
     _writable(session)
     pad = Scratchpad.objects.filter(session=session).first()
     cleared = 0

@@ -24,6 +24,7 @@ from memoryhub.models import (
     SessionStatus,
     SummaryNode,
 )
+from memoryhub.ownership import check_owner, refuse_shared
 from memoryhub.signals import events_appended, session_forgotten, session_owner_changed
 
 logger = logging.getLogger(__name__)
@@ -67,8 +68,29 @@ def get_session(key: ApiKey, session_id: str, *, for_update: bool = False, relat
         qs = qs.select_for_update(of=("self",))
     session = qs.filter(external_id=session_id).first()
     if session is None:
-        raise NotFound("session_not_found", f"Session {session_id!r} does not exist.")
+        raise session_not_found(session_id)
     return session
+
+
+def session_not_found(session_id: str) -> NotFound:
+    """The one answer for a session the key may not see, whether it is missing or another user's
+    (or another workspace's): a user-limited key must not learn that someone else's id exists."""
+    return NotFound("session_not_found", f"Session {session_id!r} does not exist.")
+
+
+def get_session_for_write(key: ApiKey, session_id: str, *, lock: bool = True) -> Session:
+    """The session (locked, within a transaction) for a write that changes it or what hangs off it
+    (scratchpad, summary, deletion): a user-limited key may read a shared session but not change it."""
+    session = get_session(key, session_id, for_update=lock)
+    refuse_shared(key, session.user_id, f"Session {session_id!r}")
+    return session
+
+
+def check_append_owner(key: ApiKey, session: Session, user: str | None) -> None:
+    """Events take the session's owner: appending as one user to a session of another (or of no
+    one) would file that user's words under someone else's memory."""
+    refuse_shared(key, session.user_id, f"Session {session.external_id!r}")
+    check_owner(user, session.user_id, f"Session {session.external_id!r}")
 
 
 # --- sessions ----------------------------------------------------------------------------------
@@ -95,17 +117,15 @@ def _new_session_id() -> str:
 
 @transaction.atomic
 def create_session(*, key: ApiKey, data: SessionInput, get_or_create: bool = False) -> tuple[Session, bool]:
-    """Create a session; an existing id is a conflict unless get_or_create is asked for."""
+    """Create a session; an existing id is a conflict unless get_or_create is asked for, and then
+    only for a session of the same user (see _existing)."""
     session_id = data.id or _new_session_id()
+    user = resolve_user(key, data.user_id)
     # One read decides: checking "visible to the key" and "taken in the tenant" in two statements
     # let a concurrent lazy creation commit between them and turn a get-or-create into a 409.
     existing = Session.objects.filter(tenant_id=key.tenant_id, external_id=session_id).first()
     if existing is not None:
-        visible = Session.objects.visible_to(key).filter(pk=existing.pk).exists()
-        if get_or_create and visible:
-            return existing, False
-        # Same tenant, other workspace: the id is taken, but say nothing about that workspace.
-        raise Conflict("session_exists", f"Session {session_id!r} already exists.")
+        return _existing(key, existing, user, get_or_create), False
     workspace = resolve_workspace(key, data.workspace)
     assert workspace is not None
     channel = Channel.get_named(workspace, data.channel)
@@ -113,26 +133,46 @@ def create_session(*, key: ApiKey, data: SessionInput, get_or_create: bool = Fal
         with transaction.atomic():
             session = Session.objects.create(
                 tenant_id=key.tenant_id, workspace=workspace, channel=channel, external_id=session_id,
-                user_id=resolve_user(key, data.user_id) or "", persistence_key=data.persistence_key, agent=data.agent,
+                user_id=user or "", persistence_key=data.persistence_key, agent=data.agent,
                 title=data.title, metadata=data.metadata, summary_budget=data.summary_budget,
             )
     except IntegrityError:
         # A concurrent request created it between our check and insert.
-        winner = Session.objects.visible_to(key).filter(external_id=session_id).first()
-        if get_or_create and winner is not None:
-            return winner, False
-        raise Conflict("session_exists", f"Session {session_id!r} already exists.") from None
+        winner = Session.objects.filter(tenant_id=key.tenant_id, external_id=session_id).first()
+        assert winner is not None
+        return _existing(key, winner, user, get_or_create), False
     return session, True
 
 
-def get_or_create_session_lazily(*, key: ApiKey, session_id: str) -> Session:
-    """Appending to an unknown session creates it (seed 000), in the key's default placement."""
+def _existing(key: ApiKey, existing: Session, user: str | None, get_or_create: bool) -> Session:
+    """What asking to create a session whose id is taken in the tenant answers."""
+    session_id = existing.external_id
+    visible = Session.objects.visible_to(key).filter(pk=existing.pk).exists()
+    if not visible:
+        if key.user_id:
+            # Another user's (or workspace's) id: the same 404 a missing session gets, so that a
+            # user-limited key cannot tell someone else's conversation from none.
+            raise session_not_found(session_id)
+        # Same tenant, other workspace: the id is taken, but say nothing about that workspace.
+        raise Conflict("session_exists", f"Session {session_id!r} already exists.")
+    if not get_or_create:
+        raise Conflict("session_exists", f"Session {session_id!r} already exists.")
+    if user is not None and user != existing.user_id:
+        refuse_shared(key, existing.user_id, f"Session {session_id!r}")
+        check_owner(user, existing.user_id, f"Session {session_id!r}")
+    return existing
+
+
+def get_or_create_session_lazily(*, key: ApiKey, session_id: str, user_id: str | None = None) -> Session:
+    """Appending to an unknown session creates it (seed 000), in the key's default placement,
+    owned by the appending user."""
     if not re.fullmatch(SESSION_ID_REGEX, session_id):
         raise Invalid(
             "invalid_session_id",
             "A session id has 1–200 characters: letters, digits and . _ : @ - (not starting with a symbol).",
         )
-    session, _ = create_session(key=key, data=SessionInput(id=session_id), get_or_create=True)
+    session, _ = create_session(key=key, data=SessionInput(id=session_id, user_id=user_id or ""),
+                                get_or_create=True)
     return session
 
 
@@ -142,13 +182,18 @@ UPDATABLE_FIELDS = ("title", "metadata", "agent", "user_id", "persistence_key", 
 
 @transaction.atomic
 def update_session(*, key: ApiKey, session_id: str, changes: dict[str, Any]) -> Session:
-    session = get_session(key, session_id, for_update=True)
+    session = get_session_for_write(key, session_id)
     previous = session.status
     status = changes.get("status")
     if status is not None:
         conversations.check_move(session, status)
     if "user_id" in changes:
         changes = {**changes, "user_id": resolve_user(key, changes["user_id"]) or ""}
+        if session.user_id and changes["user_id"] != session.user_id:
+            # An unowned session may be claimed; one user's conversation is never handed to
+            # another (nor made shared): that would give away what they said.
+            raise Conflict("owner_mismatch", f"Session {session_id!r} belongs to another user: its owner "
+                                             "cannot be changed.", {"user_id": changes["user_id"]})
     owner_changed = "user_id" in changes and changes["user_id"] != session.user_id
     for name in UPDATABLE_FIELDS:
         if name in changes:
@@ -169,7 +214,7 @@ def update_session(*, key: ApiKey, session_id: str, changes: dict[str, Any]) -> 
 @transaction.atomic
 def forget_session(*, key: ApiKey, session_id: str) -> dict[str, int]:
     """Delete a session and everything derived from it, in one transaction."""
-    session = get_session(key, session_id, for_update=True)
+    session = get_session_for_write(key, session_id)
     if session.tenant.immutable_transcript:
         raise Conflict(
             "immutable_transcript",
@@ -226,19 +271,24 @@ def _check_batch(items: list[EventInput]) -> None:
         )
 
 
-def append_events(*, key: ApiKey, session_id: str, items: list[EventInput]) -> AppendResult:
+def append_events(*, key: ApiKey, session_id: str, items: list[EventInput],
+                  user_id: str | None = None) -> AppendResult:
     """Append events atomically; sequences are allocated under a lock on the session row.
 
     An event whose idempotency_key is already stored is not stored again: the stored one is
-    returned, so a retried request is harmless.
+    returned, so a retried request is harmless. With a user (`user_id`, or the key's) the session
+    must be that user's (a new one becomes theirs): see check_append_owner.
     """
     _check_batch(items)
+    user = resolve_user(key, user_id)
     # The lazy creation shares the append's transaction: a refused append leaves no empty session.
     with transaction.atomic():
         session = _lock_session(key, session_id)
         if session is None:
-            get_or_create_session_lazily(key=key, session_id=session_id)
+            get_or_create_session_lazily(key=key, session_id=session_id, user_id=user)
             session = get_session(key, session_id, for_update=True, related=False)
+        # The locked row carries its owner: the check costs no query.
+        check_append_owner(key, session, user)
         result = _append_locked(session, items)
     return result
 

@@ -13,8 +13,9 @@ from django.db import transaction
 from django.db.models import QuerySet
 
 from accounts.models import ApiKey
-from memoryhub.errors import Forbidden, NotFound
+from memoryhub.errors import NotFound
 from memoryhub.models import iso
+from memoryhub.ownership import refuse_shared
 from retrieval.indexing import delete_searchable
 from retrieval.models import Document
 
@@ -37,8 +38,7 @@ def get_document(key: ApiKey, document_id: int, *, for_update: bool = False) -> 
 def delete_document(key: ApiKey, document_id: int) -> int:
     """Delete the document and its chunks; returns the number of chunks deleted."""
     document = get_document(key, document_id, for_update=True)
-    if key.user_id and not document.user_id:
-        raise Forbidden("user_limited_key", "A shared document is deleted with a key not limited to one user.")
+    refuse_shared(key, document.user_id, f"Document {document_id}")
     chunks = delete_searchable(kind="document", tenant_id=document.tenant_id, source_id=document.source_id)
     document.delete()
     return chunks

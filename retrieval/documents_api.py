@@ -11,6 +11,7 @@ from rest_framework.views import APIView
 from accounts.models import Channel
 from memoryhub.api.common import api_key, paginate, parse_input, query_params
 from memoryhub.api.fields import PAGE_PARAMS, page_of
+from memoryhub.ownership import check_owner
 from memoryhub.sessions import get_session, resolve_user, resolve_workspace
 from retrieval import api_examples as ex
 from retrieval import documents
@@ -61,6 +62,9 @@ class DocumentListView(APIView):
         data = parse_input(DocumentInput, request.data)
         key = api_key(request)
         session = get_session(key, data["session"]) if data["session"] else None
+        user = resolve_user(key, data["user_id"] or None)
+        if session is not None and session.user_id:  # a user's document may sit in a shared session
+            check_owner(user, session.user_id, f"Session {session.external_id!r}")
         workspace = session.workspace if session else resolve_workspace(key, data["workspace"])
         channel = session.channel if session else (
             Channel.get_named(workspace, data["channel"]) if data["channel"] and workspace else None)
@@ -68,7 +72,7 @@ class DocumentListView(APIView):
             tenant_id=key.tenant_id, source_uri=data["source_uri"], text=data["text"],
             workspace_id=workspace.pk if workspace else None, channel_id=channel.pk if channel else None,
             session=session, metadata=data["metadata"], tags=data["tags"],
-            user_id=resolve_user(key, data["user_id"] or (session.user_id if session else "")) or "",
+            user_id=user or (session.user_id if session else ""),
         )
         return Response(documents.document_dict(result.document, indexed=result.indexed),
                         status=status.HTTP_201_CREATED if result.indexed else status.HTTP_200_OK)

@@ -9,6 +9,7 @@ from django.db.models import Count, F, IntegerField, Max, OuterRef, Q, Subquery,
 from django.db.models.functions import Coalesce, Greatest
 
 from accounts.models import ApiKey, Tenant
+from accounts.querysets import owned_by
 from memoryhub.models import Event, RollingSummary, Session, SummaryNode
 from memoryhub.tasks import queue_counts
 from retrieval.embedders import get_embedder
@@ -16,10 +17,12 @@ from retrieval.embedding import backlog, embedding_rate
 from retrieval.models import Chunk, Document
 
 
-def _chunk_stats(tenant_id: int, workspace_id: int | None) -> dict[str, Any]:
+def _chunk_stats(tenant_id: int, workspace_id: int | None, user_id: str) -> dict[str, Any]:
     qs = Chunk.objects.for_tenant(tenant_id)
     if workspace_id is not None:
         qs = qs.filter(workspace_id=workspace_id)
+    if user_id:
+        qs = qs.filter(owned_by("user_id", user_id))
     model = get_embedder().name
     row = qs.aggregate(
         total=Count("id"),
@@ -35,12 +38,14 @@ def _chunk_stats(tenant_id: int, workspace_id: int | None) -> dict[str, Any]:
     }
 
 
-def _session_stats(tenant_id: int, workspace_id: int | None) -> dict[str, Any]:
+def _session_stats(tenant_id: int, workspace_id: int | None, user_id: str) -> dict[str, Any]:
     """Sessions and events; messages not yet in a summary: of the tree (no leaf covers them: what
     compaction still has to do) and of the rolling summary."""
     sessions = Session.objects.for_tenant(tenant_id)
     if workspace_id is not None:
         sessions = sessions.filter(workspace_id=workspace_id)
+    if user_id:
+        sessions = sessions.filter(owned_by("user_id", user_id))
     upper = RollingSummary.objects.filter(session=OuterRef("pk")).values("upper_sequence")[:1]
     leaves = (SummaryNode.objects.filter(session=OuterRef("pk"), level="leaf")
               .order_by("-sequence_end").values("sequence_end")[:1])
@@ -67,28 +72,32 @@ def _model(app_label: str, model_name: str) -> Any:
         return None
 
 
-def _scoped(model: Any, tenant_id: int, workspace_id: int | None) -> Any:
+def _scoped(model: Any, tenant_id: int, workspace_id: int | None, user_id: str = "") -> Any:
     qs = model.objects.filter(tenant_id=tenant_id)
     if workspace_id is not None and any(f.name == "workspace" for f in model._meta.get_fields()):
         qs = qs.filter(workspace_id=workspace_id)
+    if user_id:
+        qs = qs.filter(owned_by("user_id", user_id))
     return qs
 
 
-def _summary_stats(tenant_id: int, workspace_id: int | None) -> dict[str, Any]:
+def _summary_stats(tenant_id: int, workspace_id: int | None, user_id: str) -> dict[str, Any]:
     nodes = SummaryNode.objects.filter(tenant_id=tenant_id)
     if workspace_id is not None:
         nodes = nodes.filter(session__workspace_id=workspace_id)
+    if user_id:
+        nodes = nodes.filter(owned_by("user_id", user_id))
     row = nodes.aggregate(n=Count("id"), depth=Max("depth"), last=Max("created_at"))
     # Levels of the deepest tree: 1 with leaves only, 3 with leaves, branches and a root.
     depth = 0 if row["depth"] is None else row["depth"] + 1
     return {"summaries": row["n"], "summary_tree_depth": depth, "last_compaction_at": row["last"]}
 
 
-def _schedule_stats(tenant_id: int, workspace_id: int | None) -> dict[str, Any]:
+def _schedule_stats(tenant_id: int, workspace_id: int | None, user_id: str) -> dict[str, Any]:
     model = _model("scheduling", "Schedule")
     if model is None:
         return {}
-    qs = _scoped(model, tenant_id, workspace_id)
+    qs = _scoped(model, tenant_id, workspace_id, user_id)
     health: dict[str, Any] = {"total": qs.count()}
     fields = {f.name for f in model._meta.get_fields()}
     if "status" in fields:
@@ -99,24 +108,26 @@ def _schedule_stats(tenant_id: int, workspace_id: int | None) -> dict[str, Any]:
 
 
 def tenant_stats(key: ApiKey) -> dict[str, Any]:
-    """The stats an API key may see: its tenant's, or its workspace's when the key is limited."""
-    return memory_stats(key.tenant, workspace_id=key.workspace_id)
+    """The stats an API key may see: its tenant's, or its workspace's when the key is limited, of
+    its user's rows and shared ones when it is limited to a user."""
+    return memory_stats(key.tenant, workspace_id=key.workspace_id, user_id=key.user_id or "")
 
 
-def memory_stats(tenant: Tenant, *, workspace_id: int | None = None, cluster_queue: bool = False) -> dict[str, Any]:
+def memory_stats(tenant: Tenant, *, workspace_id: int | None = None, user_id: str = "",
+                 cluster_queue: bool = False) -> dict[str, Any]:
     """With `cluster_queue` (operators only) the task cluster's own figures too: they cover every
     tenant, so an API key never sees them."""
-    stats: dict[str, Any] = {"tenant": tenant.name, **_session_stats(tenant.pk, workspace_id),
-                             "chunks": _chunk_stats(tenant.pk, workspace_id)}
-    stats["documents"] = _scoped(Document, tenant.pk, workspace_id).count()
+    stats: dict[str, Any] = {"tenant": tenant.name, **_session_stats(tenant.pk, workspace_id, user_id),
+                             "chunks": _chunk_stats(tenant.pk, workspace_id, user_id)}
+    stats["documents"] = _scoped(Document, tenant.pk, workspace_id, user_id).count()
     for label, name in {"notes": "Note", "facts": "Fact"}.items():
         model = _model("memoryhub", name)
         if model is not None:
-            stats[label] = _scoped(model, tenant.pk, workspace_id).count()
-    summary = _summary_stats(tenant.pk, workspace_id)
+            stats[label] = _scoped(model, tenant.pk, workspace_id, user_id).count()
+    summary = _summary_stats(tenant.pk, workspace_id, user_id)
     stats["compaction"].update(tree_depth=summary["summary_tree_depth"], last_run_at=summary.pop("last_compaction_at"))
     stats.update(summary)
-    stats.update(_schedule_stats(tenant.pk, workspace_id))
+    stats.update(_schedule_stats(tenant.pk, workspace_id, user_id))
     stats["queue"] = {"pending_embeddings": stats["chunks"]["pending_embedding"], **_embedding_backlog(tenant.pk)}
     if cluster_queue:
         queue = queue_counts()

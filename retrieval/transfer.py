@@ -41,7 +41,7 @@ class RetrievalTransfer(TransferExtension):
     # -- export
 
     def export_sources(self, exporter: Exporter) -> dict[str, list[Any]]:
-        qs = exporter.in_scope(Document.objects.filter(tenant=exporter.tenant), Document)
+        qs = exporter.owned(exporter.in_scope(Document.objects.filter(tenant=exporter.tenant), Document), Document)
         rows = []
         for d in qs.select_related("workspace", "session").order_by("id"):
             # The URI alone no longer names a document (one per workspace, session and owner): the
@@ -62,6 +62,7 @@ class RetrievalTransfer(TransferExtension):
             qs = qs.filter(session_id__in=exporter.session_ids)
         elif exporter.scope.kind == "workspace":
             qs = qs.filter(models.Q(workspace=exporter.workspace) | models.Q(session_id__in=exporter.session_ids))
+        qs = exporter.owned(qs, Chunk)
         event_ids = [c.metadata.get("event_id") for c in qs.only("metadata") if isinstance(c.metadata, dict)]
         sequences = dict(Event.objects.filter(pk__in=[i for i in event_ids if isinstance(i, int)])
                          .values_list("id", "sequence"))

@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from accounts.models import ApiKey
 from memoryhub.errors import Conflict, Invalid, NotFound
+from memoryhub.ownership import refuse_shared
 from memoryhub.sessions import resolve_user, resolve_workspace
 from scheduling import cadence as cadence_maths
 from scheduling import webhooks
@@ -58,6 +59,14 @@ def get_schedule(key: ApiKey, schedule_id: str, *, for_update: bool = False) -> 
     return schedule
 
 
+def get_schedule_for_write(key: ApiKey, schedule_id: str, *, for_update: bool = False) -> Schedule:
+    """A schedule the key may change: a user-limited key reads shared schedules but does not change,
+    pause, run or delete them."""
+    schedule = get_schedule(key, schedule_id, for_update=for_update)
+    refuse_shared(key, schedule.user_id, f"Schedule {schedule_id!r}")
+    return schedule
+
+
 def get_run(key: ApiKey, run_id: str) -> Run:
     pk = _uuid(run_id)
     run = Run.objects.visible_to(key).select_related("delivery").filter(pk=pk).first() if pk else None
@@ -99,9 +108,12 @@ def create_schedule(key: ApiKey, data: dict[str, Any]) -> Schedule:
 
 @transaction.atomic
 def update_schedule(key: ApiKey, schedule_id: str, changes: dict[str, Any]) -> Schedule:
-    schedule = get_schedule(key, schedule_id, for_update=True)
+    schedule = get_schedule_for_write(key, schedule_id, for_update=True)
     if "user_id" in changes:
         changes = {**changes, "user_id": resolve_user(key, changes["user_id"]) or ""}
+        if schedule.user_id and changes["user_id"] != schedule.user_id:  # claiming a shared one is fine
+            raise Conflict("owner_mismatch", f"Schedule {schedule_id!r} belongs to another user: its owner "
+                                             "cannot be changed.", {"user_id": changes["user_id"]})
     for name in ("name", "goal", "user_id", "notification_policy", "channel", "channel_context_id", "action"):
         if name in changes:
             setattr(schedule, name, changes[name])

@@ -63,7 +63,7 @@ class ScheduleDetailView(APIView):
                        "deleted": serializers.BooleanField(help_text="Always true."),
                    })}, examples=ex.SCHEDULE_DELETE)
     def delete(self, request: Request, schedule_id: str) -> Response:
-        schedule = services.get_schedule(api_key(request), schedule_id)
+        schedule = services.get_schedule_for_write(api_key(request), schedule_id)
         schedule.delete()
         return Response({"id": schedule_id, "deleted": True})
 
@@ -72,7 +72,7 @@ class SchedulePauseView(APIView):
     @extend_schema(summary="Pause a schedule", description="No run is started until it is resumed.",
                    request=None, responses=ScheduleOutput, examples=ex.SCHEDULE_PAUSE)
     def post(self, request: Request, schedule_id: str) -> Response:
-        schedule = services.pause(services.get_schedule(api_key(request), schedule_id))
+        schedule = services.pause(services.get_schedule_for_write(api_key(request), schedule_id))
         return Response(ScheduleOutput(schedule).data)
 
 
@@ -80,7 +80,7 @@ class ScheduleResumeView(APIView):
     @extend_schema(summary="Resume a schedule", description="Runs again from its next due time on.",
                    request=None, responses=ScheduleOutput, examples=ex.SCHEDULE_RESUME)
     def post(self, request: Request, schedule_id: str) -> Response:
-        schedule = services.resume(services.get_schedule(api_key(request), schedule_id))
+        schedule = services.resume(services.get_schedule_for_write(api_key(request), schedule_id))
         return Response(ScheduleOutput(schedule).data)
 
 
@@ -89,7 +89,7 @@ class ScheduleRunNowView(APIView):
                    description="Queues a manual run at once (the next due time does not change).",
                    request=None, responses={202: RunOutput}, examples=ex.SCHEDULE_RUN)
     def post(self, request: Request, schedule_id: str) -> Response:
-        run = run_now(services.get_schedule(api_key(request), schedule_id))
+        run = run_now(services.get_schedule_for_write(api_key(request), schedule_id))
         run.refresh_from_db()
         return Response(RunOutput(run).data, status=status.HTTP_202_ACCEPTED)
 

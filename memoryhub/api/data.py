@@ -109,7 +109,7 @@ class ExportView(APIView):
         else:
             _tenant_wide(request, "Exporting the whole tenant")
             scope = ExportScope("tenant")
-        return Response(export_memory(tenant=key.tenant, scope=scope))
+        return Response(export_memory(tenant=key.tenant, scope=scope, user_id=key.user_id or ""))
 
 
 class ImportView(APIView):

@@ -86,7 +86,8 @@ class SessionPatchInput(StrictSerializer):
     )
     agent = StrictCharField(max_length=200, required=False, allow_blank=True, help_text="A new agent name.")
     user_id = StrictCharField(max_length=200, required=False, allow_blank=True,
-                              help_text="Give the conversation (and its memories) to another end user.")
+                              help_text="Claim an unowned conversation (and its memories) for an end user; a "
+                                        "session that has an owner keeps it (409 owner_mismatch).")
     persistence_key = StrictCharField(max_length=500, required=False, allow_blank=True,
                                       help_text="A new persistence key.")
     summary_budget = StrictIntegerField(
@@ -220,9 +221,21 @@ class EventInput(StrictSerializer):
         return attrs
 
 
+APPEND_USER_HELP = ("The end user the events are from: the session must be theirs (409 owner_mismatch for "
+                    "another user's or an unowned session); a new session becomes theirs. A user-limited key "
+                    "appends as its user.")
+
+
+class SingleEventInput(EventInput):
+    user_id = StrictCharField(max_length=200, required=False, allow_null=True, default=None,
+                              help_text=APPEND_USER_HELP)
+
+
 class BulkEventInput(StrictSerializer):
     events = EventInput(many=True, allow_empty=False,
                         help_text="The events, oldest first; all are stored or none.")
+    user_id = StrictCharField(max_length=200, required=False, allow_null=True, default=None,
+                              help_text=APPEND_USER_HELP)
 
 
 class EventOutput(serializers.Serializer):
@@ -295,8 +308,10 @@ class SessionListView(APIView):
     @extend_schema(
         summary="Create a session",
         description="A conversation to store events in. An existing id is a 409 session_exists, unless "
-                    "get_or_create is true (then 200 with the existing session). Appending to an unknown "
-                    "session id also creates it.",
+                    "get_or_create is true (then 200 with the existing session; 409 owner_mismatch when it "
+                    "belongs to another user than `user_id`, or to none). Appending to an unknown session id "
+                    "also creates it. A user-limited key naming another user's session id gets the 404 "
+                    "session_not_found a missing session gets.",
         request=SessionCreateInput, responses={201: SessionOutput, 200: SessionOutput}, examples=ex.SESSION_CREATE,
     )
     def post(self, request: Request) -> Response:
@@ -379,8 +394,11 @@ class EventListView(APIView):
         summary="Append events",
         description="One event, or {\"events\": [...]} appended atomically (all or none), each at the next "
                     "sequence. An unknown session id is created. 201 when something was stored; 200 when "
-                    "every event's idempotency_key was already stored (a retried request).",
-        request=PolymorphicProxySerializer("EventAppend", serializers=[EventInput, BulkEventInput],
+                    "every event's idempotency_key was already stored (a retried request). With `user_id` (or a "
+                    "user-limited key) the session must be that user's: another user's or an unowned session "
+                    "is a 409 owner_mismatch (a user-limited key: 404 session_not_found for another user's, "
+                    "403 shared_read_only for an unowned one), and nothing is stored.",
+        request=PolymorphicProxySerializer("EventAppend", serializers=[SingleEventInput, BulkEventInput],
                                            resource_type_field_name=None),
         responses={201: AppendedOutput, 200: AppendedOutput},
         examples=ex.EVENT_APPEND,
@@ -388,12 +406,16 @@ class EventListView(APIView):
     def post(self, request: Request, session_id: str) -> Response:
         bulk = isinstance(request.data, dict) and "events" in request.data
         if bulk:
-            items = parse_input(BulkEventInput, request.data)["events"]
+            data = parse_input(BulkEventInput, request.data)
+            items, user_id = data["events"], data["user_id"]
         else:
-            items = [parse_input(EventInput, request.data)]
-        sent = request.data["events"] if bulk else [request.data]  # to tell a default from a value
+            item = parse_input(SingleEventInput, request.data)
+            user_id = item.pop("user_id")
+            items = [item]
+        # to tell a default from a value
+        sent = request.data["events"] if bulk else [{k: v for k, v in request.data.items() if k != "user_id"}]
         result = sessions.append_events(
-            key=api_key(request), session_id=session_id,
+            key=api_key(request), session_id=session_id, user_id=user_id or None,
             items=[sessions.EventInput(**dict(item), given=frozenset(raw)) for item, raw in zip(items, sent, strict=True)],
         )
         body = appended(result)

@@ -39,7 +39,7 @@ from memoryhub.models import (
     iso,
 )
 from memoryhub.restore import event_message
-from memoryhub.sessions import get_session
+from memoryhub.sessions import get_session, get_session_for_write
 from memoryhub.tasks import MAINTENANCE, enqueue
 
 
@@ -156,7 +156,7 @@ class RollingSummaryView(APIView):
                    request=SummaryPutInput, responses={200: RollingOutput}, examples=ex.ROLLING_PUT)
     def put(self, request: Request, session_id: str) -> Response:
         data = parse_input(SummaryPutInput, request.data)
-        session = get_session(api_key(request), session_id)
+        session = get_session_for_write(api_key(request), session_id, lock=False)
         upper = data["upper_sequence"]
         if upper is not None and upper > session.last_sequence:
             raise Invalid("invalid_upper_sequence",
@@ -200,7 +200,7 @@ class RollingSummaryView(APIView):
     )
     def post(self, request: Request, session_id: str) -> Response:
         data = parse_input(SummariseInput, request.data or {})
-        session = get_session(api_key(request), session_id)
+        session = get_session_for_write(api_key(request), session_id, lock=False)
         with llm.single_attempt():  # the client waits: no retries with backoff on the request path
             outcome = summaries.maybe_summarise(session, budget=data["budget"])
         return Response({**outcome, **_rolling(session.external_id, summaries.current_summary(session))})
@@ -268,7 +268,7 @@ class SessionSummaryTreeView(APIView):
                        "queued": serializers.BooleanField(help_text="Always true: the build runs in the background."),
                    })}, examples=ex.SUMMARY_TREE)
     def post(self, request: Request, session_id: str) -> Response:
-        session = get_session(api_key(request), session_id)
+        session = get_session_for_write(api_key(request), session_id, lock=False)
         final = query_params(request, TreeParams)["final"]
         enqueue("memoryhub.tasks.build_summary_tree", session.pk, final, cluster=MAINTENANCE)
         return Response({"session": session.external_id, "queued": True}, status=status.HTTP_202_ACCEPTED)

@@ -9,6 +9,7 @@ from typing import Any
 from django.db import models
 
 from accounts.models import Channel, Tenant, Workspace
+from accounts.querysets import owned_by
 from memoryhub.errors import NotFound
 from memoryhub.models import Event, RollingSummary, Session, iso
 from memoryhub.transfer.extensions import extensions
@@ -19,10 +20,13 @@ from memoryhub.transfer.records import derived_metadata, record_fields, record_m
 class Exporter:
     """One export: the scope's sessions, and what extensions need to refer to exported rows."""
 
-    def __init__(self, tenant: Tenant, scope: ExportScope) -> None:
+    def __init__(self, tenant: Tenant, scope: ExportScope, *, user_id: str = "") -> None:
         self.tenant = tenant
         self.scope = scope
+        self.user_id = user_id  # a user-limited key's export: that user's rows and shared ones only
         sessions = Session.objects.filter(tenant=tenant).select_related("workspace", "channel").order_by("id")
+        if user_id:
+            sessions = sessions.filter(owned_by("user_id", user_id))
         self.workspace: Workspace | None = None
         if scope.kind == "workspace":
             self.workspace = Workspace.objects.filter(tenant=tenant, name=scope.workspace).first()
@@ -54,6 +58,21 @@ class Exporter:
             if keys and f.related_model is not model:
                 keep |= models.Q(**{f"{f.attname}__in": list(keys)})
         return qs.filter(keep)
+
+    def owned(self, qs: models.QuerySet[Any], model: type[models.Model]) -> models.QuerySet[Any]:
+        """For a user's export, the rows of `qs` the user may see: owned by them or by no one, and
+        hanging off nothing the export left out (another user's session, a record not exported)."""
+        if not self.user_id:
+            return qs
+        for f in model._meta.concrete_fields:
+            if f.name == "user_id":
+                qs = qs.filter(owned_by("user_id", self.user_id))
+            elif f.is_relation and f.related_model is Session:
+                qs = qs.filter(models.Q(**{f"{f.attname}__isnull": True}) | models.Q(**{f"{f.attname}__in": self.session_ids}))
+            elif f.is_relation and f.related_model is not model and f.related_model._meta.label in self.record_keys:
+                keys = list(self.record_keys[f.related_model._meta.label])
+                qs = qs.filter(models.Q(**{f"{f.attname}__isnull": True}) | models.Q(**{f"{f.attname}__in": keys}))
+        return qs
 
     def workspaces(self) -> list[dict[str, Any]]:
         qs = Workspace.objects.filter(tenant=self.tenant).order_by("name")
@@ -97,7 +116,8 @@ class Exporter:
         out: dict[str, list[dict[str, Any]]] = {}
         for model in record_models():
             label = model._meta.label
-            rows = list(self.in_scope(model._default_manager.filter(tenant=self.tenant), model).order_by("pk"))
+            qs = self.in_scope(model._default_manager.filter(tenant=self.tenant), model)
+            rows = list(self.owned(qs, model).order_by("pk"))
             keys = self.record_keys.setdefault(label, {})
             for position, obj in enumerate(rows):
                 keys[obj.pk] = position
@@ -133,8 +153,9 @@ class Exporter:
         return {"key": keys[target_id]} if target_id in keys else None
 
 
-def export_memory(*, tenant: Tenant, scope: ExportScope) -> dict[str, Any]:
-    exporter = Exporter(tenant, scope)
+def export_memory(*, tenant: Tenant, scope: ExportScope, user_id: str = "") -> dict[str, Any]:
+    """The scope's memory; with `user_id`, only what that user may see (theirs and shared)."""
+    exporter = Exporter(tenant, scope, user_id=user_id)
     parts = extensions()
     records = exporter.records()  # first: chunks refer to their sources
     sources = {name: rows for part in parts for name, rows in part.export_sources(exporter).items()}

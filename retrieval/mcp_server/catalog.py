@@ -104,7 +104,8 @@ def build() -> list[tools.ToolSpec]:
             "memory_remember", "Remember messages",
             "Store messages of a conversation (session) so they can be recalled later; the session "
             "is created if it does not exist. Give user_id (and optionally agent, title, channel, "
-            "workspace) to create it for that end user. An idempotency_key per message makes a "
+            "workspace) to create it for that end user; with user_id the session must be that user's "
+            "(another user's or an unowned one is an owner_mismatch error). An idempotency_key per message makes a "
             "retried call store nothing twice.",
             _with(object_schema(SessionCreateInput, tools.PLACEMENT_ARGS),
                   {**_session_prop("The session (conversation) id; created if it does not exist."),

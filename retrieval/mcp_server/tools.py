@@ -116,7 +116,8 @@ def run_remember(key: ApiKey, arguments: dict[str, Any]) -> dict[str, Any]:
             data.pop("get_or_create")
             sessions.create_session(key=key, data=sessions.SessionInput(**data), get_or_create=True)
         result = sessions.append_events(
-            key=key, session_id=_session_id(session_id), items=[sessions.EventInput(**dict(e)) for e in events])
+            key=key, session_id=_session_id(session_id), items=[sessions.EventInput(**dict(e)) for e in events],
+            user_id=placement.get("user_id") or None)
     return appended(result)
 
 

@@ -105,7 +105,7 @@ def test_a_user_limited_key_has_its_own_documents(alice, cast, ingested) -> None
     ingested(alice, source_uri="kb://other", text="u2's notes", user_id="u2")
     assert sorted(listed(u1)) == [("default", None, "", "kb://faq"), ("default", None, "u1", "kb://faq")]
     response = u1.delete(f"{DOCS}{shared['id']}/")
-    assert response.status_code == 403 and error_code(response) == "user_limited_key"
+    assert response.status_code == 403 and error_code(response) == "shared_read_only"
     assert u1.delete(f"{DOCS}{own['id']}/").status_code == 200
     assert Document.objects.filter(pk=shared["id"]).exists()
 

@@ -116,10 +116,20 @@ def test_a_user_limited_key_sees_only_its_user_and_shared(people) -> None:
     assert ann.post("/api/v1/sessions/", {"id": "ann-2"}, format="json").json()["user_id"] == "ann"
 
 
-def test_giving_a_session_another_user_moves_its_chunks(people) -> None:
+def test_claiming_an_unowned_session_moves_its_chunks(people, index) -> None:
     client = people["client"]
-    assert client.patch("/api/v1/sessions/bob-chat/", {"user_id": "ann"}, format="json").status_code == 200
-    assert "bob secret kumquat recipe event" in texts(search(client, query="kumquat", mode="text", user_id="ann"))
+    index(client, "anon-chat", {"role": "user", "content": "anonymous kumquat jam event"})
+    assert "anonymous kumquat jam" in texts(search(client, query="kumquat", mode="text", user_id="bob"))
+    assert client.patch("/api/v1/sessions/anon-chat/", {"user_id": "ann"}, format="json").status_code == 200
+    assert "anonymous kumquat jam" in texts(search(client, query="kumquat", mode="text", user_id="ann"))
+    assert "anonymous kumquat jam" not in texts(search(client, query="kumquat", mode="text", user_id="bob"))
+
+
+def test_an_owned_session_never_changes_hands(people) -> None:
+    client = people["client"]
+    response = client.patch("/api/v1/sessions/bob-chat/", {"user_id": "ann"}, format="json")
+    assert response.status_code == 409 and error_code(response) == "owner_mismatch"
+    assert "bob secret" not in texts(search(client, query="kumquat", mode="text", user_id="ann"))
 
 
 def test_a_user_limited_key_cannot_export_import_or_forget(people) -> None:
@@ -180,3 +190,16 @@ def test_the_halves_of_a_users_view_keep_the_best_text_matches_of_their_or(peopl
         assert halves == select_rows(*text_source(req, tq, where, params, limit)), limit
         orders.append(halves)
     assert len(orders[-1]) == 4  # ann's three and the shared one, never bob's
+
+
+def test_two_users_facts_with_the_same_key_are_two_facts(people) -> None:
+    """Users collide on keys: ann's and bob's home_city are two facts, and an upsert by one never
+    touches the other's."""
+    client = people["client"]
+    for user, city in (("ann", "Lisbon"), ("bob", "Oslo"), ("ann", "Porto")):
+        response = client.post("/api/v1/facts/", {"content": f"{user} lives in {city}", "user_id": user,
+                                                  "category": "profile", "key": "home_city"}, format="json")
+        assert response.status_code in (200, 201), response.content
+    by_user = {u: [f["content"] for f in client.get(f"/api/v1/facts/?key=home_city&user_id={u}").json()["results"]]
+               for u in ("ann", "bob")}
+    assert by_user == {"ann": ["ann lives in Porto"], "bob": ["bob lives in Oslo"]}

@@ -131,3 +131,23 @@ def test_seed_fidelity_through_the_client(hub: Any, keys: dict[str, str]) -> Non
     assert again.value.code == "invalid_status_transition"
     pad = alice.put_scratchpad("r2", {"plan": {"steps": [1, 2]}, "done": False})
     assert pad["items"] == [{"key": "plan", "value": {"steps": [1, 2]}}, {"key": "done", "value": False}]
+
+
+def test_remember_as_a_user_never_files_into_another_users_or_a_shared_session(hub: Any, keys: dict[str, str]) -> None:
+    """Issue 39: remember(..., user_id="ann") on a session without an owner stored ann's words there
+    as shared memory, and on bob's session in bob's memory."""
+    alice = hub(keys["alice"])
+    alice.remember("trip-1", ["We all go to Lisbon."])
+    alice.remember("trip-2", ["Bob books the hotel."], user_id="bob")
+    for session in ("trip-1", "trip-2"):
+        with pytest.raises(ConflictError) as refused:
+            alice.remember(session, ["Ann's passport number is 123."], user_id="ann")
+        assert (refused.value.status, refused.value.code) == (409, "owner_mismatch")
+        with pytest.raises(ConflictError) as refused:
+            alice.append_events(session, [{"role": "user", "content": "Ann's passport number is 123."}],
+                                user_id="ann")
+        assert refused.value.code == "owner_mismatch"
+        assert [e["content"] for e in alice.list_events(session)] == [
+            "We all go to Lisbon." if session == "trip-1" else "Bob books the hotel."]
+    alice.append_events("trip-3", [{"role": "user", "content": "Ann's own trip."}], user_id="ann")
+    assert alice.get_session("trip-3")["user_id"] == "ann"

@@ -75,7 +75,9 @@ def remember(
 
     With `user_id` (or agent/channel/workspace/title) the session is first got-or-created with
     those fields, so that a new session belongs to the user (two requests); without, the append
-    creates an unknown session by itself (one request). Every message carries an idempotency key,
+    creates an unknown session by itself (one request). With `user_id` the session must be that
+    user's: another user's or an unowned session is a ConflictError (`owner_mismatch`) and nothing
+    is stored. Every message carries an idempotency key,
     so retries never store a message twice. More than `batch_size` messages go in several
     requests, each atomic."""
     events = [message_event(m) for m in messages]
@@ -84,7 +86,7 @@ def remember(
         yield from exchange(create_session(session, get_or_create=True, **placement), state.policy)
     result: AppendResult = {"session": session, "created": 0, "events": []}
     for batch in chunked(events, state.batch_size):
-        part = yield from exchange(append_events(session, batch), state.policy)
+        part = yield from exchange(append_events(session, batch, user_id=user_id), state.policy)
         result = {"session": part["session"], "created": result["created"] + part["created"],
                   "events": result["events"] + part["events"]}
     return result

@@ -149,11 +149,14 @@ def keyed(event: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def append_events(session_id: str, events: Sequence[EventIn | Mapping[str, Any]]) -> Call[AppendResult]:
+def append_events(
+    session_id: str, events: Sequence[EventIn | Mapping[str, Any]], *, user_id: str | None = None
+) -> Call[AppendResult]:
     """Append events atomically ({"events": [...]}); each gets an idempotency key unless it has
-    one, so a retried request stores nothing twice."""
+    one, so a retried request stores nothing twice. With `user_id` the session must be that
+    user's (a ConflictError `owner_mismatch` otherwise); a new session becomes theirs."""
     return Call("POST", path("sessions", session_id, "events"), as_is,
-                json={"events": [keyed(e) for e in events]}, idempotent=True)
+                json=body(events=[keyed(e) for e in events], user_id=user_id), idempotent=True)
 
 
 def list_events(

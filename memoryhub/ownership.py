@@ -1,0 +1,32 @@
+"""The write half of the ownership rule (SPEC S1), in one place for every write path.
+
+Reads are confined in SQL (accounts.querysets: a user's rows plus shared ones). Writes add two
+rules: a key limited to one user may read shared rows but not change them (403
+`shared_read_only`), and a write made on behalf of one user (a `user_id`, the key's user) whose
+target belongs to someone else, or to no one, is a 409 `owner_mismatch`. Both are checked before
+anything is written, so a refused write stores nothing.
+"""
+
+from __future__ import annotations
+
+from accounts.models import ApiKey
+from memoryhub.errors import Conflict, Forbidden
+
+
+def refuse_shared(key: ApiKey, owner: str, what: str) -> None:
+    """A user-limited key may not change a row that belongs to no one: it is everyone's."""
+    if key.user_id and not owner:
+        raise Forbidden(
+            "shared_read_only",
+            f"{what} is shared (it has no owner): a key limited to one user may read it, not change it.",
+        )
+
+
+def check_owner(user: str | None, owner: str, what: str) -> None:
+    """A write on behalf of `user` (None or "": no user named) may only touch `user`'s own rows."""
+    if user and user != owner:
+        raise Conflict(
+            "owner_mismatch",
+            f"{what} belongs to {'another user' if owner else 'no user'}: it cannot be written as user {user!r}.",
+            {"user_id": user},
+        )
