@@ -23,6 +23,7 @@ from accounts.models import ApiKey
 from memoryhub.errors import Conflict, Forbidden, NotFound
 from memoryhub.models import Fact, FactVersion, Session
 from memoryhub.notes import Placement, apply_meta, importance_by_type, place, split_tags
+from memoryhub.ownership import check_owner
 from memoryhub.sessions import get_session, resolve_user
 from memoryhub.signals import memory_deleted, memory_saved
 
@@ -249,6 +250,11 @@ def update_fact(key: ApiKey, fact_id: int, changes: dict[str, Any]) -> Fact:
     owner = fact.user_id
     if "user_id" in changes:
         changes = {**changes, "user_id": resolve_user(key, changes["user_id"]) or ""}
+        if fact.user_id and changes["user_id"] != fact.user_id:
+            # An owned fact never changes hands, nor becomes shared (as a session); a shared one
+            # may be claimed by a tenant key.
+            check_owner(changes["user_id"] or None, fact.user_id, f"Fact {fact.pk}")
+            raise Conflict("owner_mismatch", f"Fact {fact.pk} belongs to a user: it cannot be made shared.")
     for name in WRITABLE:
         if name in changes:
             setattr(fact, name, changes[name])

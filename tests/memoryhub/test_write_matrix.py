@@ -27,10 +27,6 @@ TARGETS = ("own", "other", "shared", "missing")
 SESSIONS = {"own": "trip-2", "other": "trip-1", "shared": "trip-0", "missing": "trip-9"}
 NOTES = {"own": "note-2", "other": "note-1", "shared": "note-0", "missing": "note-9"}
 OWNERS = {"own": "bob", "other": "ann", "shared": ""}
-# PATCH /facts/{id}/ {"user_id": "bob"} on ann's fact moves it to bob (refused here only because bob
-# has a home_city already: 409 fact_exists); an owned row should never change hands (owner_mismatch).
-FACTS_XFAIL = pytest.mark.xfail(strict=False, reason="facts per owner: lead's branch")
-FACTS_FAILING = {("fact patch", "tenant", "other")}
 
 
 @dataclass
@@ -271,8 +267,7 @@ def _params() -> list[Any]:
             if actor == "tenant" and not case.takes_user:
                 continue
             for target in TARGETS:
-                marks = [FACTS_XFAIL] if (name, actor, target) in FACTS_FAILING else []
-                params.append(pytest.param(name, actor, target, marks=marks, id=f"{name}-{actor}-{target}"))
+                params.append(pytest.param(name, actor, target, id=f"{name}-{actor}-{target}"))
     return params
 
 
