@@ -22,7 +22,7 @@ SENTENCE = "Searched for flights from Berlin to Lisbon on 3 May 2025; the cheape
 
 
 @pytest.fixture
-def model(settings):  # type: ignore[no-untyped-def]
+def model(settings, allow_local_llm):  # type: ignore[no-untyped-def]
     def reply(body: dict[str, Any]) -> tuple[int, Any]:
         if "tool call" in body["messages"][0]["content"]:
             return 200, completion(f'"{SENTENCE}"')
