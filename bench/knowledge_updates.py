@@ -36,9 +36,11 @@ the 12 questions, 1-6 / 7-12).
 
     nice -n 19 .venv/bin/python bench/knowledge_updates.py locomo --keepdb
     nice -n 19 .venv/bin/python bench/knowledge_updates.py longmemeval --keepdb
-    nice -n 19 .venv/bin/python bench/knowledge_updates.py longmemeval --keepdb --set MEMORYHUB_SEARCH_RECENCY=0.02
+    nice -n 19 .venv/bin/python bench/knowledge_updates.py locomo --keepdb --variant MEMORYHUB_SEARCH_NEWER_FIRST=0.1
 
-The other options are bench/locomo.py's (--set, --no-summaries, --per-question FILE, ...).
+`--variant NAME=VALUE[,NAME=VALUE]` (repeatable) asks the questions again with settings changed,
+after the run with the settings as they are, and prints all the runs side by side. The other
+options are bench/locomo.py's (--set, --no-summaries, --per-question FILE, --json FILE, ...).
 Searches here do not count as use (counts_as_use False): re-asking does not change a kept
 database's access counts (which the default ranking does not read anyway).
 """
@@ -49,6 +51,8 @@ import json
 import sys
 import time
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -221,24 +225,70 @@ def main() -> None:
         sys.exit(f"usage: {sys.argv[0]} {{{','.join(BENCHES)}}} [options of bench/locomo.py]")
     name = sys.argv.pop(1)
     bench = BENCHES[name]
-    args = runner.build_parser(bench).parse_args()
+    parser = runner.build_parser(bench)
+    parser.add_argument("--variant", action="append", default=[], metavar="NAME=VALUE[,NAME=VALUE]",
+                        help="after the run with the settings as they are (--set applied), one more run with "
+                             "these settings changed (repeatable; each restored after its run)")
+    args = parser.parse_args()
     args.category = args.category or DEFAULT_CATEGORY[name]
     try:
         conversations, ingested, _ = runner.prepare(bench, args)
         questions = multi_date_questions(conversations, bench.categories)
         print(f"{len(questions)} questions with evidence in sessions of different dates "
               f"({recall.halves_label(conversations, bench.unit)})", flush=True)
-        started = time.perf_counter()
-        per_question: list[dict[str, Any]] = []
-        figures = ask(questions, ingested, per_question)
-        print(f"asked in {time.perf_counter() - started:.1f} s")
-        print_figures(figures)
+        results: dict[str, dict[str, dict[str, float]]] = {}
+        per_question: dict[str, list[dict[str, Any]]] = {}
+        for variant in ["", *args.variant]:
+            label = variant or "settings as they are"
+            per_question[label] = []
+            started = time.perf_counter()
+            with _settings(variant):
+                results[label] = ask(questions, ingested, per_question[label])
+            print(f"\n{label}: asked in {time.perf_counter() - started:.1f} s")
+            print_figures(results[label])
+        if args.variant:
+            print_comparison(results)
         if args.per_question:
             args.per_question.write_text(json.dumps(per_question, indent=1))
         if args.json:
-            args.json.write_text(json.dumps(figures, indent=2))
+            args.json.write_text(json.dumps(results, indent=2))
     finally:
         runner.finish(bench, args)
+
+
+@contextmanager
+def _settings(variant: str) -> Iterator[None]:
+    """Settings NAME=VALUE[,NAME=VALUE] changed for the duration (as --set changes them)."""
+    from django.conf import settings
+
+    from memoryhub.env import parse_bool
+
+    saved = {}
+    for item in filter(None, variant.split(",")):
+        name, value = item.split("=", 1)
+        saved[name] = current = getattr(settings, name)
+        setattr(settings, name, parse_bool(name, value) if isinstance(current, bool) else type(current)(value))
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            setattr(settings, name, value)
+
+
+def print_comparison(results: dict[str, dict[str, dict[str, float]]]) -> None:
+    """Every run side by side, per half: newest-first of search and context, recall@10."""
+    print("\n| run | bucket | n | search ordered | search newest-first | ctx ordered | ctx newest-first "
+          "| turn@10 | session@10 |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for label, figures in results.items():
+        for bucket in ("overall", "half 1", "half 2"):
+            v = figures.get(bucket)
+            if v is None:
+                continue
+            cells = [v["n"], v["search ordered"], v["search newest-first"], v["ctx ordered"],
+                     v["ctx newest-first"], v["turn@10"], v["session@10"]]
+            print(f"| {label} | {bucket} | " + " | ".join(
+                "-" if c is None else (f"{c:.3f}" if isinstance(c, float) else str(c)) for c in cells) + " |")
 
 
 if __name__ == "__main__":
