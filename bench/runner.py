@@ -36,6 +36,8 @@ def build_parser(bench: Bench) -> argparse.ArgumentParser:
     parser.add_argument("--category", action="append", default=[], metavar="CATEGORY",
                         help="only the questions of this category (as stored in the file, e.g. knowledge-update "
                              "or 2; repeatable), and only the conversations that ask one: a partial ingest")
+    parser.add_argument("--first", type=int, default=None, metavar="N",
+                        help="only the first N conversations left after --category (a partial ingest's)")
     parser.add_argument("--runs", default=",".join(recall.RUNS), help="comma-separated: " + ",".join(recall.RUNS))
     parser.add_argument("--embedder", default="minilm", choices=["minilm", "hash"])
     parser.add_argument("--keepdb", action="store_true", help="keep (and reuse) the bench database")
@@ -175,7 +177,7 @@ def prepare(bench: Bench, args: argparse.Namespace) -> tuple[list[dict[str, Any]
 
     from retrieval.embedders import get_embedder
 
-    conversations = common.select(common.load(args.data, args.limit), args.category)
+    conversations = common.select(common.load(args.data, args.limit), args.category)[: args.first]
     connection.creation.create_test_db(verbosity=0, autoclobber=not args.keepdb, keepdb=args.keepdb)
     if args.embedder == "minilm":
         from retrieval.embedding import prepare_embedder
