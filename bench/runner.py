@@ -57,7 +57,7 @@ def build_parser(bench: Bench) -> argparse.ArgumentParser:
                         help="write each question's evidence and what each run found here (JSON)")
     parser.add_argument("--vector-weight", type=float, default=None, help="override for the weighted run")
     parser.add_argument("--text-weight", type=float, default=None, help="override for the weighted run")
-    return parser.parse_args()
+    return parser
 
 
 def _report_ingest(bench: Bench, conversations: list[dict[str, Any]], ingested: common.Ingested,
