@@ -28,7 +28,8 @@ Definitions (each evidence turn is dated by its session's start, as the product 
   (equivalently: the first evidence result is of the newest date retrieved);
 - **newest retrieved**: the share of all the questions where an evidence turn of the question's
   newest evidence date (over all its evidence, retrieved or not) is among the results;
-- turn and session recall@10 of search as bench/recall.py counts them, over these questions;
+- turn recall@5 and @10 and session recall@10 of search as bench/recall.py counts them, over
+  these questions (turn@5 shows what a reordering of the ten costs the head of the list);
   `ctx turns`: the share of evidence turns the context block holds.
 
 Each figure overall and per half of the file (LoCoMo: conversations 1-5 / 6-10; LongMemEval:
@@ -112,7 +113,7 @@ def multi_date_questions(conversations: list[dict[str, Any]], categories: dict[s
     return out
 
 
-SUMS = ("n", "search ordered", "search newest-first", "search newest retrieved", "turn@10", "session@10",
+SUMS = ("n", "search ordered", "search newest-first", "search newest retrieved", "turn@5", "turn@10", "session@10",
         "ctx ordered", "ctx newest-first", "ctx newest retrieved", "ctx turns")
 
 
@@ -121,7 +122,7 @@ class Tally:
     sums: dict[str, dict[str, float]] = field(default_factory=lambda: defaultdict(lambda: defaultdict(float)))
 
     def add(self, buckets: tuple[str, ...], search: Order, context: Order, turn10: float, session10: float,
-            ctx_turns: float) -> None:
+            ctx_turns: float, turn5: float = 0.0) -> None:
         for bucket in buckets:
             s = self.sums[bucket]
             s["n"] += 1
@@ -129,6 +130,7 @@ class Tally:
                 s[f"{side} ordered"] += o.ordered
                 s[f"{side} newest-first"] += o.ordered and o.newest_first
                 s[f"{side} newest retrieved"] += o.newest_retrieved
+            s["turn@5"] += turn5
             s["turn@10"] += turn10
             s["session@10"] += session10
             s["ctx turns"] += ctx_turns
@@ -145,6 +147,7 @@ class Tally:
                 "ctx ordered": int(s["ctx ordered"]),
                 "ctx newest-first": _rate(s["ctx newest-first"], s["ctx ordered"]),
                 "ctx newest retrieved": _rate(s["ctx newest retrieved"], n),
+                "turn@5": _rate(s["turn@5"], n),
                 "turn@10": _rate(s["turn@10"], n),
                 "session@10": _rate(s["session@10"], n),
                 "ctx turns": _rate(s["ctx turns"], n),
@@ -158,14 +161,14 @@ def _rate(part: float, whole: float) -> float | None:
 
 def print_figures(figures: dict[str, dict[str, float]]) -> None:
     print("\n| bucket | n | search: ordered | newest-first | newest retrieved | context: ordered | newest-first "
-          "| newest retrieved | turn@10 | session@10 | ctx turns |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+          "| newest retrieved | turn@5 | turn@10 | session@10 | ctx turns |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for bucket in ("overall", "half 1", "half 2"):
         if bucket not in figures:
             continue
         v = figures[bucket]
         cells = [v["n"], v["search ordered"], v["search newest-first"], v["search newest retrieved"],
-                 v["ctx ordered"], v["ctx newest-first"], v["ctx newest retrieved"], v["turn@10"],
+                 v["ctx ordered"], v["ctx newest-first"], v["ctx newest retrieved"], v["turn@5"], v["turn@10"],
                  v["session@10"], v["ctx turns"]]
         print(f"| {bucket} | " + " | ".join("-" if c is None else (f"{c:.3f}" if isinstance(c, float) else str(c))
                                           for c in cells) + " |", flush=True)
@@ -206,15 +209,16 @@ def ask(questions: list[tuple[recall.Question, dict[str, str]]], ingested: commo
         evidence = set(q.question["evidence_turn_ids"])
         sessions = set(q.question["evidence_session_ids"])
         turn10 = len(evidence & set().union(*search_ranking)) / len(evidence)
+        turn5 = len(evidence & set().union(*search_ranking[:5])) / len(evidence)
         session10 = len(sessions & {s for _, s in found[:10]}) / len(sessions)
         ctx_turns = len(evidence & set().union(*ctx_ranking)) / len(evidence)
         s_order, c_order = evidence_order(dates, search_ranking), evidence_order(dates, ctx_ranking)
-        tally.add(q.buckets, s_order, c_order, turn10, session10, ctx_turns)
+        tally.add(q.buckets, s_order, c_order, turn10, session10, ctx_turns, turn5)
         per_question.append({
             "conversation": q.conversation_id, "buckets": list(q.buckets), "question": q.question["question"],
             "evidence": dates, "search": [sorted(t) for t in search_ranking],
             "context": [sorted(t) for t in ctx_ranking], "search_order": s_order.__dict__,
-            "context_order": c_order.__dict__, "turn@10": turn10, "session@10": session10,
+            "context_order": c_order.__dict__, "turn@5": turn5, "turn@10": turn10, "session@10": session10,
         })
     return tally.figures()
 
@@ -278,15 +282,15 @@ def _settings(variant: str) -> Iterator[None]:
 def print_comparison(results: dict[str, dict[str, dict[str, float]]]) -> None:
     """Every run side by side, per half: newest-first of search and context, recall@10."""
     print("\n| run | bucket | n | search ordered | search newest-first | ctx ordered | ctx newest-first "
-          "| turn@10 | session@10 |")
-    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+          "| turn@5 | turn@10 | session@10 |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for label, figures in results.items():
         for bucket in ("overall", "half 1", "half 2"):
             v = figures.get(bucket)
             if v is None:
                 continue
             cells = [v["n"], v["search ordered"], v["search newest-first"], v["ctx ordered"],
-                     v["ctx newest-first"], v["turn@10"], v["session@10"]]
+                     v["ctx newest-first"], v["turn@5"], v["turn@10"], v["session@10"]]
             print(f"| {label} | {bucket} | " + " | ".join(
                 "-" if c is None else (f"{c:.3f}" if isinstance(c, float) else str(c)) for c in cells) + " |")
 

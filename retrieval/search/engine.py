@@ -58,6 +58,7 @@ from retrieval.search.rerank import (
     expand_summaries,
     mmr,
     near_duplicates,
+    newer_first,
     top_sessions,
     with_words,
 )
@@ -148,6 +149,9 @@ def _run_search(req: SearchRequest, *, alone: bool) -> list[SearchHit]:
     covered = cover_conversations(kept, req.top_k, coverage, order, settings.MEMORYHUB_SEARCH_COVERAGE_FLOOR,
                                   evidence)
     trace.ranks("coverage", kept, covered, evidence, words)
+    if _reranks(req) and settings.MEMORYHUB_SEARCH_NEWER_FIRST > 0.0:  # knowledge updates
+        covered, order = newer_first(covered, order, pool.vectors.pairs([c.pk for c in covered]),
+                                     settings.MEMORYHUB_SEARCH_NEWER_FIRST, settings.MEMORYHUB_SEARCH_NEWER_FIRST_COSINE)
     return _hits(req, covered, order, pool, vec, trace, model)
 
 
