@@ -449,9 +449,10 @@ MEMORYHUB_SEARCH_MMR = env_float("MEMORYHUB_SEARCH_MMR", 1.0, low=0.0, high=1.0)
 # Search: a date the query names ("in June", "on 13 October 2023") lifts memories written then by
 # this share of the best score (0 = off; a preference, never a filter).
 MEMORYHUB_SEARCH_TIME_WEIGHT = env_float("MEMORYHUB_SEARCH_TIME_WEIGHT", 0.3, low=0.0, high=1.0)
-# Hybrid search: knowledge updates. Of two results about the same subject (cosine at least
-# ..._COSINE) from different conversations whose scores are within this share of each other, the
-# newer ranks first (retrieval.search.rerank.newer_first; 0 = off). bench/knowledge_updates.py.
+# Hybrid search: knowledge updates. Of two final results about the same subject (cosine at least
+# ..._COSINE) from different conversations whose scores are within this share of each other (1 =
+# any), the newer is listed first: a reorder of the top_k, recall unchanged (retrieval.search.
+# rerank.newer_first; 0 = off). Off: it reaches 0.9 newest-first only by costing turn@5 (bench/README.md).
 MEMORYHUB_SEARCH_NEWER_FIRST = env_float("MEMORYHUB_SEARCH_NEWER_FIRST", 0.0, low=0.0, high=1.0)
 MEMORYHUB_SEARCH_NEWER_FIRST_COSINE = env_float("MEMORYHUB_SEARCH_NEWER_FIRST_COSINE", 0.6, low=-1.0, high=1.0)
 # Search: a summary that ranks gives its place to the best-ranked message it summarises
