@@ -117,6 +117,21 @@ def load(path: Path, limit: int | None) -> list[dict[str, Any]]:
     return conversations[:limit] if limit else conversations
 
 
+def select(conversations: list[dict[str, Any]], categories: list[str]) -> list[dict[str, Any]]:
+    """Only the questions of these categories (as stored: "knowledge-update", "2"), and only the
+    conversations that ask one; all of them when `categories` is empty. The halves are then
+    halves of what is left (LongMemEval: one conversation per question)."""
+    if not categories:
+        return conversations
+    wanted = set(categories)
+    out = []
+    for conv in conversations:
+        questions = [q for q in conv["questions"] if str(q["category"]) in wanted]
+        if questions:
+            out.append({**conv, "questions": questions})
+    return out
+
+
 def turn_content(turn: dict[str, Any]) -> str:
     """The event's content for a turn, as stored and as the plain baselines read it."""
     return f"{turn['speaker']}: {turn['text']}"

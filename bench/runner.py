@@ -24,10 +24,20 @@ class Bench:
 
 
 def parse_args(bench: Bench) -> argparse.Namespace:
+    return build_parser(bench).parse_args()
+
+
+def build_parser(bench: Bench) -> argparse.ArgumentParser:
+    """The recall benchmarks' options (bench/knowledge_updates.py adds its own to them)."""
     parser = argparse.ArgumentParser(description=bench.doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=bench.data)
     parser.add_argument("--limit", "--limit-conversations", dest="limit", type=int, default=None,
                         help="only the first N conversations of the file")
+    parser.add_argument("--category", action="append", default=[], metavar="CATEGORY",
+                        help="only the questions of this category (as stored in the file, e.g. knowledge-update "
+                             "or 2; repeatable), and only the conversations that ask one: a partial ingest")
+    parser.add_argument("--first", type=int, default=None, metavar="N",
+                        help="only the first N conversations left after --category (a partial ingest's)")
     parser.add_argument("--runs", default=",".join(recall.RUNS), help="comma-separated: " + ",".join(recall.RUNS))
     parser.add_argument("--embedder", default="minilm", choices=["minilm", "hash"])
     parser.add_argument("--keepdb", action="store_true", help="keep (and reuse) the bench database")
@@ -47,7 +57,7 @@ def parse_args(bench: Bench) -> argparse.Namespace:
                         help="write each question's evidence and what each run found here (JSON)")
     parser.add_argument("--vector-weight", type=float, default=None, help="override for the weighted run")
     parser.add_argument("--text-weight", type=float, default=None, help="override for the weighted run")
-    return parser.parse_args()
+    return parser
 
 
 def _report_ingest(bench: Bench, conversations: list[dict[str, Any]], ingested: common.Ingested,
@@ -157,33 +167,41 @@ def _plain(conversations: list[dict[str, Any]], questions: list[recall.Question]
     return figures, timings
 
 
-def main(bench: Bench) -> None:
-    args = parse_args(bench)
+def prepare(bench: Bench, args: argparse.Namespace) -> tuple[list[dict[str, Any]], common.Ingested,
+                                                               common.EmbeddingCache | None]:
+    """Django on the bench database, the file's (selected) conversations ingested (or reused with
+    --keepdb), the summariser, sentence vectors, and the --set overrides applied."""
     common.setup_django(bench.db_name, args.embedder)
     from django.conf import settings
     from django.db import connection
 
     from retrieval.embedders import get_embedder
 
-    conversations = common.load(args.data, args.limit)
+    conversations = common.select(common.load(args.data, args.limit), args.category)[: args.first]
     connection.creation.create_test_db(verbosity=0, autoclobber=not args.keepdb, keepdb=args.keepdb)
     if args.embedder == "minilm":
         from retrieval.embedding import prepare_embedder
 
         prepare_embedder()  # as `manage.py run` does: the ONNX models, the query encoder's among them
     cache = None if args.no_cache else common.EmbeddingCache(get_embedder())
+    tenant = f"{bench.name}-{args.embedder}-ctx{settings.MEMORYHUB_EMBED_CONTEXT_MESSAGES}"
+    ingested = common.ingest(conversations, tenant)
+    _report_ingest(bench, conversations, ingested, cache)
+    if cache is not None:
+        cache.save()
+    _summaries(args, ingested.key.tenant_id, cache, bool(ingested.appended_sessions))
+    _sentences()
+    _apply_overrides(args)
+    return conversations, ingested, cache
+
+
+def main(bench: Bench) -> None:
+    args = parse_args(bench)
     try:
-        tenant = f"{bench.name}-{args.embedder}-ctx{settings.MEMORYHUB_EMBED_CONTEXT_MESSAGES}"
-        ingested = common.ingest(conversations, tenant)
-        _report_ingest(bench, conversations, ingested, cache)
-        if cache is not None:
-            cache.save()
+        conversations, ingested, cache = prepare(bench, args)
         tenant_id = ingested.key.tenant_id
-        _summaries(args, tenant_id, cache, bool(ingested.appended_sessions))
-        _sentences()
         before = common.chunk_census(tenant_id, ingested.turn_at)
         print(f"chunks before the questions: {before}", flush=True)
-        _apply_overrides(args)
         figures, timings = _ask(bench, args, conversations, ingested)
         after = common.chunk_census(tenant_id, ingested.turn_at)
         print(f"\nchunks after the questions: {after}" + ("" if after == before else "  ** CHANGED: something pruned **"))
@@ -201,8 +219,15 @@ def main(bench: Bench) -> None:
             args.json.write_text(json.dumps({"figures": figures, "timings": timings, "ingest_s": ingested.seconds,
                                              "chunks": after}, indent=2))
     finally:
-        from retrieval.search.sql import accesses
+        finish(bench, args)
 
-        accesses.flush()  # the searches' access counts, while their database is still there
-        if not args.keepdb:
-            connection.creation.destroy_test_db(bench.db_name, verbosity=0)
+
+def finish(bench: Bench, args: argparse.Namespace) -> None:
+    """The searches' access counts written, then the database dropped unless --keepdb."""
+    from django.db import connection
+
+    from retrieval.search.sql import accesses
+
+    accesses.flush()  # the searches' access counts, while their database is still there
+    if not args.keepdb:
+        connection.creation.destroy_test_db(bench.db_name, verbosity=0)
