@@ -60,7 +60,7 @@ def fuzz(url: str, key: str, *, minutes: float, examples: int, seed: int) -> Out
             if time.monotonic() >= deadline:
                 break
             outcome = fuzz_operation(operation, lambda case: case.call(base_url=url, headers=headers, timeout=30),
-                                     examples=examples, seed=seed + rounds)
+                                     headers=headers, examples=examples, seed=seed + rounds)
             for failure in outcome.failures:
                 print("FAIL", failure, flush=True)
             total.add(outcome)

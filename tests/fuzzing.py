@@ -19,7 +19,20 @@ from hypothesis import HealthCheck, Phase
 from schemathesis.checks import not_a_server_error
 from schemathesis.core.failures import Failure
 from schemathesis.generation import GenerationMode
-from schemathesis.specs.openapi.checks import content_type_conformance, response_schema_conformance
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    ensure_resource_availability,
+    ignored_auth,
+    missing_required_header,
+    negative_data_rejection,
+    object_level_authorization,
+    positive_data_acceptance,
+    response_headers_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+    unsupported_method,
+    use_after_free,
+)
 
 MODES = (GenerationMode.POSITIVE, GenerationMode.NEGATIVE)
 
@@ -38,7 +51,13 @@ def error_envelope(ctx: Any, response: Any, case: Any) -> bool | None:
     return True
 
 
-CHECKS = [not_a_server_error, error_envelope, response_schema_conformance, content_type_conformance]
+CHECKS = [
+    not_a_server_error, error_envelope,
+    status_code_conformance, content_type_conformance, response_headers_conformance, response_schema_conformance,
+    positive_data_acceptance, negative_data_rejection, ignored_auth,
+    missing_required_header, unsupported_method,
+    use_after_free, ensure_resource_availability, object_level_authorization,
+]
 
 
 @dataclass
@@ -54,8 +73,11 @@ class Outcome:
         self.failures += other.failures
 
 
-def fuzz_operation(operation: Any, call: Callable[[Any], Any], *, examples: int, seed: int) -> Outcome:
-    """`examples` positive and `examples` negative cases of one operation, seeded."""
+def fuzz_operation(operation: Any, call: Callable[[Any], Any], *, headers: dict[str, str], examples: int,
+                   seed: int) -> Outcome:
+    """`examples` positive and `examples` negative cases of one operation, seeded. `call` sends a case
+    with `headers` (the API key): the checks are told, so that ignored_auth knows the key was given,
+    not generated, and probes the operation without it and with a wrong one."""
     outcome = Outcome()
     for mode in MODES:
         strategy = operation.as_strategy(generation_mode=mode)
@@ -69,7 +91,7 @@ def fuzz_operation(operation: Any, call: Callable[[Any], Any], *, examples: int,
             response = call(case)
             outcome.statuses[response.status_code] = outcome.statuses.get(response.status_code, 0) + 1
             try:
-                case.validate_response(response, checks=CHECKS)
+                case.validate_response(response, checks=CHECKS, headers=headers)
             except (Failure, BaseExceptionGroup, AssertionError) as exc:
                 outcome.failures.append(describe(operation, case, response, exc))
 
@@ -81,7 +103,7 @@ def fuzz_operation(operation: Any, call: Callable[[Any], Any], *, examples: int,
 
 
 def describe(operation: Any, case: Any, response: Any, exc: BaseException) -> str:
-    reasons = [str(e).splitlines()[0] for e in getattr(exc, "exceptions", [exc])]
+    reasons = [f"[{type(e).__name__}] {str(e).splitlines()[0]}" for e in getattr(exc, "exceptions", [exc])]
     sent = {k: v for k, v in (("path", case.path_parameters), ("query", case.query)) if v}
     body = getattr(case, "body", None)
     if body is not None and type(body).__name__ != "NotSet":

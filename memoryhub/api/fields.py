@@ -128,9 +128,12 @@ def non_blank(value: str) -> str:
 META_PARAM = OpenApiParameter("meta.<key>", str, description="Metadata equality filter, e.g. meta.topic=billing")
 
 
+# The bounds of common.LimitOffset, which refuses a value outside them (invalid_parameter).
 PAGE_PARAMS = [
-    OpenApiParameter("limit", int, description="Page size: at most this many results (1–1000, default 50)."),
-    OpenApiParameter("offset", int, description="Skip this many results (the `next` link carries the next offset)."),
+    OpenApiParameter("limit", {"type": "integer", "minimum": 1, "maximum": 1000},
+                     description="Page size: at most this many results (1–1000, default 50)."),
+    OpenApiParameter("offset", {"type": "integer", "minimum": 0, "maximum": 2**62},
+                     description="Skip this many results (the `next` link carries the next offset)."),
 ]
 
 
