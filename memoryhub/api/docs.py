@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from memoryhub.models import SESSION_ID_REGEX
+
 DESCRIPTION = """Memory for AI agents: store conversations, recall what matters.
 
 **Authentication.** Every call but /health/ and /ready/ needs an API key:
@@ -40,6 +42,11 @@ PATH_PARAMETERS = {
 }
 
 
+# Path ids the server checks against a pattern (memoryhub.models.SESSION_ID_REGEX): an id outside
+# it is refused, so the schema says so.
+PATH_PATTERNS = {"session_id": SESSION_ID_REGEX, "note_id": SESSION_ID_REGEX}
+
+
 def complete_schema(result: dict[str, Any], generator: Any, request: Any, public: bool) -> dict[str, Any]:
     """drf-spectacular postprocessing hook: the introduction, a description of every path parameter
     named in PATH_PARAMETERS, the error responses, and no unknown fields where they are refused."""
@@ -49,8 +56,11 @@ def complete_schema(result: dict[str, Any], generator: Any, request: Any, public
             for parameter in operation.get("parameters", []) if isinstance(operation, dict) else []:
                 if parameter.get("in") == "path" and parameter["name"] in PATH_PARAMETERS:
                     parameter.setdefault("description", PATH_PARAMETERS[parameter["name"]])
+                if parameter.get("in") == "path" and parameter["name"] in PATH_PATTERNS:
+                    parameter["schema"] = {"type": "string", "pattern": PATH_PATTERNS[parameter["name"]]}
     add_error_responses(result, generator)
     forbid_unknown_fields(result, generator)
+    require_needed_bodies(result)
     return result
 
 
@@ -171,3 +181,23 @@ def forbid_unknown_fields(result: dict[str, Any], generator: Any) -> None:
         cls = serializer if isinstance(serializer, type) else type(serializer)
         if kind == "schemas" and name in schemas and issubclass(cls, StrictSerializer):
             schemas[name]["additionalProperties"] = False
+
+
+def require_needed_bodies(result: dict[str, Any]) -> None:
+    """A body whose every shape has required fields is itself required: without one the server
+    answers 400 (drf-spectacular sees that for a plain serializer, not for a oneOf of them)."""
+    components = result.get("components", {}).get("schemas", {})
+    for operations in result.get("paths", {}).values():
+        for operation in operations.values():
+            body = operation.get("requestBody") if isinstance(operation, dict) else None
+            schema = (body or {}).get("content", {}).get("application/json", {}).get("schema")
+            if schema is not None and _needs_fields(schema, components):
+                body["required"] = True
+
+
+def _needs_fields(schema: dict[str, Any], components: dict[str, Any]) -> bool:
+    if "$ref" in schema:
+        return _needs_fields(components.get(schema["$ref"].rsplit("/", 1)[-1], {}), components)
+    if "oneOf" in schema:
+        return all(_needs_fields(alternative, components) for alternative in schema["oneOf"])
+    return bool(schema.get("required"))

@@ -72,6 +72,7 @@ class EventTimeField(serializers.DateTimeField):
         return moment
 
 
+@extend_schema_field({"type": "object", "additionalProperties": True})
 class MetadataField(serializers.JSONField):
     def to_internal_value(self, data: Any) -> Any:
         if not isinstance(data, dict):
@@ -80,6 +81,19 @@ class MetadataField(serializers.JSONField):
 
 
 NOTE_ID_REGEX = ID_REGEX
+
+
+@extend_schema_field({"oneOf": [
+    {"type": "array", "items": {"oneOf": [
+        {"type": "string"},
+        {"type": "object", "properties": {"key": {"type": "string", "minLength": 1}, "value": {}},
+         "required": ["key"], "additionalProperties": False},
+    ]}},
+    {"type": "object", "additionalProperties": True},
+]})
+class ItemsField(serializers.JSONField):
+    """A scratchpad's items: [{key, value}, …], plain strings, or one {key: value} object
+    (memoryhub.scratchpad reads them; the schema says which shapes it takes)."""
 
 
 def normalise_tags(value: Any) -> list[str]:
