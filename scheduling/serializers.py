@@ -21,11 +21,16 @@ from scheduling.models import (
 )
 
 
+@extend_schema_field({"oneOf": [{"type": "string"}, {"type": "number"}]})
+class CadenceValueField(serializers.JSONField):
+    """A cron expression or a time (strings), or an interval (seconds, or a string like '1h30m')."""
+
+
 class CadenceInput(StrictSerializer):
     type = serializers.ChoiceField(choices=cadence_maths.TYPES,
                                    help_text="cron (a cron expression), once (one ISO 8601 time) or interval "
                                              "(seconds between runs).")
-    value = serializers.JSONField(help_text="The cron expression ('0 3 * * *'), the time "
+    value = CadenceValueField(help_text="The cron expression ('0 3 * * *'), the time "
                                             "('2026-12-24T18:00:00+00:00') or the interval in seconds (3600).")
     timezone = serializers.CharField(max_length=64, required=False, allow_blank=True,
                                      help_text="The IANA time zone cron times are read in (default UTC).")

@@ -59,16 +59,24 @@ SEMANTIC_CODES = frozenset({
     "query_required",            # search: query text or a query_embedding
     "invalid_scope",             # context/search: a scope needs the session, channel or workspace it names
     "as_of_filter_unsupported",  # facts: as_of combines with some filters only
-    "invalid_cron", "invalid_timezone", "invalid_cadence_value",  # a schedule's cadence is parsed
-    "invalid_url",               # webhooks: an http(s) address
+    # a schedule's cadence is parsed as its type says
+    "invalid_cron", "invalid_timezone", "invalid_cadence_value", "invalid_interval", "invalid_once_time",
+    "invalid_url", "destination_not_allowed",  # webhooks: an http(s) address, not a private one
+    "secret_too_short",          # a webhook secret: empty (generated) or at least 16 characters
+    "invalid_embedding",         # a query vector: finite components within halfvec's range
+    "created_at_out_of_range",   # an event's time: from 1970 to a little past the server's clock
     "empty_event",               # an event needs content, a tool call or a tool result
     "empty_content",             # content must not be only whitespace
     "session_required",          # a conversation-scoped memory needs its session
+    "workspace_required",        # a workspace export names its workspace
+    "webhook_required",          # a schedule that notifies or calls an agent needs that webhook stored
+    "default_channel_required",  # a workspace keeps one default channel
     "id_mismatch",               # a note's id and note_id, when both are given, agree
     "ambiguous_tool_call", "tool_call_name_required",  # a tool call: name/arguments or function, one of them
     "invalid_import",            # an import file is checked against the export format as a whole
     "null_characters_not_allowed",  # PostgreSQL text cannot hold U+0000 (issue 40)
     "item_too_long", "too_many_items", "duplicate_key",  # scratchpad limits, by compact JSON size
+    "invalid_item",              # a scratchpad key is a non-empty string (also as an object's key)
 })
 
 

@@ -181,6 +181,20 @@ def forbid_unknown_fields(result: dict[str, Any], generator: Any) -> None:
         cls = serializer if isinstance(serializer, type) else type(serializer)
         if kind == "schemas" and name in schemas and issubclass(cls, StrictSerializer):
             schemas[name]["additionalProperties"] = False
+            _require_items(schemas[name], serializer)
+
+
+def _require_items(schema: dict[str, Any], serializer: Any) -> None:
+    """minItems 1 on a list field that refuses an empty list (allow_empty=False), which
+    drf-spectacular does not carry into the schema."""
+    from rest_framework import serializers
+
+    fields = serializer().fields if isinstance(serializer, type) else serializer.fields
+    for name, field in fields.items():
+        prop = schema.get("properties", {}).get(name)
+        if prop is not None and isinstance(field, (serializers.ListField, serializers.ListSerializer)) \
+                and not field.allow_empty:
+            prop.setdefault("minItems", 1)
 
 
 def require_needed_bodies(result: dict[str, Any]) -> None:
