@@ -72,6 +72,7 @@ SEMANTIC_CODES = frozenset({
     "webhook_required",          # a schedule that notifies or calls an agent needs that webhook stored
     "default_channel_required",  # a workspace keeps one default channel
     "id_mismatch",               # a note's id and note_id, when both are given, agree
+    "scope_mismatch",            # a memory's scope and the workspace/channel/session it names agree
     "ambiguous_tool_call", "tool_call_name_required",  # a tool call: name/arguments or function, one of them
     "invalid_import",            # an import file is checked against the export format as a whole
     "null_characters_not_allowed",  # PostgreSQL text cannot hold U+0000 (issue 40)

@@ -61,6 +61,7 @@ def complete_schema(result: dict[str, Any], generator: Any, request: Any, public
     add_error_responses(result, generator)
     forbid_unknown_fields(result, generator)
     require_needed_bodies(result)
+    refuse_blank_query_strings(result)
     return result
 
 
@@ -69,7 +70,7 @@ def complete_schema(result: dict[str, Any], generator: Any, request: Any, public
 # than listed per view: the middleware (memoryhub.middleware) refuses a NUL in the path or query and
 # a bad Content-Length with 400, and a body over the limit with 413, before any view runs; DRF's
 # authentication and HasApiScope answer 401 and 403 on every operation that needs a key; a path id
-# or a named session, channel or workspace may not exist (404); a JSON body may be malformed (400)
+# or a named session may not exist (404); a JSON body may be malformed (400)
 # or of another media type (415). Conflicts (409) come from the domain and are named per operation.
 
 ERROR_DESCRIPTIONS = {
@@ -83,8 +84,12 @@ ERROR_DESCRIPTIONS = {
     415: "The body is not JSON (`unsupported_media_type`).",
 }
 
-# Inputs that name a record which must exist (retrieval.scoping, memoryhub.sessions.get_session, …).
-NAMED_RECORDS = frozenset({"session", "session_id", "channel", "channel_id", "workspace"})
+# A `session` named in a body must exist (memoryhub.sessions.get_session: session_not_found; a search,
+# context or export may also name a missing workspace or channel, and always takes a session too).
+# A named workspace or channel is otherwise created or only filters, and so do list filters, except
+# where a query names the session to read (below). Measured by asking each operation for a missing one.
+NAMED_RECORDS = frozenset({"session"})
+NOT_FOUND_BY_QUERY = frozenset({("get", "/api/v1/browse/")})
 
 # Operations whose domain functions raise memoryhub.errors.Conflict.
 CONFLICTS = frozenset({
@@ -127,8 +132,8 @@ def error_statuses(path: str, method: str, operation: dict[str, Any], components
     if any(requirement for requirement in operation.get("security", [])):
         statuses |= {401, 403}
     parameters = operation.get("parameters", [])
-    body = _body_properties(operation, components)
-    if any(p.get("in") == "path" for p in parameters) or NAMED_RECORDS & ({p["name"] for p in parameters} | body):
+    if (any(p.get("in") == "path" for p in parameters) or NAMED_RECORDS & _body_properties(operation, components)
+            or (method, path) in NOT_FOUND_BY_QUERY):
         statuses.add(404)
     if "requestBody" in operation and reads_json:
         statuses.add(415)
@@ -195,6 +200,36 @@ def _require_items(schema: dict[str, Any], serializer: Any) -> None:
         if prop is not None and isinstance(field, (serializers.ListField, serializers.ListSerializer)) \
                 and not field.allow_empty:
             prop.setdefault("minItems", 1)
+        if prop is not None and _trimmed_and_not_blank(field):
+            _not_blank(prop)
+
+
+def _trimmed_and_not_blank(field: Any) -> bool:
+    from rest_framework import serializers
+
+    return (isinstance(field, serializers.CharField) and field.trim_whitespace and not field.allow_blank
+            and not isinstance(field, (serializers.RegexField, serializers.URLField, serializers.EmailField)))
+
+
+def _not_blank(schema: dict[str, Any]) -> None:
+    """DRF trims a CharField and then refuses it blank: a string of spaces is no more valid than ""."""
+    if schema.get("type") == "string" and "pattern" not in schema and "enum" not in schema \
+            and "format" not in schema:
+        schema["pattern"] = NOT_BLANK
+
+
+NOT_BLANK = r"\S"
+
+
+def refuse_blank_query_strings(result: dict[str, Any]) -> None:
+    """Query parameters are read by serializers of CharFields (common.query_params): a required
+    character (minLength 1) is then a character other than white space too."""
+    for operations in result.get("paths", {}).values():
+        for operation in operations.values():
+            for parameter in operation.get("parameters", []) if isinstance(operation, dict) else []:
+                schema = parameter.get("schema", {})
+                if parameter.get("in") == "query" and schema.get("minLength", 0) >= 1:
+                    _not_blank(schema)
 
 
 def require_needed_bodies(result: dict[str, Any]) -> None:
