@@ -1,5 +1,5 @@
-"""A short, seeded schemathesis run over every operation of the live OpenAPI schema (issue 16):
-no 5xx, every 4xx in the envelope, responses as documented. bench/fuzz.py is the long run."""
+"""A short, seeded schemathesis run over every operation of the live OpenAPI schema (issues 16, 40):
+positive and negative cases, every check of tests/fuzzing.py. bench/fuzz.py is the long run."""
 
 from __future__ import annotations
 

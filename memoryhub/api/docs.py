@@ -218,7 +218,9 @@ def _not_blank(schema: dict[str, Any]) -> None:
         schema["pattern"] = NOT_BLANK
 
 
-NOT_BLANK = r"\S"
+# A character str.strip() keeps: Python's white space, not ECMA's \s (which has U+FEFF and lacks
+# U+001C–U+001F and U+0085).
+NOT_BLANK = "[^\t\n\v\f\r \x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
 
 
 def refuse_blank_query_strings(result: dict[str, Any]) -> None:
