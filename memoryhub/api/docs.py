@@ -202,6 +202,9 @@ def _require_items(schema: dict[str, Any], serializer: Any) -> None:
             prop.setdefault("minItems", 1)
         if prop is not None and _trimmed_and_not_blank(field):
             _not_blank(prop)
+        if prop is not None and isinstance(field, serializers.ListField) and _trimmed_and_not_blank(field.child) \
+                and isinstance(prop.get("items"), dict):
+            _not_blank(prop["items"])
 
 
 def _trimmed_and_not_blank(field: Any) -> bool:
