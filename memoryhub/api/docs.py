@@ -82,6 +82,7 @@ ERROR_DESCRIPTIONS = {
     409: "The request contradicts what is stored (it exists already, is archived, is stale).",
     413: "The request body is larger than the server's limit (`payload_too_large`).",
     415: "The body is not JSON (`unsupported_media_type`).",
+    503: "The database is unavailable (`database_unavailable`): retry after `Retry-After` seconds.",
 }
 
 # A `session` named in a body must exist (memoryhub.sessions.get_session: session_not_found; a search,
@@ -104,6 +105,9 @@ CONFLICTS = frozenset({
     ("put", "/api/v1/sessions/{session_id}/summary/"),
     ("post", "/api/v1/webhooks/"),
 })
+
+RETRY_AFTER = {"schema": {"type": "integer"}, "required": True,
+               "description": "Seconds to wait before retrying (MEMORYHUB_RETRY_AFTER_SECONDS)."}
 
 ERROR_COMPONENT = {
     "type": "object",
@@ -130,7 +134,9 @@ def error_statuses(path: str, method: str, operation: dict[str, Any], components
     """The error statuses this operation can answer with (see the comment above)."""
     statuses = {400, 413}
     if any(requirement for requirement in operation.get("security", [])):
-        statuses |= {401, 403}
+        # Every operation with a key reads the database (memoryhub.api.errors: a lost database is
+        # a 503 with Retry-After, not a 500); /health/ does not, /ready/ documents its own 503.
+        statuses |= {401, 403, 503}
     parameters = operation.get("parameters", [])
     if (any(p.get("in") == "path" for p in parameters) or NAMED_RECORDS & _body_properties(operation, components)
             or (method, path) in NOT_FOUND_BY_QUERY):
@@ -168,10 +174,12 @@ def add_error_responses(result: dict[str, Any], generator: Any) -> None:
             if not isinstance(operation, dict) or "responses" not in operation:
                 continue
             for status in error_statuses(path, method, operation, components, reads_json=(method, path) not in raw_body):
-                operation["responses"].setdefault(str(status), {
+                response = operation["responses"].setdefault(str(status), {
                     "description": ERROR_DESCRIPTIONS[status],
                     "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
                 })
+                if status == 503:
+                    response.setdefault("headers", {"Retry-After": RETRY_AFTER})
 
 
 def forbid_unknown_fields(result: dict[str, Any], generator: Any) -> None:
