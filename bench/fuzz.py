@@ -5,8 +5,9 @@
 
 Every operation of the live OpenAPI schema (/api/v1/schema/) in turn, positive and negative cases,
 a new seed each round, over real HTTP against the real server (uvicorn workers, the embedded
-PostgreSQL). A case fails on a 5xx, a 4xx outside the error envelope, or a response that does
-not match the schema (the same checks as tests/test_fuzz.py).
+PostgreSQL). A case fails any of tests/fuzzing.py's checks (the same as tests/test_fuzz.py): a 5xx,
+a 4xx outside the error envelope, a status, header or body the schema does not document, a
+schema-valid request refused or a schema-invalid one accepted, an operation that ignores the key.
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ def fuzz(url: str, key: str, *, minutes: float, examples: int, seed: int) -> Out
             if time.monotonic() >= deadline:
                 break
             outcome = fuzz_operation(operation, lambda case: case.call(base_url=url, headers=headers, timeout=30),
-                                     examples=examples, seed=seed + rounds)
+                                     headers=headers, examples=examples, seed=seed + rounds)
             for failure in outcome.failures:
                 print("FAIL", failure, flush=True)
             total.add(outcome)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
+from drf_spectacular.extensions import OpenApiSerializerFieldExtension
 from drf_spectacular.utils import inline_serializer
 from rest_framework import serializers
 
@@ -28,6 +31,15 @@ class TopKField(serializers.IntegerField):
                 f"Ensure this value is less than or equal to {settings.MEMORYHUB_SEARCH_MAX_TOP_K}.", code="max_value"
             )
         return value
+
+
+class TopKFieldSchema(OpenApiSerializerFieldExtension):
+    """The schema's maximum is the setting's, read when the schema is made (as the check above)."""
+
+    target_class = TopKField
+
+    def map_serializer_field(self, auto_schema: Any, direction: Any) -> dict[str, Any]:
+        return {"type": "integer", "minimum": 1, "maximum": settings.MEMORYHUB_SEARCH_MAX_TOP_K}
 
 
 SCOPE_HELP = ("How far to look: conversation (= session: the session's memories), channel, workspace or "

@@ -21,11 +21,26 @@ from scheduling.models import (
 )
 
 
+@extend_schema_field({"oneOf": [{"type": "string"}, {"type": "number"}]})
+class CadenceValueField(serializers.JSONField):
+    """A cron expression or a time (strings), or an interval (seconds, or a string like '1h30m')."""
+
+
+@extend_schema_field({"type": "string", "enum": sorted(REGISTRY)})
+class ActionField(serializers.CharField):
+    """An action of the registry (checked by actions.check_params, which names an unknown one)."""
+
+
+@extend_schema_field({"type": "object", "additionalProperties": True})
+class ParamsField(serializers.JSONField):
+    """The action's parameters: an object (actions.check_params checks them against the action)."""
+
+
 class CadenceInput(StrictSerializer):
     type = serializers.ChoiceField(choices=cadence_maths.TYPES,
                                    help_text="cron (a cron expression), once (one ISO 8601 time) or interval "
                                              "(seconds between runs).")
-    value = serializers.JSONField(help_text="The cron expression ('0 3 * * *'), the time "
+    value = CadenceValueField(help_text="The cron expression ('0 3 * * *'), the time "
                                             "('2026-12-24T18:00:00+00:00') or the interval in seconds (3600).")
     timezone = serializers.CharField(max_length=64, required=False, allow_blank=True,
                                      help_text="The IANA time zone cron times are read in (default UTC).")
@@ -39,8 +54,8 @@ class ScheduleInput(StrictSerializer):
     goal = serializers.CharField(required=False, allow_blank=True, max_length=100_000, default="",
                                  help_text="What the schedule is for, in words (shown with its runs).")
     # Checked against the registry by the service (400 unknown_action).
-    action = serializers.CharField(max_length=50, help_text=ACTION_HELP)
-    params = serializers.JSONField(required=False, default=dict,
+    action = ActionField(max_length=50, help_text=ACTION_HELP)
+    params = ParamsField(required=False, default=dict,
                                    help_text="The action's parameters (e.g. {\"limit\": 500} for embed_backfill).")
     cadence = CadenceInput(help_text="When it runs.")
     user_id = serializers.CharField(max_length=200, required=False, allow_blank=True, default="",
@@ -60,8 +75,8 @@ class ScheduleInput(StrictSerializer):
 class SchedulePatchInput(StrictSerializer):
     name = serializers.CharField(max_length=200, required=False, help_text="A new name.")
     goal = serializers.CharField(required=False, allow_blank=True, max_length=100_000, help_text="A new goal.")
-    action = serializers.CharField(max_length=50, required=False, help_text=ACTION_HELP)
-    params = serializers.JSONField(required=False, help_text="New action parameters.")
+    action = ActionField(max_length=50, required=False, help_text=ACTION_HELP)
+    params = ParamsField(required=False, help_text="New action parameters.")
     cadence = CadenceInput(required=False, help_text="A new cadence (the next run is recomputed).")
     user_id = serializers.CharField(max_length=200, required=False, allow_blank=True, help_text="A new user.")
     notification_policy = serializers.ChoiceField(choices=NotificationPolicy.choices, required=False,

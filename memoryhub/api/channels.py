@@ -55,7 +55,8 @@ class ChannelOutput(serializers.ModelSerializer):
 class ChannelListParams(serializers.Serializer):
     workspace = serializers.CharField(required=False, help_text="Only this workspace's channels.")
     name = serializers.CharField(required=False, help_text="Only channels of this name.")
-    is_default = serializers.BooleanField(required=False, allow_null=True, default=None,
+    # Not allow_null: a query cannot say null, and DRF would read `is_default=` as null (no filter).
+    is_default = serializers.BooleanField(required=False, default=None,
                                           help_text="Only default (true) or other (false) channels.")
 
 

@@ -89,6 +89,8 @@ def _wrong_type(field: serializers.Field, value: Any) -> str | None:
         if isinstance(field, cls):
             if isinstance(value, bool) and bool not in types or not isinstance(value, types):
                 return f"Expected {name}, not {_json_type(value)}."
+            if _too_long_with_padding(field, value):
+                return f"Ensure this field has no more than {field.max_length} characters."
             if isinstance(field, serializers.ListField):
                 return next((f"Item {i}: {problem}" for i, item in enumerate(value)
                              if (problem := _wrong_type(field.child, item))), None)
@@ -97,6 +99,15 @@ def _wrong_type(field: serializers.Field, value: Any) -> str | None:
                              if (problem := _wrong_type(field.child, item))), None)
             return None
     return None
+
+
+def _too_long_with_padding(field: serializers.Field, value: Any) -> bool:
+    """DRF trims a string before it checks max_length, so "x" padded with spaces past the limit
+    would pass; the schema's maxLength counts every character sent (issue 40). An unpadded string
+    is left to DRF (its max_length code)."""
+    limit = getattr(field, "max_length", None)
+    return (isinstance(field, serializers.CharField) and limit is not None and isinstance(value, str)
+            and len(value) > limit and value != value.strip())
 
 
 def _json_type(value: Any) -> str:

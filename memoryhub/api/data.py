@@ -91,7 +91,8 @@ class ExportView(APIView):
                                "format version: what POST /import/ takes back.",
                    request=ExportInput, responses=ExportDocument, examples=ex.EXPORT)
     def post(self, request: Request) -> Response:
-        data = parse_input(ExportInput, request.data if request.data else {})
+        # No body parses as {}; a body that is not an object (null, []) is refused, not read as {}.
+        data = parse_input(ExportInput, request.data)
         key = api_key(request)
         kind = data["scope"] or ("session" if data.get("session") else "workspace" if data.get("workspace") else "tenant")
         if kind == "session":

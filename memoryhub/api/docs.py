@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from memoryhub.models import SESSION_ID_REGEX
+
 DESCRIPTION = """Memory for AI agents: store conversations, recall what matters.
 
 **Authentication.** Every call but /health/ and /ready/ needs an API key:
@@ -40,13 +42,224 @@ PATH_PARAMETERS = {
 }
 
 
+# Path ids the server checks against a pattern (memoryhub.models.SESSION_ID_REGEX): an id outside
+# it is refused, so the schema says so.
+PATH_PATTERNS = {"session_id": SESSION_ID_REGEX, "note_id": SESSION_ID_REGEX}
+
+
 def complete_schema(result: dict[str, Any], generator: Any, request: Any, public: bool) -> dict[str, Any]:
-    """drf-spectacular postprocessing hook: the introduction, and a description of every path
-    parameter named in PATH_PARAMETERS."""
+    """drf-spectacular postprocessing hook: the introduction, a description of every path parameter
+    named in PATH_PARAMETERS, the error responses, and no unknown fields where they are refused."""
     result.setdefault("info", {})["description"] = DESCRIPTION
     for operations in result.get("paths", {}).values():
         for operation in operations.values():
             for parameter in operation.get("parameters", []) if isinstance(operation, dict) else []:
                 if parameter.get("in") == "path" and parameter["name"] in PATH_PARAMETERS:
                     parameter.setdefault("description", PATH_PARAMETERS[parameter["name"]])
+                if parameter.get("in") == "path" and parameter["name"] in PATH_PATTERNS:
+                    parameter["schema"] = {"type": "string", "pattern": PATH_PATTERNS[parameter["name"]]}
+    add_error_responses(result, generator)
+    forbid_unknown_fields(result, generator)
+    require_needed_bodies(result)
+    refuse_blank_query_strings(result)
     return result
+
+
+# --- Error responses ----------------------------------------------------------------------------
+# What every operation can answer besides its success, derived from how the server is built rather
+# than listed per view: the middleware (memoryhub.middleware) refuses a NUL in the path or query and
+# a bad Content-Length with 400, and a body over the limit with 413, before any view runs; DRF's
+# authentication and HasApiScope answer 401 and 403 on every operation that needs a key; a path id
+# or a named session may not exist (404); a JSON body may be malformed (400)
+# or of another media type (415). Conflicts (409) come from the domain and are named per operation.
+
+ERROR_DESCRIPTIONS = {
+    400: "Invalid input: a malformed body, an unknown or ill-typed field, a bad query parameter.",
+    401: "No API key, or an invalid or revoked one (`not_authenticated`, `invalid_api_key`).",
+    403: "The key may not do this: a scope it lacks (`insufficient_scope`), or a workspace or end user "
+         "it is limited to (`workspace_forbidden`, `user_forbidden`, `shared_read_only`, …).",
+    404: "What the path or the input names does not exist, or the key cannot see it.",
+    409: "The request contradicts what is stored (it exists already, is archived, is stale).",
+    413: "The request body is larger than the server's limit (`payload_too_large`).",
+    415: "The body is not JSON (`unsupported_media_type`).",
+    503: "The database is unavailable (`database_unavailable`): retry after `Retry-After` seconds.",
+}
+
+# A `session` named in a body must exist (memoryhub.sessions.get_session: session_not_found; a search,
+# context or export may also name a missing workspace or channel, and always takes a session too).
+# A named workspace or channel is otherwise created or only filters, and so do list filters, except
+# where a query names the session to read (below). Measured by asking each operation for a missing one.
+NAMED_RECORDS = frozenset({"session"})
+NOT_FOUND_BY_QUERY = frozenset({("get", "/api/v1/browse/")})
+
+# Operations whose domain functions raise memoryhub.errors.Conflict.
+CONFLICTS = frozenset({
+    ("post", "/api/v1/channels/"), ("patch", "/api/v1/channels/{channel_id}/"),
+    ("post", "/api/v1/facts/"), ("patch", "/api/v1/facts/{fact_id}/"),
+    ("post", "/api/v1/import/"),
+    ("post", "/api/v1/notes/"), ("put", "/api/v1/notes/{note_id}/"),
+    ("post", "/api/v1/schedules/{schedule_id}/pause/"), ("post", "/api/v1/schedules/{schedule_id}/resume/"),
+    ("post", "/api/v1/sessions/"), ("patch", "/api/v1/sessions/{session_id}/"),
+    ("delete", "/api/v1/sessions/{session_id}/"), ("post", "/api/v1/sessions/{session_id}/events/"),
+    ("put", "/api/v1/sessions/{session_id}/scratchpad/"), ("delete", "/api/v1/sessions/{session_id}/scratchpad/"),
+    ("put", "/api/v1/sessions/{session_id}/summary/"),
+    ("post", "/api/v1/webhooks/"),
+})
+
+RETRY_AFTER = {"schema": {"type": "integer"}, "required": True,
+               "description": "Seconds to wait before retrying (MEMORYHUB_RETRY_AFTER_SECONDS)."}
+
+ERROR_COMPONENT = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["error"],
+    "properties": {
+        "error": {
+            "type": "object",
+            "required": ["code", "message", "details"],
+            "properties": {
+                "code": {"type": "string", "description": "A stable machine-readable reason, e.g. session_not_found."},
+                "message": {"type": "string", "description": "What went wrong, for a person."},
+                "details": {"type": "object", "additionalProperties": True,
+                            "description": "More about it, e.g. `fields` with each bad field's problems."},
+            },
+            "description": "The error.",
+        },
+    },
+}
+
+
+def error_statuses(path: str, method: str, operation: dict[str, Any], components: dict[str, Any],
+                   *, reads_json: bool) -> list[int]:
+    """The error statuses this operation can answer with (see the comment above)."""
+    statuses = {400, 413}
+    if any(requirement for requirement in operation.get("security", [])):
+        # Every operation with a key reads the database (memoryhub.api.errors: a lost database is
+        # a 503 with Retry-After, not a 500); /health/ does not, /ready/ documents its own 503.
+        statuses |= {401, 403, 503}
+    parameters = operation.get("parameters", [])
+    if (any(p.get("in") == "path" for p in parameters) or NAMED_RECORDS & _body_properties(operation, components)
+            or (method, path) in NOT_FOUND_BY_QUERY):
+        statuses.add(404)
+    if "requestBody" in operation and reads_json:
+        statuses.add(415)
+    if (method, path) in CONFLICTS:
+        statuses.add(409)
+    return sorted(statuses)
+
+
+def _body_properties(operation: dict[str, Any], components: dict[str, Any]) -> set[str]:
+    schema = operation.get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema", {})
+    if "$ref" in schema:
+        schema = components.get(schema["$ref"].rsplit("/", 1)[-1], {})
+    return set(schema.get("properties", {}))
+
+
+def _json_reading_views(generator: Any) -> set[tuple[str, str]]:
+    """(method, path) of the operations whose view parses its body with DRF's parsers (a 415 is then
+    possible); an import reads its body raw (parser_classes = [])."""
+    raw = set()
+    for path, _regex, method, view in getattr(generator, "endpoints", None) or []:
+        if getattr(getattr(view, "cls", None), "parser_classes", None) == []:
+            raw.add((method.lower(), path))
+    return raw
+
+
+def add_error_responses(result: dict[str, Any], generator: Any) -> None:
+    components = result.setdefault("components", {}).setdefault("schemas", {})
+    components["Error"] = ERROR_COMPONENT
+    raw_body = _json_reading_views(generator)
+    for path, operations in result.get("paths", {}).items():
+        for method, operation in operations.items():
+            if not isinstance(operation, dict) or "responses" not in operation:
+                continue
+            for status in error_statuses(path, method, operation, components, reads_json=(method, path) not in raw_body):
+                response = operation["responses"].setdefault(str(status), {
+                    "description": ERROR_DESCRIPTIONS[status],
+                    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
+                })
+                if status == 503:
+                    response.setdefault("headers", {"Retry-After": RETRY_AFTER})
+
+
+def forbid_unknown_fields(result: dict[str, Any], generator: Any) -> None:
+    """`additionalProperties: false` on the request bodies of StrictSerializers, which refuse a
+    field they do not know (`unknown_field`): the schema must not invite what the server refuses."""
+    from memoryhub.api.common import StrictSerializer
+
+    schemas = result.get("components", {}).get("schemas", {})
+    registry = getattr(generator, "registry", None)
+    for (name, kind), component in (getattr(registry, "_components", None) or {}).items():
+        serializer = component.object
+        cls = serializer if isinstance(serializer, type) else type(serializer)
+        if kind == "schemas" and name in schemas and issubclass(cls, StrictSerializer):
+            schemas[name]["additionalProperties"] = False
+            _require_items(schemas[name], serializer)
+
+
+def _require_items(schema: dict[str, Any], serializer: Any) -> None:
+    """minItems 1 on a list field that refuses an empty list (allow_empty=False), which
+    drf-spectacular does not carry into the schema."""
+    from rest_framework import serializers
+
+    fields = serializer().fields if isinstance(serializer, type) else serializer.fields
+    for name, field in fields.items():
+        prop = schema.get("properties", {}).get(name)
+        if prop is not None and isinstance(field, (serializers.ListField, serializers.ListSerializer)) \
+                and not field.allow_empty:
+            prop.setdefault("minItems", 1)
+        if prop is not None and _trimmed_and_not_blank(field):
+            _not_blank(prop)
+        if prop is not None and isinstance(field, serializers.ListField) and _trimmed_and_not_blank(field.child) \
+                and isinstance(prop.get("items"), dict):
+            _not_blank(prop["items"])
+
+
+def _trimmed_and_not_blank(field: Any) -> bool:
+    from rest_framework import serializers
+
+    return (isinstance(field, serializers.CharField) and field.trim_whitespace and not field.allow_blank
+            and not isinstance(field, (serializers.RegexField, serializers.URLField, serializers.EmailField)))
+
+
+def _not_blank(schema: dict[str, Any]) -> None:
+    """DRF trims a CharField and then refuses it blank: a string of spaces is no more valid than ""."""
+    if schema.get("type") == "string" and "pattern" not in schema and "enum" not in schema \
+            and "format" not in schema:
+        schema["pattern"] = NOT_BLANK
+
+
+# A character str.strip() keeps: Python's white space, not ECMA's \s (which has U+FEFF and lacks
+# U+001C–U+001F and U+0085).
+NOT_BLANK = "[^\t\n\v\f\r \x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+
+
+def refuse_blank_query_strings(result: dict[str, Any]) -> None:
+    """Query parameters are read by serializers of CharFields (common.query_params): a required
+    character (minLength 1) is then a character other than white space too."""
+    for operations in result.get("paths", {}).values():
+        for operation in operations.values():
+            for parameter in operation.get("parameters", []) if isinstance(operation, dict) else []:
+                schema = parameter.get("schema", {})
+                if parameter.get("in") == "query" and schema.get("minLength", 0) >= 1:
+                    _not_blank(schema)
+
+
+def require_needed_bodies(result: dict[str, Any]) -> None:
+    """A body whose every shape has required fields is itself required: without one the server
+    answers 400 (drf-spectacular sees that for a plain serializer, not for a oneOf of them)."""
+    components = result.get("components", {}).get("schemas", {})
+    for operations in result.get("paths", {}).values():
+        for operation in operations.values():
+            body = operation.get("requestBody") if isinstance(operation, dict) else None
+            schema = (body or {}).get("content", {}).get("application/json", {}).get("schema")
+            if schema is not None and _needs_fields(schema, components):
+                body["required"] = True
+
+
+def _needs_fields(schema: dict[str, Any], components: dict[str, Any]) -> bool:
+    if "$ref" in schema:
+        return _needs_fields(components.get(schema["$ref"].rsplit("/", 1)[-1], {}), components)
+    if "oneOf" in schema:
+        return all(_needs_fields(alternative, components) for alternative in schema["oneOf"])
+    return bool(schema.get("required"))

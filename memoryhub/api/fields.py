@@ -72,6 +72,7 @@ class EventTimeField(serializers.DateTimeField):
         return moment
 
 
+@extend_schema_field({"type": "object", "additionalProperties": True})
 class MetadataField(serializers.JSONField):
     def to_internal_value(self, data: Any) -> Any:
         if not isinstance(data, dict):
@@ -80,6 +81,19 @@ class MetadataField(serializers.JSONField):
 
 
 NOTE_ID_REGEX = ID_REGEX
+
+
+@extend_schema_field({"oneOf": [
+    {"type": "array", "items": {"oneOf": [
+        {"type": "string"},
+        {"type": "object", "properties": {"key": {"type": "string", "minLength": 1}, "value": {}},
+         "required": ["key"], "additionalProperties": False},
+    ]}},
+    {"type": "object", "additionalProperties": True},
+]})
+class ItemsField(serializers.JSONField):
+    """A scratchpad's items: [{key, value}, …], plain strings, or one {key: value} object
+    (memoryhub.scratchpad reads them; the schema says which shapes it takes)."""
 
 
 def normalise_tags(value: Any) -> list[str]:
@@ -128,9 +142,12 @@ def non_blank(value: str) -> str:
 META_PARAM = OpenApiParameter("meta.<key>", str, description="Metadata equality filter, e.g. meta.topic=billing")
 
 
+# The bounds of common.LimitOffset, which refuses a value outside them (invalid_parameter).
 PAGE_PARAMS = [
-    OpenApiParameter("limit", int, description="Page size: at most this many results (1–1000, default 50)."),
-    OpenApiParameter("offset", int, description="Skip this many results (the `next` link carries the next offset)."),
+    OpenApiParameter("limit", {"type": "integer", "minimum": 1, "maximum": 1000},
+                     description="Page size: at most this many results (1–1000, default 50)."),
+    OpenApiParameter("offset", {"type": "integer", "minimum": 0, "maximum": 2**62},
+                     description="Skip this many results (the `next` link carries the next offset)."),
 ]
 
 

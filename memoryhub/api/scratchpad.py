@@ -18,12 +18,13 @@ from memoryhub.api.common import (
     api_key,
     parse_input,
 )
+from memoryhub.api.fields import ItemsField
 
 
 class ScratchpadInput(StrictSerializer):
     # A list of {"key", "value"} objects (order kept; plain strings get keys "1", "2", …) or one
     # {key: value} object.
-    items = serializers.JSONField(help_text=(
+    items = ItemsField(help_text=(
         "The whole new scratchpad: [{key, value}, …] (order kept), plain strings (keys \"1\", \"2\", …) or one "
         "{key: value} object. At most 32 items (MEMORYHUB_SCRATCHPAD_MAX_ITEMS); a key is a string; a value is "
         "any JSON value: a string of at most 240 characters (MEMORYHUB_SCRATCHPAD_MAX_CHARS), or another value "

@@ -199,7 +199,8 @@ class RollingSummaryView(APIView):
                     "condensed, not cut.",
     )
     def post(self, request: Request, session_id: str) -> Response:
-        data = parse_input(SummariseInput, request.data or {})
+        # No body parses as {}; a body that is not an object ([] included) is refused like any other.
+        data = parse_input(SummariseInput, request.data)
         session = get_session_for_write(api_key(request), session_id, lock=False)
         with llm.single_attempt():  # the client waits: no retries with backoff on the request path
             outcome = summaries.maybe_summarise(session, budget=data["budget"])

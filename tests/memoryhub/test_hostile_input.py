@@ -173,6 +173,17 @@ def test_wrong_json_types_are_refused(alice, method: str, url: str, body: dict, 
     assert field in response.json()["error"]["details"]["fields"], response.json()
 
 
+@pytest.mark.parametrize("method, url, body, field", [
+    ("post", "/api/v1/context/", {"query": "x", "tags": [" " + "t" * 64]}, "tags"),
+    ("post", "/api/v1/sessions/", {"id": "s9", "agent": "a" * 200 + "  "}, "agent"),
+])
+def test_padding_does_not_stretch_max_length(alice, method: str, url: str, body: dict, field: str) -> None:
+    """DRF trims before it measures: the schema's maxLength counts what was sent (issue 40)."""
+    response = getattr(alice, method)(url, body, format="json")
+    assert response.status_code == 400, response.content
+    assert field in response.json()["error"]["details"]["fields"], response.json()
+
+
 @pytest.mark.parametrize("final", ["null", "maybe", ""])
 def test_summary_tree_final_must_be_a_boolean(alice, final: str) -> None:
     new_session(alice, "s1")

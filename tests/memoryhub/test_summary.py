@@ -74,6 +74,15 @@ def test_bad_put_stores_nothing(alice, body, code) -> None:  # type: ignore[no-u
     assert not RollingSummary.objects.exists()
 
 
+@pytest.mark.parametrize("body", [[], 0, "", False])
+def test_summarise_now_refuses_a_body_that_is_not_an_object(alice, body) -> None:  # type: ignore[no-untyped-def]
+    """A falsy body used to pass as {} (issue 40: the schema forbids it, the server accepted it)."""
+    seed(alice)
+    r = alice.post(url("s1"), body, format="json")
+    assert r.status_code == 400, r.content
+    assert alice.post(url("s1")).status_code == 200  # no body at all: the defaults
+
+
 def test_unknown_session_and_tenant_isolation(alice, bob) -> None:  # type: ignore[no-untyped-def]
     seed(alice)
     assert error_code(alice.get(url("nope"))) == "session_not_found"
