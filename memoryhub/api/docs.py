@@ -95,6 +95,7 @@ NOT_FOUND_BY_QUERY = frozenset({("get", "/api/v1/browse/")})
 # Operations whose domain functions raise memoryhub.errors.Conflict.
 CONFLICTS = frozenset({
     ("post", "/api/v1/channels/"), ("patch", "/api/v1/channels/{channel_id}/"),
+    ("post", "/api/v1/documents/"), ("patch", "/api/v1/schedules/{schedule_id}/"),
     ("post", "/api/v1/facts/"), ("patch", "/api/v1/facts/{fact_id}/"),
     ("post", "/api/v1/import/"),
     ("post", "/api/v1/notes/"), ("put", "/api/v1/notes/{note_id}/"),
