@@ -152,16 +152,11 @@ def search_text(body: dict[str, Any]) -> str:
         return "No stored memory matches this."
     lines = []
     for rank, r in enumerate(results, start=1):
-        who = ", ".join(w for w in (r.get("role") or r.get("kind"), _owner(r)) if w)
+        who = " · ".join(w for w in (r.get("role") or r.get("kind"), r.get("user_id")) if w)
         ref = _follow_up(r)
         text = " ".join(str(r.get("text", "")).split())
         lines.append(f"{rank}. [{str(r.get('created_at') or '')[:10]} {who}] {text} ({r.get('score', 0):.2f}{ref})")
     return "\n".join(lines)
-
-
-def _owner(result: dict[str, Any]) -> str:
-    user = result.get("user_id") or (result.get("metadata") or {}).get("user_id")
-    return f"user {user}" if user else ""
 
 
 def _follow_up(result: dict[str, Any]) -> str:

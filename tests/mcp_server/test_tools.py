@@ -37,7 +37,7 @@ def test_search_and_context_answer_what_rest_answers(http_mcp: Mcp, alice: dict[
     # The text a model reads is one line a result (date, who, text, score), the JSON stays structured.
     lines = search.text.splitlines()
     assert len(lines) == len(search.data["results"])
-    assert lines[0].startswith("1. [") and "user, user ann] The wifi password at the cabin is moose-42. (" in lines[0]
+    assert lines[0].startswith("1. [") and "user · ann] The wifi password at the cabin is moose-42. (" in lines[0]
     assert len(search.text) * 3 <= len(json.dumps(search.data)), (len(search.text), len(json.dumps(search.data)))
     assert context.data == rest_context.json()
     assert "ferry at 7:15" in context.text and context.data["tokens"] <= 300
