@@ -104,13 +104,15 @@ class SearchInput(StrictSerializer):
     fusion = serializers.ChoiceField(choices=FUSIONS, required=False, default="weighted",
                                      help_text="How hybrid mode merges its two rankings: weighted scores or rrf "
                                                "(reciprocal rank fusion).")
-    vector_weight = serializers.FloatField(min_value=0.0, max_value=1.0, required=False, default=0.7,
-                                           help_text="Weighted fusion: the meaning score's weight. The server moves the two "
-                                                     "weights a share of the way (MEMORYHUB_SEARCH_BALANCE) toward "
-                                                     "the list whose best results stand out most for this query; "
-                                                     "explain shows the weights used.")
-    text_weight = serializers.FloatField(min_value=0.0, max_value=1.0, required=False, default=0.3,
-                                         help_text="Weighted fusion: the word score's weight (balanced as vector_weight is).")
+    vector_weight = serializers.FloatField(min_value=0.0, max_value=1.0, required=False, default=None,
+                                           help_text="Weighted fusion: the meaning score's weight, used exactly as given "
+                                                     "(no adaptive balancing, no feedback step). When neither weight is "
+                                                     "sent: 0.7, moved a share of the way (MEMORYHUB_SEARCH_BALANCE) "
+                                                     "toward the list whose best results stand out most for this "
+                                                     "query; explain shows the weights used.")
+    text_weight = serializers.FloatField(min_value=0.0, max_value=1.0, required=False, default=None,
+                                         help_text="Weighted fusion: the word score's weight, used exactly as given "
+                                                   "(default 0.3, balanced as vector_weight is when neither is sent).")
     profile = serializers.ChoiceField(choices=PROFILES, required=False, allow_null=True, default="default",
                                       help_text="Ranking profile: default, or memory (favours important, recent and "
                                                 "often recalled memories).")

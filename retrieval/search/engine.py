@@ -355,7 +355,7 @@ def _with_feedback(req: SearchRequest, pool: CandidatePool, vec: dict[int, float
     """The candidates' vector scores for ranking: against the feedback-moved query when feedback
     applies (the scores shown stay the cosine to the query itself)."""
     weight = settings.MEMORYHUB_SEARCH_FEEDBACK
-    if weight <= 0.0 or vector is None or not vec or not _reranks(req):
+    if weight <= 0.0 or vector is None or not vec or not _reranks(req) or req.exact_weights:
         return vec
     top = feedback_documents(req, pool.candidates, vec, pool.txt, settings.MEMORYHUB_SEARCH_FEEDBACK_DOCS)
     return pool.vectors.feedback(vector, top, weight) or vec

@@ -105,7 +105,7 @@ def balanced_weights(req: SearchRequest, candidates: int, nv: dict[int, float],
     (bench/README.md, stop 28). With one list empty, the weights are the request's."""
     share = settings.MEMORYHUB_SEARCH_BALANCE
     w_vector, w_text = req.vector_weight, req.text_weight
-    if share <= 0.0 or not nv or not nt:
+    if share <= 0.0 or not nv or not nt or req.exact_weights:
         return w_vector, w_text
     pv, pt = w_vector * peakedness(nv, candidates), w_text * peakedness(nt, candidates)
     if pv + pt <= 0.0:

@@ -63,6 +63,7 @@ class SearchRequest:
     fusion: str = "weighted"
     vector_weight: float = 0.7
     text_weight: float = 0.3
+    exact_weights: bool = False  # the caller chose the weights: no balancing, no feedback step (seed 000)
     profile: str = "default"
     case_sensitive: bool = False  # modes exact and regex
     explain: bool = False  # each hit carries why it ranked (retrieval.search.explain)

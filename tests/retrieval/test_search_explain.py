@@ -75,6 +75,22 @@ def test_explain_shows_the_requests_weights_when_unbalanced(alice, garden, setti
         assert parts["vector"]["weight"] == 0.7 and parts["text"]["weight"] == 0.3
 
 
+def test_weights_the_caller_sends_are_used_exactly(alice, garden, settings) -> None:  # type: ignore[no-untyped-def]
+    """Seed 000 (issue 41): 0.5 / 0.5 sent is 0.5 / 0.5 used; no balancing, no feedback step."""
+    settings.MEMORYHUB_SEARCH_BALANCE = 0.5
+    settings.MEMORYHUB_SEARCH_FEEDBACK = 0.3
+    found = results(search(alice, query="tomatoes garden", explain=True, vector_weight=0.5, text_weight=0.5))
+    assert found
+    for result in found:
+        parts = result["explain"]["parts"]
+        assert parts["vector"]["weight"] == 0.5 and parts["text"]["weight"] == 0.5
+        assert "feedback" not in {step["step"] for step in result["explain"]["steps"]}
+        # The vector part is the cosine to the query as asked, normalised: nothing moved it.
+        assert parts["vector"]["raw"] == result["scores"]["vector"]
+    balanced = results(search(alice, query="tomatoes garden", explain=True))
+    assert {r["explain"]["parts"]["vector"]["weight"] for r in balanced} != {0.7}  # adaptive without weights
+
+
 def test_the_neighbour_boost_is_a_score_step(alice, garden, settings) -> None:  # type: ignore[no-untyped-def]
     settings.MEMORYHUB_SEARCH_NEIGHBOUR_WEIGHT = 0.3
     found = results(search(alice, query="tomatoes garden", explain=True))
