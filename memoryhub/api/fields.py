@@ -97,7 +97,8 @@ class ItemsField(serializers.JSONField):
 
 
 def normalise_tags(value: Any) -> list[str]:
-    """Trimmed, lowercased, de-duplicated (first occurrence kept); too many or too long → error."""
+    """Trimmed, lowercased, de-duplicated (first occurrence kept), capped as seed 000 caps them: the
+    first MEMORYHUB_MAX_TAGS tags are kept, each cut to MEMORYHUB_MAX_TAG_CHARS characters."""
     if isinstance(value, str):
         value = [part for part in value.split(",")]
     if not isinstance(value, list):
@@ -106,21 +107,15 @@ def normalise_tags(value: Any) -> list[str]:
     for tag in value:
         if not isinstance(tag, str):
             raise serializers.ValidationError("Every tag must be a string.", code="invalid_tags")
-        tag = tag.strip().lower()
-        if not tag:
-            continue
-        if len(tag) > settings.MEMORYHUB_MAX_TAG_CHARS:
-            raise serializers.ValidationError(
-                f"A tag has at most {settings.MEMORYHUB_MAX_TAG_CHARS} characters.", code="tag_too_long"
-            )
-        if tag not in seen:
+        tag = tag.strip().lower()[: settings.MEMORYHUB_MAX_TAG_CHARS].strip()
+        if tag and tag not in seen:
             seen.append(tag)
-    if len(seen) > settings.MEMORYHUB_MAX_TAGS:
-        raise serializers.ValidationError(f"At most {settings.MEMORYHUB_MAX_TAGS} tags.", code="too_many_tags")
-    return seen
+    return seen[: settings.MEMORYHUB_MAX_TAGS]
 
 
-@extend_schema_field({"type": "array", "items": {"type": "string", "maxLength": 64}, "maxItems": 16})
+@extend_schema_field({"type": "array", "items": {"type": "string"},
+                      "description": "Labels: trimmed, lowercased, de-duplicated; the first 16 are kept, each cut "
+                                     "to 64 characters."})
 class TagsField(serializers.Field):
     def to_internal_value(self, data: Any) -> list[str]:
         return normalise_tags(data)

@@ -31,8 +31,8 @@ def field_schema(field: serializers.Field) -> dict[str, Any]:
 def _type_schema(field: serializers.Field) -> dict[str, Any]:
     # Order matters: ChoiceField before CharField, the project's own fields before their bases.
     if isinstance(field, TagsField):
-        return {"type": "array", "items": {"type": "string", "maxLength": settings.MEMORYHUB_MAX_TAG_CHARS},
-                "maxItems": settings.MEMORYHUB_MAX_TAGS}
+        # Capped, not refused (seed 000): the first MEMORYHUB_MAX_TAGS are kept, each cut to its length.
+        return {"type": "array", "items": {"type": "string"}}
     if isinstance(field, MetadataField):
         return {"type": "object"}
     if isinstance(field, serializers.ChoiceField):
