@@ -211,6 +211,20 @@ def put_note(key: ApiKey, note_id: str, data: dict[str, Any]) -> tuple[Note, boo
 
 
 @transaction.atomic
+def patch_note(key: ApiKey, note_id: str, changes: dict[str, Any]) -> Note:
+    """Change only the given fields; placement, owner and the rest stay (PUT replaces the whole note)."""
+    note = get_note(key, note_id, for_update=True)
+    refuse_shared(key, note.user_id, f"Note {note_id!r}")
+    for name in ("content", "source", "tags", "metadata", "importance"):
+        if name in changes:
+            setattr(note, name, changes[name])
+    note.updated_at = timezone.now()
+    note.save()
+    _announce(note)
+    return note
+
+
+@transaction.atomic
 def delete_note(key: ApiKey, note_id: str) -> None:
     note = get_note(key, note_id, for_update=True)
     refuse_shared(key, note.user_id, f"Note {note_id!r}")

@@ -95,6 +95,19 @@ class NotePutInput(NoteInput):
     id = None  # type: ignore[assignment]
 
 
+class NotePatchInput(StrictSerializer):
+    """PATCH /notes/{note_id}/: only what is sent changes (seed 000's update keeps the rest)."""
+
+    content = content_field(required=False, allow_blank=True, help_text="A new text (its chunks are replaced).")
+    source = StrictCharField(max_length=100, required=False, allow_blank=True, help_text="A new source.")
+    tags = TagsField(required=False, help_text="New labels (replace the old ones).")
+    metadata = MetadataField(required=False, help_text="A new metadata object (replaces the old one).")
+    importance = serializers.FloatField(required=False, min_value=0.0, max_value=1.0, help_text="A new importance.")
+
+    def validate_content(self, value: str) -> str:
+        return non_blank(value)
+
+
 class NoteOutput(serializers.ModelSerializer):
     id = serializers.CharField(source="note_id", help_text="The note's id.")
     session = serializers.CharField(source="session.external_id", allow_null=True, default=None,
@@ -172,6 +185,14 @@ class NoteDetailView(APIView):
         data = parse_input(NotePutInput, request.data)
         note, created = notes.put_note(api_key(request), note_id, data)
         return Response(NoteOutput(note).data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+
+    @extend_schema(summary="Change a note",
+                   description="Only the fields sent change; its session, scope, owner and the rest stay "
+                               "(PUT replaces the whole note).",
+                   request=NotePatchInput, responses=NoteOutput, examples=ex.NOTE_PATCH)
+    def patch(self, request: Request, note_id: str) -> Response:
+        changes = parse_input(NotePatchInput, request.data, partial=True)
+        return Response(NoteOutput(notes.patch_note(api_key(request), note_id, changes)).data)
 
     @extend_schema(summary="Delete a note", responses={200: Deleted}, examples=ex.NOTE_DELETE)
     def delete(self, request: Request, note_id: str) -> Response:

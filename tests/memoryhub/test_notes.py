@@ -146,6 +146,25 @@ def test_bad_input_stores_nothing(alice, body, code) -> None:  # type: ignore[no
     assert not Note.objects.exists() and not Chunk.objects.filter(kind="note").exists()
 
 
+def test_patch_changes_only_what_is_sent(alice, index) -> None:  # type: ignore[no-untyped-def]
+    """Seed 000 (issue 41): an update keeps what was not sent (PUT still replaces the whole note)."""
+    index(alice, "s1", {"role": "user", "content": "hi"})
+    alice.post(NOTES, {"note_id": "n3", "content": "Window seat", "session": "s1", "source": "agent",
+                       "tags": ["travel"], "metadata": {"k": 1}}, format="json")
+    r = alice.patch(note_url("n3"), {"content": "Aisle seat", "tags": ["travel", "seats"]}, format="json")
+    assert r.status_code == 200, r.json()
+    body = r.json()
+    assert (body["content"], body["tags"], body["session"], body["scope"], body["source"], body["metadata"]) == (
+        "Aisle seat", ["travel", "seats"], "s1", "conversation", "agent", {"k": 1})
+    assert [c.text for c in chunks_of("n3")] == ["Aisle seat"]
+    before = Note.objects.get(note_id="n3").updated_at
+    for bad, code in (({"content": " "}, "empty_content"), ({"session": "s2"}, "unknown_field"),
+                      ({"importance": 3}, "validation_error")):
+        assert error_code(alice.patch(note_url("n3"), bad, format="json")) == code
+    assert Note.objects.get(note_id="n3").updated_at == before
+    assert error_code(alice.patch(note_url("missing"), {"content": "x"}, format="json")) == "note_not_found"
+
+
 def test_tags_are_capped_as_the_seed_caps_them(alice) -> None:  # type: ignore[no-untyped-def]
     """Seed 000 (issue 41): the first 16 tags are kept and each is cut to 64 characters; no 400."""
     tags = ["Dup", "dup", "b" * 70] + [f"t{i}" for i in range(20)]

@@ -177,6 +177,10 @@ def _note_create(w: World, target: str, tenant: bool) -> Any:
                                                      **_user(tenant)}, format="json")
 
 
+def _note_patch(w: World, target: str, tenant: bool) -> Any:
+    return _client(w, tenant).patch(f"{API}/notes/{NOTES[target]}/", {"content": "bob's note"}, format="json")
+
+
 def _note_delete(w: World, target: str, tenant: bool) -> Any:
     return _client(w, tenant).delete(f"{API}/notes/{NOTES[target]}/")
 
@@ -233,6 +237,7 @@ CASES: dict[str, Case] = {
     "note put": Case(_note_put, _note_read, True, expect(OK, MISMATCH, NO_NOTE, MISMATCH, READ_ONLY, CREATED)),
     "note create": Case(_note_create, _note_read, True, expect((409, "note_exists"), (409, "note_exists"), NO_NOTE,
                                                                (409, "note_exists"), (409, "note_exists"), CREATED)),
+    "note patch": Case(_note_patch, _note_read, False, expect(OK, MISMATCH, NO_NOTE, MISMATCH, READ_ONLY, NO_NOTE)),
     "note delete": Case(_note_delete, _note_read, False, expect(OK, MISMATCH, NO_NOTE, MISMATCH, READ_ONLY, NO_NOTE)),
     "fact upsert": Case(_fact_upsert, lambda w, t: f"{API}/facts/", True,
                         expect(OK, OK, OK, OK, OK, CREATED)),

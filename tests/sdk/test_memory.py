@@ -26,6 +26,8 @@ def test_notes(hub: Any, keys: dict[str, str]) -> None:
     assert (replaced["content"], replaced["tags"]) == ("Prefers aisle seats now.", ["travel"])
     created = alice.put_note("new.one", "Created by PUT.")
     assert created["id"] == "new.one"
+    patched = alice.update_note("travel.seat", tags=["travel", "seats"])  # PATCH: the text stays
+    assert (patched["content"], patched["tags"]) == ("Prefers aisle seats now.", ["travel", "seats"])
 
     health = alice.list_notes(meta={"topic": "health"})
     assert health.count == 2 and {n["content"] for n in health} == {"Allergic to peanuts.", "Vegetarian."}

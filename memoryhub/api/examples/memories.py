@@ -85,6 +85,25 @@ NOTE_PUT = [*example(
               'updated_at': '2026-11-23T18:18:05.814512Z'},
 )]
 
+NOTE_PATCH = [*example(
+    'Change a note', 'Only the tags change; the text, session and owner stay.', status=200,
+    request={'tags': ['preferences', 'drinks']},
+    response={'id': 'note-tea',
+              'note_id': 'note-tea',
+              'content': 'The user drinks green tea, no sugar.',
+              'source': '',
+              'tags': ['preferences', 'drinks'],
+              'metadata': {},
+              'session': None,
+              'workspace': 'default',
+              'channel': None,
+              'scope': 'workspace',
+              'user_id': 'user-123',
+              'importance': 0.5,
+              'created_at': '2026-11-23T18:18:03.655732Z',
+              'updated_at': '2026-11-23T18:18:05.814512Z'},
+)]
+
 NOTE_DELETE = [*example(
     'Delete a note', '', status=200,
     response={'id': 'note-tea', 'deleted': True},

@@ -154,6 +154,7 @@ class Operations:
     # notes, facts, documents
     create_note = op(_m.create_note)
     put_note = op(_m.put_note)
+    update_note = op(_m.update_note)
     list_notes = op(_m.list_notes)
     iter_notes = pages(_m.list_notes)
     get_note = op(_m.get_note)

@@ -64,6 +64,21 @@ def put_note(
     ), idempotent=True)
 
 
+def update_note(
+    note_id: str,
+    *,
+    content: str | None = None,
+    source: str | None = None,
+    tags: Sequence[str] | None = None,
+    metadata: Mapping[str, Any] | None = None,
+    importance: float | None = None,
+) -> Call[Note]:
+    """Change only the given fields (PATCH /notes/{note_id}/); the rest of the note stays."""
+    return Call("PATCH", path("notes", note_id), as_is, json=_note_fields(
+        content=content, source=source, tags=tags, metadata=metadata, importance=importance,
+    ), idempotent=True)
+
+
 def list_notes(
     *,
     tags: Sequence[str] | str | None = None,
