@@ -88,12 +88,15 @@ def _writable(session: Session) -> None:
         raise Conflict("session_archived", f"Session {session.external_id!r} is archived: its scratchpad is read-only.")
 
 
-@transaction.atomic
-def write(key: ApiKey, session_id: str, raw_items: Any) -> dict[str, Any]:
-    pairs = parse_items(raw_items)  # everything is checked before anything is written
-    session = get_session_for_write(key, session_id)
-    _writable(session)
-    pad, _ = Scratchpad.objects.get_or_create(session=session, defaults={"tenant_id": session.tenant_id})
+def _check_version(pad: Scratchpad | None, expected: int | None) -> None:
+    """Compare-and-swap (seed 001): a writer that read version N writes only while it is still N."""
+    current = pad.version if pad else 0
+    if expected is not None and expected != current:
+        raise Conflict("stale_version", f"The scratchpad is at version {current}, not {expected}: read it again.",
+                       details={"version": current, "expected_version": expected})
+
+
+def _store(session: Session, pad: Scratchpad, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     pad.items.all().delete()
     ScratchpadItem.objects.bulk_create([
         ScratchpadItem(tenant_id=session.tenant_id, scratchpad=pad, position=i, key=k, value=v)
@@ -103,6 +106,41 @@ def write(key: ApiKey, session_id: str, raw_items: Any) -> dict[str, Any]:
     pad.updated_at = timezone.now()
     pad.save(update_fields=["version", "updated_at"])
     return as_dict(session, pad)
+
+
+def _locked_pad(key: ApiKey, session_id: str, expected: int | None) -> tuple[Session, Scratchpad]:
+    session = get_session_for_write(key, session_id)  # the session row's lock serialises its pad's writers
+    _writable(session)
+    pad = Scratchpad.objects.filter(session=session).first()
+    _check_version(pad, expected)
+    if pad is None:
+        pad = Scratchpad.objects.create(session=session, tenant_id=session.tenant_id)
+    return session, pad
+
+
+@transaction.atomic
+def write(key: ApiKey, session_id: str, raw_items: Any, expected_version: int | None = None) -> dict[str, Any]:
+    pairs = parse_items(raw_items)  # everything is checked before anything is written
+    session, pad = _locked_pad(key, session_id, expected_version)
+    return _store(session, pad, pairs)
+
+
+@transaction.atomic
+def update(key: ApiKey, session_id: str, set_items: Any, remove: list[str],
+           expected_version: int | None = None) -> dict[str, Any]:
+    """Per-key writes (seed 001): set these keys (new ones after the others), remove those; the
+    other items stay, so two agents writing different keys do not overwrite each other."""
+    pairs = parse_items(set_items if set_items is not None else {})
+    session, pad = _locked_pad(key, session_id, expected_version)
+    items = {i.key: i.value for i in pad.items.order_by("position")}
+    for name in remove:
+        items.pop(name, None)
+    items.update(pairs)
+    limit = settings.MEMORYHUB_SCRATCHPAD_MAX_ITEMS
+    if len(items) > limit:
+        raise Invalid("too_many_items", f"A scratchpad holds at most {limit} items.",
+                      details={"max_items": limit, "items": len(items)})
+    return _store(session, pad, list(items.items()))
 
 
 @transaction.atomic

@@ -102,7 +102,8 @@ CONFLICTS = frozenset({
     ("post", "/api/v1/schedules/{schedule_id}/pause/"), ("post", "/api/v1/schedules/{schedule_id}/resume/"),
     ("post", "/api/v1/sessions/"), ("patch", "/api/v1/sessions/{session_id}/"),
     ("delete", "/api/v1/sessions/{session_id}/"), ("post", "/api/v1/sessions/{session_id}/events/"),
-    ("put", "/api/v1/sessions/{session_id}/scratchpad/"), ("delete", "/api/v1/sessions/{session_id}/scratchpad/"),
+    ("put", "/api/v1/sessions/{session_id}/scratchpad/"), ("patch", "/api/v1/sessions/{session_id}/scratchpad/"),
+    ("delete", "/api/v1/sessions/{session_id}/scratchpad/"),
     ("put", "/api/v1/sessions/{session_id}/summary/"),
     ("post", "/api/v1/webhooks/"),
 })

@@ -29,6 +29,21 @@ class ScratchpadInput(StrictSerializer):
         "{key: value} object. At most 32 items (MEMORYHUB_SCRATCHPAD_MAX_ITEMS); a key is a string; a value is "
         "any JSON value: a string of at most 240 characters (MEMORYHUB_SCRATCHPAD_MAX_CHARS), or another value "
         "whose compact JSON has at most 240. A bad item changes nothing."))
+    expected_version = serializers.IntegerField(
+        required=False, min_value=0, max_value=2**31 - 1, default=None,
+        help_text="Write only if the scratchpad is still at this version (as last read); else 409 stale_version "
+                  "and nothing changes.")
+
+
+class ScratchpadPatchInput(StrictSerializer):
+    set = ItemsField(required=False, default=None, help_text=(
+        "Items to set, by key ({key: value} or [{key, value}, …]): an existing key keeps its place, a new one "
+        "goes last. The other items stay."))
+    remove = serializers.ListField(child=serializers.CharField(max_length=240), required=False, default=list,
+                                   max_length=32, help_text="Keys to remove (a missing key is no error).")
+    expected_version = serializers.IntegerField(
+        required=False, min_value=0, max_value=2**31 - 1, default=None,
+        help_text="Write only if the scratchpad is still at this version; else 409 stale_version.")
 
 
 class ScratchpadItem(serializers.Serializer):
@@ -67,7 +82,16 @@ class ScratchpadView(APIView):
                    request=ScratchpadInput, responses=ScratchpadOutput, examples=ex.SCRATCHPAD_PUT)
     def put(self, request: Request, session_id: str) -> Response:
         data = parse_input(ScratchpadInput, request.data)
-        return Response(scratchpad.write(api_key(request), session_id, data["items"]))
+        return Response(scratchpad.write(api_key(request), session_id, data["items"], data["expected_version"]))
+
+    @extend_schema(summary="Change scratchpad items",
+                   description="Per-key writes: set some keys, remove others; the rest stays. With "
+                               "expected_version, a stale writer gets 409 stale_version and changes nothing.",
+                   request=ScratchpadPatchInput, responses=ScratchpadOutput, examples=ex.SCRATCHPAD_PATCH)
+    def patch(self, request: Request, session_id: str) -> Response:
+        data = parse_input(ScratchpadPatchInput, request.data)
+        return Response(scratchpad.update(api_key(request), session_id, data["set"], data["remove"],
+                                          data["expected_version"]))
 
     @extend_schema(summary="Clear the scratchpad", responses={200: ScratchpadCleared},
                    examples=ex.SCRATCHPAD_DELETE)

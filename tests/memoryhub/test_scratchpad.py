@@ -118,3 +118,31 @@ def test_workspace_limited_and_read_only_keys(cast, session) -> None:  # type: i
     r = reader.put(url(), {"items": [{"key": "a", "value": "1"}]}, format="json")
     assert r.status_code == 403 and error_code(r) == "insufficient_scope"
     assert not ScratchpadItem.objects.exists()
+
+
+def test_per_key_writes_keep_the_other_items(alice, session) -> None:  # type: ignore[no-untyped-def]
+    """Seed 001 (issue 41): two agents writing different keys do not overwrite each other."""
+    alice.put(url(), {"items": [{"key": "goal", "value": "Book the flight"}, {"key": "done", "value": "hotel"}]},
+              format="json")
+    first = alice.patch(url(), {"set": {"open": "Which day?"}}, format="json")
+    second = alice.patch(url(), {"set": {"goal": "Book the 7:15 flight"}, "remove": ["done", "never-there"]},
+                         format="json")
+    assert first.status_code == second.status_code == 200, second.json()
+    assert items(alice) == [{"key": "goal", "value": "Book the 7:15 flight"}, {"key": "open", "value": "Which day?"}]
+    assert second.json()["version"] == first.json()["version"] + 1
+
+
+def test_a_stale_expected_version_is_409_and_changes_nothing(alice, session) -> None:  # type: ignore[no-untyped-def]
+    read = alice.put(url(), {"items": {"plan": "A"}}, format="json").json()
+    assert alice.put(url(), {"items": {"plan": "B"}, "expected_version": read["version"]},
+                     format="json").status_code == 200
+    for stale in (alice.put(url(), {"items": {"plan": "C"}, "expected_version": read["version"]}, format="json"),
+                  alice.patch(url(), {"set": {"plan": "C"}, "expected_version": read["version"]}, format="json")):
+        assert stale.status_code == 409 and error_code(stale) == "stale_version"
+        assert stale.json()["error"]["details"]["version"] == read["version"] + 1
+    assert items(alice) == [{"key": "plan", "value": "B"}]
+    # Past the item limit, a patch is refused whole.
+    full = {f"k{i}": "v" for i in range(31)}
+    assert alice.patch(url(), {"set": full}, format="json").status_code == 200
+    over = alice.patch(url(), {"set": {"one": "more", "two": "more"}}, format="json")
+    assert over.status_code == 400 and error_code(over) == "too_many_items" and len(items(alice)) == 32

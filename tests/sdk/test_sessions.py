@@ -80,8 +80,13 @@ def test_scratchpad_and_rolling_summary(hub: Any, keys: dict[str, str]) -> None:
     assert pad["items"] == [{"key": "goal", "value": "book train"}, {"key": "2", "value": "pack bags"}]
     assert alice.put_scratchpad("s1", {"only": "this"})["items"] == [{"key": "only", "value": "this"}]
     assert alice.get_scratchpad("s1")["count"] == 1
+    patched = alice.update_scratchpad("s1", {"more": 1}, expected_version=pad["version"] + 1)
+    assert patched["items"] == [{"key": "only", "value": "this"}, {"key": "more", "value": 1}]
+    with pytest.raises(ConflictError) as stale:
+        alice.update_scratchpad("s1", remove=["only"], expected_version=pad["version"])
+    assert stale.value.code == "stale_version"
     cleared = alice.clear_scratchpad("s1")
-    assert cleared["items"] == [] and cleared["version"] == pad["version"] + 2
+    assert cleared["items"] == [] and cleared["version"] == pad["version"] + 3
 
     summary = alice.get_summary("s1")
     assert (summary["text"], summary["epoch"]) == ("", 0)

@@ -265,6 +265,19 @@ SCRATCHPAD_GET = [*example(
               'updated_at': '2026-11-23T18:18:44.196640Z'},
 )]
 
+SCRATCHPAD_PATCH = [*example(
+    'Change scratchpad items', 'Set one key, remove another; the rest stays.', status=200,
+    request={'set': {'open': 'Which part of town? Near the river.'}, 'remove': ['done'], 'expected_version': 1},
+    response={'session': 'chat-42',
+              'items': [{'key': 'goal', 'value': 'Book the Lisbon flight'},
+                        {'key': 'open', 'value': 'Which part of town? Near the river.'}],
+              'count': 2,
+              'max_items': 32,
+              'max_chars': 240,
+              'version': 2,
+              'updated_at': '2026-11-23T18:18:49.828499Z'},
+)]
+
 SCRATCHPAD_PUT = [*example(
     'Replace the scratchpad', '', status=200,
     request={'items': [{'key': 'goal', 'value': 'Book flight and hotel'},

@@ -136,6 +136,7 @@ class Operations:
     # scratchpad and summaries
     get_scratchpad = op(_s.get_scratchpad)
     put_scratchpad = op(_s.put_scratchpad)
+    update_scratchpad = op(_s.update_scratchpad)
     clear_scratchpad = op(_s.clear_scratchpad)
     get_summary = op(_s.get_summary)
     put_summary = op(_s.put_summary)

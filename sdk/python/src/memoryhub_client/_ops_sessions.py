@@ -195,15 +195,31 @@ def get_scratchpad(session_id: str) -> Call[Scratchpad]:
 
 
 def put_scratchpad(
-    session_id: str, items: Sequence[Mapping[str, Any] | str] | Mapping[str, Any]
+    session_id: str, items: Sequence[Mapping[str, Any] | str] | Mapping[str, Any], *,
+    expected_version: int | None = None,
 ) -> Call[Scratchpad]:
     """Replace the whole scratchpad: [{"key", "value"}, …], plain strings, or one {key: value};
-    values are any JSON."""
+    values are any JSON. With `expected_version`, only if nobody wrote since (else ConflictError
+    stale_version)."""
     payload: Any = dict(items) if isinstance(items, Mapping) else [
         item if isinstance(item, str) else dict(item) for item in items
     ]
-    return Call("PUT", path("sessions", session_id, "scratchpad"), as_is, json={"items": payload},
-                idempotent=True)
+    body: dict[str, Any] = {"items": payload}
+    if expected_version is not None:
+        body["expected_version"] = expected_version
+    return Call("PUT", path("sessions", session_id, "scratchpad"), as_is, json=body, idempotent=True)
+
+
+def update_scratchpad(
+    session_id: str, set: Mapping[str, Any] | None = None, *, remove: Sequence[str] = (),  # noqa: A002
+    expected_version: int | None = None,
+) -> Call[Scratchpad]:
+    """Per-key writes: set these keys, remove those; the other items stay (PATCH)."""
+    body: dict[str, Any] = {"set": dict(set or {}), "remove": list(remove)}
+    if expected_version is not None:
+        body["expected_version"] = expected_version
+    return Call("PATCH", path("sessions", session_id, "scratchpad"), as_is, json=body,
+                idempotent=expected_version is not None)
 
 
 def clear_scratchpad(session_id: str) -> Call[Scratchpad]:
