@@ -17,9 +17,10 @@ from retrieval.models import Chunk
 
 
 def _mergeable(a: str) -> str:
-    """Condition on alias `a`: an embedded, unpinned memory of the tenant, of a deletable kind, not
-    already gone in this run (parameters: tenant id, kinds, excluded ids)."""
-    return (f"{a}.tenant_id = %s AND {a}.kind = ANY(%s) AND {a}.embedding IS NOT NULL "
+    """Condition on alias `a`: an embedded, unpinned, current memory of the tenant (not a fact's
+    superseded version), of a deletable kind, not already gone in this run (parameters: tenant id,
+    kinds, excluded ids)."""
+    return (f"{a}.tenant_id = %s AND {a}.kind = ANY(%s) AND {a}.embedding IS NOT NULL AND {a}.valid_to IS NULL "
             f"AND NOT ({a}.metadata @> '{{\"pinned\": true}}'::jsonb) AND NOT ({a}.id = ANY(%s))")
 
 

@@ -7,7 +7,8 @@ from typing import Any
 from django.db import connection
 
 PINNED = "(c.metadata @> '{\"pinned\": true}'::jsonb)"
-SHORT_TERM = "c.lifetime <> 'long_term'"
+# A fact's superseded chunks (valid_to set) are history (SPEC S12): never scored, promoted or pruned.
+SHORT_TERM = "c.lifetime <> 'long_term' AND c.valid_to IS NULL"
 
 
 def scope_sql(alias: str) -> str:

@@ -172,7 +172,7 @@ def cap(run: TenantRun) -> None:
                 SELECT c.id, c.kind, {PINNED} AS pinned,
                        row_number() OVER (PARTITION BY {scope_sql('c')}
                                           ORDER BY {PINNED} DESC, {rel} DESC, c.id DESC) AS rn
-                FROM retrieval_chunk c WHERE c.tenant_id = %s AND NOT (c.id = ANY(%s))
+                FROM retrieval_chunk c WHERE c.tenant_id = %s AND c.valid_to IS NULL AND NOT (c.id = ANY(%s))
             ) ranked
             WHERE rn > %s AND kind = ANY(%s) AND NOT pinned ORDER BY id""",
         [*params, run.tenant.pk, sorted(run.gone), settings.MEMORYHUB_CAP_PER_SCOPE, run.delete_kinds()],

@@ -306,3 +306,17 @@ def test_appends_go_on_while_their_tenant_is_consolidated(monkeypatch) -> None: 
         worker.join(30)
     assert not errors and not worker.is_alive()
     assert Event.objects.filter(session__tenant=tenant, content="written during a consolidation").count() == 1
+
+
+def test_a_facts_superseded_versions_are_history_not_memories_to_consolidate(world) -> None:  # type: ignore[no-untyped-def]
+    """SPEC S12: the chunks of a fact's closed versions are neither scored, pruned, capped nor merged
+    (a closed "the flight leaves at nine" stays beside the current duplicates, untouched)."""
+    from tests.retrieval.lifecycle.conftest import vector
+
+    tenant, m = world["tenant"], world["m"]
+    closed = memory(tenant, world["s2"], "the flight leaves at nine.", hours=720, kind="fact", source_id="77",
+                    embedding=vector(1, 0.015), embedding_model="hash", valid_to=NOW - timedelta(hours=1))
+    result = run_consolidation(tenant_id=tenant.pk, now=NOW)
+    assert result["counts"]["scored"] == 9 and result["ids"]["pruned"] == [m["stale"].pk]
+    assert closed.pk not in {pk for group in result["ids"]["merged"] for pk in group}
+    assert Chunk.every_version.filter(pk=closed.pk).exists()
