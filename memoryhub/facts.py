@@ -182,7 +182,7 @@ def upsert(*, tenant_id: int, placement: Placement, data: dict[str, Any], given:
         for _ in range(2):
             existing = _existing(fact, scope_key)
             if existing is not None:
-                return _update_existing(existing, fact, data, given, source_session, placement), False
+                return _update_existing(existing, data, given, source_session, placement), False
             try:
                 with transaction.atomic():
                     fact.valid_from = timezone.now()
@@ -195,7 +195,7 @@ def upsert(*, tenant_id: int, placement: Placement, data: dict[str, Any], given:
     raise Conflict("fact_exists", "A fact with this scope, category and key is being written concurrently.")
 
 
-def _update_existing(existing: Fact, wanted: Fact, data: dict[str, Any], given: set[str],
+def _update_existing(existing: Fact, data: dict[str, Any], given: set[str],
                      source_session: Session | None, placement: Placement) -> Fact:
     before = {name: getattr(existing, name) for name in VERSIONED}
     for name in WRITABLE:
