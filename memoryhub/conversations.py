@@ -2,9 +2,12 @@
 
 A status move is validated (repeating the current status is refused, archived is final); leaving
 "active" records `ended_at` (kept from idle to archived, cleared when the session is active again).
-Archiving clears the conversation-tier memories of the conversation: its notes, and its facts
-that consolidation has not promoted to long-term (pinned ones stay too), unless
-MEMORYHUB_KEEP_CONVERSATION_MEMORIES is set. Its scratchpad and its event log are kept.
+The end of a conversation (idle, or archived) clears its conversation-tier memories (seed 001:
+"cleared when the conversation ends"): its notes, and its facts that consolidation has not
+promoted to long-term (pinned ones stay too), unless MEMORYHUB_KEEP_CONVERSATION_MEMORIES is set.
+Its scratchpad and its event log are kept. The end also wakes the summarise lane, which runs the
+fact extractor over the events not extracted yet (memoryhub.session_work): extracted facts are
+never conversation-tier, so they outlive the clearing whichever comes first.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from memoryhub.background import notify_work
 from memoryhub.errors import Conflict
 from memoryhub.models import STATUS_TRANSITIONS, Fact, Note, Session, SessionStatus
 from memoryhub.signals import memory_deleted
@@ -48,15 +52,17 @@ def move(session: Session, status: str, *, now: datetime | None = None) -> list[
 
 @transaction.atomic
 def after_move(session: Session, previous: str) -> dict[str, int]:
-    """Side effects of a committed status move (inside its transaction): archiving clears the
-    conversation's memories. Returns what was cleared."""
-    if session.status != SessionStatus.ARCHIVED or previous == SessionStatus.ARCHIVED:
+    """Side effects of a committed status move (inside its transaction): the end of the
+    conversation (idle or archived) clears its memories and wakes the background lane for its
+    last extraction. Returns what was cleared."""
+    if session.status == SessionStatus.ACTIVE or session.status == previous:
         return {}
+    notify_work()  # the session is due (events past facts_extracted_to): extract them now
     if settings.MEMORYHUB_KEEP_CONVERSATION_MEMORIES:
         return {}
     cleared = clear_conversation_memories(session)
     if any(cleared.values()):
-        logger.info("archived session %s: cleared %s", session.pk, cleared)
+        logger.info("session %s ended (%s): cleared %s", session.pk, session.status, cleared)
     return cleared
 
 

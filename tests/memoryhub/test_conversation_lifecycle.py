@@ -1,6 +1,6 @@
 """Seed 001: a conversation's lifecycle. Repeating a status is an error, archived sessions are hidden
 from the list unless asked for, ended_at is recorded, sessions are found by ref_code, and
-archiving clears the conversation-tier memories (not promoted or pinned ones)."""
+its end (idle or archived) clears the conversation-tier memories (not promoted or pinned ones)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from django.urls import reverse
 
-from memoryhub.models import Fact, Note, ScratchpadItem, Session
+from memoryhub.models import Fact, FactVersion, Note, ScratchpadItem, Session
 from retrieval.models import Chunk
 from tests.base import error_code, make_client, make_key, new_session, post_events, search_texts
 
@@ -136,8 +136,6 @@ def test_archiving_clears_the_conversations_memories(alice, django_capture_on_co
         other = remember(alice, "s2")
     assert Fact.objects.get(pk=ids["fact"]).lifetime == "conversation"  # conversation scope, no lifetime given
     assert "Working on the pelican report" in search_texts(alice, "pelican report")
-    patch(alice, "s1", status="idle")
-    assert Note.objects.filter(note_id=ids["note"]).exists()  # idle is not the end of its memory
     assert patch(alice, "s1", status="archived").status_code == 200
     assert not Note.objects.filter(note_id=ids["note"]).exists()
     assert not Fact.objects.filter(pk=ids["fact"]).exists()
@@ -149,6 +147,30 @@ def test_archiving_clears_the_conversations_memories(alice, django_capture_on_co
     assert [h["session"] for h in hits["results"] if h["text"] == "Working on the pelican report"] == ["s2"]
     assert ScratchpadItem.objects.filter(scratchpad__session__external_id="s1").exists()  # kept on archive
     assert Note.objects.filter(note_id=other["note"]).exists() and Fact.objects.filter(pk=other["fact"]).exists()
+
+
+def test_ending_the_conversation_clears_them_too(alice, django_capture_on_commit_callbacks) -> None:
+    """Seed 001: conversation memory is "cleared when the conversation ends": idle is its end."""
+    new_session(alice, "s1")
+    with django_capture_on_commit_callbacks(execute=True):
+        ids = remember(alice, "s1")
+    fact = Fact.objects.get(pk=ids["fact"])
+    assert FactVersion.objects.filter(fact_id=fact.pk, valid_to__isnull=True).exists()
+    assert patch(alice, "s1", status="idle").status_code == 200
+    assert not Note.objects.filter(note_id=ids["note"]).exists()
+    assert not Fact.objects.filter(pk=ids["fact"]).exists()
+    assert not Chunk.every_version.filter(kind="fact", source_id=str(ids["fact"])).exists()
+    # the fact's history says when it stopped being held, as for any other delete
+    assert not FactVersion.objects.filter(fact_id=fact.pk, valid_to__isnull=True).exists()
+    assert Fact.objects.filter(pk__in=[ids["fact_promoted"], ids["fact_pinned"]]).count() == 2
+    assert Note.objects.filter(note_id=ids["note_workspace"]).exists()
+    assert ScratchpadItem.objects.filter(scratchpad__session__external_id="s1").exists()
+    # Talking again makes it active; what it remembers from then on is cleared at its next end.
+    again = alice.post("/api/v1/notes/", {"content": "second round", "session": "s1"}, format="json").json()
+    assert patch(alice, "s1", status="active").status_code == 200
+    assert Note.objects.filter(note_id=again["note_id"]).exists()
+    assert patch(alice, "s1", status="archived").status_code == 200
+    assert not Note.objects.filter(note_id=again["note_id"]).exists()
 
 
 def test_a_setting_keeps_them(alice, settings) -> None:
