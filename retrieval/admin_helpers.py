@@ -86,6 +86,8 @@ COUNT_LABELS = {
     "pruned": "pruned (relevance below the floor)", "merged": "merged into a near-duplicate",
     "merge_groups": "groups of duplicates", "capped": "deleted by the per-scope cap",
     "compressed": "conversations compressed into summaries", "held_for_review": "deletions held for review",
+    "prune_held": "prunes held for review", "merge_held": "merges held for review",
+    "cap_held": "cap deletions held for review",
     "relevance_below_prune": "relevance below the prune floor", "relevance_between": "relevance in between",
     "relevance_above_promote": "relevance above the promotion mark",
     "prune_skipped_immutable": "kept: the tenant's transcript is immutable",

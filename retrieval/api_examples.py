@@ -375,5 +375,6 @@ CONSOLIDATE = [*example(
                          'relevance_between': 2,
                          'scored': 2,
                          'tenants': 1},
-              'deletions': []},
+              'deletions': [],
+              'review': None},
 )]

@@ -269,7 +269,11 @@ class ConsolidationReportAdmin(admin.ModelAdmin):
     def reviews(self, obj: ConsolidationReport) -> str:
         rows = [(reverse("admin:lifecycle_pendingdeletion_change", args=[p.pk]), p.get_step_display(),
                  len(p.chunk_ids), p.status) for p in obj.pending.order_by("pk")]
-        return format_html_join(mark_safe("<br>"), '<a href="{}">{} of {} memories</a> ({})', rows) or "—"
+        links = format_html_join(mark_safe("<br>"), '<a href="{}">{} of {} memories</a> ({})', rows)
+        reason = (obj.counts.get("review") or {}).get("reason")
+        if not links:
+            return "—"
+        return format_html("<p>Held because: {}.</p>{}", reason, links) if reason else links
 
 
 @admin.register(PendingDeletion)

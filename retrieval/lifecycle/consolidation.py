@@ -16,7 +16,10 @@ retrieval.decay, so every step is a query over the tenant's rows, not a Python l
 
 Deletions touch only the kinds in MEMORYHUB_CONSOLIDATE_DELETE_KINDS (default: events' chunks;
 the event log itself is never touched) and never a pinned memory. For tenants with
-`review_deletions` they are held as PendingDeletion rows until an operator approves them.
+`review_deletions`, and on a tenant's first destructive run, they are held as PendingDeletion
+rows until an operator approves them; the report's `review` says so (how many, why, where to
+review them) and its counts say what happened: `pruned`, `merged`, `capped` count what was done,
+held ones count under `held_for_review` (and `<step>_held`).
 
 A dry run performs the very same steps inside a transaction that is rolled back (and calls no
 summariser), so it reports exactly the counts a real run would and changes nothing. A real run
@@ -40,6 +43,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
+from django.urls import reverse
 from django.utils import timezone
 
 from accounts.models import Tenant
@@ -63,9 +67,14 @@ class _Totals:
         self.ids: dict[str, list[Any]] = {}
         self.per_tenant: dict[str, dict[str, int]] = {}
         self.deletions: list[dict[str, Any]] = []
+        self.held_reasons: dict[str, str] = {}  # tenant name → why its deletions wait for review
+        self.held_tenant_ids: list[int] = []
 
     def add(self, run: TenantRun) -> None:
         self.counts.update(run.counts)
+        if run.counts["held_for_review"]:
+            self.held_reasons[run.tenant.name] = run.review_reason
+            self.held_tenant_ids.append(run.tenant.pk)
         self.deletions.extend({"tenant": run.tenant.name, **d} for d in run.deletions)
         self.per_tenant[run.tenant.name] = dict(sorted(run.counts.items()))
         for step, values in run.ids.items():
@@ -105,6 +114,7 @@ def run_consolidation(*, tenant_id: int | None = None, dry_run: bool = False, pr
         "tenants": totals.per_tenant,
         "ids": {step: values[:limit] for step, values in totals.ids.items()},
         "deletions": totals.deletions[:limit],
+        "review": _review(totals),
         "duration_ms": round((time.monotonic() - started) * 1000),
     }
     if report is not None:
@@ -129,10 +139,26 @@ def _consolidate_tenant(run: TenantRun, progress: Progress | None, *, done: int,
             transaction.set_rollback(True)
 
 
+def _review(totals: _Totals) -> dict[str, Any] | None:
+    """What waits for an operator, why, and where to decide it (None: nothing held)."""
+    held = totals.counts["held_for_review"]
+    if not held:
+        return None
+    reasons = sorted(set(totals.held_reasons.values()))
+    where = reverse("admin:lifecycle_pendingdeletion_changelist") + "?status__exact=pending"
+    if len(totals.held_tenant_ids) == 1:
+        where += f"&tenant__id__exact={totals.held_tenant_ids[0]}"
+    return {"held_for_review": held, "reason": "; ".join(reasons), "per_tenant": totals.held_reasons,
+            "review_at": where,
+            "how": "An operator approves or rejects each held deletion there (admin: Memory lifecycle → "
+                   "Pending reviews); nothing held is deleted until approved."}
+
+
 def _finish_report(report: ConsolidationReport, result: dict[str, Any]) -> None:
     report.finished_at = timezone.now()
     report.duration_ms = result["duration_ms"]
-    report.counts = {**result["counts"], "per_tenant": result["tenants"]}
+    report.counts = {**result["counts"], "per_tenant": result["tenants"],
+                     **({"review": result["review"]} if result["review"] else {})}
     report.ids = result["ids"]
     report.deletions = result["deletions"]
     report.save(update_fields=["finished_at", "duration_ms", "counts", "ids", "deletions"])

@@ -14,9 +14,10 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 
 from accounts.models import Tenant
-from memoryhub.models import Fact, Session, SummaryNode
+from memoryhub.models import Event, Fact, Session, SummaryNode
 from retrieval import decay
 from retrieval.lifecycle.duplicates import find_duplicates, plan_merges
 from retrieval.lifecycle.memories import apply_merge, delete_memories
@@ -37,10 +38,12 @@ class TenantRun:
         ("scored", "promoted", "pruned", "merged", "merge_groups", "capped", "compressed", "held_for_review"), 0)))
     ids: dict[str, list[Any]] = field(default_factory=dict)
     gone: set[int] = field(default_factory=set)  # deleted or held for review in this run
-    # What each deletion removes, in words: {"step", "id", "kind", "text", "user_id", "session",
-    # and for a merge "merged_into"} (the report shows these, not ids alone).
+    # What each deletion removes, in words: {"step", "kind", "id" (the memory's own id: note id,
+    # fact id, event id, summary or document id), "chunk_id", "text", "user_id", "session",
+    # "held", and for a merge "merged_into"} (the report shows these, not ids alone).
     deletions: list[dict[str, Any]] = field(default_factory=list)
     _reviewed: bool | None = None
+    _review_reason: str = ""
 
     def note(self, step: str, ids: list[Any]) -> None:
         self.ids.setdefault(step, []).extend(ids)
@@ -53,19 +56,28 @@ class TenantRun:
             first = settings.MEMORYHUB_CONSOLIDATE_FIRST_REVIEW and not PendingDeletion.objects.filter(
                 tenant=self.tenant).exclude(status=PendingDeletion.Status.PENDING).exists()
             self._reviewed = bool(self.tenant.review_deletions or first)
+            self._review_reason = (REVIEW_EVERY if self.tenant.review_deletions
+                                   else REVIEW_FIRST if first else "")
         return self._reviewed
 
-    def describe(self, step: str, ids: list[int], survivor: int | None = None) -> None:
+    @property
+    def review_reason(self) -> str:
+        return self._review_reason if self.reviewed else ""
+
+    def describe(self, step: str, ids: list[int], survivor: int | None = None, *, held: bool) -> None:
         rows = Chunk.objects.filter(pk__in=[*ids, *([survivor] if survivor else [])]).select_related("session")
         by_id = {c.pk: c for c in rows}
+        own = _own_ids(list(by_id.values()))
         for pk in ids:
             chunk = by_id.get(pk)
             if chunk is None:
                 continue
-            entry = {"step": step, "id": pk, "kind": chunk.kind, "text": chunk.text[:300],
-                     "user_id": chunk.user_id, "session": chunk.session.external_id if chunk.session_id else None}
+            entry = {"step": step, "kind": chunk.kind, "id": own.get(pk), "chunk_id": pk, "text": chunk.text[:300],
+                     "user_id": chunk.user_id, "session": chunk.session.external_id if chunk.session_id else None,
+                     "held": held}
             if survivor is not None and survivor in by_id:
-                entry["merged_into"] = {"id": survivor, "text": by_id[survivor].text[:300]}
+                entry["merged_into"] = {"kind": by_id[survivor].kind, "id": own.get(survivor), "chunk_id": survivor,
+                                        "text": by_id[survivor].text[:300]}
             self.deletions.append(entry)
 
     def delete_kinds(self) -> list[str]:
@@ -73,6 +85,29 @@ class TenantRun:
 
     def relevance(self) -> tuple[str, list[object]]:
         return decay.relevance_sql("c", now=self.now)
+
+
+REVIEW_FIRST = "first destructive run of this tenant waits for an operator's review"
+REVIEW_EVERY = "this tenant has every deletion reviewed by an operator (review_deletions)"
+
+
+def _own_ids(chunks: list[Chunk]) -> dict[int, Any]:
+    """The id each chunk's memory is known by: a note's note id, a fact's id, a message's event
+    id, a summary's or document's source id (one query for the events)."""
+    own: dict[int, Any] = {}
+    places = {(c.session_id, c.sequence_start): c.pk for c in chunks if c.kind == "event" and c.session_id}
+    if places:
+        wanted = Q()
+        for session_id, sequence in places:
+            wanted |= Q(session_id=session_id, sequence=sequence)
+        for pk, session_id, sequence in Event.objects.filter(wanted).values_list("pk", "session_id", "sequence"):
+            own[places[(session_id, sequence)]] = pk
+    for chunk in chunks:
+        if chunk.kind == "fact" and chunk.source_id.isdigit():
+            own[chunk.pk] = int(chunk.source_id)
+        elif chunk.kind != "event":
+            own[chunk.pk] = chunk.source_id or None
+    return own
 
 
 def score(run: TenantRun) -> None:
@@ -129,26 +164,31 @@ def prune(run: TenantRun) -> None:
         # An immutable transcript keeps everything derived from it too (seed 002): nothing pruned.
         run.counts["prune_skipped_immutable"] += len(ids)
         return
-    run.counts["pruned"] += len(ids)
-    run.note("pruned", ids)
-    _delete_or_hold(run, PendingDeletion.Step.PRUNE, ids)
+    if _delete_or_hold(run, PendingDeletion.Step.PRUNE, ids):
+        run.counts["pruned"] += len(ids)
+        run.note("pruned", ids)
 
 
-def _delete_or_hold(run: TenantRun, step: str, ids: list[int], payload: dict[str, Any] | None = None) -> None:
+def _delete_or_hold(run: TenantRun, step: str, ids: list[int], payload: dict[str, Any] | None = None) -> bool:
+    """Delete (or merge) now, or hold for review; True when it was done. The counts say what
+    happened: a held deletion counts under held_for_review (and its step's `<step>_held`) only."""
     if not ids:
-        return
+        return False
     run.gone.update(ids)
-    run.describe(step, ids, (payload or {}).get("survivor"))
+    run.describe(step, ids, (payload or {}).get("survivor"), held=run.reviewed)
     if run.reviewed:
         run.counts["held_for_review"] += len(ids)
+        run.counts[f"{step}_held"] += len(ids)
+        run.note("held_for_review", ids)
         if run.report is not None:
             PendingDeletion.objects.create(tenant=run.tenant, report=run.report, step=step, chunk_ids=ids,
                                            payload=payload or {})
-        return
+        return False
     if step == PendingDeletion.Step.MERGE and payload:
         apply_merge(tenant_id=run.tenant.pk, survivor_id=payload["survivor"], absorbed_ids=ids)
     else:
         delete_memories(tenant_id=run.tenant.pk, chunk_ids=ids, reason=step)
+    return True
 
 
 def merge(run: TenantRun) -> None:
@@ -159,10 +199,10 @@ def merge(run: TenantRun) -> None:
     importance = dict(Chunk.objects.filter(pk__in=involved).values_list("id", "importance"))
     groups = plan_merges(pairs, importance)
     for survivor, others in sorted(groups.items()):
-        run.counts["merge_groups"] += 1
-        run.counts["merged"] += len(others)
-        run.note("merged", [[survivor, *sorted(others)]])
-        _delete_or_hold(run, PendingDeletion.Step.MERGE, sorted(others), {"survivor": survivor})
+        if _delete_or_hold(run, PendingDeletion.Step.MERGE, sorted(others), {"survivor": survivor}):
+            run.counts["merge_groups"] += 1
+            run.counts["merged"] += len(others)
+            run.note("merged", [[survivor, *sorted(others)]])
 
 
 def cap(run: TenantRun) -> None:
@@ -178,9 +218,9 @@ def cap(run: TenantRun) -> None:
         [*params, run.tenant.pk, sorted(run.gone), settings.MEMORYHUB_CAP_PER_SCOPE, run.delete_kinds()],
     )
     ids = [r[0] for r in rows]
-    run.counts["capped"] += len(ids)
-    run.note("capped", ids)
-    _delete_or_hold(run, PendingDeletion.Step.CAP, ids)
+    if _delete_or_hold(run, PendingDeletion.Step.CAP, ids):
+        run.counts["capped"] += len(ids)
+        run.note("capped", ids)
 
 
 # --- compress --------------------------------------------------------------------------------

@@ -35,7 +35,14 @@ class ConsolidationView(APIView):
                                                   "would be) done with them: promoted, pruned, merged, capped, "
                                                   "compressed, held_for_review; tenants consolidated."),
         "deletions": serializers.ListField(child=serializers.DictField(),
-                                           help_text="Each deletion (or held deletion) with its text."),
+                                           help_text="Each deletion (or held deletion): step, kind, id (the "
+                                                     "memory's own id: note id, fact id, event id, summary or "
+                                                     "document id), chunk_id, text, user_id, session, held, and "
+                                                     "for a merge merged_into."),
+        "review": serializers.DictField(allow_null=True, help_text=(
+            "null, or the deletions held for an operator's review: {held_for_review, reason (e.g. the first "
+            "destructive run of this tenant waits for an operator's review), per_tenant, review_at (the "
+            "admin page where they are approved or rejected), how}.")),
     }), description="Consolidate the key's tenant: promote, prune, merge, cap, compress (S8).")
     def post(self, request: Request) -> Response:
         data = parse_input(ConsolidationInput, request.data)
@@ -44,4 +51,5 @@ class ConsolidationView(APIView):
             raise Forbidden("tenant_wide_key_required", "Consolidation needs a key of the whole tenant.")
         result = run_consolidation(tenant_id=key.tenant_id, dry_run=data["dry_run"])
         return Response({"dry_run": result["dry_run"], "report_id": result["report_id"],
-                         "counts": result["counts"], "deletions": result["deletions"]})
+                         "counts": result["counts"], "deletions": result["deletions"],
+                         "review": result["review"]})

@@ -94,11 +94,31 @@ def test_cap_deletes_the_least_relevant_of_each_scope(world, settings) -> None: 
 def test_review_holds_deletions_until_approved(world) -> None:  # type: ignore[no-untyped-def]
     tenant, m = world["tenant"], world["m"]
     Tenant.objects.filter(pk=tenant.pk).update(review_deletions=True)
+    # The stale chunk is a message's: its event, which the report names it by.
+    stale_event = Event.objects.create(tenant=tenant, session=world["s1"], sequence=4, role="user", content="stale",
+                                       importance=0.5)
+    Chunk.objects.filter(pk=m["stale"].pk).update(sequence_start=4, sequence_end=4)
     before = ids(tenant)
 
     result = run_consolidation(tenant_id=tenant.pk, now=NOW)
 
-    assert result["counts"]["held_for_review"] == 2  # one pruned, one merged
+    c = result["counts"]
+    assert c["held_for_review"] == 2  # one prune, one merge
+    # The counts say what happened: nothing was pruned or merged, two deletions wait.
+    assert c["pruned"] == c["merged"] == c["merge_groups"] == c["capped"] == 0
+    assert (c["prune_held"], c["merge_held"]) == (1, 1)
+    assert "pruned" not in result["ids"] and "merged" not in result["ids"]
+    assert sorted(result["ids"]["held_for_review"]) == sorted([m["stale"].pk, m["dup_a"].pk])
+    assert result["review"]["held_for_review"] == 2
+    assert result["review"]["reason"] == steps.REVIEW_EVERY
+    assert result["review"]["review_at"].startswith("/admin/lifecycle/pendingdeletion/?status__exact=pending")
+    assert all(d["held"] for d in result["deletions"])
+    # Each deletion names its memory by its own id (an event's id here), the chunk apart.
+    by_chunk = {d["chunk_id"]: d for d in result["deletions"]}
+    assert by_chunk[m["stale"].pk]["id"] == stale_event.pk
+    assert by_chunk[m["dup_a"].pk]["merged_into"]["chunk_id"] == m["dup_b"].pk
+    report = ConsolidationReport.objects.get(pk=result["report_id"])
+    assert report.counts["review"]["reason"] == steps.REVIEW_EVERY and report.counts["merged"] == 0
     assert ids(tenant) == before
     assert Chunk.objects.get(pk=m["hot"].pk).lifetime == "long_term"  # promotion is not a deletion
     held = {p.step: p for p in PendingDeletion.objects.filter(tenant=tenant)}

@@ -77,6 +77,14 @@ def test_the_first_destructive_run_is_held_for_review_with_text_and_can_be_resto
     assert first["counts"]["held_for_review"] == 1 and Note.objects.filter(pk=note.pk).exists()
     [deletion] = first["deletions"]
     assert (deletion["step"], deletion["kind"], deletion["text"]) == ("prune", "note", "an old shopping list")
+    # named by the note's own id; its chunk's id apart
+    chunk = Chunk.objects.get(kind="note", source_id="note-old")
+    assert (deletion["id"], deletion["chunk_id"], deletion["held"]) == ("note-old", chunk.pk, True)
+    # The report says it was held, why, and where: nothing was pruned.
+    assert first["counts"]["pruned"] == 0 and first["counts"]["prune_held"] == 1
+    assert first["review"]["reason"] == "first destructive run of this tenant waits for an operator's review"
+    assert first["review"]["review_at"] == (f"/admin/lifecycle/pendingdeletion/?status__exact=pending"
+                                            f"&tenant__id__exact={tenant.pk}")
     [pending] = PendingDeletion.objects.filter(tenant=tenant)
 
     review.approve_pending(pending.pk, by="op")
