@@ -10,6 +10,10 @@ events_appended = Signal()
 session_owner_changed = Signal()
 # Sent before a session and everything derived from it are deleted, with session=Session.
 session_forgotten = Signal()
+# Sent inside the transaction that deletes a workspace, before it is deleted, with
+# workspace=Workspace, session_ids=list[int] (its sessions'): receivers delete what refers to it
+# without a cascading foreign key and return {model label: rows deleted}.
+workspace_forgotten = Signal()
 
 # Searchable memories other than events (notes, facts, summaries, documents) announce themselves
 # so that retrieval can (re)index them. Sent inside the writing transaction.

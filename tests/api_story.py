@@ -57,7 +57,8 @@ def build_story(client: APIClient, tenant: Tenant) -> dict[str, str]:
                                                    "description": "The travel agent"}, format="json"))
     return {"session_id": SESSION, "user_id": USER, "note_id": NOTE, "fact_id": str(fact["id"]),
             "node_id": str(root.pk), "schedule_id": schedule["id"], "run_id": run["id"],
-            "channel_id": str(session.channel_id), "document_id": str(document["id"]), "webhook_id": webhook["id"]}
+            "channel_id": str(session.channel_id), "document_id": str(document["id"]), "webhook_id": webhook["id"],
+            "workspace": session.workspace.name}
 
 
 # --- the OpenAPI schema as JSON Schema ------------------------------------------------------------

@@ -11,7 +11,8 @@ from memoryhub.admin import (
     summaries,
     tool_sentences,
     usage,
+    workspaces,
 )
 
 __all__ = ["background", "facts", "notes", "queue", "scratchpad", "sessions", "summaries", "tool_sentences",
-           "usage"]
+           "usage", "workspaces"]

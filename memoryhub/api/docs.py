@@ -39,6 +39,7 @@ PATH_PARAMETERS = {
     "channel_id": "The channel's id (GET /channels/ lists them).",
     "document_id": "The document's id (returned when it was ingested).",
     "webhook_id": "The webhook's id (returned when it was registered).",
+    "workspace": "The workspace's name (as sessions, notes and facts name it).",
 }
 
 
@@ -106,6 +107,7 @@ CONFLICTS = frozenset({
     ("delete", "/api/v1/sessions/{session_id}/scratchpad/"),
     ("put", "/api/v1/sessions/{session_id}/summary/"),
     ("post", "/api/v1/webhooks/"),
+    ("delete", "/api/v1/workspaces/{workspace}/"),  # immutable_transcript
 })
 
 RETRY_AFTER = {"schema": {"type": "integer"}, "required": True,

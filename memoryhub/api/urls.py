@@ -1,5 +1,5 @@
 """The /api/v1/ routes of the core domain (S11): sessions and events, notes, facts, scratchpad,
-summaries, and a tenant's data as a whole (export, import, forget-user)."""
+summaries, and a tenant's data as a whole (export, import, forget-user, delete a workspace)."""
 
 from django.urls import path
 
@@ -13,6 +13,7 @@ from memoryhub.api import (
     scratchpad,
     sessions,
     summaries,
+    workspaces,
 )
 
 urlpatterns = [
@@ -38,4 +39,5 @@ urlpatterns = [
     path("export/", data.ExportView.as_view(), name="export"),
     path("import/", data.ImportView.as_view(), name="import"),
     path("users/<str:user_id>/", data.ForgetUserView.as_view(), name="forget-user"),
+    path("workspaces/<str:workspace>/", workspaces.WorkspaceDetailView.as_view(), name="workspace-detail"),
 ]

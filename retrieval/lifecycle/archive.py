@@ -11,6 +11,7 @@ from typing import Any
 
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import IntegrityError, models, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from memoryhub.models import Fact, Note, SummaryNode
@@ -96,3 +97,13 @@ def _restore_one(item: ArchivedMemory) -> str:
                          session_id=item.session_id, user_id=item.user_id, text=item.text,
                          content_hash=item.source_id or str(item.pk), tier="workspace", lifetime="long_term")
     return "restored"
+
+
+def on_workspace_forgotten(sender: Any, workspace: Any, session_ids: list[int], **kwargs: Any) -> dict[str, int]:
+    """A deleted workspace takes its archived memories along: those of its sessions, and notes and
+    facts that were in it (their archived row says so). No foreign key would cascade to them."""
+    label = ArchivedMemory._meta.label
+    deleted, _ = ArchivedMemory.objects.filter(
+        Q(session_id__in=session_ids) | Q(row__workspace_id=workspace.pk), tenant_id=workspace.tenant_id,
+    ).delete()
+    return {label: deleted}

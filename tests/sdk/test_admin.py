@@ -73,6 +73,28 @@ def test_export_import_and_forget_user(hub: Any, keys: dict[str, str]) -> None:
     assert (denied.value.status, denied.value.code) == (403, "insufficient_scope")
 
 
+def test_delete_workspace(hub: Any, keys: dict[str, str]) -> None:
+    alice, bob = hub(keys["alice"]), hub(keys["bob"])
+    alice.remember("s-lab", ["The lab notebook is on shelf 3."], workspace="lab")
+    alice.remember("s-home", ["Keep this one."])
+    bob.remember("s-lab", ["Bob's lab is elsewhere."], workspace="lab")
+    preview = alice.delete_workspace("lab", dry_run=True)
+    assert preview["dry_run"] is True and preview["deleted"]["memoryhub.Session"] == 1
+    assert alice.get_session("s-lab")["workspace"] == "lab"
+    done = alice.delete_workspace("lab")
+    assert done["dry_run"] is False and done["deleted"] == preview["deleted"] and done["total"] == preview["total"]
+    with pytest.raises(NotFoundError):
+        alice.get_session("s-lab")
+    assert alice.get_session("s-home")["id"] == "s-home"
+    assert bob.get_session("s-lab")["workspace"] == "lab"  # bob's workspace of the same name stays
+    with pytest.raises(NotFoundError) as missing:
+        alice.delete_workspace("lab")
+    assert missing.value.code == "workspace_not_found"
+    with pytest.raises(PermissionDeniedError) as denied:
+        hub(keys["alice_read"]).delete_workspace("default")
+    assert (denied.value.status, denied.value.code) == (403, "insufficient_scope")
+
+
 def test_health_ready_and_schema(hub: Any, keys: dict[str, str]) -> None:
     anonymous = hub(None)
     assert anonymous.health() == {"status": "ok"}

@@ -1,7 +1,7 @@
 """The OpenAPI examples of the core API's operations (see base.py), by area."""
 
 from memoryhub.api.examples.channels import CHANNEL_CREATE, CHANNEL_GET, CHANNEL_LIST, CHANNEL_PATCH
-from memoryhub.api.examples.data import EXPORT, FORGET_USER, HEALTH, IMPORT, READY
+from memoryhub.api.examples.data import EXPORT, FORGET_USER, HEALTH, IMPORT, READY, WORKSPACE_DELETE
 from memoryhub.api.examples.memories import (
     FACT_DELETE,
     FACT_GET,
@@ -43,5 +43,5 @@ __all__ = [
     "FORGET_USER", "HEALTH", "IMPORT", "NOTE_CREATE", "NOTE_DELETE", "NOTE_GET", "NOTE_LIST", "NOTE_PATCH", "NOTE_PUT", "READY",
     "RESTORE", "ROLLING_GET", "ROLLING_PUT", "SCRATCHPAD_DELETE", "SCRATCHPAD_GET", "SCRATCHPAD_PATCH", "SCRATCHPAD_PUT",
     "SESSION_CREATE", "SESSION_DELETE", "SESSION_GET", "SESSION_LIST", "SESSION_PATCH", "SUMMARISE",
-    "SUMMARY_EXPAND", "SUMMARY_LIST", "SUMMARY_TREE",
+    "SUMMARY_EXPAND", "SUMMARY_LIST", "SUMMARY_TREE", "WORKSPACE_DELETE",
 ]

@@ -211,3 +211,11 @@ READY = [*example(
     'Ready', '', status=200,
     response={'status': 'ready', 'checks': {'database': 'ok', 'migrations': 'ok'}},
 )]
+
+WORKSPACE_DELETE = [*example(
+    'Delete a workspace', 'The workspace and everything in it, counted by model.', status=200,
+    response={'workspace': 'default', 'dry_run': False,
+              'deleted': {'accounts.Channel': 1, 'accounts.Workspace': 1, 'memoryhub.Event': 2,
+                          'memoryhub.Session': 1, 'retrieval.Chunk': 4},
+              'total': 9},
+)]

@@ -187,6 +187,7 @@ class Operations:
     export_memory = op(_a.export_memory)
     import_memory = op(_a.import_memory)
     forget_user = op(_a.forget_user)
+    delete_workspace = op(_a.delete_workspace)
     health = op(_a.health)
     ready = op(_a.ready)
     openapi = op(_a.openapi)

@@ -1,4 +1,4 @@
-"""Schedules and runs, export/import, forget-user, health (requests only)."""
+"""Schedules and runs, export/import, forget-user, delete a workspace, health (requests only)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from memoryhub_client.types import (
     Run,
     Schedule,
     UserForgotten,
+    WorkspaceDeleted,
 )
 
 NotificationPolicy = Literal["always", "on_failure", "on_success", "never"]
@@ -170,3 +171,10 @@ def import_memory(data: Mapping[str, Any] | bytes | str, *,
 def forget_user(user_id: str) -> Call[UserForgotten]:
     """Delete every row of this end user in the key's tenant (admin scope, tenant-wide key)."""
     return Call("DELETE", path("users", user_id), as_is, idempotent=True)
+
+
+def delete_workspace(workspace: str, *, dry_run: bool = False) -> Call[WorkspaceDeleted]:
+    """Delete the workspace (by name) and everything in it, in one transaction; the rows deleted by
+    model. `dry_run=True` deletes nothing and answers what would go (admin scope)."""
+    return Call("DELETE", path("workspaces", workspace), as_is, params=query(dry_run=dry_run or None),
+                idempotent=True)

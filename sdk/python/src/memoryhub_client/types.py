@@ -411,6 +411,13 @@ class UserForgotten(TypedDict):
     total: int
 
 
+class WorkspaceDeleted(TypedDict):
+    workspace: str
+    dry_run: bool
+    deleted: dict[str, int]
+    total: int
+
+
 class Health(TypedDict):
     status: str
 
