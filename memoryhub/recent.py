@@ -1,7 +1,8 @@
 """The hot recent-window cache (seed 004: last 50 messages per session).
 
-Entries are keyed by the session's last sequence, so an entry can never be stale: any append
-moves the key. That keeps per-process caches (LocMem under several web workers) correct
+Entries are keyed by the session's last sequence and its consolidation watermark
+(Session.consolidated_to), so an entry can never be stale: any append, and any marking of events
+as consolidated (their one mutable field), moves the key. That keeps per-process caches (LocMem under several web workers) correct
 without cross-process invalidation. Entries are the events' API payloads.
 
 The Django cache pickles an entry on every write and read (LocMem too): about 0.2 ms for a
@@ -27,8 +28,9 @@ _local: OrderedDict[str, tuple[dict[str, Any], ...]] = OrderedDict()
 _lock = threading.Lock()
 
 
-def _key(session_pk: int, last_sequence: int) -> str:
-    return f"mh:recent:v2:{session_pk}:{last_sequence}"  # v2: payloads with tool_calls
+def _key(session_pk: int, last_sequence: int, marked: int) -> str:
+    # v3: payloads with consolidated_at, keyed by the consolidation watermark too
+    return f"mh:recent:v3:{session_pk}:{last_sequence}:{marked}"
 
 
 def _remember(key: str, window: tuple[dict[str, Any], ...]) -> None:
@@ -39,8 +41,8 @@ def _remember(key: str, window: tuple[dict[str, Any], ...]) -> None:
             _local.popitem(last=False)
 
 
-def get(session_pk: int, last_sequence: int) -> list[dict[str, Any]] | None:
-    key = _key(session_pk, last_sequence)
+def get(session_pk: int, last_sequence: int, marked: int) -> list[dict[str, Any]] | None:
+    key = _key(session_pk, last_sequence, marked)
     with _lock:
         local = _local.get(key)
         if local is not None:
@@ -53,23 +55,23 @@ def get(session_pk: int, last_sequence: int) -> list[dict[str, Any]] | None:
     return window
 
 
-def put(session_pk: int, last_sequence: int, events: list[dict[str, Any]]) -> None:
-    key, window = _key(session_pk, last_sequence), events[-settings.MEMORYHUB_RECENT_WINDOW :]
+def put(session_pk: int, last_sequence: int, marked: int, events: list[dict[str, Any]]) -> None:
+    key, window = _key(session_pk, last_sequence, marked), events[-settings.MEMORYHUB_RECENT_WINDOW :]
     _remember(key, tuple(window))
     cache.set(key, window, TTL_SECONDS)
 
 
-def extend(session_pk: int, previous_last: int, last: int, new: list[dict[str, Any]]) -> None:
+def extend(session_pk: int, previous_last: int, last: int, marked: int, new: list[dict[str, Any]]) -> None:
     """Write-through after an append: the new window is the old one plus the new events."""
-    window = get(session_pk, previous_last)
+    window = get(session_pk, previous_last, marked)
     if window is None:
         if previous_last != 0:
             return
         window = []
     if window and window[-1]["sequence"] != previous_last:
         return  # not the window this append follows: leave it to the next read to reload
-    put(session_pk, last, window + new)
-    key = _key(session_pk, previous_last)
+    put(session_pk, last, marked, window + new)
+    key = _key(session_pk, previous_last, marked)
     with _lock:
         _local.pop(key, None)
     cache.delete(key)

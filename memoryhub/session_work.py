@@ -3,7 +3,10 @@
 No task is queued per append. A session is due when
 - its unsummarised messages pass the rolling-summary trigger (S6), estimated in SQL;
 - it has a full leaf of events beyond its summary tree, or went idle with events beyond it;
-- a fact extractor is configured and it has events past `facts_extracted_to`.
+- a fact extractor is configured and it has events past `facts_extracted_to`. A conversation that
+  has ended (idle or archived: memoryhub.conversations wakes the lane then) is extracted to its
+  last event in one visit, up to ENDED_BATCHES extractor calls, seed 001's "when the
+  conversation ends, extraction reviews it"; an active one a batch per visit.
 When it works on a session it also has a summariser model describe the session's new tool calls
 in a sentence (memoryhub.tool_sentences; not a reason on its own for a session to be due: an
 idle session is due anyway once its tree is to be closed).
@@ -30,7 +33,7 @@ from django.utils import timezone
 
 from memoryhub.background import StepResult, notify_work, time_budget
 from memoryhub.extractors import ExtractorReplyError, extract_and_store
-from memoryhub.models import Event, RollingSummary, Session, StepFailure, SummaryNode
+from memoryhub.models import Event, RollingSummary, Session, SessionStatus, StepFailure, SummaryNode
 from memoryhub.summaries import build_tree, estimated_tokens_sql, maybe_summarise
 from memoryhub.tool_sentences import describe_tool_calls
 
@@ -40,6 +43,7 @@ STEP = "session"
 FACTS_STEP = "facts"  # an extractor reply that was no facts (recorded, never set aside)
 LOCK_KEY = 4243  # advisory lock namespace: (LOCK_KEY, session pk)
 FACT_EVENTS = 50  # events per extractor call
+ENDED_BATCHES = 20  # extractor calls one visit makes for an ended conversation (the rest: next pass)
 PASS_SESSIONS = 200  # sessions one step looks at
 SLACK = timedelta(seconds=5)  # an append's updated_at is taken a little before it commits
 
@@ -119,8 +123,13 @@ def _steps(session: Session, *, summaries: bool, tree: bool) -> dict[str, Any]:
     if tree:
         with transaction.atomic(), time_budget(budget):
             built = build_tree(session, final=session.updated_at < idle_before)
-    with transaction.atomic(), time_budget(budget):
-        facts = extract_due_facts(session)
+    facts = 0
+    for _ in range(ENDED_BATCHES if session.status != SessionStatus.ACTIVE else 1):
+        cursor = session.facts_extracted_to
+        with transaction.atomic(), time_budget(budget):
+            facts += extract_due_facts(session)
+        if session.facts_extracted_to in (cursor, session.last_sequence):  # nothing done, or all done
+            break
     with transaction.atomic(), time_budget(budget):
         described = describe_tool_calls(session)
     return {"summarised": bool(summary["summarised"]), "stale": bool(summary.get("stale", False)),
@@ -149,6 +158,8 @@ def extract_due_facts(session: Session) -> int:
     else:
         StepFailure.objects.filter(session=session, step=FACTS_STEP).delete()
     Session.objects.filter(pk=session.pk).update(facts_extracted_to=events[-1][1])
+    session.facts_extracted_to = events[-1][1]
+    session.mark_consolidated(events[-1][1])  # seed 004: each message says when it was consolidated
     return len(stored)
 
 

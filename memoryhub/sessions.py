@@ -376,7 +376,8 @@ def _append_locked(session: Session, items: list[EventInput]) -> AppendResult:
         _write(session, fields, new)
         events_appended.send(sender=Session, session=session, events=new)
         payloads = [e.as_dict() for e in new]
-        transaction.on_commit(lambda: recent.extend(session.pk, previous_last, last, payloads))
+        marked = session.consolidated_to
+        transaction.on_commit(lambda: recent.extend(session.pk, previous_last, last, marked, payloads))
     return AppendResult(session=session, events=ordered, created=len(new))
 
 
@@ -430,7 +431,7 @@ def _check_replay(stored: Event, item: EventInput, index: int) -> None:
 def recent_events(session: Session, limit: int) -> list[dict[str, Any]]:
     """The newest `limit` events (payloads) in chronological order, cached when the window allows."""
     if limit <= settings.MEMORYHUB_RECENT_WINDOW:
-        window = recent.get(session.pk, session.last_sequence)
+        window = recent.get(session.pk, session.last_sequence, session.consolidated_to)
         if window is None:
             # Only up to the sequence the key names: an append committed since `session` was read
             # must not slip into this entry, or the write-through would add it a second time.
@@ -438,7 +439,7 @@ def recent_events(session: Session, limit: int) -> list[dict[str, Any]]:
                 : settings.MEMORYHUB_RECENT_WINDOW
             ]
             window = [e.as_dict() for e in reversed(newest)]
-            recent.put(session.pk, session.last_sequence, window)
+            recent.put(session.pk, session.last_sequence, session.consolidated_to, window)
         return window[-limit:] if limit else []
     return [e.as_dict() for e in reversed(session.events.order_by("-sequence")[:limit])]
 

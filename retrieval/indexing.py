@@ -73,7 +73,7 @@ def _context_before(session: Session, first_sequence: int, count: int) -> list[s
         return []
     # A window entry is keyed by the last sequence it holds, so it is the log's newest events up to
     # that one (memoryhub.recent); a gap in the sequences finds no entry.
-    window = recent_window.get(session.pk, first_sequence - 1) if count <= settings.MEMORYHUB_RECENT_WINDOW else None
+    window = recent_window.get(session.pk, first_sequence - 1, session.consolidated_to) if count <= settings.MEMORYHUB_RECENT_WINDOW else None
     if window is not None:
         earlier = [Event.from_payload(payload) for payload in window[-count:]]
     else:

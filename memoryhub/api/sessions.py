@@ -255,6 +255,9 @@ class EventOutput(serializers.Serializer):
     importance = serializers.FloatField(help_text="0–1: weight in recall.")
     idempotency_key = serializers.CharField(allow_null=True, help_text="The caller's idempotency key, if given.")
     created_at = serializers.DateTimeField(help_text="When it was said.")
+    consolidated_at = serializers.DateTimeField(
+        allow_null=True, help_text="When fact extraction or consolidation covered this message (seed 004); "
+                                   "null: not yet.")
 
 
 class AppendedOutput(serializers.Serializer):
@@ -280,6 +283,8 @@ class AppendedOutput(serializers.Serializer):
     idempotency_key = serializers.CharField(allow_null=True, required=False,
                                             help_text="Single append: its idempotency key.")
     created_at = serializers.DateTimeField(required=False, help_text="Single append: when it was said.")
+    consolidated_at = serializers.DateTimeField(allow_null=True, required=False,
+                                                help_text="Single append: null (a new message is not consolidated).")
 
 
 class EventListParams(serializers.Serializer):

@@ -12,7 +12,7 @@ from typing import Any
 import pgtrigger
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
-from django.db import models
+from django.db import models, transaction
 from django.utils import timezone
 
 from accounts.models import Channel, Tenant, Workspace
@@ -78,6 +78,9 @@ class Session(models.Model):
     event_count = models.IntegerField(default=0, editable=False)
     # Events up to this sequence have been through the fact extractor (memoryhub.session_work).
     facts_extracted_to = models.BigIntegerField(default=0, editable=False)
+    # Events up to this sequence have their consolidated_at set (seed 004): marks are always a
+    # prefix of the log, so this number also versions the recent-window cache's entries.
+    consolidated_to = models.BigIntegerField(default=0, db_default=0, editable=False)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
     ended_at = models.DateTimeField(
@@ -103,6 +106,23 @@ class Session(models.Model):
 
     def __str__(self) -> str:
         return self.external_id
+
+    def mark_consolidated(self, up_to: int, *, at: datetime | None = None) -> int:
+        """Set consolidated_at on the events up to `up_to` not marked yet (extraction or
+        consolidation has covered them): one UPDATE of the new range, and the session's
+        watermark. Returns the events marked."""
+        if up_to <= 0:
+            return 0
+        at = at or timezone.now()
+        with transaction.atomic():
+            since = Session.objects.filter(pk=self.pk).values_list("consolidated_to", flat=True).first() or 0
+            if up_to <= since:
+                return 0
+            marked = Event.objects.filter(session_id=self.pk, sequence__gt=since, sequence__lte=up_to,
+                                          consolidated_at__isnull=True).update(consolidated_at=at)
+            Session.objects.filter(pk=self.pk, consolidated_to__lt=up_to).update(consolidated_to=up_to)
+        self.consolidated_to = up_to
+        return marked
 
     def can_move_to(self, status: str) -> bool:
         # Repeating the current status is not a move (seed 001: idling an idle conversation is an error).
@@ -148,6 +168,9 @@ class Event(models.Model):
     importance = models.FloatField(validators=[MinValueValidator(0.0), MaxValueValidator(1.0)])
     idempotency_key = models.CharField(max_length=200, null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
+    # When fact extraction or consolidation (a compressed conversation) covered this message
+    # (seed 004's messages.consolidated_at); null: not yet. The one column an update may change.
+    consolidated_at = models.DateTimeField(null=True, blank=True, editable=False)
 
     objects = EventQuerySet.as_manager()
 
@@ -169,7 +192,9 @@ class Event(models.Model):
             models.Index(fields=["tenant", "created_at"], name="event_tenant_created"),
         ]
         triggers = [
-            pgtrigger.Protect(name="event_append_only", operation=pgtrigger.Update),
+            # Append-only: nothing of a stored event changes but its consolidation marker.
+            pgtrigger.Protect(name="event_append_only", operation=pgtrigger.Update,
+                              condition=pgtrigger.AnyChange(exclude=["consolidated_at"])),
             # Whatever the caller, a session's sequence only grows (also for raw SQL and imports).
             pgtrigger.Trigger(
                 name="event_sequence_monotonic",
@@ -221,6 +246,7 @@ class Event(models.Model):
             "importance": self.importance,
             "idempotency_key": self.idempotency_key,
             "created_at": iso(self.created_at),
+            "consolidated_at": iso(self.consolidated_at) if self.consolidated_at else None,
         }
 
     @classmethod

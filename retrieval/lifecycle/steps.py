@@ -265,6 +265,8 @@ def compress(run: TenantRun) -> None:
                     session=session, defaults={"tenant": run.tenant, "upper_sequence": session.last_sequence,
                                                "summary_ref": f"summary node {top.pk}" if top else "",
                                                "compressed_at": run.now})
+                # Its messages are consolidated: the summary tree covers them (seed 004's marker).
+                session.mark_consolidated(session.last_sequence)
         except Exception as exc:  # one failing summary must not stop the others
             logger.warning("compressing session %s failed: %s", session.pk, exc)
             run.counts["compress_failed"] += 1

@@ -261,6 +261,10 @@ def test_idle_conversations_are_compressed_into_a_summary_tree(cast, index, sett
     assert Chunk.objects.filter(tenant=tenant, kind="summary", session=old).exists()  # searchable
     assert CompressedConversation.objects.get(session=old).upper_sequence == 5
     assert Event.objects.filter(session=old).count() == 5  # the transcript stays
+    # seed 004: each message of the compressed conversation says when consolidation covered it
+    assert not Event.objects.filter(session=old, consolidated_at__isnull=True).exists()
+    assert not Event.objects.filter(session__external_id="fresh", consolidated_at__isnull=False).exists()
+    assert Session.objects.get(external_id="old").consolidated_to == 5
     again = run_consolidation(tenant_id=tenant.pk, now=NOW)
     assert again["counts"]["compress_candidates"] == 0
 

@@ -102,6 +102,7 @@ class Event(TypedDict):
     importance: float
     idempotency_key: str | None
     created_at: str
+    consolidated_at: str | None  # when extraction or consolidation covered it; None: not yet
 
 
 class AppendedEvent(Event):
