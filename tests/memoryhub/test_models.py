@@ -201,7 +201,7 @@ def test_event_as_dict_is_the_api_shape() -> None:
         "id": event.pk, "sequence": 1, "role": "user", "content": "hi", "tool_name": None,
         "tool_args": None, "tool_result": None, "tool_calls": None, "tool_call_id": None,
         "metadata": {"a": 1}, "importance": 0.5,
-        "idempotency_key": None, "created_at": iso(event.created_at),
+        "idempotency_key": None, "created_at": iso(event.created_at), "consolidated_at": None,
     }
     assert payload["created_at"].endswith("Z")
 
