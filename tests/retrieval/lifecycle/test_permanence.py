@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from memoryhub.models import Note, Session
+from memoryhub.models import Fact, Note, Session
 from retrieval.indexing import rebuild_event_chunks
 from retrieval.lifecycle import archive, review
 from retrieval.lifecycle.consolidation import run_consolidation
@@ -101,6 +101,25 @@ def test_the_first_destructive_run_is_held_for_review_with_text_and_can_be_resto
     ChunkAccess.objects.filter(chunk__kind="note", chunk__source_id="note-old").delete()  # (the search above was an access)
     assert run_consolidation(tenant_id=tenant.pk)["counts"]["pruned"] == 1
     assert not Note.objects.filter(note_id="note-old").exists()
+
+
+def test_a_report_names_notes_and_facts_by_their_own_ids(cast) -> None:
+    tenant = cast.alice_tenant
+    note = remember(Note.objects.create(tenant=tenant, note_id="note-7", content="an old grocery note", tier="account"))
+    fact = remember(Fact.objects.create(tenant=tenant, content="The old locker code was 12", tier="account",
+                                        lifetime="short_term"))
+    Chunk.objects.filter(kind__in=["note", "fact"]).update(created_at=timezone.now() - timedelta(days=400),
+                                                           lifetime="short_term")
+    chunks = dict(Chunk.objects.filter(kind__in=["note", "fact"]).values_list("kind", "id"))
+
+    result = run_consolidation(tenant_id=tenant.pk, dry_run=True)
+
+    by_kind = {d["kind"]: d for d in result["deletions"]}
+    assert (by_kind["note"]["id"], by_kind["note"]["chunk_id"]) == (note.note_id, chunks["note"])
+    assert (by_kind["fact"]["id"], by_kind["fact"]["chunk_id"]) == (fact.pk, chunks["fact"])
+    # held, as a first destructive run is (a preview says so too): nothing counted as pruned
+    assert result["counts"]["pruned"] == 0 and result["counts"]["held_for_review"] == 2
+    assert result["review"]["held_for_review"] == 2
 
 
 def test_pruned_event_chunks_are_rebuilt_from_the_log(cast, index) -> None:
