@@ -28,10 +28,6 @@ from memoryhub.signals import session_forgotten, workspace_forgotten
 logger = logging.getLogger(__name__)
 
 
-class _Preview(Exception):
-    """Raised inside the deleting transaction of a dry run so that it rolls back."""
-
-
 def delete_workspace(workspace: Workspace, *, dry_run: bool = False) -> dict[str, int]:
     """Delete the workspace and everything in it; {model label: rows} (what would go, for a dry
     run). A tenant with an immutable transcript keeps its events: 409 immutable_transcript."""
@@ -41,14 +37,10 @@ def delete_workspace(workspace: Workspace, *, dry_run: bool = False) -> dict[str
             "This tenant keeps an immutable transcript: a workspace with conversations cannot be deleted; "
             "forget their users instead.", {"workspace": workspace.name},
         )
-    counts: dict[str, int] = {}
-    try:
-        with transaction.atomic():
-            counts = _delete(workspace)
-            if dry_run:
-                raise _Preview
-    except _Preview:
-        pass
+    with transaction.atomic():
+        counts = _delete(workspace)
+        if dry_run:  # the innermost block only: a caller's transaction (the admin's) goes on
+            transaction.set_rollback(True)
     if not dry_run:
         logger.info("deleted workspace %s of tenant %s: %s", workspace.pk, workspace.tenant_id, counts)
     return counts
