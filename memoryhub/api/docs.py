@@ -25,7 +25,7 @@ machine-readable `code` (e.g. `session_not_found`, `invalid_time_range`, `insuff
 **Lists** are paged with `limit` and `offset` and answer `{count, next, previous, results}`.
 
 **Agents over MCP.** The same tools are served over the Model Context Protocol at `/mcp/` (streamable
-HTTP, the same bearer key) and by `python manage.py mcp --key …` on stdio.
+HTTP, the same bearer key) and by `.venv/bin/python manage.py mcp --key …` on stdio.
 """
 
 # A description for every schema the document names, as Swagger shows it beside the body or the
