@@ -52,8 +52,9 @@ logger = logging.getLogger(__name__)
 
 CLAIM_WINDOW = 10  # batches: a claim picks texts of alike length among this many batches' worth
 # How long the first start's ONNX export and checks take (prepare_embedder_apart says it): measured
-# from a fresh data folder on a 2-core VM shared with other work: 50-85 s.
-PREPARE_MINUTES_HINT = "a minute"
+# from a fresh data folder on a 2-core VM, beside the starting service: 50-60 s when the machine
+# is otherwise idle, about 2 minutes under a load of 6-7.
+PREPARE_MINUTES_HINT = "1-2 minutes"
 STALE_MODEL_CHECK_SECONDS = 60.0  # how often an idle lane looks for vectors of another model
 
 
