@@ -91,11 +91,13 @@ def query_encoder() -> QueryEncoder | None:
             _looked = False
     with _lock:
         if not _looked:
+            was_pending = _look_again_at is not None
             _encoder = load_onnx_encoder()
             _looked = True
             _look_again_at = time.monotonic() + LOOK_AGAIN_SECONDS if _encoder is None and onnx_pending() else None
-            logger.info("query embedder: %s", f"ONNX Runtime ({getattr(_encoder, 'filename', '')})" if _encoder
-                        else "the configured embedder")
+            if _encoder is not None or not was_pending:  # once, not at every look while it is made
+                logger.info("query embedder: %s", f"ONNX Runtime ({getattr(_encoder, 'filename', '')})"
+                            if _encoder else "the configured embedder")
     return _encoder
 
 
