@@ -11,7 +11,7 @@ STAMP := $(VENV)/.installed-stamp
 $(STAMP): pyproject.toml constraints.txt sdk/python/pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@$(BIN)/python -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else "MemoryHub needs Python 3.11 (set PYTHON=/path/to/python3.11)")'
-	@echo "Installing MemoryHub into $(VENV) (first time: about a minute)…"
+	@echo "Installing MemoryHub into $(VENV): first time only, about 4 minutes on a 2-core machine (it downloads torch)…"
 	@$(BIN)/python -m pip install --quiet --upgrade pip
 	@$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev]'
 	@$(BIN)/python -m pip install --quiet -c constraints.txt -e ./sdk/python

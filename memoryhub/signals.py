@@ -1,5 +1,10 @@
 """Signals other apps hook into, so that memoryhub never imports them (data flows one way)."""
 
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass
+
 from django.dispatch import Signal
 
 # Sent inside the appending transaction with session=Session, events=list[Event] (newly stored only).
@@ -23,7 +28,10 @@ memory_saved = Signal()
 memory_deleted = Signal()
 
 # Sent by `manage.py run` after migrating, before any child process (web, clusters, lanes) starts:
-# one-time preparation that children rely on (retrieval makes its ONNX model here).
+# one-time preparation (retrieval makes its ONNX model here). With background=True a receiver may
+# start slow work in a process of its own and return a BackgroundStep: `run` serves meanwhile, says
+# what runs and for how long, watches the process and says when it is done. Without it (or with
+# background=False) the receiver finishes its work before returning.
 service_starting = Signal()
 # Sent by `manage.py run` after migrating, before it starts the task cluster (not with --no-cluster):
 # the cluster's own schedules follow the settings of this start (scheduling connects to it).
@@ -32,3 +40,13 @@ cluster_starting = Signal()
 # Sent inside the writing transaction when what is searchable of some events changed although the
 # events did not (a tool call's sentence was written), with session=Session, events=list[Event].
 events_text_changed = Signal()
+
+
+@dataclass
+class BackgroundStep:
+    """Slow start-up work a service_starting receiver runs in a child process while `run` serves."""
+
+    process: subprocess.Popen  # type: ignore[type-arg]  # started in a session of its own
+    starting: str  # what it does, for whom it matters, about how long: printed when it starts
+    finished: str  # printed when it exits 0
+    failed: str  # printed (to stderr) when it exits otherwise

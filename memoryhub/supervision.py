@@ -42,6 +42,8 @@ class Supervisor:
         self.max_restarts = max_restarts
         self.say, self.warn = say, warn
         self.children: list[tuple[str, Child]] = []
+        # Children that finish on their own while the service runs (start-up work in the background).
+        self.helpers: list[tuple[Child, Callable[[int], None]]] = []
         self.clusters: set[int] = set()  # pids of the children that are task clusters (qcluster)
         self.guard: Child | None = None
         self.restarts: list[float] = []
@@ -61,8 +63,18 @@ class Supervisor:
             self.clusters.add(child.pid)
         self._tell(f"group {child.pid}")
 
+    def adopt_helper(self, child: Child, finished: Callable[[int], None]) -> None:
+        """Watch a child (in a session of its own) that ends by itself: `finished(exit code)` is
+        called from problem() once it has; it is stopped with the others should `run` stop first."""
+        self.helpers.append((child, finished))
+        self._tell(f"group {child.pid}")
+
     def problem(self) -> str | None:
         """Why `run` must stop now (a child exited, the database is gone for good), or None."""
+        for helper in list(self.helpers):
+            if helper[0].poll() is not None:
+                self.helpers.remove(helper)
+                helper[1](helper[0].returncode)
         for name, child in self.children:
             if child.poll() is not None:
                 return f"A child process exited ({name}, code {child.returncode}); stopping."
@@ -91,6 +103,9 @@ class Supervisor:
     def shutdown(self) -> None:
         """Stop the children (SIGTERM, SIGKILL to their groups after the grace), then the database,
         then release the guard."""
+        for helper, _ in self.helpers:
+            _kill_group(helper.pid)  # start-up work: redone on the next start
+            helper.wait()
         for _, child in self.children:
             if child.poll() is None:
                 child.send_signal(signal.SIGTERM)  # the main process only: see NOTES on qcluster

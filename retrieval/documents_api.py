@@ -79,7 +79,8 @@ class DocumentListView(APIView):
 
 
 class DocumentDetailView(APIView):
-    @extend_schema(summary="Get a document", responses=DocumentOutput, examples=ex.DOCUMENT_GET)
+    @extend_schema(summary="Get a document", description="One document, by id, with its text and metadata.",
+                   responses=DocumentOutput, examples=ex.DOCUMENT_GET)
     def get(self, request: Request, document_id: int) -> Response:
         return Response(documents.document_dict(documents.get_document(api_key(request), document_id)))
 

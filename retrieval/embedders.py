@@ -89,7 +89,7 @@ class MiniLMEmbedder:
         wanted = settings.MEMORYHUB_EMBED_BACKEND
         if wanted == "torch":
             return "torch"
-        if self._choice is None:  # read until found: `manage.py run` writes it before its children start
+        if self._choice is None:  # read until found: on a first start `manage.py run` writes it while serving
             from retrieval.minilm_runtimes import read_choice
 
             self._choice = read_choice()

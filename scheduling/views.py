@@ -47,7 +47,7 @@ class ScheduleListView(APIView):
 
 
 class ScheduleDetailView(APIView):
-    @extend_schema(summary="Get a schedule", responses=ScheduleOutput, examples=ex.SCHEDULE_GET)
+    @extend_schema(summary="Get a schedule", description="One schedule: what it does, when, and its state.", responses=ScheduleOutput, examples=ex.SCHEDULE_GET)
     def get(self, request: Request, schedule_id: str) -> Response:
         return Response(ScheduleOutput(services.get_schedule(api_key(request), schedule_id)).data)
 
@@ -112,7 +112,7 @@ class ScheduleRunsView(APIView):
 
 
 class RunDetailView(APIView):
-    @extend_schema(summary="Get a run", responses=RunOutput, examples=ex.RUN_GET)
+    @extend_schema(summary="Get a run", description="One run of a schedule: when it ran, its status, its output and how delivering it went.", responses=RunOutput, examples=ex.RUN_GET)
     def get(self, request: Request, run_id: str) -> Response:
         return Response(RunOutput(services.get_run(api_key(request), run_id)).data)
 
@@ -142,11 +142,11 @@ class WebhookListView(APIView):
 class WebhookDetailView(APIView):
     required_scope = "admin"
 
-    @extend_schema(summary="Get a webhook", responses=WebhookOutput, examples=ex.WEBHOOK_GET)
+    @extend_schema(summary="Get a webhook", description="One registered webhook (without its secret).", responses=WebhookOutput, examples=ex.WEBHOOK_GET)
     def get(self, request: Request, webhook_id: str) -> Response:
         return Response(WebhookOutput(webhooks.get_webhook(api_key(request), webhook_id)).data)
 
-    @extend_schema(summary="Delete a webhook", examples=ex.WEBHOOK_DELETE,
+    @extend_schema(summary="Delete a webhook", description="Unregisters the webhook: MemoryHub calls its URL no more.", examples=ex.WEBHOOK_DELETE,
                    responses={200: inline_serializer("WebhookDeleted", {
                        "id": serializers.CharField(help_text="The deleted webhook's id."),
                        "deleted": serializers.BooleanField(help_text="Always true: a missing webhook is a 404 "

@@ -82,7 +82,7 @@ class ChannelListView(APIView):
 
 
 class ChannelDetailView(APIView):
-    @extend_schema(summary="Get a channel", responses=ChannelOutput, examples=ex.CHANNEL_GET)
+    @extend_schema(summary="Get a channel", description="One channel of your tenant, by id.", responses=ChannelOutput, examples=ex.CHANNEL_GET)
     def get(self, request: Request, channel_id: int) -> Response:
         return Response(ChannelOutput(channels.get_channel(api_key(request), channel_id)).data)
 

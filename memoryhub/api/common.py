@@ -15,14 +15,15 @@ from memoryhub.errors import Invalid
 
 
 class StrictSerializer(serializers.Serializer):
-    """Refuses fields it does not know, so that a typo is a 400 and not silently ignored.
-
-    Its fields are copied from a per-class set of unbound prototypes, not deep-copied from the
-    declarations on every request as DRF does: a search body has ~30 fields, and their deep copy
-    was ~1 ms of every request's CPU (DRF re-creates each field from its arguments). A plain field
-    keeps no state of its own between validations, so a shallow copy (bound to this serializer)
-    serves; a nested serializer is still deep-copied.
-    """
+    # Refuses fields it does not know, so that a typo is a 400 and not silently ignored.
+    #
+    # Its fields are copied from a per-class set of unbound prototypes, not deep-copied from the
+    # declarations on every request as DRF does: a search body has ~30 fields, and their deep copy
+    # was ~1 ms of every request's CPU (DRF re-creates each field from its arguments). A plain field
+    # keeps no state of its own between validations, so a shallow copy (bound to this serializer)
+    # serves; a nested serializer is still deep-copied.
+    # (Comments, not a docstring: the OpenAPI document shows a serializer's docstring to API users,
+    # subclasses' included; their descriptions are memoryhub.api.docs.SCHEMA_DESCRIPTIONS.)
 
     # Names the request may use instead of this serializer's fields (an event's body may be the
     # bulk form {"events": [...]}): an unknown field may be suggested as one of them.

@@ -257,7 +257,7 @@ class FactHistoryView(APIView):
 
 
 class FactDetailView(APIView):
-    @extend_schema(summary="Get a fact", responses=FactOutput, examples=ex.FACT_GET)
+    @extend_schema(summary="Get a fact", description="One fact, by id: its current content, category, key and owner (its earlier versions: GET /facts/{fact_id}/history/).", responses=FactOutput, examples=ex.FACT_GET)
     def get(self, request: Request, fact_id: int) -> Response:
         return Response(FactOutput(facts.get_fact(api_key(request), fact_id)).data)
 
@@ -269,7 +269,7 @@ class FactDetailView(APIView):
             fact = facts.update_fact(api_key(request), fact_id, changes)
             return Response(FactOutput(facts.get_fact(api_key(request), fact.pk)).data)
 
-    @extend_schema(summary="Delete a fact", responses={200: Deleted}, examples=ex.FACT_DELETE)
+    @extend_schema(summary="Delete a fact", description="Deletes the fact and its history; it is no longer found by search or context.", responses={200: Deleted}, examples=ex.FACT_DELETE)
     def delete(self, request: Request, fact_id: int) -> Response:
         facts.delete_fact(api_key(request), fact_id)
         return Response({"id": str(fact_id), "deleted": True})

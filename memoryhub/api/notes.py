@@ -171,7 +171,7 @@ class NoteListView(APIView):
 
 
 class NoteDetailView(APIView):
-    @extend_schema(summary="Get a note", responses=NoteOutput, examples=ex.NOTE_GET)
+    @extend_schema(summary="Get a note", description="One note, by id, as stored.", responses=NoteOutput, examples=ex.NOTE_GET)
     def get(self, request: Request, note_id: str) -> Response:
         return Response(NoteOutput(notes.get_note(api_key(request), note_id)).data)
 
@@ -194,7 +194,7 @@ class NoteDetailView(APIView):
         changes = parse_input(NotePatchInput, request.data, partial=True)
         return Response(NoteOutput(notes.patch_note(api_key(request), note_id, changes)).data)
 
-    @extend_schema(summary="Delete a note", responses={200: Deleted}, examples=ex.NOTE_DELETE)
+    @extend_schema(summary="Delete a note", description="Deletes the note; it is no longer found by search or context.", responses={200: Deleted}, examples=ex.NOTE_DELETE)
     def delete(self, request: Request, note_id: str) -> Response:
         notes.delete_note(api_key(request), note_id)
         return Response({"id": note_id, "deleted": True})

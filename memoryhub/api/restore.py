@@ -20,7 +20,7 @@ from memoryhub.models import Role
 class RestoreParams(serializers.Serializer):
     budget = serializers.IntegerField(required=False, min_value=1, max_value=1_000_000,
                                       help_text="Token budget of the restored messages (default "
-                                                f"{settings.MEMORYHUB_RESTORE_BUDGET}, MEMORYHUB_RESTORE_BUDGET).")
+                                                f"{settings.MEMORYHUB_RESTORE_BUDGET} on this server).")
     persistence = serializers.BooleanField(
         required=False, default=False,
         help_text="Restore every session sharing this session's persistence_key (and user) as one history, "

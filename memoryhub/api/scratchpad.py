@@ -26,8 +26,8 @@ class ScratchpadInput(StrictSerializer):
     # {key: value} object.
     items = ItemsField(help_text=(
         "The whole new scratchpad: [{key, value}, …] (order kept), plain strings (keys \"1\", \"2\", …) or one "
-        "{key: value} object. At most 32 items (MEMORYHUB_SCRATCHPAD_MAX_ITEMS); a key is a string; a value is "
-        "any JSON value: a string of at most 240 characters (MEMORYHUB_SCRATCHPAD_MAX_CHARS), or another value "
+        "{key: value} object. At most 32 items (by default; the answer's max_items says); a key is a string; a value is "
+        "any JSON value: a string of at most 240 characters (max_chars), or another value "
         "whose compact JSON has at most 240. A bad item changes nothing."))
     expected_version = serializers.IntegerField(
         required=False, min_value=0, max_value=2**31 - 1, default=None,
@@ -93,7 +93,7 @@ class ScratchpadView(APIView):
         return Response(scratchpad.update(api_key(request), session_id, data["set"], data["remove"],
                                           data["expected_version"]))
 
-    @extend_schema(summary="Clear the scratchpad", responses={200: ScratchpadCleared},
+    @extend_schema(summary="Clear the scratchpad", description="Removes every item of the session's scratchpad (the version goes up).", responses={200: ScratchpadCleared},
                    examples=ex.SCRATCHPAD_DELETE)
     def delete(self, request: Request, session_id: str) -> Response:
         return Response(scratchpad.clear(api_key(request), session_id))

@@ -82,7 +82,7 @@ class SessionPatchInput(StrictSerializer):
         choices=SessionStatus.choices, required=False,
         help_text="active → idle → archived (archive also from active; idle → active again). Repeating the "
                   "current status is a 409; archiving makes the session read-only, records ended_at and clears "
-                  "the conversation-tier notes and facts (unless MEMORYHUB_KEEP_CONVERSATION_MEMORIES).",
+                  "the conversation-tier notes and facts (unless the server is set to keep them).",
     )
     agent = StrictCharField(max_length=200, required=False, allow_blank=True, help_text="A new agent name.")
     user_id = StrictCharField(max_length=200, required=False, allow_blank=True,
@@ -201,7 +201,7 @@ class EventInput(StrictSerializer):
                                   help_text="0–1: how much the message matters for recall (default by role).")
     created_at = EventTimeField(required=False, allow_null=True, default=None,
                                 help_text="When it was said (default: now), e.g. when importing history; "
-                                          "from 1970 to MEMORYHUB_EVENT_MAX_FUTURE_SECONDS (a day) ahead.")
+                                          "from 1970 to a day ahead (the server may allow more).")
     idempotency_key = StrictCharField(max_length=200, required=False, allow_null=True, default=None,
                                       help_text="A key of the caller's: resending an event with a stored key "
                                                 "stores nothing and returns the stored event; the same key with "
@@ -331,7 +331,7 @@ class SessionListView(APIView):
 
 
 class SessionDetailView(APIView):
-    @extend_schema(summary="Get a session", responses=SessionOutput, examples=ex.SESSION_GET)
+    @extend_schema(summary="Get a session", description="One session: its end user, agent, state and message count.", responses=SessionOutput, examples=ex.SESSION_GET)
     def get(self, request: Request, session_id: str) -> Response:
         return Response(SessionOutput(sessions.get_session(api_key(request), session_id)).data)
 

@@ -41,6 +41,11 @@ def test_search_and_context_answer_what_rest_answers(http_mcp: Mcp, alice: dict[
     assert len(search.text) * 3 <= len(json.dumps(search.data)), (len(search.text), len(json.dumps(search.data)))
     assert context.data == rest_context.json()
     assert "ferry at 7:15" in context.text and context.data["tokens"] <= 300
+    # The context's text is its Markdown block, one line an item; the JSON stays structured.
+    assert context.text == context.data["markdown"]
+    items = [line for line in context.text.splitlines() if line.startswith("- ")]
+    assert len(items) == len(context.data["items"]) > 0
+    assert len(context.text) * 2 <= len(json.dumps(context.data)), (len(context.text), len(json.dumps(context.data)))
 
 
 def test_search_explains_why_each_result_ranked_as_rest_does(http_mcp: Mcp, alice: dict[str, Any]) -> None:

@@ -336,3 +336,28 @@ def test_run_starts_a_process_per_lane() -> None:
         (["work", "--lanes", "dispatch", "--nice", "0"], {}),  # due schedules, at normal priority
         (["work", "--lanes", "embed,summarise"], {}),  # niced: requests come first
     ]
+
+
+def test_start_up_work_in_the_background_is_reported_when_done_and_stopped_with_the_service() -> None:
+    """`run` adopts a BackgroundStep's process as a helper: its end is reported (exit code) and is
+    no reason to stop; one still running when the service stops is stopped with it."""
+    import subprocess
+    import sys
+    import time
+
+    from memoryhub.supervision import Supervisor
+
+    supervisor = Supervisor(None, say=print, warn=print)
+    ended: list[tuple[str, int]] = []
+    quick = [subprocess.Popen([sys.executable, "-c", f"raise SystemExit({code})"], start_new_session=True)
+             for code in (0, 3)]
+    slow = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+    for name, process in (("ok", quick[0]), ("failed", quick[1]), ("slow", slow)):
+        supervisor.adopt_helper(process, lambda code, name=name: ended.append((name, code)))
+    deadline = time.monotonic() + 30
+    while len(ended) < 2 and time.monotonic() < deadline:
+        assert supervisor.problem() is None  # a helper's end never stops the service
+        time.sleep(0.05)
+    assert sorted(ended) == [("failed", 3), ("ok", 0)] and slow.poll() is None
+    supervisor.shutdown()
+    assert slow.poll() is not None and sorted(ended) == [("failed", 3), ("ok", 0)]

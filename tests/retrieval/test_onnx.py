@@ -243,3 +243,66 @@ def test_making_the_int8_copy_logs_no_line_per_tensor(prepared, caplog) -> None:
         verdict = quantize_int8(cache_dir())
     assert verdict["agree"]
     assert not [r for r in caplog.records if "onnxruntime" in r.pathname]  # ONNX Runtime's quantizer says ~50 lines
+
+
+def test_on_a_first_start_searches_are_served_by_torch_until_the_background_export_is_done(prepared) -> None:  # type: ignore[no-untyped-def]
+    """`manage.py run` sends service_starting with background=True and serves at once: the export
+    runs in a child; a query meanwhile is embedded by the configured (torch) embedder, and once the
+    model is recorded the same process picks it up without a restart."""
+    from retrieval.minilm_runtimes import cache_dir
+
+    data_dir, _ = prepared
+    choice = cache_dir() / "choice.json"
+    kept = choice.read_text()
+    choice.unlink()  # as on a first start: no verdict yet
+    script = (
+        "from memoryhub.signals import BackgroundStep, service_starting\n"
+        "from retrieval import query_embedding\n"
+        "query_embedding.LOOK_AGAIN_SECONDS = 0\n"
+        "steps = [s for _, s in service_starting.send(sender=None, background=True) if isinstance(s, BackgroundStep)]\n"
+        "print('steps:', len(steps), steps[0].process.poll() is None, 'torch' in sys.modules)\n"
+        "vector = query_embedding.embed_query('when does the flight leave?')\n"
+        "print('while exporting:', len(vector), query_embedding.query_encoder(), 'torch' in sys.modules)\n"
+        "print('export exit:', steps[0].process.wait(300))\n"
+        "vector = query_embedding.embed_query('when does the flight leave?')\n"
+        "print('after:', len(vector), query_embedding.query_encoder().filename)\n"
+    )
+    try:
+        lines = run_django(data_dir, script, 400, MEMORYHUB_EMBEDDER="minilm",
+                           MEMORYHUB_EMBED_BACKEND="auto").splitlines()
+    finally:
+        if not choice.exists():
+            choice.write_text(kept)
+    assert lines == ["steps: 1 True False", "while exporting: 384 None True", "export exit: 0",
+                     "after: 384 model-int8.onnx"], lines
+
+
+def test_the_web_warm_up_waits_for_the_model_being_made_instead_of_loading_torch(prepared) -> None:  # type: ignore[no-untyped-def]
+    from retrieval.minilm_runtimes import cache_dir
+
+    data_dir, _ = prepared
+    script = (
+        "import threading, time\n"
+        "from retrieval import query_embedding\n"
+        "query_embedding.LOOK_AGAIN_SECONDS = 0.1\n"
+        "warming = threading.Thread(target=query_embedding.warm_up, daemon=True)\n"
+        "warming.start()\n"
+        "time.sleep(2)\n"
+        "print('pending:', warming.is_alive(), 'torch' in sys.modules, 'onnxruntime' in sys.modules)\n"
+        f"open({str(cache_dir() / 'choice.json')!r}, 'w').write(open(sys.argv[1]).read())\n"
+        "warming.join(30)\n"
+        "print('made:', warming.is_alive(), 'torch' in sys.modules, query_embedding.query_encoder().filename)\n"
+    )
+    choice = cache_dir() / "choice.json"
+    aside = data_dir / "choice.json.aside"
+    choice.rename(aside)
+    try:
+        env = {**os.environ, "DJANGO_SETTINGS_MODULE": "memoryhub.settings", "MEMORYHUB_DATA_DIR": str(data_dir),
+               "SECRET_KEY": "test", "MEMORYHUB_EMBEDDER": "minilm"}
+        done = subprocess.run([sys.executable, "-c", "import sys, django; django.setup()\n" + script, str(aside)],
+                              env=env, cwd=django_settings.BASE_DIR, capture_output=True, text=True, timeout=120)
+    finally:
+        if not choice.exists():
+            aside.rename(choice)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["pending: True False False", "made: False False model-int8.onnx"]

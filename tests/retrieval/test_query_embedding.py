@@ -111,3 +111,43 @@ print("heavy:", heavy)
     out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert "heavy: []" in out.stdout
+
+
+def test_while_the_model_is_being_made_queries_use_the_configured_embedder_then_the_model(
+        fresh, monkeypatch, settings) -> None:  # type: ignore[no-untyped-def]
+    """A first start serves before its ONNX model is recorded: the configured embedder answers
+    until then, and the process looks again (LOOK_AGAIN_SECONDS) rather than settle on it."""
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("onnx")
+    settings.MEMORYHUB_EMBED_BACKEND = "auto"
+    module = fake_module()
+    verdict: list[dict[str, object] | None] = [None]  # nothing recorded yet
+    module.read_choice = lambda: verdict[0]  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, query_embedding.ONNX_MODULE, module)
+
+    class Configured:
+        name, dimensions = "configured", embedders.DIMENSIONS
+
+        def embed(self, texts: list[str]) -> list[list[float]]:
+            return [[0.1] * embedders.DIMENSIONS for _ in texts]
+
+    monkeypatch.setattr(embedders, "get_embedder", lambda name=None: Configured())
+    monkeypatch.setattr(query_embedding, "LOOK_AGAIN_SECONDS", 3600.0)
+    assert query_embedding.embed_query("otter") == [0.1] * embedders.DIMENSIONS
+    assert query_embedding.onnx_pending()
+    verdict[0] = {"agree": True, "query": "onnx", "batch": "onnx"}
+    assert query_embedding.query_encoder() is None  # not looked at again before its time
+    monkeypatch.setattr(query_embedding, "_look_again_at", 0.0)  # its time has come
+    assert query_embedding.embed_query("otter") == pytest.approx([0.05] * embedders.DIMENSIONS)
+    assert isinstance(query_embedding.query_encoder(), FakeOnnx) and not query_embedding.onnx_pending()
+
+
+def test_a_model_judged_unfit_is_not_waited_for(fresh, monkeypatch, settings) -> None:  # type: ignore[no-untyped-def]
+    settings.MEMORYHUB_EMBED_BACKEND = "auto"
+    monkeypatch.setitem(sys.modules, query_embedding.ONNX_MODULE, fake_module(agree=False))
+    assert not query_embedding.onnx_pending()
+    settings.MEMORYHUB_EMBED_BACKEND = "torch"
+    module = fake_module()
+    module.read_choice = lambda: None  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, query_embedding.ONNX_MODULE, module)
+    assert not query_embedding.onnx_pending()  # torch chosen: no ONNX model will come

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import os
 import secrets
+import shlex
 import signal
 import subprocess
 import sys
 import time
 import urllib.request
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -19,7 +21,7 @@ from django.db import connections, transaction
 
 from accounts.models import ApiKey, Tenant
 from memoryhub.env import WILDCARD_ADDRESSES
-from memoryhub.signals import cluster_starting, service_starting
+from memoryhub.signals import BackgroundStep, cluster_starting, service_starting
 from memoryhub.supervision import Supervisor
 from memoryhub.tasks import MAINTENANCE
 
@@ -27,6 +29,28 @@ DEMO_TENANT = "demo"
 # A supervisor (systemd, a container runtime) sends SIGKILL 10 s after SIGTERM: in-flight requests
 # get this long, the cluster a little more, and the embedded PostgreSQL the rest.
 WEB_GRACE_SECONDS = 5
+# Migrating a new database, measured on a 2-core VM (the embedded PostgreSQL, 2026-11).
+MIGRATE_SECONDS_HINT = 15
+
+
+def create_key_hint() -> str:
+    """The command that makes a new API key for the demo tenant, as typed from the checkout: the
+    virtual environment's Python and, when it is not the default one, this start's data folder
+    (or database), so that the key lands where this server reads."""
+    python = Path(sys.executable)
+    try:
+        python = python.relative_to(Path.cwd())
+    except ValueError:
+        pass
+    manage = Path(settings.BASE_DIR) / "manage.py"
+    try:
+        manage = manage.relative_to(Path.cwd())
+    except ValueError:
+        pass
+    env = ""  # a DATABASE_URL is in the operator's environment already, and a secret: not printed
+    if settings.EMBEDDED_DATABASE and Path(settings.DATA_DIR) != Path(settings.BASE_DIR) / ".memoryhub":
+        env = f"MEMORYHUB_DATA_DIR={shlex.quote(str(settings.DATA_DIR))} "
+    return f"{env}{shlex.quote(str(python))} {shlex.quote(str(manage))} create_api_key --tenant {DEMO_TENANT}"
 
 
 class Command(BaseCommand):
@@ -54,9 +78,17 @@ class Command(BaseCommand):
             if raise_shared_buffers(settings.DATA_DIR, settings.EMBEDDED_SHARED_BUFFERS_MB):
                 self.stdout.write(f"Embedded PostgreSQL: shared buffers set to "
                                   f"{settings.EMBEDDED_SHARED_BUFFERS_MB} MB.")
+        self.stdout.write("Applying database migrations"
+                          + (f" (first start: about {MIGRATE_SECONDS_HINT} s)…" if self.fresh() else "…"))
         call_command("migrate", interactive=False, verbosity=0)
         self.stdout.write("Database ready and migrated.")
-        service_starting.send(sender=self.__class__)  # e.g. the ONNX model, made once, before any child
+        # Slow preparation (the ONNX model, first start only) runs beside the service, not before it.
+        steps = [step for _, step in service_starting.send(sender=self.__class__, background=True)
+                 if isinstance(step, BackgroundStep)]
+        for step in steps:
+            self.stdout.write(step.starting)
+            supervisor.adopt_helper(step.process, lambda code, step=step: (
+                self.stdout.write(step.finished) if code == 0 else self.stderr.write(step.failed)))
         if not options["no_cluster"]:
             # The cluster's own schedules (built-in cadences, dispatcher) follow this start's settings.
             cluster_starting.send(sender=self.__class__)
@@ -64,6 +96,13 @@ class Command(BaseCommand):
         connections.close_all()
 
         self.serve(options, supervisor)
+
+    @staticmethod
+    def fresh() -> bool:
+        """Whether no migration was applied yet (a new data folder or database)."""
+        from django.db.migrations.recorder import MigrationRecorder
+
+        return not MigrationRecorder(connections["default"]).has_table()
 
     def serve(self, options: dict[str, Any], supervisor: Supervisor) -> None:
         """Start the web server (and the cluster), then watch them and the embedded database until a
@@ -82,6 +121,7 @@ class Command(BaseCommand):
             for index, child in enumerate(children):
                 supervisor.adopt("web" if index == 0 else f"background {index}", child,
                                  cluster="qcluster" in child.args)
+            self.stdout.write("Starting the web server…")
             self.wait_until_serving(host, port, children[0])
             self.stdout.write(self.style.SUCCESS(
                 f"MemoryHub is serving http://{host}:{port}/api/v1/ (docs /api/v1/docs/, admin /admin/, "
@@ -155,8 +195,8 @@ class Command(BaseCommand):
     def bootstrap(self) -> None:
         """On first start: a demo tenant, an admin user and an API key, each shown once."""
         if Tenant.objects.filter(name=DEMO_TENANT).exists():
-            self.stdout.write(f"Tenant {DEMO_TENANT!r} exists; keys and passwords were shown on first start "
-                              "(new key: python manage.py create_api_key --tenant demo).")
+            self.stdout.write(f"Tenant {DEMO_TENANT!r} exists; keys and passwords were shown on first start. "
+                              f"A new key: {create_key_hint()}")
             return
         tenant, _ = Tenant.get_or_create_named(DEMO_TENANT)
         new = ApiKey.create_key(tenant=tenant, name="demo key")
@@ -173,6 +213,7 @@ class Command(BaseCommand):
         ]
         if created_admin:
             lines += [f"  admin:     user {username!r}, password {password}"]
+        lines += [f"Another key, any time: {create_key_hint()}"]
         width = max(len(line) for line in lines) + 4
         self.stdout.write("=" * width)
         for line in lines:

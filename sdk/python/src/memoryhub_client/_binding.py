@@ -140,6 +140,7 @@ class Operations:
     clear_scratchpad = op(_s.clear_scratchpad)
     get_summary = op(_s.get_summary)
     put_summary = op(_s.put_summary)
+    summarise = op(_s.summarise)
     build_summary_tree = op(_s.build_summary_tree)
     list_summaries = op(_s.list_summaries)
     iter_summaries = pages(_s.list_summaries)
@@ -168,6 +169,26 @@ class Operations:
     delete_fact = op(_m.delete_fact)
     fact_history = op(_m.fact_history)
     add_document = op(_m.add_document)
+    list_documents = op(_m.list_documents)
+    iter_documents = pages(_m.list_documents)
+    get_document = op(_m.get_document)
+    delete_document = op(_m.delete_document)
+
+    # mem0-style: notes and facts as one kind of memory ("note:<id>", "fact:<id>")
+    get_all = flow(_m.get_all)
+    delete = op(_m.delete)
+    history = op(_m.history)
+
+    # channels and webhooks
+    list_channels = op(_a.list_channels)
+    iter_channels = pages(_a.list_channels)
+    create_channel = op(_a.create_channel)
+    get_channel = op(_a.get_channel)
+    update_channel = op(_a.update_channel)
+    list_webhooks = op(_a.list_webhooks)
+    create_webhook = op(_a.create_webhook)
+    get_webhook = op(_a.get_webhook)
+    delete_webhook = op(_a.delete_webhook)
 
     # schedules and runs
     create_schedule = op(_a.create_schedule)
@@ -186,6 +207,7 @@ class Operations:
     # lifecycle and service
     export_memory = op(_a.export_memory)
     import_memory = op(_a.import_memory)
+    consolidate = op(_a.consolidate)
     forget_user = op(_a.forget_user)
     delete_workspace = op(_a.delete_workspace)
     health = op(_a.health)

@@ -9,6 +9,8 @@ from typing import Any, Literal
 from memoryhub_client._core import Call, as_is, body, page_of, path, query
 from memoryhub_client.types import (
     Cadence,
+    Channel,
+    Consolidation,
     Deleted,
     Health,
     Imported,
@@ -17,6 +19,9 @@ from memoryhub_client.types import (
     Run,
     Schedule,
     UserForgotten,
+    Webhook,
+    WebhookCreated,
+    WebhookList,
     WorkspaceDeleted,
 )
 
@@ -166,6 +171,73 @@ def import_memory(data: Mapping[str, Any] | bytes | str, *,
     else:
         raw = json.dumps(data).encode()
     return Call("POST", "import/", as_is, content=raw, params=query(on_conflict=on_conflict))
+
+
+def consolidate(*, dry_run: bool | None = None) -> Call[Consolidation]:
+    """Consolidate the key's memories now (POST /consolidation/): merge duplicate facts, drop
+    stale ones; `dry_run=True` only reports what it would do."""
+    return Call("POST", "consolidation/", as_is, json=body(dry_run=dry_run))
+
+
+# --- channels ------------------------------------------------------------------------------------
+
+
+def list_channels(
+    *,
+    workspace: str | None = None,
+    name: str | None = None,
+    is_default: bool | None = None,
+    limit: int | None = None,
+    offset: int | None = None,
+) -> Call[Page[Channel]]:
+    return Call("GET", "channels/", page_of, params=query(
+        workspace=workspace, name=name, is_default=None if is_default is None else str(is_default).lower(),
+        limit=limit, offset=offset,
+    ), idempotent=True)
+
+
+def create_channel(
+    name: str, *, description: str | None = None, workspace: str | None = None, is_default: bool | None = None
+) -> Call[Channel]:
+    """Create a channel (POST /channels/); a taken name in the workspace is a ConflictError."""
+    return Call("POST", "channels/", as_is, json=body(
+        name=name, description=description, workspace=workspace, is_default=is_default))
+
+
+def get_channel(channel_id: int) -> Call[Channel]:
+    return Call("GET", path("channels", channel_id), as_is, idempotent=True)
+
+
+def update_channel(
+    channel_id: int, *, name: str | None = None, description: str | None = None, is_default: bool | None = None
+) -> Call[Channel]:
+    """Change the given fields (PATCH /channels/{id}/)."""
+    return Call("PATCH", path("channels", channel_id), as_is, json=body(
+        name=name, description=description, is_default=is_default), idempotent=True)
+
+
+# --- webhooks ------------------------------------------------------------------------------------
+
+
+def list_webhooks() -> Call[WebhookList]:
+    """The tenant's webhooks (at most one of each kind; secrets are not shown)."""
+    return Call("GET", "webhooks/", as_is, idempotent=True)
+
+
+def create_webhook(
+    kind: Literal["agent", "notification"], url: str, *, secret: str | None = None, description: str | None = None
+) -> Call[WebhookCreated]:
+    """Register the tenant's webhook of this kind (POST /webhooks/); the answer carries the signing
+    secret, shown this once (generated when not given)."""
+    return Call("POST", "webhooks/", as_is, json=body(kind=kind, url=url, secret=secret, description=description))
+
+
+def get_webhook(webhook_id: str) -> Call[Webhook]:
+    return Call("GET", path("webhooks", webhook_id), as_is, idempotent=True)
+
+
+def delete_webhook(webhook_id: str) -> Call[Deleted]:
+    return Call("DELETE", path("webhooks", webhook_id), as_is, idempotent=True)
 
 
 def forget_user(user_id: str) -> Call[UserForgotten]:

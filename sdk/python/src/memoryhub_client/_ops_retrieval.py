@@ -100,16 +100,17 @@ def browse(
     channel: str | None = None,
     workspace: str | None = None,
     agent: str | None = None,
+    user_id: str | None = None,
     role: Role | None = None,
     since: datetime | str | None = None,
     until: datetime | str | None = None,
     limit: int | None = None,
     offset: int | None = None,
 ) -> Call[Page[BrowsedEvent]]:
-    """Events in time order across sessions (GET /browse/)."""
+    """Events in time order across sessions (GET /browse/); `user_id`: that end user's conversations."""
     return Call("GET", "browse/", page_of, params=query(
-        session=session, channel=channel, workspace=workspace, agent=agent, role=role, since=since,
-        until=until, limit=limit, offset=offset,
+        session=session, channel=channel, workspace=workspace, agent=agent, user_id=user_id, role=role,
+        since=since, until=until, limit=limit, offset=offset,
     ), idempotent=True)
 
 

@@ -21,6 +21,7 @@ from memoryhub_client.types import (
     Scratchpad,
     Session,
     SessionForgotten,
+    Summarised,
     SummaryExpanded,
     SummaryNode,
     TreeQueued,
@@ -242,6 +243,13 @@ def put_summary(
                 json=body(text=text, expected_epoch=expected_epoch, upper_sequence=upper_sequence),
                 # a resent compare-and-swap that had succeeded would fail as stale
                 idempotent=expected_epoch is None)
+
+
+def summarise(session_id: str, *, budget: int | None = None) -> Call[Summarised]:
+    """Apply the rolling-summary trigger now (POST /sessions/{id}/summary/), within `budget`
+    tokens (default: the session's summary_budget, else the server's); `summarised` says whether
+    a summary was written."""
+    return Call("POST", path("sessions", session_id, "summary"), as_is, json=body(budget=budget))
 
 
 def build_summary_tree(session_id: str, *, final: bool = False) -> Call[TreeQueued]:

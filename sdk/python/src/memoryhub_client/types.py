@@ -178,6 +178,17 @@ class SummaryExpanded(SummaryNode):
     events_truncated: bool
 
 
+class Summarised(RollingSummary, total=False):
+    summarised: bool  # whether the trigger fired and a summary was written
+    budget: int
+    condensed: int
+    remaining_tokens: int
+    summariser: str
+    messages: int
+    tokens: int
+    stale: bool
+
+
 class TreeQueued(TypedDict):
     session: str
     queued: bool
@@ -201,6 +212,7 @@ class SearchResult(TypedDict):
     importance: float
     channel: str | None
     workspace: str | None
+    user_id: str  # the end user it belongs to ("" for shared memories)
     embedded: bool  # False while the memory waits for its vector (found by full text meanwhile)
     scores: dict[str, float | None]
 
@@ -265,6 +277,12 @@ class Document(TypedDict):
     session: str | None
     created_at: str
     updated_at: str
+
+
+class DocumentDeleted(TypedDict):
+    id: int
+    deleted: bool
+    chunks_deleted: int
 
 
 Stats = dict[str, Any]
@@ -341,6 +359,56 @@ class FactHistory(TypedDict):
 class Deleted(TypedDict):
     id: str
     deleted: bool
+
+
+class Memory(TypedDict):
+    """A note or a fact in one shape (get_all): `id` is "note:<note_id>" or "fact:<fact id>", the
+    form delete() and history() take; `record` is the note or fact as the service returns it."""
+
+    id: str
+    kind: Literal["note", "fact"]
+    memory: str  # its text
+    user_id: str
+    tags: list[str]
+    metadata: dict[str, Any]
+    created_at: str
+    updated_at: str
+    record: dict[str, Any]
+
+
+# --- channels, webhooks, consolidation -----------------------------------------------------------
+
+
+class Channel(TypedDict):
+    id: int
+    name: str
+    description: str
+    workspace: str
+    is_default: bool
+    created_at: str
+
+
+class Webhook(TypedDict):
+    id: str
+    kind: Literal["agent", "notification"]
+    url: str
+    description: str
+    created_at: str
+
+
+class WebhookCreated(Webhook):
+    secret: str  # shown this once
+
+
+class WebhookList(TypedDict):
+    results: list[Webhook]
+
+
+class Consolidation(TypedDict):
+    dry_run: bool
+    report_id: int | None
+    counts: dict[str, int]
+    deletions: list[dict[str, Any]]
 
 
 # --- schedules and runs --------------------------------------------------------------------------
