@@ -46,6 +46,8 @@ SCHEMA_DESCRIPTIONS = {
     "ChannelPatchInput": "The channel fields to change; those left out stay as they are.",
     "ChannelOutput": "A channel: a named place that groups sessions, notes and documents in a workspace.",
     "ChunkStats": "How much of your content is searchable: stored pieces, how many are embedded, and by kind.",
+    "DeletedWorkspace": "What deleting a workspace removed (or, with dry_run, would remove): rows per kind of "
+                        "record, and whether it was a dry run.",
     "CompactionStats": "How far summarising is behind: sessions and messages not yet summarised.",
     "Consolidation": "What consolidation did (or, with dry_run, would do): counts per action and the memories "
                      "it deleted.",
