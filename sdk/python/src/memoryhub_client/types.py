@@ -117,9 +117,7 @@ class AppendResult(TypedDict):
     events: list[Event]
 
 
-class Restored(TypedDict):
-    """The stored messages verbatim, oldest first; a leading system message with `summaries` only
-    when the whole history did not fit in the budget."""
+class _Restored(TypedDict):
 
     session: str
     budget: int
@@ -129,6 +127,14 @@ class Restored(TypedDict):
     summary_epoch: int | None
     sessions: list[str]
     messages: list[dict[str, Any]]
+
+
+class Restored(_Restored, total=False):
+    """The stored messages verbatim, oldest first; a leading system message with `summaries` only
+    when the whole history did not fit in the budget. With format="openai"/"anthropic" the messages
+    are that chat API's; `system` (anthropic only) holds the system messages' text."""
+
+    system: str | None
 
 
 class ScratchpadItem(TypedDict):
