@@ -67,7 +67,7 @@ def _split(arguments: dict[str, Any], *names: str) -> tuple[list[Any], dict[str,
 
 SEARCH_ARGS = ["query", "mode", "scope", "session", "user_id", "channel", "workspace", "tags", "kinds",
                "roles", "agent", "since", "until", "as_of", "top_k", "case_sensitive", "explain", "group_by",
-               "hits_per_session"]
+               "hits_per_session", "synthesize"]
 
 
 def run_search(key: ApiKey, arguments: dict[str, Any]) -> dict[str, Any]:

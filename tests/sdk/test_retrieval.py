@@ -95,3 +95,25 @@ def test_search_and_context_read_relative_dates_against_as_of(hub: Any, keys: di
     with pytest.raises(BadRequestError) as bad:
         alice.search("hiking", as_of="last week")
     assert bad.value.code == "validation_error"
+
+
+def test_search_synthesize(hub: Any, keys: dict[str, str], settings: Any) -> None:
+    import json
+
+    from tests.memoryhub.test_summarisers import completion, fake_llm
+
+    alice = hub(keys["alice"])
+    alice.remember("trip", CHAT)
+    with pytest.raises(BadRequestError) as refused:
+        alice.search("Where does the traveller fly?", synthesize=True)
+    assert refused.value.code == "llm_not_configured"
+    reply = {"answer": "To Osaka, in May.", "citations": [1, 5]}
+    with fake_llm(lambda body: (200, completion(json.dumps(reply)))) as fake:
+        settings.MEMORYHUB_OUTBOUND_ALLOWED_NETWORKS = ("127.0.0.1/32",)
+        settings.MEMORYHUB_SUMMARISER, settings.MEMORYHUB_SUMMARISER_URL = "http", fake.url
+        settings.MEMORYHUB_SUMMARISER_MODEL = "fake-7b"
+        found = alice.search("Osaka", mode="text", synthesize=True)
+    synthesis = found["synthesis"]
+    assert synthesis["answer"] == "To Osaka, in May." and synthesis["model"] == "fake-7b"
+    assert synthesis["citations"] == [{"index": 0, "chunk_id": found["results"][0]["chunk_id"]}]
+    assert "synthesis" not in alice.search("Osaka", mode="text")

@@ -220,9 +220,29 @@ class SessionGroup(TypedDict):
     hits: int
 
 
+class Citation(TypedDict):
+    index: int  # the cited result's position in `results`
+    chunk_id: int
+
+
+class SynthesisError(TypedDict):
+    code: Literal["llm_unavailable", "llm_timeout", "llm_bad_reply"]
+    message: str
+
+
+class Synthesis(TypedDict, total=False):
+    """search(synthesize=True): an answer with citations, or an error (the results still came back)."""
+
+    answer: str
+    citations: list[Citation]
+    error: SynthesisError
+    model: str
+
+
 class _Grouped(TypedDict, total=False):
     group_by: Literal["session"]  # only when the request grouped
     sessions: list[SessionGroup]  # only when the request grouped: the conversations, best first
+    synthesis: Synthesis  # only with synthesize=True
 
 
 class SearchResponse(_Grouped):
