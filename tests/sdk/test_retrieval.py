@@ -41,8 +41,13 @@ def test_remember_without_user_creates_lazily_and_batches(hub: Any, keys: dict[s
                 for i in range(5)]
     stored = alice.remember("lazy", messages)
     assert stored["created"] == 5 and [e["sequence"] for e in stored["events"]] == [1, 2, 3, 4, 5]
-    # Keys the service does not know travel in metadata instead of being refused.
-    assert stored["events"][0]["metadata"] == {"name": "alice"}
+    # A chat message is stored as sent (its `name` too); keys the service does not know travel in
+    # metadata instead of being refused.
+    assert stored["events"][0]["metadata"] == {}
+    assert alice.list_events("lazy", limit=1, format="openai")[0] == {
+        "role": "user", "content": "fact number 4", "name": "alice"}
+    odd = alice.remember("lazy", [{"role": "user", "content": "hi", "mood": "fine"}])
+    assert odd["events"][0]["metadata"] == {"mood": "fine"}
     assert alice.get_session("lazy")["user_id"] == ""
     assert alice.remember("lazy", []) == {"session": "lazy", "created": 0, "events": []}
 

@@ -89,6 +89,9 @@ def test_chat_messages_come_back_in_their_format(hub: Any, keys: dict[str, str])
     restored = alice.restore("s2", format="anthropic")
     assert restored["messages"] == anthropic and restored["system"] is None
     assert list(alice.list_events("s2"))[0]["content"] == "Checking."  # native by default
+    alice.remember("s3", [*openai, *anthropic])  # the agent-facing call keeps them as sent too
+    assert alice.restore("s3", format="openai")["messages"][:2] == openai
+    assert alice.restore("s3", format="anthropic")["messages"][2:] == anthropic
     bob = hub(keys["bob"])
     with pytest.raises(NotFoundError):
         bob.list_events("s1", format="openai")
