@@ -202,3 +202,31 @@ def test_other_tenants_and_users_cannot_read_them_in_any_format(alice, bob, cast
     assert listed(bob, "s1", "openai").json()["results"] == [{"role": "user", "content": "bob's words"}]
     u1 = make_client(make_key(cast.alice_tenant, user="u1"))
     assert listed(u1, "s1", "openai").json()["results"] == OPENAI
+
+
+def test_a_restore_that_does_not_fit_leads_with_the_summary_in_either_shape(alice, cast) -> None:
+    from memoryhub.models import RollingSummary, Session
+
+    post_events(alice, "s1", *OPENAI)
+    session = Session.objects.get(tenant=cast.alice_tenant, external_id="s1")
+    RollingSummary.objects.create(session=session, tenant=cast.alice_tenant, text="Asked about Reykjavik.",
+                                  epoch=1, upper_sequence=4)
+    openai = restored(alice, "s1", "openai", budget=40).json()
+    assert openai["truncated"] is True
+    assert openai["messages"][0] == {"role": "system", "content": openai["messages"][0]["content"]}
+    assert "Asked about Reykjavik." in openai["messages"][0]["content"]
+    assert openai["messages"][1:] == OPENAI[4:]
+    anthropic = restored(alice, "s1", "anthropic", budget=40).json()
+    assert "Asked about Reykjavik." in anthropic["system"]
+    assert anthropic["messages"] == [{"role": "user", "content": "Thanks"},
+                                     {"role": "assistant", "content": "Bring a raincoat."}]
+
+
+def test_the_mcp_remember_tool_keeps_them_as_sent(alice, cast) -> None:
+    from accounts.models import ApiKey
+    from retrieval.mcp_server.tools import run_remember
+
+    key = ApiKey.objects.get(tenant=cast.alice_tenant)
+    stored = run_remember(key, {"session": "s1", "events": ANTHROPIC})
+    assert stored["created"] == 4
+    assert listed(alice, "s1", "anthropic").json()["results"] == ANTHROPIC
