@@ -322,14 +322,6 @@ class EventOutput(serializers.Serializer):
     created_at = serializers.DateTimeField(help_text="When it was said.")
 
 
-def FormatParam() -> serializers.ChoiceField:  # noqa: N802 - a field, named as one
-    return serializers.ChoiceField(
-        choices=list(chat.FORMATS), required=False, default=chat.NATIVE,
-        help_text="native (default): MemoryHub's event fields. openai / anthropic: each event as that chat API's "
-                  "message, exactly as it was sent when it was sent in that shape (otherwise rendered from its "
-                  "fields), with nothing added: ready to send to the model again.")
-
-
 CHAT_MESSAGE_SCHEMA = {
     "type": "object", "additionalProperties": True, "required": ["role"],
     "description": "A chat API's message (?format=openai|anthropic): role, content (string, null or a list of "
@@ -342,11 +334,6 @@ CHAT_MESSAGE_SCHEMA = {
         "tool_call_id": {"type": "string"},
     },
 }
-
-
-@extend_schema_field(CHAT_MESSAGE_SCHEMA)
-class ChatMessageField(serializers.JSONField):
-    """A chat message's schema (memoryhub.chat renders it)."""
 
 
 @extend_schema_field({"oneOf": [{"$ref": "#/components/schemas/EventOutput"}, CHAT_MESSAGE_SCHEMA]})
@@ -386,7 +373,11 @@ class EventListParams(serializers.Serializer):
                                      help_text="Events with a sequence above this one, oldest first.")
     before = serializers.IntegerField(required=False, min_value=1,
                                       help_text="Events with a sequence below this one.")
-    format = FormatParam()
+    format = serializers.ChoiceField(
+        choices=list(chat.FORMATS), required=False, default=chat.NATIVE,
+        help_text="native (default): MemoryHub's event fields. openai / anthropic: each event as that chat API's "
+                  "message, exactly as it was sent when it was sent in that shape (otherwise rendered from its "
+                  "fields, one message per event), with nothing added: ready to send to the model again.")
 
 
 class SessionListView(APIView):
