@@ -13,17 +13,19 @@ the key) restore as one history across rotated session ids, oldest session first
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from accounts.models import ApiKey
+from memoryhub import chat
 from memoryhub.models import Event, RollingSummary, Session, estimate_tokens, iso
 
 MESSAGE_OVERHEAD = 4  # tokens a message costs beyond its text (role, separators)
 BATCH = 200
 SUMMARY_HEADER = "Summary of the earlier conversation:"
 
+Render = Callable[[Event], dict[str, Any]]
 _TOOL_FIELDS = ("tool_name", "tool_args", "tool_result", "tool_calls", "tool_call_id")
 
 
@@ -90,9 +92,10 @@ def _newest_first(sessions: list[Session], floors: dict[int, int]) -> Iterator[t
             cursor = batch[-1].sequence
 
 
-def _fill(sessions: list[Session], floors: dict[int, int], budget: int,
-          tag_session: bool) -> tuple[list[dict[str, Any]], int, bool]:
-    """The newest messages that fit in `budget`, oldest first; whether every one above the floors fitted."""
+def _fill(sessions: list[Session], floors: dict[int, int], budget: int, tag_session: bool,
+          render: Render | None = None) -> tuple[list[dict[str, Any]], int, bool]:
+    """The newest messages that fit in `budget`, oldest first; whether every one above the floors fitted.
+    A message costs what its stored event does, whichever shape it is `render`ed in."""
     picked: list[dict[str, Any]] = []
     used = 0
     for session, event in _newest_first(sessions, floors):
@@ -101,7 +104,7 @@ def _fill(sessions: list[Session], floors: dict[int, int], budget: int,
         if used + cost > budget:
             picked.reverse()
             return picked, used, False
-        picked.append(message)
+        picked.append(render(event) if render else message)
         used += cost
     picked.reverse()
     return picked, used, True
@@ -117,12 +120,16 @@ def _summary_message(summaries: list[RollingSummary], by_pk: dict[int, Session])
     }
 
 
-def restore_session(session: Session, *, budget: int, chain: list[Session] | None = None) -> Restored:
-    """The history of `session` (or of its persistence `chain`) as messages within `budget` tokens."""
+def restore_session(session: Session, *, budget: int, chain: list[Session] | None = None,
+                    format: str = chat.NATIVE) -> Restored:  # noqa: A002 - the API's parameter
+    """The history of `session` (or of its persistence `chain`) as messages within `budget` tokens,
+    in a chat API's shape when `format` names one (memoryhub.chat; the summary is then a plain
+    system message)."""
     sessions = chain or [session]
-    tagged = chain is not None
+    tagged = chain is not None and format == chat.NATIVE
+    render = chat.RENDERERS.get(format)
     total = sum(s.event_count for s in sessions)
-    picked, used, complete = _fill(sessions, {}, budget, tagged)
+    picked, used, complete = _fill(sessions, {}, budget, tagged, render)
     if complete:
         return Restored(picked, used, False, 0, [], sessions)
     by_pk = {s.pk: s for s in sessions}
@@ -133,8 +140,10 @@ def restore_session(session: Session, *, budget: int, chain: list[Session] | Non
     if summaries:
         lead = _summary_message(summaries, by_pk)
         cost = estimate_tokens(lead["content"])
+        if render is not None:
+            lead = {"role": "system", "content": lead["content"]}
         if cost <= budget:
             floors = {s.session_id: s.upper_sequence for s in summaries}
-            rest, rest_used, _ = _fill(sessions, floors, budget - cost, tagged)
+            rest, rest_used, _ = _fill(sessions, floors, budget - cost, tagged, render)
             return Restored([lead, *rest], cost + rest_used, True, total - len(rest), summaries, sessions)
     return Restored(picked, used, True, total - len(picked), [], sessions)

@@ -244,6 +244,8 @@ class EventInput:
     tool_result: Any = None
     tool_calls: list[dict[str, Any]] | None = None
     tool_call_id: str = ""
+    # The chat-API message as sent, when the fields above cannot give it back (memoryhub.chat).
+    message: dict[str, Any] | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     importance: float | None = None
     created_at: datetime | None = None
@@ -358,7 +360,7 @@ def _append_locked(session: Session, items: list[EventInput]) -> AppendResult:
             tenant_id=session.tenant_id, session=session, sequence=sequence, role=item.role,
             content=item.content, tool_name=item.tool_name, tool_args=item.tool_args,
             tool_result=item.tool_result, tool_calls=item.tool_calls, tool_call_id=item.tool_call_id,
-            metadata=item.metadata,
+            message=item.message, metadata=item.metadata,
             importance=item.importance if item.importance is not None else defaults.get(item.role, 0.5),
             idempotency_key=item.idempotency_key, created_at=item.created_at or now,
         )
@@ -413,6 +415,7 @@ def _check_replay(stored: Event, item: EventInput, index: int) -> None:
             ("role", item.role, stored.role), ("content", item.content, stored.content),
             ("tool_name", item.tool_name, stored.tool_name), ("tool_args", item.tool_args, stored.tool_args),
             ("tool_result", item.tool_result, stored.tool_result), ("metadata", item.metadata, stored.metadata),
+            ("message", item.message, stored.message),
             ("sequence", item.sequence, stored.sequence), ("importance", item.importance, stored.importance),
             ("created_at", item.created_at, stored.created_at),
         )
@@ -444,8 +447,12 @@ def recent_events(session: Session, limit: int) -> list[dict[str, Any]]:
     return [e.as_dict() for e in reversed(session.events.order_by("-sequence")[:limit])]
 
 
-def events_page(session: Session, *, after: int | None, before: int | None, limit: int) -> list[Event]:
+def events_page(session: Session, *, after: int | None, before: int | None, limit: int,
+                newest: bool = False) -> list[Event]:
+    """Events oldest first: above `after`, below `before`, or (`newest`) the newest `limit`."""
     qs = session.events.all()
+    if newest:
+        return list(reversed(qs.order_by("-sequence")[:limit]))
     if after is not None:
         qs = qs.filter(sequence__gt=after)
     if before is not None:

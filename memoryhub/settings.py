@@ -249,6 +249,9 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "memoryhub.api.errors.api_exception_handler",
     "UNAUTHENTICATED_USER": None,
+    # `?format=` is the events' and restore's chat shape (openai, anthropic), not a renderer: the
+    # API answers JSON only.
+    "URL_FORMAT_OVERRIDE": None,
 }
 if DEBUG:
     REST_FRAMEWORK["DEFAULT_RENDERER_CLASSES"].append("rest_framework.renderers.BrowsableAPIRenderer")

@@ -13,7 +13,7 @@ from memoryhub.errors import Invalid
 from memoryhub.models import SummaryNode
 from memoryhub.restore import event_message
 from memoryhub.sessions import get_session, resolve_user, resolve_workspace
-from retrieval import stats
+from retrieval import stats, synthesis
 from retrieval.context import assemble_context
 from retrieval.scoping import build_search_request
 from retrieval.search import SearchError, SearchHit, run_search
@@ -23,6 +23,11 @@ def search(key: ApiKey, data: dict[str, Any]) -> dict[str, Any]:
     """POST /search/: `data` is SearchInput's validated data."""
     data = dict(data)
     expand = data.pop("expand", False)
+    synthesize = data.pop("synthesize", False)
+    if synthesize:
+        synthesis.check_configured()
+        if not data.get("query", "").strip():
+            raise Invalid("query_required", "synthesize answers a question: give it as `query`.")
     req = build_search_request(key, data)
     try:
         hits = run_search(req)
@@ -36,6 +41,8 @@ def search(key: ApiKey, data: dict[str, Any]) -> dict[str, Any]:
         out["group_by"] = req.group_by
         out["sessions"] = session_groups(hits)
     out["results"] = results
+    if synthesize:
+        out["synthesis"] = synthesis.synthesize(data["query"], results)
     return out
 
 

@@ -120,6 +120,13 @@ class SearchInput(StrictSerializer):
         required=False, default=False,
         help_text="Summary hits carry `expanded`: their child summaries and the messages they condense "
                   "(at most 20; GET /summaries/{id}/ pages the rest).")
+    synthesize = serializers.BooleanField(
+        required=False, default=False,
+        help_text="Also answer the query from the results with the configured language model (the HTTP "
+                  "summariser's, MEMORYHUB_SUMMARISER=http): `synthesis` is {answer, citations: [{index, "
+                  "chunk_id}] of results it rests on, model}. The model sees only these results. Without a model: "
+                  "400 llm_not_configured. When the model fails or times out the results still come back, and "
+                  "`synthesis` is {error: {code: llm_unavailable | llm_timeout | llm_bad_reply, message}, model}.")
     group_by = serializers.ChoiceField(
         choices=GROUPINGS, required=False, allow_null=True, default=None,
         help_text="session: which conversations are about the query. top_k then counts conversations, ranked "
@@ -162,6 +169,29 @@ class SessionGroupOutput(serializers.Serializer):
                                              "blended in hybrid search with the query words they say; comparable "
                                              "within one response only.")
     hits = serializers.IntegerField(help_text="How many of `results` are its (they follow one another).")
+
+
+class CitationOutput(serializers.Serializer):
+    index = serializers.IntegerField(help_text="The cited result's position in `results` (from 0).")
+    chunk_id = serializers.IntegerField(help_text="The cited result's chunk_id.")
+
+
+class SynthesisErrorOutput(serializers.Serializer):
+    code = serializers.ChoiceField(choices=["llm_unavailable", "llm_timeout", "llm_bad_reply"],
+                                   help_text="Why there is no answer.")
+    message = serializers.CharField(help_text="A sentence for people (the details are in the server's log).")
+
+
+class SynthesisOutput(serializers.Serializer):
+    """retrieval.synthesis.synthesize's answer: an answer with citations, or an error."""
+
+    answer = serializers.CharField(required=False, help_text="The model's answer from the results (empty when "
+                                                             "there were none: no model call).")
+    citations = CitationOutput(many=True, required=False,
+                               help_text="The results the answer rests on, as the model cited them; citations of "
+                                         "anything it was not shown are dropped.")
+    error = SynthesisErrorOutput(required=False, help_text="Instead of answer and citations: the model failed.")
+    model = serializers.CharField(help_text="The model asked (MEMORYHUB_SUMMARISER_MODEL).")
 
 
 class ExplainStepOutput(serializers.Serializer):

@@ -21,6 +21,7 @@ from retrieval.serializers import (
     SearchResultOutput,
     SessionGroupOutput,
     StatsOutput,
+    SynthesisOutput,
 )
 
 
@@ -41,6 +42,8 @@ class SearchView(APIView):
                                            help_text="Only with group_by session: the conversations, best first."),
             "results": SearchResultOutput(many=True, help_text="The matches, best first (grouped: conversation by "
                                                                "conversation, in the order of `sessions`)."),
+            "synthesis": SynthesisOutput(required=False, help_text="Only with synthesize: the model's answer from "
+                                                                   "the results, or why there is none."),
         }),
         examples=ex.SEARCH,
     )

@@ -83,6 +83,9 @@ SEMANTIC_CODES = frozenset({
     "null_characters_not_allowed",  # PostgreSQL text cannot hold U+0000 (issue 40)
     "item_too_long", "too_many_items", "duplicate_key",  # scratchpad limits, by compact JSON size
     "invalid_item",              # a scratchpad key is a non-empty string (also as an object's key)
+    # a chat message's content parts: each of a known type with its own fields, one API's shape at a time
+    "invalid_content_part", "unknown_content_part", "mixed_message_shape", "duplicate_tool_call_id",
+    "llm_not_configured",        # search synthesize: only where the operator configured a model
 })
 
 

@@ -17,7 +17,9 @@ scopes read, write and/or admin.
 
 **The two calls most agents need.** `POST /sessions/{session_id}/events/` stores messages (the session is
 created if new; give each message an `idempotency_key` to make retries safe), and `POST /context/`
-returns the Markdown block of memories to put in front of the next prompt.
+returns the Markdown block of memories to put in front of the next prompt. Messages may be sent as an
+OpenAI or Anthropic chat API returned them (content null or a list of parts, tool calls, tool results):
+`GET /sessions/{session_id}/events/?format=openai` (or `anthropic`, also on `restore/`) gives them back as sent.
 
 **Errors** always have the same shape: `{"error": {"code", "message", "details"}}`, with a stable
 machine-readable `code` (e.g. `session_not_found`, `invalid_time_range`, `insufficient_scope`).

@@ -5,15 +5,16 @@ events of an expanded summary)."""
 from __future__ import annotations
 
 from django.conf import settings
-from drf_spectacular.utils import extend_schema, inline_serializer
+from drf_spectacular.utils import extend_schema, extend_schema_field, inline_serializer
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memoryhub import restore, sessions
+from memoryhub import chat, restore, sessions
 from memoryhub.api import examples as ex
 from memoryhub.api.common import api_key, query_params
+from memoryhub.api.sessions import CHAT_MESSAGE_SCHEMA
 from memoryhub.models import Role
 
 
@@ -21,6 +22,13 @@ class RestoreParams(serializers.Serializer):
     budget = serializers.IntegerField(required=False, min_value=1, max_value=1_000_000,
                                       help_text="Token budget of the restored messages (default "
                                                 f"{settings.MEMORYHUB_RESTORE_BUDGET} on this server).")
+    format = serializers.ChoiceField(
+        choices=list(chat.FORMATS), required=False, default=chat.NATIVE,
+        help_text="native (default): each message as its stored event, as below. openai / anthropic: each message "
+                  "exactly as that chat API takes it (as it was sent when it was sent in that shape), nothing "
+                  "added; a leading summary is a plain system message. anthropic: system messages (the summary "
+                  "among them) are lifted into the answer's `system`, as the Messages API takes them.",
+    )
     persistence = serializers.BooleanField(
         required=False, default=False,
         help_text="Restore every session sharing this session's persistence_key (and user) as one history, "
@@ -58,6 +66,11 @@ class RestoredMessage(serializers.Serializer):
                                    help_text="On the summary: each session's summary it joins, oldest first.")
 
 
+@extend_schema_field({"oneOf": [{"$ref": "#/components/schemas/RestoredMessage"}, CHAT_MESSAGE_SCHEMA]})
+class RestoredOrMessage(serializers.JSONField):
+    """A restored message (native) or a chat message (?format=openai|anthropic)."""
+
+
 RestoredOutput = inline_serializer("Restored", {
     "session": serializers.CharField(help_text="The session's id."),
     "budget": serializers.IntegerField(help_text="The token budget used."),
@@ -68,10 +81,13 @@ RestoredOutput = inline_serializer("Restored", {
     "summary_epoch": serializers.IntegerField(allow_null=True, help_text="Epoch of the leading summary, if any."),
     "sessions": serializers.ListField(child=serializers.CharField(),
                                       help_text="The sessions restored, oldest first (several with persistence)."),
-    "messages": RestoredMessage(many=True, help_text=(
+    "system": serializers.CharField(required=False, allow_null=True, help_text=(
+        "Only with ?format=anthropic: the system messages' text (the summary first), joined by blank lines; "
+        "null when there are none.")),
+    "messages": serializers.ListField(child=RestoredOrMessage(), help_text=(
         "Oldest first. Each is the stored event verbatim (and names its session with persistence). A leading "
         "system message with `summaries` is the rolling summary, present only when the whole history does "
-        "not fit.")),
+        "not fit. With ?format=openai|anthropic: chat messages instead.")),
 })
 
 
@@ -91,7 +107,13 @@ class RestoreView(APIView):
         key = api_key(request)
         session = sessions.get_session(key, session_id)
         chain = restore.persistence_chain(key, session) if params["persistence"] else None
-        restored = restore.restore_session(session, budget=budget, chain=chain)
+        restored = restore.restore_session(session, budget=budget, chain=chain, format=params["format"])
+        messages = restored.messages
+        extra = {}
+        if params["format"] == chat.ANTHROPIC:
+            system = [m["content"] for m in messages if m["role"] == "system"]
+            messages = [m for m in messages if m["role"] != "system"]
+            extra["system"] = "\n\n".join(system) if system else None
         return Response({
             "session": session.external_id,
             "budget": budget,
@@ -100,5 +122,6 @@ class RestoreView(APIView):
             "omitted": restored.omitted,
             "summary_epoch": restored.summaries[-1].epoch if restored.summaries else None,
             "sessions": [s.external_id for s in restored.sessions],
-            "messages": restored.messages,
+            **extra,
+            "messages": messages,
         })

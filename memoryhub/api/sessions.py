@@ -8,6 +8,7 @@ from django.conf import settings
 from drf_spectacular.utils import (
     PolymorphicProxySerializer,
     extend_schema,
+    extend_schema_field,
     inline_serializer,
 )
 from rest_framework import serializers, status
@@ -15,7 +16,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memoryhub import sessions
+from memoryhub import chat, sessions
 from memoryhub.api import examples as ex
 from memoryhub.api.common import (
     StrictSerializer,
@@ -142,6 +143,64 @@ class SessionListParams(serializers.Serializer):
     q = serializers.CharField(required=False, help_text="Text in the id or title (case-insensitive).")
 
 
+@extend_schema_field({"oneOf": [
+    {"type": "string", "maxLength": settings.MEMORYHUB_MAX_CONTENT_CHARS},
+    {"type": "array", "maxItems": chat.MAX_PARTS,
+     "items": {"type": "object", "properties": {"type": {"type": "string"}}, "required": ["type"]}},
+], "nullable": True})
+class MessageContentField(serializers.Field):
+    """A message's content: a string, null, or a list of content parts/blocks (memoryhub.chat)."""
+
+    @property
+    def max_length(self) -> int:  # of a string content
+        return int(settings.MEMORYHUB_MAX_CONTENT_CHARS)
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, str):
+            if len(data) > self.max_length:
+                raise serializers.ValidationError(
+                    f"Ensure this field has no more than {self.max_length} characters.",
+                    code="max_length")
+            return data
+        if isinstance(data, list):
+            return data
+        raise serializers.ValidationError("Content is a string, null or a list of content parts.", code="invalid")
+
+    def to_representation(self, value: Any) -> Any:
+        return value
+
+
+def _read_chat_fields(attrs: dict[str, Any]) -> dict[str, Any]:
+    """An event's own fields from a chat-API message: null content is empty, a list of parts gives
+    its text, tool calls and tool result (memoryhub.chat.read_parts); `name` on a tool message is
+    the tool's."""
+    name = attrs.pop("name", None)
+    content = attrs["content"]
+    if content is None:
+        attrs["content"] = ""
+    elif isinstance(content, list):
+        try:
+            read = chat.read_parts(attrs["role"], content)
+        except chat.MessageError as exc:
+            raise serializers.ValidationError({"content": [serializers.ErrorDetail(str(exc), code=exc.code)]}) from None
+        if len(read.content) > settings.MEMORYHUB_MAX_CONTENT_CHARS:
+            raise serializers.ValidationError({"content": [serializers.ErrorDetail(
+                f"The message's text has more than {settings.MEMORYHUB_MAX_CONTENT_CHARS} characters.",
+                code="max_length")]})
+        if read.tool_calls and attrs["tool_calls"]:
+            raise serializers.ValidationError("Give tool calls as `tool_calls` or as tool_use blocks, not both.",
+                                              code="ambiguous_tool_call")
+        if read.tool_call_id and attrs["tool_call_id"]:
+            raise serializers.ValidationError("Give `tool_call_id` or a tool_result block, not both.",
+                                              code="ambiguous_tool_call")
+        attrs["role"], attrs["content"] = read.role, read.content
+        attrs["tool_calls"] = read.tool_calls or attrs["tool_calls"]
+        attrs["tool_call_id"] = read.tool_call_id or attrs["tool_call_id"]
+    if name and attrs["role"] == "tool" and not attrs["tool_name"]:
+        attrs["tool_name"] = name
+    return attrs
+
+
 class ToolFunctionInput(StrictSerializer):
     name = StrictCharField(max_length=200, help_text="The tool's name.")
     arguments = serializers.JSONField(required=False, allow_null=True, default=None,
@@ -175,11 +234,16 @@ class ToolCallInput(StrictSerializer):
 class EventInput(StrictSerializer):
     also_accepted = ("events",)  # the bulk form
     role = serializers.ChoiceField(choices=Role.choices, help_text="Who spoke: user, assistant, tool or system.")
-    content = StrictCharField(
-        required=False, allow_blank=True, default="", trim_whitespace=False,
-        max_length=settings.MEMORYHUB_MAX_CONTENT_CHARS,
-        help_text="The message text (may be empty for a tool call with tool_name or tool_result).",
+    content = MessageContentField(
+        required=False, allow_null=True, default="",
+        help_text="The message text (may be empty for a tool call with tool_name or tool_result); as chat APIs "
+                  "send it, also null (an assistant's tool calls) or a list of OpenAI content parts or Anthropic "
+                  "blocks (text, tool_use, tool_result, images…): their text is what is searched, and the message "
+                  "is kept whole for ?format=openai|anthropic.",
     )
+    name = StrictCharField(max_length=200, required=False, allow_blank=True,
+                           help_text="OpenAI's `name`: the participant's name (on a tool message: the tool's, "
+                                     "stored as tool_name). Kept for ?format=openai.")
     sequence = StrictIntegerField(required=False, min_value=1, max_value=2**62,
                                   help_text="The position to store it at (default: next). One not above the "
                                             "session's last sequence is a 409 sequence_conflict.")
@@ -208,6 +272,7 @@ class EventInput(StrictSerializer):
                                                 "other content is a 409 idempotency_mismatch.")
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        attrs = _read_chat_fields(attrs)
         if (not attrs["content"].strip() and not attrs["tool_name"] and attrs["tool_result"] is None
                 and not attrs["tool_calls"] and not attrs["tool_call_id"]):
             raise serializers.ValidationError(
@@ -260,6 +325,25 @@ class EventOutput(serializers.Serializer):
                                    "null: not yet.")
 
 
+CHAT_MESSAGE_SCHEMA = {
+    "type": "object", "additionalProperties": True, "required": ["role"],
+    "description": "A chat API's message (?format=openai|anthropic): role, content (string, null or a list of "
+                   "parts/blocks), and for OpenAI tool_calls, tool_call_id, name.",
+    "properties": {
+        "role": {"type": "string"},
+        "content": {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "object"}}], "nullable": True},
+        "name": {"type": "string"},
+        "tool_calls": {"type": "array", "items": {"type": "object"}},
+        "tool_call_id": {"type": "string"},
+    },
+}
+
+
+@extend_schema_field({"oneOf": [{"$ref": "#/components/schemas/EventOutput"}, CHAT_MESSAGE_SCHEMA]})
+class EventOrMessage(serializers.JSONField):
+    """An event (native) or a chat message (?format=openai|anthropic)."""
+
+
 class AppendedOutput(serializers.Serializer):
     """POST …/events/: a bulk append answers session, created, events; a single one also carries
     its event's own fields at the top level."""
@@ -294,6 +378,11 @@ class EventListParams(serializers.Serializer):
                                      help_text="Events with a sequence above this one, oldest first.")
     before = serializers.IntegerField(required=False, min_value=1,
                                       help_text="Events with a sequence below this one.")
+    format = serializers.ChoiceField(
+        choices=list(chat.FORMATS), required=False, default=chat.NATIVE,
+        help_text="native (default): MemoryHub's event fields. openai / anthropic: each event as that chat API's "
+                  "message, exactly as it was sent when it was sent in that shape (otherwise rendered from its "
+                  "fields, one message per event), with nothing added: ready to send to the model again.")
 
 
 class SessionListView(APIView):
@@ -369,7 +458,9 @@ class EventListView(APIView):
             "count": serializers.IntegerField(help_text="Events in the session."),
             "last_sequence": serializers.IntegerField(help_text="The newest event's sequence."),
             "next": serializers.URLField(allow_null=True, help_text="The next page's URL (null: no more)."),
-            "results": EventOutput(many=True, help_text="The events, oldest first."),
+            "results": serializers.ListField(
+                child=EventOrMessage(), help_text="The events, oldest first (with ?format=openai|anthropic: "
+                                                  "as that chat API's messages)."),
         }),
         examples=ex.EVENT_LIST,
     )
@@ -377,13 +468,18 @@ class EventListView(APIView):
         params = query_params(request, EventListParams)
         session = sessions.get_session(api_key(request), session_id)
         after, before, limit = params.get("after"), params.get("before"), params.get("limit")
+        render = chat.RENDERERS.get(params["format"])
         next_url = None
         if limit is not None and after is None and before is None:
-            results = sessions.recent_events(session, limit)
+            if render is None:
+                results = sessions.recent_events(session, limit)
+            else:
+                results = [render(e) for e in sessions.events_page(session, after=None, before=None, limit=limit,
+                                                                    newest=True)]
         else:
             page_size = limit or 100
             events = sessions.events_page(session, after=after, before=before, limit=page_size)
-            results = [e.as_dict() for e in events]
+            results = [render(e) if render else e.as_dict() for e in events]
             if len(events) == page_size and events[-1].sequence < session.last_sequence and before is None:
                 next_url = page_url(request, after=events[-1].sequence, limit=page_size)
         body = {
@@ -421,7 +517,8 @@ class EventListView(APIView):
         sent = request.data["events"] if bulk else [{k: v for k, v in request.data.items() if k != "user_id"}]
         result = sessions.append_events(
             key=api_key(request), session_id=session_id, user_id=user_id or None,
-            items=[sessions.EventInput(**dict(item), given=frozenset(raw)) for item, raw in zip(items, sent, strict=True)],
+            items=[sessions.EventInput(**dict(item), message=chat.kept_message(raw), given=frozenset([*raw, "message"]))
+                   for item, raw in zip(items, sent, strict=True)],
         )
         body = appended(result)
         if not bulk:

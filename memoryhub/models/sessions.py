@@ -164,6 +164,9 @@ class Event(models.Model):
     tool_calls = models.JSONField(null=True, blank=True)
     # A tool result names the call it answers.
     tool_call_id = models.CharField(max_length=200, blank=True, default="")
+    # The chat-API message as sent, when these fields cannot give it back exactly (content null or
+    # a list of parts, a name, tool calls in the `function` form): memoryhub.chat.
+    message = models.JSONField(null=True, blank=True)
     metadata = models.JSONField(default=dict, blank=True)
     importance = models.FloatField(validators=[MinValueValidator(0.0), MaxValueValidator(1.0)])
     idempotency_key = models.CharField(max_length=200, null=True, blank=True)

@@ -93,7 +93,7 @@ class Exporter:
             events[e.session_id].append({
                 "sequence": e.sequence, "role": e.role, "content": e.content, "tool_name": e.tool_name,
                 "tool_args": e.tool_args, "tool_result": e.tool_result, "tool_calls": e.tool_calls,
-                "tool_call_id": e.tool_call_id, "metadata": e.metadata,
+                "tool_call_id": e.tool_call_id, "message": e.message, "metadata": e.metadata,
                 "importance": e.importance, "idempotency_key": e.idempotency_key, "created_at": iso(e.created_at),
             })
         summaries = {r.session_id: r for r in RollingSummary.objects.filter(session_id__in=self.session_ids)}

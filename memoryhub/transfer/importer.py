@@ -246,6 +246,8 @@ class Importer:
             # Files written before events had several tool calls lack these two.
             tool_calls=get_field(row, "tool_calls", list, path, required=False, nullable=True),
             tool_call_id=get_field(row, "tool_call_id", str, path, required=False, default=""),
+            # The chat message as sent (memoryhub.chat); older files lack it.
+            message=get_field(row, "message", dict, path, required=False, nullable=True),
             metadata=get_field(row, "metadata", dict, path), importance=float(importance),
             idempotency_key=get_field(row, "idempotency_key", str, path, nullable=True),
             created_at=get_time(row, "created_at", path),

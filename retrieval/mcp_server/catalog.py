@@ -73,7 +73,9 @@ def build() -> list[tools.ToolSpec]:
             "Narrow with scope/session/user_id and the filters; mode 'hybrid' (default) suits most "
             "questions, 'text' matches exact words (a misspelt word also matches the closest stored ones), "
             "'fuzzy' also widens correctly spelt words to similar ones, 'vector' matches meaning only, "
-            "'exact' a substring and 'regex' a regular expression (e.g. INV-\\d{4}; newest matches first).",
+            "'exact' a substring and 'regex' a regular expression (e.g. INV-\\d{4}; newest matches first). "
+            "synthesize: true also answers the query from the results with the server's language model "
+            "(`synthesis`: answer and the results it cites), where one is configured.",
             object_schema(SearchInput, tools.SEARCH_ARGS, required=("query",)),
             tools.run_search, "read",
         ),

@@ -14,6 +14,7 @@ from rest_framework import serializers
 from rest_framework.fields import empty
 
 from memoryhub.api.fields import MetadataField, TagsField
+from memoryhub.api.sessions import MessageContentField
 from retrieval.serializers import TopKField
 
 
@@ -35,6 +36,9 @@ def _type_schema(field: serializers.Field) -> dict[str, Any]:
         return {"type": "array", "items": {"type": "string"}}
     if isinstance(field, MetadataField):
         return {"type": "object"}
+    if isinstance(field, MessageContentField):  # as chat APIs send it (memoryhub.chat)
+        return {"anyOf": [{"type": "string", "maxLength": field.max_length},
+                          {"type": "array", "items": {"type": "object"}}, {"type": "null"}]}
     if isinstance(field, serializers.ChoiceField):
         return {"type": "string", "enum": list(field.choices)}
     if isinstance(field, serializers.ListField):

@@ -148,9 +148,16 @@ def search_text(body: dict[str, Any]) -> str:
     user), kind, the text, score; a summary's id for summary_expand, a fact's for memory_fact. The
     whole REST body stays in structuredContent for a client that wants ids, metadata and scores."""
     results = body.get("results") or []
-    if not results:
-        return "No stored memory matches this."
+    synthesis = body.get("synthesis")
     lines = []
+    if synthesis is not None:  # synthesize: the answer first, citing results by their rank below
+        if "error" in synthesis:
+            lines.append(f"No synthesised answer: {synthesis['error']['message']}")
+        elif synthesis["answer"]:
+            cited = ", ".join(f"[{c['index'] + 1}]" for c in synthesis["citations"])
+            lines.append(f"Answer: {synthesis['answer']}" + (f" (from {cited})" if cited else ""))
+    if not results:
+        return "\n".join([*lines, "No stored memory matches this."])
     for rank, r in enumerate(results, start=1):
         who = " · ".join(w for w in (r.get("role") or r.get("kind"), r.get("user_id")) if w)
         ref = _follow_up(r)

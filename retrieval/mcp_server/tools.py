@@ -15,7 +15,7 @@ from django.db import transaction
 from rest_framework import serializers
 
 from accounts.models import ApiKey
-from memoryhub import facts, notes, scratchpad, sessions
+from memoryhub import chat, facts, notes, scratchpad, sessions
 from memoryhub.api.common import (
     LimitOffset,
     StrictSerializer,
@@ -67,7 +67,7 @@ def _split(arguments: dict[str, Any], *names: str) -> tuple[list[Any], dict[str,
 
 SEARCH_ARGS = ["query", "mode", "scope", "session", "user_id", "channel", "workspace", "tags", "kinds",
                "roles", "agent", "since", "until", "as_of", "top_k", "case_sensitive", "explain", "group_by",
-               "hits_per_session"]
+               "hits_per_session", "synthesize"]
 
 
 def run_search(key: ApiKey, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -109,15 +109,17 @@ EVENT_ARGS = ["role", "content", "tool_name", "tool_args", "tool_result", "metad
 
 def run_remember(key: ApiKey, arguments: dict[str, Any]) -> dict[str, Any]:
     (session_id, events), placement = _split(arguments, "session", "events")
+    sent = events
     events = parse_input(BulkEventInput, {"events": events})["events"]
     with transaction.atomic():
         if placement:  # the session is got or created with these fields first, as the Python client does
             data = parse_input(SessionCreateInput, {"id": session_id, "get_or_create": True, **placement})
             data.pop("get_or_create")
             sessions.create_session(key=key, data=sessions.SessionInput(**data), get_or_create=True)
-        result = sessions.append_events(
-            key=key, session_id=_session_id(session_id), items=[sessions.EventInput(**dict(e)) for e in events],
-            user_id=placement.get("user_id") or None)
+        items = [sessions.EventInput(**dict(e), message=chat.kept_message(raw))
+                 for e, raw in zip(events, sent, strict=True)]
+        result = sessions.append_events(key=key, session_id=_session_id(session_id), items=items,
+                                        user_id=placement.get("user_id") or None)
     return appended(result)
 
 

@@ -222,3 +222,28 @@ def test_an_unknown_argument_names_the_one_meant(http_mcp: Mcp, alice: dict[str,
     wrong = http_mcp.call(alice["key"], "memory_remember", {"session": "chat", "messages": [{"role": "user",
                                                                                             "content": "hi"}]})
     assert wrong.code == "unknown_field" and "Did you mean 'events'?" in wrong.text
+
+
+def test_search_synthesize_is_routed_as_rest_routes_it(http_mcp: Mcp, alice: dict[str, Any]) -> None:
+    """The servers here have no model: the tool refuses synthesize with REST's code (the answer
+    itself is tested against a fake model in tests/retrieval/test_search_synthesis.py)."""
+    http_mcp.call(alice["key"], "memory_remember", {"session": "chat", "events": [
+        {"role": "user", "content": "The wifi password at the cabin is moose-42."}]})
+    args = {"query": "cabin wifi password", "scope": "account", "mode": "text", "synthesize": True}
+    found = http_mcp.call(alice["key"], "memory_search", args)
+    rest = alice["rest"].post("/api/v1/search/", args, format="json")
+    assert rest.status_code == 400 and found.data == rest.json()
+    assert found.data["error"]["code"] == "llm_not_configured"
+
+
+def test_search_text_leads_with_the_synthesised_answer() -> None:
+    from retrieval.mcp_server.server import search_text
+
+    result = {"text": "The wifi password is moose-42.", "role": "user", "created_at": "2026-05-01T10:00:00Z",
+              "score": 0.9, "kind": "event", "metadata": {}}
+    answered = {"results": [result], "synthesis": {"answer": "It is moose-42.", "citations": [
+        {"index": 0, "chunk_id": 5}], "model": "m"}}
+    assert search_text(answered).splitlines() == [
+        "Answer: It is moose-42. (from [1])", "1. [2026-05-01 user] The wifi password is moose-42. (0.90)"]
+    failed = {"results": [], "synthesis": {"error": {"code": "llm_timeout", "message": "Too slow."}, "model": "m"}}
+    assert search_text(failed).splitlines() == ["No synthesised answer: Too slow.", "No stored memory matches this."]

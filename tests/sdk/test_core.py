@@ -103,18 +103,23 @@ def test_appends_carry_one_idempotency_key_per_event_unless_given() -> None:
 
 def test_messages_from_chat_apis_become_events() -> None:
     assert message_event("plain text")["role"] == "user"
-    tool_call = message_event({
-        "role": "assistant", "content": None,
-        "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}],
-    })
-    assert tool_call["tool_name"] == "get_weather" and tool_call["tool_args"][0]["id"] == "c1"
-    assert "content" not in tool_call
+    calls = [{"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}]
+    tool_call = message_event({"role": "assistant", "content": None, "tool_calls": calls})
+    # The service takes it as sent (and gives it back equal): nothing is converted.
+    assert tool_call["tool_calls"] == calls and tool_call["content"] is None and "tool_name" not in tool_call
+    anthropic = [{"type": "text", "text": "Checking."}, {"type": "tool_use", "id": "t1", "name": "n", "input": {}}]
+    assert message_event({"role": "assistant", "content": anthropic})["content"] == anthropic
+    # A tool call of another form is converted as before.
+    legacy = message_event({"role": "assistant", "tool_calls": [{"id": "c1", "function": {"name": "get_weather"},
+                                                                 "index": 0}]})
+    assert legacy["tool_name"] == "get_weather" and legacy["tool_args"][0]["id"] == "c1"
     parts = message_event({"role": "developer", "content": [{"type": "text", "text": "Be"},
                                                            {"type": "image_url", "image_url": {}},
                                                            {"type": "text", "text": "brief."}]})
     assert (parts["role"], parts["content"]) == ("system", "Be\nbrief.")
-    tool = message_event({"role": "tool", "content": "21C", "tool_call_id": "c1", "metadata": {"x": 1}})
-    assert tool["metadata"] == {"tool_call_id": "c1", "x": 1}
+    tool = message_event({"role": "tool", "content": "21C", "tool_call_id": "c1", "metadata": {"x": 1},
+                          "refusal": None, "annotations": []})
+    assert tool["tool_call_id"] == "c1" and tool["metadata"] == {"annotations": [], "x": 1}
 
 
 def test_recall_sends_user_id_only_when_given() -> None:

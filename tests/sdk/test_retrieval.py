@@ -41,8 +41,13 @@ def test_remember_without_user_creates_lazily_and_batches(hub: Any, keys: dict[s
                 for i in range(5)]
     stored = alice.remember("lazy", messages)
     assert stored["created"] == 5 and [e["sequence"] for e in stored["events"]] == [1, 2, 3, 4, 5]
-    # Keys the service does not know travel in metadata instead of being refused.
-    assert stored["events"][0]["metadata"] == {"name": "alice"}
+    # A chat message is stored as sent (its `name` too); keys the service does not know travel in
+    # metadata instead of being refused.
+    assert stored["events"][0]["metadata"] == {}
+    assert alice.list_events("lazy", limit=1, format="openai")[0] == {
+        "role": "user", "content": "fact number 4", "name": "alice"}
+    odd = alice.remember("lazy", [{"role": "user", "content": "hi", "mood": "fine"}])
+    assert odd["events"][0]["metadata"] == {"mood": "fine"}
     assert alice.get_session("lazy")["user_id"] == ""
     assert alice.remember("lazy", []) == {"session": "lazy", "created": 0, "events": []}
 
@@ -95,3 +100,25 @@ def test_search_and_context_read_relative_dates_against_as_of(hub: Any, keys: di
     with pytest.raises(BadRequestError) as bad:
         alice.search("hiking", as_of="last week")
     assert bad.value.code == "validation_error"
+
+
+def test_search_synthesize(hub: Any, keys: dict[str, str], settings: Any) -> None:
+    import json
+
+    from tests.memoryhub.test_summarisers import completion, fake_llm
+
+    alice = hub(keys["alice"])
+    alice.remember("trip", CHAT)
+    with pytest.raises(BadRequestError) as refused:
+        alice.search("Where does the traveller fly?", synthesize=True)
+    assert refused.value.code == "llm_not_configured"
+    reply = {"answer": "To Osaka, in May.", "citations": [1, 5]}
+    with fake_llm(lambda body: (200, completion(json.dumps(reply)))) as fake:
+        settings.MEMORYHUB_OUTBOUND_ALLOWED_NETWORKS = ("127.0.0.1/32",)
+        settings.MEMORYHUB_SUMMARISER, settings.MEMORYHUB_SUMMARISER_URL = "http", fake.url
+        settings.MEMORYHUB_SUMMARISER_MODEL = "fake-7b"
+        found = alice.search("Osaka", mode="text", synthesize=True)
+    synthesis = found["synthesis"]
+    assert synthesis["answer"] == "To Osaka, in May." and synthesis["model"] == "fake-7b"
+    assert synthesis["citations"] == [{"index": 0, "chunk_id": found["results"][0]["chunk_id"]}]
+    assert "synthesis" not in alice.search("Osaka", mode="text")

@@ -72,6 +72,31 @@ def test_events_append_list_iterate_restore(hub: Any, keys: dict[str, str]) -> N
     assert "Misha" in " ".join(str(m.get("content")) for m in restored["messages"])
 
 
+def test_chat_messages_come_back_in_their_format(hub: Any, keys: dict[str, str]) -> None:
+    alice = hub(keys["alice"])
+    openai = [
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "weather", "arguments": '{"city": "Lyon"}'}}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "21°C"},
+    ]
+    anthropic = [{"role": "assistant", "content": [
+        {"type": "text", "text": "Checking."}, {"type": "tool_use", "id": "t1", "name": "weather", "input": {}}]}]
+    alice.append_events("s1", openai)
+    alice.append_event("s2", "assistant", anthropic[0]["content"])
+    assert list(alice.list_events("s1", format="openai")) == openai
+    assert list(alice.iter_events("s1", after=0, limit=1, format="openai")) == openai
+    assert alice.restore("s1", format="openai")["messages"] == openai
+    restored = alice.restore("s2", format="anthropic")
+    assert restored["messages"] == anthropic and restored["system"] is None
+    assert list(alice.list_events("s2"))[0]["content"] == "Checking."  # native by default
+    alice.remember("s3", [*openai, *anthropic])  # the agent-facing call keeps them as sent too
+    assert alice.restore("s3", format="openai")["messages"][:2] == openai
+    assert alice.restore("s3", format="anthropic")["messages"][2:] == anthropic
+    bob = hub(keys["bob"])
+    with pytest.raises(NotFoundError):
+        bob.list_events("s1", format="openai")
+
+
 def test_scratchpad_and_rolling_summary(hub: Any, keys: dict[str, str]) -> None:
     alice = hub(keys["alice"])
     alice.append_event("s1", "user", "Plan the trip.")

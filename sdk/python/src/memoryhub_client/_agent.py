@@ -18,6 +18,13 @@ EVENT_FIELDS = frozenset({
 # Roles other chat APIs use, mapped onto the service's four (user, assistant, tool, system).
 ROLE_ALIASES = {"developer": "system", "function": "tool", "human": "user", "ai": "assistant"}
 TEXT_PART_TYPES = frozenset({"text", "input_text", "output_text"})
+# What the service reads of a chat message as sent (OpenAI or Anthropic shape): such a message is
+# stored whole and comes back equal from list_events/restore(format="openai"|"anthropic").
+CHAT_FIELDS = frozenset({"tool_calls", "tool_call_id", "name"})
+CHAT_ROLES = frozenset({"user", "assistant", "tool", "system"})
+PART_TYPES = frozenset({"text", "refusal", "image_url", "input_audio", "file", "image", "document", "tool_use",
+                        "tool_result", "thinking", "redacted_thinking"})
+CALL_KEYS = frozenset({"id", "type", "function", "name", "arguments"})
 
 
 @dataclass(frozen=True)
@@ -29,11 +36,22 @@ class ClientState:
 
 
 def message_event(message: Mapping[str, Any] | str) -> dict[str, Any]:
-    """A chat message (an OpenAI-style dict, or a plain string meaning a user message) as an
-    event with an idempotency key. Keys the service does not know go into `metadata`, so that a
-    message from another API is stored whole instead of refused."""
+    """A chat message (an OpenAI- or Anthropic-style dict, or a plain string meaning a user
+    message) as an event with an idempotency key. A message of the service's roles, content parts
+    and tool-call form is sent as it is (stored whole: list_events(format=…) gives it back equal);
+    another (a "developer" role, Responses-API parts) is converted. Keys the service does not know
+    go into `metadata`, so that a message from another API is stored instead of refused."""
     if isinstance(message, str):
         return keyed({"role": "user", "content": message})
+    if _as_sent(message):
+        event = {"role": "user"} | {k: v for k, v in message.items()
+                                    if (k in EVENT_FIELDS or k in CHAT_FIELDS) and v is not None}
+        if "content" in message and message["content"] is None:
+            event["content"] = None
+        extra = {k: v for k, v in message.items() if k not in EVENT_FIELDS | CHAT_FIELDS and v is not None}
+        if extra:
+            event["metadata"] = {**extra, **event.get("metadata", {})}
+        return keyed(event)
     event = {k: v for k, v in message.items() if k in EVENT_FIELDS and v is not None}
     extra = {k: v for k, v in message.items() if k not in EVENT_FIELDS and v is not None}
     role = str(event.get("role", "user"))
@@ -49,6 +67,20 @@ def message_event(message: Mapping[str, Any] | str) -> dict[str, Any]:
     if extra:
         event["metadata"] = {**extra, **event.get("metadata", {})}
     return keyed(event)
+
+
+def _as_sent(message: Mapping[str, Any]) -> bool:
+    """Whether the service takes the message as it is: one of its roles, content parts it knows,
+    tool calls of the chat form. Anything else is converted (the older, lossy way) rather than refused."""
+    content = message.get("content")
+    calls = message.get("tool_calls")
+    return (message.get("role", "user") in CHAT_ROLES
+            and (content is None or isinstance(content, str) or (isinstance(content, list) and all(
+                isinstance(p, dict) and p.get("type") in PART_TYPES for p in content)))
+            and (calls is None or (isinstance(calls, list) and all(
+                isinstance(c, dict) and set(c) <= CALL_KEYS
+                and (not isinstance(c.get("function"), dict) or set(c["function"]) <= {"name", "arguments"})
+                for c in calls))))
 
 
 def _content_text(content: Any) -> str:

@@ -37,6 +37,7 @@ def search(
     profile: Literal["default", "memory"] | None = None,
     group_by: Literal["session"] | None = None,
     hits_per_session: int | None = None,
+    synthesize: bool | None = None,
 ) -> Call[SearchResponse]:
     """Search memory (POST /search/): events, notes, facts, summaries and documents, ranked.
 
@@ -44,13 +45,17 @@ def search(
     "three months ago" in the query are read against it (servers that predate it refuse the field).
     `group_by="session"`: which conversations are about the query; `top_k` then counts
     conversations, listed best first in `sessions`, and `results` holds each one's best
-    `hits_per_session` matches (default 3), conversation by conversation."""
+    `hits_per_session` matches (default 3), conversation by conversation.
+    `synthesize=True`: the response's `synthesis` is the server's language model's answer from the
+    results, {answer, citations: [{index, chunk_id}], model}, or {error: {code, message}, model}
+    when the model failed (the results still come back); a server without a model refuses it
+    (BadRequestError llm_not_configured)."""
     return Call("POST", "search/", as_is, json=body(
         query=query, query_embedding=query_embedding, session=session, channel=channel,
         workspace=workspace, scope=scope, tags=tags, roles=roles, kinds=kinds, agent=agent,
         user_id=user_id, since=since, until=until, as_of=as_of, top_k=top_k, mode=mode, fusion=fusion,
         vector_weight=vector_weight, text_weight=text_weight, profile=profile, group_by=group_by,
-        hits_per_session=hits_per_session,
+        hits_per_session=hits_per_session, synthesize=synthesize,
     ), idempotent=True)
 
 

@@ -28,6 +28,9 @@ from memoryhub_client.types import (
 )
 
 SessionStatus = Literal["active", "idle", "archived"]
+# How events and restored messages come back: MemoryHub's own fields, or a chat API's messages
+# (exactly as they were sent in that shape).
+MessageFormat = Literal["native", "openai", "anthropic"]
 
 # --- sessions ------------------------------------------------------------------------------------
 
@@ -116,7 +119,7 @@ def new_idempotency_key() -> str:
 def append_event(
     session_id: str,
     role: Role,
-    content: str = "",
+    content: str | Sequence[Mapping[str, Any]] | None = "",
     *,
     sequence: int | None = None,
     tool_name: str | None = None,
@@ -132,20 +135,27 @@ def append_event(
     """Append one event (POST /sessions/{id}/events/); an unknown session is created.
 
     `tool_calls` carries several calls [{id, name, arguments}] (a chat API's message as it is);
-    `tool_call_id` names the call a tool result answers. An idempotency key is generated unless
-    given, so a retried append is stored once."""
+    `tool_call_id` names the call a tool result answers. `content` may also be null or a list of
+    OpenAI content parts / Anthropic blocks, as chat APIs send it. An idempotency key is generated
+    unless given, so a retried append is stored once."""
     event = body(
-        role=role, content=content, sequence=sequence, tool_name=tool_name, tool_args=tool_args,
+        role=role, content=[dict(p) for p in content] if isinstance(content, Sequence) and not isinstance(
+            content, str) else content, sequence=sequence, tool_name=tool_name, tool_args=tool_args,
         tool_result=tool_result, tool_calls=[dict(c) for c in tool_calls] if tool_calls is not None else None,
         tool_call_id=tool_call_id, metadata=metadata, importance=importance, created_at=created_at,
         idempotency_key=idempotency_key or new_idempotency_key(),
     )
+    if content is None:  # sent as null, as a chat API's assistant message with tool calls has it
+        event["content"] = None
     return Call("POST", path("sessions", session_id, "events"), as_is, json=event, idempotent=True)
 
 
 def keyed(event: Mapping[str, Any]) -> dict[str, Any]:
-    """The event as a JSON object with an idempotency key (its own, or a new one)."""
+    """The event as a JSON object with an idempotency key (its own, or a new one). A null content
+    is kept: a chat API's assistant message with tool calls has one, and comes back as sent."""
     out = body(**event)
+    if "content" in event and event["content"] is None:
+        out["content"] = None
     out.setdefault("idempotency_key", new_idempotency_key())
     return out
 
@@ -166,26 +176,33 @@ def list_events(
     limit: int | None = None,
     after: int | None = None,
     before: int | None = None,
+    format: MessageFormat | None = None,  # noqa: A002 - the API's parameter
 ) -> Call[Page[Event]]:
     """Events in sequence order (GET /sessions/{id}/events/). `limit` alone: the newest N (one
-    page); with `after`, pages follow by sequence. `page.raw["last_sequence"]` is the session's."""
+    page); with `after`, pages follow by sequence. `page.raw["last_sequence"]` is the session's.
+    `format="openai"`/`"anthropic"`: each result is that chat API's message (as it was sent when
+    it was sent in that shape), ready to send to the model again."""
     return Call("GET", path("sessions", session_id, "events"), page_of,
-                params=query(limit=limit, after=after, before=before), idempotent=True)
+                params=query(limit=limit, after=after, before=before, format=format), idempotent=True)
 
 
 def event_pages(
-    session_id: str, *, after: int = 0, before: int | None = None, limit: int | None = None
+    session_id: str, *, after: int = 0, before: int | None = None, limit: int | None = None,
+    format: MessageFormat | None = None,  # noqa: A002 - the API's parameter
 ) -> Call[Page[Event]]:
     """Every event after sequence `after`, oldest first, `limit` per request (page size)."""
-    return list_events(session_id, after=after, before=before, limit=limit)
+    return list_events(session_id, after=after, before=before, limit=limit, format=format)
 
 
-def restore(session_id: str, *, budget: int | None = None, persistence: bool = False) -> Call[Restored]:
+def restore(session_id: str, *, budget: int | None = None, persistence: bool = False,
+            format: MessageFormat | None = None) -> Call[Restored]:  # noqa: A002 - the API's parameter
     """The stored messages that fit in `budget` tokens, oldest first (the whole history when it
     fits, else the rolling summary first); `persistence` restores every session sharing this
-    one's persistence key as one history."""
+    one's persistence key as one history. `format="openai"`/`"anthropic"`: the messages in that
+    chat API's shape (anthropic: system text in `system`)."""
     return Call("GET", path("sessions", session_id, "restore"), as_is,
-                params=query(budget=budget, persistence="true" if persistence else None), idempotent=True)
+                params=query(budget=budget, persistence="true" if persistence else None, format=format),
+                idempotent=True)
 
 
 # --- scratchpad ----------------------------------------------------------------------------------

@@ -118,9 +118,7 @@ class AppendResult(TypedDict):
     events: list[Event]
 
 
-class Restored(TypedDict):
-    """The stored messages verbatim, oldest first; a leading system message with `summaries` only
-    when the whole history did not fit in the budget."""
+class _Restored(TypedDict):
 
     session: str
     budget: int
@@ -130,6 +128,14 @@ class Restored(TypedDict):
     summary_epoch: int | None
     sessions: list[str]
     messages: list[dict[str, Any]]
+
+
+class Restored(_Restored, total=False):
+    """The stored messages verbatim, oldest first; a leading system message with `summaries` only
+    when the whole history did not fit in the budget. With format="openai"/"anthropic" the messages
+    are that chat API's; `system` (anthropic only) holds the system messages' text."""
+
+    system: str | None
 
 
 class ScratchpadItem(TypedDict):
@@ -227,9 +233,29 @@ class SessionGroup(TypedDict):
     hits: int
 
 
+class Citation(TypedDict):
+    index: int  # the cited result's position in `results`
+    chunk_id: int
+
+
+class SynthesisError(TypedDict):
+    code: Literal["llm_unavailable", "llm_timeout", "llm_bad_reply"]
+    message: str
+
+
+class Synthesis(TypedDict, total=False):
+    """search(synthesize=True): an answer with citations, or an error (the results still came back)."""
+
+    answer: str
+    citations: list[Citation]
+    error: SynthesisError
+    model: str
+
+
 class _Grouped(TypedDict, total=False):
     group_by: Literal["session"]  # only when the request grouped
     sessions: list[SessionGroup]  # only when the request grouped: the conversations, best first
+    synthesis: Synthesis  # only with synthesize=True
 
 
 class SearchResponse(_Grouped):
