@@ -211,7 +211,7 @@ EVENT_APPEND = [*example(
                           'metadata': {},
                           'importance': 0.5,
                           'idempotency_key': 'msg-0004',
-                          'created_at': '2026-11-28T02:16:24.266492Z',
+                          'created_at': '2026-11-28T02:44:31.974196Z',
                           'consolidated_at': None},
                          {'id': 106,
                           'sequence': 4,
@@ -225,7 +225,8 @@ EVENT_APPEND = [*example(
                           'metadata': {},
                           'importance': 0.5,
                           'idempotency_key': 'msg-0005',
-                          'created_at': '2026-11-23T21:25:08.483915Z'}]},
+                          'created_at': '2026-11-28T02:44:31.974196Z',
+                          'consolidated_at': None}]},
 ), *example(
     'Append chat-API messages as sent',
     'OpenAI- or Anthropic-shaped messages as the model returned them (content null, tool_calls, content '
@@ -237,7 +238,7 @@ EVENT_APPEND = [*example(
                         {'role': 'tool', 'tool_call_id': 'call_7', 'content': 'Hotel Tejo, Casa do Rio'}]},
     response={'session': 'chat-42',
               'created': 2,
-              'events': [{'id': 12,
+              'events': [{'id': 109,
                           'sequence': 3,
                           'role': 'assistant',
                           'content': '',
@@ -249,8 +250,9 @@ EVENT_APPEND = [*example(
                           'metadata': {},
                           'importance': 0.5,
                           'idempotency_key': None,
-                          'created_at': '2026-11-28T02:09:38.687678Z'},
-                         {'id': 13,
+                          'created_at': '2026-11-28T02:44:32.844294Z',
+                          'consolidated_at': None},
+                         {'id': 110,
                           'sequence': 4,
                           'role': 'tool',
                           'content': 'Hotel Tejo, Casa do Rio',
@@ -262,7 +264,8 @@ EVENT_APPEND = [*example(
                           'metadata': {},
                           'importance': 0.3,
                           'idempotency_key': None,
-                          'created_at': '2026-11-28T02:09:38.687678Z'}]},
+                          'created_at': '2026-11-28T02:44:32.844294Z',
+                          'consolidated_at': None}]},
 )]
 
 RESTORE = [*example(
