@@ -122,8 +122,8 @@ class SearchInput(StrictSerializer):
                   "(at most 20; GET /summaries/{id}/ pages the rest).")
     synthesize = serializers.BooleanField(
         required=False, default=False,
-        help_text="Also answer the query from the results with the configured language model (the HTTP "
-                  "summariser's, MEMORYHUB_SUMMARISER=http): `synthesis` is {answer, citations: [{index, "
+        help_text="Also answer the query from the results with the configured language model (the one the "
+                  "server's operator set up for summaries): `synthesis` is {answer, citations: [{index, "
                   "chunk_id}] of results it rests on, model}. The model sees only these results. Without a model: "
                   "400 llm_not_configured. When the model fails or times out the results still come back, and "
                   "`synthesis` is {error: {code: llm_unavailable | llm_timeout | llm_bad_reply, message}, model}.")
@@ -183,7 +183,7 @@ class SynthesisErrorOutput(serializers.Serializer):
 
 
 class SynthesisOutput(serializers.Serializer):
-    """retrieval.synthesis.synthesize's answer: an answer with citations, or an error."""
+    # retrieval.synthesis.synthesize's answer: an answer with citations, or an error.
 
     answer = serializers.CharField(required=False, help_text="The model's answer from the results (empty when "
                                                              "there were none: no model call).")
@@ -191,7 +191,7 @@ class SynthesisOutput(serializers.Serializer):
                                help_text="The results the answer rests on, as the model cited them; citations of "
                                          "anything it was not shown are dropped.")
     error = SynthesisErrorOutput(required=False, help_text="Instead of answer and citations: the model failed.")
-    model = serializers.CharField(help_text="The model asked (MEMORYHUB_SUMMARISER_MODEL).")
+    model = serializers.CharField(help_text="The language model that was asked.")
 
 
 class ExplainStepOutput(serializers.Serializer):

@@ -50,6 +50,11 @@ SCHEMA_DESCRIPTIONS = {
     "ChunkStats": "How much of your content is searchable: stored pieces, how many are embedded, and by kind.",
     "DeletedWorkspace": "What deleting a workspace removed (or, with dry_run, would remove): rows per kind of "
                         "record, and whether it was a dry run.",
+    "CitationOutput": "A result a synthesised answer rests on: its position in the results and its chunk id.",
+    "SynthesisErrorOutput": "Why a synthesised answer is missing: the language model failed, timed out or "
+                            "answered something unreadable.",
+    "SynthesisOutput": "The language model's answer to the query from the caller's own results, with the results "
+                       "it cites, or why there is none.",
     "CompactionStats": "How far summarising is behind: sessions and messages not yet summarised.",
     "Consolidation": "What consolidation did (or, with dry_run, would do): counts per action and the memories "
                      "it deleted.",
