@@ -268,7 +268,7 @@ class ConsolidationReportAdmin(admin.ModelAdmin):
     @admin.display(description="reviews")
     def reviews(self, obj: ConsolidationReport) -> str:
         rows = [(reverse("admin:lifecycle_pendingdeletion_change", args=[p.pk]), p.get_step_display(),
-                 len(p.chunk_ids), p.status) for p in obj.pending.order_by("pk")]
+                 len(review_page.all_ids(p)), p.status) for p in obj.pending.order_by("pk")]
         return format_html_join(mark_safe("<br>"), '<a href="{}">{} of {} memories</a> ({})', rows) or "—"
 
 
@@ -301,7 +301,7 @@ class PendingDeletionAdmin(admin.ModelAdmin):
 
     @admin.display(description="memories")
     def memory_count(self, obj: PendingDeletion) -> int:
-        return len(obj.chunk_ids)
+        return len(review_page.all_ids(obj))
 
     @admin.display(description="what")
     def what(self, obj: PendingDeletion) -> str:
