@@ -21,7 +21,7 @@ from memoryhub.models.sessions import (
     new_ref_code,
 )
 from memoryhub.models.summaries import SUMMARY_LEVELS, RollingSummary, SummaryNode
-from memoryhub.models.usage import ApiUsage, MetricSample
+from memoryhub.models.usage import ApiUsage, Arrivals, MetricSample
 
 __all__ = [
     "SESSION_ID_REGEX",
@@ -30,6 +30,7 @@ __all__ = [
     "SUMMARY_BUDGET_MIN",
     "SUMMARY_LEVELS",
     "ApiUsage",
+    "Arrivals",
     "Event",
     "EventQuerySet",
     "Fact",
