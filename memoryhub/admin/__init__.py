@@ -3,6 +3,7 @@ import/export page are views of their own (routed in memoryhub.urls)."""
 
 from memoryhub.admin import (
     background,
+    end_users,
     facts,
     notes,
     queue,
@@ -13,5 +14,5 @@ from memoryhub.admin import (
     usage,
 )
 
-__all__ = ["background", "facts", "notes", "queue", "scratchpad", "sessions", "summaries", "tool_sentences",
+__all__ = ["background", "end_users", "facts", "notes", "queue", "scratchpad", "sessions", "summaries", "tool_sentences",
            "usage"]

@@ -1,6 +1,7 @@
 """The core domain's models, one module per area; import them from here."""
 
 from memoryhub.models.background import StepFailure, Worker
+from memoryhub.models.end_users import EndUser
 from memoryhub.models.facts import Fact, FactVersion
 from memoryhub.models.notes import Note, new_note_id
 from memoryhub.models.scratchpad import Scratchpad, ScratchpadItem
@@ -31,6 +32,7 @@ __all__ = [
     "SUMMARY_LEVELS",
     "ApiUsage",
     "Arrivals",
+    "EndUser",
     "Event",
     "EventQuerySet",
     "Fact",

@@ -56,7 +56,7 @@ class PinnedFilter(admin.SimpleListFilter):
 class MemoryAdmin(AccessColumns, admin.ModelAdmin):
     """Chunks as memories: tier, lifetime, current relevance; pin, re-embed, merge, forget."""
 
-    list_display = ["id", "kind", "short_text", "tenant", "session", "tier", "lifetime", "importance",
+    list_display = ["id", "kind", "short_text", "owner", "tenant", "session", "tier", "lifetime", "importance",
                     "access_count", "relevance_now", "is_pinned", "created_at"]
     list_filter = ["tier", "lifetime", "kind", PinnedFilter, "tenant", ("created_at", admin.DateFieldListFilter)]
     list_select_related = ["tenant", "session"]
@@ -95,6 +95,10 @@ class MemoryAdmin(AccessColumns, admin.ModelAdmin):
     @admin.display(description="text")
     def short_text(self, obj: Memory) -> str:
         return obj.text[:80] + ("…" if len(obj.text) > 80 else "")
+
+    @admin.display(description="owner", ordering="user_id")
+    def owner(self, obj: Memory) -> str:
+        return obj.user_id or "shared"
 
     @admin.display(description="relevance", ordering="relevance")
     def relevance_now(self, obj: Memory) -> str:
