@@ -17,6 +17,7 @@ from memoryhub.admin.paginator import EstimatedCountPaginator
 from retrieval import decay
 from retrieval.admin_helpers import (
     AccessColumns,
+    OwnerColumn,
     confirm_page,
     confirmed,
     count_rows,
@@ -53,7 +54,7 @@ class PinnedFilter(admin.SimpleListFilter):
 
 
 @admin.register(Memory)
-class MemoryAdmin(AccessColumns, admin.ModelAdmin):
+class MemoryAdmin(AccessColumns, OwnerColumn, admin.ModelAdmin):
     """Chunks as memories: tier, lifetime, current relevance; pin, re-embed, merge, forget."""
 
     list_display = ["id", "kind", "short_text", "owner", "tenant", "session", "tier", "lifetime", "importance",
@@ -95,10 +96,6 @@ class MemoryAdmin(AccessColumns, admin.ModelAdmin):
     @admin.display(description="text")
     def short_text(self, obj: Memory) -> str:
         return obj.text[:80] + ("…" if len(obj.text) > 80 else "")
-
-    @admin.display(description="owner", ordering="user_id")
-    def owner(self, obj: Memory) -> str:
-        return obj.user_id or "shared"
 
     @admin.display(description="relevance", ordering="relevance")
     def relevance_now(self, obj: Memory) -> str:

@@ -4,6 +4,7 @@ id in two tenants is two people; the admin index's badge of reviews waiting."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -135,3 +136,11 @@ def test_the_admin_index_says_how_many_reviews_wait(staff_client, cast, people) 
     assert '<span class="mh-count">2</span> consolidation reviews waiting' in html
     assert f"{len(ids) + 1} memories" in html and "alice: 1, bob: 1" in html
     assert 'href="/admin/lifecycle/pendingdeletion/?status__exact=pending"' in html
+
+
+def test_memory_and_chunk_lists_name_each_memorys_owner(staff_client, cast, people) -> None:
+    Chunk.objects.filter(session__external_id="sam-1").update(user_id="sam")
+    for url in ("/admin/lifecycle/memory/", "/admin/retrieval/chunk/"):
+        html = staff_client.get(url, {"q": "says hello"}).content.decode()
+        owners = sorted(re.findall(r'<td class="field-owner">([^<]*)</td>', html))
+        assert owners == ["sam", "shared", "shared", "shared"], (url, owners)
