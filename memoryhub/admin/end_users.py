@@ -10,7 +10,7 @@ from urllib.parse import urlencode
 
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
-from django.contrib.admin.utils import unquote
+from django.contrib.admin.utils import quote, unquote
 from django.db.models import QuerySet, Sum
 from django.http import Http404, HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
@@ -73,7 +73,7 @@ class EndUserAdmin(admin.ModelAdmin):
     def row_actions(self, obj: EndUser) -> str:
         sessions = reverse("admin:memoryhub_session_changelist") + "?" + urlencode(
             {"tenant__id__exact": obj.tenant_id, "q": obj.user_id})
-        forget = reverse("admin:memoryhub_enduser_forget", args=[obj.pk])
+        forget = reverse("admin:memoryhub_enduser_forget", args=[quote(obj.pk)])
         return format_html('<a href="{}">sessions</a> · <a href="{}" class="mh-forget-user">forget…</a>',
                            sessions, forget)
 

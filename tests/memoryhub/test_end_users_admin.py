@@ -4,6 +4,7 @@ id in two tenants is two people; the admin index's badge of reviews waiting."""
 
 from __future__ import annotations
 
+import html as html_lib
 import re
 from typing import Any
 
@@ -144,3 +145,18 @@ def test_memory_and_chunk_lists_name_each_memorys_owner(staff_client, cast, peop
         html = staff_client.get(url, {"q": "says hello"}).content.decode()
         owners = sorted(re.findall(r'<td class="field-owner">([^<]*)</td>', html))
         assert owners == ["sam", "shared", "shared", "shared"], (url, owners)
+
+
+def test_a_user_id_with_any_characters_is_listed_linked_and_forgotten(staff_client, cast, people) -> None:
+    odd = "ann/o'neil_5F?x=1#2 ü"
+    _own(cast.alice, cast.alice_tenant, "odd-chat", odd, notes=1)
+    rows = _rows(staff_client.get(USERS, {"q": "o'neil"}))
+    assert set(rows) == {("alice", odd)}
+    html = staff_client.get(USERS, {"q": "o'neil"}).content.decode()
+    link = re.search(r'href="([^"]+/forget/)" class="mh-forget-user"', html).group(1)
+    page = staff_client.get(html_lib.unescape(link))
+    assert page.status_code == 200 and [u.user_id for u, _ in page.context["users"]] == [odd]
+    staff_client.post(USERS, {"action": "forget_users", helpers.ACTION_CHECKBOX_NAME: page.context["selected"],
+                              "confirm": "yes"})
+    assert not Session.objects.filter(user_id=odd).exists() and not Note.objects.filter(user_id=odd).exists()
+    assert Session.objects.filter(tenant=cast.alice_tenant, user_id="sam").count() == 2
