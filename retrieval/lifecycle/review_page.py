@@ -44,6 +44,11 @@ def review_items(pending: PendingDeletion) -> tuple[list[ReviewItem], Chunk | No
     outcome = pending.outcome or {}
     approved, kept = {int(i) for i in outcome.get("approved_ids", [])}, {int(i) for i in outcome.get("kept_ids", [])}
     ids = all_ids(pending)[:MAX_SHOWN]
+    # Decided all at once ("Approve all", "Reject all", the list's actions): each memory left had that decision.
+    if pending.status == PendingDeletion.Status.APPROVED:
+        approved |= set(ids) - kept
+    elif pending.status == PendingDeletion.Status.REJECTED:
+        kept |= set(ids) - approved
     survivor_id = (pending.payload or {}).get("survivor")
     rows = (Chunk.objects.filter(tenant_id=pending.tenant_id, pk__in=[*ids, *([survivor_id] if survivor_id else [])])
             .select_related("session").defer("embedding", "search_vector").with_access()

@@ -65,3 +65,21 @@ def test_a_merge_review_reads_correctly_after_each_decision(staff_client, cast, 
     assert "Merge of 2 memories</a> (approved)" in report_page
     listing = staff_client.get("/admin/lifecycle/pendingdeletion/").content.decode()
     assert re.search(r'<td class="field-memory_count">2</td>', listing)
+
+
+def test_approve_all_and_reject_all_read_as_decided(staff_client, cast, three_facts) -> None:
+    first, second, third = three_facts
+    report = ConsolidationReport.objects.create(tenant=cast.alice_tenant)
+    pruned = PendingDeletion.objects.create(tenant=cast.alice_tenant, report=report, step="prune",
+                                            chunk_ids=[first.pk, second.pk])
+    kept = PendingDeletion.objects.create(tenant=cast.alice_tenant, report=report, step="prune", chunk_ids=[third.pk])
+    staff_client.post(f"/admin/lifecycle/pendingdeletion/{pruned.pk}/change/", {"all": "approve"})
+    staff_client.post(f"/admin/lifecycle/pendingdeletion/{kept.pk}/change/", {"all": "reject"})
+    page = _page(staff_client, pruned)
+    assert "Prune of 2 memories of alice" in page
+    assert re.findall(r'<td class="mh-decision">([^<]*)</td>', page) == ["approved", "approved"]
+    assert page.count("deleted (archived: see Archived memories)") == 2
+    page = _page(staff_client, kept)
+    assert "Prune of 1 memory of alice" in page
+    assert re.findall(r'<td class="mh-decision">([^<]*)</td>', page) == ["rejected: kept"]
+    assert re.findall(r'<span class="mh-uses">(\d+) uses?</span>', page) == ["7"]
