@@ -40,6 +40,8 @@ class EndUserAdmin(admin.ModelAdmin):
     list_select_related = ["tenant"]
     search_fields = ["user_id"]
     actions = ["forget_users"]
+    # Each count aggregates the tenant's sessions, facts and notes: not a second time for "of N in all".
+    show_full_result_count = False
 
     def get_urls(self) -> list[URLPattern]:
         own = [path("<path:object_id>/forget/", self.admin_site.admin_view(self.forget_one_view),
