@@ -33,8 +33,11 @@ WRITABLE = ("content", "category", "key", "lifetime", "source", "importance", "t
 
 
 def with_chunk_access(qs: QuerySet[Fact]) -> QuerySet[Fact]:
-    """Annotate the accesses retrieval counted on the fact's chunks (the "memory" search profile
-    counts hits per chunk): the API reports them together with the fact's own counters."""
+    """Annotate how often the fact was used: the accesses retrieval counted on its current chunks
+    (retrieval.ChunkAccess, migration 0013 of retrieval), summed, and the latest of them. This is
+    the one source of a fact's figure: the API, the admin, the explorer and `manage.py stats`
+    read it (`uses`, `last_used`). The fact row's own access_count and accessed_at columns are
+    left from before search counted per chunk: nothing writes them."""
     from django.apps import apps
 
     try:
@@ -47,6 +50,15 @@ def with_chunk_access(qs: QuerySet[Fact]) -> QuerySet[Fact]:
         chunk_access_count=Subquery(hits.annotate(n=Sum("access__access_count")).values("n")[:1]),
         chunk_accessed_at=Subquery(hits.annotate(t=Max("access__accessed_at")).values("t")[:1]),
     )
+
+
+def uses(fact: Fact) -> int:
+    """The fact's access count (on a fact from a queryset passed through with_chunk_access)."""
+    return int(getattr(fact, "chunk_access_count", None) or 0)
+
+
+def last_used(fact: Fact) -> datetime | None:
+    return getattr(fact, "chunk_accessed_at", None)
 
 
 def facts_visible_to(key: ApiKey) -> QuerySet[Fact]:

@@ -25,7 +25,7 @@ def user_owned_models() -> list[type[models.Model]]:
     """Concrete models with a tenant and a plain `user_id` string (not a FK to auth users)."""
     found = []
     for model in apps.get_models():
-        if model._meta.proxy or model is Session:
+        if model._meta.proxy or not model._meta.managed or model is Session:  # a view (EndUser) holds no rows
             continue
         names = {f.name: f for f in model._meta.concrete_fields}
         field = names.get("user_id")

@@ -1,11 +1,14 @@
-"""Samples of each tenant's running totals: the dashboard's time series (arrivals, embedding
-backlog, embedding rate, ETA).
+"""The dashboard's time series: what arrived when (events appended, chunks embedded), counted as
+it happens, and samples of each tenant's embedding backlog.
 
-A stored event or chunk carries the time it was written, not the time it arrived: an import of
-last year's chats arrives today but is dated last year. The totals sampled over time say what
-arrived when, and the number of chunks still without an embedding, sampled, is the backlog.
-`record_samples` is cheap (one aggregate per table) and throttled: the dashboard calls it on
-every load and auto-refresh, and a cadence may call it too.
+Arrivals are counted by the processes that append and embed (`arrived`, batched into the
+Arrivals table, one row per tenant and minute): the dashboard reads what happened in the last
+minutes or days whether or not it was open then. A stored event or chunk carries the time it was
+written, not the time it arrived (an import of last year's chats arrives today but is dated last
+year), so the tables alone cannot say it.
+
+The backlog (chunks still without an embedding) is a level, sampled: `record_samples` is cheap
+(one aggregate per table) and throttled; the dashboard calls it on every load and auto-refresh.
 """
 
 from __future__ import annotations
@@ -15,17 +18,53 @@ from typing import Any
 
 from django.apps import apps
 from django.conf import settings
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models import Count, Max, Q, Sum
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from accounts.models import Tenant
-from memoryhub.models import MetricSample, Session
+from memoryhub.counters import BatchedCounter, Counts
+from memoryhub.models import Arrivals, MetricSample, Session
 
 SAMPLE_EVERY_SECONDS = 30
 KEEP_DAYS = 35
 RATE_WINDOW = timedelta(minutes=10)
+
+
+def _write_arrivals(counts: Counts) -> None:
+    Arrivals.add(counts)  # type: ignore[arg-type]
+
+
+# Per (tenant, minute): [events appended, chunks embedded], written every few seconds.
+arrived = BatchedCounter("arrivals", _write_arrivals, "MEMORYHUB_USAGE_FLUSH_SECONDS")
+
+
+def count_arrivals(tenant_counts: dict[int, int], *, kind: str, at: datetime | None = None) -> None:
+    """Count `kind` ("events" or "embedded") per tenant once the current transaction commits (a
+    rolled-back append arrived nowhere)."""
+    if not tenant_counts:
+        return
+    minute = float(int((at or timezone.now()).timestamp()) // 60 * 60)
+    values = (1.0, 0.0) if kind == "events" else (0.0, 1.0)
+
+    def add() -> None:
+        for tenant_id, n in tenant_counts.items():
+            arrived.add((tenant_id, minute), values[0] * n, values[1] * n)
+
+    transaction.on_commit(add)
+
+
+def recent_arrivals(*, tenant_id: int | None = None, now: datetime | None = None,
+                    window: timedelta = RATE_WINDOW) -> dict[str, int]:
+    """Events appended and chunks embedded in the last `window` (whole minutes, the current one included)."""
+    now = now or timezone.now()
+    start = now.replace(second=0, microsecond=0) - window + timedelta(minutes=1)
+    qs = Arrivals.objects.filter(minute__gte=start)
+    if tenant_id is not None:
+        qs = qs.filter(tenant_id=tenant_id)
+    row = qs.aggregate(events=Coalesce(Sum("events"), 0), embedded=Coalesce(Sum("embedded"), 0))
+    return {"events": int(row["events"]), "embedded": int(row["embedded"])}
 
 
 def _chunk_totals() -> dict[int, tuple[int, int]]:
@@ -62,6 +101,7 @@ def record_samples(*, now: datetime | None = None, min_interval: float | None = 
             for tenant_id in Tenant.objects.values_list("pk", flat=True)]
     MetricSample.objects.bulk_create(rows)
     MetricSample.objects.filter(at__lt=now - timedelta(days=KEEP_DAYS)).delete()
+    Arrivals.objects.filter(minute__lt=now - timedelta(days=KEEP_DAYS)).delete()
     return len(rows)
 
 
@@ -69,57 +109,40 @@ def _tenant_sql(tenant_id: int | None) -> tuple[str, list[Any]]:
     return ("AND tenant_id = %s", [tenant_id]) if tenant_id is not None else ("", [])
 
 
-def arrivals(*, since: datetime, bucket: str, tenant_id: int | None = None) -> list[tuple[datetime, int, int, int]]:
-    """Per time bucket (a PostgreSQL interval such as '1 day' or '15 minutes'): events that
-    arrived, chunks embedded, and the backlog (chunks without an embedding) at the bucket's end.
-
-    Arrivals are the growth of a tenant's totals between consecutive samples (shrinking, as when
-    a session is forgotten, counts as none); buckets are aligned to the server's local midnight.
-    """
+def arrivals(*, since: datetime, bucket: str, tenant_id: int | None = None) -> list[tuple[datetime, int, int, int | None]]:
+    """Per time bucket (a PostgreSQL interval such as '1 day' or '15 minutes') with anything to
+    say: events that arrived and chunks embedded (the Arrivals counters), and the backlog (chunks
+    without an embedding) at the bucket's last sample (None: no sample in it). Buckets are
+    aligned to the server's local midnight."""
     where, params = _tenant_sql(tenant_id)
-    table = MetricSample._meta.db_table
     origin = timezone.localtime(since).replace(hour=0, minute=0, second=0, microsecond=0)
-    sql = f"""
-        WITH steps AS (
-            SELECT tenant_id, at, pending_embedding,
-                   greatest(events - lag(events) OVER w, 0) AS arrived,
-                   greatest((chunks - pending_embedding) - lag(chunks - pending_embedding) OVER w, 0) AS embedded
-            FROM {table} WHERE at >= %s - interval '1 hour' {where}
-            WINDOW w AS (PARTITION BY tenant_id ORDER BY at)
-        ), binned AS (
-            SELECT date_bin(%s::interval, at, %s) AS bucket, tenant_id, arrived, embedded,
-                   last_value(pending_embedding) OVER (PARTITION BY date_bin(%s::interval, at, %s), tenant_id
-                       ORDER BY at ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS pending
-            FROM steps WHERE at >= %s
-        ), per_tenant AS (
-            SELECT bucket, tenant_id, sum(arrived) AS arrived, sum(embedded) AS embedded, max(pending) AS pending
-            FROM binned GROUP BY bucket, tenant_id
-        )
-        SELECT bucket, sum(arrived)::bigint, sum(embedded)::bigint, sum(pending)::bigint
-        FROM per_tenant GROUP BY bucket ORDER BY bucket
+    counted_sql = f"""
+        SELECT date_bin(%s::interval, minute, %s) AS bucket, sum(events)::bigint, sum(embedded)::bigint
+        FROM {Arrivals._meta.db_table} WHERE minute >= %s {where} GROUP BY 1
+    """
+    sampled_sql = f"""
+        SELECT bucket, sum(pending)::bigint FROM (
+            SELECT DISTINCT ON (bucket, tenant_id) bucket, pending FROM (
+                SELECT date_bin(%s::interval, at, %s) AS bucket, tenant_id, at, pending_embedding AS pending
+                FROM {MetricSample._meta.db_table} WHERE at >= %s {where}
+            ) samples ORDER BY bucket, tenant_id, at DESC
+        ) last_samples GROUP BY bucket
     """
     with connection.cursor() as cursor:
-        cursor.execute(sql, [since, *params, bucket, origin, bucket, origin, since])
-        return [(row[0], int(row[1]), int(row[2]), int(row[3])) for row in cursor.fetchall()]
+        cursor.execute(counted_sql, [bucket, origin, since, *params])
+        counted = {row[0]: (int(row[1]), int(row[2])) for row in cursor.fetchall()}
+        cursor.execute(sampled_sql, [bucket, origin, since, *params])
+        pending = {row[0]: int(row[1]) for row in cursor.fetchall()}
+    return [(b, *counted.get(b, (0, 0)), pending.get(b)) for b in sorted(set(counted) | set(pending))]
 
 
 def embedding_progress(*, tenant_id: int | None = None, now: datetime | None = None) -> dict[str, Any]:
-    """The backlog now, the rate it has been embedded at over the last ten minutes of samples
-    (chunks a second) and the ETA at that rate (None when nothing was embedded meanwhile)."""
+    """The last ten minutes: events arrived and chunks embedded (counted as they happened), their
+    rates (a second, over the window) and the backlog's ETA at the embedding rate (None when
+    nothing was embedded meanwhile). The backlog itself is the caller's (counted now)."""
     now = now or timezone.now()
-    qs = MetricSample.objects.filter(at__gte=now - RATE_WINDOW)
-    if tenant_id is not None:
-        qs = qs.filter(tenant_id=tenant_id)
-    moments = list(qs.values("at").annotate(embedded=Sum("chunks") - Sum("pending_embedding"),
-                                            pending=Sum("pending_embedding"), events=Sum("events"))
-                   .order_by("at"))
-    if not moments:
-        return {"pending": None, "rate": None, "eta_seconds": None, "arrival_rate": None, "window_seconds": 0}
-    first, last = moments[0], moments[-1]
-    seconds = (last["at"] - first["at"]).total_seconds()
-    rate = max(last["embedded"] - first["embedded"], 0) / seconds if seconds > 0 else None
-    arrival = max(last["events"] - first["events"], 0) / seconds if seconds > 0 else None
-    pending = int(last["pending"])
-    eta = 0.0 if pending == 0 else (pending / rate if rate else None)
-    return {"pending": pending, "rate": rate, "eta_seconds": eta, "arrival_rate": arrival,
-            "window_seconds": seconds, "sampled_at": last["at"]}
+    recent = recent_arrivals(tenant_id=tenant_id, now=now)
+    seconds = RATE_WINDOW.total_seconds()
+    return {"pending": None, "rate": recent["embedded"] / seconds, "eta_seconds": None,
+            "arrival_rate": recent["events"] / seconds, "window_seconds": seconds,
+            "arrived_recent": recent["events"], "embedded_recent": recent["embedded"]}

@@ -12,6 +12,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from accounts.signals import key_used
+from memoryhub import metrics
 from memoryhub.background import notify_work
 from memoryhub.middleware import note_key_use
 from memoryhub.signals import events_appended
@@ -19,6 +20,7 @@ from memoryhub.signals import events_appended
 
 def on_events_appended(sender: Any, session: Any, events: list[Any], **kwargs: Any) -> None:
     notify_work()  # delivered when the append commits
+    metrics.count_arrivals({session.tenant_id: len(events)}, kind="events")  # the dashboard's arrivals
     if settings.MEMORYHUB_TASKS_EAGER:  # tests and one-off tools: the lane's work, inline
         session_pk = session.pk
         transaction.on_commit(lambda: _work_now(session_pk))

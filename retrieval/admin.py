@@ -12,7 +12,7 @@ from django.http import HttpRequest
 from django.utils.html import format_html
 
 from memoryhub.admin.paginator import EstimatedCountPaginator
-from retrieval.admin_helpers import AccessColumns, source_link
+from retrieval.admin_helpers import AccessColumns, OwnerColumn, source_link
 from retrieval.embedding import queue_for_embedding
 from retrieval.indexing import delete_searchable
 from retrieval.models import Chunk, Document
@@ -40,8 +40,8 @@ class EmbeddedFilter(admin.SimpleListFilter):
 
 
 @admin.register(Chunk)
-class ChunkAdmin(AccessColumns, admin.ModelAdmin):
-    list_display = ["id", "kind", "short_text", "tenant", "session", "sequence_start", "sequence_end", "tier",
+class ChunkAdmin(AccessColumns, OwnerColumn, admin.ModelAdmin):
+    list_display = ["id", "kind", "short_text", "owner", "tenant", "session", "sequence_start", "sequence_end", "tier",
                     "importance", "access_count", "embedding_model", "created_at"]
     list_filter = ["kind", "tier", "lifetime", EmbeddedFilter, "tenant", ("created_at", admin.DateFieldListFilter)]
     list_select_related = ["tenant", "session"]

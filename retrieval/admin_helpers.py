@@ -113,3 +113,11 @@ class AccessColumns:
     @admin.display(description="accessed at")
     def accessed_at(self, obj: Chunk) -> Any:
         return getattr(obj, "accessed_at", None) or "—"
+
+
+class OwnerColumn:
+    """Whose memory a chunk is, as a column (issue 42: the owner wherever memories are listed)."""
+
+    @admin.display(description="owner", ordering="user_id")
+    def owner(self, obj: Chunk) -> str:
+        return obj.user_id or "shared"

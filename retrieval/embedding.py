@@ -24,6 +24,7 @@ import os
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -33,6 +34,7 @@ from django.db.models import Count, F, Q
 from django.db.models.functions import Length
 from django.utils import timezone
 
+from memoryhub import metrics
 from memoryhub.background import (
     LaneBackoff,
     StepResult,
@@ -240,7 +242,9 @@ def _write_vectors(ids: list[int], vectors: list[list[float]], model: str, split
         cursor.execute(
             f"UPDATE {Chunk._meta.db_table} c SET embedding = v.vector, embedding_model = %s, embedding_error = '', "
             f"embedding_attempts = c.embedding_attempts + 1, indexed_at = %s, sentence_vectors = v.split "
-            f"FROM (VALUES {values}) AS v(id, vector, split) WHERE c.id = v.id", params)
+            f"FROM (VALUES {values}) AS v(id, vector, split) WHERE c.id = v.id RETURNING c.tenant_id", params)
+        per_tenant = Counter(tenant_id for tenant_id, in cursor.fetchall())
+    metrics.count_arrivals(dict(per_tenant), kind="embedded")  # the dashboard's rate, on commit
 
 
 def _embed_or_record(rows: list[Chunk]) -> tuple[int, int]:

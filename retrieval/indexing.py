@@ -17,7 +17,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
-from django.db.models import F, Q
+from django.db.models import F, Max, Q, Sum
 from django.db.models.functions import Greatest
 
 from memoryhub import recent as recent_window
@@ -26,7 +26,7 @@ from memoryhub.models import Event, Session, ToolCallSentence
 from memoryhub.searchable import Searchable
 from retrieval.chunking import chunk_text, content_hash, normalize_text
 from retrieval.embedding import request_embedding
-from retrieval.models import Chunk, Document, chunk_metadata
+from retrieval.models import Chunk, ChunkAccess, Document, chunk_metadata
 
 logger = logging.getLogger(__name__)
 
@@ -261,7 +261,13 @@ def _fetch(sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
 def index_searchable(searchable: Searchable) -> list[int]:
     """Replace every chunk of (kind, source_id) with chunks of the memory's current text. A versioned
     memory's (a fact's) chunks of an older version are kept, closed when the new version began, so
-    that a search as of a past moment finds what was true then (SPEC S12)."""
+    that a search as of a past moment finds what was true then (SPEC S12).
+
+    The memory's uses (its current chunks' ChunkAccess rows) go over to its new chunks: re-deriving
+    a fact because its tags or importance changed, or a new version of it, is still the memory
+    search returned so often; its count is not reset to 0 (issue 42: the admin, the API and the
+    explorer read this one count)."""
+    carried = _current_access(searchable)
     if searchable.version_from is not None:
         retire_searchable(kind=searchable.kind, tenant_id=searchable.tenant_id, source_id=searchable.source_id,
                           at=searchable.version_from, older_than=searchable.version_from)
@@ -282,8 +288,18 @@ def index_searchable(searchable: Searchable) -> list[int]:
         for index, piece in enumerate(chunk_text(searchable.text, max_chars=max_chars, overlap=overlap))
     ]
     ids = [c.pk for c in Chunk.objects.bulk_create(chunks)]
+    if ids and carried is not None:  # to the first chunk: the memory's sum stays what it was
+        ChunkAccess.objects.create(chunk_id=ids[0], access_count=carried[0], accessed_at=carried[1])
     request_embedding(ids)
     return ids
+
+
+def _current_access(searchable: Searchable) -> tuple[int, datetime | None] | None:
+    """The accesses of the memory's current chunks, summed, and the latest (None: never used)."""
+    row = (ChunkAccess.objects.filter(chunk__tenant_id=searchable.tenant_id, chunk__kind=searchable.kind,
+                                      chunk__source_id=searchable.source_id, chunk__valid_to__isnull=True)
+           .aggregate(n=Sum("access_count"), at=Max("accessed_at")))
+    return (int(row["n"]), row["at"]) if row["n"] or row["at"] else None
 
 
 def delete_searchable(*, kind: str, tenant_id: int, source_id: str) -> int:

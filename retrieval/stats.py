@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.apps import apps
+from django.db import connection
 from django.db.models import Count, F, IntegerField, Max, OuterRef, Q, Subquery, Sum
 from django.db.models.functions import Coalesce, Greatest
 
@@ -14,7 +15,7 @@ from memoryhub.models import Event, RollingSummary, Session, SummaryNode
 from memoryhub.tasks import queue_counts
 from retrieval.embedders import get_embedder
 from retrieval.embedding import backlog, embedding_rate
-from retrieval.models import Chunk, Document
+from retrieval.models import Chunk, ChunkAccess, Document
 
 
 def _chunk_stats(tenant_id: int, workspace_id: int | None, user_id: str) -> dict[str, Any]:
@@ -147,3 +148,25 @@ def _embedding_backlog(tenant_id: int) -> dict[str, Any]:
 
 def events_for_browse(key: ApiKey) -> Any:
     return Event.objects.visible_to(key).select_related("session", "session__channel")
+
+
+MOST_USED = 10
+
+
+def most_used(tenant: Tenant, limit: int = MOST_USED) -> list[dict[str, Any]]:
+    """The memories search returned most often (operators' `manage.py stats`): per note, fact,
+    summary or document its current chunks' accesses summed (ChunkAccess, the count the API, the
+    admin and the explorer show), per message its chunk's."""
+    sql = f"""
+        SELECT c.kind, CASE WHEN c.kind = 'event' THEN '' ELSE c.source_id END, min(c.id), max(c.user_id),
+               sum(a.access_count), max(a.accessed_at)
+        FROM {ChunkAccess._meta.db_table} a JOIN {Chunk._meta.db_table} c ON c.id = a.chunk_id
+        WHERE c.tenant_id = %s AND c.valid_to IS NULL AND a.access_count > 0
+        GROUP BY c.kind, CASE WHEN c.kind = 'event' THEN c.id::text ELSE c.source_id END,
+                 CASE WHEN c.kind = 'event' THEN '' ELSE c.source_id END
+        ORDER BY 5 DESC, 3 LIMIT %s
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [tenant.pk, limit])
+        return [{"kind": kind, "id": source_id or None, "chunk": chunk, "owner": owner, "uses": int(uses),
+                 "last_used": last} for kind, source_id, chunk, owner, uses, last in cursor.fetchall()]

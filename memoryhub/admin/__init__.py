@@ -3,6 +3,7 @@ import/export page are views of their own (routed in memoryhub.urls)."""
 
 from memoryhub.admin import (
     background,
+    end_users,
     facts,
     notes,
     queue,
@@ -14,5 +15,5 @@ from memoryhub.admin import (
     workspaces,
 )
 
-__all__ = ["background", "facts", "notes", "queue", "scratchpad", "sessions", "summaries", "tool_sentences",
-           "usage", "workspaces"]
+__all__ = ["background", "end_users", "facts", "notes", "queue", "scratchpad", "sessions", "summaries",
+           "tool_sentences", "usage", "workspaces"]

@@ -85,11 +85,11 @@ def events_chart(tenant_id: int | None) -> Chart:
     arrived = {b.date(): a for b, a, _, _ in metrics.arrivals(since=_start(), bucket="1 day", tenant_id=tenant_id)}
     return Chart(
         "events", "Events per day", [_epoch(d) for d in days], [
-            Series("arrived (sampled totals)", [float(arrived.get(d, 0)) for d in days], GREEN, bars=True),
+            Series("arrived (counted as appended)", [float(arrived.get(d, 0)) for d in days], GREEN, bars=True),
             Series("dated that day (their own created_at)",
                    _per_day(_for_tenant(Event.objects.all(), tenant_id), "created_at", days), GREY),
         ],
-        note="Arrived: growth of the stored totals between samples, i.e. by ingest time. An import "
+        note="Arrived: events counted as they were appended, i.e. by ingest time. An import "
              "of old chats arrives today but is dated in the past: the grey line shows its dates.")
 
 
@@ -102,10 +102,10 @@ def chunks_chart(tenant_id: int | None) -> Chart | None:
     stored = _for_tenant(chunk.objects.filter(embedding__isnull=False), tenant_id)
     return Chart(
         "chunks", "Chunks embedded per day", [_epoch(d) for d in days], [
-            Series("embedded (sampled totals)", [float(embedded.get(d, 0)) for d in days], GREEN, bars=True),
+            Series("embedded (counted as embedded)", [float(embedded.get(d, 0)) for d in days], GREEN, bars=True),
             Series("still stored, by indexing time", _per_day(stored, "indexed_at", days), GREY),
         ],
-        note="Embedded: growth of embedded chunks between samples (deletions do not lower it). "
+        note="Embedded: chunks counted as they got their embedding (deletions do not lower it). "
              "The grey line counts the chunks that still exist by their indexed_at.")
 
 
@@ -114,12 +114,14 @@ def backlog_chart(tenant_id: int | None) -> Chart:
     rows = metrics.arrivals(since=since, bucket=BACKLOG_BUCKET, tenant_id=tenant_id)
     return Chart(
         "backlog", f"Embedding backlog, last {BACKLOG_HOURS} hours", [r[0].timestamp() for r in rows], [
-            Series("chunks waiting for an embedding", [float(r[3]) for r in rows], RED, summed=False),
+            Series("chunks waiting for an embedding", [None if r[3] is None else float(r[3]) for r in rows], RED,
+                   summed=False),
             Series("events arrived", [float(r[1]) for r in rows], GREEN, bars=True),
             Series("chunks embedded", [float(r[2]) for r in rows], BLUE, bars=True),
         ], daily=False,
-        note=f"{BACKLOG_BUCKET} buckets of the samples the dashboard records (every "
-             f"{metrics.sample_every():g} s while it is open). Gaps: no sample was taken then.")
+        note=f"{BACKLOG_BUCKET} buckets. Arrivals and embeddings are counted as they happen; the "
+             f"backlog is sampled (every {metrics.sample_every():g} s while the dashboard is open): a gap "
+             "in its line means no sample was taken then.")
 
 
 def usage_chart(name: str, title: str, tenant_id: int | None) -> Chart:
@@ -178,9 +180,8 @@ def embedding_figures(tenant_id: int | None) -> dict[str, Any]:
         progress["pending"] = _for_tenant(chunk.objects.filter(embedding__isnull=True), tenant_id).count()
         if progress["pending"] == 0:
             progress["eta_seconds"] = 0.0
-        elif progress["rate"]:
+        elif progress["rate"]:  # at the last ten minutes' rate
             progress["eta_seconds"] = progress["pending"] / progress["rate"]
     errors = (_for_tenant(chunk.objects.filter(embedding__isnull=True).exclude(embedding_error=""), tenant_id)
               .count() if chunk is not None else 0)
-    return {**progress, "embedding_errors": errors,
-            "sampled_at": progress.get("sampled_at").isoformat() if progress.get("sampled_at") else None}
+    return {**progress, "embedding_errors": errors}

@@ -45,16 +45,31 @@ class FactVersionAdmin(admin.ModelAdmin):
 class FactAdmin(SearchableAdmin):
     kind = "fact"
     list_display = ["id", "short_content", "user_id", "category", "key", "tier", "lifetime", "source", "importance",
-                    "access_count", "tenant", "valid_from", "updated_at"]
+                    "uses", "tenant", "valid_from", "updated_at"]
     list_filter = ["tier", "lifetime", "source", "category", TagListFilter, "tenant",
                    ("updated_at", admin.DateFieldListFilter)]
     list_select_related = ["tenant"]
     search_fields = ["content", "category", "key", "user_id"]
     form = MemoryForm
     autocomplete_fields = ["workspace", "channel", "session", "source_session"]
-    readonly_fields = ["scope_key", "access_count", "accessed_at", "created_at", "updated_at", "valid_from", "history"]
+    readonly_fields = ["scope_key", "uses", "last_used", "created_at", "updated_at", "valid_from", "history"]
+    # Left from before search counted per chunk (nothing writes them): the figures are uses/last_used.
+    exclude = ["access_count", "accessed_at"]
     date_hierarchy = "updated_at"
     actions = ["reindex", "pin", "unpin"]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Fact]:
+        return facts.with_chunk_access(super().get_queryset(request))
+
+    @admin.display(description="access count", ordering="chunk_access_count")
+    def uses(self, obj: Fact) -> int:
+        """Read where the API, the explorer and `manage.py stats` read it (memoryhub.facts.uses)."""
+        return facts.uses(obj)
+
+    @admin.display(description="last used")
+    def last_used(self, obj: Fact) -> str:
+        at = facts.last_used(obj)
+        return f"{timezone.localtime(at):%Y-%m-%d %H:%M:%S}" if at else "never"
 
     @admin.display(description="History (every version, oldest first)")
     def history(self, obj: Fact) -> str:

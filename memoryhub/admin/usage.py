@@ -7,6 +7,7 @@ from django.http import HttpRequest
 
 from memoryhub.models import (
     ApiUsage,
+    Arrivals,
     MetricSample,
 )
 
@@ -35,7 +36,7 @@ class ApiUsageAdmin(admin.ModelAdmin):
 
 @admin.register(MetricSample)
 class MetricSampleAdmin(admin.ModelAdmin):
-    """Read-only: the dashboard records these samples (its backlog and arrivals charts)."""
+    """Read-only: the dashboard records these samples (its backlog chart)."""
 
     list_display = ["at", "tenant", "events", "chunks", "pending_embedding"]
     search_fields = ["tenant__name"]
@@ -48,4 +49,22 @@ class MetricSampleAdmin(admin.ModelAdmin):
         return False
 
     def has_change_permission(self, request: HttpRequest, obj: MetricSample | None = None) -> bool:
+        return False
+
+
+@admin.register(Arrivals)
+class ArrivalsAdmin(admin.ModelAdmin):
+    """Read-only: the append and the embed lane count these (the dashboard's arrivals and rates)."""
+
+    list_display = ["minute", "tenant", "events", "embedded"]
+    search_fields = ["tenant__name"]
+    list_filter = ["tenant"]
+    list_select_related = ["tenant"]
+    date_hierarchy = "minute"
+    ordering = ["-minute"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Arrivals | None = None) -> bool:
         return False

@@ -154,12 +154,12 @@ class FactOutput(serializers.ModelSerializer):
         return iso(valid_to) if valid_to is not None else None
 
     def get_access_count(self, fact: Fact) -> int:
-        return fact.access_count + (getattr(fact, "chunk_access_count", None) or 0)
+        return facts.uses(fact)
 
     @extend_schema_field(serializers.DateTimeField(allow_null=True))
     def get_accessed_at(self, fact: Fact) -> str | None:
-        times = [t for t in (fact.accessed_at, getattr(fact, "chunk_accessed_at", None)) if t is not None]
-        return iso(max(times)) if times else None
+        at = facts.last_used(fact)
+        return iso(at) if at is not None else None
 
 
 class FactUpserted(FactOutput):

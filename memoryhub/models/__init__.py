@@ -1,6 +1,7 @@
 """The core domain's models, one module per area; import them from here."""
 
 from memoryhub.models.background import StepFailure, Worker
+from memoryhub.models.end_users import EndUser
 from memoryhub.models.facts import Fact, FactVersion
 from memoryhub.models.notes import Note, new_note_id
 from memoryhub.models.scratchpad import Scratchpad, ScratchpadItem
@@ -21,7 +22,7 @@ from memoryhub.models.sessions import (
     new_ref_code,
 )
 from memoryhub.models.summaries import SUMMARY_LEVELS, RollingSummary, SummaryNode
-from memoryhub.models.usage import ApiUsage, MetricSample
+from memoryhub.models.usage import ApiUsage, Arrivals, MetricSample
 
 __all__ = [
     "SESSION_ID_REGEX",
@@ -30,6 +31,8 @@ __all__ = [
     "SUMMARY_BUDGET_MIN",
     "SUMMARY_LEVELS",
     "ApiUsage",
+    "Arrivals",
+    "EndUser",
     "Event",
     "EventQuerySet",
     "Fact",

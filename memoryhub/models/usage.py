@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import UTC, date, datetime
 
 from django.db import models
 
@@ -79,3 +79,52 @@ class MetricSample(models.Model):
 
     def __str__(self) -> str:
         return f"{self.tenant_id} at {self.at:%Y-%m-%d %H:%M}: {self.events} events"
+
+
+class Arrivals(models.Model):
+    """What arrived per tenant and minute, counted as it happens: events appended and chunks
+    embedded (the dashboard's arrivals, rates and charts). Written in batches by the processes
+    that append and embed (memoryhub.metrics.arrived), so that the figures say what happened
+    whether or not anyone had the dashboard open; samples (MetricSample) only ever saw what
+    changed between two loads of the page."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    minute = models.DateTimeField(help_text="The minute's start (UTC).")
+    events = models.PositiveIntegerField(default=0, help_text="Events appended.")
+    embedded = models.PositiveIntegerField(default=0, help_text="Chunks that got their embedding.")
+
+    exportable = False  # operations data, not memory: left out of tenant exports
+
+    class Meta:
+        verbose_name_plural = "arrivals"
+        constraints = [models.UniqueConstraint(fields=["tenant", "minute"], name="arrivals_unique_minute")]
+        indexes = [models.Index(fields=["minute"], name="arrivals_minute")]
+
+    def __str__(self) -> str:
+        return f"{self.tenant_id} {self.minute:%Y-%m-%d %H:%M}: {self.events} events, {self.embedded} embedded"
+
+    @classmethod
+    def add(cls, counts: dict[tuple[int, float], list[float]]) -> None:
+        """Add counts {(tenant_id, minute as epoch seconds): [events, embedded]}: one upsert."""
+        from django.db import connection
+
+        if not counts:
+            return
+        table = cls._meta.db_table
+        rows = [(t, datetime.fromtimestamp(m, UTC), int(c[0]), int(c[1])) for (t, m), c in counts.items()]
+        values = ", ".join(["(%s::bigint, %s::timestamptz, %s::int, %s::int)"] * len(rows))
+        with connection.cursor() as cursor:
+            # Joined with the tenants: counts of a tenant deleted meanwhile are dropped.
+            cursor.execute(
+                f"""
+                INSERT INTO {table} (tenant_id, minute, events, embedded)
+                SELECT v.tenant_id, v.minute, v.events, v.embedded
+                FROM (VALUES {values}) AS v(tenant_id, minute, events, embedded)
+                JOIN {Tenant._meta.db_table} tenant ON tenant.id = v.tenant_id
+                ORDER BY v.tenant_id, v.minute
+                ON CONFLICT (tenant_id, minute) DO UPDATE SET
+                    events = {table}.events + EXCLUDED.events,
+                    embedded = {table}.embedded + EXCLUDED.embedded
+                """,
+                [v for row in rows for v in row],
+            )

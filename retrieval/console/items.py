@@ -8,11 +8,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, time
 from typing import Any
 
-from django.db.models import Count, Model, QuerySet
+from django.db.models import Count, Model, QuerySet, Sum
 from django.urls import reverse
 from django.utils import timezone
 
 from accounts.models import Tenant
+from memoryhub.facts import uses as fact_uses
+from memoryhub.facts import with_chunk_access
 from memoryhub.models import Fact, Note, Session, SummaryNode
 from retrieval.admin_helpers import transcript_url
 from retrieval.models import Chunk, Document
@@ -53,6 +55,8 @@ class Row:
     chunk_ids: list[int] = field(default_factory=list)
     extra: str = ""
     read_url: str = ""
+    uses: int | None = None  # how often search returned it (its chunks' ChunkAccess rows, summed)
+    owner: str = ""
 
 
 def _dates(qs: QuerySet[Any], field_name: str, filters: dict[str, Any]) -> QuerySet[Any]:
@@ -81,19 +85,30 @@ def _chunk_ids(tenant: Tenant, kind: str, source_ids: list[str]) -> dict[str, li
     return found
 
 
+def _uses(tenant: Tenant, kind: str, source_ids: list[str]) -> dict[str, int]:
+    """Per memory: its current chunks' accesses summed (what memoryhub.facts.with_chunk_access
+    reads for a fact)."""
+    return dict(Chunk.objects.filter(tenant=tenant, kind=kind, source_id__in=source_ids).order_by()
+                .values("source_id").annotate(n=Sum("access__access_count")).values_list("source_id", "n"))
+
+
 def _facts(tenant: Tenant, user: str, filters: dict[str, Any]) -> list[Row]:
-    facts = list(_memory_filters(Fact.objects.filter(tenant=tenant, user_id=user), filters)[:LIST_LIMIT])
+    qs = with_chunk_access(Fact.objects.filter(tenant=tenant, user_id=user))
+    facts = list(_memory_filters(qs, filters)[:LIST_LIMIT])
     chunks = _chunk_ids(tenant, "fact", [str(f.pk) for f in facts])
     return [Row("fact", f.content, f.updated_at, reverse("admin:memoryhub_fact_change", args=[f.pk]), f.tier,
                 list(f.tags), f.source, f.pinned, f.importance, chunks.get(str(f.pk), []),
-                extra=f"{f.category}/{f.key}" if f.key else f.category) for f in facts]
+                extra=f"{f.category}/{f.key}" if f.key else f.category, uses=fact_uses(f), owner=f.user_id)
+            for f in facts]
 
 
 def _notes(tenant: Tenant, user: str, filters: dict[str, Any]) -> list[Row]:
     notes = list(_memory_filters(Note.objects.filter(tenant=tenant, user_id=user), filters)[:LIST_LIMIT])
     chunks = _chunk_ids(tenant, "note", [n.note_id for n in notes])
+    uses = _uses(tenant, "note", [n.note_id for n in notes])
     return [Row("note", n.content, n.updated_at, reverse("admin:memoryhub_note_change", args=[n.pk]), n.tier,
-                list(n.tags), n.source, n.pinned, n.importance, chunks.get(n.note_id, [])) for n in notes]
+                list(n.tags), n.source, n.pinned, n.importance, chunks.get(n.note_id, []),
+                uses=int(uses.get(n.note_id) or 0), owner=n.user_id) for n in notes]
 
 
 def _summaries(tenant: Tenant, user: str, filters: dict[str, Any]) -> list[Row]:

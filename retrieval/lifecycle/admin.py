@@ -17,6 +17,7 @@ from memoryhub.admin.paginator import EstimatedCountPaginator
 from retrieval import decay
 from retrieval.admin_helpers import (
     AccessColumns,
+    OwnerColumn,
     confirm_page,
     confirmed,
     count_rows,
@@ -53,10 +54,10 @@ class PinnedFilter(admin.SimpleListFilter):
 
 
 @admin.register(Memory)
-class MemoryAdmin(AccessColumns, admin.ModelAdmin):
+class MemoryAdmin(AccessColumns, OwnerColumn, admin.ModelAdmin):
     """Chunks as memories: tier, lifetime, current relevance; pin, re-embed, merge, forget."""
 
-    list_display = ["id", "kind", "short_text", "tenant", "session", "tier", "lifetime", "importance",
+    list_display = ["id", "kind", "short_text", "owner", "tenant", "session", "tier", "lifetime", "importance",
                     "access_count", "relevance_now", "is_pinned", "created_at"]
     list_filter = ["tier", "lifetime", "kind", PinnedFilter, "tenant", ("created_at", admin.DateFieldListFilter)]
     list_select_related = ["tenant", "session"]
@@ -268,7 +269,7 @@ class ConsolidationReportAdmin(admin.ModelAdmin):
     @admin.display(description="reviews")
     def reviews(self, obj: ConsolidationReport) -> str:
         rows = [(reverse("admin:lifecycle_pendingdeletion_change", args=[p.pk]), p.get_step_display(),
-                 len(p.chunk_ids), p.status) for p in obj.pending.order_by("pk")]
+                 len(review_page.all_ids(p)), p.status) for p in obj.pending.order_by("pk")]
         links = format_html_join(mark_safe("<br>"), '<a href="{}">{} of {} memories</a> ({})', rows)
         reason = (obj.counts.get("review") or {}).get("reason")
         if not links:
@@ -305,7 +306,7 @@ class PendingDeletionAdmin(admin.ModelAdmin):
 
     @admin.display(description="memories")
     def memory_count(self, obj: PendingDeletion) -> int:
-        return len(obj.chunk_ids)
+        return len(review_page.all_ids(obj))
 
     @admin.display(description="what")
     def what(self, obj: PendingDeletion) -> str:

@@ -27,20 +27,37 @@ class ReviewItem:
     chunk: Chunk | None
     relevance: float | None
     link: tuple[str, str] | None
+    decision: str = ""  # "" (still to decide), "approved" or "kept"
+
+
+def all_ids(pending: PendingDeletion) -> list[int]:
+    """Every memory the review held: those still to decide and those decided one by one (deciding
+    takes a memory out of chunk_ids; the outcome keeps which were approved and which kept)."""
+    outcome = pending.outcome or {}
+    decided = [int(i) for i in [*outcome.get("approved_ids", []), *outcome.get("kept_ids", [])]]
+    return [*decided, *[int(i) for i in pending.chunk_ids if int(i) not in set(decided)]]
 
 
 def review_items(pending: PendingDeletion) -> tuple[list[ReviewItem], Chunk | None]:
-    """The memories a review would delete (those still stored, with their relevance now), and a
-    merge's survivor."""
-    ids = [int(i) for i in pending.chunk_ids][:MAX_SHOWN]
+    """The memories of a review (those still stored, with their relevance and uses now; those
+    decided with their decision), and a merge's survivor."""
+    outcome = pending.outcome or {}
+    approved, kept = {int(i) for i in outcome.get("approved_ids", [])}, {int(i) for i in outcome.get("kept_ids", [])}
+    ids = all_ids(pending)[:MAX_SHOWN]
+    # Decided all at once ("Approve all", "Reject all", the list's actions): each memory left had that decision.
+    if pending.status == PendingDeletion.Status.APPROVED:
+        approved |= set(ids) - kept
+    elif pending.status == PendingDeletion.Status.REJECTED:
+        kept |= set(ids) - approved
     survivor_id = (pending.payload or {}).get("survivor")
     rows = (Chunk.objects.filter(tenant_id=pending.tenant_id, pk__in=[*ids, *([survivor_id] if survivor_id else [])])
-            .select_related("session").defer("embedding", "search_vector")
+            .select_related("session").defer("embedding", "search_vector").with_access()
             .annotate(relevance=decay.relevance_expression(table=Chunk._meta.db_table)))
     by_id = {c.pk: c for c in rows}
     notes = note_pks(list(by_id.values()))
     items = [ReviewItem(i, by_id.get(i), getattr(by_id.get(i), "relevance", None),
-                        source_link(by_id[i], notes) if i in by_id else None) for i in ids]
+                        source_link(by_id[i], notes) if i in by_id else None,
+                        "approved" if i in approved else "kept" if i in kept else "") for i in ids]
     return items, by_id.get(survivor_id) if survivor_id else None
 
 
@@ -73,10 +90,12 @@ def review_view(request: HttpRequest, object_id: str) -> HttpResponse:
             messages.error(request, str(exc))
         return HttpResponseRedirect(request.path)
     items, survivor = review_items(pending)
+    total = len(all_ids(pending))
     context: dict[str, Any] = {
         **admin.site.each_context(request), "opts": PendingDeletion._meta,
-        "title": f"Review: {pending.get_step_display()} of {len(pending.chunk_ids)} memories of {pending.tenant.name}",
-        "pending": pending, "items": items, "survivor": survivor, "more": max(len(pending.chunk_ids) - MAX_SHOWN, 0),
+        "title": f"Review: {pending.get_step_display()} of {total} memor{'y' if total == 1 else 'ies'} of {pending.tenant.name}",
+        "pending": pending, "items": items, "survivor": survivor, "more": max(total - MAX_SHOWN, 0),
+        "undecided": sum(1 for i in items if not i.decision),
         "survivor_link": source_link(survivor) if survivor else None,
         "report_url": reverse("admin:lifecycle_consolidationreport_change", args=[pending.report_id]),
     }

@@ -65,3 +65,158 @@ def test_operator_logs_in_and_browses_sessions_and_events(live_server, staff_and
             assert page.locator("#result_list tbody tr").count() == 1
         finally:
             browser.close()
+
+
+# --- the console starts from people (issue 42) -------------------------------------------------
+
+LONG_TEXT = ("Sam planted a walnut tree beside the old lighthouse keeper's cottage on the northern cape, "
+             "and every summer he measures how much it has grown since his grandfather's time")
+
+
+@pytest.fixture
+def people(settings, django_user_model) -> dict[str, int]:  # type: ignore[no-untyped-def]
+    """alice's tenant: sam (a conversation with a long message, a fact), dana; bob's tenant: another
+    sam. A consolidation review waiting in alice's tenant."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    from memoryhub.models import Fact, Session
+    from retrieval.lifecycle.models import ConsolidationReport, PendingDeletion
+    from retrieval.models import Chunk
+    from tests.base import make_client, make_key, make_tenant, post_events, remember
+
+    django_user_model.objects.create_superuser(username="operator", email="", password=PASSWORD)
+    alice, bob = make_tenant("alice"), make_tenant("bob")
+    for tenant, session, user, text in ((alice, "sam-chat", "sam", LONG_TEXT),
+                                        (alice, "dana-chat", "dana", "Dana asks about the ferry times"),
+                                        (bob, "bob-sam-chat", "sam", "Bob's sam talks about bicycles")):
+        assert post_events(make_client(make_key(tenant)), session, {"role": "user", "content": text},
+                           {"role": "assistant", "content": "Noted, thank you for telling me all of that."}
+                           ).status_code == 201
+        s = Session.objects.get(tenant=tenant, external_id=session)
+        Session.objects.filter(pk=s.pk).update(user_id=user)
+        Chunk.objects.filter(session=s).update(user_id=user)
+    sam_session = Session.objects.get(tenant=alice, external_id="sam-chat")
+    remember(Fact.objects.create(tenant=alice, workspace_id=sam_session.workspace_id, user_id="sam",
+                                 category="garden", key="tree", content="Sam's walnut tree is twelve years old"))
+    report = ConsolidationReport.objects.create(tenant=alice)
+    PendingDeletion.objects.create(tenant=alice, report=report, step="prune",
+                                   chunk_ids=list(Chunk.objects.filter(session__external_id="dana-chat")
+                                                  .values_list("pk", flat=True)))
+    return {"alice": alice.pk, "bob": bob.pk}
+
+
+def _logged_in(browser, live_server, width: int = 1280, height: int = 800):  # type: ignore[no-untyped-def]
+    page = browser.new_page(viewport={"width": width, "height": height})
+    page.goto(f"{live_server.url}/admin/login/?next=/admin/")
+    page.fill("#id_username", "operator")
+    page.fill("#id_password", PASSWORD)
+    page.click("input[type=submit]")
+    page.wait_for_url(f"{live_server.url}/admin/")
+    return page
+
+
+def _browser(playwright):  # type: ignore[no-untyped-def]
+    return playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True,
+                                      args=["--no-sandbox", "--disable-gpu"])
+
+
+def test_from_the_users_page_to_a_users_memories_in_the_explorer(live_server, people) -> None:
+    with sync_api.sync_playwright() as playwright:
+        browser = _browser(playwright)
+        try:
+            page = _logged_in(browser, live_server)
+            page.click("#mh-end-users-link")
+            page.wait_for_selector("#result_list")
+            # Both tenants' sam are listed (two people), and dana.
+            assert page.locator("#result_list tbody tr").count() == 3
+            page.fill("#searchbar", "sam")
+            page.press("#searchbar", "Enter")
+            page.wait_for_url("**q=sam**")
+            rows = page.locator("#result_list tbody tr")
+            assert rows.count() == 2
+            assert sorted(rows.nth(i).locator("td.field-tenant").inner_text() for i in range(2)) == ["alice", "bob"]
+            alice_row = page.locator("#result_list tbody tr", has=page.locator("td.field-tenant", has_text="alice"))
+            assert alice_row.locator("td.field-sessions").inner_text() == "1"
+            assert alice_row.locator("td.field-facts").inner_text() == "1"
+            alice_row.locator("a.mh-user").click()
+            page.wait_for_url(f"**/admin/console/explorer/?tenant={people['alice']}&user=sam")
+            assert "end user “sam”" in page.locator("h1").inner_text()
+            facts = page.locator("table.mh-owned[data-kind=fact]")
+            assert "Sam's walnut tree is twelve years old" in facts.inner_text()
+            assert "Bob's sam" not in page.content()  # the other tenant's sam is someone else
+
+            # A search in the explorer shows each result's owner in a column of its own.
+            page.fill("#id_q", "walnut tree")
+            page.click("#mh-explorer-search input[type=submit]")
+            page.wait_for_selector("#mh-results")
+            headers = [h.strip().lower() for h in page.locator("#mh-results thead th").all_inner_texts()]
+            assert "owner" in headers
+            owners = page.locator("#mh-results td.mh-owner").all_inner_texts()
+            assert owners and set(owners) <= {"sam", "shared"} and "sam" in owners
+        finally:
+            browser.close()
+
+
+def test_owner_columns_in_the_memories_list_and_the_context_preview(live_server, people) -> None:
+    with sync_api.sync_playwright() as playwright:
+        browser = _browser(playwright)
+        try:
+            page = _logged_in(browser, live_server)
+            page.goto(f"{live_server.url}/admin/lifecycle/memory/?q=walnut")
+            header = page.locator("#result_list thead th.column-owner")
+            assert header.is_visible() and header.inner_text().strip().lower() == "owner"
+            owners = page.locator("#result_list td.field-owner").all_inner_texts()
+            assert owners and set(owners) == {"sam"}
+
+            page.goto(f"{live_server.url}/admin/console/context/?tenant={people['alice']}&user_id=sam&query=walnut")
+            page.wait_for_selector("#mh-context-items")
+            assert "owner" in [h.strip().lower() for h in page.locator("#mh-context-items thead th").all_inner_texts()]
+            cells = page.locator("#mh-context-items td.mh-owner")
+            assert cells.count() >= 1 and set(cells.all_inner_texts()) <= {"sam", "shared"}
+            assert "sam" in cells.all_inner_texts()
+        finally:
+            browser.close()
+
+
+def test_the_admin_index_shows_the_reviews_waiting_and_leads_to_them(live_server, people) -> None:
+    with sync_api.sync_playwright() as playwright:
+        browser = _browser(playwright)
+        try:
+            page = _logged_in(browser, live_server)
+            badge = page.locator("#mh-review-badge")
+            assert badge.is_visible()
+            assert badge.locator(".mh-count").inner_text() == "1"
+            assert "consolidation review waiting" in badge.inner_text() and "alice: 1" in badge.inner_text()
+            badge.locator("a").click()
+            page.wait_for_url("**/admin/lifecycle/pendingdeletion/?status__exact=pending")
+            assert page.locator("#result_list tbody tr").count() == 1
+        finally:
+            browser.close()
+
+
+# Lines a cell's text is laid out on: the distinct tops of its text's line boxes.
+LINES = """(cell) => {
+  const range = document.createRange();
+  range.selectNodeContents(cell);
+  const tops = new Set([...range.getClientRects()].map((r) => Math.round(r.top)));
+  return {lines: tops.size, words: cell.innerText.trim().split(/\\s+/).length,
+          width: cell.getBoundingClientRect().width};
+}"""
+
+
+def test_the_memories_list_is_readable_at_1280_px(live_server, people) -> None:
+    with sync_api.sync_playwright() as playwright:
+        browser = _browser(playwright)
+        try:
+            page = _logged_in(browser, live_server, width=1280, height=800)
+            page.goto(f"{live_server.url}/admin/lifecycle/memory/")
+            cells = page.locator("#result_list td.field-short_text")
+            assert cells.count() >= 5
+            measured = [cells.nth(i).evaluate(LINES) for i in range(cells.count())]
+            longest = max(measured, key=lambda m: m["words"])
+            assert longest["words"] >= 14  # the long message, cut at 80 characters
+            for m in measured:
+                # Several words on a line (at one word a line, lines == words), and a readable width.
+                assert m["lines"] <= max(1, m["words"] // 3), measured
+                assert m["width"] >= 200, measured
+        finally:
+            browser.close()

@@ -77,6 +77,8 @@
     set("mh-rate", e.rate === null || e.rate === undefined ? "—" : fmt(e.rate));
     set("mh-eta", e.pending === 0 ? "done" : duration(e.eta_seconds));
     set("mh-arrival", e.arrival_rate === null || e.arrival_rate === undefined ? "—" : fmt(e.arrival_rate));
+    set("mh-arrived", fmt(e.arrived_recent));
+    set("mh-embedded", fmt(e.embedded_recent));
     set("mh-errors", fmt(e.embedding_errors));
     set("mh-updated", (data.generated_at || "").slice(0, 19).replace("T", " "));
     if (data.queue) {
