@@ -1,0 +1,134 @@
+"""The seed ranking rows of issue 41, measured on a kept benchmark database (bench/locomo.py or
+bench/longmemeval.py run once with --keepdb): decay in every ranking (seed 001), seed 002's
+relevance formula, seed 004's relevance floor.
+
+    .venv/bin/python bench/locomo.py --keepdb --no-plain          # ingest once
+    .venv/bin/python bench/ranking.py locomo                      # the variants on it
+    .venv/bin/python bench/longmemeval.py --limit 10 --keepdb --no-plain
+    .venv/bin/python bench/ranking.py longmemeval --limit 10 --variants default,decay-0.4
+
+Every variant asks the same questions through retrieval.search.hybrid_search (channel scope, top
+10, as the recall benchmarks do) and counts evidence turns and sessions among the top 5 and 10,
+overall and per half of the file. The searches do not count as use (counts_as_use=False) and the
+tenant's access counts are cleared first, so no variant is reinforced by an earlier one's
+searches: reinforcement is 0 for all, as for a fresh memory.
+
+Questions are asked at each conversation's last session start by default (--as-of
+last-session): decay is then measured from when the conversation was held, as an agent asking
+soon after would see it. At the search's now (--as-of now), every turn of these files is years
+old: seed 001's decayed relevance is below 1e-50 for all of them and adds nothing.
+
+Variants (search options):
+  default         the product's hybrid search (weighted fusion, default profile)
+  decay-W         default with decay_weight W: (1 − W) · score + W · best · min(decayed relevance, 1)
+  memory          profile "memory": 0.3 text + 0.3 meaning + 0.4 decayed relevance, no re-ranking
+  seed002         profile "seed002": 0.3 BM25 + 0.3 cosine + 0.3 e^(−0.05 days)(1 + 0.02 accesses) + 0.1 importance
+  mincos-C        default with min_cosine C: results less close than C dropped, later ones move up
+The relevance floors are also applied to the default variant's ten results without backfill
+(what context does to search's results): `floor-word|0.35` keeps a result that shares a word with
+the query or has cosine ≥ 0.35 (context today), `floor-word|0.655` the same at 0.655, `floor-0.655`
+cosine ≥ 0.655 only (seed 004's relevance leg); `kept` is how many of the ten survive on average.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench import recall, runner  # noqa: E402
+
+FLOORS = {"floor-word|0.35": (True, 0.35), "floor-word|0.655": (True, 0.655), "floor-0.655": (False, 0.655)}
+
+
+def variant_options(name: str) -> dict[str, Any]:
+    base: dict[str, Any] = {"mode": "hybrid", "fusion": "weighted", "counts_as_use": False}
+    if name == "default":
+        return base
+    if name.startswith("decay-"):
+        return {**base, "decay_weight": float(name.removeprefix("decay-"))}
+    if name in ("memory", "seed002"):
+        return {**base, "profile": name}
+    if name.startswith("mincos-"):
+        return {**base, "min_cosine": float(name.removeprefix("mincos-"))}
+    raise SystemExit(f"unknown variant {name!r}")
+
+
+def _floored(hits: list[Any], words: bool, cosine: float) -> list[Any]:
+    return [h for h in hits if (words and (h.text_score or 0.0) > 0.0) or (h.vector_score or -1.0) >= cosine]
+
+
+def evaluate(ingested: Any, questions: list[recall.Question], vectors: list[list[float]], variants: list[str],
+             as_of: dict[str, Any] | None) -> tuple[dict[str, Any], dict[str, float]]:
+    from accounts.models import Channel
+    from retrieval.search import hybrid_search
+
+    key = ingested.key
+    channels = {c.name: c for c in Channel.objects.filter(tenant_id=key.tenant_id)}
+    scorers = {v: recall.Scorer() for v in variants}
+    if "default" in variants:
+        scorers.update({f: recall.Scorer() for f in FLOORS})
+    kept = {f: 0 for f in FLOORS}
+    seconds = {v: 0.0 for v in variants}
+    for q, vector in zip(questions, vectors, strict=True):
+        channel = channels[q.conversation_id]
+        for v in variants:
+            started = time.perf_counter()
+            hits = hybrid_search(
+                tenant_id=key.tenant_id, query=q.question["question"], query_embedding=vector, scope="channel",
+                channel_ids=[channel.pk], workspace_ids=[channel.workspace_id], top_k=10,
+                as_of=(as_of or {}).get(q.conversation_id), history=False, **variant_options(v),
+            )
+            seconds[v] += time.perf_counter() - started
+            scorers[v].add(q, recall._found(hits, ingested.turn_at, ingested.session_of)[0])
+            if v == "default":
+                for f, (words, cosine) in FLOORS.items():
+                    survivors = _floored(hits[:10], words, cosine)
+                    kept[f] += len(survivors)
+                    scorers[f].add(q, recall._found(survivors, ingested.turn_at, ingested.session_of)[0])
+    n = max(len(questions), 1)
+    timings = {f"{v}_ms_per_query": 1000 * s / n for v, s in seconds.items()}
+    timings.update({f"{f}_kept_of_10": k / n for f, k in kept.items() if "default" in variants})
+    return {name: s.figures() for name, s in scorers.items()}, timings
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("bench", choices=["locomo", "longmemeval"])
+    parser.add_argument("--variants", default="default,decay-0.1,decay-0.4,memory,seed002,mincos-0.655")
+    ours, rest = parser.parse_known_args()  # the rest: the recall benchmark's options (--limit N, --as-of, ...)
+    if ours.bench == "locomo":
+        from bench.locomo import LOCOMO as bench
+    else:
+        from bench.longmemeval import LONGMEMEVAL as bench
+    args = runner.build_parser(bench).parse_args(["--keepdb", "--no-plain", "--as-of", "last-session", *rest])
+    as_of_now = args.as_of == "now"
+    conversations, ingested, _ = runner.prepare(bench, args)
+    from retrieval.models import ChunkAccess
+    from retrieval.query_embedding import embed_queries
+
+    cleared, _ = ChunkAccess.objects.filter(chunk__tenant_id=ingested.key.tenant_id).delete()
+    print(f"access counts cleared: {cleared} rows", flush=True)
+    questions = recall.questions_of(conversations, bench.categories)
+    print(f"{len(questions)} questions; {recall.halves_label(conversations, bench.unit)}; as of "
+          f"{'now' if as_of_now else 'each conversation last session start'}", flush=True)
+    vectors = embed_queries([q.question["question"] for q in questions])
+    variants = [v for v in ours.variants.split(",") if v]
+    figures, timings = evaluate(ingested, questions, vectors, variants,
+                                None if as_of_now else runner._as_of(conversations))
+    recall.print_comparison(figures)
+    recall.print_table(figures, recall.bucket_order(bench.categories, figures))
+    print("\n" + ", ".join(f"{k} {v:.1f}" for k, v in timings.items()))
+    if args.json:
+        import json
+
+        args.json.write_text(json.dumps({"figures": figures, "timings": timings}, indent=2))
+
+
+if __name__ == "__main__":
+    main()
