@@ -64,7 +64,7 @@ def _floored(hits: list[Any], words: bool, cosine: float) -> list[Any]:
 
 
 def evaluate(ingested: Any, questions: list[recall.Question], vectors: list[list[float]], variants: list[str],
-             as_of: dict[str, Any] | None) -> tuple[dict[str, Any], dict[str, float]]:
+             as_of: dict[str, Any] | None, kinds: list[str] | None = None) -> tuple[dict[str, Any], dict[str, float]]:
     from accounts.models import Channel
     from retrieval.search import hybrid_search
 
@@ -82,7 +82,8 @@ def evaluate(ingested: Any, questions: list[recall.Question], vectors: list[list
             hits = hybrid_search(
                 tenant_id=key.tenant_id, query=q.question["question"], query_embedding=vector, scope="channel",
                 channel_ids=[channel.pk], workspace_ids=[channel.workspace_id], top_k=10,
-                as_of=(as_of or {}).get(q.conversation_id), history=False, **variant_options(v),
+                as_of=(as_of or {}).get(q.conversation_id), history=False, **({"kinds": kinds} if kinds else {}),
+                **variant_options(v),
             )
             seconds[v] += time.perf_counter() - started
             scorers[v].add(q, recall._found(hits, ingested.turn_at, ingested.session_of)[0])
@@ -101,6 +102,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("bench", choices=["locomo", "longmemeval"])
     parser.add_argument("--variants", default="default,decay-0.1,decay-0.4,memory,seed002,mincos-0.655")
+    parser.add_argument("--turns-only", action="store_true",
+                        help="search messages only (kinds: event), as --no-summaries does, summaries or not")
     ours, rest = parser.parse_known_args()  # the rest: the recall benchmark's options (--limit N, --as-of, ...)
     if ours.bench == "locomo":
         from bench.locomo import LOCOMO as bench
@@ -116,11 +119,13 @@ def main() -> None:
     print(f"access counts cleared: {cleared} rows", flush=True)
     questions = recall.questions_of(conversations, bench.categories)
     print(f"{len(questions)} questions; {recall.halves_label(conversations, bench.unit)}; as of "
-          f"{'now' if as_of_now else 'each conversation last session start'}", flush=True)
+          f"{'now' if as_of_now else 'each conversation last session start'}"
+          f"{'; messages only' if ours.turns_only or args.no_summaries else ''}", flush=True)
     vectors = embed_queries([q.question["question"] for q in questions])
     variants = [v for v in ours.variants.split(",") if v]
     figures, timings = evaluate(ingested, questions, vectors, variants,
-                                None if as_of_now else runner._as_of(conversations))
+                                None if as_of_now else runner._as_of(conversations),
+                                ["event"] if ours.turns_only or args.no_summaries else None)
     recall.print_comparison(figures)
     recall.print_table(figures, recall.bucket_order(bench.categories, figures))
     print("\n" + ", ".join(f"{k} {v:.1f}" for k, v in timings.items()))
