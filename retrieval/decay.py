@@ -26,8 +26,10 @@ decay rate only:
 * Decay measures time since last use, not since creation, so a memory that keeps being returned
   keeps its relevance (and its access count adds the log boost).
 * In search ranking the decay-based relevance is one bounded term of a weighted sum beside text
-  and vector similarity (the "memory" profile), never a factor multiplied into similarity, so an
-  old but exactly matching memory can still surface. The hard thresholds (prune < 0.01, promote
+  and vector similarity (the "memory" profile, or the default profile with a `decay_weight`),
+  never a factor multiplied into similarity, so an old but exactly matching memory can still
+  surface. Search reads it at the request's `as_of` (default now). It is not part of the default
+  ranking: on LoCoMo it cost turn recall@10 on both halves (bench/ranking.py). The hard thresholds (prune < 0.01, promote
   > 0.7) are used only by consolidation, on the plain formula above.
 """
 
