@@ -31,28 +31,32 @@ cosine ≥ 0.655 only (seed 004's relevance leg); `kept` is how many of the ten 
 
 Measured 2026-11-28 on the shared 2-core machine (busy), MiniLM, a kept database per file. Only
 part of each file could be ingested in the time (about 90 turns a minute): LoCoMo conversations
-1-4 (755 questions; half 1 = conversations 1-2, half 2 = 3-4), LongMemEval dev60 questions 1-3
-(one question per haystack; half 1 = questions 1-2, half 2 = 3). Messages only (--turns-only /
---no-summaries), asked at each conversation's last session start. turn@10 / session@10:
+1-4 (755 questions; half 1 = conversations 1-2, half 2 = 3-4), LongMemEval dev60 questions 1-4
+(one question per haystack, ~1,200 chunks each; half 1 = questions 1-2, half 2 = 3-4: four
+questions decide nothing alone). Messages only (--turns-only / --no-summaries), asked at each
+conversation's last session start. turn@10 / session@10:
 
     variant        LoCoMo all    LoCoMo h1     LoCoMo h2     LME all       LME h1        LME h2
-    default        0.768/0.936   0.755/0.946   0.777/0.929   0.778/0.889   0.667/0.833   1.000/1.000
-    decay-0.1      0.767/0.936   0.757/0.945   0.774/0.929   0.778/0.889   0.667/0.833   1.000/1.000
-    decay-0.4      0.706/0.916   0.711/0.919   0.703/0.914   0.778/0.889   0.667/0.833   1.000/1.000
-    memory         0.705/0.875   0.719/0.890   0.695/0.865   0.778/0.889   0.667/0.833   1.000/1.000
-    seed002        0.478/0.685   0.478/0.696   0.478/0.678   0.778/0.889   0.667/0.833   1.000/1.000
-    mincos-0.655   0.155/0.303   0.158/0.355   0.152/0.268   0.333/0.333   0.500/0.500   0.000/0.000
-    floor-0.655    0.146/0.280   0.151/0.341   0.143/0.240   0.333/0.333   0.500/0.500   0.000/0.000
-    floor-word|*   0.768/0.934   0.755/0.944   0.777/0.928   0.778/0.889   0.667/0.833   1.000/1.000
+    default        0.768/0.936   0.755/0.946   0.777/0.929   0.583/0.792   0.667/0.833   0.500/0.750
+    decay-0.1      0.767/0.936   0.757/0.945   0.774/0.929   0.583/0.792   0.667/0.833   0.500/0.750
+    decay-0.4      0.706/0.916   0.711/0.919   0.703/0.914   0.583/0.792   0.667/0.833   0.500/0.750
+    memory         0.705/0.875   0.719/0.890   0.695/0.865   0.583/0.792   0.667/0.833   0.500/0.750
+    seed002        0.478/0.685   0.478/0.696   0.478/0.678   0.583/0.667   0.667/0.833   0.500/0.500
+    mincos-0.655   0.155/0.303   0.158/0.355   0.152/0.268   0.250/0.250   0.500/0.500   0.000/0.000
+    floor-0.655    0.146/0.280   0.151/0.341   0.143/0.240   0.250/0.250   0.500/0.500   0.000/0.000
+    floor-word|*   0.768/0.934   0.755/0.944   0.777/0.928   0.583/0.792   0.667/0.833   0.500/0.750
 
-Of the default's ten results, floor-0.655 keeps 1.0 on LoCoMo and 0.7 on LongMemEval; both
-word floors keep 10.0 (nearly every result shares a word with the question, so 0.35 and 0.655
-give the same figures there). Asked at the search's now (--as-of now, LoCoMo): decay-0.4 equals
-default exactly (0.768/0.935: decay has underflowed for turns years old), seed002 0.759/0.911
-(h1 0.774/0.919, h2 0.750/0.906). With summaries (LoCoMo, last session start): default
-0.777/0.933, decay-0.1 0.774/0.936, decay-0.4 0.700/0.929, memory 0.553/0.867, seed002
-0.309/0.863 — summaries are dated when the bench made them, years after the turns, which
-flatters them under any decay, hence the messages-only table above.
+turn@5 / session@5 (all): LoCoMo default 0.697/0.854, decay-0.1 0.699/0.852, decay-0.4
+0.607/0.788, memory 0.599/0.808, seed002 0.368/0.559, mincos-0.655 0.151/0.298; LME 0.583/0.667
+for all but mincos-0.655 (0.250/0.250). Of the default's ten results, floor-0.655 keeps 1.0 on
+LoCoMo and 0.5 on LongMemEval; both word floors keep 10.0 (nearly every result shares a word with
+the question, so 0.35 and 0.655 give the same figures there). Asked at the search's now (--as-of
+now): decay-0.4 equals default exactly on both files (decay has underflowed for turns years old);
+seed002 LoCoMo 0.759/0.911 (h1 0.774/0.919, h2 0.750/0.906), LME 0.583/0.667 (h2 session 0.500).
+With summaries (LoCoMo, last session start): default 0.777/0.933, decay-0.1 0.774/0.936,
+decay-0.4 0.700/0.929, memory 0.553/0.867, seed002 0.309/0.863; summaries are dated when the
+bench made them, years after the turns, which flatters them under any decay, hence the
+messages-only table above.
 """
 
 from __future__ import annotations
