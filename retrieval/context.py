@@ -75,28 +75,38 @@ def _salient_items(req: SearchRequest) -> list[ContextItem]:
     if req.query.strip():
         # Any of the query's words (plainto_tsquery ANDs them: one shared word is enough here), or
         # the vector floor that relevant items pass (_relevant).
-        floor = ["c.search_vector @@ replace(plainto_tsquery('pg_catalog.english', %s)::text, '&', '|')::tsquery"]
-        params.append(req.query)
+        floor: list[str] = []
+        if req.min_cosine is None:  # the request's floor is seed 004's: close enough in meaning, words or not
+            floor.append("c.search_vector @@ replace(plainto_tsquery('pg_catalog.english', %s)::text, '&', '|')::tsquery")
+            params.append(req.query)
         if req.query_embedding is not None:
             floor.append("(c.embedding IS NOT NULL AND 1 - (c.embedding <=> %s::halfvec) >= %s)")
-            params += [halfvec_text(req.query_embedding), settings.MEMORYHUB_CONTEXT_MIN_COSINE]
-        sql += f" AND ({' OR '.join(floor)})"
+            params += [halfvec_text(req.query_embedding), _floor(req)]
+        sql += f" AND ({' OR '.join(floor or ['FALSE'])})"
     sql += " ORDER BY c.importance DESC, c.created_at DESC LIMIT %s"
     ids = [row.pk for row in Chunk.objects.raw(sql, [*params, SALIENT_LIMIT])]
     chunks = Chunk.objects.filter(pk__in=ids).select_related("session").defer("search_vector", "embedding")
     return [_chunk_item("salient", c, c.importance) for c in sorted(chunks, key=lambda c: ids.index(c.pk))]
 
 
-def _relevant(hit: SearchHit) -> bool:
+def _floor(req: SearchRequest) -> float:
+    return settings.MEMORYHUB_CONTEXT_MIN_COSINE if req.min_cosine is None else req.min_cosine
+
+
+def _relevant(hit: SearchHit, req: SearchRequest) -> bool:
     """The relevance floor (seed 004): a memory pads no context unless the query's words match it or
-    its meaning is close enough; nothing matching means nothing injected (seed 003)."""
-    return (hit.text_score or 0.0) > 0.0 or (hit.vector_score or 0.0) >= settings.MEMORYHUB_CONTEXT_MIN_COSINE
+    its meaning is close enough; nothing matching means nothing injected (seed 003). A request's
+    min_cosine is seed 004's floor as written: the meaning must be that close, words or not (search
+    has applied it already)."""
+    if req.min_cosine is not None:
+        return (hit.vector_score if hit.vector_score is not None else -1.0) >= req.min_cosine
+    return (hit.text_score or 0.0) > 0.0 or (hit.vector_score or 0.0) >= _floor(req)
 
 
 def _relevant_items(req: SearchRequest) -> list[ContextItem]:
     """Search's results for the same request, in search's order (S12: context and search agree),
     less those under the relevance floor."""
-    return [_chunk_item("relevant", h.chunk, h.score) for h in run_search(req) if _relevant(h)]
+    return [_chunk_item("relevant", h.chunk, h.score) for h in run_search(req) if _relevant(h, req)]
 
 
 def _covered(item: ContextItem, recent: list[ContextItem], seen: set[str]) -> bool:

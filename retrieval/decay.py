@@ -26,8 +26,10 @@ decay rate only:
 * Decay measures time since last use, not since creation, so a memory that keeps being returned
   keeps its relevance (and its access count adds the log boost).
 * In search ranking the decay-based relevance is one bounded term of a weighted sum beside text
-  and vector similarity (the "memory" profile), never a factor multiplied into similarity, so an
-  old but exactly matching memory can still surface. The hard thresholds (prune < 0.01, promote
+  and vector similarity (the "memory" profile, or the default profile with a `decay_weight`),
+  never a factor multiplied into similarity, so an old but exactly matching memory can still
+  surface. Search reads it at the request's `as_of` (default now). It is not part of the default
+  ranking: on LoCoMo it cost turn recall@10 on both halves (bench/ranking.py). The hard thresholds (prune < 0.01, promote
   > 0.7) are used only by consolidation, on the plain formula above.
 """
 
@@ -128,3 +130,28 @@ def relevance_expression(*, now: datetime | None = None, time_column: str | None
 
     sql, params = relevance_sql(table, now=now, time_column=time_column)
     return RawSQL(sql, params, output_field=FloatField())
+
+
+# Seed 002's temporal score: e^(-0.05 · days since last access) · (1 + 0.02 · access_count), the
+# 0.3-weighted term of its relevance formula (search profile "seed002").
+SEED002_DAILY_DECAY = 0.05
+SEED002_ACCESS_BOOST = 0.02
+
+
+def seed002_temporal(days_since_access: float, access_count: int) -> float:
+    days = max(float(days_since_access), 0.0)
+    return math.exp(max(-SEED002_DAILY_DECAY * days, MIN_EXPONENT)) * (1.0 + SEED002_ACCESS_BOOST * max(int(access_count), 0))
+
+
+def seed002_temporal_sql(alias: str = "", *, now: datetime | None = None) -> tuple[str, list[object]]:
+    """SQL computing seed002_temporal of a chunk: days since its last access (else its creation),
+    its access count from its ChunkAccess row (none: 0). Same (sql, params) form as relevance_sql."""
+    p = f"{alias or Chunk._meta.db_table}."
+
+    def access(column: str) -> str:
+        return f"(SELECT a.{column} FROM {ChunkAccess._meta.db_table} a WHERE a.chunk_id = {p}id)"
+
+    days = f"GREATEST(EXTRACT(EPOCH FROM (%s::timestamptz - COALESCE({access('accessed_at')}, {p}created_at))) / 86400.0, 0)::float8"
+    sql = (f"(exp(GREATEST(-%s * {days}, {MIN_EXPONENT}))"
+           f" * (1 + %s * GREATEST(COALESCE({access('access_count')}, 0), 0)::float8))")
+    return sql, [SEED002_DAILY_DECAY, now or timezone.now(), SEED002_ACCESS_BOOST]

@@ -86,6 +86,7 @@ def context(key: ApiKey, data: dict[str, Any]) -> dict[str, Any]:
         "query": data["query"], "session": data["session"], "user_id": data["user_id"],
         "scope": data["scope"] or ("workspace" if session else None),
         "top_k": data["top_k"], "tags": data["tags"], "kinds": data["kinds"], "as_of": data["as_of"],
+        "min_cosine": data.get("min_cosine"),
     })
     assembled = assemble_context(session=session, req=req, budget=data["budget"])
     return {

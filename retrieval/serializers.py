@@ -56,6 +56,15 @@ def as_of_field() -> serializers.DateTimeField:
                   "(\"yesterday\", \"last week\", \"three months ago\") are read against it.")
 
 
+def MIN_COSINE_FIELD() -> serializers.FloatField:  # noqa: N802 - a field factory, used as a field
+    return serializers.FloatField(
+        min_value=-1.0, max_value=1.0, required=False, allow_null=True, default=None,
+        help_text="Only memories at least this close in meaning to the query (cosine of the embeddings; seed "
+                  "004 uses 0.655). A memory sharing the query's words but not its meaning is left out too. "
+                  "Default: none for search; context keeps a memory that shares a query word or has cosine "
+                  "of at least MEMORYHUB_CONTEXT_MIN_COSINE (0.35).")
+
+
 class SearchInput(StrictSerializer):
     query = serializers.CharField(max_length=4000, required=False, allow_blank=True, default="", trim_whitespace=False,
                                   help_text="What to look for, in natural language (or a query_embedding).")
@@ -114,8 +123,16 @@ class SearchInput(StrictSerializer):
                                          help_text="Weighted fusion: the word score's weight, used exactly as given "
                                                    "(default 0.3, balanced as vector_weight is when neither is sent).")
     profile = serializers.ChoiceField(choices=PROFILES, required=False, allow_null=True, default="default",
-                                      help_text="Ranking profile: default, or memory (favours important, recent and "
-                                                "often recalled memories).")
+                                      help_text="Ranking profile: default, memory (favours important, recent and "
+                                                "often recalled memories), or seed002 (seed 002's formula as "
+                                                "written: 0.3 BM25 + 0.3 cosine + 0.3 e^(-0.05 days since last "
+                                                "access)(1 + 0.02 accesses) + 0.1 importance; no re-ranking).")
+    decay_weight = serializers.FloatField(
+        min_value=0.0, max_value=1.0, required=False, default=0.0,
+        help_text="Default profile: this share of each result's score comes from its decayed relevance "
+                  "(seed 001: importance · tier rate^hours since last use · (1 + ln(1 + uses)), at as_of or now). "
+                  "Default 0: on LoCoMo and LongMemEval it cost recall (bench/ranking.py).")
+    min_cosine = MIN_COSINE_FIELD()
     expand = serializers.BooleanField(
         required=False, default=False,
         help_text="Summary hits carry `expanded`: their child summaries and the messages they condense "
@@ -237,7 +254,8 @@ class ExplainOutput(serializers.Serializer):
     parts = serializers.DictField(
         child=ExplainPartOutput(),
         help_text="Fusion's terms by signal: vector and text (hybrid), the one signal (vector; text for text and fuzzy), and "
-                  "relevance (the memory profile's decay, recency, importance and use). Empty for exact and regex.")
+                  "relevance (the memory profile's decay, recency, importance and use; the seed002 profile's "
+                  "temporal score), importance (the seed002 profile). Empty for exact and regex.")
     fused = serializers.FloatField(help_text="The parts' sum: the score before any step.")
     steps = ExplainStepOutput(many=True, help_text="The stages that moved this result, in the order they ran.")
     score = serializers.FloatField(help_text="The final score (the result's `score`).")
@@ -293,6 +311,7 @@ class ContextInput(StrictSerializer):
                                  help_text="Only memories with all these tags.")
     kinds = serializers.ListField(child=serializers.ChoiceField(choices=KINDS), required=False, default=list,
                                   help_text="Only these kinds of memory.")
+    min_cosine = MIN_COSINE_FIELD()
 
 
 class ContextItemOutput(serializers.Serializer):

@@ -139,6 +139,8 @@ def _run_search(req: SearchRequest, *, alone: bool) -> list[SearchHit]:
     vec = pool.vectors.cosines(plan.vector) if plan.vector is not None else {}
     trace = Trace(req) if req.explain else Trace.off()
     order, ranked, similarities = _rank(req, plan, pool, vec, trace)
+    if req.min_cosine is not None:  # seed 004's relevance floor: nothing less close in meaning
+        ranked = [c for c in ranked if vec.get(c.pk, -1.0) >= req.min_cosine]
     if req.group_by == "session":
         return _by_session(req, pool, plan, order, ranked, vec, trace, model)
     head = ranked[: 3 * req.top_k]
@@ -242,7 +244,7 @@ def _candidates(req: SearchRequest, plan: Plan, scope: Source, model: str) -> Ca
     candidates are fetched, and the vector side's once it is in: two statements, the same
     candidates and scores as one, the query embedding's time no longer added to the SQL's."""
     early = None
-    options = {"with_relevance": req.profile == "memory", "with_said": _weighs_words(req)}
+    options = {"relevance": _relevance_term(req), "now": req.as_of, "with_said": _weighs_words(req)}
     if plan.pending is not None:
         if plan.sources:
             early = fetch_candidates(plan.sources, model, plan.text_query, **options)
@@ -305,8 +307,18 @@ def _and(scope: Source, narrow: Source | None) -> Source:
     return f"{scope[0]} AND {narrow[0]}", [*scope[1], *narrow[1]]
 
 
+def _relevance_term(req: SearchRequest) -> str | None:
+    """What the candidate statement computes beside the scores: seed 001's decayed relevance (the
+    memory profile, or the default profile with a decay_weight), seed 002's temporal score, or nothing."""
+    if req.profile == "seed002":
+        return "seed002"
+    if req.profile == "memory" or req.decay_weight > 0.0:
+        return "decay"
+    return None
+
+
 def _query_time_hints(req: SearchRequest) -> list[TimeHint]:
-    if req.profile == "memory" or settings.MEMORYHUB_SEARCH_TIME_WEIGHT <= 0.0:
+    if req.profile != "default" or settings.MEMORYHUB_SEARCH_TIME_WEIGHT <= 0.0:
         return []
     return time_hints(req.query, as_of=req.as_of or timezone.now())
 
@@ -320,7 +332,7 @@ def _weighs_words(req: SearchRequest) -> bool:
 
 def _reranks(req: SearchRequest) -> bool:
     """Whether the re-ranking defaults (feedback, MMR, coverage) apply: hybrid, default profile."""
-    return req.mode == "hybrid" and req.profile != "memory"
+    return req.mode == "hybrid" and req.profile == "default"
 
 
 def _rank(req: SearchRequest, plan: Plan, pool: CandidatePool, vec: dict[int, float],
@@ -334,11 +346,11 @@ def _rank(req: SearchRequest, plan: Plan, pool: CandidatePool, vec: dict[int, fl
     ranking_vec = _with_feedback(req, pool, vec, plan.vector)
     order = fuse(req, chunks, ranking_vec, pool.txt)
     trace.fusion(chunks, vec, ranking_vec, pool.txt, order, pool.vectors.sentences)
-    if req.profile != "memory":
+    if req.profile == "default":
         fused, order = order, with_time_hints(order, chunks, plan.hints, settings.MEMORYHUB_SEARCH_TIME_WEIGHT)
         trace.date_hint(fused, order, plan.hints)
     ranked = by_score(chunks.values(), order)
-    if req.profile != "memory" and settings.MEMORYHUB_SEARCH_EXPAND_SUMMARIES:
+    if req.profile == "default" and settings.MEMORYHUB_SEARCH_EXPAND_SUMMARIES:
         by_rank, ranked = ranked, expand_summaries(ranked, trace.replaced if trace.on else None)
         trace.ranks("summary_expansion", by_rank, ranked)
     if settings.MEMORYHUB_SEARCH_ONE_PER_MESSAGE:

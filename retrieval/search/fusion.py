@@ -15,6 +15,10 @@ from retrieval.search.request import TEXT_MODES, Candidate, SearchRequest, each_
 
 RRF_K = 60
 MEMORY_WEIGHTS = (0.3, 0.3, 0.4)  # text, semantic, decayed relevance (S4's 0.3 temporal + 0.1 importance)
+# Seed 002's relevance, as written: (fts_rank × 0.3) + (semantic_similarity × 0.3) + (temporal_score × 0.3)
+# + (importance × 0.1); fts_rank BM25 scaled to 0-1 (min-max over the candidates), semantic the cosine
+# (0-1: a negative cosine counts 0), temporal retrieval.decay.seed002_temporal, importance the chunk's.
+SEED002_WEIGHTS = (0.3, 0.3, 0.3, 0.1)
 
 
 def minmax(values: dict[int, float]) -> dict[int, float]:
@@ -33,14 +37,27 @@ def _ranks(values: dict[int, float]) -> dict[int, int]:
 
 def fuse(req: SearchRequest, chunks: dict[int, Candidate], vec: dict[int, float], txt: dict[int, float]) -> dict[int, float]:
     base = base_scores(req, chunks, vec, txt)
-    if not uses_session_prior(req):
-        return base
-    prior = with_session_prior(base, chunks, settings.MEMORYHUB_SEARCH_SESSION_WEIGHT)
-    return with_neighbours(prior, chunks, settings.MEMORYHUB_SEARCH_NEIGHBOUR_WEIGHT)
+    if uses_session_prior(req):
+        prior = with_session_prior(base, chunks, settings.MEMORYHUB_SEARCH_SESSION_WEIGHT)
+        base = with_neighbours(prior, chunks, settings.MEMORYHUB_SEARCH_NEIGHBOUR_WEIGHT)
+    return with_decay(req, base, chunks)
+
+
+def with_decay(req: SearchRequest, scores: dict[int, float], chunks: dict[int, Candidate]) -> dict[int, float]:
+    """The default profile with a decay_weight w: (1 − w) · score + w · best score · min(decayed
+    relevance, 1) (seed 001's importance · rate(tier)^hours since last use · (1 + ln(1 + accesses)),
+    at the request's as_of or now). Added and bounded, as in the memory profile, so an old exact
+    match still surfaces; scaled by the best score so that it weighs the same beside rrf's small
+    scores as beside weighted fusion's."""
+    w = req.decay_weight
+    if req.profile != "default" or w <= 0.0 or not scores:
+        return scores
+    top = max(scores.values())
+    return {i: (1.0 - w) * s + w * top * min(chunks[i].relevance, 1.0) for i, s in scores.items()}
 
 
 def uses_session_prior(req: SearchRequest) -> bool:
-    return req.profile != "memory" and req.mode not in ("vector", *TEXT_MODES)
+    return req.profile == "default" and req.mode not in ("vector", *TEXT_MODES)
 
 
 def base_scores(req: SearchRequest, chunks: dict[int, Candidate], vec: dict[int, float],
@@ -62,6 +79,14 @@ def base_scores(req: SearchRequest, chunks: dict[int, Candidate], vec: dict[int,
         w_text, w_vector, w_relevance = MEMORY_WEIGHTS
         return {
             i: w_text * nt.get(i, 0.0) + w_vector * nv.get(i, 0.0) + w_relevance * min(chunks[i].relevance, 1.0)
+            for i in ids
+        }
+    if req.profile == "seed002":
+        nt = minmax(txt)
+        w_text, w_vector, w_temporal, w_importance = SEED002_WEIGHTS
+        return {
+            i: w_text * nt.get(i, 0.0) + w_vector * max(vec.get(i, 0.0), 0.0) + w_temporal * chunks[i].relevance
+            + w_importance * chunks[i].importance
             for i in ids
         }
     if req.mode == "vector":
@@ -130,6 +155,15 @@ def fusion_parts(req: SearchRequest, chunks: dict[int, Candidate], vec: dict[int
             "text": _part(txt.get(i), nt.get(i, 0.0), w_text),
             "vector": _part(vec.get(i), nv.get(i, 0.0), w_vector),
             "relevance": _part(chunks[i].relevance, min(chunks[i].relevance, 1.0), w_relevance),
+        } for i in ids}
+    if req.profile == "seed002":
+        nt = minmax(txt)
+        w_text, w_vector, w_temporal, w_importance = SEED002_WEIGHTS
+        return {i: {
+            "text": _part(txt.get(i), nt.get(i, 0.0), w_text),
+            "vector": _part(vec.get(i), max(vec.get(i, 0.0), 0.0), w_vector),
+            "relevance": _part(chunks[i].relevance, chunks[i].relevance, w_temporal),
+            "importance": _part(chunks[i].importance, chunks[i].importance, w_importance),
         } for i in ids}
     if req.mode == "vector" or req.mode in TEXT_MODES:
         name, signal = ("vector", vec) if req.mode == "vector" else ("text", txt)

@@ -20,7 +20,9 @@ MODES = ("hybrid", "vector", "text", "exact", "fuzzy", "regex")
 TEXT_MODES = ("text", "fuzzy")
 LITERAL_MODES = ("exact", "regex")  # matched, not ranked: the newest matches first
 FUSIONS = ("weighted", "rrf")
-PROFILES = ("default", "memory")
+# default: fusion and re-ranking; memory: text, meaning and seed 001's decayed relevance (fusion.py);
+# seed002: seed 002's formula as written, 0.3 BM25 + 0.3 cosine + 0.3 temporal + 0.1 importance.
+PROFILES = ("default", "memory", "seed002")
 SCOPES = ("conversation", "channel", "workspace", "account")
 GROUPINGS = ("session",)
 DEFAULT_HITS_PER_SESSION = 3
@@ -65,6 +67,10 @@ class SearchRequest:
     text_weight: float = 0.3
     exact_weights: bool = False  # the caller chose the weights: no balancing, no feedback step (seed 000)
     profile: str = "default"
+    # The default profile's share of seed 001's decayed relevance (0: none; bench/ranking.py measured it).
+    decay_weight: float = 0.0
+    # Only results at least this close in meaning (cosine; seed 004's relevance floor is 0.655).
+    min_cosine: float | None = None
     case_sensitive: bool = False  # modes exact and regex
     explain: bool = False  # each hit carries why it ranked (retrieval.search.explain)
     counts_as_use: bool = True  # False: an operator looking (the console) does not reinforce what it sees
@@ -86,6 +92,12 @@ def validate(req: SearchRequest) -> None:
             raise SearchError("group_by_required", "hits_per_session needs group_by 'session'.")
         if not 1 <= req.hits_per_session <= MAX_HITS_PER_SESSION:
             raise SearchError("invalid_hits_per_session", f"hits_per_session must be within 1..{MAX_HITS_PER_SESSION}")
+    if req.profile not in PROFILES:
+        raise SearchError("invalid_profile", f"profile must be one of {', '.join(PROFILES)}")
+    if not 0.0 <= req.decay_weight <= 1.0:
+        raise SearchError("invalid_decay_weight", "decay_weight must be within 0..1")
+    if req.min_cosine is not None and not -1.0 <= req.min_cosine <= 1.0:
+        raise SearchError("invalid_min_cosine", "min_cosine must be within -1..1")
     if req.query_embedding is not None and len(req.query_embedding) != DIMENSIONS:
         raise SearchError("invalid_query_embedding", f"query_embedding must have {DIMENSIONS} dimensions")
     has_text = bool(req.query.strip())
@@ -110,7 +122,7 @@ class Candidate:
     created_ts: float  # created_at as epoch seconds (tie-break by recency)
     sequence_end: int | None
     importance: float
-    relevance: float = 0.0  # decayed relevance (memory profile only)
+    relevance: float = 0.0  # decayed relevance (memory profile, decay_weight), seed 002's temporal score
     kind: str = "event"
     sequence_start: int | None = None
     split: bool = False  # it has sentence vectors of its own (ChunkSentence)

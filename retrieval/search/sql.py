@@ -32,7 +32,7 @@ from django.utils import timezone
 from accounts.models import Channel, Workspace
 from memoryhub.counters import BatchedCounter, Counts
 from memoryhub.models import Session
-from retrieval.decay import relevance_sql
+from retrieval.decay import relevance_sql, seed002_temporal_sql
 from retrieval.embedders import DIMENSIONS
 from retrieval.models import ChunkAccess, ChunkSentence
 from retrieval.search.request import Candidate, HitRow, SearchRequest
@@ -322,10 +322,12 @@ _RANK_COLUMNS = ("c.id, c.session_id, c.text, c.context <> '', extract(epoch FRO
 
 
 def fetch_candidates(sources: list[Source], model: str, tq: TextQuery | None, *,
-                     with_relevance: bool = False, vector_search: bool = False, with_said: bool = False) -> CandidatePool:
+                     relevance: str | None = None, now: datetime | None = None, vector_search: bool = False,
+                     with_said: bool = False) -> CandidatePool:
     """Every candidate of `sources`, scored on full text (on every term, not only if text found
-    it), with its embedding (when made by `model`) and, `with_said`, which terms it says: one
-    statement."""
+    it), with its embedding (when made by `model`), `relevance` ("decay": seed 001's decayed
+    relevance; "seed002": seed 002's temporal score; both at `now`, default the current time) and,
+    `with_said`, which terms it says: one statement."""
     union = " UNION ".join(f"({sql})" for sql, _ in sources)
     select = [_RANK_COLUMNS, "CASE WHEN c.embedding_model = %s THEN halfvec_send(c.embedding) END"]
     params: list[Any] = [model]
@@ -342,9 +344,10 @@ def fetch_candidates(sources: list[Source], model: str, tq: TextQuery | None, *,
             join, join_params = tq.message_sql()
     else:
         select.append("NULL, 0")
-    if with_relevance:
-        relevance, relevance_params = relevance_sql("c")
-        select.append(relevance)
+    if relevance is not None:
+        term, relevance_params = (relevance_sql("c", now=now) if relevance == "decay"
+                                  else seed002_temporal_sql("c", now=now))
+        select.append(term)
         params += relevance_params
     else:
         select.append("0.0")

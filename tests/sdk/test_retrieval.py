@@ -122,3 +122,19 @@ def test_search_synthesize(hub: Any, keys: dict[str, str], settings: Any) -> Non
     assert synthesis["answer"] == "To Osaka, in May." and synthesis["model"] == "fake-7b"
     assert synthesis["citations"] == [{"index": 0, "chunk_id": found["results"][0]["chunk_id"]}]
     assert "synthesis" not in alice.search("Osaka", mode="text")
+
+
+def test_seed_ranking_options(hub: Any, keys: dict[str, str]) -> None:
+    """profile seed002, decay_weight and min_cosine reach the server (issue 41); a bad value is a 400."""
+    alice = hub(keys["alice"])
+    alice.remember("trip", CHAT)
+    assert alice.search("Osaka in May")["results"]
+    assert alice.search("Osaka in May", min_cosine=1.0)["results"] == []  # nothing is that close
+    assert alice.search("Osaka", profile="seed002")["profile"] == "seed002"
+    assert alice.search("Osaka", decay_weight=0.5)["results"]
+    relevant = [i for i in alice.context(query="Osaka in May", min_cosine=1.0)["items"] if i["source"] == "relevant"]
+    assert relevant == []
+    assert [i for i in alice.context(query="Osaka in May")["items"] if i["source"] == "relevant"]
+    with pytest.raises(BadRequestError) as bad:
+        alice.search("Osaka", decay_weight=2)
+    assert bad.value.code == "validation_error"

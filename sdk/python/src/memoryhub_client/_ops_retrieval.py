@@ -34,10 +34,12 @@ def search(
     fusion: Literal["weighted", "rrf"] | None = None,
     vector_weight: float | None = None,
     text_weight: float | None = None,
-    profile: Literal["default", "memory"] | None = None,
+    profile: Literal["default", "memory", "seed002"] | None = None,
     group_by: Literal["session"] | None = None,
     hits_per_session: int | None = None,
     synthesize: bool | None = None,
+    decay_weight: float | None = None,
+    min_cosine: float | None = None,
 ) -> Call[SearchResponse]:
     """Search memory (POST /search/): events, notes, facts, summaries and documents, ranked.
 
@@ -45,7 +47,9 @@ def search(
     "three months ago" in the query are read against it (servers that predate it refuse the field).
     `group_by="session"`: which conversations are about the query; `top_k` then counts
     conversations, listed best first in `sessions`, and `results` holds each one's best
-    `hits_per_session` matches (default 3), conversation by conversation.
+    `hits_per_session` matches (default 3), conversation by conversation. `profile="seed002"`: seed
+    002's relevance formula; `decay_weight`: that share of the score from seed 001's decay;
+    `min_cosine`: only results at least that close in meaning (seed 004's floor is 0.655).
     `synthesize=True`: the response's `synthesis` is the server's language model's answer from the
     results, {answer, citations: [{index, chunk_id}], model}, or {error: {code, message}, model}
     when the model failed (the results still come back); a server without a model refuses it
@@ -55,7 +59,8 @@ def search(
         workspace=workspace, scope=scope, tags=tags, roles=roles, kinds=kinds, agent=agent,
         user_id=user_id, since=since, until=until, as_of=as_of, top_k=top_k, mode=mode, fusion=fusion,
         vector_weight=vector_weight, text_weight=text_weight, profile=profile, group_by=group_by,
-        hits_per_session=hits_per_session, synthesize=synthesize,
+        hits_per_session=hits_per_session, synthesize=synthesize, decay_weight=decay_weight,
+        min_cosine=min_cosine,
     ), idempotent=True)
 
 
@@ -69,12 +74,14 @@ def context(
     tags: Sequence[str] | None = None,
     user_id: str | None = None,
     as_of: datetime | str | None = None,
+    min_cosine: float | None = None,
 ) -> Call[Context]:
     """The context block for a prompt (POST /context/): recent messages, important and relevant
-    memories within `budget` tokens, as items and as Markdown."""
+    memories within `budget` tokens, as items and as Markdown. `min_cosine`: relevant memories
+    only at least that close in meaning, words or not (seed 004's floor is 0.655)."""
     return Call("POST", "context/", as_is, json=body(
         session=session, query=query, budget=budget, scope=scope, top_k=top_k, tags=tags,
-        user_id=user_id, as_of=as_of,
+        user_id=user_id, as_of=as_of, min_cosine=min_cosine,
     ), idempotent=True)
 
 
