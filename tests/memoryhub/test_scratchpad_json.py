@@ -9,7 +9,7 @@ import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
-from memoryhub.models import Scratchpad, ScratchpadItem, Session
+from memoryhub.models import ScratchpadItem
 from tests.base import error_code, make_client, make_key, post_events
 
 
@@ -88,9 +88,11 @@ def test_the_migration_keeps_stored_strings_as_strings(cast) -> None:
     executor = MigrationExecutor(connection)
     before, after = [("memoryhub", "0008_session_ended_at")], executor.loader.graph.leaf_nodes()
     executor.migrate(before)
+    old = executor.loader.project_state(before).apps  # the models as they were at that migration
     try:
         with connection.cursor() as cursor:
-            pad = Scratchpad.objects.create(session=Session.objects.get(), tenant=cast.alice_tenant)
+            pad = old.get_model("memoryhub", "Scratchpad").objects.create(
+                session=old.get_model("memoryhub", "Session").objects.get(), tenant_id=cast.alice_tenant.pk)
             cursor.execute("INSERT INTO memoryhub_scratchpaditem (tenant_id, scratchpad_id, position, key, value) "
                            "VALUES (%s, %s, 0, 'goal', 'not {json} at all')", [cast.alice_tenant.pk, pad.pk])
     finally:
