@@ -12,7 +12,7 @@ from retrieval.chunking import normalize_text
 from retrieval.indexing import extract_event_text
 from retrieval.models import Chunk
 from retrieval.query_embedding import embed_query
-from retrieval.search import SearchHit, SearchRequest, run_search, where_clause
+from retrieval.search import SearchHit, SearchRequest, run_search, weights, where_clause
 from retrieval.vectors import halfvec_text
 
 RECENT_MESSAGES = 10
@@ -79,7 +79,7 @@ def _salient_items(req: SearchRequest) -> list[ContextItem]:
         params.append(req.query)
         if req.query_embedding is not None:
             floor.append("(c.embedding IS NOT NULL AND 1 - (c.embedding <=> %s::halfvec) >= %s)")
-            params += [halfvec_text(req.query_embedding), settings.MEMORYHUB_CONTEXT_MIN_COSINE]
+            params += [halfvec_text(req.query_embedding), weights.CONTEXT_MIN_COSINE]
         sql += f" AND ({' OR '.join(floor)})"
     sql += " ORDER BY c.importance DESC, c.created_at DESC LIMIT %s"
     ids = [row.pk for row in Chunk.objects.raw(sql, [*params, SALIENT_LIMIT])]
@@ -90,7 +90,7 @@ def _salient_items(req: SearchRequest) -> list[ContextItem]:
 def _relevant(hit: SearchHit) -> bool:
     """The relevance floor (seed 004): a memory pads no context unless the query's words match it or
     its meaning is close enough; nothing matching means nothing injected (seed 003)."""
-    return (hit.text_score or 0.0) > 0.0 or (hit.vector_score or 0.0) >= settings.MEMORYHUB_CONTEXT_MIN_COSINE
+    return (hit.text_score or 0.0) > 0.0 or (hit.vector_score or 0.0) >= weights.CONTEXT_MIN_COSINE
 
 
 def _relevant_items(req: SearchRequest) -> list[ContextItem]:

@@ -107,7 +107,7 @@ class SearchInput(StrictSerializer):
     vector_weight = serializers.FloatField(min_value=0.0, max_value=1.0, required=False, default=None,
                                            help_text="Weighted fusion: the meaning score's weight, used exactly as given "
                                                      "(no adaptive balancing, no feedback step). When neither weight is "
-                                                     "sent: 0.7, moved a share of the way (MEMORYHUB_SEARCH_BALANCE) "
+                                                     "sent: 0.7, moved a quarter of the way "
                                                      "toward the list whose best results stand out most for this "
                                                      "query; explain shows the weights used.")
     text_weight = serializers.FloatField(min_value=0.0, max_value=1.0, required=False, default=None,
@@ -166,15 +166,13 @@ class SessionGroupOutput(serializers.Serializer):
 
 class ExplainStepOutput(serializers.Serializer):
     step = serializers.ChoiceField(
-        choices=["feedback", "session_prior", "neighbours", "date_hint", "summary_expansion", "one_per_message", "mmr",
-                 "diversity", "session_cap", "dedup", "coverage"],
+        choices=["feedback", "date_hint", "summary_expansion", "one_per_message", "mmr", "dedup", "coverage"],
         help_text="feedback: ranked against the query vector moved toward the first pass's best results; "
-                  "session_prior: blended with its conversation's best matches; neighbours: plus the best score of the "
-                  "messages beside it in its conversation; date_hint: written within a date "
+                  "date_hint: written within a date "
                   "the query names; summary_expansion: took the place of a summary of it that ranked higher; "
                   "one_per_message: other chunks of the same message above it dropped (each message is listed once); "
-                  "mmr: maximal marginal relevance (results too similar to ones above move down); diversity, "
-                  "session_cap: per-conversation limits; dedup: near-duplicates above it dropped; coverage: the "
+                  "mmr: maximal marginal relevance (results too similar to ones above move down); "
+                  "dedup: near-duplicates above it dropped; coverage: the "
                   "last places go first to conversations not listed yet.")
     detail = serializers.CharField(help_text="The step in words (its weight, the dates, the summary).")
     score_before = serializers.FloatField(required=False, help_text="Score steps: the score before the step.")

@@ -175,10 +175,10 @@ def test_a_failing_run_records_its_error_and_rolls_back_the_tenant(world, monkey
     assert Chunk.objects.get(pk=world["m"]["hot"].pk).lifetime == "conversation"
 
 
-def test_large_scopes_find_duplicates_through_the_index(world, settings) -> None:  # type: ignore[no-untyped-def]
+def test_large_scopes_find_duplicates_through_the_index(world, settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     m = world["m"]
     exact = duplicates.find_duplicates(world["tenant"].pk, ["event"], set())
-    settings.MEMORYHUB_MERGE_EXACT_MAX = 1  # every scope now counts as large
+    monkeypatch.setattr(duplicates, "EXACT_MAX", 1)  # every scope now counts as large
     with transaction.atomic():
         approximate = duplicates.find_duplicates(world["tenant"].pk, ["event"], set())
     assert [(a, b) for a, b, _ in exact] == [(a, b) for a, b, _ in approximate] == [(m["dup_a"].pk, m["dup_b"].pk)]
