@@ -33,6 +33,9 @@ from rest_framework.request import Request
 from accounts.models import ApiKey, Tenant, Workspace
 from accounts.signals import key_used
 
+# A key's last use is written at most once per this many seconds per key (coarse on purpose).
+TOUCH_SECONDS = 60
+
 
 @dataclass(frozen=True)
 class ApiPrincipal:
@@ -170,7 +173,7 @@ def _touch(key: ApiKey) -> None:
     # One write per key per interval, not per request: last_used_at is coarse on purpose. The
     # write itself is batched off the request (accounts.signals.key_used).
     now = timezone.now()
-    interval = timedelta(seconds=settings.MEMORYHUB_API_KEY_TOUCH_SECONDS)
+    interval = timedelta(seconds=TOUCH_SECONDS)
     if key.last_used_at is None or now - key.last_used_at >= interval:
         key_used.send(sender=ApiKey, key_id=key.pk, at=now)
         key.last_used_at = now

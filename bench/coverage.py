@@ -15,7 +15,7 @@ the defaults chosen here were confirmed with full runs (bench/README.md, stop 26
 `--norms`: 0 orders the unlisted conversations by their best result (the order before stop 26);
 p > 0 by the p-norm of their messages' scores (retrieval.search.rerank.conversation_evidence).
 `--words`: the weights at which that evidence is blended with the query words each conversation's
-messages say (rerank.conversation_words; MEMORYHUB_SEARCH_COVERAGE_WORDS, stop 33).
+messages say (rerank.conversation_words; retrieval.search.weights.COVERAGE_WORDS, stop 33).
 Prints turn and session recall@10 overall, per half and for the multi-hop questions (LoCoMo).
 `--ceiling`: instead of the grid, what any coverage of this ranking could reach (stop 35).
 `--signals`: instead of the grid, coverage with the conversations ordered by signals read from

@@ -50,7 +50,7 @@ def build_parser(bench: Bench) -> argparse.ArgumentParser:
     parser.add_argument("--plain-pool", type=int, default=None, metavar="N",
                         help="plain hybrid: min-max over the top N turns of each score, not over all turns")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
-                        help="override a numeric or true/false setting for the searches (experiments)")
+                        help="override a numeric or true/false setting, or a ranking constant as weights.NAME, for the searches (experiments)")
     parser.add_argument("--no-cache", action="store_true", help="do not cache embeddings by text")
     parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
     parser.add_argument("--per-question", type=Path, default=None,
@@ -95,15 +95,18 @@ def _apply_overrides(args: argparse.Namespace) -> None:
     from django.conf import settings
 
     from memoryhub.env import parse_bool
+    from retrieval.search import weights
 
     for item in args.set:
         name, value = item.split("=", 1)
-        current = getattr(settings, name, 0.0)
+        # A ranking constant as weights.NAME (retrieval/search/weights.py), any other name a setting.
+        target, attr = (weights, name.removeprefix("weights.")) if name.startswith("weights.") else (settings, name)
+        current = getattr(target, attr, 0.0)
         if isinstance(current, bool):
-            setattr(settings, name, parse_bool(name, value))
+            setattr(target, attr, parse_bool(name, value))
         else:
-            setattr(settings, name, type(current)(value))
-        print(f"setting {name} = {getattr(settings, name)}", flush=True)
+            setattr(target, attr, type(current)(value))
+        print(f"setting {name} = {getattr(target, attr)}", flush=True)
     if args.vector_weight is not None:
         recall.RUNS["hybrid-weighted"]["vector_weight"] = args.vector_weight
     if args.text_weight is not None:

@@ -10,18 +10,18 @@ import os
 from contextlib import AsyncExitStack
 from typing import Any
 
-import django
 from django.conf import settings
+from django.core.asgi import get_asgi_application
 from django.utils.module_loading import import_string
 
 from memoryhub.asgi_body import BodyLimits
-from memoryhub.asgi_handler import OneHopASGIHandler
 from memoryhub.embedded_pg import ensure_running
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryhub.settings")
 ensure_running()
-django.setup(set_prefix=False)  # as get_asgi_application() does
-django_application = BodyLimits(OneHopASGIHandler())
+# Django's own handler (issue 43: the one-thread-hop handler of issue 19 measured no faster, paired:
+# bench/README.md, "Serving stack").
+django_application = BodyLimits(get_asgi_application())
 
 
 class Mounted:

@@ -11,7 +11,7 @@ When it works on a session it also has a summariser model describe the session's
 in a sentence (memoryhub.tool_sentences; not a reason on its own for a session to be due: an
 idle session is due anyway once its tree is to be closed).
 The lane looks at sessions written since its last pass (Session.updated_at, indexed), and at
-all of them every MEMORYHUB_SUMMARY_FULL_PASS_SECONDS (an idle session's tree is closed by the
+all of them every FULL_PASS_SECONDS, 5 minutes (an idle session's tree is closed by the
 clock, not by a write). Each session is worked on under an advisory lock, so lanes on several
 machines never do one session twice at once, each sub-step within MEMORYHUB_STEP_SECONDS. A
 failure is recorded (StepFailure); after MEMORYHUB_BACKGROUND_MAX_ATTEMPTS in a row the
@@ -45,6 +45,7 @@ LOCK_KEY = 4243  # advisory lock namespace: (LOCK_KEY, session pk)
 FACT_EVENTS = 50  # events per extractor call
 ENDED_BATCHES = 20  # extractor calls one visit makes for an ended conversation (the rest: next pass)
 PASS_SESSIONS = 200  # sessions one step looks at
+FULL_PASS_SECONDS = 300  # the summarise lane looks at every session, not only those written since, this often
 SLACK = timedelta(seconds=5)  # an append's updated_at is taken a little before it commits
 
 
@@ -228,7 +229,7 @@ class SummariseLane:
         if wait > 0:
             time.sleep(wait)
         self._last_step = time.monotonic()
-        if time.monotonic() - self._full_at >= settings.MEMORYHUB_SUMMARY_FULL_PASS_SECONDS:
+        if time.monotonic() - self._full_at >= FULL_PASS_SECONDS:
             self._since, self._full_at = None, time.monotonic()
         started = timezone.now()
         rows = list(due_sessions(updated_since=self._since).order_by("updated_at", "pk")

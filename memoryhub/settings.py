@@ -331,16 +331,12 @@ MEMORYHUB_RECENT_WINDOW = env_int("MEMORYHUB_RECENT_WINDOW", 50, minimum=1)
 MEMORYHUB_DEFAULT_IMPORTANCE = {"user": 0.5, "assistant": 0.5, "tool": 0.3, "system": 0.1}
 MEMORYHUB_MAX_BULK_EVENTS = env_int("MEMORYHUB_MAX_BULK_EVENTS", 1000, minimum=1)
 MEMORYHUB_MAX_CONTENT_CHARS = env_int("MEMORYHUB_MAX_CONTENT_CHARS", 200_000, minimum=1000)
-# An appended event's created_at may lie at most this far ahead of the server's clock (a day: a
-# local time sent as UTC); before 1970 is refused too (400 created_at_out_of_range).
-MEMORYHUB_EVENT_MAX_FUTURE_SECONDS = env_int("MEMORYHUB_EVENT_MAX_FUTURE_SECONDS", 86400, minimum=0)
 MEMORYHUB_RESTORE_BUDGET = env_int("MEMORYHUB_RESTORE_BUDGET", 4000, minimum=1)
-MEMORYHUB_API_KEY_TOUCH_SECONDS = env_int("MEMORYHUB_API_KEY_TOUCH_SECONDS", 60, minimum=0)
 # How long each process reuses an API key it read (0: read it on every request). A key revoked
 # elsewhere is refused by every process within this many seconds (at once by the one revoking it).
 MEMORYHUB_API_KEY_CACHE_SECONDS = env_float("MEMORYHUB_API_KEY_CACHE_SECONDS", 5.0, low=0.0, high=300.0)
 # How often each process writes its request counters (searches, context, restores) for the dashboard,
-# and the last use of its API keys (the admin's "last used": refreshed at most every MEMORYHUB_API_KEY_TOUCH_SECONDS).
+# and the last use of its API keys (the admin's "last used": refreshed at most every minute: accounts.authentication.TOUCH_SECONDS).
 MEMORYHUB_USAGE_FLUSH_SECONDS = env_int("MEMORYHUB_USAGE_FLUSH_SECONDS", 10, minimum=0)
 # How often each process writes the access counts of the memories its searches returned.
 MEMORYHUB_ACCESS_FLUSH_SECONDS = env_int("MEMORYHUB_ACCESS_FLUSH_SECONDS", 10, minimum=0)
@@ -360,8 +356,6 @@ MEMORYHUB_WORK_IDLE_SECONDS = env_float("MEMORYHUB_WORK_IDLE_SECONDS", 10.0, low
 MEMORYHUB_STEP_SECONDS = env_float("MEMORYHUB_STEP_SECONDS", 120.0, low=1.0, high=24 * 3600)
 # Failures in a row after which a session is set aside (skipped until retried in the admin).
 MEMORYHUB_BACKGROUND_MAX_ATTEMPTS = env_int("MEMORYHUB_BACKGROUND_MAX_ATTEMPTS", 3, minimum=1)
-# The summarise lane looks at every session (not only those written since its last pass) this often.
-MEMORYHUB_SUMMARY_FULL_PASS_SECONDS = env_int("MEMORYHUB_SUMMARY_FULL_PASS_SECONDS", 300, minimum=1)
 # The work processes run at this niceness, so that requests come first on a shared machine.
 MEMORYHUB_WORK_NICE = env_int("MEMORYHUB_WORK_NICE", 10, minimum=0)
 
@@ -399,10 +393,6 @@ MEMORYHUB_CHUNK_OVERLAP = env_int("MEMORYHUB_CHUNK_OVERLAP", 96, minimum=0)
 # of the machine left idle lately, at least one: memoryhub.cpu), and texts per encode() call.
 MEMORYHUB_EMBED_THREADS = env_int("MEMORYHUB_EMBED_THREADS", min(os.cpu_count() or 1, 4), minimum=1)
 MEMORYHUB_EMBED_BATCH_SIZE = env_int("MEMORYHUB_EMBED_BATCH_SIZE", 32, minimum=1)
-# ONNX Runtime's embedding threads spin while they wait for their next operation (its own default):
-# a batch is ~5 % faster on an idle machine, and a single append ~3 ms slower while the embed lane
-# works beside it (bench/README.md, stop 26). Off: they block, and requests get the CPU.
-MEMORYHUB_EMBED_SPIN = env_bool("MEMORYHUB_EMBED_SPIN", False)
 # Threads of the torch-free query embedder of web processes (one query each; retrieval.query_embedding).
 MEMORYHUB_QUERY_EMBED_THREADS = env_int("MEMORYHUB_QUERY_EMBED_THREADS", 1, minimum=1)
 # Web processes embed queries with the int8 copy of the ONNX model (made beside it and judged
@@ -420,17 +410,9 @@ MEMORYHUB_EMBED_BACKEND = env_choice("MEMORYHUB_EMBED_BACKEND", "auto", {"auto",
 # How many earlier messages of the conversation are embedded with a message (contextual
 # embeddings: "yes, since 2019" is findable by what it answers). 0 embeds the message alone.
 MEMORYHUB_EMBED_CONTEXT_MESSAGES = env_int("MEMORYHUB_EMBED_CONTEXT_MESSAGES", 2, minimum=0)
-# Each chunk's sentences get vectors of their own (retrieval.chunking.sentences), written with the
-# chunk's; search scores a candidate by the higher of its own cosine and its best sentence's.
-MEMORYHUB_EMBED_SENTENCES = env_bool("MEMORYHUB_EMBED_SENTENCES", True)
 # Candidates fetched from each index before fusion, and HNSW's ef_search.
 MEMORYHUB_SEARCH_CANDIDATES = env_int("MEMORYHUB_SEARCH_CANDIDATES", 100, minimum=10)
 MEMORYHUB_HNSW_EF_SEARCH = env_int("MEMORYHUB_HNSW_EF_SEARCH", 100, minimum=10)
-# ef_search grows with the chunk table: at least one per this many rows (0: always the value above).
-MEMORYHUB_HNSW_ROWS_PER_EF = env_int("MEMORYHUB_HNSW_ROWS_PER_EF", 1_000, minimum=0)
-# Hybrid search computes the query's embedding in a thread while the text side's candidates are
-# fetched (two candidate statements instead of one; the same results). Off: one after the other.
-MEMORYHUB_SEARCH_EMBED_ALONGSIDE = env_bool("MEMORYHUB_SEARCH_EMBED_ALONGSIDE", True)
 # Every connection starts with search's HNSW settings (ef_search; iterative scans, so that filtered
 # queries return enough rows), so a search needs no SET and no transaction around it. A pooler that
 # refuses startup options (PgBouncer without ignore_startup_parameters) wants this off: search then
@@ -447,66 +429,16 @@ MEMORYHUB_SEARCH_EXACT_BELOW = env_int("MEMORYHUB_SEARCH_EXACT_BELOW", 5_000, mi
 MEMORYHUB_TEXT_SCAN_BELOW = env_int("MEMORYHUB_TEXT_SCAN_BELOW", 5_000, minimum=0)
 MEMORYHUB_SEARCH_MAX_TOP_K = env_int("MEMORYHUB_SEARCH_MAX_TOP_K", 100, minimum=1)
 MEMORYHUB_CONTEXT_BUDGET = env_int("MEMORYHUB_CONTEXT_BUDGET", 4000, minimum=100)
-# Context relevance floor (seed 004): a memory that shares no word with the query joins the context
-# only when the cosine of its embedding to the query's is at least this (MiniLM: unrelated
-# sentences sit around 0.0–0.25).
-MEMORYHUB_CONTEXT_MIN_COSINE = env_float("MEMORYHUB_CONTEXT_MIN_COSINE", 0.35, low=-1.0, high=1.0)
-# Full text: how much a query word found only in a chunk's conversation context counts (0–1).
-MEMORYHUB_TEXT_CONTEXT_WEIGHT = env_float("MEMORYHUB_TEXT_CONTEXT_WEIGHT", 0.3, low=0.0, high=1.0)
 # Full text scores a chunk of a message as the whole message: a query's words count wherever the
 # message says them, against the message's length (a long answer is several chunks; its words
 # spread over them). Off: each chunk alone.
 MEMORYHUB_TEXT_PER_MESSAGE = env_bool("MEMORYHUB_TEXT_PER_MESSAGE", True)
-# Hybrid search (weighted fusion): the share of the way the request's vector/text weights move, per
-# query, toward the split the two candidate lists' peakedness gives them (0 = the request's weights
-# as sent; retrieval.search.fusion.balanced_weights; bench/README.md, stop 28).
-MEMORYHUB_SEARCH_BALANCE = env_float("MEMORYHUB_SEARCH_BALANCE", 0.25, low=0.0, high=1.0)
-# Hybrid search: how much a result's conversation (its best matching messages) adds to its score.
-MEMORYHUB_SEARCH_SESSION_WEIGHT = env_float("MEMORYHUB_SEARCH_SESSION_WEIGHT", 0.0, low=0.0, high=1.0)
-# Hybrid search: a message's score gains this share of the best score of the messages just before
-# and after it in its conversation (0 = off): the turns around a strong match are context for it.
-MEMORYHUB_SEARCH_NEIGHBOUR_WEIGHT = env_float("MEMORYHUB_SEARCH_NEIGHBOUR_WEIGHT", 0.0, low=0.0, high=1.0)
-# Hybrid search: each further result from an already-listed conversation is scored × this (1 = off).
-MEMORYHUB_SEARCH_SESSION_DIVERSITY = env_float("MEMORYHUB_SEARCH_SESSION_DIVERSITY", 1.0, low=0.0, high=1.0)
-# Hybrid search: at most this many results from one conversation before other conversations' (0 = off).
-MEMORYHUB_SEARCH_SESSION_CAP = env_int("MEMORYHUB_SEARCH_SESSION_CAP", 0, minimum=0)
-# Hybrid search: maximal marginal relevance, relevance weight λ against redundancy with results
-# already listed (1 = off; 0.5 is the usual default of MMR implementations). Off by default: chunk
-# vectors carry their conversation context, so neighbouring messages look redundant to MMR, and
-# on LongMemEval, where the evidence is often several messages of one conversation, 0.6 cost
-# 0.033 of turn recall@10 on both halves (LoCoMo: +0.014 session recall; bench/README.md).
-MEMORYHUB_SEARCH_MMR = env_float("MEMORYHUB_SEARCH_MMR", 1.0, low=0.0, high=1.0)
-# Search: a date the query names ("in June", "on 13 October 2023") lifts memories written then by
-# this share of the best score (0 = off; a preference, never a filter).
-MEMORYHUB_SEARCH_TIME_WEIGHT = env_float("MEMORYHUB_SEARCH_TIME_WEIGHT", 0.3, low=0.0, high=1.0)
-# Search: a summary that ranks gives its place to the best-ranked message it summarises
-# (when that message is a candidate); a search limited to summaries still returns summaries.
-MEMORYHUB_SEARCH_EXPAND_SUMMARIES = env_bool("MEMORYHUB_SEARCH_EXPAND_SUMMARIES", True)
-# Search: each message once, at the place of its best chunk (a long message is several chunks).
-MEMORYHUB_SEARCH_ONE_PER_MESSAGE = env_bool("MEMORYHUB_SEARCH_ONE_PER_MESSAGE", True)
 # Typo tolerance in text and hybrid search: a query word the scope never says also matches the
 # scope's closest words by trigram similarity (retrieval.search.fuzzy). Mode "fuzzy" always does.
 MEMORYHUB_SEARCH_FUZZY = env_bool("MEMORYHUB_SEARCH_FUZZY", True)
-# Hybrid search: pseudo-relevance feedback. The query vector moves toward the mean vector of the
-# first pass's best MEMORYHUB_SEARCH_FEEDBACK_DOCS results, by this weight (0 turns it off), and
-# the candidates are ranked again on it.
-MEMORYHUB_SEARCH_FEEDBACK = env_float("MEMORYHUB_SEARCH_FEEDBACK", 0.4, low=0.0, high=4.0)
-MEMORYHUB_SEARCH_FEEDBACK_DOCS = env_int("MEMORYHUB_SEARCH_FEEDBACK_DOCS", 3, minimum=1)
 # Hybrid search: the first share of top_k places by rank, the rest first to the best results of
 # conversations not among the results yet (1 turns it off).
 MEMORYHUB_SEARCH_COVERAGE = env_float("MEMORYHUB_SEARCH_COVERAGE", 0.7, low=0.0, high=1.0)
-# ... and the conversations not listed yet take those places in order of their evidence: the
-# p-norm, with this p, of the scores of their messages among the candidates (several good matches
-# outweigh one; 0 = in order of their best result alone). bench/README.md, stop 26.
-MEMORYHUB_SEARCH_COVERAGE_NORM = env_float("MEMORYHUB_SEARCH_COVERAGE_NORM", 4.0, low=0.0, high=64.0)
-# ... blended with the query words each says across its messages (the summed IDF of the distinct
-# terms its candidates' own words say), at this weight against that evidence, each divided by its
-# highest (0 = evidence alone). bench/README.md, stop 33.
-MEMORYHUB_SEARCH_COVERAGE_WORDS = env_float("MEMORYHUB_SEARCH_COVERAGE_WORDS", 0.5, low=0.0, high=1.0)
-MEMORYHUB_SEARCH_SENTENCES = env_bool("MEMORYHUB_SEARCH_SENTENCES", True)
-# ... but only a result scoring at least this share of the top_k-th result's score (0 = any): a
-# conversation that barely matches does not take the place of a good match (bench/README.md).
-MEMORYHUB_SEARCH_COVERAGE_FLOOR = env_float("MEMORYHUB_SEARCH_COVERAGE_FLOOR", 0.8, low=0.0, high=1.0)
 # Search mode "regex": the longest pattern accepted, and how long its scan may run before the
 # request answers regex_timeout (statement_timeout: PostgreSQL cancels the scan, the worker goes on).
 MEMORYHUB_SEARCH_REGEX_MAX_LENGTH = env_int("MEMORYHUB_SEARCH_REGEX_MAX_LENGTH", 512, minimum=1)
@@ -646,12 +578,6 @@ MEMORYHUB_CONSOLIDATE_FIRST_REVIEW = env_bool("MEMORYHUB_CONSOLIDATE_FIRST_REVIE
 # have in common (Jaccard of their word sets). Embeddings of messages carry the conversation around
 # them, so a reply can sit very close to the question it answers.
 MEMORYHUB_MERGE_TEXT_SIMILARITY = env_float("MEMORYHUB_MERGE_TEXT_SIMILARITY", 0.8, low=0.0, high=1.0)
-# Near-duplicates are found exactly (all pairs) in scopes of at most this many memories; in a
-# larger scope each memory asks the HNSW index for its nearest MEMORYHUB_MERGE_NEIGHBOURS.
-MEMORYHUB_MERGE_EXACT_MAX = env_int("MEMORYHUB_MERGE_EXACT_MAX", 1000, minimum=1)
-MEMORYHUB_MERGE_NEIGHBOURS = env_int("MEMORYHUB_MERGE_NEIGHBOURS", 4, minimum=1)
-# How many ids of each step a consolidation report keeps (the counts are always complete).
-MEMORYHUB_REPORT_MAX_IDS = env_int("MEMORYHUB_REPORT_MAX_IDS", 1000, minimum=0)
 
 # --- Import/export (SPEC S9) ------------------------------------------------------------------
 MEMORYHUB_IMPORT_MAX_BYTES = env_int("MEMORYHUB_IMPORT_MAX_BYTES", 200 * 1024 * 1024, minimum=1024)
@@ -669,8 +595,6 @@ MEMORYHUB_SCHEDULE_RUNS_KEPT = env_int("MEMORYHUB_SCHEDULE_RUNS_KEPT", 50, minim
 # MEMORYHUB_SCHEDULE_REQUEUE_SECONDS (its task was lost with a broker or a killed worker).
 MEMORYHUB_SCHEDULE_RUN_TIMEOUT_SECONDS = env_int("MEMORYHUB_SCHEDULE_RUN_TIMEOUT_SECONDS", 900, minimum=10)
 MEMORYHUB_SCHEDULE_REQUEUE_SECONDS = env_int("MEMORYHUB_SCHEDULE_REQUEUE_SECONDS", 300, minimum=1)
-# Due schedules one dispatcher pass claims at most.
-MEMORYHUB_SCHEDULE_DISPATCH_BATCH = env_int("MEMORYHUB_SCHEDULE_DISPATCH_BATCH", 100, minimum=1)
 # The `agent_goal` action POSTs the goal to the tenant's agent webhook (POST /webhooks/), or
 # here when the tenant has none (the server default); neither = `agent_goal` is refused.
 MEMORYHUB_AGENT_WEBHOOK_URL = env_str("MEMORYHUB_AGENT_WEBHOOK_URL", "")

@@ -12,7 +12,7 @@ from retrieval.chunking import normalize_text
 from retrieval.indexing import extract_event_text
 from retrieval.models import Chunk
 from retrieval.query_embedding import embed_query
-from retrieval.search import SearchHit, SearchRequest, run_search, where_clause
+from retrieval.search import SearchHit, SearchRequest, run_search, weights, where_clause
 from retrieval.vectors import halfvec_text
 
 RECENT_MESSAGES = 10
@@ -90,7 +90,7 @@ def _salient_items(req: SearchRequest) -> list[ContextItem]:
 
 
 def _floor(req: SearchRequest) -> float:
-    return settings.MEMORYHUB_CONTEXT_MIN_COSINE if req.min_cosine is None else req.min_cosine
+    return weights.CONTEXT_MIN_COSINE if req.min_cosine is None else req.min_cosine
 
 
 def _relevant(hit: SearchHit, req: SearchRequest) -> bool:

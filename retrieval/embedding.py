@@ -8,7 +8,7 @@ killed mid-batch loses nothing: its transaction rolls back and the rows are free
 the tenants with a backlog in turn (round-robin), so one tenant's import does not starve another.
 
 Each chunk's sentences (retrieval.chunking.sentences) are embedded in the same call and written
-with its vector (ChunkSentence, MEMORYHUB_EMBED_SENTENCES); chunks embedded before that get theirs
+with its vector (ChunkSentence, EMBED_SENTENCES); chunks embedded before that get theirs
 when the lane is idle (_sentence_step).
 
 A failed batch is split until the failing chunk is alone: that chunk records its error and one
@@ -58,6 +58,9 @@ CLAIM_WINDOW = 10  # batches: a claim picks texts of alike length among this man
 # is otherwise idle, about 2 minutes under a load of 6-7.
 PREPARE_MINUTES_HINT = "1-2 minutes"
 STALE_MODEL_CHECK_SECONDS = 60.0  # how often an idle lane looks for vectors of another model
+# Each chunk's sentences get vectors of their own (retrieval.chunking.sentences), written with the
+# chunk's; search scores a candidate by the higher of its own cosine and its best sentence's.
+EMBED_SENTENCES = True
 
 
 def _pending(tenant_id: int | None = None) -> Q:
@@ -151,7 +154,7 @@ def _embed_claimed(rows: list[Chunk]) -> tuple[int, int]:
         return 0, 1
     ids = [row.pk for row in rows]
     _write_sentences(ids, parts, vectors[len(rows):])
-    split = [len(pieces) if settings.MEMORYHUB_EMBED_SENTENCES else None for pieces in parts]
+    split = [len(pieces) if EMBED_SENTENCES else None for pieces in parts]
     _write_vectors(ids, vectors[: len(rows)], embedder.name, split)
     return len(rows), 0
 
@@ -162,8 +165,8 @@ UNSPLIT_KINDS = ("summary",)
 
 
 def _sentences_of(rows: list[Chunk]) -> list[list[str]]:
-    """Each row's sentences to embed (none when MEMORYHUB_EMBED_SENTENCES is off)."""
-    if not settings.MEMORYHUB_EMBED_SENTENCES:
+    """Each row's sentences to embed (none when EMBED_SENTENCES is off)."""
+    if not EMBED_SENTENCES:
         return [[] for _ in rows]
     return [[] if row.kind in UNSPLIT_KINDS else sentences(row.text) for row in rows]
 
@@ -187,9 +190,9 @@ def _write_sentences(ids: list[int], parts: list[list[str]], vectors: list[list[
 
 def embed_sentences(*, limit: int | None = None) -> dict[str, int]:
     """Sentence vectors for chunks embedded without them (before they existed, or while
-    MEMORYHUB_EMBED_SENTENCES was off), a batch at a time; their own vectors are kept. Returns
+    EMBED_SENTENCES was off), a batch at a time; their own vectors are kept. Returns
     how many chunks were split and how many sentences embedded."""
-    if not settings.MEMORYHUB_EMBED_SENTENCES:
+    if not EMBED_SENTENCES:
         return {"chunks": 0, "sentences": 0}
     batch = settings.MEMORYHUB_EMBED_BACKFILL_BATCH
     embedder = get_embedder()

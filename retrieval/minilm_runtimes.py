@@ -122,7 +122,7 @@ class OnnxMiniLM:
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
-        if not spin:  # threads block between operations instead of spinning (MEMORYHUB_EMBED_SPIN)
+        if not spin:  # threads block between operations instead of spinning (retrieval.embedders.EMBED_SPIN)
             options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
         self.filename = filename

@@ -159,7 +159,7 @@ class Chunk(models.Model):
 class ChunkSentence(models.Model):
     """One sentence of a chunk, embedded alone (retrieval.chunking.sentences): written with the
     chunk's own vector, by the same model, and replaced with it. Search scores a candidate by the
-    higher of its own cosine and its best sentence's (MEMORYHUB_SEARCH_SENTENCES)."""
+    higher of its own cosine and its best sentence's (retrieval.search.weights.SENTENCES)."""
 
     # Deleted with its chunk by the database (a foreign key ON DELETE CASCADE, added by migration
     # 0014), as ChunkAccess rows are.

@@ -62,7 +62,7 @@ def MIN_COSINE_FIELD() -> serializers.FloatField:  # noqa: N802 - a field factor
         help_text="Only memories at least this close in meaning to the query (cosine of the embeddings; seed "
                   "004 uses 0.655). A memory sharing the query's words but not its meaning is left out too. "
                   "Default: none for search; context keeps a memory that shares a query word or has cosine "
-                  "of at least MEMORYHUB_CONTEXT_MIN_COSINE (0.35).")
+                  "of at least 0.35.")
 
 
 class SearchInput(StrictSerializer):
@@ -213,15 +213,13 @@ class SynthesisOutput(serializers.Serializer):
 
 class ExplainStepOutput(serializers.Serializer):
     step = serializers.ChoiceField(
-        choices=["feedback", "session_prior", "neighbours", "date_hint", "summary_expansion", "one_per_message", "mmr",
-                 "diversity", "session_cap", "dedup", "coverage"],
+        choices=["feedback", "date_hint", "summary_expansion", "one_per_message", "mmr", "dedup", "coverage"],
         help_text="feedback: ranked against the query vector moved toward the first pass's best results; "
-                  "session_prior: blended with its conversation's best matches; neighbours: plus the best score of the "
-                  "messages beside it in its conversation; date_hint: written within a date "
+                  "date_hint: written within a date "
                   "the query names; summary_expansion: took the place of a summary of it that ranked higher; "
                   "one_per_message: other chunks of the same message above it dropped (each message is listed once); "
-                  "mmr: maximal marginal relevance (results too similar to ones above move down); diversity, "
-                  "session_cap: per-conversation limits; dedup: near-duplicates above it dropped; coverage: the "
+                  "mmr: maximal marginal relevance (results too similar to ones above move down); "
+                  "dedup: near-duplicates above it dropped; coverage: the "
                   "last places go first to conversations not listed yet.")
     detail = serializers.CharField(help_text="The step in words (its weight, the dates, the summary).")
     score_before = serializers.FloatField(required=False, help_text="Score steps: the score before the step.")

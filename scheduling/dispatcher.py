@@ -40,6 +40,7 @@ from scheduling.models import (
 logger = logging.getLogger(__name__)
 
 EXECUTE = "scheduling.tasks.execute_run"
+DISPATCH_BATCH = 100  # due schedules one dispatcher pass claims at most
 # Sent after a run finished when the schedule's notification policy asks for it (run=Run); the
 # notification itself is delivered by scheduling.notifications.
 run_notification = Signal()
@@ -53,7 +54,7 @@ def dispatch(now: datetime | None = None, *, on_claimed: Callable[[list[Run]], N
     notifications.retry_due(now)
     requeued = requeue_waiting_runs(now)
     claimed = 0
-    batch = settings.MEMORYHUB_SCHEDULE_DISPATCH_BATCH
+    batch = DISPATCH_BATCH
     while True:
         runs = _claim_batch(now, batch, on_claimed)
         claimed += len(runs)

@@ -50,16 +50,13 @@ def test_sigterm_then_sigkill_to_the_group_stops_everything_within_10_s(data_dir
     served = Served(data_dir).wait(key=False)
     spawned = children_of(served.process.pid) + postgres_of(data_dir)
     assert postgres_of(data_dir) and len(spawned) >= 3  # the guard, gunicorn and its worker, postgres
-    started = time.monotonic()
     served.signal_group(signal.SIGTERM)
     try:
         served.process.wait(timeout=10)
     except subprocess.TimeoutExpired:
         pass
-    took = time.monotonic() - started
     served.signal_group(signal.SIGKILL)  # what the supervisor sends at 10 s, whatever happened
-    assert served.process.poll() == 0, f"still running after {took:.1f} s"
-    assert took < 10
+    assert served.process.poll() == 0, "still running when the supervisor's SIGKILL came"
     assert nothing_left(data_dir, spawned, 5), (postgres_of(data_dir), alive(spawned))
     served.stop()
     assert "Stopped." in served.output() and "Traceback" not in served.output()

@@ -55,20 +55,23 @@ class StrictFloatField(serializers.FloatField):
 
 
 EARLIEST_EVENT_TIME = datetime(1970, 1, 1, tzinfo=UTC)
+# An appended event's created_at may lie at most this far ahead of the server's clock (a day: a
+# local time sent as UTC); before 1970 is refused too (400 created_at_out_of_range).
+EVENT_MAX_FUTURE_SECONDS = 86400
 
 
 class EventTimeField(serializers.DateTimeField):
-    """When a message was said: not before 1970 and at most MEMORYHUB_EVENT_MAX_FUTURE_SECONDS
+    """When a message was said: not before 1970 and at most EVENT_MAX_FUTURE_SECONDS
     ahead of the server's clock. A year-9999 event would sort after everything said from now on
     and stay "the latest" for ever (issue 40)."""
 
     def to_internal_value(self, value: Any) -> datetime:
         moment = super().to_internal_value(value)
-        ahead = settings.MEMORYHUB_EVENT_MAX_FUTURE_SECONDS
+        ahead = EVENT_MAX_FUTURE_SECONDS
         if not EARLIEST_EVENT_TIME <= moment <= timezone.now() + timedelta(seconds=ahead):
             raise serializers.ValidationError(
-                f"created_at must lie between {EARLIEST_EVENT_TIME.isoformat()} and {ahead} seconds from now "
-                "(MEMORYHUB_EVENT_MAX_FUTURE_SECONDS).", code="created_at_out_of_range")
+                f"created_at must lie between {EARLIEST_EVENT_TIME.isoformat()} and {ahead} seconds from now.",
+                code="created_at_out_of_range")
         return moment
 
 

@@ -265,7 +265,7 @@ class EventInput(StrictSerializer):
                                   help_text="0–1: how much the message matters for recall (default by role).")
     created_at = EventTimeField(required=False, allow_null=True, default=None,
                                 help_text="When it was said (default: now), e.g. when importing history; "
-                                          "from 1970 to a day ahead (the server may allow more).")
+                                          "from 1970 to a day ahead.")
     idempotency_key = StrictCharField(max_length=200, required=False, allow_null=True, default=None,
                                       help_text="A key of the caller's: resending an event with a stored key "
                                                 "stores nothing and returns the stored event; the same key with "

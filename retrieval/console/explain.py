@@ -145,11 +145,9 @@ def reasons(item: ExplainedHit) -> list[str]:
 
 
 SIGNALS = {"vector": "meaning", "text": "words", "relevance": "relevance"}
-STEPS = {"feedback": "feedback (query moved toward the best results)", "session_prior": "conversation prior",
-         "neighbours": "messages beside it",
+STEPS = {"feedback": "feedback (query moved toward the best results)",
          "date_hint": "date named in the query", "summary_expansion": "summary expansion",
          "one_per_message": "one result per message", "mmr": "MMR (variety)",
-         "diversity": "conversation diversity", "session_cap": "per-conversation cap",
          "dedup": "near-duplicates above dropped", "coverage": "coverage (conversations not listed yet)"}
 
 

@@ -41,7 +41,6 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from django.conf import settings
 from django.db import connection, transaction
 from django.urls import reverse
 from django.utils import timezone
@@ -51,6 +50,7 @@ from retrieval.lifecycle.models import ConsolidationReport
 from retrieval.lifecycle.steps import TenantRun, cap, compress, merge, promote, prune, score
 
 STEPS = ("score", "promote", "prune", "merge", "cap", "compress")
+REPORT_MAX_IDS = 1000  # ids of each step a report keeps (the counts are always complete)
 # progress(done, total, label): called after each step of each tenant.
 Progress = Callable[[int, int, str], None]
 
@@ -106,7 +106,7 @@ def run_consolidation(*, tenant_id: int | None = None, dry_run: bool = False, pr
             report.save(update_fields=["error", "counts", "finished_at"])
         raise
     totals.counts["tenants"] = len(tenants)
-    limit = settings.MEMORYHUB_REPORT_MAX_IDS
+    limit = REPORT_MAX_IDS
     result: dict[str, Any] = {
         "dry_run": dry_run,
         "report_id": report.pk if report else None,

@@ -15,6 +15,11 @@ from retrieval.chunking import word_overlap, word_set
 from retrieval.lifecycle.sql import fetch, scope_sql
 from retrieval.models import Chunk
 
+# Near-duplicates are found exactly (all pairs) in scopes of at most this many memories; in a
+# larger scope each memory asks the HNSW index for its nearest NEIGHBOURS.
+EXACT_MAX = 1000
+NEIGHBOURS = 4
+
 
 def _mergeable(a: str) -> str:
     """Condition on alias `a`: an embedded, unpinned, current memory of the tenant (not a fact's
@@ -28,14 +33,14 @@ def find_duplicates(tenant_id: int, kinds: list[str], exclude: set[int]) -> list
     """Pairs (a, b, cosine distance), a < b, of near-duplicates in one scope, kind and model.
 
     Small scopes (a session, a channel: the usual case) are compared exactly by a self-join;
-    a scope with more than MEMORYHUB_MERGE_EXACT_MAX memories would cost n² distances (45 s for
+    a scope with more than EXACT_MAX memories would cost n² distances (45 s for
     5,900 on these machines), so there each memory asks the HNSW index for its nearest
     neighbours instead (approximate, linear).
     """
     base = [tenant_id, kinds, sorted(exclude)]
     sizes = fetch(f"SELECT {scope_sql('a')}, count(*) FROM retrieval_chunk a WHERE {_mergeable('a')} "
                    f"GROUP BY 1", base)
-    big = sorted(scope for scope, count in sizes if count > settings.MEMORYHUB_MERGE_EXACT_MAX)
+    big = sorted(scope for scope, count in sizes if count > EXACT_MAX)
     limit = 1.0 - float(settings.MEMORYHUB_MERGE_COSINE)
     same = (f"b.tenant_id = a.tenant_id AND b.kind = a.kind AND b.tier = a.tier "
             f"AND b.user_id = a.user_id AND b.role = a.role "
@@ -51,7 +56,7 @@ def find_duplicates(tenant_id: int, kinds: list[str], exclude: set[int]) -> list
     if big:
         with connection.cursor() as cursor:
             cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-            cursor.execute(f"SET LOCAL hnsw.ef_search = {max(40, 2 * settings.MEMORYHUB_MERGE_NEIGHBOURS)}")
+            cursor.execute(f"SET LOCAL hnsw.ef_search = {max(40, 2 * NEIGHBOURS)}")
             # Without this the planner (row estimates of freshly written chunks are tiny) sorts
             # the whole scope once per memory instead of walking the HNSW graph: 3 ms → 0.1 ms.
             cursor.execute("SET LOCAL enable_sort = off")
@@ -61,7 +66,7 @@ def find_duplicates(tenant_id: int, kinds: list[str], exclude: set[int]) -> list
                     WHERE {same} AND b.id <> a.id AND {_mergeable('b')}
                     ORDER BY b.embedding <=> a.embedding LIMIT %s) n
                 WHERE {_mergeable('a')} AND {scope_sql('a')} = ANY(%s) AND n.d < %s""",
-            [*base, settings.MEMORYHUB_MERGE_NEIGHBOURS, *base, big, limit],
+            [*base, NEIGHBOURS, *base, big, limit],
         )
         with connection.cursor() as cursor:
             cursor.execute("SET LOCAL enable_sort = on")

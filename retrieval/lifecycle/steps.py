@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -18,6 +17,7 @@ from django.db.models import Q
 
 from accounts.models import Tenant
 from memoryhub.models import Event, Fact, Session, SummaryNode
+from memoryhub.summaries import build_tree
 from retrieval import decay
 from retrieval.lifecycle.duplicates import find_duplicates, plan_merges
 from retrieval.lifecycle.memories import apply_merge, delete_memories
@@ -226,16 +226,6 @@ def cap(run: TenantRun) -> None:
 # --- compress --------------------------------------------------------------------------------
 
 
-def summariser() -> Callable[[Session], int] | None:
-    """Task B's summary tree builder, when it is installed: closes an idle session's tree
-    (leaves over every event, branches, a root) and returns the number of nodes it made."""
-    try:
-        from memoryhub.summaries import build_tree
-    except ImportError:
-        return None
-    return lambda session: build_tree(session, final=True)
-
-
 def compress_candidates(run: TenantRun) -> list[Session]:
     idle_since = run.now - timedelta(hours=settings.MEMORYHUB_COMPRESS_AFTER_HOURS)
     done = dict(CompressedConversation.objects.filter(tenant=run.tenant).values_list("session_id", "upper_sequence"))
@@ -247,10 +237,6 @@ def compress_candidates(run: TenantRun) -> list[Session]:
 def compress(run: TenantRun) -> None:
     candidates = compress_candidates(run)
     run.counts["compress_candidates"] += len(candidates)
-    func = summariser()
-    if func is None:
-        run.counts["compress_unavailable"] += len(candidates)
-        return
     if run.dry_run:  # no summariser call: it may be a paid model, and it would be thrown away
         run.counts["compressed"] += len(candidates)
         if candidates:
@@ -259,7 +245,7 @@ def compress(run: TenantRun) -> None:
     for session in candidates:
         try:
             with transaction.atomic():
-                func(session)
+                build_tree(session, final=True)  # closes the tree: leaves over every event, branches, a root
                 top = SummaryNode.objects.filter(session=session).order_by("-depth", "-sequence_end").first()
                 CompressedConversation.objects.update_or_create(
                     session=session, defaults={"tenant": run.tenant, "upper_sequence": session.last_sequence,

@@ -22,8 +22,8 @@ The package, in the order a search uses it:
 - fuzzy.py: typo tolerance: the scope's closest words for query words it never says (mode "fuzzy":
   for every word), from the kept term statistics' vocabulary;
 - timehints.py: dates named in the query, and the ranking stage that prefers them;
-- fusion.py: one score per candidate (weighted, rrf, the memory profile), the session prior;
-- rerank.py: summary expansion, MMR, per-conversation diversity and cap, dedup, coverage.
+- fusion.py: one score per candidate (weighted, rrf, the memory profile);
+- rerank.py: summary expansion, MMR, dedup, coverage.
 
 fusion, rerank and the time-hint stage are pure functions of plain data (tested without a
 database in tests/retrieval/test_fusion.py and test_ranking_stages.py).

@@ -8,12 +8,12 @@
 2. candidates (sql.fetch_candidates: the second statement): every candidate scored on full text,
    with its embedding. Hybrid search, when no other search is running in the process, embeds the
    query in a thread meanwhile and fetches the text side's candidates first, the vector side's in
-   a statement of their own once the vector is in (_candidates; MEMORYHUB_SEARCH_EMBED_ALONGSIDE);
+   a statement of their own once the vector is in (_candidates; weights.EMBED_ALONGSIDE);
 3. scores (_rank): vector scores (a candidate split into sentences scores the higher of its own
    cosine and its best sentence's: sql.best_sentences, a statement when some candidate is split),
    fusion (fusion; against the feedback-moved query vector for
    hybrid search), the time-hint bonus, the order; summaries give their place to their messages,
-   and hybrid search re-ranks (rerank: MMR, per-conversation diversity and cap), on the vectors
+   and hybrid search re-ranks (rerank: MMR when on), on the vectors
    in hand (vectors);
 4. hits: near-duplicates dropped, the last places to conversations not yet listed (rerank), their
    result rows read (sql.load_rows: the third statement); what it returns is reinforced (access
@@ -33,6 +33,7 @@ from django.utils import timezone
 
 from retrieval.embedders import get_embedder
 from retrieval.query_embedding import embed_query, embed_query_soon
+from retrieval.search import weights
 from retrieval.search.current import facts_first
 from retrieval.search.explain import Trace
 from retrieval.search.fulltext import TextQuery, build_text_query, text_source
@@ -50,12 +51,10 @@ from retrieval.search.request import (
 )
 from retrieval.search.rerank import (
     PairSimilarities,
-    cap_per_session,
     conversation_evidence,
     conversation_words,
     cover_conversations,
     dedup,
-    diversify,
     expand_summaries,
     mmr,
     near_duplicates,
@@ -134,7 +133,7 @@ def _run_search(req: SearchRequest, *, alone: bool) -> list[SearchHit]:
     pool = _candidates(req, plan, (where, params), model)
     if pool is None or not pool.candidates:
         return []
-    if plan.vector is not None and settings.MEMORYHUB_SEARCH_SENTENCES:
+    if plan.vector is not None and weights.SENTENCES:
         pool.vectors.sentences = best_sentences(list(pool.candidates.values()), pool.vectors, plan.vector)
     vec = pool.vectors.cosines(plan.vector) if plan.vector is not None else {}
     trace = Trace(req) if req.explain else Trace.off()
@@ -148,10 +147,10 @@ def _run_search(req: SearchRequest, *, alone: bool) -> list[SearchHit]:
     trace.ranks("dedup", ranked, kept)
     coverage = settings.MEMORYHUB_SEARCH_COVERAGE if _reranks(req) else 1.0
     evidence, words = _evidence(ranked, order, pool, plan.text_query) if coverage < 1.0 else (None, False)
-    covered = cover_conversations(kept, req.top_k, coverage, order, settings.MEMORYHUB_SEARCH_COVERAGE_FLOOR,
+    covered = cover_conversations(kept, req.top_k, coverage, order, weights.COVERAGE_FLOOR,
                                   evidence)
     trace.ranks("coverage", kept, covered, evidence, words)
-    floor = settings.MEMORYHUB_CONTEXT_MIN_COSINE
+    floor = weights.CONTEXT_MIN_COSINE
     worded = {c.pk for c in covered if pool.txt.get(c.pk, 0.0) > 0.0}
     relevant = worded | {c.pk for c in covered if vec.get(c.pk, 0.0) >= floor}
     before, covered = covered, facts_first(covered, order, relevant, worded)
@@ -190,14 +189,14 @@ def _evidence(ranked: list[Candidate], order: dict[int, float], pool: CandidateP
     """The order coverage lists unlisted conversations in: the p-norm of their messages' scores,
     blended with the query words they say across messages when the candidate statement reported
     them (_weighs_words), and whether it was; None (by their best result) when the norm is 0."""
-    norm = settings.MEMORYHUB_SEARCH_COVERAGE_NORM
+    norm = weights.COVERAGE_NORM
     if norm <= 0.0:
         return None, False
     evidence = conversation_evidence(ranked, order, norm)
     if not pool.said or tq is None:
         return evidence, False
     words = conversation_words(ranked, pool.said, [idf for _, idf in tq.terms])
-    return with_words(evidence, words, settings.MEMORYHUB_SEARCH_COVERAGE_WORDS), True
+    return with_words(evidence, words, weights.COVERAGE_WORDS), True
 
 
 def _plan(req: SearchRequest, where: str, params: list[Any], model: str, alone: bool) -> Plan:
@@ -213,7 +212,7 @@ def _plan(req: SearchRequest, where: str, params: list[Any], model: str, alone: 
     if req.mode in ("vector", "hybrid"):
         if req.query_embedding is not None:
             vector = as_halfvec(req.query_embedding)
-        elif wants_text and alone and settings.MEMORYHUB_SEARCH_EMBED_ALONGSIDE:
+        elif wants_text and alone and weights.EMBED_ALONGSIDE:
             pending = embed_query_soon(req.query)  # computed while the text side's SQL runs
         else:
             vector = as_halfvec(embed_query(req.query))
@@ -318,7 +317,7 @@ def _relevance_term(req: SearchRequest) -> str | None:
 
 
 def _query_time_hints(req: SearchRequest) -> list[TimeHint]:
-    if req.profile != "default" or settings.MEMORYHUB_SEARCH_TIME_WEIGHT <= 0.0:
+    if req.profile != "default" or weights.TIME_WEIGHT <= 0.0:
         return []
     return time_hints(req.query, as_of=req.as_of or timezone.now())
 
@@ -326,8 +325,8 @@ def _query_time_hints(req: SearchRequest) -> list[TimeHint]:
 def _weighs_words(req: SearchRequest) -> bool:
     """Whether coverage orders conversations by the query words they say (so the candidate
     statement must report them)."""
-    return (_reranks(req) and settings.MEMORYHUB_SEARCH_COVERAGE < 1.0 and settings.MEMORYHUB_SEARCH_COVERAGE_NORM > 0.0
-            and settings.MEMORYHUB_SEARCH_COVERAGE_WORDS > 0.0)
+    return (_reranks(req) and settings.MEMORYHUB_SEARCH_COVERAGE < 1.0 and weights.COVERAGE_NORM > 0.0
+            and weights.COVERAGE_WORDS > 0.0)
 
 
 def _reranks(req: SearchRequest) -> bool:
@@ -347,13 +346,13 @@ def _rank(req: SearchRequest, plan: Plan, pool: CandidatePool, vec: dict[int, fl
     order = fuse(req, chunks, ranking_vec, pool.txt)
     trace.fusion(chunks, vec, ranking_vec, pool.txt, order, pool.vectors.sentences)
     if req.profile == "default":
-        fused, order = order, with_time_hints(order, chunks, plan.hints, settings.MEMORYHUB_SEARCH_TIME_WEIGHT)
+        fused, order = order, with_time_hints(order, chunks, plan.hints, weights.TIME_WEIGHT)
         trace.date_hint(fused, order, plan.hints)
     ranked = by_score(chunks.values(), order)
-    if req.profile == "default" and settings.MEMORYHUB_SEARCH_EXPAND_SUMMARIES:
+    if req.profile == "default" and weights.EXPAND_SUMMARIES:
         by_rank, ranked = ranked, expand_summaries(ranked, trace.replaced if trace.on else None)
         trace.ranks("summary_expansion", by_rank, ranked)
-    if settings.MEMORYHUB_SEARCH_ONE_PER_MESSAGE:
+    if weights.ONE_PER_MESSAGE:
         by_rank, ranked = ranked, one_per_message(ranked)
         trace.ranks("one_per_message", by_rank, ranked)
     if not _reranks(req):
@@ -366,26 +365,22 @@ def _with_feedback(req: SearchRequest, pool: CandidatePool, vec: dict[int, float
                    vector: np.ndarray | None) -> dict[int, float]:
     """The candidates' vector scores for ranking: against the feedback-moved query when feedback
     applies (the scores shown stay the cosine to the query itself)."""
-    weight = settings.MEMORYHUB_SEARCH_FEEDBACK
+    weight = weights.FEEDBACK
     if weight <= 0.0 or vector is None or not vec or not _reranks(req) or req.exact_weights:
         return vec
-    top = feedback_documents(req, pool.candidates, vec, pool.txt, settings.MEMORYHUB_SEARCH_FEEDBACK_DOCS)
+    top = feedback_documents(req, pool.candidates, vec, pool.txt, weights.FEEDBACK_DOCS)
     return pool.vectors.feedback(vector, top, weight) or vec
 
 
 def _rerank(req: SearchRequest, ranked: list[Candidate], order: dict[int, float],
             pool: CandidatePool, trace: Trace) -> tuple[list[Candidate], Similarities | None]:
-    """Hybrid search's re-ranking: MMR over the head, then per-conversation diversity and cap."""
+    """Hybrid search's re-ranking: MMR over the head (when on)."""
     similarities: Similarities | None = None
-    if settings.MEMORYHUB_SEARCH_MMR < 1.0:
+    if weights.MMR < 1.0:
         head = ranked[: 3 * req.top_k]
         similarities = (pool.vectors.pairs([c.pk for c in head]), {c.pk for c in head})
-        before, ranked = ranked, mmr(ranked, order, similarities[0], settings.MEMORYHUB_SEARCH_MMR, len(head))
+        before, ranked = ranked, mmr(ranked, order, similarities[0], weights.MMR, len(head))
         trace.ranks("mmr", before, ranked)
-    before, ranked = ranked, diversify(ranked, order, settings.MEMORYHUB_SEARCH_SESSION_DIVERSITY, 2 * req.top_k)
-    trace.ranks("diversity", before, ranked)
-    before, ranked = ranked, cap_per_session(ranked, settings.MEMORYHUB_SEARCH_SESSION_CAP)
-    trace.ranks("session_cap", before, ranked)
     return ranked, similarities
 
 

@@ -8,8 +8,8 @@ what it had before and after. Per result it then answers, in stage order:
   relevance (recency, importance, use) is one of them;
 - `fused`: their sum, the score before any adjustment;
 - `steps`: every stage that moved it, with its score or its rank before and after: feedback (the
-  query vector moved toward the first pass's best results), session prior, neighbours, date hint, summary
-  expansion, MMR, diversity, session cap, dedup (results above it dropped), coverage;
+  query vector moved toward the first pass's best results), date hint, summary
+  expansion, MMR, dedup (results above it dropped), coverage;
 - `score` and `rank`: where it ended.
 
 Stages that only reorder record the candidate ids in order before and after; a result's rank is
@@ -24,13 +24,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.conf import settings
-
+from retrieval.search import weights
 from retrieval.search.fusion import (
     base_scores,
     fusion_parts,
-    uses_session_prior,
-    with_session_prior,
 )
 from retrieval.search.request import LITERAL_MODES, Candidate, SearchRequest
 from retrieval.search.timehints import TimeHint, utc
@@ -74,7 +71,7 @@ class Trace:
     def fusion(self, chunks: dict[int, Candidate], vec: dict[int, float], ranking_vec: dict[int, float],
                txt: dict[int, float], fused: dict[int, float], sentences: dict[int, float] | None = None) -> None:
         """Fusion and what adjusts it: `vec` is the cosine to the query, `ranking_vec` what the
-        ranking used (moved by feedback), `fused` what fusion returned (with the session prior)."""
+        ranking used (moved by feedback), `fused` what fusion returned."""
         if self.req is None:
             return
         req, ids = self.req, list(chunks)
@@ -88,13 +85,7 @@ class Trace:
         if moved is not plain:
             extra = {i: {"vector_before": vec.get(i), "vector_after": ranking_vec.get(i)} for i in ids}
             self.scores("feedback", plain, moved, "the query vector moved toward the best first-pass "
-                        f"results (weight {settings.MEMORYHUB_SEARCH_FEEDBACK})", extra)
-        if uses_session_prior(req):
-            prior = with_session_prior(moved, chunks, settings.MEMORYHUB_SEARCH_SESSION_WEIGHT)
-            self.scores("session_prior", moved, prior, "blended with its conversation's best matches "
-                        f"(weight {settings.MEMORYHUB_SEARCH_SESSION_WEIGHT})")
-            self.scores("neighbours", prior, fused, "plus the best score of the messages beside it "
-                        f"(weight {settings.MEMORYHUB_SEARCH_NEIGHBOUR_WEIGHT})")
+                        f"results (weight {weights.FEEDBACK})", extra)
 
     def scores(self, name: str, before: dict[int, float], after: dict[int, float], detail: str = "",
                extra: dict[int, dict[str, Any]] | None = None) -> None:
@@ -117,9 +108,9 @@ class Trace:
             stage.detail = {m: f"took the place of summary chunk {s}, which ranked there"
                             for m, s in self.replaced.items()}
         if evidence is not None:
-            how = f"the {settings.MEMORYHUB_SEARCH_COVERAGE_NORM:g}-norm of its messages' scores"
+            how = f"the {weights.COVERAGE_NORM:g}-norm of its messages' scores"
             if words:
-                weight = settings.MEMORYHUB_SEARCH_COVERAGE_WORDS
+                weight = weights.COVERAGE_WORDS
                 how = (f"{1 - weight:g} × {how} + {weight:g} × the query words its messages say, "
                        "each divided by the highest among the candidates")
             stage.detail = {c.pk: f"its conversation's evidence {_round(evidence[c.session_id])} ({how})"

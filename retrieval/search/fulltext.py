@@ -16,7 +16,7 @@ from typing import Any
 
 from django.conf import settings
 
-from retrieval.search import fuzzy
+from retrieval.search import fuzzy, weights
 from retrieval.search.request import SearchRequest
 from retrieval.search.sql import Source, row_tested, scans_scope
 from retrieval.termstats import term_statistics
@@ -55,7 +55,7 @@ class TextQuery:
         """
         if not self.terms:
             return "0.0", []
-        discount = float(settings.MEMORYHUB_TEXT_CONTEXT_WEIGHT)
+        discount = float(weights.TEXT_CONTEXT_WEIGHT)
         said = self._said(per_message)
         length = f"coalesce(m.len, {_OWN_LENGTH})" if per_message else _OWN_LENGTH
         # float8 throughout: the weights as written were numeric, whose arithmetic cost ~1 ms more
@@ -104,7 +104,7 @@ class TextQuery:
         return sql, [literal + ":A" for literal, _ in self.terms]
 
     def match_sql(self, query: str) -> tuple[str, list[Any]]:
-        own_words_only = settings.MEMORYHUB_TEXT_CONTEXT_WEIGHT <= 0.0
+        own_words_only = weights.TEXT_CONTEXT_WEIGHT <= 0.0
         literals = [literal + (":A" if own_words_only else "") for literal in self.match_terms]
         sql = "c.search_vector @@ %s::tsquery"
         params: list[Any] = [" | ".join(literals)]

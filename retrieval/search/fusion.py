@@ -9,8 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from itertools import islice
 
-from django.conf import settings
-
+from retrieval.search import weights
 from retrieval.search.request import TEXT_MODES, Candidate, SearchRequest, each_message_once
 
 RRF_K = 60
@@ -36,11 +35,7 @@ def _ranks(values: dict[int, float]) -> dict[int, int]:
 
 
 def fuse(req: SearchRequest, chunks: dict[int, Candidate], vec: dict[int, float], txt: dict[int, float]) -> dict[int, float]:
-    base = base_scores(req, chunks, vec, txt)
-    if uses_session_prior(req):
-        prior = with_session_prior(base, chunks, settings.MEMORYHUB_SEARCH_SESSION_WEIGHT)
-        base = with_neighbours(prior, chunks, settings.MEMORYHUB_SEARCH_NEIGHBOUR_WEIGHT)
-    return with_decay(req, base, chunks)
+    return with_decay(req, base_scores(req, chunks, vec, txt), chunks)
 
 
 def with_decay(req: SearchRequest, scores: dict[int, float], chunks: dict[int, Candidate]) -> dict[int, float]:
@@ -54,10 +49,6 @@ def with_decay(req: SearchRequest, scores: dict[int, float], chunks: dict[int, C
         return scores
     top = max(scores.values())
     return {i: (1.0 - w) * s + w * top * min(chunks[i].relevance, 1.0) for i, s in scores.items()}
-
-
-def uses_session_prior(req: SearchRequest) -> bool:
-    return req.profile == "default" and req.mode not in ("vector", *TEXT_MODES)
 
 
 def base_scores(req: SearchRequest, chunks: dict[int, Candidate], vec: dict[int, float],
@@ -120,7 +111,7 @@ def peakedness(normalised: dict[int, float], candidates: int, depth: int = BALAN
 def balanced_weights(req: SearchRequest, candidates: int, nv: dict[int, float],
                      nt: dict[int, float]) -> tuple[float, float]:
     """The weighted fusion's (vector, text) weights for this query: the request's, moved by
-    MEMORYHUB_SEARCH_BALANCE of the way toward the split the two lists' peakedness gives them
+    weights.BALANCE of the way toward the split the two lists' peakedness gives them
     (each weight times its list's peakedness, over the sum), their sum kept.
 
     Which signal separates the candidates differs per query: a rare name or word the query says
@@ -128,7 +119,7 @@ def balanced_weights(req: SearchRequest, candidates: int, nv: dict[int, float],
     while the vectors still single out a few messages. On LoCoMo (short turns) text wins more
     often, on LongMemEval (long answers) vectors: fixed weights cannot suit both
     (bench/README.md, stop 28). With one list empty, the weights are the request's."""
-    share = settings.MEMORYHUB_SEARCH_BALANCE
+    share = weights.BALANCE
     w_vector, w_text = req.vector_weight, req.text_weight
     if share <= 0.0 or not nv or not nt or req.exact_weights:
         return w_vector, w_text
@@ -184,47 +175,6 @@ def _part(raw: float | None, normalised: float, weight: float) -> Part:
     return {"raw": raw, "normalised": normalised, "weight": weight, "part": weight * normalised}
 
 
-def with_session_prior(scores: dict[int, float], chunks: dict[int, Candidate], weight: float) -> dict[int, float]:
-    """Blend each chunk's score with its conversation's (passage + document evidence, as in IR).
-
-    A message in a conversation where several messages match the query is more likely the one
-    meant than an isolated match elsewhere. The conversation's score is the sum of its best three.
-    """
-    if weight <= 0.0 or not scores:
-        return scores
-    per_session: dict[int, list[float]] = {}
-    for pk, score in scores.items():
-        session_id = chunks[pk].session_id
-        if session_id is not None:
-            per_session.setdefault(session_id, []).append(score)
-    prior = {sid: sum(sorted(values, reverse=True)[:3]) for sid, values in per_session.items()}
-    top_prior = max(prior.values(), default=0.0)
-    top_score = max(scores.values())
-    if top_prior <= 0.0:
-        return scores
-    return {
-        pk: (1 - weight) * score + weight * top_score * prior.get(chunks[pk].session_id or -1, 0.0) / top_prior
-        for pk, score in scores.items()
-    }
-
-
-def with_neighbours(scores: dict[int, float], chunks: dict[int, Candidate], weight: float) -> dict[int, float]:
-    """Add `weight` × the best score of the messages just before and just after each message
-    (same conversation, among the candidates). A conversation is local: the question, its answer
-    and the reply to the answer sit side by side, so a message next to a strong match is more
-    likely part of what was asked about than one as good in isolation. Memories outside a
-    conversation (notes, facts, documents) and summaries are neither boosted nor neighbours."""
-    if weight <= 0.0 or not scores:
-        return scores
-    messages = {pk: m for pk in scores if (m := chunks[pk].message) is not None}
-    best: dict[tuple[int, int], float] = {}  # (session, sequence) -> the best score of a message there
-    for pk, (session, first, last) in messages.items():
-        for seq in range(first, last + 1):
-            best[(session, seq)] = max(best.get((session, seq), 0.0), scores[pk])
-    out = dict(scores)
-    for pk, (session, first, last) in messages.items():
-        out[pk] += weight * max(best.get((session, first - 1), 0.0), best.get((session, last + 1), 0.0), 0.0)
-    return out
 
 
 def by_score(candidates: Iterable[Candidate], scores: dict[int, float]) -> list[Candidate]:

@@ -2,9 +2,8 @@
 MMR and dedup need come from sql.pair_similarities / sql.near_duplicate_pairs).
 
 In the order search applies them: summaries give their place to the messages they summarise,
-each message keeps its best chunk (request.one_per_message), maximal marginal relevance,
-per-conversation diversity and cap (hybrid, default profile), then near-duplicate removal and
-conversation coverage of the last places.
+each message keeps its best chunk (request.one_per_message), maximal marginal relevance (when on),
+near-duplicate removal and conversation coverage of the last places.
 """
 
 from __future__ import annotations
@@ -65,46 +64,6 @@ def mmr(ordered: list[Candidate], scores: dict[int, float], similarities: PairSi
     return result + tail
 
 
-def diversify(ordered: list[Candidate], scores: dict[int, float], decay: float, depth: int) -> list[Candidate]:
-    """Re-rank so that each further result from an already-represented conversation is discounted.
-
-    Greedy: the next result is the best score · decay^(results already taken from its session).
-    """
-    if decay >= 1.0:
-        return ordered
-    remaining = list(ordered)
-    taken: dict[int | None, int] = {}
-    result: list[Candidate] = []
-
-    def adjusted(candidate: Candidate) -> float:
-        if candidate.session_id is None:
-            return scores[candidate.pk]
-        return scores[candidate.pk] * decay ** taken.get(candidate.session_id, 0)
-
-    while remaining and len(result) < depth:
-        best = max(range(len(remaining)), key=lambda i: adjusted(remaining[i]))
-        chosen = remaining.pop(best)
-        taken[chosen.session_id] = taken.get(chosen.session_id, 0) + 1
-        result.append(chosen)
-    return result + remaining
-
-
-def cap_per_session(ordered: list[Candidate], cap: int) -> list[Candidate]:
-    """At most `cap` results from one conversation before any other's (0 = no cap); the rest follow."""
-    if cap <= 0:
-        return ordered
-    head: list[Candidate] = []
-    tail: list[Candidate] = []
-    taken: dict[int, int] = {}
-    for candidate in ordered:
-        sid = candidate.session_id
-        if sid is not None and taken.get(sid, 0) >= cap:
-            tail.append(candidate)
-            continue
-        if sid is not None:
-            taken[sid] = taken.get(sid, 0) + 1
-        head.append(candidate)
-    return head + tail
 
 
 def near_duplicates(head: list[Candidate], similarities: PairSimilarities) -> set[tuple[int, int]]:

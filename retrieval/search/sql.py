@@ -35,6 +35,7 @@ from memoryhub.models import Session
 from retrieval.decay import relevance_sql, seed002_temporal_sql
 from retrieval.embedders import DIMENSIONS
 from retrieval.models import ChunkAccess, ChunkSentence
+from retrieval.search import weights
 from retrieval.search.request import Candidate, HitRow, SearchRequest
 from retrieval.search.vectors import CandidateVectors, decode_halfvecs
 from retrieval.termstats import table_rows
@@ -257,12 +258,12 @@ _connection_ef: WeakKeyDictionary[Any, int] = WeakKeyDictionary()
 
 def ef_search() -> int:
     """HNSW's ef_search for a search: MEMORYHUB_HNSW_EF_SEARCH, raised to one per
-    MEMORYHUB_HNSW_ROWS_PER_EF rows of the chunk table. The share of the true nearest neighbours a
+    weights.HNSW_ROWS_PER_EF rows of the chunk table. The share of the true nearest neighbours a
     walk finds falls as the graph grows (bench/README.md: recall@100 0.96 at 10k rows, 0.93 at
     100k, 0.71 at 1M with ef_search 100; 0.95 at 1M with 1,000). The table's size is the estimate
     the last term statistics read (text and hybrid searches; no statement of its own)."""
     floor = int(settings.MEMORYHUB_HNSW_EF_SEARCH)
-    per = int(settings.MEMORYHUB_HNSW_ROWS_PER_EF)
+    per = int(weights.HNSW_ROWS_PER_EF)
     if per <= 0:
         return floor
     return max(floor, min(int(table_rows() // per), 1000))  # pgvector's ceiling: 1000

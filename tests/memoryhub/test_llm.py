@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from typing import Any
 
 import pytest
 
+from memoryhub import llm as llm_module
 from memoryhub.background import time_budget
 from memoryhub.llm import SummariserError, chat_completion
 from memoryhub.summarisers import Turn, summarise_safely
@@ -16,6 +18,22 @@ from tests.memoryhub.test_summarisers import completion, fake_llm
 pytestmark = pytest.mark.usefixtures("allow_local_llm")
 
 MESSAGES = [{"role": "user", "content": "hi"}]
+
+
+@pytest.fixture
+def slept(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The backoff waits chat_completion asked for, in order (each still really slept). `time` is
+    one module for everyone, so only chat_completion's own calls are recorded."""
+    waits: list[float] = []
+    sleep = time.sleep
+
+    def record(seconds: float) -> None:
+        if sys._getframe(1).f_code is chat_completion.__code__:
+            waits.append(seconds)
+        sleep(seconds)
+
+    monkeypatch.setattr(llm_module.time, "sleep", record)
+    return waits
 
 
 def replies(*answers: tuple[int, Any]) -> Any:
@@ -54,14 +72,14 @@ def test_a_timeout_is_retried() -> None:
     assert len(llm.requests) == 2
 
 
-def test_a_refused_connection_is_retried_then_reported(settings) -> None:  # type: ignore[no-untyped-def]
+def test_a_refused_connection_is_retried_then_reported(settings, slept) -> None:  # type: ignore[no-untyped-def]
     settings.MEMORYHUB_LLM_RETRIES = 2
+    settings.MEMORYHUB_LLM_BACKOFF_SECONDS = 0.01
     with fake_llm(replies((200, completion("x")))) as llm:
         url = llm.url  # the server is gone after this block: connections are refused
-    started = time.monotonic()
     with pytest.raises(SummariserError, match="after 3 attempts"):
         call(url)
-    assert time.monotonic() - started >= 0.01 + 0.02  # it waited the backoff between attempts
+    assert slept == [0.01, 0.02]  # it waited the backoff, doubled, between attempts
 
 
 def test_retries_are_bounded_by_the_setting(settings) -> None:  # type: ignore[no-untyped-def]
@@ -81,15 +99,13 @@ def test_a_client_error_or_bad_reply_is_not_retried(status: int, payload: Any) -
     assert len(llm.requests) == 1
 
 
-def test_retrying_never_waits_past_the_steps_budget(settings) -> None:  # type: ignore[no-untyped-def]
+def test_retrying_never_waits_past_the_steps_budget(settings, slept) -> None:  # type: ignore[no-untyped-def]
     settings.MEMORYHUB_LLM_RETRIES = 3
     settings.MEMORYHUB_LLM_BACKOFF_SECONDS = 30.0  # far longer than the step has
     with fake_llm(replies((503, {"error": "down"}))) as llm:
-        started = time.monotonic()
         with time_budget(2.0), pytest.raises(SummariserError):
             call(llm.url)
-        elapsed = time.monotonic() - started
-    assert len(llm.requests) == 1 and elapsed < 2.0  # gave up instead of sleeping 30 s
+    assert len(llm.requests) == 1 and slept == []  # gave up instead of sleeping 30 s
 
 
 def test_a_step_with_no_budget_left_makes_no_call() -> None:

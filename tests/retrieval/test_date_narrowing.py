@@ -13,7 +13,7 @@ import pytest
 from django.db import connection, transaction
 
 from retrieval.models import Chunk
-from retrieval.search import SearchRequest, run_search
+from retrieval.search import SearchRequest, run_search, weights
 from retrieval.search.sql import select_rows
 from retrieval.search.timehints import MAX_YEARS, TimeHint, data_years, hint_where
 
@@ -99,11 +99,11 @@ def _candidate_statement(req: SearchRequest) -> tuple[str, list[Any]]:
 
 
 @pytest.mark.parametrize(("june", "walks"), [(0, [0, 1]), (1, [0, 1]), (3, [1, 1])])
-def test_dates_few_memories_have_are_searched_exactly(dated, settings, june: int, walks: list[int]) -> None:
+def test_dates_few_memories_have_are_searched_exactly(dated, settings, june: int, walks: list[int], monkeypatch) -> None:
     """The scope (12 chunks) is over the threshold (3): HNSW. Within June, 0 or 1 chunk (June of
     2019, 2022 and 2023 moved away) is under it: exact, the narrowed HNSW walk never runs; 3 are not."""
     settings.MEMORYHUB_SEARCH_EXACT_BELOW = 3
-    settings.MEMORYHUB_SEARCH_EMBED_ALONGSIDE = False
+    monkeypatch.setattr(weights, "EMBED_ALONGSIDE", False)
     in_june = sorted(pk for pk, moment in dated["ids"].items() if moment.month == 6)
     assert len(in_june) == 4
     for pk in in_june[june:]:

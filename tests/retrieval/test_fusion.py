@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from retrieval.search import weights
 from retrieval.search.fusion import (
     RRF_K,
     balanced_weights,
@@ -13,8 +14,6 @@ from retrieval.search.fusion import (
     fuse,
     minmax,
     peakedness,
-    with_neighbours,
-    with_session_prior,
 )
 from retrieval.search.request import Candidate, SearchRequest
 
@@ -31,9 +30,8 @@ TXT = {2: 4.0, 3: 2.0}  # 1 has no text match
 
 
 @pytest.fixture(autouse=True)
-def _no_session_prior(settings) -> None:  # type: ignore[no-untyped-def]
-    settings.MEMORYHUB_SEARCH_SESSION_WEIGHT = 0.0
-    settings.MEMORYHUB_SEARCH_BALANCE = 0.0  # the request's weights as sent (balance: its own tests)
+def _unbalanced(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(weights, "BALANCE", 0.0)  # the request's weights as sent (balance: its own tests)
 
 
 def test_minmax_scales_to_the_unit_interval() -> None:
@@ -65,40 +63,11 @@ def test_single_signal_modes_rank_on_their_own_score() -> None:
     assert fuse(SearchRequest(tenant_id=1, mode="text"), CHUNKS, VEC, TXT) == {1: 0.0, 2: 4.0, 3: 2.0}
 
 
-def test_memory_profile_adds_the_decayed_relevance_capped_at_one(settings) -> None:
-    settings.MEMORYHUB_SEARCH_SESSION_WEIGHT = 0.5  # the memory profile has no session prior
+def test_memory_profile_adds_the_decayed_relevance_capped_at_one() -> None:
     chunks = {1: cand(1, relevance=2.0), 2: cand(2, relevance=0.5), 3: cand(3, relevance=0.0)}
     fused = fuse(SearchRequest(tenant_id=1, profile="memory"), chunks, VEC, TXT)
     # 0.3 text + 0.3 semantic + 0.4 relevance
     assert fused == pytest.approx({1: 0.3 + 0.4, 2: 0.3 + 0.15 + 0.2, 3: 0.0})
-
-
-def test_session_prior_lifts_matches_from_conversations_that_match_often() -> None:
-    chunks = {1: cand(1, 1), 2: cand(2, 2), 3: cand(3, 2), 4: cand(4, None)}
-    scores = {1: 1.0, 2: 0.8, 3: 0.6, 4: 0.5}
-    blended = with_session_prior(scores, chunks, 0.5)
-    # Conversation 1 sums to 1.0, conversation 2 to 1.4 (the best); a chunk outside any gets none.
-    assert blended == pytest.approx({1: 0.5 + 0.5 / 1.4, 2: 0.4 + 0.5, 3: 0.3 + 0.5, 4: 0.25})
-    assert with_session_prior(scores, chunks, 0.0) is scores
-
-
-def test_session_prior_counts_a_conversations_best_three_only() -> None:
-    chunks = {pk: cand(pk, 1) for pk in range(1, 5)} | {5: cand(5, 2)}
-    scores = {1: 1.0, 2: 1.0, 3: 1.0, 4: 1.0, 5: 1.0}
-    blended = with_session_prior(scores, chunks, 1.0)
-    assert blended == pytest.approx({1: 1.0, 2: 1.0, 3: 1.0, 4: 1.0, 5: 1 / 3})
-
-
-def test_session_prior_leaves_scores_without_conversations_alone() -> None:
-    chunks = {1: cand(1, None), 2: cand(2, None)}
-    scores = {1: 1.0, 2: 0.5}
-    assert with_session_prior(scores, chunks, 0.5) is scores
-
-
-def test_weighted_fusion_applies_the_session_prior_setting(settings) -> None:
-    plain = fuse(SearchRequest(tenant_id=1), CHUNKS, VEC, TXT)
-    settings.MEMORYHUB_SEARCH_SESSION_WEIGHT = 0.4
-    assert fuse(SearchRequest(tenant_id=1), CHUNKS, VEC, TXT) == with_session_prior(plain, CHUNKS, 0.4)
 
 
 def test_by_score_breaks_ties_by_recency_then_message_then_id() -> None:
@@ -130,33 +99,6 @@ def test_feedback_reads_one_chunk_of_a_message() -> None:
     assert feedback_documents(req, chunks, vec, {}, 5) == [1, 3, 4]
 
 
-def test_a_message_gains_a_share_of_the_best_message_beside_it() -> None:
-    # Session 1: messages 4, 5, 6 (5 has two chunks: 2 and 3); session 2: message 5; a note.
-    chunks = {1: msg(1, 1, 4), 2: msg(2, 1, 5), 3: msg(3, 1, 5), 4: msg(4, 1, 6), 5: msg(5, 2, 5),
-              6: msg(6, None, None, kind="note")}
-    scores = {1: 0.2, 2: 0.9, 3: 0.5, 4: 0.1, 5: 0.8, 6: 0.7}
-    boosted = with_neighbours(scores, chunks, 0.5)
-    assert boosted[1] == pytest.approx(0.2 + 0.5 * 0.9)  # beside message 5's best chunk
-    assert boosted[4] == pytest.approx(0.1 + 0.5 * 0.9)
-    assert boosted[2] == pytest.approx(0.9 + 0.5 * 0.2) and boosted[3] == pytest.approx(0.5 + 0.5 * 0.2)
-    assert boosted[5] == 0.8  # no neighbour in its own conversation; session 1's messages are not beside it
-    assert boosted[6] == 0.7  # a note is never boosted
-    assert with_neighbours(scores, chunks, 0.0) is scores
-
-
-def test_hybrid_fusion_applies_the_neighbour_setting(settings) -> None:  # type: ignore[no-untyped-def]
-    chunks = {1: msg(1, 1, 1), 2: msg(2, 1, 2), 3: msg(3, 2, 7)}
-    vec, txt = {1: 0.9, 2: 0.3, 3: 0.35}, {}
-    req = SearchRequest(tenant_id=1, query="q", mode="hybrid")
-    settings.MEMORYHUB_SEARCH_NEIGHBOUR_WEIGHT = 0.0
-    plain = fuse(req, chunks, vec, txt)
-    assert plain[3] > plain[2]
-    settings.MEMORYHUB_SEARCH_NEIGHBOUR_WEIGHT = 0.3
-    boosted = fuse(req, chunks, vec, txt)
-    assert boosted[2] > boosted[3]  # beside the best match, it now ranks above the isolated one
-    assert fuse(SearchRequest(tenant_id=1, query="q", mode="vector"), chunks, vec, txt) == vec  # hybrid only
-
-
 def test_peakedness_is_how_far_the_best_stands_out_from_the_next_ten() -> None:
     assert peakedness({i: 1.0 for i in range(12)}, 12) == pytest.approx(0.0)  # all alike: flat
     assert peakedness({1: 1.0, 2: 0.0}, 12) == pytest.approx(1.0)  # one match; the rest count 0
@@ -165,12 +107,12 @@ def test_peakedness_is_how_far_the_best_stands_out_from_the_next_ten() -> None:
     assert peakedness({1: 1.0}, 1) == 0.0 and peakedness({}, 0) == 0.0
 
 
-def test_balanced_weights_move_toward_the_peaked_list_and_keep_their_sum(settings) -> None:  # type: ignore[no-untyped-def]
+def test_balanced_weights_move_toward_the_peaked_list_and_keep_their_sum(settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     req = SearchRequest(tenant_id=1, vector_weight=0.7, text_weight=0.3)
     flat = {i: 1.0 - i / 100 for i in range(20)}  # the next ten all near the best
     peaked = {0: 1.0, 1: 0.1}
     assert balanced_weights(req, 20, flat, peaked) == (0.7, 0.3)  # off: the request's
-    settings.MEMORYHUB_SEARCH_BALANCE = 0.25
+    monkeypatch.setattr(weights, "BALANCE", 0.25)
     to_text = balanced_weights(req, 20, flat, peaked)
     to_vector = balanced_weights(req, 20, peaked, flat)
     assert to_text[1] > 0.3 and to_vector[0] > 0.7
@@ -178,14 +120,14 @@ def test_balanced_weights_move_toward_the_peaked_list_and_keep_their_sum(setting
     # A quarter of the way to the peakedness split: vector 0.7 · 0.055 against text 0.3 · 0.955.
     pv, pt = 0.7 * peakedness(flat, 20), 0.3 * peakedness(peaked, 20)
     assert to_text[0] == pytest.approx(0.75 * 0.7 + 0.25 * pv / (pv + pt))
-    settings.MEMORYHUB_SEARCH_BALANCE = 1.0
+    monkeypatch.setattr(weights, "BALANCE", 1.0)
     assert balanced_weights(req, 20, flat, peaked)[0] == pytest.approx(pv / (pv + pt))
     assert balanced_weights(req, 20, flat, {}) == (0.7, 0.3)  # no text matches: nothing to weigh
     only_vector = SearchRequest(tenant_id=1, vector_weight=1.0, text_weight=0.0)
     assert balanced_weights(only_vector, 20, flat, peaked) == pytest.approx((1.0, 0.0))  # a zero weight stays 0
 
 
-def test_a_standout_text_match_outranks_a_vector_best_among_many_alike(settings) -> None:  # type: ignore[no-untyped-def]
+def test_a_standout_text_match_outranks_a_vector_best_among_many_alike(settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """The vectors score chunk 1 best with seventeen others close behind (flat) and chunk 2 halfway
     down; full text finds chunk 2 far ahead of its one other match (peaked)."""
     chunks = {i: cand(i, i) for i in range(1, 21)}
@@ -194,6 +136,6 @@ def test_a_standout_text_match_outranks_a_vector_best_among_many_alike(settings)
     req = SearchRequest(tenant_id=1)
     fixed = base_scores(req, chunks, vec, txt)
     assert max(fixed, key=fixed.get) == 1
-    settings.MEMORYHUB_SEARCH_BALANCE = 0.25
+    monkeypatch.setattr(weights, "BALANCE", 0.25)
     balanced = base_scores(req, chunks, vec, txt)
     assert max(balanced, key=balanced.get) == 2

@@ -87,7 +87,7 @@ def test_a_web_process_embeds_a_query_without_importing_torch(prepared) -> None:
 
 
 def test_the_embedders_threads_spin_only_when_asked(prepared) -> None:  # type: ignore[no-untyped-def]
-    """MEMORYHUB_EMBED_SPIN=false: ONNX Runtime's threads block between operations instead of
+    """EMBED_SPIN off (retrieval.embedders): ONNX Runtime's threads block between operations instead of
     spin-waiting (CPU a busy machine's requests can use); the vectors are the same."""
     from retrieval.minilm_runtimes import OnnxMiniLM, cache_dir
 

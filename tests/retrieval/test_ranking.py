@@ -11,7 +11,7 @@ from django.utils import timezone
 from memoryhub.models import Session
 from memoryhub.searchable import Searchable
 from memoryhub.signals import memory_saved
-from retrieval.search import Candidate, expand_summaries, mmr, with_time_hints
+from retrieval.search import Candidate, expand_summaries, mmr, weights, with_time_hints
 from retrieval.search.timehints import TimeHint, time_hints
 from tests.retrieval.conftest import search
 
@@ -162,15 +162,14 @@ def _post(alice: Any, index: Any, session: str, content: str, when: str) -> None
     index(alice, session, {"role": "user", "content": content, "created_at": when})
 
 
-def test_search_prefers_memories_written_on_the_named_date(alice, index, settings) -> None:
+def test_search_prefers_memories_written_on_the_named_date(alice, index, settings, monkeypatch) -> None:
     _post(alice, index, "june", "We went hiking in the hills.", "2022-06-12T10:00:00Z")
     _post(alice, index, "march", "We went hiking in the hills.", "2023-03-02T10:00:00Z")
-    settings.MEMORYHUB_SEARCH_MMR = 1.0
     for mode in ("hybrid", "text", "vector"):
         found = search(alice, query="hiking in June", mode=mode, top_k=2).json()["results"]
         # Same words: without the hint the newer one wins the tie.
         assert [r["session"] for r in found][:1] == ["june"], mode
-    settings.MEMORYHUB_SEARCH_TIME_WEIGHT = 0.0
+    monkeypatch.setattr(weights, "TIME_WEIGHT", 0.0)
     found = search(alice, query="hiking in June", top_k=2).json()["results"]
     assert [r["session"] for r in found][:1] == ["march"]
 
@@ -181,7 +180,7 @@ def test_a_date_is_a_preference_not_a_filter(alice, index) -> None:
     assert [r["session"] for r in found] == ["only"]
 
 
-def test_memories_of_the_named_date_join_the_candidates(alice, index, settings) -> None:
+def test_memories_of_the_named_date_join_the_candidates(alice, index, settings, monkeypatch) -> None:
     # Twelve better matches elsewhere fill the candidate list; the one written in June still comes back.
     for i in range(12):
         _post(alice, index, f"other-{i}", f"Kayak {i}", "2023-03-02T10:00:00Z")
@@ -189,16 +188,15 @@ def test_memories_of_the_named_date_join_the_candidates(alice, index, settings) 
     settings.MEMORYHUB_SEARCH_CANDIDATES = 10
     found = search(alice, query="kayak in June", mode="text", top_k=3).json()["results"]
     assert "target" in [r["session"] for r in found]
-    settings.MEMORYHUB_SEARCH_TIME_WEIGHT = 0.0
+    monkeypatch.setattr(weights, "TIME_WEIGHT", 0.0)
     found = search(alice, query="kayak in June", mode="text", top_k=3).json()["results"]
     assert "target" not in [r["session"] for r in found]
 
 
-def test_relative_dates_are_read_against_as_of(alice, index, settings) -> None:
+def test_relative_dates_are_read_against_as_of(alice, index, settings, monkeypatch) -> None:
     # Wednesday 24 May 2023: "last week" is 15-21 May. Same words: without the hint the newer wins.
     _post(alice, index, "last-week", "We went hiking in the hills.", "2023-05-16T10:00:00Z")
     _post(alice, index, "this-week", "We went hiking in the hills.", "2023-05-23T10:00:00Z")
-    settings.MEMORYHUB_SEARCH_MMR = 1.0
     for mode in ("hybrid", "text", "vector"):
         found = search(alice, query="hiking last week", mode=mode, top_k=2, as_of="2023-05-24T12:00:00Z").json()
         assert [r["session"] for r in found["results"]][:1] == ["last-week"], mode
@@ -209,7 +207,7 @@ def test_relative_dates_are_read_against_as_of(alice, index, settings) -> None:
     steps = {s["step"]: s for s in explained["results"][0]["explain"]["steps"]}
     assert steps["date_hint"]["detail"] == (
         'written within 2023-05-15 to 2023-05-22 ("last week", as of 2023-05-24 12:00 UTC)')
-    settings.MEMORYHUB_SEARCH_TIME_WEIGHT = 0.0
+    monkeypatch.setattr(weights, "TIME_WEIGHT", 0.0)
     found = search(alice, query="hiking last week", top_k=2, as_of="2023-05-24T12:00:00Z").json()["results"]
     assert [r["session"] for r in found][:1] == ["this-week"]
 
@@ -287,15 +285,14 @@ def test_mmr_reorders_only_the_head() -> None:
     assert [c.pk for c in out] == [1, 3, 2, 4, 5]
 
 
-def test_hybrid_search_spreads_over_distinct_memories(alice, index, settings) -> None:
+def test_hybrid_search_spreads_over_distinct_memories(alice, index, settings, monkeypatch) -> None:
     for session in ("a", "b", "c"):
         index(alice, session, {"role": "user", "content": "The heron nests by the lake every spring."})
     index(alice, "d", {"role": "user", "content": "A heron nests near the river bridge."})
     index(alice, "e", {"role": "user", "content": "The heron nests by the lake every spring, we saw it again today."})
     settings.MEMORYHUB_SEARCH_COVERAGE = 1.0  # MMR alone: coverage would give the second place by evidence
-    settings.MEMORYHUB_SEARCH_MMR = 1.0
     plain = [r["text"] for r in search(alice, query="heron nests lake", top_k=2).json()["results"]]
-    settings.MEMORYHUB_SEARCH_MMR = 0.3
+    monkeypatch.setattr(weights, "MMR", 0.3)
     spread = [r["text"] for r in search(alice, query="heron nests lake", top_k=2).json()["results"]]
     assert plain[1] == "The heron nests by the lake every spring, we saw it again today."
     assert spread[1] == "A heron nests near the river bridge."
@@ -329,13 +326,13 @@ def _summarised_session(alice: Any, index: Any, cast: Any) -> None:
         sequence_start=1, sequence_end=2))
 
 
-def test_a_summary_hit_returns_the_message_it_summarises(alice, index, cast, settings) -> None:
+def test_a_summary_hit_returns_the_message_it_summarises(alice, index, cast, settings, monkeypatch) -> None:
     _summarised_session(alice, index, cast)
     for mode in ("hybrid", "text", "vector"):
         found = search(alice, query="plumber boiler valve", top_k=5, mode=mode).json()["results"]
         assert [r["kind"] for r in found] == ["event", "event"], mode
         assert found[0]["text"] == "He fixed the boiler and replaced a valve.", mode
-    settings.MEMORYHUB_SEARCH_EXPAND_SUMMARIES = False
+    monkeypatch.setattr(weights, "EXPAND_SUMMARIES", False)
     found = search(alice, query="plumber boiler valve", top_k=5).json()["results"]
     assert "summary" in [r["kind"] for r in found]
 

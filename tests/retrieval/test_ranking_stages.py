@@ -9,12 +9,10 @@ from datetime import UTC, datetime
 
 from retrieval.search.request import Candidate, one_per_message
 from retrieval.search.rerank import (
-    cap_per_session,
     conversation_evidence,
     conversation_words,
     cover_conversations,
     dedup,
-    diversify,
     expand_summaries,
     near_duplicates,
     with_words,
@@ -31,32 +29,6 @@ def cand(pk: int, session: int | None = 1, *, text: str | None = None, contextua
 
 def pks(candidates: list[Candidate]) -> list[int]:
     return [c.pk for c in candidates]
-
-
-# --- per-conversation diversity and cap ---------------------------------------------------------
-
-
-def test_diversify_discounts_further_results_of_a_listed_conversation() -> None:
-    ranked = [cand(1, 1), cand(2, 1), cand(3, 2), cand(4, None)]
-    scores = {1: 1.0, 2: 0.9, 3: 0.6, 4: 0.5}
-    # 2 drops to 0.9 · 0.5 = 0.45 once 1 is taken, below 3 (0.6) and 4 (0.5).
-    assert pks(diversify(ranked, scores, 0.5, 10)) == [1, 3, 4, 2]
-    assert diversify(ranked, scores, 1.0, 10) is ranked  # off
-    # Only the first `depth` places are re-ranked; the rest keep their order.
-    assert pks(diversify(ranked, scores, 0.5, 1)) == [1, 2, 3, 4]
-    assert pks(diversify(ranked, scores, 0.5, 2)) == [1, 3, 2, 4]
-
-
-def test_diversify_never_discounts_memories_outside_conversations() -> None:
-    assert pks(diversify([cand(5, None), cand(6, None), cand(7, 2)], {5: 0.8, 6: 0.7, 7: 0.1}, 0.1, 10)) == [5, 6, 7]
-    assert pks(diversify([cand(5, 1), cand(6, 1), cand(7, 2)], {5: 0.8, 6: 0.7, 7: 0.1}, 0.1, 10)) == [5, 7, 6]
-
-
-def test_cap_per_session_moves_a_conversations_surplus_behind_the_others() -> None:
-    ranked = [cand(1, 1), cand(2, 1), cand(3, 1), cand(4, None), cand(5, 2), cand(6, None)]
-    assert pks(cap_per_session(ranked, 2)) == [1, 2, 4, 5, 6, 3]
-    assert pks(cap_per_session(ranked, 1)) == [1, 4, 5, 6, 2, 3]
-    assert cap_per_session(ranked, 0) is ranked  # off
 
 
 # --- near-duplicates ------------------------------------------------------------------------------

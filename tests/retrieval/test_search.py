@@ -11,7 +11,7 @@ from accounts.models import Workspace
 from memoryhub.searchable import Searchable
 from memoryhub.signals import memory_saved
 from retrieval.models import Chunk, ChunkAccess
-from retrieval.search import hybrid_search
+from retrieval.search import hybrid_search, weights
 from tests.base import error_code, make_client, make_key, search_texts
 from tests.retrieval.conftest import search
 
@@ -55,8 +55,8 @@ def test_text_mode_returns_only_matching_chunks_ranked_by_rarity(alice, garden) 
                      "My sister Ana visits every Sunday."]
 
 
-def test_context_only_matches_can_be_switched_off(alice, garden, settings) -> None:
-    settings.MEMORYHUB_TEXT_CONTEXT_WEIGHT = 0.0
+def test_context_only_matches_can_be_switched_off(alice, garden, settings, monkeypatch) -> None:
+    monkeypatch.setattr(weights, "TEXT_CONTEXT_WEIGHT", 0.0)
     found = texts(search(alice, query="tomatoes basil", mode="text"))
     assert found == ["I planted tomatoes and basil in the garden.", "Tomatoes need plenty of sun and water."]
 
@@ -393,13 +393,13 @@ def test_search_query_count_does_not_grow_with_results(alice, index, mode: str,
                          [("text", 3, True), ("hybrid", 4, True), ("hybrid", 3, False), ("vector", 2, True),
                           ("exact", 2, True)])
 def test_a_search_is_three_statements_at_most(alice, index, cast, settings, mode: str, statements: int,
-                                              alongside: bool, django_assert_num_queries) -> None:
+                                              alongside: bool, django_assert_num_queries, monkeypatch) -> None:
     """Issue 19: the term statistics (text and hybrid), one statement for the candidates, their
     scores and vectors (feedback, MMR and dedup run on those in Python), one for the hits' rows.
     Hybrid search splits the candidates in two while the query is being embedded (text side
-    first, vector side once the vector is in), unless MEMORYHUB_SEARCH_EMBED_ALONGSIDE is off.
+    first, vector side once the vector is in), unless weights.EMBED_ALONGSIDE is off.
     (+1: the access counts, which tests write at once and a server in batches, off the request.)"""
-    settings.MEMORYHUB_SEARCH_EMBED_ALONGSIDE = alongside
+    monkeypatch.setattr(weights, "EMBED_ALONGSIDE", alongside)
     index(alice, "s", *[{"role": "user", "content": f"walrus fact {i}"} for i in range(30)])
     with django_assert_num_queries(statements + 1):
         hits = hybrid_search(tenant_id=cast.alice_tenant.pk, query="walrus", mode=mode, top_k=25)
@@ -446,7 +446,7 @@ def test_hybrid_search_fetches_text_candidates_while_the_query_is_embedded(alice
     with connection.execute_wrapper(watch):
         alongside = run()
     assert waited == [True]
-    settings.MEMORYHUB_SEARCH_EMBED_ALONGSIDE = False
+    monkeypatch.setattr(weights, "EMBED_ALONGSIDE", False)
     monkeypatch.setattr(query_embedding, "embed_query", real)
     assert run() == alongside and alongside[0][0] == "Tomatoes need plenty of sun and water."
 
@@ -490,7 +490,7 @@ def test_hybrid_search_under_load_embeds_first_in_one_candidate_statement(alice,
 def test_ef_search_grows_with_the_chunk_table(alice, garden, cast, settings, monkeypatch,
                                              django_assert_num_queries) -> None:
     """HNSW finds a smaller share of the true nearest neighbours as its graph grows: ef_search is
-    raised to one per MEMORYHUB_HNSW_ROWS_PER_EF rows of the chunk table (pgvector's ceiling 1000),
+    raised to one per weights.HNSW_ROWS_PER_EF rows of the chunk table (pgvector's ceiling 1000),
     whose estimate the term statistics read along (no statement of its own)."""
     from django.db import connection
 
@@ -507,10 +507,10 @@ def test_ef_search_grows_with_the_chunk_table(alice, garden, cast, settings, mon
     for rows, expected in ((300_000, 300), (5_000_000, 1000), (50_000, 100)):
         monkeypatch.setattr(termstats, "_table_rows", rows)
         assert ef_search() == expected
-    settings.MEMORYHUB_HNSW_ROWS_PER_EF = 0
+    monkeypatch.setattr(weights, "HNSW_ROWS_PER_EF", 0)
     monkeypatch.setattr(termstats, "_table_rows", 5_000_000)
     assert ef_search() == 100
-    settings.MEMORYHUB_HNSW_ROWS_PER_EF = 1_000
+    monkeypatch.setattr(weights, "HNSW_ROWS_PER_EF", 1_000)
     with django_assert_num_queries(6) as captured:  # SET LOCAL in a savepoint (the test's transaction)
         assert hybrid_search(tenant_id=cast.alice_tenant.pk, query="tomatoes", mode="vector")
     assert any(q["sql"].startswith("SET LOCAL hnsw.ef_search = 1000") for q in captured.captured_queries)
@@ -586,27 +586,6 @@ def _three_sessions(index, alice) -> None:  # type: ignore[no-untyped-def]
     index(alice, "lone", {"role": "user", "content": "one heron flew past"})
 
 
-def test_session_diversity_discounts_repeated_conversations(alice, index, settings) -> None:
-    settings.MEMORYHUB_SEARCH_COVERAGE = 1.0  # the plain ranking first
-    _three_sessions(index, alice)
-    plain = search(alice, query="heron", top_k=2).json()["results"]
-    assert [r["session"] for r in plain] == ["many", "many"]
-    settings.MEMORYHUB_SEARCH_SESSION_DIVERSITY = 0.01
-    diverse = search(alice, query="heron", top_k=2).json()["results"]
-    assert [r["session"] for r in diverse] == ["many", "lone"]
-
-
-def test_session_prior_favours_conversations_with_several_matches(alice, index, settings) -> None:
-    settings.MEMORYHUB_SEARCH_COVERAGE = 1.0  # the plain ranking first
-    settings.MEMORYHUB_SEARCH_MMR = 0.6  # which lifts the lone conversation's heron to third
-    _three_sessions(index, alice)
-    plain = search(alice, query="heron", top_k=4).json()["results"]
-    assert [r["session"] for r in plain][2] == "lone"
-    settings.MEMORYHUB_SEARCH_SESSION_WEIGHT = 0.9
-    results = search(alice, query="heron", top_k=4).json()["results"]
-    assert [r["session"] for r in results] == ["many", "many", "many", "lone"]
-
-
 def test_memory_profile_ranks_by_the_lifecycles_decayed_relevance(alice, cast) -> None:
     from datetime import timedelta
 
@@ -636,25 +615,17 @@ def test_memory_profile_ranks_by_the_lifecycles_decayed_relevance(alice, cast) -
     assert results[0]["text"] == "quince conversation memory"
 
 
-def test_session_cap_lets_other_conversations_in(alice, index, settings) -> None:
-    settings.MEMORYHUB_SEARCH_COVERAGE = 1.0
-    _three_sessions(index, alice)
-    settings.MEMORYHUB_SEARCH_SESSION_CAP = 1
-    results = search(alice, query="heron", top_k=3).json()["results"]
-    assert [r["session"] for r in results] == ["many", "lone", "many"]  # capped ones follow, not dropped
-
-
-def test_coverage_gives_the_last_places_to_conversations_not_yet_listed(alice, index, settings) -> None:
+def test_coverage_gives_the_last_places_to_conversations_not_yet_listed(alice, index, settings, monkeypatch) -> None:
     _three_sessions(index, alice)
     settings.MEMORYHUB_SEARCH_COVERAGE = 1.0
     plain = [r["session"] for r in search(alice, query="heron", top_k=2).json()["results"]]
     assert plain == ["many", "many"]
     settings.MEMORYHUB_SEARCH_COVERAGE = 0.6  # the default: round(0.6 * 2) = 1 place by rank
-    settings.MEMORYHUB_SEARCH_COVERAGE_FLOOR = 0.0  # any result of an unlisted conversation moves up
+    monkeypatch.setattr(weights, "COVERAGE_FLOOR", 0.0)  # any result of an unlisted conversation moves up
     covered = search(alice, query="heron", top_k=2).json()["results"]
     assert [r["session"] for r in covered] == ["many", "lone"]
     # The default floor: "lone" scores under 0.8 of the second "many" result, so it keeps its rank.
-    settings.MEMORYHUB_SEARCH_COVERAGE_FLOOR = 0.8
+    monkeypatch.setattr(weights, "COVERAGE_FLOOR", 0.8)
     scores = {r["session"]: r["score"] for r in reversed(covered)}
     floored = [r["session"] for r in search(alice, query="heron", top_k=2).json()["results"]]
     assert scores["lone"] < 0.8 * min(r["score"] for r in search(alice, query="heron", top_k=2).json()["results"])
@@ -664,8 +635,8 @@ def test_coverage_gives_the_last_places_to_conversations_not_yet_listed(alice, i
     assert [r["session"] for r in text] == ["many", "many"]
 
 
-def test_coverage_prefers_the_conversation_whose_messages_say_more_of_the_query(alice, index, settings) -> None:
-    settings.MEMORYHUB_SEARCH_COVERAGE_FLOOR = 0.0
+def test_coverage_prefers_the_conversation_whose_messages_say_more_of_the_query(alice, index, settings, monkeypatch) -> None:
+    monkeypatch.setattr(weights, "COVERAGE_FLOOR", 0.0)
     settings.MEMORYHUB_SEARCH_COVERAGE = 0.5  # of two places, the second by coverage
     index(alice, "head", {"role": "user", "content": "heron lagoon at dawn"})
     # "single" has three matches of one query word; "spread" one match of each word, apart.
@@ -674,7 +645,7 @@ def test_coverage_prefers_the_conversation_whose_messages_say_more_of_the_query(
           {"role": "user", "content": "a heron there too"})
 
     def second(weight: float) -> dict[str, Any]:
-        settings.MEMORYHUB_SEARCH_COVERAGE_WORDS = weight
+        monkeypatch.setattr(weights, "COVERAGE_WORDS", weight)
         results = search(alice, query="heron lagoon", top_k=2, explain=True).json()["results"]
         assert results[0]["session"] == "head"
         return results[1]
@@ -718,21 +689,20 @@ def test_the_terms_a_candidate_says_are_its_own_words_or_its_whole_message(alice
     assert len(by_text[3]) >= 3 and set(by_text[3]) == {bits["heron"] | bits["lagoon"]}  # its whole message's
 
 
-def test_feedback_ranks_with_the_moved_query_but_shows_the_plain_cosine(alice, index, settings) -> None:
+def test_feedback_ranks_with_the_moved_query_but_shows_the_plain_cosine(alice, index, settings, monkeypatch) -> None:
     from retrieval.embedders import get_embedder
 
-    settings.MEMORYHUB_SEARCH_MMR = 1.0  # the ranking alone, without other re-ranking
     settings.MEMORYHUB_SEARCH_COVERAGE = 1.0
-    settings.MEMORYHUB_SEARCH_FEEDBACK_DOCS = 1
+    monkeypatch.setattr(weights, "FEEDBACK_DOCS", 1)
     # One message per conversation, so no message is embedded with another's words as context.
     for hour, (session, text) in enumerate((("a", "otter otter river"), ("b", "otter cafe"),
                                             ("c", "river stones river mud"), ("d", "pizza dough"))):
         # Written an hour apart: "the newer first" must not hang on the clock's resolution.
         index(alice, session, {"role": "user", "content": text, "created_at": f"2026-01-01T{10 + hour:02d}:00:00Z"})
     query = get_embedder().embed(["otter"])[0]
-    settings.MEMORYHUB_SEARCH_FEEDBACK = 0.0
+    monkeypatch.setattr(weights, "FEEDBACK", 0.0)
     plain = search(alice, query_embedding=query, top_k=4, mode="hybrid").json()["results"]
-    settings.MEMORYHUB_SEARCH_FEEDBACK = 2.0
+    monkeypatch.setattr(weights, "FEEDBACK", 2.0)
     fed = search(alice, query_embedding=query, top_k=4, mode="hybrid").json()["results"]
     # Neither "river…" nor "pizza…" shares a word with the query: equal scores, the newer first.
     assert [r["session"] for r in plain][2:] == ["d", "c"]
@@ -787,7 +757,7 @@ def test_every_search_counts_an_access_of_what_it_returned(alice, index, setting
 
 
 @pytest.mark.parametrize("mode", ["hybrid", "text", "vector"])
-def test_a_long_message_takes_one_place_at_its_best_chunk(alice, index, settings, mode) -> None:  # type: ignore[no-untyped-def]
+def test_a_long_message_takes_one_place_at_its_best_chunk(alice, index, settings, mode, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     topics = ["radiators", "thermostat", "chimney", "gutters", "insulation", "fuse box", "water heater", "roof tiles"]
     long_answer = " ".join(f"Before winter, bleed boiler pump valve {i} and then check the {topic} in room {i}: "
                            f"{' '.join(f'{topic[:3]}{i}x{j}' for j in range(8))}."
@@ -798,7 +768,7 @@ def test_a_long_message_takes_one_place_at_its_best_chunk(alice, index, settings
     body = search(alice, query="boiler pump valve bled winter", mode=mode, top_k=5).json()
     sequences = [r["sequence_start"] for r in body["results"]]
     assert sorted(sequences) == [1, 2]  # each message once
-    settings.MEMORYHUB_SEARCH_ONE_PER_MESSAGE = False
+    monkeypatch.setattr(weights, "ONE_PER_MESSAGE", False)
     every = search(alice, query="boiler pump valve bled winter", mode=mode, top_k=5).json()["results"]
     assert [r["sequence_start"] for r in every].count(1) >= 2
 
@@ -833,7 +803,7 @@ def test_a_chunk_beyond_the_message_chunks_read_still_counts_its_own_words(alice
     from retrieval.search import fulltext
 
     monkeypatch.setattr(fulltext, "MESSAGE_CHUNKS", 1)
-    settings.MEMORYHUB_TEXT_CONTEXT_WEIGHT = 0.0  # no discounted match through any weight to hide it
+    monkeypatch.setattr(weights, "TEXT_CONTEXT_WEIGHT", 0.0)  # no discounted match through any weight to hide it
     filler = "It is what it is, and that is all there is to it. " * 14
     index(alice, "s", {"role": "assistant", "content": f"Marmalade. {filler}{filler}Zanzibar."},
           {"role": "user", "content": "Nothing about islands here, only jam."})

@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-from retrieval.search import Candidate, SearchRequest
+from retrieval.search import Candidate, SearchRequest, weights
 from retrieval.search.explain import Trace
 from retrieval.search.fusion import base_scores, fusion_parts
 from tests.retrieval.conftest import search
 
-SCORE_STEPS = {"feedback", "session_prior", "neighbours", "date_hint"}
+SCORE_STEPS = {"feedback", "date_hint"}
 
 
 def results(response: Any) -> list[dict[str, Any]]:
@@ -68,17 +68,17 @@ def test_hybrid_explain(alice, garden) -> None:
     assert top["mode"] == "hybrid" and top["fusion"] == "weighted" and top["profile"] == "default"
 
 
-def test_explain_shows_the_requests_weights_when_unbalanced(alice, garden, settings) -> None:  # type: ignore[no-untyped-def]
-    settings.MEMORYHUB_SEARCH_BALANCE = 0.0
+def test_explain_shows_the_requests_weights_when_unbalanced(alice, garden, settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr(weights, "BALANCE", 0.0)
     for result in results(search(alice, query="tomatoes garden", explain=True)):
         parts = result["explain"]["parts"]
         assert parts["vector"]["weight"] == 0.7 and parts["text"]["weight"] == 0.3
 
 
-def test_weights_the_caller_sends_are_used_exactly(alice, garden, settings) -> None:  # type: ignore[no-untyped-def]
+def test_weights_the_caller_sends_are_used_exactly(alice, garden, settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """Seed 000 (issue 41): 0.5 / 0.5 sent is 0.5 / 0.5 used; no balancing, no feedback step."""
-    settings.MEMORYHUB_SEARCH_BALANCE = 0.5
-    settings.MEMORYHUB_SEARCH_FEEDBACK = 0.3
+    monkeypatch.setattr(weights, "BALANCE", 0.5)
+    monkeypatch.setattr(weights, "FEEDBACK", 0.3)
     found = results(search(alice, query="tomatoes garden", explain=True, vector_weight=0.5, text_weight=0.5))
     assert found
     for result in found:
@@ -91,19 +91,8 @@ def test_weights_the_caller_sends_are_used_exactly(alice, garden, settings) -> N
     assert {r["explain"]["parts"]["vector"]["weight"] for r in balanced} != {0.7}  # adaptive without weights
 
 
-def test_the_neighbour_boost_is_a_score_step(alice, garden, settings) -> None:  # type: ignore[no-untyped-def]
-    settings.MEMORYHUB_SEARCH_NEIGHBOUR_WEIGHT = 0.3
-    found = results(search(alice, query="tomatoes garden", explain=True))
-    for rank, result in enumerate(found, start=1):
-        _check_chain(result, rank)  # the boost sits in the chain of scores
-    boosted = {r["text"]: s for r in found for s in r["explain"]["steps"] if s["step"] == "neighbours"}
-    # The assistant's reply sits beside the best match (the user's tomato message): it gains.
-    reply = boosted["Tomatoes need plenty of sun and water."]
-    assert reply["score_after"] > reply["score_before"] and "weight 0.3" in reply["detail"]
-
-
-def test_reranking_steps_show_in_a_hybrid_search(alice, index, settings) -> None:  # type: ignore[no-untyped-def]
-    settings.MEMORYHUB_SEARCH_COVERAGE_FLOOR = 0.0  # coverage moves up any unlisted conversation's result
+def test_reranking_steps_show_in_a_hybrid_search(alice, index, settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr(weights, "COVERAGE_FLOOR", 0.0)  # coverage moves up any unlisted conversation's result
     settings.MEMORYHUB_SEARCH_COVERAGE = 0.5  # of four places, two by coverage
     index(alice, "many", *[{"role": "user", "content": f"heron nest {i} by the lake {'again ' * i}"} for i in range(8)])
     index(alice, "other", {"role": "user", "content": "a heron flew over the river"})

@@ -5,7 +5,6 @@ is cut by statement_timeout and answers regex_timeout, never a 500 or a stuck re
 from __future__ import annotations
 
 import random
-import time
 from typing import Any
 
 import pytest
@@ -113,13 +112,10 @@ def test_a_pathological_pattern_is_cut_by_the_timeout(alice, index, settings) ->
     settings.MEMORYHUB_SEARCH_REGEX_TIMEOUT_MS = 300
     index(alice, "logs", *[{"role": "tool", "content": _noise(600, seed)} for seed in range(3)],
           {"role": "user", "content": "after the storm"})
-    started = time.monotonic()
     response = search(alice, query=r"(.*)(.*)(.*)\3\2\1x", mode="regex")
-    elapsed = time.monotonic() - started
     assert response.status_code == 400, response.content
     assert error_code(response) == "regex_timeout"
     assert response.json()["error"]["details"] == {"timeout_ms": 300}
-    assert elapsed < 5.0
     # The request's transaction and the connection go on: the timeout was local to the scan.
     with connection.cursor() as cursor:
         cursor.execute("SHOW statement_timeout")

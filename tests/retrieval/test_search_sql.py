@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from retrieval.search import weights
 from retrieval.search.fulltext import (
     MATCH_BUDGET,
     TextQuery,
@@ -94,10 +95,10 @@ def _bm25(terms: float, own_words: int) -> float:
 
 
 @pytest.mark.django_db
-def test_bm25_score_sql_counts_context_words_at_a_discount(settings) -> None:
+def test_bm25_score_sql_counts_context_words_at_a_discount(settings, monkeypatch) -> None:
     from django.db import connection
 
-    settings.MEMORYHUB_TEXT_CONTEXT_WEIGHT = 0.5
+    monkeypatch.setattr(weights, "TEXT_CONTEXT_WEIGHT", 0.5)
     tq = TextQuery([("'a'", 2.0), ("'b'", 1.0)], False)
     sql, params = tq.score_sql()
     said, said_params = tq.said_sql()
@@ -134,11 +135,11 @@ def test_terms_past_the_said_bits_still_score(settings) -> None:
     assert bits == 1
 
 
-def test_match_sql_ors_the_selecting_terms(settings) -> None:
-    settings.MEMORYHUB_TEXT_CONTEXT_WEIGHT = 0.3
+def test_match_sql_ors_the_selecting_terms(settings, monkeypatch) -> None:
+    monkeypatch.setattr(weights, "TEXT_CONTEXT_WEIGHT", 0.3)
     tq = TextQuery([("'a'", 1.0), ("'b'", 1.0)], False, ["'a'", "'b'"])
     assert tq.match_sql("a b") == ("c.search_vector @@ %s::tsquery", ["'a' | 'b'"])
-    settings.MEMORYHUB_TEXT_CONTEXT_WEIGHT = 0.0  # context words do not count: own words (A) only
+    monkeypatch.setattr(weights, "TEXT_CONTEXT_WEIGHT", 0.0)  # context words do not count: own words (A) only
     assert tq.match_sql("a b") == ("c.search_vector @@ %s::tsquery", ["'a':A | 'b':A"])
     strict = TextQuery([("'a'", 1.0)], True, ["'a'"])
     sql, params = strict.match_sql('"a" -b')

@@ -15,6 +15,7 @@ from memoryhub.searchable import Searchable
 from memoryhub.signals import memory_saved
 from retrieval.decay import relevance_at, seed002_temporal
 from retrieval.models import Chunk, ChunkAccess
+from retrieval.search import weights
 from retrieval.search.fusion import fuse
 from retrieval.search.request import Candidate, SearchRequest
 from tests.base import error_code
@@ -69,9 +70,8 @@ def test_seed002_temporal_score() -> None:
     assert seed002_temporal(-3, 0) == 1.0  # a future time counts as now
 
 
-def test_decay_weight_blends_the_decayed_relevance_into_the_default_score(settings) -> None:
-    settings.MEMORYHUB_SEARCH_SESSION_WEIGHT = 0.0
-    settings.MEMORYHUB_SEARCH_BALANCE = 0.0
+def test_decay_weight_blends_the_decayed_relevance_into_the_default_score(monkeypatch) -> None:
+    monkeypatch.setattr(weights, "BALANCE", 0.0)
     chunks = {1: cand(1, relevance=0.0), 2: cand(2, relevance=3.0)}
     vec, txt = {1: 0.9, 2: 0.5}, {1: 2.0, 2: 1.0}
     plain = fuse(SearchRequest(tenant_id=1), chunks, vec, txt)

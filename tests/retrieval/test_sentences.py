@@ -10,10 +10,12 @@ import pytest
 
 from memoryhub.models import SummaryNode
 from memoryhub.signals import memory_saved
+from retrieval import embedding
 from retrieval.chunking import SENTENCES_PER_CHUNK, sentences
 from retrieval.embedders import get_embedder
 from retrieval.embedding import EmbedLane, embed_sentences, queue_for_embedding
 from retrieval.models import Chunk, ChunkSentence
+from retrieval.search import weights
 from retrieval.search.request import Candidate
 from retrieval.search.sql import best_sentences
 from retrieval.search.vectors import CandidateVectors
@@ -55,7 +57,7 @@ def test_a_chunk_gets_a_vector_per_sentence_with_its_own(alice, index) -> None:
     assert short.sentence_vectors == 0 and not _vectors(short)
 
 
-def test_re_embedding_a_chunk_replaces_its_sentence_vectors(alice, index, settings, django_capture_on_commit_callbacks) -> None:
+def test_re_embedding_a_chunk_replaces_its_sentence_vectors(alice, index, settings, django_capture_on_commit_callbacks, monkeypatch) -> None:
     long = _post(alice, index, "long", LONG)
     before = _vectors(long)
     with django_capture_on_commit_callbacks(execute=True):
@@ -63,7 +65,7 @@ def test_re_embedding_a_chunk_replaces_its_sentence_vectors(alice, index, settin
     after = _vectors(long)
     assert len(after) == len(before) == 5 and {pk for pk, _ in after}.isdisjoint(pk for pk, _ in before)
     # Turned off, a re-embedded chunk keeps none (no vector of an earlier model), left to be split later.
-    settings.MEMORYHUB_EMBED_SENTENCES = False
+    monkeypatch.setattr(embedding, "EMBED_SENTENCES", False)
     with django_capture_on_commit_callbacks(execute=True):
         queue_for_embedding([long.pk])
     long.refresh_from_db()
@@ -111,7 +113,7 @@ def test_summaries_are_not_split(alice, index, django_capture_on_commit_callback
 
 
 @pytest.mark.parametrize("mode", ["vector", "hybrid"])
-def test_a_sentence_of_a_long_message_is_found_by_a_query_about_it(alice, index, settings, mode: str) -> None:
+def test_a_sentence_of_a_long_message_is_found_by_a_query_about_it(alice, index, settings, mode: str, monkeypatch) -> None:
     _post(alice, index, "long", LONG)
     _post(alice, index, "short", SHORT)
     found = search(alice, query=QUERY, mode=mode, top_k=2, explain=True).json()["results"]
@@ -120,7 +122,7 @@ def test_a_sentence_of_a_long_message_is_found_by_a_query_about_it(alice, index,
     vector = found[0]["explain"]["parts"]["vector"]
     assert vector["raw"] == vector["best_sentence"] > 0.9
     assert "best_sentence" not in found[1]["explain"]["parts"]["vector"]  # one sentence: its own vector
-    settings.MEMORYHUB_SEARCH_SENTENCES = False
+    monkeypatch.setattr(weights, "SENTENCES", False)
     found = search(alice, query=QUERY, mode=mode, top_k=2).json()["results"]
     assert [r["session"] for r in found] == ["short", "long"]
 

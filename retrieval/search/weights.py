@@ -1,0 +1,54 @@
+"""Ranking constants of search and context: weights, thresholds and switches measured on the recall
+benchmarks (bench/README.md), not settings an operator tunes (issue 43). Read as `weights.NAME` at
+call time, so that a test can patch one (monkeypatch.setattr(weights, "NAME", value))."""
+
+# Hybrid search (weighted fusion): the share of the way the request's vector/text weights move, per
+# query, toward the split the two candidate lists' peakedness gives them (0 = the request's weights
+# as sent; retrieval.search.fusion.balanced_weights; bench/README.md, stop 28).
+BALANCE = 0.25
+# Search: a date the query names ("in June", "on 13 October 2023") lifts memories written then by
+# this share of the best score (0 = off; a preference, never a filter).
+TIME_WEIGHT = 0.3
+# Hybrid search: pseudo-relevance feedback. The query vector moves toward the mean vector of the
+# first pass's best FEEDBACK_DOCS results, by this weight (0 turns it off), and the candidates are
+# ranked again on it.
+FEEDBACK = 0.4
+FEEDBACK_DOCS = 3
+# Hybrid search coverage (settings.MEMORYHUB_SEARCH_COVERAGE): the conversations not listed yet take
+# their places in order of their evidence: the p-norm, with this p, of the scores of their messages
+# among the candidates (several good matches outweigh one; 0 = in order of their best result
+# alone). bench/README.md, stop 26.
+COVERAGE_NORM = 4.0
+# ... blended with the query words each says across its messages (the summed IDF of the distinct
+# terms its candidates' own words say), at this weight against that evidence, each divided by its
+# highest (0 = evidence alone). bench/README.md, stop 33.
+COVERAGE_WORDS = 0.5
+# ... but only a result scoring at least this share of the top_k-th result's score (0 = any): a
+# conversation that barely matches does not take the place of a good match (bench/README.md).
+COVERAGE_FLOOR = 0.8
+# Full text: how much a query word found only in a chunk's conversation context counts (0–1).
+TEXT_CONTEXT_WEIGHT = 0.3
+# Context relevance floor (seed 004): a memory that shares no word with the query joins the context
+# only when the cosine of its embedding to the query's is at least this (MiniLM: unrelated
+# sentences sit around 0.0–0.25).
+CONTEXT_MIN_COSINE = 0.35
+# ef_search grows with the chunk table: at least one per this many rows (0: always
+# settings.MEMORYHUB_HNSW_EF_SEARCH).
+HNSW_ROWS_PER_EF = 1_000
+# Hybrid search: maximal marginal relevance, relevance weight λ against redundancy with results
+# already listed (1 = off; 0.5 is the usual default of MMR implementations). Off by default: chunk
+# vectors carry their conversation context, so neighbouring messages look redundant to MMR, and
+# on LongMemEval, where the evidence is often several messages of one conversation, 0.6 cost
+# 0.033 of turn recall@10 on both halves (LoCoMo: +0.014 session recall; bench/README.md).
+MMR = 1.0
+# Search: a summary that ranks gives its place to the best-ranked message it summarises
+# (when that message is a candidate); a search limited to summaries still returns summaries.
+EXPAND_SUMMARIES = True
+# Search: each message once, at the place of its best chunk (a long message is several chunks).
+ONE_PER_MESSAGE = True
+# A candidate scores the higher of its own cosine and its best sentence's (retrieval.embedding
+# EMBED_SENTENCES writes the sentence vectors). Off: its own cosine alone.
+SENTENCES = True
+# Hybrid search computes the query's embedding in a thread while the text side's candidates are
+# fetched (two candidate statements instead of one; the same results). Off: one after the other.
+EMBED_ALONGSIDE = True
