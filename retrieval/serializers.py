@@ -131,7 +131,7 @@ class SearchInput(StrictSerializer):
         min_value=0.0, max_value=1.0, required=False, default=0.0,
         help_text="Default profile: this share of each result's score comes from its decayed relevance "
                   "(seed 001: importance · tier rate^hours since last use · (1 + ln(1 + uses)), at as_of or now). "
-                  "Default 0: on LoCoMo and LongMemEval it cost recall (bench/ranking.py).")
+                  "Default 0: on LoCoMo and LongMemEval it cost recall.")
     min_cosine = MIN_COSINE_FIELD()
     expand = serializers.BooleanField(
         required=False, default=False,
