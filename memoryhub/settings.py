@@ -483,11 +483,6 @@ MEMORYHUB_AUTO_SUMMARISE = env_bool("MEMORYHUB_AUTO_SUMMARISE", True)
 # --- Summary tree (S6, seed 002) ----------------------------------------------------------------
 MEMORYHUB_SUMMARY_LEAF_EVENTS = env_int("MEMORYHUB_SUMMARY_LEAF_EVENTS", 8, minimum=1)
 MEMORYHUB_SUMMARY_BRANCH_CHILDREN = env_int("MEMORYHUB_SUMMARY_BRANCH_CHILDREN", 4, minimum=2)
-# Tokens a node may take, per level (seed 002 v5's 7k / 14k / 20k): the HTTP summariser's
-# max_tokens; a longer node is condensed (memoryhub/condense.py), never cut.
-MEMORYHUB_SUMMARY_LEAF_TOKENS = env_int("MEMORYHUB_SUMMARY_LEAF_TOKENS", 7000, minimum=20)
-MEMORYHUB_SUMMARY_BRANCH_TOKENS = env_int("MEMORYHUB_SUMMARY_BRANCH_TOKENS", 14000, minimum=20)
-MEMORYHUB_SUMMARY_ROOT_TOKENS = env_int("MEMORYHUB_SUMMARY_ROOT_TOKENS", 20000, minimum=20)
 # A session with no new event for this many minutes gets its unfinished leaf/branch closed.
 MEMORYHUB_SUMMARY_IDLE_MINUTES = env_int("MEMORYHUB_SUMMARY_IDLE_MINUTES", 30, minimum=0)
 

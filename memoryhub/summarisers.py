@@ -279,11 +279,14 @@ class HttpSummariser:
         )
 
 
+# The tokens a node of the summary tree may take at each level: seed 002 v5's figures.
+LEVEL_TOKENS = {"leaf": 7000, "branch": 14000, "root": 20000}
+
+
 def level_budget(level: str) -> int | None:
-    """The tokens a node of the summary tree may take at `level` (seed 002 v5: 7k / 14k / 20k for
-    leaf / branch / root); None for the rolling summary's "condense", which has its own budget."""
-    return {"leaf": settings.MEMORYHUB_SUMMARY_LEAF_TOKENS, "branch": settings.MEMORYHUB_SUMMARY_BRANCH_TOKENS,
-            "root": settings.MEMORYHUB_SUMMARY_ROOT_TOKENS}.get(level)
+    """The tokens a node of the summary tree may take at `level`; None for the rolling summary's
+    "condense", which has its own budget."""
+    return LEVEL_TOKENS.get(level)
 
 
 def get_summariser() -> Summariser:

@@ -6,6 +6,7 @@ import re
 
 import pytest
 
+from memoryhub import summarisers
 from memoryhub.models import Session, SummaryNode
 from memoryhub.summaries import build_tree
 from retrieval.models import Chunk
@@ -177,10 +178,8 @@ def test_extractive_lines_name_the_sessions_agent(alice) -> None:  # type: ignor
         "travel-bot/user #1", "travel-bot/user #2", "travel-bot/user #3"]
 
 
-def test_each_level_keeps_to_its_own_token_budget(alice, settings) -> None:  # type: ignore[no-untyped-def]
-    settings.MEMORYHUB_SUMMARY_LEAF_TOKENS = 40
-    settings.MEMORYHUB_SUMMARY_BRANCH_TOKENS = 45
-    settings.MEMORYHUB_SUMMARY_ROOT_TOKENS = 50
+def test_each_level_keeps_to_its_own_token_budget(alice, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr(summarisers, "LEVEL_TOKENS", {"leaf": 40, "branch": 45, "root": 50})
     talk(alice, "s1", 12)
     build_tree(Session.objects.get(external_id="s1"))
     budget = {"leaf": 40, "branch": 45, "root": 50}
