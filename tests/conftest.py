@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from django.contrib.auth import get_user_model
 from rest_framework.test import APIClient
 
 from tests.base import Cast, make_cast, post_events
@@ -44,6 +45,13 @@ def _clear_cache() -> Iterator[None]:
     cache.clear()
     key_cache.clear()
     recent.clear_local()
+
+
+@pytest.fixture
+def staff_client(client, db):  # type: ignore[no-untyped-def]
+    """The Django test client logged in as an operator (superuser "op")."""
+    client.force_login(get_user_model().objects.create_superuser("op", "op@example.com", "pw-long-enough-123"))
+    return client
 
 
 @pytest.fixture

@@ -2,19 +2,11 @@
 
 from __future__ import annotations
 
-import pytest
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 from django_q.models import Failure
 
 from tests.base import post_events
-
-
-@pytest.fixture
-def staff_client(client, db):  # type: ignore[no-untyped-def]
-    user = get_user_model().objects.create_superuser("op", "op@example.com", "pw-long-enough-123")
-    client.force_login(user)
-    return client
 
 
 def chart(response, chart_id: str) -> dict:  # type: ignore[type-arg]

@@ -6,7 +6,6 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from accounts.models import Tenant
@@ -14,13 +13,6 @@ from memoryhub import metrics
 from memoryhub.models import Arrivals, MetricSample
 from retrieval.models import Chunk
 from tests.base import Cast, post_events
-
-
-@pytest.fixture
-def staff_client(client, db):  # type: ignore[no-untyped-def]
-    user = get_user_model().objects.create_superuser("op", "op@example.com", "pw-long-enough-123")
-    client.force_login(user)
-    return client
 
 
 def _chart(data: dict, chart_id: str) -> dict:  # type: ignore[type-arg]

@@ -20,12 +20,6 @@ from tests.base import Cast, post_events
 USERS = "/admin/memoryhub/enduser/"
 
 
-@pytest.fixture
-def staff_client(client, db):  # type: ignore[no-untyped-def]
-    client.force_login(User.objects.create_superuser("op", "op@example.com", "pw-123456"))
-    return client
-
-
 def _own(cast_client: Any, tenant: Any, session: str, user: str, facts: int = 0, notes: int = 0) -> None:
     response = post_events(cast_client, session, {"role": "user", "content": f"{user} says hello in {session}"})
     assert response.status_code in (200, 201), response.content

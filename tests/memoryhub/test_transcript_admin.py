@@ -3,19 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from django.contrib.auth.models import User
 from django.utils import timezone
 from django_q.models import Failure
 
 from memoryhub.admin import queue, transcript
 from memoryhub.models import RollingSummary, Session
 from tests.base import Cast, add_memories, post_events
-
-
-@pytest.fixture
-def staff_client(client, db):  # type: ignore[no-untyped-def]
-    client.force_login(User.objects.create_superuser("op", "op@example.com", "pw-123456"))
-    return client
 
 
 @pytest.fixture

@@ -2,17 +2,7 @@
 
 from __future__ import annotations
 
-import pytest
-from django.contrib.auth.models import User
-
 from retrieval.models import Chunk
-
-
-@pytest.fixture
-def staff_client(client, db):  # type: ignore[no-untyped-def]
-    user = User.objects.create_superuser("op", "op@example.com", "pw-123456")
-    client.force_login(user)
-    return client
 
 
 def test_chunk_admin_lists_filters_and_reembeds(staff_client, alice, index, django_capture_on_commit_callbacks) -> None:

@@ -7,7 +7,6 @@ from typing import Any
 from urllib.parse import urlencode
 
 import pytest
-from django.contrib.auth.models import User
 
 from memoryhub.models import Fact, Note, Session
 from retrieval.lifecycle.models import ArchivedMemory, ConsolidationReport, PendingDeletion
@@ -15,12 +14,6 @@ from retrieval.models import Chunk
 from tests.base import Cast, remember
 
 EXPLORER = "/admin/console/explorer/"
-
-
-@pytest.fixture
-def staff_client(client, db):  # type: ignore[no-untyped-def]
-    client.force_login(User.objects.create_superuser("op", "op@example.com", "pw-123456"))
-    return client
 
 
 @pytest.fixture

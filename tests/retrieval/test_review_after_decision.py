@@ -7,18 +7,11 @@ import re
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import User
 
 from memoryhub.models import Fact, Session
 from retrieval.lifecycle.models import ConsolidationReport, PendingDeletion
 from retrieval.models import Chunk, ChunkAccess
 from tests.base import Cast, post_events, remember
-
-
-@pytest.fixture
-def staff_client(client, db):  # type: ignore[no-untyped-def]
-    client.force_login(User.objects.create_superuser("op", "op@example.com", "pw-123456"))
-    return client
 
 
 @pytest.fixture

@@ -10,7 +10,6 @@ import re
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import User
 from django.core.management import call_command
 
 from memoryhub.models import Fact, Session
@@ -18,12 +17,6 @@ from retrieval.models import Chunk, ChunkAccess
 from tests.base import Cast, post_events, remember
 
 SEARCHES = 3
-
-
-@pytest.fixture
-def staff_client(client, db):  # type: ignore[no-untyped-def]
-    client.force_login(User.objects.create_superuser("op", "op@example.com", "pw-123456"))
-    return client
 
 
 @pytest.fixture

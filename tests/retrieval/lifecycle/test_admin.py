@@ -2,20 +2,11 @@
 
 from __future__ import annotations
 
-import pytest
-from django.contrib.auth.models import User
-
 from accounts.models import Tenant
 from retrieval.lifecycle.consolidation import run_consolidation
 from retrieval.lifecycle.models import ConsolidationReport, PendingDeletion
 from retrieval.models import Chunk
 from tests.retrieval.lifecycle.conftest import NOW
-
-
-@pytest.fixture
-def staff_client(client, db):  # type: ignore[no-untyped-def]
-    client.force_login(User.objects.create_superuser("op", "op@example.com", "pw-123456"))
-    return client
 
 
 def test_memory_list_shows_tier_counts_relevance_and_filters(staff_client, world) -> None:  # type: ignore[no-untyped-def]
