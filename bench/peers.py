@@ -72,6 +72,24 @@ def cpu_of(pids: list[int]) -> float:
     return total
 
 
+def cpu_by_role(pids: list[int]) -> dict[str, float]:
+    """CPU seconds so far of each process, summed by what it is (its command line's role)."""
+    import psutil
+
+    out: dict[str, float] = {}
+    for pid in pids:
+        try:
+            proc = psutil.Process(pid)
+            times, argv = proc.cpu_times(), proc.cmdline()
+        except psutil.Error:
+            continue
+        line = " ".join(argv)
+        role = (f"lanes {argv[argv.index('--lanes') + 1]}" if "--lanes" in argv[:-1]
+                else next((r for r in ("postgres", "qcluster", "uvicorn", "gunicorn", "run") if r in line), proc.name()))
+        out[role] = out.get(role, 0.0) + times.user + times.system
+    return out
+
+
 def tree(pid: int) -> list[int]:
     import psutil
 
@@ -124,7 +142,7 @@ def memoryhub(server: Server, files: list[tuple[str, list[dict[str, Any]]]],
         session_of: dict[str, str] = {}
         messages = 0
         pids = tree(server.process.pid) + postgres_of(server.data_dir)
-        cpu_before = cpu_of(pids)
+        cpu_before, roles_before = cpu_of(pids), cpu_by_role(pids)
         started = time.monotonic()
         for conv in conversations:
             for bsession in conv["sessions"]:
@@ -152,6 +170,9 @@ def memoryhub(server: Server, files: list[tuple[str, list[dict[str, Any]]]],
         searchable = time.monotonic() - started
         pids = tree(server.process.pid) + postgres_of(server.data_dir)
         cpu = cpu_of(pids) - cpu_before
+        roles = {k: v - roles_before.get(k, 0.0) for k, v in cpu_by_role(pids).items()}
+        print(f"{label}: CPU s by process: " + ", ".join(f"{k} {v:.1f}" for k, v in sorted(roles.items(), key=lambda kv: -kv[1])),
+              flush=True)
         times, scorer = [], recall.Scorer()
         for q in questions[label]:
             sent = time.perf_counter()

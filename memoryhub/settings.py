@@ -389,8 +389,9 @@ LOGGING = {
 
 MEMORYHUB_CHUNK_CHARS = env_int("MEMORYHUB_CHUNK_CHARS", 640, minimum=64)
 MEMORYHUB_CHUNK_OVERLAP = env_int("MEMORYHUB_CHUNK_OVERLAP", 96, minimum=0)
-# Most threads of the local model that embeds stored texts (each call gets only the cores the rest
-# of the machine left idle lately, at least one: memoryhub.cpu), and texts per encode() call.
+# Most batches the local model that embeds stored texts runs at once, each on one thread (each call
+# gets only the cores the rest of the machine left idle lately, at least one: memoryhub.cpu), and
+# texts per batch.
 MEMORYHUB_EMBED_THREADS = env_int("MEMORYHUB_EMBED_THREADS", min(os.cpu_count() or 1, 4), minimum=1)
 MEMORYHUB_EMBED_BATCH_SIZE = env_int("MEMORYHUB_EMBED_BATCH_SIZE", 32, minimum=1)
 # Threads of the torch-free query embedder of web processes (one query each; retrieval.query_embedding).
@@ -398,7 +399,7 @@ MEMORYHUB_QUERY_EMBED_THREADS = env_int("MEMORYHUB_QUERY_EMBED_THREADS", 1, mini
 # Web processes embed queries with the int8 copy of the ONNX model (made beside it and judged
 # against it when the data folder is prepared): ~2.7x faster and a quarter of the weights' memory;
 # query vectors agree with the full model's to cosine ≥ 0.98 (bench/README.md, stop 26). Off: the
-# full model. Stored vectors are always the full model's.
+# full model. Stored vectors follow MEMORYHUB_EMBED_BACKEND (retrieval.embedders).
 MEMORYHUB_QUERY_EMBED_INT8 = env_bool("MEMORYHUB_QUERY_EMBED_INT8", True)
 # Rows per background embedding batch (seed 001: 50).
 MEMORYHUB_EMBED_BACKFILL_BATCH = env_int("MEMORYHUB_EMBED_BACKFILL_BATCH", 50, minimum=1)

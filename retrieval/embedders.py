@@ -66,8 +66,10 @@ TORCH_THREADS_HOLD_SECONDS = 10.0
 class MiniLMEmbedder:
     """all-MiniLM-L6-v2 on ONNX Runtime or torch (the same vectors: cosine ≥ 0.999, checked when
     the ONNX model is made; see retrieval.minilm_runtimes). MEMORYHUB_EMBED_BACKEND=auto uses, for
-    one query and for batches separately, whichever measured faster here; a process that only
-    embeds queries on ONNX (a web worker) never imports torch."""
+    one query and for batches separately, whichever measured faster here, and the ONNX model's
+    int8 copy where the preparation found it close enough and faster on a batch (about 1.5x here,
+    cosine ~0.99 to the full model; recall held on both benchmarks: bench/README.md); a process
+    that only embeds queries on ONNX (a web worker) never imports torch."""
 
     name = "all-MiniLM-L6-v2"
     dimensions = 384
@@ -105,16 +107,26 @@ class MiniLMEmbedder:
             return "torch"
         return "onnx" if wanted == "onnx" else choice["query" if count == 1 else "batch"]
 
-    def _load(self, backend: str, threads: int) -> Any:
-        """The runtime's model: ONNX Runtime fixes a session's threads (a session per thread
-        count); torch has one model, whose threads _torch_threads sets."""
-        name = f"onnx-{threads}" if backend == "onnx" else backend
+    def _onnx_file(self) -> str:
+        """The full model, or its int8 copy where the preparation found that copy close enough and
+        faster on a batch (retrieval.minilm_runtimes._batch_verdict; `auto` only: `onnx` asks for
+        the full model)."""
+        from retrieval.minilm_runtimes import INT8_FILE, MODEL_FILE
+
+        int8 = ((self._choice or {}).get("int8") or {}).get("batch") or {}
+        return INT8_FILE if settings.MEMORYHUB_EMBED_BACKEND == "auto" and int8.get("use") else MODEL_FILE
+
+    def _load(self, backend: str) -> Any:
+        """The runtime's model: for ONNX one session per model file, each batch on one thread
+        (embed() runs as many batches at once as it has threads); torch has one model, whose
+        threads _torch_threads sets."""
+        name = f"onnx:{self._onnx_file()}" if backend == "onnx" else backend
         with self._lock:
             if name not in self._models:
                 from retrieval.minilm_runtimes import OnnxMiniLM, cache_dir, load_torch_model
 
                 if backend == "onnx":
-                    self._models[name] = OnnxMiniLM(cache_dir(), threads, spin=EMBED_SPIN)
+                    self._models[name] = OnnxMiniLM(cache_dir(), 1, spin=EMBED_SPIN, filename=self._onnx_file())
                 else:
                     self._models[name] = load_torch_model()
         return self._models[name]
@@ -122,20 +134,28 @@ class MiniLMEmbedder:
     def embed(self, texts: list[str]) -> list[list[float]]:
         if not texts:
             return []
-        backend = self.backend(len(texts))
+        # A text met twice in one call (a sentence in two overlapping chunks, a repeated greeting)
+        # is embedded once.
+        unique = list(dict.fromkeys(texts))
+        backend = self.backend(len(unique))
         # MEMORYHUB_EMBED_THREADS, but no more than the cores the rest of the machine left idle
         # lately (memoryhub.cpu), so that requests keep theirs.
         threads = headroom.threads(settings.MEMORYHUB_EMBED_THREADS)
         try:
-            model = self._load(backend, threads)
+            model = self._load(backend)
             if backend == "onnx":
-                return model.encode(texts, batch_size=settings.MEMORYHUB_EMBED_BATCH_SIZE).tolist()
-            self._torch_threads(threads)
-            vectors = model.encode(texts, batch_size=settings.MEMORYHUB_EMBED_BATCH_SIZE, normalize_embeddings=True,
-                                   convert_to_numpy=True, show_progress_bar=False)
+                vectors = model.encode(unique, batch_size=settings.MEMORYHUB_EMBED_BATCH_SIZE, workers=threads)
+            else:
+                self._torch_threads(threads)
+                vectors = model.encode(unique, batch_size=settings.MEMORYHUB_EMBED_BATCH_SIZE,
+                                       normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
         except MemoryError as exc:  # the machine's fault, not the texts'
             raise EmbedderUnavailable(f"out of memory: {exc}") from exc
-        return vectors.tolist()
+        rows = vectors.tolist()
+        if len(unique) == len(texts):
+            return rows
+        at = {text: row for text, row in zip(unique, rows)}
+        return [at[text] for text in texts]
 
 
 _BACKENDS: dict[str, type] = {"hash": HashEmbedder, "minilm": MiniLMEmbedder}

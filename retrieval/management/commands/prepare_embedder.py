@@ -29,5 +29,9 @@ class Command(BaseCommand):
             return
         int8 = choice.get("int8")
         verdict = "not made" if int8 is None else ("agrees" if int8.get("agree") else "does not agree: not used")
+        batch = (int8 or {}).get("batch") or {}
+        rates = batch.get("texts_per_second") or {}
+        stored = (f"; stored vectors {'from the int8 copy' if batch.get('use') else 'from the full model'} "
+                  f"({rates.get('int8')} against {rates.get('float')} texts a second on one thread)") if batch else ""
         self.stdout.write(f"MiniLM in {cache_dir()}: queries on {choice.get('query')}, batches on "
-                          f"{choice.get('batch')}; the int8 copy for queries {verdict}.")
+                          f"{choice.get('batch')}; the int8 copy for queries {verdict}{stored}.")
