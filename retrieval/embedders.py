@@ -22,10 +22,6 @@ from django.core.exceptions import ImproperlyConfigured
 from memoryhub.cpu import headroom
 from retrieval.minilm_runtimes import EmbedderUnavailable
 
-# ONNX Runtime's embedding threads spin while they wait for their next operation (its own default):
-# a batch is ~5 % faster on an idle machine, and a single append ~3 ms slower while the embed lane
-# works beside it (bench/README.md, stop 26). Off: they block, and requests get the CPU.
-EMBED_SPIN = False
 DIMENSIONS = 384  # the width of the pgvector column; an embedder of another width is refused
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -126,7 +122,7 @@ class MiniLMEmbedder:
                 from retrieval.minilm_runtimes import OnnxMiniLM, cache_dir, load_torch_model
 
                 if backend == "onnx":
-                    self._models[name] = OnnxMiniLM(cache_dir(), 1, spin=EMBED_SPIN, filename=self._onnx_file())
+                    self._models[name] = OnnxMiniLM(cache_dir(), 1, filename=self._onnx_file())
                 else:
                     self._models[name] = load_torch_model()
         return self._models[name]
@@ -154,7 +150,7 @@ class MiniLMEmbedder:
         rows = vectors.tolist()
         if len(unique) == len(texts):
             return rows
-        at = {text: row for text, row in zip(unique, rows)}
+        at = dict(zip(unique, rows, strict=True))
         return [at[text] for text in texts]
 
 

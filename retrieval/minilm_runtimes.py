@@ -119,15 +119,13 @@ def read_choice() -> dict[str, Any] | None:
 class OnnxMiniLM:
     """Embeds with the exported model; imports onnxruntime, tokenizers and numpy only."""
 
-    def __init__(self, directory: Path, threads: int, *, spin: bool = True, filename: str = MODEL_FILE) -> None:
+    def __init__(self, directory: Path, threads: int, *, filename: str = MODEL_FILE) -> None:
         import onnxruntime
         from tokenizers import Tokenizer
 
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
-        if not spin:  # threads block between operations instead of spinning (retrieval.embedders.EMBED_SPIN)
-            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
         self.filename = filename
         self.session = onnxruntime.InferenceSession(str(directory / filename), options,

@@ -86,19 +86,6 @@ def test_a_web_process_embeds_a_query_without_importing_torch(prepared) -> None:
     assert run_django(data_dir, script, MEMORYHUB_EMBED_BACKEND="onnx").split() == ["384", "onnx", "False"]
 
 
-def test_the_embedders_threads_spin_only_when_asked(prepared) -> None:  # type: ignore[no-untyped-def]
-    """EMBED_SPIN off (retrieval.embedders): ONNX Runtime's threads block between operations instead of
-    spin-waiting (CPU a busy machine's requests can use); the vectors are the same."""
-    from retrieval.minilm_runtimes import OnnxMiniLM, cache_dir
-
-    spinning, blocking = OnnxMiniLM(cache_dir(), threads=2), OnnxMiniLM(cache_dir(), threads=2, spin=False)
-    options = blocking.session.get_session_options()
-    assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
-    with pytest.raises(RuntimeError):  # not set: ONNX Runtime's default, spinning
-        spinning.session.get_session_options().get_session_config_entry("session.intra_op.allow_spinning")
-    assert (spinning.encode(TEXTS[:4]) == blocking.encode(TEXTS[:4])).all()
-
-
 @pytest.mark.parametrize("backend", ["onnx", "torch"])
 def test_the_lane_embeds_on_the_cores_the_machine_left_free(prepared, settings, monkeypatch, backend: str) -> None:  # type: ignore[no-untyped-def]
     """A busy machine (requests being served) leaves the model one thread; a quiet one every thread
@@ -168,30 +155,6 @@ def test_a_text_met_twice_in_one_call_is_embedded_once(prepared, settings, monke
     assert len(vectors) == 4 and vectors[0] == vectors[2] and vectors[0] != vectors[1]
 
 
-def test_the_int8_copy_is_judged_for_stored_vectors_as_the_lane_embeds(prepared) -> None:  # type: ignore[no-untyped-def]
-    """The lane stores the int8 copy's vectors only where they agree when embedded as a claim is
-    (mixed lengths in one call) and the copy is INT8_BATCH_GAIN times as fast on a batch."""
-    import numpy as np
-
-    from retrieval.minilm_runtimes import (
-        INT8_BATCH_GAIN,
-        INT8_FILE,
-        INT8_MEDIAN_COSINE,
-        INT8_MIN_COSINE,
-        OnnxMiniLM,
-        cache_dir,
-    )
-
-    _, choice = prepared
-    batch = choice["int8"]["batch"]
-    rates = batch["texts_per_second"]
-    assert batch["use"] == (choice["int8"]["agree"] and batch["median_cosine"] >= INT8_MEDIAN_COSINE
-                            and batch["min_cosine"] >= INT8_MIN_COSINE and rates["int8"] >= INT8_BATCH_GAIN * rates["float"])
-    full, small = OnnxMiniLM(cache_dir(), 1), OnnxMiniLM(cache_dir(), 1, filename=INT8_FILE)
-    cosines = (full.encode(TEXTS) * small.encode(TEXTS)).sum(axis=1)  # texts it was not judged on
-    assert np.median(cosines) >= INT8_MEDIAN_COSINE and cosines.min() >= INT8_MIN_COSINE, cosines
-
-
 @pytest.mark.parametrize(("backend", "use", "model"), [("auto", True, "model-int8.onnx"),
                                                        ("auto", False, "model.onnx"),
                                                        ("onnx", True, "model.onnx")])
@@ -210,10 +173,14 @@ def test_the_lane_stores_int8_vectors_only_where_the_verdict_says(prepared, sett
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-3)
 
 
-def test_an_int8_copy_for_queries_is_made_and_judged_beside_the_model(prepared) -> None:  # type: ignore[no-untyped-def]
+def test_an_int8_copy_is_made_and_judged_for_queries_and_for_stored_vectors(prepared) -> None:  # type: ignore[no-untyped-def]
+    """Queries use it where it agrees with the full model, each text embedded alone; the lane
+    stores its vectors only where they also agree when embedded as a claim is (mixed lengths in
+    one call) and it is INT8_BATCH_GAIN times as fast on a batch."""
     import numpy as np
 
     from retrieval.minilm_runtimes import (
+        INT8_BATCH_GAIN,
         INT8_FILE,
         INT8_MEDIAN_COSINE,
         INT8_MIN_COSINE,
@@ -225,10 +192,15 @@ def test_an_int8_copy_for_queries_is_made_and_judged_beside_the_model(prepared) 
     int8 = choice["int8"]
     assert int8["agree"] and int8["median_cosine"] >= INT8_MEDIAN_COSINE and int8["min_cosine"] >= INT8_MIN_COSINE
     assert (cache_dir() / INT8_FILE).exists()
-    # On texts it was not judged on, each embedded alone as a query is: close to the full model.
+    # On texts it was not judged on, each embedded alone as a query is, and in one call: close to the full model.
     full, small = OnnxMiniLM(cache_dir(), 1), OnnxMiniLM(cache_dir(), 1, filename=INT8_FILE)
     cosines = [float((full.encode([t]) * small.encode([t])).sum()) for t in TEXTS]
     assert np.median(cosines) >= INT8_MEDIAN_COSINE and min(cosines) >= INT8_MIN_COSINE, cosines
+    batch, rates = int8["batch"], int8["batch"]["texts_per_second"]
+    assert batch["use"] == (batch["median_cosine"] >= INT8_MEDIAN_COSINE and batch["min_cosine"] >= INT8_MIN_COSINE
+                            and rates["int8"] >= INT8_BATCH_GAIN * rates["float"])
+    together = (full.encode(TEXTS) * small.encode(TEXTS)).sum(axis=1)
+    assert np.median(together) >= INT8_MEDIAN_COSINE and together.min() >= INT8_MIN_COSINE, together
 
 
 @pytest.mark.parametrize("lacks", ["the int8 copy", "its verdict for batches"])
