@@ -3,6 +3,7 @@
     .venv/bin/python bench/search.py                 # build 100k chunks, measure, drop the database
     .venv/bin/python bench/search.py --keepdb        # keep bench_search for the next run
     .venv/bin/python bench/search.py --chunks 1000000 --vectors mixed --recall 50 --queries 100
+    .venv/bin/python bench/search.py --curve 10000,100000,1000000 --vectors blend --keepdb   # the scale curve
 
 The corpus is LoCoMo's turns (../shared/bench-data) repeated to --chunks rows: each unique text
 is embedded once with the real model and its copies get vectors made from it (bench/scale.py:
@@ -16,7 +17,9 @@ Figures, per mode (text, vector, hybrid weighted, hybrid rrf), p50/p95 in ms:
 - raw SQL: the statements one search issues (captured from the real search function), re-run
   alone on a cursor;
 - HTTP single client and with 8 concurrent clients against gunicorn (as `make run` starts it);
-- the stack's overhead as a ratio: HTTP p95 / (embedding p95 + raw SQL p95).
+- the stack's overhead as a ratio: HTTP p95 / (embedding p95 + raw SQL p95);
+- CPU per search: the web workers and PostgreSQL over the single-client phase, against the query
+  embedding and the statements alone (this process and its backend), and their ratio.
 Then background embedding throughput: backfill_embeddings() (what the cluster task runs) against
 the raw model's encode() on the same texts.
 """
@@ -71,6 +74,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--only-embedding", type=int, default=0, metavar="N",
                         help="measure only background embedding, N times (median ratio), no search")
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--curve", default="", metavar="N,N,...",
+                        help="the scale curve in one run: each size in turn (a database each, bench_search_<N>), "
+                             "then hybrid p95 and the CPU ratio per size against the first")
     return parser.parse_args()
 
 
@@ -179,13 +185,19 @@ def measure_in_process(tenant: Any, questions: list[str]) -> dict[str, Any]:
     print("query embedder:", f"ONNX Runtime, {encoder.filename}" if encoder is not None  # type: ignore[attr-defined]
           else "the configured embedder (torch)")
     embed_ms = []
+    cpu_before = time.process_time()
     for q in questions:  # the query path the web workers use
         started = time.perf_counter()
         embed_query(q)
         embed_ms.append(1000 * (time.perf_counter() - started))
-    out: dict[str, Any] = {"embedding": summary(embed_ms)}
+    embed_cpu_ms = 1000 * (time.process_time() - cpu_before) / len(questions)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        backend = cursor.fetchone()[0]
+    out: dict[str, Any] = {"embedding": summary(embed_ms), "embedding_cpu_ms": round(embed_cpu_ms, 2)}
     for name, options in MODES.items():
         raw_ms, call_ms = [], []
+        raw_cpu = 0.0  # this process (the driver) and its PostgreSQL backend, over the statements alone
         for q in questions:
             with CaptureQueriesContext(connection) as captured:
                 started = time.perf_counter()
@@ -194,6 +206,7 @@ def measure_in_process(tenant: Any, questions: list[str]) -> dict[str, Any]:
             statements = [(c["sql"], c.get("binary", False)) for c in captured.captured_queries
                           if not c["sql"].startswith(("SAVEPOINT", "RELEASE SAVEPOINT", "BEGIN", "COMMIT"))]
             with transaction.atomic(), connection.cursor() as cursor:
+                cpu_before = time.process_time() + cpu_seconds([backend])
                 started = time.perf_counter()
                 for sql, in_binary in statements:
                     if in_binary:  # as search fetches its candidates
@@ -203,8 +216,41 @@ def measure_in_process(tenant: Any, questions: list[str]) -> dict[str, Any]:
                     if cursor.description:
                         cursor.fetchall()
                 raw_ms.append(1000 * (time.perf_counter() - started))
-        out[name] = {"raw_sql": summary(raw_ms), "in_process": summary(call_ms)}
+                raw_cpu += time.process_time() + cpu_seconds([backend]) - cpu_before
+        out[name] = {"raw_sql": summary(raw_ms), "in_process": summary(call_ms),
+                     "raw_sql_cpu_ms": round(1000 * raw_cpu / len(questions), 2)}
     return out
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU seconds of these processes so far (a process gone meanwhile counts 0)."""
+    import psutil
+
+    total = 0.0
+    for pid in pids:
+        try:
+            times = psutil.Process(pid).cpu_times()
+        except psutil.Error:
+            continue
+        total += times.user + times.system
+    return total
+
+
+def serving_cpu(server_pid: int) -> Callable[[], float]:
+    """CPU seconds so far of the web server (master and workers) and of every PostgreSQL process."""
+    import psutil
+    from django.conf import settings
+
+    from tests.served import postgres_of
+
+    def probe() -> float:
+        try:
+            web = [server_pid, *(c.pid for c in psutil.Process(server_pid).children(recursive=True))]
+        except psutil.Error:
+            web = [server_pid]
+        return cpu_seconds(web + postgres_of(Path(settings.DATA_DIR)))
+
+    return probe
 
 
 def start_server(port: int, workers: int, db_name: str = DB_NAME, server: str = "asgi") -> subprocess.Popen[bytes]:
@@ -281,7 +327,8 @@ def search_client(port: int) -> Callable[[dict[str, Any], str], float]:
     return post
 
 
-def measure_http(port: int, raw_key: str, questions: list[str], clients: int, workers: int) -> dict[str, Any]:
+def measure_http(port: int, raw_key: str, questions: list[str], clients: int, workers: int,
+                 probe: Callable[[], float] | None = None) -> dict[str, Any]:
     post = search_client(port)
 
     def one(body: dict[str, Any]) -> float:
@@ -290,8 +337,10 @@ def measure_http(port: int, raw_key: str, questions: list[str], clients: int, wo
     with ThreadPoolExecutor(workers * 4) as pool:  # load the model in every worker first
         list(pool.map(one, [{"query": q, "mode": "hybrid"} for q in questions[: workers * 8]]))
     plan = {name: [{"query": q, "top_k": 10, **options} for q in questions] for name, options in MODES.items()}
-    singles = single_then_concurrent(plan, one, clients)
-    return {name: {"single": summary(single), f"{clients}_clients": summary(concurrent), "throughput_qps": qps}
+    cpu: dict[str, float] = {}
+    singles = single_then_concurrent(plan, one, clients, probe, cpu)
+    return {name: {"single": summary(single), f"{clients}_clients": summary(concurrent), "throughput_qps": qps,
+                   **({"cpu_ms": cpu[name]} if name in cpu else {})}
             for name, (single, concurrent, qps) in singles.items()}
 
 
@@ -300,14 +349,22 @@ def measure_http(port: int, raw_key: str, questions: list[str], clients: int, wo
 FLUSHED_AFTER_S = 11.0
 
 
-def single_then_concurrent(plan: dict[str, list[Any]], one: Callable[[Any], float],
-                           clients: int) -> dict[str, tuple[list[float], list[float], float]]:
+def single_then_concurrent(plan: dict[str, list[Any]], one: Callable[[Any], float], clients: int,
+                           probe: Callable[[], float] | None = None, cpu: dict[str, float] | None = None,
+                           ) -> dict[str, tuple[list[float], list[float], float]]:
     """Per mode, the single-client times, the concurrent times and queries/s. Every single-client
     phase runs before any concurrent one, after the warm-up's access counts are written: until
     stop 31 each mode's single client ran right after the previous mode's 8-client phase and
-    measured, some runs, that phase's access-count write (bench/README.md, stop 31)."""
+    measured, some runs, that phase's access-count write (bench/README.md, stop 31). With `probe`
+    (the server's CPU seconds so far), `cpu` gets each mode's CPU ms per search over its
+    single-client phase."""
     time.sleep(FLUSHED_AFTER_S)
-    singles = {name: [one(item) for item in items] for name, items in plan.items()}
+    singles = {}
+    for name, items in plan.items():
+        before = probe() if probe else 0.0
+        singles[name] = [one(item) for item in items]
+        if probe is not None and cpu is not None:
+            cpu[name] = round(1000 * (probe() - before) / len(items), 2)
     out = {}
     for name, items in plan.items():
         with ThreadPoolExecutor(clients) as pool:  # the queries three times: a phase of seconds, not one
@@ -334,10 +391,10 @@ def measure_embedding_throughput(tenant: Any, turns: list[str], sample: int) -> 
     embedder = get_embedder()
     full = settings.MEMORYHUB_EMBED_BACKFILL_BATCH  # the runtime the backfill's batches use, on every thread
     backend = embedder.backend(full)  # type: ignore[attr-defined]
-    model = embedder._load(backend, settings.MEMORYHUB_EMBED_THREADS)  # type: ignore[attr-defined]
+    model = embedder._load(backend)  # type: ignore[attr-defined]
     started = time.perf_counter()
     if backend == "onnx":
-        model.encode(inputs, batch_size=settings.MEMORYHUB_EMBED_BATCH_SIZE)
+        model.encode(inputs, batch_size=settings.MEMORYHUB_EMBED_BATCH_SIZE, workers=settings.MEMORYHUB_EMBED_THREADS)
     else:
         model.encode(inputs, batch_size=settings.MEMORYHUB_EMBED_BATCH_SIZE, normalize_embeddings=True,
                      show_progress_bar=False)
@@ -355,8 +412,38 @@ def measure_embedding_throughput(tenant: Any, turns: list[str], sample: int) -> 
             "ratio": round(pipeline / raw, 3)}
 
 
+def curve(args: argparse.Namespace) -> None:
+    """Each size measured by this script in a process of its own, one after the other, then one table."""
+    import tempfile
+
+    sizes = [int(n) for n in args.curve.split(",")]
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for size in sizes:
+            out = Path(tmp) / f"{size}.json"
+            command = [sys.executable, __file__, "--chunks", str(size), "--db", f"{args.db}_{size}", "--json", str(out),
+                       "--vectors", args.vectors, "--queries", str(args.queries), "--clients", str(args.clients),
+                       "--web-workers", str(args.web_workers), "--no-embedding-throughput",
+                       *(["--keepdb"] if args.keepdb else [])]
+            print(f"\n== {size:,} chunks", flush=True)
+            subprocess.run(command, check=True)
+            rows.append((size, json.loads(out.read_text())))
+    first = rows[0][1]["http"]["hybrid"]["single"]["p95"]
+    print(f"\nScale curve, one tenant, {args.vectors} vectors, hybrid, single client (ms; ratio: p95 against {sizes[0]:,}):")
+    print("| chunks | HTTP p50 / p95 | p95 ratio | raw SQL p95 | p95 / (embedding + SQL) | CPU ms a search, HTTP / floor |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: |")
+    for size, r in rows:
+        http, raw = r["http"]["hybrid"], r["in_process"]["hybrid"]
+        floor = raw["raw_sql_cpu_ms"] + r["in_process"]["embedding_cpu_ms"]
+        print(f"| {size:,} | {http['single']['p50']} / {http['single']['p95']} | {http['single']['p95'] / first:.2f} | "
+              f"{raw['raw_sql']['p95']} | {http['p95_ratio_to_floor']} | {http.get('cpu_ms')} / {floor:.2f} |")
+
+
 def main() -> None:
     args = parse_args()
+    if args.curve:
+        curve(args)
+        return
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # run the cleanup below on `timeout`/kill
     setup_django(args.db)
     import scale
@@ -396,7 +483,8 @@ def main() -> None:
         if not args.no_http:
             port = args.port or free_port()
             server = start_server(port, args.web_workers, args.db, args.server)
-            results["http"] = measure_http(port, raw_key, questions, args.clients, args.web_workers)
+            results["http"] = measure_http(port, raw_key, questions, args.clients, args.web_workers,
+                                           serving_cpu(server.pid))
             results["web_worker_rss_mb"] = worker_rss_mb(server.pid)
         results["load_average_end"] = scale.load_average()
         report(results, args.clients)
@@ -452,7 +540,7 @@ def report(results: dict[str, Any], clients: int) -> None:
             print(mode, results["in_process"][mode])
         return
     print(f"{'mode':<11} {'rawSQL p50/p95':>15} {'in-proc p50/p95':>16} {'HTTP p50/p95':>14} "
-          f"{'p99':>7} {f'{clients} clients p50/p95':>20} {'qps':>6} {'p95 ratio':>9}")
+          f"{'p99':>7} {f'{clients} clients p50/p95':>20} {'qps':>6} {'p95 ratio':>9} {'CPU ms HTTP/floor':>18} {'CPU ratio':>9}")
     for mode in MODES:
         raw = results["in_process"][mode]["raw_sql"]
         inproc = results["in_process"][mode]["in_process"]
@@ -461,9 +549,15 @@ def report(results: dict[str, Any], clients: int) -> None:
         floor = raw["p95"] + (emb["p95"] if mode != "text" else 0.0)
         ratio = http["single"]["p95"] / floor if floor else float("nan")
         results["http"][mode]["p95_ratio_to_floor"] = round(ratio, 2)
+        # CPU per search: the web worker and PostgreSQL serving it, against the query embedding and
+        # the statements alone (this process and its backend)
+        cpu_floor = results["in_process"][mode]["raw_sql_cpu_ms"] + (results["in_process"]["embedding_cpu_ms"]
+                                                                      if mode != "text" else 0.0)
+        cpu_ratio = http.get("cpu_ms", float("nan")) / cpu_floor if cpu_floor else float("nan")
+        results["http"][mode]["cpu_ratio_to_floor"] = round(cpu_ratio, 2)
         print(f"{mode:<11} {raw['p50']:>7}/{raw['p95']:<7} {inproc['p50']:>8}/{inproc['p95']:<7} "
               f"{http['single']['p50']:>6}/{http['single']['p95']:<7} {http['single']['p99']:>7} {conc['p50']:>10}/{conc['p95']:<9} "
-              f"{http['throughput_qps']:>6} {ratio:>9.2f}")
+              f"{http['throughput_qps']:>6} {ratio:>9.2f} {http.get('cpu_ms', float('nan')):>8}/{cpu_floor:<9.2f} {cpu_ratio:>9.2f}")
 
 
 if __name__ == "__main__":
