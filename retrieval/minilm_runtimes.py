@@ -42,7 +42,7 @@ MIN_COSINE = 0.999
 INT8_MEDIAN_COSINE = 0.99
 INT8_MIN_COSINE = 0.95
 # The embed lane stores int8 vectors only where the copy is this much faster on a batch (1.5-1.6x on
-# this project's AVX-512 VNNI VMs; bench/README.md "CPU per imported message").
+# this project's 2-core AMD EPYC VMs, AVX2 without VNNI; bench/README.md "CPU per imported message").
 INT8_BATCH_GAIN = 1.15
 MODEL_FILE = "model.onnx"
 INT8_FILE = "model-int8.onnx"
