@@ -35,6 +35,31 @@ ROLES = ("user", "assistant")
 OWNED = os.environ.get("BENCH_OWNED") == "1"
 
 
+def cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU seconds of these processes so far, with their waited-for children's (a
+    process gone meanwhile counts 0)."""
+    import psutil
+
+    total = 0.0
+    for pid in pids:
+        try:
+            times = psutil.Process(pid).cpu_times()
+        except psutil.Error:
+            continue
+        total += times.user + times.system + getattr(times, "children_user", 0) + getattr(times, "children_system", 0)
+    return total
+
+
+def process_tree(pid: int) -> list[int]:
+    """This process and every descendant."""
+    import psutil
+
+    try:
+        return [pid, *(c.pid for c in psutil.Process(pid).children(recursive=True))]
+    except psutil.Error:
+        return [pid]
+
+
 def owner(conversation_id: str) -> str:
     return f"user-{conversation_id}" if OWNED else ""  # speakers kept as the event's role; any other speaker (a name) is "user"
 

@@ -42,6 +42,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 from bench import common, recall  # noqa: E402
+from bench.common import cpu_seconds, process_tree  # noqa: E402
 from bench.ingest import Client, Server  # noqa: E402
 from bench.pipeline import chunk_counts, setup_django  # noqa: E402
 from tests.served import postgres_of  # noqa: E402
@@ -57,19 +58,6 @@ def conversations_of(args: argparse.Namespace) -> list[tuple[str, list[dict[str,
     if args.longmemeval:
         out.append(("LongMemEval", common.load(common.DATA_DIR / "longmemeval_s_dev60.jsonl.gz", args.longmemeval)))
     return out
-
-
-def cpu_of(pids: list[int]) -> float:
-    import psutil
-
-    total = 0.0
-    for pid in pids:
-        try:
-            times = psutil.Process(pid).cpu_times()
-            total += times.user + times.system + getattr(times, "children_user", 0) + getattr(times, "children_system", 0)
-        except psutil.Error:
-            continue
-    return total
 
 
 def cpu_by_role(pids: list[int]) -> dict[str, float]:
@@ -88,15 +76,6 @@ def cpu_by_role(pids: list[int]) -> dict[str, float]:
                 else next((r for r in ("postgres", "qcluster", "uvicorn", "gunicorn", "run") if r in line), proc.name()))
         out[role] = out.get(role, 0.0) + times.user + times.system
     return out
-
-
-def tree(pid: int) -> list[int]:
-    import psutil
-
-    try:
-        return [pid, *(c.pid for c in psutil.Process(pid).children(recursive=True))]
-    except psutil.Error:
-        return [pid]
 
 
 def pct(values: list[float], q: float) -> float:
@@ -141,8 +120,8 @@ def memoryhub(server: Server, files: list[tuple[str, list[dict[str, Any]]]],
         turn_at: dict[tuple[str, int], str] = {}
         session_of: dict[str, str] = {}
         messages = 0
-        pids = tree(server.process.pid) + postgres_of(server.data_dir)
-        cpu_before, roles_before = cpu_of(pids), cpu_by_role(pids)
+        pids = process_tree(server.process.pid) + postgres_of(server.data_dir)
+        cpu_before, roles_before = cpu_seconds(pids), cpu_by_role(pids)
         started = time.monotonic()
         for conv in conversations:
             for bsession in conv["sessions"]:
@@ -168,8 +147,8 @@ def memoryhub(server: Server, files: list[tuple[str, list[dict[str, Any]]]],
                 raise RuntimeError(f"not embedded within {drain_timeout} s: {counts}")
             time.sleep(1)
         searchable = time.monotonic() - started
-        pids = tree(server.process.pid) + postgres_of(server.data_dir)
-        cpu = cpu_of(pids) - cpu_before
+        pids = process_tree(server.process.pid) + postgres_of(server.data_dir)
+        cpu = cpu_seconds(pids) - cpu_before
         roles = {k: v - roles_before.get(k, 0.0) for k, v in cpu_by_role(pids).items()}
         print(f"{label}: CPU s by process: " + ", ".join(f"{k} {v:.1f}" for k, v in sorted(roles.items(), key=lambda kv: -kv[1])),
               flush=True)
@@ -223,7 +202,7 @@ def mem0_side(server: Server, files: list[tuple[str, list[dict[str, Any]]]],
     memory = Memory.from_config(config)
     rows = []
     for label, conversations in files:
-        cpu_before = cpu_of([os.getpid()]) + cpu_of(postgres_of(server.data_dir))
+        cpu_before = cpu_seconds([os.getpid()]) + cpu_seconds(postgres_of(server.data_dir))
         started = time.monotonic()
         messages = 0
         for conv in conversations:
@@ -234,7 +213,7 @@ def mem0_side(server: Server, files: list[tuple[str, list[dict[str, Any]]]],
                                          "started_at": bsession["started_at"]})
                     messages += 1
         searchable = time.monotonic() - started
-        cpu = cpu_of([os.getpid()]) + cpu_of(postgres_of(server.data_dir)) - cpu_before
+        cpu = cpu_seconds([os.getpid()]) + cpu_seconds(postgres_of(server.data_dir)) - cpu_before
         times, scorer = [], recall.Scorer()
         for q in questions[label]:
             sent = time.perf_counter()

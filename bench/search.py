@@ -42,6 +42,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from bench.common import cpu_seconds, process_tree  # noqa: E402
+
 DATA = ROOT.parent / "shared" / "bench-data" / "locomo10.jsonl"
 MODES = {
     "text": {"mode": "text"},
@@ -222,33 +224,14 @@ def measure_in_process(tenant: Any, questions: list[str]) -> dict[str, Any]:
     return out
 
 
-def cpu_seconds(pids: list[int]) -> float:
-    """User + system CPU seconds of these processes so far (a process gone meanwhile counts 0)."""
-    import psutil
-
-    total = 0.0
-    for pid in pids:
-        try:
-            times = psutil.Process(pid).cpu_times()
-        except psutil.Error:
-            continue
-        total += times.user + times.system
-    return total
-
-
 def serving_cpu(server_pid: int) -> Callable[[], float]:
     """CPU seconds so far of the web server (master and workers) and of every PostgreSQL process."""
-    import psutil
     from django.conf import settings
 
     from tests.served import postgres_of
 
     def probe() -> float:
-        try:
-            web = [server_pid, *(c.pid for c in psutil.Process(server_pid).children(recursive=True))]
-        except psutil.Error:
-            web = [server_pid]
-        return cpu_seconds(web + postgres_of(Path(settings.DATA_DIR)))
+        return cpu_seconds(process_tree(server_pid) + postgres_of(Path(settings.DATA_DIR)))
 
     return probe
 

@@ -32,6 +32,12 @@ RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 MIN_REQUEST_SECONDS = 0.5  # below this much budget a request is not worth starting
 
 
+def model_configured() -> bool:
+    """Whether a language model is configured: the HTTP summariser's (MEMORYHUB_SUMMARISER=http and
+    its URL), which every model call here uses."""
+    return settings.MEMORYHUB_SUMMARISER == "http" and bool(settings.MEMORYHUB_SUMMARISER_URL)
+
+
 _calls = threading.local()
 # Only to allowed addresses, checked as the connection is made (memoryhub.outbound).
 _opener = outbound.build_opener()

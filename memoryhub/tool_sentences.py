@@ -17,7 +17,7 @@ from django.conf import settings
 from django.db.models import Exists, OuterRef, Q
 
 from memoryhub.background import check_budget
-from memoryhub.llm import chat_completion
+from memoryhub.llm import chat_completion, model_configured
 from memoryhub.models import Event, Session, ToolCallSentence
 from memoryhub.signals import events_text_changed
 
@@ -34,10 +34,6 @@ PROMPT = (
     "identifiers and paths exactly as written; add nothing that the input does not say. Plain "
     "text, no quotes, no Markdown."
 )
-
-
-def enabled() -> bool:
-    return settings.MEMORYHUB_SUMMARISER == "http" and bool(settings.MEMORYHUB_SUMMARISER_URL)
 
 
 def undescribed(session: Session) -> Any:
@@ -71,7 +67,7 @@ def describe_tool_calls(session: Session, *, limit: int = BATCH) -> int:
     """Ask the model for a sentence about each of the session's next undescribed tool calls and
     store it; the events are then indexed again (retrieval). Returns sentences written. A model
     that cannot be reached raises SummariserError (the lane records it and tries again later)."""
-    if not enabled():
+    if not model_configured():
         return 0
     events = list(undescribed(session)[:limit])
     written: list[Event] = []

@@ -116,13 +116,14 @@ class MiniLMEmbedder:
         """The runtime's model: for ONNX one session per model file, each batch on one thread
         (embed() runs as many batches at once as it has threads); torch has one model, whose
         threads _torch_threads sets."""
-        name = f"onnx:{self._onnx_file()}" if backend == "onnx" else backend
+        filename = self._onnx_file() if backend == "onnx" else ""
+        name = f"onnx:{filename}" if backend == "onnx" else backend
         with self._lock:
             if name not in self._models:
                 from retrieval.minilm_runtimes import OnnxMiniLM, cache_dir, load_torch_model
 
                 if backend == "onnx":
-                    self._models[name] = OnnxMiniLM(cache_dir(), 1, filename=self._onnx_file())
+                    self._models[name] = OnnxMiniLM(cache_dir(), 1, filename=filename)
                 else:
                     self._models[name] = load_torch_model()
         return self._models[name]

@@ -24,7 +24,7 @@ from typing import Any
 from django.conf import settings
 
 from memoryhub.errors import Invalid
-from memoryhub.llm import SummariserError, chat_completion, single_attempt
+from memoryhub.llm import SummariserError, chat_completion, model_configured, single_attempt
 
 logger = logging.getLogger(__name__)
 
@@ -40,12 +40,8 @@ PROMPT = (
 )
 
 
-def configured() -> bool:
-    return settings.MEMORYHUB_SUMMARISER == "http" and bool(settings.MEMORYHUB_SUMMARISER_URL)
-
-
 def check_configured() -> None:
-    if not configured():
+    if not model_configured():
         raise Invalid("llm_not_configured",
                       "synthesize needs a language model: set MEMORYHUB_SUMMARISER=http and "
                       "MEMORYHUB_SUMMARISER_URL (an OpenAI-compatible endpoint).")
