@@ -377,9 +377,9 @@ def measure_embedding_throughput(tenant: Any, turns: list[str], sample: int) -> 
     model = embedder._load(backend)  # type: ignore[attr-defined]
     started = time.perf_counter()
     if backend == "onnx":
-        model.encode(inputs, batch_size=settings.MEMORYHUB_EMBED_BATCH_SIZE, workers=settings.MEMORYHUB_EMBED_THREADS)
+        model.encode(inputs, workers=settings.MEMORYHUB_EMBED_THREADS)
     else:
-        model.encode(inputs, batch_size=settings.MEMORYHUB_EMBED_BATCH_SIZE, normalize_embeddings=True,
+        model.encode(inputs, normalize_embeddings=True,
                      show_progress_bar=False)
     raw = sample / (time.perf_counter() - started)
     session = Session.objects.filter(tenant=tenant).first()

@@ -390,10 +390,8 @@ LOGGING = {
 MEMORYHUB_CHUNK_CHARS = env_int("MEMORYHUB_CHUNK_CHARS", 640, minimum=64)
 MEMORYHUB_CHUNK_OVERLAP = env_int("MEMORYHUB_CHUNK_OVERLAP", 96, minimum=0)
 # Most batches the local model that embeds stored texts runs at once, each on one thread (each call
-# gets only the cores the rest of the machine left idle lately, at least one: memoryhub.cpu), and
-# texts per batch.
+# gets only the cores the rest of the machine left idle lately, at least one: memoryhub.cpu).
 MEMORYHUB_EMBED_THREADS = env_int("MEMORYHUB_EMBED_THREADS", min(os.cpu_count() or 1, 4), minimum=1)
-MEMORYHUB_EMBED_BATCH_SIZE = env_int("MEMORYHUB_EMBED_BATCH_SIZE", 32, minimum=1)
 # Threads of the torch-free query embedder of web processes (one query each; retrieval.query_embedding).
 MEMORYHUB_QUERY_EMBED_THREADS = env_int("MEMORYHUB_QUERY_EMBED_THREADS", 1, minimum=1)
 # Web processes embed queries with the int8 copy of the ONNX model (made beside it and judged

@@ -101,7 +101,11 @@ class MiniLMEmbedder:
                 raise EmbedderUnavailable("MEMORYHUB_EMBED_BACKEND=onnx, but no verified ONNX model is in the "
                                           "data folder (manage.py run makes it)")
             return "torch"
-        return "onnx" if wanted == "onnx" else choice["query" if count == 1 else "batch"]
+        if wanted == "onnx":
+            return "onnx"
+        from retrieval.minilm_runtimes import batch_runtime
+
+        return choice["query"] if count == 1 else batch_runtime(choice)
 
     def _onnx_file(self) -> str:
         """The full model, or its int8 copy where the preparation found that copy close enough and
@@ -141,11 +145,10 @@ class MiniLMEmbedder:
         try:
             model = self._load(backend)
             if backend == "onnx":
-                vectors = model.encode(unique, batch_size=settings.MEMORYHUB_EMBED_BATCH_SIZE, workers=threads)
+                vectors = model.encode(unique, workers=threads)
             else:
                 self._torch_threads(threads)
-                vectors = model.encode(unique, batch_size=settings.MEMORYHUB_EMBED_BATCH_SIZE,
-                                       normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
+                vectors = model.encode(unique, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
         except MemoryError as exc:  # the machine's fault, not the texts'
             raise EmbedderUnavailable(f"out of memory: {exc}") from exc
         rows = vectors.tolist()

@@ -104,11 +104,11 @@ def test_the_lane_embeds_on_the_cores_the_machine_left_free(prepared, settings, 
     monkeypatch.setattr(cpu.headroom, "free", lambda: next(free))
     at_once: list[int] = []  # the batches each call ran side by side
     if backend == "onnx":
-        from retrieval.minilm_runtimes import OnnxMiniLM
+        from retrieval.minilm_runtimes import ONNX_BATCH, OnnxMiniLM
 
         encode = OnnxMiniLM.encode
 
-        def counted(self: OnnxMiniLM, texts: list[str], batch_size: int = 32, workers: int = 1) -> Any:
+        def counted(self: OnnxMiniLM, texts: list[str], batch_size: int = ONNX_BATCH, workers: int = 1) -> Any:
             at_once.append(workers)
             return encode(self, texts, batch_size, workers)
 
@@ -171,6 +171,56 @@ def test_the_lane_stores_int8_vectors_only_where_the_verdict_says(prepared, sett
     vectors = np.array(embedder.embed(TEXTS))
     assert [m.filename for m in embedder._models.values()] == [model]
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-3)
+
+
+def _judged(batch: str, torch_rate: float, int8_rate: float, use: bool) -> dict[str, Any]:
+    return {"agree": True, "batch": batch, "query": "onnx", "threads": 2,
+            "batch_texts_per_second": {"onnx": 79.0, "torch": torch_rate},
+            "int8": {"agree": True, "batch": {"use": use, "texts_per_second": {"float": 45.9, "int8": int8_rate}}}}
+
+
+@pytest.mark.parametrize(("choice", "runtime"), [
+    (_judged("onnx", 60.0, 85.3, True), "onnx"),
+    (_judged("onnx", 60.0, 85.3, False), "onnx"),
+    (_judged("torch", 105.6, 85.3, True), "onnx"),  # two one-thread int8 batches: 170.6 a second
+    (_judged("torch", 105.6, 50.0, True), "torch"),  # 100 a second: torch stays
+    (_judged("torch", 105.6, 85.3, False), "torch"),  # int8 vectors not to be stored
+])
+def test_batches_run_where_they_are_fastest_int8_included(choice: dict[str, Any], runtime: str) -> None:
+    """Where torch beat the full ONNX model, the int8 copy may still beat torch: the lane's
+    batches go to it then (on an AVX-512 VNNI Xeon the lane stored torch's vectors at half the
+    int8 copy's speed before)."""
+    from retrieval.minilm_runtimes import batch_runtime
+
+    assert batch_runtime(choice) == runtime
+
+
+def test_a_torch_judged_folder_stores_int8_vectors_where_they_are_faster(prepared, settings) -> None:  # type: ignore[no-untyped-def]
+    from retrieval.embedders import MiniLMEmbedder
+
+    settings.MEMORYHUB_EMBED_BACKEND = "auto"
+    embedder = MiniLMEmbedder()
+    embedder._choice = {**prepared[1], **_judged("torch", 105.6, 85.3, True)}
+    assert len(embedder.embed(TEXTS)) == len(TEXTS)
+    assert [m.filename for m in embedder._models.values()] == ["model-int8.onnx"]
+
+
+def test_a_stored_texts_int8_vector_is_its_own_whatever_is_embedded_with_it(prepared, settings) -> None:  # type: ignore[no-untyped-def]
+    """The lane embeds each text alone (ONNX_BATCH): the int8 copy scales its activations per call,
+    so in a batch a text's vector moved with its batch mates; alone it is the vector the same text
+    gets as a query, and the same in every claim."""
+    import numpy as np
+
+    from retrieval.embedders import MiniLMEmbedder
+
+    settings.MEMORYHUB_EMBED_BACKEND = "auto"
+    embedder = MiniLMEmbedder()
+    embedder._choice = {**prepared[1], **_judged("onnx", 60.0, 85.3, True)}
+    together = np.array(embedder.embed(TEXTS))
+    assert [m.filename for m in embedder._models.values()] == ["model-int8.onnx"]
+    alone = np.array([embedder.embed([text])[0] for text in TEXTS])
+    reversed_order = np.array(embedder.embed(TEXTS[::-1]))[::-1]
+    assert np.allclose(together, alone, atol=1e-6) and np.allclose(together, reversed_order, atol=1e-6)
 
 
 def test_an_int8_copy_is_made_and_judged_for_queries_and_for_stored_vectors(prepared) -> None:  # type: ignore[no-untyped-def]

@@ -18,7 +18,7 @@ class Command(BaseCommand):
         if settings.MEMORYHUB_EMBEDDER != "minilm":
             self.stdout.write(f"MEMORYHUB_EMBEDDER is {settings.MEMORYHUB_EMBEDDER!r}: nothing to prepare.")
             return
-        from retrieval.minilm_runtimes import cache_dir, ensure_prepared
+        from retrieval.minilm_runtimes import batch_runtime, cache_dir, ensure_prepared
 
         try:
             choice = ensure_prepared()
@@ -31,7 +31,9 @@ class Command(BaseCommand):
         verdict = "not made" if int8 is None else ("agrees" if int8.get("agree") else "does not agree: not used")
         batch = (int8 or {}).get("batch") or {}
         rates = batch.get("texts_per_second") or {}
-        stored = (f"; stored vectors {'from the int8 copy' if batch.get('use') else 'from the full model'} "
+        runtime = batch_runtime(choice)
+        from_int8 = batch.get("use") and runtime == "onnx"
+        stored = (f"; stored vectors {'from the int8 copy' if from_int8 else 'from the full model'} "
                   f"({rates.get('int8')} against {rates.get('float')} texts a second on one thread)") if batch else ""
         self.stdout.write(f"MiniLM in {cache_dir()}: queries on {choice.get('query')}, batches on "
-                          f"{choice.get('batch')}; the int8 copy for queries {verdict}{stored}.")
+                          f"{runtime}; the int8 copy for queries {verdict}{stored}.")
