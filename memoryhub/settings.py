@@ -407,7 +407,8 @@ MEMORYHUB_EMBED_MAX_ATTEMPTS = env_int("MEMORYHUB_EMBED_MAX_ATTEMPTS", 3, minimu
 # measured faster; torch otherwise), "onnx" or "torch".
 MEMORYHUB_EMBED_BACKEND = env_choice("MEMORYHUB_EMBED_BACKEND", "auto", {"auto", "onnx", "torch"})
 # How many earlier messages of the conversation are embedded with a message (contextual
-# embeddings: "yes, since 2019" is findable by what it answers). 0 embeds the message alone.
+# embeddings: "yes, since 2019" is findable by what it answers), as far as the message leaves
+# room (retrieval.indexing.CONTEXT_FILL: a long message reads itself). 0 embeds the message alone.
 MEMORYHUB_EMBED_CONTEXT_MESSAGES = env_int("MEMORYHUB_EMBED_CONTEXT_MESSAGES", 2, minimum=0)
 # Candidates fetched from each index before fusion, and HNSW's ef_search.
 MEMORYHUB_SEARCH_CANDIDATES = env_int("MEMORYHUB_SEARCH_CANDIDATES", 100, minimum=10)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from django.db import connection, transaction
 
+from retrieval import indexing
 from tests.base import make_client, make_key, make_tenant, post_events
 
 pytestmark = pytest.mark.django_db
@@ -44,7 +45,7 @@ def test_a_lookup_by_each_key_reads_an_index(key: str) -> None:
     assert "Seq Scan" not in plan and "Index" in plan, plan
 
 
-def test_a_long_chunk_with_its_context_keeps_its_vectors_in_the_row(settings) -> None:
+def test_a_long_chunk_with_its_context_keeps_its_vectors_in_the_row(settings, monkeypatch) -> None:
     """A 640-character chunk embedded with two long earlier messages is a row over TOAST's 2 kB:
     its text and context may be stored apart, its vector and tsvector not (scoped searches read
     them for every row they test)."""
@@ -52,6 +53,7 @@ def test_a_long_chunk_with_its_context_keeps_its_vectors_in_the_row(settings) ->
     from retrieval.models import Chunk
 
     settings.MEMORYHUB_EMBED_CONTEXT_MESSAGES = 2
+    monkeypatch.setattr(indexing, "CONTEXT_FILL", 10_000)  # long chunks read their context too
     client = make_client(make_key(make_tenant("alice")))
     words = "harbour lantern orchard velvet quartz meadow cinder plume saddle thistle ".split()
     long = [" ".join(words[(i + j) % len(words)] + str(j) for j in range(110)) for i in range(4)]
@@ -70,7 +72,7 @@ def test_a_long_chunk_with_its_context_keeps_its_vectors_in_the_row(settings) ->
     assert (vectors_apart, tsvectors_apart) == (0, 0)
 
 
-def test_rows_written_before_0012_are_rewritten_in_the_row_in_batches(settings) -> None:
+def test_rows_written_before_0012_are_rewritten_in_the_row_in_batches(settings, monkeypatch) -> None:
     """`manage.py chunk_layout` reports the chunks whose vectors a deployment stored apart before
     migration 0012, and `--rewrite` writes them again in batches: then none is apart, and each
     vector and tsvector is the value it was (search finds the same)."""
@@ -84,6 +86,7 @@ def test_rows_written_before_0012_are_rewritten_in_the_row_in_batches(settings) 
     from retrieval.models import Chunk
 
     settings.MEMORYHUB_EMBED_CONTEXT_MESSAGES = 2
+    monkeypatch.setattr(indexing, "CONTEXT_FILL", 10_000)  # long chunks read their context too
     client = make_client(make_key(make_tenant("alice")))
     with connection.cursor() as cursor:  # the layout before 0012, for the rows written now
         cursor.execute("ALTER TABLE retrieval_chunk ALTER COLUMN embedding SET STORAGE EXTERNAL, "

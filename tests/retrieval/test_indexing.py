@@ -341,3 +341,19 @@ def test_an_appends_context_comes_from_the_recent_window_when_it_is_cached(
     assert any(q["sql"].startswith("SELECT") and 'FROM "memoryhub_event"' in q["sql"] for q in queries.captured_queries)
     assert Chunk.objects.get(session=session, sequence_start=10).context == (
         'Called weather with {"city": "Lisbon"}\nIs it sunny there?')
+
+
+def test_a_short_message_reads_the_messages_before_it_and_a_long_chunk_reads_itself() -> None:
+    """A chunk's context fills the room its own text leaves (indexing.CONTEXT_FILL), newest
+    earlier message first, each cut to fit: a short reply is embedded with what it answers, a
+    chunk that fills the room alone with nothing else (issue 43: context was most of the model's
+    input)."""
+    earlier = ["I moved to Lisbon in 2021 and love the tiles.", "Which part of town do you live in?"]
+    assert indexing.fill_context(earlier, len("Alfama, near the river.")) == "\n".join(earlier)
+    assert indexing.fill_context(earlier, indexing.CONTEXT_FILL) == ""
+    assert indexing.fill_context(earlier, indexing.CONTEXT_FILL - indexing.CONTEXT_MIN_CHARS + 1) == ""
+    tight = indexing.fill_context(earlier, indexing.CONTEXT_FILL - 50)  # room for the newest, cut
+    assert tight == earlier[1]
+    cut = indexing.fill_context(["x" * 1000], 100)
+    assert cut == "x" * (indexing.CONTEXT_FILL - 100)
+    assert indexing.fill_context([], 10) == ""
