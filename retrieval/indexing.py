@@ -36,7 +36,7 @@ CONTEXT_CHARS = 400  # how much of each earlier message goes into a chunk's embe
 # overflowed it, and the model cut the end of the chunk's own text. A short message still reads the
 # messages before it; a long one reads less of them, newest first. Issue 43, LoCoMo (10
 # conversations) and LongMemEval (8 haystacks): recall held in every half, LongMemEval's
-# session@10 0.896 -> 0.938; 500 cost LoCoMo's second half 0.009 of turn@10 against this.
+# session@10 0.896 -> 0.938; 500 cost LoCoMo's second half 0.010 of turn@10 against this.
 CONTEXT_FILL = 1000
 CONTEXT_MIN_CHARS = 40  # less room than this adds no context
 
