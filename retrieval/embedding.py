@@ -80,8 +80,8 @@ def _claim(query: Q, limit: int, exclude: set[int]) -> list[Chunk]:
     """Lock up to `limit` rows to embed: the next row in line (oldest) and, among the
     CLAIM_WINDOW × limit rows after it, those whose length is nearest to its own.
 
-    The model pads every text of a batch to the longest one: batches of alike length (what
-    encode() makes of one big call) waste no time on padding. The next row in line is always
+    torch pads every text of a batch to the longest one: batches of alike length (what encode()
+    makes of one big call) waste no time on padding (ONNX Runtime embeds one text per call). The next row in line is always
     taken, so no row waits behind shorter ones. Rows another worker holds are skipped: when all
     of the choice was taken, the claim looks again past them.
     """

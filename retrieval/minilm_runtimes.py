@@ -142,10 +142,11 @@ class OnnxMiniLM:
         self.tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
 
     def encode(self, texts: list[str], batch_size: int = ONNX_BATCH, workers: int = 1) -> Any:
-        """Unit vectors (numpy, float32), one row per text, in the order given. Texts are batched
-        by length, as sentence-transformers does, so that a batch pads little. `workers` batches
-        run at once, each on the session's own threads (ONNX Runtime releases the GIL): on one
-        thread each, two at once cost less CPU than one batch on two threads (bench/README.md)."""
+        """Unit vectors (numpy, float32), one row per text, in the order given: `batch_size` texts
+        per call (ONNX_BATCH, one, unless a measurement asks for more; larger batches are made of
+        texts of alike length, as sentence-transformers makes them, so that they pad little).
+        `workers` calls run at once, each on the session's own threads (ONNX Runtime releases the
+        GIL): on one thread each, two at once cost less CPU than one call on two threads."""
         import numpy as np
 
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
@@ -308,7 +309,7 @@ def batch_runtime(choice: dict[str, Any]) -> str:
     int8 = (choice.get("int8") or {}).get("batch") or {}
     if choice["batch"] == "onnx" or not int8.get("use"):
         return str(choice["batch"])
-    side_by_side = int8["texts_per_second"]["int8"] * max(1, int(choice.get("threads") or 1))
+    side_by_side = int8["texts_per_second"]["int8"] * max(1, int(choice.get("threads", 1)))
     return "onnx" if side_by_side >= choice["batch_texts_per_second"]["torch"] else "torch"
 
 
