@@ -95,7 +95,7 @@ def test_retriever_filters_and_async_client(sync_hub: MemoryHub, live_server: An
     assert [d.page_content for d in asyncio.run(via_async())] == ["Bob's train leaves at noon."]
 
 
-def test_chat_history_add_read_back_clear(sync_hub: MemoryHub) -> None:
+def test_chat_history_add_read_back_clear(sync_hub: MemoryHub, live_server: Any, keys: dict[str, str]) -> None:
     history = MemoryHubChatMessageHistory("lc-chat", sync_hub, user_id="ann")
     assert history.messages == []
     messages = [
@@ -123,11 +123,22 @@ def test_chat_history_add_read_back_clear(sync_hub: MemoryHub) -> None:
     history.add_ai_message("Hi!")
     assert history.messages == [HumanMessage("Hello again."), AIMessage("Hi!")]
 
-    async def via_async() -> list[Any]:
-        await history.aadd_messages([HumanMessage("One more.")])
-        return await history.aget_messages()
+    async def via_async(async_client: Any) -> list[Any]:
+        if async_client is not None:
+            history.async_client = async_client
+        await history.aadd_messages([HumanMessage(f"One more ({history.async_client is not None}).")])
+        messages = await history.aget_messages()
+        await history.aclear()
+        return messages + await history.aget_messages()
 
-    assert asyncio.run(via_async())[-1] == HumanMessage("One more.")
+    assert asyncio.run(via_async(None))[-1] == HumanMessage("One more (False).")  # the sync client, in a thread
+
+    async def with_async_client() -> list[Any]:
+        async with AsyncMemoryHub(keys["alice"], live_server.url, **FAST) as hub:
+            return await via_async(hub)
+
+    assert asyncio.run(with_async_client()) == [HumanMessage("One more (True).")]
+    assert len(sync_hub.list_events("lc-chat").results) == 9
 
 
 def test_chat_history_reads_other_clients_events(sync_hub: MemoryHub) -> None:

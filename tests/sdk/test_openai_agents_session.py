@@ -152,3 +152,16 @@ def test_unknown_session_is_empty(live_server: Any, keys: dict[str, str]) -> Non
             return await session.get_items(), await session.pop_item()
 
     assert asyncio.run(scenario()) == ([], None)
+
+
+def test_a_sync_client_works_too(live_server: Any, keys: dict[str, str]) -> None:
+    with MemoryHub(keys["alice"], live_server.url, **FAST) as hub:
+        session = MemoryHubSession("sync-client", hub, user_id="ann")
+
+        async def scenario() -> list[Any]:
+            await session.add_items([{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}])
+            popped = await session.pop_item()
+            return [popped, *await session.get_items()]
+
+        assert asyncio.run(scenario()) == [{"role": "assistant", "content": "Hello"}, {"role": "user", "content": "Hi"}]
+        assert hub.get_session("sync-client")["metadata"]["transcript"] == {"retracted": [2]}

@@ -7,7 +7,10 @@ answers with a fake model (no network)."""
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +32,16 @@ def snippets() -> dict[str, list[str]]:
         heading, _, body = part.partition("\n")
         found[heading.strip()] = re.findall(r"```python\n(.*?)```", body, flags=re.S)
     return found
+
+
+def test_frameworks_are_imported_only_when_used() -> None:
+    code = ("import sys, memoryhub_client; from memoryhub_client import MemoryHub, AsyncMemoryHub; "
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'langchain_core', 'langgraph', 'langmem', "
+            "'agents', 'openai'}))")
+    src = Path(__file__).resolve().parents[2] / "sdk" / "python" / "src"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": str(src)})
+    assert out.stdout.strip() == "[]"
 
 
 def test_every_framework_has_a_snippet() -> None:

@@ -29,6 +29,11 @@ TRANSCRIPT = "transcript"  # the session metadata key holding the retractions
 EVENT_PAGE = 1000  # the most events one request returns
 
 
+def missing(extra: str, error: ImportError) -> ImportError:
+    """The ImportError raised when an integration's framework is not installed."""
+    return ImportError(f"{error}: install the extra, pip install 'memoryhub-client[{extra}]'")
+
+
 def call(name: str, *args: Any, **kwargs: Any) -> Step:
     return (name, args, kwargs)
 
@@ -51,7 +56,11 @@ def drive(hub: Any, program: Program) -> Any:
 
 
 async def adrive(hub: Any, program: Program) -> Any:
-    """Run `program` with the async client `hub`."""
+    """Run `program` with the async client `hub` (a sync MemoryHub runs it in a worker thread)."""
+    if not is_async(hub):
+        import asyncio
+
+        return await asyncio.to_thread(drive, hub, program)
     send: Any = None
     error: BaseException | None = None
     while True:
@@ -65,6 +74,12 @@ async def adrive(hub: Any, program: Program) -> Any:
             send = await getattr(hub, name)(*args, **kwargs)
         except MemoryHubError as exc:
             send, error = None, exc
+
+
+def is_async(hub: Any) -> bool:
+    from memoryhub_client.client import AsyncMemoryHub
+
+    return isinstance(hub, AsyncMemoryHub)
 
 
 # --- the transcript as an integration reads it ---------------------------------------------------

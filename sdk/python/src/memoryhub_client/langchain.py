@@ -26,25 +26,29 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from langchain_core.callbacks import (
-    AsyncCallbackManagerForRetrieverRun,
-    CallbackManagerForRetrieverRun,
-)
-from langchain_core.chat_history import BaseChatMessageHistory
-from langchain_core.documents import Document
-from langchain_core.messages import (
-    AIMessage,
-    BaseMessage,
-    HumanMessage,
-    SystemMessage,
-    ToolMessage,
-    message_to_dict,
-    messages_from_dict,
-)
-from langchain_core.retrievers import BaseRetriever
-from pydantic import ConfigDict
-
 from memoryhub_client import _frameworks as fw
+
+try:
+    from langchain_core.callbacks import (
+        AsyncCallbackManagerForRetrieverRun,
+        CallbackManagerForRetrieverRun,
+    )
+    from langchain_core.chat_history import BaseChatMessageHistory
+    from langchain_core.documents import Document
+    from langchain_core.messages import (
+        AIMessage,
+        BaseMessage,
+        HumanMessage,
+        SystemMessage,
+        ToolMessage,
+        message_to_dict,
+        messages_from_dict,
+    )
+    from langchain_core.retrievers import BaseRetriever
+    from pydantic import ConfigDict
+except ImportError as error:  # pragma: no cover - depends on the install
+    raise fw.missing("langchain", error) from error
+
 
 MESSAGE = "langchain_message"  # the event metadata key holding the message as added
 ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool", "function": "tool",
@@ -89,9 +93,11 @@ def event_message(event: dict[str, Any]) -> BaseMessage:
 class MemoryHubChatMessageHistory(BaseChatMessageHistory):
     """LangChain's chat history over the events of MemoryHub session `session_id`."""
 
-    def __init__(self, session_id: str, client: Any, *, user_id: str | None = None) -> None:
+    def __init__(self, session_id: str, client: Any, *, user_id: str | None = None,
+                 async_client: Any = None) -> None:
         self.session_id = session_id
         self.client = client  # a MemoryHub
+        self.async_client = async_client  # an AsyncMemoryHub for the a* methods (else: client in a thread)
         self.user_id = user_id
 
     @property
@@ -103,6 +109,17 @@ class MemoryHubChatMessageHistory(BaseChatMessageHistory):
 
     def clear(self) -> None:
         fw.drive(self.client, fw.clear(self.session_id))
+
+    async def aget_messages(self) -> list[BaseMessage]:
+        events = await fw.adrive(self.async_client or self.client, fw.visible_events(self.session_id))
+        return [event_message(e) for e in events]
+
+    async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
+        await fw.adrive(self.async_client or self.client,
+                        fw.append(self.session_id, [message_event(m) for m in messages], self.user_id))
+
+    async def aclear(self) -> None:
+        await fw.adrive(self.async_client or self.client, fw.clear(self.session_id))
 
 
 class MemoryHubRetriever(BaseRetriever):

@@ -34,21 +34,25 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from langgraph.store.base import (
-    BaseStore,
-    GetOp,
-    Item,
-    ListNamespacesOp,
-    MatchCondition,
-    Op,
-    PutOp,
-    Result,
-    SearchItem,
-    SearchOp,
-)
-from langgraph.store.base.embed import get_text_at_path, tokenize_path
-
 from memoryhub_client import _frameworks as fw
+
+try:
+    from langgraph.store.base import (
+        BaseStore,
+        GetOp,
+        Item,
+        ListNamespacesOp,
+        MatchCondition,
+        Op,
+        PutOp,
+        Result,
+        SearchItem,
+        SearchOp,
+    )
+    from langgraph.store.base.embed import get_text_at_path, tokenize_path
+except ImportError as error:  # pragma: no cover - depends on the install
+    raise fw.missing("langgraph", error) from error
+
 from memoryhub_client.errors import NotFoundError
 
 SOURCE = "langgraph"  # the notes' source and tag

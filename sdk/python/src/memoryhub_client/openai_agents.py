@@ -26,9 +26,12 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from agents.memory.session import SessionABC
-
 from memoryhub_client import _frameworks as fw
+
+try:
+    from agents.memory.session import SessionABC
+except ImportError as error:  # pragma: no cover - depends on the install
+    raise fw.missing("openai-agents", error) from error
 
 ITEM = "item"  # the event metadata key holding the Responses-API item as added
 ROLES = {"user": "user", "assistant": "assistant", "system": "system", "developer": "system"}
@@ -85,12 +88,13 @@ def event_items(event: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 class MemoryHubSession(SessionABC):
     """A conversation history for the Agents SDK's Runner, stored as the events of MemoryHub
-    session `session_id` (created on the first add, owned by `user_id` when given)."""
+    session `session_id` (created on the first add, owned by `user_id` when given). `hub`: an
+    AsyncMemoryHub (a MemoryHub works too, its calls run in a worker thread)."""
 
     def __init__(self, session_id: str, hub: Any, *, user_id: str | None = None,
                  session_settings: Any = None) -> None:
         self.session_id = session_id
-        self.hub = hub  # an AsyncMemoryHub
+        self.hub = hub
         self.user_id = user_id
         self.session_settings = session_settings
 
@@ -107,6 +111,9 @@ class MemoryHubSession(SessionABC):
         await fw.adrive(self.hub, fw.append(self.session_id, [item_event(i) for i in items], self.user_id))
 
     async def pop_item(self) -> Any | None:
+        """The last item; its event is retracted for this class's reads. (An event written by
+        another client with several tool calls is several items: the last one is returned and the
+        whole event retracted.)"""
         events = await self._visible()
         if not events:
             return None
