@@ -11,6 +11,7 @@ import os
 import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,18 @@ def test_frameworks_are_imported_only_when_used() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={**os.environ, "PYTHONPATH": str(src)})
     assert out.stdout.strip() == "[]"
+
+
+def test_extras_declared_and_in_the_dev_install() -> None:
+    root = Path(__file__).resolve().parents[2]
+    client = tomllib.loads((root / "sdk" / "python" / "pyproject.toml").read_text())["project"]
+    assert client["dependencies"] == ["httpx>=0.25,<1"] and client["classifiers"]
+    extras = client["optional-dependencies"]
+    assert set(extras) == {"langchain", "langgraph", "openai-agents"}
+    dev = " ".join(tomllib.loads((root / "pyproject.toml").read_text())["project"]["optional-dependencies"]["dev"])
+    for requirement in [*extras.values(), ["langchain-tests", "langmem"]]:
+        for name in requirement:
+            assert re.split(r"[<>=]", name)[0] in dev, name
 
 
 def test_every_framework_has_a_snippet() -> None:
