@@ -35,6 +35,7 @@ from datetime import datetime
 from typing import Any
 
 from memoryhub_client import _frameworks as fw
+from memoryhub_client.errors import NotFoundError
 
 try:
     from langgraph.store.base import (
@@ -52,8 +53,6 @@ try:
     from langgraph.store.base.embed import get_text_at_path, tokenize_path
 except ImportError as error:  # pragma: no cover - depends on the install
     raise fw.missing("langgraph", error) from error
-
-from memoryhub_client.errors import NotFoundError
 
 SOURCE = "langgraph"  # the notes' source and tag
 USERS = "users"  # ("users", <user>, …) is that end user's
