@@ -27,10 +27,10 @@ def _session_prop(description: str) -> dict[str, dict[str, Any]]:
     return {"session": {**field_schema(tools.SessionArg().fields["session"]), "description": description}}
 
 
-def _page_props() -> dict[str, dict[str, Any]]:
+def _page_props(what: str = "events") -> dict[str, dict[str, Any]]:
     fields = tools.LimitOffset().fields
     return {
-        "limit": {**field_schema(fields["limit"]), "description": "At most this many events (default 50)."},
+        "limit": {**field_schema(fields["limit"]), "description": f"At most this many {what} (default 50)."},
         "offset": {**field_schema(fields["offset"]), "description": "Skip this many events (paging: the "
                                                                      "previous answer's next_offset)."},
     }
@@ -101,6 +101,13 @@ def build() -> list[tools.ToolSpec]:
             "chunks and their embedding coverage, notes, facts, summaries, schedules, queued work.",
             {"type": "object", "properties": {}, "additionalProperties": False},
             tools.run_stats, "read",
+        ),
+        tools.ToolSpec(
+            "memory_users", "List end users",
+            "End users this key may see, with counts of their sessions, facts and notes and their last "
+            "activity. Pages with limit/offset.",
+            {"type": "object", "properties": _page_props("users"), "additionalProperties": False},
+            tools.run_users, "read",
         ),
         tools.ToolSpec(
             "memory_remember", "Remember messages",
