@@ -8,6 +8,7 @@ import json
 import os
 import tempfile
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -234,3 +235,18 @@ def test_bad_input_is_a_4xx_with_a_code(live_server: Any, connect: Connect) -> N
     response = raw(live_server, read_only, "POST", "/v3/memories/add/",
                    json={"messages": [{"role": "user", "content": "x"}], "user_id": "a", "infer": False})
     assert response.status_code == 403 and "insufficient_scope" in response.text
+
+
+def readme_snippet(heading: str) -> str:
+    """The first Python block under `heading` in README.md."""
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    after = text[text.index(f"\n{heading}\n"):]
+    return after[after.index("```python\n") + len("```python\n"):after.index("\n```", after.index("```python\n"))]
+
+
+def test_the_readme_snippet_runs(live_server: Any, transactional_db: None, capsys: Any) -> None:
+    snippet = readme_snippet("### mem0's client")
+    assert 'host="http://127.0.0.1:8000"' in snippet
+    exec(compile(snippet.replace("http://127.0.0.1:8000", live_server.url), "README.md", "exec"),
+         {"KEY": make_key(make_tenant("alice"))})
+    assert capsys.readouterr().out.strip().endswith("I prefer aisle seats.")
