@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from django.conf import settings
@@ -196,6 +196,7 @@ def add(key: ApiKey, *, messages: list[dict[str, Any]], who: Entities, metadata:
     """mem0's add: the memories stored, each with event ADD (commits whole or not at all)."""
     if not who.any:
         raise Invalid("entity_required", "Give at least one of user_id, agent_id or run_id.")
+    who = replace(who, user_id=resolve_user(key, who.user_id))  # a user-limited key writes as its user
     read = _messages(messages)
     if who.run_id:
         get_or_create_session_lazily(key=key, session_id=who.run_id, user_id=who.user_id)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +19,7 @@ os.environ["MEM0_TELEMETRY"] = "False"
 os.environ.setdefault("MEM0_DIR", tempfile.mkdtemp(prefix="mem0-test-"))
 
 from mem0 import MemoryClient  # noqa: E402
-from mem0.exceptions import MemoryNotFoundError, ValidationError  # noqa: E402
+from mem0.exceptions import AuthenticationError, MemoryNotFoundError, ValidationError  # noqa: E402
 
 from memoryhub.models import Event, Fact, Session  # noqa: E402
 from tests.base import make_key, make_tenant  # noqa: E402
@@ -29,13 +29,18 @@ Connect = Callable[..., MemoryClient]
 
 
 @pytest.fixture
-def connect(live_server: Any, transactional_db: None) -> Connect:
+def connect(live_server: Any, transactional_db: None) -> Iterator[Connect]:
     """connect(tenant name, user="") -> mem0's client with a new MemoryHub key of that tenant."""
+    opened: list[MemoryClient] = []
 
     def make(tenant: str, *, user: str = "", scopes: tuple[str, ...] = ("read", "write", "admin")) -> MemoryClient:
-        return MemoryClient(api_key=make_key(make_tenant(tenant), scopes=scopes, user=user), host=live_server.url)
+        client = MemoryClient(api_key=make_key(make_tenant(tenant), scopes=scopes, user=user), host=live_server.url)
+        opened.append(client)
+        return client
 
-    return make
+    yield make
+    for client in opened:  # an open keep-alive connection holds a live-server thread and its database session
+        client.client.close()
 
 
 def raw(live_server: Any, key: str, method: str, path: str, **kwargs: Any) -> httpx.Response:
@@ -46,7 +51,8 @@ def test_ping_needs_a_valid_key(live_server: Any, connect: Connect) -> None:
     client = connect("alice")
     assert client.org_id == "alice" and client.project_id == "*"
     with pytest.raises(ValueError):
-        MemoryClient(api_key="mh_nope_nothing", host=live_server.url)
+        MemoryClient(api_key="mh_nope_nothing", host=live_server.url,
+                     client=httpx.Client(headers={"Connection": "close"}))
 
 
 def test_add_verbatim_get_update_history_delete(connect: Connect) -> None:
@@ -116,11 +122,10 @@ def test_get_all_pages_and_delete_all(connect: Connect) -> None:
 
 
 def test_notes_are_memories_too(connect: Connect, live_server: Any) -> None:
-    key = make_key(make_tenant("alice"))
-    response = httpx.post(live_server.url + "/api/v1/notes/", headers={"Authorization": f"Bearer {key}"},
+    client = connect("alice")
+    response = httpx.post(live_server.url + "/api/v1/notes/", headers={"Authorization": f"Bearer {client.api_key}"},
                           json={"note_id": "tea", "content": "Ann drinks green tea.", "user_id": "ann"})
     assert response.status_code == 201
-    client = MemoryClient(api_key=key, host=live_server.url)
     assert client.get("note:tea")["memory"] == "Ann drinks green tea."
     assert client.update("note:tea", text="Ann drinks black tea.")["memory"] == "Ann drinks black tea."
     assert [h["event"] for h in client.history("note:tea")] == ["ADD"]
@@ -190,12 +195,19 @@ def test_isolation_between_tenants_and_users(connect: Connect) -> None:
         as_bob.get(mine)
     with pytest.raises(MemoryNotFoundError):
         as_bob.delete(mine)
-    with pytest.raises(Exception) as refused:
+    with pytest.raises(AuthenticationError) as refused:  # mem0's class for a 403
         as_bob.search("secret", filters={"user_id": "ann"})
-    assert getattr(refused.value, "status_code", None) == 403 or "403" in str(refused.value.debug_info)
+    assert refused.value.debug_info["status_code"] == 403
+    with pytest.raises(AuthenticationError):
+        as_bob.get_all(filters={"user_id": "ann"})
     assert as_bob.search("secret", filters={"user_id": "bob"})["results"] == []
     added = as_bob.add("Bob likes jazz.", user_id="bob", infer=False)["results"][0]
     assert added["user_id"] == "bob"
+    # Without a user_id the key's user is meant: bob's conversation, not one shared with ann's key.
+    as_bob.add("Bob hums.", agent_id="radio")
+    connect("alice", user="ann").add("Ann sings.", agent_id="radio")
+    assert Session.objects.get(external_id="mem0:bob:radio").user_id == "bob"
+    assert Session.objects.get(external_id="mem0:ann:radio").user_id == "ann"
 
 
 def test_bad_input_is_a_4xx_with_a_code(live_server: Any, connect: Connect) -> None:
@@ -247,6 +259,7 @@ def readme_snippet(heading: str) -> str:
 def test_the_readme_snippet_runs(live_server: Any, transactional_db: None, capsys: Any) -> None:
     snippet = readme_snippet("### mem0's client")
     assert 'host="http://127.0.0.1:8000"' in snippet
-    exec(compile(snippet.replace("http://127.0.0.1:8000", live_server.url), "README.md", "exec"),
-         {"KEY": make_key(make_tenant("alice"))})
+    scope: dict[str, Any] = {"KEY": make_key(make_tenant("alice"))}
+    exec(compile(snippet.replace("http://127.0.0.1:8000", live_server.url), "README.md", "exec"), scope)
+    scope["client"].client.close()
     assert capsys.readouterr().out.strip().endswith("I prefer aisle seats.")
