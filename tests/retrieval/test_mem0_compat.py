@@ -236,6 +236,19 @@ def test_bad_input_is_a_4xx_with_a_code(live_server: Any, connect: Connect) -> N
         ("DELETE", "/v1/memories/", {}, "entity_required"),
         ("DELETE", "/v1/memories/", {"params": {"user": "ann"}}, "unknown_parameter"),
         ("PUT", "/v1/memories/fact:1/", {"json": {}}, "nothing_to_update"),
+        ("POST", "/v3/memories/add/", {"json": []}, "not_an_object"),
+        ("POST", "/v3/memories/add/", {"json": {"messages": ["hi"], "user_id": "a"}}, "Expected an object"),
+        ("POST", "/v3/memories/add/", {"json": {"messages": [{"role": "user", "content": "kept?"},
+                                                             {"role": "robot", "content": "x"}],
+                                                "user_id": "a", "infer": False}}, "invalid_message"),
+        ("POST", "/v3/memories/add/", {"json": {"messages": [{"role": "user", "content": "x"}], "user_id": "a",
+                                                "filters": {"user_id": "b"}}}, "invalid_filters"),
+        ("POST", "/v3/memories/search/", {"json": {"query": "x", "filters": {"AND": "user_id"}}}, "invalid_filters"),
+        ("POST", "/v3/memories/search/", {"json": {"query": "x", "filters": {"user_id": 5}}}, "invalid_filters"),
+        ("POST", "/v3/memories/search/", {"json": {"query": " "}}, "blank"),
+        ("GET", "/v1/memories/fact:99999999999999999999999/", {}, "memory_not_found"),
+        ("GET", "/v1/memories/note:nothing/history/", {}, "note_not_found"),
+        ("GET", "/v1/entities/", {"params": {"page": "x"}}, "invalid_parameter"),
     ]
     for method, path, kwargs, code in cases:
         response = raw(live_server, key, method, path, **kwargs)
@@ -263,3 +276,14 @@ def test_the_readme_snippet_runs(live_server: Any, transactional_db: None, capsy
     exec(compile(snippet.replace("http://127.0.0.1:8000", live_server.url), "README.md", "exec"), scope)
     scope["client"].client.close()
     assert capsys.readouterr().out.strip().endswith("I prefer aisle seats.")
+
+
+def test_a_run_of_another_user_is_refused_and_an_unknown_run_has_nothing(connect: Connect) -> None:
+    client = connect("alice")
+    client.add("Ann's run.", user_id="ann", run_id="run-a", infer=False)
+    with pytest.raises(ValidationError) as refused:  # mem0's class for a 409
+        client.add("Bob in ann's run.", user_id="bob", run_id="run-a", infer=False)
+    assert "owner_mismatch" in str(refused.value.details)
+    assert client.get_all(filters={"run_id": "run-a"})["count"] == 1
+    assert client.search("run", filters={"run_id": "nowhere"})["results"] == []
+    assert client.get_all(filters={"run_id": "nowhere"})["count"] == 0
