@@ -101,11 +101,19 @@ def memory_id(memory: Fact | Note) -> str:
 def find(key: ApiKey, mem_id: str, *, for_update: bool = False) -> Fact | Note:
     """The fact or note this mem0 id names, as the key may see it (404 otherwise)."""
     kind, _, ident = mem_id.partition(":")
-    if kind == "fact" and ident.isdigit() and int(ident) < 2**63:
-        return facts.get_fact(key, int(ident), for_update=for_update)
+    pk = _fact_pk(ident) if kind == "fact" else None
+    if pk is not None:
+        return facts.get_fact(key, pk, for_update=for_update)
     if kind == "note" and ident:
         return notes.get_note(key, ident, for_update=for_update)
     raise memory_not_found(mem_id)
+
+
+def _fact_pk(ident: str) -> int | None:
+    """A fact's id from the text after "fact:" (None: not one; "²" is a digit to str.isdigit)."""
+    if not (ident.isascii() and ident.isdigit()) or int(ident) >= 2**63:
+        return None
+    return int(ident)
 
 
 def memory_not_found(mem_id: str) -> NotFound:
@@ -294,10 +302,11 @@ def history(key: ApiKey, mem_id: str) -> list[dict[str, Any]]:
     if kind == "note":
         note = find(key, mem_id)
         return [_entry(mem_id, None, note.content, "ADD", note.created_at, note.user_id)]
-    if not (kind == "fact" and ident.isdigit() and int(ident) < 2**63):
+    pk = _fact_pk(ident) if kind == "fact" else None
+    if pk is None:
         raise memory_not_found(mem_id)
     try:
-        versions = facts.fact_history(key, int(ident))
+        versions = facts.fact_history(key, pk)
     except NotFound:
         raise memory_not_found(mem_id) from None
     out, before = [], None

@@ -247,6 +247,8 @@ def test_bad_input_is_a_4xx_with_a_code(live_server: Any, connect: Connect) -> N
         ("POST", "/v3/memories/search/", {"json": {"query": "x", "filters": {"user_id": 5}}}, "invalid_filters"),
         ("POST", "/v3/memories/search/", {"json": {"query": " "}}, "blank"),
         ("GET", "/v1/memories/fact:99999999999999999999999/", {}, "memory_not_found"),
+        ("GET", "/v1/memories/fact:²/", {}, "memory_not_found"),
+        ("GET", "/v1/memories/fact:²/history/", {}, "memory_not_found"),
         ("GET", "/v1/memories/note:nothing/history/", {}, "note_not_found"),
         ("GET", "/v1/entities/", {"params": {"page": "x"}}, "invalid_parameter"),
     ]
