@@ -4,6 +4,7 @@ MemoryHub's ownership rules (two tenants and two users of the same ids)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import tempfile
@@ -289,3 +290,25 @@ def test_a_run_of_another_user_is_refused_and_an_unknown_run_has_nothing(connect
     assert client.get_all(filters={"run_id": "run-a"})["count"] == 1
     assert client.search("run", filters={"run_id": "nowhere"})["results"] == []
     assert client.get_all(filters={"run_id": "nowhere"})["count"] == 0
+
+
+def test_mem0s_async_client_too(live_server: Any, transactional_db: None) -> None:
+    from mem0 import AsyncMemoryClient
+
+    key = make_key(make_tenant("alice"))
+
+    async def scenario() -> None:
+        client = AsyncMemoryClient(api_key=key, host=live_server.url)
+        try:
+            added = await client.add("Ann collects stamps.", user_id="ann", infer=False)
+            memory_id = added["results"][0]["id"]
+            found = await client.search("stamps", filters={"user_id": "ann"})
+            assert [r["id"] for r in found["results"]] == [memory_id]
+            assert (await client.update(memory_id, text="Ann collects coins."))["memory"] == "Ann collects coins."
+            assert [h["event"] for h in await client.history(memory_id)] == ["ADD", "UPDATE"]
+            await client.delete(memory_id)
+            assert (await client.get_all(filters={"user_id": "ann"}))["count"] == 0
+        finally:
+            await client.async_client.aclose()
+
+    asyncio.run(scenario())
