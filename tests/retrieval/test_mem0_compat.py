@@ -252,6 +252,8 @@ def test_bad_input_is_a_4xx_with_a_code(live_server: Any, connect: Connect) -> N
         ("GET", "/v1/memories/fact:²/history/", {}, "memory_not_found"),
         ("GET", "/v1/memories/note:nothing/history/", {}, "note_not_found"),
         ("GET", "/v1/entities/", {"params": {"page": "x"}}, "invalid_parameter"),
+        ("DELETE", "/v1/memories/", {"params": {"user_id": "a\x00"}}, "null_characters_not_allowed"),
+        ("GET", "/v1/memories/note:a%00/", {}, "null_characters_not_allowed"),
     ]
     for method, path, kwargs, code in cases:
         response = raw(live_server, key, method, path, **kwargs)
