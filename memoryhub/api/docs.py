@@ -132,9 +132,11 @@ SCHEMA_DESCRIPTIONS = {
     "WebhookDeleted": "The id of the deleted webhook.",
     "WebhookList": "Your registered webhooks.",
     "Error": "An error: a stable machine-readable `code`, a message for people, and details.",
+    "EndUserOutput": "An end user: how many of their sessions, facts and notes you may see, and their last activity.",
 }
 # Pages of lists: "<Thing>Page" → the things it holds.
 PAGE_ITEMS = {"Browse": "memories, newest first", "Channel": "channels", "Document": "documents",
+              "EndUser": "end users, by user id",
               "Event": "messages of the session, in order", "Fact": "facts", "Note": "notes",
               "Run": "runs of the schedule", "Schedule": "schedules", "Session": "sessions",
               "SummaryNode": "summary nodes"}

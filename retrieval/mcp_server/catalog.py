@@ -28,10 +28,10 @@ def _session_prop(description: str) -> dict[str, dict[str, Any]]:
     return {"session": {**field_schema(tools.SessionArg().fields["session"]), "description": description}}
 
 
-def _page_props() -> dict[str, dict[str, Any]]:
+def _page_props(what: str = "events") -> dict[str, dict[str, Any]]:
     fields = tools.LimitOffset().fields
     return {
-        "limit": {**field_schema(fields["limit"]), "description": "At most this many events (default 50)."},
+        "limit": {**field_schema(fields["limit"]), "description": f"At most this many {what} (default 50)."},
         "offset": {**field_schema(fields["offset"]), "description": "Skip this many events (paging: the "
                                                                      "previous answer's next_offset)."},
     }
@@ -70,7 +70,7 @@ BRIEF = {
         "as_of": "Recall as memory stood then.",
     "budget": "Tokens.",
     "importance": "0-1; 0.85+ is always recalled.",
-    "key": "What it is about; the same key updates it.",
+    "key": "What it is about; same key, same fact.",
     "external_id": "Your id; the same id updates it.",
     "lifetime": "short_term fades faster.",
 }
@@ -82,7 +82,7 @@ SELF_EVIDENT = frozenset({
 })
 EVENT_BRIEF = {
     "created_at": "When it was said (default now).",
-    "idempotency_key": "A resend with it stores nothing twice.",
+    "idempotency_key": "Resending it stores nothing twice.",
 }
 # Per tool: what an argument means there, where that differs from BRIEF (or adds to it).
 PER_TOOL = {
@@ -159,8 +159,7 @@ def _specs() -> list[tools.ToolSpec]:
         ),
         tools.ToolSpec(
             "memory_context", "Memory context",
-            "Memory to put before your next answer: recent messages, critical memories and those "
-            "relevant to query.",
+            "Memory for your next answer: recent messages, critical memories, those relevant to query.",
             object_schema(ContextInput, tools.CONTEXT_ARGS),
             tools.run_context, "read",
         ),
@@ -175,6 +174,12 @@ def _specs() -> list[tools.ToolSpec]:
             "Counts of stored sessions, messages, notes, facts and queued work.",
             {"type": "object", "properties": {}, "additionalProperties": False},
             tools.run_stats, "read",
+        ),
+        tools.ToolSpec(
+            "memory_users", "End users",
+            "End users this key may see, with counts and last activity.",
+            {"type": "object", "properties": _page_props("users"), "additionalProperties": False},
+            tools.run_users, "read",
         ),
         tools.ToolSpec(
             "memory_remember", "Remember messages",

@@ -15,7 +15,7 @@ from django.db import transaction
 from rest_framework import serializers
 
 from accounts.models import ApiKey
-from memoryhub import chat, facts, notes, scratchpad, sessions
+from memoryhub import chat, end_users, facts, notes, scratchpad, sessions
 from memoryhub.api.common import (
     LimitOffset,
     StrictSerializer,
@@ -29,6 +29,7 @@ from memoryhub.api.notes import NoteInput, NoteOutput, NotePutInput
 from memoryhub.api.scratchpad import ScratchpadInput
 from memoryhub.api.sessions import BulkEventInput, SessionCreateInput, appended
 from memoryhub.api.summaries import SummaryDetailParams, expand_node
+from memoryhub.api.users import EndUserOutput
 from retrieval import operations, stats
 from retrieval.serializers import BrowseParams, ContextInput, SearchInput
 
@@ -104,6 +105,17 @@ def run_browse(key: ApiKey, arguments: dict[str, Any]) -> dict[str, Any]:
 
 def run_stats(key: ApiKey, arguments: dict[str, Any]) -> dict[str, Any]:
     return stats.tenant_stats(key)
+
+
+def run_users(key: ApiKey, arguments: dict[str, Any]) -> dict[str, Any]:
+    """GET /users/'s rows (memoryhub.api.users), paged as memory_browse pages."""
+    page = parse_params(LimitOffset, arguments)
+    ids = end_users.end_user_ids(key)
+    start, stop = page["offset"], page["offset"] + page["limit"]
+    count = ids.count()
+    rows = end_users.end_users(key, [row["user_id"] for row in ids[start:stop]])
+    return {"count": count, "next_offset": stop if stop < count else None,
+            "results": EndUserOutput(rows, many=True).data}
 
 
 # --- the conversation: remember, scratchpad, summaries ---------------------------------------------
