@@ -68,7 +68,7 @@ def main() -> None:
     try:
         while time.monotonic() - started < 1800 and process.poll() is None:
             try:
-                with urllib.request.urlopen(f"{base}/health/", timeout=5) as reply:
+                with urllib.request.urlopen(f"{base}/api/v1/health/", timeout=5) as reply:
                     if reply.status == 200:
                         healthy = time.monotonic() - started
                         break
