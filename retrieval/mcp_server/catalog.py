@@ -82,9 +82,10 @@ def build() -> list[tools.ToolSpec]:
         tools.ToolSpec(
             "memory_context", "Get the memory context block",
             "Build the memory block to put in front of the next prompt: recent messages of the "
-            "session, important memories and those relevant to `query`, within a token budget, as "
-            "Markdown ('## Relevant Memory ...'). Empty when nothing relevant is stored. Give the "
-            "session (its user is implied) or a user_id to recall one user's memories.",
+            "session, critical memories (importance 0.85 or more, or pinned: always), other important "
+            "memories and those relevant to `query`, within a token budget, as Markdown "
+            "('## Relevant Memory ...'). Empty when nothing applies. Give the session (its user is "
+            "implied) or a user_id to recall one user's memories and shared knowledge.",
             object_schema(ContextInput, tools.CONTEXT_ARGS),
             tools.run_context, "read",
         ),
