@@ -88,8 +88,9 @@ class SearchInput(StrictSerializer):
     agent = serializers.CharField(max_length=200, required=False, allow_null=True, default=None,
                                   help_text="Only memories of this agent's sessions.")
     user_id = serializers.CharField(max_length=200, required=False, allow_null=True, default=None,
-                                    help_text="Search as this end user: their memories and shared ones, never "
-                                              "another user's (default: the session's user).")
+                                    help_text="Search as this end user: their memories and shared knowledge (notes, facts "
+                                              "and documents without an owner), never another user's nor a "
+                                              "conversation nobody owns (default: the session's user).")
     since = serializers.DateTimeField(required=False, allow_null=True, default=None,
                                       help_text="Only memories from this time on (ISO 8601).")
     until = serializers.DateTimeField(required=False, allow_null=True, default=None,
@@ -297,7 +298,8 @@ class ContextInput(StrictSerializer):
                   "what is recalled unless user_id says otherwise.")
     user_id = serializers.CharField(
         max_length=200, required=False, allow_null=True, default=None,
-        help_text="Recall as this end user: their memories and shared ones, never another user's.")
+        help_text="Recall as this end user: their memories and shared knowledge (notes, facts and "
+                  "documents without an owner), never another user's nor a conversation nobody owns.")
     query = serializers.CharField(max_length=4000, required=False, allow_blank=True, default="",
                                   help_text="The new message or question: memories relevant to it are recalled.")
     as_of = as_of_field()
