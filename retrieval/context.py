@@ -160,7 +160,10 @@ def assemble_context(*, session: Session | None, req: SearchRequest, budget: int
     search request carries the scope and owner rules: never another user's, never a memory that
     does not apply here."""
     budget = budget or settings.MEMORYHUB_CONTEXT_BUDGET
-    recent = _recent_items(session) if session is not None else []
+    # The session's own messages follow the owner rule too: a user's read of a conversation
+    # nobody owns (or another's) does not include it (sql.owner_clause).
+    reads_session = session is not None and req.user_id in (None, session.user_id)
+    recent = _recent_items(session) if reads_session else []
     has_query = bool(req.query.strip())
     if has_query and req.query_embedding is None and req.mode in ("hybrid", "vector"):
         req.query_embedding = embed_query(req.query)  # once: search and the salience floor share it
