@@ -16,6 +16,13 @@ def owned_by(field: str, user_id: str) -> Q:
     return Q(**{field: user_id}) | Q(**{field: ""})
 
 
+def conversation_owned_by(field: str, user_id: str) -> Q:
+    """The sharing rule for conversation data (sessions' messages and summaries) in a read for
+    one user: only theirs. A conversation nobody owns is the tenant's, read by tenant-wide reads,
+    not shared knowledge (search's spelling of the same rule: retrieval.search.sql.owner_clause)."""
+    return Q(**{field: user_id})
+
+
 class KeyScopedQuerySet(models.QuerySet[Any]):
     """Rows of the key's tenant; of its workspace for a workspace-limited key; of its user (and
     shared ones) for a user-limited key.

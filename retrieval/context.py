@@ -1,4 +1,5 @@
-"""Context assembly (S4, seeds 003 + 004): recency + salience + relevance within a token budget."""
+"""Context assembly (S4, seeds 003 + 004): recency + critical memories + salience + relevance within
+a token budget."""
 
 from __future__ import annotations
 
@@ -16,7 +17,14 @@ from retrieval.search import SearchHit, SearchRequest, run_search, weights, wher
 from retrieval.vectors import halfvec_text
 
 RECENT_MESSAGES = 10
-SALIENT_IMPORTANCE = 0.85
+# Critical memories (seed 004: importance >= 0.85 is always recalled; pinned ones too): in every
+# context whatever the query, within a reserved share of the budget, at most CRITICAL_LIMIT.
+CRITICAL_IMPORTANCE = 0.85
+CRITICAL_LIMIT = 5
+CRITICAL_BUDGET_SHARE = 0.15
+# Ordinary salience (seed 003: nothing is injected when nothing is relevant): important memories
+# below the critical line, only when they pass the relevance floor.
+SALIENT_IMPORTANCE = 0.7
 SALIENT_LIMIT = 10
 RELEVANT_COSINE = 0.655
 ITEM_OVERHEAD_TOKENS = 4
@@ -24,7 +32,7 @@ ITEM_OVERHEAD_TOKENS = 4
 
 @dataclass
 class ContextItem:
-    source: str  # recent | salient | relevant
+    source: str  # recent | critical | salient | relevant
     text: str
     score: float
     kind: str
@@ -65,13 +73,25 @@ def _chunk_item(source: str, chunk: Chunk, score: float) -> ContextItem:
                        chunk.user_id)
 
 
-def _salient_items(req: SearchRequest) -> list[ContextItem]:
-    """Important memories (importance ≥ 0.85, pinned included). With a query, only those that pass
-    the relevance floor (a query word, or a close enough meaning): nothing is injected when nothing
-    is relevant (seed 003)."""
+_CRITICAL_SQL = "(c.importance >= %s OR c.metadata @> '{\"pinned\": true}'::jsonb)"
+
+
+def _critical_items(req: SearchRequest) -> list[ContextItem]:
+    """Critical memories that apply to the request (the same scope and owner rule as search):
+    importance >= 0.85 or pinned, whatever the query, most important and newest first."""
     where, params = where_clause(req)
-    sql = f"SELECT c.id FROM retrieval_chunk c WHERE {where} AND c.importance >= %s"
-    params = [*params, SALIENT_IMPORTANCE]
+    sql = (f"SELECT c.id FROM retrieval_chunk c WHERE {where} AND {_CRITICAL_SQL}"
+           " ORDER BY c.importance DESC, c.created_at DESC, c.id DESC LIMIT %s")
+    return _items("critical", sql, [*params, CRITICAL_IMPORTANCE, CRITICAL_LIMIT])
+
+
+def _salient_items(req: SearchRequest) -> list[ContextItem]:
+    """Ordinary salient memories (importance >= 0.7, below the critical line). With a query, only
+    those that pass the relevance floor (a query word, or a close enough meaning): nothing is
+    injected when nothing is relevant (seed 003)."""
+    where, params = where_clause(req)
+    sql = f"SELECT c.id FROM retrieval_chunk c WHERE {where} AND c.importance >= %s AND NOT {_CRITICAL_SQL}"
+    params = [*params, SALIENT_IMPORTANCE, CRITICAL_IMPORTANCE]
     if req.query.strip():
         # Any of the query's words (plainto_tsquery ANDs them: one shared word is enough here), or
         # the vector floor that relevant items pass (_relevant).
@@ -84,9 +104,13 @@ def _salient_items(req: SearchRequest) -> list[ContextItem]:
             params += [halfvec_text(req.query_embedding), _floor(req)]
         sql += f" AND ({' OR '.join(floor or ['FALSE'])})"
     sql += " ORDER BY c.importance DESC, c.created_at DESC LIMIT %s"
-    ids = [row.pk for row in Chunk.objects.raw(sql, [*params, SALIENT_LIMIT])]
+    return _items("salient", sql, [*params, SALIENT_LIMIT])
+
+
+def _items(source: str, sql: str, params: list[Any]) -> list[ContextItem]:
+    ids = [row.pk for row in Chunk.objects.raw(sql, params)]
     chunks = Chunk.objects.filter(pk__in=ids).select_related("session").defer("search_vector", "embedding")
-    return [_chunk_item("salient", c, c.importance) for c in sorted(chunks, key=lambda c: ids.index(c.pk))]
+    return [_chunk_item(source, c, c.importance) for c in sorted(chunks, key=lambda c: ids.index(c.pk))]
 
 
 def _floor(req: SearchRequest) -> float:
@@ -130,18 +154,30 @@ class AssembledContext:
 
 
 def assemble_context(*, session: Session | None, req: SearchRequest, budget: int | None = None) -> AssembledContext:
-    """Recent messages (with a session), then search's results for the query in search's order,
-    then salient memories that pass the relevance floor, deduplicated, within the budget. The
-    search request carries the owner filter: never another user's."""
+    """Critical memories first, within their reserved share of the budget; then recent messages
+    (with a session), search's results for the query in search's order, and ordinary salient
+    memories that pass the relevance floor, deduplicated, within the rest of the budget. The
+    search request carries the scope and owner rules: never another user's, never a memory that
+    does not apply here."""
     budget = budget or settings.MEMORYHUB_CONTEXT_BUDGET
-    recent = _recent_items(session) if session is not None else []
+    # The session's own messages follow the owner rule too: a user's read of a conversation
+    # nobody owns (or another's) does not include it (sql.owner_clause).
+    reads_session = session is not None and req.user_id in (None, session.user_id)
+    recent = _recent_items(session) if reads_session else []
     has_query = bool(req.query.strip())
     if has_query and req.query_embedding is None and req.mode in ("hybrid", "vector"):
         req.query_embedding = embed_query(req.query)  # once: search and the salience floor share it
-    candidates = (_relevant_items(req) if has_query else []) + _salient_items(req)
     seen = {normalize_text(r.text).casefold() for r in recent}
     picked: list[ContextItem] = []
     used = 0
+    reserve = int(budget * CRITICAL_BUDGET_SHARE)
+    for item in _critical_items(req):
+        if _covered(item, recent, seen) or used + item.tokens > reserve:
+            continue
+        picked.append(item)
+        used += item.tokens
+        seen.add(normalize_text(item.text).casefold())
+    candidates = (_relevant_items(req) if has_query else []) + _salient_items(req)
     for item in recent + candidates:
         if item.source != "recent" and _covered(item, recent, seen):
             continue
@@ -153,7 +189,7 @@ def assemble_context(*, session: Session | None, req: SearchRequest, budget: int
     return AssembledContext(picked, used, budget, render_markdown(picked))
 
 
-SECTIONS = (("salient", "Important"), ("relevant", "Related memories"), ("recent", "Recent conversation"))
+SECTIONS = (("critical", "Critical (always kept in mind)"), ("salient", "Important"), ("relevant", "Related memories"), ("recent", "Recent conversation"))
 
 
 def render_markdown(items: list[ContextItem]) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from accounts.models import ApiKey, Channel
+from accounts.querysets import conversation_owned_by
 from memoryhub import summaries
 from memoryhub.api.summaries import node_dict
 from memoryhub.errors import Invalid
@@ -84,7 +85,7 @@ def context(key: ApiKey, data: dict[str, Any]) -> dict[str, Any]:
     session = get_session(key, data["session"]) if data["session"] else None
     req = build_search_request(key, {
         "query": data["query"], "session": data["session"], "user_id": data["user_id"],
-        "scope": data["scope"] or ("workspace" if session else None),
+        "scope": data["scope"],  # none: search's default for the same request (scoping)
         "top_k": data["top_k"], "tags": data["tags"], "kinds": data["kinds"], "as_of": data["as_of"],
         "min_cosine": data.get("min_cosine"),
     })
@@ -109,8 +110,8 @@ def browse(key: ApiKey, params: dict[str, Any]) -> Any:
     if params.get("agent"):
         qs = qs.filter(session__agent=params["agent"])
     user = resolve_user(key, params.get("user_id"))
-    if user is not None:
-        qs = qs.owned_by(user)
+    if user is not None:  # a user's read: their conversations only (an unowned one is the tenant's)
+        qs = qs.filter(conversation_owned_by("session__user_id", user))
     if params.get("role"):
         qs = qs.filter(role=params["role"])
     if params.get("since"):

@@ -11,6 +11,12 @@ from retrieval.search import SearchRequest
 from retrieval.search.sql import select_rows
 
 SCOPE_ALIASES = {"session": "conversation"}
+# The scope a request anchored to a session reads when it names none, for search, context, browse
+# and MCP alike: the conversation itself (and, by the scope ladder, the notes, facts and documents
+# of its channel, workspace and account). Browse of a session lists that session; search and
+# context of a session read the same range, so that what search finds is what context shows.
+# Other conversations' messages (even the same user's) are read only when a wider scope is asked.
+SESSION_DEFAULT_SCOPE = "conversation"
 
 
 def build_search_request(key: ApiKey, data: dict[str, Any]) -> SearchRequest:
@@ -36,7 +42,9 @@ def build_search_request(key: ApiKey, data: dict[str, Any]) -> SearchRequest:
     if session_name:
         session = get_session(key, session_name)
         if req.user_id is None:
-            req.user_id = session.user_id  # the conversation's user (none: shared memories only)
+            # The conversation's user; a conversation nobody owns is the tenant's: it reads the
+            # tenant's unowned rows, its own messages and shared knowledge (sql.owner_clause).
+            req.user_id = session.user_id
         elif session.user_id and req.user_id != session.user_id:
             raise Invalid("scope_mismatch", "'user_id' differs from the session's user.")
         req.session_id = session.pk
@@ -44,7 +52,7 @@ def build_search_request(key: ApiKey, data: dict[str, Any]) -> SearchRequest:
         req.session_workspace_id = session.workspace_id
         req.channel_ids = [session.channel_id]
         req.workspace_ids = [session.workspace_id]
-        req.scope = scope or "conversation"
+        req.scope = scope or SESSION_DEFAULT_SCOPE
         return req
     if channel_name:
         found = _channels(key, channel_name, workspace_ids)

@@ -42,9 +42,11 @@ class TopKFieldSchema(OpenApiSerializerFieldExtension):
         return {"type": "integer", "minimum": 1, "maximum": settings.MEMORYHUB_SEARCH_MAX_TOP_K}
 
 
-SCOPE_HELP = ("How far to look: conversation (= session: the session's memories), channel, workspace or "
-              "account (the whole tenant). Default: conversation with a session, channel with a channel, "
-              "workspace with a workspace, else account.")
+SCOPE_HELP = ("How far to read other conversations' messages: conversation (= session), channel, workspace "
+              "or account (the whole tenant). Notes, facts and documents apply where they were made "
+              "whatever the scope: with a session, those of its conversation, channel, workspace and "
+              "account. Default: conversation with a session, channel with a channel, workspace with a "
+              "workspace, else account.")
 
 
 def as_of_field() -> serializers.DateTimeField:
@@ -86,8 +88,9 @@ class SearchInput(StrictSerializer):
     agent = serializers.CharField(max_length=200, required=False, allow_null=True, default=None,
                                   help_text="Only memories of this agent's sessions.")
     user_id = serializers.CharField(max_length=200, required=False, allow_null=True, default=None,
-                                    help_text="Search as this end user: their memories and shared ones, never "
-                                              "another user's (default: the session's user).")
+                                    help_text="Search as this end user: their memories and shared knowledge (notes, facts "
+                                              "and documents without an owner), never another user's nor a "
+                                              "conversation nobody owns (default: the session's user).")
     since = serializers.DateTimeField(required=False, allow_null=True, default=None,
                                       help_text="Only memories from this time on (ISO 8601).")
     until = serializers.DateTimeField(required=False, allow_null=True, default=None,
@@ -295,15 +298,15 @@ class ContextInput(StrictSerializer):
                   "what is recalled unless user_id says otherwise.")
     user_id = serializers.CharField(
         max_length=200, required=False, allow_null=True, default=None,
-        help_text="Recall as this end user: their memories and shared ones, never another user's.")
+        help_text="Recall as this end user: their memories and shared knowledge (notes, facts and "
+                  "documents without an owner), never another user's nor a conversation nobody owns.")
     query = serializers.CharField(max_length=4000, required=False, allow_blank=True, default="",
                                   help_text="The new message or question: memories relevant to it are recalled.")
     as_of = as_of_field()
     budget = serializers.IntegerField(min_value=50, max_value=200_000, required=False, default=None,
                                       help_text="Token budget of the block (default 4000 unless the server sets another).")
     scope = serializers.ChoiceField(choices=[*SCOPES, "session"], required=False, default=None,
-                                    help_text="How far to recall from. Default: workspace with a session, "
-                                              "account without.")
+                                    help_text=SCOPE_HELP)
     top_k = TopKField(required=False, default=10, help_text="At most this many relevant memories.")
     tags = serializers.ListField(child=serializers.CharField(max_length=64), max_length=16, required=False, default=list,
                                  help_text="Only memories with all these tags.")
@@ -313,8 +316,10 @@ class ContextInput(StrictSerializer):
 
 
 class ContextItemOutput(serializers.Serializer):
-    source = serializers.ChoiceField(choices=["recent", "salient", "relevant"],
-                                     help_text="Why it is in: recent message, salient (important) memory, or "
+    source = serializers.ChoiceField(choices=["recent", "critical", "salient", "relevant"],
+                                     help_text="Why it is in: recent message, critical memory (importance "
+                                               "0.85 or more, or pinned: always, in a reserved part of the "
+                                               "budget), salient (important and relevant) memory, or "
                                                "relevant to the query.")
     text = serializers.CharField(help_text="The memory's text.")
     score = serializers.FloatField(help_text="Its rank among the candidates.")

@@ -104,7 +104,9 @@ def bucket_clause(req: SearchRequest, alias: str = "s") -> tuple[str, list[Any]]
 
 def scope_size_sql(req: SearchRequest, *, owner: bool, shared_only: bool = False) -> tuple[str, list[Any]]:
     """A scalar subquery: chunks in the request's scope, of its owner (and shared) when `owner`;
-    only the shared ones (no owner) when `shared_only`."""
+    only the shared ones (no owner) when `shared_only`. The sizes are kept by owner, not by kind:
+    for one user's read they also count the conversations nobody owns, which that read leaves out
+    (search.sql.owner_clause), so they are an upper bound there (it only picks exact or HNSW search)."""
     buckets, params = bucket_clause(req, "z")
     sql = f"SELECT coalesce(sum(z.n), 0) FROM retrieval_scopesize z WHERE z.tenant_id = %s AND {buckets}"
     params = [req.tenant_id, *params]

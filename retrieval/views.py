@@ -56,13 +56,17 @@ class ContextView(APIView):
 
     @extend_schema(
         summary="Build the context block",
-        description="What to put in front of the next prompt: the session's recent messages, important "
-                    "memories and those relevant to `query`, deduplicated and fitted into `budget` tokens, as "
-                    "items and as a Markdown block. Empty (no Markdown) when nothing relevant is stored.",
+        description="What to put in front of the next prompt: critical memories (importance 0.85 or more, "
+                    "or pinned: always, in a reserved part of the budget), the session's recent messages, "
+                    "other important memories and those relevant to `query`, each only where it applies "
+                    "(the same scope and owner rule as search), deduplicated and fitted into `budget` "
+                    "tokens, as items and as a Markdown block. Empty (no Markdown) when nothing applies.",
         request=ContextInput, responses=inline_serializer("Context", {
             "session": serializers.CharField(allow_null=True, help_text="The session, if one was given."),
-            "user_id": serializers.CharField(allow_null=True, help_text="Whose memories were recalled (null: "
-                                                                        "shared ones only)."),
+            "user_id": serializers.CharField(allow_null=True, help_text="Whose memories were recalled "
+                                                                        "(null: the whole tenant's; empty: a "
+                                                                        "session nobody owns, with shared "
+                                                                        "knowledge)."),
             "budget": serializers.IntegerField(help_text="The token budget."),
             "tokens": serializers.IntegerField(help_text="Tokens the items take (estimated)."),
             "items": ContextItemOutput(many=True, help_text="The picked memories."),

@@ -27,9 +27,9 @@ RECENT_SESSIONS = 200
 class ContextPreviewForm(forms.Form):
     tenant = forms.ModelChoiceField(Tenant.objects.order_by("name"))
     session = forms.CharField(required=False, max_length=200, help_text="The session's id (its recent messages "
-                              "come first; its user's memories and shared ones are searched).")
+                              "come first; its user's memories and shared knowledge are searched).")
     user_id = forms.CharField(required=False, max_length=200, label="End user",
-                              help_text="Without a session: whose memories (with shared ones). Empty: every user's.")
+                              help_text="Without a session: whose memories (with shared knowledge). Empty: every user's.")
     query = forms.CharField(required=False, max_length=4000, widget=forms.TextInput(attrs={"size": 60}))
     scope = forms.ChoiceField(choices=[("", "as the API defaults")] + [(s, s) for s in SCOPES], required=False)
     budget = forms.IntegerField(required=False, min_value=1, max_value=200_000,
@@ -44,7 +44,7 @@ def preview(tenant: Tenant, data: dict[str, Any]) -> tuple[AssembledContext, Ses
     req = build_search_request(key, {
         "query": data.get("query") or "", "session": data.get("session") or None,
         "user_id": data.get("user_id") or None,
-        "scope": data.get("scope") or ("workspace" if session else None),
+        "scope": data.get("scope") or None,  # none: the API's default for the same request (scoping)
         "top_k": data.get("top_k") or 10, "tags": [], "kinds": [],
     })
     req.counts_as_use = False  # a preview is not a use of what it shows: no reinforcement
@@ -72,7 +72,7 @@ def context_preview_view(request: HttpRequest) -> HttpResponse:
         else:
             context.update(assembled=assembled, rows=_item_links(assembled), session=session, end_user=user,
                            tenant=tenant, by_source={s: sum(i.tokens for i in assembled.items if i.source == s)
-                                                     for s in ("salient", "relevant", "recent")})
+                                                     for s in ("critical", "salient", "relevant", "recent")})
     tenant_value = request.GET.get("tenant", "")
     if tenant_value.isdigit():
         context["sessions"] = list(Session.objects.filter(tenant_id=int(tenant_value)).order_by("-updated_at")

@@ -4,10 +4,11 @@ box running the real hybrid search and saying why each result ranked.
     /admin/console/explorer/                         tenants
     /admin/console/explorer/?tenant=1                the tenant's end users (and "shared")
     /admin/console/explorer/?tenant=1&user=alice     alice's memories; &q=… searches them
-    /admin/console/explorer/?tenant=1&user=          shared memories (owned by no one)
+    /admin/console/explorer/?tenant=1&user=          what no one owns: shared knowledge (notes,
+                                                     facts, documents) and the tenant's conversations
 
-A user's search sees their own memories and shared ones (the ownership rule of every search);
-the lists below it show what the user owns.
+A user's search sees their own memories and shared knowledge, never a conversation nobody owns
+(the ownership rule of every search); the lists below it show what the user owns.
 """
 
 from __future__ import annotations
@@ -68,7 +69,8 @@ def _users_page(request: HttpRequest, tenant: Tenant) -> HttpResponse:
 
 
 def user_label(user: str) -> str:
-    return f"end user “{user}”" if user else "shared memories (owned by no one)"
+    return (f"end user “{user}”" if user else
+            "no owner: shared knowledge (notes, facts, documents) and the tenant's conversations")
 
 
 def explorer_view(request: HttpRequest) -> HttpResponse:

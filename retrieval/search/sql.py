@@ -51,7 +51,7 @@ def where_clause(req: SearchRequest, owner: str = "both") -> tuple[str, list[Any
     """The WHERE clause every search path shares: tenant first, then scope and filters.
 
     `owner` ("own" or "shared") keeps one half of a user's view (their memories, or the shared
-    ones): the two halves as separate statements each use the (tenant, user) index, where their
+    ones; owner_clause): the two halves as separate statements each use the (tenant, user) index, where their
     OR is estimated from the table-wide share of shared rows (other tenants' included).
     """
     sql = ["c.tenant_id = %s"]
@@ -76,15 +76,9 @@ def where_clause(req: SearchRequest, owner: str = "both") -> tuple[str, list[Any
         sql.append("c.agent = %s")
         params.append(req.agent)
     if req.user_id is not None:
-        # Ownership: a user sees their own memories and shared ones (no owner), never another user's.
-        if owner == "own":
-            sql.append("c.user_id = %s")
-            params.append(req.user_id)
-        elif owner == "shared":
-            sql.append("c.user_id = ''")
-        else:
-            sql.append("(c.user_id = %s OR c.user_id = '')")
-            params.append(req.user_id)
+        owner_sql, owner_params = owner_clause(req.user_id, owner)
+        sql.append(owner_sql)
+        params.extend(owner_params)
     if req.since:
         sql.append("c.created_at >= %s")
         params.append(req.since)
@@ -101,14 +95,56 @@ def where_clause(req: SearchRequest, owner: str = "both") -> tuple[str, list[Any
     return " AND ".join(sql), params
 
 
+# A conversation's own rows: its messages and the summaries of them. They belong to the
+# conversation's owner (none: the tenant) and are in a request's range wherever their conversation
+# is. Every other kind (notes, facts, documents) carries a tier and applies where it was made.
+CONVERSATION_KINDS = ("event", "summary")
+_CONVERSATION_KINDS_SQL = "c.kind IN ('event', 'summary')"
+
+
+def owner_clause(user_id: str, owner: str = "both") -> tuple[str, list[Any]]:
+    """The sharing rule of a read for one user (the one definition; SPEC S1). `user_id`: that
+    user's rows, and shared knowledge (notes, facts and documents without an owner); never another
+    user's, and never a conversation nobody owns (its messages and summaries are the tenant's).
+    `user_id` "": a read anchored to a conversation nobody owns: the tenant's unowned rows, its own
+    included. `owner` "own" or "shared" keeps one half of a user's view (see where_clause)."""
+    if not user_id:
+        return "c.user_id = ''", []
+    if owner == "own":
+        return "c.user_id = %s", [user_id]
+    shared = f"(c.user_id = '' AND NOT {_CONVERSATION_KINDS_SQL})"
+    if owner == "shared":
+        return shared, []
+    return f"(c.user_id = %s OR {shared})", [user_id]
+
+
 def scope_clause(req: SearchRequest) -> tuple[str, list[Any]]:
-    """Hierarchical widening: the scope's own rows plus memories of every wider tier above it."""
-    if req.scope == "conversation" and req.session_id is not None:
-        return (
-            "(c.session_id = %s OR (c.tier = 'channel' AND c.channel_id = %s)"
-            " OR (c.tier = 'workspace' AND c.workspace_id = %s) OR c.tier = 'account')",
-            [req.session_id, req.session_channel_id, req.session_workspace_id],
-        )
+    """The scope ladder (the one definition; README "Memory semantics").
+
+    Anchored to a session: a tiered memory (note, fact, document) is read only where it applies
+    to that session: a conversation-tier one of this conversation, a channel-tier one of its
+    channel, a workspace-tier one of its workspace, an account-tier one. The scope says how far
+    other conversations' messages and summaries are read: this conversation, its channel (or the
+    channels asked), its workspace, the account. Never another conversation's or channel's tiered
+    memories.
+
+    Without a session (a channel, a workspace or the account named): everything in that range, and
+    the wider tiers above it."""
+    if req.session_id is not None:
+        applies = ("(c.session_id = %s OR (c.tier = 'channel' AND c.channel_id = %s)"
+                   " OR (c.tier = 'workspace' AND c.workspace_id = %s) OR c.tier = 'account')")
+        params: list[Any] = [req.session_id, req.session_channel_id, req.session_workspace_id]
+        if req.scope == "conversation":
+            # The conversation's own rows and what applies to it.
+            return applies, params
+        if req.scope == "channel" and req.channel_ids is not None:
+            reach, reach_params = "c.channel_id = ANY(%s)", [req.channel_ids]
+        elif req.scope == "workspace" and req.workspace_ids is not None:
+            reach, reach_params = "c.workspace_id = ANY(%s)", [req.workspace_ids]
+        else:
+            reach, reach_params = "TRUE", []
+        return (f"(({_CONVERSATION_KINDS_SQL} AND {reach}) OR (NOT {_CONVERSATION_KINDS_SQL} AND {applies}))",
+                [*reach_params, *params])
     if req.scope == "channel" and req.channel_ids is not None:
         return (
             "(c.channel_id = ANY(%s) OR (c.tier = 'workspace' AND c.workspace_id = ANY(%s))"

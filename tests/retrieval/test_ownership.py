@@ -119,7 +119,9 @@ def test_a_user_limited_key_sees_only_its_user_and_shared(people) -> None:
 def test_claiming_an_unowned_session_moves_its_chunks(people, index) -> None:
     client = people["client"]
     index(client, "anon-chat", {"role": "user", "content": "anonymous kumquat jam event"})
-    assert "anonymous kumquat jam" in texts(search(client, query="kumquat", mode="text", user_id="bob"))
+    # Unowned, the conversation is the tenant's: in no user's reads.
+    assert "anonymous kumquat jam" not in texts(search(client, query="kumquat", mode="text", user_id="bob"))
+    assert "anonymous kumquat jam" in texts(search(client, query="kumquat", mode="text"))
     assert client.patch("/api/v1/sessions/anon-chat/", {"user_id": "ann"}, format="json").status_code == 200
     assert "anonymous kumquat jam" in texts(search(client, query="kumquat", mode="text", user_id="ann"))
     assert "anonymous kumquat jam" not in texts(search(client, query="kumquat", mode="text", user_id="bob"))

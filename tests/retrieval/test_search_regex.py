@@ -71,7 +71,9 @@ def test_regex_is_confined_to_the_tenant_workspace_and_user(alice, bob, index, c
         index(alice, sid, {"role": "user", "content": f"{user} code ZX-{len(user)}77{sid[0]}"})
     found = texts(search(alice, query=r"ZX-\d", mode="regex", user_id="ann", top_k=50))
     assert "ann code ZX-377a" in found and not any(t.startswith("ben") for t in found)
-    assert "alice code ZX-9001" in found  # shared (no owner) memories stay visible to ann
+    # A conversation nobody owns is the tenant's: in no user's search, in the tenant-wide one.
+    assert "alice code ZX-9001" not in found
+    assert "alice code ZX-9001" in texts(search(alice, query=r"ZX-\d", mode="regex", top_k=50))
     found = texts(search(alice, query=r"ZX-\d", mode="regex", session="ben-chat", scope="account", top_k=50))
     assert "ben code ZX-377b" in found and "ann code ZX-377a" not in found
     ann_key = make_client(make_key(cast.alice_tenant, ("read",), user="ann"))

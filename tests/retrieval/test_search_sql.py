@@ -27,21 +27,22 @@ def test_where_starts_with_the_tenant_and_adds_each_filter_given() -> None:
     req = SearchRequest(tenant_id=7, key_workspace_id=3, scope="workspace", workspace_ids=[3, 4], tags=["x"],
                         roles=["user"], kinds=["event"], agent="bot", user_id="u1", since=since, until=until)
     sql, params = where_clause(req)
-    assert sql.split(" AND ") == [
+    assert sql == " AND ".join([
         "c.tenant_id = %s", "c.workspace_id = %s", "(c.workspace_id = ANY(%s) OR c.tier = 'account')",
         "c.tags @> %s::varchar[]", "c.role = ANY(%s)", "c.kind = ANY(%s)", "c.agent = %s",
-        "(c.user_id = %s OR c.user_id = '')",
+        "(c.user_id = %s OR (c.user_id = '' AND NOT c.kind IN ('event', 'summary')))",
         "c.created_at >= %s", "c.created_at < %s", "c.valid_to IS NULL",
-    ]
+    ])
     assert params == [7, 3, [3, 4], ["x"], ["user"], ["event"], "bot", "u1", since, until]
     as_of = datetime(2023, 6, 1, tzinfo=UTC)
     assert where_clause(SearchRequest(tenant_id=7, as_of=as_of)) == (
         "c.tenant_id = %s AND c.created_at <= %s AND (c.valid_to IS NULL OR c.valid_to > %s)", [7, as_of, as_of])
     # A replay reading relative dates against as_of (the benchmarks) sees everything current.
     assert where_clause(SearchRequest(tenant_id=7, as_of=as_of, history=False))[0].endswith("c.valid_to IS NULL")
-    # "" is a user too (a session without one): shared memories only, never every user's.
+    # "" is a user too (a session without one): the tenant's unowned rows (that conversation, other
+    # unowned ones, shared knowledge), never any user's.
     assert where_clause(SearchRequest(tenant_id=7, user_id="")) == (
-        "c.tenant_id = %s AND (c.user_id = %s OR c.user_id = '') AND c.valid_to IS NULL", [7, ""])
+        "c.tenant_id = %s AND c.user_id = '' AND c.valid_to IS NULL", [7])
 
 
 def test_scopes_widen_to_the_tiers_above() -> None:

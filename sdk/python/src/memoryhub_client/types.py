@@ -267,7 +267,7 @@ class SearchResponse(_Grouped):
 
 
 class ContextItem(TypedDict):
-    source: Literal["recent", "salient", "relevant"]
+    source: Literal["recent", "critical", "salient", "relevant"]
     text: str
     score: float
     kind: str
