@@ -80,7 +80,8 @@ class ScheduleResumeView(APIView):
     @extend_schema(summary="Resume a schedule", description="Runs again from its next due time on.",
                    request=None, responses=ScheduleOutput, examples=ex.SCHEDULE_RESUME)
     def post(self, request: Request, schedule_id: str) -> Response:
-        schedule = services.resume(services.get_schedule_for_write(api_key(request), schedule_id))
+        key = api_key(request)
+        schedule = services.resume(services.get_schedule_for_write(key, schedule_id), key)
         return Response(ScheduleOutput(schedule).data)
 
 
