@@ -99,7 +99,8 @@ def test_unknown_user_deletes_nothing(people) -> None:  # type: ignore[no-untype
     before = Chunk.objects.count()
     response = people.alice.delete("/api/v1/users/nobody/")
     assert response.status_code == 200
-    assert response.json() == {"user_id": "nobody", "deleted": {}, "total": 0}
+    assert response.json() == {"user_id": "nobody", "deleted": {}, "total": 0, "redacted": {
+        "lifecycle.ConsolidationReport": 0, "scheduling.Delivery": 0, "scheduling.Run": 0}}
     assert Chunk.objects.count() == before
 
 
