@@ -79,8 +79,8 @@ def consolidate(schedule: Schedule, run: Run, authority: ApiKey) -> ActionResult
 
 
 def prune_runs(schedule: Schedule, run: Run, authority: ApiKey) -> ActionResult:
-    """The history of the schedules the authority may change: a user's own, a workspace's, or
-    (a key for the whole tenant) every one of the tenant."""
+    """The history of the schedules its authority may change: those of the schedule's workspace,
+    and of its user when it has one (a user-limited key's schedule: that user's own only)."""
     from scheduling.models import Run as RunModel
     from scheduling.models import Schedule as ScheduleModel
 
@@ -144,7 +144,8 @@ REGISTRY: dict[str, Action] = {
                "Consolidate this tenant's memory (promote, prune, merge, cap, compress).", lane=MAINTENANCE,
                tenant_wide=True),
         Action("prune_runs", prune_runs, {"keep": int},
-               "Prune the run history of every schedule the key may change to the newest N."),
+               "Prune the run history of the schedules of its workspace (of its user, if it has one) "
+               "to the newest N."),
         Action("agent_goal", agent_goal, {}, "POST the goal to the tenant's agent webhook.", needs_goal=True),
     ]
 }
