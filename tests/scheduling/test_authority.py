@@ -214,3 +214,15 @@ def test_forget_user_redacts_run_outputs_notifications_and_consolidation_reports
     # Forgetting again finds nothing more.
     again = keys["tenant"].delete("/api/v1/users/bob/").json()["redacted"]
     assert set(again.values()) == {0}
+
+
+def test_the_clusters_own_consolidation_keeps_no_words_in_its_task_result(cast) -> None:  # type: ignore[no-untyped-def]
+    """Its result is stored by the task queue (and logged), where forget-user does not look: counts
+    only; the words stay in the ConsolidationReport, which forget-user redacts."""
+    from scheduling import tasks
+
+    stale_memory(cast.alice_tenant, "bob", BOB_SECRET)
+    report = tasks.consolidate()
+    assert report["counts"]["pruned"] == 1
+    assert "deletions" not in report and BOB_SECRET not in str(report)
+    assert BOB_SECRET in str(ConsolidationReport.objects.get(pk=report["report_id"]).deletions)
