@@ -226,3 +226,27 @@ def test_the_clusters_own_consolidation_keeps_no_words_in_its_task_result(cast) 
     assert report["counts"]["pruned"] == 1
     assert "deletions" not in report and BOB_SECRET not in str(report)
     assert BOB_SECRET in str(ConsolidationReport.objects.get(pk=report["report_id"]).deletions)
+
+
+def test_the_operator_resuming_or_saving_a_schedule_in_the_admin_gives_it_the_operators_authority(
+        admin_client, cast) -> None:  # type: ignore[no-untyped-def]
+    raw = make_key(cast.alice_tenant, user="ann")
+    made = make_client(raw).post(URL, body("prune_runs"), format="json").json()
+    make_client(raw).post(f"{URL}{made['id']}/pause/")
+    ApiKey.objects.get(prefix=ApiKey.parse_prefix(raw)).revoke()
+    admin_client.post("/admin/scheduling/schedule/", {"action": "resume_action", "_selected_action": [made["id"]]})
+    schedule = Schedule.objects.get(pk=made["id"])
+    assert (schedule.status, schedule.authority_key_id, schedule.authority_key_prefix) == ("active", None, "")
+    assert (schedule.authority_user_id, schedule.authority_scopes) == ("ann", ["read", "write", "admin"])
+    run = Run.objects.create(tenant=cast.alice_tenant, schedule=schedule, manual=True)
+    execute_run(str(run.pk))
+    run.refresh_from_db()
+    assert run.status == "succeeded", run.output
+    # A tenant-wide action saved in the admin acts for the whole tenant.
+    from django.contrib.admin.sites import site
+
+    schedule.action = "consolidate"
+    schedule.params = {"dry_run": True}
+    site._registry[Schedule].save_model(None, schedule, None, True)
+    schedule.refresh_from_db()
+    assert (schedule.authority_workspace_id, schedule.authority_user_id) == (None, "")
