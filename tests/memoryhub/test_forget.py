@@ -129,6 +129,7 @@ def test_forget_user_command(people) -> None:  # type: ignore[no-untyped-def]
     call_command("forget_user", "u1", "--tenant", "alice", stdout=out)
     body = json.loads(out.getvalue())
     assert body["deleted"]["memoryhub.Session"] == 2
+    assert set(body["redacted"]) == {"lifecycle.ConsolidationReport", "scheduling.Delivery", "scheduling.Run"}
     assert not Session.objects.filter(tenant=people.alice_tenant, user_id="u1").exists()
     with pytest.raises(CommandError):
         call_command("forget_user", "u1", "--tenant", "nobody")
