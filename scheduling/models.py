@@ -23,12 +23,20 @@ class ScheduleQuerySet(KeyScopedQuerySet):
     maintenance), so that no run output shows more than the key may read."""
 
     def visible_to(self, key: ApiKey) -> ScheduleQuerySet:
-        qs = super().visible_to(key)
-        if key.workspace_id is not None:
-            qs = qs.filter(authority_workspace_id=key.workspace_id)
-        if key.user_id:
-            qs = qs.filter(authority_user_id=key.user_id)
+        return super().visible_to(key).acting_within(workspace_id=key.workspace_id, user_id=key.user_id)
+
+    def acting_within(self, *, workspace_id: int | None, user_id: str) -> ScheduleQuerySet:
+        """Schedules whose authority lies within these limits (None / "": no limit)."""
+        qs = self
+        if workspace_id is not None:
+            qs = qs.filter(authority_workspace_id=workspace_id)
+        if user_id:
+            qs = qs.filter(authority_user_id=user_id)
         return qs
+
+    def within_export(self, *, workspace_id: int | None, user_id: str) -> ScheduleQuerySet:
+        """A workspace's or a user's export (memoryhub.transfer) carries the schedules acting there."""
+        return self.acting_within(workspace_id=workspace_id, user_id=user_id)
 
     def within_authority(self, authority: ApiKey) -> ScheduleQuerySet:
         """The schedules an authority may change: its tenant, its workspace, its user's own rows
@@ -49,6 +57,12 @@ class RunQuerySet(KeyScopedQuerySet):
         """The runs of the schedules the key sees (ScheduleQuerySet.visible_to: one rule for both)."""
         return self.filter(tenant_id=key.tenant_id,
                            schedule__in=Schedule.objects.visible_to(key).values("pk"))
+
+    def within_export(self, *, workspace_id: int | None, user_id: str) -> RunQuerySet:
+        """The runs of the schedules a workspace's or a user's export carries: their outputs say
+        what their schedule's authority read."""
+        return self.filter(schedule__in=Schedule.objects.acting_within(workspace_id=workspace_id, user_id=user_id)
+                           .values("pk"))
 
     def prune_history(self, schedule_id: Any, *, keep: int, spare: Any = None) -> int:
         """Delete all but the newest `keep` finished runs of a schedule (open runs are never pruned)."""

@@ -250,3 +250,25 @@ def test_the_operator_resuming_or_saving_a_schedule_in_the_admin_gives_it_the_op
     site._registry[Schedule].save_model(None, schedule, None, True)
     schedule.refresh_from_db()
     assert (schedule.authority_workspace_id, schedule.authority_user_id) == (None, "")
+
+
+def test_a_limited_keys_export_carries_no_schedule_acting_beyond_it(keys, cast) -> None:  # type: ignore[no-untyped-def]
+    """An export is one more way to read runs: a workspace's or a user's carries only the schedules
+    (and runs) acting within it, never a tenant-wide consolidation's report of everyone's words."""
+    stale_memory(cast.alice_tenant, "bob", BOB_SECRET)
+    tidy = keys["tenant"].post(URL, body("consolidate", params={"dry_run": True}), format="json").json()
+    run_now(keys["tenant"], tidy["id"])
+    mine = keys["ann"].post(URL, body("prune_runs"), format="json").json()
+    run_now(keys["ann"], mine["id"])
+    default_key = make_client(make_key(cast.alice_tenant, workspace="default"))
+    for who, client in {"ann": keys["ann"], "default": default_key}.items():
+        exported = client.post("/api/v1/export/", {"scope": "workspace", "workspace": "default"}, format="json")
+        assert exported.status_code == 200, exported.content
+        text = exported.content.decode()
+        # Neither the tenant-wide schedule nor its report (bob's memory itself is in the
+        # workspace: the workspace's key may export it, ann's may not).
+        assert "my consolidate" not in text and "relevance_below_prune" not in text, who
+        assert (BOB_SECRET in text) == (who == "default"), who
+        assert "my prune_runs" in text  # ann's schedule (and runs) still travel
+    whole = keys["tenant"].post("/api/v1/export/", {"scope": "tenant"}, format="json")
+    assert BOB_SECRET in whole.content.decode()  # the tenant's admin key exports its reports
