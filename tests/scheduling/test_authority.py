@@ -272,3 +272,34 @@ def test_a_limited_keys_export_carries_no_schedule_acting_beyond_it(keys, cast) 
         assert "my prune_runs" in text  # ann's schedule (and runs) still travel
     whole = keys["tenant"].post("/api/v1/export/", {"scope": "tenant"}, format="json")
     assert BOB_SECRET in whole.content.decode()  # the tenant's admin key exports its reports
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_migration_gives_schedules_made_before_it_the_narrowest_authority_that_keeps_them_working(cast) -> None:  # type: ignore[no-untyped-def]
+    from django.db import connection
+    from django.db.migrations.executor import MigrationExecutor
+
+    executor = MigrationExecutor(connection)
+    before, after = [("scheduling", "0005_merge_0004_lanes_0004_webhooks_deliveries")], executor.loader.graph.leaf_nodes()
+    executor.migrate(before)
+    old = executor.loader.project_state(before).apps
+    try:
+        workspace = Workspace.get_named(cast.alice_tenant, "alpha")
+        made = {}
+        for name, action, user in [("tidy", "consolidate", ""), ("ann's tidy", "consolidate", "ann"),
+                                   ("ann's agent", "agent_goal", "ann"), ("shared prune", "prune_runs", "")]:
+            made[name] = old.get_model("scheduling", "Schedule").objects.create(
+                tenant_id=cast.alice_tenant.pk, workspace_id=workspace.pk, user_id=user, name=name, action=action,
+                cadence_type="interval", cadence_value="3600").pk
+    finally:
+        executor = MigrationExecutor(connection)
+        executor.loader.build_graph()
+        executor.migrate(after)
+    stamped = {name: Schedule.objects.get(pk=pk) for name, pk in made.items()}
+    authority = {name: (s.authority_workspace_id, s.authority_user_id, s.authority_scopes) for name, s in stamped.items()}
+    assert authority == {
+        "tidy": (None, "", ["read", "write", "admin"]),  # as it ran before: the tenant's
+        "ann's tidy": (None, "", []),  # perhaps made by ann's key: no authority until an admin key acts
+        "ann's agent": (workspace.pk, "ann", ["read", "write"]),
+        "shared prune": (workspace.pk, "", ["read", "write"]),
+    }
