@@ -303,3 +303,13 @@ def test_the_migration_gives_schedules_made_before_it_the_narrowest_authority_th
         "ann's agent": (workspace.pk, "ann", ["read", "write"]),
         "shared prune": (workspace.pk, "", ["read", "write"]),
     }
+
+
+def test_stats_count_the_schedules_the_key_lists(keys) -> None:  # type: ignore[no-untyped-def]
+    keys["tenant"].post(URL, body("consolidate"), format="json")
+    keys["tenant"].post(URL, body("prune_runs", user_id="bob"), format="json")
+    keys["ann"].post(URL, body("prune_runs"), format="json")
+    for who, total in {"tenant": 3, "ann": 1}.items():
+        stats = keys[who].get("/api/v1/stats/").json()
+        listed = keys[who].get(URL).json()["count"]
+        assert stats["schedules"]["total"] == listed == total, who
