@@ -4,11 +4,18 @@ Rows belong to a user through a `user_id` string (sessions, chunks, notes, facts
 any later model that carries one) or through a session of theirs (events, chunks, summaries,
 scratchpads, documents — deleted by cascade). The models are discovered rather than listed, so a
 model added later with `tenant` and `user_id` is forgotten too.
+
+Some rows of nobody in particular copy a user's words: what a consolidation deleted, in its
+report, in the output of the scheduled run that made it and in that run's notification. A model
+that keeps such copies defines `forget_user_text(tenant_id, user_id) -> {label: rows redacted}`;
+those are discovered too and called in the same transaction (`redact_deletions` is the one way
+such a list is redacted).
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 import pgtrigger
 from django.apps import apps
@@ -34,9 +41,40 @@ def user_owned_models() -> list[type[models.Model]]:
     return found
 
 
-@transaction.atomic
+FORGOTTEN_KEYS = ("tenant", "step", "kind", "held")  # what stays of a redacted entry
+
+
+def redact_deletions(entries: Any, *, tenant_name: str, user_id: str) -> tuple[Any, int]:
+    """A consolidation's list of deletions ({"user_id", "text", "session", "merged_into", …}) with
+    the entries of `user_id` in the tenant reduced to what they were (step, kind) and
+    `"forgotten": true`. Returns the list and how many entries were redacted."""
+    if not isinstance(entries, list):
+        return entries, 0
+    redacted, count = [], 0
+    for entry in entries:
+        if (isinstance(entry, dict) and entry.get("user_id") == user_id
+                and entry.get("tenant", tenant_name) == tenant_name):
+            redacted.append({**{k: entry[k] for k in FORGOTTEN_KEYS if k in entry}, "forgotten": True})
+            count += 1
+        else:
+            redacted.append(entry)
+    return redacted, count
+
+
+def text_keeping_models() -> list[type[models.Model]]:
+    """Models that copy users' words into rows of no user: they redact them on forget-user."""
+    return [m for m in apps.get_models() if callable(getattr(m, "forget_user_text", None))]
+
+
 def forget_user(*, tenant_id: int, user_id: str) -> dict[str, int]:
     """Delete everything of `user_id` in the tenant. Returns {model label: rows deleted}."""
+    return forget_user_report(tenant_id=tenant_id, user_id=user_id)["deleted"]
+
+
+@transaction.atomic
+def forget_user_report(*, tenant_id: int, user_id: str) -> dict[str, dict[str, int]]:
+    """Delete everything of `user_id` in the tenant and redact their words where other rows copied
+    them. Returns {"deleted": {model label: rows deleted}, "redacted": {model label: rows redacted}}."""
     if not user_id:
         raise ValueError("user_id must not be empty: it would match every row without a user")
     counts: Counter[str] = Counter()
@@ -51,4 +89,8 @@ def forget_user(*, tenant_id: int, user_id: str) -> dict[str, int]:
             # The base manager: every row, also those a default manager leaves out (a fact's past versions).
             _, per_model = model._base_manager.filter(tenant_id=tenant_id, user_id=user_id).delete()
             counts.update(per_model)
-    return {label: count for label, count in sorted(counts.items()) if count}
+        redacted: Counter[str] = Counter()
+        for model in text_keeping_models():
+            redacted.update(model.forget_user_text(tenant_id, user_id))  # type: ignore[attr-defined]
+    return {"deleted": {label: count for label, count in sorted(counts.items()) if count},
+            "redacted": dict(sorted(redacted.items()))}  # every table looked at, 0 included

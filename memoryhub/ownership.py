@@ -30,3 +30,19 @@ def check_owner(user: str | None, owner: str, what: str) -> None:
             f"{what} belongs to {'another user' if owner else 'no user'}: it cannot be written as user {user!r}.",
             {"user_id": user},
         )
+
+
+def require_tenant_wide(key: ApiKey, what: str) -> None:
+    """Work over a whole tenant (its webhooks, its maintenance, forgetting a user) needs a key that
+    is limited to neither a workspace nor a user."""
+    if key.workspace_id is not None:
+        raise Forbidden("workspace_limited_key", f"{what} needs a key not limited to a workspace.")
+    if key.user_id:
+        raise Forbidden("user_limited_key", f"{what} needs a key not limited to one user.")
+
+
+def require_scope(key: ApiKey, scope: str, what: str) -> None:
+    """The same refusal as a view's `required_scope` (403 insufficient_scope), for work whose
+    scope depends on what it does rather than on the route."""
+    if not key.has_scope(scope):
+        raise Forbidden("insufficient_scope", f"{what} needs an API key with the '{scope}' scope.")

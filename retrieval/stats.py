@@ -99,6 +99,8 @@ def _schedule_stats(tenant_id: int, workspace_id: int | None, user_id: str) -> d
     if model is None:
         return {}
     qs = _scoped(model, tenant_id, workspace_id, user_id)
+    if hasattr(qs, "acting_within"):  # the schedules the key lists: those acting within its limits
+        qs = qs.acting_within(workspace_id=workspace_id, user_id=user_id)
     health: dict[str, Any] = {"total": qs.count()}
     fields = {f.name for f in model._meta.get_fields()}
     if "status" in fields:

@@ -15,6 +15,7 @@ from scheduling import jobs, webhooks
 from scheduling.models import WebhookKind
 
 if TYPE_CHECKING:
+    from accounts.models import ApiKey
     from scheduling.models import Run, Schedule
 
 
@@ -50,41 +51,48 @@ class ActionResult:
 @dataclass
 class Action:
     name: str
-    run: Callable[[Schedule, Run], ActionResult]
+    # (schedule, run, authority): the authority is the key the run acts for (scheduling.authority),
+    # whose limits every query of the action applies.
+    run: Callable[[Schedule, Run, ApiKey], ActionResult]
     params: dict[str, type]  # allowed params and their types
     description: str
     needs_goal: bool = False
+    # Works on the whole tenant (every workspace, every user): only an admin key for the whole
+    # tenant may schedule it, as only such a key may call its REST endpoint (scheduling.authority).
+    tenant_wide: bool = False
     # The cluster its runs execute on: bulk jobs go to maintenance, so that they never hold the
     # schedules cluster's workers while other tenants' runs are due.
     lane: str = SCHEDULES
 
 
-def embed_backfill(schedule: Schedule, run: Run) -> ActionResult:
-    return ActionResult(jobs.embed_backfill(tenant_id=schedule.tenant_id, limit=schedule.params.get("limit")))
+def embed_backfill(schedule: Schedule, run: Run, authority: ApiKey) -> ActionResult:
+    return ActionResult(jobs.embed_backfill(tenant_id=authority.tenant_id, limit=schedule.params.get("limit")))
 
 
-def summarise(schedule: Schedule, run: Run) -> ActionResult:
-    return ActionResult(jobs.summarise(tenant_id=schedule.tenant_id))
+def summarise(schedule: Schedule, run: Run, authority: ApiKey) -> ActionResult:
+    return ActionResult(jobs.summarise(tenant_id=authority.tenant_id))
 
 
-def consolidate(schedule: Schedule, run: Run) -> ActionResult:
-    return ActionResult(jobs.consolidate(tenant_id=schedule.tenant_id,
+def consolidate(schedule: Schedule, run: Run, authority: ApiKey) -> ActionResult:
+    return ActionResult(jobs.consolidate(tenant_id=authority.tenant_id,
                                          dry_run=bool(schedule.params.get("dry_run", False))))
 
 
-def prune_runs(schedule: Schedule, run: Run) -> ActionResult:
+def prune_runs(schedule: Schedule, run: Run, authority: ApiKey) -> ActionResult:
+    """The history of the schedules its authority may change: those of the schedule's workspace,
+    and of its user when it has one (a user-limited key's schedule: that user's own only)."""
     from scheduling.models import Run as RunModel
     from scheduling.models import Schedule as ScheduleModel
 
     keep = int(schedule.params.get("keep", settings.MEMORYHUB_SCHEDULE_RUNS_KEPT))
     deleted = 0
-    ids = list(ScheduleModel.objects.filter(tenant_id=schedule.tenant_id).values_list("pk", flat=True))
+    ids = list(ScheduleModel.objects.within_authority(authority).values_list("pk", flat=True))
     for schedule_id in ids:
         deleted += RunModel.objects.prune_history(schedule_id, keep=keep, spare=run.pk)
     return ActionResult({"schedules": len(ids), "runs_deleted": deleted, "kept_per_schedule": keep})
 
 
-def agent_goal(schedule: Schedule, run: Run) -> ActionResult:
+def agent_goal(schedule: Schedule, run: Run, authority: ApiKey) -> ActionResult:
     """POST the goal to the tenant's agent webhook (signed), or the server default; its JSON reply
     gives status, output, turn_count, cost."""
     target = webhooks.target_for(schedule.tenant_id, WebhookKind.AGENT)
@@ -129,11 +137,15 @@ def _number(value: Any, kind: type) -> Any:
 REGISTRY: dict[str, Action] = {
     a.name: a for a in [
         Action("embed_backfill", embed_backfill, {"limit": int}, "Embed this tenant's chunks still without a vector.",
-               lane=MAINTENANCE),
-        Action("summarise", summarise, {}, "Summarise this tenant's sessions that are due.", lane=MAINTENANCE),
+               lane=MAINTENANCE, tenant_wide=True),
+        Action("summarise", summarise, {}, "Summarise this tenant's sessions that are due.", lane=MAINTENANCE,
+               tenant_wide=True),
         Action("consolidate", consolidate, {"dry_run": bool},
-               "Consolidate this tenant's memory (promote, prune, merge, cap, compress).", lane=MAINTENANCE),
-        Action("prune_runs", prune_runs, {"keep": int}, "Prune every schedule's run history to the newest N."),
+               "Consolidate this tenant's memory (promote, prune, merge, cap, compress).", lane=MAINTENANCE,
+               tenant_wide=True),
+        Action("prune_runs", prune_runs, {"keep": int},
+               "Prune the run history of the schedules of its workspace (of its user, if it has one) "
+               "to the newest N."),
         Action("agent_goal", agent_goal, {}, "POST the goal to the tenant's agent webhook.", needs_goal=True),
     ]
 }

@@ -16,8 +16,8 @@ from django.utils.html import format_html, format_html_join
 from memoryhub.errors import DomainError
 from retrieval.admin_helpers import confirm_page, confirmed
 from retrieval.lifecycle.consolidation import run_consolidation
+from scheduling import authority, notifications, services, webhooks
 from scheduling import cadence as cadence_maths
-from scheduling import notifications, services, webhooks
 from scheduling.actions import REGISTRY, ParamsError, check_params
 from scheduling.dispatcher import run_now
 from scheduling.models import Delivery, DeliveryStatus, Run, Schedule, Webhook
@@ -91,6 +91,11 @@ class ScheduleAdmin(admin.ModelAdmin):
     autocomplete_fields = ["workspace"]
     inlines = [RunInline]
     actions = ["run_now_action", "pause_action", "resume_action"]
+
+    def save_model(self, request: HttpRequest, obj: Schedule, form: Any, change: bool) -> None:
+        # Made or changed by the operator: it acts with the operator's authority (the tenant's).
+        authority.stamp(obj, None)
+        super().save_model(request, obj, form, change)
 
     @admin.display(description="cadence")
     def cadence(self, obj: Schedule) -> str:

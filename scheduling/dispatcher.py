@@ -24,8 +24,8 @@ from django.utils import timezone
 
 from memoryhub.background import StepResult
 from memoryhub.tasks import SCHEDULES, Interrupted, enqueue_on_commit
+from scheduling import authority, notifications
 from scheduling import cadence as cadence_maths
-from scheduling import notifications
 from scheduling.actions import REGISTRY, ActionError, ActionResult
 from scheduling.models import (
     SUMMARY_CHARS,
@@ -126,8 +126,12 @@ def execute_run(run_id: str) -> dict[str, Any]:
     try:
         if action is None:
             raise ActionError(f"Unknown action {schedule.action!r}.")
-        result = action.run(schedule, run)
+        # Checked when the run starts, not only when the schedule was made: a revoked key's
+        # schedules stop acting for it.
+        result = action.run(schedule, run, authority.for_run(schedule))
         ok, text, turns, cost, error = True, result.text(), result.turn_count, result.cost, ""
+    except authority.Refused as exc:
+        ok, text, turns, cost, error = False, exc.message, 0, 0.0, exc.code
     except Interrupted:  # the cluster is stopping (memoryhub.tasks): say so rather than stay "running"
         connection.close()  # the signal may have cut a query short
         # Failed, not sent again: the action may have had effects (an agent acting on its goal).

@@ -5,19 +5,64 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from django.contrib.postgres.fields import ArrayField
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone as dj_timezone
 
-from accounts.models import Tenant, Workspace
+from accounts.models import ApiKey, Tenant, Workspace
 from accounts.querysets import KeyScopedQuerySet
 
 SUMMARY_CHARS = 500
 
 
+class ScheduleQuerySet(KeyScopedQuerySet):
+    """A key sees a schedule when it sees the row (tenant, workspace, owner) AND the schedule acts
+    within the key's limits: a workspace-limited key only schedules that act in its workspace, a
+    user-limited key only schedules that act as its user (not shared ones, not tenant-wide
+    maintenance), so that no run output shows more than the key may read."""
+
+    def visible_to(self, key: ApiKey) -> ScheduleQuerySet:
+        return super().visible_to(key).acting_within(workspace_id=key.workspace_id, user_id=key.user_id)
+
+    def acting_within(self, *, workspace_id: int | None, user_id: str) -> ScheduleQuerySet:
+        """Schedules whose authority lies within these limits (None / "": no limit)."""
+        qs = self
+        if workspace_id is not None:
+            qs = qs.filter(authority_workspace_id=workspace_id)
+        if user_id:
+            qs = qs.filter(authority_user_id=user_id)
+        return qs
+
+    def within_export(self, *, workspace_id: int | None, user_id: str) -> ScheduleQuerySet:
+        """A workspace's or a user's export (memoryhub.transfer) carries the schedules acting there."""
+        return self.acting_within(workspace_id=workspace_id, user_id=user_id)
+
+    def within_authority(self, authority: ApiKey) -> ScheduleQuerySet:
+        """The schedules an authority may change: its tenant, its workspace, its user's own rows
+        (a user-limited authority changes no shared row)."""
+        qs = self.filter(tenant_id=authority.tenant_id)
+        if authority.workspace_id is not None:
+            qs = qs.filter(workspace_id=authority.workspace_id)
+        if authority.user_id:
+            qs = qs.filter(user_id=authority.user_id)
+        return qs
+
+
 class RunQuerySet(KeyScopedQuerySet):
     workspace_field = "schedule__workspace_id"
     user_field = "schedule__user_id"
+
+    def visible_to(self, key: ApiKey) -> RunQuerySet:
+        """The runs of the schedules the key sees (ScheduleQuerySet.visible_to: one rule for both)."""
+        return self.filter(tenant_id=key.tenant_id,
+                           schedule__in=Schedule.objects.visible_to(key).values("pk"))
+
+    def within_export(self, *, workspace_id: int | None, user_id: str) -> RunQuerySet:
+        """The runs of the schedules a workspace's or a user's export carries: their outputs say
+        what their schedule's authority read."""
+        return self.filter(schedule__in=Schedule.objects.acting_within(workspace_id=workspace_id, user_id=user_id)
+                           .values("pk"))
 
     def prune_history(self, schedule_id: Any, *, keep: int, spare: Any = None) -> int:
         """Delete all but the newest `keep` finished runs of a schedule (open runs are never pruned)."""
@@ -85,8 +130,21 @@ class Schedule(models.Model):
     last_run_at = models.DateTimeField(null=True, blank=True)
     last_run_status = models.CharField(max_length=10, blank=True, default="")
     consecutive_failures = models.PositiveIntegerField(default=0)
+    # The authority its runs act with (scheduling.authority): the key that created it or last
+    # changed it, its limits as they applied to this schedule, and its scopes. Not exported: an
+    # imported schedule takes the importing key's. No scopes at all: no authority, runs refuse.
+    authority_key = models.ForeignKey(ApiKey, on_delete=models.SET_NULL, null=True, blank=True,
+                                      related_name="+", editable=False)
+    authority_key_prefix = models.CharField(max_length=32, blank=True, default="", editable=False,
+                                            help_text="The key's prefix; empty: no key (the operator).")
+    authority_workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, null=True, blank=True,
+                                            related_name="+", editable=False,
+                                            help_text="Empty: every workspace of the tenant.")
+    authority_user_id = models.CharField(max_length=200, blank=True, default="", editable=False,
+                                         help_text="Empty: every user of the tenant.")
+    authority_scopes = ArrayField(models.CharField(max_length=10), default=list, blank=True, editable=False)
 
-    objects = KeyScopedQuerySet.as_manager()
+    objects = ScheduleQuerySet.as_manager()
 
     def transfer_identity(self) -> dict[str, Any]:
         """How an import with on_conflict skip/merge recognises a stored schedule (names are not
@@ -147,6 +205,40 @@ class Run(models.Model):
 
     def __str__(self) -> str:
         return f"{self.schedule_id} @ {self.started_at:%Y-%m-%d %H:%M:%S} {self.status}"
+
+    @classmethod
+    def forget_user_text(cls, tenant_id: int, user_id: str) -> dict[str, int]:
+        """Forget-user (memoryhub.forget): a consolidation run's output lists what it deleted, in
+        words, with each owner; the user's entries are redacted there, in the summary and in the
+        run's notification. (Their own schedules' runs are deleted with the schedules.)"""
+        import json
+
+        from memoryhub.forget import redact_deletions
+
+        tenant_name = Tenant.objects.filter(pk=tenant_id).values_list("name", flat=True).first() or ""
+        runs = deliveries = 0
+        needle = f'"user_id": {json.dumps(user_id)}'  # how ActionResult.text() writes it
+        for run in cls.objects.select_for_update().filter(tenant_id=tenant_id, output__contains=needle):
+            try:
+                output = json.loads(run.output)
+            except ValueError:
+                continue
+            if not isinstance(output, dict):
+                continue
+            output["deletions"], count = redact_deletions(output.get("deletions"), tenant_name=tenant_name,
+                                                          user_id=user_id)
+            if not count:
+                continue
+            run.output = json.dumps(output, default=str, sort_keys=True)
+            run.output_summary = run.output[:SUMMARY_CHARS]
+            run.save(update_fields=["output", "output_summary"])
+            runs += 1
+            delivery = Delivery.objects.select_for_update().filter(run=run).first()
+            if delivery is not None and isinstance(delivery.payload.get("run"), dict):
+                delivery.payload["run"]["output_summary"] = run.output_summary
+                delivery.save(update_fields=["payload"])
+                deliveries += 1
+        return {cls._meta.label: runs, Delivery._meta.label: deliveries}
 
 
 class WebhookKind(models.TextChoices):

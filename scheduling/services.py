@@ -13,8 +13,8 @@ from accounts.models import ApiKey
 from memoryhub.errors import Conflict, Invalid, NotFound
 from memoryhub.ownership import refuse_shared
 from memoryhub.sessions import resolve_user, resolve_workspace
+from scheduling import authority, webhooks
 from scheduling import cadence as cadence_maths
-from scheduling import webhooks
 from scheduling.actions import ParamsError, check_params
 from scheduling.models import Run, Schedule, ScheduleStatus
 
@@ -60,10 +60,11 @@ def get_schedule(key: ApiKey, schedule_id: str, *, for_update: bool = False) -> 
 
 
 def get_schedule_for_write(key: ApiKey, schedule_id: str, *, for_update: bool = False) -> Schedule:
-    """A schedule the key may change: a user-limited key reads shared schedules but does not change,
-    pause, run or delete them."""
+    """A schedule the key may change, pause, resume, run or delete: one it sees, not a shared one
+    for a user-limited key, and a tenant-wide action only with an admin key for the whole tenant."""
     schedule = get_schedule(key, schedule_id, for_update=for_update)
     refuse_shared(key, schedule.user_id, f"Schedule {schedule_id!r}")
+    authority.check_key_may_schedule(key, schedule.action)
     return schedule
 
 
@@ -90,12 +91,13 @@ def filter_schedules(key: ApiKey, filters: dict[str, Any]) -> Any:
 
 @transaction.atomic
 def create_schedule(key: ApiKey, data: dict[str, Any]) -> Schedule:
+    authority.check_key_may_schedule(key, data["action"])  # before anything: a 403 stores nothing
     cadence = checked_cadence(data["cadence"])
     params = checked_params(data["action"], data.get("params"), data.get("goal", ""))
     if data["action"] == AGENT_GOAL:
         webhooks.require_agent_webhook(key.tenant_id)
     workspace = resolve_workspace(key, data.get("workspace") or None)
-    return Schedule.objects.create(
+    schedule = Schedule(
         tenant_id=key.tenant_id, workspace=workspace, user_id=resolve_user(key, data.get("user_id")) or "",
         name=data["name"],
         goal=data.get("goal", ""), action=data["action"], params=params, cadence_type=cadence.type,
@@ -104,11 +106,16 @@ def create_schedule(key: ApiKey, data: dict[str, Any]) -> Schedule:
         channel_context_id=data.get("channel_context_id", ""),
         next_run_at=cadence_maths.next_run(cadence, timezone.now()),
     )
+    authority.stamp(schedule, key)
+    schedule.save(force_insert=True)
+    return schedule
 
 
 @transaction.atomic
 def update_schedule(key: ApiKey, schedule_id: str, changes: dict[str, Any]) -> Schedule:
     schedule = get_schedule_for_write(key, schedule_id, for_update=True)
+    if "action" in changes:
+        authority.check_key_may_schedule(key, changes["action"])
     if "user_id" in changes:
         changes = {**changes, "user_id": resolve_user(key, changes["user_id"]) or ""}
         if schedule.user_id and changes["user_id"] != schedule.user_id:  # claiming a shared one is fine
@@ -127,6 +134,7 @@ def update_schedule(key: ApiKey, schedule_id: str, changes: dict[str, Any]) -> S
         if schedule.status in (ScheduleStatus.COMPLETED, ScheduleStatus.FAILED):
             schedule.status = ScheduleStatus.ACTIVE  # a new cadence gives a finished schedule a new life
             schedule.consecutive_failures = 0
+    authority.stamp(schedule, key)  # it now acts for the key that changed it last
     schedule.save()
     return schedule
 
@@ -143,8 +151,10 @@ def pause(schedule: Schedule) -> Schedule:
 
 
 @transaction.atomic
-def resume(schedule: Schedule) -> Schedule:
-    """Active again from now: the failure streak is reset and the next time computed afresh."""
+def resume(schedule: Schedule, key: ApiKey | None = None) -> Schedule:
+    """Active again from now: the failure streak is reset and the next time computed afresh. It
+    then acts for `key` (None: the operator, in the admin), e.g. an imported schedule or one whose
+    key was revoked."""
     schedule = Schedule.objects.select_for_update().get(pk=schedule.pk)
     if schedule.status == ScheduleStatus.ACTIVE:
         return schedule
@@ -156,5 +166,7 @@ def resume(schedule: Schedule) -> Schedule:
     if following is None:
         raise Conflict("schedule_expired", "This one-shot schedule's time has passed; give it a new cadence.")
     schedule.status, schedule.consecutive_failures, schedule.next_run_at = ScheduleStatus.ACTIVE, 0, following
-    schedule.save(update_fields=["status", "consecutive_failures", "next_run_at", "updated_at"])
+    authority.stamp(schedule, key)
+    schedule.save(update_fields=["status", "consecutive_failures", "next_run_at", "updated_at",
+                                 *authority.AUTHORITY_FIELDS])
     return schedule

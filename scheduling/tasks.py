@@ -75,7 +75,9 @@ def summarise() -> dict[str, Any]:
 
 
 def consolidate() -> dict[str, Any]:
-    report = jobs.consolidate()
+    # What each deletion removed, in words, stays in the stored ConsolidationReport (which
+    # forget-user redacts), never in the cluster's task results or the log.
+    report = {key: value for key, value in jobs.consolidate().items() if key != "deletions"}
     logger.info("maintenance consolidate", extra={"report": report})
     return report
 

@@ -28,7 +28,8 @@ from scheduling.serializers import (
 
 class ScheduleListView(APIView):
     @extend_schema(summary="List schedules", operation_id="schedules_list",
-                   description="The key's schedules, filtered and paged.",
+                   description="The key's schedules, filtered and paged: those acting within the key's "
+                               "limits (a user-limited key lists only its user's own).",
                    parameters=[ScheduleListParams, *PAGE_PARAMS],
                    responses=page_of("SchedulePage", ScheduleOutput(many=True, help_text="This page's schedules.")),
                    examples=ex.SCHEDULE_LIST)
@@ -38,7 +39,12 @@ class ScheduleListView(APIView):
         return Response({**meta, "results": ScheduleOutput(rows, many=True).data})
 
     @extend_schema(summary="Create a schedule",
-                   description="Run an action (summarise, consolidate, embed_backfill, …) on a cadence.",
+                   description="Run an action on a cadence. Its runs act with this key's authority (its "
+                               "workspace and user limits, its scopes), re-checked at every run: a revoked "
+                               "key's schedule stops. summarise, consolidate and embed_backfill work on the "
+                               "whole tenant and need the admin scope and a key limited to neither a "
+                               "workspace nor a user (403 otherwise, nothing stored); agent_goal and "
+                               "prune_runs act in the schedule's workspace, as its user.",
                    request=ScheduleInput, responses={201: ScheduleOutput}, examples=ex.SCHEDULE_CREATE)
     def post(self, request: Request) -> Response:
         data = parse_input(ScheduleInput, request.data)
@@ -80,7 +86,8 @@ class ScheduleResumeView(APIView):
     @extend_schema(summary="Resume a schedule", description="Runs again from its next due time on.",
                    request=None, responses=ScheduleOutput, examples=ex.SCHEDULE_RESUME)
     def post(self, request: Request, schedule_id: str) -> Response:
-        schedule = services.resume(services.get_schedule_for_write(api_key(request), schedule_id))
+        key = api_key(request)
+        schedule = services.resume(services.get_schedule_for_write(key, schedule_id), key)
         return Response(ScheduleOutput(schedule).data)
 
 

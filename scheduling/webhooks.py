@@ -26,7 +26,8 @@ from django.db import IntegrityError, transaction
 
 from accounts.models import ApiKey
 from memoryhub import outbound
-from memoryhub.errors import Conflict, Forbidden, Invalid, NotFound
+from memoryhub.errors import Conflict, Invalid, NotFound
+from memoryhub.ownership import require_tenant_wide
 from scheduling.models import Webhook, WebhookKind
 
 SIGNATURE_HEADER = "X-MemoryHub-Signature"
@@ -165,10 +166,7 @@ def check_secret(secret: str) -> str:
 
 def _tenant_wide(key: ApiKey) -> None:
     # A webhook serves every workspace and user of the tenant: only a key for all of it manages them.
-    if key.workspace_id is not None:
-        raise Forbidden("workspace_limited_key", "Webhooks need a key not limited to a workspace.")
-    if key.user_id:
-        raise Forbidden("user_limited_key", "Webhooks need a key not limited to one user.")
+    require_tenant_wide(key, "Managing webhooks")
 
 
 def list_webhooks(key: ApiKey) -> Any:

@@ -12,7 +12,7 @@ from rest_framework.views import APIView
 from memoryhub.api import examples as ex
 from memoryhub.api.common import StrictSerializer, api_key, parse_input
 from memoryhub.errors import Forbidden, Invalid, NotFound
-from memoryhub.forget import forget_user
+from memoryhub.forget import forget_user_report
 from memoryhub.sessions import get_session, resolve_workspace
 from memoryhub.transfer import (
     ON_CONFLICT,
@@ -42,9 +42,13 @@ class ForgetUserView(APIView):
             "user_id": serializers.CharField(help_text="The forgotten user."),
             "deleted": serializers.DictField(child=serializers.IntegerField(), help_text="Rows deleted, by kind."),
             "total": serializers.IntegerField(help_text="Rows deleted in all."),
+            "redacted": serializers.DictField(child=serializers.IntegerField(), help_text=(
+                "Rows of no user that quoted this user's words (run outputs, run notifications, "
+                "consolidation reports) and had them removed, by kind; every kind looked at is listed.")),
         })},
         description="Delete every row of this end user in the key's tenant (sessions, events, memories, "
-                    "summaries, schedules), in one transaction. Needs the admin scope and a key limited to "
+                    "summaries, schedules), and remove their words from run outputs, run notifications and "
+                    "consolidation reports, in one transaction. Needs the admin scope and a key limited to "
                     "neither a workspace nor a user.",
         examples=ex.FORGET_USER,
     )
@@ -52,8 +56,9 @@ class ForgetUserView(APIView):
         key = api_key(request)
         # A user's rows may live in any workspace: only a tenant-wide key may forget them.
         _tenant_wide(request, "Forgetting a user")
-        deleted = forget_user(tenant_id=key.tenant_id, user_id=user_id)
-        return Response({"user_id": user_id, "deleted": deleted, "total": sum(deleted.values())})
+        report = forget_user_report(tenant_id=key.tenant_id, user_id=user_id)
+        return Response({"user_id": user_id, "deleted": report["deleted"], "total": sum(report["deleted"].values()),
+                         "redacted": report["redacted"]})
 
 
 class ExportInput(StrictSerializer):

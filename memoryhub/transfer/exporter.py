@@ -117,7 +117,10 @@ class Exporter:
         for model in record_models():
             label = model._meta.label
             qs = self.in_scope(model._default_manager.filter(tenant=self.tenant), model)
-            rows = list(self.owned(qs, model).order_by("pk"))
+            qs = self.owned(qs, model)
+            if hasattr(qs, "within_export"):  # a model whose rows are visible by more than place and owner
+                qs = qs.within_export(workspace_id=self.workspace.pk if self.workspace else None, user_id=self.user_id)
+            rows = list(qs.order_by("pk"))
             keys = self.record_keys.setdefault(label, {})
             for position, obj in enumerate(rows):
                 keys[obj.pk] = position

@@ -31,6 +31,25 @@ class ConsolidationReport(models.Model):
     def __str__(self) -> str:
         return f"consolidation {self.pk} at {self.started_at:%Y-%m-%d %H:%M}"
 
+    @classmethod
+    def forget_user_text(cls, tenant_id: int, user_id: str) -> dict[str, int]:
+        """Forget-user (memoryhub.forget): the user's entries in the deletions of this tenant's
+        reports and of the reports over every tenant are redacted."""
+        from django.db.models import Q
+
+        from memoryhub.forget import redact_deletions
+
+        tenant_name = Tenant.objects.filter(pk=tenant_id).values_list("name", flat=True).first() or ""
+        redacted = 0
+        reports = cls.objects.select_for_update().filter(Q(tenant_id=tenant_id) | Q(tenant__isnull=True),
+                                                         deletions__contains=[{"user_id": user_id}])
+        for report in reports:
+            report.deletions, count = redact_deletions(report.deletions, tenant_name=tenant_name, user_id=user_id)
+            if count:
+                report.save(update_fields=["deletions"])
+                redacted += 1
+        return {cls._meta.label: redacted}
+
 
 class PendingDeletion(models.Model):
     """A deletion consolidation wanted to make for a tenant that reviews deletions."""

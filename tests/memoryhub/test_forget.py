@@ -99,7 +99,8 @@ def test_unknown_user_deletes_nothing(people) -> None:  # type: ignore[no-untype
     before = Chunk.objects.count()
     response = people.alice.delete("/api/v1/users/nobody/")
     assert response.status_code == 200
-    assert response.json() == {"user_id": "nobody", "deleted": {}, "total": 0}
+    assert response.json() == {"user_id": "nobody", "deleted": {}, "total": 0, "redacted": {
+        "lifecycle.ConsolidationReport": 0, "scheduling.Delivery": 0, "scheduling.Run": 0}}
     assert Chunk.objects.count() == before
 
 
@@ -128,6 +129,7 @@ def test_forget_user_command(people) -> None:  # type: ignore[no-untyped-def]
     call_command("forget_user", "u1", "--tenant", "alice", stdout=out)
     body = json.loads(out.getvalue())
     assert body["deleted"]["memoryhub.Session"] == 2
+    assert set(body["redacted"]) == {"lifecycle.ConsolidationReport", "scheduling.Delivery", "scheduling.Run"}
     assert not Session.objects.filter(tenant=people.alice_tenant, user_id="u1").exists()
     with pytest.raises(CommandError):
         call_command("forget_user", "u1", "--tenant", "nobody")

@@ -60,7 +60,7 @@ def build_world(admin: Any) -> dict[str, dict[str, Any]]:
         doc = ok(admin.post(f"{API}/documents/", {"source_uri": "kb://home", "text": f"{user or 'all'} home doc",
                                                   "user_id": user}, format="json"))
         ids["document"][target] = doc["id"]
-        schedule = ok(admin.post(f"{API}/schedules/", {"name": "daily-digest", "action": "summarise", "user_id": user,
+        schedule = ok(admin.post(f"{API}/schedules/", {"name": "daily-digest", "action": "prune_runs", "user_id": user,
                                                        "cadence": {"type": "interval", "value": "1h"}}, format="json"))
         ids["schedule"][target] = schedule["id"]
     # Ids nobody holds, of the same shape.
@@ -250,17 +250,18 @@ CASES: dict[str, Case] = {
     "document delete": Case(_by_id("document", "documents", "delete"), _id_read("document", "documents"), False,
                             expect(OK, MISMATCH, (404, "document_not_found"), MISMATCH, READ_ONLY,
                                    (404, "document_not_found"))),
-    # A tenant key may claim an unowned schedule for bob; never move ann's.
+    # A tenant key may claim an unowned schedule for bob; never move ann's. A user-limited key
+    # sees no shared schedule (it acts for the whole tenant, or its workspace: not bob's to read).
     "schedule patch": Case(_by_id("schedule", "schedules", "patch", {"goal": "bob's digest"}),
                            _id_read("schedule", "schedules"), True,
-                           expect(OK, MISMATCH, (404, "schedule_not_found"), OK, READ_ONLY,
+                           expect(OK, MISMATCH, (404, "schedule_not_found"), OK, (404, "schedule_not_found"),
                                   (404, "schedule_not_found"))),
     "schedule delete": Case(_by_id("schedule", "schedules", "delete"), _id_read("schedule", "schedules"), False,
-                            expect(OK, MISMATCH, (404, "schedule_not_found"), MISMATCH, READ_ONLY,
+                            expect(OK, MISMATCH, (404, "schedule_not_found"), MISMATCH, (404, "schedule_not_found"),
                                    (404, "schedule_not_found"))),
     "schedule pause": Case(_by_id("schedule", "schedules", "post", suffix="pause/"),
                            _id_read("schedule", "schedules"), False,
-                           expect(OK, MISMATCH, (404, "schedule_not_found"), MISMATCH, READ_ONLY,
+                           expect(OK, MISMATCH, (404, "schedule_not_found"), MISMATCH, (404, "schedule_not_found"),
                                   (404, "schedule_not_found"))),
 }
 

@@ -24,7 +24,7 @@ pytestmark = pytest.mark.django_db
 
 def run_action(tenant, action: str, goal: str = "", **params: Any) -> Run:  # type: ignore[no-untyped-def]
     schedule = Schedule.objects.create(tenant=tenant, name=action, action=action, goal=goal, params=params,
-                                       cadence_type="interval", cadence_value="3600", user_id="u1",
+                                       authority_scopes=["read", "write", "admin"], cadence_type="interval", cadence_value="3600", user_id="u1",
                                        next_run_at=timezone.now() + timedelta(hours=1))
     run = Run.objects.create(tenant=tenant, schedule=schedule, manual=True)
     execute_run(str(run.pk))
@@ -76,7 +76,8 @@ def test_consolidate_runs_real_consolidation_and_reports(cast) -> None:  # type:
 
 def test_prune_runs_keeps_newest_n_per_schedule(cast) -> None:  # type: ignore[no-untyped-def]
     schedule = Schedule.objects.create(tenant=cast.alice_tenant, name="s", action="summarise",
-                                       cadence_type="interval", cadence_value="60")
+                                       cadence_type="interval", cadence_value="60",
+                                       authority_scopes=["read", "write", "admin"])
     now = timezone.now()
     for i in range(5):
         Run.objects.create(tenant=cast.alice_tenant, schedule=schedule, status="succeeded",

@@ -15,7 +15,8 @@ pytestmark = pytest.mark.django_db
 
 def make(cast, **fields):  # type: ignore[no-untyped-def]
     values = {"name": "paris job", "action": "summarise", "cadence_type": "cron", "cadence_value": "0 9 * * *",
-              "timezone": "Europe/Paris", "next_run_at": datetime(2026, 7, 1, 7, tzinfo=UTC)}
+              "timezone": "Europe/Paris", "next_run_at": datetime(2026, 7, 1, 7, tzinfo=UTC),
+              "authority_scopes": ["read", "write", "admin"]}
     values.update(fields)
     return Schedule.objects.create(tenant=cast.alice_tenant, **values)
 

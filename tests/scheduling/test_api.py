@@ -182,14 +182,17 @@ def test_bob_never_sees_alice_schedules_or_runs(alice, bob) -> None:  # type: ig
 
 
 def test_workspace_key_sees_only_its_workspace(cast) -> None:  # type: ignore[no-untyped-def]
-    other = cast.alice.post(URL, {"name": "other ws", "action": "summarise", "workspace": "research",
+    other = cast.alice.post(URL, {"name": "other ws", "action": "prune_runs", "workspace": "research",
                                   "cadence": {"type": "interval", "value": 3600}}, format="json").json()
     assert other["workspace"] == "research"
-    create(cast.alice, name="default ws")
+    create(cast.alice, name="default ws", action="prune_runs")
+    # A tenant-wide job labelled with the workspace still works on the whole tenant: not the
+    # workspace key's to see (its runs report on every workspace).
+    create(cast.alice, name="tenant job in research", workspace="research")
     limited = make_client(make_key(cast.alice_tenant, workspace="research"))
     names = [s["name"] for s in limited.get(URL).json()["results"]]
     assert names == ["other ws"]
-    forbidden = create(limited, workspace="default")
+    forbidden = create(limited, workspace="default", action="prune_runs")
     assert forbidden.status_code == 403 and error_code(forbidden) == "workspace_forbidden"
 
 

@@ -18,7 +18,8 @@ from tests.base import make_tenant
 
 def make_schedule(tenant: Tenant, **fields) -> Schedule:  # type: ignore[no-untyped-def]
     values = {"name": "job", "action": "summarise", "cadence_type": "interval", "cadence_value": "60",
-              "next_run_at": timezone.now() - timedelta(seconds=1)}
+              "next_run_at": timezone.now() - timedelta(seconds=1),
+              "authority_scopes": ["read", "write", "admin"]}  # the operator's authority (the tenant's)
     values.update(fields)
     return Schedule.objects.create(tenant=tenant, **values)
 

@@ -54,6 +54,7 @@ def test_a_schedule_due_during_a_10k_chunk_backlog_starts_within_5_seconds(tmp_p
         for i, (command, extra) in enumerate(RunCommand().background_commands()):  # what `make run` starts
             processes.start(f"{i}-{command[2]}", command, {**env, **extra})
         warm_up = Schedule.objects.create(tenant=tenant, name="warm-up", action="prune_runs",
+                                          authority_scopes=["read", "write", "admin"],
                                           cadence_type="interval", cadence_value="3600", next_run_at=timezone.now())
         wait_for(lambda: Run.objects.filter(schedule=warm_up, status="succeeded").exists(), 90,
                  "the schedules cluster to run a first schedule", processes)
@@ -64,6 +65,7 @@ def test_a_schedule_due_during_a_10k_chunk_backlog_starts_within_5_seconds(tmp_p
         waiting = Chunk.objects.filter(embedding__isnull=True).count()
         due = timezone.now() + timedelta(seconds=3)
         schedule = Schedule.objects.create(tenant=tenant, name="on time", action="prune_runs",
+                                           authority_scopes=["read", "write", "admin"],
                                            cadence_type="interval", cadence_value="3600", next_run_at=due)
         run = wait_for(lambda: Run.objects.filter(schedule=schedule, status="succeeded").first(), 60,
                        "the schedule's run", processes)

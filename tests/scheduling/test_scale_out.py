@@ -143,6 +143,7 @@ def test_two_webs_two_worker_sets_redis_and_a_sigkill(tmp_path: Path, settings) 
         wait_for(lambda: Worker.objects.filter(lane="dispatch").count() == 2, 120, "both dispatch lanes", processes)
         first_due = timezone.now() + timedelta(seconds=3)
         schedules = [Schedule.objects.create(tenant=tenant, name=f"every {INTERVAL}s #{i}", action="prune_runs",
+                                             authority_scopes=["read", "write", "admin"],
                                              cadence_type="interval", cadence_value=str(INTERVAL),
                                              next_run_at=first_due) for i in range(3)]
         failures: list[str] = []

@@ -117,7 +117,7 @@ def test_resuming_an_agent_goal_schedule_needs_a_webhook(cast, settings) -> None
     settings.MEMORYHUB_AGENT_WEBHOOK_URL = ""
     schedule = Schedule.objects.create(tenant=cast.alice_tenant, name="imported", action="agent_goal", goal="g",
                                        cadence_type="interval", cadence_value="3600", status="paused",
-                                       next_run_at=timezone.now())
+                                       next_run_at=timezone.now(), authority_scopes=["read", "write"])
     response = cast.alice.post(f"/api/v1/schedules/{schedule.pk}/resume/")
     assert error_code(response) == "webhook_required"
     schedule.refresh_from_db()

@@ -14,7 +14,8 @@ FORGET_USER = [*example(
                           'memoryhub.Session': 1,
                           'memoryhub.SummaryNode': 2,
                           'retrieval.Chunk': 4},
-              'total': 13},
+              'total': 13,
+              'redacted': {'lifecycle.ConsolidationReport': 1, 'scheduling.Delivery': 0, 'scheduling.Run': 1}},
 )]
 
 USER_LIST = [*example(

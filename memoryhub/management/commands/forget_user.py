@@ -8,11 +8,11 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from accounts.models import Tenant
-from memoryhub.forget import forget_user
+from memoryhub.forget import forget_user_report
 
 
 class Command(BaseCommand):
-    help = "Forget an end user: delete all their rows in one tenant, in one transaction; prints counts per table."
+    help = "Forget an end user: delete all their rows in one tenant, in one transaction, and remove their words from run outputs, notifications and consolidation reports; prints counts per table."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("user_id")
@@ -24,6 +24,7 @@ class Command(BaseCommand):
             raise CommandError(f"No tenant named {options['tenant']!r}.")
         if not options["user_id"]:
             raise CommandError("user_id must not be empty.")
-        deleted = forget_user(tenant_id=tenant.pk, user_id=options["user_id"])
-        self.stdout.write(json.dumps({"user_id": options["user_id"], "deleted": deleted,
-                                      "total": sum(deleted.values())}, indent=2))
+        report = forget_user_report(tenant_id=tenant.pk, user_id=options["user_id"])
+        self.stdout.write(json.dumps({"user_id": options["user_id"], "deleted": report["deleted"],
+                                      "total": sum(report["deleted"].values()), "redacted": report["redacted"]},
+                                     indent=2))

@@ -514,6 +514,7 @@ class UserForgotten(TypedDict):
     user_id: str
     deleted: dict[str, int]
     total: int
+    redacted: dict[str, int]
 
 
 class WorkspaceDeleted(TypedDict):

@@ -1,0 +1,280 @@
+"""The paths that act later, as a generated matrix: every action a schedule can run × {tenant key,
+read-only, workspace-limited, user-limited, admin} × {own rows, another workspace's, another
+user's, another tenant's}; and forget-user's residue × the same keys.
+
+Every side holds the same names (session s1 where the tenant allows it, note n1, fact
+profile/home_city, a schedule `digest` with a run history) and a word of its own in each text,
+so that a leak says whose it was. Each case compares a database snapshot before and after: a
+refused create (403 with a code) changes nothing, an allowed run changes only rows within the
+key's limits; and what the run wrote (output, summary, notification) and what every key reads
+afterwards (schedules, runs) names no side outside that reader's limits.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.utils import timezone
+
+from accounts.models import Tenant, Workspace
+from memoryhub.models import Fact, Note, Session
+from retrieval.lifecycle.models import ConsolidationReport
+from retrieval.models import Chunk
+from scheduling.actions import REGISTRY
+from scheduling.dispatcher import execute_run
+from scheduling.models import Delivery, Run, Schedule, Webhook
+from tests.base import make_client, make_key, make_tenant
+
+pytestmark = pytest.mark.django_db
+
+URL = "/api/v1/schedules/"
+AGENT_REPLY = "agent did its rounds"
+
+
+@dataclass(frozen=True)
+class Side:
+    name: str
+    tenant: str  # "home" or "away"
+    workspace: str
+    user: str
+    word: str  # in every text of this side, and nowhere else
+    session: str
+
+
+SIDES = {
+    "own": Side("own", "home", "alpha", "ann", "quokka", "s1"),
+    "other_workspace": Side("other_workspace", "home", "beta", "ann", "narwhal", "s1-beta"),
+    "other_user": Side("other_user", "home", "alpha", "bob", "axolotl", "s1-bob"),
+    "other_tenant": Side("other_tenant", "away", "alpha", "ann", "pangolin", "s1"),
+}
+
+# Key kind -> (scopes, workspace limit, user limit). All in the home tenant.
+KEYS = {
+    "tenant": (("read", "write"), None, ""),
+    "read_only": (("read",), None, ""),
+    "workspace": (("read", "write", "admin"), "alpha", ""),
+    "user": (("read", "write", "admin"), None, "ann"),
+    "admin": (("read", "write", "admin"), None, ""),
+}
+
+
+def within(kind: str, side: Side) -> bool:
+    """Whether a key of this kind may read (and, with write, change) the side's rows."""
+    _, workspace, user = KEYS[kind]
+    return (side.tenant == "home" and (workspace is None or workspace == side.workspace)
+            and (not user or user == side.user))
+
+
+PARAMS = {"embed_backfill": {"limit": 10}, "summarise": {}, "consolidate": {"dry_run": False},
+          "prune_runs": {"keep": 1}, "agent_goal": {}}
+
+
+def expected_create(kind: str, action: str) -> tuple[int, str]:
+    if kind == "read_only":
+        return 403, "insufficient_scope"
+    if not REGISTRY[action].tenant_wide:
+        return 201, ""
+    if kind == "tenant":
+        return 403, "insufficient_scope"
+    return {"workspace": (403, "workspace_limited_key"), "user": (403, "user_limited_key")}.get(kind, (201, ""))
+
+
+def test_the_matrix_covers_every_action() -> None:
+    assert set(PARAMS) == set(REGISTRY)
+
+
+# --- the world ------------------------------------------------------------------------------------
+
+
+@dataclass
+class World:
+    tenants: dict[str, Tenant]
+    clients: dict[str, Any]
+    agent: Any
+
+
+def build_side(tenant: Tenant, side: Side) -> None:
+    workspace = Workspace.get_named(tenant, side.workspace)
+    channel = workspace.channels.first()
+    where = {"tenant": tenant, "workspace": workspace, "channel": channel}
+    session = Session.objects.create(**where, external_id=side.session, user_id=side.user)
+    note_id = "n1" if side.name in ("own", "other_tenant") else f"n1-{side.name}"  # unique per tenant
+    Note.objects.create(**where, note_id=note_id, user_id=side.user, content=f"note n1 of {side.word}")
+    Fact.objects.create(**where, user_id=side.user, category="profile", key="home_city",
+                        content=f"{side.word} lives in town")
+    # A conversation memory old enough for consolidation to prune (and name in its report).
+    Chunk.objects.create(**where, session=session, user_id=side.user, text=f"{side.word} whispered a secret",
+                         content_hash=side.word, kind="event", tier="conversation", lifetime="conversation",
+                         importance=0.5, created_at=timezone.now() - timedelta(hours=720))
+    # A schedule of this side, made by a key of this side, with a run history that names it.
+    schedule = Schedule.objects.create(tenant=tenant, workspace=workspace, user_id=side.user, name="digest",
+                                       goal=f"digest for {side.word}", action="prune_runs", cadence_type="interval",
+                                       cadence_value="3600", authority_workspace=workspace,
+                                       authority_user_id=side.user, authority_scopes=["read", "write"])
+    for hours in (3, 2, 1):
+        output = f"digest of {side.word}, {hours}h ago"
+        Run.objects.create(tenant=tenant, schedule=schedule, status="succeeded", output=output,
+                           output_summary=output, started_at=timezone.now() - timedelta(hours=hours),
+                           finished_at=timezone.now() - timedelta(hours=hours))
+
+
+@pytest.fixture
+def world(db, hook_server, settings) -> World:  # type: ignore[no-untyped-def]
+    settings.MEMORYHUB_CONSOLIDATE_DELETE_KINDS = ("event",)  # consolidation deletes, and reports it
+    settings.MEMORYHUB_CONSOLIDATE_FIRST_REVIEW = False
+    tenants = {"home": make_tenant("home"), "away": make_tenant("away")}
+    for side in SIDES.values():
+        build_side(tenants[side.tenant], side)
+    agent = hook_server()
+    Webhook.objects.create(tenant=tenants["home"], kind="agent", url=agent.url, secret="s" * 32)
+    clients = {kind: make_client(make_key(tenants["home"], scopes=scopes, workspace=workspace, user=user))
+               for kind, (scopes, workspace, user) in KEYS.items()}
+    return World(tenants, clients, agent)
+
+
+def side_of(tenant_id: int, workspace_id: int | None, user: str, world: World) -> str | None:
+    for side in SIDES.values():
+        tenant = world.tenants[side.tenant]
+        if tenant.pk == tenant_id and user == side.user and (
+                workspace_id is None or Workspace.objects.get(pk=workspace_id).name == side.workspace):
+            return side.name
+    return None
+
+
+def snapshot(world: World) -> set[tuple[Any, ...]]:
+    """The seeded rows, each tagged with its side (what a run may change), as comparable tuples."""
+    rows: set[tuple[Any, ...]] = set()
+    for s in Session.objects.all():
+        rows.add((side_of(s.tenant_id, s.workspace_id, s.user_id, world), "session", s.external_id, s.status))
+    for n in Note.objects.all():
+        rows.add((side_of(n.tenant_id, n.workspace_id, n.user_id, world), "note", n.note_id, n.content))
+    for f in Fact.objects.all():
+        rows.add((side_of(f.tenant_id, f.workspace_id, f.user_id, world), "fact", f.pk, f.content, f.lifetime))
+    for c in Chunk.objects.all():
+        rows.add((side_of(c.tenant_id, c.workspace_id, c.user_id, world), "chunk", c.pk, c.text, c.tier))
+    for r in Run.objects.filter(schedule__goal__startswith="digest for").select_related("schedule"):
+        rows.add((side_of(r.tenant_id, r.schedule.workspace_id, r.schedule.user_id, world), "run", str(r.pk),
+                  r.output))
+    for sc in Schedule.objects.all():
+        rows.add((side_of(sc.tenant_id, sc.workspace_id, sc.user_id, world), "schedule", str(sc.pk), sc.name,
+                  sc.status))
+    return rows
+
+
+def leaked(text: str, kind: str) -> list[str]:
+    """The sides outside a key's limits whose word is in `text`."""
+    return [side.name for side in SIDES.values() if not within(kind, side) and side.word in text]
+
+
+def what_each_key_reads(world: World) -> dict[str, str]:
+    """Everything each key kind reads of schedules and runs, as one text per key."""
+    seen = {}
+    for kind, client in world.clients.items():
+        listing = client.get(URL, {"limit": 200})
+        assert listing.status_code == 200, listing.content
+        parts = [listing.content.decode()]
+        for schedule in listing.json()["results"]:
+            runs = client.get(f"{URL}{schedule['id']}/runs/", {"limit": 200})
+            assert runs.status_code == 200, runs.content
+            parts.append(runs.content.decode())
+        seen[kind] = "\n".join(parts)
+    return seen
+
+
+# --- every action × every key -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", list(KEYS))
+@pytest.mark.parametrize("action", list(PARAMS))
+def test_a_schedule_acts_within_its_keys_limits(world, action, kind) -> None:  # type: ignore[no-untyped-def]
+    world.agent.reply(200, {"status": "succeeded", "output": AGENT_REPLY})
+    client = world.clients[kind]
+    before = snapshot(world)
+    body = {"name": "digest", "action": action, "params": PARAMS[action], "goal": "make the rounds",
+            "workspace": "alpha", "cadence": {"type": "interval", "value": "1h"}}
+
+    response = client.post(URL, body, format="json")
+
+    status, code = expected_create(kind, action)
+    assert response.status_code == status, response.content
+    if status != 201:
+        assert response.json()["error"]["code"] == code
+        assert snapshot(world) == before  # a refusal stores nothing
+        return
+    created = snapshot(world) - before
+    assert len(created) == 1 and next(iter(created))[1] == "schedule"
+    queued = client.post(f"{URL}{response.json()['id']}/run/")
+    assert queued.status_code == 202, queued.content
+    execute_run(queued.json()["id"])
+    run = Run.objects.get(pk=queued.json()["id"])
+    assert run.status == "succeeded", run.output
+
+    after = snapshot(world)
+    for row in (before ^ after) - created:
+        side = row[0]
+        assert side is not None and within(kind, SIDES[side]), f"{action} by {kind} changed {side}'s {row}"
+    assert not [row for row in before - after if row[0] == "other_tenant"]
+    # What the run wrote, and its notification, name only what its key may read.
+    delivery = Delivery.objects.filter(run=run).first()
+    written = f"{run.output}\n{run.output_summary}\n{delivery.payload if delivery else ''}"
+    assert not leaked(written, kind), (action, kind, written)
+    if action == "prune_runs":
+        pruned = {row[0] for row in before - after if row[1] == "run"}
+        # A schedule acts in its own workspace (alpha here), for its user if it has one.
+        assert pruned == {s.name for s in SIDES.values() if within(kind, s) and s.workspace == "alpha"}, pruned
+    # And every key, reading every schedule and run it may, sees no side outside its own limits.
+    for reader, text in what_each_key_reads(world).items():
+        assert not leaked(text, reader), f"after {action} by {kind}, {reader} reads {leaked(text, reader)}"
+
+
+# --- forget-user residue × every key --------------------------------------------------------------
+
+
+FORGET = {"tenant": (403, "insufficient_scope"), "read_only": (403, "insufficient_scope"),
+          "workspace": (403, "workspace_limited_key"), "user": (403, "user_limited_key"), "admin": (200, "")}
+
+
+def _residue() -> str:
+    """Every copy a schedule's work can make of memory text: run outputs and summaries, their
+    notifications, consolidation reports."""
+    parts = [f"{r.output}\n{r.output_summary}" for r in Run.objects.all()]
+    parts += [str(d.payload) for d in Delivery.objects.all()]
+    parts += [str(r.deletions) for r in ConsolidationReport.objects.all()]
+    return "\n".join(parts)
+
+
+@pytest.mark.parametrize("kind", list(KEYS))
+def test_forget_user_leaves_no_residue_and_only_an_admin_key_for_the_tenant_may_ask(world, kind) -> None:  # type: ignore[no-untyped-def]
+    admin = world.clients["admin"]
+    for dry_run in (True, False):  # a report of what it would delete, then one of what it deleted
+        made = admin.post(URL, {"name": "tidy", "action": "consolidate", "params": {"dry_run": dry_run},
+                                "cadence": {"type": "interval", "value": "1h"}}, format="json")
+        queued = admin.post(f"{URL}{made.json()['id']}/run/")
+        execute_run(queued.json()["id"])
+        assert Run.objects.get(pk=queued.json()["id"]).status == "succeeded"
+    bob = SIDES["other_user"]
+    residue = _residue()
+    assert bob.word in residue  # the runs named him: there is something to forget
+    before = snapshot(world)
+
+    response = world.clients[kind].delete(f"/api/v1/users/{bob.user}/")
+
+    status, code = FORGET[kind]
+    assert response.status_code == status, response.content
+    if status != 200:
+        assert response.json()["error"]["code"] == code
+        assert snapshot(world) == before and _residue() == residue  # a refusal changes nothing
+        return
+    assert response.json()["redacted"]["scheduling.Run"] == 2  # the dry run's output and the real one's
+    assert response.json()["redacted"]["lifecycle.ConsolidationReport"] == 1
+    after = snapshot(world)
+    assert {row[0] for row in before ^ after} == {"other_user"}  # only his rows went
+    assert bob.word not in _residue()
+    for side in SIDES.values():
+        if side is not bob:
+            assert _residue().count(side.word) == residue.count(side.word), side.name
+    for reader, text in what_each_key_reads(world).items():
+        assert bob.word not in text, reader
