@@ -201,7 +201,8 @@ def complete_schema(result: dict[str, Any], generator: Any, request: Any, public
 # or of another media type (415). Conflicts (409) come from the domain and are named per operation.
 
 ERROR_DESCRIPTIONS = {
-    400: "Invalid input: a malformed body, an unknown or ill-typed field, a bad query parameter.",
+    400: "Invalid input: a malformed body, an unknown or ill-typed field, a bad query parameter, or a query "
+         "parameter the operation does not list (`unknown_parameter`, with the one meant when it is near).",
     401: "No API key, or an invalid or revoked one (`not_authenticated`, `invalid_api_key`).",
     403: "The key may not do this: a scope it lacks (`insufficient_scope`), or a workspace or end user "
          "it is limited to (`workspace_forbidden`, `user_forbidden`, `shared_read_only`, …).",
