@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import difflib
+import re
 from typing import Any
 from urllib.parse import urlencode
 
@@ -154,8 +155,17 @@ def parse_input(serializer_class: type[serializers.Serializer], data: Any, **kwa
 def query_params(request: Request, serializer_class: type[serializers.Serializer]) -> dict[str, Any]:
     """Validate the query parameters a serializer names (one operation may read several serializers';
     one it does not declare at all was refused before the view ran: memoryhub.api.parameters)."""
-    data = {k: v for k, v in request.query_params.items() if k in serializer_class().fields}
+    fields = serializer_class().fields
+    data = {k: v for k, v in request.query_params.items() if k in fields}
+    # DRF reads "0.0" and " 5" as integers; the schema's integer is digits only.
+    not_whole = {name: ["A valid integer is required."] for name, value in data.items()
+                 if isinstance(fields[name], serializers.IntegerField) and not _WHOLE_NUMBER.fullmatch(value)}
+    if not_whole:
+        raise _invalid_parameter(not_whole)
     return parse_params(serializer_class, data)
+
+
+_WHOLE_NUMBER = re.compile(r"-?[0-9]+")
 
 
 def parse_params(serializer_class: type[serializers.Serializer], data: dict[str, Any]) -> dict[str, Any]:

@@ -341,7 +341,8 @@ CHAT_MESSAGE_SCHEMA = {
 }
 
 
-@extend_schema_field({"oneOf": [{"$ref": "#/components/schemas/EventOutput"}, CHAT_MESSAGE_SCHEMA]})
+# anyOf: a native event is also a valid chat message (role, content), so oneOf would refuse it.
+@extend_schema_field({"anyOf": [{"$ref": "#/components/schemas/EventOutput"}, CHAT_MESSAGE_SCHEMA]})
 class EventOrMessage(serializers.JSONField):
     """An event (native) or a chat message (?format=openai|anthropic)."""
 
