@@ -341,8 +341,12 @@ def _require_items(schema: dict[str, Any], serializer: Any) -> None:
         if prop is not None and isinstance(field, (serializers.ListField, serializers.ListSerializer)) \
                 and not field.allow_empty:
             prop.setdefault("minItems", 1)
-        if prop is not None and (_trimmed_and_not_blank(field) or getattr(field, "refuses_blank", False)):
+        if prop is not None and _trimmed_and_not_blank(field):
             _not_blank(prop)
+        elif prop is not None and getattr(field, "refuses_blank", False) and prop.get("type") == "string":
+            # Not trimmed, so not a pattern of its own: "not only white space" (with a maxLength of
+            # 50,000, a pattern would cost generators seconds per string).
+            prop["not"] = {"pattern": BLANK}
         if prop is not None and isinstance(field, serializers.ListField) and _trimmed_and_not_blank(field.child) \
                 and isinstance(prop.get("items"), dict):
             _not_blank(prop["items"])
@@ -365,6 +369,8 @@ def _not_blank(schema: dict[str, Any]) -> None:
 # A character str.strip() keeps: Python's white space, not ECMA's \s (which has U+FEFF and lacks
 # U+001C–U+001F and U+0085).
 NOT_BLANK = "[^\t\n\v\f\r \x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+# Only what str.strip() removes, or nothing.
+BLANK = "^[" + NOT_BLANK[2:-1] + "]*$"
 
 
 def refuse_blank_query_strings(result: dict[str, Any], generator: Any) -> None:
@@ -402,14 +408,16 @@ def _blank_refusing_query_parameters(generator: Any) -> set[tuple[str, str, str]
 
 # PostgreSQL text and jsonb cannot hold U+0000: every string a request carries refuses it
 # (StrictSerializer, and the middleware for the path and query). Stated on every string of every
-# request; free-form JSON (metadata, params, tool arguments…) is a JsonValue whose strings say it
-# too. Object keys cannot be stated in OpenAPI 3.0 (propertyNames is 3.1): the descriptions say it.
-NO_NUL = r"^[^\x00]*$"
+# request as `not: {pattern: NUL}` (a pattern of the whole string, with the long maxLengths of
+# contents, cost generators seconds per string); free-form JSON (metadata, params, tool arguments…)
+# is a JsonValue whose strings say it too. Object keys cannot be stated in OpenAPI 3.0
+# (propertyNames is 3.1): the descriptions say it.
+NUL = r"\x00"
 JSON_VALUE = {
     "nullable": True,
     "description": "Any JSON value; no string (nor object key) in it may hold a NUL character (U+0000).",
     "anyOf": [
-        {"type": "string", "pattern": NO_NUL},
+        {"type": "string", "not": {"pattern": NUL}},
         {"type": "number"},
         {"type": "boolean"},
         {"type": "array", "items": {"$ref": "#/components/schemas/JsonValue"}},
@@ -478,12 +486,14 @@ def _no_nul(schema: Any) -> None:
                 schema[key][index] = _json_value(child)
             else:
                 _no_nul(child)
-    if schema.get("type") == "string" and "enum" not in schema and "format" not in schema:
-        pattern = schema.get("pattern")
-        if pattern is None:
-            schema["pattern"] = NO_NUL
-        elif pattern == NOT_BLANK:
-            schema["pattern"] = rf"^[^\x00]*{NOT_BLANK[:-1]}\x00][^\x00]*$"
+    if schema.get("type") == "string" and "enum" not in schema and "format" not in schema \
+            and schema.get("pattern") not in PATTERNS_WITHOUT_NUL:
+        refused = schema.get("not")
+        schema["not"] = {"anyOf": [refused, {"pattern": NUL}]} if refused else {"pattern": NUL}
+
+
+# Patterns that leave NUL out already (ids: letters, digits and a few signs).
+PATTERNS_WITHOUT_NUL = frozenset(PATH_PATTERNS.values())
 
 
 def _json_value(schema: dict[str, Any]) -> dict[str, Any]:
