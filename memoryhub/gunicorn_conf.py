@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 
 def post_worker_init(worker: Any) -> None:
-    # Each worker loads its query embedder in the background as soon as it starts: otherwise
-    # the first search a worker serves waits for the import and the load. Requests are served
-    # meanwhile; one that needs the model waits on the embedder's lock, never loads twice. Only
-    # the query path is loaded (ONNX Runtime where prepared: no torch in a web worker).
+    # Each worker loads its query embedder before it accepts a request, so the first search is as
+    # fast as the hundredth (`manage.py run` has made the ONNX model before it starts the web
+    # server). Only the query path is loaded (ONNX Runtime where prepared: no torch in a web worker).
     from retrieval.query_embedding import warm_up
 
-    threading.Thread(target=warm_up, name="embedder-warm-up", daemon=True).start()
+    warm_up()

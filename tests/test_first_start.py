@@ -31,7 +31,7 @@ def works(served: Served, key: str) -> bool:
 
 def test_a_first_start_says_each_step_and_its_key_hints_run_as_printed() -> None:
     with private_data_dir() as data_dir:
-        served = Served(data_dir).wait()
+        served = Served(data_dir, env={"LOG_LEVEL": "INFO"}).wait()
         try:
             log = served.log[:]
             steps = ["Creating the embedded PostgreSQL database in", "Applying database migrations (first start: about",
@@ -43,6 +43,13 @@ def test_a_first_start_says_each_step_and_its_key_hints_run_as_printed() -> None
             assert f"MEMORYHUB_DATA_DIR={data_dir} " in hint and "create_api_key --tenant demo" in hint
             key = run_hint(served, hint, HINT)
             assert key.startswith("mh_") and key != served.key and works(served, key)
+            # A terminal for people: the request lines (JSON, for machines) go to the data folder's
+            # log file, which the start names; the terminal shows none of them.
+            log_file = data_dir / "logs" / "memoryhub.log"
+            assert any(f"Request and background logs: {log_file}" in line for line in served.log), served.log
+            served.stop()
+            assert '"logger": "memoryhub.request"' in log_file.read_text()
+            assert [line for line in served.log if line.lstrip().startswith("{")] == []
         finally:
             served.stop()
 

@@ -311,3 +311,17 @@ def test_mcp_event_streams_are_bounded_per_key_and_in_all_and_idle_ones_close(se
     finally:
         for sock in opened:
             sock.close()
+
+
+def test_mem0s_client_in_the_served_app(served: Served) -> None:
+    """mem0's unchanged MemoryClient against `manage.py run` (its routes at the root, its Token header)."""
+    # Imported from there: mem0 is imported with its telemetry off.
+    from tests.retrieval.test_mem0_compat import MemoryClient
+
+    client = MemoryClient(api_key=served.key, host=served.url)
+    try:
+        memory_id = client.add("Served to mem0's client.", user_id="ann", infer=False)["results"][0]["id"]
+        assert client.get(memory_id)["memory"] == "Served to mem0's client."
+        assert [r["id"] for r in client.search("mem0's client", filters={"user_id": "ann"})["results"]] == [memory_id]
+    finally:
+        client.client.close()

@@ -117,7 +117,18 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
         if code == "permission_denied" and isinstance(specific, str) and specific != "permission_denied":
             code = specific
         response.data = error_body(code, str(exc.detail))
+        if isinstance(exc, exceptions.MethodNotAllowed) and context.get("view") is not None:
+            response.data = _method_not_allowed(context)
     return response
+
+
+def _method_not_allowed(context: dict[str, Any]) -> dict[str, Any]:
+    """405 says which method to use instead (GET /search/ → "use POST")."""
+    allowed = [m for m in context["view"].allowed_methods if m not in ("OPTIONS", "HEAD")]
+    request = context.get("request")
+    method = request.method if request is not None else "This method"
+    return error_body("method_not_allowed", f"{method} is not allowed here: use {' or '.join(allowed)}.",
+                      {"allowed": allowed})
 
 
 def json_404(request: HttpRequest, exception: Exception | None = None) -> JsonResponse:

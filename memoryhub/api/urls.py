@@ -13,6 +13,7 @@ from memoryhub.api import (
     scratchpad,
     sessions,
     summaries,
+    users,
     workspaces,
 )
 
@@ -38,6 +39,7 @@ urlpatterns = [
     path("summaries/<int:node_id>/", summaries.SummaryNodeDetailView.as_view(), name="summary-detail"),
     path("export/", data.ExportView.as_view(), name="export"),
     path("import/", data.ImportView.as_view(), name="import"),
+    path("users/", users.EndUserListView.as_view(), name="user-list"),
     path("users/<str:user_id>/", data.ForgetUserView.as_view(), name="forget-user"),
     path("workspaces/<str:workspace>/", workspaces.WorkspaceDetailView.as_view(), name="workspace-detail"),
 ]

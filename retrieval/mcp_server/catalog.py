@@ -3,6 +3,7 @@ serializers that validate them, see schema.py), each bound to its run function i
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from django.conf import settings
@@ -27,10 +28,10 @@ def _session_prop(description: str) -> dict[str, dict[str, Any]]:
     return {"session": {**field_schema(tools.SessionArg().fields["session"]), "description": description}}
 
 
-def _page_props() -> dict[str, dict[str, Any]]:
+def _page_props(what: str = "events") -> dict[str, dict[str, Any]]:
     fields = tools.LimitOffset().fields
     return {
-        "limit": {**field_schema(fields["limit"]), "description": "At most this many events (default 50)."},
+        "limit": {**field_schema(fields["limit"]), "description": f"At most this many {what} (default 50)."},
         "offset": {**field_schema(fields["offset"]), "description": "Skip this many events (paging: the "
                                                                      "previous answer's next_offset)."},
     }
@@ -60,7 +61,91 @@ def _props(serializer: type, *names: str) -> dict[str, dict[str, Any]]:
     return {name: field_schema(fields[name]) for name in names}
 
 
+# What a model reads of each argument: a few words, or none where the name and type say it all,
+# since the catalogue sits in every agent's context before it asks anything. The REST serializers'
+# help_text (the OpenAPI reference) says the rest; a tool's errors name what to send instead.
+BRIEF = {
+    "query": "What to look for, in plain words.",
+    "mode": "hybrid suits most questions.",
+        "as_of": "Recall as memory stood then.",
+    "budget": "Tokens.",
+    "importance": "0-1; 0.85+ is always recalled.",
+    "key": "What it is about; same key, same fact.",
+    "external_id": "Your id; the same id updates it.",
+    "lifetime": "short_term fades faster.",
+}
+# Arguments whose name and type say it all to a model: no description.
+SELF_EVIDENT = frozenset({
+    "session", "workspace", "channel", "agent", "kinds", "role", "since", "until", "top_k", "limit", "offset",
+    "events", "content", "tool_name", "tool_args", "tool_result", "tags", "note_id", "fact_id", "category",
+    "summary_id", "events_limit", "items", "key", "value", "scope", "title", "user_id",
+})
+EVENT_BRIEF = {
+    "created_at": "When it was said (default now).",
+    "idempotency_key": "Resending it stores nothing twice.",
+}
+# Per tool: what an argument means there, where that differs from BRIEF (or adds to it).
+PER_TOOL = {
+    "memory_search": {"user_id": "The end user; recall adds shared memories."},
+    "memory_context": {"user_id": "The end user; recall adds shared memories.", "query": "The user's message."},
+    "memory_note": {"action": "update, get, delete need note_id."},
+    "memory_fact": {"action": "get, history, delete need fact_id."},
+}
+# The arguments a model needs; the REST endpoint a tool mirrors takes the rest (explain, agent,
+# roles, metadata, …), and a tool refuses those as unknown with the nearest name it takes.
+OFFERED = {
+    "memory_search": ("query", "mode", "scope", "session", "user_id", "workspace", "kinds", "since", "until",
+                      "as_of", "top_k"),
+    "memory_context": ("query", "session", "user_id", "budget", "scope", "as_of"),
+    "memory_browse": ("session", "user_id", "role", "since", "until", "limit", "offset"),
+    "summary_expand": ("summary_id", "events_limit"),
+    "memory_remember": ("session", "events", "user_id", "agent", "title", "channel", "workspace"),
+    "memory_note": ("action", "note_id", "content", "scope", "session", "user_id", "tags", "importance"),
+    "memory_fact": ("action", "fact_id", "content", "category", "key", "scope", "session", "user_id",
+                    "importance", "lifetime", "external_id"),
+}
+OFFERED_EVENT = ("role", "content", "tool_name", "tool_args", "tool_result", "created_at", "idempotency_key")
+
+
+def lean(tool: str, schema: dict[str, Any]) -> dict[str, Any]:
+    """`schema` as a model reads it: the arguments it needs, their types and brief descriptions.
+    Limits and defaults are the REST schema's: the server refuses a value out of bounds with an
+    error that says what to send instead."""
+    return _lean(schema, OFFERED.get(tool), BRIEF | PER_TOOL.get(tool, {}))
+
+
+def _lean(schema: dict[str, Any], offered: tuple[str, ...] | None, briefs: dict[str, str]) -> dict[str, Any]:
+    properties = {}
+    for name, prop in schema.get("properties", {}).items():
+        if offered is not None and name not in offered:
+            continue
+        prop = {k: v for k, v in prop.items() if k in ("type", "enum", "format", "items", "anyOf", "minItems")}
+        if name in briefs:
+            prop["description"] = briefs[name]
+        if "anyOf" in prop:  # message content: a model sends text (chat APIs' lists are accepted too)
+            prop = {"type": "string", **{k: v for k, v in prop.items() if k != "anyOf"}}
+        if name == "events":
+            prop["items"] = _lean(prop["items"], OFFERED_EVENT, EVENT_BRIEF)
+        elif isinstance(prop.get("items"), dict) and "properties" in prop["items"]:  # scratchpad items
+            prop["items"] = _lean(prop["items"], None, {})
+        if prop.get("enum") and "session" in prop["enum"] and "conversation" in prop["enum"]:
+            prop["enum"] = [e for e in prop["enum"] if e != "session"]  # the REST alias, not a model's choice
+        properties[name] = prop
+    return {k: v for k, v in schema.items() if k != "additionalProperties"} | {"properties": properties}
+
+
 def build() -> list[tools.ToolSpec]:
+    """The tools as a client lists them (see _specs), with lean schemas; what a tool leaves out of
+    its REST endpoint's arguments is named as such when sent."""
+    built = []
+    for spec in _specs():
+        schema = lean(spec.name, spec.schema)
+        rest_only = tuple(name for name in spec.schema["properties"] if name not in schema["properties"])
+        built.append(replace(spec, schema=schema, rest_only=rest_only))
+    return built
+
+
+def _specs() -> list[tools.ToolSpec]:
     """The tools, built when the server starts (schemas read settings such as the limits).
 
     One list on purpose (over 60 lines): it is the catalogue itself, a declaration per tool with
@@ -68,93 +153,73 @@ def build() -> list[tools.ToolSpec]:
     return [
         tools.ToolSpec(
             "memory_search", "Search memory",
-            "Search everything remembered (conversation messages, notes, facts, summaries, documents) "
-            "by meaning and by words. Returns the best matches with their text, score, kind and origin. "
-            "Narrow with scope/session/user_id and the filters; mode 'hybrid' (default) suits most "
-            "questions, 'text' matches exact words (a misspelt word also matches the closest stored ones), "
-            "'fuzzy' also widens correctly spelt words to similar ones, 'vector' matches meaning only, "
-            "'exact' a substring and 'regex' a regular expression (e.g. INV-\\d{4}; newest matches first). "
-            "synthesize: true also answers the query from the results with the server's language model "
-            "(`synthesis`: answer and the results it cites), where one is configured.",
+            "Find memories (messages, notes, facts, summaries, documents) by meaning and words.",
             object_schema(SearchInput, tools.SEARCH_ARGS, required=("query",)),
             tools.run_search, "read",
         ),
         tools.ToolSpec(
-            "memory_context", "Get the memory context block",
-            "Build the memory block to put in front of the next prompt: recent messages of the "
-            "session, important memories and those relevant to `query`, within a token budget, as "
-            "Markdown ('## Relevant Memory ...'). Empty when nothing relevant is stored. Give the "
-            "session (its user is implied) or a user_id to recall one user's memories.",
+            "memory_context", "Memory context",
+            "Memory for your next answer: recent messages, critical memories, those relevant to query.",
             object_schema(ContextInput, tools.CONTEXT_ARGS),
             tools.run_context, "read",
         ),
         tools.ToolSpec(
-            "memory_browse", "Browse stored messages",
-            "List stored conversation messages in time order (oldest first), across sessions or "
-            "for one session, user, channel or period. Pages with limit/offset.",
+            "memory_browse", "Browse messages",
+            "List stored messages oldest first, by session, user, role or period.",
             _with(object_schema(BrowseParams, tools.BROWSE_ARGS), _page_props()),
             tools.run_browse, "read",
         ),
         tools.ToolSpec(
             "memory_stats", "Memory statistics",
-            "Counts of what is stored for this API key's tenant (or workspace): sessions, events, "
-            "chunks and their embedding coverage, notes, facts, summaries, schedules, queued work.",
+            "Counts of stored sessions, messages, notes, facts and queued work.",
             {"type": "object", "properties": {}, "additionalProperties": False},
             tools.run_stats, "read",
         ),
         tools.ToolSpec(
+            "memory_users", "End users",
+            "End users this key may see, with counts and last activity.",
+            {"type": "object", "properties": _page_props("users"), "additionalProperties": False},
+            tools.run_users, "read",
+        ),
+        tools.ToolSpec(
             "memory_remember", "Remember messages",
-            "Store messages of a conversation (session) so they can be recalled later; the session "
-            "is created if it does not exist. Give user_id (and optionally agent, title, channel, "
-            "workspace) to create it for that end user; with user_id the session must be that user's "
-            "(another user's or an unowned one is an owner_mismatch error). An idempotency_key per message makes a "
-            "retried call store nothing twice.",
+            "Store conversation messages; give the end user's user_id.",
             _with(object_schema(SessionCreateInput, tools.PLACEMENT_ARGS),
                   {**_session_prop("The session (conversation) id; created if it does not exist."),
                    **_events_prop()}, required=("session", "events")),
             tools.run_remember, "write",
         ),
         tools.ToolSpec(
-            "memory_note", "Create, update, delete or read a note",
-            "Notes are free-text memories the agent writes itself (a preference, a decision, a "
-            "to-do), searchable like everything else. action=create makes one; update replaces "
-            "note_id's content and fields; delete removes it; get reads it. scope says how widely "
-            "it applies: conversation (needs session), channel, workspace (default) or account.",
+            "memory_note", "Notes",
+            "Memories you write yourself: a preference, a decision, a to-do.",
             _with(object_schema(NoteInput, tools.NOTE_ARGS), _props(tools.NoteArgs, "action", "note_id"),
                   required=("action",)),
             tools.run_note, tools.note_scope,
         ),
         tools.ToolSpec(
-            "memory_fact", "Upsert, read or delete a fact",
-            "Facts are short statements about the user or the world (\"prefers tea\"), kept by "
-            "category and key: an upsert with the same scope, category and key updates the fact "
-            "instead of adding a duplicate. action=upsert stores (returns its id and whether it was "
-            "created); get reads fact_id; delete removes it.",
+            "memory_fact", "Facts",
+            "Short statements about the user or world; upserting the same key keeps the old version.",
             _with(object_schema(FactInput, tools.FACT_ARGS), _props(tools.FactArgs, "action", "fact_id"),
                   required=("action",)),
             tools.run_fact, tools.fact_scope,
         ),
         tools.ToolSpec(
-            "scratchpad_read", "Read the session scratchpad",
-            "Read the session's scratchpad: a short ordered list of key/value items the agent keeps "
-            "as working state (plan, open questions) across turns.",
+            "scratchpad_read", "Read scratchpad",
+            "The session's working state: ordered key/value items.",
             {"type": "object", "properties": _session_prop("The session whose scratchpad to read."),
              "required": ["session"], "additionalProperties": False},
             tools.run_scratchpad_read, "read",
         ),
         tools.ToolSpec(
-            "scratchpad_write", "Replace the session scratchpad",
-            "Replace the whole scratchpad of the session with `items` (key/value pairs, in order). "
-            f"At most {settings.MEMORYHUB_SCRATCHPAD_MAX_ITEMS} items of at most "
-            f"{settings.MEMORYHUB_SCRATCHPAD_MAX_CHARS} characters each; a bad item changes nothing.",
+            "scratchpad_write", "Write scratchpad",
+            "Replace the session's whole scratchpad with items, in order.",
             {"type": "object", "additionalProperties": False, "required": ["session", "items"], "properties": {
                 **_session_prop("The session whose scratchpad to replace."), "items": _scratchpad_items()}},
             tools.run_scratchpad_write, "write",
         ),
         tools.ToolSpec(
-            "summary_expand", "Expand a summary",
-            "Open a summary of a conversation (a search or context result of kind 'summary') to "
-            "its more detailed child summaries and the original messages it condenses.",
+            "summary_expand", "Expand summary",
+            "A summary's finer summaries and the messages it condenses.",
             object_schema(tools.SummaryArg, ["summary_id", "events_limit"], required=("summary_id",)),
             tools.run_summary_expand, "read",
         ),

@@ -77,8 +77,7 @@ def _tool(spec: ToolSpec) -> types.Tool:
     reads = spec.scope == "read"
     return types.Tool(
         name=spec.name, title=spec.title, description=spec.description, input_schema=spec.schema,
-        annotations=types.ToolAnnotations(title=spec.title, read_only_hint=reads, destructive_hint=not reads,
-                                          open_world_hint=False),
+        annotations=types.ToolAnnotations(read_only_hint=True) if reads else None,
     )
 
 
@@ -123,7 +122,23 @@ def rest_error(exc: Exception, what: str) -> tuple[int, dict[str, Any]]:
 
 
 def _envelope(spec: ToolSpec, exc: Exception) -> dict[str, Any]:
-    return rest_error(exc, f"tool {spec.name}")[1]
+    envelope = rest_error(exc, f"tool {spec.name}")[1]
+    hint = _hint(spec, envelope["error"].get("details") or {})
+    return {"error": {**envelope["error"], "hint": hint}} if hint else envelope
+
+
+def _hint(spec: ToolSpec, details: dict[str, Any]) -> str:
+    """What to send instead, for each argument the call got wrong, read off the tool's schema: a
+    model corrects its next call from the error alone."""
+    hints = []
+    for name in details.get("fields") or {}:
+        prop = spec.schema["properties"].get(name)
+        if prop is None:
+            continue
+        kind = str(prop.get("type", "value"))
+        want = f"one of {', '.join(prop['enum'])}" if prop.get("enum") else f"{'an' if kind[0] in 'aeiou' else 'a'} {kind}"
+        hints.append(f"{name}: send {want}" + (f" ({prop['description']})" if prop.get("description") else ""))
+    return "; ".join(hints)
 
 
 def _json(body: dict[str, Any]) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from django.db import transaction
 from rest_framework import serializers
 
 from accounts.models import ApiKey
-from memoryhub import chat, facts, notes, scratchpad, sessions
+from memoryhub import chat, end_users, facts, notes, scratchpad, sessions
 from memoryhub.api.common import (
     LimitOffset,
     StrictSerializer,
@@ -29,6 +29,7 @@ from memoryhub.api.notes import NoteInput, NoteOutput, NotePutInput
 from memoryhub.api.scratchpad import ScratchpadInput
 from memoryhub.api.sessions import BulkEventInput, SessionCreateInput, appended
 from memoryhub.api.summaries import SummaryDetailParams, expand_node
+from memoryhub.api.users import EndUserOutput
 from retrieval import operations, stats
 from retrieval.serializers import BrowseParams, ContextInput, SearchInput
 
@@ -44,6 +45,8 @@ class ToolSpec:
     run: Run
     # The key scope a call needs: "read", "write", or a function of the arguments.
     scope: str | Callable[[dict[str, Any]], str]
+    # Arguments of the mirrored REST endpoint that the tool does not offer a model (catalog.OFFERED).
+    rest_only: tuple[str, ...] = ()
 
     def scope_for(self, arguments: dict[str, Any]) -> str:
         return self.scope if isinstance(self.scope, str) else self.scope(arguments)
@@ -54,8 +57,14 @@ class ToolSpec:
         unknown = sorted(set(arguments) - set(known))
         if unknown:
             raise serializers.ValidationError(
-                {name: [serializers.ErrorDetail(unknown_field_message(name, known), code="unknown_field")]
+                {name: [serializers.ErrorDetail(self._unknown(name, known), code="unknown_field")]
                  for name in unknown})
+
+    def _unknown(self, name: str, known: list[str]) -> str:
+        if name in self.rest_only:
+            return (f"Unknown field: this tool takes {', '.join(known)}; '{name}' is an option of the REST "
+                    "API only.")
+        return unknown_field_message(name, known)
 
 
 def _split(arguments: dict[str, Any], *names: str) -> tuple[list[Any], dict[str, Any]]:
@@ -96,6 +105,17 @@ def run_browse(key: ApiKey, arguments: dict[str, Any]) -> dict[str, Any]:
 
 def run_stats(key: ApiKey, arguments: dict[str, Any]) -> dict[str, Any]:
     return stats.tenant_stats(key)
+
+
+def run_users(key: ApiKey, arguments: dict[str, Any]) -> dict[str, Any]:
+    """GET /users/'s rows (memoryhub.api.users), paged as memory_browse pages."""
+    page = parse_params(LimitOffset, arguments)
+    ids = end_users.end_user_ids(key)
+    start, stop = page["offset"], page["offset"] + page["limit"]
+    count = ids.count()
+    rows = end_users.end_users(key, [row["user_id"] for row in ids[start:stop]])
+    return {"count": count, "next_offset": stop if stop < count else None,
+            "results": EndUserOutput(rows, many=True).data}
 
 
 # --- the conversation: remember, scratchpad, summaries ---------------------------------------------
@@ -165,9 +185,18 @@ class NoteArgs(StrictSerializer):
                                                          "optional for create.")
 
 
-def run_note(key: ApiKey, arguments: dict[str, Any]) -> dict[str, Any]:
+def _action(args: type[StrictSerializer], arguments: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The call's action and the other arguments; no action is a missing one (not a null one)."""
     (action,), rest = _split(arguments, "action")
-    action = parse_input(NoteArgs, {"action": action}, partial=True)["action"]
+    if action is None:
+        choices = ", ".join(args().fields["action"].choices)
+        raise serializers.ValidationError({"action": [serializers.ErrorDetail(
+            f"This field is required: one of {choices}.", code="required")]})
+    return parse_input(args, {"action": action}, partial=True)["action"], rest
+
+
+def run_note(key: ApiKey, arguments: dict[str, Any]) -> dict[str, Any]:
+    action, rest = _action(NoteArgs, arguments)
     if action == "create":
         return NoteOutput(notes.create_note(key, parse_input(NoteInput, rest))).data
     (note_id,), fields = _split(rest, "note_id")
@@ -197,8 +226,7 @@ class FactArgs(StrictSerializer):
 
 
 def run_fact(key: ApiKey, arguments: dict[str, Any]) -> dict[str, Any]:
-    (action,), rest = _split(arguments, "action")
-    action = parse_input(FactArgs, {"action": action}, partial=True)["action"]
+    action, rest = _action(FactArgs, arguments)
     if action == "upsert":
         with transaction.atomic():  # read back in the write's transaction: no commit behind an error
             fact, created = facts.upsert_fact(key, parse_input(FactInput, rest), given=set(rest))

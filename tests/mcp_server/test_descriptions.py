@@ -31,9 +31,32 @@ def test_no_tool_text_names_a_setting_or_an_internal(tools: list[Any]) -> None:
 def test_every_tool_and_argument_is_described(tools: list[Any]) -> None:
     assert len(tools) >= 10
     bare = [(tool.name, name) for tool in tools for name, prop in tool.schema.get("properties", {}).items()
-            if not str(prop.get("description", "")).strip()]
+            if not str(prop.get("description", "")).strip() and name not in catalog.SELF_EVIDENT]
     assert [t.name for t in tools if not t.description.strip() or not t.title.strip()] == []
     assert bare == []
+
+
+def test_the_catalogue_is_lean(tools: list[Any]) -> None:
+    """What every agent carries in its context before asking anything: at most ~6,000 characters
+    as a client receives the listing (19,202 when it carried the REST reference's texts)."""
+    from mcp import types
+
+    from retrieval.mcp_server.server import _tool
+
+    listed = types.ListToolsResult(tools=[_tool(spec) for spec in tools]).model_dump_json(by_alias=True, exclude_none=True)
+    assert len(listed) <= 6000, len(listed)
+    # The REST endpoints keep their whole reference: the tools only leave options out.
+    search = next(t for t in tools if t.name == "memory_search")
+    assert {"explain", "group_by", "synthesize"} <= set(search.rest_only)
+    assert not set(search.rest_only) & set(search.schema["properties"])
+
+
+def test_an_option_left_to_rest_is_named_as_such(tools: list[Any]) -> None:
+    search = next(t for t in tools if t.name == "memory_search")
+    with pytest.raises(serializers.ValidationError) as refused:
+        search.check_known({"query": "x", "explain": True})
+    detail = refused.value.detail["explain"][0]
+    assert detail.code == "unknown_field" and "REST API only" in str(detail) and "query" in str(detail)
 
 
 def test_an_argument_named_as_elsewhere_is_answered_with_the_right_name(tools: list[Any]) -> None:

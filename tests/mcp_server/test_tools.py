@@ -48,27 +48,15 @@ def test_search_and_context_answer_what_rest_answers(http_mcp: Mcp, alice: dict[
     assert len(context.text) * 2 <= len(json.dumps(context.data)), (len(context.text), len(json.dumps(context.data)))
 
 
-def test_search_explains_why_each_result_ranked_as_rest_does(http_mcp: Mcp, alice: dict[str, Any]) -> None:
-    http_mcp.call(alice["key"], "memory_remember", {"session": "chat", "events": [
-        {"role": "user", "content": "The wifi password at the cabin is moose-42."},
-        {"role": "user", "content": "We take the ferry at 7:15 on Saturdays."}]})
-    args = {"query": "cabin wifi", "scope": "account", "explain": True, "mode": "text"}
-    found = http_mcp.call(alice["key"], "memory_search", args)
-    first = found.data["results"][0]
-    assert first["explain"]["rank"] == 1 and first["explain"]["parts"]["text"]["raw"] > 0
-    assert found.data == alice["rest"].post("/api/v1/search/", args, format="json").json()
-
-
-def test_search_grouped_by_session_answers_what_rest_answers(http_mcp: Mcp, alice: dict[str, Any]) -> None:
-    for session, text in (("cabin", "The cabin wifi password is moose-42."), ("cabin", "The cabin key is under the mat."),
-                          ("city", "The city flat has no wifi.")):
-        http_mcp.call(alice["key"], "memory_remember", {"session": session, "events": [{"role": "user", "content": text}]})
-    args = {"query": "cabin wifi", "mode": "text", "group_by": "session", "hits_per_session": 2}
-    found, bad = http_mcp.calls(alice["key"], [
-        ("memory_search", args), ("memory_search", {"query": "cabin", "hits_per_session": 2})])
-    assert [(g["session"], g["hits"]) for g in found.data["sessions"]] == [("cabin", 2), ("city", 1)]
-    assert found.data == alice["rest"].post("/api/v1/search/", args, format="json").json()
-    assert bad.code == "group_by_required"
+def test_options_left_to_rest_are_refused_by_name(http_mcp: Mcp, alice: dict[str, Any]) -> None:
+    """explain, group_by and synthesize are REST's (/search/): the tool says so and stores nothing."""
+    explain, grouped, synth = http_mcp.calls(alice["key"], [
+        ("memory_search", {"query": "cabin wifi", "explain": True}),
+        ("memory_search", {"query": "cabin", "group_by": "session", "hits_per_session": 2}),
+        ("memory_search", {"query": "cabin", "synthesize": True})])
+    for result, name in ((explain, "explain"), (grouped, "group_by"), (synth, "synthesize")):
+        assert result.code == "unknown_field"
+        assert "REST API only" in result.data["error"]["details"]["fields"][name][0]["message"]
 
 
 def test_regex_search_answers_what_rest_answers(http_mcp: Mcp, alice: dict[str, Any]) -> None:
@@ -152,6 +140,13 @@ def test_fact_upsert_get_delete(http_mcp: Mcp, alice: dict[str, Any]) -> None:
         ("memory_fact", {"action": "get", "fact_id": fact_id}),
         ("memory_fact", {"action": "upsert", "content": "x", "lifetime": "forever"}),
     ])
+    no_action, = http_mcp.calls(alice["key"], [("memory_fact", {"content": "Ann prefers tea."})])
+    # The error says what to send instead, not "may not be null".
+    assert no_action.code == "validation_error"
+    assert no_action.data["error"]["details"]["fields"]["action"] == [
+        {"code": "required", "message": "This field is required: one of upsert, get, history, delete."}]
+    assert no_action.data["error"]["hint"].startswith("action: send one of upsert, get, history, delete")
+    assert "lifetime: send one of long_term, short_term, conversation" in bad.data["error"]["hint"]
     assert [v["content"] for v in history.data["versions"]] == ["Ann prefers aisle seats.", "Ann prefers window seats."]
     rest = alice["rest"].get(f"/api/v1/facts/{fact_id}/")
     assert rest.status_code == 404  # deleted through MCP, gone for REST too
@@ -222,18 +217,6 @@ def test_an_unknown_argument_names_the_one_meant(http_mcp: Mcp, alice: dict[str,
     wrong = http_mcp.call(alice["key"], "memory_remember", {"session": "chat", "messages": [{"role": "user",
                                                                                             "content": "hi"}]})
     assert wrong.code == "unknown_field" and "Did you mean 'events'?" in wrong.text
-
-
-def test_search_synthesize_is_routed_as_rest_routes_it(http_mcp: Mcp, alice: dict[str, Any]) -> None:
-    """The servers here have no model: the tool refuses synthesize with REST's code (the answer
-    itself is tested against a fake model in tests/retrieval/test_search_synthesis.py)."""
-    http_mcp.call(alice["key"], "memory_remember", {"session": "chat", "events": [
-        {"role": "user", "content": "The wifi password at the cabin is moose-42."}]})
-    args = {"query": "cabin wifi password", "scope": "account", "mode": "text", "synthesize": True}
-    found = http_mcp.call(alice["key"], "memory_search", args)
-    rest = alice["rest"].post("/api/v1/search/", args, format="json")
-    assert rest.status_code == 400 and found.data == rest.json()
-    assert found.data["error"]["code"] == "llm_not_configured"
 
 
 def test_search_text_leads_with_the_synthesised_answer() -> None:

@@ -41,6 +41,15 @@ def test_method_not_allowed(alice) -> None:
     response = alice.put("/api/v1/sessions/", {}, format="json")
     assert response.status_code == 405
     assert envelope(response)["code"] == "method_not_allowed"
+    assert envelope(response)["message"] == "PUT is not allowed here: use GET or POST."
+
+
+def test_a_wrong_method_says_which_one_to_use(alice) -> None:
+    """GET /search/ was a bare 405: the answer names the method to use, as the Allow header does."""
+    response = alice.get("/api/v1/search/")
+    assert response.status_code == 405 and response["Allow"].startswith("POST")
+    assert envelope(response)["message"] == "GET is not allowed here: use POST."
+    assert envelope(response)["details"] == {"allowed": ["POST"]}
 
 
 def test_unsupported_media_type(alice) -> None:

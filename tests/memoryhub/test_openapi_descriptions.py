@@ -66,3 +66,16 @@ def test_the_check_catches_a_leak_and_a_gap() -> None:
     assert not INTERNALS.search("The memories to put in front of the next prompt, within your token budget.")
     assert schema_description("PatchedFactPatchInputRequest") == schema_description("FactPatchInput") is not None
     assert schema_description("NotePage") is not None and schema_description("Unheard") is None
+
+
+def test_the_reference_groups_operations_by_what_a_user_does(schema: dict[str, Any]) -> None:
+    """Sessions and events first, then search and context, memory, schedules, operations; the two
+    calls every user needs first (store events, get the context) lead the reference."""
+    assert [t["name"] for t in schema["tags"]] == ["Sessions and events", "Search and context", "Memory",
+                                                   "Schedules", "Operations"]
+    order = [op["tags"][0] for ops in schema["paths"].values() for op in ops.values() if isinstance(op, dict)]
+    groups = [t["name"] for t in schema["tags"]]
+    assert order == sorted(order, key=groups.index)  # every operation in a group, the groups in order
+    paths = list(schema["paths"])
+    assert paths.index("/api/v1/sessions/{session_id}/events/") <= 2
+    assert paths[sum(1 for p in paths if p.startswith("/api/v1/sessions/"))] == "/api/v1/context/"

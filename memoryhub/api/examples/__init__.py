@@ -1,7 +1,15 @@
 """The OpenAPI examples of the core API's operations (see base.py), by area."""
 
 from memoryhub.api.examples.channels import CHANNEL_CREATE, CHANNEL_GET, CHANNEL_LIST, CHANNEL_PATCH
-from memoryhub.api.examples.data import EXPORT, FORGET_USER, HEALTH, IMPORT, READY, WORKSPACE_DELETE
+from memoryhub.api.examples.data import (
+    EXPORT,
+    FORGET_USER,
+    HEALTH,
+    IMPORT,
+    READY,
+    USER_LIST,
+    WORKSPACE_DELETE,
+)
 from memoryhub.api.examples.memories import (
     FACT_DELETE,
     FACT_GET,
@@ -42,6 +50,6 @@ __all__ = [
     "EVENT_APPEND", "EVENT_LIST", "EXPORT", "FACT_DELETE", "FACT_GET", "FACT_HISTORY", "FACT_LIST", "FACT_PATCH", "FACT_UPSERT",
     "FORGET_USER", "HEALTH", "IMPORT", "NOTE_CREATE", "NOTE_DELETE", "NOTE_GET", "NOTE_LIST", "NOTE_PATCH", "NOTE_PUT", "READY",
     "RESTORE", "ROLLING_GET", "ROLLING_PUT", "SCRATCHPAD_DELETE", "SCRATCHPAD_GET", "SCRATCHPAD_PATCH", "SCRATCHPAD_PUT",
-    "SESSION_CREATE", "SESSION_DELETE", "SESSION_GET", "SESSION_LIST", "SESSION_PATCH", "SUMMARISE",
+    "USER_LIST", "SESSION_CREATE", "SESSION_DELETE", "SESSION_GET", "SESSION_LIST", "SESSION_PATCH", "SUMMARISE",
     "SUMMARY_EXPAND", "SUMMARY_LIST", "SUMMARY_TREE", "WORKSPACE_DELETE",
 ]

@@ -17,6 +17,13 @@ FORGET_USER = [*example(
               'total': 13},
 )]
 
+USER_LIST = [*example(
+    'List end users', '', status=200,
+    response={'count': 1, 'next': None, 'previous': None,
+              'results': [{'user_id': 'user-123', 'sessions': 1, 'facts': 1, 'notes': 1,
+                           'last_activity': '2026-11-23T18:19:18.272816Z'}]},
+)]
+
 EXPORT = [*example(
     'Export a session', 'Long lists shortened to one item, vectors to four numbers.', status=200,
     request={'session': 'chat-42'},

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging.config
 import os
 import secrets
 import shlex
@@ -21,6 +22,7 @@ from django.db import connections, transaction
 
 from accounts.models import ApiKey, Tenant
 from memoryhub.env import WILDCARD_ADDRESSES
+from memoryhub.logs import logging_config
 from memoryhub.signals import BackgroundStep, cluster_starting, service_starting
 from memoryhub.supervision import Supervisor
 from memoryhub.tasks import MAINTENANCE
@@ -31,6 +33,8 @@ DEMO_TENANT = "demo"
 WEB_GRACE_SECONDS = 5
 # Migrating a new database, measured on a 2-core VM (the embedded PostgreSQL, 2026-11).
 MIGRATE_SECONDS_HINT = 15
+# A start-up step says "still …" this often: nothing is silent for long.
+STILL_SECONDS = 10
 
 
 def create_key_hint() -> str:
@@ -65,6 +69,8 @@ class Command(BaseCommand):
                             help="Do not start the task clusters and background lanes.")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        # This process logs as its children do (start_children): the terminal is a person's.
+        logging.config.dictConfig(logging_config(settings.LOG_LEVEL, settings.LOG_FORMAT, self.log_file()))
         self.stdout.write(f"MemoryHub data folder: {settings.DATA_DIR}")
         supervisor = Supervisor(settings.DATA_DIR if settings.EMBEDDED_DATABASE else None,
                                 say=self.stdout.write, warn=self.stderr.write,
@@ -82,13 +88,15 @@ class Command(BaseCommand):
                           + (f" (first start: about {MIGRATE_SECONDS_HINT} s)…" if self.fresh() else "…"))
         call_command("migrate", interactive=False, verbosity=0)
         self.stdout.write("Database ready and migrated.")
-        # Slow preparation (the ONNX model, first start only) runs beside the service, not before it.
+        # Slow preparation (the ONNX model, first start only) is done before the web server starts,
+        # so that no request ever waits for a model to be made or loaded.
         steps = [step for _, step in service_starting.send(sender=self.__class__, background=True)
                  if isinstance(step, BackgroundStep)]
         for step in steps:
             self.stdout.write(step.starting)
             supervisor.adopt_helper(step.process, lambda code, step=step: (
                 self.stdout.write(step.finished) if code == 0 else self.stderr.write(step.failed)))
+            self.await_step(step, supervisor)
         if not options["no_cluster"]:
             # The cluster's own schedules (built-in cadences, dispatcher) follow this start's settings.
             cluster_starting.send(sender=self.__class__)
@@ -96,6 +104,22 @@ class Command(BaseCommand):
         connections.close_all()
 
         self.serve(options, supervisor)
+
+    def await_step(self, step: BackgroundStep, supervisor: Supervisor) -> None:
+        """Wait for a start-up step, saying so at least every STILL_SECONDS (a silent terminal
+        looks hung); Ctrl-C stops it and everything started so far."""
+        started = said = time.monotonic()
+        try:
+            while step.process.poll() is None:
+                time.sleep(0.5)
+                if time.monotonic() - said >= STILL_SECONDS:
+                    said = time.monotonic()
+                    self.stdout.write(f"  still preparing ({said - started:.0f} s so far)…")
+        except KeyboardInterrupt:
+            self.stdout.write("Stopping…")
+            supervisor.shutdown()
+            raise
+        supervisor.problem()  # reports the step's end (finished or failed) now
 
     @staticmethod
     def fresh() -> bool:
@@ -128,6 +152,8 @@ class Command(BaseCommand):
                 "MCP /mcp/)"
                 + ("" if options["no_cluster"] else " with the task cluster") + ". Ctrl-C stops it."
             ))
+            if self.log_file() not in ("", "-"):
+                self.stdout.write(f"Request and background logs: {self.log_file()} (LOG_FILE=- shows them here).")
             if host in WILDCARD_ADDRESSES and not os.environ.get("ALLOWED_HOSTS"):
                 self.stderr.write("Serving on every interface, but ALLOWED_HOSTS is not set: only requests "
                                   "for localhost are answered (set ALLOWED_HOSTS to the names clients use).")
@@ -142,11 +168,17 @@ class Command(BaseCommand):
             supervisor.shutdown()
             self.stdout.write("Stopped.")
 
+    @staticmethod
+    def log_file() -> str:
+        """Where the children log: the operator's LOG_FILE ("-": the terminal), else a file in the
+        data folder, so that the terminal shows people's lines and warnings, not every request."""
+        return os.environ.get("LOG_FILE", str(Path(settings.DATA_DIR) / "logs" / "memoryhub.log"))
+
     def start_children(self, options: dict[str, Any]) -> list[subprocess.Popen[bytes]]:
         # Own sessions: a terminal's Ctrl-C must reach only us; we stop the children one by one
         # (signalling qcluster's whole group can deadlock it).
         env = {**os.environ, "DATABASE_URL": settings.DATABASE_URL, "SECRET_KEY": settings.SECRET_KEY,
-               "HOST": options["host"]}
+               "HOST": options["host"], "LOG_FILE": self.log_file()}
         # ASGI runs each request in a thread of its own, so persistent per-thread connections would
         # pile up: the web workers share a connection pool instead (DB_POOL=false turns it off).
         web_env = {**env, "DB_POOL": os.environ.get("DB_POOL", "true")}

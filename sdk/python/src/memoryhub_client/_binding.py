@@ -176,6 +176,8 @@ class Operations:
 
     # mem0-style: notes and facts as one kind of memory ("note:<id>", "fact:<id>")
     get_all = flow(_m.get_all)
+    get = op(_m.get)
+    update = op(_m.update)
     delete = op(_m.delete)
     history = op(_m.history)
 
@@ -208,6 +210,8 @@ class Operations:
     export_memory = op(_a.export_memory)
     import_memory = op(_a.import_memory)
     consolidate = op(_a.consolidate)
+    list_users = op(_a.list_users)
+    iter_users = pages(_a.list_users)
     forget_user = op(_a.forget_user)
     delete_workspace = op(_a.delete_workspace)
     health = op(_a.health)

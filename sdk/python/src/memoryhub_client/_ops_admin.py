@@ -12,6 +12,7 @@ from memoryhub_client.types import (
     Channel,
     Consolidation,
     Deleted,
+    EndUser,
     Health,
     Imported,
     Page,
@@ -238,6 +239,12 @@ def get_webhook(webhook_id: str) -> Call[Webhook]:
 
 def delete_webhook(webhook_id: str) -> Call[Deleted]:
     return Call("DELETE", path("webhooks", webhook_id), as_is, idempotent=True)
+
+
+def list_users(*, limit: int | None = None, offset: int | None = None) -> Call[Page[EndUser]]:
+    """End users who own sessions, facts or notes the key may see, by user id, with their counts
+    and last activity (GET /users/). A key limited to one user finds only that user."""
+    return Call("GET", "users/", page_of, params=query(limit=limit, offset=offset), idempotent=True)
 
 
 def forget_user(user_id: str) -> Call[UserForgotten]:

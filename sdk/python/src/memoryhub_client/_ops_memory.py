@@ -308,6 +308,35 @@ def history(memory: MemoryRef) -> Call[FactHistory]:
     return Call("GET", path("facts", ident, "history"), as_is, idempotent=True)
 
 
+def get(memory: MemoryRef) -> Call[Memory]:
+    """A note or a fact, as a Memory: `memory` is "note:<note_id>", "fact:<fact id>" (as get_all
+    returns them), or a search result or Memory dict. Another user's or tenant's is NotFoundError."""
+    kind, ident = memory_ref(memory)
+    return Call("GET", path(f"{kind}s", ident), _reader(kind), idempotent=True)
+
+
+def update(
+    memory: MemoryRef,
+    *,
+    content: str | None = None,
+    tags: Sequence[str] | None = None,
+    metadata: Mapping[str, Any] | None = None,
+    importance: float | None = None,
+) -> Call[Memory]:
+    """Change the given fields of a note or a fact (its PATCH); the rest stays. A fact's new
+    content opens a new version (history). Returns the Memory as it is now."""
+    kind, ident = memory_ref(memory)
+    fields = _note_fields(content=content, tags=tags, metadata=metadata, importance=importance)
+    return Call("PATCH", path(f"{kind}s", ident), _reader(kind), json=fields, idempotent=True)
+
+
+def _reader(kind: Literal["note", "fact"]) -> Any:
+    def read(record: Any) -> Memory:
+        return as_memory(kind, record)
+
+    return read
+
+
 def get_all(
     state: ClientState,
     user_id: str,

@@ -97,12 +97,14 @@ def recall(
     budget: int | None = None,
     scope: SearchScope | None = None,
     tags: Sequence[str] | None = None,
+    as_of: datetime | str | None = None,
 ) -> Call[str]:
     """The Markdown context block for `query` ("## Relevant Memory …"), ready for a prompt.
 
-    `user_id` is sent only when given (servers that predate it refuse the field)."""
+    `as_of`: the memory as it stood at that moment (facts as they were then, nothing written
+    later). `user_id` and `as_of` are sent only when given (servers that predate them refuse them)."""
     return Call("POST", "context/", _markdown, json=body(
-        session=session, query=query, budget=budget, scope=scope, tags=tags, user_id=user_id,
+        session=session, query=query, budget=budget, scope=scope, tags=tags, user_id=user_id, as_of=as_of,
     ), idempotent=True)
 
 

@@ -500,6 +500,16 @@ class Imported(TypedDict):
     merged_sessions: list[str]
 
 
+class EndUser(TypedDict):
+    """An end user who owns sessions, facts or notes the key may see (list_users)."""
+
+    user_id: str
+    sessions: int
+    facts: int
+    notes: int
+    last_activity: str | None
+
+
 class UserForgotten(TypedDict):
     user_id: str
     deleted: dict[str, int]

@@ -1,0 +1,301 @@
+"""LangGraph's long-term memory store over MemoryHub notes (`pip install memoryhub-client[langgraph]`).
+
+    from memoryhub_client import AsyncMemoryHub, MemoryHub
+    from memoryhub_client.langgraph import MemoryHubStore
+
+    store = MemoryHubStore(MemoryHub(), async_client=AsyncMemoryHub())
+    store.put(("users", "ann", "memories"), "m1", {"text": "Ann prefers trains."})
+    graph = builder.compile(store=store)  # LangMem's memory tools use it too
+
+Each item is one MemoryHub note:
+- owner: a namespace ("users", <user>, …) belongs to end user <user> (the note's user_id), so
+  only that user's memory and a key for all users see it; any other namespace is shared (the
+  note has no user). `scope` (default: the server's, the key's workspace) is the note's scope.
+- the value's JSON is kept whole in the note's metadata ("langgraph": {namespace, key, value});
+  the note's content is the value's text (the fields named by `index`, else every string in it),
+  which MemoryHub indexes for search like every memory. Notes carry the source and tag "langgraph"
+  and an id derived from the namespace and key ("lg-…").
+- `search(prefix, query=…)`: the items under the prefix that pass `filter` (equality, nested
+  objects, dotted paths, $eq $ne $gt $gte $lt $lte), ranked by MemoryHub's search for the query
+  (the best 100; the other matching items follow, without a score), then `offset` and `limit`.
+  Without a query, newest first. `list_namespaces` lists the namespaces that hold items.
+Filtering and namespace matching run in this client over the notes of the store, so a search
+reads every note of the store under the prefix's owner: fine for an agent's memories, not for
+millions of items.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+from memoryhub_client import _frameworks as fw
+from memoryhub_client.errors import NotFoundError
+
+try:
+    from langgraph.store.base import (
+        BaseStore,
+        GetOp,
+        Item,
+        ListNamespacesOp,
+        MatchCondition,
+        Op,
+        PutOp,
+        Result,
+        SearchItem,
+        SearchOp,
+    )
+    from langgraph.store.base.embed import get_text_at_path, tokenize_path
+except ImportError as error:  # pragma: no cover - depends on the install
+    raise fw.missing("langgraph", error) from error
+
+SOURCE = "langgraph"  # the notes' source and tag
+USERS = "users"  # ("users", <user>, …) is that end user's
+PAGE = 1000
+SEARCH_TOP_K = 100
+_FILTER_KEY = re.compile(r"^[\w.\-]+$")
+
+
+def note_id(namespace: tuple[str, ...], key: str) -> str:
+    digest = hashlib.sha256(json.dumps([list(namespace), key], ensure_ascii=False).encode()).hexdigest()
+    return f"lg-{digest[:40]}"
+
+
+def owner(namespace: tuple[str, ...]) -> str | None:
+    """The end user a namespace belongs to (None: shared)."""
+    if len(namespace) >= 2 and namespace[0] == USERS and namespace[1] != "*":
+        return namespace[1]
+    return None
+
+
+def _text(value: dict[str, Any], index: list[str] | None) -> str:
+    if index:
+        texts = [t for path in index for t in get_text_at_path(value, tokenize_path(path))]
+    else:
+        texts = []
+
+        def walk(node: Any) -> None:
+            if isinstance(node, str):
+                texts.append(node)
+            elif isinstance(node, dict):
+                for child in node.values():
+                    walk(child)
+            elif isinstance(node, list):
+                for child in node:
+                    walk(child)
+
+        walk(value)
+    text = "\n".join(t for t in texts if t.strip())
+    return text if text.strip() else json.dumps(value, ensure_ascii=False)
+
+
+def _when(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def _item(note: dict[str, Any], score: float | None = None, searched: bool = False) -> Item:
+    stored = note["metadata"][SOURCE]
+    fields = {"namespace": tuple(stored["namespace"]), "key": stored["key"], "value": stored["value"],
+              "created_at": _when(note["created_at"]), "updated_at": _when(note["updated_at"])}
+    return SearchItem(**fields, score=score) if searched else Item(**fields)
+
+
+def _is_store_note(note: dict[str, Any]) -> bool:
+    stored = (note.get("metadata") or {}).get(SOURCE)
+    return isinstance(stored, dict) and "namespace" in stored and "key" in stored
+
+
+# --- filters -------------------------------------------------------------------------------------
+
+_MISSING = object()
+
+
+def _at(value: Any, path: str) -> Any:
+    if isinstance(value, dict) and path in value:
+        return value[path]
+    node = value
+    for part in path.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return _MISSING
+        node = node[part]
+    return node
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
+
+def _operator(value: Any, op: str, expected: Any) -> bool:
+    if op == "$eq":
+        return value is not _MISSING and _matches(value, expected)
+    if op == "$ne":
+        return value is _MISSING or not _matches(value, expected)
+    if op not in ("$gt", "$gte", "$lt", "$lte"):
+        raise ValueError(f"Unsupported filter operator: {op}")
+    left, right = _number(value), _number(expected)
+    if left is None or right is None or math.isnan(left) or math.isnan(right):
+        return False
+    return {"$gt": left > right, "$gte": left >= right, "$lt": left < right, "$lte": left <= right}[op]
+
+
+def _matches(value: Any, expected: Any) -> bool:
+    """JSON containment, as PostgreSQL's jsonb @> reads it (a list holds the expected elements)."""
+    if isinstance(expected, dict):
+        if any(k.startswith("$") for k in expected):
+            return all(_operator(value, k, v) for k, v in expected.items())
+        return isinstance(value, dict) and all(k in value and _matches(value[k], v) for k, v in expected.items())
+    if isinstance(expected, (list, tuple)):
+        return isinstance(value, list) and all(any(_matches(v, e) for v in value) for e in expected)
+    if isinstance(value, list) and not isinstance(expected, (dict, list)):
+        return expected in value
+    if isinstance(expected, float) and math.isnan(expected):
+        return False
+    if isinstance(expected, bool) or isinstance(value, bool):
+        return type(expected) is type(value) and expected == value
+    return value == expected
+
+
+def _passes(value: dict[str, Any], filter: dict[str, Any] | None) -> bool:  # noqa: A002
+    for path, expected in (filter or {}).items():
+        if not _FILTER_KEY.match(path):
+            raise ValueError(f"Invalid filter key: {path!r}")
+        found = _at(value, path)
+        if isinstance(expected, dict) and any(k.startswith("$") for k in expected):
+            if not all(_operator(found, k, v) for k, v in expected.items()):
+                return False
+        elif found is _MISSING or not _matches(found, expected):
+            return False
+    return True
+
+
+def _does_match(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
+    path = tuple(condition.path)
+    if len(namespace) < len(path):
+        return False
+    labels = namespace[: len(path)] if condition.match_type == "prefix" else namespace[len(namespace) - len(path):]
+    return all(p == "*" or p == n for p, n in zip(path, labels, strict=True))
+
+
+# --- the operations, as programs -----------------------------------------------------------------
+
+
+def _notes(user_id: str | None) -> fw.Program:
+    """Every note of the store (of `user_id` when given), newest first."""
+    notes: list[dict[str, Any]] = []
+    offset = 0
+    while True:
+        page = yield fw.call("list_notes", source=SOURCE, tags=[SOURCE], user_id=user_id, limit=PAGE,
+                             offset=offset)
+        notes += [n for n in page.results if _is_store_note(n)]
+        if len(page.results) < PAGE:
+            break
+        offset += PAGE
+    notes.sort(key=lambda n: (n["updated_at"], n["note_id"]), reverse=True)
+    return notes
+
+
+def _get(op: GetOp) -> fw.Program:
+    try:
+        note = yield fw.call("get_note", note_id(op.namespace, op.key))
+    except NotFoundError:
+        return None
+    if not _is_store_note(note) or tuple(note["metadata"][SOURCE]["namespace"]) != tuple(op.namespace):
+        return None
+    return _item(note)
+
+
+def _put(op: PutOp, scope: str | None) -> fw.Program:
+    ident = note_id(op.namespace, op.key)
+    if op.value is None:
+        try:
+            yield fw.call("delete_note", ident)
+        except NotFoundError:
+            pass
+        return None
+    index = None if op.index is None or op.index is False else list(op.index)
+    value = json.loads(json.dumps(op.value))
+    yield fw.call("put_note", ident, _text(value, index), source=SOURCE, tags=[SOURCE], user_id=owner(op.namespace) or "",
+                  scope=scope, metadata={SOURCE: {"namespace": list(op.namespace), "key": op.key, "value": value}})
+    return None
+
+
+def _search(op: SearchOp) -> fw.Program:
+    prefix = tuple(op.namespace_prefix)
+    user = owner(prefix)
+    notes = yield from _notes(user)
+    found = [n for n in notes if tuple(n["metadata"][SOURCE]["namespace"][: len(prefix)]) == prefix
+             and _passes(n["metadata"][SOURCE]["value"], op.filter)]
+    scores: dict[str, float] = {}
+    if op.query and op.query.strip() and found:
+        response = yield fw.call("search", op.query, kinds=["note"], tags=[SOURCE], user_id=user,
+                                 top_k=SEARCH_TOP_K)
+        for result in response["results"]:
+            ident = (result.get("metadata") or {}).get("note_id")
+            if ident is not None and ident not in scores:
+                scores[ident] = float(result["score"])
+        order = {n["note_id"]: i for i, n in enumerate(found)}
+        found.sort(key=lambda n: (n["note_id"] not in scores, -scores.get(n["note_id"], 0.0), order[n["note_id"]]))
+    page = found[op.offset: op.offset + op.limit]
+    return [_item(n, scores.get(n["note_id"]), searched=True) for n in page]
+
+
+def _list_namespaces(op: ListNamespacesOp) -> fw.Program:
+    user = None
+    for condition in op.match_conditions or ():
+        if condition.match_type == "prefix":
+            user = owner(tuple(condition.path)) or user
+    notes = yield from _notes(user)
+    namespaces = {tuple(n["metadata"][SOURCE]["namespace"]) for n in notes}
+    namespaces = {ns for ns in namespaces if all(_does_match(c, ns) for c in op.match_conditions or ())}
+    if op.max_depth is not None:
+        namespaces = {ns[: op.max_depth] for ns in namespaces}
+    return sorted(namespaces)[op.offset: op.offset + op.limit]
+
+
+def _batch(ops: Iterable[Op], scope: str | None) -> fw.Program:
+    results: list[Result] = []
+    for op in ops:
+        if isinstance(op, GetOp):
+            results.append((yield from _get(op)))
+        elif isinstance(op, PutOp):
+            results.append((yield from _put(op, scope)))
+        elif isinstance(op, SearchOp):
+            results.append((yield from _search(op)))
+        elif isinstance(op, ListNamespacesOp):
+            results.append((yield from _list_namespaces(op)))
+        else:
+            raise ValueError(f"Unknown operation type: {type(op)}")
+    return results
+
+
+class MemoryHubStore(BaseStore):
+    """A LangGraph BaseStore whose items are MemoryHub notes. `client`: a MemoryHub (batch and the
+    sync methods); `async_client`: an AsyncMemoryHub (abatch and the async methods; without one,
+    they run the sync client in a thread). `scope`: the notes' scope (default: the server's)."""
+
+    def __init__(self, client: Any = None, *, async_client: Any = None, scope: str | None = None) -> None:
+        if client is None and async_client is None:
+            raise ValueError("MemoryHubStore needs a MemoryHub (client) or an AsyncMemoryHub (async_client)")
+        self.client = client
+        self.async_client = async_client
+        self.scope = scope
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        if self.client is None:
+            raise RuntimeError("this MemoryHubStore has only an async client: use abatch and the a* methods")
+        return fw.drive(self.client, _batch(list(ops), self.scope))
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        ops = list(ops)
+        if self.async_client is None:
+            import asyncio
+
+            return await asyncio.to_thread(self.batch, ops)
+        return await fw.adrive(self.async_client, _batch(ops, self.scope))
