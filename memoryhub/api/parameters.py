@@ -8,6 +8,7 @@ to keep in step. The schema is generated once per process, on the first request 
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
 from typing import Any
@@ -22,6 +23,7 @@ _PLACEHOLDER = re.compile(r"<[^>]*>")
 # A Django route's converters, as drf-spectacular writes them in a path: <int:fact_id> -> {fact_id}.
 _CONVERTER = re.compile(r"<(?:[^>:]+:)?([^>]+)>")
 
+logger = logging.getLogger(__name__)
 _lock = threading.Lock()
 _declared: dict[tuple[str, str], tuple[frozenset[str], tuple[str, ...]]] | None = None
 
@@ -45,6 +47,15 @@ def declared_query_parameters() -> dict[tuple[str, str], tuple[frozenset[str], t
                     declared[(method.lower(), path)] = (exact, prefixes)
             _declared = declared
         return _declared
+
+
+def warm_up() -> None:
+    """Generate the declarations now (a web worker, before its first request); a failure is left
+    for the first request to report."""
+    try:
+        declared_query_parameters()
+    except Exception:
+        logger.exception("query parameter declarations: warm-up failed")
 
 
 def operation_path(request: Request) -> str | None:
