@@ -5,9 +5,11 @@
 
 Every operation of the live OpenAPI schema (/api/v1/schema/) in turn, positive and negative cases,
 a new seed each round, over real HTTP against the real server (uvicorn workers, the embedded
-PostgreSQL). A case fails any of tests/fuzzing.py's checks (the same as tests/test_fuzz.py): a 5xx,
-a 4xx outside the error envelope, a status, header or body the schema does not document, a
-schema-valid request refused or a schema-invalid one accepted, an operation that ignores the key.
+PostgreSQL). A case fails any of tests/fuzzing.py's checks (the same as tests/test_fuzz.py): every
+check schemathesis registers (its `--checks all`) and the error envelope: a 5xx, a 4xx outside the
+envelope, a status, header or body the schema does not document, a schema-valid request refused
+(but for the named rules a JSON Schema cannot state, fuzzing.SEMANTIC_CODES) or a schema-invalid
+one accepted, an operation that ignores the key.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ if __package__ in (None, ""):  # run as a file: make the repository importable
 
 import schemathesis  # noqa: E402
 
-from tests.fuzzing import Outcome, fuzz_operation  # noqa: E402
+from tests.fuzzing import CHECKS, Outcome, fuzz_operation  # noqa: E402
 from tests.served import Served  # noqa: E402
 
 
@@ -44,6 +46,7 @@ def main() -> None:
     finally:
         if server is not None:
             server.stop()
+    print(f"checks: {', '.join(getattr(check, '__name__', str(check)) for check in CHECKS)}")
     report(total)
     sys.exit(1 if total.failures else 0)
 

@@ -70,7 +70,7 @@ def update_channel(key: ApiKey, channel_id: int, changes: dict[str, Any]) -> Cha
     _may_write(key)
     channel = get_channel(key, channel_id, for_update=True)
     if changes.get("is_default") is False and channel.is_default:
-        raise Invalid("default_channel_required", "A workspace always has a default channel: make another "
+        raise Conflict("default_channel_required", "A workspace always has a default channel: make another "
                                                   "channel the default instead.")
     if "name" in changes:
         channel.name = _clean_name(changes["name"])

@@ -12,3 +12,8 @@ def post_worker_init(worker: Any) -> None:
     from retrieval.query_embedding import warm_up
 
     warm_up()
+    # And the query parameters each operation declares (memoryhub.api.parameters reads them from the
+    # OpenAPI document, generated once per process: about 2 s, not on a worker's first request).
+    from memoryhub.api.parameters import warm_up as know_parameters
+
+    know_parameters()

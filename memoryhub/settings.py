@@ -244,7 +244,9 @@ else:
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["accounts.authentication.ApiKeyAuthentication"],
-    "DEFAULT_PERMISSION_CLASSES": ["accounts.permissions.HasApiScope"],
+    # The key and its scope, then the query's parameter names (400 unknown_parameter).
+    "DEFAULT_PERMISSION_CLASSES": ["accounts.permissions.HasApiScope",
+                                   "memoryhub.api.parameters.KnownQueryParameters"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["memoryhub.api.parsers.CheckedJSONParser"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",

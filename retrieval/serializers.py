@@ -417,12 +417,15 @@ StatsOutput = inline_serializer("Stats", {
     # the admin, an API key never does.
     "queue": inline_serializer("QueueStats", {
         "pending_embeddings": serializers.IntegerField(help_text="Chunks waiting for a vector."),
-        "embedding_waiting": serializers.IntegerField(help_text="This tenant's chunks in the embed lane's queue."),
+        "embedding_waiting": serializers.IntegerField(
+            help_text="Chunks in the embed lane's queue: the tenant's, or for a key limited to a workspace or an "
+                      "end user, those it may read."),
         "embedding_set_aside": serializers.IntegerField(
             help_text="Chunks set aside after repeated embedding failures (retried from the admin)."),
         "embedding_eta_seconds": serializers.FloatField(
-            allow_null=True, help_text="When the last waiting chunk should have its vector, at the measured "
-                                       "rate (null: no rate measured yet)."),
+            allow_null=True, help_text="When the tenant's last waiting chunk should have its vector, at the "
+                                       "measured rate (null: no rate measured yet, or a key limited to a "
+                                       "workspace or an end user: the tenant's queue is not theirs to see)."),
         "embedding_rate_per_second": serializers.FloatField(help_text="Chunks the embed lanes embed per second."),
     }, help_text="Background work."),
 })

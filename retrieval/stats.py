@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.apps import apps
+from django.conf import settings
 from django.db import connection
 from django.db.models import Count, F, IntegerField, Max, OuterRef, Q, Subquery, Sum
 from django.db.models.functions import Coalesce, Greatest
@@ -18,12 +19,17 @@ from retrieval.embedding import backlog, embedding_rate
 from retrieval.models import Chunk, ChunkAccess, Document
 
 
-def _chunk_stats(tenant_id: int, workspace_id: int | None, user_id: str) -> dict[str, Any]:
+def _chunks(tenant_id: int, workspace_id: int | None, user_id: str) -> Any:
     qs = Chunk.objects.for_tenant(tenant_id)
     if workspace_id is not None:
         qs = qs.filter(workspace_id=workspace_id)
     if user_id:
         qs = qs.filter(owned_by("user_id", user_id))
+    return qs
+
+
+def _chunk_stats(tenant_id: int, workspace_id: int | None, user_id: str) -> dict[str, Any]:
+    qs = _chunks(tenant_id, workspace_id, user_id)
     model = get_embedder().name
     row = qs.aggregate(
         total=Count("id"),
@@ -131,7 +137,10 @@ def memory_stats(tenant: Tenant, *, workspace_id: int | None = None, user_id: st
     stats["compaction"].update(tree_depth=summary["summary_tree_depth"], last_run_at=summary.pop("last_compaction_at"))
     stats.update(summary)
     stats.update(_schedule_stats(tenant.pk, workspace_id, user_id))
-    stats["queue"] = {"pending_embeddings": stats["chunks"]["pending_embedding"], **_embedding_backlog(tenant.pk)}
+    limited = workspace_id is not None or bool(user_id)
+    backlog_figures = (_limited_backlog(tenant.pk, workspace_id, user_id) if limited
+                       else _embedding_backlog(tenant.pk))
+    stats["queue"] = {"pending_embeddings": stats["chunks"]["pending_embedding"], **backlog_figures}
     if cluster_queue:
         queue = queue_counts()
         stats["queue"].update(queued_tasks=queue["queued"], failed_tasks=queue["failed_total"])
@@ -146,6 +155,18 @@ def _embedding_backlog(tenant_id: int) -> dict[str, Any]:
     return {"embedding_waiting": mine["waiting"], "embedding_set_aside": mine["set_aside"],
             "embedding_eta_seconds": mine["eta_seconds"] if mine["waiting"] else 0.0,
             "embedding_rate_per_second": round(embedding_rate(), 2)}
+
+
+def _limited_backlog(tenant_id: int, workspace_id: int | None, user_id: str) -> dict[str, Any]:
+    """A key limited to a workspace or a user sees the queue of what it may read, and no ETA: the
+    lanes serve the tenant as a whole, so the ETA of its last chunk moves with every other user's
+    appends (a side channel on their activity)."""
+    limit = settings.MEMORYHUB_EMBED_MAX_ATTEMPTS
+    row = _chunks(tenant_id, workspace_id, user_id).filter(embedding__isnull=True).aggregate(
+        waiting=Count("id", filter=Q(embedding_attempts__lt=limit)),
+        set_aside=Count("id", filter=Q(embedding_attempts__gte=limit)))
+    return {"embedding_waiting": row["waiting"], "embedding_set_aside": row["set_aside"],
+            "embedding_eta_seconds": None, "embedding_rate_per_second": round(embedding_rate(), 2)}
 
 
 def events_for_browse(key: ApiKey) -> Any:

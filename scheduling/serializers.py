@@ -45,6 +45,15 @@ class CadenceInput(StrictSerializer):
     timezone = serializers.CharField(max_length=64, required=False, allow_blank=True,
                                      help_text="The IANA time zone cron times are read in (default UTC).")
 
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        # A PATCH validates partially, and DRF passes that on to nested serializers: a new cadence
+        # still needs its type and value (a cadence is replaced whole, never merged).
+        missing = [name for name in ("type", "value") if name not in attrs]
+        if missing:
+            raise serializers.ValidationError(
+                {name: [serializers.ErrorDetail("This field is required.", code="required")] for name in missing})
+        return attrs
+
 
 ACTION_HELP = "What to run, one of: " + ", ".join(sorted(REGISTRY)) + "."
 

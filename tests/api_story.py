@@ -64,19 +64,24 @@ def build_story(client: APIClient, tenant: Tenant) -> dict[str, str]:
 # --- the OpenAPI schema as JSON Schema ------------------------------------------------------------
 
 
-def json_schema(schema: dict[str, Any], components: dict[str, Any], *, strict: bool) -> Any:
+def json_schema(schema: dict[str, Any], components: dict[str, Any], *, strict: bool,
+                inside: frozenset[str] = frozenset()) -> Any:
     """An OpenAPI 3.0 schema as JSON Schema: $refs inlined, `nullable` as a null alternative, and
-    (strict) objects that list their properties refusing any other."""
+    (strict) objects that list their properties refusing any other. A component met again inside
+    itself (JsonValue's arrays and objects) is inlined once; deeper, anything is accepted."""
     if "$ref" in schema:
-        return json_schema(components[schema["$ref"].split("/")[-1]], components, strict=strict)
+        name = schema["$ref"].split("/")[-1]
+        if name in inside:
+            return {}
+        return json_schema(components[name], components, strict=strict, inside=inside | {name})
     out: dict[str, Any] = {}
     for name, value in schema.items():
         if name in ("properties",):
-            out[name] = {k: json_schema(v, components, strict=strict) for k, v in value.items()}
-        elif name in ("items", "additionalProperties") and isinstance(value, dict):
-            out[name] = json_schema(value, components, strict=strict)
+            out[name] = {k: json_schema(v, components, strict=strict, inside=inside) for k, v in value.items()}
+        elif name in ("items", "additionalProperties", "not") and isinstance(value, dict):
+            out[name] = json_schema(value, components, strict=strict, inside=inside)
         elif name in ("allOf", "oneOf", "anyOf"):
-            out[name] = [json_schema(v, components, strict=strict) for v in value]
+            out[name] = [json_schema(v, components, strict=strict, inside=inside) for v in value]
         elif name not in ("nullable", "readOnly", "writeOnly", "example", "examples", "description", "title"):
             out[name] = value
     if strict and "properties" in out and "additionalProperties" not in out:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import difflib
+import re
 from typing import Any
 from urllib.parse import urlencode
 
@@ -121,12 +122,12 @@ FIELD_ALIASES = {"messages": "events", "message": "content", "text": "content", 
                  "limit": "top_k", "k": "top_k", "session_id": "session", "user": "user_id", "filters": "tags"}
 
 
-def unknown_field_message(name: str, known: list[str]) -> str:
+def unknown_field_message(name: str, known: list[str], *, what: str = "field") -> str:
     """"Unknown field." and, when one is near, the field meant: an agent (or a model calling a
-    tool) corrects itself from the message alone."""
+    tool) corrects itself from the message alone. `what` names it ("query parameter")."""
     alias = FIELD_ALIASES.get(name)
     guess = alias if alias in known else next(iter(difflib.get_close_matches(name, known, n=1, cutoff=0.75)), None)
-    return f"Unknown field. Did you mean '{guess}'?" if guess else "Unknown field."
+    return f"Unknown {what}. Did you mean '{guess}'?" if guess else f"Unknown {what}."
 
 
 def _has_nul(value: Any) -> bool:
@@ -152,9 +153,19 @@ def parse_input(serializer_class: type[serializers.Serializer], data: Any, **kwa
 
 
 def query_params(request: Request, serializer_class: type[serializers.Serializer]) -> dict[str, Any]:
-    """Validate query parameters with a serializer; unknown parameters are ignored."""
-    data = {k: v for k, v in request.query_params.items() if k in serializer_class().fields}
+    """Validate the query parameters a serializer names (one operation may read several serializers';
+    one it does not declare at all was refused before the view ran: memoryhub.api.parameters)."""
+    fields = serializer_class().fields
+    data = {k: v for k, v in request.query_params.items() if k in fields}
+    # DRF reads "0.0" and " 5" as integers; the schema's integer is digits only.
+    not_whole = {name: ["A valid integer is required."] for name, value in data.items()
+                 if isinstance(fields[name], serializers.IntegerField) and not _WHOLE_NUMBER.fullmatch(value)}
+    if not_whole:
+        raise _invalid_parameter(not_whole)
     return parse_params(serializer_class, data)
+
+
+_WHOLE_NUMBER = re.compile(r"-?[0-9]+")
 
 
 def parse_params(serializer_class: type[serializers.Serializer], data: dict[str, Any]) -> dict[str, Any]:

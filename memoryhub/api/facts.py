@@ -185,6 +185,7 @@ class FactListParams(serializers.Serializer):
     workspace = serializers.CharField(required=False, help_text="Only facts of this workspace.")
     channel = serializers.CharField(required=False, help_text="Only facts of this channel.")
     user_id = serializers.CharField(required=False, help_text="Only this end user's facts.")
+    external_id = serializers.CharField(required=False, help_text="Only facts with this client-chosen id.")
     as_of = serializers.DateTimeField(required=False, help_text="The facts as they stood at this moment (ISO "
                                                                 "8601): each with the version true then.")
 

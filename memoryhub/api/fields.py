@@ -121,14 +121,24 @@ def normalise_tags(value: Any) -> list[str]:
                                      "to 64 characters."})
 class TagsField(serializers.Field):
     def to_internal_value(self, data: Any) -> list[str]:
+        # A list, as the schema says: "a,b" is refused, not split (a query's `tags` is the CSV form).
+        if not isinstance(data, list):
+            raise serializers.ValidationError("Tags must be a list of strings.", code="invalid_tags")
         return normalise_tags(data)
 
     def to_representation(self, value: Any) -> list[str]:
         return list(value)
 
 
+class ContentField(StrictCharField):
+    """A memory's text, kept as sent (not trimmed): its serializer refuses it blank with its own code
+    (`empty_content`, via non_blank), which the schema states (docs._require_items)."""
+
+    refuses_blank = True
+
+
 def content_field(**kwargs: Any) -> StrictCharField:
-    return StrictCharField(max_length=settings.MEMORYHUB_MAX_MEMORY_CHARS, trim_whitespace=False, **kwargs)
+    return ContentField(max_length=settings.MEMORYHUB_MAX_MEMORY_CHARS, trim_whitespace=False, **kwargs)
 
 
 def non_blank(value: str) -> str:

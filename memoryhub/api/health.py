@@ -17,11 +17,12 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from memoryhub.api import examples as ex
+from memoryhub.api.parameters import KnownQueryParameters
 
 
 class HealthView(APIView):
     authentication_classes: list[Any] = []
-    permission_classes = [AllowAny]
+    permission_classes = [AllowAny, KnownQueryParameters]
 
     @extend_schema(summary="Liveness", description="200 while the web server answers (no key needed).",
                    responses=inline_serializer("Health", {"status": serializers.CharField(help_text="Always ok.")}),
@@ -39,7 +40,7 @@ ReadyOutput = inline_serializer("Ready", {
 
 class ReadyView(APIView):
     authentication_classes: list[Any] = []
-    permission_classes = [AllowAny]
+    permission_classes = [AllowAny, KnownQueryParameters]
 
     @extend_schema(
         summary="Readiness",

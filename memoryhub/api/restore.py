@@ -66,7 +66,8 @@ class RestoredMessage(serializers.Serializer):
                                    help_text="On the summary: each session's summary it joins, oldest first.")
 
 
-@extend_schema_field({"oneOf": [{"$ref": "#/components/schemas/RestoredMessage"}, CHAT_MESSAGE_SCHEMA]})
+# anyOf: a native message is also a valid chat message (role, content), so oneOf would refuse it.
+@extend_schema_field({"anyOf": [{"$ref": "#/components/schemas/RestoredMessage"}, CHAT_MESSAGE_SCHEMA]})
 class RestoredOrMessage(serializers.JSONField):
     """A restored message (native) or a chat message (?format=openai|anthropic)."""
 

@@ -253,8 +253,10 @@ class EventInput(StrictSerializer):
                                       help_text="The tool call's arguments (any JSON).")
     tool_result = serializers.JSONField(required=False, allow_null=True, default=None,
                                         help_text="The tool's result (any JSON).")
-    tool_calls = ToolCallInput(
-        many=True, required=False, allow_null=True, default=None, max_length=MAX_TOOL_CALLS,
+    # A ListSerializer spelled out: many=True would hand allow_null to each item too, and [null] got
+    # through to a 500.
+    tool_calls = serializers.ListSerializer(
+        child=ToolCallInput(), required=False, allow_null=True, default=None, max_length=MAX_TOOL_CALLS,
         help_text="Several tool calls in one message, as chat APIs send them: [{id, name, arguments}]. "
                   "Searchable like tool_name/tool_args, which keep working for a single call.",
     )
@@ -339,7 +341,8 @@ CHAT_MESSAGE_SCHEMA = {
 }
 
 
-@extend_schema_field({"oneOf": [{"$ref": "#/components/schemas/EventOutput"}, CHAT_MESSAGE_SCHEMA]})
+# anyOf: a native event is also a valid chat message (role, content), so oneOf would refuse it.
+@extend_schema_field({"anyOf": [{"$ref": "#/components/schemas/EventOutput"}, CHAT_MESSAGE_SCHEMA]})
 class EventOrMessage(serializers.JSONField):
     """An event (native) or a chat message (?format=openai|anthropic)."""
 

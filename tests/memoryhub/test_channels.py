@@ -90,7 +90,7 @@ def test_bad_creates_are_refused_and_store_nothing(alice, body: dict[str, Any], 
 
 
 @pytest.mark.parametrize(("body", "status", "code"), [
-    ({"is_default": False}, 400, "default_channel_required"),
+    ({"is_default": False}, 409, "default_channel_required"),  # stored state, not the input's shape
     ({"name": "travel"}, 409, "channel_exists"),
     ({"name": ""}, 400, "validation_error"),
     ({"workspace": "elsewhere"}, 400, "unknown_field"),

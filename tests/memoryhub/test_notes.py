@@ -128,7 +128,8 @@ def test_note_is_forgotten_with_its_session(alice) -> None:  # type: ignore[no-u
     ({}, "validation_error"),
     ({"content": 12}, "validation_error"),
     ({"content": "x", "tags": [1]}, "invalid_tags"),
-    ({"content": "x", "tags": "a,b"}, None),  # a comma-separated string is accepted
+    ({"content": "x", "tags": "a,b"}, "invalid_tags"),  # a list, as the schema says (the query's is CSV)
+    ({"content": "x", "tags": ["a", "b"]}, None),
     ({"content": "x", "note_id": "bad id!"}, "validation_error"),
     ({"content": "x", "metadata": [1]}, "validation_error"),
     ({"content": "x", "importance": 2}, "validation_error"),
