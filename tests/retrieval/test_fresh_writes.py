@@ -74,3 +74,27 @@ def test_every_fusion_scores_the_words_of_a_pending_candidate_as_an_embedded_one
     parts = fusion.fusion_parts(req, chunks, vec, txt, [1, 2, 3])
     for pk, score in scores.items():
         assert sum(p["part"] for p in parts[pk].values()) == pytest.approx(score)
+
+
+# The relevance floor by default.
+
+STORED = ["the Lisbon flight is at 9", "Pack the blue suitcase and the camera.", "Dinner with Marta on Friday."]
+
+
+@pytest.fixture
+def trip(alice, index) -> None:  # type: ignore[no-untyped-def]
+    index(alice, "trip", *[{"role": "user", "content": text} for text in STORED])
+
+
+def test_a_query_sharing_nothing_with_what_is_stored_lists_nothing(alice, trip) -> None:
+    assert texts(search(alice, query="quantum chromodynamics lecture notes", scope="account")) == []
+    context = alice.post("/api/v1/context/", {"query": "quantum chromodynamics lecture notes"}, format="json")
+    assert context.status_code == 200, context.content
+    assert context.json()["markdown"] == ""
+
+
+def test_the_floor_keeps_word_matches_and_can_be_lowered_by_the_request(alice, trip) -> None:
+    assert texts(search(alice, query="Lisbon flight", scope="account"))[0] == STORED[0]
+    # min_cosine -1: seed 004's floor at its lowest, everything fusion ranked.
+    assert len(texts(search(alice, query="quantum chromodynamics lecture notes", scope="account",
+                            min_cosine=-1))) == 3
