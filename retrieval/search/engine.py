@@ -58,6 +58,7 @@ from retrieval.search.rerank import (
     expand_summaries,
     mmr,
     near_duplicates,
+    newer_first,
     top_sessions,
     with_words,
 )
@@ -150,6 +151,10 @@ def _run_search(req: SearchRequest, *, alone: bool) -> list[SearchHit]:
     covered = cover_conversations(kept, req.top_k, coverage, order, weights.COVERAGE_FLOOR,
                                   evidence)
     trace.ranks("coverage", kept, covered, evidence, words)
+    if _reranks(req) and weights.NEWER_FIRST > 0.0:  # knowledge updates (off by default)
+        before, (covered, order) = covered, newer_first(covered, dict(order), pool.vectors.pairs([c.pk for c in covered]),
+                                                        weights.NEWER_FIRST, weights.NEWER_FIRST_COSINE)
+        trace.ranks("newer_first", before, covered)
     worded = {c.pk for c in covered if pool.txt.get(c.pk, 0.0) > 0.0}
     relevant = {c.pk for c in covered if relevant_match(pool.txt.get(c.pk), vec.get(c.pk))}
     before, covered = covered, facts_first(covered, order, relevant, worded)

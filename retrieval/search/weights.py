@@ -43,6 +43,12 @@ HNSW_ROWS_PER_EF = 1_000
 # on LongMemEval, where the evidence is often several messages of one conversation, 0.6 cost
 # 0.033 of turn recall@10 on both halves (LoCoMo: +0.014 session recall; bench/README.md).
 MMR = 1.0
+# Hybrid search, knowledge updates: of two final results about the same subject (cosine at least
+# NEWER_FIRST_COSINE) from different conversations whose scores are within this share of each
+# other, the newer is listed first (retrieval.search.rerank.newer_first; 0 = off, the default:
+# bench/README.md, "Knowledge updates").
+NEWER_FIRST = 0.0
+NEWER_FIRST_COSINE = 0.6
 # Search: a summary that ranks gives its place to the best-ranked message it summarises
 # (when that message is a candidate); a search limited to summaries still returns summaries.
 EXPAND_SUMMARIES = True
