@@ -36,5 +36,3 @@ def test_newer_first_puts_the_newest_of_three_versions_first() -> None:
     sims = {(1, 2): 0.9, (1, 3): 0.9, (2, 3): 0.9}
     listed, out = newer_first([v1, v2, v3], scores, sims, 0.1, 0.6)
     assert pks(listed) == [3, 2, 1] and out[3] > out[2] > out[1]
-
-
