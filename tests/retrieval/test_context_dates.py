@@ -37,3 +37,23 @@ def test_messages_facts_and_summaries_show_their_own_dates(alice, index, cast) -
     block = context(alice, query="plumber boiler", kinds=["fact"])
     assert "(fact since 2023-06-01) The boiler was serviced by the plumber" in block
     assert TODAY not in context(alice, query="plumber boiler")
+
+
+def test_the_migration_dates_summary_chunks_indexed_before_by_what_they_summarise(alice, index, cast) -> None:
+    import importlib
+
+    from django.db import connection
+
+    from retrieval.models import Chunk
+
+    index(alice, "house", {"role": "user", "content": "The plumber fixed the boiler valve.", "created_at": SAID})
+    session = Session.objects.get(tenant=cast.alice_tenant, external_id="house")
+    said = datetime(2023, 5, 16, 10, tzinfo=UTC)
+    node = remember(SummaryNode.objects.create(
+        tenant=cast.alice_tenant, workspace_id=session.workspace_id, channel_id=session.channel_id, session=session,
+        level="leaf", text="- user: plumber boiler visit", sequence_start=1, sequence_end=1, latest_at=said))
+    Chunk.objects.filter(kind="summary", source_id=str(node.pk)).update(created_at=timezone.now())  # as indexed before
+    migration = importlib.import_module("retrieval.migrations.0017_rank_summary_chunk_dates")
+    with connection.cursor() as cursor:
+        cursor.execute(migration.FORWARD)
+    assert Chunk.objects.get(kind="summary", source_id=str(node.pk)).created_at == said
