@@ -26,6 +26,8 @@ Variants (search options):
   mincos-C        default with min_cosine C: results less close than C dropped, later ones move up
   floor-C         default with the default relevance floor at C (weights.RELEVANCE_MIN_COSINE; -1 = off):
                   a result that says no query word and is less close than C dropped, later ones move up
+  newer-M         default with newer_first at margin M (weights.NEWER_FIRST): of two same-subject final
+                  results of different conversations within M of each other's score, the newer first
   sessions-V      variant V (default, floor-C) grouped by conversation (group_by session, one hit each):
                   its session@k and all@k count the first k conversations
 The relevance floors are also applied to the default variant's ten results without backfill
@@ -83,7 +85,7 @@ def variant_options(name: str) -> dict[str, Any]:
     base: dict[str, Any] = {"mode": "hybrid", "fusion": "weighted", "counts_as_use": False}
     if name.startswith("sessions-"):
         return {**variant_options(name.removeprefix("sessions-")), "group_by": "session", "hits_per_session": 1}
-    if name == "default" or name.startswith("floor-"):
+    if name == "default" or name.startswith(("floor-", "newer-")):
         return base
     if name.startswith("decay-"):
         return {**base, "decay_weight": float(name.removeprefix("decay-"))}
@@ -99,6 +101,8 @@ def variant_weights(name: str) -> dict[str, float]:
     name = name.removeprefix("sessions-")
     if name.startswith("floor-"):
         return {"RELEVANCE_MIN_COSINE": float(name.removeprefix("floor-"))}
+    if name.startswith("newer-"):
+        return {"NEWER_FIRST": float(name.removeprefix("newer-"))}
     return {}
 
 
