@@ -36,3 +36,23 @@ def test_newer_first_puts_the_newest_of_three_versions_first() -> None:
     sims = {(1, 2): 0.9, (1, 3): 0.9, (2, 3): 0.9}
     listed, out = newer_first([v1, v2, v3], scores, sims, 0.1, 0.6)
     assert pks(listed) == [3, 2, 1] and out[3] > out[2] > out[1]
+
+
+def test_search_lists_the_newer_of_two_near_tied_versions_of_one_subject_first(alice, index, monkeypatch) -> None:
+    from retrieval.search import weights
+    from tests.retrieval.conftest import search
+
+    older, newer = "Ann lives in Berlin with her cat Luna", "Ann lives in Lisbon with her cat Luna now"
+    index(alice, "2023", {"role": "user", "content": older, "created_at": "2023-01-10T10:00:00Z"})
+    index(alice, "2024", {"role": "user", "content": newer, "created_at": "2024-01-10T10:00:00Z"})
+    other = "Luna the cat sleeps on the sofa all afternoon"  # a weaker match: the scale of the scores
+    index(alice, "pets", {"role": "user", "content": other, "created_at": "2023-06-10T10:00:00Z"})
+
+    def found() -> list[str]:
+        response = search(alice, query="where does Ann live with Luna", scope="account")
+        assert response.status_code == 200, response.content
+        return [r["text"] for r in response.json()["results"] if r["text"] != other]
+
+    assert found() == [newer, older]
+    monkeypatch.setattr(weights, "NEWER_FIRST", 0.0)
+    assert found() == [older, newer]  # by score alone the older, shorter one ranks first
