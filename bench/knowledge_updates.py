@@ -30,7 +30,13 @@ Definitions (each evidence turn is dated by its session's start, as the product 
   newest evidence date (over all its evidence, retrieved or not) is among the results;
 - turn recall@5 and @10 and session recall@10 of search as bench/recall.py counts them, over
   these questions (turn@5 shows what a reordering of the ten costs the head of the list);
-  `ctx turns`: the share of evidence turns the context block holds.
+  `ctx turns`: the share of evidence turns the context block holds;
+- **newest@5**: the share of all the questions where an evidence turn of the newest evidence date
+  is among search's first five results;
+- **ctx dated**: the share whose context block shows every memory it lists from the conversation
+  with that memory's own date (its session's date in the file, as `(…said YYYY-MM-DD) text`),
+  never the day of the request or of the summariser's run; **newest@5 dated**: both at once,
+  what an answering model needs to read the newest value as the current one.
 
 Each figure overall and per half of the file (LoCoMo: conversations 1-5 / 6-10; LongMemEval:
 the 12 questions, 1-6 / 7-12).
@@ -80,6 +86,23 @@ class Order:
     turns_found: int
 
 
+def newest_within(dates: dict[str, str], ranking: Ranking, k: int) -> bool:
+    """Whether an evidence turn of the newest evidence date is among the first k results."""
+    newest = max(dates.values())
+    return any(dates.get(t) == newest for turns in ranking[:k] for t in turns)
+
+
+def shows_own_dates(markdown: str, items: list[Any], day_of: dict[str, str]) -> bool:
+    """Whether the block shows every listed memory of the conversation (not its recent messages)
+    with the date of its own session (`day_of`: the product's session id -> YYYY-MM-DD)."""
+    for item in items:
+        if item.source == "recent" or item.session not in day_of:
+            continue
+        if f"{day_of[item.session]}) {' '.join(item.text.split())}" not in markdown:
+            return False
+    return True
+
+
 def evidence_order(dates: dict[str, str], ranking: Ranking) -> Order:
     """The newest-first reading of `ranking` for evidence turns dated `dates` (turn id -> the ISO
     start of its session; ISO strings of one format order as their dates). See the module doc."""
@@ -114,7 +137,8 @@ def multi_date_questions(conversations: list[dict[str, Any]], categories: dict[s
 
 
 SUMS = ("n", "search ordered", "search newest-first", "search newest retrieved", "turn@5", "turn@10", "session@10",
-        "ctx ordered", "ctx newest-first", "ctx newest retrieved", "ctx turns")
+        "ctx ordered", "ctx newest-first", "ctx newest retrieved", "ctx turns", "newest@5", "ctx dated",
+        "newest@5 dated")
 
 
 @dataclass
@@ -122,7 +146,7 @@ class Tally:
     sums: dict[str, dict[str, float]] = field(default_factory=lambda: defaultdict(lambda: defaultdict(float)))
 
     def add(self, buckets: tuple[str, ...], search: Order, context: Order, turn10: float, session10: float,
-            ctx_turns: float, turn5: float = 0.0) -> None:
+            ctx_turns: float, turn5: float = 0.0, newest5: bool = False, dated: bool = False) -> None:
         for bucket in buckets:
             s = self.sums[bucket]
             s["n"] += 1
@@ -134,6 +158,9 @@ class Tally:
             s["turn@10"] += turn10
             s["session@10"] += session10
             s["ctx turns"] += ctx_turns
+            s["newest@5"] += newest5
+            s["ctx dated"] += dated
+            s["newest@5 dated"] += newest5 and dated
 
     def figures(self) -> dict[str, dict[str, float]]:
         out = {}
@@ -151,6 +178,9 @@ class Tally:
                 "turn@10": _rate(s["turn@10"], n),
                 "session@10": _rate(s["session@10"], n),
                 "ctx turns": _rate(s["ctx turns"], n),
+                "newest@5": _rate(s["newest@5"], n),
+                "ctx dated": _rate(s["ctx dated"], n),
+                "newest@5 dated": _rate(s["newest@5 dated"], n),
             }
         return out
 
@@ -161,15 +191,15 @@ def _rate(part: float, whole: float) -> float | None:
 
 def print_figures(figures: dict[str, dict[str, float]]) -> None:
     print("\n| bucket | n | search: ordered | newest-first | newest retrieved | context: ordered | newest-first "
-          "| newest retrieved | turn@5 | turn@10 | session@10 | ctx turns |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+          "| newest retrieved | turn@5 | turn@10 | session@10 | ctx turns | newest@5 | ctx dated | newest@5 dated |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for bucket in ("overall", "half 1", "half 2"):
         if bucket not in figures:
             continue
         v = figures[bucket]
         cells = [v["n"], v["search ordered"], v["search newest-first"], v["search newest retrieved"],
                  v["ctx ordered"], v["ctx newest-first"], v["ctx newest retrieved"], v["turn@5"], v["turn@10"],
-                 v["session@10"], v["ctx turns"]]
+                 v["session@10"], v["ctx turns"], v["newest@5"], v["ctx dated"], v["newest@5 dated"]]
         print(f"| {bucket} | " + " | ".join("-" if c is None else (f"{c:.3f}" if isinstance(c, float) else str(c))
                                           for c in cells) + " |", flush=True)
 
@@ -186,7 +216,7 @@ def _context_ranking(items: list[Any], ingested: common.Ingested) -> Ranking:
 
 
 def ask(questions: list[tuple[recall.Question, dict[str, str]]], ingested: common.Ingested,
-        per_question: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+        per_question: list[dict[str, Any]], conversations: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
     from accounts.models import Channel
     from retrieval.context import assemble_context
     from retrieval.query_embedding import embed_queries
@@ -194,6 +224,8 @@ def ask(questions: list[tuple[recall.Question, dict[str, str]]], ingested: commo
 
     key = ingested.key
     channels = {c.name: c for c in Channel.objects.filter(tenant_id=key.tenant_id)}
+    day_of = {f"{conv['conversation_id']}-{s['session_id']}": s["started_at"][:10]
+              for conv in conversations for s in conv["sessions"]}
     vectors = embed_queries([q.question["question"] for q, _ in questions])  # as a server embeds a query
     tally = Tally()
     for (q, dates), vector in zip(questions, vectors, strict=True):
@@ -213,12 +245,15 @@ def ask(questions: list[tuple[recall.Question, dict[str, str]]], ingested: commo
         session10 = len(sessions & {s for _, s in found[:10]}) / len(sessions)
         ctx_turns = len(evidence & set().union(*ctx_ranking)) / len(evidence)
         s_order, c_order = evidence_order(dates, search_ranking), evidence_order(dates, ctx_ranking)
-        tally.add(q.buckets, s_order, c_order, turn10, session10, ctx_turns, turn5)
+        newest5 = newest_within(dates, search_ranking, 5)
+        dated = shows_own_dates(context.markdown, context.items, day_of)
+        tally.add(q.buckets, s_order, c_order, turn10, session10, ctx_turns, turn5, newest5, dated)
         per_question.append({
             "conversation": q.conversation_id, "buckets": list(q.buckets), "question": q.question["question"],
             "evidence": dates, "search": [sorted(t) for t in search_ranking],
             "context": [sorted(t) for t in ctx_ranking], "search_order": s_order.__dict__,
             "context_order": c_order.__dict__, "turn@5": turn5, "turn@10": turn10, "session@10": session10,
+            "newest@5": newest5, "ctx dated": dated,
         })
     return tally.figures()
 
@@ -247,7 +282,7 @@ def main() -> None:
             per_question[label] = []
             started = time.perf_counter()
             with _settings(variant):
-                results[label] = ask(questions, ingested, per_question[label])
+                results[label] = ask(questions, ingested, per_question[label], conversations)
             print(f"\n{label}: asked in {time.perf_counter() - started:.1f} s")
             print_figures(results[label])
         if args.variant:
@@ -262,35 +297,40 @@ def main() -> None:
 
 @contextmanager
 def _settings(variant: str) -> Iterator[None]:
-    """Settings NAME=VALUE[,NAME=VALUE] changed for the duration (as --set changes them)."""
+    """Settings NAME=VALUE[,NAME=VALUE] changed for the duration (as --set changes them; a ranking
+    constant as weights.NAME)."""
     from django.conf import settings
 
     from memoryhub.env import parse_bool
+    from retrieval.search import weights
 
-    saved = {}
+    saved = []
     for item in filter(None, variant.split(",")):
         name, value = item.split("=", 1)
-        saved[name] = current = getattr(settings, name)
-        setattr(settings, name, parse_bool(name, value) if isinstance(current, bool) else type(current)(value))
+        target, attr = (weights, name.removeprefix("weights.")) if name.startswith("weights.") else (settings, name)
+        current = getattr(target, attr)
+        saved.append((target, attr, current))
+        setattr(target, attr, parse_bool(name, value) if isinstance(current, bool) else type(current)(value))
     try:
         yield
     finally:
-        for name, value in saved.items():
-            setattr(settings, name, value)
+        for target, attr, value in reversed(saved):
+            setattr(target, attr, value)
 
 
 def print_comparison(results: dict[str, dict[str, dict[str, float]]]) -> None:
     """Every run side by side, per half: newest-first of search and context, recall@10."""
     print("\n| run | bucket | n | search ordered | search newest-first | ctx ordered | ctx newest-first "
-          "| turn@5 | turn@10 | session@10 |")
-    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+          "| turn@5 | turn@10 | session@10 | newest@5 | newest@5 dated |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for label, figures in results.items():
         for bucket in ("overall", "half 1", "half 2"):
             v = figures.get(bucket)
             if v is None:
                 continue
             cells = [v["n"], v["search ordered"], v["search newest-first"], v["ctx ordered"],
-                     v["ctx newest-first"], v["turn@5"], v["turn@10"], v["session@10"]]
+                     v["ctx newest-first"], v["turn@5"], v["turn@10"], v["session@10"], v["newest@5"],
+                     v["newest@5 dated"]]
             print(f"| {label} | {bucket} | " + " | ".join(
                 "-" if c is None else (f"{c:.3f}" if isinstance(c, float) else str(c)) for c in cells) + " |")
 

@@ -24,6 +24,12 @@ Variants (search options):
   memory          profile "memory": 0.3 text + 0.3 meaning + 0.4 decayed relevance, no re-ranking
   seed002         profile "seed002": 0.3 BM25 + 0.3 cosine + 0.3 e^(−0.05 days)(1 + 0.02 accesses) + 0.1 importance
   mincos-C        default with min_cosine C: results less close than C dropped, later ones move up
+  floor-C         default with the default relevance floor at C (weights.RELEVANCE_MIN_COSINE; -1 = off):
+                  a result that says no query word and is less close than C dropped, later ones move up
+  newer-M         default with newer_first at margin M (weights.NEWER_FIRST): of two same-subject final
+                  results of different conversations within M of each other's score, the newer first
+  sessions-V      variant V (default, floor-C) grouped by conversation (group_by session, one hit each):
+                  its session@k and all@k count the first k conversations
 The relevance floors are also applied to the default variant's ten results without backfill
 (what context does to search's results): `floor-word|0.35` keeps a result that shares a word with
 the query or has cosine ≥ 0.35 (context today), `floor-word|0.655` the same at 0.655, `floor-0.655`
@@ -77,7 +83,9 @@ FLOORS = {"floor-word|0.35": (True, 0.35), "floor-word|0.655": (True, 0.655), "f
 
 def variant_options(name: str) -> dict[str, Any]:
     base: dict[str, Any] = {"mode": "hybrid", "fusion": "weighted", "counts_as_use": False}
-    if name == "default":
+    if name.startswith("sessions-"):
+        return {**variant_options(name.removeprefix("sessions-")), "group_by": "session", "hits_per_session": 1}
+    if name == "default" or name.startswith(("floor-", "newer-")):
         return base
     if name.startswith("decay-"):
         return {**base, "decay_weight": float(name.removeprefix("decay-"))}
@@ -88,6 +96,16 @@ def variant_options(name: str) -> dict[str, Any]:
     raise SystemExit(f"unknown variant {name!r}")
 
 
+def variant_weights(name: str) -> dict[str, float]:
+    """The ranking constants a variant changes for its searches."""
+    name = name.removeprefix("sessions-")
+    if name.startswith("floor-"):
+        return {"RELEVANCE_MIN_COSINE": float(name.removeprefix("floor-"))}
+    if name.startswith("newer-"):
+        return {"NEWER_FIRST": float(name.removeprefix("newer-"))}
+    return {}
+
+
 def _floored(hits: list[Any], words: bool, cosine: float) -> list[Any]:
     return [h for h in hits if (words and (h.text_score or 0.0) > 0.0) or (h.vector_score or -1.0) >= cosine]
 
@@ -95,7 +113,7 @@ def _floored(hits: list[Any], words: bool, cosine: float) -> list[Any]:
 def evaluate(ingested: Any, questions: list[recall.Question], vectors: list[list[float]], variants: list[str],
              as_of: dict[str, Any] | None, kinds: list[str] | None = None) -> tuple[dict[str, Any], dict[str, float]]:
     from accounts.models import Channel
-    from retrieval.search import hybrid_search
+    from retrieval.search import hybrid_search, weights
 
     key = ingested.key
     channels = {c.name: c for c in Channel.objects.filter(tenant_id=key.tenant_id)}
@@ -108,12 +126,21 @@ def evaluate(ingested: Any, questions: list[recall.Question], vectors: list[list
         channel = channels[q.conversation_id]
         for v in variants:
             started = time.perf_counter()
-            hits = hybrid_search(
-                tenant_id=key.tenant_id, query=q.question["question"], query_embedding=vector, scope="channel",
-                channel_ids=[channel.pk], workspace_ids=[channel.workspace_id], top_k=10,
-                as_of=(as_of or {}).get(q.conversation_id), history=False, **({"kinds": kinds} if kinds else {}),
-                **variant_options(v),
-            )
+            changed = variant_weights(v)
+            saved = {name: getattr(weights, name) for name in changed}
+            for name, value in changed.items():
+                setattr(weights, name, value)
+            try:
+                hits = hybrid_search(
+                    tenant_id=key.tenant_id, query=q.question["question"], query_embedding=vector,
+                    scope="channel", channel_ids=[channel.pk], workspace_ids=[channel.workspace_id], top_k=10,
+                    as_of=(as_of or {}).get(q.conversation_id), history=False,
+                    **({"kinds": kinds} if kinds else {}),
+                    **variant_options(v),
+                )
+            finally:
+                for name, value in saved.items():
+                    setattr(weights, name, value)
             seconds[v] += time.perf_counter() - started
             scorers[v].add(q, recall._found(hits, ingested.turn_at, ingested.session_of)[0])
             if v == "default":

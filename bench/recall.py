@@ -5,6 +5,10 @@ session recall@k: share of its evidence sessions among the sessions of the top k
 hit counts toward session recall for the one session it summarises (the tree is built per
 session) and toward turn recall for no turn. `uniq@10` is how many distinct turns the ten
 results hold (several chunks of one long turn fill places without adding a turn).
+**Strict session recall_all@k** (LongMemEval's own metric): the share of questions whose every
+evidence session is among the sessions of the top k (for `group_by: session`, the first k
+conversations listed); abstention questions (LongMemEval's `_abs` ids, whose evidence is what
+was *not* said) are left out of it.
 Every figure is kept per category, overall, and per half of the file (by conversation).
 """
 
@@ -27,6 +31,7 @@ RUNS = {  # name: search options
     "hybrid-sessions": {"mode": "hybrid", "fusion": "weighted", "group_by": "session", "hits_per_session": 1},
 }
 METRICS = ("turn@5", "turn@10", "session@5", "session@10", "uniq@10")
+STRICT = ("all@5", "all@10")  # strict session recall_all@k, over the questions that are not abstentions
 Found = list[tuple[set[str], str]]  # per result, best first: (turn ids it holds, session id)
 
 
@@ -56,6 +61,11 @@ def halves_label(conversations: list[dict[str, Any]], unit: str) -> str:
     return f"half 1 = {unit} 1-{split}, half 2 = {unit} {split + 1}-{len(conversations)}"
 
 
+def abstention(question: dict[str, Any]) -> bool:
+    """A LongMemEval abstention question (its id ends in `_abs`): the haystack does not hold its answer."""
+    return str(question.get("question_id", "")).endswith("_abs")
+
+
 class Scorer:
     def __init__(self) -> None:
         self.sums: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
@@ -71,11 +81,16 @@ class Scorer:
                 got_sessions = {session for _, session in found[:k]}
                 s[f"turn@{k}"] += len(evidence & got_turns) / len(evidence)
                 s[f"session@{k}"] += len(sessions & got_sessions) / len(sessions)
+                if not abstention(q.question):
+                    s[f"all@{k}"] += float(sessions <= got_sessions)
+            if not abstention(q.question):
+                s["n_all"] += 1
             s["uniq@10"] += len(set().union(*[t for t, _ in found[:10]]))
 
     def figures(self) -> dict[str, dict[str, float]]:
         return {
-            bucket: {"n": int(v["n"]), **{m: round(v[m] / v["n"], 3) for m in METRICS}}
+            bucket: {"n": int(v["n"]), **{m: round(v[m] / v["n"], 3) for m in METRICS},
+                     **{m: round(v[m] / v["n_all"], 3) if v["n_all"] else 0.0 for m in STRICT}}
             for bucket, v in self.sums.items()
         }
 
@@ -148,23 +163,27 @@ def bucket_order(categories: dict[str, str], figures: dict[str, Any]) -> list[st
 
 def print_table(figures: dict[str, Any], buckets: list[str], flush: bool = False) -> None:
     """One markdown table: a row per run and bucket."""
-    print("\n| run | bucket | n | turn@5 | turn@10 | session@5 | session@10 | uniq@10 |")
-    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("\n| run | bucket | n | turn@5 | turn@10 | session@5 | session@10 | all@5 | all@10 | uniq@10 |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for run, per in figures.items():
         for b in buckets:
             if b in per:
                 v = per[b]
                 print(f"| {run} | {b} | {v['n']} | {v['turn@5']:.3f} | {v['turn@10']:.3f} | "
-                      f"{v['session@5']:.3f} | {v['session@10']:.3f} | {v['uniq@10']:.1f} |", flush=flush)
+                      f"{v['session@5']:.3f} | {v['session@10']:.3f} | {v.get('all@5', 0.0):.3f} | "
+                      f"{v.get('all@10', 0.0):.3f} | {v['uniq@10']:.1f} |", flush=flush)
 
 
 def print_comparison(figures: dict[str, Any]) -> None:
-    """Every run side by side: overall and per half, turn@10 and session@10."""
-    print("\n| run | turn@5 | turn@10 | session@5 | session@10 | half 1 turn@10 | half 1 session@10 "
-          "| half 2 turn@10 | half 2 session@10 | uniq@10 |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    """Every run side by side: overall and per half, turn@10, session@10 and strict all@5 / all@10."""
+    print("\n| run | turn@5 | turn@10 | session@5 | session@10 | all@5 | all@10 | half 1 turn@10 | half 1 session@10 "
+          "| half 1 all@5 / @10 | half 2 turn@10 | half 2 session@10 | half 2 all@5 / @10 | uniq@10 |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for run, per in figures.items():
         o, h1, h2 = per["overall"], per.get("half 1", {}), per.get("half 2", {})
-        halves = " | ".join(f"{h[m]:.3f}" if h else "-" for h in (h1, h2) for m in ("turn@10", "session@10"))
+        halves = " | ".join(
+            (f"{h['turn@10']:.3f} | {h['session@10']:.3f} | {h.get('all@5', 0.0):.3f} / {h.get('all@10', 0.0):.3f}"
+             if h else "- | - | -") for h in (h1, h2))
         print(f"| {run} | {o['turn@5']:.3f} | {o['turn@10']:.3f} | {o['session@5']:.3f} | "
-              f"{o['session@10']:.3f} | {halves} | {o['uniq@10']:.1f} |")
+              f"{o['session@10']:.3f} | {o.get('all@5', 0.0):.3f} | {o.get('all@10', 0.0):.3f} | {halves} | "
+              f"{o['uniq@10']:.1f} |")

@@ -14,6 +14,7 @@ from retrieval.indexing import extract_event_text
 from retrieval.models import Chunk
 from retrieval.query_embedding import embed_query
 from retrieval.search import SearchHit, SearchRequest, run_search, weights, where_clause
+from retrieval.search.engine import relevant_match
 from retrieval.vectors import halfvec_text
 
 RECENT_MESSAGES = 10
@@ -114,7 +115,7 @@ def _items(source: str, sql: str, params: list[Any]) -> list[ContextItem]:
 
 
 def _floor(req: SearchRequest) -> float:
-    return weights.CONTEXT_MIN_COSINE if req.min_cosine is None else req.min_cosine
+    return weights.RELEVANCE_MIN_COSINE if req.min_cosine is None else req.min_cosine
 
 
 def _relevant(hit: SearchHit, req: SearchRequest) -> bool:
@@ -124,7 +125,7 @@ def _relevant(hit: SearchHit, req: SearchRequest) -> bool:
     has applied it already)."""
     if req.min_cosine is not None:
         return (hit.vector_score if hit.vector_score is not None else -1.0) >= req.min_cosine
-    return (hit.text_score or 0.0) > 0.0 or (hit.vector_score or 0.0) >= _floor(req)
+    return relevant_match(hit.text_score, hit.vector_score)
 
 
 def _relevant_items(req: SearchRequest) -> list[ContextItem]:

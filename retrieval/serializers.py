@@ -63,8 +63,8 @@ def MIN_COSINE_FIELD() -> serializers.FloatField:  # noqa: N802 - a field factor
         min_value=-1.0, max_value=1.0, required=False, allow_null=True, default=None,
         help_text="Only memories at least this close in meaning to the query (cosine of the embeddings; seed "
                   "004 uses 0.655). A memory sharing the query's words but not its meaning is left out too. "
-                  "Default: none for search; context keeps a memory that shares a query word or has cosine "
-                  "of at least 0.35.")
+                  "Default: search and context keep a memory that shares a query word or has cosine "
+                  "of at least 0.2; -1 keeps everything ranked.")
 
 
 class SearchInput(StrictSerializer):

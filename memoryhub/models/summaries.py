@@ -95,7 +95,9 @@ class SummaryNode(models.Model):
             source_id=str(self.pk),
             tenant_id=self.tenant_id,
             text=self.text,
-            created_at=self.created_at,
+            # Dated by what it summarises (its last event), not by the summariser's run: a context
+            # block shows a memory's own date, and a date the query names finds the summary of then.
+            created_at=self.latest_at or self.created_at,
             workspace_id=self.workspace_id,
             channel_id=self.channel_id,
             session_id=self.session_id,

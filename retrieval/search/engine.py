@@ -58,6 +58,7 @@ from retrieval.search.rerank import (
     expand_summaries,
     mmr,
     near_duplicates,
+    newer_first,
     top_sessions,
     with_words,
 )
@@ -138,8 +139,8 @@ def _run_search(req: SearchRequest, *, alone: bool) -> list[SearchHit]:
     vec = pool.vectors.cosines(plan.vector) if plan.vector is not None else {}
     trace = Trace(req) if req.explain else Trace.off()
     order, ranked, similarities = _rank(req, plan, pool, vec, trace)
-    if req.min_cosine is not None:  # seed 004's relevance floor: nothing less close in meaning
-        ranked = [c for c in ranked if vec.get(c.pk, -1.0) >= req.min_cosine]
+    before, ranked = ranked, above_floor(req, ranked, vec, pool.txt)
+    trace.ranks("floor", before, ranked)
     if req.group_by == "session":
         return _by_session(req, pool, plan, order, ranked, vec, trace, model)
     head = ranked[: 3 * req.top_k]
@@ -150,12 +151,38 @@ def _run_search(req: SearchRequest, *, alone: bool) -> list[SearchHit]:
     covered = cover_conversations(kept, req.top_k, coverage, order, weights.COVERAGE_FLOOR,
                                   evidence)
     trace.ranks("coverage", kept, covered, evidence, words)
-    floor = weights.CONTEXT_MIN_COSINE
+    if _reranks(req) and weights.NEWER_FIRST > 0.0:  # knowledge updates (off by default)
+        before, (covered, order) = covered, newer_first(covered, dict(order), pool.vectors.pairs([c.pk for c in covered]),
+                                                        weights.NEWER_FIRST, weights.NEWER_FIRST_COSINE)
+        trace.ranks("newer_first", before, covered)
     worded = {c.pk for c in covered if pool.txt.get(c.pk, 0.0) > 0.0}
-    relevant = worded | {c.pk for c in covered if vec.get(c.pk, 0.0) >= floor}
+    relevant = {c.pk for c in covered if relevant_match(pool.txt.get(c.pk), vec.get(c.pk))}
     before, covered = covered, facts_first(covered, order, relevant, worded)
     trace.ranks("facts_first", before, covered)
     return _hits(req, covered, order, pool, vec, trace, model)
+
+
+def relevant_match(text_score: float | None, cosine: float | None) -> bool:
+    """The relevance floor (seed 004), one rule for search and context: a memory that says one of
+    the query's words (full text, a typo's correction included), or whose meaning is at least
+    weights.RELEVANCE_MIN_COSINE close to the query's. A memory whose vector is still to be
+    computed passes on its words alone."""
+    return (text_score or 0.0) > 0.0 or (cosine is not None and cosine >= weights.RELEVANCE_MIN_COSINE)
+
+
+def above_floor(req: SearchRequest, ranked: list[Candidate], vec: dict[int, float],
+                txt: dict[int, float]) -> list[Candidate]:
+    """What search lists of the ranked candidates: a request's min_cosine is seed 004's floor as
+    written (nothing less close in meaning, words or not); otherwise a query's results are those
+    that pass relevant_match, so that a query sharing nothing with what is stored lists nothing
+    rather than the least unrelated memories. Only hybrid search weighs both: text modes list
+    word matches anyway, vector mode the nearest in meaning as asked (its floor is min_cosine),
+    and a search without query text (a query vector alone) has no words to match."""
+    if req.min_cosine is not None:
+        return [c for c in ranked if vec.get(c.pk, -1.0) >= req.min_cosine]
+    if req.mode != "hybrid" or not req.query.strip() or weights.RELEVANCE_MIN_COSINE <= -1.0:
+        return ranked
+    return [c for c in ranked if relevant_match(txt.get(c.pk), vec.get(c.pk))]
 
 
 def _hits(req: SearchRequest, kept: list[Candidate], order: dict[int, float], pool: CandidatePool,

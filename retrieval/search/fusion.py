@@ -51,10 +51,27 @@ def with_decay(req: SearchRequest, scores: dict[int, float], chunks: dict[int, C
     return {i: (1.0 - w) * s + w * top * min(chunks[i].relevance, 1.0) for i, s in scores.items()}
 
 
+def pending_weights(weights_: tuple[float, ...], vector_at: int, embedded: bool) -> tuple[float, ...]:
+    """The weights of one candidate's parts: as given when it has a vector; while its vector is
+    pending (the embedding backlog), the vector's weight is shared out over the parts it has, in
+    proportion to theirs, so that its score is the same weighted mean over the evidence it has.
+    A missing vector is not a cosine of 0: counted as one, against the others' min–max scaled
+    cosines (the lowest of which reads 0 and the best 1), a message written a moment ago would
+    rank below every embedded one however exactly it says the query's words."""
+    if embedded:
+        return weights_
+    rest = sum(w for j, w in enumerate(weights_) if j != vector_at)
+    if rest <= 0.0:
+        return weights_
+    scale = sum(weights_) / rest
+    return tuple(0.0 if j == vector_at else w * scale for j, w in enumerate(weights_))
+
+
 def base_scores(req: SearchRequest, chunks: dict[int, Candidate], vec: dict[int, float],
                 txt: dict[int, float]) -> dict[int, float]:
     """The candidates' scores from their signals alone (before the session prior). fusion_parts
-    below spells out the same formulas term by term, for explain."""
+    below spells out the same formulas term by term, for explain. A candidate without a vector
+    (still to be embedded) is scored on the parts it has (pending_weights)."""
     ids = list(chunks)
     if req.profile == "memory":
         # The "memory" profile (S4) adds time, importance and reinforcement through ONE term: the
@@ -67,32 +84,44 @@ def base_scores(req: SearchRequest, chunks: dict[int, Candidate], vec: dict[int,
         # is bounded (≤ 1) and added, never multiplied into similarity, so an old but exactly
         # matching memory still surfaces.
         nv, nt = minmax(vec), minmax(txt)
-        w_text, w_vector, w_relevance = MEMORY_WEIGHTS
-        return {
-            i: w_text * nt.get(i, 0.0) + w_vector * nv.get(i, 0.0) + w_relevance * min(chunks[i].relevance, 1.0)
-            for i in ids
-        }
+        out = {}
+        for i in ids:
+            w_text, w_vector, w_relevance = pending_weights(MEMORY_WEIGHTS, 1, i in vec)
+            out[i] = w_text * nt.get(i, 0.0) + w_vector * nv.get(i, 0.0) + w_relevance * min(chunks[i].relevance, 1.0)
+        return out
     if req.profile == "seed002":
         nt = minmax(txt)
-        w_text, w_vector, w_temporal, w_importance = SEED002_WEIGHTS
-        return {
-            i: w_text * nt.get(i, 0.0) + w_vector * max(vec.get(i, 0.0), 0.0) + w_temporal * chunks[i].relevance
-            + w_importance * chunks[i].importance
-            for i in ids
-        }
+        out = {}
+        for i in ids:
+            w_text, w_vector, w_temporal, w_importance = pending_weights(SEED002_WEIGHTS, 1, i in vec)
+            out[i] = (w_text * nt.get(i, 0.0) + w_vector * max(vec.get(i, 0.0), 0.0)
+                      + w_temporal * chunks[i].relevance + w_importance * chunks[i].importance)
+        return out
     if req.mode == "vector":
         return {i: vec.get(i, 0.0) for i in ids}
     if req.mode in TEXT_MODES:
         return {i: txt.get(i, 0.0) for i in ids}
     if req.fusion == "rrf":
         rv, rt = _ranks(vec), _ranks(txt)
-        return {
-            i: (1.0 / (RRF_K + rv[i]) if i in rv else 0.0) + (1.0 / (RRF_K + rt[i]) if i in rt else 0.0)
-            for i in ids
-        }
+        return {i: sum(part["part"] for part in _rrf_parts(i, vec, txt, rv, rt).values()) for i in ids}
     nv, nt = minmax(vec), minmax(txt)
-    w_vector, w_text = balanced_weights(req, len(ids), nv, nt)
-    return {i: w_vector * nv.get(i, 0.0) + w_text * nt.get(i, 0.0) for i in ids}
+    balanced = balanced_weights(req, len(ids), nv, nt)
+    out = {}
+    for i in ids:
+        w_vector, w_text = pending_weights(balanced, 0, i in vec)
+        out[i] = w_vector * nv.get(i, 0.0) + w_text * nt.get(i, 0.0)
+    return out
+
+
+def _rrf_parts(i: int, vec: dict[int, float], txt: dict[int, float], rv: dict[int, int],
+               rt: dict[int, int]) -> dict[str, Part]:
+    """Reciprocal rank fusion's two terms for one candidate; one whose vector is pending counts
+    its text term twice (both lists, over the one it is in) rather than a vector term of 0."""
+    text = 1.0 / (RRF_K + rt[i]) if i in rt else 0.0
+    vector = 1.0 / (RRF_K + rv[i]) if i in rv else 0.0
+    factor = 1.0 if i in vec else 2.0
+    return {"vector": {"raw": vec.get(i), "rank": rv.get(i), "part": vector},
+            "text": {"raw": txt.get(i), "rank": rt.get(i), "part": factor * text}}
 
 
 BALANCE_DEPTH = 10  # the candidates after a list's best that its peakedness compares it with
@@ -141,34 +170,37 @@ def fusion_parts(req: SearchRequest, chunks: dict[int, Candidate], vec: dict[int
     """base_scores' terms for `ids`: the parts of each add up to its base score (tested)."""
     if req.profile == "memory":
         nv, nt = minmax(vec), minmax(txt)
-        w_text, w_vector, w_relevance = MEMORY_WEIGHTS
-        return {i: {
-            "text": _part(txt.get(i), nt.get(i, 0.0), w_text),
-            "vector": _part(vec.get(i), nv.get(i, 0.0), w_vector),
-            "relevance": _part(chunks[i].relevance, min(chunks[i].relevance, 1.0), w_relevance),
-        } for i in ids}
+        out: dict[int, dict[str, Part]] = {}
+        for i in ids:
+            w_text, w_vector, w_relevance = pending_weights(MEMORY_WEIGHTS, 1, i in vec)
+            out[i] = {"text": _part(txt.get(i), nt.get(i, 0.0), w_text),
+                      "vector": _part(vec.get(i), nv.get(i, 0.0), w_vector),
+                      "relevance": _part(chunks[i].relevance, min(chunks[i].relevance, 1.0), w_relevance)}
+        return out
     if req.profile == "seed002":
         nt = minmax(txt)
-        w_text, w_vector, w_temporal, w_importance = SEED002_WEIGHTS
-        return {i: {
-            "text": _part(txt.get(i), nt.get(i, 0.0), w_text),
-            "vector": _part(vec.get(i), max(vec.get(i, 0.0), 0.0), w_vector),
-            "relevance": _part(chunks[i].relevance, chunks[i].relevance, w_temporal),
-            "importance": _part(chunks[i].importance, chunks[i].importance, w_importance),
-        } for i in ids}
+        out = {}
+        for i in ids:
+            w_text, w_vector, w_temporal, w_importance = pending_weights(SEED002_WEIGHTS, 1, i in vec)
+            out[i] = {"text": _part(txt.get(i), nt.get(i, 0.0), w_text),
+                      "vector": _part(vec.get(i), max(vec.get(i, 0.0), 0.0), w_vector),
+                      "relevance": _part(chunks[i].relevance, chunks[i].relevance, w_temporal),
+                      "importance": _part(chunks[i].importance, chunks[i].importance, w_importance)}
+        return out
     if req.mode == "vector" or req.mode in TEXT_MODES:
         name, signal = ("vector", vec) if req.mode == "vector" else ("text", txt)
         return {i: {name: _part(signal.get(i), signal.get(i, 0.0), 1.0)} for i in ids}
     if req.fusion == "rrf":
         rv, rt = _ranks(vec), _ranks(txt)
-        return {i: {
-            "vector": {"raw": vec.get(i), "rank": rv.get(i), "part": 1.0 / (RRF_K + rv[i]) if i in rv else 0.0},
-            "text": {"raw": txt.get(i), "rank": rt.get(i), "part": 1.0 / (RRF_K + rt[i]) if i in rt else 0.0},
-        } for i in ids}
+        return {i: _rrf_parts(i, vec, txt, rv, rt) for i in ids}
     nv, nt = minmax(vec), minmax(txt)
-    w_vector, w_text = balanced_weights(req, len(chunks), nv, nt)
-    return {i: {"vector": _part(vec.get(i), nv.get(i, 0.0), w_vector),
-                "text": _part(txt.get(i), nt.get(i, 0.0), w_text)} for i in ids}
+    balanced = balanced_weights(req, len(chunks), nv, nt)
+    out = {}
+    for i in ids:
+        w_vector, w_text = pending_weights(balanced, 0, i in vec)
+        out[i] = {"vector": _part(vec.get(i), nv.get(i, 0.0), w_vector),
+                  "text": _part(txt.get(i), nt.get(i, 0.0), w_text)}
+    return out
 
 
 def _part(raw: float | None, normalised: float, weight: float) -> Part:

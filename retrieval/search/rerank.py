@@ -154,6 +154,42 @@ def with_words(evidence: dict[int, float], words: dict[int, float], weight: floa
             for session, value in evidence.items()}
 
 
+def newer_first(ordered: list[Candidate], scores: dict[int, float], similarities: PairSimilarities,
+                margin: float, cosine: float) -> tuple[list[Candidate], dict[int, float]]:
+    """Knowledge updates: of two results about the same subject said in different conversations,
+    the newer is listed first. Applied to search's final results (after coverage) it only reorders
+    them: the same results, recall@k of the whole list unchanged.
+
+    A result b newer than a result a of another conversation (created later), with cosine ≥
+    `cosine` to it (`similarities`) and a score ≥ (1 − `margin`) × a's, moves to just before a
+    (before the first listed of those it passes) and is scored just above it, so that a caller
+    ordering by score (context assembly) sees the same order. Results are moved oldest first: of
+    three versions of one subject the newest ends first. Summaries neither move nor are passed;
+    margin 0 is off. Returns the new order and scores (the inputs are kept)."""
+    if margin <= 0.0 or len(ordered) < 2:
+        return ordered, scores
+    out = dict(scores)
+    result = list(ordered)
+    messages = [c for c in ordered if c.kind != "summary"]
+    for b in sorted(messages, key=lambda c: c.created_ts):
+        lift, passed = out[b.pk], []
+        for a in messages:
+            if (a.created_ts >= b.created_ts or a.session_id == b.session_id
+                    or similarities.get((min(a.pk, b.pk), max(a.pk, b.pk)), 0.0) < cosine):
+                continue
+            if out[a.pk] >= out[b.pk] and scores[b.pk] >= (1.0 - margin) * out[a.pk]:
+                passed.append(a)
+                lift = max(lift, out[a.pk] + NEWER_FIRST_STEP)
+        if passed:
+            out[b.pk] = lift
+            result.remove(b)
+            result.insert(min(result.index(a) for a in passed), b)
+    return result, out
+
+
+NEWER_FIRST_STEP = 1e-6  # how far above the older result a newer one is scored
+
+
 def cover_conversations(kept: list[Candidate], top_k: int, share: float, scores: dict[int, float] | None = None,
                         floor: float = 0.0, evidence: dict[int, float] | None = None) -> list[Candidate]:
     """The first share·top_k results by rank; the other places go first to the best results from

@@ -64,3 +64,23 @@ def test_rates_are_over_ordered_questions_and_retrieved_over_all() -> None:
     assert (o["n"], o["search ordered"], o["search newest-first"], o["search newest retrieved"]) == (3, 2, 0.5, 0.667)
     assert (o["ctx ordered"], o["ctx newest-first"], o["ctx newest retrieved"]) == (1, 1.0, 0.333)
     assert figures["half 2"]["search newest-first"] is None and figures["half 2"]["session@10"] == 0.5
+
+
+def test_newest_within_k_and_a_block_dated_by_each_memory_s_own_session() -> None:
+    from types import SimpleNamespace
+
+    from bench.knowledge_updates import newest_within, shows_own_dates
+
+    assert newest_within(DATES, [{"old"}, {"x"}, {"new"}], 3)
+    assert not newest_within(DATES, [{"old"}, {"x"}, {"new"}], 2)
+    item = SimpleNamespace(source="relevant", session="c-s1", text="I  moved to Lisbon")
+    recent = SimpleNamespace(source="recent", session="c-s2", text="hello")
+    day_of = {"c-s1": "2023-05-01", "c-s2": "2023-06-01"}
+    assert shows_own_dates("- (user, said 2023-05-01) I moved to Lisbon\n- **user**: hello", [item, recent], day_of)
+    assert not shows_own_dates("- (user, said 2026-11-29) I moved to Lisbon", [item], day_of)
+    tally = Tally()
+    order = evidence_order(DATES, [{"new"}])
+    tally.add(("overall",), order, order, 1.0, 1.0, 1.0, 1.0, True, True)
+    tally.add(("overall",), order, order, 1.0, 1.0, 1.0, 1.0, True, False)
+    figures = tally.figures()["overall"]
+    assert (figures["newest@5"], figures["ctx dated"], figures["newest@5 dated"]) == (1.0, 0.5, 0.5)

@@ -53,8 +53,21 @@ def test_scorer_counts_turns_and_sessions_within_k_and_distinct_turns() -> None:
     scorer.add(q, found)
     figures = scorer.figures()
     assert figures["overall"] == {"n": 1, "turn@5": 0.5, "turn@10": 1.0, "session@5": 0.5,
-                                  "session@10": 1.0, "uniq@10": 8.0}
+                                  "session@10": 1.0, "uniq@10": 8.0, "all@5": 0.0, "all@10": 1.0}
     assert figures["half 1"] == figures["overall"] == figures["multi"]
+
+
+def test_strict_recall_all_needs_every_evidence_session_and_leaves_abstentions_out() -> None:
+    buckets = ("multi", "overall", "half 1")
+    found = [({"t1"}, "S1"), (set(), "S3"), ({"t2"}, "S2")]
+    scorer = recall.Scorer()
+    scorer.add(recall.Question(0, "a", question("q1", ["t1", "t2"], ["S1", "S2"]), buckets), found)
+    scorer.add(recall.Question(0, "a", question("q2", ["t1", "t4"], ["S1", "S4"]), buckets), found)
+    # An abstention's evidence is what was not said: it counts in session recall, not in all@k.
+    scorer.add(recall.Question(0, "a", question("q3_abs", ["t5"], ["S5"]), buckets), found)
+    figures = scorer.figures()["overall"]
+    assert (figures["n"], figures["all@5"], figures["all@10"]) == (3, 0.5, 0.5)
+    assert figures["session@10"] == pytest.approx((1.0 + 0.5 + 0.0) / 3, abs=1e-3)
 
 
 def test_bm25_prefers_the_rarer_word_and_fusion_is_min_max_weighted() -> None:

@@ -608,7 +608,9 @@ def test_memory_profile_ranks_by_the_lifecycles_decayed_relevance(alice, cast) -
     chunks = {c.tier: c for c in Chunk.objects.all()}
     expected = {tier: relevance_at(0.8, tier, None, month_ago, 0) for tier in chunks}
     gap = results[0]["score"] - results[1]["score"]
-    assert abs(gap - 0.4 * (expected["account"] - expected["conversation"])) < 1e-3  # SQL agrees with Python
+    # SQL agrees with Python. Neither is embedded yet: the relevance term weighs 0.4 of the 0.7
+    # that the parts they have (text, relevance) weigh (fusion.pending_weights).
+    assert abs(gap - 0.4 / 0.7 * (expected["account"] - expected["conversation"])) < 1e-3
     # Those were accesses: both were returned, so both count one use now and decay from now on.
     assert {c.access_count for c in Chunk.objects.with_access()} == {1}
     assert all(c.accessed_at > month_ago for c in Chunk.objects.with_access())
