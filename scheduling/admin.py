@@ -185,7 +185,7 @@ def output_table(text: str) -> str:
 
 @admin.register(Run)
 class RunAdmin(admin.ModelAdmin):
-    list_display = ["started_at", "schedule", "tenant", "status", "error", "manual", "finished_at",
+    list_display = ["started_at", "schedule", "tenant", "status", "error", "finished_at",
                     "turn_count", "cost", "notification", "output_summary"]
     list_filter = ["status", "manual", "error", "tenant", "delivery__status"]
     search_fields = ["output", "schedule__name"]

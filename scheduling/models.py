@@ -146,7 +146,7 @@ class Run(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.schedule_id} @ {self.started_at:%Y-%m-%d %H:%M:%S} {self.status}"
+        return f"{self.schedule_id} @ {self.started_at:%Y-%m-%d %H:%M} {self.status}"
 
 
 class WebhookKind(models.TextChoices):
