@@ -27,7 +27,8 @@ pytestmark = [
 
 # Django's default English formats ("Nov. 29, 2026, 2:34 a.m.", "Nov. 29, 2026"), which the console
 # must no longer show beside its own 2026-11-29 02:34.
-OTHER_DATES = re.compile(r"\b(Jan|Feb|Mar|Apr|May|June|July|Aug|Sept|Oct|Nov|Dec)[a-z]*\.? \d{1,2}, \d{4}|\b[ap]\.m\.")
+OTHER_DATES = re.compile(r"\b(Jan|Feb|Mar|Apr|May|June|July|Aug|Sept|Oct|Nov|Dec)[a-z]*\.? \d{1,2}, \d{4}|\b[ap]\.m\."
+                         r"|\b(January|February|March|April|May|June|July|August|September|October|November|December) \d")
 ONE_DATE = re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}$")
 
 
@@ -200,7 +201,7 @@ def test_dates_read_one_way_across_the_console(live_server, console) -> None:
              "/admin/memoryhub/session/", f"/admin/memoryhub/session/{session.pk}/change/", "/admin/memoryhub/event/",
              "/admin/memoryhub/enduser/", "/admin/lifecycle/pendingdeletion/", "/admin/lifecycle/consolidationreport/",
              "/admin/scheduling/schedule/", "/admin/scheduling/run/", "/admin/memoryhub/note/",
-             f"/admin/console/explorer/?tenant={console['alice']}&user=sam"]
+             f"/admin/console/explorer/?tenant={console['alice']}&user=sam", "/admin/dashboard/"]
     with sync_api.sync_playwright() as playwright:
         browser = _browser(playwright)
         try:
@@ -216,6 +217,13 @@ def test_dates_read_one_way_across_the_console(live_server, console) -> None:
                                       "#result_list td.field-started_at").all_inner_texts()
             page.goto(f"{live_server.url}/admin/memoryhub/fact/{console['fact']}/history/")
             cells += page.locator("#fact-versions tr.mh-version th").all_inner_texts()
+            page.goto(f"{live_server.url}/admin/dashboard/")
+            page.wait_for_function("document.body.dataset.dashboardUpdated")  # the data came and was shown
+            cells.append(page.locator("#mh-updated").inner_text())
+            # The date steps above a list: the year, then the days, written as dates are.
+            page.goto(f"{live_server.url}/admin/memoryhub/fact/")
+            days = page.locator(".xfull a, .xfull span, nav.toplinks a").all_inner_texts()
+            assert any(re.fullmatch(r"\d{4}-\d{2}(-\d{2})?", d.strip()) for d in days), days
         finally:
             browser.close()
     assert found == {}

@@ -5,5 +5,6 @@ TIME_FORMAT = "H:i"
 DATETIME_FORMAT = "Y-m-d H:i"
 SHORT_DATE_FORMAT = "Y-m-d"
 SHORT_DATETIME_FORMAT = "Y-m-d H:i"
-MONTH_DAY_FORMAT = "F j"
-YEAR_MONTH_FORMAT = "F Y"
+# The date hierarchy's steps above a list: 2026, 2026-03, 2026-03-14.
+MONTH_DAY_FORMAT = "Y-m-d"
+YEAR_MONTH_FORMAT = "Y-m"
