@@ -28,7 +28,8 @@ pytestmark = [
 # Django's default English formats ("Nov. 29, 2026, 2:34 a.m.", "Nov. 29, 2026"), which the console
 # must no longer show beside its own 2026-11-29 02:34.
 OTHER_DATES = re.compile(r"\b(Jan|Feb|Mar|Apr|May|June|July|Aug|Sept|Oct|Nov|Dec)[a-z]*\.? \d{1,2}, \d{4}|\b[ap]\.m\."
-                         r"|\b(January|February|March|April|May|June|July|August|September|October|November|December) \d")
+                         r"|\b(January|February|March|April|May|June|July|August|September|October|November|December) \d"
+                         r"|\b\d{1,2} (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]* \d{4}")
 ONE_DATE = re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}$")
 
 
@@ -57,7 +58,8 @@ def console(people: dict[str, int]) -> dict[str, Any]:  # noqa: F811
                                  tags=["travel"], source="agent"))
     schedule = Schedule.objects.create(tenant=alice, name="weekly digest for sam", action="agent_goal",
                                        goal="Summarise Sam's week", cadence_type="cron",
-                                       cadence_value="0 9 * * 1", user_id="sam")
+                                       cadence_value="0 9 * * 1", user_id="sam", timezone="Europe/Lisbon",
+                                       next_run_at=timezone.now())
     run = Run.objects.create(tenant=alice, schedule=schedule, status="succeeded", finished_at=timezone.now(),
                              output_summary="Sam's week: the walnut tree, the ferry, the boat")
     Delivery.objects.create(tenant=alice, run=run, url="https://hooks.example.com/sam", status="failed",
