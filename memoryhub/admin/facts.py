@@ -31,8 +31,8 @@ def _when(at: Any) -> str:
 class FactVersionAdmin(admin.ModelAdmin):
     """Every version of every fact, read-only: the record of what was true when."""
 
-    list_display = ["fact_id", "short_content", "user_id", "category", "key", "source", "change", "valid_from",
-                    "valid_to", "closed_by", "tenant"]
+    list_display = ["fact_id", "short_content", "user_id", "source", "change", "valid_from", "valid_to", "closed_by",
+                    "tenant"]
     list_filter = ["change", "closed_by", "tenant", ("valid_from", admin.DateFieldListFilter)]
     list_select_related = ["tenant"]
     search_fields = ["content", "key", "user_id", "=fact__id"]
