@@ -132,7 +132,8 @@ MEMORYHUB_RETRY_AFTER_SECONDS = env_int("MEMORYHUB_RETRY_AFTER_SECONDS", 5, mini
 # --- Applications ---------------------------------------------------------------------------
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    # Django's admin with the console's grouped sidebar and header links (memoryhub/console_site.py).
+    "memoryhub.console_site.ConsoleAdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -210,6 +211,8 @@ AUTH_PASSWORD_VALIDATORS = [
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
+# One way of writing dates and times in the console (memoryhub/formats/en/formats.py).
+FORMAT_MODULE_PATH = ["memoryhub.formats"]
 USE_I18N = True
 USE_TZ = True
 

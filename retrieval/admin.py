@@ -41,8 +41,9 @@ class EmbeddedFilter(admin.SimpleListFilter):
 
 @admin.register(Chunk)
 class ChunkAdmin(AccessColumns, OwnerColumn, admin.ModelAdmin):
-    list_display = ["id", "kind", "short_text", "owner", "tenant", "session", "sequence_start", "sequence_end", "tier",
-                    "importance", "access_count", "embedding_model", "created_at"]
+    # Tier and a message's place are filters and on the chunk's page, so the list fits a 1280 px screen.
+    list_display = ["id", "kind", "short_text", "owner", "tenant", "session", "importance", "access_count",
+                    "embedding_model", "created_at"]
     list_filter = ["kind", "tier", "lifetime", EmbeddedFilter, "tenant", ("created_at", admin.DateFieldListFilter)]
     list_select_related = ["tenant", "session"]
     search_fields = ["text", "source_id", "=content_hash", "user_id"]

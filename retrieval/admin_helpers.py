@@ -45,6 +45,25 @@ def source_link(chunk: Chunk, note_pks: dict[str, int] | None = None) -> tuple[s
     return None
 
 
+def api_id(chunk: Chunk) -> str:
+    """A memory as the API names it: a fact's or summary's id, a note's id, a message's place in its
+    conversation (`session #sequence`; the caller selects the session), a document's id; the chunk's own id only for what has none of these."""
+    source = chunk.source_id
+    if chunk.kind in ("fact", "summary") and source.isdigit():
+        return f"{chunk.kind} {source}"
+    if chunk.kind == "note" and source:
+        return source
+    if chunk.kind == "event" and chunk.sequence_start is not None:
+        end = chunk.sequence_end
+        place = f"#{chunk.sequence_start}" + (f"–#{end}" if end and end != chunk.sequence_start else "")
+        return f"{chunk.session.external_id} {place}" if chunk.session_id else place
+    if chunk.kind == "document":
+        doc = (chunk.metadata or {}).get("document_id") or (source[4:] if source.startswith("doc-") else "")
+        if str(doc).isdigit():
+            return f"document {doc}"
+    return f"chunk {chunk.pk}"
+
+
 def note_pks(chunks: list[Chunk]) -> dict[str, int]:
     """Row ids of the notes behind these chunks, in one query."""
     ids = {c.source_id for c in chunks if c.kind == "note"}

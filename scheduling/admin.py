@@ -4,6 +4,7 @@ successes, failures with resubmit, its schedules, including `scheduling:dispatch
 from __future__ import annotations
 
 import json
+from datetime import UTC
 from typing import Any
 
 from django import forms
@@ -11,6 +12,7 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
+from django.utils.formats import date_format
 from django.utils.html import format_html, format_html_join
 
 from memoryhub.errors import DomainError
@@ -106,7 +108,14 @@ class ScheduleAdmin(admin.ModelAdmin):
 
     @admin.display(description="next run (schedule's zone)", ordering="next_run_at")
     def next_run_local(self, obj: Schedule) -> str:
-        return cadence_maths.format_in_timezone(obj.next_run_at, obj.timezone) or "—"
+        """On the schedule's wall clock, written as the console writes every date (2026-07-01 09:00)."""
+        if obj.next_run_at is None:
+            return "—"
+        try:
+            local = obj.next_run_at.astimezone(cadence_maths.zone(obj.timezone))
+        except cadence_maths.CadenceError:
+            local = obj.next_run_at.astimezone(UTC)
+        return f"{date_format(local, 'DATETIME_FORMAT')} {local:%Z} ({obj.timezone})"
 
     @admin.action(description="Run now…")
     def run_now_action(self, request: HttpRequest, queryset: QuerySet[Schedule]) -> HttpResponse | None:
@@ -190,7 +199,7 @@ def output_table(text: str) -> str:
 
 @admin.register(Run)
 class RunAdmin(admin.ModelAdmin):
-    list_display = ["started_at", "schedule", "tenant", "status", "error", "manual", "finished_at",
+    list_display = ["started_at", "schedule", "tenant", "status", "error", "finished_at",
                     "turn_count", "cost", "notification", "output_summary"]
     list_filter = ["status", "manual", "error", "tenant", "delivery__status"]
     search_fields = ["output", "schedule__name"]

@@ -204,7 +204,7 @@ class Run(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.schedule_id} @ {self.started_at:%Y-%m-%d %H:%M:%S} {self.status}"
+        return f"{self.schedule_id} @ {self.started_at:%Y-%m-%d %H:%M} {self.status}"
 
     @classmethod
     def forget_user_text(cls, tenant_id: int, user_id: str) -> dict[str, int]:

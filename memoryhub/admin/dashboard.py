@@ -103,7 +103,7 @@ def dashboard_data(tenant: Tenant | None) -> dict[str, Any]:
     metrics.record_samples()
     tenant_id = tenant.pk if tenant else None
     return {
-        "generated_at": timezone.now().isoformat(),
+        "generated_at": timezone.localtime().isoformat(),  # the console's time zone, as its pages show
         "tenant": tenant.name if tenant else None,
         "embedding": dashboard_series.embedding_figures(tenant_id),
         "charts": dashboard_series.all_charts(tenant_id),

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import admin
 from django.db import transaction
 from django.db.models import QuerySet
 from django.forms import ModelForm
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
+from django.utils.formats import date_format
 from django.utils.html import format_html, format_html_join
 
 from memoryhub import facts
@@ -19,12 +22,17 @@ from memoryhub.models import (
 from memoryhub.signals import memory_deleted, memory_saved
 
 
+def _when(at: Any) -> str:
+    """A moment as every page of the console writes it (memoryhub/formats)."""
+    return date_format(timezone.localtime(at), "DATETIME_FORMAT")
+
+
 @admin.register(FactVersion)
 class FactVersionAdmin(admin.ModelAdmin):
-    """Every version of every fact (SPEC S12), read-only: the record of what was true when."""
+    """Every version of every fact, read-only: the record of what was true when."""
 
-    list_display = ["fact_id", "short_content", "user_id", "category", "key", "source", "change", "valid_from",
-                    "valid_to", "closed_by", "tenant"]
+    list_display = ["fact_id", "short_content", "user_id", "source", "change", "valid_from", "valid_to", "closed_by",
+                    "tenant"]
     list_filter = ["change", "closed_by", "tenant", ("valid_from", admin.DateFieldListFilter)]
     list_select_related = ["tenant"]
     search_fields = ["content", "key", "user_id", "=fact__id"]
@@ -44,8 +52,8 @@ class FactVersionAdmin(admin.ModelAdmin):
 @admin.register(Fact)
 class FactAdmin(SearchableAdmin):
     kind = "fact"
-    list_display = ["id", "short_content", "user_id", "category", "key", "tier", "lifetime", "source", "importance",
-                    "uses", "tenant", "valid_from", "updated_at"]
+    list_display = ["id", "short_content", "user_id", "category", "key", "source", "importance",
+                    "uses", "tenant", "updated_at"]
     list_filter = ["tier", "lifetime", "source", "category", TagListFilter, "tenant",
                    ("updated_at", admin.DateFieldListFilter)]
     list_select_related = ["tenant"]
@@ -57,6 +65,15 @@ class FactAdmin(SearchableAdmin):
     exclude = ["access_count", "accessed_at"]
     date_hierarchy = "updated_at"
     actions = ["reindex", "pin", "unpin"]
+    object_history_template = "admin/memoryhub/fact/object_history.html"
+
+    def history_view(self, request: HttpRequest, object_id: str,
+                     extra_context: dict[str, Any] | None = None) -> HttpResponse:
+        """The History button shows the fact's versions (what it said, from when to when), with the
+        console's own edits below them; Django's log alone knows only edits made here."""
+        versions = FactVersion.objects.filter(fact_id=object_id).order_by("valid_from", "id") if object_id.isdigit() \
+            else FactVersion.objects.none()
+        return super().history_view(request, object_id, {**(extra_context or {}), "versions": versions})
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Fact]:
         return facts.with_chunk_access(super().get_queryset(request))
@@ -69,7 +86,7 @@ class FactAdmin(SearchableAdmin):
     @admin.display(description="last used")
     def last_used(self, obj: Fact) -> str:
         at = facts.last_used(obj)
-        return f"{timezone.localtime(at):%Y-%m-%d %H:%M:%S}" if at else "never"
+        return date_format(timezone.localtime(at), "DATETIME_FORMAT") if at else "never"
 
     @admin.display(description="History (every version, oldest first)")
     def history(self, obj: Fact) -> str:
@@ -78,8 +95,8 @@ class FactAdmin(SearchableAdmin):
             return "—"
         rows = format_html_join(
             "", "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            ((v.content, v.source, v.change, f"{v.valid_from:%Y-%m-%d %H:%M:%S}",
-              f"{v.valid_to:%Y-%m-%d %H:%M:%S} ({v.closed_by})" if v.valid_to else "current") for v in versions))
+            ((v.content, v.source, v.change, _when(v.valid_from),
+              f"{_when(v.valid_to)} ({v.closed_by})" if v.valid_to else "current") for v in versions))
         return format_html('<table class="fact-history"><thead><tr><th>Content</th><th>By</th><th>Opened by</th>'
                            "<th>Valid from</th><th>Valid to</th></tr></thead><tbody>{}</tbody></table>", rows)
 

@@ -29,7 +29,7 @@ FORGET_PREVIEW_LIMIT = 100
 
 @admin.register(Session)
 class SessionAdmin(admin.ModelAdmin):
-    list_display = ["external_id", "title", "tenant", "workspace", "channel", "agent", "user_id",
+    list_display = ["external_id", "title", "tenant", "agent", "user_id",
                     "status", "event_count", "transcript_link", "updated_at"]
     list_filter = ["status", "tenant", "workspace", ("updated_at", admin.DateFieldListFilter)]
     list_select_related = ["tenant", "workspace", "channel"]

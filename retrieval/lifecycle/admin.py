@@ -18,6 +18,7 @@ from retrieval import decay
 from retrieval.admin_helpers import (
     AccessColumns,
     OwnerColumn,
+    api_id,
     confirm_page,
     confirmed,
     count_rows,
@@ -57,8 +58,12 @@ class PinnedFilter(admin.SimpleListFilter):
 class MemoryAdmin(AccessColumns, OwnerColumn, admin.ModelAdmin):
     """Chunks as memories: tier, lifetime, current relevance; pin, re-embed, merge, forget."""
 
-    list_display = ["id", "kind", "short_text", "owner", "tenant", "session", "tier", "lifetime", "importance",
-                    "access_count", "relevance_now", "is_pinned", "created_at"]
+    # The id the API uses (a fact's, a note's, a message's place in its conversation), which also
+    # says the kind, not the chunk's; tier, lifetime and pinned are filters and counted above the
+    # list, so the list fits a 1280 px screen.
+    list_display = ["api_id", "short_text", "owner", "tenant", "importance", "access_count", "relevance_now",
+                    "created_at"]
+    list_display_links = ["api_id"]
     list_filter = ["tier", "lifetime", "kind", PinnedFilter, "tenant", ("created_at", admin.DateFieldListFilter)]
     list_select_related = ["tenant", "session"]
     search_fields = ["text", "source_id", "user_id", "=content_hash"]
@@ -92,6 +97,10 @@ class MemoryAdmin(AccessColumns, OwnerColumn, admin.ModelAdmin):
     def get_queryset(self, request: HttpRequest) -> QuerySet[Memory]:
         return (super().get_queryset(request).with_access()
                 .annotate(relevance=decay.relevance_expression(table=Chunk._meta.db_table)))
+
+    @admin.display(description="id", ordering="pk")
+    def api_id(self, obj: Memory) -> str:
+        return api_id(obj)
 
     @admin.display(description="text")
     def short_text(self, obj: Memory) -> str:
@@ -283,7 +292,7 @@ class PendingDeletionAdmin(admin.ModelAdmin):
     survivor beside it, Approve / Reject per memory or for all)."""
 
     list_display = ["id", "tenant", "step", "what", "memory_count", "status", "created_at", "decided_at",
-                    "decided_by", "report"]
+                    "decided_by"]
     list_filter = ["status", "step", "tenant"]
     list_select_related = ["tenant", "report"]
     actions = ["approve", "reject"]

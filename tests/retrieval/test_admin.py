@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from retrieval.admin import ChunkAdmin
+from retrieval.lifecycle.admin import MemoryAdmin
 from retrieval.models import Chunk
 
 
@@ -29,7 +31,8 @@ def test_chunk_and_memory_admin_show_and_sort_by_access_counts(staff_client, ali
     often, never = Chunk.objects.get(text="often found"), Chunk.objects.get(text="never found")
     ChunkAccess.objects.create(chunk=often, access_count=7)
     # The column's place in each list (1-based, as the admin's ?o= names it).
-    for base, column in (("/admin/retrieval/chunk/", 11), ("/admin/lifecycle/memory/", 10)):  # after "owner"
+    for base, column in (("/admin/retrieval/chunk/", ChunkAdmin.list_display.index("access_count") + 1),
+                         ("/admin/lifecycle/memory/", MemoryAdmin.list_display.index("access_count") + 1)):
         for order, expected in ((f"-{column}", [7, 0]), (str(column), [0, 7])):
             page = staff_client.get(base, {"o": order})
             assert page.status_code == 200

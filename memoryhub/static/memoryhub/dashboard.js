@@ -22,7 +22,7 @@
     const bars = uPlot.paths.bars({size: [0.6, 40]});
     const hasMs = chart.series.some((s) => s.scale === "ms");
     const axes = [
-      {values: chart.daily ? "{MMM} {D}" : "{HH}:{mm}"},
+      {values: chart.daily ? "{MM}-{DD}" : "{HH}:{mm}"},  // the console's dates: 2026-03-14 09:26
       {label: "count", size: 60},
     ];
     if (hasMs) axes.push({scale: "ms", side: 1, label: "ms", size: 60, grid: {show: false}});
@@ -31,7 +31,7 @@
       scales: {x: {time: true}, y: {range: (u, min, max) => [0, Math.max(1, max * 1.1)]},
                ms: {range: (u, min, max) => [0, Math.max(1, (max || 1) * 1.1)]}},
       axes: axes,
-      series: [{label: chart.daily ? "day" : "time", value: chart.daily ? "{YYYY}-{MM}-{DD}" : "{MM}-{DD} {HH}:{mm}"}]
+      series: [{label: chart.daily ? "day" : "time", value: chart.daily ? "{YYYY}-{MM}-{DD}" : "{YYYY}-{MM}-{DD} {HH}:{mm}"}]
         .concat(chart.series.map((s) => ({
           label: s.label, stroke: s.color, scale: s.scale, width: s.bars ? 1 : 2,
           fill: s.bars ? s.color + "99" : undefined, paths: s.bars ? bars : undefined,
@@ -80,7 +80,7 @@
     set("mh-arrived", fmt(e.arrived_recent));
     set("mh-embedded", fmt(e.embedded_recent));
     set("mh-errors", fmt(e.embedding_errors));
-    set("mh-updated", (data.generated_at || "").slice(0, 19).replace("T", " "));
+    set("mh-updated", (data.generated_at || "").slice(0, 16).replace("T", " "));
     if (data.queue) {
       set("mh-queued", fmt(data.queue.queued));
       set("mh-succeeded", fmt(data.queue.succeeded_24h));

@@ -47,9 +47,11 @@ def search(
     "three months ago" in the query are read against it (servers that predate it refuse the field).
     `group_by="session"`: which conversations are about the query; `top_k` then counts
     conversations, listed best first in `sessions`, and `results` holds each one's best
-    `hits_per_session` matches (default 3), conversation by conversation. `profile="seed002"`: seed
-    002's relevance formula; `decay_weight`: that share of the score from seed 001's decay;
-    `min_cosine`: only results at least that close in meaning (seed 004's floor is 0.655).
+    `hits_per_session` matches (default 3), conversation by conversation. `profile="seed002"`: RivetOS's
+    relevance formula (text rank, cosine, recency and importance in fixed shares); `decay_weight`:
+    that share of the score from Inklings' decay (importance fading with time, kept up by use);
+    `min_cosine`: only results at least that close in meaning (the SQLite state store's floor is
+    0.655).
     `synthesize=True`: the response's `synthesis` is the server's language model's answer from the
     results, {answer, citations: [{index, chunk_id}], model}, or {error: {code, message}, model}
     when the model failed (the results still come back); a server without a model refuses it
@@ -78,7 +80,7 @@ def context(
 ) -> Call[Context]:
     """The context block for a prompt (POST /context/): recent messages, important and relevant
     memories within `budget` tokens, as items and as Markdown. `min_cosine`: relevant memories
-    only at least that close in meaning, words or not (seed 004's floor is 0.655)."""
+    only at least that close in meaning, words or not (the SQLite state store's floor is 0.655)."""
     return Call("POST", "context/", as_is, json=body(
         session=session, query=query, budget=budget, scope=scope, top_k=top_k, tags=tags,
         user_id=user_id, as_of=as_of, min_cosine=min_cosine,
