@@ -61,8 +61,8 @@ def as_of_field() -> serializers.DateTimeField:
 def MIN_COSINE_FIELD() -> serializers.FloatField:  # noqa: N802 - a field factory, used as a field
     return serializers.FloatField(
         min_value=-1.0, max_value=1.0, required=False, allow_null=True, default=None,
-        help_text="Only memories at least this close in meaning to the query (cosine of the embeddings; seed "
-                  "004 uses 0.655). A memory sharing the query's words but not its meaning is left out too. "
+        help_text="Only memories at least this close in meaning to the query (cosine of the embeddings, "
+                  "e.g. 0.655). A memory sharing the query's words but not its meaning is left out too. "
                   "Default: search and context keep a memory that shares a query word or has cosine "
                   "of at least 0.2; -1 keeps everything ranked.")
 
@@ -127,13 +127,13 @@ class SearchInput(StrictSerializer):
                                                    "(default 0.3, balanced as vector_weight is when neither is sent).")
     profile = serializers.ChoiceField(choices=PROFILES, required=False, allow_null=True, default="default",
                                       help_text="Ranking profile: default, memory (favours important, recent and "
-                                                "often recalled memories), or seed002 (seed 002's formula as "
+                                                "often recalled memories), or seed002 (a published memory formula as "
                                                 "written: 0.3 BM25 + 0.3 cosine + 0.3 e^(-0.05 days since last "
                                                 "access)(1 + 0.02 accesses) + 0.1 importance; no re-ranking).")
     decay_weight = serializers.FloatField(
         min_value=0.0, max_value=1.0, required=False, default=0.0,
         help_text="Default profile: this share of each result's score comes from its decayed relevance "
-                  "(seed 001: importance · tier rate^hours since last use · (1 + ln(1 + uses)), at as_of or now). "
+                  "(importance · tier rate^hours since last use · (1 + ln(1 + uses)), at as_of or now). "
                   "Default 0: on LoCoMo and LongMemEval it cost recall.")
     min_cosine = MIN_COSINE_FIELD()
     expand = serializers.BooleanField(

@@ -60,7 +60,7 @@ class FactInput(StrictSerializer):
                              help_text="Who stated it (agent, user, extractor, …).")
     importance = serializers.FloatField(required=False, min_value=0.0, max_value=1.0, default=None,
                                         help_text="0–1: weight in recall; 0.85 and above is always recalled. "
-                                                  "When not given: by type (seed 002): correction 0.9, "
+                                                  "When not given: by type: correction 0.9, "
                                                   "preference 0.8, fact 0.6, task 0.5, otherwise 0.5; the type "
                                                   "is the fact's category, or a note's tag.")
     tags = TagsField(required=False, default=list, help_text="Labels (lowercased), usable as search filters.")

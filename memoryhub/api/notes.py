@@ -67,7 +67,7 @@ class NoteInput(StrictSerializer):
                                     help_text=SCOPE_HELP)
     importance = serializers.FloatField(required=False, min_value=0.0, max_value=1.0, default=None,
                                         help_text="0–1: weight in recall; 0.85 and above is always recalled. "
-                                                  "When not given: by type (seed 002): correction 0.9, "
+                                                  "When not given: by type: correction 0.9, "
                                                   "preference 0.8, fact 0.6, task 0.5, otherwise 0.5; the type "
                                                   "is the fact's category, or a note's tag.")
     # `id` is accepted as another name of `note_id` (the output carries both).
@@ -96,7 +96,7 @@ class NotePutInput(NoteInput):
 
 
 class NotePatchInput(StrictSerializer):
-    """PATCH /notes/{note_id}/: only what is sent changes (seed 000's update keeps the rest)."""
+    """PATCH /notes/{note_id}/: only what is sent changes; the rest is kept."""
 
     content = content_field(required=False, allow_blank=True, help_text="A new text (its chunks are replaced).")
     source = StrictCharField(max_length=100, required=False, allow_blank=True, help_text="A new source.")

@@ -323,7 +323,7 @@ class EventOutput(serializers.Serializer):
     idempotency_key = serializers.CharField(allow_null=True, help_text="The caller's idempotency key, if given.")
     created_at = serializers.DateTimeField(help_text="When it was said.")
     consolidated_at = serializers.DateTimeField(
-        allow_null=True, help_text="When fact extraction or consolidation covered this message (seed 004); "
+        allow_null=True, help_text="When fact extraction or consolidation covered this message; "
                                    "null: not yet.")
 
 

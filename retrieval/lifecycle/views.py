@@ -43,7 +43,7 @@ class ConsolidationView(APIView):
             "null, or the deletions held for an operator's review: {held_for_review, reason (e.g. the first "
             "destructive run of this tenant waits for an operator's review), per_tenant, review_at (the "
             "admin page where they are approved or rejected), how}.")),
-    }), description="Consolidate the key's tenant: promote, prune, merge, cap, compress (S8).")
+    }), description="Consolidate the key's tenant: promote, prune, merge, cap, compress.")
     def post(self, request: Request) -> Response:
         data = parse_input(ConsolidationInput, request.data)
         key = api_key(request)

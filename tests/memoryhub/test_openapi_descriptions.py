@@ -79,3 +79,19 @@ def test_the_reference_groups_operations_by_what_a_user_does(schema: dict[str, A
     paths = list(schema["paths"])
     assert paths.index("/api/v1/sessions/{session_id}/events/") <= 2
     assert paths[sum(1 for p in paths if p.startswith("/api/v1/sessions/"))] == "/api/v1/context/"
+
+
+def test_no_description_uses_planning_words(schema: dict[str, Any]) -> None:
+    """No "seed", "issue", "stop" or spec section numbers in what API users and agents read: the
+    OpenAPI document and the MCP catalogue (the console, README and client are checked in
+    test_user_words.py with the same pattern)."""
+    from retrieval.mcp_server import catalog
+    from tests.memoryhub.test_user_words import PLANNING
+
+    leaks = [(where, text[:120]) for where, text in texts(schema, "") if PLANNING.search(text)]
+    for tool in catalog.build():
+        leaks += [(tool.name, text[:120]) for where, text in [("description", tool.description),
+                                                              *texts(tool.schema, "inputSchema")]
+                  if PLANNING.search(text)]
+    assert leaks == []
+    assert PLANNING.search("Consolidate (S8).") and PLANNING.search("by type (seed 002)")  # the check bites
