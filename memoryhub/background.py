@@ -42,6 +42,9 @@ class Lane(Protocol):
 
     def step(self) -> StepResult: ...
 
+    # Optional: `has_work() -> bool`, whether work this lane can do now waits, by the same
+    # definition its step claims by. Asked after an empty step (run_lane: _work_waits).
+
 
 @dataclass
 class StepResult:
@@ -215,6 +218,9 @@ class Heartbeat:
     failed: int = 0
     rate: float = 0.0
     busy: bool = False
+    empty_steps: int = 0  # empty steps while work the lane can do waited (_work_waits)
+    idles: int = 0  # times the lane slept for want of work
+    _empty_in_row: int = 0
     _window_items: int = 0
     _window_busy: float = 0.0
     _last_write: float = 0.0
@@ -239,6 +245,7 @@ class Heartbeat:
         now = timezone.now()
         Worker.objects.update_or_create(lane=self.lane, name=self.name, defaults={
             "seen_at": now, "done": self.done, "failed": self.failed, "rate": self.rate, "busy": self.busy,
+            "empty_steps": self.empty_steps,
         })
         Worker.objects.filter(seen_at__lt=now - timedelta(days=1)).delete()
         self._last_write = time.monotonic()
@@ -294,7 +301,12 @@ def run_lane(lane: Lane, stop: threading.Event) -> None:
             if pause:
                 stop.wait(pause)
             elif not result.found_work:
+                if _work_waits(lane, beat):
+                    continue  # a step found nothing while work waits: step again at once
+                beat.idles += 1
                 _idle(lane, waker, stop)
+            else:
+                beat._empty_in_row = 0
     finally:
         if waker is not None:
             waker.close()
@@ -312,6 +324,32 @@ def _one_step(lane: Lane) -> tuple[StepResult, float]:
     except Exception:
         logger.exception("lane %s: a step failed", lane.name)
         return StepResult(), 5.0
+
+
+def _work_waits(lane: Lane, beat: Heartbeat) -> bool:
+    """After an empty step: whether work this lane can do waits all the same (lane.has_work()).
+    That is a bug (the step and the lane's definition of its work disagree, or it passed a tenant
+    over): it is logged and counted (Worker.empty_steps, on the dashboard), and the lane steps again
+    at once instead of sleeping. Only once in a row: a disagreement that persists sleeps as usual,
+    so the lane can never spin on it."""
+    has_work = getattr(lane, "has_work", None)
+    if has_work is None:
+        return False
+    try:
+        waits = bool(has_work())
+    except Exception:  # bookkeeping must never stop a lane
+        logger.exception("lane %s: checking for waiting work failed", lane.name)
+        return False
+    if not waits:
+        beat._empty_in_row = 0
+        return False
+    beat.empty_steps += 1
+    beat._empty_in_row += 1
+    logger.error("lane %s: a step found nothing while work it can do waits (%d such steps); %s",
+                 lane.name, beat.empty_steps,
+                 "stepping again at once" if beat._empty_in_row == 1 else "sleeping as usual")
+    _safely(beat.write)
+    return beat._empty_in_row == 1
 
 
 def _idle(lane: Lane, waker: Waker | None, stop: threading.Event) -> None:
