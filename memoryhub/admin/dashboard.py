@@ -23,6 +23,7 @@ from memoryhub.admin import dashboard_series
 from memoryhub.background import lane_rate, live_workers, round_robin_etas
 from memoryhub.models import ApiUsage, Session, StepFailure
 from memoryhub.session_work import due_sessions
+from memoryhub.supervision import read_restarts
 from memoryhub.tasks import queue_counts
 
 CHART_DAYS = dashboard_series.CHART_DAYS
@@ -123,6 +124,7 @@ def dashboard_view(request: HttpRequest) -> HttpResponse:
         "workers": live_workers(),
         "set_aside_sessions": StepFailure.objects.filter(set_aside=True).count(),
         "sessions_due": due_sessions().count(),  # the summarise lane's own definition of its work
+        "restarts": read_restarts(),  # processes `manage.py run` restarted (memoryhub.supervision)
         "data": dashboard_data(tenant),
         "chart_days": CHART_DAYS,
         "refresh": int(refresh) if refresh.isdigit() and int(refresh) in REFRESH_CHOICES else 15,
