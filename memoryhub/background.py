@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from django.db import close_old_connections, connection, connections, transaction
@@ -32,7 +32,11 @@ logger = logging.getLogger(__name__)
 
 WORK_CHANNEL = "memoryhub_work"  # NOTIFYed by every write that leaves background work behind
 HEARTBEAT_SECONDS = 5.0
-WORKER_GONE_SECONDS = 60  # a worker not seen for this long is not counted (and later forgotten)
+WORKER_GONE_SECONDS = 60
+# Work counts as waiting through an empty step when it was written this long before the step began:
+# an append's rows carry a time taken before its commit, so younger rows may simply not have been
+# committed yet when the step looked.
+WAITED_SECONDS = 5.0  # a worker not seen for this long is not counted (and later forgotten)
 
 
 class Lane(Protocol):
@@ -42,8 +46,10 @@ class Lane(Protocol):
 
     def step(self) -> StepResult: ...
 
-    # Optional: `has_work() -> bool`, whether work this lane can do now waits, by the same
-    # definition its step claims by. Asked after an empty step (run_lane: _work_waits).
+    # Optional: `has_work(before: datetime) -> bool`, whether work this lane can do now waits that
+    # was there before `before` (an empty step's start, less WAITED_SECONDS: work that arrived
+    # while the step ran is no sign of a bug), by the same definition its step claims by. Asked
+    # after an empty step (run_lane: _work_waits).
 
 
 @dataclass
@@ -295,13 +301,13 @@ def run_lane(lane: Lane, stop: threading.Event) -> None:
     try:
         while not stop.is_set():
             close_old_connections()  # a connection the database dropped is replaced, not reused
-            started = time.monotonic()
+            started, began = time.monotonic(), timezone.now()
             result, pause = _one_step(lane)
             _safely(beat.record, result, time.monotonic() - started)
             if pause:
                 stop.wait(pause)
             elif not result.found_work:
-                if _work_waits(lane, beat):
+                if _work_waits(lane, beat, began):
                     continue  # a step found nothing while work waits: step again at once
                 beat.idles += 1
                 _idle(lane, waker, stop)
@@ -326,8 +332,9 @@ def _one_step(lane: Lane) -> tuple[StepResult, float]:
         return StepResult(), 5.0
 
 
-def _work_waits(lane: Lane, beat: Heartbeat) -> bool:
-    """After an empty step: whether work this lane can do waits all the same (lane.has_work()).
+def _work_waits(lane: Lane, beat: Heartbeat, began: datetime) -> bool:
+    """After an empty step that began at `began`: whether work this lane can do, there well
+    before the step began, waits all the same (lane.has_work()).
     That is a bug (the step and the lane's definition of its work disagree, or it passed a tenant
     over): it is logged and counted (Worker.empty_steps, on the dashboard), and the lane steps again
     at once instead of sleeping. Only once in a row: a disagreement that persists sleeps as usual,
@@ -336,7 +343,7 @@ def _work_waits(lane: Lane, beat: Heartbeat) -> bool:
     if has_work is None:
         return False
     try:
-        waits = bool(has_work())
+        waits = bool(has_work(began - timedelta(seconds=WAITED_SECONDS)))
     except Exception:  # bookkeeping must never stop a lane
         logger.exception("lane %s: checking for waiting work failed", lane.name)
         return False

@@ -26,6 +26,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
@@ -379,11 +380,13 @@ class EmbedLane:
             return StepResult()
         return self._sentence_step() or self._stale_model_step()
 
-    def has_work(self) -> bool:
-        """Whether rows this lane could claim now wait (memoryhub.background asks after an empty
-        step): by the claim's definition, less the rows other lanes hold."""
+    def has_work(self, before: datetime | None = None) -> bool:
+        """Whether rows this lane could claim now wait (written before `before`, when given;
+        memoryhub.background asks after an empty step): by the claim's definition, less the rows
+        other lanes hold."""
+        rows = waiting() if before is None else waiting().filter(indexed_at__lt=before)
         with transaction.atomic():
-            return bool(list(waiting().select_for_update(skip_locked=True).values_list("id", flat=True)[:1]))
+            return bool(list(rows.select_for_update(skip_locked=True).values_list("id", flat=True)[:1]))
 
     def _embed_tenant(self, tenant: int) -> StepResult:
         # The budget bounds the batch's SQL (statement_timeout); encode() itself is bounded by the

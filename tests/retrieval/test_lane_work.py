@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from django.db import connections, transaction
 from django.db.models import Count
+from django.utils import timezone
 
 from accounts.models import Tenant
 from memoryhub import background
@@ -149,21 +150,21 @@ class Stub:
     def step(self) -> StepResult:
         return StepResult()
 
-    def has_work(self) -> bool:
+    def has_work(self, before: Any) -> bool:
         return self.waits
 
 
 def test_an_empty_step_while_work_waits_is_reported_and_stepped_again_once(caplog) -> None:
     beat = Heartbeat("stub")
     with caplog.at_level(logging.ERROR, logger="memoryhub.background"):
-        assert background._work_waits(Stub(waits=True), beat)  # step again at once
-        assert not background._work_waits(Stub(waits=True), beat)  # a second in a row: sleep, no spin
+        assert background._work_waits(Stub(waits=True), beat, timezone.now())  # step again at once
+        assert not background._work_waits(Stub(waits=True), beat, timezone.now())  # a second in a row: sleep
     assert beat.empty_steps == 2
     assert "found nothing while work it can do waits" in caplog.text
     from memoryhub.models import Worker
 
     assert Worker.objects.get(lane="stub").empty_steps == 2  # the dashboard's counter
-    assert not background._work_waits(Stub(waits=False), beat)  # nothing waits: no bug
+    assert not background._work_waits(Stub(waits=False), beat, timezone.now())  # nothing waits: no bug
     assert beat.empty_steps == 2 and beat._empty_in_row == 0
 
 
