@@ -19,7 +19,8 @@ workers, the embedded PostgreSQL, in a private data folder unless --data-dir) an
 Then the load stops, one more haystack is imported, and the embed lane drains the backlog alone:
 its throughput (chunks embedded / seconds until nothing waits) is compared with the model's own rate
 on the same chunks (an even sample of them: their texts and sentences, embedded in batches in a
-process of the same settings and niceness). It prints one table: events acknowledged and kept, lane throughput against the model,
+process of the same settings and niceness), and side by side: the share of the lane's busy time
+spent inside the model (Worker.model_share), which a machine's changing load does not move. It prints one table: events acknowledged and kept, lane throughput against the model,
 the longest time a chunk waited for its vector, empty lane steps, schedule lateness p95, search p95
 at the start and at the end, restarts, 5xx. tests/test_supervision.py asserts its invariants
 (nothing lost, no stall, no 5xx, each kind restarted) with a few dozen requests.
@@ -448,6 +449,9 @@ def soak(served: Served, *, seconds: float, tenants: int, users: int, haystacks:
         "drain_window": rate.get("window"),
         "longest_wait_seconds": shell(served, LONGEST_WAIT)["longest_wait_seconds"],
         "empty_steps": sum(w["empty_steps"] for w in status["lanes"]),
+        # Side by side: the share of the embed lane's busy time spent inside the model (since its
+        # restart) is its throughput against the model's own rate on the very same batches.
+        "lane_model_share": next((w["model_share"] for w in status["lanes"] if w["lane"] == "embed"), None),
         "schedule_runs": len(late := lateness(apis, schedules)), "schedule_lateness_p95": p95(late),
         "search_count": len(searches), "search_p95_start": p95(searches[:fifth]), "search_p95_end": p95(searches[-fifth:]),
         "restarts": health["details"]["restarts"], "restarted": health["details"]["restarted"],
@@ -471,10 +475,12 @@ def table(result: dict[str, Any], *, minutes: float) -> str:
         ("events acknowledged / kept (lost, duplicated)",
          f"{result['acknowledged']} / {result['stored']} ({result['lost']}, {result['duplicated']})"),
         ("facts / notes not as last written", f"{result['facts_wrong']} / {result['notes_wrong']}"),
-        ("lane throughput / model on the same texts",
+        ("lane throughput / model on the same texts, one after the other",
          f"{f(result.get('lane_rate'), '/s')} / {f(result.get('model_rate'), '/s')} = "
          f"{f(result.get('lane_vs_model'), '', 2)} ({result.get('lane_chunks')} chunks, the model timed on "
          f"{result.get('model_sampled')} of them; {result.get('embedder')})"),
+        ("lane throughput / model, side by side (share of the lane's busy time in the model)",
+         f(result.get("lane_model_share"), "", 2)),
         ("longest wait of any chunk for its vector", f(result["longest_wait_seconds"], " s")),
         ("empty lane steps with work waiting", f(result["empty_steps"])),
         ("schedule lateness p95 (runs)", f"{f(result['schedule_lateness_p95'], ' s')} ({result['schedule_runs']})"),

@@ -56,6 +56,7 @@ class Lane(Protocol):
 class StepResult:
     done: int = 0  # items finished
     failed: int = 0  # items that failed (recorded on the item)
+    model_seconds: float = 0.0  # of the step's time, spent inside the model (the embed lane says it)
 
     @property
     def found_work(self) -> bool:
@@ -225,6 +226,8 @@ class Heartbeat:
     rate: float = 0.0
     busy: bool = False
     empty_steps: int = 0  # empty steps while work the lane can do waited (_work_waits)
+    busy_seconds: float = 0.0  # time in steps that found work, since the worker started
+    model_seconds: float = 0.0  # of which inside the model
     idles: int = 0  # times the lane slept for want of work
     _empty_in_row: int = 0
     _window_items: int = 0
@@ -238,6 +241,8 @@ class Heartbeat:
         if result.found_work:
             self._window_items += result.done + result.failed
             self._window_busy += seconds
+            self.busy_seconds += seconds
+            self.model_seconds += result.model_seconds
         if time.monotonic() - self._last_write >= HEARTBEAT_SECONDS:
             self.write()
 
@@ -252,6 +257,7 @@ class Heartbeat:
         Worker.objects.update_or_create(lane=self.lane, name=self.name, defaults={
             "seen_at": now, "done": self.done, "failed": self.failed, "rate": self.rate, "busy": self.busy,
             "empty_steps": self.empty_steps,
+            "model_share": self.model_seconds / self.busy_seconds if self.busy_seconds and self.model_seconds else None,
         })
         Worker.objects.filter(seen_at__lt=now - timedelta(days=1)).delete()
         self._last_write = time.monotonic()

@@ -23,6 +23,7 @@ import logging
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -74,6 +75,16 @@ def waiting(tenant_id: int | None = None) -> ChunkQuerySet:
 
 def _stale_rows(embedder_name: str) -> Q:
     return Q(embedding__isnull=True) | ~Q(embedding_model=embedder_name)
+
+
+# Seconds spent inside the model by this thread (the lane reads and resets it each step).
+_timing = threading.local()
+
+
+def _take_model_seconds() -> float:
+    seconds = getattr(_timing, "model_seconds", 0.0)
+    _timing.model_seconds = 0.0
+    return seconds
 
 
 # --- claiming ----------------------------------------------------------------------------------
@@ -141,7 +152,11 @@ def _embed_claimed(rows: list[Chunk]) -> tuple[int, int]:
     parts = _sentences_of(rows)
     try:
         texts = [row.embedding_input for row in rows] + [s for pieces in parts for s in pieces]
-        vectors = embedder.embed(texts)
+        began = time.perf_counter()
+        try:
+            vectors = embedder.embed(texts)
+        finally:
+            _timing.model_seconds = getattr(_timing, "model_seconds", 0.0) + time.perf_counter() - began
         check_vectors(embedder, vectors, len(texts))
     except EmbedderUnavailable:
         raise
@@ -372,8 +387,10 @@ class EmbedLane:
         while tenant is not None and tenant not in tried:
             tried.add(tenant)
             self._tenant = tenant
+            _take_model_seconds()
             result = self._embed_tenant(tenant)
             if result.found_work:
+                result.model_seconds = _take_model_seconds()
                 return result
             tenant = next_tenant(tenant)
         if tried:  # every tenant's rows were held by other lanes: theirs to do

@@ -90,7 +90,9 @@ def test_superseded_facts_never_stall_the_lane_and_every_count_agrees(lane_mode,
     steps = empty = 0
     while Chunk.objects.filter(tenant__name="new", embedding__isnull=True).exists() and steps < 40:
         steps += 1
-        empty += not lane.step().found_work
+        result = lane.step()
+        empty += not result.found_work
+        assert result.model_seconds > 0  # the lane says how much of its step the model took
     assert empty == 0, "the lane chose a tenant with nothing it could claim"
     # At the model's speed: one step per fact tenant (its current version), then full batches.
     assert steps == 3 + math.ceil(300 / BATCH)

@@ -27,7 +27,9 @@ def queue_status() -> dict[str, Any]:
     queue = queue_counts(recent_failures=5)
     return {
         "lanes": [{"lane": w.lane, "worker": w.name, "busy": w.busy, "rate": round(w.rate, 2), "done": w.done,
-                   "failed": w.failed, "empty_steps": w.empty_steps, "seen": w.seen_at.isoformat()}
+                   "failed": w.failed, "empty_steps": w.empty_steps,
+                   "model_share": None if w.model_share is None else round(w.model_share, 3),
+                   "seen": w.seen_at.isoformat()}
                   for w in live_workers()],
         "embedding_backlog": [{k: v for k, v in row.items() if k != "tenant_id"} for row in backlog()],
         "embedding_rate_per_second": round(embedding_rate(), 2),
