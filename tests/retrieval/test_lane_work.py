@@ -173,6 +173,6 @@ def test_an_empty_step_while_work_waits_is_reported_and_stepped_again_once(caplo
 def test_the_dashboard_shows_the_lanes_empty_steps(staff_client) -> None:
     from memoryhub.models import Worker
 
-    Worker.objects.create(lane="embed", name="host:1", empty_steps=7)
+    Worker.objects.create(lane="embed", name="host:1", empty_steps=7, model_share=0.93)
     page = staff_client.get("/admin/dashboard/").content.decode()
-    assert 'class="mh-empty-steps">7<' in page
+    assert 'class="mh-empty-steps">7<' in page and "<td>93 %</td>" in page
