@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from django.db import close_old_connections, connection, connections, transaction
@@ -32,7 +32,11 @@ logger = logging.getLogger(__name__)
 
 WORK_CHANNEL = "memoryhub_work"  # NOTIFYed by every write that leaves background work behind
 HEARTBEAT_SECONDS = 5.0
-WORKER_GONE_SECONDS = 60  # a worker not seen for this long is not counted (and later forgotten)
+WORKER_GONE_SECONDS = 60
+# Work counts as waiting through an empty step when it was written this long before the step began:
+# an append's rows carry a time taken before its commit, so younger rows may simply not have been
+# committed yet when the step looked.
+WAITED_SECONDS = 5.0  # a worker not seen for this long is not counted (and later forgotten)
 
 
 class Lane(Protocol):
@@ -42,11 +46,17 @@ class Lane(Protocol):
 
     def step(self) -> StepResult: ...
 
+    # Optional: `has_work(before: datetime) -> bool`, whether work this lane can do now waits that
+    # was there before `before` (an empty step's start, less WAITED_SECONDS: work that arrived
+    # while the step ran is no sign of a bug), by the same definition its step claims by. Asked
+    # after an empty step (run_lane: _work_waits).
+
 
 @dataclass
 class StepResult:
     done: int = 0  # items finished
     failed: int = 0  # items that failed (recorded on the item)
+    model_seconds: float = 0.0  # of the step's time, spent inside the model (the embed lane says it)
 
     @property
     def found_work(self) -> bool:
@@ -215,6 +225,11 @@ class Heartbeat:
     failed: int = 0
     rate: float = 0.0
     busy: bool = False
+    empty_steps: int = 0  # empty steps while work the lane can do waited (_work_waits)
+    busy_seconds: float = 0.0  # time in steps that found work, since the worker started
+    model_seconds: float = 0.0  # of which inside the model
+    idles: int = 0  # times the lane slept for want of work
+    _empty_in_row: int = 0
     _window_items: int = 0
     _window_busy: float = 0.0
     _last_write: float = 0.0
@@ -226,6 +241,8 @@ class Heartbeat:
         if result.found_work:
             self._window_items += result.done + result.failed
             self._window_busy += seconds
+            self.busy_seconds += seconds
+            self.model_seconds += result.model_seconds
         if time.monotonic() - self._last_write >= HEARTBEAT_SECONDS:
             self.write()
 
@@ -239,6 +256,8 @@ class Heartbeat:
         now = timezone.now()
         Worker.objects.update_or_create(lane=self.lane, name=self.name, defaults={
             "seen_at": now, "done": self.done, "failed": self.failed, "rate": self.rate, "busy": self.busy,
+            "empty_steps": self.empty_steps,
+            "model_share": self.model_seconds / self.busy_seconds if self.busy_seconds and self.model_seconds else None,
         })
         Worker.objects.filter(seen_at__lt=now - timedelta(days=1)).delete()
         self._last_write = time.monotonic()
@@ -288,13 +307,18 @@ def run_lane(lane: Lane, stop: threading.Event) -> None:
     try:
         while not stop.is_set():
             close_old_connections()  # a connection the database dropped is replaced, not reused
-            started = time.monotonic()
+            started, began = time.monotonic(), timezone.now()
             result, pause = _one_step(lane)
             _safely(beat.record, result, time.monotonic() - started)
             if pause:
                 stop.wait(pause)
             elif not result.found_work:
+                if _work_waits(lane, beat, began):
+                    continue  # a step found nothing while work waits: step again at once
+                beat.idles += 1
                 _idle(lane, waker, stop)
+            else:
+                beat._empty_in_row = 0
     finally:
         if waker is not None:
             waker.close()
@@ -312,6 +336,33 @@ def _one_step(lane: Lane) -> tuple[StepResult, float]:
     except Exception:
         logger.exception("lane %s: a step failed", lane.name)
         return StepResult(), 5.0
+
+
+def _work_waits(lane: Lane, beat: Heartbeat, began: datetime) -> bool:
+    """After an empty step that began at `began`: whether work this lane can do, there well
+    before the step began, waits all the same (lane.has_work()).
+    That is a bug (the step and the lane's definition of its work disagree, or it passed a tenant
+    over): it is logged and counted (Worker.empty_steps, on the dashboard), and the lane steps again
+    at once instead of sleeping. Only once in a row: a disagreement that persists sleeps as usual,
+    so the lane can never spin on it."""
+    has_work = getattr(lane, "has_work", None)
+    if has_work is None:
+        return False
+    try:
+        waits = bool(has_work(began - timedelta(seconds=WAITED_SECONDS)))
+    except Exception:  # bookkeeping must never stop a lane
+        logger.exception("lane %s: checking for waiting work failed", lane.name)
+        return False
+    if not waits:
+        beat._empty_in_row = 0
+        return False
+    beat.empty_steps += 1
+    beat._empty_in_row += 1
+    logger.error("lane %s: a step found nothing while work it can do waits (%d such steps); %s",
+                 lane.name, beat.empty_steps,
+                 "stepping again at once" if beat._empty_in_row == 1 else "sleeping as usual")
+    _safely(beat.write)
+    return beat._empty_in_row == 1
 
 
 def _idle(lane: Lane, waker: Waker | None, stop: threading.Event) -> None:

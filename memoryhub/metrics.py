@@ -19,7 +19,7 @@ from typing import Any
 from django.apps import apps
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Count, Max, Q, Sum
+from django.db.models import Count, Max, Sum
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -68,15 +68,16 @@ def recent_arrivals(*, tenant_id: int | None = None, now: datetime | None = None
 
 
 def _chunk_totals() -> dict[int, tuple[int, int]]:
-    """Per tenant: (chunks, chunks without an embedding). Empty while retrieval is not installed."""
+    """Per tenant: (chunks, chunks waiting for the embed lane). Empty while retrieval is not installed."""
     try:
         chunk = apps.get_model("retrieval", "Chunk")
     except LookupError:
         return {}
-    rows = (chunk.objects.order_by().values("tenant_id")
-            .annotate(n=Count("id"), pending=Count("id", filter=Q(embedding__isnull=True)))
-            .values_list("tenant_id", "n", "pending"))
-    return {tenant_id: (n, pending) for tenant_id, n, pending in rows}
+    totals = dict(chunk.objects.order_by().values("tenant_id").annotate(n=Count("id")).values_list("tenant_id", "n"))
+    # Waiting: the embed lane's own definition (retrieval's ChunkQuerySet.embedding_waiting).
+    waiting = dict(chunk.objects.embedding_waiting().order_by().values("tenant_id").annotate(n=Count("id"))
+                   .values_list("tenant_id", "n"))
+    return {tenant_id: (n, waiting.get(tenant_id, 0)) for tenant_id, n in totals.items()}
 
 
 def sample_every() -> float:

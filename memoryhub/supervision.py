@@ -3,6 +3,12 @@ stop all of them, database included, within the 10 s a supervisor allows after S
 
 - A guard process (memoryhub.pg_guard) learns every child's process group; should `run` be
   SIGKILLed before it has stopped them, the guard kills the groups and stops the database.
+- A child that exits while the service runs (the web server, a task cluster, a lane process) is
+  restarted alone, after a backoff that doubles with each restart of that child in the last
+  RESTART_WINDOW_SECONDS (1 s, 2 s, 4 s … at most MAX_BACKOFF_SECONDS); what was left of its
+  process group is killed first. The others, and so the API, keep running meanwhile. Each
+  restart is counted in restarts_path() (a JSON file in the data folder that /health/ and the
+  dashboard read).
 - The embedded PostgreSQL is checked every second. When it has died (killed, out of memory) it
   is started again (crash recovery from the WAL; requests meanwhile get 503 database_unavailable),
   at most MEMORYHUB_PG_RESTARTS times in RESTART_WINDOW_SECONDS; after that `run` stops, with a
@@ -11,13 +17,16 @@ stop all of them, database included, within the 10 s a supervisor allows after S
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -31,8 +40,44 @@ CHILD_GRACE_SECONDS = 5.5
 CLUSTER_DRAIN_SECONDS = 2.5
 CHECK_EVERY_SECONDS = 1.0
 RESTART_WINDOW_SECONDS = 600.0
+FIRST_BACKOFF_SECONDS = 1.0
+MAX_BACKOFF_SECONDS = 60.0
+RESTARTS_FILE = "supervision.json"  # in the data folder
+RESTARTS_ENV = "MEMORYHUB_SUPERVISION_FILE"  # where `run` tells its children the file is
 
 Child = subprocess.Popen  # type: ignore[type-arg]
+
+
+def restarts_path(data_dir: Path) -> Path:
+    return Path(data_dir) / RESTARTS_FILE
+
+
+def read_restarts() -> dict[str, Any]:
+    """The supervising `run`'s restart counts ({"total": n, "children": {name: {"restarts", "last_exit_code",
+    "last_restart_at"}}}), for /health/ and the dashboard; zero counts when no `run` supervises this
+    process (its file is named in RESTARTS_ENV) or the file cannot be read."""
+    path = os.environ.get(RESTARTS_ENV, "")
+    empty: dict[str, Any] = {"total": 0, "children": {}}
+    if not path:
+        return empty
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return empty
+    return data if isinstance(data, dict) and "total" in data else empty
+
+
+@dataclass
+class Supervised:
+    name: str
+    process: Child
+    cluster: bool = False
+    start: Callable[[], Child] | None = None  # None: its exit stops `run`
+    restarts: int = 0
+    recent: list[float] = field(default_factory=list)  # monotonic times of its recent restarts
+    restart_at: float | None = None  # set while it waits out its backoff
+    last_exit_code: int | None = None
+    last_restart_at: float | None = None  # time.time()
 
 
 class Supervisor:
@@ -41,13 +86,24 @@ class Supervisor:
         self.data_dir = data_dir  # None: the database is not ours to watch (DATABASE_URL)
         self.max_restarts = max_restarts
         self.say, self.warn = say, warn
-        self.children: list[tuple[str, Child]] = []
+        self.supervised: list[Supervised] = []
         # Children that finish on their own while the service runs (start-up work in the background).
         self.helpers: list[tuple[Child, Callable[[int], None]]] = []
         self.clusters: set[int] = set()  # pids of the children that are task clusters (qcluster)
         self.guard: Child | None = None
         self.restarts: list[float] = []
         self.next_check = 0.0
+        self.restarts_file = restarts_path(data_dir) if data_dir is not None else None
+
+    @property
+    def children(self) -> list[tuple[str, Child]]:
+        return [(s.name, s.process) for s in self.supervised]
+
+    def use_restarts_file(self, path: Path) -> None:
+        """Count restarts in `path` (started empty); children find it through RESTARTS_ENV."""
+        self.restarts_file = path
+        os.environ[RESTARTS_ENV] = str(path)
+        self._write_restarts()
 
     def start_guard(self) -> None:
         self.guard = subprocess.Popen(
@@ -55,10 +111,13 @@ class Supervisor:
             stdin=subprocess.PIPE, text=True, start_new_session=True,
         )
 
-    def adopt(self, name: str, child: Child, *, cluster: bool = False) -> None:
+    def adopt(self, name: str, child: Child, *, cluster: bool = False,
+              start: Callable[[], Child] | None = None) -> None:
         """Watch a child started in a session of its own (its process group id is its pid); a
-        cluster's workers are interrupted when it is slow to stop (CLUSTER_DRAIN_SECONDS)."""
-        self.children.append((name, child))
+        cluster's workers are interrupted when it is slow to stop (CLUSTER_DRAIN_SECONDS). With
+        `start` (which starts it again, the same way) an exit restarts it alone; without, an exit
+        stops `run`."""
+        self.supervised.append(Supervised(name, child, cluster=cluster, start=start))
         if cluster:
             self.clusters.add(child.pid)
         self._tell(f"group {child.pid}")
@@ -75,15 +134,64 @@ class Supervisor:
             if helper[0].poll() is not None:
                 self.helpers.remove(helper)
                 helper[1](helper[0].returncode)
-        for name, child in self.children:
-            if child.poll() is not None:
-                return f"A child process exited ({name}, code {child.returncode}); stopping."
+        for one in self.supervised:
+            if one.restart_at is None and one.process.poll() is not None:
+                if one.start is None:
+                    return f"A child process exited ({one.name}, code {one.process.returncode}); stopping."
+                self._exited(one)
+            if one.restart_at is not None and time.monotonic() >= one.restart_at:
+                self._restart(one)
         if self.data_dir is None or time.monotonic() < self.next_check:
             return None
         self.next_check = time.monotonic() + CHECK_EVERY_SECONDS
         if embedded_pg.postmaster(self.data_dir) is not None:
             return None
         return self._restart_database()
+
+    def _exited(self, one: Supervised) -> None:
+        """A restartable child exited: kill what is left of its group, restart it after its backoff."""
+        _kill_group(one.process.pid)  # its workers, should any have outlived it
+        self.clusters.discard(one.process.pid)
+        now = time.monotonic()
+        one.recent = [t for t in one.recent if now - t < RESTART_WINDOW_SECONDS]
+        backoff = min(MAX_BACKOFF_SECONDS, FIRST_BACKOFF_SECONDS * 2 ** len(one.recent))
+        one.last_exit_code = one.process.returncode
+        one.restart_at = now + backoff
+        self.warn(f"A child process exited ({one.name}, code {one.process.returncode}); restarting it in "
+                  f"{backoff:g} s. The rest of the service keeps running.")
+
+    def _restart(self, one: Supervised) -> None:
+        assert one.start is not None
+        one.restart_at = None
+        one.recent.append(time.monotonic())
+        try:
+            one.process = one.start()
+        except OSError as exc:  # could not even start: try again after the next backoff
+            self.warn(f"Restarting {one.name} failed ({exc}).")
+            one.restart_at = time.monotonic() + min(MAX_BACKOFF_SECONDS, FIRST_BACKOFF_SECONDS * 2 ** len(one.recent))
+            return
+        one.restarts += 1
+        one.last_restart_at = time.time()
+        if one.cluster:
+            self.clusters.add(one.process.pid)
+        self._tell(f"group {one.process.pid}")
+        self.say(f"Restarted {one.name} (pid {one.process.pid}; {one.restarts} restart(s) so far).")
+        self._write_restarts()
+
+    def restart_counts(self) -> dict[str, Any]:
+        return {"total": sum(s.restarts for s in self.supervised),
+                "children": {s.name: {"restarts": s.restarts, "last_exit_code": s.last_exit_code,
+                                      "last_restart_at": s.last_restart_at} for s in self.supervised}}
+
+    def _write_restarts(self) -> None:
+        if self.restarts_file is None:
+            return
+        try:
+            temporary = self.restarts_file.with_suffix(".tmp")
+            temporary.write_text(json.dumps(self.restart_counts()))
+            temporary.replace(self.restarts_file)
+        except OSError as exc:  # a count is never worth stopping for
+            self.warn(f"Could not record restarts in {self.restarts_file}: {exc}")
 
     def _restart_database(self) -> str | None:
         assert self.data_dir is not None

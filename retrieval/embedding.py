@@ -23,9 +23,11 @@ import logging
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
@@ -34,6 +36,7 @@ from django.db.models import Count, F, Q
 from django.db.models.functions import Length
 from django.utils import timezone
 
+from accounts.models import Tenant
 from memoryhub import metrics
 from memoryhub.background import (
     LaneBackoff,
@@ -63,20 +66,31 @@ STALE_MODEL_CHECK_SECONDS = 60.0  # how often an idle lane looks for vectors of 
 EMBED_SENTENCES = True
 
 
-def _pending(tenant_id: int | None = None) -> Q:
-    """Rows the lane still has to embed: no vector yet, not set aside."""
-    query = Q(embedding__isnull=True, embedding_attempts__lt=settings.MEMORYHUB_EMBED_MAX_ATTEMPTS)
-    return query & Q(tenant_id=tenant_id) if tenant_id is not None else query
+def waiting(tenant_id: int | None = None) -> ChunkQuerySet:
+    """Rows the lane still has to embed (ChunkQuerySet.embedding_waiting, the one definition every
+    selecting, counting and claiming statement of this lane goes through)."""
+    qs = Chunk.objects.embedding_waiting()
+    return qs.filter(tenant_id=tenant_id) if tenant_id is not None else qs
 
 
 def _stale_rows(embedder_name: str) -> Q:
     return Q(embedding__isnull=True) | ~Q(embedding_model=embedder_name)
 
 
+# Seconds spent inside the model by this thread (the lane reads and resets it each step).
+_timing = threading.local()
+
+
+def _take_model_seconds() -> float:
+    seconds = getattr(_timing, "model_seconds", 0.0)
+    _timing.model_seconds = 0.0
+    return seconds
+
+
 # --- claiming ----------------------------------------------------------------------------------
 
 
-def _claim(query: Q, limit: int, exclude: set[int]) -> list[Chunk]:
+def _claim(query: Q | ChunkQuerySet, limit: int, exclude: set[int]) -> list[Chunk]:
     """Lock up to `limit` rows to embed: the next row in line (oldest) and, among the
     CLAIM_WINDOW × limit rows after it, those whose length is nearest to its own.
 
@@ -85,42 +99,43 @@ def _claim(query: Q, limit: int, exclude: set[int]) -> list[Chunk]:
     taken, so no row waits behind shorter ones. Rows another worker holds are skipped: when all
     of the choice was taken, the claim looks again past them.
     """
+    candidates = query if isinstance(query, ChunkQuerySet) else Chunk.objects.filter(query)
     skipped: set[int] = set()
     for _ in range(4):
         window = list(
-            Chunk.objects.filter(query).exclude(pk__in=exclude | skipped).order_by("id")
+            candidates.exclude(pk__in=exclude | skipped).order_by("id")
             .annotate(size=Length("text") + Length("context")).values_list("id", "size")[: limit * CLAIM_WINDOW]
         )
         if not window:
             return []
         target = window[0][1]
         chosen = [pk for pk, _ in sorted(window, key=lambda row: abs(row[1] - target))[:limit]]
-        rows = _lock(query & Q(pk__in=chosen))
+        rows = _lock(candidates.filter(pk__in=chosen))
         if rows:
             return rows
         skipped.update(chosen)  # all held by other workers: look past them
     return []
 
 
-def _lock(query: Q) -> list[Chunk]:
-    """Lock the rows to embed that no other worker holds."""
+def _lock(query: Q | ChunkQuerySet) -> list[Chunk]:
+    """Lock the rows to embed that no other worker holds (each row's condition is checked again
+    under its lock: one embedded meanwhile is not taken twice)."""
+    rows = query if isinstance(query, ChunkQuerySet) else Chunk.objects.filter(query)
     return list(
-        Chunk.objects.select_for_update(skip_locked=True).filter(query)
+        rows.select_for_update(skip_locked=True)
         .order_by("id").only("id", "kind", "text", "context", "embedding_attempts")
     )
 
 
-def next_tenant(after: int) -> int | None:
-    """The tenant after `after` (wrapping around) that has chunks waiting: round-robin over the
-    partial index of unembedded chunks, one index probe per call."""
-    sql = ("SELECT tenant_id FROM retrieval_chunk WHERE embedding IS NULL AND embedding_attempts < %s "
-           "AND tenant_id > %s ORDER BY tenant_id LIMIT 1")
-    with connection.cursor() as cursor:
-        for floor in (after, 0):
-            cursor.execute(sql, [settings.MEMORYHUB_EMBED_MAX_ATTEMPTS, floor])
-            row = cursor.fetchone()
-            if row is not None:
-                return int(row[0])
+def next_tenant(after: int, *, wrap: bool = True) -> int | None:
+    """The tenant after `after` (wrapping around unless not `wrap`) that has chunks waiting:
+    round-robin over the partial index of waiting chunks, one index probe per call. The same
+    definition as the claim's (waiting()), so a tenant it names has rows to claim."""
+    for floor in (after, 0) if wrap else (after,):
+        tenant = (waiting().filter(tenant_id__gt=floor).order_by("tenant_id")
+                  .values_list("tenant_id", flat=True).first())
+        if tenant is not None:
+            return int(tenant)
     return None
 
 
@@ -137,7 +152,11 @@ def _embed_claimed(rows: list[Chunk]) -> tuple[int, int]:
     parts = _sentences_of(rows)
     try:
         texts = [row.embedding_input for row in rows] + [s for pieces in parts for s in pieces]
-        vectors = embedder.embed(texts)
+        began = time.perf_counter()
+        try:
+            vectors = embedder.embed(texts)
+        finally:
+            _timing.model_seconds = getattr(_timing, "model_seconds", 0.0) + time.perf_counter() - began
         check_vectors(embedder, vectors, len(texts))
     except EmbedderUnavailable:
         raise
@@ -361,15 +380,37 @@ class EmbedLane:
         # Appends write chunks (and the search statistics' delta rows) in the web processes; the
         # lane, always running, folds those deltas while they are few (at most every 30 s).
         termstats.maybe_compact()
+        # A tenant whose waiting rows all turn out held by another lane is passed over at once: the
+        # step goes on to the next one, once round; it ends empty only when no tenant had any.
+        tried: set[int] = set()
         tenant = next_tenant(self._tenant)
-        if tenant is None:
-            return self._sentence_step() or self._stale_model_step()
-        self._tenant = tenant
+        while tenant is not None and tenant not in tried:
+            tried.add(tenant)
+            self._tenant = tenant
+            _take_model_seconds()
+            result = self._embed_tenant(tenant)
+            if result.found_work:
+                result.model_seconds = _take_model_seconds()
+                return result
+            tenant = next_tenant(tenant)
+        if tried:  # every tenant's rows were held by other lanes: theirs to do
+            return StepResult()
+        return self._sentence_step() or self._stale_model_step()
+
+    def has_work(self, before: datetime | None = None) -> bool:
+        """Whether rows this lane could claim now wait (written before `before`, when given;
+        memoryhub.background asks after an empty step): by the claim's definition, less the rows
+        other lanes hold."""
+        rows = waiting() if before is None else waiting().filter(indexed_at__lt=before)
+        with transaction.atomic():
+            return bool(list(rows.select_for_update(skip_locked=True).values_list("id", flat=True)[:1]))
+
+    def _embed_tenant(self, tenant: int) -> StepResult:
         # The budget bounds the batch's SQL (statement_timeout); encode() itself is bounded by the
         # batch: at most MEMORYHUB_EMBED_BACKFILL_BATCH texts, each cut at the model's 256 tokens.
         with transaction.atomic(), time_budget(settings.MEMORYHUB_STEP_SECONDS):
             _no_commit_wait()
-            rows = _claim(_pending(tenant), settings.MEMORYHUB_EMBED_BACKFILL_BATCH, set())
+            rows = _claim(waiting(tenant), settings.MEMORYHUB_EMBED_BACKFILL_BATCH, set())
             try:
                 done, failed = _embed_claimed(rows)
             except EmbedderUnavailable as exc:
@@ -463,24 +504,23 @@ def embedding_rate() -> float:
 
 
 def backlog(*, tenant_id: int | None = None) -> list[dict[str, Any]]:
-    """Per tenant with chunks waiting: waiting, set aside, and the ETA of its last chunk at the
-    measured rate (None when no embed lane has measured one). One query over the partial index."""
-    qs = Chunk.objects.filter(embedding__isnull=True)
+    """Per tenant with chunks waiting or set aside: waiting, set aside, and the ETA of its last
+    chunk at the measured rate (None when no embed lane has measured one). Counted by the lane's
+    own definition (ChunkQuerySet.embedding_waiting / embedding_set_aside), over its partial index."""
+    waiting_now = backlog_waiting()
+    aside_qs = Chunk.objects.embedding_set_aside()
     if tenant_id is not None:
-        qs = qs.filter(tenant_id=tenant_id)
-    limit = settings.MEMORYHUB_EMBED_MAX_ATTEMPTS
-    rows = list(qs.order_by().values("tenant_id", "tenant__name").annotate(
-        waiting=Count("id", filter=Q(embedding_attempts__lt=limit)),
-        set_aside=Count("id", filter=Q(embedding_attempts__gte=limit)),
-    ))
-    rate = embedding_rate()
-    everyone = backlog_waiting() if tenant_id is not None else {r["tenant_id"]: r["waiting"] for r in rows}
-    etas = round_robin_etas(everyone, rate)
-    return [{"tenant_id": r["tenant_id"], "tenant": r["tenant__name"], "waiting": r["waiting"],
-             "set_aside": r["set_aside"], "eta_seconds": etas.get(r["tenant_id"])}
-            for r in sorted(rows, key=lambda r: -r["waiting"])]
+        aside_qs = aside_qs.filter(tenant_id=tenant_id)
+    aside = dict(aside_qs.order_by().values_list("tenant_id").annotate(n=Count("id")).values_list("tenant_id", "n"))
+    mine = set(aside) | ({t for t in waiting_now if t == tenant_id} if tenant_id is not None else set(waiting_now))
+    names = dict(Tenant.objects.filter(pk__in=mine).values_list("pk", "name"))
+    etas = round_robin_etas(waiting_now, embedding_rate())
+    rows = [{"tenant_id": t, "tenant": names.get(t, ""), "waiting": waiting_now.get(t, 0),
+             "set_aside": aside.get(t, 0), "eta_seconds": etas.get(t)} for t in mine]
+    return sorted(rows, key=lambda r: (-r["waiting"], r["tenant"]))
 
 
 def backlog_waiting() -> dict[int, int]:
-    return dict(Chunk.objects.filter(_pending()).order_by().values_list("tenant_id")
+    """Chunks waiting per tenant (the lane's definition)."""
+    return dict(waiting().order_by().values_list("tenant_id")
                 .annotate(n=Count("id")).values_list("tenant_id", "n"))

@@ -17,7 +17,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
-from django.db.models import F, Max, Q, Sum
+from django.db.models import Case, F, Max, Q, Sum, TextField, Value, When
 from django.db.models.functions import Greatest
 
 from memoryhub import recent as recent_window
@@ -26,7 +26,7 @@ from memoryhub.models import Event, Session, ToolCallSentence
 from memoryhub.searchable import Searchable
 from retrieval.chunking import chunk_text, content_hash, normalize_text
 from retrieval.embedding import request_embedding
-from retrieval.models import Chunk, ChunkAccess, Document, chunk_metadata
+from retrieval.models import SUPERSEDED_UNEMBEDDED, Chunk, ChunkAccess, Document, chunk_metadata
 
 logger = logging.getLogger(__name__)
 
@@ -335,7 +335,11 @@ def retire_searchable(*, kind: str, tenant_id: int, source_id: str, at: datetime
     current = Chunk.objects.filter(tenant_id=tenant_id, kind=kind, source_id=source_id)
     if older_than is not None:
         current = current.filter(created_at__lt=older_than)
-    return current.update(valid_to=at)
+    # A version superseded before its vector was made is no work for the embed lane
+    # (ChunkQuerySet.embedding_waiting): it is set aside, and says why.
+    return current.update(valid_to=at, embedding_error=Case(
+        When(embedding__isnull=True, then=Value(SUPERSEDED_UNEMBEDDED)), default=F("embedding_error"),
+        output_field=TextField()))
 
 
 @dataclass

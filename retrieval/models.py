@@ -6,6 +6,7 @@ from datetime import datetime
 from typing import Any
 
 import pgtrigger
+from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVectorField
@@ -29,13 +30,37 @@ class ChunkQuerySet(models.QuerySet["Chunk"]):
     def for_tenant(self, tenant_id: int) -> ChunkQuerySet:
         return self.filter(tenant_id=tenant_id)
 
-    def pending_embedding(self) -> ChunkQuerySet:
-        return self.filter(embedding__isnull=True)
+    # What the embed lane still has to do, the one definition: next tenant, claim, backlog, /stats/,
+    # the dashboard, `manage.py queue_status` and the metrics samples all go through these two, so
+    # they can never disagree (a superseded fact's chunk that was never embedded is no work: the lane
+    # once chose its tenant by a definition that counted it, and then found nothing to claim, for good).
+    # The partial index chunk_pending_embedding has the condition both share.
+
+    def embedding_waiting(self) -> ChunkQuerySet:
+        """Chunks the embed lane will embed: current (not a superseded fact version), no vector yet,
+        fewer failed attempts than MEMORYHUB_EMBED_MAX_ATTEMPTS."""
+        return self.filter(embedding_waiting_q())
+
+    def embedding_set_aside(self) -> ChunkQuerySet:
+        """Current chunks without a vector the lane will not try again (their `embedding_error` says
+        why); the admin's retry puts them back."""
+        return self.filter(PENDING_INDEX_CONDITION, embedding_attempts__gte=settings.MEMORYHUB_EMBED_MAX_ATTEMPTS)
 
     def with_access(self) -> ChunkQuerySet:
         """Each chunk with the `access_count` (0: never returned by search) and `accessed_at`
         (None) of its ChunkAccess row."""
         return self.annotate(access_count=Coalesce(F("access__access_count"), 0), accessed_at=F("access__accessed_at"))
+
+
+# Current chunks without a vector: the partial index chunk_pending_embedding's condition.
+PENDING_INDEX_CONDITION = Q(embedding__isnull=True, valid_to__isnull=True)
+# The reason a superseded version that was never embedded is set aside with (retire_searchable).
+SUPERSEDED_UNEMBEDDED = "superseded before it was embedded"
+
+
+def embedding_waiting_q() -> Q:
+    """ChunkQuerySet.embedding_waiting() as a condition (for a Count's filter)."""
+    return PENDING_INDEX_CONDITION & Q(embedding_attempts__lt=settings.MEMORYHUB_EMBED_MAX_ATTEMPTS)
 
 
 class CurrentChunks(models.Manager):  # type: ignore[type-arg]
@@ -112,7 +137,7 @@ class Chunk(models.Model):
             # Full text scores a chunk as its whole message: the other chunks of its event.
             models.Index(fields=["session", "sequence_start"], name="chunk_message", condition=Q(kind="event")),
             models.Index(fields=["tenant", "id"], name="chunk_pending_embedding",
-                         condition=Q(embedding__isnull=True)),
+                         condition=PENDING_INDEX_CONDITION),
             models.Index(fields=["id"], name="chunk_pending_sentences",
                          condition=Q(sentence_vectors__isnull=True, embedding__isnull=False)),
             GinIndex(fields=["tags"], name="chunk_tags"),

@@ -16,7 +16,7 @@ from memoryhub.models import Event, RollingSummary, Session, SummaryNode
 from memoryhub.tasks import queue_counts
 from retrieval.embedders import get_embedder
 from retrieval.embedding import backlog, embedding_rate
-from retrieval.models import Chunk, ChunkAccess, Document
+from retrieval.models import Chunk, ChunkAccess, Document, embedding_waiting_q
 
 
 def _chunks(tenant_id: int, workspace_id: int | None, user_id: str) -> Any:
@@ -35,11 +35,13 @@ def _chunk_stats(tenant_id: int, workspace_id: int | None, user_id: str) -> dict
         total=Count("id"),
         embedded=Count("id", filter=Q(embedding__isnull=False, embedding_model=model)),
         errors=Count("id", filter=Q(embedding__isnull=True) & ~Q(embedding_error="")),
+        # What the embed lane will do: its own definition (ChunkQuerySet.embedding_waiting).
+        waiting=Count("id", filter=embedding_waiting_q()),
     )
     by_kind = dict(qs.values_list("kind").annotate(n=Count("id")).values_list("kind", "n"))
     total = row["total"]
     return {
-        "total": total, "embedded": row["embedded"], "pending_embedding": total - row["embedded"],
+        "total": total, "embedded": row["embedded"], "pending_embedding": row["waiting"],
         "embedding_errors": row["errors"], "by_kind": by_kind,
         "embedding_coverage": round(row["embedded"] / total, 4) if total else 1.0, "embedding_model": model,
     }

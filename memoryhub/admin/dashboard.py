@@ -10,7 +10,6 @@ from datetime import timedelta
 from typing import Any
 
 from django.apps import apps
-from django.conf import settings
 from django.contrib import admin
 from django.db.models import Count, Model, Q, Sum
 from django.db.models.functions import Coalesce
@@ -23,6 +22,8 @@ from memoryhub import metrics
 from memoryhub.admin import dashboard_series
 from memoryhub.background import lane_rate, live_workers, round_robin_etas
 from memoryhub.models import ApiUsage, Session, StepFailure
+from memoryhub.session_work import due_sessions
+from memoryhub.supervision import read_restarts
 from memoryhub.tasks import queue_counts
 
 CHART_DAYS = dashboard_series.CHART_DAYS
@@ -64,7 +65,7 @@ def tenant_rows(tenant_id: int | None = None) -> list[dict[str, Any]]:
                       f=Count("id", filter=Q(embedding__isnull=True) & ~Q(embedding_error="")))
             .values_list("tenant_id", "n", "e", "f")
         ):
-            rows[tid].update(chunks=total, embedded=embedded, pending=total - embedded, embedding_errors=errors,
+            rows[tid].update(chunks=total, embedded=embedded, embedding_errors=errors,
                              coverage=round(100 * embedded / total, 1) if total else 100.0)
         _backlog(chunk, rows)
     for label, name in (("memoryhub.Note", "notes"), ("memoryhub.Fact", "facts"), ("scheduling.Schedule", "schedules")):
@@ -80,16 +81,16 @@ def tenant_rows(tenant_id: int | None = None) -> list[dict[str, Any]]:
 def _backlog(chunk: type[Model], rows: dict[int, dict[str, Any]]) -> None:
     """The embed lane's queue per tenant: chunks waiting, set aside, and when the last one will have
     its vector at the lanes' measured rate (tenants take turns)."""
-    limit = settings.MEMORYHUB_EMBED_MAX_ATTEMPTS
-    waiting: dict[int, int] = {}
-    for tenant_id, n, aside in (chunk.objects.filter(embedding__isnull=True, tenant_id__in=rows).order_by()
-                                .values("tenant_id")
-                                .annotate(n=Count("id", filter=Q(embedding_attempts__lt=limit)),
-                                          aside=Count("id", filter=Q(embedding_attempts__gte=limit)))
-                                .values_list("tenant_id", "n", "aside")):
-        rows[tenant_id].update(waiting=n, set_aside=aside)
-        waiting[tenant_id] = n
-    for tenant_id, eta in round_robin_etas({t: n for t, n in waiting.items() if n}, lane_rate("embed")).items():
+    manager: Any = chunk.objects  # retrieval's ChunkQuerySet: the lane's own definition of its work
+
+    def per_tenant(qs: Any) -> dict[int, int]:
+        return dict(qs.filter(tenant_id__in=rows).order_by().values("tenant_id").annotate(n=Count("id"))
+                    .values_list("tenant_id", "n"))
+
+    waiting, aside = per_tenant(manager.embedding_waiting()), per_tenant(manager.embedding_set_aside())
+    for tenant_id in set(waiting) | set(aside):
+        rows[tenant_id].update(waiting=waiting.get(tenant_id, 0), set_aside=aside.get(tenant_id, 0))
+    for tenant_id, eta in round_robin_etas(waiting, lane_rate("embed")).items():
         rows[tenant_id]["eta"] = None if eta is None else timedelta(seconds=round(eta))
 
 
@@ -122,6 +123,8 @@ def dashboard_view(request: HttpRequest) -> HttpResponse:
         "queue": queue_counts(recent_failures=10),
         "workers": live_workers(),
         "set_aside_sessions": StepFailure.objects.filter(set_aside=True).count(),
+        "sessions_due": due_sessions().count(),  # the summarise lane's own definition of its work
+        "restarts": read_restarts(),  # processes `manage.py run` restarted (memoryhub.supervision)
         "data": dashboard_data(tenant),
         "chart_days": CHART_DAYS,
         "refresh": int(refresh) if refresh.isdigit() and int(refresh) in REFRESH_CHOICES else 15,

@@ -177,7 +177,8 @@ def embedding_figures(tenant_id: int | None) -> dict[str, Any]:
     progress = metrics.embedding_progress(tenant_id=tenant_id)
     chunk = _model("retrieval.Chunk")
     if chunk is not None:  # the backlog now, whether or not a sample was just taken
-        progress["pending"] = _for_tenant(chunk.objects.filter(embedding__isnull=True), tenant_id).count()
+        # The embed lane's own definition of its work (retrieval's ChunkQuerySet.embedding_waiting).
+        progress["pending"] = _for_tenant(chunk.objects.embedding_waiting(), tenant_id).count()
         if progress["pending"] == 0:
             progress["eta_seconds"] = 0.0
         elif progress["rate"]:  # at the last ten minutes' rate

@@ -89,6 +89,7 @@ SCHEMA_DESCRIPTIONS = {
     "Forgotten": "The session that was deleted, with everything derived from it.",
     "ForgottenUser": "What was deleted of an end user, by kind.",
     "Health": "Whether the service answers.",
+    "HealthDetails": "How the service's own processes fared since it started: restarts after they stopped unexpectedly.",
     "Imported": "What an import stored, skipped or merged.",
     "NoteInput": "A note to store: free text an agent or person wants remembered, with tags and owner.",
     "NoteOutput": "A note: free text remembered as written, searchable, with tags and owner.",

@@ -18,17 +18,33 @@ from rest_framework.views import APIView
 
 from memoryhub.api import examples as ex
 from memoryhub.api.parameters import KnownQueryParameters
+from memoryhub.supervision import read_restarts
 
 
 class HealthView(APIView):
     authentication_classes: list[Any] = []
     permission_classes = [AllowAny, KnownQueryParameters]
 
-    @extend_schema(summary="Liveness", description="200 while the web server answers (no key needed).",
-                   responses=inline_serializer("Health", {"status": serializers.CharField(help_text="Always ok.")}),
-                   examples=ex.HEALTH)
+    @extend_schema(
+        summary="Liveness",
+        description=("200 while the web server answers (no key needed). `details.restarts` counts the "
+                     "service's own processes (web server, task clusters, background lanes) restarted "
+                     "after they stopped unexpectedly since the service started; the rest kept serving."),
+        responses=inline_serializer("Health", {
+            "status": serializers.CharField(help_text="Always ok."),
+            "details": inline_serializer("HealthDetails", {
+                "restarts": serializers.IntegerField(help_text="Restarts of the service's processes since it started."),
+                "restarted": serializers.DictField(
+                    child=serializers.IntegerField(),
+                    help_text="Per process that was restarted: how many times."),
+            }),
+        }),
+        examples=ex.HEALTH)
     def get(self, request: Request) -> Response:
-        return Response({"status": "ok"})
+        counts = read_restarts()  # a small file `manage.py run` keeps: no database query
+        restarted = {name: child.get("restarts", 0) for name, child in counts.get("children", {}).items()
+                     if child.get("restarts", 0)}
+        return Response({"status": "ok", "details": {"restarts": counts.get("total", 0), "restarted": restarted}})
 
 
 ReadyOutput = inline_serializer("Ready", {

@@ -24,6 +24,12 @@ class Worker(models.Model):
     failed = models.BigIntegerField(default=0, help_text="Items that failed since the worker started.")
     rate = models.FloatField(default=0.0, help_text="Items per busy second, smoothed.")
     busy = models.BooleanField(default=False, help_text="Whether its last step found work.")
+    model_share = models.FloatField(
+        null=True, blank=True,
+        help_text="Share of its busy time spent inside the model (embed lane): its throughput against the "
+                  "model's own rate on the same texts, measured side by side.")
+    empty_steps = models.BigIntegerField(
+        default=0, help_text="Steps that found nothing while work the lane can do waited (a bug it reports).")
 
     exportable = False  # operations data, not memory
 

@@ -329,7 +329,7 @@ def test_work_refuses_an_unknown_lane() -> None:
 def test_run_starts_a_process_per_lane() -> None:
     from memoryhub.management.commands.run import Command as RunCommand
 
-    started = [(command[2:], extra) for command, extra in RunCommand().background_commands()]
+    started = [(command[2:], extra) for _, command, extra in RunCommand().background_commands()]
     assert started == [
         (["qcluster"], {}),  # user schedule runs only
         (["qcluster"], {"Q_CLUSTER_NAME": "maintenance"}),  # cadences and bulk jobs

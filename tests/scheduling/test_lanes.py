@@ -51,7 +51,7 @@ def test_a_schedule_due_during_a_10k_chunk_backlog_starts_within_5_seconds(tmp_p
     env = base_env(MEMORYHUB_TASKS_EAGER="false")
     processes = Processes(tmp_path)
     try:
-        for i, (command, extra) in enumerate(RunCommand().background_commands()):  # what `make run` starts
+        for i, (_, command, extra) in enumerate(RunCommand().background_commands()):  # what `make run` starts
             processes.start(f"{i}-{command[2]}", command, {**env, **extra})
         warm_up = Schedule.objects.create(tenant=tenant, name="warm-up", action="prune_runs",
                                           authority_scopes=["read", "write", "admin"],

@@ -212,7 +212,7 @@ IMPORT = [*example(
 
 HEALTH = [*example(
     'Healthy', '', status=200,
-    response={'status': 'ok'},
+    response={'status': 'ok', 'details': {'restarts': 1, 'restarted': {'embed and summarise lanes': 1}}},
 )]
 
 READY = [*example(

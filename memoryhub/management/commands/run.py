@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ from accounts.models import ApiKey, Tenant
 from memoryhub.env import WILDCARD_ADDRESSES
 from memoryhub.logs import logging_config
 from memoryhub.signals import BackgroundStep, cluster_starting, service_starting
-from memoryhub.supervision import Supervisor
+from memoryhub.supervision import Supervisor, restarts_path
 from memoryhub.tasks import MAINTENANCE
 
 DEMO_TENANT = "demo"
@@ -55,6 +56,12 @@ def create_key_hint() -> str:
     if settings.EMBEDDED_DATABASE and Path(settings.DATA_DIR) != Path(settings.BASE_DIR) / ".memoryhub":
         env = f"MEMORYHUB_DATA_DIR={shlex.quote(str(settings.DATA_DIR))} "
     return f"{env}{shlex.quote(str(python))} {shlex.quote(str(manage))} create_api_key --tenant {DEMO_TENANT}"
+
+
+def _starter(command: list[str], env: dict[str, str]) -> Callable[[], subprocess.Popen[bytes]]:
+    """Starts the child in a session of its own (its process group: stopped, or cleaned up after
+    it died, as one)."""
+    return lambda: subprocess.Popen(command, env=env, start_new_session=True)
 
 
 class Command(BaseCommand):
@@ -141,12 +148,16 @@ class Command(BaseCommand):
         signal.signal(signal.SIGINT, stop)
         signal.signal(signal.SIGTERM, stop)
         try:
+            # Each child is restarted alone should it exit (memoryhub.supervision); the count is
+            # kept beside the data for /health/ and the dashboard.
+            Path(settings.DATA_DIR).mkdir(parents=True, exist_ok=True)
+            supervisor.use_restarts_file(restarts_path(settings.DATA_DIR))
             children = self.start_children(options)
-            for index, child in enumerate(children):
-                supervisor.adopt("web" if index == 0 else f"background {index}", child,
-                                 cluster="qcluster" in child.args)
+            for name, start in children:
+                child = start()
+                supervisor.adopt(name, child, cluster="qcluster" in child.args, start=start)
             self.stdout.write("Starting the web server…")
-            self.wait_until_serving(host, port, children[0])
+            self.wait_until_serving(host, port, supervisor.supervised[0].process)
             self.stdout.write(self.style.SUCCESS(
                 f"MemoryHub is serving http://{host}:{port}/api/v1/ (docs /api/v1/docs/, admin /admin/, "
                 "MCP /mcp/)"
@@ -174,7 +185,9 @@ class Command(BaseCommand):
         data folder, so that the terminal shows people's lines and warnings, not every request."""
         return os.environ.get("LOG_FILE", str(Path(settings.DATA_DIR) / "logs" / "memoryhub.log"))
 
-    def start_children(self, options: dict[str, Any]) -> list[subprocess.Popen[bytes]]:
+    def start_children(self, options: dict[str, Any]) -> list[tuple[str, Callable[[], subprocess.Popen[bytes]]]]:
+        """Each child's name and how to start it (the same way again when it is restarted); the web
+        server first."""
         # Own sessions: a terminal's Ctrl-C must reach only us; we stop the children one by one
         # (signalling qcluster's whole group can deadlock it).
         env = {**os.environ, "DATABASE_URL": settings.DATABASE_URL, "SECRET_KEY": settings.SECRET_KEY,
@@ -182,31 +195,29 @@ class Command(BaseCommand):
         # ASGI runs each request in a thread of its own, so persistent per-thread connections would
         # pile up: the web workers share a connection pool instead (DB_POOL=false turns it off).
         web_env = {**env, "DB_POOL": os.environ.get("DB_POOL", "true")}
-        children = [subprocess.Popen(
-            # uvicorn workers (asyncio) under gunicorn: a slow or idle client holds no thread.
-            [sys.executable, "-m", "gunicorn", "memoryhub.asgi:application",
-             "--config", "python:memoryhub.gunicorn_conf",
-             "--bind", f"{options['host']}:{options['port']}", "--workers", str(options["web_workers"]),
-             "--worker-class", "memoryhub.webserver.Worker", "--timeout", "120",
-             "--graceful-timeout", str(WEB_GRACE_SECONDS), "--log-level", "warning"],
-            env=web_env, start_new_session=True,
-        )]
+        # uvicorn workers (asyncio) under gunicorn: a slow or idle client holds no thread.
+        web = [sys.executable, "-m", "gunicorn", "memoryhub.asgi:application",
+               "--config", "python:memoryhub.gunicorn_conf",
+               "--bind", f"{options['host']}:{options['port']}", "--workers", str(options["web_workers"]),
+               "--worker-class", "memoryhub.webserver.Worker", "--timeout", "120",
+               "--graceful-timeout", str(WEB_GRACE_SECONDS), "--log-level", "warning"]
+        children = [("web", _starter(web, web_env))]
         if not options["no_cluster"]:
-            children += [subprocess.Popen(command, env={**env, **extra}, start_new_session=True)
-                         for command, extra in self.background_commands()]
+            children += [(name, _starter(command, {**env, **extra}))
+                         for name, command, extra in self.background_commands()]
         return children
 
-    def background_commands(self) -> list[tuple[list[str], dict[str, str]]]:
+    def background_commands(self) -> list[tuple[str, list[str], dict[str, str]]]:
         """The lanes, each with workers of its own (README: Background work): user schedule runs
         (the default cluster), the built-in cadences and bulk jobs (the maintenance cluster), the
         dispatcher (claims due schedules every second, at normal priority), and embedding and
         summarising (niced: requests come first)."""
         manage = [sys.executable, str(settings.BASE_DIR / "manage.py")]
         return [
-            ([*manage, "qcluster"], {}),
-            ([*manage, "qcluster"], {"Q_CLUSTER_NAME": MAINTENANCE}),
-            ([*manage, "work", "--lanes", "dispatch", "--nice", "0"], {}),
-            ([*manage, "work", "--lanes", "embed,summarise"], {}),
+            ("schedules cluster", [*manage, "qcluster"], {}),
+            ("maintenance cluster", [*manage, "qcluster"], {"Q_CLUSTER_NAME": MAINTENANCE}),
+            ("dispatch lane", [*manage, "work", "--lanes", "dispatch", "--nice", "0"], {}),
+            ("embed and summarise lanes", [*manage, "work", "--lanes", "embed,summarise"], {}),
         ]
 
     def wait_until_serving(self, host: str, port: int, web: subprocess.Popen[bytes]) -> None:

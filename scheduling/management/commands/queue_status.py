@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from memoryhub.background import live_workers
 from memoryhub.models import StepFailure
+from memoryhub.session_work import due_sessions
 from memoryhub.tasks import queue_counts
 from retrieval.embedding import backlog, embedding_rate
 
@@ -26,9 +27,14 @@ def queue_status() -> dict[str, Any]:
     queue = queue_counts(recent_failures=5)
     return {
         "lanes": [{"lane": w.lane, "worker": w.name, "busy": w.busy, "rate": round(w.rate, 2), "done": w.done,
-                   "failed": w.failed, "seen": w.seen_at.isoformat()} for w in live_workers()],
+                   "failed": w.failed, "empty_steps": w.empty_steps,
+                   "model_share": None if w.model_share is None else round(w.model_share, 3),
+                   "seen": w.seen_at.isoformat()}
+                  for w in live_workers()],
         "embedding_backlog": [{k: v for k, v in row.items() if k != "tenant_id"} for row in backlog()],
         "embedding_rate_per_second": round(embedding_rate(), 2),
+        # The summarise lane's own definition of its work (memoryhub.session_work.due_sessions).
+        "sessions_due": due_sessions().count(),
         "sessions_set_aside": StepFailure.objects.filter(set_aside=True).count(),
         "queued_tasks": queue["queued"],
         "succeeded_24h": queue["succeeded_24h"],
@@ -78,10 +84,12 @@ class Command(BaseCommand):
         self.stdout.write("lanes:" if status["lanes"] else "lanes: none running (manage.py work)")
         for w in status["lanes"]:
             self.stdout.write(f"  {w['lane']} on {w['worker']}: {'busy' if w['busy'] else 'idle'}, "
-                              f"{w['rate']}/s while busy, {w['done']} done, {w['failed']} failed")
+                              f"{w['rate']}/s while busy, {w['done']} done, {w['failed']} failed"
+                              + (f", {w['empty_steps']} EMPTY STEPS WITH WORK WAITING" if w["empty_steps"] else ""))
         self.stdout.write(f"embedding backlog ({status['embedding_rate_per_second']}/s):"
                           if status["embedding_backlog"] else "embedding backlog: none")
         for row in status["embedding_backlog"]:
             eta = "no rate yet" if row["eta_seconds"] is None else f"ETA {row['eta_seconds']:.0f} s"
             self.stdout.write(f"  {row['tenant']}: {row['waiting']} waiting ({eta}), {row['set_aside']} set aside")
+        self.stdout.write(f"sessions due for the summarise lane: {status['sessions_due']}")
         self.stdout.write(f"sessions set aside: {status['sessions_set_aside']}")

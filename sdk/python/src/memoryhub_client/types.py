@@ -524,8 +524,14 @@ class WorkspaceDeleted(TypedDict):
     total: int
 
 
+class HealthDetails(TypedDict):
+    restarts: int
+    restarted: dict[str, int]
+
+
 class Health(TypedDict):
     status: str
+    details: HealthDetails
 
 
 class Ready(TypedDict):
