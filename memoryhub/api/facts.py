@@ -76,8 +76,9 @@ class FactInput(StrictSerializer):
     user_id = StrictCharField(max_length=200, required=False, allow_blank=True, default="",
                               help_text="The end user it is about (default: the session's, else shared).")
     external_id = StrictCharField(max_length=200, required=False, allow_blank=True, default="",
-                                  help_text="An id of your choosing, unique per end user: writing it again "
-                                            "updates that fact (whatever its key).")
+                                  help_text="An id of your choosing, unique per end user and workspace: "
+                                            "writing it again in the same workspace updates that fact "
+                                            "(whatever its key); in another workspace it is another fact.")
 
     def validate_content(self, value: str) -> str:
         return non_blank(value)
@@ -185,6 +186,7 @@ class FactListParams(serializers.Serializer):
     workspace = serializers.CharField(required=False, help_text="Only facts of this workspace.")
     channel = serializers.CharField(required=False, help_text="Only facts of this channel.")
     user_id = serializers.CharField(required=False, help_text="Only this end user's facts.")
+    external_id = serializers.CharField(required=False, help_text="Only facts with this client-chosen id.")
     as_of = serializers.DateTimeField(required=False, help_text="The facts as they stood at this moment (ISO "
                                                                 "8601): each with the version true then.")
 
@@ -222,7 +224,8 @@ class FactListView(APIView):
 
     def _as_of(self, request: Request, filters: dict[str, Any]) -> Response:
         """Each fact as it stood then: the version true at as_of (a fact deleted since included)."""
-        unsupported = sorted({"tags", "session", "workspace", "channel", "lifetime", "source"} & set(filters)
+        unsupported = sorted({"tags", "session", "workspace", "channel", "lifetime", "source", "external_id"}
+                             & set(filters)
                              | {k for k in request.query_params if k.startswith("meta.")})
         if unsupported:
             raise Invalid("as_of_filter_unsupported",
@@ -271,5 +274,47 @@ class FactDetailView(APIView):
 
     @extend_schema(summary="Delete a fact", description="Deletes the fact and its history; it is no longer found by search or context.", responses={200: Deleted}, examples=ex.FACT_DELETE)
     def delete(self, request: Request, fact_id: int) -> Response:
+        facts.delete_fact(api_key(request), fact_id)
+        return Response({"id": str(fact_id), "deleted": True})
+
+
+class FactByExternalIdParams(serializers.Serializer):
+    user_id = serializers.CharField(required=False, allow_blank=True,
+                                    help_text="The fact's owner, when several users' facts have this id "
+                                              "(empty: the shared one).")
+    workspace = serializers.CharField(required=False, allow_blank=True,
+                                      help_text="The fact's workspace, when facts in several workspaces have "
+                                                "this id (empty: the account-wide one).")
+
+
+def _fact_id(request: Request, external_id: str) -> int:
+    selector = query_params(request, FactByExternalIdParams)
+    return facts.fact_id_by_external_id(api_key(request), external_id, user_id=selector.get("user_id"),
+                                        workspace=selector.get("workspace"))
+
+
+BY_EXTERNAL_ID = ("The fact with this client-chosen id among those the key may see; when other users or "
+                  "workspaces use the same id, name `user_id` and `workspace` (else 409 ambiguous_external_id).")
+
+
+class FactByExternalIdView(APIView):
+    @extend_schema(summary="Get a fact by its client id", operation_id="facts_by_external_id_retrieve",
+                   description=BY_EXTERNAL_ID, parameters=[FactByExternalIdParams], responses=FactOutput)
+    def get(self, request: Request, external_id: str) -> Response:
+        return Response(FactOutput(facts.get_fact(api_key(request), _fact_id(request, external_id))).data)
+
+    @extend_schema(summary="Change a fact by its client id", operation_id="facts_by_external_id_partial_update",
+                   description=f"{BY_EXTERNAL_ID} Only the fields given change.",
+                   parameters=[FactByExternalIdParams], request=FactPatchInput, responses=FactOutput)
+    def patch(self, request: Request, external_id: str) -> Response:
+        changes = parse_input(FactPatchInput, request.data, partial=True)
+        with transaction.atomic():
+            fact = facts.update_fact(api_key(request), _fact_id(request, external_id), changes)
+            return Response(FactOutput(facts.get_fact(api_key(request), fact.pk)).data)
+
+    @extend_schema(summary="Delete a fact by its client id", operation_id="facts_by_external_id_destroy",
+                   description=BY_EXTERNAL_ID, parameters=[FactByExternalIdParams], responses={200: Deleted})
+    def delete(self, request: Request, external_id: str) -> Response:
+        fact_id = _fact_id(request, external_id)
         facts.delete_fact(api_key(request), fact_id)
         return Response({"id": str(fact_id), "deleted": True})

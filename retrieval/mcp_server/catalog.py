@@ -129,7 +129,7 @@ def build() -> list[tools.ToolSpec]:
             "Facts are short statements about the user or the world (\"prefers tea\"), kept by "
             "category and key: an upsert with the same scope, category and key updates the fact "
             "instead of adding a duplicate. action=upsert stores (returns its id and whether it was "
-            "created); get reads fact_id; delete removes it.",
+            "created); get reads fact_id (or external_id); delete removes it.",
             _with(object_schema(FactInput, tools.FACT_ARGS), _props(tools.FactArgs, "action", "fact_id"),
                   required=("action",)),
             tools.run_fact, tools.fact_scope,
