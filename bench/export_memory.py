@@ -52,7 +52,7 @@ for s in range({sessions}):
                                          user_id=f"u{{s % 7}}", last_sequence=per, event_count=per)
         texts = [" ".join(rng.choice(word) for _ in range(120)) for _ in range(per)]
         events = Event.objects.bulk_create([Event(tenant=tenant, session=session, sequence=i + 1, role="user",
-                                                  content=t, metadata={{}}) for i, t in enumerate(texts)])
+                                                  content=t, metadata={{}}, importance=0.5) for i, t in enumerate(texts)])
         chunks = []
         for e in events:
             v = [rng.gauss(0, 1) for _ in range(384)]
@@ -74,6 +74,13 @@ def rss_mb(pid: int) -> float:
     except OSError:
         return 0.0
     return int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmRSS:"))) / 1024
+
+
+def command(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_text().replace("\0", " ").strip()
+    except OSError:
+        return ""
 
 
 def web_workers(server_pid: int) -> list[int]:
@@ -120,8 +127,11 @@ def main() -> None:
     try:
         wait_for_key(process)  # migrated and serving
         started = time.monotonic()
-        filled = subprocess.run([*manage, "shell", "-c", FILL.format(chunks=args.chunks, sessions=args.sessions)],
-                                cwd=args.root, env=env, capture_output=True, text=True, check=True).stdout
+        fill = subprocess.run([*manage, "shell", "-c", FILL.format(chunks=args.chunks, sessions=args.sessions)],
+                              cwd=args.root, env=env, capture_output=True, text=True)
+        if fill.returncode:
+            raise SystemExit(f"filling failed:\n{fill.stderr[-3000:]}")
+        filled = fill.stdout
         key = next(line.split()[1] for line in filled.splitlines() if line.startswith("KEY"))
         chunks = next(line.split()[1] for line in filled.splitlines() if line.startswith("CHUNKS"))
         print(f"filled {chunks} chunks in {args.sessions} sessions in {time.monotonic() - started:.0f} s")
@@ -142,7 +152,8 @@ def main() -> None:
         time.sleep(2)
         after = {pid: rss_mb(pid) for pid in workers}
         for pid in workers:
-            print(f"worker {pid}: rss before {before[pid]:.0f} MB, peak {peak[pid]:.0f} MB, after {after[pid]:.0f} MB")
+            print(f"process {pid}: rss before {before[pid]:.0f} MB, peak {peak[pid]:.0f} MB, after {after[pid]:.0f} MB"
+                  f"  ({command(pid)[:70]})")
         for size, seconds in results:
             print(f"export: {size / 1e6:.1f} MB of JSON in {seconds:.1f} s")
     finally:

@@ -451,3 +451,28 @@ def test_matrix_claim(cast, kind, holds) -> None:  # type: ignore[no-untyped-def
     assert changed["session"] == {Session.objects.get(tenant=cast.alice_tenant, external_id="s1").pk}
     assert snapshot(cast.bob_tenant)["session"] == {pk: v for pk, v in before["session"].items()
                                                      if pk in snapshot(cast.bob_tenant)["session"]}
+
+
+# --- D8: the export is streamed, and what it streams imports back --------------------------------
+
+
+def test_the_export_is_streamed_and_reads_back_as_it_was(cast) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    fill(cast.alice)
+    fill(cast.alice, workspace="beta", user="bob", session="s2", note="n2", text="bob")
+    response = cast.alice.post(f"{API}/export/", {}, format="json")
+    assert response.status_code == 200 and response.streaming
+    pieces = list(response.streaming_content)
+    exported = json.loads(b"".join(pieces))
+    assert exported == export_of(cast.alice_tenant)
+    assert [len(s["events"]) for s in exported["sessions"]] == [1, 1]
+    carol = make_client(make_key(make_tenant("carol")))
+    assert import_file(carol, exported).status_code == 201
+    again = carol.post(f"{API}/export/", {}, format="json")
+    assert json.loads(b"".join(again.streaming_content)) == exported
+
+
+def test_an_export_of_a_missing_scope_is_a_404_before_anything_is_sent(cast) -> None:  # type: ignore[no-untyped-def]
+    response = cast.alice.post(f"{API}/export/", {"session": "nope"}, format="json")
+    assert response.status_code == 404 and not response.streaming
