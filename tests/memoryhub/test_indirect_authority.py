@@ -364,22 +364,47 @@ def changed_rows(before: dict[str, dict[int, Any]], after: dict[str, dict[int, A
             for t in before}
 
 
+def mcp_upsert(tenant: Any, kind: str, body: dict[str, Any]) -> tuple[int, Any]:
+    """memory_fact upsert as the MCP server dispatches it (its scope check, then the tool in a
+    transaction; server.call itself also closes the connection, which a test's transaction cannot
+    survive): (the status REST would answer, the body)."""
+    from accounts.models import ApiKey
+    from retrieval.mcp_server import catalog, server
+
+    raw = make_key(tenant, SCOPES[kind], workspace="alpha" if kind == "workspace_limited" else None,
+                   user="ann" if kind == "user_limited" else "")
+    key = ApiKey.objects.get(prefix=ApiKey.parse_prefix(raw))
+    spec = next(s for s in catalog.build() if s.name == "memory_fact")
+    arguments = {"action": "upsert", **body}
+    if not key.has_scope(spec.scope_for(arguments)):
+        return 403, "insufficient_scope"
+    try:
+        with transaction.atomic():
+            return 200, spec.run(key, arguments)
+    except Exception as exc:  # noqa: BLE001 - answered as the server answers it
+        return server.rest_error(exc, "memory_fact")
+
+
+@pytest.mark.parametrize("via", ("rest", "mcp"))
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("kind", KEY_KINDS)
-def test_matrix_client_id_upsert(cast, kind, target) -> None:  # type: ignore[no-untyped-def]
+def test_matrix_client_id_upsert(cast, kind, target, via) -> None:  # type: ignore[no-untyped-def]
     world_rows(cast)
-    client = keys(cast.alice_tenant)[kind]
     workspace, user = PLACE[target]
     before = snapshot()
     body = {"category": "profile", "key": "home_city", "external_id": "ext1", "content": f"written by {kind}",
             "workspace": workspace, "user_id": user}
-    response = client.post(f"{API}/facts/", body, format="json")
+    if via == "rest":
+        response = keys(cast.alice_tenant)[kind].post(f"{API}/facts/", body, format="json")
+        status, answer = response.status_code, response.content
+    else:
+        status, answer = mcp_upsert(cast.alice_tenant, kind, body)
     after = snapshot()
     if not allowed(kind, target):
-        assert response.status_code in (403, 404), (response.status_code, response.content)
+        assert status in (403, 404), (status, answer)
         assert after == before
         return
-    assert response.status_code in (200, 201), response.content
+    assert status in (200, 201), answer
     changed = changed_rows(before, after)
     for pk in changed["fact"]:
         fact = Fact.objects.get(pk=pk)
