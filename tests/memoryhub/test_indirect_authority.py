@@ -501,3 +501,13 @@ def test_the_export_is_streamed_and_reads_back_as_it_was(cast) -> None:  # type:
 def test_an_export_of_a_missing_scope_is_a_404_before_anything_is_sent(cast) -> None:  # type: ignore[no-untyped-def]
     response = cast.alice.post(f"{API}/export/", {"session": "nope"}, format="json")
     assert response.status_code == 404 and not response.streaming
+
+
+def test_a_note_is_never_moved_to_another_workspace(cast) -> None:  # type: ignore[no-untyped-def]
+    ok(cast.alice.post(f"{API}/notes/", {"note_id": "n1", "content": "beta's", "workspace": "beta"}, format="json"))
+    before = snapshot()
+    response = cast.alice.put(f"{API}/notes/n1/", {"content": "moved", "workspace": "alpha"}, format="json")
+    assert response.status_code == 409 and error_code(response) == "workspace_mismatch", response.content
+    assert snapshot() == before
+    kept = cast.alice.put(f"{API}/notes/n1/", {"content": "changed", "workspace": "beta"}, format="json")
+    assert kept.status_code == 200 and kept.json()["workspace"] == "beta"
