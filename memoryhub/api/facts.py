@@ -22,6 +22,7 @@ from memoryhub.api.common import (
     api_key,
     paginate,
     parse_input,
+    parse_params,
     query_params,
 )
 from memoryhub.api.fields import (
@@ -279,15 +280,20 @@ class FactDetailView(APIView):
 
 
 class FactByExternalIdParams(serializers.Serializer):
-    user_id = serializers.CharField(required=False, allow_blank=True,
+    user_id = serializers.CharField(required=False, allow_blank=True, max_length=200,
                                     help_text="The fact's owner, when several users' facts have this id "
                                               "(empty: the shared one).")
-    workspace = serializers.CharField(required=False, allow_blank=True,
+    workspace = serializers.CharField(required=False, allow_blank=True, max_length=100,
                                       help_text="The fact's workspace, when facts in several workspaces have "
                                                 "this id (empty: the account-wide one).")
 
 
+class ExternalIdPath(serializers.Serializer):
+    external_id = serializers.CharField(max_length=200)
+
+
 def _fact_id(request: Request, external_id: str) -> int:
+    external_id = parse_params(ExternalIdPath, {"external_id": external_id})["external_id"]
     selector = query_params(request, FactByExternalIdParams)
     return facts.fact_id_by_external_id(api_key(request), external_id, user_id=selector.get("user_id"),
                                         workspace=selector.get("workspace"))
