@@ -6,6 +6,7 @@ from typing import Any
 
 from django.db import transaction
 from drf_spectacular.utils import (
+    OpenApiParameter,
     extend_schema,
     extend_schema_field,
     inline_serializer,
@@ -299,19 +300,23 @@ def _fact_id(request: Request, external_id: str) -> int:
                                         workspace=selector.get("workspace"))
 
 
+EXTERNAL_ID_PARAM = OpenApiParameter("external_id", str, OpenApiParameter.PATH,
+                                     description="Your own id for the fact (the external_id it was stored with).")
 BY_EXTERNAL_ID = ("The fact with this client-chosen id among those the key may see; when other users or "
                   "workspaces use the same id, name `user_id` and `workspace` (else 409 ambiguous_external_id).")
 
 
 class FactByExternalIdView(APIView):
     @extend_schema(summary="Get a fact by its client id", operation_id="facts_by_external_id_retrieve",
-                   description=BY_EXTERNAL_ID, parameters=[FactByExternalIdParams], responses=FactOutput)
+                   description=BY_EXTERNAL_ID, parameters=[EXTERNAL_ID_PARAM, FactByExternalIdParams],
+                   responses=FactOutput, examples=ex.FACT_BY_EXTERNAL_ID_GET)
     def get(self, request: Request, external_id: str) -> Response:
         return Response(FactOutput(facts.get_fact(api_key(request), _fact_id(request, external_id))).data)
 
     @extend_schema(summary="Change a fact by its client id", operation_id="facts_by_external_id_partial_update",
                    description=f"{BY_EXTERNAL_ID} Only the fields given change.",
-                   parameters=[FactByExternalIdParams], request=FactPatchInput, responses=FactOutput)
+                   parameters=[EXTERNAL_ID_PARAM, FactByExternalIdParams], request=FactPatchInput,
+                   responses=FactOutput, examples=ex.FACT_BY_EXTERNAL_ID_PATCH)
     def patch(self, request: Request, external_id: str) -> Response:
         changes = parse_input(FactPatchInput, request.data, partial=True)
         with transaction.atomic():
@@ -319,7 +324,8 @@ class FactByExternalIdView(APIView):
             return Response(FactOutput(facts.get_fact(api_key(request), fact.pk)).data)
 
     @extend_schema(summary="Delete a fact by its client id", operation_id="facts_by_external_id_destroy",
-                   description=BY_EXTERNAL_ID, parameters=[FactByExternalIdParams], responses={200: Deleted})
+                   description=BY_EXTERNAL_ID, parameters=[EXTERNAL_ID_PARAM, FactByExternalIdParams],
+                   responses={200: Deleted}, examples=ex.FACT_BY_EXTERNAL_ID_DELETE)
     def delete(self, request: Request, external_id: str) -> Response:
         fact_id = _fact_id(request, external_id)
         facts.delete_fact(api_key(request), fact_id)
