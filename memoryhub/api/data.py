@@ -157,6 +157,11 @@ class ImportView(APIView):
         description="Import an export (the JSON body, as POST /export/ wrote it) into the key's tenant: all or "
                     "nothing, in one transaction. A session the tenant holds already is a 409 session_exists "
                     "(other rows taken already: 409 import_conflict) unless `on_conflict` says to skip or merge. "
+                    "Every row of the file must land where the key may write: a workspace-limited key imports "
+                    "nothing account-wide (403 workspace_forbidden), a row of a user's session is that user's, "
+                    "a merge appends only into a stored session of the same owner and a fact's imported "
+                    "history only extends a fact the import creates (409 owner_mismatch); the error names the "
+                    "first offending row (`details.path`) and nothing is stored. "
                     "The answer counts what was imported, skipped and merged, by kind, and names up to 100 "
                     "skipped or merged sessions.",
         parameters=[OpenApiParameter(
