@@ -76,6 +76,26 @@ def get_fact(key: ApiKey, fact_id: int, *, for_update: bool = False) -> Fact:
     return fact
 
 
+def fact_id_by_external_id(key: ApiKey, external_id: str, *, user_id: str | None = None,
+                           workspace: str | None = None) -> int:
+    """The id of the one fact the key may see with this client id (narrowed by owner and
+    workspace name when given): 404 when none, 409 `ambiguous_external_id` when several owners
+    or workspaces use it (name `user_id` and `workspace` to choose)."""
+    qs = Fact.objects.visible_to(key).filter(external_id=external_id)
+    if user_id is not None:
+        qs = qs.filter(user_id=user_id)
+    if workspace is not None:
+        qs = qs.filter(workspace__name=workspace) if workspace else qs.filter(workspace__isnull=True)
+    ids = list(qs.order_by("pk").values_list("pk", flat=True)[:2])
+    if not ids:
+        raise NotFound("fact_not_found", f"No fact has external_id {external_id!r}.")
+    if len(ids) > 1:
+        raise Conflict("ambiguous_external_id", f"Several facts have external_id {external_id!r} (of other "
+                       "users or workspaces): name user_id and workspace to choose one.",
+                       {"external_id": external_id, "narrow_by": ["user_id", "workspace"]})
+    return ids[0]
+
+
 def announce(fact: Fact) -> None:
     memory_saved.send(sender=Fact, kind="fact", instance=fact)
 
@@ -163,10 +183,13 @@ def _placed(fact: Fact, placement: Placement, source_session: Session | None) ->
 
 def _existing(fact: Fact, scope_key: str) -> Fact | None:
     """The owner's stored fact this write updates: by the client's id when it gives one, else by
-    (scope, category, key). Never another owner's row: the owner is part of both identities."""
+    (scope, category, key). Never another owner's row: the owner is part of both identities. A
+    client id names a fact of one owner in one workspace (the one the write is placed in, which
+    place() has checked against the key), so an upsert never reaches a row outside the key's
+    limits: the same client id in another workspace is another fact."""
     owned = Fact.objects.select_for_update().filter(tenant_id=fact.tenant_id, user_id=fact.user_id)
     if fact.external_id:
-        return owned.filter(external_id=fact.external_id).first()
+        return owned.filter(workspace_id=fact.workspace_id, external_id=fact.external_id).first()
     if fact.key:
         return owned.filter(scope_key=scope_key, category=fact.category, key=fact.key).first()
     return None
@@ -213,8 +236,10 @@ def _update_existing(existing: Fact, data: dict[str, Any], given: set[str],
     for name in WRITABLE:
         if name in given and name in data and data[name] is not None:
             setattr(existing, name, data[name])
-    if existing.external_id and (placement.tier != existing.tier or placement.workspace != existing.workspace):
-        # Upserting by the client's id may move the fact to the scope the write names.
+    if existing.external_id and placement.tier != existing.tier:
+        # Upserting by the client's id may change the fact's scope within its workspace (the
+        # lookup found it there); it never moves it to another workspace or owner.
+        assert placement.workspace_id == existing.workspace_id
         _placed(existing, placement, source_session)
     if source_session is not None:
         existing.source_session = source_session
@@ -275,8 +300,9 @@ def update_fact(key: ApiKey, fact_id: int, changes: dict[str, Any]) -> Fact:
     if fact.key and ("key" in changes or "category" in changes or fact.user_id != owner):
         _check_key_free(fact)
     if fact.external_id and Fact.objects.filter(tenant_id=fact.tenant_id, user_id=fact.user_id,
+                                                workspace_id=fact.workspace_id,
                                                 external_id=fact.external_id).exclude(pk=fact.pk).exists():
-        raise Conflict("fact_exists", "This owner has another fact with this external_id.")
+        raise Conflict("fact_exists", "This owner has another fact with this external_id in this workspace.")
     fact.updated_at = timezone.now()
     if any(getattr(fact, name) != value for name, value in before.items()):
         open_version(fact, change="updated", at=fact.updated_at)
@@ -302,7 +328,7 @@ def facts_filter(key: ApiKey, filters: dict[str, Any], meta: dict[str, Any]) -> 
     qs = facts_visible_to(key)
     if filters.get("scope"):
         qs = qs.filter(tier=filters["scope"])
-    for name in ("category", "key", "lifetime", "source", "user_id"):
+    for name in ("category", "key", "lifetime", "source", "user_id", "external_id"):
         if filters.get(name):
             qs = qs.filter(**{name: filters[name]})
     if filters.get("tags"):

@@ -202,6 +202,10 @@ def put_note(key: ApiKey, note_id: str, data: dict[str, Any]) -> tuple[Note, boo
                       workspace=data.get("workspace"), channel=data.get("channel"),
                       user_id=data.get("user_id"))
     owner = _owner(key, data, placement, existing)
+    if existing is not None and existing.workspace_id != (placement.workspace.pk if placement.workspace else None):
+        # A row never changes workspace (nor owner): what another workspace's key saw would vanish.
+        raise Conflict("workspace_mismatch", f"Note {note_id!r} belongs to another workspace (or to none): a "
+                       "replacement keeps it where it is; name its workspace, or delete it and create it anew.")
     note = existing or Note(tenant_id=key.tenant_id, note_id=note_id)
     _fill(note, data, placement, owner)
     note.updated_at = timezone.now()

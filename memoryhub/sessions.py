@@ -180,6 +180,35 @@ def get_or_create_session_lazily(*, key: ApiKey, session_id: str, user_id: str |
 UPDATABLE_FIELDS = ("title", "metadata", "agent", "user_id", "persistence_key", "summary_budget")
 
 
+def _held_rows_of_others(session: Session, user: str) -> str | None:
+    """The kind of the first row the session holds (a row deleted with it: a conversation's fact,
+    note, document, chunk…) that belongs to a user other than `user`; None when there is none.
+    Every installed model with such a link and an owner is asked, so a new kind of memory is
+    covered without being listed here."""
+    from django.apps import apps
+    from django.db.models import CASCADE
+
+    for model in apps.get_models():
+        names = {f.name for f in model._meta.concrete_fields}
+        if "user_id" not in names:
+            continue
+        for f in model._meta.concrete_fields:
+            if f.is_relation and f.related_model is Session and f.remote_field.on_delete is CASCADE:
+                others = model._default_manager.filter(**{f.attname: session.pk}).exclude(user_id="")
+                if others.exclude(user_id=user).exists():
+                    return str(model._meta.verbose_name)
+    return None
+
+
+def _refuse_claim_over_others(session: Session, user: str) -> None:
+    """Claiming a shared session gives it, and everything deleted with it, to `user`: refused
+    while it holds another user's rows (forgetting `user` would delete them)."""
+    kind = _held_rows_of_others(session, user)
+    if kind is not None:
+        raise Conflict("owner_mismatch", f"Session {session.external_id!r} holds another user's {kind}: it "
+                       f"cannot be given to user {user!r}.", {"user_id": user})
+
+
 @transaction.atomic
 def update_session(*, key: ApiKey, session_id: str, changes: dict[str, Any]) -> Session:
     session = get_session_for_write(key, session_id)
@@ -194,6 +223,8 @@ def update_session(*, key: ApiKey, session_id: str, changes: dict[str, Any]) -> 
             # another (nor made shared): that would give away what they said.
             raise Conflict("owner_mismatch", f"Session {session_id!r} belongs to another user: its owner "
                                              "cannot be changed.", {"user_id": changes["user_id"]})
+        if changes["user_id"] and changes["user_id"] != session.user_id:
+            _refuse_claim_over_others(session, changes["user_id"])
     owner_changed = "user_id" in changes and changes["user_id"] != session.user_id
     for name in UPDATABLE_FIELDS:
         if name in changes:

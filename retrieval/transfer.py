@@ -13,6 +13,7 @@ out: the stored ones stay. The events a merge appends to a stored session are in
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from django.db import models
@@ -22,6 +23,7 @@ from memoryhub.models import Event, iso
 from memoryhub.searchable import KINDS, LIFETIMES, TIERS
 from memoryhub.signals import memory_saved
 from memoryhub.transfer import Exporter, Importer, InvalidImport, TransferExtension
+from memoryhub.transfer.exporter import BATCH
 from memoryhub.transfer.format import get_field, get_list, get_time, json_value
 from memoryhub.transfer.records import derived_metadata, searchable_of
 from retrieval.embedders import DIMENSIONS, get_embedder
@@ -40,35 +42,43 @@ class RetrievalTransfer(TransferExtension):
 
     # -- export
 
-    def export_sources(self, exporter: Exporter) -> dict[str, list[Any]]:
+    def export_sources(self, exporter: Exporter) -> dict[str, Iterable[Any]]:
+        return {"documents": self._document_rows(exporter)}
+
+    def _document_rows(self, exporter: Exporter) -> Iterator[dict[str, Any]]:
         qs = exporter.owned(exporter.in_scope(Document.objects.filter(tenant=exporter.tenant), Document), Document)
-        rows = []
-        for d in qs.select_related("workspace", "session").order_by("id"):
+        for position, d in enumerate(qs.select_related("workspace", "session").order_by("id").iterator(chunk_size=BATCH)):
             # The URI alone no longer names a document (one per workspace, session and owner): the
             # reference also gives its position in the file.
-            self.document_refs[("document", d.source_id)] = {"document": d.source_uri, "key": len(rows)}
-            rows.append({
+            self.document_refs[("document", d.source_id)] = {"document": d.source_uri, "key": position}
+            yield {
                 "source_uri": d.source_uri, "workspace": d.workspace.name if d.workspace else None,
                 "session": d.session.external_id if d.session else None, "user_id": d.user_id,
                 "content_hash": d.content_hash,
                 "metadata": d.metadata, "chunk_count": d.chunk_count, "created_at": iso(d.created_at),
                 "updated_at": iso(d.updated_at),
-            })
-        return {"documents": rows}
+            }
 
-    def export_derived(self, exporter: Exporter) -> dict[str, list[Any]]:
+    def export_derived(self, exporter: Exporter) -> dict[str, Iterable[Any]]:
+        return {"chunks": self._chunk_rows(exporter)}
+
+    def _chunk_rows(self, exporter: Exporter) -> Iterator[dict[str, Any]]:
+        """The chunks, read in batches (written after the records and documents they refer to)."""
         qs = Chunk.objects.filter(tenant=exporter.tenant)
         if exporter.scope.kind == "session":
             qs = qs.filter(session_id__in=exporter.session_ids)
         elif exporter.scope.kind == "workspace":
             qs = qs.filter(models.Q(workspace=exporter.workspace) | models.Q(session_id__in=exporter.session_ids))
         qs = exporter.owned(qs, Chunk)
-        event_ids = [c.metadata.get("event_id") for c in qs.only("metadata") if isinstance(c.metadata, dict)]
-        sequences = dict(Event.objects.filter(pk__in=[i for i in event_ids if isinstance(i, int)])
-                         .values_list("id", "sequence"))
         refs = {**exporter.source_refs, **self.document_refs}
         chunks = qs.select_related("session", "workspace", "channel__workspace").with_access().order_by("id")
-        return {"chunks": [_chunk_row(c, refs, exporter.derived, sequences) for c in chunks]}
+        batch: list[Chunk] = []
+        for chunk in chunks.iterator(chunk_size=BATCH):
+            batch.append(chunk)
+            if len(batch) == BATCH:
+                yield from _chunk_batch(batch, refs, exporter.derived)
+                batch = []
+        yield from _chunk_batch(batch, refs, exporter.derived)
 
     # -- import
 
@@ -88,6 +98,8 @@ class RetrievalTransfer(TransferExtension):
                 "session": importer.session(session, f"{path}.session") if session else None,
                 "user_id": get_field(row, "user_id", str, path, required=False, default=""),
             }
+            importer.check_placed(path, workspace_id=identity["workspace"].pk if identity["workspace"] else None,
+                                  session=identity["session"], user_id=identity["user_id"])
             stored = Document.objects.filter(**identity).order_by("pk").first()
             if stored is not None and importer.on_conflict == "fail":
                 raise Conflict("document_exists", f"Document {uri!r} already exists in this tenant; nothing was "
@@ -185,8 +197,26 @@ class RetrievalTransfer(TransferExtension):
             indexed_at=get_time(row, "indexed_at", path), embedding=embedding,
             embedding_model=get_field(row, "embedding_model", str, path) if embedding is not None else "",
         )
+        importer.check_placed(path, workspace_id=chunk.workspace_id, session=session, user_id=chunk.user_id,
+                              tier=tier)
+        if by_source:
+            self._check_source_owner(importer, ref, chunk, path)
         chunk.imported_access = (access_count, accessed_at)  # type: ignore[attr-defined]  # its ChunkAccess row
         return chunk
+
+    def _check_source_owner(self, importer: Importer, ref: dict[str, Any], chunk: Chunk, path: str) -> None:
+        """A chunk of a memory of the file is that memory's: same owner, same workspace (a chunk
+        claiming another user would put the memory's text into that user's recall)."""
+        if "document" in ref:
+            document = self._document(ref, path)
+            owner, workspace_id = document.user_id, document.workspace_id
+        else:
+            searchable = searchable_of(importer.records[ref["record"]][ref["key"]])
+            assert searchable is not None  # _source checked it
+            owner, workspace_id = searchable.user_id, searchable.workspace_id
+        if chunk.user_id != owner or (workspace_id is not None and chunk.workspace_id != workspace_id):
+            raise Conflict("owner_mismatch", f"The chunk at {path} names another owner or workspace than its "
+                           "memory: nothing was imported.", {"path": path})
 
     def _source(self, importer: Importer, ref: Any, path: str) -> tuple[str | None, dict[str, Any]]:
         """The chunk's source id in this tenant, and the metadata indexing derives from it; None
@@ -226,6 +256,15 @@ class RetrievalTransfer(TransferExtension):
         if len(matches) != 1:
             raise InvalidImport("the chunk's document is not in the file, or not only once", path)
         return matches[0]
+
+
+def _chunk_batch(batch: list[Chunk], refs: dict[tuple[str, str], dict[str, Any]],
+                 derived: dict[tuple[str, str], dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    event_ids = [c.metadata.get("event_id") for c in batch if isinstance(c.metadata, dict)]
+    sequences = dict(Event.objects.filter(pk__in=[i for i in event_ids if isinstance(i, int)])
+                     .values_list("id", "sequence"))
+    for c in batch:
+        yield _chunk_row(c, refs, derived, sequences)
 
 
 def _embedding(row: Any, path: str) -> list[float] | None:

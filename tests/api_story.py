@@ -35,7 +35,7 @@ def build_story(client: APIClient, tenant: Tenant) -> dict[str, str]:
     ok(client.post("/api/v1/notes/", {"note_id": NOTE, "content": "The user drinks green tea, no sugar.",
                                       "tags": ["preferences"], "user_id": USER}, format="json"))
     fact = ok(client.post("/api/v1/facts/", {"content": "Prefers aisle seats.", "category": "travel", "key": "seat",
-                                             "user_id": USER}, format="json"))
+                                             "user_id": USER, "external_id": "seat-pref"}, format="json"))
     ok(client.put(f"/api/v1/sessions/{SESSION}/scratchpad/", {"items": [
         {"key": "goal", "value": "Book the Lisbon flight"}]}, format="json"))
     session = Session.objects.get(tenant=tenant, external_id=SESSION)
@@ -55,7 +55,7 @@ def build_story(client: APIClient, tenant: Tenant) -> dict[str, str]:
     # An agent webhook (agent_goal runs call it): the story's summarise run never does.
     webhook = ok(client.post("/api/v1/webhooks/", {"kind": "agent", "url": "https://agent.example.com/goal",
                                                    "description": "The travel agent"}, format="json"))
-    return {"session_id": SESSION, "user_id": USER, "note_id": NOTE, "fact_id": str(fact["id"]),
+    return {"session_id": SESSION, "user_id": USER, "note_id": NOTE, "fact_id": str(fact["id"]), "external_id": "seat-pref",
             "node_id": str(root.pk), "schedule_id": schedule["id"], "run_id": run["id"],
             "channel_id": str(session.channel_id), "document_id": str(document["id"]), "webhook_id": webhook["id"],
             "workspace": session.workspace.name}

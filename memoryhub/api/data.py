@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.http import StreamingHttpResponse
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.request import Request
@@ -17,12 +22,39 @@ from memoryhub.sessions import get_session, resolve_workspace
 from memoryhub.transfer import (
     ON_CONFLICT,
     SCOPES,
+    Exporter,
     ExportScope,
     check_on_conflict,
-    export_memory,
     import_memory,
     parse_export_file,
 )
+from memoryhub.transfer.exporter import export_json
+
+_END = object()
+
+
+class JsonStream(StreamingHttpResponse):
+    """A JSON document sent as it is written. Under ASGI each piece is produced in the request's
+    own thread (Django's default would first collect a synchronous stream into one list, which is
+    the memory this avoids); `content` reads the whole body, for callers that want it at once."""
+
+    def __init__(self, pieces: Iterator[str], status: int = 200) -> None:
+        super().__init__(pieces, content_type="application/json", status=status)
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:  # type: ignore[override]
+        parts = iter(self.streaming_content)
+        while (part := await sync_to_async(next, thread_sensitive=True)(parts, _END)) is not _END:
+            yield part  # type: ignore[misc]
+
+    @property  # type: ignore[override]
+    def content(self) -> bytes:
+        if not hasattr(self, "_whole"):
+            self._whole = b"".join(self.streaming_content)  # type: ignore[arg-type]
+        return self._whole
+
+    @property  # type: ignore[override]
+    def text(self) -> str:
+        return self.content.decode(self.charset or "utf-8")
 
 
 def _tenant_wide(request: Request, what: str) -> None:
@@ -93,9 +125,11 @@ class ExportView(APIView):
 
     @extend_schema(summary="Export memory",
                    description="Export the tenant, one workspace or one session as one JSON document with a "
-                               "format version: what POST /import/ takes back.",
+                               "format version: what POST /import/ takes back. The document is streamed as "
+                               "it is read from one snapshot of the database, so exporting a large tenant "
+                               "needs no more server memory than a small one.",
                    request=ExportInput, responses=ExportDocument, examples=ex.EXPORT)
-    def post(self, request: Request) -> Response:
+    def post(self, request: Request) -> Any:
         # No body parses as {}; a body that is not an object (null, []) is refused, not read as {}.
         data = parse_input(ExportInput, request.data)
         key = api_key(request)
@@ -115,7 +149,8 @@ class ExportView(APIView):
         else:
             _tenant_wide(request, "Exporting the whole tenant")
             scope = ExportScope("tenant")
-        return Response(export_memory(tenant=key.tenant, scope=scope, user_id=key.user_id or ""))
+        exporter = Exporter(key.tenant, scope, user_id=key.user_id or "")  # a missing scope: 404 before streaming
+        return JsonStream(export_json(exporter))
 
 
 class ImportView(APIView):
@@ -127,6 +162,11 @@ class ImportView(APIView):
         description="Import an export (the JSON body, as POST /export/ wrote it) into the key's tenant: all or "
                     "nothing, in one transaction. A session the tenant holds already is a 409 session_exists "
                     "(other rows taken already: 409 import_conflict) unless `on_conflict` says to skip or merge. "
+                    "Every row of the file must land where the key may write: a workspace-limited key imports "
+                    "nothing account-wide (403 workspace_forbidden), a row of a user's session is that user's, "
+                    "a merge appends only into a stored session of the same owner and a fact's imported "
+                    "history only extends a fact the import creates (409 owner_mismatch); the error names the "
+                    "first offending row (`details.path`) and nothing is stored. "
                     "The answer counts what was imported, skipped and merged, by kind, and names up to 100 "
                     "skipped or merged sessions.",
         parameters=[OpenApiParameter(

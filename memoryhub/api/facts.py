@@ -6,6 +6,7 @@ from typing import Any
 
 from django.db import transaction
 from drf_spectacular.utils import (
+    OpenApiParameter,
     extend_schema,
     extend_schema_field,
     inline_serializer,
@@ -22,6 +23,7 @@ from memoryhub.api.common import (
     api_key,
     paginate,
     parse_input,
+    parse_params,
     query_params,
 )
 from memoryhub.api.fields import (
@@ -76,8 +78,9 @@ class FactInput(StrictSerializer):
     user_id = StrictCharField(max_length=200, required=False, allow_blank=True, default="",
                               help_text="The end user it is about (default: the session's, else shared).")
     external_id = StrictCharField(max_length=200, required=False, allow_blank=True, default="",
-                                  help_text="An id of your choosing, unique per end user: writing it again "
-                                            "updates that fact (whatever its key).")
+                                  help_text="An id of your choosing, unique per end user and workspace: "
+                                            "writing it again in the same workspace updates that fact "
+                                            "(whatever its key); in another workspace it is another fact.")
 
     def validate_content(self, value: str) -> str:
         return non_blank(value)
@@ -223,7 +226,8 @@ class FactListView(APIView):
 
     def _as_of(self, request: Request, filters: dict[str, Any]) -> Response:
         """Each fact as it stood then: the version true at as_of (a fact deleted since included)."""
-        unsupported = sorted({"tags", "session", "workspace", "channel", "lifetime", "source"} & set(filters)
+        unsupported = sorted({"tags", "session", "workspace", "channel", "lifetime", "source", "external_id"}
+                             & set(filters)
                              | {k for k in request.query_params if k.startswith("meta.")})
         if unsupported:
             raise Invalid("as_of_filter_unsupported",
@@ -272,5 +276,57 @@ class FactDetailView(APIView):
 
     @extend_schema(summary="Delete a fact", description="Deletes the fact and its history; it is no longer found by search or context.", responses={200: Deleted}, examples=ex.FACT_DELETE)
     def delete(self, request: Request, fact_id: int) -> Response:
+        facts.delete_fact(api_key(request), fact_id)
+        return Response({"id": str(fact_id), "deleted": True})
+
+
+class FactByExternalIdParams(serializers.Serializer):
+    user_id = serializers.CharField(required=False, allow_blank=True, max_length=200,
+                                    help_text="The fact's owner, when several users' facts have this id "
+                                              "(empty: the shared one).")
+    workspace = serializers.CharField(required=False, allow_blank=True, max_length=100,
+                                      help_text="The fact's workspace, when facts in several workspaces have "
+                                                "this id (empty: the account-wide one).")
+
+
+class ExternalIdPath(serializers.Serializer):
+    external_id = serializers.CharField(max_length=200)
+
+
+def _fact_id(request: Request, external_id: str) -> int:
+    external_id = parse_params(ExternalIdPath, {"external_id": external_id})["external_id"]
+    selector = query_params(request, FactByExternalIdParams)
+    return facts.fact_id_by_external_id(api_key(request), external_id, user_id=selector.get("user_id"),
+                                        workspace=selector.get("workspace"))
+
+
+EXTERNAL_ID_PARAM = OpenApiParameter("external_id", str, OpenApiParameter.PATH,
+                                     description="Your own id for the fact (the external_id it was stored with).")
+BY_EXTERNAL_ID = ("The fact with this client-chosen id among those the key may see; when other users or "
+                  "workspaces use the same id, name `user_id` and `workspace` (else 409 ambiguous_external_id).")
+
+
+class FactByExternalIdView(APIView):
+    @extend_schema(summary="Get a fact by its client id", operation_id="facts_by_external_id_retrieve",
+                   description=BY_EXTERNAL_ID, parameters=[EXTERNAL_ID_PARAM, FactByExternalIdParams],
+                   responses=FactOutput, examples=ex.FACT_BY_EXTERNAL_ID_GET)
+    def get(self, request: Request, external_id: str) -> Response:
+        return Response(FactOutput(facts.get_fact(api_key(request), _fact_id(request, external_id))).data)
+
+    @extend_schema(summary="Change a fact by its client id", operation_id="facts_by_external_id_partial_update",
+                   description=f"{BY_EXTERNAL_ID} Only the fields given change.",
+                   parameters=[EXTERNAL_ID_PARAM, FactByExternalIdParams], request=FactPatchInput,
+                   responses=FactOutput, examples=ex.FACT_BY_EXTERNAL_ID_PATCH)
+    def patch(self, request: Request, external_id: str) -> Response:
+        changes = parse_input(FactPatchInput, request.data, partial=True)
+        with transaction.atomic():
+            fact = facts.update_fact(api_key(request), _fact_id(request, external_id), changes)
+            return Response(FactOutput(facts.get_fact(api_key(request), fact.pk)).data)
+
+    @extend_schema(summary="Delete a fact by its client id", operation_id="facts_by_external_id_destroy",
+                   description=BY_EXTERNAL_ID, parameters=[EXTERNAL_ID_PARAM, FactByExternalIdParams],
+                   responses={200: Deleted}, examples=ex.FACT_BY_EXTERNAL_ID_DELETE)
+    def delete(self, request: Request, external_id: str) -> Response:
+        fact_id = _fact_id(request, external_id)
         facts.delete_fact(api_key(request), fact_id)
         return Response({"id": str(fact_id), "deleted": True})

@@ -31,6 +31,8 @@ urlpatterns = [
     path("facts/", facts.FactListView.as_view(), name="fact-list"),
     path("facts/<int:fact_id>/", facts.FactDetailView.as_view(), name="fact-detail"),
     path("facts/<int:fact_id>/history/", facts.FactHistoryView.as_view(), name="fact-history"),
+    path("facts/by-external-id/<path:external_id>/", facts.FactByExternalIdView.as_view(),
+         name="fact-by-external-id"),
     path("sessions/<str:session_id>/scratchpad/", scratchpad.ScratchpadView.as_view(), name="session-scratchpad"),
     path("sessions/<str:session_id>/summary/", summaries.RollingSummaryView.as_view(), name="session-summary"),
     path("sessions/<str:session_id>/summary/tree/", summaries.SessionSummaryTreeView.as_view(),

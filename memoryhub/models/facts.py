@@ -19,7 +19,7 @@ from memoryhub.searchable import LIFETIME_CHOICES, TIER_CHOICES, Searchable
 
 class Fact(PinnableMemory):
     """A long-term memory entry (S5; seeds 001, 003, 004). (owner, scope, category, key) is unique
-    when a key is set, and (owner, external_id) when the client chose an id: two users' `home_city`
+    when a key is set, and (owner, workspace, external_id) when the client chose an id: two users' `home_city`
     are two facts. Its content's past versions are FactVersion rows (S12)."""
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
@@ -40,7 +40,7 @@ class Fact(PinnableMemory):
     content = models.TextField()
     category = models.CharField(max_length=100, default="general")
     key = models.CharField(max_length=200, blank=True, default="")
-    # An id of the client's choosing (seed 003 "upsert by client ID"), unique per owner.
+    # An id of the client's choosing (seed 003 "upsert by client ID"), unique per owner and workspace.
     external_id = models.CharField(max_length=200, blank=True, default="")
     tier = models.CharField(max_length=20, choices=TIER_CHOICES, default="workspace")
     lifetime = models.CharField(max_length=20, choices=LIFETIME_CHOICES, default="long_term")
@@ -64,10 +64,13 @@ class Fact(PinnableMemory):
                 condition=~models.Q(key=""),
                 name="fact_unique_owner_scope_category_key",
             ),
+            # A client id is unique per owner and workspace (an account-wide fact's workspace is
+            # NULL, which counts as one value here): the same id in two workspaces is two facts.
             models.UniqueConstraint(
-                fields=["tenant", "user_id", "external_id"],
+                fields=["tenant", "user_id", "workspace", "external_id"],
                 condition=~models.Q(external_id=""),
-                name="fact_unique_owner_external_id",
+                nulls_distinct=False,
+                name="fact_unique_owner_workspace_external_id",
             ),
             models.CheckConstraint(
                 condition=models.Q(importance__gte=0.0, importance__lte=1.0), name="fact_importance_range"
@@ -169,9 +172,18 @@ class FactVersion(models.Model):
                                  help_text="What closed it: updated, merged or deleted (empty while current).")
 
     objects = KeyScopedQuerySet.as_manager()
+    # An import adds versions only to a fact it creates, with that fact's owner and workspace
+    # (memoryhub.transfer.record_import): never to a stored fact's history.
+    transfer_history_of = "fact"
 
     class Meta:
         ordering = ["fact_id", "valid_from", "id"]
+        constraints = [
+            # A fact has at most one current version, whatever wrote it (an upsert, a merge, an
+            # import whose file names versions): "as of now" has one answer.
+            models.UniqueConstraint(fields=["fact"], condition=models.Q(valid_to__isnull=True, fact__isnull=False),
+                                    name="factversion_one_current"),
+        ]
         indexes = [
             models.Index(fields=["tenant", "fact_id", "valid_from"], name="factversion_fact"),
             models.Index(fields=["tenant", "user_id"], name="factversion_owner"),

@@ -6,8 +6,10 @@ same document. Rows are listed in id order and referred to by name (workspace, c
 id, document URI) or by their position in the file ("key"), never by id.
 
     format.py         the envelope (format, schema_version, scope) and the typed-field checks
-    exporter.py       workspaces, sessions with events and rolling summary, records
-    importer.py       the same back, all or nothing in one transaction
+    exporter.py       workspaces, sessions with events and rolling summary, records; written as
+                      JSON text while it is read (export_json), so memory stays bounded
+    importer.py       the same back, all or nothing in one transaction, every row placed within the
+                      importing key's limits and beside its owner's rows (Importer.check_placed)
     conflicts.py      on_conflict: what an import does with sessions and records the tenant holds
                       already (fail, skip, merge), and the report of what it did
     records.py        rows of other areas (notes, facts, scratchpads, summaries, schedules…),

@@ -1,12 +1,19 @@
 """Export a tenant, a workspace or a session (SPEC S9): workspaces, sessions with their events and
-rolling summary, records of other areas, and what extensions add (retrieval: documents, chunks)."""
+rolling summary, records of other areas, and what extensions add (retrieval: documents, chunks).
+
+The document is written as it is read (`export_json`): rows come from server-side cursors in
+batches and leave as JSON text, so an export's memory stays bounded whatever the tenant's size;
+only ids and the small references between rows (record positions, chunk sources) are kept."""
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
+from collections.abc import Iterable, Iterator
 from typing import Any
 
-from django.db import models
+from django.db import connection, models, transaction
+from rest_framework.utils.encoders import JSONEncoder
 
 from accounts.models import Channel, Tenant, Workspace
 from accounts.querysets import owned_by
@@ -87,17 +94,34 @@ class Exporter:
         # No creation times: an importing tenant already has its own "default" workspace.
         return [{"name": w.name, "channels": channels[w.pk]} for w in qs]
 
-    def session_rows(self) -> list[dict[str, Any]]:
-        events = defaultdict(list)
-        for e in Event.objects.filter(session_id__in=self.session_ids).order_by("session_id", "sequence"):
-            events[e.session_id].append({
-                "sequence": e.sequence, "role": e.role, "content": e.content, "tool_name": e.tool_name,
-                "tool_args": e.tool_args, "tool_result": e.tool_result, "tool_calls": e.tool_calls,
-                "tool_call_id": e.tool_call_id, "message": e.message, "metadata": e.metadata,
-                "importance": e.importance, "idempotency_key": e.idempotency_key, "created_at": iso(e.created_at),
-            })
-        summaries = {r.session_id: r for r in RollingSummary.objects.filter(session_id__in=self.session_ids)}
-        return [self._session_row(s, events[s.pk], summaries.get(s.pk)) for s in self.sessions]
+    def session_json(self) -> Iterator[str]:
+        """The sessions with their events as a JSON array, in one pass over the events (in
+        session order): not even one session's events are held at once."""
+        events = (Event.objects.filter(session_id__in=self.session_ids).order_by("session_id", "sequence")
+                  .iterator(chunk_size=BATCH))
+        pending = next(events, None)
+        yield "["
+        for i, s in enumerate(self.sessions):
+            row = self._session_row(s, [], RollingSummary.objects.filter(session_id=s.pk).first())
+            summary = row.pop("rolling_summary")
+            del row["events"]
+            yield ("," if i else "") + _value(row)[:-1] + ',"events":['
+            first = True
+            while pending is not None and pending.session_id == s.pk:
+                yield ("" if first else ",") + _value(self._event_row(pending))
+                first = False
+                pending = next(events, None)
+            yield f'],"rolling_summary":{_value(summary)}}}'
+        yield "]"
+
+    @staticmethod
+    def _event_row(e: Event) -> dict[str, Any]:
+        return {
+            "sequence": e.sequence, "role": e.role, "content": e.content, "tool_name": e.tool_name,
+            "tool_args": e.tool_args, "tool_result": e.tool_result, "tool_calls": e.tool_calls,
+            "tool_call_id": e.tool_call_id, "message": e.message, "metadata": e.metadata,
+            "importance": e.importance, "idempotency_key": e.idempotency_key, "created_at": iso(e.created_at),
+        }
 
     @staticmethod
     def _session_row(s: Session, events: list[dict[str, Any]], summary: RollingSummary | None) -> dict[str, Any]:
@@ -112,26 +136,37 @@ class Exporter:
             },
         }
 
-    def records(self) -> dict[str, list[dict[str, Any]]]:
-        out: dict[str, list[dict[str, Any]]] = {}
+    def plan_records(self) -> None:
+        """Which rows of each record model the export holds, and their positions (ids only):
+        children and chunks refer to records by position, so these are known before any is written."""
+        self.record_querysets: dict[str, models.QuerySet[Any]] = {}
         for model in record_models():
             label = model._meta.label
-            qs = self.in_scope(model._default_manager.filter(tenant=self.tenant), model)
-            qs = self.owned(qs, model)
+            qs = self.owned(self.in_scope(model._default_manager.filter(tenant=self.tenant), model), model)
             if hasattr(qs, "within_export"):  # a model whose rows are visible by more than place and owner
                 qs = qs.within_export(workspace_id=self.workspace.pk if self.workspace else None, user_id=self.user_id)
-            rows = list(qs.order_by("pk"))
+            qs = qs.order_by("pk")
             keys = self.record_keys.setdefault(label, {})
-            for position, obj in enumerate(rows):
-                keys[obj.pk] = position
-            out[label] = [self._record(model, obj, position) for position, obj in enumerate(rows)]
-            for position, obj in enumerate(rows):
-                searchable = searchable_of(obj)
-                if searchable is not None:
-                    ref = (searchable.kind, str(searchable.source_id))
-                    self.source_refs[ref] = {"record": label, "key": position}
-                    self.derived[ref] = derived_metadata(searchable)
-        return {k: v for k, v in out.items() if v}
+            for position, pk in enumerate(qs.values_list("pk", flat=True).iterator(chunk_size=BATCH)):
+                keys[pk] = position
+            self.record_querysets[label] = qs
+
+    def iter_records(self) -> Iterator[tuple[str, Iterator[dict[str, Any]]]]:
+        """(label, its rows) for every record model with rows, after plan_records()."""
+        for model in record_models():
+            label = model._meta.label
+            if self.record_keys.get(label):
+                yield label, self._record_rows(model, self.record_querysets[label])
+
+    def _record_rows(self, model: type[models.Model], qs: models.QuerySet[Any]) -> Iterator[dict[str, Any]]:
+        label = model._meta.label
+        for position, obj in enumerate(qs.iterator(chunk_size=BATCH)):
+            searchable = searchable_of(obj)
+            if searchable is not None:
+                ref = (searchable.kind, str(searchable.source_id))
+                self.source_refs[ref] = {"record": label, "key": position}
+                self.derived[ref] = derived_metadata(searchable)
+            yield self._record(model, obj, position)
 
     def _record(self, model: type[models.Model], obj: models.Model, position: int) -> dict[str, Any]:
         fields: dict[str, Any] = {}
@@ -156,18 +191,71 @@ class Exporter:
         return {"key": keys[target_id]} if target_id in keys else None
 
 
+BATCH = 500  # rows per round trip of a server-side cursor
+FLUSH = 1 << 16  # characters of JSON text handed on at a time
+
+
 def export_memory(*, tenant: Tenant, scope: ExportScope, user_id: str = "") -> dict[str, Any]:
-    """The scope's memory; with `user_id`, only what that user may see (theirs and shared)."""
-    exporter = Exporter(tenant, scope, user_id=user_id)
+    """The scope's memory as one object; with `user_id`, only what that user may see (theirs and
+    shared). Holds the whole document in memory: the API streams `export_json` instead."""
+    return json.loads("".join(export_json(Exporter(tenant, scope, user_id=user_id))))
+
+
+def export_json(exporter: Exporter) -> Iterator[str]:
+    """The export document as JSON text, in pieces of about FLUSH characters, written as the rows
+    are read, from one snapshot of the database (a REPEATABLE READ transaction of its own when
+    none is open)."""
+    outermost = not connection.in_atomic_block
+    with transaction.atomic():
+        if outermost:  # inside a caller's transaction (a test's), that one's snapshot stands
+            with connection.cursor() as cursor:
+                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        buffer: list[str] = []
+        size = 0
+        for piece in _document(exporter):
+            buffer.append(piece)
+            size += len(piece)
+            if size >= FLUSH:
+                yield "".join(buffer)
+                buffer, size = [], 0
+        if buffer:
+            yield "".join(buffer)
+
+
+_encoder = JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
+def _value(value: Any) -> str:
+    return _encoder.encode(value)
+
+
+def _array(rows: Iterable[Any]) -> Iterator[str]:
+    yield "["
+    for i, row in enumerate(rows):
+        yield ("," if i else "") + _value(row)
+    yield "]"
+
+
+def _document(exporter: Exporter) -> Iterator[str]:
+    """The members in the file's order: head, workspaces, sessions, sources (documents), records,
+    derived lists (chunks). Records are planned first: chunks and children refer to them by position."""
     parts = extensions()
-    records = exporter.records()  # first: chunks refer to their sources
-    sources = {name: rows for part in parts for name, rows in part.export_sources(exporter).items()}
-    head = {
-        "format": FORMAT,
-        "schema_version": SCHEMA_VERSION,
-        "scope": scope.as_dict(),
-        "workspaces": exporter.workspaces(),
-        "sessions": exporter.session_rows(),
-    }
-    derived = {name: rows for part in parts for name, rows in part.export_derived(exporter).items()}
-    return {**head, **sources, "records": records, **derived}
+    exporter.plan_records()
+    yield '{"format":' + _value(FORMAT)
+    yield f',"schema_version":{_value(SCHEMA_VERSION)},"scope":{_value(exporter.scope.as_dict())}'
+    yield f',"workspaces":{_value(exporter.workspaces())},"sessions":'
+    yield from exporter.session_json()
+    for part in parts:
+        for name, rows in part.export_sources(exporter).items():
+            yield f",{_value(name)}:"
+            yield from _array(rows)
+    yield ',"records":{'
+    for i, (label, rows) in enumerate(exporter.iter_records()):
+        yield ("," if i else "") + f"{_value(label)}:"
+        yield from _array(rows)
+    yield "}"
+    for part in parts:
+        for name, rows in part.export_derived(exporter).items():
+            yield f",{_value(name)}:"
+            yield from _array(rows)
+    yield "}"

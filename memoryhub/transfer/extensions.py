@@ -2,7 +2,8 @@
 
 Retrieval carries "documents" and "chunks" (the searchable memories with their embeddings): it
 registers a TransferExtension in its AppConfig.ready(). Export and import make one instance per run,
-so an extension may keep state between its hooks (what it exported or created).
+so an extension may keep state between its hooks (what it exported or created). Export lists may
+be generators: they are written as they are read, in the order below.
 
 Order of an export: records, then every extension's `export_sources` (lists that chunks refer to),
 workspaces and sessions, then `export_derived` (lists built from all the rest). The file lists the
@@ -13,7 +14,7 @@ Order of an import: `start_import`, workspaces and sessions, `import_sources`, r
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -24,10 +25,10 @@ if TYPE_CHECKING:
 class TransferExtension:
     """An app's own part of the export file; every hook does nothing unless overridden."""
 
-    def export_sources(self, exporter: Exporter) -> dict[str, list[Any]]:
+    def export_sources(self, exporter: Exporter) -> dict[str, Iterable[Any]]:
         return {}
 
-    def export_derived(self, exporter: Exporter) -> dict[str, list[Any]]:
+    def export_derived(self, exporter: Exporter) -> dict[str, Iterable[Any]]:
         return {}
 
     def start_import(self, importer: Importer) -> None:

@@ -61,6 +61,21 @@ class Importer:
         return ImportReport(self.on_conflict, counts(self.counts), counts(self.skipped), counts(self.merged),
                             self.skipped_sessions, self.merged_sessions)
 
+    # -- the key's limits (the same rules as the REST writes: notes.place, ownership)
+
+    def check_placed(self, path: str, *, workspace_id: int | None, session: Session | None, user_id: str,
+                     tier: str | None = None) -> None:
+        """A row of the file must land within the importing key's limits and beside its own
+        owner's rows, or the whole import is refused naming it: a workspace-limited key writes no
+        account-wide row (403 workspace_forbidden, as REST refuses an account-scoped write), and a
+        row of a user's session belongs to that user (409 owner_mismatch)."""
+        if self.limit_workspace is not None and ((workspace_id is None and session is None) or tier == "account"):
+            raise Forbidden("workspace_forbidden", f"The row at {path} is account-wide; this API key is limited to "
+                            f"workspace {self.limit_workspace.name!r}: nothing was imported.", {"path": path})
+        if session is not None and session.user_id and user_id and user_id != session.user_id:
+            raise Conflict("owner_mismatch", f"The row at {path} belongs to user {user_id!r}, its session "
+                           f"{session.external_id!r} to another: nothing was imported.", {"path": path})
+
     # -- names the file uses
 
     def workspace(self, name: Any, path: str) -> Workspace:
@@ -159,6 +174,13 @@ class Importer:
         events = self._file_events(stored, get_field(row, "events", list, path), f"{path}.events")
         has_summary = get_field(row, "rolling_summary", dict, path, nullable=True) is not None
         self.skipped["rolling_summaries"] += int(has_summary)  # the stored session's own is kept
+        user_id = get_field(row, "user_id", str, path)
+        if self.on_conflict == "merge" and user_id != stored.user_id:
+            # Merging appends the file's words to the stored conversation: only to its owner's own.
+            raise Conflict("owner_mismatch", f"Session {stored.external_id!r} of the file belongs to "
+                           f"{'user ' + repr(user_id) if user_id else 'no user'}, the stored one to "
+                           f"{'another user' if stored.user_id else 'no user'}: nothing was imported.",
+                           {"session": stored.external_id, "path": f"{path}.user_id"})
         if self.on_conflict == "skip":
             self.skipped["sessions"] += 1
             self.skipped["events"] += len(events)

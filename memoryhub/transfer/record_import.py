@@ -12,6 +12,7 @@ from django.db import DatabaseError, IntegrityError, models, transaction
 from django.utils.dateparse import parse_datetime
 
 from accounts.models import Channel, Workspace
+from memoryhub.errors import Conflict
 from memoryhub.models import Session
 from memoryhub.transfer.conflicts import stored_row
 from memoryhub.transfer.format import InvalidImport, get_field
@@ -66,6 +67,7 @@ def _create_records(importer: Importer, model: type[models.Model], rows: list[An
             del later[mark:]  # a stored row keeps its own links
             importer.skipped[model._meta.label] += 1
         else:
+            _check_placed(importer, model, kwargs, rpath)
             obj = _save_record(model, fields, kwargs, rpath)
             importer.counts[model._meta.label] += 1
         rows_out.append(obj)
@@ -89,6 +91,9 @@ def _existing(importer: Importer, model: type[models.Model], fields: list[models
     if getattr(model, "transfer_keep_stored_for_session", False) and any(
             f.related_model is Session for f in stored_parents):
         return None  # derived from a merged session's events: the stored ones stay
+    history_of = getattr(model, "transfer_history_of", None)
+    if history_of and any(f.name == history_of for f in stored_parents):
+        return None  # the file's history of a stored row: the stored row keeps its own
     stored = stored_row(model, importer.tenant.pk, kwargs)
     if stored is not None:
         importer.mark_preexisting(stored)
@@ -98,6 +103,27 @@ def _existing(importer: Importer, model: type[models.Model], fields: list[models
         prepare()  # e.g. a scratchpad item takes the next free position in a stored scratchpad
         kwargs.update({f.attname: getattr(new, f.attname) for f in fields if not f.is_relation})
     return new
+
+
+def _check_placed(importer: Importer, model: type[models.Model], kwargs: dict[str, Any], rpath: str) -> None:
+    """The row to create lands within the key's limits, beside its owner's rows (Importer.check_placed);
+    a row of history (`transfer_history_of`) extends only the row it names, as that row's owner and
+    workspace."""
+    names = {f.name: f for f in model._meta.concrete_fields}
+    sessions = [kwargs[f.attname] for f in names.values() if f.is_relation and f.related_model is Session
+                and f.remote_field.on_delete is models.CASCADE and kwargs.get(f.attname) is not None]
+    session = Session.objects.filter(pk=sessions[0]).first() if sessions else None
+    if "workspace" in names or sessions:
+        importer.check_placed(rpath, workspace_id=kwargs.get("workspace_id"), session=session,
+                              user_id=kwargs.get("user_id") or "", tier=kwargs.get("tier"))
+    history_of = getattr(model, "transfer_history_of", None)
+    parent_pk = kwargs.get(names[history_of].attname) if history_of else None
+    if parent_pk is not None:
+        parent = names[history_of].related_model._default_manager.filter(pk=parent_pk).first()
+        if parent is not None and (getattr(parent, "user_id", "") != (kwargs.get("user_id") or "")
+                                   or getattr(parent, "workspace_id", None) != kwargs.get("workspace_id")):
+            raise Conflict("owner_mismatch", f"The row at {rpath} is history of a row of another owner or "
+                           "workspace: nothing was imported.", {"path": rpath})
 
 
 def _record_kwargs(importer: Importer, model: type[models.Model], fields: list[models.Field],

@@ -89,7 +89,7 @@ PER_TOOL = {
     "memory_search": {"user_id": "The end user; recall adds shared memories."},
     "memory_context": {"user_id": "The end user; recall adds shared memories.", "query": "The user's message."},
     "memory_note": {"action": "update, get, delete need note_id."},
-    "memory_fact": {"action": "get, history, delete need fact_id."},
+    "memory_fact": {"action": "get, history, delete: by fact_id or external_id."},
 }
 # The arguments a model needs; the REST endpoint a tool mirrors takes the rest (explain, agent,
 # roles, metadata, …), and a tool refuses those as unknown with the nearest name it takes.
@@ -171,7 +171,7 @@ def _specs() -> list[tools.ToolSpec]:
         ),
         tools.ToolSpec(
             "memory_stats", "Memory statistics",
-            "Counts of stored sessions, messages, notes, facts and queued work.",
+            "Counts of what is stored and of work still queued.",
             {"type": "object", "properties": {}, "additionalProperties": False},
             tools.run_stats, "read",
         ),

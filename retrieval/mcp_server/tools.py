@@ -24,7 +24,7 @@ from memoryhub.api.common import (
     unknown_field_message,
 )
 from memoryhub.api.facts import FactInput, FactOutput, FactUpserted, FactVersionOutput
-from memoryhub.api.fields import NOTE_ID_REGEX, StrictRegexField
+from memoryhub.api.fields import NOTE_ID_REGEX, StrictCharField, StrictRegexField
 from memoryhub.api.notes import NoteInput, NoteOutput, NotePutInput
 from memoryhub.api.scratchpad import ScratchpadInput
 from memoryhub.api.sessions import BulkEventInput, SessionCreateInput, appended
@@ -219,10 +219,16 @@ FACT_ARGS = ["content", "category", "key", "scope", "lifetime", "source", "impor
 class FactArgs(StrictSerializer):
     action = serializers.ChoiceField(
         choices=FACT_ACTIONS, help_text="upsert: store the fact, updating the user's fact with the same "
-        "external_id, or scope, category and key, if there is one (the old content stays in its history); "
-        "get: read fact_id; history: every version of fact_id; delete: remove fact_id.")
-    fact_id = serializers.IntegerField(min_value=1, help_text="The fact's id (returned by upsert): needed by get "
-                                                               "and delete.")
+        "external_id (in the same workspace), or scope, category and key, if there is one (the old content "
+        "stays in its history); get: read fact_id; history: every version of fact_id; delete: remove fact_id. "
+        "get, history and delete also take external_id instead of fact_id (with user_id and workspace when "
+        "other users or workspaces use the same id).")
+    fact_id = serializers.IntegerField(min_value=1, required=False,
+                                       help_text="The fact's id (returned by upsert): needed by get, history "
+                                                 "and delete unless external_id names the fact.")
+    external_id = StrictCharField(max_length=200, required=False)
+    user_id = StrictCharField(max_length=200, required=False, allow_blank=True)
+    workspace = StrictCharField(max_length=100, required=False, allow_blank=True)
 
 
 def run_fact(key: ApiKey, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -231,7 +237,15 @@ def run_fact(key: ApiKey, arguments: dict[str, Any]) -> dict[str, Any]:
         with transaction.atomic():  # read back in the write's transaction: no commit behind an error
             fact, created = facts.upsert_fact(key, parse_input(FactInput, rest), given=set(rest))
             return FactUpserted(facts.get_fact(key, fact.pk), context={"created": created}).data
-    fact_id = parse_input(FactArgs, {"action": action, **rest})["fact_id"]
+    args = parse_input(FactArgs, {"action": action, **rest})
+    if "fact_id" in args:
+        fact_id = args["fact_id"]
+    elif args.get("external_id"):
+        fact_id = facts.fact_id_by_external_id(key, args["external_id"], user_id=args.get("user_id"),
+                                               workspace=args.get("workspace"))
+    else:
+        raise serializers.ValidationError({"fact_id": [f"{action} needs fact_id (or external_id)."]},
+                                          code="required")
     if action == "delete":
         facts.delete_fact(key, fact_id)
         return {"id": str(fact_id), "deleted": True}

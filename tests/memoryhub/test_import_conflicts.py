@@ -145,7 +145,7 @@ def test_merge_never_appends_to_an_archived_session(filled, carol, django_captur
 
 def test_merge_matches_events_by_idempotency_key_or_time_role_and_content(filled, carol, django_capture_on_commit_callbacks) -> None:  # type: ignore[no-untyped-def]
     first = export(filled.alice)
-    new_session(carol, "chat-1")
+    new_session(carol, "chat-1", user_id="u1")  # the same owner: a merge appends only into theirs
     events = first["sessions"][0]["events"]
     # Stored already: the keyed message (its text edited since: the key decides) and, unkeyed, the tool call.
     carol.post("/api/v1/sessions/chat-1/events/", {"events": [

@@ -174,15 +174,17 @@ def list_facts(
     workspace: str | None = None,
     channel: str | None = None,
     user_id: str | None = None,
+    external_id: str | None = None,
     as_of: datetime | str | None = None,
     meta: Mapping[str, str] | None = None,
     limit: int | None = None,
     offset: int | None = None,
 ) -> Call[Page[Fact]]:
-    """Facts, newest first; `as_of`: as they stood at that moment (each with its version true then)."""
+    """Facts, newest first; `as_of`: as they stood at that moment (each with its version true then);
+    `external_id`: only the facts with that id of yours."""
     return Call("GET", "facts/", page_of, params=query(
         meta, scope=scope, category=category, key=key, lifetime=lifetime, source=source, tags=tags,
-        q=q, session=session, workspace=workspace, channel=channel, user_id=user_id,
+        q=q, session=session, workspace=workspace, channel=channel, user_id=user_id, external_id=external_id,
         as_of=as_of.isoformat() if isinstance(as_of, datetime) else as_of, limit=limit, offset=offset,
     ), idempotent=True)
 
@@ -219,6 +221,45 @@ def update_fact(
 
 def delete_fact(fact_id: int) -> Call[Deleted]:
     return Call("DELETE", path("facts", fact_id), as_is, idempotent=True)
+
+
+def get_fact_by_external_id(external_id: str, *, user_id: str | None = None,
+                            workspace: str | None = None) -> Call[Fact]:
+    """The fact with your id `external_id` (GET /facts/by-external-id/{external_id}/). When other
+    users or workspaces use the same id, name the fact's `user_id` and `workspace` (else a
+    ConflictError with code ambiguous_external_id)."""
+    return Call("GET", path("facts", "by-external-id", external_id), as_is,
+                params=query(user_id=user_id, workspace=workspace), idempotent=True)
+
+
+def update_fact_by_external_id(
+    external_id: str,
+    *,
+    user_id: str | None = None,
+    workspace: str | None = None,
+    content: str | None = None,
+    category: str | None = None,
+    key: str | None = None,
+    lifetime: Lifetime | None = None,
+    source: str | None = None,
+    importance: float | None = None,
+    tags: Sequence[str] | None = None,
+    metadata: Mapping[str, Any] | None = None,
+) -> Call[Fact]:
+    """Change the given fields of the fact with your id `external_id`; `user_id` and `workspace`
+    only choose the fact (as in get_fact_by_external_id). A new content opens a new version."""
+    return Call("PATCH", path("facts", "by-external-id", external_id), as_is,
+                params=query(user_id=user_id, workspace=workspace), json=_note_fields(
+                    content=content, category=category, key=key, lifetime=lifetime, source=source,
+                    importance=importance, tags=tags, metadata=metadata,
+                ), idempotent=True)
+
+
+def delete_fact_by_external_id(external_id: str, *, user_id: str | None = None,
+                               workspace: str | None = None) -> Call[Deleted]:
+    """Delete the fact with your id `external_id` (its history stays until its user is forgotten)."""
+    return Call("DELETE", path("facts", "by-external-id", external_id), as_is,
+                params=query(user_id=user_id, workspace=workspace), idempotent=True)
 
 
 # --- documents -----------------------------------------------------------------------------------

@@ -1,0 +1,513 @@
+"""Authority on the paths that act from a file or by a client id: fact upserts by `external_id`,
+the claim of a shared session, imports (placement, merges, fact history), and `?external_id=`.
+
+Every side uses the same names: session `s1`, note `n1`, fact `profile/home_city` with client id
+`ext1`, document `doc://same`; tenant "alice" has workspaces alpha and beta and users ann and bob,
+tenant "bob" (another tenant) holds the same names. Each case compares a database snapshot before
+and after: a refused request changes nothing, an accepted one changes only rows within the key's
+limits.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from memoryhub.models import Event, Fact, FactVersion, Note, Session
+from memoryhub.transfer import ExportScope, export_memory
+from retrieval.models import Chunk, Document
+from tests.base import error_code, make_client, make_key, make_tenant
+
+API = "/api/v1"
+KEY_KINDS = ("tenant", "read_only", "workspace_limited", "user_limited", "admin")
+SCOPES = {"tenant": ("read", "write"), "read_only": ("read",), "workspace_limited": ("read", "write"),
+          "user_limited": ("read", "write"), "admin": ("read", "write", "admin")}
+
+
+def ok(response: Any) -> Any:
+    assert response.status_code in (200, 201), response.content
+    return response.json()
+
+
+def keys(tenant: Any) -> dict[str, Any]:
+    return {kind: make_client(make_key(tenant, SCOPES[kind], workspace="alpha" if kind == "workspace_limited" else None,
+                                       user="ann" if kind == "user_limited" else ""))
+            for kind in KEY_KINDS}
+
+
+def fill(admin: Any, *, workspace: str = "alpha", user: str = "ann", session: str = "s1", note: str = "n1",
+         text: str = "ann") -> dict[str, Any]:
+    """One of everything under the shared names, placed in `workspace` for `user`."""
+    ok(admin.post(f"{API}/sessions/", {"id": session, "user_id": user, "workspace": workspace}, format="json"))
+    ok(admin.post(f"{API}/sessions/{session}/events/", {"role": "user", "content": f"{text}: my locker code is 4411"},
+                  format="json"))
+    ok(admin.post(f"{API}/notes/", {"note_id": note, "content": f"{text} note", "user_id": user,
+                                    "workspace": workspace}, format="json"))
+    fact = ok(admin.post(f"{API}/facts/", {"category": "profile", "key": "home_city", "external_id": "ext1",
+                                           "content": f"{text} lives in Lisbon", "user_id": user,
+                                           "workspace": workspace}, format="json"))
+    ok(admin.post(f"{API}/documents/", {"source_uri": "doc://same", "text": f"{text} document",
+                                        "workspace": workspace, "user_id": user}, format="json"))
+    return fact
+
+
+def snapshot(tenant: Any = None) -> dict[str, dict[int, tuple[Any, ...]]]:
+    """Every row of the memory tables (of one tenant, or all), by table and id."""
+    tables = {"session": (Session, ("external_id", "user_id", "workspace_id", "event_count", "last_sequence")),
+              "event": (Event, ("session_id", "sequence", "content")),
+              "note": (Note, ("note_id", "user_id", "workspace_id", "content", "tier")),
+              "fact": (Fact, ("user_id", "workspace_id", "external_id", "content", "category", "key", "tier",
+                              "updated_at")),
+              "factversion": (FactVersion, ("fact_id", "user_id", "workspace_id", "content", "valid_from",
+                                            "valid_to")),
+              "document": (Document, ("source_uri", "user_id", "workspace_id", "session_id", "content_hash")),
+              "chunk": (Chunk, ("kind", "source_id", "user_id", "workspace_id", "session_id", "text", "tier"))}
+    out = {}
+    for name, (model, fields) in tables.items():
+        qs = model._default_manager.all() if model is not Chunk else Chunk.every_version.all()
+        if tenant is not None:
+            qs = qs.filter(tenant=tenant)
+        out[name] = {row[0]: tuple(row[1:]) for row in qs.values_list("pk", *fields)}
+    return out
+
+
+@pytest.fixture
+def world(cast) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+    """Tenant alice: ann's rows in alpha; tenant bob (another tenant): the same names."""
+    fill(cast.alice)
+    fill(cast.bob, text="other tenant's ann")
+    return {"keys": keys(cast.alice), "other_tenant": cast.bob_tenant, "tenant": cast.alice_tenant}
+
+
+# --- D2: a client id is looked up within the key's limits -----------------------------------------
+
+
+def test_a_workspace_limited_upsert_never_takes_another_workspaces_client_id(cast) -> None:  # type: ignore[no-untyped-def]
+    beta = ok(cast.alice.post(f"{API}/facts/", {"content": "beta's own", "external_id": "beta-ext",
+                                                "workspace": "beta"}, format="json"))
+    before = snapshot(cast.alice_tenant)["fact"][beta["id"]]
+    alpha_key = make_client(make_key(cast.alice_tenant, ("read", "write"), workspace="alpha"))
+    response = alpha_key.post(f"{API}/facts/", {"content": "alpha's", "external_id": "beta-ext"}, format="json")
+    assert response.status_code == 201, response.content  # the id is free in alpha: alpha's own fact
+    assert response.json()["workspace"] == "alpha" and response.json()["id"] != beta["id"]
+    assert snapshot(cast.alice_tenant)["fact"][beta["id"]] == before
+    beta_key = make_client(make_key(cast.alice_tenant, ("read", "write"), workspace="beta"))
+    assert beta_key.get(f"{API}/facts/{beta['id']}/").json()["content"] == "beta's own"
+
+
+def test_mcp_memory_fact_upsert_stays_in_the_keys_workspace(cast) -> None:  # type: ignore[no-untyped-def]
+    from accounts.models import ApiKey
+    from retrieval.mcp_server.tools import run_fact
+
+    beta = ok(cast.alice.post(f"{API}/facts/", {"content": "beta's own", "external_id": "beta-ext",
+                                                "workspace": "beta"}, format="json"))
+    before = snapshot(cast.alice_tenant)["fact"][beta["id"]]
+    raw = make_key(cast.alice_tenant, ("read", "write"), workspace="alpha")
+    key = ApiKey.objects.get(prefix=raw.split("_")[1])
+    with transaction.atomic():
+        out = run_fact(key, {"action": "upsert", "content": "alpha's", "external_id": "beta-ext"})
+    assert out["created"] is True and out["workspace"] == "alpha"
+    assert snapshot(cast.alice_tenant)["fact"][beta["id"]] == before
+    # read and delete by client id, within the key's limits
+    assert run_fact(key, {"action": "get", "external_id": "beta-ext"})["id"] == out["id"]
+    assert run_fact(key, {"action": "delete", "external_id": "beta-ext"})["deleted"] is True
+    assert Fact.objects.filter(pk=beta["id"]).exists()
+
+
+def test_a_client_id_is_unique_per_owner_and_workspace_in_the_database(cast) -> None:  # type: ignore[no-untyped-def]
+    alpha = ok(cast.alice.post(f"{API}/facts/", {"content": "a", "external_id": "x", "workspace": "alpha"},
+                               format="json"))
+    ok(cast.alice.post(f"{API}/facts/", {"content": "b", "external_id": "x", "workspace": "beta"}, format="json"))
+    fact = Fact.objects.get(pk=alpha["id"])
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Fact.objects.create(tenant=fact.tenant, workspace=fact.workspace, user_id="", content="c", external_id="x",
+                            tier="workspace")
+    account = ok(cast.alice.post(f"{API}/facts/", {"content": "acc", "external_id": "x", "scope": "account"},
+                                 format="json"))
+    again = cast.alice.post(f"{API}/facts/", {"content": "acc 2", "external_id": "x", "scope": "account"},
+                            format="json")
+    assert again.status_code == 200 and again.json()["id"] == account["id"]  # NULL workspace is one value
+
+
+# --- issue 50: ?external_id= and the fact by its client id -----------------------------------------
+
+
+def test_external_id_is_a_real_filter(cast) -> None:  # type: ignore[no-untyped-def]
+    mine = ok(cast.alice.post(f"{API}/facts/", {"content": "one", "external_id": "ext1"}, format="json"))
+    ok(cast.alice.post(f"{API}/facts/", {"content": "two", "external_id": "ext2"}, format="json"))
+    ok(cast.alice.post(f"{API}/facts/", {"content": "three"}, format="json"))
+    listed = cast.alice.get(f"{API}/facts/", {"external_id": "ext1"}).json()["results"]
+    assert [f["id"] for f in listed] == [mine["id"]]
+    assert cast.alice.get(f"{API}/facts/", {"external_id": "nope"}).json()["results"] == []
+
+
+def test_a_fact_is_read_changed_and_deleted_by_its_client_id(cast) -> None:  # type: ignore[no-untyped-def]
+    ann = ok(cast.alice.post(f"{API}/facts/", {"content": "ann's", "external_id": "ext1", "user_id": "ann"},
+                             format="json"))
+    url = f"{API}/facts/by-external-id/ext1/"
+    assert cast.alice.get(url).json()["id"] == ann["id"]
+    changed = cast.alice.patch(url, {"content": "ann's, changed"}, format="json")
+    assert changed.status_code == 200 and changed.json()["content"] == "ann's, changed"
+    bob = ok(cast.alice.post(f"{API}/facts/", {"content": "bob's", "external_id": "ext1", "user_id": "bob"},
+                             format="json"))
+    assert error_code(cast.alice.get(url)) == "ambiguous_external_id"
+    assert cast.alice.get(url, {"user_id": "bob"}).json()["id"] == bob["id"]
+    # a key limited to ann sees only hers: no ambiguity, and bob's stays out of reach
+    ann_key = make_client(make_key(cast.alice_tenant, ("read", "write"), user="ann"))
+    assert ann_key.get(url).json()["id"] == ann["id"]
+    assert ann_key.get(url, {"user_id": "bob"}).status_code in (403, 404)
+    assert ann_key.delete(url).status_code == 200
+    assert not Fact.objects.filter(pk=ann["id"]).exists() and Fact.objects.filter(pk=bob["id"]).exists()
+    assert error_code(ann_key.get(url)) == "fact_not_found"
+    assert cast.bob.get(url).status_code == 404  # another tenant
+
+
+# --- two current versions: a database constraint ---------------------------------------------------
+
+
+def test_a_fact_never_has_two_current_versions(cast) -> None:  # type: ignore[no-untyped-def]
+    fact = Fact.objects.get(pk=ok(cast.alice.post(f"{API}/facts/", {"content": "one", "key": "k"},
+                                                  format="json"))["id"])
+    with pytest.raises(IntegrityError), transaction.atomic():
+        FactVersion.objects.create(tenant=fact.tenant, fact=fact, workspace=fact.workspace, user_id=fact.user_id,
+                                   tier=fact.tier, category=fact.category, key=fact.key, content="forged",
+                                   valid_from=timezone.now())
+
+
+# --- D4: claiming a shared session ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("held", ["fact", "note", "document"])
+def test_a_shared_session_holding_another_users_rows_cannot_be_claimed(cast, held) -> None:  # type: ignore[no-untyped-def]
+    admin = cast.alice
+    ok(admin.post(f"{API}/sessions/", {"id": "s1"}, format="json"))
+    body = {"session": "s1", "user_id": "ann"}
+    if held == "fact":
+        ok(admin.post(f"{API}/facts/", {"content": "ann's conversation fact", "scope": "conversation", **body},
+                      format="json"))
+    elif held == "note":
+        ok(admin.post(f"{API}/notes/", {"note_id": "n1", "content": "ann's note", **body}, format="json"))
+    else:
+        ok(admin.post(f"{API}/documents/", {"source_uri": "doc://same", "text": "ann's document", **body},
+                      format="json"))
+    before = snapshot()
+    response = admin.patch(f"{API}/sessions/s1/", {"user_id": "bob"}, format="json")
+    assert response.status_code == 409 and error_code(response) == "owner_mismatch", response.content
+    assert snapshot() == before
+    # ann may take it: every row it holds is hers (or shared)
+    assert admin.patch(f"{API}/sessions/s1/", {"user_id": "ann"}, format="json").status_code == 200
+
+
+def test_forgetting_a_claimant_never_deletes_another_users_rows(cast) -> None:  # type: ignore[no-untyped-def]
+    admin = cast.alice
+    ok(admin.post(f"{API}/sessions/", {"id": "s1"}, format="json"))
+    ok(admin.post(f"{API}/facts/", {"content": "ann's", "session": "s1", "scope": "conversation", "user_id": "ann"},
+                  format="json"))
+    admin.patch(f"{API}/sessions/s1/", {"user_id": "bob"}, format="json")
+    ok(admin.delete(f"{API}/users/bob/"))
+    assert Fact.objects.filter(user_id="ann").exists()
+
+
+# --- D3 / D6: imports obey the key --------------------------------------------------------------
+
+
+def export_of(tenant: Any) -> dict[str, Any]:
+    return copy.deepcopy(export_memory(tenant=tenant, scope=ExportScope()))
+
+
+def import_file(client: Any, data: dict[str, Any], on_conflict: str = "fail") -> Any:
+    import json
+
+    return client.generic("POST", f"{API}/import/?on_conflict={on_conflict}", json.dumps(data),
+                          content_type="application/json")
+
+
+def scratch_file(*, workspace: str, user: str, text: str = "file") -> dict[str, Any]:
+    """An export of a scratch tenant holding the shared names, placed in `workspace` for `user`."""
+    scratch = make_tenant(f"scratch-{workspace}-{user}-{text}")
+    fill(make_client(make_key(scratch)), workspace=workspace, user=user, text=text)
+    data = export_of(scratch)
+    data["workspaces"] = [w for w in data["workspaces"] if w["name"] == workspace]  # not its empty default
+    return data
+
+
+def test_a_workspace_limited_import_refuses_account_wide_rows(cast) -> None:  # type: ignore[no-untyped-def]
+    data = scratch_file(workspace="alpha", user="bob", text="planted")
+    limited = make_client(make_key(cast.alice_tenant, ("read", "write"), workspace="alpha"))
+    assert import_file(limited, data).status_code == 201  # all within alpha: accepted
+    for forged in ("records", "documents", "chunks"):
+        file = scratch_file(workspace="alpha", user="bob", text=f"forged-{forged}")
+        for row in file["sessions"]:
+            row["id"] += f"-{forged}"
+        for chunk in file["chunks"]:
+            if chunk["session"]:
+                chunk["session"] += f"-{forged}"
+            if (chunk["source"] or {}).get("document"):
+                chunk["source"]["document"] = f"doc://{forged}"
+        file["documents"][0]["source_uri"] = f"doc://{forged}"
+        if forged == "records":
+            fact = file["records"]["memoryhub.Fact"][0]["fields"]
+            fact.update(workspace=None, channel=None, tier="account", external_id=f"acc-{forged}")
+            for version in file["records"]["memoryhub.FactVersion"]:
+                version["fields"].update(workspace=None, tier="account")
+            path = "records.memoryhub.Fact[0]"
+        elif forged == "documents":
+            file["documents"][0]["workspace"] = None
+            path = "documents[0]"
+        else:
+            file["chunks"].append({**file["chunks"][-1], "workspace": None, "session": None, "channel": None,
+                                   "source": None, "user_id": "bob", "text": "Click evil.example to log in"})
+            path = f"chunks[{len(file['chunks']) - 1}]"
+        file["records"]["memoryhub.Note"][0]["fields"]["note_id"] = f"n-{forged}"
+        file["records"]["memoryhub.Fact"][0]["fields"].update(external_id=f"e-{forged}", key=f"home-{forged}")
+        before = snapshot()
+        response = import_file(limited, file)
+        assert response.status_code == 403 and error_code(response) == "workspace_forbidden", response.content
+        assert path in response.json()["error"]["message"], response.json()
+        assert snapshot() == before
+
+
+def test_a_merge_never_appends_into_another_owners_session(cast) -> None:  # type: ignore[no-untyped-def]
+    fill(cast.alice)  # ann's s1
+    bobs = scratch_file(workspace="alpha", user="bob", text="bob")
+    before = snapshot()
+    response = import_file(cast.alice, bobs, on_conflict="merge")
+    assert response.status_code == 409 and error_code(response) == "owner_mismatch", response.content
+    assert snapshot() == before
+
+
+def test_another_tenants_private_session_is_not_merged_into_a_shared_one(cast) -> None:  # type: ignore[no-untyped-def]
+    fill(cast.alice)  # ann's private s1 in tenant alice
+    ok(cast.bob.post(f"{API}/sessions/", {"id": "s1", "workspace": "alpha"}, format="json"))  # shared
+    before = snapshot()
+    response = import_file(cast.bob, export_of(cast.alice_tenant), on_conflict="merge")
+    assert response.status_code == 409 and error_code(response) == "owner_mismatch", response.content
+    assert snapshot() == before
+
+
+def test_imported_history_never_extends_a_stored_fact(cast) -> None:  # type: ignore[no-untyped-def]
+    fact = fill(cast.alice)
+    data = export_of(cast.alice_tenant)
+    versions = data["records"]["memoryhub.FactVersion"]
+    forged = copy.deepcopy(versions[0])
+    forged["key"] = len(versions)
+    forged["fields"].update(content="ann lives in Atlantis", valid_from="2030-01-01T00:00:00Z", valid_to=None)
+    versions.append(forged)
+    response = import_file(cast.alice, data, on_conflict="merge")
+    assert response.status_code == 201, response.content
+    assert FactVersion.objects.filter(fact_id=fact["id"], valid_to__isnull=True).count() == 1
+    as_of = cast.alice.get(f"{API}/facts/", {"as_of": "2031-01-01T00:00:00Z", "key": "home_city"}).json()
+    assert "Atlantis" not in str(as_of)
+    # into a tenant without the fact, the forged second current version is refused whole
+    other = make_tenant("carol")
+    before = snapshot(other)
+    response = import_file(make_client(make_key(other)), data)
+    assert response.status_code == 409, response.content
+    assert snapshot(other) == before
+
+
+def test_imported_history_keeps_its_facts_owner(cast) -> None:  # type: ignore[no-untyped-def]
+    fill(cast.alice)
+    data = export_of(cast.alice_tenant)
+    data["records"]["memoryhub.FactVersion"][0]["fields"]["user_id"] = "bob"
+    other = make_tenant("carol")
+    response = import_file(make_client(make_key(other)), data)
+    assert response.status_code == 409 and error_code(response) == "owner_mismatch", response.content
+    assert "records.memoryhub.FactVersion[0]" in response.json()["error"]["message"]
+    assert snapshot(other) == {name: {} for name in snapshot(other)}
+
+
+def test_a_chunk_cannot_claim_another_owner_than_its_memory(cast) -> None:  # type: ignore[no-untyped-def]
+    fill(cast.alice)
+    data = export_of(cast.alice_tenant)
+    note_chunk = next(c for c in data["chunks"] if (c["source"] or {}).get("record") == "memoryhub.Note")
+    note_chunk["user_id"] = "bob"
+    other = make_tenant("carol")
+    response = import_file(make_client(make_key(other)), data)
+    assert response.status_code == 409 and error_code(response) == "owner_mismatch", response.content
+    assert snapshot(other) == {name: {} for name in snapshot(other)}
+
+
+# --- the matrix: client-id upserts, imports and claims × keys × whose rows ----------------------
+
+TARGETS = ("own", "other_workspace", "other_user", "other_tenant")
+PLACE = {"own": ("alpha", "ann"), "other_workspace": ("beta", "ann"), "other_user": ("alpha", "bob"),
+         "other_tenant": ("alpha", "ann")}
+
+
+def allowed(kind: str, target: str) -> bool:
+    workspace, user = PLACE[target]
+    if kind == "read_only":
+        return False
+    if kind == "workspace_limited" and workspace != "alpha":
+        return False
+    return not (kind == "user_limited" and user != "ann")
+
+
+def world_rows(cast: Any) -> None:
+    fill(cast.alice)  # own: ann in alpha
+    ok(cast.alice.post(f"{API}/facts/", {"category": "profile", "key": "home_city", "external_id": "ext1",
+                                         "content": "ann in beta", "user_id": "ann", "workspace": "beta"},
+                       format="json"))
+    ok(cast.alice.post(f"{API}/facts/", {"category": "profile", "key": "home_city", "external_id": "ext1",
+                                         "content": "bob in alpha", "user_id": "bob", "workspace": "alpha"},
+                       format="json"))
+    fill(cast.bob, text="other tenant's ann")
+
+
+def changed_rows(before: dict[str, dict[int, Any]], after: dict[str, dict[int, Any]]) -> dict[str, set[int]]:
+    return {t: {pk for pk in set(before[t]) | set(after[t]) if before[t].get(pk) != after[t].get(pk)}
+            for t in before}
+
+
+def mcp_upsert(tenant: Any, kind: str, body: dict[str, Any]) -> tuple[int, Any]:
+    """memory_fact upsert as the MCP server dispatches it (its scope check, then the tool in a
+    transaction; server.call itself also closes the connection, which a test's transaction cannot
+    survive): (the status REST would answer, the body)."""
+    from accounts.models import ApiKey
+    from retrieval.mcp_server import catalog, server
+
+    raw = make_key(tenant, SCOPES[kind], workspace="alpha" if kind == "workspace_limited" else None,
+                   user="ann" if kind == "user_limited" else "")
+    key = ApiKey.objects.get(prefix=ApiKey.parse_prefix(raw))
+    spec = next(s for s in catalog.build() if s.name == "memory_fact")
+    arguments = {"action": "upsert", **body}
+    if not key.has_scope(spec.scope_for(arguments)):
+        return 403, "insufficient_scope"
+    try:
+        with transaction.atomic():
+            return 200, spec.run(key, arguments)
+    except Exception as exc:  # noqa: BLE001 - answered as the server answers it
+        return server.rest_error(exc, "memory_fact")
+
+
+@pytest.mark.parametrize("via", ("rest", "mcp"))
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("kind", KEY_KINDS)
+def test_matrix_client_id_upsert(cast, kind, target, via) -> None:  # type: ignore[no-untyped-def]
+    world_rows(cast)
+    workspace, user = PLACE[target]
+    before = snapshot()
+    body = {"category": "profile", "key": "home_city", "external_id": "ext1", "content": f"written by {kind}",
+            "workspace": workspace, "user_id": user}
+    if via == "rest":
+        response = keys(cast.alice_tenant)[kind].post(f"{API}/facts/", body, format="json")
+        status, answer = response.status_code, response.content
+    else:
+        status, answer = mcp_upsert(cast.alice_tenant, kind, body)
+    after = snapshot()
+    if not allowed(kind, target):
+        assert status in (403, 404), (status, answer)
+        assert after == before
+        return
+    assert status in (200, 201), answer
+    changed = changed_rows(before, after)
+    for pk in changed["fact"]:
+        fact = Fact.objects.get(pk=pk)
+        assert (fact.tenant_id, fact.workspace.name, fact.user_id) == (cast.alice_tenant.pk, workspace, user)
+    assert snapshot(cast.bob_tenant) == {t: {pk: v for pk, v in rows.items() if pk in
+                                             snapshot(cast.bob_tenant)[t]} for t, rows in before.items()}
+    # exactly the one row of that owner and workspace carries the client id
+    assert Fact.objects.filter(tenant=cast.alice_tenant, external_id="ext1", user_id=user,
+                               workspace__name=workspace).count() == 1
+
+
+@pytest.mark.parametrize("target", ("own", "other_workspace", "other_user"))
+@pytest.mark.parametrize("kind", KEY_KINDS)
+def test_matrix_import_merge(cast, kind, target) -> None:  # type: ignore[no-untyped-def]
+    world_rows(cast)
+    workspace, user = PLACE[target]
+    data = scratch_file(workspace=workspace, user=user, text=f"file for {user} in {workspace}")
+    client = keys(cast.alice_tenant)[kind]
+    before = snapshot()
+    response = import_file(client, data, on_conflict="merge")
+    after = snapshot()
+    if kind in ("read_only", "user_limited") or not allowed(kind, target) or user != "ann":
+        # no scope or a user-limited key: 403; beta for the alpha key: 403; bob's file over ann's s1: 409
+        assert response.status_code in (403, 409), (response.status_code, response.content)
+        assert after == before
+        return
+    assert response.status_code == 201, response.content
+    changed = changed_rows(before, after)
+    for pk in changed["event"]:
+        assert pk not in before["event"]  # appended, never rewritten
+    for table in ("note", "fact", "factversion", "document"):
+        assert not (changed[table] & set(before[table])), table  # stored rows stay as they were
+    for pk in changed["fact"]:
+        fact = Fact.objects.get(pk=pk)
+        assert (fact.workspace.name, fact.user_id) == (workspace, user)
+    assert Session.objects.get(tenant=cast.alice_tenant, external_id="s1").user_id == "ann"
+    assert FactVersion.objects.filter(tenant=cast.alice_tenant, valid_to__isnull=True, fact__isnull=False) \
+        .values("fact_id").distinct().count() == FactVersion.objects.filter(
+            tenant=cast.alice_tenant, valid_to__isnull=True, fact__isnull=False).count()
+
+
+@pytest.mark.parametrize("holds", ("nothing", "own", "other_user", "other_workspace", "other_tenant"))
+@pytest.mark.parametrize("kind", KEY_KINDS)
+def test_matrix_claim(cast, kind, holds) -> None:  # type: ignore[no-untyped-def]
+    """Claim the shared session s1 for ann (the user-limited key's user)."""
+    workspace = "beta" if holds == "other_workspace" else "alpha"
+    ok(cast.alice.post(f"{API}/sessions/", {"id": "s1", "workspace": workspace}, format="json"))
+    ok(cast.bob.post(f"{API}/sessions/", {"id": "s1", "workspace": "alpha"}, format="json"))
+    owner = {"nothing": None, "own": "ann", "other_user": "bob", "other_workspace": "bob", "other_tenant": None}[holds]
+    if owner:
+        ok(cast.alice.post(f"{API}/facts/", {"content": f"{owner}'s", "session": "s1", "scope": "conversation",
+                                             "user_id": owner}, format="json"))
+    if holds == "other_tenant":
+        ok(cast.bob.post(f"{API}/facts/", {"content": "bob tenant's", "session": "s1", "scope": "conversation",
+                                           "user_id": "bob"}, format="json"))
+    before = snapshot()
+    response = keys(cast.alice_tenant)[kind].patch(f"{API}/sessions/s1/", {"user_id": "ann"}, format="json")
+    after = snapshot()
+    expected = (403 if kind in ("read_only", "user_limited") and kind == "read_only"
+                else 404 if kind == "workspace_limited" and workspace == "beta"
+                else 409 if owner == "bob" else 200)
+    if kind == "user_limited":
+        expected = 403  # a user-limited key may read a shared session, not change it
+    assert response.status_code == expected, (response.status_code, response.content)
+    if expected != 200:
+        assert after == before
+        return
+    changed = changed_rows(before, after)
+    assert changed["session"] == {Session.objects.get(tenant=cast.alice_tenant, external_id="s1").pk}
+    assert snapshot(cast.bob_tenant)["session"] == {pk: v for pk, v in before["session"].items()
+                                                     if pk in snapshot(cast.bob_tenant)["session"]}
+
+
+# --- D8: the export is streamed, and what it streams imports back --------------------------------
+
+
+def test_the_export_is_streamed_and_reads_back_as_it_was(cast) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    fill(cast.alice)
+    fill(cast.alice, workspace="beta", user="bob", session="s2", note="n2", text="bob")
+    response = cast.alice.post(f"{API}/export/", {}, format="json")
+    assert response.status_code == 200 and response.streaming
+    pieces = list(response.streaming_content)
+    exported = json.loads(b"".join(pieces))
+    assert exported == export_of(cast.alice_tenant)
+    assert [len(s["events"]) for s in exported["sessions"]] == [1, 1]
+    carol = make_client(make_key(make_tenant("carol")))
+    assert import_file(carol, exported).status_code == 201
+    again = carol.post(f"{API}/export/", {}, format="json")
+    assert json.loads(b"".join(again.streaming_content)) == exported
+
+
+def test_an_export_of_a_missing_scope_is_a_404_before_anything_is_sent(cast) -> None:  # type: ignore[no-untyped-def]
+    response = cast.alice.post(f"{API}/export/", {"session": "nope"}, format="json")
+    assert response.status_code == 404 and not response.streaming
+
+
+def test_a_note_is_never_moved_to_another_workspace(cast) -> None:  # type: ignore[no-untyped-def]
+    ok(cast.alice.post(f"{API}/notes/", {"note_id": "n1", "content": "beta's", "workspace": "beta"}, format="json"))
+    before = snapshot()
+    response = cast.alice.put(f"{API}/notes/n1/", {"content": "moved", "workspace": "alpha"}, format="json")
+    assert response.status_code == 409 and error_code(response) == "workspace_mismatch", response.content
+    assert snapshot() == before
+    kept = cast.alice.put(f"{API}/notes/n1/", {"content": "changed", "workspace": "beta"}, format="json")
+    assert kept.status_code == 200 and kept.json()["workspace"] == "beta"
