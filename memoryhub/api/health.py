@@ -37,7 +37,7 @@ class HealthView(APIView):
                 "restarted": serializers.DictField(
                     child=serializers.IntegerField(),
                     help_text="Per process that was restarted: how many times."),
-            }),
+            }, help_text="The service's own processes: how often they were restarted since it started."),
         }),
         examples=ex.HEALTH)
     def get(self, request: Request) -> Response:
