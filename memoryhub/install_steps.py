@@ -48,7 +48,8 @@ def run(step: str, command: list[str]) -> int:
             continue
         if line.startswith("Installing collected packages"):
             doing = "unpacking the packages (torch alone is ~750 MB)"
-            print(f"  Unpacking {len(line.split(','))} packages into the virtual environment…", flush=True)
+            count = len(line.split(","))
+            print(f"  Unpacking {count} package{'s' if count > 1 else ''} into the virtual environment…", flush=True)
             last_said = now
             continue
         if line.startswith(SHOWN):
