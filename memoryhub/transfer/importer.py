@@ -84,7 +84,8 @@ class Importer:
         if name not in self.workspaces:
             if self.limit_workspace is not None and name != self.limit_workspace.name:
                 raise Forbidden("workspace_forbidden", f"This API key is limited to workspace "
-                               f"{self.limit_workspace.name!r}; the file has {name!r}.")
+                               f"{self.limit_workspace.name!r}; the file has {name!r} at {path}: nothing was "
+                               "imported.", {"path": path})
             workspace, created = Workspace.objects.get_or_create(tenant=self.tenant, name=name)
             self.workspaces[name] = workspace
             self.counts["workspaces"] += int(created)
@@ -162,8 +163,9 @@ class Importer:
                            "was imported (import with on_conflict=skip or merge to keep it).",
                            {"session": external_id, "on_conflict": ["skip", "merge"]})
         if stored is not None and self.limit_workspace is not None and stored.workspace_id != self.limit_workspace.pk:
-            raise Forbidden("workspace_forbidden", f"Session {external_id!r} exists in another workspace than "
-                            f"this API key's ({self.limit_workspace.name!r}).")
+            raise Forbidden("workspace_forbidden", f"Session {external_id!r} at {path} exists in another workspace "
+                            f"than this API key's ({self.limit_workspace.name!r}): nothing was imported.",
+                            {"path": path})
         return stored
 
     def _skip_or_merge_session(self, stored: Session, row: Any, path: str) -> None:
