@@ -33,21 +33,32 @@ class KeyScopedQuerySet(models.QuerySet[Any]):
 
     workspace_field = "workspace_id"
     user_field = "user_id"
+    # Which rows a read for one user includes: `owned_by` (theirs and shared ones) for knowledge,
+    # `conversation_owned_by` (theirs only) for conversations.
+    owner_rule = staticmethod(owned_by)
 
     def visible_to(self, key: ApiKey) -> KeyScopedQuerySet:
         qs = self.filter(tenant_id=key.tenant_id)
         if key.workspace_id is not None:
             qs = qs.filter(**{self.workspace_field: key.workspace_id})
         if key.user_id:
-            qs = qs.filter(owned_by(self.user_field, key.user_id))
+            qs = qs.filter(self.owner_rule(self.user_field, key.user_id))
         return qs
 
     def owned_by(self, user_id: str) -> KeyScopedQuerySet:
-        return self.filter(owned_by(self.user_field, user_id))
+        return self.filter(self.owner_rule(self.user_field, user_id))
 
 
-class SessionScopedQuerySet(KeyScopedQuerySet):
-    """Rows that belong to a session: they take its workspace and its user."""
+class ConversationQuerySet(KeyScopedQuerySet):
+    """Sessions: a conversation nobody owns is the tenant's, not shared with each user, so a
+    user-limited key does not see it (as it does not see another user's)."""
+
+    owner_rule = staticmethod(conversation_owned_by)
+
+
+class SessionScopedQuerySet(ConversationQuerySet):
+    """Rows that belong to a session (its messages, its summaries): they take its workspace and
+    its user, and the conversations' sharing rule."""
 
     workspace_field = "session__workspace_id"
     user_field = "session__user_id"

@@ -1,7 +1,8 @@
 """The write half of the ownership rule (SPEC S1), in one place for every write path.
 
-Reads are confined in SQL (accounts.querysets: a user's rows plus shared ones). Writes add two
-rules: a key limited to one user may read shared rows but not change them (403
+Reads are confined in SQL (accounts.querysets: a user's rows plus shared knowledge; a conversation
+nobody owns is not shared, so a user-limited key never finds one). Writes add two rules: a key
+limited to one user may read shared notes, facts and documents but not change them (403
 `shared_read_only`), and a write made on behalf of one user (a `user_id`, the key's user) whose
 target belongs to someone else, or to no one, is a 409 `owner_mismatch`. Both are checked before
 anything is written, so a refused write stores nothing.

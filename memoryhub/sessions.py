@@ -24,7 +24,7 @@ from memoryhub.models import (
     SessionStatus,
     SummaryNode,
 )
-from memoryhub.ownership import check_owner, refuse_shared
+from memoryhub.ownership import check_owner
 from memoryhub.signals import events_appended, session_forgotten, session_owner_changed
 
 logger = logging.getLogger(__name__)
@@ -80,16 +80,15 @@ def session_not_found(session_id: str) -> NotFound:
 
 def get_session_for_write(key: ApiKey, session_id: str, *, lock: bool = True) -> Session:
     """The session (locked, within a transaction) for a write that changes it or what hangs off it
-    (scratchpad, summary, deletion): a user-limited key may read a shared session but not change it."""
-    session = get_session(key, session_id, for_update=lock)
-    refuse_shared(key, session.user_id, f"Session {session_id!r}")
-    return session
+    (scratchpad, summary, deletion). A user-limited key sees only its user's sessions (a session
+    nobody owns is the tenant's: session_not_found, as another user's)."""
+    return get_session(key, session_id, for_update=lock)
 
 
 def check_append_owner(key: ApiKey, session: Session, user: str | None) -> None:
     """Events take the session's owner: appending as one user to a session of another (or of no
-    one) would file that user's words under someone else's memory."""
-    refuse_shared(key, session.user_id, f"Session {session.external_id!r}")
+    one) would file that user's words under someone else's memory. (A user-limited key only finds
+    its user's sessions: get_session.)"""
     check_owner(user, session.user_id, f"Session {session.external_id!r}")
 
 
@@ -158,7 +157,6 @@ def _existing(key: ApiKey, existing: Session, user: str | None, get_or_create: b
     if not get_or_create:
         raise Conflict("session_exists", f"Session {session_id!r} already exists.")
     if user is not None and user != existing.user_id:
-        refuse_shared(key, existing.user_id, f"Session {session_id!r}")
         check_owner(user, existing.user_id, f"Session {session_id!r}")
     return existing
 

@@ -17,6 +17,7 @@ from memoryhub.tasks import queue_counts
 from retrieval.embedders import get_embedder
 from retrieval.embedding import backlog, embedding_rate
 from retrieval.models import Chunk, ChunkAccess, Document, embedding_waiting_q
+from retrieval.search.sql import CONVERSATION_KINDS
 
 
 def _chunks(tenant_id: int, workspace_id: int | None, user_id: str) -> Any:
@@ -24,7 +25,9 @@ def _chunks(tenant_id: int, workspace_id: int | None, user_id: str) -> Any:
     if workspace_id is not None:
         qs = qs.filter(workspace_id=workspace_id)
     if user_id:
-        qs = qs.filter(owned_by("user_id", user_id))
+        # The user's chunks and shared knowledge's; a conversation nobody owns is not theirs
+        # (search's sql.owner_clause spells the same rule).
+        qs = qs.filter(Q(user_id=user_id) | (Q(user_id="") & ~Q(kind__in=CONVERSATION_KINDS)))
     return qs
 
 
@@ -54,7 +57,7 @@ def _session_stats(tenant_id: int, workspace_id: int | None, user_id: str) -> di
     if workspace_id is not None:
         sessions = sessions.filter(workspace_id=workspace_id)
     if user_id:
-        sessions = sessions.filter(owned_by("user_id", user_id))
+        sessions = sessions.owned_by(user_id)
     upper = RollingSummary.objects.filter(session=OuterRef("pk")).values("upper_sequence")[:1]
     leaves = (SummaryNode.objects.filter(session=OuterRef("pk"), level="leaf")
               .order_by("-sequence_end").values("sequence_end")[:1])
@@ -95,7 +98,7 @@ def _summary_stats(tenant_id: int, workspace_id: int | None, user_id: str) -> di
     if workspace_id is not None:
         nodes = nodes.filter(session__workspace_id=workspace_id)
     if user_id:
-        nodes = nodes.filter(owned_by("user_id", user_id))
+        nodes = nodes.owned_by(user_id)
     row = nodes.aggregate(n=Count("id"), depth=Max("depth"), last=Max("created_at"))
     # Levels of the deepest tree: 1 with leaves only, 3 with leaves, branches and a root.
     depth = 0 if row["depth"] is None else row["depth"] + 1
@@ -120,7 +123,7 @@ def _schedule_stats(tenant_id: int, workspace_id: int | None, user_id: str) -> d
 
 def tenant_stats(key: ApiKey) -> dict[str, Any]:
     """The stats an API key may see: its tenant's, or its workspace's when the key is limited, of
-    its user's rows and shared ones when it is limited to a user."""
+    its user's rows and shared knowledge when it is limited to a user (not conversations nobody owns)."""
     return memory_stats(key.tenant, workspace_id=key.workspace_id, user_id=key.user_id or "")
 
 

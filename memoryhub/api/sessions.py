@@ -500,8 +500,8 @@ class EventListView(APIView):
                     "sequence. An unknown session id is created. 201 when something was stored; 200 when "
                     "every event's idempotency_key was already stored (a retried request). With `user_id` (or a "
                     "user-limited key) the session must be that user's: another user's or an unowned session "
-                    "is a 409 owner_mismatch (a user-limited key: 404 session_not_found for another user's, "
-                    "403 shared_read_only for an unowned one), and nothing is stored.",
+                    "is a 409 owner_mismatch (a user-limited key: 404 session_not_found for both), and "
+                    "nothing is stored.",
         request=PolymorphicProxySerializer("EventAppend", serializers=[SingleEventInput, BulkEventInput],
                                            resource_type_field_name=None),
         responses={201: AppendedOutput, 200: AppendedOutput},

@@ -16,7 +16,7 @@ from django.db import models, transaction
 from django.utils import timezone
 
 from accounts.models import Channel, Tenant, Workspace
-from accounts.querysets import KeyScopedQuerySet, SessionScopedQuerySet
+from accounts.querysets import ConversationQuerySet, SessionScopedQuerySet
 
 BASE62 = string.digits + string.ascii_letters
 # Client-chosen session ids: 1–200 URL-safe characters, not starting with a symbol.
@@ -53,7 +53,7 @@ STATUS_TRANSITIONS: dict[str, set[str]] = {
 }
 
 
-class SessionQuerySet(KeyScopedQuerySet):
+class SessionQuerySet(ConversationQuerySet):
     def for_tenant(self, tenant_id: int) -> SessionQuerySet:
         return self.filter(tenant_id=tenant_id)
 

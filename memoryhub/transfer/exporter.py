@@ -30,10 +30,11 @@ class Exporter:
     def __init__(self, tenant: Tenant, scope: ExportScope, *, user_id: str = "") -> None:
         self.tenant = tenant
         self.scope = scope
-        self.user_id = user_id  # a user-limited key's export: that user's rows and shared ones only
+        # A user-limited key's export: that user's conversations and rows, and shared knowledge.
+        self.user_id = user_id
         sessions = Session.objects.filter(tenant=tenant).select_related("workspace", "channel").order_by("id")
         if user_id:
-            sessions = sessions.filter(owned_by("user_id", user_id))
+            sessions = sessions.owned_by(user_id)
         self.workspace: Workspace | None = None
         if scope.kind == "workspace":
             self.workspace = Workspace.objects.filter(tenant=tenant, name=scope.workspace).first()

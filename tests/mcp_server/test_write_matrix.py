@@ -60,17 +60,19 @@ def _codes(own: str, other_t: str, other_k: str, shared_t: str, shared_k: str, m
             ("tenant", "missing"): missing, ("key", "missing"): missing}
 
 
+# A session nobody owns is the tenant's: a user-limited key does not see it (session_not_found, as
+# for ann's); shared notes and facts are read-only to it (shared_read_only).
 CASES: dict[str, tuple[Any, bool, dict[Any, str]]] = {
     "remember": (_remember, True, _codes(OK, "owner_mismatch", "session_not_found", "owner_mismatch",
-                                         "shared_read_only", OK)),
-    "scratchpad_write": (_pad, False, _codes(OK, "", "session_not_found", "", "shared_read_only",
+                                         "session_not_found", OK)),
+    "scratchpad_write": (_pad, False, _codes(OK, "", "session_not_found", "", "session_not_found",
                                              "session_not_found")),
     "note update": (_note_update, True, _codes(OK, "owner_mismatch", "note_not_found", "owner_mismatch",
                                                "shared_read_only", OK)),
     "note create": (_note_create, True, _codes("note_exists", "note_exists", "note_not_found", "note_exists",
                                                "note_exists", OK)),
-    "note in session": (_note_in_session, True, _codes(OK, "owner_mismatch", "session_not_found", OK, OK,
-                                                       "session_not_found")),
+    "note in session": (_note_in_session, True, _codes(OK, "owner_mismatch", "session_not_found", OK,
+                                                       "session_not_found", "session_not_found")),
     "note delete": (_note_delete, False, _codes(OK, "", "note_not_found", "", "shared_read_only", "note_not_found")),
     "fact upsert": (_fact_upsert, True, _codes(OK, OK, OK, OK, OK, OK)),
     "fact delete": (_fact_delete, False, _codes(OK, "", "fact_not_found", "", "shared_read_only", "fact_not_found")),

@@ -467,8 +467,10 @@ def test_matrix_claim(cast, kind, holds) -> None:  # type: ignore[no-untyped-def
                 else 404 if kind == "workspace_limited" and workspace == "beta"
                 else 409 if owner == "bob" else 200)
     if kind == "user_limited":
-        expected = 403  # a user-limited key may read a shared session, not change it
+        expected = 404  # a session nobody owns is the tenant's: a user-limited key does not see it
     assert response.status_code == expected, (response.status_code, response.content)
+    if kind == "user_limited":
+        assert response.json()["error"]["code"] == "session_not_found"
     if expected != 200:
         assert after == before
         return

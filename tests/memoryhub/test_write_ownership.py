@@ -52,16 +52,20 @@ def _owners(tenant: Any) -> dict[str, Any]:
                                   {"scope": "session", "session": "team-trip"}])
 def test_a_user_limited_key_exports_only_its_users_and_shared_memory(world, body) -> None:
     response = world["ann_reader"].post("/api/v1/export/", body, format="json")
+    if "session" in body:  # a conversation nobody owns is not the user's: it is not there
+        assert (response.status_code, response.json()) == (404, world["ann_reader"].get(f"{S}team-trip/").json())
+        return
     assert response.status_code == 200, response.content
     document = response.json()
     text = json.dumps(document)
     assert "bob" not in text, body
-    sessions = {s["id"] for s in document["sessions"]}
-    assert sessions == ({"ann-trip", "team-trip"} if "workspace" in body else {"team-trip"})
-    if "workspace" in body:
-        assert {d["user_id"] for d in document["documents"]} == {"ann", ""}
-        assert {c["user_id"] for c in document["chunks"]} == {"ann", ""}
-        assert "ann packs for the trip" in text and "team summary" in text
+    assert {s["id"] for s in document["sessions"]} == {"ann-trip"}
+    # The shared note is exported; the unowned conversation and what hangs off it are not.
+    assert "team note" in text
+    assert {d["user_id"] for d in document["documents"]} == {"ann"}
+    assert {c["user_id"] for c in document["chunks"]} == {"ann", ""}
+    assert "ann packs for the trip" in text
+    assert "team packs" not in text and "team summary" not in text and "team goal" not in text
 
 
 def test_a_user_limited_key_cannot_export_another_users_session(world) -> None:
@@ -91,14 +95,17 @@ def test_shared_rows_are_read_only_to_a_user_limited_key(world) -> None:
         "note delete": ann.delete("/api/v1/notes/team-note/"),
         "document delete": ann.delete(f"/api/v1/documents/{shared_doc}/"),
     }
+    missing = ann.get(f"{S}team-trip/")
+    assert missing.status_code == 404 and error_code(missing) == "session_not_found"
     for name, response in attempts.items():
-        assert response.status_code == 403 and error_code(response) == "shared_read_only", (name, response.content)
+        if name in ("note put", "note delete", "document delete"):  # shared knowledge: read-only
+            assert response.status_code == 403 and error_code(response) == "shared_read_only", (name, response.content)
+        else:  # a conversation nobody owns is not the user's: it answers as a missing one
+            assert (response.status_code, response.json()) == (404, missing.json()), (name, response.content)
     assert _owners(tenant) == before
-    # Still readable.
-    assert ann.get(f"{S}team-trip/").status_code == 200
-    assert ann.get(f"{S}team-trip/scratchpad/").json()["items"] == [{"key": "goal", "value": "team goal"}]
-    assert ann.get(f"{S}team-trip/summary/").json()["text"] == "team summary"
+    # Shared knowledge is still readable.
     assert ann.get("/api/v1/notes/team-note/").json()["content"] == "team note"
+    assert ann.get(f"/api/v1/documents/{shared_doc}/").status_code == 200
 
 
 # --- a user-limited key never learns another user's row exists ----------------------------------
@@ -200,7 +207,7 @@ def test_a_note_written_without_a_user_keeps_its_owner(world) -> None:
 
 def test_stats_of_a_user_limited_key_count_its_user_and_shared_rows(world) -> None:
     stats = world["ann_reader"].get("/api/v1/stats/").json()
-    assert (stats["sessions"], stats["events"], stats["notes"], stats["documents"]) == (2, 2, 2, 2)
+    assert (stats["sessions"], stats["events"], stats["notes"], stats["documents"]) == (1, 1, 2, 2)
     assert stats["summaries"] == world["ann_reader"].get("/api/v1/summaries/").json()["count"]
     everyone = world["admin"].get("/api/v1/stats/").json()
     assert (everyone["sessions"], everyone["notes"], everyone["documents"]) == (3, 3, 3)
@@ -223,14 +230,14 @@ def test_every_read_of_a_user_limited_key_is_its_users_and_shared(world) -> None
         "notes": ann.get("/api/v1/notes/"),
         "sessions": ann.get(f"{S}"),
         "stats": ann.get("/api/v1/stats/"),
-        "shared summary": ann.get(f"{S}team-trip/summary/"),
-        "shared pad": ann.get(f"{S}team-trip/scratchpad/"),
     }
     for name, response in reads.items():
         assert response.status_code == 200, (name, response.content)
         assert "bob" not in json.dumps(response.json()), name
-    assert {r["session"] for r in reads["summaries"].json()["results"]} == {"ann-trip", "team-trip"}
+    assert {r["session"] for r in reads["summaries"].json()["results"]} == {"ann-trip"}
+    assert {s["id"] for s in reads["sessions"].json()["results"]} == {"ann-trip"}
     assert {d["user_id"] for d in reads["documents"].json()["results"]} == {"ann", ""}
-    for path in ("summary/", "scratchpad/", "events/", "restore/"):
-        response = ann.get(f"{S}bob-trip/{path}")
-        assert (response.status_code, response.json()) == (404, ann.get(f"{S}bob-trip/").json()), path
+    for sid in ("bob-trip", "team-trip"):
+        for path in ("summary/", "scratchpad/", "events/", "restore/"):
+            response = ann.get(f"{S}{sid}/{path}")
+            assert (response.status_code, response.json()) == (404, ann.get(f"{S}{sid}/").json()), (sid, path)

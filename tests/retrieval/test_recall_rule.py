@@ -114,16 +114,18 @@ def test_an_unowned_conversation_is_in_no_users_reads(alice, cast, index) -> Non
             "user key search": _search(own, query="Lisbon seat"),
             "user key context": [i["text"] for i in _context(own, query="Lisbon seat")["items"]],
             "user key browse": _browse(own),
-            "user key context, naming trip-1": [i["text"] for i in _context(own, session="trip-1", query="Lisbon seat")["items"]],
             "mcp search": [r["text"] for r in tools.run_search(_key(cast, user), {"query": "Lisbon seat"})["results"]],
             "mcp context": [i["text"] for i in tools.run_context(_key(cast, user), {"query": "Lisbon seat"})["items"]],
         }
+        # Naming the conversation does not open it: to a user-limited key it is not there.
+        for path in ("/api/v1/context/", "/api/v1/search/"):
+            named = own.post(path, {"session": "trip-1", "query": "Lisbon seat"}, format="json")
+            assert (named.status_code, named.json()["error"]["code"]) == (404, "session_not_found"), path
         for surface, texts in reads.items():
             assert lisbon not in texts, (user, surface)
             if "browse" not in surface:  # shared knowledge is in every user's reads
                 assert "Lisbon trams stop at midnight" in texts, (user, surface)
-            if "trip-1" not in surface:
-                assert f"{user} wants a window seat to Lisbon" in texts, (user, surface)
+            assert f"{user} wants a window seat to Lisbon" in texts, (user, surface)
             other = "bob" if user == "ann" else "ann"
             assert not any(t.startswith(other) for t in texts), (user, surface)
     # A tenant-wide read sees it; so does a read anchored to the conversation itself.
