@@ -18,6 +18,7 @@ from memoryhub.api import examples as ex
 from memoryhub.api.common import StrictSerializer, api_key, parse_input
 from memoryhub.errors import Forbidden, Invalid, NotFound
 from memoryhub.forget import forget_user_report
+from memoryhub.ownership import require_tenant_wide
 from memoryhub.sessions import get_session, resolve_workspace
 from memoryhub.transfer import (
     ON_CONFLICT,
@@ -58,11 +59,7 @@ class JsonStream(StreamingHttpResponse):
 
 
 def _tenant_wide(request: Request, what: str) -> None:
-    key = api_key(request)
-    if key.workspace_id is not None:
-        raise Forbidden("workspace_limited_key", f"{what} needs a key not limited to a workspace.")
-    if key.user_id:
-        raise Forbidden("user_limited_key", f"{what} needs a key not limited to one user.")
+    require_tenant_wide(api_key(request), what)
 
 
 class ForgetUserView(APIView):
