@@ -7,7 +7,7 @@ def main() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryhub.settings")
     from django.core.management import execute_from_command_line
 
-    from memoryhub.embedded_pg import ensure_running, start_line
+    from memoryhub.plumbing.embedded_pg import ensure_running, start_line
 
     if sys.argv[1:2] == ["run"] and (line := start_line()):
         print(line, flush=True)  # the first thing `make run` says: a new database takes a while

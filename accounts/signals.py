@@ -4,5 +4,5 @@ from django.dispatch import Signal
 
 # An API key was used and its last use is due to be noted (once per accounts.authentication.TOUCH_SECONDS
 # a process): key_id, at (an aware datetime). memoryhub writes these in batches, off the request
-# (memoryhub.middleware.key_uses).
+# (memoryhub.api.middleware.key_uses).
 key_used = Signal()

@@ -72,7 +72,7 @@ def setup_django(db_name: str, embedder: str) -> None:
     os.environ.setdefault("LOG_LEVEL", "WARNING")
     import django
 
-    from memoryhub.embedded_pg import ensure_running
+    from memoryhub.plumbing.embedded_pg import ensure_running
 
     ensure_running()
     django.setup()

@@ -34,7 +34,7 @@ def main() -> None:
     os.environ.setdefault("LOG_LEVEL", "WARNING")
     import django
 
-    from memoryhub.embedded_pg import ensure_running
+    from memoryhub.plumbing.embedded_pg import ensure_running
 
     ensure_running()
     django.setup()

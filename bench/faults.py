@@ -37,7 +37,7 @@ import argparse  # noqa: E402
 
 import psutil  # noqa: E402
 
-from memoryhub.embedded_pg import postmaster  # noqa: E402
+from memoryhub.plumbing.embedded_pg import postmaster  # noqa: E402
 from tests.served import Served, wait_until  # noqa: E402
 
 

@@ -301,7 +301,7 @@ def _settings(variant: str) -> Iterator[None]:
     constant as weights.NAME)."""
     from django.conf import settings
 
-    from memoryhub.env import parse_bool
+    from memoryhub.plumbing.env import parse_bool
     from retrieval.search import weights
 
     saved = []

@@ -136,7 +136,7 @@ def setup_django(data_dir: Path) -> None:
     sys.path.insert(0, str(ROOT))
     import django
 
-    from memoryhub.embedded_pg import ensure_running
+    from memoryhub.plumbing.embedded_pg import ensure_running
 
     ensure_running()
     django.setup()

@@ -94,7 +94,7 @@ def _summaries(args: argparse.Namespace, tenant_id: int, cache: common.Embedding
 def _apply_overrides(args: argparse.Namespace) -> None:
     from django.conf import settings
 
-    from memoryhub.env import parse_bool
+    from memoryhub.plumbing.env import parse_bool
     from retrieval.search import weights
 
     for item in args.set:

@@ -92,7 +92,7 @@ def setup_django(db_name: str = DB_NAME) -> None:
     os.environ.setdefault("LOG_LEVEL", "WARNING")
     import django
 
-    from memoryhub.embedded_pg import ensure_running
+    from memoryhub.plumbing.embedded_pg import ensure_running
 
     ensure_running()
     django.setup()
@@ -246,13 +246,13 @@ def start_server(port: int, workers: int, db_name: str = DB_NAME, server: str = 
     env = {**os.environ, "DATABASE_URL": url, "SECRET_KEY": "bench", "MEMORYHUB_EMBEDDER": "minilm",
            "MEMORYHUB_EMBED_THREADS": "1", "LOG_LEVEL": "WARNING", "DB_POOL": "true"}
     if server == "asgi":
-        app, worker = ["memoryhub.asgi:application"], ["--worker-class", "memoryhub.webserver.Worker"]
+        app, worker = ["memoryhub.plumbing.asgi:application"], ["--worker-class", "memoryhub.plumbing.webserver.Worker"]
     else:
-        app, worker = ["memoryhub.wsgi:application"], ["--worker-class", "gthread", "--threads", "4"]
+        app, worker = ["memoryhub.plumbing.wsgi:application"], ["--worker-class", "gthread", "--threads", "4"]
         env["DB_POOL"] = "false"
     process = subprocess.Popen(
         [sys.executable, "-m", "gunicorn", *app, "--bind", f"127.0.0.1:{port}",
-         "--config", "python:memoryhub.gunicorn_conf", "--workers", str(workers), *worker, "--log-level", "warning"],
+         "--config", "python:memoryhub.plumbing.gunicorn_conf", "--workers", str(workers), *worker, "--log-level", "warning"],
         env=env, cwd=ROOT, start_new_session=True,
     )
     import requests
@@ -434,7 +434,7 @@ def main() -> None:
     from django.db import connection
 
     if settings.EMBEDDED_DATABASE:  # the shared buffers `manage.py run` gives the embedded server
-        from memoryhub.embedded_pg import raise_shared_buffers
+        from memoryhub.plumbing.embedded_pg import raise_shared_buffers
 
         raise_shared_buffers(settings.DATA_DIR, settings.EMBEDDED_SHARED_BUFFERS_MB)
     turns, questions = load_corpus()

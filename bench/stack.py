@@ -2,10 +2,10 @@
 
     nice -n 5 .venv/bin/python bench/stack.py [--chunks 20000] [--queries 300] [--appends 200]
 
-Custom: `manage.py run`'s gunicorn + memoryhub.webserver.Worker (JsonH11Protocol: the header
-deadline, 431/400 in the error envelope) serving memoryhub.asgi. Stock: bench/stock_stack.py
+Custom: `manage.py run`'s gunicorn + memoryhub.plumbing.webserver.Worker (JsonH11Protocol: the header
+deadline, 431/400 in the error envelope) serving memoryhub.plumbing.asgi. Stock: bench/stock_stack.py
 (uvicorn's own h11 protocol, Django's own ASGIHandler), the same body limits, mounts and settings.
-The figures in bench/README.md were taken while memoryhub.asgi still had its own one-hop Django
+The figures in bench/README.md were taken while memoryhub.plumbing.asgi still had its own one-hop Django
 handler (removed after them: it bought nothing); since then the two sides differ by the protocol
 only. One web worker each, both at once on the same database (a corpus of --chunks rows made as
 bench/search.py makes its table, MiniLM vectors), each request sent to both in a random order:
@@ -53,7 +53,7 @@ def start(port: int, stack: str) -> subprocess.Popen[bytes]:
            "LOG_LEVEL": "WARNING", "DB_POOL": "true"}
     process = subprocess.Popen(
         [sys.executable, "-m", "gunicorn", "bench.stock_stack:application", "--bind", f"127.0.0.1:{port}",
-         "--config", "python:memoryhub.gunicorn_conf", "--workers", "1", "--worker-class", "bench.stock_stack.Worker",
+         "--config", "python:memoryhub.plumbing.gunicorn_conf", "--workers", "1", "--worker-class", "bench.stock_stack.Worker",
          "--log-level", "warning"], env=env, cwd=ROOT, start_new_session=True)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:

@@ -1,5 +1,5 @@
 """The stock serving stack, for bench/stack.py: uvicorn's own h11 protocol (instead of
-memoryhub.webserver.JsonH11Protocol) and Django's own ASGIHandler, with the same body limits,
+memoryhub.plumbing.webserver.JsonH11Protocol) and Django's own ASGIHandler, with the same body limits,
 mounts, keep-alive, header size limit and proxy settings. Served by gunicorn as
 `bench.stock_stack:application` with `--worker-class bench.stock_stack.Worker`."""
 
@@ -11,9 +11,9 @@ from django.conf import settings
 from django.core.handlers.asgi import ASGIHandler
 from uvicorn_worker import UvicornWorker
 
-from memoryhub.asgi import mount  # sets Django up
-from memoryhub.asgi_body import BodyLimits
-from memoryhub.webserver import proxy_config
+from memoryhub.plumbing.asgi import mount  # sets Django up
+from memoryhub.plumbing.asgi_body import BodyLimits
+from memoryhub.plumbing.webserver import proxy_config
 
 application = mount(BodyLimits(ASGIHandler()), settings.MEMORYHUB_ASGI_MOUNTS)
 

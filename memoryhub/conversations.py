@@ -19,9 +19,9 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from memoryhub.background import notify_work
 from memoryhub.errors import Conflict
 from memoryhub.models import STATUS_TRANSITIONS, Fact, Note, Session, SessionStatus
+from memoryhub.plumbing.background import notify_work
 from memoryhub.signals import memory_deleted
 
 logger = logging.getLogger(__name__)

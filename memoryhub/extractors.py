@@ -21,9 +21,9 @@ from typing import Any, Protocol
 
 from django.conf import settings
 
-from memoryhub.background import check_budget
 from memoryhub.models import Event, Fact, Session
 from memoryhub.notes import Placement
+from memoryhub.plumbing.background import check_budget
 from memoryhub.searchable import LIFETIMES, TIERS
 from memoryhub.summarisers import (
     SummariserError,

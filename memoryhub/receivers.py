@@ -12,9 +12,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from accounts.signals import key_used
-from memoryhub import metrics
-from memoryhub.background import notify_work
-from memoryhub.middleware import note_key_use
+from memoryhub.api.middleware import note_key_use
+from memoryhub.plumbing import metrics
+from memoryhub.plumbing.background import notify_work
 from memoryhub.signals import events_appended
 
 

@@ -31,9 +31,9 @@ from django.db.models import Exists, F, FloatField, OuterRef, Q, QuerySet, Subqu
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from memoryhub.background import StepResult, notify_work, time_budget
 from memoryhub.extractors import ExtractorReplyError, extract_and_store
 from memoryhub.models import Event, RollingSummary, Session, SessionStatus, StepFailure, SummaryNode
+from memoryhub.plumbing.background import StepResult, notify_work, time_budget
 from memoryhub.summaries import build_tree, estimated_tokens_sql, maybe_summarise
 from memoryhub.tool_sentences import describe_tool_calls
 

@@ -15,7 +15,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from accounts.models import ApiKey, Channel, Workspace
-from memoryhub import background, conversations, recent, rows
+from memoryhub import conversations, recent
 from memoryhub.errors import Conflict, Forbidden, Invalid, NotFound, TooLarge
 from memoryhub.models import (
     SESSION_ID_REGEX,
@@ -25,6 +25,7 @@ from memoryhub.models import (
     SummaryNode,
 )
 from memoryhub.ownership import check_owner
+from memoryhub.plumbing import background, rows
 from memoryhub.signals import events_appended, session_forgotten, session_owner_changed
 
 logger = logging.getLogger(__name__)
@@ -415,7 +416,7 @@ def _append_locked(session: Session, items: list[EventInput]) -> AppendResult:
 def _write(session: Session, fields: list[str], new: list[Event]) -> None:
     """The new events and the session's counters in one statement (what bulk_create and
     save(update_fields) would write, in one round trip and without building either statement
-    through the ORM: memoryhub.rows), with the notice that wakes the lanes."""
+    through the ORM: memoryhub.plumbing.rows), with the notice that wakes the lanes."""
     if len(new) > rows.SMALL_BATCH:  # a bulk append: the ORM's statements are faster there
         Event.objects.bulk_create(new)
         session.save(update_fields=fields)

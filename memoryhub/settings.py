@@ -1,7 +1,7 @@
 """MemoryHub settings: one module, driven by environment variables, loud on bad values.
 
 One module on purpose (over 400 lines): every setting is found by reading it top to bottom, a
-block per area; the helpers that read the environment live in memoryhub/env.py.
+block per area; the helpers that read the environment live in memoryhub/plumbing/env.py.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
 
-from memoryhub.env import (
+from memoryhub.plumbing.env import (
     allowed_hosts,
     env_bool,
     env_choice,
@@ -23,7 +23,7 @@ from memoryhub.env import (
     env_networks,
     env_str,
 )
-from memoryhub.logs import logging_config
+from memoryhub.plumbing.logs import logging_config
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -42,11 +42,11 @@ DEBUG = env_bool("DEBUG", False)
 
 DATABASE_URL = os.environ.get("DATABASE_URL", "")
 # No DATABASE_URL: MemoryHub runs its own PostgreSQL in DATA_DIR. Importing settings never starts
-# it: manage.py, wsgi/asgi, the test setup and the benches call memoryhub.embedded_pg.ensure_running(),
+# it: manage.py, wsgi/asgi, the test setup and the benches call memoryhub.plumbing.embedded_pg.ensure_running(),
 # which starts it and points the connection at its socket (HOST below is that socket's usual folder).
 EMBEDDED_DATABASE = not DATABASE_URL
 if EMBEDDED_DATABASE:
-    from memoryhub.embedded_pg import default_shared_buffers_mb, embedded_database_url
+    from memoryhub.plumbing.embedded_pg import default_shared_buffers_mb, embedded_database_url
 
     DATABASE_URL = embedded_database_url(DATA_DIR)
     # `manage.py run` raises the embedded server's shared buffers to this (0: leave them alone).
@@ -132,8 +132,8 @@ MEMORYHUB_RETRY_AFTER_SECONDS = env_int("MEMORYHUB_RETRY_AFTER_SECONDS", 5, mini
 # --- Applications ---------------------------------------------------------------------------
 
 INSTALLED_APPS = [
-    # Django's admin with the console's grouped sidebar and header links (memoryhub/console_site.py).
-    "memoryhub.console_site.ConsoleAdminConfig",
+    # Django's admin with the console's grouped sidebar and header links (memoryhub/plumbing/console_site.py).
+    "memoryhub.plumbing.console_site.ConsoleAdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -162,13 +162,13 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "memoryhub.middleware.RequestLogMiddleware",
+    "memoryhub.api.middleware.RequestLogMiddleware",
     # Last, as django-axes asks: it answers a locked-out admin login before the view runs.
     "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "memoryhub.urls"
-WSGI_APPLICATION = "memoryhub.wsgi.application"
+WSGI_APPLICATION = "memoryhub.plumbing.wsgi.application"
 
 TEMPLATES = [
     {
@@ -318,7 +318,7 @@ else:
 
 # --- MemoryHub behaviour --------------------------------------------------------------------
 
-# ASGI apps served beside Django by memoryhub.asgi, by path prefix: the MCP endpoint (streamable
+# ASGI apps served beside Django by memoryhub.plumbing.asgi, by path prefix: the MCP endpoint (streamable
 # HTTP, API-key authenticated). MEMORYHUB_MCP_HTTP=0 leaves it out.
 MEMORYHUB_ASGI_MOUNTS = (
     {"/mcp/": "retrieval.mcp_server.http.application"} if env_bool("MEMORYHUB_MCP_HTTP", True) else {}
@@ -354,7 +354,7 @@ MEMORYHUB_MAINTENANCE_SUMMARISE_MINUTES = env_int("MEMORYHUB_MAINTENANCE_SUMMARI
 # Consolidation every 6 hours, as seed 004's consolidation_interval_hours (issue 14 item 17).
 MEMORYHUB_MAINTENANCE_CONSOLIDATE_MINUTES = env_int("MEMORYHUB_MAINTENANCE_CONSOLIDATE_MINUTES", 6 * 60, minimum=0)
 
-# --- Background lanes (memoryhub.background; `manage.py work`) -------------------------------
+# --- Background lanes (memoryhub.plumbing.background; `manage.py work`) -------------------------------
 
 # A lane that nothing woke looks for work this often anyway (a NOTIFY sent while no lane listened).
 MEMORYHUB_WORK_IDLE_SECONDS = env_float("MEMORYHUB_WORK_IDLE_SECONDS", 10.0, low=0.1, high=3600)
@@ -380,7 +380,7 @@ LOGGING = logging_config(LOG_LEVEL, LOG_FORMAT, LOG_FILE)
 MEMORYHUB_CHUNK_CHARS = env_int("MEMORYHUB_CHUNK_CHARS", 640, minimum=64)
 MEMORYHUB_CHUNK_OVERLAP = env_int("MEMORYHUB_CHUNK_OVERLAP", 96, minimum=0)
 # Most batches the local model that embeds stored texts runs at once, each on one thread (each call
-# gets only the cores the rest of the machine left idle lately, at least one: memoryhub.cpu).
+# gets only the cores the rest of the machine left idle lately, at least one: memoryhub.plumbing.cpu).
 MEMORYHUB_EMBED_THREADS = env_int("MEMORYHUB_EMBED_THREADS", min(os.cpu_count() or 1, 4), minimum=1)
 # Threads of the torch-free query embedder of web processes (one query each; retrieval.query_embedding).
 MEMORYHUB_QUERY_EMBED_THREADS = env_int("MEMORYHUB_QUERY_EMBED_THREADS", 1, minimum=1)
@@ -493,14 +493,14 @@ MEMORYHUB_SUMMARISER_INPUT_CHARS = env_int("MEMORYHUB_SUMMARISER_INPUT_CHARS", 2
 if MEMORYHUB_SUMMARISER_PART_CHARS > MEMORYHUB_SUMMARISER_INPUT_CHARS:
     raise ImproperlyConfigured("MEMORYHUB_SUMMARISER_PART_CHARS must not exceed MEMORYHUB_SUMMARISER_INPUT_CHARS")
 
-# --- Outbound requests (memoryhub/outbound.py): webhooks, the summariser and the fact extractor ---
+# --- Outbound requests (memoryhub/plumbing/outbound.py): webhooks, the summariser and the fact extractor ---
 # Webhooks and model endpoints are never sent to loopback, private, link-local (cloud metadata),
 # or reserved addresses, checked when a URL is stored and again, resolved, when a request goes
 # out; except to these networks (addresses or CIDR, comma-separated; e.g. 127.0.0.1 for a model
 # server on this machine, 10.0.0.0/8 for webhook receivers on a private network).
 MEMORYHUB_OUTBOUND_ALLOWED_NETWORKS = env_networks("MEMORYHUB_OUTBOUND_ALLOWED_NETWORKS")
 
-# --- Model calls (memoryhub/llm.py; the HTTP summariser and fact extractor) ---------------------
+# --- Model calls (memoryhub/plumbing/llm.py; the HTTP summariser and fact extractor) ---------------------
 # A call that failed on a connection error, a timeout, 429 or 5xx is tried again this many times,
 # after BACKOFF seconds, then twice that, ... (never past a background step's time budget).
 MEMORYHUB_LLM_RETRIES = env_int("MEMORYHUB_LLM_RETRIES", 3, minimum=0)
@@ -594,9 +594,9 @@ MEMORYHUB_NOTIFY_TIMEOUT = env_float("MEMORYHUB_NOTIFY_TIMEOUT", 10.0, low=0.1, 
 
 
 def _check_configured_endpoints() -> None:
-    # The operator's own URLs get the guard the tenants' webhooks get (memoryhub.outbound): a model
+    # The operator's own URLs get the guard the tenants' webhooks get (memoryhub.plumbing.outbound): a model
     # server on this machine must be allowed by name, here at start rather than at its first call.
-    from memoryhub.outbound import DestinationRefused, check_url
+    from memoryhub.plumbing.outbound import DestinationRefused, check_url
 
     for name in ("MEMORYHUB_SUMMARISER_URL", "MEMORYHUB_FACT_EXTRACTOR_URL", "MEMORYHUB_AGENT_WEBHOOK_URL"):
         try:

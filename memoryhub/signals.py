@@ -36,6 +36,9 @@ service_starting = Signal()
 # Sent by `manage.py run` after migrating, before it starts the task cluster (not with --no-cluster):
 # the cluster's own schedules follow the settings of this start (scheduling connects to it).
 cluster_starting = Signal()
+# Sent in each web worker after it loaded the app, before it accepts a request (gunicorn's
+# post_worker_init): receivers load what a first request would otherwise wait for. No arguments.
+web_worker_starting = Signal()
 
 # Sent inside the writing transaction when what is searchable of some events changed although the
 # events did not (a tool call's sentence was written), with session=Session, events=list[Event].

@@ -19,9 +19,9 @@ from typing import Protocol
 
 from django.conf import settings
 
-from memoryhub.background import check_budget
-from memoryhub.llm import SummariserError, chat_completion
 from memoryhub.models import Event
+from memoryhub.plumbing.background import check_budget
+from memoryhub.plumbing.llm import SummariserError, chat_completion
 
 __all__ = ["ExtractiveSummariser", "HttpSummariser", "Summariser", "SummariserError", "Turn",
            "chat_completion", "get_summariser", "level_budget", "summarise_safely", "summariser_model"]
@@ -247,7 +247,7 @@ def pack(blocks: list[str], room: int) -> list[list[str]]:
 class HttpSummariser:
     """A prompt per level (leaf, branch, root, condense), a conversation header, every message in
     full (split into parts, not cut), and a long transcript summarised a request at a time, each
-    request given the summary so far. Model calls are retried (memoryhub.llm)."""
+    request given the summary so far. Model calls are retried (memoryhub.plumbing.llm)."""
 
     name = "http"
 

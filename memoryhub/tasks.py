@@ -9,7 +9,7 @@ the stats endpoint (retrieval) and `manage.py queue_status` (scheduling) share o
 Two clusters share the queue tables, one per lane (settings.Q_CLUSTER and its ALT_CLUSTERS):
 SCHEDULES runs user schedule runs and nothing else, MAINTENANCE the built-in cadences and bulk
 jobs an operator asks for. Per-append work (chunks, embeddings, summaries, facts) is not queued
-at all: the tables are its queue (memoryhub.background).
+at all: the tables are its queue (memoryhub.plumbing.background).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ MAINTENANCE = "maintenance"  # Q_CLUSTER["ALT_CLUSTERS"]["maintenance"]: cadence
 # to SIGKILL it (issue 40). So a worker takes SIGTERM as "stop now": a task in progress is
 # interrupted (Interrupted is raised inside it, where it can record itself), an idle worker exits.
 # `manage.py run` sends it to the workers of a cluster still stopping after
-# memoryhub.supervision.CLUSTER_DRAIN_SECONDS; the clusters' main processes get SIGTERM as before.
+# memoryhub.plumbing.supervision.CLUSTER_DRAIN_SECONDS; the clusters' main processes get SIGTERM as before.
 
 
 class Interrupted(Exception):  # noqa: N818 - what happened to the task, not an error of its own

@@ -16,9 +16,9 @@ from typing import Any
 from django.conf import settings
 from django.db.models import Exists, OuterRef, Q
 
-from memoryhub.background import check_budget
-from memoryhub.llm import chat_completion, model_configured
 from memoryhub.models import Event, Session, ToolCallSentence
+from memoryhub.plumbing.background import check_budget
+from memoryhub.plumbing.llm import chat_completion, model_configured
 from memoryhub.signals import events_text_changed
 
 logger = logging.getLogger(__name__)

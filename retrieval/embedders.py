@@ -19,7 +19,7 @@ from typing import Any, Protocol
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from memoryhub.cpu import headroom
+from memoryhub.plumbing.cpu import headroom
 from retrieval.minilm_runtimes import EmbedderUnavailable
 
 DIMENSIONS = 384  # the width of the pgvector column; an embedder of another width is refused
@@ -55,7 +55,7 @@ class HashEmbedder:
         return [v / norm for v in vector]
 
 
-# torch's thread count (the CPU budget, memoryhub.cpu) changes at most this often.
+# torch's thread count (the CPU budget, memoryhub.plumbing.cpu) changes at most this often.
 TORCH_THREADS_HOLD_SECONDS = 10.0
 
 
@@ -140,7 +140,7 @@ class MiniLMEmbedder:
         unique = list(dict.fromkeys(texts))
         backend = self.backend(len(unique))
         # MEMORYHUB_EMBED_THREADS, but no more than the cores the rest of the machine left idle
-        # lately (memoryhub.cpu), so that requests keep theirs.
+        # lately (memoryhub.plumbing.cpu), so that requests keep theirs.
         threads = headroom.threads(settings.MEMORYHUB_EMBED_THREADS)
         try:
             model = self._load(backend)

@@ -37,8 +37,8 @@ from django.db.models.functions import Length
 from django.utils import timezone
 
 from accounts.models import Tenant
-from memoryhub import metrics
-from memoryhub.background import (
+from memoryhub.plumbing import metrics
+from memoryhub.plumbing.background import (
     LaneBackoff,
     StepResult,
     lane_rate,
@@ -399,7 +399,7 @@ class EmbedLane:
 
     def has_work(self, before: datetime | None = None) -> bool:
         """Whether rows this lane could claim now wait (written before `before`, when given;
-        memoryhub.background asks after an empty step): by the claim's definition, less the rows
+        memoryhub.plumbing.background asks after an empty step): by the claim's definition, less the rows
         other lanes hold."""
         rows = waiting() if before is None else waiting().filter(indexed_at__lt=before)
         with transaction.atomic():

@@ -21,8 +21,8 @@ from django.db.models import Case, F, Max, Q, Sum, TextField, Value, When
 from django.db.models.functions import Greatest
 
 from memoryhub import recent as recent_window
-from memoryhub import rows
 from memoryhub.models import Event, Session, ToolCallSentence
+from memoryhub.plumbing import rows
 from memoryhub.searchable import Searchable
 from retrieval.chunking import chunk_text, content_hash, normalize_text
 from retrieval.embedding import request_embedding
@@ -153,7 +153,7 @@ def _insert_unless_indexed(session: Session, chunks: list[Chunk]) -> list[int]:
     """Insert the chunks whose content the session has no chunk of yet; a chunk whose content is
     already indexed there extends that chunk's sequence_end instead.
 
-    A small append (memoryhub.rows.SMALL_BATCH chunks at most: one or two messages) is one
+    A small append (memoryhub.plumbing.rows.SMALL_BATCH chunks at most: one or two messages) is one
     INSERT, which skips what exists; a bulk one asks first and bulk_creates the rest. When
     something was skipped (a repeated "ok", the same events indexed twice), the existing chunks
     are extended and the new chunks of those messages recounted (message_chunks counted the

@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 from django.conf import settings
 
-from memoryhub.threads import ProcessPool
+from memoryhub.plumbing.threads import ProcessPool
 from retrieval import embedders
 from retrieval.vectors import halfvec_text
 

@@ -3,7 +3,7 @@
 `synthesize: true` on POST /search/ (and MCP memory_search) sends the query and the results the
 caller was given, numbered, to the model configured for the HTTP summariser
 (MEMORYHUB_SUMMARISER=http, MEMORYHUB_SUMMARISER_URL/_MODEL/_API_KEY/_TIMEOUT, through the
-outbound guard of memoryhub.outbound) and returns {answer, citations, model}. The model sees
+outbound guard of memoryhub.plumbing.outbound) and returns {answer, citations, model}. The model sees
 nothing but those results, which the search already confined to what the key (and end user) may
 read. Its citations are checked: only numbers of results it was shown are kept, each as the
 result's index in `results` and its chunk_id.
@@ -24,7 +24,12 @@ from typing import Any
 from django.conf import settings
 
 from memoryhub.errors import Invalid
-from memoryhub.llm import SummariserError, chat_completion, model_configured, single_attempt
+from memoryhub.plumbing.llm import (
+    SummariserError,
+    chat_completion,
+    model_configured,
+    single_attempt,
+)
 
 logger = logging.getLogger(__name__)
 

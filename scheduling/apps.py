@@ -6,7 +6,7 @@ class SchedulingConfig(AppConfig):
     verbose_name = "Scheduling"
 
     def ready(self) -> None:
-        from memoryhub import background
+        from memoryhub.plumbing import background
         from memoryhub.signals import cluster_starting
         from memoryhub.transfer import register_extension
         from scheduling.dispatcher import DispatchLane

@@ -22,7 +22,7 @@ from django.db import connection, transaction
 from django.dispatch import Signal
 from django.utils import timezone
 
-from memoryhub.background import StepResult
+from memoryhub.plumbing.background import StepResult
 from memoryhub.tasks import SCHEDULES, Interrupted, enqueue_on_commit
 from scheduling import authority, notifications
 from scheduling import cadence as cadence_maths

@@ -25,9 +25,9 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from accounts.models import ApiKey
-from memoryhub import outbound
 from memoryhub.errors import Conflict, Invalid, NotFound
 from memoryhub.ownership import require_tenant_wide
+from memoryhub.plumbing import outbound
 from scheduling.models import Webhook, WebhookKind
 
 SIGNATURE_HEADER = "X-MemoryHub-Signature"
@@ -113,7 +113,7 @@ class _NoRedirects(urllib.request.HTTPRedirectHandler):
         return None
 
 
-# Only to allowed addresses, checked as the connection is made (memoryhub.outbound).
+# Only to allowed addresses, checked as the connection is made (memoryhub.plumbing.outbound).
 _opener = outbound.build_opener(_NoRedirects)
 
 

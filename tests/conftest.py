@@ -14,7 +14,7 @@ from tests.base import Cast, make_cast, post_events
 
 def pytest_configure(config: pytest.Config) -> None:
     # Settings never start a database; the test run starts the embedded one (when no DATABASE_URL).
-    from memoryhub.embedded_pg import ensure_running
+    from memoryhub.plumbing.embedded_pg import ensure_running
 
     ensure_running()
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from memoryhub.embedded_pg import postmaster
+from memoryhub.plumbing.embedded_pg import postmaster
 from tests.served import Served, private_data_dir
 
 LIMIT = 1024 * 1024

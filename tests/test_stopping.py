@@ -22,7 +22,7 @@ import httpx
 import psutil
 import pytest
 
-from memoryhub.embedded_pg import pgdata_path, postmaster
+from memoryhub.plumbing.embedded_pg import pgdata_path, postmaster
 from tests.served import ROOT, Served, children_of, postgres_of, private_data_dir, wait_until
 
 
@@ -151,7 +151,7 @@ def test_a_database_that_cannot_come_back_stops_run_cleanly(data_dir: Path) -> N
 ORPHAN = """
 import os, sys
 from pathlib import Path
-from memoryhub.embedded_pg import start_embedded_postgres
+from memoryhub.plumbing.embedded_pg import start_embedded_postgres
 start_embedded_postgres(Path(sys.argv[1]))
 os.kill(os.getpid(), 9)
 """
@@ -159,7 +159,7 @@ os.kill(os.getpid(), 9)
 OWNER = """
 import sys
 from pathlib import Path
-from memoryhub.embedded_pg import start_embedded_postgres
+from memoryhub.plumbing.embedded_pg import start_embedded_postgres
 start_embedded_postgres(Path(sys.argv[1]))
 """
 
@@ -192,7 +192,7 @@ KILLED_WITH_REUSED_PID = """
 import os, sys
 from pathlib import Path
 import psutil
-from memoryhub.embedded_pg import pgdata_path, postmaster, start_embedded_postgres
+from memoryhub.plumbing.embedded_pg import pgdata_path, postmaster, start_embedded_postgres
 data_dir = Path(sys.argv[1])
 start_embedded_postgres(data_dir, stop_on_exit=False)
 server = postmaster(data_dir)
@@ -209,7 +209,7 @@ START_AND_QUERY = """
 import sys
 from pathlib import Path
 import psycopg
-from memoryhub.embedded_pg import postmaster, socket_dir, start_embedded_postgres, stop_embedded_postgres
+from memoryhub.plumbing.embedded_pg import postmaster, socket_dir, start_embedded_postgres, stop_embedded_postgres
 data_dir = Path(sys.argv[1])
 server = start_embedded_postgres(data_dir, stop_on_exit=False)
 with psycopg.connect(host=socket_dir(server), user="postgres", dbname="postgres") as conn:
@@ -241,7 +241,7 @@ KILLED_AND_LEFT_A_ZOMBIE = """
 import sys
 from pathlib import Path
 import psutil
-from memoryhub.embedded_pg import pgdata_path, postmaster, start_embedded_postgres
+from memoryhub.plumbing.embedded_pg import pgdata_path, postmaster, start_embedded_postgres
 data_dir, zombie = Path(sys.argv[1]), sys.argv[2]
 start_embedded_postgres(data_dir, stop_on_exit=False)
 server = postmaster(data_dir)

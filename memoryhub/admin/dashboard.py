@@ -1,7 +1,7 @@
 """The operator dashboard (S9): memory per tenant, the embedding backlog with its rate and ETA,
 activity charts by ingest time, searches and their latency, schedule runs by outcome, the task
 queue. One page in the admin, narrowed to a tenant with ?tenant=, refreshing itself from
-dashboard/data/ (JSON). Every load records a metrics sample (throttled): see memoryhub.metrics.
+dashboard/data/ (JSON). Every load records a metrics sample (throttled): see memoryhub.plumbing.metrics.
 """
 
 from __future__ import annotations
@@ -18,12 +18,12 @@ from django.template.response import TemplateResponse
 from django.utils import timezone
 
 from accounts.models import Tenant
-from memoryhub import metrics
 from memoryhub.admin import dashboard_series
-from memoryhub.background import lane_rate, live_workers, round_robin_etas
 from memoryhub.models import ApiUsage, Session, StepFailure
+from memoryhub.plumbing import metrics
+from memoryhub.plumbing.background import lane_rate, live_workers, round_robin_etas
+from memoryhub.plumbing.supervision import read_restarts
 from memoryhub.session_work import due_sessions
-from memoryhub.supervision import read_restarts
 from memoryhub.tasks import queue_counts
 
 CHART_DAYS = dashboard_series.CHART_DAYS
@@ -124,7 +124,7 @@ def dashboard_view(request: HttpRequest) -> HttpResponse:
         "workers": live_workers(),
         "set_aside_sessions": StepFailure.objects.filter(set_aside=True).count(),
         "sessions_due": due_sessions().count(),  # the summarise lane's own definition of its work
-        "restarts": read_restarts(),  # processes `manage.py run` restarted (memoryhub.supervision)
+        "restarts": read_restarts(),  # processes `manage.py run` restarted (memoryhub.plumbing.supervision)
         "data": dashboard_data(tenant),
         "chart_days": CHART_DAYS,
         "refresh": int(refresh) if refresh.isdigit() and int(refresh) in REFRESH_CHOICES else 15,

@@ -200,7 +200,7 @@ def complete_schema(result: dict[str, Any], generator: Any, request: Any, public
 
 # --- Error responses ----------------------------------------------------------------------------
 # What every operation can answer besides its success, derived from how the server is built rather
-# than listed per view: the middleware (memoryhub.middleware) refuses a NUL in the path or query and
+# than listed per view: the middleware (memoryhub.api.middleware) refuses a NUL in the path or query and
 # a bad Content-Length with 400, and a body over the limit with 413, before any view runs; DRF's
 # authentication and HasApiScope answer 401 and 403 on every operation that needs a key; a path id
 # or a named session may not exist (404); a JSON body may be malformed (400)

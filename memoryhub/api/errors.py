@@ -19,7 +19,7 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler, set_rollback
 
 from memoryhub.errors import Conflict, DomainError, Forbidden, Invalid, NotFound, TooLarge
-from memoryhub.limits import too_large_body
+from memoryhub.plumbing.limits import too_large_body
 
 logger = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ from rest_framework.views import APIView
 
 from memoryhub.api import examples as ex
 from memoryhub.api.parameters import KnownQueryParameters
-from memoryhub.supervision import read_restarts
+from memoryhub.plumbing.supervision import read_restarts
 
 
 class HealthView(APIView):

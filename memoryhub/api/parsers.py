@@ -1,4 +1,4 @@
-"""The API's JSON parser: DRF's, plus the depth and Unicode checks of memoryhub.jsonchecks."""
+"""The API's JSON parser: DRF's, plus the depth and Unicode checks of memoryhub.plumbing.jsonchecks."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from django.conf import settings
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser
 
-from memoryhub import jsonchecks
+from memoryhub.plumbing import jsonchecks
 
 
 class CheckedJSONParser(JSONParser):

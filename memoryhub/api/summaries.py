@@ -15,7 +15,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.models import ApiKey
-from memoryhub import llm, summaries
+from memoryhub import summaries
 from memoryhub.api import examples as ex
 from memoryhub.api.common import (
     StrictSerializer,
@@ -38,6 +38,7 @@ from memoryhub.models import (
     SummaryNode,
     iso,
 )
+from memoryhub.plumbing import llm
 from memoryhub.restore import event_message
 from memoryhub.sessions import get_session, get_session_for_write
 from memoryhub.tasks import MAINTENANCE, enqueue

@@ -17,9 +17,9 @@ from django.conf import settings
 from django.utils.dateparse import parse_datetime
 from django.utils.duration import duration_iso_string
 
-from memoryhub import jsonchecks
 from memoryhub.errors import Invalid, TooLarge
 from memoryhub.models import iso
+from memoryhub.plumbing import jsonchecks
 
 SCHEMA_VERSION = 1
 FORMAT = "memoryhub-export"

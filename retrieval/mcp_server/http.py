@@ -1,4 +1,4 @@
-"""The MCP endpoint at /mcp/ (streamable HTTP): an ASGI app mounted beside Django by memoryhub.asgi
+"""The MCP endpoint at /mcp/ (streamable HTTP): an ASGI app mounted beside Django by memoryhub.plumbing.asgi
 (settings.MEMORYHUB_ASGI_MOUNTS).
 
 Every request must carry `Authorization: Bearer <API key>`, checked as the REST API checks it
@@ -28,7 +28,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from accounts.authentication import authenticate_key, bearer_token
 from accounts.models import ApiKey
 from memoryhub.api.errors import error_body
-from memoryhub.limits import body_limit
+from memoryhub.plumbing.limits import body_limit
 from retrieval.mcp_server.server import build_server, rest_error
 
 PATH = "/mcp/"

@@ -24,7 +24,7 @@ from rest_framework.utils.encoders import JSONEncoder
 from accounts.models import ApiKey
 from accounts.permissions import InsufficientScope
 from memoryhub.api.errors import api_exception_handler, error_body
-from memoryhub.middleware import count_usage
+from memoryhub.api.middleware import count_usage
 from retrieval.mcp_server import catalog
 from retrieval.mcp_server.tools import ToolSpec
 

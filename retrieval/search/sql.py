@@ -30,8 +30,8 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from accounts.models import Channel, Workspace
-from memoryhub.counters import BatchedCounter, Counts
 from memoryhub.models import Session
+from memoryhub.plumbing.counters import BatchedCounter, Counts
 from retrieval.decay import relevance_sql, seed002_temporal_sql
 from retrieval.embedders import DIMENSIONS
 from retrieval.models import ChunkAccess, ChunkSentence

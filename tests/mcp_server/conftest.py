@@ -1,5 +1,5 @@
 """The MCP tools through the official SDK's client, against real servers in subprocesses:
-`uvicorn memoryhub.asgi:application` (the app `manage.py run` serves) for streamable HTTP at /mcp/,
+`uvicorn memoryhub.plumbing.asgi:application` (the app `manage.py run` serves) for streamable HTTP at /mcp/,
 and `manage.py mcp --key …` for stdio. Both use this run's test database, so tests commit
 (transactional) what the servers must see.
 """
@@ -68,10 +68,10 @@ def _wait_for(url: str, process: subprocess.Popen[bytes], seconds: float = 90) -
 
 @pytest.fixture(scope="session")
 def server_url(django_db_setup: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The base URL of a uvicorn serving memoryhub.asgi (REST and /mcp/) on the test database."""
+    """The base URL of a uvicorn serving memoryhub.plumbing.asgi (REST and /mcp/) on the test database."""
     port = _free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "memoryhub.asgi:application", "--host", "127.0.0.1",
+        [sys.executable, "-m", "uvicorn", "memoryhub.plumbing.asgi:application", "--host", "127.0.0.1",
          "--port", str(port), "--log-level", "warning"],
         cwd=ROOT, env=server_env(tmp_path_factory.mktemp("mcp-http")),
     )

@@ -1,4 +1,4 @@
-"""memoryhub.asgi.mount: a mounted app (the MCP endpoint) is imported at its first request, its
+"""memoryhub.plumbing.asgi.mount: a mounted app (the MCP endpoint) is imported at its first request, its
 lifespan entered then by the server's lifespan task and left at shutdown (issue 19: a web worker
 that never serves /mcp/ does not hold the MCP SDK)."""
 
@@ -14,7 +14,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
-from memoryhub.asgi import mount
+from memoryhub.plumbing.asgi import mount
 
 events: list[str] = []
 

@@ -149,7 +149,7 @@ def test_last_used_time_is_recorded_coarsely(s1, cast, settings) -> None:
 
 
 def test_a_keys_last_use_is_written_after_the_request_not_in_it(s1, cast, settings) -> None:
-    from memoryhub.middleware import key_uses
+    from memoryhub.api.middleware import key_uses
 
     settings.MEMORYHUB_USAGE_FLUSH_SECONDS = 3600  # as deployed: written by the process later
     raw = make_key(cast.alice_tenant)
@@ -166,7 +166,7 @@ def test_a_keys_last_use_is_written_after_the_request_not_in_it(s1, cast, settin
 
 
 def test_a_later_last_use_is_never_moved_back(cast) -> None:
-    from memoryhub.middleware import _write_key_uses
+    from memoryhub.api.middleware import _write_key_uses
 
     raw = make_key(cast.alice_tenant)
     key = ApiKey.objects.get(prefix=ApiKey.parse_prefix(raw))
@@ -185,7 +185,7 @@ def test_a_later_last_use_is_never_moved_back(cast) -> None:
 
 
 def test_a_batch_keeps_the_latest_time_of_a_key(settings) -> None:
-    from memoryhub.counters import BatchedCounter
+    from memoryhub.plumbing.counters import BatchedCounter
 
     settings.MEMORYHUB_USAGE_FLUSH_SECONDS = 3600
     written: list[dict[Any, list[float]]] = []

@@ -206,7 +206,7 @@ def test_wait_until_serving_gives_up_when_the_web_server_exits() -> None:
 
 
 def test_stopping_leaves_an_external_server_alone() -> None:
-    from memoryhub.supervision import Supervisor
+    from memoryhub.plumbing.supervision import Supervisor
 
     supervisor = Supervisor(None, say=print, warn=print)  # DATABASE_URL: not ours to watch or stop
     assert supervisor.problem() is None
@@ -231,7 +231,7 @@ def _postgres_running_in(data_dir: str) -> bool:
     import os
     from pathlib import Path
 
-    from memoryhub.embedded_pg import pgdata_path
+    from memoryhub.plumbing.embedded_pg import pgdata_path
 
     pid_file = pgdata_path(Path(data_dir)) / "postmaster.pid"
     try:
@@ -300,7 +300,7 @@ def test_run_serves_on_a_fresh_data_folder_and_stops_everything(tmp_path) -> Non
 def test_raise_shared_buffers_restarts_the_embedded_server_once(tmp_path) -> None:
     import psycopg
 
-    from memoryhub.embedded_pg import (
+    from memoryhub.plumbing.embedded_pg import (
         default_shared_buffers_mb,
         raise_shared_buffers,
         socket_dir,
@@ -345,7 +345,7 @@ def test_start_up_work_in_the_background_is_reported_when_done_and_stopped_with_
     import sys
     import time
 
-    from memoryhub.supervision import Supervisor
+    from memoryhub.plumbing.supervision import Supervisor
 
     supervisor = Supervisor(None, say=print, warn=print)
     ended: list[tuple[str, int]] = []

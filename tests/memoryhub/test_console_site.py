@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from django.contrib import admin
 
-from memoryhub.console_site import GROUPS, INTERNALS, ConsoleSite
 from memoryhub.models import Fact, Note, Session, SummaryNode
+from memoryhub.plumbing.console_site import GROUPS, INTERNALS, ConsoleSite
 from retrieval.admin_helpers import api_id
 from retrieval.models import Chunk
 from tests.base import make_client, make_key, make_tenant, post_events, remember

@@ -1,4 +1,4 @@
-"""The CPU budget of background work (memoryhub.cpu): the cores other processes left idle."""
+"""The CPU budget of background work (memoryhub.plumbing.cpu): the cores other processes left idle."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from memoryhub import cpu
+from memoryhub.plumbing import cpu
 
 
 @pytest.fixture

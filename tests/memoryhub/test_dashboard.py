@@ -89,7 +89,7 @@ def test_usage_counters_are_not_exported_as_memory(alice) -> None:
 
 
 def test_counts_are_buffered_in_the_process_and_written_together(alice, settings) -> None:
-    from memoryhub.middleware import usage
+    from memoryhub.api.middleware import usage
     from memoryhub.models import ApiUsage
 
     settings.MEMORYHUB_USAGE_FLUSH_SECONDS = 3600

@@ -218,6 +218,6 @@ def test_a_foreign_host_header_is_refused_not_reflected(alice) -> None:
     ("hub.example.com, .example.org", "0.0.0.0", ["hub.example.com", ".example.org"]),
 ])
 def test_allowed_hosts_follow_host_unless_given(raw: str, bind: str, expected: list[str]) -> None:
-    from memoryhub.env import allowed_hosts
+    from memoryhub.plumbing.env import allowed_hosts
 
     assert allowed_hosts(raw, bind) == expected

@@ -1,4 +1,4 @@
-"""Model calls (memoryhub.llm): transient failures retried with backoff, within the step's budget."""
+"""Model calls (memoryhub.plumbing.llm): transient failures retried with backoff, within the step's budget."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from memoryhub import llm as llm_module
-from memoryhub.background import time_budget
-from memoryhub.llm import SummariserError, chat_completion
+from memoryhub.plumbing import llm as llm_module
+from memoryhub.plumbing.background import time_budget
+from memoryhub.plumbing.llm import SummariserError, chat_completion
 from memoryhub.summarisers import Turn, summarise_safely
 from tests.memoryhub.test_summarisers import completion, fake_llm
 

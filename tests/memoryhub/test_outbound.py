@@ -1,4 +1,4 @@
-"""Outbound requests (memoryhub.outbound, issue 40): webhooks and model endpoints never reach this
+"""Outbound requests (memoryhub.plumbing.outbound, issue 40): webhooks and model endpoints never reach this
 machine, private networks or metadata services unless the operator allows them; the settings
 that say which proxies and networks are trusted fail loudly on bad values."""
 
@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from memoryhub import outbound
-from memoryhub.env import env_networks
-from memoryhub.llm import SummariserError, chat_completion
-from memoryhub.webserver import proxy_config
+from memoryhub.plumbing import outbound
+from memoryhub.plumbing.env import env_networks
+from memoryhub.plumbing.llm import SummariserError, chat_completion
+from memoryhub.plumbing.webserver import proxy_config
 from tests.memoryhub.test_summarisers import completion, fake_llm
 
 MESSAGES = [{"role": "user", "content": "hi"}]

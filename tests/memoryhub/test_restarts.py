@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from memoryhub import supervision
-from memoryhub.supervision import RESTARTS_ENV, Supervisor
+from memoryhub.plumbing import supervision
+from memoryhub.plumbing.supervision import RESTARTS_ENV, Supervisor
 
 
 def quick() -> subprocess.Popen[bytes]:

@@ -214,7 +214,7 @@ def test_the_linear_expression_keeps_the_same_words_as_before() -> None:
 
 
 def test_a_summarising_step_that_runs_past_its_budget_stops() -> None:
-    from memoryhub.background import BudgetExceeded, time_budget
+    from memoryhub.plumbing.background import BudgetExceeded, time_budget
 
     turns = [Turn("user", f"turn {i}") for i in range(10)]
     with time_budget(0.0), pytest.raises(BudgetExceeded):

@@ -27,7 +27,7 @@ PROJECT_APPS = ("accounts", "memoryhub", "retrieval", "scheduling", "lifecycle")
 CONSOLE_MODULES = [
     *sorted((ROOT / "memoryhub" / "admin").glob("*.py")),
     *sorted((ROOT / "retrieval" / "console").glob("*.py")),
-    ROOT / "memoryhub" / "console_site.py", ROOT / "retrieval" / "admin.py", ROOT / "retrieval" / "admin_helpers.py",
+    ROOT / "memoryhub" / "plumbing" / "console_site.py", ROOT / "retrieval" / "admin.py", ROOT / "retrieval" / "admin_helpers.py",
     ROOT / "retrieval" / "lifecycle" / "admin.py", ROOT / "scheduling" / "admin.py", ROOT / "accounts" / "admin.py",
 ]
 CLIENT = ROOT / "sdk" / "python" / "src" / "memoryhub_client"

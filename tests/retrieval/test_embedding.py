@@ -7,7 +7,7 @@ import threading
 import pytest
 from django.db import connections, transaction
 
-from memoryhub.background import LaneBackoff, Waker, notify_work, round_robin_etas
+from memoryhub.plumbing.background import LaneBackoff, Waker, notify_work, round_robin_etas
 from retrieval import embedders, embedding
 from retrieval.embedders import EmbedderUnavailable
 from retrieval.embedding import EmbedLane, backlog

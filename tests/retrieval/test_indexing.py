@@ -85,7 +85,7 @@ def test_a_message_that_repeats_pieces_of_an_earlier_one_counts_only_its_new_chu
     """The chunk INSERT skips pieces the session has indexed already (one statement for a small
     append, a look-up and bulk_create for a large one); those extend the earlier chunks, and the
     new message's own chunks count only themselves."""
-    from memoryhub import rows
+    from memoryhub.plumbing import rows
 
     monkeypatch.setattr(rows, "SMALL_BATCH", small_batch)
     long_text = " ".join(f"Sentence {i} is about item {i}." for i in range(120))

@@ -15,9 +15,9 @@ from django.db.models import Count
 from django.utils import timezone
 
 from accounts.models import Tenant
-from memoryhub import background
 from memoryhub.admin.dashboard import tenant_rows
-from memoryhub.background import Heartbeat, StepResult
+from memoryhub.plumbing import background
+from memoryhub.plumbing.background import Heartbeat, StepResult
 from retrieval import embedders, embedding
 from retrieval.embedding import EmbedLane
 from retrieval.models import SUPERSEDED_UNEMBEDDED, Chunk
@@ -158,7 +158,7 @@ class Stub:
 
 def test_an_empty_step_while_work_waits_is_reported_and_stepped_again_once(caplog) -> None:
     beat = Heartbeat("stub")
-    with caplog.at_level(logging.ERROR, logger="memoryhub.background"):
+    with caplog.at_level(logging.ERROR, logger="memoryhub.plumbing.background"):
         assert background._work_waits(Stub(waits=True), beat, timezone.now())  # step again at once
         assert not background._work_waits(Stub(waits=True), beat, timezone.now())  # a second in a row: sleep
     assert beat.empty_steps == 2

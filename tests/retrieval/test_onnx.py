@@ -94,7 +94,7 @@ def test_the_lane_embeds_on_the_cores_the_machine_left_free(prepared, settings, 
     import numpy as np
     import torch
 
-    from memoryhub import cpu
+    from memoryhub.plumbing import cpu
     from retrieval import embedders
     from retrieval.embedders import MiniLMEmbedder
 

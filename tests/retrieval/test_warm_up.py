@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from memoryhub import gunicorn_conf
+from memoryhub.plumbing import gunicorn_conf
 from retrieval import embedders
 
 

@@ -22,10 +22,10 @@ from django.core.management.base import BaseCommand, CommandParser
 from django.db import connections, transaction
 
 from accounts.models import ApiKey, Tenant
-from memoryhub.env import WILDCARD_ADDRESSES
-from memoryhub.logs import logging_config
+from memoryhub.plumbing.env import WILDCARD_ADDRESSES
+from memoryhub.plumbing.logs import logging_config
+from memoryhub.plumbing.supervision import Supervisor, restarts_path
 from memoryhub.signals import BackgroundStep, cluster_starting, service_starting
-from memoryhub.supervision import Supervisor, restarts_path
 from memoryhub.tasks import MAINTENANCE
 
 DEMO_TENANT = "demo"
@@ -85,7 +85,7 @@ class Command(BaseCommand):
         # From here on, even a SIGKILL of this process leaves no database running.
         supervisor.start_guard()
         if settings.EMBEDDED_DATABASE:
-            from memoryhub.embedded_pg import raise_shared_buffers
+            from memoryhub.plumbing.embedded_pg import raise_shared_buffers
 
             connections.close_all()  # nothing may hold a connection across the restart
             if raise_shared_buffers(settings.DATA_DIR, settings.EMBEDDED_SHARED_BUFFERS_MB):
@@ -137,7 +137,7 @@ class Command(BaseCommand):
 
     def serve(self, options: dict[str, Any], supervisor: Supervisor) -> None:
         """Start the web server (and the cluster), then watch them and the embedded database until a
-        signal, a child's exit or a database that cannot be brought back (memoryhub.supervision)."""
+        signal, a child's exit or a database that cannot be brought back (memoryhub.plumbing.supervision)."""
         host, port = options["host"], options["port"]
         stopping = False
 
@@ -148,7 +148,7 @@ class Command(BaseCommand):
         signal.signal(signal.SIGINT, stop)
         signal.signal(signal.SIGTERM, stop)
         try:
-            # Each child is restarted alone should it exit (memoryhub.supervision); the count is
+            # Each child is restarted alone should it exit (memoryhub.plumbing.supervision); the count is
             # kept beside the data for /health/ and the dashboard.
             Path(settings.DATA_DIR).mkdir(parents=True, exist_ok=True)
             supervisor.use_restarts_file(restarts_path(settings.DATA_DIR))
@@ -196,10 +196,10 @@ class Command(BaseCommand):
         # pile up: the web workers share a connection pool instead (DB_POOL=false turns it off).
         web_env = {**env, "DB_POOL": os.environ.get("DB_POOL", "true")}
         # uvicorn workers (asyncio) under gunicorn: a slow or idle client holds no thread.
-        web = [sys.executable, "-m", "gunicorn", "memoryhub.asgi:application",
-               "--config", "python:memoryhub.gunicorn_conf",
+        web = [sys.executable, "-m", "gunicorn", "memoryhub.plumbing.asgi:application",
+               "--config", "python:memoryhub.plumbing.gunicorn_conf",
                "--bind", f"{options['host']}:{options['port']}", "--workers", str(options["web_workers"]),
-               "--worker-class", "memoryhub.webserver.Worker", "--timeout", "120",
+               "--worker-class", "memoryhub.plumbing.webserver.Worker", "--timeout", "120",
                "--graceful-timeout", str(WEB_GRACE_SECONDS), "--log-level", "warning"]
         children = [("web", _starter(web, web_env))]
         if not options["no_cluster"]:

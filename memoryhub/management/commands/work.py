@@ -16,7 +16,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from memoryhub import background
+from memoryhub.plumbing import background
 
 
 class Command(BaseCommand):

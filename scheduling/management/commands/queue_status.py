@@ -11,8 +11,8 @@ from django.core.management.base import BaseCommand
 from django.db.models import Count
 from django.utils import timezone
 
-from memoryhub.background import live_workers
 from memoryhub.models import StepFailure
+from memoryhub.plumbing.background import live_workers
 from memoryhub.session_work import due_sessions
 from memoryhub.tasks import queue_counts
 from retrieval.embedding import backlog, embedding_rate

@@ -1,6 +1,6 @@
 """Request limits, in one place: how large a body may be, and the 413 that says so.
 
-The ASGI front (memoryhub.asgi_body) applies them while the body arrives, before Django buffers
+The ASGI front (memoryhub.plumbing.asgi_body) applies them while the body arrives, before Django buffers
 it; RequestLogMiddleware applies them again by Content-Length for any other server (the test
 client, a WSGI server). Django's DATA_UPLOAD_MAX_MEMORY_SIZE is set to the same number.
 """

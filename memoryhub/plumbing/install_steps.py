@@ -6,7 +6,7 @@ watching a silent terminal for four minutes assumes it hung. Each step here says
 about how long, passes on pip's lines that say progress ("Collecting …", "Installing collected
 packages"), and says "still …" with the elapsed time whenever pip has been silent for a while.
 
-    python memoryhub/install_steps.py STEP_NAME -- pip install …
+    python memoryhub/plumbing/install_steps.py STEP_NAME -- pip install …
 """
 
 from __future__ import annotations

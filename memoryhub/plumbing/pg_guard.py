@@ -19,7 +19,7 @@ import signal
 import sys
 from pathlib import Path
 
-from memoryhub.embedded_pg import stop_embedded_postgres
+from memoryhub.plumbing.embedded_pg import stop_embedded_postgres
 
 
 def guard(lines: list[str] | None = None, data_dir: Path | None = None) -> str:

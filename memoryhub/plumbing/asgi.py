@@ -1,5 +1,5 @@
 """The ASGI entry point (`manage.py run` serves it with uvicorn workers under gunicorn): Django behind
-the body limits and deadlines of memoryhub.asgi_body (a slow or idle client holds no thread; the web
+the body limits and deadlines of memoryhub.plumbing.asgi_body (a slow or idle client holds no thread; the web
 workers share a connection pool), plus the ASGI apps that settings.MEMORYHUB_ASGI_MOUNTS names by
 path prefix (the MCP endpoint at /mcp/). The mounted apps are named by dotted path, as
 INSTALLED_APPS are, so the core imports no higher layer, and imported at their first request
@@ -14,8 +14,8 @@ from django.conf import settings
 from django.core.asgi import get_asgi_application
 from django.utils.module_loading import import_string
 
-from memoryhub.asgi_body import BodyLimits
-from memoryhub.embedded_pg import ensure_running
+from memoryhub.plumbing.asgi_body import BodyLimits
+from memoryhub.plumbing.embedded_pg import ensure_running
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryhub.settings")
 ensure_running()

@@ -24,7 +24,7 @@ from typing import Any
 
 from django.conf import settings
 
-from memoryhub.limits import body_limit, too_large_body
+from memoryhub.plumbing.limits import body_limit, too_large_body
 
 Scope = dict[str, Any]
 Message = dict[str, Any]

@@ -24,8 +24,8 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from accounts.models import Tenant
-from memoryhub.counters import BatchedCounter, Counts
 from memoryhub.models import Arrivals, MetricSample, Session
+from memoryhub.plumbing.counters import BatchedCounter, Counts
 
 SAMPLE_EVERY_SECONDS = 30
 KEEP_DAYS = 35

@@ -3,7 +3,7 @@ operator works with (people and their memory, schedules, reviews, tenants and ac
 internals (search index, background work, logs) last in a group of their own, and the header
 links leading to the dashboard and the API reference instead of a "View site" with no site.
 
-Installed in INSTALLED_APPS as `memoryhub.console_site.ConsoleAdminConfig` (Django's documented
+Installed in INSTALLED_APPS as `memoryhub.plumbing.console_site.ConsoleAdminConfig` (Django's documented
 way to replace the default site); this module imports no models, as app loading requires.
 """
 
@@ -76,4 +76,4 @@ class ConsoleSite(AdminSite):
 
 
 class ConsoleAdminConfig(AdminConfig):
-    default_site = "memoryhub.console_site.ConsoleSite"
+    default_site = "memoryhub.plumbing.console_site.ConsoleSite"

@@ -43,7 +43,7 @@ def logging_config(level: str, fmt: str, log_file: str) -> dict[str, Any]:
         "version": 1,
         "disable_existing_loggers": False,
         "formatters": {
-            "json": {"()": "memoryhub.logs.JsonFormatter"},
+            "json": {"()": "memoryhub.plumbing.logs.JsonFormatter"},
             "text": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
             "person": {"format": "%(levelname)s %(name)s: %(message)s"},
         },

@@ -23,8 +23,8 @@ from typing import Any
 
 from django.conf import settings
 
-from memoryhub import outbound
-from memoryhub.background import remaining_budget
+from memoryhub.plumbing import outbound
+from memoryhub.plumbing.background import remaining_budget
 
 logger = logging.getLogger(__name__)
 
@@ -39,7 +39,7 @@ def model_configured() -> bool:
 
 
 _calls = threading.local()
-# Only to allowed addresses, checked as the connection is made (memoryhub.outbound).
+# Only to allowed addresses, checked as the connection is made (memoryhub.plumbing.outbound).
 _opener = outbound.build_opener()
 
 

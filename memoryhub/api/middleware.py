@@ -12,8 +12,8 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.urls import Resolver404, resolve
 
 from memoryhub.api.errors import error_body
-from memoryhub.counters import BatchedCounter, Counts
-from memoryhub.limits import body_limit, too_large_body
+from memoryhub.plumbing.counters import BatchedCounter, Counts
+from memoryhub.plumbing.limits import body_limit, too_large_body
 
 logger = logging.getLogger("memoryhub.request")
 

@@ -1,7 +1,7 @@
 """What `manage.py run` does while it serves: watch its children and the embedded PostgreSQL, and
 stop all of them, database included, within the 10 s a supervisor allows after SIGTERM.
 
-- A guard process (memoryhub.pg_guard) learns every child's process group; should `run` be
+- A guard process (memoryhub.plumbing.pg_guard) learns every child's process group; should `run` be
   SIGKILLed before it has stopped them, the guard kills the groups and stops the database.
 - A child that exits while the service runs (the web server, a task cluster, a lane process) is
   restarted alone, after a backoff that doubles with each restart of that child in the last
@@ -30,7 +30,7 @@ from typing import Any
 
 import psutil
 
-from memoryhub import embedded_pg
+from memoryhub.plumbing import embedded_pg
 
 # SIGTERM to SIGKILL is 10 s under systemd and container runtimes: children get this much, the
 # database the fast-shutdown grace after it (embedded_pg.STOP_GRACE_SECONDS), and a margin is left.
@@ -107,7 +107,7 @@ class Supervisor:
 
     def start_guard(self) -> None:
         self.guard = subprocess.Popen(
-            [sys.executable, "-m", "memoryhub.pg_guard", str(self.data_dir or "")],
+            [sys.executable, "-m", "memoryhub.plumbing.pg_guard", str(self.data_dir or "")],
             stdin=subprocess.PIPE, text=True, start_new_session=True,
         )
 

@@ -5,7 +5,7 @@ that a slow, idle or malformed client costs no worker and always gets the JSON e
   event loop, not as a thread: 40 clients that never finish their headers leave /health/ answering.
 - A connection gets MEMORYHUB_HEADER_TIMEOUT_SECONDS to send its request line and headers (408,
   or a silent close when it sent nothing), from its opening and again after each response.
-  memoryhub.asgi_body times the body, and limits its size.
+  memoryhub.plumbing.asgi_body times the body, and limits its size.
 - A request line plus headers over MEMORYHUB_MAX_HEADER_BYTES (a URL over the limit) is a 431,
   and any request h11 cannot parse (`Content-Length: abc`) a 400, both in the envelope instead
   of uvicorn's plain text. h11 measures only a head that is still incomplete, so a head that
@@ -135,14 +135,14 @@ class JsonH11Protocol(H11Protocol):
 
 
 class Worker(UvicornWorker):
-    """gunicorn's worker class for `manage.py run` (--worker-class memoryhub.webserver.Worker)."""
+    """gunicorn's worker class for `manage.py run` (--worker-class memoryhub.plumbing.webserver.Worker)."""
 
-    # lifespan "on": memoryhub.asgi starts the mounted apps' lifespans (the MCP endpoint's session
+    # lifespan "on": memoryhub.plumbing.asgi starts the mounted apps' lifespans (the MCP endpoint's session
     # manager refuses every request until its lifespan has run); Django itself has none.
     CONFIG_KWARGS: dict[str, Any] = {"loop": "asyncio", "http": JsonH11Protocol, "lifespan": "on"}
 
     def load_wsgi(self) -> None:
-        super().load_wsgi()  # imports memoryhub.asgi: settings are ready from here on
+        super().load_wsgi()  # imports memoryhub.plumbing.asgi: settings are ready from here on
         from django.conf import settings
 
         self.config.timeout_keep_alive = settings.MEMORYHUB_KEEPALIVE_SECONDS
