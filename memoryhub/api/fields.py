@@ -132,7 +132,7 @@ class TagsField(serializers.Field):
 
 class ContentField(StrictCharField):
     """A memory's text, kept as sent (not trimmed): its serializer refuses it blank with its own code
-    (`empty_content`, via non_blank), which the schema states (docs._require_items)."""
+    (`empty_content`, via non_blank), which the schema states (docs_requests._require_items)."""
 
     refuses_blank = True
 
