@@ -10,8 +10,8 @@ from drf_spectacular.utils import inline_serializer
 from rest_framework import serializers
 
 from memoryhub.api.common import StrictSerializer
+from memoryhub.api.events import EventOutput
 from memoryhub.api.fields import MetadataField, StrictFloatField, StrictIntegerField
-from memoryhub.api.sessions import EventOutput
 from memoryhub.models import Role
 from memoryhub.searchable import KINDS
 from retrieval.embedders import DIMENSIONS

@@ -14,7 +14,7 @@ from rest_framework.views import APIView
 from memoryhub import chat, restore, sessions
 from memoryhub.api import examples as ex
 from memoryhub.api.common import api_key, query_params
-from memoryhub.api.sessions import CHAT_MESSAGE_SCHEMA
+from memoryhub.api.events import CHAT_MESSAGE_SCHEMA
 from memoryhub.models import Role
 
 

@@ -6,6 +6,7 @@ from django.urls import path
 from memoryhub.api import (
     channels,
     data,
+    events,
     facts,
     health,
     notes,
@@ -24,7 +25,7 @@ urlpatterns = [
     path("channels/<int:channel_id>/", channels.ChannelDetailView.as_view(), name="channel-detail"),
     path("sessions/", sessions.SessionListView.as_view(), name="session-list"),
     path("sessions/<str:session_id>/", sessions.SessionDetailView.as_view(), name="session-detail"),
-    path("sessions/<str:session_id>/events/", sessions.EventListView.as_view(), name="session-events"),
+    path("sessions/<str:session_id>/events/", events.EventListView.as_view(), name="session-events"),
     path("sessions/<str:session_id>/restore/", restore.RestoreView.as_view(), name="session-restore"),
     path("notes/", notes.NoteListView.as_view(), name="note-list"),
     path("notes/<str:note_id>/", notes.NoteDetailView.as_view(), name="note-detail"),

@@ -8,9 +8,10 @@ from typing import Any
 
 from django.conf import settings
 
+from memoryhub.api.events import EventInput
 from memoryhub.api.facts import FactInput
 from memoryhub.api.notes import NoteInput
-from memoryhub.api.sessions import EventInput, SessionCreateInput
+from memoryhub.api.sessions import SessionCreateInput
 from retrieval.mcp_server import tools
 from retrieval.mcp_server.schema import field_schema, object_schema
 from retrieval.serializers import BrowseParams, ContextInput, SearchInput

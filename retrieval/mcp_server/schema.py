@@ -13,8 +13,8 @@ from django.conf import settings
 from rest_framework import serializers
 from rest_framework.fields import empty
 
+from memoryhub.api.events import MessageContentField
 from memoryhub.api.fields import MetadataField, TagsField
-from memoryhub.api.sessions import MessageContentField
 from retrieval.serializers import TopKField
 
 

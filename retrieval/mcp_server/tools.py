@@ -23,11 +23,12 @@ from memoryhub.api.common import (
     parse_params,
     unknown_field_message,
 )
+from memoryhub.api.events import BulkEventInput, appended
 from memoryhub.api.facts import FactInput, FactOutput, FactUpserted, FactVersionOutput
 from memoryhub.api.fields import NOTE_ID_REGEX, StrictCharField, StrictRegexField
 from memoryhub.api.notes import NoteInput, NoteOutput, NotePutInput
 from memoryhub.api.scratchpad import ScratchpadInput
-from memoryhub.api.sessions import BulkEventInput, SessionCreateInput, appended
+from memoryhub.api.sessions import SessionCreateInput
 from memoryhub.api.summaries import SummaryDetailParams, expand_node
 from memoryhub.api.users import EndUserOutput
 from retrieval import operations, stats

@@ -298,7 +298,7 @@ def test_empty_event_is_refused(alice) -> None:
 
 
 def test_oversize_content_is_refused(alice, settings) -> None:
-    from memoryhub.api.sessions import EventInput
+    from memoryhub.api.events import EventInput
 
     limit = EventInput().fields["content"].max_length
     assert limit == settings.MEMORYHUB_MAX_CONTENT_CHARS

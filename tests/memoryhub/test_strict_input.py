@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 
-from memoryhub.api.sessions import BulkEventInput, EventInput
+from memoryhub.api.events import BulkEventInput, EventInput
 from retrieval.serializers import SearchInput
 
 

@@ -1,0 +1,364 @@
+"""A session's events (S2, S11): the messages of a conversation, appended one at a time or in bulk
+(as MemoryHub's fields or as a chat API sent them) and listed back, natively or in a chat API's
+shape; serializers, then the view."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from drf_spectacular.utils import (
+    PolymorphicProxySerializer,
+    extend_schema,
+    extend_schema_field,
+    inline_serializer,
+)
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from memoryhub import chat, sessions
+from memoryhub.api import examples as ex
+from memoryhub.api.common import StrictSerializer, api_key, page_url, parse_input, query_params
+from memoryhub.api.fields import (
+    EventTimeField,
+    MetadataField,
+    StrictCharField,
+    StrictFloatField,
+    StrictIntegerField,
+)
+from memoryhub.models import Role
+
+MAX_TOOL_CALLS = 128
+
+
+@extend_schema_field({"oneOf": [
+    {"type": "string", "maxLength": settings.MEMORYHUB_MAX_CONTENT_CHARS},
+    {"type": "array", "maxItems": chat.MAX_PARTS,
+     "items": {"type": "object", "properties": {"type": {"type": "string"}}, "required": ["type"]}},
+], "nullable": True})
+class MessageContentField(serializers.Field):
+    """A message's content: a string, null, or a list of content parts/blocks (memoryhub.chat)."""
+
+    @property
+    def max_length(self) -> int:  # of a string content
+        return int(settings.MEMORYHUB_MAX_CONTENT_CHARS)
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, str):
+            if len(data) > self.max_length:
+                raise serializers.ValidationError(
+                    f"Ensure this field has no more than {self.max_length} characters.",
+                    code="max_length")
+            return data
+        if isinstance(data, list):
+            return data
+        raise serializers.ValidationError("Content is a string, null or a list of content parts.", code="invalid")
+
+    def to_representation(self, value: Any) -> Any:
+        return value
+
+
+def _read_chat_fields(attrs: dict[str, Any]) -> dict[str, Any]:
+    """An event's own fields from a chat-API message: null content is empty, a list of parts gives
+    its text, tool calls and tool result (memoryhub.chat.read_parts); `name` on a tool message is
+    the tool's."""
+    name = attrs.pop("name", None)
+    content = attrs["content"]
+    if content is None:
+        attrs["content"] = ""
+    elif isinstance(content, list):
+        try:
+            read = chat.read_parts(attrs["role"], content)
+        except chat.MessageError as exc:
+            raise serializers.ValidationError({"content": [serializers.ErrorDetail(str(exc), code=exc.code)]}) from None
+        if len(read.content) > settings.MEMORYHUB_MAX_CONTENT_CHARS:
+            raise serializers.ValidationError({"content": [serializers.ErrorDetail(
+                f"The message's text has more than {settings.MEMORYHUB_MAX_CONTENT_CHARS} characters.",
+                code="max_length")]})
+        if read.tool_calls and attrs["tool_calls"]:
+            raise serializers.ValidationError("Give tool calls as `tool_calls` or as tool_use blocks, not both.",
+                                              code="ambiguous_tool_call")
+        if read.tool_call_id and attrs["tool_call_id"]:
+            raise serializers.ValidationError("Give `tool_call_id` or a tool_result block, not both.",
+                                              code="ambiguous_tool_call")
+        attrs["role"], attrs["content"] = read.role, read.content
+        attrs["tool_calls"] = read.tool_calls or attrs["tool_calls"]
+        attrs["tool_call_id"] = read.tool_call_id or attrs["tool_call_id"]
+    if name and attrs["role"] == "tool" and not attrs["tool_name"]:
+        attrs["tool_name"] = name
+    return attrs
+
+
+class ToolFunctionInput(StrictSerializer):
+    name = StrictCharField(max_length=200, help_text="The tool's name.")
+    arguments = serializers.JSONField(required=False, allow_null=True, default=None,
+                                      help_text="The call's arguments: a JSON value or a JSON string.")
+
+
+class ToolCallInput(StrictSerializer):
+    """One tool call: {id, name, arguments}, or a chat API's {id, type: "function", function: {name,
+    arguments}}; stored as {id, name, arguments}."""
+
+    id = StrictCharField(max_length=200, required=False, allow_blank=True, default="",
+                         help_text="The call's id; a tool result names it in `tool_call_id`.")
+    name = StrictCharField(max_length=200, required=False, help_text="The tool's name.")
+    arguments = serializers.JSONField(required=False, allow_null=True, default=None,
+                                      help_text="The call's arguments: a JSON value or a JSON string, kept as sent.")
+    type = serializers.ChoiceField(choices=["function"], required=False, help_text="Chat APIs' \"function\".")
+    function = ToolFunctionInput(required=False, help_text="Chat APIs' form: {name, arguments}.")
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        function = attrs.get("function")
+        if function is not None and ("name" in attrs or attrs["arguments"] is not None):
+            raise serializers.ValidationError("Give `name`/`arguments` or `function`, not both.",
+                                              code="ambiguous_tool_call")
+        if function is None and "name" not in attrs:
+            raise serializers.ValidationError("A tool call needs a `name` (or `function.name`).",
+                                              code="tool_call_name_required")
+        source = function or attrs
+        return {"id": attrs["id"], "name": source["name"], "arguments": source["arguments"]}
+
+
+class EventInput(StrictSerializer):
+    also_accepted = ("events",)  # the bulk form
+    role = serializers.ChoiceField(choices=Role.choices, help_text="Who spoke: user, assistant, tool or system.")
+    content = MessageContentField(
+        required=False, allow_null=True, default="",
+        help_text="The message text (may be empty for a tool call with tool_name or tool_result); as chat APIs "
+                  "send it, also null (an assistant's tool calls) or a list of OpenAI content parts or Anthropic "
+                  "blocks (text, tool_use, tool_result, images…): their text is what is searched, and the message "
+                  "is kept whole for ?format=openai|anthropic.",
+    )
+    name = StrictCharField(max_length=200, required=False, allow_blank=True,
+                           help_text="OpenAI's `name`: the participant's name (on a tool message: the tool's, "
+                                     "stored as tool_name). Kept for ?format=openai.")
+    sequence = StrictIntegerField(required=False, min_value=1, max_value=2**62,
+                                  help_text="The position to store it at (default: next). One not above the "
+                                            "session's last sequence is a 409 sequence_conflict.")
+    tool_name = StrictCharField(max_length=200, required=False, allow_blank=True, default="",
+                                help_text="The tool called (tool calls and results).")
+    tool_args = serializers.JSONField(required=False, allow_null=True, default=None,
+                                      help_text="The tool call's arguments (any JSON).")
+    tool_result = serializers.JSONField(required=False, allow_null=True, default=None,
+                                        help_text="The tool's result (any JSON).")
+    # A ListSerializer spelled out: many=True would hand allow_null to each item too, and [null] got
+    # through to a 500.
+    tool_calls = serializers.ListSerializer(
+        child=ToolCallInput(), required=False, allow_null=True, default=None, max_length=MAX_TOOL_CALLS,
+        help_text="Several tool calls in one message, as chat APIs send them: [{id, name, arguments}]. "
+                  "Searchable like tool_name/tool_args, which keep working for a single call.",
+    )
+    tool_call_id = StrictCharField(max_length=200, required=False, allow_blank=True, default="",
+                                   help_text="On a tool result: the id of the tool call it answers.")
+    metadata = MetadataField(required=False, default=dict, help_text="Any JSON object of the caller's.")
+    importance = StrictFloatField(required=False, min_value=0.0, max_value=1.0, allow_null=True, default=None,
+                                  help_text="0–1: how much the message matters for recall (default by role).")
+    created_at = EventTimeField(required=False, allow_null=True, default=None,
+                                help_text="When it was said (default: now), e.g. when importing history; "
+                                          "from 1970 to a day ahead.")
+    idempotency_key = StrictCharField(max_length=200, required=False, allow_null=True, default=None,
+                                      help_text="A key of the caller's: resending an event with a stored key "
+                                                "stores nothing and returns the stored event; the same key with "
+                                                "other content is a 409 idempotency_mismatch.")
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        attrs = _read_chat_fields(attrs)
+        if (not attrs["content"].strip() and not attrs["tool_name"] and attrs["tool_result"] is None
+                and not attrs["tool_calls"] and not attrs["tool_call_id"]):
+            raise serializers.ValidationError(
+                "An event needs content, a tool_name, tool_calls, a tool_result or a tool_call_id.",
+                code="empty_event",
+            )
+        ids = [c["id"] for c in attrs["tool_calls"] or [] if c["id"]]
+        if len(ids) != len(set(ids)):
+            raise serializers.ValidationError("Two tool calls of one event share an id.",
+                                              code="duplicate_tool_call_id")
+        return attrs
+
+
+APPEND_USER_HELP = ("The end user the events are from: the session must be theirs (409 owner_mismatch for "
+                    "another user's or an unowned session); a new session becomes theirs. A user-limited key "
+                    "appends as its user.")
+
+
+class SingleEventInput(EventInput):
+    user_id = StrictCharField(max_length=200, required=False, allow_null=True, default=None,
+                              help_text=APPEND_USER_HELP)
+
+
+class BulkEventInput(StrictSerializer):
+    events = EventInput(many=True, allow_empty=False,
+                        help_text="The events, oldest first; all are stored or none.")
+    user_id = StrictCharField(max_length=200, required=False, allow_null=True, default=None,
+                              help_text=APPEND_USER_HELP)
+
+
+class EventOutput(serializers.Serializer):
+    """Documents Event.as_dict() for the schema; the views return that dict directly."""
+
+    id = serializers.IntegerField(help_text="The event's id.")
+    sequence = serializers.IntegerField(help_text="Its position in the session, from 1.")
+    role = serializers.ChoiceField(choices=Role.choices, help_text="Who spoke.")
+    content = serializers.CharField(help_text="The message text.")
+    tool_name = serializers.CharField(allow_null=True, help_text="The tool called, if any.")
+    tool_args = serializers.JSONField(allow_null=True, help_text="The tool call's arguments, if any.")
+    tool_result = serializers.JSONField(allow_null=True, help_text="The tool's result, if any.")
+    tool_calls = serializers.ListField(child=serializers.DictField(), allow_null=True,
+                                       help_text="[{id, name, arguments}] as stored, if any.")
+    tool_call_id = serializers.CharField(allow_null=True, help_text="The tool call this result answers, if any.")
+    metadata = serializers.DictField(help_text="The caller's JSON object.")
+    importance = serializers.FloatField(help_text="0–1: weight in recall.")
+    idempotency_key = serializers.CharField(allow_null=True, help_text="The caller's idempotency key, if given.")
+    created_at = serializers.DateTimeField(help_text="When it was said.")
+    consolidated_at = serializers.DateTimeField(
+        allow_null=True, help_text="When fact extraction or consolidation covered this message; "
+                                   "null: not yet.")
+
+
+CHAT_MESSAGE_SCHEMA = {
+    "type": "object", "additionalProperties": True, "required": ["role"],
+    "description": "A chat API's message (?format=openai|anthropic): role, content (string, null or a list of "
+                   "parts/blocks), and for OpenAI tool_calls, tool_call_id, name.",
+    "properties": {
+        "role": {"type": "string"},
+        "content": {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "object"}}], "nullable": True},
+        "name": {"type": "string"},
+        "tool_calls": {"type": "array", "items": {"type": "object"}},
+        "tool_call_id": {"type": "string"},
+    },
+}
+
+
+# anyOf: a native event is also a valid chat message (role, content), so oneOf would refuse it.
+@extend_schema_field({"anyOf": [{"$ref": "#/components/schemas/EventOutput"}, CHAT_MESSAGE_SCHEMA]})
+class EventOrMessage(serializers.JSONField):
+    """An event (native) or a chat message (?format=openai|anthropic)."""
+
+
+class AppendedOutput(serializers.Serializer):
+    """POST …/events/: a bulk append answers session, created, events; a single one also carries
+    its event's own fields at the top level."""
+
+    session = serializers.CharField(help_text="The session's id (created if it did not exist).")
+    created = serializers.IntegerField(help_text="Events stored now (resent idempotency keys are not counted).")
+    events = EventOutput(many=True, help_text="The events, stored now or earlier under the same idempotency key.")
+    id = serializers.IntegerField(required=False, help_text="Single append: the event's id.")
+    sequence = serializers.IntegerField(required=False, help_text="Single append: its sequence.")
+    role = serializers.ChoiceField(choices=Role.choices, required=False, help_text="Single append: its role.")
+    content = serializers.CharField(required=False, help_text="Single append: its text.")
+    tool_name = serializers.CharField(allow_null=True, required=False, help_text="Single append: its tool.")
+    tool_args = serializers.JSONField(allow_null=True, required=False, help_text="Single append: tool arguments.")
+    tool_result = serializers.JSONField(allow_null=True, required=False, help_text="Single append: tool result.")
+    tool_calls = serializers.ListField(child=serializers.DictField(), allow_null=True, required=False,
+                                       help_text="Single append: its tool calls.")
+    tool_call_id = serializers.CharField(allow_null=True, required=False,
+                                         help_text="Single append: the tool call it answers.")
+    metadata = serializers.DictField(required=False, help_text="Single append: its metadata.")
+    importance = serializers.FloatField(required=False, help_text="Single append: its importance.")
+    idempotency_key = serializers.CharField(allow_null=True, required=False,
+                                            help_text="Single append: its idempotency key.")
+    created_at = serializers.DateTimeField(required=False, help_text="Single append: when it was said.")
+    consolidated_at = serializers.DateTimeField(allow_null=True, required=False,
+                                                help_text="Single append: null (a new message is not consolidated).")
+
+
+class EventListParams(serializers.Serializer):
+    limit = serializers.IntegerField(required=False, min_value=1, max_value=1000,
+                                     help_text="At most this many events. Alone: the newest ones.")
+    after = serializers.IntegerField(required=False, min_value=0,
+                                     help_text="Events with a sequence above this one, oldest first.")
+    before = serializers.IntegerField(required=False, min_value=1,
+                                      help_text="Events with a sequence below this one.")
+    format = serializers.ChoiceField(
+        choices=list(chat.FORMATS), required=False, default=chat.NATIVE,
+        help_text="native (default): MemoryHub's event fields. openai / anthropic: each event as that chat API's "
+                  "message, exactly as it was sent when it was sent in that shape (otherwise rendered from its "
+                  "fields, one message per event), with nothing added: ready to send to the model again.")
+
+
+class EventListView(APIView):
+    @extend_schema(
+        summary="List a session's events",
+        description="Oldest first from `after` (default: the start), 100 per page, with a `next` link; "
+                    "`limit` alone returns the newest `limit` events.",
+        parameters=[EventListParams],
+        responses=inline_serializer("EventPage", {
+            "session": serializers.CharField(help_text="The session's id."),
+            "count": serializers.IntegerField(help_text="Events in the session."),
+            "last_sequence": serializers.IntegerField(help_text="The newest event's sequence."),
+            "next": serializers.URLField(allow_null=True, help_text="The next page's URL (null: no more)."),
+            "results": serializers.ListField(
+                child=EventOrMessage(), help_text="The events, oldest first (with ?format=openai|anthropic: "
+                                                  "as that chat API's messages)."),
+        }),
+        examples=ex.EVENT_LIST,
+    )
+    def get(self, request: Request, session_id: str) -> Response:
+        params = query_params(request, EventListParams)
+        session = sessions.get_session(api_key(request), session_id)
+        after, before, limit = params.get("after"), params.get("before"), params.get("limit")
+        render = chat.RENDERERS.get(params["format"])
+        next_url = None
+        if limit is not None and after is None and before is None:
+            if render is None:
+                results = sessions.recent_events(session, limit)
+            else:
+                results = [render(e) for e in sessions.events_page(session, after=None, before=None, limit=limit,
+                                                                    newest=True)]
+        else:
+            page_size = limit or 100
+            events = sessions.events_page(session, after=after, before=before, limit=page_size)
+            results = [render(e) if render else e.as_dict() for e in events]
+            if len(events) == page_size and events[-1].sequence < session.last_sequence and before is None:
+                next_url = page_url(request, after=events[-1].sequence, limit=page_size)
+        body = {
+            "session": session.external_id,
+            "count": session.event_count,
+            "last_sequence": session.last_sequence,
+            "next": next_url,
+            "results": results,
+        }
+        return Response(body)
+
+    @extend_schema(
+        summary="Append events",
+        description="One event, or {\"events\": [...]} appended atomically (all or none), each at the next "
+                    "sequence. An unknown session id is created. 201 when something was stored; 200 when "
+                    "every event's idempotency_key was already stored (a retried request). With `user_id` (or a "
+                    "user-limited key) the session must be that user's: another user's or an unowned session "
+                    "is a 409 owner_mismatch (a user-limited key: 404 session_not_found for both), and "
+                    "nothing is stored.",
+        request=PolymorphicProxySerializer("EventAppend", serializers=[SingleEventInput, BulkEventInput],
+                                           resource_type_field_name=None),
+        responses={201: AppendedOutput, 200: AppendedOutput},
+        examples=ex.EVENT_APPEND,
+    )
+    def post(self, request: Request, session_id: str) -> Response:
+        bulk = isinstance(request.data, dict) and "events" in request.data
+        if bulk:
+            data = parse_input(BulkEventInput, request.data)
+            items, user_id = data["events"], data["user_id"]
+        else:
+            item = parse_input(SingleEventInput, request.data)
+            user_id = item.pop("user_id")
+            items = [item]
+        # to tell a default from a value
+        sent = request.data["events"] if bulk else [{k: v for k, v in request.data.items() if k != "user_id"}]
+        result = sessions.append_events(
+            key=api_key(request), session_id=session_id, user_id=user_id or None,
+            items=[sessions.EventInput(**dict(item), message=chat.kept_message(raw), given=frozenset([*raw, "message"]))
+                   for item, raw in zip(items, sent, strict=True)],
+        )
+        body = appended(result)
+        if not bulk:
+            # A single append also answers with the event's own fields at the top level.
+            body = {**body["events"][0], **body}
+        return Response(body, status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK)
+
+
+def appended(result: sessions.AppendResult) -> dict[str, Any]:
+    """The body of a bulk append's answer (also what the MCP tool memory_remember returns)."""
+    return {"session": result.session.external_id, "created": result.created,
+            "events": [e.as_dict() for e in result.events]}
