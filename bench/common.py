@@ -190,7 +190,8 @@ def ingest(conversations: list[dict[str, Any]], tenant_name: str) -> Ingested:
     from django.db import transaction
 
     from accounts.models import ApiKey, Tenant
-    from memoryhub.sessions import EventInput, SessionInput, append_events, create_session
+    from memoryhub.event_log import EventInput, append_events
+    from memoryhub.sessions import SessionInput, create_session
 
     tenant, _ = Tenant.get_or_create_named(tenant_name)
     key = ApiKey.create_key(tenant=tenant, scopes=("read", "write")).api_key

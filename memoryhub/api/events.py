@@ -18,7 +18,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memoryhub import chat, sessions
+from memoryhub import chat, event_log, sessions
 from memoryhub.api import examples as ex
 from memoryhub.api.common import StrictSerializer, api_key, page_url, parse_input, query_params
 from memoryhub.api.fields import (
@@ -303,13 +303,13 @@ class EventListView(APIView):
         next_url = None
         if limit is not None and after is None and before is None:
             if render is None:
-                results = sessions.recent_events(session, limit)
+                results = event_log.recent_events(session, limit)
             else:
-                results = [render(e) for e in sessions.events_page(session, after=None, before=None, limit=limit,
+                results = [render(e) for e in event_log.events_page(session, after=None, before=None, limit=limit,
                                                                     newest=True)]
         else:
             page_size = limit or 100
-            events = sessions.events_page(session, after=after, before=before, limit=page_size)
+            events = event_log.events_page(session, after=after, before=before, limit=page_size)
             results = [render(e) if render else e.as_dict() for e in events]
             if len(events) == page_size and events[-1].sequence < session.last_sequence and before is None:
                 next_url = page_url(request, after=events[-1].sequence, limit=page_size)
@@ -346,9 +346,9 @@ class EventListView(APIView):
             items = [item]
         # to tell a default from a value
         sent = request.data["events"] if bulk else [{k: v for k, v in request.data.items() if k != "user_id"}]
-        result = sessions.append_events(
+        result = event_log.append_events(
             key=api_key(request), session_id=session_id, user_id=user_id or None,
-            items=[sessions.EventInput(**dict(item), message=chat.kept_message(raw), given=frozenset([*raw, "message"]))
+            items=[event_log.EventInput(**dict(item), message=chat.kept_message(raw), given=frozenset([*raw, "message"]))
                    for item, raw in zip(items, sent, strict=True)],
         )
         body = appended(result)
@@ -358,7 +358,7 @@ class EventListView(APIView):
         return Response(body, status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK)
 
 
-def appended(result: sessions.AppendResult) -> dict[str, Any]:
+def appended(result: event_log.AppendResult) -> dict[str, Any]:
     """The body of a bulk append's answer (also what the MCP tool memory_remember returns)."""
     return {"session": result.session.external_id, "created": result.created,
             "events": [e.as_dict() for e in result.events]}

@@ -15,7 +15,7 @@ from django.db import transaction
 from rest_framework import serializers
 
 from accounts.models import ApiKey
-from memoryhub import chat, end_users, facts, notes, scratchpad, sessions
+from memoryhub import chat, end_users, event_log, facts, notes, scratchpad, sessions
 from memoryhub.api.common import (
     LimitOffset,
     StrictSerializer,
@@ -137,9 +137,9 @@ def run_remember(key: ApiKey, arguments: dict[str, Any]) -> dict[str, Any]:
             data = parse_input(SessionCreateInput, {"id": session_id, "get_or_create": True, **placement})
             data.pop("get_or_create")
             sessions.create_session(key=key, data=sessions.SessionInput(**data), get_or_create=True)
-        items = [sessions.EventInput(**dict(e), message=chat.kept_message(raw))
+        items = [event_log.EventInput(**dict(e), message=chat.kept_message(raw))
                  for e, raw in zip(events, sent, strict=True)]
-        result = sessions.append_events(key=key, session_id=_session_id(session_id), items=items,
+        result = event_log.append_events(key=key, session_id=_session_id(session_id), items=items,
                                         user_id=placement.get("user_id") or None)
     return appended(result)
 

@@ -33,10 +33,11 @@ from accounts.models import ApiKey
 from memoryhub import facts, notes
 from memoryhub.end_users import end_user_ids, end_users
 from memoryhub.errors import Invalid, NotFound
+from memoryhub.event_log import EventInput, append_events
 from memoryhub.extractors import extract_and_store
 from memoryhub.models import Fact, Note, Session
 from memoryhub.models.sessions import SESSION_ID_REGEX
-from memoryhub.sessions import EventInput, append_events, get_or_create_session_lazily, resolve_user
+from memoryhub.sessions import get_or_create_session_lazily, resolve_user
 from memoryhub.summarisers import SummariserError
 from retrieval.models import Chunk
 from retrieval.scoping import build_search_request

@@ -490,7 +490,7 @@ def test_cache_is_per_session_and_per_tenant(alice, bob) -> None:
 def test_a_read_racing_an_append_never_duplicates_events_in_the_cache(alice) -> None:
     """A read that loaded the session before an append committed, then the append's write-through."""
     from memoryhub import recent
-    from memoryhub.sessions import recent_events
+    from memoryhub.event_log import recent_events
 
     fill(alice, "s1", 3)
     stale = Session.objects.get(external_id="s1")  # the reader's snapshot: last_sequence 3
@@ -556,7 +556,7 @@ def test_the_appends_locking_read_sees_exactly_what_get_session_sees(alice, bob,
     from django.db import transaction
 
     from accounts.models import ApiKey, Workspace
-    from memoryhub import sessions
+    from memoryhub import event_log, sessions
 
     for sid, fields in (("mine", {"user_id": "u1", "metadata": {"k": [1]}}), ("theirs", {"user_id": "u2"}),
                         ("shared", {}), ("elsewhere", {"workspace": "w2", "user_id": "u1"})):
@@ -569,7 +569,7 @@ def test_the_appends_locking_read_sees_exactly_what_get_session_sees(alice, bob,
     for key in keys:
         for sid in ("mine", "theirs", "shared", "elsewhere", "bobs", "none"):
             with transaction.atomic():
-                locked = sessions._lock_session(key, sid)
+                locked = event_log._lock_session(key, sid)
                 try:
                     expected = sessions.get_session(key, sid, for_update=True, related=False)
                 except sessions.NotFound:

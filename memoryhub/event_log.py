@@ -1,0 +1,255 @@
+"""The event log of a session (SPEC S2): appending events atomically (sequences, idempotent
+retries, a session created on first append) and reading them back (the newest, or a page)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import lru_cache
+from typing import Any
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.utils import timezone
+
+from accounts.models import ApiKey
+from memoryhub import conversations, recent
+from memoryhub.errors import Conflict, Invalid, TooLarge
+from memoryhub.models import Event, Session, SessionStatus
+from memoryhub.plumbing import background, rows
+from memoryhub.sessions import (
+    check_append_owner,
+    get_or_create_session_lazily,
+    get_session,
+    resolve_user,
+)
+from memoryhub.signals import events_appended
+
+
+@dataclass
+class EventInput:
+    role: str
+    content: str = ""
+    sequence: int | None = None
+    tool_name: str = ""
+    tool_args: Any = None
+    tool_result: Any = None
+    tool_calls: list[dict[str, Any]] | None = None
+    tool_call_id: str = ""
+    # The chat-API message as sent, when the fields above cannot give it back (memoryhub.chat).
+    message: dict[str, Any] | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    importance: float | None = None
+    created_at: datetime | None = None
+    idempotency_key: str | None = None
+    # The fields the client sent (None: all of them). A resend is compared on these only, so a
+    # retry that leaves out a default (metadata {}) is still the same event.
+    given: frozenset[str] | None = None
+
+
+@dataclass
+class AppendResult:
+    session: Session
+    events: list[Event]
+    created: int
+
+
+def _check_batch(items: list[EventInput]) -> None:
+    keys = [i.idempotency_key for i in items if i.idempotency_key]
+    if len(keys) != len(set(keys)):
+        raise Invalid("duplicate_idempotency_key", "Two events in one request share an idempotency_key.")
+    if len(items) > settings.MEMORYHUB_MAX_BULK_EVENTS:
+        raise TooLarge(
+            "too_many_events",
+            f"At most {settings.MEMORYHUB_MAX_BULK_EVENTS} events per request.",
+        )
+
+
+def append_events(*, key: ApiKey, session_id: str, items: list[EventInput],
+                  user_id: str | None = None) -> AppendResult:
+    """Append events atomically; sequences are allocated under a lock on the session row.
+
+    An event whose idempotency_key is already stored is not stored again: the stored one is
+    returned, so a retried request is harmless. With a user (`user_id`, or the key's) the session
+    must be that user's (a new one becomes theirs): see check_append_owner.
+    """
+    _check_batch(items)
+    user = resolve_user(key, user_id)
+    # The lazy creation shares the append's transaction: a refused append leaves no empty session.
+    with transaction.atomic():
+        session = _lock_session(key, session_id)
+        if session is None:
+            get_or_create_session_lazily(key=key, session_id=session_id, user_id=user)
+            session = get_session(key, session_id, for_update=True, related=False)
+        # The locked row carries its owner: the check costs no query.
+        check_append_owner(key, session, user)
+        result = _append_locked(session, items)
+    return result
+
+
+_SENTINEL = "mh-session-id-placeholder"
+
+
+@lru_cache(maxsize=1024)
+def _lock_statement(tenant_id: int, workspace_id: int | None, user_id: str) -> tuple[str, tuple[Any, ...], int]:
+    """The append's locking read of a session the key may see (get_session's, for_update, without
+    its workspace and channel), compiled once per key scope: building it through the ORM was half
+    a millisecond of every append. The session id's place among the parameters is returned."""
+    scope = ApiKey(tenant_id=tenant_id, workspace_id=workspace_id, user_id=user_id)
+    qs = Session.objects.visible_to(scope).select_for_update(of=("self",)).filter(external_id=_SENTINEL)
+    sql, params = qs.order_by()[:1].query.sql_with_params()
+    return sql, tuple(params), list(params).index(_SENTINEL)
+
+
+_SESSION_COLUMNS = tuple(f.attname for f in Session._meta.concrete_fields)
+# What the ORM applies to a column it reads (JSON is read as text and parsed by its field).
+_SESSION_CONVERTERS = tuple((i, f) for i, f in enumerate(Session._meta.concrete_fields) if hasattr(f, "from_db_value"))
+
+
+def _lock_session(key: ApiKey, session_id: str) -> Session | None:
+    """get_session(key, session_id, for_update=True, related=False), or None when not found."""
+    sql, params, at = _lock_statement(key.tenant_id, key.workspace_id, key.user_id or "")
+    values = list(params)
+    values[at] = session_id
+    with connection.cursor() as cursor:
+        cursor.execute(sql, values)
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    values = list(row)
+    for index, column in _SESSION_CONVERTERS:
+        values[index] = column.from_db_value(values[index], None, connection)
+    return Session.from_db(connection.alias, _SESSION_COLUMNS, values)
+
+
+def _append_locked(session: Session, items: list[EventInput]) -> AppendResult:
+    if session.status == SessionStatus.ARCHIVED:
+        raise Conflict("session_archived", f"Session {session.external_id!r} is archived and read-only.")
+    keys = [i.idempotency_key for i in items if i.idempotency_key]
+    replayed = (
+        {e.idempotency_key: e for e in Event.objects.filter(session=session, idempotency_key__in=keys)}
+        if keys else {}
+    )
+    now = timezone.now()
+    last = session.last_sequence
+    defaults = settings.MEMORYHUB_DEFAULT_IMPORTANCE
+    ordered: list[Event] = []
+    new: list[Event] = []
+    for index, item in enumerate(items):
+        if item.idempotency_key and item.idempotency_key in replayed:
+            stored = replayed[item.idempotency_key]
+            _check_replay(stored, item, index)
+            ordered.append(stored)
+            continue
+        sequence = item.sequence if item.sequence is not None else last + 1
+        if sequence <= last:
+            raise Conflict(
+                "sequence_conflict",
+                f"Sequence {sequence} is not greater than the session's last sequence {last}.",
+                {"index": index, "sequence": sequence, "last_sequence": last},
+            )
+        event = Event(
+            tenant_id=session.tenant_id, session=session, sequence=sequence, role=item.role,
+            content=item.content, tool_name=item.tool_name, tool_args=item.tool_args,
+            tool_result=item.tool_result, tool_calls=item.tool_calls, tool_call_id=item.tool_call_id,
+            message=item.message, metadata=item.metadata,
+            importance=item.importance if item.importance is not None else defaults.get(item.role, 0.5),
+            idempotency_key=item.idempotency_key, created_at=item.created_at or now,
+        )
+        ordered.append(event)
+        new.append(event)
+        last = sequence
+    if new:
+        previous_last = session.last_sequence
+        session.last_sequence = last
+        session.event_count += len(new)
+        session.updated_at = now
+        fields = ["last_sequence", "event_count", "updated_at"]
+        if session.status == SessionStatus.IDLE:  # talking again: the conversation is active
+            fields += conversations.move(session, SessionStatus.ACTIVE)
+        _write(session, fields, new)
+        events_appended.send(sender=Session, session=session, events=new)
+        payloads = [e.as_dict() for e in new]
+        marked = session.consolidated_to
+        transaction.on_commit(lambda: recent.extend(session.pk, previous_last, last, marked, payloads))
+    return AppendResult(session=session, events=ordered, created=len(new))
+
+
+def _write(session: Session, fields: list[str], new: list[Event]) -> None:
+    """The new events and the session's counters in one statement (what bulk_create and
+    save(update_fields) would write, in one round trip and without building either statement
+    through the ORM: memoryhub.plumbing.rows), with the notice that wakes the lanes."""
+    if len(new) > rows.SMALL_BATCH:  # a bulk append: the ORM's statements are faster there
+        Event.objects.bulk_create(new)
+        session.save(update_fields=fields)
+        return
+    events = rows.rows(Event, new)
+    assigned, assigned_params = rows.assignments(session, fields)
+    # The lanes' wake-up (memoryhub.receivers' notify_work) travels with it.
+    notice, notice_params = background.notify_work_within() or ("NULL", [])
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""WITH counters AS (UPDATE {Session._meta.db_table} SET {assigned} WHERE id = %s)
+                INSERT INTO {events.table} ({events.columns}) VALUES {events.values}
+                RETURNING id, sequence, {notice}""",
+            [*assigned_params, session.pk, *events.params, *notice_params],
+        )
+        ids = {sequence: pk for pk, sequence, _ in cursor.fetchall()}
+    for event in new:
+        rows.saved(event, ids[event.sequence])
+
+
+def _check_replay(stored: Event, item: EventInput, index: int) -> None:
+    """A retry must resend what it sent: the same key with other content is a client bug (a key
+    reused for a new event) that would otherwise silently drop the new event."""
+    differs = [
+        name for name, sent, kept in (
+            ("role", item.role, stored.role), ("content", item.content, stored.content),
+            ("tool_name", item.tool_name, stored.tool_name), ("tool_args", item.tool_args, stored.tool_args),
+            ("tool_result", item.tool_result, stored.tool_result), ("metadata", item.metadata, stored.metadata),
+            ("message", item.message, stored.message),
+            ("sequence", item.sequence, stored.sequence), ("importance", item.importance, stored.importance),
+            ("created_at", item.created_at, stored.created_at),
+        )
+        # Fields the retry left out are not compared.
+        if (item.given is None or name in item.given)
+        and not (sent is None and name in ("sequence", "importance", "created_at")) and sent != kept
+    ]
+    if differs:
+        raise Conflict(
+            "idempotency_mismatch",
+            f"idempotency_key {item.idempotency_key!r} was used for an event with other content ({', '.join(differs)}).",
+            {"index": index, "idempotency_key": item.idempotency_key, "event_id": stored.pk, "fields": differs},
+        )
+
+
+def recent_events(session: Session, limit: int) -> list[dict[str, Any]]:
+    """The newest `limit` events (payloads) in chronological order, cached when the window allows."""
+    if limit <= settings.MEMORYHUB_RECENT_WINDOW:
+        window = recent.get(session.pk, session.last_sequence, session.consolidated_to)
+        if window is None:
+            # Only up to the sequence the key names: an append committed since `session` was read
+            # must not slip into this entry, or the write-through would add it a second time.
+            newest = session.events.filter(sequence__lte=session.last_sequence).order_by("-sequence")[
+                : settings.MEMORYHUB_RECENT_WINDOW
+            ]
+            window = [e.as_dict() for e in reversed(newest)]
+            recent.put(session.pk, session.last_sequence, session.consolidated_to, window)
+        return window[-limit:] if limit else []
+    return [e.as_dict() for e in reversed(session.events.order_by("-sequence")[:limit])]
+
+
+def events_page(session: Session, *, after: int | None, before: int | None, limit: int,
+                newest: bool = False) -> list[Event]:
+    """Events oldest first: above `after`, below `before`, or (`newest`) the newest `limit`."""
+    qs = session.events.all()
+    if newest:
+        return list(reversed(qs.order_by("-sequence")[:limit]))
+    if after is not None:
+        qs = qs.filter(sequence__gt=after)
+    if before is not None:
+        qs = qs.filter(sequence__lt=before)
+        # Reading backwards from `before`: the newest `limit` below it, returned oldest first.
+        if after is None:
+            return list(reversed(qs.order_by("-sequence")[:limit]))
+    return list(qs.order_by("sequence")[:limit])
