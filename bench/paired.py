@@ -27,6 +27,7 @@ from types import ModuleType
 from typing import Any
 
 import search as base_bench
+import search_http
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -87,7 +88,7 @@ def main() -> None:
     ports = [base_bench.free_port() for _ in trees]
     servers = [module.start_server(port, 1, db_name) for module, port in zip(modules, ports, strict=True)]
     try:
-        posts = [base_bench.search_client(port) for port in ports]
+        posts = [search_http.search_client(port) for port in ports]
         options = {**base_bench.MODES[args.mode], "top_k": 10}
 
         def ask(server: int, body: dict[str, Any], by: list[dict[str, str]] = keys) -> float:

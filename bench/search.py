@@ -36,7 +36,6 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +51,6 @@ MODES = {
     "hybrid-rrf": {"mode": "hybrid", "fusion": "rrf"},
 }
 DB_NAME = "bench_search"
-CONCURRENT_PASSES = 3  # the concurrent phase asks the queries this many times
 
 
 def parse_args() -> argparse.Namespace:
@@ -172,56 +170,7 @@ def populate(n_chunks: int, turns: list[str], vectors: str) -> tuple[Any, str, d
     return tenant, raw_key, {"load_s": load_s, **built}
 
 
-# --- measurements ----------------------------------------------------------------------------
-
-
-def measure_in_process(tenant: Any, questions: list[str]) -> dict[str, Any]:
-    from django.db import connection, transaction
-    from django.test.utils import CaptureQueriesContext
-
-    from retrieval.query_embedding import embed_query, query_encoder
-    from retrieval.search import hybrid_search
-    from retrieval.search.sql import select_binary_rows
-
-    encoder = query_encoder()
-    print("query embedder:", f"ONNX Runtime, {encoder.filename}" if encoder is not None  # type: ignore[attr-defined]
-          else "the configured embedder (torch)")
-    embed_ms = []
-    cpu_before = time.process_time()
-    for q in questions:  # the query path the web workers use
-        started = time.perf_counter()
-        embed_query(q)
-        embed_ms.append(1000 * (time.perf_counter() - started))
-    embed_cpu_ms = 1000 * (time.process_time() - cpu_before) / len(questions)
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_backend_pid()")
-        backend = cursor.fetchone()[0]
-    out: dict[str, Any] = {"embedding": summary(embed_ms), "embedding_cpu_ms": round(embed_cpu_ms, 2)}
-    for name, options in MODES.items():
-        raw_ms, call_ms = [], []
-        raw_cpu = 0.0  # this process (the driver) and its PostgreSQL backend, over the statements alone
-        for q in questions:
-            with CaptureQueriesContext(connection) as captured:
-                started = time.perf_counter()
-                hybrid_search(tenant_id=tenant.pk, query=q, top_k=10, **options)
-                call_ms.append(1000 * (time.perf_counter() - started))
-            statements = [(c["sql"], c.get("binary", False)) for c in captured.captured_queries
-                          if not c["sql"].startswith(("SAVEPOINT", "RELEASE SAVEPOINT", "BEGIN", "COMMIT"))]
-            with transaction.atomic(), connection.cursor() as cursor:
-                cpu_before = time.process_time() + cpu_seconds([backend])
-                started = time.perf_counter()
-                for sql, in_binary in statements:
-                    if in_binary:  # as search fetches its candidates
-                        select_binary_rows(sql, None)
-                        continue
-                    cursor.execute(sql)
-                    if cursor.description:
-                        cursor.fetchall()
-                raw_ms.append(1000 * (time.perf_counter() - started))
-                raw_cpu += time.process_time() + cpu_seconds([backend]) - cpu_before
-        out[name] = {"raw_sql": summary(raw_ms), "in_process": summary(call_ms),
-                     "raw_sql_cpu_ms": round(1000 * raw_cpu / len(questions), 2)}
-    return out
+# --- the server --------------------------------------------------------------------------------
 
 
 def serving_cpu(server_pid: int) -> Callable[[], float]:
@@ -277,124 +226,6 @@ def stop_server(process: subprocess.Popen[bytes]) -> None:
         os.killpg(process.pid, signal.SIGKILL)
 
 
-def search_client(port: int) -> Callable[[dict[str, Any], str], float]:
-    """POST /search/ as a key, timed in ms; each client thread keeps one connection open
-    (http.client: `requests` spends 0.6 ms of CPU a request on its own side, which on two cores
-    the server's share loses)."""
-    import http.client
-
-    local = __import__("threading").local()
-
-    def post(body: dict[str, Any], raw_key: str) -> float:
-        if not hasattr(local, "http"):
-            local.http = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-        headers = {"Authorization": f"Bearer {raw_key}", "Content-Type": "application/json"}
-        for attempt in (1, 2):
-            started = time.perf_counter()
-            try:
-                local.http.request("POST", "/api/v1/search/", body=json.dumps(body), headers=headers)
-                response = local.http.getresponse()
-                break
-            except (http.client.HTTPException, ConnectionError):
-                # The server closed the keep-alive connection (a worker restarted): reconnect once.
-                local.http.close()
-                local.http = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-                if attempt == 2:
-                    raise
-        content = response.read()
-        elapsed = 1000 * (time.perf_counter() - started)
-        assert response.status == 200, content
-        json.loads(content)
-        return elapsed
-
-    return post
-
-
-def measure_http(port: int, raw_key: str, questions: list[str], clients: int, workers: int,
-                 probe: Callable[[], float] | None = None) -> dict[str, Any]:
-    post = search_client(port)
-
-    def one(body: dict[str, Any]) -> float:
-        return post(body, raw_key)
-
-    with ThreadPoolExecutor(workers * 4) as pool:  # load the model in every worker first
-        list(pool.map(one, [{"query": q, "mode": "hybrid"} for q in questions[: workers * 8]]))
-    plan = {name: [{"query": q, "top_k": 10, **options} for q in questions] for name, options in MODES.items()}
-    cpu: dict[str, float] = {}
-    singles = single_then_concurrent(plan, one, clients, probe, cpu)
-    return {name: {"single": summary(single), f"{clients}_clients": summary(concurrent), "throughput_qps": qps,
-                   **({"cpu_ms": cpu[name]} if name in cpu else {})}
-            for name, (single, concurrent, qps) in singles.items()}
-
-
-# The web workers write the access counts of what searches returned every
-# MEMORYHUB_ACCESS_FLUSH_SECONDS (10 by default): a write of thousands of rows after a concurrent phase.
-FLUSHED_AFTER_S = 11.0
-
-
-def single_then_concurrent(plan: dict[str, list[Any]], one: Callable[[Any], float], clients: int,
-                           probe: Callable[[], float] | None = None, cpu: dict[str, float] | None = None,
-                           ) -> dict[str, tuple[list[float], list[float], float]]:
-    """Per mode, the single-client times, the concurrent times and queries/s. Every single-client
-    phase runs before any concurrent one, after the warm-up's access counts are written: until
-    stop 31 each mode's single client ran right after the previous mode's 8-client phase and
-    measured, some runs, that phase's access-count write (bench/README.md, stop 31). With `probe`
-    (the server's CPU seconds so far), `cpu` gets each mode's CPU ms per search over its
-    single-client phase."""
-    time.sleep(FLUSHED_AFTER_S)
-    singles = {}
-    for name, items in plan.items():
-        before = probe() if probe else 0.0
-        singles[name] = [one(item) for item in items]
-        if probe is not None and cpu is not None:
-            cpu[name] = round(1000 * (probe() - before) / len(items), 2)
-    out = {}
-    for name, items in plan.items():
-        with ThreadPoolExecutor(clients) as pool:  # the queries three times: a phase of seconds, not one
-            started = time.perf_counter()
-            concurrent = list(pool.map(one, items * CONCURRENT_PASSES))
-            wall = time.perf_counter() - started
-        out[name] = (singles[name], concurrent, round(len(concurrent) / wall, 1))
-    return out
-
-
-def measure_embedding_throughput(tenant: Any, turns: list[str], sample: int) -> dict[str, float]:
-    from memoryhub.models import Session
-    from retrieval.embedders import get_embedder
-    from retrieval.embedding import backfill_embeddings
-    from retrieval.models import Chunk
-
-    random.seed(3)
-    picks = random.sample(range(1, len(turns)), sample)
-    texts = [turns[i] for i in picks]
-    contexts = [turns[i - 1][:400] for i in picks]
-    inputs = [f"{c}\n{t}" for c, t in zip(contexts, texts, strict=True)]
-    from django.conf import settings
-
-    embedder = get_embedder()
-    full = settings.MEMORYHUB_EMBED_BACKFILL_BATCH  # the runtime the backfill's batches use, on every thread
-    backend = embedder.backend(full)  # type: ignore[attr-defined]
-    model = embedder._load(backend)  # type: ignore[attr-defined]
-    started = time.perf_counter()
-    if backend == "onnx":
-        model.encode(inputs, workers=settings.MEMORYHUB_EMBED_THREADS)
-    else:
-        model.encode(inputs, normalize_embeddings=True,
-                     show_progress_bar=False)
-    raw = sample / (time.perf_counter() - started)
-    session = Session.objects.filter(tenant=tenant).first()
-    rows = Chunk.objects.bulk_create([
-        Chunk(tenant=tenant, session=session, workspace_id=session.workspace_id, channel_id=session.channel_id,
-              text=t, context=c, content_hash=f"tp{i}") for i, (t, c) in enumerate(zip(texts, contexts, strict=True))
-    ])
-    started = time.perf_counter()
-    result = backfill_embeddings(tenant_id=tenant.pk, limit=sample)
-    pipeline = result["embedded"] / (time.perf_counter() - started)
-    Chunk.objects.filter(pk__in=[r.pk for r in rows]).delete()
-    return {"raw_model_texts_per_s": round(raw, 1), "backfill_texts_per_s": round(pipeline, 1),
-            "ratio": round(pipeline / raw, 3)}
-
-
 def curve(args: argparse.Namespace) -> None:
     """Each size measured by this script in a process of its own, one after the other, then one table."""
     import tempfile
@@ -432,6 +263,8 @@ def main() -> None:
     import scale
     from django.conf import settings
     from django.db import connection
+    from search_http import measure_http
+    from search_in_process import measure_embedding_throughput, measure_in_process, measure_recall
 
     if settings.EMBEDDED_DATABASE:  # the shared buffers `manage.py run` gives the embedded server
         from memoryhub.plumbing.embedded_pg import raise_shared_buffers
@@ -479,19 +312,6 @@ def main() -> None:
             stop_server(server)
         if not args.keepdb:
             connection.creation.destroy_test_db(args.db, verbosity=0)
-
-
-def measure_recall(tenant: Any, questions: list[str], ef_values: tuple[int, ...]) -> dict[str, Any]:
-    import numpy as np
-    import scale
-    from django.db import connection
-
-    from retrieval.embedders import get_embedder
-    from retrieval.query_embedding import embed_query
-
-    vectors = [np.asarray(embed_query(q), dtype=np.float32) for q in questions]
-    with connection.cursor() as cursor:
-        return scale.recall(cursor, tenant.pk, get_embedder().name, vectors, ef_values=ef_values)
 
 
 def free_port() -> int:

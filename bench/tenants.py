@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import search as base
+import search_http
 
 DB_NAME = "bench_tenants"
 PER_SESSION = 100  # chunks a session holds
@@ -181,7 +182,7 @@ def candidate_recall(bodies: list[dict[str, Any]], keys: dict[str, Any]) -> dict
 
 
 def http(port: int, raw_keys: dict[str, str], bodies: list[dict[str, Any]], clients: int) -> dict[str, Any]:
-    post = base.search_client(port)
+    post = search_http.search_client(port)
 
     def one(item: tuple[dict[str, Any], str]) -> float:
         body, mode = item
@@ -191,7 +192,7 @@ def http(port: int, raw_keys: dict[str, str], bodies: list[dict[str, Any]], clie
     list(map(one, [(b, "hybrid") for b in bodies[:20]]))  # warm: keys, connections, the query model
     plan = {mode: [(b, mode) for b in bodies] for mode in MODES}
     out: dict[str, Any] = {}
-    for mode, (single, concurrent, qps) in base.single_then_concurrent(plan, one, clients).items():
+    for mode, (single, concurrent, qps) in search_http.single_then_concurrent(plan, one, clients).items():
         out[mode] = {"single": base.summary(single), f"{clients}_clients": base.summary(concurrent), "qps": qps}
     return out
 
