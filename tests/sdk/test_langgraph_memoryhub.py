@@ -1,4 +1,4 @@
-"""MemoryHubStore beyond LangGraph's own store tests (test_langgraph_store.py): how a namespace
+"""MemoryHubStore beyond LangGraph's own store tests (tests/sdk/langgraph_store/): how a namespace
 maps onto an owner, what a user-limited key sees, the async client on its own, and LangMem's
 memory tools against the store (called directly: no model)."""
 
