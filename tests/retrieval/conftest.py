@@ -11,3 +11,18 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def search(client: Any, **body: Any) -> Any:
     return client.post("/api/v1/search/", body, format="json")
+
+
+def texts(response: Any) -> list[str]:
+    assert response.status_code == 200, response.content
+    return [r["text"] for r in response.json()["results"]]
+
+
+@pytest.fixture
+def garden(alice, index) -> None:
+    index(alice, "garden", {"role": "user", "content": "I planted tomatoes and basil in the garden."},
+          {"role": "assistant", "content": "Tomatoes need plenty of sun and water."},
+          {"role": "user", "content": "My sister Ana visits every Sunday.", "metadata": {"tags": ["family"]}})
+    index(alice, "work", {"role": "user", "content": "The quarterly report is due on Friday."})
+    index(alice, "tools", {"role": "tool", "content": "", "tool_name": "calendar",
+                           "tool_args": {"event": "report deadline"}})

@@ -1,0 +1,208 @@
+"""What one POST /search/ asks of the database: statements that do not grow with the results, at most
+three, text candidates fetched while the query is embedded, a small scope read directly, and HNSW's
+ef_search (growing with the table, set once per connection)."""
+
+from __future__ import annotations
+
+import pytest
+
+from retrieval.models import Chunk
+from retrieval.search import hybrid_search, weights
+from tests.retrieval.conftest import search, texts
+
+
+@pytest.mark.parametrize("mode", ["text", "vector", "hybrid", "exact"])
+def test_search_query_count_does_not_grow_with_results(alice, index, mode: str,
+                                                       django_assert_max_num_queries) -> None:
+    index(alice, "s", *[{"role": "user", "content": f"walrus fact {i}"} for i in range(30)])
+    # (+1: the access counts, which tests write at once and a server in batches.)
+    with django_assert_max_num_queries(13):
+        assert len(texts(search(alice, query="walrus", mode=mode, top_k=25))) == 25
+
+
+@pytest.mark.parametrize(("mode", "statements", "alongside"),
+                         [("text", 3, True), ("hybrid", 4, True), ("hybrid", 3, False), ("vector", 2, True),
+                          ("exact", 2, True)])
+def test_a_search_is_three_statements_at_most(alice, index, cast, settings, mode: str, statements: int,
+                                              alongside: bool, django_assert_num_queries, monkeypatch) -> None:
+    """Issue 19: the term statistics (text and hybrid), one statement for the candidates, their
+    scores and vectors (feedback, MMR and dedup run on those in Python), one for the hits' rows.
+    Hybrid search splits the candidates in two while the query is being embedded (text side
+    first, vector side once the vector is in), unless weights.EMBED_ALONGSIDE is off.
+    (+1: the access counts, which tests write at once and a server in batches, off the request.)"""
+    monkeypatch.setattr(weights, "EMBED_ALONGSIDE", alongside)
+    index(alice, "s", *[{"role": "user", "content": f"walrus fact {i}"} for i in range(30)])
+    with django_assert_num_queries(statements + 1):
+        hits = hybrid_search(tenant_id=cast.alice_tenant.pk, query="walrus", mode=mode, top_k=25)
+    assert len(hits) == 25 and hits[0].chunk.session.external_id == "s"
+    # The rows are the chunks' own values (created_at to the microsecond, in UTC), without a model instance.
+    stored = {c.pk: c for c in Chunk.objects.filter(pk__in=[h.chunk.pk for h in hits])}
+    for hit in hits:
+        chunk = stored[hit.chunk.pk]
+        assert (hit.chunk.text, hit.chunk.created_at, hit.chunk.metadata, hit.chunk.tags) == (
+            chunk.text, chunk.created_at, chunk.metadata, chunk.tags)
+        assert hit.chunk.created_at.utcoffset().total_seconds() == 0
+
+
+def test_hybrid_search_fetches_text_candidates_while_the_query_is_embedded(alice, garden, cast, settings,
+                                                                           monkeypatch) -> None:
+    """The query vector is computed in a thread while the text side's candidate statement runs:
+    here the embedder waits for that statement to have run (it would wait in vain, and say so, if
+    the two ran one after the other), and the results are those of the serial path."""
+    import threading
+
+    from django.db import connection
+
+    from retrieval import query_embedding
+
+    text_fetched = threading.Event()
+    waited: list[bool] = []
+    real = query_embedding.embed_query
+
+    def embed_after_the_text_statement(text: str) -> list[float]:
+        waited.append(text_fetched.wait(timeout=5))
+        return real(text)
+
+    def watch(execute, sql, params, many, context):  # type: ignore[no-untyped-def]
+        result = execute(sql, params, many, context)
+        if "ANY(ARRAY(" in sql and "halfvec_send" in sql:  # a candidate statement
+            text_fetched.set()
+        return result
+
+    def run() -> list[tuple[str, float]]:
+        hits = hybrid_search(tenant_id=cast.alice_tenant.pk, query="tomatoes sun", mode="hybrid")
+        return [(h.chunk.text, round(h.score, 9)) for h in hits]
+
+    monkeypatch.setattr(query_embedding, "embed_query", embed_after_the_text_statement)
+    with connection.execute_wrapper(watch):
+        alongside = run()
+    assert waited == [True]
+    monkeypatch.setattr(weights, "EMBED_ALONGSIDE", False)
+    monkeypatch.setattr(query_embedding, "embed_query", real)
+    assert run() == alongside and alongside[0][0] == "Tomatoes need plenty of sun and water."
+
+
+@pytest.mark.parametrize("mode", ["text", "hybrid"])
+def test_a_small_scope_tests_its_own_rows_instead_of_the_full_text_index(alice, garden, cast, settings, mode: str,
+                                                                         django_assert_num_queries) -> None:
+    """The full-text index finds a word's chunks in every tenant's rows before the scope narrows
+    them; a scope under MEMORYHUB_TEXT_SCAN_BELOW chunks tests its own rows instead (the match
+    written `IS TRUE`, which the index cannot serve). Same results either way."""
+    def run(threshold: int) -> tuple[list[tuple[str, float]], str]:
+        settings.MEMORYHUB_TEXT_SCAN_BELOW = threshold
+        with django_assert_num_queries(5 if mode == "hybrid" else 4) as captured:
+            hits = hybrid_search(tenant_id=cast.alice_tenant.pk, query="tomatoes garden", mode=mode)
+        candidates = next(q["sql"] for q in captured.captured_queries if "ANY(ARRAY(" in q["sql"])
+        return [(h.chunk.text, round(h.score, 9)) for h in hits], candidates
+
+    scanned, scan_sql = run(5_000)  # the tenant holds 5 chunks
+    indexed, index_sql = run(5)
+    assert ") IS TRUE" in scan_sql and ") IS TRUE" not in index_sql
+    assert scanned == indexed and scanned[0][0] == "I planted tomatoes and basil in the garden."
+
+
+def test_hybrid_search_under_load_embeds_first_in_one_candidate_statement(alice, garden, cast,
+                                                                           django_assert_num_queries) -> None:
+    """With another search running in the process the cores are busy: no thread, no split (the
+    term statistics, one candidate statement, the rows; +1: the access counts)."""
+    from retrieval.search.engine import in_flight
+
+    def run() -> list[tuple[str, float]]:
+        hits = hybrid_search(tenant_id=cast.alice_tenant.pk, query="tomatoes sun", mode="hybrid")
+        return [(h.chunk.text, round(h.score, 9)) for h in hits]
+
+    with django_assert_num_queries(5):
+        alone = run()
+    with in_flight, django_assert_num_queries(4):  # another search, running meanwhile
+        busy = run()
+    assert busy == alone and in_flight.count == 0
+
+
+def test_ef_search_grows_with_the_chunk_table(alice, garden, cast, settings, monkeypatch,
+                                             django_assert_num_queries) -> None:
+    """HNSW finds a smaller share of the true nearest neighbours as its graph grows: ef_search is
+    raised to one per weights.HNSW_ROWS_PER_EF rows of the chunk table (pgvector's ceiling 1000),
+    whose estimate the term statistics read along (no statement of its own)."""
+    from django.db import connection
+
+    from retrieval import termstats
+    from retrieval.search.sql import ef_search
+
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE retrieval_chunk")
+        cursor.execute("SELECT reltuples FROM pg_class WHERE oid = 'retrieval_chunk'::regclass")
+        estimate = int(cursor.fetchone()[0])
+    with django_assert_num_queries(4):  # statistics (with the estimate), candidates, rows, access counts
+        hybrid_search(tenant_id=cast.alice_tenant.pk, query="tomatoes", mode="text")
+    assert termstats.table_rows() == max(estimate, 0) and ef_search() == 100
+    for rows, expected in ((300_000, 300), (5_000_000, 1000), (50_000, 100)):
+        monkeypatch.setattr(termstats, "_table_rows", rows)
+        assert ef_search() == expected
+    monkeypatch.setattr(weights, "HNSW_ROWS_PER_EF", 0)
+    monkeypatch.setattr(termstats, "_table_rows", 5_000_000)
+    assert ef_search() == 100
+    monkeypatch.setattr(weights, "HNSW_ROWS_PER_EF", 1_000)
+    with django_assert_num_queries(6) as captured:  # SET LOCAL in a savepoint (the test's transaction)
+        assert hybrid_search(tenant_id=cast.alice_tenant.pk, query="tomatoes", mode="vector")
+    assert any(q["sql"].startswith("SET LOCAL hnsw.ef_search = 1000") for q in captured.captured_queries)
+
+
+def test_hnsw_settings_come_with_the_connection_or_per_query(alice, index, cast, settings,
+                                                             django_assert_num_queries) -> None:
+    """Every connection starts with search's ef_search and iterative scans (no SET per search); a
+    different ef_search (set at run time) is SET LOCAL around the candidate statement."""
+    from django.db import connection
+
+    index(alice, "s", {"role": "user", "content": "walrus"})
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW hnsw.iterative_scan")
+        assert cursor.fetchone()[0] == "relaxed_order"
+    # (+1 each: the access counts, which tests write at once and a server in batches.)
+    with django_assert_num_queries(3) as captured:
+        assert hybrid_search(tenant_id=cast.alice_tenant.pk, query="walrus", mode="vector")
+    settings.MEMORYHUB_HNSW_EF_SEARCH = 17
+    with django_assert_num_queries(6) as captured:  # in a savepoint here: the test's transaction
+        assert hybrid_search(tenant_id=cast.alice_tenant.pk, query="walrus", mode="vector")
+    statements = [q["sql"] for q in captured.captured_queries]
+    assert statements[1].startswith("SET LOCAL hnsw.ef_search = 17") and "halfvec" in statements[2]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_raised_ef_search_is_set_once_for_the_connection(cast, settings) -> None:
+    """Outside a transaction an ef_search other than the startup one (a table over 100k chunks) is
+    SET for the connection's life: one statement on its first search, none after (it was a
+    transaction and a SET LOCAL each search). Inside a transaction it stays SET LOCAL, which a
+    rollback undoes and the connection's own value outlives; a new connection sets it again."""
+    from django.db import connection, transaction
+    from django.test.utils import CaptureQueriesContext
+
+    from tests.base import post_events
+
+    post_events(cast.alice, "s", {"role": "user", "content": "walrus"})
+    tenant = cast.alice_tenant.pk
+
+    def sets(ef: int) -> list[str]:
+        settings.MEMORYHUB_HNSW_EF_SEARCH = ef
+        with CaptureQueriesContext(connection) as captured:
+            assert hybrid_search(tenant_id=tenant, query="walrus", mode="vector")
+        return [q["sql"] for q in captured.captured_queries if q["sql"].startswith("SET")]
+
+    def shown() -> str:
+        with connection.cursor() as cursor:
+            cursor.execute("SHOW hnsw.ef_search")
+            return cursor.fetchone()[0]
+
+    try:
+        assert sets(100) == [] and shown() == "100"  # the startup value
+        assert sets(170) == ["SET hnsw.ef_search = 170"] and shown() == "170"
+        assert sets(170) == [] and shown() == "170"
+        assert sets(100) == ["SET hnsw.ef_search = 100"] and sets(100) == [] and shown() == "100"
+        assert sets(170) == ["SET hnsw.ef_search = 170"]
+        with transaction.atomic():
+            in_transaction = sets(230)
+        assert in_transaction == ["SET LOCAL hnsw.ef_search = 230; SET LOCAL hnsw.iterative_scan = relaxed_order"]
+        assert shown() == "170" and sets(170) == []
+        connection.close()
+        assert sets(170) == ["SET hnsw.ef_search = 170"] and shown() == "170"
+    finally:
+        connection.close()  # the next test's connection starts from the startup options
