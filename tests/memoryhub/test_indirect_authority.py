@@ -5,7 +5,8 @@ Every side uses the same names: session `s1`, note `n1`, fact `profile/home_city
 `ext1`, document `doc://same`; tenant "alice" has workspaces alpha and beta and users ann and bob,
 tenant "bob" (another tenant) holds the same names. Each case compares a database snapshot before
 and after: a refused request changes nothing, an accepted one changes only rows within the key's
-limits.
+limits. The matrix of every kind of key against every owner is
+test_indirect_authority_matrix.py.
 """
 
 from __future__ import annotations
@@ -73,6 +74,11 @@ def snapshot(tenant: Any = None) -> dict[str, dict[int, tuple[Any, ...]]]:
             qs = qs.filter(tenant=tenant)
         out[name] = {row[0]: tuple(row[1:]) for row in qs.values_list("pk", *fields)}
     return out
+
+
+def changed_rows(before: dict[str, dict[int, Any]], after: dict[str, dict[int, Any]]) -> dict[str, set[int]]:
+    return {t: {pk for pk in set(before[t]) | set(after[t]) if before[t].get(pk) != after[t].get(pk)}
+            for t in before}
 
 
 @pytest.fixture
@@ -330,154 +336,6 @@ def test_a_chunk_cannot_claim_another_owner_than_its_memory(cast) -> None:  # ty
     response = import_file(make_client(make_key(other)), data)
     assert response.status_code == 409 and error_code(response) == "owner_mismatch", response.content
     assert snapshot(other) == {name: {} for name in snapshot(other)}
-
-
-# --- the matrix: client-id upserts, imports and claims × keys × whose rows ----------------------
-
-TARGETS = ("own", "other_workspace", "other_user", "other_tenant")
-PLACE = {"own": ("alpha", "ann"), "other_workspace": ("beta", "ann"), "other_user": ("alpha", "bob"),
-         "other_tenant": ("alpha", "ann")}
-
-
-def allowed(kind: str, target: str) -> bool:
-    workspace, user = PLACE[target]
-    if kind == "read_only":
-        return False
-    if kind == "workspace_limited" and workspace != "alpha":
-        return False
-    return not (kind == "user_limited" and user != "ann")
-
-
-def world_rows(cast: Any) -> None:
-    fill(cast.alice)  # own: ann in alpha
-    ok(cast.alice.post(f"{API}/facts/", {"category": "profile", "key": "home_city", "external_id": "ext1",
-                                         "content": "ann in beta", "user_id": "ann", "workspace": "beta"},
-                       format="json"))
-    ok(cast.alice.post(f"{API}/facts/", {"category": "profile", "key": "home_city", "external_id": "ext1",
-                                         "content": "bob in alpha", "user_id": "bob", "workspace": "alpha"},
-                       format="json"))
-    fill(cast.bob, text="other tenant's ann")
-
-
-def changed_rows(before: dict[str, dict[int, Any]], after: dict[str, dict[int, Any]]) -> dict[str, set[int]]:
-    return {t: {pk for pk in set(before[t]) | set(after[t]) if before[t].get(pk) != after[t].get(pk)}
-            for t in before}
-
-
-def mcp_upsert(tenant: Any, kind: str, body: dict[str, Any]) -> tuple[int, Any]:
-    """memory_fact upsert as the MCP server dispatches it (its scope check, then the tool in a
-    transaction; server.call itself also closes the connection, which a test's transaction cannot
-    survive): (the status REST would answer, the body)."""
-    from accounts.models import ApiKey
-    from retrieval.mcp_server import catalog, server
-
-    raw = make_key(tenant, SCOPES[kind], workspace="alpha" if kind == "workspace_limited" else None,
-                   user="ann" if kind == "user_limited" else "")
-    key = ApiKey.objects.get(prefix=ApiKey.parse_prefix(raw))
-    spec = next(s for s in catalog.build() if s.name == "memory_fact")
-    arguments = {"action": "upsert", **body}
-    if not key.has_scope(spec.scope_for(arguments)):
-        return 403, "insufficient_scope"
-    try:
-        with transaction.atomic():
-            return 200, spec.run(key, arguments)
-    except Exception as exc:  # noqa: BLE001 - answered as the server answers it
-        return server.rest_error(exc, "memory_fact")
-
-
-@pytest.mark.parametrize("via", ("rest", "mcp"))
-@pytest.mark.parametrize("target", TARGETS)
-@pytest.mark.parametrize("kind", KEY_KINDS)
-def test_matrix_client_id_upsert(cast, kind, target, via) -> None:  # type: ignore[no-untyped-def]
-    world_rows(cast)
-    workspace, user = PLACE[target]
-    before = snapshot()
-    body = {"category": "profile", "key": "home_city", "external_id": "ext1", "content": f"written by {kind}",
-            "workspace": workspace, "user_id": user}
-    if via == "rest":
-        response = keys(cast.alice_tenant)[kind].post(f"{API}/facts/", body, format="json")
-        status, answer = response.status_code, response.content
-    else:
-        status, answer = mcp_upsert(cast.alice_tenant, kind, body)
-    after = snapshot()
-    if not allowed(kind, target):
-        assert status in (403, 404), (status, answer)
-        assert after == before
-        return
-    assert status in (200, 201), answer
-    changed = changed_rows(before, after)
-    for pk in changed["fact"]:
-        fact = Fact.objects.get(pk=pk)
-        assert (fact.tenant_id, fact.workspace.name, fact.user_id) == (cast.alice_tenant.pk, workspace, user)
-    assert snapshot(cast.bob_tenant) == {t: {pk: v for pk, v in rows.items() if pk in
-                                             snapshot(cast.bob_tenant)[t]} for t, rows in before.items()}
-    # exactly the one row of that owner and workspace carries the client id
-    assert Fact.objects.filter(tenant=cast.alice_tenant, external_id="ext1", user_id=user,
-                               workspace__name=workspace).count() == 1
-
-
-@pytest.mark.parametrize("target", ("own", "other_workspace", "other_user"))
-@pytest.mark.parametrize("kind", KEY_KINDS)
-def test_matrix_import_merge(cast, kind, target) -> None:  # type: ignore[no-untyped-def]
-    world_rows(cast)
-    workspace, user = PLACE[target]
-    data = scratch_file(workspace=workspace, user=user, text=f"file for {user} in {workspace}")
-    client = keys(cast.alice_tenant)[kind]
-    before = snapshot()
-    response = import_file(client, data, on_conflict="merge")
-    after = snapshot()
-    if kind in ("read_only", "user_limited") or not allowed(kind, target) or user != "ann":
-        # no scope or a user-limited key: 403; beta for the alpha key: 403; bob's file over ann's s1: 409
-        assert response.status_code in (403, 409), (response.status_code, response.content)
-        assert after == before
-        return
-    assert response.status_code == 201, response.content
-    changed = changed_rows(before, after)
-    for pk in changed["event"]:
-        assert pk not in before["event"]  # appended, never rewritten
-    for table in ("note", "fact", "factversion", "document"):
-        assert not (changed[table] & set(before[table])), table  # stored rows stay as they were
-    for pk in changed["fact"]:
-        fact = Fact.objects.get(pk=pk)
-        assert (fact.workspace.name, fact.user_id) == (workspace, user)
-    assert Session.objects.get(tenant=cast.alice_tenant, external_id="s1").user_id == "ann"
-    assert FactVersion.objects.filter(tenant=cast.alice_tenant, valid_to__isnull=True, fact__isnull=False) \
-        .values("fact_id").distinct().count() == FactVersion.objects.filter(
-            tenant=cast.alice_tenant, valid_to__isnull=True, fact__isnull=False).count()
-
-
-@pytest.mark.parametrize("holds", ("nothing", "own", "other_user", "other_workspace", "other_tenant"))
-@pytest.mark.parametrize("kind", KEY_KINDS)
-def test_matrix_claim(cast, kind, holds) -> None:  # type: ignore[no-untyped-def]
-    """Claim the shared session s1 for ann (the user-limited key's user)."""
-    workspace = "beta" if holds == "other_workspace" else "alpha"
-    ok(cast.alice.post(f"{API}/sessions/", {"id": "s1", "workspace": workspace}, format="json"))
-    ok(cast.bob.post(f"{API}/sessions/", {"id": "s1", "workspace": "alpha"}, format="json"))
-    owner = {"nothing": None, "own": "ann", "other_user": "bob", "other_workspace": "bob", "other_tenant": None}[holds]
-    if owner:
-        ok(cast.alice.post(f"{API}/facts/", {"content": f"{owner}'s", "session": "s1", "scope": "conversation",
-                                             "user_id": owner}, format="json"))
-    if holds == "other_tenant":
-        ok(cast.bob.post(f"{API}/facts/", {"content": "bob tenant's", "session": "s1", "scope": "conversation",
-                                           "user_id": "bob"}, format="json"))
-    before = snapshot()
-    response = keys(cast.alice_tenant)[kind].patch(f"{API}/sessions/s1/", {"user_id": "ann"}, format="json")
-    after = snapshot()
-    expected = (403 if kind in ("read_only", "user_limited") and kind == "read_only"
-                else 404 if kind == "workspace_limited" and workspace == "beta"
-                else 409 if owner == "bob" else 200)
-    if kind == "user_limited":
-        expected = 404  # a session nobody owns is the tenant's: a user-limited key does not see it
-    assert response.status_code == expected, (response.status_code, response.content)
-    if kind == "user_limited":
-        assert response.json()["error"]["code"] == "session_not_found"
-    if expected != 200:
-        assert after == before
-        return
-    changed = changed_rows(before, after)
-    assert changed["session"] == {Session.objects.get(tenant=cast.alice_tenant, external_id="s1").pk}
-    assert snapshot(cast.bob_tenant)["session"] == {pk: v for pk, v in before["session"].items()
-                                                     if pk in snapshot(cast.bob_tenant)["session"]}
 
 
 # --- D8: the export is streamed, and what it streams imports back --------------------------------
