@@ -6,7 +6,8 @@ the README nearest to it (its own folder's, else the closest folder above it tha
 its app; the client's is sdk/python/README.md). A module table is a Markdown table whose first
 header cell is "module"; its rows name modules in backticks in their first cell, relative to the
 README's folder (`api/urls.py`, `management/commands/run.py`). Every name such a table gives must
-exist. Every path the top README's "Where things are" table names must exist.
+exist. Every path the top README's "Where things are" table names must exist. A default a README
+states as "`MEMORYHUB_NAME` = value" (a number, or on/off) is the default memoryhub/settings.py gives.
 
 The checks are plain functions over paths and texts, so that the tests below can also show that
 they fail (a module added without its line, a line left for a module removed).
@@ -14,6 +15,7 @@ they fail (a module added without its line, a line left for a module removed).
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
@@ -177,9 +179,61 @@ def layout_problems(text: str, root: Path = ROOT) -> list[str]:
     return problems
 
 
+_STATED_DEFAULT = re.compile(r"`(MEMORYHUB_[A-Z0-9_]+)` = (on|off|true|false|[0-9][0-9,]*(?:\.[0-9]+)?)\b")
+
+
+def setting_defaults(source: str) -> dict[str, object]:
+    """Each setting's default as settings.py writes it: env_int("MEMORYHUB_X", 6 * 60, …) → 360."""
+    defaults: dict[str, object] = {}
+    for node in ast.walk(ast.parse(source)):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id.startswith("env_")
+                and len(node.args) >= 2 and isinstance(node.args[0], ast.Constant)):
+            arithmetic = all(isinstance(n, (ast.Constant, ast.BinOp, ast.UnaryOp, ast.operator, ast.unaryop))
+                             for n in ast.walk(node.args[1]))
+            if arithmetic:
+                defaults[node.args[0].value] = eval(compile(ast.Expression(node.args[1]), "settings", "eval"))
+    return defaults
+
+
+def default_problems(readme_texts: dict[str, str], defaults: dict[str, object]) -> list[str]:
+    problems = []
+    for readme, text in sorted(readme_texts.items()):
+        for name, stated in _STATED_DEFAULT.findall(text):
+            if name not in defaults:
+                problems.append(f"{readme} states `{name}` = {stated}, but memoryhub/settings.py has no "
+                                f"such setting: name the constant that holds it now, or remove the value")
+                continue
+            value = defaults[name]
+            if stated in ("on", "off", "true", "false"):
+                agrees = value is (stated in ("on", "true"))
+            else:
+                agrees = not isinstance(value, bool) and float(stated.replace(",", "")) == value
+            if not agrees:
+                problems.append(f"{readme} states `{name}` = {stated}; memoryhub/settings.py's default is "
+                                f"{value!r}: correct the README")
+    return problems
+
+
 def test_every_module_is_named_once_in_its_readme():
     problems = module_problems(modules(), readmes())
     assert not problems, "\n".join(problems)
+
+
+def test_defaults_the_readmes_state_are_the_settings():
+    defaults = setting_defaults((ROOT / "memoryhub/settings.py").read_text(encoding="utf-8"))
+    assert defaults["MEMORYHUB_MAINTENANCE_CONSOLIDATE_MINUTES"] == 360  # 6 * 60, evaluated
+    texts = readmes()
+    assert len(_STATED_DEFAULT.findall("".join(texts.values()))) > 20
+    problems = default_problems(texts, defaults)
+    assert not problems, "\n".join(problems)
+    # A wrong default, or one for a setting that is gone, is reported.
+    texts["retrieval/README.md"] += "`MEMORYHUB_CHUNK_CHARS` = 500, `MEMORYHUB_NO_SUCH` = 1"
+    assert default_problems(texts, defaults) == [
+        "retrieval/README.md states `MEMORYHUB_CHUNK_CHARS` = 500; memoryhub/settings.py's default is "
+        "640: correct the README",
+        "retrieval/README.md states `MEMORYHUB_NO_SUCH` = 1, but memoryhub/settings.py has no such "
+        "setting: name the constant that holds it now, or remove the value",
+    ]
 
 
 def test_the_layout_table_names_paths_that_exist():
