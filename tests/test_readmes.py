@@ -6,7 +6,8 @@ the README nearest to it (its own folder's, else the closest folder above it tha
 its app; the client's is sdk/python/README.md). A module table is a Markdown table whose first
 header cell is "module"; its rows name modules in backticks in their first cell, relative to the
 README's folder (`api/urls.py`, `management/commands/run.py`). Every name such a table gives must
-exist. Every path the top README's "Where things are" table names must exist. A default a README
+exist. Every path the top README's "Where things are" table names must exist, and a name it gives a
+module's in "`path.py` (`name`" must be defined there. A default a README
 states as "`MEMORYHUB_NAME` = value" (a number, or on/off) is the default memoryhub/settings.py gives.
 
 The checks are plain functions over paths and texts, so that the tests below can also show that
@@ -31,6 +32,7 @@ APPS = {
 LAYOUT_HEADING = "## Where things are"
 
 _BACKTICKED = re.compile(r"`([^`]+)`")
+_PATH_AND_NAME = re.compile(r"`([\w/.-]+\.py)` \(`(\w+)")
 
 
 def modules(root: Path = ROOT) -> list[str]:
@@ -176,6 +178,14 @@ def layout_problems(text: str, root: Path = ROOT) -> list[str]:
                 f"README.md's 'Where things are' table names `{path}`, which does not exist: "
                 "correct the path"
             )
+    for path, name in _PATH_AND_NAME.findall(layout_section(text)):
+        file = root / path
+        defined = re.compile(rf"^\s*(?:async def|def|class) {name}\b|^{name}\s*[:=]", re.MULTILINE)
+        if file.is_file() and not defined.search(file.read_text(encoding="utf-8")):
+            problems.append(
+                f"README.md's 'Where things are' table sends `{name}` to `{path}`, which does not "
+                "define it: name the module that does"
+            )
     return problems
 
 
@@ -279,4 +289,10 @@ def test_a_layout_path_that_does_not_exist_fails():
     assert layout_problems(broken) == [
         "README.md's 'Where things are' table names `retrieval/mcp/`, which does not exist: "
         "correct the path"
+    ]
+    assert ("memoryhub/sessions.py", "append_events") in _PATH_AND_NAME.findall(section)
+    moved = text.replace("`memoryhub/sessions.py` (`append_events`", "`memoryhub/notes.py` (`append_events`", 1)
+    assert layout_problems(moved) == [
+        "README.md's 'Where things are' table sends `append_events` to `memoryhub/notes.py`, which "
+        "does not define it: name the module that does"
     ]
