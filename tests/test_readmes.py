@@ -290,8 +290,8 @@ def test_a_layout_path_that_does_not_exist_fails():
         "README.md's 'Where things are' table names `retrieval/mcp/`, which does not exist: "
         "correct the path"
     ]
-    assert ("memoryhub/sessions.py", "append_events") in _PATH_AND_NAME.findall(section)
-    moved = text.replace("`memoryhub/sessions.py` (`append_events`", "`memoryhub/notes.py` (`append_events`", 1)
+    assert ("memoryhub/event_log.py", "append_events") in _PATH_AND_NAME.findall(section)
+    moved = text.replace("`memoryhub/event_log.py` (`append_events`", "`memoryhub/notes.py` (`append_events`", 1)
     assert layout_problems(moved) == [
         "README.md's 'Where things are' table sends `append_events` to `memoryhub/notes.py`, which "
         "does not define it: name the module that does"
