@@ -46,6 +46,7 @@ from retrieval.search.request import (
     Candidate,
     SearchHit,
     SearchRequest,
+    Source,
     one_per_message,
     validate,
 )
@@ -64,7 +65,6 @@ from retrieval.search.rerank import (
 )
 from retrieval.search.sql import (
     CandidatePool,
-    Source,
     best_sentences,
     exact_source,
     fetch_candidates,
@@ -73,9 +73,9 @@ from retrieval.search.sql import (
     vector_source,
     where_clause,
 )
+from retrieval.search.statistics import scope_size_sql
 from retrieval.search.timehints import TimeHint, data_years, hint_where, time_hints, with_time_hints
 from retrieval.search.vectors import as_halfvec, near_duplicate_pairs
-from retrieval.termstats import scope_size_sql
 from retrieval.vectors import halfvec_text
 
 Similarities = tuple[PairSimilarities, set[int]]  # MMR's pair similarities and the ids they cover

@@ -3,7 +3,7 @@
 Full text ranks with BM25-style IDF weights over an OR of the query's lexemes: Postgres' own
 ranking has no IDF, and an AND of every word of a natural-language question rarely matches
 anything. Query text is never parsed as tsquery syntax, so no input can make it fail. Scope sizes
-and document frequencies are read from the statistics indexing keeps (retrieval.termstats), in
+and document frequencies are read from the statistics indexing keeps (statistics.py), in
 the same statement that splits the query into lexemes: a search never counts.
 """
 
@@ -17,9 +17,9 @@ from typing import Any
 from django.conf import settings
 
 from retrieval.search import fuzzy, weights
-from retrieval.search.request import SearchRequest
-from retrieval.search.sql import Source, row_tested, scans_scope
-from retrieval.termstats import term_statistics
+from retrieval.search.request import SearchRequest, Source
+from retrieval.search.statistics import term_statistics
+from retrieval.search.textmatch import row_tested, scans_scope
 
 _OWN_LENGTH = "length(ts_filter(c.search_vector, '{a}'))"  # distinct lexemes of the chunk's own words
 # Chunks of one message read to score it whole (per candidate): a pasted log of hundreds of chunks

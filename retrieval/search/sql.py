@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from weakref import WeakKeyDictionary
 
 import numpy as np
@@ -36,15 +36,11 @@ from retrieval.decay import relevance_sql, seed002_temporal_sql
 from retrieval.embedders import DIMENSIONS
 from retrieval.models import ChunkAccess, ChunkSentence
 from retrieval.search import weights
-from retrieval.search.request import Candidate, HitRow, SearchRequest
+from retrieval.search.fulltext import TextQuery
+from retrieval.search.request import Candidate, HitRow, SearchRequest, Source
+from retrieval.search.statistics import table_rows
 from retrieval.search.vectors import CandidateVectors, decode_halfvecs
-from retrieval.termstats import table_rows
 from retrieval.vectors import halfvec_text
-
-if TYPE_CHECKING:
-    from retrieval.search.fulltext import TextQuery
-
-Source = tuple[str, list[Any]]  # a subquery selecting c.id, and its parameters
 
 
 def where_clause(req: SearchRequest, owner: str = "both") -> tuple[str, list[Any]]:
@@ -154,19 +150,6 @@ def scope_clause(req: SearchRequest) -> tuple[str, list[Any]]:
     if req.scope == "workspace" and req.workspace_ids is not None:
         return "(c.workspace_id = ANY(%s) OR c.tier = 'account')", [req.workspace_ids]
     return "", []
-
-
-def scans_scope(scope_size: int) -> bool:
-    """Whether a full-text match over a scope of `scope_size` chunks (the kept statistics; 0:
-    unknown) tests the scope's rows instead of reading the full-text index, which holds a word's
-    chunks in every tenant's rows before the scope narrows them: under
-    MEMORYHUB_TEXT_SCAN_BELOW chunks (a channel, a small tenant)."""
-    return 0 < scope_size < settings.MEMORYHUB_TEXT_SCAN_BELOW
-
-
-def row_tested(match: str) -> str:
-    """`match` written so that the full-text index cannot serve it: each row of the scope is tested."""
-    return f"({match}) IS TRUE"
 
 
 def select_rows(sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
