@@ -11,7 +11,6 @@ from typing import Any
 
 import httpx
 
-from memoryhub_client import __version__
 from memoryhub_client._agent import ClientState
 from memoryhub_client._binding import AsyncOperations, SyncOperations
 from memoryhub_client._core import (
@@ -24,6 +23,7 @@ from memoryhub_client._core import (
     next_page,
     request_args,
 )
+from memoryhub_client._version import __version__
 from memoryhub_client.types import Page
 
 DEFAULT_URL = "http://127.0.0.1:8000"
