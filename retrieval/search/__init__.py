@@ -14,15 +14,14 @@ summary that ranks gives its place to the message it summarises.
 
 The package, in the order a search uses it:
 
-- request.py: SearchRequest and its validation, SearchHit, Candidate, SearchError, option names,
-  Source (a subquery of candidate ids and its parameters);
+- request.py: SearchRequest and its validation, SearchHit, Candidate, SearchError, option names;
 - engine.py: run_search and hybrid_search, which run the stages below in order;
 - statistics.py: the query's document frequencies and the scope's size, read from the term
   statistics indexing keeps (retrieval/termstats.py) in one statement;
 - sql.py: the WHERE clause every query shares and the other statements (vector and exact
   candidates, the candidate query, pair similarities, feedback, hits, reinforcement);
 - fulltext.py: the query's terms, their BM25 weights in scope, the text candidates;
-- textmatch.py: whether a full-text match reads the index or tests a small scope's rows;
+- textquery.py: TextQuery, the terms and the SQL that scores a candidate on them (BM25);
 - fuzzy.py: typo tolerance: the scope's closest words for query words it never says (mode "fuzzy":
   for every word), from the kept term statistics' vocabulary;
 - regex.py: mode "regex", a bounded regular-expression match;

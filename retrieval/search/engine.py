@@ -46,7 +46,6 @@ from retrieval.search.request import (
     Candidate,
     SearchHit,
     SearchRequest,
-    Source,
     one_per_message,
     validate,
 )
@@ -65,6 +64,7 @@ from retrieval.search.rerank import (
 )
 from retrieval.search.sql import (
     CandidatePool,
+    Source,
     best_sentences,
     exact_source,
     fetch_candidates,

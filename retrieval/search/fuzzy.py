@@ -32,8 +32,8 @@ from typing import Any
 from django.db import connection
 
 from retrieval.search.request import SearchRequest
+from retrieval.search.sql import row_tested, scans_scope
 from retrieval.search.statistics import bucket_clause
-from retrieval.search.textmatch import row_tested, scans_scope
 
 MIN_LENGTH = 4  # shorter query lexemes are not corrected
 MAX_WORDS = 8  # query lexemes looked up per search

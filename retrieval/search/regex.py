@@ -25,7 +25,9 @@ from typing import Any
 from django.conf import settings
 from django.db import DatabaseError, connection, transaction
 
-from retrieval.search.request import SearchError, SearchRequest, Source
+from retrieval.search.request import SearchError, SearchRequest
+
+Source = tuple[str, list[Any]]  # as sql.Source: a subquery selecting ids, and its parameters
 
 QUERY_CANCELED = "57014"  # statement_timeout (or a cancel request)
 INVALID_REGEX = "2201B"  # invalid_regular_expression: bad syntax, or "too complex"

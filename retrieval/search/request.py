@@ -14,8 +14,6 @@ from django.conf import settings
 
 from retrieval.embedders import DIMENSIONS
 
-Source = tuple[str, list[Any]]  # a subquery selecting c.id, and its parameters
-
 MODES = ("hybrid", "vector", "text", "exact", "fuzzy", "regex")
 # Modes ranked on full text alone ("fuzzy": text search in which every query word also matches the
 # scope's closest words; see fuzzy.py).

@@ -1,4 +1,4 @@
-"""The SQL of search, apart from full text's (fulltext.py): the WHERE clause every path shares,
+"""The SQL of search, apart from full text's (fulltext.py, textquery.py): the WHERE clause every path shares,
 the vector and exact candidate subqueries, the candidate statement, and reinforcing the hits.
 
 One search is three statements (issue 19): the query's term statistics (fulltext, termstats);
@@ -36,11 +36,13 @@ from retrieval.decay import relevance_sql, seed002_temporal_sql
 from retrieval.embedders import DIMENSIONS
 from retrieval.models import ChunkAccess, ChunkSentence
 from retrieval.search import weights
-from retrieval.search.fulltext import TextQuery
-from retrieval.search.request import Candidate, HitRow, SearchRequest, Source
+from retrieval.search.request import Candidate, HitRow, SearchRequest
 from retrieval.search.statistics import table_rows
+from retrieval.search.textquery import TextQuery
 from retrieval.search.vectors import CandidateVectors, decode_halfvecs
 from retrieval.vectors import halfvec_text
+
+Source = tuple[str, list[Any]]  # a subquery selecting c.id, and its parameters
 
 
 def where_clause(req: SearchRequest, owner: str = "both") -> tuple[str, list[Any]]:
@@ -150,6 +152,19 @@ def scope_clause(req: SearchRequest) -> tuple[str, list[Any]]:
     if req.scope == "workspace" and req.workspace_ids is not None:
         return "(c.workspace_id = ANY(%s) OR c.tier = 'account')", [req.workspace_ids]
     return "", []
+
+
+def scans_scope(scope_size: int) -> bool:
+    """Whether a full-text match over a scope of `scope_size` chunks (the kept statistics; 0:
+    unknown) tests the scope's rows instead of reading the full-text index, which holds a word's
+    chunks in every tenant's rows before the scope narrows them: under
+    MEMORYHUB_TEXT_SCAN_BELOW chunks (a channel, a small tenant)."""
+    return 0 < scope_size < settings.MEMORYHUB_TEXT_SCAN_BELOW
+
+
+def row_tested(match: str) -> str:
+    """`match` written so that the full-text index cannot serve it: each row of the scope is tested."""
+    return f"({match}) IS TRUE"
 
 
 def select_rows(sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
