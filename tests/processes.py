@@ -23,14 +23,16 @@ from django.db import connection
 ROOT = Path(settings.BASE_DIR)
 
 
-def database_url() -> str:
-    """A URL of the database this test uses (the test database, not the development one)."""
+def database_url(name: str | None = None) -> str:
+    """A URL of the database this test uses (the test database, not the development one), or of
+    another database `name` on the same server."""
     db = connection.settings_dict
+    name = name or db["NAME"]
     host = db.get("HOST") or ""
     auth = db["USER"] + (f":{db['PASSWORD']}" if db.get("PASSWORD") else "")
     if host.startswith("/"):  # a unix socket folder
-        return f"postgresql://{auth}@/{db['NAME']}?host={host}"
-    return f"postgresql://{auth}@{host}:{db.get('PORT') or 5432}/{db['NAME']}"
+        return f"postgresql://{auth}@/{name}?host={host}"
+    return f"postgresql://{auth}@{host}:{db.get('PORT') or 5432}/{name}"
 
 
 def free_port() -> int:

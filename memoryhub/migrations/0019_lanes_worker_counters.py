@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('memoryhub', '0018_merge_arrivals_end_users_and_event_changes'),
+        ('memoryhub', '0001_squashed_0018'),
     ]
 
     operations = [

@@ -14,8 +14,9 @@ retrieval.decay, so every step is a query over the tenant's rows, not a Python l
   build_tree(final=True): leaves over every event, branches, a root — searchable as "summary").
   The event log stays: the summaries are what context assembly and search can use instead.
 
-Deletions touch only the kinds in MEMORYHUB_CONSOLIDATE_DELETE_KINDS (default: events' chunks;
-the event log itself is never touched) and never a pinned memory. For tenants with
+Deletions touch only the kinds in MEMORYHUB_CONSOLIDATE_DELETE_KINDS (default: notes, facts and
+summaries; events' chunks only when an operator lists "event", and the event log itself is never
+touched) and never a pinned memory. For tenants with
 `review_deletions`, and on a tenant's first destructive run, they are held as PendingDeletion
 rows until an operator approves them; the report's `review` says so (how many, why, where to
 review them) and its counts say what happened: `pruned`, `merged`, `capped` count what was done,

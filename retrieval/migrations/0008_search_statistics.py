@@ -26,7 +26,7 @@ GROUP BY 1, 2, 3, 4
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('retrieval', '0007_merge_20261123_1911'),
+        ('retrieval', '0001_squashed_0007'),
     ]
 
     operations = [

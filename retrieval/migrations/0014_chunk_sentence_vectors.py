@@ -18,7 +18,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('accounts', '0003_channel_description_default'),
-        ('memoryhub', '0011_merge_0006_metric_samples_0010_merge_20261123_1911'),
+        ('memoryhub', '0001_squashed_0018'),
         ('retrieval', '0013_chunk_access_in_a_narrow_table'),
     ]
 

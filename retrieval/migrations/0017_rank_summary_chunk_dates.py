@@ -16,7 +16,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('retrieval', '0016_termstat_tail'),
-        ('memoryhub', '0018_merge_arrivals_end_users_and_event_changes'),
+        ('memoryhub', '0001_squashed_0018'),
     ]
 
     operations = [migrations.RunSQL(FORWARD, migrations.RunSQL.noop)]

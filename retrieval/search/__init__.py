@@ -6,11 +6,12 @@ lexemes: Postgres' own ranking has no IDF, and an AND of every word of a natural
 question rarely matches anything. Query text is never parsed as tsquery syntax, so no input
 can make it fail.
 
-Ranking defaults beyond S4 (each a setting, measured on LoCoMo in bench/README.md): a date the
-query names lifts memories written then (retrieval.search.timehints); hybrid search ranks on a query
-vector moved toward its best first-pass results (pseudo-relevance feedback), re-ranks by maximal
-marginal relevance and gives the last places of top_k first to conversations not yet listed; a
-summary that ranks gives its place to the message it summarises.
+Ranking defaults beyond S4 (constants in weights.py but coverage's MEMORYHUB_SEARCH_COVERAGE,
+measured on LoCoMo in bench/README.md): a date the query names lifts memories written then
+(retrieval.search.timehints); hybrid search ranks on a query vector moved toward its best
+first-pass results (pseudo-relevance feedback), re-ranks by maximal marginal relevance and gives
+the last places of top_k first to conversations not yet listed; a summary that ranks gives its
+place to the message it summarises.
 
 The package, in the order a search uses it:
 
@@ -19,7 +20,7 @@ The package, in the order a search uses it:
 - statistics.py: the query's document frequencies and the scope's size, read from the term
   statistics indexing keeps (retrieval/termstats.py) in one statement;
 - sql.py: the WHERE clause every query shares and the other statements (vector and exact
-  candidates, the candidate query, pair similarities, feedback, hits, reinforcement);
+  candidates, the candidate query, the hits' rows, reinforcement);
 - fulltext.py: the query's terms, their BM25 weights in scope, the text candidates;
 - textquery.py: TextQuery, the terms and the SQL that scores a candidate on them (BM25);
 - fuzzy.py: typo tolerance: the scope's closest words for query words it never says (mode "fuzzy":
@@ -27,7 +28,9 @@ The package, in the order a search uses it:
 - regex.py: mode "regex", a bounded regular-expression match;
 - timehints.py: dates named in the query, and the ranking stage that prefers them;
 - fusion.py: one score per candidate (weighted, rrf, the memory profile);
-- rerank.py: summary expansion, MMR, dedup, coverage.
+- rerank.py: summary expansion, MMR, dedup, coverage;
+- current.py, regex.py, vectors.py, explain.py, weights.py: the current fact first, mode "regex",
+  the candidates' vectors in numpy, explain, the ranking constants (README.md lists every module).
 
 fusion, rerank and the time-hint stage are pure functions of plain data (tested without a
 database in tests/retrieval/test_fusion.py and test_ranking_stages.py).

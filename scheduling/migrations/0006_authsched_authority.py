@@ -26,7 +26,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('accounts', '0003_channel_description_default'),
-        ('scheduling', '0005_merge_0004_lanes_0004_webhooks_deliveries'),
+        ('scheduling', '0001_squashed_0005'),
     ]
 
     operations = [

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 from typing import Any
 
 import pytest
 from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 
-from memoryhub.models import ScratchpadItem
+from memoryhub.models import Scratchpad, ScratchpadItem, Session
 from tests.base import error_code, make_client, make_key, post_events
 
 
@@ -82,22 +82,17 @@ def test_json_values_round_trip_through_export(alice, session, django_capture_on
     assert carol.get(url()).json()["items"] == VALUES
 
 
-@pytest.mark.django_db(transaction=True)
 def test_the_migration_keeps_stored_strings_as_strings(cast) -> None:
+    # The migration that made values JSON lives inside memoryhub's squashed first migration (it
+    # was 0009): run its SQL back to the text column, store plain text there, then forward again.
+    migration = importlib.import_module("memoryhub.migrations.0001_squashed_0018")
     post_events(cast.alice, "s1", {"role": "user", "content": "hi"})
-    executor = MigrationExecutor(connection)
-    before, after = [("memoryhub", "0008_session_ended_at")], executor.loader.graph.leaf_nodes()
-    executor.migrate(before)
-    old = executor.loader.project_state(before).apps  # the models as they were at that migration
-    try:
-        with connection.cursor() as cursor:
-            pad = old.get_model("memoryhub", "Scratchpad").objects.create(
-                session=old.get_model("memoryhub", "Session").objects.get(), tenant_id=cast.alice_tenant.pk)
-            cursor.execute("INSERT INTO memoryhub_scratchpaditem (tenant_id, scratchpad_id, position, key, value) "
-                           "VALUES (%s, %s, 0, 'goal', 'not {json} at all')", [cast.alice_tenant.pk, pad.pk])
-    finally:
-        executor = MigrationExecutor(connection)
-        executor.loader.build_graph()
-        executor.migrate(after)
+    pad = Scratchpad.objects.create(session=Session.objects.get(), tenant_id=cast.alice_tenant.pk)
+    with connection.cursor() as cursor:
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")  # no deferred check pending: ALTER TABLE refuses those
+        cursor.execute(migration.SCRATCHPAD_VALUES_AS_TEXT)
+        cursor.execute("INSERT INTO memoryhub_scratchpaditem (tenant_id, scratchpad_id, position, key, value) "
+                       "VALUES (%s, %s, 0, 'goal', 'not {json} at all')", [cast.alice_tenant.pk, pad.pk])
+        cursor.execute(migration.SCRATCHPAD_VALUES_AS_JSON)
     assert ScratchpadItem.objects.get().value == "not {json} at all"
     assert cast.alice.get(url()).json()["items"] == [{"key": "goal", "value": "not {json} at all"}]

@@ -280,7 +280,7 @@ def test_the_migration_gives_schedules_made_before_it_the_narrowest_authority_th
     from django.db.migrations.executor import MigrationExecutor
 
     executor = MigrationExecutor(connection)
-    before, after = [("scheduling", "0005_merge_0004_lanes_0004_webhooks_deliveries")], executor.loader.graph.leaf_nodes()
+    before, after = [("scheduling", "0001_squashed_0005")], executor.loader.graph.leaf_nodes()
     executor.migrate(before)
     old = executor.loader.project_state(before).apps
     try:

@@ -121,7 +121,7 @@ def test_the_migration_rewrites_task_paths_that_moved() -> None:
     from django_q.models import Task
     from django_q.signing import SignedPackage
 
-    migration = importlib.import_module("scheduling.migrations.0003_cluster_schedules")
+    migration = importlib.import_module("scheduling.migrations.0001_squashed_0005")
     old, new = "memoryhub.maintenance.summarise", "scheduling.tasks.summarise"
     Schedule.objects.create(name="memoryhub:summarise", func=old, schedule_type="I", minutes=15)
     now = timezone.now()
@@ -140,11 +140,11 @@ def test_the_lanes_migration_renames_the_tree_task_and_drops_per_append_tasks() 
     from django.apps import apps
     from django_q.signing import SignedPackage
 
-    migration = importlib.import_module("scheduling.migrations.0004_lanes")
+    migration = importlib.import_module("scheduling.migrations.0001_squashed_0005")
     for i, func in enumerate(["memoryhub.memory_tasks.build_summary_tree", "memoryhub.memory_tasks.summarise_session",
                               "memoryhub.memory_tasks.extract_facts", "retrieval.tasks.index_events"]):
         OrmQ.objects.create(key="memoryhub", payload=SignedPackage.dumps({"id": f"{i:032d}", "func": func, "args": ()}))
-    migration.forwards(apps, None)
+    migration.lanes_forwards(apps, None)
     # Still importable: index_events stays for tasks queued before the upgrade.
     assert sorted(row.task["func"] for row in OrmQ.objects.all()) == [
         "memoryhub.tasks.build_summary_tree", "retrieval.tasks.index_events"]

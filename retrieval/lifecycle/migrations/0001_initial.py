@@ -11,8 +11,8 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('accounts', '0001_initial'),
-        ('memoryhub', '0001_initial'),
-        ('retrieval', '0003_weighted_search_vector'),
+        ('memoryhub', '0001_squashed_0018'),
+        ('retrieval', '0001_squashed_0007'),
     ]
 
     operations = [
