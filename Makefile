@@ -11,12 +11,8 @@ STAMP := $(VENV)/.installed-stamp
 $(STAMP): pyproject.toml constraints.txt sdk/python/pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@$(BIN)/python -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else "MemoryHub needs Python 3.11 (set PYTHON=/path/to/python3.11)")'
-	@echo "Installing MemoryHub into $(VENV): first time only, 1-6 minutes on a 2-core machine (it downloads torch)."
-	@$(BIN)/python memoryhub/plumbing/install_steps.py "Updating pip" -- $(BIN)/python -m pip install --progress-bar off --upgrade pip
-	@$(BIN)/python memoryhub/plumbing/install_steps.py "Installing MemoryHub and its dependencies (the long step)" -- \
-		$(BIN)/python -m pip install --progress-bar off -c constraints.txt -e '.[dev]'
-	@$(BIN)/python memoryhub/plumbing/install_steps.py "Installing the Python client (sdk/python)" -- \
-		$(BIN)/python -m pip install --progress-bar off -c constraints.txt -e ./sdk/python
+	@echo "Installing MemoryHub into $(VENV): first time only, about a minute with uv (several with pip, its fallback)."
+	@$(BIN)/python memoryhub/plumbing/install_steps.py packages $(BIN)/python -- -c constraints.txt -e '.[dev]' -e ./sdk/python
 	@touch $(STAMP)
 
 install: $(STAMP)
