@@ -30,10 +30,11 @@ TEST_WORKERS ?= 2
 test: lint
 	@$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist load $(PYTEST_ARGS)
 
-# ruff, and the import contracts: data flows accounts <- memoryhub <- retrieval <- scheduling, no cycles.
+# ruff, and the import contracts (pyproject.toml): data flows accounts <- memoryhub <- retrieval <-
+# scheduling, the Python client apart, no import cycle in any package at any depth.
 lint: $(STAMP)
 	@$(BIN)/ruff check .
-	@$(BIN)/lint-imports --no-logo --no-cache
+	@PYTHONPATH=sdk/python/src $(BIN)/lint-imports --no-logo --no-cache
 
 bench: $(STAMP)
 	@$(BIN)/python bench/ingest.py

@@ -497,7 +497,7 @@ def test_ef_search_grows_with_the_chunk_table(alice, garden, cast, settings, mon
     whose estimate the term statistics read along (no statement of its own)."""
     from django.db import connection
 
-    from retrieval import termstats
+    from retrieval.search import statistics
     from retrieval.search.sql import ef_search
 
     with connection.cursor() as cursor:
@@ -506,12 +506,12 @@ def test_ef_search_grows_with_the_chunk_table(alice, garden, cast, settings, mon
         estimate = int(cursor.fetchone()[0])
     with django_assert_num_queries(4):  # statistics (with the estimate), candidates, rows, access counts
         hybrid_search(tenant_id=cast.alice_tenant.pk, query="tomatoes", mode="text")
-    assert termstats.table_rows() == max(estimate, 0) and ef_search() == 100
+    assert statistics.table_rows() == max(estimate, 0) and ef_search() == 100
     for rows, expected in ((300_000, 300), (5_000_000, 1000), (50_000, 100)):
-        monkeypatch.setattr(termstats, "_table_rows", rows)
+        monkeypatch.setattr(statistics, "_table_rows", rows)
         assert ef_search() == expected
     monkeypatch.setattr(weights, "HNSW_ROWS_PER_EF", 0)
-    monkeypatch.setattr(termstats, "_table_rows", 5_000_000)
+    monkeypatch.setattr(statistics, "_table_rows", 5_000_000)
     assert ef_search() == 100
     monkeypatch.setattr(weights, "HNSW_ROWS_PER_EF", 1_000)
     with django_assert_num_queries(6) as captured:  # SET LOCAL in a savepoint (the test's transaction)
@@ -805,9 +805,9 @@ def test_a_chunk_beyond_the_message_chunks_read_still_counts_its_own_words(alice
                                                                            settings) -> None:
     """Whole-message scoring reads at most MESSAGE_CHUNKS chunks of a message; a chunk beyond them
     still scores on the words it says itself (not only on the first chunks' words)."""
-    from retrieval.search import fulltext
+    from retrieval.search import textquery
 
-    monkeypatch.setattr(fulltext, "MESSAGE_CHUNKS", 1)
+    monkeypatch.setattr(textquery, "MESSAGE_CHUNKS", 1)
     monkeypatch.setattr(weights, "TEXT_CONTEXT_WEIGHT", 0.0)  # no discounted match through any weight to hide it
     filler = "It is what it is, and that is all there is to it. " * 14
     index(alice, "s", {"role": "assistant", "content": f"Marmalade. {filler}{filler}Zanzibar."},
