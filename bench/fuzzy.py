@@ -47,7 +47,7 @@ def timed(run: Any) -> tuple[Any, float]:
 def lookups(tenant_id: int, pairs: list[tuple[str, str]]) -> dict[str, Any]:
     from retrieval.search import SearchRequest, fuzzy
     from retrieval.search.sql import where_clause
-    from retrieval.termstats import term_statistics
+    from retrieval.search.statistics import term_statistics
 
     ms, candidates, corrected = [], [], 0
     for _, wrong in pairs:

@@ -158,7 +158,7 @@ def candidate_recall(bodies: list[dict[str, Any]], keys: dict[str, Any]) -> dict
     from retrieval.query_embedding import embed_query
     from retrieval.search.engine import owner_parts
     from retrieval.search.sql import hnsw_settings, select_rows, vector_source, where_clause
-    from retrieval.termstats import scope_size_sql
+    from retrieval.search.statistics import scope_size_sql
 
     model = get_embedder().name
     at10, at100 = [], []

@@ -8,14 +8,15 @@ triggers on retrieval_chunk append the change of every INSERT, DELETE and UPDATE
   workspace, channel) and in a tenant-wide total;
 - retrieval_scopesize (ScopeSize): chunks per (tenant, workspace, channel, owner), and per
   (tenant, owner) in a tenant-wide total.
-A search reads the sums in its first statement (`term_statistics`).
+A search reads the sums in its first statement (retrieval/search/statistics.py); this module
+keeps them (the triggers, compaction, a rebuild).
 
 Buckets, not filters: the statistics of a channel-scoped search are those of its channels (plus
 the channel-less memories of their workspaces and of the account), whatever tags, roles, kinds
 or dates further narrow it. IDF describes the vocabulary of a scope; a filter that keeps a tenth
 of it does not make a word ten times rarer. A conversation scope uses its channel's statistics:
 a ten-message conversation is too small a sample for IDF. Sizes also know the owner, for the
-vector strategy of a search limited to one user (sql.vector_source).
+vector strategy of a search limited to one user (search.sql.vector_source).
 
 Writers only append delta rows (never update one), so concurrent indexing neither waits on a
 statistics row nor deadlocks over one. `compact` folds each key's deltas into one row; the
@@ -25,17 +26,12 @@ embedding backfill cadence and the indexing task call `maybe_compact`.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
 
 import pgtrigger
 from django.db import connection, transaction
 
-if TYPE_CHECKING:  # retrieval.models imports this module for its triggers
-    from retrieval.search.request import SearchRequest
-
 ALL = -1  # workspace_id and channel_id of the tenant-wide totals
 NONE = 0  # workspace_id / channel_id of chunks without one
-MAX_TERMS = 32  # query lexemes considered (sorted, as before: the same 32 as in Python)
 COMPACT_SECONDS = 30.0  # a process folds deltas at most this often
 
 # One statement over the transition table(s): `r` has a column `n` = +1 (new row) or −1 (old row).
@@ -82,73 +78,6 @@ TERM_STAT_TRIGGERS = [
         )),
     ),
 ]
-
-
-def bucket_clause(req: SearchRequest, alias: str = "s") -> tuple[str, list[Any]]:
-    """The statistics rows (of `alias`) of the request's scope; see the module's docstring."""
-    a = alias
-    if req.scope == "conversation" and req.session_id is not None:
-        return (f"({a}.channel_id = %s OR ({a}.workspace_id = %s AND {a}.channel_id = 0)"
-                f" OR ({a}.workspace_id = 0 AND {a}.channel_id = 0))",
-                [req.session_channel_id, req.session_workspace_id])
-    if req.scope == "channel" and req.channel_ids is not None:
-        return (f"({a}.channel_id = ANY(%s) OR ({a}.workspace_id = ANY(%s) AND {a}.channel_id = 0)"
-                f" OR ({a}.workspace_id = 0 AND {a}.channel_id = 0))", [req.channel_ids, req.workspace_ids or []])
-    if req.scope == "workspace" and req.workspace_ids is not None:
-        return (f"({a}.workspace_id = ANY(%s) OR ({a}.workspace_id = 0 AND {a}.channel_id = 0))",
-                [req.workspace_ids])
-    if req.key_workspace_id is not None:
-        return f"({a}.workspace_id = %s AND {a}.channel_id >= 0)", [req.key_workspace_id]
-    return f"({a}.workspace_id = -1 AND {a}.channel_id = -1)", []
-
-
-def scope_size_sql(req: SearchRequest, *, owner: bool, shared_only: bool = False) -> tuple[str, list[Any]]:
-    """A scalar subquery: chunks in the request's scope, of its owner (and shared) when `owner`;
-    only the shared ones (no owner) when `shared_only`. The sizes are kept by owner, not by kind:
-    for one user's read they also count the conversations nobody owns, which that read leaves out
-    (search.sql.owner_clause), so they are an upper bound there (it only picks exact or HNSW search)."""
-    buckets, params = bucket_clause(req, "z")
-    sql = f"SELECT coalesce(sum(z.n), 0) FROM retrieval_scopesize z WHERE z.tenant_id = %s AND {buckets}"
-    params = [req.tenant_id, *params]
-    if shared_only:
-        sql += " AND z.user_id = ''"
-    elif owner and req.user_id is not None:
-        sql += " AND z.user_id IN (%s, '')"
-        params.append(req.user_id)
-    return sql, params
-
-
-_table_rows = 0  # the chunk table's row estimate, as term_statistics last read it
-
-
-def term_statistics(req: SearchRequest) -> tuple[list[str], dict[str, int], int]:
-    """The query's lexemes (sorted, at most MAX_TERMS), their document frequencies in scope and the
-    scope's size: one statement, no counting."""
-    buckets, bucket_params = bucket_clause(req)
-    size_sql, size_params = scope_size_sql(req, owner=False)
-    sql = (
-        "WITH q AS (SELECT lexeme FROM (SELECT DISTINCT lexeme FROM unnest(to_tsvector('pg_catalog.english', %s))) d "
-        f"ORDER BY lexeme COLLATE \"C\" LIMIT {MAX_TERMS}) "
-        "SELECT q.lexeme, coalesce((SELECT sum(s.n) FROM retrieval_termstat s WHERE s.tenant_id = %s "
-        f"AND s.lexeme = q.lexeme AND {buckets}), 0) FROM q "
-        f"UNION ALL SELECT NULL, ({size_sql}) "
-        # The chunk table's row estimate, for HNSW's ef_search (search.sql.ef_search); '' is no lexeme.
-        "UNION ALL SELECT '', greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = 'retrieval_chunk'::regclass"
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [req.query[:4000], req.tenant_id, *bucket_params, *size_params])
-        rows = cursor.fetchall()
-    size = next(int(n) for lexeme, n in rows if lexeme is None)
-    global _table_rows
-    _table_rows = next((int(n) for lexeme, n in rows if lexeme == ""), _table_rows)
-    counts = {lexeme: int(n) for lexeme, n in rows if lexeme}
-    return sorted(counts), counts, size
-
-
-def table_rows() -> int:
-    """The chunk table's row estimate (pg_class.reltuples) as the last term statistics read it in
-    this process (0 before any)."""
-    return _table_rows
 
 
 # --- upkeep ----------------------------------------------------------------------------------

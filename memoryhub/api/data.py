@@ -26,10 +26,10 @@ from memoryhub.transfer import (
     Exporter,
     ExportScope,
     check_on_conflict,
+    export_json,
     import_memory,
     parse_export_file,
 )
-from memoryhub.transfer.exporter import export_json
 
 _END = object()
 

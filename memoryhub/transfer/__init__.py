@@ -5,11 +5,16 @@ One format for a tenant, a workspace or a session. It holds no database ids and 
 same document. Rows are listed in id order and referred to by name (workspace, channel, session
 id, document URI) or by their position in the file ("key"), never by id.
 
-    format.py         the envelope (format, schema_version, scope) and the typed-field checks
-    exporter.py       workspaces, sessions with events and rolling summary, records; written as
-                      JSON text while it is read (export_json), so memory stays bounded
-    importer.py       the same back, all or nothing in one transaction, every row placed within the
-                      importing key's limits and beside its owner's rows (Importer.check_placed)
+    format.py         the envelope (format, schema_version, scope), the typed-field checks and
+                      the file's JSON text
+    exporter.py       Exporter, one export: workspaces, sessions with events and rolling summary,
+                      records; rows read from server-side cursors, so memory stays bounded
+    importer.py       Importer, one import: the same back, every row placed within the importing
+                      key's limits and beside its owner's rows (Importer.check_placed)
+    runs.py           export_memory / export_json and import_memory: a run from start to end, the
+                      core's lists and the extensions' hooks in the file's order; the document is
+                      written as JSON text while it is read; an import is all or nothing in one
+                      transaction
     conflicts.py      on_conflict: what an import does with sessions and records the tenant holds
                       already (fail, skip, merge), and the report of what it did
     records.py        rows of other areas (notes, facts, scratchpads, summaries, schedules…),
@@ -25,7 +30,7 @@ missing or of another model are re-embedded after import.
 """
 
 from memoryhub.transfer.conflicts import ON_CONFLICT, ImportReport, check_on_conflict
-from memoryhub.transfer.exporter import Exporter, export_memory
+from memoryhub.transfer.exporter import Exporter
 from memoryhub.transfer.extensions import TransferExtension, register_extension
 from memoryhub.transfer.format import (
     FORMAT,
@@ -35,8 +40,9 @@ from memoryhub.transfer.format import (
     InvalidImport,
     parse_export_file,
 )
-from memoryhub.transfer.importer import Importer, import_memory
+from memoryhub.transfer.importer import Importer
 from memoryhub.transfer.records import record_models
+from memoryhub.transfer.runs import export_json, export_memory, import_memory
 
 __all__ = [
     "FORMAT",
@@ -50,6 +56,7 @@ __all__ = [
     "InvalidImport",
     "TransferExtension",
     "check_on_conflict",
+    "export_json",
     "export_memory",
     "import_memory",
     "parse_export_file",

@@ -3,24 +3,22 @@ rolling summary, records of other areas, and what extensions add (retrieval: doc
 
 The document is written as it is read (`export_json`): rows come from server-side cursors in
 batches and leave as JSON text, so an export's memory stays bounded whatever the tenant's size;
-only ids and the small references between rows (record positions, chunk sources) are kept."""
+only ids and the small references between rows (record positions, chunk sources) are kept.
+The Exporter is what an extension sees of the export; runs.py writes the document."""
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
-from django.db import connection, models, transaction
-from rest_framework.utils.encoders import JSONEncoder
+from django.db import models
 
 from accounts.models import Channel, Tenant, Workspace
 from accounts.querysets import owned_by
 from memoryhub.errors import NotFound
 from memoryhub.models import Event, RollingSummary, Session, iso
-from memoryhub.transfer.extensions import extensions
-from memoryhub.transfer.format import FORMAT, SCHEMA_VERSION, ExportScope, json_value
+from memoryhub.transfer.format import ExportScope, json_text, json_value
 from memoryhub.transfer.records import derived_metadata, record_fields, record_models, searchable_of
 
 
@@ -106,13 +104,13 @@ class Exporter:
             row = self._session_row(s, [], RollingSummary.objects.filter(session_id=s.pk).first())
             summary = row.pop("rolling_summary")
             del row["events"]
-            yield ("," if i else "") + _value(row)[:-1] + ',"events":['
+            yield ("," if i else "") + json_text(row)[:-1] + ',"events":['
             first = True
             while pending is not None and pending.session_id == s.pk:
-                yield ("" if first else ",") + _value(self._event_row(pending))
+                yield ("" if first else ",") + json_text(self._event_row(pending))
                 first = False
                 pending = next(events, None)
-            yield f'],"rolling_summary":{_value(summary)}}}'
+            yield f'],"rolling_summary":{json_text(summary)}}}'
         yield "]"
 
     @staticmethod
@@ -193,70 +191,3 @@ class Exporter:
 
 
 BATCH = 500  # rows per round trip of a server-side cursor
-FLUSH = 1 << 16  # characters of JSON text handed on at a time
-
-
-def export_memory(*, tenant: Tenant, scope: ExportScope, user_id: str = "") -> dict[str, Any]:
-    """The scope's memory as one object; with `user_id`, only what that user may see (theirs and
-    shared). Holds the whole document in memory: the API streams `export_json` instead."""
-    return json.loads("".join(export_json(Exporter(tenant, scope, user_id=user_id))))
-
-
-def export_json(exporter: Exporter) -> Iterator[str]:
-    """The export document as JSON text, in pieces of about FLUSH characters, written as the rows
-    are read, from one snapshot of the database (a REPEATABLE READ transaction of its own when
-    none is open)."""
-    outermost = not connection.in_atomic_block
-    with transaction.atomic():
-        if outermost:  # inside a caller's transaction (a test's), that one's snapshot stands
-            with connection.cursor() as cursor:
-                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-        buffer: list[str] = []
-        size = 0
-        for piece in _document(exporter):
-            buffer.append(piece)
-            size += len(piece)
-            if size >= FLUSH:
-                yield "".join(buffer)
-                buffer, size = [], 0
-        if buffer:
-            yield "".join(buffer)
-
-
-_encoder = JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-
-
-def _value(value: Any) -> str:
-    return _encoder.encode(value)
-
-
-def _array(rows: Iterable[Any]) -> Iterator[str]:
-    yield "["
-    for i, row in enumerate(rows):
-        yield ("," if i else "") + _value(row)
-    yield "]"
-
-
-def _document(exporter: Exporter) -> Iterator[str]:
-    """The members in the file's order: head, workspaces, sessions, sources (documents), records,
-    derived lists (chunks). Records are planned first: chunks and children refer to them by position."""
-    parts = extensions()
-    exporter.plan_records()
-    yield '{"format":' + _value(FORMAT)
-    yield f',"schema_version":{_value(SCHEMA_VERSION)},"scope":{_value(exporter.scope.as_dict())}'
-    yield f',"workspaces":{_value(exporter.workspaces())},"sessions":'
-    yield from exporter.session_json()
-    for part in parts:
-        for name, rows in part.export_sources(exporter).items():
-            yield f",{_value(name)}:"
-            yield from _array(rows)
-    yield ',"records":{'
-    for i, (label, rows) in enumerate(exporter.iter_records()):
-        yield ("," if i else "") + f"{_value(label)}:"
-        yield from _array(rows)
-    yield "}"
-    for part in parts:
-        for name, rows in part.export_derived(exporter).items():
-            yield f",{_value(name)}:"
-            yield from _array(rows)
-    yield "}"

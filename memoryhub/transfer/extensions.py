@@ -9,17 +9,16 @@ Order of an export: records, then every extension's `export_sources` (lists that
 workspaces and sessions, then `export_derived` (lists built from all the rest). The file lists the
 sources between sessions and records, the derived lists last.
 Order of an import: `start_import`, workspaces and sessions, `import_sources`, records,
-`import_derived`; all of it in one transaction.
+`import_derived`; all of it in one transaction. runs.py calls the hooks in that order.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from memoryhub.transfer.exporter import Exporter
-    from memoryhub.transfer.importer import Importer
+from memoryhub.transfer.exporter import Exporter
+from memoryhub.transfer.importer import Importer
 
 
 class TransferExtension:

@@ -16,6 +16,7 @@ from uuid import UUID
 from django.conf import settings
 from django.utils.dateparse import parse_datetime
 from django.utils.duration import duration_iso_string
+from rest_framework.utils.encoders import JSONEncoder
 
 from memoryhub.errors import Invalid, TooLarge
 from memoryhub.models import iso
@@ -44,6 +45,14 @@ class ExportScope:
         if self.session:
             out["session"] = self.session
         return out
+
+
+_encoder = JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
+def json_text(value: Any) -> str:
+    """A value of the file as compact JSON text (the export is written as text while it is read)."""
+    return _encoder.encode(value)
 
 
 def json_value(value: Any) -> Any:

@@ -12,16 +12,14 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from django.db import DatabaseError, IntegrityError, models, transaction
+from django.db import models
 from django.db.models import F, Max
 
 from accounts.models import Channel, Tenant, Workspace
 from memoryhub.errors import Conflict, Forbidden
 from memoryhub.models import Event, RollingSummary, Session, SessionStatus
 from memoryhub.transfer.conflicts import ImportReport, check_on_conflict, counts, split_held
-from memoryhub.transfer.extensions import extensions
-from memoryhub.transfer.format import InvalidImport, check_header, get_field, get_list, get_time
-from memoryhub.transfer.record_import import import_records
+from memoryhub.transfer.format import InvalidImport, get_field, get_time
 
 
 class Importer:
@@ -276,40 +274,3 @@ class Importer:
             idempotency_key=get_field(row, "idempotency_key", str, path, nullable=True),
             created_at=get_time(row, "created_at", path),
         )
-
-
-@transaction.atomic
-def import_memory(*, tenant: Tenant, data: Any, limit_workspace: Workspace | None = None,
-                  on_conflict: str = "fail") -> ImportReport:
-    """Import an export into `tenant`: everything or nothing. Returns what was imported, skipped
-    and merged (counts per kind of row)."""
-    importer = Importer(tenant, limit_workspace, on_conflict)  # a bad option: 400 before reading the file
-    check_header(data)
-    parts = extensions()
-    for part in parts:
-        part.start_import(importer)
-    try:
-        importer.import_workspaces(get_list(data, "workspaces"))
-        importer.import_sessions(get_list(data, "sessions"))
-        for part in parts:
-            part.import_sources(importer, data)
-        import_records(importer, data.get("records", {}))
-        for part in parts:
-            part.import_derived(importer, data)
-    except IntegrityError as exc:
-        raise _conflict(exc) from None
-    except DatabaseError as exc:  # a value the column cannot hold (too long, out of range…)
-        primary = getattr(getattr(exc.__cause__, "diag", None), "message_primary", None) or "out of range"
-        raise InvalidImport(f"a value does not fit: {primary}") from None
-    return importer.report()
-
-
-def _conflict(exc: IntegrityError) -> Conflict:
-    """What conflicts, in words: PostgreSQL's own message names constraints and internal ids."""
-    diag = getattr(exc.__cause__, "diag", None)
-    table = getattr(diag, "table_name", None) or ""
-    what = table.split("_", 1)[-1].replace("_", " ") if table else "record"
-    unique = getattr(exc.__cause__, "sqlstate", None) == "23505"
-    problem = "already exists in this tenant" if unique else "does not fit the stored data"
-    return Conflict("import_conflict", f"The file conflicts with stored data: a {what} in it {problem}.",
-                    {"record": what})

@@ -6,7 +6,7 @@ the file stands for the stored row (conflicts.py says how a row is recognised an
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from django.db import DatabaseError, IntegrityError, models, transaction
 from django.utils.dateparse import parse_datetime
@@ -16,10 +16,8 @@ from memoryhub.errors import Conflict
 from memoryhub.models import Session
 from memoryhub.transfer.conflicts import stored_row
 from memoryhub.transfer.format import InvalidImport, get_field
+from memoryhub.transfer.importer import Importer
 from memoryhub.transfer.records import record_fields, record_models
-
-if TYPE_CHECKING:
-    from memoryhub.transfer.importer import Importer
 
 # A link between rows of one model (a summary node's parent), set once every row exists:
 # (the row, or None for the one being built; the field; the raw reference; its path in the file).

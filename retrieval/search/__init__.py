@@ -17,11 +17,15 @@ The package, in the order a search uses it:
 
 - request.py: SearchRequest and its validation, SearchHit, Candidate, SearchError, option names;
 - engine.py: run_search and hybrid_search, which run the stages below in order;
+- statistics.py: the query's document frequencies and the scope's size, read from the term
+  statistics indexing keeps (retrieval/termstats.py) in one statement;
 - sql.py: the WHERE clause every query shares and the other statements (vector and exact
   candidates, the candidate query, the hits' rows, reinforcement);
 - fulltext.py: the query's terms, their BM25 weights in scope, the text candidates;
+- textquery.py: TextQuery, the terms and the SQL that scores a candidate on them (BM25);
 - fuzzy.py: typo tolerance: the scope's closest words for query words it never says (mode "fuzzy":
   for every word), from the kept term statistics' vocabulary;
+- regex.py: mode "regex", a bounded regular-expression match;
 - timehints.py: dates named in the query, and the ranking stage that prefers them;
 - fusion.py: one score per candidate (weighted, rrf, the memory profile);
 - rerank.py: summary expansion, MMR, dedup, coverage;

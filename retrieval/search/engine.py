@@ -73,9 +73,9 @@ from retrieval.search.sql import (
     vector_source,
     where_clause,
 )
+from retrieval.search.statistics import scope_size_sql
 from retrieval.search.timehints import TimeHint, data_years, hint_where, time_hints, with_time_hints
 from retrieval.search.vectors import as_halfvec, near_duplicate_pairs
-from retrieval.termstats import scope_size_sql
 from retrieval.vectors import halfvec_text
 
 Similarities = tuple[PairSimilarities, set[int]]  # MMR's pair similarities and the ids they cover

@@ -27,15 +27,13 @@ without the extra statement. Mode "fuzzy" also widens words the scope does say.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from django.db import connection
 
+from retrieval.search.request import SearchRequest
 from retrieval.search.sql import row_tested, scans_scope
-from retrieval.termstats import bucket_clause
-
-if TYPE_CHECKING:
-    from retrieval.search.request import SearchRequest
+from retrieval.search.statistics import bucket_clause
 
 MIN_LENGTH = 4  # shorter query lexemes are not corrected
 MAX_WORDS = 8  # query lexemes looked up per search

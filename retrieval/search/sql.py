@@ -1,4 +1,4 @@
-"""The SQL of search, apart from full text's (fulltext.py): the WHERE clause every path shares,
+"""The SQL of search, apart from full text's (fulltext.py, textquery.py): the WHERE clause every path shares,
 the vector and exact candidate subqueries, the candidate statement, and reinforcing the hits.
 
 One search is three statements (issue 19): the query's term statistics (fulltext, termstats);
@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from weakref import WeakKeyDictionary
 
 import numpy as np
@@ -37,12 +37,10 @@ from retrieval.embedders import DIMENSIONS
 from retrieval.models import ChunkAccess, ChunkSentence
 from retrieval.search import weights
 from retrieval.search.request import Candidate, HitRow, SearchRequest
+from retrieval.search.statistics import table_rows
+from retrieval.search.textquery import TextQuery
 from retrieval.search.vectors import CandidateVectors, decode_halfvecs
-from retrieval.termstats import table_rows
 from retrieval.vectors import halfvec_text
-
-if TYPE_CHECKING:
-    from retrieval.search.fulltext import TextQuery
 
 Source = tuple[str, list[Any]]  # a subquery selecting c.id, and its parameters
 

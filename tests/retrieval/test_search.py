@@ -311,9 +311,9 @@ def test_a_chunk_beyond_the_message_chunks_read_still_counts_its_own_words(alice
                                                                            settings) -> None:
     """Whole-message scoring reads at most MESSAGE_CHUNKS chunks of a message; a chunk beyond them
     still scores on the words it says itself (not only on the first chunks' words)."""
-    from retrieval.search import fulltext
+    from retrieval.search import textquery
 
-    monkeypatch.setattr(fulltext, "MESSAGE_CHUNKS", 1)
+    monkeypatch.setattr(textquery, "MESSAGE_CHUNKS", 1)
     monkeypatch.setattr(weights, "TEXT_CONTEXT_WEIGHT", 0.0)  # no discounted match through any weight to hide it
     filler = "It is what it is, and that is all there is to it. " * 14
     index(alice, "s", {"role": "assistant", "content": f"Marmalade. {filler}{filler}Zanzibar."},

@@ -120,7 +120,7 @@ def test_bm25_score_sql_counts_context_words_at_a_discount(settings, monkeypatch
 def test_terms_past_the_said_bits_still_score(settings) -> None:
     from django.db import connection
 
-    from retrieval.search.fulltext import SAID_BITS
+    from retrieval.search.textquery import SAID_BITS
 
     # More terms than bits (typo tolerance adds alternatives to a query's 32 lexemes): the first
     # and the last term, both said, both score; only the first has a bit.

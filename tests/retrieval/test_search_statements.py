@@ -125,7 +125,7 @@ def test_ef_search_grows_with_the_chunk_table(alice, garden, cast, settings, mon
     whose estimate the term statistics read along (no statement of its own)."""
     from django.db import connection
 
-    from retrieval import termstats
+    from retrieval.search import statistics
     from retrieval.search.sql import ef_search
 
     with connection.cursor() as cursor:
@@ -134,12 +134,12 @@ def test_ef_search_grows_with_the_chunk_table(alice, garden, cast, settings, mon
         estimate = int(cursor.fetchone()[0])
     with django_assert_num_queries(4):  # statistics (with the estimate), candidates, rows, access counts
         hybrid_search(tenant_id=cast.alice_tenant.pk, query="tomatoes", mode="text")
-    assert termstats.table_rows() == max(estimate, 0) and ef_search() == 100
+    assert statistics.table_rows() == max(estimate, 0) and ef_search() == 100
     for rows, expected in ((300_000, 300), (5_000_000, 1000), (50_000, 100)):
-        monkeypatch.setattr(termstats, "_table_rows", rows)
+        monkeypatch.setattr(statistics, "_table_rows", rows)
         assert ef_search() == expected
     monkeypatch.setattr(weights, "HNSW_ROWS_PER_EF", 0)
-    monkeypatch.setattr(termstats, "_table_rows", 5_000_000)
+    monkeypatch.setattr(statistics, "_table_rows", 5_000_000)
     assert ef_search() == 100
     monkeypatch.setattr(weights, "HNSW_ROWS_PER_EF", 1_000)
     with django_assert_num_queries(6) as captured:  # SET LOCAL in a savepoint (the test's transaction)

@@ -15,6 +15,7 @@ from retrieval.embedders import get_embedder
 from retrieval.models import Chunk, ScopeSize, TermStat
 from retrieval.search import SearchRequest
 from retrieval.search.sql import select_rows, vector_source, where_clause
+from retrieval.search.statistics import scope_size_sql, term_statistics
 from tests.retrieval.conftest import search
 
 WORDS = ["otter", "river", "kayak", "unseen"]
@@ -34,7 +35,7 @@ def counted(req: SearchRequest, words: list[str]) -> tuple[dict[str, int], int]:
 
 
 def kept(req: SearchRequest, words: list[str]) -> tuple[dict[str, int], int]:
-    lexemes, frequencies, size = termstats.term_statistics(SearchRequest(**{**req.__dict__, "query": " ".join(words)}))
+    lexemes, frequencies, size = term_statistics(SearchRequest(**{**req.__dict__, "query": " ".join(words)}))
     return {w: frequencies.get(w, 0) for w in words}, size
 
 
@@ -117,7 +118,7 @@ def test_rebuild_recounts_the_same_statistics(rivers) -> None:
 
 
 def owned_size(req: SearchRequest) -> int:
-    sql, params = termstats.scope_size_sql(req, owner=True)
+    sql, params = scope_size_sql(req, owner=True)
     return select_rows(sql, params)[0][0]
 
 
@@ -146,7 +147,7 @@ def test_a_small_scope_is_searched_exactly(rivers, settings, threshold: int, run
     req = scopes(rivers)[1]  # the north channel: 3 chunks
     where, params = where_clause(req)
     vector = HalfVector(get_embedder().embed(["otter"])[0]).to_text()
-    sql, params = vector_source(vector, get_embedder().name, where, params, 2, termstats.scope_size_sql(req, owner=True))
+    sql, params = vector_source(vector, get_embedder().name, where, params, 2, scope_size_sql(req, owner=True))
     plan = "\n".join(row[0] for row in select_rows("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) " + sql, params))
     if threshold == 0:
         assert "never executed" not in plan and "UNION" not in sql

@@ -6,11 +6,10 @@
     print(hub.recall("Where do I live?", session="chat-1"))
 """
 
-__version__ = "0.1.0"
-
-from memoryhub_client._core import RetryPolicy  # noqa: E402
-from memoryhub_client.client import AsyncMemoryHub, MemoryHub  # noqa: E402
-from memoryhub_client.errors import (  # noqa: E402
+from memoryhub_client._core import RetryPolicy
+from memoryhub_client._version import __version__
+from memoryhub_client.client import AsyncMemoryHub, MemoryHub
+from memoryhub_client.errors import (
     APIConnectionError,
     AuthenticationError,
     BadRequestError,
@@ -22,7 +21,7 @@ from memoryhub_client.errors import (  # noqa: E402
     ServerError,
     ServiceUnavailableError,
 )
-from memoryhub_client.types import Page  # noqa: E402
+from memoryhub_client.types import Page
 
 __all__ = [
     "APIConnectionError",

@@ -1,24 +1,23 @@
 """Every operation listed once, bound to the sync or the async client by descriptors.
 
-`op(build)` turns a request builder (args -> Call[R]) into a method returning R on `MemoryHub`
-and a coroutine of R on `AsyncMemoryHub`; `pages(build)` into an iterator (or async iterator)
-over every item of every page; `flow(build)` does the same for multi-request flows. The
-overloads of `__get__` give type checkers the exact signature of each method on each client.
+`op(build)` turns a request builder (args -> Call[R]) into a method returning R on a
+`SyncOperations` (MemoryHub) and a coroutine of R on an `AsyncOperations` (AsyncMemoryHub);
+`pages(build)` into an iterator (or async iterator) over every item of every page; `flow(build)`
+does the same for multi-request flows. The overloads of `__get__` give type checkers the exact
+signature of each method on each kind of client; the clients (client.py) only say which kind
+they are, by their base class.
 """
 
 from __future__ import annotations
 
 import inspect
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
-from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, TypeVar, overload
+from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 
 from memoryhub_client import _agent, _ops_admin, _ops_memory, _ops_retrieval, _ops_sessions
 from memoryhub_client._agent import ClientState
 from memoryhub_client._core import Call, Flow, exchange
 from memoryhub_client.types import Page
-
-if TYPE_CHECKING:
-    from memoryhub_client.client import AsyncMemoryHub, MemoryHub
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -58,9 +57,9 @@ class op(_Binding, Generic[P, R]):
     @overload
     def __get__(self, obj: None, owner: type | None = None) -> op[P, R]: ...
     @overload
-    def __get__(self, obj: MemoryHub, owner: type | None = None) -> Callable[P, R]: ...
+    def __get__(self, obj: SyncOperations, owner: type | None = None) -> Callable[P, R]: ...
     @overload
-    def __get__(self, obj: AsyncMemoryHub, owner: type | None = None) -> Callable[P, Coroutine[Any, Any, R]]: ...
+    def __get__(self, obj: AsyncOperations, owner: type | None = None) -> Callable[P, Coroutine[Any, Any, R]]: ...
 
     def __get__(self, obj: Any, owner: type | None = None) -> Any:
         if obj is None:
@@ -78,9 +77,9 @@ class flow(_Binding, Generic[P, R]):
     @overload
     def __get__(self, obj: None, owner: type | None = None) -> flow[P, R]: ...
     @overload
-    def __get__(self, obj: MemoryHub, owner: type | None = None) -> Callable[P, R]: ...
+    def __get__(self, obj: SyncOperations, owner: type | None = None) -> Callable[P, R]: ...
     @overload
-    def __get__(self, obj: AsyncMemoryHub, owner: type | None = None) -> Callable[P, Coroutine[Any, Any, R]]: ...
+    def __get__(self, obj: AsyncOperations, owner: type | None = None) -> Callable[P, Coroutine[Any, Any, R]]: ...
 
     def __get__(self, obj: Any, owner: type | None = None) -> Any:
         if obj is None:
@@ -98,9 +97,9 @@ class pages(_Binding, Generic[P, T]):
     @overload
     def __get__(self, obj: None, owner: type | None = None) -> pages[P, T]: ...
     @overload
-    def __get__(self, obj: MemoryHub, owner: type | None = None) -> Callable[P, Iterator[T]]: ...
+    def __get__(self, obj: SyncOperations, owner: type | None = None) -> Callable[P, Iterator[T]]: ...
     @overload
-    def __get__(self, obj: AsyncMemoryHub, owner: type | None = None) -> Callable[P, AsyncIterator[T]]: ...
+    def __get__(self, obj: AsyncOperations, owner: type | None = None) -> Callable[P, AsyncIterator[T]]: ...
 
     def __get__(self, obj: Any, owner: type | None = None) -> Any:
         if obj is None:
@@ -226,3 +225,11 @@ class Operations:
 
     def _bind_pages(self, build: Callable[..., Call[Page[Any]]]) -> Callable[..., Any]:
         raise NotImplementedError
+
+
+class SyncOperations(Operations):
+    """The operations as plain methods: `_bind` returns a function that runs the flow to its end."""
+
+
+class AsyncOperations(Operations):
+    """The operations as coroutines (`iter_*` as async iterators): `_bind` returns a coroutine function."""

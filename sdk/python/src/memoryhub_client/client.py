@@ -11,9 +11,8 @@ from typing import Any
 
 import httpx
 
-from memoryhub_client import __version__
 from memoryhub_client._agent import ClientState
-from memoryhub_client._binding import Operations
+from memoryhub_client._binding import AsyncOperations, SyncOperations
 from memoryhub_client._core import (
     Call,
     Flow,
@@ -24,6 +23,7 @@ from memoryhub_client._core import (
     next_page,
     request_args,
 )
+from memoryhub_client._version import __version__
 from memoryhub_client.types import Page
 
 DEFAULT_URL = "http://127.0.0.1:8000"
@@ -68,7 +68,7 @@ class _Settings:
         self.state = ClientState(policy=policy, batch_size=batch_size)
 
 
-class MemoryHub(Operations):
+class MemoryHub(SyncOperations):
     """Synchronous client. `MemoryHub(api_key, base_url)`; both default to the environment
     variables MEMORYHUB_API_KEY and MEMORYHUB_URL (else http://127.0.0.1:8000).
 
@@ -138,7 +138,7 @@ class MemoryHub(Operations):
         self.close()
 
 
-class AsyncMemoryHub(Operations):
+class AsyncMemoryHub(AsyncOperations):
     """Asynchronous client: the same methods as MemoryHub, awaited (`iter_*` are async iterators).
     Use `async with AsyncMemoryHub(...) as hub:` or call `await hub.aclose()`."""
 

@@ -1,0 +1,84 @@
+"""What a search reads of the statistics indexing keeps (retrieval/termstats.py): the query's
+document frequencies and the scope's size, in one statement (`term_statistics`), never counting.
+
+Buckets, not filters: a channel-scoped search reads the statistics of its channels (plus the
+channel-less memories of their workspaces and of the account), whatever further narrows it;
+retrieval/termstats.py says why.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import connection
+
+from retrieval.search.request import SearchRequest
+
+MAX_TERMS = 32  # query lexemes considered (sorted, as before: the same 32 as in Python)
+
+
+def bucket_clause(req: SearchRequest, alias: str = "s") -> tuple[str, list[Any]]:
+    """The statistics rows (of `alias`) of the request's scope; see retrieval/termstats.py's docstring."""
+    a = alias
+    if req.scope == "conversation" and req.session_id is not None:
+        return (f"({a}.channel_id = %s OR ({a}.workspace_id = %s AND {a}.channel_id = 0)"
+                f" OR ({a}.workspace_id = 0 AND {a}.channel_id = 0))",
+                [req.session_channel_id, req.session_workspace_id])
+    if req.scope == "channel" and req.channel_ids is not None:
+        return (f"({a}.channel_id = ANY(%s) OR ({a}.workspace_id = ANY(%s) AND {a}.channel_id = 0)"
+                f" OR ({a}.workspace_id = 0 AND {a}.channel_id = 0))", [req.channel_ids, req.workspace_ids or []])
+    if req.scope == "workspace" and req.workspace_ids is not None:
+        return (f"({a}.workspace_id = ANY(%s) OR ({a}.workspace_id = 0 AND {a}.channel_id = 0))",
+                [req.workspace_ids])
+    if req.key_workspace_id is not None:
+        return f"({a}.workspace_id = %s AND {a}.channel_id >= 0)", [req.key_workspace_id]
+    return f"({a}.workspace_id = -1 AND {a}.channel_id = -1)", []
+
+
+def scope_size_sql(req: SearchRequest, *, owner: bool, shared_only: bool = False) -> tuple[str, list[Any]]:
+    """A scalar subquery: chunks in the request's scope, of its owner (and shared) when `owner`;
+    only the shared ones (no owner) when `shared_only`. The sizes are kept by owner, not by kind:
+    for one user's read they also count the conversations nobody owns, which that read leaves out
+    (search.sql.owner_clause), so they are an upper bound there (it only picks exact or HNSW search)."""
+    buckets, params = bucket_clause(req, "z")
+    sql = f"SELECT coalesce(sum(z.n), 0) FROM retrieval_scopesize z WHERE z.tenant_id = %s AND {buckets}"
+    params = [req.tenant_id, *params]
+    if shared_only:
+        sql += " AND z.user_id = ''"
+    elif owner and req.user_id is not None:
+        sql += " AND z.user_id IN (%s, '')"
+        params.append(req.user_id)
+    return sql, params
+
+
+_table_rows = 0  # the chunk table's row estimate, as term_statistics last read it
+
+
+def term_statistics(req: SearchRequest) -> tuple[list[str], dict[str, int], int]:
+    """The query's lexemes (sorted, at most MAX_TERMS), their document frequencies in scope and the
+    scope's size: one statement, no counting."""
+    buckets, bucket_params = bucket_clause(req)
+    size_sql, size_params = scope_size_sql(req, owner=False)
+    sql = (
+        "WITH q AS (SELECT lexeme FROM (SELECT DISTINCT lexeme FROM unnest(to_tsvector('pg_catalog.english', %s))) d "
+        f"ORDER BY lexeme COLLATE \"C\" LIMIT {MAX_TERMS}) "
+        "SELECT q.lexeme, coalesce((SELECT sum(s.n) FROM retrieval_termstat s WHERE s.tenant_id = %s "
+        f"AND s.lexeme = q.lexeme AND {buckets}), 0) FROM q "
+        f"UNION ALL SELECT NULL, ({size_sql}) "
+        # The chunk table's row estimate, for HNSW's ef_search (search.sql.ef_search); '' is no lexeme.
+        "UNION ALL SELECT '', greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = 'retrieval_chunk'::regclass"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [req.query[:4000], req.tenant_id, *bucket_params, *size_params])
+        rows = cursor.fetchall()
+    size = next(int(n) for lexeme, n in rows if lexeme is None)
+    global _table_rows
+    _table_rows = next((int(n) for lexeme, n in rows if lexeme == ""), _table_rows)
+    counts = {lexeme: int(n) for lexeme, n in rows if lexeme}
+    return sorted(counts), counts, size
+
+
+def table_rows() -> int:
+    """The chunk table's row estimate (pg_class.reltuples) as the last term statistics read it in
+    this process (0 before any)."""
+    return _table_rows
