@@ -328,7 +328,7 @@ def measure_http(port: int, raw_key: str, questions: list[str], clients: int, wo
 
 
 # The web workers write the access counts of what searches returned every
-# MEMORYHUB_ACCESS_FLUSH_SECONDS (10 by default): a write of thousands of rows after a concurrent phase.
+# memoryhub.plumbing.counters.FLUSH_SECONDS (10): a write of thousands of rows after a concurrent phase.
 FLUSHED_AFTER_S = 11.0
 
 
@@ -371,8 +371,10 @@ def measure_embedding_throughput(tenant: Any, turns: list[str], sample: int) -> 
     inputs = [f"{c}\n{t}" for c, t in zip(contexts, texts, strict=True)]
     from django.conf import settings
 
+    from retrieval.embedding import BACKFILL_BATCH
+
     embedder = get_embedder()
-    full = settings.MEMORYHUB_EMBED_BACKFILL_BATCH  # the runtime the backfill's batches use, on every thread
+    full = BACKFILL_BATCH  # the runtime the backfill's batches use, on every thread
     backend = embedder.backend(full)  # type: ignore[attr-defined]
     model = embedder._load(backend)  # type: ignore[attr-defined]
     started = time.perf_counter()

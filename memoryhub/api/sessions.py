@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
 from drf_spectacular.utils import (
     PolymorphicProxySerializer,
     extend_schema,
@@ -144,7 +143,7 @@ class SessionListParams(serializers.Serializer):
 
 
 @extend_schema_field({"oneOf": [
-    {"type": "string", "maxLength": settings.MEMORYHUB_MAX_CONTENT_CHARS},
+    {"type": "string", "maxLength": sessions.MAX_CONTENT_CHARS},
     {"type": "array", "maxItems": chat.MAX_PARTS,
      "items": {"type": "object", "properties": {"type": {"type": "string"}}, "required": ["type"]}},
 ], "nullable": True})
@@ -153,7 +152,7 @@ class MessageContentField(serializers.Field):
 
     @property
     def max_length(self) -> int:  # of a string content
-        return int(settings.MEMORYHUB_MAX_CONTENT_CHARS)
+        return int(sessions.MAX_CONTENT_CHARS)
 
     def to_internal_value(self, data: Any) -> Any:
         if isinstance(data, str):
@@ -183,9 +182,9 @@ def _read_chat_fields(attrs: dict[str, Any]) -> dict[str, Any]:
             read = chat.read_parts(attrs["role"], content)
         except chat.MessageError as exc:
             raise serializers.ValidationError({"content": [serializers.ErrorDetail(str(exc), code=exc.code)]}) from None
-        if len(read.content) > settings.MEMORYHUB_MAX_CONTENT_CHARS:
+        if len(read.content) > sessions.MAX_CONTENT_CHARS:
             raise serializers.ValidationError({"content": [serializers.ErrorDetail(
-                f"The message's text has more than {settings.MEMORYHUB_MAX_CONTENT_CHARS} characters.",
+                f"The message's text has more than {sessions.MAX_CONTENT_CHARS} characters.",
                 code="max_length")]})
         if read.tool_calls and attrs["tool_calls"]:
             raise serializers.ValidationError("Give tool calls as `tool_calls` or as tool_use blocks, not both.",

@@ -9,6 +9,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from memoryhub.models import Event, Session
+from memoryhub.sessions import MAX_CONTENT_CHARS
 from tests.base import error_code, make_client, make_key, post_events
 
 
@@ -156,8 +157,8 @@ def test_bulk_refuses_duplicate_idempotency_keys_in_one_request(alice) -> None:
     assert not Event.objects.exists()
 
 
-def test_too_many_events_in_one_request(alice, settings) -> None:
-    settings.MEMORYHUB_MAX_BULK_EVENTS = 3
+def test_too_many_events_in_one_request(alice, settings, monkeypatch) -> None:
+    monkeypatch.setattr("memoryhub.sessions.MAX_BULK_EVENTS", 3)
     response = post_events(alice, "s1", *[{"role": "user", "content": str(i)} for i in range(4)])
     assert response.status_code == 413
     assert error_code(response) == "too_many_events"
@@ -301,7 +302,7 @@ def test_oversize_content_is_refused(alice, settings) -> None:
     from memoryhub.api.sessions import EventInput
 
     limit = EventInput().fields["content"].max_length
-    assert limit == settings.MEMORYHUB_MAX_CONTENT_CHARS
+    assert limit == MAX_CONTENT_CHARS
     response = post_events(alice, "s1", {"role": "user", "content": "x" * (limit + 1)})
     assert response.status_code == 400
     assert "content" in response.json()["error"]["details"]["fields"]
@@ -343,8 +344,8 @@ def test_limit_returns_the_recent_n_in_chronological_order(alice) -> None:
     assert body["count"] == 10
 
 
-def test_limit_larger_than_the_cached_window(alice, settings) -> None:
-    settings.MEMORYHUB_RECENT_WINDOW = 4
+def test_limit_larger_than_the_cached_window(alice, settings, monkeypatch) -> None:
+    monkeypatch.setattr("memoryhub.recent.WINDOW", 4)
     fill(alice, "s1", 10)
     assert [e["sequence"] for e in alice.get(url("s1"), {"limit": 6}).json()["results"]] == [5, 6, 7, 8, 9, 10]
     assert [e["sequence"] for e in alice.get(url("s1"), {"limit": 2}).json()["results"]] == [9, 10]
@@ -583,10 +584,10 @@ def test_the_appends_locking_read_sees_exactly_what_get_session_sees(alice, bob,
     assert found == 4 + 2 + 1 + 0
 
 
-def test_an_append_is_three_statements_with_its_notice_inside(alice, settings) -> None:
+def test_an_append_is_three_statements_with_its_notice_inside(alice, settings, monkeypatch) -> None:
     """The session's locking read; the event with the session's counters and the lanes' notice;
     the chunk (no conversation context asked for here: it may cost a read of the log)."""
-    settings.MEMORYHUB_EMBED_CONTEXT_MESSAGES = 0
+    monkeypatch.setattr("retrieval.indexing.CONTEXT_MESSAGES", 0)
     assert alice.post("/api/v1/sessions/", {"id": "s1"}, format="json").status_code == 201
     with CaptureQueriesContext(connection) as queries:
         assert post_events(alice, "s1", {"role": "user", "content": "hello"}).status_code == 201

@@ -8,6 +8,7 @@ import pytest
 from django.utils import timezone
 
 from accounts.models import Workspace
+from memoryhub.plumbing import counters
 from memoryhub.searchable import Searchable
 from memoryhub.signals import memory_saved
 from retrieval.models import Chunk, ChunkAccess
@@ -456,12 +457,12 @@ def test_hybrid_search_fetches_text_candidates_while_the_query_is_embedded(alice
 
 @pytest.mark.parametrize("mode", ["text", "hybrid"])
 def test_a_small_scope_tests_its_own_rows_instead_of_the_full_text_index(alice, garden, cast, settings, mode: str,
-                                                                         django_assert_num_queries) -> None:
+                                                                         django_assert_num_queries, monkeypatch) -> None:
     """The full-text index finds a word's chunks in every tenant's rows before the scope narrows
-    them; a scope under MEMORYHUB_TEXT_SCAN_BELOW chunks tests its own rows instead (the match
+    them; a scope under sql.TEXT_SCAN_BELOW chunks tests its own rows instead (the match
     written `IS TRUE`, which the index cannot serve). Same results either way."""
     def run(threshold: int) -> tuple[list[tuple[str, float]], str]:
-        settings.MEMORYHUB_TEXT_SCAN_BELOW = threshold
+        monkeypatch.setattr("retrieval.search.sql.TEXT_SCAN_BELOW", threshold)
         with django_assert_num_queries(5 if mode == "hybrid" else 4) as captured:
             hits = hybrid_search(tenant_id=cast.alice_tenant.pk, query="tomatoes garden", mode=mode)
         candidates = next(q["sql"] for q in captured.captured_queries if "ANY(ARRAY(" in q["sql"])
@@ -532,7 +533,7 @@ def test_hnsw_settings_come_with_the_connection_or_per_query(alice, index, cast,
     # (+1 each: the access counts, which tests write at once and a server in batches.)
     with django_assert_num_queries(3) as captured:
         assert hybrid_search(tenant_id=cast.alice_tenant.pk, query="walrus", mode="vector")
-    settings.MEMORYHUB_HNSW_EF_SEARCH = 17
+    settings.HNSW_EF_SEARCH = 17
     with django_assert_num_queries(6) as captured:  # in a savepoint here: the test's transaction
         assert hybrid_search(tenant_id=cast.alice_tenant.pk, query="walrus", mode="vector")
     statements = [q["sql"] for q in captured.captured_queries]
@@ -554,7 +555,7 @@ def test_a_raised_ef_search_is_set_once_for_the_connection(cast, settings) -> No
     tenant = cast.alice_tenant.pk
 
     def sets(ef: int) -> list[str]:
-        settings.MEMORYHUB_HNSW_EF_SEARCH = ef
+        settings.HNSW_EF_SEARCH = ef
         with CaptureQueriesContext(connection) as captured:
             assert hybrid_search(tenant_id=tenant, query="walrus", mode="vector")
         return [q["sql"] for q in captured.captured_queries if q["sql"].startswith("SET")]
@@ -622,10 +623,10 @@ def test_memory_profile_ranks_by_the_lifecycles_decayed_relevance(alice, cast) -
 
 def test_coverage_gives_the_last_places_to_conversations_not_yet_listed(alice, index, settings, monkeypatch) -> None:
     _three_sessions(index, alice)
-    settings.MEMORYHUB_SEARCH_COVERAGE = 1.0
+    monkeypatch.setattr("retrieval.search.weights.COVERAGE", 1.0)
     plain = [r["session"] for r in search(alice, query="heron", top_k=2).json()["results"]]
     assert plain == ["many", "many"]
-    settings.MEMORYHUB_SEARCH_COVERAGE = 0.6  # the default: round(0.6 * 2) = 1 place by rank
+    monkeypatch.setattr("retrieval.search.weights.COVERAGE", 0.6)  # the default: round(0.6 * 2) = 1 place by rank
     monkeypatch.setattr(weights, "COVERAGE_FLOOR", 0.0)  # any result of an unlisted conversation moves up
     covered = search(alice, query="heron", top_k=2).json()["results"]
     assert [r["session"] for r in covered] == ["many", "lone"]
@@ -642,7 +643,7 @@ def test_coverage_gives_the_last_places_to_conversations_not_yet_listed(alice, i
 
 def test_coverage_prefers_the_conversation_whose_messages_say_more_of_the_query(alice, index, settings, monkeypatch) -> None:
     monkeypatch.setattr(weights, "COVERAGE_FLOOR", 0.0)
-    settings.MEMORYHUB_SEARCH_COVERAGE = 0.5  # of two places, the second by coverage
+    monkeypatch.setattr("retrieval.search.weights.COVERAGE", 0.5)  # of two places, the second by coverage
     index(alice, "head", {"role": "user", "content": "heron lagoon at dawn"})
     # "single" has three matches of one query word; "spread" one match of each word, apart.
     index(alice, "single", *({"role": "user", "content": f"heron {w}"} for w in ("nest", "chicks", "feathers")))
@@ -697,7 +698,7 @@ def test_the_terms_a_candidate_says_are_its_own_words_or_its_whole_message(alice
 def test_feedback_ranks_with_the_moved_query_but_shows_the_plain_cosine(alice, index, settings, monkeypatch) -> None:
     from retrieval.embedders import get_embedder
 
-    settings.MEMORYHUB_SEARCH_COVERAGE = 1.0
+    monkeypatch.setattr("retrieval.search.weights.COVERAGE", 1.0)
     monkeypatch.setattr(weights, "FEEDBACK_DOCS", 1)
     # One message per conversation, so no message is embedded with another's words as context.
     for hour, (session, text) in enumerate((("a", "otter otter river"), ("b", "otter cafe"),
@@ -742,7 +743,7 @@ def test_full_text_finds_the_parts_of_paths_emails_and_urls(alice, index) -> Non
         assert any(expected in t for t in texts), (query, texts)
 
 
-def test_every_search_counts_an_access_of_what_it_returned(alice, index, settings) -> None:
+def test_every_search_counts_an_access_of_what_it_returned(alice, index, settings, monkeypatch) -> None:
     from retrieval.models import Chunk
     from retrieval.search.sql import accesses
 
@@ -753,7 +754,7 @@ def test_every_search_counts_an_access_of_what_it_returned(alice, index, setting
     assert kite.access_count == 1 and kite.accessed_at is not None
     assert Chunk.objects.with_access().get(text="unrelated").access_count == 0
     # Batched: with an interval, searches only add in memory until the batch is written.
-    settings.MEMORYHUB_ACCESS_FLUSH_SECONDS = 3600
+    monkeypatch.setattr(counters, "FLUSH_SECONDS", 3600)
     search_texts(alice, query="red kite", mode="text")
     search_texts(alice, query="red kite", mode="text")
     assert Chunk.objects.with_access().get(pk=kite.pk).access_count == 1
@@ -778,7 +779,7 @@ def test_a_long_message_takes_one_place_at_its_best_chunk(alice, index, settings
     assert [r["sequence_start"] for r in every].count(1) >= 2
 
 
-def test_full_text_scores_a_long_message_as_a_whole(alice, index, settings) -> None:  # type: ignore[no-untyped-def]
+def test_full_text_scores_a_long_message_as_a_whole(alice, index, settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """The two words are said in different chunks of one long answer: scored as the whole message
     it says both in fewer words than the short message that also says both, and comes first;
     scored chunk by chunk, each of its chunks says one word, and the short message comes first."""
@@ -790,12 +791,12 @@ def test_full_text_scores_a_long_message_as_a_whole(alice, index, settings) -> N
     first = search(alice, query="marmalade zanzibar", mode="text").json()["results"][0]
     assert first["sequence_start"] == 1
     assert "Marmalade" in first["text"] or "Zanzibar" in first["text"]  # a chunk that says a word
-    settings.MEMORYHUB_TEXT_PER_MESSAGE = False
+    monkeypatch.setattr("retrieval.search.sql.TEXT_PER_MESSAGE", False)
     first = search(alice, query="marmalade zanzibar", mode="text").json()["results"][0]
     assert first["text"] == "Marmalade, zanzibar and a shelf."
     # Siblings are looked up only for a message of several chunks (message_chunks): counted as
     # one chunk each, the long answer's chunks are scored alone again.
-    settings.MEMORYHUB_TEXT_PER_MESSAGE = True
+    monkeypatch.setattr("retrieval.search.sql.TEXT_PER_MESSAGE", True)
     Chunk.objects.update(message_chunks=1)
     first = search(alice, query="marmalade zanzibar", mode="text").json()["results"][0]
     assert first["text"] == "Marmalade, zanzibar and a shelf."
