@@ -4,7 +4,7 @@ A status move is validated (repeating the current status is refused, archived is
 "active" records `ended_at` (kept from idle to archived, cleared when the session is active again).
 The end of a conversation (idle, or archived) clears its conversation-tier memories (seed 001:
 "cleared when the conversation ends"): its notes, and its facts that consolidation has not
-promoted to long-term (pinned ones stay too), unless MEMORYHUB_KEEP_CONVERSATION_MEMORIES is set.
+promoted to long-term (pinned ones stay too), unless KEEP_CONVERSATION_MEMORIES.
 Its scratchpad and its event log are kept. The end also wakes the summarise lane, which runs the
 fact extractor over the events not extracted yet (memoryhub.session_work): extracted facts are
 never conversation-tier, so they outlive the clearing whichever comes first.

@@ -181,7 +181,7 @@ class HttpExtractor:
 
     def extract(self, turns: list[Turn], earlier: Sequence[Turn] = ()) -> list[ExtractedFact]:
         """Every new message is read whole: what exceeds one request's input
-        (MEMORYHUB_FACT_EXTRACTOR_INPUT_CHARS) goes in further requests, a long message in parts,
+        (INPUT_CHARS) goes in further requests, a long message in parts,
         each request with the same earlier messages as context. Their facts are merged: a later
         value of a key replaces an earlier one, a sentence said twice is kept once."""
         room = INPUT_CHARS
@@ -245,7 +245,7 @@ def _normalised(text: str) -> str:
 def extract_and_store(session: Session, event_ids: list[int], extractor: FactExtractor | None = None,
                       *, strict: bool = False, window: int | None = None) -> list[Fact]:
     """Extract facts from these events of the session, read with the `window` events before them
-    (MEMORYHUB_FACT_WINDOW_EVENTS), and upsert them. A fact this session's extraction already
+    (WINDOW_EVENTS), and upsert them. A fact this session's extraction already
     stored with the same content is not stored again (a model may repeat one from the context).
     A failing extractor is logged and stores nothing (the conversation itself is never
     affected); with `strict` its error is raised instead, for the summarise lane to record."""

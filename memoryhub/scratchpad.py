@@ -1,7 +1,7 @@
 """Scratchpad (S5; seeds 000, 001): a session's working state, keyed items with JSON values.
 
-At most MEMORYHUB_SCRATCHPAD_MAX_ITEMS items. A key is a string of at most
-MEMORYHUB_SCRATCHPAD_MAX_CHARS characters; a value is any JSON value: a string of at most that many
+At most MAX_ITEMS items. A key is a string of at most
+MAX_CHARS characters; a value is any JSON value: a string of at most that many
 characters, or a number, boolean, null, list or object whose compact JSON has at most that many.
 A write replaces the whole pad and is validated in full first, so a bad write changes nothing.
 The pad is kept when its session is archived (read-only from then on) and deleted with it.
