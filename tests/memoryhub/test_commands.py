@@ -129,13 +129,14 @@ def _test_database_url(settings) -> str:  # type: ignore[no-untyped-def]
 # --- run: the parts that do not serve --------------------------------------------------------
 
 
-def test_run_honours_host_and_port_from_the_environment(settings) -> None:
-    assert (settings.HOST, settings.PORT) == ("127.0.0.1", 8000)  # the defaults (HOST and PORT unset)
-    options = RunCommand().create_parser("manage.py", "run").parse_args([])
-    assert (options.host, options.port, options.web_workers) == ("127.0.0.1", 8000, 2)
-    settings.HOST, settings.PORT, settings.WEB_WORKERS = "0.0.0.0", 9123, 3  # as HOST=0.0.0.0 PORT=9123 …
+def test_run_honours_host_port_and_web_workers_from_the_environment(settings) -> None:
+    # The settings HOST, PORT and WEB_WORKERS read (their defaults: tests/test_settings_table.py).
+    settings.HOST, settings.PORT, settings.WEB_WORKERS = "0.0.0.0", 9123, 3
     options = RunCommand().create_parser("manage.py", "run").parse_args([])
     assert (options.host, options.port, options.web_workers) == ("0.0.0.0", 9123, 3)
+    settings.HOST, settings.PORT, settings.WEB_WORKERS = "127.0.0.1", 8000, 2
+    options = RunCommand().create_parser("manage.py", "run").parse_args([])
+    assert (options.host, options.port, options.web_workers) == ("127.0.0.1", 8000, 2)
 
 
 def test_bootstrap_creates_the_demo_tenant_admin_and_key_once(settings) -> None:
