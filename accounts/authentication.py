@@ -7,7 +7,7 @@ action, another worker) is refused by this one within that many seconds. The sec
 on every request all the same (a fast hash), so the cache never lets a wrong secret in.
 
 A key's last use is announced (accounts.signals.key_used) and written with other keys' by a
-background thread of the process (memoryhub.api.middleware.key_uses, every MEMORYHUB_USAGE_FLUSH_SECONDS,
+background thread of the process (memoryhub.api.middleware.key_uses, every memoryhub.plumbing.counters.FLUSH_SECONDS,
 as the request counters are): a request never waits for that write. With a thousand tenants' keys
 each used now and then, it was an UPDATE and a commit in most requests (bench/README.md, stop 39).
 """

@@ -5,7 +5,7 @@ it); this script instead rebuilds the same chunks in memory (retrieval.chunking.
 each turn's content) and ranks them in numpy, so that one embedding pass serves many designs:
 
 - what a chunk's embedding reads (--embed): `own` (the chunk alone), `ctxN-C` (the N earlier
-  messages, C characters each, before the chunk: the product's MEMORYHUB_EMBED_CONTEXT_MESSAGES
+  messages, C characters each, before the chunk: the product's retrieval.indexing.CONTEXT_MESSAGES
   design with N=2, C=400), `fillN` (the chunk whole, then up to two earlier messages, newest
   first, up to N characters in all: a short turn reads its context, a long chunk mostly itself), `turn` (whole turns, the plain baseline's reading);
 - how results are counted: one per chunk, or one per turn (its best chunk);

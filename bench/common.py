@@ -235,12 +235,13 @@ def _embed_leftovers(tenant_id: int) -> None:
 
 def summarise(tenant_id: int) -> tuple[dict[str, Any], float]:
     """What the cluster does once the sessions have gone idle: rolling summaries and closed trees."""
-    from django.test.utils import override_settings
+    from unittest import mock
 
+    from memoryhub import summaries
     from memoryhub.session_work import summarise_due
 
     started = time.perf_counter()
-    with override_settings(MEMORYHUB_SUMMARY_IDLE_MINUTES=0):
+    with mock.patch.object(summaries, "IDLE_MINUTES", 0):
         report = summarise_due(tenant_id=tenant_id)
     _embed_leftovers(tenant_id)  # the summary chunks: the embed lane's work in a server
     return report, time.perf_counter() - started

@@ -54,18 +54,18 @@ class Captured(NamedTuple):
 
 def capture(bench: Any) -> Captured:
     """Each question's ranking as coverage receives it, and what each candidate finds."""
-    from django.conf import settings
     from django.db import connection
 
     from accounts.models import Channel
     from memoryhub.models import Session
+    from retrieval.indexing import CONTEXT_MESSAGES
     from retrieval.query_embedding import embed_queries
     from retrieval.search import engine, hybrid_search
     from retrieval.search.rerank import conversation_words
 
     conversations = common.load(bench.data, None)
     connection.creation.create_test_db(verbosity=0, autoclobber=False, keepdb=True)
-    ingested = common.ingest(conversations, f"{bench.name}-minilm-ctx{settings.MEMORYHUB_EMBED_CONTEXT_MESSAGES}")
+    ingested = common.ingest(conversations, f"{bench.name}-minilm-ctx{CONTEXT_MESSAGES}")
     questions = recall.questions_of(conversations, bench.categories)
     vectors = embed_queries([q.question["question"] for q in questions])  # as a server embeds a query
     tenant_id = ingested.key.tenant_id

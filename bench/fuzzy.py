@@ -5,7 +5,7 @@ first: `bench/search.py --keepdb --only-build`).
 
 Each of N LoCoMo questions is asked as written and misspelt (in every word of six letters or
 more, one inner letter dropped, as "Lisbn" for "Lisbon"), in process (retrieval.search), with
-MEMORYHUB_SEARCH_FUZZY on and off, top 10, account scope:
+weights.FUZZY on and off, top 10, account scope:
 - the fuzzy look-up alone (the scope's vocabulary near the words, the check of visibility):
   p50/p95 ms, and the candidate lexemes it read per word;
 - text and hybrid search (query vectors computed beforehand, so that the model is not timed):
@@ -67,14 +67,14 @@ def lookups(tenant_id: int, pairs: list[tuple[str, str]]) -> dict[str, Any]:
 
 
 def searches(tenant_id: int, pairs: list[tuple[str, str]], vectors: dict[str, list[float]]) -> dict[str, Any]:
-    from django.test.utils import override_settings
+    from unittest import mock
 
-    from retrieval.search import hybrid_search
+    from retrieval.search import hybrid_search, weights
 
     out: dict[str, Any] = {}
     for mode in ("text", "hybrid"):
         for fuzzy_on in (False, True):
-            with override_settings(MEMORYHUB_SEARCH_FUZZY=fuzzy_on):
+            with mock.patch.object(weights, "FUZZY", fuzzy_on):
                 right_ms, wrong_ms, overlap = [], [], []
                 for right, wrong in pairs:
                     extra = {"query_embedding": vectors[right]} if mode == "hybrid" else {}

@@ -9,7 +9,7 @@ what it needs itself, with the same helpers: bench/runner.prepare) through
 - search: retrieval.search.hybrid_search with the defaults /search/ uses (hybrid, weighted
   fusion, top 10), in the question's own channel, as bench/recall.py asks it; and
 - context: retrieval.context.assemble_context, what /context/ uses, with the same search
-  request (the question's channel, top 10) and the default budget (MEMORYHUB_CONTEXT_BUDGET),
+  request (the question's channel, top 10) and the default budget (retrieval.context.DEFAULT_BUDGET),
   no session (so no recent messages): its items in the order it returns them.
 
 Questions. LongMemEval: the `knowledge-update` category (12 in dev 60, each with 2 evidence
@@ -43,7 +43,7 @@ the 12 questions, 1-6 / 7-12).
 
     nice -n 19 .venv/bin/python bench/knowledge_updates.py locomo --keepdb
     nice -n 19 .venv/bin/python bench/knowledge_updates.py longmemeval --keepdb
-    nice -n 19 .venv/bin/python bench/knowledge_updates.py locomo --keepdb --variant MEMORYHUB_SEARCH_COVERAGE=1.0
+    nice -n 19 .venv/bin/python bench/knowledge_updates.py locomo --keepdb --variant weights.COVERAGE=1.0
 
 `--variant NAME=VALUE[,NAME=VALUE]` (repeatable) asks the questions again with settings changed,
 after the run with the settings as they are, and prints all the runs side by side. The other
@@ -298,16 +298,13 @@ def main() -> None:
 @contextmanager
 def _settings(variant: str) -> Iterator[None]:
     """Settings NAME=VALUE[,NAME=VALUE] changed for the duration (as --set changes them; a ranking
-    constant as weights.NAME)."""
-    from django.conf import settings
-
+    constant as weights.NAME, a module's constant as module.path.NAME)."""
     from memoryhub.plumbing.env import parse_bool
-    from retrieval.search import weights
 
     saved = []
     for item in filter(None, variant.split(",")):
         name, value = item.split("=", 1)
-        target, attr = (weights, name.removeprefix("weights.")) if name.startswith("weights.") else (settings, name)
+        target, attr = runner.override_target(name)
         current = getattr(target, attr)
         saved.append((target, attr, current))
         setattr(target, attr, parse_bool(name, value) if isinstance(current, bool) else type(current)(value))

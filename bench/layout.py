@@ -57,10 +57,9 @@ def parse_args() -> argparse.Namespace:
 
 def chunks_of(conversations: list[dict[str, Any]]) -> list[tuple[int, int, int, str, str]]:
     """(haystack, session, sequence, text, context) of every chunk, as retrieval.indexing makes them."""
-    from django.conf import settings
 
     from retrieval.chunking import chunk_text, normalize_text
-    from retrieval.indexing import CONTEXT_CHARS
+    from retrieval.indexing import CHUNK_CHARS, CHUNK_OVERLAP, CONTEXT_CHARS, CONTEXT_MESSAGES
 
     out = []
     for h, conv in enumerate(conversations):
@@ -68,9 +67,9 @@ def chunks_of(conversations: list[dict[str, Any]]) -> list[tuple[int, int, int, 
             earlier: list[str] = []
             for seq, turn in enumerate(session["turns"], start=1):
                 text = turn_content(turn)
-                context = "\n".join(earlier[-settings.MEMORYHUB_EMBED_CONTEXT_MESSAGES:])
-                for piece in chunk_text(text, max_chars=settings.MEMORYHUB_CHUNK_CHARS,
-                                        overlap=settings.MEMORYHUB_CHUNK_OVERLAP):
+                context = "\n".join(earlier[-CONTEXT_MESSAGES:])
+                for piece in chunk_text(text, max_chars=CHUNK_CHARS,
+                                        overlap=CHUNK_OVERLAP):
                     out.append((h, s, seq, piece.text, context))
                 earlier.append(normalize_text(text)[:CONTEXT_CHARS])
     return out

@@ -272,7 +272,7 @@ def main() -> None:
               f"messages, {len(questions[label])} questions ({recall.halves_label(convs, 'conversations')})", flush=True)
     rows: list[dict[str, Any]] = []
     server = Server(web_workers=1, with_cluster=True, keep_data=False,
-                    extra_env={"MEMORYHUB_EMBEDDER": "minilm", "MEMORYHUB_MAINTENANCE_CONSOLIDATE_MINUTES": "0"})
+                    extra_env={"MEMORYHUB_EMBEDDER": "minilm"})
     try:
         server.wait(timeout=900)
         setup_django(server.data_dir)

@@ -293,14 +293,13 @@ def main() -> None:
     total_chars = sum(len(e["content"]) for _, events in sessions for e in events)
     print(f"{len(sessions)} sessions, {sum(len(e) for _, e in sessions)} events, {total_chars / 1e6:.1f} M characters")
     server = Server(web_workers=2, with_cluster=True, keep_data=args.keep_data, prepare=seed_onnx_model,
-                    # Consolidation (its daily cadence first runs 10 minutes after the start) would
-                    # delete chunks under the counts: it is not what this measures.
-                    extra_env={"MEMORYHUB_EMBEDDER": args.embedder, "MEMORYHUB_PG_SHARED_BUFFERS_MB": "256",
-                               "MEMORYHUB_MAINTENANCE_CONSOLIDATE_MINUTES": "0"})
+                    # Consolidation (its cadence first runs 10 minutes after the start) deletes
+                    # nothing under the counts: a tenant's first deletions wait for an operator's
+                    # review (retrieval.lifecycle.steps.FIRST_REVIEW).
+                    extra_env={"MEMORYHUB_EMBEDDER": args.embedder, "MEMORYHUB_PG_SHARED_BUFFERS_MB": "256"})
     try:
         server.wait(timeout=900)
         setup_django(server.data_dir)
-        from django.conf import settings
         from django.utils import timezone
 
         from memoryhub.models import Worker
@@ -320,7 +319,9 @@ def main() -> None:
         ended = timezone.now()
         lanes = [{"lane": w.lane, "rate": round(w.rate, 2), "done": w.done} for w in Worker.objects.all()]
         late = lateness(began, ended)
-        raw = raw_throughput(args.embedder, drain_began, args.raw_sample, settings.MEMORYHUB_WORK_NICE)
+        from memoryhub.management.commands.work import NICE
+
+        raw = raw_throughput(args.embedder, drain_began, args.raw_sample, NICE)
     finally:
         server.stop()
     figures = {

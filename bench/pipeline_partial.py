@@ -28,7 +28,6 @@ def main() -> None:
     import django
 
     django.setup()
-    from django.conf import settings
 
     from bench.pipeline import raw_throughput
     from scheduling.models import Run
@@ -41,7 +40,9 @@ def main() -> None:
                       "lateness_p95_s": round(late[max(0, math.ceil(0.95 * len(late)) - 1)], 2),
                       "lateness_max_s": round(late[-1], 2)}), flush=True)
     if sample:
-        print(json.dumps(raw_throughput("minilm", since, sample, settings.MEMORYHUB_WORK_NICE)), flush=True)
+        from memoryhub.management.commands.work import NICE
+
+        print(json.dumps(raw_throughput("minilm", since, sample, NICE)), flush=True)
 
 
 if __name__ == "__main__":

@@ -50,7 +50,7 @@ def build_parser(bench: Bench) -> argparse.ArgumentParser:
     parser.add_argument("--plain-pool", type=int, default=None, metavar="N",
                         help="plain hybrid: min-max over the top N turns of each score, not over all turns")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
-                        help="override a numeric or true/false setting, or a ranking constant as weights.NAME, for the searches (experiments)")
+                        help="override a numeric or true/false setting, a ranking constant as weights.NAME, or any module's constant as module.path.NAME (e.g. retrieval.search.sql.EXACT_BELOW), for the searches (experiments)")
     parser.add_argument("--no-cache", action="store_true", help="do not cache embeddings by text")
     parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
     parser.add_argument("--per-question", type=Path, default=None,
@@ -64,6 +64,8 @@ def _report_ingest(bench: Bench, conversations: list[dict[str, Any]], ingested: 
                    cache: common.EmbeddingCache | None) -> None:
     from django.conf import settings
 
+    from retrieval.indexing import CONTEXT_MESSAGES
+
     turns = len(ingested.turn_at)
     if not ingested.appended_sessions:
         print(f"reused the ingested data of {len(conversations)} {bench.unit}, {turns} turns (--keepdb)")
@@ -72,7 +74,7 @@ def _report_ingest(bench: Bench, conversations: list[dict[str, Any]], ingested: 
     print(f"ingested {len(conversations)} {bench.unit}, {turns} turns: appended {ingested.appended_sessions} "
           f"sessions, {appended} turns in {ingested.seconds:.1f} s ({appended / ingested.seconds:.1f} turns/s "
           f"incl. embedding; embedder {settings.MEMORYHUB_EMBEDDER}, context messages "
-          f"{settings.MEMORYHUB_EMBED_CONTEXT_MESSAGES})", flush=True)
+          f"{CONTEXT_MESSAGES})", flush=True)
     if cache is not None:
         print(f"  embedding during ingest: {cache.stats()}", flush=True)
 
@@ -91,16 +93,25 @@ def _summaries(args: argparse.Namespace, tenant_id: int, cache: common.Embedding
     print(f"summary nodes: {SummaryNode.objects.filter(tenant_id=tenant_id).count()}", flush=True)
 
 
-def _apply_overrides(args: argparse.Namespace) -> None:
+def override_target(name: str) -> tuple[Any, str]:
+    """Where `--set NAME=…` changes NAME: a ranking constant as weights.NAME
+    (retrieval/search/weights.py), a module's constant as module.path.NAME, a setting otherwise."""
+    import importlib
+
     from django.conf import settings
 
+    module, dot, attr = name.rpartition(".")
+    if not dot:
+        return settings, name
+    return importlib.import_module("retrieval.search.weights" if module == "weights" else module), attr
+
+
+def _apply_overrides(args: argparse.Namespace) -> None:
     from memoryhub.plumbing.env import parse_bool
-    from retrieval.search import weights
 
     for item in args.set:
         name, value = item.split("=", 1)
-        # A ranking constant as weights.NAME (retrieval/search/weights.py), any other name a setting.
-        target, attr = (weights, name.removeprefix("weights.")) if name.startswith("weights.") else (settings, name)
+        target, attr = override_target(name)
         current = getattr(target, attr, 0.0)
         if isinstance(current, bool):
             setattr(target, attr, parse_bool(name, value))
@@ -117,7 +128,7 @@ def _ask(bench: Bench, args: argparse.Namespace, conversations: list[dict[str, A
          ingested: common.Ingested) -> tuple[dict[str, Any], dict[str, float]]:
     """The product's runs, then the plain baselines, on the same questions and query vectors.
     The questions are embedded as a server embeds a search's query (retrieval.query_embedding:
-    the int8 ONNX model unless MEMORYHUB_QUERY_EMBED_INT8 is off)."""
+    the int8 ONNX model unless retrieval.query_embedding.INT8 is off)."""
     from retrieval.query_embedding import embed_queries, query_encoder
 
     questions = recall.questions_of(conversations, bench.categories)
@@ -175,7 +186,6 @@ def prepare(bench: Bench, args: argparse.Namespace) -> tuple[list[dict[str, Any]
     """Django on the bench database, the file's (selected) conversations ingested (or reused with
     --keepdb), the summariser, sentence vectors, and the --set overrides applied."""
     common.setup_django(bench.db_name, args.embedder)
-    from django.conf import settings
     from django.db import connection
 
     from retrieval.embedders import get_embedder
@@ -187,7 +197,9 @@ def prepare(bench: Bench, args: argparse.Namespace) -> tuple[list[dict[str, Any]
 
         prepare_embedder()  # as `manage.py run` does: the ONNX models, the query encoder's among them
     cache = None if args.no_cache else common.EmbeddingCache(get_embedder())
-    tenant = f"{bench.name}-{args.embedder}-ctx{settings.MEMORYHUB_EMBED_CONTEXT_MESSAGES}"
+    from retrieval.indexing import CONTEXT_MESSAGES
+
+    tenant = f"{bench.name}-{args.embedder}-ctx{CONTEXT_MESSAGES}"
     ingested = common.ingest(conversations, tenant)
     _report_ingest(bench, conversations, ingested, cache)
     if cache is not None:

@@ -70,7 +70,7 @@ def measure_http(port: int, raw_key: str, questions: list[str], clients: int, wo
 
 
 # The web workers write the access counts of what searches returned every
-# MEMORYHUB_ACCESS_FLUSH_SECONDS (10 by default): a write of thousands of rows after a concurrent phase.
+# memoryhub.plumbing.counters.FLUSH_SECONDS (10): a write of thousands of rows after a concurrent phase.
 FLUSHED_AFTER_S = 11.0
 
 

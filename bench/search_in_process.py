@@ -80,8 +80,10 @@ def measure_embedding_throughput(tenant: Any, turns: list[str], sample: int) -> 
     inputs = [f"{c}\n{t}" for c, t in zip(contexts, texts, strict=True)]
     from django.conf import settings
 
+    from retrieval.embedding import BACKFILL_BATCH
+
     embedder = get_embedder()
-    full = settings.MEMORYHUB_EMBED_BACKFILL_BATCH  # the runtime the backfill's batches use, on every thread
+    full = BACKFILL_BATCH  # the runtime the backfill's batches use, on every thread
     backend = embedder.backend(full)  # type: ignore[attr-defined]
     model = embedder._load(backend)  # type: ignore[attr-defined]
     started = time.perf_counter()

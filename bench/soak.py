@@ -163,23 +163,23 @@ def drain(served: Served, *, within: float) -> tuple[float, float, bool]:
 
 # The model alone on the chunks the lane embedded while it drained (an even sample of at most
 # MODEL_SAMPLE of them), as the lane embeds them: in batches, each chunk's text with its context and
-# its sentences in one call, at the lane's niceness (`manage.py work` adds MEMORYHUB_WORK_NICE).
+# its sentences in one call, at the lane's niceness (`manage.py work` adds its NICE).
 MODEL_SAMPLE = 600
 MODEL_RATE = """
 import json, os, time
 from datetime import datetime, timezone
-from django.conf import settings
+from memoryhub.management.commands.work import NICE
 from retrieval.embedders import get_embedder
-from retrieval.embedding import _sentences_of
+from retrieval.embedding import BACKFILL_BATCH, _sentences_of
 from retrieval.models import Chunk
-os.nice(settings.MEMORYHUB_WORK_NICE)
+os.nice(NICE)
 start, end = (datetime.fromtimestamp(t, timezone.utc) for t in ({start}, {end}))
 rows = list(Chunk.objects.filter(indexed_at__gte=start, indexed_at__lte=end, embedding__isnull=False).order_by("id")
             .only("id", "kind", "text", "context"))
 every = max(1, -(-len(rows) // {sample}))
 sample = rows[::every]
 embedder = get_embedder()
-batch = settings.MEMORYHUB_EMBED_BACKFILL_BATCH
+batch = BACKFILL_BATCH
 began = time.perf_counter()
 for at in range(0, len(sample), batch):
     part = sample[at:at + batch]

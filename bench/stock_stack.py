@@ -13,7 +13,7 @@ from uvicorn_worker import UvicornWorker
 
 from memoryhub.plumbing.asgi import mount  # sets Django up
 from memoryhub.plumbing.asgi_body import BodyLimits
-from memoryhub.plumbing.webserver import proxy_config
+from memoryhub.plumbing.webserver import KEEPALIVE_SECONDS, MAX_HEADER_BYTES, proxy_config
 
 application = mount(BodyLimits(ASGIHandler()), settings.MEMORYHUB_ASGI_MOUNTS)
 
@@ -23,6 +23,6 @@ class Worker(UvicornWorker):
 
     def load_wsgi(self) -> None:
         super().load_wsgi()
-        self.config.timeout_keep_alive = settings.MEMORYHUB_KEEPALIVE_SECONDS
-        self.config.h11_max_incomplete_event_size = settings.MEMORYHUB_MAX_HEADER_BYTES
+        self.config.timeout_keep_alive = KEEPALIVE_SECONDS
+        self.config.h11_max_incomplete_event_size = MAX_HEADER_BYTES
         self.config.proxy_headers, self.config.forwarded_allow_ips = proxy_config(settings.MEMORYHUB_TRUSTED_PROXIES)

@@ -9,7 +9,7 @@ tenant's 0.1 % of the rows) and one --big tenant of --channels channels and --us
 are LoCoMo turns, vectors "blend" (bench/scale.py). Measured per scenario, in process (query
 embedding included) and over HTTP (single client and 8 clients): p50/p95 per mode, and the recall
 of the search's vector candidates against exact search in the same scope. The big tenant's
-filtered scopes run under each vector strategy: `exact below` (MEMORYHUB_SEARCH_EXACT_BELOW, the
+filtered scopes run under each vector strategy: `exact below` (retrieval.search.sql.EXACT_BELOW, the
 default), and a filtered HNSW walk with iterative scans (EXACT_BELOW=0).
 """
 
@@ -202,10 +202,10 @@ def main() -> None:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     base.setup_django(args.db)
     import scale
-    from django.conf import settings
     from django.db import connection
 
     from accounts.models import ApiKey, Tenant
+    from retrieval.search import sql as search_sql
 
     turns, questions = base.load_corpus()
     random.seed(11)
@@ -227,13 +227,13 @@ def main() -> None:
         keys = {name: new.api_key for name, new in created.items()}
         raw_keys = {name: new.raw for name, new in created.items()}
         for name, bodies in plan.items():
-            strategies = {"exact below": settings.MEMORYHUB_SEARCH_EXACT_BELOW, "filtered HNSW": 0}
+            strategies = {"exact below": search_sql.EXACT_BELOW, "filtered HNSW": 0}
             for strategy, threshold in strategies.items():
-                settings.MEMORYHUB_SEARCH_EXACT_BELOW = threshold
+                search_sql.EXACT_BELOW = threshold
                 entry = {"in_process": in_process(bodies, keys), **candidate_recall(bodies, keys)}
                 results.setdefault(name, {})[strategy] = entry
                 print(name, strategy, json.dumps(entry))
-            settings.MEMORYHUB_SEARCH_EXACT_BELOW = strategies["exact below"]
+            search_sql.EXACT_BELOW = strategies["exact below"]
         connection.close()
         if not args.no_http:
             port = base.free_port()

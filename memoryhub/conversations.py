@@ -4,7 +4,7 @@ A status move is validated (repeating the current status is refused, archived is
 "active" records `ended_at` (kept from idle to archived, cleared when the session is active again).
 The end of a conversation (idle, or archived) clears its conversation-tier memories (seed 001:
 "cleared when the conversation ends"): its notes, and its facts that consolidation has not
-promoted to long-term (pinned ones stay too), unless MEMORYHUB_KEEP_CONVERSATION_MEMORIES is set.
+promoted to long-term (pinned ones stay too), unless KEEP_CONVERSATION_MEMORIES.
 Its scratchpad and its event log are kept. The end also wakes the summarise lane, which runs the
 fact extractor over the events not extracted yet (memoryhub.session_work): extracted facts are
 never conversation-tier, so they outlive the clearing whichever comes first.
@@ -15,7 +15,6 @@ from __future__ import annotations
 import logging
 from datetime import datetime
 
-from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -25,6 +24,10 @@ from memoryhub.plumbing.background import notify_work
 from memoryhub.signals import memory_deleted
 
 logger = logging.getLogger(__name__)
+
+# Ending a conversation clears its conversation-tier notes and facts (seed 001), except pinned ones
+# and facts consolidation promoted to long-term; True keeps them all.
+KEEP_CONVERSATION_MEMORIES = False
 
 
 def check_move(session: Session, status: str) -> None:
@@ -58,7 +61,7 @@ def after_move(session: Session, previous: str) -> dict[str, int]:
     if session.status == SessionStatus.ACTIVE or session.status == previous:
         return {}
     notify_work()  # the session is due (events past facts_extracted_to): extract them now
-    if settings.MEMORYHUB_KEEP_CONVERSATION_MEMORIES:
+    if KEEP_CONVERSATION_MEMORIES:
         return {}
     cleared = clear_conversation_memories(session)
     if any(cleared.values()):

@@ -8,7 +8,6 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
-from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
@@ -24,6 +23,13 @@ from memoryhub.sessions import (
     resolve_user,
 )
 from memoryhub.signals import events_appended
+
+# The most events one append may carry (413 too_many_events past it), and the most characters of
+# an event's content (400): a message, not a document (POST /documents/ takes those).
+MAX_BULK_EVENTS = 1000
+MAX_CONTENT_CHARS = 200_000
+# The importance of an event the client gives none for, by its role.
+DEFAULT_IMPORTANCE = {"user": 0.5, "assistant": 0.5, "tool": 0.3, "system": 0.1}
 
 
 @dataclass
@@ -58,10 +64,10 @@ def _check_batch(items: list[EventInput]) -> None:
     keys = [i.idempotency_key for i in items if i.idempotency_key]
     if len(keys) != len(set(keys)):
         raise Invalid("duplicate_idempotency_key", "Two events in one request share an idempotency_key.")
-    if len(items) > settings.MEMORYHUB_MAX_BULK_EVENTS:
+    if len(items) > MAX_BULK_EVENTS:
         raise TooLarge(
             "too_many_events",
-            f"At most {settings.MEMORYHUB_MAX_BULK_EVENTS} events per request.",
+            f"At most {MAX_BULK_EVENTS} events per request.",
         )
 
 
@@ -132,7 +138,7 @@ def _append_locked(session: Session, items: list[EventInput]) -> AppendResult:
     )
     now = timezone.now()
     last = session.last_sequence
-    defaults = settings.MEMORYHUB_DEFAULT_IMPORTANCE
+    defaults = DEFAULT_IMPORTANCE
     ordered: list[Event] = []
     new: list[Event] = []
     for index, item in enumerate(items):
@@ -225,13 +231,13 @@ def _check_replay(stored: Event, item: EventInput, index: int) -> None:
 
 def recent_events(session: Session, limit: int) -> list[dict[str, Any]]:
     """The newest `limit` events (payloads) in chronological order, cached when the window allows."""
-    if limit <= settings.MEMORYHUB_RECENT_WINDOW:
+    if limit <= recent.WINDOW:
         window = recent.get(session.pk, session.last_sequence, session.consolidated_to)
         if window is None:
             # Only up to the sequence the key names: an append committed since `session` was read
             # must not slip into this entry, or the write-through would add it a second time.
             newest = session.events.filter(sequence__lte=session.last_sequence).order_by("-sequence")[
-                : settings.MEMORYHUB_RECENT_WINDOW
+                : recent.WINDOW
             ]
             window = [e.as_dict() for e in reversed(newest)]
             recent.put(session.pk, session.last_sequence, session.consolidated_to, window)

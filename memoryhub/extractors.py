@@ -22,7 +22,7 @@ from typing import Any, Protocol
 from django.conf import settings
 
 from memoryhub.models import Event, Fact, Session
-from memoryhub.notes import Placement
+from memoryhub.notes import MAX_MEMORY_CHARS, MAX_TAG_CHARS, MAX_TAGS, Placement
 from memoryhub.plumbing.background import check_budget
 from memoryhub.searchable import LIFETIMES, TIERS
 from memoryhub.summarisers import (
@@ -108,12 +108,12 @@ def parse_facts(payload: Any) -> list[ExtractedFact]:
         scope = item.get("scope") if item.get("scope") in TIERS and item.get("scope") != "conversation" else "workspace"
         lifetime = item.get("lifetime") if item.get("lifetime") in LIFETIMES else "long_term"
         found.append(ExtractedFact(
-            content=item["content"].strip()[: settings.MEMORYHUB_MAX_MEMORY_CHARS],
+            content=item["content"].strip()[: MAX_MEMORY_CHARS],
             category=str(item.get("category") or "general").strip()[:100] or "general",
             key=str(item.get("key") or "").strip()[:200],
             scope=scope, lifetime=lifetime, importance=_item_importance(item),
-            tags=tuple(str(t).strip().lower()[: settings.MEMORYHUB_MAX_TAG_CHARS] for t in tags
-                       if str(t).strip())[: settings.MEMORYHUB_MAX_TAGS],
+            tags=tuple(str(t).strip().lower()[: MAX_TAG_CHARS] for t in tags
+                       if str(t).strip())[: MAX_TAGS],
         ))
     return found
 
@@ -140,7 +140,7 @@ def parse_lines(text: str) -> list[ExtractedFact]:
         keyed = _KEYED.match(body)
         key = re.sub(r"[^a-z0-9]+", "_", keyed.group(1).lower()).strip("_") if keyed else ""
         content = f"{key.replace('_', ' ')}: {keyed.group(2)}" if keyed else body  # type: ignore[union-attr]
-        found.append(ExtractedFact(content=content[: settings.MEMORYHUB_MAX_MEMORY_CHARS], key=key[:200]))
+        found.append(ExtractedFact(content=content[: MAX_MEMORY_CHARS], key=key[:200]))
     if not found:
         raise ExtractorReplyError(f"the extractor's reply is neither facts nor NONE: {text[:200]!r}")
     return found
@@ -162,6 +162,13 @@ def parse_reply(text: str) -> list[ExtractedFact]:
 
 
 CONTEXT_CHARS = 4000  # each earlier message, as context, is clipped to this
+# New messages sent to the extractor per request, in characters: more go in further requests, a
+# longer message in parts (every word is read; earlier messages as context come on top).
+INPUT_CHARS = 12000
+# The extractor sees the new events with this many earlier events of the session before them, as
+# context (a question and its answer appended in two calls are read as one exchange); facts are
+# taken from the new events only.
+WINDOW_EVENTS = 6
 
 
 class HttpExtractor:
@@ -174,10 +181,10 @@ class HttpExtractor:
 
     def extract(self, turns: list[Turn], earlier: Sequence[Turn] = ()) -> list[ExtractedFact]:
         """Every new message is read whole: what exceeds one request's input
-        (MEMORYHUB_FACT_EXTRACTOR_INPUT_CHARS) goes in further requests, a long message in parts,
+        (INPUT_CHARS) goes in further requests, a long message in parts,
         each request with the same earlier messages as context. Their facts are merged: a later
         value of a key replaces an earlier one, a sentence said twice is kept once."""
-        room = settings.MEMORYHUB_FACT_EXTRACTOR_INPUT_CHARS
+        room = INPUT_CHARS
         context = "\n".join(format_line(t, CONTEXT_CHARS) for t in earlier if t.text.strip())
         facts: dict[str, ExtractedFact] = {}
         for group in pack(new_lines(turns, room // 2), room):
@@ -224,7 +231,7 @@ def get_extractor() -> FactExtractor:
 
 def _window(session: Session, first_sequence: int, size: int | None) -> list[Event]:
     """The `size` events of the session just before `first_sequence`, oldest first."""
-    size = settings.MEMORYHUB_FACT_WINDOW_EVENTS if size is None else size
+    size = WINDOW_EVENTS if size is None else size
     if size <= 0:
         return []
     earlier = Event.objects.filter(session=session, sequence__lt=first_sequence).order_by("-sequence")[:size]
@@ -238,7 +245,7 @@ def _normalised(text: str) -> str:
 def extract_and_store(session: Session, event_ids: list[int], extractor: FactExtractor | None = None,
                       *, strict: bool = False, window: int | None = None) -> list[Fact]:
     """Extract facts from these events of the session, read with the `window` events before them
-    (MEMORYHUB_FACT_WINDOW_EVENTS), and upsert them. A fact this session's extraction already
+    (WINDOW_EVENTS), and upsert them. A fact this session's extraction already
     stored with the same content is not stored again (a model may repeat one from the context).
     A failing extractor is logged and stores nothing (the conversation itself is never
     affected); with `strict` its error is raised instead, for the summarise lane to record."""

@@ -10,7 +10,6 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
@@ -21,6 +20,17 @@ from memoryhub.models import Note, Session, new_note_id
 from memoryhub.ownership import check_owner, refuse_shared
 from memoryhub.sessions import get_session, resolve_user, resolve_workspace
 from memoryhub.signals import memory_deleted, memory_saved
+
+# Tags of a note or fact: the first MAX_TAGS are kept, each cut to MAX_TAG_CHARS (capped, not
+# refused: seed 000). Content of a note, a fact or a rolling summary: at most MAX_MEMORY_CHARS
+# characters (400 past it).
+MAX_TAGS = 16
+MAX_TAG_CHARS = 64
+MAX_MEMORY_CHARS = 50_000
+# Importance of a note or fact the client gives none for, by its type (a fact's category, a note's
+# tags; seed 002), and of one of no known type.
+IMPORTANCE_BY_TYPE = {"correction": 0.9, "preference": 0.8, "fact": 0.6, "task": 0.5}
+DEFAULT_MEMORY_IMPORTANCE = 0.5
 
 # --- placement shared by notes and facts -------------------------------------------------------
 
@@ -105,11 +115,11 @@ def split_tags(raw: str | None) -> list[str]:
 
 def importance_by_type(types: list[str]) -> float:
     """The base importance of a memory of these types when the client gives none (seed 002:
-    correction 0.9, preference 0.8, fact 0.6, task 0.5; MEMORYHUB_IMPORTANCE_BY_TYPE); the highest
-    type named wins, and a memory of no known type gets MEMORYHUB_DEFAULT_MEMORY_IMPORTANCE."""
-    table = settings.MEMORYHUB_IMPORTANCE_BY_TYPE
+    correction 0.9, preference 0.8, fact 0.6, task 0.5; IMPORTANCE_BY_TYPE); the highest
+    type named wins, and a memory of no known type gets DEFAULT_MEMORY_IMPORTANCE."""
+    table = IMPORTANCE_BY_TYPE
     known = [table[t.strip().lower()] for t in types if t and t.strip().lower() in table]
-    return max(known) if known else settings.MEMORYHUB_DEFAULT_MEMORY_IMPORTANCE
+    return max(known) if known else DEFAULT_MEMORY_IMPORTANCE
 
 
 # --- notes -------------------------------------------------------------------------------------

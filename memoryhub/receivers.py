@@ -27,10 +27,11 @@ def on_events_appended(sender: Any, session: Any, events: list[Any], **kwargs: A
 
 
 def _work_now(session_pk: int) -> None:
+    from memoryhub import summaries as summary_rules
     from memoryhub.session_work import work_on_session
 
     # What an append used to queue: the S6 trigger and fact extraction. The tree is the lane's.
-    work_on_session(session_pk, summaries=settings.MEMORYHUB_AUTO_SUMMARISE, tree=False)
+    work_on_session(session_pk, summaries=summary_rules.AUTO_SUMMARISE, tree=False)
 
 
 def on_fact_deleted(sender: Any, instance: Any, **kwargs: Any) -> None:

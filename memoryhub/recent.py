@@ -18,9 +18,11 @@ import threading
 from collections import OrderedDict
 from typing import Any
 
-from django.conf import settings
 from django.core.cache import cache
 
+# How many of a session's newest events the recent-window cache keeps (GET events' newest page,
+# restore, context's recent messages and chunk context read it instead of the table).
+WINDOW = 50
 TTL_SECONDS = 3600
 LOCAL_ENTRIES = 128  # sessions being talked to in this process; a window is ≤ 50 payloads
 
@@ -56,7 +58,7 @@ def get(session_pk: int, last_sequence: int, marked: int) -> list[dict[str, Any]
 
 
 def put(session_pk: int, last_sequence: int, marked: int, events: list[dict[str, Any]]) -> None:
-    key, window = _key(session_pk, last_sequence, marked), events[-settings.MEMORYHUB_RECENT_WINDOW :]
+    key, window = _key(session_pk, last_sequence, marked), events[-WINDOW :]
     _remember(key, tuple(window))
     cache.set(key, window, TTL_SECONDS)
 

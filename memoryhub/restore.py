@@ -23,6 +23,8 @@ from memoryhub.models import Event, RollingSummary, Session, estimate_tokens, is
 
 MESSAGE_OVERHEAD = 4  # tokens a message costs beyond its text (role, separators)
 BATCH = 200
+# Tokens of a restore when the request names no budget.
+DEFAULT_BUDGET = 4000
 SUMMARY_HEADER = "Summary of the earlier conversation:"
 
 Render = Callable[[Event], dict[str, Any]]

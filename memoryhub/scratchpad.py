@@ -1,7 +1,7 @@
 """Scratchpad (S5; seeds 000, 001): a session's working state, keyed items with JSON values.
 
-At most MEMORYHUB_SCRATCHPAD_MAX_ITEMS items. A key is a string of at most
-MEMORYHUB_SCRATCHPAD_MAX_CHARS characters; a value is any JSON value: a string of at most that many
+At most MAX_ITEMS items. A key is a string of at most
+MAX_CHARS characters; a value is any JSON value: a string of at most that many
 characters, or a number, boolean, null, list or object whose compact JSON has at most that many.
 A write replaces the whole pad and is validated in full first, so a bad write changes nothing.
 The pad is kept when its session is archived (read-only from then on) and deleted with it.
@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -20,6 +19,11 @@ from accounts.models import ApiKey
 from memoryhub.errors import Conflict, Invalid
 from memoryhub.models import Scratchpad, ScratchpadItem, Session, SessionStatus, iso
 from memoryhub.sessions import get_session, get_session_for_write
+
+# A scratchpad holds at most MAX_ITEMS items, each value at most MAX_CHARS characters (a string's
+# length, another JSON value's compact text): a working note, not a store (S5, seed 000).
+MAX_ITEMS = 32
+MAX_CHARS = 240
 
 
 def value_size(value: Any) -> int:
@@ -46,7 +50,7 @@ def parse_items(raw: Any) -> list[tuple[str, Any]]:
             pairs.append((item["key"], item.get("value", "")))
     else:
         raise Invalid("invalid_items", "'items' must be a list of {key, value} objects or an object.")
-    limit, chars = settings.MEMORYHUB_SCRATCHPAD_MAX_ITEMS, settings.MEMORYHUB_SCRATCHPAD_MAX_CHARS
+    limit, chars = MAX_ITEMS, MAX_CHARS
     if len(pairs) > limit:
         raise Invalid("too_many_items", f"A scratchpad holds at most {limit} items.",
                        details={"max_items": limit, "items": len(pairs)})
@@ -71,8 +75,8 @@ def as_dict(session: Session, pad: Scratchpad | None) -> dict[str, Any]:
         "session": session.external_id,
         "items": items,
         "count": len(items),
-        "max_items": settings.MEMORYHUB_SCRATCHPAD_MAX_ITEMS,
-        "max_chars": settings.MEMORYHUB_SCRATCHPAD_MAX_CHARS,
+        "max_items": MAX_ITEMS,
+        "max_chars": MAX_CHARS,
         "version": pad.version if pad else 0,
         "updated_at": iso(pad.updated_at) if pad else None,
     }
@@ -136,7 +140,7 @@ def update(key: ApiKey, session_id: str, set_items: Any, remove: list[str],
     for name in remove:
         items.pop(name, None)
     items.update(pairs)
-    limit = settings.MEMORYHUB_SCRATCHPAD_MAX_ITEMS
+    limit = MAX_ITEMS
     if len(items) > limit:
         raise Invalid("too_many_items", f"A scratchpad holds at most {limit} items.",
                       details={"max_items": limit, "items": len(items)})

@@ -13,8 +13,8 @@ idle session is due anyway once its tree is to be closed).
 The lane looks at sessions written since its last pass (Session.updated_at, indexed), and at
 all of them every FULL_PASS_SECONDS, 5 minutes (an idle session's tree is closed by the
 clock, not by a write). Each session is worked on under an advisory lock, so lanes on several
-machines never do one session twice at once, each sub-step within MEMORYHUB_STEP_SECONDS. A
-failure is recorded (StepFailure); after MEMORYHUB_BACKGROUND_MAX_ATTEMPTS in a row the
+machines never do one session twice at once, each sub-step within background.STEP_SECONDS. A
+failure is recorded (StepFailure); after MAX_ATTEMPTS in a row the
 session is set aside, so one pathological conversation cannot stall the lane.
 """
 
@@ -31,8 +31,10 @@ from django.db.models import Exists, F, FloatField, OuterRef, Q, QuerySet, Subqu
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from memoryhub import summaries as summary_rules
 from memoryhub.extractors import ExtractorReplyError, extract_and_store
 from memoryhub.models import Event, RollingSummary, Session, SessionStatus, StepFailure, SummaryNode
+from memoryhub.plumbing import background as lanes
 from memoryhub.plumbing.background import StepResult, notify_work, time_budget
 from memoryhub.summaries import build_tree, estimated_tokens_sql, maybe_summarise
 from memoryhub.tool_sentences import describe_tool_calls
@@ -45,6 +47,9 @@ LOCK_KEY = 4243  # advisory lock namespace: (LOCK_KEY, session pk)
 FACT_EVENTS = 50  # events per extractor call
 ENDED_BATCHES = 20  # extractor calls one visit makes for an ended conversation (the rest: next pass)
 PASS_SESSIONS = 200  # sessions one step looks at
+# Failures in a row after which a session is set aside (skipped until retried in the admin): a
+# model that is down for a moment is tried again, one that chokes on this session is not forever.
+MAX_ATTEMPTS = 3
 FULL_PASS_SECONDS = 300  # the summarise lane looks at every session, not only those written since, this often
 SLACK = timedelta(seconds=5)  # an append's updated_at is taken a little before it commits
 
@@ -68,15 +73,15 @@ def due_sessions(*, tenant_id: int | None = None, updated_since: datetime | None
         Event.objects.filter(session=OuterRef("pk"), sequence__gt=OuterRef("summarised_to")).order_by()
         .values("session").annotate(t=Sum(estimated_tokens_sql())).values("t")[:1]
     )
-    trigger_tokens = Coalesce("summary_budget", Value(settings.MEMORYHUB_SUMMARY_BUDGET)) * Value(
-        settings.MEMORYHUB_SUMMARY_TRIGGER, output_field=FloatField())
+    trigger_tokens = Coalesce("summary_budget", Value(summary_rules.BUDGET)) * Value(
+        summary_rules.TRIGGER, output_field=FloatField())
     sessions = sessions.annotate(unsummarised_tokens=Coalesce(Subquery(unsummarised_tokens), Value(0)),
                                  trigger_tokens=trigger_tokens)
-    idle_before = timezone.now() - timedelta(minutes=settings.MEMORYHUB_SUMMARY_IDLE_MINUTES)
+    idle_before = timezone.now() - timedelta(minutes=summary_rules.IDLE_MINUTES)
     due = (
-        Q(last_sequence__gte=F("summarised_to") + settings.MEMORYHUB_SUMMARY_MIN_MESSAGES,
+        Q(last_sequence__gte=F("summarised_to") + summary_rules.MIN_MESSAGES,
           unsummarised_tokens__gt=F("trigger_tokens"))
-        | Q(last_sequence__gte=F("leaves_to") + settings.MEMORYHUB_SUMMARY_LEAF_EVENTS)
+        | Q(last_sequence__gte=F("leaves_to") + summary_rules.LEAF_EVENTS)
         | Q(last_sequence__gt=F("leaves_to"), updated_at__lt=idle_before)
     )
     if settings.MEMORYHUB_FACT_EXTRACTOR != "none":
@@ -114,8 +119,8 @@ def work_on_session(session_pk: int, *, summaries: bool = True, tree: bool = Tru
 
 
 def _steps(session: Session, *, summaries: bool, tree: bool) -> dict[str, Any]:
-    budget = settings.MEMORYHUB_STEP_SECONDS
-    idle_before = timezone.now() - timedelta(minutes=settings.MEMORYHUB_SUMMARY_IDLE_MINUTES)
+    budget = lanes.STEP_SECONDS
+    idle_before = timezone.now() - timedelta(minutes=summary_rules.IDLE_MINUTES)
     summary: dict[str, Any] = {"summarised": False}
     built = 0
     if summaries:
@@ -172,7 +177,7 @@ def _record_failure(session: Session, exc: Exception, *, step: str = STEP) -> No
         failure.error = f"{exc.__class__.__name__}: {exc}"[:4000]
         failure.failed_at = timezone.now()
         # Only the session step is ever set aside; a FACTS_STEP row is a record for the operator.
-        failure.set_aside = step == STEP and failure.attempts >= settings.MEMORYHUB_BACKGROUND_MAX_ATTEMPTS
+        failure.set_aside = step == STEP and failure.attempts >= MAX_ATTEMPTS
         failure.save()
 
 
@@ -218,7 +223,7 @@ class SummariseLane:
     listens = True
 
     def __init__(self) -> None:
-        self.idle_seconds = float(settings.MEMORYHUB_WORK_IDLE_SECONDS)
+        self.idle_seconds = lanes.WORK_IDLE_SECONDS
         self._since: datetime | None = None  # None: the next pass looks at every session
         self._full_at = 0.0  # monotonic time of the last full pass
         self._last_step = 0.0
@@ -235,7 +240,7 @@ class SummariseLane:
         rows = list(due_sessions(updated_since=self._since).order_by("updated_at", "pk")
                     .values_list("pk", "updated_at")[:PASS_SESSIONS])
         result = StepResult()
-        auto = settings.MEMORYHUB_AUTO_SUMMARISE
+        auto = summary_rules.AUTO_SUMMARISE
         for pk, _ in rows:
             outcome = work_on_session(pk, summaries=auto, tree=auto)
             if outcome and "failed" in outcome:

@@ -3,8 +3,8 @@
 Rolling summary: one per session (memoryhub.models.RollingSummary). Every write is a
 compare-and-swap on its epoch done by ONE SQL statement, so a stale writer changes nothing.
 The automatic trigger condenses the oldest unsummarised messages when they use more than
-MEMORYHUB_SUMMARY_TRIGGER of the budget (and are at least MEMORYHUB_SUMMARY_MIN_MESSAGES),
-down to MEMORYHUB_SUMMARY_TARGET.
+TRIGGER of the budget (and are at least MIN_MESSAGES),
+down to TARGET.
 
 Summary tree: leaves over contiguous runs of events, branches over leaves, a root over the
 branches; every node is searchable (kind "summary") and expands to its children and events.
@@ -31,6 +31,28 @@ from memoryhub.signals import memory_deleted, memory_saved
 from memoryhub.summarisers import Turn, level_budget, summarise_safely, summariser_model
 
 logger = logging.getLogger(__name__)
+
+# --- Rolling summary (S6, seed 000) ---
+# Summarise when at least MIN_MESSAGES messages are not yet in the summary and they use more than
+# TRIGGER of the budget (tokens: a session's summary_budget, or the summary call's budget, else
+# BUDGET), condensing the oldest of them until the rest fits in TARGET of it.
+MIN_MESSAGES = 4
+BUDGET = 4000
+TRIGGER = 0.80
+TARGET = 0.50
+# The rolling summary itself never grows beyond this share of the budget: past it, it is condensed
+# (re-summarised, older lines merged; memoryhub/condense.py), never cut.
+MAX_SHARE = 0.30
+# At most this many of the newest unsummarised events are read by one summarisation.
+MAX_EVENTS = 2000
+# Check the trigger (and grow the summary tree) in the background after every append.
+AUTO_SUMMARISE = True
+# --- Summary tree (S6, seed 002) ---
+# A leaf covers LEAF_EVENTS events, a branch BRANCH_CHILDREN nodes below it; a session with no new
+# event for IDLE_MINUTES gets its unfinished leaf and branches closed.
+LEAF_EVENTS = 8
+BRANCH_CHILDREN = 4
+IDLE_MINUTES = 30
 
 
 # --- rolling summary ---------------------------------------------------------------------------
@@ -103,7 +125,7 @@ def event_cost(event: Event) -> int:
 
 def summary_budget(session: Session, budget: int | None = None) -> int:
     """The budget a summarisation uses: the call's, else the session's, else the server default."""
-    return budget or session.summary_budget or settings.MEMORYHUB_SUMMARY_BUDGET
+    return budget or session.summary_budget or BUDGET
 
 
 def estimated_tokens_sql() -> Any:
@@ -116,10 +138,10 @@ def estimated_tokens_sql() -> Any:
 
 
 def _unsummarised(session: Session, upper: int) -> tuple[list[Event], list[int], int]:
-    """The oldest unsummarised events (at most MEMORYHUB_SUMMARY_MAX_EVENTS), their costs, and the
+    """The oldest unsummarised events (at most MAX_EVENTS), their costs, and the
     cost of every unsummarised event. A huge backlog (an import) is condensed a window at a time,
     oldest first: nothing is skipped, and later rounds take the next window."""
-    limit = settings.MEMORYHUB_SUMMARY_MAX_EVENTS
+    limit = MAX_EVENTS
     events = list(session.events.filter(sequence__gt=upper).order_by("sequence")[: limit + 1])
     beyond = 0
     if len(events) > limit:
@@ -135,9 +157,9 @@ def maybe_summarise(session: Session, *, budget: int | None = None) -> dict[str,
     budget = summary_budget(session, budget)
     state = current_summary(session)
     events, costs, total = _unsummarised(session, state.upper_sequence)
-    if len(events) < settings.MEMORYHUB_SUMMARY_MIN_MESSAGES or total <= settings.MEMORYHUB_SUMMARY_TRIGGER * budget:
+    if len(events) < MIN_MESSAGES or total <= TRIGGER * budget:
         return {"summarised": False, "messages": len(events), "tokens": total, "budget": budget}
-    target = settings.MEMORYHUB_SUMMARY_TARGET * budget
+    target = TARGET * budget
     condensed: list[Event] = []
     remaining = total
     for event, cost in zip(events, costs, strict=True):
@@ -149,7 +171,7 @@ def maybe_summarise(session: Session, *, budget: int | None = None) -> dict[str,
     text, used = summarise_safely([Turn.from_event(e, agent=session.agent) for e in condensed],
                                   previous=state.text, header=header)
     # Past its share the summary is condensed (re-summarised, older lines merged), never cut.
-    text = condense(text, int(settings.MEMORYHUB_SUMMARY_MAX_SHARE * budget), header=header)
+    text = condense(text, int(MAX_SHARE * budget), header=header)
     written = write_summary(session, text=text, expected_epoch=state.epoch, upper_sequence=condensed[-1].sequence)
     if written is None:
         logger.info("rolling summary of session %s: stale epoch %s, discarded", session.pk, state.epoch)
@@ -265,8 +287,8 @@ def build_tree(session: Session, *, final: bool = False) -> int:
     of leaves, and a root over the branches once there are two. With `final` (an idle session)
     the unfinished run and group are closed too. Returns the number of nodes created."""
     _lock_session_tree(session.pk)
-    leaf_size = settings.MEMORYHUB_SUMMARY_LEAF_EVENTS
-    fan = settings.MEMORYHUB_SUMMARY_BRANCH_CHILDREN
+    leaf_size = LEAF_EVENTS
+    fan = BRANCH_CHILDREN
     created = 0
     covered = session.summary_nodes.filter(level="leaf").aggregate(m=Max("sequence_end"))["m"] or 0
     events = list(session.events.filter(sequence__gt=covered).order_by("sequence"))

@@ -28,6 +28,16 @@ __all__ = ["ExtractiveSummariser", "HttpSummariser", "Summariser", "SummariserEr
 
 logger = logging.getLogger(__name__)
 
+# Characters kept of one condensed turn by the extractive summariser.
+LINE_CHARS = 200
+# The HTTP summariser (seed 002) never cuts a message: one longer than PART_CHARS characters is
+# sent as consecutive parts ("part 2/3"), and a transcript longer than INPUT_CHARS is summarised a
+# request at a time, each request given the summary so far, so that the last reply covers all of
+# it (PART_CHARS must not exceed INPUT_CHARS). 24,000 characters: about 6k tokens, room in a small
+# model's context for the prompt, the summary so far and the reply.
+PART_CHARS = 4000
+INPUT_CHARS = 24000
+
 
 @dataclass(frozen=True)
 class Turn:
@@ -143,7 +153,7 @@ class ExtractiveSummariser:
     model = "extractive"
 
     def __init__(self, line_chars: int | None = None) -> None:
-        self.line_chars = line_chars or settings.MEMORYHUB_SUMMARY_LINE_CHARS
+        self.line_chars = line_chars or LINE_CHARS
 
     def summarise(self, turns: list[Turn], previous: str = "", *, level: str = "leaf",
                   header: str = "") -> str:
@@ -257,9 +267,9 @@ class HttpSummariser:
     def summarise(self, turns: list[Turn], previous: str = "", *, level: str = "leaf", header: str = "") -> str:
         if level not in PROMPTS:
             raise ValueError(f"unknown summary level {level!r}")
-        blocks = transcript_blocks(turns, settings.MEMORYHUB_SUMMARISER_PART_CHARS)
+        blocks = transcript_blocks(turns, PART_CHARS)
         summary = previous
-        for group in pack(blocks, settings.MEMORYHUB_SUMMARISER_INPUT_CHARS):
+        for group in pack(blocks, INPUT_CHARS):
             check_budget()
             summary = self._request(level, header, summary, group)
         return summary

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
 from django.contrib import admin
 from django.db import transaction
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils.html import format_html
 
+import retrieval.models
 from memoryhub.admin.paginator import EstimatedCountPaginator
 from retrieval.admin_helpers import AccessColumns, OwnerColumn, source_link
 from retrieval.embedding import queue_for_embedding
@@ -35,7 +35,7 @@ class EmbeddedFilter(admin.SimpleListFilter):
             return queryset.filter(embedding__isnull=True).exclude(embedding_error="")
         if self.value() == "aside":
             return queryset.filter(embedding__isnull=True,
-                                   embedding_attempts__gte=settings.MEMORYHUB_EMBED_MAX_ATTEMPTS)
+                                   embedding_attempts__gte=retrieval.models.EMBED_MAX_ATTEMPTS)
         return queryset
 
 

@@ -6,8 +6,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from django.conf import settings
-
 from memoryhub.models import Session, estimate_tokens, iso
 from retrieval.chunking import normalize_text
 from retrieval.indexing import extract_event_text
@@ -18,6 +16,8 @@ from retrieval.search.engine import relevant_match
 from retrieval.vectors import halfvec_text
 
 RECENT_MESSAGES = 10
+# Tokens of a context block when the request names no budget.
+DEFAULT_BUDGET = 4000
 # Critical memories (seed 004: importance >= 0.85 is always recalled; pinned ones too): in every
 # context whatever the query, within a reserved share of the budget, at most CRITICAL_LIMIT.
 CRITICAL_IMPORTANCE = 0.85
@@ -160,7 +160,7 @@ def assemble_context(*, session: Session | None, req: SearchRequest, budget: int
     memories that pass the relevance floor, deduplicated, within the rest of the budget. The
     search request carries the scope and owner rules: never another user's, never a memory that
     does not apply here."""
-    budget = budget or settings.MEMORYHUB_CONTEXT_BUDGET
+    budget = budget or DEFAULT_BUDGET
     # The session's own messages follow the owner rule too: a user's read of a conversation
     # nobody owns (or another's) does not include it (sql.owner_clause).
     reads_session = session is not None and req.user_id in (None, session.user_id)

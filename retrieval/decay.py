@@ -4,8 +4,7 @@
 
 `hours` is the time since the memory was last used: `accessed_at` when it has been returned by a
 memory search, else `created_at` ("memories accessed less recently decay faster", seed 001).
-Rates per hour come from settings.MEMORYHUB_DECAY_RATES (account 0.999, workspace 0.998, channel
-0.995, conversation 0.99).
+Rates per hour are RATES (account 0.999, workspace 0.998, channel 0.995, conversation 0.99).
 
 Both forms compute rate^hours as exp(max(hours · ln(rate), -700)): PostgreSQL raises "value out
 of range: underflow" instead of returning 0 for power()/exp() results below the smallest double,
@@ -38,7 +37,6 @@ from __future__ import annotations
 import math
 from datetime import datetime
 
-from django.conf import settings
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
@@ -46,11 +44,14 @@ from memoryhub.searchable import TIERS
 from retrieval.models import Chunk, ChunkAccess
 
 MIN_EXPONENT = -700.0
+# Per-hour retention by tier (seed 001): a rate must be in (0, 1]; 1 means "never decays". Shared
+# knowledge keeps longest, a conversation's own memories fade first.
+RATES = {"account": 0.999, "workspace": 0.998, "channel": 0.995, "conversation": 0.99}
 
 
 def decay_rates() -> dict[str, float]:
-    """The per-hour rate of every tier, from settings (validated: 0 < rate ≤ 1)."""
-    rates = dict(settings.MEMORYHUB_DECAY_RATES)
+    """The per-hour rate of every tier (RATES, validated: 0 < rate ≤ 1)."""
+    rates = dict(RATES)
     for tier in TIERS:
         rate = float(rates[tier])
         if not 0.0 < rate <= 1.0:

@@ -12,7 +12,7 @@ with its vector (ChunkSentence, EMBED_SENTENCES); chunks embedded before that ge
 when the lane is idle (_sentence_step).
 
 A failed batch is split until the failing chunk is alone: that chunk records its error and one
-attempt, the others are embedded. After MEMORYHUB_EMBED_MAX_ATTEMPTS a chunk is set aside (left
+attempt, the others are embedded. After retrieval.models.EMBED_MAX_ATTEMPTS a chunk is set aside (left
 out of the claims, retryable in the admin). EmbedderUnavailable (no model, no memory) is the
 embedder's fault, not the chunk's: no attempt is counted and the lane backs off.
 """
@@ -37,6 +37,7 @@ from django.db.models.functions import Length
 from django.utils import timezone
 
 from accounts.models import Tenant
+from memoryhub.plumbing import background as lanes
 from memoryhub.plumbing import metrics
 from memoryhub.plumbing.background import (
     LaneBackoff,
@@ -55,6 +56,8 @@ from retrieval.vectors import halfvec_text
 
 logger = logging.getLogger(__name__)
 
+# Texts per background embedding batch (seed 001: 50): one model call and one vector write.
+BACKFILL_BATCH = 50
 CLAIM_WINDOW = 10  # batches: a claim picks texts of alike length among this many batches' worth
 # How long the first start's ONNX export and checks take (prepare_embedder_apart says it): measured
 # from a fresh data folder on a 2-core VM, beside the starting service: 50-60 s when the machine
@@ -213,7 +216,7 @@ def embed_sentences(*, limit: int | None = None) -> dict[str, int]:
     how many chunks were split and how many sentences embedded."""
     if not EMBED_SENTENCES:
         return {"chunks": 0, "sentences": 0}
-    batch = settings.MEMORYHUB_EMBED_BACKFILL_BATCH
+    batch = BACKFILL_BATCH
     embedder = get_embedder()
     chunks = written = 0
     while limit is None or chunks < limit:
@@ -283,7 +286,7 @@ def _embed_or_record(rows: list[Chunk]) -> tuple[int, int]:
 
 def embed_chunks(chunk_ids: list[int]) -> dict[str, int]:
     """Embed these chunks now (those still without a current embedding), in batches."""
-    batch = settings.MEMORYHUB_EMBED_BACKFILL_BATCH
+    batch = BACKFILL_BATCH
     name = get_embedder().name
     embedded = failed = 0
     for start in range(0, len(chunk_ids), batch):
@@ -320,7 +323,7 @@ def backfill_embeddings(*, tenant_id: int | None = None, limit: int | None = Non
     failures stay recorded and the next run tries them again. `progress(embedded, failed)` is
     called after each batch.
     """
-    batch = settings.MEMORYHUB_EMBED_BACKFILL_BATCH
+    batch = BACKFILL_BATCH
     query = _stale_rows(get_embedder().name)
     if tenant_id is not None:
         query &= Q(tenant_id=tenant_id)
@@ -368,7 +371,7 @@ class EmbedLane:
     listens = True
 
     def __init__(self) -> None:
-        self.idle_seconds = float(settings.MEMORYHUB_WORK_IDLE_SECONDS)
+        self.idle_seconds = lanes.WORK_IDLE_SECONDS
         self._tenant = 0  # round-robin cursor
         self._stale_checked = 0.0
         self._prepared = False
@@ -407,10 +410,10 @@ class EmbedLane:
 
     def _embed_tenant(self, tenant: int) -> StepResult:
         # The budget bounds the batch's SQL (statement_timeout); encode() itself is bounded by the
-        # batch: at most MEMORYHUB_EMBED_BACKFILL_BATCH texts, each cut at the model's 256 tokens.
-        with transaction.atomic(), time_budget(settings.MEMORYHUB_STEP_SECONDS):
+        # batch: at most BACKFILL_BATCH texts, each cut at the model's 256 tokens.
+        with transaction.atomic(), time_budget(lanes.STEP_SECONDS):
             _no_commit_wait()
-            rows = _claim(waiting(tenant), settings.MEMORYHUB_EMBED_BACKFILL_BATCH, set())
+            rows = _claim(waiting(tenant), BACKFILL_BATCH, set())
             try:
                 done, failed = _embed_claimed(rows)
             except EmbedderUnavailable as exc:
@@ -421,8 +424,8 @@ class EmbedLane:
         """Chunks embedded without sentence vectors get them, a batch per step, when nothing
         else waits (the partial index chunk_pending_sentences finds them); None when none is left."""
         try:
-            with time_budget(settings.MEMORYHUB_STEP_SECONDS):
-                done = embed_sentences(limit=settings.MEMORYHUB_EMBED_BACKFILL_BATCH)["chunks"]
+            with time_budget(lanes.STEP_SECONDS):
+                done = embed_sentences(limit=BACKFILL_BATCH)["chunks"]
         except EmbedderUnavailable as exc:
             raise LaneBackoff(f"embedder unavailable: {exc}") from exc
         return StepResult(done=done) if done else None
@@ -435,7 +438,7 @@ class EmbedLane:
         name = get_embedder().name
         with transaction.atomic():
             ids = list(Chunk.objects.filter(embedding__isnull=False).exclude(embedding_model=name)
-                       .order_by("id").values_list("id", flat=True)[: settings.MEMORYHUB_EMBED_BACKFILL_BATCH])
+                       .order_by("id").values_list("id", flat=True)[: BACKFILL_BATCH])
             if not ids:
                 self._stale_checked = time.monotonic()
                 return StepResult()

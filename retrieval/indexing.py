@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Case, F, Max, Q, Sum, TextField, Value, When
 from django.db.models.functions import Greatest
@@ -30,6 +29,14 @@ from retrieval.models import SUPERSEDED_UNEMBEDDED, Chunk, ChunkAccess, Document
 
 logger = logging.getLogger(__name__)
 
+# A message longer than this many characters is split into chunks overlapping by CHUNK_OVERLAP
+# (MiniLM reads 256 tokens, about 1,000 characters; 640 keeps a chunk's context within them).
+CHUNK_CHARS = 640
+CHUNK_OVERLAP = 96
+# How many earlier messages of the conversation are embedded with a message (contextual
+# embeddings: "yes, since 2019" is findable by what it answers), as far as the message leaves
+# room (CONTEXT_FILL: a long message reads itself). 0 embeds the message alone.
+CONTEXT_MESSAGES = 2
 CONTEXT_CHARS = 400  # how much of each earlier message goes into a chunk's embedding context
 # A chunk and its context together fill at most this many characters, about the model's window
 # (MiniLM reads 256 word pieces, ~1,000 characters of English): a long chunk with its full context
@@ -70,7 +77,7 @@ def extract_event_text(event: Event) -> str:
 
 
 def _chunk_sizes() -> tuple[int, int]:
-    return settings.MEMORYHUB_CHUNK_CHARS, min(settings.MEMORYHUB_CHUNK_OVERLAP, settings.MEMORYHUB_CHUNK_CHARS - 1)
+    return CHUNK_CHARS, min(CHUNK_OVERLAP, CHUNK_CHARS - 1)
 
 
 def _context_before(session: Session, first_sequence: int, count: int) -> list[str]:
@@ -81,7 +88,7 @@ def _context_before(session: Session, first_sequence: int, count: int) -> list[s
         return []
     # A window entry is keyed by the last sequence it holds, so it is the log's newest events up to
     # that one (memoryhub.recent); a gap in the sequences finds no entry.
-    window = recent_window.get(session.pk, first_sequence - 1, session.consolidated_to) if count <= settings.MEMORYHUB_RECENT_WINDOW else None
+    window = recent_window.get(session.pk, first_sequence - 1, session.consolidated_to) if count <= recent_window.WINDOW else None
     if window is not None:
         earlier = [Event.from_payload(payload) for payload in window[-count:]]
     else:
@@ -124,7 +131,7 @@ def index_session_events(session: Session, events: list[Event]) -> list[int]:
     """Chunk these events of `session` (in sequence order) in the current transaction."""
     if not events:
         return []
-    context_size = settings.MEMORYHUB_EMBED_CONTEXT_MESSAGES
+    context_size = CONTEXT_MESSAGES
     recent = _context_before(session, events[0].sequence, context_size)
     max_chars, overlap = _chunk_sizes()
     planned: list[tuple[Event, str, str, str]] = []  # event, text, hash, context

@@ -6,7 +6,7 @@ by an embed lane on a machine of its own) exports the weights of the `gt-all-min
 package with torch.onnx into the data folder, then checks it against the torch model on REFERENCE_TEXTS: the vectors must
 agree (cosine ≥ MIN_COSINE for every text) and both runtimes are timed, on a batch and on one
 query. An int8 copy is made and judged beside it (`quantize_int8`): for the web processes' queries
-(MEMORYHUB_QUERY_EMBED_INT8) and, where it is faster on a batch, for the vectors the embed lane
+(retrieval.query_embedding.INT8) and, where it is faster on a batch, for the vectors the embed lane
 stores. The verdict goes to `choice.json` beside the
 model; MEMORYHUB_EMBED_BACKEND=auto follows it, separately for queries and for batches. Nothing
 is downloaded. (sentence-transformers'
@@ -256,7 +256,7 @@ def quantize_int8(directory: Path) -> dict[str, Any]:
     channel (ONNX Runtime's dynamic quantization; the activations stay float, quantized per call, so
     a text's vector depends a little on the batch it is in: queries are embedded one at a time).
     Judged against the exported model on the distinct REFERENCE_TEXTS, each alone: the median and
-    lowest cosine, and one query's time, each runtime on one thread (MEMORYHUB_QUERY_EMBED_INT8);
+    lowest cosine, and one query's time, each runtime on one thread (retrieval.query_embedding.INT8);
     then as the embed lane uses it (`_batch_verdict`)."""
     import numpy as np
     from onnxruntime.quantization import QuantType, quantize_dynamic

@@ -6,7 +6,6 @@ from datetime import datetime
 from typing import Any
 
 import pgtrigger
-from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVectorField
@@ -38,13 +37,13 @@ class ChunkQuerySet(models.QuerySet["Chunk"]):
 
     def embedding_waiting(self) -> ChunkQuerySet:
         """Chunks the embed lane will embed: current (not a superseded fact version), no vector yet,
-        fewer failed attempts than MEMORYHUB_EMBED_MAX_ATTEMPTS."""
+        fewer failed attempts than EMBED_MAX_ATTEMPTS."""
         return self.filter(embedding_waiting_q())
 
     def embedding_set_aside(self) -> ChunkQuerySet:
         """Current chunks without a vector the lane will not try again (their `embedding_error` says
         why); the admin's retry puts them back."""
-        return self.filter(PENDING_INDEX_CONDITION, embedding_attempts__gte=settings.MEMORYHUB_EMBED_MAX_ATTEMPTS)
+        return self.filter(PENDING_INDEX_CONDITION, embedding_attempts__gte=EMBED_MAX_ATTEMPTS)
 
     def with_access(self) -> ChunkQuerySet:
         """Each chunk with the `access_count` (0: never returned by search) and `accessed_at`
@@ -52,6 +51,8 @@ class ChunkQuerySet(models.QuerySet["Chunk"]):
         return self.annotate(access_count=Coalesce(F("access__access_count"), 0), accessed_at=F("access__accessed_at"))
 
 
+# A chunk whose embedding failed this many times is set aside (skipped until retried in the admin).
+EMBED_MAX_ATTEMPTS = 3
 # Current chunks without a vector: the partial index chunk_pending_embedding's condition.
 PENDING_INDEX_CONDITION = Q(embedding__isnull=True, valid_to__isnull=True)
 # The reason a superseded version that was never embedded is set aside with (retire_searchable).
@@ -60,7 +61,7 @@ SUPERSEDED_UNEMBEDDED = "superseded before it was embedded"
 
 def embedding_waiting_q() -> Q:
     """ChunkQuerySet.embedding_waiting() as a condition (for a Count's filter)."""
-    return PENDING_INDEX_CONDITION & Q(embedding_attempts__lt=settings.MEMORYHUB_EMBED_MAX_ATTEMPTS)
+    return PENDING_INDEX_CONDITION & Q(embedding_attempts__lt=EMBED_MAX_ATTEMPTS)
 
 
 class CurrentChunks(models.Manager):  # type: ignore[type-arg]

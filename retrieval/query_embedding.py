@@ -6,7 +6,7 @@ every web worker (~590 MB resident each, most of it torch); ONNX Runtime runs th
 ONNX model the background branch's `retrieval.minilm_runtimes` prepares in the data folder
 (`read_choice()`, `cache_dir()`, `OnnxMiniLM(directory, threads).encode(texts)`, none of which
 imports torch); where there is none (not prepared, not installed, another embedder configured)
-it falls back to the configured embedder, as before. With MEMORYHUB_QUERY_EMBED_INT8 (the
+it falls back to the configured embedder, as before. With INT8 (the
 default) it loads the model's int8 copy when the preparation judged it close enough: about 2.7x
 faster per query, its vectors within cosine 0.99 of the full model's (bench/README.md, stop 26).
 """
@@ -39,6 +39,14 @@ class QueryEncoder(Protocol):
 # the background): until it is recorded, queries go to the configured embedder and this process
 # looks for the model again at most this often.
 LOOK_AGAIN_SECONDS = 5.0
+# Threads of the torch-free query encoder of each web process: one query each, and a web worker
+# serves many requests at once on its own cores.
+THREADS = 1
+# Web processes embed queries with the int8 copy of the ONNX model (made beside it and judged
+# against it when the data folder is prepared): ~2.7x faster and a quarter of the weights' memory;
+# query vectors agree with the full model's to cosine >= 0.98 (bench/README.md, stop 26). False:
+# the full model. Stored vectors follow MEMORYHUB_EMBED_BACKEND (retrieval.embedders).
+INT8 = True
 WARM_UP_WAIT_SECONDS = 600.0  # a preparation that takes longer has failed: warm up what there is
 
 _encoder: QueryEncoder | None = None
@@ -73,8 +81,8 @@ def onnx_pending() -> bool:
 
 
 def _open(onnx: Any, choice: dict[str, Any]) -> QueryEncoder:
-    directory, threads = onnx.cache_dir(), settings.MEMORYHUB_QUERY_EMBED_THREADS
-    if settings.MEMORYHUB_QUERY_EMBED_INT8 and (choice.get("int8") or {}).get("agree") \
+    directory, threads = onnx.cache_dir(), THREADS
+    if INT8 and (choice.get("int8") or {}).get("agree") \
             and (directory / onnx.INT8_FILE).exists():
         return onnx.OnnxMiniLM(directory, threads, filename=onnx.INT8_FILE)
     return onnx.OnnxMiniLM(directory, threads)

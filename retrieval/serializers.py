@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
 from drf_spectacular.extensions import OpenApiSerializerFieldExtension
 from drf_spectacular.utils import inline_serializer
 from rest_framework import serializers
@@ -16,7 +15,12 @@ from memoryhub.models import Role
 from memoryhub.searchable import KINDS
 from retrieval.embedders import DIMENSIONS
 from retrieval.search import FUSIONS, MODES, PROFILES, SCOPES
-from retrieval.search.request import DEFAULT_HITS_PER_SESSION, GROUPINGS, MAX_HITS_PER_SESSION
+from retrieval.search.request import (
+    DEFAULT_HITS_PER_SESSION,
+    GROUPINGS,
+    MAX_HITS_PER_SESSION,
+    MAX_TOP_K,
+)
 from retrieval.vectors import vector_problem
 
 
@@ -26,9 +30,9 @@ class TopKField(serializers.IntegerField):
 
     def to_internal_value(self, data):  # type: ignore[no-untyped-def]
         value = super().to_internal_value(data)
-        if value > settings.MEMORYHUB_SEARCH_MAX_TOP_K:
+        if value > MAX_TOP_K:
             raise serializers.ValidationError(
-                f"Ensure this value is less than or equal to {settings.MEMORYHUB_SEARCH_MAX_TOP_K}.", code="max_value"
+                f"Ensure this value is less than or equal to {MAX_TOP_K}.", code="max_value"
             )
         return value
 
@@ -39,7 +43,7 @@ class TopKFieldSchema(OpenApiSerializerFieldExtension):
     target_class = TopKField
 
     def map_serializer_field(self, auto_schema: Any, direction: Any) -> dict[str, Any]:
-        return {"type": "integer", "minimum": 1, "maximum": settings.MEMORYHUB_SEARCH_MAX_TOP_K}
+        return {"type": "integer", "minimum": 1, "maximum": MAX_TOP_K}
 
 
 SCOPE_HELP = ("How far to read other conversations' messages: conversation (= session), channel, workspace "

@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from django.apps import apps
-from django.conf import settings
 from django.db import connection
 from django.db.models import Count, F, IntegerField, Max, OuterRef, Q, Subquery, Sum
 from django.db.models.functions import Coalesce, Greatest
 
+import retrieval.models
 from accounts.models import ApiKey, Tenant
 from accounts.querysets import owned_by
 from memoryhub.models import Event, RollingSummary, Session, SummaryNode
@@ -166,7 +166,7 @@ def _limited_backlog(tenant_id: int, workspace_id: int | None, user_id: str) -> 
     """A key limited to a workspace or a user sees the queue of what it may read, and no ETA: the
     lanes serve the tenant as a whole, so the ETA of its last chunk moves with every other user's
     appends (a side channel on their activity)."""
-    limit = settings.MEMORYHUB_EMBED_MAX_ATTEMPTS
+    limit = retrieval.models.EMBED_MAX_ATTEMPTS
     row = _chunks(tenant_id, workspace_id, user_id).filter(embedding__isnull=True).aggregate(
         waiting=Count("id", filter=Q(embedding_attempts__lt=limit)),
         set_aside=Count("id", filter=Q(embedding_attempts__gte=limit)))

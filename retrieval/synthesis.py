@@ -23,6 +23,7 @@ from typing import Any
 
 from django.conf import settings
 
+from memoryhub import summarisers
 from memoryhub.errors import Invalid
 from memoryhub.plumbing.llm import (
     SummariserError,
@@ -53,8 +54,8 @@ def check_configured() -> None:
 
 
 def _prompt(query: str, results: list[dict[str, Any]]) -> tuple[str, int]:
-    """The user message, and how many results it shows (as many as fit MEMORYHUB_SUMMARISER_INPUT_CHARS)."""
-    budget = settings.MEMORYHUB_SUMMARISER_INPUT_CHARS
+    """The user message, and how many results it shows (as many as fit memoryhub.summarisers.INPUT_CHARS)."""
+    budget = summarisers.INPUT_CHARS
     lines = [f"Question: {query}", "", "Results:"]
     used = 0
     for number, result in enumerate(results, start=1):

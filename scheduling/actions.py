@@ -8,11 +8,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from django.conf import settings
-
 from memoryhub.tasks import MAINTENANCE, SCHEDULES
 from scheduling import jobs, webhooks
 from scheduling.models import WebhookKind
+
+# Runs kept per schedule: older ones are pruned when a run finishes (scheduling.dispatcher) and by
+# the `prune_runs` action (its default `keep`). 50: a screen of history in the admin.
+RUNS_KEPT = 50
+# Seconds an `agent_goal` run waits for its agent webhook's answer: long enough for an agent that
+# does a few model calls; a run is bounded by the schedules cluster's timeout (300 s) anyway.
+AGENT_WEBHOOK_TIMEOUT_SECONDS = 30.0
 
 if TYPE_CHECKING:
     from accounts.models import ApiKey
@@ -84,7 +89,7 @@ def prune_runs(schedule: Schedule, run: Run, authority: ApiKey) -> ActionResult:
     from scheduling.models import Run as RunModel
     from scheduling.models import Schedule as ScheduleModel
 
-    keep = int(schedule.params.get("keep", settings.MEMORYHUB_SCHEDULE_RUNS_KEPT))
+    keep = int(schedule.params.get("keep", RUNS_KEPT))
     deleted = 0
     ids = list(ScheduleModel.objects.within_authority(authority).values_list("pk", flat=True))
     for schedule_id in ids:
@@ -105,7 +110,7 @@ def agent_goal(schedule: Schedule, run: Run, authority: ApiKey) -> ActionResult:
         "channel_context_id": schedule.channel_context_id, "params": schedule.params,
     }).encode()
     try:
-        _, raw = webhooks.send(target, body, timeout=settings.MEMORYHUB_AGENT_WEBHOOK_TIMEOUT,
+        _, raw = webhooks.send(target, body, timeout=AGENT_WEBHOOK_TIMEOUT_SECONDS,
                                max_reply=10 * 1024 * 1024)
     except webhooks.SendError as exc:
         if exc.status is not None:

@@ -17,14 +17,13 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.conf import settings
 from django.db import connection, transaction
 from django.dispatch import Signal
 from django.utils import timezone
 
 from memoryhub.plumbing.background import StepResult
 from memoryhub.tasks import SCHEDULES, Interrupted, enqueue_on_commit
-from scheduling import authority, notifications
+from scheduling import actions, authority, notifications
 from scheduling import cadence as cadence_maths
 from scheduling.actions import REGISTRY, ActionError, ActionResult
 from scheduling.models import (
@@ -41,6 +40,13 @@ logger = logging.getLogger(__name__)
 
 EXECUTE = "scheduling.tasks.execute_run"
 DISPATCH_BATCH = 100  # due schedules one dispatcher pass claims at most
+# This many failed runs in a row pause the schedule (its owner resumes it once the cause is fixed).
+MAX_FAILURES = 3
+# A run still running this long after it started is marked failed (timeout: its worker was lost, or
+# its action too slow). A run that is still queued is never failed for waiting: it is sent to the
+# cluster again after REQUEUE_SECONDS (its task was lost with a broker or a killed worker).
+RUN_TIMEOUT_SECONDS = 900
+REQUEUE_SECONDS = 300
 # Sent after a run finished when the schedule's notification policy asks for it (run=Run); the
 # notification itself is delivered by scheduling.notifications.
 run_notification = Signal()
@@ -169,7 +175,7 @@ def finish_run(run_id: Any, *, succeeded: bool, output: str, turn_count: int = 0
             schedule.status = ScheduleStatus.COMPLETED if succeeded else ScheduleStatus.FAILED
             schedule.next_run_at = None
         elif (not succeeded and schedule.status == ScheduleStatus.ACTIVE
-              and schedule.consecutive_failures >= settings.MEMORYHUB_SCHEDULE_MAX_FAILURES):
+              and schedule.consecutive_failures >= MAX_FAILURES):
             schedule.status = ScheduleStatus.PAUSED
             logger.warning("schedule paused after repeated failures",
                            extra={"schedule": str(schedule.pk), "failures": schedule.consecutive_failures})
@@ -178,7 +184,7 @@ def finish_run(run_id: Any, *, succeeded: bool, output: str, turn_count: int = 0
         if _notify_wanted(schedule.notification_policy, succeeded):
             notifications.record_delivery(run, schedule, now)  # delivered after commit, `notified` once it is
             transaction.on_commit(lambda: run_notification.send(sender=Run, run=run))
-        Run.objects.prune_history(schedule.pk, keep=settings.MEMORYHUB_SCHEDULE_RUNS_KEPT)
+        Run.objects.prune_history(schedule.pk, keep=actions.RUNS_KEPT)
     return run
 
 
@@ -192,12 +198,12 @@ def time_out_stuck_runs(now: datetime | None = None) -> int:
     """Runs running longer than the timeout (a worker killed mid-run) become failed. A queued run
     is never failed for waiting: it never got a worker (see requeue_waiting_runs)."""
     now = now or timezone.now()
-    limit = now - timedelta(seconds=settings.MEMORYHUB_SCHEDULE_RUN_TIMEOUT_SECONDS)
+    limit = now - timedelta(seconds=RUN_TIMEOUT_SECONDS)
     stuck = list(Run.objects.filter(status=RunStatus.RUNNING, started_at__lt=limit)
                  .values_list("pk", "status"))
     done = 0
     for run_id, status in stuck:
-        message = (f"Timed out: still {status} after {settings.MEMORYHUB_SCHEDULE_RUN_TIMEOUT_SECONDS}s "
+        message = (f"Timed out: still {status} after {RUN_TIMEOUT_SECONDS}s "
                    "(worker lost or action too slow).")
         if finish_run(run_id, succeeded=False, output=message, error="timeout", expect=status, now=now):
             done += 1
@@ -205,11 +211,11 @@ def time_out_stuck_runs(now: datetime | None = None) -> int:
 
 
 def requeue_waiting_runs(now: datetime | None = None) -> int:
-    """Send runs queued for longer than MEMORYHUB_SCHEDULE_REQUEUE_SECONDS to the cluster again:
+    """Send runs queued for longer than REQUEUE_SECONDS to the cluster again:
     their task was lost (a Redis broker's worker killed after taking it). A duplicate is harmless:
     execute_run starts a run only while it is queued, under a row lock."""
     now = now or timezone.now()
-    limit = now - timedelta(seconds=settings.MEMORYHUB_SCHEDULE_REQUEUE_SECONDS)
+    limit = now - timedelta(seconds=REQUEUE_SECONDS)
     done = 0
     with transaction.atomic():
         waiting = list(Run.objects.select_for_update(skip_locked=True, of=("self",)).select_related("schedule")

@@ -17,7 +17,6 @@ import uuid
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -30,6 +29,12 @@ logger = logging.getLogger(__name__)
 DELIVER = "scheduling.tasks.deliver_notification"
 EVENT = "schedule.run.finished"
 MAX_BACKOFF = timedelta(hours=6)
+# Attempts per delivery, the wait before the first retry (doubled after each failed attempt, at
+# most MAX_BACKOFF; retries go out with the dispatcher's pass, every minute) and the seconds one
+# POST may take.
+MAX_ATTEMPTS = 5
+BACKOFF_SECONDS = 30
+TIMEOUT_SECONDS = 10.0
 NO_WEBHOOK = ("No notification webhook is configured for this tenant "
               "(POST /api/v1/webhooks/ with kind 'notification').")
 
@@ -65,7 +70,7 @@ def record_delivery(run: Run, schedule: Schedule, now: datetime | None = None) -
     target = webhooks.target_for(schedule.tenant_id, WebhookKind.NOTIFICATION)
     delivery_id = uuid.uuid4()
     delivery = Delivery(id=delivery_id, tenant_id=run.tenant_id, run=run, payload=payload(delivery_id, run, schedule),
-                        max_attempts=settings.MEMORYHUB_NOTIFY_MAX_ATTEMPTS, created_at=now)
+                        max_attempts=MAX_ATTEMPTS, created_at=now)
     if target is None:
         delivery.status, delivery.last_error = DeliveryStatus.NO_WEBHOOK, NO_WEBHOOK
     else:
@@ -88,7 +93,7 @@ def deliver(delivery_id: str) -> str:
     else:
         body = json.dumps(delivery.payload, sort_keys=True).encode()
         try:
-            code, _ = webhooks.send(target, body, timeout=settings.MEMORYHUB_NOTIFY_TIMEOUT, max_reply=64 * 1024,
+            code, _ = webhooks.send(target, body, timeout=TIMEOUT_SECONDS, max_reply=64 * 1024,
                                     extra_headers={"X-MemoryHub-Delivery": str(delivery.pk), "X-MemoryHub-Event": EVENT})
         except webhooks.SendError as exc:
             error, code = _describe(exc), exc.status
@@ -103,7 +108,7 @@ def _describe(exc: webhooks.SendError) -> str:
 def _claim(delivery_id: str, now: datetime) -> Delivery | None:
     # The lease: until the POST could have timed out (plus a margin) no one else picks it up;
     # a worker killed mid-attempt leaves it to the retry pass after that.
-    lease = timedelta(seconds=settings.MEMORYHUB_NOTIFY_TIMEOUT + 60)
+    lease = timedelta(seconds=TIMEOUT_SECONDS + 60)
     with transaction.atomic():
         delivery = (Delivery.objects.select_for_update(skip_locked=True)
                     .filter(pk=delivery_id, status=DeliveryStatus.PENDING, next_attempt_at__lte=now).first())
@@ -117,7 +122,7 @@ def _claim(delivery_id: str, now: datetime) -> Delivery | None:
 
 def backoff(attempts: int) -> timedelta:
     """The wait after the `attempts`-th failed attempt: the base, doubled each time, capped."""
-    base = timedelta(seconds=settings.MEMORYHUB_NOTIFY_BACKOFF_SECONDS)
+    base = timedelta(seconds=BACKOFF_SECONDS)
     return min(base * 2 ** max(attempts - 1, 0), MAX_BACKOFF)
 
 
@@ -158,7 +163,7 @@ def retry(delivery: Delivery) -> Delivery:
     delivery = Delivery.objects.select_for_update().get(pk=delivery.pk)
     if delivery.status in (DeliveryStatus.FAILED, DeliveryStatus.NO_WEBHOOK):
         delivery.status, delivery.next_attempt_at = DeliveryStatus.PENDING, timezone.now()
-        delivery.max_attempts = delivery.attempts + settings.MEMORYHUB_NOTIFY_MAX_ATTEMPTS
+        delivery.max_attempts = delivery.attempts + MAX_ATTEMPTS
         delivery.save(update_fields=["status", "next_attempt_at", "max_attempts"])
         enqueue_on_commit(DELIVER, str(delivery.pk), group="schedules")
     return delivery

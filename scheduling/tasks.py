@@ -3,7 +3,7 @@
 The clusters have their own schedules (django-q2 `Schedule` rows): `scheduling:dispatch` every
 minute on the schedules cluster (a fallback: the dispatch lane of `manage.py work` claims due user
 schedules every second) and the built-in maintenance cadences `memoryhub:<job>` on the
-maintenance cluster (scheduling.jobs over every tenant; their periods come from settings). ONE
+maintenance cluster (scheduling.jobs over every tenant; their periods are MAINTENANCE_JOBS). ONE
 function, `sync_cluster_schedules()`, keeps all of them in step: migrations 0003 and 0004 call
 it, and so does every `manage.py run` (through memoryhub.signals.cluster_starting). With the
 cluster's `catch_up` off, a run missed while MemoryHub was down fires once on the next start.
@@ -29,12 +29,13 @@ logger = logging.getLogger(__name__)
 DISPATCHER_NAME = "scheduling:dispatch"
 DISPATCHER_FUNC = "scheduling.tasks.dispatch"
 MAINTENANCE_PREFIX = "memoryhub:"  # the names the built-in cadences were first registered with
-# job name -> (setting holding its period in minutes, 0 = off; how long after the first
-# registration it first runs)
-MAINTENANCE_JOBS: dict[str, tuple[str, timedelta]] = {
-    "embed_backfill": ("MEMORYHUB_MAINTENANCE_EMBED_MINUTES", timedelta(minutes=1)),
-    "summarise": ("MEMORYHUB_MAINTENANCE_SUMMARISE_MINUTES", timedelta(minutes=2)),
-    "consolidate": ("MEMORYHUB_MAINTENANCE_CONSOLIDATE_MINUTES", timedelta(minutes=10)),
+# job name -> (its period in minutes, 0 = off; how long after the first registration it first
+# runs). Embedding and summarising are the work lanes' job (manage.py work, started by `run`):
+# their cadences are off. Consolidation every 6 hours, as seed 004's consolidation_interval_hours.
+MAINTENANCE_JOBS: dict[str, tuple[int, timedelta]] = {
+    "embed_backfill": (0, timedelta(minutes=1)),
+    "summarise": (0, timedelta(minutes=2)),
+    "consolidate": (6 * 60, timedelta(minutes=10)),
 }
 
 
@@ -98,9 +99,9 @@ def cluster_schedules() -> list[ClusterSchedule]:
     """Every schedule the clusters should have, as this start's settings say."""
     return [
         ClusterSchedule(DISPATCHER_NAME, DISPATCHER_FUNC, 1, timedelta(0)),
-        *(ClusterSchedule(MAINTENANCE_PREFIX + job, f"scheduling.tasks.{job}", getattr(settings, setting), delay,
+        *(ClusterSchedule(MAINTENANCE_PREFIX + job, f"scheduling.tasks.{job}", minutes, delay,
                           MAINTENANCE)
-          for job, (setting, delay) in MAINTENANCE_JOBS.items()),
+          for job, (minutes, delay) in MAINTENANCE_JOBS.items()),
     ]
 
 

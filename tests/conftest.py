@@ -20,15 +20,16 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 @pytest.fixture(autouse=True)
-def _fast_and_inline(settings) -> None:  # type: ignore[no-untyped-def]
+def _fast_and_inline(settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from memoryhub.plumbing import counters
+
     # Deterministic embeddings and inline background work unless a test asks otherwise.
     settings.MEMORYHUB_EMBEDDER = "hash"
     settings.MEMORYHUB_TASKS_EAGER = True
     # Request counters are written at once, so that none is left over for the next test.
-    settings.MEMORYHUB_USAGE_FLUSH_SECONDS = 0
-    settings.MEMORYHUB_ACCESS_FLUSH_SECONDS = 0
+    monkeypatch.setattr(counters, "FLUSH_SECONDS", 0)
     # A model call that is retried waits milliseconds, not seconds (tests/memoryhub/test_llm.py).
-    settings.MEMORYHUB_LLM_BACKOFF_SECONDS = 0.01
+    monkeypatch.setattr("memoryhub.plumbing.llm.BACKOFF_SECONDS", 0.01)
 
 
 @pytest.fixture(autouse=True)

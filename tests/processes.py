@@ -45,8 +45,7 @@ def base_env(**extra: str) -> dict[str, str]:
     # The test's own key: a task this process queues is signed with it, and a cluster started with
     # another one drops the task as tampered with (django-q's BadSignature).
     env = {**os.environ, "DATABASE_URL": database_url(), "SECRET_KEY": settings.SECRET_KEY,
-           "MEMORYHUB_EMBEDDER": "hash", "LOG_LEVEL": "WARNING", "LOG_FORMAT": "text",
-           "MEMORYHUB_WORK_IDLE_SECONDS": "1"}
+           "MEMORYHUB_EMBEDDER": "hash", "LOG_LEVEL": "WARNING", "LOG_FORMAT": "text"}
     env.pop("DJANGO_SETTINGS_MODULE", None)
     env.update(extra)
     return env

@@ -205,6 +205,43 @@ def setting_defaults(source: str) -> dict[str, object]:
     return defaults
 
 
+# A default the code keeps as a constant, named by its module: `recent.WINDOW` = 50.
+_STATED_CONSTANT = re.compile(r"`([a-z_]+)\.([A-Z][A-Z0-9_]+)` = (on|off|true|false|[0-9][0-9,]*(?:\.[0-9]+)?)\b")
+
+
+def constant_values(module: str) -> dict[str, object]:
+    """Top-level constants (NAME = an arithmetic of literals) of every app module called `module`.py."""
+    values: dict[str, object] = {}
+    for path in sorted(p for app in APPS for p in (ROOT / app).rglob(f"{module}.py") if "migrations" not in p.parts):
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else getattr(node, "target", None)
+            value = getattr(node, "value", None)
+            if isinstance(target, ast.Name) and value is not None and all(
+                    isinstance(n, (ast.Constant, ast.BinOp, ast.UnaryOp, ast.operator, ast.unaryop)) for n in ast.walk(value)):
+                values.setdefault(target.id, eval(compile(ast.Expression(value), str(path), "eval")))
+    return values
+
+
+def _agrees(stated: str, value: object) -> bool:
+    if stated in ("on", "off", "true", "false"):
+        return value is (stated in ("on", "true"))
+    return not isinstance(value, bool) and isinstance(value, (int, float)) and float(stated.replace(",", "")) == value
+
+
+def constant_problems(readme_texts: dict[str, str]) -> list[str]:
+    problems = []
+    for readme, text in sorted(readme_texts.items()):
+        for module, name, stated in _STATED_CONSTANT.findall(text):
+            values = constant_values(module)
+            if name not in values:
+                problems.append(f"{readme} states `{module}.{name}` = {stated}, but no {module}.py defines "
+                                f"{name}: name the module that holds it now, or remove the value")
+            elif not _agrees(stated, values[name]):
+                problems.append(f"{readme} states `{module}.{name}` = {stated}; the code's value is "
+                                f"{values[name]!r}: correct the README")
+    return problems
+
+
 def default_problems(readme_texts: dict[str, str], defaults: dict[str, object]) -> list[str]:
     problems = []
     for readme, text in sorted(readme_texts.items()):
@@ -231,16 +268,23 @@ def test_every_module_is_named_once_in_its_readme():
 
 def test_defaults_the_readmes_state_are_the_settings():
     defaults = setting_defaults((ROOT / "memoryhub/settings.py").read_text(encoding="utf-8"))
-    assert defaults["MEMORYHUB_MAINTENANCE_CONSOLIDATE_MINUTES"] == 360  # 6 * 60, evaluated
+    assert defaults["MEMORYHUB_MCP_STREAMS"] == 100
     texts = readmes()
-    assert len(_STATED_DEFAULT.findall("".join(texts.values()))) > 20
-    problems = default_problems(texts, defaults)
+    everything = "".join(texts.values())
+    assert len(_STATED_DEFAULT.findall(everything)) + len(_STATED_CONSTANT.findall(everything)) > 20
+    problems = default_problems(texts, defaults) + constant_problems(texts)
     assert not problems, "\n".join(problems)
+    # A wrong constant, or one no module of that name defines, is reported.
+    assert constant_problems({"retrieval/README.md": "`indexing.CHUNK_CHARS` = 500, `indexing.NO_SUCH` = 1"}) == [
+        "retrieval/README.md states `indexing.CHUNK_CHARS` = 500; the code's value is 640: correct the README",
+        "retrieval/README.md states `indexing.NO_SUCH` = 1, but no indexing.py defines NO_SUCH: name the "
+        "module that holds it now, or remove the value",
+    ]
     # A wrong default, or one for a setting that is gone, is reported.
-    texts["retrieval/README.md"] += "`MEMORYHUB_CHUNK_CHARS` = 500, `MEMORYHUB_NO_SUCH` = 1"
+    texts["retrieval/README.md"] += "`MEMORYHUB_MCP_STREAMS` = 50, `MEMORYHUB_NO_SUCH` = 1"
     assert default_problems(texts, defaults) == [
-        "retrieval/README.md states `MEMORYHUB_CHUNK_CHARS` = 500; memoryhub/settings.py's default is "
-        "640: correct the README",
+        "retrieval/README.md states `MEMORYHUB_MCP_STREAMS` = 50; memoryhub/settings.py's default is "
+        "100: correct the README",
         "retrieval/README.md states `MEMORYHUB_NO_SUCH` = 1, but memoryhub/settings.py has no such "
         "setting: name the constant that holds it now, or remove the value",
     ]

@@ -169,7 +169,7 @@ def test_a_url_of_2000_tags_and_longer_urls_are_answered_in_the_envelope(served:
 
 
 def test_headers_over_the_limit_sent_at_once_are_431(served: Served) -> None:
-    """Issue 40, item 4: 40 KB of headers in one piece, past the 32 KB MEMORYHUB_MAX_HEADER_BYTES
+    """Issue 40, item 4: 40 KB of headers in one piece, past the 32 KB MAX_HEADER_BYTES
     (h11 measures only a head that is still incomplete)."""
     reply = exchange(served, request(served, "GET", "/api/v1/health/", headers=f"X-Big: {'a' * 40_000}\r\n"))
     assert reply.status == 431 and reply.closed

@@ -23,6 +23,10 @@ from memoryhub.plumbing.limits import too_large_body
 
 logger = logging.getLogger(__name__)
 
+# What a 503 database_unavailable asks the client to wait before retrying (Retry-After): about the
+# time a restarted embedded PostgreSQL takes to answer again.
+RETRY_AFTER_SECONDS = 5
+
 DOMAIN_STATUS: dict[type[DomainError], int] = {
     Invalid: status.HTTP_400_BAD_REQUEST,
     Forbidden: status.HTTP_403_FORBIDDEN,
@@ -161,11 +165,11 @@ def handle_404(request: HttpRequest, exception: Exception | None = None):  # typ
 def _unavailable_body() -> dict[str, Any]:
     return error_body("database_unavailable", "The database is unavailable. Retry after a few seconds (an "
                       "append resent with its idempotency_key is stored once).",
-                      {"retry_after": settings.MEMORYHUB_RETRY_AFTER_SECONDS})
+                      {"retry_after": RETRY_AFTER_SECONDS})
 
 
 def _retry_after() -> dict[str, str]:
-    return {"Retry-After": str(settings.MEMORYHUB_RETRY_AFTER_SECONDS)}
+    return {"Retry-After": str(RETRY_AFTER_SECONDS)}
 
 
 def database_unavailable(request: HttpRequest) -> HttpResponse:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
 from drf_spectacular.utils import (
     PolymorphicProxySerializer,
     extend_schema,
@@ -34,7 +33,7 @@ MAX_TOOL_CALLS = 128
 
 
 @extend_schema_field({"oneOf": [
-    {"type": "string", "maxLength": settings.MEMORYHUB_MAX_CONTENT_CHARS},
+    {"type": "string", "maxLength": event_log.MAX_CONTENT_CHARS},
     {"type": "array", "maxItems": chat.MAX_PARTS,
      "items": {"type": "object", "properties": {"type": {"type": "string"}}, "required": ["type"]}},
 ], "nullable": True})
@@ -43,7 +42,7 @@ class MessageContentField(serializers.Field):
 
     @property
     def max_length(self) -> int:  # of a string content
-        return int(settings.MEMORYHUB_MAX_CONTENT_CHARS)
+        return int(event_log.MAX_CONTENT_CHARS)
 
     def to_internal_value(self, data: Any) -> Any:
         if isinstance(data, str):
@@ -73,9 +72,9 @@ def _read_chat_fields(attrs: dict[str, Any]) -> dict[str, Any]:
             read = chat.read_parts(attrs["role"], content)
         except chat.MessageError as exc:
             raise serializers.ValidationError({"content": [serializers.ErrorDetail(str(exc), code=exc.code)]}) from None
-        if len(read.content) > settings.MEMORYHUB_MAX_CONTENT_CHARS:
+        if len(read.content) > event_log.MAX_CONTENT_CHARS:
             raise serializers.ValidationError({"content": [serializers.ErrorDetail(
-                f"The message's text has more than {settings.MEMORYHUB_MAX_CONTENT_CHARS} characters.",
+                f"The message's text has more than {event_log.MAX_CONTENT_CHARS} characters.",
                 code="max_length")]})
         if read.tool_calls and attrs["tool_calls"]:
             raise serializers.ValidationError("Give tool calls as `tool_calls` or as tool_use blocks, not both.",

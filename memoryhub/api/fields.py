@@ -6,7 +6,6 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from django.conf import settings
 from django.utils import timezone
 from drf_spectacular.utils import (
     OpenApiParameter,
@@ -18,6 +17,7 @@ from rest_framework import serializers
 from memoryhub.models import (
     SESSION_ID_REGEX,
 )
+from memoryhub.notes import MAX_MEMORY_CHARS, MAX_TAG_CHARS, MAX_TAGS
 
 ID_REGEX = SESSION_ID_REGEX
 
@@ -101,7 +101,7 @@ class ItemsField(serializers.JSONField):
 
 def normalise_tags(value: Any) -> list[str]:
     """Trimmed, lowercased, de-duplicated (first occurrence kept), capped as seed 000 caps them: the
-    first MEMORYHUB_MAX_TAGS tags are kept, each cut to MEMORYHUB_MAX_TAG_CHARS characters."""
+    first MAX_TAGS tags are kept, each cut to MAX_TAG_CHARS characters."""
     if isinstance(value, str):
         value = [part for part in value.split(",")]
     if not isinstance(value, list):
@@ -110,10 +110,10 @@ def normalise_tags(value: Any) -> list[str]:
     for tag in value:
         if not isinstance(tag, str):
             raise serializers.ValidationError("Every tag must be a string.", code="invalid_tags")
-        tag = tag.strip().lower()[: settings.MEMORYHUB_MAX_TAG_CHARS].strip()
+        tag = tag.strip().lower()[: MAX_TAG_CHARS].strip()
         if tag and tag not in seen:
             seen.append(tag)
-    return seen[: settings.MEMORYHUB_MAX_TAGS]
+    return seen[: MAX_TAGS]
 
 
 @extend_schema_field({"type": "array", "items": {"type": "string"},
@@ -138,7 +138,7 @@ class ContentField(StrictCharField):
 
 
 def content_field(**kwargs: Any) -> StrictCharField:
-    return ContentField(max_length=settings.MEMORYHUB_MAX_MEMORY_CHARS, trim_whitespace=False, **kwargs)
+    return ContentField(max_length=MAX_MEMORY_CHARS, trim_whitespace=False, **kwargs)
 
 
 def non_blank(value: str) -> str:

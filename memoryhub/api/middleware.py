@@ -80,7 +80,7 @@ def _write_usage(counts: Counts) -> None:
 
 
 # Requests per tenant, day and name: [requests, errors, total_ms] (ApiUsage, the dashboard's charts).
-usage = BatchedCounter("usage", _write_usage, "MEMORYHUB_USAGE_FLUSH_SECONDS")
+usage = BatchedCounter("usage", _write_usage)
 
 
 def _write_key_uses(uses: Counts) -> None:
@@ -102,7 +102,7 @@ def _write_key_uses(uses: Counts) -> None:
 
 
 # Each API key's last use (accounts.signals.key_used), the latest per key, written in batches.
-key_uses = BatchedCounter("key-use", _write_key_uses, "MEMORYHUB_USAGE_FLUSH_SECONDS", combine=max)
+key_uses = BatchedCounter("key-use", _write_key_uses, combine=max)
 
 
 def note_key_use(sender: Any, key_id: int, at: datetime, **kwargs: Any) -> None:

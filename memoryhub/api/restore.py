@@ -4,7 +4,6 @@ events of an expanded summary)."""
 
 from __future__ import annotations
 
-from django.conf import settings
 from drf_spectacular.utils import extend_schema, extend_schema_field, inline_serializer
 from rest_framework import serializers
 from rest_framework.request import Request
@@ -16,12 +15,13 @@ from memoryhub.api import examples as ex
 from memoryhub.api.common import api_key, query_params
 from memoryhub.api.events import CHAT_MESSAGE_SCHEMA
 from memoryhub.models import Role
+from memoryhub.restore import DEFAULT_BUDGET
 
 
 class RestoreParams(serializers.Serializer):
     budget = serializers.IntegerField(required=False, min_value=1, max_value=1_000_000,
                                       help_text="Token budget of the restored messages (default "
-                                                f"{settings.MEMORYHUB_RESTORE_BUDGET} on this server).")
+                                                f"{DEFAULT_BUDGET}).")
     format = serializers.ChoiceField(
         choices=list(chat.FORMATS), required=False, default=chat.NATIVE,
         help_text="native (default): each message as its stored event, as below. openai / anthropic: each message "
@@ -104,7 +104,7 @@ class RestoreView(APIView):
     )
     def get(self, request: Request, session_id: str) -> Response:
         params = query_params(request, RestoreParams)
-        budget = params.get("budget", settings.MEMORYHUB_RESTORE_BUDGET)
+        budget = params.get("budget", DEFAULT_BUDGET)
         key = api_key(request)
         session = sessions.get_session(key, session_id)
         chain = restore.persistence_chain(key, session) if params["persistence"] else None

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
 from drf_spectacular.utils import (
     extend_schema,
     inline_serializer,
@@ -38,6 +37,7 @@ from memoryhub.models import (
     SummaryNode,
     iso,
 )
+from memoryhub.notes import MAX_MEMORY_CHARS
 from memoryhub.plumbing import llm
 from memoryhub.restore import event_message
 from memoryhub.sessions import get_session, get_session_for_write
@@ -45,7 +45,7 @@ from memoryhub.tasks import MAINTENANCE, enqueue
 
 
 class SummaryPutInput(StrictSerializer):
-    text = StrictCharField(allow_blank=True, trim_whitespace=False, max_length=settings.MEMORYHUB_MAX_MEMORY_CHARS,
+    text = StrictCharField(allow_blank=True, trim_whitespace=False, max_length=MAX_MEMORY_CHARS,
                            help_text="The new rolling summary of the conversation so far.")
     expected_epoch = serializers.IntegerField(
         required=False, allow_null=True, min_value=0, default=None,

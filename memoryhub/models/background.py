@@ -41,7 +41,7 @@ class Worker(models.Model):
 
 
 class StepFailure(models.Model):
-    """A background step that failed on one session. After MEMORYHUB_BACKGROUND_MAX_ATTEMPTS
+    """A background step that failed on one session. After memoryhub.session_work.MAX_ATTEMPTS
     failures in a row the session is set aside for that step (skipped, so it cannot stall the
     lane) until an operator retries it in the admin; a success removes the row."""
 

@@ -30,7 +30,7 @@ class ScratchpadItem(models.Model):
     scratchpad = models.ForeignKey(Scratchpad, on_delete=models.CASCADE, related_name="items")
     position = models.IntegerField()
     key = models.CharField(max_length=240)
-    # Any JSON value (seed 001): a string of at most MEMORYHUB_SCRATCHPAD_MAX_CHARS characters, or
+    # Any JSON value (seed 001): a string of at most memoryhub.scratchpad.MAX_CHARS characters, or
     # another value whose compact JSON has at most that many (memoryhub.scratchpad checks it).
     # A JSON null is stored as SQL NULL (what Django writes for None).
     value = models.JSONField(blank=True, null=True, default=str)

@@ -4,7 +4,7 @@ Django's ASGIHandler reads the whole body into a temporary file before any middl
 no limit and no deadline, so a 10 GB upload or a body sent one byte a minute would be taken in
 whole. This wrapper, in front of it:
 
-- answers 414 uri_too_long past MEMORYHUB_MAX_URL_BYTES (whether or not the headers arrived in
+- answers 414 uri_too_long past MAX_URL_BYTES (whether or not the headers arrived in
   one piece: uvicorn's own limit applies only to headers still incomplete);
 - answers 413 payload_too_large at once (Connection: close) when Content-Length is over the limit,
   and as soon as a body without one (chunked) grows past it;
@@ -25,6 +25,10 @@ from typing import Any
 from django.conf import settings
 
 from memoryhub.plumbing.limits import body_limit, too_large_body
+
+# The longest URL (path and query) answered (414 past it): 16 KiB, half the header limit
+# (memoryhub.plumbing.webserver.MAX_HEADER_BYTES), more than any query string the API takes.
+MAX_URL_BYTES = 16 * 1024
 
 Scope = dict[str, Any]
 Message = dict[str, Any]
@@ -57,10 +61,10 @@ class BodyLimits:
             await self.app(scope, receive, send)
             return
         target = len(scope.get("raw_path") or b"") + len(scope.get("query_string") or b"")
-        if target > settings.MEMORYHUB_MAX_URL_BYTES:
+        if target > MAX_URL_BYTES:
             await send_error(send, 414, {"error": {
-                "code": "uri_too_long", "details": {"limit": settings.MEMORYHUB_MAX_URL_BYTES},
-                "message": f"The URL may be at most {settings.MEMORYHUB_MAX_URL_BYTES} bytes."}})
+                "code": "uri_too_long", "details": {"limit": MAX_URL_BYTES},
+                "message": f"The URL may be at most {MAX_URL_BYTES} bytes."}})
             return
         limit = body_limit(scope["path"])
         declared = declared_length(scope)

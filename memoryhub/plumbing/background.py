@@ -31,6 +31,11 @@ from django.utils import timezone
 logger = logging.getLogger(__name__)
 
 WORK_CHANNEL = "memoryhub_work"  # NOTIFYed by every write that leaves background work behind
+# A lane that nothing woke looks for work this often anyway (a NOTIFY sent while no lane listened).
+WORK_IDLE_SECONDS = 10.0
+# Time budget of one background step on one item (a batch of chunks; a session's summary, tree or
+# facts): a stuck model call or statement is cut there and the lane goes on with the next item.
+STEP_SECONDS = 120.0
 HEARTBEAT_SECONDS = 5.0
 WORKER_GONE_SECONDS = 60
 # Work counts as waiting through an empty step when it was written this long before the step began:
@@ -130,7 +135,7 @@ def _notified() -> bool:
 
 
 class BudgetExceeded(Exception):  # noqa: N818 - reads as what happened
-    """A background step ran past its time budget (MEMORYHUB_STEP_SECONDS)."""
+    """A background step ran past its time budget (STEP_SECONDS)."""
 
 
 _budget = threading.local()

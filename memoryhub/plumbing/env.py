@@ -65,6 +65,15 @@ def env_choice(name: str, default: str, choices: set[str]) -> str:
     return value
 
 
+def env_list(name: str, default: str, choices: set[str]) -> tuple[str, ...]:
+    """Comma-separated words, each one of `choices`; anything else is refused, naming `name`."""
+    items = tuple(i.strip() for i in os.environ.get(name, default).split(",") if i.strip())
+    unknown = sorted(set(items) - choices)
+    if unknown:
+        raise ImproperlyConfigured(f"{name} has unknown values {unknown}: each must be one of {sorted(choices)}")
+    return items
+
+
 def env_networks(name: str, default: str = "") -> tuple[str, ...]:
     """Comma-separated IP addresses or CIDR networks (10.0.0.0/8, ::1), each written back as a
     network ("10.0.0.1" is "10.0.0.1/32"); anything else is refused, naming `name`."""

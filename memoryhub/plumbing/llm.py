@@ -2,7 +2,7 @@
 
 Used by the HTTP summariser and the HTTP fact extractor. A model server that is restarting or
 overloaded answers 5xx/429, drops the connection or times out; those calls are tried again
-(MEMORYHUB_LLM_RETRIES times, waiting MEMORYHUB_LLM_BACKOFF_SECONDS, then twice that, ...), as
+(RETRIES times, waiting BACKOFF_SECONDS, then twice that, ...), as
 seed 002's hardened client does. Inside a background step the waits and each request's timeout
 are cut to what is left of the step's budget, so retrying never makes a step overrun it. Every
 other failure (4xx, a reply that is not a completion) fails at once: trying again would get the
@@ -29,6 +29,10 @@ from memoryhub.plumbing.background import remaining_budget
 logger = logging.getLogger(__name__)
 
 RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
+# A call that failed on a connection error, a timeout, 429 or 5xx is tried again RETRIES times,
+# after BACKOFF_SECONDS, then twice that, ... (never past a background step's time budget).
+RETRIES = 3
+BACKOFF_SECONDS = 2.0
 MIN_REQUEST_SECONDS = 0.5  # below this much budget a request is not worth starting
 
 
@@ -113,7 +117,7 @@ def chat_completion(*, url: str, model: str, api_key: str, messages: list[dict[s
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"
     data = json.dumps(body).encode()
-    retries = 0 if getattr(_calls, "single", False) else settings.MEMORYHUB_LLM_RETRIES
+    retries = 0 if getattr(_calls, "single", False) else RETRIES
     for attempt in range(retries + 1):
         left = remaining_budget()
         if left is not None and left < MIN_REQUEST_SECONDS:
@@ -121,7 +125,7 @@ def chat_completion(*, url: str, model: str, api_key: str, messages: list[dict[s
         try:
             return _content(endpoint, _post(endpoint, data, headers, min(timeout, left or timeout)))
         except _Transient as exc:
-            delay = settings.MEMORYHUB_LLM_BACKOFF_SECONDS * 2**attempt
+            delay = BACKOFF_SECONDS * 2**attempt
             left = remaining_budget()
             if attempt == retries or (left is not None and left < delay + MIN_REQUEST_SECONDS):
                 raise SummariserError(f"{exc} (after {attempt + 1} attempts)") from exc

@@ -17,7 +17,6 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.apps import apps
-from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Count, Max, Sum
 from django.db.models.functions import Coalesce
@@ -37,7 +36,7 @@ def _write_arrivals(counts: Counts) -> None:
 
 
 # Per (tenant, minute): [events appended, chunks embedded], written every few seconds.
-arrived = BatchedCounter("arrivals", _write_arrivals, "MEMORYHUB_USAGE_FLUSH_SECONDS")
+arrived = BatchedCounter("arrivals", _write_arrivals)
 
 
 def count_arrivals(tenant_counts: dict[int, int], *, kind: str, at: datetime | None = None) -> None:
@@ -81,8 +80,8 @@ def _chunk_totals() -> dict[int, tuple[int, int]]:
 
 
 def sample_every() -> float:
-    """Seconds between samples (MEMORYHUB_METRICS_SAMPLE_SECONDS, default 30)."""
-    return float(getattr(settings, "MEMORYHUB_METRICS_SAMPLE_SECONDS", SAMPLE_EVERY_SECONDS))
+    """Seconds between samples (SAMPLE_EVERY_SECONDS, read at each call)."""
+    return float(SAMPLE_EVERY_SECONDS)
 
 
 def record_samples(*, now: datetime | None = None, min_interval: float | None = None) -> int:

@@ -6,7 +6,7 @@ that a slow, idle or malformed client costs no worker and always gets the JSON e
 - A connection gets MEMORYHUB_HEADER_TIMEOUT_SECONDS to send its request line and headers (408,
   or a silent close when it sent nothing), from its opening and again after each response.
   memoryhub.plumbing.asgi_body times the body, and limits its size.
-- A request line plus headers over MEMORYHUB_MAX_HEADER_BYTES (a URL over the limit) is a 431,
+- A request line plus headers over MAX_HEADER_BYTES (a URL over the limit) is a 431,
   and any request h11 cannot parse (`Content-Length: abc`) a 400, both in the envelope instead
   of uvicorn's plain text. h11 measures only a head that is still incomplete, so a head that
   arrives whole is measured here.
@@ -23,6 +23,12 @@ from typing import Any
 import h11
 from uvicorn.protocols.http.h11_impl import DEFAULT_MAX_INCOMPLETE_EVENT_SIZE, H11Protocol
 from uvicorn_worker import UvicornWorker
+
+# Request line plus headers may take at most this many bytes (431 past it): 32 KiB, room for long
+# cookies and bearer tokens, far below what would let a client hold a worker's memory.
+MAX_HEADER_BYTES = 32 * 1024
+# An idle keep-alive connection is closed after this many seconds (uvicorn's own default).
+KEEPALIVE_SECONDS = 5
 
 
 class _Connection(h11.Connection):
@@ -145,8 +151,8 @@ class Worker(UvicornWorker):
         super().load_wsgi()  # imports memoryhub.plumbing.asgi: settings are ready from here on
         from django.conf import settings
 
-        self.config.timeout_keep_alive = settings.MEMORYHUB_KEEPALIVE_SECONDS
-        self.config.h11_max_incomplete_event_size = settings.MEMORYHUB_MAX_HEADER_BYTES
+        self.config.timeout_keep_alive = KEEPALIVE_SECONDS
+        self.config.h11_max_incomplete_event_size = MAX_HEADER_BYTES
         self.config.proxy_headers, self.config.forwarded_allow_ips = proxy_config(settings.MEMORYHUB_TRUSTED_PROXIES)
 
 

@@ -14,6 +14,7 @@ from django.urls import reverse
 from accounts.models import Tenant
 from retrieval.admin_helpers import count_rows
 from retrieval.console.common import render
+from retrieval.lifecycle import steps
 from retrieval.lifecycle.consolidation import run_consolidation
 from retrieval.lifecycle.models import PendingDeletion
 
@@ -23,9 +24,8 @@ class ConsolidationForm(forms.Form):
 
 
 def _held(tenant: Tenant) -> bool:
-    from django.conf import settings
 
-    first = settings.MEMORYHUB_CONSOLIDATE_FIRST_REVIEW and not PendingDeletion.objects.filter(
+    first = steps.FIRST_REVIEW and not PendingDeletion.objects.filter(
         tenant=tenant).exclude(status=PendingDeletion.Status.PENDING).exists()
     return bool(tenant.review_deletions or first)
 

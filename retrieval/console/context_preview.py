@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
-from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 
 from accounts.models import Tenant
@@ -16,10 +15,11 @@ from memoryhub.models import Session
 from memoryhub.sessions import get_session
 from retrieval.admin_helpers import note_pks, source_link
 from retrieval.console.common import operator_key, render
-from retrieval.context import AssembledContext, assemble_context
+from retrieval.context import DEFAULT_BUDGET, AssembledContext, assemble_context
 from retrieval.models import Chunk
 from retrieval.scoping import build_search_request
 from retrieval.search import SCOPES, SearchError
+from retrieval.search.request import MAX_TOP_K
 
 RECENT_SESSIONS = 200
 
@@ -33,8 +33,8 @@ class ContextPreviewForm(forms.Form):
     query = forms.CharField(required=False, max_length=4000, widget=forms.TextInput(attrs={"size": 60}))
     scope = forms.ChoiceField(choices=[("", "as the API defaults")] + [(s, s) for s in SCOPES], required=False)
     budget = forms.IntegerField(required=False, min_value=1, max_value=200_000,
-                                help_text=f"Tokens; empty: the server's default ({settings.MEMORYHUB_CONTEXT_BUDGET}).")
-    top_k = forms.IntegerField(required=False, min_value=1, max_value=settings.MEMORYHUB_SEARCH_MAX_TOP_K, initial=10)
+                                help_text=f"Tokens; empty: the server's default ({DEFAULT_BUDGET}).")
+    top_k = forms.IntegerField(required=False, min_value=1, max_value=MAX_TOP_K, initial=10)
 
 
 def preview(tenant: Tenant, data: dict[str, Any]) -> tuple[AssembledContext, Session | None, str | None]:

@@ -1,14 +1,13 @@
 """Near-duplicate memories and the merge plan: which memory survives and which it absorbs.
 
 Two memories are duplicates only when they are of one kind, in one scope, of one owner (user_id)
-and, for messages, of one role; their embeddings' cosine is above MEMORYHUB_MERGE_COSINE; and
-their own words agree (MEMORYHUB_MERGE_TEXT_SIMILARITY): an event's embedding carries the messages
+and, for messages, of one role; their embeddings' cosine is above MERGE_COSINE; and
+their own words agree (MERGE_TEXT_SIMILARITY): an event's embedding carries the messages
 before it, so a reply sits close to the question it answers without saying the same thing.
 """
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.db import connection
 
 from retrieval.chunking import word_overlap, word_set
@@ -17,6 +16,12 @@ from retrieval.models import Chunk
 
 # Near-duplicates are found exactly (all pairs) in scopes of at most this many memories; in a
 # larger scope each memory asks the HNSW index for its nearest NEIGHBOURS.
+# Merge near-duplicates whose embeddings' cosine similarity is above this ...
+MERGE_COSINE = 0.95
+# ... and whose own words agree: the share of words two memories have in common (Jaccard of their
+# word sets) at least this. Embeddings of messages carry the conversation around them, so a reply
+# can sit very close to the question it answers.
+MERGE_TEXT_SIMILARITY = 0.8
 EXACT_MAX = 1000
 NEIGHBOURS = 4
 
@@ -41,7 +46,7 @@ def find_duplicates(tenant_id: int, kinds: list[str], exclude: set[int]) -> list
     sizes = fetch(f"SELECT {scope_sql('a')}, count(*) FROM retrieval_chunk a WHERE {_mergeable('a')} "
                    f"GROUP BY 1", base)
     big = sorted(scope for scope, count in sizes if count > EXACT_MAX)
-    limit = 1.0 - float(settings.MEMORYHUB_MERGE_COSINE)
+    limit = 1.0 - MERGE_COSINE
     same = (f"b.tenant_id = a.tenant_id AND b.kind = a.kind AND b.tier = a.tier "
             f"AND b.user_id = a.user_id AND b.role = a.role "
             f"AND b.embedding_model = a.embedding_model AND {scope_sql('b')} = {scope_sql('a')}")
@@ -82,7 +87,7 @@ def _same_words(pairs: dict[tuple[int, int], float]) -> dict[tuple[int, int], fl
         return pairs
     ids = {i for pair in pairs for i in pair}
     words = {pk: word_set(text) for pk, text in Chunk.objects.filter(pk__in=ids).values_list("id", "text")}
-    floor = float(settings.MEMORYHUB_MERGE_TEXT_SIMILARITY)
+    floor = MERGE_TEXT_SIMILARITY
     return {(a, b): d for (a, b), d in pairs.items() if word_overlap(words[a], words[b]) >= floor}
 
 

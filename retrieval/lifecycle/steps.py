@@ -27,6 +27,21 @@ from retrieval.models import Chunk
 
 logger = logging.getLogger(__name__)
 
+# Promote a short-term memory to long-term when its relevance (retrieval.decay) is above this and
+# it was returned by search more than PROMOTE_MIN_ACCESSES times (seeds 001 and 004).
+PROMOTE_RELEVANCE = 0.7
+PROMOTE_MIN_ACCESSES = 3
+# Prune memories whose relevance fell below this (never when the tenant's transcript is immutable).
+PRUNE_RELEVANCE = 0.01
+# Keep at most this many memories per scope (tenant, workspace, channel, session, tier); the
+# lowest relevance goes first.
+CAP_PER_SCOPE = 10_000
+# Compress conversations idle (no new event) for this many hours into summaries.
+COMPRESS_AFTER_HOURS = 72
+# Until an operator has decided one review of a tenant (approved or rejected), every deletion
+# consolidation wants to make there is held for review: the first destructive run is previewed.
+FIRST_REVIEW = True
+
 
 @dataclass
 class TenantRun:
@@ -53,7 +68,7 @@ class TenantRun:
         """Deletions are held for review when the tenant asks for it, and on its first destructive
         run: until an operator has decided one review, nothing is deleted unseen."""
         if self._reviewed is None:
-            first = settings.MEMORYHUB_CONSOLIDATE_FIRST_REVIEW and not PendingDeletion.objects.filter(
+            first = FIRST_REVIEW and not PendingDeletion.objects.filter(
                 tenant=self.tenant).exclude(status=PendingDeletion.Status.PENDING).exists()
             self._reviewed = bool(self.tenant.review_deletions or first)
             self._review_reason = (REVIEW_EVERY if self.tenant.review_deletions
@@ -125,11 +140,11 @@ def score(run: TenantRun) -> None:
 
 
 def _prune_at() -> float:
-    return float(settings.MEMORYHUB_PRUNE_RELEVANCE)
+    return PRUNE_RELEVANCE
 
 
 def _promote_at() -> float:
-    return float(settings.MEMORYHUB_PROMOTE_RELEVANCE)
+    return PROMOTE_RELEVANCE
 
 
 def promote(run: TenantRun) -> None:
@@ -139,7 +154,7 @@ def promote(run: TenantRun) -> None:
             WHERE c.tenant_id = %s AND {SHORT_TERM} AND {rel} > %s
               AND c.id IN (SELECT chunk_id FROM retrieval_chunkaccess WHERE access_count > %s)
             RETURNING c.id""",
-        [run.tenant.pk, *params, _promote_at(), settings.MEMORYHUB_PROMOTE_MIN_ACCESSES],
+        [run.tenant.pk, *params, _promote_at(), PROMOTE_MIN_ACCESSES],
     )
     ids = sorted(r[0] for r in rows)
     run.counts["promoted"] += len(ids)
@@ -215,7 +230,7 @@ def cap(run: TenantRun) -> None:
                 FROM retrieval_chunk c WHERE c.tenant_id = %s AND c.valid_to IS NULL AND NOT (c.id = ANY(%s))
             ) ranked
             WHERE rn > %s AND kind = ANY(%s) AND NOT pinned ORDER BY id""",
-        [*params, run.tenant.pk, sorted(run.gone), settings.MEMORYHUB_CAP_PER_SCOPE, run.delete_kinds()],
+        [*params, run.tenant.pk, sorted(run.gone), CAP_PER_SCOPE, run.delete_kinds()],
     )
     ids = [r[0] for r in rows]
     if _delete_or_hold(run, PendingDeletion.Step.CAP, ids):
@@ -227,9 +242,9 @@ def cap(run: TenantRun) -> None:
 
 
 def compress_candidates(run: TenantRun) -> list[Session]:
-    idle_since = run.now - timedelta(hours=settings.MEMORYHUB_COMPRESS_AFTER_HOURS)
+    idle_since = run.now - timedelta(hours=COMPRESS_AFTER_HOURS)
     done = dict(CompressedConversation.objects.filter(tenant=run.tenant).values_list("session_id", "upper_sequence"))
-    # Idle: nothing appended or changed for MEMORYHUB_COMPRESS_AFTER_HOURS, whatever the status.
+    # Idle: nothing appended or changed for COMPRESS_AFTER_HOURS, whatever the status.
     sessions = Session.objects.filter(tenant=run.tenant, updated_at__lt=idle_since, event_count__gt=0).order_by("id")
     return [s for s in sessions if done.get(s.pk, 0) < s.last_sequence]
 

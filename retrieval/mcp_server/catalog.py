@@ -6,12 +6,12 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from django.conf import settings
-
+from memoryhub import scratchpad
 from memoryhub.api.events import EventInput
 from memoryhub.api.facts import FactInput
 from memoryhub.api.notes import NoteInput
 from memoryhub.api.sessions import SessionCreateInput
+from memoryhub.event_log import MAX_BULK_EVENTS
 from retrieval.mcp_server import tools
 from retrieval.mcp_server.schema import field_schema, object_schema
 from retrieval.serializers import BrowseParams, ContextInput, SearchInput
@@ -39,9 +39,9 @@ def _page_props(what: str = "events") -> dict[str, dict[str, Any]]:
 
 
 def _scratchpad_items() -> dict[str, Any]:
-    chars = settings.MEMORYHUB_SCRATCHPAD_MAX_CHARS
+    chars = scratchpad.MAX_CHARS
     return {
-        "type": "array", "maxItems": settings.MEMORYHUB_SCRATCHPAD_MAX_ITEMS,
+        "type": "array", "maxItems": scratchpad.MAX_ITEMS,
         "description": "The whole new scratchpad, in order (an empty list clears it).",
         "items": {"type": "object", "additionalProperties": False, "required": ["key", "value"], "properties": {
             "key": {"type": "string", "minLength": 1, "maxLength": chars, "description": "The item's name."},
@@ -52,7 +52,7 @@ def _scratchpad_items() -> dict[str, Any]:
 
 def _events_prop() -> dict[str, dict[str, Any]]:
     item = object_schema(EventInput, tools.EVENT_ARGS, required=("role",))
-    return {"events": {"type": "array", "minItems": 1, "maxItems": settings.MEMORYHUB_MAX_BULK_EVENTS,
+    return {"events": {"type": "array", "minItems": 1, "maxItems": MAX_BULK_EVENTS,
                        "items": item, "description": "The messages to store, oldest first: each has a role "
                        "and content (or a tool call). All are stored or none."}}
 

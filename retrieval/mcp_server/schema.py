@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
 from rest_framework import serializers
 from rest_framework.fields import empty
 
 from memoryhub.api.events import MessageContentField
 from memoryhub.api.fields import MetadataField, TagsField
+from retrieval.search.request import MAX_TOP_K
 from retrieval.serializers import TopKField
 
 
@@ -32,7 +32,7 @@ def field_schema(field: serializers.Field) -> dict[str, Any]:
 def _type_schema(field: serializers.Field) -> dict[str, Any]:
     # Order matters: ChoiceField before CharField, the project's own fields before their bases.
     if isinstance(field, TagsField):
-        # Capped, not refused (seed 000): the first MEMORYHUB_MAX_TAGS are kept, each cut to its length.
+        # Capped, not refused (seed 000): the first memoryhub.notes.MAX_TAGS are kept, each cut to its length.
         return {"type": "array", "items": {"type": "string"}}
     if isinstance(field, MetadataField):
         return {"type": "object"}
@@ -63,7 +63,7 @@ def _number_schema(field: serializers.IntegerField | serializers.FloatField) -> 
     schema: dict[str, Any] = {"type": "integer" if isinstance(field, serializers.IntegerField) else "number"}
     if field.min_value is not None:
         schema["minimum"] = field.min_value
-    maximum = settings.MEMORYHUB_SEARCH_MAX_TOP_K if isinstance(field, TopKField) else field.max_value
+    maximum = MAX_TOP_K if isinstance(field, TopKField) else field.max_value
     if maximum is not None:
         schema["maximum"] = maximum
     return schema

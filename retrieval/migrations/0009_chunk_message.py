@@ -3,7 +3,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     """The chunks of one message by (session, first sequence): full text scores a chunk as its
-    whole message (MEMORYHUB_TEXT_PER_MESSAGE)."""
+    whole message (retrieval.search.sql.TEXT_PER_MESSAGE)."""
 
     dependencies = [
         ('retrieval', '0008_search_statistics'),

@@ -6,7 +6,7 @@ lexemes: Postgres' own ranking has no IDF, and an AND of every word of a natural
 question rarely matches anything. Query text is never parsed as tsquery syntax, so no input
 can make it fail.
 
-Ranking defaults beyond S4 (constants in weights.py but coverage's MEMORYHUB_SEARCH_COVERAGE,
+Ranking defaults beyond S4 (constants in weights.py,
 measured on LoCoMo in bench/README.md): a date the query names lifts memories written then
 (retrieval.search.timehints); hybrid search ranks on a query vector moved toward its best
 first-pass results (pseudo-relevance feedback), re-ranks by maximal marginal relevance and gives

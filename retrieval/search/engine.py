@@ -28,11 +28,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from django.conf import settings
 from django.utils import timezone
 
 from retrieval.embedders import get_embedder
 from retrieval.query_embedding import embed_query, embed_query_soon
+from retrieval.search import sql as search_sql
 from retrieval.search import weights
 from retrieval.search.current import facts_first
 from retrieval.search.explain import Trace
@@ -146,7 +146,7 @@ def _run_search(req: SearchRequest, *, alone: bool) -> list[SearchHit]:
     head = ranked[: 3 * req.top_k]
     kept = dedup(ranked, _near_pairs(head, pool, similarities), 3 * req.top_k)
     trace.ranks("dedup", ranked, kept)
-    coverage = settings.MEMORYHUB_SEARCH_COVERAGE if _reranks(req) else 1.0
+    coverage = weights.COVERAGE if _reranks(req) else 1.0
     evidence, words = _evidence(ranked, order, pool, plan.text_query) if coverage < 1.0 else (None, False)
     covered = cover_conversations(kept, req.top_k, coverage, order, weights.COVERAGE_FLOOR,
                                   evidence)
@@ -232,7 +232,7 @@ def _plan(req: SearchRequest, where: str, params: list[Any], model: str, alone: 
         if req.mode == "exact":
             return Plan([exact_source(req, where, params, rows)])
         return Plan(regex_source(req, where, params, rows))
-    limit = max(settings.MEMORYHUB_SEARCH_CANDIDATES, req.top_k * 3)
+    limit = max(weights.CANDIDATES, req.top_k * 3)
     has_text = bool(req.query.strip())
     wants_text = has_text and req.mode in (*TEXT_MODES, "hybrid")
     vector, pending = None, None
@@ -304,7 +304,7 @@ def _bounded_count(scope: Source) -> Source:
     (the index on (tenant, created_at) reads a range of dates)."""
     where, params = scope
     return (f"SELECT count(*) FROM (SELECT 1 FROM retrieval_chunk c WHERE {where} LIMIT %s) n",
-            [*params, int(settings.MEMORYHUB_SEARCH_EXACT_BELOW)])
+            [*params, search_sql.EXACT_BELOW])
 
 
 def _text_sources(req: SearchRequest, tq: TextQuery, scope: Source, limit: int,
@@ -352,7 +352,7 @@ def _query_time_hints(req: SearchRequest) -> list[TimeHint]:
 def _weighs_words(req: SearchRequest) -> bool:
     """Whether coverage orders conversations by the query words they say (so the candidate
     statement must report them)."""
-    return (_reranks(req) and settings.MEMORYHUB_SEARCH_COVERAGE < 1.0 and weights.COVERAGE_NORM > 0.0
+    return (_reranks(req) and weights.COVERAGE < 1.0 and weights.COVERAGE_NORM > 0.0
             and weights.COVERAGE_WORDS > 0.0)
 
 

@@ -14,9 +14,7 @@ import math
 import re
 from typing import Any
 
-from django.conf import settings
-
-from retrieval.search import fuzzy
+from retrieval.search import fuzzy, weights
 from retrieval.search.request import SearchRequest
 from retrieval.search.sql import Source, row_tested, scans_scope
 from retrieval.search.statistics import term_statistics
@@ -42,7 +40,7 @@ def build_text_query(req: SearchRequest, where: str, params: list[Any]) -> TextQ
     by_literal = {tsquery_literal(x): frequencies[x] for x in lexemes}
     total = max(size, *by_literal.values(), 1)
     terms = weigh_terms(literals, by_literal, total)
-    if req.mode == "fuzzy" or settings.MEMORYHUB_SEARCH_FUZZY:
+    if req.mode == "fuzzy" or weights.FUZZY:
         terms += alternative_terms(fuzzy.alternatives(req, frequencies, where, params, every_word=req.mode == "fuzzy",
                                                      scope_size=size),
                                    {t for t, _, _ in terms}, total)
@@ -100,7 +98,7 @@ def text_source(req: SearchRequest, tq: TextQuery, where: str, params: list[Any]
 
     The full-text index finds a term's chunks in the whole table, every tenant's, before the
     scope narrows them: for a common word that is most of the statement's time. A scope under
-    MEMORYHUB_TEXT_SCAN_BELOW chunks (a channel, a small tenant) is read through its own indexes
+    sql.TEXT_SCAN_BELOW chunks (a channel, a small tenant) is read through its own indexes
     instead and each of its rows tested, the match written so that the full-text index cannot
     serve it (`IS TRUE`).
 

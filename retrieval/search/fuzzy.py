@@ -155,7 +155,7 @@ def walks_scope(req: SearchRequest, scope_size: int) -> bool:
     rows for "see" in bench/tenants.py's 1.05M-row table, 13 ms of a 43 ms search by channel. A
     walk stops at the first row of the scope that says the word, and the alternatives come from
     the scope's own vocabulary, so it stops early, when the scope is small (fewer than
-    MEMORYHUB_TEXT_SCAN_BELOW chunks, `scope_size` from the kept statistics) and is all of its
+    sql.TEXT_SCAN_BELOW chunks, `scope_size` from the kept statistics) and is all of its
     statistics' buckets. A user, a filter or a conversation hides part of the buckets: a word
     they hide is walked to the end of the scope, once per word (bench/README.md, stop 28)."""
     narrowed = (req.user_id is not None or req.tags or req.roles or req.kinds or req.agent or req.since

@@ -5,9 +5,9 @@ PostgreSQL matches (`~*`, or `~` when the request is case sensitive), with its o
 `re`, whose syntax differs. The scan has no index to use and a pattern with back-references can
 take exponential time over a long row, so three bounds keep one request from holding a worker:
 
-- the pattern's length (MEMORYHUB_SEARCH_REGEX_MAX_LENGTH), checked with the request (request.py);
+- the pattern's length (request.REGEX_MAX_LENGTH), checked with the request (request.py);
 - it must compile: an invalid pattern (or one PostgreSQL finds too complex) is `invalid_regex`;
-- the statement runs under SET LOCAL statement_timeout (MEMORYHUB_SEARCH_REGEX_TIMEOUT_MS);
+- the statement runs under SET LOCAL statement_timeout (TIMEOUT_MS);
   PostgreSQL cancels it inside the match loop, and the request answers `regex_timeout`.
 
 The scan is a statement of its own (not a subquery of the candidate statement, sql.fetch_candidates),
@@ -22,7 +22,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
 from django.db import DatabaseError, connection, transaction
 
 from retrieval.search.request import SearchError, SearchRequest
@@ -30,6 +29,9 @@ from retrieval.search.request import SearchError, SearchRequest
 Source = tuple[str, list[Any]]  # as sql.Source: a subquery selecting ids, and its parameters
 
 QUERY_CANCELED = "57014"  # statement_timeout (or a cancel request)
+# How long a regex scan may run before the request answers 400 regex_timeout (statement_timeout:
+# PostgreSQL cancels the scan, the worker goes on).
+TIMEOUT_MS = 2000
 INVALID_REGEX = "2201B"  # invalid_regular_expression: bad syntax, or "too complex"
 
 
@@ -42,7 +44,7 @@ def regex_source(req: SearchRequest, where: str, params: list[Any], limit: int) 
 def regex_candidates(req: SearchRequest, where: str, params: list[Any], limit: int) -> list[int]:
     """The ids of the newest `limit` chunks in scope whose text matches the pattern."""
     operator = "~" if req.case_sensitive else "~*"
-    timeout_ms = int(settings.MEMORYHUB_SEARCH_REGEX_TIMEOUT_MS)
+    timeout_ms = TIMEOUT_MS
     try:
         with transaction.atomic():
             with connection.cursor() as cursor:

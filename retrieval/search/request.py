@@ -10,8 +10,6 @@ from datetime import datetime
 from functools import cached_property
 from typing import Any
 
-from django.conf import settings
-
 from retrieval.embedders import DIMENSIONS
 
 MODES = ("hybrid", "vector", "text", "exact", "fuzzy", "regex")
@@ -27,6 +25,11 @@ SCOPES = ("conversation", "channel", "workspace", "account")
 GROUPINGS = ("session",)
 DEFAULT_HITS_PER_SESSION = 3
 MAX_HITS_PER_SESSION = 10
+# The largest top_k a search or context request may ask for (400 invalid_top_k past it).
+MAX_TOP_K = 100
+# Search mode "regex": the longest pattern accepted (400 invalid_regex past it); its scan's time
+# limit is retrieval.search.regex.TIMEOUT_MS.
+REGEX_MAX_LENGTH = 512
 
 
 class SearchError(ValueError):
@@ -83,8 +86,8 @@ def validate(req: SearchRequest) -> None:
         raise SearchError("invalid_mode", f"mode must be one of {', '.join(MODES)}")
     if req.fusion not in FUSIONS:
         raise SearchError("invalid_fusion", f"fusion must be one of {', '.join(FUSIONS)}")
-    if not 1 <= req.top_k <= settings.MEMORYHUB_SEARCH_MAX_TOP_K:
-        raise SearchError("invalid_top_k", f"top_k must be within 1..{settings.MEMORYHUB_SEARCH_MAX_TOP_K}")
+    if not 1 <= req.top_k <= MAX_TOP_K:
+        raise SearchError("invalid_top_k", f"top_k must be within 1..{MAX_TOP_K}")
     if req.group_by is not None and req.group_by not in GROUPINGS:
         raise SearchError("invalid_group_by", f"group_by must be one of {', '.join(GROUPINGS)}")
     if req.hits_per_session is not None:
@@ -103,7 +106,7 @@ def validate(req: SearchRequest) -> None:
     has_text = bool(req.query.strip())
     if req.mode in (*TEXT_MODES, *LITERAL_MODES) and not has_text:
         raise SearchError("query_required", f"mode {req.mode!r} needs query text")
-    limit = settings.MEMORYHUB_SEARCH_REGEX_MAX_LENGTH
+    limit = REGEX_MAX_LENGTH
     if req.mode == "regex" and len(req.query) > limit:
         raise SearchError("invalid_regex", f"A regex pattern is at most {limit} characters.", {"max_length": limit})
     if not has_text and req.query_embedding is None:

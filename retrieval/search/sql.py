@@ -97,6 +97,16 @@ def where_clause(req: SearchRequest, owner: str = "both") -> tuple[str, list[Any
 # conversation's owner (none: the tenant) and are in a request's range wherever their conversation
 # is. Every other kind (notes, facts, documents) carries a tier and applies where it was made.
 CONVERSATION_KINDS = ("event", "summary")
+# Vector search of a scope with fewer chunks than this (a channel, a user, a small tenant) is exact
+# instead of a filtered HNSW walk over the whole table (0: always HNSW). bench/README.md, run G.
+EXACT_BELOW = 5_000
+# Full text over a scope with fewer chunks than this tests the scope's rows instead of reading the
+# table-wide full-text index (0: always the index). bench/README.md, stop 25.
+TEXT_SCAN_BELOW = 5_000
+# Full text scores a chunk of a message as the whole message: a query's words count wherever the
+# message says them, against the message's length (a long answer is several chunks; its words
+# spread over them). False: each chunk alone.
+TEXT_PER_MESSAGE = True
 _CONVERSATION_KINDS_SQL = "c.kind IN ('event', 'summary')"
 
 
@@ -158,8 +168,8 @@ def scans_scope(scope_size: int) -> bool:
     """Whether a full-text match over a scope of `scope_size` chunks (the kept statistics; 0:
     unknown) tests the scope's rows instead of reading the full-text index, which holds a word's
     chunks in every tenant's rows before the scope narrows them: under
-    MEMORYHUB_TEXT_SCAN_BELOW chunks (a channel, a small tenant)."""
-    return 0 < scope_size < settings.MEMORYHUB_TEXT_SCAN_BELOW
+    TEXT_SCAN_BELOW chunks (a channel, a small tenant)."""
+    return 0 < scope_size < TEXT_SCAN_BELOW
 
 
 def row_tested(match: str) -> str:
@@ -232,13 +242,13 @@ def vector_source(vector_text: str, model: str, where: str, params: list[Any], l
     An HNSW index is walked for the whole table: a scope that is a small part of it (a channel, a
     user, a small tenant among many) makes a filtered walk visit many rows for few matches, even
     with iterative scans. With `size` (a scalar subquery: the scope's chunk count, from the kept
-    statistics) a scope under MEMORYHUB_SEARCH_EXACT_BELOW is searched exactly instead: its rows
+    statistics) a scope under EXACT_BELOW is searched exactly instead: its rows
     through the ordinary indexes, sorted by distance. Both branches are in the statement; the
     size decides, once, which one runs (a one-time filter on an InitPlan).
     """
     hnsw = (f"SELECT c.id FROM retrieval_chunk c WHERE {where} AND c.embedding IS NOT NULL "
             "AND c.embedding_model = %s{gate} ORDER BY c.embedding <=> %s::halfvec LIMIT %s")
-    threshold = int(settings.MEMORYHUB_SEARCH_EXACT_BELOW)
+    threshold = EXACT_BELOW
     if size is None or threshold <= 0:
         return hnsw.format(gate=""), [*params, model, vector_text, limit]
     size_sql, size_params = size
@@ -291,12 +301,12 @@ _connection_ef: WeakKeyDictionary[Any, int] = WeakKeyDictionary()
 
 
 def ef_search() -> int:
-    """HNSW's ef_search for a search: MEMORYHUB_HNSW_EF_SEARCH, raised to one per
+    """HNSW's ef_search for a search: settings.HNSW_EF_SEARCH, raised to one per
     weights.HNSW_ROWS_PER_EF rows of the chunk table. The share of the true nearest neighbours a
     walk finds falls as the graph grows (bench/README.md: recall@100 0.96 at 10k rows, 0.93 at
     100k, 0.71 at 1M with ef_search 100; 0.95 at 1M with 1,000). The table's size is the estimate
     the last term statistics read (text and hybrid searches; no statement of its own)."""
-    floor = int(settings.MEMORYHUB_HNSW_EF_SEARCH)
+    floor = int(settings.HNSW_EF_SEARCH)
     per = int(weights.HNSW_ROWS_PER_EF)
     if per <= 0:
         return floor
@@ -368,7 +378,7 @@ def fetch_candidates(sources: list[Source], model: str, tq: TextQuery | None, *,
     params: list[Any] = [model]
     join, join_params = "", []
     if tq is not None and tq.terms:
-        per_message = settings.MEMORYHUB_TEXT_PER_MESSAGE
+        per_message = TEXT_PER_MESSAGE
         score, score_params = tq.score_sql(per_message=per_message)
         select.append(f"({score})::float8")  # numeric otherwise: a Decimal per candidate to convert
         params += score_params
@@ -462,7 +472,7 @@ def _write_accesses(counts: Counts) -> None:
     ChunkAccess.add([(int(pk), int(n[0])) for pk, n in counts.items()], timezone.now())
 
 
-accesses = BatchedCounter("access", _write_accesses, "MEMORYHUB_ACCESS_FLUSH_SECONDS")
+accesses = BatchedCounter("access", _write_accesses)
 
 
 def reinforce(chunk_ids: list[int]) -> None:

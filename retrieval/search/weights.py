@@ -14,7 +14,15 @@ TIME_WEIGHT = 0.3
 # ranked again on it.
 FEEDBACK = 0.4
 FEEDBACK_DOCS = 3
-# Hybrid search coverage (settings.MEMORYHUB_SEARCH_COVERAGE): the conversations not listed yet take
+# Candidates fetched from each index before fusion (at least 3 × top_k).
+CANDIDATES = 100
+# Typo tolerance in text and hybrid search: a query word the scope never says also matches the
+# scope's closest words by trigram similarity (retrieval.search.fuzzy). Mode "fuzzy" always does.
+FUZZY = True
+# Hybrid search: the first share of top_k places by rank, the rest first to the best results of
+# conversations not among the results yet (1 turns it off). bench/README.md, stop 26.
+COVERAGE = 0.7
+# Hybrid search coverage (COVERAGE): the conversations not listed yet take
 # their places in order of their evidence: the p-norm, with this p, of the scores of their messages
 # among the candidates (several good matches outweigh one; 0 = in order of their best result
 # alone). bench/README.md, stop 26.
@@ -35,7 +43,7 @@ TEXT_CONTEXT_WEIGHT = 0.3
 # (bench/README.md, "Relevance floor").
 RELEVANCE_MIN_COSINE = 0.2
 # ef_search grows with the chunk table: at least one per this many rows (0: always
-# settings.MEMORYHUB_HNSW_EF_SEARCH).
+# settings.HNSW_EF_SEARCH).
 HNSW_ROWS_PER_EF = 1_000
 # Hybrid search: maximal marginal relevance, relevance weight λ against redundancy with results
 # already listed (1 = off; 0.5 is the usual default of MMR implementations). Off by default: chunk

@@ -39,7 +39,7 @@ def server_env(tmp: Path) -> dict[str, str]:
     return {
         "DATABASE_URL": url, "SECRET_KEY": "mcp-tests", "MEMORYHUB_DATA_DIR": str(tmp), "PATH": os.environ["PATH"],
         "LOG_LEVEL": "WARNING", "MEMORYHUB_EMBEDDER": "hash", "MEMORYHUB_TASKS_EAGER": "1",
-        "MEMORYHUB_USAGE_FLUSH_SECONDS": "0", "HOME": str(tmp),
+        "HOME": str(tmp),
         # The tests revoke keys from this process and expect the server to refuse them at once;
         # the per-process key cache's window is tested in tests/accounts/test_key_cache.py.
         "MEMORYHUB_API_KEY_CACHE_SECONDS": "0",

@@ -4,11 +4,13 @@ mirrors answers (same validation, same domain function, same body), and its erro
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import pytest
 
 from memoryhub.models import Session
+from memoryhub.plumbing.counters import FLUSH_SECONDS
 from tests.base import add_memories, make_client, make_key, make_tenant
 from tests.mcp_server.conftest import Mcp
 
@@ -208,8 +210,15 @@ def test_search_and_context_calls_are_counted_like_requests(http_mcp: Mcp, alice
 
     http_mcp.calls(alice["key"], [("memory_search", {"query": "x"}), ("memory_context", {"query": "x"}),
                                   ("memory_search", {"query": ""})])
-    counts = {row.name: (row.requests, row.errors) for row in ApiUsage.objects.filter(tenant=alice["tenant"])}
-    assert counts == {"search": (2, 1), "context": (1, 0)}
+    expected = {"search": (2, 1), "context": (1, 0)}
+    # The server writes its counts every counters.FLUSH_SECONDS (a thread of its own).
+    deadline = time.monotonic() + FLUSH_SECONDS + 30
+    while True:
+        counts = {row.name: (row.requests, row.errors) for row in ApiUsage.objects.filter(tenant=alice["tenant"])}
+        if counts == expected or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert counts == expected
 
 
 def test_an_unknown_argument_names_the_one_meant(http_mcp: Mcp, alice: dict[str, Any]) -> None:

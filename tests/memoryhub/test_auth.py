@@ -11,6 +11,7 @@ from rest_framework.test import APIClient
 
 from accounts.models import ApiKey
 from memoryhub.models import Event, Session
+from memoryhub.plumbing import counters
 from tests.base import error_code, make_client, make_key, post_events
 
 # (method, path, body) for every session/event endpoint; "s1" exists for alice.
@@ -148,10 +149,10 @@ def test_last_used_time_is_recorded_coarsely(s1, cast, settings) -> None:
     assert key.last_used_at > first
 
 
-def test_a_keys_last_use_is_written_after_the_request_not_in_it(s1, cast, settings) -> None:
+def test_a_keys_last_use_is_written_after_the_request_not_in_it(s1, cast, settings, monkeypatch) -> None:
     from memoryhub.api.middleware import key_uses
 
-    settings.MEMORYHUB_USAGE_FLUSH_SECONDS = 3600  # as deployed: written by the process later
+    monkeypatch.setattr(counters, "FLUSH_SECONDS", 3600)  # as deployed: written by the process later
     raw = make_key(cast.alice_tenant)
     key = ApiKey.objects.get(prefix=ApiKey.parse_prefix(raw))
     try:
@@ -184,13 +185,13 @@ def test_a_later_last_use_is_never_moved_back(cast) -> None:
     assert key.last_used_at == later
 
 
-def test_a_batch_keeps_the_latest_time_of_a_key(settings) -> None:
+def test_a_batch_keeps_the_latest_time_of_a_key(settings, monkeypatch) -> None:
     from memoryhub.plumbing.counters import BatchedCounter
 
-    settings.MEMORYHUB_USAGE_FLUSH_SECONDS = 3600
+    monkeypatch.setattr(counters, "FLUSH_SECONDS", 3600)
     written: list[dict[Any, list[float]]] = []
-    latest = BatchedCounter("test-latest", written.append, "MEMORYHUB_USAGE_FLUSH_SECONDS", combine=max)
-    summed = BatchedCounter("test-sum", written.append, "MEMORYHUB_USAGE_FLUSH_SECONDS")
+    latest = BatchedCounter("test-latest", written.append, combine=max)
+    summed = BatchedCounter("test-sum", written.append)
     for value in (5.0, 9.0, 7.0):
         latest.add("k", value)
         summed.add("k", value)

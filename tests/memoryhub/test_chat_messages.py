@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from memoryhub.event_log import MAX_CONTENT_CHARS
 from memoryhub.models import Event
 from retrieval.models import Chunk
 from tests.base import make_client, make_key, make_tenant, post_events, search_texts
@@ -176,7 +177,7 @@ def test_malformed_messages_are_400_and_the_batch_commits_nothing(alice, event: 
 
 
 def test_an_oversize_text_in_parts_is_refused(alice, settings) -> None:
-    limit = settings.MEMORYHUB_MAX_CONTENT_CHARS
+    limit = MAX_CONTENT_CHARS
     parts = [{"type": "text", "text": "x" * (limit // 2 + 1)}] * 2
     response = post_events(alice, "s1", {"role": "user", "content": parts})
     assert response.status_code == 400 and not Event.objects.exists()

@@ -129,20 +129,19 @@ def _test_database_url(settings) -> str:  # type: ignore[no-untyped-def]
 # --- run: the parts that do not serve --------------------------------------------------------
 
 
-def test_run_honours_host_and_port_from_the_environment(monkeypatch) -> None:
-    monkeypatch.setenv("HOST", "0.0.0.0")
-    monkeypatch.setenv("PORT", "9123")
+def test_run_honours_host_port_and_web_workers_from_the_environment(settings) -> None:
+    # The settings HOST, PORT and WEB_WORKERS read (their defaults: tests/test_settings_table.py).
+    settings.HOST, settings.PORT, settings.WEB_WORKERS = "0.0.0.0", 9123, 3
     options = RunCommand().create_parser("manage.py", "run").parse_args([])
-    assert (options.host, options.port) == ("0.0.0.0", 9123)
-    monkeypatch.delenv("HOST")
-    monkeypatch.delenv("PORT")
+    assert (options.host, options.port, options.web_workers) == ("0.0.0.0", 9123, 3)
+    settings.HOST, settings.PORT, settings.WEB_WORKERS = "127.0.0.1", 8000, 2
     options = RunCommand().create_parser("manage.py", "run").parse_args([])
-    assert (options.host, options.port) == ("127.0.0.1", 8000)
+    assert (options.host, options.port, options.web_workers) == ("127.0.0.1", 8000, 2)
 
 
-def test_bootstrap_creates_the_demo_tenant_admin_and_key_once(monkeypatch) -> None:
-    monkeypatch.setenv("MEMORYHUB_ADMIN_USER", "boss")
-    monkeypatch.setenv("MEMORYHUB_ADMIN_PASSWORD", "correct-horse-battery")
+def test_bootstrap_creates_the_demo_tenant_admin_and_key_once(settings) -> None:
+    settings.MEMORYHUB_ADMIN_USER = "boss"
+    settings.MEMORYHUB_ADMIN_PASSWORD = "correct-horse-battery"
     command = RunCommand(stdout=io.StringIO(), stderr=io.StringIO())
     command.bootstrap()
     printed = command.stdout._out.getvalue()  # type: ignore[attr-defined]
@@ -160,8 +159,8 @@ def test_bootstrap_creates_the_demo_tenant_admin_and_key_once(monkeypatch) -> No
     assert get_user_model().objects.filter(username="boss").count() == 1
 
 
-def test_bootstrap_keeps_an_existing_admin_user(monkeypatch) -> None:
-    monkeypatch.delenv("MEMORYHUB_ADMIN_USER", raising=False)
+def test_bootstrap_keeps_an_existing_admin_user(settings) -> None:
+    settings.MEMORYHUB_ADMIN_USER = "admin"
     get_user_model().objects.create_superuser(username="admin", email="", password="keep-me-please")
     command = RunCommand(stdout=io.StringIO(), stderr=io.StringIO())
     command.bootstrap()

@@ -23,12 +23,12 @@ MOVE = "We are moving the lab to Porto in March."
 
 
 @pytest.fixture
-def extractor(settings):  # type: ignore[no-untyped-def]
+def extractor(settings, monkeypatch):  # type: ignore[no-untyped-def]
     settings.MEMORYHUB_TASKS_EAGER = False  # nothing inline: the test works the session as the lane would
     settings.MEMORYHUB_FACT_EXTRACTOR = "http"
     settings.MEMORYHUB_FACT_EXTRACTOR_MODEL = "m"
     settings.MEMORYHUB_FACT_EXTRACTOR_FORMAT = "lines"
-    settings.MEMORYHUB_FACT_WINDOW_EVENTS = 0
+    monkeypatch.setattr("memoryhub.extractors.WINDOW_EVENTS", 0)
     return settings
 
 

@@ -173,8 +173,8 @@ def test_ending_the_conversation_clears_them_too(alice, django_capture_on_commit
     assert not Note.objects.filter(note_id=again["note_id"]).exists()
 
 
-def test_a_setting_keeps_them(alice, settings) -> None:
-    settings.MEMORYHUB_KEEP_CONVERSATION_MEMORIES = True
+def test_a_setting_keeps_them(alice, settings, monkeypatch) -> None:
+    monkeypatch.setattr("memoryhub.conversations.KEEP_CONVERSATION_MEMORIES", True)
     new_session(alice, "s1")
     ids = remember(alice, "s1")
     patch(alice, "s1", status="archived")

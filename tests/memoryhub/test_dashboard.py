@@ -6,6 +6,7 @@ from django.contrib.auth import get_user_model
 from django.utils import timezone
 from django_q.models import Failure
 
+from memoryhub.plumbing import counters
 from tests.base import post_events
 
 
@@ -88,11 +89,11 @@ def test_usage_counters_are_not_exported_as_memory(alice) -> None:
     assert ApiUsage not in exported and Note in exported
 
 
-def test_counts_are_buffered_in_the_process_and_written_together(alice, settings) -> None:
+def test_counts_are_buffered_in_the_process_and_written_together(alice, settings, monkeypatch) -> None:
     from memoryhub.api.middleware import usage
     from memoryhub.models import ApiUsage
 
-    settings.MEMORYHUB_USAGE_FLUSH_SECONDS = 3600
+    monkeypatch.setattr(counters, "FLUSH_SECONDS", 3600)
     usage.flush()
     for _ in range(3):
         assert alice.post("/api/v1/context/", {"session": "s1", "query": "q"}, format="json").status_code in (200, 404)
@@ -114,14 +115,14 @@ def test_counts_of_a_deleted_tenant_are_dropped_not_failed(db) -> None:
     assert list(ApiUsage.objects.values_list("tenant_id", "requests")) == [(kept.pk, 2)]
 
 
-def test_dashboard_shows_the_lanes_and_each_tenants_backlog_with_an_eta(staff_client, alice, bob, settings) -> None:  # type: ignore[no-untyped-def]
+def test_dashboard_shows_the_lanes_and_each_tenants_backlog_with_an_eta(staff_client, alice, bob, settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     from datetime import timedelta
 
     from memoryhub.models import Session, StepFailure, Worker
     from retrieval.models import Chunk
 
     settings.MEMORYHUB_TASKS_EAGER = False  # chunks wait for the embed lane
-    settings.MEMORYHUB_EMBED_MAX_ATTEMPTS = 2
+    monkeypatch.setattr("retrieval.models.EMBED_MAX_ATTEMPTS", 2)
     post_events(alice, "s1", *[{"role": "user", "content": f"message {i}"} for i in range(6)])
     post_events(bob, "s2", {"role": "user", "content": "three"})
     Chunk.objects.filter(text="message 5").update(embedding_attempts=2, embedding_error="ValueError: bad")

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from django.db import connection
 
+from memoryhub.api.errors import RETRY_AFTER_SECONDS
 from memoryhub.models import Event
 from tests.base import error_code, make_client, make_key, make_tenant, post_events
 
@@ -39,8 +40,8 @@ def test_an_append_while_the_database_is_down_is_503_then_works_again(outage, se
     response = post_events(client, "s1", {"role": "user", "content": "during", "idempotency_key": "k"})
     assert response.status_code == 503
     assert error_code(response) == "database_unavailable"
-    assert response["Retry-After"] == str(settings.MEMORYHUB_RETRY_AFTER_SECONDS)
-    assert response.json()["error"]["details"]["retry_after"] == settings.MEMORYHUB_RETRY_AFTER_SECONDS
+    assert response["Retry-After"] == str(RETRY_AFTER_SECONDS)
+    assert response.json()["error"]["details"]["retry_after"] == RETRY_AFTER_SECONDS
     # Liveness does not need the database; readiness says it is missing.
     assert client.get("/api/v1/health/").status_code == 200
     assert client.get("/api/v1/ready/").status_code == 503

@@ -157,8 +157,8 @@ def test_bulk_refuses_duplicate_idempotency_keys_in_one_request(alice) -> None:
     assert not Event.objects.exists()
 
 
-def test_too_many_events_in_one_request(alice, settings) -> None:
-    settings.MEMORYHUB_MAX_BULK_EVENTS = 3
+def test_too_many_events_in_one_request(alice, settings, monkeypatch) -> None:
+    monkeypatch.setattr("memoryhub.event_log.MAX_BULK_EVENTS", 3)
     response = post_events(alice, "s1", *[{"role": "user", "content": str(i)} for i in range(4)])
     assert response.status_code == 413
     assert error_code(response) == "too_many_events"
@@ -301,10 +301,10 @@ def test_the_appends_locking_read_sees_exactly_what_get_session_sees(alice, bob,
     assert found == 4 + 2 + 1 + 0
 
 
-def test_an_append_is_three_statements_with_its_notice_inside(alice, settings) -> None:
+def test_an_append_is_three_statements_with_its_notice_inside(alice, settings, monkeypatch) -> None:
     """The session's locking read; the event with the session's counters and the lanes' notice;
     the chunk (no conversation context asked for here: it may cost a read of the log)."""
-    settings.MEMORYHUB_EMBED_CONTEXT_MESSAGES = 0
+    monkeypatch.setattr("retrieval.indexing.CONTEXT_MESSAGES", 0)
     assert alice.post("/api/v1/sessions/", {"id": "s1"}, format="json").status_code == 201
     with CaptureQueriesContext(connection) as queries:
         assert post_events(alice, "s1", {"role": "user", "content": "hello"}).status_code == 201

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from memoryhub.event_log import MAX_CONTENT_CHARS
 from memoryhub.models import Event, Session
 from tests.base import error_code, post_events
 from tests.memoryhub.test_events import url
@@ -83,7 +84,7 @@ def test_oversize_content_is_refused(alice, settings) -> None:
     from memoryhub.api.events import EventInput
 
     limit = EventInput().fields["content"].max_length
-    assert limit == settings.MEMORYHUB_MAX_CONTENT_CHARS
+    assert limit == MAX_CONTENT_CHARS
     response = post_events(alice, "s1", {"role": "user", "content": "x" * (limit + 1)})
     assert response.status_code == 400
     assert "content" in response.json()["error"]["details"]["fields"]

@@ -31,8 +31,8 @@ def test_limit_returns_the_recent_n_in_chronological_order(alice) -> None:
     assert body["count"] == 10
 
 
-def test_limit_larger_than_the_cached_window(alice, settings) -> None:
-    settings.MEMORYHUB_RECENT_WINDOW = 4
+def test_limit_larger_than_the_cached_window(alice, settings, monkeypatch) -> None:
+    monkeypatch.setattr("memoryhub.recent.WINDOW", 4)
     fill(alice, "s1", 10)
     assert [e["sequence"] for e in alice.get(url("s1"), {"limit": 6}).json()["results"]] == [5, 6, 7, 8, 9, 10]
     assert [e["sequence"] for e in alice.get(url("s1"), {"limit": 2}).json()["results"]] == [9, 10]

@@ -65,15 +65,15 @@ def test_a_question_and_its_answer_appended_apart_are_one_exchange(alice, extrac
     assert Session.objects.get().facts_extracted_to == 2
 
 
-def test_the_window_is_the_n_events_before_the_new_ones(alice, extractor_settings) -> None:  # type: ignore[no-untyped-def]
-    extractor_settings.MEMORYHUB_FACT_WINDOW_EVENTS = 2
+def test_the_window_is_the_n_events_before_the_new_ones(alice, extractor_settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr("memoryhub.extractors.WINDOW_EVENTS", 2)
     with fake_llm(lambda body: (200, completion("NONE"))) as llm:
         extractor_settings.MEMORYHUB_FACT_EXTRACTOR_URL = llm.url
         post_events(alice, "s1", *[{"role": "user", "content": f"message {i}"} for i in range(1, 6)])
         work()
         post_events(alice, "s1", {"role": "user", "content": "message 6"})
         work()
-        extractor_settings.MEMORYHUB_FACT_WINDOW_EVENTS = 0
+        monkeypatch.setattr("memoryhub.extractors.WINDOW_EVENTS", 0)
         post_events(alice, "s1", {"role": "user", "content": "message 7"})
         work()
     second, third = (user_message(r["body"]) for r in llm.requests[1:])
@@ -93,9 +93,9 @@ def test_a_fact_the_model_repeats_from_the_context_is_not_stored_twice(alice, ex
     assert len(llm.requests) == 2 and Fact.objects.count() == 1
 
 
-def test_a_reply_that_is_no_facts_is_recorded_and_the_lane_goes_on(alice, extractor_settings) -> None:  # type: ignore[no-untyped-def]
-    extractor_settings.MEMORYHUB_SUMMARY_BUDGET = 100
-    extractor_settings.MEMORYHUB_BACKGROUND_MAX_ATTEMPTS = 1
+def test_a_reply_that_is_no_facts_is_recorded_and_the_lane_goes_on(alice, extractor_settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr("memoryhub.summaries.BUDGET", 100)
+    monkeypatch.setattr("memoryhub.session_work.MAX_ATTEMPTS", 1)
     garbage = "I'm sorry, as an AI I cannot decide what is worth remembering."
     with fake_llm(lambda body: (200, completion(garbage))) as llm:
         extractor_settings.MEMORYHUB_FACT_EXTRACTOR_URL = llm.url
@@ -115,8 +115,8 @@ def test_a_reply_that_is_no_facts_is_recorded_and_the_lane_goes_on(alice, extrac
     assert not StepFailure.objects.exists()
 
 
-def test_an_unreachable_model_fails_the_step_and_keeps_the_cursor(alice, extractor_settings) -> None:  # type: ignore[no-untyped-def]
-    extractor_settings.MEMORYHUB_LLM_RETRIES = 1
+def test_an_unreachable_model_fails_the_step_and_keeps_the_cursor(alice, extractor_settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr("memoryhub.plumbing.llm.RETRIES", 1)
     with fake_llm(lambda body: (503, {"error": "loading"})) as llm:
         extractor_settings.MEMORYHUB_FACT_EXTRACTOR_URL = llm.url
         post_events(alice, "s1", {"role": "user", "content": "I live in Lisbon"})
@@ -127,8 +127,8 @@ def test_an_unreachable_model_fails_the_step_and_keeps_the_cursor(alice, extract
     assert Session.objects.get().facts_extracted_to == 0 and not Fact.objects.exists()
 
 
-def test_a_long_message_is_read_whole_in_parts(alice, extractor_settings) -> None:  # type: ignore[no-untyped-def]
-    extractor_settings.MEMORYHUB_FACT_EXTRACTOR_INPUT_CHARS = 4000
+def test_a_long_message_is_read_whole_in_parts(alice, extractor_settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr("memoryhub.extractors.INPUT_CHARS", 4000)
     filler = " ".join(f"Paragraph {i} of the trip report says nothing durable." for i in range(300))
     message = f"{filler} By the way, my passport number is X1234567."  # ~17k characters, the fact at the end
 

@@ -51,9 +51,9 @@ def test_each_level_has_its_own_prompt() -> None:
         assert "never add outside knowledge" in prompt and "exactly as written" in prompt
 
 
-def test_the_tree_asks_with_the_prompt_of_each_level_and_a_header(alice, settings, http_summariser) -> None:  # type: ignore[no-untyped-def]
-    settings.MEMORYHUB_SUMMARY_LEAF_EVENTS = 2
-    settings.MEMORYHUB_SUMMARY_BRANCH_CHILDREN = 2
+def test_the_tree_asks_with_the_prompt_of_each_level_and_a_header(alice, settings, http_summariser, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr("memoryhub.summaries.LEAF_EVENTS", 2)
+    monkeypatch.setattr("memoryhub.summaries.BRANCH_CHILDREN", 2)
     new_session(alice, "trip", title="Lisbon trip", user_id="u-42", agent="planner")
     post_events(alice, "trip", *[{"role": "user" if i % 2 == 0 else "assistant", "content": f"turn {i} TKT-{i}"}
                                  for i in range(8)])
@@ -77,9 +77,9 @@ def test_the_tree_asks_with_the_prompt_of_each_level_and_a_header(alice, setting
     assert "messages #1 to #8 (8 messages)" in roots[0]
 
 
-def test_the_rolling_summary_is_a_leaf_with_the_summary_so_far(alice, settings, http_summariser) -> None:  # type: ignore[no-untyped-def]
-    settings.MEMORYHUB_SUMMARY_BUDGET = 100
-    settings.MEMORYHUB_SUMMARY_MAX_SHARE = 1.0
+def test_the_rolling_summary_is_a_leaf_with_the_summary_so_far(alice, settings, http_summariser, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr("memoryhub.summaries.BUDGET", 100)
+    monkeypatch.setattr("memoryhub.summaries.MAX_SHARE", 1.0)
     post_events(alice, "s1", *[{"role": "user", "content": f"step {i} " + "w " * 60} for i in range(5)])
     session = Session.objects.get(external_id="s1")
     assert maybe_summarise(session)["summariser"] == "http"
@@ -127,9 +127,9 @@ def test_a_12000_character_message_is_sent_whole_in_parts(settings) -> None:  # 
     assert " ".join(text for _, _, text in parts).split() == words  # every word, in order, once
 
 
-def test_a_long_transcript_is_summarised_a_request_at_a_time(settings) -> None:  # type: ignore[no-untyped-def]
-    settings.MEMORYHUB_SUMMARISER_PART_CHARS = 4000
-    settings.MEMORYHUB_SUMMARISER_INPUT_CHARS = 5000  # one part per request
+def test_a_long_transcript_is_summarised_a_request_at_a_time(settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr("memoryhub.summarisers.PART_CHARS", 4000)
+    monkeypatch.setattr("memoryhub.summarisers.INPUT_CHARS", 5000)  # one part per request
     words = [f"w{i:04d}" for i in range(2000)]
     answers = iter(["- after request 1", "- after request 2", "- after request 3"])
     with fake_llm(lambda body: (200, completion(next(answers)))) as llm:
@@ -154,13 +154,13 @@ def test_the_extractive_summariser_is_unchanged_by_levels_and_headers() -> None:
     assert ExtractiveSummariser().summarise(turns, level="branch", header="Conversation: x") == plain
 
 
-def test_post_summary_tries_the_model_once_and_falls_back_at_once(alice, settings) -> None:  # type: ignore[no-untyped-def]
+def test_post_summary_tries_the_model_once_and_falls_back_at_once(alice, settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """The client of POST .../summary/ waits for the answer: a model that is down costs one try,
     not the retries and backoff a background step may spend."""
-    settings.MEMORYHUB_LLM_RETRIES = 3
-    settings.MEMORYHUB_LLM_BACKOFF_SECONDS = 5.0  # a retry would make this test take 5 s or more
-    settings.MEMORYHUB_SUMMARY_BUDGET = 100
-    settings.MEMORYHUB_SUMMARY_MAX_SHARE = 1.0
+    monkeypatch.setattr("memoryhub.plumbing.llm.RETRIES", 3)
+    monkeypatch.setattr("memoryhub.plumbing.llm.BACKOFF_SECONDS", 5.0)  # a retry would make this test take 5 s or more
+    monkeypatch.setattr("memoryhub.summaries.BUDGET", 100)
+    monkeypatch.setattr("memoryhub.summaries.MAX_SHARE", 1.0)
     post_events(alice, "s1", *[{"role": "user", "content": f"step {i} " + "w " * 60} for i in range(5)])
     with fake_llm(lambda body: (503, {"error": "down"})) as llm:
         settings.MEMORYHUB_SUMMARISER = "http"
@@ -173,9 +173,9 @@ def test_post_summary_tries_the_model_once_and_falls_back_at_once(alice, setting
     assert bodies and len(bodies) == len(set(bodies))  # no request was sent twice (the summary, then condensing)
 
 
-def test_every_message_line_names_the_sessions_agent(alice, settings, http_summariser) -> None:  # type: ignore[no-untyped-def]
+def test_every_message_line_names_the_sessions_agent(alice, settings, http_summariser, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     # Issue 41 row 3 (seed 002 v5: "[#01 2026-04-18T12:00Z opus/user]").
-    settings.MEMORYHUB_SUMMARY_LEAF_EVENTS = 2
+    monkeypatch.setattr("memoryhub.summaries.LEAF_EVENTS", 2)
     new_session(alice, "trip", agent="travel-bot")
     post_events(alice, "trip", {"role": "user", "content": "Lisbon?", "created_at": "2025-05-01T10:00:00Z"},
                 {"role": "assistant", "content": "Booked.", "created_at": "2025-05-01T10:01:00Z"})
@@ -185,10 +185,10 @@ def test_every_message_line_names_the_sessions_agent(alice, settings, http_summa
     assert "[#2 2025-05-01T10:01Z travel-bot/assistant] Booked." in leaf
 
 
-def test_each_level_asks_for_its_own_token_budget(alice, settings, http_summariser) -> None:  # type: ignore[no-untyped-def]
+def test_each_level_asks_for_its_own_token_budget(alice, settings, http_summariser, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     # Issue 41 row 3 (seed 002 v5: 7k / 14k / 20k tokens for leaf / branch / root).
-    settings.MEMORYHUB_SUMMARY_LEAF_EVENTS = 2
-    settings.MEMORYHUB_SUMMARY_BRANCH_CHILDREN = 2
+    monkeypatch.setattr("memoryhub.summaries.LEAF_EVENTS", 2)
+    monkeypatch.setattr("memoryhub.summaries.BRANCH_CHILDREN", 2)
     post_events(alice, "s1", *[{"role": "user", "content": f"turn {i}"} for i in range(8)])
     build_tree(Session.objects.get(external_id="s1"))
     asked = {LEVEL_OF_PROMPT[r["body"]["messages"][0]["content"]]: r["body"]["max_tokens"]

@@ -72,9 +72,9 @@ def test_a_timeout_is_retried() -> None:
     assert len(llm.requests) == 2
 
 
-def test_a_refused_connection_is_retried_then_reported(settings, slept) -> None:  # type: ignore[no-untyped-def]
-    settings.MEMORYHUB_LLM_RETRIES = 2
-    settings.MEMORYHUB_LLM_BACKOFF_SECONDS = 0.01
+def test_a_refused_connection_is_retried_then_reported(settings, slept, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr("memoryhub.plumbing.llm.RETRIES", 2)
+    monkeypatch.setattr("memoryhub.plumbing.llm.BACKOFF_SECONDS", 0.01)
     with fake_llm(replies((200, completion("x")))) as llm:
         url = llm.url  # the server is gone after this block: connections are refused
     with pytest.raises(SummariserError, match="after 3 attempts"):
@@ -82,8 +82,8 @@ def test_a_refused_connection_is_retried_then_reported(settings, slept) -> None:
     assert slept == [0.01, 0.02]  # it waited the backoff, doubled, between attempts
 
 
-def test_retries_are_bounded_by_the_setting(settings) -> None:  # type: ignore[no-untyped-def]
-    settings.MEMORYHUB_LLM_RETRIES = 3
+def test_retries_are_bounded_by_the_setting(settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr("memoryhub.plumbing.llm.RETRIES", 3)
     with fake_llm(replies((503, {"error": "down"}))) as llm:
         with pytest.raises(SummariserError, match="HTTP 503"):
             call(llm.url)
@@ -99,9 +99,9 @@ def test_a_client_error_or_bad_reply_is_not_retried(status: int, payload: Any) -
     assert len(llm.requests) == 1
 
 
-def test_retrying_never_waits_past_the_steps_budget(settings, slept) -> None:  # type: ignore[no-untyped-def]
-    settings.MEMORYHUB_LLM_RETRIES = 3
-    settings.MEMORYHUB_LLM_BACKOFF_SECONDS = 30.0  # far longer than the step has
+def test_retrying_never_waits_past_the_steps_budget(settings, slept, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr("memoryhub.plumbing.llm.RETRIES", 3)
+    monkeypatch.setattr("memoryhub.plumbing.llm.BACKOFF_SECONDS", 30.0)  # far longer than the step has
     with fake_llm(replies((503, {"error": "down"}))) as llm:
         with time_budget(2.0), pytest.raises(SummariserError):
             call(llm.url)

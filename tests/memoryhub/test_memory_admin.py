@@ -16,9 +16,9 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture(autouse=True)
-def _fast_passwords(settings) -> None:  # type: ignore[no-untyped-def]
+def _fast_passwords(settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-    settings.MEMORYHUB_SUMMARY_LEAF_EVENTS = 2
+    monkeypatch.setattr("memoryhub.summaries.LEAF_EVENTS", 2)
 
 
 def changelist(model: type) -> str:

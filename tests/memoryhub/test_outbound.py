@@ -45,9 +45,9 @@ def test_allowed_networks_are_not_refused(settings) -> None:  # type: ignore[no-
         outbound.check_url("http://192.168.1.1/x")
 
 
-def test_model_calls_to_a_refused_address_fail_at_once_and_send_nothing(settings) -> None:  # type: ignore[no-untyped-def]
-    settings.MEMORYHUB_LLM_RETRIES = 3
-    settings.MEMORYHUB_LLM_BACKOFF_SECONDS = 60  # a retry would hang the test: there is none
+def test_model_calls_to_a_refused_address_fail_at_once_and_send_nothing(settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr("memoryhub.plumbing.llm.RETRIES", 3)
+    monkeypatch.setattr("memoryhub.plumbing.llm.BACKOFF_SECONDS", 60)  # a retry would hang the test: there is none
     with fake_llm(lambda body: (200, completion("secret of the internal service"))) as llm:
         settings.MEMORYHUB_OUTBOUND_ALLOWED_NETWORKS = ()
         with pytest.raises(SummariserError, match="refused") as caught:

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from memoryhub.models import RollingSummary, Session, estimate_tokens
+from memoryhub.restore import DEFAULT_BUDGET
 from tests.base import error_code, make_client, make_key, post_events
 
 
@@ -54,7 +55,7 @@ def test_never_exceeds_the_budget(alice, budget: int) -> None:
 
 def test_default_budget(alice, settings) -> None:
     conversation(alice, 3)
-    assert restore(alice).json()["budget"] == settings.MEMORYHUB_RESTORE_BUDGET
+    assert restore(alice).json()["budget"] == DEFAULT_BUDGET
 
 
 def test_a_summary_leads_only_when_the_budget_needs_it(alice) -> None:

@@ -16,11 +16,11 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def lane_settings(settings):  # type: ignore[no-untyped-def]
+def lane_settings(settings, monkeypatch):  # type: ignore[no-untyped-def]
     settings.MEMORYHUB_TASKS_EAGER = False  # nothing inline: the lane does it
-    settings.MEMORYHUB_SUMMARY_BUDGET = 100
-    settings.MEMORYHUB_SUMMARY_MAX_SHARE = 1.0
-    settings.MEMORYHUB_SUMMARY_LEAF_EVENTS = 4
+    monkeypatch.setattr("memoryhub.summaries.BUDGET", 100)
+    monkeypatch.setattr("memoryhub.summaries.MAX_SHARE", 1.0)
+    monkeypatch.setattr("memoryhub.summaries.LEAF_EVENTS", 4)
     return settings
 
 
@@ -71,7 +71,7 @@ def test_an_idle_session_gets_its_tree_closed(alice, lane_settings) -> None:
 def test_a_failing_session_is_set_aside_and_can_be_retried(alice, lane_settings, monkeypatch) -> None:
     chat(alice, "bad")
     chat(alice, "good")
-    lane_settings.MEMORYHUB_BACKGROUND_MAX_ATTEMPTS = 2
+    monkeypatch.setattr("memoryhub.session_work.MAX_ATTEMPTS", 2)
     real = session_work.maybe_summarise
 
     def breaks_on_bad(session, **kwargs):  # type: ignore[no-untyped-def]
@@ -95,8 +95,8 @@ def test_a_failing_session_is_set_aside_and_can_be_retried(alice, lane_settings,
     assert not StepFailure.objects.exists()  # a success clears the record
 
 
-def test_a_step_past_its_time_budget_fails_that_session_only(alice, lane_settings) -> None:
-    lane_settings.MEMORYHUB_STEP_SECONDS = 0.0
+def test_a_step_past_its_time_budget_fails_that_session_only(alice, lane_settings, monkeypatch) -> None:
+    monkeypatch.setattr("memoryhub.plumbing.background.STEP_SECONDS", 0.0)
     chat(alice, "s1")
     outcome = work_on_session(Session.objects.get(external_id="s1").pk)
     assert "BudgetExceeded" in outcome["failed"]

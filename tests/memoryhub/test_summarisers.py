@@ -144,8 +144,8 @@ def test_settings_select_the_summariser(settings) -> None:  # type: ignore[no-un
     assert isinstance(get_summariser(), HttpSummariser)
 
 
-def test_configured_http_summariser_writes_the_rolling_summary(alice, settings) -> None:  # type: ignore[no-untyped-def]
-    settings.MEMORYHUB_SUMMARY_BUDGET = 100
+def test_configured_http_summariser_writes_the_rolling_summary(alice, settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr("memoryhub.summaries.BUDGET", 100)
     post_events(alice, "s1", *[{"role": "user", "content": f"step {i} " + "w " * 60} for i in range(5)])
     with fake_llm(lambda body: (200, completion("- the user walked through steps 0 to 3"))) as llm:
         settings.MEMORYHUB_SUMMARISER = "http"

@@ -121,9 +121,9 @@ def test_restore_leads_with_the_summary(alice) -> None:  # type: ignore[no-untyp
 # --- the automatic trigger -------------------------------------------------------------------------
 
 
-def test_trigger_condenses_oldest_down_to_half_budget(alice, settings, django_capture_on_commit_callbacks) -> None:  # type: ignore[no-untyped-def]
-    settings.MEMORYHUB_SUMMARY_BUDGET = 200
-    settings.MEMORYHUB_SUMMARY_MAX_SHARE = 1.0
+def test_trigger_condenses_oldest_down_to_half_budget(alice, settings, django_capture_on_commit_callbacks, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr("memoryhub.summaries.BUDGET", 200)
+    monkeypatch.setattr("memoryhub.summaries.MAX_SHARE", 1.0)
     events = [{"role": "user", "content": f"turn {i} order #A-{1000 + i} costs {i * 7} EUR " + "blah " * 10}
               for i in range(10)]
     with django_capture_on_commit_callbacks(execute=True):
@@ -138,9 +138,9 @@ def test_trigger_condenses_oldest_down_to_half_budget(alice, settings, django_ca
     assert "user #1" in lines[0] and "A-1000" in lines[0]
 
 
-def test_summary_past_its_share_is_condensed_keeping_the_newest_lines(alice, settings) -> None:  # type: ignore[no-untyped-def]
-    settings.MEMORYHUB_SUMMARY_BUDGET = 200
-    settings.MEMORYHUB_SUMMARY_MAX_SHARE = 0.3
+def test_summary_past_its_share_is_condensed_keeping_the_newest_lines(alice, settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr("memoryhub.summaries.BUDGET", 200)
+    monkeypatch.setattr("memoryhub.summaries.MAX_SHARE", 0.3)
     post_events(alice, "s1", *[{"role": "user", "content": f"turn {i} " + "blah " * 30} for i in range(12)])
     assert maybe_summarise(Session.objects.get(external_id="s1"))["summarised"] is True
     row = RollingSummary.objects.get(session__external_id="s1")
@@ -148,8 +148,8 @@ def test_summary_past_its_share_is_condensed_keeping_the_newest_lines(alice, set
     assert re.match(r"- \[.*\] user #1(–#\d+)?: turn 0", row.text)  # the oldest turn is condensed, not dropped
 
 
-def test_trigger_needs_four_messages_and_eighty_percent(alice, settings) -> None:  # type: ignore[no-untyped-def]
-    settings.MEMORYHUB_SUMMARY_BUDGET = 100
+def test_trigger_needs_four_messages_and_eighty_percent(alice, settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr("memoryhub.summaries.BUDGET", 100)
     post_events(alice, "s1", *[{"role": "user", "content": "x " * 200} for _ in range(3)])  # huge, but 3
     session = Session.objects.get(external_id="s1")
     assert maybe_summarise(session)["summarised"] is False
@@ -161,7 +161,7 @@ def test_trigger_needs_four_messages_and_eighty_percent(alice, settings) -> None
 
 
 def test_trigger_discards_its_work_when_a_writer_got_there_first(alice, settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    settings.MEMORYHUB_SUMMARY_BUDGET = 100
+    monkeypatch.setattr("memoryhub.summaries.BUDGET", 100)
     post_events(alice, "s1", *[{"role": "user", "content": "y " * 100} for _ in range(5)])
     session = Session.objects.get(external_id="s1")
     from memoryhub import summaries
@@ -178,9 +178,9 @@ def test_trigger_discards_its_work_when_a_writer_got_there_first(alice, settings
     assert RollingSummary.objects.get(session=session).text == "written by a client meanwhile"
 
 
-def test_summarise_due_reports_counts_per_tenant(cast, settings) -> None:  # type: ignore[no-untyped-def]
-    settings.MEMORYHUB_SUMMARY_BUDGET = 100
-    settings.MEMORYHUB_SUMMARY_LEAF_EVENTS = 4
+def test_summarise_due_reports_counts_per_tenant(cast, settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr("memoryhub.summaries.BUDGET", 100)
+    monkeypatch.setattr("memoryhub.summaries.LEAF_EVENTS", 4)
     post_events(cast.alice, "a1", *[{"role": "user", "content": f"alpha {i} " + "z " * 60} for i in range(8)])
     post_events(cast.bob, "b1", *[{"role": "user", "content": f"beta {i} " + "z " * 60} for i in range(8)])
     report = summarise_due(tenant_id=cast.alice_tenant.pk)
@@ -231,13 +231,13 @@ def test_parallel_writers_one_winner_per_epoch(cast) -> None:  # type: ignore[no
     assert row.epoch == 3 and row.text.endswith("@ 2")
 
 
-def test_an_append_leaves_the_trigger_to_the_summarise_lane(alice, settings, django_capture_on_commit_callbacks) -> None:  # type: ignore[no-untyped-def]
+def test_an_append_leaves_the_trigger_to_the_summarise_lane(alice, settings, django_capture_on_commit_callbacks, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     from django_q.models import OrmQ
 
     from memoryhub.session_work import due_sessions
 
     settings.MEMORYHUB_TASKS_EAGER = False
-    settings.MEMORYHUB_SUMMARY_BUDGET = 50
+    monkeypatch.setattr("memoryhub.summaries.BUDGET", 50)
     with django_capture_on_commit_callbacks(execute=True):
         post_events(alice, "s1", *[{"role": "user", "content": f"m{i} " + "w " * 30} for i in range(4)])
     assert not OrmQ.objects.exists()  # no task per append: the table says what is due
@@ -245,10 +245,10 @@ def test_an_append_leaves_the_trigger_to_the_summarise_lane(alice, settings, dja
     assert list(due_sessions().values_list("external_id", flat=True)) == ["s1"]
 
 
-def test_a_huge_backlog_is_condensed_a_window_at_a_time_oldest_first(alice, settings) -> None:  # type: ignore[no-untyped-def]
-    settings.MEMORYHUB_SUMMARY_BUDGET = 100
-    settings.MEMORYHUB_SUMMARY_MAX_EVENTS = 10
-    settings.MEMORYHUB_SUMMARY_MAX_SHARE = 1.0
+def test_a_huge_backlog_is_condensed_a_window_at_a_time_oldest_first(alice, settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr("memoryhub.summaries.BUDGET", 100)
+    monkeypatch.setattr("memoryhub.summaries.MAX_EVENTS", 10)
+    monkeypatch.setattr("memoryhub.summaries.MAX_SHARE", 1.0)
     post_events(alice, "s1", *[{"role": "user", "content": f"turn {i} " + "w " * 20} for i in range(30)])
     session = Session.objects.get(external_id="s1")
     outcome = maybe_summarise(session)
@@ -264,9 +264,9 @@ def test_a_huge_backlog_is_condensed_a_window_at_a_time_oldest_first(alice, sett
     assert row.epoch >= 3
 
 
-def test_summarise_due_skips_sessions_far_below_the_budget(alice, settings) -> None:  # type: ignore[no-untyped-def]
-    settings.MEMORYHUB_SUMMARY_BUDGET = 1000
-    settings.MEMORYHUB_SUMMARY_LEAF_EVENTS = 50
+def test_summarise_due_skips_sessions_far_below_the_budget(alice, settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr("memoryhub.summaries.BUDGET", 1000)
+    monkeypatch.setattr("memoryhub.summaries.LEAF_EVENTS", 50)
     post_events(alice, "small", *[{"role": "user", "content": "tiny"} for _ in range(10)])
     post_events(alice, "big", *[{"role": "user", "content": "large " * 100} for _ in range(10)])
     post_events(alice, "tools", *[{"role": "tool", "tool_name": "t", "tool_args": {"blob": "x" * 600}} for _ in range(6)])

@@ -52,8 +52,8 @@ def test_a_bad_summary_budget_is_400_and_nothing_changes(alice, value: Any) -> N
     assert Session.objects.get(external_id="s2").summary_budget == 300
 
 
-def test_each_session_is_summarised_against_its_own_budget(alice, settings) -> None:
-    settings.MEMORYHUB_SUMMARY_BUDGET = 10_000  # the default: far above the 152 tokens of talk()
+def test_each_session_is_summarised_against_its_own_budget(alice, settings, monkeypatch) -> None:
+    monkeypatch.setattr("memoryhub.summaries.BUDGET", 10_000)  # the default: far above the 152 tokens of talk()
     new_session(alice, "tight", summary_budget=100)
     new_session(alice, "roomy")
     talk(alice, "tight")
@@ -70,8 +70,8 @@ def test_each_session_is_summarised_against_its_own_budget(alice, settings) -> N
 # --- the summary call ---------------------------------------------------------------------------------
 
 
-def test_the_summary_call_takes_a_budget(alice, settings) -> None:
-    settings.MEMORYHUB_SUMMARY_BUDGET = 10_000
+def test_the_summary_call_takes_a_budget(alice, settings, monkeypatch) -> None:
+    monkeypatch.setattr("memoryhub.summaries.BUDGET", 10_000)
     new_session(alice, "s1", summary_budget=5000)
     talk(alice, "s1")
     response = alice.post(summary_url("s1"), {}, format="json")
@@ -107,8 +107,8 @@ def test_the_summary_call_is_confined_and_needs_write(alice, bob, cast) -> None:
 # --- condensed, not truncated ---------------------------------------------------------------------------
 
 
-def test_a_summary_past_its_share_keeps_its_oldest_turns(alice, settings) -> None:
-    settings.MEMORYHUB_SUMMARY_MAX_SHARE = 0.3
+def test_a_summary_past_its_share_keeps_its_oldest_turns(alice, settings, monkeypatch) -> None:
+    monkeypatch.setattr("memoryhub.summaries.MAX_SHARE", 0.3)
     new_session(alice, "s1", summary_budget=1000)  # the summary may use 300 tokens
     session = Session.objects.get(external_id="s1")
     for _round in range(3):

@@ -14,9 +14,9 @@ from tests.base import error_code, make_client, make_key, new_session, post_even
 
 
 @pytest.fixture(autouse=True)
-def small_tree(settings) -> None:  # type: ignore[no-untyped-def]
-    settings.MEMORYHUB_SUMMARY_LEAF_EVENTS = 3
-    settings.MEMORYHUB_SUMMARY_BRANCH_CHILDREN = 2
+def small_tree(settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr("memoryhub.summaries.LEAF_EVENTS", 3)
+    monkeypatch.setattr("memoryhub.summaries.BRANCH_CHILDREN", 2)
 
 
 def talk(client, session: str, n: int, start: int = 0) -> None:  # type: ignore[no-untyped-def]

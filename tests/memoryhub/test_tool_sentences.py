@@ -64,8 +64,8 @@ def test_without_a_model_the_call_keeps_its_fixed_sentence(alice, settings) -> N
     assert event_texts("trip")[0].startswith("Called search_flights with")
 
 
-def test_a_model_that_is_down_fails_the_step_and_describes_later(alice, settings) -> None:  # type: ignore[no-untyped-def]
-    settings.MEMORYHUB_LLM_RETRIES = 0
+def test_a_model_that_is_down_fails_the_step_and_describes_later(alice, settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr("memoryhub.plumbing.llm.RETRIES", 0)
     with fake_llm(lambda body: (503, {"error": "down"})) as llm:
         settings.MEMORYHUB_SUMMARISER, settings.MEMORYHUB_SUMMARISER_URL = "http", llm.url
         post_events(alice, "trip", CALL)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from retrieval.admin import ChunkAdmin
 from retrieval.lifecycle.admin import MemoryAdmin
-from retrieval.models import Chunk
+from retrieval.models import EMBED_MAX_ATTEMPTS, Chunk
 
 
 def test_chunk_admin_lists_filters_and_reembeds(staff_client, alice, index, django_capture_on_commit_callbacks) -> None:
@@ -55,7 +55,7 @@ def test_a_set_aside_chunk_is_listed_with_its_error_and_retried(staff_client, al
 
     settings.MEMORYHUB_TASKS_EAGER = False
     post_events(alice, "s", {"role": "user", "content": "fine"}, {"role": "user", "content": "stuck"})
-    Chunk.objects.filter(text="stuck").update(embedding_attempts=settings.MEMORYHUB_EMBED_MAX_ATTEMPTS,
+    Chunk.objects.filter(text="stuck").update(embedding_attempts=EMBED_MAX_ATTEMPTS,
                                               embedding_error="ValueError: the model choked")
     listed = staff_client.get("/admin/retrieval/chunk/", {"embedded": "aside"})
     assert listed.status_code == 200 and list(listed.context["cl"].result_list) == [Chunk.objects.get(text="stuck")]

@@ -52,7 +52,7 @@ def test_a_long_chunk_with_its_context_keeps_its_vectors_in_the_row(settings, mo
     from retrieval.embedding import backfill_embeddings
     from retrieval.models import Chunk
 
-    settings.MEMORYHUB_EMBED_CONTEXT_MESSAGES = 2
+    monkeypatch.setattr("retrieval.indexing.CONTEXT_MESSAGES", 2)
     monkeypatch.setattr(indexing, "CONTEXT_FILL", 10_000)  # long chunks read their context too
     client = make_client(make_key(make_tenant("alice")))
     words = "harbour lantern orchard velvet quartz meadow cinder plume saddle thistle ".split()
@@ -85,7 +85,7 @@ def test_rows_written_before_0012_are_rewritten_in_the_row_in_batches(settings, 
     from retrieval.embedding import backfill_embeddings
     from retrieval.models import Chunk
 
-    settings.MEMORYHUB_EMBED_CONTEXT_MESSAGES = 2
+    monkeypatch.setattr("retrieval.indexing.CONTEXT_MESSAGES", 2)
     monkeypatch.setattr(indexing, "CONTEXT_FILL", 10_000)  # long chunks read their context too
     client = make_client(make_key(make_tenant("alice")))
     with connection.cursor() as cursor:  # the layout before 0012, for the rows written now

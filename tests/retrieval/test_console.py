@@ -9,6 +9,7 @@ from urllib.parse import urlencode
 import pytest
 
 from memoryhub.models import Fact, Note, Session
+from memoryhub.plumbing import counters
 from retrieval.lifecycle.models import ArchivedMemory, ConsolidationReport, PendingDeletion
 from retrieval.models import Chunk
 from tests.base import Cast, remember
@@ -183,12 +184,12 @@ def test_an_importance_out_of_range_is_said_in_words(staff_client, cast, memorie
 
 
 def test_looking_in_the_console_is_not_a_use_even_when_counts_are_written_later(
-        staff_client, cast, memories, settings) -> None:  # type: ignore[no-untyped-def]
+        staff_client, cast, memories, settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """In production access counts are written in batches by a thread, after the request: rolling
     the page's transaction back did not stop them. The console's searches do not count at all."""
     from retrieval.search.sql import accesses
 
-    settings.MEMORYHUB_ACCESS_FLUSH_SECONDS = 3600  # as deployed: written later, not in the request
+    monkeypatch.setattr(counters, "FLUSH_SECONDS", 3600)  # as deployed: written later, not in the request
     accesses.flush()
     before = list(Chunk.objects.with_access().order_by("pk").values_list("access_count", flat=True))
     assert explore(staff_client, cast, user="dana", q="support group").context["results"]
@@ -216,9 +217,9 @@ def test_context_preview_is_what_the_api_returns(staff_client, cast, memories) -
     assert missing.status_code == 200 and b"does not exist" in missing.content
 
 
-def test_consolidation_preview_changes_nothing_then_runs(staff_client, cast, memories, settings) -> None:
+def test_consolidation_preview_changes_nothing_then_runs(staff_client, cast, memories, settings, monkeypatch) -> None:
     settings.MEMORYHUB_CONSOLIDATE_DELETE_KINDS = ("fact",)
-    settings.MEMORYHUB_PRUNE_RELEVANCE = 2.0  # everything short-term is "stale"
+    monkeypatch.setattr("retrieval.lifecycle.steps.PRUNE_RELEVANCE", 2.0)  # everything short-term is "stale"
     Fact.objects.update(lifetime="short_term")
     for f in Fact.objects.all():
         remember(f)

@@ -102,7 +102,7 @@ def _candidate_statement(req: SearchRequest) -> tuple[str, list[Any]]:
 def test_dates_few_memories_have_are_searched_exactly(dated, settings, june: int, walks: list[int], monkeypatch) -> None:
     """The scope (12 chunks) is over the threshold (3): HNSW. Within June, 0 or 1 chunk (June of
     2019, 2022 and 2023 moved away) is under it: exact, the narrowed HNSW walk never runs; 3 are not."""
-    settings.MEMORYHUB_SEARCH_EXACT_BELOW = 3
+    monkeypatch.setattr("retrieval.search.sql.EXACT_BELOW", 3)
     monkeypatch.setattr(weights, "EMBED_ALONGSIDE", False)
     in_june = sorted(pk for pk, moment in dated["ids"].items() if moment.month == 6)
     assert len(in_june) == 4

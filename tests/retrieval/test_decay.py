@@ -36,10 +36,10 @@ def test_negative_age_counts_as_now_and_huge_age_does_not_underflow() -> None:
     assert 0 < tiny < 1e-300
 
 
-def test_rates_come_from_settings(settings) -> None:  # type: ignore[no-untyped-def]
-    settings.MEMORYHUB_DECAY_RATES = {**settings.MEMORYHUB_DECAY_RATES, "channel": 0.5}
+def test_rates_come_from_settings(settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr("retrieval.decay.RATES", {**decay.RATES, "channel": 0.5})
     assert decay.relevance(1.0, "channel", 2, 0) == pytest.approx(0.25)
-    settings.MEMORYHUB_DECAY_RATES = {**settings.MEMORYHUB_DECAY_RATES, "channel": 0.0}
+    monkeypatch.setattr("retrieval.decay.RATES", {**decay.RATES, "channel": 0.0})
     with pytest.raises(ValueError):
         decay.relevance(1.0, "channel", 2, 0)
     with pytest.raises(ValueError):

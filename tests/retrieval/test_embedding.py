@@ -18,9 +18,9 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def lane_mode(settings):  # type: ignore[no-untyped-def]
+def lane_mode(settings, monkeypatch):  # type: ignore[no-untyped-def]
     settings.MEMORYHUB_TASKS_EAGER = False  # chunks wait in the table
-    settings.MEMORYHUB_EMBED_CONTEXT_MESSAGES = 0
+    monkeypatch.setattr("retrieval.indexing.CONTEXT_MESSAGES", 0)
     return settings
 
 
@@ -48,8 +48,8 @@ def recorder(monkeypatch: pytest.MonkeyPatch) -> Recording:
     return fake
 
 
-def test_tenants_take_turns(cast, lane_mode, recorder) -> None:
-    lane_mode.MEMORYHUB_EMBED_BACKFILL_BATCH = 2
+def test_tenants_take_turns(cast, lane_mode, recorder, monkeypatch) -> None:
+    monkeypatch.setattr("retrieval.embedding.BACKFILL_BATCH", 2)
     post_events(cast.alice, "a", *[{"role": "user", "content": f"alice {i}"} for i in range(6)])
     post_events(cast.bob, "b", *[{"role": "user", "content": f"bob {i}"} for i in range(2)])
     lane = EmbedLane()
@@ -61,8 +61,8 @@ def test_tenants_take_turns(cast, lane_mode, recorder) -> None:
     assert set(Chunk.objects.values_list("embedding_attempts", flat=True)) == {1}  # each embedded once
 
 
-def test_a_bad_chunk_is_isolated_and_set_aside(alice, lane_mode, recorder) -> None:
-    lane_mode.MEMORYHUB_EMBED_MAX_ATTEMPTS = 2
+def test_a_bad_chunk_is_isolated_and_set_aside(alice, lane_mode, recorder, monkeypatch) -> None:
+    monkeypatch.setattr("retrieval.models.EMBED_MAX_ATTEMPTS", 2)
     post_events(alice, "s", *[{"role": "user", "content": f"message {i}"} for i in range(5)],
                 {"role": "user", "content": "poison pill"})
     lane = EmbedLane()
@@ -98,7 +98,7 @@ def test_an_unavailable_embedder_backs_off_without_blaming_chunks(alice, lane_mo
 
 @pytest.mark.django_db(transaction=True)
 def test_two_lanes_claim_different_rows(cast, lane_mode, monkeypatch) -> None:
-    lane_mode.MEMORYHUB_EMBED_BACKFILL_BATCH = 5
+    monkeypatch.setattr("retrieval.embedding.BACKFILL_BATCH", 5)
     post_events(cast.alice, "s", *[{"role": "user", "content": f"message {i}"} for i in range(10)])
     holding, release = threading.Event(), threading.Event()
     batches: list[list[str]] = []

@@ -64,20 +64,20 @@ def test_hybrid_search_scores_the_misspelt_words_on_full_text(alice, trip) -> No
     assert max(text_scores, key=text_scores.get) == FLIGHT and text_scores[FLIGHT] > 0
 
 
-def test_the_setting_turns_it_off_in_text_mode_but_not_in_fuzzy_mode(alice, trip, settings) -> None:
-    settings.MEMORYHUB_SEARCH_FUZZY = False
+def test_the_setting_turns_it_off_in_text_mode_but_not_in_fuzzy_mode(alice, trip, settings, monkeypatch) -> None:
+    monkeypatch.setattr("retrieval.search.weights.FUZZY", False)
     assert texts(search(alice, query="Lisbn fligt", mode="text")) == []
     assert texts(search(alice, query="Lisbn fligt", mode="fuzzy"))[0] == FLIGHT
 
 
-def test_a_correctly_spelt_query_is_unchanged(alice, trip, cast, settings, django_assert_num_queries) -> None:
+def test_a_correctly_spelt_query_is_unchanged(alice, trip, cast, settings, django_assert_num_queries, monkeypatch) -> None:
     def run() -> list[tuple[str, float]]:
         hits = hybrid_search(tenant_id=cast.alice_tenant.pk, query="Lisbon flight camera", mode="text")
         return [(h.chunk.text, h.score) for h in hits]
 
     with django_assert_num_queries(4):  # statistics, candidates, rows, access counts: no vocabulary look-up
         with_fuzzy = run()
-    settings.MEMORYHUB_SEARCH_FUZZY = False
+    monkeypatch.setattr("retrieval.search.weights.FUZZY", False)
     assert run() == with_fuzzy and with_fuzzy[0][0] == FLIGHT
 
 
@@ -161,10 +161,10 @@ def test_the_visibility_check_walks_the_scope_or_reads_the_full_text_index(alice
         assert "chunk_search_vector" in indexes, indexes  # the plan check can fail
 
 
-def test_only_a_small_scope_that_is_all_of_its_statistics_is_walked(cast, settings) -> None:
+def test_only_a_small_scope_that_is_all_of_its_statistics_is_walked(cast, settings, monkeypatch) -> None:
     """A word the statistics' buckets say but a user, a filter or a conversation hides would be
     walked to the end of the scope: those searches read the full-text index."""
-    settings.MEMORYHUB_TEXT_SCAN_BELOW = 100
+    monkeypatch.setattr("retrieval.search.sql.TEXT_SCAN_BELOW", 100)
     tenant = cast.alice_tenant.pk
     assert fuzzy.walks_scope(SearchRequest(tenant_id=tenant), 99)
     assert not fuzzy.walks_scope(SearchRequest(tenant_id=tenant), 100)

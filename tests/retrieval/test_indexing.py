@@ -203,8 +203,8 @@ def test_embedder_failure_never_fails_the_append_and_is_retried(alice, index, fa
     assert chunk.embedding is not None and chunk.embedding_error == "" and chunk.embedding_attempts == 2
 
 
-def test_backfill_counts_failures_and_tries_each_row_once(alice, index, failing_embedder, settings) -> None:
-    settings.MEMORYHUB_EMBED_BACKFILL_BATCH = 2
+def test_backfill_counts_failures_and_tries_each_row_once(alice, index, failing_embedder, settings, monkeypatch) -> None:
+    monkeypatch.setattr("retrieval.embedding.BACKFILL_BATCH", 2)
     index(alice, "s1", *[{"role": "user", "content": f"message {i}"} for i in range(5)])
     assert embedding.backfill_embeddings() == {"embedded": 0, "failed": 5, "remaining": 5}
     assert embedding.backfill_embeddings(limit=3) == {"embedded": 0, "failed": 3, "remaining": 5}
@@ -224,8 +224,8 @@ class RecordingEmbedder:
 
 def test_backfill_batches_texts_of_alike_length_and_takes_the_next_in_line_first(
         alice, index, failing_embedder, monkeypatch, settings) -> None:
-    settings.MEMORYHUB_EMBED_BACKFILL_BATCH = 2
-    settings.MEMORYHUB_EMBED_CONTEXT_MESSAGES = 0
+    monkeypatch.setattr("retrieval.embedding.BACKFILL_BATCH", 2)
+    monkeypatch.setattr("retrieval.indexing.CONTEXT_MESSAGES", 0)
     lengths = [40, 5, 300, 6, 42, 310]
     for i, n in enumerate(lengths):  # one session each: no conversation context in the texts
         index(alice, f"s{i}", {"role": "user", "content": "x" * n})
@@ -310,7 +310,7 @@ def test_memory_deleted_is_confined_to_its_tenant(cast) -> None:
 
 
 def test_an_appends_context_comes_from_the_recent_window_when_it_is_cached(
-    alice, settings, django_capture_on_commit_callbacks,
+    alice, settings, django_capture_on_commit_callbacks, monkeypatch,
 ) -> None:  # type: ignore[no-untyped-def]
     """The earlier messages a chunk is embedded with are read from the session's cached recent
     window when it ends just before the append (no statement), and are what the log says."""
@@ -319,7 +319,7 @@ def test_an_appends_context_comes_from_the_recent_window_when_it_is_cached(
 
     from memoryhub import recent
 
-    settings.MEMORYHUB_EMBED_CONTEXT_MESSAGES = 2
+    monkeypatch.setattr("retrieval.indexing.CONTEXT_MESSAGES", 2)
     with django_capture_on_commit_callbacks(execute=True):  # the write-through fills the window
         post_events(alice, "s1", {"role": "user", "content": "I moved to Lisbon in 2021."},
                     {"role": "assistant", "content": "", "tool_name": "weather", "tool_args": {"city": "Lisbon"}})

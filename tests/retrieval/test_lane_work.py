@@ -30,10 +30,10 @@ BATCH = 50
 
 
 @pytest.fixture
-def lane_mode(settings):  # type: ignore[no-untyped-def]
+def lane_mode(settings, monkeypatch):  # type: ignore[no-untyped-def]
     settings.MEMORYHUB_TASKS_EAGER = False  # chunks wait in the table for the lane
-    settings.MEMORYHUB_EMBED_CONTEXT_MESSAGES = 0
-    settings.MEMORYHUB_EMBED_BACKFILL_BATCH = BATCH
+    monkeypatch.setattr("retrieval.indexing.CONTEXT_MESSAGES", 0)
+    monkeypatch.setattr("retrieval.embedding.BACKFILL_BATCH", BATCH)
     return settings
 
 

@@ -310,15 +310,16 @@ def test_a_start_makes_what_the_folder_lacks_in_a_child_and_never_loads_a_runtim
     assert start() == ["loaded: False False False"]  # nothing left to do: no child, no verdict printed
 
 
-@pytest.mark.parametrize(("int8", "model"), [("true", "model-int8.onnx"), ("false", "model.onnx")])
-def test_a_web_process_embeds_queries_with_the_int8_copy_unless_turned_off(prepared, int8: str, model: str) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize(("int8", "model"), [(True, "model-int8.onnx"), (False, "model.onnx")])
+def test_a_web_process_embeds_queries_with_the_int8_copy_unless_turned_off(prepared, int8: bool, model: str) -> None:  # type: ignore[no-untyped-def]
     data_dir, _ = prepared
     script = (
-        "from retrieval.query_embedding import embed_query, query_encoder\n"
-        "vector = embed_query('when does the flight leave?')\n"
-        "print(len(vector), query_encoder().filename, 'torch' in sys.modules)\n"
+        "from retrieval import query_embedding\n"
+        f"query_embedding.INT8 = {int8}\n"
+        "vector = query_embedding.embed_query('when does the flight leave?')\n"
+        "print(len(vector), query_embedding.query_encoder().filename, 'torch' in sys.modules)\n"
     )
-    assert run_django(data_dir, script, MEMORYHUB_QUERY_EMBED_INT8=int8).split() == ["384", model, "False"]
+    assert run_django(data_dir, script).split() == ["384", model, "False"]
 
 
 def test_a_failed_int8_copy_leaves_queries_on_the_full_model_until_the_next_start(prepared, monkeypatch) -> None:  # type: ignore[no-untyped-def]

@@ -143,13 +143,13 @@ def test_a_user_limited_key_cannot_export_import_or_forget(people) -> None:
 
 
 @pytest.mark.parametrize("exact_below", [100_000, 0])  # the exact search of a small view; the HNSW walk
-def test_vector_search_as_a_user_returns_exactly_their_view(people, settings, exact_below) -> None:  # type: ignore[no-untyped-def]
+def test_vector_search_as_a_user_returns_exactly_their_view(people, settings, exact_below, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """The exact vector search reads a user's view as two statements (theirs, shared): together they
     hold every memory the user may see and nothing else, whatever their distance to the query."""
     from retrieval.embedding import backfill_embeddings
 
     backfill_embeddings(tenant_id=people["tenant"].pk, limit=100)  # the notes and facts too
-    settings.MEMORYHUB_SEARCH_EXACT_BELOW = exact_below
+    monkeypatch.setattr("retrieval.search.sql.EXACT_BELOW", exact_below)
     found = {r["text"] for r in search(people["client"], query="anything at all", mode="vector", user_id="ann")}
     assert found == {"ann likes kumquat tea in the morning", "ann kumquat note", "ann kumquat note fact",
                      "shared kumquat handbook"}
@@ -166,10 +166,10 @@ def test_a_user_view_without_shared_memories_is_their_own(people) -> None:
 
 
 @pytest.mark.parametrize("scan_below", [100_000, 0])  # the scope's rows tested; the full-text index
-def test_text_search_as_a_user_returns_exactly_their_view(people, settings, scan_below) -> None:  # type: ignore[no-untyped-def]
+def test_text_search_as_a_user_returns_exactly_their_view(people, settings, scan_below, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """Full text reads a user's view as two halves too (theirs, shared); together they find every
     memory of the view that says the word, and nothing else."""
-    settings.MEMORYHUB_TEXT_SCAN_BELOW = scan_below
+    monkeypatch.setattr("retrieval.search.sql.TEXT_SCAN_BELOW", scan_below)
     found = {r["text"] for r in search(people["client"], query="kumquat", mode="text", user_id="ann")}
     assert found == {"ann likes kumquat tea in the morning", "ann kumquat note", "ann kumquat note fact",
                      "shared kumquat handbook"}

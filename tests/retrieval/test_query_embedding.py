@@ -54,7 +54,7 @@ def refuse_the_embedder(monkeypatch) -> None:  # type: ignore[no-untyped-def]
 def test_queries_go_to_the_onnx_model_when_one_is_prepared(fresh, monkeypatch, settings) -> None:
     monkeypatch.setitem(sys.modules, query_embedding.ONNX_MODULE, fake_module())
     refuse_the_embedder(monkeypatch)
-    settings.MEMORYHUB_QUERY_EMBED_THREADS = 1
+    monkeypatch.setattr("retrieval.query_embedding.THREADS", 1)
     assert query_embedding.embed_query("where is the otter?") == pytest.approx([0.05] * embedders.DIMENSIONS)
     encoder = query_embedding.query_encoder()
     assert isinstance(encoder, FakeOnnx) and encoder.texts == ["where is the otter?"] and encoder.threads == 1

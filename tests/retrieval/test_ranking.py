@@ -185,7 +185,7 @@ def test_memories_of_the_named_date_join_the_candidates(alice, index, settings, 
     for i in range(12):
         _post(alice, index, f"other-{i}", f"Kayak {i}", "2023-03-02T10:00:00Z")
     _post(alice, index, "target", "The kayak got a long scratch on its side while we carried it down to the water.", "2022-06-20T10:00:00Z")
-    settings.MEMORYHUB_SEARCH_CANDIDATES = 10
+    monkeypatch.setattr("retrieval.search.weights.CANDIDATES", 10)
     found = search(alice, query="kayak in June", mode="text", top_k=3).json()["results"]
     assert "target" in [r["session"] for r in found]
     monkeypatch.setattr(weights, "TIME_WEIGHT", 0.0)
@@ -290,7 +290,7 @@ def test_hybrid_search_spreads_over_distinct_memories(alice, index, settings, mo
         index(alice, session, {"role": "user", "content": "The heron nests by the lake every spring."})
     index(alice, "d", {"role": "user", "content": "A heron nests near the river bridge."})
     index(alice, "e", {"role": "user", "content": "The heron nests by the lake every spring, we saw it again today."})
-    settings.MEMORYHUB_SEARCH_COVERAGE = 1.0  # MMR alone: coverage would give the second place by evidence
+    monkeypatch.setattr("retrieval.search.weights.COVERAGE", 1.0)  # MMR alone: coverage would give the second place by evidence
     plain = [r["text"] for r in search(alice, query="heron nests lake", top_k=2).json()["results"]]
     monkeypatch.setattr(weights, "MMR", 0.3)
     spread = [r["text"] for r in search(alice, query="heron nests lake", top_k=2).json()["results"]]

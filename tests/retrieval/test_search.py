@@ -284,7 +284,7 @@ def test_a_long_message_takes_one_place_at_its_best_chunk(alice, index, settings
     assert [r["sequence_start"] for r in every].count(1) >= 2
 
 
-def test_full_text_scores_a_long_message_as_a_whole(alice, index, settings) -> None:  # type: ignore[no-untyped-def]
+def test_full_text_scores_a_long_message_as_a_whole(alice, index, settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """The two words are said in different chunks of one long answer: scored as the whole message
     it says both in fewer words than the short message that also says both, and comes first;
     scored chunk by chunk, each of its chunks says one word, and the short message comes first."""
@@ -296,12 +296,12 @@ def test_full_text_scores_a_long_message_as_a_whole(alice, index, settings) -> N
     first = search(alice, query="marmalade zanzibar", mode="text").json()["results"][0]
     assert first["sequence_start"] == 1
     assert "Marmalade" in first["text"] or "Zanzibar" in first["text"]  # a chunk that says a word
-    settings.MEMORYHUB_TEXT_PER_MESSAGE = False
+    monkeypatch.setattr("retrieval.search.sql.TEXT_PER_MESSAGE", False)
     first = search(alice, query="marmalade zanzibar", mode="text").json()["results"][0]
     assert first["text"] == "Marmalade, zanzibar and a shelf."
     # Siblings are looked up only for a message of several chunks (message_chunks): counted as
     # one chunk each, the long answer's chunks are scored alone again.
-    settings.MEMORYHUB_TEXT_PER_MESSAGE = True
+    monkeypatch.setattr("retrieval.search.sql.TEXT_PER_MESSAGE", True)
     Chunk.objects.update(message_chunks=1)
     first = search(alice, query="marmalade zanzibar", mode="text").json()["results"][0]
     assert first["text"] == "Marmalade, zanzibar and a shelf."

@@ -93,7 +93,7 @@ def test_weights_the_caller_sends_are_used_exactly(alice, garden, settings, monk
 
 def test_reranking_steps_show_in_a_hybrid_search(alice, index, settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setattr(weights, "COVERAGE_FLOOR", 0.0)  # coverage moves up any unlisted conversation's result
-    settings.MEMORYHUB_SEARCH_COVERAGE = 0.5  # of four places, two by coverage
+    monkeypatch.setattr("retrieval.search.weights.COVERAGE", 0.5)  # of four places, two by coverage
     index(alice, "many", *[{"role": "user", "content": f"heron nest {i} by the lake {'again ' * i}"} for i in range(8)])
     index(alice, "other", {"role": "user", "content": "a heron flew over the river"})
     index(alice, "third", {"role": "user", "content": "grey heron chicks in spring"})

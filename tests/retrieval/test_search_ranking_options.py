@@ -7,6 +7,7 @@ from typing import Any
 
 from django.utils import timezone
 
+from memoryhub.plumbing import counters
 from memoryhub.searchable import Searchable
 from memoryhub.signals import memory_saved
 from retrieval.models import Chunk, ChunkAccess
@@ -67,10 +68,10 @@ def test_memory_profile_ranks_by_the_lifecycles_decayed_relevance(alice, cast) -
 
 def test_coverage_gives_the_last_places_to_conversations_not_yet_listed(alice, index, settings, monkeypatch) -> None:
     _three_sessions(index, alice)
-    settings.MEMORYHUB_SEARCH_COVERAGE = 1.0
+    monkeypatch.setattr("retrieval.search.weights.COVERAGE", 1.0)
     plain = [r["session"] for r in search(alice, query="heron", top_k=2).json()["results"]]
     assert plain == ["many", "many"]
-    settings.MEMORYHUB_SEARCH_COVERAGE = 0.6  # the default: round(0.6 * 2) = 1 place by rank
+    monkeypatch.setattr("retrieval.search.weights.COVERAGE", 0.6)  # the default: round(0.6 * 2) = 1 place by rank
     monkeypatch.setattr(weights, "COVERAGE_FLOOR", 0.0)  # any result of an unlisted conversation moves up
     covered = search(alice, query="heron", top_k=2).json()["results"]
     assert [r["session"] for r in covered] == ["many", "lone"]
@@ -87,7 +88,7 @@ def test_coverage_gives_the_last_places_to_conversations_not_yet_listed(alice, i
 
 def test_coverage_prefers_the_conversation_whose_messages_say_more_of_the_query(alice, index, settings, monkeypatch) -> None:
     monkeypatch.setattr(weights, "COVERAGE_FLOOR", 0.0)
-    settings.MEMORYHUB_SEARCH_COVERAGE = 0.5  # of two places, the second by coverage
+    monkeypatch.setattr("retrieval.search.weights.COVERAGE", 0.5)  # of two places, the second by coverage
     index(alice, "head", {"role": "user", "content": "heron lagoon at dawn"})
     # "single" has three matches of one query word; "spread" one match of each word, apart.
     index(alice, "single", *({"role": "user", "content": f"heron {w}"} for w in ("nest", "chicks", "feathers")))
@@ -142,7 +143,7 @@ def test_the_terms_a_candidate_says_are_its_own_words_or_its_whole_message(alice
 def test_feedback_ranks_with_the_moved_query_but_shows_the_plain_cosine(alice, index, settings, monkeypatch) -> None:
     from retrieval.embedders import get_embedder
 
-    settings.MEMORYHUB_SEARCH_COVERAGE = 1.0
+    monkeypatch.setattr("retrieval.search.weights.COVERAGE", 1.0)
     monkeypatch.setattr(weights, "FEEDBACK_DOCS", 1)
     # One message per conversation, so no message is embedded with another's words as context.
     for hour, (session, text) in enumerate((("a", "otter otter river"), ("b", "otter cafe"),
@@ -177,7 +178,7 @@ def test_cover_conversations_is_a_reordering_of_the_ranking() -> None:
     assert [c.pk for c in cover_conversations(ranked[:3], 5, 0.4)] == [1, 2, 3]
 
 
-def test_every_search_counts_an_access_of_what_it_returned(alice, index, settings) -> None:
+def test_every_search_counts_an_access_of_what_it_returned(alice, index, settings, monkeypatch) -> None:
     from retrieval.models import Chunk
     from retrieval.search.sql import accesses
 
@@ -188,7 +189,7 @@ def test_every_search_counts_an_access_of_what_it_returned(alice, index, setting
     assert kite.access_count == 1 and kite.accessed_at is not None
     assert Chunk.objects.with_access().get(text="unrelated").access_count == 0
     # Batched: with an interval, searches only add in memory until the batch is written.
-    settings.MEMORYHUB_ACCESS_FLUSH_SECONDS = 3600
+    monkeypatch.setattr(counters, "FLUSH_SECONDS", 3600)
     search_texts(alice, query="red kite", mode="text")
     search_texts(alice, query="red kite", mode="text")
     assert Chunk.objects.with_access().get(pk=kite.pk).access_count == 1

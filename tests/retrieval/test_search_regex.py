@@ -93,8 +93,8 @@ def test_invalid_pattern_is_refused_even_with_nothing_in_scope(alice) -> None:
     assert response.status_code == 400 and error_code(response) == "invalid_regex"
 
 
-def test_pattern_length_and_presence(alice, billing, settings) -> None:
-    settings.MEMORYHUB_SEARCH_REGEX_MAX_LENGTH = 8
+def test_pattern_length_and_presence(alice, billing, settings, monkeypatch) -> None:
+    monkeypatch.setattr("retrieval.search.request.REGEX_MAX_LENGTH", 8)
     response = search(alice, query="a" * 9, mode="regex")
     assert response.status_code == 400 and error_code(response) == "invalid_regex"
     assert response.json()["error"]["details"]["max_length"] == 8
@@ -108,10 +108,10 @@ def _noise(length: int, seed: int) -> str:
     return "".join(rng.choice("abcdefghij ") for _ in range(length)) + " x"
 
 
-def test_a_pathological_pattern_is_cut_by_the_timeout(alice, index, settings) -> None:
+def test_a_pathological_pattern_is_cut_by_the_timeout(alice, index, settings, monkeypatch) -> None:
     """Back-references make PostgreSQL's matcher backtrack: this pattern takes far longer than 10 s
     over a 500-character row (measured); statement_timeout cancels it inside the match."""
-    settings.MEMORYHUB_SEARCH_REGEX_TIMEOUT_MS = 300
+    monkeypatch.setattr("retrieval.search.regex.TIMEOUT_MS", 300)
     index(alice, "logs", *[{"role": "tool", "content": _noise(600, seed)} for seed in range(3)],
           {"role": "user", "content": "after the storm"})
     response = search(alice, query=r"(.*)(.*)(.*)\3\2\1x", mode="regex")

@@ -84,12 +84,12 @@ def test_hybrid_search_fetches_text_candidates_while_the_query_is_embedded(alice
 
 @pytest.mark.parametrize("mode", ["text", "hybrid"])
 def test_a_small_scope_tests_its_own_rows_instead_of_the_full_text_index(alice, garden, cast, settings, mode: str,
-                                                                         django_assert_num_queries) -> None:
+                                                                         django_assert_num_queries, monkeypatch) -> None:
     """The full-text index finds a word's chunks in every tenant's rows before the scope narrows
-    them; a scope under MEMORYHUB_TEXT_SCAN_BELOW chunks tests its own rows instead (the match
+    them; a scope under sql.TEXT_SCAN_BELOW chunks tests its own rows instead (the match
     written `IS TRUE`, which the index cannot serve). Same results either way."""
     def run(threshold: int) -> tuple[list[tuple[str, float]], str]:
-        settings.MEMORYHUB_TEXT_SCAN_BELOW = threshold
+        monkeypatch.setattr("retrieval.search.sql.TEXT_SCAN_BELOW", threshold)
         with django_assert_num_queries(5 if mode == "hybrid" else 4) as captured:
             hits = hybrid_search(tenant_id=cast.alice_tenant.pk, query="tomatoes garden", mode=mode)
         candidates = next(q["sql"] for q in captured.captured_queries if "ANY(ARRAY(" in q["sql"])
@@ -160,7 +160,7 @@ def test_hnsw_settings_come_with_the_connection_or_per_query(alice, index, cast,
     # (+1 each: the access counts, which tests write at once and a server in batches.)
     with django_assert_num_queries(3) as captured:
         assert hybrid_search(tenant_id=cast.alice_tenant.pk, query="walrus", mode="vector")
-    settings.MEMORYHUB_HNSW_EF_SEARCH = 17
+    settings.HNSW_EF_SEARCH = 17
     with django_assert_num_queries(6) as captured:  # in a savepoint here: the test's transaction
         assert hybrid_search(tenant_id=cast.alice_tenant.pk, query="walrus", mode="vector")
     statements = [q["sql"] for q in captured.captured_queries]
@@ -182,7 +182,7 @@ def test_a_raised_ef_search_is_set_once_for_the_connection(cast, settings) -> No
     tenant = cast.alice_tenant.pk
 
     def sets(ef: int) -> list[str]:
-        settings.MEMORYHUB_HNSW_EF_SEARCH = ef
+        settings.HNSW_EF_SEARCH = ef
         with CaptureQueriesContext(connection) as captured:
             assert hybrid_search(tenant_id=tenant, query="walrus", mode="vector")
         return [q["sql"] for q in captured.captured_queries if q["sql"].startswith("SET")]

@@ -19,12 +19,12 @@ EVENTS = ({"role": "user", "content": "I always take an aisle seat on flights."}
 
 
 @pytest.fixture
-def llm(settings) -> Any:  # type: ignore[no-untyped-def]
+def llm(settings, monkeypatch) -> Any:  # type: ignore[no-untyped-def]
     """A configured model: the fake server on 127.0.0.1, which the operator allows (issue 40)."""
     settings.MEMORYHUB_OUTBOUND_ALLOWED_NETWORKS = ("127.0.0.1/32",)
     settings.MEMORYHUB_SUMMARISER = "http"
     settings.MEMORYHUB_SUMMARISER_MODEL = "fake-7b"
-    settings.MEMORYHUB_LLM_RETRIES = 0
+    monkeypatch.setattr("memoryhub.plumbing.llm.RETRIES", 0)
 
     def serve(reply: Any) -> Any:
         server = fake_llm(reply)

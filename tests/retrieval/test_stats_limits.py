@@ -11,9 +11,9 @@ from tests.base import make_client, make_key, post_events
 pytestmark = pytest.mark.django_db
 
 
-def test_a_limited_keys_queue_does_not_move_with_another_users_appends(cast, settings) -> None:  # type: ignore[no-untyped-def]
+def test_a_limited_keys_queue_does_not_move_with_another_users_appends(cast, settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     settings.MEMORYHUB_TASKS_EAGER = False  # chunks wait in the table
-    settings.MEMORYHUB_EMBED_CONTEXT_MESSAGES = 0
+    monkeypatch.setattr("retrieval.indexing.CONTEXT_MESSAGES", 0)
     Worker.objects.create(lane="embed", name="host:1", rate=2.0)
     ann = make_client(make_key(cast.alice_tenant, ("read", "write"), user="ann"))
     alpha = make_client(make_key(cast.alice_tenant, ("read", "write"), workspace="alpha"))

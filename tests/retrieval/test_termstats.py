@@ -140,10 +140,10 @@ def test_scope_sizes_know_the_owner(rivers) -> None:
 
 
 @pytest.mark.parametrize(("threshold", "runs"), [(3, "hnsw"), (100, "exact"), (0, "hnsw")])
-def test_a_small_scope_is_searched_exactly(rivers, settings, threshold: int, runs: str) -> None:
+def test_a_small_scope_is_searched_exactly(rivers, settings, threshold: int, runs: str, monkeypatch) -> None:
     """Both vector strategies are in the statement; the scope's kept size picks one, and only that
     one runs (the other is never executed)."""
-    settings.MEMORYHUB_SEARCH_EXACT_BELOW = threshold
+    monkeypatch.setattr("retrieval.search.sql.EXACT_BELOW", threshold)
     req = scopes(rivers)[1]  # the north channel: 3 chunks
     where, params = where_clause(req)
     vector = HalfVector(get_embedder().embed(["otter"])[0]).to_text()

@@ -46,10 +46,10 @@ def test_embed_backfill_embeds_only_this_tenants_chunks(cast, django_capture_on_
     assert Chunk.objects.filter(tenant=cast.bob_tenant, embedding__isnull=True).exists()
 
 
-def test_summarise_reports_what_summarise_due_did(cast, settings) -> None:  # type: ignore[no-untyped-def]
+def test_summarise_reports_what_summarise_due_did(cast, settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     from memoryhub.models import SummaryNode
 
-    settings.MEMORYHUB_SUMMARY_LEAF_EVENTS = 2
+    monkeypatch.setattr("memoryhub.summaries.LEAF_EVENTS", 2)
     for client, session in ((cast.alice, "a1"), (cast.bob, "b1")):
         post_events(client, session, *({"role": "user", "content": f"message {i}"} for i in range(3)))
     SummaryNode.objects.all().delete()  # whatever appends built: the action must build it
@@ -112,14 +112,14 @@ class FakeAgent(BaseHTTPRequestHandler):
 
 
 @pytest.fixture
-def agent(settings) -> Iterator[type[FakeAgent]]:  # type: ignore[no-untyped-def]
+def agent(settings, monkeypatch) -> Iterator[type[FakeAgent]]:  # type: ignore[no-untyped-def]
     server = ThreadingHTTPServer(("127.0.0.1", 0), FakeAgent)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     FakeAgent.replies, FakeAgent.received = [], []
     settings.MEMORYHUB_AGENT_WEBHOOK_URL = f"http://127.0.0.1:{server.server_port}/goal"
     settings.MEMORYHUB_AGENT_WEBHOOK_TOKEN = "s3cret"
-    settings.MEMORYHUB_AGENT_WEBHOOK_TIMEOUT = 0.5
+    monkeypatch.setattr("scheduling.actions.AGENT_WEBHOOK_TIMEOUT_SECONDS", 0.5)
     settings.MEMORYHUB_OUTBOUND_ALLOWED_NETWORKS = ("127.0.0.1/32",)  # refused by default (issue 40)
     yield FakeAgent
     server.shutdown()

@@ -61,11 +61,11 @@ def everything_text() -> str:
 
 
 @pytest.fixture(autouse=True)
-def _conversations_prunable(settings) -> None:  # type: ignore[no-untyped-def]
+def _conversations_prunable(settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     # The operator opts conversation memories into consolidation's deletions and has reviewed a
     # first run, so that a run's report names what it deleted.
     settings.MEMORYHUB_CONSOLIDATE_DELETE_KINDS = ("event",)
-    settings.MEMORYHUB_CONSOLIDATE_FIRST_REVIEW = False
+    monkeypatch.setattr("retrieval.lifecycle.steps.FIRST_REVIEW", False)
 
 
 @pytest.fixture

@@ -52,8 +52,8 @@ def test_due_schedule_is_claimed_run_and_rescheduled(cast, run_tasks) -> None:  
 
 
 @pytest.mark.django_db
-def test_consecutive_failures_pause_the_schedule(cast, run_tasks, settings) -> None:  # type: ignore[no-untyped-def]
-    settings.MEMORYHUB_SCHEDULE_MAX_FAILURES = 3
+def test_consecutive_failures_pause_the_schedule(cast, run_tasks, settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr("scheduling.dispatcher.MAX_FAILURES", 3)
     settings.MEMORYHUB_AGENT_WEBHOOK_URL = ""  # agent_goal fails: nothing to call
     schedule = make_schedule(cast.alice_tenant, action="agent_goal", goal="do things")
     now = timezone.now()
@@ -98,8 +98,8 @@ def test_one_shot_completes(cast, run_tasks) -> None:  # type: ignore[no-untyped
 
 
 @pytest.mark.django_db
-def test_history_is_pruned_to_newest_n(cast, run_tasks, settings) -> None:  # type: ignore[no-untyped-def]
-    settings.MEMORYHUB_SCHEDULE_RUNS_KEPT = 3
+def test_history_is_pruned_to_newest_n(cast, run_tasks, settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr("scheduling.actions.RUNS_KEPT", 3)
     schedule = make_schedule(cast.alice_tenant)
     now = timezone.now()
     for i in range(5):
@@ -110,8 +110,8 @@ def test_history_is_pruned_to_newest_n(cast, run_tasks, settings) -> None:  # ty
 
 
 @pytest.mark.django_db
-def test_run_stuck_running_is_failed_by_timeout(cast, run_tasks, settings) -> None:  # type: ignore[no-untyped-def]
-    settings.MEMORYHUB_SCHEDULE_RUN_TIMEOUT_SECONDS = 600
+def test_run_stuck_running_is_failed_by_timeout(cast, run_tasks, settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr("scheduling.dispatcher.RUN_TIMEOUT_SECONDS", 600)
     schedule = make_schedule(cast.alice_tenant, next_run_at=timezone.now() + timedelta(hours=1))
     stuck = Run.objects.create(tenant=cast.alice_tenant, schedule=schedule, status="running",
                                started_at=timezone.now() - timedelta(minutes=11))

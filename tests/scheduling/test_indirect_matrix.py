@@ -122,9 +122,9 @@ def build_side(tenant: Tenant, side: Side) -> None:
 
 
 @pytest.fixture
-def world(db, hook_server, settings) -> World:  # type: ignore[no-untyped-def]
+def world(db, hook_server, settings, monkeypatch) -> World:  # type: ignore[no-untyped-def]
     settings.MEMORYHUB_CONSOLIDATE_DELETE_KINDS = ("event",)  # consolidation deletes, and reports it
-    settings.MEMORYHUB_CONSOLIDATE_FIRST_REVIEW = False
+    monkeypatch.setattr("retrieval.lifecycle.steps.FIRST_REVIEW", False)
     tenants = {"home": make_tenant("home"), "away": make_tenant("away")}
     for side in SIDES.values():
         build_side(tenants[side.tenant], side)

@@ -37,13 +37,17 @@ def test_the_migration_registered_every_cadence_on_the_maintenance_cluster() -> 
     assert Schedule.objects.get(name="scheduling:dispatch").cluster is None  # the default cluster
 
 
-def test_sync_is_idempotent_and_follows_settings(settings) -> None:
+def _cadence(monkeypatch, job: str, minutes: int) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setitem(tasks.MAINTENANCE_JOBS, job, (minutes, tasks.MAINTENANCE_JOBS[job][1]))
+
+
+def test_sync_is_idempotent_and_follows_the_cadences(monkeypatch) -> None:
     assert set(tasks.sync_cluster_schedules().values()) == {"unchanged", "off"}
-    settings.MEMORYHUB_MAINTENANCE_SUMMARISE_MINUTES = 15
+    _cadence(monkeypatch, "summarise", 15)
     Schedule.objects.create(name="memoryhub:summarise", func="x.y", schedule_type="I", minutes=1)
     Schedule.objects.create(name="memoryhub:summarise", func="x.y", schedule_type="I", minutes=1)
-    settings.MEMORYHUB_MAINTENANCE_EMBED_MINUTES = 2
-    settings.MEMORYHUB_MAINTENANCE_CONSOLIDATE_MINUTES = 0
+    _cadence(monkeypatch, "embed_backfill", 2)
+    _cadence(monkeypatch, "consolidate", 0)
     done = tasks.sync_cluster_schedules()
     assert done == {"scheduling:dispatch": "unchanged", "memoryhub:embed_backfill": "created",
                     "memoryhub:summarise": "updated", "memoryhub:consolidate": "off"}
@@ -54,7 +58,7 @@ def test_sync_is_idempotent_and_follows_settings(settings) -> None:
     assert rows["memoryhub:summarise"].cluster == MAINTENANCE
     assert rows["memoryhub:embed_backfill"].minutes == 2
     assert rows["memoryhub:embed_backfill"].next_run <= timezone.now() + timedelta(minutes=2)
-    settings.MEMORYHUB_MAINTENANCE_CONSOLIDATE_MINUTES = 60
+    _cadence(monkeypatch, "consolidate", 60)
     assert tasks.sync_cluster_schedules()["memoryhub:consolidate"] == "created"
 
 
@@ -86,10 +90,10 @@ def test_embed_backfill_embeds_what_was_left_without_a_vector(alice, django_capt
     assert Chunk.objects.get().embedding is not None
 
 
-def test_summarise_rolls_the_summary_of_a_due_session(alice, settings) -> None:
-    settings.MEMORYHUB_AUTO_SUMMARISE = False  # nothing summarised on append: the cadence must do it
-    settings.MEMORYHUB_SUMMARY_BUDGET = 100
-    settings.MEMORYHUB_SUMMARY_MAX_SHARE = 1.0
+def test_summarise_rolls_the_summary_of_a_due_session(alice, settings, monkeypatch) -> None:
+    monkeypatch.setattr("memoryhub.summaries.AUTO_SUMMARISE", False)  # nothing summarised on append: the cadence must do it
+    monkeypatch.setattr("memoryhub.summaries.BUDGET", 100)
+    monkeypatch.setattr("memoryhub.summaries.MAX_SHARE", 1.0)
     post_events(alice, "s1", *[{"role": "user", "content": f"turn {i} " + "word " * 20} for i in range(12)])
     assert not RollingSummary.objects.exists()
     tasks.summarise()

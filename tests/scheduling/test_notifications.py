@@ -75,8 +75,8 @@ def test_a_finished_run_is_delivered_signed_and_recorded(alice, hook_server, run
 
 
 def test_a_500_is_retried_with_growing_backoff_until_delivered(alice, hook_server, run_now, tick,
-                                                              settings) -> None:  # type: ignore[no-untyped-def]
-    settings.MEMORYHUB_NOTIFY_BACKOFF_SECONDS = 30
+                                                              settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr("scheduling.notifications.BACKOFF_SECONDS", 30)
     server = hook_server()
     secret = add_hook(alice, "notification", server.url)["secret"]
     server.reply(500, {"detail": "receiver down"})
@@ -117,8 +117,8 @@ def _closed_port_url() -> str:
 
 
 def test_after_the_last_attempt_the_failure_is_recorded(alice, admin_client, run_now, tick, settings,
-                                                        django_capture_on_commit_callbacks) -> None:  # type: ignore[no-untyped-def]
-    settings.MEMORYHUB_NOTIFY_MAX_ATTEMPTS = 2
+                                                        django_capture_on_commit_callbacks, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr("scheduling.notifications.MAX_ATTEMPTS", 2)
     settings.MEMORYHUB_OUTBOUND_ALLOWED_NETWORKS = ("127.0.0.1/32",)  # a closed port here, not refused
     add_hook(alice, "notification", _closed_port_url())
     run = run_now(alice, new_schedule(alice))

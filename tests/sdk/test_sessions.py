@@ -123,9 +123,9 @@ def test_scratchpad_and_rolling_summary(hub: Any, keys: dict[str, str]) -> None:
     assert alice.get_summary("s1")["text"] == "They plan a trip."
 
 
-def test_summary_tree_build_list_expand(hub: Any, keys: dict[str, str], settings: Any) -> None:
-    settings.MEMORYHUB_SUMMARY_LEAF_EVENTS = 3
-    settings.MEMORYHUB_SUMMARY_BRANCH_CHILDREN = 2
+def test_summary_tree_build_list_expand(hub: Any, keys: dict[str, str], settings: Any, monkeypatch) -> None:
+    monkeypatch.setattr("memoryhub.summaries.LEAF_EVENTS", 3)
+    monkeypatch.setattr("memoryhub.summaries.BRANCH_CHILDREN", 2)
     alice = hub(keys["alice"])
     alice.append_events("s1", [{"role": "user", "content": f"Turn {i}: ticket JIRA-{100 + i}"} for i in range(7)])
     assert alice.build_summary_tree("s1", final=False) == {"session": "s1", "queued": True}

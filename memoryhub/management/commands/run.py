@@ -69,9 +69,9 @@ class Command(BaseCommand):
             "background lanes until Ctrl-C.")
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
-        parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
-        parser.add_argument("--web-workers", type=int, default=int(os.environ.get("WEB_WORKERS", "2")))
+        parser.add_argument("--host", default=settings.HOST)
+        parser.add_argument("--port", type=int, default=settings.PORT)
+        parser.add_argument("--web-workers", type=int, default=settings.WEB_WORKERS)
         parser.add_argument("--no-cluster", action="store_true",
                             help="Do not start the task clusters and background lanes.")
 
@@ -244,8 +244,8 @@ class Command(BaseCommand):
         tenant, _ = Tenant.get_or_create_named(DEMO_TENANT)
         new = ApiKey.create_key(tenant=tenant, name="demo key")
         user_model = get_user_model()
-        username = os.environ.get("MEMORYHUB_ADMIN_USER", "admin")
-        password = os.environ.get("MEMORYHUB_ADMIN_PASSWORD") or secrets.token_urlsafe(12)
+        username = settings.MEMORYHUB_ADMIN_USER
+        password = settings.MEMORYHUB_ADMIN_PASSWORD or secrets.token_urlsafe(12)
         created_admin = not user_model.objects.filter(username=username).exists()
         if created_admin:
             user_model.objects.create_superuser(username=username, email="", password=password)

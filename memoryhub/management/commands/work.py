@@ -3,7 +3,7 @@
 Each lane is a thread with its own database connection; the tables are its queue, so any number
 of `work` processes on any number of machines can run the same lanes against one PostgreSQL.
 `manage.py run` starts two: the dispatch lane alone at normal priority (schedules start on
-time), and embed + summarise at MEMORYHUB_WORK_NICE (requests come first on a shared machine).
+time), and embed + summarise at NICE (requests come first on a shared machine).
 """
 
 from __future__ import annotations
@@ -13,10 +13,13 @@ import signal
 import threading
 from typing import Any
 
-from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from memoryhub.plumbing import background
+
+# The niceness the lanes run at unless --nice says otherwise, so that requests come first on a
+# shared machine (the dispatch lane is started with --nice 0: schedules are due to the second).
+NICE = 10
 
 
 class Command(BaseCommand):
@@ -26,14 +29,14 @@ class Command(BaseCommand):
         parser.add_argument("--lanes", default=",".join(background.lane_names()),
                             help=f"comma-separated, of: {', '.join(background.lane_names())} (default: all)")
         parser.add_argument("--nice", type=int, default=None,
-                            help="niceness increment for this process (default MEMORYHUB_WORK_NICE)")
+                            help=f"niceness increment for this process (default {NICE})")
 
     def handle(self, *args: Any, **options: Any) -> None:
         names = [n.strip() for n in options["lanes"].split(",") if n.strip()]
         unknown = sorted(set(names) - set(background.lane_names()))
         if unknown or not names:
             raise CommandError(f"Unknown lanes {unknown}; known: {', '.join(background.lane_names())}")
-        nice = settings.MEMORYHUB_WORK_NICE if options["nice"] is None else options["nice"]
+        nice = NICE if options["nice"] is None else options["nice"]
         if nice > 0:
             os.nice(nice)
         stop = threading.Event()

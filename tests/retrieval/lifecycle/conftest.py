@@ -48,11 +48,11 @@ def ids(tenant: Tenant) -> set[int]:
 
 
 @pytest.fixture(autouse=True)
-def _events_deletable_without_review(settings) -> None:  # type: ignore[no-untyped-def]
+def _events_deletable_without_review(settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     # These tests exercise the deleting steps themselves: the operator opts event chunks in and has
     # already reviewed a first run (the defaults are tested in test_permanence.py).
     settings.MEMORYHUB_CONSOLIDATE_DELETE_KINDS = ("event",)
-    settings.MEMORYHUB_CONSOLIDATE_FIRST_REVIEW = False
+    monkeypatch.setattr("retrieval.lifecycle.steps.FIRST_REVIEW", False)
 
 
 @pytest.fixture

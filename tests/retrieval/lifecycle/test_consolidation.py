@@ -74,9 +74,9 @@ def test_immutable_transcript_is_never_pruned(world) -> None:  # type: ignore[no
     assert Chunk.objects.filter(pk=world["m"]["stale"].pk).exists()
 
 
-def test_cap_deletes_the_least_relevant_of_each_scope(world, settings) -> None:  # type: ignore[no-untyped-def]
+def test_cap_deletes_the_least_relevant_of_each_scope(world, settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     tenant, m = world["tenant"], world["m"]
-    settings.MEMORYHUB_CAP_PER_SCOPE = 3
+    monkeypatch.setattr("retrieval.lifecycle.steps.CAP_PER_SCOPE", 3)
     result = run_consolidation(tenant_id=tenant.pk, now=NOW)
     # s1 keeps hot, warm, stale_pinned (pinned first), stale_long_term... the cap is on all
     # memories of the scope, and only non-pinned events can go.
@@ -155,9 +155,9 @@ def test_consolidation_of_one_tenant_never_touches_another(world) -> None:  # ty
     assert ConsolidationReport.objects.filter(tenant__isnull=True).count() == 1
 
 
-def test_compress_candidates_are_idle_conversations(world, settings) -> None:  # type: ignore[no-untyped-def]
+def test_compress_candidates_are_idle_conversations(world, settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     tenant = world["tenant"]
-    settings.MEMORYHUB_COMPRESS_AFTER_HOURS = 48
+    monkeypatch.setattr("retrieval.lifecycle.steps.COMPRESS_AFTER_HOURS", 48)
     Session.objects.filter(pk=world["s1"].pk).update(updated_at=NOW - timedelta(hours=100), event_count=4,
                                                      last_sequence=4)
     Session.objects.filter(pk=world["s2"].pk).update(event_count=4, last_sequence=4)  # active just now
@@ -235,11 +235,11 @@ def test_deleting_a_note_or_fact_memory_deletes_its_row_and_all_its_chunks(world
 
 
 def test_idle_conversations_are_compressed_into_a_summary_tree(cast, index, settings,
-                                                                django_capture_on_commit_callbacks) -> None:  # type: ignore[no-untyped-def]
+                                                                django_capture_on_commit_callbacks, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     from memoryhub.models import SummaryNode
     from retrieval.lifecycle.models import CompressedConversation
 
-    settings.MEMORYHUB_COMPRESS_AFTER_HOURS = 48
+    monkeypatch.setattr("retrieval.lifecycle.steps.COMPRESS_AFTER_HOURS", 48)
     for name in ("old", "fresh"):
         index(cast.alice, name, *[{"role": "user", "content": f"{name} message {i} about kumquats"} for i in range(5)])
     Session.objects.filter(external_id="old").update(updated_at=NOW - timedelta(days=5))

@@ -19,10 +19,10 @@ from tests.retrieval.lifecycle.conftest import NOW, make_session, memory, vector
 
 
 @pytest.fixture(autouse=True)
-def _defaults(settings) -> None:  # type: ignore[no-untyped-def]
+def _defaults(settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     # The product's defaults, whatever the folder's conftest sets for the step tests.
     settings.MEMORYHUB_CONSOLIDATE_DELETE_KINDS = ("note", "fact", "summary")
-    settings.MEMORYHUB_CONSOLIDATE_FIRST_REVIEW = True
+    monkeypatch.setattr("retrieval.lifecycle.steps.FIRST_REVIEW", True)
 
 
 def test_a_year_old_history_stays_searchable_after_consolidation(cast, index) -> None:
@@ -39,9 +39,9 @@ def test_a_year_old_history_stays_searchable_after_consolidation(cast, index) ->
         cast.alice, query="adoption agency interviews", mode="text")
 
 
-def test_a_user_and_assistant_pair_with_different_text_is_never_merged(db, settings) -> None:
+def test_a_user_and_assistant_pair_with_different_text_is_never_merged(db, settings, monkeypatch) -> None:
     settings.MEMORYHUB_CONSOLIDATE_DELETE_KINDS = ("event",)
-    settings.MEMORYHUB_CONSOLIDATE_FIRST_REVIEW = False
+    monkeypatch.setattr("retrieval.lifecycle.steps.FIRST_REVIEW", False)
     from tests.base import make_tenant
 
     tenant = make_tenant("pairs")
