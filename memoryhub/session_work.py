@@ -32,7 +32,15 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from memoryhub.extractors import ExtractorReplyError, extract_and_store
-from memoryhub.models import Event, RollingSummary, Session, SessionStatus, StepFailure, SummaryNode
+from memoryhub.models import (
+    Event,
+    Fact,
+    RollingSummary,
+    Session,
+    SessionStatus,
+    StepFailure,
+    SummaryNode,
+)
 from memoryhub.plumbing.background import StepResult, notify_work, time_budget
 from memoryhub.summaries import build_tree, estimated_tokens_sql, maybe_summarise
 from memoryhub.tool_sentences import describe_tool_calls
@@ -139,29 +147,49 @@ def _steps(session: Session, *, summaries: bool, tree: bool) -> dict[str, Any]:
 
 def extract_due_facts(session: Session) -> int:
     """Run the fact extractor over the session's next events past its cursor (with the window of
-    events before them as context); returns facts stored. A model that cannot be reached fails
-    the step (recorded, tried again later). A reply that is no facts at all is logged and
-    recorded as a FACTS_STEP failure, and the cursor goes on: the same model would give the
-    same reply again, and the session's summaries must not be set aside for it."""
+    events before them as context); returns facts stored (see `extract_events`)."""
     if settings.MEMORYHUB_FACT_EXTRACTOR == "none":
         return 0
     events = list(session.events.filter(sequence__gt=session.facts_extracted_to)
-                  .order_by("sequence").values_list("pk", "sequence")[:FACT_EVENTS])
-    if not events:
-        return 0
+                  .order_by("sequence").values_list("pk", flat=True)[:FACT_EVENTS])
+    return len(extract_events(session, events))
+
+
+def extract_events(session: Session, event_ids: list[int]) -> list[Fact]:
+    """The one way events are extracted and the cursor moved (the lane, mem0's `add(infer=True)`).
+
+    Runs the fact extractor over these events of the session (consecutive; the window of events
+    before them as context) and returns the facts stored. A model that cannot be reached raises
+    (the lane records it and tries again later). A reply that is no facts at all is logged and
+    recorded as a FACTS_STEP failure, and the cursor goes on: the same model would give the same
+    reply again, and the session's summaries must not be set aside for it. The cursor
+    (`facts_extracted_to`) moves past the events only when nothing before them is left
+    unextracted (it never moves back), and then the events are marked consolidated (seed 004:
+    each message says when it was consolidated)."""
+    if settings.MEMORYHUB_FACT_EXTRACTOR == "none":
+        return []
+    sequences = list(session.events.filter(pk__in=event_ids).order_by("sequence")
+                     .values_list("pk", "sequence"))
+    if not sequences:
+        return []
+    first, last = sequences[0][1], sequences[-1][1]
     try:
-        stored = extract_and_store(session, [pk for pk, _ in events], strict=True)
+        stored = extract_and_store(session, [pk for pk, _ in sequences], strict=True)
     except ExtractorReplyError as exc:
         logger.warning("fact extractor's reply for session %s events %s-%s unusable: %s",
-                       session.pk, events[0][1], events[-1][1], exc)
+                       session.pk, first, last, exc)
         _record_failure(session, exc, step=FACTS_STEP)
         stored = []
     else:
         StepFailure.objects.filter(session=session, step=FACTS_STEP).delete()
-    Session.objects.filter(pk=session.pk).update(facts_extracted_to=events[-1][1])
-    session.facts_extracted_to = events[-1][1]
-    session.mark_consolidated(events[-1][1])  # seed 004: each message says when it was consolidated
-    return len(stored)
+    moved = Session.objects.filter(pk=session.pk, facts_extracted_to__gte=first - 1,
+                                   facts_extracted_to__lt=last).update(facts_extracted_to=last)
+    if moved:
+        session.facts_extracted_to = last
+        session.mark_consolidated(last)
+    else:  # events before them wait for the lane, or another worker moved the cursor
+        session.refresh_from_db(fields=["facts_extracted_to"])
+    return stored
 
 
 def _record_failure(session: Session, exc: Exception, *, step: str = STEP) -> None:
