@@ -57,8 +57,11 @@ FULL_PASS_SECONDS = 300  # the summarise lane looks at every session, not only t
 SLACK = timedelta(seconds=5)  # an append's updated_at is taken a little before it commits
 
 
-def due_sessions(*, tenant_id: int | None = None, updated_since: datetime | None = None) -> QuerySet[Session]:
-    """Sessions with background work left (see the module's docstring), set-aside ones excepted."""
+def due_sessions(*, tenant_id: int | None = None, updated_since: datetime | None = None,
+                 summaries: bool = True) -> QuerySet[Session]:
+    """Sessions with background work left (see the module's docstring), set-aside ones excepted.
+    Without `summaries`, only those with facts to extract (what a lane that makes no rolling
+    summaries or trees, MEMORYHUB_AUTO_SUMMARISE off, still does)."""
     sessions = Session.objects.all()
     if tenant_id is not None:
         sessions = sessions.filter(tenant_id=tenant_id)
@@ -86,7 +89,7 @@ def due_sessions(*, tenant_id: int | None = None, updated_since: datetime | None
           unsummarised_tokens__gt=F("trigger_tokens"))
         | Q(last_sequence__gte=F("leaves_to") + settings.MEMORYHUB_SUMMARY_LEAF_EVENTS)
         | Q(last_sequence__gt=F("leaves_to"), updated_at__lt=idle_before)
-    )
+    ) if summaries else Q(pk__in=[])
     if settings.MEMORYHUB_FACT_EXTRACTOR != "none":
         due |= Q(last_sequence__gt=F("facts_extracted_to"))
     aside = StepFailure.objects.filter(session=OuterRef("pk"), step=STEP, set_aside=True)
@@ -132,7 +135,7 @@ def _steps(session: Session, *, summaries: bool, tree: bool) -> dict[str, Any]:
     if tree:
         with transaction.atomic(), time_budget(budget):
             built = build_tree(session, final=session.updated_at < idle_before)
-    facts = 0
+    facts, extracted_from = 0, session.facts_extracted_to
     for _ in range(ENDED_BATCHES if session.status != SessionStatus.ACTIVE else 1):
         cursor = session.facts_extracted_to
         with transaction.atomic(), time_budget(budget):
@@ -142,7 +145,8 @@ def _steps(session: Session, *, summaries: bool, tree: bool) -> dict[str, Any]:
     with transaction.atomic(), time_budget(budget):
         described = describe_tool_calls(session)
     return {"summarised": bool(summary["summarised"]), "stale": bool(summary.get("stale", False)),
-            "tree_nodes_built": built, "facts": facts, "tool_sentences": described}
+            "tree_nodes_built": built, "facts": facts, "tool_sentences": described,
+            "events_extracted": session.facts_extracted_to - extracted_from}
 
 
 def extract_due_facts(session: Session) -> int:
@@ -248,6 +252,7 @@ class SummariseLane:
     def __init__(self) -> None:
         self.idle_seconds = float(settings.MEMORYHUB_WORK_IDLE_SECONDS)
         self._since: datetime | None = None  # None: the next pass looks at every session
+        self._window: datetime | None = None  # the sessions the last pass looked at: written since
         self._full_at = 0.0  # monotonic time of the last full pass
         self._last_step = 0.0
 
@@ -259,7 +264,7 @@ class SummariseLane:
         self._last_step = time.monotonic()
         if time.monotonic() - self._full_at >= FULL_PASS_SECONDS:
             self._since, self._full_at = None, time.monotonic()
-        started = timezone.now()
+        started, self._window = timezone.now(), self._since
         rows = list(due_sessions(updated_since=self._since).order_by("updated_at", "pk")
                     .values_list("pk", "updated_at")[:PASS_SESSIONS])
         result = StepResult()
@@ -268,8 +273,31 @@ class SummariseLane:
             outcome = work_on_session(pk, summaries=auto, tree=auto)
             if outcome and "failed" in outcome:
                 result.failed += 1
-            elif outcome and (outcome["summarised"] or outcome["tree_nodes_built"] or outcome["facts"]):
+            elif outcome and (outcome["summarised"] or outcome["tree_nodes_built"] or outcome["facts"]
+                              or outcome["events_extracted"]):  # a reply of no facts moved the cursor
                 result.done += 1
         # A full page may have more behind it: go on from its last row; otherwise from this pass.
         self._since = rows[-1][1] if len(rows) == PASS_SESSIONS else started - SLACK
         return result
+
+    def has_work(self, before: datetime | None = None) -> bool:
+        """Whether a session the last step should have worked on waits (memoryhub.plumbing.background
+        asks after an empty step): due by `due_sessions` for what this lane does (facts only while
+        MEMORYHUB_AUTO_SUMMARISE is off), written before `before` and within the pass the step
+        made (a due session written before an incremental pass is the next full pass's work, not
+        this one's), and not held by another worker."""
+        sessions = due_sessions(updated_since=self._window, summaries=settings.MEMORYHUB_AUTO_SUMMARISE)
+        if before is not None:
+            sessions = sessions.filter(updated_at__lt=before)
+        pks = sessions.order_by("updated_at", "pk").values_list("pk", flat=True)[:PASS_SESSIONS]
+        return any(not _held_elsewhere(pk) for pk in pks)
+
+
+def _held_elsewhere(session_pk: int) -> bool:
+    """Whether another worker holds the session (work_on_session's advisory lock)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [LOCK_KEY, session_pk])
+        if not cursor.fetchone()[0]:
+            return True
+        cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [LOCK_KEY, session_pk])
+    return False
