@@ -279,6 +279,13 @@ def test_a_user_limited_key_imports_its_own_rows_only(cast) -> None:  # type: ig
     assert response.json()["imported"]["sessions"] == 1
     after = snapshot()
     assert {row[1] for row in after["session"].values()} - {row[1] for row in before["session"].values()} <= {"ann"}
+    # A key limited to ann and to workspace alpha: ann's rows in beta are outside its workspace.
+    ann_in_alpha = make_client(make_key(cast.alice_tenant, ("read", "write"), workspace="alpha", user="ann"))
+    in_beta = scratch_file(workspace="beta", user="ann", text="beta")
+    after = snapshot()
+    response = import_file(ann_in_alpha, in_beta)
+    assert response.status_code == 403 and error_code(response) == "workspace_forbidden", response.content
+    assert snapshot() == after
     for forged in ("session", "record", "shared record", "document", "chunk", "stored session"):
         file = scratch_file(workspace="alpha", user="ann", text=f"forged-{forged}")
         for row in file["sessions"]:
