@@ -33,7 +33,15 @@ from django.utils import timezone
 
 from memoryhub import summaries as summary_rules
 from memoryhub.extractors import ExtractorReplyError, extract_and_store
-from memoryhub.models import Event, RollingSummary, Session, SessionStatus, StepFailure, SummaryNode
+from memoryhub.models import (
+    Event,
+    Fact,
+    RollingSummary,
+    Session,
+    SessionStatus,
+    StepFailure,
+    SummaryNode,
+)
 from memoryhub.plumbing import background as lanes
 from memoryhub.plumbing.background import StepResult, notify_work, time_budget
 from memoryhub.summaries import build_tree, estimated_tokens_sql, maybe_summarise
@@ -54,8 +62,11 @@ FULL_PASS_SECONDS = 300  # the summarise lane looks at every session, not only t
 SLACK = timedelta(seconds=5)  # an append's updated_at is taken a little before it commits
 
 
-def due_sessions(*, tenant_id: int | None = None, updated_since: datetime | None = None) -> QuerySet[Session]:
-    """Sessions with background work left (see the module's docstring), set-aside ones excepted."""
+def due_sessions(*, tenant_id: int | None = None, updated_since: datetime | None = None,
+                 summaries: bool = True) -> QuerySet[Session]:
+    """Sessions with background work left (see the module's docstring), set-aside ones excepted.
+    Without `summaries`, only those with facts to extract (what a lane that makes no rolling
+    summaries or trees, MEMORYHUB_AUTO_SUMMARISE off, still does)."""
     sessions = Session.objects.all()
     if tenant_id is not None:
         sessions = sessions.filter(tenant_id=tenant_id)
@@ -83,7 +94,7 @@ def due_sessions(*, tenant_id: int | None = None, updated_since: datetime | None
           unsummarised_tokens__gt=F("trigger_tokens"))
         | Q(last_sequence__gte=F("leaves_to") + summary_rules.LEAF_EVENTS)
         | Q(last_sequence__gt=F("leaves_to"), updated_at__lt=idle_before)
-    )
+    ) if summaries else Q(pk__in=[])
     if settings.MEMORYHUB_FACT_EXTRACTOR != "none":
         due |= Q(last_sequence__gt=F("facts_extracted_to"))
     aside = StepFailure.objects.filter(session=OuterRef("pk"), step=STEP, set_aside=True)
@@ -129,7 +140,7 @@ def _steps(session: Session, *, summaries: bool, tree: bool) -> dict[str, Any]:
     if tree:
         with transaction.atomic(), time_budget(budget):
             built = build_tree(session, final=session.updated_at < idle_before)
-    facts = 0
+    facts, extracted_from = 0, session.facts_extracted_to
     for _ in range(ENDED_BATCHES if session.status != SessionStatus.ACTIVE else 1):
         cursor = session.facts_extracted_to
         with transaction.atomic(), time_budget(budget):
@@ -139,34 +150,55 @@ def _steps(session: Session, *, summaries: bool, tree: bool) -> dict[str, Any]:
     with transaction.atomic(), time_budget(budget):
         described = describe_tool_calls(session)
     return {"summarised": bool(summary["summarised"]), "stale": bool(summary.get("stale", False)),
-            "tree_nodes_built": built, "facts": facts, "tool_sentences": described}
+            "tree_nodes_built": built, "facts": facts, "tool_sentences": described,
+            "events_extracted": session.facts_extracted_to - extracted_from}
 
 
 def extract_due_facts(session: Session) -> int:
     """Run the fact extractor over the session's next events past its cursor (with the window of
-    events before them as context); returns facts stored. A model that cannot be reached fails
-    the step (recorded, tried again later). A reply that is no facts at all is logged and
-    recorded as a FACTS_STEP failure, and the cursor goes on: the same model would give the
-    same reply again, and the session's summaries must not be set aside for it."""
+    events before them as context); returns facts stored (see `extract_events`)."""
     if settings.MEMORYHUB_FACT_EXTRACTOR == "none":
         return 0
     events = list(session.events.filter(sequence__gt=session.facts_extracted_to)
-                  .order_by("sequence").values_list("pk", "sequence")[:FACT_EVENTS])
-    if not events:
-        return 0
+                  .order_by("sequence").values_list("pk", flat=True)[:FACT_EVENTS])
+    return len(extract_events(session, events))
+
+
+def extract_events(session: Session, event_ids: list[int]) -> list[Fact]:
+    """The one way events are extracted and the cursor moved (the lane, mem0's `add(infer=True)`).
+
+    Runs the fact extractor over these events of the session (consecutive; the window of events
+    before them as context) and returns the facts stored. A model that cannot be reached raises
+    (the lane records it and tries again later). A reply that is no facts at all is logged and
+    recorded as a FACTS_STEP failure, and the cursor goes on: the same model would give the same
+    reply again, and the session's summaries must not be set aside for it. The cursor
+    (`facts_extracted_to`) moves past the events only when nothing before them is left
+    unextracted (it never moves back), and then the events are marked consolidated (seed 004:
+    each message says when it was consolidated)."""
+    if settings.MEMORYHUB_FACT_EXTRACTOR == "none":
+        return []
+    sequences = list(session.events.filter(pk__in=event_ids).order_by("sequence")
+                     .values_list("pk", "sequence"))
+    if not sequences:
+        return []
+    first, last = sequences[0][1], sequences[-1][1]
     try:
-        stored = extract_and_store(session, [pk for pk, _ in events], strict=True)
+        stored = extract_and_store(session, [pk for pk, _ in sequences], strict=True)
     except ExtractorReplyError as exc:
         logger.warning("fact extractor's reply for session %s events %s-%s unusable: %s",
-                       session.pk, events[0][1], events[-1][1], exc)
+                       session.pk, first, last, exc)
         _record_failure(session, exc, step=FACTS_STEP)
         stored = []
     else:
         StepFailure.objects.filter(session=session, step=FACTS_STEP).delete()
-    Session.objects.filter(pk=session.pk).update(facts_extracted_to=events[-1][1])
-    session.facts_extracted_to = events[-1][1]
-    session.mark_consolidated(events[-1][1])  # seed 004: each message says when it was consolidated
-    return len(stored)
+    moved = Session.objects.filter(pk=session.pk, facts_extracted_to__gte=first - 1,
+                                   facts_extracted_to__lt=last).update(facts_extracted_to=last)
+    if moved:
+        session.facts_extracted_to = last
+        session.mark_consolidated(last)
+    else:  # events before them wait for the lane, or another worker moved the cursor
+        session.refresh_from_db(fields=["facts_extracted_to"])
+    return stored
 
 
 def _record_failure(session: Session, exc: Exception, *, step: str = STEP) -> None:
@@ -225,6 +257,7 @@ class SummariseLane:
     def __init__(self) -> None:
         self.idle_seconds = lanes.WORK_IDLE_SECONDS
         self._since: datetime | None = None  # None: the next pass looks at every session
+        self._window: datetime | None = None  # the sessions the last pass looked at: written since
         self._full_at = 0.0  # monotonic time of the last full pass
         self._last_step = 0.0
 
@@ -236,7 +269,7 @@ class SummariseLane:
         self._last_step = time.monotonic()
         if time.monotonic() - self._full_at >= FULL_PASS_SECONDS:
             self._since, self._full_at = None, time.monotonic()
-        started = timezone.now()
+        started, self._window = timezone.now(), self._since
         rows = list(due_sessions(updated_since=self._since).order_by("updated_at", "pk")
                     .values_list("pk", "updated_at")[:PASS_SESSIONS])
         result = StepResult()
@@ -245,8 +278,31 @@ class SummariseLane:
             outcome = work_on_session(pk, summaries=auto, tree=auto)
             if outcome and "failed" in outcome:
                 result.failed += 1
-            elif outcome and (outcome["summarised"] or outcome["tree_nodes_built"] or outcome["facts"]):
+            elif outcome and (outcome["summarised"] or outcome["tree_nodes_built"] or outcome["facts"]
+                              or outcome["events_extracted"]):  # a reply of no facts moved the cursor
                 result.done += 1
         # A full page may have more behind it: go on from its last row; otherwise from this pass.
         self._since = rows[-1][1] if len(rows) == PASS_SESSIONS else started - SLACK
         return result
+
+    def has_work(self, before: datetime | None = None) -> bool:
+        """Whether a session the last step should have worked on waits (memoryhub.plumbing.background
+        asks after an empty step): due by `due_sessions` for what this lane does (facts only while
+        MEMORYHUB_AUTO_SUMMARISE is off), written before `before` and within the pass the step
+        made (a due session written before an incremental pass is the next full pass's work, not
+        this one's), and not held by another worker."""
+        sessions = due_sessions(updated_since=self._window, summaries=settings.MEMORYHUB_AUTO_SUMMARISE)
+        if before is not None:
+            sessions = sessions.filter(updated_at__lt=before)
+        pks = sessions.order_by("updated_at", "pk").values_list("pk", flat=True)[:PASS_SESSIONS]
+        return any(not _held_elsewhere(pk) for pk in pks)
+
+
+def _held_elsewhere(session_pk: int) -> bool:
+    """Whether another worker holds the session (work_on_session's advisory lock)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [LOCK_KEY, session_pk])
+        if not cursor.fetchone()[0]:
+            return True
+        cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [LOCK_KEY, session_pk])
+    return False

@@ -18,6 +18,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import connection, transaction
+from django.db.models import QuerySet
 from django.dispatch import Signal
 from django.utils import timezone
 
@@ -71,14 +72,15 @@ def dispatch(now: datetime | None = None, *, on_claimed: Callable[[list[Run]], N
     return {"claimed": claimed, "timed_out": timed_out, "requeued": requeued}
 
 
+def due_schedules(now: datetime) -> QuerySet[Schedule]:
+    """Schedules due at `now`: the one definition the dispatcher claims by (and its lane's has_work)."""
+    return Schedule.objects.filter(status=ScheduleStatus.ACTIVE, next_run_at__lte=now)
+
+
 def _claim_batch(now: datetime, batch: int, on_claimed: Callable[[list[Run]], None] | None) -> list[Run]:
     runs: list[Run] = []
     with transaction.atomic():
-        due = list(
-            Schedule.objects.select_for_update(skip_locked=True)
-            .filter(status=ScheduleStatus.ACTIVE, next_run_at__lte=now)
-            .order_by("next_run_at")[:batch]
-        )
+        due = list(due_schedules(now).select_for_update(skip_locked=True).order_by("next_run_at")[:batch])
         for schedule in due:
             due_at = schedule.next_run_at
             assert due_at is not None
@@ -240,6 +242,14 @@ class DispatchLane:
 
     def step(self) -> StepResult:
         return StepResult(done=dispatch()["claimed"])
+
+    def has_work(self, before: datetime | None = None) -> bool:
+        """Whether a schedule was due before `before` (memoryhub.plumbing.background asks after an
+        empty step) that this lane could claim now: by the claim's definition, less the rows
+        another dispatcher holds."""
+        with transaction.atomic():
+            rows = due_schedules(before or timezone.now()).select_for_update(skip_locked=True)
+            return bool(list(rows.values_list("pk", flat=True)[:1]))
 
 
 __all__ = ["ActionResult", "dispatch", "execute_run", "finish_run", "run_now",

@@ -16,7 +16,7 @@ from rest_framework.views import APIView
 
 from memoryhub.api import examples as ex
 from memoryhub.api.common import StrictSerializer, api_key, parse_input
-from memoryhub.errors import Forbidden, Invalid, NotFound
+from memoryhub.errors import Invalid, NotFound
 from memoryhub.forget import forget_user_report
 from memoryhub.ownership import require_tenant_wide
 from memoryhub.sessions import get_session, resolve_workspace
@@ -160,7 +160,8 @@ class ImportView(APIView):
                     "nothing, in one transaction. A session the tenant holds already is a 409 session_exists "
                     "(other rows taken already: 409 import_conflict) unless `on_conflict` says to skip or merge. "
                     "Every row of the file must land where the key may write: a workspace-limited key imports "
-                    "nothing account-wide (403 workspace_forbidden), a row of a user's session is that user's, "
+                    "nothing account-wide (403 workspace_forbidden), a user-limited key only its user's rows "
+                    "(403 user_limited_key; shared rows are read-only to it), a row of a user's session is that user's, "
                     "a merge appends only into a stored session of the same owner and a fact's imported "
                     "history only extends a fact the import creates (409 owner_mismatch); the error names the "
                     "first offending row (`details.path`) and nothing is stored. "
@@ -194,9 +195,8 @@ class ImportView(APIView):
     def post(self, request: Request) -> Response:
         key = api_key(request)
         on_conflict = check_on_conflict(request.query_params.get("on_conflict"))  # 400 before reading the body
-        if key.user_id:  # an export file carries every user's data
-            raise Forbidden("user_limited_key", "Importing needs a key not limited to one user.")
         raw = request._request.read(settings.MEMORYHUB_IMPORT_MAX_BYTES + 1)
         data = parse_export_file(raw)
-        report = import_memory(tenant=key.tenant, data=data, limit_workspace=key.workspace, on_conflict=on_conflict)
+        report = import_memory(tenant=key.tenant, data=data, limit_workspace=key.workspace, on_conflict=on_conflict,
+                               limit_user=key.user_id)
         return Response(report.as_dict(), status=status.HTTP_201_CREATED)

@@ -23,9 +23,11 @@ from memoryhub.transfer.format import InvalidImport, get_field, get_time
 
 
 class Importer:
-    def __init__(self, tenant: Tenant, limit_workspace: Workspace | None, on_conflict: str = "fail") -> None:
+    def __init__(self, tenant: Tenant, limit_workspace: Workspace | None, on_conflict: str = "fail",
+                 limit_user: str = "") -> None:
         self.tenant = tenant
         self.limit_workspace = limit_workspace
+        self.limit_user = limit_user  # a user-limited key's user: every row of the file must be theirs
         self.on_conflict = check_on_conflict(on_conflict)
         self.workspaces: dict[str, Workspace] = {}
         self.channels: dict[tuple[str, str], Channel] = {}
@@ -66,13 +68,24 @@ class Importer:
         """A row of the file must land within the importing key's limits and beside its own
         owner's rows, or the whole import is refused naming it: a workspace-limited key writes no
         account-wide row (403 workspace_forbidden, as REST refuses an account-scoped write), and a
-        row of a user's session belongs to that user (409 owner_mismatch)."""
+        row of a user's session belongs to that user (409 owner_mismatch), and a user-limited key
+        imports only its user's rows (check_owner)."""
         if self.limit_workspace is not None and ((workspace_id is None and session is None) or tier == "account"):
             raise Forbidden("workspace_forbidden", f"The row at {path} is account-wide; this API key is limited to "
                             f"workspace {self.limit_workspace.name!r}: nothing was imported.", {"path": path})
+        self.check_owner(path, user_id=user_id, session=session)
         if session is not None and session.user_id and user_id and user_id != session.user_id:
             raise Conflict("owner_mismatch", f"The row at {path} belongs to user {user_id!r}, its session "
                            f"{session.external_id!r} to another: nothing was imported.", {"path": path})
+
+    def check_owner(self, path: str, *, user_id: str, session: Session | None) -> None:
+        """A user-limited key imports its own user's rows only (as it writes them over REST): a row
+        whose owner (its user, else its session's) is another user or no one (a shared row) refuses
+        the whole import (403 user_limited_key, naming the row). No-op for other keys."""
+        owner = user_id or (session.user_id if session is not None else "")
+        if self.limit_user and owner != self.limit_user:
+            raise Forbidden("user_limited_key", f"The row at {path} is not user {self.limit_user!r}'s, and this API "
+                            "key is limited to that user: nothing was imported.", {"path": path})
 
     # -- names the file uses
 
@@ -120,6 +133,8 @@ class Importer:
         # Files written before channels had a description and a default flag lack them.
         description = get_field(row, "description", str, path, required=False, default="")
         make_default = get_field(row, "is_default", bool, path, required=False, default=False)
+        if self.limit_user:
+            return  # channels are shared by a workspace's users: a user-limited key leaves them as they are
         if self.on_conflict != "fail" and channel.pk not in self.created_channels:
             # Skip and merge keep a stored channel as it is; merge only fills in a missing description.
             if self.on_conflict == "merge" and description and not channel.description:
@@ -135,6 +150,7 @@ class Importer:
     def import_sessions(self, rows: list[Any]) -> None:
         for i, row in enumerate(rows):
             path = f"sessions[{i}]"
+            self.check_owner(path, user_id=get_field(row, "user_id", str, path), session=None)
             stored = self._stored_session(row, path)
             if stored is not None:
                 self._skip_or_merge_session(stored, row, path)
@@ -156,6 +172,8 @@ class Importer:
             raise Conflict("session_exists", f"Session {external_id!r} is in the file twice; nothing was imported.",
                            {"session": external_id})
         stored = Session.objects.filter(tenant=self.tenant, external_id=external_id).first()
+        if stored is not None:
+            self.check_owner(path, user_id=stored.user_id, session=None)  # another user's id: not this key's
         if stored is not None and self.on_conflict == "fail":
             raise Conflict("session_exists", f"Session {external_id!r} already exists in this tenant; nothing "
                            "was imported (import with on_conflict=skip or merge to keep it).",

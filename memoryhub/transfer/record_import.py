@@ -62,6 +62,8 @@ def _create_records(importer: Importer, model: type[models.Model], rows: list[An
         except _LeftOut:
             obj = None
         if obj is None or importer.is_preexisting(obj):
+            if obj is not None:  # matched, not written: still the key's user's row to name
+                _check_owner(importer, model, kwargs, rpath)
             del later[mark:]  # a stored row keeps its own links
             importer.skipped[model._meta.label] += 1
         else:
@@ -103,17 +105,38 @@ def _existing(importer: Importer, model: type[models.Model], fields: list[models
     return new
 
 
+def _session_of(model: type[models.Model], kwargs: dict[str, Any]) -> Session | None:
+    """The session the row belongs to (a link that deletes it with the session), if any."""
+    sessions = [kwargs[f.attname] for f in model._meta.concrete_fields if f.is_relation and f.related_model is Session
+                and f.remote_field.on_delete is models.CASCADE and kwargs.get(f.attname) is not None]
+    return Session.objects.filter(pk=sessions[0]).first() if sessions else None
+
+
+def _check_owner(importer: Importer, model: type[models.Model], kwargs: dict[str, Any], rpath: str) -> None:
+    """A user-limited key's import: the row is its user's (Importer.check_owner). A row with no
+    user, workspace or session of its own hangs off a record of the file (a scratchpad's item, a
+    schedule's run), checked as that record; one that hangs off nothing is no one's: refused."""
+    if not importer.limit_user:
+        return
+    names = {f.name for f in model._meta.concrete_fields}
+    session = _session_of(model, kwargs)
+    if "user_id" in names or "workspace" in names or session is not None:
+        importer.check_owner(rpath, user_id=kwargs.get("user_id") or "", session=session)
+    elif not any(f.is_relation and f.related_model in record_models() for f in model._meta.concrete_fields):
+        importer.check_owner(rpath, user_id="", session=None)
+
+
 def _check_placed(importer: Importer, model: type[models.Model], kwargs: dict[str, Any], rpath: str) -> None:
     """The row to create lands within the key's limits, beside its owner's rows (Importer.check_placed);
     a row of history (`transfer_history_of`) extends only the row it names, as that row's owner and
     workspace."""
     names = {f.name: f for f in model._meta.concrete_fields}
-    sessions = [kwargs[f.attname] for f in names.values() if f.is_relation and f.related_model is Session
-                and f.remote_field.on_delete is models.CASCADE and kwargs.get(f.attname) is not None]
-    session = Session.objects.filter(pk=sessions[0]).first() if sessions else None
-    if "workspace" in names or sessions:
+    session = _session_of(model, kwargs)
+    if "workspace" in names or session is not None:
         importer.check_placed(rpath, workspace_id=kwargs.get("workspace_id"), session=session,
                               user_id=kwargs.get("user_id") or "", tier=kwargs.get("tier"))
+    else:
+        _check_owner(importer, model, kwargs, rpath)
     history_of = getattr(model, "transfer_history_of", None)
     parent_pk = kwargs.get(names[history_of].attname) if history_of else None
     if parent_pk is not None:

@@ -91,10 +91,10 @@ def _document(exporter: Exporter) -> Iterator[str]:
 
 @transaction.atomic
 def import_memory(*, tenant: Tenant, data: Any, limit_workspace: Workspace | None = None,
-                  on_conflict: str = "fail") -> ImportReport:
+                  on_conflict: str = "fail", limit_user: str = "") -> ImportReport:
     """Import an export into `tenant`: everything or nothing. Returns what was imported, skipped
-    and merged (counts per kind of row)."""
-    importer = Importer(tenant, limit_workspace, on_conflict)  # a bad option: 400 before reading the file
+    and merged (counts per kind of row). The limits are the importing key's."""
+    importer = Importer(tenant, limit_workspace, on_conflict, limit_user)  # a bad option: 400 before reading the file
     check_header(data)
     parts = extensions()
     for part in parts:

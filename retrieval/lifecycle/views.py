@@ -10,7 +10,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from memoryhub.api.common import StrictSerializer, api_key, parse_input
-from memoryhub.errors import Forbidden
+from memoryhub.ownership import require_tenant_wide
 from retrieval import api_examples as ex
 from retrieval.lifecycle.consolidation import run_consolidation
 
@@ -47,8 +47,7 @@ class ConsolidationView(APIView):
     def post(self, request: Request) -> Response:
         data = parse_input(ConsolidationInput, request.data)
         key = api_key(request)
-        if key.workspace_id is not None or key.user_id:
-            raise Forbidden("tenant_wide_key_required", "Consolidation needs a key of the whole tenant.")
+        require_tenant_wide(key, "Consolidation")
         result = run_consolidation(tenant_id=key.tenant_id, dry_run=data["dry_run"])
         return Response({"dry_run": result["dry_run"], "report_id": result["report_id"],
                          "counts": result["counts"], "deletions": result["deletions"],

@@ -26,7 +26,6 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any
 
-from django.conf import settings
 from django.db import transaction
 
 from accounts.models import ApiKey
@@ -34,9 +33,9 @@ from memoryhub import facts, notes
 from memoryhub.end_users import end_user_ids, end_users
 from memoryhub.errors import Invalid, NotFound
 from memoryhub.event_log import EventInput, append_events
-from memoryhub.extractors import extract_and_store
 from memoryhub.models import Fact, Note, Session
 from memoryhub.models.sessions import SESSION_ID_REGEX
+from memoryhub.session_work import extract_events
 from memoryhub.sessions import get_or_create_session_lazily, resolve_user
 from memoryhub.summarisers import SummariserError
 from retrieval.models import Chunk
@@ -240,18 +239,12 @@ def _extract(key: ApiKey, read: list[tuple[str, str]], who: Entities, metadata: 
     result = append_events(key=key, session_id=session_id, user_id=who.user_id,
                            items=[EventInput(role=role, content=content, metadata=metadata)
                                   for role, content in read if content.strip()])
-    if settings.MEMORYHUB_FACT_EXTRACTOR == "none":
-        return []  # the conversation is stored; an extractor configured later reads it
-    new = result.events
     session = Session.objects.select_for_update().get(pk=result.session.pk)
     try:
-        found = extract_and_store(session, [e.pk for e in new], strict=True)
+        found = extract_events(session, [e.pk for e in result.events])
     except SummariserError:
         # The messages are stored; the background lane extracts them when the model answers again.
         return []
-    if session.facts_extracted_to >= new[0].sequence - 1:  # nothing left unextracted before them
-        Session.objects.filter(pk=session.pk).update(facts_extracted_to=max(session.facts_extracted_to,
-                                                                            new[-1].sequence))
     tagging = _tagged(who, {})
     if not tagging["tags"]:
         return found

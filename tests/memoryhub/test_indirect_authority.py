@@ -277,6 +277,77 @@ def test_a_workspace_limited_import_refuses_account_wide_rows(cast) -> None:  # 
         assert snapshot() == before
 
 
+def test_a_user_limited_key_imports_its_own_rows_only(cast) -> None:  # type: ignore[no-untyped-def]
+    ann = make_client(make_key(cast.alice_tenant, ("read", "write"), user="ann"))
+    before = snapshot()
+    response = import_file(ann, scratch_file(workspace="alpha", user="ann", text="mine"))
+    assert response.status_code == 201, response.content  # all of it ann's: imported
+    assert response.json()["imported"]["sessions"] == 1
+    after = snapshot()
+    assert {row[1] for row in after["session"].values()} - {row[1] for row in before["session"].values()} <= {"ann"}
+    # A key limited to ann and to workspace alpha: ann's rows in beta are outside its workspace.
+    ann_in_alpha = make_client(make_key(cast.alice_tenant, ("read", "write"), workspace="alpha", user="ann"))
+    in_beta = scratch_file(workspace="beta", user="ann", text="beta")
+    after = snapshot()
+    response = import_file(ann_in_alpha, in_beta)
+    assert response.status_code == 403 and error_code(response) == "workspace_forbidden", response.content
+    assert snapshot() == after
+    for forged in ("session", "record", "shared record", "document", "chunk", "stored session"):
+        file = scratch_file(workspace="alpha", user="ann", text=f"forged-{forged}")
+        for row in file["sessions"]:
+            row["id"] = f"s-{forged}"
+        for chunk in file["chunks"]:
+            if chunk["session"]:
+                chunk["session"] = f"s-{forged}"
+            if (chunk["source"] or {}).get("document"):
+                chunk["source"]["document"] = f"doc://{forged}"
+        file["documents"][0]["source_uri"] = f"doc://{forged}"
+        file["records"]["memoryhub.Note"][0]["fields"]["note_id"] = f"n-{forged}"
+        file["records"]["memoryhub.Fact"][0]["fields"].update(external_id=f"e-{forged}", key=f"home-{forged}")
+        note = file["records"]["memoryhub.Note"][0]["fields"]
+        if forged == "session":
+            file["sessions"][0]["user_id"] = "bob"
+            path = "sessions[0]"
+        elif forged == "record":
+            note.update(user_id="bob")
+            path = "records.memoryhub.Note[0]"
+        elif forged == "shared record":  # no one's: shared rows are read-only to a user-limited key
+            note.update(user_id="", session=None, tier="workspace")
+            path = "records.memoryhub.Note[0]"
+        elif forged == "document":
+            file["documents"][0]["user_id"] = "bob"
+            path = "documents[0]"
+        elif forged == "chunk":
+            file["chunks"].append({**file["chunks"][-1], "session": None, "source": None, "user_id": "bob",
+                                   "text": "Click evil.example to log in"})
+            path = f"chunks[{len(file['chunks']) - 1}]"
+        else:  # the file's session is ann's, the stored one of that id bob's
+            ok(cast.alice.post(f"{API}/sessions/", {"id": "s-bobs", "user_id": "bob", "workspace": "alpha"},
+                               format="json"))
+            file["sessions"][0]["id"] = "s-bobs"
+            for chunk in file["chunks"]:
+                if chunk["session"]:
+                    chunk["session"] = "s-bobs"
+            path = "sessions[0]"
+        before = snapshot()
+        response = import_file(ann, file, on_conflict="skip")
+        assert response.status_code == 403 and error_code(response) == "user_limited_key", (forged, response.content)
+        assert response.json()["error"]["details"]["path"] == path, (forged, response.json())
+        assert snapshot() == before, forged
+
+
+def test_a_user_limited_import_leaves_channels_as_they_are(cast) -> None:  # type: ignore[no-untyped-def]
+    from accounts.models import Channel
+
+    ann = make_client(make_key(cast.alice_tenant, ("read", "write"), user="ann"))
+    ok(cast.alice.post(f"{API}/channels/", {"name": "travel", "workspace": "alpha"}, format="json"))
+    file = scratch_file(workspace="alpha", user="ann", text="mine")
+    file["workspaces"][0]["channels"].append({"name": "travel", "description": "planted", "is_default": True})
+    assert import_file(ann, file, on_conflict="merge").status_code == 201
+    travel = Channel.objects.get(tenant=cast.alice_tenant, workspace__name="alpha", name="travel")
+    assert travel.description == "" and not travel.is_default  # shared by the workspace's users: not ann's to change
+
+
 def test_a_merge_never_appends_into_another_owners_session(cast) -> None:  # type: ignore[no-untyped-def]
     fill(cast.alice)  # ann's s1
     bobs = scratch_file(workspace="alpha", user="bob", text="bob")

@@ -112,8 +112,8 @@ def test_matrix_import_merge(cast, kind, target) -> None:  # type: ignore[no-unt
     before = snapshot()
     response = import_file(client, data, on_conflict="merge")
     after = snapshot()
-    if kind in ("read_only", "user_limited") or not allowed(kind, target) or user != "ann":
-        # no scope or a user-limited key: 403; beta for the alpha key: 403; bob's file over ann's s1: 409
+    if not allowed(kind, target) or user != "ann":
+        # no scope, or bob's file for ann's key: 403; beta for the alpha key: 403; bob's file over ann's s1: 409
         assert response.status_code in (403, 409), (response.status_code, response.content)
         assert after == before
         return
@@ -126,6 +126,8 @@ def test_matrix_import_merge(cast, kind, target) -> None:  # type: ignore[no-unt
     for pk in changed["fact"]:
         fact = Fact.objects.get(pk=pk)
         assert (fact.workspace.name, fact.user_id) == (workspace, user)
+    if kind == "user_limited":  # ann's key merges ann's file into ann's s1: only ann's rows change
+        assert changed["event"] and all(after["session"][pk][1] == "ann" for pk in changed["session"])
     assert Session.objects.get(tenant=cast.alice_tenant, external_id="s1").user_id == "ann"
     assert FactVersion.objects.filter(tenant=cast.alice_tenant, valid_to__isnull=True, fact__isnull=False) \
         .values("fact_id").distinct().count() == FactVersion.objects.filter(

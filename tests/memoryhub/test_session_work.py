@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import threading
+from datetime import timedelta
 
 import pytest
-from django.db import connections
+from django.db import connection, connections
+from django.utils import timezone
 
 from memoryhub import session_work
-from memoryhub.models import Fact, RollingSummary, Session, StepFailure, SummaryNode
+from memoryhub.models import Fact, RollingSummary, Session, StepFailure, SummaryNode, Worker
+from memoryhub.plumbing import background
+from memoryhub.plumbing.background import Heartbeat
 from memoryhub.session_work import SummariseLane, due_sessions, retry_set_aside, work_on_session
 from tests.base import post_events
 
@@ -37,7 +41,8 @@ def test_due_sessions_come_from_the_tables(alice, lane_settings) -> None:
     post_events(alice, "short", {"role": "user", "content": "hi"})
     assert due_ids() == {"long"}
     assert work_on_session(Session.objects.get(external_id="long").pk) == {
-        "summarised": True, "stale": False, "tree_nodes_built": 2, "facts": 0, "tool_sentences": 0}
+        "summarised": True, "stale": False, "tree_nodes_built": 2, "facts": 0, "tool_sentences": 0,
+        "events_extracted": 0}
     assert due_ids() == set()  # done: nothing left for the lane
     chat(alice, "long")
     assert due_ids() == {"long"}  # new events make it due again
@@ -158,3 +163,104 @@ def test_facts_are_extracted_from_events_past_the_cursor(alice, lane_settings, m
     assert seen == [["I live in Lisbon"], ["I moved to Porto"]]  # each event once as a new one
     assert context == [[], ["I live in Lisbon"]]  # and once more as context of the next
     assert Session.objects.get().facts_extracted_to == 2 and Fact.objects.count() == 2
+
+
+# --- an empty step while work waits (memoryhub.plumbing.background._work_waits) ------------------
+
+
+def empty_step_counted(lane: SummariseLane) -> int:
+    """What the lane loop does after an empty step: ask whether work waited; the steps counted."""
+    beat = Heartbeat(lane.name)
+    later = timezone.now() + timedelta(seconds=background.WAITED_SECONDS + 1)  # what was written so far waited
+    background._work_waits(lane, beat, later)
+    return beat.empty_steps
+
+
+def test_the_normal_path_counts_no_empty_step(alice, lane_settings) -> None:
+    lane = SummariseLane()
+    chat(alice, "s1")
+    assert lane.step().done == 1
+    assert not lane.step().found_work and empty_step_counted(lane) == 0
+    full = SummariseLane()  # a full pass: every session, not only those written since
+    assert not full.step().found_work and empty_step_counted(full) == 0
+
+
+def test_a_step_that_passes_a_due_session_over_counts_an_empty_step(alice, lane_settings, monkeypatch) -> None:
+    chat(alice, "s1")
+    monkeypatch.setattr(session_work, "work_on_session", lambda pk, **kwargs: {})  # a step that skips it
+    lane = SummariseLane()
+    assert not lane.step().found_work
+    assert empty_step_counted(lane) == 1
+    assert Worker.objects.get(lane="summarise").empty_steps == 1  # the dashboard's counter
+
+
+def test_work_the_step_would_not_do_is_no_waiting_work(alice, lane_settings) -> None:
+    later = timezone.now() + timedelta(seconds=60)
+    chat(alice, "s1", turns=6)  # one full leaf of four, two events left over
+    lane = SummariseLane()
+    assert lane.has_work(later)
+    # Without auto-summarise the lane makes no summaries or trees: a session due only for them is not its work.
+    lane_settings.MEMORYHUB_AUTO_SUMMARISE = False
+    assert not lane.has_work(later)
+    lane_settings.MEMORYHUB_AUTO_SUMMARISE = True
+    # Written after `before`: it arrived while the step ran.
+    assert not lane.has_work(timezone.now() - timedelta(seconds=60))
+    # Held by another worker: its work, not this lane's.
+    pk = Session.objects.get().pk
+    holding, release = threading.Event(), threading.Event()
+
+    def other_worker() -> None:
+        try:
+            with connections["default"].cursor() as cursor:
+                cursor.execute("SELECT pg_advisory_lock(%s, %s)", [session_work.LOCK_KEY, pk])
+                holding.set()
+                release.wait(10)
+                cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [session_work.LOCK_KEY, pk])
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=other_worker)
+    thread.start()
+    try:
+        assert holding.wait(10)
+        assert not lane.has_work(later)
+    finally:
+        release.set()
+        thread.join()
+    assert lane.has_work(later)
+    # Set aside after repeated failures: no lane looks at it.
+    failure = StepFailure.objects.create(session_id=pk, tenant_id=Session.objects.get().tenant_id,
+                                         step=session_work.STEP, attempts=3, set_aside=True)
+    assert not lane.has_work(later)
+    failure.delete()
+    # Due (an idle tree to close) but written before an incremental pass began: the next full
+    # pass's work, not this pass's.
+    assert lane.step().done == 1
+    Session.objects.update(updated_at=timezone.now() - timedelta(hours=2))
+    assert due_ids() == {"s1"}
+    assert not lane.step().found_work and not lane.has_work(later)
+    assert SummariseLane().has_work(later)  # a full pass would do it
+    with connection.cursor() as cursor:  # the check took no lock of its own
+        cursor.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid() "
+                       "AND classid = %s AND objid = %s AND objsubid = 2", [session_work.LOCK_KEY, pk])
+        assert cursor.fetchone()[0] == 0
+
+
+def test_a_reply_of_no_facts_is_work_done(alice, lane_settings, monkeypatch) -> None:
+    from memoryhub import extractors
+
+    class NoFacts:
+        name = "none-found"
+
+        def extract(self, turns, earlier=()):  # type: ignore[no-untyped-def]
+            return []
+
+    lane_settings.MEMORYHUB_FACT_EXTRACTOR = "http"
+    lane_settings.MEMORYHUB_AUTO_SUMMARISE = False  # facts only
+    monkeypatch.setattr(extractors, "get_extractor", lambda: NoFacts())
+    post_events(alice, "s1", *[{"role": "user", "content": f"hello {i}"} for i in range(session_work.FACT_EVENTS + 10)])
+    lane = SummariseLane()
+    assert lane.step().done == 1  # a batch of an active conversation: the cursor moved, no facts found
+    assert Session.objects.get().facts_extracted_to == session_work.FACT_EVENTS
+    assert lane.step().done == 1
+    assert not lane.step().found_work and empty_step_counted(lane) == 0

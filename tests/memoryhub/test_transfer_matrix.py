@@ -174,8 +174,8 @@ def import_expected(kind: str, on_conflict: str, target: str) -> tuple[int, str 
         return 403, "insufficient_scope"
     if on_conflict == "replace":
         return 400, "invalid_on_conflict"  # fail, skip and merge are the options
-    if kind == "user_limited":
-        return 403, "user_limited_key"
+    if kind == "user_limited" and IMPORT_PLACE[target][1] != "ann":
+        return 403, "user_limited_key"  # ann's key imports ann's rows only (in any workspace: it has no limit there)
     if kind == "workspace_limited" and IMPORT_PLACE[target][0] != "alpha":
         return 403, "workspace_forbidden"
     if on_conflict == "fail":
@@ -205,6 +205,9 @@ def test_matrix_import(cast, kind, on_conflict) -> None:  # type: ignore[no-unty
                 error = response.json()["error"]
                 assert error["details"]["path"] == "workspaces[0]", (where, error)  # the file's first row there
                 assert f"the file has {IMPORT_PLACE[target][0]!r} at workspaces[0]" in error["message"], where
+            if code == "user_limited_key":  # names the first row that is not the key's user's
+                error = response.json()["error"]
+                assert error["details"]["path"] == "sessions[0]", (where, error)
             if code == "session_exists":
                 assert "s1" in response.json()["error"]["message"], (where, response.content)
         else:
@@ -224,6 +227,8 @@ def test_matrix_import(cast, kind, on_conflict) -> None:  # type: ignore[no-unty
                 for pk in changed[table]:
                     row = after[table][pk]
                     assert row[user_at] in (user, ""), (where, table, row)
+                    if kind == "user_limited":
+                        assert row[user_at] == "ann" or table == "chunk", (where, table, row)
                     ws = row[workspace_at]
                     if kind == "workspace_limited":
                         assert ws is not None, (where, table, row)

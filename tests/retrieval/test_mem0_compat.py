@@ -22,7 +22,8 @@ os.environ.setdefault("MEM0_DIR", tempfile.mkdtemp(prefix="mem0-test-"))
 from mem0 import MemoryClient  # noqa: E402
 from mem0.exceptions import AuthenticationError, MemoryNotFoundError, ValidationError  # noqa: E402
 
-from memoryhub.models import Event, Fact, Session  # noqa: E402
+from memoryhub.models import Event, Fact, Session, StepFailure  # noqa: E402
+from memoryhub.session_work import FACTS_STEP  # noqa: E402
 from tests.base import make_key, make_tenant  # noqa: E402
 from tests.memoryhub.test_summarisers import completion, fake_llm  # noqa: E402
 
@@ -153,7 +154,27 @@ def test_infer_uses_memoryhubs_extractor(connect: Connect, settings: Any) -> Non
     session = Session.objects.get(external_id="mem0:ann:pets")
     assert session.user_id == "ann" and session.facts_extracted_to == 1  # the lane will not extract them again
     assert list(Event.objects.filter(session=session).values_list("content", flat=True)) == ["My dog is called Biscuit."]
+    # The events are marked consolidated as the lane marks the events it extracts.
+    assert session.consolidated_to == 1
+    assert not Event.objects.filter(session=session, consolidated_at__isnull=True).exists()
     assert client.search("dog", filters={"user_id": "ann"})["results"][0]["id"] == memory["id"]
+
+
+def test_infer_with_an_unusable_reply_is_recorded_as_the_lane_records_it(connect: Connect, settings: Any) -> None:
+    with fake_llm(lambda body: (200, completion("Sure! I would be glad to help."))) as llm:
+        settings.MEMORYHUB_OUTBOUND_ALLOWED_NETWORKS = ("127.0.0.1/32",)
+        settings.MEMORYHUB_FACT_EXTRACTOR = "http"
+        settings.MEMORYHUB_FACT_EXTRACTOR_URL = llm.url
+        settings.MEMORYHUB_FACT_EXTRACTOR_MODEL = "extract-m"
+        client = connect("alice")
+        assert client.add([{"role": "user", "content": "Hello there."}], user_id="ann", run_id="r-1")["results"] == []
+    assert len(llm.requests) == 1  # the cursor moved: the lane does not ask the model again
+    session = Session.objects.get(external_id="r-1")
+    # The same model would reply the same again: recorded for the operator, the cursor goes on.
+    [failure] = StepFailure.objects.filter(session=session)
+    assert failure.step == FACTS_STEP and "neither facts nor NONE" in failure.error and not failure.set_aside
+    assert session.facts_extracted_to == 1 and session.consolidated_to == 1
+    assert not Event.objects.filter(session=session, consolidated_at__isnull=True).exists()
 
 
 def test_infer_without_an_extractor_stores_the_conversation_only(connect: Connect) -> None:

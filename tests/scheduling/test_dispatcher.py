@@ -214,3 +214,31 @@ def test_notification_policy(cast, run_tasks, settings, policy, wanted) -> None:
     assert set(Delivery.objects.values_list("status", flat=True)) <= {"no_webhook"}
     assert [run.notified for run in runs] == [False, False]
     assert sorted(sent) == sorted(s for s, n in zip(["succeeded", "failed"], wanted, strict=True) if n)
+
+
+@pytest.mark.django_db
+def test_an_empty_dispatch_step_while_a_schedule_is_due_is_counted(cast, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from memoryhub.models import Worker
+    from memoryhub.plumbing import background
+    from memoryhub.plumbing.background import Heartbeat
+    from scheduling import dispatcher
+
+    def empty_step_counted(lane: dispatcher.DispatchLane) -> int:
+        beat = Heartbeat(lane.name)
+        background._work_waits(lane, beat, timezone.now() + timedelta(seconds=background.WAITED_SECONDS + 1))
+        return beat.empty_steps
+
+    later = timezone.now() + timedelta(hours=1)
+    make_schedule(cast.alice_tenant, name="paused", status="paused")
+    make_schedule(cast.alice_tenant, name="later", next_run_at=later + timedelta(hours=1))
+    lane = dispatcher.DispatchLane()
+    assert not lane.has_work(later)  # paused, or not due yet: no work
+    make_schedule(cast.alice_tenant)
+    # The normal path: the step claims it, and the empty step after it counts nothing.
+    assert lane.step().done == 1
+    assert not lane.step().found_work and empty_step_counted(lane) == 0
+    # A step that passes a due schedule over is counted (Worker.empty_steps, on the dashboard).
+    make_schedule(cast.alice_tenant, name="second")
+    monkeypatch.setattr(dispatcher, "_claim_batch", lambda now, batch, on_claimed: [])
+    assert not lane.step().found_work and empty_step_counted(lane) == 1
+    assert Worker.objects.get(lane="dispatch").empty_steps == 1

@@ -12,9 +12,9 @@ from memoryhub.models import Fact, Note, Session
 from retrieval.indexing import rebuild_event_chunks
 from retrieval.lifecycle import archive, review
 from retrieval.lifecycle.consolidation import run_consolidation
-from retrieval.lifecycle.models import ArchivedMemory, PendingDeletion
+from retrieval.lifecycle.models import ArchivedMemory, ConsolidationReport, PendingDeletion
 from retrieval.models import Chunk, ChunkAccess
-from tests.base import remember, search_texts
+from tests.base import error_code, make_client, make_key, remember, search_texts
 from tests.retrieval.lifecycle.conftest import NOW, make_session, memory, vector
 
 
@@ -149,6 +149,16 @@ def test_the_api_previews_consolidation_by_default(cast) -> None:
     assert cast.alice.post("/api/v1/consolidation/", {"dry_run": "yes please"}, format="json").status_code == 400
     # bob's key consolidates bob's tenant only: alice's note is not his to preview.
     assert cast.bob.post("/api/v1/consolidation/", {}, format="json").json()["deletions"] == []
+
+
+@pytest.mark.parametrize(("limit", "code"), [({"workspace": "alpha"}, "workspace_limited_key"),
+                                            ({"user": "ann"}, "user_limited_key")])
+def test_the_api_consolidates_only_with_a_key_of_the_whole_tenant(cast, limit, code) -> None:
+    # The refusal export, forget-user, schedules and webhooks give a key that is not tenant-wide.
+    limited = make_client(make_key(cast.alice_tenant, **limit))
+    response = limited.post("/api/v1/consolidation/", {"dry_run": False}, format="json")
+    assert response.status_code == 403 and error_code(response) == code
+    assert not ConsolidationReport.objects.exists()
 
 
 def test_archived_memories_are_listed_and_restored_in_the_admin(admin_client, cast) -> None:
