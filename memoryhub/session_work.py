@@ -66,7 +66,7 @@ def due_sessions(*, tenant_id: int | None = None, updated_since: datetime | None
                  summaries: bool = True) -> QuerySet[Session]:
     """Sessions with background work left (see the module's docstring), set-aside ones excepted.
     Without `summaries`, only those with facts to extract (what a lane that makes no rolling
-    summaries or trees, MEMORYHUB_AUTO_SUMMARISE off, still does)."""
+    summaries or trees, summaries.AUTO_SUMMARISE off, still does)."""
     sessions = Session.objects.all()
     if tenant_id is not None:
         sessions = sessions.filter(tenant_id=tenant_id)
@@ -288,10 +288,10 @@ class SummariseLane:
     def has_work(self, before: datetime | None = None) -> bool:
         """Whether a session the last step should have worked on waits (memoryhub.plumbing.background
         asks after an empty step): due by `due_sessions` for what this lane does (facts only while
-        MEMORYHUB_AUTO_SUMMARISE is off), written before `before` and within the pass the step
+        summaries.AUTO_SUMMARISE is off), written before `before` and within the pass the step
         made (a due session written before an incremental pass is the next full pass's work, not
         this one's), and not held by another worker."""
-        sessions = due_sessions(updated_since=self._window, summaries=settings.MEMORYHUB_AUTO_SUMMARISE)
+        sessions = due_sessions(updated_since=self._window, summaries=summary_rules.AUTO_SUMMARISE)
         if before is not None:
             sessions = sessions.filter(updated_at__lt=before)
         pks = sessions.order_by("updated_at", "pk").values_list("pk", flat=True)[:PASS_SESSIONS]

@@ -194,15 +194,15 @@ def test_a_step_that_passes_a_due_session_over_counts_an_empty_step(alice, lane_
     assert Worker.objects.get(lane="summarise").empty_steps == 1  # the dashboard's counter
 
 
-def test_work_the_step_would_not_do_is_no_waiting_work(alice, lane_settings) -> None:
+def test_work_the_step_would_not_do_is_no_waiting_work(alice, lane_settings, monkeypatch) -> None:
     later = timezone.now() + timedelta(seconds=60)
     chat(alice, "s1", turns=6)  # one full leaf of four, two events left over
     lane = SummariseLane()
     assert lane.has_work(later)
     # Without auto-summarise the lane makes no summaries or trees: a session due only for them is not its work.
-    lane_settings.MEMORYHUB_AUTO_SUMMARISE = False
+    monkeypatch.setattr("memoryhub.summaries.AUTO_SUMMARISE", False)
     assert not lane.has_work(later)
-    lane_settings.MEMORYHUB_AUTO_SUMMARISE = True
+    monkeypatch.setattr("memoryhub.summaries.AUTO_SUMMARISE", True)
     # Written after `before`: it arrived while the step ran.
     assert not lane.has_work(timezone.now() - timedelta(seconds=60))
     # Held by another worker: its work, not this lane's.
@@ -256,7 +256,7 @@ def test_a_reply_of_no_facts_is_work_done(alice, lane_settings, monkeypatch) -> 
             return []
 
     lane_settings.MEMORYHUB_FACT_EXTRACTOR = "http"
-    lane_settings.MEMORYHUB_AUTO_SUMMARISE = False  # facts only
+    monkeypatch.setattr("memoryhub.summaries.AUTO_SUMMARISE", False)  # facts only
     monkeypatch.setattr(extractors, "get_extractor", lambda: NoFacts())
     post_events(alice, "s1", *[{"role": "user", "content": f"hello {i}"} for i in range(session_work.FACT_EVENTS + 10)])
     lane = SummariseLane()
