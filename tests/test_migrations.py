@@ -1,6 +1,6 @@
 """Migrations: the models match them, no merge-only migration is left, and an installation that
-applied the migrations as they were before the squash (memoryhub 0001-0018, retrieval 0001-0007,
-scheduling 0001-0005 became one migration each) is recognised as migrated.
+applied the migrations as they were before the squash (memoryhub 0001-0011 and 0012-0018 became
+one migration each, retrieval 0001-0007 and scheduling 0001-0005 one each) is recognised as migrated.
 
 A fresh database migrates in every test run (the test database is built by `migrate`), and once
 more below into a scratch database of its own.
@@ -51,7 +51,8 @@ BEFORE_THE_SQUASH = {
     ],
     "lifecycle": ["0001_initial", "0002_archive_and_deletion_texts"],
 }
-SQUASHED = {"memoryhub": "0001_squashed_0018", "retrieval": "0001_squashed_0007", "scheduling": "0001_squashed_0005"}
+SQUASHED = [("memoryhub", "0001_squashed_0011"), ("memoryhub", "0012_squashed_0018"), ("retrieval", "0001_squashed_0007"),
+            ("scheduling", "0001_squashed_0005")]
 OURS = tuple(BEFORE_THE_SQUASH)
 
 
@@ -64,7 +65,7 @@ def test_every_name_an_installation_recorded_is_a_migration_or_replaced_by_one()
     known = set(ours(loader)) | {name for m in ours(loader).values() for name in m.replaces}
     missing = [(app, name) for app, names in BEFORE_THE_SQUASH.items() for name in names if (app, name) not in known]
     assert missing == []
-    for app, name in SQUASHED.items():
+    for app, name in SQUASHED:
         assert loader.disk_migrations[app, name].replaces  # kept, or old installations would migrate again
 
 
@@ -124,21 +125,21 @@ def test_an_installation_migrated_before_the_squash_is_recognised_as_migrated(sc
     with psycopg.connect(dbname=scratch_database, host=db.get("HOST") or None, port=db.get("PORT") or None,
                          user=db.get("USER") or None, password=db.get("PASSWORD") or None) as scratch:
         recorded = {tuple(row) for row in scratch.execute("SELECT app, name FROM django_migrations")}
-        assert {(app, name) for app, name in SQUASHED.items()} <= recorded
+        assert set(SQUASHED) <= recorded
         for app, names in BEFORE_THE_SQUASH.items():
-            scratch.execute("DELETE FROM django_migrations WHERE app = %s AND (name = ANY(%s) OR name = %s)",
-                            [app, names, SQUASHED.get(app, "")])
+            squashed = [name for squashed_app, name in SQUASHED if squashed_app == app]
+            scratch.execute("DELETE FROM django_migrations WHERE app = %s AND name = ANY(%s)", [app, names + squashed])
             for name in names:
                 scratch.execute("INSERT INTO django_migrations (app, name, applied) VALUES (%s, %s, now())", [app, name])
 
     assert "No planned migration operations." in manage(scratch_database, "migrate", "--plan")
-    replaced = {app: len([n for n in BEFORE_THE_SQUASH[app] if n[:4] <= name[-4:]]) for app, name in SQUASHED.items()}
+    replaced = {(app, name): len([n for n in BEFORE_THE_SQUASH[app] if name[:4] <= n[:4] <= name[-4:]]) for app, name in SQUASHED}
     shown = manage(scratch_database, "showmigrations", *OURS)
     assert "[ ]" not in shown
-    for app, name in SQUASHED.items():  # applied, the squashed name not yet recorded
-        assert f"[-] {name} ({replaced[app]} squashed migrations)" in shown
+    for app, name in SQUASHED:  # applied, the squashed name not yet recorded
+        assert f"[-] {name} ({replaced[app, name]} squashed migrations)" in shown
     assert "No migrations to apply." in manage(scratch_database, "migrate", "--noinput")
     shown = manage(scratch_database, "showmigrations", *OURS)
     assert "[ ]" not in shown and "[-]" not in shown
-    for app, name in SQUASHED.items():
-        assert f"[X] {name} ({replaced[app]} squashed migrations)" in shown
+    for app, name in SQUASHED:
+        assert f"[X] {name} ({replaced[app, name]} squashed migrations)" in shown

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('memoryhub', '0001_squashed_0018'),
+        ('memoryhub', '0012_squashed_0018'),
     ]
 
     operations = [

@@ -30,7 +30,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('accounts', '0001_initial'),
-        ('memoryhub', '0001_squashed_0018'),
+        ('memoryhub', '0001_squashed_0011'),
     ]
 
     operations = [

@@ -11,7 +11,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('accounts', '0003_channel_description_default'),
-        ('memoryhub', '0001_squashed_0018'),
+        ('memoryhub', '0001_squashed_0011'),
         ('retrieval', '0010_message_chunks'),
     ]
 

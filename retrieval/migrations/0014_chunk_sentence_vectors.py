@@ -18,7 +18,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('accounts', '0003_channel_description_default'),
-        ('memoryhub', '0001_squashed_0018'),
+        ('memoryhub', '0001_squashed_0011'),
         ('retrieval', '0013_chunk_access_in_a_narrow_table'),
     ]
 

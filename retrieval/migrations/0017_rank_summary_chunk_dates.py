@@ -16,7 +16,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('retrieval', '0016_termstat_tail'),
-        ('memoryhub', '0001_squashed_0018'),
+        ('memoryhub', '0012_squashed_0018'),
     ]
 
     operations = [migrations.RunSQL(FORWARD, migrations.RunSQL.noop)]

@@ -91,7 +91,7 @@ class Migration(migrations.Migration):
         ('accounts', '0001_initial'),
         ('accounts', '0002_api_key_user'),
         ('django_q', '0019_alter_task_options_alter_ormq_key_alter_ormq_lock_and_more'),
-        ('memoryhub', '0001_squashed_0018'),
+        ('memoryhub', '0001_squashed_0011'),
     ]
 
     operations = [

@@ -121,7 +121,7 @@ def test_ready_reports_pending_migrations_as_503(anon, db, monkeypatch) -> None:
 
     def plan_with_one_pending(self: MigrationExecutor, targets: Any, clean_start: bool = False) -> Any:
         graph = self.loader.graph
-        return real_plan(self, targets, clean_start) or [(graph.nodes[("memoryhub", "0001_squashed_0018")], False)]
+        return real_plan(self, targets, clean_start) or [(graph.nodes[("memoryhub", "0001_squashed_0011")], False)]
 
     monkeypatch.setattr(MigrationExecutor, "migration_plan", plan_with_one_pending)
     response = anon.get("/api/v1/ready/")

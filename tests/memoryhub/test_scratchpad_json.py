@@ -85,7 +85,7 @@ def test_json_values_round_trip_through_export(alice, session, django_capture_on
 def test_the_migration_keeps_stored_strings_as_strings(cast) -> None:
     # The migration that made values JSON lives inside memoryhub's squashed first migration (it
     # was 0009): run its SQL back to the text column, store plain text there, then forward again.
-    migration = importlib.import_module("memoryhub.migrations.0001_squashed_0018")
+    migration = importlib.import_module("memoryhub.migrations.0001_squashed_0011")
     post_events(cast.alice, "s1", {"role": "user", "content": "hi"})
     pad = Scratchpad.objects.create(session=Session.objects.get(), tenant_id=cast.alice_tenant.pk)
     with connection.cursor() as cursor:

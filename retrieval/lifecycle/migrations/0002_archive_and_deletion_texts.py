@@ -10,7 +10,7 @@ class Migration(migrations.Migration):
     dependencies = [
         ('accounts', '0002_api_key_user'),
         ('lifecycle', '0001_initial'),
-        ('memoryhub', '0001_squashed_0018'),
+        ('memoryhub', '0001_squashed_0011'),
     ]
 
     operations = [
