@@ -10,15 +10,16 @@ import pytest
 
 from memoryhub.models import SummaryNode
 from memoryhub.signals import memory_saved
-from retrieval import embedding
+from retrieval import sentence_vectors
 from retrieval.chunking import SENTENCES_PER_CHUNK, sentences
 from retrieval.embedders import get_embedder
-from retrieval.embedding import EmbedLane, embed_sentences, queue_for_embedding
+from retrieval.embedding import EmbedLane, queue_for_embedding
 from retrieval.models import Chunk, ChunkSentence
 from retrieval.search import weights
 from retrieval.search.request import Candidate
 from retrieval.search.sql import best_sentences
 from retrieval.search.vectors import CandidateVectors
+from retrieval.sentence_vectors import embed_sentences
 from tests.retrieval.conftest import search
 
 LONG = ("We spent the whole afternoon repainting the garage door. The weather was cold but sunny all day. "
@@ -65,7 +66,7 @@ def test_re_embedding_a_chunk_replaces_its_sentence_vectors(alice, index, settin
     after = _vectors(long)
     assert len(after) == len(before) == 5 and {pk for pk, _ in after}.isdisjoint(pk for pk, _ in before)
     # Turned off, a re-embedded chunk keeps none (no vector of an earlier model), left to be split later.
-    monkeypatch.setattr(embedding, "EMBED_SENTENCES", False)
+    monkeypatch.setattr(sentence_vectors, "EMBED_SENTENCES", False)
     with django_capture_on_commit_callbacks(execute=True):
         queue_for_embedding([long.pk])
     long.refresh_from_db()
