@@ -338,7 +338,7 @@ import json, os, time
 from datetime import datetime, timezone
 from django.conf import settings
 from retrieval.embedders import get_embedder
-from retrieval.sentence_vectors import sentences_of
+from retrieval.sentence_vectors import embed_with_sentences, sentences_of
 from retrieval.models import Chunk
 os.nice(settings.MEMORYHUB_WORK_NICE)
 start, end = (datetime.fromtimestamp(t, timezone.utc) for t in ({start}, {end}))
@@ -351,8 +351,7 @@ batch = settings.MEMORYHUB_EMBED_BACKFILL_BATCH
 began = time.perf_counter()
 for at in range(0, len(sample), batch):
     part = sample[at:at + batch]
-    texts = [r.embedding_input for r in part] + [s for pieces in sentences_of(part) for s in pieces]
-    embedder.embed(texts)
+    embed_with_sentences(embedder, part, sentences_of(part))
 seconds = time.perf_counter() - began
 print(json.dumps({{"chunks": len(rows), "sampled": len(sample), "seconds": seconds, "embedder": embedder.name}}))
 """

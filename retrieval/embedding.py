@@ -50,7 +50,12 @@ from memoryhub.signals import BackgroundStep
 from retrieval import sentence_vectors, termstats
 from retrieval.embedders import EmbedderUnavailable, check_vectors, get_embedder
 from retrieval.models import Chunk, ChunkQuerySet
-from retrieval.sentence_vectors import embed_sentences, sentences_of, write_sentences
+from retrieval.sentence_vectors import (
+    embed_sentences,
+    embed_with_sentences,
+    sentences_of,
+    write_sentences,
+)
 from retrieval.vectors import halfvec_text, no_commit_wait
 
 logger = logging.getLogger(__name__)
@@ -148,13 +153,12 @@ def _embed_claimed(rows: list[Chunk]) -> tuple[int, int]:
     embedder = get_embedder()
     parts = sentences_of(rows)
     try:
-        texts = [row.embedding_input for row in rows] + [s for pieces in parts for s in pieces]
         began = time.perf_counter()
         try:
-            vectors = embedder.embed(texts)
+            vectors = embed_with_sentences(embedder, rows, parts)
         finally:
             _timing.model_seconds = getattr(_timing, "model_seconds", 0.0) + time.perf_counter() - began
-        check_vectors(embedder, vectors, len(texts))
+        check_vectors(embedder, vectors, len(rows) + sum(len(pieces) for pieces in parts))
     except EmbedderUnavailable:
         raise
     except Exception as exc:  # the batch's fault: find the chunk that causes it
