@@ -153,3 +153,19 @@ def test_sentence_vectors_go_with_their_chunk(alice, index) -> None:
     assert not ChunkSentence.objects.filter(chunk_id=long.pk).exists()
     assert alice.delete("/api/v1/sessions/other/").status_code == 200
     assert not ChunkSentence.objects.filter(chunk_id=other.pk).exists()
+
+
+ONE = "My grandmother grew prize tulips in Utrecht every spring."
+
+
+def test_a_one_sentence_chunk_gets_no_sentence_vector_and_is_found_by_its_own(alice, index) -> None:
+    """Its one sentence's vector would be its own again: none is written, the lane and the idle
+    backfill do not choose it again, and a query about that sentence finds it by its own vector."""
+    one = _post(alice, index, "one", ONE)
+    assert one.embedding is not None and one.sentence_vectors == 0 and not _vectors(one)
+    assert not Chunk.objects.filter(sentence_vectors__isnull=True, embedding__isnull=False).exists()
+    assert embed_sentences() == {"chunks": 0, "sentences": 0}
+    assert not EmbedLane().step().found_work
+    _post(alice, index, "long", LONG.replace("My grandmother grew prize tulips in Utrecht.", ""))
+    found = search(alice, query=QUERY, mode="vector", top_k=2, explain=True).json()["results"]
+    assert found[0]["session"] == "one" and "best_sentence" not in found[0]["explain"]["parts"]["vector"]
