@@ -101,14 +101,13 @@ def hidden(ids: list[int], ingested: Any, questions: list[recall.Question], vect
 
     from retrieval.embedders import get_embedder
     from retrieval.models import Chunk
-    from retrieval.vectors import halfvec_text
 
     with transaction.atomic():
         if context:
             rows = list(Chunk.objects.filter(pk__in=ids).values_list("id", "text"))
             embedded = get_embedder().embed([text for _, text in rows])
             for (pk, _), vector in zip(rows, embedded, strict=True):
-                Chunk.objects.filter(pk=pk).update(embedding=halfvec_text(vector))
+                Chunk.objects.filter(pk=pk).update(embedding=vector)
         else:
             Chunk.objects.filter(pk__in=ids).update(sentence_vectors=0)
         figures = ask(ingested, questions, vectors)
@@ -136,7 +135,12 @@ def batched(size: int, kinds: dict[str, list[tuple[int, str, str, int]]], model:
             spent[batch] += time.thread_time() - began
     made = model.encode([s for _, pieces in split for s in pieces], batch_size=size).tolist()
     with transaction.atomic():
-        write_sentences([pk for pk, _ in split], [pieces for _, pieces in split], made)
+        at = 0
+        for start in range(0, len(split), 500):  # a statement's parameters are limited
+            part = split[start:start + 500]
+            count = sum(len(pieces) for _, pieces in part)
+            write_sentences([pk for pk, _ in part], [pieces for _, pieces in part], made[at:at + count])
+            at += count
         figures = ask(ingested, questions, vectors)
         transaction.set_rollback(True)
     print(f"\nsentence vectors in batches of {size}: CPU {spent[size] / spent[1]:.2f}x one per call "

@@ -338,12 +338,12 @@ import json, os, time
 from datetime import datetime, timezone
 from django.conf import settings
 from retrieval.embedders import get_embedder
-from retrieval.sentence_vectors import embed_with_sentences, sentences_of
+from retrieval.sentence_vectors import RULE_FIELDS, embed_with_sentences, sentences_of
 from retrieval.models import Chunk
 os.nice(settings.MEMORYHUB_WORK_NICE)
 start, end = (datetime.fromtimestamp(t, timezone.utc) for t in ({start}, {end}))
 rows = list(Chunk.objects.filter(indexed_at__gte=start, indexed_at__lte=end, embedding__isnull=False).order_by("id")
-            .only("id", "kind", "text", "context"))
+            .only("id", "context", *RULE_FIELDS))
 every = max(1, -(-len(rows) // {sample}))
 sample = rows[::every]
 embedder = get_embedder()

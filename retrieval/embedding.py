@@ -51,6 +51,7 @@ from retrieval import sentence_vectors, termstats
 from retrieval.embedders import EmbedderUnavailable, check_vectors, get_embedder
 from retrieval.models import Chunk, ChunkQuerySet
 from retrieval.sentence_vectors import (
+    RULE_FIELDS,
     embed_sentences,
     embed_with_sentences,
     sentences_of,
@@ -125,7 +126,7 @@ def _lock(query: Q | ChunkQuerySet) -> list[Chunk]:
     rows = query if isinstance(query, ChunkQuerySet) else Chunk.objects.filter(query)
     return list(
         rows.select_for_update(skip_locked=True)
-        .order_by("id").only("id", "kind", "text", "context", "embedding_attempts")
+        .order_by("id").only("id", "context", "embedding_attempts", *RULE_FIELDS)
     )
 
 

@@ -42,18 +42,35 @@ SENTENCE_BATCH = 8
 # Summaries are condensed already, each line a digest of several messages: their messages are
 # what a query's one sentence should find.
 UNSPLIT_KINDS = ("summary",)
+# The chunks of a long message of these roles (a message of several chunks) are found by their own
+# vectors and words: their sentence vectors were 37-38 % of LongMemEval's model time and changed no
+# question's turn@10 or session@10 in either half, the questions about what the assistant said
+# included (bench/README.md, "What sentence vectors buy"). A user's long message keeps them.
+UNSPLIT_LONG_MESSAGES_OF = ("assistant",)
 
 
 class Splittable(Protocol):
     kind: str
     text: str
+    role: str
+    message_chunks: int
+
+
+# The columns sentences_of reads (a claim loads only these).
+RULE_FIELDS = ("kind", "text", "role", "message_chunks")
+
+
+def split_into_sentences(row: Splittable) -> bool:
+    """Whether this chunk gets a vector per sentence (the one rule the lane and the backfill follow;
+    a chunk it refuses is written with sentence_vectors = 0 and never chosen again)."""
+    return EMBED_SENTENCES and row.kind not in UNSPLIT_KINDS and not (
+        row.role in UNSPLIT_LONG_MESSAGES_OF and row.message_chunks > 1)
 
 
 def sentences_of(rows: list[Splittable]) -> list[list[str]]:
-    """Each row's sentences to embed, each alone (none when EMBED_SENTENCES is off)."""
-    if not EMBED_SENTENCES:
-        return [[] for _ in rows]
-    return [[] if row.kind in UNSPLIT_KINDS else sentences(row.text) for row in rows]
+    """Each row's sentences to embed, each alone (none for a chunk split_into_sentences refuses,
+    or of fewer than two sentences: retrieval.chunking.sentences)."""
+    return [sentences(row.text) if split_into_sentences(row) else [] for row in rows]
 
 
 def embed_with_sentences(embedder: Embedder, rows: list[Chunk], parts: list[list[str]]) -> list[list[float]]:
@@ -96,7 +113,7 @@ def embed_sentences(*, limit: int | None = None) -> dict[str, int]:
             no_commit_wait()
             rows = list(Chunk.objects.select_for_update(skip_locked=True)
                         .filter(sentence_vectors__isnull=True, embedding__isnull=False, embedding_model=embedder.name)
-                        .order_by("id").only("id", "kind", "text")[:size])
+                        .order_by("id").only("id", *RULE_FIELDS)[:size])
             if not rows:
                 break
             parts = sentences_of(rows)
