@@ -103,13 +103,13 @@ class EmbeddingCache:
     def key(self, text: str) -> str:
         return hashlib.sha256(text.encode()).hexdigest()
 
-    def embed(self, texts: list[str], *, batch: int = 1) -> list[list[float]]:
+    def embed(self, texts: list[str]) -> list[list[float]]:
         keys = [self.key(t) for t in texts]
         missing = list(dict.fromkeys(t for t, k in zip(texts, keys, strict=True) if k not in self.vectors))
         self.cached_texts += len(texts) - len(missing)
         if missing:
             started = time.perf_counter()
-            vectors = self.inner(missing, batch=batch) if batch != 1 else self.inner(missing)
+            vectors = self.inner(missing)
             self.model_s += time.perf_counter() - started
             self.model_texts += len(missing)
             for text, vector in zip(missing, vectors, strict=True):

@@ -132,9 +132,7 @@ class MiniLMEmbedder:
                     self._models[name] = load_torch_model()
         return self._models[name]
 
-    def embed(self, texts: list[str], *, batch: int = 1) -> list[list[float]]:
-        """Unit vectors of `texts`; on ONNX `batch` texts of alike length per call (one unless the
-        caller asks for more: retrieval.sentence_vectors.SENTENCE_BATCH for sentences)."""
+    def embed(self, texts: list[str]) -> list[list[float]]:
         if not texts:
             return []
         # A text met twice in one call (a sentence in two overlapping chunks, a repeated greeting)
@@ -147,7 +145,7 @@ class MiniLMEmbedder:
         try:
             model = self._load(backend)
             if backend == "onnx":
-                vectors = model.encode(unique, batch_size=batch, workers=threads)
+                vectors = model.encode(unique, workers=threads)
             else:
                 self._torch_threads(threads)
                 vectors = model.encode(unique, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
@@ -179,14 +177,6 @@ def get_embedder(name: str | None = None) -> Embedder:
                 )
             _instances[backend] = embedder
         return _instances[backend]
-
-
-def embed_batched(embedder: Embedder, texts: list[str], batch: int) -> list[list[float]]:
-    """`texts` embedded `batch` to a model call where the runtime batches them (MiniLM on ONNX:
-    texts of alike length together), as embed() otherwise."""
-    if isinstance(embedder, MiniLMEmbedder):
-        return embedder.embed(texts, batch=batch)
-    return embedder.embed(texts)
 
 
 def check_vectors(embedder: Embedder, vectors: list[list[float]], expected: int) -> None:

@@ -19,13 +19,7 @@ from django.conf import settings
 from django.db import connection, transaction
 
 from retrieval.chunking import sentences
-from retrieval.embedders import (
-    Embedder,
-    EmbedderUnavailable,
-    check_vectors,
-    embed_batched,
-    get_embedder,
-)
+from retrieval.embedders import Embedder, EmbedderUnavailable, check_vectors, get_embedder
 from retrieval.models import Chunk, ChunkSentence
 from retrieval.vectors import halfvec_text, no_commit_wait
 
@@ -33,12 +27,6 @@ logger = logging.getLogger(__name__)
 
 # Off: chunks are embedded without sentence vectors (left NULL, to be split once it is on again).
 EMBED_SENTENCES = True
-# Sentences are embedded this many to a model call, sorted by length (so they pad little): short
-# texts leave a one-text call's matrix products mostly idle. On the 2-core AMD EPYC VM (int8 copy,
-# one thread) 0.56x the CPU of one sentence per call on LoCoMo's sentences, 0.69x on LongMemEval's,
-# with recall held on both (bench/README.md, "What sentence vectors buy"). The chunks' own vectors
-# stay one per call: longer texts gain nothing from batching (bench/README.md, stop 47).
-SENTENCE_BATCH = 8
 # Summaries are condensed already, each line a digest of several messages: their messages are
 # what a query's one sentence should find.
 UNSPLIT_KINDS = ("summary",)
@@ -74,11 +62,10 @@ def sentences_of(rows: list[Splittable]) -> list[list[str]]:
 
 
 def embed_with_sentences(embedder: Embedder, rows: list[Chunk], parts: list[list[str]]) -> list[list[float]]:
-    """The vectors of `rows`' embedding inputs (each alone), then of their sentences (`parts`, in
-    order; SENTENCE_BATCH to a call): what the embed lane stores for a claimed batch."""
-    vectors = embedder.embed([row.embedding_input for row in rows])
-    pieces = [s for part in parts for s in part]
-    return vectors + (embed_batched(embedder, pieces, SENTENCE_BATCH) if pieces else [])
+    """The vectors of `rows`' embedding inputs, then of their sentences (`parts`, in order), in one
+    call (each text alone in the model: its int8 vector does not depend on what is embedded with it):
+    what the embed lane stores for a claimed batch."""
+    return embedder.embed([row.embedding_input for row in rows] + [s for part in parts for s in part])
 
 
 def write_sentences(ids: list[int], parts: list[list[str]], vectors: list[list[float]]) -> None:
@@ -119,7 +106,7 @@ def embed_sentences(*, limit: int | None = None) -> dict[str, int]:
             parts = sentences_of(rows)
             texts = [s for pieces in parts for s in pieces]
             try:
-                vectors = embed_batched(embedder, texts, SENTENCE_BATCH) if texts else []
+                vectors = embedder.embed(texts) if texts else []
                 check_vectors(embedder, vectors, len(texts))
             except EmbedderUnavailable:
                 raise

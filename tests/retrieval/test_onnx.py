@@ -412,30 +412,3 @@ def test_the_web_warm_up_waits_for_the_model_being_made_instead_of_loading_torch
             aside.rename(choice)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["pending: True False False", "made: False False model-int8.onnx"]
-
-
-def test_sentences_are_embedded_in_batches_each_in_its_place(prepared, settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    """Sentence vectors go SENTENCE_BATCH texts of alike length to a call (short texts leave a
-    one-text call's matrix products idle); each comes back in the order given, close to the vector
-    it gets alone (the int8 copy scales its activations per call), and the chunks' own vectors
-    stay one text per call."""
-    import numpy as np
-
-    from retrieval.embedders import MiniLMEmbedder, embed_batched
-    from retrieval.minilm_runtimes import OnnxMiniLM
-    from retrieval.sentence_vectors import SENTENCE_BATCH
-
-    settings.MEMORYHUB_EMBED_BACKEND = "auto"
-    embedder = MiniLMEmbedder()
-    embedder._choice = {**prepared[1], **_judged("onnx", 60.0, 85.3, True)}
-    calls: list[int] = []
-    encode = OnnxMiniLM._batch
-    monkeypatch.setattr(OnnxMiniLM, "_batch", lambda self, texts: calls.append(len(texts)) or encode(self, texts))
-    short = [text for text in TEXTS if len(text) < 200]
-    batched = np.array(embed_batched(embedder, short, SENTENCE_BATCH))
-    assert max(calls) > 1
-    calls.clear()
-    alone = np.array([embedder.embed([text])[0] for text in short])
-    assert set(calls) == {1}
-    cosines = (batched * alone).sum(axis=1)
-    assert np.median(cosines) >= 0.99 and cosines.min() >= 0.95
