@@ -166,6 +166,8 @@ def main() -> None:
     parser = runner.build_parser(bench)
     parser.add_argument("--sample", type=int, default=200, help="chunks timed per kind")
     parser.add_argument("--context", action="store_true", help="also embed each kind without its context")
+    parser.add_argument("--context-kind", action="append", default=[], metavar="KIND",
+                        help="with --context: only these kinds (repeatable; all without)")
     parser.add_argument("--batch", type=int, default=0, metavar="N",
                         help="also: every sentence vector embedded again in batches of N sentences of alike length")
     parser.add_argument("--no-kinds", action="store_true", help="skip the per-kind table")
@@ -206,6 +208,8 @@ def main() -> None:
         print("\n| kind | turn@10 / session@10 without context: overall | half 1 | half 2 |")
         print("| --- | ---: | ---: | ---: |")
         for kind, rows in kinds.items():
+            if args.context_kind and kind not in args.context_kind:
+                continue
             figures = hidden([pk for pk, *_ in rows], ingested, questions, vectors, context=True)
             print(f"| {kind} | {cells(figures, base)} |", flush=True)
     runner.finish(bench, args)

@@ -13,6 +13,7 @@ NULL`) chooses it again.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Protocol
 
 from django.conf import settings
@@ -55,7 +56,7 @@ def split_into_sentences(row: Splittable) -> bool:
         row.role in UNSPLIT_LONG_MESSAGES_OF and row.message_chunks > 1)
 
 
-def sentences_of(rows: list[Splittable]) -> list[list[str]]:
+def sentences_of(rows: Sequence[Splittable]) -> list[list[str]]:
     """Each row's sentences to embed, each alone (none for a chunk split_into_sentences refuses,
     or of fewer than two sentences: retrieval.chunking.sentences)."""
     return [sentences(row.text) if split_into_sentences(row) else [] for row in rows]
