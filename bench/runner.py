@@ -153,7 +153,7 @@ def _ask(bench: Bench, args: argparse.Namespace, conversations: list[dict[str, A
 def _sentences() -> None:
     """Sentence vectors for chunks embedded without them (a database kept from before they
     existed), as the embed lane adds them when idle."""
-    from retrieval.embedding import embed_sentences
+    from retrieval.sentence_vectors import embed_sentences
 
     started = time.perf_counter()
     split = embed_sentences()

@@ -170,12 +170,13 @@ import json, os, time
 from datetime import datetime, timezone
 from memoryhub.management.commands.work import NICE
 from retrieval.embedders import get_embedder
-from retrieval.embedding import BACKFILL_BATCH, _sentences_of
+from retrieval.embedding import BACKFILL_BATCH
+from retrieval.sentence_vectors import RULE_FIELDS, embed_with_sentences, sentences_of
 from retrieval.models import Chunk
 os.nice(NICE)
 start, end = (datetime.fromtimestamp(t, timezone.utc) for t in ({start}, {end}))
 rows = list(Chunk.objects.filter(indexed_at__gte=start, indexed_at__lte=end, embedding__isnull=False).order_by("id")
-            .only("id", "kind", "text", "context"))
+            .only("id", "context", *RULE_FIELDS))
 every = max(1, -(-len(rows) // {sample}))
 sample = rows[::every]
 embedder = get_embedder()
@@ -183,8 +184,7 @@ batch = BACKFILL_BATCH
 began = time.perf_counter()
 for at in range(0, len(sample), batch):
     part = sample[at:at + batch]
-    texts = [r.embedding_input for r in part] + [s for pieces in _sentences_of(part) for s in pieces]
-    embedder.embed(texts)
+    embed_with_sentences(embedder, part, sentences_of(part))
 seconds = time.perf_counter() - began
 print(json.dumps({{"chunks": len(rows), "sampled": len(sample), "seconds": seconds, "embedder": embedder.name}}))
 """

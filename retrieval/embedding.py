@@ -7,9 +7,9 @@ SELECT … FOR UPDATE SKIP LOCKED, so lanes on several machines share the table,
 killed mid-batch loses nothing: its transaction rolls back and the rows are free again. It takes
 the tenants with a backlog in turn (round-robin), so one tenant's import does not starve another.
 
-Each chunk's sentences (retrieval.chunking.sentences) are embedded in the same call and written
-with its vector (ChunkSentence, EMBED_SENTENCES); chunks embedded before that get theirs
-when the lane is idle (_sentence_step).
+The sentences a chunk gets vectors for (retrieval.sentence_vectors.sentences_of) are embedded in
+the same call and written with its vector; chunks embedded before that get theirs when the lane is
+idle (_sentence_step).
 
 A failed batch is split until the failing chunk is alone: that chunk records its error and one
 attempt, the others are embedded. After retrieval.models.EMBED_MAX_ATTEMPTS a chunk is set aside (left
@@ -48,11 +48,17 @@ from memoryhub.plumbing.background import (
     time_budget,
 )
 from memoryhub.signals import BackgroundStep
-from retrieval import termstats
-from retrieval.chunking import sentences
+from retrieval import sentence_vectors, termstats
 from retrieval.embedders import EmbedderUnavailable, check_vectors, get_embedder
-from retrieval.models import Chunk, ChunkQuerySet, ChunkSentence
-from retrieval.vectors import halfvec_text
+from retrieval.models import Chunk, ChunkQuerySet
+from retrieval.sentence_vectors import (
+    RULE_FIELDS,
+    embed_sentences,
+    embed_with_sentences,
+    sentences_of,
+    write_sentences,
+)
+from retrieval.vectors import halfvec_text, no_commit_wait
 
 logger = logging.getLogger(__name__)
 
@@ -64,9 +70,6 @@ CLAIM_WINDOW = 10  # batches: a claim picks texts of alike length among this man
 # is otherwise idle, about 2 minutes under a load of 6-7.
 PREPARE_MINUTES_HINT = "1-2 minutes"
 STALE_MODEL_CHECK_SECONDS = 60.0  # how often an idle lane looks for vectors of another model
-# Each chunk's sentences get vectors of their own (retrieval.chunking.sentences), written with the
-# chunk's; search scores a candidate by the higher of its own cosine and its best sentence's.
-EMBED_SENTENCES = True
 
 
 def waiting(tenant_id: int | None = None) -> ChunkQuerySet:
@@ -126,7 +129,7 @@ def _lock(query: Q | ChunkQuerySet) -> list[Chunk]:
     rows = query if isinstance(query, ChunkQuerySet) else Chunk.objects.filter(query)
     return list(
         rows.select_for_update(skip_locked=True)
-        .order_by("id").only("id", "kind", "text", "context", "embedding_attempts")
+        .order_by("id").only("id", "context", "embedding_attempts", *RULE_FIELDS)
     )
 
 
@@ -152,15 +155,14 @@ def _embed_claimed(rows: list[Chunk]) -> tuple[int, int]:
     if not rows:
         return 0, 0
     embedder = get_embedder()
-    parts = _sentences_of(rows)
+    parts = sentences_of(rows)
     try:
-        texts = [row.embedding_input for row in rows] + [s for pieces in parts for s in pieces]
         began = time.perf_counter()
         try:
-            vectors = embedder.embed(texts)
+            vectors = embed_with_sentences(embedder, rows, parts)
         finally:
             _timing.model_seconds = getattr(_timing, "model_seconds", 0.0) + time.perf_counter() - began
-        check_vectors(embedder, vectors, len(texts))
+        check_vectors(embedder, vectors, len(rows) + sum(len(pieces) for pieces in parts))
     except EmbedderUnavailable:
         raise
     except Exception as exc:  # the batch's fault: find the chunk that causes it
@@ -175,84 +177,10 @@ def _embed_claimed(rows: list[Chunk]) -> tuple[int, int]:
         )
         return 0, 1
     ids = [row.pk for row in rows]
-    _write_sentences(ids, parts, vectors[len(rows):])
-    split = [len(pieces) if EMBED_SENTENCES else None for pieces in parts]
+    write_sentences(ids, parts, vectors[len(rows):])
+    split = [len(pieces) if sentence_vectors.EMBED_SENTENCES else None for pieces in parts]
     _write_vectors(ids, vectors[: len(rows)], embedder.name, split)
     return len(rows), 0
-
-
-# Summaries are condensed already, each line a digest of several messages: their messages are
-# what a query's one sentence should find.
-UNSPLIT_KINDS = ("summary",)
-
-
-def _sentences_of(rows: list[Chunk]) -> list[list[str]]:
-    """Each row's sentences to embed (none when EMBED_SENTENCES is off)."""
-    if not EMBED_SENTENCES:
-        return [[] for _ in rows]
-    return [[] if row.kind in UNSPLIT_KINDS else sentences(row.text) for row in rows]
-
-
-def _write_sentences(ids: list[int], parts: list[list[str]], vectors: list[list[float]]) -> None:
-    """Replace these chunks' sentence vectors with `vectors` (`parts`: each chunk's sentences, in
-    order; none: the chunk keeps none, so no vector of an earlier model is left)."""
-    table = ChunkSentence._meta.db_table
-    with connection.cursor() as cursor:
-        cursor.execute(f"DELETE FROM {table} WHERE chunk_id = ANY(%s)", [ids])
-        values, params = [], []
-        at = 0
-        for pk, pieces in zip(ids, parts, strict=True):
-            for vector in vectors[at: at + len(pieces)]:
-                values.append("(%s, %s::halfvec)")
-                params += [pk, halfvec_text(vector)]
-            at += len(pieces)
-        if values:
-            cursor.execute(f"INSERT INTO {table} (chunk_id, embedding) VALUES {', '.join(values)}", params)
-
-
-def embed_sentences(*, limit: int | None = None) -> dict[str, int]:
-    """Sentence vectors for chunks embedded without them (before they existed, or while
-    EMBED_SENTENCES was off), a batch at a time; their own vectors are kept. Returns
-    how many chunks were split and how many sentences embedded."""
-    if not EMBED_SENTENCES:
-        return {"chunks": 0, "sentences": 0}
-    batch = BACKFILL_BATCH
-    embedder = get_embedder()
-    chunks = written = 0
-    while limit is None or chunks < limit:
-        size = batch if limit is None else min(batch, limit - chunks)
-        with transaction.atomic():
-            _no_commit_wait()
-            rows = list(Chunk.objects.select_for_update(skip_locked=True)
-                        .filter(sentence_vectors__isnull=True, embedding__isnull=False, embedding_model=embedder.name)
-                        .order_by("id").only("id", "kind", "text")[:size])
-            if not rows:
-                break
-            parts = _sentences_of(rows)
-            texts = [s for pieces in parts for s in pieces]
-            try:
-                vectors = embedder.embed(texts) if texts else []
-                check_vectors(embedder, vectors, len(texts))
-            except EmbedderUnavailable:
-                raise
-            except Exception as exc:  # these chunks keep their own vectors, and are not split again
-                logger.warning("embedding the sentences of chunks %s failed: %s", [r.pk for r in rows], exc)
-                parts, vectors = [[] for _ in rows], []
-            ids = [row.pk for row in rows]
-            _write_sentences(ids, parts, vectors)
-            with connection.cursor() as cursor:  # each chunk's count, of the rows just written
-                cursor.execute(
-                    f"UPDATE {Chunk._meta.db_table} c SET sentence_vectors = (SELECT count(*) FROM "
-                    f"{ChunkSentence._meta.db_table} s WHERE s.chunk_id = c.id) WHERE c.id = ANY(%s)", [ids])
-        chunks, written = chunks + len(rows), written + sum(len(pieces) for pieces in parts)
-    return {"chunks": chunks, "sentences": written}
-
-
-def _no_commit_wait() -> None:
-    """Vectors are derived data: after a crash the last batch or two are simply embedded again, so
-    their commit need not wait for the WAL flush (a share of each batch on a busy disk)."""
-    with connection.cursor() as cursor:
-        cursor.execute("SET LOCAL synchronous_commit TO off")
 
 
 def _write_vectors(ids: list[int], vectors: list[list[float]], model: str, split: list[int | None]) -> None:
@@ -412,7 +340,7 @@ class EmbedLane:
         # The budget bounds the batch's SQL (statement_timeout); encode() itself is bounded by the
         # batch: at most BACKFILL_BATCH texts, each cut at the model's 256 tokens.
         with transaction.atomic(), time_budget(lanes.STEP_SECONDS):
-            _no_commit_wait()
+            no_commit_wait()
             rows = _claim(waiting(tenant), BACKFILL_BATCH, set())
             try:
                 done, failed = _embed_claimed(rows)
@@ -425,7 +353,7 @@ class EmbedLane:
         else waits (the partial index chunk_pending_sentences finds them); None when none is left."""
         try:
             with time_budget(lanes.STEP_SECONDS):
-                done = embed_sentences(limit=BACKFILL_BATCH)["chunks"]
+                done = embed_sentences(limit=BACKFILL_BATCH, batch=BACKFILL_BATCH)["chunks"]
         except EmbedderUnavailable as exc:
             raise LaneBackoff(f"embedder unavailable: {exc}") from exc
         return StepResult(done=done) if done else None

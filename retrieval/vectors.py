@@ -51,3 +51,12 @@ def halfvec_text(value: Sequence[float] | np.ndarray) -> str:
     texts = _half_texts()
     bits = HalfVector(value).to_numpy().view(np.uint16).tolist()
     return "[" + ",".join([texts[b] for b in bits]) + "]"
+
+
+def no_commit_wait() -> None:
+    """Vectors are derived data: after a crash the last batch or two are simply embedded again, so
+    their commit need not wait for the WAL flush (a share of each batch on a busy disk)."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL synchronous_commit TO off")

@@ -10,15 +10,16 @@ import pytest
 
 from memoryhub.models import SummaryNode
 from memoryhub.signals import memory_saved
-from retrieval import embedding
+from retrieval import sentence_vectors
 from retrieval.chunking import SENTENCES_PER_CHUNK, sentences
 from retrieval.embedders import get_embedder
-from retrieval.embedding import EmbedLane, embed_sentences, queue_for_embedding
+from retrieval.embedding import EmbedLane, queue_for_embedding
 from retrieval.models import Chunk, ChunkSentence
 from retrieval.search import weights
 from retrieval.search.request import Candidate
 from retrieval.search.sql import best_sentences
 from retrieval.search.vectors import CandidateVectors
+from retrieval.sentence_vectors import embed_sentences
 from tests.retrieval.conftest import search
 
 LONG = ("We spent the whole afternoon repainting the garage door. The weather was cold but sunny all day. "
@@ -65,7 +66,7 @@ def test_re_embedding_a_chunk_replaces_its_sentence_vectors(alice, index, settin
     after = _vectors(long)
     assert len(after) == len(before) == 5 and {pk for pk, _ in after}.isdisjoint(pk for pk, _ in before)
     # Turned off, a re-embedded chunk keeps none (no vector of an earlier model), left to be split later.
-    monkeypatch.setattr(embedding, "EMBED_SENTENCES", False)
+    monkeypatch.setattr(sentence_vectors, "EMBED_SENTENCES", False)
     with django_capture_on_commit_callbacks(execute=True):
         queue_for_embedding([long.pk])
     long.refresh_from_db()
@@ -152,3 +153,62 @@ def test_sentence_vectors_go_with_their_chunk(alice, index) -> None:
     assert not ChunkSentence.objects.filter(chunk_id=long.pk).exists()
     assert alice.delete("/api/v1/sessions/other/").status_code == 200
     assert not ChunkSentence.objects.filter(chunk_id=other.pk).exists()
+
+
+ONE = "My grandmother grew prize tulips in Utrecht every spring."
+
+
+def test_a_one_sentence_chunk_gets_no_sentence_vector_and_is_found_by_its_own(alice, index) -> None:
+    """Its one sentence's vector would be its own again: none is written, the lane and the idle
+    backfill do not choose it again, and a query about that sentence finds it by its own vector."""
+    one = _post(alice, index, "one", ONE)
+    assert one.embedding is not None and one.sentence_vectors == 0 and not _vectors(one)
+    assert not Chunk.objects.filter(sentence_vectors__isnull=True, embedding__isnull=False).exists()
+    assert embed_sentences() == {"chunks": 0, "sentences": 0}
+    assert not EmbedLane().step().found_work
+    _post(alice, index, "long", LONG.replace("My grandmother grew prize tulips in Utrecht.", ""))
+    found = search(alice, query=QUERY, mode="vector", top_k=2, explain=True).json()["results"]
+    assert found[0]["session"] == "one" and "best_sentence" not in found[0]["explain"]["parts"]["vector"]
+
+
+def _long_message(topic: str, said: str = "My grandmother grew prize tulips in Utrecht.") -> str:
+    """A message of three chunks or more (640 characters each at most) that says `said` once."""
+    filler = " ".join(f"Step {i} of the {topic} plan takes a little longer than the one before it." for i in range(24))
+    return f"{filler} {said} {filler}"
+
+
+def test_the_chunks_of_a_long_assistant_answer_get_no_sentence_vectors_and_are_not_chosen_again(alice, index) -> None:
+    index(alice, "answer", {"role": "assistant", "content": _long_message("garden")})
+    index(alice, "asked", {"role": "user", "content": _long_message("kitchen", "My uncle repaired old bicycles in Ghent.")})
+    answer = list(Chunk.objects.filter(session__external_id="answer", kind="event"))
+    asked = list(Chunk.objects.filter(session__external_id="asked", kind="event"))
+    assert len(answer) >= 3 and all(c.message_chunks == len(answer) for c in answer)
+    assert all(c.embedding is not None and c.sentence_vectors == 0 for c in answer)
+    assert not ChunkSentence.objects.filter(chunk__in=answer).exists()
+    # A user's long message keeps a vector per sentence.
+    assert all(c.sentence_vectors == len(sentences(c.text)) > 0 for c in asked)
+    # Neither the lane nor the idle backfill chooses those chunks again.
+    assert embed_sentences() == {"chunks": 0, "sentences": 0}
+    assert not EmbedLane().step().found_work
+    # The answer's sentence is still found, by its chunk's own vector and its words.
+    found = search(alice, query=QUERY, top_k=3).json()["results"]
+    assert "answer" in {r["session"] for r in found}
+
+
+def test_a_one_chunk_assistant_answer_keeps_its_sentence_vectors(alice, index) -> None:
+    index(alice, "short-answer", {"role": "assistant", "content": LONG})
+    chunk = Chunk.objects.get(session__external_id="short-answer", kind="event")
+    assert chunk.message_chunks == 1 and chunk.sentence_vectors == 5 and len(_vectors(chunk)) == 5
+
+
+def test_the_backfill_follows_the_same_rule(alice, index) -> None:
+    """Chunks embedded before sentence vectors existed (NULL) are split by the same rule: a long
+    assistant answer's chunks get none and are marked done."""
+    index(alice, "answer", {"role": "assistant", "content": _long_message("garden")})
+    index(alice, "long", {"role": "user", "content": LONG})
+    ChunkSentence.objects.all().delete()
+    Chunk.objects.update(sentence_vectors=None)
+    answer = Chunk.objects.filter(session__external_id="answer", kind="event").count()
+    assert embed_sentences() == {"chunks": answer + 1, "sentences": 5}
+    assert set(Chunk.objects.filter(session__external_id="answer").values_list("sentence_vectors", flat=True)) == {0}
+    assert embed_sentences() == {"chunks": 0, "sentences": 0}
