@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -104,15 +106,28 @@ def due_sessions(*, tenant_id: int | None = None, updated_since: datetime | None
 # --- one session -------------------------------------------------------------------------------
 
 
+@contextmanager
+def _session_held(session_pk: int) -> Iterator[bool]:
+    """The session's advisory lock, the one way a worker holds a session: yields whether this
+    worker got it (False: another holds it), and releases it at the end."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [LOCK_KEY, session_pk])
+        held = bool(cursor.fetchone()[0])
+    try:
+        yield held
+    finally:
+        if held:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [LOCK_KEY, session_pk])
+
+
 def work_on_session(session_pk: int, *, summaries: bool = True, tree: bool = True) -> dict[str, Any] | None:
     """Do what one session needs (the rolling summary unless not `summaries`, the tree unless not
     `tree`, facts). None when another worker holds it; {"failed": …} when a step failed
     (recorded). Otherwise what was done."""
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [LOCK_KEY, session_pk])
-        if not cursor.fetchone()[0]:
+    with _session_held(session_pk) as held:
+        if not held:
             return None
-    try:
         session = Session.objects.filter(pk=session_pk).first()
         if session is None:
             return {}
@@ -124,9 +139,6 @@ def work_on_session(session_pk: int, *, summaries: bool = True, tree: bool = Tru
             return {"failed": f"{exc.__class__.__name__}: {exc}"}
         StepFailure.objects.filter(session_id=session_pk, step=STEP).delete()
         return outcome
-    finally:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [LOCK_KEY, session_pk])
 
 
 def _steps(session: Session, *, summaries: bool, tree: bool) -> dict[str, Any]:
@@ -300,9 +312,5 @@ class SummariseLane:
 
 def _held_elsewhere(session_pk: int) -> bool:
     """Whether another worker holds the session (work_on_session's advisory lock)."""
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [LOCK_KEY, session_pk])
-        if not cursor.fetchone()[0]:
-            return True
-        cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [LOCK_KEY, session_pk])
-    return False
+    with _session_held(session_pk) as held:
+        return not held

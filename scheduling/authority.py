@@ -21,6 +21,7 @@ with it (`Schedule.authority_*`) when a key creates or changes it, and every run
 from __future__ import annotations
 
 from accounts.models import SCOPES, ApiKey
+from memoryhub.errors import Forbidden
 from memoryhub.ownership import require_scope, require_tenant_wide
 from scheduling.actions import REGISTRY
 from scheduling.models import Schedule
@@ -93,7 +94,9 @@ def for_run(schedule: Schedule) -> ApiKey:
         if not authority.has_scope("admin"):
             raise Refused("admin_scope_required", f"{schedule.action!r} works on the whole tenant: it needs the "
                                                   "authority of an admin key.")
-        if authority.workspace_id is not None or authority.user_id:
+        try:  # the one definition of a tenant-wide key, as export, forget-user and webhooks use
+            require_tenant_wide(authority, repr(schedule.action))
+        except Forbidden:
             raise Refused("tenant_wide_key_required", f"{schedule.action!r} works on the whole tenant: it needs "
-                                                      "the authority of a key for the whole tenant.")
+                                                      "the authority of a key for the whole tenant.") from None
     return authority
