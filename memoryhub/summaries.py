@@ -332,3 +332,26 @@ def source_events(node: SummaryNode, *, limit: int) -> list[Event]:
     return list(Event.objects.filter(
         session_id=node.session_id, sequence__gte=node.sequence_start, sequence__lte=node.sequence_end,
     ).order_by("sequence")[:limit])
+
+
+# --- what a context block shows of a conversation's summaries ---------------------------------
+
+# At most this many summary-tree nodes in a context block, besides the rolling summary.
+CONTEXT_NODES = 3
+
+
+def context_nodes(session: Session, *, summarised_to: int, shown_from: int | None) -> list[SummaryNode]:
+    """The newest summary-tree nodes of `session` that cover messages neither the rolling summary
+    (up to `summarised_to`) nor the recent window (from `shown_from` on; None: it shows none)
+    shows, none overlapping another (the finer, newer node wins), at most CONTEXT_NODES, oldest first."""
+    nodes = session.summary_nodes.filter(sequence_end__gt=summarised_to).exclude(text="")
+    if shown_from is not None:
+        nodes = nodes.filter(sequence_start__lt=shown_from)
+    picked: list[SummaryNode] = []
+    for node in nodes.order_by("-sequence_end", "depth", "-pk"):
+        if any(node.sequence_start <= p.sequence_end and p.sequence_start <= node.sequence_end for p in picked):
+            continue
+        picked.append(node)
+        if len(picked) == CONTEXT_NODES:
+            break
+    return sorted(picked, key=lambda n: n.sequence_start)
