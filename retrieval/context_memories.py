@@ -49,17 +49,21 @@ def join_overlapping(first: str, second: str) -> str:
 
 
 # The chunks of every memory of more than one chunk that the given chunks belong to: a message's
-# (kind event: its session and sequence) or another memory's (its kind, id and version).
+# (its session and sequence: the chunk_message index) or another memory's (its kind, id and
+# version: the chunk_tenant_source index), in the order of the memory's text.
 _SIBLINGS_SQL = """
-SELECT c.id, s.id, s.text
+SELECT c.id, s.id, s.text, 0 AS place
 FROM retrieval_chunk c
-JOIN retrieval_chunk s ON s.tenant_id = c.tenant_id AND s.kind = c.kind
+JOIN retrieval_chunk s ON s.session_id = c.session_id AND s.kind = 'event' AND s.sequence_start = c.sequence_start
     AND s.valid_to IS NOT DISTINCT FROM c.valid_to
-    AND CASE WHEN c.kind = 'event'
-             THEN s.session_id = c.session_id AND s.sequence_start = c.sequence_start
-             ELSE s.source_id = c.source_id END
-WHERE c.id = ANY(%s) AND CASE WHEN c.kind = 'event' THEN c.message_chunks > 1 ELSE c.source_id <> '' END
-ORDER BY c.id, COALESCE((s.metadata->>'chunk_index')::int, 0), s.id
+WHERE c.id = ANY(%s::bigint[]) AND c.kind = 'event' AND c.message_chunks > 1
+UNION ALL
+SELECT c.id, s.id, s.text, COALESCE((s.metadata->>'chunk_index')::int, 0)
+FROM retrieval_chunk c
+JOIN retrieval_chunk s ON s.tenant_id = c.tenant_id AND s.kind = c.kind AND s.source_id = c.source_id
+    AND s.valid_to IS NOT DISTINCT FROM c.valid_to
+WHERE c.id = ANY(%s::bigint[]) AND c.kind <> 'event' AND c.source_id <> ''
+ORDER BY 1, 4, 2
 """
 
 
@@ -69,8 +73,8 @@ def memories_of(chunk_ids: list[int]) -> dict[int, Memory]:
         return {}
     rows: dict[int, list[tuple[int, str]]] = {}
     with connection.cursor() as cursor:
-        cursor.execute(_SIBLINGS_SQL, [chunk_ids])
-        for chunk_id, sibling_id, text in cursor.fetchall():
+        cursor.execute(_SIBLINGS_SQL, [chunk_ids, chunk_ids])
+        for chunk_id, sibling_id, text, _ in cursor.fetchall():
             rows.setdefault(chunk_id, []).append((sibling_id, text))
     return {
         chunk_id: Memory(tuple(i for i, _ in siblings), tuple(t for _, t in siblings))
