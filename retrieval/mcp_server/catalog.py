@@ -160,7 +160,7 @@ def _specs() -> list[tools.ToolSpec]:
         ),
         tools.ToolSpec(
             "memory_context", "Memory context",
-            "Memory for your next answer: recent messages, critical memories, those relevant to query.",
+            "Memory for your next answer: summary, recent messages, critical and relevant memories.",
             object_schema(ContextInput, tools.CONTEXT_ARGS),
             tools.run_context, "read",
         ),
