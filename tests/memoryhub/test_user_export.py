@@ -152,3 +152,15 @@ def test_a_tenant_key_exports_any_user_and_bad_requests_are_refused(world: Any) 
     assert error_code(export(world.alice, user_id="ann", session="s1")) == "user_export_alone"
     assert error_code(export(world.alice, scope="user")) == "user_required"
     assert error_code(export(world.alice, user_id="")) == "validation_error"
+
+
+def test_the_command_exports_a_user_as_the_api_does(world: Any) -> None:
+    from io import StringIO
+
+    from django.core.management import CommandError, call_command
+
+    out = StringIO()
+    call_command("export_memory", "--tenant", "alice", "--user", "ann", stdout=out)
+    assert json.loads(out.getvalue()) == ok(export(world.alice, user_id="ann"))
+    with pytest.raises(CommandError, match="has nothing in this tenant"):
+        call_command("export_memory", "--tenant", "alice", "--user", "nobody", stdout=StringIO())
