@@ -72,3 +72,16 @@ def test_the_running_installations_database_is_found(running: None, tmp_path: Pa
     result = mcp.session(key, stats)
     assert not result.is_error and result.data["tenant"] == "alice", result.text
     assert not (tmp_path / "elsewhere" / "pg18").exists()
+
+
+def test_a_database_it_cannot_use_is_one_plain_line(tmp_path: Path) -> None:
+    from django.conf import settings
+
+    env = server_env(tmp_path)
+    env["DATABASE_URL"] = env["DATABASE_URL"].replace(f"/{settings.DATABASES['default']['NAME']}", "/no_such_db", 1)
+    assert "/no_such_db" in env["DATABASE_URL"]
+    result = subprocess.run([sys.executable, "manage.py", "mcp", "--key", "mh_00000000_x"], cwd=ROOT, env=env,
+                            capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert result.returncode == 1 and result.stdout == ""
+    assert "MemoryHub's database (DATABASE_URL) cannot be used" in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr
