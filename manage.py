@@ -11,6 +11,10 @@ def main() -> None:
 
     if sys.argv[1:2] == ["run"] and (line := start_line()):
         print(line, flush=True)  # the first thing `make run` says: a new database takes a while
+    if sys.argv[1:2] == ["mcp"]:  # serves an installation that exists: never creates a database
+        from memoryhub.plumbing.installation import use_existing_database
+
+        use_existing_database(sys.argv)
     ensure_running()
 
     execute_from_command_line(sys.argv)

@@ -56,6 +56,7 @@ SEMANTIC_CODES = frozenset({
     "empty_event",               # an event needs content, a tool call or a tool result
     "session_required",          # a conversation-scoped memory needs its session
     "workspace_required",        # a workspace export names its workspace
+    "user_required", "user_export_alone",  # a user export names its user, and nothing else to export
     "webhook_required",          # a schedule that notifies or calls an agent needs that webhook stored
     "id_mismatch",               # a note's id and note_id, when both are given, agree
     "scope_mismatch",            # a memory's scope and the workspace/channel/session it names agree

@@ -47,7 +47,8 @@ def test_the_catalogue_is_lean(tools: list[Any]) -> None:
     assert len(listed) <= 6000, len(listed)
     # The REST endpoints keep their whole reference: the tools only leave options out.
     search = next(t for t in tools if t.name == "memory_search")
-    assert {"explain", "group_by", "synthesize"} <= set(search.rest_only)
+    assert {"explain", "group_by"} <= set(search.rest_only)
+    assert {"tags", "agent", "since", "until", "synthesize", "expand"} <= set(search.schema["properties"])
     assert not set(search.rest_only) & set(search.schema["properties"])
 
 

@@ -51,12 +51,11 @@ def test_search_and_context_answer_what_rest_answers(http_mcp: Mcp, alice: dict[
 
 
 def test_options_left_to_rest_are_refused_by_name(http_mcp: Mcp, alice: dict[str, Any]) -> None:
-    """explain, group_by and synthesize are REST's (/search/): the tool says so and stores nothing."""
-    explain, grouped, synth = http_mcp.calls(alice["key"], [
+    """explain and group_by are REST's (/search/): the tool says so and stores nothing."""
+    explain, grouped = http_mcp.calls(alice["key"], [
         ("memory_search", {"query": "cabin wifi", "explain": True}),
-        ("memory_search", {"query": "cabin", "group_by": "session", "hits_per_session": 2}),
-        ("memory_search", {"query": "cabin", "synthesize": True})])
-    for result, name in ((explain, "explain"), (grouped, "group_by"), (synth, "synthesize")):
+        ("memory_search", {"query": "cabin", "group_by": "session", "hits_per_session": 2})])
+    for result, name in ((explain, "explain"), (grouped, "group_by")):
         assert result.code == "unknown_field"
         assert "REST API only" in result.data["error"]["details"]["fields"][name][0]["message"]
 
