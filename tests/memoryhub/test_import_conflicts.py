@@ -61,6 +61,8 @@ def test_a_bad_option_is_400_with_a_code(filled, carol, django_capture_on_commit
     response = import_(carol, export(filled.alice), django_capture_on_commit_callbacks, "overwrite")
     assert response.status_code == 400 and error_code(response) == "invalid_on_conflict"
     assert response.json()["error"]["details"]["allowed"] == ["fail", "skip", "merge"]
+    empty = import_(carol, export(filled.alice), django_capture_on_commit_callbacks, "")  # ?on_conflict=
+    assert empty.status_code == 400 and error_code(empty) == "invalid_on_conflict"
     assert not Session.objects.filter(tenant__name="carol").exists()
 
 
