@@ -28,9 +28,10 @@ urlpatterns = [
     path("v1/memories/<str:memory_id>/", views.MemoryView.as_view(), name="mem0-memory"),
     path("v1/memories/<str:memory_id>/history/", views.HistoryView.as_view(), name="mem0-history"),
     path("v1/entities/", views.EntitiesView.as_view(), name="mem0-entities"),
-    path("v2/entities/<str:entity_type>/<str:name>/", views.EntityView.as_view(), name="mem0-entity"),
     path("v1/batch/", views.BatchView.as_view(), name="mem0-batch"),
     *[path(route, views.NotServedView.as_view(what=what, instead=instead)) for route, what, instead in NOT_SERVED],
+    # After the profile's route: a user id may hold a "/" (mem0's client sends it encoded).
+    path("v2/entities/<str:entity_type>/<path:name>/", views.EntityView.as_view(), name="mem0-entity"),
     # Under MemoryHub's own /api/v1/ (only paths that MemoryHub's API does not have reach these).
     re_path(r"^api/v1/orgs/", views.NotServedView.as_view(
         what="organisations, projects and members",

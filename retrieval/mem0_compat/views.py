@@ -48,13 +48,14 @@ class Mem0View(APIView):
 
     authentication_classes = [TokenAuthentication]
     params: type[serializers.Serializer] = NoParams
+    params_given: dict[str, Any]  # the query parameters, validated (set before the method runs)
 
     def params_for(self, method: str) -> type[serializers.Serializer]:
         return self.params
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)
-        self.query_params = query(request, self.params_for(request.method or ""))
+        self.params_given = query(request, self.params_for(request.method or ""))
 
 
 class Paging(serializers.Serializer):
@@ -147,7 +148,7 @@ class ListView(Mem0View):
 
     @extend_schema(exclude=True)
     def post(self, request: Request) -> Response:
-        params = self.query_params
+        params = self.params_given
         data = parse_input(ListInput, request.data)
         who = memories.entities_from(data["filters"], where="get_all")
         size = params["page_size"]
@@ -166,7 +167,7 @@ class DeleteAllView(Mem0View):
 
     @extend_schema(exclude=True)
     def delete(self, request: Request) -> Response:
-        who = memories.entities_from(self.query_params, where="delete_all")
+        who = memories.entities_from(self.params_given, where="delete_all")
         deleted = memories.delete_all(api_key(request), who)
         return Response({"message": "Memories deleted successfully!", "deleted": deleted})
 
@@ -218,7 +219,7 @@ class EntitiesView(Mem0View):
 
     @extend_schema(exclude=True)
     def get(self, request: Request) -> Response:
-        params = self.query_params
+        params = self.params_given
         size = params["page_size"]
         count, rows = list_entities(api_key(request), offset=(params["page"] - 1) * size, limit=size)
         return Response(page(request, count, params, rows))

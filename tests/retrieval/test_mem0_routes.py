@@ -103,6 +103,9 @@ def test_deleting_agents_and_runs_and_what_has_no_counterpart(live_server: Any, 
     assert client.delete_users(run_id="run-1")["message"] == "Entity deleted successfully."
     assert [r["memory"] for r in client.get_all(filters={"user_id": "ann"})["results"]] == ["Ann's other note."]
     assert not Session.objects.filter(external_id="run-1").exists()
+    client.add("A user id with a slash.", user_id="team/ann")
+    client.delete_users(user_id="team/ann")
+    assert client.get_all(filters={"user_id": "team/ann"})["count"] == 0
     response = compat.raw(live_server, client.api_key, "DELETE", "/v2/entities/app/shop/")
     assert response.status_code == 400 and response.json()["error"]["code"] == "unsupported_entity"
 
