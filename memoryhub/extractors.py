@@ -219,6 +219,11 @@ def new_lines(turns: list[Turn], part_chars: int) -> list[str]:
     return lines
 
 
+def extractor_configured() -> bool:
+    """Whether facts are extracted at all (MEMORYHUB_FACT_EXTRACTOR other than none)."""
+    return settings.MEMORYHUB_FACT_EXTRACTOR != "none"
+
+
 def get_extractor() -> FactExtractor:
     if settings.MEMORYHUB_FACT_EXTRACTOR == "http":
         return HttpExtractor(

@@ -9,7 +9,8 @@ Some rows of nobody in particular copy a user's words: what a consolidation dele
 report, in the output of the scheduled run that made it and in that run's notification. A model
 that keeps such copies defines `forget_user_text(tenant_id, user_id) -> {label: rows redacted}`;
 those are discovered too and called in the same transaction (`redact_deletions` is the one way
-such a list is redacted).
+such a list is redacted). Last, `user_forgotten` lets other apps remove what derived data still
+holds of the user (retrieval folds its search statistics) in that transaction too.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from django.apps import apps
 from django.db import models, transaction
 
 from memoryhub.models import Session
-from memoryhub.signals import session_forgotten
+from memoryhub.signals import session_forgotten, user_forgotten
 
 # Lifted for forget-user only: a tenant with an immutable transcript still loses a user's events.
 IMMUTABLE_TRIGGER = "memoryhub.Event:event_immutable_transcript"
@@ -92,5 +93,6 @@ def forget_user_report(*, tenant_id: int, user_id: str) -> dict[str, dict[str, i
         redacted: Counter[str] = Counter()
         for model in text_keeping_models():
             redacted.update(model.forget_user_text(tenant_id, user_id))  # type: ignore[attr-defined]
+        user_forgotten.send(sender=Session, tenant_id=tenant_id, user_id=user_id)
     return {"deleted": {label: count for label, count in sorted(counts.items()) if count},
             "redacted": dict(sorted(redacted.items()))}  # every table looked at, 0 included

@@ -150,9 +150,9 @@ def _announce(note: Note) -> None:
 
 def _id_taken(key: ApiKey, note_id: str) -> Exception:
     """Note ids are unique in the tenant. The key sees the note holding this one: 409; it does
-    not (another workspace's, another user's): a user-limited key gets a missing note's 404,
-    other keys a 409 that names nothing."""
-    if key.user_id and not notes_visible_to(key).filter(note_id=note_id).exists():
+    not (another workspace's, another user's): the 404 a read of that id answers, so that a
+    limited key learns nothing of a note it may not see."""
+    if not notes_visible_to(key).filter(note_id=note_id).exists():
         return note_not_found(note_id)
     return Conflict("note_exists", f"Note {note_id!r} already exists: PUT /notes/{note_id}/ replaces it.")
 

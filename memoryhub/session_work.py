@@ -27,14 +27,13 @@ from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Exists, F, FloatField, OuterRef, Q, QuerySet, Subquery, Sum, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from memoryhub import summaries as summary_rules
-from memoryhub.extractors import ExtractorReplyError, extract_and_store
+from memoryhub.extractors import ExtractorReplyError, extract_and_store, extractor_configured
 from memoryhub.models import (
     Event,
     Fact,
@@ -97,7 +96,7 @@ def due_sessions(*, tenant_id: int | None = None, updated_since: datetime | None
         | Q(last_sequence__gte=F("leaves_to") + summary_rules.LEAF_EVENTS)
         | Q(last_sequence__gt=F("leaves_to"), updated_at__lt=idle_before)
     ) if summaries else Q(pk__in=[])
-    if settings.MEMORYHUB_FACT_EXTRACTOR != "none":
+    if extractor_configured():
         due |= Q(last_sequence__gt=F("facts_extracted_to"))
     aside = StepFailure.objects.filter(session=OuterRef("pk"), step=STEP, set_aside=True)
     return sessions.filter(due).exclude(Exists(aside))
@@ -169,7 +168,7 @@ def _steps(session: Session, *, summaries: bool, tree: bool) -> dict[str, Any]:
 def extract_due_facts(session: Session) -> int:
     """Run the fact extractor over the session's next events past its cursor (with the window of
     events before them as context); returns facts stored (see `extract_events`)."""
-    if settings.MEMORYHUB_FACT_EXTRACTOR == "none":
+    if not extractor_configured():
         return 0
     events = list(session.events.filter(sequence__gt=session.facts_extracted_to)
                   .order_by("sequence").values_list("pk", flat=True)[:FACT_EVENTS])
@@ -187,7 +186,7 @@ def extract_events(session: Session, event_ids: list[int]) -> list[Fact]:
     (`facts_extracted_to`) moves past the events only when nothing before them is left
     unextracted (it never moves back), and then the events are marked consolidated (seed 004:
     each message says when it was consolidated)."""
-    if settings.MEMORYHUB_FACT_EXTRACTOR == "none":
+    if not extractor_configured():
         return []
     sequences = list(session.events.filter(pk__in=event_ids).order_by("sequence")
                      .values_list("pk", "sequence"))

@@ -141,12 +141,10 @@ def _existing(key: ApiKey, existing: Session, user: str | None, get_or_create: b
     session_id = existing.external_id
     visible = Session.objects.visible_to(key).filter(pk=existing.pk).exists()
     if not visible:
-        if key.user_id:
-            # Another user's (or workspace's) id: the same 404 a missing session gets, so that a
-            # user-limited key cannot tell someone else's conversation from none.
-            raise session_not_found(session_id)
-        # Same tenant, other workspace: the id is taken, but say nothing about that workspace.
-        raise Conflict("session_exists", f"Session {session_id!r} already exists.")
+        # Another user's or another workspace's id: the same 404 a read of that id answers, so that
+        # a limited key learns nothing of a session it may not see. (Ids stay unique per tenant: a
+        # tenant-wide key, an export and a run address a session by its id alone.)
+        raise session_not_found(session_id)
     if not get_or_create:
         raise Conflict("session_exists", f"Session {session_id!r} already exists.")
     if user is not None and user != existing.user_id:

@@ -21,6 +21,7 @@ class RetrievalConfig(AppConfig):
         signals.memory_deleted.connect(receivers.on_memory_deleted, dispatch_uid="retrieval.delete_memory")
         signals.session_owner_changed.connect(receivers.on_session_owner_changed,
                                               dispatch_uid="retrieval.session_owner")
+        signals.user_forgotten.connect(receivers.on_user_forgotten, dispatch_uid="retrieval.user_forgotten")
         # Documents and chunks travel in the export file (the core never imports retrieval).
         register_extension(RetrievalTransfer)
         background.register_lane("embed", EmbedLane)

@@ -6,7 +6,7 @@ import logging
 from typing import Any
 
 from memoryhub.searchable import Searchable
-from retrieval import indexing
+from retrieval import indexing, termstats
 
 logger = logging.getLogger(__name__)
 
@@ -57,3 +57,9 @@ def on_session_owner_changed(sender: Any, session: Any, **kwargs: Any) -> None:
     from retrieval.models import Chunk
 
     Chunk.objects.filter(session=session, kind__in=("event", "summary")).update(user_id=session.user_id)
+
+
+def on_user_forgotten(sender: Any, tenant_id: int, user_id: str, **kwargs: Any) -> None:
+    # In the forget's transaction: the words only the user's chunks held leave the term statistics
+    # now, with the chunks, rather than at the next compaction.
+    termstats.fold_tenant(tenant_id)

@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from memoryhub.plumbing.embedded_pg import postmaster
-from tests.served import Served, private_data_dir
+from tests.served import Served, private_data_dir, wait_until
 
 LIMIT = 1024 * 1024
 STREAMS_PER_KEY, STREAMS = 2, 3
@@ -249,6 +249,7 @@ def test_a_killed_database_is_started_again_and_requests_recover(served: Served)
     assert statuses[-1] in (200, 201), statuses
     assert served.process.poll() is None  # the same run, not a new one
     assert "starting it again" in served.output()
+    assert httpx.get(served.url + "/api/v1/health/").json()["details"]["restarted"].get("postgresql") == 1
 
 
 def test_forwarded_headers_of_a_peer_that_is_not_a_trusted_proxy_are_ignored(served: Served) -> None:
@@ -325,3 +326,21 @@ def test_mem0s_client_in_the_served_app(served: Served) -> None:
         assert [r["id"] for r in client.search("mem0's client", filters={"user_id": "ann"})["results"]] == [memory_id]
     finally:
         client.client.close()
+
+
+def test_a_killed_web_worker_is_respawned_and_counted(served: Served) -> None:
+    import psutil
+
+    [master] = [c for c in psutil.Process(served.process.pid).children() if "gunicorn" in " ".join(c.cmdline())]
+    [worker] = master.children()
+    worker.kill()
+
+    def counted() -> bool:
+        try:
+            return httpx.get(served.url + "/api/v1/health/").json()["details"]["restarted"].get("web workers") == 1
+        except httpx.HTTPError:
+            return False
+
+    assert wait_until(counted, 60), served.output()[-3000:]
+    assert master.is_running() and served.process.poll() is None
+

@@ -201,7 +201,8 @@ class ImportView(APIView):
                         "stored, with what hangs off them, and import the rest) or `merge` (append the events "
                         "a stored session lacks, matched by idempotency key or by (created_at, role, content), "
                         "and add the records it lacks, matched by identity). Importing the same file twice "
-                        "with skip or merge changes nothing. Anything else: 400 invalid_on_conflict.")],
+                        "with skip or merge changes nothing. Anything else, an empty value included: 400 "
+                        "invalid_on_conflict.")],
         request={"application/json": ExportDocument},
         responses={201: inline_serializer("Imported", {
             "on_conflict": serializers.ChoiceField(choices=ON_CONFLICT, help_text="The option the import ran with."),

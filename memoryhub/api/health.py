@@ -28,8 +28,9 @@ class HealthView(APIView):
     @extend_schema(
         summary="Liveness",
         description=("200 while the web server answers (no key needed). `details.restarts` counts the "
-                     "service's own processes (web server, task clusters, background lanes) restarted "
-                     "after they stopped unexpectedly since the service started; the rest kept serving."),
+                     "service's own processes (web server, its workers, task clusters, background lanes, "
+                     "the embedded PostgreSQL) restarted after they stopped unexpectedly since the service "
+                     "started; the rest kept serving."),
         responses=inline_serializer("Health", {
             "status": serializers.CharField(help_text="Always ok."),
             "details": inline_serializer("HealthDetails", {

@@ -383,7 +383,8 @@ def test_imported_history_never_extends_a_stored_fact(cast) -> None:  # type: ig
     other = make_tenant("carol")
     before = snapshot(other)
     response = import_file(make_client(make_key(other)), data)
-    assert response.status_code == 409, response.content
+    assert response.status_code == 400 and error_code(response) == "invalid_import", response.content
+    assert "more than one current version" in response.json()["error"]["message"]
     assert snapshot(other) == before
 
 

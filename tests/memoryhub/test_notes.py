@@ -207,7 +207,12 @@ def test_workspace_limited_key(cast) -> None:  # type: ignore[no-untyped-def]
     limited = make_client(make_key(cast.alice_tenant, workspace="lab"))
     assert limited.get(NOTES).json()["count"] == 0
     assert limited.get(note_url("main")).status_code == 404
-    assert limited.put(note_url("main"), {"content": "take over"}, format="json").status_code == 409
+    # The id is another workspace's: the very answer a read of it gets, never note_exists.
+    read = limited.get(note_url("main")).json()
+    taken = limited.put(note_url("main"), {"content": "take over"}, format="json")
+    assert (taken.status_code, taken.json()) == (404, read) and error_code(taken) == "note_not_found"
+    taken = limited.post(NOTES, {"note_id": "main", "content": "take over"}, format="json")
+    assert (taken.status_code, taken.json()) == (404, read)
     r = limited.post(NOTES, {"content": "lab note"}, format="json")
     assert r.status_code == 201 and r.json()["workspace"] == "lab"
     r = limited.post(NOTES, {"content": "x", "workspace": "default"}, format="json")
