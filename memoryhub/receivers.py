@@ -1,7 +1,7 @@
 """What the core domain does after an append: wake the background lanes (the rolling summary of
 S6, the summary tree and fact extraction of S5 are the summarise lane's, memoryhub.session_work,
-which finds the session due from its rows); and note an API key's last use (accounts' key_used) for
-the batched write. Connected in MemoryhubConfig.ready()."""
+which finds the session due from its rows). Connected in MemoryhubConfig.ready(), which also
+connects the API's batched write of a key's last use (docs/wiring.md lists every receiver)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from accounts.signals import key_used
-from memoryhub.api.middleware import note_key_use
-from memoryhub.plumbing import metrics
+from memoryhub import metrics
 from memoryhub.plumbing.background import notify_work
 from memoryhub.signals import events_appended
 
@@ -50,4 +48,3 @@ def connect() -> None:
 
     events_appended.connect(on_events_appended, dispatch_uid="memoryhub.memory_after_append")
     post_delete.connect(on_fact_deleted, sender=Fact, dispatch_uid="memoryhub.fact_history_on_delete")
-    key_used.connect(note_key_use, dispatch_uid="memoryhub.key_use")

@@ -37,8 +37,8 @@ from django.db.models.functions import Length
 from django.utils import timezone
 
 from accounts.models import Tenant
+from memoryhub import metrics
 from memoryhub.plumbing import background as lanes
-from memoryhub.plumbing import metrics
 from memoryhub.plumbing.background import (
     LaneBackoff,
     StepResult,

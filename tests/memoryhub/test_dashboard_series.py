@@ -9,8 +9,8 @@ import pytest
 from django.utils import timezone
 
 from accounts.models import Tenant
+from memoryhub import metrics
 from memoryhub.models import Arrivals, MetricSample
-from memoryhub.plumbing import metrics
 from retrieval.models import Chunk
 from tests.base import Cast, post_events
 

@@ -37,7 +37,7 @@ TIMEOUT_MS = 20_000
 @pytest.fixture
 def world(settings, django_user_model, monkeypatch) -> dict[str, Any]:  # type: ignore[no-untyped-def]
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-    monkeypatch.setattr("memoryhub.plumbing.metrics.SAMPLE_EVERY_SECONDS", 0)  # every dashboard refresh takes a sample
+    monkeypatch.setattr("memoryhub.metrics.SAMPLE_EVERY_SECONDS", 0)  # every dashboard refresh takes a sample
     django_user_model.objects.create_superuser(username="operator", email="", password=PASSWORD)
     tenant = make_tenant("acme")
     key = make_key(tenant)
