@@ -1,4 +1,4 @@
-"""Forget a user (SPEC S1, GDPR): every row of theirs in one tenant, in one transaction.
+"""Forget a user (docs/memory-model.md#forget; GDPR): every row of theirs in one tenant, in one transaction.
 
 Rows belong to a user through a `user_id` string (sessions, chunks, notes, facts, schedules and
 any later model that carries one) or through a session of theirs (events, chunks, summaries,

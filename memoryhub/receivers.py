@@ -1,6 +1,6 @@
-"""What the core domain does after an append: wake the background lanes (the rolling summary of
-S6, the summary tree and fact extraction of S5 are the summarise lane's, memoryhub.session_work,
-which finds the session due from its rows). Connected in MemoryhubConfig.ready(), which also
+"""What the core domain does after an append: wake the background lanes (the rolling summary, the
+summary tree and fact extraction are the summarise lane's, memoryhub.session_work, which finds the
+session due from its rows). Connected in MemoryhubConfig.ready(), which also
 connects the API's batched write of a key's last use (docs/wiring.md lists every receiver)."""
 
 from __future__ import annotations
@@ -28,13 +28,13 @@ def _work_now(session_pk: int) -> None:
     from memoryhub import summaries as summary_rules
     from memoryhub.session_work import work_on_session
 
-    # What an append used to queue: the S6 trigger and fact extraction. The tree is the lane's.
+    # What an append used to queue: the rolling-summary trigger and fact extraction. The tree is the lane's.
     work_on_session(session_pk, summaries=summary_rules.AUTO_SUMMARISE, tree=False)
 
 
 def on_fact_deleted(sender: Any, instance: Any, **kwargs: Any) -> None:
     # However a fact goes (the API, a consolidation merge or prune, its conversation's end, the
-    # admin), its history stays and its last version is closed (SPEC S12). delete_fact closed it
+    # admin), its history stays and its last version is closed (docs/memory-model.md#fact-history). delete_fact closed it
     # already; this finds none open then.
     from memoryhub.facts import close_version
 

@@ -1,4 +1,4 @@
-"""Delete a workspace with its memory (seed 001: "workspace deletion cleanly removes all
+"""Delete a workspace with its memory ("workspace deletion cleanly removes all
 workspace-scoped agent memory without orphan cleanup").
 
 Everything hangs off a workspace by a foreign key with ON DELETE CASCADE: its channels and

@@ -1,4 +1,4 @@
-"""The operator dashboard (S9): memory per tenant, the embedding backlog with its rate and ETA,
+"""The operator dashboard: memory per tenant, the embedding backlog with its rate and ETA,
 activity charts by ingest time, searches and their latency, schedule runs by outcome, the task
 queue. One page in the admin, narrowed to a tenant with ?tenant=, refreshing itself from
 dashboard/data/ (JSON). Every load records a metrics sample (throttled): see memoryhub.metrics.

@@ -139,7 +139,7 @@ def test_a_client_id_is_unique_per_owner_and_workspace_in_the_database(cast) -> 
     assert again.status_code == 200 and again.json()["id"] == account["id"]  # NULL workspace is one value
 
 
-# --- issue 50: ?external_id= and the fact by its client id -----------------------------------------
+# --- ?external_id= and the fact by its client id -----------------------------------------
 
 
 def test_external_id_is_a_real_filter(cast) -> None:  # type: ignore[no-untyped-def]

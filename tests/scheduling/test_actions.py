@@ -120,7 +120,7 @@ def agent(settings, monkeypatch) -> Iterator[type[FakeAgent]]:  # type: ignore[n
     settings.MEMORYHUB_AGENT_WEBHOOK_URL = f"http://127.0.0.1:{server.server_port}/goal"
     settings.MEMORYHUB_AGENT_WEBHOOK_TOKEN = "s3cret"
     monkeypatch.setattr("scheduling.actions.AGENT_WEBHOOK_TIMEOUT_SECONDS", 0.5)
-    settings.MEMORYHUB_OUTBOUND_ALLOWED_NETWORKS = ("127.0.0.1/32",)  # refused by default (issue 40)
+    settings.MEMORYHUB_OUTBOUND_ALLOWED_NETWORKS = ("127.0.0.1/32",)  # refused by default
     yield FakeAgent
     server.shutdown()
     server.server_close()
