@@ -5,7 +5,7 @@ with the `earlier` ones of the session as context (a fact is extracted from an e
 question and its answer often arrive in two appends). The default extracts nothing (no LLM
 needed); MEMORYHUB_FACT_EXTRACTOR=http asks an OpenAI-compatible chat-completions endpoint
 (MEMORYHUB_FACT_EXTRACTOR_URL / _MODEL / _API_KEY) for a JSON object {"facts": [...]}, or, with
-MEMORYHUB_FACT_EXTRACTOR_FORMAT=lines, for the plain lines ("NONE" or "- fact" bullets);
+MEMORYHUB_FACT_EXTRACTOR_FORMAT=lines, for plain lines ("NONE" or "- fact" bullets);
 a reply of either form is accepted. Extracted facts are upserted like any other (source
 "extraction", provenance = the session).
 """

@@ -5,8 +5,8 @@ No task is queued per append. A session is due when
 - it has a full leaf of events beyond its summary tree, or went idle with events beyond it;
 - a fact extractor is configured and it has events past `facts_extracted_to`. A conversation that
   has ended (idle or archived: memoryhub.conversations wakes the lane then) is extracted to its
-  last event in one visit, up to ENDED_BATCHES extractor calls, the "when the
-  conversation ends, extraction reviews it"; an active one a batch per visit.
+  last event in one visit, up to ENDED_BATCHES extractor calls, so the
+  whole conversation is reviewed when it ends; an active one a batch per visit.
 When it works on a session it also has a summariser model describe the session's new tool calls
 in a sentence (memoryhub.tool_sentences; not a reason on its own for a session to be due: an
 idle session is due anyway once its tree is to be closed).

@@ -244,7 +244,7 @@ class Span:
 
 def _new_node(session: Session, level: str, depth: int, text: str, span: Span, summariser: str) -> SummaryNode:
     """A node with its span in sequences and in time, and the summariser and model that wrote it
-    (the earliest_at, latest_at and model)."""
+    (earliest_at, latest_at and model)."""
     node = SummaryNode.objects.create(
         tenant_id=session.tenant_id, workspace_id=session.workspace_id, channel_id=session.channel_id,
         session=session, user_id=session.user_id, level=level, depth=depth, text=text,

@@ -6,7 +6,7 @@ grown too long) and `header` describes the conversation (session, channel, parti
 span). The default is extractive and needs no LLM: one line per condensed turn, keeping the
 speaker, the time, numbers and identifiers. `HttpSummariser` asks an OpenAI-compatible
 chat-completions endpoint instead (MEMORYHUB_SUMMARISER=http with MEMORYHUB_SUMMARISER_URL /
-_MODEL / _API_KEY), with a prompt per level, as the compactor does.
+_MODEL / _API_KEY), with a prompt per level, as a compactor does.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ INPUT_CHARS = 24000
 class Turn:
     """One thing to condense: a message (speaker = role) or a lower summary node (speaker = level,
     covering messages `sequence` to `sequence_end`). `agent` is the session's agent: every line
-    names it with the speaker ("travel-bot/user", the "opus/user")."""
+    names it with the speaker ("travel-bot/user")."""
 
     speaker: str
     text: str
@@ -74,7 +74,7 @@ class Turn:
 
 class Summariser(Protocol):
     name: str
-    model: str  # what a summary node records as its writer (the ros_summaries.model)
+    model: str  # what a summary node records as its writer
 
     def summarise(self, turns: list[Turn], previous: str = "", *, level: str = "leaf",
                   header: str = "") -> str: ...
@@ -166,7 +166,7 @@ class ExtractiveSummariser:
         return "\n".join(lines)
 
 
-# --- OpenAI-compatible HTTP (the compactor) ---------------------------------------------
+# --- OpenAI-compatible HTTP --------------------------------------------------------------
 
 # The rules every level shares (docs/event-log.md#summaries): cover everything, add nothing, keep identifiers.
 _RULES = (
@@ -289,7 +289,8 @@ class HttpSummariser:
         )
 
 
-# The tokens a node of the summary tree may take at each level: the figures.
+# The tokens a node of the summary tree may take at each level: room for a
+# complete summary of a leaf's, a branch's and the whole conversation's span.
 LEVEL_TOKENS = {"leaf": 7000, "branch": 14000, "root": 20000}
 
 

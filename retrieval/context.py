@@ -119,7 +119,7 @@ def _floor(req: SearchRequest) -> float:
 
 
 def _relevant(hit: SearchHit, req: SearchRequest) -> bool:
-    """The relevance floor (docs/ranking.md#context): a memory pads no context unless the query's words match it or
+    """The relevance floor (docs/ranking.md#relevance-floor): a memory pads no context unless the query's words match it or
     its meaning is close enough; nothing matching means nothing injected (docs/ranking.md#context). A request's
     min_cosine is the floor as written: the meaning must be that close, words or not (search
     has applied it already)."""

@@ -3,7 +3,7 @@
     relevance = importance · rate(tier)^hours · (1 + ln(1 + access_count))
 
 `hours` is the time since the memory was last used: `accessed_at` when it has been returned by a
-memory search, else `created_at` ("memories accessed less recently decay faster", docs/ranking.md#decay).
+memory search, else `created_at` (memories used less recently decay faster, docs/ranking.md#decay).
 Rates per hour are RATES (account 0.999, workspace 0.998, channel 0.995, conversation 0.99).
 
 Both forms compute rate^hours as exp(max(hours · ln(rate), -700)): PostgreSQL raises "value out

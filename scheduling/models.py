@@ -185,7 +185,7 @@ class Run(models.Model):
     turn_count = models.PositiveIntegerField(default=0)
     cost = models.FloatField(default=0.0)
     # True once the run's notification was delivered to the tenant's notification webhook
-    # ("whether the user was notified"); the attempts are in its Delivery.
+    # (the user was told); the attempts are in its Delivery.
     notified = models.BooleanField(default=False)
 
     objects = RunQuerySet.as_manager()

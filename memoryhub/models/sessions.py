@@ -172,7 +172,7 @@ class Event(models.Model):
     idempotency_key = models.CharField(max_length=200, null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     # When fact extraction or consolidation (a compressed conversation) covered this message
-    # (the messages.consolidated_at); null: not yet. The one column an update may change.
+    # (docs/lifecycle.md#compress); null: not yet. The one column an update may change.
     consolidated_at = models.DateTimeField(null=True, blank=True, editable=False)
 
     objects = EventQuerySet.as_manager()

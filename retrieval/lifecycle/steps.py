@@ -266,7 +266,7 @@ def compress(run: TenantRun) -> None:
                     session=session, defaults={"tenant": run.tenant, "upper_sequence": session.last_sequence,
                                                "summary_ref": f"summary node {top.pk}" if top else "",
                                                "compressed_at": run.now})
-                # Its messages are consolidated: the summary tree covers them (the marker).
+                # Its messages are consolidated: the summary tree covers them.
                 session.mark_consolidated(session.last_sequence)
         except Exception as exc:  # one failing summary must not stop the others
             logger.warning("compressing session %s failed: %s", session.pk, exc)

@@ -172,7 +172,7 @@ def relevant_match(text_score: float | None, cosine: float | None) -> bool:
 
 def above_floor(req: SearchRequest, ranked: list[Candidate], vec: dict[int, float],
                 txt: dict[int, float]) -> list[Candidate]:
-    """What search lists of the ranked candidates: a request's min_cosine is the floor as
+    """What search lists of the ranked candidates: a request's min_cosine is its own floor as
     written (nothing less close in meaning, words or not); otherwise a query's results are those
     that pass relevant_match, so that a query sharing nothing with what is stored lists nothing
     rather than the least unrelated memories. Only hybrid search weighs both: text modes list

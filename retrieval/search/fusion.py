@@ -40,7 +40,7 @@ def fuse(req: SearchRequest, chunks: dict[int, Candidate], vec: dict[int, float]
 
 def with_decay(req: SearchRequest, scores: dict[int, float], chunks: dict[int, Candidate]) -> dict[int, float]:
     """The default profile with a decay_weight w: (1 − w) · score + w · best score · min(decayed
-    relevance, 1) (the importance · rate(tier)^hours since last use · (1 + ln(1 + accesses)),
+    relevance, 1) (importance · rate(tier)^hours since last use · (1 + ln(1 + accesses)),
     at the request's as_of or now). Added and bounded, as in the memory profile, so an old exact
     match still surfaces; scaled by the best score so that it weighs the same beside rrf's small
     scores as beside weighted fusion's."""
@@ -80,7 +80,7 @@ def base_scores(req: SearchRequest, chunks: dict[int, Candidate], vec: dict[int,
         # the place of S4's 0.3·temporal + 0.1·importance together: adding it beside them would
         # discount age twice and count importance twice. The tier weighs in only through its decay
         # rate; scope widening is a filter, never a weight, so a wider memory is not discounted
-        # once for its tier and again for its decay (the double-discount caution). The term
+        # once for its tier and again for its decay (docs/ranking.md#decay). The term
         # is bounded (≤ 1) and added, never multiplied into similarity, so an old but exactly
         # matching memory still surfaces.
         nv, nt = minmax(vec), minmax(txt)

@@ -72,7 +72,7 @@ class SearchRequest:
     profile: str = "default"
     # The default profile's share of the decayed relevance (0: none; bench/ranking.py measured it).
     decay_weight: float = 0.0
-    # Only results at least this close in meaning (cosine; the relevance floor is 0.655).
+    # Only results at least this close in meaning (cosine; a published floor on meaning alone is 0.655).
     min_cosine: float | None = None
     case_sensitive: bool = False  # modes exact and regex
     explain: bool = False  # each hit carries why it ranked (retrieval.search.explain)

@@ -1,7 +1,7 @@
 """What the end of a conversation does (docs/event-log.md#conversation-lifecycle): its conversation-tier memories are
 cleared at once, and the summarise lane runs the fact extractor over its events not extracted yet
 (woken by the end, to the last event in one visit); the facts extracted then outlive the clearing.
-Each message then says when it was consolidated (the consolidated_at)."""
+Each message then says when it was consolidated (its consolidated_at)."""
 
 from __future__ import annotations
 

@@ -150,7 +150,7 @@ def test_archiving_clears_the_conversations_memories(alice, django_capture_on_co
 
 
 def test_ending_the_conversation_clears_them_too(alice, django_capture_on_commit_callbacks) -> None:
-    """Conversation memory is "cleared when the conversation ends": idle is its end."""
+    """Conversation memory is cleared when the conversation ends: idle is its end."""
     new_session(alice, "s1")
     with django_capture_on_commit_callbacks(execute=True):
         ids = remember(alice, "s1")

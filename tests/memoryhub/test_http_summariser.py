@@ -1,4 +1,4 @@
-"""The HTTP summariser as the compactor: a prompt per level, a conversation header, long
+"""The HTTP summariser: a prompt per level, a conversation header, long
 messages split into parts (never cut), long transcripts summarised a request at a time."""
 
 from __future__ import annotations
@@ -174,7 +174,7 @@ def test_post_summary_tries_the_model_once_and_falls_back_at_once(alice, setting
 
 
 def test_every_message_line_names_the_sessions_agent(alice, settings, http_summariser, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    # The conversation header ("[#01 2026-04-18T12:00Z opus/user]").
+    # The conversation header: each message numbered, timed and named by its speaker.
     monkeypatch.setattr("memoryhub.summaries.LEAF_EVENTS", 2)
     new_session(alice, "trip", agent="travel-bot")
     post_events(alice, "trip", {"role": "user", "content": "Lisbon?", "created_at": "2025-05-01T10:00:00Z"},

@@ -1,4 +1,4 @@
-"""`synthesize: true` on search (the memory_search "optional LLM synthesis";
+"""`synthesize: true` on search (optional: only with a model configured;
 retrieval.synthesis): an answer from the results by the configured model, with citations checked
 against the results, a 400 without a model, and results kept when the model fails."""
 
