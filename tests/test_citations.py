@@ -20,6 +20,7 @@ CITATION = re.compile(
     r"|(?<![\"'\w])S(?:[0-9]|1[0-2])\b(?![\"'])"  # S12; "S1" in quotes is a test's session id
 )
 DOCS_LINK = re.compile(r"docs/([\w.-]+\.md)(?:#([\w-]+))?")
+PAGE_LINK = re.compile(r"\]\(([\w.-]+\.md)(?:#([\w-]+))?\)")  # a docs/ page's link to another page
 
 
 def sources() -> list[Path]:
@@ -49,9 +50,9 @@ def anchors(markdown: str) -> set[str]:
     return found
 
 
-def broken_links(text: str) -> list[str]:
+def broken_links(text: str, *, in_docs: bool = False) -> list[str]:
     broken = []
-    for page, section in DOCS_LINK.findall(text):
+    for page, section in DOCS_LINK.findall(text) + (PAGE_LINK.findall(text) if in_docs else []):
         target = ROOT / "docs" / page
         if not target.exists() or (section and section not in anchors(target.read_text())):
             broken.append(f"docs/{page}" + (f"#{section}" if section else ""))
@@ -70,7 +71,9 @@ def test_no_comment_cites_a_document_outside_the_repository() -> None:
 def test_every_link_into_docs_names_a_page_and_section_that_exist() -> None:
     found = {}
     for path in sources():
-        if path.relative_to(ROOT).as_posix() not in DATA and (broken := broken_links(path.read_text(errors="replace"))):
+        relative = path.relative_to(ROOT).as_posix()
+        text = path.read_text(errors="replace")
+        if relative not in DATA and (broken := broken_links(text, in_docs=relative.startswith("docs/"))):
             found[path.relative_to(ROOT).as_posix()] = broken
     assert found == {}
 
@@ -85,4 +88,5 @@ def test_the_checks_bite() -> None:
     assert broken_links("see docs/ranking.md#decay and docs/memory-model.md#tiers") == []
     assert broken_links("docs/ranking.md#no-such-section") == ["docs/ranking.md#no-such-section"]
     assert broken_links("docs/no-such-page.md") == ["docs/no-such-page.md"]
+    assert broken_links("[decay](ranking.md#decay), [x](ranking.md#nothing)", in_docs=True) == ["docs/ranking.md#nothing"]
     assert anchors("## memoryhub's inner layers") == {"memoryhubs-inner-layers"}
