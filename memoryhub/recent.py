@@ -1,4 +1,4 @@
-"""The hot recent-window cache (seed 004: last 50 messages per session).
+"""The hot recent-window cache (last 50 messages per session).
 
 Entries are keyed by the session's last sequence and its consolidation watermark
 (Session.consolidated_to), so an entry can never be stale: any append, and any marking of events

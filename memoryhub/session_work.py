@@ -1,12 +1,12 @@
 """The summarise lane: what each conversation still needs, read from table state.
 
 No task is queued per append. A session is due when
-- its unsummarised messages pass the rolling-summary trigger (S6), estimated in SQL;
+- its unsummarised messages pass the rolling-summary trigger (docs/event-log.md#summaries), estimated in SQL;
 - it has a full leaf of events beyond its summary tree, or went idle with events beyond it;
 - a fact extractor is configured and it has events past `facts_extracted_to`. A conversation that
   has ended (idle or archived: memoryhub.conversations wakes the lane then) is extracted to its
-  last event in one visit, up to ENDED_BATCHES extractor calls, seed 001's "when the
-  conversation ends, extraction reviews it"; an active one a batch per visit.
+  last event in one visit, up to ENDED_BATCHES extractor calls, so the
+  whole conversation is reviewed when it ends; an active one a batch per visit.
 When it works on a session it also has a summariser model describe the session's new tool calls
 in a sentence (memoryhub.tool_sentences; not a reason on its own for a session to be due: an
 idle session is due anyway once its tree is to be closed).
@@ -184,7 +184,7 @@ def extract_events(session: Session, event_ids: list[int]) -> list[Fact]:
     recorded as a FACTS_STEP failure, and the cursor goes on: the same model would give the same
     reply again, and the session's summaries must not be set aside for it. The cursor
     (`facts_extracted_to`) moves past the events only when nothing before them is left
-    unextracted (it never moves back), and then the events are marked consolidated (seed 004:
+    unextracted (it never moves back), and then the events are marked consolidated (docs/lifecycle.md#compress:
     each message says when it was consolidated)."""
     if not extractor_configured():
         return []

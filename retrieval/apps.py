@@ -1,4 +1,14 @@
+from typing import Any
+
 from django.apps import AppConfig
+
+
+def warm_up_query_embedder(**kwargs: Any) -> None:
+    """A web worker loads its query embedder before it accepts a request (ONNX Runtime where
+    prepared: no torch in a web worker), so the first search is as fast as the hundredth."""
+    from retrieval.query_embedding import warm_up
+
+    warm_up()
 
 
 class RetrievalConfig(AppConfig):
@@ -11,7 +21,6 @@ class RetrievalConfig(AppConfig):
         from memoryhub.transfer import register_extension
         from retrieval import receivers
         from retrieval.embedding import EmbedLane, prepare_embedder_apart
-        from retrieval.query_embedding import warm_up
         from retrieval.transfer import RetrievalTransfer
 
         signals.events_appended.connect(receivers.on_events_appended, dispatch_uid="retrieval.index_events")
@@ -26,7 +35,4 @@ class RetrievalConfig(AppConfig):
         register_extension(RetrievalTransfer)
         background.register_lane("embed", EmbedLane)
         signals.service_starting.connect(prepare_embedder_apart, dispatch_uid="retrieval.prepare_embedder")
-        # A web worker loads its query embedder before it accepts a request (ONNX Runtime where
-        # prepared: no torch in a web worker), so the first search is as fast as the hundredth.
-        signals.web_worker_starting.connect(lambda **_: warm_up(), weak=False,
-                                            dispatch_uid="retrieval.warm_up_query_embedder")
+        signals.web_worker_starting.connect(warm_up_query_embedder, dispatch_uid="retrieval.warm_up_query_embedder")

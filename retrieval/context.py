@@ -1,4 +1,4 @@
-"""Context assembly (S4, seeds 003 + 004): recency + critical memories + the conversation's
+"""Context assembly (docs/ranking.md#context): recency + critical memories + the conversation's
 summaries + salience + relevance within a token budget."""
 
 from __future__ import annotations
@@ -21,12 +21,12 @@ from retrieval.vectors import halfvec_text
 RECENT_MESSAGES = 10
 # Tokens of a context block when the request names no budget.
 DEFAULT_BUDGET = 4000
-# Critical memories (seed 004: importance >= 0.85 is always recalled; pinned ones too): in every
+# Critical memories (importance >= 0.85 is always recalled; pinned ones too): in every
 # context whatever the query, within a reserved share of the budget, at most CRITICAL_LIMIT.
 CRITICAL_IMPORTANCE = 0.85
 CRITICAL_LIMIT = 5
 CRITICAL_BUDGET_SHARE = 0.15
-# Ordinary salience (seed 003: nothing is injected when nothing is relevant): important memories
+# Ordinary salience (nothing is injected when nothing is relevant): important memories
 # below the critical line, only when they pass the relevance floor.
 SALIENT_IMPORTANCE = 0.7
 SALIENT_LIMIT = 10
@@ -104,7 +104,7 @@ def _critical_items(req: SearchRequest) -> list[ContextItem]:
 def _salient_items(req: SearchRequest) -> list[ContextItem]:
     """Ordinary salient memories (importance >= 0.7, below the critical line). With a query, only
     those that pass the relevance floor (a query word, or a close enough meaning): nothing is
-    injected when nothing is relevant (seed 003)."""
+    injected when nothing is relevant (docs/ranking.md#context)."""
     where, params = where_clause(req)
     sql = f"SELECT c.id FROM retrieval_chunk c WHERE {where} AND c.importance >= %s AND NOT {_CRITICAL_SQL}"
     params = [*params, SALIENT_IMPORTANCE, CRITICAL_IMPORTANCE]
@@ -112,7 +112,7 @@ def _salient_items(req: SearchRequest) -> list[ContextItem]:
         # Any of the query's words (plainto_tsquery ANDs them: one shared word is enough here), or
         # the vector floor that relevant items pass (_relevant).
         floor: list[str] = []
-        if req.min_cosine is None:  # the request's floor is seed 004's: close enough in meaning, words or not
+        if req.min_cosine is None:  # the request's floor on meaning alone: close enough in meaning, words or not
             floor.append("c.search_vector @@ replace(plainto_tsquery('pg_catalog.english', %s)::text, '&', '|')::tsquery")
             params.append(req.query)
         if req.query_embedding is not None:
@@ -134,9 +134,9 @@ def _floor(req: SearchRequest) -> float:
 
 
 def _relevant(hit: SearchHit, req: SearchRequest) -> bool:
-    """The relevance floor (seed 004): a memory pads no context unless the query's words match it or
-    its meaning is close enough; nothing matching means nothing injected (seed 003). A request's
-    min_cosine is seed 004's floor as written: the meaning must be that close, words or not (search
+    """The relevance floor (docs/ranking.md#relevance-floor): a memory pads no context unless the query's words match it or
+    its meaning is close enough; nothing matching means nothing injected (docs/ranking.md#context). A request's
+    min_cosine is the floor as written: the meaning must be that close, words or not (search
     has applied it already)."""
     if req.min_cosine is not None:
         return (hit.vector_score if hit.vector_score is not None else -1.0) >= req.min_cosine
@@ -144,7 +144,7 @@ def _relevant(hit: SearchHit, req: SearchRequest) -> bool:
 
 
 def _relevant_items(req: SearchRequest) -> list[ContextItem]:
-    """Search's results for the same request, in search's order (S12: context and search agree),
+    """Search's results for the same request, in search's order (context and search agree),
     less those under the relevance floor."""
     return [_chunk_item("relevant", h.chunk, h.score) for h in run_search(req) if _relevant(h, req)]
 

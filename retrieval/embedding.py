@@ -37,8 +37,8 @@ from django.db.models.functions import Length
 from django.utils import timezone
 
 from accounts.models import Tenant
+from memoryhub import metrics
 from memoryhub.plumbing import background as lanes
-from memoryhub.plumbing import metrics
 from memoryhub.plumbing.background import (
     LaneBackoff,
     StepResult,
@@ -62,7 +62,7 @@ from retrieval.vectors import halfvec_text, no_commit_wait
 
 logger = logging.getLogger(__name__)
 
-# Texts per background embedding batch (seed 001: 50): one model call and one vector write.
+# Texts per background embedding batch (50): one model call and one vector write.
 BACKFILL_BATCH = 50
 CLAIM_WINDOW = 10  # batches: a claim picks texts of alike length among this many batches' worth
 # How long the first start's ONNX export and checks take (prepare_embedder_apart says it): measured
@@ -245,7 +245,7 @@ def pending_embeddings(*, tenant_id: int | None = None) -> ChunkQuerySet:
 def backfill_embeddings(*, tenant_id: int | None = None, limit: int | None = None,
                         progress: Callable[[int, int], None] | None = None) -> dict[str, int]:
     """Embed chunks still without an embedding of the current model, set-aside ones included
-    (batches of 50, seed 001).
+    (batches of 50).
 
     Each chunk is tried at most once per call, so a failing embedder cannot loop forever; the
     failures stay recorded and the next run tries them again. `progress(embedded, failed)` is

@@ -1,4 +1,4 @@
-"""The query embedder of web processes (issue 19): one text at a time, without torch.
+"""The query embedder of web processes: one text at a time, without torch.
 
 A web worker embeds one query per search. Loading sentence-transformers for that put torch in
 every web worker (~590 MB resident each, most of it torch); ONNX Runtime runs the same MiniLM

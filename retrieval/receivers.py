@@ -45,7 +45,7 @@ def on_memory_saved(sender: Any, **kwargs: Any) -> None:
 
 def on_memory_deleted(sender: Any, kind: str, tenant_id: int, source_id: str, **kwargs: Any) -> None:
     closed_at = kwargs.get("closed_at")
-    if closed_at is not None:  # a fact keeps its history (S12): its last version is closed, not deleted
+    if closed_at is not None:  # a fact keeps its history (docs/memory-model.md#fact-history): its last version is closed, not deleted
         indexing.retire_searchable(kind=kind, tenant_id=tenant_id, source_id=str(source_id), at=closed_at)
     else:
         indexing.delete_searchable(kind=kind, tenant_id=tenant_id, source_id=str(source_id))

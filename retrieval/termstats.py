@@ -1,4 +1,4 @@
-"""Search statistics kept at indexing time, so that a search never counts (issue 19).
+"""Search statistics kept at indexing time, so that a search never counts.
 
 BM25 needs, for the query's words, how many chunks in scope say each (document frequency) and
 how many chunks the scope holds; the choice between an HNSW and an exact vector search needs the

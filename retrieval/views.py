@@ -1,4 +1,4 @@
-"""REST views for search, context, browse, stats and documents (S11). Thin: parse, call, serialise."""
+"""REST views for search, context, browse, stats and documents. Thin: parse, call, serialise."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Schemathesis against MemoryHub's own OpenAPI schema: what the seeded run in the suite
 (tests/test_fuzz.py) and the long run (bench/fuzz.py) share.
 
-A case passes every check schemathesis 4 has (issue 40): no 5xx, every 4xx in the error envelope
+A case passes every check schemathesis 4 has: no 5xx, every 4xx in the error envelope
 ({"error": {"code", "message", "details"}}), only statuses, content types, headers and bodies the
 schema documents, schema-valid requests accepted (but for the named rules in SEMANTIC_CODES),
 schema-invalid ones refused, and the key enforced (probes without it and with a wrong one).

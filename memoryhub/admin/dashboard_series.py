@@ -13,8 +13,8 @@ from django.db.models import Count, Model, QuerySet, Sum
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
+from memoryhub import metrics
 from memoryhub.models import ApiUsage, Event
-from memoryhub.plumbing import metrics
 from memoryhub.tasks import finished_tasks
 
 CHART_DAYS = 30

@@ -1,4 +1,4 @@
-"""End users in the admin (issue 42: the console starts from people): per tenant, every user id
+"""End users in the admin (the console starts from people): per tenant, every user id
 that owns something, searched by id, with their sessions, facts and notes, when they were last
 active, a link to their memory in the explorer, exporting everything of theirs (the API's user
 export, superusers only as every export), and forgetting them (memoryhub.forget, behind a

@@ -101,7 +101,7 @@ class FactAdmin(SearchableAdmin):
                            "<th>Valid from</th><th>Valid to</th></tr></thead><tbody>{}</tbody></table>", rows)
 
     def save_model(self, request: HttpRequest, obj: Fact, form: ModelForm, change: bool) -> None:
-        # An operator's edit of the content is a new version like any other (S12), opened before the
+        # An operator's edit of the content is a new version like any other (docs/memory-model.md#fact-history), opened before the
         # save announces it, so that the old content's chunks are closed rather than replaced.
         with transaction.atomic():
             if change and any(name in form.changed_data for name in facts.VERSIONED):
@@ -115,7 +115,7 @@ class FactAdmin(SearchableAdmin):
         self.delete_queryset(request, Fact.objects.filter(pk=obj.pk))
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Fact]) -> None:
-        # History stays (S12): the facts' chunks are closed, not deleted; their versions close on delete.
+        # History stays (docs/memory-model.md#fact-history): the facts' chunks are closed, not deleted; their versions close on delete.
         with transaction.atomic():
             at = timezone.now()
             for fact in queryset:

@@ -1,4 +1,4 @@
-"""Import and export of memory in the admin (S9): the same JSON files as the API and commands.
+"""Import and export of memory in the admin (docs/memory-model.md#export-and-import): the same JSON files as the API and commands.
 
 Superusers only: an export holds a whole tenant's conversations (or all of one end user's: the
 End users page offers hers beside "forget", through `export_download`).

@@ -1,4 +1,4 @@
-"""REST views over a tenant's data as a whole: forget a user (S1), export and import (S9)."""
+"""REST views over a tenant's data as a whole: forget a user (docs/memory-model.md#sharing), export and import (docs/memory-model.md#export-and-import)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Export and import of memory as JSON with a schema version (SPEC S9, seed 001).
+"""Export and import of memory as JSON with a schema version (docs/memory-model.md#export-and-import).
 
 One format for a tenant, a workspace, a session or an end user. It holds no database ids and nothing global
 (no tenant name, no ref codes), so that export → import into an empty tenant → export gives the

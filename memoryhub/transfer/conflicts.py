@@ -1,4 +1,4 @@
-"""What an import does with what the importing tenant already holds: `on_conflict` (issue 17).
+"""What an import does with what the importing tenant already holds: `on_conflict`.
 
     fail   (the default) a session of the file that already exists refuses the whole import
            (409 session_exists, naming it); so does any other row that collides (409 import_conflict).

@@ -1,4 +1,4 @@
-"""Export a tenant, a workspace, a session or an end user (SPEC S9): workspaces, sessions with their events and
+"""Export a tenant, a workspace, a session or an end user (docs/memory-model.md#export-and-import): workspaces, sessions with their events and
 rolling summary, records of other areas, and what extensions add (retrieval: documents, chunks).
 
 The document is written as it is read (`export_json`): rows come from server-side cursors in

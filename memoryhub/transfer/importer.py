@@ -1,4 +1,4 @@
-"""Import an export into a tenant (SPEC S9): all or nothing, in one transaction.
+"""Import an export into a tenant (docs/memory-model.md#export-and-import): all or nothing, in one transaction.
 
 A malformed, partial or conflicting file is refused with a 4xx code and nothing is stored.
 The Importer resolves the names the file uses (workspaces, channels, sessions) and keeps what it

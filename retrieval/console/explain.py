@@ -84,7 +84,7 @@ def explained_search(tenant: Tenant, user: str | None, filters: dict[str, Any]) 
 
 
 def _with_chunks(hits: list[SearchHit]) -> list[SearchHit]:
-    """The hits with their chunks as model instances: search returns rows (issue 19), the console
+    """The hits with their chunks as model instances: search returns rows, the console
     shows and edits more of a chunk (tier, uses, owner, source) than the API. One query."""
     chunks = (Chunk.objects.select_related("session", "channel", "workspace").with_access()
               .in_bulk([h.chunk.pk for h in hits]))

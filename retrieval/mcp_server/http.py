@@ -12,7 +12,7 @@ requests) and answers POSTs in JSON: any web worker can serve any request.
 A GET opens the protocol's event stream, which a stateless server never writes to. Each web
 worker holds at most MEMORYHUB_MCP_STREAMS_PER_KEY of them per API key and MEMORYHUB_MCP_STREAMS
 in all (429 too_many_streams past either), and closes one that carried no event for
-MEMORYHUB_MCP_STREAM_IDLE_SECONDS (issue 40: 2,100 were once held open at once).
+MEMORYHUB_MCP_STREAM_IDLE_SECONDS (2,100 were once held open at once).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What an agent reads of the MCP tools is in its terms (issue 42): no setting name, file or inner
+"""What an agent reads of the MCP tools is in its terms: no setting name, file or inner
 part of the server in a tool's title, description or argument descriptions, every argument
 described, and an argument named as other memory APIs name it answered with the right name."""
 

@@ -221,7 +221,7 @@ def test_search_and_context_calls_are_counted_like_requests(http_mcp: Mcp, alice
 
 
 def test_an_unknown_argument_names_the_one_meant(http_mcp: Mcp, alice: dict[str, Any]) -> None:
-    """Issue 42: a model that sends OpenAI's `messages` is told to send `events`."""
+    """A model that sends OpenAI's `messages` is told to send `events`."""
     wrong = http_mcp.call(alice["key"], "memory_remember", {"session": "chat", "messages": [{"role": "user",
                                                                                             "content": "hi"}]})
     assert wrong.code == "unknown_field" and "Did you mean 'events'?" in wrong.text

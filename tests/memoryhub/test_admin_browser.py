@@ -67,7 +67,7 @@ def test_operator_logs_in_and_browses_sessions_and_events(live_server, staff_and
             browser.close()
 
 
-# --- the console starts from people (issue 42) -------------------------------------------------
+# --- the console starts from people -------------------------------------------------
 
 LONG_TEXT = ("Sam planted a walnut tree beside the old lighthouse keeper's cottage on the northern cape, "
              "and every summer he measures how much it has grown since his grandfather's time")

@@ -1,4 +1,4 @@
-"""Management commands: create_api_key (S10) and the testable pieces of `run`."""
+"""Management commands: create_api_key and the testable pieces of `run`."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def test_create_api_key_creates_the_tenant_and_prints_the_key_last() -> None:
     assert raw.startswith("mh_") and " " not in raw
     tenant = Tenant.objects.get(name="Acme")
     key = ApiKey.objects.get(tenant=tenant)
-    # Not admin unless asked for (issue 40): an admin key registers webhooks.
+    # Not admin unless asked for: an admin key registers webhooks.
     assert key.matches(raw) and key.scopes == ["read", "write"] and key.workspace is None
     assert "Created tenant" in err
     response = make_client(raw).post("/api/v1/sessions/", {"id": "s1"}, format="json")

@@ -1,4 +1,4 @@
-"""The admin's End users (issue 42: the console starts from people): per tenant, search by user id,
+"""The admin's End users (the console starts from people): per tenant, search by user id,
 what each owns, last seen, the explorer link, forgetting with a confirmation page; the same user
 id in two tenants is two people; the admin index's badge of reviews waiting."""
 

@@ -1,4 +1,4 @@
-"""Facts per owner and with history (SPEC S5, S12): two users' `home_city` are two facts, an upsert
+"""Facts per owner and with history (docs/memory-model.md#facts): two users' `home_city` are two facts, an upsert
 by one owner never touches another's row, every change of content opens a version, and `as_of`
 answers from the versions true then (facts list, search, context)."""
 

@@ -1,4 +1,4 @@
-"""Every hostile input found by the attack of issue 16 is a 4xx in the envelope, never a 500."""
+"""Every hostile input found by an attack on the server is a 4xx in the envelope, never a 500."""
 
 from __future__ import annotations
 
@@ -192,7 +192,7 @@ def test_wrong_json_types_are_refused(alice, method: str, url: str, body: dict, 
     ("post", "/api/v1/sessions/", {"id": "s9", "agent": "a" * 200 + "  "}, "agent"),
 ])
 def test_padding_does_not_stretch_max_length(alice, method: str, url: str, body: dict, field: str) -> None:
-    """DRF trims before it measures: the schema's maxLength counts what was sent (issue 40)."""
+    """DRF trims before it measures: the schema's maxLength counts what was sent."""
     response = getattr(alice, method)(url, body, format="json")
     assert response.status_code == 400, response.content
     assert field in response.json()["error"]["details"]["fields"], response.json()

@@ -1,4 +1,4 @@
-"""POST /api/v1/import/?on_conflict=fail|skip|merge: sessions and records a tenant holds already (issue 17)."""
+"""POST /api/v1/import/?on_conflict=fail|skip|merge: sessions and records a tenant holds already."""
 
 from __future__ import annotations
 

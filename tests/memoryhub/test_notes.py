@@ -1,4 +1,4 @@
-"""Notes (S5, S11): CRUD by note id, tags, filters, indexing without orphans, isolation."""
+"""Notes (docs/memory-model.md#notes): CRUD by note id, tags, filters, indexing without orphans, isolation."""
 
 from __future__ import annotations
 
@@ -148,7 +148,7 @@ def test_bad_input_stores_nothing(alice, body, code) -> None:  # type: ignore[no
 
 
 def test_patch_changes_only_what_is_sent(alice, index) -> None:  # type: ignore[no-untyped-def]
-    """Seed 000 (issue 41): an update keeps what was not sent (PUT still replaces the whole note)."""
+    """An update keeps what was not sent (PUT still replaces the whole note)."""
     index(alice, "s1", {"role": "user", "content": "hi"})
     alice.post(NOTES, {"note_id": "n3", "content": "Window seat", "session": "s1", "source": "agent",
                        "tags": ["travel"], "metadata": {"k": 1}}, format="json")
@@ -167,7 +167,7 @@ def test_patch_changes_only_what_is_sent(alice, index) -> None:  # type: ignore[
 
 
 def test_tags_are_capped_as_the_seed_caps_them(alice) -> None:  # type: ignore[no-untyped-def]
-    """Seed 000 (issue 41): the first 16 tags are kept and each is cut to 64 characters; no 400."""
+    """The first 16 tags are kept and each is cut to 64 characters; no 400."""
     tags = ["Dup", "dup", "b" * 70] + [f"t{i}" for i in range(20)]
     r = alice.post(NOTES, {"note_id": "n2", "content": "many tags", "tags": tags}, format="json")
     assert r.status_code == 201, r.json()

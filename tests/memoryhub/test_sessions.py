@@ -1,4 +1,4 @@
-"""POST/GET /sessions/, GET/PATCH/DELETE /sessions/{id}/ (SPEC S2, S11)."""
+"""POST/GET /sessions/, GET/PATCH/DELETE /sessions/{id}/ (docs/event-log.md#append)."""
 
 from __future__ import annotations
 

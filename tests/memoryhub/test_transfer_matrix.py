@@ -83,7 +83,7 @@ def check_export(kind: str, scope: str, target: str, response: Any) -> None:
     expected = export_expected(kind, scope, target)
     body = response.content.decode()
     if expected != 200:
-        assert response.status_code in ((403, 404) if expected == 403 else (expected,)), (response.status_code, body)
+        assert response.status_code == expected, (response.status_code, body)
         assert not response.streaming
         for mark in (*MARK.values(), OTHER_TENANT):
             assert mark not in body

@@ -37,7 +37,7 @@ TIMEOUT_MS = 20_000
 @pytest.fixture
 def world(settings, django_user_model, monkeypatch) -> dict[str, Any]:  # type: ignore[no-untyped-def]
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-    monkeypatch.setattr("memoryhub.plumbing.metrics.SAMPLE_EVERY_SECONDS", 0)  # every dashboard refresh takes a sample
+    monkeypatch.setattr("memoryhub.metrics.SAMPLE_EVERY_SECONDS", 0)  # every dashboard refresh takes a sample
     django_user_model.objects.create_superuser(username="operator", email="", password=PASSWORD)
     tenant = make_tenant("acme")
     key = make_key(tenant)
@@ -191,7 +191,7 @@ def test_reject_a_prune(prune_review, page) -> None:
     page.click("#result_list tbody tr a >> nth=0")
     page.locator(f".mh-review-item[data-chunk='{keep}'] button:has-text('Reject')").click()
     page.wait_for_selector("text=1 kept")
-    # Decided, it stays listed with its decision (issue 42): no buttons left on it.
+    # Decided, it stays listed with its decision: no buttons left on it.
     decided = page.locator(f".mh-review-item[data-chunk='{keep}']")
     assert decided.locator(".mh-decision").inner_text() == "rejected: kept"
     assert decided.locator("button").count() == 0
@@ -241,7 +241,7 @@ def test_dashboard_moves_after_an_ingest(page, world) -> None:
     page.wait_for_function(
         "document.querySelector('#mh-chart-events h3').textContent.includes('their own created_at): 8')",
         timeout=TIMEOUT_MS)
-    # Counted as appended (issue 42): all 8 arrived today, whether or not the page was open.
+    # Counted as appended: all 8 arrived today, whether or not the page was open.
     assert re.search(r"arrived \(counted as appended\): 8\b", title.inner_text()), title.inner_text()
     assert page.locator("#mh-chart-backlog canvas").count() == 1  # drawn by the vendored uPlot
 

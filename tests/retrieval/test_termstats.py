@@ -1,4 +1,4 @@
-"""Term statistics kept by triggers (issue 19): a search reads document frequencies and scope
+"""Term statistics kept by triggers: a search reads document frequencies and scope
 sizes instead of counting them, and they always equal a count of the chunks themselves."""
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from memoryhub.transfer import ExportScope, export_memory
 
 
 class Command(BaseCommand):
-    help = "Export a tenant, workspace, session or end user as JSON with a schema version (SPEC S9)."
+    help = "Export a tenant, workspace, session or end user as JSON with a schema version (docs/memory-model.md#export-and-import)."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--tenant", required=True)
