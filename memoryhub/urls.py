@@ -6,9 +6,9 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from memoryhub import front
 from memoryhub.admin.dashboard import dashboard_data_view, dashboard_view
 from memoryhub.admin.transfer import transfer_view
-from memoryhub import front
 from memoryhub.api import errors
 
 # Each area of the API keeps its own routes; a module that does not exist yet is skipped.
