@@ -7,10 +7,12 @@ class RetrievalConfig(AppConfig):
 
     def ready(self) -> None:
         from memoryhub import signals
+        from memoryhub.api.health import DETAIL_READERS
         from memoryhub.plumbing import background
         from memoryhub.transfer import register_extension
         from retrieval import receivers
         from retrieval.embedding import EmbedLane, prepare_embedder_apart
+        from retrieval.query_embedding import describe as describe_query_embedder
         from retrieval.query_embedding import warm_up
         from retrieval.transfer import RetrievalTransfer
 
@@ -27,5 +29,7 @@ class RetrievalConfig(AppConfig):
         signals.service_starting.connect(prepare_embedder_apart, dispatch_uid="retrieval.prepare_embedder")
         # A web worker loads its query embedder before it accepts a request (ONNX Runtime where
         # prepared: no torch in a web worker), so the first search is as fast as the hundredth.
+        # /health/ says what embeds queries (the torch model while the fast one is made, first start).
+        DETAIL_READERS["search"] = describe_query_embedder
         signals.web_worker_starting.connect(lambda **_: warm_up(), weak=False,
                                             dispatch_uid="retrieval.warm_up_query_embedder")

@@ -9,9 +9,11 @@ import shlex
 import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -37,8 +39,11 @@ AGENT_SCOPES = ("read", "write")
 WEB_GRACE_SECONDS = 5
 # Migrating a new database, measured on a 2-core VM (the embedded PostgreSQL, 2026-11).
 MIGRATE_SECONDS_HINT = 15
-# A start-up step says "still …" this often: nothing is silent for long.
-STILL_SECONDS = 10
+# A start-up step says "still …" this often: nothing is silent for long (a line every 10 s at most).
+STILL_SECONDS = 8
+# How long the web server may take to answer: its workers load Django and the query model first
+# (tens of seconds on a 2-core machine under load).
+WEB_START_SECONDS = 300
 
 
 def create_key_hint() -> str:
@@ -102,6 +107,9 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         # This process logs as its children do (start_children): the terminal is a person's.
         logging.config.dictConfig(logging_config(settings.LOG_LEVEL, settings.LOG_FORMAT, self.log_file()))
+        # Every process started from here logs there too, the start-up steps' included (the
+        # model's export wrote its JSON lines on the terminal).
+        os.environ["LOG_FILE"] = self.log_file()
         self.stdout.write(f"MemoryHub data folder: {settings.DATA_DIR}")
         supervisor = Supervisor(settings.DATA_DIR if settings.EMBEDDED_DATABASE else None,
                                 say=self.stdout.write, warn=self.stderr.write,
@@ -117,17 +125,17 @@ class Command(BaseCommand):
                                   f"{settings.EMBEDDED_SHARED_BUFFERS_MB} MB.")
         self.stdout.write("Applying database migrations"
                           + (f" (first start: about {MIGRATE_SECONDS_HINT} s)…" if self.fresh() else "…"))
-        call_command("migrate", interactive=False, verbosity=0)
+        with self.saying_still("applying migrations"):
+            call_command("migrate", interactive=False, verbosity=0)
         self.stdout.write("Database ready and migrated.")
-        # Slow preparation (the ONNX model, first start only) is done before the web server starts,
-        # so that no request ever waits for a model to be made or loaded.
+        # Slow preparation (the ONNX model, first start only) runs beside the service: the web
+        # server answers meanwhile (searches by the torch model, /health/ says so); its workers
+        # take up the fast model once it is made.
         steps = [step for _, step in service_starting.send(sender=self.__class__, background=True)
                  if isinstance(step, BackgroundStep)]
         for step in steps:
             self.stdout.write(step.starting)
-            supervisor.adopt_helper(step.process, lambda code, step=step: (
-                self.stdout.write(step.finished) if code == 0 else self.stderr.write(step.failed)))
-            self.await_step(step, supervisor)
+            supervisor.adopt_helper(step.process, lambda code, step=step: self.step_ended(step, code))
         if not options["no_cluster"]:
             # The cluster's own schedules (built-in cadences, dispatcher) follow this start's settings.
             cluster_starting.send(sender=self.__class__)
@@ -136,21 +144,32 @@ class Command(BaseCommand):
 
         self.serve(options, supervisor)
 
-    def await_step(self, step: BackgroundStep, supervisor: Supervisor) -> None:
-        """Wait for a start-up step, saying so at least every STILL_SECONDS (a silent terminal
-        looks hung); Ctrl-C stops it and everything started so far."""
-        started = said = time.monotonic()
+    @contextmanager
+    def saying_still(self, doing: str) -> Iterator[None]:
+        """Say "still …" every STILL_SECONDS while the block runs (a silent terminal looks hung)."""
+        done = threading.Event()
+        started = time.monotonic()
+
+        def say() -> None:
+            while not done.wait(STILL_SECONDS):
+                self.stdout.write(f"  still {doing} ({time.monotonic() - started:.0f} s so far)…")
+
+        ticker = threading.Thread(target=say, daemon=True)
+        ticker.start()
         try:
-            while step.process.poll() is None:
-                time.sleep(0.5)
-                if time.monotonic() - said >= STILL_SECONDS:
-                    said = time.monotonic()
-                    self.stdout.write(f"  still preparing ({said - started:.0f} s so far)…")
-        except KeyboardInterrupt:
-            self.stdout.write("Stopping…")
-            supervisor.shutdown()
-            raise
-        supervisor.problem()  # reports the step's end (finished or failed) now
+            yield
+        finally:
+            done.set()
+            ticker.join()
+
+    def step_ended(self, step: BackgroundStep, code: int) -> None:
+        """A start-up step's end, said. The web workers take up what it made by themselves (the
+        query model: retrieval.query_embedding looks for it again), without a restart that would
+        leave requests waiting while new workers load."""
+        if code != 0:
+            self.stderr.write(step.failed)
+        else:
+            self.stdout.write(step.finished)
 
     @staticmethod
     def fresh() -> bool:
@@ -247,8 +266,11 @@ class Command(BaseCommand):
         ]
 
     def wait_until_serving(self, host: str, port: int, web: subprocess.Popen[bytes]) -> None:
+        """Until /health/ answers (each web worker loads the query model before it takes a request),
+        said every STILL_SECONDS."""
         url = f"http://{local_host(host)}:{port}/api/v1/health/"
-        for _ in range(120):
+        started = said = time.monotonic()
+        while time.monotonic() - started < WEB_START_SECONDS:
             if web.poll() is not None:
                 raise SystemExit(f"The web server exited (code {web.returncode}); is port {port} free?")
             try:
@@ -257,7 +279,10 @@ class Command(BaseCommand):
                         return
             except OSError:
                 time.sleep(0.25)
-        raise SystemExit("The web server did not answer within 30 s.")
+            if time.monotonic() - said >= STILL_SECONDS:
+                said = time.monotonic()
+                self.stdout.write(f"  still starting the web server ({said - started:.0f} s so far)…")
+        raise SystemExit(f"The web server did not answer within {WEB_START_SECONDS} s.")
 
     @transaction.atomic
     def bootstrap(self) -> None:
