@@ -9,11 +9,9 @@ import shlex
 import signal
 import subprocess
 import sys
-import threading
 import time
 import urllib.request
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +25,7 @@ from accounts.models import ApiKey, Tenant
 from memoryhub.front import front_pages
 from memoryhub.plumbing.env import WILDCARD_ADDRESSES
 from memoryhub.plumbing.logs import logging_config
+from memoryhub.plumbing.still import STILL_SECONDS, saying_still
 from memoryhub.plumbing.supervision import Supervisor, restarts_path
 from memoryhub.signals import BackgroundStep, cluster_starting, service_starting
 from memoryhub.tasks import MAINTENANCE
@@ -39,8 +38,6 @@ AGENT_SCOPES = ("read", "write")
 WEB_GRACE_SECONDS = 5
 # Migrating a new database, measured on a 2-core VM (the embedded PostgreSQL, 2026-11).
 MIGRATE_SECONDS_HINT = 15
-# A start-up step says "still …" this often: nothing is silent for long (a line every 10 s at most).
-STILL_SECONDS = 8
 # How long the web server may take to answer: its workers load Django and the query model first
 # (tens of seconds on a 2-core machine under load).
 WEB_START_SECONDS = 300
@@ -125,7 +122,7 @@ class Command(BaseCommand):
                                   f"{settings.EMBEDDED_SHARED_BUFFERS_MB} MB.")
         self.stdout.write("Applying database migrations"
                           + (f" (first start: about {MIGRATE_SECONDS_HINT} s)…" if self.fresh() else "…"))
-        with self.saying_still("applying migrations"):
+        with saying_still(self.stdout.write, "applying migrations"):
             call_command("migrate", interactive=False, verbosity=0)
         self.stdout.write("Database ready and migrated.")
         # Slow preparation (the ONNX model, first start only) runs beside the service: the web
@@ -143,24 +140,6 @@ class Command(BaseCommand):
         connections.close_all()
 
         self.serve(options, supervisor)
-
-    @contextmanager
-    def saying_still(self, doing: str) -> Iterator[None]:
-        """Say "still …" every STILL_SECONDS while the block runs (a silent terminal looks hung)."""
-        done = threading.Event()
-        started = time.monotonic()
-
-        def say() -> None:
-            while not done.wait(STILL_SECONDS):
-                self.stdout.write(f"  still {doing} ({time.monotonic() - started:.0f} s so far)…")
-
-        ticker = threading.Thread(target=say, daemon=True)
-        ticker.start()
-        try:
-            yield
-        finally:
-            done.set()
-            ticker.join()
 
     def step_ended(self, step: BackgroundStep, code: int) -> None:
         """A start-up step's end, said. The web workers take up what it made by themselves (the
