@@ -14,6 +14,10 @@ def main() -> None:
         print(line, flush=True)  # the first thing `make run` says: a new database takes a while
         with saying_still(lambda text: print(text, flush=True), "starting the database"):
             ensure_running()
+        with saying_still(lambda text: print(text, flush=True), "loading MemoryHub"):
+            import django
+
+            django.setup()
     else:
         ensure_running()
 

@@ -45,7 +45,11 @@ def test_once_the_model_is_made_searches_use_it(settings, monkeypatch) -> None:
         assert not query_embedding.query_model_ready()
         monkeypatch.setattr(query_embedding, "onnx_pending", lambda: False)  # the verdict is recorded
         monkeypatch.setattr(query_embedding, "load_onnx_encoder", lambda: Encoder())
+        query_embedding.query_model_ready()  # loads it in a thread of its own, by words meanwhile
+        assert query_embedding._taking_up is not None
+        query_embedding._taking_up.join()
         assert query_embedding.query_model_ready()
         assert query_embedding.describe() == "ONNX Runtime (model-int8.onnx)"
+        assert query_embedding.embed_query("a question")[0] == 1.0  # the fast model embeds it
     finally:
         query_embedding.reset()

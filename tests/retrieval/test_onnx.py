@@ -398,6 +398,8 @@ def test_the_web_warm_up_loads_no_model_while_the_fast_one_is_made_and_health_sa
         "query_embedding.warm_up()\n"
         "print('warmed:', 'torch' in sys.modules, query_embedding.query_model_ready(), query_embedding.describe())\n"
         f"open({str(cache_dir() / 'choice.json')!r}, 'w').write(open(sys.argv[1]).read())\n"
+        "query_embedding.query_model_ready()\n"
+        "query_embedding._taking_up.join()\n"
         "print('made:', query_embedding.query_model_ready(), query_embedding.describe(), 'torch' in sys.modules)\n"
     )
     choice = cache_dir() / "choice.json"
