@@ -17,10 +17,12 @@ class RetrievalConfig(AppConfig):
 
     def ready(self) -> None:
         from memoryhub import signals
+        from memoryhub.api.health import DETAIL_READERS
         from memoryhub.plumbing import background
         from memoryhub.transfer import register_extension
         from retrieval import receivers
         from retrieval.embedding import EmbedLane, prepare_embedder_apart
+        from retrieval.query_embedding import describe as describe_query_embedder
         from retrieval.transfer import RetrievalTransfer
 
         signals.events_appended.connect(receivers.on_events_appended, dispatch_uid="retrieval.index_events")
@@ -35,4 +37,6 @@ class RetrievalConfig(AppConfig):
         register_extension(RetrievalTransfer)
         background.register_lane("embed", EmbedLane)
         signals.service_starting.connect(prepare_embedder_apart, dispatch_uid="retrieval.prepare_embedder")
+        # /health/ says what embeds queries (the torch model while the fast one is made, first start).
+        DETAIL_READERS["search"] = describe_query_embedder
         signals.web_worker_starting.connect(warm_up_query_embedder, dispatch_uid="retrieval.warm_up_query_embedder")

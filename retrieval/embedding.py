@@ -394,8 +394,8 @@ def prepare_embedder_apart(background: bool = False, **kwargs: Any) -> Backgroun
     the receiver of memoryhub.signals.service_starting, so that web workers find the model made.
     The export loads torch, ~700 MB that `manage.py run`, which only supervises, would otherwise
     hold for as long as it serves. With background=True (`manage.py run`) the child is returned
-    unfinished: the service answers meanwhile, queries embedded by torch until the ONNX model is
-    recorded (retrieval.query_embedding looks again)."""
+    unfinished: the service answers meanwhile, hybrid searches by their words until the ONNX model
+    is recorded (retrieval.query_embedding.query_model_ready looks again)."""
     if settings.MEMORYHUB_EMBEDDER != "minilm" or settings.MEMORYHUB_EMBED_BACKEND == "torch":
         return None
     from retrieval.minilm_runtimes import is_prepared
@@ -414,8 +414,9 @@ def prepare_embedder_apart(background: bool = False, **kwargs: Any) -> Backgroun
                                    stdout=subprocess.DEVNULL, start_new_session=True)
         return BackgroundStep(
             process=process,
-            starting=("Preparing the fast search model (first start only: exporting all-MiniLM-L6-v2 to "
-                      f"ONNX and checking it, about {PREPARE_MINUTES_HINT} on a 2-core machine)…"),
+            starting=("Preparing the fast search model beside the service (first start only: exporting "
+                      f"all-MiniLM-L6-v2 to ONNX and checking it, about {PREPARE_MINUTES_HINT} on a 2-core "
+                      "machine; searches go by their words meanwhile)…"),
             finished="The fast search model is ready.",
             failed=("Preparing the fast search model failed (see the log above); searches keep using the "
                     "torch model. The next start tries again."),

@@ -108,6 +108,7 @@ def dashboard_data(tenant: Tenant | None) -> dict[str, Any]:
         "tenant": tenant.name if tenant else None,
         "embedding": dashboard_series.embedding_figures(tenant_id),
         "charts": dashboard_series.all_charts(tenant_id),
+        "time_zone": timezone.get_current_timezone_name(),  # the charts' times read as the console's dates
     }
 
 

@@ -18,6 +18,7 @@ from django.template.response import TemplateResponse
 from django.urls import NoReverseMatch, URLPattern, path, reverse
 from django.utils.html import format_html
 
+from memoryhub.admin.base import counted
 from memoryhub.admin.transfer import check_may_transfer, export_download
 from memoryhub.forget import forget_user
 from memoryhub.models import EndUser, Session
@@ -79,7 +80,7 @@ class EndUserAdmin(admin.ModelAdmin):
     @admin.display(description="")
     def row_actions(self, obj: EndUser) -> str:
         sessions = reverse("admin:memoryhub_session_changelist") + "?" + urlencode(
-            {"tenant__id__exact": obj.tenant_id, "q": obj.user_id})
+            {"tenant__id__exact": obj.tenant_id, "user_id": obj.user_id})
         export = reverse("admin:memoryhub_enduser_export", args=[quote(obj.pk)])
         forget = reverse("admin:memoryhub_enduser_forget", args=[quote(obj.pk)])
         return format_html('<a href="{}">sessions</a> · <a href="{}" class="mh-export-user">export</a> · '
@@ -107,7 +108,7 @@ class EndUserAdmin(admin.ModelAdmin):
         for user in users:
             deleted = forget_user(tenant_id=user.tenant_id, user_id=user.user_id)
             done.append(f"{user.user_id} of {user.tenant.name} ({sum(deleted.values())} rows)")
-        self.message_user(request, f"Forgot {len(done)} user(s): {', '.join(done)}. This cannot be undone.",
+        self.message_user(request, f"Forgot {counted(len(done), 'user')}: {', '.join(done)}. This cannot be undone.",
                           messages.SUCCESS)
         return None
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.db import connection
@@ -19,6 +20,10 @@ from rest_framework.views import APIView
 from memoryhub.api import examples as ex
 from memoryhub.api.parameters import KnownQueryParameters
 from memoryhub.plumbing.supervision import read_restarts
+
+# What higher layers add to /health/'s details, by name, read at each request without a database
+# query (retrieval adds "search": what embeds search queries in this web worker).
+DETAIL_READERS: dict[str, Callable[[], Any]] = {}
 
 
 class HealthView(APIView):
@@ -38,6 +43,11 @@ class HealthView(APIView):
                 "restarted": serializers.DictField(
                     child=serializers.IntegerField(),
                     help_text="Per process that was restarted: how many times."),
+                "search": serializers.CharField(
+                    required=False,
+                    help_text="What embeds search queries in the worker that answered: the fast ONNX model, "
+                              "or the torch model while the fast one is prepared on a first start (searches "
+                              "are answered meanwhile, a little slower)."),
             }, help_text="The service's own processes: how often they were restarted since it started."),
         }),
         examples=ex.HEALTH)
@@ -45,7 +55,9 @@ class HealthView(APIView):
         counts = read_restarts()  # a small file `manage.py run` keeps: no database query
         restarted = {name: child.get("restarts", 0) for name, child in counts.get("children", {}).items()
                      if child.get("restarts", 0)}
-        return Response({"status": "ok", "details": {"restarts": counts.get("total", 0), "restarted": restarted}})
+        details = {"restarts": counts.get("total", 0), "restarted": restarted,
+                   **{name: read() for name, read in DETAIL_READERS.items()}}
+        return Response({"status": "ok", "details": details})
 
 
 ReadyOutput = inline_serializer("Ready", {

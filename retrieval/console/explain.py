@@ -140,7 +140,7 @@ def reasons(item: ExplainedHit) -> list[str]:
     elif item.text:
         found.append(f"words: only its conversation context shares the query's words (BM25 {item.text:.2f})")
     found.append(f"recency: written {timesince(item.chunk.created_at)} ago; relevance now {item.relevance:.3f} "
-                 f"(importance {item.chunk.importance:.2f}, {item.chunk.access_count} uses, {item.chunk.tier} tier)")
+                 f"(importance {item.chunk.importance:.2f}, {item.chunk.access_count} uses, scope {item.chunk.tier})")
     return found + explain_lines(item.explain)
 
 

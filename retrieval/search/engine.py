@@ -31,7 +31,7 @@ import numpy as np
 from django.utils import timezone
 
 from retrieval.embedders import get_embedder
-from retrieval.query_embedding import embed_query, embed_query_soon
+from retrieval.query_embedding import embed_query, embed_query_soon, query_model_ready
 from retrieval.search import sql as search_sql
 from retrieval.search import weights
 from retrieval.search.current import facts_first
@@ -236,7 +236,9 @@ def _plan(req: SearchRequest, where: str, params: list[Any], model: str, alone: 
     has_text = bool(req.query.strip())
     wants_text = has_text and req.mode in (*TEXT_MODES, "hybrid")
     vector, pending = None, None
-    if req.mode in ("vector", "hybrid"):
+    # While the query model is being made (a first start), a hybrid search goes by its words.
+    words_only = req.mode == "hybrid" and wants_text and req.query_embedding is None and not query_model_ready()
+    if req.mode in ("vector", "hybrid") and not words_only:
         if req.query_embedding is not None:
             vector = as_halfvec(req.query_embedding)
         elif wants_text and alone and weights.EMBED_ALONGSIDE:

@@ -66,7 +66,8 @@ def test_health_and_the_dashboard_show_the_restarts(tmp_path: Path, monkeypatch,
         "dispatch lane": {"restarts": 2, "last_exit_code": -9, "last_restart_at": 1.0}}}))
     monkeypatch.setenv(RESTARTS_ENV, str(path))
     assert anon.get("/api/v1/health/").json() == {"status": "ok",
-                                                  "details": {"restarts": 2, "restarted": {"dispatch lane": 2}}}
+                                                  "details": {"restarts": 2, "restarted": {"dispatch lane": 2},
+                                                                                              "search": "hash embedder"}}
     page = staff_client.get("/admin/dashboard/").content.decode()
     assert "restarted since the service started: <strong>2</strong>; dispatch lane: 2 (last exit code -9)" in page
 
