@@ -46,7 +46,7 @@ TEXT_CONTEXT_WEIGHT = 0.3
 # benchmark files' questions asked of the memory that holds their answer and of one that does
 # not: turn and session recall@10 hold in every half, a quarter or less of what a foreign memory
 # lists (bench/README.md, "Precision").
-RELEVANCE_MIN_COSINE = 0.4
+RELEVANCE_MIN_COSINE = 0.41
 RELEVANCE_LOW_COSINE = 0.3
 RELEVANCE_GAP = 0.15
 RELEVANCE_NEIGHBOURS = 10
