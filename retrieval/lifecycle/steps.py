@@ -211,7 +211,7 @@ def prune(run: TenantRun) -> None:
 def _delete_or_hold_apart(run: TenantRun, step: str, ids: list[int]) -> list[int]:
     """_delete_or_hold for the keyed facts among `ids` and for the rest apart (the keyed ones are
     always held: TenantRun.holds); the ids deleted."""
-    keyed = _keyed_facts(ids)
+    keyed = set() if run.reviewed else _keyed_facts(ids)  # held together anyway when every deletion is
     done: list[int] = []
     for part in (sorted(keyed), [i for i in ids if i not in keyed]):
         if _delete_or_hold(run, step, part):
