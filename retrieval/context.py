@@ -15,7 +15,7 @@ from retrieval.indexing import extract_event_text
 from retrieval.models import Chunk
 from retrieval.query_embedding import embed_query
 from retrieval.search import SearchHit, SearchRequest, run_search, weights, where_clause
-from retrieval.search.engine import relevant_match
+from retrieval.search.relevance import ranked_query
 from retrieval.vectors import halfvec_text
 
 RECENT_MESSAGES = 10
@@ -101,20 +101,19 @@ def _critical_items(req: SearchRequest) -> list[ContextItem]:
     return _items("critical", sql, [*params, CRITICAL_IMPORTANCE, CRITICAL_LIMIT])
 
 
-def _salient_items(req: SearchRequest) -> list[ContextItem]:
+def _salient_items(req: SearchRequest, admitted: list[int]) -> list[ContextItem]:
     """Ordinary salient memories (importance >= 0.7, below the critical line). With a query, only
-    those that pass the relevance floor (a query word, or a close enough meaning): nothing is
-    injected when nothing is relevant (docs/ranking.md#context)."""
+    those that pass the relevance floor: search admitted them (`admitted`: its results the floor
+    admits, on words or meaning), or their meaning is close enough. Nothing is injected when
+    nothing is relevant (docs/ranking.md#context)."""
     where, params = where_clause(req)
     sql = f"SELECT c.id FROM retrieval_chunk c WHERE {where} AND c.importance >= %s AND NOT {_CRITICAL_SQL}"
     params = [*params, SALIENT_IMPORTANCE, CRITICAL_IMPORTANCE]
     if req.query.strip():
-        # Any of the query's words (plainto_tsquery ANDs them: one shared word is enough here), or
-        # the vector floor that relevant items pass (_relevant).
         floor: list[str] = []
-        if req.min_cosine is None:  # the request's floor on meaning alone: close enough in meaning, words or not
-            floor.append("c.search_vector @@ replace(plainto_tsquery('pg_catalog.english', %s)::text, '&', '|')::tsquery")
-            params.append(req.query)
+        if req.min_cosine is None:  # no floor on meaning alone asked: what search admitted
+            floor.append("c.id = ANY(%s)")
+            params.append(admitted)
         if req.query_embedding is not None:
             floor.append("(c.embedding IS NOT NULL AND 1 - (c.embedding <=> %s::halfvec) >= %s)")
             params += [halfvec_text(req.query_embedding), _floor(req)]
@@ -140,7 +139,7 @@ def _relevant(hit: SearchHit, req: SearchRequest) -> bool:
     has applied it already)."""
     if req.min_cosine is not None:
         return (hit.vector_score if hit.vector_score is not None else -1.0) >= req.min_cosine
-    return relevant_match(hit.text_score, hit.vector_score)
+    return hit.relevant
 
 
 def _relevant_items(req: SearchRequest) -> list[ContextItem]:
@@ -164,6 +163,10 @@ def _summary_items(session: Session, recent: list[ContextItem]) -> list[ContextI
         items.append(ContextItem("summary", node.text, 1.0, "summary", session.external_id, node.sequence_start,
                                  node.sequence_end, node.latest_at or node.created_at, user_id=session.user_id))
     return items
+
+
+def _admitted(items: list[ContextItem]) -> list[int]:
+    return [item.chunk_id for item in items if item.chunk_id is not None]
 
 
 def _covered(item: ContextItem, recent: list[ContextItem], seen: set[str]) -> bool:
@@ -253,9 +256,10 @@ def assemble_context(*, session: Session | None, req: SearchRequest, budget: int
     recent = _recent_items(session) if reads_session else []
     has_query = bool(req.query.strip())
     if has_query and req.query_embedding is None and req.mode in ("hybrid", "vector"):
-        req.query_embedding = embed_query(req.query)  # once: search and the salience floor share it
+        req.query_embedding = embed_query(ranked_query(req))  # once: search and the salience floor share it
     critical = _critical_items(req)
-    candidates = (_relevant_items(req) if has_query else []) + _salient_items(req)
+    relevant = _relevant_items(req) if has_query else []
+    candidates = relevant + _salient_items(req, _admitted(relevant))
     memories = memories_of([i.chunk_id for i in critical + candidates if i.chunk_id is not None])
     picker = _Picker(budget, recent, memories, seen={normalize_text(r.text).casefold() for r in recent})
     for item in critical:

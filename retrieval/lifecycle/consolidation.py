@@ -18,7 +18,8 @@ Deletions touch only the kinds in MEMORYHUB_CONSOLIDATE_DELETE_KINDS (default: n
 summaries; events' chunks only when an operator lists "event", and the event log itself is never
 touched) and never a pinned memory. For tenants with
 `review_deletions`, and on a tenant's first destructive run, they are held as PendingDeletion
-rows until an operator approves them; the report's `review` says so (how many, why, where to
+rows until an operator approves them (and so is, always, the removal of a fact addressed by its key:
+a merge never takes one); the report's `review` says so (how many, why, where to
 review them) and its counts say what happened: `pruned`, `merged`, `capped` count what was done,
 held ones count under `held_for_review` (and `<step>_held`).
 

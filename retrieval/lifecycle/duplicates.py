@@ -1,12 +1,17 @@
 """Near-duplicate memories and the merge plan: which memory survives and which it absorbs.
 
 Two memories are duplicates only when they are of one kind, in one scope, of one owner (user_id)
-and, for messages, of one role; their embeddings' cosine is above MERGE_COSINE; and
-their own words agree (MERGE_TEXT_SIMILARITY): an event's embedding carries the messages
-before it, so a reply sits close to the question it answers without saying the same thing.
+and, for messages, of one role; their embeddings' cosine is above MERGE_COSINE; their own
+words agree (MERGE_TEXT_SIMILARITY): an event's embedding carries the messages before it, so a
+reply sits close to the question it answers without saying the same thing; and neither says a
+number, a date or a name the other does not (same_details): "rule 2" and "rule 4" are two rules
+however alike the rest reads. A fact addressed by its key is never merged: its key is how a client
+finds it, and merging would lose it under another's key.
 """
 
 from __future__ import annotations
+
+import re
 
 from django.db import connection
 
@@ -24,6 +29,17 @@ MERGE_COSINE = 0.95
 MERGE_TEXT_SIMILARITY = 0.8
 EXACT_MAX = 1000
 NEIGHBOURS = 4
+_TOKENS = re.compile(r"\w+", re.UNICODE)
+# Words that name a quantity or a date: two texts that differ in one of them say different things.
+_NUMBER_WORDS = frozenset((
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
+    "sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred "
+    "thousand million billion first second third fourth fifth sixth seventh eighth ninth tenth half "
+    "twice once dozen").split())
+_CALENDAR_WORDS = frozenset((
+    "january february march april may june july august september october november december jan feb "
+    "mar apr jun jul aug sep sept oct nov dec monday tuesday wednesday thursday friday saturday sunday "
+    "today tomorrow yesterday tonight morning afternoon evening night noon midnight am pm").split())
 
 
 def _mergeable(a: str) -> str:
@@ -31,7 +47,8 @@ def _mergeable(a: str) -> str:
     superseded version), of a deletable kind, not already gone in this run (parameters: tenant id,
     kinds, excluded ids)."""
     return (f"{a}.tenant_id = %s AND {a}.kind = ANY(%s) AND {a}.embedding IS NOT NULL AND {a}.valid_to IS NULL "
-            f"AND NOT ({a}.metadata @> '{{\"pinned\": true}}'::jsonb) AND NOT ({a}.id = ANY(%s))")
+            f"AND NOT ({a}.metadata @> '{{\"pinned\": true}}'::jsonb) AND NOT ({a}.id = ANY(%s)) "
+            f"AND coalesce({a}.metadata->>'key', '') = ''")
 
 
 def find_duplicates(tenant_id: int, kinds: list[str], exclude: set[int]) -> list[tuple[int, int, float]]:
@@ -82,13 +99,38 @@ def find_duplicates(tenant_id: int, kinds: list[str], exclude: set[int]) -> list
 
 
 def _same_words(pairs: dict[tuple[int, int], float]) -> dict[tuple[int, int], float]:
-    """Keep the pairs whose own texts agree (their word sets overlap enough)."""
+    """Keep the pairs whose own texts agree: their word sets overlap enough, and they say the same
+    numbers, dates and names (same_details)."""
     if not pairs:
         return pairs
     ids = {i for pair in pairs for i in pair}
-    words = {pk: word_set(text) for pk, text in Chunk.objects.filter(pk__in=ids).values_list("id", "text")}
+    texts = dict(Chunk.objects.filter(pk__in=ids).values_list("id", "text"))
+    words = {pk: word_set(text) for pk, text in texts.items()}
     floor = MERGE_TEXT_SIMILARITY
-    return {(a, b): d for (a, b), d in pairs.items() if word_overlap(words[a], words[b]) >= floor}
+    return {(a, b): d for (a, b), d in pairs.items()
+            if word_overlap(words[a], words[b]) >= floor and same_details(texts[a], texts[b])}
+
+
+def same_details(a: str, b: str) -> bool:
+    """Whether two texts say the same numbers, dates and names: no word that one says and the
+    other does not holds a digit, is a number or calendar word, or is written with a capital
+    (a name, or a sentence that starts otherwise). Case and punctuation alone are no difference."""
+    words_a, words_b = _details(a), _details(b)
+    differing = set(words_a) ^ set(words_b)
+    return not any(words_a.get(w, False) or words_b.get(w, False) or _is_quantity(w) for w in differing)
+
+
+def _details(text: str) -> dict[str, bool]:
+    """Each distinct word of `text`, case-folded, and whether it is ever written with a capital."""
+    out: dict[str, bool] = {}
+    for token in _TOKENS.findall(text):
+        word = token.casefold()
+        out[word] = out.get(word, False) or token != word
+    return out
+
+
+def _is_quantity(word: str) -> bool:
+    return any(ch.isdigit() for ch in word) or word in _NUMBER_WORDS or word in _CALENDAR_WORDS
 
 
 def plan_merges(pairs: list[tuple[int, int, float]], importance: dict[int, float]) -> dict[int, list[int]]:

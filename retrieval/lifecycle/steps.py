@@ -59,6 +59,7 @@ class TenantRun:
     deletions: list[dict[str, Any]] = field(default_factory=list)
     _reviewed: bool | None = None
     _review_reason: str = ""
+    _held_keyed: bool = False  # a deletion was held because it would remove a keyed fact
 
     def note(self, step: str, ids: list[Any]) -> None:
         self.ids.setdefault(step, []).extend(ids)
@@ -77,7 +78,20 @@ class TenantRun:
 
     @property
     def review_reason(self) -> str:
-        return self._review_reason if self.reviewed else ""
+        if self.reviewed:
+            return self._review_reason
+        return REVIEW_KEYED if self._held_keyed else ""
+
+    def holds(self, ids: list[int]) -> bool:
+        """Whether deleting these memories waits for review: when every deletion of the tenant does
+        (reviewed), and always when one of them is a fact addressed by its key, whatever an operator
+        decided before: a client that reads a fact by its key would find it gone unseen."""
+        if self.reviewed:
+            return True
+        if _keyed_facts(ids):
+            self._held_keyed = True
+            return True
+        return False
 
     def describe(self, step: str, ids: list[int], survivor: int | None = None, *, held: bool) -> None:
         rows = Chunk.objects.filter(pk__in=[*ids, *([survivor] if survivor else [])]).select_related("session")
@@ -104,6 +118,15 @@ class TenantRun:
 
 REVIEW_FIRST = "first destructive run of this tenant waits for an operator's review"
 REVIEW_EVERY = "this tenant has every deletion reviewed by an operator (review_deletions)"
+REVIEW_KEYED = "a fact addressed by its key is removed only after an operator's review"
+
+
+def _keyed_facts(ids: list[int]) -> set[int]:
+    """The facts with a key among these memories."""
+    if not ids:
+        return set()
+    facts = Chunk.objects.filter(pk__in=ids, kind="fact", metadata__has_key="key").exclude(metadata__key="")
+    return set(facts.values_list("id", flat=True))
 
 
 def _own_ids(chunks: list[Chunk]) -> dict[int, Any]:
@@ -179,9 +202,21 @@ def prune(run: TenantRun) -> None:
         # An immutable transcript keeps everything derived from it too: nothing pruned.
         run.counts["prune_skipped_immutable"] += len(ids)
         return
-    if _delete_or_hold(run, PendingDeletion.Step.PRUNE, ids):
-        run.counts["pruned"] += len(ids)
-        run.note("pruned", ids)
+    done = _delete_or_hold_apart(run, PendingDeletion.Step.PRUNE, ids)
+    if done:
+        run.counts["pruned"] += len(done)
+        run.note("pruned", done)
+
+
+def _delete_or_hold_apart(run: TenantRun, step: str, ids: list[int]) -> list[int]:
+    """_delete_or_hold for the keyed facts among `ids` and for the rest apart (the keyed ones are
+    always held: TenantRun.holds); the ids deleted."""
+    keyed = set() if run.reviewed else _keyed_facts(ids)  # held together anyway when every deletion is
+    done: list[int] = []
+    for part in (sorted(keyed), [i for i in ids if i not in keyed]):
+        if _delete_or_hold(run, step, part):
+            done += part
+    return done
 
 
 def _delete_or_hold(run: TenantRun, step: str, ids: list[int], payload: dict[str, Any] | None = None) -> bool:
@@ -190,8 +225,9 @@ def _delete_or_hold(run: TenantRun, step: str, ids: list[int], payload: dict[str
     if not ids:
         return False
     run.gone.update(ids)
-    run.describe(step, ids, (payload or {}).get("survivor"), held=run.reviewed)
-    if run.reviewed:
+    held = run.holds(ids)
+    run.describe(step, ids, (payload or {}).get("survivor"), held=held)
+    if held:
         run.counts["held_for_review"] += len(ids)
         run.counts[f"{step}_held"] += len(ids)
         run.note("held_for_review", ids)
@@ -233,9 +269,10 @@ def cap(run: TenantRun) -> None:
         [*params, run.tenant.pk, sorted(run.gone), CAP_PER_SCOPE, run.delete_kinds()],
     )
     ids = [r[0] for r in rows]
-    if _delete_or_hold(run, PendingDeletion.Step.CAP, ids):
-        run.counts["capped"] += len(ids)
-        run.note("capped", ids)
+    done = _delete_or_hold_apart(run, PendingDeletion.Step.CAP, ids)
+    if done:
+        run.counts["capped"] += len(done)
+        run.note("capped", done)
 
 
 # --- compress --------------------------------------------------------------------------------

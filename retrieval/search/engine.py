@@ -39,6 +39,7 @@ from retrieval.search.explain import Trace
 from retrieval.search.fulltext import TextQuery, build_text_query, text_source
 from retrieval.search.fusion import by_score, feedback_documents, fuse
 from retrieval.search.regex import regex_source
+from retrieval.search.relevance import Floor, floor_of, with_ranked_query
 from retrieval.search.request import (
     DEFAULT_HITS_PER_SESSION,
     LITERAL_MODES,
@@ -128,6 +129,7 @@ def run_search(req: SearchRequest) -> list[SearchHit]:
 
 def _run_search(req: SearchRequest, *, alone: bool) -> list[SearchHit]:
     validate(req)
+    req = with_ranked_query(req)
     where, params = where_clause(req)
     model = get_embedder().name
     plan = _plan(req, where, params, model, alone)
@@ -139,15 +141,17 @@ def _run_search(req: SearchRequest, *, alone: bool) -> list[SearchHit]:
     vec = pool.vectors.cosines(plan.vector) if plan.vector is not None else {}
     trace = Trace(req) if req.explain else Trace.off()
     order, ranked, similarities = _rank(req, plan, pool, vec, trace)
-    before, ranked = ranked, above_floor(req, ranked, vec, pool.txt)
+    floor = floor_of(plan.text_query, vec, order, pool.said)
+    before, ranked = ranked, above_floor(req, ranked, vec, pool.txt, floor)
     trace.ranks("floor", before, ranked)
     if req.group_by == "session":
-        return _by_session(req, pool, plan, order, ranked, vec, trace, model)
+        return _by_session(req, pool, plan, order, ranked, vec, trace, model, floor)
     head = ranked[: 3 * req.top_k]
     kept = dedup(ranked, _near_pairs(head, pool, similarities), 3 * req.top_k)
     trace.ranks("dedup", ranked, kept)
     coverage = weights.COVERAGE if _reranks(req) else 1.0
-    evidence, words = _evidence(ranked, order, pool, plan.text_query) if coverage < 1.0 else (None, False)
+    evidence, words = (_evidence(ranked, order, pool, plan.text_query if _weighs_words(req) else None)
+                       if coverage < 1.0 else (None, False))
     covered = cover_conversations(kept, req.top_k, coverage, order, weights.COVERAGE_FLOOR,
                                   evidence)
     trace.ranks("coverage", kept, covered, evidence, words)
@@ -156,43 +160,38 @@ def _run_search(req: SearchRequest, *, alone: bool) -> list[SearchHit]:
                                                         weights.NEWER_FIRST, weights.NEWER_FIRST_COSINE)
         trace.ranks("newer_first", before, covered)
     worded = {c.pk for c in covered if pool.txt.get(c.pk, 0.0) > 0.0}
-    relevant = {c.pk for c in covered if relevant_match(pool.txt.get(c.pk), vec.get(c.pk))}
+    relevant = {c.pk for c in covered if floor.admits(c.pk, pool.txt.get(c.pk), vec.get(c.pk))}
     before, covered = covered, facts_first(covered, order, relevant, worded)
     trace.ranks("facts_first", before, covered)
-    return _hits(req, covered, order, pool, vec, trace, model)
-
-
-def relevant_match(text_score: float | None, cosine: float | None) -> bool:
-    """The relevance floor (docs/ranking.md#relevance-floor), one rule for search and context: a memory that says one of
-    the query's words (full text, a typo's correction included), or whose meaning is at least
-    weights.RELEVANCE_MIN_COSINE close to the query's. A memory whose vector is still to be
-    computed passes on its words alone."""
-    return (text_score or 0.0) > 0.0 or (cosine is not None and cosine >= weights.RELEVANCE_MIN_COSINE)
+    return _hits(req, covered, order, pool, vec, trace, model, floor)
 
 
 def above_floor(req: SearchRequest, ranked: list[Candidate], vec: dict[int, float],
-                txt: dict[int, float]) -> list[Candidate]:
+                txt: dict[int, float], floor: Floor) -> list[Candidate]:
     """What search lists of the ranked candidates: a request's min_cosine is its own floor as
     written (nothing less close in meaning, words or not); otherwise a query's results are those
-    that pass relevant_match, so that a query sharing nothing with what is stored lists nothing
-    rather than the least unrelated memories. Only hybrid search weighs both: text modes list
-    word matches anyway, vector mode the nearest in meaning as asked (its floor is min_cosine),
-    and a search without query text (a query vector alone) has no words to match."""
+    that the relevance floor admits (retrieval.search.relevance, one rule for search and context),
+    so that a query about nothing stored lists nothing rather than the least unrelated memories.
+    Only hybrid search weighs both: text modes list word matches anyway, vector mode the nearest
+    in meaning as asked (its floor is min_cosine), and a search without query text (a query
+    vector alone) has no words to match."""
     if req.min_cosine is not None:
         return [c for c in ranked if vec.get(c.pk, -1.0) >= req.min_cosine]
     if req.mode != "hybrid" or not req.query.strip() or weights.RELEVANCE_MIN_COSINE <= -1.0:
         return ranked
-    return [c for c in ranked if relevant_match(txt.get(c.pk), vec.get(c.pk))]
+    return [c for c in ranked if floor.admits(c.pk, txt.get(c.pk), vec.get(c.pk))]
 
 
 def _hits(req: SearchRequest, kept: list[Candidate], order: dict[int, float], pool: CandidatePool,
-          vec: dict[int, float], trace: Trace, model: str,
+          vec: dict[int, float], trace: Trace, model: str, floor: Floor,
           session_scores: dict[int, float] | None = None) -> list[SearchHit]:
     """The kept candidates as hits, with their result rows (one statement), explained when asked
-    and reinforced unless an operator is looking."""
+    and reinforced unless an operator is looking. Each says whether the relevance floor admits it
+    (what context injects)."""
     rows = load_rows(kept, model)
     hits = [SearchHit(rows[c.pk], order[c.pk], vec.get(c.pk), pool.txt.get(c.pk),
-                      session_score=None if session_scores is None else session_scores[c.session_id or 0])
+                      session_score=None if session_scores is None else session_scores[c.session_id or 0],
+                      relevant=floor.admits(c.pk, pool.txt.get(c.pk), vec.get(c.pk)))
             for c in kept if c.pk in rows]
     for rank, hit in enumerate(hits, start=1):
         hit.explain = trace.explain(hit.chunk.pk, hit.score, rank)
@@ -202,13 +201,14 @@ def _hits(req: SearchRequest, kept: list[Candidate], order: dict[int, float], po
 
 
 def _by_session(req: SearchRequest, pool: CandidatePool, plan: Plan, order: dict[int, float],
-                ranked: list[Candidate], vec: dict[int, float], trace: Trace, model: str) -> list[SearchHit]:
+                ranked: list[Candidate], vec: dict[int, float], trace: Trace, model: str,
+                floor: Floor) -> list[SearchHit]:
     """group_by "session": the top_k conversations in coverage's order of evidence, each with its
     best hits_per_session results (rerank.top_sessions), session by session."""
-    evidence, _ = _evidence(ranked, order, pool, plan.text_query)
+    evidence, _ = _evidence(ranked, order, pool, plan.text_query if _weighs_words(req) else None)
     groups = top_sessions(ranked, order, evidence, req.top_k, req.hits_per_session or DEFAULT_HITS_PER_SESSION)
     kept = [c for _, _, members in groups for c in members]
-    return _hits(req, kept, order, pool, vec, trace, model, {session: score for session, score, _ in groups})
+    return _hits(req, kept, order, pool, vec, trace, model, floor, {session: score for session, score, _ in groups})
 
 
 def _evidence(ranked: list[Candidate], order: dict[int, float], pool: CandidatePool,
@@ -272,7 +272,7 @@ def _candidates(req: SearchRequest, plan: Plan, scope: Source, model: str) -> Ca
     candidates are fetched, and the vector side's once it is in: two statements, the same
     candidates and scores as one, the query embedding's time no longer added to the SQL's."""
     early = None
-    options = {"relevance": _relevance_term(req), "now": req.as_of, "with_said": _weighs_words(req)}
+    options = {"relevance": _relevance_term(req), "now": req.as_of, "with_said": _says_words(req)}
     if plan.pending is not None:
         if plan.sources:
             early = fetch_candidates(plan.sources, model, plan.text_query, **options)
@@ -349,6 +349,12 @@ def _query_time_hints(req: SearchRequest) -> list[TimeHint]:
     if req.profile != "default" or weights.TIME_WEIGHT <= 0.0:
         return []
     return time_hints(req.query, as_of=req.as_of or timezone.now())
+
+
+def _says_words(req: SearchRequest) -> bool:
+    """Whether the candidate statement reports which query words each candidate says: for the
+    relevance floor (hybrid search with query text) and for coverage's order."""
+    return _weighs_words(req) or (req.mode == "hybrid" and bool(req.query.strip()))
 
 
 def _weighs_words(req: SearchRequest) -> bool:

@@ -202,6 +202,7 @@ class SearchHit:
     text_score: float | None
     explain: dict[str, Any] | None = None  # only when the request asked to explain
     session_score: float | None = None  # group_by "session": its conversation's score
+    relevant: bool = True  # the relevance floor admits it (retrieval.search.relevance): context may inject it
 
     def as_dict(self) -> dict[str, Any]:
         c = self.chunk

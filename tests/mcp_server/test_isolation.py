@@ -80,10 +80,11 @@ def test_a_user_limited_key_acts_only_as_its_user(http_mcp: Mcp) -> None:
     assert ben_session.code == "session_not_found"
     assert note.data["user_id"] == "ann"  # written as its user
     # An unlimited key naming ann sees the same: hers and shared ones, never Ben's.
-    # (The query names each memory: search lists only what shares a word or is close in meaning.)
-    mine = http_mcp.call(admin_key, "memory_search", {"query": "blood type jazz office", "user_id": "ann",
-                                                      "scope": "account"})
-    assert sorted(_texts(mine)) == ["Ann likes jazz.", "Ann's blood type is O.", "The office closes at 6pm."]
+    # (One query about each memory: search lists only what is about the query.)
+    mine = http_mcp.calls(admin_key, [("memory_search", {"query": query, "user_id": "ann", "scope": "account"})
+                                      for query in ("blood type", "jazz", "office closes")])
+    assert sorted(text for found in mine for text in _texts(found)) == [
+        "Ann likes jazz.", "Ann's blood type is O.", "The office closes at 6pm."]
 
 
 def test_a_workspace_limited_key_stays_in_its_workspace(http_mcp: Mcp) -> None:

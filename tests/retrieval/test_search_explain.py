@@ -95,8 +95,9 @@ def test_reranking_steps_show_in_a_hybrid_search(alice, index, settings, monkeyp
     monkeypatch.setattr(weights, "COVERAGE_FLOOR", 0.0)  # coverage moves up any unlisted conversation's result
     monkeypatch.setattr("retrieval.search.weights.COVERAGE", 0.5)  # of four places, two by coverage
     index(alice, "many", *[{"role": "user", "content": f"heron nest {i} by the lake {'again ' * i}"} for i in range(8)])
-    index(alice, "other", {"role": "user", "content": "a heron flew over the river"})
-    index(alice, "third", {"role": "user", "content": "grey heron chicks in spring"})
+    # Each says the query's words (the relevance floor admits them, common as those words are here).
+    index(alice, "other", {"role": "user", "content": "a heron flew over the river to its nest"})
+    index(alice, "third", {"role": "user", "content": "grey heron chicks in a nest in spring"})
     found = results(search(alice, query="heron nest", explain=True, top_k=4))
     for rank, result in enumerate(found, start=1):
         _check_chain(result, rank)

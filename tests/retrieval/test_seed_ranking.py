@@ -134,10 +134,10 @@ def test_memory_profile_decays_to_the_requests_as_of(alice, cast, fact) -> None:
 def test_min_cosine_keeps_only_memories_close_in_meaning(alice, cast, fact) -> None:
     tenant = cast.alice_tenant.pk
     fact(tenant, "a", "persimmon harvest")
-    fact(tenant, "b", "persimmon prices in the old market square on rainy tuesdays")
+    fact(tenant, "b", "persimmon harvest fair in the old market square on rainy tuesdays")
     assert sorted(_texts(search(alice, query="persimmon harvest"))) == [
-        "persimmon harvest", "persimmon prices in the old market square on rainy tuesdays"]
-    # The second shares a word, not the meaning: the floor leaves it out.
+        "persimmon harvest", "persimmon harvest fair in the old market square on rainy tuesdays"]
+    # The second says the query's words, not its meaning: the floor leaves it out.
     assert _texts(search(alice, query="persimmon harvest", min_cosine=0.9)) == ["persimmon harvest"]
     assert _texts(search(alice, query="persimmon harvest", min_cosine=1.0 - 1e-6)) in (["persimmon harvest"], [])
 
@@ -145,14 +145,14 @@ def test_min_cosine_keeps_only_memories_close_in_meaning(alice, cast, fact) -> N
 def test_context_min_cosine_is_seed_004s_floor(alice, cast, fact) -> None:
     tenant = cast.alice_tenant.pk
     fact(tenant, "a", "persimmon harvest")
-    fact(tenant, "b", "persimmon prices in the old market square on rainy tuesdays")
+    fact(tenant, "b", "persimmon harvest fair in the old market square on rainy tuesdays")
 
     def relevant(**body: Any) -> list[str]:
         response = alice.post("/api/v1/context/", {"query": "persimmon harvest", **body}, format="json")
         assert response.status_code == 200, response.content
         return sorted(i["text"] for i in response.json()["items"])
 
-    assert len(relevant()) == 2  # today's floor: a shared word is enough
+    assert len(relevant()) == 2  # the default floor: it says every word of the query
     assert relevant(min_cosine=0.9) == ["persimmon harvest"]
 
 

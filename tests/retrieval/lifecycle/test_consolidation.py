@@ -224,7 +224,10 @@ def test_deleting_a_note_or_fact_memory_deletes_its_row_and_all_its_chunks(world
     Chunk.objects.filter(kind="fact").update(created_at=NOW - timedelta(days=400))  # short-term, stale
     settings.MEMORYHUB_CONSOLIDATE_DELETE_KINDS = ("event", "fact")
     result = run_consolidation(tenant_id=world["tenant"].pk, now=NOW)
-    assert result["counts"]["pruned"] == 2  # the stale event and the stale fact
+    # The stale event goes; the stale fact has a key, so its removal waits for an operator.
+    assert result["counts"]["pruned"] == 1 and result["counts"]["prune_held"] == 1
+    assert Fact.objects.filter(pk=fact.pk).exists()
+    review.approve_pending(PendingDeletion.objects.get(tenant=world["tenant"], status="pending").pk, by="op")
     assert not Fact.objects.filter(pk=fact.pk).exists()
     assert not Chunk.objects.filter(kind="fact").exists()
     # Notes are long-term: never pruned, whatever their age.

@@ -175,3 +175,82 @@ def test_archived_memories_are_listed_and_restored_in_the_admin(admin_client, ca
     admin_client.post("/admin/lifecycle/archivedmemory/", {"action": "restore", "_selected_action": [archived.pk]})
     assert Note.objects.filter(note_id="note-x").exists()
     assert Chunk.objects.filter(kind="note", source_id="note-x").exists()
+
+
+RULE = "Rule {n}: always confirm the booking reference with the customer before charging their card."
+
+
+def _decide_a_first_review(tenant) -> None:  # type: ignore[no-untyped-def]
+    """An old note's prune held on the tenant's first destructive run, then approved by an operator:
+    from then on consolidation acts without holding (unless a deletion must always be reviewed)."""
+    remember(Note.objects.create(tenant=tenant, note_id="note-old", content="an old shopping list", tier="account"))
+    Chunk.objects.filter(kind="note", source_id="note-old").update(
+        created_at=timezone.now() - timedelta(days=400), lifetime="short_term")
+    run_consolidation(tenant_id=tenant.pk)
+    [pending] = PendingDeletion.objects.filter(tenant=tenant)
+    review.approve_pending(pending.pk, by="op")
+
+
+def _keyed_rule(tenant, n: int, **fields) -> Fact:  # type: ignore[no-untyped-def]
+    fact = remember(Fact.objects.create(tenant=tenant, content=RULE.format(n=n), key=f"rule{n}", category="rules",
+                                        importance=0.9, tier="account", **fields))
+    # The same vector for both: near-duplicates as far as the embedding can tell.
+    Chunk.objects.filter(kind="fact", source_id=str(fact.pk)).update(embedding=vector(1, 0.001), embedding_model="hash")
+    return fact
+
+
+def test_keyed_facts_that_differ_only_by_a_number_are_never_merged(cast) -> None:
+    tenant = cast.alice_tenant
+    _decide_a_first_review(tenant)
+    rule2, rule4 = _keyed_rule(tenant, 2), _keyed_rule(tenant, 4)
+
+    second = run_consolidation(tenant_id=tenant.pk)
+
+    assert second["counts"]["merged"] == 0 and second["counts"].get("merge_held", 0) == 0
+    assert {(f.key, f.content) for f in Fact.objects.filter(tenant=tenant)} == {
+        ("rule2", RULE.format(n=2)), ("rule4", RULE.format(n=4))}
+    assert Chunk.objects.filter(kind="fact", source_id__in=[str(rule2.pk), str(rule4.pk)]).count() == 2
+
+
+def test_texts_that_differ_in_a_number_a_date_or_a_name_are_not_duplicates(cast, monkeypatch) -> None:
+    from retrieval.lifecycle.duplicates import same_details
+
+    monkeypatch.setattr("retrieval.lifecycle.steps.FIRST_REVIEW", False)
+    tenant = cast.alice_tenant
+    pairs = [("The gate code for the building is 4471 and it changes monthly.",
+              "The gate code for the building is 4472 and it changes monthly."),
+             ("The team dinner at the harbour restaurant is booked for Friday evening.",
+              "The team dinner at the harbour restaurant is booked for Saturday evening."),
+             ("Please send the signed quarterly report to Maria before the meeting.",
+              "Please send the signed quarterly report to Joao before the meeting."),
+             ("We meet for the weekly planning call at three in the afternoon.",
+              "We meet for the weekly planning call at four in the afternoon.")]
+    for n, (a, b) in enumerate(pairs):
+        assert not same_details(a, b)
+        for side, text in (("a", a), ("b", b)):
+            remember(Note.objects.create(tenant=tenant, note_id=f"n{n}{side}", content=text, tier="account"))
+    assert same_details("the flight leaves at nine", "The flight leaves at nine!")
+    Chunk.objects.filter(kind="note").update(embedding=vector(1, 0.001), embedding_model="hash")
+
+    result = run_consolidation(tenant_id=tenant.pk)
+
+    assert result["counts"]["merged"] == 0
+    assert Note.objects.filter(tenant=tenant).count() == 2 * len(pairs)
+
+
+def test_removing_a_keyed_fact_is_held_for_review_whatever_was_decided_before(cast) -> None:
+    tenant = cast.alice_tenant
+    _decide_a_first_review(tenant)
+    stale = remember(Fact.objects.create(tenant=tenant, content="The old locker code was 12", key="locker",
+                                         tier="account", lifetime="short_term"))
+    unkeyed = remember(Fact.objects.create(tenant=tenant, content="The old bike lock code was 34", tier="account",
+                                           lifetime="short_term"))
+    Chunk.objects.filter(kind="fact").update(created_at=timezone.now() - timedelta(days=400), lifetime="short_term")
+
+    result = run_consolidation(tenant_id=tenant.pk)
+
+    # The keyed fact waits for an operator; the unkeyed one goes, as the decided review allows.
+    assert result["counts"]["pruned"] == 1 and result["counts"]["prune_held"] == 1
+    assert Fact.objects.filter(pk=stale.pk).exists() and not Fact.objects.filter(pk=unkeyed.pk).exists()
+    assert result["review"]["reason"] == "a fact addressed by its key is removed only after an operator's review"
+    assert [d["id"] for d in result["deletions"] if d["held"]] == [stale.pk]
