@@ -412,6 +412,9 @@ def prepare_embedder_apart(background: bool = False, **kwargs: Any) -> Backgroun
         # Niced, as the embed lane is: requests come first.
         process = subprocess.Popen(["nice", "-n", "10", *command], cwd=settings.BASE_DIR, env=env,
                                    stdout=subprocess.DEVNULL, start_new_session=True)
+        from retrieval.minilm_runtimes import mark_preparing
+
+        mark_preparing(process.pid)
         return BackgroundStep(
             process=process,
             starting=("Preparing the fast search model beside the service (first start only: exporting "

@@ -120,6 +120,31 @@ def read_choice() -> dict[str, Any] | None:
         return None
 
 
+PREPARING_FILE = "preparing.pid"  # the process making the model now (`manage.py run`'s first start)
+
+
+def mark_preparing(pid: int) -> None:
+    """Record that process `pid` is making the model, so that web workers answer by words meanwhile."""
+    directory = cache_dir()
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / PREPARING_FILE).write_text(str(pid))
+
+
+def being_prepared() -> bool:
+    """Whether a live process is making the model now. No verdict alone is not enough: a test run, a
+    bench or `manage.py mcp` that never makes the model would otherwise answer by words forever."""
+    import psutil
+
+    try:
+        pid = int((cache_dir() / PREPARING_FILE).read_text())
+    except (OSError, ValueError):
+        return False
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
 # --- the runtime -------------------------------------------------------------------------------
 
 

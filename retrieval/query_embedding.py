@@ -69,8 +69,9 @@ def load_onnx_encoder() -> QueryEncoder | None:
 
 
 def onnx_pending() -> bool:
-    """Whether the ONNX model may still come (`manage.py run` making it on a first start): MiniLM
-    on an ONNX-capable backend, the runtimes installed, no verdict recorded yet."""
+    """Whether the ONNX model is still coming (`manage.py run` making it on a first start): MiniLM
+    on an ONNX-capable backend, the runtimes installed, no verdict recorded yet, and a process
+    making it now (minilm_runtimes.being_prepared)."""
     if settings.MEMORYHUB_EMBEDDER != "minilm" or settings.MEMORYHUB_EMBED_BACKEND == "torch" \
             or any(importlib.util.find_spec(name) is None for name in ("onnx", "onnxruntime")):
         return False
@@ -78,7 +79,7 @@ def onnx_pending() -> bool:
         onnx = importlib.import_module(ONNX_MODULE)
     except ImportError:
         return False
-    return onnx.read_choice() is None
+    return onnx.read_choice() is None and onnx.being_prepared()
 
 
 def _open(onnx: Any, choice: dict[str, Any]) -> QueryEncoder:

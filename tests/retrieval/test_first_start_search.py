@@ -53,3 +53,30 @@ def test_once_the_model_is_made_searches_use_it(settings, monkeypatch) -> None:
         assert query_embedding.embed_query("a question")[0] == 1.0  # the fast model embeds it
     finally:
         query_embedding.reset()
+
+
+def test_without_a_model_being_made_a_search_does_not_fall_back_to_words(settings, tmp_path, monkeypatch) -> None:
+    """No verdict recorded is not "being prepared": a test run, a bench or the stdio MCP server, which
+    never make the fast model, embed queries with the configured one instead of words alone."""
+    import os
+    import subprocess
+    import sys
+
+    from retrieval import minilm_runtimes
+
+    settings.MEMORYHUB_EMBEDDER = "minilm"
+    settings.MEMORYHUB_EMBED_BACKEND = "auto"
+    monkeypatch.setattr(minilm_runtimes, "cache_dir", lambda: tmp_path)
+    assert minilm_runtimes.read_choice() is None
+    assert not query_embedding.onnx_pending()  # nothing is making it
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        minilm_runtimes.mark_preparing(child.pid)
+        assert query_embedding.onnx_pending()  # `run` is making it: words meanwhile
+    finally:
+        child.kill()
+        child.wait()
+    assert not query_embedding.onnx_pending()  # the process is gone without a verdict: the configured model
+    minilm_runtimes.mark_preparing(os.getpid())
+    (tmp_path / "choice.json").write_text("{}")
+    assert not query_embedding.onnx_pending()  # a verdict is recorded
