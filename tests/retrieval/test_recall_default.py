@@ -48,6 +48,17 @@ def test_a_new_conversation_recalls_what_she_said_in_an_earlier_one(cast, index)
     assert _search(cast.alice, session="trip4", scope="conversation") == []
 
 
+def test_a_new_conversation_in_another_channel_recalls_it_by_its_words(cast, index) -> None:
+    """The words of the question are weighed over the nearest channel, and over her whole memory
+    when that channel never says them: full text still finds what she said elsewhere."""
+    _converse(cast.alice, index, "trip3", "ann")
+    new_session(cast.alice, "chat9", user_id="ann", channel="general")
+    index(cast.alice, "chat9", {"role": "user", "content": "Good morning!"})
+    for mode in ("hybrid", "text"):
+        assert [(r["text"], r["session"]) for r in _search(cast.alice, session="chat9", mode=mode)] == [
+            (SAID, "trip3")], mode
+
+
 @pytest.fixture
 def twins(cast, index) -> None:
     """The same session ids, channel names and words on every side: ann's trip3 and trip4 in both
