@@ -14,12 +14,17 @@ Every figure is kept per category, overall, and per half of the file (by convers
 
 from __future__ import annotations
 
+import sys
 import time
 from collections import defaultdict
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from bench import common
+if __name__ == "__main__":  # run as a script (see the end): the checkout's root on the path
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench import common  # noqa: E402
 
 RUNS = {  # name: search options
     "text": {"mode": "text"},
@@ -233,3 +238,16 @@ def print_comparison(figures: dict[str, Any]) -> None:
         print(f"| {run} | {o['turn@5']:.3f} | {o['turn@10']:.3f} | {o['session@5']:.3f} | "
               f"{o['session@10']:.3f} | {o.get('all@5', 0.0):.3f} | {o.get('all@10', 0.0):.3f} | {halves} | "
               f"{o['uniq@10']:.1f} |")
+
+
+if __name__ == "__main__":
+    # bench/recall.py locomo|longmemeval [options]: that benchmark's command line, e.g.
+    # bench/recall.py longmemeval --first 4 --keepdb --from-new-session
+    from bench.locomo import LOCOMO
+    from bench.longmemeval import LONGMEMEVAL
+    from bench.runner import main
+
+    benches = {"locomo": LOCOMO, "longmemeval": LONGMEMEVAL}
+    if len(sys.argv) < 2 or sys.argv[1] not in benches:
+        sys.exit("usage: bench/recall.py locomo|longmemeval [that benchmark's options, e.g. --from-new-session]")
+    main(benches[sys.argv.pop(1)])
