@@ -6,11 +6,8 @@ account. A preference, not a wall: a far memory that matches much better still r
 from __future__ import annotations
 
 from retrieval.search.request import Candidate, SearchRequest
+from retrieval.search.sql import CONVERSATION_KINDS
 
-# The kinds that belong to a conversation (search.sql.CONVERSATION_KINDS): the ones ranked by how
-# near their conversation is. A note, fact or document applies to the session by its tier (the
-# scope ladder) and is ranked on its own merit.
-_CONVERSATION_KINDS = ("event", "summary")
 # The share of a conversation row's score given up per step away from the session (this
 # conversation 0, its channel 1, its workspace 2, elsewhere 3): the farthest keeps 85 %.
 # Measured in bench/README.md ("Recall from a new conversation").
@@ -19,8 +16,9 @@ NEAR_STEP = 0.05
 
 def distance(req: SearchRequest, candidate: Candidate) -> int:
     """How far `candidate` is from the request's session: 0 this conversation (and every note,
-    fact or document, which apply here by their tier), 1 its channel, 2 its workspace, 3 elsewhere."""
-    if candidate.kind not in _CONVERSATION_KINDS or candidate.session_id == req.session_id:
+    fact or document, which apply here by their tier and rank on their own merit), 1 its channel,
+    2 its workspace, 3 elsewhere."""
+    if candidate.kind not in CONVERSATION_KINDS or candidate.session_id == req.session_id:
         return 0
     if candidate.channel_id == req.session_channel_id:
         return 1
