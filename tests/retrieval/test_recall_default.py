@@ -116,6 +116,19 @@ def test_a_note_made_in_a_conversation_is_hers_everywhere_and_outlives_it(cast, 
     assert "Seaview, room 12" in _context(client, session="trip4")["markdown"]
 
 
+def test_a_conversation_note_from_before_is_kept_by_replacing_it_workspace_wide(cast, index) -> None:
+    """README's upgrade note: a conversation-tier note stays one until it is replaced."""
+    client = cast.alice
+    _converse(client, index, "trip3", "ann", text=None)
+    made = client.post("/api/v1/notes/", {"content": "Seaview room 12", "session": "trip3", "scope": "conversation"},
+                       format="json").json()
+    kept = client.put(f"/api/v1/notes/{made['id']}/", {"content": "Seaview room 12", "session": "trip3",
+                                                        "scope": "workspace"}, format="json")
+    assert kept.status_code == 200, kept.content
+    assert client.patch("/api/v1/sessions/trip3/", {"status": "archived"}, format="json").status_code == 200
+    assert client.get(f"/api/v1/notes/{made['id']}/").json()["scope"] == "workspace"
+
+
 def test_a_workspace_limited_key_makes_a_session_note_workspace_wide(cast, index) -> None:
     """Such a key cannot write account-wide memories: its durable default is its workspace."""
     limited = make_client(make_key(cast.alice_tenant, ("read", "write"), workspace="travel-desk"))
