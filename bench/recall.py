@@ -14,12 +14,17 @@ Every figure is kept per category, overall, and per half of the file (by convers
 
 from __future__ import annotations
 
+import sys
 import time
 from collections import defaultdict
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from bench import common
+if __name__ == "__main__":  # run as a script (see the end): the checkout's root on the path
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench import common  # noqa: E402
 
 RUNS = {  # name: search options
     "text": {"mode": "text"},
@@ -113,32 +118,78 @@ def _found(hits: list[Any], turn_at: dict[tuple[str, int], str], session_of: dic
 PER_QUESTION: list[dict[str, Any]] = []
 
 
-def evaluate(ingested: Any, questions: list[Question], vectors: list[list[float]], runs: list[str],
-             kinds: list[str] | None = None, as_of: dict[str, Any] | None = None) -> tuple[dict[str, Any], dict[str, float]]:
-    """Ask every question through retrieval.search.hybrid_search in its conversation's channel
-    (`as_of`: the moment each conversation's questions are asked at; the search's now without)."""
-    from accounts.models import Channel
+NEW_SESSION = "{conversation}-new"  # the new, empty conversation --from-new-session asks from
+
+
+def new_sessions(ingested: Any, conversations: list[dict[str, Any]]) -> dict[str, str]:
+    """A new, empty session for each conversation, of the conversation's user, in its channel (an
+    agent's next conversation with that user): conversation id -> session id."""
+    from memoryhub.sessions import SessionInput, create_session
+
+    out = {}
+    for conv in conversations:
+        cid = conv["conversation_id"]
+        out[cid] = NEW_SESSION.format(conversation=cid)
+        create_session(key=ingested.key, data=SessionInput(id=out[cid], channel=cid, user_id=common.owner(cid)),
+                       get_or_create=True)
+    return out
+
+
+def _in_channel(key: Any, channels: dict[str, Any], q: Question, vector: list[float], as_of: Any,
+                options: dict[str, Any]) -> list[Any]:
+    """The question asked in its conversation's channel, as its user."""
     from retrieval.search import hybrid_search
+
+    channel = channels[q.conversation_id]
+    return hybrid_search(
+        tenant_id=key.tenant_id, query=q.question["question"], query_embedding=vector, scope="channel",
+        channel_ids=[channel.pk], workspace_ids=[channel.workspace_id], top_k=10,
+        user_id=common.owner(q.conversation_id) or None, as_of=as_of,
+        # The stand-in date is the last session's start: its later turns must stay in view.
+        history=False, **options,
+    )
+
+
+def _from_session(key: Any, session: str, q: Question, vector: list[float], as_of: Any,
+                  options: dict[str, Any]) -> list[Any]:
+    """The question asked as POST /search/ asks it with only a session named (no scope, no user):
+    the request the API builds (retrieval.scoping), run as the API runs it."""
+    from retrieval.scoping import build_search_request
+    from retrieval.search import run_search
+
+    data: dict[str, Any] = {"query": q.question["question"], "query_embedding": vector, "session": session,
+                            "top_k": 10, **options}
+    if as_of is not None:
+        data.update(as_of=as_of, history=False)
+    return run_search(build_search_request(key, data))
+
+
+def evaluate(ingested: Any, questions: list[Question], vectors: list[list[float]], runs: list[str],
+             kinds: list[str] | None = None, as_of: dict[str, Any] | None = None,
+             sessions: dict[str, str] | None = None) -> tuple[dict[str, Any], dict[str, float]]:
+    """Ask every question through retrieval.search in its conversation's channel (`as_of`: the
+    moment each conversation's questions are asked at; the search's now without), or with
+    `sessions` (new_sessions) from that new session with default parameters: runs named
+    "<run> new-session"."""
+    from accounts.models import Channel
 
     key = ingested.key
     channels = {c.name: c for c in Channel.objects.filter(tenant_id=key.tenant_id)}
     figures: dict[str, Any] = {}
     timings: dict[str, float] = {}
     n = max(len(questions), 1)
-    for run in runs:
+    for base in runs:
+        run = base if sessions is None else f"{base} new-session"
         scorer = Scorer()
         summary_hits = 0
-        options = {**RUNS[run], **({"kinds": kinds} if kinds else {})}
+        options = {**RUNS[base], **({"kinds": kinds} if kinds else {})}
         started = time.perf_counter()
         for q, vector in zip(questions, vectors, strict=True):
-            channel = channels[q.conversation_id]
-            hits = hybrid_search(
-                tenant_id=key.tenant_id, query=q.question["question"], query_embedding=vector, scope="channel",
-                channel_ids=[channel.pk], workspace_ids=[channel.workspace_id], top_k=10,
-                user_id=common.owner(q.conversation_id) or None, as_of=(as_of or {}).get(q.conversation_id),
-                # The stand-in date is the last session's start: its later turns must stay in view.
-                history=False, **options,
-            )
+            when = (as_of or {}).get(q.conversation_id)
+            if sessions is None:
+                hits = _in_channel(key, channels, q, vector, when, options)
+            else:
+                hits = _from_session(key, sessions[q.conversation_id], q, vector, when, options)
             found, summaries = _found(hits, ingested.turn_at, ingested.session_of)
             summary_hits += summaries
             scorer.add(q, found)
@@ -187,3 +238,16 @@ def print_comparison(figures: dict[str, Any]) -> None:
         print(f"| {run} | {o['turn@5']:.3f} | {o['turn@10']:.3f} | {o['session@5']:.3f} | "
               f"{o['session@10']:.3f} | {o.get('all@5', 0.0):.3f} | {o.get('all@10', 0.0):.3f} | {halves} | "
               f"{o['uniq@10']:.1f} |")
+
+
+if __name__ == "__main__":
+    # bench/recall.py locomo|longmemeval [options]: that benchmark's command line, e.g.
+    # bench/recall.py longmemeval --first 4 --keepdb --from-new-session
+    from bench.locomo import LOCOMO
+    from bench.longmemeval import LONGMEMEVAL
+    from bench.runner import main
+
+    benches = {"locomo": LOCOMO, "longmemeval": LONGMEMEVAL}
+    if len(sys.argv) < 2 or sys.argv[1] not in benches:
+        sys.exit("usage: bench/recall.py locomo|longmemeval [that benchmark's options, e.g. --from-new-session]")
+    main(benches[sys.argv.pop(1)])

@@ -45,6 +45,9 @@ def build_parser(bench: Bench) -> argparse.ArgumentParser:
                         help="the moment relative dates in a question are read against: the search's now (the "
                              "product's default), or the conversation's last session start (neither file has "
                              "question dates)")
+    parser.add_argument("--from-new-session", action="store_true",
+                        help="also ask every question from a new, empty session of its conversation's user (in "
+                             "its channel) with default parameters (no scope), beside the channel-scoped runs")
     parser.add_argument("--no-summaries", action="store_true", help="do not run the summariser after ingest")
     parser.add_argument("--no-plain", action="store_true", help="skip the plain BM25 / MiniLM baselines")
     parser.add_argument("--plain-pool", type=int, default=None, metavar="N",
@@ -143,6 +146,14 @@ def _ask(bench: Bench, args: argparse.Namespace, conversations: list[dict[str, A
                                            kinds=["event"] if args.no_summaries else None,
                                            as_of=_as_of(conversations) if args.as_of == "last-session" else None)
     timings.update(run_timings)
+    if args.from_new_session:
+        sessions = recall.new_sessions(ingested, conversations)
+        new_figures, new_timings = recall.evaluate(ingested, questions, vectors, runs,
+                                                   kinds=["event"] if args.no_summaries else None,
+                                                   as_of=_as_of(conversations) if args.as_of == "last-session" else None,
+                                                   sessions=sessions)
+        figures.update(new_figures)
+        timings.update(new_timings)
     if not args.no_plain:
         plain, plain_timings = _plain(conversations, questions, vectors, args.plain_pool)
         figures.update(plain)

@@ -47,14 +47,14 @@ class Placement:
 def place(key: ApiKey, *, tier: str | None, session: str | None, workspace: str | None,
           channel: str | None, user_id: str | None = None) -> Placement:
     """Where a note or fact lives. A session implies its workspace and channel; the tier says how
-    widely it applies (default: conversation with a session, channel with a channel, else
-    workspace). Raises before anything is created when the request does not fit the key."""
+    widely it applies (default_tier when none is asked for). Raises before anything is created when
+    the request does not fit the key."""
     forced_user = resolve_user(key, user_id) if key.user_id else ""
     sess = get_session(key, session) if session else None
     if sess is not None and sess.user_id:  # a user's memory may sit in a shared session, not in another's
         check_owner(forced_user or user_id or "", sess.user_id, f"Session {sess.external_id!r}")
     if tier is None:
-        tier = "conversation" if sess else "channel" if channel else "workspace"
+        tier = default_tier(key, session=sess is not None, channel=bool(channel))
     if tier == "conversation" and sess is None:
         raise Invalid("session_required", "A conversation-scoped memory needs a 'session'.")
     if sess is not None:
@@ -65,7 +65,7 @@ def place(key: ApiKey, *, tier: str | None, session: str | None, workspace: str 
     if tier == "account":
         if key.workspace_id is not None:
             raise Forbidden("workspace_forbidden", "A key limited to one workspace cannot write account-wide memories.")
-        if workspace or channel:
+        if (workspace or channel) and sess is None:  # a session's own were checked against it above
             raise Invalid("scope_mismatch", "An account-wide memory has no workspace or channel.")
         return Placement("account", None, None, sess, forced_user or "")
     if sess is not None:
@@ -75,6 +75,16 @@ def place(key: ApiKey, *, tier: str | None, session: str | None, workspace: str 
         assert ws is not None
         ch = Channel.get_named(ws, channel) if (channel or tier == "channel") else None
     return Placement(tier, ws, ch, sess, forced_user or "")
+
+
+def default_tier(key: ApiKey, *, session: bool, channel: bool) -> str:
+    """The tier of a memory made without one. Made in a session: long-term, the owner's across all
+    their conversations (account; workspace for a key limited to one workspace, which cannot write
+    account-wide), never cleared when the conversation ends: a conversation-tier memory is only one
+    the caller asks for. Made in a channel: that channel; else the workspace."""
+    if session:
+        return "workspace" if key.workspace_id is not None else "account"
+    return "channel" if channel else "workspace"
 
 
 def meta_filters(params: Any) -> dict[str, Any]:

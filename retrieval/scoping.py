@@ -6,17 +6,18 @@ from typing import Any
 
 from accounts.models import ApiKey, Channel
 from memoryhub.errors import Invalid, NotFound
+from memoryhub.models import Session
 from memoryhub.sessions import get_session, resolve_user, resolve_workspace
 from retrieval.search import SearchRequest
 from retrieval.search.sql import select_rows
 
 SCOPE_ALIASES = {"session": "conversation"}
-# The scope a request anchored to a session reads when it names none, for search, context, browse
-# and MCP alike: the conversation itself (and, by the scope ladder, the notes, facts and documents
-# of its channel, workspace and account). Browse of a session lists that session; search and
-# context of a session read the same range, so that what search finds is what context shows.
-# Other conversations' messages (even the same user's) are read only when a wider scope is asked.
-SESSION_DEFAULT_SCOPE = "conversation"
+# What a request anchored to a session reads when it names no scope (the one definition, for
+# search, context, MCP, mem0's API and the console, through read_as_session): the whole memory of
+# the session's owner, every conversation of theirs, with the notes, facts and documents that apply
+# to the session by the scope ladder, nearer rows first (retrieval.search.nearness). A scope narrows
+# it to that range, without the preference.
+SESSION_DEFAULT_SCOPE = "account"
 
 
 def build_search_request(key: ApiKey, data: dict[str, Any]) -> SearchRequest:
@@ -40,19 +41,7 @@ def build_search_request(key: ApiKey, data: dict[str, Any]) -> SearchRequest:
             raise NotFound("workspace_not_found", f"Workspace {workspace_name!r} does not exist.")
         workspace_ids = [workspace.pk]
     if session_name:
-        session = get_session(key, session_name)
-        if req.user_id is None:
-            # The conversation's user; a conversation nobody owns is the tenant's: it reads the
-            # tenant's unowned rows, its own messages and shared knowledge (sql.owner_clause).
-            req.user_id = session.user_id
-        elif session.user_id and req.user_id != session.user_id:
-            raise Invalid("scope_mismatch", "'user_id' differs from the session's user.")
-        req.session_id = session.pk
-        req.session_channel_id = session.channel_id
-        req.session_workspace_id = session.workspace_id
-        req.channel_ids = [session.channel_id]
-        req.workspace_ids = [session.workspace_id]
-        req.scope = scope or SESSION_DEFAULT_SCOPE
+        read_as_session(req, get_session(key, session_name), scope)
         return req
     if channel_name:
         found = _channels(key, channel_name, workspace_ids)
@@ -68,6 +57,23 @@ def build_search_request(key: ApiKey, data: dict[str, Any]) -> SearchRequest:
         req.scope = scope or "account"
     _check_scope(req)
     return req
+
+
+def read_as_session(req: SearchRequest, session: Session, scope: str) -> None:
+    """Anchor `req` to `session`: read as its owner, and with no `scope` over their whole memory,
+    nearest first (SESSION_DEFAULT_SCOPE). A conversation nobody owns is the tenant's: it reads the
+    tenant's unowned conversations and shared knowledge (sql.owner_clause), never a user's."""
+    if req.user_id is None:
+        req.user_id = session.user_id
+    elif session.user_id and req.user_id != session.user_id:
+        raise Invalid("scope_mismatch", "'user_id' differs from the session's user.")
+    req.session_id = session.pk
+    req.session_channel_id = session.channel_id
+    req.session_workspace_id = session.workspace_id
+    req.channel_ids = [session.channel_id]
+    req.workspace_ids = [session.workspace_id]
+    req.scope = scope or SESSION_DEFAULT_SCOPE
+    req.nearest_first = not scope
 
 
 def _channels(key: ApiKey, name: str, workspace_ids: list[int] | None) -> list[tuple[int, int]]:

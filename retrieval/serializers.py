@@ -46,11 +46,13 @@ class TopKFieldSchema(OpenApiSerializerFieldExtension):
         return {"type": "integer", "minimum": 1, "maximum": MAX_TOP_K}
 
 
-SCOPE_HELP = ("How far to read other conversations' messages: conversation (= session), channel, workspace "
+SCOPE_HELP = ("How far to read conversations' messages: conversation (= session), channel, workspace "
               "or account (the whole tenant). Notes, facts and documents apply where they were made "
               "whatever the scope: with a session, those of its conversation, channel, workspace and "
-              "account. Default: conversation with a session, channel with a channel, workspace with a "
-              "workspace, else account.")
+              "account. Default: with a session, its user's whole memory (every conversation of theirs; "
+              "for a session nobody owns, the tenant's unowned conversations), nearer ones ranked first "
+              "(this conversation, its channel, its workspace); channel with a channel, workspace with a "
+              "workspace, else account. A scope narrows to that range.")
 
 
 def as_of_field() -> serializers.DateTimeField:
@@ -79,7 +81,8 @@ class SearchInput(StrictSerializer):
         default=None, help_text=f"A ready query vector ({DIMENSIONS} floats) instead of embedding the query text.",
     )
     session = serializers.CharField(max_length=200, required=False,
-                                    help_text="Search as this conversation: its memories first (scope), its user's.")
+                                    help_text="Search as this conversation: its user's whole memory, this "
+                                              "conversation and its channel first (scope narrows it).")
     channel = serializers.CharField(max_length=100, required=False, help_text="Search this channel's memories.")
     workspace = serializers.CharField(max_length=100, required=False, help_text="Search this workspace's memories.")
     scope = serializers.ChoiceField(choices=[*SCOPES, "session"], required=False, help_text=SCOPE_HELP)
@@ -298,8 +301,8 @@ class SearchResultOutput(serializers.Serializer):
 class ContextInput(StrictSerializer):
     session = serializers.CharField(
         max_length=200, required=False, allow_null=True, default=None,
-        help_text="The conversation the context is for: its recent messages come first, and its user owns "
-                  "what is recalled unless user_id says otherwise.")
+        help_text="The conversation the context is for: its recent messages come first, and what is recalled "
+                  "is its user's, from every conversation of theirs (nearest first) unless scope narrows it.")
     user_id = serializers.CharField(
         max_length=200, required=False, allow_null=True, default=None,
         help_text="Recall as this end user: their memories and shared knowledge (notes, facts and "

@@ -41,8 +41,10 @@ from memoryhub.models import (
 )
 from memoryhub.searchable import TIERS
 
-SCOPE_HELP = ("How widely it applies: conversation (its session only), channel, workspace or account (all "
-              "the tenant's workspaces). Default: conversation with a session, else workspace.")
+SCOPE_HELP = ("How widely it applies: conversation (its session only, deleted when the session ends), channel, "
+              "workspace or account (all the tenant's workspaces). Default: with a session, account (long-term: "
+              "its owner's in every conversation; workspace for a key limited to one workspace); with a channel, "
+              "channel; else workspace.")
 
 
 class NoteInput(StrictSerializer):

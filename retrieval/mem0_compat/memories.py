@@ -334,7 +334,7 @@ def search(key: ApiKey, *, query: str, who: Entities, top_k: int, threshold: flo
     if who.run_id:
         if not Session.objects.visible_to(key).filter(external_id=who.run_id).exists():
             return []  # a run never written to has no memories (as get_all finds none)
-        data.update(session=who.run_id, scope="account", top_k=top_k * 4)
+        data.update(session=who.run_id, top_k=top_k * 4)
     req = build_search_request(key, data)
     try:
         hits = run_search(req)

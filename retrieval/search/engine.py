@@ -38,6 +38,7 @@ from retrieval.search.current import facts_first
 from retrieval.search.explain import Trace
 from retrieval.search.fulltext import TextQuery, build_text_query, text_source
 from retrieval.search.fusion import by_score, feedback_documents, fuse
+from retrieval.search.nearness import nearest_first
 from retrieval.search.regex import regex_source
 from retrieval.search.relevance import Floor, floor_of, with_ranked_query
 from retrieval.search.request import (
@@ -383,6 +384,10 @@ def _rank(req: SearchRequest, plan: Plan, pool: CandidatePool, vec: dict[int, fl
     if req.profile == "default":
         fused, order = order, with_time_hints(order, chunks, plan.hints, weights.TIME_WEIGHT)
         trace.date_hint(fused, order, plan.hints)
+    if req.nearest_first:
+        farther, order = order, nearest_first(req, chunks, order)
+        trace.scores("nearest_first", farther, order, "a conversation farther from the session (its channel, its "
+                     "workspace, elsewhere) ranks lower (nearness.NEAR_STEP a step)")
     ranked = by_score(chunks.values(), order)
     if req.profile == "default" and weights.EXPAND_SUMMARIES:
         by_rank, ranked = ranked, expand_summaries(ranked, trace.replaced if trace.on else None)

@@ -50,6 +50,9 @@ class SearchRequest:
     session_id: int | None = None  # Session pk
     session_channel_id: int | None = None
     session_workspace_id: int | None = None
+    # A session's default recall (retrieval.scoping.read_as_session): its owner's whole memory,
+    # what is nearer the session ranked first (retrieval.search.nearness).
+    nearest_first: bool = False
     channel_ids: list[int] | None = None
     workspace_ids: list[int] | None = None
     tags: list[str] = field(default_factory=list)
@@ -129,6 +132,8 @@ class Candidate:
     kind: str = "event"
     sequence_start: int | None = None
     split: bool = False  # it has sentence vectors of its own (ChunkSentence)
+    channel_id: int | None = None  # where it was said or made (nearness.nearest_first)
+    workspace_id: int | None = None
 
     @property
     def message(self) -> tuple[int, int, int] | None:

@@ -363,7 +363,8 @@ class CandidatePool:
 # What ranking needs of every candidate; the rest of a result row is read for the hits only
 # (load_rows): names by key for 200 candidates cost more than a statement for 10 rows.
 _RANK_COLUMNS = ("c.id, c.session_id, c.text, c.context <> '', extract(epoch FROM c.created_at)::float8, "
-                 "c.sequence_start, c.sequence_end, c.importance, c.kind, coalesce(c.sentence_vectors, 0) > 0")
+                 "c.sequence_start, c.sequence_end, c.importance, c.kind, coalesce(c.sentence_vectors, 0) > 0, "
+                 "c.channel_id, c.workspace_id")
 
 
 def fetch_candidates(sources: list[Source], model: str, tq: TextQuery | None, *,
@@ -412,10 +413,10 @@ def _pool(rows: list[tuple[Any, ...]]) -> CandidatePool:
     said: dict[int, int] = {}
     with_vector: list[int] = []
     raws: list[bytes] = []
-    for pk, session_id, text, contextual, created_ts, seq_start, seq_end, importance, kind, split, vector, tscore, \
-            terms, rel in rows:
+    for pk, session_id, text, contextual, created_ts, seq_start, seq_end, importance, kind, split, channel_id, \
+            workspace_id, vector, tscore, terms, rel in rows:
         candidates[pk] = Candidate(pk, session_id, text, contextual, created_ts, seq_end, importance, float(rel), kind,
-                                   seq_start, split)
+                                   seq_start, split, channel_id, workspace_id)
         if vector is not None:
             with_vector.append(pk)
             raws.append(vector)

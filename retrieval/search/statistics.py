@@ -8,6 +8,7 @@ retrieval/termstats.py says why.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from django.db import connection
@@ -20,7 +21,11 @@ MAX_TERMS = 32  # query lexemes considered (sorted, as before: the same 32 as in
 def bucket_clause(req: SearchRequest, alias: str = "s") -> tuple[str, list[Any]]:
     """The statistics rows (of `alias`) of the request's scope; see retrieval/termstats.py's docstring."""
     a = alias
-    if req.scope == "conversation" and req.session_id is not None:
+    # A session's conversation, and its default range (its owner's whole memory, nearest first):
+    # the statistics of the nearest part, its channel, as a channel's search reads them
+    # (term_statistics takes the whole range's for a word the channel never says). A user whose
+    # memory lies mostly in other channels is then searched exactly: slower, never less exact.
+    if req.session_id is not None and (req.scope == "conversation" or req.nearest_first):
         return (f"({a}.channel_id = %s OR ({a}.workspace_id = %s AND {a}.channel_id = 0)"
                 f" OR ({a}.workspace_id = 0 AND {a}.channel_id = 0))",
                 [req.session_channel_id, req.session_workspace_id])
@@ -59,17 +64,24 @@ def term_statistics(req: SearchRequest) -> tuple[list[str], dict[str, int], int]
     scope's size: one statement, no counting."""
     buckets, bucket_params = bucket_clause(req)
     size_sql, size_params = scope_size_sql(req, owner=False)
+    df = "(SELECT sum(s.n) FROM retrieval_termstat s WHERE s.tenant_id = %s AND s.lexeme = q.lexeme AND {})"
+    df_sql, df_params = df.format(buckets), [req.tenant_id, *bucket_params]
+    if req.nearest_first:
+        # A word the session's channel never says is still said elsewhere in the range (another
+        # conversation of its owner): its frequency there, so that full text finds it.
+        wide, wide_params = bucket_clause(replace(req, nearest_first=False))
+        df_sql, df_params = f"coalesce(nullif({df_sql}, 0), {df.format(wide)})", [*df_params, req.tenant_id,
+                                                                                 *wide_params]
     sql = (
         "WITH q AS (SELECT lexeme FROM (SELECT DISTINCT lexeme FROM unnest(to_tsvector('pg_catalog.english', %s))) d "
         f"ORDER BY lexeme COLLATE \"C\" LIMIT {MAX_TERMS}) "
-        "SELECT q.lexeme, coalesce((SELECT sum(s.n) FROM retrieval_termstat s WHERE s.tenant_id = %s "
-        f"AND s.lexeme = q.lexeme AND {buckets}), 0) FROM q "
+        f"SELECT q.lexeme, coalesce({df_sql}, 0) FROM q "
         f"UNION ALL SELECT NULL, ({size_sql}) "
         # The chunk table's row estimate, for HNSW's ef_search (search.sql.ef_search); '' is no lexeme.
         "UNION ALL SELECT '', greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = 'retrieval_chunk'::regclass"
     )
     with connection.cursor() as cursor:
-        cursor.execute(sql, [req.query[:4000], req.tenant_id, *bucket_params, *size_params])
+        cursor.execute(sql, [req.query[:4000], *df_params, *size_params])
         rows = cursor.fetchall()
     size = next(int(n) for lexeme, n in rows if lexeme is None)
     global _table_rows

@@ -121,3 +121,26 @@ def test_ingest_maps_every_chunk_of_a_long_turn_back_to_its_turn(django_capture_
     # A second ingest with the data kept appends nothing.
     again = common.ingest(convs, "bench-test")
     assert again.appended_sessions == 0 and again.turn_at == ingested.turn_at
+
+
+@pytest.mark.django_db
+def test_from_a_new_session_a_question_reaches_its_users_conversations_only(  # type: ignore[no-untyped-def]
+        monkeypatch, django_capture_on_commit_callbacks) -> None:
+    """--from-new-session: each conversation has its user; asked from a new, empty session of that
+    user with default parameters, the question finds its evidence and never the other user's
+    (the same words)."""
+    from retrieval.embedders import get_embedder
+
+    monkeypatch.setattr(common, "OWNED", True)
+    convs = [conversation(c, [question(f"q{c}", [f"{c}_s1_1"], [f"{c}_s1"])]) for c in ("a", "b")]
+    with django_capture_on_commit_callbacks(execute=True):
+        ingested = common.ingest(convs, "bench-new-session")
+    sessions = recall.new_sessions(ingested, convs)
+    assert sessions == {"a": "a-new", "b": "b-new"}
+    questions = recall.questions_of(convs, {})
+    vectors = get_embedder().embed([q.question["question"] for q in questions])
+    recall.PER_QUESTION.clear()
+    figures, _ = recall.evaluate(ingested, questions, vectors, ["hybrid-weighted"], sessions=sessions)
+    assert figures["hybrid-weighted new-session"]["overall"]["turn@10"] == 1.0
+    for asked in recall.PER_QUESTION:
+        assert asked["found_sessions"] and {s[0] for s in asked["found_sessions"]} == {asked["conversation"]}

@@ -55,8 +55,8 @@ def test_a_fact_extracted_when_the_conversation_ends_survives_its_clearing(alice
         extractor.MEMORYHUB_FACT_EXTRACTOR_URL = llm.url
         new_session(alice, "s1")
         post_events(alice, "s1", {"role": "user", "content": "Hello"}, {"role": "user", "content": MOVE})
-        note = alice.post("/api/v1/notes/", {"content": "drafting the move memo", "session": "s1"},
-                          format="json").json()
+        note = alice.post("/api/v1/notes/", {"content": "drafting the move memo", "session": "s1",
+                                             "scope": "conversation"}, format="json").json()
         assert Session.objects.get(external_id="s1").facts_extracted_to == 0  # nothing extracted yet
         assert alice.patch("/api/v1/sessions/s1/", {"status": "idle"}, format="json").status_code == 200
         assert not Note.objects.filter(note_id=note["note_id"]).exists()  # cleared at the end

@@ -116,7 +116,8 @@ def remember(client: Any, session: str) -> dict[str, Any]:
         return response.json()["id"]
 
     ids = {
-        "note": note(content="Working on the pelican report", session=session),  # tier conversation
+        "note": note(content="Working on the pelican report", session=session, scope="conversation"),
+        "note_default": note(content="Pelicans eat fish", session=session),  # no tier asked: long-term
         "note_workspace": note(content="Pelicans nest in June", session=session, scope="workspace"),
         "fact": fact(content="Draft is in section three", session=session, scope="conversation"),
         "fact_promoted": fact(content="User prefers metric units", session=session, scope="conversation"),
@@ -140,7 +141,7 @@ def test_archiving_clears_the_conversations_memories(alice, django_capture_on_co
     assert not Note.objects.filter(note_id=ids["note"]).exists()
     assert not Fact.objects.filter(pk=ids["fact"]).exists()
     assert Fact.objects.filter(pk__in=[ids["fact_promoted"], ids["fact_pinned"]]).count() == 2
-    assert Note.objects.filter(note_id=ids["note_workspace"]).exists()
+    assert Note.objects.filter(note_id__in=[ids["note_workspace"], ids["note_default"]]).count() == 2
     assert not Chunk.objects.filter(kind="note", source_id=ids["note"]).exists()
     # s2's own copy of the note is all that search still finds.
     hits = alice.post("/api/v1/search/", {"query": "pelican report", "scope": "account"}, format="json").json()
@@ -163,10 +164,11 @@ def test_ending_the_conversation_clears_them_too(alice, django_capture_on_commit
     # the fact's history says when it stopped being held, as for any other delete
     assert not FactVersion.objects.filter(fact_id=fact.pk, valid_to__isnull=True).exists()
     assert Fact.objects.filter(pk__in=[ids["fact_promoted"], ids["fact_pinned"]]).count() == 2
-    assert Note.objects.filter(note_id=ids["note_workspace"]).exists()
+    assert Note.objects.filter(note_id__in=[ids["note_workspace"], ids["note_default"]]).count() == 2
     assert ScratchpadItem.objects.filter(scratchpad__session__external_id="s1").exists()
     # Talking again makes it active; what it remembers from then on is cleared at its next end.
-    again = alice.post("/api/v1/notes/", {"content": "second round", "session": "s1"}, format="json").json()
+    again = alice.post("/api/v1/notes/", {"content": "second round", "session": "s1", "scope": "conversation"},
+                       format="json").json()
     assert patch(alice, "s1", status="active").status_code == 200
     assert Note.objects.filter(note_id=again["note_id"]).exists()
     assert patch(alice, "s1", status="archived").status_code == 200

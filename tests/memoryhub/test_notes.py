@@ -86,12 +86,14 @@ def test_session_note_placement_and_list_filters(alice) -> None:  # type: ignore
     post_events(alice, "s1", {"role": "user", "content": "hi"})
     alice.post("/api/v1/sessions/", {"id": "s2", "user_id": "u-7"}, format="json")
     a = alice.post(NOTES, {"note_id": "a", "content": "alpha plan", "session": "s1", "tags": ["x", "y"],
-                           "source": "user", "metadata": {"topic": "billing", "n": 3}}, format="json").json()
+                           "source": "user", "metadata": {"topic": "billing", "n": 3}, "scope": "conversation"},
+                   format="json").json()
     assert a["scope"] == "conversation" and a["session"] == "s1"
     assert a["channel"] == alice.get("/api/v1/sessions/s1/").json()["channel"]
     b = alice.post(NOTES, {"note_id": "b", "content": "beta plan", "session": "s2", "tags": ["x"]},
                    format="json").json()
     assert b["user_id"] == "u-7"  # inherited from the session
+    assert (b["scope"], b["session"], b["workspace"]) == ("account", "s2", None)  # no tier asked: long-term
     alice.post(NOTES, {"note_id": "c", "content": "gamma", "tags": ["y"], "source": "user"}, format="json")
 
     def ids(query: str) -> list[str]:
@@ -156,7 +158,7 @@ def test_patch_changes_only_what_is_sent(alice, index) -> None:  # type: ignore[
     assert r.status_code == 200, r.json()
     body = r.json()
     assert (body["content"], body["tags"], body["session"], body["scope"], body["source"], body["metadata"]) == (
-        "Aisle seat", ["travel", "seats"], "s1", "conversation", "agent", {"k": 1})
+        "Aisle seat", ["travel", "seats"], "s1", "account", "agent", {"k": 1})
     assert [c.text for c in chunks_of("n3")] == ["Aisle seat"]
     before = Note.objects.get(note_id="n3").updated_at
     for bad, code in (({"content": " "}, "empty_content"), ({"session": "s2"}, "unknown_field"),

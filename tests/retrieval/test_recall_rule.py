@@ -60,8 +60,12 @@ def test_context_and_search_keep_tiered_memories_where_they_were_made(alice, ind
     searched = _search(alice, **body)
     ctx = _context(alice, **body)
     listed = [i["text"] for i in ctx["items"]]
-    for text in ("Platypus fact conversation tier", "Platypus fact channel tier", "the platypus lays eggs"):
+    for text in ("Platypus fact conversation tier", "Platypus fact channel tier"):
         assert text not in searched and text not in listed and text not in ctx["markdown"], text
+    # The other conversation's message is in the session's whole memory (both are the tenant's);
+    # a scope of the conversation alone leaves it out.
+    assert "the platypus lays eggs" in searched and "the platypus lays eggs" in listed
+    assert "the platypus lays eggs" not in _search(alice, **body, scope="conversation")
     # They agree: the context's related memories are search's results, in search's order.
     related = [i["text"] for i in ctx["items"] if i["source"] == "relevant"]
     assert related == [t for t in searched if t in related]
@@ -73,8 +77,9 @@ def test_context_and_search_keep_tiered_memories_where_they_were_made(alice, ind
 
 
 def test_context_and_search_take_the_same_default_scope(alice, index) -> None:
-    """Without `scope`, a session's search and context read the same range: the conversation (and
-    what applies to it); a wider scope adds other conversations' messages to both alike."""
+    """Without `scope`, a session's search and context read the same range: its owner's whole
+    memory (here the tenant's unowned conversations) and what applies to it; a scope narrows both
+    alike."""
     _ok(alice.post("/api/v1/sessions/", {"id": "s-here", "channel": "pets"}, format="json"))
     _ok(alice.post("/api/v1/sessions/", {"id": "s-sibling", "channel": "pets"}, format="json"))
     _ok(alice.post("/api/v1/sessions/", {"id": "s-far", "channel": "cars"}, format="json"))
@@ -82,7 +87,8 @@ def test_context_and_search_take_the_same_default_scope(alice, index) -> None:
           *[{"role": "user", "content": f"small talk {i}"} for i in range(10)])
     index(alice, "s-sibling", {"role": "user", "content": "the gecko sheds its skin"})
     index(alice, "s-far", {"role": "user", "content": "the gecko mascot of an insurer"})
-    for scope, expected in ((None, {"a gecko on the wall"}),
+    for scope, expected in ((None, {"a gecko on the wall", "the gecko sheds its skin", "the gecko mascot of an insurer"}),
+                            ("conversation", {"a gecko on the wall"}),
                             ("channel", {"a gecko on the wall", "the gecko sheds its skin"})):
         body = {"session": "s-here", "query": "gecko", **({"scope": scope} if scope else {})}
         searched = [t for t in _search(alice, **body) if "gecko" in t]
@@ -162,11 +168,12 @@ def test_a_critical_memory_is_in_every_context_and_ordinary_salience_only_when_r
     about = _context(alice, user_id="ann", query="passport number")["items"]
     assert ("salient", "My passport number ends in 4471.") in {(i["source"], i["text"]) for i in about} or \
         ("relevant", "My passport number ends in 4471.") in {(i["source"], i["text"]) for i in about}
-    # Another user's critical memory is never in ann's context; a critical memory elsewhere in the
-    # ladder (another channel's conversation) does not apply to this session.
+    # Another user's critical memory is never in ann's context; hers, said in another channel's
+    # conversation, is in every conversation of hers by default, and out of a narrower scope.
     assert allergy not in _context(alice, user_id="bob", query="dinner")["markdown"]
     _ok(alice.post("/api/v1/sessions/", {"id": "elsewhere", "user_id": "ann", "channel": "work"}, format="json"))
-    assert allergy not in _context(alice, session="elsewhere", query="dinner")["markdown"]
+    assert allergy in _context(alice, session="elsewhere", query="dinner")["markdown"]
+    assert allergy not in _context(alice, session="elsewhere", query="dinner", scope="channel")["markdown"]
 
 
 def test_an_irrelevant_query_injects_nothing_ordinary(alice, index) -> None:
@@ -247,11 +254,13 @@ def test_the_scope_ladder_matrix(ladder) -> None:
                         expected = place in APPLIES[tier] and "browse" not in surface
                         if (text in texts) != expected:
                             wrong.append(f"{user} at {place} via {surface}: {text!r} {'missing' if expected else 'listed'}")
-                # The home conversation's message: in its own conversation by default.
+                # The home conversation's message: in every conversation of its user by default (her
+                # whole memory); browse of a session lists that session's messages only.
                 said = f"zebra message said at home by {user}"
-                if (said in texts) != (place == "same conversation"):
+                listed = place == "same conversation" or "browse" not in surface
+                if (said in texts) != listed:
                     wrong.append(f"{user} at {place} via {surface}: the home message "
-                                 f"{'missing' if place == 'same conversation' else 'listed'}")
+                                 f"{'missing' if listed else 'listed'}")
     assert not wrong, "\n".join(wrong)
 
 

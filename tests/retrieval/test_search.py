@@ -185,7 +185,7 @@ def test_a_read_only_key_may_search(cast, garden) -> None:
 
 
 def test_session_filter(alice, garden) -> None:
-    found = texts(search(alice, query="tomatoes report sister", session="work"))
+    found = texts(search(alice, query="tomatoes report sister", session="work", scope="conversation"))
     assert found and all("report" in t for t in found)
 
 

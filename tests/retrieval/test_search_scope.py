@@ -38,7 +38,7 @@ def test_scope_widening_adds_wider_tiers_only(alice, index, cast) -> None:
     _memory(t, "f2", "kiwi fact for workspace", "workspace", workspace_id=ws.pk)
     _memory(t, "f3", "kiwi fact for pets", "channel", workspace_id=ws.pk, channel_id=pets.pk)
     _memory(t, "f4", "kiwi fact for cars", "channel", workspace_id=ws.pk, channel_id=cars.pk)
-    conversation = set(texts(search(alice, query="kiwi", session="s1", top_k=20)))
+    conversation = set(texts(search(alice, query="kiwi", session="s1", scope="conversation", top_k=20)))
     assert conversation == {"kiwi in session one", "kiwi fact for account", "kiwi fact for workspace",
                             "kiwi fact for pets"}
     channel = set(texts(search(alice, query="kiwi", session="s1", scope="channel", top_k=20)))
@@ -46,6 +46,9 @@ def test_scope_widening_adds_wider_tiers_only(alice, index, cast) -> None:
     # Widening adds other conversations' messages, never another channel's tiered memories.
     workspace = set(texts(search(alice, query="kiwi", session="s1", scope="workspace", top_k=20)))
     assert workspace == channel | {"kiwi in another channel"}
+    # No scope: the session's whole memory (these sessions are the tenant's: its unowned
+    # conversations), with the tiered memories that apply to the session, never cars' fact.
+    assert set(texts(search(alice, query="kiwi", session="s1", top_k=20))) == workspace
     # Without a session, a workspace's search reads every tier in it.
     assert "kiwi fact for cars" in texts(search(alice, query="kiwi", workspace=ws.name, top_k=20))
 
