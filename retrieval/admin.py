@@ -11,7 +11,7 @@ from django.http import HttpRequest
 from django.utils.html import format_html
 
 import retrieval.models
-from memoryhub.admin.base import counted, titled
+from memoryhub.admin.base import ScopeNamed, counted, titled
 from memoryhub.admin.paginator import EstimatedCountPaginator
 from retrieval.admin_helpers import AccessColumns, OwnerColumn, source_link
 from retrieval.embedding import queue_for_embedding
@@ -41,7 +41,7 @@ class EmbeddedFilter(admin.SimpleListFilter):
 
 
 @admin.register(Chunk)
-class ChunkAdmin(AccessColumns, OwnerColumn, admin.ModelAdmin):
+class ChunkAdmin(AccessColumns, OwnerColumn, ScopeNamed):
     # Tier and a message's place are filters and on the chunk's page, so the list fits a 1280 px screen.
     list_display = ["id", "kind", "short_text", "owner", "tenant", "session", "importance", "access_count",
                     "embedding_model", "created_at"]

@@ -77,17 +77,13 @@ class MemoryForm(forms.ModelForm):
     importance = ImportanceField()
 
 
-class SearchableAdmin(admin.ModelAdmin):
-    """Keeps the search index in step with admin edits and deletions; after a save, goes back to
-    the page the edit was opened from (`?next=`, e.g. the memory explorer)."""
-
-    kind = ""
-    # Tenants are few (a select); the rest are looked up by name as you type.
-    autocomplete_fields = ["workspace", "channel", "session"]
+class ScopeNamed(admin.ModelAdmin):
+    """A model's `tier` shown as the API names it, `scope`: its column, its filter and its field on
+    a change form, editable or read-only."""
 
     def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any) -> Any:
         form = super().get_form(request, obj, change, **kwargs)
-        if "tier" in form.base_fields:  # the API's name for it, in every request and answer
+        if "tier" in form.base_fields:
             form.base_fields["tier"].label = "Scope"
         return form
 
@@ -95,6 +91,15 @@ class SearchableAdmin(admin.ModelAdmin):
     def scope(self, obj: Any) -> str:
         """The model's tier, named as the API names it (`scope`)."""
         return obj.tier
+
+
+class SearchableAdmin(ScopeNamed):
+    """Keeps the search index in step with admin edits and deletions; after a save, goes back to
+    the page the edit was opened from (`?next=`, e.g. the memory explorer)."""
+
+    kind = ""
+    # Tenants are few (a select); the rest are looked up by name as you type.
+    autocomplete_fields = ["workspace", "channel", "session"]
 
     def _next(self, request: HttpRequest) -> str:
         target = request.GET.get("next", "")

@@ -13,7 +13,7 @@ from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 
-from memoryhub.admin.base import counted, titled
+from memoryhub.admin.base import ScopeNamed, counted, titled
 from memoryhub.admin.paginator import EstimatedCountPaginator
 from retrieval import decay
 from retrieval.admin_helpers import (
@@ -56,7 +56,7 @@ class PinnedFilter(admin.SimpleListFilter):
 
 
 @admin.register(Memory)
-class MemoryAdmin(AccessColumns, OwnerColumn, admin.ModelAdmin):
+class MemoryAdmin(AccessColumns, OwnerColumn, ScopeNamed):
     """Chunks as memories: tier, lifetime, current relevance; pin, re-embed, merge, forget."""
 
     # The id the API uses (a fact's, a note's, a message's place in its conversation), which also
@@ -69,6 +69,7 @@ class MemoryAdmin(AccessColumns, OwnerColumn, admin.ModelAdmin):
     list_select_related = ["tenant", "session"]
     search_fields = ["text", "source_id", "user_id", "=content_hash"]
     exclude = ["embedding", "search_vector", "embedding_error", "embedding_attempts"]
+    excluded_from_form = [*exclude, "tier"]  # shown read-only as `scope`, the API's name for it
     paginator = EstimatedCountPaginator
     show_full_result_count = False
     actions = ["pin", "unpin", "reembed", "merge_duplicates", "forget"]
@@ -76,8 +77,12 @@ class MemoryAdmin(AccessColumns, OwnerColumn, admin.ModelAdmin):
     def get_readonly_fields(self, request: HttpRequest, obj: Memory | None = None) -> list[str]:
         # A memory's chunk is derived from its source (the event log, a note, a fact, a summary, a
         # document) and re-derived when that changes: it is read here and edited at the source.
-        fields = [f.name for f in Chunk._meta.concrete_fields if f.name not in self.exclude]
+        fields = ["scope" if f.name == "tier" else f.name for f in Chunk._meta.concrete_fields
+                  if f.name not in self.exclude]
         return ["source_link", *fields, "access_count", "accessed_at", "merged_from"]
+
+    def get_exclude(self, request: HttpRequest, obj: Memory | None = None) -> list[str]:
+        return self.excluded_from_form
 
     def get_actions(self, request: HttpRequest) -> dict[str, Any]:
         actions = super().get_actions(request)

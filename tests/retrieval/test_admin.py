@@ -66,3 +66,15 @@ def test_a_set_aside_chunk_is_listed_with_its_error_and_retried(staff_client, al
     stuck.refresh_from_db()
     assert stuck.embedding_attempts == 0 and stuck.embedding_error == ""  # back in the queue
     assert lane.step().done == 1
+
+
+def test_a_chunks_and_a_memorys_change_forms_name_the_tier_scope(staff_client, alice, index) -> None:  # type: ignore[no-untyped-def]
+    """The API calls it `scope`; an operator's form says so too, editable (chunk) or read-only (memory)."""
+    index(alice, "s", {"role": "user", "content": "first"})
+    chunk = Chunk.objects.get(text="first")
+    for url in (f"/admin/retrieval/chunk/{chunk.pk}/change/", f"/admin/lifecycle/memory/{chunk.pk}/change/"):
+        page = staff_client.get(url)
+        assert page.status_code == 200
+        labels = page.content.decode()
+        assert ">Tier" not in labels and ">Scope" in labels, url
+        assert "conversation" in labels  # the value is still shown
