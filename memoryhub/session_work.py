@@ -121,6 +121,13 @@ def _session_held(session_pk: int) -> Iterator[bool]:
                 cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [LOCK_KEY, session_pk])
 
 
+def wait_for_session(session_pk: int) -> None:
+    """Hold the session's advisory lock until the current transaction ends, waiting for a worker
+    that holds it: a change that removes events must not race a summary being written from them."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [LOCK_KEY, session_pk])
+
+
 def work_on_session(session_pk: int, *, summaries: bool = True, tree: bool = True) -> dict[str, Any] | None:
     """Do what one session needs (the rolling summary unless not `summaries`, the tree unless not
     `tree`, facts). None when another worker holds it; {"failed": …} when a step failed

@@ -15,6 +15,10 @@ events_appended = Signal()
 session_owner_changed = Signal()
 # Sent before a session and everything derived from it are deleted, with session=Session.
 session_forgotten = Signal()
+# Sent inside the transaction that deletes a session's events above a sequence (its newest ones),
+# before they are deleted, with session=Session, after=int: receivers delete what was derived from
+# them and return {model label: rows deleted}.
+events_deleted = Signal()
 # Sent inside the transaction that deletes a workspace, before it is deleted, with
 # workspace=Workspace, session_ids=list[int] (its sessions'): receivers delete what refers to it
 # without a cascading foreign key and return {model label: rows deleted}.

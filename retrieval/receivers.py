@@ -22,6 +22,13 @@ def on_events_text_changed(sender: Any, session: Any, events: list[Any], **kwarg
     indexing.reindex_event_text(session_id=session.pk, event_ids=[e.pk for e in events])
 
 
+def on_events_deleted(sender: Any, session: Any, after: int, **kwargs: Any) -> dict[str, int]:
+    # In the deleting transaction: search forgets the events when their deletion commits.
+    from retrieval.models import Chunk
+
+    return {Chunk._meta.label: indexing.delete_event_chunks(session_id=session.pk, after=after)}
+
+
 def _as_searchable(kwargs: dict[str, Any]) -> Searchable | None:
     value = kwargs.get("searchable") or kwargs.get("instance")
     if isinstance(value, Searchable):
