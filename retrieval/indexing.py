@@ -246,16 +246,6 @@ def _event_chunk(session: Session, event: Event, text: str, digest: str, context
     )
 
 
-def delete_event_chunks(*, session_id: int, after: int) -> int:
-    """Delete the chunks of the session's events above sequence `after` (those events are being
-    deleted). A chunk of an earlier event whose text a deleted one repeated (the deduplication
-    extended its span) ends at `after` again. Returns the chunks deleted."""
-    events = Chunk.every_version.filter(session_id=session_id, kind="event")
-    _, per_model = events.filter(sequence_start__gt=after).delete()
-    events.filter(sequence_end__gt=after).update(sequence_end=after)
-    return per_model.get(Chunk._meta.label, 0)
-
-
 def _missing_event_runs(*, tenant_id: int | None, session_id: int | None) -> list[tuple[int, list[int]]]:
     """Events no chunk covers, as (session pk, event ids) runs of consecutive sequences."""
     rows = _fetch(
