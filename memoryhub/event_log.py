@@ -280,8 +280,8 @@ class DeleteResult:
 
 def delete_newest_events(*, key: ApiKey, session_id: str, after: int | None = None, newest: int | None = None,
                          user_id: str | None = None) -> DeleteResult:
-    """Delete the session's events above sequence `after` (or its `newest` events; neither: all of
-    them) with what was derived from them: their search chunks, and the summaries (tree nodes, the
+    """Delete the session's events above sequence `after`, its `newest` ones at most (neither: all
+    of them), with what was derived from them: their search chunks, and the summaries (tree nodes, the
     rolling summary) that cover any of them. Only the newest events go, so no remaining event's
     chunk was embedded with a deleted one as its conversation context. The session keeps its last
     sequence: the next append continues after it. A tenant with an immutable transcript keeps its
@@ -298,10 +298,10 @@ def delete_newest_events(*, key: ApiKey, session_id: str, after: int | None = No
                            "removed only by forgetting their user.")
         if session.status == SessionStatus.ARCHIVED:
             raise Conflict("session_archived", f"Session {session.external_id!r} is archived and read-only.")
+        after = after or 0
         if newest is not None:
             kept = session.events.order_by("-sequence").values_list("sequence", flat=True)[newest:newest + 1]
-            after = kept[0] if kept else 0
-        after = after or 0
+            after = max(after, kept[0] if kept else 0)
         doomed = list(session.events.filter(sequence__gt=after).order_by("sequence"))
         if not doomed:
             return DeleteResult(session=session, events=[], deleted={})

@@ -283,17 +283,12 @@ class EventListParams(serializers.Serializer):
 
 class EventDeleteParams(serializers.Serializer):
     after = serializers.IntegerField(required=False, min_value=0,
-                                     help_text="Delete the events with a sequence above this one.")
+                                     help_text="Delete only events with a sequence above this one (default 0).")
     limit = serializers.IntegerField(required=False, min_value=1, max_value=event_log.MAX_BULK_EVENTS,
-                                     help_text="Delete the newest `limit` events.")
+                                     help_text="Delete at most this many: the newest ones.")
     user_id = serializers.CharField(
         required=False, max_length=200,
         help_text="On behalf of this end user: the session must be theirs (409 owner_mismatch).")
-
-    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        if "after" in attrs and "limit" in attrs:
-            raise serializers.ValidationError("Give `after` or `limit`, not both.", code="ambiguous_range")
-        return attrs
 
 
 class EventListView(APIView):
@@ -378,8 +373,8 @@ class EventListView(APIView):
 
     @extend_schema(
         summary="Delete the newest events",
-        description="Deletes the session's events above `after`, or its newest `limit` (neither: all of them), "
-                    "with what was derived from them: their search chunks and the summaries that cover any of "
+        description="Deletes the session's newest events: those above `after`, at most `limit` of them (neither: "
+                    "all of them), with what was derived from them: their search chunks and the summaries that cover any of "
                     "them. They are gone from every read (events, search, context, export). Only the newest "
                     "events can go; the session keeps its last sequence, so the next append continues after it. "
                     "Facts extracted from them stay (delete them, or forget the user). A tenant with an "

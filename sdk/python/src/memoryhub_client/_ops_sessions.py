@@ -196,7 +196,7 @@ def delete_events(
     session_id: str, *, after: int | None = None, limit: int | None = None, user_id: str | None = None
 ) -> Call[EventsDeleted]:
     """Delete the session's newest events (DELETE /sessions/{id}/events/): those above sequence
-    `after`, or the newest `limit` (neither: every event), with their search chunks and the
+    `after`, at most `limit` of them (neither: every event), with their search chunks and the
     summaries covering them; `results` holds the deleted events. With `user_id` the session must
     be that end user's. A tenant with an immutable transcript refuses (ConflictError
     `immutable_transcript`)."""
