@@ -19,6 +19,7 @@ from memoryhub.models import Event, RollingSummary, Session, SessionStatus, Summ
 from memoryhub.plumbing import background, rows
 from memoryhub.sessions import (
     check_append_owner,
+    check_transcript_removable,
     get_or_create_session_lazily,
     get_session,
     get_session_for_write,
@@ -291,11 +292,10 @@ def delete_newest_events(*, key: ApiKey, session_id: str, after: int | None = No
 
     user = resolve_user(key, user_id)
     with transaction.atomic():
+        wait_for_session(get_session(key, session_id, related=False).pk)
         session = get_session_for_write(key, session_id)
         check_append_owner(key, session, user)
-        if session.tenant.immutable_transcript:
-            raise Conflict("immutable_transcript", "This tenant keeps an immutable transcript: its events are "
-                           "removed only by forgetting their user.")
+        check_transcript_removable(session, "events")
         if session.status == SessionStatus.ARCHIVED:
             raise Conflict("session_archived", f"Session {session.external_id!r} is archived and read-only.")
         after = after or 0
@@ -305,7 +305,6 @@ def delete_newest_events(*, key: ApiKey, session_id: str, after: int | None = No
         doomed = list(session.events.filter(sequence__gt=after).order_by("sequence"))
         if not doomed:
             return DeleteResult(session=session, events=[], deleted={})
-        wait_for_session(session.pk)
         return DeleteResult(session=session, events=[e.as_dict() for e in doomed],
                             deleted=_delete_after(session, after, len(doomed)))
 

@@ -247,12 +247,16 @@ def update_session(*, key: ApiKey, session_id: str, changes: dict[str, Any]) -> 
 def forget_session(*, key: ApiKey, session_id: str) -> dict[str, int]:
     """Delete a session and everything derived from it, in one transaction."""
     session = get_session_for_write(key, session_id)
-    if session.tenant.immutable_transcript:
-        raise Conflict(
-            "immutable_transcript",
-            "This tenant keeps an immutable transcript: sessions can only be removed by forgetting their user.",
-        )
+    check_transcript_removable(session, "sessions")
     return delete_session(session)
+
+
+def check_transcript_removable(session: Session, what: str) -> None:
+    """A tenant with an immutable transcript loses a conversation's events only when their user is
+    forgotten (the database refuses any other deletion of them)."""
+    if session.tenant.immutable_transcript:
+        raise Conflict("immutable_transcript",
+                       f"This tenant keeps an immutable transcript: {what} can only be removed by forgetting their user.")
 
 
 @transaction.atomic
