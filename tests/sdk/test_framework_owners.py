@@ -48,9 +48,11 @@ def run(coroutine_factory: Any, live_server: Any, key: str) -> Any:
     return asyncio.run(scenario())
 
 
-def lyon_found(hub: MemoryHub, **body: Any) -> bool:
+def lyon_found(hub: MemoryHub, session: str | None = None, **body: Any) -> bool:
+    """Whether search finds "Lyon" (in `session`'s messages when given)."""
     found = hub.search("Where does the user live? Lyon", scope="account", top_k=20, **body)
-    return any("Lyon" in r["text"] for r in found["results"])
+    return any("Lyon" in r["text"] and session in (None, (r.get("metadata") or {}).get("session"))
+               for r in found["results"])
 
 
 def context_mentions_lyon(hub: MemoryHub, **body: Any) -> bool:
@@ -106,13 +108,15 @@ def test_a_retriever_for_ann_finds_none_of_bobs_memories(hub: MemoryHub) -> None
 
 
 def test_langchain_clear_deletes_what_it_cleared(hub: MemoryHub) -> None:
+    hub.append_events("bob-session", BOB_SAID, user_id="bob")  # bob's words are not ann's to clear
     history = MemoryHubChatMessageHistory("ann-chat", hub, user_id="ann")
     history.add_messages([HumanMessage("Where do I live?"), AIMessage("You live in Lyon.")])
-    assert lyon_found(hub) and context_mentions_lyon(hub, session="ann-chat")
+    assert lyon_found(hub, "ann-chat") and context_mentions_lyon(hub, session="ann-chat")
     history.clear()
     assert history.messages == [] and hub.list_events("ann-chat").results == []
-    assert not lyon_found(hub) and not lyon_found(hub, user_id="ann")
+    assert not lyon_found(hub, "ann-chat") and not lyon_found(hub, user_id="ann")
     assert not context_mentions_lyon(hub, session="ann-chat") and not context_mentions_lyon(hub, user_id="ann")
+    assert lyon_found(hub, "bob-session", user_id="bob") and context_mentions_lyon(hub, user_id="bob")
     history.add_user_message("Hello again.")
     assert history.messages == [HumanMessage("Hello again.")]
 
