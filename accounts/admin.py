@@ -5,6 +5,7 @@ from typing import Any
 from django.contrib import admin, messages
 from django.db.models import Count, QuerySet
 from django.http import HttpRequest
+from django.template.defaultfilters import pluralize
 
 from accounts.models import ApiKey, Channel, Tenant, Workspace
 
@@ -52,7 +53,7 @@ class ChannelAdmin(admin.ModelAdmin):
             return
         for channel in chosen:
             channel.make_default()
-        self.message_user(request, f"{len(chosen)} channel(s) made their workspace's default.")
+        self.message_user(request, f"{len(chosen)} channel{pluralize(len(chosen))} made {'its' if len(chosen) == 1 else 'their'} workspace's default.")
 
 
 @admin.register(ApiKey)
@@ -95,4 +96,4 @@ class ApiKeyAdmin(admin.ModelAdmin):
         from django.utils import timezone
 
         count = queryset.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
-        self.message_user(request, f"Revoked {count} key(s).")
+        self.message_user(request, f"Revoked {count} key{pluralize(count)}.")

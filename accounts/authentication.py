@@ -1,6 +1,6 @@
 """`Authorization: Bearer <key>` authentication for the REST API.
 
-Keys are cached per process for MEMORYHUB_API_KEY_CACHE_SECONDS (issue 19: the key's query was a
+Keys are cached per process for MEMORYHUB_API_KEY_CACHE_SECONDS (the key's query was a
 round trip of every request): a key revoked, changed or deleted in this process is dropped from
 the cache at once (post_save / post_delete); one revoked by another process (the admin's bulk
 action, another worker) is refused by this one within that many seconds. The secret is checked

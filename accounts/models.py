@@ -1,4 +1,4 @@
-"""Tenants, workspaces, channels and API keys (SPEC S1)."""
+"""Tenants, workspaces, channels and API keys (docs/memory-model.md#sharing)."""
 
 from __future__ import annotations
 
@@ -81,7 +81,7 @@ class Workspace(models.Model):
 
 
 class Channel(models.Model):
-    """A topic inside a workspace (seed 001); each workspace has one default channel (#general)."""
+    """A topic inside a workspace (docs/memory-model.md#channels); each workspace has one default channel (#general)."""
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="channels")
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="channels")

@@ -31,7 +31,7 @@ SAVE_EVERY_S = 600.0  # a crash in an hour-long first ingest loses at most this 
 ROLES = ("user", "assistant")
 # BENCH_OWNED=1: each conversation belongs to one end user (user-<conversation id>) and every
 # question is asked as that user: the ownership rule is then part of every search's SQL, which
-# must not cost recall (issue 13). Its own database, so that a kept one never mixes the two.
+# must not cost recall. Its own database, so that a kept one never mixes the two.
 OWNED = os.environ.get("BENCH_OWNED") == "1"
 
 

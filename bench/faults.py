@@ -1,4 +1,4 @@
-"""Faults under load against the real server (issue 16): prints what was lost, duplicated, refused.
+"""Faults under load against the real server: prints what was lost, duplicated, refused.
 
     .venv/bin/python -m bench.faults [--seconds 60] [--clients 4] [--batch 20] [--cluster]
 

@@ -37,7 +37,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 ROOT = Path(__file__).resolve().parent.parent
-KEY_LINE = re.compile(r"API key:\s+(mh_\S+)")
+KEY_LINE = re.compile(r"agent key:\s+(mh_\S+)")
 
 
 @dataclass

@@ -55,6 +55,7 @@ database's access counts (which the default ranking does not read anyway).
 from __future__ import annotations
 
 import json
+import re
 import sys
 import time
 from collections import defaultdict
@@ -94,11 +95,13 @@ def newest_within(dates: dict[str, str], ranking: Ranking, k: int) -> bool:
 
 def shows_own_dates(markdown: str, items: list[Any], day_of: dict[str, str]) -> bool:
     """Whether the block shows every listed memory of the conversation (not its recent messages)
-    with the date of its own session (`day_of`: the product's session id -> YYYY-MM-DD)."""
+    with the date of its own session (`day_of`: the product's session id -> YYYY-MM-DD), and its
+    time of day ("2023-05-01 10:00)") where the block writes one."""
     for item in items:
         if item.source == "recent" or item.session not in day_of:
             continue
-        if f"{day_of[item.session]}) {' '.join(item.text.split())}" not in markdown:
+        line = rf"{re.escape(day_of[item.session])}(?: \d\d:\d\d)?\) {re.escape(' '.join(item.text.split()))}"
+        if not re.search(line, markdown):
             return False
     return True
 

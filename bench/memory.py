@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-KEY_LINE = re.compile(r"API key:\s+(mh_\S+)")
+KEY_LINE = re.compile(r"agent key:\s+(mh_\S+)")
 
 
 def request(url: str, key: str, method: str, body: Any = None) -> Any:

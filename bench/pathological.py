@@ -1,4 +1,4 @@
-"""Timings the test suite no longer asserts (issue 43: a shared 2-core machine makes a duration a
+"""Timings the test suite no longer asserts (a shared 2-core machine makes a duration a
 flake; the tests assert the behaviour, this prints the seconds).
 
     .venv/bin/python bench/pathological.py

@@ -1,4 +1,4 @@
-"""MemoryHub beside a peer, mem0, on the same conversations, the same machine, in one run (issue 43).
+"""MemoryHub beside a peer, mem0, on the same conversations, the same machine, in one run.
 
     python3.11 -m venv .venv-bench && .venv-bench/bin/pip install -c constraints.txt -e '.[dev,bench]'
     nice -n 5 .venv-bench/bin/python -m bench.peers [--locomo 2] [--longmemeval 3] [--questions 60]

@@ -1,6 +1,6 @@
-"""The seed ranking rows of issue 41, measured on a kept benchmark database (bench/locomo.py or
-bench/longmemeval.py run once with --keepdb): decay in every ranking (seed 001), seed 002's
-relevance formula, seed 004's relevance floor.
+"""The alternative rankings (docs/ranking.md#profiles), measured on a kept benchmark database (bench/locomo.py or
+bench/longmemeval.py run once with --keepdb): decay in every ranking, the seed002
+relevance formula, the relevance floor.
 
     .venv/bin/python bench/locomo.py --keepdb --no-plain          # ingest once
     .venv/bin/python bench/ranking.py locomo                      # the variants on it
@@ -16,7 +16,7 @@ searches: reinforcement is 0 for all, as for a fresh memory.
 Questions are asked at each conversation's last session start by default (--as-of
 last-session): decay is then measured from when the conversation was held, as an agent asking
 soon after would see it. At the search's now (--as-of now), every turn of these files is years
-old: seed 001's decayed relevance is below 1e-50 for all of them and adds nothing.
+old: the decayed relevance is below 1e-50 for all of them and adds nothing.
 
 Variants (search options):
   default         the product's hybrid search (weighted fusion, default profile)
@@ -33,7 +33,7 @@ Variants (search options):
 The relevance floors are also applied to the default variant's ten results without backfill
 (what context does to search's results): `floor-word|0.35` keeps a result that shares a word with
 the query or has cosine ≥ 0.35 (context today), `floor-word|0.655` the same at 0.655, `floor-0.655`
-cosine ≥ 0.655 only (seed 004's relevance leg); `kept` is how many of the ten survive on average.
+cosine ≥ 0.655 only (the relevance leg); `kept` is how many of the ten survive on average.
 
 Measured 2026-11-28 on the shared 2-core machine (busy), MiniLM, a kept database per file. Only
 part of each file could be ingested in the time (about 90 turns a minute): LoCoMo conversations

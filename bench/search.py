@@ -60,7 +60,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--port", type=int, default=0, help="0: a free port")
     parser.add_argument("--server", choices=["asgi", "wsgi"], default="asgi",
-                        help="asgi: as `manage.py run` serves (uvicorn workers); wsgi: gthread, as before issue 16")
+                        help="asgi: as `manage.py run` serves (uvicorn workers); wsgi: gthread, as it once served")
     parser.add_argument("--ef", default="40,100,200,400", help="ef_search values of the --recall measurement")
     parser.add_argument("--vectors", choices=["perturbed", "mixed", "blend"], default="perturbed")
     parser.add_argument("--recall", type=int, default=0, metavar="N", help="recall of HNSW vs exact on N queries")
@@ -187,7 +187,7 @@ def serving_cpu(server_pid: int) -> Callable[[], float]:
 
 def start_server(port: int, workers: int, db_name: str = DB_NAME, server: str = "asgi") -> subprocess.Popen[bytes]:
     """The web server as `manage.py run` starts it (`asgi`: gunicorn with uvicorn workers and a
-    connection pool), or as it did before issue 16 (`wsgi`: gunicorn gthread, 4 threads a worker)."""
+    connection pool), or as it once served (`wsgi`: gunicorn gthread, 4 threads a worker)."""
     from django.conf import settings
 
     base = settings.DATABASES["default"]

@@ -1,4 +1,4 @@
-"""The serving stack of `manage.py run` against the stock one, paired in one run (issue 43).
+"""The serving stack of `manage.py run` against the stock one, paired in one run.
 
     nice -n 5 .venv/bin/python bench/stack.py [--chunks 20000] [--queries 300] [--appends 200]
 

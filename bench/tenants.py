@@ -1,4 +1,4 @@
-"""Many tenants, and one big tenant searched by channel and by user (issue 19, item 4).
+"""Many tenants, and one big tenant searched by channel and by user.
 
     .venv/bin/python bench/tenants.py --keepdb                  # 1,000 × 1k chunks + one 50k tenant
     .venv/bin/python bench/tenants.py --tenants 100 --big 10000 --queries 30

@@ -1,4 +1,4 @@
-"""Channels (S1, seed 001): topics inside a workspace that group its conversations.
+"""Channels (docs/memory-model.md#sharing): topics inside a workspace that group its conversations.
 
 Every workspace has one default channel (#general unless another is made the default): sessions
 and memories that name no channel go there. Channels are shared by every user of a workspace, so

@@ -1,4 +1,4 @@
-"""Chat-API messages as sent (seed 004, issue 41): OpenAI- and Anthropic-shaped messages read
+"""Chat-API messages as sent (docs/event-log.md#chat-messages): OpenAI- and Anthropic-shaped messages read
 into events, and events given back in either shape.
 
 An event is stored in MemoryHub's own fields (role, content, tool_calls, tool_call_id, …), which

@@ -1,4 +1,4 @@
-"""Condensing a rolling summary that has outgrown its share of the budget (S6, seed 000).
+"""Condensing a rolling summary that has outgrown its share of the budget (docs/event-log.md#summaries).
 
 A summary is condensed, never cut: nothing is dropped because it is old. The configured summariser
 re-summarises the summary first (an LLM writes it shorter); whatever is still too long, or the
@@ -8,7 +8,7 @@ identifiers of the rest; when there are too many lines even for that, the older 
 in pairs into one line headed by the range of messages it covers ("#2–#9"), whose text is the
 start of its first message and the most telling identifiers of all of them. Older lines are thus
 condensed more than newer ones, and again on later rounds, as a summary of a summary should be,
-and every condensed message is still named by its number (issue 41)."""
+and every condensed message is still named by its number."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
-"""A conversation's lifecycle (S2, seed 001): active → idle → archived, and what ending it does.
+"""A conversation's lifecycle (docs/event-log.md#conversation-lifecycle): active → idle → archived, and what ending it does.
 
 A status move is validated (repeating the current status is refused, archived is final); leaving
 "active" records `ended_at` (kept from idle to archived, cleared when the session is active again).
-The end of a conversation (idle, or archived) clears its conversation-tier memories (seed 001:
+The end of a conversation (idle, or archived) clears its conversation-tier memories (docs/event-log.md#conversation-lifecycle;
 "cleared when the conversation ends"): its notes, and its facts that consolidation has not
 promoted to long-term (pinned ones stay too), unless KEEP_CONVERSATION_MEMORIES.
 Its scratchpad and its event log are kept. The end also wakes the summarise lane, which runs the
@@ -25,7 +25,7 @@ from memoryhub.signals import memory_deleted
 
 logger = logging.getLogger(__name__)
 
-# Ending a conversation clears its conversation-tier notes and facts (seed 001), except pinned ones
+# Ending a conversation clears its conversation-tier notes and facts (docs/event-log.md#conversation-lifecycle), except pinned ones
 # and facts consolidation promoted to long-term; True keeps them all.
 KEEP_CONVERSATION_MEMORIES = False
 

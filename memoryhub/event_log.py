@@ -1,4 +1,4 @@
-"""The event log of a session (SPEC S2): appending events atomically (sequences, idempotent
+"""The event log of a session (docs/event-log.md#append): appending events atomically (sequences, idempotent
 retries, a session created on first append), reading them back (the newest, or a page), and
 deleting the newest ones with what was derived from them."""
 

@@ -1,11 +1,11 @@
-"""Fact extractors (S5): turn an exchange into facts.
+"""Fact extractors (docs/event-log.md#fact-extraction): turn an exchange into facts.
 
 The protocol is `extract(turns, earlier) -> list[ExtractedFact]`: facts of the new `turns`, read
-with the `earlier` ones of the session as context (seed 003 extracts from an exchange; a
+with the `earlier` ones of the session as context (a fact is extracted from an exchange; a
 question and its answer often arrive in two appends). The default extracts nothing (no LLM
 needed); MEMORYHUB_FACT_EXTRACTOR=http asks an OpenAI-compatible chat-completions endpoint
 (MEMORYHUB_FACT_EXTRACTOR_URL / _MODEL / _API_KEY) for a JSON object {"facts": [...]}, or, with
-MEMORYHUB_FACT_EXTRACTOR_FORMAT=lines, for seed 003's plain lines ("NONE" or "- fact" bullets);
+MEMORYHUB_FACT_EXTRACTOR_FORMAT=lines, for plain lines ("NONE" or "- fact" bullets);
 a reply of either form is accepted. Extracted facts are upserted like any other (source
 "extraction", provenance = the session).
 """
@@ -78,7 +78,7 @@ EXTRACT_PROMPT = (
     "between 0 and 1, \"tags\": [str]}]}. Reply {\"facts\": []} when there is nothing durable."
     + _CONTEXT_RULE
 )
-# Seed 003's prompt, for models without a JSON mode: one fact per line, or NONE.
+# The prompt for models without a JSON mode: one fact per line, or NONE.
 LINES_PROMPT = (
     "Analyze the following exchange and extract important facts about the user. Return one fact "
     "per line, each starting with \"- \": either \"- key: value\" with a short snake_case key (e.g. "
@@ -125,7 +125,7 @@ _FENCE = re.compile(r"^```[\w-]*\s*\n(.*?)\n?```$", re.DOTALL)
 
 
 def parse_lines(text: str) -> list[ExtractedFact]:
-    """Seed 003's plain-lines reply: "NONE" (no facts), or one fact per bullet line, "- key: value"
+    """The plain-lines reply: "NONE" (no facts), or one fact per bullet line, "- key: value"
     (keyed, so a later value updates it) or "- a sentence". Lines without a bullet (a preamble
     such as "Here are the facts:") are skipped; a reply with no bullet line at all is unusable."""
     lines = [line for line in text.splitlines() if line.strip()]
@@ -217,6 +217,11 @@ def new_lines(turns: list[Turn], part_chars: int) -> list[str]:
             text = f"(part {number}/{len(parts)}) {part.strip()}" if len(parts) > 1 else part.strip()
             lines.append(format_line(replace(turn, text=text), len(text) + 1))
     return lines
+
+
+def extractor_configured() -> bool:
+    """Whether facts are extracted at all (MEMORYHUB_FACT_EXTRACTOR other than none)."""
+    return settings.MEMORYHUB_FACT_EXTRACTOR != "none"
 
 
 def get_extractor() -> FactExtractor:

@@ -1,4 +1,4 @@
-"""Facts (S5, S12; seeds 001, 003, 004): long-term memory entries, upserted per owner on
+"""Facts (docs/memory-model.md#facts): long-term memory entries, upserted per owner on
 (scope, category, key) or on an id the client chose (external_id).
 
 A fact without a key or client id is always a new entry; otherwise writing the same identity again
@@ -100,7 +100,7 @@ def announce(fact: Fact) -> None:
     memory_saved.send(sender=Fact, kind="fact", instance=fact)
 
 
-# --- history (SPEC S12) --------------------------------------------------------------------------
+# --- history (docs/memory-model.md#fact-history) --------------------------------------------------------------------------
 
 # A change of any of these is a new version of the fact; other fields (tags, importance, …) change
 # the current version in place.
@@ -198,7 +198,7 @@ def _existing(fact: Fact, scope_key: str) -> Fact | None:
 def upsert(*, tenant_id: int, placement: Placement, data: dict[str, Any], given: set[str],
            source_session: Session | None = None) -> tuple[Fact, bool]:
     """Create the fact or, when its owner already has it (same client id, or same scope, category
-    and key), update the given fields; a changed content opens a new version (S12)."""
+    and key), update the given fields; a changed content opens a new version (docs/memory-model.md#fact-history)."""
     fact = Fact(tenant_id=tenant_id)
     _placed(fact, placement, source_session)
     for name in WRITABLE:
@@ -266,7 +266,7 @@ def upsert_fact(key: ApiKey, data: dict[str, Any], given: set[str]) -> tuple[Fac
                       user_id=data.get("user_id"))
     source_session = get_session(key, data["source_session"]) if data.get("source_session") else None
     if placement.tier == "conversation" and "lifetime" not in given:
-        # A conversation's memory lives as long as the conversation (seed 001): archiving clears it
+        # A conversation's memory lives as long as the conversation (docs/event-log.md#conversation-lifecycle): archiving clears it
         # unless consolidation promoted it to long-term meanwhile.
         data = {**data, "lifetime": "conversation"}
     return upsert(tenant_id=key.tenant_id, placement=placement, data=data, given=given,
@@ -274,7 +274,7 @@ def upsert_fact(key: ApiKey, data: dict[str, Any], given: set[str]) -> tuple[Fac
 
 
 def _writable(key: ApiKey, fact: Fact) -> None:
-    """A user-limited key reads shared facts but may not change them (SPEC S1)."""
+    """A user-limited key reads shared facts but may not change them (docs/memory-model.md#sharing)."""
     if key.user_id and not fact.user_id:
         raise Forbidden("shared_read_only", "Shared facts (no owner) are read-only to a key limited to one user.")
 
@@ -317,7 +317,7 @@ def update_fact(key: ApiKey, fact_id: int, changes: dict[str, Any]) -> Fact:
 def delete_fact(key: ApiKey, fact_id: int) -> None:
     fact = get_fact(key, fact_id, for_update=True)
     _writable(key, fact)
-    # Its history stays (S12): the last version is closed, and its chunks are kept as a past version.
+    # Its history stays (docs/memory-model.md#fact-history): the last version is closed, and its chunks are kept as a past version.
     at = timezone.now()
     close_version(fact, at=at, closed_by="deleted")
     memory_deleted.send(sender=Fact, kind="fact", tenant_id=fact.tenant_id, source_id=str(fact.pk), closed_at=at)

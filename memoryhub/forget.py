@@ -1,4 +1,4 @@
-"""Forget a user (SPEC S1, GDPR): every row of theirs in one tenant, in one transaction.
+"""Forget a user (docs/memory-model.md#forget; GDPR): every row of theirs in one tenant, in one transaction.
 
 Rows belong to a user through a `user_id` string (sessions, chunks, notes, facts, schedules and
 any later model that carries one) or through a session of theirs (events, chunks, summaries,
@@ -6,15 +6,18 @@ scratchpads, documents — deleted by cascade). The models are discovered rather
 model added later with `tenant` and `user_id` is forgotten too.
 
 Some rows of nobody in particular copy a user's words: what a consolidation deleted, in its
-report, in the output of the scheduled run that made it and in that run's notification. A model
-that keeps such copies defines `forget_user_text(tenant_id, user_id) -> {label: rows redacted}`;
-those are discovered too and called in the same transaction (`redact_deletions` is the one way
-such a list is redacted).
+report, in the output of the scheduled run that made it and in that run's notification. The app
+that owns such a table registers a redactor, `(tenant_id, user_id) -> {label: rows redacted}`,
+with `register_redactor` in its AppConfig.ready(); they are called in the same transaction
+(`redact_deletions` is the one way such a list is redacted). Last, `user_forgotten` lets other
+apps remove what derived data still holds of the user (retrieval folds its search statistics) in
+that transaction too. docs/wiring.md lists them all.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 import pgtrigger
@@ -22,7 +25,7 @@ from django.apps import apps
 from django.db import models, transaction
 
 from memoryhub.models import Session
-from memoryhub.signals import session_forgotten
+from memoryhub.signals import session_forgotten, user_forgotten
 
 # Lifted for forget-user only: a tenant with an immutable transcript still loses a user's events.
 IMMUTABLE_TRIGGER = "memoryhub.Event:event_immutable_transcript"
@@ -61,9 +64,21 @@ def redact_deletions(entries: Any, *, tenant_name: str, user_id: str) -> tuple[A
     return redacted, count
 
 
-def text_keeping_models() -> list[type[models.Model]]:
-    """Models that copy users' words into rows of no user: they redact them on forget-user."""
-    return [m for m in apps.get_models() if callable(getattr(m, "forget_user_text", None))]
+# (tenant_id, user_id) -> {model label: rows redacted}
+Redactor = Callable[[int, str], dict[str, int]]
+_redactors: list[Redactor] = []
+
+
+def register_redactor(redactor: Redactor) -> None:
+    """Redact a user's words from a table of another app on forget (idempotent: ready() may run
+    more than once in tests)."""
+    if redactor not in _redactors:
+        _redactors.append(redactor)
+
+
+def redactors() -> list[Redactor]:
+    """The registered redactors, in the order they were registered."""
+    return list(_redactors)
 
 
 def forget_user(*, tenant_id: int, user_id: str) -> dict[str, int]:
@@ -90,7 +105,8 @@ def forget_user_report(*, tenant_id: int, user_id: str) -> dict[str, dict[str, i
             _, per_model = model._base_manager.filter(tenant_id=tenant_id, user_id=user_id).delete()
             counts.update(per_model)
         redacted: Counter[str] = Counter()
-        for model in text_keeping_models():
-            redacted.update(model.forget_user_text(tenant_id, user_id))  # type: ignore[attr-defined]
+        for redactor in redactors():
+            redacted.update(redactor(tenant_id, user_id))
+        user_forgotten.send(sender=Session, tenant_id=tenant_id, user_id=user_id)
     return {"deleted": {label: count for label, count in sorted(counts.items()) if count},
             "redacted": dict(sorted(redacted.items()))}  # every table looked at, 0 included

@@ -1,4 +1,4 @@
-"""Notes (S5, seed 000): stored, replaced and deleted by note id; searchable as kind "note".
+"""Notes (docs/memory-model.md#notes): stored, replaced and deleted by note id; searchable as kind "note".
 
 Every save announces the note with memory_saved (retrieval replaces all chunks under the same
 note id) and every delete with memory_deleted, inside the writing transaction.
@@ -22,13 +22,13 @@ from memoryhub.sessions import get_session, resolve_user, resolve_workspace
 from memoryhub.signals import memory_deleted, memory_saved
 
 # Tags of a note or fact: the first MAX_TAGS are kept, each cut to MAX_TAG_CHARS (capped, not
-# refused: seed 000). Content of a note, a fact or a rolling summary: at most MAX_MEMORY_CHARS
+# refused: an agent's tagging never loses the memory). Content of a note, a fact or a rolling summary: at most MAX_MEMORY_CHARS
 # characters (400 past it).
 MAX_TAGS = 16
 MAX_TAG_CHARS = 64
 MAX_MEMORY_CHARS = 50_000
 # Importance of a note or fact the client gives none for, by its type (a fact's category, a note's
-# tags; seed 002), and of one of no known type.
+# tags; docs/memory-model.md#importance), and of one of no known type.
 IMPORTANCE_BY_TYPE = {"correction": 0.9, "preference": 0.8, "fact": 0.6, "task": 0.5}
 DEFAULT_MEMORY_IMPORTANCE = 0.5
 
@@ -114,7 +114,7 @@ def split_tags(raw: str | None) -> list[str]:
 
 
 def importance_by_type(types: list[str]) -> float:
-    """The base importance of a memory of these types when the client gives none (seed 002:
+    """The base importance of a memory of these types when the client gives none (docs/memory-model.md#importance:
     correction 0.9, preference 0.8, fact 0.6, task 0.5; IMPORTANCE_BY_TYPE); the highest
     type named wins, and a memory of no known type gets DEFAULT_MEMORY_IMPORTANCE."""
     table = IMPORTANCE_BY_TYPE
@@ -150,9 +150,9 @@ def _announce(note: Note) -> None:
 
 def _id_taken(key: ApiKey, note_id: str) -> Exception:
     """Note ids are unique in the tenant. The key sees the note holding this one: 409; it does
-    not (another workspace's, another user's): a user-limited key gets a missing note's 404,
-    other keys a 409 that names nothing."""
-    if key.user_id and not notes_visible_to(key).filter(note_id=note_id).exists():
+    not (another workspace's, another user's): the 404 a read of that id answers, so that a
+    limited key learns nothing of a note it may not see."""
+    if not notes_visible_to(key).filter(note_id=note_id).exists():
         return note_not_found(note_id)
     return Conflict("note_exists", f"Note {note_id!r} already exists: PUT /notes/{note_id}/ replaces it.")
 

@@ -1,4 +1,4 @@
-"""The write half of the ownership rule (SPEC S1), in one place for every write path.
+"""The write half of the ownership rule (docs/memory-model.md#sharing), in one place for every write path.
 
 Reads are confined in SQL (accounts.querysets: a user's rows plus shared knowledge; a conversation
 nobody owns is not shared, so a user-limited key never finds one). Writes add two rules: a key

@@ -1,7 +1,7 @@
-"""What the core domain does after an append: wake the background lanes (the rolling summary of
-S6, the summary tree and fact extraction of S5 are the summarise lane's, memoryhub.session_work,
-which finds the session due from its rows); and note an API key's last use (accounts' key_used) for
-the batched write. Connected in MemoryhubConfig.ready()."""
+"""What the core domain does after an append: wake the background lanes (the rolling summary, the
+summary tree and fact extraction are the summarise lane's, memoryhub.session_work, which finds the
+session due from its rows). Connected in MemoryhubConfig.ready(), which also
+connects the API's batched write of a key's last use (docs/wiring.md lists every receiver)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from accounts.signals import key_used
-from memoryhub.api.middleware import note_key_use
-from memoryhub.plumbing import metrics
+from memoryhub import metrics
 from memoryhub.plumbing.background import notify_work
 from memoryhub.signals import events_appended
 
@@ -30,13 +28,13 @@ def _work_now(session_pk: int) -> None:
     from memoryhub import summaries as summary_rules
     from memoryhub.session_work import work_on_session
 
-    # What an append used to queue: the S6 trigger and fact extraction. The tree is the lane's.
+    # What an append used to queue: the rolling-summary trigger and fact extraction. The tree is the lane's.
     work_on_session(session_pk, summaries=summary_rules.AUTO_SUMMARISE, tree=False)
 
 
 def on_fact_deleted(sender: Any, instance: Any, **kwargs: Any) -> None:
     # However a fact goes (the API, a consolidation merge or prune, its conversation's end, the
-    # admin), its history stays and its last version is closed (SPEC S12). delete_fact closed it
+    # admin), its history stays and its last version is closed (docs/memory-model.md#fact-history). delete_fact closed it
     # already; this finds none open then.
     from memoryhub.facts import close_version
 
@@ -50,4 +48,3 @@ def connect() -> None:
 
     events_appended.connect(on_events_appended, dispatch_uid="memoryhub.memory_after_append")
     post_delete.connect(on_fact_deleted, sender=Fact, dispatch_uid="memoryhub.fact_history_on_delete")
-    key_used.connect(note_key_use, dispatch_uid="memoryhub.key_use")

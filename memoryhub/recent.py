@@ -1,4 +1,4 @@
-"""The hot recent-window cache (seed 004: last 50 messages per session).
+"""The hot recent-window cache (last 50 messages per session).
 
 Entries are keyed by the session's last sequence, its consolidation watermark
 (Session.consolidated_to) and its event count (memoryhub.event_log.window_version), so an entry

@@ -1,4 +1,4 @@
-"""Restore (S2; seeds 000 and 003): a session's history as messages a model can be fed again.
+"""Restore (docs/event-log.md#restore): a session's history as messages a model can be fed again.
 
 Messages are the stored events verbatim: content as written (an empty tool-call content stays
 empty), metadata, tool_name/tool_args/tool_result, tool_calls with their ids and tool_call_id.
@@ -6,7 +6,7 @@ When the whole history fits in the budget, it is returned whole and no summary i
 when it does not fit does the rolling summary lead (as a system message) and stand for the
 messages it covers; then the newest uncovered messages follow as far as the budget allows.
 
-With a persistence key (seed 003), sessions that share it (the same tenant and user, visible to
+With a persistence key (docs/event-log.md#restore), sessions that share it (the same tenant and user, visible to
 the key) restore as one history across rotated session ids, oldest session first.
 """
 

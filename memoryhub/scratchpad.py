@@ -1,4 +1,4 @@
-"""Scratchpad (S5; seeds 000, 001): a session's working state, keyed items with JSON values.
+"""Scratchpad (docs/memory-model.md#scratchpad): a session's working state, keyed items with JSON values.
 
 At most MAX_ITEMS items. A key is a string of at most
 MAX_CHARS characters; a value is any JSON value: a string of at most that many
@@ -21,7 +21,7 @@ from memoryhub.models import Scratchpad, ScratchpadItem, Session, SessionStatus,
 from memoryhub.sessions import get_session, get_session_for_write
 
 # A scratchpad holds at most MAX_ITEMS items, each value at most MAX_CHARS characters (a string's
-# length, another JSON value's compact text): a working note, not a store (S5, seed 000).
+# length, another JSON value's compact text): a working note, not a store (docs/memory-model.md#scratchpad).
 MAX_ITEMS = 32
 MAX_CHARS = 240
 
@@ -41,7 +41,7 @@ def parse_items(raw: Any) -> list[tuple[str, Any]]:
     elif isinstance(raw, list):
         pairs = []
         for index, item in enumerate(raw):
-            if isinstance(item, str):  # a plain list of notes (seed 000): numbered keys
+            if isinstance(item, str):  # a plain list of notes: numbered keys
                 pairs.append((str(index + 1), item))
                 continue
             if not isinstance(item, dict) or set(item) - {"key", "value"} or "key" not in item:
@@ -93,7 +93,7 @@ def _writable(session: Session) -> None:
 
 
 def _check_version(pad: Scratchpad | None, expected: int | None) -> None:
-    """Compare-and-swap (seed 001): a writer that read version N writes only while it is still N."""
+    """Compare-and-swap (docs/memory-model.md#scratchpad): a writer that read version N writes only while it is still N."""
     current = pad.version if pad else 0
     if expected is not None and expected != current:
         raise Conflict("stale_version", f"The scratchpad is at version {current}, not {expected}: read it again.",
@@ -132,7 +132,7 @@ def write(key: ApiKey, session_id: str, raw_items: Any, expected_version: int | 
 @transaction.atomic
 def update(key: ApiKey, session_id: str, set_items: Any, remove: list[str],
            expected_version: int | None = None) -> dict[str, Any]:
-    """Per-key writes (seed 001): set these keys (new ones after the others), remove those; the
+    """Per-key writes (docs/memory-model.md#scratchpad): set these keys (new ones after the others), remove those; the
     other items stay, so two agents writing different keys do not overwrite each other."""
     pairs = parse_items(set_items if set_items is not None else {})
     session, pad = _locked_pad(key, session_id, expected_version)

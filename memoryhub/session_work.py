@@ -1,12 +1,12 @@
 """The summarise lane: what each conversation still needs, read from table state.
 
 No task is queued per append. A session is due when
-- its unsummarised messages pass the rolling-summary trigger (S6), estimated in SQL;
+- its unsummarised messages pass the rolling-summary trigger (docs/event-log.md#summaries), estimated in SQL;
 - it has a full leaf of events beyond its summary tree, or went idle with events beyond it;
 - a fact extractor is configured and it has events past `facts_extracted_to`. A conversation that
   has ended (idle or archived: memoryhub.conversations wakes the lane then) is extracted to its
-  last event in one visit, up to ENDED_BATCHES extractor calls, seed 001's "when the
-  conversation ends, extraction reviews it"; an active one a batch per visit.
+  last event in one visit, up to ENDED_BATCHES extractor calls, so the
+  whole conversation is reviewed when it ends; an active one a batch per visit.
 When it works on a session it also has a summariser model describe the session's new tool calls
 in a sentence (memoryhub.tool_sentences; not a reason on its own for a session to be due: an
 idle session is due anyway once its tree is to be closed).
@@ -27,14 +27,13 @@ from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Exists, F, FloatField, OuterRef, Q, QuerySet, Subquery, Sum, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from memoryhub import summaries as summary_rules
-from memoryhub.extractors import ExtractorReplyError, extract_and_store
+from memoryhub.extractors import ExtractorReplyError, extract_and_store, extractor_configured
 from memoryhub.models import (
     Event,
     Fact,
@@ -97,7 +96,7 @@ def due_sessions(*, tenant_id: int | None = None, updated_since: datetime | None
         | Q(last_sequence__gte=F("leaves_to") + summary_rules.LEAF_EVENTS)
         | Q(last_sequence__gt=F("leaves_to"), updated_at__lt=idle_before)
     ) if summaries else Q(pk__in=[])
-    if settings.MEMORYHUB_FACT_EXTRACTOR != "none":
+    if extractor_configured():
         due |= Q(last_sequence__gt=F("facts_extracted_to"))
     aside = StepFailure.objects.filter(session=OuterRef("pk"), step=STEP, set_aside=True)
     return sessions.filter(due).exclude(Exists(aside))
@@ -179,7 +178,7 @@ def _steps(session: Session, *, summaries: bool, tree: bool) -> dict[str, Any]:
 def extract_due_facts(session: Session) -> int:
     """Run the fact extractor over the session's next events past its cursor (with the window of
     events before them as context); returns facts stored (see `extract_events`)."""
-    if settings.MEMORYHUB_FACT_EXTRACTOR == "none":
+    if not extractor_configured():
         return 0
     events = list(session.events.filter(sequence__gt=session.facts_extracted_to)
                   .order_by("sequence").values_list("pk", flat=True)[:FACT_EVENTS])
@@ -195,9 +194,9 @@ def extract_events(session: Session, event_ids: list[int]) -> list[Fact]:
     recorded as a FACTS_STEP failure, and the cursor goes on: the same model would give the same
     reply again, and the session's summaries must not be set aside for it. The cursor
     (`facts_extracted_to`) moves past the events only when nothing before them is left
-    unextracted (it never moves back), and then the events are marked consolidated (seed 004:
+    unextracted (it never moves back), and then the events are marked consolidated (docs/lifecycle.md#compress:
     each message says when it was consolidated)."""
-    if settings.MEMORYHUB_FACT_EXTRACTOR == "none":
+    if not extractor_configured():
         return []
     sequences = list(session.events.filter(pk__in=event_ids).order_by("sequence")
                      .values_list("pk", "sequence"))

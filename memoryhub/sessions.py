@@ -1,4 +1,4 @@
-"""Domain functions for sessions (SPEC S2): which workspace, end user and session a request may
+"""Domain functions for sessions (docs/event-log.md#append): which workspace, end user and session a request may
 touch, and creating, listing, changing and forgetting a conversation. Its events are
 memoryhub.event_log."""
 
@@ -151,12 +151,10 @@ def _existing(key: ApiKey, existing: Session, user: str | None, get_or_create: b
     session_id = existing.external_id
     visible = Session.objects.visible_to(key).filter(pk=existing.pk).exists()
     if not visible:
-        if key.user_id:
-            # Another user's (or workspace's) id: the same 404 a missing session gets, so that a
-            # user-limited key cannot tell someone else's conversation from none.
-            raise session_not_found(session_id)
-        # Same tenant, other workspace: the id is taken, but say nothing about that workspace.
-        raise Conflict("session_exists", f"Session {session_id!r} already exists.")
+        # Another user's or another workspace's id: the same 404 a read of that id answers, so that
+        # a limited key learns nothing of a session it may not see. (Ids stay unique per tenant: a
+        # tenant-wide key, an export and a run address a session by its id alone.)
+        raise session_not_found(session_id)
     if not get_or_create:
         raise Conflict("session_exists", f"Session {session_id!r} already exists.")
     if user is not None and user != existing.user_id:
@@ -165,7 +163,7 @@ def _existing(key: ApiKey, existing: Session, user: str | None, get_or_create: b
 
 
 def get_or_create_session_lazily(*, key: ApiKey, session_id: str, user_id: str | None = None) -> Session:
-    """Appending to an unknown session creates it (seed 000), in the key's default placement,
+    """Appending to an unknown session creates it, in the key's default placement,
     owned by the appending user."""
     if not re.fullmatch(SESSION_ID_REGEX, session_id):
         raise Invalid(
@@ -268,7 +266,7 @@ def delete_session(session: Session) -> dict[str, int]:
 
 
 def sessions_filter(key: ApiKey, filters: dict[str, Any]) -> Any:
-    """Sessions for GET /sessions/. Archived ones are hidden (seed 001) unless asked for: by
+    """Sessions for GET /sessions/. Archived ones are hidden (docs/event-log.md#conversation-lifecycle) unless asked for: by
     `status=archived`, by `include_archived`, or by looking one up by `ref_code`."""
     qs = Session.objects.visible_to(key).select_related("workspace", "channel")
     if filters.get("ref_code"):

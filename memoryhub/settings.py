@@ -188,7 +188,7 @@ TEMPLATES = [
 # Admin login throttling (django-axes): after 5 failed logins of one user name (from any address),
 # or from one address (for any name), that name or address is locked out for 15 minutes (429),
 # even with the right password. By name too, so that guesses spread over many addresses are
-# counted together (issue 40); the price is that a guesser can keep the real operator out for the
+# counted together; the price is that a guesser can keep the real operator out for the
 # cool-off (`manage.py axes_reset_username <name>` lets them in). The address is the connection's,
 # or the one a trusted proxy forwarded (uvicorn resolves it before Django sees the request). The
 # API's keys never pass through here.
@@ -226,7 +226,7 @@ STORAGES = {
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = DEBUG
 
-# --- Cache (recent-window cache of S2) ------------------------------------------------------
+# --- Cache (the recent-window cache) ---------------------------------------------------------
 
 CACHE_URL = env_str("CACHE_URL", "")
 if CACHE_URL.startswith(("redis://", "rediss://")):
@@ -377,7 +377,7 @@ MEMORYHUB_FACT_EXTRACTOR_URL = env_str("MEMORYHUB_FACT_EXTRACTOR_URL", "")
 MEMORYHUB_FACT_EXTRACTOR_MODEL = env_str("MEMORYHUB_FACT_EXTRACTOR_MODEL", "")
 MEMORYHUB_FACT_EXTRACTOR_API_KEY = env_str("MEMORYHUB_FACT_EXTRACTOR_API_KEY", "")
 MEMORYHUB_FACT_EXTRACTOR_TIMEOUT = env_float("MEMORYHUB_FACT_EXTRACTOR_TIMEOUT", 30.0, low=0.1)
-# What the extractor asks for: "json" (a JSON-mode model: {"facts": [...]}) or "lines" (seed 003:
+# What the extractor asks for: "json" (a JSON-mode model: {"facts": [...]}) or "lines" (a model without a JSON mode:
 # one fact per line, "- key: value" or "- sentence", "NONE" when there is none). Replies of either
 # form are accepted in both cases.
 MEMORYHUB_FACT_EXTRACTOR_FORMAT = env_choice("MEMORYHUB_FACT_EXTRACTOR_FORMAT", "json", {"json", "lines"})

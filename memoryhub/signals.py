@@ -15,6 +15,9 @@ events_appended = Signal()
 session_owner_changed = Signal()
 # Sent before a session and everything derived from it are deleted, with session=Session.
 session_forgotten = Signal()
+# Sent inside the forget-user transaction once every row of the user is deleted, with
+# tenant_id=int, user_id=str: receivers remove what still carries the user's words or id.
+user_forgotten = Signal()
 # Sent inside the transaction that deletes a session's events above a sequence (its newest ones),
 # before they are deleted, with session=Session, after=int: receivers delete what was derived from
 # them and return {model label: rows deleted}.

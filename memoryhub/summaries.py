@@ -1,4 +1,4 @@
-"""Rolling summaries and the summary tree (S6; seeds 000 and 002).
+"""Rolling summaries and the summary tree (docs/event-log.md#summaries).
 
 Rolling summary: one per session (memoryhub.models.RollingSummary). Every write is a
 compare-and-swap on its epoch done by ONE SQL statement, so a stale writer changes nothing.
@@ -32,7 +32,7 @@ from memoryhub.summarisers import Turn, level_budget, summarise_safely, summaris
 
 logger = logging.getLogger(__name__)
 
-# --- Rolling summary (S6, seed 000) ---
+# --- Rolling summary (docs/event-log.md#summaries) ---
 # Summarise when at least MIN_MESSAGES messages are not yet in the summary and they use more than
 # TRIGGER of the budget (tokens: a session's summary_budget, or the summary call's budget, else
 # BUDGET), condensing the oldest of them until the rest fits in TARGET of it.
@@ -47,7 +47,7 @@ MAX_SHARE = 0.30
 MAX_EVENTS = 2000
 # Check the trigger (and grow the summary tree) in the background after every append.
 AUTO_SUMMARISE = True
-# --- Summary tree (S6, seed 002) ---
+# --- Summary tree (docs/event-log.md#summaries) ---
 # A leaf covers LEAF_EVENTS events, a branch BRANCH_CHILDREN nodes below it; a session with no new
 # event for IDLE_MINUTES gets its unfinished leaf and branches closed.
 LEAF_EVENTS = 8
@@ -153,7 +153,7 @@ def _unsummarised(session: Session, upper: int) -> tuple[list[Event], list[int],
 
 
 def maybe_summarise(session: Session, *, budget: int | None = None) -> dict[str, Any]:
-    """Apply the S6 trigger to one session. Returns what happened (for logs and reports)."""
+    """Apply the rolling-summary trigger to one session. Returns what happened (for logs and reports)."""
     budget = summary_budget(session, budget)
     state = current_summary(session)
     events, costs, total = _unsummarised(session, state.upper_sequence)
@@ -181,7 +181,7 @@ def maybe_summarise(session: Session, *, budget: int | None = None) -> dict[str,
             "budget": budget}
 
 
-# --- the conversation header of a model's prompt (seed 002) -----------------------------------
+# --- the conversation header of a model's prompt (docs/event-log.md#summaries) -----------------------------------
 
 
 def conversation_header(session: Session, start: int, end: int) -> str:
@@ -244,7 +244,7 @@ class Span:
 
 def _new_node(session: Session, level: str, depth: int, text: str, span: Span, summariser: str) -> SummaryNode:
     """A node with its span in sequences and in time, and the summariser and model that wrote it
-    (seed 002's earliest_at, latest_at and model)."""
+    (earliest_at, latest_at and model)."""
     node = SummaryNode.objects.create(
         tenant_id=session.tenant_id, workspace_id=session.workspace_id, channel_id=session.channel_id,
         session=session, user_id=session.user_id, level=level, depth=depth, text=text,
@@ -332,3 +332,26 @@ def source_events(node: SummaryNode, *, limit: int) -> list[Event]:
     return list(Event.objects.filter(
         session_id=node.session_id, sequence__gte=node.sequence_start, sequence__lte=node.sequence_end,
     ).order_by("sequence")[:limit])
+
+
+# --- what a context block shows of a conversation's summaries ---------------------------------
+
+# At most this many summary-tree nodes in a context block, besides the rolling summary.
+CONTEXT_NODES = 3
+
+
+def context_nodes(session: Session, *, summarised_to: int, shown_from: int | None) -> list[SummaryNode]:
+    """The newest summary-tree nodes of `session` that cover messages neither the rolling summary
+    (up to `summarised_to`) nor the recent window (from `shown_from` on; None: it shows none)
+    shows, none overlapping another (the finer, newer node wins), at most CONTEXT_NODES, oldest first."""
+    nodes = session.summary_nodes.filter(sequence_end__gt=summarised_to).exclude(text="")
+    if shown_from is not None:
+        nodes = nodes.filter(sequence_start__lt=shown_from)
+    picked: list[SummaryNode] = []
+    for node in nodes.order_by("-sequence_end", "depth", "-pk"):
+        if any(node.sequence_start <= p.sequence_end and p.sequence_start <= node.sequence_end for p in picked):
+            continue
+        picked.append(node)
+        if len(picked) == CONTEXT_NODES:
+            break
+    return sorted(picked, key=lambda n: n.sequence_start)

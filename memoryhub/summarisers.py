@@ -1,4 +1,4 @@
-"""Summarisers (S6): turn conversation turns (or earlier summaries) into a shorter text.
+"""Summarisers (docs/event-log.md#summaries): turn conversation turns (or earlier summaries) into a shorter text.
 
 The protocol is one method, `summarise(turns, previous="", *, level, header) -> str`; `level` is
 what is summarised (leaf: messages; branch: leaves; root: branches; condense: a rolling summary
@@ -6,7 +6,7 @@ grown too long) and `header` describes the conversation (session, channel, parti
 span). The default is extractive and needs no LLM: one line per condensed turn, keeping the
 speaker, the time, numbers and identifiers. `HttpSummariser` asks an OpenAI-compatible
 chat-completions endpoint instead (MEMORYHUB_SUMMARISER=http with MEMORYHUB_SUMMARISER_URL /
-_MODEL / _API_KEY), with a prompt per level, as seed 002's compactor does.
+_MODEL / _API_KEY), with a prompt per level, as a compactor does.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ logger = logging.getLogger(__name__)
 
 # Characters kept of one condensed turn by the extractive summariser.
 LINE_CHARS = 200
-# The HTTP summariser (seed 002) never cuts a message: one longer than PART_CHARS characters is
+# The HTTP summariser (docs/event-log.md#summaries) never cuts a message: one longer than PART_CHARS characters is
 # sent as consecutive parts ("part 2/3"), and a transcript longer than INPUT_CHARS is summarised a
 # request at a time, each request given the summary so far, so that the last reply covers all of
 # it (PART_CHARS must not exceed INPUT_CHARS). 24,000 characters: about 6k tokens, room in a small
@@ -43,7 +43,7 @@ INPUT_CHARS = 24000
 class Turn:
     """One thing to condense: a message (speaker = role) or a lower summary node (speaker = level,
     covering messages `sequence` to `sequence_end`). `agent` is the session's agent: every line
-    names it with the speaker ("travel-bot/user", seed 002 v5's "opus/user")."""
+    names it with the speaker ("travel-bot/user")."""
 
     speaker: str
     text: str
@@ -74,7 +74,7 @@ class Turn:
 
 class Summariser(Protocol):
     name: str
-    model: str  # what a summary node records as its writer (seed 002's ros_summaries.model)
+    model: str  # what a summary node records as its writer
 
     def summarise(self, turns: list[Turn], previous: str = "", *, level: str = "leaf",
                   header: str = "") -> str: ...
@@ -166,9 +166,9 @@ class ExtractiveSummariser:
         return "\n".join(lines)
 
 
-# --- OpenAI-compatible HTTP (seed 002's compactor) ---------------------------------------------
+# --- OpenAI-compatible HTTP --------------------------------------------------------------
 
-# The rules every level shares (seed 002 v5): cover everything, add nothing, keep identifiers.
+# The rules every level shares (docs/event-log.md#summaries): cover everything, add nothing, keep identifiers.
 _RULES = (
     " Cover every distinct topic, decision, result and open item; do not drop any because it is "
     "old or short. Use only what the input says: never add outside knowledge or guesses. Keep "
@@ -275,7 +275,7 @@ class HttpSummariser:
         return summary
 
     def _request(self, level: str, header: str, summary: str, blocks: list[str]) -> str:
-        """One request; the level's token budget is the reply's max_tokens (seed 002 v5: room for
+        """One request; the level's token budget is the reply's max_tokens (room for
         a thinking model to reason before it writes)."""
         sections = [header] if header else []
         if summary:
@@ -289,7 +289,8 @@ class HttpSummariser:
         )
 
 
-# The tokens a node of the summary tree may take at each level: seed 002 v5's figures.
+# The tokens a node of the summary tree may take at each level: room for a
+# complete summary of a leaf's, a branch's and the whole conversation's span.
 LEVEL_TOKENS = {"leaf": 7000, "branch": 14000, "root": 20000}
 
 

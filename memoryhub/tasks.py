@@ -36,7 +36,7 @@ MAINTENANCE = "maintenance"  # Q_CLUSTER["ALT_CLUSTERS"]["maintenance"]: cadence
 #
 # django-q2 stops a cluster by letting each worker finish its task, however long (a schedule run
 # waits up to scheduling.actions.AGENT_WEBHOOK_TIMEOUT_SECONDS on its webhook, a bulk job for hours): `run` then had
-# to SIGKILL it (issue 40). So a worker takes SIGTERM as "stop now": a task in progress is
+# to SIGKILL it. So a worker takes SIGTERM as "stop now": a task in progress is
 # interrupted (Interrupted is raised inside it, where it can record itself), an idle worker exits.
 # `manage.py run` sends it to the workers of a cluster still stopping after
 # memoryhub.plumbing.supervision.CLUSTER_DRAIN_SECONDS; the clusters' main processes get SIGTERM as before.

@@ -1,4 +1,4 @@
-"""Tool calls described in a sentence (seed 002 v5's tool-call synthesis, issue 41 row 5).
+"""Tool calls described in a sentence (docs/event-log.md#indexing).
 
 A tool-call event with empty content is searchable from the start as `Called <tool> with <args>`
 (deterministic, in the append's transaction). When a summariser model is configured

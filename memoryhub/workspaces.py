@@ -1,5 +1,5 @@
-"""Delete a workspace with its memory (seed 001: "workspace deletion cleanly removes all
-workspace-scoped agent memory without orphan cleanup").
+"""Delete a workspace with its memory: everything scoped to it goes, and nothing is left for a
+later cleanup (docs/memory-model.md#workspace-deletion).
 
 Everything hangs off a workspace by a foreign key with ON DELETE CASCADE: its channels and
 sessions, and through them events, chunks (a fact's superseded ones too: the cascade reads

@@ -11,6 +11,7 @@ from django.http import HttpRequest
 from django.utils.html import format_html
 
 import retrieval.models
+from memoryhub.admin.base import counted, titled
 from memoryhub.admin.paginator import EstimatedCountPaginator
 from retrieval.admin_helpers import AccessColumns, OwnerColumn, source_link
 from retrieval.embedding import queue_for_embedding
@@ -44,7 +45,7 @@ class ChunkAdmin(AccessColumns, OwnerColumn, admin.ModelAdmin):
     # Tier and a message's place are filters and on the chunk's page, so the list fits a 1280 px screen.
     list_display = ["id", "kind", "short_text", "owner", "tenant", "session", "importance", "access_count",
                     "embedding_model", "created_at"]
-    list_filter = ["kind", "tier", "lifetime", EmbeddedFilter, "tenant", ("created_at", admin.DateFieldListFilter)]
+    list_filter = ["kind", ("tier", titled("scope")), "lifetime", EmbeddedFilter, "tenant", ("created_at", admin.DateFieldListFilter)]
     list_select_related = ["tenant", "session"]
     search_fields = ["text", "source_id", "=content_hash", "user_id"]
     autocomplete_fields = ["session", "workspace", "channel"]
@@ -80,15 +81,15 @@ class ChunkAdmin(AccessColumns, OwnerColumn, admin.ModelAdmin):
     def reembed(self, request: HttpRequest, queryset: QuerySet[Chunk]) -> None:
         ids = list(queryset.values_list("pk", flat=True)[:10_000])
         queue_for_embedding(ids)
-        self.message_user(request, f"Queued {len(ids)} chunk(s) for embedding.")
+        self.message_user(request, f"Queued {counted(len(ids), 'chunk')} for embedding.")
 
     @admin.action(description="Pin: importance 1.0")
     def pin(self, request: HttpRequest, queryset: QuerySet[Chunk]) -> None:
-        self.message_user(request, f"Pinned {queryset.update(importance=1.0)} chunk(s).")
+        self.message_user(request, f"Pinned {counted(queryset.update(importance=1.0), 'chunk')}.")
 
     @admin.action(description="Unpin: importance 0.5")
     def unpin(self, request: HttpRequest, queryset: QuerySet[Chunk]) -> None:
-        self.message_user(request, f"Unpinned {queryset.update(importance=0.5)} chunk(s).")
+        self.message_user(request, f"Unpinned {counted(queryset.update(importance=0.5), 'chunk')}.")
 
 
 @admin.register(Document)

@@ -135,7 +135,7 @@ class AccessColumns:
 
 
 class OwnerColumn:
-    """Whose memory a chunk is, as a column (issue 42: the owner wherever memories are listed)."""
+    """Whose memory a chunk is, as a column (the owner wherever memories are listed)."""
 
     @admin.display(description="owner", ordering="user_id")
     def owner(self, obj: Chunk) -> str:

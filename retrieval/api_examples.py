@@ -206,14 +206,14 @@ CONTEXT = [*example(
                          'chunk_id': 33,
                          'user_id': 'user-123',
                          'tokens': 13}],
-              'markdown': '## Relevant Memory\n'
+              'markdown': '## Relevant Memory (times in UTC)\n'
                           '\n'
                           '### Related memories\n'
-                          '- (note 2026-11-27) The user drinks green tea, no sugar.\n'
+                          '- (note 2026-11-27 23:53) The user drinks green tea, no sugar.\n'
                           '\n'
                           '### Recent conversation\n'
-                          "- **user**: I'm flying to Lisbon on May 3rd. I prefer aisle seats.\n"
-                          '- **assistant**: Noted: Lisbon on May 3rd, and an aisle seat.\n'},
+                          "- (user, said 2026-11-27 23:53) I'm flying to Lisbon on May 3rd. I prefer aisle seats.\n"
+                          '- (assistant, said 2026-11-27 23:53) Noted: Lisbon on May 3rd, and an aisle seat.\n'},
 )]
 
 BROWSE = [*example(

@@ -1,4 +1,4 @@
-"""Text in, chunks out (SPEC S3, seed 000). Pure functions: no Django, no database.
+"""Text in, chunks out (docs/event-log.md#indexing). Pure functions: no Django, no database.
 
 Chunks are at most `max_chars` long and overlap by about `overlap` characters; a cut prefers,
 in order, a sentence end, a line break, a space, and only then falls back to a hard cut (a

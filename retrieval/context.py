@@ -1,13 +1,16 @@
-"""Context assembly (S4, seeds 003 + 004): recency + critical memories + salience + relevance within
-a token budget."""
+"""Context assembly (docs/ranking.md#context): recency + critical memories + the conversation's
+summaries + salience + relevance within a token budget."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
+from memoryhub import summaries
 from memoryhub.models import Session, estimate_tokens, iso
 from retrieval.chunking import normalize_text
+from retrieval.context_memories import Memory, memories_of
 from retrieval.indexing import extract_event_text
 from retrieval.models import Chunk
 from retrieval.query_embedding import embed_query
@@ -18,22 +21,33 @@ from retrieval.vectors import halfvec_text
 RECENT_MESSAGES = 10
 # Tokens of a context block when the request names no budget.
 DEFAULT_BUDGET = 4000
-# Critical memories (seed 004: importance >= 0.85 is always recalled; pinned ones too): in every
+# Critical memories (importance >= 0.85 is always recalled; pinned ones too): in every
 # context whatever the query, within a reserved share of the budget, at most CRITICAL_LIMIT.
 CRITICAL_IMPORTANCE = 0.85
 CRITICAL_LIMIT = 5
 CRITICAL_BUDGET_SHARE = 0.15
-# Ordinary salience (seed 003: nothing is injected when nothing is relevant): important memories
+# Ordinary salience (nothing is injected when nothing is relevant): important memories
 # below the critical line, only when they pass the relevance floor.
 SALIENT_IMPORTANCE = 0.7
 SALIENT_LIMIT = 10
 RELEVANT_COSINE = 0.655
 ITEM_OVERHEAD_TOKENS = 4
+# The conversation's summaries (its rolling summary, then the newest summary-tree nodes over what
+# the recent window no longer shows: memoryhub.summaries.context_nodes) come right after the
+# critical memories and before recent messages and search's results, within at most this share of
+# the budget: a few lines that stand for many messages. It is the rolling summary's own ceiling
+# (summaries.MAX_SHARE of a summary budget as large as the default context budget), so that such
+# a summary fits whole.
+SUMMARY_BUDGET_SHARE = 0.3
+# A memory of several chunks (a long message, fact, note or document) is shown once: whole when its
+# whole text costs at most this share of the budget and fits what is left, otherwise the chunks
+# that were picked, in order, each overlap once (retrieval.context_memories).
+WHOLE_MEMORY_SHARE = 0.25
 
 
 @dataclass
 class ContextItem:
-    source: str  # recent | critical | salient | relevant
+    source: str  # recent | critical | summary | salient | relevant
     text: str
     score: float
     kind: str
@@ -44,6 +58,7 @@ class ContextItem:
     role: str = ""
     chunk_id: int | None = None
     user_id: str = ""
+    shown: set[int] = field(default_factory=set)  # of a memory of several chunks: the chunks its text shows
 
     @property
     def tokens(self) -> int:
@@ -89,7 +104,7 @@ def _critical_items(req: SearchRequest) -> list[ContextItem]:
 def _salient_items(req: SearchRequest) -> list[ContextItem]:
     """Ordinary salient memories (importance >= 0.7, below the critical line). With a query, only
     those that pass the relevance floor (a query word, or a close enough meaning): nothing is
-    injected when nothing is relevant (seed 003)."""
+    injected when nothing is relevant (docs/ranking.md#context)."""
     where, params = where_clause(req)
     sql = f"SELECT c.id FROM retrieval_chunk c WHERE {where} AND c.importance >= %s AND NOT {_CRITICAL_SQL}"
     params = [*params, SALIENT_IMPORTANCE, CRITICAL_IMPORTANCE]
@@ -97,7 +112,7 @@ def _salient_items(req: SearchRequest) -> list[ContextItem]:
         # Any of the query's words (plainto_tsquery ANDs them: one shared word is enough here), or
         # the vector floor that relevant items pass (_relevant).
         floor: list[str] = []
-        if req.min_cosine is None:  # the request's floor is seed 004's: close enough in meaning, words or not
+        if req.min_cosine is None:  # the request's floor on meaning alone: close enough in meaning, words or not
             floor.append("c.search_vector @@ replace(plainto_tsquery('pg_catalog.english', %s)::text, '&', '|')::tsquery")
             params.append(req.query)
         if req.query_embedding is not None:
@@ -119,9 +134,9 @@ def _floor(req: SearchRequest) -> float:
 
 
 def _relevant(hit: SearchHit, req: SearchRequest) -> bool:
-    """The relevance floor (seed 004): a memory pads no context unless the query's words match it or
-    its meaning is close enough; nothing matching means nothing injected (seed 003). A request's
-    min_cosine is seed 004's floor as written: the meaning must be that close, words or not (search
+    """The relevance floor (docs/ranking.md#relevance-floor): a memory pads no context unless the query's words match it or
+    its meaning is close enough; nothing matching means nothing injected (docs/ranking.md#context). A request's
+    min_cosine is the floor as written: the meaning must be that close, words or not (search
     has applied it already)."""
     if req.min_cosine is not None:
         return (hit.vector_score if hit.vector_score is not None else -1.0) >= req.min_cosine
@@ -129,9 +144,26 @@ def _relevant(hit: SearchHit, req: SearchRequest) -> bool:
 
 
 def _relevant_items(req: SearchRequest) -> list[ContextItem]:
-    """Search's results for the same request, in search's order (S12: context and search agree),
+    """Search's results for the same request, in search's order (context and search agree),
     less those under the relevance floor."""
     return [_chunk_item("relevant", h.chunk, h.score) for h in run_search(req) if _relevant(h, req)]
+
+
+def _summary_items(session: Session, recent: list[ContextItem]) -> list[ContextItem]:
+    """The conversation's rolling summary, then the newest summary-tree nodes over messages neither
+    it nor the recent window shows; each dated by the last message it covers."""
+    rolling = summaries.current_summary(session)
+    shown_from = min((r.sequence_start or 0 for r in recent), default=None)
+    items = []
+    if rolling.text.strip():
+        last = session.events.filter(sequence__lte=rolling.upper_sequence).order_by("-sequence").first()
+        items.append(ContextItem("summary", rolling.text, 1.0, "summary", session.external_id, None,
+                                 rolling.upper_sequence, last.created_at if last else rolling.updated_at,
+                                 user_id=session.user_id))
+    for node in summaries.context_nodes(session, summarised_to=rolling.upper_sequence, shown_from=shown_from):
+        items.append(ContextItem("summary", node.text, 1.0, "summary", session.external_id, node.sequence_start,
+                                 node.sequence_end, node.latest_at or node.created_at, user_id=session.user_id))
+    return items
 
 
 def _covered(item: ContextItem, recent: list[ContextItem], seen: set[str]) -> bool:
@@ -147,6 +179,59 @@ def _covered(item: ContextItem, recent: list[ContextItem], seen: set[str]) -> bo
 
 
 @dataclass
+class _Picker:
+    """The items picked so far and the tokens they use; a memory of several chunks is one item."""
+
+    budget: int
+    recent: list[ContextItem]
+    memories: dict[int, Memory]
+    picked: list[ContextItem] = field(default_factory=list)
+    used: int = 0
+    seen: set[str] = field(default_factory=set)
+    by_memory: dict[int, ContextItem] = field(default_factory=dict)
+
+    def add(self, item: ContextItem, limit: int) -> None:
+        """Pick `item` if it is new and fits in `limit` tokens in all; a chunk of a memory already
+        picked joins that item's text instead, in the memory's order."""
+        memory = self.memories.get(item.chunk_id) if item.chunk_id is not None else None
+        held = self.by_memory.get(memory.key) if memory is not None else None
+        if memory is not None and held is not None:
+            self._extend(held, memory, item, limit)
+            return
+        if item.source != "recent" and _covered(item, self.recent, self.seen):
+            return
+        if memory is not None and item.chunk_id is not None:
+            self._show_whole_or_chunk(item, memory, limit)
+        if self.used + item.tokens > limit:
+            return
+        self.picked.append(item)
+        self.used += item.tokens
+        self.seen.add(normalize_text(item.text).casefold())
+        if memory is not None:
+            self.by_memory[memory.key] = item
+
+    def _show_whole_or_chunk(self, item: ContextItem, memory: Memory, limit: int) -> None:
+        whole = memory.text_of()
+        room = min(limit - self.used, int(self.budget * WHOLE_MEMORY_SHARE))
+        if estimate_tokens(whole) + ITEM_OVERHEAD_TOKENS <= room:
+            item.text, item.shown = whole, set(memory.chunk_ids)
+        else:
+            item.shown = {item.chunk_id} if item.chunk_id is not None else set()
+
+    def _extend(self, held: ContextItem, memory: Memory, item: ContextItem, limit: int) -> None:
+        if item.chunk_id is None or item.chunk_id in held.shown:
+            return
+        shown = held.shown | {item.chunk_id}
+        text = memory.text_of(shown)
+        grows = estimate_tokens(text) - estimate_tokens(held.text)
+        if self.used + grows > limit:
+            return
+        held.text, held.shown = text, shown
+        self.used += grows
+        self.seen.add(normalize_text(text).casefold())
+
+
+@dataclass
 class AssembledContext:
     items: list[ContextItem]
     tokens: int
@@ -155,9 +240,10 @@ class AssembledContext:
 
 
 def assemble_context(*, session: Session | None, req: SearchRequest, budget: int | None = None) -> AssembledContext:
-    """Critical memories first, within their reserved share of the budget; then recent messages
-    (with a session), search's results for the query in search's order, and ordinary salient
-    memories that pass the relevance floor, deduplicated, within the rest of the budget. The
+    """Critical memories first, within their reserved share of the budget; then the conversation's
+    summaries (with a session) within theirs; then recent messages (with a session), search's
+    results for the query in search's order, and ordinary salient memories that pass the relevance
+    floor, deduplicated, within the rest of the budget. A memory of several chunks is one item. The
     search request carries the scope and owner rules: never another user's, never a memory that
     does not apply here."""
     budget = budget or DEFAULT_BUDGET
@@ -168,53 +254,55 @@ def assemble_context(*, session: Session | None, req: SearchRequest, budget: int
     has_query = bool(req.query.strip())
     if has_query and req.query_embedding is None and req.mode in ("hybrid", "vector"):
         req.query_embedding = embed_query(req.query)  # once: search and the salience floor share it
-    seen = {normalize_text(r.text).casefold() for r in recent}
-    picked: list[ContextItem] = []
-    used = 0
-    reserve = int(budget * CRITICAL_BUDGET_SHARE)
-    for item in _critical_items(req):
-        if _covered(item, recent, seen) or used + item.tokens > reserve:
-            continue
-        picked.append(item)
-        used += item.tokens
-        seen.add(normalize_text(item.text).casefold())
+    critical = _critical_items(req)
     candidates = (_relevant_items(req) if has_query else []) + _salient_items(req)
+    memories = memories_of([i.chunk_id for i in critical + candidates if i.chunk_id is not None])
+    picker = _Picker(budget, recent, memories, seen={normalize_text(r.text).casefold() for r in recent})
+    for item in critical:
+        picker.add(item, int(budget * CRITICAL_BUDGET_SHARE))
+    if session is not None and reads_session and (not req.kinds or "summary" in req.kinds):
+        summary_limit = picker.used + int(budget * SUMMARY_BUDGET_SHARE)
+        for item in _summary_items(session, recent):
+            picker.add(item, summary_limit)
     for item in recent + candidates:
-        if item.source != "recent" and _covered(item, recent, seen):
-            continue
-        if used + item.tokens > budget:
-            continue
-        picked.append(item)
-        used += item.tokens
-        seen.add(normalize_text(item.text).casefold())
-    return AssembledContext(picked, used, budget, render_markdown(picked))
+        picker.add(item, budget)
+    return AssembledContext(picker.picked, picker.used, budget, render_markdown(picker.picked))
 
 
-SECTIONS = (("critical", "Critical (always kept in mind)"), ("salient", "Important"), ("relevant", "Related memories"), ("recent", "Recent conversation"))
+SECTIONS = (("critical", "Critical (always kept in mind)"), ("salient", "Important"), ("relevant", "Related memories"),
+            ("summary", "Earlier in this conversation (summary)"), ("recent", "Recent conversation"))
+HEADING = "## Relevant Memory (times in UTC)"
 
 
 def render_markdown(items: list[ContextItem]) -> str:
-    """The context block; empty when nothing was picked, so that nothing is injected."""
+    """The context block; empty when nothing was picked, so that nothing is injected. Every line
+    is dated with its date and time, so that an agent orders what was said the same day."""
     if not items:
         return ""
-    lines = ["## Relevant Memory"]
+    lines = [HEADING]
     for source, title in SECTIONS:
         chosen = [i for i in items if i.source == source]
-        if source == "recent":
-            chosen.sort(key=lambda i: i.sequence_start or 0)
+        if source in ("summary", "recent"):
+            chosen.sort(key=lambda i: i.sequence_end or i.sequence_start or 0)
         if not chosen:
             continue
         lines += ["", f"### {title}"]
         for item in chosen:
             text = " ".join(item.text.split())
-            lines.append(f"- ({dated(item)}) {text}" if source != "recent" else f"- **{item.role or item.kind}**: {text}")
+            lines.append(f"- ({dated(item)}) {text}")
     return "\n".join(lines) + "\n"
 
 
+def said_at(moment: datetime) -> str:
+    """A moment as the block writes it: date and time to the minute, in UTC ("2026-12-07 14:05")."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M")
+
+
 def dated(item: ContextItem) -> str:
-    """When a memory was said or became true, so that an agent tells old knowledge from new:
-    "user, said 2025-03-02", "fact since 2025-03-04", "note 2025-03-01"."""
-    when = iso(item.created_at)[:10]
+    """When a memory was said or became true, so that an agent tells old knowledge from new and
+    orders what was said the same day: "user, said 2025-03-02 14:05", "fact since 2025-03-04
+    09:00", "note 2025-03-01 18:30", a summary by the last message it covers."""
+    when = said_at(item.created_at)
     if item.kind == "event":
         return f"{item.role}, said {when}" if item.role else f"said {when}"
     if item.kind == "fact":

@@ -1,9 +1,9 @@
-"""Tier-aware decay (SPEC S8, seed 001), in Python and as SQL that computes the same.
+"""Tier-aware decay (docs/ranking.md#decay), in Python and as SQL that computes the same.
 
     relevance = importance · rate(tier)^hours · (1 + ln(1 + access_count))
 
 `hours` is the time since the memory was last used: `accessed_at` when it has been returned by a
-memory search, else `created_at` ("memories accessed less recently decay faster", seed 001).
+memory search, else `created_at` (memories used less recently decay faster, docs/ranking.md#decay).
 Rates per hour are RATES (account 0.999, workspace 0.998, channel 0.995, conversation 0.99).
 
 Both forms compute rate^hours as exp(max(hours · ln(rate), -700)): PostgreSQL raises "value out
@@ -11,9 +11,9 @@ of range: underflow" instead of returning 0 for power()/exp() results below the 
 so the exponent is floored at -700 (≈ 1e-304, far below every threshold) in SQL and, for exact
 agreement, in Python too. Negative ages (clock skew, imported future times) count as 0 hours.
 
-The double-discount caution of seed 001 — and what we do about it
+The double-discount caution — and what we do about it
 -----------------------------------------------------------------
-Seed 001 warns that hierarchical weighting (wider tiers ranked lower while widening from the
+Hierarchical weighting (wider tiers ranked lower while widening from the
 conversation out to the account) and per-tier decay compound: a memory would be discounted once
 for its tier and again through its tier's decay rate. MemoryHub applies the tier ONCE, through the
 decay rate only:
@@ -44,7 +44,7 @@ from memoryhub.searchable import TIERS
 from retrieval.models import Chunk, ChunkAccess
 
 MIN_EXPONENT = -700.0
-# Per-hour retention by tier (seed 001): a rate must be in (0, 1]; 1 means "never decays". Shared
+# Per-hour retention by tier (docs/ranking.md#decay): a rate must be in (0, 1]; 1 means "never decays". Shared
 # knowledge keeps longest, a conversation's own memories fade first.
 RATES = {"account": 0.999, "workspace": 0.998, "channel": 0.995, "conversation": 0.99}
 
@@ -133,7 +133,7 @@ def relevance_expression(*, now: datetime | None = None, time_column: str | None
     return RawSQL(sql, params, output_field=FloatField())
 
 
-# Seed 002's temporal score: e^(-0.05 · days since last access) · (1 + 0.02 · access_count), the
+# The published temporal score: e^(-0.05 · days since last access) · (1 + 0.02 · access_count), the
 # 0.3-weighted term of its relevance formula (search profile "seed002").
 SEED002_DAILY_DECAY = 0.05
 SEED002_ACCESS_BOOST = 0.02

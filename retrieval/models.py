@@ -115,7 +115,7 @@ class Chunk(models.Model):
     sentence_vectors = models.SmallIntegerField(null=True, blank=True)
     search_vector = SearchVectorField(null=True, blank=True, editable=False)
 
-    # Set on the chunks of a fact's superseded version (SPEC S12): when that version stopped being
+    # Set on the chunks of a fact's superseded version (docs/memory-model.md#fact-history): when that version stopped being
     # true. Searches leave such chunks out unless asked `as_of` a moment they were valid.
     valid_to = models.DateTimeField(null=True, blank=True)
 
@@ -197,7 +197,7 @@ class ChunkSentence(models.Model):
 
 
 class ChunkAccess(models.Model):
-    """How often search has returned a chunk, and when it last did (decay's clock, seed 001): a
+    """How often search has returned a chunk, and when it last did (decay's clock, docs/ranking.md#decay): a
     narrow row of its own, written by the web workers' batched reinforcement
     (retrieval.search.sql.accesses). In the chunk row, each count written was a new version of a
     wide row that every index of the chunk table, the HNSW graph and the full-text index
@@ -243,7 +243,7 @@ class DocumentQuerySet(KeyScopedQuerySet):
 class Document(models.Model):
     """A document ingested through POST /documents/; its content hash skips unchanged re-ingests.
 
-    Its identity is its place and its URI (seed 000): workspace, session (when given), owner and
+    Its identity is its place and its URI: workspace, session (when given), owner and
     source URI. The same URI in another workspace, session or user's hands is another document, so
     a key confined to one of them can neither replace nor detect the others.
     """
@@ -287,7 +287,7 @@ def chunk_metadata(**fields: Any) -> dict[str, Any]:
 
 
 class TermStat(models.Model):
-    """Full-text statistics kept, not counted (issue 19): per (tenant, workspace, channel), how many
+    """Full-text statistics kept, not counted: per (tenant, workspace, channel), how many
     chunks say each lexeme in their own words (weight A). workspace/channel 0 is "none"; -1/-1 is
     the tenant's total over every bucket.
 

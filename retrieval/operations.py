@@ -66,7 +66,7 @@ EXPAND_MESSAGES = 20
 
 
 def expand_summaries(key: ApiKey, results: list[dict[str, Any]]) -> None:
-    """Give each summary hit its child summaries and the messages it condenses (seed 002)."""
+    """Give each summary hit its child summaries and the messages it condenses."""
     ids = [r["metadata"].get("summary_id") for r in results if r["kind"] == "summary"]
     nodes = {n.pk: n for n in SummaryNode.objects.visible_to(key).filter(pk__in=[i for i in ids if i])}
     for result in results:

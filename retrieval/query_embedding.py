@@ -1,4 +1,4 @@
-"""The query embedder of web processes (issue 19): one text at a time, without torch.
+"""The query embedder of web processes: one text at a time, without torch.
 
 A web worker embeds one query per search. Loading sentence-transformers for that put torch in
 every web worker (~590 MB resident each, most of it torch); ONNX Runtime runs the same MiniLM
@@ -47,11 +47,12 @@ THREADS = 1
 # query vectors agree with the full model's to cosine >= 0.98 (bench/README.md, stop 26). False:
 # the full model. Stored vectors follow MEMORYHUB_EMBED_BACKEND (retrieval.embedders).
 INT8 = True
-WARM_UP_WAIT_SECONDS = 600.0  # a preparation that takes longer has failed: warm up what there is
 
 _encoder: QueryEncoder | None = None
 _looked = False
 _look_again_at: float | None = None  # when the model was not made yet: when to look again
+_saw_pending = False  # this process started while the fast model was being made
+_taking_up: threading.Thread | None = None  # loads it once it is recorded
 _lock = threading.Lock()
 
 
@@ -137,21 +138,69 @@ def embed_query_soon(text: str) -> Future[list[float]]:
     return _soon.get().submit(embed_query, text)
 
 
+def query_model_ready() -> bool:
+    """Whether a query can be embedded without loading a model first. Not while the fast model is
+    being made beside the service (a first start): a web worker then answers hybrid searches by
+    their words alone rather than load torch (~50 s and ~600 MB on a busy 2-core machine). Once
+    the model is recorded (looked for at each search meanwhile), this process loads it in a thread
+    of its own, by words until it is in: no search waits for the load (~1.5 s under load)."""
+    global _taking_up, _saw_pending
+    if settings.MEMORYHUB_EMBEDDER != "minilm" or _encoder is not None:
+        return True
+    if _saw_pending:
+        if onnx_pending():
+            return False
+        with _lock:
+            if _taking_up is None:
+                _taking_up = threading.Thread(target=_take_up, name="query-model-take-up", daemon=True)
+                _taking_up.start()
+        return not _taking_up.is_alive()  # loaded, or no fast model after all: the configured one
+    if query_encoder() is not None:
+        return True
+    _saw_pending = onnx_pending()
+    return not _saw_pending
+
+
+def _take_up() -> None:
+    """Load the fast model now that it is recorded (query_encoder looks again at once)."""
+    global _looked
+    with _lock:
+        _looked = False
+    query_encoder()
+
+
 def warm_up() -> None:
     """Load the query path now (a web worker's first search must not wait for it): the encoder,
-    and the table the query vector's literal is written from. While the ONNX model is being made
-    (a first start) it waits for it rather than load torch, which a search meanwhile loads itself."""
+    and the table the query vector's literal is written from. While the fast model is being made
+    (a first start) no model is loaded: searches go by their words until it is ready."""
     try:
-        deadline = time.monotonic() + WARM_UP_WAIT_SECONDS
-        while onnx_pending() and time.monotonic() < deadline:
-            time.sleep(LOOK_AGAIN_SECONDS)
-        halfvec_text(embed_query("warm-up"))
+        if query_model_ready():
+            halfvec_text(embed_query("warm-up"))
+        else:
+            halfvec_text([0.0] * embedders.DIMENSIONS)
     except Exception:  # the first real request will report it; a web worker must still start
         logger.exception("query embedder warm-up failed")
 
 
+def describe() -> str:
+    """What embeds this process's search queries, for /health/: the fast (ONNX) model, or the
+    configured embedder, and why. Loads nothing."""
+    if settings.MEMORYHUB_EMBEDDER != "minilm":
+        return f"{settings.MEMORYHUB_EMBEDDER} embedder"
+    if _encoder is not None:
+        return f"ONNX Runtime ({getattr(_encoder, 'filename', 'model.onnx')})"
+    if onnx_pending():
+        return ("words only: the fast search model is being prepared (first start); searches add meaning "
+                "once it is ready")
+    try:
+        choice = importlib.import_module(ONNX_MODULE).read_choice() or {}
+    except ImportError:
+        choice = {}
+    return "ONNX Runtime (taken up at the next search)" if choice.get("agree") else "torch"
+
+
 def reset() -> None:
     """Forget the loaded encoder (tests; a model prepared after this process started)."""
-    global _encoder, _looked, _look_again_at
+    global _encoder, _looked, _look_again_at, _saw_pending, _taking_up
     with _lock:
-        _encoder, _looked, _look_again_at = None, False, None
+        _encoder, _looked, _look_again_at, _saw_pending, _taking_up = None, False, None, False, None

@@ -6,7 +6,7 @@ import logging
 from typing import Any
 
 from memoryhub.searchable import Searchable
-from retrieval import indexing
+from retrieval import indexing, termstats
 
 logger = logging.getLogger(__name__)
 
@@ -57,7 +57,7 @@ def on_memory_saved(sender: Any, **kwargs: Any) -> None:
 
 def on_memory_deleted(sender: Any, kind: str, tenant_id: int, source_id: str, **kwargs: Any) -> None:
     closed_at = kwargs.get("closed_at")
-    if closed_at is not None:  # a fact keeps its history (S12): its last version is closed, not deleted
+    if closed_at is not None:  # a fact keeps its history (docs/memory-model.md#fact-history): its last version is closed, not deleted
         indexing.retire_searchable(kind=kind, tenant_id=tenant_id, source_id=str(source_id), at=closed_at)
     else:
         indexing.delete_searchable(kind=kind, tenant_id=tenant_id, source_id=str(source_id))
@@ -69,3 +69,9 @@ def on_session_owner_changed(sender: Any, session: Any, **kwargs: Any) -> None:
     from retrieval.models import Chunk
 
     Chunk.objects.filter(session=session, kind__in=("event", "summary")).update(user_id=session.user_id)
+
+
+def on_user_forgotten(sender: Any, tenant_id: int, user_id: str, **kwargs: Any) -> None:
+    # In the forget's transaction: the words only the user's chunks held leave the term statistics
+    # now, with the chunks, rather than at the next compaction.
+    termstats.fold_tenant(tenant_id)

@@ -28,7 +28,7 @@ def build_search_request(key: ApiKey, data: dict[str, Any]) -> SearchRequest:
     raw_scope = data.pop("scope", None) or ""
     scope = SCOPE_ALIASES.get(raw_scope, raw_scope)
     data["user_id"] = resolve_user(key, data.get("user_id"))
-    # Weights the caller sends are used exactly as sent (seed 000); adaptive ones only without.
+    # Weights the caller sends are used exactly as sent; adaptive ones only without.
     weights = {name: data.pop(name) for name in ("vector_weight", "text_weight") if data.get(name) is not None}
     data.pop("vector_weight", None), data.pop("text_weight", None)
     req = SearchRequest(tenant_id=key.tenant_id, key_workspace_id=key.workspace_id, **data, **weights,

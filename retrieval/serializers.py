@@ -320,12 +320,14 @@ class ContextInput(StrictSerializer):
 
 
 class ContextItemOutput(serializers.Serializer):
-    source = serializers.ChoiceField(choices=["recent", "critical", "salient", "relevant"],
+    source = serializers.ChoiceField(choices=["recent", "critical", "summary", "salient", "relevant"],
                                      help_text="Why it is in: recent message, critical memory (importance "
                                                "0.85 or more, or pinned: always, in a reserved part of the "
-                                               "budget), salient (important and relevant) memory, or "
-                                               "relevant to the query.")
-    text = serializers.CharField(help_text="The memory's text.")
+                                               "budget), summary of the session's earlier messages (its "
+                                               "rolling summary, summary-tree nodes), salient (important "
+                                               "and relevant) memory, or relevant to the query.")
+    text = serializers.CharField(help_text="The memory's text: a memory of several chunks whole (or the "
+                                           "picked chunks in order) and once.")
     score = serializers.FloatField(help_text="Its rank among the candidates.")
     kind = serializers.CharField(help_text="event, note, fact, summary or document.")
     session = serializers.CharField(allow_null=True, help_text="The session it comes from, if any.")
@@ -333,7 +335,9 @@ class ContextItemOutput(serializers.Serializer):
     sequence_end = serializers.IntegerField(allow_null=True, help_text="The last event sequence it covers.")
     created_at = serializers.DateTimeField(help_text="When the memory was made.")
     role = serializers.CharField(allow_null=True, help_text="Who spoke, for messages.")
-    chunk_id = serializers.IntegerField(allow_null=True, help_text="The chunk's id (null for recent messages).")
+    chunk_id = serializers.IntegerField(allow_null=True, help_text="The chunk's id (of a memory of several "
+                                                                   "chunks, the first picked; null for recent "
+                                                                   "messages and the session's summaries).")
     user_id = serializers.CharField(help_text="The end user it belongs to (empty: shared knowledge).")
     tokens = serializers.IntegerField(help_text="What it costs of the budget.")
 

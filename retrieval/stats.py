@@ -1,4 +1,4 @@
-"""Memory statistics of one tenant (S4 stats, seed 002 memory_stats)."""
+"""Memory statistics of one tenant (sessions, events, chunks by kind)."""
 
 from __future__ import annotations
 

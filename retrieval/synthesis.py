@@ -1,4 +1,4 @@
-"""An answer written from the search results (seed 002's memory_search "optional LLM synthesis").
+"""An answer written from the search results (optional: only with a model configured).
 
 `synthesize: true` on POST /search/ (and MCP memory_search) sends the query and the results the
 caller was given, numbered, to the model configured for the HTTP summariser

@@ -1,4 +1,4 @@
-"""Search statistics kept at indexing time, so that a search never counts (issue 19).
+"""Search statistics kept at indexing time, so that a search never counts.
 
 BM25 needs, for the query's words, how many chunks in scope say each (document frequency) and
 how many chunks the scope holds; the choice between an HNSW and an exact vector search needs the
@@ -20,7 +20,8 @@ vector strategy of a search limited to one user (search.sql.vector_source).
 
 Writers only append delta rows (never update one), so concurrent indexing neither waits on a
 statistics row nor deadlocks over one. `compact` folds each key's deltas into one row; the
-embedding backfill cadence and the indexing task call `maybe_compact`.
+embedding backfill cadence and the indexing task call `maybe_compact`; forgetting a user folds
+its tenant's at once (`fold_tenant`).
 """
 
 from __future__ import annotations
@@ -83,7 +84,7 @@ TERM_STAT_TRIGGERS = [
 # --- upkeep ----------------------------------------------------------------------------------
 
 _COMPACT = """
-WITH keys AS (SELECT DISTINCT {key} FROM {table} WHERE delta),
+WITH keys AS (SELECT DISTINCT {key} FROM {table} WHERE delta{tenant}),
 gone AS (
     DELETE FROM {table} t USING keys k WHERE {join}
     RETURNING {returning}, t.n
@@ -99,10 +100,12 @@ _LOCK_KEY = 0x7465726D  # "term": one compaction at a time across processes
 _last_compacted = 0.0
 
 
-def _compact_sql(table: str) -> str:
+def _compact_sql(table: str, *, one_tenant: bool = False) -> str:
+    """The folding statement of a table: of every tenant, or of the tenant given as its parameter."""
     key = _KEYS[table]
     return _COMPACT.format(table=table, key=", ".join(key), join=" AND ".join(f"t.{c} = k.{c}" for c in key),
-                           returning=", ".join(f"t.{c}" for c in key))
+                           returning=", ".join(f"t.{c}" for c in key),
+                           tenant=" AND tenant_id = %s" if one_tenant else "")
 
 
 def compact() -> int:
@@ -116,6 +119,20 @@ def compact() -> int:
         written = 0
         for table in _KEYS:
             cursor.execute(_compact_sql(table))
+            written += cursor.rowcount
+        return written
+
+
+def fold_tenant(tenant_id: int) -> int:
+    """Fold one tenant's deltas now, in the caller's transaction, waiting for a compaction under
+    way. Forgetting a user calls it: the words (and the user id) only their chunks held sum to 0
+    and leave the statistics with the user's rows, not at the next compaction. Returns the rows
+    written."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_LOCK_KEY])
+        written = 0
+        for table in _KEYS:
+            cursor.execute(_compact_sql(table, one_tenant=True), [tenant_id])
             written += cursor.rowcount
         return written
 

@@ -16,8 +16,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from django.db import models
-
 from memoryhub.errors import Conflict
 from memoryhub.models import Event, iso
 from memoryhub.searchable import KINDS, LIFETIMES, TIERS
@@ -64,12 +62,7 @@ class RetrievalTransfer(TransferExtension):
 
     def _chunk_rows(self, exporter: Exporter) -> Iterator[dict[str, Any]]:
         """The chunks, read in batches (written after the records and documents they refer to)."""
-        qs = Chunk.objects.filter(tenant=exporter.tenant)
-        if exporter.scope.kind == "session":
-            qs = qs.filter(session_id__in=exporter.session_ids)
-        elif exporter.scope.kind == "workspace":
-            qs = qs.filter(models.Q(workspace=exporter.workspace) | models.Q(session_id__in=exporter.session_ids))
-        qs = exporter.owned(qs, Chunk)
+        qs = exporter.owned(exporter.in_scope(Chunk.objects.filter(tenant=exporter.tenant), Chunk), Chunk)
         refs = {**exporter.source_refs, **self.document_refs}
         chunks = qs.select_related("session", "workspace", "channel__workspace").with_access().order_by("id")
         batch: list[Chunk] = []

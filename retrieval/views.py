@@ -1,4 +1,4 @@
-"""REST views for search, context, browse, stats and documents (S11). Thin: parse, call, serialise."""
+"""REST views for search, context, browse, stats and documents. Thin: parse, call, serialise."""
 
 from __future__ import annotations
 
@@ -57,7 +57,9 @@ class ContextView(APIView):
     @extend_schema(
         summary="Build the context block",
         description="What to put in front of the next prompt: critical memories (importance 0.85 or more, "
-                    "or pinned: always, in a reserved part of the budget), the session's recent messages, "
+                    "or pinned: always, in a reserved part of the budget), the session's rolling summary and "
+                    "the summaries of what its recent messages no longer show (in at most 30% of the budget), "
+                    "its recent messages, "
                     "other important memories and those relevant to `query`, each only where it applies "
                     "(the same scope and owner rule as search), deduplicated and fitted into `budget` "
                     "tokens, as items and as a Markdown block. Empty (no Markdown) when nothing applies.",
@@ -70,8 +72,9 @@ class ContextView(APIView):
             "budget": serializers.IntegerField(help_text="The token budget."),
             "tokens": serializers.IntegerField(help_text="Tokens the items take (estimated)."),
             "items": ContextItemOutput(many=True, help_text="The picked memories."),
-            "markdown": serializers.CharField(help_text="The block to inject: '## Relevant Memory' with sections "
-                                                        "(empty when nothing was picked)."),
+            "markdown": serializers.CharField(help_text="The block to inject: '## Relevant Memory' with sections, "
+                                                        "each line dated to the minute in UTC ('user, said "
+                                                        "2026-12-07 14:05') (empty when nothing was picked)."),
         }),
         examples=ex.CONTEXT,
     )

@@ -11,10 +11,12 @@ from django import forms
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
+from django.template.defaultfilters import pluralize
 from django.utils import timezone
 from django.utils.formats import date_format
 from django.utils.html import format_html, format_html_join
 
+from memoryhub.admin.base import counted, titled
 from memoryhub.errors import DomainError
 from retrieval.admin_helpers import confirm_page, confirmed
 from retrieval.lifecycle.consolidation import run_consolidation
@@ -125,10 +127,10 @@ class ScheduleAdmin(admin.ModelAdmin):
                                 intro="These schedules will run now (their next due time does not change). "
                                       "A consolidation is previewed below: the same steps, rolled back.",
                                 headers=["Schedule", "Tenant", "What it does", "What it would change"],
-                                rows=rows, button=f"Run {queryset.count()} schedule(s) now")
+                                rows=rows, button=f"Run {counted(queryset.count(), 'schedule')} now")
         for schedule in queryset:
             run_now(schedule)
-        self.message_user(request, f"{queryset.count()} run(s) enqueued.")
+        self.message_user(request, f"{counted(queryset.count(), 'run')} enqueued.")
         return None
 
     @admin.action(description="Pause")
@@ -147,7 +149,7 @@ class ScheduleAdmin(admin.ModelAdmin):
                 count += 1
             except DomainError as exc:
                 self.message_user(request, f"{schedule.name}: {exc.message}", level=messages.WARNING)
-        self.message_user(request, f"{count} schedule(s) {done}.")
+        self.message_user(request, f"{counted(count, 'schedule')} {done}.")
 
 
 class DeliveryInline(admin.StackedInline):
@@ -197,11 +199,35 @@ def output_table(text: str) -> str:
     return format_html('<div style="white-space: pre-wrap">{}</div>', text or "—")
 
 
+# How much of a run's output its row in the list shows; its page shows all of it.
+OUTPUT_WORDS_CHARS = 120
+
+
+def output_words(output: str, summary: str) -> str:
+    """A run's output as a list's cell reads it: a JSON object as "key: value" pairs, a list by its
+    length, else its summary as written; cut at a word, with "…", past OUTPUT_WORDS_CHARS."""
+    try:
+        value = json.loads(output) if output else None
+    except ValueError:
+        value = None
+    if isinstance(value, dict):
+        said = "; ".join(f"{k}: {v if isinstance(v, (str, int, float)) else json.dumps(v, ensure_ascii=False)}"
+                         for k, v in sorted(value.items()))
+    elif isinstance(value, list):
+        said = f"{len(value)} item{pluralize(len(value))}"
+    else:
+        said = summary or "—"
+    if len(said) <= OUTPUT_WORDS_CHARS:
+        return said
+    return said[:OUTPUT_WORDS_CHARS].rsplit(" ", 1)[0].rstrip(";:,") + "…"
+
+
 @admin.register(Run)
 class RunAdmin(admin.ModelAdmin):
     list_display = ["started_at", "schedule", "tenant", "status", "error", "finished_at",
-                    "turn_count", "cost", "notification", "output_summary"]
-    list_filter = ["status", "manual", "error", "tenant", "delivery__status"]
+                    "turn_count", "cost", "notification", "output_in_words"]
+    list_filter = [("status", titled("run status")), ("manual", titled("started by hand (run now)")),
+                   ("error", titled("error")), "tenant", ("delivery__status", titled("notification"))]
     search_fields = ["output", "schedule__name"]
     list_select_related = ["schedule", "tenant", "delivery"]
     fields = ["schedule", "tenant", "status", "error", "manual", "due_at", "started_at", "finished_at", "turn_count",
@@ -209,6 +235,10 @@ class RunAdmin(admin.ModelAdmin):
     readonly_fields = fields
     date_hierarchy = "started_at"
     inlines = [DeliveryInline]
+
+    @admin.display(description="output", ordering="output_summary")
+    def output_in_words(self, obj: Run) -> str:
+        return output_words(obj.output, obj.output_summary)
 
     @admin.display(description="output")
     def output_as_table(self, obj: Run) -> str:

@@ -1,4 +1,4 @@
-"""Cadence maths: next fire time, validation and human-friendly formatting (seed 000 cadence.rs).
+"""Cadence maths: next fire time, validation and human-friendly formatting (docs/lanes-and-schedules.md#schedules).
 
 Cron expressions (5 fields, croniter) are evaluated on the wall clock of the schedule's IANA time
 zone (zoneinfo), so "0 9 * * *" stays at 09:00 local across DST changes. Each wall-clock match

@@ -121,7 +121,7 @@ def execute_run(run_id: str) -> dict[str, Any]:
     """Run a queued run's action and record its outcome (the cluster's task)."""
     with transaction.atomic():
         # Lock the run row only: FOR UPDATE over the join also locked the schedule and the tenant,
-        # and deadlocked with run-now inserts and finishing runs (issue 16).
+        # and deadlocked with run-now inserts and finishing runs.
         run = (Run.objects.select_for_update(of=("self",)).select_related("schedule__tenant")
                .filter(pk=run_id).first())
         if run is None or run.status != RunStatus.QUEUED:

@@ -1,4 +1,4 @@
-"""Schedules (seed 000 `schedules`) and their runs (`schedule_runs`), per tenant."""
+"""Schedules (docs/lanes-and-schedules.md#schedules) and their runs (`schedule_runs`), per tenant."""
 
 from __future__ import annotations
 
@@ -120,7 +120,7 @@ class Schedule(models.Model):
     notification_policy = models.CharField(max_length=20, choices=NotificationPolicy.choices,
                                            default=NotificationPolicy.ALWAYS)
     channel = models.CharField(max_length=100, blank=True, default="")
-    # Seed 000: where in the channel the schedule was made (a thread, a chat), so that its
+    # where in the channel the schedule was made (a thread, a chat), so that its
     # notifications can be routed back there. Opaque to MemoryHub; sent with every notification.
     channel_context_id = models.CharField(max_length=200, blank=True, default="")
     status = models.CharField(max_length=10, choices=ScheduleStatus.choices, default=ScheduleStatus.ACTIVE)
@@ -185,7 +185,7 @@ class Run(models.Model):
     turn_count = models.PositiveIntegerField(default=0)
     cost = models.FloatField(default=0.0)
     # True once the run's notification was delivered to the tenant's notification webhook
-    # (seed 000: "whether the user was notified"); the attempts are in its Delivery.
+    # (the user was told); the attempts are in its Delivery.
     notified = models.BooleanField(default=False)
 
     objects = RunQuerySet.as_manager()

@@ -1,4 +1,4 @@
-"""Input and output shapes of the schedules API (SPEC S11 field names)."""
+"""Input and output shapes of the schedules API (the field names the REST API documents)."""
 
 from __future__ import annotations
 

@@ -31,7 +31,7 @@ DISPATCHER_FUNC = "scheduling.tasks.dispatch"
 MAINTENANCE_PREFIX = "memoryhub:"  # the names the built-in cadences were first registered with
 # job name -> (its period in minutes, 0 = off; how long after the first registration it first
 # runs). Embedding and summarising are the work lanes' job (manage.py work, started by `run`):
-# their cadences are off. Consolidation every 6 hours, as seed 004's consolidation_interval_hours.
+# their cadences are off. Consolidation every 6 hours (docs/lifecycle.md).
 MAINTENANCE_JOBS: dict[str, tuple[int, timedelta]] = {
     "embed_backfill": (0, timedelta(minutes=1)),
     "summarise": (0, timedelta(minutes=2)),

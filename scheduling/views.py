@@ -1,4 +1,4 @@
-"""REST views for schedules and runs (SPEC S7, S11). Thin: parse, call, serialise."""
+"""REST views for schedules and runs (docs/lanes-and-schedules.md#schedules). Thin: parse, call, serialise."""
 
 from __future__ import annotations
 

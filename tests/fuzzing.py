@@ -1,7 +1,7 @@
 """Schemathesis against MemoryHub's own OpenAPI schema: what the seeded run in the suite
 (tests/test_fuzz.py) and the long run (bench/fuzz.py) share.
 
-A case passes every check schemathesis 4 has (issue 40): no 5xx, every 4xx in the error envelope
+A case passes every check schemathesis 4 has: no 5xx, every 4xx in the error envelope
 ({"error": {"code", "message", "details"}}), only statuses, content types, headers and bodies the
 schema documents, schema-valid requests accepted (but for the named rules in SEMANTIC_CODES),
 schema-invalid ones refused, and the key enforced (probes without it and with a wrong one).
@@ -56,6 +56,7 @@ SEMANTIC_CODES = frozenset({
     "empty_event",               # an event needs content, a tool call or a tool result
     "session_required",          # a conversation-scoped memory needs its session
     "workspace_required",        # a workspace export names its workspace
+    "user_required", "user_export_alone",  # a user export names its user, and nothing else to export
     "webhook_required",          # a schedule that notifies or calls an agent needs that webhook stored
     "id_mismatch",               # a note's id and note_id, when both are given, agree
     "scope_mismatch",            # a memory's scope and the workspace/channel/session it names agree

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-KEY_LINE = re.compile(r"API key:\s+(mh_\S+)")
+KEY_LINE = re.compile(r"admin key:\s+(mh_\S+)")
 
 
 def free_port() -> int:

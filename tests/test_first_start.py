@@ -1,4 +1,4 @@
-"""`make run` on a new data folder, as a person sees it (issue 42): a plain line for each step,
+"""`make run` on a new data folder, as a person sees it: a plain line for each step,
 serving as soon as the database is migrated, and a hint for a new API key that runs as printed."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A short, seeded schemathesis run over every operation of the live OpenAPI schema (issues 16, 40):
+"""A short, seeded schemathesis run over every operation of the live OpenAPI schema:
 positive and negative cases, every check of tests/fuzzing.py. bench/fuzz.py is the long run."""
 
 from __future__ import annotations

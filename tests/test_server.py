@@ -1,5 +1,5 @@
 """The real server (`manage.py run`: gunicorn, uvicorn workers, the embedded PostgreSQL) against
-the clients of issue 16: slow, idle, malformed, oversize, chunked, and a database killed under it.
+the clients an attack sends: slow, idle, malformed, oversize, chunked, and a database killed under it.
 
 One server for the module, in a private data folder, with 2 s header and body deadlines and a
 1 MiB body limit so that each case is quick.
@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from memoryhub.plumbing.embedded_pg import postmaster
-from tests.served import Served, private_data_dir
+from tests.served import Served, private_data_dir, wait_until
 
 LIMIT = 1024 * 1024
 STREAMS_PER_KEY, STREAMS = 2, 3
@@ -169,7 +169,7 @@ def test_a_url_of_2000_tags_and_longer_urls_are_answered_in_the_envelope(served:
 
 
 def test_headers_over_the_limit_sent_at_once_are_431(served: Served) -> None:
-    """Issue 40, item 4: 40 KB of headers in one piece, past the 32 KB MAX_HEADER_BYTES
+    """40 KB of headers in one piece, past the 32 KB MAX_HEADER_BYTES
     (h11 measures only a head that is still incomplete)."""
     reply = exchange(served, request(served, "GET", "/api/v1/health/", headers=f"X-Big: {'a' * 40_000}\r\n"))
     assert reply.status == 431 and reply.closed
@@ -249,10 +249,11 @@ def test_a_killed_database_is_started_again_and_requests_recover(served: Served)
     assert statuses[-1] in (200, 201), statuses
     assert served.process.poll() is None  # the same run, not a new one
     assert "starting it again" in served.output()
+    assert httpx.get(served.url + "/api/v1/health/").json()["details"]["restarted"].get("postgresql") == 1
 
 
 def test_forwarded_headers_of_a_peer_that_is_not_a_trusted_proxy_are_ignored(served: Served) -> None:
-    """Issue 40, items 1 and 4: no MEMORYHUB_TRUSTED_PROXIES, so a client's X-Forwarded-Proto does
+    """No MEMORYHUB_TRUSTED_PROXIES, so a client's X-Forwarded-Proto does
     not make links https, and its X-Forwarded-For does not dodge the admin login lock-out."""
     for name in ("fwd-1", "fwd-2"):
         exchange(served, request(served, "POST", "/api/v1/sessions/", json.dumps({"id": name}).encode()))
@@ -287,7 +288,7 @@ def open_stream(served: Served, key: str) -> tuple[socket.socket, int]:
 
 
 def test_mcp_event_streams_are_bounded_per_key_and_in_all_and_idle_ones_close(served: Served) -> None:
-    """Issue 40, item 3: GET /mcp/ opens an event stream; at most MEMORYHUB_MCP_STREAMS_PER_KEY per
+    """GET /mcp/ opens an event stream; at most MEMORYHUB_MCP_STREAMS_PER_KEY per
     key and MEMORYHUB_MCP_STREAMS in all are held at once (429 past either), and a stream that
     carried nothing for MEMORYHUB_MCP_STREAM_IDLE_SECONDS is closed."""
     other_key = served.manage("create_api_key", "--tenant", "demo").strip().splitlines()[-1]
@@ -325,3 +326,21 @@ def test_mem0s_client_in_the_served_app(served: Served) -> None:
         assert [r["id"] for r in client.search("mem0's client", filters={"user_id": "ann"})["results"]] == [memory_id]
     finally:
         client.client.close()
+
+
+def test_a_killed_web_worker_is_respawned_and_counted(served: Served) -> None:
+    import psutil
+
+    [master] = [c for c in psutil.Process(served.process.pid).children() if "gunicorn" in " ".join(c.cmdline())]
+    [worker] = master.children()
+    worker.kill()
+
+    def counted() -> bool:
+        try:
+            return httpx.get(served.url + "/api/v1/health/").json()["details"]["restarted"].get("web workers") == 1
+        except httpx.HTTPError:
+            return False
+
+    assert wait_until(counted, 60), served.output()[-3000:]
+    assert master.is_running() and served.process.poll() is None
+

@@ -1,4 +1,4 @@
-"""Stopping MemoryHub as a supervisor does (issue 16): the embedded PostgreSQL never outlives it.
+"""Stopping MemoryHub as a supervisor does: the embedded PostgreSQL never outlives it.
 
 systemd and container runtimes send SIGTERM to the process group and SIGKILL 10 s later. Each
 test starts `manage.py run` in one data folder shared by the module (created once) and checks
@@ -63,7 +63,7 @@ def test_sigterm_then_sigkill_to_the_group_stops_everything_within_10_s(data_dir
 
 
 def test_sigterm_stops_the_task_clusters_within_the_grace_without_a_kill(data_dir: Path) -> None:
-    """Issue 40, item 6: a schedule run still busy (its agent webhook has not answered) when
+    """A schedule run still busy (its agent webhook has not answered) when
     SIGTERM comes is interrupted and recorded so, and the schedules cluster stops by itself within
     the supervisor's grace: it is not SIGKILLed."""
     receiver = ThreadingHTTPServer(("127.0.0.1", 0), NeverAnswers)

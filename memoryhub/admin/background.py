@@ -6,6 +6,7 @@ from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
+from memoryhub.admin.base import counted
 from memoryhub.models import StepFailure, Worker
 from memoryhub.session_work import retry_set_aside
 
@@ -46,7 +47,7 @@ class StepFailureAdmin(admin.ModelAdmin):
     @admin.action(description="Retry: make the selected sessions due again")
     def retry(self, request: HttpRequest, queryset: QuerySet[StepFailure]) -> None:
         count = retry_set_aside(list(queryset.values_list("pk", flat=True)))
-        self.message_user(request, f"{count} session(s) will be worked on again.")
+        self.message_user(request, f"{counted(count, 'session')} will be worked on again.")
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

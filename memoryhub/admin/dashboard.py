@@ -1,7 +1,7 @@
-"""The operator dashboard (S9): memory per tenant, the embedding backlog with its rate and ETA,
+"""The operator dashboard: memory per tenant, the embedding backlog with its rate and ETA,
 activity charts by ingest time, searches and their latency, schedule runs by outcome, the task
 queue. One page in the admin, narrowed to a tenant with ?tenant=, refreshing itself from
-dashboard/data/ (JSON). Every load records a metrics sample (throttled): see memoryhub.plumbing.metrics.
+dashboard/data/ (JSON). Every load records a metrics sample (throttled): see memoryhub.metrics.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from django.template.response import TemplateResponse
 from django.utils import timezone
 
 from accounts.models import Tenant
+from memoryhub import metrics
 from memoryhub.admin import dashboard_series
 from memoryhub.models import ApiUsage, Session, StepFailure
-from memoryhub.plumbing import metrics
 from memoryhub.plumbing.background import lane_rate, live_workers, round_robin_etas
 from memoryhub.plumbing.supervision import read_restarts
 from memoryhub.session_work import due_sessions
@@ -108,6 +108,7 @@ def dashboard_data(tenant: Tenant | None) -> dict[str, Any]:
         "tenant": tenant.name if tenant else None,
         "embedding": dashboard_series.embedding_figures(tenant_id),
         "charts": dashboard_series.all_charts(tenant_id),
+        "time_zone": timezone.get_current_timezone_name(),  # the charts' times read as the console's dates
     }
 
 

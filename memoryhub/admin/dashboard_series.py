@@ -13,8 +13,8 @@ from django.db.models import Count, Model, QuerySet, Sum
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
+from memoryhub import metrics
 from memoryhub.models import ApiUsage, Event
-from memoryhub.plumbing import metrics
 from memoryhub.tasks import finished_tasks
 
 CHART_DAYS = 30
@@ -42,6 +42,9 @@ class Chart:
     note: str = ""
     daily: bool = True
     totals: dict[str, float] = field(default_factory=dict)
+    # The time the x axis shows, [start, end] in epoch seconds, whatever the rows cover: a chart of
+    # the last 24 hours with one bucket of data still spans the 24 hours (its ticks are hours).
+    span: list[float] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -110,7 +113,8 @@ def chunks_chart(tenant_id: int | None) -> Chart | None:
 
 
 def backlog_chart(tenant_id: int | None) -> Chart:
-    since = timezone.now() - timedelta(hours=BACKLOG_HOURS)
+    now = timezone.now()
+    since = now - timedelta(hours=BACKLOG_HOURS)
     rows = metrics.arrivals(since=since, bucket=BACKLOG_BUCKET, tenant_id=tenant_id)
     return Chart(
         "backlog", f"Embedding backlog, last {BACKLOG_HOURS} hours", [r[0].timestamp() for r in rows], [
@@ -118,7 +122,7 @@ def backlog_chart(tenant_id: int | None) -> Chart:
                    summed=False),
             Series("events arrived", [float(r[1]) for r in rows], GREEN, bars=True),
             Series("chunks embedded", [float(r[2]) for r in rows], BLUE, bars=True),
-        ], daily=False,
+        ], daily=False, span=[since.timestamp(), now.timestamp()],
         note=f"{BACKLOG_BUCKET} buckets. Arrivals and embeddings are counted as they happen; the "
              f"backlog is sampled (every {metrics.sample_every():g} s while the dashboard is open): a gap "
              "in its line means no sample was taken then.")

@@ -1,6 +1,7 @@
-"""End users in the admin (issue 42: the console starts from people): per tenant, every user id
+"""End users in the admin (the console starts from people): per tenant, every user id
 that owns something, searched by id, with their sessions, facts and notes, when they were last
-active, a link to their memory in the explorer, and forgetting them (memoryhub.forget, behind a
+active, a link to their memory in the explorer, exporting everything of theirs (the API's user
+export, superusers only as every export), and forgetting them (memoryhub.forget, behind a
 confirmation page that says what goes)."""
 
 from __future__ import annotations
@@ -17,8 +18,11 @@ from django.template.response import TemplateResponse
 from django.urls import NoReverseMatch, URLPattern, path, reverse
 from django.utils.html import format_html
 
+from memoryhub.admin.base import counted
+from memoryhub.admin.transfer import check_may_transfer, export_download
 from memoryhub.forget import forget_user
 from memoryhub.models import EndUser, Session
+from memoryhub.transfer import ExportScope
 
 FORGET_LIMIT = 100  # users one confirmation page forgets
 
@@ -45,7 +49,9 @@ class EndUserAdmin(admin.ModelAdmin):
 
     def get_urls(self) -> list[URLPattern]:
         own = [path("<path:object_id>/forget/", self.admin_site.admin_view(self.forget_one_view),
-                    name="memoryhub_enduser_forget")]
+                    name="memoryhub_enduser_forget"),
+               path("<path:object_id>/export/", self.admin_site.admin_view(self.export_one_view),
+                    name="memoryhub_enduser_export")]
         return own + super().get_urls()
 
     def get_actions(self, request: HttpRequest) -> dict[str, Any]:
@@ -74,10 +80,19 @@ class EndUserAdmin(admin.ModelAdmin):
     @admin.display(description="")
     def row_actions(self, obj: EndUser) -> str:
         sessions = reverse("admin:memoryhub_session_changelist") + "?" + urlencode(
-            {"tenant__id__exact": obj.tenant_id, "q": obj.user_id})
+            {"tenant__id__exact": obj.tenant_id, "user_id": obj.user_id})
+        export = reverse("admin:memoryhub_enduser_export", args=[quote(obj.pk)])
         forget = reverse("admin:memoryhub_enduser_forget", args=[quote(obj.pk)])
-        return format_html('<a href="{}">sessions</a> · <a href="{}" class="mh-forget-user">forget…</a>',
-                           sessions, forget)
+        return format_html('<a href="{}">sessions</a> · <a href="{}" class="mh-export-user">export</a> · '
+                           '<a href="{}" class="mh-forget-user">forget…</a>', sessions, export, forget)
+
+    def export_one_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """The row's "export" link: everything of this user, as POST /export/ {user_id} gives it."""
+        check_may_transfer(request)
+        user = EndUser.objects.select_related("tenant").filter(pk=unquote(object_id)).first()
+        if user is None:
+            raise Http404("No such end user.")
+        return export_download(user.tenant, ExportScope("user", user=user.user_id))
 
     # --- forgetting ------------------------------------------------------------------------------
 
@@ -93,7 +108,7 @@ class EndUserAdmin(admin.ModelAdmin):
         for user in users:
             deleted = forget_user(tenant_id=user.tenant_id, user_id=user.user_id)
             done.append(f"{user.user_id} of {user.tenant.name} ({sum(deleted.values())} rows)")
-        self.message_user(request, f"Forgot {len(done)} user(s): {', '.join(done)}. This cannot be undone.",
+        self.message_user(request, f"Forgot {counted(len(done), 'user')}: {', '.join(done)}. This cannot be undone.",
                           messages.SUCCESS)
         return None
 

@@ -14,7 +14,7 @@ from django.utils.formats import date_format
 from django.utils.html import format_html, format_html_join
 
 from memoryhub import facts
-from memoryhub.admin.base import MemoryForm, SearchableAdmin, TagListFilter
+from memoryhub.admin.base import MemoryForm, SearchableAdmin, TagListFilter, counted, titled
 from memoryhub.models import (
     Fact,
     FactVersion,
@@ -54,13 +54,13 @@ class FactAdmin(SearchableAdmin):
     kind = "fact"
     list_display = ["id", "short_content", "user_id", "category", "key", "source", "importance",
                     "uses", "tenant", "updated_at"]
-    list_filter = ["tier", "lifetime", "source", "category", TagListFilter, "tenant",
+    list_filter = [("tier", titled("scope")), "lifetime", "source", "category", TagListFilter, "tenant",
                    ("updated_at", admin.DateFieldListFilter)]
     list_select_related = ["tenant"]
     search_fields = ["content", "category", "key", "user_id"]
     form = MemoryForm
     autocomplete_fields = ["workspace", "channel", "session", "source_session"]
-    readonly_fields = ["scope_key", "uses", "last_used", "created_at", "updated_at", "valid_from", "history"]
+    readonly_fields = ["applies_to", "uses", "last_used", "created_at", "updated_at", "valid_from", "history"]
     # Left from before search counted per chunk (nothing writes them): the figures are uses/last_used.
     exclude = ["access_count", "accessed_at"]
     date_hierarchy = "updated_at"
@@ -77,6 +77,16 @@ class FactAdmin(SearchableAdmin):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Fact]:
         return facts.with_chunk_access(super().get_queryset(request))
+
+    @admin.display(description="applies to")
+    def applies_to(self, obj: Fact) -> str:
+        """Where the fact holds, by name (its scope_key holds ids: "workspace:1")."""
+        if obj.pk is None:
+            return "—"
+        place = {"conversation": obj.session.external_id if obj.session_id else "",
+                 "channel": f"#{obj.channel.name}" if obj.channel_id else "",
+                 "workspace": obj.workspace.name if obj.workspace_id else ""}.get(obj.tier, "")
+        return f"{obj.tier} {place}".strip() if obj.tier != "account" else "the whole account (every workspace)"
 
     @admin.display(description="access count", ordering="chunk_access_count")
     def uses(self, obj: Fact) -> int:
@@ -101,7 +111,7 @@ class FactAdmin(SearchableAdmin):
                            "<th>Valid from</th><th>Valid to</th></tr></thead><tbody>{}</tbody></table>", rows)
 
     def save_model(self, request: HttpRequest, obj: Fact, form: ModelForm, change: bool) -> None:
-        # An operator's edit of the content is a new version like any other (S12), opened before the
+        # An operator's edit of the content is a new version like any other (docs/memory-model.md#fact-history), opened before the
         # save announces it, so that the old content's chunks are closed rather than replaced.
         with transaction.atomic():
             if change and any(name in form.changed_data for name in facts.VERSIONED):
@@ -115,7 +125,7 @@ class FactAdmin(SearchableAdmin):
         self.delete_queryset(request, Fact.objects.filter(pk=obj.pk))
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Fact]) -> None:
-        # History stays (S12): the facts' chunks are closed, not deleted; their versions close on delete.
+        # History stays (docs/memory-model.md#fact-history): the facts' chunks are closed, not deleted; their versions close on delete.
         with transaction.atomic():
             at = timezone.now()
             for fact in queryset:
@@ -142,4 +152,4 @@ class FactAdmin(SearchableAdmin):
                 fact.updated_at = timezone.now()
                 fact.save(update_fields=["importance", "updated_at"])
                 memory_saved.send(sender=Fact, kind="fact", instance=fact)
-        self.message_user(request, f"Set importance {value} on {queryset.count()} fact(s).")
+        self.message_user(request, f"Set importance {value} on {counted(queryset.count(), 'fact')}.")

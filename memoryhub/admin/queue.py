@@ -17,6 +17,7 @@ from django.db.models import Model
 from django.urls import reverse
 from django.utils.html import format_html
 
+from memoryhub.admin.base import counted
 from memoryhub.models import Session
 
 
@@ -52,10 +53,9 @@ def describe(func: Any, args: Any) -> str:
     if name.endswith("execute_run") and args:
         return _run(args[0]) or "a schedule run"
     if name.endswith("index_events") and len(args) >= 2:
-        return _session(args[0], f"{len(args[1]) if isinstance(args[1], list) else 1} event(s)")
+        return _session(args[0], counted(len(args[1]) if isinstance(args[1], list) else 1, "event"))
     if args and isinstance(args[0], list) and all(isinstance(v, int) for v in args[0]):
-        noun = "chunk(s)" if "chunk" in name or "embed" in name else "item(s)"
-        return f"{len(args[0])} {noun}"
+        return counted(len(args[0]), "chunk" if "chunk" in name or "embed" in name else "item")
     if "session" in name and args and str(args[0]).isdigit():
         return _session(args[0], "work")
     if not args:

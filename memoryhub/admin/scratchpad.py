@@ -34,7 +34,7 @@ class ScratchpadItemInline(admin.TabularInline):
 
 @admin.register(Scratchpad)
 class ScratchpadAdmin(admin.ModelAdmin):
-    """The agent manages its scratchpad: operators read it (S9: read-only, "Working note" badge)."""
+    """The agent manages its scratchpad: operators read it (read-only, "Working note" badge)."""
 
     list_display = ["session", "badge", "item_count", "version", "tenant", "updated_at"]
     list_filter = ["tenant", ("updated_at", admin.DateFieldListFilter)]

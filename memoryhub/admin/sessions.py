@@ -17,6 +17,7 @@ from django.utils.html import format_html
 
 from memoryhub import conversations
 from memoryhub.admin import transcript
+from memoryhub.admin.base import counted
 from memoryhub.admin.paginator import EstimatedCountPaginator
 from memoryhub.models import (
     Event,
@@ -27,11 +28,26 @@ from memoryhub.sessions import delete_session
 FORGET_PREVIEW_LIMIT = 100
 
 
+class OwnerFilter(admin.SimpleListFilter):
+    """One end user's sessions, by user_id exactly (the end users page links here): a text search
+    for the name would also list other people's sessions that mention it."""
+
+    title = "end user"
+    parameter_name = "user_id"
+
+    def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin) -> list[tuple[str, str]]:
+        chosen = self.value()
+        return [(chosen, chosen)] if chosen else []  # not a list of every user: there may be millions
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Session]) -> QuerySet[Session]:
+        return queryset.filter(user_id=self.value()) if self.value() else queryset
+
+
 @admin.register(Session)
 class SessionAdmin(admin.ModelAdmin):
     list_display = ["external_id", "title", "tenant", "agent", "user_id",
                     "status", "event_count", "transcript_link", "updated_at"]
-    list_filter = ["status", "tenant", "workspace", ("updated_at", admin.DateFieldListFilter)]
+    list_filter = [OwnerFilter, "status", "tenant", "workspace", ("updated_at", admin.DateFieldListFilter)]
     list_select_related = ["tenant", "workspace", "channel"]
     search_fields = ["external_id", "title", "user_id", "persistence_key", "ref_code", "agent"]
     autocomplete_fields = ["workspace", "channel"]
@@ -59,7 +75,7 @@ class SessionAdmin(admin.ModelAdmin):
         if obj.pk is None:
             return "—"
         url = reverse("admin:memoryhub_session_transcript", args=[obj.pk])
-        return format_html('<a href="{}">read {} messages</a>', url, obj.event_count)
+        return format_html('<a href="{}">read {}</a>', url, counted(obj.event_count, "message"))
 
     def save_model(self, request: HttpRequest, obj: Session, form: Any, change: bool) -> None:
         # A status changed in the form moves like one changed through the API (ended_at, and
@@ -85,20 +101,20 @@ class SessionAdmin(admin.ModelAdmin):
                 session.save(update_fields=[*fields, "updated_at"])
                 for name, count in conversations.after_move(session, previous).items():
                     cleared[name] += count
-        self.message_user(request, f"Archived {len(sessions)} session(s); cleared {_counts(cleared)}.")
+        self.message_user(request, f"Archived {counted(len(sessions), 'session')}; cleared {_counts(cleared)}.")
 
     @admin.action(description="Forget selected sessions (delete with all derived data)…")
     def forget_sessions(self, request: HttpRequest, queryset: QuerySet[Session]) -> HttpResponse | None:
         blocked = list(queryset.filter(tenant__immutable_transcript=True).values_list("external_id", flat=True))
         if blocked:
-            self.message_user(request, f"{', '.join(blocked[:10])} belong(s) to a tenant with an immutable "
+            self.message_user(request, f"{', '.join(blocked[:10])} belong{'s' if len(blocked) == 1 else ''} to a tenant with an immutable "
                               "transcript: forget their user instead.", messages.ERROR)
             return None
         if request.POST.get("confirm") == "yes":
             names = list(queryset.values_list("external_id", flat=True))
             total = sum(sum(delete_session(s).values()) for s in queryset)
-            self.message_user(request, f"Forgot {len(names)} session(s) ({', '.join(names[:10])}): "
-                                       f"{total} row(s) deleted.", messages.SUCCESS)
+            self.message_user(request, f"Forgot {counted(len(names), 'session')} ({', '.join(names[:10])}): "
+                                       f"{counted(total, 'row')} deleted.", messages.SUCCESS)
             return None
         return self._confirm_forget(request, queryset)
 
@@ -164,4 +180,4 @@ class EventAdmin(admin.ModelAdmin):
 
 
 def _counts(cleared: dict[str, int]) -> str:
-    return f"{cleared.get('notes', 0)} note(s), {cleared.get('facts', 0)} fact(s)"
+    return f"{counted(cleared.get('notes', 0), 'note')}, {counted(cleared.get('facts', 0), 'fact')}"

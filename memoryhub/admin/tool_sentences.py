@@ -1,4 +1,4 @@
-"""Tool-call sentences (issue 41 row 5) in the admin: read them, or delete one to have it written again."""
+"""Tool-call sentences in the admin: read them, or delete one to have it written again."""
 
 from __future__ import annotations
 

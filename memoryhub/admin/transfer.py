@@ -1,6 +1,7 @@
-"""Import and export of memory in the admin (S9): the same JSON files as the API and commands.
+"""Import and export of memory in the admin (docs/memory-model.md#export-and-import): the same JSON files as the API and commands.
 
-Superusers only: an export holds a whole tenant's conversations.
+Superusers only: an export holds a whole tenant's conversations (or all of one end user's: the
+End users page offers hers beside "forget", through `export_download`).
 """
 
 from __future__ import annotations
@@ -65,19 +66,28 @@ class ImportForm(forms.Form):
         ], help_text="Importing the same file again with skip or merge changes nothing.")
 
 
-def transfer_view(request: HttpRequest) -> HttpResponse:
+def check_may_transfer(request: HttpRequest) -> None:
     if not request.user.is_superuser:
         raise PermissionDenied("Only superusers import or export memory.")
+
+
+def export_download(tenant: Tenant, scope: ExportScope) -> HttpResponse:
+    """The export of `scope` as a JSON file to save, named after the tenant, the scope and now."""
+    data = export_memory(tenant=tenant, scope=scope)
+    named = scope.workspace or scope.session or scope.user or ""
+    label = "-".join(slugify(part) for part in (tenant.name, scope.kind, named) if part)
+    response = HttpResponse(json.dumps(data, ensure_ascii=False), content_type="application/json")
+    response["Content-Disposition"] = f'attachment; filename="memoryhub-{label}-{timezone.now():%Y%m%d-%H%M%S}.json"'
+    return response
+
+
+def transfer_view(request: HttpRequest) -> HttpResponse:
+    check_may_transfer(request)
     export_form = ExportForm(request.POST if request.POST.get("action") == "export" else None, prefix="export")
     import_form = ImportForm(request.POST if request.POST.get("action") == "import" else None,
                              request.FILES or None, prefix="import")
     if request.method == "POST" and request.POST.get("action") == "export" and export_form.is_valid():
-        tenant, scope = export_form.cleaned_data["tenant"], export_form.cleaned_data["export_scope"]
-        data = export_memory(tenant=tenant, scope=scope)
-        label = "-".join(slugify(part) for part in (tenant.name, scope.kind, scope.workspace or scope.session or "") if part)
-        response = HttpResponse(json.dumps(data, ensure_ascii=False), content_type="application/json")
-        response["Content-Disposition"] = f'attachment; filename="memoryhub-{label}-{timezone.now():%Y%m%d-%H%M%S}.json"'
-        return response
+        return export_download(export_form.cleaned_data["tenant"], export_form.cleaned_data["export_scope"])
     if request.method == "POST" and request.POST.get("action") == "import" and import_form.is_valid():
         tenant = import_form.cleaned_data["tenant"]
         try:

@@ -1,4 +1,4 @@
-"""Channels (S1, seed 001): GET/POST /channels/, GET/PATCH /channels/{id}/."""
+"""Channels (docs/memory-model.md#sharing): GET/POST /channels/, GET/PATCH /channels/{id}/."""
 
 from __future__ import annotations
 

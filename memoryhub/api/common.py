@@ -105,7 +105,7 @@ def _wrong_type(field: serializers.Field, value: Any) -> str | None:
 
 def _too_long_with_padding(field: serializers.Field, value: Any) -> bool:
     """DRF trims a string before it checks max_length, so "x" padded with spaces past the limit
-    would pass; the schema's maxLength counts every character sent (issue 40). An unpadded string
+    would pass; the schema's maxLength counts every character sent. An unpadded string
     is left to DRF (its max_length code)."""
     limit = getattr(field, "max_length", None)
     return (isinstance(field, serializers.CharField) and limit is not None and isinstance(value, str)

@@ -1,4 +1,4 @@
-"""REST views over a tenant's data as a whole: forget a user (S1), export and import (S9)."""
+"""REST views over a tenant's data as a whole: forget a user (docs/memory-model.md#sharing), export and import (docs/memory-model.md#export-and-import)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from rest_framework.views import APIView
 
 from memoryhub.api import examples as ex
 from memoryhub.api.common import StrictSerializer, api_key, parse_input
-from memoryhub.errors import Invalid, NotFound
+from memoryhub.errors import Forbidden, Invalid, NotFound
 from memoryhub.forget import forget_user_report
 from memoryhub.ownership import require_tenant_wide
 from memoryhub.sessions import get_session, resolve_workspace
@@ -29,6 +29,7 @@ from memoryhub.transfer import (
     export_json,
     import_memory,
     parse_export_file,
+    user_not_found,
 )
 
 _END = object()
@@ -92,10 +93,15 @@ class ForgetUserView(APIView):
 
 class ExportInput(StrictSerializer):
     scope = serializers.ChoiceField(choices=SCOPES, required=False, default=None,
-                                    help_text="What to export: tenant, workspace or session (default: session "
-                                              "when one is named, else workspace when one is, else tenant).")
+                                    help_text="What to export: tenant, workspace, session or user (default: user "
+                                              "when one is named, else session when one is, else workspace when "
+                                              "one is, else tenant).")
     workspace = serializers.CharField(max_length=100, required=False, help_text="The workspace to export.")
     session = serializers.CharField(max_length=200, required=False, help_text="The session to export.")
+    user_id = serializers.CharField(max_length=200, required=False,
+                                    help_text="The end user to export: her sessions with their events, notes, facts, "
+                                              "summaries, documents, scratchpads, schedules and runs (not shared "
+                                              "knowledge). A user-limited key exports its own user.")
 
 
 ExportDocument = inline_serializer("ExportDocument", {
@@ -121,8 +127,9 @@ class ExportView(APIView):
     required_scope = "read"
 
     @extend_schema(summary="Export memory",
-                   description="Export the tenant, one workspace or one session as one JSON document with a "
-                               "format version: what POST /import/ takes back. The document is streamed as "
+                   description="Export the tenant, one workspace, one session or one end user (`user_id`: "
+                               "everything of hers, 404 user_not_found when she has nothing here) as one JSON "
+                               "document with a format version: what POST /import/ takes back. The document is streamed as "
                                "it is read from one snapshot of the database, so exporting a large tenant "
                                "needs no more server memory than a small one.",
                    request=ExportInput, responses=ExportDocument, examples=ex.EXPORT)
@@ -130,8 +137,11 @@ class ExportView(APIView):
         # No body parses as {}; a body that is not an object (null, []) is refused, not read as {}.
         data = parse_input(ExportInput, request.data)
         key = api_key(request)
-        kind = data["scope"] or ("session" if data.get("session") else "workspace" if data.get("workspace") else "tenant")
-        if kind == "session":
+        kind = data["scope"] or ("user" if data.get("user_id") else "session" if data.get("session")
+                                 else "workspace" if data.get("workspace") else "tenant")
+        if kind == "user":
+            scope = _user_scope(key, data)
+        elif kind == "session":
             if not data.get("session"):
                 raise Invalid("session_required", "A session export names its session.")
             session = get_session(key, data["session"])  # 404 outside the key's tenant/workspace
@@ -148,6 +158,23 @@ class ExportView(APIView):
             scope = ExportScope("tenant")
         exporter = Exporter(key.tenant, scope, user_id=key.user_id or "")  # a missing scope: 404 before streaming
         return JsonStream(export_json(exporter))
+
+
+def _user_scope(key: Any, data: dict[str, Any]) -> ExportScope:
+    """A user's export: her rows may live in any workspace, so a workspace-limited key is refused
+    (as forgetting her is); a user-limited key exports its own user, and another user's id is
+    answered as a user with nothing here."""
+    if data.get("session") or data.get("workspace"):
+        raise Invalid("user_export_alone", "A user's export takes user_id alone: it holds all of her workspaces "
+                                           "and sessions.")
+    user_id = data.get("user_id") or key.user_id
+    if not user_id:
+        raise Invalid("user_required", "A user export names its user: user_id.")
+    if key.workspace_id is not None:
+        raise Forbidden("workspace_limited_key", "Exporting a user needs a key not limited to a workspace.")
+    if key.user_id and user_id != key.user_id:
+        raise user_not_found(user_id)
+    return ExportScope("user", user=user_id)
 
 
 class ImportView(APIView):
@@ -174,7 +201,8 @@ class ImportView(APIView):
                         "stored, with what hangs off them, and import the rest) or `merge` (append the events "
                         "a stored session lacks, matched by idempotency key or by (created_at, role, content), "
                         "and add the records it lacks, matched by identity). Importing the same file twice "
-                        "with skip or merge changes nothing. Anything else: 400 invalid_on_conflict.")],
+                        "with skip or merge changes nothing. Anything else, an empty value included: 400 "
+                        "invalid_on_conflict.")],
         request={"application/json": ExportDocument},
         responses={201: inline_serializer("Imported", {
             "on_conflict": serializers.ChoiceField(choices=ON_CONFLICT, help_text="The option the import ran with."),

@@ -1,4 +1,4 @@
-"""A session's events (S2, S11): the messages of a conversation, appended one at a time or in bulk
+"""A session's events (docs/event-log.md#append): the messages of a conversation, appended one at a time or in bulk
 (as MemoryHub's fields or as a chat API sent them) and listed back, natively or in a chat API's
 shape; serializers, then the view."""
 

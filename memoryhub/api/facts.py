@@ -1,4 +1,4 @@
-"""Facts (S5): serializers, then views."""
+"""Facts (docs/memory-model.md#facts): serializers, then views."""
 
 from __future__ import annotations
 

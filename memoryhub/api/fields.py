@@ -63,7 +63,7 @@ EVENT_MAX_FUTURE_SECONDS = 86400
 class EventTimeField(serializers.DateTimeField):
     """When a message was said: not before 1970 and at most EVENT_MAX_FUTURE_SECONDS
     ahead of the server's clock. A year-9999 event would sort after everything said from now on
-    and stay "the latest" for ever (issue 40)."""
+    and stay "the latest" for ever."""
 
     def to_internal_value(self, value: Any) -> datetime:
         moment = super().to_internal_value(value)
@@ -100,7 +100,7 @@ class ItemsField(serializers.JSONField):
 
 
 def normalise_tags(value: Any) -> list[str]:
-    """Trimmed, lowercased, de-duplicated (first occurrence kept), capped as seed 000 caps them: the
+    """Trimmed, lowercased, de-duplicated (first occurrence kept), capped rather than refused: the
     first MAX_TAGS tags are kept, each cut to MAX_TAG_CHARS characters."""
     if isinstance(value, str):
         value = [part for part in value.split(",")]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.db import connection
@@ -20,6 +21,10 @@ from memoryhub.api import examples as ex
 from memoryhub.api.parameters import KnownQueryParameters
 from memoryhub.plumbing.supervision import read_restarts
 
+# What higher layers add to /health/'s details, by name, read at each request without a database
+# query (retrieval adds "search": what embeds search queries in this web worker).
+DETAIL_READERS: dict[str, Callable[[], Any]] = {}
+
 
 class HealthView(APIView):
     authentication_classes: list[Any] = []
@@ -28,8 +33,9 @@ class HealthView(APIView):
     @extend_schema(
         summary="Liveness",
         description=("200 while the web server answers (no key needed). `details.restarts` counts the "
-                     "service's own processes (web server, task clusters, background lanes) restarted "
-                     "after they stopped unexpectedly since the service started; the rest kept serving."),
+                     "service's own processes (web server, its workers, task clusters, background lanes, "
+                     "the embedded PostgreSQL) restarted after they stopped unexpectedly since the service "
+                     "started; the rest kept serving."),
         responses=inline_serializer("Health", {
             "status": serializers.CharField(help_text="Always ok."),
             "details": inline_serializer("HealthDetails", {
@@ -37,6 +43,11 @@ class HealthView(APIView):
                 "restarted": serializers.DictField(
                     child=serializers.IntegerField(),
                     help_text="Per process that was restarted: how many times."),
+                "search": serializers.CharField(
+                    required=False,
+                    help_text="What embeds search queries in the worker that answered: the fast ONNX model, "
+                              "or the torch model while the fast one is prepared on a first start (searches "
+                              "are answered meanwhile, a little slower)."),
             }, help_text="The service's own processes: how often they were restarted since it started."),
         }),
         examples=ex.HEALTH)
@@ -44,7 +55,9 @@ class HealthView(APIView):
         counts = read_restarts()  # a small file `manage.py run` keeps: no database query
         restarted = {name: child.get("restarts", 0) for name, child in counts.get("children", {}).items()
                      if child.get("restarts", 0)}
-        return Response({"status": "ok", "details": {"restarts": counts.get("total", 0), "restarted": restarted}})
+        details = {"restarts": counts.get("total", 0), "restarted": restarted,
+                   **{name: read() for name, read in DETAIL_READERS.items()}}
+        return Response({"status": "ok", "details": details})
 
 
 ReadyOutput = inline_serializer("Ready", {

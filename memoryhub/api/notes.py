@@ -1,4 +1,4 @@
-"""Notes (S5): serializers, then views."""
+"""Notes (docs/memory-model.md#notes): serializers, then views."""
 
 from __future__ import annotations
 

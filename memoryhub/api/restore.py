@@ -1,4 +1,4 @@
-"""Restore (S2; seeds 000 and 003): GET /sessions/{id}/restore/, a session's history as messages a
+"""Restore (docs/event-log.md#restore): GET /sessions/{id}/restore/, a session's history as messages a
 model can be fed again (memoryhub/restore.py), and the restored message's schema (also the source
 events of an expanded summary)."""
 

@@ -1,4 +1,4 @@
-"""A session's scratchpad (S5)."""
+"""A session's scratchpad (docs/memory-model.md#scratchpad)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Sessions (S2, S11): creating, listing, reading, changing and deleting a conversation;
+"""Sessions (docs/event-log.md#append): creating, listing, reading, changing and deleting a conversation;
 serializers, then views. A session's events are memoryhub.api.events, its restore
 memoryhub.api.restore."""
 

@@ -1,4 +1,4 @@
-"""The rolling summary and the summary tree (S6): serializers, then views."""
+"""The rolling summary and the summary tree (docs/event-log.md#summaries): serializers, then views."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The /api/v1/ routes of the core domain (S11): sessions and events, notes, facts, scratchpad,
+"""The /api/v1/ routes of the core domain: sessions and events, notes, facts, scratchpad,
 summaries, and a tenant's data as a whole (export, import, forget-user, delete a workspace)."""
 
 from django.urls import path

@@ -1,4 +1,4 @@
-"""DELETE /workspaces/{workspace}/: delete a workspace with all its memory (seed 001), or preview it."""
+"""DELETE /workspaces/{workspace}/: delete a workspace with all its memory (docs/memory-model.md#workspace-deletion), or preview it."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Facts: keyed, upserted knowledge about a user or scope (S5, seeds 002 and 004)."""
+"""Facts: keyed, upserted knowledge about a user or scope (docs/memory-model.md#facts)."""
 
 from __future__ import annotations
 
@@ -18,9 +18,9 @@ from memoryhub.searchable import LIFETIME_CHOICES, TIER_CHOICES, Searchable
 
 
 class Fact(PinnableMemory):
-    """A long-term memory entry (S5; seeds 001, 003, 004). (owner, scope, category, key) is unique
+    """A long-term memory entry (docs/memory-model.md#facts). (owner, scope, category, key) is unique
     when a key is set, and (owner, workspace, external_id) when the client chose an id: two users' `home_city`
-    are two facts. Its content's past versions are FactVersion rows (S12)."""
+    are two facts. Its content's past versions are FactVersion rows (docs/memory-model.md#fact-history)."""
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+", null=True, blank=True)
@@ -40,7 +40,7 @@ class Fact(PinnableMemory):
     content = models.TextField()
     category = models.CharField(max_length=100, default="general")
     key = models.CharField(max_length=200, blank=True, default="")
-    # An id of the client's choosing (seed 003 "upsert by client ID"), unique per owner and workspace.
+    # An id of the client's choosing (an upsert by client id), unique per owner and workspace.
     external_id = models.CharField(max_length=200, blank=True, default="")
     tier = models.CharField(max_length=20, choices=TIER_CHOICES, default="workspace")
     lifetime = models.CharField(max_length=20, choices=LIFETIME_CHOICES, default="long_term")
@@ -51,7 +51,7 @@ class Fact(PinnableMemory):
     metadata = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
-    # When the current version's content became true (SPEC S12); older versions are FactVersion rows.
+    # When the current version's content became true (docs/memory-model.md#fact-history); older versions are FactVersion rows.
     valid_from = models.DateTimeField(null=True, blank=True)
 
     objects = KeyScopedQuerySet.as_manager()
@@ -147,7 +147,7 @@ class Fact(PinnableMemory):
 
 
 class FactVersion(models.Model):
-    """One version of a fact's content (SPEC S12): valid from `valid_from` until `valid_to` (null
+    """One version of a fact's content (docs/memory-model.md#fact-history): valid from `valid_from` until `valid_to` (null
     while current). Kept when the fact is deleted (its `fact_id` then names no row), until the
     owner is forgotten or an operator purges it."""
 

@@ -1,4 +1,4 @@
-"""Notes an agent keeps explicitly (S5, seed 000)."""
+"""Notes an agent keeps explicitly (docs/memory-model.md#notes)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ def new_note_id() -> str:
 
 
 class Note(PinnableMemory):
-    """A note an agent keeps explicitly (seed 000): identified by `note_id`, replaced whole on update."""
+    """A note an agent keeps explicitly (docs/memory-model.md#notes): identified by `note_id`, replaced whole on update."""
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+", null=True, blank=True)

@@ -1,4 +1,4 @@
-"""A session's scratchpad: its working state (S5)."""
+"""A session's scratchpad: its working state (docs/memory-model.md#scratchpad)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from accounts.models import Tenant
 
 
 class Scratchpad(models.Model):
-    """A session's working state (S5): at most 32 items, a write replaces the whole pad."""
+    """A session's working state (docs/memory-model.md#scratchpad): at most 32 items, a write replaces the whole pad."""
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
     session = models.OneToOneField("memoryhub.Session", on_delete=models.CASCADE, related_name="scratchpad")
@@ -30,7 +30,7 @@ class ScratchpadItem(models.Model):
     scratchpad = models.ForeignKey(Scratchpad, on_delete=models.CASCADE, related_name="items")
     position = models.IntegerField()
     key = models.CharField(max_length=240)
-    # Any JSON value (seed 001): a string of at most memoryhub.scratchpad.MAX_CHARS characters, or
+    # Any JSON value (docs/memory-model.md#scratchpad): a string of at most memoryhub.scratchpad.MAX_CHARS characters, or
     # another value whose compact JSON has at most that many (memoryhub.scratchpad checks it).
     # A JSON null is stored as SQL NULL (what Django writes for None).
     value = models.JSONField(blank=True, null=True, default=str)

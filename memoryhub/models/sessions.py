@@ -1,4 +1,4 @@
-"""Sessions and the append-only event log (SPEC S2)."""
+"""Sessions and the append-only event log (docs/event-log.md#append)."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def iso(moment: datetime) -> str:
 
 
 def estimate_tokens(text: str) -> int:
-    """A cheap, model-agnostic token estimate (≈4 characters a token, seed 000)."""
+    """A cheap, model-agnostic token estimate (≈4 characters a token)."""
     return math.ceil(len(text) / 4) if text else 0
 
 
@@ -78,7 +78,7 @@ class Session(models.Model):
     event_count = models.IntegerField(default=0, editable=False)
     # Events up to this sequence have been through the fact extractor (memoryhub.session_work).
     facts_extracted_to = models.BigIntegerField(default=0, editable=False)
-    # Events up to this sequence have their consolidated_at set (seed 004): marks are always a
+    # Events up to this sequence have their consolidated_at set (docs/lifecycle.md#compress): marks are always a
     # prefix of the log, so this number also versions the recent-window cache's entries.
     consolidated_to = models.BigIntegerField(default=0, db_default=0, editable=False)
     created_at = models.DateTimeField(default=timezone.now)
@@ -125,7 +125,7 @@ class Session(models.Model):
         return marked
 
     def can_move_to(self, status: str) -> bool:
-        # Repeating the current status is not a move (seed 001: idling an idle conversation is an error).
+        # Repeating the current status is not a move (idling an idle conversation is an error).
         return status in STATUS_TRANSITIONS[self.status]
 
     def clean(self) -> None:
@@ -172,7 +172,7 @@ class Event(models.Model):
     idempotency_key = models.CharField(max_length=200, null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     # When fact extraction or consolidation (a compressed conversation) covered this message
-    # (seed 004's messages.consolidated_at); null: not yet. The one column an update may change.
+    # (docs/lifecycle.md#compress); null: not yet. The one column an update may change.
     consolidated_at = models.DateTimeField(null=True, blank=True, editable=False)
 
     objects = EventQuerySet.as_manager()
@@ -283,7 +283,7 @@ def _args_text(args: Any) -> str:
 
 
 class ToolCallSentence(models.Model):
-    """A model's one-sentence description of a tool-call event with empty content (seed 002 v5's
+    """A model's one-sentence description of a tool-call event with empty content (docs/event-log.md#indexing; the
     tool-call synthesis), written in the background when a summariser model is configured. The
     event log is append-only, so the sentence lives beside it; search indexes it with the event
     (before the deterministic `Called <tool> with <args>`, which keeps the arguments verbatim)."""

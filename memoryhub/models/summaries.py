@@ -1,4 +1,4 @@
-"""The rolling summary of a session and its summary tree (S6)."""
+"""The rolling summary of a session and its summary tree (docs/event-log.md#summaries)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from memoryhub.searchable import Searchable
 
 
 class RollingSummary(models.Model):
-    """The rolling summary of a session (S6): compare-and-swap on epoch."""
+    """The rolling summary of a session (docs/event-log.md#summaries): compare-and-swap on epoch."""
 
     session = models.OneToOneField(Session, on_delete=models.CASCADE, related_name="rolling_summary")
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
@@ -37,7 +37,7 @@ class SummaryNodeQuerySet(SessionScopedQuerySet):
 
 
 class SummaryNode(models.Model):
-    """A node of a session's summary tree (S6, seed 002).
+    """A node of a session's summary tree (docs/event-log.md#summaries).
 
     A leaf condenses a contiguous run of events (its sources: the session's events with sequence
     in [sequence_start, sequence_end]); a branch condenses leaves, the root condenses branches.

@@ -84,7 +84,7 @@ class MetricSample(models.Model):
 class Arrivals(models.Model):
     """What arrived per tenant and minute, counted as it happens: events appended and chunks
     embedded (the dashboard's arrivals, rates and charts). Written in batches by the processes
-    that append and embed (memoryhub.plumbing.metrics.arrived), so that the figures say what happened
+    that append and embed (memoryhub.metrics.arrived), so that the figures say what happened
     whether or not anyone had the dashboard open; samples (MetricSample) only ever saw what
     changed between two loads of the page."""
 

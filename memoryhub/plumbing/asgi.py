@@ -19,7 +19,7 @@ from memoryhub.plumbing.embedded_pg import ensure_running
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryhub.settings")
 ensure_running()
-# Django's own handler (issue 43: the one-thread-hop handler of issue 19 measured no faster, paired:
+# Django's own handler (the one-thread-hop handler once used measured no faster, paired:
 # bench/README.md, "Serving stack").
 django_application = BodyLimits(get_asgi_application())
 

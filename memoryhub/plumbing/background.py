@@ -9,7 +9,7 @@ again. A lane sleeps on LISTEN with a timer as the fallback (a NOTIFY sent while
 is not kept). No per-append task exists anywhere.
 
 Apps register their lanes here (retrieval: embed; memoryhub: summarise; scheduling: dispatch) and
-`manage.py work` runs them, a thread per lane, with a heartbeat row each (memoryhub.models.Worker).
+`manage.py work` runs them, a thread per lane, with a heartbeat row each (memoryhub.plumbing.workers.Worker).
 """
 
 from __future__ import annotations
@@ -252,7 +252,7 @@ class Heartbeat:
             self.write()
 
     def write(self) -> None:
-        from memoryhub.models import Worker
+        from memoryhub.plumbing.workers import Worker
 
         if self._window_busy > 0:
             measured = self._window_items / self._window_busy
@@ -268,14 +268,14 @@ class Heartbeat:
         self._last_write = time.monotonic()
 
     def forget(self) -> None:
-        from memoryhub.models import Worker
+        from memoryhub.plumbing.workers import Worker
 
         Worker.objects.filter(lane=self.lane, name=self.name).delete()
 
 
 def live_workers(lane: str | None = None) -> list[Any]:
     """Workers seen in the last WORKER_GONE_SECONDS (all lanes, or one)."""
-    from memoryhub.models import Worker
+    from memoryhub.plumbing.workers import Worker
 
     qs = Worker.objects.filter(seen_at__gte=timezone.now() - timedelta(seconds=WORKER_GONE_SECONDS))
     return list(qs.filter(lane=lane) if lane else qs.order_by("lane", "name"))

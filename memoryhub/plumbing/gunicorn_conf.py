@@ -13,3 +13,12 @@ def post_worker_init(worker: Any) -> None:
     from memoryhub import signals
 
     signals.web_worker_starting.send(sender=None)
+
+
+def child_exit(server: Any, worker: Any) -> None:
+    # Called in the master for each worker that exited. While it still listens it starts another:
+    # counted for /health/ (when it stops, it has closed its listeners before its workers exit).
+    if server.LISTENERS:
+        from memoryhub.plumbing.supervision import record_worker_respawn
+
+        record_worker_respawn()

@@ -58,7 +58,7 @@ def run(step: str, command: list[str], env: dict[str, str] | None = None) -> int
         if line.startswith("Collecting "):
             collected += 1
             if now - last_said >= 2:  # one line every few seconds, not one per package
-                print(f"  {collected} packages checked… ({line.split()[1]})", flush=True)
+                print(f"  {collected} package{'' if collected == 1 else 's'} checked… ({line.split()[1]})", flush=True)
                 last_said = now
             continue
         if line.startswith("Installing collected packages"):

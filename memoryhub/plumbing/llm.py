@@ -3,7 +3,7 @@
 Used by the HTTP summariser and the HTTP fact extractor. A model server that is restarting or
 overloaded answers 5xx/429, drops the connection or times out; those calls are tried again
 (RETRIES times, waiting BACKOFF_SECONDS, then twice that, ...), as
-seed 002's hardened client does. Inside a background step the waits and each request's timeout
+a hardened client does. Inside a background step the waits and each request's timeout
 are cut to what is left of the step's budget, so retrying never makes a step overrun it. Every
 other failure (4xx, a reply that is not a completion) fails at once: trying again would get the
 same answer.

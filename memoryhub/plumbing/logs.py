@@ -59,5 +59,8 @@ def logging_config(level: str, fmt: str, log_file: str) -> dict[str, Any]:
             "mcp": {"level": "WARNING"},
             # Failed logins and lockouts are warnings; its start banner is not worth a line.
             "axes": {"level": "WARNING"},
+            # Python's warnings (a library's deprecation, with its source line), which Django routes
+            # here: for whoever upgrades the library, so the file only, not a person's terminal.
+            **({"py.warnings": {"handlers": ["file"], "propagate": False}} if to_file else {}),
         },
     }

@@ -3,7 +3,7 @@ this machine, its private networks or a cloud's metadata service unless the oper
 
 A tenant's admin key registers webhook URLs and can read what the webhook answered (a run's
 output): without this guard it could make MemoryHub fetch http://127.0.0.1:…/ or
-http://169.254.169.254/… and read the reply (server-side request forgery, issue 40).
+http://169.254.169.254/… and read the reply (server-side request forgery).
 
 Refused by default: loopback, private (RFC 1918, fc00::/7), link-local (169.254/16 with the
 metadata address, fe80::/10), carrier-grade NAT, unspecified, multicast and reserved addresses,

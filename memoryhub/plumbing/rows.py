@@ -1,4 +1,4 @@
-"""Unsaved model instances as the rows of one hand-written INSERT (the append path, issue 19).
+"""Unsaved model instances as the rows of one hand-written INSERT (the append path, docs/event-log.md#append).
 
 The ORM builds an INSERT (and an UPDATE) afresh for every append: on a single event that was
 about as much CPU as the database spent on it. The hot path writes its rows with statements of

@@ -12,7 +12,10 @@ stop all of them, database included, within the 10 s a supervisor allows after S
 - The embedded PostgreSQL is checked every second. When it has died (killed, out of memory) it
   is started again (crash recovery from the WAL; requests meanwhile get 503 database_unavailable),
   at most MEMORYHUB_PG_RESTARTS times in RESTART_WINDOW_SECONDS; after that `run` stops, with a
-  message and no traceback.
+  message and no traceback. Each restart is counted in the same file (as "postgresql").
+- A web worker that dies is respawned by gunicorn's master, not by `run`: the master counts it
+  (record_worker_respawn, from its child_exit hook) in a file of its own beside that one, its only
+  writer; read_restarts adds it (as "web workers").
 """
 
 from __future__ import annotations
@@ -44,6 +47,8 @@ FIRST_BACKOFF_SECONDS = 1.0
 MAX_BACKOFF_SECONDS = 60.0
 RESTARTS_FILE = "supervision.json"  # in the data folder
 RESTARTS_ENV = "MEMORYHUB_SUPERVISION_FILE"  # where `run` tells its children the file is
+DATABASE = "postgresql"  # the embedded PostgreSQL's name among the counts
+WEB_WORKERS = "web workers"  # the web server's workers, respawned by its master
 
 Child = subprocess.Popen  # type: ignore[type-arg]
 
@@ -52,19 +57,55 @@ def restarts_path(data_dir: Path) -> Path:
     return Path(data_dir) / RESTARTS_FILE
 
 
+def workers_path(path: Path) -> Path:
+    """The web server master's count of respawned workers, beside `run`'s file."""
+    return path.with_name(f"{path.stem}-web-workers.json")
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _write_json(path: Path, data: dict[str, Any]) -> None:
+    temporary = path.with_suffix(".tmp")
+    temporary.write_text(json.dumps(data))
+    temporary.replace(path)
+
+
 def read_restarts() -> dict[str, Any]:
     """The supervising `run`'s restart counts ({"total": n, "children": {name: {"restarts", "last_exit_code",
-    "last_restart_at"}}}), for /health/ and the dashboard; zero counts when no `run` supervises this
-    process (its file is named in RESTARTS_ENV) or the file cannot be read."""
+    "last_restart_at"}}}), the embedded PostgreSQL's and the web workers' included, for /health/ and
+    the dashboard; zero counts when no `run` supervises this process (its file is named in
+    RESTARTS_ENV) or the file cannot be read."""
     path = os.environ.get(RESTARTS_ENV, "")
     empty: dict[str, Any] = {"total": 0, "children": {}}
     if not path:
         return empty
-    try:
-        data = json.loads(Path(path).read_text())
-    except (OSError, ValueError):
+    data = _read_json(Path(path))
+    if "total" not in data:
         return empty
-    return data if isinstance(data, dict) and "total" in data else empty
+    workers = _read_json(workers_path(Path(path)))
+    if workers.get("restarts"):
+        data["children"] = {**data.get("children", {}), WEB_WORKERS: workers}
+        data["total"] += workers["restarts"]
+    return data
+
+
+def record_worker_respawn() -> None:
+    """Count a web worker that exited while the web server serves (its master starts another)."""
+    path = os.environ.get(RESTARTS_ENV, "")
+    if not path:
+        return
+    target = workers_path(Path(path))
+    count = int(_read_json(target).get("restarts", 0)) + 1
+    try:
+        _write_json(target, {"restarts": count, "last_exit_code": None, "last_restart_at": time.time()})
+    except OSError:  # a count is never worth stopping for
+        pass
 
 
 @dataclass
@@ -91,7 +132,9 @@ class Supervisor:
         self.helpers: list[tuple[Child, Callable[[int], None]]] = []
         self.clusters: set[int] = set()  # pids of the children that are task clusters (qcluster)
         self.guard: Child | None = None
-        self.restarts: list[float] = []
+        self.restarts: list[float] = []  # the database's, in the last RESTART_WINDOW_SECONDS
+        self.database_restarts = 0  # since `run` started
+        self.database_restarted_at: float | None = None  # time.time()
         self.next_check = 0.0
         self.restarts_file = restarts_path(data_dir) if data_dir is not None else None
 
@@ -103,6 +146,7 @@ class Supervisor:
         """Count restarts in `path` (started empty); children find it through RESTARTS_ENV."""
         self.restarts_file = path
         os.environ[RESTARTS_ENV] = str(path)
+        workers_path(path).unlink(missing_ok=True)  # a previous start's
         self._write_restarts()
 
     def start_guard(self) -> None:
@@ -179,17 +223,18 @@ class Supervisor:
         self._write_restarts()
 
     def restart_counts(self) -> dict[str, Any]:
-        return {"total": sum(s.restarts for s in self.supervised),
-                "children": {s.name: {"restarts": s.restarts, "last_exit_code": s.last_exit_code,
-                                      "last_restart_at": s.last_restart_at} for s in self.supervised}}
+        children = {s.name: {"restarts": s.restarts, "last_exit_code": s.last_exit_code,
+                             "last_restart_at": s.last_restart_at} for s in self.supervised}
+        if self.data_dir is not None:
+            children[DATABASE] = {"restarts": self.database_restarts, "last_exit_code": None,
+                                  "last_restart_at": self.database_restarted_at}
+        return {"total": sum(c["restarts"] for c in children.values()), "children": children}
 
     def _write_restarts(self) -> None:
         if self.restarts_file is None:
             return
         try:
-            temporary = self.restarts_file.with_suffix(".tmp")
-            temporary.write_text(json.dumps(self.restart_counts()))
-            temporary.replace(self.restarts_file)
+            _write_json(self.restarts_file, self.restart_counts())
         except OSError as exc:  # a count is never worth stopping for
             self.warn(f"Could not record restarts in {self.restarts_file}: {exc}")
 
@@ -206,6 +251,9 @@ class Supervisor:
         if not embedded_pg.restart_embedded_postgres(self.data_dir):
             return "The embedded PostgreSQL stopped and could not be started again (see its log); stopping."
         self.say("The embedded PostgreSQL is running again.")
+        self.database_restarts += 1
+        self.database_restarted_at = time.time()
+        self._write_restarts()
         return None
 
     def shutdown(self) -> None:

@@ -1,6 +1,6 @@
-"""Export and import of memory as JSON with a schema version (SPEC S9, seed 001).
+"""Export and import of memory as JSON with a schema version (docs/memory-model.md#export-and-import).
 
-One format for a tenant, a workspace or a session. It holds no database ids and nothing global
+One format for a tenant, a workspace, a session or an end user. It holds no database ids and nothing global
 (no tenant name, no ref codes), so that export → import into an empty tenant → export gives the
 same document. Rows are listed in id order and referred to by name (workspace, channel, session
 id, document URI) or by their position in the file ("key"), never by id.
@@ -30,7 +30,7 @@ missing or of another model are re-embedded after import.
 """
 
 from memoryhub.transfer.conflicts import ON_CONFLICT, ImportReport, check_on_conflict
-from memoryhub.transfer.exporter import Exporter
+from memoryhub.transfer.exporter import Exporter, user_not_found
 from memoryhub.transfer.extensions import TransferExtension, register_extension
 from memoryhub.transfer.format import (
     FORMAT,
@@ -62,4 +62,5 @@ __all__ = [
     "parse_export_file",
     "record_models",
     "register_extension",
+    "user_not_found",
 ]

@@ -1,4 +1,4 @@
-"""What an import does with what the importing tenant already holds: `on_conflict` (issue 17).
+"""What an import does with what the importing tenant already holds: `on_conflict`.
 
     fail   (the default) a session of the file that already exists refuses the whole import
            (409 session_exists, naming it); so does any other row that collides (409 import_conflict).
@@ -41,8 +41,9 @@ LISTED_SESSIONS = 100  # the report names at most this many skipped or merged se
 
 
 def check_on_conflict(value: Any) -> str:
-    """The option as given ("" or None: the default), or 400 invalid_on_conflict."""
-    if value in (None, ""):
+    """The option as given (None, not given: the default), or 400 invalid_on_conflict. An empty
+    `?on_conflict=` is refused: a value left out by mistake must not choose `fail` silently."""
+    if value is None:
         return "fail"
     if value not in ON_CONFLICT:
         raise Invalid("invalid_on_conflict", f"on_conflict must be one of {', '.join(ON_CONFLICT)} "

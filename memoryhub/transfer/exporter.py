@@ -1,4 +1,4 @@
-"""Export a tenant, a workspace or a session (SPEC S9): workspaces, sessions with their events and
+"""Export a tenant, a workspace, a session or an end user (docs/memory-model.md#export-and-import): workspaces, sessions with their events and
 rolling summary, records of other areas, and what extensions add (retrieval: documents, chunks).
 
 The document is written as it is read (`export_json`): rows come from server-side cursors in
@@ -17,6 +17,7 @@ from django.db import models
 from accounts.models import Channel, Tenant, Workspace
 from accounts.querysets import owned_by
 from memoryhub.errors import NotFound
+from memoryhub.forget import user_owned_models
 from memoryhub.models import Event, RollingSummary, Session, iso
 from memoryhub.transfer.format import ExportScope, json_text, json_value
 from memoryhub.transfer.records import derived_metadata, record_fields, record_models, searchable_of
@@ -28,11 +29,12 @@ class Exporter:
     def __init__(self, tenant: Tenant, scope: ExportScope, *, user_id: str = "") -> None:
         self.tenant = tenant
         self.scope = scope
-        # A user-limited key's export: that user's conversations and rows, and shared knowledge.
-        self.user_id = user_id
+        # A user-limited key's export: that user's conversations and rows, and shared knowledge; a
+        # user's export: that user's rows alone (in_scope), the key's user or one of a tenant key's.
+        self.user_id = user_id or scope.user or ""
         sessions = Session.objects.filter(tenant=tenant).select_related("workspace", "channel").order_by("id")
-        if user_id:
-            sessions = sessions.owned_by(user_id)
+        if self.user_id:
+            sessions = sessions.owned_by(self.user_id)
         self.workspace: Workspace | None = None
         if scope.kind == "workspace":
             self.workspace = Workspace.objects.filter(tenant=tenant, name=scope.workspace).first()
@@ -43,6 +45,8 @@ class Exporter:
             sessions = sessions.filter(external_id=scope.session)
             if not sessions.exists():
                 raise NotFound("session_not_found", f"Session {scope.session!r} does not exist.")
+        elif scope.kind == "user" and not has_rows(tenant, self.user_id):
+            raise user_not_found(self.user_id)
         self.sessions = list(sessions)
         self.session_ids = {s.pk for s in self.sessions}
         self.record_keys: dict[str, dict[int, int]] = {}  # model label → pk → position
@@ -50,11 +54,14 @@ class Exporter:
         self.derived: dict[tuple[str, str], dict[str, Any]] = {}  # (kind, source id) → chunk metadata
 
     def in_scope(self, qs: models.QuerySet[Any], model: type[models.Model]) -> models.QuerySet[Any]:
-        """Rows of a workspace or session export: those of its sessions (and of the workspace)."""
+        """Rows of a workspace or session export: those of its sessions (and of the workspace); of
+        a user's export: the user's own (by `user_id`), those of her sessions, and their children."""
         if self.scope.kind == "tenant":
             return qs
         names = {f.name for f in model._meta.concrete_fields}
         keep = models.Q(pk__in=[])
+        if self.scope.kind == "user" and "user_id" in names:
+            keep |= models.Q(user_id=self.user_id)
         if "session" in names:
             keep |= models.Q(session_id__in=self.session_ids)
         if self.scope.kind == "workspace" and "workspace" in names:
@@ -86,6 +93,12 @@ class Exporter:
             qs = qs.filter(pk=self.workspace.pk)
         elif self.scope.kind == "session":
             qs = qs.filter(pk__in={s.workspace_id for s in self.sessions})
+        elif self.scope.kind == "user":  # those her sessions and records are in (after plan_records)
+            held = {s.workspace_id for s in self.sessions}
+            for label, records in self.record_querysets.items():
+                if "workspace" in {f.name for f in records.model._meta.concrete_fields} and self.record_keys[label]:
+                    held |= set(records.exclude(workspace=None).values_list("workspace_id", flat=True).distinct())
+            qs = qs.filter(pk__in=held)
         channels = defaultdict(list)
         for channel in Channel.objects.filter(workspace__in=qs).order_by("name"):
             channels[channel.workspace_id].append(
@@ -191,3 +204,16 @@ class Exporter:
 
 
 BATCH = 500  # rows per round trip of a server-side cursor
+
+
+def has_rows(tenant: Tenant, user_id: str) -> bool:
+    """Whether the end user holds anything in the tenant: a session or a row of her own (the
+    rows forgetting her deletes)."""
+    return bool(user_id) and (Session.objects.filter(tenant=tenant, user_id=user_id).exists() or any(
+        model._base_manager.filter(tenant=tenant, user_id=user_id).exists() for model in user_owned_models()))
+
+
+def user_not_found(user_id: str) -> NotFound:
+    """The answer for a user with nothing here, and for one a key may not export: the same, so it
+    tells no one whether another user exists."""
+    return NotFound("user_not_found", f"User {user_id!r} has nothing in this tenant.")

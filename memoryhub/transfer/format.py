@@ -24,7 +24,7 @@ from memoryhub.plumbing import jsonchecks
 
 SCHEMA_VERSION = 1
 FORMAT = "memoryhub-export"
-SCOPES = ("tenant", "workspace", "session")
+SCOPES = ("tenant", "workspace", "session", "user")
 
 
 class InvalidImport(Invalid):
@@ -37,6 +37,7 @@ class ExportScope:
     kind: str = "tenant"
     workspace: str | None = None
     session: str | None = None
+    user: str | None = None  # a user's export: everything of this end user
 
     def as_dict(self) -> dict[str, str]:
         out = {"type": self.kind}
@@ -44,6 +45,8 @@ class ExportScope:
             out["workspace"] = self.workspace
         if self.session:
             out["session"] = self.session
+        if self.user:
+            out["user_id"] = self.user
         return out
 
 

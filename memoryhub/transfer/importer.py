@@ -1,4 +1,4 @@
-"""Import an export into a tenant (SPEC S9): all or nothing, in one transaction.
+"""Import an export into a tenant (docs/memory-model.md#export-and-import): all or nothing, in one transaction.
 
 A malformed, partial or conflicting file is refused with a 4xx code and nothing is stored.
 The Importer resolves the names the file uses (workspaces, channels, sessions) and keeps what it
@@ -18,6 +18,7 @@ from django.db.models import F, Max
 from accounts.models import Channel, Tenant, Workspace
 from memoryhub.errors import Conflict, Forbidden
 from memoryhub.models import Event, RollingSummary, Session, SessionStatus
+from memoryhub.sessions import session_not_found
 from memoryhub.transfer.conflicts import ImportReport, check_on_conflict, counts, split_held
 from memoryhub.transfer.format import InvalidImport, get_field, get_time
 
@@ -174,14 +175,14 @@ class Importer:
         stored = Session.objects.filter(tenant=self.tenant, external_id=external_id).first()
         if stored is not None:
             self.check_owner(path, user_id=stored.user_id, session=None)  # another user's id: not this key's
+        if stored is not None and self.limit_workspace is not None and stored.workspace_id != self.limit_workspace.pk:
+            # Another workspace's session: the answer a read of its id gets from this key, which
+            # learns nothing of that workspace (as when it creates a session over REST).
+            raise session_not_found(external_id)
         if stored is not None and self.on_conflict == "fail":
             raise Conflict("session_exists", f"Session {external_id!r} already exists in this tenant; nothing "
                            "was imported (import with on_conflict=skip or merge to keep it).",
                            {"session": external_id, "on_conflict": ["skip", "merge"]})
-        if stored is not None and self.limit_workspace is not None and stored.workspace_id != self.limit_workspace.pk:
-            raise Forbidden("workspace_forbidden", f"Session {external_id!r} at {path} exists in another workspace "
-                            f"than this API key's ({self.limit_workspace.name!r}): nothing was imported.",
-                            {"path": path})
         return stored
 
     def _skip_or_merge_session(self, stored: Session, row: Any, path: str) -> None:

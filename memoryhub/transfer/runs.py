@@ -108,16 +108,28 @@ def import_memory(*, tenant: Tenant, data: Any, limit_workspace: Workspace | Non
         for part in parts:
             part.import_derived(importer, data)
     except IntegrityError as exc:
-        raise _conflict(exc) from None
+        raise _refusal(exc) from None
     except DatabaseError as exc:  # a value the column cannot hold (too long, out of range…)
         primary = getattr(getattr(exc.__cause__, "diag", None), "message_primary", None) or "out of range"
         raise InvalidImport(f"a value does not fit: {primary}") from None
     return importer.report()
 
 
-def _conflict(exc: IntegrityError) -> Conflict:
-    """What conflicts, in words: PostgreSQL's own message names constraints and internal ids."""
+# Constraints a file breaks by itself, whatever the tenant holds (a file's history of a stored row
+# is never imported): what is wrong with the file, in words.
+FILE_FAULTS = {
+    "factversion_one_current": "a fact in it has more than one current version (versions with no "
+                               "valid_to); a fact has at most one",
+}
+
+
+def _refusal(exc: IntegrityError) -> Conflict | InvalidImport:
+    """What is wrong, in words: PostgreSQL's own message names constraints and internal ids. A
+    fault of the file itself is a 400 invalid_import; a row the tenant holds a 409 import_conflict."""
     diag = getattr(exc.__cause__, "diag", None)
+    fault = FILE_FAULTS.get(getattr(diag, "constraint_name", None) or "")
+    if fault:
+        return InvalidImport(f"The file is inconsistent: {fault}.")
     table = getattr(diag, "table_name", None) or ""
     what = table.split("_", 1)[-1].replace("_", " ") if table else "record"
     unique = getattr(exc.__cause__, "sqlstate", None) == "23505"

@@ -72,7 +72,7 @@ def context_preview_view(request: HttpRequest) -> HttpResponse:
         else:
             context.update(assembled=assembled, rows=_item_links(assembled), session=session, end_user=user,
                            tenant=tenant, by_source={s: sum(i.tokens for i in assembled.items if i.source == s)
-                                                     for s in ("critical", "salient", "relevant", "recent")})
+                                                     for s in ("critical", "summary", "salient", "relevant", "recent")})
     tenant_value = request.GET.get("tenant", "")
     if tenant_value.isdigit():
         context["sessions"] = list(Session.objects.filter(tenant_id=int(tenant_value)).order_by("-updated_at")

@@ -84,7 +84,7 @@ def explained_search(tenant: Tenant, user: str | None, filters: dict[str, Any]) 
 
 
 def _with_chunks(hits: list[SearchHit]) -> list[SearchHit]:
-    """The hits with their chunks as model instances: search returns rows (issue 19), the console
+    """The hits with their chunks as model instances: search returns rows, the console
     shows and edits more of a chunk (tier, uses, owner, source) than the API. One query."""
     chunks = (Chunk.objects.select_related("session", "channel", "workspace").with_access()
               .in_bulk([h.chunk.pk for h in hits]))
@@ -140,7 +140,7 @@ def reasons(item: ExplainedHit) -> list[str]:
     elif item.text:
         found.append(f"words: only its conversation context shares the query's words (BM25 {item.text:.2f})")
     found.append(f"recency: written {timesince(item.chunk.created_at)} ago; relevance now {item.relevance:.3f} "
-                 f"(importance {item.chunk.importance:.2f}, {item.chunk.access_count} uses, {item.chunk.tier} tier)")
+                 f"(importance {item.chunk.importance:.2f}, {item.chunk.access_count} uses, scope {item.chunk.tier})")
     return found + explain_lines(item.explain)
 
 

@@ -37,7 +37,7 @@ class ExplorerForm(forms.Form):
     kinds = forms.MultipleChoiceField(choices=[(k, KIND_LABELS[k]) for k in KINDS], required=False,
                                       widget=forms.CheckboxSelectMultiple, label="Kind")
     tiers = forms.MultipleChoiceField(choices=[(t, t) for t in TIERS], required=False,
-                                      widget=forms.CheckboxSelectMultiple, label="Tier")
+                                      widget=forms.CheckboxSelectMultiple, label="Scope")
     tags = forms.CharField(required=False, max_length=500, help_text="comma-separated; all must be present")
     since = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
     until = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))

@@ -13,6 +13,7 @@ from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 
+from memoryhub.admin.base import counted, titled
 from memoryhub.admin.paginator import EstimatedCountPaginator
 from retrieval import decay
 from retrieval.admin_helpers import (
@@ -64,7 +65,7 @@ class MemoryAdmin(AccessColumns, OwnerColumn, admin.ModelAdmin):
     list_display = ["api_id", "short_text", "owner", "tenant", "importance", "access_count", "relevance_now",
                     "created_at"]
     list_display_links = ["api_id"]
-    list_filter = ["tier", "lifetime", "kind", PinnedFilter, "tenant", ("created_at", admin.DateFieldListFilter)]
+    list_filter = [("tier", titled("scope")), "lifetime", "kind", PinnedFilter, "tenant", ("created_at", admin.DateFieldListFilter)]
     list_select_related = ["tenant", "session"]
     search_fields = ["text", "source_id", "user_id", "=content_hash"]
     exclude = ["embedding", "search_vector", "embedding_error", "embedding_attempts"]
@@ -106,9 +107,11 @@ class MemoryAdmin(AccessColumns, OwnerColumn, admin.ModelAdmin):
     def short_text(self, obj: Memory) -> str:
         return obj.text[:80] + ("…" if len(obj.text) > 80 else "")
 
-    @admin.display(description="relevance", ordering="relevance")
+    @admin.display(description="kept by use (fades unused)", ordering="relevance")
     def relevance_now(self, obj: Memory) -> str:
-        return f"{getattr(obj, 'relevance', 0.0):.4f}"
+        """The decayed relevance consolidation weighs (importance, fading since last use, raised by
+        uses), to two places: four said nothing more to an operator."""
+        return f"{getattr(obj, 'relevance', 0.0):.2f}"
 
     @admin.display(description="pinned", boolean=True)
     def is_pinned(self, obj: Memory) -> bool:
@@ -333,7 +336,7 @@ class PendingDeletionAdmin(admin.ModelAdmin):
             return confirm_page(request, self, queryset, action="approve" if approve else "reject",
                                 danger=approve, intro=f"These memories will be {verb}.",
                                 headers=["Tenant", "Step", "Memory"], rows=rows,
-                                button=("Approve" if approve else "Reject") + f" {queryset.count()} review(s)")
+                                button=("Approve" if approve else "Reject") + f" {counted(queryset.count(), 'review')}")
         done, refused = 0, 0
         for pending_id in queryset.values_list("pk", flat=True):
             try:
@@ -345,7 +348,7 @@ class PendingDeletionAdmin(admin.ModelAdmin):
             except review.ReviewError:
                 refused += 1
         verb = "Approved" if approve else "Rejected"
-        self.message_user(request, f"{verb} {done} review(s)." + (f" {refused} were already decided." if refused else ""))
+        self.message_user(request, f"{verb} {counted(done, 'review')}." + (f" {refused} were already decided." if refused else ""))
         return None
 
     @admin.action(description="Approve: carry out the deletions…")

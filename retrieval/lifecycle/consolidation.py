@@ -1,4 +1,4 @@
-"""Consolidation (SPEC S8; seeds 001 and 004): score, promote, prune, merge, cap, compress.
+"""Consolidation (docs/lifecycle.md): score, promote, prune, merge, cap, compress.
 
 Memories are retrieval's chunks: every kind (event, note, fact, summary, document) has them,
 with tier, lifetime, importance, access count and embedding. Relevance is computed in SQL by

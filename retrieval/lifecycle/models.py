@@ -12,7 +12,7 @@ from retrieval.models import Chunk
 
 
 class ConsolidationReport(models.Model):
-    """One real consolidation run: counts per step and the ids it touched (SPEC S8)."""
+    """One real consolidation run: counts per step and the ids it touched (docs/lifecycle.md)."""
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, null=True, blank=True, related_name="+",
                                help_text="Empty: the run covered every tenant.")

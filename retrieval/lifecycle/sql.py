@@ -7,7 +7,7 @@ from typing import Any
 from django.db import connection
 
 PINNED = "(c.metadata @> '{\"pinned\": true}'::jsonb)"
-# A fact's superseded chunks (valid_to set) are history (SPEC S12): never scored, promoted or pruned.
+# A fact's superseded chunks (valid_to set) are history (docs/memory-model.md#fact-history): never scored, promoted or pruned.
 SHORT_TERM = "c.lifetime <> 'long_term' AND c.valid_to IS NULL"
 
 

@@ -28,7 +28,7 @@ from retrieval.models import Chunk
 logger = logging.getLogger(__name__)
 
 # Promote a short-term memory to long-term when its relevance (retrieval.decay) is above this and
-# it was returned by search more than PROMOTE_MIN_ACCESSES times (seeds 001 and 004).
+# it was returned by search more than PROMOTE_MIN_ACCESSES times.
 PROMOTE_RELEVANCE = 0.7
 PROMOTE_MIN_ACCESSES = 3
 # Prune memories whose relevance fell below this (never when the tenant's transcript is immutable).
@@ -176,7 +176,7 @@ def prune(run: TenantRun) -> None:
     )
     ids = [r[0] for r in rows]
     if run.tenant.immutable_transcript:
-        # An immutable transcript keeps everything derived from it too (seed 002): nothing pruned.
+        # An immutable transcript keeps everything derived from it too: nothing pruned.
         run.counts["prune_skipped_immutable"] += len(ids)
         return
     if _delete_or_hold(run, PendingDeletion.Step.PRUNE, ids):
@@ -266,7 +266,7 @@ def compress(run: TenantRun) -> None:
                     session=session, defaults={"tenant": run.tenant, "upper_sequence": session.last_sequence,
                                                "summary_ref": f"summary node {top.pk}" if top else "",
                                                "compressed_at": run.now})
-                # Its messages are consolidated: the summary tree covers them (seed 004's marker).
+                # Its messages are consolidated: the summary tree covers them.
                 session.mark_consolidated(session.last_sequence)
         except Exception as exc:  # one failing summary must not stop the others
             logger.warning("compressing session %s failed: %s", session.pk, exc)

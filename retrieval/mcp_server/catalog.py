@@ -66,37 +66,33 @@ def _props(serializer: type, *names: str) -> dict[str, dict[str, Any]]:
 # since the catalogue sits in every agent's context before it asks anything. The REST serializers'
 # help_text (the OpenAPI reference) says the rest; a tool's errors name what to send instead.
 BRIEF = {
-    "query": "What to look for, in plain words.",
-    "mode": "hybrid suits most questions.",
-        "as_of": "Recall as memory stood then.",
     "budget": "Tokens.",
-    "importance": "0-1; 0.85+ is always recalled.",
-    "key": "What it is about; same key, same fact.",
+    "importance": "0-1; 0.85+ always recalled.",
+    "key": "Same key, same fact.",
     "external_id": "Your id; the same id updates it.",
-    "lifetime": "short_term fades faster.",
+    "expand": "Summaries with their messages.",
 }
 # Arguments whose name and type say it all to a model: no description.
 SELF_EVIDENT = frozenset({
     "session", "workspace", "channel", "agent", "kinds", "role", "since", "until", "top_k", "limit", "offset",
     "events", "content", "tool_name", "tool_args", "tool_result", "tags", "note_id", "fact_id", "category",
-    "summary_id", "events_limit", "items", "key", "value", "scope", "title", "user_id",
+    "summary_id", "events_limit", "items", "key", "value", "scope", "title", "user_id", "mode", "as_of",
+    "lifetime", "created_at", "query", "synthesize",
 })
 EVENT_BRIEF = {
-    "created_at": "When it was said (default now).",
     "idempotency_key": "Resending it stores nothing twice.",
 }
 # Per tool: what an argument means there, where that differs from BRIEF (or adds to it).
 PER_TOOL = {
-    "memory_search": {"user_id": "The end user; recall adds shared memories."},
-    "memory_context": {"user_id": "The end user; recall adds shared memories.", "query": "The user's message."},
+    "memory_context": {"query": "The user's message."},
     "memory_note": {"action": "update, get, delete need note_id."},
     "memory_fact": {"action": "get, history, delete: by fact_id or external_id."},
 }
-# The arguments a model needs; the REST endpoint a tool mirrors takes the rest (explain, agent,
+# The arguments a model needs; the REST endpoint a tool mirrors takes the rest (explain, group_by,
 # roles, metadata, …), and a tool refuses those as unknown with the nearest name it takes.
 OFFERED = {
-    "memory_search": ("query", "mode", "scope", "session", "user_id", "workspace", "kinds", "since", "until",
-                      "as_of", "top_k"),
+    "memory_search": ("query", "mode", "scope", "session", "user_id", "workspace", "tags", "kinds", "agent",
+                      "since", "until", "as_of", "top_k", "synthesize", "expand"),
     "memory_context": ("query", "session", "user_id", "budget", "scope", "as_of"),
     "memory_browse": ("session", "user_id", "role", "since", "until", "limit", "offset"),
     "summary_expand": ("summary_id", "events_limit"),
@@ -154,13 +150,13 @@ def _specs() -> list[tools.ToolSpec]:
     return [
         tools.ToolSpec(
             "memory_search", "Search memory",
-            "Find memories (messages, notes, facts, summaries, documents) by meaning and words.",
+            "Find messages, notes, facts, summaries and documents by meaning and words.",
             object_schema(SearchInput, tools.SEARCH_ARGS, required=("query",)),
             tools.run_search, "read",
         ),
         tools.ToolSpec(
             "memory_context", "Memory context",
-            "Memory for your next answer: recent messages, critical memories, those relevant to query.",
+            "Memory for your next answer: summary, recent messages, key and relevant memories.",
             object_schema(ContextInput, tools.CONTEXT_ARGS),
             tools.run_context, "read",
         ),
@@ -199,7 +195,7 @@ def _specs() -> list[tools.ToolSpec]:
         ),
         tools.ToolSpec(
             "memory_fact", "Facts",
-            "Short statements about the user or world; upserting the same key keeps the old version.",
+            "Statements about the user or world; an upsert by key keeps the old version.",
             _with(object_schema(FactInput, tools.FACT_ARGS), _props(tools.FactArgs, "action", "fact_id"),
                   required=("action",)),
             tools.run_fact, tools.fact_scope,
@@ -217,6 +213,13 @@ def _specs() -> list[tools.ToolSpec]:
             {"type": "object", "additionalProperties": False, "required": ["session", "items"], "properties": {
                 **_session_prop("The session whose scratchpad to replace."), "items": _scratchpad_items()}},
             tools.run_scratchpad_write, "write",
+        ),
+        tools.ToolSpec(
+            "scratchpad_clear", "Clear scratchpad",
+            "Remove every item of the session's scratchpad.",
+            {"type": "object", "properties": _session_prop("The session whose scratchpad to clear."),
+             "required": ["session"], "additionalProperties": False},
+            tools.run_scratchpad_clear, "write",
         ),
         tools.ToolSpec(
             "summary_expand", "Expand summary",

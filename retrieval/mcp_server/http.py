@@ -2,14 +2,17 @@
 (settings.MEMORYHUB_ASGI_MOUNTS).
 
 Every request must carry `Authorization: Bearer <API key>`, checked as the REST API checks it
-(accounts.authentication.authenticate_key); the tools then act as that key, bound to its tenant,
+(accounts.authentication.authenticate_key); a refusal is a JSON-RPC error (the REST error
+envelope's code, message and details in its `data`), which an MCP client hands the agent as it
+reads it, where a plain HTTP error reaches it only as "Server returned an error response". The
+tools then act as that key, bound to its tenant,
 workspace and user exactly as REST is. The server is stateless (no MCP session is kept between
 requests) and answers POSTs in JSON: any web worker can serve any request.
 
 A GET opens the protocol's event stream, which a stateless server never writes to. Each web
 worker holds at most MEMORYHUB_MCP_STREAMS_PER_KEY of them per API key and MEMORYHUB_MCP_STREAMS
 in all (429 too_many_streams past either), and closes one that carried no event for
-MEMORYHUB_MCP_STREAM_IDLE_SECONDS (issue 40: 2,100 were once held open at once).
+MEMORYHUB_MCP_STREAM_IDLE_SECONDS (2,100 were once held open at once).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from collections import Counter
 from typing import Any
 
 import anyio
+import mcp_types as types
 from django.conf import settings
 from django.db import close_old_connections
 from django.http.request import split_domain_port, validate_host
@@ -74,7 +78,7 @@ class ApiKeyRequired:
     def _refusal(self, headers: dict[str, str]) -> JSONResponse | None:
         domain, _port = split_domain_port(headers.get("host", ""))
         if not domain or not validate_host(domain, settings.ALLOWED_HOSTS):
-            return JSONResponse(error_body("bad_request", "Bad request."), status_code=400)
+            return self._answer(400, error_body("bad_request", "Bad request."))
         if not headers.get("authorization"):
             return self._unauthorized("not_authenticated", "An API key is required: 'Authorization: Bearer <key>'.")
         return None
@@ -84,7 +88,14 @@ class ApiKeyRequired:
         return ApiKeyRequired._answer(401, error_body(code, message))
 
     @staticmethod
-    def _answer(status: int, body: dict[str, Any]) -> JSONResponse:
+    def _answer(status: int, envelope: dict[str, Any]) -> JSONResponse:
+        """A refusal with `status`, its body the JSON-RPC error an MCP client surfaces: the REST
+        envelope's message, and the whole of its error (code, message, details) as data. The id is
+        null: the request's own is not read before it is refused (a client answers its request)."""
+        error = envelope["error"]
+        body = {"jsonrpc": "2.0", "id": None, "error": {
+            "code": types.INTERNAL_ERROR if status >= 500 else types.INVALID_REQUEST,
+            "message": error["message"], "data": error}}
         return JSONResponse(body, status_code=status, headers={"WWW-Authenticate": "Bearer"} if status == 401 else None)
 
 

@@ -32,7 +32,7 @@ def field_schema(field: serializers.Field) -> dict[str, Any]:
 def _type_schema(field: serializers.Field) -> dict[str, Any]:
     # Order matters: ChoiceField before CharField, the project's own fields before their bases.
     if isinstance(field, TagsField):
-        # Capped, not refused (seed 000): the first memoryhub.notes.MAX_TAGS are kept, each cut to its length.
+        # Capped, not refused: the first memoryhub.notes.MAX_TAGS are kept, each cut to its length.
         return {"type": "array", "items": {"type": "string"}}
     if isinstance(field, MetadataField):
         return {"type": "object"}

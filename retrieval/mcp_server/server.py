@@ -178,7 +178,18 @@ def search_text(body: dict[str, Any]) -> str:
         ref = _follow_up(r)
         text = " ".join(str(r.get("text", "")).split())
         lines.append(f"{rank}. [{str(r.get('created_at') or '')[:10]} {who}] {text} ({r.get('score', 0):.2f}{ref})")
+        lines += _expanded_lines(r.get("expanded"))
     return "\n".join(lines)
+
+
+def _expanded_lines(expanded: dict[str, Any] | None) -> list[str]:
+    """expand: a summary hit's finer summaries, then the messages it condenses, one indented line each."""
+    if not expanded:
+        return []
+    children = [f"   > {' '.join(str(c.get('text') or '').split())}" for c in expanded.get("children") or []]
+    messages = [f"   - {m.get('role')}: {' '.join(str(m.get('content') or '').split())}"
+                for m in expanded.get("messages") or []]
+    return children + messages
 
 
 def _follow_up(result: dict[str, Any]) -> str:

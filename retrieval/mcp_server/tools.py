@@ -77,7 +77,7 @@ def _split(arguments: dict[str, Any], *names: str) -> tuple[list[Any], dict[str,
 
 SEARCH_ARGS = ["query", "mode", "scope", "session", "user_id", "channel", "workspace", "tags", "kinds",
                "roles", "agent", "since", "until", "as_of", "top_k", "case_sensitive", "explain", "group_by",
-               "hits_per_session", "synthesize"]
+               "hits_per_session", "synthesize", "expand"]
 
 
 def run_search(key: ApiKey, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -159,6 +159,11 @@ def run_scratchpad_read(key: ApiKey, arguments: dict[str, Any]) -> dict[str, Any
 def run_scratchpad_write(key: ApiKey, arguments: dict[str, Any]) -> dict[str, Any]:
     (session_id,), rest = _split(arguments, "session")
     return scratchpad.write(key, _session_id(session_id), parse_input(ScratchpadInput, rest)["items"])
+
+
+def run_scratchpad_clear(key: ApiKey, arguments: dict[str, Any]) -> dict[str, Any]:
+    """DELETE /sessions/{id}/scratchpad/: every item removed, the version up."""
+    return scratchpad.clear(key, parse_input(SessionArg, arguments)["session"])
 
 
 class SummaryArg(SummaryDetailParams):

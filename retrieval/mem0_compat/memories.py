@@ -13,10 +13,10 @@ How mem0's entities map:
 
 `add` with `infer=False` stores each message's text as a fact, verbatim (mem0's own meaning: the
 messages are the memories; a fact keeps versions, so `update` and `history` work on it).
-`infer=True` (mem0's default) appends the messages to the run's session (without `run_id`: a
-session of the user and agent) and runs MemoryHub's fact extractor over them there and then; the
-facts it finds are the answer. With no extractor configured (MEMORYHUB_FACT_EXTRACTOR=none) it
-stores the conversation and finds nothing.
+`infer=True` (mem0's default) with a fact extractor configured appends the messages to the run's
+session (without `run_id`: a session of the user and agent) and runs the extractor over them there
+and then; the facts it finds are the answer. With no extractor configured it stores the messages
+verbatim, as `infer=False` does: what was said is kept and found, never dropped silently.
 """
 
 from __future__ import annotations
@@ -30,9 +30,9 @@ from django.db import transaction
 
 from accounts.models import ApiKey
 from memoryhub import facts, notes
-from memoryhub.end_users import end_user_ids, end_users
 from memoryhub.errors import Invalid, NotFound
 from memoryhub.event_log import EventInput, append_events
+from memoryhub.extractors import extractor_configured
 from memoryhub.models import Fact, Note, Session
 from memoryhub.models.sessions import SESSION_ID_REGEX
 from memoryhub.session_work import extract_events
@@ -142,11 +142,11 @@ def as_mem0(memory: Fact | Note) -> dict[str, Any]:
     }
 
 
-def _facts(key: ApiKey, who: Entities) -> Any:
+def facts_of(key: ApiKey, who: Entities) -> Any:
     return facts.facts_filter(key, _filters(key, who), {})
 
 
-def _notes(key: ApiKey, who: Entities) -> Any:
+def notes_of(key: ApiKey, who: Entities) -> Any:
     return notes.notes_filter(key, _filters(key, who), {})
 
 
@@ -159,7 +159,7 @@ def _filters(key: ApiKey, who: Entities) -> dict[str, Any]:
 
 def list_memories(key: ApiKey, who: Entities, *, offset: int, limit: int) -> tuple[int, list[dict[str, Any]]]:
     """The memories (facts and notes) matching, newest change first: (count, this page)."""
-    fact_rows, note_rows = _facts(key, who), _notes(key, who)
+    fact_rows, note_rows = facts_of(key, who), notes_of(key, who)
     count = fact_rows.count() + note_rows.count()
     wanted = offset + limit
     merged = sorted([*fact_rows[:wanted], *note_rows[:wanted]], key=lambda m: m.updated_at, reverse=True)
@@ -208,7 +208,10 @@ def add(key: ApiKey, *, messages: list[dict[str, Any]], who: Entities, metadata:
     read = _messages(messages)
     if who.run_id:
         get_or_create_session_lazily(key=key, session_id=who.run_id, user_id=who.user_id)
-    stored = _extract(key, read, who, metadata) if infer else _store_verbatim(key, read, who, metadata)
+    if infer and extractor_configured():
+        stored = _extract(key, read, who, metadata)
+    else:
+        stored = _store_verbatim(key, read, who, metadata)
     return [{**as_mem0(f), "event": "ADD"} for f in stored]
 
 
@@ -280,8 +283,8 @@ def delete_all(key: ApiKey, who: Entities) -> int:
     """Every fact and note matching (at least one entity named): all deleted, or none."""
     if not who.any:
         raise Invalid("entity_required", "Name at least one of user_id, agent_id or run_id to delete.")
-    fact_ids = list(_facts(key, who).values_list("pk", flat=True))
-    note_ids = list(_notes(key, who).values_list("note_id", flat=True))
+    fact_ids = list(facts_of(key, who).values_list("pk", flat=True))
+    note_ids = list(notes_of(key, who).values_list("note_id", flat=True))
     for pk in fact_ids:
         facts.delete_fact(key, pk)
     for note_id in note_ids:
@@ -358,15 +361,20 @@ def search(key: ApiKey, *, query: str, who: Entities, top_k: int, threshold: flo
     return results[:top_k]
 
 
-# --- entities ------------------------------------------------------------------------------------
+# --- batches -------------------------------------------------------------------------------------
 
 
-def users(key: ApiKey, *, offset: int, limit: int) -> tuple[int, list[dict[str, Any]]]:
-    """The end users the key sees, as mem0's entities of type user."""
-    ids = end_user_ids(key)
-    count = ids.count()
-    rows = end_users(key, [row["user_id"] for row in ids[offset:offset + limit]])
-    return count, [{"id": r["user_id"], "name": r["user_id"], "type": "user",
-                    "total_memories": r["facts"] + r["notes"], "sessions": r["sessions"],
-                    "created_at": r["last_activity"], "updated_at": r["last_activity"],
-                    "owner": None, "organization": None, "metadata": {}} for r in rows]
+@transaction.atomic
+def batch_update(key: ApiKey, changes: list[dict[str, Any]]) -> int:
+    """mem0's batch_update: every memory changed, or none (one missing is a 404 for the batch)."""
+    for change in changes:
+        update(key, change["memory_id"], text=change.get("text"), metadata=change.get("metadata"))
+    return len(changes)
+
+
+@transaction.atomic
+def batch_delete(key: ApiKey, mem_ids: list[str]) -> int:
+    """mem0's batch_delete: every memory deleted, or none."""
+    for mem_id in mem_ids:
+        delete(key, mem_id)
+    return len(mem_ids)

@@ -1,4 +1,4 @@
-"""Typo tolerance for a word's first letter (issue 41, seed 002): the statistics' lexemes by their
+"""Typo tolerance for a word's first letter (docs/ranking.md#typo-tolerance): the statistics' lexemes by their
 letters after the first (retrieval.search.fuzzy.vocabulary_candidates)."""
 
 import django.db.models.functions.comparison

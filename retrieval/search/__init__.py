@@ -1,4 +1,4 @@
-"""Hybrid retrieval (SPEC S4): full text, vectors, fusion, the "memory" profile, dedup.
+"""Hybrid retrieval (docs/ranking.md): full text, vectors, fusion, the "memory" profile, dedup.
 
 Every query is confined to one tenant (and the key's workspace, when it is limited) in SQL,
 whatever the scope. Full text ranks with BM25-style IDF weights over an OR of the query's
@@ -6,7 +6,7 @@ lexemes: Postgres' own ranking has no IDF, and an AND of every word of a natural
 question rarely matches anything. Query text is never parsed as tsquery syntax, so no input
 can make it fail.
 
-Ranking defaults beyond S4 (constants in weights.py,
+Ranking defaults (docs/ranking.md; constants in weights.py,
 measured on LoCoMo in bench/README.md): a date the query names lifts memories written then
 (retrieval.search.timehints); hybrid search ranks on a query vector moved toward its best
 first-pass results (pseudo-relevance feedback), re-ranks by maximal marginal relevance and gives

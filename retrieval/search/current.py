@@ -1,4 +1,4 @@
-"""The current fact first (SPEC S12): where a fact and older messages answer the same query about
+"""The current fact first (docs/ranking.md#current-fact-first): where a fact and older messages answer the same query about
 equally well, the fact ranks above them. "I live in Berlin" said a year ago and the fact "Ann lives
 in Lisbon" stored since are both found for "Which city do I live in?"; the fact is what holds now.
 

@@ -1,4 +1,4 @@
-"""run_search: one search, stage by stage, in three statements (issue 19).
+"""run_search: one search, stage by stage, in three statements.
 
 1. plan (_plan): the query's terms and their weights from the kept statistics (fulltext: the
    first statement), the query vector, dates the query names (timehints; a month named without a
@@ -31,7 +31,7 @@ import numpy as np
 from django.utils import timezone
 
 from retrieval.embedders import get_embedder
-from retrieval.query_embedding import embed_query, embed_query_soon
+from retrieval.query_embedding import embed_query, embed_query_soon, query_model_ready
 from retrieval.search import sql as search_sql
 from retrieval.search import weights
 from retrieval.search.current import facts_first
@@ -163,7 +163,7 @@ def _run_search(req: SearchRequest, *, alone: bool) -> list[SearchHit]:
 
 
 def relevant_match(text_score: float | None, cosine: float | None) -> bool:
-    """The relevance floor (seed 004), one rule for search and context: a memory that says one of
+    """The relevance floor (docs/ranking.md#relevance-floor), one rule for search and context: a memory that says one of
     the query's words (full text, a typo's correction included), or whose meaning is at least
     weights.RELEVANCE_MIN_COSINE close to the query's. A memory whose vector is still to be
     computed passes on its words alone."""
@@ -172,7 +172,7 @@ def relevant_match(text_score: float | None, cosine: float | None) -> bool:
 
 def above_floor(req: SearchRequest, ranked: list[Candidate], vec: dict[int, float],
                 txt: dict[int, float]) -> list[Candidate]:
-    """What search lists of the ranked candidates: a request's min_cosine is seed 004's floor as
+    """What search lists of the ranked candidates: a request's min_cosine is its own floor as
     written (nothing less close in meaning, words or not); otherwise a query's results are those
     that pass relevant_match, so that a query sharing nothing with what is stored lists nothing
     rather than the least unrelated memories. Only hybrid search weighs both: text modes list
@@ -236,7 +236,9 @@ def _plan(req: SearchRequest, where: str, params: list[Any], model: str, alone: 
     has_text = bool(req.query.strip())
     wants_text = has_text and req.mode in (*TEXT_MODES, "hybrid")
     vector, pending = None, None
-    if req.mode in ("vector", "hybrid"):
+    # While the query model is being made (a first start), a hybrid search goes by its words.
+    words_only = req.mode == "hybrid" and wants_text and req.query_embedding is None and not query_model_ready()
+    if req.mode in ("vector", "hybrid") and not words_only:
         if req.query_embedding is not None:
             vector = as_halfvec(req.query_embedding)
         elif wants_text and alone and weights.EMBED_ALONGSIDE:
@@ -334,8 +336,8 @@ def _and(scope: Source, narrow: Source | None) -> Source:
 
 
 def _relevance_term(req: SearchRequest) -> str | None:
-    """What the candidate statement computes beside the scores: seed 001's decayed relevance (the
-    memory profile, or the default profile with a decay_weight), seed 002's temporal score, or nothing."""
+    """What the candidate statement computes beside the scores: the decayed relevance (the
+    memory profile, or the default profile with a decay_weight), the temporal score, or nothing."""
     if req.profile == "seed002":
         return "seed002"
     if req.profile == "memory" or req.decay_weight > 0.0:

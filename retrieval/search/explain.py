@@ -1,4 +1,4 @@
-"""Search explain (issue 20 item 4): why each result ranked where it did.
+"""Search explain: why each result ranked where it did.
 
 A Trace rides along one search (engine.run_search with `explain`); each ranking stage hands it
 what it had before and after. Per result it then answers, in stage order:

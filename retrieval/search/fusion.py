@@ -14,7 +14,7 @@ from retrieval.search.request import TEXT_MODES, Candidate, SearchRequest, each_
 
 RRF_K = 60
 MEMORY_WEIGHTS = (0.3, 0.3, 0.4)  # text, semantic, decayed relevance (S4's 0.3 temporal + 0.1 importance)
-# Seed 002's relevance, as written: (fts_rank × 0.3) + (semantic_similarity × 0.3) + (temporal_score × 0.3)
+# The published relevance, as written: (fts_rank × 0.3) + (semantic_similarity × 0.3) + (temporal_score × 0.3)
 # + (importance × 0.1); fts_rank BM25 scaled to 0-1 (min-max over the candidates), semantic the cosine
 # (0-1: a negative cosine counts 0), temporal retrieval.decay.seed002_temporal, importance the chunk's.
 SEED002_WEIGHTS = (0.3, 0.3, 0.3, 0.1)
@@ -40,7 +40,7 @@ def fuse(req: SearchRequest, chunks: dict[int, Candidate], vec: dict[int, float]
 
 def with_decay(req: SearchRequest, scores: dict[int, float], chunks: dict[int, Candidate]) -> dict[int, float]:
     """The default profile with a decay_weight w: (1 − w) · score + w · best score · min(decayed
-    relevance, 1) (seed 001's importance · rate(tier)^hours since last use · (1 + ln(1 + accesses)),
+    relevance, 1) (importance · rate(tier)^hours since last use · (1 + ln(1 + accesses)),
     at the request's as_of or now). Added and bounded, as in the memory profile, so an old exact
     match still surfaces; scaled by the best score so that it weighs the same beside rrf's small
     scores as beside weighted fusion's."""
@@ -74,13 +74,13 @@ def base_scores(req: SearchRequest, chunks: dict[int, Candidate], vec: dict[int,
     (still to be embedded) is scored on the parts it has (pending_weights)."""
     ids = list(chunks)
     if req.profile == "memory":
-        # The "memory" profile (S4) adds time, importance and reinforcement through ONE term: the
+        # The "memory" profile (docs/ranking.md) adds time, importance and reinforcement through ONE term: the
         # lifecycle's decayed relevance, importance · rate(tier)^hours since last use · (1 + ln(1 +
         # accesses)), computed in the candidate query by retrieval.decay's SQL. It takes
         # the place of S4's 0.3·temporal + 0.1·importance together: adding it beside them would
         # discount age twice and count importance twice. The tier weighs in only through its decay
         # rate; scope widening is a filter, never a weight, so a wider memory is not discounted
-        # once for its tier and again for its decay (seed 001's double-discount caution). The term
+        # once for its tier and again for its decay (docs/ranking.md#decay). The term
         # is bounded (≤ 1) and added, never multiplied into similarity, so an old but exactly
         # matching memory still surfaces.
         nv, nt = minmax(vec), minmax(txt)

@@ -1,10 +1,10 @@
-"""Typo tolerance for full text (issue 14 item 12), over the vocabulary the term statistics keep.
+"""Typo tolerance for full text, over the vocabulary the term statistics keep.
 
 pg_trgm and fuzzystrmatch are not in the embedded PostgreSQL, and the kept statistics
 (retrieval.termstats) already hold every lexeme a scope says, with its document frequency. A
 query lexeme that the scope never says ("lisbn") is looked up among the scope's own lexemes:
 those of about its length that start with its first letter, and, as pg_trgm has no favourite
-letter (seed 002, issue 41), those whose later letters start as the word's do after a wrong or
+letter (docs/ranking.md#typo-tolerance), those whose later letters start as the word's do after a wrong or
 missing first letter ("kisbon", "isbon": "lisbon"); each a range of an index of the statistics,
 bounded (MAX_CANDIDATES, MAX_TAIL_CANDIDATES rows). They are ranked by trigram similarity as
 pg_trgm defines it (the shared share of the padded words' three-letter pieces). The closest few join the query as alternatives

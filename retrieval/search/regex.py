@@ -1,4 +1,4 @@
-"""Mode "regex": exact patterns over chunk text (seed 002), bounded in time.
+"""Mode "regex": exact patterns over chunk text, bounded in time.
 
 PostgreSQL matches (`~*`, or `~` when the request is case sensitive), with its own regex dialect
 (ARE, as the docs call it), so the pattern is checked by the engine that runs it, not by Python's

@@ -18,8 +18,8 @@ MODES = ("hybrid", "vector", "text", "exact", "fuzzy", "regex")
 TEXT_MODES = ("text", "fuzzy")
 LITERAL_MODES = ("exact", "regex")  # matched, not ranked: the newest matches first
 FUSIONS = ("weighted", "rrf")
-# default: fusion and re-ranking; memory: text, meaning and seed 001's decayed relevance (fusion.py);
-# seed002: seed 002's formula as written, 0.3 BM25 + 0.3 cosine + 0.3 temporal + 0.1 importance.
+# default: fusion and re-ranking; memory: text, meaning and the decayed relevance (fusion.py);
+# seed002: the formula as written, 0.3 BM25 + 0.3 cosine + 0.3 temporal + 0.1 importance.
 PROFILES = ("default", "memory", "seed002")
 SCOPES = ("conversation", "channel", "workspace", "account")
 GROUPINGS = ("session",)
@@ -68,11 +68,11 @@ class SearchRequest:
     fusion: str = "weighted"
     vector_weight: float = 0.7
     text_weight: float = 0.3
-    exact_weights: bool = False  # the caller chose the weights: no balancing, no feedback step (seed 000)
+    exact_weights: bool = False  # the caller chose the weights: no balancing, no feedback step
     profile: str = "default"
-    # The default profile's share of seed 001's decayed relevance (0: none; bench/ranking.py measured it).
+    # The default profile's share of the decayed relevance (0: none; bench/ranking.py measured it).
     decay_weight: float = 0.0
-    # Only results at least this close in meaning (cosine; seed 004's relevance floor is 0.655).
+    # Only results at least this close in meaning (cosine; a published floor on meaning alone is 0.655).
     min_cosine: float | None = None
     case_sensitive: bool = False  # modes exact and regex
     explain: bool = False  # each hit carries why it ranked (retrieval.search.explain)
@@ -125,7 +125,7 @@ class Candidate:
     created_ts: float  # created_at as epoch seconds (tie-break by recency)
     sequence_end: int | None
     importance: float
-    relevance: float = 0.0  # decayed relevance (memory profile, decay_weight), seed 002's temporal score
+    relevance: float = 0.0  # decayed relevance (memory profile, decay_weight), the temporal score
     kind: str = "event"
     sequence_start: int | None = None
     split: bool = False  # it has sentence vectors of its own (ChunkSentence)

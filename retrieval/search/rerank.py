@@ -77,7 +77,7 @@ def near_duplicates(head: list[Candidate], similarities: PairSimilarities) -> se
 
 
 def dedup(ordered: list[Candidate], near_pairs: set[tuple[int, int]], top_k: int) -> list[Candidate]:
-    """Drop near-identical results (S4): cosine > 0.9 (`near_pairs`, see near_duplicates),
+    """Drop near-identical results (docs/ranking.md): cosine > 0.9 (`near_pairs`, see near_duplicates),
     or near-identical text (word sets, Jaccard > 0.9: also where embeddings are missing)."""
     near: dict[int, set[int]] = {}
     for a, b in near_pairs:

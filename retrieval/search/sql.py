@@ -1,7 +1,7 @@
 """The SQL of search, apart from full text's (fulltext.py, textquery.py): the WHERE clause every path shares,
 the vector and exact candidate subqueries, the candidate statement, and reinforcing the hits.
 
-One search is three statements (issue 19): the query's term statistics (fulltext, termstats);
+One search is three statements: the query's term statistics (fulltext, termstats);
 the candidate statement, which finds the candidates (text, vector and date-hinted subqueries in
 one UNION), scores them on full text and returns their embeddings, so that feedback, MMR and
 dedup run on those vectors in Python (vectors.py); and the hits' result rows (load_rows). Hybrid
@@ -84,7 +84,7 @@ def where_clause(req: SearchRequest, owner: str = "both") -> tuple[str, list[Any
         sql.append("c.created_at < %s")
         params.append(req.until)
     if req.history and req.as_of is not None:
-        # The memory as it stood then (SPEC S12): nothing written after it, and of a fact the
+        # The memory as it stood then (docs/memory-model.md#fact-history): nothing written after it, and of a fact the
         # version that was true then.
         sql.append("c.created_at <= %s AND (c.valid_to IS NULL OR c.valid_to > %s)")
         params.extend([req.as_of, req.as_of])
@@ -111,7 +111,7 @@ _CONVERSATION_KINDS_SQL = "c.kind IN ('event', 'summary')"
 
 
 def owner_clause(user_id: str, owner: str = "both") -> tuple[str, list[Any]]:
-    """The sharing rule of a read for one user (the one definition; SPEC S1). `user_id`: that
+    """The sharing rule of a read for one user (the one definition; docs/memory-model.md#sharing). `user_id`: that
     user's rows, and shared knowledge (notes, facts and documents without an owner); never another
     user's, and never a conversation nobody owns (its messages and summaries are the tenant's).
     `user_id` "": a read anchored to a conversation nobody owns: the tenant's unowned rows, its own
@@ -370,8 +370,8 @@ def fetch_candidates(sources: list[Source], model: str, tq: TextQuery | None, *,
                      relevance: str | None = None, now: datetime | None = None, vector_search: bool = False,
                      with_said: bool = False) -> CandidatePool:
     """Every candidate of `sources`, scored on full text (on every term, not only if text found
-    it), with its embedding (when made by `model`), `relevance` ("decay": seed 001's decayed
-    relevance; "seed002": seed 002's temporal score; both at `now`, default the current time) and,
+    it), with its embedding (when made by `model`), `relevance` ("decay": the decayed
+    relevance; "seed002": the temporal score; both at `now`, default the current time) and,
     `with_said`, which terms it says: one statement."""
     union = " UNION ".join(f"({sql})" for sql, _ in sources)
     select = [_RANK_COLUMNS, "CASE WHEN c.embedding_model = %s THEN halfvec_send(c.embedding) END"]
@@ -467,7 +467,7 @@ def load_rows(kept: list[Candidate], model: str) -> dict[int, HitRow]:
 
 
 def _write_accesses(counts: Counts) -> None:
-    """Add the accesses of a batch (seed 002: frequently used memories decay slower) to the
+    """Add the accesses of a batch (frequently used memories decay slower) to the
     chunks' narrow ChunkAccess rows: a chunk row is never rewritten for it."""
     ChunkAccess.add([(int(pk), int(n[0])) for pk, n in counts.items()], timezone.now())
 
@@ -477,6 +477,6 @@ accesses = BatchedCounter("access", _write_accesses)
 
 def reinforce(chunk_ids: list[int]) -> None:
     """Returning a memory strengthens it: its access count and time, written in batches off the
-    request path (every search counts, as in seed 002; the "memory" profile ranks with them)."""
+    request path (every search counts, docs/ranking.md#reinforcement; the "memory" profile ranks with them)."""
     if chunk_ids:
         accesses.add_many(list(chunk_ids), 1)

@@ -1,5 +1,5 @@
 """Ranking constants of search and context: weights, thresholds and switches measured on the recall
-benchmarks (bench/README.md), not settings an operator tunes (issue 43). Read as `weights.NAME` at
+benchmarks (bench/README.md), not settings an operator tunes. Read as `weights.NAME` at
 call time, so that a test can patch one (monkeypatch.setattr(weights, "NAME", value))."""
 
 # Hybrid search (weighted fusion): the share of the way the request's vector/text weights move, per
@@ -36,7 +36,7 @@ COVERAGE_WORDS = 0.5
 COVERAGE_FLOOR = 0.8
 # Full text: how much a query word found only in a chunk's conversation context counts (0–1).
 TEXT_CONTEXT_WEIGHT = 0.3
-# The relevance floor of search and context (seed 004): a memory that shares no word with the query
+# The relevance floor of search and context (docs/ranking.md#relevance-floor): a memory that shares no word with the query
 # is listed (and joins a context) only when the cosine of its embedding to the query's is at least
 # this (MiniLM: unrelated sentences sit around 0.0–0.25); -1 lists everything fusion ranks.
 # Chosen on both benchmark files so that turn and session recall@10 hold in every half

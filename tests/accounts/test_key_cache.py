@@ -1,4 +1,4 @@
-"""API keys are cached per process for a few seconds (issue 19); revocation still takes effect."""
+"""API keys are cached per process for a few seconds; revocation still takes effect."""
 
 from __future__ import annotations
 

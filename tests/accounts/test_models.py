@@ -1,4 +1,4 @@
-"""Tenants, workspaces, channels and API keys (SPEC S1)."""
+"""Tenants, workspaces, channels and API keys (docs/memory-model.md#sharing)."""
 
 from __future__ import annotations
 

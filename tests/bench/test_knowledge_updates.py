@@ -77,7 +77,9 @@ def test_newest_within_k_and_a_block_dated_by_each_memory_s_own_session() -> Non
     recent = SimpleNamespace(source="recent", session="c-s2", text="hello")
     day_of = {"c-s1": "2023-05-01", "c-s2": "2023-06-01"}
     assert shows_own_dates("- (user, said 2023-05-01) I moved to Lisbon\n- **user**: hello", [item, recent], day_of)
+    assert shows_own_dates("- (user, said 2023-05-01 10:00) I moved to Lisbon", [item], day_of)
     assert not shows_own_dates("- (user, said 2026-11-29) I moved to Lisbon", [item], day_of)
+    assert not shows_own_dates("- (user, said 2026-11-29 10:00) I moved to Lisbon", [item], day_of)
     tally = Tally()
     order = evidence_order(DATES, [{"new"}])
     tally.add(("overall",), order, order, 1.0, 1.0, 1.0, 1.0, True, True)

@@ -1,6 +1,7 @@
 """Failures the spawned servers cannot be made to show: the database failing under the HTTP
-endpoint's key check, and a tool crashing. Both answer as REST does (its exception handler),
-never with a bare 500 page or a dropped call."""
+endpoint's key check, and a tool crashing. Both answer as REST does (its exception handler; the
+endpoint's refusals as a JSON-RPC error carrying REST's envelope), never with a bare 500 page or a
+dropped call."""
 
 from __future__ import annotations
 
@@ -45,14 +46,14 @@ def test_a_database_failure_during_the_key_check_is_answered_in_the_envelope(mon
     monkeypatch.setattr(http, "_authenticate", failing)
     status, _, body = _post(http.ApiKeyRequired(_never), {"host": "localhost", "authorization": "Bearer mh_x_y"})
     expected_status, expected = server.rest_error(OperationalError("connection refused"), "test")
-    assert (status, body) == (expected_status, expected)
-    assert status >= 500 and set(body) == {"error"}
+    assert (status, body["error"]["data"]) == (expected_status, expected["error"])
+    assert status >= 500 and body["error"]["code"] == -32603 and body["id"] is None
 
 
 def test_a_host_outside_allowed_hosts_is_refused(settings: Any) -> None:
     settings.ALLOWED_HOSTS = ["memory.example.com"]
     status, _, body = _post(http.ApiKeyRequired(_never), {"host": "evil.example.net", "authorization": "Bearer x"})
-    assert status == 400 and body["error"]["code"] == "bad_request"
+    assert status == 400 and body["error"]["data"]["code"] == "bad_request"
 
 
 @pytest.mark.django_db

@@ -1,6 +1,7 @@
 """Through MCP a key reaches exactly what it reaches through REST: its tenant, its workspace if it is
 limited to one, its user (and shared memories) if it is limited to a user. And the HTTP endpoint
-itself refuses requests without a valid key, in the REST error envelope."""
+itself refuses requests without a valid key: a JSON-RPC error carrying the REST error envelope's
+code, which the official client hands its caller."""
 
 from __future__ import annotations
 
@@ -111,7 +112,32 @@ def test_http_requests_need_a_valid_key(server_url: str, authorization: str | No
     response = httpx.post(f"{server_url}/mcp/", json=INIT, headers=headers)
     assert response.status_code == 401
     assert response.headers["www-authenticate"] == "Bearer"
-    assert response.json()["error"]["code"] == code
+    error = response.json()["error"]
+    assert error["data"]["code"] == code and error["message"] == error["data"]["message"]
+
+
+def test_the_official_client_surfaces_a_wrong_key_as_such(http_mcp: Mcp) -> None:
+    """A wrong key reaches the agent as an MCP error saying the key is invalid, not as an
+    anonymous "Server returned an error response"."""
+    from mcp.shared.exceptions import MCPError
+
+    async def initialize(session: Any) -> None:
+        await session.initialize()
+
+    with pytest.raises(BaseException) as raised:
+        http_mcp.session("mh_00000000_not-a-key", initialize)
+    found = _first(raised.value, MCPError)
+    assert found is not None, repr(raised.value)
+    assert found.error.message == "Invalid API key."
+    assert found.error.data["code"] == "invalid_api_key"
+
+
+def _first(exc: BaseException, kind: type[BaseException]) -> Any:
+    """The first `kind` in `exc`, its exception groups and causes."""
+    if isinstance(exc, kind):
+        return exc
+    inner = [*getattr(exc, "exceptions", ()), exc.__cause__, exc.__context__]
+    return next((found for e in inner if e is not None and (found := _first(e, kind)) is not None), None)
 
 
 def test_a_revoked_key_is_refused_and_a_valid_one_served_with_or_without_the_slash(server_url: str) -> None:
@@ -124,4 +150,4 @@ def test_a_revoked_key_is_refused_and_a_valid_one_served_with_or_without_the_sla
         assert response.json()["result"]["serverInfo"]["name"] == "memoryhub"
     ApiKey.objects.get(prefix=ApiKey.parse_prefix(raw)).revoke()
     response = httpx.post(f"{server_url}/mcp/", json=INIT, headers={**HEADERS, "Authorization": f"Bearer {raw}"})
-    assert response.status_code == 401 and response.json()["error"]["code"] == "invalid_api_key"
+    assert response.status_code == 401 and response.json()["error"]["data"]["code"] == "invalid_api_key"

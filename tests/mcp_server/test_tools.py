@@ -51,12 +51,11 @@ def test_search_and_context_answer_what_rest_answers(http_mcp: Mcp, alice: dict[
 
 
 def test_options_left_to_rest_are_refused_by_name(http_mcp: Mcp, alice: dict[str, Any]) -> None:
-    """explain, group_by and synthesize are REST's (/search/): the tool says so and stores nothing."""
-    explain, grouped, synth = http_mcp.calls(alice["key"], [
+    """explain and group_by are REST's (/search/): the tool says so and stores nothing."""
+    explain, grouped = http_mcp.calls(alice["key"], [
         ("memory_search", {"query": "cabin wifi", "explain": True}),
-        ("memory_search", {"query": "cabin", "group_by": "session", "hits_per_session": 2}),
-        ("memory_search", {"query": "cabin", "synthesize": True})])
-    for result, name in ((explain, "explain"), (grouped, "group_by"), (synth, "synthesize")):
+        ("memory_search", {"query": "cabin", "group_by": "session", "hits_per_session": 2})])
+    for result, name in ((explain, "explain"), (grouped, "group_by")):
         assert result.code == "unknown_field"
         assert "REST API only" in result.data["error"]["details"]["fields"][name][0]["message"]
 
@@ -222,7 +221,7 @@ def test_search_and_context_calls_are_counted_like_requests(http_mcp: Mcp, alice
 
 
 def test_an_unknown_argument_names_the_one_meant(http_mcp: Mcp, alice: dict[str, Any]) -> None:
-    """Issue 42: a model that sends OpenAI's `messages` is told to send `events`."""
+    """A model that sends OpenAI's `messages` is told to send `events`."""
     wrong = http_mcp.call(alice["key"], "memory_remember", {"session": "chat", "messages": [{"role": "user",
                                                                                             "content": "hi"}]})
     assert wrong.code == "unknown_field" and "Did you mean 'events'?" in wrong.text

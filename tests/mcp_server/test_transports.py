@@ -18,7 +18,7 @@ from tests.mcp_server.conftest import ROOT, Mcp, as_result, server_env
 pytestmark = pytest.mark.django_db(transaction=True)
 
 TOOLS = {"memory_search", "memory_context", "memory_browse", "memory_stats", "memory_users", "memory_remember",
-         "memory_note", "memory_fact", "scratchpad_read", "scratchpad_write", "summary_expand"}
+         "memory_note", "memory_fact", "scratchpad_read", "scratchpad_write", "scratchpad_clear", "summary_expand"}
 
 
 async def _describe(session: ClientSession) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from tests.base import add_memories, new_session, search_texts
 @pytest.fixture
 def allow_local_llm(settings) -> None:  # type: ignore[no-untyped-def]
     """The fake model server (test_summarisers.fake_llm) listens on 127.0.0.1, which model calls
-    refuse unless the operator allows it (MEMORYHUB_OUTBOUND_ALLOWED_NETWORKS, issue 40)."""
+    refuse unless the operator allows it (MEMORYHUB_OUTBOUND_ALLOWED_NETWORKS)."""
     settings.MEMORYHUB_OUTBOUND_ALLOWED_NETWORKS = ("127.0.0.1/32",)
 
 

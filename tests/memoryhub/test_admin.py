@@ -1,4 +1,4 @@
-"""The operator admin for accounts, sessions and events (S9): lists, search, filters, keys."""
+"""The operator admin for accounts, sessions and events: lists, search, filters, keys."""
 
 from __future__ import annotations
 

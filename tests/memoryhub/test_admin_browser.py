@@ -36,11 +36,10 @@ def test_operator_logs_in_and_browses_sessions_and_events(live_server, staff_and
     # All database work happens before Playwright starts: its sync API runs an event loop in
     # this thread, where Django refuses ORM calls.
     with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=str(CHROMIUM), headless=True, args=["--no-sandbox", "--disable-gpu"]
-        )
+        browser = _browser(playwright)
         try:
-            page = browser.new_page()
+            page = browser.new_page(viewport={"width": 1280, "height": 800})
+            page.add_init_script(NOTE_WIDTH)
             page.goto(f"{live_server.url}/admin/login/?next=/admin/")
             page.fill("#id_username", "operator")
             page.fill("#id_password", PASSWORD)
@@ -67,7 +66,7 @@ def test_operator_logs_in_and_browses_sessions_and_events(live_server, staff_and
             browser.close()
 
 
-# --- the console starts from people (issue 42) -------------------------------------------------
+# --- the console starts from people -------------------------------------------------
 
 LONG_TEXT = ("Sam planted a walnut tree beside the old lighthouse keeper's cottage on the northern cape, "
              "and every summer he measures how much it has grown since his grandfather's time")
@@ -106,6 +105,7 @@ def people(settings, django_user_model) -> dict[str, int]:  # type: ignore[no-un
 
 def _logged_in(browser, live_server, width: int = 1280, height: int = 800):  # type: ignore[no-untyped-def]
     page = browser.new_page(viewport={"width": width, "height": height})
+    page.add_init_script(NOTE_WIDTH)
     page.goto(f"{live_server.url}/admin/login/?next=/admin/")
     page.fill("#id_username", "operator")
     page.fill("#id_password", PASSWORD)
@@ -114,9 +114,36 @@ def _logged_in(browser, live_server, width: int = 1280, height: int = 800):  # t
     return page
 
 
+# Every page a browser test opens fits the window: at each load the page notes, in its tab's
+# storage, where it is wider than the window (a sideways scroll bar); the browser's close() asserts
+# that no page noted one, and measures the page each tab shows last (charts drawn after the load).
+NOTE_WIDTH = """(() => { const note = () => { const wide = document.scrollingElement.scrollWidth;
+  if (wide > window.innerWidth) { const seen = JSON.parse(sessionStorage.getItem('mh-too-wide') || '[]');
+    seen.push(location.pathname + location.search + ': ' + wide + ' px in ' + window.innerWidth);
+    sessionStorage.setItem('mh-too-wide', JSON.stringify(seen)); } };
+  window.addEventListener('load', () => setTimeout(note, 0)); })();"""
+MEASURE_WIDTH = """() => { const seen = JSON.parse(sessionStorage.getItem('mh-too-wide') || '[]');
+  const wide = document.scrollingElement.scrollWidth;
+  return wide > window.innerWidth ? seen.concat([location.pathname + location.search + ': ' + wide + ' px in '
+                                                 + window.innerWidth]) : seen; }"""
+
+
 def _browser(playwright):  # type: ignore[no-untyped-def]
-    return playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True,
-                                      args=["--no-sandbox", "--disable-gpu"])
+    import sys
+
+    browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True,
+                                         args=["--no-sandbox", "--disable-gpu"])
+    close = browser.close
+
+    def close_checking_widths() -> None:
+        failing = sys.exc_info()[0] is not None  # a test that failed already keeps its own error
+        too_wide = [] if failing else sorted({line for context in browser.contexts for page in context.pages
+                                              if page.url.startswith("http") for line in page.evaluate(MEASURE_WIDTH)})
+        close()
+        assert too_wide == [], too_wide
+
+    browser.close = close_checking_widths
+    return browser
 
 
 def test_from_the_users_page_to_a_users_memories_in_the_explorer(live_server, people) -> None:

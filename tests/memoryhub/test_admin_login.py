@@ -1,4 +1,4 @@
-"""Admin login throttling (django-axes, issue 16): repeated failures lock the name and address out."""
+"""Admin login throttling (django-axes): repeated failures lock the name and address out."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def test_five_failures_lock_the_login_even_with_the_right_password(root, setting
 
 
 def test_failures_from_many_addresses_lock_the_user_name(root) -> None:  # type: ignore[no-untyped-def]
-    """Issue 40: guesses spread over addresses (or over forged ones) still count for the name."""
+    """Guesses spread over addresses (or over forged ones) still count for the name."""
     assert [attempt(Client(), f"wrong-{i}", address=f"10.9.9.{i}") for i in range(5)] == [200] * 4 + [429]
     other = Client()
     assert attempt(other, "right-password-123", address="10.9.9.99") == 429

@@ -1,5 +1,5 @@
-"""Django's own ASGIHandler as memoryhub.plumbing.asgi serves it (issue 43: the custom one-hop handler of
-issue 19 bought no search time when measured paired against it, bench/stack.py): a request's sync
+"""Django's own ASGIHandler as memoryhub.plumbing.asgi serves it (the custom one-hop handler once
+used bought no search time when measured paired against it, bench/stack.py): a request's sync
 work runs off the event loop, a streamed response is sent whole and closed after, a failing view is
 a 500 that still finishes, and slow requests leave threads for the others."""
 

@@ -1,5 +1,5 @@
 """memoryhub.plumbing.asgi.mount: a mounted app (the MCP endpoint) is imported at its first request, its
-lifespan entered then by the server's lifespan task and left at shutdown (issue 19: a web worker
+lifespan entered then by the server's lifespan task and left at shutdown (a web worker
 that never serves /mcp/ does not hold the MCP SDK)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Authentication and scopes: `Authorization: Bearer <key>` on every endpoint of S11 (S1)."""
+"""Authentication and scopes: `Authorization: Bearer <key>` on every endpoint (docs/memory-model.md#sharing)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Seed 001: channels through the API (GET/POST /channels/, GET/PATCH /channels/{id}/), with a
+"""Channels through the API (GET/POST /channels/, GET/PATCH /channels/{id}/), with a
 description and a default channel per workspace."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Chat-API messages as sent (seed 004, issue 41): OpenAI- and Anthropic-shaped messages are
+"""Chat-API messages as sent (docs/event-log.md#chat-messages): OpenAI- and Anthropic-shaped messages are
 appended as they are, searched by their text, and given back equal with ?format=openai|anthropic
 (memoryhub.chat)."""
 

@@ -1,4 +1,4 @@
-"""Management commands: create_api_key (S10) and the testable pieces of `run`."""
+"""Management commands: create_api_key and the testable pieces of `run`."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def test_create_api_key_creates_the_tenant_and_prints_the_key_last() -> None:
     assert raw.startswith("mh_") and " " not in raw
     tenant = Tenant.objects.get(name="Acme")
     key = ApiKey.objects.get(tenant=tenant)
-    # Not admin unless asked for (issue 40): an admin key registers webhooks.
+    # Not admin unless asked for: an admin key registers webhooks.
     assert key.matches(raw) and key.scopes == ["read", "write"] and key.workspace is None
     assert "Created tenant" in err
     response = make_client(raw).post("/api/v1/sessions/", {"id": "s1"}, format="json")
@@ -145,17 +145,24 @@ def test_bootstrap_creates_the_demo_tenant_admin_and_key_once(settings) -> None:
     command = RunCommand(stdout=io.StringIO(), stderr=io.StringIO())
     command.bootstrap()
     printed = command.stdout._out.getvalue()  # type: ignore[attr-defined]
-    raw = next(line.split()[-1] for line in printed.splitlines() if "API key:" in line)
-    assert ApiKey.objects.get(tenant__name=DEMO_TENANT).matches(raw)
+    raw = next(line.split()[-1] for line in printed.splitlines() if "agent key:" in line)
+    admin_raw = next(line.split()[-1] for line in printed.splitlines() if "admin key:" in line)
+    keys = ApiKey.objects.filter(tenant__name=DEMO_TENANT)
+    agent = next(key for key in keys if key.matches(raw))
+    admin = next(key for key in keys if key.matches(admin_raw))
+    # The key handed to agents cannot forget users or delete workspaces; the operator's can.
+    assert agent.scopes == ["read", "write"] and admin.scopes == ["read", "write", "admin"]
     user = get_user_model().objects.get(username="boss")
     assert user.is_superuser and user.is_staff and user.check_password("correct-horse-battery")
     assert make_client(raw).get("/api/v1/sessions/").status_code == 200
+    assert make_client(raw).delete("/api/v1/users/someone/").status_code == 403
+    assert "manage.py changepassword boss" in printed
 
     again = RunCommand(stdout=io.StringIO(), stderr=io.StringIO())
     again.bootstrap()
     assert "exists" in again.stdout._out.getvalue()  # type: ignore[attr-defined]
     assert Tenant.objects.filter(name=DEMO_TENANT).count() == 1
-    assert ApiKey.objects.filter(tenant__name=DEMO_TENANT).count() == 1
+    assert ApiKey.objects.filter(tenant__name=DEMO_TENANT).count() == 2
     assert get_user_model().objects.filter(username="boss").count() == 1
 
 
@@ -270,9 +277,9 @@ def test_run_serves_on_a_fresh_data_folder_and_stops_everything(tmp_path) -> Non
             if "is serving" in line or len(lines) > 200:
                 break
         output = "".join(lines)
-        assert f"http://127.0.0.1:{port}/api/v1/" in output, output
+        assert f"is serving http://127.0.0.1:{port}/" in output, output
         assert "shared buffers set to" in output, output  # a fresh folder has initdb's 128 MB
-        raw = next(line.split()[-1] for line in lines if "API key:" in line)
+        raw = next(line.split()[-1] for line in lines if "agent key:" in line)
         request = urllib.request.Request(
             f"http://127.0.0.1:{port}/api/v1/sessions/first/events/", method="POST",
             data=json.dumps({"role": "user", "content": "hello"}).encode(),

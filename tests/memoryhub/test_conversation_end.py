@@ -1,7 +1,7 @@
-"""What the end of a conversation does (seed 001, issue 41): its conversation-tier memories are
+"""What the end of a conversation does (docs/event-log.md#conversation-lifecycle): its conversation-tier memories are
 cleared at once, and the summarise lane runs the fact extractor over its events not extracted yet
 (woken by the end, to the last event in one visit); the facts extracted then outlive the clearing.
-Each message then says when it was consolidated (seed 004's consolidated_at)."""
+Each message then says when it was consolidated (its consolidated_at)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from memoryhub.session_work import work_on_session
 from tests.base import new_session, post_events
 from tests.memoryhub.test_summarisers import completion, fake_llm
 
-# The fake model server listens on 127.0.0.1, refused unless allowed (issue 40).
+# The fake model server listens on 127.0.0.1, refused unless allowed.
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("allow_local_llm")]
 
 MOVE = "We are moving the lab to Porto in March."

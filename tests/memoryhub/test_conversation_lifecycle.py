@@ -1,4 +1,4 @@
-"""Seed 001: a conversation's lifecycle. Repeating a status is an error, archived sessions are hidden
+"""A conversation's lifecycle. Repeating a status is an error, archived sessions are hidden
 from the list unless asked for, ended_at is recorded, sessions are found by ref_code, and
 its end (idle or archived) clears the conversation-tier memories (not promoted or pinned ones)."""
 
@@ -150,7 +150,7 @@ def test_archiving_clears_the_conversations_memories(alice, django_capture_on_co
 
 
 def test_ending_the_conversation_clears_them_too(alice, django_capture_on_commit_callbacks) -> None:
-    """Seed 001: conversation memory is "cleared when the conversation ends": idle is its end."""
+    """Conversation memory is cleared when the conversation ends: idle is its end."""
     new_session(alice, "s1")
     with django_capture_on_commit_callbacks(execute=True):
         ids = remember(alice, "s1")

@@ -9,8 +9,8 @@ import pytest
 from django.utils import timezone
 
 from accounts.models import Tenant
+from memoryhub import metrics
 from memoryhub.models import Arrivals, MetricSample
-from memoryhub.plumbing import metrics
 from retrieval.models import Chunk
 from tests.base import Cast, post_events
 
@@ -38,7 +38,7 @@ def test_an_import_of_old_chats_counts_as_arrived_today_not_last_year(staff_clie
 
 def test_arrivals_and_embeddings_are_counted_as_they_happen_not_sampled(staff_client, cast: Cast,
                                                                        django_capture_on_commit_callbacks) -> None:
-    # Issue 42: "events arrived: 0, Arriving —, Rate —" right after 20 events and their chunks were
+    # Reported: "events arrived: 0, Arriving —, Rate —" right after 20 events and their chunks were
     # embedded, because nobody had the dashboard open to sample the totals before and after.
     events = [{"role": "user", "content": f"message number {i} about the harbour"} for i in range(20)]
     with django_capture_on_commit_callbacks(execute=True):

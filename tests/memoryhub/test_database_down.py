@@ -1,4 +1,4 @@
-"""The database going away (issue 16): 503 database_unavailable with Retry-After, and back without a restart.
+"""The database going away: 503 database_unavailable with Retry-After, and back without a restart.
 
 The outage is real: the connection is pointed at a socket folder where no server listens, the way
 a stopped PostgreSQL looks to Django, and pointed back afterwards.

@@ -1,10 +1,11 @@
-"""The admin's End users (issue 42: the console starts from people): per tenant, search by user id,
+"""The admin's End users (the console starts from people): per tenant, search by user id,
 what each owns, last seen, the explorer link, forgetting with a confirmation page; the same user
 id in two tenants is two people; the admin index's badge of reviews waiting."""
 
 from __future__ import annotations
 
 import html as html_lib
+import json
 import re
 from typing import Any
 
@@ -154,3 +155,22 @@ def test_a_user_id_with_any_characters_is_listed_linked_and_forgotten(staff_clie
                               "confirm": "yes"})
     assert not Session.objects.filter(user_id=odd).exists() and not Note.objects.filter(user_id=odd).exists()
     assert Session.objects.filter(tenant=cast.alice_tenant, user_id="sam").count() == 2
+
+
+def test_export_beside_forget_downloads_everything_of_that_user_only(staff_client, client, cast, people) -> None:
+    html = staff_client.get(USERS, {"tenant__id__exact": cast.alice_tenant.pk, "q": "sam"}).content.decode()
+    link = re.search(r'href="([^"]+/export/)" class="mh-export-user">export</a> · <a href="[^"]+/forget/"', html)
+    assert link is not None, html
+    response = staff_client.get(html_lib.unescape(link.group(1)))
+    assert response.status_code == 200
+    assert response["Content-Disposition"].startswith('attachment; filename="memoryhub-alice-user-sam-')
+    data = json.loads(response.content)
+    assert data["scope"] == {"type": "user", "user_id": "sam"}
+    assert sorted(s["id"] for s in data["sessions"]) == ["sam-1", "sam-2"]
+    assert len(data["records"]["memoryhub.Fact"]) == 2  # alice's sam's, not bob's sam's five
+    assert "dana" not in response.content.decode()
+    assert staff_client.get(f"{USERS}{cast.alice_tenant.pk}:nobody/export/").status_code == 404
+    viewer = User.objects.create_user("viewer", password="pw-123456", is_staff=True)
+    viewer.user_permissions.add(Permission.objects.get(codename="view_enduser"))
+    client.force_login(viewer)
+    assert client.get(html_lib.unescape(link.group(1))).status_code == 403  # exports are superusers'

@@ -1,4 +1,4 @@
-"""POST /sessions/{id}/events/ (SPEC S2, S11): append, bulk, idempotency, isolation and the append's own
+"""POST /sessions/{id}/events/ (docs/event-log.md#append): append, bulk, idempotency, isolation and the append's own
 statements. Bad input is test_events_input.py, reads and the recent-window cache test_events_read.py."""
 
 from __future__ import annotations

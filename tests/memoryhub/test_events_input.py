@@ -108,7 +108,7 @@ def test_malformed_json_is_a_clear_400(alice) -> None:
     assert not Event.objects.exists()
 
 
-# --- created_at within a sane window (issue 40, item 4) -----------------------------------------
+# --- created_at within a sane window -----------------------------------------
 
 
 @pytest.mark.parametrize("created_at", ["9999-12-31T00:00:00Z", "0001-01-01T00:00:00Z", "1969-12-31T23:59:59Z"])

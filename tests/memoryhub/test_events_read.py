@@ -1,4 +1,4 @@
-"""GET /sessions/{id}/events/ (SPEC S2, S11): reads in order, limit, after, before, paging, and the
+"""GET /sessions/{id}/events/ (docs/event-log.md#append): reads in order, limit, after, before, paging, and the
 recent-window cache (write-through, never stale, per session and tenant)."""
 
 from __future__ import annotations

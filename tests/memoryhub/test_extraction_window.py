@@ -1,4 +1,4 @@
-"""Fact extraction in the summarise lane (seed 003): a window of earlier events as context, facts
+"""Fact extraction in the summarise lane (docs/event-log.md#fact-extraction): a window of earlier events as context, facts
 taken once, and a model's unusable reply recorded without stalling the session."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from memoryhub.session_work import FACTS_STEP, STEP, work_on_session
 from tests.base import post_events
 from tests.memoryhub.test_summarisers import completion, fake_llm
 
-# The fake model server listens on 127.0.0.1, refused unless allowed (issue 40).
+# The fake model server listens on 127.0.0.1, refused unless allowed.
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("allow_local_llm")]
 
 QUESTION = "Which city should I move to for the new job, Lisbon or Porto?"

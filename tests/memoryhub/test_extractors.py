@@ -1,4 +1,4 @@
-"""Fact extractors (S5): none by default; the OpenAI-compatible HTTP one against a local fake."""
+"""Fact extractors (docs/event-log.md#fact-extraction): none by default; the OpenAI-compatible HTTP one against a local fake."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from retrieval.models import Chunk
 from tests.base import post_events
 from tests.memoryhub.test_summarisers import completion, fake_llm
 
-# The fake model server listens on 127.0.0.1, refused unless allowed (issue 40).
+# The fake model server listens on 127.0.0.1, refused unless allowed.
 pytestmark = pytest.mark.usefixtures("allow_local_llm")
 
 FACTS = {"facts": [
@@ -97,7 +97,7 @@ def test_configured_extractor_runs_after_appends(alice, settings, django_capture
     assert alice.get("/api/v1/facts/?category=profile").json()["count"] == 1
 
 
-# --- seed 003's plain lines (a model without a JSON mode) ------------------------------------------
+# --- the plain lines (a model without a JSON mode) ------------------------------------------
 
 
 @pytest.mark.parametrize("reply", ["NONE", "none", "NONE.", "**NONE**", "  NONE\n", "None\nNothing durable here."])

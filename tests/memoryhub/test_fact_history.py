@@ -1,9 +1,10 @@
-"""Facts per owner and with history (SPEC S5, S12): two users' `home_city` are two facts, an upsert
+"""Facts per owner and with history (docs/memory-model.md#facts): two users' `home_city` are two facts, an upsert
 by one owner never touches another's row, every change of content opens a version, and `as_of`
 answers from the versions true then (facts list, search, context)."""
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any
 
@@ -208,7 +209,7 @@ def test_context_as_of_says_the_old_fact_and_now_the_new_one_dated(alice, django
 
     now = block()
     assert "Ann lives in Lisbon" in now and "Berlin" not in now
-    assert f"(fact since {timezone.now():%Y-%m-%d}) Ann lives in Lisbon" in now
+    assert re.search(rf"\(fact since {timezone.now():%Y-%m-%d} \d\d:\d\d\) Ann lives in Lisbon", now), now
     then = block(as_of=between.isoformat())
     assert "Ann lives in Berlin" in then and "Lisbon" not in then
 
@@ -254,7 +255,7 @@ def test_the_current_fact_ranks_above_an_older_message_in_search_and_context(ali
     relevant = [i["text"] for i in context["items"] if i["source"] == "relevant"]
     assert relevant == [r["text"] for r in results]
     # The older message is still there, dated, so that an agent can tell old from new.
-    assert "(user, said 2025-03-02) I live in Berlin" in context["markdown"]
+    assert "(user, said 2025-03-02 10:00) I live in Berlin" in context["markdown"]
 
 
 @pytest.mark.django_db

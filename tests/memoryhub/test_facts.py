@@ -1,4 +1,4 @@
-"""Facts (S5, S11): upsert on (scope, category, key), filters, patch, delete, indexing, isolation."""
+"""Facts (docs/memory-model.md#facts): upsert on (scope, category, key), filters, patch, delete, indexing, isolation."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""DELETE /api/v1/users/{user_id}/ and manage.py forget_user (SPEC S1)."""
+"""DELETE /api/v1/users/{user_id}/ and manage.py forget_user (docs/memory-model.md#sharing)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Every hostile input found by the attack of issue 16 is a 4xx in the envelope, never a 500."""
+"""Every hostile input found by an attack on the server is a 4xx in the envelope, never a 500."""
 
 from __future__ import annotations
 
@@ -153,6 +153,20 @@ def test_import_conflict_names_no_constraint(alice) -> None:
     assert error["message"] == "The file conflicts with stored data: a note in it already exists in this tenant."
 
 
+def test_import_of_a_fact_with_two_current_versions_says_so(alice, cast) -> None:  # type: ignore[no-untyped-def]
+    fact = alice.post("/api/v1/facts/", {"content": "Ann lives in Lyon.", "key": "city"}, format="json").json()
+    alice.patch(f"/api/v1/facts/{fact['id']}/", {"content": "Ann lives in Oslo."}, format="json")
+    export = alice.post("/api/v1/export/", {}, format="json").json()
+    first = export["records"]["memoryhub.FactVersion"][0]["fields"]
+    assert first["valid_to"] is not None
+    first.update(valid_to=None, closed_by="")  # two versions of the fact are now current
+    response = post_raw(cast.bob, "/api/v1/import/", json.dumps(export))
+    assert response.status_code == 400 and error_code(response) == "invalid_import", response.content
+    message = response.json()["error"]["message"]
+    assert "more than one current version" in message and "already exists" not in message, message
+    assert not Fact.objects.filter(tenant__name="bob").exists()
+
+
 @pytest.mark.parametrize("method, url, body, field", [
     ("post", "/api/v1/search/", {"query": "x", "agent": 5}, "agent"),
     ("post", "/api/v1/context/", {"query": "x", "agent": 5}, "agent"),
@@ -178,7 +192,7 @@ def test_wrong_json_types_are_refused(alice, method: str, url: str, body: dict, 
     ("post", "/api/v1/sessions/", {"id": "s9", "agent": "a" * 200 + "  "}, "agent"),
 ])
 def test_padding_does_not_stretch_max_length(alice, method: str, url: str, body: dict, field: str) -> None:
-    """DRF trims before it measures: the schema's maxLength counts what was sent (issue 40)."""
+    """DRF trims before it measures: the schema's maxLength counts what was sent."""
     response = getattr(alice, method)(url, body, format="json")
     assert response.status_code == 400, response.content
     assert field in response.json()["error"]["details"]["fields"], response.json()

@@ -1,4 +1,4 @@
-"""The HTTP summariser as seed 002's compactor: a prompt per level, a conversation header, long
+"""The HTTP summariser: a prompt per level, a conversation header, long
 messages split into parts (never cut), long transcripts summarised a request at a time."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from memoryhub.summarisers import PROMPTS, HttpSummariser, Turn, split_text
 from tests.base import new_session, post_events
 from tests.memoryhub.test_summarisers import completion, fake_llm
 
-# The fake model server listens on 127.0.0.1, refused unless allowed (issue 40).
+# The fake model server listens on 127.0.0.1, refused unless allowed.
 pytestmark = pytest.mark.usefixtures("allow_local_llm")
 
 LEVEL_OF_PROMPT = {prompt: level for level, prompt in PROMPTS.items()}
@@ -47,7 +47,7 @@ def test_each_level_has_its_own_prompt() -> None:
     assert len(set(PROMPTS.values())) == 4
     assert "messages" in PROMPTS["leaf"] and "summaries of consecutive parts" in PROMPTS["branch"]
     assert "overview of a whole conversation" in PROMPTS["root"] and "shorter" in PROMPTS["condense"]
-    for prompt in PROMPTS.values():  # the rules every level shares (seed 002)
+    for prompt in PROMPTS.values():  # the rules every level shares (docs/event-log.md#summaries)
         assert "never add outside knowledge" in prompt and "exactly as written" in prompt
 
 
@@ -174,7 +174,7 @@ def test_post_summary_tries_the_model_once_and_falls_back_at_once(alice, setting
 
 
 def test_every_message_line_names_the_sessions_agent(alice, settings, http_summariser, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    # Issue 41 row 3 (seed 002 v5: "[#01 2026-04-18T12:00Z opus/user]").
+    # The conversation header: each message numbered, timed and named by its speaker.
     monkeypatch.setattr("memoryhub.summaries.LEAF_EVENTS", 2)
     new_session(alice, "trip", agent="travel-bot")
     post_events(alice, "trip", {"role": "user", "content": "Lisbon?", "created_at": "2025-05-01T10:00:00Z"},
@@ -186,7 +186,7 @@ def test_every_message_line_names_the_sessions_agent(alice, settings, http_summa
 
 
 def test_each_level_asks_for_its_own_token_budget(alice, settings, http_summariser, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    # Issue 41 row 3 (seed 002 v5: 7k / 14k / 20k tokens for leaf / branch / root).
+    # Token budgets per level (7k / 14k / 20k tokens for leaf / branch / root).
     monkeypatch.setattr("memoryhub.summaries.LEAF_EVENTS", 2)
     monkeypatch.setattr("memoryhub.summaries.BRANCH_CHILDREN", 2)
     post_events(alice, "s1", *[{"role": "user", "content": f"turn {i}"} for i in range(8)])

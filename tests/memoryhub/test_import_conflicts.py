@@ -1,4 +1,4 @@
-"""POST /api/v1/import/?on_conflict=fail|skip|merge: sessions and records a tenant holds already (issue 17)."""
+"""POST /api/v1/import/?on_conflict=fail|skip|merge: sessions and records a tenant holds already."""
 
 from __future__ import annotations
 
@@ -61,6 +61,8 @@ def test_a_bad_option_is_400_with_a_code(filled, carol, django_capture_on_commit
     response = import_(carol, export(filled.alice), django_capture_on_commit_callbacks, "overwrite")
     assert response.status_code == 400 and error_code(response) == "invalid_on_conflict"
     assert response.json()["error"]["details"]["allowed"] == ["fail", "skip", "merge"]
+    empty = import_(carol, export(filled.alice), django_capture_on_commit_callbacks, "")  # ?on_conflict=
+    assert empty.status_code == 400 and error_code(empty) == "invalid_on_conflict"
     assert not Session.objects.filter(tenant__name="carol").exists()
 
 
@@ -220,3 +222,19 @@ def test_skip_and_merge_keep_a_stored_channels_description(filled, carol, django
         assert Channel.objects.get(pk=travel.pk).description == "Carol's own words"
     others = Channel.objects.filter(tenant__name="carol").exclude(pk=travel.pk)
     assert set(others.values_list("description", flat=True)) == {"From the file"}  # merge filled in the empty ones
+
+
+@pytest.mark.parametrize("on_conflict", ["fail", "skip", "merge"])
+def test_another_workspaces_session_is_answered_as_a_missing_one(db, on_conflict, django_capture_on_commit_callbacks) -> None:  # type: ignore[no-untyped-def]
+    scratch = make_client(make_key(make_tenant("scratch")))
+    assert scratch.post("/api/v1/sessions/", {"id": "plans", "workspace": "w1"}, format="json").status_code == 201
+    data = export(scratch, workspace="w1")
+    tenant = make_tenant("carol")
+    assert make_client(make_key(tenant)).post("/api/v1/sessions/", {"id": "plans", "workspace": "w2"},
+                                              format="json").status_code == 201
+    limited = make_client(make_key(tenant, workspace="w1"))
+    before = holdings("carol")
+    response = import_(limited, data, django_capture_on_commit_callbacks, on_conflict)
+    # The body a read of the id answers this key: nothing says that w2 holds it.
+    assert (response.status_code, response.json()) == (404, limited.get("/api/v1/sessions/plans/").json())
+    assert holdings("carol") == before

@@ -1,4 +1,4 @@
-"""Importance by type (seed 002) when the client gives none: correction 0.9, preference 0.8,
+"""Importance by type (docs/memory-model.md#importance) when the client gives none: correction 0.9, preference 0.8,
 fact 0.6, task 0.5, otherwise 0.5; a given importance always wins."""
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from memoryhub.plumbing.llm import SummariserError, chat_completion
 from memoryhub.summarisers import Turn, summarise_safely
 from tests.memoryhub.test_summarisers import completion, fake_llm
 
-# The fake model server listens on 127.0.0.1, refused unless allowed (issue 40).
+# The fake model server listens on 127.0.0.1, refused unless allowed.
 pytestmark = pytest.mark.usefixtures("allow_local_llm")
 
 MESSAGES = [{"role": "user", "content": "hi"}]

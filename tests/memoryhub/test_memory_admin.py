@@ -1,4 +1,4 @@
-"""Admin of notes, facts, summaries and scratchpads (S9, issue 4 item 7)."""
+"""Admin of notes, facts, summaries and scratchpads."""
 
 from __future__ import annotations
 
@@ -126,7 +126,7 @@ def test_scratchpad_is_read_only_with_badge(admin_client, data) -> None:  # type
 
 
 def test_fact_page_shows_history_and_an_edit_opens_a_version(admin_client, data) -> None:  # type: ignore[no-untyped-def]
-    """SPEC S12: the admin shows a fact's versions, and an operator's edit of its content is a
+    """The admin shows a fact's versions, and an operator's edit of its content is a
     version of its own (source operator); deleting keeps the history."""
     from django.forms.models import model_to_dict
 

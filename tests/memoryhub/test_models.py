@@ -71,7 +71,7 @@ def test_session_id_is_unique_per_tenant_not_globally() -> None:
         ("idle", "archived", True),
         ("archived", "active", False),
         ("archived", "idle", False),
-        ("active", "active", False),  # repeating a status is not a move (seed 001)
+        ("active", "active", False),  # repeating a status is not a move
         ("idle", "idle", False),
         ("archived", "archived", False),
     ],

@@ -1,4 +1,4 @@
-"""Notes (S5, S11): CRUD by note id, tags, filters, indexing without orphans, isolation."""
+"""Notes (docs/memory-model.md#notes): CRUD by note id, tags, filters, indexing without orphans, isolation."""
 
 from __future__ import annotations
 
@@ -148,7 +148,7 @@ def test_bad_input_stores_nothing(alice, body, code) -> None:  # type: ignore[no
 
 
 def test_patch_changes_only_what_is_sent(alice, index) -> None:  # type: ignore[no-untyped-def]
-    """Seed 000 (issue 41): an update keeps what was not sent (PUT still replaces the whole note)."""
+    """An update keeps what was not sent (PUT still replaces the whole note)."""
     index(alice, "s1", {"role": "user", "content": "hi"})
     alice.post(NOTES, {"note_id": "n3", "content": "Window seat", "session": "s1", "source": "agent",
                        "tags": ["travel"], "metadata": {"k": 1}}, format="json")
@@ -167,7 +167,7 @@ def test_patch_changes_only_what_is_sent(alice, index) -> None:  # type: ignore[
 
 
 def test_tags_are_capped_as_the_seed_caps_them(alice) -> None:  # type: ignore[no-untyped-def]
-    """Seed 000 (issue 41): the first 16 tags are kept and each is cut to 64 characters; no 400."""
+    """The first 16 tags are kept and each is cut to 64 characters; no 400."""
     tags = ["Dup", "dup", "b" * 70] + [f"t{i}" for i in range(20)]
     r = alice.post(NOTES, {"note_id": "n2", "content": "many tags", "tags": tags}, format="json")
     assert r.status_code == 201, r.json()
@@ -207,7 +207,12 @@ def test_workspace_limited_key(cast) -> None:  # type: ignore[no-untyped-def]
     limited = make_client(make_key(cast.alice_tenant, workspace="lab"))
     assert limited.get(NOTES).json()["count"] == 0
     assert limited.get(note_url("main")).status_code == 404
-    assert limited.put(note_url("main"), {"content": "take over"}, format="json").status_code == 409
+    # The id is another workspace's: the very answer a read of it gets, never note_exists.
+    read = limited.get(note_url("main")).json()
+    taken = limited.put(note_url("main"), {"content": "take over"}, format="json")
+    assert (taken.status_code, taken.json()) == (404, read) and error_code(taken) == "note_not_found"
+    taken = limited.post(NOTES, {"note_id": "main", "content": "take over"}, format="json")
+    assert (taken.status_code, taken.json()) == (404, read)
     r = limited.post(NOTES, {"content": "lab note"}, format="json")
     assert r.status_code == 201 and r.json()["workspace"] == "lab"
     r = limited.post(NOTES, {"content": "x", "workspace": "default"}, format="json")

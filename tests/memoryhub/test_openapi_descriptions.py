@@ -1,4 +1,4 @@
-"""The OpenAPI document speaks to API users (issue 42): every operation and schema says what it is
+"""The OpenAPI document speaks to API users: every operation and schema says what it is
 for, and none shows how the server is built (docstrings of implementation, setting names, files)."""
 
 from __future__ import annotations

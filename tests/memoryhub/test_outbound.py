@@ -1,4 +1,4 @@
-"""Outbound requests (memoryhub.plumbing.outbound, issue 40): webhooks and model endpoints never reach this
+"""Outbound requests (memoryhub.plumbing.outbound): webhooks and model endpoints never reach this
 machine, private networks or metadata services unless the operator allows them; the settings
 that say which proxies and networks are trusted fail loudly on bad values."""
 

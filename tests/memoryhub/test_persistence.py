@@ -1,4 +1,4 @@
-"""Seed 003: sessions sharing a persistence key restore as one history across rotated ids
+"""Sessions sharing a persistence key restore as one history across rotated ids
 (GET /sessions/{id}/restore/?persistence=true)."""
 
 from __future__ import annotations

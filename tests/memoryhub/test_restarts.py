@@ -66,6 +66,37 @@ def test_health_and_the_dashboard_show_the_restarts(tmp_path: Path, monkeypatch,
         "dispatch lane": {"restarts": 2, "last_exit_code": -9, "last_restart_at": 1.0}}}))
     monkeypatch.setenv(RESTARTS_ENV, str(path))
     assert anon.get("/api/v1/health/").json() == {"status": "ok",
-                                                  "details": {"restarts": 2, "restarted": {"dispatch lane": 2}}}
+                                                  "details": {"restarts": 2, "restarted": {"dispatch lane": 2},
+                                                                                              "search": "hash embedder"}}
     page = staff_client.get("/admin/dashboard/").content.decode()
     assert "restarted since the service started: <strong>2</strong>; dispatch lane: 2 (last exit code -9)" in page
+
+
+def test_the_embedded_postgresql_restarted_is_counted(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.delenv(RESTARTS_ENV, raising=False)
+    supervisor = Supervisor(tmp_path, say=lambda line: None, warn=lambda line: None)
+    supervisor.use_restarts_file(tmp_path / "supervision.json")
+    monkeypatch.setattr(supervision.embedded_pg, "postmaster", lambda data_dir: None)  # it died
+    monkeypatch.setattr(supervision.embedded_pg, "restart_embedded_postgres", lambda data_dir: True)
+    assert supervisor.problem() is None
+    counts = supervision.read_restarts()
+    assert counts["total"] == 1 and counts["children"][supervision.DATABASE]["restarts"] == 1
+
+
+@pytest.mark.django_db
+def test_a_web_worker_respawned_by_its_master_is_counted(tmp_path: Path, monkeypatch, anon) -> None:
+    from types import SimpleNamespace
+
+    from memoryhub.plumbing import gunicorn_conf
+
+    monkeypatch.delenv(RESTARTS_ENV, raising=False)
+    Supervisor(None, say=lambda line: None, warn=lambda line: None).use_restarts_file(tmp_path / "supervision.json")
+    serving, stopping = SimpleNamespace(LISTENERS=[object()]), SimpleNamespace(LISTENERS=[])
+    gunicorn_conf.child_exit(serving, None)  # a worker died (killed, out of memory): the master starts another
+    gunicorn_conf.child_exit(serving, None)
+    gunicorn_conf.child_exit(stopping, None)  # the master stops: its workers exit, nothing is respawned
+    assert anon.get("/api/v1/health/").json() == {"status": "ok",
+                                                  "details": {"restarts": 2, "restarted": {"web workers": 2}}}
+    # The next start counts from zero.
+    Supervisor(None, say=lambda line: None, warn=lambda line: None).use_restarts_file(tmp_path / "supervision.json")
+    assert supervision.read_restarts() == {"total": 0, "children": {}}

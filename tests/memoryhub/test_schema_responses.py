@@ -1,4 +1,4 @@
-"""The schema's error responses and strict bodies (memoryhub.api.docs, issue 40): what the
+"""The schema's error responses and strict bodies (memoryhub.api.docs): what the
 postprocessing hook adds, checked against the server where a case is cheap to make."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Scratchpad (S5): GET/PUT/DELETE /sessions/{id}/scratchpad/, limits, archive and forget."""
+"""Scratchpad (docs/memory-model.md#scratchpad): GET/PUT/DELETE /sessions/{id}/scratchpad/, limits, archive and forget."""
 
 from __future__ import annotations
 
@@ -121,7 +121,7 @@ def test_workspace_limited_and_read_only_keys(cast, session) -> None:  # type: i
 
 
 def test_per_key_writes_keep_the_other_items(alice, session) -> None:  # type: ignore[no-untyped-def]
-    """Seed 001 (issue 41): two agents writing different keys do not overwrite each other."""
+    """Two agents writing different keys do not overwrite each other."""
     alice.put(url(), {"items": [{"key": "goal", "value": "Book the flight"}, {"key": "done", "value": "hotel"}]},
               format="json")
     first = alice.patch(url(), {"set": {"open": "Which day?"}}, format="json")

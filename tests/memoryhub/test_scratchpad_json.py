@@ -1,4 +1,4 @@
-"""Seed 001: scratchpad items are keyed JSON values (each at most 240 characters serialised, 32 items)."""
+"""Scratchpad items are keyed JSON values (each at most 240 characters serialised, 32 items)."""
 
 from __future__ import annotations
 

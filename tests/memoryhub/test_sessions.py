@@ -1,4 +1,4 @@
-"""POST/GET /sessions/, GET/PATCH/DELETE /sessions/{id}/ (SPEC S2, S11)."""
+"""POST/GET /sessions/, GET/PATCH/DELETE /sessions/{id}/ (docs/event-log.md#append)."""
 
 from __future__ import annotations
 
@@ -361,7 +361,12 @@ def test_workspace_limited_key_sees_only_its_workspace(alice, cast) -> None:
     assert refused.status_code == 403
     assert error_code(refused) == "workspace_forbidden"
     assert not Session.objects.filter(external_id="other").exists()
-    # The id is taken in another workspace of the tenant: a conflict that reveals nothing more.
+    # The id is taken in another workspace of the tenant: the very answer a read of it gets (a 409
+    # session_exists would tell the key that the id exists there).
     taken = create(limited, id="in-w2")
-    assert taken.status_code == 409
+    assert (taken.status_code, taken.json()) == (404, limited.get(f"{SESSIONS}in-w2/").json())
+    assert error_code(taken) == "session_not_found"
+    assert limited.post(f"{SESSIONS}in-w2/events/", {"role": "user", "content": "hi"},
+                        format="json").status_code == 404
+    assert not Session.objects.get(external_id="in-w2").events.exists()
     assert Workspace.objects.filter(tenant=cast.alice_tenant, name="w2").count() == 1

@@ -49,7 +49,7 @@ def test_concurrent_validations_keep_their_own_results() -> None:
 
 
 def test_an_unknown_field_names_the_field_meant(alice) -> None:  # type: ignore[no-untyped-def]
-    """Issue 42: `messages` (OpenAI's and mem0's name) suggests `events`; a typo its near field."""
+    """`messages` (OpenAI's and mem0's name) suggests `events`; a typo its near field."""
     from tests.base import error_code
 
     sent = alice.post("/api/v1/sessions/s1/events/", {"messages": [{"role": "user", "content": "hi"}]}, format="json")

@@ -1,4 +1,4 @@
-"""Summarisers (S6): the extractive default and the OpenAI-compatible HTTP one (against a local fake)."""
+"""Summarisers (docs/event-log.md#summaries): the extractive default and the OpenAI-compatible HTTP one (against a local fake)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from memoryhub.summarisers import (
 )
 from tests.base import post_events
 
-# The fake model server listens on 127.0.0.1, refused unless allowed (issue 40).
+# The fake model server listens on 127.0.0.1, refused unless allowed.
 pytestmark = pytest.mark.usefixtures("allow_local_llm")
 
 WHEN = datetime(2026, 3, 14, 9, 26, tzinfo=UTC)

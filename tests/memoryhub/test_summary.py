@@ -1,4 +1,4 @@
-"""Rolling summary (S6): GET/PUT with compare-and-swap, the automatic trigger, restore, summarise_due."""
+"""Rolling summary (docs/event-log.md#summaries): GET/PUT with compare-and-swap, the automatic trigger, restore, summarise_due."""
 
 from __future__ import annotations
 
@@ -76,7 +76,7 @@ def test_bad_put_stores_nothing(alice, body, code) -> None:  # type: ignore[no-u
 
 @pytest.mark.parametrize("body", [[], 0, "", False])
 def test_summarise_now_refuses_a_body_that_is_not_an_object(alice, body) -> None:  # type: ignore[no-untyped-def]
-    """A falsy body used to pass as {} (issue 40: the schema forbids it, the server accepted it)."""
+    """A falsy body used to pass as {} (the schema forbids it, the server accepted it)."""
     seed(alice)
     r = alice.post(url("s1"), body, format="json")
     assert r.status_code == 400, r.content

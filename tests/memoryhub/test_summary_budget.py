@@ -1,4 +1,4 @@
-"""Seed 000: the summary budget is per session (set on the session or on the summary call; the
+"""The summary budget is per session (set on the session or on the summary call; the
 server default when absent), and a summary past its share is condensed, not truncated."""
 
 from __future__ import annotations
@@ -165,7 +165,7 @@ def traced(text: str) -> set[int]:
 
 
 def test_merge_lines_leaves_a_trace_of_every_message() -> None:
-    # Issue 41 row 1: at 360 characters the old condenser kept #1 and #22-#25; #2-#21 vanished.
+    # at 360 characters the old condenser kept #1 and #22-#25; #2-#21 vanished.
     lines = [f"- [2025-05-01 10:{i:02d}] user #{i}: turn {i} ticket T-{1000 + i} " + "ok " * 20 for i in range(1, 26)]
     out = merge_lines("\n".join(lines), room=360)
     assert len(out) <= 360

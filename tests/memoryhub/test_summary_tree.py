@@ -1,4 +1,4 @@
-"""Summary tree (S6, seed 002): leaves, branches, root; searchable; expandable; isolated."""
+"""Summary tree (docs/event-log.md#summaries): leaves, branches, root; searchable; expandable; isolated."""
 
 from __future__ import annotations
 
@@ -140,7 +140,7 @@ def test_branch_lines_condense_children_without_their_bullets(alice) -> None:  #
 
 
 def test_nodes_carry_their_time_span_and_model(alice, settings) -> None:  # type: ignore[no-untyped-def]
-    # Issue 41 row 2 (seed 002: earliest_at, latest_at, model on every summary).
+    # Every summary dated (earliest_at, latest_at, model on every summary).
     events = [{"role": "user", "content": f"Turn {i}: ticket JIRA-{100 + i}",
                "created_at": f"2025-05-0{1 + i // 3}T10:{i:02d}:00Z"} for i in range(6)]
     assert post_events(alice, "s1", *events).status_code == 201

@@ -1,5 +1,5 @@
 """Events with several tool calls (`tool_calls: [{id, name, arguments}]`) and `tool_call_id` on a tool
-result, as chat APIs send them (seed 004); the single tool_name/tool_args call keeps working."""
+result, as chat APIs send them (docs/event-log.md#chat-messages); the single tool_name/tool_args call keeps working."""
 
 from __future__ import annotations
 

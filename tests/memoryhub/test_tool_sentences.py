@@ -1,4 +1,4 @@
-"""Tool calls described in a sentence (issue 41 row 5, seed 002 v5): with a summariser model
+"""Tool calls described in a sentence (docs/event-log.md#indexing): with a summariser model
 configured, the summarise lane has it write one past-tense sentence about each tool call with
 empty content, and search finds the call by that sentence; without one, `Called <tool> with …`."""
 

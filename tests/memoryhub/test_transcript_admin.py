@@ -66,14 +66,14 @@ def test_sessions_have_no_plain_delete(staff_client, chat) -> None:
 
 
 def test_queue_rows_say_what_each_task_is_about(staff_client, chat) -> None:
-    assert queue.describe("retrieval.tasks.index_events", [chat.pk, [1, 2]]).startswith("2 event(s) of session")
-    assert queue.describe("retrieval.tasks.embed_chunks", [[1, 2, 3]]) == "3 chunk(s)"
+    assert queue.describe("retrieval.tasks.index_events", [chat.pk, [1, 2]]).startswith("2 events of session")
+    assert queue.describe("retrieval.tasks.embed_chunks", [[1, 2, 3]]) == "3 chunks"
     assert queue.describe("scheduling.tasks.execute_run", ["00000000-0000-0000-0000-000000000000"]).startswith("a schedule run")
     now = timezone.now()
     Failure.objects.create(id="f" * 32, name="broken-task", func="retrieval.tasks.index_events",
                            args=(chat.pk, [1]), started=now, stopped=now, success=False, result="boom")
     listing = staff_client.get("/admin/django_q/failure/").content.decode()
-    assert "tasks.index_events" in listing and "1 event(s) of session" in listing and ">chat</a>" in listing
+    assert "tasks.index_events" in listing and "1 event of session" in listing and ">chat</a>" in listing
     page = staff_client.get(f"/admin/django_q/failure/{'f' * 32}/change/").content.decode()
     assert "Failure object" not in page.split("<title>")[1].split("</title>")[0]
     assert staff_client.get("/admin/django_q/ormq/").status_code == 200

@@ -1,4 +1,4 @@
-"""POST /api/v1/export/ and /import/, manage.py export_memory / import_memory (SPEC S9)."""
+"""POST /api/v1/export/ and /import/, manage.py export_memory / import_memory (docs/memory-model.md#export-and-import)."""
 
 from __future__ import annotations
 

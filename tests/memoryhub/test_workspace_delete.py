@@ -1,4 +1,4 @@
-"""DELETE /api/v1/workspaces/{name}/ (seed 001: deleting a workspace removes its memory): everything
+"""DELETE /api/v1/workspaces/{name}/ (deleting a workspace removes its memory): everything
 in it, in one transaction, counted per model; a preview; admin scope; tenants apart; the admin."""
 
 from __future__ import annotations

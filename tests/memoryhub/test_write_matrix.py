@@ -1,5 +1,5 @@
 """Every REST write × {a tenant key writing for user bob, bob's user-limited key} × {bob's own row,
-ann's row, a shared (unowned) row, a missing id} (SPEC S1, issue 39).
+ann's row, a shared (unowned) row, a missing id} (docs/memory-model.md#sharing).
 
 ann and bob collide on names: their sessions are trip-1 and trip-2 (ids are unique in a tenant, so
 bob reaching for ann's trip-1 is the collision), both have a fact `profile/home_city`, a document

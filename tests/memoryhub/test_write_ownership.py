@@ -1,4 +1,4 @@
-"""Regression tests of issue 39, item 1: ownership on every write path (SPEC S1). End users ann and
+"""Regression tests: ownership on every write path (docs/memory-model.md#sharing). End users ann and
 bob of one tenant collide on the same names; a user-limited key writes only its user's rows, reads
 shared ones without changing them, and never learns that another user's row exists."""
 

@@ -1,4 +1,4 @@
-"""Access counts written by several processes at once (issue 19): a flush locks its rows in id
+"""Access counts written by several processes at once: a flush locks its rows in id
 order, so two flushes of overlapping batches queue behind each other instead of deadlocking. The
 counts live in ChunkAccess rows of their own (migration 0013): a flush never rewrites a chunk row."""
 

@@ -61,7 +61,7 @@ def test_stats_counts_the_tenants_memory(alice, bob, index) -> None:
     assert body["chunks"]["total"] == 2 and body["chunks"]["embedded"] == 1
     assert body["chunks"]["pending_embedding"] == 1 and body["chunks"]["embedding_errors"] == 1
     assert body["chunks"]["embedding_coverage"] == 0.5
-    # The task queue is every tenant's: its counts are not a tenant's to see (issue 16).
+    # The task queue is every tenant's: its counts are not a tenant's to see.
     assert body["queue"] == {"pending_embeddings": 1, "embedding_waiting": 1, "embedding_set_aside": 0,
                              "embedding_eta_seconds": None, "embedding_rate_per_second": 0.0}  # no lane ran
     assert body["unsummarised_messages"] == 2

@@ -1,4 +1,4 @@
-"""Management commands: backfill_embeddings, reindex_tool_calls, stats (SPEC S10)."""
+"""Management commands: backfill_embeddings, reindex_tool_calls, stats."""
 
 from __future__ import annotations
 

@@ -21,6 +21,7 @@ from memoryhub.models import Fact, Session
 from retrieval.lifecycle.models import ConsolidationReport, PendingDeletion
 from retrieval.models import Chunk
 from tests.base import make_client, make_key, make_tenant, post_events, remember
+from tests.memoryhub.test_admin_browser import NOTE_WIDTH, _browser
 
 CHROMIUM = Path(os.environ.get("MEMORYHUB_TEST_CHROMIUM", "/usr/bin/chromium"))
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
@@ -37,7 +38,7 @@ TIMEOUT_MS = 20_000
 @pytest.fixture
 def world(settings, django_user_model, monkeypatch) -> dict[str, Any]:  # type: ignore[no-untyped-def]
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-    monkeypatch.setattr("memoryhub.plumbing.metrics.SAMPLE_EVERY_SECONDS", 0)  # every dashboard refresh takes a sample
+    monkeypatch.setattr("memoryhub.metrics.SAMPLE_EVERY_SECONDS", 0)  # every dashboard refresh takes a sample
     django_user_model.objects.create_superuser(username="operator", email="", password=PASSWORD)
     tenant = make_tenant("acme")
     key = make_key(tenant)
@@ -61,10 +62,10 @@ def world(settings, django_user_model, monkeypatch) -> dict[str, Any]:  # type: 
 @pytest.fixture
 def page(live_server: Any, world: dict[str, Any]) -> Iterator[Any]:
     with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True,
-                                             args=["--no-sandbox", "--disable-gpu"])
+        browser = _browser(playwright)  # its close() asserts that no page was wider than the window
         try:
-            tab = browser.new_page(viewport={"width": 1400, "height": 1000})
+            tab = browser.new_page(viewport={"width": 1280, "height": 1000})
+            tab.add_init_script(NOTE_WIDTH)
             tab.set_default_timeout(TIMEOUT_MS)
             tab.goto(f"{live_server.url}/admin/login/?next=/admin/")
             tab.fill("#id_username", "operator")
@@ -79,7 +80,7 @@ def page(live_server: Any, world: dict[str, Any]) -> Iterator[Any]:
 
 def open_user(page: Any, tenant: str, user: str) -> None:
     page.goto(f"{page.base}/admin/")
-    page.click("text=Memory explorer: a user's memory, searched")
+    page.click("#mh-console-links a:has-text('Memory explorer')")
     page.click(f"#mh-tenant-list a:has-text('{tenant}')")
     page.click(f"#mh-users a:has-text('{user}')")
 
@@ -102,9 +103,10 @@ def test_find_a_users_memory_by_meaning(settings, django_user_model, live_server
                 {"role": "user", "content": "My car needs new tyres before winter."},
                 {"role": "user", "content": "We are repainting the kitchen blue."})
     with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=["--no-sandbox"])
+        browser = _browser(playwright)
         try:
-            tab = browser.new_page()
+            tab = browser.new_page(viewport={"width": 1280, "height": 800})
+            tab.add_init_script(NOTE_WIDTH)
             tab.set_default_timeout(60_000)
             tab.goto(f"{live_server.url}/admin/login/?next=/admin/")
             tab.fill("#id_username", "operator")
@@ -191,7 +193,7 @@ def test_reject_a_prune(prune_review, page) -> None:
     page.click("#result_list tbody tr a >> nth=0")
     page.locator(f".mh-review-item[data-chunk='{keep}'] button:has-text('Reject')").click()
     page.wait_for_selector("text=1 kept")
-    # Decided, it stays listed with its decision (issue 42): no buttons left on it.
+    # Decided, it stays listed with its decision: no buttons left on it.
     decided = page.locator(f".mh-review-item[data-chunk='{keep}']")
     assert decided.locator(".mh-decision").inner_text() == "rejected: kept"
     assert decided.locator("button").count() == 0
@@ -241,7 +243,7 @@ def test_dashboard_moves_after_an_ingest(page, world) -> None:
     page.wait_for_function(
         "document.querySelector('#mh-chart-events h3').textContent.includes('their own created_at): 8')",
         timeout=TIMEOUT_MS)
-    # Counted as appended (issue 42): all 8 arrived today, whether or not the page was open.
+    # Counted as appended: all 8 arrived today, whether or not the page was open.
     assert re.search(r"arrived \(counted as appended\): 8\b", title.inner_text()), title.inner_text()
     assert page.locator("#mh-chart-backlog canvas").count() == 1  # drawn by the vendored uPlot
 

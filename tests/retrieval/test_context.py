@@ -27,7 +27,7 @@ def test_context_combines_recent_salient_and_relevant(alice, index) -> None:
 
 
 def test_context_injects_important_memories_only_when_relevant(alice, index) -> None:
-    """Seed 003: nothing ordinary is injected for an irrelevant query; an important memory below
+    """Nothing ordinary is injected for an irrelevant query; an important memory below
     the critical line (0.85) is, when the query is about it or there is no query."""
     index(alice, "old", {"role": "user", "content": "My passport number ends in 4471.", "importance": 0.8})
     irrelevant = context(alice, query="tell me a joke about penguins").json()

@@ -31,11 +31,11 @@ def test_messages_facts_and_summaries_show_their_own_dates(alice, index, cast) -
     remember(Fact.objects.create(**where, key="boiler", content="The boiler was serviced by the plumber",
                                  valid_from=datetime(2023, 6, 1, tzinfo=UTC)))
     block = context(alice, query="plumber boiler", kinds=["event"])
-    assert "(user, said 2023-05-16) The plumber fixed the boiler valve." in block
+    assert "(user, said 2023-05-16 10:00) The plumber fixed the boiler valve." in block
     block = context(alice, query="plumber boiler", kinds=["summary"])
-    assert "(summary 2023-05-16) - user: plumber boiler visit" in block
+    assert "(summary 2023-05-16 10:00) - user: plumber boiler visit" in block
     block = context(alice, query="plumber boiler", kinds=["fact"])
-    assert "(fact since 2023-06-01) The boiler was serviced by the plumber" in block
+    assert "(fact since 2023-06-01 00:00) The boiler was serviced by the plumber" in block
     assert TODAY not in context(alice, query="plumber boiler")
 
 

@@ -1,4 +1,4 @@
-"""The candidates fetched within the dates a query names (issue 19): a month named without a year
+"""The candidates fetched within the dates a query names: a month named without a year
 is read as index ranges over the years the tenant's memories span, and the nearest vectors within
 the dates are searched exactly when few memories fall in them, instead of a filtered HNSW walk
 that visits thousands of rows to find them (or none: "in June" when nothing was said in June)."""

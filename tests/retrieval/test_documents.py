@@ -1,4 +1,4 @@
-"""Seed 000: documents are per workspace (and per session when given), with GET (list, one) and
+"""Documents are per workspace (and per session when given), with GET (list, one) and
 DELETE; the content-hash skip stays. A key confined to one workspace or user can neither replace nor
 detect another's document."""
 

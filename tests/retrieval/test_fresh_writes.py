@@ -95,6 +95,6 @@ def test_a_query_sharing_nothing_with_what_is_stored_lists_nothing(alice, trip) 
 
 def test_the_floor_keeps_word_matches_and_can_be_lowered_by_the_request(alice, trip) -> None:
     assert texts(search(alice, query="Lisbon flight", scope="account"))[0] == STORED[0]
-    # min_cosine -1: seed 004's floor at its lowest, everything fusion ranked.
+    # min_cosine -1: the floor at its lowest, everything fusion ranked.
     assert len(texts(search(alice, query="quantum chromodynamics lecture notes", scope="account",
                             min_cosine=-1))) == 3

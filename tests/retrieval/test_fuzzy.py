@@ -1,4 +1,4 @@
-"""Typo-tolerant full text (issue 14 item 12): a query word the scope never says matches the
+"""Typo-tolerant full text: a query word the scope never says matches the
 scope's closest words, never another tenant's or user's; a correctly spelled query is unchanged."""
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def test_a_misspelt_query_finds_the_memory(alice, trip, mode: str) -> None:
 @pytest.mark.parametrize("mode", ["text", "fuzzy"])
 @pytest.mark.parametrize("query", ["Kisbon", "isbon"])
 def test_a_typo_in_the_first_letter_finds_the_memory(alice, trip, mode: str, query: str) -> None:
-    # Issue 41 row 4 (seed 002: pg_trgm similarity has no favourite letter): a wrong or missing
+    # A wrong first letter (pg_trgm similarity has no favourite letter): a wrong or missing
     # first letter still finds the scope's closest word.
     assert texts(search(alice, query=query, mode=mode))[0] == FLIGHT
 

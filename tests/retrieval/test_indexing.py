@@ -346,7 +346,7 @@ def test_an_appends_context_comes_from_the_recent_window_when_it_is_cached(
 def test_a_short_message_reads_the_messages_before_it_and_a_long_chunk_reads_itself() -> None:
     """A chunk's context fills the room its own text leaves (indexing.CONTEXT_FILL), newest
     earlier message first, each cut to fit: a short reply is embedded with what it answers, a
-    chunk that fills the room alone with nothing else (issue 43: context was most of the model's
+    chunk that fills the room alone with nothing else (context was most of the model's
     input)."""
     earlier = ["I moved to Lisbon in 2021 and love the tiles.", "Which part of town do you live in?"]
     assert indexing.fill_context(earlier, len("Alfama, near the river.")) == "\n".join(earlier)

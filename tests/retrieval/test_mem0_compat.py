@@ -177,11 +177,11 @@ def test_infer_with_an_unusable_reply_is_recorded_as_the_lane_records_it(connect
     assert not Event.objects.filter(session=session, consolidated_at__isnull=True).exists()
 
 
-def test_infer_without_an_extractor_stores_the_conversation_only(connect: Connect) -> None:
+def test_infer_without_an_extractor_keeps_the_messages_verbatim(connect: Connect) -> None:
     client = connect("alice")
-    assert client.add("I live in Porto.", user_id="ann", run_id="chat-1")["results"] == []
-    assert Event.objects.get(session__external_id="chat-1").content == "I live in Porto."
-    assert not Fact.objects.exists()
+    [added] = client.add("I live in Porto.", user_id="ann", run_id="chat-1", infer=True)["results"]
+    assert (added["event"], added["memory"], added["run_id"]) == ("ADD", "I live in Porto.", "chat-1")
+    assert Fact.objects.get().content == "I live in Porto." and not Event.objects.exists()
 
 
 def test_users_lists_end_users(connect: Connect) -> None:
@@ -225,11 +225,10 @@ def test_isolation_between_tenants_and_users(connect: Connect) -> None:
     assert as_bob.search("secret", filters={"user_id": "bob"})["results"] == []
     added = as_bob.add("Bob likes jazz.", user_id="bob", infer=False)["results"][0]
     assert added["user_id"] == "bob"
-    # Without a user_id the key's user is meant: bob's conversation, not one shared with ann's key.
-    as_bob.add("Bob hums.", agent_id="radio")
-    connect("alice", user="ann").add("Ann sings.", agent_id="radio")
-    assert Session.objects.get(external_id="mem0:bob:radio").user_id == "bob"
-    assert Session.objects.get(external_id="mem0:ann:radio").user_id == "ann"
+    # Without a user_id the key's user is meant: bob's memory, not one shared with ann's key.
+    assert as_bob.add("Bob hums.", agent_id="radio")["results"][0]["user_id"] == "bob"
+    assert connect("alice", user="ann").add("Ann sings.", agent_id="radio")["results"][0]["user_id"] == "ann"
+    assert Fact.objects.get(content="Bob hums.").user_id == "bob"
 
 
 def test_bad_input_is_a_4xx_with_a_code(live_server: Any, connect: Connect) -> None:

@@ -1,4 +1,4 @@
-"""Web processes embed queries without torch (issue 19): on the prepared ONNX model when there is
+"""Web processes embed queries without torch: on the prepared ONNX model when there is
 one, on the configured embedder otherwise."""
 
 from __future__ import annotations

@@ -155,7 +155,7 @@ def test_a_critical_memory_is_in_every_context_and_ordinary_salience_only_when_r
         assert [i["text"] for i in critical] == [allergy], body
         assert ctx["items"][0]["source"] == "critical"
         assert "### Critical" in ctx["markdown"] and allergy in ctx["markdown"]
-        # Seed 003: an ordinary salient memory (0.75) is not injected for an irrelevant query.
+        # an ordinary salient memory (0.75) is not injected for an irrelevant query.
         assert "My passport number ends in 4471." not in [i["text"] for i in ctx["items"]], body
         # Within the reserved part of the budget.
         assert sum(i["tokens"] for i in critical) <= ctx["budget"] * 0.15
@@ -170,7 +170,7 @@ def test_a_critical_memory_is_in_every_context_and_ordinary_salience_only_when_r
 
 
 def test_an_irrelevant_query_injects_nothing_ordinary(alice, index) -> None:
-    """Seed 003, beside the critical rule: nothing ordinary is injected when nothing is relevant."""
+    """Beside the critical rule: nothing ordinary is injected when nothing is relevant."""
     index(alice, "old", {"role": "user", "content": "My passport number ends in 4471.", "importance": 0.8})
     irrelevant = _context(alice, query="tell me a joke about penguins")
     assert irrelevant["items"] == [] and irrelevant["markdown"] == ""

@@ -1,4 +1,4 @@
-"""A review page after decisions (issue 42): it still says how many memories the review held,
+"""A review page after decisions: it still says how many memories the review held,
 what was decided for each, and every memory's uses as a number."""
 
 from __future__ import annotations

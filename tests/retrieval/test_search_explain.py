@@ -1,4 +1,4 @@
-"""POST /search/ with "explain": true (issue 20 item 4): per result, fusion's parts, the fused score
+"""POST /search/ with "explain": true: per result, fusion's parts, the fused score
 and every step that moved it, adding up to the score and rank it ended with; without explain the
 response is what it was."""
 
@@ -76,7 +76,7 @@ def test_explain_shows_the_requests_weights_when_unbalanced(alice, garden, setti
 
 
 def test_weights_the_caller_sends_are_used_exactly(alice, garden, settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    """Seed 000 (issue 41): 0.5 / 0.5 sent is 0.5 / 0.5 used; no balancing, no feedback step."""
+    """0.5 / 0.5 sent is 0.5 / 0.5 used; no balancing, no feedback step."""
     monkeypatch.setattr(weights, "BALANCE", 0.5)
     monkeypatch.setattr(weights, "FEEDBACK", 0.3)
     found = results(search(alice, query="tomatoes garden", explain=True, vector_weight=0.5, text_weight=0.5))

@@ -25,7 +25,7 @@ def test_memory_profile_reinforces_returned_results(alice, index) -> None:
     search(alice, query="grape", profile="memory", top_k=1)
     assert Chunk.objects.with_access().get(text="grape juice").access_count == 2
     assert Chunk.objects.with_access().get(text="grape jelly").accessed_at is not None
-    search(alice, query="grape")  # every profile counts (seed 002); the memory profile ranks with it
+    search(alice, query="grape")  # every profile counts (docs/ranking.md#reinforcement); the memory profile ranks with it
     assert Chunk.objects.with_access().get(text="grape juice").access_count == 3
 
 

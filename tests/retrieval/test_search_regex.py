@@ -1,4 +1,4 @@
-"""POST /search/ with mode "regex" (seed 002): exact patterns over chunk text, in the same scope and
+"""POST /search/ with mode "regex": exact patterns over chunk text, in the same scope and
 ownership as every mode, newest first, and bounded: a bad pattern is 400 invalid_regex, a slow one
 is cut by statement_timeout and answers regex_timeout, never a 500 or a stuck request."""
 

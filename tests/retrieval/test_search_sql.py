@@ -21,7 +21,7 @@ from retrieval.search.sql import scope_clause, where_clause
 
 
 def test_where_starts_with_the_tenant_and_adds_each_filter_given() -> None:
-    # A fact's superseded versions are left out unless asked as of a moment they were true (S12).
+    # A fact's superseded versions are left out unless asked as of a moment they were true (docs/memory-model.md#fact-history).
     assert where_clause(SearchRequest(tenant_id=7)) == ("c.tenant_id = %s AND c.valid_to IS NULL", [7])
     since, until = datetime(2023, 1, 1, tzinfo=UTC), datetime(2024, 1, 1, tzinfo=UTC)
     req = SearchRequest(tenant_id=7, key_workspace_id=3, scope="workspace", workspace_ids=[3, 4], tags=["x"],

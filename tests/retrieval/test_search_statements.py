@@ -25,7 +25,7 @@ def test_search_query_count_does_not_grow_with_results(alice, index, mode: str,
                           ("exact", 2, True)])
 def test_a_search_is_three_statements_at_most(alice, index, cast, settings, mode: str, statements: int,
                                               alongside: bool, django_assert_num_queries, monkeypatch) -> None:
-    """Issue 19: the term statistics (text and hybrid), one statement for the candidates, their
+    """The term statistics (text and hybrid), one statement for the candidates, their
     scores and vectors (feedback, MMR and dedup run on those in Python), one for the hits' rows.
     Hybrid search splits the candidates in two while the query is being embedded (text side
     first, vector side once the vector is in), unless weights.EMBED_ALONGSIDE is off.

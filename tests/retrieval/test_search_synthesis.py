@@ -1,4 +1,4 @@
-"""`synthesize: true` on search (seed 002's memory_search "optional LLM synthesis";
+"""`synthesize: true` on search (optional: only with a model configured;
 retrieval.synthesis): an answer from the results by the configured model, with citations checked
 against the results, a 400 without a model, and results kept when the model fails."""
 
@@ -20,7 +20,7 @@ EVENTS = ({"role": "user", "content": "I always take an aisle seat on flights."}
 
 @pytest.fixture
 def llm(settings, monkeypatch) -> Any:  # type: ignore[no-untyped-def]
-    """A configured model: the fake server on 127.0.0.1, which the operator allows (issue 40)."""
+    """A configured model: the fake server on 127.0.0.1, which the operator allows."""
     settings.MEMORYHUB_OUTBOUND_ALLOWED_NETWORKS = ("127.0.0.1/32",)
     settings.MEMORYHUB_SUMMARISER = "http"
     settings.MEMORYHUB_SUMMARISER_MODEL = "fake-7b"

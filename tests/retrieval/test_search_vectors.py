@@ -1,5 +1,5 @@
 """Feedback, pair similarities and vector scores computed in Python on the candidates' vectors
-(issue 19) agree with what pgvector computed in SQL before."""
+ agree with what pgvector computed in SQL before."""
 
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ def test_cosines_agree_with_pgvector(stored) -> None:
 def test_feedback_agrees_with_the_sql_it_replaces(stored) -> None:
     vectors, ids = stored
     query, weight, top = get_embedder().embed(["otters sleeping"])[0], 0.4, ids[:3]
-    in_sql = dict(select_rows(  # the statement of sql.feedback_scores before issue 19
+    in_sql = dict(select_rows(  # the statement of sql.feedback_scores before numpy took it over
         "WITH fb AS (SELECT %s::vector + avg(f.embedding::vector) * %s::vector AS q FROM retrieval_chunk f "
         "WHERE f.id = ANY(%s)) SELECT c.id, 1 - (c.embedding <=> fb.q::halfvec) FROM retrieval_chunk c, fb "
         "WHERE fb.q IS NOT NULL AND c.id = ANY(%s)",

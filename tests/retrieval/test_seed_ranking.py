@@ -1,5 +1,5 @@
-"""The seed ranking rows of issue 41: decay in the default profile (decay_weight, seed 001), seed
-002's formula (profile "seed002"), seed 004's relevance floor (min_cosine on search and context)."""
+"""The alternative rankings (docs/ranking.md#profiles): decay in the default profile (decay_weight), the
+published formula (profile "seed002"), the relevance floor (min_cosine on search and context)."""
 
 from __future__ import annotations
 
@@ -110,7 +110,7 @@ def test_seed002_profile_ranks_by_time_since_use_and_importance(alice, cast, fac
         assert parts["vector"]["normalised"] == pytest.approx(max(parts["vector"]["raw"], 0.0), abs=1e-4)
         assert result["score"] == pytest.approx(sum(p["part"] for p in parts.values()), abs=1e-4)
     assert [r["score"] for r in results] == sorted((r["score"] for r in results), reverse=True)
-    # Every search counts as a use (seed 002): the three are reinforced and start again from now.
+    # Every search counts as a use (docs/ranking.md#reinforcement): the three are reinforced and start again from now.
     assert {c.access_count for c in Chunk.objects.with_access()} == {1}
     again = {r["text"]: r["explain"]["parts"]["relevance"]["raw"]
              for r in search(alice, query="medlar tart", profile="seed002", explain=True).json()["results"]}
@@ -137,7 +137,7 @@ def test_min_cosine_keeps_only_memories_close_in_meaning(alice, cast, fact) -> N
     fact(tenant, "b", "persimmon prices in the old market square on rainy tuesdays")
     assert sorted(_texts(search(alice, query="persimmon harvest"))) == [
         "persimmon harvest", "persimmon prices in the old market square on rainy tuesdays"]
-    # The second shares a word, not the meaning: seed 004's floor leaves it out.
+    # The second shares a word, not the meaning: the floor leaves it out.
     assert _texts(search(alice, query="persimmon harvest", min_cosine=0.9)) == ["persimmon harvest"]
     assert _texts(search(alice, query="persimmon harvest", min_cosine=1.0 - 1e-6)) in (["persimmon harvest"], [])
 

@@ -1,4 +1,4 @@
-"""Term statistics kept by triggers (issue 19): a search reads document frequencies and scope
+"""Term statistics kept by triggers: a search reads document frequencies and scope
 sizes instead of counting them, and they always equal a count of the chunks themselves."""
 
 from __future__ import annotations
@@ -185,3 +185,18 @@ def test_the_embedding_cadence_and_the_embed_lane_fold_the_deltas(rivers, alice,
     assert not TermStat.objects.filter(delta=True).exists()
     assert Chunk.objects.filter(text="A platypus!").exists()
     assert_kept_equals_counted(rivers)
+
+
+def test_forgetting_a_user_takes_her_words_out_of_the_statistics_at_once(alice, index, cast) -> None:
+    alice.post("/api/v1/sessions/", {"id": "ann-chat", "user_id": "ann"}, format="json")
+    index(alice, "ann-chat", {"role": "user", "content": "My axolotl is called Quetzal."})
+    alice.post("/api/v1/sessions/", {"id": "bob-chat", "user_id": "bob"}, format="json")
+    index(alice, "bob-chat", {"role": "user", "content": "My axolotl eats worms."})
+    termstats.compact()
+    response = alice.delete("/api/v1/users/ann/")
+    assert response.status_code == 200, response.content
+    # No compaction ran since: her words, and her id, are gone from every statistics row.
+    assert not TermStat.objects.filter(lexeme="quetzal").exists()
+    assert not ScopeSize.objects.filter(user_id="ann").exists()
+    assert sum(TermStat.objects.filter(lexeme="axolotl", workspace_id=termstats.ALL).values_list("n", flat=True)) == 1
+    assert not TermStat.objects.filter(tenant_id=cast.alice_tenant.pk, delta=True).exists()

@@ -1,4 +1,4 @@
-"""One number per fact (issue 42): how often search returned a fact is read from one place, its
+"""One number per fact: how often search returned a fact is read from one place, its
 chunks' ChunkAccess rows (retrieval migration 0013), by every surface that shows it: the admin's
 fact page and list, the memory explorer, the Memories list, the API and `manage.py stats`."""
 

@@ -66,7 +66,7 @@ def _handler(server: HookServer) -> type[BaseHTTPRequestHandler]:
 @pytest.fixture
 def hook_server(settings) -> Iterator[Callable[[], HookServer]]:  # type: ignore[no-untyped-def]
     """Start as many receivers as a test needs (alice's, bob's); all stop after the test. Webhooks
-    on this machine are refused unless the operator allows them (issue 40): these tests allow it."""
+    on this machine are refused unless the operator allows them: these tests allow it."""
     settings.MEMORYHUB_OUTBOUND_ALLOWED_NETWORKS = ("127.0.0.1/32",)
     started: list[ThreadingHTTPServer] = []
 

@@ -89,14 +89,19 @@ def test_prune_runs_keeps_newest_n_per_schedule(cast) -> None:  # type: ignore[n
 
 
 class FakeAgent(BaseHTTPRequestHandler):
-    replies: list[tuple[int, Any, float]] = []
+    # (status, reply, delay): a delay of None answers only once the client has given up (`released`).
+    replies: list[tuple[int, Any, float | None]] = []
     received: list[dict[str, Any]] = []
+    released = threading.Event()
 
     def do_POST(self) -> None:  # noqa: N802
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         FakeAgent.received.append({"body": body, "auth": self.headers.get("Authorization")})
         status, reply, delay = FakeAgent.replies.pop(0)
-        time.sleep(delay)
+        if delay is None:
+            FakeAgent.released.wait(120)
+        else:
+            time.sleep(delay)
         data = json.dumps(reply).encode()
         try:
             self.send_response(status)
@@ -117,11 +122,12 @@ def agent(settings, monkeypatch) -> Iterator[type[FakeAgent]]:  # type: ignore[n
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     FakeAgent.replies, FakeAgent.received = [], []
+    FakeAgent.released.clear()
     settings.MEMORYHUB_AGENT_WEBHOOK_URL = f"http://127.0.0.1:{server.server_port}/goal"
     settings.MEMORYHUB_AGENT_WEBHOOK_TOKEN = "s3cret"
-    monkeypatch.setattr("scheduling.actions.AGENT_WEBHOOK_TIMEOUT_SECONDS", 0.5)
-    settings.MEMORYHUB_OUTBOUND_ALLOWED_NETWORKS = ("127.0.0.1/32",)  # refused by default (issue 40)
+    settings.MEMORYHUB_OUTBOUND_ALLOWED_NETWORKS = ("127.0.0.1/32",)  # refused by default
     yield FakeAgent
+    FakeAgent.released.set()
     server.shutdown()
     server.server_close()
 
@@ -138,13 +144,16 @@ def test_agent_goal_posts_goal_and_records_reply(cast, agent) -> None:  # type: 
     assert Schedule.objects.get(pk=run.schedule_id).last_run_status == "succeeded"
 
 
-def test_agent_goal_failures_are_failed_runs(cast, agent) -> None:  # type: ignore[no-untyped-def]
+def test_agent_goal_failures_are_failed_runs(cast, agent, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     agent.replies.append((500, {"detail": "agent crashed"}, 0))
     crashed = run_action(cast.alice_tenant, "agent_goal", goal="g")
     assert crashed.status == "failed" and "HTTP 500" in crashed.output and "agent crashed" in crashed.output
     agent.replies.append((200, {"status": "failed", "output": "could not find it", "turn_count": 2, "cost": 0.5}, 0))
     gave_up = run_action(cast.alice_tenant, "agent_goal", goal="g")
     assert (gave_up.status, gave_up.output, gave_up.turn_count, gave_up.cost) == ("failed", "could not find it", 2, 0.5)
-    agent.replies.append((200, {"output": "late"}, 2.0))
+    # An agent that never answers in time: the webhook's timeout, short here, is the only clock.
+    monkeypatch.setattr("scheduling.actions.AGENT_WEBHOOK_TIMEOUT_SECONDS", 0.5)
+    agent.replies.append((200, {"output": "late"}, None))
     slow = run_action(cast.alice_tenant, "agent_goal", goal="g")  # gives up at the 0.5 s webhook timeout
+    agent.released.set()
     assert slow.status == "failed" and "unreachable" in slow.output.lower()

@@ -1,4 +1,4 @@
-"""REST contract of schedules and runs (S11): happy paths, bad input, tenant isolation."""
+"""REST contract of schedules and runs: happy paths, bad input, tenant isolation."""
 
 from __future__ import annotations
 

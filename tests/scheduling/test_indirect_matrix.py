@@ -2,9 +2,12 @@
 read-only, workspace-limited, user-limited, admin} × {own rows, another workspace's, another
 user's, another tenant's}; and forget-user's residue × the same keys.
 
-Every side holds the same names (session s1 where the tenant allows it, note n1, fact
-profile/home_city, a schedule `digest` with a run history) and a word of its own in each text,
-so that a leak says whose it was. Each case compares a database snapshot before and after: a
+Every side holds the same names: fact profile/home_city, a schedule `digest` with a run history,
+session s1 and note n1, and a word of its own in each text, so that a leak says whose it was. The
+one exception is forced by the database: a session's and a note's id are unique inside a tenant
+(test_an_id_names_one_session_and_one_note_per_tenant holds it), so the home tenant's other
+workspace and other user hold s1 and n1 with their side's suffix (`-beta`, `-bob`); the other
+tenant holds s1 and n1 exactly as the key's own side does. Each case compares a database snapshot before and after: a
 refused create (403 with a code) changes nothing, an allowed run changes only rows within the
 key's limits; and what the run wrote (output, summary, notification) and what every key reads
 afterwards (schedules, runs) names no side outside that reader's limits.
@@ -41,14 +44,22 @@ class Side:
     workspace: str
     user: str
     word: str  # in every text of this side, and nowhere else
-    session: str
+    suffix: str  # "" where the tenant allows the shared ids s1 and n1 (see the module's docstring)
+
+    @property
+    def session(self) -> str:
+        return f"s1{self.suffix}"
+
+    @property
+    def note(self) -> str:
+        return f"n1{self.suffix}"
 
 
 SIDES = {
-    "own": Side("own", "home", "alpha", "ann", "quokka", "s1"),
-    "other_workspace": Side("other_workspace", "home", "beta", "ann", "narwhal", "s1-beta"),
-    "other_user": Side("other_user", "home", "alpha", "bob", "axolotl", "s1-bob"),
-    "other_tenant": Side("other_tenant", "away", "alpha", "ann", "pangolin", "s1"),
+    "own": Side("own", "home", "alpha", "ann", "quokka", ""),
+    "other_workspace": Side("other_workspace", "home", "beta", "ann", "narwhal", "-beta"),
+    "other_user": Side("other_user", "home", "alpha", "bob", "axolotl", "-bob"),
+    "other_tenant": Side("other_tenant", "away", "alpha", "ann", "pangolin", ""),
 }
 
 # Key kind -> (scopes, workspace limit, user limit). All in the home tenant.
@@ -101,8 +112,7 @@ def build_side(tenant: Tenant, side: Side) -> None:
     channel = workspace.channels.first()
     where = {"tenant": tenant, "workspace": workspace, "channel": channel}
     session = Session.objects.create(**where, external_id=side.session, user_id=side.user)
-    note_id = "n1" if side.name in ("own", "other_tenant") else f"n1-{side.name}"  # unique per tenant
-    Note.objects.create(**where, note_id=note_id, user_id=side.user, content=f"note n1 of {side.word}")
+    Note.objects.create(**where, note_id=side.note, user_id=side.user, content=f"note n1 of {side.word}")
     Fact.objects.create(**where, user_id=side.user, category="profile", key="home_city",
                         content=f"{side.word} lives in town")
     # A conversation memory old enough for consolidation to prune (and name in its report).
@@ -183,6 +193,18 @@ def what_each_key_reads(world: World) -> dict[str, str]:
         seen[kind] = "\n".join(parts)
     return seen
 
+
+def test_an_id_names_one_session_and_one_note_per_tenant(world) -> None:  # type: ignore[no-untyped-def]
+    """Why the home tenant's other sides carry a suffix: a second s1 or n1 there is refused."""
+    from django.db import IntegrityError, transaction
+
+    home = world.tenants["home"]
+    beta = Workspace.get_named(home, "beta")
+    for model, field in ((Session, "external_id"), (Note, "note_id")):
+        with pytest.raises(IntegrityError), transaction.atomic():
+            model.objects.create(tenant=home, workspace=beta, channel=beta.channels.first(),
+                                 **{field: "s1" if model is Session else "n1"}, user_id="ann")
+    assert {side.session for side in SIDES.values() if side.tenant == "away"} == {"s1"}
 
 # --- every action × every key -------------------------------------------------------------------
 

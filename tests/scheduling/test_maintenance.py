@@ -31,7 +31,7 @@ def test_the_migration_registered_every_cadence_on_the_maintenance_cluster() -> 
     rows = schedules()
     assert set(rows) == NAMES
     assert rows["memoryhub:consolidate"].func == "scheduling.tasks.consolidate"
-    assert rows["memoryhub:consolidate"].minutes == 6 * 60  # seed 004's default interval
+    assert rows["memoryhub:consolidate"].minutes == 6 * 60  # the default interval
     assert all(row.repeats == -1 and row.schedule_type == Schedule.MINUTES for row in rows.values())
     assert {row.cluster for row in rows.values()} == {MAINTENANCE}  # never in front of user schedules
     assert Schedule.objects.get(name="scheduling:dispatch").cluster is None  # the default cluster

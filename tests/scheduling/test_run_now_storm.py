@@ -1,4 +1,4 @@
-"""55 rapid "run now" calls while the cluster executes the runs (issue 16): no 500, no run left queued.
+"""55 rapid "run now" calls while the cluster executes the runs: no 500, no run left queued.
 
 execute_run used to lock its run with select_related("schedule__tenant"), so FOR UPDATE took the
 schedule and tenant rows too, and concurrent run-now inserts (which hold a key-share lock on the

@@ -1,4 +1,4 @@
-"""Export/import (S9) picks schedules and runs up as records of another area and round-trips them;
+"""Export/import (docs/memory-model.md#export-and-import) picks schedules and runs up as records of another area and round-trips them;
 imported schedules arrive paused, webhooks and deliveries stay behind."""
 
 from __future__ import annotations

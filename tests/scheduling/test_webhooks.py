@@ -171,7 +171,7 @@ def test_admin_refuses_an_agent_goal_schedule_without_a_webhook(admin_client, ca
     assert Schedule.objects.get().action == "agent_goal"
 
 
-# --- issue 40, item 2: no requests to this machine, private networks or metadata services -----------
+# --- no requests to this machine, private networks or metadata services -----------
 
 
 @pytest.mark.parametrize("url", [

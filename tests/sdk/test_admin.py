@@ -59,6 +59,9 @@ def test_export_import_and_forget_user(hub: Any, keys: dict[str, str]) -> None:
     again = bob.import_memory(exported, on_conflict="merge")  # a re-import: nothing twice
     assert again["merged_sessions"] == ["s-u1"] and again["imported"] == {}
     assert [e["content"] for e in bob.list_events("s-u1")] == ["I am user one."]
+    u1 = alice.export_memory(user_id="u1")  # everything of one end user
+    assert u1["scope"] == {"type": "user", "user_id": "u1"} and [s["id"] for s in u1["sessions"]] == ["s-u1"]
+    assert [r["fields"]["content"] for r in u1["records"]["memoryhub.Note"]] == ["u1's note"]
 
     forgotten = alice.forget_user("u1")
     assert forgotten["user_id"] == "u1" and forgotten["total"] >= 3

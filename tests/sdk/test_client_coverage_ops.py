@@ -1,4 +1,4 @@
-"""The calls the client gained with issue 42, end to end through both clients: mem0-style
+"""The calls the client gained later, end to end through both clients: mem0-style
 get_all/delete/history, browse by user, documents, channels, webhooks, consolidation and summarise.
 Each with bad input (a clear error, nothing changed) and two tenants using the same ids."""
 

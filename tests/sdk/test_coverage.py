@@ -1,4 +1,4 @@
-"""The Python client covers every REST operation (issue 42): the operations come from the service's
+"""The Python client covers every REST operation: the operations come from the service's
 OpenAPI document, the client's from its request builders, so that an endpoint added without a
 client method fails here."""
 

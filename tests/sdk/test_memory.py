@@ -58,7 +58,7 @@ def test_facts(hub: Any, keys: dict[str, str]) -> None:
 
     patched = alice.update_fact(first["id"], content="Lives in Paris since 2024.", importance=0.9)
     assert (patched["content"], patched["importance"]) == ("Lives in Paris since 2024.", 0.9)
-    # History and as_of (SPEC S12): every content the fact had, and the list as it stood then.
+    # History and as_of (docs/memory-model.md#fact-history): every content the fact had, and the list as it stood then.
     history = alice.fact_history(first["id"])["versions"]
     assert [v["content"] for v in history] == ["Lives in Lyon.", "Lives in Paris.", "Lives in Paris since 2024."]
     then = alice.list_facts(user_id="u1", as_of=history[1]["valid_from"])

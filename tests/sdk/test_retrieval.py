@@ -125,7 +125,7 @@ def test_search_synthesize(hub: Any, keys: dict[str, str], settings: Any) -> Non
 
 
 def test_seed_ranking_options(hub: Any, keys: dict[str, str]) -> None:
-    """profile seed002, decay_weight and min_cosine reach the server (issue 41); a bad value is a 400."""
+    """profile seed002, decay_weight and min_cosine reach the server; a bad value is a 400."""
     alice = hub(keys["alice"])
     alice.remember("trip", CHAT)
     assert alice.search("Osaka in May")["results"]

@@ -164,7 +164,7 @@ def test_seed_fidelity_through_the_client(hub: Any, keys: dict[str, str]) -> Non
 
 
 def test_remember_as_a_user_never_files_into_another_users_or_a_shared_session(hub: Any, keys: dict[str, str]) -> None:
-    """Issue 39: remember(..., user_id="ann") on a session without an owner stored ann's words there
+    """Remember(..., user_id="ann") on a session without an owner stored ann's words there
     as shared memory, and on bob's session in bob's memory."""
     alice = hub(keys["alice"])
     alice.remember("trip-1", ["We all go to Lisbon."])

@@ -15,7 +15,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--tenant", required=True, help="Tenant name (created if missing).")
-        # Not admin by default (issue 40): an admin key manages webhooks, where MemoryHub sends
+        # Not admin by default: an admin key manages webhooks, where MemoryHub sends
         # requests and whose replies a run stores. Ask for it: --scopes read,write,admin.
         parser.add_argument(
             "--scopes", default="read,write",

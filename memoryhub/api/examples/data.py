@@ -212,7 +212,8 @@ IMPORT = [*example(
 
 HEALTH = [*example(
     'Healthy', '', status=200,
-    response={'status': 'ok', 'details': {'restarts': 1, 'restarted': {'embed and summarise lanes': 1}}},
+    response={'status': 'ok', 'details': {'restarts': 1, 'restarted': {'embed and summarise lanes': 1},
+                                          'search': 'ONNX Runtime (model-int8.onnx)'}},
 )]
 
 READY = [*example(

@@ -1,4 +1,4 @@
-"""manage.py export_memory --tenant NAME [--workspace W | --session S] [--output FILE]."""
+"""manage.py export_memory --tenant NAME [--workspace W | --session S | --user U] [--output FILE]."""
 
 from __future__ import annotations
 
@@ -13,20 +13,23 @@ from memoryhub.transfer import ExportScope, export_memory
 
 
 class Command(BaseCommand):
-    help = "Export a tenant, workspace or session as JSON with a schema version (SPEC S9)."
+    help = "Export a tenant, workspace, session or end user as JSON with a schema version (docs/memory-model.md#export-and-import)."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--tenant", required=True)
         group = parser.add_mutually_exclusive_group()
         group.add_argument("--workspace")
         group.add_argument("--session")
+        group.add_argument("--user", help="An end user's id: everything of hers.")
         parser.add_argument("--output", "-o", help="File to write (default: standard output).")
 
     def handle(self, *args: Any, **options: Any) -> None:
         tenant = Tenant.objects.filter(name=options["tenant"]).first()
         if tenant is None:
             raise CommandError(f"No tenant named {options['tenant']!r}.")
-        if options["session"]:
+        if options["user"]:
+            scope = ExportScope("user", user=options["user"])
+        elif options["session"]:
             scope = ExportScope("session", session=options["session"])
         elif options["workspace"]:
             scope = ExportScope("workspace", workspace=options["workspace"])

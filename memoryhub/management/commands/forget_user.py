@@ -1,4 +1,4 @@
-"""manage.py forget_user --tenant NAME USER_ID: delete every row of an end user (SPEC S1)."""
+"""manage.py forget_user --tenant NAME USER_ID: delete every row of an end user (docs/memory-model.md#sharing)."""
 
 from __future__ import annotations
 

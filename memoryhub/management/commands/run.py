@@ -22,26 +22,36 @@ from django.core.management.base import BaseCommand, CommandParser
 from django.db import connections, transaction
 
 from accounts.models import ApiKey, Tenant
+from memoryhub.front import front_pages
 from memoryhub.plumbing.env import WILDCARD_ADDRESSES
 from memoryhub.plumbing.logs import logging_config
+from memoryhub.plumbing.still import STILL_SECONDS, saying_still
 from memoryhub.plumbing.supervision import Supervisor, restarts_path
 from memoryhub.signals import BackgroundStep, cluster_starting, service_starting
 from memoryhub.tasks import MAINTENANCE
 
 DEMO_TENANT = "demo"
+# What the first start's agent key may do: read and write its tenant's memory, nothing an operator does.
+AGENT_SCOPES = ("read", "write")
 # A supervisor (systemd, a container runtime) sends SIGKILL 10 s after SIGTERM: in-flight requests
 # get this long, the cluster a little more, and the embedded PostgreSQL the rest.
 WEB_GRACE_SECONDS = 5
 # Migrating a new database, measured on a 2-core VM (the embedded PostgreSQL, 2026-11).
 MIGRATE_SECONDS_HINT = 15
-# A start-up step says "still …" this often: nothing is silent for long.
-STILL_SECONDS = 10
+# How long the web server may take to answer: its workers load Django and the query model first
+# (tens of seconds on a 2-core machine under load).
+WEB_START_SECONDS = 300
 
 
 def create_key_hint() -> str:
-    """The command that makes a new API key for the demo tenant, as typed from the checkout: the
-    virtual environment's Python and, when it is not the default one, this start's data folder
-    (or database), so that the key lands where this server reads."""
+    """The command that makes a new API key for the demo tenant, as typed from the checkout."""
+    return f"{manage_hint()} create_api_key --tenant {DEMO_TENANT}"
+
+
+def manage_hint() -> str:
+    """`manage.py` as typed from the checkout: the virtual environment's Python and, when it is not
+    the default one, this start's data folder (or database), so that a command acts where this
+    server reads."""
     python = Path(sys.executable)
     try:
         python = python.relative_to(Path.cwd())
@@ -55,7 +65,23 @@ def create_key_hint() -> str:
     env = ""  # a DATABASE_URL is in the operator's environment already, and a secret: not printed
     if settings.EMBEDDED_DATABASE and Path(settings.DATA_DIR) != Path(settings.BASE_DIR) / ".memoryhub":
         env = f"MEMORYHUB_DATA_DIR={shlex.quote(str(settings.DATA_DIR))} "
-    return f"{env}{shlex.quote(str(python))} {shlex.quote(str(manage))} create_api_key --tenant {DEMO_TENANT}"
+    return f"{env}{shlex.quote(str(python))} {shlex.quote(str(manage))}"
+
+
+def local_host(host: str) -> str:
+    """The address, as a URL writes it, that a browser on this machine uses for the host the
+    server binds."""
+    if host in WILDCARD_ADDRESSES:
+        return "127.0.0.1"
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
+def page_lines(base: str) -> list[str]:
+    """The pages a person opens next, one a line, under the serving line."""
+    pages = front_pages()
+    named = [("API reference", pages["reference"]), ("console", pages["console"]),
+             ("health", pages["health"]), ("MCP", pages["mcp"])]
+    return [f"  {name:<14} {base}{path}" for name, path in named]
 
 
 def _starter(command: list[str], env: dict[str, str]) -> Callable[[], subprocess.Popen[bytes]]:
@@ -78,6 +104,9 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         # This process logs as its children do (start_children): the terminal is a person's.
         logging.config.dictConfig(logging_config(settings.LOG_LEVEL, settings.LOG_FORMAT, self.log_file()))
+        # Every process started from here logs there too, the start-up steps' included (the
+        # model's export wrote its JSON lines on the terminal).
+        os.environ["LOG_FILE"] = self.log_file()
         self.stdout.write(f"MemoryHub data folder: {settings.DATA_DIR}")
         supervisor = Supervisor(settings.DATA_DIR if settings.EMBEDDED_DATABASE else None,
                                 say=self.stdout.write, warn=self.stderr.write,
@@ -93,17 +122,17 @@ class Command(BaseCommand):
                                   f"{settings.EMBEDDED_SHARED_BUFFERS_MB} MB.")
         self.stdout.write("Applying database migrations"
                           + (f" (first start: about {MIGRATE_SECONDS_HINT} s)…" if self.fresh() else "…"))
-        call_command("migrate", interactive=False, verbosity=0)
+        with saying_still(self.stdout.write, "applying migrations"):
+            call_command("migrate", interactive=False, verbosity=0)
         self.stdout.write("Database ready and migrated.")
-        # Slow preparation (the ONNX model, first start only) is done before the web server starts,
-        # so that no request ever waits for a model to be made or loaded.
+        # Slow preparation (the ONNX model, first start only) runs beside the service: the web
+        # server answers meanwhile (searches by the torch model, /health/ says so); its workers
+        # take up the fast model once it is made.
         steps = [step for _, step in service_starting.send(sender=self.__class__, background=True)
                  if isinstance(step, BackgroundStep)]
         for step in steps:
             self.stdout.write(step.starting)
-            supervisor.adopt_helper(step.process, lambda code, step=step: (
-                self.stdout.write(step.finished) if code == 0 else self.stderr.write(step.failed)))
-            self.await_step(step, supervisor)
+            supervisor.adopt_helper(step.process, lambda code, step=step: self.step_ended(step, code))
         if not options["no_cluster"]:
             # The cluster's own schedules (built-in cadences, dispatcher) follow this start's settings.
             cluster_starting.send(sender=self.__class__)
@@ -112,21 +141,14 @@ class Command(BaseCommand):
 
         self.serve(options, supervisor)
 
-    def await_step(self, step: BackgroundStep, supervisor: Supervisor) -> None:
-        """Wait for a start-up step, saying so at least every STILL_SECONDS (a silent terminal
-        looks hung); Ctrl-C stops it and everything started so far."""
-        started = said = time.monotonic()
-        try:
-            while step.process.poll() is None:
-                time.sleep(0.5)
-                if time.monotonic() - said >= STILL_SECONDS:
-                    said = time.monotonic()
-                    self.stdout.write(f"  still preparing ({said - started:.0f} s so far)…")
-        except KeyboardInterrupt:
-            self.stdout.write("Stopping…")
-            supervisor.shutdown()
-            raise
-        supervisor.problem()  # reports the step's end (finished or failed) now
+    def step_ended(self, step: BackgroundStep, code: int) -> None:
+        """A start-up step's end, said. The web workers take up what it made by themselves (the
+        query model: retrieval.query_embedding looks for it again), without a restart that would
+        leave requests waiting while new workers load."""
+        if code != 0:
+            self.stderr.write(step.failed)
+        else:
+            self.stdout.write(step.finished)
 
     @staticmethod
     def fresh() -> bool:
@@ -158,11 +180,13 @@ class Command(BaseCommand):
                 supervisor.adopt(name, child, cluster="qcluster" in child.args, start=start)
             self.stdout.write("Starting the web server…")
             self.wait_until_serving(host, port, supervisor.supervised[0].process)
+            base = f"http://{local_host(host)}:{port}"
             self.stdout.write(self.style.SUCCESS(
-                f"MemoryHub is serving http://{host}:{port}/api/v1/ (docs /api/v1/docs/, admin /admin/, "
-                "MCP /mcp/)"
-                + ("" if options["no_cluster"] else " with the task cluster") + ". Ctrl-C stops it."
+                f"MemoryHub is serving {base}/" + ("" if options["no_cluster"] else " with the task cluster")
+                + ". Ctrl-C stops it."
             ))
+            for line in page_lines(base):
+                self.stdout.write(line)
             if self.log_file() not in ("", "-"):
                 self.stdout.write(f"Request and background logs: {self.log_file()} (LOG_FILE=- shows them here).")
             if host in WILDCARD_ADDRESSES and not os.environ.get("ALLOWED_HOSTS"):
@@ -221,9 +245,11 @@ class Command(BaseCommand):
         ]
 
     def wait_until_serving(self, host: str, port: int, web: subprocess.Popen[bytes]) -> None:
-        probe_host = "127.0.0.1" if host in ("0.0.0.0", "") else host.strip("[]")
-        url = f"http://{probe_host}:{port}/api/v1/health/"
-        for _ in range(120):
+        """Until /health/ answers (each web worker loads the query model before it takes a request),
+        said every STILL_SECONDS."""
+        url = f"http://{local_host(host)}:{port}/api/v1/health/"
+        started = said = time.monotonic()
+        while time.monotonic() - started < WEB_START_SECONDS:
             if web.poll() is not None:
                 raise SystemExit(f"The web server exited (code {web.returncode}); is port {port} free?")
             try:
@@ -232,17 +258,24 @@ class Command(BaseCommand):
                         return
             except OSError:
                 time.sleep(0.25)
-        raise SystemExit("The web server did not answer within 30 s.")
+            if time.monotonic() - said >= STILL_SECONDS:
+                said = time.monotonic()
+                self.stdout.write(f"  still starting the web server ({said - started:.0f} s so far)…")
+        raise SystemExit(f"The web server did not answer within {WEB_START_SECONDS} s.")
 
     @transaction.atomic
     def bootstrap(self) -> None:
-        """On first start: a demo tenant, an admin user and an API key, each shown once."""
+        """On first start: a demo tenant with two keys (one for agents, read and write; one with the
+        admin scope, for the operator) and an admin user for the console, each shown once."""
         if Tenant.objects.filter(name=DEMO_TENANT).exists():
             self.stdout.write(f"Tenant {DEMO_TENANT!r} exists; keys and passwords were shown on first start. "
                               f"A new key: {create_key_hint()}")
             return
         tenant, _ = Tenant.get_or_create_named(DEMO_TENANT)
-        new = ApiKey.create_key(tenant=tenant, name="demo key")
+        # An agent's key cannot forget users, delete workspaces or manage webhooks: the admin scope
+        # stays with the operator, on a key of its own.
+        agent = ApiKey.create_key(tenant=tenant, name="agent key", scopes=AGENT_SCOPES)
+        admin = ApiKey.create_key(tenant=tenant, name="admin key")
         user_model = get_user_model()
         username = settings.MEMORYHUB_ADMIN_USER
         password = settings.MEMORYHUB_ADMIN_PASSWORD or secrets.token_urlsafe(12)
@@ -251,11 +284,16 @@ class Command(BaseCommand):
             user_model.objects.create_superuser(username=username, email="", password=password)
         lines = [
             "First start: created these. They are shown ONCE; copy them now.",
-            f"  tenant:    {tenant.name}",
-            f"  API key:   {new.raw}",
+            f"  tenant:     {tenant.name}",
+            f"  agent key:  {agent.raw}",
+            f"              ({', '.join(AGENT_SCOPES)}: the key to give agents and apps, KEY= in the README)",
+            f"  admin key:  {admin.raw}",
+            f"              ({', '.join(admin.api_key.scopes)}: also forgets users, deletes workspaces, "
+            "manages webhooks; keep it for yourself)",
         ]
         if created_admin:
-            lines += [f"  admin:     user {username!r}, password {password}"]
+            lines += [f"  console:    user {username!r}, password {password}",
+                      f"              (a new password, any time: {manage_hint()} changepassword {username})"]
         lines += [f"Another key, any time: {create_key_hint()}"]
         width = max(len(line) for line in lines) + 4
         self.stdout.write("=" * width)

@@ -2,7 +2,19 @@
 // from dashboard/data/ every few seconds when the operator asks for it.
 (function () {
   "use strict";
-  const state = {plots: {}};
+  const state = {plots: {}, spans: {}, zone: "UTC"};
+  window.MH_PLOTS = state.plots;  // for the browser tests: each chart's uPlot, its axes' labels
+
+  function zoned(seconds) { return uPlot.tzDate(new Date(seconds * 1000), state.zone); }
+
+  function pad(n) { return String(n).padStart(2, "0"); }
+
+  // A tick on a time axis, in the console's zone: a time of day while ticks are hours apart, else
+  // the day (a 24-hour chart labelled 00:00 at every tick said nothing).
+  function tick(date, increment) {
+    if (increment >= 86400) return pad(date.getMonth() + 1) + "-" + pad(date.getDate());
+    return pad(date.getHours()) + ":" + pad(date.getMinutes());
+  }
 
   function fmt(n) {
     if (n === null || n === undefined) return "—";
@@ -22,13 +34,16 @@
     const bars = uPlot.paths.bars({size: [0.6, 40]});
     const hasMs = chart.series.some((s) => s.scale === "ms");
     const axes = [
-      {values: chart.daily ? "{MM}-{DD}" : "{HH}:{mm}"},  // the console's dates: 2026-03-14 09:26
+      // The console's dates: 2026-03-14 09:26; days on a daily chart, times of day on an hourly one.
+      {values: chart.daily ? "{MM}-{DD}"
+        : (u, splits, axis, space, increment) => splits.map((v) => tick(zoned(v), increment))},
       {label: "count", size: 60},
     ];
     if (hasMs) axes.push({scale: "ms", side: 1, label: "ms", size: 60, grid: {show: false}});
     return {
       width: width, height: 220,
-      scales: {x: {time: true}, y: {range: (u, min, max) => [0, Math.max(1, max * 1.1)]},
+      tzDate: zoned,
+      scales: {x: {time: true, range: (u, min, max) => state.spans[chart.id] || [min, max]}, y: {range: (u, min, max) => [0, Math.max(1, max * 1.1)]},
                ms: {range: (u, min, max) => [0, Math.max(1, (max || 1) * 1.1)]}},
       axes: axes,
       series: [{label: chart.daily ? "day" : "time", value: chart.daily ? "{YYYY}-{MM}-{DD}" : "{YYYY}-{MM}-{DD} {HH}:{mm}"}]
@@ -54,6 +69,7 @@
 
   function draw(chart) {
     const el = card(chart);
+    state.spans[chart.id] = chart.span && chart.span.length === 2 ? chart.span : null;
     const totals = Object.entries(chart.totals).map(([k, v]) => k + ": " + fmt(v)).join(" · ");
     el.querySelector("h3").textContent = chart.title + (totals ? " (" + totals + ")" : "");
     el.querySelector(".mh-note").textContent = chart.note || "";
@@ -89,6 +105,7 @@
   }
 
   function render(data) {
+    state.zone = data.time_zone || state.zone;
     figures(data);
     data.charts.forEach(draw);
     document.body.dataset.dashboardUpdated = data.generated_at;

@@ -1,5 +1,5 @@
 """`{% pending_reviews as reviews %}`: the deletions consolidation holds for an operator's review,
-for the admin index's badge (issue 41: an automatic prune waits for review; issue 42: say so
+for the admin index's badge (an automatic prune waits for review; say so
 where the operator starts)."""
 
 from __future__ import annotations

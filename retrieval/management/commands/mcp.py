@@ -7,8 +7,9 @@ import os
 from typing import Any
 
 import anyio
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.db import close_old_connections
+from django.db import DatabaseError, close_old_connections
 from mcp.server.stdio import stdio_server
 from rest_framework.exceptions import AuthenticationFailed
 
@@ -32,6 +33,10 @@ class Command(BaseCommand):
             key = authenticate_key(raw, cached=False)  # refuse a bad key at once rather than on the first call
         except AuthenticationFailed as exc:
             raise CommandError(str(exc.detail)) from None
+        except DatabaseError as exc:  # no tables (never migrated), or the server is unreachable
+            where = settings.DATA_DIR if settings.EMBEDDED_DATABASE else "DATABASE_URL"
+            raise CommandError(f"MemoryHub's database ({where}) cannot be used: {str(exc).strip().splitlines()[0]}. "
+                               "Start MemoryHub once with make run (it creates and migrates it).") from None
         finally:
             close_old_connections()
         self.stderr.write(f"MemoryHub MCP server on stdio, acting as key {key.prefix}… of tenant {key.tenant.name!r}.")

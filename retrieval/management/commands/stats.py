@@ -1,4 +1,4 @@
-"""manage.py stats [--tenant NAME]: the S4 memory statistics of each tenant, as JSON."""
+"""manage.py stats [--tenant NAME]: the memory statistics of each tenant, as JSON."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from retrieval.stats import memory_stats, most_used
 
 
 class Command(BaseCommand):
-    help = ("Memory statistics per tenant (SPEC S4): sessions, events, unsummarised messages, chunks by kind, "
+    help = ("Memory statistics per tenant: sessions, events, unsummarised messages, chunks by kind, "
             "embedding coverage and errors, notes/facts/summaries/documents/schedules, and the task queue "
             "(all tenants' tasks: GET /stats/ leaves those figures out), and the most used memories with their "
             "access counts (the figure the API, the admin and the explorer show).")

@@ -1,4 +1,4 @@
-"""Consolidation (SPEC S8): promote, prune, merge, cap, compress; dry run; reports; reviews."""
+"""Consolidation (docs/lifecycle.md): promote, prune, merge, cap, compress; dry run; reports; reviews."""
 
 from __future__ import annotations
 
@@ -258,7 +258,7 @@ def test_idle_conversations_are_compressed_into_a_summary_tree(cast, index, sett
     assert Chunk.objects.filter(tenant=tenant, kind="summary", session=old).exists()  # searchable
     assert CompressedConversation.objects.get(session=old).upper_sequence == 5
     assert Event.objects.filter(session=old).count() == 5  # the transcript stays
-    # seed 004: each message of the compressed conversation says when consolidation covered it
+    # each message of the compressed conversation says when consolidation covered it
     assert not Event.objects.filter(session=old, consolidated_at__isnull=True).exists()
     assert not Event.objects.filter(session__external_id="fresh", consolidated_at__isnull=False).exists()
     assert Session.objects.get(external_id="old").consolidated_to == 5
@@ -330,7 +330,7 @@ def test_appends_go_on_while_their_tenant_is_consolidated(monkeypatch) -> None: 
 
 
 def test_a_facts_superseded_versions_are_history_not_memories_to_consolidate(world) -> None:  # type: ignore[no-untyped-def]
-    """SPEC S12: the chunks of a fact's closed versions are neither scored, pruned, capped nor merged
+    """The chunks of a fact's closed versions are neither scored, pruned, capped nor merged
     (a closed "the flight leaves at nine" stays beside the current duplicates, untouched)."""
     from tests.retrieval.lifecycle.conftest import vector
 

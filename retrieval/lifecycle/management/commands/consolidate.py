@@ -13,7 +13,7 @@ from retrieval.lifecycle.consolidation import run_consolidation
 
 
 class Command(BaseCommand):
-    help = "Score, promote, prune, merge, cap and compress memories (SPEC S8); --dry-run changes nothing."
+    help = "Score, promote, prune, merge, cap and compress memories (docs/lifecycle.md); --dry-run changes nothing."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--tenant", help="Tenant name (default: every tenant).")

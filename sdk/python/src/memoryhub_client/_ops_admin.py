@@ -149,15 +149,16 @@ def get_run(run_id: str) -> Call[Run]:
 
 
 def export_memory(
-    scope: Literal["tenant", "workspace", "session"] | None = None,
+    scope: Literal["tenant", "workspace", "session", "user"] | None = None,
     *,
     workspace: str | None = None,
     session: str | None = None,
+    user_id: str | None = None,
 ) -> Call[dict[str, Any]]:
-    """Export the tenant, one workspace or one session as JSON (POST /export/); the result is
-    what `import_memory` takes."""
-    return Call("POST", "export/", as_is, json=body(scope=scope, workspace=workspace, session=session),
-                idempotent=True)
+    """Export the tenant, one workspace, one session or everything of one end user (`user_id`)
+    as JSON (POST /export/); the result is what `import_memory` takes."""
+    return Call("POST", "export/", as_is, json=body(scope=scope, workspace=workspace, session=session,
+                                                    user_id=user_id), idempotent=True)
 
 
 def import_memory(data: Mapping[str, Any] | bytes | str, *,

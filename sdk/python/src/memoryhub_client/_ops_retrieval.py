@@ -78,8 +78,8 @@ def context(
     as_of: datetime | str | None = None,
     min_cosine: float | None = None,
 ) -> Call[Context]:
-    """The context block for a prompt (POST /context/): recent messages, important and relevant
-    memories within `budget` tokens, as items and as Markdown. `min_cosine`: relevant memories
+    """The context block for a prompt (POST /context/): the conversation's summary and recent
+    messages, important and relevant memories within `budget` tokens, as items and as Markdown. `min_cosine`: relevant memories
     only at least that close in meaning, words or not (the SQLite state store's floor is 0.655)."""
     return Call("POST", "context/", as_is, json=body(
         session=session, query=query, budget=budget, scope=scope, top_k=top_k, tags=tags,

@@ -73,7 +73,7 @@ class SearchResponse(_Grouped):
 
 
 class ContextItem(TypedDict):
-    source: Literal["recent", "critical", "salient", "relevant"]
+    source: Literal["recent", "critical", "summary", "salient", "relevant"]
     text: str
     score: float
     kind: str
