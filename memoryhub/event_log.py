@@ -1,5 +1,6 @@
 """The event log of a session (docs/event-log.md#append): appending events atomically (sequences, idempotent
-retries, a session created on first append) and reading them back (the newest, or a page)."""
+retries, a session created on first append), reading them back (the newest, or a page), and
+deleting the newest ones with what was derived from them."""
 
 from __future__ import annotations
 
@@ -14,15 +15,17 @@ from django.utils import timezone
 from accounts.models import ApiKey
 from memoryhub import conversations, recent
 from memoryhub.errors import Conflict, Invalid, TooLarge
-from memoryhub.models import Event, Session, SessionStatus
+from memoryhub.models import Event, RollingSummary, Session, SessionStatus, SummaryNode
 from memoryhub.plumbing import background, rows
 from memoryhub.sessions import (
     check_append_owner,
+    check_transcript_removable,
     get_or_create_session_lazily,
     get_session,
+    get_session_for_write,
     resolve_user,
 )
-from memoryhub.signals import events_appended
+from memoryhub.signals import events_appended, events_deleted
 
 # The most events one append may carry (413 too_many_events past it), and the most characters of
 # an event's content (400): a message, not a document (POST /documents/ takes those).
@@ -176,8 +179,9 @@ def _append_locked(session: Session, items: list[EventInput]) -> AppendResult:
         _write(session, fields, new)
         events_appended.send(sender=Session, session=session, events=new)
         payloads = [e.as_dict() for e in new]
-        marked = session.consolidated_to
-        transaction.on_commit(lambda: recent.extend(session.pk, previous_last, last, marked, payloads))
+        marked, previous = window_version(session), window_version(session, len(new))
+        transaction.on_commit(lambda: recent.extend(session.pk, previous_last, last, marked, payloads,
+                                                    previous_marked=previous))
     return AppendResult(session=session, events=ordered, created=len(new))
 
 
@@ -232,7 +236,7 @@ def _check_replay(stored: Event, item: EventInput, index: int) -> None:
 def recent_events(session: Session, limit: int) -> list[dict[str, Any]]:
     """The newest `limit` events (payloads) in chronological order, cached when the window allows."""
     if limit <= recent.WINDOW:
-        window = recent.get(session.pk, session.last_sequence, session.consolidated_to)
+        window = recent.get(session.pk, session.last_sequence, window_version(session))
         if window is None:
             # Only up to the sequence the key names: an append committed since `session` was read
             # must not slip into this entry, or the write-through would add it a second time.
@@ -240,7 +244,7 @@ def recent_events(session: Session, limit: int) -> list[dict[str, Any]]:
                 : recent.WINDOW
             ]
             window = [e.as_dict() for e in reversed(newest)]
-            recent.put(session.pk, session.last_sequence, session.consolidated_to, window)
+            recent.put(session.pk, session.last_sequence, window_version(session), window)
         return window[-limit:] if limit else []
     return [e.as_dict() for e in reversed(session.events.order_by("-sequence")[:limit])]
 
@@ -259,3 +263,69 @@ def events_page(session: Session, *, after: int | None, before: int | None, limi
         if after is None:
             return list(reversed(qs.order_by("-sequence")[:limit]))
     return list(qs.order_by("sequence")[:limit])
+
+
+def window_version(session: Session, appended: int = 0) -> str:
+    """What, besides the last sequence, versions the session's recent window: its consolidation
+    watermark and its event count (`appended` fewer: the window before an append), so that
+    deleting the newest events moves the key although the last sequence stays."""
+    return f"{session.consolidated_to}.{session.event_count - appended}"
+
+
+@dataclass
+class DeleteResult:
+    session: Session
+    events: list[dict[str, Any]]  # the deleted events' payloads, oldest first
+    deleted: dict[str, int]
+
+
+def delete_newest_events(*, key: ApiKey, session_id: str, after: int | None = None, newest: int | None = None,
+                         user_id: str | None = None) -> DeleteResult:
+    """Delete the session's events above sequence `after`, its `newest` ones at most (neither: all
+    of them), with what was derived from them: their search chunks, and the summaries (tree nodes, the
+    rolling summary) that cover any of them. Only the newest events go, so no remaining event's
+    chunk was embedded with a deleted one as its conversation context. The session keeps its last
+    sequence: the next append continues after it. A tenant with an immutable transcript keeps its
+    events (409 immutable_transcript); with a user (`user_id`, or the key's) the session must be
+    theirs, as for an append."""
+    from memoryhub.session_work import wait_for_session
+
+    user = resolve_user(key, user_id)
+    with transaction.atomic():
+        wait_for_session(get_session(key, session_id, related=False).pk)
+        session = get_session_for_write(key, session_id)
+        check_append_owner(key, session, user)
+        check_transcript_removable(session, "events")
+        if session.status == SessionStatus.ARCHIVED:
+            raise Conflict("session_archived", f"Session {session.external_id!r} is archived and read-only.")
+        after = after or 0
+        if newest is not None:
+            kept = session.events.order_by("-sequence").values_list("sequence", flat=True)[newest:newest + 1]
+            after = max(after, kept[0] if kept else 0)
+        doomed = list(session.events.filter(sequence__gt=after).order_by("sequence"))
+        if not doomed:
+            return DeleteResult(session=session, events=[], deleted={})
+        return DeleteResult(session=session, events=[e.as_dict() for e in doomed],
+                            deleted=_delete_after(session, after, len(doomed)))
+
+
+def _delete_after(session: Session, after: int, count: int) -> dict[str, int]:
+    from memoryhub.summaries import delete_node
+
+    deleted: dict[str, int] = {}
+    nodes = list(SummaryNode.objects.filter(session=session, sequence_end__gt=after))
+    for node in nodes:
+        delete_node(node)
+    if nodes:
+        deleted[SummaryNode._meta.label] = len(nodes)
+    rolled, _ = RollingSummary.objects.filter(session=session, upper_sequence__gt=after).delete()
+    if rolled:
+        deleted[RollingSummary._meta.label] = rolled
+    for _, counts in events_deleted.send(sender=Session, session=session, after=after):
+        deleted.update({label: n for label, n in (counts or {}).items() if n})
+    _, per_model = Event.objects.filter(session=session, sequence__gt=after).delete()
+    deleted.update({label: n for label, n in per_model.items() if n})
+    session.event_count -= count
+    session.updated_at = timezone.now()
+    session.save(update_fields=["event_count", "updated_at"])
+    return deleted

@@ -270,6 +270,8 @@ def notes_filter(key: ApiKey, filters: dict[str, Any], meta: dict[str, Any]) -> 
         qs = qs.filter(channel__name=filters["channel"])
     if filters.get("user_id"):
         qs = qs.filter(user_id=filters["user_id"])
+    if filters.get("for_user"):
+        qs = qs.owned_by(filters["for_user"])
     if filters.get("scope"):
         qs = qs.filter(tier=filters["scope"])
     if filters.get("q"):

@@ -23,12 +23,13 @@ def refuse_shared(key: ApiKey, owner: str, what: str) -> None:
         )
 
 
-def check_owner(user: str | None, owner: str, what: str) -> None:
-    """A write on behalf of `user` (None or "": no user named) may only touch `user`'s own rows."""
+def check_owner(user: str | None, owner: str, what: str, *, acting: str = "written") -> None:
+    """A write on behalf of `user` (None or "": no user named) may only touch `user`'s own rows
+    (and a conversation read on behalf of `user` is only theirs: `acting="read"`)."""
     if user and user != owner:
         raise Conflict(
             "owner_mismatch",
-            f"{what} belongs to {'another user' if owner else 'no user'}: it cannot be written as user {user!r}.",
+            f"{what} belongs to {'another user' if owner else 'no user'}: it cannot be {acting} as user {user!r}.",
             {"user_id": user},
         )
 

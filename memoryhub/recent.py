@@ -1,8 +1,9 @@
 """The hot recent-window cache (last 50 messages per session).
 
-Entries are keyed by the session's last sequence and its consolidation watermark
-(Session.consolidated_to), so an entry can never be stale: any append, and any marking of events
-as consolidated (their one mutable field), moves the key. That keeps per-process caches (LocMem under several web workers) correct
+Entries are keyed by the session's last sequence, its consolidation watermark
+(Session.consolidated_to) and its event count (memoryhub.event_log.window_version), so an entry
+can never be stale: any append, any marking of events as consolidated (their one mutable field),
+and deleting the newest events move the key. That keeps per-process caches (LocMem under several web workers) correct
 without cross-process invalidation. Entries are the events' API payloads.
 
 The Django cache pickles an entry on every write and read (LocMem too): about 0.2 ms for a
@@ -30,9 +31,9 @@ _local: OrderedDict[str, tuple[dict[str, Any], ...]] = OrderedDict()
 _lock = threading.Lock()
 
 
-def _key(session_pk: int, last_sequence: int, marked: int) -> str:
-    # v3: payloads with consolidated_at, keyed by the consolidation watermark too
-    return f"mh:recent:v3:{session_pk}:{last_sequence}:{marked}"
+def _key(session_pk: int, last_sequence: int, marked: str) -> str:
+    # v4: keyed by the consolidation watermark and the event count too
+    return f"mh:recent:v4:{session_pk}:{last_sequence}:{marked}"
 
 
 def _remember(key: str, window: tuple[dict[str, Any], ...]) -> None:
@@ -43,7 +44,7 @@ def _remember(key: str, window: tuple[dict[str, Any], ...]) -> None:
             _local.popitem(last=False)
 
 
-def get(session_pk: int, last_sequence: int, marked: int) -> list[dict[str, Any]] | None:
+def get(session_pk: int, last_sequence: int, marked: str) -> list[dict[str, Any]] | None:
     key = _key(session_pk, last_sequence, marked)
     with _lock:
         local = _local.get(key)
@@ -57,15 +58,16 @@ def get(session_pk: int, last_sequence: int, marked: int) -> list[dict[str, Any]
     return window
 
 
-def put(session_pk: int, last_sequence: int, marked: int, events: list[dict[str, Any]]) -> None:
+def put(session_pk: int, last_sequence: int, marked: str, events: list[dict[str, Any]]) -> None:
     key, window = _key(session_pk, last_sequence, marked), events[-WINDOW :]
     _remember(key, tuple(window))
     cache.set(key, window, TTL_SECONDS)
 
 
-def extend(session_pk: int, previous_last: int, last: int, marked: int, new: list[dict[str, Any]]) -> None:
+def extend(session_pk: int, previous_last: int, last: int, marked: str, new: list[dict[str, Any]], *,
+           previous_marked: str) -> None:
     """Write-through after an append: the new window is the old one plus the new events."""
-    window = get(session_pk, previous_last, marked)
+    window = get(session_pk, previous_last, previous_marked)
     if window is None:
         if previous_last != 0:
             return
@@ -73,7 +75,7 @@ def extend(session_pk: int, previous_last: int, last: int, marked: int, new: lis
     if window and window[-1]["sequence"] != previous_last:
         return  # not the window this append follows: leave it to the next read to reload
     put(session_pk, last, marked, window + new)
-    key = _key(session_pk, previous_last, marked)
+    key = _key(session_pk, previous_last, previous_marked)
     with _lock:
         _local.pop(key, None)
     cache.delete(key)

@@ -120,6 +120,16 @@ def _session_held(session_pk: int) -> Iterator[bool]:
                 cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [LOCK_KEY, session_pk])
 
 
+def wait_for_session(session_pk: int) -> None:
+    """Hold the session's advisory lock and its summary tree's until the current transaction ends,
+    waiting for a worker or a tree build that holds them: a change that removes events must not
+    race a summary being written from them. Take them before locking the session's row, which a
+    worker writing a summary waits for (the other order deadlocks)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [LOCK_KEY, session_pk])
+    summary_rules.lock_session_tree(session_pk)
+
+
 def work_on_session(session_pk: int, *, summaries: bool = True, tree: bool = True) -> dict[str, Any] | None:
     """Do what one session needs (the rolling summary unless not `summaries`, the tree unless not
     `tree`, facts). None when another worker holds it; {"failed": …} when a step failed

@@ -65,6 +65,16 @@ def get_session(key: ApiKey, session_id: str, *, for_update: bool = False, relat
     return session
 
 
+def get_session_as(key: ApiKey, session_id: str, user_id: str | None) -> Session:
+    """The session, read on behalf of `user_id` (or the key's user): with a user, it must be
+    theirs, as for an append (409 owner_mismatch for another user's or nobody's conversation), so
+    a client acting for one user never reads another's with a tenant-wide key."""
+    user = resolve_user(key, user_id)
+    session = get_session(key, session_id)
+    check_owner(user, session.user_id, f"Session {session_id!r}", acting="read")
+    return session
+
+
 def session_not_found(session_id: str) -> NotFound:
     """The one answer for a session the key may not see, whether it is missing or another user's
     (or another workspace's): a user-limited key must not learn that someone else's id exists."""
@@ -235,12 +245,16 @@ def update_session(*, key: ApiKey, session_id: str, changes: dict[str, Any]) -> 
 def forget_session(*, key: ApiKey, session_id: str) -> dict[str, int]:
     """Delete a session and everything derived from it, in one transaction."""
     session = get_session_for_write(key, session_id)
-    if session.tenant.immutable_transcript:
-        raise Conflict(
-            "immutable_transcript",
-            "This tenant keeps an immutable transcript: sessions can only be removed by forgetting their user.",
-        )
+    check_transcript_removable(session, "sessions")
     return delete_session(session)
+
+
+def check_transcript_removable(session: Session, what: str) -> None:
+    """A tenant with an immutable transcript loses a conversation's events only when their user is
+    forgotten (the database refuses any other deletion of them)."""
+    if session.tenant.immutable_transcript:
+        raise Conflict("immutable_transcript",
+                       f"This tenant keeps an immutable transcript: {what} can only be removed by forgetting their user.")
 
 
 @transaction.atomic

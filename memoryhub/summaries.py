@@ -214,7 +214,7 @@ def conversation_header(session: Session, start: int, end: int) -> str:
 # --- summary tree ------------------------------------------------------------------------------
 
 
-def _lock_session_tree(session_pk: int) -> None:
+def lock_session_tree(session_pk: int) -> None:
     """Serialise tree builders of one session without blocking its appends."""
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [4242, session_pk])
@@ -286,7 +286,7 @@ def build_tree(session: Session, *, final: bool = False) -> int:
     """Grow the session's tree: new leaves over full runs of events, branches over full groups
     of leaves, and a root over the branches once there are two. With `final` (an idle session)
     the unfinished run and group are closed too. Returns the number of nodes created."""
-    _lock_session_tree(session.pk)
+    lock_session_tree(session.pk)
     leaf_size = LEAF_EVENTS
     fan = BRANCH_CHILDREN
     created = 0

@@ -28,6 +28,7 @@ class RetrievalConfig(AppConfig):
         signals.events_appended.connect(receivers.on_events_appended, dispatch_uid="retrieval.index_events")
         signals.events_text_changed.connect(receivers.on_events_text_changed,
                                             dispatch_uid="retrieval.reindex_event_text")
+        signals.events_deleted.connect(receivers.on_events_deleted, dispatch_uid="retrieval.delete_event_chunks")
         signals.memory_saved.connect(receivers.on_memory_saved, dispatch_uid="retrieval.index_memory")
         signals.memory_deleted.connect(receivers.on_memory_deleted, dispatch_uid="retrieval.delete_memory")
         signals.session_owner_changed.connect(receivers.on_session_owner_changed,

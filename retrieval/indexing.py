@@ -20,6 +20,7 @@ from django.db.models import Case, F, Max, Q, Sum, TextField, Value, When
 from django.db.models.functions import Greatest
 
 from memoryhub import recent as recent_window
+from memoryhub.event_log import window_version
 from memoryhub.models import Event, Session, ToolCallSentence
 from memoryhub.plumbing import rows
 from memoryhub.searchable import Searchable
@@ -80,7 +81,7 @@ def _chunk_sizes() -> tuple[int, int]:
     return CHUNK_CHARS, min(CHUNK_OVERLAP, CHUNK_CHARS - 1)
 
 
-def _context_before(session: Session, first_sequence: int, count: int) -> list[str]:
+def _context_before(session: Session, first_sequence: int, count: int, appended: int) -> list[str]:
     """The texts of the `count` events before `first_sequence`, oldest first: from the session's
     recent window when it is cached up to the event just before (an append that follows the last
     one, the usual case), otherwise from the log."""
@@ -88,7 +89,9 @@ def _context_before(session: Session, first_sequence: int, count: int) -> list[s
         return []
     # A window entry is keyed by the last sequence it holds, so it is the log's newest events up to
     # that one (memoryhub.recent); a gap in the sequences finds no entry.
-    window = recent_window.get(session.pk, first_sequence - 1, session.consolidated_to) if count <= recent_window.WINDOW else None
+    # `appended`: the events being indexed, counted in the session's event count already.
+    version = window_version(session, appended)
+    window = recent_window.get(session.pk, first_sequence - 1, version) if count <= recent_window.WINDOW else None
     if window is not None:
         earlier = [Event.from_payload(payload) for payload in window[-count:]]
     else:
@@ -132,7 +135,7 @@ def index_session_events(session: Session, events: list[Event]) -> list[int]:
     if not events:
         return []
     context_size = CONTEXT_MESSAGES
-    recent = _context_before(session, events[0].sequence, context_size)
+    recent = _context_before(session, events[0].sequence, context_size, len(events))
     max_chars, overlap = _chunk_sizes()
     planned: list[tuple[Event, str, str, str]] = []  # event, text, hash, context
     for event in events:

@@ -22,6 +22,18 @@ def on_events_text_changed(sender: Any, session: Any, events: list[Any], **kwarg
     indexing.reindex_event_text(session_id=session.pk, event_ids=[e.pk for e in events])
 
 
+def on_events_deleted(sender: Any, session: Any, after: int, **kwargs: Any) -> dict[str, int]:
+    """In the deleting transaction (search forgets the events when their deletion commits): the
+    chunks of the session's events above `after` go; a chunk of an earlier event whose text a
+    deleted one repeated (the deduplication extended its span) ends at `after` again."""
+    from retrieval.models import Chunk
+
+    events = Chunk.every_version.filter(session_id=session.pk, kind="event")
+    _, per_model = events.filter(sequence_start__gt=after).delete()
+    events.filter(sequence_end__gt=after).update(sequence_end=after)
+    return {Chunk._meta.label: per_model.get(Chunk._meta.label, 0)}
+
+
 def _as_searchable(kwargs: dict[str, Any]) -> Searchable | None:
     value = kwargs.get("searchable") or kwargs.get("instance")
     if isinstance(value, Searchable):

@@ -99,6 +99,7 @@ SCHEMA_DESCRIPTIONS = {
     "FactUpserted": "The fact as stored, and whether it was created or replaced an older one.",
     "FactVersionOutput": "One version of a fact and the time it was valid.",
     "Forgotten": "The session that was deleted, with everything derived from it.",
+    "EventsDeleted": "The newest events of a session that were deleted, with what was derived from them.",
     "ForgottenUser": "What was deleted of an end user, by kind.",
     "Health": "Whether the service answers.",
     "HealthDetails": "How the service's own processes fared since it started: restarts after they stopped unexpectedly.",

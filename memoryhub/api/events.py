@@ -270,11 +270,25 @@ class EventListParams(serializers.Serializer):
                                      help_text="Events with a sequence above this one, oldest first.")
     before = serializers.IntegerField(required=False, min_value=1,
                                       help_text="Events with a sequence below this one.")
+    user_id = serializers.CharField(
+        required=False, max_length=200,
+        help_text="Read on behalf of this end user: the session must be theirs (409 owner_mismatch for another "
+                  "user's conversation or one of no user).")
     format = serializers.ChoiceField(
         choices=list(chat.FORMATS), required=False, default=chat.NATIVE,
         help_text="native (default): MemoryHub's event fields. openai / anthropic: each event as that chat API's "
                   "message, exactly as it was sent when it was sent in that shape (otherwise rendered from its "
                   "fields, one message per event), with nothing added: ready to send to the model again.")
+
+
+class EventDeleteParams(serializers.Serializer):
+    after = serializers.IntegerField(required=False, min_value=0,
+                                     help_text="Delete only events with a sequence above this one (default 0).")
+    limit = serializers.IntegerField(required=False, min_value=1, max_value=event_log.MAX_BULK_EVENTS,
+                                     help_text="Delete at most this many: the newest ones.")
+    user_id = serializers.CharField(
+        required=False, max_length=200,
+        help_text="On behalf of this end user: the session must be theirs (409 owner_mismatch).")
 
 
 class EventListView(APIView):
@@ -296,7 +310,7 @@ class EventListView(APIView):
     )
     def get(self, request: Request, session_id: str) -> Response:
         params = query_params(request, EventListParams)
-        session = sessions.get_session(api_key(request), session_id)
+        session = sessions.get_session_as(api_key(request), session_id, params.get("user_id"))
         after, before, limit = params.get("after"), params.get("before"), params.get("limit")
         render = chat.RENDERERS.get(params["format"])
         next_url = None
@@ -355,6 +369,32 @@ class EventListView(APIView):
             # A single append also answers with the event's own fields at the top level.
             body = {**body["events"][0], **body}
         return Response(body, status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK)
+
+
+    @extend_schema(
+        summary="Delete the newest events",
+        description="Deletes the session's newest events: those above `after`, at most `limit` of them (neither: "
+                    "all of them), with what was derived from them: their search chunks and the summaries that cover any of "
+                    "them. They are gone from every read (events, search, context, export). Only the newest "
+                    "events can go; the session keeps its last sequence, so the next append continues after it. "
+                    "Facts extracted from them stay (delete them, or forget the user). A tenant with an "
+                    "immutable transcript keeps its events (409 immutable_transcript); an archived session is "
+                    "read-only (409 session_archived). With `user_id` (or a user-limited key) the session must "
+                    "be that user's, as for an append.",
+        parameters=[EventDeleteParams],
+        responses={200: inline_serializer("EventsDeleted", {
+            "session": serializers.CharField(help_text="The session's id."),
+            "deleted": serializers.DictField(child=serializers.IntegerField(), help_text="Rows deleted, by kind."),
+            "results": EventOutput(many=True, help_text="The deleted events, oldest first."),
+        })},
+        examples=ex.EVENT_DELETE,
+    )
+    def delete(self, request: Request, session_id: str) -> Response:
+        params = query_params(request, EventDeleteParams)
+        result = event_log.delete_newest_events(
+            key=api_key(request), session_id=session_id, after=params.get("after"), newest=params.get("limit"),
+            user_id=params.get("user_id"))
+        return Response({"session": result.session.external_id, "deleted": result.deleted, "results": result.events})
 
 
 def appended(result: event_log.AppendResult) -> dict[str, Any]:

@@ -146,6 +146,9 @@ class NoteListParams(serializers.Serializer):
     workspace = serializers.CharField(required=False, help_text="Only notes of this workspace.")
     channel = serializers.CharField(required=False, help_text="Only notes of this channel.")
     user_id = serializers.CharField(required=False, help_text="Only this end user's notes.")
+    for_user = serializers.CharField(required=False, max_length=200,
+                                     help_text="Only the notes this end user may read: theirs and the shared ones "
+                                               "(what a key limited to them lists).")
     scope = serializers.ChoiceField(choices=TIERS, required=False, help_text="Only notes of this scope.")
     q = serializers.CharField(required=False, help_text="Text in the content (case-insensitive).")
 

@@ -155,10 +155,21 @@ class SessionListView(APIView):
         )
 
 
+class SessionReadParams(serializers.Serializer):
+    user_id = serializers.CharField(
+        required=False, max_length=200,
+        help_text="Read on behalf of this end user: the session must be theirs (409 owner_mismatch for another "
+                  "user's conversation or one of no user).")
+
+
 class SessionDetailView(APIView):
-    @extend_schema(summary="Get a session", description="One session: its end user, agent, state and message count.", responses=SessionOutput, examples=ex.SESSION_GET)
+    @extend_schema(summary="Get a session", description="One session: its end user, agent, state and message "
+                   "count. With `user_id` the session must be that end user's (409 owner_mismatch).",
+                   parameters=[SessionReadParams], responses=SessionOutput, examples=ex.SESSION_GET)
     def get(self, request: Request, session_id: str) -> Response:
-        return Response(SessionOutput(sessions.get_session(api_key(request), session_id)).data)
+        params = query_params(request, SessionReadParams)
+        return Response(SessionOutput(sessions.get_session_as(api_key(request), session_id,
+                                                              params.get("user_id"))).data)
 
     @extend_schema(summary="Change a session", description="Only the fields given change.",
                    request=SessionPatchInput, responses=SessionOutput, examples=ex.SESSION_PATCH)

@@ -140,22 +140,22 @@ def test_the_window_is_kept_unpickled_in_the_process_and_agrees_with_the_cache(
     with django_capture_on_commit_callbacks(execute=True):
         post_events(alice, "s1", {"role": "assistant", "content": "fresh"})
     session = Session.objects.get(external_id="s1")
-    shared = cache.get(recent._key(session.pk, 4, 0))
+    shared = cache.get(recent._key(session.pk, 4, "0.4"))
     assert [e["content"] for e in shared] == ["m1", "m2", "m3", "fresh"]
-    assert recent.get(session.pk, 3, 0) is None  # the window it extended is gone from both
+    assert recent.get(session.pk, 3, "0.3") is None  # the window it extended is gone from both
     monkeypatch.setattr(cache, "get", lambda *a, **k: pytest.fail("read from the shared cache"))
-    assert recent.get(session.pk, 4, 0) == shared
+    assert recent.get(session.pk, 4, "0.4") == shared
     monkeypatch.undo()
     # Another process wrote the entry: this one reads the cache once, then its own map.
     recent.clear_local()
-    assert recent.get(session.pk, 4, 0) == shared
+    assert recent.get(session.pk, 4, "0.4") == shared
     monkeypatch.setattr(cache, "get", lambda *a, **k: pytest.fail("read from the shared cache"))
-    assert recent.get(session.pk, 4, 0) == shared
+    assert recent.get(session.pk, 4, "0.4") == shared
     monkeypatch.undo()
     for pk in range(recent.LOCAL_ENTRIES + 10):
-        recent.put(10_000 + pk, 1, 0, [{"sequence": 1}])
+        recent.put(10_000 + pk, 1, "0.1", [{"sequence": 1}])
     assert len(recent._local) == recent.LOCAL_ENTRIES
-    assert recent.get(10_000, 1, 0) == [{"sequence": 1}]  # the oldest left the map, not the cache
+    assert recent.get(10_000, 1, "0.1") == [{"sequence": 1}]  # the oldest left the map, not the cache
 
 
 def test_cache_is_never_stale_after_an_append(alice) -> None:
@@ -185,7 +185,8 @@ def test_a_read_racing_an_append_never_duplicates_events_in_the_cache(alice) -> 
     response = post_events(alice, "s1", {"role": "user", "content": "m4"}, {"role": "user", "content": "m5"})
     new = response.json()["events"]
     assert [e["sequence"] for e in recent_events(stale, 10)] == [1, 2, 3]
-    recent.extend(stale.pk, 3, 5, 0, new)  # the append's on-commit write-through, arriving late
+    # the append's on-commit write-through, arriving late
+    recent.extend(stale.pk, 3, 5, "0.5", new, previous_marked="0.3")
     body = alice.get(url("s1"), {"limit": 10}).json()
     assert [e["sequence"] for e in body["results"]] == [1, 2, 3, 4, 5]
 
@@ -195,6 +196,6 @@ def test_write_through_ignores_a_window_that_does_not_end_where_the_append_began
 
     fill(alice, "s1", 2)
     session = Session.objects.get(external_id="s1")
-    recent.put(session.pk, 2, 0, [{"sequence": 1}, {"sequence": 9}])  # inconsistent entry
-    recent.extend(session.pk, 2, 3, 0, [{"sequence": 3}])
-    assert recent.get(session.pk, 3, 0) is None
+    recent.put(session.pk, 2, "0.2", [{"sequence": 1}, {"sequence": 9}])  # inconsistent entry
+    recent.extend(session.pk, 2, 3, "0.3", [{"sequence": 3}], previous_marked="0.2")
+    assert recent.get(session.pk, 3, "0.3") is None

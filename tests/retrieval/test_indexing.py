@@ -324,7 +324,7 @@ def test_an_appends_context_comes_from_the_recent_window_when_it_is_cached(
         post_events(alice, "s1", {"role": "user", "content": "I moved to Lisbon in 2021."},
                     {"role": "assistant", "content": "", "tool_name": "weather", "tool_args": {"city": "Lisbon"}})
     session = Session.objects.get(external_id="s1")
-    assert recent.get(session.pk, 2, 0) is not None
+    assert recent.get(session.pk, 2, "0.2") is not None
     with django_capture_on_commit_callbacks(), CaptureQueriesContext(connection) as queries:
         assert post_events(alice, "s1", {"role": "user", "content": "Is it sunny there?"}).status_code == 201
     reads = [q["sql"] for q in queries.captured_queries
@@ -334,7 +334,7 @@ def test_an_appends_context_comes_from_the_recent_window_when_it_is_cached(
     assert chunk.context == 'I moved to Lisbon in 2021.\nCalled weather with {"city": "Lisbon"}'
     cache.clear()  # the same context from the log
     recent.clear_local()
-    assert indexing._context_before(session, 3, 2) == chunk.context.split("\n")
+    assert indexing._context_before(session, 3, 2, 0) == chunk.context.split("\n")
     # A gap in the sequences: no window ends just before it, the log is read.
     with CaptureQueriesContext(connection) as queries:
         assert post_events(alice, "s1", {"role": "user", "content": "Later.", "sequence": 10}).status_code == 201

@@ -149,7 +149,7 @@ def test_service_url_may_be_given_with_or_without_the_api_root(monkeypatch: pyte
 def test_both_clients_expose_the_same_methods_with_the_same_signatures() -> None:
     sync, asyn = MemoryHub("k"), AsyncMemoryHub("k")
     names = [n for n in dir(MemoryHub) if not n.startswith("_") and n not in {"close"}]
-    assert len(names) == 87 and "remember" in names and "iter_events" in names and "fact_history" in names
+    assert len(names) == 88 and "remember" in names and "iter_events" in names and "fact_history" in names
     for name in names:
         assert inspect.signature(getattr(sync, name)) == inspect.signature(getattr(asyn, name)), name
         assert inspect.iscoroutinefunction(getattr(asyn, name)) or inspect.isasyncgenfunction(getattr(asyn, name))

@@ -1,5 +1,5 @@
-"""MemoryHubStore beyond LangGraph's own store tests (tests/sdk/langgraph_store/): how a namespace
-maps onto an owner, what a user-limited key sees, the async client on its own, and LangMem's
+"""MemoryHubStore beyond the store's contract and owner tests (tests/sdk/langgraph_store/): how an
+item is kept as a note, what a user-limited key sees, the async client on its own, and LangMem's
 memory tools against the store (called directly: no model)."""
 
 from __future__ import annotations

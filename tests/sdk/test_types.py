@@ -10,7 +10,7 @@ import memoryhub_client.types as types
 # Every name `memoryhub_client.types` offered when the shapes were one file.
 PUBLIC = {
     "AppendResult", "AppendedEvent", "BrowsedEvent", "Cadence", "Channel", "Citation", "Consolidation",
-    "Context", "ContextItem", "Deleted", "Document", "DocumentDeleted", "EndUser", "Event", "EventIn",
+    "Context", "ContextItem", "Deleted", "Document", "DocumentDeleted", "EndUser", "Event", "EventIn", "EventsDeleted",
     "Fact", "FactHistory", "FactUpserted", "FactVersion", "Health", "HealthDetails", "Imported", "Json",
     "Memory", "Note", "Page", "Ready", "Restored", "Role", "RollingSummary", "Run", "Schedule",
     "Scratchpad", "ScratchpadItem", "SearchResponse", "SearchResult", "Session", "SessionForgotten",

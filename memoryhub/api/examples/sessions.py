@@ -154,6 +154,18 @@ EVENT_LIST = [*example(
                            'consolidated_at': None}]},
 )]
 
+EVENT_DELETE = [*example(
+    'Delete the newest event', 'An agent framework pops the last message (limit=1): gone from every read.',
+    status=200,
+    response={'session': 'chat-42',
+              'deleted': {'memoryhub.Event': 1, 'retrieval.Chunk': 1},
+              'results': [{'id': 99, 'sequence': 2, 'role': 'assistant',
+                           'content': 'Noted: Lisbon on May 3rd, and an aisle seat.', 'tool_name': None,
+                           'tool_args': None, 'tool_result': None, 'tool_calls': None, 'tool_call_id': None,
+                           'metadata': {}, 'importance': 0.5, 'idempotency_key': None,
+                           'created_at': '2026-11-28T02:16:22.006859Z', 'consolidated_at': None}]},
+)]
+
 EVENT_APPEND = [*example(
     'Append one message', '', status=201,
     request={'role': 'user',

@@ -129,6 +129,7 @@ class Operations:
     append_event = op(_s.append_event)
     append_events = op(_s.append_events)
     list_events = op(_s.list_events)
+    delete_events = op(_s.delete_events)
     iter_events = pages(_s.event_pages)
     restore = op(_s.restore)
 

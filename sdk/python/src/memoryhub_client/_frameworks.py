@@ -5,13 +5,13 @@ calls it needs (`call("list_notes", ...)`) and receives their results (or has th
 exception thrown into it). `drive` runs a program with a `MemoryHub`, `adrive` with an
 `AsyncMemoryHub`, so the sync and async faces of an integration share one body.
 
-The transcript of a session is MemoryHub's append-only event log. Integrations whose interface can
-remove messages (a chat history's `clear`, an agent session's `pop_item` / `clear_session`) do not
-delete events: they write a retraction into the session's metadata, under "transcript":
-`{"cleared_through": N, "retracted": [sequence, ...]}`. Reads through the integration skip events
-at or below `cleared_through` and those listed in `retracted`; the log, search, summaries and fact
-extraction keep them (the transcript stays whole, also on a server that keeps an immutable
-transcript). To forget a conversation for good, delete the session (`delete_session`).
+An integration acts for the end user it is given (`user_id`): every read and write of a session
+names that user, so the server refuses another user's conversation (ConflictError
+`owner_mismatch`), also with a tenant-wide key; a session that does not exist yet reads as empty.
+What an integration removes (a chat history's `clear`, an agent session's `pop_item` /
+`clear_session`) is deleted on the server with what was derived from it (its search chunks, the
+summaries covering it): gone from every read, for every client. The server deletes only a
+session's newest events, which is what those operations remove.
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ from memoryhub_client.errors import MemoryHubError, NotFoundError
 Step = tuple[str, tuple[Any, ...], dict[str, Any]]
 Program = Generator[Step, Any, Any]
 
-TRANSCRIPT = "transcript"  # the session metadata key holding the retractions
 EVENT_PAGE = 1000  # the most events one request returns
 
 
@@ -85,24 +84,16 @@ def is_async(hub: Any) -> bool:
 # --- the transcript as an integration reads it ---------------------------------------------------
 
 
-def retractions(session: Mapping[str, Any] | None) -> tuple[int, set[int]]:
-    """(cleared_through, retracted sequences) written in the session's metadata."""
-    marks = ((session or {}).get("metadata") or {}).get(TRANSCRIPT) or {}
-    return int(marks.get("cleared_through") or 0), {int(s) for s in marks.get("retracted") or []}
-
-
-def visible_events(session_id: str) -> Program:
-    """The session's events that the integration shows, oldest first ([] for an unknown session)."""
-    try:
-        session = yield call("get_session", session_id)
-    except NotFoundError:
-        return []
-    cleared, retracted = retractions(session)
+def visible_events(session_id: str, user_id: str | None) -> Program:
+    """The session's events, oldest first ([] for an unknown session); another user's is refused."""
     events: list[dict[str, Any]] = []
-    after = cleared
+    after = 0
     while True:
-        page = yield call("list_events", session_id, after=after, limit=EVENT_PAGE)
-        events += [e for e in page.results if e["sequence"] not in retracted]
+        try:
+            page = yield call("list_events", session_id, after=after, limit=EVENT_PAGE, user_id=user_id)
+        except NotFoundError:
+            return events
+        events += page.results
         if len(page.results) < EVENT_PAGE:
             return events
         after = page.results[-1]["sequence"]
@@ -114,40 +105,21 @@ def append(session_id: str, events: list[dict[str, Any]], user_id: str | None) -
         yield call("append_events", session_id, events, user_id=user_id)
 
 
-def _write_marks(session_id: str, change: Any) -> Program:
+def pop(session_id: str, user_id: str | None) -> Program:
+    """Delete the session's newest event; returns it (None: the session has none)."""
     try:
-        session = yield call("get_session", session_id)
+        deleted = yield call("delete_events", session_id, limit=1, user_id=user_id)
     except NotFoundError:
         return None
-    metadata = dict(session.get("metadata") or {})
-    marks = dict(metadata.get(TRANSCRIPT) or {})
-    change(marks)
-    metadata[TRANSCRIPT] = marks
-    yield call("update_session", session_id, metadata=metadata)
-    return None
+    return deleted["results"][-1] if deleted["results"] else None
 
 
-def retract(session_id: str, sequence: int) -> Program:
-    """Mark one event as removed for the integration's reads (the event itself stays)."""
-    def change(marks: dict[str, Any]) -> None:
-        marks["retracted"] = sorted({*marks.get("retracted", []), sequence})
-
-    yield from _write_marks(session_id, change)
-
-
-def clear(session_id: str) -> Program:
-    """Hide every event stored so far from the integration's reads (the events themselves stay)."""
+def clear(session_id: str, user_id: str | None) -> Program:
+    """Delete every event of the session (nothing to do for an unknown session)."""
     try:
-        page = yield call("list_events", session_id, limit=1)
+        yield call("delete_events", session_id, user_id=user_id)
     except NotFoundError:
         return None
-    last = int(page.raw.get("last_sequence") or (page.results[-1]["sequence"] if page.results else 0))
-
-    def change(marks: dict[str, Any]) -> None:
-        marks["cleared_through"] = max(last, int(marks.get("cleared_through") or 0))
-        marks["retracted"] = [s for s in marks.get("retracted", []) if s > marks["cleared_through"]]
-
-    yield from _write_marks(session_id, change)
     return None
 
 

@@ -108,16 +108,18 @@ def list_notes(
     workspace: str | None = None,
     channel: str | None = None,
     user_id: str | None = None,
+    for_user: str | None = None,
     scope: Tier | None = None,
     q: str | None = None,
     meta: Mapping[str, str] | None = None,
     limit: int | None = None,
     offset: int | None = None,
 ) -> Call[Page[Note]]:
-    """Notes (GET /notes/); `meta={"topic": "billing"}` filters on metadata equality."""
+    """Notes (GET /notes/); `meta={"topic": "billing"}` filters on metadata equality. `user_id`:
+    only that end user's; `for_user`: those that user may read (theirs and the shared ones)."""
     return Call("GET", "notes/", page_of, params=query(
         meta, tags=tags, source=source, session=session, workspace=workspace, channel=channel,
-        user_id=user_id, scope=scope, q=q, limit=limit, offset=offset,
+        user_id=user_id, for_user=for_user, scope=scope, q=q, limit=limit, offset=offset,
     ), idempotent=True)
 
 

@@ -13,6 +13,7 @@ from memoryhub_client.types import (
     AppendResult,
     Event,
     EventIn,
+    EventsDeleted,
     Json,
     Page,
     Restored,
@@ -81,8 +82,10 @@ def list_sessions(
     ), idempotent=True)
 
 
-def get_session(session_id: str) -> Call[Session]:
-    return Call("GET", path("sessions", session_id), as_is, idempotent=True)
+def get_session(session_id: str, *, user_id: str | None = None) -> Call[Session]:
+    """One session; with `user_id` it must be that end user's (a ConflictError `owner_mismatch`
+    for another user's conversation or one of no user)."""
+    return Call("GET", path("sessions", session_id), as_is, params=query(user_id=user_id), idempotent=True)
 
 
 def update_session(
@@ -177,13 +180,28 @@ def list_events(
     after: int | None = None,
     before: int | None = None,
     format: MessageFormat | None = None,  # noqa: A002 - the API's parameter
+    user_id: str | None = None,
 ) -> Call[Page[Event]]:
     """Events in sequence order (GET /sessions/{id}/events/). `limit` alone: the newest N (one
     page); with `after`, pages follow by sequence. `page.raw["last_sequence"]` is the session's.
     `format="openai"`/`"anthropic"`: each result is that chat API's message (as it was sent when
-    it was sent in that shape), ready to send to the model again."""
+    it was sent in that shape), ready to send to the model again. With `user_id` the session
+    must be that end user's (a ConflictError `owner_mismatch` otherwise)."""
     return Call("GET", path("sessions", session_id, "events"), page_of,
-                params=query(limit=limit, after=after, before=before, format=format), idempotent=True)
+                params=query(limit=limit, after=after, before=before, format=format, user_id=user_id),
+                idempotent=True)
+
+
+def delete_events(
+    session_id: str, *, after: int | None = None, limit: int | None = None, user_id: str | None = None
+) -> Call[EventsDeleted]:
+    """Delete the session's newest events (DELETE /sessions/{id}/events/): those above sequence
+    `after`, at most `limit` of them (neither: every event), with their search chunks and the
+    summaries covering them; `results` holds the deleted events. With `user_id` the session must
+    be that end user's. A tenant with an immutable transcript refuses (ConflictError
+    `immutable_transcript`)."""
+    return Call("DELETE", path("sessions", session_id, "events"), as_is,
+                params=query(after=after, limit=limit, user_id=user_id), idempotent=True)
 
 
 def event_pages(

@@ -35,6 +35,12 @@ class SessionForgotten(TypedDict):
     deleted: dict[str, int]
 
 
+class EventsDeleted(TypedDict):
+    session: str
+    deleted: dict[str, int]
+    results: list[Event]
+
+
 class ToolCall(TypedDict):
     """One of several tool calls in a message, as chat APIs send them."""
 

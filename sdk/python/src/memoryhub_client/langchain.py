@@ -11,12 +11,13 @@
 (created on the first message, owned by `user_id` when given): its role, text and tool calls in
 the event's fields (so search, summaries and context see the conversation) and the message
 itself in the event's metadata ("langchain_message"), so it reads back equal. Events written by
-other clients come back as Human/AI/System/Tool messages. The event log is append-only: `clear()`
-marks everything stored so far as cleared in the session's metadata, and this history's reads
-skip it; the transcript (search, summaries, exports) keeps it. Delete the session to forget it.
+other clients come back as Human/AI/System/Tool messages. The history acts for `user_id`: another
+user's session (or one of no user) raises ConflictError `owner_mismatch`, also with a tenant-wide
+key. `clear()` deletes the session's events on the server with the search chunks and summaries
+derived from them: gone from every read (a tenant with an immutable transcript refuses).
 
-`MemoryHubRetriever` runs `/search/` for the query: the end user's memories and the shared ones
-(`user_id`), in `scope`, with `tags`, `kinds`, `session` and any other search field in
+`MemoryHubRetriever` runs `/search/` for the query as `user_id`: that end user's memories and the
+shared ones (with a tenant-wide key and no `user_id`: every user's), in `scope`, with `tags`, `kinds`, `session` and any other search field in
 `search_kwargs`; `k` results (also `invoke(query, k=…)`). Each is a Document whose page_content is
 the matched text and whose metadata is the rest of the search result.
 """
@@ -102,16 +103,16 @@ class MemoryHubChatMessageHistory(BaseChatMessageHistory):
 
     @property
     def messages(self) -> list[BaseMessage]:  # type: ignore[override]
-        return [event_message(e) for e in fw.drive(self.client, fw.visible_events(self.session_id))]
+        return [event_message(e) for e in fw.drive(self.client, fw.visible_events(self.session_id, self.user_id))]
 
     def add_messages(self, messages: Sequence[BaseMessage]) -> None:
         fw.drive(self.client, fw.append(self.session_id, [message_event(m) for m in messages], self.user_id))
 
     def clear(self) -> None:
-        fw.drive(self.client, fw.clear(self.session_id))
+        fw.drive(self.client, fw.clear(self.session_id, self.user_id))
 
     async def aget_messages(self) -> list[BaseMessage]:
-        events = await fw.adrive(self.async_client or self.client, fw.visible_events(self.session_id))
+        events = await fw.adrive(self.async_client or self.client, fw.visible_events(self.session_id, self.user_id))
         return [event_message(e) for e in events]
 
     async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
@@ -119,7 +120,7 @@ class MemoryHubChatMessageHistory(BaseChatMessageHistory):
                         fw.append(self.session_id, [message_event(m) for m in messages], self.user_id))
 
     async def aclear(self) -> None:
-        await fw.adrive(self.async_client or self.client, fw.clear(self.session_id))
+        await fw.adrive(self.async_client or self.client, fw.clear(self.session_id, self.user_id))
 
 
 class MemoryHubRetriever(BaseRetriever):

@@ -3,25 +3,34 @@
     from memoryhub_client import AsyncMemoryHub, MemoryHub
     from memoryhub_client.langgraph import MemoryHubStore
 
-    store = MemoryHubStore(MemoryHub(), async_client=AsyncMemoryHub())
-    store.put(("users", "ann", "memories"), "m1", {"text": "Ann prefers trains."})
+    store = MemoryHubStore(MemoryHub(), async_client=AsyncMemoryHub(), user_id="ann")
+    store.put(("memories", "ann"), "m1", {"text": "Ann prefers trains."})
     graph = builder.compile(store=store)  # LangMem's memory tools use it too
 
 Each item is one MemoryHub note:
-- owner: a namespace ("users", <user>, …) belongs to end user <user> (the note's user_id), so
-  only that user's memory and a key for all users see it; any other namespace is shared (the
-  note has no user). `scope` (default: the server's, the key's workspace) is the note's scope.
+- owner: a namespace whose first segment is one of `user_labels` (default "users" and "memories")
+  belongs to the end user its second segment names: ("users", "ann", …) and ("memories", "ann")
+  are ann's (the note's user_id). `user_segment=i` says instead that segment i of every namespace
+  names the user (e.g. 0 for ("ann", "memories")). Any other namespace is shared (the note has no
+  user). `scope` (default: the server's) is the note's scope, `workspace` (default: the key's) its
+  workspace.
+- acting user: a store given `user_id` acts for that end user, also with a tenant-wide key. It
+  reads that user's namespaces and the shared ones; another user's namespace is refused
+  (ConflictError `owner_mismatch`), and so is writing a shared one (it is everyone's). Reads are
+  confined on the server (`for_user`), never filtered here. Without `user_id` the store reads
+  whatever the key may read.
+- identity: one note per (workspace, namespace, key); its id is derived from them ("lg-…"), so a
+  store naming workspace "beta" keeps its own item under a namespace and key that "alpha" holds.
+  (Without `workspace` the id is derived from the namespace and key only: one item per tenant.)
 - the value's JSON is kept whole in the note's metadata ("langgraph": {namespace, key, value});
   the note's content is the value's text (the fields named by `index`, else every string in it),
-  which MemoryHub indexes for search like every memory. Notes carry the source and tag "langgraph"
-  and an id derived from the namespace and key ("lg-…").
+  which MemoryHub indexes for search like every memory. Notes carry the source and tag "langgraph".
 - `search(prefix, query=…)`: the items under the prefix that pass `filter` (equality, nested
   objects, dotted paths, $eq $ne $gt $gte $lt $lte), ranked by MemoryHub's search for the query
   (the best 100; the other matching items follow, without a score), then `offset` and `limit`.
   Without a query, newest first. `list_namespaces` lists the namespaces that hold items.
-Filtering and namespace matching run in this client over the notes of the store, so a search
-reads every note of the store under the prefix's owner: fine for an agent's memories, not for
-millions of items.
+Filtering and namespace matching run in this client over the notes the store may read under the
+prefix's owner: fine for an agent's memories, not for millions of items.
 """
 
 from __future__ import annotations
@@ -31,11 +40,12 @@ import json
 import math
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from memoryhub_client import _frameworks as fw
-from memoryhub_client.errors import NotFoundError
+from memoryhub_client.errors import ConflictError, NotFoundError
 
 try:
     from langgraph.store.base import (
@@ -55,22 +65,55 @@ except ImportError as error:  # pragma: no cover - depends on the install
     raise fw.missing("langgraph", error) from error
 
 SOURCE = "langgraph"  # the notes' source and tag
-USERS = "users"  # ("users", <user>, …) is that end user's
+USER_LABELS = ("users", "memories")  # ("users", <user>, …) and ("memories", <user>, …) are that user's
 PAGE = 1000
 SEARCH_TOP_K = 100
 _FILTER_KEY = re.compile(r"^[\w.\-]+$")
 
 
-def note_id(namespace: tuple[str, ...], key: str) -> str:
-    digest = hashlib.sha256(json.dumps([list(namespace), key], ensure_ascii=False).encode()).hexdigest()
+def note_id(namespace: tuple[str, ...], key: str, workspace: str | None = None) -> str:
+    parts: list[Any] = [list(namespace), key] if workspace is None else [workspace, list(namespace), key]
+    digest = hashlib.sha256(json.dumps(parts, ensure_ascii=False).encode()).hexdigest()
     return f"lg-{digest[:40]}"
 
 
-def owner(namespace: tuple[str, ...]) -> str | None:
-    """The end user a namespace belongs to (None: shared)."""
-    if len(namespace) >= 2 and namespace[0] == USERS and namespace[1] != "*":
-        return namespace[1]
-    return None
+@dataclass(frozen=True)
+class Owners:
+    """Which segment of a namespace names its end user, and which user the store acts for."""
+
+    labels: tuple[str, ...] = USER_LABELS
+    segment: int | None = None
+    acting: str | None = None
+
+    def owner(self, namespace: tuple[str, ...]) -> str | None:
+        """The end user a namespace belongs to (None: shared; "*": a pattern naming no one)."""
+        if self.segment is not None:
+            found = namespace[self.segment] if len(namespace) > self.segment else None
+        else:
+            found = namespace[1] if len(namespace) >= 2 and namespace[0] in self.labels else None
+        return None if found == "*" else found
+
+    def reader(self, namespace: tuple[str, ...]) -> dict[str, str]:
+        """The list_notes argument that confines a read under `namespace` on the server."""
+        user = self.owner(namespace)
+        if user is not None:
+            self.check(user, namespace)
+            return {"user_id": user}
+        return {"for_user": self.acting} if self.acting else {}
+
+    def writer(self, namespace: tuple[str, ...]) -> str:
+        """The owner of an item written under `namespace` ("": shared), refused when it is not the
+        acting user's."""
+        user = self.owner(namespace) or ""
+        if self.acting and user != self.acting:
+            self.check(user, namespace)
+        return user
+
+    def check(self, user: str, namespace: tuple[str, ...]) -> None:
+        if self.acting and user != self.acting:
+            whose = "another user" if user else "no user (it is shared)"
+            raise ConflictError("owner_mismatch", f"Namespace {namespace!r} belongs to {whose}: this store acts "
+                                f"for user {self.acting!r}.", details={"user_id": self.acting})
 
 
 def _text(value: dict[str, Any], index: list[str] | None) -> str:
@@ -186,13 +229,25 @@ def _does_match(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
 # --- the operations, as programs -----------------------------------------------------------------
 
 
-def _notes(user_id: str | None) -> fw.Program:
-    """Every note of the store (of `user_id` when given), newest first."""
+@dataclass(frozen=True)
+class Place:
+    """Where the store's items live and whom it acts for."""
+
+    owners: Owners
+    scope: str | None = None
+    workspace: str | None = None
+
+    def note_id(self, namespace: tuple[str, ...], key: str) -> str:
+        return note_id(namespace, key, self.workspace)
+
+
+def _notes(place: Place, reader: dict[str, str]) -> fw.Program:
+    """Every note of the store that `reader` (list_notes' user_id or for_user) may read, newest first."""
     notes: list[dict[str, Any]] = []
     offset = 0
     while True:
-        page = yield fw.call("list_notes", source=SOURCE, tags=[SOURCE], user_id=user_id, limit=PAGE,
-                             offset=offset)
+        page = yield fw.call("list_notes", source=SOURCE, tags=[SOURCE], workspace=place.workspace, limit=PAGE,
+                             offset=offset, **reader)
         notes += [n for n in page.results if _is_store_note(n)]
         if len(page.results) < PAGE:
             break
@@ -201,19 +256,28 @@ def _notes(user_id: str | None) -> fw.Program:
     return notes
 
 
-def _get(op: GetOp) -> fw.Program:
+def _get(op: GetOp, place: Place) -> fw.Program:
+    namespace = tuple(op.namespace)
+    reader = place.owners.reader(namespace)
     try:
-        note = yield fw.call("get_note", note_id(op.namespace, op.key))
+        note = yield fw.call("get_note", place.note_id(namespace, op.key))
     except NotFoundError:
         return None
-    if not _is_store_note(note) or tuple(note["metadata"][SOURCE]["namespace"]) != tuple(op.namespace):
+    if not _is_store_note(note) or tuple(note["metadata"][SOURCE]["namespace"]) != namespace:
         return None
+    if note.get("user_id", "") != reader.get("user_id", ""):
+        return None  # written by a store that reads this namespace's owner otherwise: not this item
     return _item(note)
 
 
-def _put(op: PutOp, scope: str | None) -> fw.Program:
-    ident = note_id(op.namespace, op.key)
+def _put(op: PutOp, place: Place) -> fw.Program:
+    namespace = tuple(op.namespace)
+    user = place.owners.writer(namespace)
+    ident = place.note_id(namespace, op.key)
     if op.value is None:
+        item = yield from _get(GetOp(namespace, op.key), place)
+        if item is None:
+            return None
         try:
             yield fw.call("delete_note", ident)
         except NotFoundError:
@@ -221,19 +285,21 @@ def _put(op: PutOp, scope: str | None) -> fw.Program:
         return None
     index = None if op.index is None or op.index is False else list(op.index)
     value = json.loads(json.dumps(op.value))
-    yield fw.call("put_note", ident, _text(value, index), source=SOURCE, tags=[SOURCE], user_id=owner(op.namespace) or "",
-                  scope=scope, metadata={SOURCE: {"namespace": list(op.namespace), "key": op.key, "value": value}})
+    yield fw.call("put_note", ident, _text(value, index), source=SOURCE, tags=[SOURCE], user_id=user,
+                  scope=place.scope, workspace=place.workspace,
+                  metadata={SOURCE: {"namespace": list(namespace), "key": op.key, "value": value}})
     return None
 
 
-def _search(op: SearchOp) -> fw.Program:
+def _search(op: SearchOp, place: Place) -> fw.Program:
     prefix = tuple(op.namespace_prefix)
-    user = owner(prefix)
-    notes = yield from _notes(user)
+    reader = place.owners.reader(prefix)
+    notes = yield from _notes(place, reader)
     found = [n for n in notes if tuple(n["metadata"][SOURCE]["namespace"][: len(prefix)]) == prefix
              and _passes(n["metadata"][SOURCE]["value"], op.filter)]
     scores: dict[str, float] = {}
     if op.query and op.query.strip() and found:
+        user = reader.get("user_id") or reader.get("for_user")
         response = yield fw.call("search", op.query, kinds=["note"], tags=[SOURCE], user_id=user,
                                  top_k=SEARCH_TOP_K)
         for result in response["results"]:
@@ -246,12 +312,12 @@ def _search(op: SearchOp) -> fw.Program:
     return [_item(n, scores.get(n["note_id"]), searched=True) for n in page]
 
 
-def _list_namespaces(op: ListNamespacesOp) -> fw.Program:
-    user = None
+def _list_namespaces(op: ListNamespacesOp, place: Place) -> fw.Program:
+    prefix: tuple[str, ...] = ()
     for condition in op.match_conditions or ():
         if condition.match_type == "prefix":
-            user = owner(tuple(condition.path)) or user
-    notes = yield from _notes(user)
+            prefix = tuple(condition.path)
+    notes = yield from _notes(place, place.owners.reader(prefix))
     namespaces = {tuple(n["metadata"][SOURCE]["namespace"]) for n in notes}
     namespaces = {ns for ns in namespaces if all(_does_match(c, ns) for c in op.match_conditions or ())}
     if op.max_depth is not None:
@@ -259,17 +325,17 @@ def _list_namespaces(op: ListNamespacesOp) -> fw.Program:
     return sorted(namespaces)[op.offset: op.offset + op.limit]
 
 
-def _batch(ops: Iterable[Op], scope: str | None) -> fw.Program:
+def _batch(ops: Iterable[Op], place: Place) -> fw.Program:
     results: list[Result] = []
     for op in ops:
         if isinstance(op, GetOp):
-            results.append((yield from _get(op)))
+            results.append((yield from _get(op, place)))
         elif isinstance(op, PutOp):
-            results.append((yield from _put(op, scope)))
+            results.append((yield from _put(op, place)))
         elif isinstance(op, SearchOp):
-            results.append((yield from _search(op)))
+            results.append((yield from _search(op, place)))
         elif isinstance(op, ListNamespacesOp):
-            results.append((yield from _list_namespaces(op)))
+            results.append((yield from _list_namespaces(op, place)))
         else:
             raise ValueError(f"Unknown operation type: {type(op)}")
     return results
@@ -278,19 +344,29 @@ def _batch(ops: Iterable[Op], scope: str | None) -> fw.Program:
 class MemoryHubStore(BaseStore):
     """A LangGraph BaseStore whose items are MemoryHub notes. `client`: a MemoryHub (batch and the
     sync methods); `async_client`: an AsyncMemoryHub (abatch and the async methods; without one,
-    they run the sync client in a thread). `scope`: the notes' scope (default: the server's)."""
+    they run the sync client in a thread). `user_id`: the end user the store acts for.
+    `user_labels` / `user_segment`: which namespace segment names the user (see the module).
+    `scope`: the notes' scope (default: the server's); `workspace`: their workspace (default: the
+    key's), part of each item's identity."""
 
-    def __init__(self, client: Any = None, *, async_client: Any = None, scope: str | None = None) -> None:
+    def __init__(self, client: Any = None, *, async_client: Any = None, scope: str | None = None,
+                 user_id: str | None = None, user_labels: Iterable[str] = USER_LABELS,
+                 user_segment: int | None = None, workspace: str | None = None) -> None:
         if client is None and async_client is None:
             raise ValueError("MemoryHubStore needs a MemoryHub (client) or an AsyncMemoryHub (async_client)")
+        if user_segment is not None and user_segment < 0:
+            raise ValueError("user_segment is a namespace position: 0 or more")
         self.client = client
         self.async_client = async_client
         self.scope = scope
+        self.user_id = user_id
+        self.workspace = workspace
+        self.place = Place(Owners(tuple(user_labels), user_segment, user_id or None), scope, workspace)
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         if self.client is None:
             raise RuntimeError("this MemoryHubStore has only an async client: use abatch and the a* methods")
-        return fw.drive(self.client, _batch(list(ops), self.scope))
+        return fw.drive(self.client, _batch(list(ops), self.place))
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         ops = list(ops)
@@ -298,4 +374,4 @@ class MemoryHubStore(BaseStore):
             import asyncio
 
             return await asyncio.to_thread(self.batch, ops)
-        return await fw.adrive(self.async_client, _batch(ops, self.scope))
+        return await fw.adrive(self.async_client, _batch(ops, self.place))

@@ -13,11 +13,12 @@ given back exactly as added; its text, role and tool call also go into the event
 search, summaries and context see the conversation. Events written by other clients come back as
 plain messages, function calls and function call outputs.
 
-The event log is append-only. `pop_item` returns the last item and marks its event retracted in
-the session's metadata; `clear_session` marks everything stored so far as cleared. Reads through
-this class skip retracted and cleared events; the transcript (search, summaries, fact extraction,
-exports) keeps them. To forget the conversation itself, delete the session
-(`await hub.delete_session(session_id)`).
+The session acts for `user_id`: it reads and writes only that end user's session (another
+user's, or one of no user, raises ConflictError `owner_mismatch`, also with a tenant-wide key).
+`pop_item` deletes the newest event on the server and returns its last item; `clear_session`
+deletes every event. Deleted means gone from every read (events, search, context, exports), with
+the search chunks and summaries derived from them; a tenant with an immutable transcript refuses
+(ConflictError `immutable_transcript`).
 """
 
 from __future__ import annotations
@@ -99,7 +100,7 @@ class MemoryHubSession(SessionABC):
         self.session_settings = session_settings
 
     async def _visible(self) -> list[dict[str, Any]]:
-        return await fw.adrive(self.hub, fw.visible_events(self.session_id))
+        return await fw.adrive(self.hub, fw.visible_events(self.session_id, self.user_id))
 
     async def get_items(self, limit: int | None = None) -> list[Any]:
         items = [item for event in await self._visible() for item in event_items(event)]
@@ -111,15 +112,10 @@ class MemoryHubSession(SessionABC):
         await fw.adrive(self.hub, fw.append(self.session_id, [item_event(i) for i in items], self.user_id))
 
     async def pop_item(self) -> Any | None:
-        """The last item; its event is retracted for this class's reads. (An event written by
-        another client with several tool calls is several items: the last one is returned and the
-        whole event retracted.)"""
-        events = await self._visible()
-        if not events:
-            return None
-        last = events[-1]
-        await fw.adrive(self.hub, fw.retract(self.session_id, last["sequence"]))
-        return event_items(last)[-1]
+        """The last item, its event deleted. (An event written by another client with several tool
+        calls is several items: the last one is returned and the whole event deleted.)"""
+        event = await fw.adrive(self.hub, fw.pop(self.session_id, self.user_id))
+        return event_items(event)[-1] if event is not None else None
 
     async def clear_session(self) -> None:
-        await fw.adrive(self.hub, fw.clear(self.session_id))
+        await fw.adrive(self.hub, fw.clear(self.session_id, self.user_id))
