@@ -1,6 +1,6 @@
 """MemoryHub settings: one module, driven by environment variables, loud on bad values.
 
-Only what an operator sets is read from the environment here (README's settings table lists
+Only what an operator sets is read from the environment here (docs/configuration.md's settings table lists
 exactly these; tests/test_settings_table.py keeps the two equal). Tuning no operator needs
 (cadences, batch sizes, thresholds, internal timeouts) is a named constant beside the code that
 uses it. The helpers that read the environment live in memoryhub/plumbing/env.py.
@@ -83,7 +83,7 @@ def _database_config(url: str) -> dict[str, Any]:
 
 DATABASES = {"default": _database_config(DATABASE_URL)}
 # Lets several test runs (and the benches) share one server without dropping each other's
-# database: test plumbing, not a setting (read directly, so it is not in README's table).
+# database: test plumbing, not a setting (read directly, so it is not in docs/configuration.md's table).
 DATABASES["default"]["TEST"] = {"NAME": os.environ.get("TEST_DB_NAME", "test_memoryhub")}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

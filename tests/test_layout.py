@@ -70,3 +70,16 @@ def test_a_file_over_the_limit_is_named_and_one_at_it_is_not(tmp_path: Path) -> 
     (tmp_path / "no_newline_at_end.css").write_text("a {}\n" * (LIMIT - 1) + "b {}")
     names = ["at_limit.py", "gone.py", "no_newline_at_end.css", "pkg/long.py", "pkg/longer.js"]
     assert too_long(tmp_path, names) == [f"pkg/longer.js: {LIMIT + 7} lines", f"pkg/long.py: {LIMIT + 1} lines"]
+
+
+# The two READMEs a newcomer opens first stay short enough to read: the top one holds the quickstart,
+# the layout, the set-up and the API in brief (the rest is in docs/), the bench one today's figures
+# (the history is in git: `git log -p bench/README.md`).
+README_LIMITS = {"README.md": 400, "bench/README.md": 600}
+
+
+def test_the_top_and_bench_readmes_are_within_their_lengths() -> None:
+    problems = too_long(ROOT, ["README.md"], README_LIMITS["README.md"]) + too_long(
+        ROOT, ["bench/README.md"], README_LIMITS["bench/README.md"])
+    assert not problems, problems
+    assert too_long(ROOT, ["README.md"], 10) != []  # the check counts this file's lines

@@ -7,7 +7,7 @@ its app; the client's is sdk/python/README.md). A module table is a Markdown tab
 header cell is "module"; its rows name modules in backticks in their first cell, relative to the
 README's folder (`api/urls.py`, `management/commands/run.py`). Every name such a table gives must
 exist. Every path the top README's "Where things are" table names must exist, and a name it gives a
-module's in "`path.py` (`name`" must be defined there. A default a README
+module's in "`path.py` (`name`" must be defined there. A default a README (or a docs/ page)
 states as "`MEMORYHUB_NAME` = value" (a number, or on/off) is the default memoryhub/settings.py gives.
 
 The checks are plain functions over paths and texts, so that the tests below can also show that
@@ -54,6 +54,12 @@ def readmes(root: Path = ROOT) -> dict[str, str]:
         for path in (root / top).rglob("README.md"):
             found[path.relative_to(root).as_posix()] = path.read_text(encoding="utf-8")
     return found
+
+
+def prose_pages(root: Path = ROOT) -> dict[str, str]:
+    """The top README and the docs/ pages (where the top README's details moved), by path."""
+    pages = [root / "README.md", *sorted((root / "docs").glob("*.md"))]
+    return {path.relative_to(root).as_posix(): path.read_text(encoding="utf-8") for path in pages}
 
 
 def nearest_readme(module: str, readme_paths: set[str]) -> str:
@@ -269,7 +275,8 @@ def test_every_module_is_named_once_in_its_readme():
 def test_defaults_the_readmes_state_are_the_settings():
     defaults = setting_defaults((ROOT / "memoryhub/settings.py").read_text(encoding="utf-8"))
     assert defaults["MEMORYHUB_MCP_STREAMS"] == 100
-    texts = readmes()
+    texts = {**readmes(), **prose_pages()}
+    assert {"README.md", "docs/configuration.md", "docs/operating.md"} <= set(texts)
     everything = "".join(texts.values())
     assert len(_STATED_DEFAULT.findall(everything)) + len(_STATED_CONSTANT.findall(everything)) > 20
     problems = default_problems(texts, defaults) + constant_problems(texts)

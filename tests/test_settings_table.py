@@ -1,4 +1,4 @@
-"""README's settings table lists exactly the environment variables memoryhub/settings.py reads,
+"""The settings table of docs/configuration.md lists exactly the environment variables memoryhub/settings.py reads,
 with the defaults the code has, and there are at most 40 MemoryHub settings: tuning no operator
 needs is a named constant beside the code that uses it, not a setting."""
 
@@ -11,7 +11,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 SETTINGS = ROOT / "memoryhub" / "settings.py"
-README = ROOT / "README.md"
+README = ROOT / "docs" / "configuration.md"  # the settings table (moved there from README.md)
 HELPERS = {"env_str", "env_int", "env_float", "env_bool", "env_choice", "env_networks", "env_list"}
 # Read from the environment, but not settings: the test database's name (test and bench plumbing),
 # the key the stdio MCP command acts as (a client's credential), the settings module itself, and
@@ -56,10 +56,10 @@ def environment_reads(path: Path) -> set[str]:
 
 
 def table_rows() -> list[tuple[list[str], str]]:
-    """(names, default cell) of every row of README's settings table."""
+    """(names, default cell) of every row of docs/configuration.md's settings table."""
     text = README.read_text()
     section = text[text.index("## Configuration (environment variables)"):]
-    section = section[:section.index("\n## ", 1)]
+    section = section.split("\n## ", 1)[0]
     rows = []
     for line in section.splitlines():
         if not line.startswith("| `"):
@@ -75,8 +75,8 @@ def test_the_table_lists_exactly_the_settings_read() -> None:
     listed = [name for names, _ in table_rows() for name in names]
     assert len(listed) == len(set(listed)), "a setting listed twice"
     read = read_by_settings()
-    assert set(listed) - set(read) == set(), "listed in README but not read by memoryhub/settings.py"
-    assert set(read) - set(listed) == set(), "read by memoryhub/settings.py but not in README's table"
+    assert set(listed) - set(read) == set(), "listed in docs/configuration.md but not read by memoryhub/settings.py"
+    assert set(read) - set(listed) == set(), "read by memoryhub/settings.py but not in docs/configuration.md's table"
 
 
 def test_settings_are_read_through_the_env_helpers_only() -> None:

@@ -127,7 +127,7 @@ def owner_clause(user_id: str, owner: str = "both") -> tuple[str, list[Any]]:
 
 
 def scope_clause(req: SearchRequest) -> tuple[str, list[Any]]:
-    """The scope ladder (the one definition; README "Memory semantics").
+    """The scope ladder (the one definition; docs/memory-semantics.md#memory-semantics).
 
     Anchored to a session: a tiered memory (note, fact, document) is read only where it applies
     to that session: a conversation-tier one of this conversation, a channel-tier one of its

@@ -68,7 +68,7 @@ MMR = 1.0
 # other, the newer is listed first (retrieval.search.rerank.newer_first; 0 = off). A reorder of
 # the final results: recall@10 cannot move. 0.1 on LoCoMo conversations 1-4: knowledge-update
 # newest-first 0.450 -> 0.525, turn@5 0.702 -> 0.700, session@5 0.855 -> 0.858; 0.2 cost 0.022 of
-# turn@5 (bench/README.md, "Relevance floor, strict recall and knowledge updates").
+# turn@5 (bench/README.md, "Knowledge updates").
 NEWER_FIRST = 0.1
 NEWER_FIRST_COSINE = 0.6
 # Search: a summary that ranks gives its place to the best-ranked message it summarises

@@ -97,7 +97,7 @@ def user_texts() -> Iterator[tuple[str, str, str]]:
     for path in sorted(CLIENT.rglob("*.py")):
         for where, text in client_docstrings(path):
             yield "client", where, text
-    for path in (ROOT / "README.md", ROOT / "sdk" / "python" / "README.md"):
+    for path in (ROOT / "README.md", ROOT / "sdk" / "python" / "README.md", *sorted((ROOT / "docs").glob("*.md"))):
         for number, line in enumerate(path.read_text().splitlines(), 1):
             yield "readme", f"{path.relative_to(ROOT)}:{number}", line
 

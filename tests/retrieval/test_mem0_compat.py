@@ -288,8 +288,8 @@ def test_bad_input_is_a_4xx_with_a_code(live_server: Any, connect: Connect) -> N
 
 
 def readme_snippet(heading: str) -> str:
-    """The first Python block under `heading` in README.md."""
-    text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    """The first Python block under `heading` in docs/frameworks.md."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "frameworks.md").read_text()
     after = text[text.index(f"\n{heading}\n"):]
     return after[after.index("```python\n") + len("```python\n"):after.index("\n```", after.index("```python\n"))]
 
@@ -298,7 +298,7 @@ def test_the_readme_snippet_runs(live_server: Any, transactional_db: None, capsy
     snippet = readme_snippet("### mem0's client")
     assert 'host="http://127.0.0.1:8000"' in snippet
     scope: dict[str, Any] = {"KEY": make_key(make_tenant("alice"))}
-    exec(compile(snippet.replace("http://127.0.0.1:8000", live_server.url), "README.md", "exec"), scope)
+    exec(compile(snippet.replace("http://127.0.0.1:8000", live_server.url), "docs/frameworks.md", "exec"), scope)
     scope["client"].client.close()
     assert capsys.readouterr().out.strip().endswith("I prefer aisle seats.")
 

@@ -117,7 +117,7 @@ def test_a_note_made_in_a_conversation_is_hers_everywhere_and_outlives_it(cast, 
 
 
 def test_a_conversation_note_from_before_is_kept_by_replacing_it_workspace_wide(cast, index) -> None:
-    """README's upgrade note: a conversation-tier note stays one until it is replaced."""
+    """The upgrade note of docs/memory-semantics.md: a conversation-tier note stays one until it is replaced."""
     client = cast.alice
     _converse(client, index, "trip3", "ann", text=None)
     made = client.post("/api/v1/notes/", {"content": "Seaview room 12", "session": "trip3", "scope": "conversation"},

@@ -1,4 +1,4 @@
-"""The README's "Use it from your framework" snippets, run as written against the live server.
+"""The "Use it from your framework" snippets of docs/frameworks.md, run as written against the live server.
 
 Each Python block under one of the framework headings below is executed with `KEY` set to a key
 of the test tenant and the README's http://127.0.0.1:8000 replaced by the live server's address.
@@ -19,7 +19,7 @@ import pytest
 
 from tests.sdk.conftest import FAST  # noqa: F401 - the client package is importable from here on
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+README = Path(__file__).resolve().parents[2] / "docs" / "frameworks.md"
 SECTION = "## Use it from your framework"
 HEADINGS = {"LangChain": ["langchain_core"], "LangGraph and LangMem": ["langgraph", "langmem"],
             "OpenAI Agents SDK": ["agents"]}
@@ -76,7 +76,7 @@ def run_snippet(heading: str, live_server: Any, key: str) -> dict[str, Any]:
     (code,) = snippets()[heading]
     code = code.replace("http://127.0.0.1:8000", live_server.url)
     scope: dict[str, Any] = {"KEY": key, "__name__": "readme_snippet"}
-    exec(compile(code, f"README.md ({heading})", "exec"), scope)  # noqa: S102 - the README's own code
+    exec(compile(code, f"docs/frameworks.md ({heading})", "exec"), scope)  # noqa: S102 - the README's own code
     return scope
 
 

@@ -232,7 +232,7 @@ class Command(BaseCommand):
         return children
 
     def background_commands(self) -> list[tuple[str, list[str], dict[str, str]]]:
-        """The lanes, each with workers of its own (README: Background work): user schedule runs
+        """The lanes, each with workers of its own (docs/operating.md#background-work): user schedule runs
         (the default cluster), the built-in cadences and bulk jobs (the maintenance cluster), the
         dispatcher (claims due schedules every second, at normal priority), and embedding and
         summarising (niced: requests come first)."""
