@@ -7,7 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 from memoryhub import scratchpad
-from memoryhub.api.events import EventInput
+from memoryhub.api.events_input import EventInput
 from memoryhub.api.facts import FactInput
 from memoryhub.api.notes import NoteInput
 from memoryhub.api.sessions import SessionCreateInput
