@@ -13,8 +13,8 @@ from memoryhub.api.common import api_key, paginate, parse_input, query_params
 from memoryhub.api.fields import PAGE_PARAMS, page_of
 from memoryhub.ownership import check_owner
 from memoryhub.sessions import get_session, resolve_user, resolve_workspace
-from retrieval import api_examples as ex
 from retrieval import documents
+from retrieval import documents_api_examples as ex
 from retrieval.indexing import ingest_document
 from retrieval.serializers import DocumentInput
 
