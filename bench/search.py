@@ -265,6 +265,7 @@ def main() -> None:
     from django.db import connection
     from search_http import measure_http
     from search_in_process import measure_embedding_throughput, measure_in_process, measure_recall
+    from search_report import report
 
     if settings.EMBEDDED_DATABASE:  # the shared buffers `manage.py run` gives the embedded server
         from memoryhub.plumbing.embedded_pg import raise_shared_buffers
@@ -331,36 +332,6 @@ def worker_rss_mb(master_pid: int) -> list[float]:
         rss_kb = int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmRSS:")))
         out.append(round(rss_kb / 1024, 1))
     return out
-
-
-def report(results: dict[str, Any], clients: int) -> None:
-    emb = results["in_process"]["embedding"]
-    print(f"\n{results['chunks']} chunks ({results['vectors']}), {results['queries']} queries; query embedding "
-          f"p50 {emb['p50']} p95 {emb['p95']} ms; load average {results['load_average_start']} -> "
-          f"{results['load_average_end']}; web workers RSS {results.get('web_worker_rss_mb')} MB")
-    if "http" not in results:
-        for mode in MODES:
-            print(mode, results["in_process"][mode])
-        return
-    print(f"{'mode':<11} {'rawSQL p50/p95':>15} {'in-proc p50/p95':>16} {'HTTP p50/p95':>14} "
-          f"{'p99':>7} {f'{clients} clients p50/p95':>20} {'qps':>6} {'p95 ratio':>9} {'CPU ms HTTP/floor':>18} {'CPU ratio':>9}")
-    for mode in MODES:
-        raw = results["in_process"][mode]["raw_sql"]
-        inproc = results["in_process"][mode]["in_process"]
-        http = results["http"][mode]
-        conc = http[f"{clients}_clients"]
-        floor = raw["p95"] + (emb["p95"] if mode != "text" else 0.0)
-        ratio = http["single"]["p95"] / floor if floor else float("nan")
-        results["http"][mode]["p95_ratio_to_floor"] = round(ratio, 2)
-        # CPU per search: the web worker and PostgreSQL serving it, against the query embedding and
-        # the statements alone (this process and its backend)
-        cpu_floor = results["in_process"][mode]["raw_sql_cpu_ms"] + (results["in_process"]["embedding_cpu_ms"]
-                                                                      if mode != "text" else 0.0)
-        cpu_ratio = http.get("cpu_ms", float("nan")) / cpu_floor if cpu_floor else float("nan")
-        results["http"][mode]["cpu_ratio_to_floor"] = round(cpu_ratio, 2)
-        print(f"{mode:<11} {raw['p50']:>7}/{raw['p95']:<7} {inproc['p50']:>8}/{inproc['p95']:<7} "
-              f"{http['single']['p50']:>6}/{http['single']['p95']:<7} {http['single']['p99']:>7} {conc['p50']:>10}/{conc['p95']:<9} "
-              f"{http['throughput_qps']:>6} {ratio:>9.2f} {http.get('cpu_ms', float('nan')):>8}/{cpu_floor:<9.2f} {cpu_ratio:>9.2f}")
 
 
 if __name__ == "__main__":

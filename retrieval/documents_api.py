@@ -9,14 +9,37 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.models import Channel
-from memoryhub.api.common import api_key, paginate, parse_input, query_params
-from memoryhub.api.fields import PAGE_PARAMS, page_of
+from memoryhub.api.common import StrictSerializer, api_key, paginate, parse_input, query_params
+from memoryhub.api.fields import PAGE_PARAMS, MetadataField, page_of
 from memoryhub.ownership import check_owner
 from memoryhub.sessions import get_session, resolve_user, resolve_workspace
-from retrieval import api_examples as ex
 from retrieval import documents
+from retrieval import documents_api_examples as ex
 from retrieval.indexing import ingest_document
-from retrieval.serializers import DocumentInput
+
+
+class DocumentInput(StrictSerializer):
+    source_uri = serializers.CharField(max_length=2000, help_text="Where the text comes from (a URL, a path): "
+                                                                  "ingesting the same URI again replaces it.")
+    text = serializers.CharField(max_length=2_000_000, trim_whitespace=False,
+                                 help_text="The document's text, chunked and indexed for search.")
+    session = serializers.CharField(max_length=200, required=False, allow_null=True, default=None,
+                                    help_text="The session it belongs to, if any.")
+    workspace = serializers.CharField(max_length=100, required=False, allow_null=True, default=None,
+                                      help_text="The workspace it belongs to (default: the key's, else default).")
+    channel = serializers.CharField(max_length=100, required=False, allow_null=True, default=None,
+                                    help_text="The channel it belongs to, if any.")
+    metadata = MetadataField(required=False, default=dict, help_text="Any JSON object of the caller's.")
+    tags = serializers.ListField(child=serializers.CharField(max_length=64), max_length=16, required=False, default=list,
+                                 help_text="Labels, usable as search filters.")
+    user_id = serializers.CharField(max_length=200, required=False, allow_blank=True, default="",
+                                    help_text="The end user the document belongs to (default: the session's "
+                                              "user, else shared).")
+
+    def validate_text(self, text: str) -> str:
+        if not text.strip():
+            raise serializers.ValidationError("Document text is empty.", code="blank")
+        return text
 
 
 class DocumentOutput(serializers.Serializer):

@@ -12,17 +12,15 @@ from memoryhub.api.common import api_key, paginate, parse_input, query_params
 from memoryhub.api.fields import PAGE_PARAMS, page_of
 from retrieval import api_examples as ex
 from retrieval import operations, stats
-from retrieval.serializers import (
+from retrieval.output_serializers import (
     BrowsedEventOutput,
-    BrowseParams,
-    ContextInput,
     ContextItemOutput,
-    SearchInput,
     SearchResultOutput,
     SessionGroupOutput,
     StatsOutput,
     SynthesisOutput,
 )
+from retrieval.serializers import BrowseParams, ContextInput, SearchInput
 
 
 class SearchView(APIView):

@@ -14,6 +14,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = [*sorted((ROOT / "memoryhub/api/examples").glob("*.py")), ROOT / "retrieval/api_examples.py",
+           ROOT / "retrieval/documents_api_examples.py",
            ROOT / "scheduling/api_examples.py"]
 WIDTH = 120
 

@@ -1,4 +1,4 @@
-"""Facts (docs/memory-model.md#facts): serializers, then views."""
+"""Facts (docs/memory-model.md#facts): the views (their serializers: memoryhub/api/facts_serializers.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ from django.db import transaction
 from drf_spectacular.utils import (
     OpenApiParameter,
     extend_schema,
-    extend_schema_field,
     inline_serializer,
 )
 from rest_framework import serializers, status
@@ -19,195 +18,27 @@ from rest_framework.views import APIView
 from memoryhub import facts, notes
 from memoryhub.api import examples as ex
 from memoryhub.api.common import (
-    StrictSerializer,
     api_key,
     paginate,
     parse_input,
     parse_params,
     query_params,
 )
+from memoryhub.api.facts_serializers import (
+    FactInput,
+    FactListParams,
+    FactOutput,
+    FactPatchInput,
+    FactUpserted,
+    FactVersionOutput,
+)
 from memoryhub.api.fields import (
     META_PARAM,
     PAGE_PARAMS,
     Deleted,
-    MetadataField,
-    StrictCharField,
-    TagsField,
-    content_field,
-    non_blank,
     page_of,
 )
 from memoryhub.errors import Invalid
-from memoryhub.models import (
-    Fact,
-    iso,
-)
-from memoryhub.searchable import LIFETIMES, TIERS
-
-
-class FactInput(StrictSerializer):
-    content = content_field(allow_blank=True, help_text="The fact as a short statement, e.g. 'Prefers aisle seats.'")
-    category = StrictCharField(max_length=100, required=False, default="general",
-                               help_text="A grouping of facts (e.g. travel, profile, preferences).")
-    key = StrictCharField(max_length=200, required=False, allow_blank=True, default="",
-                          help_text="With category, what the fact is about (e.g. seat): a fact with the same "
-                                    "scope, category and key is updated (200) instead of duplicated.")
-    scope = serializers.ChoiceField(choices=TIERS, required=False, default="workspace",
-                                    help_text="How widely it applies: conversation (needs session), channel, "
-                                              "workspace or account.")
-    lifetime = serializers.ChoiceField(choices=LIFETIMES, required=False, default="long_term",
-                                       help_text="long_term; short_term facts decay faster in ranking; "
-                                                 "conversation facts end with their session.")
-    source = StrictCharField(max_length=100, required=False, default="agent",
-                             help_text="Who stated it (agent, user, extractor, …).")
-    importance = serializers.FloatField(required=False, min_value=0.0, max_value=1.0, default=None,
-                                        help_text="0–1: weight in recall; 0.85 and above is always recalled. "
-                                                  "When not given: by type: correction 0.9, "
-                                                  "preference 0.8, fact 0.6, task 0.5, otherwise 0.5; the type "
-                                                  "is the fact's category, or a note's tag.")
-    tags = TagsField(required=False, default=list, help_text="Labels (lowercased), usable as search filters.")
-    metadata = MetadataField(required=False, default=dict, help_text="Any JSON object of the caller's.")
-    session = StrictCharField(max_length=200, required=False, allow_null=True, default=None,
-                              help_text="The session it belongs to (scope conversation).")
-    source_session = StrictCharField(max_length=200, required=False, allow_null=True, default=None,
-                                     help_text="The session it was learnt in (provenance only).")
-    workspace = StrictCharField(max_length=100, required=False, allow_null=True, default=None,
-                                help_text="The workspace it belongs to (default: the key's, else default).")
-    channel = StrictCharField(max_length=100, required=False, allow_null=True, default=None,
-                              help_text="The channel it belongs to (scope channel).")
-    user_id = StrictCharField(max_length=200, required=False, allow_blank=True, default="",
-                              help_text="The end user it is about (default: the session's, else shared).")
-    external_id = StrictCharField(max_length=200, required=False, allow_blank=True, default="",
-                                  help_text="An id of your choosing, unique per end user and workspace: "
-                                            "writing it again in the same workspace updates that fact "
-                                            "(whatever its key); in another workspace it is another fact.")
-
-    def validate_content(self, value: str) -> str:
-        return non_blank(value)
-
-    def validate_category(self, value: str) -> str:
-        if not value.strip():
-            raise serializers.ValidationError("Category must not be empty.", code="empty_category")
-        return value.strip()
-
-
-class FactPatchInput(StrictSerializer):
-    content = content_field(required=False, allow_blank=True, help_text="A new statement.")
-    category = StrictCharField(max_length=100, required=False, help_text="A new category.")
-    key = StrictCharField(max_length=200, required=False, allow_blank=True, help_text="A new key.")
-    lifetime = serializers.ChoiceField(choices=LIFETIMES, required=False, help_text="A new lifetime.")
-    source = StrictCharField(max_length=100, required=False, help_text="A new source.")
-    importance = serializers.FloatField(required=False, min_value=0.0, max_value=1.0, help_text="A new importance.")
-    tags = TagsField(required=False, help_text="New labels (replace the old ones).")
-    metadata = MetadataField(required=False, help_text="A new metadata object (replaces the old one).")
-    user_id = StrictCharField(max_length=200, required=False, allow_blank=True, help_text="A new owner.")
-    external_id = StrictCharField(max_length=200, required=False, allow_blank=True,
-                                  help_text="A new client-chosen id (empty: none).")
-
-    def validate_content(self, value: str) -> str:
-        return non_blank(value)
-
-    def validate_category(self, value: str) -> str:
-        if not value.strip():
-            raise serializers.ValidationError("Category must not be empty.", code="empty_category")
-        return value.strip()
-
-
-class FactOutput(serializers.ModelSerializer):
-    scope = serializers.CharField(source="tier", help_text="How widely it applies.")
-    access_count = serializers.SerializerMethodField(help_text="How often it was read or recalled.")
-    accessed_at = serializers.SerializerMethodField(help_text="When it was last read or recalled.")
-    session = serializers.CharField(source="session.external_id", allow_null=True, default=None,
-                                    help_text="The session it belongs to, if any.")
-    source_session = serializers.CharField(source="source_session.external_id", allow_null=True, default=None,
-                                           help_text="The session it was learnt in, if known.")
-    workspace = serializers.CharField(source="workspace.name", allow_null=True, default=None,
-                                      help_text="Its workspace (null: account-wide).")
-    channel = serializers.CharField(source="channel.name", allow_null=True, default=None,
-                                    help_text="Its channel, if any.")
-    tags = TagsField(help_text="Its labels.")
-    valid_to = serializers.SerializerMethodField(help_text="Until when this content was the fact's: null for "
-                                                           "the current version (set only in lists `as_of`).")
-
-    class Meta:
-        model = Fact
-        fields = ["id", "external_id", "content", "category", "key", "scope", "lifetime", "source", "importance",
-                  "pinned", "access_count", "accessed_at", "tags", "metadata", "session", "source_session",
-                  "workspace", "channel", "user_id", "created_at", "updated_at", "valid_from", "valid_to"]
-        extra_kwargs = {
-            "id": {"help_text": "The fact's id."},
-            "external_id": {"help_text": "Your id for it, if you gave one."},
-            "valid_from": {"help_text": "Since when this content is the fact's (its current version began)."},
-            "content": {"help_text": "The statement."},
-            "category": {"help_text": "Its category."},
-            "key": {"help_text": "Its key within the category (empty: none)."},
-            "lifetime": {"help_text": "long_term, short_term or conversation."},
-            "source": {"help_text": "Who stated it."},
-            "importance": {"help_text": "0–1: weight in recall."},
-            "pinned": {"help_text": "Pinned by an operator: importance 1, never pruned, merged or capped."},
-            "metadata": {"help_text": "The caller's JSON object."},
-            "user_id": {"help_text": "The end user it is about (empty: shared)."},
-            "created_at": {"help_text": "When it was first stored."},
-            "updated_at": {"help_text": "When it last changed."},
-        }
-
-    @extend_schema_field(serializers.DateTimeField(allow_null=True))
-    def get_valid_to(self, fact: Fact) -> str | None:
-        valid_to = getattr(fact, "version_valid_to", None)
-        return iso(valid_to) if valid_to is not None else None
-
-    def get_access_count(self, fact: Fact) -> int:
-        return facts.uses(fact)
-
-    @extend_schema_field(serializers.DateTimeField(allow_null=True))
-    def get_accessed_at(self, fact: Fact) -> str | None:
-        at = facts.last_used(fact)
-        return iso(at) if at is not None else None
-
-
-class FactUpserted(FactOutput):
-    created = serializers.SerializerMethodField(help_text="True when a new fact was stored, false when the fact "
-                                                          "with this scope, category and key was updated.")
-
-    class Meta(FactOutput.Meta):
-        fields = [*FactOutput.Meta.fields, "created"]
-
-    def get_created(self, fact: Fact) -> bool:
-        return bool(self.context.get("created"))
-
-
-class FactListParams(serializers.Serializer):
-    scope = serializers.ChoiceField(choices=TIERS, required=False, help_text="Only facts of this scope.")
-    category = serializers.CharField(required=False, help_text="Only facts of this category.")
-    key = serializers.CharField(required=False, help_text="Only facts with this key.")
-    lifetime = serializers.ChoiceField(choices=LIFETIMES, required=False, help_text="Only facts of this lifetime.")
-    source = serializers.CharField(required=False, help_text="Only facts of this source.")
-    tags = serializers.CharField(required=False, help_text="Comma-separated tags the facts all have.")
-    q = serializers.CharField(required=False, help_text="Text in the content, key or category.")
-    session = serializers.CharField(required=False, help_text="Facts of this session or learnt in it.")
-    workspace = serializers.CharField(required=False, help_text="Only facts of this workspace.")
-    channel = serializers.CharField(required=False, help_text="Only facts of this channel.")
-    user_id = serializers.CharField(required=False, help_text="Only this end user's facts.")
-    external_id = serializers.CharField(required=False, help_text="Only facts with this client-chosen id.")
-    as_of = serializers.DateTimeField(required=False, help_text="The facts as they stood at this moment (ISO "
-                                                                "8601): each with the version true then.")
-
-
-class FactVersionOutput(serializers.Serializer):
-    fact_id = serializers.IntegerField(help_text="The fact this is a version of.")
-    content = serializers.CharField(help_text="What the fact said.")
-    category = serializers.CharField(help_text="Its category then.")
-    key = serializers.CharField(help_text="Its key then.")
-    user_id = serializers.CharField(help_text="Its owner (empty: shared).")
-    source = serializers.CharField(help_text="Who made this version (agent, user, extractor, consolidation, …).")
-    change = serializers.CharField(help_text="What opened it: created, updated, merged or imported.")
-    valid_from = serializers.DateTimeField(help_text="Since when it was true.")
-    valid_to = serializers.DateTimeField(allow_null=True, help_text="Until when (null: it is the current version).")
-    closed_by = serializers.CharField(help_text="What closed it: updated, merged, deleted (empty while current).")
-    current = serializers.SerializerMethodField(help_text="Whether this is the fact's current version.")
-
-    def get_current(self, version: Any) -> bool:
-        return version.valid_to is None
 
 
 class FactListView(APIView):

@@ -7,8 +7,8 @@ from dataclasses import replace
 from typing import Any
 
 from memoryhub import scratchpad
-from memoryhub.api.events import EventInput
-from memoryhub.api.facts import FactInput
+from memoryhub.api.events_input import EventInput
+from memoryhub.api.facts_serializers import FactInput
 from memoryhub.api.notes import NoteInput
 from memoryhub.api.sessions import SessionCreateInput
 from memoryhub.event_log import MAX_BULK_EVENTS

@@ -12,7 +12,7 @@ from typing import Any
 from rest_framework import serializers
 from rest_framework.fields import empty
 
-from memoryhub.api.events import MessageContentField
+from memoryhub.api.events_input import MessageContentField
 from memoryhub.api.fields import MetadataField, TagsField
 from retrieval.search.request import MAX_TOP_K
 from retrieval.serializers import TopKField

@@ -23,8 +23,9 @@ from memoryhub.api.common import (
     parse_params,
     unknown_field_message,
 )
-from memoryhub.api.events import BulkEventInput, appended
-from memoryhub.api.facts import FactInput, FactOutput, FactUpserted, FactVersionOutput
+from memoryhub.api.events import appended
+from memoryhub.api.events_input import BulkEventInput
+from memoryhub.api.facts_serializers import FactInput, FactOutput, FactUpserted, FactVersionOutput
 from memoryhub.api.fields import NOTE_ID_REGEX, StrictCharField, StrictRegexField
 from memoryhub.api.notes import NoteInput, NoteOutput, NotePutInput
 from memoryhub.api.scratchpad import ScratchpadInput

@@ -81,7 +81,7 @@ def test_empty_event_is_refused(alice) -> None:
 
 
 def test_oversize_content_is_refused(alice, settings) -> None:
-    from memoryhub.api.events import EventInput
+    from memoryhub.api.events_input import EventInput
 
     limit = EventInput().fields["content"].max_length
     assert limit == MAX_CONTENT_CHARS

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 
-from memoryhub.api.events import BulkEventInput, EventInput
+from memoryhub.api.events_input import BulkEventInput, EventInput
 from retrieval.serializers import SearchInput
 
 

@@ -10,6 +10,7 @@ from memoryhub.api.examples.data import (
     USER_LIST,
     WORKSPACE_DELETE,
 )
+from memoryhub.api.examples.events import EVENT_APPEND, EVENT_DELETE, EVENT_LIST, RESTORE
 from memoryhub.api.examples.memories import (
     FACT_BY_EXTERNAL_ID_DELETE,
     FACT_BY_EXTERNAL_ID_GET,
@@ -28,10 +29,6 @@ from memoryhub.api.examples.memories import (
     NOTE_PUT,
 )
 from memoryhub.api.examples.sessions import (
-    EVENT_APPEND,
-    EVENT_DELETE,
-    EVENT_LIST,
-    RESTORE,
     ROLLING_GET,
     ROLLING_PUT,
     SCRATCHPAD_DELETE,

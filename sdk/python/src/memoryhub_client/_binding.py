@@ -14,7 +14,14 @@ import inspect
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 
-from memoryhub_client import _agent, _ops_admin, _ops_memory, _ops_retrieval, _ops_sessions
+from memoryhub_client import (
+    _agent,
+    _ops_admin,
+    _ops_mem0,
+    _ops_memory,
+    _ops_retrieval,
+    _ops_sessions,
+)
 from memoryhub_client._agent import ClientState
 from memoryhub_client._core import Call, Flow, exchange
 from memoryhub_client.types import Page
@@ -107,7 +114,7 @@ class pages(_Binding, Generic[P, T]):
         return self.dress(obj._bind_pages(self.build))
 
 
-_s, _m, _r, _a = _ops_sessions, _ops_memory, _ops_retrieval, _ops_admin
+_s, _m, _mem0, _r, _a = _ops_sessions, _ops_memory, _ops_mem0, _ops_retrieval, _ops_admin
 
 
 class Operations:
@@ -178,11 +185,11 @@ class Operations:
     delete_document = op(_m.delete_document)
 
     # mem0-style: notes and facts as one kind of memory ("note:<id>", "fact:<id>")
-    get_all = flow(_m.get_all)
-    get = op(_m.get)
-    update = op(_m.update)
-    delete = op(_m.delete)
-    history = op(_m.history)
+    get_all = flow(_mem0.get_all)
+    get = op(_mem0.get)
+    update = op(_mem0.update)
+    delete = op(_mem0.delete)
+    history = op(_mem0.history)
 
     # channels and webhooks
     list_channels = op(_a.list_channels)
