@@ -25,7 +25,7 @@ def exited(supervisor: Supervisor, name: str) -> supervision.Supervised:
 
 
 def test_an_exited_child_is_restarted_alone_with_a_doubling_backoff(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.delenv(RESTARTS_ENV, raising=False)
+    monkeypatch.setenv(RESTARTS_ENV, "")  # restored at teardown: the supervisor sets it
     warnings: list[str] = []
     supervisor = Supervisor(None, say=lambda line: None, warn=warnings.append)
     supervisor.use_restarts_file(tmp_path / "supervision.json")
@@ -73,7 +73,7 @@ def test_health_and_the_dashboard_show_the_restarts(tmp_path: Path, monkeypatch,
 
 
 def test_the_embedded_postgresql_restarted_is_counted(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.delenv(RESTARTS_ENV, raising=False)
+    monkeypatch.setenv(RESTARTS_ENV, "")  # restored at teardown: the supervisor sets it
     supervisor = Supervisor(tmp_path, say=lambda line: None, warn=lambda line: None)
     supervisor.use_restarts_file(tmp_path / "supervision.json")
     monkeypatch.setattr(supervision.embedded_pg, "postmaster", lambda data_dir: None)  # it died
@@ -89,14 +89,15 @@ def test_a_web_worker_respawned_by_its_master_is_counted(tmp_path: Path, monkeyp
 
     from memoryhub.plumbing import gunicorn_conf
 
-    monkeypatch.delenv(RESTARTS_ENV, raising=False)
+    monkeypatch.setenv(RESTARTS_ENV, "")  # restored at teardown: the supervisor sets it
     Supervisor(None, say=lambda line: None, warn=lambda line: None).use_restarts_file(tmp_path / "supervision.json")
     serving, stopping = SimpleNamespace(LISTENERS=[object()]), SimpleNamespace(LISTENERS=[])
     gunicorn_conf.child_exit(serving, None)  # a worker died (killed, out of memory): the master starts another
     gunicorn_conf.child_exit(serving, None)
     gunicorn_conf.child_exit(stopping, None)  # the master stops: its workers exit, nothing is respawned
     assert anon.get("/api/v1/health/").json() == {"status": "ok",
-                                                  "details": {"restarts": 2, "restarted": {"web workers": 2}}}
+                                                  "details": {"restarts": 2, "restarted": {"web workers": 2},
+                                                              "search": "hash embedder"}}
     # The next start counts from zero.
     Supervisor(None, say=lambda line: None, warn=lambda line: None).use_restarts_file(tmp_path / "supervision.json")
     assert supervision.read_restarts() == {"total": 0, "children": {}}
