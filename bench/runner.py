@@ -204,7 +204,7 @@ def prepare(bench: Bench, args: argparse.Namespace) -> tuple[list[dict[str, Any]
     conversations = common.select(common.load(args.data, args.limit), args.category)[: args.first]
     connection.creation.create_test_db(verbosity=0, autoclobber=not args.keepdb, keepdb=args.keepdb)
     if args.embedder == "minilm":
-        from retrieval.embedding import prepare_embedder
+        from retrieval.embedder_preparation import prepare_embedder
 
         prepare_embedder()  # as `manage.py run` does: the ONNX models, the query encoder's among them
     cache = None if args.no_cache else common.EmbeddingCache(get_embedder())

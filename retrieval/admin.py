@@ -15,7 +15,7 @@ from memoryhub.admin.base import ScopeNamed, counted, titled
 from memoryhub.admin.paginator import EstimatedCountPaginator
 from retrieval.admin_helpers import AccessColumns, OwnerColumn, source_link
 from retrieval.embedding import queue_for_embedding
-from retrieval.indexing import delete_searchable
+from retrieval.memory_indexing import delete_searchable
 from retrieval.models import Chunk, Document
 
 

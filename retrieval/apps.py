@@ -21,7 +21,8 @@ class RetrievalConfig(AppConfig):
         from memoryhub.plumbing import background
         from memoryhub.transfer import register_extension
         from retrieval import receivers
-        from retrieval.embedding import EmbedLane, prepare_embedder_apart
+        from retrieval.embedder_preparation import prepare_embedder_apart
+        from retrieval.embedding import EmbedLane
         from retrieval.query_embedding import describe as describe_query_embedder
         from retrieval.transfer import RetrievalTransfer
 

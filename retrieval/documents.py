@@ -16,7 +16,7 @@ from accounts.models import ApiKey
 from memoryhub.errors import NotFound
 from memoryhub.models import iso
 from memoryhub.ownership import refuse_shared
-from retrieval.indexing import delete_searchable
+from retrieval.memory_indexing import delete_searchable
 from retrieval.models import Document
 
 

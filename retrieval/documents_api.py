@@ -15,7 +15,7 @@ from memoryhub.ownership import check_owner
 from memoryhub.sessions import get_session, resolve_user, resolve_workspace
 from retrieval import documents
 from retrieval import documents_api_examples as ex
-from retrieval.indexing import ingest_document
+from retrieval.memory_indexing import ingest_document
 
 
 class DocumentInput(StrictSerializer):

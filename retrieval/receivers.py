@@ -6,7 +6,7 @@ import logging
 from typing import Any
 
 from memoryhub.searchable import Searchable
-from retrieval import indexing, termstats
+from retrieval import indexing, memory_indexing, termstats
 
 logger = logging.getLogger(__name__)
 
@@ -52,15 +52,15 @@ def on_memory_saved(sender: Any, **kwargs: Any) -> None:
     searchable = _as_searchable(kwargs)
     if searchable is not None:
         # Chunks are written in the saving transaction (cheap, no model); embeddings follow on commit.
-        indexing.index_searchable(searchable)
+        memory_indexing.index_searchable(searchable)
 
 
 def on_memory_deleted(sender: Any, kind: str, tenant_id: int, source_id: str, **kwargs: Any) -> None:
     closed_at = kwargs.get("closed_at")
     if closed_at is not None:  # a fact keeps its history (docs/memory-model.md#fact-history): its last version is closed, not deleted
-        indexing.retire_searchable(kind=kind, tenant_id=tenant_id, source_id=str(source_id), at=closed_at)
+        memory_indexing.retire_searchable(kind=kind, tenant_id=tenant_id, source_id=str(source_id), at=closed_at)
     else:
-        indexing.delete_searchable(kind=kind, tenant_id=tenant_id, source_id=str(source_id))
+        memory_indexing.delete_searchable(kind=kind, tenant_id=tenant_id, source_id=str(source_id))
 
 
 def on_session_owner_changed(sender: Any, session: Any, **kwargs: Any) -> None:

@@ -1,7 +1,7 @@
 """The MCP write tools × {a tenant key writing for user bob, bob's user-limited key} × {bob's own row,
 ann's row, a shared row, a missing id}: the same answers as REST (tests/memoryhub/test_write_matrix.py,
-whose world of colliding names this reuses). One MCP session per tool and key runs the four targets;
-the database is compared before and after: only bob's rows may change."""
+whose world of colliding names, tests/memoryhub/write_world.py, this reuses). One MCP session per tool
+and key runs the four targets; the database is compared before and after: only bob's rows may change."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 from tests.base import make_client, make_key, make_tenant
 from tests.mcp_server.conftest import Mcp
-from tests.memoryhub.test_write_matrix import NOTES, SESSIONS, TARGETS, build_world, snapshot
+from tests.memoryhub.write_world import NOTES, SESSIONS, TARGETS, build_world, snapshot
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
