@@ -78,8 +78,10 @@ def _ask(tenant_id: int, question: str, vector: list[float], user: str) -> tuple
 
 def _dumped(hits: list[Any], found: recall.Found, q: recall.Question) -> list[dict[str, Any]]:
     evidence = set(q.question["evidence_turn_ids"])
-    return [{"cos": h.vector_score, "txt": h.text_score, "score": h.score, "evidence": bool(turns & evidence)}
-            for h, (turns, _) in zip(hits, found, strict=True)]
+    sessions = set(q.question["evidence_session_ids"])
+    return [{"cos": h.vector_score, "txt": h.text_score, "score": h.score, "evidence": bool(turns & evidence),
+             "session": session in sessions}
+            for h, (turns, session) in zip(hits, found, strict=True)]
 
 
 def evaluate(conversations: list[dict[str, Any]], ingested: common.Ingested, questions: list[recall.Question],

@@ -143,18 +143,23 @@ def _run_search(req: SearchRequest, *, alone: bool) -> list[SearchHit]:
     trace = Trace(req) if req.explain else Trace.off()
     order, ranked, similarities = _rank(req, plan, pool, vec, trace)
     floor = floor_of(plan.text_query, vec, order, pool.said)
-    before, ranked = ranked, above_floor(req, ranked, vec, pool.txt, floor)
-    trace.ranks("floor", before, ranked)
+    unfloored, ranked = ranked, above_floor(req, ranked, vec, pool.txt, floor)
+    trace.ranks("floor", unfloored, ranked)
     if req.group_by == "session":
         return _by_session(req, pool, plan, order, ranked, vec, trace, model, floor)
-    head = ranked[: 3 * req.top_k]
-    kept = dedup(ranked, _near_pairs(head, pool, similarities), 3 * req.top_k)
-    trace.ranks("dedup", ranked, kept)
+    # Dedup and coverage choose among every candidate, as with no floor, and the floor then takes
+    # out what is not about the query, its places going to admitted candidates in rank order: on
+    # the floored list alone, coverage measured the conversations' evidence over fewer results
+    # and moved up others, pushing out an admitted answer (cosine 0.67) that ranked ninth.
+    head = unfloored[: 3 * req.top_k]
+    kept = dedup(unfloored, _near_pairs(head, pool, similarities), 3 * req.top_k)
+    trace.ranks("dedup", unfloored, kept)
     coverage = weights.COVERAGE if _reranks(req) else 1.0
-    evidence, words = (_evidence(ranked, order, pool, plan.text_query if _weighs_words(req) else None)
+    evidence, words = (_evidence(unfloored, order, pool, plan.text_query if _weighs_words(req) else None)
                        if coverage < 1.0 else (None, False))
-    covered = cover_conversations(kept, req.top_k, coverage, order, weights.COVERAGE_FLOOR,
-                                  evidence)
+    covered = cover_conversations(kept, req.top_k, coverage, order, weights.COVERAGE_FLOOR, evidence)
+    if len(ranked) < len(unfloored):
+        covered = admitted_first(covered, kept, ranked, req.top_k)
     trace.ranks("coverage", kept, covered, evidence, words)
     if _reranks(req) and weights.NEWER_FIRST > 0.0:  # knowledge updates (off by default)
         before, (covered, order) = covered, newer_first(covered, dict(order), pool.vectors.pairs([c.pk for c in covered]),
@@ -181,6 +186,16 @@ def above_floor(req: SearchRequest, ranked: list[Candidate], vec: dict[int, floa
     if req.mode != "hybrid" or not req.query.strip() or weights.RELEVANCE_MIN_COSINE <= -1.0:
         return ranked
     return [c for c in ranked if floor.admits(c.pk, txt.get(c.pk), vec.get(c.pk))]
+
+
+def admitted_first(covered: list[Candidate], kept: list[Candidate], admitted: list[Candidate],
+                   top_k: int) -> list[Candidate]:
+    """What coverage chose that the floor admits, then the other admitted candidates of `kept`
+    in rank order, up to top_k."""
+    ok = {c.pk for c in admitted}
+    chosen = [c for c in covered if c.pk in ok]
+    taken = {c.pk for c in chosen}
+    return chosen + [c for c in kept if c.pk in ok and c.pk not in taken][: top_k - len(chosen)]
 
 
 def _hits(req: SearchRequest, kept: list[Candidate], order: dict[int, float], pool: CandidatePool,
