@@ -62,7 +62,9 @@ def test_on_a_first_start_searches_are_served_by_torch_until_the_background_expo
     choice.unlink()  # as on a first start: no verdict yet
     script = (
         "from memoryhub.signals import BackgroundStep, service_starting\n"
-        "from retrieval import query_embedding\n"
+        "import os\n"
+        "from retrieval import minilm_runtimes, query_embedding\n"
+        "minilm_runtimes.mark_preparing(os.getpid())  # as `run` marks the process making the model\n"
         "query_embedding.LOOK_AGAIN_SECONDS = 0\n"
         "steps = [s for _, s in service_starting.send(sender=None, background=True) if isinstance(s, BackgroundStep)]\n"
         "print('steps:', len(steps), steps[0].process.poll() is None, 'torch' in sys.modules)\n"
@@ -91,7 +93,9 @@ def test_the_web_warm_up_loads_no_model_while_the_fast_one_is_made_and_health_sa
 
     data_dir, _ = prepared
     script = (
-        "from retrieval import query_embedding\n"
+        "import os\n"
+        "from retrieval import minilm_runtimes, query_embedding\n"
+        "minilm_runtimes.mark_preparing(os.getpid())  # as `run` marks the process making the model\n"
         "query_embedding.LOOK_AGAIN_SECONDS = 0\n"
         "query_embedding.warm_up()\n"
         "print('warmed:', 'torch' in sys.modules, query_embedding.query_model_ready(), query_embedding.describe())\n"

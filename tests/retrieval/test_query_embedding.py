@@ -33,6 +33,7 @@ def fake_module(agree: bool = True) -> types.ModuleType:
     module.read_choice = lambda: {"agree": agree, "query": "onnx", "batch": "torch"}  # type: ignore[attr-defined]
     module.cache_dir = lambda: Path("/nowhere")  # type: ignore[attr-defined]
     module.OnnxMiniLM = FakeOnnx  # type: ignore[attr-defined]
+    module.being_prepared = lambda: True  # type: ignore[attr-defined]  # `run` is making it (no verdict yet)
     return module
 
 
