@@ -46,14 +46,15 @@ def timed(run: Any) -> tuple[Any, float]:
 
 def lookups(tenant_id: int, pairs: list[tuple[str, str]]) -> dict[str, Any]:
     from retrieval.search import SearchRequest, fuzzy
-    from retrieval.search.sql import where_clause
+    from retrieval.search.plan import plan_search
     from retrieval.search.statistics import term_statistics
 
     ms, candidates, corrected = [], [], 0
     for _, wrong in pairs:
         req = SearchRequest(tenant_id=tenant_id, query=wrong, mode="text")
-        where, params = where_clause(req)
-        _, frequencies, _ = term_statistics(req)
+        plan = plan_search(req)
+        where, params = plan.where
+        _, frequencies, _ = term_statistics(req, plan)
         found, elapsed = timed(lambda req=req, f=frequencies, w=where, p=params:
                                fuzzy.alternatives(req, f, w, p, every_word=False))
         ms.append(elapsed)

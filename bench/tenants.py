@@ -157,17 +157,17 @@ def candidate_recall(bodies: list[dict[str, Any]], keys: dict[str, Any]) -> dict
     from retrieval.embedders import get_embedder
     from retrieval.query_embedding import embed_query
     from retrieval.search.engine import owner_parts
-    from retrieval.search.sql import hnsw_settings, select_rows, vector_source, where_clause
-    from retrieval.search.statistics import scope_size_sql
+    from retrieval.search.plan import plan_search
+    from retrieval.search.sql import hnsw_settings, select_rows, vector_source
 
     model = get_embedder().name
     at10, at100 = [], []
     for body in bodies:
         req = search_request(body, keys)
-        where, params = where_clause(req)
+        plan = plan_search(req)
+        where, params = plan.where
         text = scale.vector_text(np.asarray(embed_query(req.query), np.float32))
-        sql, sql_params = vector_source(text, model, where, params, 100, scope_size_sql(req, owner=True),
-                                        owner_parts(req))
+        sql, sql_params = vector_source(text, model, where, params, 100, plan.scope_size, owner_parts(plan))
         with hnsw_settings(True):
             found = [r[0] for r in select_rows(sql, sql_params)]
         truth = [r[0] for r in select_rows(

@@ -14,6 +14,7 @@ from django.db.models import QuerySet
 
 from accounts.models import ApiKey, Channel
 from memoryhub.errors import Conflict, Forbidden, Invalid, NotFound
+from memoryhub.plumbing.listfilters import Rule, narrowed
 from memoryhub.sessions import resolve_workspace
 
 
@@ -87,12 +88,9 @@ def update_channel(key: ApiKey, channel_id: int, changes: dict[str, Any]) -> Cha
     return channel
 
 
+CHANNEL_FILTERS: dict[str, Rule] = {"workspace": "workspace__name", "name": "name", "is_default": "is_default"}
+
+
 def channels_filter(key: ApiKey, filters: dict[str, Any]) -> QuerySet[Channel]:
-    qs = channels_visible_to(key)
-    if filters.get("workspace"):
-        qs = qs.filter(workspace__name=filters["workspace"])
-    if filters.get("name"):
-        qs = qs.filter(name=filters["name"])
-    if filters.get("is_default") is not None:
-        qs = qs.filter(is_default=filters["is_default"])
+    qs = narrowed(channels_visible_to(key), filters, CHANNEL_FILTERS)
     return qs.order_by("workspace__name", "name", "id")

@@ -24,6 +24,7 @@ from memoryhub.errors import Conflict, Forbidden, NotFound
 from memoryhub.models import Fact, FactVersion, Session
 from memoryhub.notes import Placement, apply_meta, importance_by_type, place, split_tags
 from memoryhub.ownership import check_owner
+from memoryhub.plumbing.listfilters import Rule, narrowed
 from memoryhub.sessions import get_session, resolve_user
 from memoryhub.signals import memory_deleted, memory_saved
 
@@ -133,19 +134,20 @@ def fact_history(key: ApiKey, fact_id: int) -> list[FactVersion]:
     return versions
 
 
+def _fact_text(q: str) -> Q:
+    """A fact's text search: its content, key or category."""
+    return Q(content__icontains=q) | Q(key__icontains=q) | Q(category__icontains=q)
+
+
+VERSION_FILTERS: dict[str, Rule] = {"scope": "tier", "category": "category", "key": "key", "user_id": "user_id",
+                                    "q": _fact_text}
+
+
 def versions_as_of(key: ApiKey, as_of: datetime, filters: dict[str, Any]) -> QuerySet[FactVersion]:
     """The fact versions that were true at `as_of` (and recorded by then), newest first."""
     qs = (FactVersion.objects.visible_to(key).filter(valid_from__lte=as_of)
           .filter(Q(valid_to__isnull=True) | Q(valid_to__gt=as_of)))
-    if filters.get("scope"):
-        qs = qs.filter(tier=filters["scope"])
-    for name in ("category", "key", "user_id"):
-        if filters.get(name):
-            qs = qs.filter(**{name: filters[name]})
-    if filters.get("q"):
-        q = filters["q"]
-        qs = qs.filter(Q(content__icontains=q) | Q(key__icontains=q) | Q(category__icontains=q))
-    return qs.order_by("-valid_from", "-id")
+    return narrowed(qs, filters, VERSION_FILTERS).order_by("-valid_from", "-id")
 
 
 def as_they_stood(key: ApiKey, versions: list[FactVersion]) -> list[Fact]:
@@ -324,22 +326,14 @@ def delete_fact(key: ApiKey, fact_id: int) -> None:
     fact.delete()
 
 
+FACT_FILTERS: dict[str, Rule] = {
+    "scope": "tier", **{name: name for name in ("category", "key", "lifetime", "source", "user_id", "external_id")},
+    "tags": lambda tags: Q(tags__contains=split_tags(tags)),
+    "session": lambda session: Q(session__external_id=session) | Q(source_session__external_id=session),
+    "workspace": "workspace__name", "channel": "channel__name", "q": _fact_text,
+}
+
+
 def facts_filter(key: ApiKey, filters: dict[str, Any], meta: dict[str, Any]) -> QuerySet[Fact]:
-    qs = facts_visible_to(key)
-    if filters.get("scope"):
-        qs = qs.filter(tier=filters["scope"])
-    for name in ("category", "key", "lifetime", "source", "user_id", "external_id"):
-        if filters.get(name):
-            qs = qs.filter(**{name: filters[name]})
-    if filters.get("tags"):
-        qs = qs.filter(tags__contains=split_tags(filters["tags"]))
-    if filters.get("session"):
-        qs = qs.filter(Q(session__external_id=filters["session"]) | Q(source_session__external_id=filters["session"]))
-    if filters.get("workspace"):
-        qs = qs.filter(workspace__name=filters["workspace"])
-    if filters.get("channel"):
-        qs = qs.filter(channel__name=filters["channel"])
-    if filters.get("q"):
-        q = filters["q"]
-        qs = qs.filter(Q(content__icontains=q) | Q(key__icontains=q) | Q(category__icontains=q))
+    qs = narrowed(facts_visible_to(key), filters, FACT_FILTERS)
     return apply_meta(qs, meta).order_by("-updated_at", "-id")

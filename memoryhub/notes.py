@@ -18,6 +18,7 @@ from accounts.models import ApiKey, Channel, Workspace
 from memoryhub.errors import Conflict, Forbidden, Invalid, NotFound
 from memoryhub.models import Note, Session, new_note_id
 from memoryhub.ownership import check_owner, refuse_shared
+from memoryhub.plumbing.listfilters import Rule, given, narrowed
 from memoryhub.sessions import get_session, resolve_user, resolve_workspace
 from memoryhub.signals import memory_deleted, memory_saved
 
@@ -256,24 +257,15 @@ def delete_note(key: ApiKey, note_id: str) -> None:
     note.delete()
 
 
+NOTE_FILTERS: dict[str, Rule] = {
+    "tags": lambda tags: Q(tags__contains=split_tags(tags)), "source": "source",
+    "session": "session__external_id", "workspace": "workspace__name", "channel": "channel__name",
+    "user_id": "user_id", "scope": "tier", "q": "content__icontains",
+}
+
+
 def notes_filter(key: ApiKey, filters: dict[str, Any], meta: dict[str, Any]) -> QuerySet[Note]:
-    qs = notes_visible_to(key)
-    if filters.get("tags"):
-        qs = qs.filter(tags__contains=split_tags(filters["tags"]))
-    if filters.get("source"):
-        qs = qs.filter(source=filters["source"])
-    if filters.get("session"):
-        qs = qs.filter(session__external_id=filters["session"])
-    if filters.get("workspace"):
-        qs = qs.filter(workspace__name=filters["workspace"])
-    if filters.get("channel"):
-        qs = qs.filter(channel__name=filters["channel"])
-    if filters.get("user_id"):
-        qs = qs.filter(user_id=filters["user_id"])
-    if filters.get("for_user"):
+    qs = narrowed(notes_visible_to(key), filters, NOTE_FILTERS)
+    if given(filters.get("for_user")):  # what one user may read: hers and the shared notes
         qs = qs.owned_by(filters["for_user"])
-    if filters.get("scope"):
-        qs = qs.filter(tier=filters["scope"])
-    if filters.get("q"):
-        qs = qs.filter(content__icontains=filters["q"])
     return apply_meta(qs, meta).order_by("-updated_at", "-id")

@@ -14,7 +14,7 @@ from retrieval.context_memories import Memory, memories_of
 from retrieval.indexing import extract_event_text
 from retrieval.models import Chunk
 from retrieval.query_embedding import embed_query
-from retrieval.search import SearchHit, SearchRequest, run_search, weights, where_clause
+from retrieval.search import SearchHit, SearchPlan, SearchRequest, plan_search, run_search, weights
 from retrieval.search.relevance import ranked_query
 from retrieval.vectors import halfvec_text
 
@@ -92,21 +92,21 @@ def _chunk_item(source: str, chunk: Chunk, score: float) -> ContextItem:
 _CRITICAL_SQL = "(c.importance >= %s OR c.metadata @> '{\"pinned\": true}'::jsonb)"
 
 
-def _critical_items(req: SearchRequest) -> list[ContextItem]:
-    """Critical memories that apply to the request (the same scope and owner rule as search):
-    importance >= 0.85 or pinned, whatever the query, most important and newest first."""
-    where, params = where_clause(req)
+def _critical_items(plan: SearchPlan) -> list[ContextItem]:
+    """Critical memories that apply to the request (its search plan: the same scope and owner rule
+    as search): importance >= 0.85 or pinned, whatever the query, most important and newest first."""
+    where, params = plan.where
     sql = (f"SELECT c.id FROM retrieval_chunk c WHERE {where} AND {_CRITICAL_SQL}"
            " ORDER BY c.importance DESC, c.created_at DESC, c.id DESC LIMIT %s")
     return _items("critical", sql, [*params, CRITICAL_IMPORTANCE, CRITICAL_LIMIT])
 
 
-def _salient_items(req: SearchRequest, admitted: list[int]) -> list[ContextItem]:
+def _salient_items(req: SearchRequest, plan: SearchPlan, admitted: list[int]) -> list[ContextItem]:
     """Ordinary salient memories (importance >= 0.7, below the critical line). With a query, only
     those that pass the relevance floor: search admitted them (`admitted`: its results the floor
     admits, on words or meaning), or their meaning is close enough. Nothing is injected when
     nothing is relevant (docs/ranking.md#context)."""
-    where, params = where_clause(req)
+    where, params = plan.where
     sql = f"SELECT c.id FROM retrieval_chunk c WHERE {where} AND c.importance >= %s AND NOT {_CRITICAL_SQL}"
     params = [*params, SALIENT_IMPORTANCE, CRITICAL_IMPORTANCE]
     if req.query.strip():
@@ -142,10 +142,10 @@ def _relevant(hit: SearchHit, req: SearchRequest) -> bool:
     return hit.relevant
 
 
-def _relevant_items(req: SearchRequest) -> list[ContextItem]:
+def _relevant_items(req: SearchRequest, plan: SearchPlan) -> list[ContextItem]:
     """Search's results for the same request, in search's order (context and search agree),
     less those under the relevance floor."""
-    return [_chunk_item("relevant", h.chunk, h.score) for h in run_search(req) if _relevant(h, req)]
+    return [_chunk_item("relevant", h.chunk, h.score) for h in run_search(req, plan) if _relevant(h, req)]
 
 
 def _summary_items(session: Session, recent: list[ContextItem]) -> list[ContextItem]:
@@ -257,9 +257,10 @@ def assemble_context(*, session: Session | None, req: SearchRequest, budget: int
     has_query = bool(req.query.strip())
     if has_query and req.query_embedding is None and req.mode in ("hybrid", "vector"):
         req.query_embedding = embed_query(ranked_query(req))  # once: search and the salience floor share it
-    critical = _critical_items(req)
-    relevant = _relevant_items(req) if has_query else []
-    candidates = relevant + _salient_items(req, _admitted(relevant))
+    plan = plan_search(req)  # the scope, owner and filters every part reads, resolved once
+    critical = _critical_items(plan)
+    relevant = _relevant_items(req, plan) if has_query else []
+    candidates = relevant + _salient_items(req, plan, _admitted(relevant))
     memories = memories_of([i.chunk_id for i in critical + candidates if i.chunk_id is not None])
     picker = _Picker(budget, recent, memories, seen={normalize_text(r.text).casefold() for r in recent})
     for item in critical:

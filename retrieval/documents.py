@@ -16,6 +16,7 @@ from accounts.models import ApiKey
 from memoryhub.errors import NotFound
 from memoryhub.models import iso
 from memoryhub.ownership import refuse_shared
+from memoryhub.plumbing.listfilters import Rule, narrowed
 from retrieval.memory_indexing import delete_searchable
 from retrieval.models import Document
 
@@ -44,16 +45,12 @@ def delete_document(key: ApiKey, document_id: int) -> int:
     return chunks
 
 
+DOCUMENT_FILTERS: dict[str, Rule] = {"workspace": "workspace__name", "session": "session__external_id",
+                                     "user_id": "user_id", "source_uri": "source_uri"}
+
+
 def documents_filter(key: ApiKey, filters: dict[str, Any]) -> QuerySet[Document]:
-    qs = documents_visible_to(key)
-    if filters.get("workspace"):
-        qs = qs.filter(workspace__name=filters["workspace"])
-    if filters.get("session"):
-        qs = qs.filter(session__external_id=filters["session"])
-    if filters.get("user_id"):
-        qs = qs.filter(user_id=filters["user_id"])
-    if filters.get("source_uri"):
-        qs = qs.filter(source_uri=filters["source_uri"])
+    qs = narrowed(documents_visible_to(key), filters, DOCUMENT_FILTERS)
     return qs.order_by("-updated_at", "-id")
 
 

@@ -12,6 +12,7 @@ from memoryhub import summaries
 from memoryhub.api.summaries import node_dict
 from memoryhub.errors import Invalid
 from memoryhub.models import SummaryNode
+from memoryhub.plumbing.listfilters import Rule, narrowed
 from memoryhub.restore import event_message
 from memoryhub.sessions import get_session, resolve_user, resolve_workspace
 from retrieval import stats, synthesis
@@ -97,6 +98,10 @@ def context(key: ApiKey, data: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+BROWSE_FILTERS: dict[str, Rule] = {"agent": "session__agent", "role": "role", "since": "created_at__gte",
+                                   "until": "created_at__lt"}
+
+
 def browse(key: ApiKey, params: dict[str, Any]) -> Any:
     """GET /browse/: the events `params` (BrowseParams' validated data) select, oldest first."""
     qs = stats.events_for_browse(key)
@@ -107,18 +112,10 @@ def browse(key: ApiKey, params: dict[str, Any]) -> Any:
         qs = qs.filter(session__workspace=workspace) if workspace else qs.none()
     if params.get("channel"):
         qs = qs.filter(session__channel__in=Channel.objects.filter(tenant_id=key.tenant_id, name=params["channel"]))
-    if params.get("agent"):
-        qs = qs.filter(session__agent=params["agent"])
     user = resolve_user(key, params.get("user_id"))
     if user is not None:  # a user's read: their conversations only (an unowned one is the tenant's)
         qs = qs.filter(conversation_owned_by("session__user_id", user))
-    if params.get("role"):
-        qs = qs.filter(role=params["role"])
-    if params.get("since"):
-        qs = qs.filter(created_at__gte=params["since"])
-    if params.get("until"):
-        qs = qs.filter(created_at__lt=params["until"])
-    return qs.order_by("created_at", "session_id", "sequence")
+    return narrowed(qs, params, BROWSE_FILTERS).order_by("created_at", "session_id", "sequence")
 
 
 def browsed(event: Any) -> dict[str, Any]:

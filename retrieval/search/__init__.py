@@ -37,6 +37,7 @@ database in tests/retrieval/test_fusion.py and test_ranking_stages.py).
 """
 
 from retrieval.search.engine import hybrid_search, run_search
+from retrieval.search.plan import plan_search
 from retrieval.search.request import (
     FUSIONS,
     MODES,
@@ -45,6 +46,7 @@ from retrieval.search.request import (
     Candidate,
     SearchError,
     SearchHit,
+    SearchPlan,
     SearchRequest,
 )
 from retrieval.search.rerank import cover_conversations, expand_summaries, mmr
@@ -52,7 +54,8 @@ from retrieval.search.sql import where_clause
 from retrieval.search.timehints import with_time_hints
 
 __all__ = [  # the names other modules import
-    "FUSIONS", "MODES", "PROFILES", "SCOPES", "Candidate", "SearchError", "SearchHit", "SearchRequest",
-    "cover_conversations", "expand_summaries", "hybrid_search", "mmr", "run_search", "where_clause",
+    "FUSIONS", "MODES", "PROFILES", "SCOPES", "Candidate", "SearchError", "SearchHit", "SearchPlan",
+    "SearchRequest", "cover_conversations", "expand_summaries", "hybrid_search", "mmr", "plan_search", "run_search",
+    "where_clause",
     "with_time_hints",
 ]

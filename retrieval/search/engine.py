@@ -39,6 +39,7 @@ from retrieval.search.explain import Trace
 from retrieval.search.fulltext import TextQuery, build_text_query, text_source
 from retrieval.search.fusion import by_score, feedback_documents, fuse
 from retrieval.search.nearness import nearest_first
+from retrieval.search.plan import plan_search
 from retrieval.search.regex import regex_source
 from retrieval.search.relevance import Floor, floor_of, with_ranked_query
 from retrieval.search.request import (
@@ -47,6 +48,7 @@ from retrieval.search.request import (
     TEXT_MODES,
     Candidate,
     SearchHit,
+    SearchPlan,
     SearchRequest,
     one_per_message,
     validate,
@@ -73,9 +75,7 @@ from retrieval.search.sql import (
     load_rows,
     reinforce,
     vector_source,
-    where_clause,
 )
-from retrieval.search.statistics import scope_size_sql
 from retrieval.search.timehints import TimeHint, data_years, hint_where, time_hints, with_time_hints
 from retrieval.search.vectors import as_halfvec, near_duplicate_pairs
 from retrieval.vectors import halfvec_text
@@ -123,18 +123,20 @@ class _InFlight:
 in_flight = _InFlight()
 
 
-def run_search(req: SearchRequest) -> list[SearchHit]:
+def run_search(req: SearchRequest, search_plan: SearchPlan | None = None) -> list[SearchHit]:
+    """One search. `search_plan` is the request's, when the caller already made it (context
+    assembly reads the same scope); otherwise it is made here, once."""
     with in_flight as running:
-        return _run_search(req, alone=running == 1)
+        return _run_search(req, search_plan, alone=running == 1)
 
 
-def _run_search(req: SearchRequest, *, alone: bool) -> list[SearchHit]:
+def _run_search(req: SearchRequest, search_plan: SearchPlan | None, *, alone: bool) -> list[SearchHit]:
     validate(req)
     req = with_ranked_query(req)
-    where, params = where_clause(req)
+    search_plan = search_plan or plan_search(req)
     model = get_embedder().name
-    plan = _plan(req, where, params, model, alone)
-    pool = _candidates(req, plan, (where, params), model)
+    plan = _plan(req, search_plan, model, alone)
+    pool = _candidates(req, plan, search_plan, model)
     if pool is None or not pool.candidates:
         return []
     if plan.vector is not None and weights.SENTENCES:
@@ -242,7 +244,8 @@ def _evidence(ranked: list[Candidate], order: dict[int, float], pool: CandidateP
     return with_words(evidence, words, weights.COVERAGE_WORDS), True
 
 
-def _plan(req: SearchRequest, where: str, params: list[Any], model: str, alone: bool) -> Plan:
+def _plan(req: SearchRequest, search_plan: SearchPlan, model: str, alone: bool) -> Plan:
+    where, params = search_plan.where
     if req.mode in LITERAL_MODES:  # the newest matches (grouped: enough of them for top_k conversations)
         rows = req.top_k if req.group_by is None else 3 * req.top_k * (req.hits_per_session or DEFAULT_HITS_PER_SESSION)
         if req.mode == "exact":
@@ -261,13 +264,12 @@ def _plan(req: SearchRequest, where: str, params: list[Any], model: str, alone: 
             pending = embed_query_soon(req.query)  # computed while the text side's SQL runs
         else:
             vector = as_halfvec(embed_query(req.query))
-    tq = build_text_query(req, where, params) if wants_text else None
+    tq = build_text_query(req, search_plan) if wants_text else None
     hints = _query_time_hints(req) if has_text else []
     narrow = _hint_narrow(req, hints)
-    scope = (where, params)
-    sources = _text_sources(req, tq, scope, limit, narrow) if tq is not None else []
+    sources = _text_sources(req, tq, search_plan, limit, narrow) if tq is not None else []
     if vector is not None:
-        sources = _vector_sources(req, vector, model, scope, limit, narrow) + sources
+        sources = _vector_sources(vector, model, search_plan, limit, narrow) + sources
     return Plan(sources, vector, tq, hints, pending, limit, narrow)
 
 
@@ -283,7 +285,7 @@ def _hint_narrow(req: SearchRequest, hints: list[TimeHint]) -> Source | None:
     return hint_where(hints, years) if years is not None else None
 
 
-def _candidates(req: SearchRequest, plan: Plan, scope: Source, model: str) -> CandidatePool | None:
+def _candidates(req: SearchRequest, plan: Plan, search_plan: SearchPlan, model: str) -> CandidatePool | None:
     """The candidate statement. While the query vector is still being computed, the text side's
     candidates are fetched, and the vector side's once it is in: two statements, the same
     candidates and scores as one, the query embedding's time no longer added to the SQL's."""
@@ -293,27 +295,28 @@ def _candidates(req: SearchRequest, plan: Plan, scope: Source, model: str) -> Ca
         if plan.sources:
             early = fetch_candidates(plan.sources, model, plan.text_query, **options)
         plan.vector = as_halfvec(plan.pending.result())
-        plan.sources = _vector_sources(req, plan.vector, model, scope, plan.limit, plan.narrow)
+        plan.sources = _vector_sources(plan.vector, model, search_plan, plan.limit, plan.narrow)
     if not plan.sources:
         return early
     pool = fetch_candidates(plan.sources, model, plan.text_query, vector_search=plan.vector is not None, **options)
     return pool if early is None else early.merged(pool)
 
 
-def _vector_sources(req: SearchRequest, vector: np.ndarray, model: str, scope: Source, limit: int,
+def _vector_sources(vector: np.ndarray, model: str, search_plan: SearchPlan, limit: int,
                     narrow: Source | None) -> list[Source]:
-    """The nearest vectors in `scope` (a WHERE clause and its parameters) and, when the query
+    """The nearest vectors in the plan's scope and, when the query
     names dates, the nearest written within them (`narrow`): the preference for those dates
     (timehints) can only lift what was fetched. Each is searched exactly when it holds few rows
     (sql.vector_source): the scope by its kept size, the dates by a count that stops at the
     threshold. A filtered HNSW walk for dates that few memories have (or none: "in June" when
     nothing was said in June) visits thousands of rows to find them (~95 ms at 100k chunks)."""
     text = halfvec_text(vector)
-    sources = [vector_source(text, model, *scope, limit, scope_size_sql(req, owner=True), owner_parts(req))]
+    scope = search_plan.where
+    sources = [vector_source(text, model, *scope, limit, search_plan.scope_size, owner_parts(search_plan))]
     if narrow is not None:
         within = _and(scope, narrow)
         sources.append(vector_source(text, model, *within, limit // 2, _bounded_count(within),
-                                     owner_parts(req, narrow)))
+                                     owner_parts(search_plan, narrow)))
     return sources
 
 
@@ -325,24 +328,23 @@ def _bounded_count(scope: Source) -> Source:
             [*params, search_sql.EXACT_BELOW])
 
 
-def _text_sources(req: SearchRequest, tq: TextQuery, scope: Source, limit: int,
+def _text_sources(req: SearchRequest, tq: TextQuery, search_plan: SearchPlan, limit: int,
                   narrow: Source | None) -> list[Source]:
-    """The best text matches in `scope` and, when the query names dates, within them (`narrow`,
-    half as many)."""
-    found = [text_source(req, tq, *scope, limit, owner_parts(req))]
+    """The best text matches in the plan's scope and, when the query names dates, within them
+    (`narrow`, half as many)."""
+    scope = search_plan.where
+    found = [text_source(req, tq, *scope, limit, owner_parts(search_plan))]
     if narrow is not None:
-        found.append(text_source(req, tq, *_and(scope, narrow), limit // 2, owner_parts(req, narrow)))
+        found.append(text_source(req, tq, *_and(scope, narrow), limit // 2, owner_parts(search_plan, narrow)))
     return [source for source in found if source is not None]
 
 
-def owner_parts(req: SearchRequest, narrow: Source | None = None) -> list[Source] | None:
-    """A user's view, searched exactly, as its two halves (see where_clause): theirs, and the
+def owner_parts(search_plan: SearchPlan, narrow: Source | None = None) -> list[Source] | None:
+    """A user's view, searched exactly, as its two halves (SearchPlan.halves): theirs, and the
     shared memories, read only when the kept statistics say the scope has any."""
-    if req.user_id is None:
+    if search_plan.halves is None:
         return None
-    shared_sql, shared_params = scope_size_sql(req, owner=False, shared_only=True)
-    shared = _and(where_clause(req, "shared"), (f"({shared_sql}) > 0", shared_params))
-    return [_and(where_clause(req, "own"), narrow), _and(shared, narrow)]
+    return [_and(half, narrow) for half in search_plan.halves]
 
 
 def _and(scope: Source, narrow: Source | None) -> Source:

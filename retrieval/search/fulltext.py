@@ -15,7 +15,7 @@ import re
 from typing import Any
 
 from retrieval.search import fuzzy, weights
-from retrieval.search.request import SearchRequest
+from retrieval.search.request import SearchPlan, SearchRequest
 from retrieval.search.sql import Source, row_tested, scans_scope
 from retrieval.search.statistics import term_statistics
 from retrieval.search.textquery import TextQuery
@@ -29,11 +29,12 @@ def tsquery_literal(lexeme: str) -> str:
     return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
-def build_text_query(req: SearchRequest, where: str, params: list[Any]) -> TextQuery:
+def build_text_query(req: SearchRequest, plan: SearchPlan) -> TextQuery:
     """The query's terms weighted by their IDF in scope (from the kept term statistics), and the
-    closest words of the scope for those it does not say (typo tolerance: fuzzy.py; `where` is the
-    search's WHERE clause, which those words must be visible under)."""
-    lexemes, frequencies, size = term_statistics(req)
+    closest words of the scope for those it does not say (typo tolerance: fuzzy.py; they must be
+    visible under the plan's WHERE clause)."""
+    where, params = plan.where
+    lexemes, frequencies, size = term_statistics(req, plan)
     if not lexemes:
         return TextQuery([], False)
     literals = [tsquery_literal(x) for x in lexemes]

@@ -116,6 +116,21 @@ def validate(req: SearchRequest) -> None:
         raise SearchError("query_required", "Give query text or a query_embedding.")
 
 
+@dataclass(frozen=True)
+class SearchPlan:
+    """A request's scope, owner and filters as SQL, each built once (plan.plan_search) and read by
+    every statement of its search."""
+
+    where: tuple[str, list[Any]]  # the WHERE clause every statement shares (sql.where_clause)
+    # A user's view as its two halves (theirs; the shared memories, read only when the kept
+    # statistics say the scope has any), each searched on its own; None without a user.
+    halves: tuple[tuple[str, list[Any]], tuple[str, list[Any]]] | None
+    buckets: tuple[str, list[Any]]  # the scope's statistics rows (statistics.bucket_clause, alias "s")
+    wide_buckets: tuple[str, list[Any]] | None  # a session's default range: the whole range's rows beside its channel's
+    scope_size: tuple[str, list[Any]]  # chunks in scope of the owner and shared (statistics.scope_size_sql)
+    statistics_size: tuple[str, list[Any]]  # chunks in scope, whoever owns them
+
+
 @dataclass(slots=True)
 class Candidate:
     """What ranking needs of a chunk; full rows are loaded only for the results kept. Slotted: a

@@ -51,46 +51,54 @@ def where_clause(req: SearchRequest, owner: str = "both") -> tuple[str, list[Any
     `owner` ("own" or "shared") keeps one half of a user's view (their memories, or the shared
     ones; owner_clause): the two halves as separate statements each use the (tenant, user) index, where their
     OR is estimated from the table-wide share of shared rows (other tenants' included).
+    A search reads all three from one WhereParts (plan.plan_search), built once.
     """
-    sql = ["c.tenant_id = %s"]
-    params: list[Any] = [req.tenant_id]
+    return where_parts(req).clause(owner)
+
+
+@dataclass(frozen=True)
+class WhereParts:
+    """A request's WHERE conditions around the owner condition, which differs between a user's
+    whole view and its two halves (owner_clause)."""
+
+    before: tuple[Source, ...]
+    user_id: str | None
+    after: tuple[Source, ...]
+
+    def clause(self, owner: str = "both") -> Source:
+        parts = [*self.before, *([owner_clause(self.user_id, owner)] if self.user_id is not None else []),
+                 *self.after]
+        return " AND ".join(sql for sql, _ in parts), [value for _, values in parts for value in values]
+
+
+def where_parts(req: SearchRequest) -> WhereParts:
+    """The conditions of where_clause, the owner's left open (the one builder of a search's WHERE)."""
+    before: list[Source] = [("c.tenant_id = %s", [req.tenant_id])]
     if req.key_workspace_id is not None:
-        sql.append("c.workspace_id = %s")
-        params.append(req.key_workspace_id)
+        before.append(("c.workspace_id = %s", [req.key_workspace_id]))
     scope_sql, scope_params = scope_clause(req)
     if scope_sql:
-        sql.append(scope_sql)
-        params.extend(scope_params)
+        before.append((scope_sql, scope_params))
     if req.tags:
-        sql.append("c.tags @> %s::varchar[]")
-        params.append(list(req.tags))
+        before.append(("c.tags @> %s::varchar[]", [list(req.tags)]))
     if req.roles:
-        sql.append("c.role = ANY(%s)")
-        params.append(list(req.roles))
+        before.append(("c.role = ANY(%s)", [list(req.roles)]))
     if req.kinds:
-        sql.append("c.kind = ANY(%s)")
-        params.append(list(req.kinds))
+        before.append(("c.kind = ANY(%s)", [list(req.kinds)]))
     if req.agent:
-        sql.append("c.agent = %s")
-        params.append(req.agent)
-    if req.user_id is not None:
-        owner_sql, owner_params = owner_clause(req.user_id, owner)
-        sql.append(owner_sql)
-        params.extend(owner_params)
+        before.append(("c.agent = %s", [req.agent]))
+    after: list[Source] = []
     if req.since:
-        sql.append("c.created_at >= %s")
-        params.append(req.since)
+        after.append(("c.created_at >= %s", [req.since]))
     if req.until:
-        sql.append("c.created_at < %s")
-        params.append(req.until)
+        after.append(("c.created_at < %s", [req.until]))
     if req.history and req.as_of is not None:
         # The memory as it stood then (docs/memory-model.md#fact-history): nothing written after it, and of a fact the
         # version that was true then.
-        sql.append("c.created_at <= %s AND (c.valid_to IS NULL OR c.valid_to > %s)")
-        params.extend([req.as_of, req.as_of])
+        after.append(("c.created_at <= %s AND (c.valid_to IS NULL OR c.valid_to > %s)", [req.as_of, req.as_of]))
     else:
-        sql.append("c.valid_to IS NULL")
-    return " AND ".join(sql), params
+        after.append(("c.valid_to IS NULL", []))
+    return WhereParts(tuple(before), req.user_id, tuple(after))
 
 
 # A conversation's own rows: its messages and the summaries of them. They belong to the

@@ -8,12 +8,11 @@ retrieval/termstats.py says why.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from django.db import connection
 
-from retrieval.search.request import SearchRequest
+from retrieval.search.request import SearchPlan, SearchRequest
 
 MAX_TERMS = 32  # query lexemes considered (sorted, as before: the same 32 as in Python)
 
@@ -45,8 +44,14 @@ def scope_size_sql(req: SearchRequest, *, owner: bool, shared_only: bool = False
     only the shared ones (no owner) when `shared_only`. The sizes are kept by owner, not by kind:
     for one user's read they also count the conversations nobody owns, which that read leaves out
     (search.sql.owner_clause), so they are an upper bound there (it only picks exact or HNSW search)."""
-    buckets, params = bucket_clause(req, "z")
-    sql = f"SELECT coalesce(sum(z.n), 0) FROM retrieval_scopesize z WHERE z.tenant_id = %s AND {buckets}"
+    return size_sql(req, bucket_clause(req, "z"), owner=owner, shared_only=shared_only)
+
+
+def size_sql(req: SearchRequest, buckets: tuple[str, list[Any]], *, owner: bool,
+             shared_only: bool = False) -> tuple[str, list[Any]]:
+    """scope_size_sql on the scope's statistics rows `buckets` (bucket_clause, alias "z")."""
+    where, params = buckets
+    sql = f"SELECT coalesce(sum(z.n), 0) FROM retrieval_scopesize z WHERE z.tenant_id = %s AND {where}"
     params = [req.tenant_id, *params]
     if shared_only:
         sql += " AND z.user_id = ''"
@@ -59,24 +64,24 @@ def scope_size_sql(req: SearchRequest, *, owner: bool, shared_only: bool = False
 _table_rows = 0  # the chunk table's row estimate, as term_statistics last read it
 
 
-def term_statistics(req: SearchRequest) -> tuple[list[str], dict[str, int], int]:
+def term_statistics(req: SearchRequest, plan: SearchPlan) -> tuple[list[str], dict[str, int], int]:
     """The query's lexemes (sorted, at most MAX_TERMS), their document frequencies in scope and the
-    scope's size: one statement, no counting."""
-    buckets, bucket_params = bucket_clause(req)
-    size_sql, size_params = scope_size_sql(req, owner=False)
+    scope's size: one statement, no counting. The scope's statistics rows are the plan's."""
+    buckets, bucket_params = plan.buckets
+    scope_sql, size_params = plan.statistics_size
     df = "(SELECT sum(s.n) FROM retrieval_termstat s WHERE s.tenant_id = %s AND s.lexeme = q.lexeme AND {})"
     df_sql, df_params = df.format(buckets), [req.tenant_id, *bucket_params]
-    if req.nearest_first:
+    if plan.wide_buckets is not None:
         # A word the session's channel never says is still said elsewhere in the range (another
         # conversation of its owner): its frequency there, so that full text finds it.
-        wide, wide_params = bucket_clause(replace(req, nearest_first=False))
+        wide, wide_params = plan.wide_buckets
         df_sql, df_params = f"coalesce(nullif({df_sql}, 0), {df.format(wide)})", [*df_params, req.tenant_id,
                                                                                  *wide_params]
     sql = (
         "WITH q AS (SELECT lexeme FROM (SELECT DISTINCT lexeme FROM unnest(to_tsvector('pg_catalog.english', %s))) d "
         f"ORDER BY lexeme COLLATE \"C\" LIMIT {MAX_TERMS}) "
         f"SELECT q.lexeme, coalesce({df_sql}, 0) FROM q "
-        f"UNION ALL SELECT NULL, ({size_sql}) "
+        f"UNION ALL SELECT NULL, ({scope_sql}) "
         # The chunk table's row estimate, for HNSW's ef_search (search.sql.ef_search); '' is no lexeme.
         "UNION ALL SELECT '', greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = 'retrieval_chunk'::regclass"
     )

@@ -180,14 +180,15 @@ def test_the_halves_of_a_users_view_keep_the_best_text_matches_of_their_or(peopl
     from retrieval.search import SearchRequest
     from retrieval.search.engine import owner_parts
     from retrieval.search.fulltext import build_text_query, text_source
+    from retrieval.search.plan import plan_search
     from retrieval.search.sql import select_rows, where_clause
 
     req = SearchRequest(tenant_id=people["tenant"].pk, query="kumquat handbook note tea", mode="text", user_id="ann")
     where, params = where_clause(req)
-    tq = build_text_query(req, where, params)
+    tq = build_text_query(req, plan_search(req))
     orders = []
     for limit in range(1, 6):
-        halves = select_rows(*text_source(req, tq, where, params, limit, owner_parts(req)))
+        halves = select_rows(*text_source(req, tq, where, params, limit, owner_parts(plan_search(req))))
         assert halves == select_rows(*text_source(req, tq, where, params, limit)), limit
         orders.append(halves)
     assert len(orders[-1]) == 4  # ann's three and the shared one, never bob's

@@ -206,3 +206,48 @@ def test_a_raised_ef_search_is_set_once_for_the_connection(cast, settings) -> No
         assert sets(170) == ["SET hnsw.ef_search = 170"] and shown() == "170"
     finally:
         connection.close()  # the next test's connection starts from the startup options
+
+
+@pytest.mark.parametrize("body", [{"user_id": "ann"}, {}])
+def test_one_search_builds_its_where_clause_once(alice, index, monkeypatch, body: dict) -> None:
+    """Scope, owner and filters are resolved once per request (plan.plan_search) and read by every
+    statement: one POST /search/ (text and vector candidates, a user's two halves) and one POST
+    /context/ (critical, relevant and salient memories) each build the scope condition once."""
+    from retrieval.search import sql as search_sql
+
+    if body:  # the conversation is ann's: her search reads it
+        assert alice.post("/api/v1/sessions/", {"id": "s", **body}, format="json").status_code == 201
+    index(alice, "s", *[{"role": "user", "content": f"walrus fact {i}"} for i in range(3)])
+    built: list[object] = []
+    real = search_sql.scope_clause
+
+    def counted(req):  # type: ignore[no-untyped-def]
+        built.append(req)
+        return real(req)
+
+    monkeypatch.setattr(search_sql, "scope_clause", counted)
+    assert texts(search(alice, query="walrus fact", mode="hybrid", **body))
+    assert len(built) == 1
+    built.clear()
+    response = alice.post("/api/v1/context/", {"session": "s", "query": "walrus fact", **body}, format="json")
+    assert response.status_code == 200 and response.json()["items"]
+    assert len(built) == 1
+
+
+def test_a_search_plan_spells_the_where_clause_and_its_owner_halves() -> None:
+    """The plan's clauses are where_clause's: the whole view, and a user's two halves (the shared
+    one read only when the scope's kept statistics count shared memories)."""
+    from retrieval.search import SearchRequest, plan_search
+    from retrieval.search.sql import where_clause
+    from retrieval.search.statistics import scope_size_sql
+
+    req = SearchRequest(tenant_id=7, user_id="ann", tags=["x"], scope="workspace", workspace_ids=[3])
+    plan = plan_search(req)
+    assert plan.where == where_clause(req)
+    shared_sql, shared_params = scope_size_sql(req, owner=False, shared_only=True)
+    shared_where, shared_where_params = where_clause(req, "shared")
+    assert plan.halves == (where_clause(req, "own"),
+                           (f"{shared_where} AND ({shared_sql}) > 0", [*shared_where_params, *shared_params]))
+    assert plan.scope_size == scope_size_sql(req, owner=True)
+    assert plan.statistics_size == scope_size_sql(req, owner=False)
+    assert plan_search(SearchRequest(tenant_id=7)).halves is None

@@ -14,6 +14,7 @@ from retrieval import termstats
 from retrieval.embedders import get_embedder
 from retrieval.models import Chunk, ScopeSize, TermStat
 from retrieval.search import SearchRequest
+from retrieval.search.plan import plan_search
 from retrieval.search.sql import select_rows, vector_source, where_clause
 from retrieval.search.statistics import scope_size_sql, term_statistics
 from tests.retrieval.conftest import search
@@ -35,7 +36,8 @@ def counted(req: SearchRequest, words: list[str]) -> tuple[dict[str, int], int]:
 
 
 def kept(req: SearchRequest, words: list[str]) -> tuple[dict[str, int], int]:
-    lexemes, frequencies, size = term_statistics(SearchRequest(**{**req.__dict__, "query": " ".join(words)}))
+    asked = SearchRequest(**{**req.__dict__, "query": " ".join(words)})
+    lexemes, frequencies, size = term_statistics(asked, plan_search(asked))
     return {w: frequencies.get(w, 0) for w in words}, size
 
 

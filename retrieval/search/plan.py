@@ -1,0 +1,32 @@
+"""plan_search: where one search reads (request.SearchPlan), resolved once per request and read
+by every statement of it: the engine's candidate subqueries, the term statistics and context
+assembly.
+Nothing here is ranking; the conditions themselves are defined in sql.py (the WHERE clause, the
+owner and scope rules) and statistics.py (the scope's statistics rows and sizes)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from retrieval.search import sql as search_sql
+from retrieval.search.request import SearchPlan, SearchRequest
+from retrieval.search.statistics import bucket_clause, size_sql
+
+
+def plan_search(req: SearchRequest) -> SearchPlan:
+    """The plan of `req`: its WHERE conditions built once, its owner halves and sizes from them."""
+    parts = search_sql.where_parts(req)
+    sizes = bucket_clause(req, "z")
+    halves = None
+    if req.user_id is not None:
+        shared_sql, shared_params = size_sql(req, sizes, owner=False, shared_only=True)
+        shared_where, shared_where_params = parts.clause("shared")
+        halves = (parts.clause("own"), (f"{shared_where} AND ({shared_sql}) > 0", [*shared_where_params, *shared_params]))
+    return SearchPlan(
+        where=parts.clause(),
+        halves=halves,
+        buckets=bucket_clause(req),
+        wide_buckets=bucket_clause(replace(req, nearest_first=False)) if req.nearest_first else None,
+        scope_size=size_sql(req, sizes, owner=True),
+        statistics_size=size_sql(req, sizes, owner=False),
+    )
