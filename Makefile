@@ -33,6 +33,7 @@ test: lint
 # ruff, and the import contracts (pyproject.toml): data flows accounts <- memoryhub <- retrieval <-
 # scheduling, the Python client apart, no import cycle in any package at any depth.
 lint: $(STAMP)
+	@$(BIN)/ruff format --check .
 	@$(BIN)/ruff check .
 	@PYTHONPATH=sdk/python/src $(BIN)/lint-imports --no-logo --no-cache
 

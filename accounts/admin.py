@@ -12,7 +12,14 @@ from accounts.models import ApiKey, Channel, Tenant, Workspace
 
 @admin.register(Tenant)
 class TenantAdmin(admin.ModelAdmin):
-    list_display = ["name", "slug", "workspace_count", "immutable_transcript", "review_deletions", "created_at"]
+    list_display = [
+        "name",
+        "slug",
+        "workspace_count",
+        "immutable_transcript",
+        "review_deletions",
+        "created_at",
+    ]
     list_filter = ["immutable_transcript", "review_deletions"]
     search_fields = ["name", "slug"]
     readonly_fields = ["created_at"]
@@ -48,23 +55,48 @@ class ChannelAdmin(admin.ModelAdmin):
     def make_default(self, request: HttpRequest, queryset: QuerySet[Channel]) -> None:
         chosen = list(queryset)
         if len({c.workspace_id for c in chosen}) != len(chosen):
-            self.message_user(request, "A workspace has one default channel: select one channel per workspace.",
-                              messages.ERROR)
+            self.message_user(
+                request,
+                "A workspace has one default channel: select one channel per workspace.",
+                messages.ERROR,
+            )
             return
         for channel in chosen:
             channel.make_default()
-        self.message_user(request, f"{len(chosen)} channel{pluralize(len(chosen))} made {'its' if len(chosen) == 1 else 'their'} workspace's default.")
+        self.message_user(
+            request,
+            f"{len(chosen)} channel{pluralize(len(chosen))} made"
+            f" {'its' if len(chosen) == 1 else 'their'} workspace's default.",
+        )
 
 
 @admin.register(ApiKey)
 class ApiKeyAdmin(admin.ModelAdmin):
-    list_display = ["prefix", "name", "tenant", "workspace", "scope_list", "created_at", "last_used_at", "is_active"]
+    list_display = [
+        "prefix",
+        "name",
+        "tenant",
+        "workspace",
+        "scope_list",
+        "created_at",
+        "last_used_at",
+        "is_active",
+    ]
     list_filter = ["tenant", ("revoked_at", admin.EmptyFieldListFilter)]
     list_select_related = ["tenant", "workspace"]
     search_fields = ["prefix", "name", "tenant__name"]
     autocomplete_fields = ["tenant", "workspace"]
     readonly_fields = ["prefix", "created_at", "last_used_at"]
-    fields = ["tenant", "workspace", "name", "scopes", "prefix", "created_at", "last_used_at", "revoked_at"]
+    fields = [
+        "tenant",
+        "workspace",
+        "name",
+        "scopes",
+        "prefix",
+        "created_at",
+        "last_used_at",
+        "revoked_at",
+    ]
     actions = ["revoke_keys"]
 
     @admin.display(description="Scopes")
@@ -83,13 +115,18 @@ class ApiKeyAdmin(admin.ModelAdmin):
             super().save_model(request, obj, form, change)
             return
         new = ApiKey.create_key(
-            tenant=obj.tenant, scopes=obj.scopes or ["read", "write"], workspace=obj.workspace, name=obj.name
+            tenant=obj.tenant,
+            scopes=obj.scopes or ["read", "write"],
+            workspace=obj.workspace,
+            name=obj.name,
         )
         obj.pk = new.api_key.pk
         obj.prefix = new.api_key.prefix
         obj.refresh_from_db()
         # The only time the key is ever visible: it is stored hashed.
-        messages.warning(request, f"New API key (copy it now, it will not be shown again): {new.raw}")
+        messages.warning(
+            request, f"New API key (copy it now, it will not be shown again): {new.raw}"
+        )
 
     @admin.action(description="Revoke selected keys")
     def revoke_keys(self, request: HttpRequest, queryset: QuerySet[ApiKey]) -> None:

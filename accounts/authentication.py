@@ -7,9 +7,10 @@ action, another worker) is refused by this one within that many seconds. The sec
 on every request all the same (a fast hash), so the cache never lets a wrong secret in.
 
 A key's last use is announced (accounts.signals.key_used) and written with other keys' by a
-background thread of the process (memoryhub.api.middleware.key_uses, every memoryhub.plumbing.counters.FLUSH_SECONDS,
-as the request counters are): a request never waits for that write. With a thousand tenants' keys
-each used now and then, it was an UPDATE and a commit in most requests (bench/README.md, stop 39).
+background thread of the process (memoryhub.api.middleware.key_uses, every
+memoryhub.plumbing.counters.FLUSH_SECONDS, as the request counters are): a request never waits for
+that write. With a thousand tenants' keys each used now and then, it was an UPDATE and a commit in
+most requests (bench/README.md, stop 39).
 """
 
 from __future__ import annotations
@@ -112,10 +113,15 @@ _KEY_MODELS = (ApiKey, Tenant, Workspace)
 @functools.cache
 def _key_statement() -> str:
     k, t, w = (model._meta for model in _KEY_MODELS)
-    columns = ", ".join(f"{alias}.{field.column}" for alias, meta in zip("ktw", (k, t, w), strict=True)
-                        for field in meta.concrete_fields)
-    return (f"SELECT {columns} FROM {k.db_table} k JOIN {t.db_table} t ON t.id = k.tenant_id "
-            f"LEFT JOIN {w.db_table} w ON w.id = k.workspace_id WHERE k.prefix = %s")
+    columns = ", ".join(
+        f"{alias}.{field.column}"
+        for alias, meta in zip("ktw", (k, t, w), strict=True)
+        for field in meta.concrete_fields
+    )
+    return (
+        f"SELECT {columns} FROM {k.db_table} k JOIN {t.db_table} t ON t.id = k.tenant_id "
+        f"LEFT JOIN {w.db_table} w ON w.id = k.workspace_id WHERE k.prefix = %s"
+    )
 
 
 def read_key(prefix: str) -> ApiKey | None:
@@ -131,11 +137,17 @@ def read_key(prefix: str) -> ApiKey | None:
     loaded = []
     for model in _KEY_MODELS:
         fields = model._meta.concrete_fields
-        values, row = row[:len(fields)], row[len(fields):]
-        values = [f.from_db_value(v, None, connection) if hasattr(f, "from_db_value") else v  # as the ORM does
-                  for f, v in zip(fields, values, strict=True)]
-        loaded.append(model.from_db(connection.alias, [f.attname for f in fields], values)
-                      if values[0] is not None else None)
+        values, row = row[: len(fields)], row[len(fields) :]
+        # as the ORM does
+        values = [
+            f.from_db_value(v, None, connection) if hasattr(f, "from_db_value") else v
+            for f, v in zip(fields, values, strict=True)
+        ]
+        loaded.append(
+            model.from_db(connection.alias, [f.attname for f in fields], values)
+            if values[0] is not None
+            else None
+        )
     key, tenant, workspace = loaded
     key.tenant = tenant
     key.workspace = workspace

@@ -63,7 +63,9 @@ class Workspace(models.Model):
 
     class Meta:
         ordering = ["tenant_id", "name"]
-        constraints = [models.UniqueConstraint(fields=["tenant", "name"], name="workspace_unique_name")]
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "name"], name="workspace_unique_name")
+        ]
 
     def __str__(self) -> str:
         return self.name
@@ -81,15 +83,19 @@ class Workspace(models.Model):
 
 
 class Channel(models.Model):
-    """A topic inside a workspace (docs/memory-model.md#channels); each workspace has one default channel (#general)."""
+    """A topic inside a workspace (docs/memory-model.md#channels); each workspace has one default
+    channel (#general)."""
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="channels")
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="channels")
     name = models.CharField(max_length=100)
     description = models.TextField(blank=True, default="", help_text="What the channel is about.")
     is_default = models.BooleanField(
-        default=False, editable=False,
-        help_text="Sessions that name no channel go here; one per workspace (the admin action moves it).",
+        default=False,
+        editable=False,
+        help_text=(
+            "Sessions that name no channel go here; one per workspace (the admin action moves it)."
+        ),
     )
     created_at = models.DateTimeField(default=timezone.now)
 
@@ -97,8 +103,11 @@ class Channel(models.Model):
         ordering = ["workspace_id", "name"]
         constraints = [
             models.UniqueConstraint(fields=["workspace", "name"], name="channel_unique_name"),
-            models.UniqueConstraint(fields=["workspace"], condition=models.Q(is_default=True),
-                                    name="channel_one_default"),
+            models.UniqueConstraint(
+                fields=["workspace"],
+                condition=models.Q(is_default=True),
+                name="channel_one_default",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -110,7 +119,9 @@ class Channel(models.Model):
         channel = cls.objects.filter(workspace=workspace, is_default=True).first()
         if channel is not None:
             return channel
-        channel, _ = cls.objects.get_or_create(tenant_id=workspace.tenant_id, workspace=workspace, name=DEFAULT_CHANNEL)
+        channel, _ = cls.objects.get_or_create(
+            tenant_id=workspace.tenant_id, workspace=workspace, name=DEFAULT_CHANNEL
+        )
         channel.make_default()
         return channel
 
@@ -118,15 +129,18 @@ class Channel(models.Model):
     def get_named(cls, workspace: Workspace, name: str | None) -> Channel:
         if not name:
             return cls.get_default(workspace)
-        channel, _ = cls.objects.get_or_create(tenant_id=workspace.tenant_id, workspace=workspace, name=name)
+        channel, _ = cls.objects.get_or_create(
+            tenant_id=workspace.tenant_id, workspace=workspace, name=name
+        )
         return channel
 
     @transaction.atomic
     def make_default(self) -> None:
         """Make this the workspace's default channel (the previous default stops being it)."""
         # Unset first: the partial unique constraint allows one default per workspace at any moment.
-        Channel.objects.filter(workspace_id=self.workspace_id, is_default=True).exclude(pk=self.pk).update(
-            is_default=False)
+        Channel.objects.filter(workspace_id=self.workspace_id, is_default=True).exclude(
+            pk=self.pk
+        ).update(is_default=False)
         Channel.objects.filter(pk=self.pk).update(is_default=True)
         self.is_default = True
 
@@ -152,17 +166,28 @@ class ApiKey(models.Model):
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="api_keys")
     workspace = models.ForeignKey(
-        Workspace, null=True, blank=True, on_delete=models.CASCADE, related_name="api_keys",
+        Workspace,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="api_keys",
         help_text="Limit the key to one workspace (optional).",
     )
     user_id = models.CharField(
-        max_length=200, blank=True, default="",
-        help_text="Limit the key to one end user (optional): it sees that user's memories and shared ones.",
+        max_length=200,
+        blank=True,
+        default="",
+        help_text=(
+            "Limit the key to one end user (optional): it sees that user's memories and shared"
+            " ones."
+        ),
     )
     name = models.CharField(max_length=100, blank=True)
     prefix = models.CharField(max_length=KEY_PREFIX_LEN, unique=True, editable=False)
     key_hash = models.CharField(max_length=64, editable=False)
-    scopes = ArrayField(models.CharField(max_length=10, choices=[(s, s) for s in SCOPES]), default=list)
+    scopes = ArrayField(
+        models.CharField(max_length=10, choices=[(s, s) for s in SCOPES]), default=list
+    )
     created_at = models.DateTimeField(default=timezone.now)
     last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
     revoked_at = models.DateTimeField(null=True, blank=True)
@@ -181,7 +206,11 @@ class ApiKey(models.Model):
         return self.revoked_at is None
 
     def clean(self) -> None:
-        if self.workspace_id is not None and self.tenant_id is not None and self.workspace.tenant_id != self.tenant_id:
+        if (
+            self.workspace_id is not None
+            and self.tenant_id is not None
+            and self.workspace.tenant_id != self.tenant_id
+        ):
             raise ValidationError({"workspace": "The workspace belongs to another tenant."})
 
     def has_scope(self, scope: str) -> bool:
@@ -222,7 +251,12 @@ class ApiKey(models.Model):
             raise ValueError(f"scopes must be a non-empty subset of {SCOPES}, got {list(scopes)}")
         prefix, raw = cls.generate()
         api_key = cls.objects.create(
-            tenant=tenant, workspace=workspace, user_id=user_id, name=name, prefix=prefix,
-            key_hash=hash_key(raw), scopes=sorted(set(scopes), key=SCOPES.index),
+            tenant=tenant,
+            workspace=workspace,
+            user_id=user_id,
+            name=name,
+            prefix=prefix,
+            key_hash=hash_key(raw),
+            scopes=sorted(set(scopes), key=SCOPES.index),
         )
         return NewKey(api_key=api_key, raw=raw)

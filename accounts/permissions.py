@@ -21,10 +21,14 @@ class HasApiScope(permissions.BasePermission):
     def has_permission(self, request: Request, view: APIView) -> bool:
         key = request.auth
         if not isinstance(key, ApiKey):
-            raise exceptions.NotAuthenticated("An API key is required: 'Authorization: Bearer <key>'.")
+            raise exceptions.NotAuthenticated(
+                "An API key is required: 'Authorization: Bearer <key>'."
+            )
         required = getattr(view, "required_scope", None)
         if required is None:
             required = "read" if request.method in permissions.SAFE_METHODS else "write"
         if not key.has_scope(required):
-            raise InsufficientScope(f"This API key lacks the '{required}' scope.", code="insufficient_scope")
+            raise InsufficientScope(
+                f"This API key lacks the '{required}' scope.", code="insufficient_scope"
+            )
         return True

@@ -7,7 +7,8 @@ each turn's content) and ranks them in numpy, so that one embedding pass serves 
 - what a chunk's embedding reads (--embed): `own` (the chunk alone), `ctxN-C` (the N earlier
   messages, C characters each, before the chunk: the product's retrieval.indexing.CONTEXT_MESSAGES
   design with N=2, C=400), `fillN` (the chunk whole, then up to two earlier messages, newest
-  first, up to N characters in all: a short turn reads its context, a long chunk mostly itself), `turn` (whole turns, the plain baseline's reading);
+  first, up to N characters in all: a short turn reads its context, a long chunk mostly itself),
+  `turn` (whole turns, the plain baseline's reading);
 - how results are counted: one per chunk, or one per turn (its best chunk);
 - the text side: BM25 over chunks or over whole turns; the fusion: min-max 0.7 / 0.3.
 
@@ -40,8 +41,10 @@ from bench.plain import bm25_scores as bm25  # noqa: E402
 from bench.plain import lexeme_counts, minmax  # noqa: E402
 from bench.plain import postings_of as bm25_matrix  # noqa: E402
 
-FILES = {"locomo": (DATA_DIR / "locomo10.jsonl", "conversations"),
-         "longmemeval": (DATA_DIR / "longmemeval_s_dev60.jsonl.gz", "questions")}
+FILES = {
+    "locomo": (DATA_DIR / "locomo10.jsonl", "conversations"),
+    "longmemeval": (DATA_DIR / "longmemeval_s_dev60.jsonl.gz", "questions"),
+}
 
 
 @dataclass
@@ -51,7 +54,8 @@ class Piece:
 
 
 def embed_text(design: str, piece: Piece, previous: list[str]) -> str:
-    """What the embedder reads for a chunk under `design`; `previous`: normalised earlier messages."""
+    """What the embedder reads for a chunk under `design`; `previous`: normalised earlier
+    messages."""
     if design == "own":
         return piece.text
     if design.startswith("ctx"):
@@ -64,7 +68,7 @@ def embed_text(design: str, piece: Piece, previous: list[str]) -> str:
         for message in reversed(previous[-2:]):
             if budget < 40:
                 break
-            context.insert(0, message[:min(400, budget)])
+            context.insert(0, message[: min(400, budget)])
             budget -= len(context[0]) + 1
         return "\n".join([*context, piece.text])
     raise ValueError(design)
@@ -98,7 +102,8 @@ class Haystack:
         self.chunk_post, self.chunk_len = bm25_matrix(chunk_counts)
         self.chunk_distinct = np.asarray([len(c) for c in chunk_counts], dtype=np.float32)
         self.turn_distinct = np.asarray([len(c) for c in lexeme_counts(contents)], dtype=np.float32)
-        by_turn: list[Counter[str]] = [Counter() for _ in contents]  # tf = chunks of the turn holding it
+        # tf = chunks of the turn holding it
+        by_turn: list[Counter[str]] = [Counter() for _ in contents]
         for piece, c in zip(self.pieces, chunk_counts, strict=True):
             by_turn[piece.turn].update(c.keys())
         self.turn_chunk_post, _ = bm25_matrix(by_turn)
@@ -109,7 +114,10 @@ class Haystack:
             if design == "turn":
                 texts = contents
             else:
-                texts = [embed_text(design, p, prev) for p, prev in zip(self.pieces, previous_by_piece, strict=True)]
+                texts = [
+                    embed_text(design, p, prev)
+                    for p, prev in zip(self.pieces, previous_by_piece, strict=True)
+                ]
             v = np.asarray(embed(texts), dtype=np.float32)
             self.vectors[design] = v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
 
@@ -137,11 +145,13 @@ def _session_best(fused: np.ndarray, sessions: np.ndarray) -> np.ndarray:
     return np.asarray([best[s] for s in sessions.tolist()], dtype=np.float32)
 
 
-def rank(h: Haystack, design: str, lexemes: list[str], qv: np.ndarray, variant: str) -> list[tuple[set[str], str]]:
+def rank(
+    h: Haystack, design: str, lexemes: list[str], qv: np.ndarray, variant: str
+) -> list[tuple[set[str], str]]:
     """Top 10 results (turn ids, session) under one design and one ranking variant:
     chunk-W (a result per chunk, fusion weight W on the vector), turn-W (a result per turn: its best
-    chunk's cosine, BM25 over the whole turn), rrf, nbr-W-B (turn-W plus B x the best adjacent turn's
-    fused score), sess-W-G (plus G x the session's best), bm25, vec."""
+    chunk's cosine, BM25 over the whole turn), rrf, nbr-W-B (turn-W plus B x the best adjacent
+    turn's fused score), sess-W-G (plus G x the session's best), bm25, vec."""
     n_turns = len(h.turn_ids)
     vec = h.vectors[design] @ qv
     if "_" in variant or variant.startswith("w"):
@@ -177,21 +187,31 @@ def rank(h: Haystack, design: str, lexemes: list[str], qv: np.ndarray, variant: 
     return [({h.turn_ids[i]}, h.session_ids[i]) for i in order]
 
 
-def _cover(order: np.ndarray, sessions: list[str], share: float, k: int = 10, scores: np.ndarray | None = None,
-           ratio: float = 0.0) -> list[int]:
+def _cover(
+    order: np.ndarray,
+    sessions: list[str],
+    share: float,
+    k: int = 10,
+    scores: np.ndarray | None = None,
+    ratio: float = 0.0,
+) -> list[int]:
     """The product's coverage stage: the first share·k by rank, then new sessions first; with
     `ratio`, a new session's result only if its score is at least ratio × the k-th score."""
     head = [int(i) for i in order[: max(1, round(share * k))]]
     seen = {sessions[i] for i in head}
-    floor = ratio * float(scores[order[k - 1]]) if scores is not None and ratio > 0 and len(order) >= k else -np.inf
+    floor = (
+        ratio * float(scores[order[k - 1]])
+        if scores is not None and ratio > 0 and len(order) >= k
+        else -np.inf
+    )
     fresh = []
-    for i in order[len(head):]:
+    for i in order[len(head) :]:
         if len(head) + len(fresh) >= k:
             break
         if sessions[i] not in seen and (scores is None or scores[i] >= floor):
             fresh.append(int(i))
             seen.add(sessions[i])
-    rest = [int(i) for i in order[len(head):] if int(i) not in set(fresh)]
+    rest = [int(i) for i in order[len(head) :] if int(i) not in set(fresh)]
     return (head + fresh + rest)[:k]
 
 
@@ -215,13 +235,20 @@ def text_scores(h: Haystack, lexemes: list[str], code: int) -> np.ndarray:
         return bm25(h.turn_chunk_post, h.turn_chunk_len, lexemes, b=0.75, avg=None, binary=False)
     if code == 5:
         return bm25(h.turn_post, h.turn_distinct, lexemes, b=0.5, avg=12.0, binary=False)
-    if code == 6:  # t2 with the length summed over the turn's chunks (what SQL over them can add up)
+    # t2 with the length summed over the turn's chunks (what SQL over them can add up)
+    if code == 6:
         return bm25(h.turn_chunk_post, h.turn_chunk_len, lexemes, b=0.5, avg=12.0, binary=True)
     raise ValueError(code)
 
 
-def _pipeline(h: Haystack, design: str, vec: np.ndarray, lexemes: list[str], variant: str,
-              own: np.ndarray | None = None) -> list[tuple[set[str], str]]:
+def _pipeline(
+    h: Haystack,
+    design: str,
+    vec: np.ndarray,
+    lexemes: list[str],
+    variant: str,
+    own: np.ndarray | None = None,
+) -> list[tuple[set[str], str]]:
     """A per-turn pipeline from tokens joined by "_": wW (fusion weight on the vector), nB
     (neighbour boost), sG (session boost), cS (coverage share), rR (coverage only for a result
     scoring at least R x the tenth), oO (the vector side: (1 - O) x the design's cosine + O x the
@@ -235,19 +262,36 @@ def _pipeline(h: Haystack, design: str, vec: np.ndarray, lexemes: list[str], var
     w = opts.get("w", 0.7)
     fused = w * minmax(turn_vec) + (1 - w) * minmax(text)
     sessions = np.asarray(h.session_ids)
-    boost = opts.get("n", 0.0) * _neighbours(fused, sessions) + opts.get("s", 0.0) * _session_best(fused, sessions)
+    boost = opts.get("n", 0.0) * _neighbours(fused, sessions) + opts.get("s", 0.0) * _session_best(
+        fused, sessions
+    )
     fused = fused + boost
     order = np.argsort(-fused, kind="stable")[:100]
-    top = (_cover(order, h.session_ids, opts["c"], scores=fused, ratio=opts.get("r", 0.0)) if "c" in opts
-           else [int(i) for i in order[:10]])
+    top = (
+        _cover(order, h.session_ids, opts["c"], scores=fused, ratio=opts.get("r", 0.0))
+        if "c" in opts
+        else [int(i) for i in order[:10]]
+    )
     return [({h.turn_ids[i]}, h.session_ids[i]) for i in top]
 
 
-VARIANTS = ("chunk-0.7", "turn-0.7", "turn-0.6", "turn-0.5", "rrf", "nbr-0.7-0.2", "sess-0.7-0.2", "bm25", "vec")
+VARIANTS = (
+    "chunk-0.7",
+    "turn-0.7",
+    "turn-0.6",
+    "turn-0.5",
+    "rrf",
+    "nbr-0.7-0.2",
+    "sess-0.7-0.2",
+    "bm25",
+    "vec",
+)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("bench", choices=sorted(FILES))
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--embed", default="own,ctx2-400")
@@ -260,7 +304,13 @@ def main() -> None:
     conversations = common.load(path, args.limit)
     categories: dict[str, str] = {}
     if args.bench == "locomo":
-        categories = {"1": "multi-hop", "2": "temporal", "3": "open-domain", "4": "single-hop", "5": "adversarial"}
+        categories = {
+            "1": "multi-hop",
+            "2": "temporal",
+            "3": "open-domain",
+            "4": "single-hop",
+            "5": "adversarial",
+        }
     questions = recall.questions_of(conversations, categories)
     cache = common.EmbeddingCache(get_embedder())
     designs = [d for d in args.embed.split(",") if d]
@@ -268,7 +318,12 @@ def main() -> None:
     qvecs = np.asarray(cache.embed([q.question["question"] for q in questions]), dtype=np.float32)
     from bench.plain import query_lexemes
 
-    scorers = {(d, v): recall.Scorer() for d in designs for v in variants if not (d == "turn" and v.startswith("chunk"))}
+    scorers = {
+        (d, v): recall.Scorer()
+        for d in designs
+        for v in variants
+        if not (d == "turn" and v.startswith("chunk"))
+    }
     started = time.perf_counter()
     by_conv: dict[str, list[int]] = {}
     for i, q in enumerate(questions):

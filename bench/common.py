@@ -46,7 +46,12 @@ def cpu_seconds(pids: list[int]) -> float:
             times = psutil.Process(pid).cpu_times()
         except psutil.Error:
             continue
-        total += times.user + times.system + getattr(times, "children_user", 0) + getattr(times, "children_system", 0)
+        total += (
+            times.user
+            + times.system
+            + getattr(times, "children_user", 0)
+            + getattr(times, "children_system", 0)
+        )
     return total
 
 
@@ -61,7 +66,8 @@ def process_tree(pid: int) -> list[int]:
 
 
 def owner(conversation_id: str) -> str:
-    return f"user-{conversation_id}" if OWNED else ""  # speakers kept as the event's role; any other speaker (a name) is "user"
+    # speakers kept as the event's role; any other speaker (a name) is "user"
+    return f"user-{conversation_id}" if OWNED else ""
 
 
 def setup_django(db_name: str, embedder: str) -> None:
@@ -88,7 +94,9 @@ class EmbeddingCache:
     def __init__(self, embedder: Any) -> None:
         self.embedder = embedder
         self.inner = embedder.embed
-        self.path = CACHE / f"embeddings-{hashlib.sha256(embedder.name.encode()).hexdigest()[:12]}.pkl"
+        self.path = (
+            CACHE / f"embeddings-{hashlib.sha256(embedder.name.encode()).hexdigest()[:12]}.pkl"
+        )
         self.vectors: dict[str, Any] = {}
         if self.path.exists():
             with self.path.open("rb") as fh:
@@ -105,7 +113,9 @@ class EmbeddingCache:
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         keys = [self.key(t) for t in texts]
-        missing = list(dict.fromkeys(t for t, k in zip(texts, keys, strict=True) if k not in self.vectors))
+        missing = list(
+            dict.fromkeys(t for t, k in zip(texts, keys, strict=True) if k not in self.vectors)
+        )
         self.cached_texts += len(texts) - len(missing)
         if missing:
             started = time.perf_counter()
@@ -131,8 +141,10 @@ class EmbeddingCache:
 
     def stats(self) -> str:
         rate = self.model_texts / self.model_s if self.model_s else 0.0
-        return (f"model {self.model_s:.1f} s for {self.model_texts} texts ({rate:.1f} texts/s), "
-                f"{self.cached_texts} texts from the cache")
+        return (
+            f"model {self.model_s:.1f} s for {self.model_texts} texts ({rate:.1f} texts/s), "
+            f"{self.cached_texts} texts from the cache"
+        )
 
 
 def load(path: Path, limit: int | None) -> list[dict[str, Any]]:
@@ -167,8 +179,10 @@ class Ingested:
     """Where the turns went: the key to search with and how to map a chunk back to turns."""
 
     key: Any
-    turn_at: dict[tuple[str, int], str] = field(default_factory=dict)  # (session ext id, seq) -> turn id
-    session_of: dict[str, str] = field(default_factory=dict)  # session ext id -> benchmark session id
+    # (session ext id, seq) -> turn id
+    turn_at: dict[tuple[str, int], str] = field(default_factory=dict)
+    # session ext id -> benchmark session id
+    session_of: dict[str, str] = field(default_factory=dict)
     seconds: float = 0.0
     appended_sessions: int = 0
     appended_turns: int = 0
@@ -208,14 +222,25 @@ def ingest(conversations: list[dict[str, Any]], tenant_name: str) -> Ingested:
                 continue
             when = datetime.fromisoformat(bsession["started_at"]).replace(tzinfo=UTC)
             items = [
-                EventInput(role=t["speaker"] if t["speaker"] in ROLES else "user", content=turn_content(t),
-                           created_at=when, metadata={"turn_id": t["turn_id"], "speaker": t["speaker"]})
+                EventInput(
+                    role=t["speaker"] if t["speaker"] in ROLES else "user",
+                    content=turn_content(t),
+                    created_at=when,
+                    metadata={"turn_id": t["turn_id"], "speaker": t["speaker"]},
+                )
                 for t in bsession["turns"]
             ]
-            create_session(key=key, data=SessionInput(id=session_id, channel=conv["conversation_id"],
-                                                      user_id=owner(conv["conversation_id"])),
-                           get_or_create=True)
-            # One transaction per session: on commit the indexing task runs, then the embedding task.
+            create_session(
+                key=key,
+                data=SessionInput(
+                    id=session_id,
+                    channel=conv["conversation_id"],
+                    user_id=owner(conv["conversation_id"]),
+                ),
+                get_or_create=True,
+            )
+            # One transaction per session: on commit the indexing task runs, then the embedding
+            # task.
             with transaction.atomic():
                 append_events(key=key, session_id=session_id, items=items)
             out.appended_sessions += 1
@@ -234,7 +259,8 @@ def _embed_leftovers(tenant_id: int) -> None:
 
 
 def summarise(tenant_id: int) -> tuple[dict[str, Any], float]:
-    """What the cluster does once the sessions have gone idle: rolling summaries and closed trees."""
+    """What the cluster does once the sessions have gone idle: rolling summaries and closed
+    trees."""
     from unittest import mock
 
     from memoryhub import summaries
@@ -254,7 +280,8 @@ def chunk_census(tenant_id: int, turn_at: dict[tuple[str, int], str]) -> dict[st
     from retrieval.models import Chunk
 
     rows = Chunk.objects.filter(tenant_id=tenant_id, kind="event").values_list(
-        "session__external_id", "sequence_start", "sequence_end")
+        "session__external_id", "sequence_start", "sequence_end"
+    )
     covered: set[tuple[str, int]] = set()
     events = 0
     for session, start, end in rows.iterator(chunk_size=5000):

@@ -39,36 +39,82 @@ def seed(conversations: list[dict[str, Any]]) -> dict[str, Any]:
     tenant = key.tenant
     for conv in conversations:
         user = conv["sessions"][0]["turns"][0]["speaker"]
-        sessions = Session.objects.filter(tenant=tenant, external_id__startswith=f"{conv['conversation_id']}-")
+        sessions = Session.objects.filter(
+            tenant=tenant, external_id__startswith=f"{conv['conversation_id']}-"
+        )
         sessions.update(user_id=user, agent="companion")
         Chunk.objects.filter(session__in=sessions).update(user_id=user)
         first = sessions.order_by("pk").first()
         for i, turn in enumerate(conv["sessions"][0]["turns"][:10]):
-            fact = Fact.objects.create(tenant=tenant, workspace_id=first.workspace_id, user_id=user,
-                                       category="profile", key=f"{conv['conversation_id']}-{i}", content=turn["text"][:300], source="extractor")
+            fact = Fact.objects.create(
+                tenant=tenant,
+                workspace_id=first.workspace_id,
+                user_id=user,
+                category="profile",
+                key=f"{conv['conversation_id']}-{i}",
+                content=turn["text"][:300],
+                source="extractor",
+            )
             memory_saved.send(sender=Fact, kind="fact", instance=fact)
-        note = Note.objects.create(tenant=tenant, workspace_id=first.workspace_id, user_id=user,
-                                   content=f"{user} prefers short answers.", source="agent")
+        note = Note.objects.create(
+            tenant=tenant,
+            workspace_id=first.workspace_id,
+            user_id=user,
+            content=f"{user} prefers short answers.",
+            source="agent",
+        )
         memory_saved.send(sender=Note, kind="note", instance=note)
     report = ConsolidationReport.objects.create(tenant=tenant)
-    ids = list(Chunk.objects.filter(tenant=tenant, kind="event").order_by("pk").values_list("pk", flat=True)[:302])
-    prune = PendingDeletion.objects.create(tenant=tenant, report=report, step="prune", chunk_ids=ids[:300])
-    merge = PendingDeletion.objects.create(tenant=tenant, report=report, step="merge", chunk_ids=[ids[301]],
-                                           payload={"survivor": ids[300]})
+    ids = list(
+        Chunk.objects.filter(tenant=tenant, kind="event")
+        .order_by("pk")
+        .values_list("pk", flat=True)[:302]
+    )
+    prune = PendingDeletion.objects.create(
+        tenant=tenant, report=report, step="prune", chunk_ids=ids[:300]
+    )
+    merge = PendingDeletion.objects.create(
+        tenant=tenant,
+        report=report,
+        step="merge",
+        chunk_ids=[ids[301]],
+        payload={"survivor": ids[300]},
+    )
     now = timezone.now()
     total = Chunk.objects.filter(tenant=tenant).count()
     events = sum(Session.objects.filter(tenant=tenant).values_list("event_count", flat=True))
-    MetricSample.objects.bulk_create([  # a day of samples: an import arriving, then embedded
-        MetricSample(tenant=tenant, at=now - timedelta(minutes=10 * i), events=max(events - 40 * i, 0),
-                     chunks=max(total - 40 * i, 0), pending_embedding=min(40 * i, 600) if i < 30 else 0)
-        for i in range(144, 0, -1)])
+    MetricSample.objects.bulk_create(
+        [  # a day of samples: an import arriving, then embedded
+            MetricSample(
+                tenant=tenant,
+                at=now - timedelta(minutes=10 * i),
+                events=max(events - 40 * i, 0),
+                chunks=max(total - 40 * i, 0),
+                pending_embedding=min(40 * i, 600) if i < 30 else 0,
+            )
+            for i in range(144, 0, -1)
+        ]
+    )
     for day in range(30):
-        ApiUsage.objects.create(tenant=tenant, day=timezone.localdate() - timedelta(days=day), name="search",
-                                requests=50 + 7 * day % 40, errors=day % 3, total_ms=(50 + 7 * day % 40) * (20 + day))
+        ApiUsage.objects.create(
+            tenant=tenant,
+            day=timezone.localdate() - timedelta(days=day),
+            name="search",
+            requests=50 + 7 * day % 40,
+            errors=day % 3,
+            total_ms=(50 + 7 * day % 40) * (20 + day),
+        )
     User.objects.create_superuser("bench", "", "bench-password-123")
     biggest = Session.objects.filter(tenant=tenant).order_by("-event_count").first()
     user = biggest.user_id
-    return {"tenant": tenant, "prune": prune, "merge": merge, "session": biggest, "user": user, "report": report}
+    return {
+        "tenant": tenant,
+        "prune": prune,
+        "merge": merge,
+        "session": biggest,
+        "user": user,
+        "report": report,
+    }
 
 
 def pages(w: dict[str, Any]) -> dict[str, str]:
@@ -80,9 +126,15 @@ def pages(w: dict[str, Any]) -> dict[str, str]:
         "dashboard, one tenant": f"/admin/dashboard/?tenant={t}",
         "explorer: end users": f"/admin/console/explorer/?tenant={t}",
         "explorer: a user's memories": f"/admin/console/explorer/?tenant={t}&user={w['user']}",
-        "explorer: search": f"/admin/console/explorer/?tenant={t}&user={w['user']}&q=support+group+adoption",
-        "explorer: search, memory profile": f"/admin/console/explorer/?tenant={t}&user={w['user']}&q=painting&profile=memory",
-        "context preview": f"/admin/console/context/?tenant={t}&session={s.external_id}&query=what+did+she+paint",
+        "explorer: search": (
+            f"/admin/console/explorer/?tenant={t}&user={w['user']}&q=support+group+adoption"
+        ),
+        "explorer: search, memory profile": (
+            f"/admin/console/explorer/?tenant={t}&user={w['user']}&q=painting&profile=memory"
+        ),
+        "context preview": (
+            f"/admin/console/context/?tenant={t}&session={s.external_id}&query=what+did+she+paint"
+        ),
         f"transcript ({s.event_count} messages)": f"/admin/memoryhub/session/{s.pk}/transcript/",
         "sessions list": "/admin/memoryhub/session/",
         "events of a session": f"/admin/memoryhub/event/?session__id__exact={s.pk}",
@@ -132,13 +184,18 @@ def screenshots(urls: dict[str, str], folder: Path, runs: int) -> None:
     base = f"http://127.0.0.1:{server.server_address[1]}"
     folder.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox"])
+        browser = playwright.chromium.launch(
+            executable_path="/usr/bin/chromium", args=["--no-sandbox"]
+        )
         page = browser.new_page(viewport={"width": 1440, "height": 1000})
         page.goto(f"{base}/admin/login/")
         page.fill("#id_username", "bench")
         page.fill("#id_password", "bench-password-123")
         page.click("input[type=submit]")
-        print("\n| page (in Chromium) | load, median ms | load, max ms | settled, median ms |\n|---|---|---|---|")
+        print(
+            "\n| page (in Chromium) | load, median ms | load, max ms | settled, median ms"
+            " |\n|---|---|---|---|"
+        )
         for i, (label, url) in enumerate(urls.items()):
             if "data" in label:
                 continue
@@ -147,16 +204,24 @@ def screenshots(urls: dict[str, str], folder: Path, runs: int) -> None:
                 started = time.perf_counter()
                 page.goto(base + url, wait_until="load")  # the page, its styles and scripts
                 loads.append(1000 * (time.perf_counter() - started))
-                # Settled: what scripts fetch after load too (the dashboard's chart data). Playwright
-                # calls the network idle after 500 ms without requests; those 500 ms are taken off.
+                # Settled: what scripts fetch after load too (the dashboard's chart data).
+                # Playwright calls the network idle after 500 ms without requests; those 500 ms are
+                # taken off.
                 try:
                     page.wait_for_load_state("networkidle", timeout=10_000)
                     settled.append(1000 * (time.perf_counter() - started) - 500)
                 except PlaywrightTimeout:  # requests kept going (a polling page): say so, go on
                     pass
             quiet = f"{statistics.median(settled):.0f}" if settled else "never quiet for 10 s"
-            print(f"| {label} | {statistics.median(loads):.0f} | {max(loads):.0f} | {quiet} |", flush=True)
-            name = f"{i:02d}-" + "".join(c if c.isalnum() else "-" for c in label.lower()).strip("-")[:50] + ".png"
+            print(
+                f"| {label} | {statistics.median(loads):.0f} | {max(loads):.0f} | {quiet} |",
+                flush=True,
+            )
+            name = (
+                f"{i:02d}-"
+                + "".join(c if c.isalnum() else "-" for c in label.lower()).strip("-")[:50]
+                + ".png"
+            )
             page.screenshot(path=str(folder / name), full_page=False)
         browser.close()
     server.shutdown()
@@ -164,7 +229,9 @@ def screenshots(urls: dict[str, str], folder: Path, runs: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--screenshots", type=Path, default=None)
     parser.add_argument("--limit-conversations", type=int, default=None)

@@ -46,7 +46,8 @@ class Captured(NamedTuple):
     questions: list[recall.Question]
     rankings: list[list[Row]]
     words: list[dict[int, float]]  # rerank.conversation_words of each question's candidates
-    finds: dict[int, tuple[set[str], str | None]]  # candidate id -> (evidence turns, LoCoMo session)
+    # candidate id -> (evidence turns, LoCoMo session)
+    finds: dict[int, tuple[set[str], str | None]]
     vectors: list[list[float]]  # each question's query vector
     terms: list[list[tuple[str, float]]]  # each question's full-text terms (tsquery literal, IDF)
     channels: list[int]  # each question's channel
@@ -60,28 +61,32 @@ def capture(bench: Any) -> Captured:
     from memoryhub.models import Session
     from retrieval.indexing import CONTEXT_MESSAGES
     from retrieval.query_embedding import embed_queries
-    from retrieval.search import engine, hybrid_search
+    from retrieval.search import engine, hybrid_search, ranking
     from retrieval.search.rerank import conversation_words
 
     conversations = common.load(bench.data, None)
     connection.creation.create_test_db(verbosity=0, autoclobber=False, keepdb=True)
     ingested = common.ingest(conversations, f"{bench.name}-minilm-ctx{CONTEXT_MESSAGES}")
     questions = recall.questions_of(conversations, bench.categories)
-    vectors = embed_queries([q.question["question"] for q in questions])  # as a server embeds a query
+    # as a server embeds a query
+    vectors = embed_queries([q.question["question"] for q in questions])
     tenant_id = ingested.key.tenant_id
     external = dict(Session.objects.filter(tenant_id=tenant_id).values_list("pk", "external_id"))
     channels = {c.name: c for c in Channel.objects.filter(tenant_id=tenant_id)}
     seen: dict[str, Any] = {}
-    rank = engine._rank
+    rank, make_plan = ranking.rank, engine._plan
+
+    def keep_plan(*args: Any) -> Any:
+        plan = make_plan(*args)
+        seen["terms"] = list(plan.text_query.terms) if plan.text_query is not None else []
+        return plan
 
     def keep(*args: Any) -> Any:
         seen["order"], seen["ranked"], similarities = rank(*args)
-        _req, plan, pool = args[:3]
-        seen["said"] = pool.said
-        seen["terms"] = list(plan.text_query.terms) if plan.text_query is not None else []
+        seen["said"] = args[3].said  # rank(req, vector, hints, pool, vec, trace)
         return seen["order"], seen["ranked"], similarities
 
-    engine._rank = keep
+    engine._plan, ranking.rank = keep_plan, keep
     rankings: list[list[Row]] = []
     words: list[dict[int, float]] = []
     terms: list[list[tuple[str, float]]] = []
@@ -89,25 +94,55 @@ def capture(bench: Any) -> Captured:
     try:
         for q, vector in zip(questions, vectors, strict=True):
             channel = channels[q.conversation_id]
-            hybrid_search(tenant_id=tenant_id, query=q.question["question"], query_embedding=vector,
-                          scope="channel", channel_ids=[channel.pk], workspace_ids=[channel.workspace_id],
-                          top_k=10, user_id=common.owner(q.conversation_id) or None, counts_as_use=False)
+            hybrid_search(
+                tenant_id=tenant_id,
+                query=q.question["question"],
+                query_embedding=vector,
+                scope="channel",
+                channel_ids=[channel.pk],
+                workspace_ids=[channel.workspace_id],
+                top_k=10,
+                user_id=common.owner(q.conversation_id) or None,
+                counts_as_use=False,
+            )
             rankings.append([(c.pk, c.session_id, seen["order"][c.pk]) for c in seen["ranked"]])
-            words.append(conversation_words(seen["ranked"], seen["said"], [idf for _, idf in seen["terms"]]))
+            words.append(
+                conversation_words(seen["ranked"], seen["said"], [idf for _, idf in seen["terms"]])
+            )
             terms.append(seen["terms"])
             for c in seen["ranked"]:
                 session = external.get(c.session_id) if c.session_id is not None else None
-                turns = ({ingested.turn_at.get((session, s)) for s in (c.sequence_start, c.sequence_end)}
-                         if session is not None and c.kind == "event" else set())
-                finds[c.pk] = ({t for t in turns if t}, ingested.session_of.get(session) if session else None)
+                turns = (
+                    {ingested.turn_at.get((session, s)) for s in (c.sequence_start, c.sequence_end)}
+                    if session is not None and c.kind == "event"
+                    else set()
+                )
+                finds[c.pk] = (
+                    {t for t in turns if t},
+                    ingested.session_of.get(session) if session else None,
+                )
     finally:
-        engine._rank = rank
-    return Captured(questions, rankings, words, finds, vectors, terms,
-                    [channels[q.conversation_id].pk for q in questions])
+        engine._plan, ranking.rank = make_plan, rank
+    return Captured(
+        questions,
+        rankings,
+        words,
+        finds,
+        vectors,
+        terms,
+        [channels[q.conversation_id].pk for q in questions],
+    )
 
 
-def covered(ranking: list[Row], share: float, floor: float, norm: float, k: int = 10,
-            words: dict[int, float] | None = None, weight: float = 0.0) -> list[int]:
+def covered(
+    ranking: list[Row],
+    share: float,
+    floor: float,
+    norm: float,
+    k: int = 10,
+    words: dict[int, float] | None = None,
+    weight: float = 0.0,
+) -> list[int]:
     """The product's cover_conversations over plain rows; `words` (conversation_words) blended
     into the evidence at `weight` as the search blends them."""
     from retrieval.search.rerank import cover_conversations
@@ -116,15 +151,26 @@ def covered(ranking: list[Row], share: float, floor: float, norm: float, k: int 
     return [c.pk for c in cover_conversations(candidates, k, share, scores, floor, evidence)]
 
 
-def ranked_evidence(ranking: list[Row], norm: float, words: dict[int, float] | None,
-                    weight: float) -> tuple[list[Any], dict[int, float], dict[int, float] | None]:
+def ranked_evidence(
+    ranking: list[Row], norm: float, words: dict[int, float] | None, weight: float
+) -> tuple[list[Any], dict[int, float], dict[int, float] | None]:
     """The ranking as candidates, their scores, and each conversation's evidence as the search
     weighs it (None when `norm` is 0: by their best result)."""
     from retrieval.search.request import Candidate
     from retrieval.search.rerank import conversation_evidence, with_words
 
-    candidates = [Candidate(pk=pk, session_id=sid, text="", contextual=False, created_ts=0.0,
-                            sequence_end=None, importance=0.5) for pk, sid, _ in ranking]
+    candidates = [
+        Candidate(
+            pk=pk,
+            session_id=sid,
+            text="",
+            contextual=False,
+            created_ts=0.0,
+            sequence_end=None,
+            importance=0.5,
+        )
+        for pk, sid, _ in ranking
+    ]
     scores = {pk: score for pk, _, score in ranking}
     evidence = conversation_evidence(candidates, scores, norm) if norm > 0 else None
     if evidence is not None and words and weight > 0:
@@ -132,13 +178,19 @@ def ranked_evidence(ranking: list[Row], norm: float, words: dict[int, float] | N
     return candidates, scores, evidence
 
 
-def figures(questions: list[recall.Question], lists: list[list[int]],
-            finds: dict[int, tuple[set[str], str | None]]) -> dict[str, tuple[float, float]]:
+def figures(
+    questions: list[recall.Question],
+    lists: list[list[int]],
+    finds: dict[int, tuple[set[str], str | None]],
+) -> dict[str, tuple[float, float]]:
     sums: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0])
     for q, ids in zip(questions, lists, strict=True):
         turns = set().union(*[finds[i][0] for i in ids[:10]]) if ids else set()
         sessions = {finds[i][1] for i in ids[:10]}
-        evidence, wanted = set(q.question["evidence_turn_ids"]), set(q.question["evidence_session_ids"])
+        evidence, wanted = (
+            set(q.question["evidence_turn_ids"]),
+            set(q.question["evidence_session_ids"]),
+        )
         for bucket in q.buckets:
             s = sums[bucket]
             s[0] += 1
@@ -156,18 +208,27 @@ def best_per_conversation(ranking: list[Row]) -> dict[int, int]:
     return best
 
 
-def ceiling(questions: list[recall.Question], rankings: list[list[Row]], words: list[dict[int, float]],
-            finds: dict[int, tuple[set[str], str | None]]) -> None:
+def ceiling(
+    questions: list[recall.Question],
+    rankings: list[list[Row]],
+    words: list[dict[int, float]],
+    finds: dict[int, tuple[set[str], str | None]],
+) -> None:
     """What the ranking's conversations allow, whatever the places: how many evidence sessions
     have a candidate at all, and the recall when all ten places go to ten distinct conversations
     (each its best result), in rank order or in coverage's order (evidence, p = 4, words 0.5)."""
     sums: dict[str, list[float]] = defaultdict(lambda: [0.0] * 6)
     for q, ranking, said in zip(questions, rankings, words, strict=True):
-        wanted, turns = set(q.question["evidence_session_ids"]), set(q.question["evidence_turn_ids"])
+        wanted, turns = (
+            set(q.question["evidence_session_ids"]),
+            set(q.question["evidence_turn_ids"]),
+        )
         evidence = ranked_evidence(ranking, 4.0, said, 0.5)[2] or {}
         best = best_per_conversation(ranking)
         by_rank = list(best.values())[:10]
-        by_evidence = [pk for sid, pk in sorted(best.items(), key=lambda item: -evidence.get(item[0], 0.0))][:10]
+        by_evidence = [
+            pk for sid, pk in sorted(best.items(), key=lambda item: -evidence.get(item[0], 0.0))
+        ][:10]
         anywhere = {finds[pk][1] for pk in best.values()}
         for bucket in q.buckets:
             s = sums[bucket]
@@ -176,12 +237,17 @@ def ceiling(questions: list[recall.Question], rankings: list[list[Row]], words: 
             for at, ids in ((2, by_rank), (4, by_evidence)):
                 s[at] += len(turns & set().union(*[finds[pk][0] for pk in ids])) / len(turns)
                 s[at + 1] += len(wanted & {finds[pk][1] for pk in ids}) / len(wanted)
-    print("| bucket | sessions with a candidate | 10 distinct, rank order: turn@10 / session@10 "
-          "| 10 distinct, coverage's order |")
+    print(
+        "| bucket | sessions with a candidate | 10 distinct, rank order: turn@10 / session@10 "
+        "| 10 distinct, coverage's order |"
+    )
     print("| --- | ---: | ---: | ---: |")
     for bucket, s in sums.items():
         n = s[0]
-        print(f"| {bucket} | {s[1] / n:.3f} | {s[2] / n:.3f} / {s[3] / n:.3f} | {s[4] / n:.3f} / {s[5] / n:.3f} |")
+        print(
+            f"| {bucket} | {s[1] / n:.3f} | {s[2] / n:.3f} / {s[3] / n:.3f} | {s[4] / n:.3f} /"
+            f" {s[5] / n:.3f} |"
+        )
 
 
 Signals = dict[str, dict[int, float]]  # signal name -> session pk -> value
@@ -198,9 +264,12 @@ def session_signals(cap: Captured) -> list[Signals]:
     messages: dict[int, dict[int, list[np.ndarray]]] = defaultdict(lambda: defaultdict(list))
     summaries: dict[int, tuple[int, np.ndarray]] = {}
     with connection.cursor() as cursor:
-        cursor.execute("SELECT channel_id, session_id, kind, length(text), halfvec_send(embedding) "
-                       "FROM retrieval_chunk WHERE channel_id = ANY(%s) AND session_id IS NOT NULL "
-                       "AND embedding IS NOT NULL AND kind IN ('event', 'summary')", [sorted(set(cap.channels))])
+        cursor.execute(
+            "SELECT channel_id, session_id, kind, length(text), halfvec_send(embedding) "
+            "FROM retrieval_chunk WHERE channel_id = ANY(%s) AND session_id IS NOT NULL "
+            "AND embedding IS NOT NULL AND kind IN ('event', 'summary')",
+            [sorted(set(cap.channels))],
+        )
         for channel, session, kind, length, raw in cursor.fetchall():
             vector = decode_halfvec(bytes(raw))
             vector /= np.linalg.norm(vector) or 1.0
@@ -208,18 +277,27 @@ def session_signals(cap: Captured) -> list[Signals]:
                 messages[channel][session].append(vector)
             elif length > summaries.get(session, (-1, None))[0]:
                 summaries[session] = (length, vector)
-    matrices = {channel: {session: np.stack(vs) for session, vs in by_session.items()}
-                for channel, by_session in messages.items()}
+    matrices = {
+        channel: {session: np.stack(vs) for session, vs in by_session.items()}
+        for channel, by_session in messages.items()
+    }
     out: list[Signals] = []
     with connection.cursor() as cursor:
         for vector, terms, channel in zip(cap.vectors, cap.terms, cap.channels, strict=True):
             query = np.asarray(vector, dtype=np.float32)
             query /= np.linalg.norm(query) or 1.0
-            signals: Signals = {"mean vector": {}, "best message": {}, "best three messages": {}, "summary": {}}
+            signals: Signals = {
+                "mean vector": {},
+                "best message": {},
+                "best three messages": {},
+                "summary": {},
+            }
             for session, matrix in matrices[channel].items():
                 mean = matrix.mean(axis=0)
                 cosines = np.sort(matrix @ query)[::-1]
-                signals["mean vector"][session] = max(float(mean @ query) / (np.linalg.norm(mean) or 1.0), 0.0)
+                signals["mean vector"][session] = max(
+                    float(mean @ query) / (np.linalg.norm(mean) or 1.0), 0.0
+                )
                 signals["best message"][session] = max(float(cosines[0]), 0.0)
                 signals["best three messages"][session] = max(float(cosines[:3].mean()), 0.0)
                 if session in summaries:
@@ -237,15 +315,19 @@ def _word_signals(cursor: Any, terms: list[tuple[str, float]], channel: int) -> 
     if not terms:
         return {"words said": words, "BM25 of the session": bm25}
     says = ", ".join("sum((search_vector @@ %s::tsquery)::int)" for _ in terms)
-    cursor.execute(f"SELECT session_id, count(*), {says} FROM retrieval_chunk "
-                   "WHERE channel_id = %s AND kind = 'event' GROUP BY session_id",
-                   [literal for literal, _ in terms] + [channel])
+    cursor.execute(
+        f"SELECT session_id, count(*), {says} FROM retrieval_chunk "
+        "WHERE channel_id = %s AND kind = 'event' GROUP BY session_id",
+        [literal for literal, _ in terms] + [channel],
+    )
     rows = cursor.fetchall()
     average = sum(row[1] for row in rows) / max(len(rows), 1)
     for session, length, *counts in rows:
         idfs = [(idf, n) for (_, idf), n in zip(terms, counts, strict=True) if n]
         words[session] = sum(idf for idf, _ in idfs)
-        bm25[session] = sum(idf * n * 2.2 / (n + 1.2 * (0.25 + 0.75 * length / average)) for idf, n in idfs)
+        bm25[session] = sum(
+            idf * n * 2.2 / (n + 1.2 * (0.25 + 0.75 * length / average)) for idf, n in idfs
+        )
     return {"words said": words, "BM25 of the session": bm25}
 
 
@@ -271,27 +353,57 @@ def signal_table(cap: Captured, weights: list[float]) -> None:
                 order = with_words(order, signal[name], weight)
             if distinct:
                 best = best_per_conversation(ranking)
-                lists.append([pk for sid, pk in sorted(best.items(), key=lambda item: -order.get(item[0], 0.0))])
+                lists.append(
+                    [
+                        pk
+                        for sid, pk in sorted(
+                            best.items(), key=lambda item: -order.get(item[0], 0.0)
+                        )
+                    ]
+                )
             else:
-                lists.append([c.pk for c in cover_conversations(candidates, 10, 0.7, scores, 0.8, order)])
+                lists.append(
+                    [c.pk for c in cover_conversations(candidates, 10, 0.7, scores, 0.8, order)]
+                )
         got = figures(cap.questions, lists, cap.finds)
-        cells = " | ".join(f"{got[b][0]:.3f} / {got[b][1]:.3f}" if b in got else "" for b in
-                           ("overall", "half 1", "half 2", "multi-hop"))
-        label = (name or "coverage's evidence (the default)") + (", 10 distinct sessions" if distinct else "")
-        print(f"| {label} | {weight:g} | {cells} |" if name else f"| {label} | | {cells} |", flush=True)
+        cells = " | ".join(
+            f"{got[b][0]:.3f} / {got[b][1]:.3f}" if b in got else ""
+            for b in ("overall", "half 1", "half 2", "multi-hop")
+        )
+        label = (name or "coverage's evidence (the default)") + (
+            ", 10 distinct sessions" if distinct else ""
+        )
+        print(
+            f"| {label} | {weight:g} | {cells} |" if name else f"| {label} | | {cells} |",
+            flush=True,
+        )
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("bench", choices=["locomo", "longmemeval"])
     parser.add_argument("--shares", default="0.6,0.7,0.8")
     parser.add_argument("--floors", default="0.8")
     parser.add_argument("--norms", default="0,2,3,4,6,8")
-    parser.add_argument("--words", default="0", help="comma-separated weights of the query words (0 = evidence alone)")
-    parser.add_argument("--ceiling", action="store_true",
-                        help="print what ten distinct conversations would give instead of the grid")
-    parser.add_argument("--signals", default="",
-                        help="comma-separated weights: instead of the grid, coverage with session signals blended in")
+    parser.add_argument(
+        "--words",
+        default="0",
+        help="comma-separated weights of the query words (0 = evidence alone)",
+    )
+    parser.add_argument(
+        "--ceiling",
+        action="store_true",
+        help="print what ten distinct conversations would give instead of the grid",
+    )
+    parser.add_argument(
+        "--signals",
+        default="",
+        help=(
+            "comma-separated weights: instead of the grid, coverage with session signals blended in"
+        ),
+    )
     args = parser.parse_args()
     if args.bench == "locomo":
         from bench.locomo import LOCOMO as bench
@@ -309,17 +421,33 @@ def main() -> None:
     print(f"{len(questions)} questions; turn@10 / session@10\n")
     print("| share | floor | conversation order | words | overall | half 1 | half 2 | multi-hop |")
     print("| ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |")
-    grid = [(float(share), float(floor), float(norm), float(weight)) for share in args.shares.split(",")
-            for floor in args.floors.split(",") for norm in args.norms.split(",") for weight in args.words.split(",")]
+    grid = [
+        (float(share), float(floor), float(norm), float(weight))
+        for share in args.shares.split(",")
+        for floor in args.floors.split(",")
+        for norm in args.norms.split(",")
+        for weight in args.words.split(",")
+    ]
     for share, floor, norm, weight in grid:
         if norm <= 0 and weight > 0:
             continue  # words blend into the evidence only
-        got = figures(questions, [covered(r, share, floor, norm, words=w, weight=weight)
-                                  for r, w in zip(rankings, words, strict=True)], finds)
-        cells = [f"{got[b][0]:.3f} / {got[b][1]:.3f}" if b in got else "" for b in
-                 ("overall", "half 1", "half 2", "multi-hop")]
+        got = figures(
+            questions,
+            [
+                covered(r, share, floor, norm, words=w, weight=weight)
+                for r, w in zip(rankings, words, strict=True)
+            ],
+            finds,
+        )
+        cells = [
+            f"{got[b][0]:.3f} / {got[b][1]:.3f}" if b in got else ""
+            for b in ("overall", "half 1", "half 2", "multi-hop")
+        ]
         order = "best result" if norm <= 0 else f"evidence, p = {norm:g}"
-        print(f"| {share:g} | {floor:g} | {order} | {weight:g} | " + " | ".join(cells) + " |", flush=True)
+        print(
+            f"| {share:g} | {floor:g} | {order} | {weight:g} | " + " | ".join(cells) + " |",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

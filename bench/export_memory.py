@@ -65,7 +65,7 @@ for s in range({sessions}):
         Chunk.objects.bulk_create(chunks)
 print("KEY", ApiKey.create_key(tenant=tenant, scopes=("read",), name="exports").raw)
 print("CHUNKS", Chunk.objects.filter(tenant=tenant).count())
-"""
+"""  # noqa: E501
 
 
 def rss_mb(pid: int) -> float:
@@ -73,7 +73,10 @@ def rss_mb(pid: int) -> float:
         status = Path(f"/proc/{pid}/status").read_text()
     except OSError:
         return 0.0
-    return int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmRSS:"))) / 1024
+    return (
+        int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmRSS:")))
+        / 1024
+    )
 
 
 def command(pid: int) -> str:
@@ -90,15 +93,24 @@ def web_workers(server_pid: int) -> list[int]:
             cmd = Path(f"/proc/{pid}/cmdline").read_text().replace("\0", " ")
         except OSError:
             continue
-        if "postgres" not in cmd and "qcluster" not in cmd and "cluster" not in cmd and pid != server_pid:
+        if (
+            "postgres" not in cmd
+            and "qcluster" not in cmd
+            and "cluster" not in cmd
+            and pid != server_pid
+        ):
             out.append(pid)
     return out
 
 
 def export(url: str, key: str, results: list[tuple[int, float]]) -> None:
     start = time.monotonic()
-    req = urllib.request.Request(f"{url}/export/", data=b"{}", method="POST",
-                                 headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"})
+    req = urllib.request.Request(
+        f"{url}/export/",
+        data=b"{}",
+        method="POST",
+        headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
+    )
     size = 0
     with urllib.request.urlopen(req, timeout=1800) as response:
         while block := response.read(1 << 16):
@@ -107,7 +119,9 @@ def export(url: str, key: str, results: list[tuple[int, float]]) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--chunks", type=int, default=35000)
     parser.add_argument("--sessions", type=int, default=350)
     parser.add_argument("--concurrent", type=int, default=3)
@@ -116,25 +130,46 @@ def main() -> None:
     args = parser.parse_args()
     data_dir = Path(tempfile.mkdtemp(prefix="memoryhub-export-"))
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "TEST_DB_NAME")}
-    env.update({"MEMORYHUB_DATA_DIR": str(data_dir), "PYTHONUNBUFFERED": "1", "LOG_LEVEL": "WARNING",
-                "MEMORYHUB_ADMIN_PASSWORD": uuid.uuid4().hex, "MEMORYHUB_EMBEDDER": "hash"})
+    env.update(
+        {
+            "MEMORYHUB_DATA_DIR": str(data_dir),
+            "PYTHONUNBUFFERED": "1",
+            "LOG_LEVEL": "WARNING",
+            "MEMORYHUB_ADMIN_PASSWORD": uuid.uuid4().hex,
+            "MEMORYHUB_EMBEDDER": "hash",
+        }
+    )
     manage = [sys.executable, str(args.root / "manage.py")]
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    process = subprocess.Popen([*manage, "run", "--port", str(port), "--web-workers", str(args.web_workers)],
-                               cwd=args.root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    process = subprocess.Popen(
+        [*manage, "run", "--port", str(port), "--web-workers", str(args.web_workers)],
+        cwd=args.root,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         wait_for_key(process)  # migrated and serving
         started = time.monotonic()
-        fill = subprocess.run([*manage, "shell", "-c", FILL.format(chunks=args.chunks, sessions=args.sessions)],
-                              cwd=args.root, env=env, capture_output=True, text=True)
+        fill = subprocess.run(
+            [*manage, "shell", "-c", FILL.format(chunks=args.chunks, sessions=args.sessions)],
+            cwd=args.root,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
         if fill.returncode:
             raise SystemExit(f"filling failed:\n{fill.stderr[-3000:]}")
         filled = fill.stdout
         key = next(line.split()[1] for line in filled.splitlines() if line.startswith("KEY"))
         chunks = next(line.split()[1] for line in filled.splitlines() if line.startswith("CHUNKS"))
-        print(f"filled {chunks} chunks in {args.sessions} sessions in {time.monotonic() - started:.0f} s")
+        print(
+            f"filled {chunks} chunks in {args.sessions} sessions in"
+            f" {time.monotonic() - started:.0f} s"
+        )
         workers = web_workers(process.pid)
         url = f"http://127.0.0.1:{port}/api/v1"
         results: list[tuple[int, float]] = []
@@ -142,7 +177,10 @@ def main() -> None:
         results.clear()
         before = {pid: rss_mb(pid) for pid in workers}
         peak = dict(before)
-        threads = [threading.Thread(target=export, args=(url, key, results)) for _ in range(args.concurrent)]
+        threads = [
+            threading.Thread(target=export, args=(url, key, results))
+            for _ in range(args.concurrent)
+        ]
         for thread in threads:
             thread.start()
         while any(thread.is_alive() for thread in threads):
@@ -152,8 +190,10 @@ def main() -> None:
         time.sleep(2)
         after = {pid: rss_mb(pid) for pid in workers}
         for pid in workers:
-            print(f"process {pid}: rss before {before[pid]:.0f} MB, peak {peak[pid]:.0f} MB, after {after[pid]:.0f} MB"
-                  f"  ({command(pid)[:70]})")
+            print(
+                f"process {pid}: rss before {before[pid]:.0f} MB, peak {peak[pid]:.0f} MB, after"
+                f" {after[pid]:.0f} MB  ({command(pid)[:70]})"
+            )
         for size, seconds in results:
             print(f"export: {size / 1e6:.1f} MB of JSON in {seconds:.1f} s")
     finally:

@@ -45,13 +45,19 @@ class Api:
     def __init__(self, served: Served) -> None:
         self.port, self.key = served.port, served.key
 
-    def call(self, method: str, path: str, body: Any = None, timeout: float = 30) -> tuple[int, Any, dict[str, str]]:
+    def call(
+        self, method: str, path: str, body: Any = None, timeout: float = 30
+    ) -> tuple[int, Any, dict[str, str]]:
         """(status, JSON body, headers); status 0 when the connection failed."""
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
         try:
             payload = json.dumps(body).encode() if body is not None else None
-            conn.request(method, path, payload, {"Authorization": f"Bearer {self.key}",
-                                                 "Content-Type": "application/json"})
+            conn.request(
+                method,
+                path,
+                payload,
+                {"Authorization": f"Bearer {self.key}", "Content-Type": "application/json"},
+            )
             response = conn.getresponse()
             raw = response.read()
             return response.status, json.loads(raw) if raw else None, dict(response.getheaders())
@@ -63,11 +69,18 @@ class Api:
 
 def web_workers(served: Served) -> list[psutil.Process]:
     run = psutil.Process(served.process.pid)
-    return [p for p in run.children(recursive=True)
-            if "gunicorn" in " ".join(p.cmdline()) and p.parent() and "gunicorn" in " ".join(p.parent().cmdline())]
+    return [
+        p
+        for p in run.children(recursive=True)
+        if "gunicorn" in " ".join(p.cmdline())
+        and p.parent()
+        and "gunicorn" in " ".join(p.parent().cmdline())
+    ]
 
 
-def ingest_with_faults(served: Served, api: Api, *, seconds: float, clients: int, batch: int) -> dict[str, Any]:
+def ingest_with_faults(
+    served: Served, api: Api, *, seconds: float, clients: int, batch: int
+) -> dict[str, Any]:
     acknowledged: dict[str, list[str]] = {f"faults-{c}": [] for c in range(clients)}
     statuses: Counter[int] = Counter()
     stop = threading.Event()
@@ -80,7 +93,9 @@ def ingest_with_faults(served: Served, api: Api, *, seconds: float, clients: int
             keys = [f"{session}-e{number + i}" for i in range(batch)]
             events = [{"role": "user", "content": k, "idempotency_key": k} for k in keys]
             while True:  # resend as it was until acknowledged
-                status, _, _ = api.call("POST", f"/api/v1/sessions/{session}/events/", {"events": events})
+                status, _, _ = api.call(
+                    "POST", f"/api/v1/sessions/{session}/events/", {"events": events}
+                )
                 with lock:
                     statuses[status] += 1
                 if status in (200, 201):
@@ -103,7 +118,13 @@ def ingest_with_faults(served: Served, api: Api, *, seconds: float, clients: int
 
 def run_faults(served: Served, seconds: float) -> list[str]:
     data_dir = Path(served.environment["MEMORYHUB_DATA_DIR"])
-    plan = [(0.10, "worker"), (0.25, "worker"), (0.40, "postgres"), (0.60, "worker"), (0.70, "postgres")]
+    plan = [
+        (0.10, "worker"),
+        (0.25, "worker"),
+        (0.40, "postgres"),
+        (0.60, "worker"),
+        (0.70, "postgres"),
+    ]
     done: list[str] = []
     started = time.monotonic()
     for share, target in plan:
@@ -118,7 +139,9 @@ def run_faults(served: Served, seconds: float) -> list[str]:
             process = postmaster(data_dir)
             if process is not None:
                 process.kill()
-                done.append(f"{time.monotonic() - started:5.1f} s  kill -9 PostgreSQL {process.pid}")
+                done.append(
+                    f"{time.monotonic() - started:5.1f} s  kill -9 PostgreSQL {process.pid}"
+                )
     time.sleep(max(0.0, started + seconds - time.monotonic()))
     return done
 
@@ -130,7 +153,9 @@ def verify(api: Api, acknowledged: dict[str, list[str]]) -> dict[str, int]:
         sequences: list[int] = []
         after = 0
         while True:
-            status, page, _ = api.call("GET", f"/api/v1/sessions/{session}/events/?after={after}&limit=1000")
+            status, page, _ = api.call(
+                "GET", f"/api/v1/sessions/{session}/events/?after={after}&limit=1000"
+            )
             assert status == 200, status
             contents += [e["content"] for e in page["results"]]
             sequences += [e["sequence"] for e in page["results"]]
@@ -142,8 +167,13 @@ def verify(api: Api, acknowledged: dict[str, list[str]]) -> dict[str, int]:
         lost += sum(1 for k in keys if counts[k] == 0)
         duplicated += sum(n - 1 for n in counts.values() if n > 1)
         gaps += int(sequences != list(range(1, len(sequences) + 1)))
-    return {"acknowledged": sum(len(k) for k in acknowledged.values()), "stored": stored,
-            "lost": lost, "duplicated": duplicated, "sessions_with_gaps": gaps}
+    return {
+        "acknowledged": sum(len(k) for k in acknowledged.values()),
+        "stored": stored,
+        "lost": lost,
+        "duplicated": duplicated,
+        "sessions_with_gaps": gaps,
+    }
 
 
 def database_down(served: Served, api: Api, outage: float = 8.0) -> dict[str, Any]:
@@ -159,8 +189,11 @@ def database_down(served: Served, api: Api, outage: float = 8.0) -> dict[str, An
         retry_after = set()
         deadline = time.monotonic() + outage
         while time.monotonic() < deadline:
-            status, body, headers = api.call("POST", "/api/v1/sessions/down/events/",
-                                             {"role": "user", "content": "x", "idempotency_key": "down-1"})
+            status, body, headers = api.call(
+                "POST",
+                "/api/v1/sessions/down/events/",
+                {"role": "user", "content": "x", "idempotency_key": "down-1"},
+            )
             code = (body or {}).get("error", {}).get("code", "") if isinstance(body, dict) else ""
             seen[f"{status} {code}".strip()] += 1
             if status == 503:
@@ -168,11 +201,25 @@ def database_down(served: Served, api: Api, outage: float = 8.0) -> dict[str, An
     finally:
         served.process.send_signal(signal.SIGCONT)
     resumed = time.monotonic()
-    recovered = wait_until(lambda: api.call("POST", "/api/v1/sessions/down/events/", {
-        "role": "user", "content": "x", "idempotency_key": "down-1"})[0] in (200, 201), 60, step=0.5)
-    return {"during outage": dict(seen), "Retry-After": sorted(v for v in retry_after if v),
-            "recovered": recovered, "seconds to recover after run resumed": round(time.monotonic() - resumed, 1),
-            "same run process": served.process.poll() is None and served.process.pid == run_pid}
+    recovered = wait_until(
+        lambda: (
+            api.call(
+                "POST",
+                "/api/v1/sessions/down/events/",
+                {"role": "user", "content": "x", "idempotency_key": "down-1"},
+            )[0]
+            in (200, 201)
+        ),
+        60,
+        step=0.5,
+    )
+    return {
+        "during outage": dict(seen),
+        "Retry-After": sorted(v for v in retry_after if v),
+        "recovered": recovered,
+        "seconds to recover after run resumed": round(time.monotonic() - resumed, 1),
+        "same run process": served.process.poll() is None and served.process.pid == run_pid,
+    }
 
 
 def slowloris(served: Served, connections: int) -> dict[str, Any]:
@@ -189,29 +236,45 @@ def slowloris(served: Served, connections: int) -> dict[str, Any]:
             status, _, _ = api.call("GET", "/api/v1/health/", timeout=10)
             timings.append(time.perf_counter() - started)
             assert status == 200, status
-        return {"connections held": connections, "health median ms": round(statistics.median(timings) * 1000, 1),
-                "health max ms": round(max(timings) * 1000, 1)}
+        return {
+            "connections held": connections,
+            "health median ms": round(statistics.median(timings) * 1000, 1),
+            "health max ms": round(max(timings) * 1000, 1),
+        }
     finally:
         for sock in held:
             sock.close()
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--seconds", type=float, default=60.0, help="Length of the ingest under faults.")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--seconds", type=float, default=60.0, help="Length of the ingest under faults."
+    )
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument("--batch", type=int, default=20, help="Events per bulk append.")
-    parser.add_argument("--cluster", action="store_true", help="Run the task cluster too (indexing load).")
+    parser.add_argument(
+        "--cluster", action="store_true", help="Run the task cluster too (indexing load)."
+    )
     args = parser.parse_args()
     served = Served(web_workers=2, cluster=args.cluster).wait()
     api = Api(served)
     print(f"MemoryHub at {served.url} (data {served.data_dir})", flush=True)
     try:
-        result = ingest_with_faults(served, api, seconds=args.seconds, clients=args.clients, batch=args.batch)
+        result = ingest_with_faults(
+            served, api, seconds=args.seconds, clients=args.clients, batch=args.batch
+        )
         print("\n1. bulk ingest under faults")
         for line in result["faults"]:
             print("   " + line)
-        print("   responses: " + ", ".join(f"{s or 'connection failed'}: {n}" for s, n in sorted(result["statuses"].items())))
+        print(
+            "   responses: "
+            + ", ".join(
+                f"{s or 'connection failed'}: {n}" for s, n in sorted(result["statuses"].items())
+            )
+        )
         figures = verify(api, result["acknowledged"])
         print("   " + ", ".join(f"{k}: {v}" for k, v in figures.items()))
         print("\n2. database down (run paused so it cannot restart it)")
@@ -220,7 +283,10 @@ def main() -> None:
         print("\n3. slowloris")
         for count in (40, 200):
             print("   " + ", ".join(f"{k}: {v}" for k, v in slowloris(served, count).items()))
-        print("\n" + ("run output:\n" + "\n".join(line for line in served.log if "PostgreSQL" in line)))
+        print(
+            "\n"
+            + ("run output:\n" + "\n".join(line for line in served.log if "PostgreSQL" in line))
+        )
     finally:
         code = served.stop()
         print(f"\nstopped (exit code {code})")

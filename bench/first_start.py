@@ -40,8 +40,11 @@ def free_port() -> int:
 
 
 def call(url: str, key: str, body: dict | None = None) -> tuple[float, dict]:
-    request = urllib.request.Request(url, data=json.dumps(body).encode() if body is not None else None,
-                                     headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"})
+    request = urllib.request.Request(
+        url,
+        data=json.dumps(body).encode() if body is not None else None,
+        headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
+    )
     started = time.perf_counter()
     with urllib.request.urlopen(request, timeout=120) as reply:
         answer = json.loads(reply.read())
@@ -50,7 +53,10 @@ def call(url: str, key: str, body: dict | None = None) -> tuple[float, dict]:
 
 def busy(count: int) -> list[subprocess.Popen[bytes]]:
     """`count` processes that keep a core each busy (the load beside the start)."""
-    return [subprocess.Popen(["python3", "-c", "while True: pass"], start_new_session=True) for _ in range(count)]
+    return [
+        subprocess.Popen(["python3", "-c", "while True: pass"], start_new_session=True)
+        for _ in range(count)
+    ]
 
 
 def health(base: str) -> dict:
@@ -60,14 +66,24 @@ def health(base: str) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--keep", action="store_true", help="keep the clone (its .venv, data folder)")
-    parser.add_argument("--checkout", action="store_true", help="this checkout and its .venv, a new data folder")
+    parser.add_argument(
+        "--keep", action="store_true", help="keep the clone (its .venv, data folder)"
+    )
+    parser.add_argument(
+        "--checkout", action="store_true", help="this checkout and its .venv, a new data folder"
+    )
     parser.add_argument("--load", type=int, default=0, help="busy processes beside the start")
-    parser.add_argument("--show", action="store_true", help="print the terminal's lines with their times")
+    parser.add_argument(
+        "--show", action="store_true", help="print the terminal's lines with their times"
+    )
     args = parser.parse_args()
     clone = Path(tempfile.mkdtemp(prefix="memoryhub-fresh-"))
     port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMORYHUB_", "DATABASE_URL", "LOG_"))}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("MEMORYHUB_", "DATABASE_URL", "LOG_"))
+    }
     env["PORT"] = str(port)
     if args.checkout:
         env["MEMORYHUB_DATA_DIR"] = str(clone / "data")
@@ -77,8 +93,15 @@ def main() -> None:
         command, cwd = ["make", "run"], clone
     loaders = busy(args.load)
     started = time.monotonic()
-    process = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               text=True, start_new_session=True)
+    process = subprocess.Popen(
+        command,
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     lines: list[tuple[float, str]] = []
 
     def read() -> None:
@@ -100,20 +123,34 @@ def main() -> None:
                 pass
             time.sleep(0.5)
         if healthy is None:
-            raise SystemExit("MemoryHub did not become healthy:\n" + "\n".join(text for _, text in lines[-30:]))
+            raise SystemExit(
+                "MemoryHub did not become healthy:\n" + "\n".join(text for _, text in lines[-30:])
+            )
         searched_by = health(base)["details"].get("search", "?")
-        key = next(m.group(0) for _, text in lines for m in [re.search(r"mh_[A-Za-z0-9_-]+", text)] if m)
-        call(f"{base}/api/v1/sessions/fresh-1/events/", key,
-             {"role": "user", "content": "My flight to Lisbon leaves on 3 May at 09:40."})
-        first_ms, first = call(f"{base}/api/v1/search/", key, {"query": "when does the flight leave?"})
-        later = [call(f"{base}/api/v1/search/", key, {"query": f"when does flight {i} leave?"})[0] for i in range(100)]
+        key = next(
+            m.group(0) for _, text in lines for m in [re.search(r"mh_[A-Za-z0-9_-]+", text)] if m
+        )
+        call(
+            f"{base}/api/v1/sessions/fresh-1/events/",
+            key,
+            {"role": "user", "content": "My flight to Lisbon leaves on 3 May at 09:40."},
+        )
+        first_ms, first = call(
+            f"{base}/api/v1/search/", key, {"query": "when does the flight leave?"}
+        )
+        later = [
+            call(f"{base}/api/v1/search/", key, {"query": f"when does flight {i} leave?"})[0]
+            for i in range(100)
+        ]
         fast = None  # when every answer says the fast model is in use (each worker took it up)
         while time.monotonic() - started < 1800 and process.poll() is None:
             if all(health(base)["details"].get("search", "").startswith("ONNX") for _ in range(6)):
                 fast = time.monotonic() - started
                 break
             time.sleep(2)
-        fast_ms = call(f"{base}/api/v1/search/", key, {"query": "when does the flight leave at last?"})[0]
+        fast_ms = call(
+            f"{base}/api/v1/search/", key, {"query": "when does the flight leave at last?"}
+        )[0]
     finally:
         process.send_signal(signal.SIGINT)
         try:
@@ -125,21 +162,34 @@ def main() -> None:
     # Silences on the way to serving (once it serves, a quiet terminal is what it should be).
     starting = [(t, text) for t, text in lines if t <= healthy] + [(healthy, "(healthy)")]
     times = [t for t, _ in starting]
-    gaps = [(b - a, starting[i][1]) for i, (a, b) in enumerate(zip([0.0, *times], times, strict=False))]
+    gaps = [
+        (b - a, starting[i][1]) for i, (a, b) in enumerate(zip([0.0, *times], times, strict=False))
+    ]
     longest, before = max(gaps, default=(0.0, ""))
     load = os.getloadavg()[0]
     if args.show:
         for at, text in lines:
             print(f"{at:7.1f} s  {text}")
-    machine = [line for line in (text for _, text in lines) if line.lstrip().startswith("{") or "Warning:" in line]
-    print(f"search model when healthy: {searched_by}; terminal lines for machines (JSON, Python warnings): "
-          f"{len(machine)}")
-    print("| start -> /health/ | longest silence (line after it) | first search | 100th search | "
-          "median of 100 | fast model in use | search then | load (1 min) at the end |")
+    machine = [
+        line
+        for line in (text for _, text in lines)
+        if line.lstrip().startswith("{") or "Warning:" in line
+    ]
+    print(
+        f"search model when healthy: {searched_by}; terminal lines for machines (JSON, Python"
+        f" warnings): {len(machine)}"
+    )
+    print(
+        "| start -> /health/ | longest silence (line after it) | first search | 100th search | "
+        "median of 100 | fast model in use | search then | load (1 min) at the end |"
+    )
     print("| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
-    print(f"| {healthy:.0f} s | {longest:.1f} s ({before[:60]!r}) | {first_ms:.0f} ms "
-          f"(server {first.get('duration_ms', '?')} ms) | {later[-1]:.0f} ms | {statistics.median(later):.0f} ms | "
-          f"{'—' if fast is None else f'{fast:.0f} s'} | {fast_ms:.0f} ms | {load:.1f} |")
+    print(
+        f"| {healthy:.0f} s | {longest:.1f} s ({before[:60]!r}) | {first_ms:.0f} ms (server"
+        f" {first.get('duration_ms', '?')} ms) | {later[-1]:.0f} ms |"
+        f" {statistics.median(later):.0f} ms | {'—' if fast is None else f'{fast:.0f} s'} |"
+        f" {fast_ms:.0f} ms | {load:.1f} |"
+    )
     if args.keep:
         print(f"clone kept in {clone}")
     else:

@@ -30,12 +30,18 @@ from tests.served import Served  # noqa: E402
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--minutes", type=float, default=5.0)
     parser.add_argument("--url", help="A running MemoryHub (with --key) instead of starting one.")
     parser.add_argument("--key", help="An API key with every scope, for --url.")
-    parser.add_argument("--examples", type=int, default=10, help="Cases per operation, mode and round.")
-    parser.add_argument("--seed", type=int, default=1, help="The first round's seed (then +1 a round).")
+    parser.add_argument(
+        "--examples", type=int, default=10, help="Cases per operation, mode and round."
+    )
+    parser.add_argument(
+        "--seed", type=int, default=1, help="The first round's seed (then +1 a round)."
+    )
     args = parser.parse_args()
     if bool(args.url) != bool(args.key):
         parser.error("--url and --key go together")
@@ -63,8 +69,13 @@ def fuzz(url: str, key: str, *, minutes: float, examples: int, seed: int) -> Out
         for operation in operations:
             if time.monotonic() >= deadline:
                 break
-            outcome = fuzz_operation(operation, lambda case: case.call(base_url=url, headers=headers, timeout=30),
-                                     headers=headers, examples=examples, seed=seed + rounds)
+            outcome = fuzz_operation(
+                operation,
+                lambda case: case.call(base_url=url, headers=headers, timeout=30),
+                headers=headers,
+                examples=examples,
+                seed=seed + rounds,
+            )
             for failure in outcome.failures:
                 print("FAIL", failure, flush=True)
             total.add(outcome)

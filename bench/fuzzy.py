@@ -33,7 +33,7 @@ def misspell(question: str, rng: random.Random) -> str:
     for word in question.split():
         if len(word) >= 6 and word.isalpha():
             i = rng.randrange(1, len(word) - 1)
-            word = word[:i] + word[i + 1:]
+            word = word[:i] + word[i + 1 :]
         words.append(word)
     return " ".join(words)
 
@@ -55,19 +55,27 @@ def lookups(tenant_id: int, pairs: list[tuple[str, str]]) -> dict[str, Any]:
         plan = plan_search(req)
         where, params = plan.where
         _, frequencies, _ = term_statistics(req, plan)
-        found, elapsed = timed(lambda req=req, f=frequencies, w=where, p=params:
-                               fuzzy.alternatives(req, f, w, p, every_word=False))
+        found, elapsed = timed(
+            lambda req=req, f=frequencies, w=where, p=params: fuzzy.alternatives(
+                req, f, w, p, every_word=False
+            )
+        )
         ms.append(elapsed)
         words = [w for w in frequencies if fuzzy.correctable(w) and not frequencies[w]]
         if words:
             vocabulary = fuzzy.vocabulary_candidates(req, words)
             candidates += [len(v) for v in vocabulary.values()]
         corrected += len(found)
-    return {"lookup_ms": summary(ms), "candidates_per_word": summary([float(c) for c in candidates] or [0.0]),
-            "words_corrected": corrected}
+    return {
+        "lookup_ms": summary(ms),
+        "candidates_per_word": summary([float(c) for c in candidates] or [0.0]),
+        "words_corrected": corrected,
+    }
 
 
-def searches(tenant_id: int, pairs: list[tuple[str, str]], vectors: dict[str, list[float]]) -> dict[str, Any]:
+def searches(
+    tenant_id: int, pairs: list[tuple[str, str]], vectors: dict[str, list[float]]
+) -> dict[str, Any]:
     from unittest import mock
 
     from retrieval.search import hybrid_search, weights
@@ -79,24 +87,36 @@ def searches(tenant_id: int, pairs: list[tuple[str, str]], vectors: dict[str, li
                 right_ms, wrong_ms, overlap = [], [], []
                 for right, wrong in pairs:
                     extra = {"query_embedding": vectors[right]} if mode == "hybrid" else {}
-                    hits, elapsed = timed(lambda q=right, e=extra, m=mode: hybrid_search(
-                        tenant_id=tenant_id, query=q, mode=m, top_k=10, **e))
+                    hits, elapsed = timed(
+                        lambda q=right, e=extra, m=mode: hybrid_search(
+                            tenant_id=tenant_id, query=q, mode=m, top_k=10, **e
+                        )
+                    )
                     right_ms.append(elapsed)
                     extra = {"query_embedding": vectors[wrong]} if mode == "hybrid" else {}
-                    typo_hits, elapsed = timed(lambda q=wrong, e=extra, m=mode: hybrid_search(
-                        tenant_id=tenant_id, query=q, mode=m, top_k=10, **e))
+                    typo_hits, elapsed = timed(
+                        lambda q=wrong, e=extra, m=mode: hybrid_search(
+                            tenant_id=tenant_id, query=q, mode=m, top_k=10, **e
+                        )
+                    )
                     wrong_ms.append(elapsed)
                     expected = {h.chunk.pk for h in hits}
                     if expected:
-                        overlap.append(len(expected & {h.chunk.pk for h in typo_hits}) / len(expected))
+                        overlap.append(
+                            len(expected & {h.chunk.pk for h in typo_hits}) / len(expected)
+                        )
             out[f"{mode}, fuzzy {'on' if fuzzy_on else 'off'}"] = {
-                "correct_ms": summary(right_ms), "misspelt_ms": summary(wrong_ms),
-                "top10_found_when_misspelt": round(sum(overlap) / max(len(overlap), 1), 3)}
+                "correct_ms": summary(right_ms),
+                "misspelt_ms": summary(wrong_ms),
+                "top10_found_when_misspelt": round(sum(overlap) / max(len(overlap), 1), 3),
+            }
     return out
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--db", default=DB_NAME)
     args = parser.parse_args()
@@ -111,10 +131,14 @@ def main() -> None:
     assert tenant is not None, "build the corpus first: bench/search.py --keepdb --only-build"
     _, questions = load_corpus()
     rng = random.Random(11)
-    pairs = [(q, misspell(q, rng)) for q in rng.sample(questions, min(args.queries, len(questions)))]
+    pairs = [
+        (q, misspell(q, rng)) for q in rng.sample(questions, min(args.queries, len(questions)))
+    ]
     with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*), count(DISTINCT lexeme) FROM retrieval_termstat WHERE tenant_id = %s",
-                       [tenant.pk])
+        cursor.execute(
+            "SELECT count(*), count(DISTINCT lexeme) FROM retrieval_termstat WHERE tenant_id = %s",
+            [tenant.pk],
+        )
         rows, lexemes = cursor.fetchone()
         cursor.execute("SELECT count(*) FROM retrieval_chunk WHERE tenant_id = %s", [tenant.pk])
         chunks = cursor.fetchone()[0]

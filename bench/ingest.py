@@ -85,10 +85,15 @@ class Client:
 
 def message(i: int) -> dict:
     role = "user" if i % 2 else "assistant"
-    return {"role": role, "content": f"Message {i}: the quick brown fox jumps over the lazy dog near the river bank."}
+    return {
+        "role": role,
+        "content": f"Message {i}: the quick brown fox jumps over the lazy dog near the river bank.",
+    }
 
 
-def run_round(url: str, key: str, *, clients: int, batch: int, seconds: float, shared: bool) -> Round:
+def run_round(
+    url: str, key: str, *, clients: int, batch: int, seconds: float, shared: bool
+) -> Round:
     run_id = uuid.uuid4().hex[:8]
     barrier = threading.Barrier(clients)
     lock = threading.Lock()
@@ -117,7 +122,9 @@ def run_round(url: str, key: str, *, clients: int, batch: int, seconds: float, s
         deadline = began + seconds
         i = 1
         while time.perf_counter() < deadline:
-            body: object = message(i) if batch == 1 else {"events": [message(i + k) for k in range(batch)]}
+            body: object = (
+                message(i) if batch == 1 else {"events": [message(i + k) for k in range(batch)]}
+            )
             started = time.perf_counter()
             status, data = client.post(f"/api/v1/sessions/{session}/events/", body)
             mine.append((time.perf_counter() - started) * 1000)
@@ -164,8 +171,15 @@ def copy_onnx_model(data_dir: Path) -> None:
 class Server:
     """`manage.py run` in a private data folder; stopped (with its database) on exit."""
 
-    def __init__(self, *, web_workers: int, with_cluster: bool, keep_data: bool,
-                 prepare: Callable[[Path], None] | None = None, extra_env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        web_workers: int,
+        with_cluster: bool,
+        keep_data: bool,
+        prepare: Callable[[Path], None] | None = None,
+        extra_env: dict[str, str] | None = None,
+    ) -> None:
         self.data_dir = Path(tempfile.mkdtemp(prefix="memoryhub-bench-"))
         # e.g. seed the data folder's caches before the start; by default the prepared ONNX model,
         # as a deployment has it (web workers then embed queries without torch)
@@ -173,17 +187,32 @@ class Server:
         self.port = free_port()
         self.keep_data = keep_data
         env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "TEST_DB_NAME")}
-        env.update({
-            "MEMORYHUB_DATA_DIR": str(self.data_dir), "PYTHONUNBUFFERED": "1", "LOG_LEVEL": "WARNING",
-            "MEMORYHUB_ADMIN_PASSWORD": uuid.uuid4().hex, "MEMORYHUB_TASKS_EAGER": "false",
-            **(extra_env or {}),
-        })
-        command = [sys.executable, str(ROOT / "manage.py"), "run", "--host", "127.0.0.1",
-                   "--port", str(self.port), "--web-workers", str(web_workers)]
+        env.update(
+            {
+                "MEMORYHUB_DATA_DIR": str(self.data_dir),
+                "PYTHONUNBUFFERED": "1",
+                "LOG_LEVEL": "WARNING",
+                "MEMORYHUB_ADMIN_PASSWORD": uuid.uuid4().hex,
+                "MEMORYHUB_TASKS_EAGER": "false",
+                **(extra_env or {}),
+            }
+        )
+        command = [
+            sys.executable,
+            str(ROOT / "manage.py"),
+            "run",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--web-workers",
+            str(web_workers),
+        ]
         if not with_cluster:
             command.append("--no-cluster")
-        self.process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                                        stderr=subprocess.STDOUT, text=True)
+        self.process = subprocess.Popen(
+            command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
         self.key = ""
         self.log: list[str] = []
 
@@ -217,7 +246,8 @@ class Server:
 
     def stop(self) -> None:
         if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)  # `run` stops gunicorn, the cluster and PostgreSQL
+            # `run` stops gunicorn, the cluster and PostgreSQL
+            self.process.send_signal(signal.SIGTERM)
             try:
                 self.process.wait(timeout=60)
             except subprocess.TimeoutExpired:
@@ -228,18 +258,34 @@ class Server:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--url", help="Target a running server (with --key) instead of starting one.")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--url", help="Target a running server (with --key) instead of starting one."
+    )
     parser.add_argument("--key", help="API key (write scope) for --url.")
     parser.add_argument("--clients", type=int, nargs="+", default=[1, 4, 8])
-    parser.add_argument("--batches", type=int, nargs="+", default=[1, 100],
-                        help="Events per request: 1 is a single append, more a bulk append.")
+    parser.add_argument(
+        "--batches",
+        type=int,
+        nargs="+",
+        default=[1, 100],
+        help="Events per request: 1 is a single append, more a bulk append.",
+    )
     parser.add_argument("--seconds", type=float, default=5.0, help="Length of one round.")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--shared-session", action="store_true", help="All clients append to one session.")
-    parser.add_argument("--web-workers", type=int, default=2, help="gunicorn workers of the started server.")
-    parser.add_argument("--with-cluster", action="store_true",
-                        help="Also run the task cluster (indexing competes with the web workers for CPU).")
+    parser.add_argument(
+        "--shared-session", action="store_true", help="All clients append to one session."
+    )
+    parser.add_argument(
+        "--web-workers", type=int, default=2, help="gunicorn workers of the started server."
+    )
+    parser.add_argument(
+        "--with-cluster",
+        action="store_true",
+        help="Also run the task cluster (indexing competes with the web workers for CPU).",
+    )
     parser.add_argument("--keep-data", action="store_true", help="Keep the private data folder.")
     args = parser.parse_args()
     if bool(args.url) != bool(args.key):
@@ -249,37 +295,63 @@ def main() -> None:
     if args.url:
         url, key = args.url, args.key
     else:
-        print(f"Starting MemoryHub in a private data folder (web workers: {args.web_workers}, "
-              f"cluster: {'on' if args.with_cluster else 'off'})…", flush=True)
+        print(
+            f"Starting MemoryHub in a private data folder (web workers: {args.web_workers}, "
+            f"cluster: {'on' if args.with_cluster else 'off'})…",
+            flush=True,
+        )
         started = time.perf_counter()
-        server = Server(web_workers=args.web_workers, with_cluster=args.with_cluster, keep_data=args.keep_data)
+        server = Server(
+            web_workers=args.web_workers, with_cluster=args.with_cluster, keep_data=args.keep_data
+        )
         try:
             server.wait()
         except BaseException:
             server.stop()
             raise
         url, key = server.url, server.key
-        print(f"Serving at {url} after {time.perf_counter() - started:.1f} s; data in {server.data_dir}", flush=True)
+        print(
+            f"Serving at {url} after {time.perf_counter() - started:.1f} s; data in"
+            f" {server.data_dir}",
+            flush=True,
+        )
 
-    print(f"cpu cores: {os.cpu_count()}; rounds of {args.seconds:g} s, {args.repeats} repeats, "
-          f"{'one shared session' if args.shared_session else 'a session per client'}\n", flush=True)
-    header = f"{'mode':<10} {'clients':>7} {'events/s (median)':>18} {'min':>8} {'max':>8} " \
-             f"{'req p50 ms':>10} {'req p95 ms':>10} {'errors':>6}"
+    print(
+        f"cpu cores: {os.cpu_count()}; rounds of {args.seconds:g} s, {args.repeats} repeats, "
+        f"{'one shared session' if args.shared_session else 'a session per client'}\n",
+        flush=True,
+    )
+    header = (
+        f"{'mode':<10} {'clients':>7} {'events/s (median)':>18} {'min':>8} {'max':>8} "
+        f"{'req p50 ms':>10} {'req p95 ms':>10} {'errors':>6}"
+    )
     print(header)
     print("-" * len(header))
     try:
         for batch in args.batches:
             mode = "single" if batch == 1 else f"bulk {batch}"
             for clients in args.clients:
-                rounds = [run_round(url, key, clients=clients, batch=batch, seconds=args.seconds,
-                                    shared=args.shared_session) for _ in range(args.repeats)]
+                rounds = [
+                    run_round(
+                        url,
+                        key,
+                        clients=clients,
+                        batch=batch,
+                        seconds=args.seconds,
+                        shared=args.shared_session,
+                    )
+                    for _ in range(args.repeats)
+                ]
                 rates = [r.events_per_s for r in rounds]
                 lat = sorted(x for r in rounds for x in r.latencies_ms)
                 p50 = statistics.median(lat) if lat else float("nan")
                 p95 = lat[min(len(lat) - 1, int(len(lat) * 0.95))] if lat else float("nan")
-                print(f"{mode:<10} {clients:>7} {statistics.median(rates):>18.0f} {min(rates):>8.0f} "
-                      f"{max(rates):>8.0f} {p50:>10.1f} {p95:>10.1f} {sum(r.errors for r in rounds):>6}",
-                      flush=True)
+                print(
+                    f"{mode:<10} {clients:>7} {statistics.median(rates):>18.0f} {min(rates):>8.0f}"
+                    f" {max(rates):>8.0f} {p50:>10.1f} {p95:>10.1f}"
+                    f" {sum(r.errors for r in rounds):>6}",
+                    flush=True,
+                )
     finally:
         if server is not None:
             server.stop()

@@ -4,8 +4,8 @@
 
 What a new user waits for on the first `make run`: the Makefile's install (MemoryHub with its dev
 extra and the Python client, under constraints.txt), once with pip and once with
-uv (`uv pip install`, from PyPI into its own folder first: not counted), each with a cache of its own
-made empty before the round, in the same run, alternating which goes first. Both read the same
+uv (`uv pip install`, from PyPI into its own folder first: not counted), each with a cache of its
+own made empty before the round, in the same run, alternating which goes first. Both read the same
 package sources: pip's configuration (find-links, extra index URLs, the machine's constraints) is
 handed to uv through its environment variables, by install_steps.uv_environment as `make install`
 does. Prints the seconds of each and the ratio.
@@ -49,14 +49,27 @@ def one_round(installer: str, work: Path, uv: Path | None) -> float:
     if installer == "pip":
         env = dict(os.environ, PIP_CACHE_DIR=str(cache))
     else:  # the environment `make install` gives uv
-        env = dict(install_steps.uv_environment(install_steps.pip_settings(PYTHON)), UV_CACHE_DIR=str(cache))
+        env = dict(
+            install_steps.uv_environment(install_steps.pip_settings(PYTHON)),
+            UV_CACHE_DIR=str(cache),
+        )
     for step in steps(installer, venv, uv):
-        done = subprocess.run(step, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        done = subprocess.run(
+            step, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+        )
         if done.returncode:
             sys.exit(f"{installer} failed: {' '.join(step)}\n{done.stderr[-3000:]}")
     seconds = time.monotonic() - started
-    check = subprocess.run([str(venv / "bin" / "python"), "-c", "import torch, django, memoryhub_client; print(torch.__version__)"],
-                           capture_output=True, text=True, check=True).stdout.strip()
+    check = subprocess.run(
+        [
+            str(venv / "bin" / "python"),
+            "-c",
+            "import torch, django, memoryhub_client; print(torch.__version__)",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     print(f"{installer}: {seconds:.1f} s (torch {check})", flush=True)
     return seconds
 
@@ -76,7 +89,10 @@ def main() -> None:
             for installer in order:
                 times[installer].append(one_round(installer, work, uv))
         pip_s, uv_s = min(times["pip"]), min(times["uv"])
-        print(f"fastest of {args.rounds}: pip {pip_s:.1f} s, uv {uv_s:.1f} s, uv/pip {uv_s / pip_s:.2f}; load {os.getloadavg()[0]:.1f}")
+        print(
+            f"fastest of {args.rounds}: pip {pip_s:.1f} s, uv {uv_s:.1f} s, uv/pip"
+            f" {uv_s / pip_s:.2f}; load {os.getloadavg()[0]:.1f}"
+        )
 
 
 if __name__ == "__main__":

@@ -9,8 +9,9 @@ what it needs itself, with the same helpers: bench/runner.prepare) through
 - search: retrieval.search.hybrid_search with the defaults /search/ uses (hybrid, weighted
   fusion, top 10), in the question's own channel, as bench/recall.py asks it; and
 - context: retrieval.context.assemble_context, what /context/ uses, with the same search
-  request (the question's channel, top 10) and the default budget (retrieval.context.DEFAULT_BUDGET),
-  no session (so no recent messages): its items in the order it returns them.
+  request (the question's channel, top 10) and the default budget
+  (retrieval.context.DEFAULT_BUDGET), no session (so no recent messages): its items in the order it
+  returns them.
 
 Questions. LongMemEval: the `knowledge-update` category (12 in dev 60, each with 2 evidence
 turns in 2 sessions of different dates); only those haystacks are needed (--category, the
@@ -50,7 +51,7 @@ after the run with the settings as they are, and prints all the runs side by sid
 options are bench/locomo.py's (--set, --no-summaries, --per-question FILE, --json FILE, ...).
 Searches here do not count as use (counts_as_use False): re-asking does not change a kept
 database's access counts (which the default ranking does not read anyway).
-"""
+"""  # noqa: E501
 
 from __future__ import annotations
 
@@ -100,7 +101,10 @@ def shows_own_dates(markdown: str, items: list[Any], day_of: dict[str, str]) -> 
     for item in items:
         if item.source == "recent" or item.session not in day_of:
             continue
-        line = rf"{re.escape(day_of[item.session])}(?: \d\d:\d\d)?\) {re.escape(' '.join(item.text.split()))}"
+        line = (
+            rf"{re.escape(day_of[item.session])}(?: \d\d:\d\d)?\)"
+            rf" {re.escape(' '.join(item.text.split()))}"
+        )
         if not re.search(line, markdown):
             return False
     return True
@@ -124,8 +128,9 @@ def evidence_order(dates: dict[str, str], ranking: Ranking) -> Order:
     return Order(True, best_newest < best_older, newest_overall in found_dates, len(rank))
 
 
-def multi_date_questions(conversations: list[dict[str, Any]], categories: dict[str, str]) -> list[
-        tuple[recall.Question, dict[str, str]]]:
+def multi_date_questions(
+    conversations: list[dict[str, Any]], categories: dict[str, str]
+) -> list[tuple[recall.Question, dict[str, str]]]:
     """The questions whose evidence turns (those the file holds) lie in sessions of different
     start times, each with its evidence turns' dates. Halves as recall.questions_of splits them."""
     out = []
@@ -139,17 +144,42 @@ def multi_date_questions(conversations: list[dict[str, Any]], categories: dict[s
     return out
 
 
-SUMS = ("n", "search ordered", "search newest-first", "search newest retrieved", "turn@5", "turn@10", "session@10",
-        "ctx ordered", "ctx newest-first", "ctx newest retrieved", "ctx turns", "newest@5", "ctx dated",
-        "newest@5 dated")
+SUMS = (
+    "n",
+    "search ordered",
+    "search newest-first",
+    "search newest retrieved",
+    "turn@5",
+    "turn@10",
+    "session@10",
+    "ctx ordered",
+    "ctx newest-first",
+    "ctx newest retrieved",
+    "ctx turns",
+    "newest@5",
+    "ctx dated",
+    "newest@5 dated",
+)
 
 
 @dataclass
 class Tally:
-    sums: dict[str, dict[str, float]] = field(default_factory=lambda: defaultdict(lambda: defaultdict(float)))
+    sums: dict[str, dict[str, float]] = field(
+        default_factory=lambda: defaultdict(lambda: defaultdict(float))
+    )
 
-    def add(self, buckets: tuple[str, ...], search: Order, context: Order, turn10: float, session10: float,
-            ctx_turns: float, turn5: float = 0.0, newest5: bool = False, dated: bool = False) -> None:
+    def add(
+        self,
+        buckets: tuple[str, ...],
+        search: Order,
+        context: Order,
+        turn10: float,
+        session10: float,
+        ctx_turns: float,
+        turn5: float = 0.0,
+        newest5: bool = False,
+        dated: bool = False,
+    ) -> None:
         for bucket in buckets:
             s = self.sums[bucket]
             s["n"] += 1
@@ -193,18 +223,44 @@ def _rate(part: float, whole: float) -> float | None:
 
 
 def print_figures(figures: dict[str, dict[str, float]]) -> None:
-    print("\n| bucket | n | search: ordered | newest-first | newest retrieved | context: ordered | newest-first "
-          "| newest retrieved | turn@5 | turn@10 | session@10 | ctx turns | newest@5 | ctx dated | newest@5 dated |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print(
+        "\n| bucket | n | search: ordered | newest-first | newest retrieved | context: ordered |"
+        " newest-first | newest retrieved | turn@5 | turn@10 | session@10 | ctx turns | newest@5 |"
+        " ctx dated | newest@5 dated |"
+    )
+    print(
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---:"
+        " | ---: | ---: |"
+    )
     for bucket in ("overall", "half 1", "half 2"):
         if bucket not in figures:
             continue
         v = figures[bucket]
-        cells = [v["n"], v["search ordered"], v["search newest-first"], v["search newest retrieved"],
-                 v["ctx ordered"], v["ctx newest-first"], v["ctx newest retrieved"], v["turn@5"], v["turn@10"],
-                 v["session@10"], v["ctx turns"], v["newest@5"], v["ctx dated"], v["newest@5 dated"]]
-        print(f"| {bucket} | " + " | ".join("-" if c is None else (f"{c:.3f}" if isinstance(c, float) else str(c))
-                                          for c in cells) + " |", flush=True)
+        cells = [
+            v["n"],
+            v["search ordered"],
+            v["search newest-first"],
+            v["search newest retrieved"],
+            v["ctx ordered"],
+            v["ctx newest-first"],
+            v["ctx newest retrieved"],
+            v["turn@5"],
+            v["turn@10"],
+            v["session@10"],
+            v["ctx turns"],
+            v["newest@5"],
+            v["ctx dated"],
+            v["newest@5 dated"],
+        ]
+        print(
+            f"| {bucket} | "
+            + " | ".join(
+                "-" if c is None else (f"{c:.3f}" if isinstance(c, float) else str(c))
+                for c in cells
+            )
+            + " |",
+            flush=True,
+        )
 
 
 def _context_ranking(items: list[Any], ingested: common.Ingested) -> Ranking:
@@ -213,13 +269,20 @@ def _context_ranking(items: list[Any], ingested: common.Ingested) -> Ranking:
         if item.kind != "event" or item.session is None:
             out.append(set())
             continue
-        turns = {ingested.turn_at.get((item.session, s)) for s in {item.sequence_start, item.sequence_end}}
+        turns = {
+            ingested.turn_at.get((item.session, s))
+            for s in {item.sequence_start, item.sequence_end}
+        }
         out.append({t for t in turns if t})
     return out
 
 
-def ask(questions: list[tuple[recall.Question, dict[str, str]]], ingested: common.Ingested,
-        per_question: list[dict[str, Any]], conversations: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+def ask(
+    questions: list[tuple[recall.Question, dict[str, str]]],
+    ingested: common.Ingested,
+    per_question: list[dict[str, Any]],
+    conversations: list[dict[str, Any]],
+) -> dict[str, dict[str, float]]:
     from accounts.models import Channel
     from retrieval.context import assemble_context
     from retrieval.query_embedding import embed_queries
@@ -227,15 +290,27 @@ def ask(questions: list[tuple[recall.Question, dict[str, str]]], ingested: commo
 
     key = ingested.key
     channels = {c.name: c for c in Channel.objects.filter(tenant_id=key.tenant_id)}
-    day_of = {f"{conv['conversation_id']}-{s['session_id']}": s["started_at"][:10]
-              for conv in conversations for s in conv["sessions"]}
-    vectors = embed_queries([q.question["question"] for q, _ in questions])  # as a server embeds a query
+    day_of = {
+        f"{conv['conversation_id']}-{s['session_id']}": s["started_at"][:10]
+        for conv in conversations
+        for s in conv["sessions"]
+    }
+    # as a server embeds a query
+    vectors = embed_queries([q.question["question"] for q, _ in questions])
     tally = Tally()
     for (q, dates), vector in zip(questions, vectors, strict=True):
         channel = channels[q.conversation_id]
-        scope = {"tenant_id": key.tenant_id, "query": q.question["question"], "query_embedding": vector,
-                 "scope": "channel", "channel_ids": [channel.pk], "workspace_ids": [channel.workspace_id],
-                 "top_k": 10, "user_id": common.owner(q.conversation_id) or None, "counts_as_use": False}
+        scope = {
+            "tenant_id": key.tenant_id,
+            "query": q.question["question"],
+            "query_embedding": vector,
+            "scope": "channel",
+            "channel_ids": [channel.pk],
+            "workspace_ids": [channel.workspace_id],
+            "top_k": 10,
+            "user_id": common.owner(q.conversation_id) or None,
+            "counts_as_use": False,
+        }
         hits = hybrid_search(**scope)
         found, _ = recall._found(hits, ingested.turn_at, ingested.session_of)
         search_ranking = [turns for turns, _ in found[:10]]
@@ -251,13 +326,23 @@ def ask(questions: list[tuple[recall.Question, dict[str, str]]], ingested: commo
         newest5 = newest_within(dates, search_ranking, 5)
         dated = shows_own_dates(context.markdown, context.items, day_of)
         tally.add(q.buckets, s_order, c_order, turn10, session10, ctx_turns, turn5, newest5, dated)
-        per_question.append({
-            "conversation": q.conversation_id, "buckets": list(q.buckets), "question": q.question["question"],
-            "evidence": dates, "search": [sorted(t) for t in search_ranking],
-            "context": [sorted(t) for t in ctx_ranking], "search_order": s_order.__dict__,
-            "context_order": c_order.__dict__, "turn@5": turn5, "turn@10": turn10, "session@10": session10,
-            "newest@5": newest5, "ctx dated": dated,
-        })
+        per_question.append(
+            {
+                "conversation": q.conversation_id,
+                "buckets": list(q.buckets),
+                "question": q.question["question"],
+                "evidence": dates,
+                "search": [sorted(t) for t in search_ranking],
+                "context": [sorted(t) for t in ctx_ranking],
+                "search_order": s_order.__dict__,
+                "context_order": c_order.__dict__,
+                "turn@5": turn5,
+                "turn@10": turn10,
+                "session@10": session10,
+                "newest@5": newest5,
+                "ctx dated": dated,
+            }
+        )
     return tally.figures()
 
 
@@ -268,16 +353,26 @@ def main() -> None:
     name = sys.argv.pop(1)
     bench = BENCHES[name]
     parser = runner.build_parser(bench)
-    parser.add_argument("--variant", action="append", default=[], metavar="NAME=VALUE[,NAME=VALUE]",
-                        help="after the run with the settings as they are (--set applied), one more run with "
-                             "these settings changed (repeatable; each restored after its run)")
+    parser.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE[,NAME=VALUE]",
+        help=(
+            "after the run with the settings as they are (--set applied), one more run with "
+            "these settings changed (repeatable; each restored after its run)"
+        ),
+    )
     args = parser.parse_args()
     args.category = args.category or DEFAULT_CATEGORY[name]
     try:
         conversations, ingested, _ = runner.prepare(bench, args)
         questions = multi_date_questions(conversations, bench.categories)
-        print(f"{len(questions)} questions with evidence in sessions of different dates "
-              f"({recall.halves_label(conversations, bench.unit)})", flush=True)
+        print(
+            f"{len(questions)} questions with evidence in sessions of different dates "
+            f"({recall.halves_label(conversations, bench.unit)})",
+            flush=True,
+        )
         results: dict[str, dict[str, dict[str, float]]] = {}
         per_question: dict[str, list[dict[str, Any]]] = {}
         for variant in ["", *args.variant]:
@@ -310,7 +405,11 @@ def _settings(variant: str) -> Iterator[None]:
         target, attr = runner.override_target(name)
         current = getattr(target, attr)
         saved.append((target, attr, current))
-        setattr(target, attr, parse_bool(name, value) if isinstance(current, bool) else type(current)(value))
+        setattr(
+            target,
+            attr,
+            parse_bool(name, value) if isinstance(current, bool) else type(current)(value),
+        )
     try:
         yield
     finally:
@@ -320,19 +419,36 @@ def _settings(variant: str) -> Iterator[None]:
 
 def print_comparison(results: dict[str, dict[str, dict[str, float]]]) -> None:
     """Every run side by side, per half: newest-first of search and context, recall@10."""
-    print("\n| run | bucket | n | search ordered | search newest-first | ctx ordered | ctx newest-first "
-          "| turn@5 | turn@10 | session@10 | newest@5 | newest@5 dated |")
+    print(
+        "\n| run | bucket | n | search ordered | search newest-first | ctx ordered | ctx"
+        " newest-first | turn@5 | turn@10 | session@10 | newest@5 | newest@5 dated |"
+    )
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for label, figures in results.items():
         for bucket in ("overall", "half 1", "half 2"):
             v = figures.get(bucket)
             if v is None:
                 continue
-            cells = [v["n"], v["search ordered"], v["search newest-first"], v["ctx ordered"],
-                     v["ctx newest-first"], v["turn@5"], v["turn@10"], v["session@10"], v["newest@5"],
-                     v["newest@5 dated"]]
-            print(f"| {label} | {bucket} | " + " | ".join(
-                "-" if c is None else (f"{c:.3f}" if isinstance(c, float) else str(c)) for c in cells) + " |")
+            cells = [
+                v["n"],
+                v["search ordered"],
+                v["search newest-first"],
+                v["ctx ordered"],
+                v["ctx newest-first"],
+                v["turn@5"],
+                v["turn@10"],
+                v["session@10"],
+                v["newest@5"],
+                v["newest@5 dated"],
+            ]
+            print(
+                f"| {label} | {bucket} | "
+                + " | ".join(
+                    "-" if c is None else (f"{c:.3f}" if isinstance(c, float) else str(c))
+                    for c in cells
+                )
+                + " |"
+            )
 
 
 if __name__ == "__main__":

@@ -45,18 +45,27 @@ MODES = {"hybrid": {"mode": "hybrid"}, "text": {"mode": "text"}, "vector": {"mod
 
 
 def parse_args() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--limit", type=int, default=60, help="haystacks (questions) to load")
-    parser.add_argument("--queries", type=int, default=60, help="questions asked per layout and mode")
-    parser.add_argument("--sample", type=int, default=2000, help="chunks embedded with the real model")
-    parser.add_argument("--rounds", type=int, default=2, help="times each layout is measured, alternating")
+    parser.add_argument(
+        "--queries", type=int, default=60, help="questions asked per layout and mode"
+    )
+    parser.add_argument(
+        "--sample", type=int, default=2000, help="chunks embedded with the real model"
+    )
+    parser.add_argument(
+        "--rounds", type=int, default=2, help="times each layout is measured, alternating"
+    )
     parser.add_argument("--keepdb", action="store_true")
     parser.add_argument("--db", default="bench_layout")
     return parser.parse_args()
 
 
 def chunks_of(conversations: list[dict[str, Any]]) -> list[tuple[int, int, int, str, str]]:
-    """(haystack, session, sequence, text, context) of every chunk, as retrieval.indexing makes them."""
+    """(haystack, session, sequence, text, context) of every chunk, as retrieval.indexing makes
+    them."""
 
     from retrieval.chunking import chunk_text, normalize_text
     from retrieval.indexing import CHUNK_CHARS, CHUNK_OVERLAP, CONTEXT_CHARS, CONTEXT_MESSAGES
@@ -68,8 +77,7 @@ def chunks_of(conversations: list[dict[str, Any]]) -> list[tuple[int, int, int, 
             for seq, turn in enumerate(session["turns"], start=1):
                 text = turn_content(turn)
                 context = "\n".join(earlier[-CONTEXT_MESSAGES:])
-                for piece in chunk_text(text, max_chars=CHUNK_CHARS,
-                                        overlap=CHUNK_OVERLAP):
+                for piece in chunk_text(text, max_chars=CHUNK_CHARS, overlap=CHUNK_OVERLAP):
                     out.append((h, s, seq, piece.text, context))
                 earlier.append(normalize_text(text)[:CONTEXT_CHARS])
     return out
@@ -86,9 +94,13 @@ def build(conversations: list[dict[str, Any]], sample: int) -> tuple[Any, list[i
     tenant, _ = Tenant.get_or_create_named("layout")
     workspace = Workspace.get_default(tenant)
     channels = [Channel.get_named(workspace, f"haystack-{h}") for h in range(len(conversations))]
-    sessions = {(h, s): Session.objects.create(tenant=tenant, workspace=workspace, channel=channels[h],
-                                               external_id=f"h{h}-s{s}")
-                for h, conv in enumerate(conversations) for s in range(len(conv["sessions"]))}
+    sessions = {
+        (h, s): Session.objects.create(
+            tenant=tenant, workspace=workspace, channel=channels[h], external_id=f"h{h}-s{s}"
+        )
+        for h, conv in enumerate(conversations)
+        for s in range(len(conv["sessions"]))
+    }
     rows = chunks_of(conversations)
     rng = np.random.default_rng(3)
     picked = sorted(rng.choice(len(rows), min(sample, len(rows)), replace=False).tolist())
@@ -100,10 +112,36 @@ def build(conversations: list[dict[str, Any]], sample: int) -> tuple[Any, list[i
         with cursor.cursor.copy(f"COPY retrieval_chunk ({scale.COLUMNS}) FROM STDIN") as copy:
             for i, (h, s, seq, text, context) in enumerate(rows):
                 session = sessions[(h, s)]
-                copy.write_row((tenant.pk, "event", "", session.pk, workspace.pk, channels[h].pk, "conversation",
-                                "conversation", "", "user", "", "{}", seq, seq, text, context, f"{i:064x}",
-                                '{"schema_version": 1}', 0.5, 0, "2024-01-01T00:00:00Z", "2024-01-01T00:00:00Z",
-                                None, "", "", 0))
+                copy.write_row(
+                    (
+                        tenant.pk,
+                        "event",
+                        "",
+                        session.pk,
+                        workspace.pk,
+                        channels[h].pk,
+                        "conversation",
+                        "conversation",
+                        "",
+                        "user",
+                        "",
+                        "{}",
+                        seq,
+                        seq,
+                        text,
+                        context,
+                        f"{i:064x}",
+                        '{"schema_version": 1}',
+                        0.5,
+                        0,
+                        "2024-01-01T00:00:00Z",
+                        "2024-01-01T00:00:00Z",
+                        None,
+                        "",
+                        "",
+                        0,
+                    )
+                )
         cursor.execute("CREATE TEMP TABLE vectors (n bigint, v halfvec(384))")
         with cursor.cursor.copy("COPY vectors (n, v) FROM STDIN") as copy:
             for start in range(0, len(rows), scale.BATCH):
@@ -111,9 +149,15 @@ def build(conversations: list[dict[str, Any]], sample: int) -> tuple[Any, list[i
                 for offset, vector in enumerate(block):
                     copy.write_row((start + offset, scale.vector_text(vector)))
         # The embed lane's write: the vector added to a row that was inserted without it.
-        cursor.execute("UPDATE retrieval_chunk c SET embedding = v.v, embedding_model = %s FROM vectors v "
-                       "WHERE c.tenant_id = %s AND c.content_hash = lpad(to_hex(v.n), 64, '0')", [model, tenant.pk])
-        print(f"{len(rows)} chunks in {len(channels)} channels written in {time.perf_counter() - started:.1f} s")
+        cursor.execute(
+            "UPDATE retrieval_chunk c SET embedding = v.v, embedding_model = %s FROM vectors v "
+            "WHERE c.tenant_id = %s AND c.content_hash = lpad(to_hex(v.n), 64, '0')",
+            [model, tenant.pk],
+        )
+        print(
+            f"{len(rows)} chunks in {len(channels)} channels written in"
+            f" {time.perf_counter() - started:.1f} s"
+        )
         scale.build_indexes(cursor)
     return tenant, [c.pk for c in channels]
 
@@ -122,21 +166,32 @@ def set_layout(vector: str, tsvector: str) -> dict[str, Any]:
     from django.db import connection
 
     with connection.cursor() as cursor:
-        cursor.execute(f"ALTER TABLE retrieval_chunk ALTER COLUMN embedding SET STORAGE {vector}, "
-                       f"ALTER COLUMN search_vector SET STORAGE {tsvector}")
+        cursor.execute(
+            f"ALTER TABLE retrieval_chunk ALTER COLUMN embedding SET STORAGE {vector}, "
+            f"ALTER COLUMN search_vector SET STORAGE {tsvector}"
+        )
         started = time.perf_counter()
-        cursor.execute("VACUUM FULL ANALYZE retrieval_chunk")  # every row written again, under this layout
+        # every row written again, under this layout
+        cursor.execute("VACUUM FULL ANALYZE retrieval_chunk")
         rewrite_s = time.perf_counter() - started
-        cursor.execute("SELECT count(*), count(pg_column_toast_chunk_id(embedding)), "
-                       "count(pg_column_toast_chunk_id(search_vector)), pg_table_size('retrieval_chunk'), "
-                       "pg_relation_size('retrieval_chunk') FROM retrieval_chunk")
+        cursor.execute(
+            "SELECT count(*), count(pg_column_toast_chunk_id(embedding)), "
+            "count(pg_column_toast_chunk_id(search_vector)), pg_table_size('retrieval_chunk'), "
+            "pg_relation_size('retrieval_chunk') FROM retrieval_chunk"
+        )
         rows, vectors_apart, tsvectors_apart, table, heap = cursor.fetchone()
-    return {"vectors apart": f"{vectors_apart / rows:.0%}", "tsvectors apart": f"{tsvectors_apart / rows:.0%}",
-            "heap MB": round(heap / 2**20), "heap + TOAST MB": round(table / 2**20),
-            "rewrite s": round(rewrite_s, 1)}
+    return {
+        "vectors apart": f"{vectors_apart / rows:.0%}",
+        "tsvectors apart": f"{tsvectors_apart / rows:.0%}",
+        "heap MB": round(heap / 2**20),
+        "heap + TOAST MB": round(table / 2**20),
+        "rewrite s": round(rewrite_s, 1),
+    }
 
 
-def measure(tenant: Any, channel_ids: list[int], questions: list[tuple[int, str, list[float]]]) -> dict[str, Any]:
+def measure(
+    tenant: Any, channel_ids: list[int], questions: list[tuple[int, str, list[float]]]
+) -> dict[str, Any]:
     from accounts.models import Channel
     from retrieval.search import hybrid_search
 
@@ -144,18 +199,37 @@ def measure(tenant: Any, channel_ids: list[int], questions: list[tuple[int, str,
     out = {}
     for name, options in MODES.items():
         for h, question, vector in questions[:5]:  # warm the caches the layout's rows go through
-            hybrid_search(tenant_id=tenant.pk, query=question, query_embedding=vector, scope="channel",
-                          channel_ids=[channel_ids[h]], workspace_ids=[workspace_id], top_k=10,
-                          counts_as_use=False, **options)
+            hybrid_search(
+                tenant_id=tenant.pk,
+                query=question,
+                query_embedding=vector,
+                scope="channel",
+                channel_ids=[channel_ids[h]],
+                workspace_ids=[workspace_id],
+                top_k=10,
+                counts_as_use=False,
+                **options,
+            )
         times = []
         for h, question, vector in questions:
             started = time.perf_counter()
-            hybrid_search(tenant_id=tenant.pk, query=question, query_embedding=vector, scope="channel",
-                          channel_ids=[channel_ids[h]], workspace_ids=[workspace_id], top_k=10,
-                          counts_as_use=False, **options)
+            hybrid_search(
+                tenant_id=tenant.pk,
+                query=question,
+                query_embedding=vector,
+                scope="channel",
+                channel_ids=[channel_ids[h]],
+                workspace_ids=[workspace_id],
+                top_k=10,
+                counts_as_use=False,
+                **options,
+            )
             times.append(1000 * (time.perf_counter() - started))
         times.sort()
-        out[name] = (round(statistics.median(times), 1), round(times[int(0.95 * (len(times) - 1))], 1))
+        out[name] = (
+            round(statistics.median(times), 1),
+            round(times[int(0.95 * (len(times) - 1))], 1),
+        )
     return out
 
 
@@ -169,17 +243,25 @@ def main() -> None:
     from retrieval.query_embedding import embed_query
 
     conversations = load(DATA_DIR / "longmemeval_s_dev60.jsonl.gz", args.limit)
-    connection.creation.create_test_db(verbosity=0, autoclobber=not args.keepdb, keepdb=args.keepdb, serialize=False)
+    connection.creation.create_test_db(
+        verbosity=0, autoclobber=not args.keepdb, keepdb=args.keepdb, serialize=False
+    )
     from accounts.models import Channel, Tenant
 
     existing = Tenant.objects.filter(name="layout").first()
     if existing is not None and args.keepdb:
         tenant = existing
-        channel_ids = list(Channel.objects.filter(workspace__tenant=tenant).order_by("pk").values_list("pk", flat=True))
+        channel_ids = list(
+            Channel.objects.filter(workspace__tenant=tenant)
+            .order_by("pk")
+            .values_list("pk", flat=True)
+        )
         print("reusing the kept table")
     else:
         tenant, channel_ids = build(conversations, args.sample)
-    asked = [(h, q["question"]) for h, conv in enumerate(conversations) for q in conv["questions"]][: args.queries]
+    asked = [(h, q["question"]) for h, conv in enumerate(conversations) for q in conv["questions"]][
+        : args.queries
+    ]
     questions = [(h, text, embed_query(text)) for h, text in asked]
     results: dict[str, list[dict[str, Any]]] = {name: [] for name in LAYOUTS}
     for _ in range(args.rounds):
@@ -187,14 +269,25 @@ def main() -> None:
             layout = set_layout(vector, tsvector)
             results[name].append({**layout, **measure(tenant, channel_ids, questions)})
             print(name, results[name][-1], flush=True)
-    set_layout(*LAYOUTS["0012 (vector PLAIN, tsvector MAIN)"])  # the migration's, as a kept database should be
-    print(f"\nin process, by channel, {len(questions)} questions, p50 / p95 ms (each round after a VACUUM FULL):")
-    print("| layout | round | vectors apart | tsvectors apart | heap / with TOAST MB | hybrid | text | vector |")
+    # the migration's, as a kept database should be
+    set_layout(*LAYOUTS["0012 (vector PLAIN, tsvector MAIN)"])
+    print(
+        f"\nin process, by channel, {len(questions)} questions, p50 / p95 ms (each round after a"
+        " VACUUM FULL):"
+    )
+    print(
+        "| layout | round | vectors apart | tsvectors apart | heap / with TOAST MB | hybrid | text"
+        " | vector |"
+    )
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for name, rounds in results.items():
         for i, r in enumerate(rounds, start=1):
-            print(f"| {name} | {i} | {r['vectors apart']} | {r['tsvectors apart']} | {r['heap MB']} / "
-                  f"{r['heap + TOAST MB']} | " + " | ".join(f"{r[m][0]} / {r[m][1]}" for m in MODES) + " |")
+            print(
+                f"| {name} | {i} | {r['vectors apart']} | {r['tsvectors apart']} | {r['heap MB']} /"
+                f" {r['heap + TOAST MB']} | "
+                + " | ".join(f"{r[m][0]} / {r[m][1]}" for m in MODES)
+                + " |"
+            )
     if not args.keepdb:
         connection.creation.destroy_test_db(connection.settings_dict["NAME"], verbosity=0)
 

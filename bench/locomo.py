@@ -2,10 +2,10 @@
 
 Each LoCoMo conversation becomes a channel, each LoCoMo session a MemoryHub session, each turn
 an event `speaker: text` dated with its session's start. Events go through append_events, the
-events_appended signal, the indexing task and the embedding task (run inline: MEMORYHUB_TASKS_EAGER),
-with the configured embedder (MiniLM by default). Each question is then asked through
-retrieval.search.hybrid_search in its conversation's channel, and we count evidence turns
-(and evidence sessions) among the top 5 and top 10 results.
+events_appended signal, the indexing task and the embedding task (run inline:
+MEMORYHUB_TASKS_EAGER), with the configured embedder (MiniLM by default). Each question is then
+asked through retrieval.search.hybrid_search in its conversation's channel, and we count evidence
+turns (and evidence sessions) among the top 5 and top 10 results.
 
     .venv/bin/python bench/locomo.py                      # full run (about 12 minutes on a busy 2-core machine)
     .venv/bin/python bench/locomo.py --limit-conversations 2
@@ -28,7 +28,7 @@ Embeddings are cached by (model, text) in bench/results/cache/ (gitignored; --no
 so a re-ingest after a change to indexing costs database work, not the model's time.
 The data (CC BY-NC 4.0) stays in ../shared/bench-data; nothing is cached in the repository.
 A throwaway database (bench_locomo) is created on the configured server and dropped at the end.
-"""
+"""  # noqa: E501
 
 from __future__ import annotations
 
@@ -41,9 +41,21 @@ sys.path.insert(0, str(ROOT))
 from bench.common import DATA_DIR  # noqa: E402
 from bench.runner import Bench, main  # noqa: E402
 
-CATEGORIES = {"1": "multi-hop", "2": "temporal", "3": "open-domain", "4": "single-hop", "5": "adversarial"}
-LOCOMO = Bench(name="locomo", data=DATA_DIR / "locomo10.jsonl", db_name="bench_locomo",
-               categories=CATEGORIES, unit="conversations", doc=__doc__ or "")
+CATEGORIES = {
+    "1": "multi-hop",
+    "2": "temporal",
+    "3": "open-domain",
+    "4": "single-hop",
+    "5": "adversarial",
+}
+LOCOMO = Bench(
+    name="locomo",
+    data=DATA_DIR / "locomo10.jsonl",
+    db_name="bench_locomo",
+    categories=CATEGORIES,
+    unit="conversations",
+    doc=__doc__ or "",
+)
 
 
 if __name__ == "__main__":

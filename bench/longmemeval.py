@@ -1,4 +1,5 @@
-"""LongMemEval-S retrieval benchmark (dev 60) through the real pipeline and the real search function.
+"""LongMemEval-S retrieval benchmark (dev 60) through the real pipeline and the real search
+function.
 
 `../shared/bench-data/longmemeval_s_dev60.jsonl.gz` (MIT; format in that folder's README): 60
 questions, each with its own haystack of ~50 dated chat sessions between a user and an assistant
@@ -21,7 +22,7 @@ Prints turn and session recall@5/@10 per question type, overall and per half of 
 ingest and embedding time. Embeddings are cached by (model, text) in bench/results/cache/.
 A throwaway database (bench_longmemeval) is created on the configured server and dropped at the
 end unless --keepdb.
-"""
+"""  # noqa: E501
 
 from __future__ import annotations
 
@@ -35,11 +36,24 @@ from bench.common import DATA_DIR  # noqa: E402
 from bench.runner import Bench, main  # noqa: E402
 
 CATEGORIES = {  # question types, largest first
-    c: c for c in ("multi-session", "knowledge-update", "single-session-user", "single-session-assistant",
-                   "temporal-reasoning", "single-session-preference")
+    c: c
+    for c in (
+        "multi-session",
+        "knowledge-update",
+        "single-session-user",
+        "single-session-assistant",
+        "temporal-reasoning",
+        "single-session-preference",
+    )
 }
-LONGMEMEVAL = Bench(name="longmemeval", data=DATA_DIR / "longmemeval_s_dev60.jsonl.gz",
-                    db_name="bench_longmemeval", categories=CATEGORIES, unit="questions", doc=__doc__ or "")
+LONGMEMEVAL = Bench(
+    name="longmemeval",
+    data=DATA_DIR / "longmemeval_s_dev60.jsonl.gz",
+    db_name="bench_longmemeval",
+    categories=CATEGORIES,
+    unit="questions",
+    doc=__doc__ or "",
+)
 
 
 if __name__ == "__main__":

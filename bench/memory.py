@@ -35,8 +35,12 @@ KEY_LINE = re.compile(r"agent key:\s+(mh_\S+)")
 
 def request(url: str, key: str, method: str, body: Any = None) -> Any:
     data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(url, data=data, method=method,
-                                 headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"})
+    req = urllib.request.Request(
+        url,
+        data=data,
+        method=method,
+        headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
+    )
     with urllib.request.urlopen(req, timeout=120) as response:
         return json.loads(response.read() or b"null")
 
@@ -59,47 +63,88 @@ def describe(pid: int) -> dict[str, Any]:
     rollup = Path(f"/proc/{pid}/smaps_rollup").read_text()
     pss = int(next(line.split()[1] for line in rollup.splitlines() if line.startswith("Pss:")))
     maps = Path(f"/proc/{pid}/maps").read_text()
-    return {"pid": pid, "cmd": cmdline[:110], "rss_mb": round(rss / 1024), "pss_mb": round(pss / 1024),
-            "torch": "libtorch" in maps, "onnxruntime": "onnxruntime" in maps}
+    return {
+        "pid": pid,
+        "cmd": cmdline[:110],
+        "rss_mb": round(rss / 1024),
+        "pss_mb": round(pss / 1024),
+        "torch": "libtorch" in maps,
+        "onnxruntime": "onnxruntime" in maps,
+    }
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--web-workers", type=int, default=2)
     parser.add_argument("--events", type=int, default=40)
     parser.add_argument("--searches", type=int, default=20)
     parser.add_argument("--json", type=Path, default=None)
-    parser.add_argument("--root", type=Path, default=ROOT, help="the checkout to run (another commit's, to compare)")
+    parser.add_argument(
+        "--root", type=Path, default=ROOT, help="the checkout to run (another commit's, to compare)"
+    )
     args = parser.parse_args()
     data_dir = Path(tempfile.mkdtemp(prefix="memoryhub-memory-"))
     models = Path(os.environ.get("MEMORYHUB_DATA_DIR", ROOT / ".memoryhub")) / "models"
     if models.exists():
         shutil.copytree(models, data_dir / "models")
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "TEST_DB_NAME")}
-    env.update({"MEMORYHUB_DATA_DIR": str(data_dir), "PYTHONUNBUFFERED": "1", "LOG_LEVEL": "WARNING",
-                "MEMORYHUB_ADMIN_PASSWORD": uuid.uuid4().hex, "MEMORYHUB_EMBEDDER": "minilm"})
+    env.update(
+        {
+            "MEMORYHUB_DATA_DIR": str(data_dir),
+            "PYTHONUNBUFFERED": "1",
+            "LOG_LEVEL": "WARNING",
+            "MEMORYHUB_ADMIN_PASSWORD": uuid.uuid4().hex,
+            "MEMORYHUB_EMBEDDER": "minilm",
+        }
+    )
     import socket
 
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    process = subprocess.Popen([sys.executable, str(args.root / "manage.py"), "run", "--port", str(port),
-                                "--web-workers", str(args.web_workers)], cwd=args.root, env=env,
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            str(args.root / "manage.py"),
+            "run",
+            "--port",
+            str(port),
+            "--web-workers",
+            str(args.web_workers),
+        ],
+        cwd=args.root,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         key = wait_for_key(process)
         url = f"http://127.0.0.1:{port}/api/v1"
         for i in range(args.events):
-            request(f"{url}/sessions/mem/events/", key, "POST",
-                    {"role": "user", "content": f"Event {i}: I moved to Lisbon in May and adopted a cat."})
+            request(
+                f"{url}/sessions/mem/events/",
+                key,
+                "POST",
+                {
+                    "role": "user",
+                    "content": f"Event {i}: I moved to Lisbon in May and adopted a cat.",
+                },
+            )
         for i in range(args.searches):
-            request(f"{url}/search/", key, "POST", {"query": f"where did I move? {i}", "mode": "hybrid"})
+            request(
+                f"{url}/search/", key, "POST", {"query": f"where did I move? {i}", "mode": "hybrid"}
+            )
         wait_for_embeddings(url, key)
         rows = [describe(pid) for pid in descendants(process.pid)]
         rows = [r for r in rows if "postgres" not in r["cmd"]]
         for row in rows:
-            print(f"{row['pid']:>7} rss {row['rss_mb']:>5} MB  pss {row['pss_mb']:>5} MB  torch {row['torch']!s:<5} "
-                  f"onnx {row['onnxruntime']!s:<5} {row['cmd']}")
+            print(
+                f"{row['pid']:>7} rss {row['rss_mb']:>5} MB  pss {row['pss_mb']:>5} MB  torch"
+                f" {row['torch']!s:<5} onnx {row['onnxruntime']!s:<5} {row['cmd']}"
+            )
         if args.json:
             args.json.parent.mkdir(parents=True, exist_ok=True)
             args.json.write_text(json.dumps(rows, indent=2))

@@ -13,7 +13,7 @@ both alike).
 --base is a checkout of the code to compare with (`git worktree add ../wt-before <commit>`), with
 `.venv` and `.memoryhub` linked to this checkout's (`ln -s`) so that it runs on the same database;
 the servers are started as bench/search.py starts `make run`'s, one web worker each.
-"""
+"""  # noqa: E501
 
 from __future__ import annotations
 
@@ -33,10 +33,18 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def parse_args() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--base", type=Path, required=True, help="the checkout to compare this one with")
-    parser.add_argument("--tenants", default=None, metavar="SCENARIO",
-                        help="a scenario of bench/tenants.py (its kept table) instead of the 100k table")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--base", type=Path, required=True, help="the checkout to compare this one with"
+    )
+    parser.add_argument(
+        "--tenants",
+        default=None,
+        metavar="SCENARIO",
+        help="a scenario of bench/tenants.py (its kept table) instead of the 100k table",
+    )
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--mode", default="hybrid", choices=sorted(base_bench.MODES))
     parser.add_argument("--seed", type=int, default=11)
@@ -45,7 +53,9 @@ def parse_args() -> argparse.Namespace:
 
 def bench_module(root: Path) -> ModuleType:
     """That checkout's bench/search.py (its start_server starts its own code)."""
-    spec = importlib.util.spec_from_file_location(f"search_{abs(hash(str(root)))}", root / "bench" / "search.py")
+    spec = importlib.util.spec_from_file_location(
+        f"search_{abs(hash(str(root)))}", root / "bench" / "search.py"
+    )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -79,14 +89,25 @@ def main() -> None:
     connection.creation.create_test_db(verbosity=0, autoclobber=False, keepdb=True, serialize=False)
     tenants = list(Tenant.objects.filter(name__in={b["tenant"] for b in bodies}))
     trees = [args.base.resolve(), ROOT]
-    keys = [{t.name: ApiKey.create_key(tenant=t, scopes=("read",)).raw for t in tenants} for _ in trees]
-    warm = {b["tenant"] for b in bodies[:20]}  # the warm-up's own keys: the measured ones stay unused
-    warm_keys = [{t.name: ApiKey.create_key(tenant=t, scopes=("read",)).raw for t in tenants if t.name in warm}
-                 for _ in trees]
+    keys = [
+        {t.name: ApiKey.create_key(tenant=t, scopes=("read",)).raw for t in tenants} for _ in trees
+    ]
+    # the warm-up's own keys: the measured ones stay unused
+    warm = {b["tenant"] for b in bodies[:20]}
+    warm_keys = [
+        {
+            t.name: ApiKey.create_key(tenant=t, scopes=("read",)).raw
+            for t in tenants
+            if t.name in warm
+        }
+        for _ in trees
+    ]
     connection.close()
     modules = [bench_module(tree) for tree in trees]
     ports = [base_bench.free_port() for _ in trees]
-    servers = [module.start_server(port, 1, db_name) for module, port in zip(modules, ports, strict=True)]
+    servers = [
+        module.start_server(port, 1, db_name) for module, port in zip(modules, ports, strict=True)
+    ]
     try:
         posts = [search_http.search_client(port) for port in ports]
         options = {**base_bench.MODES[args.mode], "top_k": 10}
@@ -100,7 +121,7 @@ def main() -> None:
                 ask(server, body, warm_keys)
         times: list[list[float]] = [[], []]
         for i, body in enumerate(bodies):
-            for server in ((0, 1) if i % 2 else (1, 0)):
+            for server in (0, 1) if i % 2 else (1, 0):
                 times[server].append(ask(server, body))
     finally:
         for module, server in zip(modules, servers, strict=True):
@@ -109,9 +130,14 @@ def main() -> None:
     scenario = args.tenants or "100k chunks, account"
     print(f"{scenario}, {args.mode}, {len(bodies)} searches each")
     for name, values in zip(("base " + str(trees[0]), "this " + str(trees[1])), times, strict=True):
-        print(f"  {name}: p50 {statistics.median(values):.2f} p95 {base_bench.pct(values, 0.95):.2f} ms")
-    print(f"  paired difference (this - base): median {statistics.median(differences):+.2f} "
-          f"mean {statistics.mean(differences):+.2f} ms")
+        print(
+            f"  {name}: p50 {statistics.median(values):.2f} p95"
+            f" {base_bench.pct(values, 0.95):.2f} ms"
+        )
+    print(
+        f"  paired difference (this - base): median {statistics.median(differences):+.2f} "
+        f"mean {statistics.mean(differences):+.2f} ms"
+    )
 
 
 if __name__ == "__main__":

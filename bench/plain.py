@@ -1,4 +1,5 @@
-"""Plain baselines, computed in the bench itself so that they do not depend on the product's ranking.
+"""Plain baselines, computed in the bench itself so that they do not depend on the product's
+ranking.
 
 Over the same turns (the events' content, `speaker: text`, one document per whole turn) of the
 question's own conversation:
@@ -64,7 +65,9 @@ def query_lexemes(query: str) -> list[str]:
         return [row[0] for row in cursor.fetchall()]
 
 
-def postings_of(counts: list[Counter[str]]) -> tuple[dict[str, tuple[np.ndarray, np.ndarray]], np.ndarray]:
+def postings_of(
+    counts: list[Counter[str]],
+) -> tuple[dict[str, tuple[np.ndarray, np.ndarray]], np.ndarray]:
     """Per lexeme, the documents holding it and its counts there; the lexeme count per document."""
     postings: dict[str, tuple[list[int], list[int]]] = {}
     for i, c in enumerate(counts):
@@ -73,7 +76,9 @@ def postings_of(counts: list[Counter[str]]) -> tuple[dict[str, tuple[np.ndarray,
             docs.append(i)
             tfs.append(tf)
     lengths = np.asarray([sum(c.values()) for c in counts], dtype=np.float32)
-    return {k: (np.asarray(d), np.asarray(f, dtype=np.float32)) for k, (d, f) in postings.items()}, lengths
+    return {
+        k: (np.asarray(d), np.asarray(f, dtype=np.float32)) for k, (d, f) in postings.items()
+    }, lengths
 
 
 def build(conv: dict[str, Any], embed: Any) -> Haystack:
@@ -82,16 +87,28 @@ def build(conv: dict[str, Any], embed: Any) -> Haystack:
     postings, lengths = postings_of(lexeme_counts(texts))
     vectors = np.asarray(embed(texts), dtype=np.float32)
     vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
-    return Haystack(turn_ids=[t["turn_id"] for t, _ in turns], session_ids=[s for _, s in turns],
-                    postings=postings, lengths=lengths, vectors=vectors)
+    return Haystack(
+        turn_ids=[t["turn_id"] for t, _ in turns],
+        session_ids=[s for _, s in turns],
+        postings=postings,
+        lengths=lengths,
+        vectors=vectors,
+    )
 
 
 def bm25(h: Haystack, lexemes: list[str]) -> np.ndarray:
     return bm25_scores(h.postings, h.lengths, lexemes)
 
 
-def bm25_scores(postings: dict[str, tuple[np.ndarray, np.ndarray]], lengths: np.ndarray,
-                lexemes: list[str], *, b: float = B, avg: float | None = None, binary: bool = False) -> np.ndarray:
+def bm25_scores(
+    postings: dict[str, tuple[np.ndarray, np.ndarray]],
+    lengths: np.ndarray,
+    lexemes: list[str],
+    *,
+    b: float = B,
+    avg: float | None = None,
+    binary: bool = False,
+) -> np.ndarray:
     """BM25 (k1 1.2); `b`, the average length (None: the mean of `lengths`) and tf = 1 (`binary`)
     may be changed for bench/ablate.py's variants."""
     n = len(lengths)
@@ -112,7 +129,9 @@ def minmax(values: np.ndarray) -> np.ndarray:
     return (values - low) / (high - low) if high > low else np.zeros_like(values)
 
 
-def rankings(h: Haystack, lexemes: list[str], vector: list[float], pool: int | None = None) -> dict[str, np.ndarray]:
+def rankings(
+    h: Haystack, lexemes: list[str], vector: list[float], pool: int | None = None
+) -> dict[str, np.ndarray]:
     """Top 10 turn indices per baseline. `pool`: min-max over the union of the top `pool` turns
     by each score (a candidate pool, as a search engine fetches) instead of over every turn."""
     text = bm25(h, lexemes)
@@ -124,12 +143,18 @@ def rankings(h: Haystack, lexemes: list[str], vector: list[float], pool: int | N
         keep = np.arange(len(text))
     fused = np.full(len(text), -1.0, dtype=np.float32)
     fused[keep] = VECTOR_WEIGHT * minmax(cosine[keep]) + TEXT_WEIGHT * minmax(text[keep])
-    return {name: np.argsort(-scores, kind="stable")[:10]
-            for name, scores in zip(RUNS, (text, cosine, fused), strict=True)}
+    return {
+        name: np.argsort(-scores, kind="stable")[:10]
+        for name, scores in zip(RUNS, (text, cosine, fused), strict=True)
+    }
 
 
-def evaluate_plain(conversations: list[dict[str, Any]], questions: list[Question], vectors: list[list[float]],
-                   pool: int | None = None) -> tuple[dict[str, Any], dict[str, float]]:
+def evaluate_plain(
+    conversations: list[dict[str, Any]],
+    questions: list[Question],
+    vectors: list[list[float]],
+    pool: int | None = None,
+) -> tuple[dict[str, Any], dict[str, float]]:
     """Every question against the plain baselines over its own conversation's whole turns."""
     from retrieval.embedders import get_embedder
 
@@ -139,7 +164,8 @@ def evaluate_plain(conversations: list[dict[str, Any]], questions: list[Question
     build_s = rank_s = 0.0
     haystack: tuple[str, Haystack] | None = None
     for q, vector in zip(questions, vectors, strict=True):
-        if haystack is None or haystack[0] != q.conversation_id:  # questions come grouped by conversation
+        # questions come grouped by conversation
+        if haystack is None or haystack[0] != q.conversation_id:
             started = time.perf_counter()
             haystack = (q.conversation_id, build(by_conv[q.conversation_id], embed))
             build_s += time.perf_counter() - started

@@ -37,7 +37,14 @@ os.environ["BENCH_OWNED"] = "1"  # before bench.common reads it: one end user pe
 
 from bench import common, recall, runner  # noqa: E402
 
-FIGURES = ("turn@10", "session@10", "right_results", "right_tokens", "foreign_results", "foreign_tokens")
+FIGURES = (
+    "turn@10",
+    "session@10",
+    "right_results",
+    "right_tokens",
+    "foreign_results",
+    "foreign_tokens",
+)
 
 
 class Tally:
@@ -52,16 +59,20 @@ class Tally:
                 s[name] += value
 
     def table(self) -> dict[str, dict[str, float]]:
-        return {b: {k: v / s["n"] for k, v in s.items() if k != "n"} | {"n": s["n"]}
-                for b, s in sorted(self.sums.items())}
+        return {
+            b: {k: v / s["n"] for k, v in s.items() if k != "n"} | {"n": s["n"]}
+            for b, s in sorted(self.sums.items())
+        }
 
 
 def _recall_at_10(q: recall.Question, found: recall.Found) -> tuple[float, float]:
     evidence = set(q.question["evidence_turn_ids"])
     sessions = set(q.question["evidence_session_ids"])
     turns: set[str] = set().union(*[t for t, _ in found[:10]])
-    return (len(evidence & turns) / len(evidence) if evidence else 0.0,
-            len(sessions & {s for _, s in found[:10]}) / len(sessions) if sessions else 0.0)
+    return (
+        len(evidence & turns) / len(evidence) if evidence else 0.0,
+        len(sessions & {s for _, s in found[:10]}) / len(sessions) if sessions else 0.0,
+    )
 
 
 def _ask(tenant_id: int, question: str, vector: list[float], user: str) -> tuple[list[Any], int]:
@@ -69,8 +80,14 @@ def _ask(tenant_id: int, question: str, vector: list[float], user: str) -> tuple
     from retrieval.context import assemble_context
     from retrieval.search import SearchRequest, hybrid_search
 
-    options = {"tenant_id": tenant_id, "query": question, "query_embedding": vector, "user_id": user,
-               "top_k": 10, "counts_as_use": False}
+    options = {
+        "tenant_id": tenant_id,
+        "query": question,
+        "query_embedding": vector,
+        "user_id": user,
+        "top_k": 10,
+        "counts_as_use": False,
+    }
     hits = hybrid_search(**options)
     context = assemble_context(session=None, req=SearchRequest(**options))
     return hits, context.tokens
@@ -79,13 +96,25 @@ def _ask(tenant_id: int, question: str, vector: list[float], user: str) -> tuple
 def _dumped(hits: list[Any], found: recall.Found, q: recall.Question) -> list[dict[str, Any]]:
     evidence = set(q.question["evidence_turn_ids"])
     sessions = set(q.question["evidence_session_ids"])
-    return [{"cos": h.vector_score, "txt": h.text_score, "score": h.score, "evidence": bool(turns & evidence),
-             "session": session in sessions}
-            for h, (turns, session) in zip(hits, found, strict=True)]
+    return [
+        {
+            "cos": h.vector_score,
+            "txt": h.text_score,
+            "score": h.score,
+            "evidence": bool(turns & evidence),
+            "session": session in sessions,
+        }
+        for h, (turns, session) in zip(hits, found, strict=True)
+    ]
 
 
-def evaluate(conversations: list[dict[str, Any]], ingested: common.Ingested, questions: list[recall.Question],
-             vectors: list[list[float]], dump: Any = None) -> dict[str, dict[str, float]]:
+def evaluate(
+    conversations: list[dict[str, Any]],
+    ingested: common.Ingested,
+    questions: list[recall.Question],
+    vectors: list[list[float]],
+    dump: Any = None,
+) -> dict[str, dict[str, float]]:
     tally = Tally()
     tenant_id = ingested.key.tenant_id
     ids = [c["conversation_id"] for c in conversations]
@@ -96,14 +125,31 @@ def evaluate(conversations: list[dict[str, Any]], ingested: common.Ingested, que
         foreign_hits, foreign_tokens = _ask(tenant_id, text, vector, common.owner(foreign))
         found, _ = recall._found(right_hits, ingested.turn_at, ingested.session_of)
         turn, session = _recall_at_10(q, found)
-        tally.add(q, {"turn@10": turn, "session@10": session, "right_results": len(right_hits),
-                      "right_tokens": right_tokens, "foreign_results": len(foreign_hits),
-                      "foreign_tokens": foreign_tokens})
+        tally.add(
+            q,
+            {
+                "turn@10": turn,
+                "session@10": session,
+                "right_results": len(right_hits),
+                "right_tokens": right_tokens,
+                "foreign_results": len(foreign_hits),
+                "foreign_tokens": foreign_tokens,
+            },
+        )
         if dump is not None:
             foreign_found, _ = recall._found(foreign_hits, ingested.turn_at, ingested.session_of)
-            dump.write(json.dumps({"q": text, "half": q.buckets[-1], "evidence": len(q.question["evidence_turn_ids"]),
-                                   "right": _dumped(right_hits, found, q),
-                                   "foreign": _dumped(foreign_hits, foreign_found, q)}) + "\n")
+            dump.write(
+                json.dumps(
+                    {
+                        "q": text,
+                        "half": q.buckets[-1],
+                        "evidence": len(q.question["evidence_turn_ids"]),
+                        "right": _dumped(right_hits, found, q),
+                        "foreign": _dumped(foreign_hits, foreign_found, q),
+                    }
+                )
+                + "\n"
+            )
     return tally.table()
 
 
@@ -114,21 +160,31 @@ def print_table(table: dict[str, dict[str, float]]) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("bench", choices=["locomo", "longmemeval"])
-    parser.add_argument("--dump", type=Path, default=None, help="also write each listed hit's signals (JSON lines)")
-    ours, rest = parser.parse_known_args()  # the rest: the recall benchmark's options (--limit, --first, --set, ...)
+    parser.add_argument(
+        "--dump", type=Path, default=None, help="also write each listed hit's signals (JSON lines)"
+    )
+    # the rest: the recall benchmark's options (--limit, --first, --set, ...)
+    ours, rest = parser.parse_known_args()
     if ours.bench == "locomo":
         from bench.locomo import LOCOMO as bench
     else:
         from bench.longmemeval import LONGMEMEVAL as bench
-    args = runner.build_parser(bench).parse_args(["--keepdb", "--no-plain", "--no-summaries", *rest])
+    args = runner.build_parser(bench).parse_args(
+        ["--keepdb", "--no-plain", "--no-summaries", *rest]
+    )
     conversations, ingested, _ = runner.prepare(bench, args)
     from retrieval.query_embedding import embed_queries
 
     questions = recall.questions_of(conversations, bench.categories)
-    print(f"{len(questions)} questions; {recall.halves_label(conversations, bench.unit)}; foreign memory: "
-          f"the next {bench.unit}'s user; messages only", flush=True)
+    print(
+        f"{len(questions)} questions; {recall.halves_label(conversations, bench.unit)}; foreign"
+        f" memory: the next {bench.unit}'s user; messages only",
+        flush=True,
+    )
     vectors = embed_queries([q.question["question"] for q in questions])
     started = time.perf_counter()
     dump = ours.dump.open("w") if ours.dump else None
@@ -138,7 +194,10 @@ def main() -> None:
         if dump is not None:
             dump.close()
     print_table(table)
-    print(f"\n{1000 * (time.perf_counter() - started) / max(len(questions), 1):.0f} ms per question (4 asks)")
+    print(
+        f"\n{1000 * (time.perf_counter() - started) / max(len(questions), 1):.0f} ms per question"
+        " (4 asks)"
+    )
     if args.json:
         args.json.write_text(json.dumps(table, indent=2))
 

@@ -1,6 +1,6 @@
-"""The alternative rankings (docs/ranking.md#profiles), measured on a kept benchmark database (bench/locomo.py or
-bench/longmemeval.py run once with --keepdb): decay in every ranking, the seed002
-relevance formula, the relevance floor.
+"""The alternative rankings (docs/ranking.md#profiles), measured on a kept benchmark database
+(bench/locomo.py or bench/longmemeval.py run once with --keepdb): decay in every ranking, the
+seed002 relevance formula, the relevance floor.
 
     .venv/bin/python bench/locomo.py --keepdb --no-plain          # ingest once
     .venv/bin/python bench/ranking.py locomo                      # the variants on it
@@ -20,16 +20,20 @@ old: the decayed relevance is below 1e-50 for all of them and adds nothing.
 
 Variants (search options):
   default         the product's hybrid search (weighted fusion, default profile)
-  decay-W         default with decay_weight W: (1 − W) · score + W · best · min(decayed relevance, 1)
+  decay-W         default with decay_weight W: (1 − W) · score + W · best · min(decayed
+                  relevance, 1)
   memory          profile "memory": 0.3 text + 0.3 meaning + 0.4 decayed relevance, no re-ranking
-  seed002         profile "seed002": 0.3 BM25 + 0.3 cosine + 0.3 e^(−0.05 days)(1 + 0.02 accesses) + 0.1 importance
+  seed002         profile "seed002": 0.3 BM25 + 0.3 cosine + 0.3 e^(−0.05 days)(1 + 0.02
+                  accesses) + 0.1 importance
   mincos-C        default with min_cosine C: results less close than C dropped, later ones move up
-  floor-C         default with the default relevance floor at C (weights.RELEVANCE_MIN_COSINE; -1 = off):
-                  a result that says no query word and is less close than C dropped, later ones move up
-  newer-M         default with newer_first at margin M (weights.NEWER_FIRST): of two same-subject final
-                  results of different conversations within M of each other's score, the newer first
-  sessions-V      variant V (default, floor-C) grouped by conversation (group_by session, one hit each):
-                  its session@k and all@k count the first k conversations
+  floor-C         default with the default relevance floor at C (weights.RELEVANCE_MIN_COSINE; -1 =
+                  off): a result that says no query word and is less close than C dropped, later
+                  ones move up
+  newer-M         default with newer_first at margin M (weights.NEWER_FIRST): of two same-subject
+                  final results of different conversations within M of each other's score, the newer
+                  first
+  sessions-V      variant V (default, floor-C) grouped by conversation (group_by session, one hit
+                  each): its session@k and all@k count the first k conversations
 The relevance floors are also applied to the default variant's ten results without backfill
 (what context does to search's results): `floor-word|0.35` keeps a result that shares a word with
 the query or has cosine ≥ 0.35 (context today), `floor-word|0.655` the same at 0.655, `floor-0.655`
@@ -78,13 +82,21 @@ sys.path.insert(0, str(ROOT))
 
 from bench import recall, runner  # noqa: E402
 
-FLOORS = {"floor-word|0.35": (True, 0.35), "floor-word|0.655": (True, 0.655), "floor-0.655": (False, 0.655)}
+FLOORS = {
+    "floor-word|0.35": (True, 0.35),
+    "floor-word|0.655": (True, 0.655),
+    "floor-0.655": (False, 0.655),
+}
 
 
 def variant_options(name: str) -> dict[str, Any]:
     base: dict[str, Any] = {"mode": "hybrid", "fusion": "weighted", "counts_as_use": False}
     if name.startswith("sessions-"):
-        return {**variant_options(name.removeprefix("sessions-")), "group_by": "session", "hits_per_session": 1}
+        return {
+            **variant_options(name.removeprefix("sessions-")),
+            "group_by": "session",
+            "hits_per_session": 1,
+        }
     if name == "default" or name.startswith(("floor-", "newer-")):
         return base
     if name.startswith("decay-"):
@@ -107,11 +119,21 @@ def variant_weights(name: str) -> dict[str, float]:
 
 
 def _floored(hits: list[Any], words: bool, cosine: float) -> list[Any]:
-    return [h for h in hits if (words and (h.text_score or 0.0) > 0.0) or (h.vector_score or -1.0) >= cosine]
+    return [
+        h
+        for h in hits
+        if (words and (h.text_score or 0.0) > 0.0) or (h.vector_score or -1.0) >= cosine
+    ]
 
 
-def evaluate(ingested: Any, questions: list[recall.Question], vectors: list[list[float]], variants: list[str],
-             as_of: dict[str, Any] | None, kinds: list[str] | None = None) -> tuple[dict[str, Any], dict[str, float]]:
+def evaluate(
+    ingested: Any,
+    questions: list[recall.Question],
+    vectors: list[list[float]],
+    variants: list[str],
+    as_of: dict[str, Any] | None,
+    kinds: list[str] | None = None,
+) -> tuple[dict[str, Any], dict[str, float]]:
     from accounts.models import Channel
     from retrieval.search import hybrid_search, weights
 
@@ -132,9 +154,15 @@ def evaluate(ingested: Any, questions: list[recall.Question], vectors: list[list
                 setattr(weights, name, value)
             try:
                 hits = hybrid_search(
-                    tenant_id=key.tenant_id, query=q.question["question"], query_embedding=vector,
-                    scope="channel", channel_ids=[channel.pk], workspace_ids=[channel.workspace_id], top_k=10,
-                    as_of=(as_of or {}).get(q.conversation_id), history=False,
+                    tenant_id=key.tenant_id,
+                    query=q.question["question"],
+                    query_embedding=vector,
+                    scope="channel",
+                    channel_ids=[channel.pk],
+                    workspace_ids=[channel.workspace_id],
+                    top_k=10,
+                    as_of=(as_of or {}).get(q.conversation_id),
+                    history=False,
                     **({"kinds": kinds} if kinds else {}),
                     **variant_options(v),
                 )
@@ -147,7 +175,9 @@ def evaluate(ingested: Any, questions: list[recall.Question], vectors: list[list
                 for f, (words, cosine) in FLOORS.items():
                     survivors = _floored(hits[:10], words, cosine)
                     kept[f] += len(survivors)
-                    scorers[f].add(q, recall._found(survivors, ingested.turn_at, ingested.session_of)[0])
+                    scorers[f].add(
+                        q, recall._found(survivors, ingested.turn_at, ingested.session_of)[0]
+                    )
     n = max(len(questions), 1)
     timings = {f"{v}_ms_per_query": 1000 * s / n for v, s in seconds.items()}
     timings.update({f"{f}_kept_of_10": k / n for f, k in kept.items() if "default" in variants})
@@ -155,17 +185,27 @@ def evaluate(ingested: Any, questions: list[recall.Question], vectors: list[list
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("bench", choices=["locomo", "longmemeval"])
-    parser.add_argument("--variants", default="default,decay-0.1,decay-0.4,memory,seed002,mincos-0.655")
-    parser.add_argument("--turns-only", action="store_true",
-                        help="search messages only (kinds: event), as --no-summaries does, summaries or not")
-    ours, rest = parser.parse_known_args()  # the rest: the recall benchmark's options (--limit N, --as-of, ...)
+    parser.add_argument(
+        "--variants", default="default,decay-0.1,decay-0.4,memory,seed002,mincos-0.655"
+    )
+    parser.add_argument(
+        "--turns-only",
+        action="store_true",
+        help="search messages only (kinds: event), as --no-summaries does, summaries or not",
+    )
+    # the rest: the recall benchmark's options (--limit N, --as-of, ...)
+    ours, rest = parser.parse_known_args()
     if ours.bench == "locomo":
         from bench.locomo import LOCOMO as bench
     else:
         from bench.longmemeval import LONGMEMEVAL as bench
-    args = runner.build_parser(bench).parse_args(["--keepdb", "--no-plain", "--as-of", "last-session", *rest])
+    args = runner.build_parser(bench).parse_args(
+        ["--keepdb", "--no-plain", "--as-of", "last-session", *rest]
+    )
     as_of_now = args.as_of == "now"
     conversations, ingested, _ = runner.prepare(bench, args)
     from retrieval.models import ChunkAccess
@@ -174,14 +214,22 @@ def main() -> None:
     cleared, _ = ChunkAccess.objects.filter(chunk__tenant_id=ingested.key.tenant_id).delete()
     print(f"access counts cleared: {cleared} rows", flush=True)
     questions = recall.questions_of(conversations, bench.categories)
-    print(f"{len(questions)} questions; {recall.halves_label(conversations, bench.unit)}; as of "
-          f"{'now' if as_of_now else 'each conversation last session start'}"
-          f"{'; messages only' if ours.turns_only or args.no_summaries else ''}", flush=True)
+    print(
+        f"{len(questions)} questions; {recall.halves_label(conversations, bench.unit)}; as of "
+        f"{'now' if as_of_now else 'each conversation last session start'}"
+        f"{'; messages only' if ours.turns_only or args.no_summaries else ''}",
+        flush=True,
+    )
     vectors = embed_queries([q.question["question"] for q in questions])
     variants = [v for v in ours.variants.split(",") if v]
-    figures, timings = evaluate(ingested, questions, vectors, variants,
-                                None if as_of_now else runner._as_of(conversations),
-                                ["event"] if ours.turns_only or args.no_summaries else None)
+    figures, timings = evaluate(
+        ingested,
+        questions,
+        vectors,
+        variants,
+        None if as_of_now else runner._as_of(conversations),
+        ["event"] if ours.turns_only or args.no_summaries else None,
+    )
     recall.print_comparison(figures)
     recall.print_table(figures, recall.bucket_order(bench.categories, figures))
     print("\n" + ", ".join(f"{k} {v:.1f}" for k, v in timings.items()))

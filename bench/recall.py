@@ -33,10 +33,16 @@ RUNS = {  # name: search options
     "hybrid-rrf": {"mode": "hybrid", "fusion": "rrf"},
     # Which conversations (group_by "session"): ten conversations, each with its best match; its
     # session@10 counts the conversations listed, a different list from the other runs' ten results.
-    "hybrid-sessions": {"mode": "hybrid", "fusion": "weighted", "group_by": "session", "hits_per_session": 1},
+    "hybrid-sessions": {
+        "mode": "hybrid",
+        "fusion": "weighted",
+        "group_by": "session",
+        "hits_per_session": 1,
+    },
 }
 METRICS = ("turn@5", "turn@10", "session@5", "session@10", "uniq@10")
-STRICT = ("all@5", "all@10")  # strict session recall_all@k, over the questions that are not abstentions
+# strict session recall_all@k, over the questions that are not abstentions
+STRICT = ("all@5", "all@10")
 Found = list[tuple[set[str], str]]  # per result, best first: (turn ids it holds, session id)
 
 
@@ -67,7 +73,8 @@ def halves_label(conversations: list[dict[str, Any]], unit: str) -> str:
 
 
 def abstention(question: dict[str, Any]) -> bool:
-    """A LongMemEval abstention question (its id ends in `_abs`): the haystack does not hold its answer."""
+    """A LongMemEval abstention question (its id ends in `_abs`): the haystack does not hold its
+    answer."""
     return str(question.get("question_id", "")).endswith("_abs")
 
 
@@ -94,13 +101,18 @@ class Scorer:
 
     def figures(self) -> dict[str, dict[str, float]]:
         return {
-            bucket: {"n": int(v["n"]), **{m: round(v[m] / v["n"], 3) for m in METRICS},
-                     **{m: round(v[m] / v["n_all"], 3) if v["n_all"] else 0.0 for m in STRICT}}
+            bucket: {
+                "n": int(v["n"]),
+                **{m: round(v[m] / v["n"], 3) for m in METRICS},
+                **{m: round(v[m] / v["n_all"], 3) if v["n_all"] else 0.0 for m in STRICT},
+            }
             for bucket, v in self.sums.items()
         }
 
 
-def _found(hits: list[Any], turn_at: dict[tuple[str, int], str], session_of: dict[str, str]) -> tuple[Found, int]:
+def _found(
+    hits: list[Any], turn_at: dict[tuple[str, int], str], session_of: dict[str, str]
+) -> tuple[Found, int]:
     found: Found = []
     summaries = 0
     for hit in hits:
@@ -109,7 +121,9 @@ def _found(hits: list[Any], turn_at: dict[tuple[str, int], str], session_of: dic
             summaries += 1
             found.append((set(), session_of[session]))
             continue
-        turns = {turn_at.get((session, s)) for s in {hit.chunk.sequence_start, hit.chunk.sequence_end}}
+        turns = {
+            turn_at.get((session, s)) for s in {hit.chunk.sequence_start, hit.chunk.sequence_end}
+        }
         found.append(({t for t in turns if t}, session_of[session]))
     return found, summaries
 
@@ -130,43 +144,71 @@ def new_sessions(ingested: Any, conversations: list[dict[str, Any]]) -> dict[str
     for conv in conversations:
         cid = conv["conversation_id"]
         out[cid] = NEW_SESSION.format(conversation=cid)
-        create_session(key=ingested.key, data=SessionInput(id=out[cid], channel=cid, user_id=common.owner(cid)),
-                       get_or_create=True)
+        create_session(
+            key=ingested.key,
+            data=SessionInput(id=out[cid], channel=cid, user_id=common.owner(cid)),
+            get_or_create=True,
+        )
     return out
 
 
-def _in_channel(key: Any, channels: dict[str, Any], q: Question, vector: list[float], as_of: Any,
-                options: dict[str, Any]) -> list[Any]:
+def _in_channel(
+    key: Any,
+    channels: dict[str, Any],
+    q: Question,
+    vector: list[float],
+    as_of: Any,
+    options: dict[str, Any],
+) -> list[Any]:
     """The question asked in its conversation's channel, as its user."""
     from retrieval.search import hybrid_search
 
     channel = channels[q.conversation_id]
     return hybrid_search(
-        tenant_id=key.tenant_id, query=q.question["question"], query_embedding=vector, scope="channel",
-        channel_ids=[channel.pk], workspace_ids=[channel.workspace_id], top_k=10,
-        user_id=common.owner(q.conversation_id) or None, as_of=as_of,
+        tenant_id=key.tenant_id,
+        query=q.question["question"],
+        query_embedding=vector,
+        scope="channel",
+        channel_ids=[channel.pk],
+        workspace_ids=[channel.workspace_id],
+        top_k=10,
+        user_id=common.owner(q.conversation_id) or None,
+        as_of=as_of,
         # The stand-in date is the last session's start: its later turns must stay in view.
-        history=False, **options,
+        history=False,
+        **options,
     )
 
 
-def _from_session(key: Any, session: str, q: Question, vector: list[float], as_of: Any,
-                  options: dict[str, Any]) -> list[Any]:
+def _from_session(
+    key: Any, session: str, q: Question, vector: list[float], as_of: Any, options: dict[str, Any]
+) -> list[Any]:
     """The question asked as POST /search/ asks it with only a session named (no scope, no user):
     the request the API builds (retrieval.scoping), run as the API runs it."""
     from retrieval.scoping import build_search_request
     from retrieval.search import run_search
 
-    data: dict[str, Any] = {"query": q.question["question"], "query_embedding": vector, "session": session,
-                            "top_k": 10, **options}
+    data: dict[str, Any] = {
+        "query": q.question["question"],
+        "query_embedding": vector,
+        "session": session,
+        "top_k": 10,
+        **options,
+    }
     if as_of is not None:
         data.update(as_of=as_of, history=False)
     return run_search(build_search_request(key, data))
 
 
-def evaluate(ingested: Any, questions: list[Question], vectors: list[list[float]], runs: list[str],
-             kinds: list[str] | None = None, as_of: dict[str, Any] | None = None,
-             sessions: dict[str, str] | None = None) -> tuple[dict[str, Any], dict[str, float]]:
+def evaluate(
+    ingested: Any,
+    questions: list[Question],
+    vectors: list[list[float]],
+    runs: list[str],
+    kinds: list[str] | None = None,
+    as_of: dict[str, Any] | None = None,
+    sessions: dict[str, str] | None = None,
+) -> tuple[dict[str, Any], dict[str, float]]:
     """Ask every question through retrieval.search in its conversation's channel (`as_of`: the
     moment each conversation's questions are asked at; the search's now without), or with
     `sessions` (new_sessions) from that new session with default parameters: runs named
@@ -194,11 +236,18 @@ def evaluate(ingested: Any, questions: list[Question], vectors: list[list[float]
             summary_hits += summaries
             scorer.add(q, found)
             evidence = set(q.question["evidence_session_ids"])
-            PER_QUESTION.append({"run": run, "conversation": q.conversation_id, "buckets": list(q.buckets),
-                                 "question": q.question["question"], "evidence_sessions": sorted(evidence),
-                                 "found_sessions": [s for _, s in found[:10]],
-                                 "evidence_turns": sorted(q.question["evidence_turn_ids"]),
-                                 "found_turns": [sorted(t) for t, _ in found[:10]]})
+            PER_QUESTION.append(
+                {
+                    "run": run,
+                    "conversation": q.conversation_id,
+                    "buckets": list(q.buckets),
+                    "question": q.question["question"],
+                    "evidence_sessions": sorted(evidence),
+                    "found_sessions": [s for _, s in found[:10]],
+                    "evidence_turns": sorted(q.question["evidence_turn_ids"]),
+                    "found_turns": [sorted(t) for t, _ in found[:10]],
+                }
+            )
         timings[f"{run}_ms_per_query"] = 1000 * (time.perf_counter() - started) / n
         timings[f"{run}_summary_hits_per_query"] = summary_hits / n
         figures[run] = scorer.figures()
@@ -214,30 +263,51 @@ def bucket_order(categories: dict[str, str], figures: dict[str, Any]) -> list[st
 
 def print_table(figures: dict[str, Any], buckets: list[str], flush: bool = False) -> None:
     """One markdown table: a row per run and bucket."""
-    print("\n| run | bucket | n | turn@5 | turn@10 | session@5 | session@10 | all@5 | all@10 | uniq@10 |")
+    print(
+        "\n| run | bucket | n | turn@5 | turn@10 | session@5 | session@10 | all@5 | all@10 |"
+        " uniq@10 |"
+    )
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for run, per in figures.items():
         for b in buckets:
             if b in per:
                 v = per[b]
-                print(f"| {run} | {b} | {v['n']} | {v['turn@5']:.3f} | {v['turn@10']:.3f} | "
-                      f"{v['session@5']:.3f} | {v['session@10']:.3f} | {v.get('all@5', 0.0):.3f} | "
-                      f"{v.get('all@10', 0.0):.3f} | {v['uniq@10']:.1f} |", flush=flush)
+                print(
+                    f"| {run} | {b} | {v['n']} | {v['turn@5']:.3f} | {v['turn@10']:.3f} | "
+                    f"{v['session@5']:.3f} | {v['session@10']:.3f} | {v.get('all@5', 0.0):.3f} | "
+                    f"{v.get('all@10', 0.0):.3f} | {v['uniq@10']:.1f} |",
+                    flush=flush,
+                )
 
 
 def print_comparison(figures: dict[str, Any]) -> None:
-    """Every run side by side: overall and per half, turn@10, session@10 and strict all@5 / all@10."""
-    print("\n| run | turn@5 | turn@10 | session@5 | session@10 | all@5 | all@10 | half 1 turn@10 | half 1 session@10 "
-          "| half 1 all@5 / @10 | half 2 turn@10 | half 2 session@10 | half 2 all@5 / @10 | uniq@10 |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    """Every run side by side: overall and per half, turn@10, session@10 and strict all@5 /
+    all@10."""
+    print(
+        "\n| run | turn@5 | turn@10 | session@5 | session@10 | all@5 | all@10 | half 1 turn@10 |"
+        " half 1 session@10 | half 1 all@5 / @10 | half 2 turn@10 | half 2 session@10 | half 2"
+        " all@5 / @10 | uniq@10 |"
+    )
+    print(
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---:"
+        " | ---: |"
+    )
     for run, per in figures.items():
         o, h1, h2 = per["overall"], per.get("half 1", {}), per.get("half 2", {})
         halves = " | ".join(
-            (f"{h['turn@10']:.3f} | {h['session@10']:.3f} | {h.get('all@5', 0.0):.3f} / {h.get('all@10', 0.0):.3f}"
-             if h else "- | - | -") for h in (h1, h2))
-        print(f"| {run} | {o['turn@5']:.3f} | {o['turn@10']:.3f} | {o['session@5']:.3f} | "
-              f"{o['session@10']:.3f} | {o.get('all@5', 0.0):.3f} | {o.get('all@10', 0.0):.3f} | {halves} | "
-              f"{o['uniq@10']:.1f} |")
+            (
+                f"{h['turn@10']:.3f} | {h['session@10']:.3f} | {h.get('all@5', 0.0):.3f} /"
+                f" {h.get('all@10', 0.0):.3f}"
+                if h
+                else "- | - | -"
+            )
+            for h in (h1, h2)
+        )
+        print(
+            f"| {run} | {o['turn@5']:.3f} | {o['turn@10']:.3f} | {o['session@5']:.3f} |"
+            f" {o['session@10']:.3f} | {o.get('all@5', 0.0):.3f} | {o.get('all@10', 0.0):.3f} |"
+            f" {halves} | {o['uniq@10']:.1f} |"
+        )
 
 
 if __name__ == "__main__":
@@ -249,5 +319,8 @@ if __name__ == "__main__":
 
     benches = {"locomo": LOCOMO, "longmemeval": LONGMEMEVAL}
     if len(sys.argv) < 2 or sys.argv[1] not in benches:
-        sys.exit("usage: bench/recall.py locomo|longmemeval [that benchmark's options, e.g. --from-new-session]")
+        sys.exit(
+            "usage: bench/recall.py locomo|longmemeval [that benchmark's options, e.g."
+            " --from-new-session]"
+        )
     main(benches[sys.argv.pop(1)])

@@ -1,6 +1,6 @@
-"""Building blocks of the scale benches (bench/search.py --chunks N, bench/tenants.py): embedding-like
-vectors without a model per row, a bulk loader, index builds with their time and size, and the
-recall of HNSW candidates against exact search.
+"""Building blocks of the scale benches (bench/search.py --chunks N, bench/tenants.py):
+embedding-like vectors without a model per row, a bulk loader, index builds with their time and
+size, and the recall of HNSW candidates against exact search.
 
 Vectors. Every unique LoCoMo turn is embedded once with the real MiniLM (cached in
 bench/results/cache/). Row r carries turn i = r mod U (U = 5,882 unique turns) and, for the first
@@ -29,9 +29,12 @@ import numpy as np
 
 CACHE = Path(__file__).resolve().parent / "results" / "cache"
 BATCH = 50_000  # rows per COPY statement (each one fires the statistics triggers once)
-COLUMNS = ("tenant_id, kind, source_id, session_id, workspace_id, channel_id, tier, lifetime, user_id, role, agent, "
-           "tags, sequence_start, sequence_end, text, context, content_hash, metadata, importance, "
-           "created_at, indexed_at, embedding, embedding_model, embedding_error, embedding_attempts")
+COLUMNS = (
+    "tenant_id, kind, source_id, session_id, workspace_id, channel_id, tier, lifetime, user_id,"
+    " role, agent, tags, sequence_start, sequence_end, text, context, content_hash, metadata,"
+    " importance, created_at, indexed_at, embedding, embedding_model, embedding_error,"
+    " embedding_attempts"
+)
 
 
 def base_vectors(turns: list[str]) -> np.ndarray:
@@ -45,8 +48,13 @@ def base_vectors(turns: list[str]) -> np.ndarray:
     if path.exists():
         return np.load(path)
     started = time.perf_counter()
-    encoder = query_encoder()  # ONNX when prepared: the same vectors as torch (cosine ≥ 0.999), faster
-    vectors = encoder.encode(turns) if encoder is not None else np.asarray(embedder.embed(turns), np.float32)
+    # ONNX when prepared: the same vectors as torch (cosine ≥ 0.999), faster
+    encoder = query_encoder()
+    vectors = (
+        encoder.encode(turns)
+        if encoder is not None
+        else np.asarray(embedder.embed(turns), np.float32)
+    )
     vectors = np.asarray(vectors, dtype=np.float32)
     print(f"embedded {len(turns)} unique texts in {time.perf_counter() - started:.1f} s")
     CACHE.mkdir(parents=True, exist_ok=True)
@@ -70,10 +78,16 @@ class VectorMaker:
         if k:
             noise = self.rng.normal(0, 0.01, (k, dims)).astype(np.float32)
             if self.kind == "blend":
-                shares = -np.sort(-self.rng.dirichlet((1.0, 1.0, 1.0), k).astype(np.float32), axis=1)
+                shares = -np.sort(
+                    -self.rng.dirichlet((1.0, 1.0, 1.0), k).astype(np.float32), axis=1
+                )
                 others = self.base[self.rng.integers(0, n_base, (k, 2))]
-                out[copies] = (shares[:, :1] * out[copies] + shares[:, 1:2] * others[:, 0]
-                               + shares[:, 2:] * others[:, 1] + noise)
+                out[copies] = (
+                    shares[:, :1] * out[copies]
+                    + shares[:, 1:2] * others[:, 0]
+                    + shares[:, 2:] * others[:, 1]
+                    + noise
+                )
             elif self.kind == "mixed":
                 other = self.base[self.rng.integers(0, n_base, k)]
                 weight = self.rng.uniform(0.2, 0.5, (k, 1)).astype(np.float32)
@@ -93,11 +107,46 @@ def copy_rows(cursor: Any, rows: list[tuple[Any, ...]]) -> None:
             copy.write_row(row)
 
 
-def chunk_row(*, tenant_id: int, session_id: int, workspace_id: int, channel_id: int, user_id: str, sequence: int,
-              text: str, digest: str, vector: np.ndarray, model: str) -> tuple[Any, ...]:
-    return (tenant_id, "event", "", session_id, workspace_id, channel_id, "conversation", "conversation", user_id,
-            "user", "", "{}", sequence, sequence, text, "", digest, '{"schema_version": 1}', 0.5,
-            "2024-01-01T00:00:00Z", "2024-01-01T00:00:00Z", vector_text(vector), model, "", 1)
+def chunk_row(
+    *,
+    tenant_id: int,
+    session_id: int,
+    workspace_id: int,
+    channel_id: int,
+    user_id: str,
+    sequence: int,
+    text: str,
+    digest: str,
+    vector: np.ndarray,
+    model: str,
+) -> tuple[Any, ...]:
+    return (
+        tenant_id,
+        "event",
+        "",
+        session_id,
+        workspace_id,
+        channel_id,
+        "conversation",
+        "conversation",
+        user_id,
+        "user",
+        "",
+        "{}",
+        sequence,
+        sequence,
+        text,
+        "",
+        digest,
+        '{"schema_version": 1}',
+        0.5,
+        "2024-01-01T00:00:00Z",
+        "2024-01-01T00:00:00Z",
+        vector_text(vector),
+        model,
+        "",
+        1,
+    )
 
 
 def drop_search_indexes(cursor: Any) -> None:
@@ -113,12 +162,16 @@ def build_indexes(cursor: Any, maintenance_mb: int = 2048) -> dict[str, Any]:
     cursor.execute(f"SET maintenance_work_mem = '{maintenance_mb}MB'")
     cursor.execute("SET max_parallel_maintenance_workers = 1")
     started = time.perf_counter()
-    cursor.execute("CREATE INDEX chunk_search_vector ON retrieval_chunk USING gin (search_vector) "
-                   "WITH (fastupdate = off)")
+    cursor.execute(
+        "CREATE INDEX chunk_search_vector ON retrieval_chunk USING gin (search_vector) "
+        "WITH (fastupdate = off)"
+    )
     out["gin_build_s"] = round(time.perf_counter() - started, 1)
     started = time.perf_counter()
-    cursor.execute("CREATE INDEX chunk_embedding_hnsw ON retrieval_chunk USING hnsw "
-                   "(embedding halfvec_cosine_ops) WITH (m = 16, ef_construction = 64)")
+    cursor.execute(
+        "CREATE INDEX chunk_embedding_hnsw ON retrieval_chunk USING hnsw "
+        "(embedding halfvec_cosine_ops) WITH (m = 16, ef_construction = 64)"
+    )
     out["hnsw_build_s"] = round(time.perf_counter() - started, 1)
     from retrieval.termstats import compact
 
@@ -128,31 +181,48 @@ def build_indexes(cursor: Any, maintenance_mb: int = 2048) -> dict[str, Any]:
     cursor.execute("VACUUM ANALYZE retrieval_chunk")
     cursor.execute("VACUUM FULL ANALYZE retrieval_termstat")  # the size a compacted table has
     cursor.execute("VACUUM FULL ANALYZE retrieval_scopesize")
-    cursor.execute("SELECT pg_table_size('retrieval_chunk'), pg_relation_size('chunk_embedding_hnsw'), "
-                   "pg_relation_size('chunk_search_vector'), pg_total_relation_size('retrieval_termstat') "
-                   "+ pg_total_relation_size('retrieval_scopesize')")
+    cursor.execute(
+        "SELECT pg_table_size('retrieval_chunk'), pg_relation_size('chunk_embedding_hnsw'), "
+        "pg_relation_size('chunk_search_vector'), pg_total_relation_size('retrieval_termstat') "
+        "+ pg_total_relation_size('retrieval_scopesize')"
+    )
     table, hnsw, gin, stats = cursor.fetchone()
-    out.update(table_mb=round(table / 2**20), hnsw_mb=round(hnsw / 2**20), gin_mb=round(gin / 2**20),
-               statistics_mb=round(stats / 2**20))
+    out.update(
+        table_mb=round(table / 2**20),
+        hnsw_mb=round(hnsw / 2**20),
+        gin_mb=round(gin / 2**20),
+        statistics_mb=round(stats / 2**20),
+    )
     print("indexes:", out)
     return out
 
 
-def recall(cursor: Any, tenant_id: int, model: str, queries: list[np.ndarray], where: str = "c.tenant_id = %s",
-           params: list[Any] | None = None, ef_values: tuple[int, ...] = (40, 100, 200, 400),
-           limit: int = 100) -> dict[str, Any]:
+def recall(
+    cursor: Any,
+    tenant_id: int,
+    model: str,
+    queries: list[np.ndarray],
+    where: str = "c.tenant_id = %s",
+    params: list[Any] | None = None,
+    ef_values: tuple[int, ...] = (40, 100, 200, 400),
+    limit: int = 100,
+) -> dict[str, Any]:
     """Recall@10 and @limit of the HNSW candidate query (ordered by the index, as search's HNSW
     branch) against exact search (the same query with the index made unusable), per ef_search,
     with the HNSW query's p50/p95 in ms."""
     from django.db import transaction
 
     params = [tenant_id] if params is None else params
-    base = (f"SELECT c.id FROM retrieval_chunk c WHERE {where} AND c.embedding IS NOT NULL "
-            "AND c.embedding_model = %s ORDER BY {order} LIMIT %s")
+    base = (
+        f"SELECT c.id FROM retrieval_chunk c WHERE {where} AND c.embedding IS NOT NULL "
+        "AND c.embedding_model = %s ORDER BY {order} LIMIT %s"
+    )
     texts = [vector_text(q) for q in queries]
     exact = []
     for text in texts:  # "+ 0": the ORDER BY no longer matches the index, so every row is compared
-        cursor.execute(base.format(order="(c.embedding <=> %s::halfvec) + 0"), [*params, model, text, limit])
+        cursor.execute(
+            base.format(order="(c.embedding <=> %s::halfvec) + 0"), [*params, model, text, limit]
+        )
         exact.append([r[0] for r in cursor.fetchall()])
     out: dict[str, Any] = {}
     for ef in ef_values:
@@ -161,15 +231,19 @@ def recall(cursor: Any, tenant_id: int, model: str, queries: list[np.ndarray], w
             with transaction.atomic():
                 cursor.execute(f"SET LOCAL hnsw.ef_search = {ef}")
                 started = time.perf_counter()
-                cursor.execute(base.format(order="c.embedding <=> %s::halfvec"), [*params, model, text, limit])
+                cursor.execute(
+                    base.format(order="c.embedding <=> %s::halfvec"), [*params, model, text, limit]
+                )
                 found = [r[0] for r in cursor.fetchall()]
                 times.append(1000 * (time.perf_counter() - started))
             hits10.append(len(set(found[:10]) & set(truth[:10])) / max(1, min(10, len(truth))))
             hits_all.append(len(set(found) & set(truth)) / max(1, len(truth)))
-        out[f"ef{ef}"] = {"recall@10": round(statistics.mean(hits10), 4),
-                          f"recall@{limit}": round(statistics.mean(hits_all), 4),
-                          "p50_ms": round(statistics.median(times), 2),
-                          "p95_ms": round(sorted(times)[int(0.95 * (len(times) - 1))], 2)}
+        out[f"ef{ef}"] = {
+            "recall@10": round(statistics.mean(hits10), 4),
+            f"recall@{limit}": round(statistics.mean(hits_all), 4),
+            "p50_ms": round(statistics.median(times), 2),
+            "p95_ms": round(sorted(times)[int(0.95 * (len(times) - 1))], 2),
+        }
     print("recall:", out)
     return out
 

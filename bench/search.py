@@ -7,8 +7,8 @@
 
 The corpus is LoCoMo's turns (../shared/bench-data) repeated to --chunks rows: each unique text
 is embedded once with the real model and its copies get vectors made from it (bench/scale.py:
-"perturbed", run F's data, "mixed" or "blend", embedding-like and all distinct). Rows go in with COPY
-(50k per statement, the statistics triggers firing per statement); the GIN and HNSW indexes are
+"perturbed", run F's data, "mixed" or "blend", embedding-like and all distinct). Rows go in with
+COPY (50k per statement, the statistics triggers firing per statement); the GIN and HNSW indexes are
 built afterwards (times and sizes printed). --recall N compares the HNSW candidates of N queries
 with exact search per ef_search.
 
@@ -22,7 +22,7 @@ Figures, per mode (text, vector, hybrid weighted, hybrid rrf), p50/p95 in ms:
   embedding and the statements alone (this process and its backend), and their ratio.
 Then background embedding throughput: backfill_embeddings() (what the cluster task runs) against
 the raw model's encode() on the same texts.
-"""
+"""  # noqa: E501
 
 from __future__ import annotations
 
@@ -54,29 +54,52 @@ DB_NAME = "bench_search"
 
 
 def parse_args() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--chunks", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--port", type=int, default=0, help="0: a free port")
-    parser.add_argument("--server", choices=["asgi", "wsgi"], default="asgi",
-                        help="asgi: as `manage.py run` serves (uvicorn workers); wsgi: gthread, as it once served")
-    parser.add_argument("--ef", default="40,100,200,400", help="ef_search values of the --recall measurement")
+    parser.add_argument(
+        "--server",
+        choices=["asgi", "wsgi"],
+        default="asgi",
+        help="asgi: as `manage.py run` serves (uvicorn workers); wsgi: gthread, as it once served",
+    )
+    parser.add_argument(
+        "--ef", default="40,100,200,400", help="ef_search values of the --recall measurement"
+    )
     parser.add_argument("--vectors", choices=["perturbed", "mixed", "blend"], default="perturbed")
-    parser.add_argument("--recall", type=int, default=0, metavar="N", help="recall of HNSW vs exact on N queries")
+    parser.add_argument(
+        "--recall", type=int, default=0, metavar="N", help="recall of HNSW vs exact on N queries"
+    )
     parser.add_argument("--no-http", action="store_true")
-    parser.add_argument("--only-build", action="store_true", help="build the data and stop (with --keepdb)")
+    parser.add_argument(
+        "--only-build", action="store_true", help="build the data and stop (with --keepdb)"
+    )
     parser.add_argument("--db", default=DB_NAME, help="the bench database's name")
     parser.add_argument("--no-embedding-throughput", action="store_true")
     parser.add_argument("--web-workers", type=int, default=2)
     parser.add_argument("--embed-sample", type=int, default=1000)
     parser.add_argument("--keepdb", action="store_true")
-    parser.add_argument("--only-embedding", type=int, default=0, metavar="N",
-                        help="measure only background embedding, N times (median ratio), no search")
+    parser.add_argument(
+        "--only-embedding",
+        type=int,
+        default=0,
+        metavar="N",
+        help="measure only background embedding, N times (median ratio), no search",
+    )
     parser.add_argument("--json", type=Path, default=None)
-    parser.add_argument("--curve", default="", metavar="N,N,...",
-                        help="the scale curve in one run: each size in turn (a database each, bench_search_<N>), "
-                             "then hybrid p95 and the CPU ratio per size against the first")
+    parser.add_argument(
+        "--curve",
+        default="",
+        metavar="N,N,...",
+        help=(
+            "the scale curve in one run: each size in turn (a database each, bench_search_<N>), "
+            "then hybrid p95 and the CPU ratio per size against the first"
+        ),
+    )
     return parser.parse_args()
 
 
@@ -94,10 +117,10 @@ def setup_django(db_name: str = DB_NAME) -> None:
 
     ensure_running()
     django.setup()
-    # The ONNX export and its int8 copy, made in the data folder as `manage.py run` makes them before
-    # its workers start: without them (a fresh checkout where `make run` never ran) the in-process
-    # figures and the web workers fall back to torch (stop 29: hybrid HTTP p95 38 ms and 690 MB
-    # web workers, against 20 ms and 250 MB with the prepared model).
+    # The ONNX export and its int8 copy, made in the data folder as `manage.py run` makes them
+    # before its workers start: without them (a fresh checkout where `make run` never ran) the
+    # in-process figures and the web workers fall back to torch (stop 29: hybrid HTTP p95 38 ms and
+    # 690 MB web workers, against 20 ms and 250 MB with the prepared model).
     from retrieval.minilm_runtimes import ensure_prepared
 
     ensure_prepared()
@@ -109,10 +132,13 @@ def pct(values: list[float], q: float) -> float:
 
 
 def summary(values: list[float]) -> dict[str, float]:
-    """Median, p95 and p99 (of 100 queries, their second slowest: a question or two that is always slow,
-    which p95 hides)."""
-    return {"p50": round(statistics.median(values), 2), "p95": round(pct(values, 0.95), 2),
-            "p99": round(pct(values, 0.99), 2)}
+    """Median, p95 and p99 (of 100 queries, their second slowest: a question or two that is always
+    slow, which p95 hides)."""
+    return {
+        "p50": round(statistics.median(values), 2),
+        "p95": round(pct(values, 0.95), 2),
+        "p99": round(pct(values, 0.99), 2),
+    }
 
 
 def load_corpus() -> tuple[list[str], list[str]]:
@@ -148,10 +174,17 @@ def populate(n_chunks: int, turns: list[str], vectors: str) -> tuple[Any, str, d
     workspace = Workspace.get_default(tenant)
     channels = [Channel.get_named(workspace, f"topic-{i}") for i in range(20)]
     per_session = 100
-    sessions = Session.objects.bulk_create([
-        Session(tenant=tenant, workspace=workspace, channel=channels[i % len(channels)], external_id=f"bench-{i}")
-        for i in range((n_chunks + per_session - 1) // per_session)
-    ])
+    sessions = Session.objects.bulk_create(
+        [
+            Session(
+                tenant=tenant,
+                workspace=workspace,
+                channel=channels[i % len(channels)],
+                external_id=f"bench-{i}",
+            )
+            for i in range((n_chunks + per_session - 1) // per_session)
+        ]
+    )
     maker = scale.VectorMaker(scale.base_vectors(turns), vectors)
     model = get_embedder().name
     started = time.perf_counter()
@@ -159,11 +192,24 @@ def populate(n_chunks: int, turns: list[str], vectors: str) -> tuple[Any, str, d
         scale.drop_search_indexes(cursor)
         for start in range(0, n_chunks, scale.BATCH):
             block = maker.block(start, min(scale.BATCH, n_chunks - start))
-            scale.copy_rows(cursor, [scale.chunk_row(
-                tenant_id=tenant.pk, session_id=sessions[i // per_session].pk, workspace_id=workspace.pk,
-                channel_id=sessions[i // per_session].channel_id, user_id="", sequence=i % per_session + 1,
-                text=turns[i % len(turns)], digest=f"{i:064x}", vector=block[i - start], model=model,
-            ) for i in range(start, start + len(block))])
+            scale.copy_rows(
+                cursor,
+                [
+                    scale.chunk_row(
+                        tenant_id=tenant.pk,
+                        session_id=sessions[i // per_session].pk,
+                        workspace_id=workspace.pk,
+                        channel_id=sessions[i // per_session].channel_id,
+                        user_id="",
+                        sequence=i % per_session + 1,
+                        text=turns[i % len(turns)],
+                        digest=f"{i:064x}",
+                        vector=block[i - start],
+                        model=model,
+                    )
+                    for i in range(start, start + len(block))
+                ],
+            )
         load_s = round(time.perf_counter() - started, 1)
         print(f"copied {n_chunks} rows in {load_s} s")
         built = scale.build_indexes(cursor)
@@ -185,31 +231,64 @@ def serving_cpu(server_pid: int) -> Callable[[], float]:
     return probe
 
 
-def start_server(port: int, workers: int, db_name: str = DB_NAME, server: str = "asgi") -> subprocess.Popen[bytes]:
+def start_server(
+    port: int, workers: int, db_name: str = DB_NAME, server: str = "asgi"
+) -> subprocess.Popen[bytes]:
     """The web server as `manage.py run` starts it (`asgi`: gunicorn with uvicorn workers and a
     connection pool), or as it once served (`wsgi`: gunicorn gthread, 4 threads a worker)."""
     from django.conf import settings
 
     base = settings.DATABASES["default"]
     url = f"postgresql://{base['USER']}@/{db_name}?host={base['HOST']}"
-    env = {**os.environ, "DATABASE_URL": url, "SECRET_KEY": "bench", "MEMORYHUB_EMBEDDER": "minilm",
-           "MEMORYHUB_EMBED_THREADS": "1", "LOG_LEVEL": "WARNING", "DB_POOL": "true"}
+    env = {
+        **os.environ,
+        "DATABASE_URL": url,
+        "SECRET_KEY": "bench",
+        "MEMORYHUB_EMBEDDER": "minilm",
+        "MEMORYHUB_EMBED_THREADS": "1",
+        "LOG_LEVEL": "WARNING",
+        "DB_POOL": "true",
+    }
     if server == "asgi":
-        app, worker = ["memoryhub.plumbing.asgi:application"], ["--worker-class", "memoryhub.plumbing.webserver.Worker"]
+        app, worker = (
+            ["memoryhub.plumbing.asgi:application"],
+            ["--worker-class", "memoryhub.plumbing.webserver.Worker"],
+        )
     else:
-        app, worker = ["memoryhub.plumbing.wsgi:application"], ["--worker-class", "gthread", "--threads", "4"]
+        app, worker = (
+            ["memoryhub.plumbing.wsgi:application"],
+            ["--worker-class", "gthread", "--threads", "4"],
+        )
         env["DB_POOL"] = "false"
     process = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", *app, "--bind", f"127.0.0.1:{port}",
-         "--config", "python:memoryhub.plumbing.gunicorn_conf", "--workers", str(workers), *worker, "--log-level", "warning"],
-        env=env, cwd=ROOT, start_new_session=True,
+        [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            *app,
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--config",
+            "python:memoryhub.plumbing.gunicorn_conf",
+            "--workers",
+            str(workers),
+            *worker,
+            "--log-level",
+            "warning",
+        ],
+        env=env,
+        cwd=ROOT,
+        start_new_session=True,
     )
     import requests
 
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         try:  # the first request imports Django in the worker: give it time on a busy machine
-            if requests.get(f"http://127.0.0.1:{port}/api/v1/health/", timeout=15).status_code == 200:
+            if (
+                requests.get(f"http://127.0.0.1:{port}/api/v1/health/", timeout=15).status_code
+                == 200
+            ):
                 return process
         except requests.RequestException:
             time.sleep(0.5)
@@ -227,7 +306,8 @@ def stop_server(process: subprocess.Popen[bytes]) -> None:
 
 
 def curve(args: argparse.Namespace) -> None:
-    """Each size measured by this script in a process of its own, one after the other, then one table."""
+    """Each size measured by this script in a process of its own, one after the other, then one
+    table."""
     import tempfile
 
     sizes = [int(n) for n in args.curve.split(",")]
@@ -235,22 +315,47 @@ def curve(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for size in sizes:
             out = Path(tmp) / f"{size}.json"
-            command = [sys.executable, __file__, "--chunks", str(size), "--db", f"{args.db}_{size}", "--json", str(out),
-                       "--vectors", args.vectors, "--queries", str(args.queries), "--clients", str(args.clients),
-                       "--web-workers", str(args.web_workers), "--no-embedding-throughput",
-                       *(["--keepdb"] if args.keepdb else [])]
+            command = [
+                sys.executable,
+                __file__,
+                "--chunks",
+                str(size),
+                "--db",
+                f"{args.db}_{size}",
+                "--json",
+                str(out),
+                "--vectors",
+                args.vectors,
+                "--queries",
+                str(args.queries),
+                "--clients",
+                str(args.clients),
+                "--web-workers",
+                str(args.web_workers),
+                "--no-embedding-throughput",
+                *(["--keepdb"] if args.keepdb else []),
+            ]
             print(f"\n== {size:,} chunks", flush=True)
             subprocess.run(command, check=True)
             rows.append((size, json.loads(out.read_text())))
     first = rows[0][1]["http"]["hybrid"]["single"]["p95"]
-    print(f"\nScale curve, one tenant, {args.vectors} vectors, hybrid, single client (ms; ratio: p95 against {sizes[0]:,}):")
-    print("| chunks | HTTP p50 / p95 | p95 ratio | raw SQL p95 | p95 / (embedding + SQL) | CPU ms a search, HTTP / floor |")
+    print(
+        f"\nScale curve, one tenant, {args.vectors} vectors, hybrid, single client (ms; ratio: p95"
+        f" against {sizes[0]:,}):"
+    )
+    print(
+        "| chunks | HTTP p50 / p95 | p95 ratio | raw SQL p95 | p95 / (embedding + SQL) | CPU ms a"
+        " search, HTTP / floor |"
+    )
     print("| ---: | ---: | ---: | ---: | ---: | ---: |")
     for size, r in rows:
         http, raw = r["http"]["hybrid"], r["in_process"]["hybrid"]
         floor = raw["raw_sql_cpu_ms"] + r["in_process"]["embedding_cpu_ms"]
-        print(f"| {size:,} | {http['single']['p50']} / {http['single']['p95']} | {http['single']['p95'] / first:.2f} | "
-              f"{raw['raw_sql']['p95']} | {http['p95_ratio_to_floor']} | {http.get('cpu_ms')} / {floor:.2f} |")
+        print(
+            f"| {size:,} | {http['single']['p50']} / {http['single']['p95']} |"
+            f" {http['single']['p95'] / first:.2f} | {raw['raw_sql']['p95']} |"
+            f" {http['p95_ratio_to_floor']} | {http.get('cpu_ms')} / {floor:.2f} |"
+        )
 
 
 def main() -> None:
@@ -258,7 +363,8 @@ def main() -> None:
     if args.curve:
         curve(args)
         return
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # run the cleanup below on `timeout`/kill
+    # run the cleanup below on `timeout`/kill
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     setup_django(args.db)
     import scale
     from django.conf import settings
@@ -276,32 +382,48 @@ def main() -> None:
     questions = random.sample(questions, min(args.queries, len(questions)))
     # serialize=False: a test database is serialised into memory for test rollbacks; at 1M rows that
     # alone took every gigabyte of the machine.
-    connection.creation.create_test_db(verbosity=0, autoclobber=not args.keepdb, keepdb=args.keepdb, serialize=False)
+    connection.creation.create_test_db(
+        verbosity=0, autoclobber=not args.keepdb, keepdb=args.keepdb, serialize=False
+    )
     server = None
-    results: dict[str, Any] = {"chunks": args.chunks, "queries": len(questions), "vectors": args.vectors,
-                               "load_average_start": scale.load_average()}
+    results: dict[str, Any] = {
+        "chunks": args.chunks,
+        "queries": len(questions),
+        "vectors": args.vectors,
+        "load_average_start": scale.load_average(),
+    }
     try:
-        tenant, raw_key, results["build"] = populate(args.chunks, turns[: args.chunks], args.vectors)
+        tenant, raw_key, results["build"] = populate(
+            args.chunks, turns[: args.chunks], args.vectors
+        )
         if args.only_build:
             return
         if args.only_embedding:
-            runs = [measure_embedding_throughput(tenant, turns, args.embed_sample) for _ in range(args.only_embedding)]
+            runs = [
+                measure_embedding_throughput(tenant, turns, args.embed_sample)
+                for _ in range(args.only_embedding)
+            ]
             for run in runs:
                 print("background embedding:", run)
             print("median ratio:", statistics.median(r["ratio"] for r in runs))
             return
         if args.recall:
-            results["recall"] = measure_recall(tenant, questions[: args.recall], tuple(int(x) for x in args.ef.split(",")))
+            results["recall"] = measure_recall(
+                tenant, questions[: args.recall], tuple(int(x) for x in args.ef.split(","))
+            )
         if not args.no_embedding_throughput:
-            results["embedding_throughput"] = measure_embedding_throughput(tenant, turns, args.embed_sample)
+            results["embedding_throughput"] = measure_embedding_throughput(
+                tenant, turns, args.embed_sample
+            )
             print("background embedding:", results["embedding_throughput"])
         results["in_process"] = measure_in_process(tenant, questions)
         connection.close()
         if not args.no_http:
             port = args.port or free_port()
             server = start_server(port, args.web_workers, args.db, args.server)
-            results["http"] = measure_http(port, raw_key, questions, args.clients, args.web_workers,
-                                           serving_cpu(server.pid))
+            results["http"] = measure_http(
+                port, raw_key, questions, args.clients, args.web_workers, serving_cpu(server.pid)
+            )
             results["web_worker_rss_mb"] = worker_rss_mb(server.pid)
         results["load_average_end"] = scale.load_average()
         report(results, args.clients)
@@ -329,7 +451,9 @@ def worker_rss_mb(master_pid: int) -> list[float]:
     out = []
     for pid in children:
         status = Path(f"/proc/{pid}/status").read_text()
-        rss_kb = int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmRSS:")))
+        rss_kb = int(
+            next(line.split()[1] for line in status.splitlines() if line.startswith("VmRSS:"))
+        )
         out.append(round(rss_kb / 1024, 1))
     return out
 

@@ -34,7 +34,9 @@ def search_client(port: int) -> Callable[[dict[str, Any], str], float]:
         for attempt in (1, 2):
             started = time.perf_counter()
             try:
-                local.http.request("POST", "/api/v1/search/", body=json.dumps(body), headers=headers)
+                local.http.request(
+                    "POST", "/api/v1/search/", body=json.dumps(body), headers=headers
+                )
                 response = local.http.getresponse()
                 break
             except (http.client.HTTPException, ConnectionError):
@@ -52,8 +54,14 @@ def search_client(port: int) -> Callable[[dict[str, Any], str], float]:
     return post
 
 
-def measure_http(port: int, raw_key: str, questions: list[str], clients: int, workers: int,
-                 probe: Callable[[], float] | None = None) -> dict[str, Any]:
+def measure_http(
+    port: int,
+    raw_key: str,
+    questions: list[str],
+    clients: int,
+    workers: int,
+    probe: Callable[[], float] | None = None,
+) -> dict[str, Any]:
     post = search_client(port)
 
     def one(body: dict[str, Any]) -> float:
@@ -61,22 +69,36 @@ def measure_http(port: int, raw_key: str, questions: list[str], clients: int, wo
 
     with ThreadPoolExecutor(workers * 4) as pool:  # load the model in every worker first
         list(pool.map(one, [{"query": q, "mode": "hybrid"} for q in questions[: workers * 8]]))
-    plan = {name: [{"query": q, "top_k": 10, **options} for q in questions] for name, options in MODES.items()}
+    plan = {
+        name: [{"query": q, "top_k": 10, **options} for q in questions]
+        for name, options in MODES.items()
+    }
     cpu: dict[str, float] = {}
     singles = single_then_concurrent(plan, one, clients, probe, cpu)
-    return {name: {"single": summary(single), f"{clients}_clients": summary(concurrent), "throughput_qps": qps,
-                   **({"cpu_ms": cpu[name]} if name in cpu else {})}
-            for name, (single, concurrent, qps) in singles.items()}
+    return {
+        name: {
+            "single": summary(single),
+            f"{clients}_clients": summary(concurrent),
+            "throughput_qps": qps,
+            **({"cpu_ms": cpu[name]} if name in cpu else {}),
+        }
+        for name, (single, concurrent, qps) in singles.items()
+    }
 
 
 # The web workers write the access counts of what searches returned every
-# memoryhub.plumbing.counters.FLUSH_SECONDS (10): a write of thousands of rows after a concurrent phase.
+# memoryhub.plumbing.counters.FLUSH_SECONDS (10): a write of thousands of rows after a concurrent
+# phase.
 FLUSHED_AFTER_S = 11.0
 
 
-def single_then_concurrent(plan: dict[str, list[Any]], one: Callable[[Any], float], clients: int,
-                           probe: Callable[[], float] | None = None, cpu: dict[str, float] | None = None,
-                           ) -> dict[str, tuple[list[float], list[float], float]]:
+def single_then_concurrent(
+    plan: dict[str, list[Any]],
+    one: Callable[[Any], float],
+    clients: int,
+    probe: Callable[[], float] | None = None,
+    cpu: dict[str, float] | None = None,
+) -> dict[str, tuple[list[float], list[float], float]]:
     """Per mode, the single-client times, the concurrent times and queries/s. Every single-client
     phase runs before any concurrent one, after the warm-up's access counts are written: until
     stop 31 each mode's single client ran right after the previous mode's 8-client phase and
@@ -92,7 +114,8 @@ def single_then_concurrent(plan: dict[str, list[Any]], one: Callable[[Any], floa
             cpu[name] = round(1000 * (probe() - before) / len(items), 2)
     out = {}
     for name, items in plan.items():
-        with ThreadPoolExecutor(clients) as pool:  # the queries three times: a phase of seconds, not one
+        # the queries three times: a phase of seconds, not one
+        with ThreadPoolExecutor(clients) as pool:
             started = time.perf_counter()
             concurrent = list(pool.map(one, items * CONCURRENT_PASSES))
             wall = time.perf_counter() - started

@@ -24,11 +24,15 @@ def measure_in_process(tenant: Any, questions: list[str]) -> dict[str, Any]:
 
     from retrieval.query_embedding import embed_query, query_encoder
     from retrieval.search import hybrid_search
-    from retrieval.search.sql import select_binary_rows
+    from retrieval.search.statements import select_binary_rows
 
     encoder = query_encoder()
-    print("query embedder:", f"ONNX Runtime, {encoder.filename}" if encoder is not None  # type: ignore[attr-defined]
-          else "the configured embedder (torch)")
+    print(
+        "query embedder:",
+        f"ONNX Runtime, {encoder.filename}"
+        if encoder is not None  # type: ignore[attr-defined]
+        else "the configured embedder (torch)",
+    )
     embed_ms = []
     cpu_before = time.process_time()
     for q in questions:  # the query path the web workers use
@@ -39,17 +43,24 @@ def measure_in_process(tenant: Any, questions: list[str]) -> dict[str, Any]:
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_backend_pid()")
         backend = cursor.fetchone()[0]
-    out: dict[str, Any] = {"embedding": summary(embed_ms), "embedding_cpu_ms": round(embed_cpu_ms, 2)}
+    out: dict[str, Any] = {
+        "embedding": summary(embed_ms),
+        "embedding_cpu_ms": round(embed_cpu_ms, 2),
+    }
     for name, options in MODES.items():
         raw_ms, call_ms = [], []
-        raw_cpu = 0.0  # this process (the driver) and its PostgreSQL backend, over the statements alone
+        # this process (the driver) and its PostgreSQL backend, over the statements alone
+        raw_cpu = 0.0
         for q in questions:
             with CaptureQueriesContext(connection) as captured:
                 started = time.perf_counter()
                 hybrid_search(tenant_id=tenant.pk, query=q, top_k=10, **options)
                 call_ms.append(1000 * (time.perf_counter() - started))
-            statements = [(c["sql"], c.get("binary", False)) for c in captured.captured_queries
-                          if not c["sql"].startswith(("SAVEPOINT", "RELEASE SAVEPOINT", "BEGIN", "COMMIT"))]
+            statements = [
+                (c["sql"], c.get("binary", False))
+                for c in captured.captured_queries
+                if not c["sql"].startswith(("SAVEPOINT", "RELEASE SAVEPOINT", "BEGIN", "COMMIT"))
+            ]
             with transaction.atomic(), connection.cursor() as cursor:
                 cpu_before = time.process_time() + cpu_seconds([backend])
                 started = time.perf_counter()
@@ -62,8 +73,11 @@ def measure_in_process(tenant: Any, questions: list[str]) -> dict[str, Any]:
                         cursor.fetchall()
                 raw_ms.append(1000 * (time.perf_counter() - started))
                 raw_cpu += time.process_time() + cpu_seconds([backend]) - cpu_before
-        out[name] = {"raw_sql": summary(raw_ms), "in_process": summary(call_ms),
-                     "raw_sql_cpu_ms": round(1000 * raw_cpu / len(questions), 2)}
+        out[name] = {
+            "raw_sql": summary(raw_ms),
+            "in_process": summary(call_ms),
+            "raw_sql_cpu_ms": round(1000 * raw_cpu / len(questions), 2),
+        }
     return out
 
 
@@ -90,20 +104,32 @@ def measure_embedding_throughput(tenant: Any, turns: list[str], sample: int) -> 
     if backend == "onnx":
         model.encode(inputs, workers=settings.MEMORYHUB_EMBED_THREADS)
     else:
-        model.encode(inputs, normalize_embeddings=True,
-                     show_progress_bar=False)
+        model.encode(inputs, normalize_embeddings=True, show_progress_bar=False)
     raw = sample / (time.perf_counter() - started)
     session = Session.objects.filter(tenant=tenant).first()
-    rows = Chunk.objects.bulk_create([
-        Chunk(tenant=tenant, session=session, workspace_id=session.workspace_id, channel_id=session.channel_id,
-              text=t, context=c, content_hash=f"tp{i}") for i, (t, c) in enumerate(zip(texts, contexts, strict=True))
-    ])
+    rows = Chunk.objects.bulk_create(
+        [
+            Chunk(
+                tenant=tenant,
+                session=session,
+                workspace_id=session.workspace_id,
+                channel_id=session.channel_id,
+                text=t,
+                context=c,
+                content_hash=f"tp{i}",
+            )
+            for i, (t, c) in enumerate(zip(texts, contexts, strict=True))
+        ]
+    )
     started = time.perf_counter()
     result = backfill_embeddings(tenant_id=tenant.pk, limit=sample)
     pipeline = result["embedded"] / (time.perf_counter() - started)
     Chunk.objects.filter(pk__in=[r.pk for r in rows]).delete()
-    return {"raw_model_texts_per_s": round(raw, 1), "backfill_texts_per_s": round(pipeline, 1),
-            "ratio": round(pipeline / raw, 3)}
+    return {
+        "raw_model_texts_per_s": round(raw, 1),
+        "backfill_texts_per_s": round(pipeline, 1),
+        "ratio": round(pipeline / raw, 3),
+    }
 
 
 def measure_recall(tenant: Any, questions: list[str], ef_values: tuple[int, ...]) -> dict[str, Any]:

@@ -2,15 +2,15 @@
 
     nice -n 5 .venv/bin/python bench/stack.py [--chunks 20000] [--queries 300] [--appends 200]
 
-Custom: `manage.py run`'s gunicorn + memoryhub.plumbing.webserver.Worker (JsonH11Protocol: the header
-deadline, 431/400 in the error envelope) serving memoryhub.plumbing.asgi. Stock: bench/stock_stack.py
-(uvicorn's own h11 protocol, Django's own ASGIHandler), the same body limits, mounts and settings.
-The figures in bench/README.md were taken while memoryhub.plumbing.asgi still had its own one-hop Django
-handler (removed after them: it bought nothing); since then the two sides differ by the protocol
-only. One web worker each, both at once on the same database (a corpus of --chunks rows made as
-bench/search.py makes its table, MiniLM vectors), each request sent to both in a random order:
-the median of the per-request differences is the stack's. Searches are hybrid, top 10, LoCoMo
-questions; appends are one event each to a session of its own.
+Custom: `manage.py run`'s gunicorn + memoryhub.plumbing.webserver.Worker (JsonH11Protocol: the
+header deadline, 431/400 in the error envelope) serving memoryhub.plumbing.asgi. Stock:
+bench/stock_stack.py (uvicorn's own h11 protocol, Django's own ASGIHandler), the same body limits,
+mounts and settings. The figures in bench/README.md were taken while memoryhub.plumbing.asgi still
+had its own one-hop Django handler (removed after them: it bought nothing); since then the two sides
+differ by the protocol only. One web worker each, both at once on the same database (a corpus
+of --chunks rows made as bench/search.py makes its table, MiniLM vectors), each request sent to both
+in a random order: the median of the per-request differences is the stack's. Searches are hybrid,
+top 10, LoCoMo questions; appends are one event each to a session of its own.
 """
 
 from __future__ import annotations
@@ -48,13 +48,36 @@ def start(port: int, stack: str) -> subprocess.Popen[bytes]:
     from django.conf import settings
 
     base = settings.DATABASES["default"]
-    env = {**os.environ, "DATABASE_URL": f"postgresql://{base['USER']}@/{DB_NAME}?host={base['HOST']}",
-           "SECRET_KEY": "bench", "MEMORYHUB_EMBEDDER": "minilm", "MEMORYHUB_EMBED_THREADS": "1",
-           "LOG_LEVEL": "WARNING", "DB_POOL": "true"}
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"postgresql://{base['USER']}@/{DB_NAME}?host={base['HOST']}",
+        "SECRET_KEY": "bench",
+        "MEMORYHUB_EMBEDDER": "minilm",
+        "MEMORYHUB_EMBED_THREADS": "1",
+        "LOG_LEVEL": "WARNING",
+        "DB_POOL": "true",
+    }
     process = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "bench.stock_stack:application", "--bind", f"127.0.0.1:{port}",
-         "--config", "python:memoryhub.plumbing.gunicorn_conf", "--workers", "1", "--worker-class", "bench.stock_stack.Worker",
-         "--log-level", "warning"], env=env, cwd=ROOT, start_new_session=True)
+        [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "bench.stock_stack:application",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--config",
+            "python:memoryhub.plumbing.gunicorn_conf",
+            "--workers",
+            "1",
+            "--worker-class",
+            "bench.stock_stack.Worker",
+            "--log-level",
+            "warning",
+        ],
+        env=env,
+        cwd=ROOT,
+        start_new_session=True,
+    )
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         try:
@@ -70,7 +93,10 @@ def start(port: int, stack: str) -> subprocess.Popen[bytes]:
 
 class Client:
     def __init__(self, port: int, key: str) -> None:
-        self.port, self.headers = port, {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
+        self.port, self.headers = (
+            port,
+            {"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
+        )
         self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
 
     def post(self, path: str, body: dict[str, Any], expect: int) -> float:
@@ -81,7 +107,8 @@ class Client:
                 response = self.conn.getresponse()
                 content = response.read()
                 break
-            except (http.client.HTTPException, ConnectionError):  # keep-alive closed: reconnect once
+            # keep-alive closed: reconnect once
+            except (http.client.HTTPException, ConnectionError):
                 self.conn.close()
                 self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
                 if attempt == 2:
@@ -91,7 +118,9 @@ class Client:
         return elapsed
 
 
-def paired(clients: dict[str, Client], requests: list[tuple[str, dict[str, Any], int]]) -> dict[str, list[float]]:
+def paired(
+    clients: dict[str, Client], requests: list[tuple[str, dict[str, Any], int]]
+) -> dict[str, list[float]]:
     times: dict[str, list[float]] = {name: [] for name in clients}
     for path, body, expect in requests:
         order = list(clients)
@@ -105,12 +134,17 @@ def report(label: str, times: dict[str, list[float]]) -> None:
     custom, stock = times["custom"], times["stock"]
     diffs = [s - c for c, s in zip(custom, stock, strict=True)]
     p50c, p50s = statistics.median(custom), statistics.median(stock)
-    print(f"| {label} | {len(custom)} | {p50c:.2f} | {base_bench.pct(custom, 0.95):.2f} | {p50s:.2f} | "
-          f"{base_bench.pct(stock, 0.95):.2f} | {statistics.median(diffs):+.2f} | {100 * (p50s - p50c) / p50s:+.1f} % |")
+    print(
+        f"| {label} | {len(custom)} | {p50c:.2f} | {base_bench.pct(custom, 0.95):.2f} | {p50s:.2f}"
+        f" | {base_bench.pct(stock, 0.95):.2f} | {statistics.median(diffs):+.2f} |"
+        f" {100 * (p50s - p50c) / p50s:+.1f} % |"
+    )
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--chunks", type=int, default=20_000)
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--appends", type=int, default=200)
@@ -128,17 +162,37 @@ def main() -> None:
     servers = {name: (port := free_port(), start(port, name)) for name in ("custom", "stock")}
     try:
         clients = {name: Client(port, key) for name, (port, _) in servers.items()}
-        paired(clients, [("/api/v1/search/", {"query": q, "mode": "hybrid"}, 200) for q in questions[:20]])  # warm up
-        searches = paired(clients, [("/api/v1/search/", {"query": q, "mode": "hybrid", "top_k": 10}, 200)
-                                    for q in questions])
-        appends = paired(clients, [("/api/v1/sessions/stack-{stack}/events/",
-                                    {"role": "user", "content": f"{turns[i % len(turns)]} ({i})"}, 201)
-                                   for i in range(args.appends)])
+        # warm up
+        paired(
+            clients,
+            [("/api/v1/search/", {"query": q, "mode": "hybrid"}, 200) for q in questions[:20]],
+        )
+        searches = paired(
+            clients,
+            [
+                ("/api/v1/search/", {"query": q, "mode": "hybrid", "top_k": 10}, 200)
+                for q in questions
+            ],
+        )
+        appends = paired(
+            clients,
+            [
+                (
+                    "/api/v1/sessions/stack-{stack}/events/",
+                    {"role": "user", "content": f"{turns[i % len(turns)]} ({i})"},
+                    201,
+                )
+                for i in range(args.appends)
+            ],
+        )
     finally:
         for _, process in servers.values():
             base_bench.stop_server(process)
     print(f"\n{args.chunks} chunks, one web worker each, {os.cpu_count()} cores; ms\n")
-    print("| request | n | custom p50 | custom p95 | stock p50 | stock p95 | median (stock − custom) | custom faster by |")
+    print(
+        "| request | n | custom p50 | custom p95 | stock p50 | stock p95 | median (stock − custom)"
+        " | custom faster by |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     report("search (hybrid, top 10)", searches)
     report("append (one event)", appends)

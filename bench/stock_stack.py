@@ -1,6 +1,6 @@
 """The stock serving stack, for bench/stack.py: uvicorn's own h11 protocol (instead of
-memoryhub.plumbing.webserver.JsonH11Protocol) and Django's own ASGIHandler, with the same body limits,
-mounts, keep-alive, header size limit and proxy settings. Served by gunicorn as
+memoryhub.plumbing.webserver.JsonH11Protocol) and Django's own ASGIHandler, with the same body
+limits, mounts, keep-alive, header size limit and proxy settings. Served by gunicorn as
 `bench.stock_stack:application` with `--worker-class bench.stock_stack.Worker`."""
 
 from __future__ import annotations
@@ -25,4 +25,6 @@ class Worker(UvicornWorker):
         super().load_wsgi()
         self.config.timeout_keep_alive = KEEPALIVE_SECONDS
         self.config.h11_max_incomplete_event_size = MAX_HEADER_BYTES
-        self.config.proxy_headers, self.config.forwarded_allow_ips = proxy_config(settings.MEMORYHUB_TRUSTED_PROXIES)
+        self.config.proxy_headers, self.config.forwarded_allow_ips = proxy_config(
+            settings.MEMORYHUB_TRUSTED_PROXIES
+        )

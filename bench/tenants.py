@@ -34,7 +34,9 @@ MODES = {"text": {"mode": "text"}, "vector": {"mode": "vector"}, "hybrid": {"mod
 
 
 def parse_args() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--tenants", type=int, default=1000)
     parser.add_argument("--per-tenant", type=int, default=1000)
     parser.add_argument("--big", type=int, default=50_000)
@@ -62,24 +64,45 @@ def build(args: argparse.Namespace, turns: list[str]) -> dict[str, Any]:
     from memoryhub.models import Session
     from retrieval.embedders import get_embedder
 
-    tenants = Tenant.objects.bulk_create([Tenant(name=f"t{i}", slug=f"t{i}") for i in range(args.tenants)]
-                                         + [Tenant(name="big", slug="big")])
-    workspaces = Workspace.objects.bulk_create([Workspace(tenant=t, name="default") for t in tenants])
-    small_channels = Channel.objects.bulk_create([Channel(tenant=t, workspace=w, name="general")
-                                                  for t, w in zip(tenants[:-1], workspaces[:-1], strict=True)])
-    big_channels = Channel.objects.bulk_create([Channel(tenant=tenants[-1], workspace=workspaces[-1], name=f"c{i}")
-                                                for i in range(args.channels)])
+    tenants = Tenant.objects.bulk_create(
+        [Tenant(name=f"t{i}", slug=f"t{i}") for i in range(args.tenants)]
+        + [Tenant(name="big", slug="big")]
+    )
+    workspaces = Workspace.objects.bulk_create(
+        [Workspace(tenant=t, name="default") for t in tenants]
+    )
+    small_channels = Channel.objects.bulk_create(
+        [
+            Channel(tenant=t, workspace=w, name="general")
+            for t, w in zip(tenants[:-1], workspaces[:-1], strict=True)
+        ]
+    )
+    big_channels = Channel.objects.bulk_create(
+        [
+            Channel(tenant=tenants[-1], workspace=workspaces[-1], name=f"c{i}")
+            for i in range(args.channels)
+        ]
+    )
     per_session = PER_SESSION
     plan: list[tuple[int, int, int, str, int]] = []  # tenant, workspace, channel, user, chunks
     for t, w, c in zip(tenants[:-1], workspaces[:-1], small_channels, strict=True):
         plan += [(t.pk, w.pk, c.pk, "", per_session)] * (args.per_tenant // per_session)
     for i in range(args.big // per_session):
-        plan.append((tenants[-1].pk, workspaces[-1].pk, big_channels[i % args.channels].pk, f"u{i % args.users}",
-                     per_session))
-    sessions = Session.objects.bulk_create([
-        Session(tenant_id=t, workspace_id=w, channel_id=c, user_id=u, external_id=f"s{i}")
-        for i, (t, w, c, u, _) in enumerate(plan)
-    ])
+        plan.append(
+            (
+                tenants[-1].pk,
+                workspaces[-1].pk,
+                big_channels[i % args.channels].pk,
+                f"u{i % args.users}",
+                per_session,
+            )
+        )
+    sessions = Session.objects.bulk_create(
+        [
+            Session(tenant_id=t, workspace_id=w, channel_id=c, user_id=u, external_id=f"s{i}")
+            for i, (t, w, c, u, _) in enumerate(plan)
+        ]
+    )
     maker = scale.VectorMaker(scale.base_vectors(turns), "blend", seed=11)
     model = get_embedder().name
     rows: list[tuple[Any, ...]] = []
@@ -89,11 +112,23 @@ def build(args: argparse.Namespace, turns: list[str]) -> dict[str, Any]:
         total = sum(p[4] for p in plan)
         row = 0
         for session, (t, w, c, u, count) in zip(sessions, plan, strict=True):
-            vectors = maker.block(row, count)  # a session at a time: 1M vectors at once are gigabytes
+            # a session at a time: 1M vectors at once are gigabytes
+            vectors = maker.block(row, count)
             for seq in range(count):
-                rows.append(scale.chunk_row(tenant_id=t, session_id=session.pk, workspace_id=w, channel_id=c,
-                                            user_id=u, sequence=seq + 1, text=turns[(row * 7) % len(turns)],
-                                            digest=f"{row:064x}", vector=vectors[seq], model=model))
+                rows.append(
+                    scale.chunk_row(
+                        tenant_id=t,
+                        session_id=session.pk,
+                        workspace_id=w,
+                        channel_id=c,
+                        user_id=u,
+                        sequence=seq + 1,
+                        text=turns[(row * 7) % len(turns)],
+                        digest=f"{row:064x}",
+                        vector=vectors[seq],
+                        model=model,
+                    )
+                )
                 row += 1
             if len(rows) >= scale.BATCH:
                 scale.copy_rows(cursor, rows)
@@ -111,17 +146,33 @@ def scenarios(args: argparse.Namespace, questions: list[str]) -> dict[str, list[
     """Per scenario, the request bodies (API names) with the tenant they run as."""
     rng = random.Random(5)
     small = [{"tenant": f"t{rng.randrange(args.tenants)}", "query": q} for q in questions]
-    by_channel = [{"tenant": "big", "query": q, "channel": f"c{rng.randrange(args.channels)}"} for q in questions]
-    by_user = [{"tenant": "big", "query": q, "user_id": f"u{rng.randrange(args.users)}"} for q in questions]
-    # A channel and a user who wrote in it (session i of the big tenant is in channel i mod channels,
-    # by user i mod users): a random pair is empty more often than not, and an empty scope has no
-    # nearest neighbours to find.
+    by_channel = [
+        {"tenant": "big", "query": q, "channel": f"c{rng.randrange(args.channels)}"}
+        for q in questions
+    ]
+    by_user = [
+        {"tenant": "big", "query": q, "user_id": f"u{rng.randrange(args.users)}"} for q in questions
+    ]
+    # A channel and a user who wrote in it (session i of the big tenant is in channel i mod
+    # channels, by user i mod users): a random pair is empty more often than not, and an empty scope
+    # has no nearest neighbours to find.
     sessions = args.big // PER_SESSION
     picks = [rng.randrange(sessions) for _ in questions]
-    both = [{"tenant": "big", "query": q, "channel": f"c{i % args.channels}", "user_id": f"u{i % args.users}"}
-            for q, i in zip(questions, picks, strict=True)]
-    return {"small tenant, account": small, "big tenant, by channel": by_channel,
-            "big tenant, by user": by_user, "big tenant, channel + user": both}
+    both = [
+        {
+            "tenant": "big",
+            "query": q,
+            "channel": f"c{i % args.channels}",
+            "user_id": f"u{i % args.users}",
+        }
+        for q, i in zip(questions, picks, strict=True)
+    ]
+    return {
+        "small tenant, account": small,
+        "big tenant, by channel": by_channel,
+        "big tenant, by user": by_user,
+        "big tenant, channel + user": both,
+    }
 
 
 def search_request(body: dict[str, Any], keys: dict[str, Any], **options: Any) -> Any:
@@ -158,7 +209,8 @@ def candidate_recall(bodies: list[dict[str, Any]], keys: dict[str, Any]) -> dict
     from retrieval.query_embedding import embed_query
     from retrieval.search.engine import owner_parts
     from retrieval.search.plan import plan_search
-    from retrieval.search.sql import hnsw_settings, select_rows, vector_source
+    from retrieval.search.sql import vector_source
+    from retrieval.search.statements import hnsw_settings, select_rows
 
     model = get_embedder().name
     at10, at100 = [], []
@@ -167,21 +219,34 @@ def candidate_recall(bodies: list[dict[str, Any]], keys: dict[str, Any]) -> dict
         plan = plan_search(req)
         where, params = plan.where
         text = scale.vector_text(np.asarray(embed_query(req.query), np.float32))
-        sql, sql_params = vector_source(text, model, where, params, 100, plan.scope_size, owner_parts(plan))
+        sql, sql_params = vector_source(
+            text, model, where, params, 100, plan.scope_size, owner_parts(plan)
+        )
         with hnsw_settings(True):
             found = [r[0] for r in select_rows(sql, sql_params)]
-        truth = [r[0] for r in select_rows(
-            f"SELECT c.id FROM retrieval_chunk c WHERE {where} AND c.embedding IS NOT NULL AND c.embedding_model = %s "
-            "ORDER BY (c.embedding <=> %s::halfvec) + 0 LIMIT 100", [*params, model, text])]
+        truth = [
+            r[0]
+            for r in select_rows(
+                f"SELECT c.id FROM retrieval_chunk c WHERE {where} AND c.embedding IS NOT NULL AND"
+                " c.embedding_model = %s ORDER BY (c.embedding <=> %s::halfvec) + 0 LIMIT 100",
+                [*params, model, text],
+            )
+        ]
         if not truth:  # nothing in scope: no neighbours to find (not a miss)
             continue
-        # Search re-scores every candidate exactly: what counts is whether the true nearest are among them.
+        # Search re-scores every candidate exactly: what counts is whether the true nearest are
+        # among them.
         at100.append(len(set(found) & set(truth)) / max(1, len(truth)))
         at10.append(len(set(found) & set(truth[:10])) / max(1, min(10, len(truth))))
-    return {"recall@100": round(statistics.mean(at100), 4), "true top 10 among candidates": round(statistics.mean(at10), 4)}
+    return {
+        "recall@100": round(statistics.mean(at100), 4),
+        "true top 10 among candidates": round(statistics.mean(at10), 4),
+    }
 
 
-def http(port: int, raw_keys: dict[str, str], bodies: list[dict[str, Any]], clients: int) -> dict[str, Any]:
+def http(
+    port: int, raw_keys: dict[str, str], bodies: list[dict[str, Any]], clients: int
+) -> dict[str, Any]:
     post = search_http.search_client(port)
 
     def one(item: tuple[dict[str, Any], str]) -> float:
@@ -192,8 +257,14 @@ def http(port: int, raw_keys: dict[str, str], bodies: list[dict[str, Any]], clie
     list(map(one, [(b, "hybrid") for b in bodies[:20]]))  # warm: keys, connections, the query model
     plan = {mode: [(b, mode) for b in bodies] for mode in MODES}
     out: dict[str, Any] = {}
-    for mode, (single, concurrent, qps) in search_http.single_then_concurrent(plan, one, clients).items():
-        out[mode] = {"single": base.summary(single), f"{clients}_clients": base.summary(concurrent), "qps": qps}
+    for mode, (single, concurrent, qps) in search_http.single_then_concurrent(
+        plan, one, clients
+    ).items():
+        out[mode] = {
+            "single": base.summary(single),
+            f"{clients}_clients": base.summary(concurrent),
+            "qps": qps,
+        }
     return out
 
 
@@ -212,9 +283,13 @@ def main() -> None:
     questions = random.sample(questions, min(args.queries, len(questions)))
     # serialize=False: a test database is serialised into memory for test rollbacks; at 1M rows that
     # alone took every gigabyte of the machine.
-    connection.creation.create_test_db(verbosity=0, autoclobber=not args.keepdb, keepdb=args.keepdb, serialize=False)
-    results: dict[str, Any] = {"args": {k: str(v) for k, v in vars(args).items()},
-                               "load_average_start": scale.load_average()}
+    connection.creation.create_test_db(
+        verbosity=0, autoclobber=not args.keepdb, keepdb=args.keepdb, serialize=False
+    )
+    results: dict[str, Any] = {
+        "args": {k: str(v) for k, v in vars(args).items()},
+        "load_average_start": scale.load_average(),
+    }
     server = None
     try:
         if not Tenant.objects.filter(name="big").exists():
@@ -223,7 +298,10 @@ def main() -> None:
             return
         plan = scenarios(args, questions)
         names = {b["tenant"] for bodies in plan.values() for b in bodies}
-        created = {t.name: ApiKey.create_key(tenant=t, scopes=("read",)) for t in Tenant.objects.filter(name__in=names)}
+        created = {
+            t.name: ApiKey.create_key(tenant=t, scopes=("read",))
+            for t in Tenant.objects.filter(name__in=names)
+        }
         keys = {name: new.api_key for name, new in created.items()}
         raw_keys = {name: new.raw for name, new in created.items()}
         for name, bodies in plan.items():

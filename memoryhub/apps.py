@@ -23,8 +23,11 @@ class MemoryhubConfig(AppConfig):
         from memoryhub.session_work import SummariseLane
 
         receivers.connect()
-        # A key's last use is written in batches by the API layer (the domain's receivers may not import it).
+        # A key's last use is written in batches by the API layer (the domain's receivers may not
+        # import it).
         key_used.connect(note_key_use, dispatch_uid="memoryhub.key_use")
         tasks.connect_worker_signals()
         background.register_lane("summarise", SummariseLane)
-        signals.web_worker_starting.connect(know_parameters, dispatch_uid="memoryhub.know_parameters")
+        signals.web_worker_starting.connect(
+            know_parameters, dispatch_uid="memoryhub.know_parameters"
+        )

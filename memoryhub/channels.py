@@ -37,8 +37,11 @@ def get_channel(key: ApiKey, channel_id: int, *, for_update: bool = False) -> Ch
 
 def _may_write(key: ApiKey) -> None:
     if key.user_id:
-        raise Forbidden("user_limited_key", "Channels are shared by every user of a workspace: changing them "
-                                            "needs a key not limited to one user.")
+        raise Forbidden(
+            "user_limited_key",
+            "Channels are shared by every user of a workspace: changing them "
+            "needs a key not limited to one user.",
+        )
 
 
 def _clean_name(name: str) -> str:
@@ -49,18 +52,27 @@ def _clean_name(name: str) -> str:
 
 
 @transaction.atomic
-def create_channel(key: ApiKey, *, name: str, description: str = "", workspace: str | None = None,
-                   is_default: bool = False) -> Channel:
+def create_channel(
+    key: ApiKey,
+    *,
+    name: str,
+    description: str = "",
+    workspace: str | None = None,
+    is_default: bool = False,
+) -> Channel:
     _may_write(key)
     ws = resolve_workspace(key, workspace)
     assert ws is not None
     name = _clean_name(name)
     try:
         with transaction.atomic():
-            channel = Channel.objects.create(tenant_id=key.tenant_id, workspace=ws, name=name,
-                                             description=description)
+            channel = Channel.objects.create(
+                tenant_id=key.tenant_id, workspace=ws, name=name, description=description
+            )
     except IntegrityError:
-        raise Conflict("channel_exists", f"Workspace {ws.name!r} already has a channel {name!r}.") from None
+        raise Conflict(
+            "channel_exists", f"Workspace {ws.name!r} already has a channel {name!r}."
+        ) from None
     if is_default:
         channel.make_default()
     return channel
@@ -71,8 +83,10 @@ def update_channel(key: ApiKey, channel_id: int, changes: dict[str, Any]) -> Cha
     _may_write(key)
     channel = get_channel(key, channel_id, for_update=True)
     if changes.get("is_default") is False and channel.is_default:
-        raise Conflict("default_channel_required", "A workspace always has a default channel: make another "
-                                                  "channel the default instead.")
+        raise Conflict(
+            "default_channel_required",
+            "A workspace always has a default channel: make another channel the default instead.",
+        )
     if "name" in changes:
         channel.name = _clean_name(changes["name"])
     if "description" in changes:
@@ -81,14 +95,20 @@ def update_channel(key: ApiKey, channel_id: int, changes: dict[str, Any]) -> Cha
         with transaction.atomic():
             channel.save(update_fields=["name", "description"])
     except IntegrityError:
-        raise Conflict("channel_exists", f"Workspace {channel.workspace.name!r} already has a channel "
-                                         f"{channel.name!r}.") from None
+        raise Conflict(
+            "channel_exists",
+            f"Workspace {channel.workspace.name!r} already has a channel {channel.name!r}.",
+        ) from None
     if changes.get("is_default") and not channel.is_default:
         channel.make_default()
     return channel
 
 
-CHANNEL_FILTERS: dict[str, Rule] = {"workspace": "workspace__name", "name": "name", "is_default": "is_default"}
+CHANNEL_FILTERS: dict[str, Rule] = {
+    "workspace": "workspace__name",
+    "name": "name",
+    "is_default": "is_default",
+}
 
 
 def channels_filter(key: ApiKey, filters: dict[str, Any]) -> QuerySet[Channel]:

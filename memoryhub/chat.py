@@ -1,5 +1,5 @@
-"""Chat-API messages as sent (docs/event-log.md#chat-messages): OpenAI- and Anthropic-shaped messages read
-into events, and events given back in either shape.
+"""Chat-API messages as sent (docs/event-log.md#chat-messages): OpenAI- and Anthropic-shaped
+messages read into events, and events given back in either shape.
 
 An event is stored in MemoryHub's own fields (role, content, tool_calls, tool_call_id, …), which
 search, summaries and extraction read. A message whose shape those fields cannot hold exactly
@@ -59,7 +59,9 @@ class ReadMessage:
 def _require(part: dict[str, Any], name: str, kind: type | tuple[type, ...], where: str) -> Any:
     value = part.get(name)
     if not isinstance(value, kind):
-        raise MessageError("invalid_content_part", f"{where}: `{name}` is missing or of the wrong type.")
+        raise MessageError(
+            "invalid_content_part", f"{where}: `{name}` is missing or of the wrong type."
+        )
     return value
 
 
@@ -70,12 +72,16 @@ def _result_text(content: Any, where: str) -> str:
     if isinstance(content, str):
         return content
     if not isinstance(content, list):
-        raise MessageError("invalid_content_part", f"{where}: `content` must be a string or a list of blocks.")
+        raise MessageError(
+            "invalid_content_part", f"{where}: `content` must be a string or a list of blocks."
+        )
     texts = []
     for index, block in enumerate(content):
         if not isinstance(block, dict) or block.get("type") not in RESULT_BLOCKS:
-            raise MessageError("invalid_content_part",
-                               f"{where}.content[{index}]: a tool result holds text, image or document blocks.")
+            raise MessageError(
+                "invalid_content_part",
+                f"{where}.content[{index}]: a tool result holds text, image or document blocks.",
+            )
         if block["type"] == "text":
             texts.append(_require(block, "text", str, f"{where}.content[{index}]"))
     return "\n".join(texts)
@@ -84,7 +90,9 @@ def _result_text(content: Any, where: str) -> str:
 def read_parts(role: str, parts: list[Any]) -> ReadMessage:
     """The event fields of a message whose content is a list of OpenAI parts or Anthropic blocks."""
     if len(parts) > MAX_PARTS:
-        raise MessageError("too_many_content_parts", f"At most {MAX_PARTS} content parts per message.")
+        raise MessageError(
+            "too_many_content_parts", f"At most {MAX_PARTS} content parts per message."
+        )
     texts: list[str] = []
     calls: list[dict[str, Any]] = []
     results: list[str] = []
@@ -92,7 +100,9 @@ def read_parts(role: str, parts: list[Any]) -> ReadMessage:
     for index, part in enumerate(parts):
         where = f"content[{index}]"
         if not isinstance(part, dict) or not isinstance(part.get("type"), str):
-            raise MessageError("invalid_content_part", f"{where}: a content part is an object with a `type`.")
+            raise MessageError(
+                "invalid_content_part", f"{where}: a content part is an object with a `type`."
+            )
         kind = part["type"]
         kinds.add(kind)
         if kind == "text":
@@ -101,18 +111,31 @@ def read_parts(role: str, parts: list[Any]) -> ReadMessage:
             texts.append(_require(part, "refusal", str, where))
         elif kind == "tool_use":
             if role != "assistant":
-                raise MessageError("invalid_content_part", f"{where}: only an assistant message calls tools.")
-            calls.append({"id": _require(part, "id", str, where), "name": _require(part, "name", str, where),
-                          "arguments": _require(part, "input", dict, where)})
+                raise MessageError(
+                    "invalid_content_part", f"{where}: only an assistant message calls tools."
+                )
+            calls.append(
+                {
+                    "id": _require(part, "id", str, where),
+                    "name": _require(part, "name", str, where),
+                    "arguments": _require(part, "input", dict, where),
+                }
+            )
         elif kind == "tool_result":
             if role != "user":
-                raise MessageError("invalid_content_part", f"{where}: tool results come in a user message.")
+                raise MessageError(
+                    "invalid_content_part", f"{where}: tool results come in a user message."
+                )
             results.append(_require(part, "tool_use_id", str, where))
             texts.append(_result_text(part.get("content"), where))
         elif kind not in OPENAI_PARTS | ANTHROPIC_PARTS:
-            raise MessageError("unknown_content_part", f"{where}: unknown content part type {kind!r}.")
+            raise MessageError(
+                "unknown_content_part", f"{where}: unknown content part type {kind!r}."
+            )
     if kinds & OPENAI_PARTS and kinds & ANTHROPIC_PARTS:
-        raise MessageError("mixed_message_shape", "A message mixes OpenAI content parts and Anthropic blocks.")
+        raise MessageError(
+            "mixed_message_shape", "A message mixes OpenAI content parts and Anthropic blocks."
+        )
     only_results = bool(results) and kinds <= {"tool_result"}
     return ReadMessage(
         role="tool" if only_results else role,
@@ -127,8 +150,12 @@ def is_chat_shaped(sent: dict[str, Any]) -> bool:
     message is kept whole)."""
     content = sent.get("content", "")
     calls = sent.get("tool_calls")
-    return (content is None or isinstance(content, list) or "name" in sent
-            or any(isinstance(c, dict) and ("function" in c or "type" in c) for c in calls or []))
+    return (
+        content is None
+        or isinstance(content, list)
+        or "name" in sent
+        or any(isinstance(c, dict) and ("function" in c or "type" in c) for c in calls or [])
+    )
 
 
 def kept_message(sent: dict[str, Any]) -> dict[str, Any] | None:
@@ -142,8 +169,11 @@ def shapes_of(message: dict[str, Any]) -> set[str]:
     """The chat APIs a kept message is valid in, as it is."""
     shapes = {OPENAI, ANTHROPIC}
     content = message.get("content")
-    if (message.get("role") not in ("user", "assistant") or content is None
-            or any(k in message for k in ("name", "tool_calls", "tool_call_id"))):
+    if (
+        message.get("role") not in ("user", "assistant")
+        or content is None
+        or any(k in message for k in ("name", "tool_calls", "tool_call_id"))
+    ):
         shapes.discard(ANTHROPIC)
     if isinstance(content, list):
         kinds = {p.get("type") for p in content if isinstance(p, dict)}
@@ -155,9 +185,16 @@ def shapes_of(message: dict[str, Any]) -> set[str]:
 
 
 def _calls(event: Any) -> list[tuple[str, str, Any]]:
-    calls = [("", event.tool_name, event.tool_args)] if event.tool_name and event.role == "assistant" else []
-    calls += [(c.get("id", ""), c.get("name", ""), c.get("arguments"))
-              for c in event.tool_calls or [] if isinstance(c, dict)]
+    calls = (
+        [("", event.tool_name, event.tool_args)]
+        if event.tool_name and event.role == "assistant"
+        else []
+    )
+    calls += [
+        (c.get("id", ""), c.get("name", ""), c.get("arguments"))
+        for c in event.tool_calls or []
+        if isinstance(c, dict)
+    ]
     return calls
 
 
@@ -191,7 +228,11 @@ def to_openai(event: Any) -> dict[str, Any]:
     if calls and event.role == "assistant":
         message["content"] = event.content or None
         message["tool_calls"] = [
-            {"id": call_id, "type": "function", "function": {"name": name, "arguments": _json_text(args) or "{}"}}
+            {
+                "id": call_id,
+                "type": "function",
+                "function": {"name": name, "arguments": _json_text(args) or "{}"},
+            }
             for call_id, name, args in calls
         ]
     return message
@@ -206,14 +247,22 @@ def to_anthropic(event: Any) -> dict[str, Any]:
     if event.role == "system":
         return {"role": "system", "content": content}
     if event.role == "tool":
-        return {"role": "user",
-                "content": [{"type": "tool_result", "tool_use_id": event.tool_call_id, "content": content}]}
+        return {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": event.tool_call_id, "content": content}
+            ],
+        }
     calls = _calls(event) if event.role == "assistant" else []
     if not calls:
         return {"role": event.role, "content": event.content}
-    blocks: list[dict[str, Any]] = [{"type": "text", "text": event.content}] if event.content else []
-    blocks += [{"type": "tool_use", "id": call_id, "name": name, "input": _input(args)}
-               for call_id, name, args in calls]
+    blocks: list[dict[str, Any]] = (
+        [{"type": "text", "text": event.content}] if event.content else []
+    )
+    blocks += [
+        {"type": "tool_use", "id": call_id, "name": name, "input": _input(args)}
+        for call_id, name, args in calls
+    ]
     return {"role": event.role, "content": blocks}
 
 

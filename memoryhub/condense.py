@@ -1,4 +1,5 @@
-"""Condensing a rolling summary that has outgrown its share of the budget (docs/event-log.md#summaries).
+"""Condensing a rolling summary that has outgrown its share of the budget
+(docs/event-log.md#summaries).
 
 A summary is condensed, never cut: nothing is dropped because it is old. The configured summariser
 re-summarises the summary first (an LLM writes it shorter); whatever is still too long, or the
@@ -41,17 +42,23 @@ def _resummarise(text: str, header: str) -> str:
     summariser = get_summariser()
     if summariser.name == "extractive":
         return ""
-    turns = [Turn(speaker="summary", text=line.removeprefix("- ").strip())
-             for line in text.splitlines() if line.strip()]
+    turns = [
+        Turn(speaker="summary", text=line.removeprefix("- ").strip())
+        for line in text.splitlines()
+        if line.strip()
+    ]
     try:
         return summariser.summarise(turns, level="condense", header=header).strip()
     except SummariserError as exc:
-        logger.warning("re-summarising a rolling summary failed, merging its lines instead: %s", exc)
+        logger.warning(
+            "re-summarising a rolling summary failed, merging its lines instead: %s", exc
+        )
         return ""
 
 
 def merge_lines(text: str, room: int) -> str:
-    """Condense the lines of `text` into at most `room` characters, leaving a trace of every message.
+    """Condense the lines of `text` into at most `room` characters, leaving a trace of every
+    message.
 
     Every line is first shortened to one common width, the widest that fits (shorter lines stay
     as they are; a shortened line keeps its time, speaker and message numbers, the start of its
@@ -74,6 +81,7 @@ def merge_lines(text: str, room: int) -> str:
 
 def _fit_width(lengths: list[int], room: int) -> int | None:
     """The widest line width at which the lines fit in `room` (None: not even at MIN_WIDTH)."""
+
     def size(width: int) -> int:
         return sum(min(length, width) for length in lengths) + len(lengths) - 1
 
@@ -113,19 +121,27 @@ class _Line:
         if match is None or not match.group(0).strip(" -"):  # not a summary line (a model's prose)
             return cls(body=line.removeprefix("- ").strip())
         low = int(match["low"]) if match["low"] else None
-        return cls(body=line[match.end():].strip(), time=match["time"] or "",
-                   speaker=match["speaker"] or "",
-                   low=low, high=int(match["high"]) if match["high"] else low)
+        return cls(
+            body=line[match.end() :].strip(),
+            time=match["time"] or "",
+            speaker=match["speaker"] or "",
+            low=low,
+            high=int(match["high"]) if match["high"] else low,
+        )
 
     @classmethod
     def merge(cls, group: list[_Line]) -> _Line:
         speakers = {line.speaker for line in group}
         lows = [line.low for line in group if line.low is not None]
         highs = [line.high for line in group if line.high is not None]
-        return cls(body=" | ".join(line.body for line in group if line.body),
-                   time=next((line.time for line in group if line.time), ""),
-                   speaker=speakers.pop() if len(speakers) == 1 else "",  # one speaker (agent/role) or none
-                   low=min(lows, default=None), high=max(highs, default=None))
+        return cls(
+            body=" | ".join(line.body for line in group if line.body),
+            time=next((line.time for line in group if line.time), ""),
+            # one speaker (agent/role) or none
+            speaker=speakers.pop() if len(speakers) == 1 else "",
+            low=min(lows, default=None),
+            high=max(highs, default=None),
+        )
 
     def head(self) -> str:
         stamp = f"[{self.time}] " if self.time else ""

@@ -22,18 +22,27 @@ _OWNED = (("sessions", Session), ("facts", Fact), ("notes", Note))
 
 def end_user_ids(key: ApiKey) -> QuerySet[Any]:
     """The distinct user ids the key sees (each a {"user_id": …} row), ordered by id: page it."""
-    parts = [model.objects.visible_to(key).exclude(user_id="").order_by().values("user_id")
-             for _, model in _OWNED]
+    parts = [
+        model.objects.visible_to(key).exclude(user_id="").order_by().values("user_id")
+        for _, model in _OWNED
+    ]
     return parts[0].union(*parts[1:]).order_by("user_id")
 
 
 def end_users(key: ApiKey, user_ids: list[str]) -> list[dict[str, Any]]:
     """These users' counts (what the key sees of them) and last activity, in the given order."""
     rows: dict[str, dict[str, Any]] = {
-        u: {"user_id": u, "sessions": 0, "facts": 0, "notes": 0, "last_activity": None} for u in user_ids}
+        u: {"user_id": u, "sessions": 0, "facts": 0, "notes": 0, "last_activity": None}
+        for u in user_ids
+    }
     for name, model in _OWNED:
-        grouped = (model.objects.visible_to(key).filter(user_id__in=user_ids).order_by().values("user_id")
-                   .annotate(n=Count("pk"), last=Max("updated_at")))
+        grouped = (
+            model.objects.visible_to(key)
+            .filter(user_id__in=user_ids)
+            .order_by()
+            .values("user_id")
+            .annotate(n=Count("pk"), last=Max("updated_at"))
+        )
         for group in grouped:
             row = rows[group["user_id"]]
             row[name] = group["n"]

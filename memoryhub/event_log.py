@@ -1,6 +1,6 @@
-"""The event log of a session (docs/event-log.md#append): appending events atomically (sequences, idempotent
-retries, a session created on first append), reading them back (the newest, or a page), and
-deleting the newest ones with what was derived from them."""
+"""The event log of a session (docs/event-log.md#append): appending events atomically (sequences,
+idempotent retries, a session created on first append), reading them back (the newest, or a page),
+and deleting the newest ones with what was derived from them."""
 
 from __future__ import annotations
 
@@ -66,7 +66,9 @@ class AppendResult:
 def _check_batch(items: list[EventInput]) -> None:
     keys = [i.idempotency_key for i in items if i.idempotency_key]
     if len(keys) != len(set(keys)):
-        raise Invalid("duplicate_idempotency_key", "Two events in one request share an idempotency_key.")
+        raise Invalid(
+            "duplicate_idempotency_key", "Two events in one request share an idempotency_key."
+        )
     if len(items) > MAX_BULK_EVENTS:
         raise TooLarge(
             "too_many_events",
@@ -74,8 +76,9 @@ def _check_batch(items: list[EventInput]) -> None:
         )
 
 
-def append_events(*, key: ApiKey, session_id: str, items: list[EventInput],
-                  user_id: str | None = None) -> AppendResult:
+def append_events(
+    *, key: ApiKey, session_id: str, items: list[EventInput], user_id: str | None = None
+) -> AppendResult:
     """Append events atomically; sequences are allocated under a lock on the session row.
 
     An event whose idempotency_key is already stored is not stored again: the stored one is
@@ -100,19 +103,27 @@ _SENTINEL = "mh-session-id-placeholder"
 
 
 @lru_cache(maxsize=1024)
-def _lock_statement(tenant_id: int, workspace_id: int | None, user_id: str) -> tuple[str, tuple[Any, ...], int]:
+def _lock_statement(
+    tenant_id: int, workspace_id: int | None, user_id: str
+) -> tuple[str, tuple[Any, ...], int]:
     """The append's locking read of a session the key may see (get_session's, for_update, without
     its workspace and channel), compiled once per key scope: building it through the ORM was half
     a millisecond of every append. The session id's place among the parameters is returned."""
     scope = ApiKey(tenant_id=tenant_id, workspace_id=workspace_id, user_id=user_id)
-    qs = Session.objects.visible_to(scope).select_for_update(of=("self",)).filter(external_id=_SENTINEL)
+    qs = (
+        Session.objects.visible_to(scope)
+        .select_for_update(of=("self",))
+        .filter(external_id=_SENTINEL)
+    )
     sql, params = qs.order_by()[:1].query.sql_with_params()
     return sql, tuple(params), list(params).index(_SENTINEL)
 
 
 _SESSION_COLUMNS = tuple(f.attname for f in Session._meta.concrete_fields)
 # What the ORM applies to a column it reads (JSON is read as text and parsed by its field).
-_SESSION_CONVERTERS = tuple((i, f) for i, f in enumerate(Session._meta.concrete_fields) if hasattr(f, "from_db_value"))
+_SESSION_CONVERTERS = tuple(
+    (i, f) for i, f in enumerate(Session._meta.concrete_fields) if hasattr(f, "from_db_value")
+)
 
 
 def _lock_session(key: ApiKey, session_id: str) -> Session | None:
@@ -133,11 +144,17 @@ def _lock_session(key: ApiKey, session_id: str) -> Session | None:
 
 def _append_locked(session: Session, items: list[EventInput]) -> AppendResult:
     if session.status == SessionStatus.ARCHIVED:
-        raise Conflict("session_archived", f"Session {session.external_id!r} is archived and read-only.")
+        raise Conflict(
+            "session_archived", f"Session {session.external_id!r} is archived and read-only."
+        )
     keys = [i.idempotency_key for i in items if i.idempotency_key]
     replayed = (
-        {e.idempotency_key: e for e in Event.objects.filter(session=session, idempotency_key__in=keys)}
-        if keys else {}
+        {
+            e.idempotency_key: e
+            for e in Event.objects.filter(session=session, idempotency_key__in=keys)
+        }
+        if keys
+        else {}
     )
     now = timezone.now()
     last = session.last_sequence
@@ -158,12 +175,23 @@ def _append_locked(session: Session, items: list[EventInput]) -> AppendResult:
                 {"index": index, "sequence": sequence, "last_sequence": last},
             )
         event = Event(
-            tenant_id=session.tenant_id, session=session, sequence=sequence, role=item.role,
-            content=item.content, tool_name=item.tool_name, tool_args=item.tool_args,
-            tool_result=item.tool_result, tool_calls=item.tool_calls, tool_call_id=item.tool_call_id,
-            message=item.message, metadata=item.metadata,
-            importance=item.importance if item.importance is not None else defaults.get(item.role, 0.5),
-            idempotency_key=item.idempotency_key, created_at=item.created_at or now,
+            tenant_id=session.tenant_id,
+            session=session,
+            sequence=sequence,
+            role=item.role,
+            content=item.content,
+            tool_name=item.tool_name,
+            tool_args=item.tool_args,
+            tool_result=item.tool_result,
+            tool_calls=item.tool_calls,
+            tool_call_id=item.tool_call_id,
+            message=item.message,
+            metadata=item.metadata,
+            importance=(
+                item.importance if item.importance is not None else defaults.get(item.role, 0.5)
+            ),
+            idempotency_key=item.idempotency_key,
+            created_at=item.created_at or now,
         )
         ordered.append(event)
         new.append(event)
@@ -180,8 +208,11 @@ def _append_locked(session: Session, items: list[EventInput]) -> AppendResult:
         events_appended.send(sender=Session, session=session, events=new)
         payloads = [e.as_dict() for e in new]
         marked, previous = window_version(session), window_version(session, len(new))
-        transaction.on_commit(lambda: recent.extend(session.pk, previous_last, last, marked, payloads,
-                                                    previous_marked=previous))
+        transaction.on_commit(
+            lambda: recent.extend(
+                session.pk, previous_last, last, marked, payloads, previous_marked=previous
+            )
+        )
     return AppendResult(session=session, events=ordered, created=len(new))
 
 
@@ -213,44 +244,58 @@ def _check_replay(stored: Event, item: EventInput, index: int) -> None:
     """A retry must resend what it sent: the same key with other content is a client bug (a key
     reused for a new event) that would otherwise silently drop the new event."""
     differs = [
-        name for name, sent, kept in (
-            ("role", item.role, stored.role), ("content", item.content, stored.content),
-            ("tool_name", item.tool_name, stored.tool_name), ("tool_args", item.tool_args, stored.tool_args),
-            ("tool_result", item.tool_result, stored.tool_result), ("metadata", item.metadata, stored.metadata),
+        name
+        for name, sent, kept in (
+            ("role", item.role, stored.role),
+            ("content", item.content, stored.content),
+            ("tool_name", item.tool_name, stored.tool_name),
+            ("tool_args", item.tool_args, stored.tool_args),
+            ("tool_result", item.tool_result, stored.tool_result),
+            ("metadata", item.metadata, stored.metadata),
             ("message", item.message, stored.message),
-            ("sequence", item.sequence, stored.sequence), ("importance", item.importance, stored.importance),
+            ("sequence", item.sequence, stored.sequence),
+            ("importance", item.importance, stored.importance),
             ("created_at", item.created_at, stored.created_at),
         )
         # Fields the retry left out are not compared.
         if (item.given is None or name in item.given)
-        and not (sent is None and name in ("sequence", "importance", "created_at")) and sent != kept
+        and not (sent is None and name in ("sequence", "importance", "created_at"))
+        and sent != kept
     ]
     if differs:
         raise Conflict(
             "idempotency_mismatch",
-            f"idempotency_key {item.idempotency_key!r} was used for an event with other content ({', '.join(differs)}).",
-            {"index": index, "idempotency_key": item.idempotency_key, "event_id": stored.pk, "fields": differs},
+            f"idempotency_key {item.idempotency_key!r} was used for an event with other content"
+            f" ({', '.join(differs)}).",
+            {
+                "index": index,
+                "idempotency_key": item.idempotency_key,
+                "event_id": stored.pk,
+                "fields": differs,
+            },
         )
 
 
 def recent_events(session: Session, limit: int) -> list[dict[str, Any]]:
-    """The newest `limit` events (payloads) in chronological order, cached when the window allows."""
+    """The newest `limit` events (payloads) in chronological order, cached when the window
+    allows."""
     if limit <= recent.WINDOW:
         window = recent.get(session.pk, session.last_sequence, window_version(session))
         if window is None:
             # Only up to the sequence the key names: an append committed since `session` was read
             # must not slip into this entry, or the write-through would add it a second time.
-            newest = session.events.filter(sequence__lte=session.last_sequence).order_by("-sequence")[
-                : recent.WINDOW
-            ]
+            newest = session.events.filter(sequence__lte=session.last_sequence).order_by(
+                "-sequence"
+            )[: recent.WINDOW]
             window = [e.as_dict() for e in reversed(newest)]
             recent.put(session.pk, session.last_sequence, window_version(session), window)
         return window[-limit:] if limit else []
     return [e.as_dict() for e in reversed(session.events.order_by("-sequence")[:limit])]
 
 
-def events_page(session: Session, *, after: int | None, before: int | None, limit: int,
-                newest: bool = False) -> list[Event]:
+def events_page(
+    session: Session, *, after: int | None, before: int | None, limit: int, newest: bool = False
+) -> list[Event]:
     """Events oldest first: above `after`, below `before`, or (`newest`) the newest `limit`."""
     qs = session.events.all()
     if newest:
@@ -279,11 +324,17 @@ class DeleteResult:
     deleted: dict[str, int]
 
 
-def delete_newest_events(*, key: ApiKey, session_id: str, after: int | None = None, newest: int | None = None,
-                         user_id: str | None = None) -> DeleteResult:
+def delete_newest_events(
+    *,
+    key: ApiKey,
+    session_id: str,
+    after: int | None = None,
+    newest: int | None = None,
+    user_id: str | None = None,
+) -> DeleteResult:
     """Delete the session's events above sequence `after`, its `newest` ones at most (neither: all
-    of them), with what was derived from them: their search chunks, and the summaries (tree nodes, the
-    rolling summary) that cover any of them. Only the newest events go, so no remaining event's
+    of them), with what was derived from them: their search chunks, and the summaries (tree nodes,
+    the rolling summary) that cover any of them. Only the newest events go, so no remaining event's
     chunk was embedded with a deleted one as its conversation context. The session keeps its last
     sequence: the next append continues after it. A tenant with an immutable transcript keeps its
     events (409 immutable_transcript); with a user (`user_id`, or the key's) the session must be
@@ -297,16 +348,23 @@ def delete_newest_events(*, key: ApiKey, session_id: str, after: int | None = No
         check_append_owner(key, session, user)
         check_transcript_removable(session, "events")
         if session.status == SessionStatus.ARCHIVED:
-            raise Conflict("session_archived", f"Session {session.external_id!r} is archived and read-only.")
+            raise Conflict(
+                "session_archived", f"Session {session.external_id!r} is archived and read-only."
+            )
         after = after or 0
         if newest is not None:
-            kept = session.events.order_by("-sequence").values_list("sequence", flat=True)[newest:newest + 1]
+            kept = session.events.order_by("-sequence").values_list("sequence", flat=True)[
+                newest : newest + 1
+            ]
             after = max(after, kept[0] if kept else 0)
         doomed = list(session.events.filter(sequence__gt=after).order_by("sequence"))
         if not doomed:
             return DeleteResult(session=session, events=[], deleted={})
-        return DeleteResult(session=session, events=[e.as_dict() for e in doomed],
-                            deleted=_delete_after(session, after, len(doomed)))
+        return DeleteResult(
+            session=session,
+            events=[e.as_dict() for e in doomed],
+            deleted=_delete_after(session, after, len(doomed)),
+        )
 
 
 def _delete_after(session: Session, after: int, count: int) -> dict[str, int]:

@@ -73,24 +73,28 @@ _CONTEXT_RULE = (
 )
 EXTRACT_PROMPT = (
     "Extract durable facts worth remembering about the user, their projects and preferences from "
-    "the conversation. Reply with a JSON object {\"facts\": [{\"content\": str, \"category\": str, "
-    "\"key\": str (a short stable identifier, e.g. 'preferred_language'), \"importance\": number "
-    "between 0 and 1, \"tags\": [str]}]}. Reply {\"facts\": []} when there is nothing durable."
+    'the conversation. Reply with a JSON object {"facts": [{"content": str, "category": str, '
+    '"key": str (a short stable identifier, e.g. \'preferred_language\'), "importance": number '
+    'between 0 and 1, "tags": [str]}]}. Reply {"facts": []} when there is nothing durable.'
     + _CONTEXT_RULE
 )
 # The prompt for models without a JSON mode: one fact per line, or NONE.
 LINES_PROMPT = (
     "Analyze the following exchange and extract important facts about the user. Return one fact "
-    "per line, each starting with \"- \": either \"- key: value\" with a short snake_case key (e.g. "
-    "\"- preferred_language: French\") or \"- a sentence\". If there are no facts worth remembering, "
-    "return \"NONE\". Only extract factual information (preferences, personal details, decisions, "
+    'per line, each starting with "- ": either "- key: value" with a short snake_case key (e.g. '
+    '"- preferred_language: French") or "- a sentence". If there are no facts worth remembering, '
+    'return "NONE". Only extract factual information (preferences, personal details, decisions, '
     "goals)." + _CONTEXT_RULE
 )
 
 
 def _item_importance(item: dict[str, Any]) -> float | None:
     try:
-        return min(max(float(item["importance"]), 0.0), 1.0) if item.get("importance") is not None else None
+        return (
+            min(max(float(item["importance"]), 0.0), 1.0)
+            if item.get("importance") is not None
+            else None
+        )
     except (TypeError, ValueError):
         return None  # not a number: the category's default, as if none was given
 
@@ -102,24 +106,38 @@ def parse_facts(payload: Any) -> list[ExtractedFact]:
         raise ExtractorReplyError("the extractor's reply has no 'facts' list")
     found: list[ExtractedFact] = []
     for item in items:
-        if not isinstance(item, dict) or not isinstance(item.get("content"), str) or not item["content"].strip():
+        if (
+            not isinstance(item, dict)
+            or not isinstance(item.get("content"), str)
+            or not item["content"].strip()
+        ):
             continue
         tags = item.get("tags") if isinstance(item.get("tags"), list) else []
-        scope = item.get("scope") if item.get("scope") in TIERS and item.get("scope") != "conversation" else "workspace"
+        scope = (
+            item.get("scope")
+            if item.get("scope") in TIERS and item.get("scope") != "conversation"
+            else "workspace"
+        )
         lifetime = item.get("lifetime") if item.get("lifetime") in LIFETIMES else "long_term"
-        found.append(ExtractedFact(
-            content=item["content"].strip()[: MAX_MEMORY_CHARS],
-            category=str(item.get("category") or "general").strip()[:100] or "general",
-            key=str(item.get("key") or "").strip()[:200],
-            scope=scope, lifetime=lifetime, importance=_item_importance(item),
-            tags=tuple(str(t).strip().lower()[: MAX_TAG_CHARS] for t in tags
-                       if str(t).strip())[: MAX_TAGS],
-        ))
+        found.append(
+            ExtractedFact(
+                content=item["content"].strip()[:MAX_MEMORY_CHARS],
+                category=str(item.get("category") or "general").strip()[:100] or "general",
+                key=str(item.get("key") or "").strip()[:200],
+                scope=scope,
+                lifetime=lifetime,
+                importance=_item_importance(item),
+                tags=tuple(str(t).strip().lower()[:MAX_TAG_CHARS] for t in tags if str(t).strip())[
+                    :MAX_TAGS
+                ],
+            )
+        )
     return found
 
 
 _NONE = re.compile(r"^\W*none\W*$", re.IGNORECASE)  # "NONE", "None.", "**NONE**"
-_BULLET = re.compile(r"^\s*(?:[-*\u2022+]|\d{1,3}[.)])\s+(\S.*?)\s*$")  # "- ", "* ", "• ", "1. ", "2) "
+# "- ", "* ", "• ", "1. ", "2) "
+_BULLET = re.compile(r"^\s*(?:[-*\u2022+]|\d{1,3}[.)])\s+(\S.*?)\s*$")
 _KEYED = re.compile(r"^([A-Za-z][\w.-]{0,63}):\s+(\S.*)$")  # "preferred_language: French"
 _FENCE = re.compile(r"^```[\w-]*\s*\n(.*?)\n?```$", re.DOTALL)
 
@@ -140,9 +158,11 @@ def parse_lines(text: str) -> list[ExtractedFact]:
         keyed = _KEYED.match(body)
         key = re.sub(r"[^a-z0-9]+", "_", keyed.group(1).lower()).strip("_") if keyed else ""
         content = f"{key.replace('_', ' ')}: {keyed.group(2)}" if keyed else body  # type: ignore[union-attr]
-        found.append(ExtractedFact(content=content[: MAX_MEMORY_CHARS], key=key[:200]))
+        found.append(ExtractedFact(content=content[:MAX_MEMORY_CHARS], key=key[:200]))
     if not found:
-        raise ExtractorReplyError(f"the extractor's reply is neither facts nor NONE: {text[:200]!r}")
+        raise ExtractorReplyError(
+            f"the extractor's reply is neither facts nor NONE: {text[:200]!r}"
+        )
     return found
 
 
@@ -157,7 +177,9 @@ def parse_reply(text: str) -> list[ExtractedFact]:
         try:
             return parse_facts(json.loads(text))
         except ValueError as exc:
-            raise ExtractorReplyError(f"the extractor's reply is not valid JSON: {text[:200]!r}") from exc
+            raise ExtractorReplyError(
+                f"the extractor's reply is not valid JSON: {text[:200]!r}"
+            ) from exc
     return parse_lines(text)
 
 
@@ -174,8 +196,15 @@ WINDOW_EVENTS = 6
 class HttpExtractor:
     name = "http"
 
-    def __init__(self, *, url: str, model: str, api_key: str = "", timeout: float = 30.0,
-                 reply_format: str = "json") -> None:
+    def __init__(
+        self,
+        *,
+        url: str,
+        model: str,
+        api_key: str = "",
+        timeout: float = 30.0,
+        reply_format: str = "json",
+    ) -> None:
         self.url, self.model, self.api_key, self.timeout = url, model, api_key, timeout
         self.reply_format = reply_format
 
@@ -190,7 +219,11 @@ class HttpExtractor:
         for group in pack(new_lines(turns, room // 2), room):
             check_budget()  # a background step's time budget (no-op elsewhere)
             new = "\n".join(group)
-            user = f"Earlier messages (context only):\n{context}\n\nNew messages:\n{new}" if context else new
+            user = (
+                f"Earlier messages (context only):\n{context}\n\nNew messages:\n{new}"
+                if context
+                else new
+            )
             for fact in self._request(user):
                 facts[fact.key or " ".join(fact.content.lower().split())] = fact
         return list(facts.values())
@@ -198,9 +231,15 @@ class HttpExtractor:
     def _request(self, user: str) -> list[ExtractedFact]:
         json_mode = self.reply_format == "json"
         text = chat_completion(
-            url=self.url, model=self.model, api_key=self.api_key, timeout=self.timeout, json_mode=json_mode,
-            messages=[{"role": "system", "content": EXTRACT_PROMPT if json_mode else LINES_PROMPT},
-                      {"role": "user", "content": user}],
+            url=self.url,
+            model=self.model,
+            api_key=self.api_key,
+            timeout=self.timeout,
+            json_mode=json_mode,
+            messages=[
+                {"role": "system", "content": EXTRACT_PROMPT if json_mode else LINES_PROMPT},
+                {"role": "user", "content": user},
+            ],
         )
         return parse_reply(text)
 
@@ -214,7 +253,9 @@ def new_lines(turns: list[Turn], part_chars: int) -> list[str]:
             continue
         parts = split_text(turn.text.strip(), part_chars)
         for number, part in enumerate(parts, 1):
-            text = f"(part {number}/{len(parts)}) {part.strip()}" if len(parts) > 1 else part.strip()
+            text = (
+                f"(part {number}/{len(parts)}) {part.strip()}" if len(parts) > 1 else part.strip()
+            )
             lines.append(format_line(replace(turn, text=text), len(text) + 1))
     return lines
 
@@ -227,8 +268,10 @@ def extractor_configured() -> bool:
 def get_extractor() -> FactExtractor:
     if settings.MEMORYHUB_FACT_EXTRACTOR == "http":
         return HttpExtractor(
-            url=settings.MEMORYHUB_FACT_EXTRACTOR_URL, model=settings.MEMORYHUB_FACT_EXTRACTOR_MODEL,
-            api_key=settings.MEMORYHUB_FACT_EXTRACTOR_API_KEY, timeout=settings.MEMORYHUB_FACT_EXTRACTOR_TIMEOUT,
+            url=settings.MEMORYHUB_FACT_EXTRACTOR_URL,
+            model=settings.MEMORYHUB_FACT_EXTRACTOR_MODEL,
+            api_key=settings.MEMORYHUB_FACT_EXTRACTOR_API_KEY,
+            timeout=settings.MEMORYHUB_FACT_EXTRACTOR_TIMEOUT,
             reply_format=settings.MEMORYHUB_FACT_EXTRACTOR_FORMAT,
         )
     return NoExtractor()
@@ -239,7 +282,9 @@ def _window(session: Session, first_sequence: int, size: int | None) -> list[Eve
     size = WINDOW_EVENTS if size is None else size
     if size <= 0:
         return []
-    earlier = Event.objects.filter(session=session, sequence__lt=first_sequence).order_by("-sequence")[:size]
+    earlier = Event.objects.filter(session=session, sequence__lt=first_sequence).order_by(
+        "-sequence"
+    )[:size]
     return list(reversed(earlier))
 
 
@@ -247,8 +292,14 @@ def _normalised(text: str) -> str:
     return " ".join(text.lower().split()).rstrip(".")
 
 
-def extract_and_store(session: Session, event_ids: list[int], extractor: FactExtractor | None = None,
-                      *, strict: bool = False, window: int | None = None) -> list[Fact]:
+def extract_and_store(
+    session: Session,
+    event_ids: list[int],
+    extractor: FactExtractor | None = None,
+    *,
+    strict: bool = False,
+    window: int | None = None,
+) -> list[Fact]:
     """Extract facts from these events of the session, read with the `window` events before them
     (WINDOW_EVENTS), and upsert them. A fact this session's extraction already
     stored with the same content is not stored again (a model may repeat one from the context).
@@ -260,24 +311,36 @@ def extract_and_store(session: Session, event_ids: list[int], extractor: FactExt
         return []
     earlier = _window(session, events[0].sequence, window)
     try:
-        extracted = extractor.extract([Turn.from_event(e) for e in events], [Turn.from_event(e) for e in earlier])
+        extracted = extractor.extract(
+            [Turn.from_event(e) for e in events], [Turn.from_event(e) for e in earlier]
+        )
     except SummariserError as exc:
         if strict:
             raise
-        logger.warning("fact extractor %s failed for session %s: %s", extractor.name, session.pk, exc)
+        logger.warning(
+            "fact extractor %s failed for session %s: %s", extractor.name, session.pk, exc
+        )
         return []
-    seen = {_normalised(c) for c in Fact.objects.filter(
-        tenant_id=session.tenant_id, source_session=session, source="extraction").values_list("content", flat=True)}
+    seen = {
+        _normalised(c)
+        for c in Fact.objects.filter(
+            tenant_id=session.tenant_id, source_session=session, source="extraction"
+        ).values_list("content", flat=True)
+    }
     stored: list[Fact] = []
     for item in extracted:
         if _normalised(item.content) in seen:
             continue
         seen.add(_normalised(item.content))
-        stored.append(_store(session, item, extractor.name, (events[0].sequence, events[-1].sequence)))
+        stored.append(
+            _store(session, item, extractor.name, (events[0].sequence, events[-1].sequence))
+        )
     return stored
 
 
-def _store(session: Session, item: ExtractedFact, extractor: str, sequences: tuple[int, int]) -> Fact:
+def _store(
+    session: Session, item: ExtractedFact, extractor: str, sequences: tuple[int, int]
+) -> Fact:
     from memoryhub.facts import upsert
 
     placement = Placement(
@@ -286,10 +349,23 @@ def _store(session: Session, item: ExtractedFact, extractor: str, sequences: tup
         channel=session.channel if item.scope == "channel" else None,
         session=session,
     )
-    data = {"content": item.content, "category": item.category, "key": item.key, "lifetime": item.lifetime,
-            "importance": item.importance, "tags": list(item.tags), "source": "extraction",
-            "user_id": session.user_id, "metadata": {"extractor": extractor, "sequences": list(sequences)}}
+    data = {
+        "content": item.content,
+        "category": item.category,
+        "key": item.key,
+        "lifetime": item.lifetime,
+        "importance": item.importance,
+        "tags": list(item.tags),
+        "source": "extraction",
+        "user_id": session.user_id,
+        "metadata": {"extractor": extractor, "sequences": list(sequences)},
+    }
     given = {name for name, value in data.items() if value is not None}
-    fact, _ = upsert(tenant_id=session.tenant_id, placement=placement, data=data, given=given,
-                     source_session=session)
+    fact, _ = upsert(
+        tenant_id=session.tenant_id,
+        placement=placement,
+        data=data,
+        given=given,
+        source_session=session,
+    )
     return fact

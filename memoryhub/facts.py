@@ -29,8 +29,18 @@ from memoryhub.sessions import get_session, resolve_user
 from memoryhub.signals import memory_deleted, memory_saved
 
 # Fields an upsert (or PATCH) may set; placement fields are fixed by the scope.
-WRITABLE = ("content", "category", "key", "lifetime", "source", "importance", "tags", "metadata", "user_id",
-            "external_id")
+WRITABLE = (
+    "content",
+    "category",
+    "key",
+    "lifetime",
+    "source",
+    "importance",
+    "tags",
+    "metadata",
+    "user_id",
+    "external_id",
+)
 
 
 def with_chunk_access(qs: QuerySet[Fact]) -> QuerySet[Fact]:
@@ -45,8 +55,15 @@ def with_chunk_access(qs: QuerySet[Fact]) -> QuerySet[Fact]:
         chunk = apps.get_model("retrieval", "Chunk")
     except LookupError:  # retrieval not installed
         return qs
-    hits = (chunk.objects.filter(tenant_id=OuterRef("tenant_id"), kind="fact", source_id=Cast(OuterRef("pk"), CharField()))
-            .order_by().values("source_id"))
+    hits = (
+        chunk.objects.filter(
+            tenant_id=OuterRef("tenant_id"),
+            kind="fact",
+            source_id=Cast(OuterRef("pk"), CharField()),
+        )
+        .order_by()
+        .values("source_id")
+    )
     return qs.annotate(
         chunk_access_count=Subquery(hits.annotate(n=Sum("access__access_count")).values("n")[:1]),
         chunk_accessed_at=Subquery(hits.annotate(t=Max("access__accessed_at")).values("t")[:1]),
@@ -63,7 +80,9 @@ def last_used(fact: Fact) -> datetime | None:
 
 
 def facts_visible_to(key: ApiKey) -> QuerySet[Fact]:
-    qs = Fact.objects.visible_to(key).select_related("session", "source_session", "workspace", "channel")
+    qs = Fact.objects.visible_to(key).select_related(
+        "session", "source_session", "workspace", "channel"
+    )
     return with_chunk_access(qs)
 
 
@@ -77,8 +96,9 @@ def get_fact(key: ApiKey, fact_id: int, *, for_update: bool = False) -> Fact:
     return fact
 
 
-def fact_id_by_external_id(key: ApiKey, external_id: str, *, user_id: str | None = None,
-                           workspace: str | None = None) -> int:
+def fact_id_by_external_id(
+    key: ApiKey, external_id: str, *, user_id: str | None = None, workspace: str | None = None
+) -> int:
     """The id of the one fact the key may see with this client id (narrowed by owner and
     workspace name when given): 404 when none, 409 `ambiguous_external_id` when several owners
     or workspaces use it (name `user_id` and `workspace` to choose)."""
@@ -86,14 +106,19 @@ def fact_id_by_external_id(key: ApiKey, external_id: str, *, user_id: str | None
     if user_id is not None:
         qs = qs.filter(user_id=user_id)
     if workspace is not None:
-        qs = qs.filter(workspace__name=workspace) if workspace else qs.filter(workspace__isnull=True)
+        qs = (
+            qs.filter(workspace__name=workspace) if workspace else qs.filter(workspace__isnull=True)
+        )
     ids = list(qs.order_by("pk").values_list("pk", flat=True)[:2])
     if not ids:
         raise NotFound("fact_not_found", f"No fact has external_id {external_id!r}.")
     if len(ids) > 1:
-        raise Conflict("ambiguous_external_id", f"Several facts have external_id {external_id!r} (of other "
-                       "users or workspaces): name user_id and workspace to choose one.",
-                       {"external_id": external_id, "narrow_by": ["user_id", "workspace"]})
+        raise Conflict(
+            "ambiguous_external_id",
+            f"Several facts have external_id {external_id!r} (of other "
+            "users or workspaces): name user_id and workspace to choose one.",
+            {"external_id": external_id, "narrow_by": ["user_id", "workspace"]},
+        )
     return ids[0]
 
 
@@ -101,34 +126,48 @@ def announce(fact: Fact) -> None:
     memory_saved.send(sender=Fact, kind="fact", instance=fact)
 
 
-# --- history (docs/memory-model.md#fact-history) --------------------------------------------------------------------------
+# --- history (docs/memory-model.md#fact-history) --------------------------------------------------
 
 # A change of any of these is a new version of the fact; other fields (tags, importance, …) change
 # the current version in place.
 VERSIONED = ("content", "category", "key")
 
 
-def open_version(fact: Fact, *, change: str, at: datetime | None = None, source: str = "") -> FactVersion:
+def open_version(
+    fact: Fact, *, change: str, at: datetime | None = None, source: str = ""
+) -> FactVersion:
     """Close the fact's current version (if any) and open one with its content as it is now;
     `source`: who made the change (default: the fact's source)."""
     at = at or timezone.now()
     close_version(fact, at=at, closed_by="merged" if change == "merged" else "updated")
     fact.valid_from = at
     return FactVersion.objects.create(
-        tenant_id=fact.tenant_id, fact_id=fact.pk, workspace_id=fact.workspace_id, user_id=fact.user_id,
-        tier=fact.tier, category=fact.category, key=fact.key, content=fact.content, source=source or fact.source,
-        change=change, valid_from=at)
+        tenant_id=fact.tenant_id,
+        fact_id=fact.pk,
+        workspace_id=fact.workspace_id,
+        user_id=fact.user_id,
+        tier=fact.tier,
+        category=fact.category,
+        key=fact.key,
+        content=fact.content,
+        source=source or fact.source,
+        change=change,
+        valid_from=at,
+    )
 
 
 def close_version(fact: Fact, *, at: datetime, closed_by: str) -> int:
-    return (FactVersion.objects.filter(tenant_id=fact.tenant_id, fact_id=fact.pk, valid_to__isnull=True)
-            .update(valid_to=at, closed_by=closed_by))
+    return FactVersion.objects.filter(
+        tenant_id=fact.tenant_id, fact_id=fact.pk, valid_to__isnull=True
+    ).update(valid_to=at, closed_by=closed_by)
 
 
 def fact_history(key: ApiKey, fact_id: int) -> list[FactVersion]:
     """Every version of a fact the key may see, oldest first; a deleted fact's too (its versions
     carry its owner and workspace, so the key's limits apply to them as to the fact)."""
-    versions = list(FactVersion.objects.visible_to(key).filter(fact_id=fact_id).order_by("valid_from", "id"))
+    versions = list(
+        FactVersion.objects.visible_to(key).filter(fact_id=fact_id).order_by("valid_from", "id")
+    )
     if not versions:
         raise NotFound("fact_not_found", f"Fact {fact_id} does not exist.")
     return versions
@@ -139,14 +178,22 @@ def _fact_text(q: str) -> Q:
     return Q(content__icontains=q) | Q(key__icontains=q) | Q(category__icontains=q)
 
 
-VERSION_FILTERS: dict[str, Rule] = {"scope": "tier", "category": "category", "key": "key", "user_id": "user_id",
-                                    "q": _fact_text}
+VERSION_FILTERS: dict[str, Rule] = {
+    "scope": "tier",
+    "category": "category",
+    "key": "key",
+    "user_id": "user_id",
+    "q": _fact_text,
+}
 
 
 def versions_as_of(key: ApiKey, as_of: datetime, filters: dict[str, Any]) -> QuerySet[FactVersion]:
     """The fact versions that were true at `as_of` (and recorded by then), newest first."""
-    qs = (FactVersion.objects.visible_to(key).filter(valid_from__lte=as_of)
-          .filter(Q(valid_to__isnull=True) | Q(valid_to__gt=as_of)))
+    qs = (
+        FactVersion.objects.visible_to(key)
+        .filter(valid_from__lte=as_of)
+        .filter(Q(valid_to__isnull=True) | Q(valid_to__gt=as_of))
+    )
     return narrowed(qs, filters, VERSION_FILTERS).order_by("-valid_from", "-id")
 
 
@@ -158,9 +205,15 @@ def as_they_stood(key: ApiKey, versions: list[FactVersion]) -> list[Fact]:
     for version in versions:
         fact = stored.get(version.fact_id)
         if fact is None:
-            fact = Fact(pk=version.fact_id, tenant_id=version.tenant_id, workspace_id=version.workspace_id,
-                        user_id=version.user_id, tier=version.tier, created_at=version.valid_from,
-                        updated_at=version.valid_from)
+            fact = Fact(
+                pk=version.fact_id,
+                tenant_id=version.tenant_id,
+                workspace_id=version.workspace_id,
+                user_id=version.user_id,
+                tier=version.tier,
+                created_at=version.valid_from,
+                updated_at=version.valid_from,
+            )
         else:
             fact = copy.copy(fact)
         fact.content, fact.category, fact.key = version.content, version.category, version.key
@@ -180,7 +233,9 @@ def _placed(fact: Fact, placement: Placement, source_session: Session | None) ->
     # Only a conversation-tier fact belongs to (and is forgotten with) its session; otherwise the
     # session it came from is provenance.
     fact.session = placement.session if placement.tier == "conversation" else None
-    fact.source_session = source_session or (placement.session if placement.tier != "conversation" else None)
+    fact.source_session = source_session or (
+        placement.session if placement.tier != "conversation" else None
+    )
 
 
 def _existing(fact: Fact, scope_key: str) -> Fact | None:
@@ -197,10 +252,17 @@ def _existing(fact: Fact, scope_key: str) -> Fact | None:
     return None
 
 
-def upsert(*, tenant_id: int, placement: Placement, data: dict[str, Any], given: set[str],
-           source_session: Session | None = None) -> tuple[Fact, bool]:
+def upsert(
+    *,
+    tenant_id: int,
+    placement: Placement,
+    data: dict[str, Any],
+    given: set[str],
+    source_session: Session | None = None,
+) -> tuple[Fact, bool]:
     """Create the fact or, when its owner already has it (same client id, or same scope, category
-    and key), update the given fields; a changed content opens a new version (docs/memory-model.md#fact-history)."""
+    and key), update the given fields; a changed content opens a new version
+    (docs/memory-model.md#fact-history)."""
     fact = Fact(tenant_id=tenant_id)
     _placed(fact, placement, source_session)
     for name in WRITABLE:
@@ -212,7 +274,11 @@ def upsert(*, tenant_id: int, placement: Placement, data: dict[str, Any], given:
         fact.user_id = placement.session.user_id
     if placement.user_id:  # a user-limited key writes as its user
         fact.user_id = placement.user_id
-    if placement.session is not None and placement.session.user_id and fact.user_id != placement.session.user_id:
+    if (
+        placement.session is not None
+        and placement.session.user_id
+        and fact.user_id != placement.session.user_id
+    ):
         raise Conflict("owner_mismatch", "The fact's user_id differs from its session's owner.")
     scope_key = fact.compute_scope_key()
     with transaction.atomic():
@@ -229,11 +295,18 @@ def upsert(*, tenant_id: int, placement: Placement, data: dict[str, Any], given:
                 continue  # a concurrent writer created the same key: update it instead
             announce(fact)
             return fact, True
-    raise Conflict("fact_exists", "A fact with this scope, category and key is being written concurrently.")
+    raise Conflict(
+        "fact_exists", "A fact with this scope, category and key is being written concurrently."
+    )
 
 
-def _update_existing(existing: Fact, data: dict[str, Any], given: set[str],
-                     source_session: Session | None, placement: Placement) -> Fact:
+def _update_existing(
+    existing: Fact,
+    data: dict[str, Any],
+    given: set[str],
+    source_session: Session | None,
+    placement: Placement,
+) -> Fact:
     before = {name: getattr(existing, name) for name in VERSIONED}
     for name in WRITABLE:
         if name in given and name in data and data[name] is not None:
@@ -256,29 +329,58 @@ def _update_existing(existing: Fact, data: dict[str, Any], given: set[str],
 
 
 def _check_key_free(fact: Fact) -> None:
-    clash = (Fact.objects.filter(tenant_id=fact.tenant_id, user_id=fact.user_id, scope_key=fact.compute_scope_key(),
-                                 category=fact.category, key=fact.key).exclude(pk=fact.pk).exists())
+    clash = (
+        Fact.objects.filter(
+            tenant_id=fact.tenant_id,
+            user_id=fact.user_id,
+            scope_key=fact.compute_scope_key(),
+            category=fact.category,
+            key=fact.key,
+        )
+        .exclude(pk=fact.pk)
+        .exists()
+    )
     if clash:
-        raise Conflict("fact_exists", "This owner has another fact of this scope with the same category and key.")
+        raise Conflict(
+            "fact_exists",
+            "This owner has another fact of this scope with the same category and key.",
+        )
 
 
 def upsert_fact(key: ApiKey, data: dict[str, Any], given: set[str]) -> tuple[Fact, bool]:
-    placement = place(key, tier=data.get("scope"), session=data.get("session"),
-                      workspace=data.get("workspace"), channel=data.get("channel"),
-                      user_id=data.get("user_id"))
-    source_session = get_session(key, data["source_session"]) if data.get("source_session") else None
+    placement = place(
+        key,
+        tier=data.get("scope"),
+        session=data.get("session"),
+        workspace=data.get("workspace"),
+        channel=data.get("channel"),
+        user_id=data.get("user_id"),
+    )
+    source_session = (
+        get_session(key, data["source_session"]) if data.get("source_session") else None
+    )
     if placement.tier == "conversation" and "lifetime" not in given:
-        # A conversation's memory lives as long as the conversation (docs/event-log.md#conversation-lifecycle): archiving clears it
-        # unless consolidation promoted it to long-term meanwhile.
+        # A conversation's memory lives as long as the conversation
+        # (docs/event-log.md#conversation-lifecycle): archiving clears it unless consolidation
+        # promoted it to long-term meanwhile.
         data = {**data, "lifetime": "conversation"}
-    return upsert(tenant_id=key.tenant_id, placement=placement, data=data, given=given,
-                  source_session=source_session)
+    return upsert(
+        tenant_id=key.tenant_id,
+        placement=placement,
+        data=data,
+        given=given,
+        source_session=source_session,
+    )
 
 
 def _writable(key: ApiKey, fact: Fact) -> None:
-    """A user-limited key reads shared facts but may not change them (docs/memory-model.md#sharing)."""
+    """A user-limited key reads shared facts but may not change them
+    (docs/memory-model.md#sharing)."""
     if key.user_id and not fact.user_id:
-        raise Forbidden("shared_read_only", "Shared facts (no owner) are read-only to a key limited to one user.")
+        raise Forbidden(
+            "shared_read_only",
+            "Shared facts (no owner) are read-only to a key limited to one user.",
+        )
 
 
 @transaction.atomic
@@ -293,7 +395,9 @@ def update_fact(key: ApiKey, fact_id: int, changes: dict[str, Any]) -> Fact:
             # An owned fact never changes hands, nor becomes shared (as a session); a shared one
             # may be claimed by a tenant key.
             check_owner(changes["user_id"] or None, fact.user_id, f"Fact {fact.pk}")
-            raise Conflict("owner_mismatch", f"Fact {fact.pk} belongs to a user: it cannot be made shared.")
+            raise Conflict(
+                "owner_mismatch", f"Fact {fact.pk} belongs to a user: it cannot be made shared."
+            )
     for name in WRITABLE:
         if name in changes:
             setattr(fact, name, changes[name])
@@ -301,15 +405,27 @@ def update_fact(key: ApiKey, fact_id: int, changes: dict[str, Any]) -> Fact:
         fact.external_id = changes["external_id"]
     if fact.key and ("key" in changes or "category" in changes or fact.user_id != owner):
         _check_key_free(fact)
-    if fact.external_id and Fact.objects.filter(tenant_id=fact.tenant_id, user_id=fact.user_id,
-                                                workspace_id=fact.workspace_id,
-                                                external_id=fact.external_id).exclude(pk=fact.pk).exists():
-        raise Conflict("fact_exists", "This owner has another fact with this external_id in this workspace.")
+    if (
+        fact.external_id
+        and Fact.objects.filter(
+            tenant_id=fact.tenant_id,
+            user_id=fact.user_id,
+            workspace_id=fact.workspace_id,
+            external_id=fact.external_id,
+        )
+        .exclude(pk=fact.pk)
+        .exists()
+    ):
+        raise Conflict(
+            "fact_exists", "This owner has another fact with this external_id in this workspace."
+        )
     fact.updated_at = timezone.now()
     if any(getattr(fact, name) != value for name, value in before.items()):
         open_version(fact, change="updated", at=fact.updated_at)
     if fact.user_id != owner:  # its history follows it to its new owner
-        FactVersion.objects.filter(tenant_id=fact.tenant_id, fact_id=fact.pk).update(user_id=fact.user_id)
+        FactVersion.objects.filter(tenant_id=fact.tenant_id, fact_id=fact.pk).update(
+            user_id=fact.user_id
+        )
     fact.save()
     announce(fact)
     return fact
@@ -319,18 +435,26 @@ def update_fact(key: ApiKey, fact_id: int, changes: dict[str, Any]) -> Fact:
 def delete_fact(key: ApiKey, fact_id: int) -> None:
     fact = get_fact(key, fact_id, for_update=True)
     _writable(key, fact)
-    # Its history stays (docs/memory-model.md#fact-history): the last version is closed, and its chunks are kept as a past version.
+    # Its history stays (docs/memory-model.md#fact-history): the last version is closed, and its
+    # chunks are kept as a past version.
     at = timezone.now()
     close_version(fact, at=at, closed_by="deleted")
-    memory_deleted.send(sender=Fact, kind="fact", tenant_id=fact.tenant_id, source_id=str(fact.pk), closed_at=at)
+    memory_deleted.send(
+        sender=Fact, kind="fact", tenant_id=fact.tenant_id, source_id=str(fact.pk), closed_at=at
+    )
     fact.delete()
 
 
 FACT_FILTERS: dict[str, Rule] = {
-    "scope": "tier", **{name: name for name in ("category", "key", "lifetime", "source", "user_id", "external_id")},
+    "scope": "tier",
+    **{name: name for name in ("category", "key", "lifetime", "source", "user_id", "external_id")},
     "tags": lambda tags: Q(tags__contains=split_tags(tags)),
-    "session": lambda session: Q(session__external_id=session) | Q(source_session__external_id=session),
-    "workspace": "workspace__name", "channel": "channel__name", "q": _fact_text,
+    "session": lambda session: (
+        Q(session__external_id=session) | Q(source_session__external_id=session)
+    ),
+    "workspace": "workspace__name",
+    "channel": "channel__name",
+    "q": _fact_text,
 }
 
 

@@ -1,4 +1,5 @@
-"""Forget a user (docs/memory-model.md#forget; GDPR): every row of theirs in one tenant, in one transaction.
+"""Forget a user (docs/memory-model.md#forget; GDPR): every row of theirs in one tenant, in one
+transaction.
 
 Rows belong to a user through a `user_id` string (sessions, chunks, notes, facts, schedules and
 any later model that carries one) or through a session of theirs (events, chunks, summaries,
@@ -35,7 +36,8 @@ def user_owned_models() -> list[type[models.Model]]:
     """Concrete models with a tenant and a plain `user_id` string (not a FK to auth users)."""
     found = []
     for model in apps.get_models():
-        if model._meta.proxy or not model._meta.managed or model is Session:  # a view (EndUser) holds no rows
+        # a view (EndUser) holds no rows
+        if model._meta.proxy or not model._meta.managed or model is Session:
             continue
         names = {f.name: f for f in model._meta.concrete_fields}
         field = names.get("user_id")
@@ -55,9 +57,14 @@ def redact_deletions(entries: Any, *, tenant_name: str, user_id: str) -> tuple[A
         return entries, 0
     redacted, count = [], 0
     for entry in entries:
-        if (isinstance(entry, dict) and entry.get("user_id") == user_id
-                and entry.get("tenant", tenant_name) == tenant_name):
-            redacted.append({**{k: entry[k] for k in FORGOTTEN_KEYS if k in entry}, "forgotten": True})
+        if (
+            isinstance(entry, dict)
+            and entry.get("user_id") == user_id
+            and entry.get("tenant", tenant_name) == tenant_name
+        ):
+            redacted.append(
+                {**{k: entry[k] for k in FORGOTTEN_KEYS if k in entry}, "forgotten": True}
+            )
             count += 1
         else:
             redacted.append(entry)
@@ -89,24 +96,30 @@ def forget_user(*, tenant_id: int, user_id: str) -> dict[str, int]:
 @transaction.atomic
 def forget_user_report(*, tenant_id: int, user_id: str) -> dict[str, dict[str, int]]:
     """Delete everything of `user_id` in the tenant and redact their words where other rows copied
-    them. Returns {"deleted": {model label: rows deleted}, "redacted": {model label: rows redacted}}."""
+    them. Returns {"deleted": {model label: rows deleted}, "redacted": {model label: rows
+    redacted}}."""
     if not user_id:
         raise ValueError("user_id must not be empty: it would match every row without a user")
     counts: Counter[str] = Counter()
     with pgtrigger.ignore(IMMUTABLE_TRIGGER):
-        sessions = list(Session.objects.select_for_update().filter(tenant_id=tenant_id, user_id=user_id))
+        sessions = list(
+            Session.objects.select_for_update().filter(tenant_id=tenant_id, user_id=user_id)
+        )
         for session in sessions:
             session_forgotten.send(sender=Session, session=session)
         if sessions:
             _, per_model = Session.objects.filter(pk__in=[s.pk for s in sessions]).delete()
             counts.update(per_model)
         for model in user_owned_models():
-            # The base manager: every row, also those a default manager leaves out (a fact's past versions).
+            # The base manager: every row, also those a default manager leaves out (a fact's past
+            # versions).
             _, per_model = model._base_manager.filter(tenant_id=tenant_id, user_id=user_id).delete()
             counts.update(per_model)
         redacted: Counter[str] = Counter()
         for redactor in redactors():
             redacted.update(redactor(tenant_id, user_id))
         user_forgotten.send(sender=Session, tenant_id=tenant_id, user_id=user_id)
-    return {"deleted": {label: count for label, count in sorted(counts.items()) if count},
-            "redacted": dict(sorted(redacted.items()))}  # every table looked at, 0 included
+    return {
+        "deleted": {label: count for label, count in sorted(counts.items()) if count},
+        "redacted": dict(sorted(redacted.items())),
+    }  # every table looked at, 0 included

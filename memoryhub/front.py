@@ -75,10 +75,16 @@ def favicon_bytes() -> bytes:
     """The glyph as an ICO file: one 32-bit bitmap, rows bottom-up, an empty AND mask."""
     size = len(_GLYPH)
     pixels = b"".join(
-        bytes((b, g, r, a)) for row in reversed(_GLYPH) for r, g, b, a in ((_INK if c == "#" else _PAPER) for c in row)
+        bytes((b, g, r, a))
+        for row in reversed(_GLYPH)
+        for r, g, b, a in ((_INK if c == "#" else _PAPER) for c in row)
     )
     mask = bytes(size * 4)  # 16 one-bit pixels padded to 32 bits, per row: all opaque
-    header = struct.pack("<IiiHHIIiiII", 40, size, size * 2, 1, 32, 0, len(pixels) + len(mask), 0, 0, 0, 0)
+    header = struct.pack(
+        "<IiiHHIIiiII", 40, size, size * 2, 1, 32, 0, len(pixels) + len(mask), 0, 0, 0, 0
+    )
     image = header + pixels + mask
-    directory = struct.pack("<HHH", 0, 1, 1) + struct.pack("<BBBBHHII", size, size, 0, 0, 1, 32, len(image), 22)
+    directory = struct.pack("<HHH", 0, 1, 1) + struct.pack(
+        "<BBBBHHII", size, size, 0, 0, 1, 32, len(image), 22
+    )
     return directory + image

@@ -54,9 +54,11 @@ def count_arrivals(tenant_counts: dict[int, int], *, kind: str, at: datetime | N
     transaction.on_commit(add)
 
 
-def recent_arrivals(*, tenant_id: int | None = None, now: datetime | None = None,
-                    window: timedelta = RATE_WINDOW) -> dict[str, int]:
-    """Events appended and chunks embedded in the last `window` (whole minutes, the current one included)."""
+def recent_arrivals(
+    *, tenant_id: int | None = None, now: datetime | None = None, window: timedelta = RATE_WINDOW
+) -> dict[str, int]:
+    """Events appended and chunks embedded in the last `window` (whole minutes, the current one
+    included)."""
     now = now or timezone.now()
     start = now.replace(second=0, microsecond=0) - window + timedelta(minutes=1)
     qs = Arrivals.objects.filter(minute__gte=start)
@@ -67,15 +69,26 @@ def recent_arrivals(*, tenant_id: int | None = None, now: datetime | None = None
 
 
 def _chunk_totals() -> dict[int, tuple[int, int]]:
-    """Per tenant: (chunks, chunks waiting for the embed lane). Empty while retrieval is not installed."""
+    """Per tenant: (chunks, chunks waiting for the embed lane). Empty while retrieval is not
+    installed."""
     try:
         chunk = apps.get_model("retrieval", "Chunk")
     except LookupError:
         return {}
-    totals = dict(chunk.objects.order_by().values("tenant_id").annotate(n=Count("id")).values_list("tenant_id", "n"))
+    totals = dict(
+        chunk.objects.order_by()
+        .values("tenant_id")
+        .annotate(n=Count("id"))
+        .values_list("tenant_id", "n")
+    )
     # Waiting: the embed lane's own definition (retrieval's ChunkQuerySet.embedding_waiting).
-    waiting = dict(chunk.objects.embedding_waiting().order_by().values("tenant_id").annotate(n=Count("id"))
-                   .values_list("tenant_id", "n"))
+    waiting = dict(
+        chunk.objects.embedding_waiting()
+        .order_by()
+        .values("tenant_id")
+        .annotate(n=Count("id"))
+        .values_list("tenant_id", "n")
+    )
     return {tenant_id: (n, waiting.get(tenant_id, 0)) for tenant_id, n in totals.items()}
 
 
@@ -93,12 +106,23 @@ def record_samples(*, now: datetime | None = None, min_interval: float | None = 
     newest = MetricSample.objects.aggregate(at=Max("at"))["at"]
     if newest is not None and (now - newest).total_seconds() < min_interval:
         return 0
-    events = dict(Session.objects.order_by().values("tenant_id")
-                  .annotate(n=Coalesce(Sum("event_count"), 0)).values_list("tenant_id", "n"))
+    events = dict(
+        Session.objects.order_by()
+        .values("tenant_id")
+        .annotate(n=Coalesce(Sum("event_count"), 0))
+        .values_list("tenant_id", "n")
+    )
     chunks = _chunk_totals()
-    rows = [MetricSample(tenant_id=tenant_id, at=now, events=events.get(tenant_id, 0),
-                         chunks=chunks.get(tenant_id, (0, 0))[0], pending_embedding=chunks.get(tenant_id, (0, 0))[1])
-            for tenant_id in Tenant.objects.values_list("pk", flat=True)]
+    rows = [
+        MetricSample(
+            tenant_id=tenant_id,
+            at=now,
+            events=events.get(tenant_id, 0),
+            chunks=chunks.get(tenant_id, (0, 0))[0],
+            pending_embedding=chunks.get(tenant_id, (0, 0))[1],
+        )
+        for tenant_id in Tenant.objects.values_list("pk", flat=True)
+    ]
     MetricSample.objects.bulk_create(rows)
     MetricSample.objects.filter(at__lt=now - timedelta(days=KEEP_DAYS)).delete()
     Arrivals.objects.filter(minute__lt=now - timedelta(days=KEEP_DAYS)).delete()
@@ -109,7 +133,9 @@ def _tenant_sql(tenant_id: int | None) -> tuple[str, list[Any]]:
     return ("AND tenant_id = %s", [tenant_id]) if tenant_id is not None else ("", [])
 
 
-def arrivals(*, since: datetime, bucket: str, tenant_id: int | None = None) -> list[tuple[datetime, int, int, int | None]]:
+def arrivals(
+    *, since: datetime, bucket: str, tenant_id: int | None = None
+) -> list[tuple[datetime, int, int, int | None]]:
     """Per time bucket (a PostgreSQL interval such as '1 day' or '15 minutes') with anything to
     say: events that arrived and chunks embedded (the Arrivals counters), and the backlog (chunks
     without an embedding) at the bucket's last sample (None: no sample in it). Buckets are
@@ -119,7 +145,7 @@ def arrivals(*, since: datetime, bucket: str, tenant_id: int | None = None) -> l
     counted_sql = f"""
         SELECT date_bin(%s::interval, minute, %s) AS bucket, sum(events)::bigint, sum(embedded)::bigint
         FROM {Arrivals._meta.db_table} WHERE minute >= %s {where} GROUP BY 1
-    """
+    """  # noqa: E501
     sampled_sql = f"""
         SELECT bucket, sum(pending)::bigint FROM (
             SELECT DISTINCT ON (bucket, tenant_id) bucket, pending FROM (
@@ -127,22 +153,32 @@ def arrivals(*, since: datetime, bucket: str, tenant_id: int | None = None) -> l
                 FROM {MetricSample._meta.db_table} WHERE at >= %s {where}
             ) samples ORDER BY bucket, tenant_id, at DESC
         ) last_samples GROUP BY bucket
-    """
+    """  # noqa: E501
     with connection.cursor() as cursor:
         cursor.execute(counted_sql, [bucket, origin, since, *params])
         counted = {row[0]: (int(row[1]), int(row[2])) for row in cursor.fetchall()}
         cursor.execute(sampled_sql, [bucket, origin, since, *params])
         pending = {row[0]: int(row[1]) for row in cursor.fetchall()}
-    return [(b, *counted.get(b, (0, 0)), pending.get(b)) for b in sorted(set(counted) | set(pending))]
+    return [
+        (b, *counted.get(b, (0, 0)), pending.get(b)) for b in sorted(set(counted) | set(pending))
+    ]
 
 
-def embedding_progress(*, tenant_id: int | None = None, now: datetime | None = None) -> dict[str, Any]:
+def embedding_progress(
+    *, tenant_id: int | None = None, now: datetime | None = None
+) -> dict[str, Any]:
     """The last ten minutes: events arrived and chunks embedded (counted as they happened), their
     rates (a second, over the window) and the backlog's ETA at the embedding rate (None when
     nothing was embedded meanwhile). The backlog itself is the caller's (counted now)."""
     now = now or timezone.now()
     recent = recent_arrivals(tenant_id=tenant_id, now=now)
     seconds = RATE_WINDOW.total_seconds()
-    return {"pending": None, "rate": recent["embedded"] / seconds, "eta_seconds": None,
-            "arrival_rate": recent["events"] / seconds, "window_seconds": seconds,
-            "arrived_recent": recent["events"], "embedded_recent": recent["embedded"]}
+    return {
+        "pending": None,
+        "rate": recent["embedded"] / seconds,
+        "eta_seconds": None,
+        "arrival_rate": recent["events"] / seconds,
+        "window_seconds": seconds,
+        "arrived_recent": recent["events"],
+        "embedded_recent": recent["embedded"],
+    }

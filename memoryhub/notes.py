@@ -1,4 +1,5 @@
-"""Notes (docs/memory-model.md#notes): stored, replaced and deleted by note id; searchable as kind "note".
+"""Notes (docs/memory-model.md#notes): stored, replaced and deleted by note id; searchable as kind
+"note".
 
 Every save announces the note with memory_saved (retrieval replaces all chunks under the same
 note id) and every delete with memory_deleted, inside the writing transaction.
@@ -23,8 +24,8 @@ from memoryhub.sessions import get_session, resolve_user, resolve_workspace
 from memoryhub.signals import memory_deleted, memory_saved
 
 # Tags of a note or fact: the first MAX_TAGS are kept, each cut to MAX_TAG_CHARS (capped, not
-# refused: an agent's tagging never loses the memory). Content of a note, a fact or a rolling summary: at most MAX_MEMORY_CHARS
-# characters (400 past it).
+# refused: an agent's tagging never loses the memory). Content of a note, a fact or a rolling
+# summary: at most MAX_MEMORY_CHARS characters (400 past it).
 MAX_TAGS = 16
 MAX_TAG_CHARS = 64
 MAX_MEMORY_CHARS = 50_000
@@ -45,14 +46,22 @@ class Placement:
     user_id: str = ""  # set for a user-limited key: the memory belongs to that user
 
 
-def place(key: ApiKey, *, tier: str | None, session: str | None, workspace: str | None,
-          channel: str | None, user_id: str | None = None) -> Placement:
+def place(
+    key: ApiKey,
+    *,
+    tier: str | None,
+    session: str | None,
+    workspace: str | None,
+    channel: str | None,
+    user_id: str | None = None,
+) -> Placement:
     """Where a note or fact lives. A session implies its workspace and channel; the tier says how
     widely it applies (default_tier when none is asked for). Raises before anything is created when
     the request does not fit the key."""
     forced_user = resolve_user(key, user_id) if key.user_id else ""
     sess = get_session(key, session) if session else None
-    if sess is not None and sess.user_id:  # a user's memory may sit in a shared session, not in another's
+    # a user's memory may sit in a shared session, not in another's
+    if sess is not None and sess.user_id:
         check_owner(forced_user or user_id or "", sess.user_id, f"Session {sess.external_id!r}")
     if tier is None:
         tier = default_tier(key, session=sess is not None, channel=bool(channel))
@@ -65,7 +74,10 @@ def place(key: ApiKey, *, tier: str | None, session: str | None, workspace: str 
             raise Invalid("scope_mismatch", "'channel' differs from the session's channel.")
     if tier == "account":
         if key.workspace_id is not None:
-            raise Forbidden("workspace_forbidden", "A key limited to one workspace cannot write account-wide memories.")
+            raise Forbidden(
+                "workspace_forbidden",
+                "A key limited to one workspace cannot write account-wide memories.",
+            )
         if (workspace or channel) and sess is None:  # a session's own were checked against it above
             raise Invalid("scope_mismatch", "An account-wide memory has no workspace or channel.")
         return Placement("account", None, None, sess, forced_user or "")
@@ -125,9 +137,10 @@ def split_tags(raw: str | None) -> list[str]:
 
 
 def importance_by_type(types: list[str]) -> float:
-    """The base importance of a memory of these types when the client gives none (docs/memory-model.md#importance:
-    correction 0.9, preference 0.8, fact 0.6, task 0.5; IMPORTANCE_BY_TYPE); the highest
-    type named wins, and a memory of no known type gets DEFAULT_MEMORY_IMPORTANCE."""
+    """The base importance of a memory of these types when the client gives none
+    (docs/memory-model.md#importance: correction 0.9, preference 0.8, fact 0.6, task 0.5;
+    IMPORTANCE_BY_TYPE); the highest type named wins, and a memory of no known type gets
+    DEFAULT_MEMORY_IMPORTANCE."""
     table = IMPORTANCE_BY_TYPE
     known = [table[t.strip().lower()] for t in types if t and t.strip().lower() in table]
     return max(known) if known else DEFAULT_MEMORY_IMPORTANCE
@@ -165,14 +178,18 @@ def _id_taken(key: ApiKey, note_id: str) -> Exception:
     limited key learns nothing of a note it may not see."""
     if not notes_visible_to(key).filter(note_id=note_id).exists():
         return note_not_found(note_id)
-    return Conflict("note_exists", f"Note {note_id!r} already exists: PUT /notes/{note_id}/ replaces it.")
+    return Conflict(
+        "note_exists", f"Note {note_id!r} already exists: PUT /notes/{note_id}/ replaces it."
+    )
 
 
 def _owner(key: ApiKey, data: dict[str, Any], placement: Placement, existing: Note | None) -> str:
     """Whom the note belongs to: the user named (or the key's), else its session's; an existing
-    note keeps its owner, and a write for another user is refused (ownership: memoryhub.ownership)."""
+    note keeps its owner, and a write for another user is refused (ownership:
+    memoryhub.ownership)."""
     user = placement.user_id or data.get("user_id") or ""
-    owner = user or (placement.session.user_id if placement.session else "")  # place() checked they agree
+    # place() checked they agree
+    owner = user or (placement.session.user_id if placement.session else "")
     if existing is None:
         return owner
     refuse_shared(key, existing.user_id, f"Note {existing.note_id!r}")
@@ -196,9 +213,14 @@ def _fill(note: Note, data: dict[str, Any], placement: Placement, owner: str) ->
 
 @transaction.atomic
 def create_note(key: ApiKey, data: dict[str, Any]) -> Note:
-    placement = place(key, tier=data.get("scope"), session=data.get("session"),
-                      workspace=data.get("workspace"), channel=data.get("channel"),
-                      user_id=data.get("user_id"))
+    placement = place(
+        key,
+        tier=data.get("scope"),
+        session=data.get("session"),
+        workspace=data.get("workspace"),
+        channel=data.get("channel"),
+        user_id=data.get("user_id"),
+    )
     note_id = data.get("note_id") or new_note_id()
     if Note.objects.filter(tenant_id=key.tenant_id, note_id=note_id).exists():
         raise _id_taken(key, note_id)
@@ -219,14 +241,25 @@ def put_note(key: ApiKey, note_id: str, data: dict[str, Any]) -> tuple[Note, boo
     existing = notes_visible_to(key).select_for_update(of=("self",)).filter(note_id=note_id).first()
     if existing is None and Note.objects.filter(tenant_id=key.tenant_id, note_id=note_id).exists():
         raise _id_taken(key, note_id)
-    placement = place(key, tier=data.get("scope"), session=data.get("session"),
-                      workspace=data.get("workspace"), channel=data.get("channel"),
-                      user_id=data.get("user_id"))
+    placement = place(
+        key,
+        tier=data.get("scope"),
+        session=data.get("session"),
+        workspace=data.get("workspace"),
+        channel=data.get("channel"),
+        user_id=data.get("user_id"),
+    )
     owner = _owner(key, data, placement, existing)
-    if existing is not None and existing.workspace_id != (placement.workspace.pk if placement.workspace else None):
+    if existing is not None and existing.workspace_id != (
+        placement.workspace.pk if placement.workspace else None
+    ):
         # A row never changes workspace (nor owner): what another workspace's key saw would vanish.
-        raise Conflict("workspace_mismatch", f"Note {note_id!r} belongs to another workspace (or to none): a "
-                       "replacement keeps it where it is; name its workspace, or delete it and create it anew.")
+        raise Conflict(
+            "workspace_mismatch",
+            f"Note {note_id!r} belongs to another workspace (or to none): a "
+            "replacement keeps it where it is; name its workspace, or delete it and create it"
+            " anew.",
+        )
     note = existing or Note(tenant_id=key.tenant_id, note_id=note_id)
     _fill(note, data, placement, owner)
     note.updated_at = timezone.now()
@@ -237,7 +270,8 @@ def put_note(key: ApiKey, note_id: str, data: dict[str, Any]) -> tuple[Note, boo
 
 @transaction.atomic
 def patch_note(key: ApiKey, note_id: str, changes: dict[str, Any]) -> Note:
-    """Change only the given fields; placement, owner and the rest stay (PUT replaces the whole note)."""
+    """Change only the given fields; placement, owner and the rest stay (PUT replaces the whole
+    note)."""
     note = get_note(key, note_id, for_update=True)
     refuse_shared(key, note.user_id, f"Note {note_id!r}")
     for name in ("content", "source", "tags", "metadata", "importance"):
@@ -258,9 +292,14 @@ def delete_note(key: ApiKey, note_id: str) -> None:
 
 
 NOTE_FILTERS: dict[str, Rule] = {
-    "tags": lambda tags: Q(tags__contains=split_tags(tags)), "source": "source",
-    "session": "session__external_id", "workspace": "workspace__name", "channel": "channel__name",
-    "user_id": "user_id", "scope": "tier", "q": "content__icontains",
+    "tags": lambda tags: Q(tags__contains=split_tags(tags)),
+    "source": "source",
+    "session": "session__external_id",
+    "workspace": "workspace__name",
+    "channel": "channel__name",
+    "user_id": "user_id",
+    "scope": "tier",
+    "q": "content__icontains",
 }
 
 

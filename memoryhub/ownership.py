@@ -1,4 +1,5 @@
-"""The write half of the ownership rule (docs/memory-model.md#sharing), in one place for every write path.
+"""The write half of the ownership rule (docs/memory-model.md#sharing), in one place for every write
+path.
 
 Reads are confined in SQL (accounts.querysets: a user's rows plus shared knowledge; a conversation
 nobody owns is not shared, so a user-limited key never finds one). Writes add two rules: a key
@@ -19,7 +20,8 @@ def refuse_shared(key: ApiKey, owner: str, what: str) -> None:
     if key.user_id and not owner:
         raise Forbidden(
             "shared_read_only",
-            f"{what} is shared (it has no owner): a key limited to one user may read it, not change it.",
+            f"{what} is shared (it has no owner): a key limited to one user may read it, not"
+            " change it.",
         )
 
 
@@ -29,7 +31,8 @@ def check_owner(user: str | None, owner: str, what: str, *, acting: str = "writt
     if user and user != owner:
         raise Conflict(
             "owner_mismatch",
-            f"{what} belongs to {'another user' if owner else 'no user'}: it cannot be {acting} as user {user!r}.",
+            f"{what} belongs to {'another user' if owner else 'no user'}: it cannot be {acting} as"
+            f" user {user!r}.",
             {"user_id": user},
         )
 

@@ -18,7 +18,8 @@ from memoryhub.signals import events_appended
 
 def on_events_appended(sender: Any, session: Any, events: list[Any], **kwargs: Any) -> None:
     notify_work()  # delivered when the append commits
-    metrics.count_arrivals({session.tenant_id: len(events)}, kind="events")  # the dashboard's arrivals
+    # the dashboard's arrivals
+    metrics.count_arrivals({session.tenant_id: len(events)}, kind="events")
     if settings.MEMORYHUB_TASKS_EAGER:  # tests and one-off tools: the lane's work, inline
         session_pk = session.pk
         transaction.on_commit(lambda: _work_now(session_pk))
@@ -28,14 +29,15 @@ def _work_now(session_pk: int) -> None:
     from memoryhub import summaries as summary_rules
     from memoryhub.session_work import work_on_session
 
-    # What an append used to queue: the rolling-summary trigger and fact extraction. The tree is the lane's.
+    # What an append used to queue: the rolling-summary trigger and fact extraction. The tree is the
+    # lane's.
     work_on_session(session_pk, summaries=summary_rules.AUTO_SUMMARISE, tree=False)
 
 
 def on_fact_deleted(sender: Any, instance: Any, **kwargs: Any) -> None:
     # However a fact goes (the API, a consolidation merge or prune, its conversation's end, the
-    # admin), its history stays and its last version is closed (docs/memory-model.md#fact-history). delete_fact closed it
-    # already; this finds none open then.
+    # admin), its history stays and its last version is closed (docs/memory-model.md#fact-history).
+    # delete_fact closed it already; this finds none open then.
     from memoryhub.facts import close_version
 
     close_version(instance, at=timezone.now(), closed_by="deleted")
@@ -47,4 +49,6 @@ def connect() -> None:
     from memoryhub.models import Fact
 
     events_appended.connect(on_events_appended, dispatch_uid="memoryhub.memory_after_append")
-    post_delete.connect(on_fact_deleted, sender=Fact, dispatch_uid="memoryhub.fact_history_on_delete")
+    post_delete.connect(
+        on_fact_deleted, sender=Fact, dispatch_uid="memoryhub.fact_history_on_delete"
+    )

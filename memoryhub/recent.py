@@ -3,8 +3,8 @@
 Entries are keyed by the session's last sequence, its consolidation watermark
 (Session.consolidated_to) and its event count (memoryhub.event_log.window_version), so an entry
 can never be stale: any append, any marking of events as consolidated (their one mutable field),
-and deleting the newest events move the key. That keeps per-process caches (LocMem under several web workers) correct
-without cross-process invalidation. Entries are the events' API payloads.
+and deleting the newest events move the key. That keeps per-process caches (LocMem under several web
+workers) correct without cross-process invalidation. Entries are the events' API payloads.
 
 The Django cache pickles an entry on every write and read (LocMem too): about 0.2 ms for a
 window of 50 events, paid twice by every append (its chunk's conversation context, then the
@@ -59,13 +59,20 @@ def get(session_pk: int, last_sequence: int, marked: str) -> list[dict[str, Any]
 
 
 def put(session_pk: int, last_sequence: int, marked: str, events: list[dict[str, Any]]) -> None:
-    key, window = _key(session_pk, last_sequence, marked), events[-WINDOW :]
+    key, window = _key(session_pk, last_sequence, marked), events[-WINDOW:]
     _remember(key, tuple(window))
     cache.set(key, window, TTL_SECONDS)
 
 
-def extend(session_pk: int, previous_last: int, last: int, marked: str, new: list[dict[str, Any]], *,
-           previous_marked: str) -> None:
+def extend(
+    session_pk: int,
+    previous_last: int,
+    last: int,
+    marked: str,
+    new: list[dict[str, Any]],
+    *,
+    previous_marked: str,
+) -> None:
     """Write-through after an append: the new window is the old one plus the new events."""
     window = get(session_pk, previous_last, previous_marked)
     if window is None:

@@ -6,8 +6,8 @@ When the whole history fits in the budget, it is returned whole and no summary i
 when it does not fit does the rolling summary lead (as a system message) and stand for the
 messages it covers; then the newest uncovered messages follow as far as the budget allows.
 
-With a persistence key (docs/event-log.md#restore), sessions that share it (the same tenant and user, visible to
-the key) restore as one history across rotated session ids, oldest session first.
+With a persistence key (docs/event-log.md#restore), sessions that share it (the same tenant and
+user, visible to the key) restore as one history across rotated session ids, oldest session first.
 """
 
 from __future__ import annotations
@@ -35,9 +35,11 @@ _TOOL_FIELDS = ("tool_name", "tool_args", "tool_result", "tool_calls", "tool_cal
 class Restored:
     messages: list[dict[str, Any]]
     tokens: int
-    truncated: bool  # some messages are not in `messages` verbatim (a summary stands for them, or they did not fit)
+    # some messages are not in `messages` verbatim (a summary stands for them, or they did not fit)
+    truncated: bool
     omitted: int  # how many
-    summaries: list[RollingSummary] = field(default_factory=list)  # the summaries that lead, oldest session first
+    # the summaries that lead, oldest session first
+    summaries: list[RollingSummary] = field(default_factory=list)
     sessions: list[Session] = field(default_factory=list)
 
 
@@ -63,7 +65,9 @@ def event_message(event: Event, *, session: Session | None = None) -> dict[str, 
 def message_cost(message: dict[str, Any]) -> int:
     """Estimated tokens of a message: its content, its tool fields as JSON, and the overhead."""
     tools = {name: message[name] for name in _TOOL_FIELDS if message.get(name) is not None}
-    tool_tokens = estimate_tokens(json.dumps(tools, ensure_ascii=False, sort_keys=True)) if tools else 0
+    tool_tokens = (
+        estimate_tokens(json.dumps(tools, ensure_ascii=False, sort_keys=True)) if tools else 0
+    )
     return estimate_tokens(message["content"]) + tool_tokens + MESSAGE_OVERHEAD
 
 
@@ -72,13 +76,17 @@ def persistence_chain(key: ApiKey, session: Session) -> list[Session]:
     alone when it has no key."""
     if not session.persistence_key:
         return [session]
-    chain = (Session.objects.visible_to(key)
-             .filter(persistence_key=session.persistence_key, user_id=session.user_id)
-             .order_by("created_at", "pk"))
+    chain = (
+        Session.objects.visible_to(key)
+        .filter(persistence_key=session.persistence_key, user_id=session.user_id)
+        .order_by("created_at", "pk")
+    )
     return list(chain)
 
 
-def _newest_first(sessions: list[Session], floors: dict[int, int]) -> Iterator[tuple[Session, Event]]:
+def _newest_first(
+    sessions: list[Session], floors: dict[int, int]
+) -> Iterator[tuple[Session, Event]]:
     """Events of the chain, newest first, read in batches; each session only above its floor."""
     for session in reversed(sessions):
         cursor: int | None = None
@@ -94,10 +102,15 @@ def _newest_first(sessions: list[Session], floors: dict[int, int]) -> Iterator[t
             cursor = batch[-1].sequence
 
 
-def _fill(sessions: list[Session], floors: dict[int, int], budget: int, tag_session: bool,
-          render: Render | None = None) -> tuple[list[dict[str, Any]], int, bool]:
-    """The newest messages that fit in `budget`, oldest first; whether every one above the floors fitted.
-    A message costs what its stored event does, whichever shape it is `render`ed in."""
+def _fill(
+    sessions: list[Session],
+    floors: dict[int, int],
+    budget: int,
+    tag_session: bool,
+    render: Render | None = None,
+) -> tuple[list[dict[str, Any]], int, bool]:
+    """The newest messages that fit in `budget`, oldest first; whether every one above the floors
+    fitted. A message costs what its stored event does, whichever shape it is `render`ed in."""
     picked: list[dict[str, Any]] = []
     used = 0
     for session, event in _newest_first(sessions, floors):
@@ -116,14 +129,24 @@ def _summary_message(summaries: list[RollingSummary], by_pk: dict[int, Session])
     text = "\n".join([SUMMARY_HEADER, *(s.text for s in summaries)])
     last = summaries[-1]
     return {
-        "role": "system", "content": text, "summary_epoch": last.epoch, "upper_sequence": last.upper_sequence,
-        "summaries": [{"session": by_pk[s.session_id].external_id, "epoch": s.epoch,
-                       "upper_sequence": s.upper_sequence} for s in summaries],
+        "role": "system",
+        "content": text,
+        "summary_epoch": last.epoch,
+        "upper_sequence": last.upper_sequence,
+        "summaries": [
+            {
+                "session": by_pk[s.session_id].external_id,
+                "epoch": s.epoch,
+                "upper_sequence": s.upper_sequence,
+            }
+            for s in summaries
+        ],
     }
 
 
-def restore_session(session: Session, *, budget: int, chain: list[Session] | None = None,
-                    format: str = chat.NATIVE) -> Restored:  # noqa: A002 - the API's parameter
+def restore_session(
+    session: Session, *, budget: int, chain: list[Session] | None = None, format: str = chat.NATIVE
+) -> Restored:  # noqa: A002 - the API's parameter
     """The history of `session` (or of its persistence `chain`) as messages within `budget` tokens,
     in a chat API's shape when `format` names one (memoryhub.chat; the summary is then a plain
     system message)."""
@@ -147,5 +170,7 @@ def restore_session(session: Session, *, budget: int, chain: list[Session] | Non
         if cost <= budget:
             floors = {s.session_id: s.upper_sequence for s in summaries}
             rest, rest_used, _ = _fill(sessions, floors, budget - cost, tagged, render)
-            return Restored([lead, *rest], cost + rest_used, True, total - len(rest), summaries, sessions)
+            return Restored(
+                [lead, *rest], cost + rest_used, True, total - len(rest), summaries, sessions
+            )
     return Restored(picked, used, True, total - len(picked), [], sessions)

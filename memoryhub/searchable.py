@@ -35,6 +35,7 @@ class Searchable:
     sequence_start: int | None = None
     sequence_end: int | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
-    # A versioned memory (a fact, docs/memory-model.md#fact-history): when its current version began. Chunks of an older
-    # version are kept, closed at this moment, so that a search `as_of` a past moment finds them.
+    # A versioned memory (a fact, docs/memory-model.md#fact-history): when its current version
+    # began. Chunks of an older version are kept, closed at this moment, so that a search `as_of` a
+    # past moment finds them.
     version_from: datetime | None = None

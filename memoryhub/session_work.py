@@ -1,7 +1,8 @@
 """The summarise lane: what each conversation still needs, read from table state.
 
 No task is queued per append. A session is due when
-- its unsummarised messages pass the rolling-summary trigger (docs/event-log.md#summaries), estimated in SQL;
+- its unsummarised messages pass the rolling-summary trigger (docs/event-log.md#summaries),
+  estimated in SQL;
 - it has a full leaf of events beyond its summary tree, or went idle with events beyond it;
 - a fact extractor is configured and it has events past `facts_extracted_to`. A conversation that
   has ended (idle or archived: memoryhub.conversations wakes the lane then) is extracted to its
@@ -54,17 +55,20 @@ STEP = "session"
 FACTS_STEP = "facts"  # an extractor reply that was no facts (recorded, never set aside)
 LOCK_KEY = 4243  # advisory lock namespace: (LOCK_KEY, session pk)
 FACT_EVENTS = 50  # events per extractor call
-ENDED_BATCHES = 20  # extractor calls one visit makes for an ended conversation (the rest: next pass)
+# extractor calls one visit makes for an ended conversation (the rest: next pass)
+ENDED_BATCHES = 20
 PASS_SESSIONS = 200  # sessions one step looks at
 # Failures in a row after which a session is set aside (skipped until retried in the admin): a
 # model that is down for a moment is tried again, one that chokes on this session is not forever.
 MAX_ATTEMPTS = 3
-FULL_PASS_SECONDS = 300  # the summarise lane looks at every session, not only those written since, this often
+# the summarise lane looks at every session, not only those written since, this often
+FULL_PASS_SECONDS = 300
 SLACK = timedelta(seconds=5)  # an append's updated_at is taken a little before it commits
 
 
-def due_sessions(*, tenant_id: int | None = None, updated_since: datetime | None = None,
-                 summaries: bool = True) -> QuerySet[Session]:
+def due_sessions(
+    *, tenant_id: int | None = None, updated_since: datetime | None = None, summaries: bool = True
+) -> QuerySet[Session]:
     """Sessions with background work left (see the module's docstring), set-aside ones excepted.
     Without `summaries`, only those with facts to extract (what a lane that makes no rolling
     summaries or trees, summaries.AUTO_SUMMARISE off, still does)."""
@@ -74,28 +78,44 @@ def due_sessions(*, tenant_id: int | None = None, updated_since: datetime | None
     if updated_since is not None:
         sessions = sessions.filter(updated_at__gte=updated_since)
     upper = RollingSummary.objects.filter(session=OuterRef("pk")).values("upper_sequence")[:1]
-    leaf_end = (SummaryNode.objects.filter(session=OuterRef("pk"), level="leaf")
-                .order_by("-sequence_end").values("sequence_end")[:1])
+    leaf_end = (
+        SummaryNode.objects.filter(session=OuterRef("pk"), level="leaf")
+        .order_by("-sequence_end")
+        .values("sequence_end")[:1]
+    )
     sessions = sessions.annotate(
-        summarised_to=Coalesce(Subquery(upper), Value(0)), leaves_to=Coalesce(Subquery(leaf_end), Value(0)),
+        summarised_to=Coalesce(Subquery(upper), Value(0)),
+        leaves_to=Coalesce(Subquery(leaf_end), Value(0)),
     )
     # The trigger's token estimate in SQL, so that sessions far below their budget are not even
     # loaded; maybe_summarise then decides exactly. Each session's own budget (or the default).
     unsummarised_tokens = (
-        Event.objects.filter(session=OuterRef("pk"), sequence__gt=OuterRef("summarised_to")).order_by()
-        .values("session").annotate(t=Sum(estimated_tokens_sql())).values("t")[:1]
+        Event.objects.filter(session=OuterRef("pk"), sequence__gt=OuterRef("summarised_to"))
+        .order_by()
+        .values("session")
+        .annotate(t=Sum(estimated_tokens_sql()))
+        .values("t")[:1]
     )
     trigger_tokens = Coalesce("summary_budget", Value(summary_rules.BUDGET)) * Value(
-        summary_rules.TRIGGER, output_field=FloatField())
-    sessions = sessions.annotate(unsummarised_tokens=Coalesce(Subquery(unsummarised_tokens), Value(0)),
-                                 trigger_tokens=trigger_tokens)
+        summary_rules.TRIGGER, output_field=FloatField()
+    )
+    sessions = sessions.annotate(
+        unsummarised_tokens=Coalesce(Subquery(unsummarised_tokens), Value(0)),
+        trigger_tokens=trigger_tokens,
+    )
     idle_before = timezone.now() - timedelta(minutes=summary_rules.IDLE_MINUTES)
     due = (
-        Q(last_sequence__gte=F("summarised_to") + summary_rules.MIN_MESSAGES,
-          unsummarised_tokens__gt=F("trigger_tokens"))
-        | Q(last_sequence__gte=F("leaves_to") + summary_rules.LEAF_EVENTS)
-        | Q(last_sequence__gt=F("leaves_to"), updated_at__lt=idle_before)
-    ) if summaries else Q(pk__in=[])
+        (
+            Q(
+                last_sequence__gte=F("summarised_to") + summary_rules.MIN_MESSAGES,
+                unsummarised_tokens__gt=F("trigger_tokens"),
+            )
+            | Q(last_sequence__gte=F("leaves_to") + summary_rules.LEAF_EVENTS)
+            | Q(last_sequence__gt=F("leaves_to"), updated_at__lt=idle_before)
+        )
+        if summaries
+        else Q(pk__in=[])
+    )
     if extractor_configured():
         due |= Q(last_sequence__gt=F("facts_extracted_to"))
     aside = StepFailure.objects.filter(session=OuterRef("pk"), step=STEP, set_aside=True)
@@ -130,7 +150,9 @@ def wait_for_session(session_pk: int) -> None:
     summary_rules.lock_session_tree(session_pk)
 
 
-def work_on_session(session_pk: int, *, summaries: bool = True, tree: bool = True) -> dict[str, Any] | None:
+def work_on_session(
+    session_pk: int, *, summaries: bool = True, tree: bool = True
+) -> dict[str, Any] | None:
     """Do what one session needs (the rolling summary unless not `summaries`, the tree unless not
     `tree`, facts). None when another worker holds it; {"failed": …} when a step failed
     (recorded). Otherwise what was done."""
@@ -166,13 +188,19 @@ def _steps(session: Session, *, summaries: bool, tree: bool) -> dict[str, Any]:
         cursor = session.facts_extracted_to
         with transaction.atomic(), time_budget(budget):
             facts += extract_due_facts(session)
-        if session.facts_extracted_to in (cursor, session.last_sequence):  # nothing done, or all done
+        # nothing done, or all done
+        if session.facts_extracted_to in (cursor, session.last_sequence):
             break
     with transaction.atomic(), time_budget(budget):
         described = describe_tool_calls(session)
-    return {"summarised": bool(summary["summarised"]), "stale": bool(summary.get("stale", False)),
-            "tree_nodes_built": built, "facts": facts, "tool_sentences": described,
-            "events_extracted": session.facts_extracted_to - extracted_from}
+    return {
+        "summarised": bool(summary["summarised"]),
+        "stale": bool(summary.get("stale", False)),
+        "tree_nodes_built": built,
+        "facts": facts,
+        "tool_sentences": described,
+        "events_extracted": session.facts_extracted_to - extracted_from,
+    }
 
 
 def extract_due_facts(session: Session) -> int:
@@ -180,8 +208,11 @@ def extract_due_facts(session: Session) -> int:
     events before them as context); returns facts stored (see `extract_events`)."""
     if not extractor_configured():
         return 0
-    events = list(session.events.filter(sequence__gt=session.facts_extracted_to)
-                  .order_by("sequence").values_list("pk", flat=True)[:FACT_EVENTS])
+    events = list(
+        session.events.filter(sequence__gt=session.facts_extracted_to)
+        .order_by("sequence")
+        .values_list("pk", flat=True)[:FACT_EVENTS]
+    )
     return len(extract_events(session, events))
 
 
@@ -194,26 +225,33 @@ def extract_events(session: Session, event_ids: list[int]) -> list[Fact]:
     recorded as a FACTS_STEP failure, and the cursor goes on: the same model would give the same
     reply again, and the session's summaries must not be set aside for it. The cursor
     (`facts_extracted_to`) moves past the events only when nothing before them is left
-    unextracted (it never moves back), and then the events are marked consolidated (docs/lifecycle.md#compress:
-    each message says when it was consolidated)."""
+    unextracted (it never moves back), and then the events are marked consolidated
+    (docs/lifecycle.md#compress: each message says when it was consolidated)."""
     if not extractor_configured():
         return []
-    sequences = list(session.events.filter(pk__in=event_ids).order_by("sequence")
-                     .values_list("pk", "sequence"))
+    sequences = list(
+        session.events.filter(pk__in=event_ids).order_by("sequence").values_list("pk", "sequence")
+    )
     if not sequences:
         return []
     first, last = sequences[0][1], sequences[-1][1]
     try:
         stored = extract_and_store(session, [pk for pk, _ in sequences], strict=True)
     except ExtractorReplyError as exc:
-        logger.warning("fact extractor's reply for session %s events %s-%s unusable: %s",
-                       session.pk, first, last, exc)
+        logger.warning(
+            "fact extractor's reply for session %s events %s-%s unusable: %s",
+            session.pk,
+            first,
+            last,
+            exc,
+        )
         _record_failure(session, exc, step=FACTS_STEP)
         stored = []
     else:
         StepFailure.objects.filter(session=session, step=FACTS_STEP).delete()
-    moved = Session.objects.filter(pk=session.pk, facts_extracted_to__gte=first - 1,
-                                   facts_extracted_to__lt=last).update(facts_extracted_to=last)
+    moved = Session.objects.filter(
+        pk=session.pk, facts_extracted_to__gte=first - 1, facts_extracted_to__lt=last
+    ).update(facts_extracted_to=last)
     if moved:
         session.facts_extracted_to = last
         session.mark_consolidated(last)
@@ -225,7 +263,8 @@ def extract_events(session: Session, event_ids: list[int]) -> list[Fact]:
 def _record_failure(session: Session, exc: Exception, *, step: str = STEP) -> None:
     with transaction.atomic():
         failure, _ = StepFailure.objects.select_for_update().get_or_create(
-            session=session, step=step, defaults={"tenant_id": session.tenant_id})
+            session=session, step=step, defaults={"tenant_id": session.tenant_id}
+        )
         failure.attempts += 1
         failure.error = f"{exc.__class__.__name__}: {exc}"[:4000]
         failure.failed_at = timezone.now()
@@ -247,10 +286,22 @@ def retry_set_aside(failure_ids: list[int]) -> int:
 
 def summarise_due(*, tenant_id: int | None = None) -> dict[str, Any]:
     """Work on every due session now (the `summarise` schedule action and cadence call this)."""
-    report = {"sessions_checked": 0, "sessions_summarised": 0, "stale_summaries": 0,
-              "sessions_with_new_nodes": 0, "tree_nodes_built": 0, "facts_extracted": 0,
-              "sessions_failed": 0, "sessions_busy": 0}
-    for pk in due_sessions(tenant_id=tenant_id).order_by("pk").values_list("pk", flat=True).iterator(chunk_size=500):
+    report = {
+        "sessions_checked": 0,
+        "sessions_summarised": 0,
+        "stale_summaries": 0,
+        "sessions_with_new_nodes": 0,
+        "tree_nodes_built": 0,
+        "facts_extracted": 0,
+        "sessions_failed": 0,
+        "sessions_busy": 0,
+    }
+    for pk in (
+        due_sessions(tenant_id=tenant_id)
+        .order_by("pk")
+        .values_list("pk", flat=True)
+        .iterator(chunk_size=500)
+    ):
         report["sessions_checked"] += 1
         _count(report, work_on_session(pk))
     return report
@@ -291,27 +342,35 @@ class SummariseLane:
         if time.monotonic() - self._full_at >= FULL_PASS_SECONDS:
             self._since, self._full_at = None, time.monotonic()
         started, self._window = timezone.now(), self._since
-        rows = list(due_sessions(updated_since=self._since).order_by("updated_at", "pk")
-                    .values_list("pk", "updated_at")[:PASS_SESSIONS])
+        rows = list(
+            due_sessions(updated_since=self._since)
+            .order_by("updated_at", "pk")
+            .values_list("pk", "updated_at")[:PASS_SESSIONS]
+        )
         result = StepResult()
         auto = summary_rules.AUTO_SUMMARISE
         for pk, _ in rows:
             outcome = work_on_session(pk, summaries=auto, tree=auto)
             if outcome and "failed" in outcome:
                 result.failed += 1
-            elif outcome and (outcome["summarised"] or outcome["tree_nodes_built"] or outcome["facts"]
-                              or outcome["events_extracted"]):  # a reply of no facts moved the cursor
+            elif outcome and (
+                outcome["summarised"]
+                or outcome["tree_nodes_built"]
+                or outcome["facts"]
+                # a reply of no facts moved the cursor
+                or outcome["events_extracted"]
+            ):
                 result.done += 1
         # A full page may have more behind it: go on from its last row; otherwise from this pass.
         self._since = rows[-1][1] if len(rows) == PASS_SESSIONS else started - SLACK
         return result
 
     def has_work(self, before: datetime | None = None) -> bool:
-        """Whether a session the last step should have worked on waits (memoryhub.plumbing.background
-        asks after an empty step): due by `due_sessions` for what this lane does (facts only while
-        summaries.AUTO_SUMMARISE is off), written before `before` and within the pass the step
-        made (a due session written before an incremental pass is the next full pass's work, not
-        this one's), and not held by another worker."""
+        """Whether a session the last step should have worked on waits
+        (memoryhub.plumbing.background asks after an empty step): due by `due_sessions` for what
+        this lane does (facts only while summaries.AUTO_SUMMARISE is off), written before `before`
+        and within the pass the step made (a due session written before an incremental pass is the
+        next full pass's work, not this one's), and not held by another worker."""
         sessions = due_sessions(updated_since=self._window, summaries=summary_rules.AUTO_SUMMARISE)
         if before is not None:
             sessions = sessions.filter(updated_at__lt=before)

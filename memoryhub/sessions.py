@@ -1,5 +1,5 @@
-"""Domain functions for sessions (docs/event-log.md#append): which workspace, end user and session a request may
-touch, and creating, listing, changing and forgetting a conversation. Its events are
+"""Domain functions for sessions (docs/event-log.md#append): which workspace, end user and session a
+request may touch, and creating, listing, changing and forgetting a conversation. Its events are
 memoryhub.event_log."""
 
 from __future__ import annotations
@@ -31,7 +31,8 @@ def resolve_workspace(key: ApiKey, name: str | None, *, create: bool = True) -> 
     if key.workspace_id is not None:
         if name and name != key.workspace.name:
             raise Forbidden(
-                "workspace_forbidden", f"This API key is limited to workspace {key.workspace.name!r}.",
+                "workspace_forbidden",
+                f"This API key is limited to workspace {key.workspace.name!r}.",
             )
         return key.workspace
     if not name:
@@ -51,7 +52,9 @@ def resolve_user(key: ApiKey, user_id: str | None) -> str | None:
     return user_id
 
 
-def get_session(key: ApiKey, session_id: str, *, for_update: bool = False, related: bool = True) -> Session:
+def get_session(
+    key: ApiKey, session_id: str, *, for_update: bool = False, related: bool = True
+) -> Session:
     """The session the key may see. `related=False` leaves its workspace and channel unread (an
     append needs their ids only: the join and its two model instances were ~0.45 ms of it)."""
     qs = Session.objects.visible_to(key)
@@ -118,7 +121,9 @@ def _new_session_id() -> str:
 
 
 @transaction.atomic
-def create_session(*, key: ApiKey, data: SessionInput, get_or_create: bool = False) -> tuple[Session, bool]:
+def create_session(
+    *, key: ApiKey, data: SessionInput, get_or_create: bool = False
+) -> tuple[Session, bool]:
     """Create a session; an existing id is a conflict unless get_or_create is asked for, and then
     only for a session of the same user (see _existing)."""
     session_id = data.id or _new_session_id()
@@ -134,9 +139,16 @@ def create_session(*, key: ApiKey, data: SessionInput, get_or_create: bool = Fal
     try:
         with transaction.atomic():
             session = Session.objects.create(
-                tenant_id=key.tenant_id, workspace=workspace, channel=channel, external_id=session_id,
-                user_id=user or "", persistence_key=data.persistence_key, agent=data.agent,
-                title=data.title, metadata=data.metadata, summary_budget=data.summary_budget,
+                tenant_id=key.tenant_id,
+                workspace=workspace,
+                channel=channel,
+                external_id=session_id,
+                user_id=user or "",
+                persistence_key=data.persistence_key,
+                agent=data.agent,
+                title=data.title,
+                metadata=data.metadata,
+                summary_budget=data.summary_budget,
             )
     except IntegrityError:
         # A concurrent request created it between our check and insert.
@@ -162,16 +174,20 @@ def _existing(key: ApiKey, existing: Session, user: str | None, get_or_create: b
     return existing
 
 
-def get_or_create_session_lazily(*, key: ApiKey, session_id: str, user_id: str | None = None) -> Session:
+def get_or_create_session_lazily(
+    *, key: ApiKey, session_id: str, user_id: str | None = None
+) -> Session:
     """Appending to an unknown session creates it, in the key's default placement,
     owned by the appending user."""
     if not re.fullmatch(SESSION_ID_REGEX, session_id):
         raise Invalid(
             "invalid_session_id",
-            "A session id has 1–200 characters: letters, digits and . _ : @ - (not starting with a symbol).",
+            "A session id has 1–200 characters: letters, digits and . _ : @ - (not starting with a"
+            " symbol).",
         )
-    session, _ = create_session(key=key, data=SessionInput(id=session_id, user_id=user_id or ""),
-                                get_or_create=True)
+    session, _ = create_session(
+        key=key, data=SessionInput(id=session_id, user_id=user_id or ""), get_or_create=True
+    )
     return session
 
 
@@ -193,7 +209,9 @@ def _held_rows_of_others(session: Session, user: str) -> str | None:
             continue
         for f in model._meta.concrete_fields:
             if f.is_relation and f.related_model is Session and f.remote_field.on_delete is CASCADE:
-                others = model._default_manager.filter(**{f.attname: session.pk}).exclude(user_id="")
+                others = model._default_manager.filter(**{f.attname: session.pk}).exclude(
+                    user_id=""
+                )
                 if others.exclude(user_id=user).exists():
                     return str(model._meta.verbose_name)
     return None
@@ -204,8 +222,12 @@ def _refuse_claim_over_others(session: Session, user: str) -> None:
     while it holds another user's rows (forgetting `user` would delete them)."""
     kind = _held_rows_of_others(session, user)
     if kind is not None:
-        raise Conflict("owner_mismatch", f"Session {session.external_id!r} holds another user's {kind}: it "
-                       f"cannot be given to user {user!r}.", {"user_id": user})
+        raise Conflict(
+            "owner_mismatch",
+            f"Session {session.external_id!r} holds another user's {kind}: it "
+            f"cannot be given to user {user!r}.",
+            {"user_id": user},
+        )
 
 
 @transaction.atomic
@@ -220,8 +242,11 @@ def update_session(*, key: ApiKey, session_id: str, changes: dict[str, Any]) -> 
         if session.user_id and changes["user_id"] != session.user_id:
             # An unowned session may be claimed; one user's conversation is never handed to
             # another (nor made shared): that would give away what they said.
-            raise Conflict("owner_mismatch", f"Session {session_id!r} belongs to another user: its owner "
-                                             "cannot be changed.", {"user_id": changes["user_id"]})
+            raise Conflict(
+                "owner_mismatch",
+                f"Session {session_id!r} belongs to another user: its owner cannot be changed.",
+                {"user_id": changes["user_id"]},
+            )
         if changes["user_id"] and changes["user_id"] != session.user_id:
             _refuse_claim_over_others(session, changes["user_id"])
     owner_changed = "user_id" in changes and changes["user_id"] != session.user_id
@@ -253,8 +278,11 @@ def check_transcript_removable(session: Session, what: str) -> None:
     """A tenant with an immutable transcript loses a conversation's events only when their user is
     forgotten (the database refuses any other deletion of them)."""
     if session.tenant.immutable_transcript:
-        raise Conflict("immutable_transcript",
-                       f"This tenant keeps an immutable transcript: {what} can only be removed by forgetting their user.")
+        raise Conflict(
+            "immutable_transcript",
+            f"This tenant keeps an immutable transcript: {what} can only be removed by forgetting"
+            " their user.",
+        )
 
 
 @transaction.atomic
@@ -266,8 +294,9 @@ def delete_session(session: Session) -> dict[str, int]:
 
 
 def sessions_filter(key: ApiKey, filters: dict[str, Any]) -> Any:
-    """Sessions for GET /sessions/. Archived ones are hidden (docs/event-log.md#conversation-lifecycle) unless asked for: by
-    `status=archived`, by `include_archived`, or by looking one up by `ref_code`."""
+    """Sessions for GET /sessions/. Archived ones are hidden
+    (docs/event-log.md#conversation-lifecycle) unless asked for: by `status=archived`, by
+    `include_archived`, or by looking one up by `ref_code`."""
     qs = Session.objects.visible_to(key).select_related("workspace", "channel")
     if filters.get("ref_code"):
         qs = qs.filter(ref_code=filters["ref_code"])

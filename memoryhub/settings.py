@@ -1,7 +1,7 @@
 """MemoryHub settings: one module, driven by environment variables, loud on bad values.
 
-Only what an operator sets is read from the environment here (docs/configuration.md's settings table lists
-exactly these; tests/test_settings_table.py keeps the two equal). Tuning no operator needs
+Only what an operator sets is read from the environment here (docs/configuration.md's settings table
+lists exactly these; tests/test_settings_table.py keeps the two equal). Tuning no operator needs
 (cadences, batch sizes, thresholds, internal timeouts) is a named constant beside the code that
 uses it. The helpers that read the environment live in memoryhub/plumbing/env.py.
 """
@@ -45,15 +45,18 @@ DEBUG = env_bool("DEBUG", False)
 
 DATABASE_URL = env_str("DATABASE_URL", "")
 # No DATABASE_URL: MemoryHub runs its own PostgreSQL in DATA_DIR. Importing settings never starts
-# it: manage.py, wsgi/asgi, the test setup and the benches call memoryhub.plumbing.embedded_pg.ensure_running(),
-# which starts it and points the connection at its socket (HOST below is that socket's usual folder).
+# it: manage.py, wsgi/asgi, the test setup and the benches call
+# memoryhub.plumbing.embedded_pg.ensure_running(), which starts it and points the connection at its
+# socket (HOST below is that socket's usual folder).
 EMBEDDED_DATABASE = not DATABASE_URL
 if EMBEDDED_DATABASE:
     from memoryhub.plumbing.embedded_pg import default_shared_buffers_mb, embedded_database_url
 
     DATABASE_URL = embedded_database_url(DATA_DIR)
     # `manage.py run` raises the embedded server's shared buffers to this (0: leave them alone).
-    EMBEDDED_SHARED_BUFFERS_MB = env_int("MEMORYHUB_PG_SHARED_BUFFERS_MB", default_shared_buffers_mb(), minimum=0)
+    EMBEDDED_SHARED_BUFFERS_MB = env_int(
+        "MEMORYHUB_PG_SHARED_BUFFERS_MB", default_shared_buffers_mb(), minimum=0
+    )
 # `manage.py run` starts the embedded PostgreSQL again when it dies, this many times in 10 minutes;
 # then it stops (0: stop at once).
 MEMORYHUB_PG_RESTARTS = env_int("MEMORYHUB_PG_RESTARTS", 3, minimum=0)
@@ -67,7 +70,9 @@ def _database_config(url: str) -> dict[str, Any]:
     except ValueError as exc:
         raise ImproperlyConfigured(f"DATABASE_URL is not a valid database URL: {exc}") from None
     if config.get("ENGINE") != "django.db.backends.postgresql":
-        raise ImproperlyConfigured("DATABASE_URL must point at PostgreSQL (postgres:// or postgresql://)")
+        raise ImproperlyConfigured(
+            "DATABASE_URL must point at PostgreSQL (postgres:// or postgresql://)"
+        )
     options = config.setdefault("OPTIONS", {})
     # A unix-socket URL carries the socket folder as ?host=…
     if "host" in options and not config.get("HOST"):
@@ -77,13 +82,18 @@ def _database_config(url: str) -> dict[str, Any]:
         config["CONN_MAX_AGE"] = 0
         # A request waits at most 5 seconds for a connection, then gets a 503 database_unavailable
         # with Retry-After (a database that is down, or every connection busy).
-        options["pool"] = {"min_size": 1, "max_size": env_int("DB_POOL_SIZE", 8, minimum=1), "timeout": 5.0}
+        options["pool"] = {
+            "min_size": 1,
+            "max_size": env_int("DB_POOL_SIZE", 8, minimum=1),
+            "timeout": 5.0,
+        }
     return config
 
 
 DATABASES = {"default": _database_config(DATABASE_URL)}
 # Lets several test runs (and the benches) share one server without dropping each other's
-# database: test plumbing, not a setting (read directly, so it is not in docs/configuration.md's table).
+# database: test plumbing, not a setting (read directly, so it is not in docs/configuration.md's
+# table).
 DATABASES["default"]["TEST"] = {"NAME": os.environ.get("TEST_DB_NAME", "test_memoryhub")}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -112,13 +122,17 @@ PORT = env_int("PORT", 8000, minimum=1)
 # Web worker processes of `manage.py run` (uvicorn workers under gunicorn).
 WEB_WORKERS = env_int("WEB_WORKERS", 2, minimum=1)
 ALLOWED_HOSTS = allowed_hosts(env_str("ALLOWED_HOSTS", ""), HOST)
-CSRF_TRUSTED_ORIGINS = [o.strip() for o in env_str("CSRF_TRUSTED_ORIGINS", "").split(",") if o.strip()]
+CSRF_TRUSTED_ORIGINS = [
+    o.strip() for o in env_str("CSRF_TRUSTED_ORIGINS", "").split(",") if o.strip()
+]
 
 # --- Requests and the web server (`manage.py run`: uvicorn workers under gunicorn) --------------
 
 # The largest request body (bulk appends included); imports have their own, larger limit. Django's
 # own limit is the same number, so there is one limit and the 413 states it.
-DATA_UPLOAD_MAX_MEMORY_SIZE = MEMORYHUB_MAX_REQUEST_BYTES = env_int("MEMORYHUB_MAX_REQUEST_BYTES", 16 << 20, minimum=1024)
+DATA_UPLOAD_MAX_MEMORY_SIZE = MEMORYHUB_MAX_REQUEST_BYTES = env_int(
+    "MEMORYHUB_MAX_REQUEST_BYTES", 16 << 20, minimum=1024
+)
 MEMORYHUB_IMPORT_MAX_BYTES = env_int("MEMORYHUB_IMPORT_MAX_BYTES", 200 * 1024 * 1024, minimum=1024)
 # A client has this long to send its request line and headers, and then this long for its body
 # (408 after). Header and URL sizes and keep-alive: memoryhub/plumbing/webserver.py, asgi_body.py.
@@ -132,7 +146,8 @@ MEMORYHUB_TRUSTED_PROXIES = env_networks("MEMORYHUB_TRUSTED_PROXIES")
 # --- Applications ---------------------------------------------------------------------------
 
 INSTALLED_APPS = [
-    # Django's admin with the console's grouped sidebar and header links (memoryhub/plumbing/console_site.py).
+    # Django's admin with the console's grouped sidebar and header links
+    # (memoryhub/plumbing/console_site.py).
     "memoryhub.plumbing.console_site.ConsoleAdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
@@ -230,9 +245,13 @@ WHITENOISE_AUTOREFRESH = DEBUG
 
 CACHE_URL = env_str("CACHE_URL", "")
 if CACHE_URL.startswith(("redis://", "rediss://")):
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}}
+    CACHES = {
+        "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}
+    }
 elif CACHE_URL:
-    raise ImproperlyConfigured("CACHE_URL must be a redis:// URL (or unset for the in-process cache)")
+    raise ImproperlyConfigured(
+        "CACHE_URL must be a redis:// URL (or unset for the in-process cache)"
+    )
 else:
     CACHES = {
         "default": {
@@ -247,8 +266,10 @@ else:
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["accounts.authentication.ApiKeyAuthentication"],
     # The key and its scope, then the query's parameter names (400 unknown_parameter).
-    "DEFAULT_PERMISSION_CLASSES": ["accounts.permissions.HasApiScope",
-                                   "memoryhub.api.parameters.KnownQueryParameters"],
+    "DEFAULT_PERMISSION_CLASSES": [
+        "accounts.permissions.HasApiScope",
+        "memoryhub.api.parameters.KnownQueryParameters",
+    ],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["memoryhub.api.parsers.CheckedJSONParser"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
@@ -259,12 +280,16 @@ REST_FRAMEWORK = {
     "URL_FORMAT_OVERRIDE": None,
 }
 if DEBUG:
-    REST_FRAMEWORK["DEFAULT_RENDERER_CLASSES"].append("rest_framework.renderers.BrowsableAPIRenderer")
+    REST_FRAMEWORK["DEFAULT_RENDERER_CLASSES"].append(
+        "rest_framework.renderers.BrowsableAPIRenderer"
+    )
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "MemoryHub API",
     # The full introduction is memoryhub/api/docs.py's DESCRIPTION, put in by its hook below.
-    "DESCRIPTION": "Memory for AI agents: sessions, events, search, notes, facts, summaries, schedules.",
+    "DESCRIPTION": (
+        "Memory for AI agents: sessions, events, search, notes, facts, summaries, schedules."
+    ),
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "SWAGGER_UI_DIST": "SIDECAR",
@@ -307,8 +332,12 @@ Q_CLUSTER: dict[str, Any] = {
     "poll": 0.5,
     "label": "Task queue",
     "ALT_CLUSTERS": {
-        "maintenance": {"workers": 1,
-                        "timeout": _MAINTENANCE_TIMEOUT, "retry": _MAINTENANCE_TIMEOUT + 60, "poll": 2.0},
+        "maintenance": {
+            "workers": 1,
+            "timeout": _MAINTENANCE_TIMEOUT,
+            "retry": _MAINTENANCE_TIMEOUT + 60,
+            "poll": 2.0,
+        },
     },
 }
 if Q_REDIS_URL:
@@ -320,16 +349,25 @@ else:
 
 # The MCP endpoint (streamable HTTP, API-key authenticated) is served beside Django at /mcp/ by
 # memoryhub.plumbing.asgi; false leaves it out.
-MEMORYHUB_ASGI_MOUNTS = {"/mcp/": "retrieval.mcp_server.http.application"} if env_bool("MEMORYHUB_MCP_HTTP", True) else {}
+MEMORYHUB_ASGI_MOUNTS = (
+    {"/mcp/": "retrieval.mcp_server.http.application"}
+    if env_bool("MEMORYHUB_MCP_HTTP", True)
+    else {}
+)
 # GET /mcp/ event streams (a stateless server writes nothing to them): each web worker holds at
 # most this many per API key and in all (429 past either), and closes one idle this many seconds.
 MEMORYHUB_MCP_STREAMS_PER_KEY = env_int("MEMORYHUB_MCP_STREAMS_PER_KEY", 4, minimum=1)
 MEMORYHUB_MCP_STREAMS = env_int("MEMORYHUB_MCP_STREAMS", 100, minimum=1)
-MEMORYHUB_MCP_STREAM_IDLE_SECONDS = env_float("MEMORYHUB_MCP_STREAM_IDLE_SECONDS", 60.0, low=1.0, high=86400)
+MEMORYHUB_MCP_STREAM_IDLE_SECONDS = env_float(
+    "MEMORYHUB_MCP_STREAM_IDLE_SECONDS", 60.0, low=1.0, high=86400
+)
 # How long each process reuses an API key it read (0: read it on every request). A key revoked
 # elsewhere is refused by every process within this many seconds (at once by the one revoking it).
-MEMORYHUB_API_KEY_CACHE_SECONDS = env_float("MEMORYHUB_API_KEY_CACHE_SECONDS", 5.0, low=0.0, high=300.0)
-# Run enqueued background work inline (the stdio MCP server, tests, one-off tools). Read at call time.
+MEMORYHUB_API_KEY_CACHE_SECONDS = env_float(
+    "MEMORYHUB_API_KEY_CACHE_SECONDS", 5.0, low=0.0, high=300.0
+)
+# Run enqueued background work inline (the stdio MCP server, tests, one-off tools). Read at call
+# time.
 MEMORYHUB_TASKS_EAGER = env_bool("MEMORYHUB_TASKS_EAGER", False)
 
 # --- Logging --------------------------------------------------------------------------------
@@ -350,22 +388,26 @@ MEMORYHUB_EMBEDDER = env_choice("MEMORYHUB_EMBEDDER", "minilm", {"minilm", "hash
 # measured faster; torch otherwise), "onnx" or "torch".
 MEMORYHUB_EMBED_BACKEND = env_choice("MEMORYHUB_EMBED_BACKEND", "auto", {"auto", "onnx", "torch"})
 # Most batches the local model that embeds stored texts runs at once, each on one thread (each call
-# gets only the cores the rest of the machine left idle lately, at least one: memoryhub.plumbing.cpu).
+# gets only the cores the rest of the machine left idle lately, at least one:
+# memoryhub.plumbing.cpu).
 MEMORYHUB_EMBED_THREADS = env_int("MEMORYHUB_EMBED_THREADS", min(os.cpu_count() or 1, 4), minimum=1)
-# HNSW's ef_search floor (retrieval.search.sql.ef_search raises it with the table's size).
+# HNSW's ef_search floor (retrieval.search.statements.ef_search raises it with the table's size).
 HNSW_EF_SEARCH = 100
 # Every connection starts with search's HNSW settings (ef_search; iterative scans, so that filtered
 # queries return enough rows), so a search needs no SET and no transaction around it. A pooler that
 # refuses startup options (PgBouncer without ignore_startup_parameters) wants this off: search then
-# sets them per query (retrieval.search.sql.hnsw_settings).
+# sets them per query (retrieval.search.statements.hnsw_settings).
 if env_bool("MEMORYHUB_PG_STARTUP_OPTIONS", True):
     _options = DATABASES["default"].setdefault("OPTIONS", {})
-    _options["options"] = (f"{_options.get('options', '')} -c hnsw.ef_search={HNSW_EF_SEARCH}"
-                           " -c hnsw.iterative_scan=relaxed_order").strip()
+    _options["options"] = (
+        f"{_options.get('options', '')} -c hnsw.ef_search={HNSW_EF_SEARCH}"
+        " -c hnsw.iterative_scan=relaxed_order"
+    ).strip()
 
 # --- Models: the summariser and the fact extractor (OpenAI-compatible chat completions) --------
 
-# "extractive" (no LLM) or "http" (an OpenAI-compatible chat completions API, e.g. http://host:port/v1).
+# "extractive" (no LLM) or "http" (an OpenAI-compatible chat completions API, e.g.
+# http://host:port/v1).
 MEMORYHUB_SUMMARISER = env_choice("MEMORYHUB_SUMMARISER", "extractive", {"extractive", "http"})
 MEMORYHUB_SUMMARISER_URL = env_str("MEMORYHUB_SUMMARISER_URL", "")
 MEMORYHUB_SUMMARISER_MODEL = env_str("MEMORYHUB_SUMMARISER_MODEL", "")
@@ -377,15 +419,17 @@ MEMORYHUB_FACT_EXTRACTOR_URL = env_str("MEMORYHUB_FACT_EXTRACTOR_URL", "")
 MEMORYHUB_FACT_EXTRACTOR_MODEL = env_str("MEMORYHUB_FACT_EXTRACTOR_MODEL", "")
 MEMORYHUB_FACT_EXTRACTOR_API_KEY = env_str("MEMORYHUB_FACT_EXTRACTOR_API_KEY", "")
 MEMORYHUB_FACT_EXTRACTOR_TIMEOUT = env_float("MEMORYHUB_FACT_EXTRACTOR_TIMEOUT", 30.0, low=0.1)
-# What the extractor asks for: "json" (a JSON-mode model: {"facts": [...]}) or "lines" (a model without a JSON mode:
-# one fact per line, "- key: value" or "- sentence", "NONE" when there is none). Replies of either
-# form are accepted in both cases.
-MEMORYHUB_FACT_EXTRACTOR_FORMAT = env_choice("MEMORYHUB_FACT_EXTRACTOR_FORMAT", "json", {"json", "lines"})
+# What the extractor asks for: "json" (a JSON-mode model: {"facts": [...]}) or "lines" (a model
+# without a JSON mode: one fact per line, "- key: value" or "- sentence", "NONE" when there is
+# none). Replies of either form are accepted in both cases.
+MEMORYHUB_FACT_EXTRACTOR_FORMAT = env_choice(
+    "MEMORYHUB_FACT_EXTRACTOR_FORMAT", "json", {"json", "lines"}
+)
 
-# --- Outbound requests (memoryhub/plumbing/outbound.py): webhooks, the summariser and the fact extractor ---
-# Webhooks and model endpoints are never sent to loopback, private, link-local (cloud metadata),
-# or reserved addresses, checked when a URL is stored and again, resolved, when a request goes
-# out; except to these networks (addresses or CIDR, comma-separated; e.g. 127.0.0.1 for a model
+# --- Outbound requests (memoryhub/plumbing/outbound.py): webhooks, the summariser and the fact
+# extractor --- Webhooks and model endpoints are never sent to loopback, private, link-local (cloud
+# metadata), or reserved addresses, checked when a URL is stored and again, resolved, when a request
+# goes out; except to these networks (addresses or CIDR, comma-separated; e.g. 127.0.0.1 for a model
 # server on this machine, 10.0.0.0/8 for webhook receivers on a private network).
 MEMORYHUB_OUTBOUND_ALLOWED_NETWORKS = env_networks("MEMORYHUB_OUTBOUND_ALLOWED_NETWORKS")
 
@@ -394,8 +438,11 @@ MEMORYHUB_OUTBOUND_ALLOWED_NETWORKS = env_networks("MEMORYHUB_OUTBOUND_ALLOWED_N
 # Kinds of memory consolidation may delete (prune, merge, cap): derived memories only. The event
 # log is the record and its chunks keep it searchable forever: "event" is deleted only when an
 # operator lists it here (the log itself is never touched). Documents are sources, not derived.
-MEMORYHUB_CONSOLIDATE_DELETE_KINDS = env_list("MEMORYHUB_CONSOLIDATE_DELETE_KINDS", "note,fact,summary",
-                                              {"event", "note", "fact", "summary", "document"})
+MEMORYHUB_CONSOLIDATE_DELETE_KINDS = env_list(
+    "MEMORYHUB_CONSOLIDATE_DELETE_KINDS",
+    "note,fact,summary",
+    {"event", "note", "fact", "summary", "document"},
+)
 
 # --- Schedules (scheduling/) ------------------------------------------------------------------
 
@@ -404,7 +451,9 @@ MEMORYHUB_CONSOLIDATE_DELETE_KINDS = env_list("MEMORYHUB_CONSOLIDATE_DELETE_KIND
 MEMORYHUB_AGENT_WEBHOOK_URL = env_str("MEMORYHUB_AGENT_WEBHOOK_URL", "")
 MEMORYHUB_AGENT_WEBHOOK_TOKEN = env_str("MEMORYHUB_AGENT_WEBHOOK_TOKEN", "")
 # Shortest interval a tenant may give a schedule (interval cadences and cron), seconds.
-MEMORYHUB_SCHEDULE_MIN_INTERVAL_SECONDS = env_int("MEMORYHUB_SCHEDULE_MIN_INTERVAL_SECONDS", 60, minimum=1)
+MEMORYHUB_SCHEDULE_MIN_INTERVAL_SECONDS = env_int(
+    "MEMORYHUB_SCHEDULE_MIN_INTERVAL_SECONDS", 60, minimum=1
+)
 
 # --- First start (`manage.py run`) ------------------------------------------------------------
 
@@ -414,16 +463,23 @@ MEMORYHUB_ADMIN_PASSWORD = env_str("MEMORYHUB_ADMIN_PASSWORD", "")
 
 
 def _check_configured_endpoints() -> None:
-    # The operator's own URLs get the guard the tenants' webhooks get (memoryhub.plumbing.outbound): a model
-    # server on this machine must be allowed by name, here at start rather than at its first call.
+    # The operator's own URLs get the guard the tenants' webhooks get (memoryhub.plumbing.outbound):
+    # a model server on this machine must be allowed by name, here at start rather than at its first
+    # call.
     from memoryhub.plumbing.outbound import DestinationRefused, check_url
 
     allow = "MEMORYHUB_OUTBOUND_ALLOWED_NETWORKS"
-    for name in ("MEMORYHUB_SUMMARISER_URL", "MEMORYHUB_FACT_EXTRACTOR_URL", "MEMORYHUB_AGENT_WEBHOOK_URL"):
+    for name in (
+        "MEMORYHUB_SUMMARISER_URL",
+        "MEMORYHUB_FACT_EXTRACTOR_URL",
+        "MEMORYHUB_AGENT_WEBHOOK_URL",
+    ):
         try:
             check_url(globals()[name], globals()[allow])
         except DestinationRefused as exc:
-            raise ImproperlyConfigured(f"{name}: {exc}; allow it with {allow} (e.g. 127.0.0.1)") from None
+            raise ImproperlyConfigured(
+                f"{name}: {exc}; allow it with {allow} (e.g. 127.0.0.1)"
+            ) from None
 
 
 _check_configured_endpoints()

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 from django.dispatch import Signal
 
-# Sent inside the appending transaction with session=Session, events=list[Event] (newly stored only).
-# Receivers that start background work must defer it with transaction.on_commit.
+# Sent inside the appending transaction with session=Session, events=list[Event] (newly stored
+# only). Receivers that start background work must defer it with transaction.on_commit.
 events_appended = Signal()
 # Sent inside the transaction that gave a session another user_id, with session=Session: what was
 # derived from it (search chunks) changes owner too.
@@ -40,8 +40,9 @@ memory_deleted = Signal()
 # what runs and for how long, watches the process and says when it is done. Without it (or with
 # background=False) the receiver finishes its work before returning.
 service_starting = Signal()
-# Sent by `manage.py run` after migrating, before it starts the task cluster (not with --no-cluster):
-# the cluster's own schedules follow the settings of this start (scheduling connects to it).
+# Sent by `manage.py run` after migrating, before it starts the task cluster (not
+# with --no-cluster): the cluster's own schedules follow the settings of this start (scheduling
+# connects to it).
 cluster_starting = Signal()
 # Sent in each web worker after it loaded the app, before it accepts a request (gunicorn's
 # post_worker_init): receivers load what a first request would otherwise wait for. No arguments.

@@ -70,7 +70,9 @@ def current_summary(session: Session) -> SummaryState:
     row = RollingSummary.objects.filter(session=session).first()
     if row is None:
         return SummaryState(text="", epoch=0, upper_sequence=0, updated_at=None)
-    return SummaryState(text=row.text, epoch=row.epoch, upper_sequence=row.upper_sequence, updated_at=row.updated_at)
+    return SummaryState(
+        text=row.text, epoch=row.epoch, upper_sequence=row.upper_sequence, updated_at=row.updated_at
+    )
 
 
 _TABLE = RollingSummary._meta.db_table
@@ -94,7 +96,7 @@ WITH upd AS (
     RETURNING epoch, upper_sequence, updated_at
 )
 SELECT epoch, upper_sequence, updated_at FROM upd UNION ALL SELECT epoch, upper_sequence, updated_at FROM ins
-"""
+"""  # noqa: E501
 
 # Unconditional write (no expected epoch given): still one statement, still bumps the epoch.
 _WRITE_SQL = f"""
@@ -106,11 +108,18 @@ RETURNING epoch, upper_sequence, updated_at
 """
 
 
-def write_summary(session: Session, *, text: str, expected_epoch: int | None,
-                  upper_sequence: int | None = None) -> SummaryState | None:
+def write_summary(
+    session: Session, *, text: str, expected_epoch: int | None, upper_sequence: int | None = None
+) -> SummaryState | None:
     """Write the rolling summary; None when `expected_epoch` is stale (nothing was changed)."""
-    params = {"text": text, "upper": upper_sequence, "now": timezone.now(), "session": session.pk,
-              "tenant": session.tenant_id, "expected": expected_epoch}
+    params = {
+        "text": text,
+        "upper": upper_sequence,
+        "now": timezone.now(),
+        "session": session.pk,
+        "tenant": session.tenant_id,
+        "expected": expected_epoch,
+    }
     with connection.cursor() as cursor:
         cursor.execute(_CAS_SQL if expected_epoch is not None else _WRITE_SQL, params)
         row = cursor.fetchone()
@@ -131,6 +140,7 @@ def summary_budget(session: Session, budget: int | None = None) -> int:
 def estimated_tokens_sql() -> Any:
     """The trigger's token estimate of one event in SQL (≈4 characters a token, +4 a message, tool
     arguments and calls counted as text): close to event_cost without loading the events."""
+
     def length(field: str) -> Any:
         return Coalesce(Length(Cast(field, TextField())), Value(0))
 
@@ -146,14 +156,19 @@ def _unsummarised(session: Session, upper: int) -> tuple[list[Event], list[int],
     beyond = 0
     if len(events) > limit:
         events = events[:limit]
-        beyond = (session.events.filter(sequence__gt=events[-1].sequence).order_by()
-                  .aggregate(t=Sum(estimated_tokens_sql()))["t"] or 0)
+        beyond = (
+            session.events.filter(sequence__gt=events[-1].sequence)
+            .order_by()
+            .aggregate(t=Sum(estimated_tokens_sql()))["t"]
+            or 0
+        )
     costs = [event_cost(e) for e in events]
     return events, costs, sum(costs) + int(beyond)
 
 
 def maybe_summarise(session: Session, *, budget: int | None = None) -> dict[str, Any]:
-    """Apply the rolling-summary trigger to one session. Returns what happened (for logs and reports)."""
+    """Apply the rolling-summary trigger to one session. Returns what happened (for logs and
+    reports)."""
     budget = summary_budget(session, budget)
     state = current_summary(session)
     events, costs, total = _unsummarised(session, state.upper_sequence)
@@ -168,20 +183,39 @@ def maybe_summarise(session: Session, *, budget: int | None = None) -> dict[str,
         condensed.append(event)
         remaining -= cost
     header = conversation_header(session, 1, condensed[-1].sequence)
-    text, used = summarise_safely([Turn.from_event(e, agent=session.agent) for e in condensed],
-                                  previous=state.text, header=header)
+    text, used = summarise_safely(
+        [Turn.from_event(e, agent=session.agent) for e in condensed],
+        previous=state.text,
+        header=header,
+    )
     # Past its share the summary is condensed (re-summarised, older lines merged), never cut.
     text = condense(text, int(MAX_SHARE * budget), header=header)
-    written = write_summary(session, text=text, expected_epoch=state.epoch, upper_sequence=condensed[-1].sequence)
+    written = write_summary(
+        session, text=text, expected_epoch=state.epoch, upper_sequence=condensed[-1].sequence
+    )
     if written is None:
-        logger.info("rolling summary of session %s: stale epoch %s, discarded", session.pk, state.epoch)
-        return {"summarised": False, "stale": True, "messages": len(events), "tokens": total, "budget": budget}
-    return {"summarised": True, "condensed": len(condensed), "epoch": written.epoch,
-            "upper_sequence": written.upper_sequence, "remaining_tokens": remaining, "summariser": used,
-            "budget": budget}
+        logger.info(
+            "rolling summary of session %s: stale epoch %s, discarded", session.pk, state.epoch
+        )
+        return {
+            "summarised": False,
+            "stale": True,
+            "messages": len(events),
+            "tokens": total,
+            "budget": budget,
+        }
+    return {
+        "summarised": True,
+        "condensed": len(condensed),
+        "epoch": written.epoch,
+        "upper_sequence": written.upper_sequence,
+        "remaining_tokens": remaining,
+        "summariser": used,
+        "budget": budget,
+    }
 
 
-# --- the conversation header of a model's prompt (docs/event-log.md#summaries) -----------------------------------
+# --- the conversation header of a model's prompt (docs/event-log.md#summaries) --------------------
 
 
 def conversation_header(session: Session, start: int, end: int) -> str:
@@ -190,13 +224,19 @@ def conversation_header(session: Session, start: int, end: int) -> str:
     if settings.MEMORYHUB_SUMMARISER != "http":
         return ""
     stats = session.events.filter(sequence__gte=start, sequence__lte=end).aggregate(
-        first=Min("created_at"), last=Max("created_at"), count=Count("pk"), low=Min("sequence"),
-        high=Max("sequence"), roles=ArrayAgg("role", distinct=True, default=[]),
+        first=Min("created_at"),
+        last=Max("created_at"),
+        count=Count("pk"),
+        low=Min("sequence"),
+        high=Max("sequence"),
+        roles=ArrayAgg("role", distinct=True, default=[]),
         tools=ArrayAgg("tool_name", distinct=True, default=[]),
     )
     title = f', title "{session.title}"' if session.title else ""
-    lines = [f'Conversation: session "{session.external_id}" (ref {session.ref_code}){title}',
-             f'Workspace "{session.workspace.name}", channel "{session.channel.name}"']
+    lines = [
+        f'Conversation: session "{session.external_id}" (ref {session.ref_code}){title}',
+        f'Workspace "{session.workspace.name}", channel "{session.channel.name}"',
+    ]
     people = []
     for role in sorted(stats["roles"]):
         who = {"user": session.user_id, "assistant": session.agent}.get(role, "")
@@ -206,8 +246,10 @@ def conversation_header(session: Session, start: int, end: int) -> str:
         people.append(f"tools used: {', '.join(tools)}")
     lines.append(f"Participants: {', '.join(people) or 'none'}")
     if stats["count"]:
-        lines.append(f"Time span: {stats['first']:%Y-%m-%dT%H:%MZ} to {stats['last']:%Y-%m-%dT%H:%MZ}, "
-                     f"messages #{stats['low']} to #{stats['high']} ({stats['count']} messages)")
+        lines.append(
+            f"Time span: {stats['first']:%Y-%m-%dT%H:%MZ} to {stats['last']:%Y-%m-%dT%H:%MZ}, "
+            f"messages #{stats['low']} to #{stats['high']} ({stats['count']} messages)"
+        )
     return "\n".join(lines)
 
 
@@ -232,32 +274,57 @@ class Span:
 
     @classmethod
     def of_events(cls, events: list[Event]) -> Span:
-        return cls(events[0].sequence, events[-1].sequence, len(events),
-                   min(e.created_at for e in events), max(e.created_at for e in events))
+        return cls(
+            events[0].sequence,
+            events[-1].sequence,
+            len(events),
+            min(e.created_at for e in events),
+            max(e.created_at for e in events),
+        )
 
     @classmethod
     def of_nodes(cls, nodes: list[SummaryNode]) -> Span:
         times = [t for n in nodes for t in (n.earliest_at, n.latest_at) if t is not None]
-        return cls(nodes[0].sequence_start, nodes[-1].sequence_end, len(nodes),
-                   min(times, default=None), max(times, default=None))
+        return cls(
+            nodes[0].sequence_start,
+            nodes[-1].sequence_end,
+            len(nodes),
+            min(times, default=None),
+            max(times, default=None),
+        )
 
 
-def _new_node(session: Session, level: str, depth: int, text: str, span: Span, summariser: str) -> SummaryNode:
+def _new_node(
+    session: Session, level: str, depth: int, text: str, span: Span, summariser: str
+) -> SummaryNode:
     """A node with its span in sequences and in time, and the summariser and model that wrote it
     (earliest_at, latest_at and model)."""
     node = SummaryNode.objects.create(
-        tenant_id=session.tenant_id, workspace_id=session.workspace_id, channel_id=session.channel_id,
-        session=session, user_id=session.user_id, level=level, depth=depth, text=text,
-        sequence_start=span.start, sequence_end=span.end, source_count=span.count,
-        token_count=estimate_tokens(text), summariser=summariser, model=summariser_model(summariser),
-        earliest_at=span.earliest, latest_at=span.latest,
+        tenant_id=session.tenant_id,
+        workspace_id=session.workspace_id,
+        channel_id=session.channel_id,
+        session=session,
+        user_id=session.user_id,
+        level=level,
+        depth=depth,
+        text=text,
+        sequence_start=span.start,
+        sequence_end=span.end,
+        source_count=span.count,
+        token_count=estimate_tokens(text),
+        summariser=summariser,
+        model=summariser_model(summariser),
+        earliest_at=span.earliest,
+        latest_at=span.latest,
     )
     memory_saved.send(sender=SummaryNode, kind="summary", instance=node)
     return node
 
 
 def delete_node(node: SummaryNode) -> None:
-    memory_deleted.send(sender=SummaryNode, kind="summary", tenant_id=node.tenant_id, source_id=str(node.pk))
+    memory_deleted.send(
+        sender=SummaryNode, kind="summary", tenant_id=node.tenant_id, source_id=str(node.pk)
+    )
     node.delete()
 
 
@@ -267,9 +334,16 @@ _BULLET = re.compile(r"^-\s*(?:\[[^\]]*\]\s*)?")
 def _node_turn(node: SummaryNode) -> Turn:
     """A child node as one turn of its parent: its lines joined, without bullets and timestamps
     (the parent line carries the span), so the clip keeps as many of its words as it can."""
-    text = " | ".join(_BULLET.sub("", line).strip() for line in node.text.splitlines() if line.strip())
-    return Turn(speaker=node.level, text=text, sequence=node.sequence_start, sequence_end=node.sequence_end,
-                created_at=node.earliest_at or node.created_at)
+    text = " | ".join(
+        _BULLET.sub("", line).strip() for line in node.text.splitlines() if line.strip()
+    )
+    return Turn(
+        speaker=node.level,
+        text=text,
+        sequence=node.sequence_start,
+        sequence_end=node.sequence_end,
+        created_at=node.earliest_at or node.created_at,
+    )
 
 
 def _summarise_level(session: Session, turns: list[Turn], level: str) -> tuple[str, str]:
@@ -293,19 +367,23 @@ def build_tree(session: Session, *, final: bool = False) -> int:
     covered = session.summary_nodes.filter(level="leaf").aggregate(m=Max("sequence_end"))["m"] or 0
     events = list(session.events.filter(sequence__gt=covered).order_by("sequence"))
     for index in range(0, len(events), leaf_size):
-        group = events[index:index + leaf_size]
+        group = events[index : index + leaf_size]
         if len(group) < leaf_size and not final:
             break
-        text, used = _summarise_level(session, [Turn.from_event(e, agent=session.agent) for e in group], "leaf")
+        text, used = _summarise_level(
+            session, [Turn.from_event(e, agent=session.agent) for e in group], "leaf"
+        )
         if not text.strip():
             continue
         _new_node(session, "leaf", 0, text, Span.of_events(group), used)
         created += 1
-    orphans = list(session.summary_nodes.filter(level="leaf", parent__isnull=True).order_by("sequence_start"))
+    orphans = list(
+        session.summary_nodes.filter(level="leaf", parent__isnull=True).order_by("sequence_start")
+    )
     has_branches = session.summary_nodes.filter(level="branch").exists()
     new_branch = False
     for index in range(0, len(orphans), fan):
-        group = orphans[index:index + fan]
+        group = orphans[index : index + fan]
         if len(group) < fan and not (final and (has_branches or len(orphans) > 1)):
             break
         text, used = _summarise_level(session, [_node_turn(n) for n in group], "branch")
@@ -329,9 +407,13 @@ def build_tree(session: Session, *, final: bool = False) -> int:
 
 
 def source_events(node: SummaryNode, *, limit: int) -> list[Event]:
-    return list(Event.objects.filter(
-        session_id=node.session_id, sequence__gte=node.sequence_start, sequence__lte=node.sequence_end,
-    ).order_by("sequence")[:limit])
+    return list(
+        Event.objects.filter(
+            session_id=node.session_id,
+            sequence__gte=node.sequence_start,
+            sequence__lte=node.sequence_end,
+        ).order_by("sequence")[:limit]
+    )
 
 
 # --- what a context block shows of a conversation's summaries ---------------------------------
@@ -340,16 +422,22 @@ def source_events(node: SummaryNode, *, limit: int) -> list[Event]:
 CONTEXT_NODES = 3
 
 
-def context_nodes(session: Session, *, summarised_to: int, shown_from: int | None) -> list[SummaryNode]:
+def context_nodes(
+    session: Session, *, summarised_to: int, shown_from: int | None
+) -> list[SummaryNode]:
     """The newest summary-tree nodes of `session` that cover messages neither the rolling summary
     (up to `summarised_to`) nor the recent window (from `shown_from` on; None: it shows none)
-    shows, none overlapping another (the finer, newer node wins), at most CONTEXT_NODES, oldest first."""
+    shows, none overlapping another (the finer, newer node wins), at most CONTEXT_NODES, oldest
+    first."""
     nodes = session.summary_nodes.filter(sequence_end__gt=summarised_to).exclude(text="")
     if shown_from is not None:
         nodes = nodes.filter(sequence_start__lt=shown_from)
     picked: list[SummaryNode] = []
     for node in nodes.order_by("-sequence_end", "depth", "-pk"):
-        if any(node.sequence_start <= p.sequence_end and p.sequence_start <= node.sequence_end for p in picked):
+        if any(
+            node.sequence_start <= p.sequence_end and p.sequence_start <= node.sequence_end
+            for p in picked
+        ):
             continue
         picked.append(node)
         if len(picked) == CONTEXT_NODES:

@@ -1,4 +1,5 @@
-"""Summarisers (docs/event-log.md#summaries): turn conversation turns (or earlier summaries) into a shorter text.
+"""Summarisers (docs/event-log.md#summaries): turn conversation turns (or earlier summaries) into a
+shorter text.
 
 The protocol is one method, `summarise(turns, previous="", *, level, header) -> str`; `level` is
 what is summarised (leaf: messages; branch: leaves; root: branches; condense: a rolling summary
@@ -23,18 +24,28 @@ from memoryhub.models import Event
 from memoryhub.plumbing.background import check_budget
 from memoryhub.plumbing.llm import SummariserError, chat_completion
 
-__all__ = ["ExtractiveSummariser", "HttpSummariser", "Summariser", "SummariserError", "Turn",
-           "chat_completion", "get_summariser", "level_budget", "summarise_safely", "summariser_model"]
+__all__ = [
+    "ExtractiveSummariser",
+    "HttpSummariser",
+    "Summariser",
+    "SummariserError",
+    "Turn",
+    "chat_completion",
+    "get_summariser",
+    "level_budget",
+    "summarise_safely",
+    "summariser_model",
+]
 
 logger = logging.getLogger(__name__)
 
 # Characters kept of one condensed turn by the extractive summariser.
 LINE_CHARS = 200
-# The HTTP summariser (docs/event-log.md#summaries) never cuts a message: one longer than PART_CHARS characters is
-# sent as consecutive parts ("part 2/3"), and a transcript longer than INPUT_CHARS is summarised a
-# request at a time, each request given the summary so far, so that the last reply covers all of
-# it (PART_CHARS must not exceed INPUT_CHARS). 24,000 characters: about 6k tokens, room in a small
-# model's context for the prompt, the summary so far and the reply.
+# The HTTP summariser (docs/event-log.md#summaries) never cuts a message: one longer than PART_CHARS
+# characters is sent as consecutive parts ("part 2/3"), and a transcript longer than INPUT_CHARS is
+# summarised a request at a time, each request given the summary so far, so that the last reply
+# covers all of it (PART_CHARS must not exceed INPUT_CHARS). 24,000 characters: about 6k tokens,
+# room in a small model's context for the prompt, the summary so far and the reply.
 PART_CHARS = 4000
 INPUT_CHARS = 24000
 
@@ -55,8 +66,13 @@ class Turn:
     @classmethod
     def from_event(cls, event: Event, *, agent: str = "") -> Turn:
         speaker = event.role if not event.tool_name else f"{event.role}:{event.tool_name}"
-        return cls(speaker=speaker, text=event.text, sequence=event.sequence, created_at=event.created_at,
-                   agent=agent)
+        return cls(
+            speaker=speaker,
+            text=event.text,
+            sequence=event.sequence,
+            created_at=event.created_at,
+            agent=agent,
+        )
 
     @property
     def who(self) -> str:
@@ -64,7 +80,7 @@ class Turn:
 
     @property
     def span(self) -> str:
-        """"#3", or "#3–#9" for a node over several messages ("" when not known)."""
+        """ "#3", or "#3–#9" for a node over several messages ("" when not known)."""
         if self.sequence is None:
             return ""
         if self.sequence_end is None or self.sequence_end == self.sequence:
@@ -76,8 +92,9 @@ class Summariser(Protocol):
     name: str
     model: str  # what a summary node records as its writer
 
-    def summarise(self, turns: list[Turn], previous: str = "", *, level: str = "leaf",
-                  header: str = "") -> str: ...
+    def summarise(
+        self, turns: list[Turn], previous: str = "", *, level: str = "leaf", header: str = ""
+    ) -> str: ...
 
 
 # --- extractive (default) ----------------------------------------------------------------------
@@ -116,7 +133,7 @@ def _clip(text: str, limit: int) -> str:
             break
     if len(head) > limit * 0.7:
         head = head[: int(limit * 0.7)].rsplit(" ", 1)[0] or head[: int(limit * 0.7)]
-    rest = text[len(head):]
+    rest = text[len(head) :]
     kept: dict[str, None] = {}  # ordered, with O(1) membership
     room = limit - len(head)
     for match in _KEEP_WORD.finditer(rest):
@@ -155,8 +172,9 @@ class ExtractiveSummariser:
     def __init__(self, line_chars: int | None = None) -> None:
         self.line_chars = line_chars or LINE_CHARS
 
-    def summarise(self, turns: list[Turn], previous: str = "", *, level: str = "leaf",
-                  header: str = "") -> str:
+    def summarise(
+        self, turns: list[Turn], previous: str = "", *, level: str = "leaf", header: str = ""
+    ) -> str:
         # The level and the header are for a model's prompt; the lines carry their own context.
         lines = [line for line in previous.splitlines() if line.strip()] if previous else []
         for turn in turns:
@@ -168,7 +186,8 @@ class ExtractiveSummariser:
 
 # --- OpenAI-compatible HTTP --------------------------------------------------------------
 
-# The rules every level shares (docs/event-log.md#summaries): cover everything, add nothing, keep identifiers.
+# The rules every level shares (docs/event-log.md#summaries): cover everything, add nothing, keep
+# identifiers.
 _RULES = (
     " Cover every distinct topic, decision, result and open item; do not drop any because it is "
     "old or short. Use only what the input says: never add outside knowledge or guesses. Keep "
@@ -176,31 +195,43 @@ _RULES = (
     "written; system and tool messages count as much as the others. Keep the ISO timestamps of "
     "what you mention. Plain text only (no LaTeX, no Markdown headings). When a summary so far is "
     "given, reply with the complete updated summary: its content (shortened where needed) "
-    "followed by what the new input adds. Reply with bullet lines (\"- \"), oldest first, nothing "
+    'followed by what the new input adds. Reply with bullet lines ("- "), oldest first, nothing '
     "else."
 )
 PROMPTS = {
     # Level 0: messages -> a leaf.
-    "leaf": "You summarise part of a conversation for an AI agent's long-term memory. The input is "
-            "the conversation's messages, oldest first, each headed [#sequence time agent/speaker]; a long "
-            "message comes in consecutive parts. Record who said or did what, and when." + _RULES,
+    "leaf": (
+        "You summarise part of a conversation for an AI agent's long-term memory. The input is the"
+        " conversation's messages, oldest first, each headed [#sequence time agent/speaker]; a long"
+        " message comes in consecutive parts. Record who said or did what, and when." + _RULES
+    ),
     # Level 1: leaves -> a branch.
-    "branch": "You merge summaries of consecutive parts of one conversation into one summary of the "
-              "whole span, for an AI agent's long-term memory. The input is those summaries, oldest "
-              "first, each headed with the messages it covers. Merge repeated points, keep how "
-              "things changed over time (what was decided first and what replaced it)." + _RULES,
+    "branch": (
+        "You merge summaries of consecutive parts of one conversation into one summary of the "
+        "whole span, for an AI agent's long-term memory. The input is those summaries, oldest "
+        "first, each headed with the messages it covers. Merge repeated points, keep how "
+        "things changed over time (what was decided first and what replaced it)." + _RULES
+    ),
     # Level 2: branches -> the root.
-    "root": "You write the overview of a whole conversation for an AI agent's long-term memory. The "
-            "input is summaries of its main parts, oldest first. Give its goals, the decisions and "
-            "their outcomes, the facts learned and what is still open, so that an agent can pick "
-            "the conversation up again." + _RULES,
+    "root": (
+        "You write the overview of a whole conversation for an AI agent's long-term memory. The "
+        "input is summaries of its main parts, oldest first. Give its goals, the decisions and "
+        "their outcomes, the facts learned and what is still open, so that an agent can pick "
+        "the conversation up again." + _RULES
+    ),
     # The rolling summary, grown past its share of the budget, written shorter (memoryhub.condense).
-    "condense": "The input is the running summary of a conversation, which has grown too long. "
-                "Rewrite it markedly shorter: merge related lines, and condense older lines more "
-                "than recent ones, but lose no topic, decision or identifier." + _RULES,
+    "condense": (
+        "The input is the running summary of a conversation, which has grown too long. "
+        "Rewrite it markedly shorter: merge related lines, and condense older lines more "
+        "than recent ones, but lose no topic, decision or identifier." + _RULES
+    ),
 }
-_SECTIONS = {"leaf": "Messages", "branch": "Summaries of consecutive parts",
-             "root": "Summaries of the main parts", "condense": "Summary lines to condense"}
+_SECTIONS = {
+    "leaf": "Messages",
+    "branch": "Summaries of consecutive parts",
+    "root": "Summaries of the main parts",
+    "condense": "Summary lines to condense",
+}
 
 
 def split_text(text: str, size: int) -> list[str]:
@@ -210,30 +241,36 @@ def split_text(text: str, size: int) -> list[str]:
     parts: list[str] = []
     start = 0
     while len(text) - start > size:
-        window = text[start:start + size]
+        window = text[start : start + size]
         cut = len(window)
         for separator in ("\n\n", "\n", ". ", " "):
             found = window.rfind(separator, size // 2)
             if found != -1:
                 cut = found + len(separator)
                 break
-        parts.append(text[start:start + cut])
+        parts.append(text[start : start + cut])
         start += cut
     parts.append(text[start:])
     return parts
 
 
 def transcript_blocks(turns: list[Turn], part_chars: int) -> list[str]:
-    """Each turn as "[#seq time agent/speaker] text", its whole text: a long one as several parts."""
+    """Each turn as "[#seq time agent/speaker] text", its whole text: a long one as several
+    parts."""
     blocks: list[str] = []
     for turn in turns:
         if not turn.text.strip():
             continue
-        label = " ".join(filter(None, (
-            turn.span,
-            turn.created_at.strftime("%Y-%m-%dT%H:%MZ") if turn.created_at else "",
-            turn.who,
-        )))
+        label = " ".join(
+            filter(
+                None,
+                (
+                    turn.span,
+                    turn.created_at.strftime("%Y-%m-%dT%H:%MZ") if turn.created_at else "",
+                    turn.who,
+                ),
+            )
+        )
         parts = split_text(turn.text.strip(), part_chars)
         for number, part in enumerate(parts, 1):
             of = f", part {number}/{len(parts)}" if len(parts) > 1 else ""
@@ -264,7 +301,9 @@ class HttpSummariser:
     def __init__(self, *, url: str, model: str, api_key: str = "", timeout: float = 30.0) -> None:
         self.url, self.model, self.api_key, self.timeout = url, model, api_key, timeout
 
-    def summarise(self, turns: list[Turn], previous: str = "", *, level: str = "leaf", header: str = "") -> str:
+    def summarise(
+        self, turns: list[Turn], previous: str = "", *, level: str = "leaf", header: str = ""
+    ) -> str:
         if level not in PROMPTS:
             raise ValueError(f"unknown summary level {level!r}")
         blocks = transcript_blocks(turns, PART_CHARS)
@@ -282,9 +321,14 @@ class HttpSummariser:
             sections.append(f"Summary so far:\n{summary}")
         sections.append(f"{_SECTIONS[level]}:\n" + "\n".join(blocks))
         return chat_completion(
-            url=self.url, model=self.model, api_key=self.api_key, timeout=self.timeout,
-            messages=[{"role": "system", "content": PROMPTS[level]},
-                      {"role": "user", "content": "\n\n".join(sections)}],
+            url=self.url,
+            model=self.model,
+            api_key=self.api_key,
+            timeout=self.timeout,
+            messages=[
+                {"role": "system", "content": PROMPTS[level]},
+                {"role": "user", "content": "\n\n".join(sections)},
+            ],
             max_tokens=level_budget(level),
         )
 
@@ -303,8 +347,10 @@ def level_budget(level: str) -> int | None:
 def get_summariser() -> Summariser:
     if settings.MEMORYHUB_SUMMARISER == "http":
         return HttpSummariser(
-            url=settings.MEMORYHUB_SUMMARISER_URL, model=settings.MEMORYHUB_SUMMARISER_MODEL,
-            api_key=settings.MEMORYHUB_SUMMARISER_API_KEY, timeout=settings.MEMORYHUB_SUMMARISER_TIMEOUT,
+            url=settings.MEMORYHUB_SUMMARISER_URL,
+            model=settings.MEMORYHUB_SUMMARISER_MODEL,
+            api_key=settings.MEMORYHUB_SUMMARISER_API_KEY,
+            timeout=settings.MEMORYHUB_SUMMARISER_TIMEOUT,
         )
     return ExtractiveSummariser()
 
@@ -316,8 +362,9 @@ def summariser_model(name: str) -> str:
     return ExtractiveSummariser.model
 
 
-def summarise_safely(turns: list[Turn], previous: str = "", *, level: str = "leaf",
-                     header: str = "") -> tuple[str, str]:
+def summarise_safely(
+    turns: list[Turn], previous: str = "", *, level: str = "leaf", header: str = ""
+) -> tuple[str, str]:
     """Summarise with the configured summariser; if the HTTP one fails, fall back to extractive
     (a summary is always produced). Returns (text, name of the summariser that wrote it)."""
     summariser = get_summariser()

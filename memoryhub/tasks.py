@@ -32,14 +32,15 @@ SCHEDULES = "memoryhub"  # the default cluster (Q_CLUSTER["name"]): user schedul
 MAINTENANCE = "maintenance"  # Q_CLUSTER["ALT_CLUSTERS"]["maintenance"]: cadences and bulk jobs
 
 
-# --- stopping a cluster within a supervisor's grace ------------------------------------------------
+# --- stopping a cluster within a supervisor's grace -----------------------------------------------
 #
 # django-q2 stops a cluster by letting each worker finish its task, however long (a schedule run
-# waits up to scheduling.actions.AGENT_WEBHOOK_TIMEOUT_SECONDS on its webhook, a bulk job for hours): `run` then had
-# to SIGKILL it. So a worker takes SIGTERM as "stop now": a task in progress is
-# interrupted (Interrupted is raised inside it, where it can record itself), an idle worker exits.
-# `manage.py run` sends it to the workers of a cluster still stopping after
-# memoryhub.plumbing.supervision.CLUSTER_DRAIN_SECONDS; the clusters' main processes get SIGTERM as before.
+# waits up to scheduling.actions.AGENT_WEBHOOK_TIMEOUT_SECONDS on its webhook, a bulk job for
+# hours): `run` then had to SIGKILL it. So a worker takes SIGTERM as "stop now": a task in progress
+# is interrupted (Interrupted is raised inside it, where it can record itself), an idle worker
+# exits. `manage.py run` sends it to the workers of a cluster still stopping after
+# memoryhub.plumbing.supervision.CLUSTER_DRAIN_SECONDS; the clusters' main processes get SIGTERM as
+# before.
 
 
 class Interrupted(Exception):  # noqa: N818 - what happened to the task, not an error of its own
@@ -77,8 +78,9 @@ def connect_worker_signals() -> None:
     post_execute_in_worker.connect(_task_finished, dispatch_uid="memoryhub-task-finished")
 
 
-def enqueue(func_path: str, *args: Any, group: str | None = None, cluster: str | None = None,
-            **kwargs: Any) -> str | None:
+def enqueue(
+    func_path: str, *args: Any, group: str | None = None, cluster: str | None = None, **kwargs: Any
+) -> str | None:
     """Run `func_path(*args, **kwargs)` on `cluster` (default: the schedules cluster), or inline
     when eager. Returns the task id."""
     if settings.MEMORYHUB_TASKS_EAGER:
@@ -92,8 +94,9 @@ def enqueue(func_path: str, *args: Any, group: str | None = None, cluster: str |
     return async_task(func_path, *args, q_options=options, **kwargs)
 
 
-def enqueue_on_commit(func_path: str, *args: Any, group: str | None = None, cluster: str | None = None,
-                      **kwargs: Any) -> None:
+def enqueue_on_commit(
+    func_path: str, *args: Any, group: str | None = None, cluster: str | None = None, **kwargs: Any
+) -> None:
     """Enqueue once the current transaction commits, so the task sees the rows it is about.
 
     With the default ORM broker the task row is written inside the current transaction (a
@@ -101,7 +104,9 @@ def enqueue_on_commit(func_path: str, *args: Any, group: str | None = None, clus
     broker (Redis) the tasks one transaction enqueues are sent together after it commits.
     """
     if settings.MEMORYHUB_TASKS_EAGER:
-        transaction.on_commit(lambda: enqueue(func_path, *args, group=group, cluster=cluster, **kwargs))
+        transaction.on_commit(
+            lambda: enqueue(func_path, *args, group=group, cluster=cluster, **kwargs)
+        )
         return
     connection = transaction.get_connection()
     if not connection.in_atomic_block or _queue_is_in("default"):
@@ -135,8 +140,15 @@ def queue_counts(*, recent_failures: int = 0) -> dict[str, Any]:
         failed_24h=Count("id", filter=Q(success=False, stopped__gte=day_ago)),
         failed_total=Count("id", filter=Q(success=False)),
     )
-    failures = (list(Failure.objects.order_by("-stopped").only("id", "name", "func", "stopped", "result")
-                     [:recent_failures]) if recent_failures else [])
+    failures = (
+        list(
+            Failure.objects.order_by("-stopped").only("id", "name", "func", "stopped", "result")[
+                :recent_failures
+            ]
+        )
+        if recent_failures
+        else []
+    )
     return {"queued": OrmQ.objects.count(), **finished, "recent_failures": failures}
 
 

@@ -39,12 +39,18 @@ PROMPT = (
 def undescribed(session: Session) -> Any:
     """The session's tool-call events with empty content and no sentence yet, oldest first."""
     described = ToolCallSentence.objects.filter(event=OuterRef("pk"))
-    return (session.events.filter(content="").filter(~Q(tool_name="") | Q(tool_calls__isnull=False))
-            .exclude(Exists(described)).order_by("sequence"))
+    return (
+        session.events.filter(content="")
+        .filter(~Q(tool_name="") | Q(tool_calls__isnull=False))
+        .exclude(Exists(described))
+        .order_by("sequence")
+    )
 
 
 def _text(value: Any) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
+    text = (
+        value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
+    )
     return text[:ARGS_CHARS]
 
 
@@ -74,15 +80,24 @@ def describe_tool_calls(session: Session, *, limit: int = BATCH) -> int:
     for event in events:
         check_budget()
         reply = chat_completion(
-            url=settings.MEMORYHUB_SUMMARISER_URL, model=settings.MEMORYHUB_SUMMARISER_MODEL,
-            api_key=settings.MEMORYHUB_SUMMARISER_API_KEY, timeout=settings.MEMORYHUB_SUMMARISER_TIMEOUT,
-            messages=[{"role": "system", "content": PROMPT}, {"role": "user", "content": _request(event)}],
+            url=settings.MEMORYHUB_SUMMARISER_URL,
+            model=settings.MEMORYHUB_SUMMARISER_MODEL,
+            api_key=settings.MEMORYHUB_SUMMARISER_API_KEY,
+            timeout=settings.MEMORYHUB_SUMMARISER_TIMEOUT,
+            messages=[
+                {"role": "system", "content": PROMPT},
+                {"role": "user", "content": _request(event)},
+            ],
         )
         # An empty reply is stored too (the call is not asked about again): the deterministic
         # sentence then stays alone.
         text = _one_line(reply)
-        ToolCallSentence.objects.create(event=event, tenant_id=event.tenant_id, text=text,
-                                        model=settings.MEMORYHUB_SUMMARISER_MODEL)
+        ToolCallSentence.objects.create(
+            event=event,
+            tenant_id=event.tenant_id,
+            text=text,
+            model=settings.MEMORYHUB_SUMMARISER_MODEL,
+        )
         written.append(event)
     if written:
         events_text_changed.send(sender=Event, session=session, events=written)

@@ -31,18 +31,24 @@ logger = logging.getLogger(__name__)
 def delete_workspace(workspace: Workspace, *, dry_run: bool = False) -> dict[str, int]:
     """Delete the workspace and everything in it; {model label: rows} (what would go, for a dry
     run). A tenant with an immutable transcript keeps its events: 409 immutable_transcript."""
-    if workspace.tenant.immutable_transcript and Session.objects.filter(workspace=workspace).exists():
+    if (
+        workspace.tenant.immutable_transcript
+        and Session.objects.filter(workspace=workspace).exists()
+    ):
         raise Conflict(
             "immutable_transcript",
-            "This tenant keeps an immutable transcript: a workspace with conversations cannot be deleted; "
-            "forget their users instead.", {"workspace": workspace.name},
+            "This tenant keeps an immutable transcript: a workspace with conversations cannot be"
+            " deleted; forget their users instead.",
+            {"workspace": workspace.name},
         )
     with transaction.atomic():
         counts = _delete(workspace)
         if dry_run:  # the innermost block only: a caller's transaction (the admin's) goes on
             transaction.set_rollback(True)
     if not dry_run:
-        logger.info("deleted workspace %s of tenant %s: %s", workspace.pk, workspace.tenant_id, counts)
+        logger.info(
+            "deleted workspace %s of tenant %s: %s", workspace.pk, workspace.tenant_id, counts
+        )
     return counts
 
 
@@ -54,7 +60,9 @@ def _delete(workspace: Workspace) -> dict[str, int]:
     sessions = list(Session.objects.filter(workspace=locked).order_by("pk"))
     for session in sessions:
         session_forgotten.send(sender=Session, session=session)
-    for _, extra in workspace_forgotten.send(sender=Workspace, workspace=locked, session_ids=[s.pk for s in sessions]):
+    for _, extra in workspace_forgotten.send(
+        sender=Workspace, workspace=locked, session_ids=[s.pk for s in sessions]
+    ):
         totals.update(extra or {})
     _, per_model = locked.delete()
     totals.update(per_model)

@@ -24,8 +24,12 @@ class EmbeddedFilter(admin.SimpleListFilter):
     parameter_name = "embedded"
 
     def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin) -> list[tuple[str, str]]:
-        return [("yes", "embedded"), ("no", "pending"), ("error", "failed"),
-                ("aside", "set aside (failed too often)")]
+        return [
+            ("yes", "embedded"),
+            ("no", "pending"),
+            ("error", "failed"),
+            ("aside", "set aside (failed too often)"),
+        ]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Chunk]) -> QuerySet[Chunk]:
         if self.value() == "yes":
@@ -35,22 +39,50 @@ class EmbeddedFilter(admin.SimpleListFilter):
         if self.value() == "error":
             return queryset.filter(embedding__isnull=True).exclude(embedding_error="")
         if self.value() == "aside":
-            return queryset.filter(embedding__isnull=True,
-                                   embedding_attempts__gte=retrieval.models.EMBED_MAX_ATTEMPTS)
+            return queryset.filter(
+                embedding__isnull=True, embedding_attempts__gte=retrieval.models.EMBED_MAX_ATTEMPTS
+            )
         return queryset
 
 
 @admin.register(Chunk)
 class ChunkAdmin(AccessColumns, OwnerColumn, ScopeNamed):
-    # Tier and a message's place are filters and on the chunk's page, so the list fits a 1280 px screen.
-    list_display = ["id", "kind", "short_text", "owner", "tenant", "session", "importance", "access_count",
-                    "embedding_model", "created_at"]
-    list_filter = ["kind", ("tier", titled("scope")), "lifetime", EmbeddedFilter, "tenant", ("created_at", admin.DateFieldListFilter)]
+    # Tier and a message's place are filters and on the chunk's page, so the list fits a 1280 px
+    # screen.
+    list_display = [
+        "id",
+        "kind",
+        "short_text",
+        "owner",
+        "tenant",
+        "session",
+        "importance",
+        "access_count",
+        "embedding_model",
+        "created_at",
+    ]
+    list_filter = [
+        "kind",
+        ("tier", titled("scope")),
+        "lifetime",
+        EmbeddedFilter,
+        "tenant",
+        ("created_at", admin.DateFieldListFilter),
+    ]
     list_select_related = ["tenant", "session"]
     search_fields = ["text", "source_id", "=content_hash", "user_id"]
     autocomplete_fields = ["session", "workspace", "channel"]
-    readonly_fields = ["source", "content_hash", "embedding_model", "embedding_error", "embedding_attempts",
-                       "indexed_at", "access_count", "accessed_at", "sentence_vectors"]
+    readonly_fields = [
+        "source",
+        "content_hash",
+        "embedding_model",
+        "embedding_error",
+        "embedding_attempts",
+        "indexed_at",
+        "access_count",
+        "accessed_at",
+        "sentence_vectors",
+    ]
     exclude = ["embedding", "search_vector"]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Chunk]:
@@ -94,7 +126,15 @@ class ChunkAdmin(AccessColumns, OwnerColumn, ScopeNamed):
 
 @admin.register(Document)
 class DocumentAdmin(admin.ModelAdmin):
-    list_display = ["source_uri", "tenant", "workspace", "session", "user_id", "chunk_count", "updated_at"]
+    list_display = [
+        "source_uri",
+        "tenant",
+        "workspace",
+        "session",
+        "user_id",
+        "chunk_count",
+        "updated_at",
+    ]
     list_filter = ["tenant", ("updated_at", admin.DateFieldListFilter)]
     list_select_related = ["tenant", "workspace", "session"]
     search_fields = ["source_uri", "=content_hash", "=user_id"]
@@ -110,5 +150,7 @@ class DocumentAdmin(admin.ModelAdmin):
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Document]) -> None:
         with transaction.atomic():
             for document in queryset:
-                delete_searchable(kind="document", tenant_id=document.tenant_id, source_id=document.source_id)
+                delete_searchable(
+                    kind="document", tenant_id=document.tenant_id, source_id=document.source_id
+                )
             super().delete_queryset(request, queryset)

@@ -9,6 +9,10 @@ urlpatterns = [
     path("browse/", views.BrowseView.as_view(), name="browse"),
     path("stats/", views.StatsView.as_view(), name="stats"),
     path("documents/", documents_api.DocumentListView.as_view(), name="documents"),
-    path("documents/<int:document_id>/", documents_api.DocumentDetailView.as_view(), name="document-detail"),
+    path(
+        "documents/<int:document_id>/",
+        documents_api.DocumentDetailView.as_view(),
+        name="document-detail",
+    ),
     path("consolidation/", ConsolidationView.as_view(), name="consolidation"),
 ]

@@ -26,19 +26,36 @@ class RetrievalConfig(AppConfig):
         from retrieval.query_embedding import describe as describe_query_embedder
         from retrieval.transfer import RetrievalTransfer
 
-        signals.events_appended.connect(receivers.on_events_appended, dispatch_uid="retrieval.index_events")
-        signals.events_text_changed.connect(receivers.on_events_text_changed,
-                                            dispatch_uid="retrieval.reindex_event_text")
-        signals.events_deleted.connect(receivers.on_events_deleted, dispatch_uid="retrieval.delete_event_chunks")
-        signals.memory_saved.connect(receivers.on_memory_saved, dispatch_uid="retrieval.index_memory")
-        signals.memory_deleted.connect(receivers.on_memory_deleted, dispatch_uid="retrieval.delete_memory")
-        signals.session_owner_changed.connect(receivers.on_session_owner_changed,
-                                              dispatch_uid="retrieval.session_owner")
-        signals.user_forgotten.connect(receivers.on_user_forgotten, dispatch_uid="retrieval.user_forgotten")
+        signals.events_appended.connect(
+            receivers.on_events_appended, dispatch_uid="retrieval.index_events"
+        )
+        signals.events_text_changed.connect(
+            receivers.on_events_text_changed, dispatch_uid="retrieval.reindex_event_text"
+        )
+        signals.events_deleted.connect(
+            receivers.on_events_deleted, dispatch_uid="retrieval.delete_event_chunks"
+        )
+        signals.memory_saved.connect(
+            receivers.on_memory_saved, dispatch_uid="retrieval.index_memory"
+        )
+        signals.memory_deleted.connect(
+            receivers.on_memory_deleted, dispatch_uid="retrieval.delete_memory"
+        )
+        signals.session_owner_changed.connect(
+            receivers.on_session_owner_changed, dispatch_uid="retrieval.session_owner"
+        )
+        signals.user_forgotten.connect(
+            receivers.on_user_forgotten, dispatch_uid="retrieval.user_forgotten"
+        )
         # Documents and chunks travel in the export file (the core never imports retrieval).
         register_extension(RetrievalTransfer)
         background.register_lane("embed", EmbedLane)
-        signals.service_starting.connect(prepare_embedder_apart, dispatch_uid="retrieval.prepare_embedder")
-        # /health/ says what embeds queries (the torch model while the fast one is made, first start).
+        signals.service_starting.connect(
+            prepare_embedder_apart, dispatch_uid="retrieval.prepare_embedder"
+        )
+        # /health/ says what embeds queries (the torch model while the fast one is made, first
+        # start).
         DETAIL_READERS["search"] = describe_query_embedder
-        signals.web_worker_starting.connect(warm_up_query_embedder, dispatch_uid="retrieval.warm_up_query_embedder")
+        signals.web_worker_starting.connect(
+            warm_up_query_embedder, dispatch_uid="retrieval.warm_up_query_embedder"
+        )

@@ -68,7 +68,8 @@ def _overlap_start(text: str, end: int, overlap: int, previous_start: int) -> in
 
 
 def chunk_text(text: str, *, max_chars: int = MAX_CHARS, overlap: int = OVERLAP) -> list[TextChunk]:
-    """Split normalised `text` into chunks of at most `max_chars` with about `overlap` of overlap."""
+    """Split normalised `text` into chunks of at most `max_chars` with about `overlap` of
+    overlap."""
     if max_chars <= 0 or not 0 <= overlap < max_chars:
         raise ValueError("need max_chars > 0 and 0 <= overlap < max_chars")
     text = normalize_text(text)

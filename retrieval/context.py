@@ -58,7 +58,8 @@ class ContextItem:
     role: str = ""
     chunk_id: int | None = None
     user_id: str = ""
-    shown: set[int] = field(default_factory=set)  # of a memory of several chunks: the chunks its text shows
+    # of a memory of several chunks: the chunks its text shows
+    shown: set[int] = field(default_factory=set)
 
     @property
     def tokens(self) -> int:
@@ -66,27 +67,55 @@ class ContextItem:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "source": self.source, "text": self.text, "score": round(self.score, 6), "kind": self.kind,
-            "session": self.session, "sequence_start": self.sequence_start, "sequence_end": self.sequence_end,
-            "created_at": iso(self.created_at), "role": self.role or None, "chunk_id": self.chunk_id,
-            "user_id": self.user_id, "tokens": self.tokens,
+            "source": self.source,
+            "text": self.text,
+            "score": round(self.score, 6),
+            "kind": self.kind,
+            "session": self.session,
+            "sequence_start": self.sequence_start,
+            "sequence_end": self.sequence_end,
+            "created_at": iso(self.created_at),
+            "role": self.role or None,
+            "chunk_id": self.chunk_id,
+            "user_id": self.user_id,
+            "tokens": self.tokens,
         }
 
 
 def _recent_items(session: Session) -> list[ContextItem]:
     events = list(session.events.order_by("-sequence")[:RECENT_MESSAGES])
     return [
-        ContextItem("recent", extract_event_text(e), 1.0 + (RECENT_MESSAGES - i) / 100.0, "event",
-                    session.external_id, e.sequence, e.sequence, e.created_at, e.role, user_id=session.user_id)
-        for i, e in enumerate(events) if extract_event_text(e)
+        ContextItem(
+            "recent",
+            extract_event_text(e),
+            1.0 + (RECENT_MESSAGES - i) / 100.0,
+            "event",
+            session.external_id,
+            e.sequence,
+            e.sequence,
+            e.created_at,
+            e.role,
+            user_id=session.user_id,
+        )
+        for i, e in enumerate(events)
+        if extract_event_text(e)
     ]
 
 
 def _chunk_item(source: str, chunk: Chunk, score: float) -> ContextItem:
-    return ContextItem(source, chunk.text, score, chunk.kind,
-                       chunk.session.external_id if chunk.session_id else None,
-                       chunk.sequence_start, chunk.sequence_end, chunk.created_at, chunk.role, chunk.pk,
-                       chunk.user_id)
+    return ContextItem(
+        source,
+        chunk.text,
+        score,
+        chunk.kind,
+        chunk.session.external_id if chunk.session_id else None,
+        chunk.sequence_start,
+        chunk.sequence_end,
+        chunk.created_at,
+        chunk.role,
+        chunk.pk,
+        chunk.user_id,
+    )
 
 
 _CRITICAL_SQL = "(c.importance >= %s OR c.metadata @> '{\"pinned\": true}'::jsonb)"
@@ -94,10 +123,13 @@ _CRITICAL_SQL = "(c.importance >= %s OR c.metadata @> '{\"pinned\": true}'::json
 
 def _critical_items(plan: SearchPlan) -> list[ContextItem]:
     """Critical memories that apply to the request (its search plan: the same scope and owner rule
-    as search): importance >= 0.85 or pinned, whatever the query, most important and newest first."""
+    as search): importance >= 0.85 or pinned, whatever the query, most important and newest
+    first."""
     where, params = plan.where
-    sql = (f"SELECT c.id FROM retrieval_chunk c WHERE {where} AND {_CRITICAL_SQL}"
-           " ORDER BY c.importance DESC, c.created_at DESC, c.id DESC LIMIT %s")
+    sql = (
+        f"SELECT c.id FROM retrieval_chunk c WHERE {where} AND {_CRITICAL_SQL}"
+        " ORDER BY c.importance DESC, c.created_at DESC, c.id DESC LIMIT %s"
+    )
     return _items("critical", sql, [*params, CRITICAL_IMPORTANCE, CRITICAL_LIMIT])
 
 
@@ -107,7 +139,10 @@ def _salient_items(req: SearchRequest, plan: SearchPlan, admitted: list[int]) ->
     admits, on words or meaning), or their meaning is close enough. Nothing is injected when
     nothing is relevant (docs/ranking.md#context)."""
     where, params = plan.where
-    sql = f"SELECT c.id FROM retrieval_chunk c WHERE {where} AND c.importance >= %s AND NOT {_CRITICAL_SQL}"
+    sql = (
+        f"SELECT c.id FROM retrieval_chunk c WHERE {where} AND c.importance >= %s AND NOT"
+        f" {_CRITICAL_SQL}"
+    )
     params = [*params, SALIENT_IMPORTANCE, CRITICAL_IMPORTANCE]
     if req.query.strip():
         floor: list[str] = []
@@ -124,8 +159,14 @@ def _salient_items(req: SearchRequest, plan: SearchPlan, admitted: list[int]) ->
 
 def _items(source: str, sql: str, params: list[Any]) -> list[ContextItem]:
     ids = [row.pk for row in Chunk.objects.raw(sql, params)]
-    chunks = Chunk.objects.filter(pk__in=ids).select_related("session").defer("search_vector", "embedding")
-    return [_chunk_item(source, c, c.importance) for c in sorted(chunks, key=lambda c: ids.index(c.pk))]
+    chunks = (
+        Chunk.objects.filter(pk__in=ids)
+        .select_related("session")
+        .defer("search_vector", "embedding")
+    )
+    return [
+        _chunk_item(source, c, c.importance) for c in sorted(chunks, key=lambda c: ids.index(c.pk))
+    ]
 
 
 def _floor(req: SearchRequest) -> float:
@@ -133,10 +174,10 @@ def _floor(req: SearchRequest) -> float:
 
 
 def _relevant(hit: SearchHit, req: SearchRequest) -> bool:
-    """The relevance floor (docs/ranking.md#relevance-floor): a memory pads no context unless the query's words match it or
-    its meaning is close enough; nothing matching means nothing injected (docs/ranking.md#context). A request's
-    min_cosine is the floor as written: the meaning must be that close, words or not (search
-    has applied it already)."""
+    """The relevance floor (docs/ranking.md#relevance-floor): a memory pads no context unless the
+    query's words match it or its meaning is close enough; nothing matching means nothing injected
+    (docs/ranking.md#context). A request's min_cosine is the floor as written: the meaning must be
+    that close, words or not (search has applied it already)."""
     if req.min_cosine is not None:
         return (hit.vector_score if hit.vector_score is not None else -1.0) >= req.min_cosine
     return hit.relevant
@@ -145,7 +186,11 @@ def _relevant(hit: SearchHit, req: SearchRequest) -> bool:
 def _relevant_items(req: SearchRequest, plan: SearchPlan) -> list[ContextItem]:
     """Search's results for the same request, in search's order (context and search agree),
     less those under the relevance floor."""
-    return [_chunk_item("relevant", h.chunk, h.score) for h in run_search(req, plan) if _relevant(h, req)]
+    return [
+        _chunk_item("relevant", h.chunk, h.score)
+        for h in run_search(req, plan)
+        if _relevant(h, req)
+    ]
 
 
 def _summary_items(session: Session, recent: list[ContextItem]) -> list[ContextItem]:
@@ -155,13 +200,40 @@ def _summary_items(session: Session, recent: list[ContextItem]) -> list[ContextI
     shown_from = min((r.sequence_start or 0 for r in recent), default=None)
     items = []
     if rolling.text.strip():
-        last = session.events.filter(sequence__lte=rolling.upper_sequence).order_by("-sequence").first()
-        items.append(ContextItem("summary", rolling.text, 1.0, "summary", session.external_id, None,
-                                 rolling.upper_sequence, last.created_at if last else rolling.updated_at,
-                                 user_id=session.user_id))
-    for node in summaries.context_nodes(session, summarised_to=rolling.upper_sequence, shown_from=shown_from):
-        items.append(ContextItem("summary", node.text, 1.0, "summary", session.external_id, node.sequence_start,
-                                 node.sequence_end, node.latest_at or node.created_at, user_id=session.user_id))
+        last = (
+            session.events.filter(sequence__lte=rolling.upper_sequence)
+            .order_by("-sequence")
+            .first()
+        )
+        items.append(
+            ContextItem(
+                "summary",
+                rolling.text,
+                1.0,
+                "summary",
+                session.external_id,
+                None,
+                rolling.upper_sequence,
+                last.created_at if last else rolling.updated_at,
+                user_id=session.user_id,
+            )
+        )
+    for node in summaries.context_nodes(
+        session, summarised_to=rolling.upper_sequence, shown_from=shown_from
+    ):
+        items.append(
+            ContextItem(
+                "summary",
+                node.text,
+                1.0,
+                "summary",
+                session.external_id,
+                node.sequence_start,
+                node.sequence_end,
+                node.latest_at or node.created_at,
+                user_id=session.user_id,
+            )
+        )
     return items
 
 
@@ -175,7 +247,8 @@ def _covered(item: ContextItem, recent: list[ContextItem], seen: set[str]) -> bo
     if item.kind != "event" or item.sequence_start is None:
         return False
     return any(
-        r.session == item.session and r.sequence_start is not None
+        r.session == item.session
+        and r.sequence_start is not None
         and item.sequence_start <= r.sequence_start <= (item.sequence_end or item.sequence_start)
         for r in recent
     )
@@ -242,7 +315,9 @@ class AssembledContext:
     markdown: str
 
 
-def assemble_context(*, session: Session | None, req: SearchRequest, budget: int | None = None) -> AssembledContext:
+def assemble_context(
+    *, session: Session | None, req: SearchRequest, budget: int | None = None
+) -> AssembledContext:
     """Critical memories first, within their reserved share of the budget; then the conversation's
     summaries (with a session) within theirs; then recent messages (with a session), search's
     results for the query in search's order, and ordinary salient memories that pass the relevance
@@ -256,13 +331,16 @@ def assemble_context(*, session: Session | None, req: SearchRequest, budget: int
     recent = _recent_items(session) if reads_session else []
     has_query = bool(req.query.strip())
     if has_query and req.query_embedding is None and req.mode in ("hybrid", "vector"):
-        req.query_embedding = embed_query(ranked_query(req))  # once: search and the salience floor share it
+        # once: search and the salience floor share it
+        req.query_embedding = embed_query(ranked_query(req))
     plan = plan_search(req)  # the scope, owner and filters every part reads, resolved once
     critical = _critical_items(plan)
     relevant = _relevant_items(req, plan) if has_query else []
     candidates = relevant + _salient_items(req, plan, _admitted(relevant))
     memories = memories_of([i.chunk_id for i in critical + candidates if i.chunk_id is not None])
-    picker = _Picker(budget, recent, memories, seen={normalize_text(r.text).casefold() for r in recent})
+    picker = _Picker(
+        budget, recent, memories, seen={normalize_text(r.text).casefold() for r in recent}
+    )
     for item in critical:
         picker.add(item, int(budget * CRITICAL_BUDGET_SHARE))
     if session is not None and reads_session and (not req.kinds or "summary" in req.kinds):
@@ -274,8 +352,13 @@ def assemble_context(*, session: Session | None, req: SearchRequest, budget: int
     return AssembledContext(picker.picked, picker.used, budget, render_markdown(picker.picked))
 
 
-SECTIONS = (("critical", "Critical (always kept in mind)"), ("salient", "Important"), ("relevant", "Related memories"),
-            ("summary", "Earlier in this conversation (summary)"), ("recent", "Recent conversation"))
+SECTIONS = (
+    ("critical", "Critical (always kept in mind)"),
+    ("salient", "Important"),
+    ("relevant", "Related memories"),
+    ("summary", "Earlier in this conversation (summary)"),
+    ("recent", "Recent conversation"),
+)
 HEADING = "## Relevant Memory (times in UTC)"
 
 

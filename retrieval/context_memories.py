@@ -64,7 +64,7 @@ JOIN retrieval_chunk s ON s.tenant_id = c.tenant_id AND s.kind = c.kind AND s.so
     AND s.valid_to IS NOT DISTINCT FROM c.valid_to
 WHERE c.id = ANY(%s::bigint[]) AND c.kind <> 'event' AND c.source_id <> ''
 ORDER BY 1, 4, 2
-"""
+"""  # noqa: E501
 
 
 def memories_of(chunk_ids: list[int]) -> dict[int, Memory]:
@@ -78,5 +78,6 @@ def memories_of(chunk_ids: list[int]) -> dict[int, Memory]:
             rows.setdefault(chunk_id, []).append((sibling_id, text))
     return {
         chunk_id: Memory(tuple(i for i, _ in siblings), tuple(t for _, t in siblings))
-        for chunk_id, siblings in rows.items() if len(siblings) > 1
+        for chunk_id, siblings in rows.items()
+        if len(siblings) > 1
     }

@@ -28,7 +28,8 @@ decay rate only:
   and vector similarity (the "memory" profile, or the default profile with a `decay_weight`),
   never a factor multiplied into similarity, so an old but exactly matching memory can still
   surface. Search reads it at the request's `as_of` (default now). It is not part of the default
-  ranking: on LoCoMo it cost turn recall@10 on both halves (bench/ranking.py). The hard thresholds (prune < 0.01, promote
+  ranking: on LoCoMo it cost turn recall@10 on both halves (bench/ranking.py). The hard thresholds
+  (prune < 0.01, promote
   > 0.7) are used only by consolidation, on the plain formula above.
 """
 
@@ -44,8 +45,8 @@ from memoryhub.searchable import TIERS
 from retrieval.models import Chunk, ChunkAccess
 
 MIN_EXPONENT = -700.0
-# Per-hour retention by tier (docs/ranking.md#decay): a rate must be in (0, 1]; 1 means "never decays". Shared
-# knowledge keeps longest, a conversation's own memories fade first.
+# Per-hour retention by tier (docs/ranking.md#decay): a rate must be in (0, 1]; 1 means "never
+# decays". Shared knowledge keeps longest, a conversation's own memories fade first.
 RATES = {"account": 0.999, "workspace": 0.998, "channel": 0.995, "conversation": 0.99}
 
 
@@ -87,14 +88,21 @@ def age_hours(last_used: datetime, now: datetime | None = None) -> float:
     return max((now - last_used).total_seconds() / 3600.0, 0.0)
 
 
-def relevance_at(importance: float, tier: str, accessed_at: datetime | None, created_at: datetime,
-                 access_count: int, now: datetime | None = None) -> float:
+def relevance_at(
+    importance: float,
+    tier: str,
+    accessed_at: datetime | None,
+    created_at: datetime,
+    access_count: int,
+    now: datetime | None = None,
+) -> float:
     """Relevance of a memory at `now` (default: the current time), clock from its last use."""
     return relevance(importance, tier, age_hours(accessed_at or created_at, now), access_count)
 
 
-def relevance_sql(alias: str = "", *, now: datetime | None = None,
-                  time_column: str | None = None) -> tuple[str, list[object]]:
+def relevance_sql(
+    alias: str = "", *, now: datetime | None = None, time_column: str | None = None
+) -> tuple[str, list[object]]:
     """SQL computing `relevance` of a chunk from its importance, tier and time columns and its
     ChunkAccess row (access count, last access; read by primary key, none: 0 and never).
 
@@ -109,7 +117,9 @@ def relevance_sql(alias: str = "", *, now: datetime | None = None,
     def access(column: str) -> str:
         return f"(SELECT a.{column} FROM {ChunkAccess._meta.db_table} a WHERE a.chunk_id = {p}id)"
 
-    time_expr = f"{p}{time_column}" if time_column else f"COALESCE({access('accessed_at')}, {p}created_at)"
+    time_expr = (
+        f"{p}{time_column}" if time_column else f"COALESCE({access('accessed_at')}, {p}created_at)"
+    )
     rates = decay_rates()
     cases = " ".join(f"WHEN '{tier}' THEN %s" for tier in TIERS)
     sql = (
@@ -118,12 +128,17 @@ def relevance_sql(alias: str = "", *, now: datetime | None = None,
         f" * ln(CASE {p}tier {cases} ELSE %s END::float8), {MIN_EXPONENT}))"
         f" * (1 + ln(1 + GREATEST(COALESCE({access('access_count')}, 0), 0)::float8)))"
     )
-    params: list[object] = [now or timezone.now(), *(rates[t] for t in TIERS), rates["conversation"]]
+    params: list[object] = [
+        now or timezone.now(),
+        *(rates[t] for t in TIERS),
+        rates["conversation"],
+    ]
     return sql, params
 
 
-def relevance_expression(*, now: datetime | None = None, time_column: str | None = None,
-                         table: str = "") -> RawSQL:
+def relevance_expression(
+    *, now: datetime | None = None, time_column: str | None = None, table: str = ""
+) -> RawSQL:
     """The same as an ORM expression, e.g.
     Chunk.objects.annotate(relevance=relevance_expression(table="retrieval_chunk")).order_by("relevance").
     Pass the model's table when the query joins others (their columns would be ambiguous)."""
@@ -141,18 +156,28 @@ SEED002_ACCESS_BOOST = 0.02
 
 def seed002_temporal(days_since_access: float, access_count: int) -> float:
     days = max(float(days_since_access), 0.0)
-    return math.exp(max(-SEED002_DAILY_DECAY * days, MIN_EXPONENT)) * (1.0 + SEED002_ACCESS_BOOST * max(int(access_count), 0))
+    return math.exp(max(-SEED002_DAILY_DECAY * days, MIN_EXPONENT)) * (
+        1.0 + SEED002_ACCESS_BOOST * max(int(access_count), 0)
+    )
 
 
-def seed002_temporal_sql(alias: str = "", *, now: datetime | None = None) -> tuple[str, list[object]]:
+def seed002_temporal_sql(
+    alias: str = "", *, now: datetime | None = None
+) -> tuple[str, list[object]]:
     """SQL computing seed002_temporal of a chunk: days since its last access (else its creation),
-    its access count from its ChunkAccess row (none: 0). Same (sql, params) form as relevance_sql."""
+    its access count from its ChunkAccess row (none: 0). Same (sql, params) form as
+    relevance_sql."""
     p = f"{alias or Chunk._meta.db_table}."
 
     def access(column: str) -> str:
         return f"(SELECT a.{column} FROM {ChunkAccess._meta.db_table} a WHERE a.chunk_id = {p}id)"
 
-    days = f"GREATEST(EXTRACT(EPOCH FROM (%s::timestamptz - COALESCE({access('accessed_at')}, {p}created_at))) / 86400.0, 0)::float8"
-    sql = (f"(exp(GREATEST(-%s * {days}, {MIN_EXPONENT}))"
-           f" * (1 + %s * GREATEST(COALESCE({access('access_count')}, 0), 0)::float8))")
+    days = (
+        f"GREATEST(EXTRACT(EPOCH FROM (%s::timestamptz - COALESCE({access('accessed_at')},"
+        f" {p}created_at))) / 86400.0, 0)::float8"
+    )
+    sql = (
+        f"(exp(GREATEST(-%s * {days}, {MIN_EXPONENT}))"
+        f" * (1 + %s * GREATEST(COALESCE({access('access_count')}, 0), 0)::float8))"
+    )
     return sql, [SEED002_DAILY_DECAY, now or timezone.now(), SEED002_ACCESS_BOOST]

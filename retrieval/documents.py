@@ -40,13 +40,19 @@ def delete_document(key: ApiKey, document_id: int) -> int:
     """Delete the document and its chunks; returns the number of chunks deleted."""
     document = get_document(key, document_id, for_update=True)
     refuse_shared(key, document.user_id, f"Document {document_id}")
-    chunks = delete_searchable(kind="document", tenant_id=document.tenant_id, source_id=document.source_id)
+    chunks = delete_searchable(
+        kind="document", tenant_id=document.tenant_id, source_id=document.source_id
+    )
     document.delete()
     return chunks
 
 
-DOCUMENT_FILTERS: dict[str, Rule] = {"workspace": "workspace__name", "session": "session__external_id",
-                                     "user_id": "user_id", "source_uri": "source_uri"}
+DOCUMENT_FILTERS: dict[str, Rule] = {
+    "workspace": "workspace__name",
+    "session": "session__external_id",
+    "user_id": "user_id",
+    "source_uri": "source_uri",
+}
 
 
 def documents_filter(key: ApiKey, filters: dict[str, Any]) -> QuerySet[Document]:
@@ -56,11 +62,16 @@ def documents_filter(key: ApiKey, filters: dict[str, Any]) -> QuerySet[Document]
 
 def document_dict(document: Document, *, indexed: bool | None = None) -> dict[str, Any]:
     body: dict[str, Any] = {
-        "id": document.pk, "source_uri": document.source_uri, "content_hash": document.content_hash,
+        "id": document.pk,
+        "source_uri": document.source_uri,
+        "content_hash": document.content_hash,
         "workspace": document.workspace.name if document.workspace_id else None,
         "session": document.session.external_id if document.session_id else None,
-        "user_id": document.user_id, "chunks": document.chunk_count, "metadata": document.metadata,
-        "created_at": iso(document.created_at), "updated_at": iso(document.updated_at),
+        "user_id": document.user_id,
+        "chunks": document.chunk_count,
+        "metadata": document.metadata,
+        "created_at": iso(document.created_at),
+        "updated_at": iso(document.updated_at),
     }
     if indexed is not None:
         body["indexed"] = indexed

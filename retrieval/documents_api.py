@@ -19,22 +19,55 @@ from retrieval.memory_indexing import ingest_document
 
 
 class DocumentInput(StrictSerializer):
-    source_uri = serializers.CharField(max_length=2000, help_text="Where the text comes from (a URL, a path): "
-                                                                  "ingesting the same URI again replaces it.")
-    text = serializers.CharField(max_length=2_000_000, trim_whitespace=False,
-                                 help_text="The document's text, chunked and indexed for search.")
-    session = serializers.CharField(max_length=200, required=False, allow_null=True, default=None,
-                                    help_text="The session it belongs to, if any.")
-    workspace = serializers.CharField(max_length=100, required=False, allow_null=True, default=None,
-                                      help_text="The workspace it belongs to (default: the key's, else default).")
-    channel = serializers.CharField(max_length=100, required=False, allow_null=True, default=None,
-                                    help_text="The channel it belongs to, if any.")
-    metadata = MetadataField(required=False, default=dict, help_text="Any JSON object of the caller's.")
-    tags = serializers.ListField(child=serializers.CharField(max_length=64), max_length=16, required=False, default=list,
-                                 help_text="Labels, usable as search filters.")
-    user_id = serializers.CharField(max_length=200, required=False, allow_blank=True, default="",
-                                    help_text="The end user the document belongs to (default: the session's "
-                                              "user, else shared).")
+    source_uri = serializers.CharField(
+        max_length=2000,
+        help_text="Where the text comes from (a URL, a path): "
+        "ingesting the same URI again replaces it.",
+    )
+    text = serializers.CharField(
+        max_length=2_000_000,
+        trim_whitespace=False,
+        help_text="The document's text, chunked and indexed for search.",
+    )
+    session = serializers.CharField(
+        max_length=200,
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="The session it belongs to, if any.",
+    )
+    workspace = serializers.CharField(
+        max_length=100,
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="The workspace it belongs to (default: the key's, else default).",
+    )
+    channel = serializers.CharField(
+        max_length=100,
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="The channel it belongs to, if any.",
+    )
+    metadata = MetadataField(
+        required=False, default=dict, help_text="Any JSON object of the caller's."
+    )
+    tags = serializers.ListField(
+        child=serializers.CharField(max_length=64),
+        max_length=16,
+        required=False,
+        default=list,
+        help_text="Labels, usable as search filters.",
+    )
+    user_id = serializers.CharField(
+        max_length=200,
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="The end user the document belongs to (default: the session's "
+        "user, else shared).",
+    )
 
     def validate_text(self, text: str) -> str:
         if not text.strip():
@@ -47,15 +80,23 @@ class DocumentOutput(serializers.Serializer):
 
     id = serializers.IntegerField(help_text="The document's id.")
     source_uri = serializers.CharField(help_text="Where the text comes from.")
-    content_hash = serializers.CharField(help_text="SHA-256 of the text: an unchanged re-ingest is skipped.")
-    workspace = serializers.CharField(allow_null=True, help_text="The workspace the document belongs to.")
-    session = serializers.CharField(allow_null=True, help_text="The session it belongs to, if it was given one.")
+    content_hash = serializers.CharField(
+        help_text="SHA-256 of the text: an unchanged re-ingest is skipped."
+    )
+    workspace = serializers.CharField(
+        allow_null=True, help_text="The workspace the document belongs to."
+    )
+    session = serializers.CharField(
+        allow_null=True, help_text="The session it belongs to, if it was given one."
+    )
     user_id = serializers.CharField(help_text="Its owner; empty: shared.")
     chunks = serializers.IntegerField(help_text="How many search chunks it was split into.")
     metadata = serializers.DictField(help_text="The caller's JSON object.")
     created_at = serializers.DateTimeField(help_text="When it was first ingested.")
     updated_at = serializers.DateTimeField(help_text="When it last changed.")
-    indexed = serializers.BooleanField(required=False, help_text="POST only: false when the content was unchanged.")
+    indexed = serializers.BooleanField(
+        required=False, help_text="POST only: false when the content was unchanged."
+    )
 
 
 class DocumentListParams(serializers.Serializer):
@@ -66,21 +107,30 @@ class DocumentListParams(serializers.Serializer):
 
 
 class DocumentListView(APIView):
-    @extend_schema(summary="List documents", operation_id="documents_list",
-                   description="The key's documents, filtered and paged.",
-                   parameters=[DocumentListParams, *PAGE_PARAMS],
-                   responses=page_of("DocumentPage", DocumentOutput(many=True, help_text="This page's documents.")),
-                   examples=ex.DOCUMENT_LIST)
+    @extend_schema(
+        summary="List documents",
+        operation_id="documents_list",
+        description="The key's documents, filtered and paged.",
+        parameters=[DocumentListParams, *PAGE_PARAMS],
+        responses=page_of(
+            "DocumentPage", DocumentOutput(many=True, help_text="This page's documents.")
+        ),
+        examples=ex.DOCUMENT_LIST,
+    )
     def get(self, request: Request) -> Response:
         filters = query_params(request, DocumentListParams)
         rows, meta = paginate(request, documents.documents_filter(api_key(request), filters))
         return Response({**meta, "results": [documents.document_dict(d) for d in rows]})
 
-    @extend_schema(summary="Ingest a document", examples=ex.DOCUMENT_CREATE,
-                   request=DocumentInput, responses={201: DocumentOutput, 200: DocumentOutput},
-                   description="Index a document. It is identified by its workspace, session (when given), "
-                               "owner and source_uri: the same URI elsewhere is another document. "
-                               "Unchanged content is not indexed again (200, indexed false).")
+    @extend_schema(
+        summary="Ingest a document",
+        examples=ex.DOCUMENT_CREATE,
+        request=DocumentInput,
+        responses={201: DocumentOutput, 200: DocumentOutput},
+        description="Index a document. It is identified by its workspace, session (when given), "
+        "owner and source_uri: the same URI elsewhere is another document. "
+        "Unchanged content is not indexed again (200, indexed false).",
+    )
     def post(self, request: Request) -> Response:
         data = parse_input(DocumentInput, request.data)
         key = api_key(request)
@@ -89,29 +139,63 @@ class DocumentListView(APIView):
         if session is not None and session.user_id:  # a user's document may sit in a shared session
             check_owner(user, session.user_id, f"Session {session.external_id!r}")
         workspace = session.workspace if session else resolve_workspace(key, data["workspace"])
-        channel = session.channel if session else (
-            Channel.get_named(workspace, data["channel"]) if data["channel"] and workspace else None)
+        channel = (
+            session.channel
+            if session
+            else (
+                Channel.get_named(workspace, data["channel"])
+                if data["channel"] and workspace
+                else None
+            )
+        )
         result = ingest_document(
-            tenant_id=key.tenant_id, source_uri=data["source_uri"], text=data["text"],
-            workspace_id=workspace.pk if workspace else None, channel_id=channel.pk if channel else None,
-            session=session, metadata=data["metadata"], tags=data["tags"],
+            tenant_id=key.tenant_id,
+            source_uri=data["source_uri"],
+            text=data["text"],
+            workspace_id=workspace.pk if workspace else None,
+            channel_id=channel.pk if channel else None,
+            session=session,
+            metadata=data["metadata"],
+            tags=data["tags"],
             user_id=user or (session.user_id if session else ""),
         )
-        return Response(documents.document_dict(result.document, indexed=result.indexed),
-                        status=status.HTTP_201_CREATED if result.indexed else status.HTTP_200_OK)
+        return Response(
+            documents.document_dict(result.document, indexed=result.indexed),
+            status=status.HTTP_201_CREATED if result.indexed else status.HTTP_200_OK,
+        )
 
 
 class DocumentDetailView(APIView):
-    @extend_schema(summary="Get a document", description="One document, by id, with its text and metadata.",
-                   responses=DocumentOutput, examples=ex.DOCUMENT_GET)
+    @extend_schema(
+        summary="Get a document",
+        description="One document, by id, with its text and metadata.",
+        responses=DocumentOutput,
+        examples=ex.DOCUMENT_GET,
+    )
     def get(self, request: Request, document_id: int) -> Response:
-        return Response(documents.document_dict(documents.get_document(api_key(request), document_id)))
+        return Response(
+            documents.document_dict(documents.get_document(api_key(request), document_id))
+        )
 
-    @extend_schema(summary="Delete a document", responses={200: inline_serializer("DocumentDeleted", {
-        "id": serializers.IntegerField(help_text="The deleted document's id."),
-        "deleted": serializers.BooleanField(help_text="Always true: a missing document is a 404 instead."),
-        "chunks_deleted": serializers.IntegerField(help_text="Search chunks deleted with it.")})},
-        description="Delete the document and its search chunks.", examples=ex.DOCUMENT_DELETE)
+    @extend_schema(
+        summary="Delete a document",
+        responses={
+            200: inline_serializer(
+                "DocumentDeleted",
+                {
+                    "id": serializers.IntegerField(help_text="The deleted document's id."),
+                    "deleted": serializers.BooleanField(
+                        help_text="Always true: a missing document is a 404 instead."
+                    ),
+                    "chunks_deleted": serializers.IntegerField(
+                        help_text="Search chunks deleted with it."
+                    ),
+                },
+            )
+        },
+        description="Delete the document and its search chunks.",
+        examples=ex.DOCUMENT_DELETE,
+    )
     def delete(self, request: Request, document_id: int) -> Response:
         chunks = documents.delete_document(api_key(request), document_id)
         return Response({"id": document_id, "deleted": True, "chunks_deleted": chunks})

@@ -48,28 +48,42 @@ def prepare_embedder_apart(background: bool = False, **kwargs: Any) -> Backgroun
     if is_prepared():
         return None
     # `python -m django`, not manage.py: the child needs no database, so it must not start one.
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": os.environ.get("DJANGO_SETTINGS_MODULE", "memoryhub.settings"),
-           "MEMORYHUB_DATA_DIR": str(settings.DATA_DIR)}
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": os.environ.get("DJANGO_SETTINGS_MODULE", "memoryhub.settings"),
+        "MEMORYHUB_DATA_DIR": str(settings.DATA_DIR),
+    }
     command = [sys.executable, "-m", "django", "prepare_embedder"]
     if background:
         # Its verdict line and logs are for operators who run the command by hand: `run` says
         # what matters (BackgroundStep) and the log keeps the verdict ("MiniLM runtime chosen").
         # Niced, as the embed lane is: requests come first.
-        process = subprocess.Popen(["nice", "-n", "10", *command], cwd=settings.BASE_DIR, env=env,
-                                   stdout=subprocess.DEVNULL, start_new_session=True)
+        process = subprocess.Popen(
+            ["nice", "-n", "10", *command],
+            cwd=settings.BASE_DIR,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         from retrieval.minilm_runtimes import mark_preparing
 
         mark_preparing(process.pid)
         return BackgroundStep(
             process=process,
-            starting=("Preparing the fast search model beside the service (first start only: exporting "
-                      f"all-MiniLM-L6-v2 to ONNX and checking it, about {PREPARE_MINUTES_HINT} on a 2-core "
-                      "machine; searches go by their words meanwhile)…"),
+            starting=(
+                "Preparing the fast search model beside the service (first start only: exporting"
+                f" all-MiniLM-L6-v2 to ONNX and checking it, about {PREPARE_MINUTES_HINT} on a"
+                " 2-core machine; searches go by their words meanwhile)…"
+            ),
             finished="The fast search model is ready.",
-            failed=("Preparing the fast search model failed (see the log above); searches keep using the "
-                    "torch model. The next start tries again."),
+            failed=(
+                "Preparing the fast search model failed (see the log above); searches keep using"
+                " the torch model. The next start tries again."
+            ),
         )
     done = subprocess.run(command, cwd=settings.BASE_DIR, env=env, check=False)
     if done.returncode != 0:  # torch remains: never stop a start for the faster runtime
-        logger.error("preparing the ONNX model failed (exit code %s); embedding with torch", done.returncode)
+        logger.error(
+            "preparing the ONNX model failed (exit code %s); embedding with torch", done.returncode
+        )
     return None

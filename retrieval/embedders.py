@@ -82,7 +82,10 @@ class MiniLMEmbedder:
         import torch
 
         now = time.monotonic()
-        if threads != torch.get_num_threads() and now - self._torch_changed >= TORCH_THREADS_HOLD_SECONDS:
+        if (
+            threads != torch.get_num_threads()
+            and now - self._torch_changed >= TORCH_THREADS_HOLD_SECONDS
+        ):
             torch.set_num_threads(threads)
             self._torch_changed = now
 
@@ -91,15 +94,18 @@ class MiniLMEmbedder:
         wanted = settings.MEMORYHUB_EMBED_BACKEND
         if wanted == "torch":
             return "torch"
-        if self._choice is None:  # read until found: on a first start `manage.py run` writes it while serving
+        # read until found: on a first start `manage.py run` writes it while serving
+        if self._choice is None:
             from retrieval.minilm_runtimes import read_choice
 
             self._choice = read_choice()
         choice = self._choice
         if choice is None or not choice.get("agree"):
             if wanted == "onnx":
-                raise EmbedderUnavailable("MEMORYHUB_EMBED_BACKEND=onnx, but no verified ONNX model is in the "
-                                          "data folder (manage.py run makes it)")
+                raise EmbedderUnavailable(
+                    "MEMORYHUB_EMBED_BACKEND=onnx, but no verified ONNX model is in the "
+                    "data folder (manage.py run makes it)"
+                )
             return "torch"
         if wanted == "onnx":
             return "onnx"
@@ -114,7 +120,11 @@ class MiniLMEmbedder:
         from retrieval.minilm_runtimes import INT8_FILE, MODEL_FILE
 
         int8 = ((self._choice or {}).get("int8") or {}).get("batch") or {}
-        return INT8_FILE if settings.MEMORYHUB_EMBED_BACKEND == "auto" and int8.get("use") else MODEL_FILE
+        return (
+            INT8_FILE
+            if settings.MEMORYHUB_EMBED_BACKEND == "auto" and int8.get("use")
+            else MODEL_FILE
+        )
 
     def _load(self, backend: str) -> Any:
         """The runtime's model: for ONNX one session per model file, each batch on one thread
@@ -148,7 +158,12 @@ class MiniLMEmbedder:
                 vectors = model.encode(unique, workers=threads)
             else:
                 self._torch_threads(threads)
-                vectors = model.encode(unique, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
+                vectors = model.encode(
+                    unique,
+                    normalize_embeddings=True,
+                    convert_to_numpy=True,
+                    show_progress_bar=False,
+                )
         except MemoryError as exc:  # the machine's fault, not the texts'
             raise EmbedderUnavailable(f"out of memory: {exc}") from exc
         rows = vectors.tolist()
@@ -173,7 +188,8 @@ def get_embedder(name: str | None = None) -> Embedder:
             embedder = _BACKENDS[backend]()
             if embedder.dimensions != DIMENSIONS:
                 raise ImproperlyConfigured(
-                    f"Embedder {embedder.name} has {embedder.dimensions} dimensions; the index holds {DIMENSIONS}."
+                    f"Embedder {embedder.name} has {embedder.dimensions} dimensions; the index"
+                    f" holds {DIMENSIONS}."
                 )
             _instances[backend] = embedder
         return _instances[backend]
@@ -182,11 +198,14 @@ def get_embedder(name: str | None = None) -> Embedder:
 def check_vectors(embedder: Embedder, vectors: list[list[float]], expected: int) -> None:
     """Refuse a batch that would mix dimensions in the index."""
     if len(vectors) != expected:
-        raise EmbedderUnavailable(f"{embedder.name} returned {len(vectors)} vectors for {expected} texts")
+        raise EmbedderUnavailable(
+            f"{embedder.name} returned {len(vectors)} vectors for {expected} texts"
+        )
     for vector in vectors:
         if len(vector) != DIMENSIONS:
             raise ImproperlyConfigured(
-                f"{embedder.name} returned a {len(vector)}-dimensional vector; the index holds {DIMENSIONS}."
+                f"{embedder.name} returned a {len(vector)}-dimensional vector; the index holds"
+                f" {DIMENSIONS}."
             )
 
 

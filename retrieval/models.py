@@ -31,9 +31,9 @@ class ChunkQuerySet(models.QuerySet["Chunk"]):
 
     # What the embed lane still has to do, the one definition: next tenant, claim, backlog, /stats/,
     # the dashboard, `manage.py queue_status` and the metrics samples all go through these two, so
-    # they can never disagree (a superseded fact's chunk that was never embedded is no work: the lane
-    # once chose its tenant by a definition that counted it, and then found nothing to claim, for good).
-    # The partial index chunk_pending_embedding has the condition both share.
+    # they can never disagree (a superseded fact's chunk that was never embedded is no work: the
+    # lane once chose its tenant by a definition that counted it, and then found nothing to claim,
+    # for good). The partial index chunk_pending_embedding has the condition both share.
 
     def embedding_waiting(self) -> ChunkQuerySet:
         """Chunks the embed lane will embed: current (not a superseded fact version), no vector yet,
@@ -48,7 +48,10 @@ class ChunkQuerySet(models.QuerySet["Chunk"]):
     def with_access(self) -> ChunkQuerySet:
         """Each chunk with the `access_count` (0: never returned by search) and `accessed_at`
         (None) of its ChunkAccess row."""
-        return self.annotate(access_count=Coalesce(F("access__access_count"), 0), accessed_at=F("access__accessed_at"))
+        return self.annotate(
+            access_count=Coalesce(F("access__access_count"), 0),
+            accessed_at=F("access__accessed_at"),
+        )
 
 
 # A chunk whose embedding failed this many times is set aside (skipped until retried in the admin).
@@ -82,11 +85,19 @@ class Chunk(models.Model):
     # Events: "" (the session and sequence range say where the chunk comes from); other kinds:
     # the memory's id (note id, fact id, summary id, document id).
     source_id = models.CharField(max_length=200, blank=True, default="")
-    session = models.ForeignKey(Session, on_delete=models.CASCADE, null=True, blank=True, related_name="+", db_index=False)
-    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, null=True, blank=True, related_name="+", db_index=False)
-    channel = models.ForeignKey(Channel, on_delete=models.CASCADE, null=True, blank=True, related_name="+", db_index=False)
+    session = models.ForeignKey(
+        Session, on_delete=models.CASCADE, null=True, blank=True, related_name="+", db_index=False
+    )
+    workspace = models.ForeignKey(
+        Workspace, on_delete=models.CASCADE, null=True, blank=True, related_name="+", db_index=False
+    )
+    channel = models.ForeignKey(
+        Channel, on_delete=models.CASCADE, null=True, blank=True, related_name="+", db_index=False
+    )
     tier = models.CharField(max_length=12, choices=[(t, t) for t in TIERS], default="conversation")
-    lifetime = models.CharField(max_length=12, choices=[(v, v) for v in LIFETIMES], default="conversation")
+    lifetime = models.CharField(
+        max_length=12, choices=[(v, v) for v in LIFETIMES], default="conversation"
+    )
     user_id = models.CharField(max_length=200, blank=True, default="")
     role = models.CharField(max_length=10, blank=True, default="")
     agent = models.CharField(max_length=200, blank=True, default="")
@@ -104,7 +115,9 @@ class Chunk(models.Model):
     metadata = models.JSONField(default=dict, blank=True)
     importance = models.FloatField(default=0.5)
     # How often search returned it, and when last: ChunkAccess, a row of its own.
-    created_at = models.DateTimeField(default=timezone.now, help_text="When the source was written.")
+    created_at = models.DateTimeField(
+        default=timezone.now, help_text="When the source was written."
+    )
     indexed_at = models.DateTimeField(default=timezone.now)
     embedding = HalfVectorField(dimensions=DIMENSIONS, null=True, blank=True)
     embedding_model = models.CharField(max_length=100, blank=True, default="")
@@ -115,8 +128,9 @@ class Chunk(models.Model):
     sentence_vectors = models.SmallIntegerField(null=True, blank=True)
     search_vector = SearchVectorField(null=True, blank=True, editable=False)
 
-    # Set on the chunks of a fact's superseded version (docs/memory-model.md#fact-history): when that version stopped being
-    # true. Searches leave such chunks out unless asked `as_of` a moment they were valid.
+    # Set on the chunks of a fact's superseded version (docs/memory-model.md#fact-history): when
+    # that version stopped being true. Searches leave such chunks out unless asked `as_of` a moment
+    # they were valid.
     valid_to = models.DateTimeField(null=True, blank=True)
 
     objects = CurrentChunks.from_queryset(ChunkQuerySet)()
@@ -132,20 +146,35 @@ class Chunk(models.Model):
             # Scope widening ORs "this workspace's wider tiers" and "the account tier" into filters.
             models.Index(fields=["workspace", "tier"], name="chunk_workspace_tier"),
             models.Index(fields=["tenant", "tier"], name="chunk_tenant_tier"),
-            # A search limited to one end user (theirs and shared) in a big tenant: its vector search is
-            # exact over these rows (retrieval.search.sql.vector_source).
+            # A search limited to one end user (theirs and shared) in a big tenant: its vector
+            # search is exact over these rows (retrieval.search.sql.vector_source).
             models.Index(fields=["tenant", "user_id"], name="chunk_tenant_user"),
             # Full text scores a chunk as its whole message: the other chunks of its event.
-            models.Index(fields=["session", "sequence_start"], name="chunk_message", condition=Q(kind="event")),
-            models.Index(fields=["tenant", "id"], name="chunk_pending_embedding",
-                         condition=PENDING_INDEX_CONDITION),
-            models.Index(fields=["id"], name="chunk_pending_sentences",
-                         condition=Q(sentence_vectors__isnull=True, embedding__isnull=False)),
+            models.Index(
+                fields=["session", "sequence_start"],
+                name="chunk_message",
+                condition=Q(kind="event"),
+            ),
+            models.Index(
+                fields=["tenant", "id"],
+                name="chunk_pending_embedding",
+                condition=PENDING_INDEX_CONDITION,
+            ),
+            models.Index(
+                fields=["id"],
+                name="chunk_pending_sentences",
+                condition=Q(sentence_vectors__isnull=True, embedding__isnull=False),
+            ),
             GinIndex(fields=["tags"], name="chunk_tags"),
             # fastupdate off: a pending list after bulk inserts slowed selective queries 3–4×.
             GinIndex(fields=["search_vector"], name="chunk_search_vector", fastupdate=False),
-            HnswIndex(name="chunk_embedding_hnsw", fields=["embedding"], m=16, ef_construction=64,
-                      opclasses=["halfvec_cosine_ops"]),
+            HnswIndex(
+                name="chunk_embedding_hnsw",
+                fields=["embedding"],
+                m=16,
+                ef_construction=64,
+                opclasses=["halfvec_cosine_ops"],
+            ),
         ]
         constraints = [
             models.CheckConstraint(condition=Q(kind__in=KINDS), name="chunk_kind_valid"),
@@ -170,7 +199,7 @@ class Chunk(models.Model):
                         || setweight(to_tsvector('pg_catalog.english', parts), 'A')
                         || setweight(to_tsvector('pg_catalog.english', coalesce(NEW.context, '')), 'D');
                     RETURN NEW;
-                """,
+                """,  # noqa: E501
             ),
         ]
 
@@ -189,7 +218,9 @@ class ChunkSentence(models.Model):
 
     # Deleted with its chunk by the database (a foreign key ON DELETE CASCADE, added by migration
     # 0014), as ChunkAccess rows are.
-    chunk = models.ForeignKey(Chunk, on_delete=models.DO_NOTHING, related_name="+", db_constraint=False)
+    chunk = models.ForeignKey(
+        Chunk, on_delete=models.DO_NOTHING, related_name="+", db_constraint=False
+    )
     embedding = HalfVectorField(dimensions=DIMENSIONS)
 
     def __str__(self) -> str:
@@ -197,19 +228,24 @@ class ChunkSentence(models.Model):
 
 
 class ChunkAccess(models.Model):
-    """How often search has returned a chunk, and when it last did (decay's clock, docs/ranking.md#decay): a
-    narrow row of its own, written by the web workers' batched reinforcement
-    (retrieval.search.sql.accesses). In the chunk row, each count written was a new version of a
-    wide row that every index of the chunk table, the HNSW graph and the full-text index
-    included, had to point to again, and that fired the term statistics' update trigger
+    """How often search has returned a chunk, and when it last did (decay's clock,
+    docs/ranking.md#decay): a narrow row of its own, written by the web workers' batched
+    reinforcement (retrieval.search.sql.accesses). In the chunk row, each count written was a new
+    version of a wide row that every index of the chunk table, the HNSW graph and the full-text
+    index included, had to point to again, and that fired the term statistics' update trigger
     (migration 0013, bench/README.md stop 31). A chunk never returned has no row: 0 uses, its
     clock from its creation.
 
     Deleting a chunk deletes its row (a foreign key ON DELETE CASCADE, added by the migration:
     chunks are deleted in bulk by statements the ORM does not see)."""
 
-    chunk = models.OneToOneField(Chunk, on_delete=models.DO_NOTHING, primary_key=True, related_name="access",
-                                 db_constraint=False)
+    chunk = models.OneToOneField(
+        Chunk,
+        on_delete=models.DO_NOTHING,
+        primary_key=True,
+        related_name="access",
+        db_constraint=False,
+    )
     access_count = models.IntegerField(default=0)
     accessed_at = models.DateTimeField(null=True, blank=True)
 
@@ -227,11 +263,11 @@ class ChunkAccess(models.Model):
         table = cls._meta.db_table
         with connection.cursor() as cursor:
             cursor.execute(
-                f"INSERT INTO {table} (chunk_id, access_count, accessed_at) "
-                "SELECT c.id, v.n, %s FROM unnest(%s::bigint[], %s::int[]) AS v(id, n) "
-                f"JOIN {Chunk._meta.db_table} c ON c.id = v.id ORDER BY c.id FOR KEY SHARE OF c "
-                f"ON CONFLICT (chunk_id) DO UPDATE SET access_count = {table}.access_count + excluded.access_count, "
-                f"accessed_at = GREATEST({table}.accessed_at, excluded.accessed_at)",
+                f"INSERT INTO {table} (chunk_id, access_count, accessed_at) SELECT c.id, v.n, %s"
+                f" FROM unnest(%s::bigint[], %s::int[]) AS v(id, n) JOIN {Chunk._meta.db_table} c"
+                " ON c.id = v.id ORDER BY c.id FOR KEY SHARE OF c ON CONFLICT (chunk_id) DO UPDATE"
+                f" SET access_count = {table}.access_count + excluded.access_count, accessed_at ="
+                f" GREATEST({table}.accessed_at, excluded.accessed_at)",
                 [at, [pk for pk, _ in ordered], [n for _, n in ordered]],
             )
 
@@ -249,11 +285,19 @@ class Document(models.Model):
     """
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
-    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, null=True, blank=True, related_name="+")
-    session = models.ForeignKey(Session, on_delete=models.CASCADE, null=True, blank=True, related_name="+")
+    workspace = models.ForeignKey(
+        Workspace, on_delete=models.CASCADE, null=True, blank=True, related_name="+"
+    )
+    session = models.ForeignKey(
+        Session, on_delete=models.CASCADE, null=True, blank=True, related_name="+"
+    )
     source_uri = models.CharField(max_length=2000)
-    user_id = models.CharField(max_length=200, blank=True, default="",
-                               help_text="The end user the document belongs to; empty: shared.")
+    user_id = models.CharField(
+        max_length=200,
+        blank=True,
+        default="",
+        help_text="The end user the document belongs to; empty: shared.",
+    )
     content_hash = models.CharField(max_length=64)
     metadata = models.JSONField(default=dict, blank=True)
     chunk_count = models.IntegerField(default=0)
@@ -264,10 +308,16 @@ class Document(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["tenant", "workspace", "user_id", "source_uri"],
-                                    condition=Q(session__isnull=True), name="document_unique_uri_in_workspace"),
-            models.UniqueConstraint(fields=["session", "user_id", "source_uri"],
-                                    condition=Q(session__isnull=False), name="document_unique_uri_in_session"),
+            models.UniqueConstraint(
+                fields=["tenant", "workspace", "user_id", "source_uri"],
+                condition=Q(session__isnull=True),
+                name="document_unique_uri_in_workspace",
+            ),
+            models.UniqueConstraint(
+                fields=["session", "user_id", "source_uri"],
+                condition=Q(session__isnull=False),
+                name="document_unique_uri_in_session",
+            ),
         ]
         indexes = [models.Index(fields=["tenant", "-updated_at"], name="document_tenant_updated")]
 
@@ -283,7 +333,10 @@ class Document(models.Model):
 
 
 def chunk_metadata(**fields: Any) -> dict[str, Any]:
-    return {**{k: v for k, v in fields.items() if v not in (None, "", [], {})}, "schema_version": SCHEMA_VERSION}
+    return {
+        **{k: v for k, v in fields.items() if v not in (None, "", [], {})},
+        "schema_version": SCHEMA_VERSION,
+    }
 
 
 class TermStat(models.Model):
@@ -306,13 +359,22 @@ class TermStat(models.Model):
 
     class Meta:
         indexes = [
-            models.Index(fields=["tenant_id", "lexeme", "workspace_id", "channel_id"], include=["n"],
-                         name="termstat_lookup"),
-            models.Index(fields=["tenant_id", "lexeme"], condition=Q(delta=True), name="termstat_delta"),
+            models.Index(
+                fields=["tenant_id", "lexeme", "workspace_id", "channel_id"],
+                include=["n"],
+                name="termstat_lookup",
+            ),
+            models.Index(
+                fields=["tenant_id", "lexeme"], condition=Q(delta=True), name="termstat_delta"
+            ),
             # Lexemes by their letters after the first, for a query word whose first letter is the
             # typo (retrieval.search.fuzzy); "C": a prefix range means the same in any collation.
-            models.Index(F("tenant_id"), Collate(Substr("lexeme", 2), "C"), include=["lexeme", "workspace_id",
-                         "channel_id", "n"], name="termstat_tail"),
+            models.Index(
+                F("tenant_id"),
+                Collate(Substr("lexeme", 2), "C"),
+                include=["lexeme", "workspace_id", "channel_id", "n"],
+                name="termstat_tail",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -333,10 +395,16 @@ class ScopeSize(models.Model):
 
     class Meta:
         indexes = [
-            models.Index(fields=["tenant_id", "workspace_id", "channel_id", "user_id"], include=["n"],
-                         name="scopesize_lookup"),
+            models.Index(
+                fields=["tenant_id", "workspace_id", "channel_id", "user_id"],
+                include=["n"],
+                name="scopesize_lookup",
+            ),
             models.Index(fields=["tenant_id"], condition=Q(delta=True), name="scopesize_delta"),
         ]
 
     def __str__(self) -> str:
-        return f"{self.n} chunks (tenant {self.tenant_id}, channel {self.channel_id}, user {self.user_id!r})"
+        return (
+            f"{self.n} chunks (tenant {self.tenant_id}, channel {self.channel_id}, user"
+            f" {self.user_id!r})"
+        )

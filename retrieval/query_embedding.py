@@ -72,8 +72,11 @@ def onnx_pending() -> bool:
     """Whether the ONNX model is still coming (`manage.py run` making it on a first start): MiniLM
     on an ONNX-capable backend, the runtimes installed, no verdict recorded yet, and a process
     making it now (minilm_runtimes.being_prepared)."""
-    if settings.MEMORYHUB_EMBEDDER != "minilm" or settings.MEMORYHUB_EMBED_BACKEND == "torch" \
-            or any(importlib.util.find_spec(name) is None for name in ("onnx", "onnxruntime")):
+    if (
+        settings.MEMORYHUB_EMBEDDER != "minilm"
+        or settings.MEMORYHUB_EMBED_BACKEND == "torch"
+        or any(importlib.util.find_spec(name) is None for name in ("onnx", "onnxruntime"))
+    ):
         return False
     try:
         onnx = importlib.import_module(ONNX_MODULE)
@@ -84,8 +87,7 @@ def onnx_pending() -> bool:
 
 def _open(onnx: Any, choice: dict[str, Any]) -> QueryEncoder:
     directory, threads = onnx.cache_dir(), THREADS
-    if INT8 and (choice.get("int8") or {}).get("agree") \
-            and (directory / onnx.INT8_FILE).exists():
+    if INT8 and (choice.get("int8") or {}).get("agree") and (directory / onnx.INT8_FILE).exists():
         return onnx.OnnxMiniLM(directory, threads, filename=onnx.INT8_FILE)
     return onnx.OnnxMiniLM(directory, threads)
 
@@ -104,10 +106,20 @@ def query_encoder() -> QueryEncoder | None:
             was_pending = _look_again_at is not None
             _encoder = load_onnx_encoder()
             _looked = True
-            _look_again_at = time.monotonic() + LOOK_AGAIN_SECONDS if _encoder is None and onnx_pending() else None
+            _look_again_at = (
+                time.monotonic() + LOOK_AGAIN_SECONDS
+                if _encoder is None and onnx_pending()
+                else None
+            )
             if _encoder is not None or not was_pending:  # once, not at every look while it is made
-                logger.info("query embedder: %s", f"ONNX Runtime ({getattr(_encoder, 'filename', '')})"
-                            if _encoder else "the configured embedder")
+                logger.info(
+                    "query embedder: %s",
+                    (
+                        f"ONNX Runtime ({getattr(_encoder, 'filename', '')})"
+                        if _encoder
+                        else "the configured embedder"
+                    ),
+                )
     return _encoder
 
 
@@ -117,7 +129,10 @@ def embed_query(text: str) -> list[float]:
         return embedders.get_embedder().embed([text])[0]
     vector = [float(v) for v in encoder.encode([text])[0]]
     if len(vector) != embedders.DIMENSIONS:
-        raise ValueError(f"the query encoder returned {len(vector)} dimensions; the index holds {embedders.DIMENSIONS}")
+        raise ValueError(
+            f"the query encoder returned {len(vector)} dimensions; the index holds"
+            f" {embedders.DIMENSIONS}"
+        )
     return vector
 
 
@@ -153,7 +168,9 @@ def query_model_ready() -> bool:
             return False
         with _lock:
             if _taking_up is None:
-                _taking_up = threading.Thread(target=_take_up, name="query-model-take-up", daemon=True)
+                _taking_up = threading.Thread(
+                    target=_take_up, name="query-model-take-up", daemon=True
+                )
                 _taking_up.start()
         return not _taking_up.is_alive()  # loaded, or no fast model after all: the configured one
     if query_encoder() is not None:
@@ -191,8 +208,10 @@ def describe() -> str:
     if _encoder is not None:
         return f"ONNX Runtime ({getattr(_encoder, 'filename', 'model.onnx')})"
     if onnx_pending():
-        return ("words only: the fast search model is being prepared (first start); searches add meaning "
-                "once it is ready")
+        return (
+            "words only: the fast search model is being prepared (first start); searches add"
+            " meaning once it is ready"
+        )
     try:
         choice = importlib.import_module(ONNX_MODULE).read_choice() or {}
     except ImportError:

@@ -51,14 +51,21 @@ def _as_searchable(kwargs: dict[str, Any]) -> Searchable | None:
 def on_memory_saved(sender: Any, **kwargs: Any) -> None:
     searchable = _as_searchable(kwargs)
     if searchable is not None:
-        # Chunks are written in the saving transaction (cheap, no model); embeddings follow on commit.
+        # Chunks are written in the saving transaction (cheap, no model); embeddings follow on
+        # commit.
         memory_indexing.index_searchable(searchable)
 
 
-def on_memory_deleted(sender: Any, kind: str, tenant_id: int, source_id: str, **kwargs: Any) -> None:
+def on_memory_deleted(
+    sender: Any, kind: str, tenant_id: int, source_id: str, **kwargs: Any
+) -> None:
     closed_at = kwargs.get("closed_at")
-    if closed_at is not None:  # a fact keeps its history (docs/memory-model.md#fact-history): its last version is closed, not deleted
-        memory_indexing.retire_searchable(kind=kind, tenant_id=tenant_id, source_id=str(source_id), at=closed_at)
+    # a fact keeps its history (docs/memory-model.md#fact-history): its last version is closed, not
+    # deleted
+    if closed_at is not None:
+        memory_indexing.retire_searchable(
+            kind=kind, tenant_id=tenant_id, source_id=str(source_id), at=closed_at
+        )
     else:
         memory_indexing.delete_searchable(kind=kind, tenant_id=tenant_id, source_id=str(source_id))
 
@@ -68,7 +75,9 @@ def on_session_owner_changed(sender: Any, session: Any, **kwargs: Any) -> None:
     # search's SQL on the chunk's own user_id.
     from retrieval.models import Chunk
 
-    Chunk.objects.filter(session=session, kind__in=("event", "summary")).update(user_id=session.user_id)
+    Chunk.objects.filter(session=session, kind__in=("event", "summary")).update(
+        user_id=session.user_id
+    )
 
 
 def on_user_forgotten(sender: Any, tenant_id: int, user_id: str, **kwargs: Any) -> None:

@@ -1,4 +1,5 @@
-"""Turn an API request's names (session, channel, workspace, scope) into a tenant-confined search."""
+"""Turn an API request's names (session, channel, workspace, scope) into a tenant-confined
+search."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from memoryhub.errors import Invalid, NotFound
 from memoryhub.models import Session
 from memoryhub.sessions import get_session, resolve_user, resolve_workspace
 from retrieval.search import SearchRequest
-from retrieval.search.sql import select_rows
+from retrieval.search.statements import select_rows
 
 SCOPE_ALIASES = {"session": "conversation"}
 # What a request anchored to a session reads when it names no scope (the one definition, for
@@ -30,10 +31,19 @@ def build_search_request(key: ApiKey, data: dict[str, Any]) -> SearchRequest:
     scope = SCOPE_ALIASES.get(raw_scope, raw_scope)
     data["user_id"] = resolve_user(key, data.get("user_id"))
     # Weights the caller sends are used exactly as sent; adaptive ones only without.
-    weights = {name: data.pop(name) for name in ("vector_weight", "text_weight") if data.get(name) is not None}
+    weights = {
+        name: data.pop(name)
+        for name in ("vector_weight", "text_weight")
+        if data.get(name) is not None
+    }
     data.pop("vector_weight", None), data.pop("text_weight", None)
-    req = SearchRequest(tenant_id=key.tenant_id, key_workspace_id=key.workspace_id, **data, **weights,
-                        exact_weights=bool(weights))
+    req = SearchRequest(
+        tenant_id=key.tenant_id,
+        key_workspace_id=key.workspace_id,
+        **data,
+        **weights,
+        exact_weights=bool(weights),
+    )
     workspace_ids: list[int] | None = None
     if workspace_name:
         workspace = resolve_workspace(key, workspace_name, create=False)
@@ -81,7 +91,9 @@ def _channels(key: ApiKey, name: str, workspace_ids: list[int] | None) -> list[t
     workspace when it is limited to one, in `workspace_ids` when given. One plain statement: the
     ORM's filter chain cost more to build than to run (paired over HTTP: -1.6 ms a channel-scoped
     search, bench/README.md stop 39)."""
-    sql = f"SELECT id, workspace_id FROM {Channel._meta.db_table} WHERE tenant_id = %s AND name = %s"
+    sql = (
+        f"SELECT id, workspace_id FROM {Channel._meta.db_table} WHERE tenant_id = %s AND name = %s"
+    )
     params: list[Any] = [key.tenant_id, name]
     if key.workspace_id is not None:
         sql += " AND workspace_id = %s"
@@ -99,5 +111,7 @@ def _check_scope(req: SearchRequest) -> None:
         raise Invalid("invalid_scope", "scope 'channel' needs a session or a channel.")
     if req.scope == "workspace" and req.workspace_ids is None:
         if req.key_workspace_id is None:
-            raise Invalid("invalid_scope", "scope 'workspace' needs a session, a channel or a workspace.")
+            raise Invalid(
+                "invalid_scope", "scope 'workspace' needs a session, a channel or a workspace."
+            )
         req.workspace_ids = [req.key_workspace_id]

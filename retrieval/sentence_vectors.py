@@ -34,7 +34,8 @@ UNSPLIT_KINDS = ("summary",)
 # vectors and words: their sentence vectors were 37-38 % of LongMemEval's model time and changed no
 # question's turn@10 or session@10 in either half on 19 questions, those about what the assistant
 # said included (bench/README.md, "What sentence vectors buy": those questions did not move without
-# any sentence vector either; the whole file is still to be checked). A user's long message keeps them.
+# any sentence vector either; the whole file is still to be checked). A user's long message keeps
+# them.
 UNSPLIT_LONG_MESSAGES_OF = ("assistant",)
 
 
@@ -52,8 +53,11 @@ RULE_FIELDS = ("kind", "text", "role", "message_chunks")
 def split_into_sentences(row: Splittable) -> bool:
     """Whether this chunk gets a vector per sentence (the one rule the lane and the backfill follow;
     a chunk it refuses is written with sentence_vectors = 0 and never chosen again)."""
-    return EMBED_SENTENCES and row.kind not in UNSPLIT_KINDS and not (
-        row.role in UNSPLIT_LONG_MESSAGES_OF and row.message_chunks > 1)
+    return (
+        EMBED_SENTENCES
+        and row.kind not in UNSPLIT_KINDS
+        and not (row.role in UNSPLIT_LONG_MESSAGES_OF and row.message_chunks > 1)
+    )
 
 
 def sentences_of(rows: Sequence[Splittable]) -> list[list[str]]:
@@ -62,11 +66,15 @@ def sentences_of(rows: Sequence[Splittable]) -> list[list[str]]:
     return [sentences(row.text) if split_into_sentences(row) else [] for row in rows]
 
 
-def embed_with_sentences(embedder: Embedder, rows: list[Chunk], parts: list[list[str]]) -> list[list[float]]:
+def embed_with_sentences(
+    embedder: Embedder, rows: list[Chunk], parts: list[list[str]]
+) -> list[list[float]]:
     """The vectors of `rows`' embedding inputs, then of their sentences (`parts`, in order), in one
-    call (each text alone in the model: its int8 vector does not depend on what is embedded with it):
-    what the embed lane stores for a claimed batch."""
-    return embedder.embed([row.embedding_input for row in rows] + [s for part in parts for s in part])
+    call (each text alone in the model: its int8 vector does not depend on what is embedded with
+    it): what the embed lane stores for a claimed batch."""
+    return embedder.embed(
+        [row.embedding_input for row in rows] + [s for part in parts for s in part]
+    )
 
 
 def write_sentences(ids: list[int], parts: list[list[str]], vectors: list[list[float]]) -> None:
@@ -78,12 +86,14 @@ def write_sentences(ids: list[int], parts: list[list[str]], vectors: list[list[f
         values, params = [], []
         at = 0
         for pk, pieces in zip(ids, parts, strict=True):
-            for vector in vectors[at: at + len(pieces)]:
+            for vector in vectors[at : at + len(pieces)]:
                 values.append("(%s, %s::halfvec)")
                 params += [pk, halfvec_text(vector)]
             at += len(pieces)
         if values:
-            cursor.execute(f"INSERT INTO {table} (chunk_id, embedding) VALUES {', '.join(values)}", params)
+            cursor.execute(
+                f"INSERT INTO {table} (chunk_id, embedding) VALUES {', '.join(values)}", params
+            )
 
 
 def embed_sentences(*, limit: int | None = None, batch: int = 50) -> dict[str, int]:
@@ -99,9 +109,16 @@ def embed_sentences(*, limit: int | None = None, batch: int = 50) -> dict[str, i
         size = batch if limit is None else min(batch, limit - chunks)
         with transaction.atomic():
             no_commit_wait()
-            rows = list(Chunk.objects.select_for_update(skip_locked=True)
-                        .filter(sentence_vectors__isnull=True, embedding__isnull=False, embedding_model=embedder.name)
-                        .order_by("id").only("id", *RULE_FIELDS)[:size])
+            rows = list(
+                Chunk.objects.select_for_update(skip_locked=True)
+                .filter(
+                    sentence_vectors__isnull=True,
+                    embedding__isnull=False,
+                    embedding_model=embedder.name,
+                )
+                .order_by("id")
+                .only("id", *RULE_FIELDS)[:size]
+            )
             if not rows:
                 break
             parts = sentences_of(rows)
@@ -112,13 +129,18 @@ def embed_sentences(*, limit: int | None = None, batch: int = 50) -> dict[str, i
             except EmbedderUnavailable:
                 raise
             except Exception as exc:  # these chunks keep their own vectors, and are not split again
-                logger.warning("embedding the sentences of chunks %s failed: %s", [r.pk for r in rows], exc)
+                logger.warning(
+                    "embedding the sentences of chunks %s failed: %s", [r.pk for r in rows], exc
+                )
                 parts, vectors = [[] for _ in rows], []
             ids = [row.pk for row in rows]
             write_sentences(ids, parts, vectors)
             with connection.cursor() as cursor:  # each chunk's count, of the rows just written
                 cursor.execute(
-                    f"UPDATE {Chunk._meta.db_table} c SET sentence_vectors = (SELECT count(*) FROM "
-                    f"{ChunkSentence._meta.db_table} s WHERE s.chunk_id = c.id) WHERE c.id = ANY(%s)", [ids])
+                    f"UPDATE {Chunk._meta.db_table} c SET sentence_vectors = (SELECT count(*) FROM"
+                    f" {ChunkSentence._meta.db_table} s WHERE s.chunk_id = c.id) WHERE c.id ="
+                    " ANY(%s)",
+                    [ids],
+                )
         chunks, written = chunks + len(rows), written + sum(len(pieces) for pieces in parts)
     return {"chunks": chunks, "sentences": written}

@@ -44,9 +44,13 @@ def _chunk_stats(tenant_id: int, workspace_id: int | None, user_id: str) -> dict
     by_kind = dict(qs.values_list("kind").annotate(n=Count("id")).values_list("kind", "n"))
     total = row["total"]
     return {
-        "total": total, "embedded": row["embedded"], "pending_embedding": row["waiting"],
-        "embedding_errors": row["errors"], "by_kind": by_kind,
-        "embedding_coverage": round(row["embedded"] / total, 4) if total else 1.0, "embedding_model": model,
+        "total": total,
+        "embedded": row["embedded"],
+        "pending_embedding": row["waiting"],
+        "embedding_errors": row["errors"],
+        "by_kind": by_kind,
+        "embedding_coverage": round(row["embedded"] / total, 4) if total else 1.0,
+        "embedding_model": model,
     }
 
 
@@ -59,21 +63,30 @@ def _session_stats(tenant_id: int, workspace_id: int | None, user_id: str) -> di
     if user_id:
         sessions = sessions.owned_by(user_id)
     upper = RollingSummary.objects.filter(session=OuterRef("pk")).values("upper_sequence")[:1]
-    leaves = (SummaryNode.objects.filter(session=OuterRef("pk"), level="leaf")
-              .order_by("-sequence_end").values("sequence_end")[:1])
+    leaves = (
+        SummaryNode.objects.filter(session=OuterRef("pk"), level="leaf")
+        .order_by("-sequence_end")
+        .values("sequence_end")[:1]
+    )
     row = sessions.annotate(
         covered=Coalesce(Subquery(upper, output_field=IntegerField()), 0),
         in_tree=Coalesce(Subquery(leaves, output_field=IntegerField()), 0),
     ).aggregate(
-        sessions=Count("id"), events=Coalesce(Sum("event_count"), 0),
+        sessions=Count("id"),
+        events=Coalesce(Sum("event_count"), 0),
         by_active=Count("id", filter=Q(status="active")),
         rolling=Coalesce(Sum(Greatest(F("last_sequence") - F("covered"), 0)), 0),
         outside_tree=Coalesce(Sum(Greatest(F("last_sequence") - F("in_tree"), 0)), 0),
         backlog=Count("id", filter=Q(last_sequence__gt=F("in_tree"))),
     )
-    return {"sessions": row["sessions"], "active_sessions": row["by_active"], "events": row["events"],
-            "unsummarised_messages": row["outside_tree"], "rolling_unsummarised_messages": row["rolling"],
-            "compaction": {"sessions_behind": row["backlog"], "messages_behind": row["outside_tree"]}}
+    return {
+        "sessions": row["sessions"],
+        "active_sessions": row["by_active"],
+        "events": row["events"],
+        "unsummarised_messages": row["outside_tree"],
+        "rolling_unsummarised_messages": row["rolling"],
+        "compaction": {"sessions_behind": row["backlog"], "messages_behind": row["outside_tree"]},
+    }
 
 
 def _model(app_label: str, model_name: str) -> Any:
@@ -115,7 +128,9 @@ def _schedule_stats(tenant_id: int, workspace_id: int | None, user_id: str) -> d
     health: dict[str, Any] = {"total": qs.count()}
     fields = {f.name for f in model._meta.get_fields()}
     if "status" in fields:
-        health["by_status"] = dict(qs.values_list("status").annotate(n=Count("id")).values_list("status", "n"))
+        health["by_status"] = dict(
+            qs.values_list("status").annotate(n=Count("id")).values_list("status", "n")
+        )
     if "consecutive_failures" in fields:
         health["failing"] = qs.filter(consecutive_failures__gt=0).count()
     return {"schedules": health}
@@ -123,28 +138,42 @@ def _schedule_stats(tenant_id: int, workspace_id: int | None, user_id: str) -> d
 
 def tenant_stats(key: ApiKey) -> dict[str, Any]:
     """The stats an API key may see: its tenant's, or its workspace's when the key is limited, of
-    its user's rows and shared knowledge when it is limited to a user (not conversations nobody owns)."""
+    its user's rows and shared knowledge when it is limited to a user (not conversations nobody
+    owns)."""
     return memory_stats(key.tenant, workspace_id=key.workspace_id, user_id=key.user_id or "")
 
 
-def memory_stats(tenant: Tenant, *, workspace_id: int | None = None, user_id: str = "",
-                 cluster_queue: bool = False) -> dict[str, Any]:
+def memory_stats(
+    tenant: Tenant,
+    *,
+    workspace_id: int | None = None,
+    user_id: str = "",
+    cluster_queue: bool = False,
+) -> dict[str, Any]:
     """With `cluster_queue` (operators only) the task cluster's own figures too: they cover every
     tenant, so an API key never sees them."""
-    stats: dict[str, Any] = {"tenant": tenant.name, **_session_stats(tenant.pk, workspace_id, user_id),
-                             "chunks": _chunk_stats(tenant.pk, workspace_id, user_id)}
+    stats: dict[str, Any] = {
+        "tenant": tenant.name,
+        **_session_stats(tenant.pk, workspace_id, user_id),
+        "chunks": _chunk_stats(tenant.pk, workspace_id, user_id),
+    }
     stats["documents"] = _scoped(Document, tenant.pk, workspace_id, user_id).count()
     for label, name in {"notes": "Note", "facts": "Fact"}.items():
         model = _model("memoryhub", name)
         if model is not None:
             stats[label] = _scoped(model, tenant.pk, workspace_id, user_id).count()
     summary = _summary_stats(tenant.pk, workspace_id, user_id)
-    stats["compaction"].update(tree_depth=summary["summary_tree_depth"], last_run_at=summary.pop("last_compaction_at"))
+    stats["compaction"].update(
+        tree_depth=summary["summary_tree_depth"], last_run_at=summary.pop("last_compaction_at")
+    )
     stats.update(summary)
     stats.update(_schedule_stats(tenant.pk, workspace_id, user_id))
     limited = workspace_id is not None or bool(user_id)
-    backlog_figures = (_limited_backlog(tenant.pk, workspace_id, user_id) if limited
-                       else _embedding_backlog(tenant.pk))
+    backlog_figures = (
+        _limited_backlog(tenant.pk, workspace_id, user_id)
+        if limited
+        else _embedding_backlog(tenant.pk)
+    )
     stats["queue"] = {"pending_embeddings": stats["chunks"]["pending_embedding"], **backlog_figures}
     if cluster_queue:
         queue = queue_counts()
@@ -157,9 +186,12 @@ def _embedding_backlog(tenant_id: int) -> dict[str, Any]:
     will have its vector at the rate the lanes measure (null: no lane has measured one)."""
     rows = backlog(tenant_id=tenant_id)
     mine = rows[0] if rows else {"waiting": 0, "set_aside": 0, "eta_seconds": 0.0}
-    return {"embedding_waiting": mine["waiting"], "embedding_set_aside": mine["set_aside"],
-            "embedding_eta_seconds": mine["eta_seconds"] if mine["waiting"] else 0.0,
-            "embedding_rate_per_second": round(embedding_rate(), 2)}
+    return {
+        "embedding_waiting": mine["waiting"],
+        "embedding_set_aside": mine["set_aside"],
+        "embedding_eta_seconds": mine["eta_seconds"] if mine["waiting"] else 0.0,
+        "embedding_rate_per_second": round(embedding_rate(), 2),
+    }
 
 
 def _limited_backlog(tenant_id: int, workspace_id: int | None, user_id: str) -> dict[str, Any]:
@@ -167,11 +199,20 @@ def _limited_backlog(tenant_id: int, workspace_id: int | None, user_id: str) -> 
     lanes serve the tenant as a whole, so the ETA of its last chunk moves with every other user's
     appends (a side channel on their activity)."""
     limit = retrieval.models.EMBED_MAX_ATTEMPTS
-    row = _chunks(tenant_id, workspace_id, user_id).filter(embedding__isnull=True).aggregate(
-        waiting=Count("id", filter=Q(embedding_attempts__lt=limit)),
-        set_aside=Count("id", filter=Q(embedding_attempts__gte=limit)))
-    return {"embedding_waiting": row["waiting"], "embedding_set_aside": row["set_aside"],
-            "embedding_eta_seconds": None, "embedding_rate_per_second": round(embedding_rate(), 2)}
+    row = (
+        _chunks(tenant_id, workspace_id, user_id)
+        .filter(embedding__isnull=True)
+        .aggregate(
+            waiting=Count("id", filter=Q(embedding_attempts__lt=limit)),
+            set_aside=Count("id", filter=Q(embedding_attempts__gte=limit)),
+        )
+    )
+    return {
+        "embedding_waiting": row["waiting"],
+        "embedding_set_aside": row["set_aside"],
+        "embedding_eta_seconds": None,
+        "embedding_rate_per_second": round(embedding_rate(), 2),
+    }
 
 
 def events_for_browse(key: ApiKey) -> Any:
@@ -193,8 +234,17 @@ def most_used(tenant: Tenant, limit: int = MOST_USED) -> list[dict[str, Any]]:
         GROUP BY c.kind, CASE WHEN c.kind = 'event' THEN c.id::text ELSE c.source_id END,
                  CASE WHEN c.kind = 'event' THEN '' ELSE c.source_id END
         ORDER BY 5 DESC, 3 LIMIT %s
-    """
+    """  # noqa: E501
     with connection.cursor() as cursor:
         cursor.execute(sql, [tenant.pk, limit])
-        return [{"kind": kind, "id": source_id or None, "chunk": chunk, "owner": owner, "uses": int(uses),
-                 "last_used": last} for kind, source_id, chunk, owner, uses, last in cursor.fetchall()]
+        return [
+            {
+                "kind": kind,
+                "id": source_id or None,
+                "chunk": chunk,
+                "owner": owner,
+                "uses": int(uses),
+                "last_used": last,
+            }
+            for kind, source_id, chunk, owner, uses, last in cursor.fetchall()
+        ]

@@ -3,15 +3,15 @@
 `synthesize: true` on POST /search/ (and MCP memory_search) sends the query and the results the
 caller was given, numbered, to the model configured for the HTTP summariser
 (MEMORYHUB_SUMMARISER=http, MEMORYHUB_SUMMARISER_URL/_MODEL/_API_KEY/_TIMEOUT, through the
-outbound guard of memoryhub.plumbing.outbound) and returns {answer, citations, model}. The model sees
-nothing but those results, which the search already confined to what the key (and end user) may
+outbound guard of memoryhub.plumbing.outbound) and returns {answer, citations, model}. The model
+sees nothing but those results, which the search already confined to what the key (and end user) may
 read. Its citations are checked: only numbers of results it was shown are kept, each as the
 result's index in `results` and its chunk_id.
 
 A search never fails because of its synthesis: when the model cannot be reached, times out or
 answers something unusable, the results come back (200) and `synthesis` carries
-{error: {code: llm_unavailable | llm_timeout | llm_bad_reply, message}, model} instead of an answer. Without a
-configured model the request is refused before searching (400 llm_not_configured).
+{error: {code: llm_unavailable | llm_timeout | llm_bad_reply, message}, model} instead of an answer.
+Without a configured model the request is refused before searching (400 llm_not_configured).
 """
 
 from __future__ import annotations
@@ -39,8 +39,8 @@ ANSWER_MAX_TOKENS = 800
 
 PROMPT = (
     "You answer a question from an AI agent's memory search results, and from nothing else. The "
-    "results are numbered [1], [2], .... Reply with a JSON object: {\"answer\": \"...\", "
-    "\"citations\": [numbers of the results the answer rests on]}. If the results do not answer "
+    'results are numbered [1], [2], .... Reply with a JSON object: {"answer": "...", '
+    '"citations": [numbers of the results the answer rests on]}. If the results do not answer '
     "the question, say so in the answer and cite nothing. Keep names, numbers, dates and "
     "identifiers exactly as written."
 )
@@ -48,19 +48,24 @@ PROMPT = (
 
 def check_configured() -> None:
     if not model_configured():
-        raise Invalid("llm_not_configured",
-                      "synthesize needs a language model: set MEMORYHUB_SUMMARISER=http and "
-                      "MEMORYHUB_SUMMARISER_URL (an OpenAI-compatible endpoint).")
+        raise Invalid(
+            "llm_not_configured",
+            "synthesize needs a language model: set MEMORYHUB_SUMMARISER=http and "
+            "MEMORYHUB_SUMMARISER_URL (an OpenAI-compatible endpoint).",
+        )
 
 
 def _prompt(query: str, results: list[dict[str, Any]]) -> tuple[str, int]:
-    """The user message, and how many results it shows (as many as fit memoryhub.summarisers.INPUT_CHARS)."""
+    """The user message, and how many results it shows (as many as fit
+    memoryhub.summarisers.INPUT_CHARS)."""
     budget = summarisers.INPUT_CHARS
     lines = [f"Question: {query}", "", "Results:"]
     used = 0
     for number, result in enumerate(results, start=1):
         text = " ".join(str(result["text"]).split())[:RESULT_CHARS]
-        origin = ", ".join(str(p) for p in (result["kind"], result.get("role"), result.get("created_at")) if p)
+        origin = ", ".join(
+            str(p) for p in (result["kind"], result.get("role"), result.get("created_at")) if p
+        )
         line = f"[{number}] ({origin}) {text}"
         if used + len(line) > budget:
             break
@@ -70,7 +75,8 @@ def _prompt(query: str, results: list[dict[str, Any]]) -> tuple[str, int]:
 
 
 def _parse(reply: str) -> tuple[str, list[Any]]:
-    """The answer and the cited numbers, from a JSON reply or, failing that, plain text with [n] marks."""
+    """The answer and the cited numbers, from a JSON reply or, failing that, plain text with [n]
+    marks."""
     text = reply.strip()
     fenced = re.fullmatch(r"```(?:json)?\s*(.*?)\s*```", text, flags=re.DOTALL)
     if fenced:
@@ -88,13 +94,19 @@ def _parse(reply: str) -> tuple[str, list[Any]]:
 
 
 def _citations(cited: list[Any], results: list[dict[str, Any]], shown: int) -> list[dict[str, Any]]:
-    """The cited results the model was shown, in the order cited, once each; anything else is dropped."""
+    """The cited results the model was shown, in the order cited, once each; anything else is
+    dropped."""
     out: list[dict[str, Any]] = []
     seen: set[int] = set()
     for number in cited:
         if isinstance(number, str) and re.fullmatch(r"\[?\d{1,4}\]?", number.strip()):
             number = int(number.strip().strip("[]"))  # "2" or "[2]": what some models write
-        if isinstance(number, bool) or not isinstance(number, int) or not 1 <= number <= shown or number in seen:
+        if (
+            isinstance(number, bool)
+            or not isinstance(number, int)
+            or not 1 <= number <= shown
+            or number in seen
+        ):
             continue
         seen.add(number)
         out.append({"index": number - 1, "chunk_id": results[number - 1]["chunk_id"]})
@@ -105,7 +117,10 @@ def _failure(detail: str) -> tuple[str, str]:
     if "reply" in detail:
         return "llm_bad_reply", "The language model's reply could not be used."
     if "timed out" in detail:
-        return "llm_timeout", "The language model did not answer in time (MEMORYHUB_SUMMARISER_TIMEOUT)."
+        return (
+            "llm_timeout",
+            "The language model did not answer in time (MEMORYHUB_SUMMARISER_TIMEOUT).",
+        )
     return "llm_unavailable", "The language model could not be reached or failed."
 
 
@@ -118,9 +133,16 @@ def synthesize(query: str, results: list[dict[str, Any]]) -> dict[str, Any]:
     try:
         with single_attempt():  # a search request does not wait through the backoff
             reply = chat_completion(
-                url=settings.MEMORYHUB_SUMMARISER_URL, model=model, api_key=settings.MEMORYHUB_SUMMARISER_API_KEY,
-                timeout=settings.MEMORYHUB_SUMMARISER_TIMEOUT, json_mode=True, max_tokens=ANSWER_MAX_TOKENS,
-                messages=[{"role": "system", "content": PROMPT}, {"role": "user", "content": prompt}],
+                url=settings.MEMORYHUB_SUMMARISER_URL,
+                model=model,
+                api_key=settings.MEMORYHUB_SUMMARISER_API_KEY,
+                timeout=settings.MEMORYHUB_SUMMARISER_TIMEOUT,
+                json_mode=True,
+                max_tokens=ANSWER_MAX_TOKENS,
+                messages=[
+                    {"role": "system", "content": PROMPT},
+                    {"role": "user", "content": prompt},
+                ],
             )
         answer, cited = _parse(reply)
     except SummariserError as exc:

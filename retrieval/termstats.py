@@ -52,31 +52,45 @@ _DELTA = """
         AS k(workspace_id, channel_id)
     GROUP BY 1, 2, 3, 4 HAVING sum(r.n) <> 0;
     RETURN NULL;
-"""
+"""  # noqa: E501
 _COLUMNS = "id, tenant_id, workspace_id, channel_id, user_id, search_vector"
-# An UPDATE counts only for rows whose words, bucket or owner changed (embedding writes change none).
-_CHANGED = ("SELECT o.id FROM old_rows o JOIN new_rows n USING (id) WHERE o.search_vector IS DISTINCT FROM "
-            "n.search_vector OR o.tenant_id <> n.tenant_id OR o.workspace_id IS DISTINCT FROM n.workspace_id "
-            "OR o.channel_id IS DISTINCT FROM n.channel_id OR o.user_id <> n.user_id")
+# An UPDATE counts only for rows whose words, bucket or owner changed (embedding writes change
+# none).
+_CHANGED = (
+    "SELECT o.id FROM old_rows o JOIN new_rows n USING (id) WHERE o.search_vector IS DISTINCT FROM"
+    " n.search_vector OR o.tenant_id <> n.tenant_id OR o.workspace_id IS DISTINCT FROM"
+    " n.workspace_id OR o.channel_id IS DISTINCT FROM n.channel_id OR o.user_id <> n.user_id"
+)
 
 TERM_STAT_TRIGGERS = [
     pgtrigger.Trigger(
-        name="chunk_term_stats_insert", when=pgtrigger.After, operation=pgtrigger.Insert,
-        level=pgtrigger.Statement, referencing=pgtrigger.Referencing(new="new_rows"),
+        name="chunk_term_stats_insert",
+        when=pgtrigger.After,
+        operation=pgtrigger.Insert,
+        level=pgtrigger.Statement,
+        referencing=pgtrigger.Referencing(new="new_rows"),
         func=_DELTA.format(rows=f"SELECT {_COLUMNS}, 1 AS n FROM new_rows"),
     ),
     pgtrigger.Trigger(
-        name="chunk_term_stats_delete", when=pgtrigger.After, operation=pgtrigger.Delete,
-        level=pgtrigger.Statement, referencing=pgtrigger.Referencing(old="old_rows"),
+        name="chunk_term_stats_delete",
+        when=pgtrigger.After,
+        operation=pgtrigger.Delete,
+        level=pgtrigger.Statement,
+        referencing=pgtrigger.Referencing(old="old_rows"),
         func=_DELTA.format(rows=f"SELECT {_COLUMNS}, -1 AS n FROM old_rows"),
     ),
     pgtrigger.Trigger(
-        name="chunk_term_stats_update", when=pgtrigger.After, operation=pgtrigger.Update,
-        level=pgtrigger.Statement, referencing=pgtrigger.Referencing(old="old_rows", new="new_rows"),
-        func=_DELTA.format(rows=(
-            f"SELECT {_COLUMNS}, 1 AS n FROM new_rows WHERE id IN ({_CHANGED}) "
-            f"UNION ALL SELECT {_COLUMNS}, -1 AS n FROM old_rows WHERE id IN ({_CHANGED})"
-        )),
+        name="chunk_term_stats_update",
+        when=pgtrigger.After,
+        operation=pgtrigger.Update,
+        level=pgtrigger.Statement,
+        referencing=pgtrigger.Referencing(old="old_rows", new="new_rows"),
+        func=_DELTA.format(
+            rows=(
+                f"SELECT {_COLUMNS}, 1 AS n FROM new_rows WHERE id IN ({_CHANGED}) "
+                f"UNION ALL SELECT {_COLUMNS}, -1 AS n FROM old_rows WHERE id IN ({_CHANGED})"
+            )
+        ),
     ),
 ]
 
@@ -101,11 +115,16 @@ _last_compacted = 0.0
 
 
 def _compact_sql(table: str, *, one_tenant: bool = False) -> str:
-    """The folding statement of a table: of every tenant, or of the tenant given as its parameter."""
+    """The folding statement of a table: of every tenant, or of the tenant given as its
+    parameter."""
     key = _KEYS[table]
-    return _COMPACT.format(table=table, key=", ".join(key), join=" AND ".join(f"t.{c} = k.{c}" for c in key),
-                           returning=", ".join(f"t.{c}" for c in key),
-                           tenant=" AND tenant_id = %s" if one_tenant else "")
+    return _COMPACT.format(
+        table=table,
+        key=", ".join(key),
+        join=" AND ".join(f"t.{c} = k.{c}" for c in key),
+        returning=", ".join(f"t.{c}" for c in key),
+        tenant=" AND tenant_id = %s" if one_tenant else "",
+    )
 
 
 def compact() -> int:
@@ -162,7 +181,7 @@ FROM retrieval_chunk c
 CROSS JOIN LATERAL (VALUES (coalesce(c.workspace_id, 0), coalesce(c.channel_id, 0)), (-1::bigint, -1::bigint))
     AS k(workspace_id, channel_id)
 GROUP BY 1, 2, 3, 4
-"""
+"""  # noqa: E501
 
 
 def rebuild() -> None:

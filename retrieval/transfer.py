@@ -8,7 +8,8 @@ of another model are re-embedded after the import commits.
 
 With on_conflict skip or merge (memoryhub.transfer.conflicts) a stored document is kept, and the
 file's chunks of anything the tenant held before (a stored session, record or document) are left
-out: the stored ones stay. The events a merge appends to a stored session are indexed like an append.
+out: the stored ones stay. The events a merge appends to a stored session are indexed like an
+append.
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ from retrieval.vectors import is_zero, out_of_range, vector_problem
 
 class RetrievalTransfer(TransferExtension):
     def __init__(self) -> None:
-        self.document_refs: dict[tuple[str, str], dict[str, Any]] = {}  # export: (kind, source id) → ref
+        # export: (kind, source id) → ref
+        self.document_refs: dict[tuple[str, str], dict[str, Any]] = {}
         self.documents: list[Document] = []  # import: created (or stored) documents, in file order
         self.stored_documents: set[int] = set()  # import: pks of documents the tenant held already
         self.first_new_chunk = 0
@@ -44,16 +46,27 @@ class RetrievalTransfer(TransferExtension):
         return {"documents": self._document_rows(exporter)}
 
     def _document_rows(self, exporter: Exporter) -> Iterator[dict[str, Any]]:
-        qs = exporter.owned(exporter.in_scope(Document.objects.filter(tenant=exporter.tenant), Document), Document)
-        for position, d in enumerate(qs.select_related("workspace", "session").order_by("id").iterator(chunk_size=BATCH)):
+        qs = exporter.owned(
+            exporter.in_scope(Document.objects.filter(tenant=exporter.tenant), Document), Document
+        )
+        for position, d in enumerate(
+            qs.select_related("workspace", "session").order_by("id").iterator(chunk_size=BATCH)
+        ):
             # The URI alone no longer names a document (one per workspace, session and owner): the
             # reference also gives its position in the file.
-            self.document_refs[("document", d.source_id)] = {"document": d.source_uri, "key": position}
+            self.document_refs[("document", d.source_id)] = {
+                "document": d.source_uri,
+                "key": position,
+            }
             yield {
-                "source_uri": d.source_uri, "workspace": d.workspace.name if d.workspace else None,
-                "session": d.session.external_id if d.session else None, "user_id": d.user_id,
+                "source_uri": d.source_uri,
+                "workspace": d.workspace.name if d.workspace else None,
+                "session": d.session.external_id if d.session else None,
+                "user_id": d.user_id,
                 "content_hash": d.content_hash,
-                "metadata": d.metadata, "chunk_count": d.chunk_count, "created_at": iso(d.created_at),
+                "metadata": d.metadata,
+                "chunk_count": d.chunk_count,
+                "created_at": iso(d.created_at),
                 "updated_at": iso(d.updated_at),
             }
 
@@ -62,9 +75,15 @@ class RetrievalTransfer(TransferExtension):
 
     def _chunk_rows(self, exporter: Exporter) -> Iterator[dict[str, Any]]:
         """The chunks, read in batches (written after the records and documents they refer to)."""
-        qs = exporter.owned(exporter.in_scope(Chunk.objects.filter(tenant=exporter.tenant), Chunk), Chunk)
+        qs = exporter.owned(
+            exporter.in_scope(Chunk.objects.filter(tenant=exporter.tenant), Chunk), Chunk
+        )
         refs = {**exporter.source_refs, **self.document_refs}
-        chunks = qs.select_related("session", "workspace", "channel__workspace").with_access().order_by("id")
+        chunks = (
+            qs.select_related("session", "workspace", "channel__workspace")
+            .with_access()
+            .order_by("id")
+        )
         batch: list[Chunk] = []
         for chunk in chunks.iterator(chunk_size=BATCH):
             batch.append(chunk)
@@ -77,7 +96,9 @@ class RetrievalTransfer(TransferExtension):
 
     def start_import(self, importer: Importer) -> None:
         # Rows of other areas may index themselves when created: the file's chunks replace them.
-        self.first_new_chunk = Chunk.objects.order_by("-id").values_list("id", flat=True).first() or 0
+        self.first_new_chunk = (
+            Chunk.objects.order_by("-id").values_list("id", flat=True).first() or 0
+        )
 
     def import_sources(self, importer: Importer, data: dict[str, Any]) -> None:
         for i, row in enumerate(get_list(data, "documents")):
@@ -86,27 +107,41 @@ class RetrievalTransfer(TransferExtension):
             workspace = get_field(row, "workspace", str, path, nullable=True)
             session = get_field(row, "session", str, path, nullable=True)
             identity = {
-                "tenant": importer.tenant, "source_uri": uri,
+                "tenant": importer.tenant,
+                "source_uri": uri,
                 "workspace": importer.workspace(workspace, path) if workspace else None,
                 "session": importer.session(session, f"{path}.session") if session else None,
                 "user_id": get_field(row, "user_id", str, path, required=False, default=""),
             }
-            importer.check_placed(path, workspace_id=identity["workspace"].pk if identity["workspace"] else None,
-                                  session=identity["session"], user_id=identity["user_id"])
+            importer.check_placed(
+                path,
+                workspace_id=identity["workspace"].pk if identity["workspace"] else None,
+                session=identity["session"],
+                user_id=identity["user_id"],
+            )
             stored = Document.objects.filter(**identity).order_by("pk").first()
             if stored is not None and importer.on_conflict == "fail":
-                raise Conflict("document_exists", f"Document {uri!r} already exists in this tenant; nothing was "
-                               "imported (import with on_conflict=skip or merge to keep it).", {"document": uri})
+                raise Conflict(
+                    "document_exists",
+                    f"Document {uri!r} already exists in this tenant; nothing was "
+                    "imported (import with on_conflict=skip or merge to keep it).",
+                    {"document": uri},
+                )
             if stored is not None:
                 self.documents.append(stored)
                 self.stored_documents.add(stored.pk)
                 importer.skipped["documents"] += 1
                 continue
-            self.documents.append(Document.objects.create(
-                **identity,
-                content_hash=get_field(row, "content_hash", str, path), metadata=get_field(row, "metadata", dict, path),
-                chunk_count=get_field(row, "chunk_count", int, path), created_at=get_time(row, "created_at", path),
-                updated_at=get_time(row, "updated_at", path)))
+            self.documents.append(
+                Document.objects.create(
+                    **identity,
+                    content_hash=get_field(row, "content_hash", str, path),
+                    metadata=get_field(row, "metadata", dict, path),
+                    chunk_count=get_field(row, "chunk_count", int, path),
+                    created_at=get_time(row, "created_at", path),
+                    updated_at=get_time(row, "updated_at", path),
+                )
+            )
             importer.counts["documents"] += 1
 
     def import_derived(self, importer: Importer, data: dict[str, Any]) -> None:
@@ -126,7 +161,9 @@ class RetrievalTransfer(TransferExtension):
                 continue
             # In the import's transaction, like an append: imported history is findable by text
             # as soon as the import answers.
-            index_session_events(session, list(Event.objects.filter(session=session).order_by("sequence")))
+            index_session_events(
+                session, list(Event.objects.filter(session=session).order_by("sequence"))
+            )
 
     def import_chunks(self, importer: Importer, rows: list[Any]) -> list[int]:
         """Create the file's chunks; returns the ids of those to embed again."""
@@ -135,9 +172,17 @@ class RetrievalTransfer(TransferExtension):
         kept = [c for c in chunks if c is not None]
         importer.skipped["chunks"] += len(chunks) - len(kept)
         created = Chunk.objects.bulk_create(kept)
-        ChunkAccess.objects.bulk_create([ChunkAccess(chunk=c, access_count=c.imported_access[0],  # type: ignore[attr-defined]
-                                                     accessed_at=c.imported_access[1])  # type: ignore[attr-defined]
-                                         for c in created if any(c.imported_access)])  # type: ignore[attr-defined]
+        ChunkAccess.objects.bulk_create(
+            [
+                ChunkAccess(
+                    chunk=c,
+                    access_count=c.imported_access[0],  # type: ignore[attr-defined]
+                    accessed_at=c.imported_access[1],
+                )  # type: ignore[attr-defined]
+                for c in created
+                if any(c.imported_access)
+            ]
+        )  # type: ignore[attr-defined]
         count_message_chunks([c.pk for c in created if c.kind == "event"])
         importer.counts["chunks"] += len(created)
         return [c.pk for c in created if c.embedding is None or c.embedding_model != current]
@@ -156,11 +201,22 @@ class RetrievalTransfer(TransferExtension):
         ref = row.get("source")
         source_id, derived = self._source(importer, ref, f"{path}.source")
         by_source = isinstance(ref, dict) and ("record" in ref or "document" in ref)
-        if source_id is None or (not by_source and session is not None and importer.is_preexisting(session)):
+        if source_id is None or (
+            not by_source and session is not None and importer.is_preexisting(session)
+        ):
             return None  # the stored row's (the stored session's) chunks stay
-        if importer.on_conflict != "fail" and not by_source and session is None and Chunk.objects.filter(
-                tenant=importer.tenant, kind=kind, source_id=source_id, session=None,
-                content_hash=get_field(row, "content_hash", str, path)).exists():
+        if (
+            importer.on_conflict != "fail"
+            and not by_source
+            and session is None
+            and Chunk.objects.filter(
+                tenant=importer.tenant,
+                kind=kind,
+                source_id=source_id,
+                session=None,
+                content_hash=get_field(row, "content_hash", str, path),
+            ).exists()
+        ):
             return None  # a chunk of a source outside the file, held already
         workspace = get_field(row, "workspace", str, path, nullable=True)
         channel = row.get("channel")
@@ -176,28 +232,43 @@ class RetrievalTransfer(TransferExtension):
         accessed_at = get_time(row, "accessed_at", path, nullable=True)
         access_count = get_field(row, "access_count", int, path)
         chunk = Chunk(
-            tenant=importer.tenant, kind=kind, source_id=source_id,
-            session=session, workspace=importer.workspace(workspace, f"{path}.workspace") if workspace else None,
+            tenant=importer.tenant,
+            kind=kind,
+            source_id=source_id,
+            session=session,
+            workspace=importer.workspace(workspace, f"{path}.workspace") if workspace else None,
             channel=importer.channel(channel, f"{path}.channel") if channel is not None else None,
-            tier=tier, lifetime=lifetime, user_id=get_field(row, "user_id", str, path),
-            role=get_field(row, "role", str, path), agent=get_field(row, "agent", str, path),
+            tier=tier,
+            lifetime=lifetime,
+            user_id=get_field(row, "user_id", str, path),
+            role=get_field(row, "role", str, path),
+            agent=get_field(row, "agent", str, path),
             tags=[str(t) for t in get_field(row, "tags", list, path)],
             sequence_start=get_field(row, "sequence_start", int, path, nullable=True),
             sequence_end=get_field(row, "sequence_end", int, path, nullable=True),
-            text=get_field(row, "text", str, path), context=get_field(row, "context", str, path),
-            content_hash=get_field(row, "content_hash", str, path), metadata={**derived, **metadata},
-            importance=float(importance), created_at=get_time(row, "created_at", path),
-            indexed_at=get_time(row, "indexed_at", path), embedding=embedding,
-            embedding_model=get_field(row, "embedding_model", str, path) if embedding is not None else "",
+            text=get_field(row, "text", str, path),
+            context=get_field(row, "context", str, path),
+            content_hash=get_field(row, "content_hash", str, path),
+            metadata={**derived, **metadata},
+            importance=float(importance),
+            created_at=get_time(row, "created_at", path),
+            indexed_at=get_time(row, "indexed_at", path),
+            embedding=embedding,
+            embedding_model=get_field(row, "embedding_model", str, path)
+            if embedding is not None
+            else "",
         )
-        importer.check_placed(path, workspace_id=chunk.workspace_id, session=session, user_id=chunk.user_id,
-                              tier=tier)
+        importer.check_placed(
+            path, workspace_id=chunk.workspace_id, session=session, user_id=chunk.user_id, tier=tier
+        )
         if by_source:
             self._check_source_owner(importer, ref, chunk, path)
         chunk.imported_access = (access_count, accessed_at)  # type: ignore[attr-defined]  # its ChunkAccess row
         return chunk
 
-    def _check_source_owner(self, importer: Importer, ref: dict[str, Any], chunk: Chunk, path: str) -> None:
+    def _check_source_owner(
+        self, importer: Importer, ref: dict[str, Any], chunk: Chunk, path: str
+    ) -> None:
         """A chunk of a memory of the file is that memory's: same owner, same workspace (a chunk
         claiming another user would put the memory's text into that user's recall)."""
         if "document" in ref:
@@ -207,9 +278,15 @@ class RetrievalTransfer(TransferExtension):
             searchable = searchable_of(importer.records[ref["record"]][ref["key"]])
             assert searchable is not None  # _source checked it
             owner, workspace_id = searchable.user_id, searchable.workspace_id
-        if chunk.user_id != owner or (workspace_id is not None and chunk.workspace_id != workspace_id):
-            raise Conflict("owner_mismatch", f"The chunk at {path} names another owner or workspace than its "
-                           "memory: nothing was imported.", {"path": path})
+        if chunk.user_id != owner or (
+            workspace_id is not None and chunk.workspace_id != workspace_id
+        ):
+            raise Conflict(
+                "owner_mismatch",
+                f"The chunk at {path} names another owner or workspace than its "
+                "memory: nothing was imported.",
+                {"path": path},
+            )
 
     def _source(self, importer: Importer, ref: Any, path: str) -> tuple[str | None, dict[str, Any]]:
         """The chunk's source id in this tenant, and the metadata indexing derives from it; None
@@ -236,13 +313,15 @@ class RetrievalTransfer(TransferExtension):
             return ref["id"], {}
         raise InvalidImport("unknown source reference", path)
 
-
     def _document(self, ref: dict[str, Any], path: str) -> Document:
         """The document a chunk names: by its position in the file, or (files written before
         documents were per workspace) by its URI, which must then be unique in the file."""
         key = ref.get("key")
         if isinstance(key, int) and not isinstance(key, bool):
-            if not 0 <= key < len(self.documents) or self.documents[key].source_uri != ref["document"]:
+            if (
+                not 0 <= key < len(self.documents)
+                or self.documents[key].source_uri != ref["document"]
+            ):
                 raise InvalidImport("the chunk's document is not in the file", path)
             return self.documents[key]
         matches = [d for d in self.documents if d.source_uri == ref["document"]]
@@ -251,19 +330,27 @@ class RetrievalTransfer(TransferExtension):
         return matches[0]
 
 
-def _chunk_batch(batch: list[Chunk], refs: dict[tuple[str, str], dict[str, Any]],
-                 derived: dict[tuple[str, str], dict[str, Any]]) -> Iterator[dict[str, Any]]:
+def _chunk_batch(
+    batch: list[Chunk],
+    refs: dict[tuple[str, str], dict[str, Any]],
+    derived: dict[tuple[str, str], dict[str, Any]],
+) -> Iterator[dict[str, Any]]:
     event_ids = [c.metadata.get("event_id") for c in batch if isinstance(c.metadata, dict)]
-    sequences = dict(Event.objects.filter(pk__in=[i for i in event_ids if isinstance(i, int)])
-                     .values_list("id", "sequence"))
+    sequences = dict(
+        Event.objects.filter(pk__in=[i for i in event_ids if isinstance(i, int)]).values_list(
+            "id", "sequence"
+        )
+    )
     for c in batch:
         yield _chunk_row(c, refs, derived, sequences)
 
 
 def _embedding(row: Any, path: str) -> list[float] | None:
     embedding = get_field(row, "embedding", list, path, nullable=True)
-    if embedding is not None and (len(embedding) != DIMENSIONS or not all(
-            isinstance(v, (int, float)) and not isinstance(v, bool) for v in embedding)):
+    if embedding is not None and (
+        len(embedding) != DIMENSIONS
+        or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in embedding)
+    ):
         raise InvalidImport(f"an embedding is a list of {DIMENSIONS} numbers", f"{path}.embedding")
     if embedding is None:
         return None
@@ -276,8 +363,12 @@ def _embedding(row: Any, path: str) -> list[float] | None:
     return embedding
 
 
-def _chunk_row(c: Chunk, refs: dict[tuple[str, str], dict[str, Any]],
-               derived_by_source: dict[tuple[str, str], dict[str, Any]], sequences: dict[int, int]) -> dict[str, Any]:
+def _chunk_row(
+    c: Chunk,
+    refs: dict[tuple[str, str], dict[str, Any]],
+    derived_by_source: dict[tuple[str, str], dict[str, Any]],
+    sequences: dict[int, int],
+) -> dict[str, Any]:
     """One chunk as the file holds it: no ids; what indexing derives from its source left out."""
     metadata = dict(c.metadata)
     event_id = metadata.pop("event_id", None)
@@ -290,11 +381,22 @@ def _chunk_row(c: Chunk, refs: dict[tuple[str, str], dict[str, Any]],
         "event": sequences.get(event_id) if event_id is not None else None,
         "workspace": c.workspace.name if c.workspace_id else None,
         "channel": [c.channel.workspace.name, c.channel.name] if c.channel_id else None,
-        "tier": c.tier, "lifetime": c.lifetime, "user_id": c.user_id, "role": c.role, "agent": c.agent,
-        "tags": list(c.tags), "sequence_start": c.sequence_start, "sequence_end": c.sequence_end,
-        "text": c.text, "context": c.context, "content_hash": c.content_hash, "metadata": metadata,
-        "importance": c.importance, "access_count": c.access_count,
-        "accessed_at": iso(c.accessed_at) if c.accessed_at else None, "created_at": iso(c.created_at),
+        "tier": c.tier,
+        "lifetime": c.lifetime,
+        "user_id": c.user_id,
+        "role": c.role,
+        "agent": c.agent,
+        "tags": list(c.tags),
+        "sequence_start": c.sequence_start,
+        "sequence_end": c.sequence_end,
+        "text": c.text,
+        "context": c.context,
+        "content_hash": c.content_hash,
+        "metadata": metadata,
+        "importance": c.importance,
+        "access_count": c.access_count,
+        "accessed_at": iso(c.accessed_at) if c.accessed_at else None,
+        "created_at": iso(c.created_at),
         "indexed_at": iso(c.indexed_at),
         "embedding": json_value(c.embedding) if c.embedding is not None else None,
         "embedding_model": c.embedding_model,

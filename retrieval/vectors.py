@@ -41,7 +41,10 @@ def vector_problem(values: Sequence[float]) -> str | None:
 def _half_texts() -> list[str]:
     """The text of each of the 65,536 half-precision values, by bit pattern (~7 MB, ~60 ms once
     per process: query_embedding.warm_up builds it before a web worker's first search)."""
-    return [str(v) for v in np.arange(1 << 16, dtype=np.uint16).view(np.float16).astype(np.float64).tolist()]
+    return [
+        str(v)
+        for v in np.arange(1 << 16, dtype=np.uint16).view(np.float16).astype(np.float64).tolist()
+    ]
 
 
 def halfvec_text(value: Sequence[float] | np.ndarray) -> str:

@@ -27,7 +27,9 @@ if TYPE_CHECKING:
 class ActionError(Exception):
     """The action ran and failed; `output` is what it reported."""
 
-    def __init__(self, message: str, output: str = "", *, turn_count: int = 0, cost: float = 0.0) -> None:
+    def __init__(
+        self, message: str, output: str = "", *, turn_count: int = 0, cost: float = 0.0
+    ) -> None:
         super().__init__(message)
         self.output = output or message
         self.turn_count = turn_count
@@ -71,7 +73,9 @@ class Action:
 
 
 def embed_backfill(schedule: Schedule, run: Run, authority: ApiKey) -> ActionResult:
-    return ActionResult(jobs.embed_backfill(tenant_id=authority.tenant_id, limit=schedule.params.get("limit")))
+    return ActionResult(
+        jobs.embed_backfill(tenant_id=authority.tenant_id, limit=schedule.params.get("limit"))
+    )
 
 
 def summarise(schedule: Schedule, run: Run, authority: ApiKey) -> ActionResult:
@@ -79,8 +83,11 @@ def summarise(schedule: Schedule, run: Run, authority: ApiKey) -> ActionResult:
 
 
 def consolidate(schedule: Schedule, run: Run, authority: ApiKey) -> ActionResult:
-    return ActionResult(jobs.consolidate(tenant_id=authority.tenant_id,
-                                         dry_run=bool(schedule.params.get("dry_run", False))))
+    return ActionResult(
+        jobs.consolidate(
+            tenant_id=authority.tenant_id, dry_run=bool(schedule.params.get("dry_run", False))
+        )
+    )
 
 
 def prune_runs(schedule: Schedule, run: Run, authority: ApiKey) -> ActionResult:
@@ -102,19 +109,32 @@ def agent_goal(schedule: Schedule, run: Run, authority: ApiKey) -> ActionResult:
     gives status, output, turn_count, cost."""
     target = webhooks.target_for(schedule.tenant_id, WebhookKind.AGENT)
     if target is None:
-        raise ActionError("No agent webhook configured for this tenant (POST /api/v1/webhooks/, kind 'agent') "
-                          "and no server default (MEMORYHUB_AGENT_WEBHOOK_URL).")
-    body = json.dumps({
-        "schedule_id": str(schedule.pk), "run_id": str(run.pk), "name": schedule.name, "goal": schedule.goal,
-        "tenant": schedule.tenant.name, "user_id": schedule.user_id, "channel": schedule.channel,
-        "channel_context_id": schedule.channel_context_id, "params": schedule.params,
-    }).encode()
+        raise ActionError(
+            "No agent webhook configured for this tenant (POST /api/v1/webhooks/, kind 'agent') "
+            "and no server default (MEMORYHUB_AGENT_WEBHOOK_URL)."
+        )
+    body = json.dumps(
+        {
+            "schedule_id": str(schedule.pk),
+            "run_id": str(run.pk),
+            "name": schedule.name,
+            "goal": schedule.goal,
+            "tenant": schedule.tenant.name,
+            "user_id": schedule.user_id,
+            "channel": schedule.channel,
+            "channel_context_id": schedule.channel_context_id,
+            "params": schedule.params,
+        }
+    ).encode()
     try:
-        _, raw = webhooks.send(target, body, timeout=AGENT_WEBHOOK_TIMEOUT_SECONDS,
-                               max_reply=10 * 1024 * 1024)
+        _, raw = webhooks.send(
+            target, body, timeout=AGENT_WEBHOOK_TIMEOUT_SECONDS, max_reply=10 * 1024 * 1024
+        )
     except webhooks.SendError as exc:
         if exc.status is not None:
-            raise ActionError(f"Agent webhook answered HTTP {exc.status}.", f"HTTP {exc.status}: {exc.text}") from None
+            raise ActionError(
+                f"Agent webhook answered HTTP {exc.status}.", f"HTTP {exc.status}: {exc.text}"
+            ) from None
         raise ActionError(f"Agent webhook {exc.message}") from None
     try:
         reply = json.loads(raw) if raw.strip() else {}
@@ -128,7 +148,12 @@ def agent_goal(schedule: Schedule, run: Run, authority: ApiKey) -> ActionResult:
     status = str(reply.get("status", "succeeded")).lower()
     if status in {"failed", "failure", "error"}:
         text = output if isinstance(output, str) else json.dumps(output, default=str)
-        raise ActionError(f"Agent reported {status}.", text or f"Agent reported {status}.", turn_count=turns, cost=cost)
+        raise ActionError(
+            f"Agent reported {status}.",
+            text or f"Agent reported {status}.",
+            turn_count=turns,
+            cost=cost,
+        )
     return ActionResult(output, turn_count=turns, cost=cost)
 
 
@@ -140,18 +165,46 @@ def _number(value: Any, kind: type) -> Any:
 
 
 REGISTRY: dict[str, Action] = {
-    a.name: a for a in [
-        Action("embed_backfill", embed_backfill, {"limit": int}, "Embed this tenant's chunks still without a vector.",
-               lane=MAINTENANCE, tenant_wide=True),
-        Action("summarise", summarise, {}, "Summarise this tenant's sessions that are due.", lane=MAINTENANCE,
-               tenant_wide=True),
-        Action("consolidate", consolidate, {"dry_run": bool},
-               "Consolidate this tenant's memory (promote, prune, merge, cap, compress).", lane=MAINTENANCE,
-               tenant_wide=True),
-        Action("prune_runs", prune_runs, {"keep": int},
-               "Prune the run history of the schedules of its workspace (of its user, if it has one) "
-               "to the newest N."),
-        Action("agent_goal", agent_goal, {}, "POST the goal to the tenant's agent webhook.", needs_goal=True),
+    a.name: a
+    for a in [
+        Action(
+            "embed_backfill",
+            embed_backfill,
+            {"limit": int},
+            "Embed this tenant's chunks still without a vector.",
+            lane=MAINTENANCE,
+            tenant_wide=True,
+        ),
+        Action(
+            "summarise",
+            summarise,
+            {},
+            "Summarise this tenant's sessions that are due.",
+            lane=MAINTENANCE,
+            tenant_wide=True,
+        ),
+        Action(
+            "consolidate",
+            consolidate,
+            {"dry_run": bool},
+            "Consolidate this tenant's memory (promote, prune, merge, cap, compress).",
+            lane=MAINTENANCE,
+            tenant_wide=True,
+        ),
+        Action(
+            "prune_runs",
+            prune_runs,
+            {"keep": int},
+            "Prune the run history of the schedules of its workspace (of its user, if it has one) "
+            "to the newest N.",
+        ),
+        Action(
+            "agent_goal",
+            agent_goal,
+            {},
+            "POST the goal to the tenant's agent webhook.",
+            needs_goal=True,
+        ),
     ]
 }
 
@@ -160,7 +213,9 @@ def check_params(action: str, params: Any, goal: str) -> dict[str, Any]:
     """Params checked against the action's declared ones (ParamsError with a code otherwise)."""
     spec = REGISTRY.get(action)
     if spec is None:
-        raise ParamsError("unknown_action", f"Unknown action {action!r}; known: {', '.join(sorted(REGISTRY))}.")
+        raise ParamsError(
+            "unknown_action", f"Unknown action {action!r}; known: {', '.join(sorted(REGISTRY))}."
+        )
     if params is None:
         params = {}
     if not isinstance(params, dict):
@@ -170,7 +225,11 @@ def check_params(action: str, params: Any, goal: str) -> dict[str, Any]:
         if kind is None:
             raise ParamsError("invalid_params", f"Action {action!r} takes no parameter {name!r}.")
         if not isinstance(value, kind) or (kind is int and (isinstance(value, bool) or value < 1)):
-            raise ParamsError("invalid_params", f"Parameter {name!r} must be a {'positive integer' if kind is int else kind.__name__}.")
+            raise ParamsError(
+                "invalid_params",
+                f"Parameter {name!r} must be a"
+                f" {'positive integer' if kind is int else kind.__name__}.",
+            )
     if spec.needs_goal and not goal.strip():
         raise ParamsError("goal_required", f"Action {action!r} needs a goal.")
     return params

@@ -15,7 +15,9 @@ class SchedulingConfig(AppConfig):
         from scheduling.tasks import sync_on_cluster_start
         from scheduling.transfer import SchedulingTransfer
 
-        cluster_starting.connect(sync_on_cluster_start, dispatch_uid="scheduling.sync_cluster_schedules")
+        cluster_starting.connect(
+            sync_on_cluster_start, dispatch_uid="scheduling.sync_cluster_schedules"
+        )
         register_extension(SchedulingTransfer)
         background.register_lane("dispatch", DispatchLane)
         # A consolidation run's output names what it deleted, with each owner: forget redacts it.

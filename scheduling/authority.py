@@ -42,7 +42,8 @@ def is_tenant_wide(action: str) -> bool:
 
 
 def check_key_may_schedule(key: ApiKey, action: str) -> None:
-    """403 unless the key may make (or change, pause, resume, run, delete) a schedule of `action`."""
+    """403 unless the key may make (or change, pause, resume, run, delete) a schedule of
+    `action`."""
     if is_tenant_wide(action):
         what = f"A schedule of {action!r} (it works on the whole tenant)"
         require_scope(key, "admin", what)
@@ -62,41 +63,76 @@ def stamp(schedule: Schedule, key: ApiKey | None) -> None:
         schedule.authority_user_id = schedule.user_id
 
 
-AUTHORITY_FIELDS = ["authority_key", "authority_key_prefix", "authority_workspace", "authority_user_id",
-                    "authority_scopes"]
+AUTHORITY_FIELDS = [
+    "authority_key",
+    "authority_key_prefix",
+    "authority_workspace",
+    "authority_user_id",
+    "authority_scopes",
+]
 
 
 def for_run(schedule: Schedule) -> ApiKey:
     """The authority a run of `schedule` acts with now, as an (unsaved) key whose limits the
     action's queries apply; Refused when it has none."""
     if not schedule.authority_scopes:
-        raise Refused("no_authority", "This schedule has no recorded authority (e.g. it was imported): "
-                                      "change or resume it with an API key to give it that key's.")
+        raise Refused(
+            "no_authority",
+            "This schedule has no recorded authority (e.g. it was imported): "
+            "change or resume it with an API key to give it that key's.",
+        )
     scopes = list(schedule.authority_scopes)
     if schedule.authority_key_prefix:
-        key = ApiKey.objects.filter(pk=schedule.authority_key_id).first() if schedule.authority_key_id else None
+        key = (
+            ApiKey.objects.filter(pk=schedule.authority_key_id).first()
+            if schedule.authority_key_id
+            else None
+        )
         if key is None:
-            raise Refused("key_deleted", "The API key this schedule acts for was deleted; change or resume it "
-                                         "with another key.")
+            raise Refused(
+                "key_deleted",
+                "The API key this schedule acts for was deleted; change or resume it "
+                "with another key.",
+            )
         if not key.is_active:
-            raise Refused("key_revoked", "The API key this schedule acts for was revoked; change or resume it "
-                                         "with another key.")
-        if (key.workspace_id not in (None, schedule.authority_workspace_id)
-                or key.user_id not in ("", schedule.authority_user_id)):
-            raise Refused("authority_changed", "The API key this schedule acts for is now limited more narrowly "
-                                               "than when the schedule was made.")
+            raise Refused(
+                "key_revoked",
+                "The API key this schedule acts for was revoked; change or resume it "
+                "with another key.",
+            )
+        if key.workspace_id not in (None, schedule.authority_workspace_id) or key.user_id not in (
+            "",
+            schedule.authority_user_id,
+        ):
+            raise Refused(
+                "authority_changed",
+                "The API key this schedule acts for is now limited more narrowly "
+                "than when the schedule was made.",
+            )
         scopes = [s for s in scopes if key.has_scope(s)]  # a scope the key lost is lost here too
-    authority = ApiKey(tenant_id=schedule.tenant_id, workspace_id=schedule.authority_workspace_id,
-                       user_id=schedule.authority_user_id, scopes=scopes)
+    authority = ApiKey(
+        tenant_id=schedule.tenant_id,
+        workspace_id=schedule.authority_workspace_id,
+        user_id=schedule.authority_user_id,
+        scopes=scopes,
+    )
     if "write" not in scopes and "admin" not in scopes:
-        raise Refused("authority_changed", "The API key this schedule acts for may no longer write.")
+        raise Refused(
+            "authority_changed", "The API key this schedule acts for may no longer write."
+        )
     if is_tenant_wide(schedule.action):
         if not authority.has_scope("admin"):
-            raise Refused("admin_scope_required", f"{schedule.action!r} works on the whole tenant: it needs the "
-                                                  "authority of an admin key.")
+            raise Refused(
+                "admin_scope_required",
+                f"{schedule.action!r} works on the whole tenant: it needs the "
+                "authority of an admin key.",
+            )
         try:  # the one definition of a tenant-wide key, as export, forget-user and webhooks use
             require_tenant_wide(authority, repr(schedule.action))
         except Forbidden:
-            raise Refused("tenant_wide_key_required", f"{schedule.action!r} works on the whole tenant: it needs "
-                                                      "the authority of a key for the whole tenant.") from None
+            raise Refused(
+                "tenant_wide_key_required",
+                f"{schedule.action!r} works on the whole tenant: it needs "
+                "the authority of a key for the whole tenant.",
+            ) from None
     return authority

@@ -1,4 +1,5 @@
-"""Cadence maths: next fire time, validation and human-friendly formatting (docs/lanes-and-schedules.md#schedules).
+"""Cadence maths: next fire time, validation and human-friendly formatting
+(docs/lanes-and-schedules.md#schedules).
 
 Cron expressions (5 fields, croniter) are evaluated on the wall clock of the schedule's IANA time
 zone (zoneinfo), so "0 9 * * *" stays at 09:00 local across DST changes. Each wall-clock match
@@ -61,14 +62,21 @@ def zone(name: str) -> ZoneInfo:
             raise ZoneInfoNotFoundError(name)
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError, TypeError):
-        raise CadenceError("invalid_timezone", f"Unknown time zone {name!r} (use an IANA name such as "
-                                               "'Europe/Paris').", "cadence.timezone") from None
+        raise CadenceError(
+            "invalid_timezone",
+            f"Unknown time zone {name!r} (use an IANA name such as 'Europe/Paris').",
+            "cadence.timezone",
+        ) from None
 
 
 def parse_interval(value: str | int) -> int:
     """Seconds of an interval: a number of seconds, or a duration such as 15m, 1h30m, 2d, 90s."""
     if isinstance(value, bool):
-        raise CadenceError("invalid_interval", "Interval must be seconds or a duration like '15m'.", "cadence.value")
+        raise CadenceError(
+            "invalid_interval",
+            "Interval must be seconds or a duration like '15m'.",
+            "cadence.value",
+        )
     if isinstance(value, int):
         seconds = value
     else:
@@ -78,12 +86,17 @@ def parse_interval(value: str | int) -> int:
         else:
             match = _DURATION.match(text)
             if not text or match is None:
-                raise CadenceError("invalid_interval", f"Interval {value!r} is not seconds or a duration like "
-                                                       "'15m' or '1h30m'.", "cadence.value")
+                raise CadenceError(
+                    "invalid_interval",
+                    f"Interval {value!r} is not seconds or a duration like '15m' or '1h30m'.",
+                    "cadence.value",
+                )
             d, h, m, s = (int(g) if g else 0 for g in match.groups())
             seconds = ((d * 24 + h) * 60 + m) * 60 + s
     if seconds <= 0 or seconds > 366 * 86400:
-        raise CadenceError("invalid_interval", "Interval must be between 1 second and 366 days.", "cadence.value")
+        raise CadenceError(
+            "invalid_interval", "Interval must be between 1 second and 366 days.", "cadence.value"
+        )
     return seconds
 
 
@@ -94,7 +107,9 @@ def parse_once(value: str, tz: ZoneInfo) -> datetime:
     except ValueError:
         parsed = None
     if parsed is None:
-        raise CadenceError("invalid_once_time", f"{value!r} is not an ISO-8601 date and time.", "cadence.value")
+        raise CadenceError(
+            "invalid_once_time", f"{value!r} is not an ISO-8601 date and time.", "cadence.value"
+        )
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=tz)
     try:
@@ -104,8 +119,11 @@ def parse_once(value: str, tz: ZoneInfo) -> datetime:
     except OverflowError:
         at = None
     if at is None or at.year > _ONCE_MAX_YEAR:
-        raise CadenceError("invalid_once_time", f"{value!r} is too far in the future (the latest year is "
-                                                f"{_ONCE_MAX_YEAR}).", "cadence.value")
+        raise CadenceError(
+            "invalid_once_time",
+            f"{value!r} is too far in the future (the latest year is {_ONCE_MAX_YEAR}).",
+            "cadence.value",
+        )
     return at
 
 
@@ -115,18 +133,25 @@ def _cron(expr: str, start: datetime) -> croniter:
     try:
         return croniter(expr, start)
     except (ValueError, KeyError, TypeError) as exc:
-        raise CadenceError("invalid_cron", f"Invalid cron expression {expr!r}: {exc}", "cadence.value") from None
+        raise CadenceError(
+            "invalid_cron", f"Invalid cron expression {expr!r}: {exc}", "cadence.value"
+        ) from None
 
 
 def _check_cron(expr: str) -> None:
     fields = expr.split()
     if len(fields) != 5:
-        raise CadenceError("invalid_cron", f"Cron expression {expr!r} must have 5 fields "
-                                           "(minute hour day month weekday).", "cadence.value")
+        raise CadenceError(
+            "invalid_cron",
+            f"Cron expression {expr!r} must have 5 fields (minute hour day month weekday).",
+            "cadence.value",
+        )
     try:
         croniter(expr)
     except (ValueError, KeyError, TypeError) as exc:  # croniter's errors subclass ValueError
-        raise CadenceError("invalid_cron", f"Invalid cron expression {expr!r}: {exc}", "cadence.value") from None
+        raise CadenceError(
+            "invalid_cron", f"Invalid cron expression {expr!r}: {exc}", "cadence.value"
+        ) from None
 
 
 def next_run(cadence: Cadence, after: datetime) -> datetime | None:
@@ -139,7 +164,9 @@ def next_run(cadence: Cadence, after: datetime) -> datetime | None:
         return after + cadence.interval
     if cadence.type == "cron":
         return _next_cron(cadence.value, cadence.zone, after)
-    raise CadenceError("invalid_cadence_type", f"Unknown cadence type {cadence.type!r}.", "cadence.type")
+    raise CadenceError(
+        "invalid_cadence_type", f"Unknown cadence type {cadence.type!r}.", "cadence.type"
+    )
 
 
 def _next_cron(expr: str, tz: ZoneInfo, after: datetime) -> datetime | None:
@@ -171,15 +198,24 @@ def next_after_due(cadence: Cadence, due: datetime, now: datetime) -> datetime |
     return next_run(cadence, max(due, now))
 
 
-def validate(type_: str, value: object, tz_name: str | None, *, now: datetime,
-             min_interval: int | None = None) -> Cadence:
+def validate(
+    type_: str,
+    value: object,
+    tz_name: str | None,
+    *,
+    now: datetime,
+    min_interval: int | None = None,
+) -> Cadence:
     """A checked Cadence or CadenceError: one-shot in the future, cron valid and not more frequent
     than the minimum interval, interval at least the minimum."""
     if min_interval is None:
         min_interval = settings.MEMORYHUB_SCHEDULE_MIN_INTERVAL_SECONDS
     if type_ not in TYPES:
-        raise CadenceError("invalid_cadence_type", f"Cadence type must be one of {', '.join(TYPES)}.",
-                           "cadence.type")
+        raise CadenceError(
+            "invalid_cadence_type",
+            f"Cadence type must be one of {', '.join(TYPES)}.",
+            "cadence.type",
+        )
     tz_name = tz_name or "UTC"
     tz = zone(tz_name)
     if value is None or (isinstance(value, str) and not value.strip()):
@@ -187,26 +223,39 @@ def validate(type_: str, value: object, tz_name: str | None, *, now: datetime,
     if type_ == "interval":
         seconds = parse_interval(value)  # type: ignore[arg-type]
         if seconds < min_interval:
-            raise CadenceError("interval_too_short", f"Interval {seconds}s is shorter than the minimum "
-                                                     f"{min_interval}s.", "cadence.value")
+            raise CadenceError(
+                "interval_too_short",
+                f"Interval {seconds}s is shorter than the minimum {min_interval}s.",
+                "cadence.value",
+            )
         return Cadence(type_, str(value).strip(), tz_name)
     if not isinstance(value, str):
-        raise CadenceError("invalid_cadence_value", "Cadence value must be a string.", "cadence.value")
+        raise CadenceError(
+            "invalid_cadence_value", "Cadence value must be a string.", "cadence.value"
+        )
     value = value.strip()
     if type_ == "once":
         at = parse_once(value, tz)
         if at <= now:
-            raise CadenceError("once_in_past", f"One-shot time {value} is not in the future.", "cadence.value")
+            raise CadenceError(
+                "once_in_past", f"One-shot time {value} is not in the future.", "cadence.value"
+            )
         return Cadence(type_, at.isoformat(), tz_name)
     expr = " ".join(value.split())
     _check_cron(expr)
     cadence = Cadence(type_, expr, tz_name)
     gap = shortest_cron_gap(cadence, now)
     if gap is None:
-        raise CadenceError("invalid_cron", f"Cron expression {expr!r} never fires.", "cadence.value")
+        raise CadenceError(
+            "invalid_cron", f"Cron expression {expr!r} never fires.", "cadence.value"
+        )
     if gap < timedelta(seconds=min_interval):
-        raise CadenceError("cron_too_frequent", f"Cron expression {expr!r} fires every {int(gap.total_seconds())}s, "
-                                                f"more often than the minimum {min_interval}s.", "cadence.value")
+        raise CadenceError(
+            "cron_too_frequent",
+            f"Cron expression {expr!r} fires every {int(gap.total_seconds())}s, "
+            f"more often than the minimum {min_interval}s.",
+            "cadence.value",
+        )
     return cadence
 
 

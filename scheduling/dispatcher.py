@@ -3,11 +3,11 @@
 `dispatch()` is called every second by the dispatch lane (DispatchLane, run by `manage.py work`),
 so a run starts within about a second of its due time. Runs execute on the schedules cluster,
 which runs nothing else: no backlog of other work can delay them (actions that are bulk work go
-to the maintenance cluster). Claiming locks due rows with SELECT … FOR UPDATE SKIP LOCKED, so two dispatchers (two clusters)
-never claim the same due time: the second skips rows the first holds, and once the first commits
-the row's next_run_at has moved on. A unique (schedule, due_at) constraint backs this up.
-Creating the run and moving next_run_at happen in one transaction, as do recording a run's
-outcome and updating the schedule (failure streak, pause, completion) and pruning its history.
+to the maintenance cluster). Claiming locks due rows with SELECT … FOR UPDATE SKIP LOCKED, so two
+dispatchers (two clusters) never claim the same due time: the second skips rows the first holds, and
+once the first commits the row's next_run_at has moved on. A unique (schedule, due_at) constraint
+backs this up. Creating the run and moving next_run_at happen in one transaction, as do recording a
+run's outcome and updating the schedule (failure streak, pause, completion) and pruning its history.
 """
 
 from __future__ import annotations
@@ -53,7 +53,9 @@ REQUEUE_SECONDS = 300
 run_notification = Signal()
 
 
-def dispatch(now: datetime | None = None, *, on_claimed: Callable[[list[Run]], None] | None = None) -> dict[str, int]:
+def dispatch(
+    now: datetime | None = None, *, on_claimed: Callable[[list[Run]], None] | None = None
+) -> dict[str, int]:
     """One pass: time out stuck runs, send lost ones again, then claim every due schedule and
     enqueue its run."""
     now = now or timezone.now()
@@ -68,19 +70,27 @@ def dispatch(now: datetime | None = None, *, on_claimed: Callable[[list[Run]], N
         if len(runs) < batch:
             break
     if claimed or timed_out or requeued:
-        logger.info("schedules dispatched", extra={"claimed": claimed, "timed_out": timed_out, "requeued": requeued})
+        logger.info(
+            "schedules dispatched",
+            extra={"claimed": claimed, "timed_out": timed_out, "requeued": requeued},
+        )
     return {"claimed": claimed, "timed_out": timed_out, "requeued": requeued}
 
 
 def due_schedules(now: datetime) -> QuerySet[Schedule]:
-    """Schedules due at `now`: the one definition the dispatcher claims by (and its lane's has_work)."""
+    """Schedules due at `now`: the one definition the dispatcher claims by (and its lane's
+    has_work)."""
     return Schedule.objects.filter(status=ScheduleStatus.ACTIVE, next_run_at__lte=now)
 
 
-def _claim_batch(now: datetime, batch: int, on_claimed: Callable[[list[Run]], None] | None) -> list[Run]:
+def _claim_batch(
+    now: datetime, batch: int, on_claimed: Callable[[list[Run]], None] | None
+) -> list[Run]:
     runs: list[Run] = []
     with transaction.atomic():
-        due = list(due_schedules(now).select_for_update(skip_locked=True).order_by("next_run_at")[:batch])
+        due = list(
+            due_schedules(now).select_for_update(skip_locked=True).order_by("next_run_at")[:batch]
+        )
         for schedule in due:
             due_at = schedule.next_run_at
             assert due_at is not None
@@ -88,11 +98,16 @@ def _claim_batch(now: datetime, batch: int, on_claimed: Callable[[list[Run]], No
                 following = cadence_maths.next_after_due(schedule.cadence(), due_at, now)
             except cadence_maths.CadenceError as exc:
                 # A cadence broken behind the API's back (a hand edit) must not block the others.
-                logger.error("schedule has an invalid cadence", extra={"schedule": str(schedule.pk), "error": exc.message})
+                logger.error(
+                    "schedule has an invalid cadence",
+                    extra={"schedule": str(schedule.pk), "error": exc.message},
+                )
                 schedule.status, schedule.next_run_at = ScheduleStatus.FAILED, None
                 schedule.save(update_fields=["status", "next_run_at", "updated_at"])
                 continue
-            run = Run.objects.create(tenant_id=schedule.tenant_id, schedule=schedule, due_at=due_at, started_at=now)
+            run = Run.objects.create(
+                tenant_id=schedule.tenant_id, schedule=schedule, due_at=due_at, started_at=now
+            )
             schedule.next_run_at = following
             schedule.save(update_fields=["next_run_at", "updated_at"])
             _enqueue_run(run, schedule)
@@ -122,8 +137,12 @@ def execute_run(run_id: str) -> dict[str, Any]:
     with transaction.atomic():
         # Lock the run row only: FOR UPDATE over the join also locked the schedule and the tenant,
         # and deadlocked with run-now inserts and finishing runs.
-        run = (Run.objects.select_for_update(of=("self",)).select_related("schedule__tenant")
-               .filter(pk=run_id).first())
+        run = (
+            Run.objects.select_for_update(of=("self",))
+            .select_related("schedule__tenant")
+            .filter(pk=run_id)
+            .first()
+        )
         if run is None or run.status != RunStatus.QUEUED:
             return {"run": run_id, "skipped": "not queued"}
         run.status = RunStatus.RUNNING
@@ -140,23 +159,54 @@ def execute_run(run_id: str) -> dict[str, Any]:
         ok, text, turns, cost, error = True, result.text(), result.turn_count, result.cost, ""
     except authority.Refused as exc:
         ok, text, turns, cost, error = False, exc.message, 0, 0.0, exc.code
-    except Interrupted:  # the cluster is stopping (memoryhub.tasks): say so rather than stay "running"
+    # the cluster is stopping (memoryhub.tasks): say so rather than stay "running"
+    except Interrupted:
         connection.close()  # the signal may have cut a query short
         # Failed, not sent again: the action may have had effects (an agent acting on its goal).
-        ok, text, turns, cost, error = (False, "Interrupted: MemoryHub was stopping while this run was in "
-                                        "progress; it did not finish.", 0, 0.0, "interrupted")
+        ok, text, turns, cost, error = (
+            False,
+            "Interrupted: MemoryHub was stopping while this run was in "
+            "progress; it did not finish.",
+            0,
+            0.0,
+            "interrupted",
+        )
     except ActionError as exc:
         ok, text, turns, cost, error = False, exc.output, exc.turn_count, exc.cost, "action_failed"
     except Exception as exc:  # any failure of the job is a failed run, never a stuck one
-        logger.exception("scheduled action failed", extra={"run": run_id, "action": schedule.action})
-        ok, text, turns, cost, error = False, f"{exc.__class__.__name__}: {exc}", 0, 0.0, "exception"
-    finish_run(run.pk, succeeded=ok, output=text, turn_count=turns, cost=cost, error=error,
-               expect=RunStatus.RUNNING)
+        logger.exception(
+            "scheduled action failed", extra={"run": run_id, "action": schedule.action}
+        )
+        ok, text, turns, cost, error = (
+            False,
+            f"{exc.__class__.__name__}: {exc}",
+            0,
+            0.0,
+            "exception",
+        )
+    finish_run(
+        run.pk,
+        succeeded=ok,
+        output=text,
+        turn_count=turns,
+        cost=cost,
+        error=error,
+        expect=RunStatus.RUNNING,
+    )
     return {"run": run_id, "status": RunStatus.SUCCEEDED if ok else RunStatus.FAILED}
 
 
-def finish_run(run_id: Any, *, succeeded: bool, output: str, turn_count: int = 0, cost: float = 0.0,
-               error: str = "", expect: str | None = None, now: datetime | None = None) -> Run | None:
+def finish_run(
+    run_id: Any,
+    *,
+    succeeded: bool,
+    output: str,
+    turn_count: int = 0,
+    cost: float = 0.0,
+    error: str = "",
+    expect: str | None = None,
+    now: datetime | None = None,
+) -> Run | None:
     """Record a run's outcome and update its schedule, in one transaction."""
     now = now or timezone.now()
     with transaction.atomic():
@@ -173,27 +223,47 @@ def finish_run(run_id: Any, *, succeeded: bool, output: str, turn_count: int = 0
         run.save()
         schedule.last_run_at, schedule.last_run_status = now, status
         schedule.consecutive_failures = 0 if succeeded else schedule.consecutive_failures + 1
-        if schedule.cadence_type == CadenceType.ONCE and not run.manual and schedule.status == ScheduleStatus.ACTIVE:
+        if (
+            schedule.cadence_type == CadenceType.ONCE
+            and not run.manual
+            and schedule.status == ScheduleStatus.ACTIVE
+        ):
             schedule.status = ScheduleStatus.COMPLETED if succeeded else ScheduleStatus.FAILED
             schedule.next_run_at = None
-        elif (not succeeded and schedule.status == ScheduleStatus.ACTIVE
-              and schedule.consecutive_failures >= MAX_FAILURES):
+        elif (
+            not succeeded
+            and schedule.status == ScheduleStatus.ACTIVE
+            and schedule.consecutive_failures >= MAX_FAILURES
+        ):
             schedule.status = ScheduleStatus.PAUSED
-            logger.warning("schedule paused after repeated failures",
-                           extra={"schedule": str(schedule.pk), "failures": schedule.consecutive_failures})
-        schedule.save(update_fields=["last_run_at", "last_run_status", "consecutive_failures", "status",
-                                     "next_run_at", "updated_at"])
+            logger.warning(
+                "schedule paused after repeated failures",
+                extra={"schedule": str(schedule.pk), "failures": schedule.consecutive_failures},
+            )
+        schedule.save(
+            update_fields=[
+                "last_run_at",
+                "last_run_status",
+                "consecutive_failures",
+                "status",
+                "next_run_at",
+                "updated_at",
+            ]
+        )
         if _notify_wanted(schedule.notification_policy, succeeded):
-            notifications.record_delivery(run, schedule, now)  # delivered after commit, `notified` once it is
+            # delivered after commit, `notified` once it is
+            notifications.record_delivery(run, schedule, now)
             transaction.on_commit(lambda: run_notification.send(sender=Run, run=run))
         Run.objects.prune_history(schedule.pk, keep=actions.RUNS_KEPT)
     return run
 
 
 def _notify_wanted(policy: str, succeeded: bool) -> bool:
-    return (policy == NotificationPolicy.ALWAYS
-            or (policy == NotificationPolicy.ON_FAILURE and not succeeded)
-            or (policy == NotificationPolicy.ON_SUCCESS and succeeded))
+    return (
+        policy == NotificationPolicy.ALWAYS
+        or (policy == NotificationPolicy.ON_FAILURE and not succeeded)
+        or (policy == NotificationPolicy.ON_SUCCESS and succeeded)
+    )
 
 
 def time_out_stuck_runs(now: datetime | None = None) -> int:
@@ -201,13 +271,20 @@ def time_out_stuck_runs(now: datetime | None = None) -> int:
     is never failed for waiting: it never got a worker (see requeue_waiting_runs)."""
     now = now or timezone.now()
     limit = now - timedelta(seconds=RUN_TIMEOUT_SECONDS)
-    stuck = list(Run.objects.filter(status=RunStatus.RUNNING, started_at__lt=limit)
-                 .values_list("pk", "status"))
+    stuck = list(
+        Run.objects.filter(status=RunStatus.RUNNING, started_at__lt=limit).values_list(
+            "pk", "status"
+        )
+    )
     done = 0
     for run_id, status in stuck:
-        message = (f"Timed out: still {status} after {RUN_TIMEOUT_SECONDS}s "
-                   "(worker lost or action too slow).")
-        if finish_run(run_id, succeeded=False, output=message, error="timeout", expect=status, now=now):
+        message = (
+            f"Timed out: still {status} after {RUN_TIMEOUT_SECONDS}s "
+            "(worker lost or action too slow)."
+        )
+        if finish_run(
+            run_id, succeeded=False, output=message, error="timeout", expect=status, now=now
+        ):
             done += 1
     return done
 
@@ -220,8 +297,11 @@ def requeue_waiting_runs(now: datetime | None = None) -> int:
     limit = now - timedelta(seconds=REQUEUE_SECONDS)
     done = 0
     with transaction.atomic():
-        waiting = list(Run.objects.select_for_update(skip_locked=True, of=("self",)).select_related("schedule")
-                       .filter(status=RunStatus.QUEUED, started_at__lt=limit)[:100])
+        waiting = list(
+            Run.objects.select_for_update(skip_locked=True, of=("self",))
+            .select_related("schedule")
+            .filter(status=RunStatus.QUEUED, started_at__lt=limit)[:100]
+        )
         for run in waiting:
             run.started_at = now  # a queued run's started_at is when it was last sent
             run.save(update_fields=["started_at"])
@@ -252,5 +332,11 @@ class DispatchLane:
             return bool(list(rows.values_list("pk", flat=True)[:1]))
 
 
-__all__ = ["ActionResult", "dispatch", "execute_run", "finish_run", "run_now",
-           "time_out_stuck_runs"]
+__all__ = [
+    "ActionResult",
+    "dispatch",
+    "execute_run",
+    "finish_run",
+    "run_now",
+    "time_out_stuck_runs",
+]

@@ -25,7 +25,7 @@ def summarise(*, tenant_id: int | None = None) -> dict[str, Any]:
 
 
 def consolidate(*, tenant_id: int | None = None, dry_run: bool = False) -> dict[str, Any]:
-    """Promote, prune, merge, cap and compress (docs/lifecycle.md). The ids of every row touched can be long:
-    the caller gets the counts, the stored ConsolidationReport keeps the ids."""
+    """Promote, prune, merge, cap and compress (docs/lifecycle.md). The ids of every row touched can
+    be long: the caller gets the counts, the stored ConsolidationReport keeps the ids."""
     report = run_consolidation(tenant_id=tenant_id, dry_run=dry_run)
     return {key: value for key, value in report.items() if key != "ids"}

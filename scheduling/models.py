@@ -1,4 +1,5 @@
-"""Schedules (docs/lanes-and-schedules.md#schedules) and their runs (`schedule_runs`), per tenant."""
+"""Schedules (docs/lanes-and-schedules.md#schedules) and their runs (`schedule_runs`), per
+tenant."""
 
 from __future__ import annotations
 
@@ -23,7 +24,11 @@ class ScheduleQuerySet(KeyScopedQuerySet):
     maintenance), so that no run output shows more than the key may read."""
 
     def visible_to(self, key: ApiKey) -> ScheduleQuerySet:
-        return super().visible_to(key).acting_within(workspace_id=key.workspace_id, user_id=key.user_id)
+        return (
+            super()
+            .visible_to(key)
+            .acting_within(workspace_id=key.workspace_id, user_id=key.user_id)
+        )
 
     def acting_within(self, *, workspace_id: int | None, user_id: str) -> ScheduleQuerySet:
         """Schedules whose authority lies within these limits (None / "": no limit)."""
@@ -35,7 +40,8 @@ class ScheduleQuerySet(KeyScopedQuerySet):
         return qs
 
     def within_export(self, *, workspace_id: int | None, user_id: str) -> ScheduleQuerySet:
-        """A workspace's or a user's export (memoryhub.transfer) carries the schedules acting there."""
+        """A workspace's or a user's export (memoryhub.transfer) carries the schedules acting
+        there."""
         return self.acting_within(workspace_id=workspace_id, user_id=user_id)
 
     def within_authority(self, authority: ApiKey) -> ScheduleQuerySet:
@@ -54,19 +60,29 @@ class RunQuerySet(KeyScopedQuerySet):
     user_field = "schedule__user_id"
 
     def visible_to(self, key: ApiKey) -> RunQuerySet:
-        """The runs of the schedules the key sees (ScheduleQuerySet.visible_to: one rule for both)."""
-        return self.filter(tenant_id=key.tenant_id,
-                           schedule__in=Schedule.objects.visible_to(key).values("pk"))
+        """The runs of the schedules the key sees (ScheduleQuerySet.visible_to: one rule for
+        both)."""
+        return self.filter(
+            tenant_id=key.tenant_id, schedule__in=Schedule.objects.visible_to(key).values("pk")
+        )
 
     def within_export(self, *, workspace_id: int | None, user_id: str) -> RunQuerySet:
         """The runs of the schedules a workspace's or a user's export carries: their outputs say
         what their schedule's authority read."""
-        return self.filter(schedule__in=Schedule.objects.acting_within(workspace_id=workspace_id, user_id=user_id)
-                           .values("pk"))
+        return self.filter(
+            schedule__in=Schedule.objects.acting_within(
+                workspace_id=workspace_id, user_id=user_id
+            ).values("pk")
+        )
 
     def prune_history(self, schedule_id: Any, *, keep: int, spare: Any = None) -> int:
-        """Delete all but the newest `keep` finished runs of a schedule (open runs are never pruned)."""
-        newest = self.filter(schedule_id=schedule_id).order_by("-started_at", "-pk").values_list("pk", flat=True)
+        """Delete all but the newest `keep` finished runs of a schedule (open runs are never
+        pruned)."""
+        newest = (
+            self.filter(schedule_id=schedule_id)
+            .order_by("-started_at", "-pk")
+            .values_list("pk", flat=True)
+        )
         old = list(newest[keep:])
         if spare is not None:
             old = [pk for pk in old if pk != spare]
@@ -107,8 +123,9 @@ class RunStatus(models.TextChoices):
 class Schedule(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="schedules")
-    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, null=True, blank=True,
-                                  related_name="schedules")
+    workspace = models.ForeignKey(
+        Workspace, on_delete=models.CASCADE, null=True, blank=True, related_name="schedules"
+    )
     user_id = models.CharField(max_length=200, blank=True, default="")
     name = models.CharField(max_length=200)
     goal = models.TextField(blank=True, default="")
@@ -117,13 +134,16 @@ class Schedule(models.Model):
     cadence_type = models.CharField(max_length=10, choices=CadenceType.choices)
     cadence_value = models.CharField(max_length=200)
     timezone = models.CharField(max_length=64, default="UTC")
-    notification_policy = models.CharField(max_length=20, choices=NotificationPolicy.choices,
-                                           default=NotificationPolicy.ALWAYS)
+    notification_policy = models.CharField(
+        max_length=20, choices=NotificationPolicy.choices, default=NotificationPolicy.ALWAYS
+    )
     channel = models.CharField(max_length=100, blank=True, default="")
     # where in the channel the schedule was made (a thread, a chat), so that its
     # notifications can be routed back there. Opaque to MemoryHub; sent with every notification.
     channel_context_id = models.CharField(max_length=200, blank=True, default="")
-    status = models.CharField(max_length=10, choices=ScheduleStatus.choices, default=ScheduleStatus.ACTIVE)
+    status = models.CharField(
+        max_length=10, choices=ScheduleStatus.choices, default=ScheduleStatus.ACTIVE
+    )
     created_at = models.DateTimeField(default=dj_timezone.now)
     updated_at = models.DateTimeField(auto_now=True)
     next_run_at = models.DateTimeField(null=True, blank=True)
@@ -133,22 +153,42 @@ class Schedule(models.Model):
     # The authority its runs act with (scheduling.authority): the key that created it or last
     # changed it, its limits as they applied to this schedule, and its scopes. Not exported: an
     # imported schedule takes the importing key's. No scopes at all: no authority, runs refuse.
-    authority_key = models.ForeignKey(ApiKey, on_delete=models.SET_NULL, null=True, blank=True,
-                                      related_name="+", editable=False)
-    authority_key_prefix = models.CharField(max_length=32, blank=True, default="", editable=False,
-                                            help_text="The key's prefix; empty: no key (the operator).")
-    authority_workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, null=True, blank=True,
-                                            related_name="+", editable=False,
-                                            help_text="Empty: every workspace of the tenant.")
-    authority_user_id = models.CharField(max_length=200, blank=True, default="", editable=False,
-                                         help_text="Empty: every user of the tenant.")
-    authority_scopes = ArrayField(models.CharField(max_length=10), default=list, blank=True, editable=False)
+    authority_key = models.ForeignKey(
+        ApiKey, on_delete=models.SET_NULL, null=True, blank=True, related_name="+", editable=False
+    )
+    authority_key_prefix = models.CharField(
+        max_length=32,
+        blank=True,
+        default="",
+        editable=False,
+        help_text="The key's prefix; empty: no key (the operator).",
+    )
+    authority_workspace = models.ForeignKey(
+        Workspace,
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="+",
+        editable=False,
+        help_text="Empty: every workspace of the tenant.",
+    )
+    authority_user_id = models.CharField(
+        max_length=200,
+        blank=True,
+        default="",
+        editable=False,
+        help_text="Empty: every user of the tenant.",
+    )
+    authority_scopes = ArrayField(
+        models.CharField(max_length=10), default=list, blank=True, editable=False
+    )
 
     objects = ScheduleQuerySet.as_manager()
 
     def transfer_identity(self) -> dict[str, Any]:
         """How an import with on_conflict skip/merge recognises a stored schedule (names are not
-        unique, but a second one of the same name, place and user is what a re-import would make)."""
+        unique, but a second one of the same name, place and user is what a re-import would
+        make)."""
         return {"workspace_id": self.workspace_id, "user_id": self.user_id, "name": self.name}
 
     class Meta:
@@ -194,13 +234,19 @@ class Run(models.Model):
         ordering = ["-started_at"]
         indexes = [
             models.Index(fields=["schedule", "-started_at"], name="run_history"),
-            models.Index(fields=["status", "started_at"], name="run_open",
-                         condition=Q(status__in=["queued", "running"])),
+            models.Index(
+                fields=["status", "started_at"],
+                name="run_open",
+                condition=Q(status__in=["queued", "running"]),
+            ),
         ]
         constraints = [
             # Belt and braces for the row locks: one run per due time of a schedule.
-            models.UniqueConstraint(fields=["schedule", "due_at"], name="run_once_per_due_time",
-                                    condition=Q(due_at__isnull=False)),
+            models.UniqueConstraint(
+                fields=["schedule", "due_at"],
+                name="run_once_per_due_time",
+                condition=Q(due_at__isnull=False),
+            ),
         ]
 
     def __str__(self) -> str:
@@ -215,18 +261,23 @@ class Run(models.Model):
 
         from memoryhub.forget import redact_deletions
 
-        tenant_name = Tenant.objects.filter(pk=tenant_id).values_list("name", flat=True).first() or ""
+        tenant_name = (
+            Tenant.objects.filter(pk=tenant_id).values_list("name", flat=True).first() or ""
+        )
         runs = deliveries = 0
         needle = f'"user_id": {json.dumps(user_id)}'  # how ActionResult.text() writes it
-        for run in cls.objects.select_for_update().filter(tenant_id=tenant_id, output__contains=needle):
+        for run in cls.objects.select_for_update().filter(
+            tenant_id=tenant_id, output__contains=needle
+        ):
             try:
                 output = json.loads(run.output)
             except ValueError:
                 continue
             if not isinstance(output, dict):
                 continue
-            output["deletions"], count = redact_deletions(output.get("deletions"), tenant_name=tenant_name,
-                                                          user_id=user_id)
+            output["deletions"], count = redact_deletions(
+                output.get("deletions"), tenant_name=tenant_name, user_id=user_id
+            )
             if not count:
                 continue
             run.output = json.dumps(output, default=str, sort_keys=True)
@@ -287,11 +338,14 @@ class Delivery(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="deliveries")
     run = models.OneToOneField(Run, on_delete=models.CASCADE, related_name="delivery")
-    webhook = models.ForeignKey(Webhook, on_delete=models.SET_NULL, null=True, blank=True,
-                                related_name="deliveries")
+    webhook = models.ForeignKey(
+        Webhook, on_delete=models.SET_NULL, null=True, blank=True, related_name="deliveries"
+    )
     url = models.CharField(max_length=2000, blank=True, default="")  # where the last attempt went
     payload = models.JSONField(default=dict)
-    status = models.CharField(max_length=12, choices=DeliveryStatus.choices, default=DeliveryStatus.PENDING)
+    status = models.CharField(
+        max_length=12, choices=DeliveryStatus.choices, default=DeliveryStatus.PENDING
+    )
     attempts = models.PositiveIntegerField(default=0)
     max_attempts = models.PositiveIntegerField(default=1)
     last_error = models.CharField(max_length=500, blank=True, default="")
@@ -304,7 +358,9 @@ class Delivery(models.Model):
         ordering = ["-created_at"]
         verbose_name_plural = "deliveries"
         indexes = [
-            models.Index(fields=["next_attempt_at"], name="delivery_due", condition=Q(status="pending")),
+            models.Index(
+                fields=["next_attempt_at"], name="delivery_due", condition=Q(status="pending")
+            ),
         ]
 
     def __str__(self) -> str:

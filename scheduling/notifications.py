@@ -35,8 +35,10 @@ MAX_BACKOFF = timedelta(hours=6)
 MAX_ATTEMPTS = 5
 BACKOFF_SECONDS = 30
 TIMEOUT_SECONDS = 10.0
-NO_WEBHOOK = ("No notification webhook is configured for this tenant "
-              "(POST /api/v1/webhooks/ with kind 'notification').")
+NO_WEBHOOK = (
+    "No notification webhook is configured for this tenant "
+    "(POST /api/v1/webhooks/ with kind 'notification')."
+)
 
 
 def payload(delivery_id: Any, run: Run, schedule: Schedule) -> dict[str, Any]:
@@ -47,15 +49,26 @@ def payload(delivery_id: Any, run: Run, schedule: Schedule) -> dict[str, Any]:
         "delivery_id": str(delivery_id),
         "tenant": schedule.tenant.name,
         "schedule": {
-            "id": str(schedule.pk), "name": schedule.name, "goal": schedule.goal, "action": schedule.action,
-            "user_id": schedule.user_id, "workspace": schedule.workspace.name if schedule.workspace_id else None,
-            "channel": schedule.channel, "channel_context_id": schedule.channel_context_id,
+            "id": str(schedule.pk),
+            "name": schedule.name,
+            "goal": schedule.goal,
+            "action": schedule.action,
+            "user_id": schedule.user_id,
+            "workspace": schedule.workspace.name if schedule.workspace_id else None,
+            "channel": schedule.channel,
+            "channel_context_id": schedule.channel_context_id,
             "notification_policy": schedule.notification_policy,
         },
         "run": {
-            "id": str(run.pk), "status": run.status, "error": run.error, "manual": run.manual,
-            "started_at": _iso(run.started_at), "finished_at": _iso(run.finished_at),
-            "output_summary": run.output_summary, "turn_count": run.turn_count, "cost": run.cost,
+            "id": str(run.pk),
+            "status": run.status,
+            "error": run.error,
+            "manual": run.manual,
+            "started_at": _iso(run.started_at),
+            "finished_at": _iso(run.finished_at),
+            "output_summary": run.output_summary,
+            "turn_count": run.turn_count,
+            "cost": run.cost,
         },
     }
 
@@ -65,12 +78,19 @@ def _iso(moment: datetime | None) -> str | None:
 
 
 def record_delivery(run: Run, schedule: Schedule, now: datetime | None = None) -> Delivery:
-    """Inside the transaction that finishes `run`: the delivery to make, its first attempt on commit."""
+    """Inside the transaction that finishes `run`: the delivery to make, its first attempt on
+    commit."""
     now = now or timezone.now()
     target = webhooks.target_for(schedule.tenant_id, WebhookKind.NOTIFICATION)
     delivery_id = uuid.uuid4()
-    delivery = Delivery(id=delivery_id, tenant_id=run.tenant_id, run=run, payload=payload(delivery_id, run, schedule),
-                        max_attempts=MAX_ATTEMPTS, created_at=now)
+    delivery = Delivery(
+        id=delivery_id,
+        tenant_id=run.tenant_id,
+        run=run,
+        payload=payload(delivery_id, run, schedule),
+        max_attempts=MAX_ATTEMPTS,
+        created_at=now,
+    )
     if target is None:
         delivery.status, delivery.last_error = DeliveryStatus.NO_WEBHOOK, NO_WEBHOOK
     else:
@@ -89,12 +109,21 @@ def deliver(delivery_id: str) -> str:
     target = webhooks.target_for(delivery.tenant_id, WebhookKind.NOTIFICATION)
     error, code = "", None  # an error (empty: accepted) and the answer's HTTP status
     if target is None:
-        error = NO_WEBHOOK  # removed since the run finished; it may come back before the last attempt
+        # removed since the run finished; it may come back before the last attempt
+        error = NO_WEBHOOK
     else:
         body = json.dumps(delivery.payload, sort_keys=True).encode()
         try:
-            code, _ = webhooks.send(target, body, timeout=TIMEOUT_SECONDS, max_reply=64 * 1024,
-                                    extra_headers={"X-MemoryHub-Delivery": str(delivery.pk), "X-MemoryHub-Event": EVENT})
+            code, _ = webhooks.send(
+                target,
+                body,
+                timeout=TIMEOUT_SECONDS,
+                max_reply=64 * 1024,
+                extra_headers={
+                    "X-MemoryHub-Delivery": str(delivery.pk),
+                    "X-MemoryHub-Event": EVENT,
+                },
+            )
         except webhooks.SendError as exc:
             error, code = _describe(exc), exc.status
     return _record_attempt(delivery, target, error=error, code=code, now=timezone.now())
@@ -110,8 +139,11 @@ def _claim(delivery_id: str, now: datetime) -> Delivery | None:
     # a worker killed mid-attempt leaves it to the retry pass after that.
     lease = timedelta(seconds=TIMEOUT_SECONDS + 60)
     with transaction.atomic():
-        delivery = (Delivery.objects.select_for_update(skip_locked=True)
-                    .filter(pk=delivery_id, status=DeliveryStatus.PENDING, next_attempt_at__lte=now).first())
+        delivery = (
+            Delivery.objects.select_for_update(skip_locked=True)
+            .filter(pk=delivery_id, status=DeliveryStatus.PENDING, next_attempt_at__lte=now)
+            .first()
+        )
         if delivery is None:
             return None
         delivery.attempts += 1
@@ -126,22 +158,51 @@ def backoff(attempts: int) -> timedelta:
     return min(base * 2 ** max(attempts - 1, 0), MAX_BACKOFF)
 
 
-def _record_attempt(delivery: Delivery, target: webhooks.Target | None, *, error: str, code: int | None,
-                    now: datetime) -> str:
+def _record_attempt(
+    delivery: Delivery,
+    target: webhooks.Target | None,
+    *,
+    error: str,
+    code: int | None,
+    now: datetime,
+) -> str:
     delivery.last_status_code = code
     if target is not None:
         delivery.webhook, delivery.url = target.webhook, target.url
     if not error:
-        delivery.status, delivery.delivered_at, delivery.next_attempt_at = DeliveryStatus.DELIVERED, now, None
+        delivery.status, delivery.delivered_at, delivery.next_attempt_at = (
+            DeliveryStatus.DELIVERED,
+            now,
+            None,
+        )
     elif delivery.attempts >= delivery.max_attempts:
-        delivery.status, delivery.next_attempt_at, delivery.last_error = DeliveryStatus.FAILED, None, error[:500]
-        logger.warning("notification not delivered", extra={"delivery": str(delivery.pk), "error": error})
+        delivery.status, delivery.next_attempt_at, delivery.last_error = (
+            DeliveryStatus.FAILED,
+            None,
+            error[:500],
+        )
+        logger.warning(
+            "notification not delivered", extra={"delivery": str(delivery.pk), "error": error}
+        )
     else:
-        delivery.next_attempt_at, delivery.last_error = now + backoff(delivery.attempts), error[:500]
-    fields = ["status", "delivered_at", "next_attempt_at", "last_error", "last_status_code", "webhook_id", "url"]
+        delivery.next_attempt_at, delivery.last_error = (
+            now + backoff(delivery.attempts),
+            error[:500],
+        )
+    fields = [
+        "status",
+        "delivered_at",
+        "next_attempt_at",
+        "last_error",
+        "last_status_code",
+        "webhook_id",
+        "url",
+    ]
     with transaction.atomic():
         # update(), not save(): the run (and with it this row) may have been pruned during the POST.
-        Delivery.objects.filter(pk=delivery.pk).update(**{name: getattr(delivery, name) for name in fields})
+        Delivery.objects.filter(pk=delivery.pk).update(
+            **{name: getattr(delivery, name) for name in fields}
+        )
         if delivery.status == DeliveryStatus.DELIVERED:
             Run.objects.filter(pk=delivery.run_id).update(notified=True)
     return delivery.status
@@ -150,8 +211,11 @@ def _record_attempt(delivery: Delivery, target: webhooks.Target | None, *, error
 def retry_due(now: datetime | None = None, *, limit: int = 500) -> int:
     """Enqueue an attempt for every pending delivery whose time has come (the dispatcher's pass)."""
     now = now or timezone.now()
-    due = list(Delivery.objects.filter(status=DeliveryStatus.PENDING, next_attempt_at__lte=now)
-               .order_by("next_attempt_at").values_list("pk", flat=True)[:limit])
+    due = list(
+        Delivery.objects.filter(status=DeliveryStatus.PENDING, next_attempt_at__lte=now)
+        .order_by("next_attempt_at")
+        .values_list("pk", flat=True)[:limit]
+    )
     for delivery_id in due:
         enqueue_on_commit(DELIVER, str(delivery_id), group="schedules")
     return len(due)
@@ -159,7 +223,8 @@ def retry_due(now: datetime | None = None, *, limit: int = 500) -> int:
 
 @transaction.atomic
 def retry(delivery: Delivery) -> Delivery:
-    """An operator's "try again" on a failed or unsent delivery: as many attempts again, from now."""
+    """An operator's "try again" on a failed or unsent delivery: as many attempts again, from
+    now."""
     delivery = Delivery.objects.select_for_update().get(pk=delivery.pk)
     if delivery.status in (DeliveryStatus.FAILED, DeliveryStatus.NO_WEBHOOK):
         delivery.status, delivery.next_attempt_at = DeliveryStatus.PENDING, timezone.now()

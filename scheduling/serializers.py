@@ -37,13 +37,24 @@ class ParamsField(serializers.JSONField):
 
 
 class CadenceInput(StrictSerializer):
-    type = serializers.ChoiceField(choices=cadence_maths.TYPES,
-                                   help_text="cron (a cron expression), once (one ISO 8601 time) or interval "
-                                             "(seconds between runs).")
-    value = CadenceValueField(help_text="The cron expression ('0 3 * * *'), the time "
-                                            "('2026-12-24T18:00:00+00:00') or the interval in seconds (3600).")
-    timezone = serializers.CharField(max_length=64, required=False, allow_blank=True,
-                                     help_text="The IANA time zone cron times are read in (default UTC).")
+    type = serializers.ChoiceField(
+        choices=cadence_maths.TYPES,
+        help_text=(
+            "cron (a cron expression), once (one ISO 8601 time) or interval (seconds between runs)."
+        ),
+    )
+    value = CadenceValueField(
+        help_text=(
+            "The cron expression ('0 3 * * *'), the time "
+            "('2026-12-24T18:00:00+00:00') or the interval in seconds (3600)."
+        )
+    )
+    timezone = serializers.CharField(
+        max_length=64,
+        required=False,
+        allow_blank=True,
+        help_text="The IANA time zone cron times are read in (default UTC).",
+    )
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         # A PATCH validates partially, and DRF passes that on to nested serializers: a new cadence
@@ -51,7 +62,11 @@ class CadenceInput(StrictSerializer):
         missing = [name for name in ("type", "value") if name not in attrs]
         if missing:
             raise serializers.ValidationError(
-                {name: [serializers.ErrorDetail("This field is required.", code="required")] for name in missing})
+                {
+                    name: [serializers.ErrorDetail("This field is required.", code="required")]
+                    for name in missing
+                }
+            )
         return attrs
 
 
@@ -60,59 +75,115 @@ ACTION_HELP = "What to run, one of: " + ", ".join(sorted(REGISTRY)) + "."
 
 class ScheduleInput(StrictSerializer):
     name = serializers.CharField(max_length=200, help_text="A name for people.")
-    goal = serializers.CharField(required=False, allow_blank=True, max_length=100_000, default="",
-                                 help_text="What the schedule is for, in words (shown with its runs).")
+    goal = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=100_000,
+        default="",
+        help_text="What the schedule is for, in words (shown with its runs).",
+    )
     # Checked against the registry by the service (400 unknown_action).
     action = ActionField(max_length=50, help_text=ACTION_HELP)
-    params = ParamsField(required=False, default=dict,
-                                   help_text="The action's parameters (e.g. {\"limit\": 500} for embed_backfill).")
+    params = ParamsField(
+        required=False,
+        default=dict,
+        help_text='The action\'s parameters (e.g. {"limit": 500} for embed_backfill).',
+    )
     cadence = CadenceInput(help_text="When it runs.")
-    user_id = serializers.CharField(max_length=200, required=False, allow_blank=True, default="",
-                                    help_text="The end user it works for, if any.")
-    notification_policy = serializers.ChoiceField(choices=NotificationPolicy.choices, required=False,
-                                                  default=NotificationPolicy.ALWAYS,
-                                                  help_text="Which finished runs send a notification.")
-    channel = serializers.CharField(max_length=100, required=False, allow_blank=True, default="",
-                                    help_text="The channel notifications go to, if any.")
-    workspace = serializers.CharField(max_length=100, required=False, allow_blank=True,
-                                      help_text="The workspace it belongs to (default: the key's, else default).")
-    channel_context_id = serializers.CharField(max_length=200, required=False, allow_blank=True, default="",
-                                               help_text="Where in the channel it was made (a thread, a chat); "
-                                                         "sent with its notifications.")
+    user_id = serializers.CharField(
+        max_length=200,
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="The end user it works for, if any.",
+    )
+    notification_policy = serializers.ChoiceField(
+        choices=NotificationPolicy.choices,
+        required=False,
+        default=NotificationPolicy.ALWAYS,
+        help_text="Which finished runs send a notification.",
+    )
+    channel = serializers.CharField(
+        max_length=100,
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="The channel notifications go to, if any.",
+    )
+    workspace = serializers.CharField(
+        max_length=100,
+        required=False,
+        allow_blank=True,
+        help_text="The workspace it belongs to (default: the key's, else default).",
+    )
+    channel_context_id = serializers.CharField(
+        max_length=200,
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text=(
+            "Where in the channel it was made (a thread, a chat); sent with its notifications."
+        ),
+    )
 
 
 class SchedulePatchInput(StrictSerializer):
     name = serializers.CharField(max_length=200, required=False, help_text="A new name.")
-    goal = serializers.CharField(required=False, allow_blank=True, max_length=100_000, help_text="A new goal.")
+    goal = serializers.CharField(
+        required=False, allow_blank=True, max_length=100_000, help_text="A new goal."
+    )
     action = ActionField(max_length=50, required=False, help_text=ACTION_HELP)
     params = ParamsField(required=False, help_text="New action parameters.")
     cadence = CadenceInput(required=False, help_text="A new cadence (the next run is recomputed).")
-    user_id = serializers.CharField(max_length=200, required=False, allow_blank=True, help_text="A new user.")
-    notification_policy = serializers.ChoiceField(choices=NotificationPolicy.choices, required=False,
-                                                  help_text="A new notification policy.")
-    channel = serializers.CharField(max_length=100, required=False, allow_blank=True, help_text="A new channel.")
-    channel_context_id = serializers.CharField(max_length=200, required=False, allow_blank=True,
-                                               help_text="A new place in the channel (thread, chat).")
+    user_id = serializers.CharField(
+        max_length=200, required=False, allow_blank=True, help_text="A new user."
+    )
+    notification_policy = serializers.ChoiceField(
+        choices=NotificationPolicy.choices, required=False, help_text="A new notification policy."
+    )
+    channel = serializers.CharField(
+        max_length=100, required=False, allow_blank=True, help_text="A new channel."
+    )
+    channel_context_id = serializers.CharField(
+        max_length=200,
+        required=False,
+        allow_blank=True,
+        help_text="A new place in the channel (thread, chat).",
+    )
 
 
 class ScheduleListParams(serializers.Serializer):
     q = serializers.CharField(required=False, max_length=200, help_text="Text in the name or goal.")
-    status = serializers.ChoiceField(choices=ScheduleStatus.choices, required=False,
-                                     help_text="Only schedules of this status.")
-    action = serializers.ChoiceField(choices=sorted(REGISTRY), required=False, help_text="Only this action's.")
-    cadence_type = serializers.ChoiceField(choices=cadence_maths.TYPES, required=False,
-                                           help_text="Only this cadence type's.")
+    status = serializers.ChoiceField(
+        choices=ScheduleStatus.choices, required=False, help_text="Only schedules of this status."
+    )
+    action = serializers.ChoiceField(
+        choices=sorted(REGISTRY), required=False, help_text="Only this action's."
+    )
+    cadence_type = serializers.ChoiceField(
+        choices=cadence_maths.TYPES, required=False, help_text="Only this cadence type's."
+    )
     user_id = serializers.CharField(required=False, max_length=200, help_text="Only this user's.")
-    channel = serializers.CharField(required=False, max_length=100, help_text="Only this channel's.")
-    workspace = serializers.CharField(required=False, max_length=100, help_text="Only this workspace's.")
-    name = serializers.CharField(required=False, max_length=200, help_text="Only schedules of this exact name.")
-    channel_context_id = serializers.CharField(required=False, max_length=200,
-                                               help_text="Only schedules made in this thread or chat.")
+    channel = serializers.CharField(
+        required=False, max_length=100, help_text="Only this channel's."
+    )
+    workspace = serializers.CharField(
+        required=False, max_length=100, help_text="Only this workspace's."
+    )
+    name = serializers.CharField(
+        required=False, max_length=200, help_text="Only schedules of this exact name."
+    )
+    channel_context_id = serializers.CharField(
+        required=False, max_length=200, help_text="Only schedules made in this thread or chat."
+    )
 
 
 class RunListParams(serializers.Serializer):
-    status = serializers.ChoiceField(choices=["queued", "running", "succeeded", "failed"], required=False,
-                                     help_text="Only runs of this status.")
+    status = serializers.ChoiceField(
+        choices=["queued", "running", "succeeded", "failed"],
+        required=False,
+        help_text="Only runs of this status.",
+    )
 
 
 class CadenceOutput(serializers.Serializer):
@@ -126,14 +197,37 @@ class ScheduleOutput(serializers.ModelSerializer):
     id = serializers.CharField(read_only=True, help_text="The schedule's id.")
     cadence = serializers.SerializerMethodField(help_text="When it runs.")
     workspace = serializers.SerializerMethodField(help_text="Its workspace.")
-    next_run_local = serializers.SerializerMethodField(help_text="next_run_at in the cadence's time zone, in words.")
-    last_run_local = serializers.SerializerMethodField(help_text="last_run_at in the cadence's time zone, in words.")
+    next_run_local = serializers.SerializerMethodField(
+        help_text="next_run_at in the cadence's time zone, in words."
+    )
+    last_run_local = serializers.SerializerMethodField(
+        help_text="last_run_at in the cadence's time zone, in words."
+    )
 
     class Meta:
         model = Schedule
-        fields = ["id", "name", "goal", "action", "params", "cadence", "user_id", "notification_policy", "channel",
-                  "channel_context_id", "workspace", "status", "next_run_at", "next_run_local", "last_run_at", "last_run_local",
-                  "last_run_status", "consecutive_failures", "created_at", "updated_at"]
+        fields = [
+            "id",
+            "name",
+            "goal",
+            "action",
+            "params",
+            "cadence",
+            "user_id",
+            "notification_policy",
+            "channel",
+            "channel_context_id",
+            "workspace",
+            "status",
+            "next_run_at",
+            "next_run_local",
+            "last_run_at",
+            "last_run_local",
+            "last_run_status",
+            "consecutive_failures",
+            "created_at",
+            "updated_at",
+        ]
         extra_kwargs = {
             "name": {"help_text": "Its name."},
             "goal": {"help_text": "What it is for."},
@@ -142,10 +236,18 @@ class ScheduleOutput(serializers.ModelSerializer):
             "user_id": {"help_text": "The end user it works for (empty: none)."},
             "notification_policy": {"help_text": "Which finished runs send a notification."},
             "channel": {"help_text": "The channel notifications go to (empty: none)."},
-            "channel_context_id": {"help_text": "Where in the channel it was made (a thread, a chat; empty: "
-                                                "nowhere in particular)."},
-            "status": {"help_text": "active, paused, completed (a once schedule that ran) or failed (paused "
-                                    "after too many failures)."},
+            "channel_context_id": {
+                "help_text": (
+                    "Where in the channel it was made (a thread, a chat; empty: "
+                    "nowhere in particular)."
+                )
+            },
+            "status": {
+                "help_text": (
+                    "active, paused, completed (a once schedule that ran) or failed (paused "
+                    "after too many failures)."
+                )
+            },
             "next_run_at": {"help_text": "When it runs next (null: not scheduled)."},
             "last_run_at": {"help_text": "When it last ran."},
             "last_run_status": {"help_text": "How its last run ended."},
@@ -156,8 +258,12 @@ class ScheduleOutput(serializers.ModelSerializer):
 
     @extend_schema_field(CadenceOutput)
     def get_cadence(self, obj: Schedule) -> dict[str, Any]:
-        return {"type": obj.cadence_type, "value": obj.cadence_value, "timezone": obj.timezone,
-                "description": cadence_maths.describe(obj.cadence())}
+        return {
+            "type": obj.cadence_type,
+            "value": obj.cadence_value,
+            "timezone": obj.timezone,
+            "description": cadence_maths.describe(obj.cadence()),
+        }
 
     @extend_schema_field(serializers.CharField(allow_null=True))
     def get_workspace(self, obj: Schedule) -> str | None:
@@ -173,14 +279,24 @@ class ScheduleOutput(serializers.ModelSerializer):
 class DeliveryOutput(serializers.ModelSerializer):
     class Meta:
         model = Delivery
-        fields = ["status", "attempts", "max_attempts", "last_error", "last_status_code", "next_attempt_at",
-                  "delivered_at", "created_at"]
+        fields = [
+            "status",
+            "attempts",
+            "max_attempts",
+            "last_error",
+            "last_status_code",
+            "next_attempt_at",
+            "delivered_at",
+            "created_at",
+        ]
         extra_kwargs = {
             "status": {"help_text": "pending, delivered, failed or no_webhook."},
             "attempts": {"help_text": "Deliveries tried so far."},
             "max_attempts": {"help_text": "Tries before it is failed."},
             "last_error": {"help_text": "Why the last try failed (empty: it did not)."},
-            "last_status_code": {"help_text": "The webhook's HTTP status on the last try (null: no answer)."},
+            "last_status_code": {
+                "help_text": "The webhook's HTTP status on the last try (null: no answer)."
+            },
             "next_attempt_at": {"help_text": "When it is tried next (null: no further try)."},
             "delivered_at": {"help_text": "When the webhook accepted it (null: not yet)."},
             "created_at": {"help_text": "When the notification was made."},
@@ -189,16 +305,38 @@ class DeliveryOutput(serializers.ModelSerializer):
 
 class RunOutput(serializers.ModelSerializer):
     id = serializers.CharField(read_only=True, help_text="The run's id.")
-    run_id = serializers.CharField(source="id", read_only=True, help_text="The run's id (the same as id).")
-    schedule = serializers.CharField(source="schedule_id", read_only=True, help_text="The schedule's id.")
+    run_id = serializers.CharField(
+        source="id", read_only=True, help_text="The run's id (the same as id)."
+    )
+    schedule = serializers.CharField(
+        source="schedule_id", read_only=True, help_text="The schedule's id."
+    )
     delivery = serializers.SerializerMethodField(
-        help_text="The notification of this run (null when the policy asked for none): status pending, "
-                  "delivered, failed or no_webhook, attempts, last error, delivered_at.")
+        help_text=(
+            "The notification of this run (null when the policy asked for none): status pending, "
+            "delivered, failed or no_webhook, attempts, last error, delivered_at."
+        )
+    )
 
     class Meta:
         model = Run
-        fields = ["id", "run_id", "schedule", "manual", "due_at", "started_at", "finished_at", "status", "error",
-                  "output_summary", "output", "turn_count", "cost", "notified", "delivery"]
+        fields = [
+            "id",
+            "run_id",
+            "schedule",
+            "manual",
+            "due_at",
+            "started_at",
+            "finished_at",
+            "status",
+            "error",
+            "output_summary",
+            "output",
+            "turn_count",
+            "cost",
+            "notified",
+            "delivery",
+        ]
         extra_kwargs = {
             "manual": {"help_text": "True for a run started with POST …/run/."},
             "due_at": {"help_text": "The due time it ran for (null: manual)."},
@@ -222,15 +360,27 @@ class RunOutput(serializers.ModelSerializer):
 
 
 class WebhookInput(StrictSerializer):
-    kind = serializers.ChoiceField(choices=WebhookKind.choices,
-                                   help_text="agent: agent_goal runs POST their goal here and record the reply; "
-                                             "notification: finished runs are announced here, as their policy "
-                                             "asks. A tenant has one webhook of each kind.")
-    url = serializers.CharField(max_length=2000, help_text="Where notifications are POSTed (http or https).")
-    secret = serializers.CharField(max_length=200, required=False, allow_blank=True, default="",
-                                   help_text="At least 16 characters; generated when left out. Shown only now.")
-    description = serializers.CharField(max_length=200, required=False, allow_blank=True, default="",
-                                        help_text="A note for people.")
+    kind = serializers.ChoiceField(
+        choices=WebhookKind.choices,
+        help_text=(
+            "agent: agent_goal runs POST their goal here and record the reply; "
+            "notification: finished runs are announced here, as their policy "
+            "asks. A tenant has one webhook of each kind."
+        ),
+    )
+    url = serializers.CharField(
+        max_length=2000, help_text="Where notifications are POSTed (http or https)."
+    )
+    secret = serializers.CharField(
+        max_length=200,
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="At least 16 characters; generated when left out. Shown only now.",
+    )
+    description = serializers.CharField(
+        max_length=200, required=False, allow_blank=True, default="", help_text="A note for people."
+    )
 
 
 class WebhookOutput(serializers.ModelSerializer):
@@ -250,5 +400,7 @@ class WebhookOutput(serializers.ModelSerializer):
 class WebhookCreatedOutput(WebhookOutput):
     class Meta(WebhookOutput.Meta):
         fields = [*WebhookOutput.Meta.fields, "secret"]  # the one time it is shown
-        extra_kwargs = {**WebhookOutput.Meta.extra_kwargs,
-                        "secret": {"help_text": "The signing secret: shown only in this answer."}}
+        extra_kwargs = {
+            **WebhookOutput.Meta.extra_kwargs,
+            "secret": {"help_text": "The signing secret: shown only in this answer."},
+        }

@@ -27,8 +27,9 @@ def _bad(code: str, message: str, field: str) -> Invalid:
 
 def checked_cadence(data: dict[str, Any]) -> cadence_maths.Cadence:
     try:
-        return cadence_maths.validate(data["type"], data.get("value"), data.get("timezone") or "UTC",
-                                      now=timezone.now())
+        return cadence_maths.validate(
+            data["type"], data.get("value"), data.get("timezone") or "UTC", now=timezone.now()
+        )
     except cadence_maths.CadenceError as exc:
         raise _bad(exc.code, exc.message, exc.field) from None
 
@@ -70,7 +71,9 @@ def get_schedule_for_write(key: ApiKey, schedule_id: str, *, for_update: bool = 
 
 def get_run(key: ApiKey, run_id: str) -> Run:
     pk = _uuid(run_id)
-    run = Run.objects.visible_to(key).select_related("delivery").filter(pk=pk).first() if pk else None
+    run = (
+        Run.objects.visible_to(key).select_related("delivery").filter(pk=pk).first() if pk else None
+    )
     if run is None:
         raise NotFound("run_not_found", f"Run {run_id!r} does not exist.")
     return run
@@ -81,7 +84,15 @@ def filter_schedules(key: ApiKey, filters: dict[str, Any]) -> Any:
     if filters.get("q"):
         q = filters["q"]
         qs = qs.filter(Q(name__icontains=q) | Q(goal__icontains=q))
-    for name in ("status", "action", "cadence_type", "user_id", "channel", "channel_context_id", "name"):
+    for name in (
+        "status",
+        "action",
+        "cadence_type",
+        "user_id",
+        "channel",
+        "channel_context_id",
+        "name",
+    ):
         if name in filters:
             qs = qs.filter(**{name: filters[name]})
     if "workspace" in filters:
@@ -98,11 +109,18 @@ def create_schedule(key: ApiKey, data: dict[str, Any]) -> Schedule:
         webhooks.require_agent_webhook(key.tenant_id)
     workspace = resolve_workspace(key, data.get("workspace") or None)
     schedule = Schedule(
-        tenant_id=key.tenant_id, workspace=workspace, user_id=resolve_user(key, data.get("user_id")) or "",
+        tenant_id=key.tenant_id,
+        workspace=workspace,
+        user_id=resolve_user(key, data.get("user_id")) or "",
         name=data["name"],
-        goal=data.get("goal", ""), action=data["action"], params=params, cadence_type=cadence.type,
-        cadence_value=cadence.value, timezone=cadence.timezone,
-        notification_policy=data["notification_policy"], channel=data.get("channel", ""),
+        goal=data.get("goal", ""),
+        action=data["action"],
+        params=params,
+        cadence_type=cadence.type,
+        cadence_value=cadence.value,
+        timezone=cadence.timezone,
+        notification_policy=data["notification_policy"],
+        channel=data.get("channel", ""),
         channel_context_id=data.get("channel_context_id", ""),
         next_run_at=cadence_maths.next_run(cadence, timezone.now()),
     )
@@ -118,21 +136,40 @@ def update_schedule(key: ApiKey, schedule_id: str, changes: dict[str, Any]) -> S
         authority.check_key_may_schedule(key, changes["action"])
     if "user_id" in changes:
         changes = {**changes, "user_id": resolve_user(key, changes["user_id"]) or ""}
-        if schedule.user_id and changes["user_id"] != schedule.user_id:  # claiming a shared one is fine
-            raise Conflict("owner_mismatch", f"Schedule {schedule_id!r} belongs to another user: its owner "
-                                             "cannot be changed.", {"user_id": changes["user_id"]})
-    for name in ("name", "goal", "user_id", "notification_policy", "channel", "channel_context_id", "action"):
+        # claiming a shared one is fine
+        if schedule.user_id and changes["user_id"] != schedule.user_id:
+            raise Conflict(
+                "owner_mismatch",
+                f"Schedule {schedule_id!r} belongs to another user: its owner cannot be changed.",
+                {"user_id": changes["user_id"]},
+            )
+    for name in (
+        "name",
+        "goal",
+        "user_id",
+        "notification_policy",
+        "channel",
+        "channel_context_id",
+        "action",
+    ):
         if name in changes:
             setattr(schedule, name, changes[name])
-    schedule.params = checked_params(schedule.action, changes.get("params", schedule.params), schedule.goal)
+    schedule.params = checked_params(
+        schedule.action, changes.get("params", schedule.params), schedule.goal
+    )
     if "action" in changes and schedule.action == AGENT_GOAL:
         webhooks.require_agent_webhook(schedule.tenant_id)
     if "cadence" in changes:
         cadence = checked_cadence(changes["cadence"])
-        schedule.cadence_type, schedule.cadence_value, schedule.timezone = cadence.type, cadence.value, cadence.timezone
+        schedule.cadence_type, schedule.cadence_value, schedule.timezone = (
+            cadence.type,
+            cadence.value,
+            cadence.timezone,
+        )
         schedule.next_run_at = cadence_maths.next_run(cadence, timezone.now())
         if schedule.status in (ScheduleStatus.COMPLETED, ScheduleStatus.FAILED):
-            schedule.status = ScheduleStatus.ACTIVE  # a new cadence gives a finished schedule a new life
+            # a new cadence gives a finished schedule a new life
+            schedule.status = ScheduleStatus.ACTIVE
             schedule.consecutive_failures = 0
     authority.stamp(schedule, key)  # it now acts for the key that changed it last
     schedule.save()
@@ -159,14 +196,31 @@ def resume(schedule: Schedule, key: ApiKey | None = None) -> Schedule:
     if schedule.status == ScheduleStatus.ACTIVE:
         return schedule
     if schedule.status == ScheduleStatus.COMPLETED:
-        raise Conflict("schedule_completed", "A completed one-shot schedule cannot be resumed; give it a new cadence.")
-    if schedule.action == AGENT_GOAL:  # e.g. imported (paused) into a tenant that has no agent webhook yet
+        raise Conflict(
+            "schedule_completed",
+            "A completed one-shot schedule cannot be resumed; give it a new cadence.",
+        )
+    # e.g. imported (paused) into a tenant that has no agent webhook yet
+    if schedule.action == AGENT_GOAL:
         webhooks.require_agent_webhook(schedule.tenant_id)
     following = cadence_maths.next_run(schedule.cadence(), timezone.now())
     if following is None:
-        raise Conflict("schedule_expired", "This one-shot schedule's time has passed; give it a new cadence.")
-    schedule.status, schedule.consecutive_failures, schedule.next_run_at = ScheduleStatus.ACTIVE, 0, following
+        raise Conflict(
+            "schedule_expired", "This one-shot schedule's time has passed; give it a new cadence."
+        )
+    schedule.status, schedule.consecutive_failures, schedule.next_run_at = (
+        ScheduleStatus.ACTIVE,
+        0,
+        following,
+    )
     authority.stamp(schedule, key)
-    schedule.save(update_fields=["status", "consecutive_failures", "next_run_at", "updated_at",
-                                 *authority.AUTHORITY_FIELDS])
+    schedule.save(
+        update_fields=[
+            "status",
+            "consecutive_failures",
+            "next_run_at",
+            "updated_at",
+            *authority.AUTHORITY_FIELDS,
+        ]
+    )
     return schedule

@@ -63,7 +63,8 @@ def deliver_notification(delivery_id: str) -> str:
 
 
 def embed_backfill() -> dict[str, Any]:
-    # The cadence also folds the search statistics' delta rows (every tenant's: it is the cluster's).
+    # The cadence also folds the search statistics' delta rows (every tenant's: it is the
+    # cluster's).
     report = {**jobs.embed_backfill(), "term_stats_compacted": compact_term_stats()}
     logger.info("maintenance embed_backfill", extra={"report": report})
     return report
@@ -99,9 +100,12 @@ def cluster_schedules() -> list[ClusterSchedule]:
     """Every schedule the clusters should have, as this start's settings say."""
     return [
         ClusterSchedule(DISPATCHER_NAME, DISPATCHER_FUNC, 1, timedelta(0)),
-        *(ClusterSchedule(MAINTENANCE_PREFIX + job, f"scheduling.tasks.{job}", minutes, delay,
-                          MAINTENANCE)
-          for job, (minutes, delay) in MAINTENANCE_JOBS.items()),
+        *(
+            ClusterSchedule(
+                MAINTENANCE_PREFIX + job, f"scheduling.tasks.{job}", minutes, delay, MAINTENANCE
+            )
+            for job, (minutes, delay) in MAINTENANCE_JOBS.items()
+        ),
     ]
 
 
@@ -128,8 +132,15 @@ def _sync_one(schedule_model: Any, spec: ClusterSchedule, now: Any) -> str:
             row.delete()
         return "off"
     if row is None:
-        schedule_model.objects.create(name=spec.name, func=spec.func, schedule_type="I", minutes=spec.minutes,
-                                      repeats=-1, next_run=now + spec.first_delay, cluster=spec.cluster)
+        schedule_model.objects.create(
+            name=spec.name,
+            func=spec.func,
+            schedule_type="I",
+            minutes=spec.minutes,
+            repeats=-1,
+            next_run=now + spec.first_delay,
+            cluster=spec.cluster,
+        )
         return "created"
     changed = False
     wanted = (spec.func, "I", spec.minutes, -1, spec.cluster)
@@ -150,13 +161,18 @@ def sync_on_cluster_start(sender: Any, **kwargs: Any) -> None:
 
 
 def cluster_schedule_rows() -> list[dict[str, Any]]:
-    """The cluster's schedules as stored, for `manage.py queue_status`; overdue by over 2 minutes."""
+    """The cluster's schedules as stored, for `manage.py queue_status`; overdue by over 2
+    minutes."""
     from django_q.models import Schedule
 
     now = timezone.now()
     return [
-        {"name": s.name, "func": s.func, "cluster": s.cluster or settings.Q_CLUSTER["name"],
-         "next_run": s.next_run.isoformat() if s.next_run else None,
-         "overdue": bool(s.next_run and s.next_run < now - timedelta(minutes=2))}
+        {
+            "name": s.name,
+            "func": s.func,
+            "cluster": s.cluster or settings.Q_CLUSTER["name"],
+            "next_run": s.next_run.isoformat() if s.next_run else None,
+            "overdue": bool(s.next_run and s.next_run < now - timedelta(minutes=2)),
+        }
         for s in Schedule.objects.order_by("name")
     ]

@@ -63,8 +63,11 @@ class Target:
     webhook: Webhook | None = None
 
     def headers(self, body: bytes) -> dict[str, str]:
-        headers = {"Content-Type": "application/json", "Accept": "application/json",
-                   "User-Agent": "MemoryHub-Webhook/1"}
+        headers = {
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+            "User-Agent": "MemoryHub-Webhook/1",
+        }
         if self.secret:
             now = int(time.time())
             headers[TIMESTAMP_HEADER] = str(now)
@@ -80,17 +83,24 @@ def target_for(tenant_id: Any, kind: str) -> Target | None:
     if hook is not None:
         return Target(hook.url, secret=hook.secret, webhook=hook)
     if kind == WebhookKind.AGENT and settings.MEMORYHUB_AGENT_WEBHOOK_URL:
-        return Target(settings.MEMORYHUB_AGENT_WEBHOOK_URL, token=settings.MEMORYHUB_AGENT_WEBHOOK_TOKEN)
+        return Target(
+            settings.MEMORYHUB_AGENT_WEBHOOK_URL, token=settings.MEMORYHUB_AGENT_WEBHOOK_TOKEN
+        )
     return None
 
 
 def require_agent_webhook(tenant_id: Any) -> None:
     """Refuse an agent_goal schedule that could only fail when it runs."""
     if target_for(tenant_id, WebhookKind.AGENT) is None:
-        message = ("Action 'agent_goal' needs an agent webhook: add one with POST /api/v1/webhooks/ "
-                   "(kind 'agent'), or set MEMORYHUB_AGENT_WEBHOOK_URL on the server.")
-        raise Invalid("webhook_required", message,
-                      details={"fields": {"action": [{"code": "webhook_required", "message": message}]}})
+        message = (
+            "Action 'agent_goal' needs an agent webhook: add one with POST /api/v1/webhooks/ "
+            "(kind 'agent'), or set MEMORYHUB_AGENT_WEBHOOK_URL on the server."
+        )
+        raise Invalid(
+            "webhook_required",
+            message,
+            details={"fields": {"action": [{"code": "webhook_required", "message": message}]}},
+        )
 
 
 # --- sending -------------------------------------------------------------------------------------
@@ -117,8 +127,14 @@ class _NoRedirects(urllib.request.HTTPRedirectHandler):
 _opener = outbound.build_opener(_NoRedirects)
 
 
-def send(target: Target, body: bytes, *, timeout: float, max_reply: int,
-         extra_headers: dict[str, str] | None = None) -> tuple[int, str]:
+def send(
+    target: Target,
+    body: bytes,
+    *,
+    timeout: float,
+    max_reply: int,
+    extra_headers: dict[str, str] | None = None,
+) -> tuple[int, str]:
     """POST the body; returns (status, reply text) for a 2xx, raises SendError otherwise."""
     headers = {**target.headers(body), **(extra_headers or {})}
     request = urllib.request.Request(target.url, data=body, headers=headers, method="POST")
@@ -131,7 +147,9 @@ def send(target: Target, body: bytes, *, timeout: float, max_reply: int,
     except (urllib.error.URLError, TimeoutError, OSError) as exc:
         reason = getattr(exc, "reason", exc)
         if isinstance(reason, outbound.DestinationRefused):
-            raise SendError(f"refused: {reason} (MEMORYHUB_OUTBOUND_ALLOWED_NETWORKS allows one)") from None
+            raise SendError(
+                f"refused: {reason} (MEMORYHUB_OUTBOUND_ALLOWED_NETWORKS allows one)"
+            ) from None
         raise SendError(f"unreachable: {reason}") from None
 
 
@@ -141,31 +159,46 @@ def send(target: Target, body: bytes, *, timeout: float, max_reply: int,
 def check_url(url: str) -> str:
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise Invalid("invalid_url", "A webhook URL is an http:// or https:// address.",
-                      details={"fields": {"url": [{"code": "invalid_url", "message": "http(s) only"}]}})
+        raise Invalid(
+            "invalid_url",
+            "A webhook URL is an http:// or https:// address.",
+            details={"fields": {"url": [{"code": "invalid_url", "message": "http(s) only"}]}},
+        )
     if parts.username or parts.password:
-        raise Invalid("invalid_url", "Put no credentials in a webhook URL; bodies are signed with its secret.",
-                      details={"fields": {"url": [{"code": "invalid_url", "message": "no credentials"}]}})
+        raise Invalid(
+            "invalid_url",
+            "Put no credentials in a webhook URL; bodies are signed with its secret.",
+            details={"fields": {"url": [{"code": "invalid_url", "message": "no credentials"}]}},
+        )
     try:
         outbound.check_url(url)
     except outbound.DestinationRefused as exc:
-        message = (f"Webhooks may not point at this server or its private networks ({exc}); the operator "
-                   "can allow a network with MEMORYHUB_OUTBOUND_ALLOWED_NETWORKS.")
-        raise Invalid("destination_not_allowed", message, details={
-            "fields": {"url": [{"code": "destination_not_allowed", "message": message}]}}) from None
+        message = (
+            f"Webhooks may not point at this server or its private networks ({exc}); the operator "
+            "can allow a network with MEMORYHUB_OUTBOUND_ALLOWED_NETWORKS."
+        )
+        raise Invalid(
+            "destination_not_allowed",
+            message,
+            details={"fields": {"url": [{"code": "destination_not_allowed", "message": message}]}},
+        ) from None
     return url
 
 
 def check_secret(secret: str) -> str:
     if len(secret) < MIN_SECRET_CHARS:
         message = f"A webhook secret has at least {MIN_SECRET_CHARS} characters."
-        raise Invalid("secret_too_short", message,
-                      details={"fields": {"secret": [{"code": "secret_too_short", "message": message}]}})
+        raise Invalid(
+            "secret_too_short",
+            message,
+            details={"fields": {"secret": [{"code": "secret_too_short", "message": message}]}},
+        )
     return secret
 
 
 def _tenant_wide(key: ApiKey) -> None:
-    # A webhook serves every workspace and user of the tenant: only a key for all of it manages them.
+    # A webhook serves every workspace and user of the tenant: only a key for all of it manages
+    # them.
     require_tenant_wide(key, "Managing webhooks")
 
 
@@ -186,11 +219,14 @@ def get_webhook(key: ApiKey, webhook_id: str) -> Webhook:
     return hook
 
 
-def create_webhook(key: ApiKey, *, kind: str, url: str, secret: str = "", description: str = "") -> Webhook:
+def create_webhook(
+    key: ApiKey, *, kind: str, url: str, secret: str = "", description: str = ""
+) -> Webhook:
     """A new webhook; its secret (generated unless given) is on the returned object, once."""
     _tenant_wide(key)
-    return save_webhook(Webhook(tenant_id=key.tenant_id, kind=kind, description=description),
-                        url=url, secret=secret)
+    return save_webhook(
+        Webhook(tenant_id=key.tenant_id, kind=kind, description=description), url=url, secret=secret
+    )
 
 
 def save_webhook(hook: Webhook, *, url: str, secret: str = "") -> Webhook:
@@ -204,6 +240,9 @@ def save_webhook(hook: Webhook, *, url: str, secret: str = "") -> Webhook:
         with transaction.atomic():
             hook.save()
     except IntegrityError:
-        raise Conflict("webhook_exists", f"This tenant already has a {hook.kind} webhook; delete it first.",
-                       {"kind": hook.kind}) from None
+        raise Conflict(
+            "webhook_exists",
+            f"This tenant already has a {hook.kind} webhook; delete it first.",
+            {"kind": hook.kind},
+        ) from None
     return hook

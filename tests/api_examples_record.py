@@ -13,9 +13,12 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-SOURCES = [*sorted((ROOT / "memoryhub/api/examples").glob("*.py")), ROOT / "retrieval/api_examples.py",
-           ROOT / "retrieval/documents_api_examples.py",
-           ROOT / "scheduling/api_examples.py"]
+SOURCES = [
+    *sorted((ROOT / "memoryhub/api/examples").glob("*.py")),
+    ROOT / "retrieval/api_examples.py",
+    ROOT / "retrieval/documents_api_examples.py",
+    ROOT / "scheduling/api_examples.py",
+]
 WIDTH = 120
 
 
@@ -31,10 +34,16 @@ def _schema_name(name: str) -> str:
 
 
 def _is_example(node: ast.AST, name: str, status: int) -> bool:
-    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "example"):
+    if not (
+        isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "example"
+    ):
         return False
-    if not (node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)
-            and _schema_name(node.args[0].value) == name):
+    if not (
+        node.args
+        and isinstance(node.args[0], ast.Constant)
+        and isinstance(node.args[0].value, str)
+        and _schema_name(node.args[0].value) == name
+    ):
         return False
     given = {k.arg: k.value for k in node.keywords}
     return isinstance(given.get("status"), ast.Constant) and given["status"].value == status

@@ -18,8 +18,12 @@ def make_tenant(name: str, **fields: Any) -> Tenant:
     return tenant
 
 
-def make_key(tenant: Tenant, scopes: tuple[str, ...] = ("read", "write", "admin"),
-             workspace: str | None = None, user: str = "") -> str:
+def make_key(
+    tenant: Tenant,
+    scopes: tuple[str, ...] = ("read", "write", "admin"),
+    workspace: str | None = None,
+    user: str = "",
+) -> str:
     ws = Workspace.get_named(tenant, workspace) if workspace else None
     return ApiKey.create_key(tenant=tenant, scopes=scopes, workspace=ws, user_id=user).raw
 
@@ -52,13 +56,17 @@ def make_cast() -> Cast:
     bob_tenant = make_tenant("bob")
     alice_key = make_key(alice_tenant)
     bob_key = make_key(bob_tenant)
-    return Cast(alice_tenant, bob_tenant, alice_key, bob_key, make_client(alice_key), make_client(bob_key))
+    return Cast(
+        alice_tenant, bob_tenant, alice_key, bob_key, make_client(alice_key), make_client(bob_key)
+    )
 
 
 def post_events(client: APIClient, session: str, *events: dict[str, Any]) -> Any:
     if len(events) == 1:
         return client.post(f"/api/v1/sessions/{session}/events/", events[0], format="json")
-    return client.post(f"/api/v1/sessions/{session}/events/", {"events": list(events)}, format="json")
+    return client.post(
+        f"/api/v1/sessions/{session}/events/", {"events": list(events)}, format="json"
+    )
 
 
 def new_session(client: APIClient, session: str, **fields: Any) -> None:
@@ -67,7 +75,9 @@ def new_session(client: APIClient, session: str, **fields: Any) -> None:
 
 
 def search_texts(client: APIClient, query: str, **body: Any) -> list[str]:
-    response = client.post("/api/v1/search/", {"query": query, "scope": "account", **body}, format="json")
+    response = client.post(
+        "/api/v1/search/", {"query": query, "scope": "account", **body}, format="json"
+    )
     assert response.status_code == 200, response.content
     return [r["text"] for r in response.json()["results"]]
 
@@ -85,19 +95,64 @@ def add_memories(tenant: Tenant, session_id: str, user_id: str = "") -> dict[str
     from memoryhub.models import Fact, Note, Scratchpad, ScratchpadItem, Session, SummaryNode
 
     session = Session.objects.get(tenant=tenant, external_id=session_id)
-    where = {"tenant": tenant, "workspace_id": session.workspace_id, "channel_id": session.channel_id}
-    note = remember(Note.objects.create(**where, user_id=user_id, content=f"Note: {user_id} likes quinces",
-                                        tags=["fruit"], source="agent", metadata={"origin": "chat"}))
-    fact = remember(Fact.objects.create(**where, source_session=session, user_id=user_id, category="prefs",
-                                        key=f"fruit-{user_id}", content=f"{user_id} prefers quinces to pears",
-                                        tags=["fruit", "food"], lifetime="short_term", importance=0.7))
-    leaves = [remember(SummaryNode.objects.create(**where, session=session, user_id=user_id, level="leaf",
-                                                  text=f"Leaf {i}: quince talk", sequence_start=i, sequence_end=i))
-              for i in (1, 2)]
-    root = remember(SummaryNode.objects.create(**where, session=session, user_id=user_id, level="branch", depth=1,
-                                               text="Branch: all about quinces", sequence_start=1, sequence_end=2,
-                                               source_count=2))
+    where = {
+        "tenant": tenant,
+        "workspace_id": session.workspace_id,
+        "channel_id": session.channel_id,
+    }
+    note = remember(
+        Note.objects.create(
+            **where,
+            user_id=user_id,
+            content=f"Note: {user_id} likes quinces",
+            tags=["fruit"],
+            source="agent",
+            metadata={"origin": "chat"},
+        )
+    )
+    fact = remember(
+        Fact.objects.create(
+            **where,
+            source_session=session,
+            user_id=user_id,
+            category="prefs",
+            key=f"fruit-{user_id}",
+            content=f"{user_id} prefers quinces to pears",
+            tags=["fruit", "food"],
+            lifetime="short_term",
+            importance=0.7,
+        )
+    )
+    leaves = [
+        remember(
+            SummaryNode.objects.create(
+                **where,
+                session=session,
+                user_id=user_id,
+                level="leaf",
+                text=f"Leaf {i}: quince talk",
+                sequence_start=i,
+                sequence_end=i,
+            )
+        )
+        for i in (1, 2)
+    ]
+    root = remember(
+        SummaryNode.objects.create(
+            **where,
+            session=session,
+            user_id=user_id,
+            level="branch",
+            depth=1,
+            text="Branch: all about quinces",
+            sequence_start=1,
+            sequence_end=2,
+            source_count=2,
+        )
+    )
     SummaryNode.objects.filter(pk__in=[leaf.pk for leaf in leaves]).update(parent=root)
     pad = Scratchpad.objects.create(tenant=tenant, session=session, version=3)
-    ScratchpadItem.objects.create(tenant=tenant, scratchpad=pad, position=0, key="goal", value="buy quinces")
+    ScratchpadItem.objects.create(
+        tenant=tenant, scratchpad=pad, position=0, key="goal", value="buy quinces"
+    )
     return {"note": note, "fact": fact, "leaves": leaves, "root": root, "pad": pad}

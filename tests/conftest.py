@@ -51,7 +51,9 @@ def _clear_cache() -> Iterator[None]:
 @pytest.fixture
 def staff_client(client, db):  # type: ignore[no-untyped-def]
     """The Django test client logged in as an operator (superuser "op")."""
-    client.force_login(get_user_model().objects.create_superuser("op", "op@example.com", "pw-long-enough-123"))
+    client.force_login(
+        get_user_model().objects.create_superuser("op", "op@example.com", "pw-long-enough-123")
+    )
     return client
 
 

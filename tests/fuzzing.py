@@ -32,51 +32,78 @@ def error_envelope(ctx: Any, response: Any, case: Any) -> bool | None:
     try:
         body = json.loads(response.content)
     except ValueError:
-        raise AssertionError(f"{response.status_code} is not JSON: {response.content[:200]!r}") from None
+        raise AssertionError(
+            f"{response.status_code} is not JSON: {response.content[:200]!r}"
+        ) from None
     error = body.get("error") if isinstance(body, dict) else None
-    if set(body) != {"error"} or not isinstance(error, dict) or not {"code", "message", "details"} <= set(error):
+    if (
+        set(body) != {"error"}
+        or not isinstance(error, dict)
+        or not {"code", "message", "details"} <= set(error)
+    ):
         raise AssertionError(f"{response.status_code} outside the error envelope: {body!r:.300}")
     return True
 
 
 # Rules a JSON Schema cannot state (one field's meaning, or several fields together): a schema-valid
 # request the server refuses with one of these codes is right to be refused, and the code says why.
-# Anything else a positive case gets refused for (validation_error, unknown_field, invalid_parameter,
-# …) is a schema that promises too much.
-SEMANTIC_CODES = frozenset({
-    "query_required",            # search: query text or a query_embedding
-    "invalid_scope",             # context/search: a scope needs the session, channel or workspace it names
-    "as_of_filter_unsupported",  # facts: as_of combines with some filters only
-    # a schedule's cadence is parsed as its type says
-    "invalid_cron", "invalid_timezone", "invalid_cadence_value", "invalid_interval", "invalid_once_time",
-    "invalid_url", "destination_not_allowed",  # webhooks: an http(s) address, not a private one
-    "secret_too_short",          # a webhook secret: empty (generated) or at least 16 characters
-    "invalid_embedding",         # a query vector: finite components within halfvec's range
-    "created_at_out_of_range",   # an event's time: from 1970 to a little past the server's clock
-    "empty_event",               # an event needs content, a tool call or a tool result
-    "session_required",          # a conversation-scoped memory needs its session
-    "workspace_required",        # a workspace export names its workspace
-    "user_required", "user_export_alone",  # a user export names its user, and nothing else to export
-    "webhook_required",          # a schedule that notifies or calls an agent needs that webhook stored
-    "id_mismatch",               # a note's id and note_id, when both are given, agree
-    "scope_mismatch",            # a memory's scope and the workspace/channel/session it names agree
-    "group_by_required",         # search: hits_per_session goes with group_by
-    "invalid_time_range",        # since before until
-    "invalid_params", "goal_required",  # a schedule's params and goal, as its action declares them
-    "ambiguous_tool_call", "tool_call_name_required",  # a tool call: name/arguments or function, one of them
-    "invalid_import",            # an import file is checked against the export format as a whole
-    "item_too_long", "too_many_items", "duplicate_key",  # scratchpad limits, by compact JSON size
-    "invalid_item",              # a scratchpad key is a non-empty string (also as an object's key)
-    # a chat message's content parts: each of a known type with its own fields, one API's shape at a time
-    "invalid_content_part", "unknown_content_part", "mixed_message_shape", "duplicate_tool_call_id",
-    "llm_not_configured",        # search synthesize: only where the operator configured a model
-})
+# Anything else a positive case gets refused for (validation_error, unknown_field,
+# invalid_parameter, …) is a schema that promises too much.
+SEMANTIC_CODES = frozenset(
+    {
+        "query_required",  # search: query text or a query_embedding
+        # context/search: a scope needs the session, channel or workspace it names
+        "invalid_scope",
+        "as_of_filter_unsupported",  # facts: as_of combines with some filters only
+        # a schedule's cadence is parsed as its type says
+        "invalid_cron",
+        "invalid_timezone",
+        "invalid_cadence_value",
+        "invalid_interval",
+        "invalid_once_time",
+        "invalid_url",
+        "destination_not_allowed",  # webhooks: an http(s) address, not a private one
+        "secret_too_short",  # a webhook secret: empty (generated) or at least 16 characters
+        "invalid_embedding",  # a query vector: finite components within halfvec's range
+        "created_at_out_of_range",  # an event's time: from 1970 to a little past the server's clock
+        "empty_event",  # an event needs content, a tool call or a tool result
+        "session_required",  # a conversation-scoped memory needs its session
+        "workspace_required",  # a workspace export names its workspace
+        # a user export names its user, and nothing else to export
+        "user_required",
+        "user_export_alone",
+        # a schedule that notifies or calls an agent needs that webhook stored
+        "webhook_required",
+        "id_mismatch",  # a note's id and note_id, when both are given, agree
+        "scope_mismatch",  # a memory's scope and the workspace/channel/session it names agree
+        "group_by_required",  # search: hits_per_session goes with group_by
+        "invalid_time_range",  # since before until
+        "invalid_params",
+        "goal_required",  # a schedule's params and goal, as its action declares them
+        # a tool call: name/arguments or function, one of them
+        "ambiguous_tool_call",
+        "tool_call_name_required",
+        "invalid_import",  # an import file is checked against the export format as a whole
+        "item_too_long",
+        "too_many_items",
+        "duplicate_key",  # scratchpad limits, by compact JSON size
+        "invalid_item",  # a scratchpad key is a non-empty string (also as an object's key)
+        # a chat message's content parts: each of a known type with its own fields, one API's shape
+        # at a time
+        "invalid_content_part",
+        "unknown_content_part",
+        "mixed_message_shape",
+        "duplicate_tool_call_id",
+        "llm_not_configured",  # search synthesize: only where the operator configured a model
+    }
+)
 
 
 def positive_data_acceptance_beyond_schema(ctx: Any, response: Any, case: Any) -> bool | None:
     """schemathesis' positive_data_acceptance, except for a refusal named in SEMANTIC_CODES, and
     for a NUL character in an object's key: the schema refuses NUL in every string and every value
-    of free-form JSON, but OpenAPI 3.0 has no propertyNames to say it of keys (its descriptions do)."""
+    of free-form JSON, but OpenAPI 3.0 has no propertyNames to say it of keys (its descriptions
+    do)."""
     code = _error(response).get("code") if response.status_code == 400 else None
     if code in SEMANTIC_CODES:
         return None
@@ -101,14 +128,19 @@ def _nul_only_in_keys(value: Any) -> bool:
     return in_key
 
 
-# Every check schemathesis registers (its `--checks all`), positive_data_acceptance as above, and the
-# error envelope. Some act only on cases other phases make (missing_required_header,
+# Every check schemathesis registers (its `--checks all`), positive_data_acceptance as above, and
+# the error envelope. Some act only on cases other phases make (missing_required_header,
 # unsupported_method and allow_header_conformance on the coverage phase's; use_after_free,
 # ensure_resource_availability and object_level_authorization on stateful scenarios): with the
 # generate phase run here they pass without looking, and check whatever a wider run gives them.
 # (max_response_time is a setting, not a registered check: no test asserts a duration.)
-CHECKS = [error_envelope, *(positive_data_acceptance_beyond_schema if check is positive_data_acceptance else check
-                             for check in REGISTERED_CHECKS.get_all())]
+CHECKS = [
+    error_envelope,
+    *(
+        positive_data_acceptance_beyond_schema if check is positive_data_acceptance else check
+        for check in REGISTERED_CHECKS.get_all()
+    ),
+]
 
 
 @dataclass
@@ -124,27 +156,36 @@ class Outcome:
         self.failures += other.failures
 
 
-def fuzz_operation(operation: Any, call: Callable[[Any], Any], *, headers: dict[str, str], examples: int,
-                   seed: int) -> Outcome:
-    """`examples` positive and `examples` negative cases of one operation, seeded. `call` sends a case
-    with `headers` (the API key): the checks are told, so that ignored_auth knows the key was given,
-    not generated, and probes the operation without it and with a wrong one."""
+def fuzz_operation(
+    operation: Any, call: Callable[[Any], Any], *, headers: dict[str, str], examples: int, seed: int
+) -> Outcome:
+    """`examples` positive and `examples` negative cases of one operation, seeded. `call` sends a
+    case with `headers` (the API key): the checks are told, so that ignored_auth knows the key was
+    given, not generated, and probes the operation without it and with a wrong one."""
     outcome = Outcome()
     for mode in MODES:
         strategy = operation.as_strategy(generation_mode=mode)
 
-        @hypothesis.settings(max_examples=examples, deadline=None, database=None, phases=[Phase.generate],
-                             suppress_health_check=list(HealthCheck), print_blob=False)
+        @hypothesis.settings(
+            max_examples=examples,
+            deadline=None,
+            database=None,
+            phases=[Phase.generate],
+            suppress_health_check=list(HealthCheck),
+            print_blob=False,
+        )
         @hypothesis.seed(seed)
         @hypothesis.given(case=strategy)
         def run(case: Any) -> None:
             outcome.cases += 1
-            # The key is always sent: say so in the case, so that a negative case whose only flaw was
-            # a missing Authorization header is judged by what was sent.
+            # The key is always sent: say so in the case, so that a negative case whose only flaw
+            # was a missing Authorization header is judged by what was sent.
             if case.headers is None or isinstance(case.headers, Mapping):
                 case.headers = {**(case.headers or {}), **headers}
             response = call(case)
-            outcome.statuses[response.status_code] = outcome.statuses.get(response.status_code, 0) + 1
+            outcome.statuses[response.status_code] = (
+                outcome.statuses.get(response.status_code, 0) + 1
+            )
             try:
                 case.validate_response(response, checks=CHECKS, headers=headers)
             except (Failure, BaseExceptionGroup, AssertionError) as exc:
@@ -163,8 +204,10 @@ def describe(operation: Any, case: Any, response: Any, exc: BaseException) -> st
     body = getattr(case, "body", None)
     if body is not None and type(body).__name__ != "NotSet":
         sent["body"] = body
-    return (f"{operation.label} -> {response.status_code}{_error_code(response)}: {'; '.join(reasons)[:300]} "
-            f"| sent {json.dumps(sent, default=str)[:300]}")
+    return (
+        f"{operation.label} -> {response.status_code}{_error_code(response)}:"
+        f" {'; '.join(reasons)[:300]} | sent {json.dumps(sent, default=str)[:300]}"
+    )
 
 
 def _reason(exc: BaseException) -> str:
@@ -183,6 +226,6 @@ def _error(response: Any) -> dict[str, Any]:
 
 
 def _error_code(response: Any) -> str:
-    """ (the envelope's code and message), to tell why the server refused."""
+    """(the envelope's code and message), to tell why the server refused."""
     error = _error(response)
     return f" ({error.get('code')}: {str(error.get('message'))[:120]})" if error else ""

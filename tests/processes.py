@@ -44,8 +44,14 @@ def free_port() -> int:
 def base_env(**extra: str) -> dict[str, str]:
     # The test's own key: a task this process queues is signed with it, and a cluster started with
     # another one drops the task as tampered with (django-q's BadSignature).
-    env = {**os.environ, "DATABASE_URL": database_url(), "SECRET_KEY": settings.SECRET_KEY,
-           "MEMORYHUB_EMBEDDER": "hash", "LOG_LEVEL": "WARNING", "LOG_FORMAT": "text"}
+    env = {
+        **os.environ,
+        "DATABASE_URL": database_url(),
+        "SECRET_KEY": settings.SECRET_KEY,
+        "MEMORYHUB_EMBEDDER": "hash",
+        "LOG_LEVEL": "WARNING",
+        "LOG_FORMAT": "text",
+    }
     env.pop("DJANGO_SETTINGS_MODULE", None)
     env.update(extra)
     return env
@@ -60,8 +66,9 @@ class Processes:
 
     def start(self, name: str, args: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
         log = open(self.log_dir / f"{name}.log", "wb")  # noqa: SIM115 - closed with the process
-        process = subprocess.Popen(args, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                   start_new_session=True)
+        process = subprocess.Popen(
+            args, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
         process.name = name  # type: ignore[attr-defined]
         self.started.append(process)
         return process
@@ -77,7 +84,8 @@ class Processes:
     def stop_all(self) -> None:
         for process in self.started:
             if process.poll() is None:
-                os.kill(process.pid, signal.SIGTERM)  # the main process only (qcluster deadlocks otherwise)
+                # the main process only (qcluster deadlocks otherwise)
+                os.kill(process.pid, signal.SIGTERM)
         deadline = time.monotonic() + 20
         for process in self.started:
             try:
@@ -93,17 +101,29 @@ class Processes:
         return (self.log_dir / f"{name}.log").read_text(errors="replace")[-3000:]
 
 
-def wait_for(condition: Callable[[], Any], timeout: float, message: str, processes: Processes | None = None,
-             every: float = 0.2) -> Any:
-    """condition()'s first true value within `timeout` seconds; on a timeout, the processes' logs."""
+def wait_for(
+    condition: Callable[[], Any],
+    timeout: float,
+    message: str,
+    processes: Processes | None = None,
+    every: float = 0.2,
+) -> Any:
+    """condition()'s first true value within `timeout` seconds; on a timeout, the processes'
+    logs."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = condition()
         if value:
             return value
         time.sleep(every)
-    logs = "".join(f"\n--- {p.name} ---\n{processes.log(p.name)}" for p in processes.started) if processes else ""
-    raise AssertionError(f"timed out after {timeout:.0f} s: {message}{logs}{database_state() if processes else ''}")
+    logs = (
+        "".join(f"\n--- {p.name} ---\n{processes.log(p.name)}" for p in processes.started)
+        if processes
+        else ""
+    )
+    raise AssertionError(
+        f"timed out after {timeout:.0f} s: {message}{logs}{database_state() if processes else ''}"
+    )
 
 
 def database_state() -> str:
@@ -113,13 +133,19 @@ def database_state() -> str:
     try:
         with connection.cursor() as cursor:
             cursor.execute(
-                "SELECT pid, application_name, state, wait_event_type, wait_event, "
-                "round(extract(epoch FROM now() - xact_start)::numeric, 1), left(query, 160) "
-                "FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() "
-                "ORDER BY pid")
+                "SELECT pid, application_name, state, wait_event_type, wait_event,"
+                " round(extract(epoch FROM now() - xact_start)::numeric, 1), left(query, 160) FROM"
+                " pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                " ORDER BY pid"
+            )
             lines += [" | ".join(str(v) for v in row) for row in cursor.fetchall()]
-            cursor.execute("SELECT lane, name, seen_at, done, failed, busy FROM memoryhub_worker ORDER BY lane")
-            lines += ["--- lanes ---", *(" | ".join(str(v) for v in row) for row in cursor.fetchall())]
+            cursor.execute(
+                "SELECT lane, name, seen_at, done, failed, busy FROM memoryhub_worker ORDER BY lane"
+            )
+            lines += [
+                "--- lanes ---",
+                *(" | ".join(str(v) for v in row) for row in cursor.fetchall()),
+            ]
     except Exception as exc:  # the report must not hide the timeout
         lines.append(f"(unreadable: {exc})")
     return "\n".join(lines)

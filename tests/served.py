@@ -34,25 +34,54 @@ def free_port() -> int:
 
 
 class Served:
-    def __init__(self, data_dir: Path | None = None, *, cluster: bool = False, web_workers: int = 1,
-                 env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        data_dir: Path | None = None,
+        *,
+        cluster: bool = False,
+        web_workers: int = 1,
+        env: dict[str, str] | None = None,
+    ) -> None:
         self.own_data_dir = data_dir is None  # removed on stop
         self.data_dir = data_dir or Path(tempfile.mkdtemp(prefix="memoryhub-served-"))
         self.port = free_port()
-        environment = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "TEST_DB_NAME")}
-        environment.update({
-            "MEMORYHUB_DATA_DIR": str(self.data_dir), "PYTHONUNBUFFERED": "1", "LOG_LEVEL": "WARNING",
-            "MEMORYHUB_ADMIN_PASSWORD": uuid.uuid4().hex, "MEMORYHUB_EMBEDDER": "hash",
-            "MEMORYHUB_PG_SHARED_BUFFERS_MB": "0",  # no restart of the database at start
-        })
+        environment = {
+            k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "TEST_DB_NAME")
+        }
+        environment.update(
+            {
+                "MEMORYHUB_DATA_DIR": str(self.data_dir),
+                "PYTHONUNBUFFERED": "1",
+                "LOG_LEVEL": "WARNING",
+                "MEMORYHUB_ADMIN_PASSWORD": uuid.uuid4().hex,
+                "MEMORYHUB_EMBEDDER": "hash",
+                "MEMORYHUB_PG_SHARED_BUFFERS_MB": "0",  # no restart of the database at start
+            }
+        )
         environment.update(env or {})
-        command = [sys.executable, str(ROOT / "manage.py"), "run", "--host", "127.0.0.1",
-                   "--port", str(self.port), "--web-workers", str(web_workers)]
+        command = [
+            sys.executable,
+            str(ROOT / "manage.py"),
+            "run",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--web-workers",
+            str(web_workers),
+        ]
         if not cluster:
             command.append("--no-cluster")
         self.environment = environment
-        self.process = subprocess.Popen(command, cwd=ROOT, env=environment, stdout=subprocess.PIPE,
-                                        stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        self.process = subprocess.Popen(
+            command,
+            cwd=ROOT,
+            env=environment,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
         self.key = ""
         self.log: list[str] = []
         self._reader = threading.Thread(target=self._read, daemon=True)
@@ -81,14 +110,23 @@ class Served:
                 raise RuntimeError("MemoryHub did not start:\n" + "\n".join(self.log[-40:]))
         if key and not self.key:  # a data folder started before: its first-start key was shown then
             # All scopes, as the first-start key has (create_api_key's default is read,write).
-            self.key = self.manage("create_api_key", "--tenant", "demo", "--scopes", "read,write,admin"
-                                   ).strip().splitlines()[-1]
+            self.key = (
+                self.manage("create_api_key", "--tenant", "demo", "--scopes", "read,write,admin")
+                .strip()
+                .splitlines()[-1]
+            )
         return self
 
     def manage(self, *args: str) -> str:
         """A management command against this server's data folder; its standard output."""
-        return subprocess.run([sys.executable, str(ROOT / "manage.py"), *args], cwd=ROOT, env=self.environment,
-                              capture_output=True, text=True, check=True).stdout
+        return subprocess.run(
+            [sys.executable, str(ROOT / "manage.py"), *args],
+            cwd=ROOT,
+            env=self.environment,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
 
     def output(self) -> str:
         return "\n".join(self.log)
@@ -140,7 +178,9 @@ def postgres_of(data_dir: Path) -> list[int]:
     found = []
     for process in psutil.process_iter(["pid", "name", "cmdline"]):
         try:
-            if "postgres" in (process.info["name"] or "") and folder in " ".join(process.info["cmdline"] or []):
+            if "postgres" in (process.info["name"] or "") and folder in " ".join(
+                process.info["cmdline"] or []
+            ):
                 found.append(process.info["pid"])
         except psutil.Error:
             continue
@@ -171,4 +211,12 @@ def children_of(pid: int) -> list[int]:
         return []
 
 
-__all__ = ["ROOT", "Served", "children_of", "free_port", "postgres_of", "private_data_dir", "wait_until"]
+__all__ = [
+    "ROOT",
+    "Served",
+    "children_of",
+    "free_port",
+    "postgres_of",
+    "private_data_dir",
+    "wait_until",
+]

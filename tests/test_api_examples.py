@@ -35,7 +35,12 @@ def _operations() -> list[tuple[str, str]]:
     from django.urls import get_resolver
 
     get_resolver()  # URLs loaded, so the generator sees every view
-    return [(path, method) for path, ops in schema()["paths"].items() for method in ops if method in METHODS]
+    return [
+        (path, method)
+        for path, ops in schema()["paths"].items()
+        for method in ops
+        if method in METHODS
+    ]
 
 
 def _examples(content: dict[str, Any] | None) -> dict[str, Any]:
@@ -55,20 +60,29 @@ def _cases(path: str, method: str) -> list[tuple[str, int, Any, Any]]:
 
 
 def test_every_field_parameter_and_operation_is_documented() -> None:
-    undescribed = [f"{name}.{field}" for name, component in schema()["components"]["schemas"].items()
-                   for field, prop in (component.get("properties") or {}).items() if not prop.get("description")]
+    undescribed = [
+        f"{name}.{field}"
+        for name, component in schema()["components"]["schemas"].items()
+        for field, prop in (component.get("properties") or {}).items()
+        if not prop.get("description")
+    ]
     assert undescribed == []
     for path, method in _operations():
         operation = schema()["paths"][path][method]
         assert operation.get("summary"), f"{method} {path}"
-        assert [p["name"] for p in operation.get("parameters", []) if not p.get("description")] == [], (method, path)
+        assert [
+            p["name"] for p in operation.get("parameters", []) if not p.get("description")
+        ] == [], (method, path)
         assert _cases(path, method), f"{method} {path} has no example"
         if "requestBody" in operation:
-            assert _examples(operation["requestBody"]["content"]), f"{method} {path} has no request example"
+            assert _examples(operation["requestBody"]["content"]), (
+                f"{method} {path} has no request example"
+            )
 
 
 def test_the_search_example_swagger_offers_is_valid(db: Any) -> None:
-    """Swagger's "Try it out" starts from the first request example (it used to send since == until)."""
+    """Swagger's "Try it out" starts from the first request example (it used to send since ==
+    until)."""
     operation = schema()["paths"]["/api/v1/search/"]["post"]
     first = next(iter(_examples(operation["requestBody"]["content"]).values()))["value"]
     client = make_client(make_key(make_tenant("travel")))
@@ -77,8 +91,9 @@ def test_the_search_example_swagger_offers_is_valid(db: Any) -> None:
 
 
 @pytest.mark.parametrize(("path", "method"), _operations(), ids=lambda v: v)
-def test_examples_replayed_against_the_server(path: str, method: str, db: Any,
-                                             django_capture_on_commit_callbacks: Any) -> None:
+def test_examples_replayed_against_the_server(
+    path: str, method: str, db: Any, django_capture_on_commit_callbacks: Any
+) -> None:
     from django.db import transaction
 
     components = schema()["components"]["schemas"]
@@ -96,14 +111,18 @@ def test_examples_replayed_against_the_server(path: str, method: str, db: Any,
         transaction.savepoint_rollback(savepoint)
         assert response.status_code == status, (name, response.content)
         body = response.json()
-        response_schema = operation["responses"][str(status)]["content"]["application/json"]["schema"]
+        response_schema = operation["responses"][str(status)]["content"]["application/json"][
+            "schema"
+        ]
         assert schema_errors(body, response_schema, components, strict=True) == [], name
         if request is not None:
             request_schema = operation["requestBody"]["content"]["application/json"]["schema"]
             assert schema_errors(request, request_schema, components, strict=True) == [], name
-        stale = (schema_errors(documented, response_schema, components, strict=True)
-                 + shape_errors(documented, body, response_schema, components))
-        if stale and recording():  # tests/api_examples_record.py: the server's answer becomes the example
+        stale = schema_errors(documented, response_schema, components, strict=True) + shape_errors(
+            documented, body, response_schema, components
+        )
+        # tests/api_examples_record.py: the server's answer becomes the example
+        if stale and recording():
             record(name, status, body)
             continue
         assert stale == [], name

@@ -37,7 +37,16 @@ def test_fuzz_every_operation_seeded(keep_connection: None) -> None:
     operations = [result.ok() for result in schema.get_all_operations()]
     assert len(operations) >= 40
     for operation in operations:
-        total.add(fuzz_operation(operation, lambda case: case.call(headers=headers), headers=headers,
-                                  examples=EXAMPLES, seed=SEED))
+        total.add(
+            fuzz_operation(
+                operation,
+                lambda case: case.call(headers=headers),
+                headers=headers,
+                examples=EXAMPLES,
+                seed=SEED,
+            )
+        )
     assert total.cases >= len(operations) * 2
-    assert not total.failures, f"{len(total.failures)} of {total.cases} cases failed:\n" + "\n".join(total.failures[:400])
+    assert not total.failures, (
+        f"{len(total.failures)} of {total.cases} cases failed:\n" + "\n".join(total.failures[:400])
+    )

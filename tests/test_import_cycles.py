@@ -34,7 +34,9 @@ def cycles(graph: grimp.ImportGraph) -> list[list[str]]:
                     index[target] = low[target] = len(index)
                     stack.append(target)
                     on_stack.add(target)
-                    work.append((target, iter(sorted(graph.find_modules_directly_imported_by(target)))))
+                    work.append(
+                        (target, iter(sorted(graph.find_modules_directly_imported_by(target))))
+                    )
                     break
                 if target in on_stack:
                     low[node] = min(low[node], index[target])
@@ -56,8 +58,9 @@ def cycles(graph: grimp.ImportGraph) -> list[list[str]]:
 
 
 def test_no_module_imports_itself_back() -> None:
-    graph = grimp.build_graph(*ROOTS, include_external_packages=False, exclude_type_checking_imports=False,
-                              cache_dir=None)
+    graph = grimp.build_graph(
+        *ROOTS, include_external_packages=False, exclude_type_checking_imports=False, cache_dir=None
+    )
     assert cycles(graph) == []
 
 

@@ -24,8 +24,9 @@ PATTERNS = ("*.py", "*.js", "*.css", "*.html")
 
 def tracked_files(root: Path = ROOT) -> list[str]:
     """The files git tracks under these patterns (at any depth), relative to the root."""
-    listed = subprocess.run(["git", "ls-files", "-z", "--", *PATTERNS], cwd=root, capture_output=True,
-                            check=True)
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--", *PATTERNS], cwd=root, capture_output=True, check=True
+    )
     return sorted(name for name in listed.stdout.decode().split("\0") if name)
 
 
@@ -37,20 +38,27 @@ def too_long(root: Path, names: list[str], limit: int = LIMIT) -> list[str]:
     """A line for each file over `limit` lines, longest first (a file deleted but not yet staged
     is not counted)."""
     counts = [(line_count(root / name), name) for name in names if (root / name).is_file()]
-    return [f"{name}: {count} lines" for count, name in sorted(counts, key=lambda c: (-c[0], c[1]))
-            if count > limit]
+    return [
+        f"{name}: {count} lines"
+        for count, name in sorted(counts, key=lambda c: (-c[0], c[1]))
+        if count > limit
+    ]
 
 
-needs_git = pytest.mark.skipif(shutil.which("git") is None or not (ROOT / ".git").exists(),
-                               reason="not a git checkout: the tracked files cannot be listed")
+needs_git = pytest.mark.skipif(
+    shutil.which("git") is None or not (ROOT / ".git").exists(),
+    reason="not a git checkout: the tracked files cannot be listed",
+)
 
 
 @needs_git
 def test_no_tracked_source_file_is_over_500_lines() -> None:
     problems = too_long(ROOT, tracked_files())
     assert not problems, (
-        f"Over {LIMIT} lines (split each along a seam: a cohesive group of functions, views or tests "
-        "with a name of its own, in a module whose docstring says what it holds):\n" + "\n".join(problems))
+        f"Over {LIMIT} lines (split each along a seam: a cohesive group of functions, views or"
+        " tests with a name of its own, in a module whose docstring says what it holds):\n"
+        + "\n".join(problems)
+    )
 
 
 @needs_git
@@ -69,17 +77,21 @@ def test_a_file_over_the_limit_is_named_and_one_at_it_is_not(tmp_path: Path) -> 
     (tmp_path / "at_limit.py").write_text("x = 1\n" * LIMIT)
     (tmp_path / "no_newline_at_end.css").write_text("a {}\n" * (LIMIT - 1) + "b {}")
     names = ["at_limit.py", "gone.py", "no_newline_at_end.css", "pkg/long.py", "pkg/longer.js"]
-    assert too_long(tmp_path, names) == [f"pkg/longer.js: {LIMIT + 7} lines", f"pkg/long.py: {LIMIT + 1} lines"]
+    assert too_long(tmp_path, names) == [
+        f"pkg/longer.js: {LIMIT + 7} lines",
+        f"pkg/long.py: {LIMIT + 1} lines",
+    ]
 
 
-# The two READMEs a newcomer opens first stay short enough to read: the top one holds the quickstart,
-# the layout, the set-up and the API in brief (the rest is in docs/), the bench one today's figures
-# (the history is in git: `git log -p bench/README.md`).
+# The two READMEs a newcomer opens first stay short enough to read: the top one holds the
+# quickstart, the layout, the set-up and the API in brief (the rest is in docs/), the bench one
+# today's figures (the history is in git: `git log -p bench/README.md`).
 README_LIMITS = {"README.md": 400, "bench/README.md": 600}
 
 
 def test_the_top_and_bench_readmes_are_within_their_lengths() -> None:
     problems = too_long(ROOT, ["README.md"], README_LIMITS["README.md"]) + too_long(
-        ROOT, ["bench/README.md"], README_LIMITS["bench/README.md"])
+        ROOT, ["bench/README.md"], README_LIMITS["bench/README.md"]
+    )
     assert not problems, problems
     assert too_long(ROOT, ["README.md"], 10) != []  # the check counts this file's lines

@@ -30,10 +30,23 @@ def options(name: str) -> set[str]:
     """The --options a command takes beyond Django's own."""
     command = load_command_class(get_commands()[name], name)
     parser = command.create_parser("manage.py", name)
-    django_own = {"--version", "--verbosity", "--settings", "--pythonpath", "--traceback", "--no-color",
-                  "--force-color", "--skip-checks", "--help"}
-    return {flag for action in parser._actions for flag in action.option_strings
-            if flag.startswith("--") and flag not in django_own}
+    django_own = {
+        "--version",
+        "--verbosity",
+        "--settings",
+        "--pythonpath",
+        "--traceback",
+        "--no-color",
+        "--force-color",
+        "--skip-checks",
+        "--help",
+    }
+    return {
+        flag
+        for action in parser._actions
+        for flag in action.option_strings
+        if flag.startswith("--") and flag not in django_own
+    }
 
 
 def test_the_mcp_tools_are_counted_and_named_as_the_server_has_them() -> None:
@@ -48,7 +61,8 @@ def test_the_command_table_names_every_command_of_the_project() -> None:
     ours = {name for name, app in get_commands().items() if app.split(".")[0] in APPS}
     rows = command_rows()
     assert ours - set(rows) == set()
-    assert set(rows) - set(get_commands()) == set()  # and nothing that does not exist (Django's own may be named)
+    # and nothing that does not exist (Django's own may be named)
+    assert set(rows) - set(get_commands()) == set()
 
 
 def test_each_option_named_is_one_the_command_takes() -> None:
@@ -58,5 +72,7 @@ def test_each_option_named_is_one_the_command_takes() -> None:
         named = set(re.findall(r"(--[\w-]+)", cell))
         assert named <= taken, (name, named - taken)
     keys_line = next(line for line in README.splitlines() if line.startswith("More keys:"))
-    assert set(re.findall(r"(--[\w-]+)", command_rows()["create_api_key"])) >= options("create_api_key") - {"--name"}
+    assert set(re.findall(r"(--[\w-]+)", command_rows()["create_api_key"])) >= options(
+        "create_api_key"
+    ) - {"--name"}
     assert set(re.findall(r"(--[\w-]+)", keys_line)) >= options("create_api_key") - {"--name"}

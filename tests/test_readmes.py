@@ -1,14 +1,15 @@
 """The READMEs' module tables and the top README's layout table stay true to the tree.
 
 Every module (a .py file other than __init__.py, outside migrations/) under accounts/, memoryhub/,
-retrieval/, scheduling/ and sdk/python/src/ is named in exactly one README table: the module table of
-the README nearest to it (its own folder's, else the closest folder above it that has one, within
+retrieval/, scheduling/ and sdk/python/src/ is named in exactly one README table: the module table
+of the README nearest to it (its own folder's, else the closest folder above it that has one, within
 its app; the client's is sdk/python/README.md). A module table is a Markdown table whose first
 header cell is "module"; its rows name modules in backticks in their first cell, relative to the
 README's folder (`api/urls.py`, `management/commands/run.py`). Every name such a table gives must
 exist. Every path the top README's "Where things are" table names must exist, and a name it gives a
 module's in "`path.py` (`name`" must be defined there. A default a README (or a docs/ page)
-states as "`MEMORYHUB_NAME` = value" (a number, or on/off) is the default memoryhub/settings.py gives.
+states as "`MEMORYHUB_NAME` = value" (a number, or on/off) is the default memoryhub/settings.py
+gives.
 
 The checks are plain functions over paths and texts, so that the tests below can also show that
 they fail (a module added without its line, a line left for a module removed).
@@ -144,7 +145,7 @@ def module_problems(module_paths: list[str], readme_texts: dict[str, str]) -> li
 def layout_section(text: str) -> str:
     """The top README's "Where things are" section (up to the next heading of its level)."""
     start = text.index(LAYOUT_HEADING)
-    rest = text[start + len(LAYOUT_HEADING):]
+    rest = text[start + len(LAYOUT_HEADING) :]
     end = re.search(r"^## ", rest, flags=re.MULTILINE)
     return rest[: end.start()] if end else rest
 
@@ -195,43 +196,75 @@ def layout_problems(text: str, root: Path = ROOT) -> list[str]:
     return problems
 
 
-_STATED_DEFAULT = re.compile(r"`(MEMORYHUB_[A-Z0-9_]+)` = (on|off|true|false|[0-9][0-9,]*(?:\.[0-9]+)?)\b")
+_STATED_DEFAULT = re.compile(
+    r"`(MEMORYHUB_[A-Z0-9_]+)` = (on|off|true|false|[0-9][0-9,]*(?:\.[0-9]+)?)\b"
+)
 
 
 def setting_defaults(source: str) -> dict[str, object]:
     """Each setting's default as settings.py writes it: env_int("MEMORYHUB_X", 6 * 60, …) → 360."""
     defaults: dict[str, object] = {}
     for node in ast.walk(ast.parse(source)):
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id.startswith("env_")
-                and len(node.args) >= 2 and isinstance(node.args[0], ast.Constant)):
-            arithmetic = all(isinstance(n, (ast.Constant, ast.BinOp, ast.UnaryOp, ast.operator, ast.unaryop))
-                             for n in ast.walk(node.args[1]))
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id.startswith("env_")
+            and len(node.args) >= 2
+            and isinstance(node.args[0], ast.Constant)
+        ):
+            arithmetic = all(
+                isinstance(n, (ast.Constant, ast.BinOp, ast.UnaryOp, ast.operator, ast.unaryop))
+                for n in ast.walk(node.args[1])
+            )
             if arithmetic:
-                defaults[node.args[0].value] = eval(compile(ast.Expression(node.args[1]), "settings", "eval"))
+                defaults[node.args[0].value] = eval(
+                    compile(ast.Expression(node.args[1]), "settings", "eval")
+                )
     return defaults
 
 
 # A default the code keeps as a constant, named by its module: `recent.WINDOW` = 50.
-_STATED_CONSTANT = re.compile(r"`([a-z_]+)\.([A-Z][A-Z0-9_]+)` = (on|off|true|false|[0-9][0-9,]*(?:\.[0-9]+)?)\b")
+_STATED_CONSTANT = re.compile(
+    r"`([a-z_]+)\.([A-Z][A-Z0-9_]+)` = (on|off|true|false|[0-9][0-9,]*(?:\.[0-9]+)?)\b"
+)
 
 
 def constant_values(module: str) -> dict[str, object]:
-    """Top-level constants (NAME = an arithmetic of literals) of every app module called `module`.py."""
+    """Top-level constants (NAME = an arithmetic of literals) of every app module called
+    `module`.py."""
     values: dict[str, object] = {}
-    for path in sorted(p for app in APPS for p in (ROOT / app).rglob(f"{module}.py") if "migrations" not in p.parts):
+    for path in sorted(
+        p for app in APPS for p in (ROOT / app).rglob(f"{module}.py") if "migrations" not in p.parts
+    ):
         for node in ast.parse(path.read_text(encoding="utf-8")).body:
-            target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else getattr(node, "target", None)
+            target = (
+                node.targets[0]
+                if isinstance(node, ast.Assign) and len(node.targets) == 1
+                else getattr(node, "target", None)
+            )
             value = getattr(node, "value", None)
-            if isinstance(target, ast.Name) and value is not None and all(
-                    isinstance(n, (ast.Constant, ast.BinOp, ast.UnaryOp, ast.operator, ast.unaryop)) for n in ast.walk(value)):
-                values.setdefault(target.id, eval(compile(ast.Expression(value), str(path), "eval")))
+            if (
+                isinstance(target, ast.Name)
+                and value is not None
+                and all(
+                    isinstance(n, (ast.Constant, ast.BinOp, ast.UnaryOp, ast.operator, ast.unaryop))
+                    for n in ast.walk(value)
+                )
+            ):
+                values.setdefault(
+                    target.id, eval(compile(ast.Expression(value), str(path), "eval"))
+                )
     return values
 
 
 def _agrees(stated: str, value: object) -> bool:
     if stated in ("on", "off", "true", "false"):
         return value is (stated in ("on", "true"))
-    return not isinstance(value, bool) and isinstance(value, (int, float)) and float(stated.replace(",", "")) == value
+    return (
+        not isinstance(value, bool)
+        and isinstance(value, (int, float))
+        and float(stated.replace(",", "")) == value
+    )
 
 
 def constant_problems(readme_texts: dict[str, str]) -> list[str]:
@@ -240,11 +273,15 @@ def constant_problems(readme_texts: dict[str, str]) -> list[str]:
         for module, name, stated in _STATED_CONSTANT.findall(text):
             values = constant_values(module)
             if name not in values:
-                problems.append(f"{readme} states `{module}.{name}` = {stated}, but no {module}.py defines "
-                                f"{name}: name the module that holds it now, or remove the value")
+                problems.append(
+                    f"{readme} states `{module}.{name}` = {stated}, but no {module}.py defines "
+                    f"{name}: name the module that holds it now, or remove the value"
+                )
             elif not _agrees(stated, values[name]):
-                problems.append(f"{readme} states `{module}.{name}` = {stated}; the code's value is "
-                                f"{values[name]!r}: correct the README")
+                problems.append(
+                    f"{readme} states `{module}.{name}` = {stated}; the code's value is "
+                    f"{values[name]!r}: correct the README"
+                )
     return problems
 
 
@@ -253,8 +290,10 @@ def default_problems(readme_texts: dict[str, str], defaults: dict[str, object]) 
     for readme, text in sorted(readme_texts.items()):
         for name, stated in _STATED_DEFAULT.findall(text):
             if name not in defaults:
-                problems.append(f"{readme} states `{name}` = {stated}, but memoryhub/settings.py has no "
-                                f"such setting: name the constant that holds it now, or remove the value")
+                problems.append(
+                    f"{readme} states `{name}` = {stated}, but memoryhub/settings.py has no "
+                    "such setting: name the constant that holds it now, or remove the value"
+                )
                 continue
             value = defaults[name]
             if stated in ("on", "off", "true", "false"):
@@ -262,8 +301,10 @@ def default_problems(readme_texts: dict[str, str], defaults: dict[str, object]) 
             else:
                 agrees = not isinstance(value, bool) and float(stated.replace(",", "")) == value
             if not agrees:
-                problems.append(f"{readme} states `{name}` = {stated}; memoryhub/settings.py's default is "
-                                f"{value!r}: correct the README")
+                problems.append(
+                    f"{readme} states `{name}` = {stated}; memoryhub/settings.py's default is "
+                    f"{value!r}: correct the README"
+                )
     return problems
 
 
@@ -282,18 +323,29 @@ def test_defaults_the_readmes_state_are_the_settings():
     problems = default_problems(texts, defaults) + constant_problems(texts)
     assert not problems, "\n".join(problems)
     # A wrong constant, or one no module of that name defines, is reported.
-    assert constant_problems({"retrieval/README.md": "`indexing.CHUNK_CHARS` = 500, `indexing.NO_SUCH` = 1"}) == [
-        "retrieval/README.md states `indexing.CHUNK_CHARS` = 500; the code's value is 640: correct the README",
-        "retrieval/README.md states `indexing.NO_SUCH` = 1, but no indexing.py defines NO_SUCH: name the "
-        "module that holds it now, or remove the value",
+    assert constant_problems(
+        {"retrieval/README.md": "`indexing.CHUNK_CHARS` = 500, `indexing.NO_SUCH` = 1"}
+    ) == [
+        (
+            "retrieval/README.md states `indexing.CHUNK_CHARS` = 500; the code's value is 640:"
+            " correct the README"
+        ),
+        (
+            "retrieval/README.md states `indexing.NO_SUCH` = 1, but no indexing.py defines NO_SUCH:"
+            " name the module that holds it now, or remove the value"
+        ),
     ]
     # A wrong default, or one for a setting that is gone, is reported.
     texts["retrieval/README.md"] += "`MEMORYHUB_MCP_STREAMS` = 50, `MEMORYHUB_NO_SUCH` = 1"
     assert default_problems(texts, defaults) == [
-        "retrieval/README.md states `MEMORYHUB_MCP_STREAMS` = 50; memoryhub/settings.py's default is "
-        "100: correct the README",
-        "retrieval/README.md states `MEMORYHUB_NO_SUCH` = 1, but memoryhub/settings.py has no such "
-        "setting: name the constant that holds it now, or remove the value",
+        (
+            "retrieval/README.md states `MEMORYHUB_MCP_STREAMS` = 50; memoryhub/settings.py's"
+            " default is 100: correct the README"
+        ),
+        (
+            "retrieval/README.md states `MEMORYHUB_NO_SUCH` = 1, but memoryhub/settings.py has no"
+            " such setting: name the constant that holds it now, or remove the value"
+        ),
     ]
 
 
@@ -306,12 +358,16 @@ def test_a_module_added_without_its_line_fails_and_says_where():
     added = modules() + ["memoryhub/plumbing/newcomer.py", "retrieval/console/newcomer.py"]
     problems = module_problems(added, readmes())
     assert problems == [
-        "memoryhub/plumbing/newcomer.py is named in no README: add a row for `newcomer.py` "
-        "(what the module holds, in a line) to the module table of memoryhub/plumbing/README.md",
+        (
+            "memoryhub/plumbing/newcomer.py is named in no README: add a row for `newcomer.py` "
+            "(what the module holds, in a line) to the module table of memoryhub/plumbing/README.md"
+        ),
         # retrieval/console/ has no README of its own: its modules are listed in retrieval's.
-        "retrieval/console/newcomer.py is named in no README: add a row for "
-        "`console/newcomer.py` (what the module holds, in a line) to the module table of "
-        "retrieval/README.md",
+        (
+            "retrieval/console/newcomer.py is named in no README: add a row for "
+            "`console/newcomer.py` (what the module holds, in a line) to the module table of "
+            "retrieval/README.md"
+        ),
     ]
 
 
@@ -324,7 +380,9 @@ def test_a_module_removed_or_named_twice_fails():
         "which is not a module: correct the name or remove the row"
     ]
     texts = readmes()
-    texts["memoryhub/README.md"] += "\n| module | what |\n| --- | --- |\n| `plumbing/cpu.py` | x |\n"
+    texts["memoryhub/README.md"] += (
+        "\n| module | what |\n| --- | --- |\n| `plumbing/cpu.py` | x |\n"
+    )
     assert module_problems(present, texts) == [
         "memoryhub/plumbing/cpu.py is named in memoryhub/README.md, memoryhub/plumbing/README.md: "
         "name it once, in the module table of memoryhub/plumbing/README.md (as `cpu.py`), and "
@@ -342,7 +400,9 @@ def test_a_layout_path_that_does_not_exist_fails():
         "correct the path"
     ]
     assert ("memoryhub/event_log.py", "append_events") in _PATH_AND_NAME.findall(section)
-    moved = text.replace("`memoryhub/event_log.py` (`append_events`", "`memoryhub/notes.py` (`append_events`", 1)
+    moved = text.replace(
+        "`memoryhub/event_log.py` (`append_events`", "`memoryhub/notes.py` (`append_events`", 1
+    )
     assert layout_problems(moved) == [
         "README.md's 'Where things are' table sends `append_events` to `memoryhub/notes.py`, which "
         "does not define it: name the module that does"

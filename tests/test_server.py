@@ -1,5 +1,6 @@
 """The real server (`manage.py run`: gunicorn, uvicorn workers, the embedded PostgreSQL) against
-the clients an attack sends: slow, idle, malformed, oversize, chunked, and a database killed under it.
+the clients an attack sends: slow, idle, malformed, oversize, chunked, and a database killed under
+it.
 
 One server for the module, in a private data folder, with 2 s header and body deadlines and a
 1 MiB body limit so that each case is quick.
@@ -27,9 +28,14 @@ STREAMS_PER_KEY, STREAMS = 2, 3
 
 @pytest.fixture(scope="module")
 def served() -> Iterator[Served]:
-    env = {"MEMORYHUB_HEADER_TIMEOUT_SECONDS": "2", "MEMORYHUB_BODY_TIMEOUT_SECONDS": "2",
-           "MEMORYHUB_MAX_REQUEST_BYTES": str(LIMIT), "MEMORYHUB_MCP_STREAMS_PER_KEY": str(STREAMS_PER_KEY),
-           "MEMORYHUB_MCP_STREAMS": str(STREAMS), "MEMORYHUB_MCP_STREAM_IDLE_SECONDS": "3"}
+    env = {
+        "MEMORYHUB_HEADER_TIMEOUT_SECONDS": "2",
+        "MEMORYHUB_BODY_TIMEOUT_SECONDS": "2",
+        "MEMORYHUB_MAX_REQUEST_BYTES": str(LIMIT),
+        "MEMORYHUB_MCP_STREAMS_PER_KEY": str(STREAMS_PER_KEY),
+        "MEMORYHUB_MCP_STREAMS": str(STREAMS),
+        "MEMORYHUB_MCP_STREAM_IDLE_SECONDS": "3",
+    }
     with private_data_dir() as data_dir, Served(data_dir, env=env) as server:
         yield server
 
@@ -61,7 +67,9 @@ def read_reply(sock: socket.socket) -> Reply:
         data += chunk
     head, _, body = data.partition(b"\r\n\r\n")
     lines = head.decode("latin-1").split("\r\n")
-    headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
+    headers = {
+        k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])
+    }
     length = int(headers.get("content-length", "0"))
     while len(body) < length:
         chunk = sock.recv(65536)
@@ -81,7 +89,7 @@ def exchange(served: Served, raw: bytes, *, pieces: int = 1) -> Reply:
         step = -(-len(raw) // pieces)
         for start in range(0, len(raw), step):
             try:
-                sock.sendall(raw[start:start + step])
+                sock.sendall(raw[start : start + step])
             except (BrokenPipeError, ConnectionResetError):
                 break  # answered before all of it arrived
             if pieces > 1:
@@ -89,14 +97,22 @@ def exchange(served: Served, raw: bytes, *, pieces: int = 1) -> Reply:
         return read_reply(sock)
 
 
-def request(served: Served, method: str, path: str, body: bytes = b"", *, headers: str = "") -> bytes:
-    length = f"Content-Length: {len(body)}\r\n" if body and "Transfer-Encoding" not in headers else ""
-    return (f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {served.key}\r\n"
-            f"Content-Type: application/json\r\n{length}{headers}\r\n").encode() + body
+def request(
+    served: Served, method: str, path: str, body: bytes = b"", *, headers: str = ""
+) -> bytes:
+    length = (
+        f"Content-Length: {len(body)}\r\n" if body and "Transfer-Encoding" not in headers else ""
+    )
+    return (
+        f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {served.key}\r\n"
+        f"Content-Type: application/json\r\n{length}{headers}\r\n"
+    ).encode() + body
 
 
 def health(served: Served) -> int:
-    return exchange(served, b"GET /api/v1/health/ HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n").status
+    return exchange(
+        served, b"GET /api/v1/health/ HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+    ).status
 
 
 def still_waiting(sock: socket.socket) -> bool:
@@ -147,9 +163,15 @@ def test_headers_too_slow_are_408_in_the_envelope_and_silence_is_closed(served: 
 def test_a_body_too_slow_is_408(served: Served) -> None:
     with connect(served) as sock:
         # 100 bytes announced, 29 sent.
-        sock.sendall(request(served, "POST", "/api/v1/sessions/slow/events/", b'{"role": "user", "content": "',
-                             headers="Content-Length: 100\r\nTransfer-Encoding: identity\r\n")
-                     .replace(b"Transfer-Encoding: identity\r\n", b""))
+        sock.sendall(
+            request(
+                served,
+                "POST",
+                "/api/v1/sessions/slow/events/",
+                b'{"role": "user", "content": "',
+                headers="Content-Length: 100\r\nTransfer-Encoding: identity\r\n",
+            ).replace(b"Transfer-Encoding: identity\r\n", b"")
+        )
         reply = read_reply(sock)
         assert reply.status == 408 and reply.closed
         assert reply.error()["code"] == "request_timeout"
@@ -163,7 +185,9 @@ def test_a_url_of_2000_tags_and_longer_urls_are_answered_in_the_envelope(served:
     reply = exchange(served, request(served, "GET", f"/api/v1/notes/?tags={long_tags}"))
     assert reply.status == 414 and reply.error()["code"] == "uri_too_long"
     # Past the header limit while the headers are still arriving: refused before they end.
-    reply = exchange(served, request(served, "GET", f"/api/v1/notes/?tags={long_tags * 2}"), pieces=20)
+    reply = exchange(
+        served, request(served, "GET", f"/api/v1/notes/?tags={long_tags * 2}"), pieces=20
+    )
     assert reply.status == 431 and reply.closed
     assert reply.error()["code"] == "headers_too_large"
 
@@ -171,42 +195,73 @@ def test_a_url_of_2000_tags_and_longer_urls_are_answered_in_the_envelope(served:
 def test_headers_over_the_limit_sent_at_once_are_431(served: Served) -> None:
     """40 KB of headers in one piece, past the 32 KB MAX_HEADER_BYTES
     (h11 measures only a head that is still incomplete)."""
-    reply = exchange(served, request(served, "GET", "/api/v1/health/", headers=f"X-Big: {'a' * 40_000}\r\n"))
+    reply = exchange(
+        served, request(served, "GET", "/api/v1/health/", headers=f"X-Big: {'a' * 40_000}\r\n")
+    )
     assert reply.status == 431 and reply.closed
     assert reply.error()["code"] == "headers_too_large"
     assert reply.error()["details"] == {"limit": 32 * 1024}
-    reply = exchange(served, request(served, "GET", "/api/v1/health/", headers=f"X-Big: {'a' * 20_000}\r\n"))
+    reply = exchange(
+        served, request(served, "GET", "/api/v1/health/", headers=f"X-Big: {'a' * 20_000}\r\n")
+    )
     assert reply.status == 200
 
 
 @pytest.mark.parametrize("length", ["abc", "-1", "1, 2"])
 def test_a_malformed_content_length_is_a_400_in_the_envelope(served: Served, length: str) -> None:
-    raw = f"POST /api/v1/sessions/ HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {length}\r\n\r\n{{}}"
+    raw = (
+        "POST /api/v1/sessions/ HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length:"
+        f" {length}\r\n\r\n{{}}"
+    )
     reply = exchange(served, raw.encode())
     assert reply.status == 400 and reply.closed
     assert reply.error()["code"] == "bad_request"
 
 
 def chunked(body: bytes, size: int = 7) -> bytes:
-    parts = [body[i:i + size] for i in range(0, len(body), size)]
+    parts = [body[i : i + size] for i in range(0, len(body), size)]
     return b"".join(b"%x\r\n%s\r\n" % (len(p), p) for p in parts) + b"0\r\n\r\n"
 
 
 def test_a_chunked_body_is_read(served: Served) -> None:
     body = json.dumps({"role": "user", "content": "sent in chunks"}).encode()
-    reply = exchange(served, request(served, "POST", "/api/v1/sessions/chunky/events/", chunked(body),
-                                     headers="Transfer-Encoding: chunked\r\n"))
+    reply = exchange(
+        served,
+        request(
+            served,
+            "POST",
+            "/api/v1/sessions/chunky/events/",
+            chunked(body),
+            headers="Transfer-Encoding: chunked\r\n",
+        ),
+    )
     assert reply.status == 201, reply
     assert json.loads(reply.body)["content"] == "sent in chunks"
 
 
 def test_the_mcp_endpoint_answers_in_the_served_app(served: Served) -> None:
-    """/mcp/ as `manage.py run` serves it (gunicorn's uvicorn workers), not only under plain uvicorn:
-    the MCP session manager starts with the worker's lifespan."""
-    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}}
-    reply = exchange(served, request(served, "POST", "/mcp/", json.dumps(initialize).encode(),
-                                     headers="Accept: application/json, text/event-stream\r\nConnection: close\r\n"))
+    """/mcp/ as `manage.py run` serves it (gunicorn's uvicorn workers), not only under plain
+    uvicorn: the MCP session manager starts with the worker's lifespan."""
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "test", "version": "1"},
+        },
+    }
+    reply = exchange(
+        served,
+        request(
+            served,
+            "POST",
+            "/mcp/",
+            json.dumps(initialize).encode(),
+            headers="Accept: application/json, text/event-stream\r\nConnection: close\r\n",
+        ),
+    )
     assert reply.status == 200, reply
     assert json.loads(reply.body)["result"]["serverInfo"]["name"] == "memoryhub"
 
@@ -219,10 +274,21 @@ def test_a_body_over_the_limit_is_413_and_the_connection_closes(served: Served) 
         reply = read_reply(sock)
     assert reply.status == 413 and reply.closed
     error = reply.error()
-    assert error["code"] == "payload_too_large" and error["details"] == {"limit": LIMIT, "size": len(events)}
+    assert error["code"] == "payload_too_large" and error["details"] == {
+        "limit": LIMIT,
+        "size": len(events),
+    }
     # Chunked, so undeclared: refused once it grows past the limit.
-    reply = exchange(served, request(served, "POST", "/api/v1/sessions/big/events/", chunked(events, 65536),
-                                     headers="Transfer-Encoding: chunked\r\n"))
+    reply = exchange(
+        served,
+        request(
+            served,
+            "POST",
+            "/api/v1/sessions/big/events/",
+            chunked(events, 65536),
+            headers="Transfer-Encoding: chunked\r\n",
+        ),
+    )
     assert reply.status == 413 and reply.closed
     assert reply.error()["details"]["limit"] == LIMIT
     # Nothing was stored, and the next connection is served as usual.
@@ -238,7 +304,9 @@ def test_a_killed_database_is_started_again_and_requests_recover(served: Served)
     statuses = []
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        body = json.dumps({"role": "user", "content": "after", "idempotency_key": "after-kill"}).encode()
+        body = json.dumps(
+            {"role": "user", "content": "after", "idempotency_key": "after-kill"}
+        ).encode()
         reply = exchange(served, request(served, "POST", "/api/v1/sessions/recover/events/", body))
         statuses.append(reply.status)
         if reply.status in (200, 201):
@@ -249,26 +317,48 @@ def test_a_killed_database_is_started_again_and_requests_recover(served: Served)
     assert statuses[-1] in (200, 201), statuses
     assert served.process.poll() is None  # the same run, not a new one
     assert "starting it again" in served.output()
-    assert httpx.get(served.url + "/api/v1/health/").json()["details"]["restarted"].get("postgresql") == 1
+    assert (
+        httpx.get(served.url + "/api/v1/health/").json()["details"]["restarted"].get("postgresql")
+        == 1
+    )
 
 
-def test_forwarded_headers_of_a_peer_that_is_not_a_trusted_proxy_are_ignored(served: Served) -> None:
+def test_forwarded_headers_of_a_peer_that_is_not_a_trusted_proxy_are_ignored(
+    served: Served,
+) -> None:
     """No MEMORYHUB_TRUSTED_PROXIES, so a client's X-Forwarded-Proto does
     not make links https, and its X-Forwarded-For does not dodge the admin login lock-out."""
     for name in ("fwd-1", "fwd-2"):
-        exchange(served, request(served, "POST", "/api/v1/sessions/", json.dumps({"id": name}).encode()))
-    reply = exchange(served, request(served, "GET", "/api/v1/sessions/?limit=1",
-                                     headers="X-Forwarded-Proto: https\r\nX-Forwarded-For: 10.9.9.9\r\n"))
+        exchange(
+            served, request(served, "POST", "/api/v1/sessions/", json.dumps({"id": name}).encode())
+        )
+    reply = exchange(
+        served,
+        request(
+            served,
+            "GET",
+            "/api/v1/sessions/?limit=1",
+            headers="X-Forwarded-Proto: https\r\nX-Forwarded-For: 10.9.9.9\r\n",
+        ),
+    )
     assert reply.status == 200
     assert json.loads(reply.body)["next"].startswith("http://127.0.0.1/api/v1/sessions/")
 
     with httpx.Client(base_url=served.url, timeout=30) as client:
+
         def login(password: str, address: str) -> int:
             page = client.get("/admin/login/")
             token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text)
             assert token, page.text[:500]
-            return client.post("/admin/login/?next=/admin/", headers={"X-Forwarded-For": address}, data={
-                "username": "admin", "password": password, "csrfmiddlewaretoken": token.group(1)}).status_code
+            return client.post(
+                "/admin/login/?next=/admin/",
+                headers={"X-Forwarded-For": address},
+                data={
+                    "username": "admin",
+                    "password": password,
+                    "csrfmiddlewaretoken": token.group(1),
+                },
+            ).status_code
 
         assert [login(f"wrong-{i}", f"10.9.9.{i}") for i in range(5)] == [200] * 4 + [429]
         assert login(served.environment["MEMORYHUB_ADMIN_PASSWORD"], "10.9.9.9") == 429
@@ -276,8 +366,10 @@ def test_forwarded_headers_of_a_peer_that_is_not_a_trusted_proxy_are_ignored(ser
 
 def open_stream(served: Served, key: str) -> tuple[socket.socket, int]:
     sock = connect(served)
-    sock.sendall(f"GET /mcp/ HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {key}\r\n"
-                 "Accept: text/event-stream\r\n\r\n".encode())
+    sock.sendall(
+        f"GET /mcp/ HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {key}\r\n"
+        "Accept: text/event-stream\r\n\r\n".encode()
+    )
     head = b""
     while b"\r\n\r\n" not in head:
         chunk = sock.recv(4096)
@@ -287,7 +379,9 @@ def open_stream(served: Served, key: str) -> tuple[socket.socket, int]:
     return sock, int(head.split(b" ", 2)[1]) if head else 0
 
 
-def test_mcp_event_streams_are_bounded_per_key_and_in_all_and_idle_ones_close(served: Served) -> None:
+def test_mcp_event_streams_are_bounded_per_key_and_in_all_and_idle_ones_close(
+    served: Served,
+) -> None:
     """GET /mcp/ opens an event stream; at most MEMORYHUB_MCP_STREAMS_PER_KEY per
     key and MEMORYHUB_MCP_STREAMS in all are held at once (429 past either), and a stream that
     carried nothing for MEMORYHUB_MCP_STREAM_IDLE_SECONDS is closed."""
@@ -315,15 +409,20 @@ def test_mcp_event_streams_are_bounded_per_key_and_in_all_and_idle_ones_close(se
 
 
 def test_mem0s_client_in_the_served_app(served: Served) -> None:
-    """mem0's unchanged MemoryClient against `manage.py run` (its routes at the root, its Token header)."""
+    """mem0's unchanged MemoryClient against `manage.py run` (its routes at the root, its Token
+    header)."""
     # Imported from there: mem0 is imported with its telemetry off.
     from tests.retrieval.test_mem0_compat import MemoryClient
 
     client = MemoryClient(api_key=served.key, host=served.url)
     try:
-        memory_id = client.add("Served to mem0's client.", user_id="ann", infer=False)["results"][0]["id"]
+        memory_id = client.add("Served to mem0's client.", user_id="ann", infer=False)["results"][
+            0
+        ]["id"]
         assert client.get(memory_id)["memory"] == "Served to mem0's client."
-        assert [r["id"] for r in client.search("mem0's client", filters={"user_id": "ann"})["results"]] == [memory_id]
+        assert [
+            r["id"] for r in client.search("mem0's client", filters={"user_id": "ann"})["results"]
+        ] == [memory_id]
     finally:
         client.client.close()
 
@@ -331,16 +430,24 @@ def test_mem0s_client_in_the_served_app(served: Served) -> None:
 def test_a_killed_web_worker_is_respawned_and_counted(served: Served) -> None:
     import psutil
 
-    [master] = [c for c in psutil.Process(served.process.pid).children() if "gunicorn" in " ".join(c.cmdline())]
+    [master] = [
+        c
+        for c in psutil.Process(served.process.pid).children()
+        if "gunicorn" in " ".join(c.cmdline())
+    ]
     [worker] = master.children()
     worker.kill()
 
     def counted() -> bool:
         try:
-            return httpx.get(served.url + "/api/v1/health/").json()["details"]["restarted"].get("web workers") == 1
+            return (
+                httpx.get(served.url + "/api/v1/health/")
+                .json()["details"]["restarted"]
+                .get("web workers")
+                == 1
+            )
         except httpx.HTTPError:
             return False
 
     assert wait_until(counted, 60), served.output()[-3000:]
     assert master.is_running() and served.process.poll() is None
-

@@ -1,6 +1,7 @@
-"""The settings table of docs/configuration.md lists exactly the environment variables memoryhub/settings.py reads,
-with the defaults the code has, and there are at most 40 MemoryHub settings: tuning no operator
-needs is a named constant beside the code that uses it, not a setting."""
+"""The settings table of docs/configuration.md lists exactly the environment variables
+memoryhub/settings.py reads, with the defaults the code has, and there are at most 40 MemoryHub
+settings: tuning no operator needs is a named constant beside the code that uses it, not a
+setting."""
 
 from __future__ import annotations
 
@@ -16,7 +17,12 @@ HELPERS = {"env_str", "env_int", "env_float", "env_bool", "env_choice", "env_net
 # Read from the environment, but not settings: the test database's name (test and bench plumbing),
 # the key the stdio MCP command acts as (a client's credential), the settings module itself, and
 # what `manage.py run` tells its children (the supervision file).
-NOT_SETTINGS = {"TEST_DB_NAME", "MEMORYHUB_API_KEY", "DJANGO_SETTINGS_MODULE", "MEMORYHUB_SUPERVISION_FILE"}
+NOT_SETTINGS = {
+    "TEST_DB_NAME",
+    "MEMORYHUB_API_KEY",
+    "DJANGO_SETTINGS_MODULE",
+    "MEMORYHUB_SUPERVISION_FILE",
+}
 UNSET = object()
 
 
@@ -25,13 +31,22 @@ def read_by_settings() -> dict[str, Any]:
     given; None: not a literal)."""
     names: dict[str, Any] = {}
     for node in ast.walk(ast.parse(SETTINGS.read_text())):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in HELPERS:
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in HELPERS
+        ):
             first = node.args[0]
-            assert isinstance(first, ast.Constant) and isinstance(first.value, str), ast.unparse(node)
+            assert isinstance(first, ast.Constant) and isinstance(first.value, str), ast.unparse(
+                node
+            )
             default: Any = UNSET
             if len(node.args) > 1:
                 try:
-                    default = eval(compile(ast.Expression(node.args[1]), "settings", "eval"), {"__builtins__": {}})
+                    default = eval(
+                        compile(ast.Expression(node.args[1]), "settings", "eval"),
+                        {"__builtins__": {}},
+                    )
                 except Exception:  # a computed default (the cores, the memory): described in words
                     default = None
             names[first.value] = default
@@ -39,7 +54,8 @@ def read_by_settings() -> dict[str, Any]:
 
 
 def environment_reads(path: Path) -> set[str]:
-    """Names a module reads from os.environ directly (os.environ.get / os.getenv / os.environ[…])."""
+    """Names a module reads from os.environ directly (os.environ.get / os.getenv /
+    os.environ[…])."""
     found = set()
     for node in ast.walk(ast.parse(path.read_text())):
         target = None
@@ -47,8 +63,12 @@ def environment_reads(path: Path) -> set[str]:
             name = ast.unparse(node.func)
             if name in ("os.environ.get", "os.getenv"):
                 target = node.args[0].value
-        elif isinstance(node, ast.Subscript) and ast.unparse(node.value) == "os.environ" \
-                and isinstance(node.ctx, ast.Load) and isinstance(node.slice, ast.Constant):
+        elif (
+            isinstance(node, ast.Subscript)
+            and ast.unparse(node.value) == "os.environ"
+            and isinstance(node.ctx, ast.Load)
+            and isinstance(node.slice, ast.Constant)
+        ):
             target = node.slice.value
         if isinstance(target, str):
             found.add(target)
@@ -58,7 +78,7 @@ def environment_reads(path: Path) -> set[str]:
 def table_rows() -> list[tuple[list[str], str]]:
     """(names, default cell) of every row of docs/configuration.md's settings table."""
     text = README.read_text()
-    section = text[text.index("## Configuration (environment variables)"):]
+    section = text[text.index("## Configuration (environment variables)") :]
     section = section.split("\n## ", 1)[0]
     rows = []
     for line in section.splitlines():
@@ -66,7 +86,9 @@ def table_rows() -> list[tuple[list[str], str]]:
             continue
         cells = [c.strip() for c in line.strip().strip("|").split(" | ")]
         names = re.findall(r"`([A-Z][A-Z0-9_]+)`", cells[0])
-        assert names and ", ".join(f"`{n}`" for n in names) == cells[0], f"a name written in full: {cells[0]}"
+        assert names and ", ".join(f"`{n}`" for n in names) == cells[0], (
+            f"a name written in full: {cells[0]}"
+        )
         rows.append((names, cells[1]))
     return rows
 
@@ -75,8 +97,12 @@ def test_the_table_lists_exactly_the_settings_read() -> None:
     listed = [name for names, _ in table_rows() for name in names]
     assert len(listed) == len(set(listed)), "a setting listed twice"
     read = read_by_settings()
-    assert set(listed) - set(read) == set(), "listed in docs/configuration.md but not read by memoryhub/settings.py"
-    assert set(read) - set(listed) == set(), "read by memoryhub/settings.py but not in docs/configuration.md's table"
+    assert set(listed) - set(read) == set(), (
+        "listed in docs/configuration.md but not read by memoryhub/settings.py"
+    )
+    assert set(read) - set(listed) == set(), (
+        "read by memoryhub/settings.py but not in docs/configuration.md's table"
+    )
 
 
 def test_settings_are_read_through_the_env_helpers_only() -> None:
@@ -91,13 +117,16 @@ def test_no_other_module_reads_a_setting_of_its_own() -> None:
             if path == SETTINGS or "migrations" in path.parts:
                 continue
             for name in environment_reads(path):
-                assert name in listed or name in NOT_SETTINGS, f"{path.relative_to(ROOT)} reads {name}"
+                assert name in listed or name in NOT_SETTINGS, (
+                    f"{path.relative_to(ROOT)} reads {name}"
+                )
 
 
 def test_at_most_40_memoryhub_settings() -> None:
     names = [name for name in read_by_settings() if name.startswith("MEMORYHUB_")]
     assert len(names) <= 40, sorted(names)
-    # Every MEMORYHUB_ name settings.py mentions, read or not (a formatter may put one call on two lines).
+    # Every MEMORYHUB_ name settings.py mentions, read or not (a formatter may put one call on two
+    # lines).
     mentioned = set(re.findall(r"\bMEMORYHUB_[A-Z0-9_]+", SETTINGS.read_text()))
     assert len(mentioned) <= 40, sorted(mentioned)
 

@@ -49,7 +49,8 @@ def nothing_left(data_dir: Path, pids: list[int], within: float) -> bool:
 def test_sigterm_then_sigkill_to_the_group_stops_everything_within_10_s(data_dir: Path) -> None:
     served = Served(data_dir).wait(key=False)
     spawned = children_of(served.process.pid) + postgres_of(data_dir)
-    assert postgres_of(data_dir) and len(spawned) >= 3  # the guard, gunicorn and its worker, postgres
+    # the guard, gunicorn and its worker, postgres
+    assert postgres_of(data_dir) and len(spawned) >= 3
     served.signal_group(signal.SIGTERM)
     try:
         served.process.wait(timeout=10)
@@ -68,16 +69,30 @@ def test_sigterm_stops_the_task_clusters_within_the_grace_without_a_kill(data_di
     the supervisor's grace: it is not SIGKILLed."""
     receiver = ThreadingHTTPServer(("127.0.0.1", 0), NeverAnswers)
     threading.Thread(target=receiver.serve_forever, daemon=True).start()
-    served = Served(data_dir, cluster=True, env={"MEMORYHUB_OUTBOUND_ALLOWED_NETWORKS": "127.0.0.1"}).wait()
+    served = Served(
+        data_dir, cluster=True, env={"MEMORYHUB_OUTBOUND_ALLOWED_NETWORKS": "127.0.0.1"}
+    ).wait()
     try:
         # Both clusters are up (main process, sentinel, pusher, monitor, workers) before the stop.
         assert wait_until(lambda: len(clusters_running(served)) == 2, 60), served.output()[-3000:]
-        api = httpx.Client(base_url=f"{served.url}/api/v1", headers={"Authorization": f"Bearer {served.key}"},
-                           timeout=30)
-        hook = api.post("/webhooks/", json={"kind": "agent", "url": f"http://127.0.0.1:{receiver.server_port}/"})
+        api = httpx.Client(
+            base_url=f"{served.url}/api/v1",
+            headers={"Authorization": f"Bearer {served.key}"},
+            timeout=30,
+        )
+        hook = api.post(
+            "/webhooks/", json={"kind": "agent", "url": f"http://127.0.0.1:{receiver.server_port}/"}
+        )
         assert hook.status_code == 201, hook.text
-        schedule = api.post("/schedules/", json={"name": "slow", "action": "agent_goal", "goal": "wait",
-                                                 "cadence": {"type": "interval", "value": "1h"}}).json()["id"]
+        schedule = api.post(
+            "/schedules/",
+            json={
+                "name": "slow",
+                "action": "agent_goal",
+                "goal": "wait",
+                "cadence": {"type": "interval", "value": "1h"},
+            },
+        ).json()["id"]
         run = api.post(f"/schedules/{schedule}/run/").json()["id"]
         assert wait_until(lambda: api.get(f"/runs/{run}/").json()["status"] == "running", 60)
         served.signal_group(signal.SIGTERM)
@@ -92,8 +107,12 @@ def test_sigterm_stops_the_task_clusters_within_the_grace_without_a_kill(data_di
         assert "did not stop" not in output, output[-3000:]
         assert "Stopped." in output and "Traceback" not in output, output[-3000:]
         # The run says why it failed (not left "running" until the stuck-run timeout).
-        status = served.manage("shell", "-c", f"from scheduling.models import Run; r = Run.objects.get(pk='{run}'); "
-                                              "print(r.status, r.error)")
+        status = served.manage(
+            "shell",
+            "-c",
+            f"from scheduling.models import Run; r = Run.objects.get(pk='{run}'); "
+            "print(r.status, r.error)",
+        )
         assert status.split()[-2:] == ["failed", "interrupted"], status
     finally:
         receiver.shutdown()
@@ -112,12 +131,16 @@ def clusters_running(served: Served) -> list[int]:
     """qcluster main processes of this `run` whose pool has started (3 or more descendants)."""
     found = []
     try:
-        children = psutil.Process(served.process.pid).children()  # `run`'s own: each cluster's main process
+        # `run`'s own: each cluster's main process
+        children = psutil.Process(served.process.pid).children()
     except psutil.Error:
         return found
     for process in children:
         try:
-            if "qcluster" in " ".join(process.cmdline()) and len(process.children(recursive=True)) >= 3:
+            if (
+                "qcluster" in " ".join(process.cmdline())
+                and len(process.children(recursive=True)) >= 3
+            ):
                 found.append(process.pid)
         except psutil.Error:
             continue
@@ -165,7 +188,9 @@ start_embedded_postgres(Path(sys.argv[1]))
 
 
 def python(code: str, data_dir: Path) -> int:
-    return subprocess.run([sys.executable, "-c", code, str(data_dir)], cwd=ROOT, check=False).returncode
+    return subprocess.run(
+        [sys.executable, "-c", code, str(data_dir)], cwd=ROOT, check=False
+    ).returncode
 
 
 def test_an_orphaned_server_is_adopted_and_stopped_by_its_next_owner(data_dir: Path) -> None:
@@ -185,7 +210,6 @@ def test_an_orphaned_server_is_adopted_and_stopped_by_its_next_owner(data_dir: P
     assert served.stop() == 0
     assert wait_until(lambda: not postgres_of(data_dir), 10)
     assert os.path.exists(pgdata_path(data_dir))
-
 
 
 KILLED_WITH_REUSED_PID = """
@@ -216,13 +240,19 @@ with psycopg.connect(host=socket_dir(server), user="postgres", dbname="postgres"
     conn.execute("SELECT 1")
 print(postmaster(data_dir).pid)
 stop_embedded_postgres(data_dir)
-"""
+"""  # noqa: E501
 
 
 def run_script(script: str, data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """One of the scripts above in a Python of its own; it must succeed."""
-    done = subprocess.run([sys.executable, "-c", script, str(data_dir), *args], cwd=ROOT, check=False,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(data_dir), *args],
+        cwd=ROOT,
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return done
 
@@ -269,7 +299,9 @@ def test_a_killed_server_that_nobody_reaped_does_not_stop_a_start() -> None:
         owner = pgdata_path(data_dir).stat().st_uid
         zombie = subprocess.Popen(["true"], user=owner if os.getuid() == 0 else None)
         try:
-            assert wait_until(lambda: psutil.Process(zombie.pid).status() == psutil.STATUS_ZOMBIE, 10)
+            assert wait_until(
+                lambda: psutil.Process(zombie.pid).status() == psutil.STATUS_ZOMBIE, 10
+            )
             run_script(KILLED_AND_LEFT_A_ZOMBIE, data_dir, str(zombie.pid))
             done = run_script(START_AND_QUERY, data_dir)
             assert int(done.stdout.split()[-1]) != zombie.pid  # a server of its own, started anew

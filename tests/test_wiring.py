@@ -31,8 +31,9 @@ def sections() -> dict[str, list[list[list[str]]]]:
         heading, _, body = block.partition("\n")
         # Header rows name columns in plain words: the rows with code spans are the table's entries.
         rows = [line for line in body.splitlines() if line.startswith("|") and "`" in line]
-        found[heading.strip()] = [[re.findall(r"`([^`]+)`", cell) for cell in row.strip("|").split("|")]
-                                  for row in rows]
+        found[heading.strip()] = [
+            [re.findall(r"`([^`]+)`", cell) for cell in row.strip("|").split("|")] for row in rows
+        ]
     return found
 
 
@@ -92,4 +93,3 @@ def test_the_forget_tables_are_what_forget_runs() -> None:
 def test_the_mounts_table_is_what_asgi_serves() -> None:
     table = {cells[0][0]: cells[1][0] for cells in sections()["ASGI mounts"]}
     assert table == settings.MEMORYHUB_ASGI_MOUNTS
-

@@ -15,5 +15,16 @@ from memoryhub.admin import (
     workspaces,
 )
 
-__all__ = ["background", "end_users", "facts", "notes", "queue", "scratchpad", "sessions", "summaries",
-           "tool_sentences", "usage", "workspaces"]
+__all__ = [
+    "background",
+    "end_users",
+    "facts",
+    "notes",
+    "queue",
+    "scratchpad",
+    "sessions",
+    "summaries",
+    "tool_sentences",
+    "usage",
+    "workspaces",
+]

@@ -1,4 +1,5 @@
-"""The background lanes in the admin: who is working, and the sessions set aside with their error."""
+"""The background lanes in the admin: who is working, and the sessions set aside with their
+error."""
 
 from __future__ import annotations
 
@@ -31,7 +32,15 @@ class WorkerAdmin(admin.ModelAdmin):
 class StepFailureAdmin(admin.ModelAdmin):
     """Sessions a background step failed on; set-aside ones are skipped until retried here."""
 
-    list_display = ["session", "tenant", "step", "attempts", "set_aside", "failed_at", "short_error"]
+    list_display = [
+        "session",
+        "tenant",
+        "step",
+        "attempts",
+        "set_aside",
+        "failed_at",
+        "short_error",
+    ]
     list_filter = ["set_aside", "step", "tenant"]
     search_fields = ["session__external_id", "error"]
     list_select_related = ["session", "tenant"]

@@ -51,9 +51,18 @@ def titled(title: str) -> type[admin.FieldListFilter]:
     "By status" and a "By manual"."""
 
     class Titled(admin.FieldListFilter):
-        def __new__(cls, field: Any, request: HttpRequest, params: Any, model: Any, model_admin: Any,
-                    field_path: str) -> Any:
-            chosen = admin.FieldListFilter.create(field, request, params, model, model_admin, field_path)
+        def __new__(
+            cls,
+            field: Any,
+            request: HttpRequest,
+            params: Any,
+            model: Any,
+            model_admin: Any,
+            field_path: str,
+        ) -> Any:
+            chosen = admin.FieldListFilter.create(
+                field, request, params, model, model_admin, field_path
+            )
             chosen.title = title
             return chosen
 
@@ -64,13 +73,23 @@ IMPORTANCE_HELP = "From 0 (trivial) to 1 (vital); 1 is also what pinning sets."
 
 
 class ImportanceField(forms.FloatField):
-    """Importance with the range said in words (the database's check would only name its constraint)."""
+    """Importance with the range said in words (the database's check would only name its
+    constraint)."""
 
     def __init__(self, **kwargs: Any) -> None:
-        super().__init__(min_value=0.0, max_value=1.0, help_text=IMPORTANCE_HELP, error_messages={
-            "min_value": "Importance is between 0 and 1; %(limit_value)s is the lowest.",
-            "max_value": "Importance is between 0 and 1: use 1 for the most important memories (or pin it).",
-        }, **kwargs)
+        super().__init__(
+            min_value=0.0,
+            max_value=1.0,
+            help_text=IMPORTANCE_HELP,
+            error_messages={
+                "min_value": "Importance is between 0 and 1; %(limit_value)s is the lowest.",
+                "max_value": (
+                    "Importance is between 0 and 1: use 1 for the most important memories (or pin"
+                    " it)."
+                ),
+            },
+            **kwargs,
+        )
 
 
 class MemoryForm(forms.ModelForm):
@@ -81,7 +100,9 @@ class ScopeNamed(admin.ModelAdmin):
     """A model's `tier` shown as the API names it, `scope`: its column, its filter and its field on
     a change form, editable or read-only."""
 
-    def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any) -> Any:
+    def get_form(
+        self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any
+    ) -> Any:
         form = super().get_form(request, obj, change, **kwargs)
         if "tier" in form.base_fields:
             form.base_fields["tier"].label = "Scope"
@@ -125,14 +146,23 @@ class SearchableAdmin(ScopeNamed):
 
     def delete_model(self, request: HttpRequest, obj: Any) -> None:
         with transaction.atomic():
-            memory_deleted.send(sender=type(obj), kind=self.kind, tenant_id=obj.tenant_id, source_id=self.source_id(obj))
+            memory_deleted.send(
+                sender=type(obj),
+                kind=self.kind,
+                tenant_id=obj.tenant_id,
+                source_id=self.source_id(obj),
+            )
             super().delete_model(request, obj)
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
         with transaction.atomic():
             for obj in queryset:
-                memory_deleted.send(sender=type(obj), kind=self.kind, tenant_id=obj.tenant_id,
-                                    source_id=self.source_id(obj))
+                memory_deleted.send(
+                    sender=type(obj),
+                    kind=self.kind,
+                    tenant_id=obj.tenant_id,
+                    source_id=self.source_id(obj),
+                )
             super().delete_queryset(request, queryset)
 
     @admin.action(description="Re-index selected (replace their search chunks)")

@@ -41,8 +41,12 @@ def _add_counts(rows: dict[int, dict[str, Any]], label: str, name: str) -> None:
     model = _model(label)
     if model is None:
         return
-    for tenant_id, n in (model.objects.filter(tenant_id__in=rows).values("tenant_id").annotate(n=Count("pk"))
-                         .values_list("tenant_id", "n")):
+    for tenant_id, n in (
+        model.objects.filter(tenant_id__in=rows)
+        .values("tenant_id")
+        .annotate(n=Count("pk"))
+        .values_list("tenant_id", "n")
+    ):
         rows[tenant_id][name] = n
 
 
@@ -53,27 +57,45 @@ def tenant_rows(tenant_id: int | None = None) -> list[dict[str, Any]]:
     if tenant_id is not None:
         tenants = tenants.filter(pk=tenant_id)
     rows = {t.pk: {"tenant": t, "sessions": 0, "events": 0} for t in tenants}
-    for tid, sessions, events in (Session.objects.filter(tenant_id__in=rows).values("tenant_id")
-                                  .annotate(n=Count("id"), e=Coalesce(Sum("event_count"), 0))
-                                  .values_list("tenant_id", "n", "e")):
+    for tid, sessions, events in (
+        Session.objects.filter(tenant_id__in=rows)
+        .values("tenant_id")
+        .annotate(n=Count("id"), e=Coalesce(Sum("event_count"), 0))
+        .values_list("tenant_id", "n", "e")
+    ):
         rows[tid].update(sessions=sessions, events=events)
     chunk = _model("retrieval.Chunk")
     if chunk is not None:
         for tid, total, embedded, errors in (
-            chunk.objects.filter(tenant_id__in=rows).values("tenant_id")
-            .annotate(n=Count("id"), e=Count("id", filter=Q(embedding__isnull=False)),
-                      f=Count("id", filter=Q(embedding__isnull=True) & ~Q(embedding_error="")))
+            chunk.objects.filter(tenant_id__in=rows)
+            .values("tenant_id")
+            .annotate(
+                n=Count("id"),
+                e=Count("id", filter=Q(embedding__isnull=False)),
+                f=Count("id", filter=Q(embedding__isnull=True) & ~Q(embedding_error="")),
+            )
             .values_list("tenant_id", "n", "e", "f")
         ):
-            rows[tid].update(chunks=total, embedded=embedded, embedding_errors=errors,
-                             coverage=round(100 * embedded / total, 1) if total else 100.0)
+            rows[tid].update(
+                chunks=total,
+                embedded=embedded,
+                embedding_errors=errors,
+                coverage=round(100 * embedded / total, 1) if total else 100.0,
+            )
         _backlog(chunk, rows)
-    for label, name in (("memoryhub.Note", "notes"), ("memoryhub.Fact", "facts"), ("scheduling.Schedule", "schedules")):
+    for label, name in (
+        ("memoryhub.Note", "notes"),
+        ("memoryhub.Fact", "facts"),
+        ("scheduling.Schedule", "schedules"),
+    ):
         _add_counts(rows, label, name)
     start = timezone.localdate() - timedelta(days=CHART_DAYS - 1)
-    for tid, n, total_ms in (ApiUsage.objects.filter(name="search", day__gte=start, tenant_id__in=rows)
-                             .values("tenant_id").annotate(n=Sum("requests"), ms=Sum("total_ms"))
-                             .values_list("tenant_id", "n", "ms")):
+    for tid, n, total_ms in (
+        ApiUsage.objects.filter(name="search", day__gte=start, tenant_id__in=rows)
+        .values("tenant_id")
+        .annotate(n=Sum("requests"), ms=Sum("total_ms"))
+        .values_list("tenant_id", "n", "ms")
+    ):
         rows[tid].update(searches=n, search_ms=round(total_ms / n, 1) if n else None)
     return list(rows.values())
 
@@ -84,10 +106,18 @@ def _backlog(chunk: type[Model], rows: dict[int, dict[str, Any]]) -> None:
     manager: Any = chunk.objects  # retrieval's ChunkQuerySet: the lane's own definition of its work
 
     def per_tenant(qs: Any) -> dict[int, int]:
-        return dict(qs.filter(tenant_id__in=rows).order_by().values("tenant_id").annotate(n=Count("id"))
-                    .values_list("tenant_id", "n"))
+        return dict(
+            qs.filter(tenant_id__in=rows)
+            .order_by()
+            .values("tenant_id")
+            .annotate(n=Count("id"))
+            .values_list("tenant_id", "n")
+        )
 
-    waiting, aside = per_tenant(manager.embedding_waiting()), per_tenant(manager.embedding_set_aside())
+    waiting, aside = (
+        per_tenant(manager.embedding_waiting()),
+        per_tenant(manager.embedding_set_aside()),
+    )
     for tenant_id in set(waiting) | set(aside):
         rows[tenant_id].update(waiting=waiting.get(tenant_id, 0), set_aside=aside.get(tenant_id, 0))
     for tenant_id, eta in round_robin_etas(waiting, lane_rate("embed")).items():
@@ -104,11 +134,13 @@ def dashboard_data(tenant: Tenant | None) -> dict[str, Any]:
     metrics.record_samples()
     tenant_id = tenant.pk if tenant else None
     return {
-        "generated_at": timezone.localtime().isoformat(),  # the console's time zone, as its pages show
+        # the console's time zone, as its pages show
+        "generated_at": timezone.localtime().isoformat(),
         "tenant": tenant.name if tenant else None,
         "embedding": dashboard_series.embedding_figures(tenant_id),
         "charts": dashboard_series.all_charts(tenant_id),
-        "time_zone": timezone.get_current_timezone_name(),  # the charts' times read as the console's dates
+        # the charts' times read as the console's dates
+        "time_zone": timezone.get_current_timezone_name(),
     }
 
 
@@ -125,7 +157,8 @@ def dashboard_view(request: HttpRequest) -> HttpResponse:
         "workers": live_workers(),
         "set_aside_sessions": StepFailure.objects.filter(set_aside=True).count(),
         "sessions_due": due_sessions().count(),  # the summarise lane's own definition of its work
-        "restarts": read_restarts(),  # processes `manage.py run` restarted (memoryhub.plumbing.supervision)
+        # processes `manage.py run` restarted (memoryhub.plumbing.supervision)
+        "restarts": read_restarts(),
         "data": dashboard_data(tenant),
         "chart_days": CHART_DAYS,
         "refresh": int(refresh) if refresh.isdigit() and int(refresh) in REFRESH_CHOICES else 15,
@@ -137,5 +170,9 @@ def dashboard_view(request: HttpRequest) -> HttpResponse:
 def dashboard_data_view(request: HttpRequest) -> JsonResponse:
     """The page's auto-refresh: charts and figures as JSON (the same as the page was drawn with)."""
     queue = queue_counts()
-    return JsonResponse({**dashboard_data(_tenant_filter(request)),
-                         "queue": {k: queue[k] for k in ("queued", "succeeded_24h", "failed_24h")}})
+    return JsonResponse(
+        {
+            **dashboard_data(_tenant_filter(request)),
+            "queue": {k: queue[k] for k in ("queued", "succeeded_24h", "failed_24h")},
+        }
+    )

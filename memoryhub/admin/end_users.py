@@ -44,14 +44,23 @@ class EndUserAdmin(admin.ModelAdmin):
     list_select_related = ["tenant"]
     search_fields = ["user_id"]
     actions = ["forget_users"]
-    # Each count aggregates the tenant's sessions, facts and notes: not a second time for "of N in all".
+    # Each count aggregates the tenant's sessions, facts and notes: not a second time for "of N in
+    # all".
     show_full_result_count = False
 
     def get_urls(self) -> list[URLPattern]:
-        own = [path("<path:object_id>/forget/", self.admin_site.admin_view(self.forget_one_view),
-                    name="memoryhub_enduser_forget"),
-               path("<path:object_id>/export/", self.admin_site.admin_view(self.export_one_view),
-                    name="memoryhub_enduser_export")]
+        own = [
+            path(
+                "<path:object_id>/forget/",
+                self.admin_site.admin_view(self.forget_one_view),
+                name="memoryhub_enduser_forget",
+            ),
+            path(
+                "<path:object_id>/export/",
+                self.admin_site.admin_view(self.export_one_view),
+                name="memoryhub_enduser_export",
+            ),
+        ]
         return own + super().get_urls()
 
     def get_actions(self, request: HttpRequest) -> dict[str, Any]:
@@ -75,16 +84,28 @@ class EndUserAdmin(admin.ModelAdmin):
     @admin.display(description="end user", ordering="user_id")
     def user_link(self, obj: EndUser) -> str:
         url = explorer_url(obj)
-        return format_html('<a href="{}" class="mh-user">{}</a>', url, obj.user_id) if url else obj.user_id
+        return (
+            format_html('<a href="{}" class="mh-user">{}</a>', url, obj.user_id)
+            if url
+            else obj.user_id
+        )
 
     @admin.display(description="")
     def row_actions(self, obj: EndUser) -> str:
-        sessions = reverse("admin:memoryhub_session_changelist") + "?" + urlencode(
-            {"tenant__id__exact": obj.tenant_id, "user_id": obj.user_id})
+        sessions = (
+            reverse("admin:memoryhub_session_changelist")
+            + "?"
+            + urlencode({"tenant__id__exact": obj.tenant_id, "user_id": obj.user_id})
+        )
         export = reverse("admin:memoryhub_enduser_export", args=[quote(obj.pk)])
         forget = reverse("admin:memoryhub_enduser_forget", args=[quote(obj.pk)])
-        return format_html('<a href="{}">sessions</a> · <a href="{}" class="mh-export-user">export</a> · '
-                           '<a href="{}" class="mh-forget-user">forget…</a>', sessions, export, forget)
+        return format_html(
+            '<a href="{}">sessions</a> · <a href="{}" class="mh-export-user">export</a> · '
+            '<a href="{}" class="mh-forget-user">forget…</a>',
+            sessions,
+            export,
+            forget,
+        )
 
     def export_one_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         """The row's "export" link: everything of this user, as POST /export/ {user_id} gives it."""
@@ -96,11 +117,18 @@ class EndUserAdmin(admin.ModelAdmin):
 
     # --- forgetting ------------------------------------------------------------------------------
 
-    @admin.action(description="Forget the selected users: delete everything of theirs…", permissions=["forget"])
-    def forget_users(self, request: HttpRequest, queryset: QuerySet[EndUser]) -> HttpResponse | None:
-        users = list(queryset.select_related("tenant")[:FORGET_LIMIT + 1])
+    @admin.action(
+        description="Forget the selected users: delete everything of theirs…",
+        permissions=["forget"],
+    )
+    def forget_users(
+        self, request: HttpRequest, queryset: QuerySet[EndUser]
+    ) -> HttpResponse | None:
+        users = list(queryset.select_related("tenant")[: FORGET_LIMIT + 1])
         if len(users) > FORGET_LIMIT:
-            self.message_user(request, f"Forget at most {FORGET_LIMIT} users at a time.", messages.ERROR)
+            self.message_user(
+                request, f"Forget at most {FORGET_LIMIT} users at a time.", messages.ERROR
+            )
             return None
         if request.POST.get("confirm") != "yes":
             return self._confirm(request, users)
@@ -108,12 +136,16 @@ class EndUserAdmin(admin.ModelAdmin):
         for user in users:
             deleted = forget_user(tenant_id=user.tenant_id, user_id=user.user_id)
             done.append(f"{user.user_id} of {user.tenant.name} ({sum(deleted.values())} rows)")
-        self.message_user(request, f"Forgot {counted(len(done), 'user')}: {', '.join(done)}. This cannot be undone.",
-                          messages.SUCCESS)
+        self.message_user(
+            request,
+            f"Forgot {counted(len(done), 'user')}: {', '.join(done)}. This cannot be undone.",
+            messages.SUCCESS,
+        )
         return None
 
     def forget_one_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
-        """The row's "forget…" link: the same confirmation page for one user (it posts the action)."""
+        """The row's "forget…" link: the same confirmation page for one user (it posts the
+        action)."""
         if not self.has_forget_permission(request):
             raise Http404("You may not forget users.")
         user = EndUser.objects.select_related("tenant").filter(pk=unquote(object_id)).first()
@@ -124,9 +156,12 @@ class EndUserAdmin(admin.ModelAdmin):
     def _confirm(self, request: HttpRequest, users: list[EndUser]) -> HttpResponse:
         messages_of = _messages(users)
         context = {
-            **self.admin_site.each_context(request), "title": "Forget these end users?", "opts": self.model._meta,
+            **self.admin_site.each_context(request),
+            "title": "Forget these end users?",
+            "opts": self.model._meta,
             "users": [(u, messages_of.get((u.tenant_id, u.user_id), 0)) for u in users],
-            "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME, "selected": [u.pk for u in users],
+            "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+            "selected": [u.pk for u in users],
             "changelist": reverse("admin:memoryhub_enduser_changelist"),
         }
         return TemplateResponse(request, "admin/memoryhub/enduser/forget_confirm.html", context)
@@ -134,7 +169,13 @@ class EndUserAdmin(admin.ModelAdmin):
 
 def _messages(users: list[EndUser]) -> dict[tuple[int, str], int]:
     """Messages in each user's sessions (one grouped query)."""
-    rows = (Session.objects.filter(tenant_id__in={u.tenant_id for u in users}, user_id__in={u.user_id for u in users})
-            .order_by().values("tenant_id", "user_id").annotate(n=Sum("event_count"))
-            .values_list("tenant_id", "user_id", "n"))
+    rows = (
+        Session.objects.filter(
+            tenant_id__in={u.tenant_id for u in users}, user_id__in={u.user_id for u in users}
+        )
+        .order_by()
+        .values("tenant_id", "user_id")
+        .annotate(n=Sum("event_count"))
+        .values_list("tenant_id", "user_id", "n")
+    )
     return {(t, u): int(n or 0) for t, u, n in rows}

@@ -31,8 +31,17 @@ def _when(at: Any) -> str:
 class FactVersionAdmin(admin.ModelAdmin):
     """Every version of every fact, read-only: the record of what was true when."""
 
-    list_display = ["fact_id", "short_content", "user_id", "source", "change", "valid_from", "valid_to", "closed_by",
-                    "tenant"]
+    list_display = [
+        "fact_id",
+        "short_content",
+        "user_id",
+        "source",
+        "change",
+        "valid_from",
+        "valid_to",
+        "closed_by",
+        "tenant",
+    ]
     list_filter = ["change", "closed_by", "tenant", ("valid_from", admin.DateFieldListFilter)]
     list_select_related = ["tenant"]
     search_fields = ["content", "key", "user_id", "=fact__id"]
@@ -52,28 +61,60 @@ class FactVersionAdmin(admin.ModelAdmin):
 @admin.register(Fact)
 class FactAdmin(SearchableAdmin):
     kind = "fact"
-    list_display = ["id", "short_content", "user_id", "category", "key", "source", "importance",
-                    "uses", "tenant", "updated_at"]
-    list_filter = [("tier", titled("scope")), "lifetime", "source", "category", TagListFilter, "tenant",
-                   ("updated_at", admin.DateFieldListFilter)]
+    list_display = [
+        "id",
+        "short_content",
+        "user_id",
+        "category",
+        "key",
+        "source",
+        "importance",
+        "uses",
+        "tenant",
+        "updated_at",
+    ]
+    list_filter = [
+        ("tier", titled("scope")),
+        "lifetime",
+        "source",
+        "category",
+        TagListFilter,
+        "tenant",
+        ("updated_at", admin.DateFieldListFilter),
+    ]
     list_select_related = ["tenant"]
     search_fields = ["content", "category", "key", "user_id"]
     form = MemoryForm
     autocomplete_fields = ["workspace", "channel", "session", "source_session"]
-    readonly_fields = ["applies_to", "uses", "last_used", "created_at", "updated_at", "valid_from", "history"]
-    # Left from before search counted per chunk (nothing writes them): the figures are uses/last_used.
+    readonly_fields = [
+        "applies_to",
+        "uses",
+        "last_used",
+        "created_at",
+        "updated_at",
+        "valid_from",
+        "history",
+    ]
+    # Left from before search counted per chunk (nothing writes them): the figures are
+    # uses/last_used.
     exclude = ["access_count", "accessed_at"]
     date_hierarchy = "updated_at"
     actions = ["reindex", "pin", "unpin"]
     object_history_template = "admin/memoryhub/fact/object_history.html"
 
-    def history_view(self, request: HttpRequest, object_id: str,
-                     extra_context: dict[str, Any] | None = None) -> HttpResponse:
+    def history_view(
+        self, request: HttpRequest, object_id: str, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
         """The History button shows the fact's versions (what it said, from when to when), with the
         console's own edits below them; Django's log alone knows only edits made here."""
-        versions = FactVersion.objects.filter(fact_id=object_id).order_by("valid_from", "id") if object_id.isdigit() \
+        versions = (
+            FactVersion.objects.filter(fact_id=object_id).order_by("valid_from", "id")
+            if object_id.isdigit()
             else FactVersion.objects.none()
-        return super().history_view(request, object_id, {**(extra_context or {}), "versions": versions})
+        )
+        return super().history_view(
+            request, object_id, {**(extra_context or {}), "versions": versions}
+        )
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Fact]:
         return facts.with_chunk_access(super().get_queryset(request))
@@ -83,10 +124,16 @@ class FactAdmin(SearchableAdmin):
         """Where the fact holds, by name (its scope_key holds ids: "workspace:1")."""
         if obj.pk is None:
             return "—"
-        place = {"conversation": obj.session.external_id if obj.session_id else "",
-                 "channel": f"#{obj.channel.name}" if obj.channel_id else "",
-                 "workspace": obj.workspace.name if obj.workspace_id else ""}.get(obj.tier, "")
-        return f"{obj.tier} {place}".strip() if obj.tier != "account" else "the whole account (every workspace)"
+        place = {
+            "conversation": obj.session.external_id if obj.session_id else "",
+            "channel": f"#{obj.channel.name}" if obj.channel_id else "",
+            "workspace": obj.workspace.name if obj.workspace_id else "",
+        }.get(obj.tier, "")
+        return (
+            f"{obj.tier} {place}".strip()
+            if obj.tier != "account"
+            else "the whole account (every workspace)"
+        )
 
     @admin.display(description="access count", ordering="chunk_access_count")
     def uses(self, obj: Fact) -> int:
@@ -100,19 +147,37 @@ class FactAdmin(SearchableAdmin):
 
     @admin.display(description="History (every version, oldest first)")
     def history(self, obj: Fact) -> str:
-        versions = list(FactVersion.objects.filter(tenant_id=obj.tenant_id, fact_id=obj.pk).order_by("valid_from", "id"))
+        versions = list(
+            FactVersion.objects.filter(tenant_id=obj.tenant_id, fact_id=obj.pk).order_by(
+                "valid_from", "id"
+            )
+        )
         if not versions:
             return "—"
         rows = format_html_join(
-            "", "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            ((v.content, v.source, v.change, _when(v.valid_from),
-              f"{_when(v.valid_to)} ({v.closed_by})" if v.valid_to else "current") for v in versions))
-        return format_html('<table class="fact-history"><thead><tr><th>Content</th><th>By</th><th>Opened by</th>'
-                           "<th>Valid from</th><th>Valid to</th></tr></thead><tbody>{}</tbody></table>", rows)
+            "",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            (
+                (
+                    v.content,
+                    v.source,
+                    v.change,
+                    _when(v.valid_from),
+                    f"{_when(v.valid_to)} ({v.closed_by})" if v.valid_to else "current",
+                )
+                for v in versions
+            ),
+        )
+        return format_html(
+            '<table class="fact-history"><thead><tr><th>Content</th><th>By</th><th>Opened by</th>'
+            "<th>Valid from</th><th>Valid to</th></tr></thead><tbody>{}</tbody></table>",
+            rows,
+        )
 
     def save_model(self, request: HttpRequest, obj: Fact, form: ModelForm, change: bool) -> None:
-        # An operator's edit of the content is a new version like any other (docs/memory-model.md#fact-history), opened before the
-        # save announces it, so that the old content's chunks are closed rather than replaced.
+        # An operator's edit of the content is a new version like any other
+        # (docs/memory-model.md#fact-history), opened before the save announces it, so that the old
+        # content's chunks are closed rather than replaced.
         with transaction.atomic():
             if change and any(name in form.changed_data for name in facts.VERSIONED):
                 facts.open_version(obj, change="updated", at=timezone.now(), source="operator")
@@ -125,12 +190,18 @@ class FactAdmin(SearchableAdmin):
         self.delete_queryset(request, Fact.objects.filter(pk=obj.pk))
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Fact]) -> None:
-        # History stays (docs/memory-model.md#fact-history): the facts' chunks are closed, not deleted; their versions close on delete.
+        # History stays (docs/memory-model.md#fact-history): the facts' chunks are closed, not
+        # deleted; their versions close on delete.
         with transaction.atomic():
             at = timezone.now()
             for fact in queryset:
-                memory_deleted.send(sender=Fact, kind="fact", tenant_id=fact.tenant_id, source_id=str(fact.pk),
-                                    closed_at=at)
+                memory_deleted.send(
+                    sender=Fact,
+                    kind="fact",
+                    tenant_id=fact.tenant_id,
+                    source_id=str(fact.pk),
+                    closed_at=at,
+                )
             queryset.delete()
 
     @admin.display(description="Content")
@@ -152,4 +223,6 @@ class FactAdmin(SearchableAdmin):
                 fact.updated_at = timezone.now()
                 fact.save(update_fields=["importance", "updated_at"])
                 memory_saved.send(sender=Fact, kind="fact", instance=fact)
-        self.message_user(request, f"Set importance {value} on {counted(queryset.count(), 'fact')}.")
+        self.message_user(
+            request, f"Set importance {value} on {counted(queryset.count(), 'fact')}."
+        )

@@ -13,8 +13,24 @@ from memoryhub.models import (
 @admin.register(Note)
 class NoteAdmin(SearchableAdmin):
     kind = "note"
-    list_display = ["note_id", "short_content", "tenant", "workspace", "scope", "source", "tags", "user_id", "updated_at"]
-    list_filter = [("tier", titled("scope")), "source", TagListFilter, "tenant", ("updated_at", admin.DateFieldListFilter)]
+    list_display = [
+        "note_id",
+        "short_content",
+        "tenant",
+        "workspace",
+        "scope",
+        "source",
+        "tags",
+        "user_id",
+        "updated_at",
+    ]
+    list_filter = [
+        ("tier", titled("scope")),
+        "source",
+        TagListFilter,
+        "tenant",
+        ("updated_at", admin.DateFieldListFilter),
+    ]
     list_select_related = ["tenant", "workspace"]
     search_fields = ["note_id", "content", "user_id", "=session__external_id"]
     form = MemoryForm

@@ -24,8 +24,10 @@ class EstimatedCountPaginator(Paginator):
             return super().count
         if not query.where:
             with connection.cursor() as cursor:
-                cursor.execute("SELECT reltuples::bigint FROM pg_class WHERE oid = %s::regclass",
-                               [queryset.model._meta.db_table])
+                cursor.execute(
+                    "SELECT reltuples::bigint FROM pg_class WHERE oid = %s::regclass",
+                    [queryset.model._meta.db_table],
+                )
                 row = cursor.fetchone()
             estimate = int(row[0]) if row and row[0] is not None else -1
             if estimate >= COUNT_CAP:

@@ -35,15 +35,27 @@ def _run(run_id: Any) -> str:
     if run is None:
         return "a schedule run that no longer exists"
     url = reverse("admin:scheduling_run_change", args=[run.pk])
-    return format_html('<a href="{}">run of schedule {} ({})</a>', url, run.schedule.name, run.tenant.name)
+    return format_html(
+        '<a href="{}">run of schedule {} ({})</a>', url, run.schedule.name, run.tenant.name
+    )
 
 
 def _session(session_pk: Any, what: str) -> str:
-    session = Session.objects.filter(pk=session_pk).select_related("tenant").first() if str(session_pk).isdigit() else None
+    session = (
+        Session.objects.filter(pk=session_pk).select_related("tenant").first()
+        if str(session_pk).isdigit()
+        else None
+    )
     if session is None:
         return f"{what} of a session that no longer exists"
     url = reverse("admin:memoryhub_session_transcript", args=[session.pk])
-    return format_html('{} of session <a href="{}">{}</a> ({})', what, url, session.external_id, session.tenant.name)
+    return format_html(
+        '{} of session <a href="{}">{}</a> ({})',
+        what,
+        url,
+        session.external_id,
+        session.tenant.name,
+    )
 
 
 def describe(func: Any, args: Any) -> str:
@@ -73,7 +85,11 @@ def _extend(label: str, fields: bool) -> None:
     base = type(admin.site._registry.get(model, admin.ModelAdmin(model, admin.site)))
 
     class Described(base):  # type: ignore[valid-type, misc]
-        list_display = ["task_name", "about", *[f for f in getattr(base, "list_display", ()) if f not in ("id", "name")]]
+        list_display = [
+            "task_name",
+            "about",
+            *[f for f in getattr(base, "list_display", ()) if f not in ("id", "name")],
+        ]
 
         @admin.display(description="task")
         def task_name(self, obj: Any) -> str:
@@ -83,14 +99,22 @@ def _extend(label: str, fields: bool) -> None:
         def about(self, obj: Any) -> str:
             return describe(obj.func, obj.args)
 
-        def change_view(self, request: Any, object_id: str, form_url: str = "", extra_context: Any = None) -> Any:
+        def change_view(
+            self, request: Any, object_id: str, form_url: str = "", extra_context: Any = None
+        ) -> Any:
             obj = self.get_object(request, object_id)
-            title = f"{_short(obj.func)}: {describe(obj.func, obj.args)}" if obj is not None else None
-            return super().change_view(request, object_id, form_url, {**(extra_context or {}), "title": title})
+            title = (
+                f"{_short(obj.func)}: {describe(obj.func, obj.args)}" if obj is not None else None
+            )
+            return super().change_view(
+                request, object_id, form_url, {**(extra_context or {}), "title": title}
+            )
 
     if fields:
         Described.readonly_fields = ["about", *getattr(base, "readonly_fields", ())]
-        Described.fields = ["about", *getattr(base, "fields", ())] if getattr(base, "fields", None) else None
+        Described.fields = (
+            ["about", *getattr(base, "fields", ())] if getattr(base, "fields", None) else None
+        )
     if admin.site.is_registered(model):
         admin.site.unregister(model)
     admin.site.register(model, Described)

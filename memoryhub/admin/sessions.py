@@ -37,7 +37,8 @@ class OwnerFilter(admin.SimpleListFilter):
 
     def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin) -> list[tuple[str, str]]:
         chosen = self.value()
-        return [(chosen, chosen)] if chosen else []  # not a list of every user: there may be millions
+        # not a list of every user: there may be millions
+        return [(chosen, chosen)] if chosen else []
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Session]) -> QuerySet[Session]:
         return queryset.filter(user_id=self.value()) if self.value() else queryset
@@ -45,9 +46,24 @@ class OwnerFilter(admin.SimpleListFilter):
 
 @admin.register(Session)
 class SessionAdmin(admin.ModelAdmin):
-    list_display = ["external_id", "title", "tenant", "agent", "user_id",
-                    "status", "event_count", "transcript_link", "updated_at"]
-    list_filter = [OwnerFilter, "status", "tenant", "workspace", ("updated_at", admin.DateFieldListFilter)]
+    list_display = [
+        "external_id",
+        "title",
+        "tenant",
+        "agent",
+        "user_id",
+        "status",
+        "event_count",
+        "transcript_link",
+        "updated_at",
+    ]
+    list_filter = [
+        OwnerFilter,
+        "status",
+        "tenant",
+        "workspace",
+        ("updated_at", admin.DateFieldListFilter),
+    ]
     list_select_related = ["tenant", "workspace", "channel"]
     search_fields = ["external_id", "title", "user_id", "persistence_key", "ref_code", "agent"]
     autocomplete_fields = ["workspace", "channel"]
@@ -58,8 +74,13 @@ class SessionAdmin(admin.ModelAdmin):
     actions = ["archive_sessions", "forget_sessions"]
 
     def get_urls(self) -> list[URLPattern]:
-        own = [path("<path:object_id>/transcript/", self.admin_site.admin_view(transcript.transcript_view),
-                    name="memoryhub_session_transcript")]
+        own = [
+            path(
+                "<path:object_id>/transcript/",
+                self.admin_site.admin_view(transcript.transcript_view),
+                name="memoryhub_session_transcript",
+            )
+        ]
         return own + super().get_urls()
 
     def get_actions(self, request: HttpRequest) -> dict[str, Any]:
@@ -101,34 +122,54 @@ class SessionAdmin(admin.ModelAdmin):
                 session.save(update_fields=[*fields, "updated_at"])
                 for name, count in conversations.after_move(session, previous).items():
                     cleared[name] += count
-        self.message_user(request, f"Archived {counted(len(sessions), 'session')}; cleared {_counts(cleared)}.")
+        self.message_user(
+            request, f"Archived {counted(len(sessions), 'session')}; cleared {_counts(cleared)}."
+        )
 
     @admin.action(description="Forget selected sessions (delete with all derived data)…")
-    def forget_sessions(self, request: HttpRequest, queryset: QuerySet[Session]) -> HttpResponse | None:
-        blocked = list(queryset.filter(tenant__immutable_transcript=True).values_list("external_id", flat=True))
+    def forget_sessions(
+        self, request: HttpRequest, queryset: QuerySet[Session]
+    ) -> HttpResponse | None:
+        blocked = list(
+            queryset.filter(tenant__immutable_transcript=True).values_list("external_id", flat=True)
+        )
         if blocked:
-            self.message_user(request, f"{', '.join(blocked[:10])} belong{'s' if len(blocked) == 1 else ''} to a tenant with an immutable "
-                              "transcript: forget their user instead.", messages.ERROR)
+            self.message_user(
+                request,
+                f"{', '.join(blocked[:10])} belong{'s' if len(blocked) == 1 else ''} to a tenant"
+                " with an immutable transcript: forget their user instead.",
+                messages.ERROR,
+            )
             return None
         if request.POST.get("confirm") == "yes":
             names = list(queryset.values_list("external_id", flat=True))
             total = sum(sum(delete_session(s).values()) for s in queryset)
-            self.message_user(request, f"Forgot {counted(len(names), 'session')} ({', '.join(names[:10])}): "
-                                       f"{counted(total, 'row')} deleted.", messages.SUCCESS)
+            self.message_user(
+                request,
+                f"Forgot {counted(len(names), 'session')} ({', '.join(names[:10])}): "
+                f"{counted(total, 'row')} deleted.",
+                messages.SUCCESS,
+            )
             return None
         return self._confirm_forget(request, queryset)
 
     def _confirm_forget(self, request: HttpRequest, queryset: QuerySet[Session]) -> HttpResponse:
-        sessions = list(queryset.select_related("tenant").annotate(
-            n_notes=Count("notes", distinct=True), n_facts=Count("facts", distinct=True),
-            n_summaries=Count("summary_nodes", distinct=True))[:FORGET_PREVIEW_LIMIT])
+        sessions = list(
+            queryset.select_related("tenant").annotate(
+                n_notes=Count("notes", distinct=True),
+                n_facts=Count("facts", distinct=True),
+                n_summaries=Count("summary_nodes", distinct=True),
+            )[:FORGET_PREVIEW_LIMIT]
+        )
         first = {}
         for s in sessions:
             first[s.pk] = [e.text for e in Event.objects.filter(session=s).order_by("sequence")[:3]]
         context = {
             **self.admin_site.each_context(request),
-            "title": "Forget these sessions?", "opts": self.model._meta,
-            "sessions": [(s, first[s.pk]) for s in sessions], "more": max(queryset.count() - len(sessions), 0),
+            "title": "Forget these sessions?",
+            "opts": self.model._meta,
+            "sessions": [(s, first[s.pk]) for s in sessions],
+            "more": max(queryset.count() - len(sessions), 0),
             "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
             "selected": queryset.values_list("pk", flat=True),
         }
@@ -137,10 +178,20 @@ class SessionAdmin(admin.ModelAdmin):
 
 @admin.register(Event)
 class EventAdmin(admin.ModelAdmin):
-    """The event log is append-only: operators read it (best as a transcript); they do not edit it."""
+    """The event log is append-only: operators read it (best as a transcript); they do not edit
+    it."""
 
-    list_display = ["id", "session_link", "tenant", "sequence", "speaker", "role", "short_content", "tool_name",
-                    "created_at"]
+    list_display = [
+        "id",
+        "session_link",
+        "tenant",
+        "sequence",
+        "speaker",
+        "role",
+        "short_content",
+        "tool_name",
+        "created_at",
+    ]
     list_filter = ["role", "tenant", ("created_at", admin.DateFieldListFilter)]
     list_select_related = ["session", "tenant"]
     search_fields = ["=session__external_id", "content", "tool_name"]
@@ -155,8 +206,13 @@ class EventAdmin(admin.ModelAdmin):
     @admin.display(description="Session", ordering="session__external_id")
     def session_link(self, obj: Event) -> str:
         url = reverse("admin:memoryhub_session_transcript", args=[obj.session_id])
-        return format_html('<a href="{}?around={}#m{}">{}</a>', url, obj.sequence, obj.sequence,
-                           obj.session.external_id)
+        return format_html(
+            '<a href="{}?around={}#m{}">{}</a>',
+            url,
+            obj.sequence,
+            obj.sequence,
+            obj.session.external_id,
+        )
 
     @admin.display(description="Speaker")
     def speaker(self, obj: Event) -> str:

@@ -43,9 +43,27 @@ class SummaryChildInline(admin.TabularInline):
 @admin.register(SummaryNode)
 class SummaryNodeAdmin(SearchableAdmin):
     kind = "summary"
-    list_display = ["id", "level", "session", "sequence_start", "sequence_end", "earliest_at", "latest_at",
-                    "source_count", "summariser", "model", "tenant", "created_at"]
-    list_filter = ["level", "summariser", "model", "tenant", ("created_at", admin.DateFieldListFilter)]
+    list_display = [
+        "id",
+        "level",
+        "session",
+        "sequence_start",
+        "sequence_end",
+        "earliest_at",
+        "latest_at",
+        "source_count",
+        "summariser",
+        "model",
+        "tenant",
+        "created_at",
+    ]
+    list_filter = [
+        "level",
+        "summariser",
+        "model",
+        "tenant",
+        ("created_at", admin.DateFieldListFilter),
+    ]
     list_select_related = ["session", "tenant"]
     search_fields = ["text", "=session__external_id"]
     autocomplete_fields = ["workspace", "channel", "session", "parent"]
@@ -57,10 +75,15 @@ class SummaryNodeAdmin(SearchableAdmin):
     def source_events(self, obj: SummaryNode) -> str:
         if obj.pk is None:
             return "-"
-        events = list(obj.session.events.filter(sequence__gte=obj.sequence_start, sequence__lte=obj.sequence_end)
-                      .order_by("sequence")[:50])
-        url = (reverse("admin:memoryhub_event_changelist")
-               + f"?session__id__exact={obj.session_id}")
-        rows = format_html_join("", "<li>#{} <b>{}</b>: {}</li>",
-                                ((e.sequence, e.role, e.text[:160]) for e in events))
-        return format_html('<ul style="margin:0">{}</ul><a href="{}">all events of the session</a>', rows, url)
+        events = list(
+            obj.session.events.filter(
+                sequence__gte=obj.sequence_start, sequence__lte=obj.sequence_end
+            ).order_by("sequence")[:50]
+        )
+        url = reverse("admin:memoryhub_event_changelist") + f"?session__id__exact={obj.session_id}"
+        rows = format_html_join(
+            "", "<li>#{} <b>{}</b>: {}</li>", ((e.sequence, e.role, e.text[:160]) for e in events)
+        )
+        return format_html(
+            '<ul style="margin:0">{}</ul><a href="{}">all events of the session</a>', rows, url
+        )

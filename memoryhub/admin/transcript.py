@@ -39,7 +39,8 @@ class TreeRow:
 
 
 def speaker(event: Event, session: Session) -> str:
-    """Who said it: the name the client stored with the message, else the session's user or agent."""
+    """Who said it: the name the client stored with the message, else the session's user or
+    agent."""
     meta = event.metadata or {}
     for key in SPEAKER_KEYS:
         if isinstance(meta.get(key), str) and meta[key].strip():
@@ -56,7 +57,11 @@ def speaker(event: Event, session: Session) -> str:
 def _pretty(value: Any) -> str:
     if value in (None, "", {}, []):
         return ""
-    return value if isinstance(value, str) else json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)
+    return (
+        value
+        if isinstance(value, str)
+        else json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)
+    )
 
 
 def summary_tree(nodes: list[SummaryNode], page_of: Any) -> list[TreeRow]:
@@ -79,11 +84,15 @@ def summary_tree(nodes: list[SummaryNode], page_of: Any) -> list[TreeRow]:
 
 
 def _leaf_for(sequence: int, leaves: list[SummaryNode]) -> SummaryNode | None:
-    return next((leaf for leaf in leaves if leaf.sequence_start <= sequence <= leaf.sequence_end), None)
+    return next(
+        (leaf for leaf in leaves if leaf.sequence_start <= sequence <= leaf.sequence_end), None
+    )
 
 
 def transcript_view(request: HttpRequest, object_id: str) -> HttpResponse:
-    session = get_object_or_404(Session.objects.select_related("tenant", "workspace", "channel"), pk=object_id)
+    session = get_object_or_404(
+        Session.objects.select_related("tenant", "workspace", "channel"), pk=object_id
+    )
     events = Event.objects.filter(session=session).order_by("sequence")
     paginator = Paginator(events, PAGE_SIZE)
     around = request.GET.get("around", "")
@@ -99,15 +108,29 @@ def transcript_view(request: HttpRequest, object_id: str) -> HttpResponse:
     def page_of(sequence: int) -> int:
         return bisect_left(sequences, sequence) // PAGE_SIZE + 1
 
-    messages = [Message(e, speaker(e, session), bool(e.tool_name) or e.role == "tool", _pretty(e.tool_args),
-                        _pretty(e.tool_result), _leaf_for(e.sequence, leaves)) for e in page]
+    messages = [
+        Message(
+            e,
+            speaker(e, session),
+            bool(e.tool_name) or e.role == "tool",
+            _pretty(e.tool_args),
+            _pretty(e.tool_result),
+            _leaf_for(e.sequence, leaves),
+        )
+        for e in page
+    ]
     context = {
         **admin.site.each_context(request),
         "title": f"Transcript of {session.title or session.external_id}",
-        "session": session, "opts": Session._meta, "page": page, "messages_": messages,
+        "session": session,
+        "opts": Session._meta,
+        "page": page,
+        "messages_": messages,
         "tree": summary_tree(nodes, page_of),
         "rolling": RollingSummary.objects.filter(session=session).first(),
-        "scratchpad": list(ScratchpadItem.objects.filter(scratchpad__session=session).order_by("position")),
+        "scratchpad": list(
+            ScratchpadItem.objects.filter(scratchpad__session=session).order_by("position")
+        ),
         "highlight": int(around) if around.isdigit() else None,
     }
     return TemplateResponse(request, "admin/memoryhub/transcript.html", context)

@@ -1,4 +1,5 @@
-"""Import and export of memory in the admin (docs/memory-model.md#export-and-import): the same JSON files as the API and commands.
+"""Import and export of memory in the admin (docs/memory-model.md#export-and-import): the same JSON
+files as the API and commands.
 
 Superusers only: an export holds a whole tenant's conversations (or all of one end user's: the
 End users page offers hers beside "forget", through `export_download`).
@@ -30,8 +31,14 @@ from memoryhub.transfer import (
 
 class ExportForm(forms.Form):
     tenant = forms.ModelChoiceField(Tenant.objects.order_by("name"))
-    scope = forms.ChoiceField(choices=[("tenant", "the whole tenant"), ("workspace", "one workspace"),
-                                       ("session", "one session")], initial="tenant")
+    scope = forms.ChoiceField(
+        choices=[
+            ("tenant", "the whole tenant"),
+            ("workspace", "one workspace"),
+            ("session", "one session"),
+        ],
+        initial="tenant",
+    )
     workspace = forms.CharField(required=False, help_text="Workspace name, for a workspace export.")
     session = forms.CharField(required=False, help_text="Session id, for a session export.")
 
@@ -56,14 +63,30 @@ class ExportForm(forms.Form):
 
 
 class ImportForm(forms.Form):
-    tenant = forms.ModelChoiceField(Tenant.objects.order_by("name"), help_text="The tenant the file is imported into.")
-    file = forms.FileField(help_text="A MemoryHub export (JSON). All or nothing: a bad file stores nothing.")
+    tenant = forms.ModelChoiceField(
+        Tenant.objects.order_by("name"), help_text="The tenant the file is imported into."
+    )
+    file = forms.FileField(
+        help_text="A MemoryHub export (JSON). All or nothing: a bad file stores nothing."
+    )
     on_conflict = forms.ChoiceField(
-        label="Sessions it holds already", widget=forms.RadioSelect, initial="fail", required=False, choices=[
+        label="Sessions it holds already",
+        widget=forms.RadioSelect,
+        initial="fail",
+        required=False,
+        choices=[
             ("fail", "Stop: import nothing if a session of the file exists in the tenant"),
-            ("skip", "Skip them: keep the stored sessions (notes, facts…) as they are, import the rest"),
-            ("merge", "Merge: add the messages, notes, facts and scratchpad items they lack, never twice"),
-        ], help_text="Importing the same file again with skip or merge changes nothing.")
+            (
+                "skip",
+                "Skip them: keep the stored sessions (notes, facts…) as they are, import the rest",
+            ),
+            (
+                "merge",
+                "Merge: add the messages, notes, facts and scratchpad items they lack, never twice",
+            ),
+        ],
+        help_text="Importing the same file again with skip or merge changes nothing.",
+    )
 
 
 def check_may_transfer(request: HttpRequest) -> None:
@@ -77,22 +100,43 @@ def export_download(tenant: Tenant, scope: ExportScope) -> HttpResponse:
     named = scope.workspace or scope.session or scope.user or ""
     label = "-".join(slugify(part) for part in (tenant.name, scope.kind, named) if part)
     response = HttpResponse(json.dumps(data, ensure_ascii=False), content_type="application/json")
-    response["Content-Disposition"] = f'attachment; filename="memoryhub-{label}-{timezone.now():%Y%m%d-%H%M%S}.json"'
+    response["Content-Disposition"] = (
+        f'attachment; filename="memoryhub-{label}-{timezone.now():%Y%m%d-%H%M%S}.json"'
+    )
     return response
 
 
 def transfer_view(request: HttpRequest) -> HttpResponse:
     check_may_transfer(request)
-    export_form = ExportForm(request.POST if request.POST.get("action") == "export" else None, prefix="export")
-    import_form = ImportForm(request.POST if request.POST.get("action") == "import" else None,
-                             request.FILES or None, prefix="import")
-    if request.method == "POST" and request.POST.get("action") == "export" and export_form.is_valid():
-        return export_download(export_form.cleaned_data["tenant"], export_form.cleaned_data["export_scope"])
-    if request.method == "POST" and request.POST.get("action") == "import" and import_form.is_valid():
+    export_form = ExportForm(
+        request.POST if request.POST.get("action") == "export" else None, prefix="export"
+    )
+    import_form = ImportForm(
+        request.POST if request.POST.get("action") == "import" else None,
+        request.FILES or None,
+        prefix="import",
+    )
+    if (
+        request.method == "POST"
+        and request.POST.get("action") == "export"
+        and export_form.is_valid()
+    ):
+        return export_download(
+            export_form.cleaned_data["tenant"], export_form.cleaned_data["export_scope"]
+        )
+    if (
+        request.method == "POST"
+        and request.POST.get("action") == "import"
+        and import_form.is_valid()
+    ):
         tenant = import_form.cleaned_data["tenant"]
         try:
             data = parse_export_file(import_form.cleaned_data["file"].read())
-            report = import_memory(tenant=tenant, data=data, on_conflict=import_form.cleaned_data["on_conflict"] or "fail")
+            report = import_memory(
+                tenant=tenant,
+                data=data,
+                on_conflict=import_form.cleaned_data["on_conflict"] or "fail",
+            )
         except DomainError as exc:
             import_form.add_error("file", f"{exc.code}: {exc.message}")
         else:

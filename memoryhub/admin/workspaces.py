@@ -29,13 +29,18 @@ def _plural(label: str) -> str:
 
 
 class WorkspaceAdmin(accounts.admin.WorkspaceAdmin):
-    def get_deleted_objects(self, objs: Any, request: HttpRequest) -> tuple[list[Any], dict[str, int], set[str], list[Any]]:
+    def get_deleted_objects(
+        self, objs: Any, request: HttpRequest
+    ) -> tuple[list[Any], dict[str, int], set[str], list[Any]]:
         if not request.user.is_superuser:  # staff: Django's checks, model by model
             return super().get_deleted_objects(objs, request)
         workspaces = list(objs)
-        protected = [f"{w} ({w.tenant}): the tenant keeps an immutable transcript and the workspace has "
-                     "conversations; forget their users instead" for w in workspaces
-                     if w.tenant.immutable_transcript and Session.objects.filter(workspace=w).exists()]
+        protected = [
+            f"{w} ({w.tenant}): the tenant keeps an immutable transcript and the workspace has "
+            "conversations; forget their users instead"
+            for w in workspaces
+            if w.tenant.immutable_transcript and Session.objects.filter(workspace=w).exists()
+        ]
         if protected:
             return [], {}, set(), protected
         totals: dict[str, int] = {}

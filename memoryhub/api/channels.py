@@ -19,35 +19,66 @@ DESCRIPTION_CHARS = 2000
 
 class ChannelInput(StrictSerializer):
     name = StrictCharField(max_length=100, help_text="Unique within the workspace.")
-    description = StrictCharField(max_length=DESCRIPTION_CHARS, required=False, allow_blank=True, default="",
-                                  help_text="What the channel is about.")
-    workspace = StrictCharField(max_length=100, required=False, allow_null=True, default=None,
-                                help_text="Default: the key's workspace, else 'default'.")
-    is_default = serializers.BooleanField(required=False, default=False,
-                                          help_text="Make it the workspace's default channel.")
+    description = StrictCharField(
+        max_length=DESCRIPTION_CHARS,
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="What the channel is about.",
+    )
+    workspace = StrictCharField(
+        max_length=100,
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="Default: the key's workspace, else 'default'.",
+    )
+    is_default = serializers.BooleanField(
+        required=False, default=False, help_text="Make it the workspace's default channel."
+    )
 
 
 class ChannelPatchInput(StrictSerializer):
-    name = StrictCharField(max_length=100, required=False, help_text="Sessions keep their channel under its new name.")
-    description = StrictCharField(max_length=DESCRIPTION_CHARS, required=False, allow_blank=True,
-                                  help_text="A new description.")
+    name = StrictCharField(
+        max_length=100, required=False, help_text="Sessions keep their channel under its new name."
+    )
+    description = StrictCharField(
+        max_length=DESCRIPTION_CHARS,
+        required=False,
+        allow_blank=True,
+        help_text="A new description.",
+    )
     is_default = serializers.BooleanField(
-        required=False, help_text="true makes it the workspace's default (the previous one stops being it); "
-                                  "false on the default channel is refused.")
+        required=False,
+        help_text=(
+            "true makes it the workspace's default (the previous one stops being it); "
+            "false on the default channel is refused."
+        ),
+    )
 
 
 class ChannelOutput(serializers.ModelSerializer):
-    workspace = serializers.CharField(source="workspace.name", help_text="The workspace the channel is in.")
+    workspace = serializers.CharField(
+        source="workspace.name", help_text="The workspace the channel is in."
+    )
 
     class Meta:
         model = Channel
         fields = ["id", "name", "description", "workspace", "is_default", "created_at"]
         extra_kwargs = {
             "id": {"help_text": "The channel's id."},
-            "name": {"help_text": "Its name, unique within the workspace (sessions, notes and facts name it)."},
+            "name": {
+                "help_text": (
+                    "Its name, unique within the workspace (sessions, notes and facts name it)."
+                )
+            },
             "description": {"help_text": "What the channel is about."},
-            "is_default": {"help_text": "True for the workspace's default channel (sessions go there unless "
-                                        "they name one)."},
+            "is_default": {
+                "help_text": (
+                    "True for the workspace's default channel (sessions go there unless "
+                    "they name one)."
+                )
+            },
             "created_at": {"help_text": "When it was created."},
         }
 
@@ -56,25 +87,36 @@ class ChannelListParams(serializers.Serializer):
     workspace = serializers.CharField(required=False, help_text="Only this workspace's channels.")
     name = serializers.CharField(required=False, help_text="Only channels of this name.")
     # Not allow_null: a query cannot say null, and DRF would read `is_default=` as null (no filter).
-    is_default = serializers.BooleanField(required=False, default=None,
-                                          help_text="Only default (true) or other (false) channels.")
+    is_default = serializers.BooleanField(
+        required=False, default=None, help_text="Only default (true) or other (false) channels."
+    )
 
 
 class ChannelListView(APIView):
-    @extend_schema(summary="List channels", operation_id="channels_list",
-                   description="The channels of the key's workspaces, filtered and paged.",
-                   parameters=[ChannelListParams, *PAGE_PARAMS],
-                   responses=page_of("ChannelPage", ChannelOutput(many=True, help_text="This page's channels.")),
-                   examples=ex.CHANNEL_LIST)
+    @extend_schema(
+        summary="List channels",
+        operation_id="channels_list",
+        description="The channels of the key's workspaces, filtered and paged.",
+        parameters=[ChannelListParams, *PAGE_PARAMS],
+        responses=page_of(
+            "ChannelPage", ChannelOutput(many=True, help_text="This page's channels.")
+        ),
+        examples=ex.CHANNEL_LIST,
+    )
     def get(self, request: Request) -> Response:
         filters = query_params(request, ChannelListParams)
         rows, meta = paginate(request, channels.channels_filter(api_key(request), filters))
         return Response({**meta, "results": ChannelOutput(rows, many=True).data})
 
-    @extend_schema(summary="Create a channel",
-                   description="A channel in a workspace; a name the workspace already has is a 409 "
-                               "channel_exists.",
-                   request=ChannelInput, responses={201: ChannelOutput}, examples=ex.CHANNEL_CREATE)
+    @extend_schema(
+        summary="Create a channel",
+        description=(
+            "A channel in a workspace; a name the workspace already has is a 409 channel_exists."
+        ),
+        request=ChannelInput,
+        responses={201: ChannelOutput},
+        examples=ex.CHANNEL_CREATE,
+    )
     def post(self, request: Request) -> Response:
         data = parse_input(ChannelInput, request.data)
         channel = channels.create_channel(api_key(request), **data)
@@ -82,12 +124,24 @@ class ChannelListView(APIView):
 
 
 class ChannelDetailView(APIView):
-    @extend_schema(summary="Get a channel", description="One channel of your tenant, by id.", responses=ChannelOutput, examples=ex.CHANNEL_GET)
+    @extend_schema(
+        summary="Get a channel",
+        description="One channel of your tenant, by id.",
+        responses=ChannelOutput,
+        examples=ex.CHANNEL_GET,
+    )
     def get(self, request: Request, channel_id: int) -> Response:
         return Response(ChannelOutput(channels.get_channel(api_key(request), channel_id)).data)
 
-    @extend_schema(summary="Change a channel", description="Only the fields given change.",
-                   request=ChannelPatchInput, responses=ChannelOutput, examples=ex.CHANNEL_PATCH)
+    @extend_schema(
+        summary="Change a channel",
+        description="Only the fields given change.",
+        request=ChannelPatchInput,
+        responses=ChannelOutput,
+        examples=ex.CHANNEL_PATCH,
+    )
     def patch(self, request: Request, channel_id: int) -> Response:
         changes = parse_input(ChannelPatchInput, request.data, partial=True)
-        return Response(ChannelOutput(channels.update_channel(api_key(request), channel_id, changes)).data)
+        return Response(
+            ChannelOutput(channels.update_channel(api_key(request), channel_id, changes)).data
+        )

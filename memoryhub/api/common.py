@@ -36,34 +36,60 @@ class StrictSerializer(serializers.Serializer):
         if prototypes is None:
             prototypes = copy.deepcopy(self._declared_fields)
             cls._field_prototypes = prototypes  # type: ignore[attr-defined]
-        return {name: copy.deepcopy(field) if isinstance(field, serializers.BaseSerializer) else copy.copy(field)
-                for name, field in prototypes.items()}
+        return {
+            name: copy.deepcopy(field)
+            if isinstance(field, serializers.BaseSerializer)
+            else copy.copy(field)
+            for name, field in prototypes.items()
+        }
 
     def to_internal_value(self, data: Any) -> Any:
         if not isinstance(data, dict):
             raise serializers.ValidationError(
-                {"non_field_errors": [serializers.ErrorDetail("Expected a JSON object.", code="not_an_object")]}
+                {
+                    "non_field_errors": [
+                        serializers.ErrorDetail("Expected a JSON object.", code="not_an_object")
+                    ]
+                }
             )
         unknown = sorted(set(data) - set(self.fields))
         if unknown:
             raise serializers.ValidationError(
-                {name: [serializers.ErrorDetail(unknown_field_message(name, [*self.fields, *self.also_accepted]),
-                                                code="unknown_field")]
-                 for name in unknown}
+                {
+                    name: [
+                        serializers.ErrorDetail(
+                            unknown_field_message(name, [*self.fields, *self.also_accepted]),
+                            code="unknown_field",
+                        )
+                    ]
+                    for name in unknown
+                }
             )
         # PostgreSQL text and jsonb cannot hold U+0000: refuse it here rather than fail on insert.
         with_nul = [name for name, value in data.items() if _has_nul(value)]
         if with_nul:
-            raise serializers.ValidationError({
-                name: [serializers.ErrorDetail("Null characters are not allowed.", code="null_characters_not_allowed")]
-                for name in with_nul
-            })
-        wrong = {name: message for name, field in self.fields.items()
-                 if name in data and not field.read_only and (message := _wrong_type(field, data[name]))}
+            raise serializers.ValidationError(
+                {
+                    name: [
+                        serializers.ErrorDetail(
+                            "Null characters are not allowed.", code="null_characters_not_allowed"
+                        )
+                    ]
+                    for name in with_nul
+                }
+            )
+        wrong = {
+            name: message
+            for name, field in self.fields.items()
+            if name in data and not field.read_only and (message := _wrong_type(field, data[name]))
+        }
         if wrong:
-            raise serializers.ValidationError({
-                name: [serializers.ErrorDetail(message, code="invalid")] for name, message in wrong.items()
-            })
+            raise serializers.ValidationError(
+                {
+                    name: [serializers.ErrorDetail(message, code="invalid")]
+                    for name, message in wrong.items()
+                }
+            )
         return super().to_internal_value(data)
 
 
@@ -94,11 +120,23 @@ def _wrong_type(field: serializers.Field, value: Any) -> str | None:
             if _too_long_with_padding(field, value):
                 return f"Ensure this field has no more than {field.max_length} characters."
             if isinstance(field, serializers.ListField):
-                return next((f"Item {i}: {problem}" for i, item in enumerate(value)
-                             if (problem := _wrong_type(field.child, item))), None)
+                return next(
+                    (
+                        f"Item {i}: {problem}"
+                        for i, item in enumerate(value)
+                        if (problem := _wrong_type(field.child, item))
+                    ),
+                    None,
+                )
             if isinstance(field, serializers.DictField):
-                return next((f"{key!r}: {problem}" for key, item in value.items()
-                             if (problem := _wrong_type(field.child, item))), None)
+                return next(
+                    (
+                        f"{key!r}: {problem}"
+                        for key, item in value.items()
+                        if (problem := _wrong_type(field.child, item))
+                    ),
+                    None,
+                )
             return None
     return None
 
@@ -108,25 +146,49 @@ def _too_long_with_padding(field: serializers.Field, value: Any) -> bool:
     would pass; the schema's maxLength counts every character sent. An unpadded string
     is left to DRF (its max_length code)."""
     limit = getattr(field, "max_length", None)
-    return (isinstance(field, serializers.CharField) and limit is not None and isinstance(value, str)
-            and len(value) > limit and value != value.strip())
+    return (
+        isinstance(field, serializers.CharField)
+        and limit is not None
+        and isinstance(value, str)
+        and len(value) > limit
+        and value != value.strip()
+    )
 
 
 def _json_type(value: Any) -> str:
-    return {bool: "a boolean", int: "a number", float: "a number", str: "a string",
-            list: "a list", dict: "an object"}.get(type(value), type(value).__name__)
+    return {
+        bool: "a boolean",
+        int: "a number",
+        float: "a number",
+        str: "a string",
+        list: "a list",
+        dict: "an object",
+    }.get(type(value), type(value).__name__)
 
 
 # Names other memory APIs use for a field of ours (OpenAI/Anthropic message lists, mem0's calls).
-FIELD_ALIASES = {"messages": "events", "message": "content", "text": "content", "memory": "content",
-                 "limit": "top_k", "k": "top_k", "session_id": "session", "user": "user_id", "filters": "tags"}
+FIELD_ALIASES = {
+    "messages": "events",
+    "message": "content",
+    "text": "content",
+    "memory": "content",
+    "limit": "top_k",
+    "k": "top_k",
+    "session_id": "session",
+    "user": "user_id",
+    "filters": "tags",
+}
 
 
 def unknown_field_message(name: str, known: list[str], *, what: str = "field") -> str:
-    """"Unknown field." and, when one is near, the field meant: an agent (or a model calling a
+    """ "Unknown field." and, when one is near, the field meant: an agent (or a model calling a
     tool) corrects itself from the message alone. `what` names it ("query parameter")."""
     alias = FIELD_ALIASES.get(name)
-    guess = alias if alias in known else next(iter(difflib.get_close_matches(name, known, n=1, cutoff=0.75)), None)
+    guess = (
+        alias
+        if alias in known
+        else next(iter(difflib.get_close_matches(name, known, n=1, cutoff=0.75)), None)
+    )
     return f"Unknown {what}. Did you mean '{guess}'?" if guess else f"Unknown {what}."
 
 
@@ -146,20 +208,28 @@ def api_key(request: Request) -> ApiKey:
     return key
 
 
-def parse_input(serializer_class: type[serializers.Serializer], data: Any, **kwargs: Any) -> dict[str, Any]:
+def parse_input(
+    serializer_class: type[serializers.Serializer], data: Any, **kwargs: Any
+) -> dict[str, Any]:
     serializer = serializer_class(data=data, **kwargs)
     serializer.is_valid(raise_exception=True)
     return dict(serializer.validated_data)
 
 
-def query_params(request: Request, serializer_class: type[serializers.Serializer]) -> dict[str, Any]:
-    """Validate the query parameters a serializer names (one operation may read several serializers';
-    one it does not declare at all was refused before the view ran: memoryhub.api.parameters)."""
+def query_params(
+    request: Request, serializer_class: type[serializers.Serializer]
+) -> dict[str, Any]:
+    """Validate the query parameters a serializer names (one operation may read several
+    serializers'; one it does not declare at all was refused before the view ran:
+    memoryhub.api.parameters)."""
     fields = serializer_class().fields
     data = {k: v for k, v in request.query_params.items() if k in fields}
     # DRF reads "0.0" and " 5" as integers; the schema's integer is digits only.
-    not_whole = {name: ["A valid integer is required."] for name, value in data.items()
-                 if isinstance(fields[name], serializers.IntegerField) and not _WHOLE_NUMBER.fullmatch(value)}
+    not_whole = {
+        name: ["A valid integer is required."]
+        for name, value in data.items()
+        if isinstance(fields[name], serializers.IntegerField) and not _WHOLE_NUMBER.fullmatch(value)
+    }
     if not_whole:
         raise _invalid_parameter(not_whole)
     return parse_params(serializer_class, data)
@@ -168,8 +238,11 @@ def query_params(request: Request, serializer_class: type[serializers.Serializer
 _WHOLE_NUMBER = re.compile(r"-?[0-9]+")
 
 
-def parse_params(serializer_class: type[serializers.Serializer], data: dict[str, Any]) -> dict[str, Any]:
-    """Validate parameters (a GET's query, an MCP tool's arguments); a bad one is `invalid_parameter`."""
+def parse_params(
+    serializer_class: type[serializers.Serializer], data: dict[str, Any]
+) -> dict[str, Any]:
+    """Validate parameters (a GET's query, an MCP tool's arguments); a bad one is
+    `invalid_parameter`."""
     serializer = serializer_class(data=data)
     if not serializer.is_valid():
         raise _invalid_parameter(serializer.errors)
@@ -179,7 +252,8 @@ def parse_params(serializer_class: type[serializers.Serializer], data: dict[str,
 def _invalid_parameter(errors: dict[str, Any]) -> Invalid:
     name, problems = next(iter(errors.items()))
     return Invalid(
-        "invalid_parameter", f"Query parameter {name!r}: {problems[0]}",
+        "invalid_parameter",
+        f"Query parameter {name!r}: {problems[0]}",
         details={"fields": {k: [str(p) for p in v] for k, v in errors.items()}},
     )
 
@@ -196,7 +270,9 @@ class LimitOffset(serializers.Serializer):
     offset = serializers.IntegerField(min_value=0, max_value=2**62, default=0)
 
 
-def paginate(request: Request, queryset: Any, *, default_limit: int = 50) -> tuple[list[Any], dict[str, Any]]:
+def paginate(
+    request: Request, queryset: Any, *, default_limit: int = 50
+) -> tuple[list[Any], dict[str, Any]]:
     """limit/offset paging: returns the page and {count, next, previous}."""
     params = query_params(request, LimitOffset)
     limit = params["limit"] if "limit" in request.query_params else default_limit
@@ -205,7 +281,11 @@ def paginate(request: Request, queryset: Any, *, default_limit: int = 50) -> tup
     rows = list(queryset[offset : offset + limit])
     meta = {
         "count": count,
-        "next": page_url(request, limit=limit, offset=offset + limit) if offset + limit < count else None,
-        "previous": page_url(request, limit=limit, offset=max(offset - limit, 0)) if offset else None,
+        "next": page_url(request, limit=limit, offset=offset + limit)
+        if offset + limit < count
+        else None,
+        "previous": page_url(request, limit=limit, offset=max(offset - limit, 0))
+        if offset
+        else None,
     }
     return rows, meta

@@ -6,18 +6,23 @@ from __future__ import annotations
 from typing import Any
 
 # What every operation can answer besides its success, derived from how the server is built rather
-# than listed per view: the middleware (memoryhub.api.middleware) refuses a NUL in the path or query and
-# a bad Content-Length with 400, and a body over the limit with 413, before any view runs; DRF's
+# than listed per view: the middleware (memoryhub.api.middleware) refuses a NUL in the path or query
+# and a bad Content-Length with 400, and a body over the limit with 413, before any view runs; DRF's
 # authentication and HasApiScope answer 401 and 403 on every operation that needs a key; a path id
 # or a named session may not exist (404); a JSON body may be malformed (400)
 # or of another media type (415). Conflicts (409) come from the domain and are named per operation.
 
 ERROR_DESCRIPTIONS = {
-    400: "Invalid input: a malformed body, an unknown or ill-typed field, a bad query parameter, or a query "
-         "parameter the operation does not list (`unknown_parameter`, with the one meant when it is near).",
+    400: (
+        "Invalid input: a malformed body, an unknown or ill-typed field, a bad query parameter, or"
+        " a query parameter the operation does not list (`unknown_parameter`, with the one meant"
+        " when it is near)."
+    ),
     401: "No API key, or an invalid or revoked one (`not_authenticated`, `invalid_api_key`).",
-    403: "The key may not do this: a scope it lacks (`insufficient_scope`), or a workspace or end user "
-         "it is limited to (`workspace_forbidden`, `user_forbidden`, `shared_read_only`, …).",
+    403: (
+        "The key may not do this: a scope it lacks (`insufficient_scope`), or a workspace or end"
+        " user it is limited to (`workspace_forbidden`, `user_forbidden`, `shared_read_only`, …)."
+    ),
     404: "What the path or the input names does not exist, or the key cannot see it.",
     409: "The request contradicts what is stored (it exists already, is archived, is stale).",
     413: "The request body is larger than the server's limit (`payload_too_large`).",
@@ -25,34 +30,49 @@ ERROR_DESCRIPTIONS = {
     503: "The database is unavailable (`database_unavailable`): retry after `Retry-After` seconds.",
 }
 
-# A `session` named in a body must exist (memoryhub.sessions.get_session: session_not_found; a search,
-# context or export may also name a missing workspace or channel, and always takes a session too).
-# A named workspace or channel is otherwise created or only filters, and so do list filters, except
-# where a query names the session to read (below). Measured by asking each operation for a missing one.
+# A `session` named in a body must exist (memoryhub.sessions.get_session: session_not_found; a
+# search, context or export may also name a missing workspace or channel, and always takes a session
+# too). A named workspace or channel is otherwise created or only filters, and so do list filters,
+# except where a query names the session to read (below). Measured by asking each operation for a
+# missing one.
 NAMED_RECORDS = frozenset({"session"})
 NOT_FOUND_BY_QUERY = frozenset({("get", "/api/v1/browse/")})
 
 # Operations whose domain functions raise memoryhub.errors.Conflict.
-CONFLICTS = frozenset({
-    ("post", "/api/v1/channels/"), ("patch", "/api/v1/channels/{channel_id}/"),
-    ("post", "/api/v1/documents/"), ("patch", "/api/v1/schedules/{schedule_id}/"),
-    ("post", "/api/v1/facts/"), ("patch", "/api/v1/facts/{fact_id}/"),
-    ("post", "/api/v1/import/"),
-    ("post", "/api/v1/notes/"), ("put", "/api/v1/notes/{note_id}/"),
-    ("post", "/api/v1/schedules/{schedule_id}/pause/"), ("post", "/api/v1/schedules/{schedule_id}/resume/"),
-    ("post", "/api/v1/sessions/"), ("patch", "/api/v1/sessions/{session_id}/"),
-    ("get", "/api/v1/sessions/{session_id}/"), ("delete", "/api/v1/sessions/{session_id}/"),
-    ("get", "/api/v1/sessions/{session_id}/events/"), ("post", "/api/v1/sessions/{session_id}/events/"),
-    ("delete", "/api/v1/sessions/{session_id}/events/"),
-    ("put", "/api/v1/sessions/{session_id}/scratchpad/"), ("patch", "/api/v1/sessions/{session_id}/scratchpad/"),
-    ("delete", "/api/v1/sessions/{session_id}/scratchpad/"),
-    ("put", "/api/v1/sessions/{session_id}/summary/"),
-    ("post", "/api/v1/webhooks/"),
-    ("delete", "/api/v1/workspaces/{workspace}/"),  # immutable_transcript
-})
+CONFLICTS = frozenset(
+    {
+        ("post", "/api/v1/channels/"),
+        ("patch", "/api/v1/channels/{channel_id}/"),
+        ("post", "/api/v1/documents/"),
+        ("patch", "/api/v1/schedules/{schedule_id}/"),
+        ("post", "/api/v1/facts/"),
+        ("patch", "/api/v1/facts/{fact_id}/"),
+        ("post", "/api/v1/import/"),
+        ("post", "/api/v1/notes/"),
+        ("put", "/api/v1/notes/{note_id}/"),
+        ("post", "/api/v1/schedules/{schedule_id}/pause/"),
+        ("post", "/api/v1/schedules/{schedule_id}/resume/"),
+        ("post", "/api/v1/sessions/"),
+        ("patch", "/api/v1/sessions/{session_id}/"),
+        ("get", "/api/v1/sessions/{session_id}/"),
+        ("delete", "/api/v1/sessions/{session_id}/"),
+        ("get", "/api/v1/sessions/{session_id}/events/"),
+        ("post", "/api/v1/sessions/{session_id}/events/"),
+        ("delete", "/api/v1/sessions/{session_id}/events/"),
+        ("put", "/api/v1/sessions/{session_id}/scratchpad/"),
+        ("patch", "/api/v1/sessions/{session_id}/scratchpad/"),
+        ("delete", "/api/v1/sessions/{session_id}/scratchpad/"),
+        ("put", "/api/v1/sessions/{session_id}/summary/"),
+        ("post", "/api/v1/webhooks/"),
+        ("delete", "/api/v1/workspaces/{workspace}/"),  # immutable_transcript
+    }
+)
 
-RETRY_AFTER = {"schema": {"type": "integer"}, "required": True,
-               "description": "Seconds to wait before retrying."}
+RETRY_AFTER = {
+    "schema": {"type": "integer"},
+    "required": True,
+    "description": "Seconds to wait before retrying.",
+}
 
 ERROR_COMPONENT = {
     "type": "object",
@@ -63,10 +83,16 @@ ERROR_COMPONENT = {
             "type": "object",
             "required": ["code", "message", "details"],
             "properties": {
-                "code": {"type": "string", "description": "A stable machine-readable reason, e.g. session_not_found."},
+                "code": {
+                    "type": "string",
+                    "description": "A stable machine-readable reason, e.g. session_not_found.",
+                },
                 "message": {"type": "string", "description": "What went wrong, for a person."},
-                "details": {"type": "object", "additionalProperties": True,
-                            "description": "More about it, e.g. `fields` with each bad field's problems."},
+                "details": {
+                    "type": "object",
+                    "additionalProperties": True,
+                    "description": "More about it, e.g. `fields` with each bad field's problems.",
+                },
             },
             "description": "The error.",
         },
@@ -74,8 +100,14 @@ ERROR_COMPONENT = {
 }
 
 
-def error_statuses(path: str, method: str, operation: dict[str, Any], components: dict[str, Any],
-                   *, reads_json: bool) -> list[int]:
+def error_statuses(
+    path: str,
+    method: str,
+    operation: dict[str, Any],
+    components: dict[str, Any],
+    *,
+    reads_json: bool,
+) -> list[int]:
     """The error statuses this operation can answer with (see the comment above)."""
     statuses = {400, 413}
     if any(requirement for requirement in operation.get("security", [])):
@@ -83,8 +115,11 @@ def error_statuses(path: str, method: str, operation: dict[str, Any], components
         # a 503 with Retry-After, not a 500); /health/ does not, /ready/ documents its own 503.
         statuses |= {401, 403, 503}
     parameters = operation.get("parameters", [])
-    if (any(p.get("in") == "path" for p in parameters) or NAMED_RECORDS & _body_properties(operation, components)
-            or (method, path) in NOT_FOUND_BY_QUERY):
+    if (
+        any(p.get("in") == "path" for p in parameters)
+        or NAMED_RECORDS & _body_properties(operation, components)
+        or (method, path) in NOT_FOUND_BY_QUERY
+    ):
         statuses.add(404)
     if "requestBody" in operation and reads_json:
         statuses.add(415)
@@ -94,7 +129,12 @@ def error_statuses(path: str, method: str, operation: dict[str, Any], components
 
 
 def _body_properties(operation: dict[str, Any], components: dict[str, Any]) -> set[str]:
-    schema = operation.get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema", {})
+    schema = (
+        operation.get("requestBody", {})
+        .get("content", {})
+        .get("application/json", {})
+        .get("schema", {})
+    )
     if "$ref" in schema:
         schema = components.get(schema["$ref"].rsplit("/", 1)[-1], {})
     return set(schema.get("properties", {}))
@@ -118,11 +158,17 @@ def add_error_responses(result: dict[str, Any], generator: Any) -> None:
         for method, operation in operations.items():
             if not isinstance(operation, dict) or "responses" not in operation:
                 continue
-            for status in error_statuses(path, method, operation, components, reads_json=(method, path) not in raw_body):
-                response = operation["responses"].setdefault(str(status), {
-                    "description": ERROR_DESCRIPTIONS[status],
-                    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
-                })
+            for status in error_statuses(
+                path, method, operation, components, reads_json=(method, path) not in raw_body
+            ):
+                response = operation["responses"].setdefault(
+                    str(status),
+                    {
+                        "description": ERROR_DESCRIPTIONS[status],
+                        "content": {
+                            "application/json": {"schema": {"$ref": "#/components/schemas/Error"}}
+                        },
+                    },
+                )
                 if status == 503:
                     response.setdefault("headers", {"Retry-After": RETRY_AFTER})
-

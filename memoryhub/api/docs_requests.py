@@ -37,31 +37,53 @@ def _require_items(schema: dict[str, Any], serializer: Any) -> None:
     fields = serializer().fields if isinstance(serializer, type) else serializer.fields
     for name, field in fields.items():
         prop = schema.get("properties", {}).get(name)
-        if prop is not None and isinstance(field, (serializers.ListField, serializers.ListSerializer)) \
-                and not field.allow_empty:
+        if (
+            prop is not None
+            and isinstance(field, (serializers.ListField, serializers.ListSerializer))
+            and not field.allow_empty
+        ):
             prop.setdefault("minItems", 1)
         if prop is not None and _trimmed_and_not_blank(field):
             _not_blank(prop)
-        elif prop is not None and getattr(field, "refuses_blank", False) and prop.get("type") == "string":
+        elif (
+            prop is not None
+            and getattr(field, "refuses_blank", False)
+            and prop.get("type") == "string"
+        ):
             # Not trimmed, so not a pattern of its own: "not only white space" (with a maxLength of
             # 50,000, a pattern would cost generators seconds per string).
             prop["not"] = {"pattern": BLANK}
-        if prop is not None and isinstance(field, serializers.ListField) and _trimmed_and_not_blank(field.child) \
-                and isinstance(prop.get("items"), dict):
+        if (
+            prop is not None
+            and isinstance(field, serializers.ListField)
+            and _trimmed_and_not_blank(field.child)
+            and isinstance(prop.get("items"), dict)
+        ):
             _not_blank(prop["items"])
 
 
 def _trimmed_and_not_blank(field: Any) -> bool:
     from rest_framework import serializers
 
-    return (isinstance(field, serializers.CharField) and field.trim_whitespace and not field.allow_blank
-            and not isinstance(field, (serializers.RegexField, serializers.URLField, serializers.EmailField)))
+    return (
+        isinstance(field, serializers.CharField)
+        and field.trim_whitespace
+        and not field.allow_blank
+        and not isinstance(
+            field, (serializers.RegexField, serializers.URLField, serializers.EmailField)
+        )
+    )
 
 
 def _not_blank(schema: dict[str, Any]) -> None:
-    """DRF trims a CharField and then refuses it blank: a string of spaces is no more valid than ""."""
-    if schema.get("type") == "string" and "pattern" not in schema and "enum" not in schema \
-            and "format" not in schema:
+    """DRF trims a CharField and then refuses it blank: a string of spaces is no more valid than
+    ""."""
+    if (
+        schema.get("type") == "string"
+        and "pattern" not in schema
+        and "enum" not in schema
+        and "format" not in schema
+    ):
         schema["pattern"] = NOT_BLANK
 
 
@@ -114,7 +136,9 @@ def _blank_refusing_query_parameters(generator: Any) -> set[tuple[str, str, str]
 NUL = r"\x00"
 JSON_VALUE = {
     "nullable": True,
-    "description": "Any JSON value; no string (nor object key) in it may hold a NUL character (U+0000).",
+    "description": (
+        "Any JSON value; no string (nor object key) in it may hold a NUL character (U+0000)."
+    ),
     "anyOf": [
         {"type": "string", "not": {"pattern": NUL}},
         {"type": "number"},
@@ -136,7 +160,9 @@ def refuse_null_characters(result: dict[str, Any]) -> None:
             if not isinstance(operation, dict):
                 continue
             for parameter in operation.get("parameters", []):
-                if parameter.get("in") in ("query", "path") and isinstance(parameter.get("schema"), dict):
+                if parameter.get("in") in ("query", "path") and isinstance(
+                    parameter.get("schema"), dict
+                ):
                     _no_nul(parameter["schema"])
             body = operation.get("requestBody", {}).get("content", {}).get("application/json", {})
             if isinstance(body.get("schema"), dict):
@@ -147,7 +173,12 @@ def state_import_header(result: dict[str, Any]) -> None:
     """An import reads one format at one version (memoryhub.transfer.format.check_header)."""
     from memoryhub.transfer.format import FORMAT, SCHEMA_VERSION
 
-    properties = result.get("components", {}).get("schemas", {}).get("ExportDocumentRequest", {}).get("properties", {})
+    properties = (
+        result.get("components", {})
+        .get("schemas", {})
+        .get("ExportDocumentRequest", {})
+        .get("properties", {})
+    )
     if "format" in properties:
         properties["format"]["enum"] = [FORMAT]
         properties["format"].pop("pattern", None)
@@ -160,8 +191,12 @@ def _free_form(schema: dict[str, Any]) -> bool:
     keys = set(schema) - {"description", "nullable", "readOnly", "writeOnly", "title", "default"}
     if not keys:
         return True
-    return (schema.get("type") == "object" and schema.get("additionalProperties") is True
-            and not schema.get("properties") and keys <= {"type", "additionalProperties"})
+    return (
+        schema.get("type") == "object"
+        and schema.get("additionalProperties") is True
+        and not schema.get("properties")
+        and keys <= {"type", "additionalProperties"}
+    )
 
 
 def _no_nul(schema: Any) -> None:
@@ -175,7 +210,11 @@ def _no_nul(schema: Any) -> None:
                 _no_nul(child)
     for key in ("items", "additionalProperties"):
         child = schema.get(key)
-        if isinstance(child, dict) and _free_form(child) and not (key == "additionalProperties" and child == {}):
+        if (
+            isinstance(child, dict)
+            and _free_form(child)
+            and not (key == "additionalProperties" and child == {})
+        ):
             schema[key] = _json_value(child)
         elif isinstance(child, dict):
             _no_nul(child)
@@ -185,8 +224,12 @@ def _no_nul(schema: Any) -> None:
                 schema[key][index] = _json_value(child)
             else:
                 _no_nul(child)
-    if schema.get("type") == "string" and "enum" not in schema and "format" not in schema \
-            and schema.get("pattern") not in PATTERNS_WITHOUT_NUL:
+    if (
+        schema.get("type") == "string"
+        and "enum" not in schema
+        and "format" not in schema
+        and schema.get("pattern") not in PATTERNS_WITHOUT_NUL
+    ):
         refused = schema.get("not")
         schema["not"] = {"anyOf": [refused, {"pattern": NUL}]} if refused else {"pattern": NUL}
 
@@ -199,7 +242,11 @@ def _json_value(schema: dict[str, Any]) -> dict[str, Any]:
     """A free-form schema as a JsonValue (an object stays an object), keeping its description."""
     described = {k: schema[k] for k in ("description",) if k in schema}
     if schema.get("type") == "object":
-        return {**described, "type": "object", "additionalProperties": {"$ref": "#/components/schemas/JsonValue"}}
+        return {
+            **described,
+            "type": "object",
+            "additionalProperties": {"$ref": "#/components/schemas/JsonValue"},
+        }
     return {**described, "allOf": [{"$ref": "#/components/schemas/JsonValue"}]}
 
 
@@ -221,4 +268,3 @@ def _needs_fields(schema: dict[str, Any], components: dict[str, Any]) -> bool:
     if "oneOf" in schema:
         return all(_needs_fields(alternative, components) for alternative in schema["oneOf"])
     return bool(schema.get("required"))
-

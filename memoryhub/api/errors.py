@@ -37,15 +37,38 @@ DOMAIN_STATUS: dict[type[DomainError], int] = {
 
 
 def status_of(exc: DomainError) -> int:
-    return next((code for cls, code in DOMAIN_STATUS.items() if isinstance(exc, cls)), status.HTTP_400_BAD_REQUEST)
+    return next(
+        (code for cls, code in DOMAIN_STATUS.items() if isinstance(exc, cls)),
+        status.HTTP_400_BAD_REQUEST,
+    )
 
 
 # DRF's generic field-level codes; anything else is one of ours and becomes the top-level code.
 _GENERIC_CODES = {
-    "invalid", "required", "null", "blank", "max_length", "min_length", "max_value", "min_value",
-    "invalid_choice", "not_a_list", "empty", "not_a_dict", "max_digits", "max_decimal_places",
-    "max_whole_digits", "date", "datetime", "make_aware", "overflow", "max_string_length",
-    "does_not_exist", "incorrect_type", "unique", "parse_error",
+    "invalid",
+    "required",
+    "null",
+    "blank",
+    "max_length",
+    "min_length",
+    "max_value",
+    "min_value",
+    "invalid_choice",
+    "not_a_list",
+    "empty",
+    "not_a_dict",
+    "max_digits",
+    "max_decimal_places",
+    "max_whole_digits",
+    "date",
+    "datetime",
+    "make_aware",
+    "overflow",
+    "max_string_length",
+    "does_not_exist",
+    "incorrect_type",
+    "unique",
+    "parse_error",
 }
 
 _STATUS_CODES = {
@@ -93,7 +116,11 @@ def _validation_response(exc: exceptions.ValidationError) -> dict[str, Any]:
     specific = [code for _, code, _ in leaves if code not in _GENERIC_CODES]
     code = specific[0] if specific else "validation_error"
     first_field, _, first_message = leaves[0] if leaves else ("", "", "Invalid input.")
-    message = f"{first_field}: {first_message}" if first_field not in ("", "non_field_errors") else first_message
+    message = (
+        f"{first_field}: {first_message}"
+        if first_field not in ("", "non_field_errors")
+        else first_message
+    )
     return error_body(code, message, {"fields": fields})
 
 
@@ -107,8 +134,12 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
         return Response(error_body(exc.code, exc.message, exc.details), status=status_of(exc))
     if isinstance(exc, (OperationalError, InterfaceError)):
         # One line, not a 500's traceback per request while the database is away.
-        logger.warning("database unavailable", extra={"error": str(exc).splitlines()[0] if str(exc) else ""})
-        return Response(_unavailable_body(), status=status.HTTP_503_SERVICE_UNAVAILABLE, headers=_retry_after())
+        logger.warning(
+            "database unavailable", extra={"error": str(exc).splitlines()[0] if str(exc) else ""}
+        )
+        return Response(
+            _unavailable_body(), status=status.HTTP_503_SERVICE_UNAVAILABLE, headers=_retry_after()
+        )
     response = exception_handler(exc, context)
     if response is None:
         return None
@@ -118,7 +149,11 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
         code = next((c for cls, c in _STATUS_CODES.items() if isinstance(exc, cls)), "error")
         # A PermissionDenied raised with its own code (insufficient_scope, …) keeps that code.
         specific = exc.get_codes()
-        if code == "permission_denied" and isinstance(specific, str) and specific != "permission_denied":
+        if (
+            code == "permission_denied"
+            and isinstance(specific, str)
+            and specific != "permission_denied"
+        ):
             code = specific
         response.data = error_body(code, str(exc.detail))
         if isinstance(exc, exceptions.MethodNotAllowed) and context.get("view") is not None:
@@ -131,8 +166,11 @@ def _method_not_allowed(context: dict[str, Any]) -> dict[str, Any]:
     allowed = [m for m in context["view"].allowed_methods if m not in ("OPTIONS", "HEAD")]
     request = context.get("request")
     method = request.method if request is not None else "This method"
-    return error_body("method_not_allowed", f"{method} is not allowed here: use {' or '.join(allowed)}.",
-                      {"allowed": allowed})
+    return error_body(
+        "method_not_allowed",
+        f"{method} is not allowed here: use {' or '.join(allowed)}.",
+        {"allowed": allowed},
+    )
 
 
 def json_404(request: HttpRequest, exception: Exception | None = None) -> JsonResponse:
@@ -149,8 +187,13 @@ def json_400(request: HttpRequest, exception: Exception | None = None) -> JsonRe
         response["Connection"] = "close"
         return response
     if isinstance(exception, DisallowedHost):
-        return JsonResponse(error_body(
-            "host_not_allowed", "This server does not answer for that Host header (see ALLOWED_HOSTS)."), status=400)
+        return JsonResponse(
+            error_body(
+                "host_not_allowed",
+                "This server does not answer for that Host header (see ALLOWED_HOSTS).",
+            ),
+            status=400,
+        )
     return JsonResponse(error_body("bad_request", "Bad request."), status=400)
 
 
@@ -163,9 +206,12 @@ def handle_404(request: HttpRequest, exception: Exception | None = None):  # typ
 
 
 def _unavailable_body() -> dict[str, Any]:
-    return error_body("database_unavailable", "The database is unavailable. Retry after a few seconds (an "
-                      "append resent with its idempotency_key is stored once).",
-                      {"retry_after": RETRY_AFTER_SECONDS})
+    return error_body(
+        "database_unavailable",
+        "The database is unavailable. Retry after a few seconds (an "
+        "append resent with its idempotency_key is stored once).",
+        {"retry_after": RETRY_AFTER_SECONDS},
+    )
 
 
 def _retry_after() -> dict[str, str]:
@@ -177,8 +223,12 @@ def database_unavailable(request: HttpRequest) -> HttpResponse:
     write is one transaction, so a request answered this way is retried whole."""
     if request.path.startswith("/api/"):
         return JsonResponse(_unavailable_body(), status=503, headers=_retry_after())
-    return HttpResponse("The database is unavailable; retry shortly.", status=503,
-                        content_type="text/plain; charset=utf-8", headers=_retry_after())
+    return HttpResponse(
+        "The database is unavailable; retry shortly.",
+        status=503,
+        content_type="text/plain; charset=utf-8",
+        headers=_retry_after(),
+    )
 
 
 def handle_500(request: HttpRequest):  # type: ignore[no-untyped-def]

@@ -25,41 +25,103 @@ from memoryhub.searchable import LIFETIMES, TIERS
 
 
 class FactInput(StrictSerializer):
-    content = content_field(allow_blank=True, help_text="The fact as a short statement, e.g. 'Prefers aisle seats.'")
-    category = StrictCharField(max_length=100, required=False, default="general",
-                               help_text="A grouping of facts (e.g. travel, profile, preferences).")
-    key = StrictCharField(max_length=200, required=False, allow_blank=True, default="",
-                          help_text="With category, what the fact is about (e.g. seat): a fact with the same "
-                                    "scope, category and key is updated (200) instead of duplicated.")
-    scope = serializers.ChoiceField(choices=TIERS, required=False, default="workspace",
-                                    help_text="How widely it applies: conversation (needs session), channel, "
-                                              "workspace or account.")
-    lifetime = serializers.ChoiceField(choices=LIFETIMES, required=False, default="long_term",
-                                       help_text="long_term; short_term facts decay faster in ranking; "
-                                                 "conversation facts end with their session.")
-    source = StrictCharField(max_length=100, required=False, default="agent",
-                             help_text="Who stated it (agent, user, extractor, …).")
-    importance = serializers.FloatField(required=False, min_value=0.0, max_value=1.0, default=None,
-                                        help_text="0–1: weight in recall; 0.85 and above is always recalled. "
-                                                  "When not given: by type: correction 0.9, "
-                                                  "preference 0.8, fact 0.6, task 0.5, otherwise 0.5; the type "
-                                                  "is the fact's category, or a note's tag.")
-    tags = TagsField(required=False, default=list, help_text="Labels (lowercased), usable as search filters.")
-    metadata = MetadataField(required=False, default=dict, help_text="Any JSON object of the caller's.")
-    session = StrictCharField(max_length=200, required=False, allow_null=True, default=None,
-                              help_text="The session it belongs to (scope conversation).")
-    source_session = StrictCharField(max_length=200, required=False, allow_null=True, default=None,
-                                     help_text="The session it was learnt in (provenance only).")
-    workspace = StrictCharField(max_length=100, required=False, allow_null=True, default=None,
-                                help_text="The workspace it belongs to (default: the key's, else default).")
-    channel = StrictCharField(max_length=100, required=False, allow_null=True, default=None,
-                              help_text="The channel it belongs to (scope channel).")
-    user_id = StrictCharField(max_length=200, required=False, allow_blank=True, default="",
-                              help_text="The end user it is about (default: the session's, else shared).")
-    external_id = StrictCharField(max_length=200, required=False, allow_blank=True, default="",
-                                  help_text="An id of your choosing, unique per end user and workspace: "
-                                            "writing it again in the same workspace updates that fact "
-                                            "(whatever its key); in another workspace it is another fact.")
+    content = content_field(
+        allow_blank=True, help_text="The fact as a short statement, e.g. 'Prefers aisle seats.'"
+    )
+    category = StrictCharField(
+        max_length=100,
+        required=False,
+        default="general",
+        help_text="A grouping of facts (e.g. travel, profile, preferences).",
+    )
+    key = StrictCharField(
+        max_length=200,
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="With category, what the fact is about (e.g. seat): a fact with the same "
+        "scope, category and key is updated (200) instead of duplicated.",
+    )
+    scope = serializers.ChoiceField(
+        choices=TIERS,
+        required=False,
+        default="workspace",
+        help_text="How widely it applies: conversation (needs session), channel, "
+        "workspace or account.",
+    )
+    lifetime = serializers.ChoiceField(
+        choices=LIFETIMES,
+        required=False,
+        default="long_term",
+        help_text="long_term; short_term facts decay faster in ranking; "
+        "conversation facts end with their session.",
+    )
+    source = StrictCharField(
+        max_length=100,
+        required=False,
+        default="agent",
+        help_text="Who stated it (agent, user, extractor, …).",
+    )
+    importance = serializers.FloatField(
+        required=False,
+        min_value=0.0,
+        max_value=1.0,
+        default=None,
+        help_text="0–1: weight in recall; 0.85 and above is always recalled. "
+        "When not given: by type: correction 0.9, "
+        "preference 0.8, fact 0.6, task 0.5, otherwise 0.5; the type "
+        "is the fact's category, or a note's tag.",
+    )
+    tags = TagsField(
+        required=False, default=list, help_text="Labels (lowercased), usable as search filters."
+    )
+    metadata = MetadataField(
+        required=False, default=dict, help_text="Any JSON object of the caller's."
+    )
+    session = StrictCharField(
+        max_length=200,
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="The session it belongs to (scope conversation).",
+    )
+    source_session = StrictCharField(
+        max_length=200,
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="The session it was learnt in (provenance only).",
+    )
+    workspace = StrictCharField(
+        max_length=100,
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="The workspace it belongs to (default: the key's, else default).",
+    )
+    channel = StrictCharField(
+        max_length=100,
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="The channel it belongs to (scope channel).",
+    )
+    user_id = StrictCharField(
+        max_length=200,
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="The end user it is about (default: the session's, else shared).",
+    )
+    external_id = StrictCharField(
+        max_length=200,
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="An id of your choosing, unique per end user and workspace: "
+        "writing it again in the same workspace updates that fact "
+        "(whatever its key); in another workspace it is another fact.",
+    )
 
     def validate_content(self, value: str) -> str:
         return non_blank(value)
@@ -74,14 +136,26 @@ class FactPatchInput(StrictSerializer):
     content = content_field(required=False, allow_blank=True, help_text="A new statement.")
     category = StrictCharField(max_length=100, required=False, help_text="A new category.")
     key = StrictCharField(max_length=200, required=False, allow_blank=True, help_text="A new key.")
-    lifetime = serializers.ChoiceField(choices=LIFETIMES, required=False, help_text="A new lifetime.")
+    lifetime = serializers.ChoiceField(
+        choices=LIFETIMES, required=False, help_text="A new lifetime."
+    )
     source = StrictCharField(max_length=100, required=False, help_text="A new source.")
-    importance = serializers.FloatField(required=False, min_value=0.0, max_value=1.0, help_text="A new importance.")
+    importance = serializers.FloatField(
+        required=False, min_value=0.0, max_value=1.0, help_text="A new importance."
+    )
     tags = TagsField(required=False, help_text="New labels (replace the old ones).")
-    metadata = MetadataField(required=False, help_text="A new metadata object (replaces the old one).")
-    user_id = StrictCharField(max_length=200, required=False, allow_blank=True, help_text="A new owner.")
-    external_id = StrictCharField(max_length=200, required=False, allow_blank=True,
-                                  help_text="A new client-chosen id (empty: none).")
+    metadata = MetadataField(
+        required=False, help_text="A new metadata object (replaces the old one)."
+    )
+    user_id = StrictCharField(
+        max_length=200, required=False, allow_blank=True, help_text="A new owner."
+    )
+    external_id = StrictCharField(
+        max_length=200,
+        required=False,
+        allow_blank=True,
+        help_text="A new client-chosen id (empty: none).",
+    )
 
     def validate_content(self, value: str) -> str:
         return non_blank(value)
@@ -96,34 +170,75 @@ class FactOutput(serializers.ModelSerializer):
     scope = serializers.CharField(source="tier", help_text="How widely it applies.")
     access_count = serializers.SerializerMethodField(help_text="How often it was read or recalled.")
     accessed_at = serializers.SerializerMethodField(help_text="When it was last read or recalled.")
-    session = serializers.CharField(source="session.external_id", allow_null=True, default=None,
-                                    help_text="The session it belongs to, if any.")
-    source_session = serializers.CharField(source="source_session.external_id", allow_null=True, default=None,
-                                           help_text="The session it was learnt in, if known.")
-    workspace = serializers.CharField(source="workspace.name", allow_null=True, default=None,
-                                      help_text="Its workspace (null: account-wide).")
-    channel = serializers.CharField(source="channel.name", allow_null=True, default=None,
-                                    help_text="Its channel, if any.")
+    session = serializers.CharField(
+        source="session.external_id",
+        allow_null=True,
+        default=None,
+        help_text="The session it belongs to, if any.",
+    )
+    source_session = serializers.CharField(
+        source="source_session.external_id",
+        allow_null=True,
+        default=None,
+        help_text="The session it was learnt in, if known.",
+    )
+    workspace = serializers.CharField(
+        source="workspace.name",
+        allow_null=True,
+        default=None,
+        help_text="Its workspace (null: account-wide).",
+    )
+    channel = serializers.CharField(
+        source="channel.name", allow_null=True, default=None, help_text="Its channel, if any."
+    )
     tags = TagsField(help_text="Its labels.")
-    valid_to = serializers.SerializerMethodField(help_text="Until when this content was the fact's: null for "
-                                                           "the current version (set only in lists `as_of`).")
+    valid_to = serializers.SerializerMethodField(
+        help_text="Until when this content was the fact's: null for "
+        "the current version (set only in lists `as_of`)."
+    )
 
     class Meta:
         model = Fact
-        fields = ["id", "external_id", "content", "category", "key", "scope", "lifetime", "source", "importance",
-                  "pinned", "access_count", "accessed_at", "tags", "metadata", "session", "source_session",
-                  "workspace", "channel", "user_id", "created_at", "updated_at", "valid_from", "valid_to"]
+        fields = [
+            "id",
+            "external_id",
+            "content",
+            "category",
+            "key",
+            "scope",
+            "lifetime",
+            "source",
+            "importance",
+            "pinned",
+            "access_count",
+            "accessed_at",
+            "tags",
+            "metadata",
+            "session",
+            "source_session",
+            "workspace",
+            "channel",
+            "user_id",
+            "created_at",
+            "updated_at",
+            "valid_from",
+            "valid_to",
+        ]
         extra_kwargs = {
             "id": {"help_text": "The fact's id."},
             "external_id": {"help_text": "Your id for it, if you gave one."},
-            "valid_from": {"help_text": "Since when this content is the fact's (its current version began)."},
+            "valid_from": {
+                "help_text": "Since when this content is the fact's (its current version began)."
+            },
             "content": {"help_text": "The statement."},
             "category": {"help_text": "Its category."},
             "key": {"help_text": "Its key within the category (empty: none)."},
             "lifetime": {"help_text": "long_term, short_term or conversation."},
             "source": {"help_text": "Who stated it."},
             "importance": {"help_text": "0–1: weight in recall."},
-            "pinned": {"help_text": "Pinned by an operator: importance 1, never pruned, merged or capped."},
+            "pinned": {
+                "help_text": "Pinned by an operator: importance 1, never pruned, merged or capped."
+            },
             "metadata": {"help_text": "The caller's JSON object."},
             "user_id": {"help_text": "The end user it is about (empty: shared)."},
             "created_at": {"help_text": "When it was first stored."},
@@ -145,8 +260,10 @@ class FactOutput(serializers.ModelSerializer):
 
 
 class FactUpserted(FactOutput):
-    created = serializers.SerializerMethodField(help_text="True when a new fact was stored, false when the fact "
-                                                          "with this scope, category and key was updated.")
+    created = serializers.SerializerMethodField(
+        help_text="True when a new fact was stored, false when the fact "
+        "with this scope, category and key was updated."
+    )
 
     class Meta(FactOutput.Meta):
         fields = [*FactOutput.Meta.fields, "created"]
@@ -156,20 +273,33 @@ class FactUpserted(FactOutput):
 
 
 class FactListParams(serializers.Serializer):
-    scope = serializers.ChoiceField(choices=TIERS, required=False, help_text="Only facts of this scope.")
+    scope = serializers.ChoiceField(
+        choices=TIERS, required=False, help_text="Only facts of this scope."
+    )
     category = serializers.CharField(required=False, help_text="Only facts of this category.")
     key = serializers.CharField(required=False, help_text="Only facts with this key.")
-    lifetime = serializers.ChoiceField(choices=LIFETIMES, required=False, help_text="Only facts of this lifetime.")
+    lifetime = serializers.ChoiceField(
+        choices=LIFETIMES, required=False, help_text="Only facts of this lifetime."
+    )
     source = serializers.CharField(required=False, help_text="Only facts of this source.")
-    tags = serializers.CharField(required=False, help_text="Comma-separated tags the facts all have.")
+    tags = serializers.CharField(
+        required=False, help_text="Comma-separated tags the facts all have."
+    )
     q = serializers.CharField(required=False, help_text="Text in the content, key or category.")
-    session = serializers.CharField(required=False, help_text="Facts of this session or learnt in it.")
+    session = serializers.CharField(
+        required=False, help_text="Facts of this session or learnt in it."
+    )
     workspace = serializers.CharField(required=False, help_text="Only facts of this workspace.")
     channel = serializers.CharField(required=False, help_text="Only facts of this channel.")
     user_id = serializers.CharField(required=False, help_text="Only this end user's facts.")
-    external_id = serializers.CharField(required=False, help_text="Only facts with this client-chosen id.")
-    as_of = serializers.DateTimeField(required=False, help_text="The facts as they stood at this moment (ISO "
-                                                                "8601): each with the version true then.")
+    external_id = serializers.CharField(
+        required=False, help_text="Only facts with this client-chosen id."
+    )
+    as_of = serializers.DateTimeField(
+        required=False,
+        help_text="The facts as they stood at this moment (ISO "
+        "8601): each with the version true then.",
+    )
 
 
 class FactVersionOutput(serializers.Serializer):
@@ -178,12 +308,22 @@ class FactVersionOutput(serializers.Serializer):
     category = serializers.CharField(help_text="Its category then.")
     key = serializers.CharField(help_text="Its key then.")
     user_id = serializers.CharField(help_text="Its owner (empty: shared).")
-    source = serializers.CharField(help_text="Who made this version (agent, user, extractor, consolidation, …).")
-    change = serializers.CharField(help_text="What opened it: created, updated, merged or imported.")
+    source = serializers.CharField(
+        help_text="Who made this version (agent, user, extractor, consolidation, …)."
+    )
+    change = serializers.CharField(
+        help_text="What opened it: created, updated, merged or imported."
+    )
     valid_from = serializers.DateTimeField(help_text="Since when it was true.")
-    valid_to = serializers.DateTimeField(allow_null=True, help_text="Until when (null: it is the current version).")
-    closed_by = serializers.CharField(help_text="What closed it: updated, merged, deleted (empty while current).")
-    current = serializers.SerializerMethodField(help_text="Whether this is the fact's current version.")
+    valid_to = serializers.DateTimeField(
+        allow_null=True, help_text="Until when (null: it is the current version)."
+    )
+    closed_by = serializers.CharField(
+        help_text="What closed it: updated, merged, deleted (empty while current)."
+    )
+    current = serializers.SerializerMethodField(
+        help_text="Whether this is the fact's current version."
+    )
 
     def get_current(self, version: Any) -> bool:
         return version.valid_to is None

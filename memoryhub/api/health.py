@@ -32,39 +32,69 @@ class HealthView(APIView):
 
     @extend_schema(
         summary="Liveness",
-        description=("200 while the web server answers (no key needed). `details.restarts` counts the "
-                     "service's own processes (web server, its workers, task clusters, background lanes, "
-                     "the embedded PostgreSQL) restarted after they stopped unexpectedly since the service "
-                     "started; the rest kept serving."),
-        responses=inline_serializer("Health", {
-            "status": serializers.CharField(help_text="Always ok."),
-            "details": inline_serializer("HealthDetails", {
-                "restarts": serializers.IntegerField(help_text="Restarts of the service's processes since it started."),
-                "restarted": serializers.DictField(
-                    child=serializers.IntegerField(),
-                    help_text="Per process that was restarted: how many times."),
-                "search": serializers.CharField(
-                    required=False,
-                    help_text="What embeds search queries in the worker that answered: the fast ONNX model, "
-                              "or the torch model while the fast one is prepared on a first start (searches "
-                              "are answered meanwhile, a little slower)."),
-            }, help_text="The service's own processes: how often they were restarted since it started."),
-        }),
-        examples=ex.HEALTH)
+        description=(
+            "200 while the web server answers (no key needed). `details.restarts` counts the "
+            "service's own processes (web server, its workers, task clusters, background lanes, "
+            "the embedded PostgreSQL) restarted after they stopped unexpectedly since the service "
+            "started; the rest kept serving."
+        ),
+        responses=inline_serializer(
+            "Health",
+            {
+                "status": serializers.CharField(help_text="Always ok."),
+                "details": inline_serializer(
+                    "HealthDetails",
+                    {
+                        "restarts": serializers.IntegerField(
+                            help_text="Restarts of the service's processes since it started."
+                        ),
+                        "restarted": serializers.DictField(
+                            child=serializers.IntegerField(),
+                            help_text="Per process that was restarted: how many times.",
+                        ),
+                        "search": serializers.CharField(
+                            required=False,
+                            help_text=(
+                                "What embeds search queries in the worker that answered: the fast"
+                                " ONNX model, or the torch model while the fast one is prepared on"
+                                " a first start (searches are answered meanwhile, a little slower)."
+                            ),
+                        ),
+                    },
+                    help_text=(
+                        "The service's own processes: how often they were restarted since it"
+                        " started."
+                    ),
+                ),
+            },
+        ),
+        examples=ex.HEALTH,
+    )
     def get(self, request: Request) -> Response:
         counts = read_restarts()  # a small file `manage.py run` keeps: no database query
-        restarted = {name: child.get("restarts", 0) for name, child in counts.get("children", {}).items()
-                     if child.get("restarts", 0)}
-        details = {"restarts": counts.get("total", 0), "restarted": restarted,
-                   **{name: read() for name, read in DETAIL_READERS.items()}}
+        restarted = {
+            name: child.get("restarts", 0)
+            for name, child in counts.get("children", {}).items()
+            if child.get("restarts", 0)
+        }
+        details = {
+            "restarts": counts.get("total", 0),
+            "restarted": restarted,
+            **{name: read() for name, read in DETAIL_READERS.items()},
+        }
         return Response({"status": "ok", "details": details})
 
 
-ReadyOutput = inline_serializer("Ready", {
-    "status": serializers.CharField(help_text="ready or not_ready."),
-    "checks": serializers.DictField(child=serializers.CharField(),
-                                    help_text="Each check's outcome: database, migrations (ok, or why not)."),
-})
+ReadyOutput = inline_serializer(
+    "Ready",
+    {
+        "status": serializers.CharField(help_text="ready or not_ready."),
+        "checks": serializers.DictField(
+            child=serializers.CharField(),
+            help_text="Each check's outcome: database, migrations (ok, or why not).",
+        ),
+    },
+)
 
 
 class ReadyView(APIView):
@@ -73,7 +103,10 @@ class ReadyView(APIView):
 
     @extend_schema(
         summary="Readiness",
-        description="200 when the database answers and every migration is applied, else 503 (no key needed).",
+        description=(
+            "200 when the database answers and every migration is applied, else 503 (no key"
+            " needed)."
+        ),
         responses={200: ReadyOutput, 503: ReadyOutput},
         examples=ex.READY,
     )
@@ -90,4 +123,6 @@ class ReadyView(APIView):
             checks.setdefault("database", f"error: {exc.__class__.__name__}")
         ready = all(v == "ok" for v in checks.values()) and len(checks) == 2
         body = {"status": "ready" if ready else "not_ready", "checks": checks}
-        return Response(body, status=status.HTTP_200_OK if ready else status.HTTP_503_SERVICE_UNAVAILABLE)
+        return Response(
+            body, status=status.HTTP_200_OK if ready else status.HTTP_503_SERVICE_UNAVAILABLE
+        )

@@ -1,4 +1,5 @@
-"""API request handling around the views: a log line per request, a size limit, optional trailing slash."""
+"""API request handling around the views: a log line per request, a size limit, optional trailing
+slash."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from memoryhub.plumbing.counters import BatchedCounter, Counts
 from memoryhub.plumbing.limits import body_limit, too_large_body
 
 logger = logging.getLogger("memoryhub.request")
+
 
 def _too_large(request: HttpRequest) -> JsonResponse | None:
     raw = request.META.get("CONTENT_LENGTH") or "0"
@@ -55,11 +57,17 @@ def _add_missing_slash(request: HttpRequest) -> None:
 
 
 def _has_nul(request: HttpRequest) -> JsonResponse | None:
-    """PostgreSQL cannot compare text with U+0000: refuse it in the path or query, not fail later."""
-    in_query = any("\x00" in key or any("\x00" in v for v in values) for key, values in request.GET.lists())
+    """PostgreSQL cannot compare text with U+0000: refuse it in the path or query, not fail
+    later."""
+    in_query = any(
+        "\x00" in key or any("\x00" in v for v in values) for key, values in request.GET.lists()
+    )
     if "\x00" in request.path_info or in_query:
         return JsonResponse(
-            error_body("null_characters_not_allowed", "Null characters are not allowed in the path or query."),
+            error_body(
+                "null_characters_not_allowed",
+                "Null characters are not allowed in the path or query.",
+            ),
             status=400,
         )
     return None
@@ -79,7 +87,8 @@ def _write_usage(counts: Counts) -> None:
     ApiUsage.add(counts)  # type: ignore[arg-type]
 
 
-# Requests per tenant, day and name: [requests, errors, total_ms] (ApiUsage, the dashboard's charts).
+# Requests per tenant, day and name: [requests, errors, total_ms] (ApiUsage, the dashboard's
+# charts).
 usage = BatchedCounter("usage", _write_usage)
 
 
@@ -91,7 +100,7 @@ def _write_key_uses(uses: Counts) -> None:
     from accounts.models import ApiKey
 
     ids = [int(pk) for pk in uses]  # type: ignore[call-overload]
-    times = [datetime.fromtimestamp(latest, UTC) for latest, in uses.values()]
+    times = [datetime.fromtimestamp(latest, UTC) for (latest,) in uses.values()]
     with connection.cursor() as cursor:
         cursor.execute(
             f"UPDATE {ApiKey._meta.db_table} k SET last_used_at = u.t "

@@ -41,41 +41,99 @@ from memoryhub.models import (
 )
 from memoryhub.searchable import TIERS
 
-SCOPE_HELP = ("How widely it applies: conversation (its session only, deleted when the session ends), channel, "
-              "workspace or account (all the tenant's workspaces). Default: with a session, account (long-term: "
-              "its owner's in every conversation; workspace for a key limited to one workspace); with a channel, "
-              "channel; else workspace.")
+SCOPE_HELP = (
+    "How widely it applies: conversation (its session only, deleted when the session ends),"
+    " channel, workspace or account (all the tenant's workspaces). Default: with a session, account"
+    " (long-term: its owner's in every conversation; workspace for a key limited to one workspace);"
+    " with a channel, channel; else workspace."
+)
 
 
 class NoteInput(StrictSerializer):
-    note_id = StrictRegexField(NOTE_ID_REGEX, required=False, error_messages={
-        "invalid": "Use 1–200 characters: letters, digits and . _ : @ - (not starting with a symbol)."},
-        help_text="The note's id (default: a generated note-…); an existing id is a 409 note_exists.")
-    content = content_field(allow_blank=True, help_text="The note's text: searchable like every memory.")
-    source = StrictCharField(max_length=100, required=False, allow_blank=True, default="",
-                             help_text="Where it came from (e.g. agent, user, import).")
-    tags = TagsField(required=False, default=list, help_text="Labels (lowercased), usable as search filters.")
-    metadata = MetadataField(required=False, default=dict, help_text="Any JSON object of the caller's; "
-                                                                     "filterable with ?meta.<key>=…")
-    session = StrictCharField(max_length=200, required=False, allow_null=True, default=None,
-                              help_text="The session it belongs to (its workspace, channel and user apply).")
-    workspace = StrictCharField(max_length=100, required=False, allow_null=True, default=None,
-                                help_text="The workspace it belongs to (default: the key's, else default).")
-    channel = StrictCharField(max_length=100, required=False, allow_null=True, default=None,
-                              help_text="The channel it belongs to (scope channel).")
-    user_id = StrictCharField(max_length=200, required=False, allow_blank=True, default="",
-                              help_text="The end user it belongs to (default: the session's, else shared).")
-    scope = serializers.ChoiceField(choices=TIERS, required=False, allow_null=True, default=None,
-                                    help_text=SCOPE_HELP)
-    importance = serializers.FloatField(required=False, min_value=0.0, max_value=1.0, default=None,
-                                        help_text="0–1: weight in recall; 0.85 and above is always recalled. "
-                                                  "When not given: by type: correction 0.9, "
-                                                  "preference 0.8, fact 0.6, task 0.5, otherwise 0.5; the type "
-                                                  "is the fact's category, or a note's tag.")
+    note_id = StrictRegexField(
+        NOTE_ID_REGEX,
+        required=False,
+        error_messages={
+            "invalid": (
+                "Use 1–200 characters: letters, digits and . _ : @ - (not starting with a symbol)."
+            )
+        },
+        help_text=(
+            "The note's id (default: a generated note-…); an existing id is a 409 note_exists."
+        ),
+    )
+    content = content_field(
+        allow_blank=True, help_text="The note's text: searchable like every memory."
+    )
+    source = StrictCharField(
+        max_length=100,
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="Where it came from (e.g. agent, user, import).",
+    )
+    tags = TagsField(
+        required=False, default=list, help_text="Labels (lowercased), usable as search filters."
+    )
+    metadata = MetadataField(
+        required=False,
+        default=dict,
+        help_text="Any JSON object of the caller's; filterable with ?meta.<key>=…",
+    )
+    session = StrictCharField(
+        max_length=200,
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="The session it belongs to (its workspace, channel and user apply).",
+    )
+    workspace = StrictCharField(
+        max_length=100,
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="The workspace it belongs to (default: the key's, else default).",
+    )
+    channel = StrictCharField(
+        max_length=100,
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="The channel it belongs to (scope channel).",
+    )
+    user_id = StrictCharField(
+        max_length=200,
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="The end user it belongs to (default: the session's, else shared).",
+    )
+    scope = serializers.ChoiceField(
+        choices=TIERS, required=False, allow_null=True, default=None, help_text=SCOPE_HELP
+    )
+    importance = serializers.FloatField(
+        required=False,
+        min_value=0.0,
+        max_value=1.0,
+        default=None,
+        help_text=(
+            "0–1: weight in recall; 0.85 and above is always recalled. "
+            "When not given: by type: correction 0.9, "
+            "preference 0.8, fact 0.6, task 0.5, otherwise 0.5; the type "
+            "is the fact's category, or a note's tag."
+        ),
+    )
     # `id` is accepted as another name of `note_id` (the output carries both).
-    id = StrictRegexField(NOTE_ID_REGEX, required=False, error_messages={
-        "invalid": "Use 1–200 characters: letters, digits and . _ : @ - (not starting with a symbol)."},
-        help_text="Another name of note_id.")
+    id = StrictRegexField(
+        NOTE_ID_REGEX,
+        required=False,
+        error_messages={
+            "invalid": (
+                "Use 1–200 characters: letters, digits and . _ : @ - (not starting with a symbol)."
+            )
+        },
+        help_text="Another name of note_id.",
+    )
 
     def validate_content(self, value: str) -> str:
         return non_blank(value)
@@ -84,8 +142,15 @@ class NoteInput(StrictSerializer):
         alias = attrs.pop("id", None)
         if alias is not None:
             if attrs.get("note_id") not in (None, alias):
-                raise serializers.ValidationError({"id": [serializers.ErrorDetail(
-                    "'id' and 'note_id' differ.", code="id_mismatch")]})
+                raise serializers.ValidationError(
+                    {
+                        "id": [
+                            serializers.ErrorDetail(
+                                "'id' and 'note_id' differ.", code="id_mismatch"
+                            )
+                        ]
+                    }
+                )
             attrs["note_id"] = alias
         return attrs
 
@@ -100,11 +165,19 @@ class NotePutInput(NoteInput):
 class NotePatchInput(StrictSerializer):
     """PATCH /notes/{note_id}/: only what is sent changes; the rest is kept."""
 
-    content = content_field(required=False, allow_blank=True, help_text="A new text (its chunks are replaced).")
-    source = StrictCharField(max_length=100, required=False, allow_blank=True, help_text="A new source.")
+    content = content_field(
+        required=False, allow_blank=True, help_text="A new text (its chunks are replaced)."
+    )
+    source = StrictCharField(
+        max_length=100, required=False, allow_blank=True, help_text="A new source."
+    )
     tags = TagsField(required=False, help_text="New labels (replace the old ones).")
-    metadata = MetadataField(required=False, help_text="A new metadata object (replaces the old one).")
-    importance = serializers.FloatField(required=False, min_value=0.0, max_value=1.0, help_text="A new importance.")
+    metadata = MetadataField(
+        required=False, help_text="A new metadata object (replaces the old one)."
+    )
+    importance = serializers.FloatField(
+        required=False, min_value=0.0, max_value=1.0, help_text="A new importance."
+    )
 
     def validate_content(self, value: str) -> str:
         return non_blank(value)
@@ -112,20 +185,46 @@ class NotePatchInput(StrictSerializer):
 
 class NoteOutput(serializers.ModelSerializer):
     id = serializers.CharField(source="note_id", help_text="The note's id.")
-    session = serializers.CharField(source="session.external_id", allow_null=True, default=None,
-                                    help_text="The session it belongs to, if any.")
-    workspace = serializers.CharField(source="workspace.name", allow_null=True, default=None,
-                                      help_text="Its workspace (null: account-wide).")
-    channel = serializers.CharField(source="channel.name", allow_null=True, default=None,
-                                    help_text="Its channel, if any.")
-    scope = serializers.CharField(source="tier", help_text="How widely it applies: conversation, channel, "
-                                                           "workspace or account.")
+    session = serializers.CharField(
+        source="session.external_id",
+        allow_null=True,
+        default=None,
+        help_text="The session it belongs to, if any.",
+    )
+    workspace = serializers.CharField(
+        source="workspace.name",
+        allow_null=True,
+        default=None,
+        help_text="Its workspace (null: account-wide).",
+    )
+    channel = serializers.CharField(
+        source="channel.name", allow_null=True, default=None, help_text="Its channel, if any."
+    )
+    scope = serializers.CharField(
+        source="tier",
+        help_text="How widely it applies: conversation, channel, workspace or account.",
+    )
     tags = TagsField(help_text="Its labels.")
 
     class Meta:
         model = Note
-        fields = ["id", "note_id", "content", "source", "tags", "metadata", "session", "workspace", "channel",
-                  "scope", "user_id", "importance", "pinned", "created_at", "updated_at"]
+        fields = [
+            "id",
+            "note_id",
+            "content",
+            "source",
+            "tags",
+            "metadata",
+            "session",
+            "workspace",
+            "channel",
+            "scope",
+            "user_id",
+            "importance",
+            "pinned",
+            "created_at",
+            "updated_at",
+        ]
         extra_kwargs = {
             "note_id": {"help_text": "The note's id (the same as id)."},
             "content": {"help_text": "The note's text."},
@@ -133,42 +232,62 @@ class NoteOutput(serializers.ModelSerializer):
             "metadata": {"help_text": "The caller's JSON object."},
             "user_id": {"help_text": "The end user it belongs to (empty: shared)."},
             "importance": {"help_text": "0–1: weight in recall."},
-            "pinned": {"help_text": "Pinned by an operator: importance 1, never pruned, merged or capped."},
+            "pinned": {
+                "help_text": "Pinned by an operator: importance 1, never pruned, merged or capped."
+            },
             "created_at": {"help_text": "When it was created."},
             "updated_at": {"help_text": "When it last changed."},
         }
 
 
 class NoteListParams(serializers.Serializer):
-    tags = serializers.CharField(required=False, help_text="Comma-separated tags the notes all have.")
+    tags = serializers.CharField(
+        required=False, help_text="Comma-separated tags the notes all have."
+    )
     source = serializers.CharField(required=False, help_text="Only notes of this source.")
     session = serializers.CharField(required=False, help_text="Only notes of this session.")
     workspace = serializers.CharField(required=False, help_text="Only notes of this workspace.")
     channel = serializers.CharField(required=False, help_text="Only notes of this channel.")
     user_id = serializers.CharField(required=False, help_text="Only this end user's notes.")
-    for_user = serializers.CharField(required=False, max_length=200,
-                                     help_text="Only the notes this end user may read: theirs and the shared ones "
-                                               "(what a key limited to them lists).")
-    scope = serializers.ChoiceField(choices=TIERS, required=False, help_text="Only notes of this scope.")
+    for_user = serializers.CharField(
+        required=False,
+        max_length=200,
+        help_text=(
+            "Only the notes this end user may read: theirs and the shared ones "
+            "(what a key limited to them lists)."
+        ),
+    )
+    scope = serializers.ChoiceField(
+        choices=TIERS, required=False, help_text="Only notes of this scope."
+    )
     q = serializers.CharField(required=False, help_text="Text in the content (case-insensitive).")
 
 
 class NoteListView(APIView):
-    @extend_schema(summary="List notes", operation_id="notes_list",
-                   description="Newest first, filtered and paged.",
-                   parameters=[NoteListParams, META_PARAM, *PAGE_PARAMS],
-                   responses=page_of("NotePage", NoteOutput(many=True, help_text="This page's notes.")),
-                   examples=ex.NOTE_LIST)
+    @extend_schema(
+        summary="List notes",
+        operation_id="notes_list",
+        description="Newest first, filtered and paged.",
+        parameters=[NoteListParams, META_PARAM, *PAGE_PARAMS],
+        responses=page_of("NotePage", NoteOutput(many=True, help_text="This page's notes.")),
+        examples=ex.NOTE_LIST,
+    )
     def get(self, request: Request) -> Response:
         filters = query_params(request, NoteListParams)
         qs = notes.notes_filter(api_key(request), filters, notes.meta_filters(request.query_params))
         rows, meta = paginate(request, qs)
         return Response({**meta, "results": NoteOutput(rows, many=True).data})
 
-    @extend_schema(summary="Create a note",
-                   description="A free-text memory the agent keeps (a preference, a decision): indexed for "
-                               "search and context at once.",
-                   request=NoteInput, responses={201: NoteOutput}, examples=ex.NOTE_CREATE)
+    @extend_schema(
+        summary="Create a note",
+        description=(
+            "A free-text memory the agent keeps (a preference, a decision): indexed for "
+            "search and context at once."
+        ),
+        request=NoteInput,
+        responses={201: NoteOutput},
+        examples=ex.NOTE_CREATE,
+    )
     def post(self, request: Request) -> Response:
         data = parse_input(NoteInput, request.data)
         note = notes.create_note(api_key(request), data)
@@ -176,30 +295,57 @@ class NoteListView(APIView):
 
 
 class NoteDetailView(APIView):
-    @extend_schema(summary="Get a note", description="One note, by id, as stored.", responses=NoteOutput, examples=ex.NOTE_GET)
+    @extend_schema(
+        summary="Get a note",
+        description="One note, by id, as stored.",
+        responses=NoteOutput,
+        examples=ex.NOTE_GET,
+    )
     def get(self, request: Request, note_id: str) -> Response:
         return Response(NoteOutput(notes.get_note(api_key(request), note_id)).data)
 
-    @extend_schema(summary="Replace a note",
-                   description="Replace the note (all its searchable chunks), or create it under this id (201).",
-                   request=NotePutInput, responses={200: NoteOutput, 201: NoteOutput}, examples=ex.NOTE_PUT)
+    @extend_schema(
+        summary="Replace a note",
+        description=(
+            "Replace the note (all its searchable chunks), or create it under this id (201)."
+        ),
+        request=NotePutInput,
+        responses={200: NoteOutput, 201: NoteOutput},
+        examples=ex.NOTE_PUT,
+    )
     def put(self, request: Request, note_id: str) -> Response:
         if not re.fullmatch(NOTE_ID_REGEX, note_id):
-            raise Invalid("invalid_note_id", "A note id has 1–200 characters: letters, digits and . _ : @ - "
-                           "(not starting with a symbol).")
+            raise Invalid(
+                "invalid_note_id",
+                "A note id has 1–200 characters: letters, digits and . _ : @ - "
+                "(not starting with a symbol).",
+            )
         data = parse_input(NotePutInput, request.data)
         note, created = notes.put_note(api_key(request), note_id, data)
-        return Response(NoteOutput(note).data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+        return Response(
+            NoteOutput(note).data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK
+        )
 
-    @extend_schema(summary="Change a note",
-                   description="Only the fields sent change; its session, scope, owner and the rest stay "
-                               "(PUT replaces the whole note).",
-                   request=NotePatchInput, responses=NoteOutput, examples=ex.NOTE_PATCH)
+    @extend_schema(
+        summary="Change a note",
+        description=(
+            "Only the fields sent change; its session, scope, owner and the rest stay "
+            "(PUT replaces the whole note)."
+        ),
+        request=NotePatchInput,
+        responses=NoteOutput,
+        examples=ex.NOTE_PATCH,
+    )
     def patch(self, request: Request, note_id: str) -> Response:
         changes = parse_input(NotePatchInput, request.data, partial=True)
         return Response(NoteOutput(notes.patch_note(api_key(request), note_id, changes)).data)
 
-    @extend_schema(summary="Delete a note", description="Deletes the note; it is no longer found by search or context.", responses={200: Deleted}, examples=ex.NOTE_DELETE)
+    @extend_schema(
+        summary="Delete a note",
+        description="Deletes the note; it is no longer found by search or context.",
+        responses={200: Deleted},
+        examples=ex.NOTE_DELETE,
+    )
     def delete(self, request: Request, note_id: str) -> Response:
         notes.delete_note(api_key(request), note_id)
         return Response({"id": note_id, "deleted": True})

@@ -41,9 +41,13 @@ def declared_query_parameters() -> dict[tuple[str, str], tuple[frozenset[str], t
                 for method, operation in operations.items():
                     if not isinstance(operation, dict):
                         continue
-                    names = [p["name"] for p in operation.get("parameters", []) if p.get("in") == "query"]
+                    names = [
+                        p["name"] for p in operation.get("parameters", []) if p.get("in") == "query"
+                    ]
                     exact = frozenset(n for n in names if not _PLACEHOLDER.search(n))
-                    prefixes = tuple(_PLACEHOLDER.split(n, 1)[0] for n in names if _PLACEHOLDER.search(n))
+                    prefixes = tuple(
+                        _PLACEHOLDER.split(n, 1)[0] for n in names if _PLACEHOLDER.search(n)
+                    )
                     declared[(method.lower(), path)] = (exact, prefixes)
             _declared = declared
         return _declared
@@ -73,12 +77,16 @@ def unknown_query_parameters(request: Request) -> dict[str, str]:
     path = operation_path(request)
     declared = declared_query_parameters().get((method, path)) if path else None
     if declared is None:
-        return {}  # not an operation of the document (OPTIONS, a method the view lacks: 405 follows)
+        # not an operation of the document (OPTIONS, a method the view lacks: 405 follows)
+        return {}
     names, prefixes = declared
     known = sorted(names)
-    return {name: unknown_field_message(name, known, what="query parameter")
-            for name in request.query_params
-            if name not in names and not any(p and name.startswith(p) and len(name) > len(p) for p in prefixes)}
+    return {
+        name: unknown_field_message(name, known, what="query parameter")
+        for name in request.query_params
+        if name not in names
+        and not any(p and name.startswith(p) and len(name) > len(p) for p in prefixes)
+    }
 
 
 class KnownQueryParameters(permissions.BasePermission):
@@ -88,7 +96,10 @@ class KnownQueryParameters(permissions.BasePermission):
     def has_permission(self, request: Request, view: Any) -> bool:
         unknown = unknown_query_parameters(request)
         if unknown:
-            raise serializers.ValidationError({
-                name: [serializers.ErrorDetail(message, code="unknown_parameter")] for name, message in unknown.items()
-            })
+            raise serializers.ValidationError(
+                {
+                    name: [serializers.ErrorDetail(message, code="unknown_parameter")]
+                    for name, message in unknown.items()
+                }
+            )
         return True

@@ -1,4 +1,5 @@
-"""The API's JSON parser: DRF's, plus the depth and Unicode checks of memoryhub.plumbing.jsonchecks."""
+"""The API's JSON parser: DRF's, plus the depth and Unicode checks of
+memoryhub.plumbing.jsonchecks."""
 
 from __future__ import annotations
 
@@ -13,7 +14,12 @@ from memoryhub.plumbing import jsonchecks
 
 
 class CheckedJSONParser(JSONParser):
-    def parse(self, stream: Any, media_type: str | None = None, parser_context: dict[str, Any] | None = None) -> Any:
+    def parse(
+        self,
+        stream: Any,
+        media_type: str | None = None,
+        parser_context: dict[str, Any] | None = None,
+    ) -> Any:
         encoding = (parser_context or {}).get("encoding", settings.DEFAULT_CHARSET)
         try:
             text = codecs.decode(stream.read(), encoding)

@@ -1,5 +1,5 @@
-"""Sessions (docs/event-log.md#append): creating, listing, reading, changing and deleting a conversation;
-serializers, then views. A session's events are memoryhub.api.events, its restore
+"""Sessions (docs/event-log.md#append): creating, listing, reading, changing and deleting a
+conversation; serializers, then views. A session's events are memoryhub.api.events, its restore
 memoryhub.api.restore."""
 
 from __future__ import annotations
@@ -28,63 +28,151 @@ ID_HELP = "Letters, digits and . _ : @ - (1–200 characters, not starting with 
 
 
 class SessionCreateInput(StrictSerializer):
-    id = StrictRegexField(ID_REGEX, required=False, allow_null=True, error_messages={
-        "invalid": "Use 1–200 characters: letters, digits and . _ : @ - (not starting with a symbol)."},
-        help_text=f"The session's id, chosen by the caller (default: a generated sess-…). {ID_HELP}")
-    user_id = StrictCharField(max_length=200, required=False, allow_blank=True, default="",
-                              help_text="The end user the conversation is with: they own its memories.")
-    persistence_key = StrictCharField(max_length=500, required=False, allow_blank=True, default="",
-                                      help_text="A key of the caller's own to find the session again "
-                                                "(e.g. a chat thread id); filterable in GET /sessions/.")
-    agent = StrictCharField(max_length=200, required=False, allow_blank=True, default="",
-                            help_text="The agent (bot, assistant) that holds the conversation.")
-    channel = StrictCharField(max_length=100, required=False, allow_null=True, default=None,
-                              help_text="The channel within the workspace (default: general); created if new.")
-    workspace = StrictCharField(max_length=100, required=False, allow_null=True, default=None,
-                                help_text="The workspace (default: the key's, else default); created if new.")
-    title = StrictCharField(max_length=500, required=False, allow_blank=True, default="",
-                            help_text="A human-readable title.")
-    metadata = MetadataField(required=False, default=dict, help_text="Any JSON object of the caller's.")
+    id = StrictRegexField(
+        ID_REGEX,
+        required=False,
+        allow_null=True,
+        error_messages={
+            "invalid": (
+                "Use 1–200 characters: letters, digits and . _ : @ - (not starting with a symbol)."
+            )
+        },
+        help_text=(
+            f"The session's id, chosen by the caller (default: a generated sess-…). {ID_HELP}"
+        ),
+    )
+    user_id = StrictCharField(
+        max_length=200,
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="The end user the conversation is with: they own its memories.",
+    )
+    persistence_key = StrictCharField(
+        max_length=500,
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text=(
+            "A key of the caller's own to find the session again "
+            "(e.g. a chat thread id); filterable in GET /sessions/."
+        ),
+    )
+    agent = StrictCharField(
+        max_length=200,
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="The agent (bot, assistant) that holds the conversation.",
+    )
+    channel = StrictCharField(
+        max_length=100,
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="The channel within the workspace (default: general); created if new.",
+    )
+    workspace = StrictCharField(
+        max_length=100,
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="The workspace (default: the key's, else default); created if new.",
+    )
+    title = StrictCharField(
+        max_length=500,
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="A human-readable title.",
+    )
+    metadata = MetadataField(
+        required=False, default=dict, help_text="Any JSON object of the caller's."
+    )
     summary_budget = StrictIntegerField(
-        required=False, allow_null=True, default=None, min_value=SUMMARY_BUDGET_MIN, max_value=SUMMARY_BUDGET_MAX,
+        required=False,
+        allow_null=True,
+        default=None,
+        min_value=SUMMARY_BUDGET_MIN,
+        max_value=SUMMARY_BUDGET_MAX,
         help_text="Tokens this session's rolling summary works to; null: the server default.",
     )
     get_or_create = serializers.BooleanField(
-        required=False, default=False,
-        help_text="True: an existing session with this id is returned (200) instead of a 409 session_exists.")
+        required=False,
+        default=False,
+        help_text=(
+            "True: an existing session with this id is returned (200) instead of a 409"
+            " session_exists."
+        ),
+    )
 
 
 class SessionPatchInput(StrictSerializer):
-    title = StrictCharField(max_length=500, required=False, allow_blank=True, help_text="A new title.")
+    title = StrictCharField(
+        max_length=500, required=False, allow_blank=True, help_text="A new title."
+    )
     metadata = MetadataField(required=False, help_text="Replaces the metadata object.")
     status = serializers.ChoiceField(
-        choices=SessionStatus.choices, required=False,
-        help_text="active → idle → archived (archive also from active; idle → active again). Repeating the "
-                  "current status is a 409; archiving makes the session read-only, records ended_at and clears "
-                  "the conversation-tier notes and facts (unless the server is set to keep them).",
+        choices=SessionStatus.choices,
+        required=False,
+        help_text=(
+            "active → idle → archived (archive also from active; idle → active again). Repeating"
+            " the current status is a 409; archiving makes the session read-only, records ended_at"
+            " and clears the conversation-tier notes and facts (unless the server is set to keep"
+            " them)."
+        ),
     )
-    agent = StrictCharField(max_length=200, required=False, allow_blank=True, help_text="A new agent name.")
-    user_id = StrictCharField(max_length=200, required=False, allow_blank=True,
-                              help_text="Claim an unowned conversation (and its memories) for an end user; a "
-                                        "session that has an owner keeps it (409 owner_mismatch).")
-    persistence_key = StrictCharField(max_length=500, required=False, allow_blank=True,
-                                      help_text="A new persistence key.")
+    agent = StrictCharField(
+        max_length=200, required=False, allow_blank=True, help_text="A new agent name."
+    )
+    user_id = StrictCharField(
+        max_length=200,
+        required=False,
+        allow_blank=True,
+        help_text=(
+            "Claim an unowned conversation (and its memories) for an end user; a "
+            "session that has an owner keeps it (409 owner_mismatch)."
+        ),
+    )
+    persistence_key = StrictCharField(
+        max_length=500, required=False, allow_blank=True, help_text="A new persistence key."
+    )
     summary_budget = StrictIntegerField(
-        required=False, allow_null=True, min_value=SUMMARY_BUDGET_MIN, max_value=SUMMARY_BUDGET_MAX,
-        help_text="Tokens this session's rolling summary works to; null: back to the server default.",
+        required=False,
+        allow_null=True,
+        min_value=SUMMARY_BUDGET_MIN,
+        max_value=SUMMARY_BUDGET_MAX,
+        help_text=(
+            "Tokens this session's rolling summary works to; null: back to the server default."
+        ),
     )
 
 
 class SessionOutput(serializers.ModelSerializer):
     id = serializers.CharField(source="external_id", help_text="The session's id.")
-    workspace = serializers.CharField(source="workspace.name", help_text="The workspace it belongs to.")
+    workspace = serializers.CharField(
+        source="workspace.name", help_text="The workspace it belongs to."
+    )
     channel = serializers.CharField(source="channel.name", help_text="The channel it belongs to.")
 
     class Meta:
         model = Session
         fields = [
-            "id", "user_id", "persistence_key", "agent", "workspace", "channel", "title", "metadata",
-            "status", "ref_code", "summary_budget", "event_count", "last_sequence", "created_at", "updated_at",
+            "id",
+            "user_id",
+            "persistence_key",
+            "agent",
+            "workspace",
+            "channel",
+            "title",
+            "metadata",
+            "status",
+            "ref_code",
+            "summary_budget",
+            "event_count",
+            "last_sequence",
+            "created_at",
+            "updated_at",
             "ended_at",
         ]
         extra_kwargs = {
@@ -94,12 +182,18 @@ class SessionOutput(serializers.ModelSerializer):
             "title": {"help_text": "The session's title."},
             "metadata": {"help_text": "The caller's JSON object."},
             "status": {"help_text": "active, idle (no recent events) or archived (read-only)."},
-            "ref_code": {"help_text": "A short code to quote the session to support or in the admin."},
+            "ref_code": {
+                "help_text": "A short code to quote the session to support or in the admin."
+            },
             "event_count": {"help_text": "Events stored."},
-            "last_sequence": {"help_text": "The sequence number of the newest event (0: none yet)."},
+            "last_sequence": {
+                "help_text": "The sequence number of the newest event (0: none yet)."
+            },
             "created_at": {"help_text": "When the session was created."},
             "updated_at": {"help_text": "When it last changed (an append counts)."},
-            "summary_budget": {"help_text": "Tokens its rolling summary works to (null: the server default)."},
+            "summary_budget": {
+                "help_text": "Tokens its rolling summary works to (null: the server default)."
+            },
             "ended_at": {"help_text": "When it was archived (null: not archived)."},
         }
 
@@ -108,17 +202,28 @@ class SessionListParams(serializers.Serializer):
     agent = serializers.CharField(required=False, help_text="Only this agent's sessions.")
     channel = serializers.CharField(required=False, help_text="Only sessions of this channel.")
     workspace = serializers.CharField(required=False, help_text="Only sessions of this workspace.")
-    status = serializers.ChoiceField(choices=SessionStatus.choices, required=False,
-                                     help_text="Only sessions in this status (archived ones only this way, or "
-                                               "with include_archived).")
-    include_archived = serializers.BooleanField(required=False, default=False,
-                                                help_text="List archived sessions too (hidden by default).")
-    ref_code = serializers.CharField(required=False, max_length=11,
-                                     help_text="Look a session up by its 11-character reference code "
-                                               "(archived or not).")
-    persistence_key = serializers.CharField(required=False, help_text="Only the session(s) with this key.")
+    status = serializers.ChoiceField(
+        choices=SessionStatus.choices,
+        required=False,
+        help_text=(
+            "Only sessions in this status (archived ones only this way, or with include_archived)."
+        ),
+    )
+    include_archived = serializers.BooleanField(
+        required=False, default=False, help_text="List archived sessions too (hidden by default)."
+    )
+    ref_code = serializers.CharField(
+        required=False,
+        max_length=11,
+        help_text="Look a session up by its 11-character reference code (archived or not).",
+    )
+    persistence_key = serializers.CharField(
+        required=False, help_text="Only the session(s) with this key."
+    )
     user_id = serializers.CharField(required=False, help_text="Only this end user's sessions.")
-    q = serializers.CharField(required=False, help_text="Text in the id or title (case-insensitive).")
+    q = serializers.CharField(
+        required=False, help_text="Text in the id or title (case-insensitive)."
+    )
 
 
 class SessionListView(APIView):
@@ -127,7 +232,9 @@ class SessionListView(APIView):
         operation_id="sessions_list",
         description="The key's sessions, newest first, filtered and paged (limit/offset).",
         parameters=[SessionListParams, *PAGE_PARAMS],
-        responses=page_of("SessionPage", SessionOutput(many=True, help_text="This page's sessions.")),
+        responses=page_of(
+            "SessionPage", SessionOutput(many=True, help_text="This page's sessions.")
+        ),
         examples=ex.SESSION_LIST,
     )
     def get(self, request: Request) -> Response:
@@ -137,12 +244,16 @@ class SessionListView(APIView):
 
     @extend_schema(
         summary="Create a session",
-        description="A conversation to store events in. An existing id is a 409 session_exists, unless "
-                    "get_or_create is true (then 200 with the existing session; 409 owner_mismatch when it "
-                    "belongs to another user than `user_id`, or to none). Appending to an unknown session id "
-                    "also creates it. A user-limited key naming another user's session id gets the 404 "
-                    "session_not_found a missing session gets.",
-        request=SessionCreateInput, responses={201: SessionOutput, 200: SessionOutput}, examples=ex.SESSION_CREATE,
+        description=(
+            "A conversation to store events in. An existing id is a 409 session_exists, unless"
+            " get_or_create is true (then 200 with the existing session; 409 owner_mismatch when it"
+            " belongs to another user than `user_id`, or to none). Appending to an unknown session"
+            " id also creates it. A user-limited key naming another user's session id gets the 404"
+            " session_not_found a missing session gets."
+        ),
+        request=SessionCreateInput,
+        responses={201: SessionOutput, 200: SessionOutput},
+        examples=ex.SESSION_CREATE,
     )
     def post(self, request: Request) -> Response:
         data = parse_input(SessionCreateInput, request.data)
@@ -151,45 +262,74 @@ class SessionListView(APIView):
             key=api_key(request), data=sessions.SessionInput(**data), get_or_create=get_or_create
         )
         return Response(
-            SessionOutput(session).data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK
+            SessionOutput(session).data,
+            status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
         )
 
 
 class SessionReadParams(serializers.Serializer):
     user_id = serializers.CharField(
-        required=False, max_length=200,
-        help_text="Read on behalf of this end user: the session must be theirs (409 owner_mismatch for another "
-                  "user's conversation or one of no user).")
+        required=False,
+        max_length=200,
+        help_text=(
+            "Read on behalf of this end user: the session must be theirs (409 owner_mismatch for"
+            " another user's conversation or one of no user)."
+        ),
+    )
 
 
 class SessionDetailView(APIView):
-    @extend_schema(summary="Get a session", description="One session: its end user, agent, state and message "
-                   "count. With `user_id` the session must be that end user's (409 owner_mismatch).",
-                   parameters=[SessionReadParams], responses=SessionOutput, examples=ex.SESSION_GET)
+    @extend_schema(
+        summary="Get a session",
+        description=(
+            "One session: its end user, agent, state and message "
+            "count. With `user_id` the session must be that end user's (409 owner_mismatch)."
+        ),
+        parameters=[SessionReadParams],
+        responses=SessionOutput,
+        examples=ex.SESSION_GET,
+    )
     def get(self, request: Request, session_id: str) -> Response:
         params = query_params(request, SessionReadParams)
-        return Response(SessionOutput(sessions.get_session_as(api_key(request), session_id,
-                                                              params.get("user_id"))).data)
+        return Response(
+            SessionOutput(
+                sessions.get_session_as(api_key(request), session_id, params.get("user_id"))
+            ).data
+        )
 
-    @extend_schema(summary="Change a session", description="Only the fields given change.",
-                   request=SessionPatchInput, responses=SessionOutput, examples=ex.SESSION_PATCH)
+    @extend_schema(
+        summary="Change a session",
+        description="Only the fields given change.",
+        request=SessionPatchInput,
+        responses=SessionOutput,
+        examples=ex.SESSION_PATCH,
+    )
     def patch(self, request: Request, session_id: str) -> Response:
         changes = parse_input(SessionPatchInput, request.data, partial=True)
-        session = sessions.update_session(key=api_key(request), session_id=session_id, changes=changes)
+        session = sessions.update_session(
+            key=api_key(request), session_id=session_id, changes=changes
+        )
         return Response(SessionOutput(session).data)
 
     @extend_schema(
         summary="Delete a session and its memories",
-        description="Deletes the session with everything derived from it: events, chunks, summaries, "
-                    "scratchpad, and notes and facts placed in it.",
-        responses={200: inline_serializer("Forgotten", {
-            "id": serializers.CharField(help_text="The deleted session's id."),
-            "deleted": serializers.DictField(child=serializers.IntegerField(),
-                                             help_text="Rows deleted, by kind."),
-        })},
+        description=(
+            "Deletes the session with everything derived from it: events, chunks, summaries, "
+            "scratchpad, and notes and facts placed in it."
+        ),
+        responses={
+            200: inline_serializer(
+                "Forgotten",
+                {
+                    "id": serializers.CharField(help_text="The deleted session's id."),
+                    "deleted": serializers.DictField(
+                        child=serializers.IntegerField(), help_text="Rows deleted, by kind."
+                    ),
+                },
+            )
+        },
         examples=ex.SESSION_DELETE,
     )
     def delete(self, request: Request, session_id: str) -> Response:
         deleted = sessions.forget_session(key=api_key(request), session_id=session_id)
         return Response({"id": session_id, "deleted": deleted})
-

@@ -29,7 +29,9 @@ class StepFailure(models.Model):
     exportable = False  # operations data, not memory
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["session", "step"], name="step_failure_unique")]
+        constraints = [
+            models.UniqueConstraint(fields=["session", "step"], name="step_failure_unique")
+        ]
         indexes = [models.Index(fields=["set_aside", "failed_at"], name="step_failure_aside")]
 
     def __str__(self) -> str:

@@ -15,12 +15,16 @@ class EndUser(models.Model):
 
     # "<tenant id>:<user id>": a user id is unique only within its tenant.
     id = models.CharField(primary_key=True, max_length=220)
-    tenant = models.ForeignKey(Tenant, on_delete=models.DO_NOTHING, related_name="+", db_constraint=False)
+    tenant = models.ForeignKey(
+        Tenant, on_delete=models.DO_NOTHING, related_name="+", db_constraint=False
+    )
     user_id = models.CharField("end user", max_length=200)
     sessions = models.IntegerField()
     facts = models.IntegerField()
     notes = models.IntegerField()
-    last_seen = models.DateTimeField(help_text="The latest change of one of their sessions, facts or notes.")
+    last_seen = models.DateTimeField(
+        help_text="The latest change of one of their sessions, facts or notes."
+    )
 
     exportable = False  # a view of other rows: exported with them
 

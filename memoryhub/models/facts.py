@@ -18,18 +18,24 @@ from memoryhub.searchable import LIFETIME_CHOICES, TIER_CHOICES, Searchable
 
 
 class Fact(PinnableMemory):
-    """A long-term memory entry (docs/memory-model.md#facts). (owner, scope, category, key) is unique
-    when a key is set, and (owner, workspace, external_id) when the client chose an id: two users' `home_city`
-    are two facts. Its content's past versions are FactVersion rows (docs/memory-model.md#fact-history)."""
+    """A long-term memory entry (docs/memory-model.md#facts). (owner, scope, category, key) is
+    unique when a key is set, and (owner, workspace, external_id) when the client chose an id: two
+    users' `home_city` are two facts. Its content's past versions are FactVersion rows
+    (docs/memory-model.md#fact-history)."""
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
-    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+", null=True, blank=True)
-    channel = models.ForeignKey(Channel, on_delete=models.CASCADE, related_name="+", null=True, blank=True)
+    workspace = models.ForeignKey(
+        Workspace, on_delete=models.CASCADE, related_name="+", null=True, blank=True
+    )
+    channel = models.ForeignKey(
+        Channel, on_delete=models.CASCADE, related_name="+", null=True, blank=True
+    )
     # The conversation a conversation-tier fact belongs to (forgotten with it).
     session = models.ForeignKey(
         "memoryhub.Session", on_delete=models.CASCADE, related_name="facts", null=True, blank=True
     )
-    # Provenance: the conversation the fact was learnt in (kept, unlinked, when that conversation goes).
+    # Provenance: the conversation the fact was learnt in (kept, unlinked, when that conversation
+    # goes).
     source_session = models.ForeignKey(
         "memoryhub.Session", on_delete=models.SET_NULL, related_name="+", null=True, blank=True
     )
@@ -51,7 +57,8 @@ class Fact(PinnableMemory):
     metadata = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
-    # When the current version's content became true (docs/memory-model.md#fact-history); older versions are FactVersion rows.
+    # When the current version's content became true (docs/memory-model.md#fact-history); older
+    # versions are FactVersion rows.
     valid_from = models.DateTimeField(null=True, blank=True)
 
     objects = KeyScopedQuerySet.as_manager()
@@ -73,9 +80,12 @@ class Fact(PinnableMemory):
                 name="fact_unique_owner_workspace_external_id",
             ),
             models.CheckConstraint(
-                condition=models.Q(importance__gte=0.0, importance__lte=1.0), name="fact_importance_range"
+                condition=models.Q(importance__gte=0.0, importance__lte=1.0),
+                name="fact_importance_range",
             ),
-            models.CheckConstraint(condition=models.Q(access_count__gte=0), name="fact_access_count_positive"),
+            models.CheckConstraint(
+                condition=models.Q(access_count__gte=0), name="fact_access_count_positive"
+            ),
         ]
         indexes = [
             models.Index(fields=["tenant", "-updated_at"], name="fact_tenant_updated"),
@@ -92,12 +102,23 @@ class Fact(PinnableMemory):
 
     def transfer_identity(self) -> dict[str, Any]:
         """How an import with on_conflict skip/merge recognises a stored fact: its owner, scope,
-        category and key (the unique constraint), or for a fact without a key the same content there."""
+        category and key (the unique constraint), or for a fact without a key the same content
+        there."""
         scope = self.compute_scope_key()
         if self.key:
-            return {"user_id": self.user_id, "scope_key": scope, "category": self.category, "key": self.key}
-        return {"user_id": self.user_id, "scope_key": scope, "category": self.category, "key": "",
-                "content": self.content}
+            return {
+                "user_id": self.user_id,
+                "scope_key": scope,
+                "category": self.category,
+                "key": self.key,
+            }
+        return {
+            "user_id": self.user_id,
+            "scope_key": scope,
+            "category": self.category,
+            "key": "",
+            "content": self.content,
+        }
 
     def compute_scope_key(self) -> str:
         if self.tier == "conversation":
@@ -147,29 +168,42 @@ class Fact(PinnableMemory):
 
 
 class FactVersion(models.Model):
-    """One version of a fact's content (docs/memory-model.md#fact-history): valid from `valid_from` until `valid_to` (null
-    while current). Kept when the fact is deleted (its `fact_id` then names no row), until the
-    owner is forgotten or an operator purges it."""
+    """One version of a fact's content (docs/memory-model.md#fact-history): valid from `valid_from`
+    until `valid_to` (null while current). Kept when the fact is deleted (its `fact_id` then names
+    no row), until the owner is forgotten or an operator purges it."""
 
     CHANGES = [(c, c) for c in ("created", "updated", "merged", "imported", "deleted")]
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
     # No database constraint and no cascade: a deleted fact's versions stay, naming its old id.
-    fact = models.ForeignKey(Fact, on_delete=models.DO_NOTHING, db_constraint=False, null=True, blank=True,
-                             related_name="versions")
-    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+", null=True, blank=True)
+    fact = models.ForeignKey(
+        Fact,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        null=True,
+        blank=True,
+        related_name="versions",
+    )
+    workspace = models.ForeignKey(
+        Workspace, on_delete=models.CASCADE, related_name="+", null=True, blank=True
+    )
     user_id = models.CharField(max_length=200, blank=True, default="")
     tier = models.CharField(max_length=20, choices=TIER_CHOICES, default="workspace")
     category = models.CharField(max_length=100, default="general")
     key = models.CharField(max_length=200, blank=True, default="")
     content = models.TextField()
     source = models.CharField(max_length=100, default="agent", help_text="Who made this version.")
-    change = models.CharField(max_length=10, choices=CHANGES, default="created",
-                              help_text="What opened this version.")
+    change = models.CharField(
+        max_length=10, choices=CHANGES, default="created", help_text="What opened this version."
+    )
     valid_from = models.DateTimeField()
     valid_to = models.DateTimeField(null=True, blank=True)
-    closed_by = models.CharField(max_length=10, blank=True, default="",
-                                 help_text="What closed it: updated, merged or deleted (empty while current).")
+    closed_by = models.CharField(
+        max_length=10,
+        blank=True,
+        default="",
+        help_text="What closed it: updated, merged or deleted (empty while current).",
+    )
 
     objects = KeyScopedQuerySet.as_manager()
     # An import adds versions only to a fact it creates, with that fact's owner and workspace
@@ -181,8 +215,11 @@ class FactVersion(models.Model):
         constraints = [
             # A fact has at most one current version, whatever wrote it (an upsert, a merge, an
             # import whose file names versions): "as of now" has one answer.
-            models.UniqueConstraint(fields=["fact"], condition=models.Q(valid_to__isnull=True, fact__isnull=False),
-                                    name="factversion_one_current"),
+            models.UniqueConstraint(
+                fields=["fact"],
+                condition=models.Q(valid_to__isnull=True, fact__isnull=False),
+                name="factversion_one_current",
+            ),
         ]
         indexes = [
             models.Index(fields=["tenant", "fact_id", "valid_from"], name="factversion_fact"),

@@ -22,15 +22,22 @@ def new_note_id() -> str:
 
 
 class Note(PinnableMemory):
-    """A note an agent keeps explicitly (docs/memory-model.md#notes): identified by `note_id`, replaced whole on update."""
+    """A note an agent keeps explicitly (docs/memory-model.md#notes): identified by `note_id`,
+    replaced whole on update."""
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
-    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+", null=True, blank=True)
-    channel = models.ForeignKey(Channel, on_delete=models.CASCADE, related_name="+", null=True, blank=True)
+    workspace = models.ForeignKey(
+        Workspace, on_delete=models.CASCADE, related_name="+", null=True, blank=True
+    )
+    channel = models.ForeignKey(
+        Channel, on_delete=models.CASCADE, related_name="+", null=True, blank=True
+    )
     session = models.ForeignKey(
         "memoryhub.Session", on_delete=models.CASCADE, related_name="notes", null=True, blank=True
     )
-    note_id = models.CharField(max_length=200, default=new_note_id, help_text="note-<uuid> when not given.")
+    note_id = models.CharField(
+        max_length=200, default=new_note_id, help_text="note-<uuid> when not given."
+    )
     user_id = models.CharField(max_length=200, blank=True, default="")
     content = models.TextField()
     source = models.CharField(max_length=100, blank=True, default="")
@@ -47,7 +54,8 @@ class Note(PinnableMemory):
         constraints = [
             models.UniqueConstraint(fields=["tenant", "note_id"], name="note_unique_note_id"),
             models.CheckConstraint(
-                condition=models.Q(importance__gte=0.0, importance__lte=1.0), name="note_importance_range"
+                condition=models.Q(importance__gte=0.0, importance__lte=1.0),
+                name="note_importance_range",
             ),
         ]
         indexes = [
@@ -74,6 +82,10 @@ class Note(PinnableMemory):
             importance=self.importance,
             tags=tuple(self.tags),
             user_id=self.user_id,
-            metadata={"note_id": self.note_id, "source": self.source, **(self.metadata or {}),
-                      **self.pin_metadata()},
+            metadata={
+                "note_id": self.note_id,
+                "source": self.source,
+                **(self.metadata or {}),
+                **self.pin_metadata(),
+            },
         )

@@ -62,30 +62,47 @@ class Session(models.Model):
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="sessions")
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="sessions")
     channel = models.ForeignKey(Channel, on_delete=models.CASCADE, related_name="sessions")
-    external_id = models.CharField("id", max_length=200, help_text="Chosen by the client; unique per tenant.")
+    external_id = models.CharField(
+        "id", max_length=200, help_text="Chosen by the client; unique per tenant."
+    )
     user_id = models.CharField(max_length=200, blank=True, default="")
     persistence_key = models.CharField(max_length=500, blank=True, default="")
     agent = models.CharField(max_length=200, blank=True, default="")
     title = models.CharField(max_length=500, blank=True, default="")
     metadata = models.JSONField(default=dict, blank=True)
-    status = models.CharField(max_length=10, choices=SessionStatus.choices, default=SessionStatus.ACTIVE)
-    summary_budget = models.IntegerField(
-        null=True, blank=True, validators=[MinValueValidator(SUMMARY_BUDGET_MIN), MaxValueValidator(SUMMARY_BUDGET_MAX)],
-        help_text="Tokens the rolling summary works to (trigger, target, its own share); empty: the server default.",
+    status = models.CharField(
+        max_length=10, choices=SessionStatus.choices, default=SessionStatus.ACTIVE
     )
-    ref_code = models.CharField(max_length=REF_CODE_LEN, unique=True, default=new_ref_code, editable=False)
+    summary_budget = models.IntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(SUMMARY_BUDGET_MIN), MaxValueValidator(SUMMARY_BUDGET_MAX)],
+        help_text=(
+            "Tokens the rolling summary works to (trigger, target, its own share); empty: the"
+            " server default."
+        ),
+    )
+    ref_code = models.CharField(
+        max_length=REF_CODE_LEN, unique=True, default=new_ref_code, editable=False
+    )
     last_sequence = models.BigIntegerField(default=0, editable=False)
     event_count = models.IntegerField(default=0, editable=False)
     # Events up to this sequence have been through the fact extractor (memoryhub.session_work).
     facts_extracted_to = models.BigIntegerField(default=0, editable=False)
-    # Events up to this sequence have their consolidated_at set (docs/lifecycle.md#compress): marks are always a
-    # prefix of the log, so this number also versions the recent-window cache's entries.
+    # Events up to this sequence have their consolidated_at set (docs/lifecycle.md#compress): marks
+    # are always a prefix of the log, so this number also versions the recent-window cache's
+    # entries.
     consolidated_to = models.BigIntegerField(default=0, db_default=0, editable=False)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
     ended_at = models.DateTimeField(
-        null=True, blank=True, editable=False,
-        help_text="When the conversation ended: set when it goes idle or is archived, cleared if it is active again.",
+        null=True,
+        blank=True,
+        editable=False,
+        help_text=(
+            "When the conversation ended: set when it goes idle or is archived, cleared if it is"
+            " active again."
+        ),
     )
 
     objects = SessionQuerySet.as_manager()
@@ -93,7 +110,9 @@ class Session(models.Model):
     class Meta:
         ordering = ["-updated_at"]
         constraints = [
-            models.UniqueConstraint(fields=["tenant", "external_id"], name="session_unique_external_id"),
+            models.UniqueConstraint(
+                fields=["tenant", "external_id"], name="session_unique_external_id"
+            ),
         ]
         indexes = [
             models.Index(fields=["tenant", "-updated_at"], name="session_tenant_updated"),
@@ -115,12 +134,21 @@ class Session(models.Model):
             return 0
         at = at or timezone.now()
         with transaction.atomic():
-            since = Session.objects.filter(pk=self.pk).values_list("consolidated_to", flat=True).first() or 0
+            since = (
+                Session.objects.filter(pk=self.pk).values_list("consolidated_to", flat=True).first()
+                or 0
+            )
             if up_to <= since:
                 return 0
-            marked = Event.objects.filter(session_id=self.pk, sequence__gt=since, sequence__lte=up_to,
-                                          consolidated_at__isnull=True).update(consolidated_at=at)
-            Session.objects.filter(pk=self.pk, consolidated_to__lt=up_to).update(consolidated_to=up_to)
+            marked = Event.objects.filter(
+                session_id=self.pk,
+                sequence__gt=since,
+                sequence__lte=up_to,
+                consolidated_at__isnull=True,
+            ).update(consolidated_at=at)
+            Session.objects.filter(pk=self.pk, consolidated_to__lt=up_to).update(
+                consolidated_to=up_to
+            )
         self.consolidated_to = up_to
         return marked
 
@@ -134,7 +162,9 @@ class Session(models.Model):
             return
         stored = Session.objects.filter(pk=self.pk).values_list("status", flat=True).first()
         if stored and self.status != stored and self.status not in STATUS_TRANSITIONS[stored]:
-            raise ValidationError({"status": f"A session cannot move from {stored!r} to {self.status!r}."})
+            raise ValidationError(
+                {"status": f"A session cannot move from {stored!r} to {self.status!r}."}
+            )
 
 
 class Role(models.TextChoices):
@@ -187,17 +217,23 @@ class Event(models.Model):
                 name="event_unique_idempotency_key",
             ),
             models.CheckConstraint(
-                condition=models.Q(importance__gte=0.0, importance__lte=1.0), name="event_importance_range"
+                condition=models.Q(importance__gte=0.0, importance__lte=1.0),
+                name="event_importance_range",
             ),
-            models.CheckConstraint(condition=models.Q(sequence__gte=1), name="event_sequence_positive"),
+            models.CheckConstraint(
+                condition=models.Q(sequence__gte=1), name="event_sequence_positive"
+            ),
         ]
         indexes = [
             models.Index(fields=["tenant", "created_at"], name="event_tenant_created"),
         ]
         triggers = [
             # Append-only: nothing of a stored event changes but its consolidation marker.
-            pgtrigger.Protect(name="event_append_only", operation=pgtrigger.Update,
-                              condition=pgtrigger.AnyChange(exclude=["consolidated_at"])),
+            pgtrigger.Protect(
+                name="event_append_only",
+                operation=pgtrigger.Update,
+                condition=pgtrigger.AnyChange(exclude=["consolidated_at"]),
+            ),
             # Whatever the caller, a session's sequence only grows (also for raw SQL and imports).
             pgtrigger.Trigger(
                 name="event_sequence_monotonic",
@@ -211,7 +247,7 @@ class Event(models.Model):
                             NEW.sequence, NEW.session_id USING ERRCODE = 'unique_violation';
                     END IF;
                     RETURN NEW;
-                """,
+                """,  # noqa: E501
             ),
             # A tenant with an immutable transcript loses events only through forget-user,
             # which lifts this trigger with pgtrigger.ignore.
@@ -256,15 +292,26 @@ class Event(models.Model):
     def from_payload(cls, payload: dict[str, Any]) -> Event:
         """An unsaved event with the searchable fields of an as_dict() payload (the recent-window
         cache's entries), enough for its text (retrieval.indexing.extract_event_text)."""
-        return cls(role=payload["role"], content=payload["content"], tool_name=payload["tool_name"] or "",
-                   tool_args=payload["tool_args"], tool_result=payload["tool_result"],
-                   tool_calls=payload["tool_calls"], tool_call_id=payload["tool_call_id"] or "",
-                   sequence=payload["sequence"])
+        return cls(
+            role=payload["role"],
+            content=payload["content"],
+            tool_name=payload["tool_name"] or "",
+            tool_args=payload["tool_args"],
+            tool_result=payload["tool_result"],
+            tool_calls=payload["tool_calls"],
+            tool_call_id=payload["tool_call_id"] or "",
+            sequence=payload["sequence"],
+        )
 
     def tool_call_sentences(self) -> list[str]:
-        """`Called <tool> with <args>` for the single tool_name/tool_args call and each of tool_calls."""
+        """`Called <tool> with <args>` for the single tool_name/tool_args call and each of
+        tool_calls."""
         calls = [(self.tool_name, self.tool_args)] if self.tool_name else []
-        calls += [(c.get("name", ""), c.get("arguments")) for c in self.tool_calls or [] if isinstance(c, dict)]
+        calls += [
+            (c.get("name", ""), c.get("arguments"))
+            for c in self.tool_calls or []
+            if isinstance(c, dict)
+        ]
         return [f"Called {name} with {_args_text(args)}" for name, args in calls if name]
 
     @property
@@ -283,12 +330,15 @@ def _args_text(args: Any) -> str:
 
 
 class ToolCallSentence(models.Model):
-    """A model's one-sentence description of a tool-call event with empty content (docs/event-log.md#indexing; the
-    tool-call synthesis), written in the background when a summariser model is configured. The
-    event log is append-only, so the sentence lives beside it; search indexes it with the event
-    (before the deterministic `Called <tool> with <args>`, which keeps the arguments verbatim)."""
+    """A model's one-sentence description of a tool-call event with empty content
+    (docs/event-log.md#indexing; the tool-call synthesis), written in the background when a
+    summariser model is configured. The event log is append-only, so the sentence lives beside it;
+    search indexes it with the event (before the deterministic `Called <tool> with <args>`, which
+    keeps the arguments verbatim)."""
 
-    event = models.OneToOneField(Event, on_delete=models.CASCADE, primary_key=True, related_name="tool_sentence")
+    event = models.OneToOneField(
+        Event, on_delete=models.CASCADE, primary_key=True, related_name="tool_sentence"
+    )
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
     text = models.TextField()
     model = models.CharField(max_length=200, blank=True, default="")
@@ -299,7 +349,8 @@ class ToolCallSentence(models.Model):
 
     @staticmethod
     def of(event: Event) -> str:
-        """The event's sentence when it was loaded with it (select_related), else "": never a query."""
+        """The event's sentence when it was loaded with it (select_related), else "": never a
+        query."""
         rel = Event._meta.get_field("tool_sentence")
         if not rel.is_cached(event):  # type: ignore[union-attr]
             return ""

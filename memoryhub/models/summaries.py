@@ -14,11 +14,15 @@ from memoryhub.searchable import Searchable
 class RollingSummary(models.Model):
     """The rolling summary of a session (docs/event-log.md#summaries): compare-and-swap on epoch."""
 
-    session = models.OneToOneField(Session, on_delete=models.CASCADE, related_name="rolling_summary")
+    session = models.OneToOneField(
+        Session, on_delete=models.CASCADE, related_name="rolling_summary"
+    )
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
     text = models.TextField(blank=True, default="")
     epoch = models.IntegerField(default=0)
-    upper_sequence = models.BigIntegerField(default=0, help_text="Last event sequence the summary covers.")
+    upper_sequence = models.BigIntegerField(
+        default=0, help_text="Last event sequence the summary covers."
+    )
     updated_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -26,7 +30,6 @@ class RollingSummary(models.Model):
 
     def __str__(self) -> str:
         return f"summary of {self.session_id} (epoch {self.epoch})"
-
 
 
 SUMMARY_LEVELS = ("leaf", "branch", "root")
@@ -46,9 +49,15 @@ class SummaryNode(models.Model):
     """
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
-    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+", null=True, blank=True)
-    channel = models.ForeignKey(Channel, on_delete=models.CASCADE, related_name="+", null=True, blank=True)
-    session = models.ForeignKey("memoryhub.Session", on_delete=models.CASCADE, related_name="summary_nodes")
+    workspace = models.ForeignKey(
+        Workspace, on_delete=models.CASCADE, related_name="+", null=True, blank=True
+    )
+    channel = models.ForeignKey(
+        Channel, on_delete=models.CASCADE, related_name="+", null=True, blank=True
+    )
+    session = models.ForeignKey(
+        "memoryhub.Session", on_delete=models.CASCADE, related_name="summary_nodes"
+    )
     parent = models.ForeignKey(
         "self", on_delete=models.SET_NULL, related_name="children", null=True, blank=True
     )
@@ -58,13 +67,23 @@ class SummaryNode(models.Model):
     text = models.TextField()
     sequence_start = models.BigIntegerField()
     sequence_end = models.BigIntegerField()
-    source_count = models.IntegerField(default=0, help_text="Events (leaf) or child nodes (branch, root).")
+    source_count = models.IntegerField(
+        default=0, help_text="Events (leaf) or child nodes (branch, root)."
+    )
     token_count = models.IntegerField(default=0)
     summariser = models.CharField(max_length=100, blank=True, default="")
-    model = models.CharField(max_length=200, blank=True, default="",
-                             help_text='The model that wrote it: "extractive", or the HTTP summariser\'s model.')
-    earliest_at = models.DateTimeField(null=True, blank=True, help_text="Time of the first event covered.")
-    latest_at = models.DateTimeField(null=True, blank=True, help_text="Time of the last event covered.")
+    model = models.CharField(
+        max_length=200,
+        blank=True,
+        default="",
+        help_text='The model that wrote it: "extractive", or the HTTP summariser\'s model.',
+    )
+    earliest_at = models.DateTimeField(
+        null=True, blank=True, help_text="Time of the first event covered."
+    )
+    latest_at = models.DateTimeField(
+        null=True, blank=True, help_text="Time of the last event covered."
+    )
     metadata = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
@@ -77,11 +96,14 @@ class SummaryNode(models.Model):
         ordering = ["session_id", "depth", "sequence_start"]
         constraints = [
             models.CheckConstraint(
-                condition=models.Q(sequence_end__gte=models.F("sequence_start")), name="summary_node_span"
+                condition=models.Q(sequence_end__gte=models.F("sequence_start")),
+                name="summary_node_span",
             ),
         ]
         indexes = [
-            models.Index(fields=["session", "level", "sequence_start"], name="summary_node_session_level"),
+            models.Index(
+                fields=["session", "level", "sequence_start"], name="summary_node_session_level"
+            ),
             models.Index(fields=["tenant", "-created_at"], name="summary_node_tenant_created"),
             models.Index(fields=["tenant", "user_id"], name="summary_node_tenant_user"),
         ]

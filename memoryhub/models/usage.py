@@ -25,7 +25,9 @@ class ApiUsage(models.Model):
     class Meta:
         verbose_name = "API usage (per day)"
         verbose_name_plural = "API usage (per day)"
-        constraints = [models.UniqueConstraint(fields=["tenant", "day", "name"], name="api_usage_unique_day")]
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "day", "name"], name="api_usage_unique_day")
+        ]
         indexes = [models.Index(fields=["day", "name"], name="api_usage_day_name")]
 
     def __str__(self) -> str:
@@ -33,14 +35,17 @@ class ApiUsage(models.Model):
 
     @classmethod
     def add(cls, counts: dict[tuple[int, date, str], list[float]]) -> None:
-        """Add counts {(tenant_id, day, name): [requests, errors, total_ms]}: one upsert statement."""
+        """Add counts {(tenant_id, day, name): [requests, errors, total_ms]}: one upsert
+        statement."""
         from django.db import connection
 
         if not counts:
             return
         table = cls._meta.db_table
         rows = [(t, d, n, int(c[0]), int(c[1]), float(c[2])) for (t, d, n), c in counts.items()]
-        values = ", ".join(["(%s::bigint, %s::date, %s::text, %s::int, %s::int, %s::float8)"] * len(rows))
+        values = ", ".join(
+            ["(%s::bigint, %s::date, %s::text, %s::int, %s::int, %s::float8)"] * len(rows)
+        )
         with connection.cursor() as cursor:
             # Joined with the tenants, so that counts of a tenant deleted meanwhile are dropped.
             cursor.execute(
@@ -97,11 +102,16 @@ class Arrivals(models.Model):
 
     class Meta:
         verbose_name_plural = "arrivals"
-        constraints = [models.UniqueConstraint(fields=["tenant", "minute"], name="arrivals_unique_minute")]
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "minute"], name="arrivals_unique_minute")
+        ]
         indexes = [models.Index(fields=["minute"], name="arrivals_minute")]
 
     def __str__(self) -> str:
-        return f"{self.tenant_id} {self.minute:%Y-%m-%d %H:%M}: {self.events} events, {self.embedded} embedded"
+        return (
+            f"{self.tenant_id} {self.minute:%Y-%m-%d %H:%M}: {self.events} events, {self.embedded}"
+            " embedded"
+        )
 
     @classmethod
     def add(cls, counts: dict[tuple[int, float], list[float]]) -> None:
@@ -111,7 +121,10 @@ class Arrivals(models.Model):
         if not counts:
             return
         table = cls._meta.db_table
-        rows = [(t, datetime.fromtimestamp(m, UTC), int(c[0]), int(c[1])) for (t, m), c in counts.items()]
+        rows = [
+            (t, datetime.fromtimestamp(m, UTC), int(c[0]), int(c[1]))
+            for (t, m), c in counts.items()
+        ]
         values = ", ".join(["(%s::bigint, %s::timestamptz, %s::int, %s::int)"] * len(rows))
         with connection.cursor() as cursor:
             # Joined with the tenants: counts of a tenant deleted meanwhile are dropped.

@@ -1,9 +1,9 @@
-"""The ASGI entry point (`manage.py run` serves it with uvicorn workers under gunicorn): Django behind
-the body limits and deadlines of memoryhub.plumbing.asgi_body (a slow or idle client holds no thread; the web
-workers share a connection pool), plus the ASGI apps that settings.MEMORYHUB_ASGI_MOUNTS names by
-path prefix (the MCP endpoint at /mcp/). The mounted apps are named by dotted path, as
-INSTALLED_APPS are, so the core imports no higher layer, and imported at their first request
-(Mounted)."""
+"""The ASGI entry point (`manage.py run` serves it with uvicorn workers under gunicorn): Django
+behind the body limits and deadlines of memoryhub.plumbing.asgi_body (a slow or idle client holds no
+thread; the web workers share a connection pool), plus the ASGI apps that
+settings.MEMORYHUB_ASGI_MOUNTS names by path prefix (the MCP endpoint at /mcp/). The mounted apps
+are named by dotted path, as INSTALLED_APPS are, so the core imports no higher layer, and imported
+at their first request (Mounted)."""
 
 import asyncio
 import os
@@ -37,7 +37,8 @@ class Mounted:
     def __init__(self, path: str) -> None:
         self.path = path
         self.app: Any = None
-        self.loads: asyncio.Queue[tuple[Mounted, asyncio.Future[Any]]] | None = None  # the lifespan task's
+        # the lifespan task's
+        self.loads: asyncio.Queue[tuple[Mounted, asyncio.Future[Any]]] | None = None
         self._lock = asyncio.Lock()
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
@@ -97,7 +98,8 @@ async def _lifespan(apps: list[Mounted], receive: Any, send: Any) -> None:
                 load.cancel()
                 break
         assert shutdown.result()["type"] == "lifespan.shutdown"
-        for sub in apps:  # no lifespan any more: a first request still queued is refused, not left waiting
+        # no lifespan any more: a first request still queued is refused, not left waiting
+        for sub in apps:
             sub.loads = None
         while not loads.empty():
             _, loaded = loads.get_nowait()

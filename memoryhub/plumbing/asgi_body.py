@@ -37,7 +37,10 @@ DISCONNECT: Message = {"type": "http.disconnect"}
 
 async def send_error(send: Any, status: int, body: dict[str, Any], *, close: bool = True) -> None:
     content = json.dumps(body).encode()
-    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(content)).encode())]
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(content)).encode()),
+    ]
     if close:
         headers.append((b"connection", b"close"))
     await send({"type": "http.response.start", "status": status, "headers": headers})
@@ -62,9 +65,17 @@ class BodyLimits:
             return
         target = len(scope.get("raw_path") or b"") + len(scope.get("query_string") or b"")
         if target > MAX_URL_BYTES:
-            await send_error(send, 414, {"error": {
-                "code": "uri_too_long", "details": {"limit": MAX_URL_BYTES},
-                "message": f"The URL may be at most {MAX_URL_BYTES} bytes."}})
+            await send_error(
+                send,
+                414,
+                {
+                    "error": {
+                        "code": "uri_too_long",
+                        "details": {"limit": MAX_URL_BYTES},
+                        "message": f"The URL may be at most {MAX_URL_BYTES} bytes.",
+                    }
+                },
+            )
             return
         limit = body_limit(scope["path"])
         declared = declared_length(scope)
@@ -90,11 +101,20 @@ class _LimitedReceive:
         if self.complete:
             return await self.receive()  # after the body: Django listens for a disconnect
         try:
-            message = await asyncio.wait_for(self.receive(), max(0.0, self.deadline - time.monotonic()))
+            message = await asyncio.wait_for(
+                self.receive(), max(0.0, self.deadline - time.monotonic())
+            )
         except TimeoutError:
-            return await self._refuse(408, {"error": {
-                "code": "request_timeout", "details": {"timeout_seconds": settings.MEMORYHUB_BODY_TIMEOUT_SECONDS},
-                "message": "The request body did not arrive in time."}})
+            return await self._refuse(
+                408,
+                {
+                    "error": {
+                        "code": "request_timeout",
+                        "details": {"timeout_seconds": settings.MEMORYHUB_BODY_TIMEOUT_SECONDS},
+                        "message": "The request body did not arrive in time.",
+                    }
+                },
+            )
         if message["type"] != "http.request":
             return message
         self.size += len(message.get("body", b""))

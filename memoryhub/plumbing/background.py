@@ -9,7 +9,8 @@ again. A lane sleeps on LISTEN with a timer as the fallback (a NOTIFY sent while
 is not kept). No per-append task exists anywhere.
 
 Apps register their lanes here (retrieval: embed; memoryhub: summarise; scheduling: dispatch) and
-`manage.py work` runs them, a thread per lane, with a heartbeat row each (memoryhub.plumbing.workers.Worker).
+`manage.py work` runs them, a thread per lane, with a heartbeat row each
+(memoryhub.plumbing.workers.Worker).
 """
 
 from __future__ import annotations
@@ -61,7 +62,8 @@ class Lane(Protocol):
 class StepResult:
     done: int = 0  # items finished
     failed: int = 0  # items that failed (recorded on the item)
-    model_seconds: float = 0.0  # of the step's time, spent inside the model (the embed lane says it)
+    # of the step's time, spent inside the model (the embed lane says it)
+    model_seconds: float = 0.0
 
     @property
     def found_work(self) -> bool:
@@ -150,7 +152,9 @@ def time_budget(seconds: float) -> Iterator[None]:
     _budget.deadline = time.monotonic() + seconds
     if connection.in_atomic_block:
         with connection.cursor() as cursor:
-            cursor.execute("SELECT set_config('statement_timeout', %s, true)", [f"{int(seconds * 1000)}ms"])
+            cursor.execute(
+                "SELECT set_config('statement_timeout', %s, true)", [f"{int(seconds * 1000)}ms"]
+            )
     try:
         yield
     finally:
@@ -259,11 +263,21 @@ class Heartbeat:
             self.rate = measured if self.rate == 0 else 0.5 * self.rate + 0.5 * measured
             self._window_items, self._window_busy = 0, 0.0
         now = timezone.now()
-        Worker.objects.update_or_create(lane=self.lane, name=self.name, defaults={
-            "seen_at": now, "done": self.done, "failed": self.failed, "rate": self.rate, "busy": self.busy,
-            "empty_steps": self.empty_steps,
-            "model_share": self.model_seconds / self.busy_seconds if self.busy_seconds and self.model_seconds else None,
-        })
+        Worker.objects.update_or_create(
+            lane=self.lane,
+            name=self.name,
+            defaults={
+                "seen_at": now,
+                "done": self.done,
+                "failed": self.failed,
+                "rate": self.rate,
+                "busy": self.busy,
+                "empty_steps": self.empty_steps,
+                "model_share": self.model_seconds / self.busy_seconds
+                if self.busy_seconds and self.model_seconds
+                else None,
+            },
+        )
         Worker.objects.filter(seen_at__lt=now - timedelta(days=1)).delete()
         self._last_write = time.monotonic()
 
@@ -297,7 +311,8 @@ def round_robin_etas(waiting: dict[int, int], rate: float) -> dict[int, float | 
 
 
 def lane_rate(lane: str) -> float:
-    """Items a second the live workers of `lane` achieve while busy (their measured rates, summed)."""
+    """Items a second the live workers of `lane` achieve while busy (their measured rates,
+    summed)."""
     return sum(w.rate for w in live_workers(lane))
 
 
@@ -363,9 +378,12 @@ def _work_waits(lane: Lane, beat: Heartbeat, began: datetime) -> bool:
         return False
     beat.empty_steps += 1
     beat._empty_in_row += 1
-    logger.error("lane %s: a step found nothing while work it can do waits (%d such steps); %s",
-                 lane.name, beat.empty_steps,
-                 "stepping again at once" if beat._empty_in_row == 1 else "sleeping as usual")
+    logger.error(
+        "lane %s: a step found nothing while work it can do waits (%d such steps); %s",
+        lane.name,
+        beat.empty_steps,
+        "stepping again at once" if beat._empty_in_row == 1 else "sleeping as usual",
+    )
     _safely(beat.write)
     return beat._empty_in_row == 1
 

@@ -3,8 +3,8 @@ operator works with (people and their memory, schedules, reviews, tenants and ac
 internals (search index, background work, logs) last in a group of their own, and the header
 links leading to the dashboard and the API reference instead of a "View site" with no site.
 
-Installed in INSTALLED_APPS as `memoryhub.plumbing.console_site.ConsoleAdminConfig` (Django's documented
-way to replace the default site); this module imports no models, as app loading requires.
+Installed in INSTALLED_APPS as `memoryhub.plumbing.console_site.ConsoleAdminConfig` (Django's
+documented way to replace the default site); this module imports no models, as app loading requires.
 """
 
 from __future__ import annotations
@@ -18,21 +18,51 @@ from django.http import HttpRequest
 # The operator's groups, in order; each model as "app_label.ModelName", in the order shown.
 # A registered model named nowhere here falls into INTERNALS.
 GROUPS: list[tuple[str, str, list[str]]] = [
-    ("people", "People and their memory", [
-        "memoryhub.EndUser", "memoryhub.Session", "memoryhub.Event", "lifecycle.Memory", "memoryhub.Fact",
-        "memoryhub.Note", "memoryhub.RollingSummary", "memoryhub.Scratchpad", "retrieval.Document",
-    ]),
-    ("schedules", "Schedules", ["scheduling.Schedule", "scheduling.Run", "scheduling.Delivery",
-                                "scheduling.Webhook"]),
-    ("reviews", "Reviews and consolidation", ["lifecycle.PendingDeletion", "lifecycle.ConsolidationReport",
-                                              "lifecycle.ArchivedMemory"]),
-    ("access", "Tenants and access", ["accounts.Tenant", "accounts.Workspace", "accounts.Channel",
-                                      "accounts.ApiKey", "auth.User", "auth.Group"]),
+    (
+        "people",
+        "People and their memory",
+        [
+            "memoryhub.EndUser",
+            "memoryhub.Session",
+            "memoryhub.Event",
+            "lifecycle.Memory",
+            "memoryhub.Fact",
+            "memoryhub.Note",
+            "memoryhub.RollingSummary",
+            "memoryhub.Scratchpad",
+            "retrieval.Document",
+        ],
+    ),
+    (
+        "schedules",
+        "Schedules",
+        ["scheduling.Schedule", "scheduling.Run", "scheduling.Delivery", "scheduling.Webhook"],
+    ),
+    (
+        "reviews",
+        "Reviews and consolidation",
+        ["lifecycle.PendingDeletion", "lifecycle.ConsolidationReport", "lifecycle.ArchivedMemory"],
+    ),
+    (
+        "access",
+        "Tenants and access",
+        [
+            "accounts.Tenant",
+            "accounts.Workspace",
+            "accounts.Channel",
+            "accounts.ApiKey",
+            "auth.User",
+            "auth.Group",
+        ],
+    ),
 ]
 INTERNALS = ("internals", "Internals: search index, background work, logs")
 # Names an operator knows them by, where the model's own name is the implementation's.
-NAMES = {"memoryhub.Session": "Conversations (sessions)", "memoryhub.EndUser": "People (end users)",
-         "memoryhub.Event": "Messages (events)"}
+NAMES = {
+    "memoryhub.Session": "Conversations (sessions)",
+    "memoryhub.EndUser": "People (end users)",
+    "memoryhub.Event": "Messages (events)",
+}
 
 
 def _key(model_dict: dict[str, Any]) -> str:
@@ -43,12 +73,19 @@ def _key(model_dict: dict[str, Any]) -> str:
 class ConsoleSite(AdminSite):
     site_header = "MemoryHub console"
     site_title = "MemoryHub console"
-    site_url = None  # no public site: the header links to the dashboard and the API reference instead
+    # no public site: the header links to the dashboard and the API reference instead
+    site_url = None
 
-    def get_app_list(self, request: HttpRequest, app_label: str | None = None) -> list[dict[str, Any]]:
+    def get_app_list(
+        self, request: HttpRequest, app_label: str | None = None
+    ) -> list[dict[str, Any]]:
         if app_label:  # an app's own index page stays Django's
             return super().get_app_list(request, app_label)
-        by_key = {_key(m): (m, app) for app in self._build_app_dict(request).values() for m in app["models"]}
+        by_key = {
+            _key(m): (m, app)
+            for app in self._build_app_dict(request).values()
+            for m in app["models"]
+        }
         placed: set[str] = set()
         groups = []
         for label, name, keys in GROUPS:
@@ -61,18 +98,29 @@ class ConsoleSite(AdminSite):
                     placed.add(key)
             if models:
                 groups.append(self._group(label, name, models, by_key))
-        rest = sorted((m for key, (m, _) in by_key.items() if key not in placed),
-                      key=lambda m: (by_key[_key(m)][1]["name"].lower(), m["name"].lower()))
+        rest = sorted(
+            (m for key, (m, _) in by_key.items() if key not in placed),
+            key=lambda m: (by_key[_key(m)][1]["name"].lower(), m["name"].lower()),
+        )
         if rest:
             groups.append(self._group(*INTERNALS, rest, by_key))
         return groups
 
     @staticmethod
-    def _group(label: str, name: str, models: list[dict[str, Any]],
-               by_key: dict[str, tuple[dict[str, Any], dict[str, Any]]]) -> dict[str, Any]:
+    def _group(
+        label: str,
+        name: str,
+        models: list[dict[str, Any]],
+        by_key: dict[str, tuple[dict[str, Any], dict[str, Any]]],
+    ) -> dict[str, Any]:
         # The caption leads to the first list of the group (a group is no app with an index page).
-        return {"name": name, "app_label": label, "app_url": models[0]["admin_url"] or "",
-                "has_module_perms": True, "models": models}
+        return {
+            "name": name,
+            "app_label": label,
+            "app_url": models[0]["admin_url"] or "",
+            "has_module_perms": True,
+            "models": models,
+        }
 
 
 class ConsoleAdminConfig(AdminConfig):

@@ -27,8 +27,12 @@ class BatchedCounter:
     """Sums values per key (or keeps what `combine` makes of them: `max` keeps the latest of
     times); `write(counts)` stores a batch (one statement, its own transaction)."""
 
-    def __init__(self, name: str, write: Callable[[Counts], None],
-                 combine: Callable[[float, float], float] = operator.add) -> None:
+    def __init__(
+        self,
+        name: str,
+        write: Callable[[Counts], None],
+        combine: Callable[[float, float], float] = operator.add,
+    ) -> None:
         self.name = name
         self.write = write
         self.combine = combine
@@ -67,8 +71,9 @@ class BatchedCounter:
         with self.lock:
             if self.thread is not None and self.thread.is_alive():
                 return
-            self.thread = threading.Thread(target=self._run, args=(interval,), daemon=True,
-                                           name=f"{self.name}-counter")
+            self.thread = threading.Thread(
+                target=self._run, args=(interval,), daemon=True, name=f"{self.name}-counter"
+            )
             self.thread.start()
 
     def _run(self, interval: float) -> None:

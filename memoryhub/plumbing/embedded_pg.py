@@ -115,7 +115,9 @@ def _forget_stale_pid_file(data_dir: Path) -> None:
     pid = _pid_in(lines)
     if pid is not None and _postgres_process(pid) is None:
         pid_file.unlink(missing_ok=True)
-        logger.info("embedded PostgreSQL: removed a stale postmaster.pid (pid %s is not PostgreSQL)", pid)
+        logger.info(
+            "embedded PostgreSQL: removed a stale postmaster.pid (pid %s is not PostgreSQL)", pid
+        )
         # The socket's lock file names the same pid, and PostgreSQL refuses to start while that pid
         # exists: a killed postmaster that nobody reaps (a zombie: a container's init that does not
         # wait for orphans) exists for ever.
@@ -144,7 +146,11 @@ def _socket_lock_file(pid_file_lines: list[str]) -> Path | None:
     """The socket lock file of the server a postmaster.pid describes (its 4th line is the port,
     its 5th the socket folder)."""
     try:
-        return Path(pid_file_lines[4]) / f".s.PGSQL.{int(pid_file_lines[3])}.lock" if pid_file_lines[4] else None
+        return (
+            Path(pid_file_lines[4]) / f".s.PGSQL.{int(pid_file_lines[3])}.lock"
+            if pid_file_lines[4]
+            else None
+        )
     except (IndexError, ValueError):
         return None
 
@@ -245,8 +251,10 @@ def start_line() -> str | None:
         return None
     if (pgdata_path(settings.DATA_DIR) / "PG_VERSION").exists():
         return f"Starting the embedded PostgreSQL in {settings.DATA_DIR}…"
-    return (f"Creating the embedded PostgreSQL database in {settings.DATA_DIR} (first start: about "
-            f"{CREATE_SECONDS_HINT} s)…")
+    return (
+        f"Creating the embedded PostgreSQL database in {settings.DATA_DIR} (first start: about "
+        f"{CREATE_SECONDS_HINT} s)…"
+    )
 
 
 def database_url(server: Any) -> str:
@@ -256,8 +264,12 @@ def database_url(server: Any) -> str:
 def _ensure_database(server: Any) -> None:
     import psycopg
 
-    with psycopg.connect(host=socket_dir(server), user="postgres", dbname="postgres", autocommit=True) as conn:
-        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [DATABASE_NAME]).fetchone()
+    with psycopg.connect(
+        host=socket_dir(server), user="postgres", dbname="postgres", autocommit=True
+    ) as conn:
+        exists = conn.execute(
+            "SELECT 1 FROM pg_database WHERE datname = %s", [DATABASE_NAME]
+        ).fetchone()
         if not exists:
             conn.execute(f'CREATE DATABASE "{DATABASE_NAME}"')
             logger.info("created database %s", DATABASE_NAME)
@@ -285,9 +297,12 @@ def raise_shared_buffers(data_dir: Path, target_mb: int) -> bool:
     if target_mb <= 0:
         return False
     server = start_embedded_postgres(data_dir)
-    with psycopg.connect(host=socket_dir(server), user="postgres", dbname="postgres", autocommit=True) as conn:
+    with psycopg.connect(
+        host=socket_dir(server), user="postgres", dbname="postgres", autocommit=True
+    ) as conn:
         row = conn.execute(
-            "SELECT setting::bigint * pg_size_bytes(unit) / 1048576 FROM pg_settings WHERE name = 'shared_buffers'"
+            "SELECT setting::bigint * pg_size_bytes(unit) / 1048576 FROM pg_settings WHERE name ="
+            " 'shared_buffers'"
         ).fetchone()
         if row is not None and row[0] >= target_mb:
             return False

@@ -45,7 +45,9 @@ def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
     return value
 
 
-def env_float(name: str, default: float, *, low: float | None = None, high: float | None = None) -> float:
+def env_float(
+    name: str, default: float, *, low: float | None = None, high: float | None = None
+) -> float:
     raw = os.environ.get(name)
     if raw is None or raw == "":
         return default
@@ -70,7 +72,9 @@ def env_list(name: str, default: str, choices: set[str]) -> tuple[str, ...]:
     items = tuple(i.strip() for i in os.environ.get(name, default).split(",") if i.strip())
     unknown = sorted(set(items) - choices)
     if unknown:
-        raise ImproperlyConfigured(f"{name} has unknown values {unknown}: each must be one of {sorted(choices)}")
+        raise ImproperlyConfigured(
+            f"{name} has unknown values {unknown}: each must be one of {sorted(choices)}"
+        )
     return items
 
 
@@ -84,7 +88,9 @@ def env_networks(name: str, default: str = "") -> tuple[str, ...]:
         try:
             networks.append(str(ipaddress.ip_network(item, strict=False)))
         except ValueError:
-            raise ImproperlyConfigured(f"{name}: {item!r} is not an IP address or network (e.g. 10.0.0.0/8)") from None
+            raise ImproperlyConfigured(
+                f"{name}: {item!r} is not an IP address or network (e.g. 10.0.0.0/8)"
+            ) from None
     return tuple(networks)
 
 

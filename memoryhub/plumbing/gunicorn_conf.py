@@ -1,4 +1,5 @@
-"""gunicorn settings for `manage.py run` (passed as `--config python:memoryhub.plumbing.gunicorn_conf`)."""
+"""gunicorn settings for `manage.py run` (passed as `--config
+python:memoryhub.plumbing.gunicorn_conf`)."""
 
 from __future__ import annotations
 

@@ -32,18 +32,37 @@ import time
 HEARTBEAT_SECONDS = 10.0
 # pip's lines worth a person's attention; the rest (requirement already satisfied, wheel details,
 # download URLs) go by unprinted.
-SHOWN = ("Collecting ", "Downloading ", "Installing collected packages", "Successfully installed", "Building ",
-         "ERROR", "error:", "Resolved ", "Prepared ", "Installed ", "Uninstalled ", "Built ", "Audited ")
+SHOWN = (
+    "Collecting ",
+    "Downloading ",
+    "Installing collected packages",
+    "Successfully installed",
+    "Building ",
+    "ERROR",
+    "error:",
+    "Resolved ",
+    "Prepared ",
+    "Installed ",
+    "Uninstalled ",
+    "Built ",
+    "Audited ",
+)
 # pip's settings and the uv environment variables that mean the same (uv reads no pip.conf).
-UV_FROM_PIP = {"index-url": "UV_INDEX_URL", "extra-index-url": "UV_EXTRA_INDEX_URL", "find-links": "UV_FIND_LINKS",
-               "constraint": "UV_CONSTRAINT", "cert": "SSL_CERT_FILE"}
+UV_FROM_PIP = {
+    "index-url": "UV_INDEX_URL",
+    "extra-index-url": "UV_EXTRA_INDEX_URL",
+    "find-links": "UV_FIND_LINKS",
+    "constraint": "UV_CONSTRAINT",
+    "cert": "SSL_CERT_FILE",
+}
 
 
 def run(step: str, command: list[str], env: dict[str, str] | None = None) -> int:
     started = time.monotonic()
     print(f"{step}…", flush=True)
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
-                               env=env)
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1, env=env
+    )
     lines: queue.Queue[str | None] = queue.Queue()
     threading.Thread(target=_pump, args=(process, lines), daemon=True).start()
     collected, last_said, doing = 0, time.monotonic(), "downloading"
@@ -58,13 +77,21 @@ def run(step: str, command: list[str], env: dict[str, str] | None = None) -> int
         if line.startswith("Collecting "):
             collected += 1
             if now - last_said >= 2:  # one line every few seconds, not one per package
-                print(f"  {collected} package{'' if collected == 1 else 's'} checked… ({line.split()[1]})", flush=True)
+                print(
+                    f"  {collected} package{'' if collected == 1 else 's'} checked…"
+                    f" ({line.split()[1]})",
+                    flush=True,
+                )
                 last_said = now
             continue
         if line.startswith("Installing collected packages"):
             doing = "unpacking the packages (torch alone is ~750 MB)"
             count = len(line.split(","))
-            print(f"  Unpacking {count} package{'s' if count > 1 else ''} into the virtual environment…", flush=True)
+            print(
+                f"  Unpacking {count} package{'s' if count > 1 else ''} into the virtual"
+                " environment…",
+                flush=True,
+            )
             last_said = now
             continue
         if line.startswith(SHOWN):
@@ -74,14 +101,19 @@ def run(step: str, command: list[str], env: dict[str, str] | None = None) -> int
             print(f"  still {doing} ({now - started:.0f} s so far)…", flush=True)
             last_said = now
     code = process.wait()
-    print(f"{step}: {'done' if code == 0 else f'failed (exit code {code})'} in {time.monotonic() - started:.0f} s.",
-          flush=True)
+    print(
+        f"{step}: {'done' if code == 0 else f'failed (exit code {code})'} in"
+        f" {time.monotonic() - started:.0f} s.",
+        flush=True,
+    )
     return code
 
 
 def pip_settings(python: str) -> dict[str, str]:
     """pip's configured values as pip itself reads them (files, then PIP_* variables), by name."""
-    listed = subprocess.run([python, "-m", "pip", "config", "list"], capture_output=True, text=True).stdout
+    listed = subprocess.run(
+        [python, "-m", "pip", "config", "list"], capture_output=True, text=True
+    ).stdout
     found: dict[str, str] = {}
     for line in listed.splitlines():  # e.g. global.find-links='/opt/wheels' or :env:.cert='…'
         key, _, value = line.partition("=")
@@ -93,7 +125,8 @@ def pip_settings(python: str) -> dict[str, str]:
 
 
 def uv_environment(pip: dict[str, str]) -> dict[str, str]:
-    """The environment that makes uv read the sources pip reads and choose among them as pip does."""
+    """The environment that makes uv read the sources pip reads and choose among them as pip
+    does."""
     env = dict(os.environ, UV_INDEX_STRATEGY="unsafe-best-match", UV_NO_PROGRESS="1")
     for name, variable in UV_FROM_PIP.items():
         if value := pip.get(name):
@@ -106,13 +139,25 @@ def uv_environment(pip: dict[str, str]) -> dict[str, str]:
 def install_packages(python: str, arguments: list[str]) -> int:
     """`pip install ARGUMENTS` into `python`'s environment, with uv when it can be had."""
     step = "Installing MemoryHub and its dependencies"
-    if run("Getting uv, a faster installer", [python, "-m", "pip", "install", "--progress-bar", "off", "uv"]) == 0:
+    if (
+        run(
+            "Getting uv, a faster installer",
+            [python, "-m", "pip", "install", "--progress-bar", "off", "uv"],
+        )
+        == 0
+    ):
         uv = os.path.join(os.path.dirname(python), "uv")
         env = uv_environment(pip_settings(python))
-        if run(f"{step} (uv)", [uv, "pip", "install", "--python", python, *arguments], env=env) == 0:
+        if (
+            run(f"{step} (uv)", [uv, "pip", "install", "--python", python, *arguments], env=env)
+            == 0
+        ):
             return 0
         print("uv could not install them: installing with pip instead.", flush=True)
-    return run(f"{step} (pip: a few minutes)", [python, "-m", "pip", "install", "--progress-bar", "off", *arguments])
+    return run(
+        f"{step} (pip: a few minutes)",
+        [python, "-m", "pip", "install", "--progress-bar", "off", *arguments],
+    )
 
 
 def _pump(process: subprocess.Popen[str], lines: queue.Queue[str | None]) -> None:
@@ -126,5 +171,8 @@ if __name__ == "__main__":
     if sys.argv[1:2] == ["packages"] and len(sys.argv) >= 5 and sys.argv[3] == "--":
         sys.exit(install_packages(sys.argv[2], sys.argv[4:]))
     if len(sys.argv) < 4 or sys.argv[2] != "--":
-        sys.exit("usage: install_steps.py STEP -- COMMAND … | install_steps.py packages PYTHON -- ARGUMENTS …")
+        sys.exit(
+            "usage: install_steps.py STEP -- COMMAND … | install_steps.py packages PYTHON --"
+            " ARGUMENTS …"
+        )
     sys.exit(run(sys.argv[1], sys.argv[3:]))

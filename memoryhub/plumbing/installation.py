@@ -18,7 +18,8 @@ import psutil
 
 from memoryhub.plumbing.embedded_pg import pgdata_path
 
-# What `manage.py run` hands its children that names its database (memoryhub.management.commands.run).
+# What `manage.py run` hands its children that names its database
+# (memoryhub.management.commands.run).
 HANDED = ("DATABASE_URL", "SECRET_KEY")
 
 
@@ -69,10 +70,14 @@ def use_existing_database(argv: list[str]) -> None:
     found = running_database_env(Path(settings.BASE_DIR))
     if found is None:
         sys.stderr.write(
-            f"No MemoryHub database in {settings.DATA_DIR}, and no MemoryHub of this checkout is running. "
-            "Start MemoryHub first (make run), or give this command the data folder it uses "
-            "(MEMORYHUB_DATA_DIR; make run prints it as 'MemoryHub data folder: …') or its DATABASE_URL.\n")
+            f"No MemoryHub database in {settings.DATA_DIR}, and no MemoryHub of this checkout is"
+            " running. Start MemoryHub first (make run), or give this command the data folder it"
+            " uses (MEMORYHUB_DATA_DIR; make run prints it as 'MemoryHub data folder: …') or its"
+            " DATABASE_URL.\n"
+        )
         sys.exit(1)
-    sys.stderr.write(f"No MemoryHub database in {settings.DATA_DIR}: using the running MemoryHub's.\n")
+    sys.stderr.write(
+        f"No MemoryHub database in {settings.DATA_DIR}: using the running MemoryHub's.\n"
+    )
     sys.stderr.flush()
     os.execve(sys.executable, [sys.executable, *argv], {**os.environ, **found})

@@ -26,8 +26,11 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 class TooDeep(Invalid):
     def __init__(self) -> None:
-        super().__init__("too_deeply_nested", f"JSON may be nested at most {MAX_JSON_DEPTH} levels deep.",
-                         {"max_depth": MAX_JSON_DEPTH})
+        super().__init__(
+            "too_deeply_nested",
+            f"JSON may be nested at most {MAX_JSON_DEPTH} levels deep.",
+            {"max_depth": MAX_JSON_DEPTH},
+        )
 
 
 def loads(text: str | bytes, **kwargs: Any) -> Any:
@@ -64,5 +67,7 @@ def check_json(value: Any, *, strings: bool = True) -> None:
 
 
 def _lone_surrogate() -> Invalid:
-    return Invalid("invalid_unicode",
-                   "A string holds a lone UTF-16 surrogate (such as \\ud800), which is not a character.")
+    return Invalid(
+        "invalid_unicode",
+        "A string holds a lone UTF-16 surrogate (such as \\ud800), which is not a character.",
+    )

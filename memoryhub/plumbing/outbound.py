@@ -33,8 +33,12 @@ from django.conf import settings
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 # Names that stand for a refused address wherever they are resolved: checked without DNS.
-LOCAL_NAMES = {"localhost": "127.0.0.1", "metadata": "169.254.169.254",
-               "metadata.google.internal": "169.254.169.254", "instance-data": "169.254.169.254"}
+LOCAL_NAMES = {
+    "localhost": "127.0.0.1",
+    "metadata": "169.254.169.254",
+    "metadata.google.internal": "169.254.169.254",
+    "instance-data": "169.254.169.254",
+}
 
 
 class DestinationRefused(OSError):  # noqa: N818 - an OSError so that urllib reports it as it does a refused connection
@@ -69,7 +73,9 @@ def check_host(host: str, allowed: Iterable[str] | None = None) -> None:
         name = "localhost"
     address = _numeric(LOCAL_NAMES.get(name, name))
     if address is not None and is_refused(address, allowed):
-        raise DestinationRefused(f"{address} is a loopback, private, link-local or reserved address")
+        raise DestinationRefused(
+            f"{address} is a loopback, private, link-local or reserved address"
+        )
 
 
 def check_url(url: str, allowed: Iterable[str] | None = None) -> None:
@@ -89,14 +95,20 @@ def _resolve_checked(host: str, port: int) -> list[Any]:
     for *_, sockaddr in infos:
         address = ipaddress.ip_address(sockaddr[0].split("%")[0])
         if is_refused(address):
-            raise DestinationRefused(f"{host} resolves to {address}, a loopback, private, link-local or "
-                                     "reserved address")
+            raise DestinationRefused(
+                f"{host} resolves to {address}, a loopback, private, link-local or reserved address"
+            )
     return infos
 
 
-def _create_connection(address: tuple[str, int], timeout: Any = socket._GLOBAL_DEFAULT_TIMEOUT,  # type: ignore[attr-defined]
-                       source_address: Any = None, **_: Any) -> socket.socket:
-    """socket.create_connection, to the addresses just resolved and checked (never resolved again)."""
+def _create_connection(
+    address: tuple[str, int],
+    timeout: Any = socket._GLOBAL_DEFAULT_TIMEOUT,  # type: ignore[attr-defined]
+    source_address: Any = None,
+    **_: Any,
+) -> socket.socket:
+    """socket.create_connection, to the addresses just resolved and checked (never resolved
+    again)."""
     host, port = address
     error: OSError | None = None
     for family, kind, proto, _name, sockaddr in _resolve_checked(host, port):

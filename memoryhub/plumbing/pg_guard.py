@@ -47,8 +47,11 @@ def main() -> None:
     data_dir = Path(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1] else None
     outcome = guard(data_dir=data_dir)
     if outcome != "done":
-        print("MemoryHub's guard: `run` ended without stopping; its processes and database are stopped.",
-              file=sys.stderr)
+        print(
+            "MemoryHub's guard: `run` ended without stopping; its processes and database are"
+            " stopped.",
+            file=sys.stderr,
+        )
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""Unsaved model instances as the rows of one hand-written INSERT (the append path, docs/event-log.md#append).
+"""Unsaved model instances as the rows of one hand-written INSERT (the append path,
+docs/event-log.md#append).
 
 The ORM builds an INSERT (and an UPDATE) afresh for every append: on a single event that was
 about as much CPU as the database spent on it. The hot path writes its rows with statements of
@@ -49,7 +50,12 @@ def rows(model: type[models.Model], objs: list[Any]) -> Rows:
     params: list[Any] = []
     for obj in objs:
         params += [f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields]
-    return Rows(connection.ops.quote_name(model._meta.db_table), columns, ", ".join([row] * len(objs)), params)
+    return Rows(
+        connection.ops.quote_name(model._meta.db_table),
+        columns,
+        ", ".join([row] * len(objs)),
+        params,
+    )
 
 
 def saved(obj: models.Model, pk: int) -> None:
@@ -60,8 +66,8 @@ def saved(obj: models.Model, pk: int) -> None:
 
 
 def assignments(obj: models.Model, names: list[str]) -> tuple[str, list[Any]]:
-    """`col = %s, …` and the values for an UPDATE of these fields of `obj`, as `save(update_fields=…)`
-    would write them."""
+    """`col = %s, …` and the values for an UPDATE of these fields of `obj`, as
+    `save(update_fields=…)` would write them."""
     parts, params = [], []
     for name in names:
         field = obj._meta.get_field(name)

@@ -13,7 +13,9 @@ STILL_SECONDS = 8
 
 
 @contextmanager
-def saying_still(say: Callable[[str], object], doing: str, every: float = STILL_SECONDS) -> Iterator[None]:
+def saying_still(
+    say: Callable[[str], object], doing: str, every: float = STILL_SECONDS
+) -> Iterator[None]:
     """Say "  still {doing} (N s so far)…" every `every` seconds while the block runs."""
     done = threading.Event()
     started = time.monotonic()

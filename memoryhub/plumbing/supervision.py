@@ -39,7 +39,8 @@ from memoryhub.plumbing import embedded_pg
 # database the fast-shutdown grace after it (embedded_pg.STOP_GRACE_SECONDS), and a margin is left.
 CHILD_GRACE_SECONDS = 5.5
 # A task cluster still stopping this long after SIGTERM is waiting for a busy worker: its workers
-# then get SIGTERM, which interrupts their task (memoryhub.tasks), so that it stops within the grace.
+# then get SIGTERM, which interrupts their task (memoryhub.tasks), so that it stops within the
+# grace.
 CLUSTER_DRAIN_SECONDS = 2.5
 CHECK_EVERY_SECONDS = 1.0
 RESTART_WINDOW_SECONDS = 600.0
@@ -77,10 +78,10 @@ def _write_json(path: Path, data: dict[str, Any]) -> None:
 
 
 def read_restarts() -> dict[str, Any]:
-    """The supervising `run`'s restart counts ({"total": n, "children": {name: {"restarts", "last_exit_code",
-    "last_restart_at"}}}), the embedded PostgreSQL's and the web workers' included, for /health/ and
-    the dashboard; zero counts when no `run` supervises this process (its file is named in
-    RESTARTS_ENV) or the file cannot be read."""
+    """The supervising `run`'s restart counts ({"total": n, "children": {name: {"restarts",
+    "last_exit_code", "last_restart_at"}}}), the embedded PostgreSQL's and the web workers'
+    included, for /health/ and the dashboard; zero counts when no `run` supervises this process (its
+    file is named in RESTARTS_ENV) or the file cannot be read."""
     path = os.environ.get(RESTARTS_ENV, "")
     empty: dict[str, Any] = {"total": 0, "children": {}}
     if not path:
@@ -103,7 +104,9 @@ def record_worker_respawn() -> None:
     target = workers_path(Path(path))
     count = int(_read_json(target).get("restarts", 0)) + 1
     try:
-        _write_json(target, {"restarts": count, "last_exit_code": None, "last_restart_at": time.time()})
+        _write_json(
+            target, {"restarts": count, "last_exit_code": None, "last_restart_at": time.time()}
+        )
     except OSError:  # a count is never worth stopping for
         pass
 
@@ -122,13 +125,20 @@ class Supervised:
 
 
 class Supervisor:
-    def __init__(self, data_dir: Path | None, say: Callable[[str], None], warn: Callable[[str], None], *,
-                 max_restarts: int = 3) -> None:
+    def __init__(
+        self,
+        data_dir: Path | None,
+        say: Callable[[str], None],
+        warn: Callable[[str], None],
+        *,
+        max_restarts: int = 3,
+    ) -> None:
         self.data_dir = data_dir  # None: the database is not ours to watch (DATABASE_URL)
         self.max_restarts = max_restarts
         self.say, self.warn = say, warn
         self.supervised: list[Supervised] = []
-        # Children that finish on their own while the service runs (start-up work in the background).
+        # Children that finish on their own while the service runs (start-up work in the
+        # background).
         self.helpers: list[tuple[Child, Callable[[int], None]]] = []
         self.clusters: set[int] = set()  # pids of the children that are task clusters (qcluster)
         self.guard: Child | None = None
@@ -152,11 +162,19 @@ class Supervisor:
     def start_guard(self) -> None:
         self.guard = subprocess.Popen(
             [sys.executable, "-m", "memoryhub.plumbing.pg_guard", str(self.data_dir or "")],
-            stdin=subprocess.PIPE, text=True, start_new_session=True,
+            stdin=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
         )
 
-    def adopt(self, name: str, child: Child, *, cluster: bool = False,
-              start: Callable[[], Child] | None = None) -> None:
+    def adopt(
+        self,
+        name: str,
+        child: Child,
+        *,
+        cluster: bool = False,
+        start: Callable[[], Child] | None = None,
+    ) -> None:
         """Watch a child started in a session of its own (its process group id is its pid); a
         cluster's workers are interrupted when it is slow to stop (CLUSTER_DRAIN_SECONDS). With
         `start` (which starts it again, the same way) an exit restarts it alone; without, an exit
@@ -181,7 +199,10 @@ class Supervisor:
         for one in self.supervised:
             if one.restart_at is None and one.process.poll() is not None:
                 if one.start is None:
-                    return f"A child process exited ({one.name}, code {one.process.returncode}); stopping."
+                    return (
+                        f"A child process exited ({one.name}, code {one.process.returncode});"
+                        " stopping."
+                    )
                 self._exited(one)
             if one.restart_at is not None and time.monotonic() >= one.restart_at:
                 self._restart(one)
@@ -193,7 +214,8 @@ class Supervisor:
         return self._restart_database()
 
     def _exited(self, one: Supervised) -> None:
-        """A restartable child exited: kill what is left of its group, restart it after its backoff."""
+        """A restartable child exited: kill what is left of its group, restart it after its
+        backoff."""
         _kill_group(one.process.pid)  # its workers, should any have outlived it
         self.clusters.discard(one.process.pid)
         now = time.monotonic()
@@ -201,8 +223,10 @@ class Supervisor:
         backoff = min(MAX_BACKOFF_SECONDS, FIRST_BACKOFF_SECONDS * 2 ** len(one.recent))
         one.last_exit_code = one.process.returncode
         one.restart_at = now + backoff
-        self.warn(f"A child process exited ({one.name}, code {one.process.returncode}); restarting it in "
-                  f"{backoff:g} s. The rest of the service keeps running.")
+        self.warn(
+            f"A child process exited ({one.name}, code {one.process.returncode}); restarting it in "
+            f"{backoff:g} s. The rest of the service keeps running."
+        )
 
     def _restart(self, one: Supervised) -> None:
         assert one.start is not None
@@ -212,7 +236,9 @@ class Supervisor:
             one.process = one.start()
         except OSError as exc:  # could not even start: try again after the next backoff
             self.warn(f"Restarting {one.name} failed ({exc}).")
-            one.restart_at = time.monotonic() + min(MAX_BACKOFF_SECONDS, FIRST_BACKOFF_SECONDS * 2 ** len(one.recent))
+            one.restart_at = time.monotonic() + min(
+                MAX_BACKOFF_SECONDS, FIRST_BACKOFF_SECONDS * 2 ** len(one.recent)
+            )
             return
         one.restarts += 1
         one.last_restart_at = time.time()
@@ -223,11 +249,20 @@ class Supervisor:
         self._write_restarts()
 
     def restart_counts(self) -> dict[str, Any]:
-        children = {s.name: {"restarts": s.restarts, "last_exit_code": s.last_exit_code,
-                             "last_restart_at": s.last_restart_at} for s in self.supervised}
+        children = {
+            s.name: {
+                "restarts": s.restarts,
+                "last_exit_code": s.last_exit_code,
+                "last_restart_at": s.last_restart_at,
+            }
+            for s in self.supervised
+        }
         if self.data_dir is not None:
-            children[DATABASE] = {"restarts": self.database_restarts, "last_exit_code": None,
-                                  "last_restart_at": self.database_restarted_at}
+            children[DATABASE] = {
+                "restarts": self.database_restarts,
+                "last_exit_code": None,
+                "last_restart_at": self.database_restarted_at,
+            }
         return {"total": sum(c["restarts"] for c in children.values()), "children": children}
 
     def _write_restarts(self) -> None:
@@ -243,13 +278,20 @@ class Supervisor:
         now = time.monotonic()
         self.restarts = [t for t in self.restarts if now - t < RESTART_WINDOW_SECONDS]
         if len(self.restarts) >= self.max_restarts:
-            return (f"The embedded PostgreSQL stopped ({len(self.restarts)} restarts in the last "
-                    f"{RESTART_WINDOW_SECONDS / 60:.0f} minutes); stopping.")
-        self.warn("The embedded PostgreSQL stopped unexpectedly; starting it again "
-                  "(requests meanwhile get 503 database_unavailable).")
+            return (
+                f"The embedded PostgreSQL stopped ({len(self.restarts)} restarts in the last "
+                f"{RESTART_WINDOW_SECONDS / 60:.0f} minutes); stopping."
+            )
+        self.warn(
+            "The embedded PostgreSQL stopped unexpectedly; starting it again "
+            "(requests meanwhile get 503 database_unavailable)."
+        )
         self.restarts.append(now)
         if not embedded_pg.restart_embedded_postgres(self.data_dir):
-            return "The embedded PostgreSQL stopped and could not be started again (see its log); stopping."
+            return (
+                "The embedded PostgreSQL stopped and could not be started again (see its log);"
+                " stopping."
+            )
         self.say("The embedded PostgreSQL is running again.")
         self.database_restarts += 1
         self.database_restarted_at = time.time()

@@ -20,5 +20,8 @@ class ProcessPool:
     def get(self) -> ThreadPoolExecutor:
         with self._lock:
             if self._made is None or self._made[0] != os.getpid():
-                self._made = (os.getpid(), ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix=self.name))
+                self._made = (
+                    os.getpid(),
+                    ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix=self.name),
+                )
             return self._made[1]

@@ -47,7 +47,10 @@ class _Connection(h11.Connection):
 class JsonH11Protocol(H11Protocol):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.conn = _Connection(h11.SERVER, self.config.h11_max_incomplete_event_size or DEFAULT_MAX_INCOMPLETE_EVENT_SIZE)
+        self.conn = _Connection(
+            h11.SERVER,
+            self.config.h11_max_incomplete_event_size or DEFAULT_MAX_INCOMPLETE_EVENT_SIZE,
+        )
         self._header_timer: asyncio.TimerHandle | None = None
         self._started = False  # bytes of the next request have arrived
         self._head = b""  # the next request's head as far as it has arrived (to measure it)
@@ -94,7 +97,9 @@ class JsonH11Protocol(H11Protocol):
         from django.conf import settings
 
         self._cancel_header_timer()
-        self._header_timer = self.loop.call_later(settings.MEMORYHUB_HEADER_TIMEOUT_SECONDS, self._headers_late)
+        self._header_timer = self.loop.call_later(
+            settings.MEMORYHUB_HEADER_TIMEOUT_SECONDS, self._headers_late
+        )
 
     def _cancel_header_timer(self) -> None:
         if self._header_timer is not None:
@@ -108,8 +113,12 @@ class JsonH11Protocol(H11Protocol):
         if self._started and self.conn.our_state is h11.IDLE:
             from django.conf import settings
 
-            self._send_error(408, "request_timeout", "The request headers did not arrive in time.",
-                             {"timeout_seconds": settings.MEMORYHUB_HEADER_TIMEOUT_SECONDS})
+            self._send_error(
+                408,
+                "request_timeout",
+                "The request headers did not arrive in time.",
+                {"timeout_seconds": settings.MEMORYHUB_HEADER_TIMEOUT_SECONDS},
+            )
         else:
             self.transport.close()
 
@@ -120,20 +129,38 @@ class JsonH11Protocol(H11Protocol):
         if error is not None and error.error_status_hint == 431:
             self._send_headers_too_large()
             return
-        status = error.error_status_hint if error is not None and 400 <= error.error_status_hint < 600 else 400
+        status = (
+            error.error_status_hint
+            if error is not None and 400 <= error.error_status_hint < 600
+            else 400
+        )
         self._send_error(status, "bad_request", f"Malformed HTTP request: {error or msg}.", {})
 
     def _send_headers_too_large(self) -> None:
         limit = self.config.h11_max_incomplete_event_size or DEFAULT_MAX_INCOMPLETE_EVENT_SIZE
-        self._send_error(431, "headers_too_large", f"The request line and headers may be at most {limit} "
-                         "bytes together (is the URL that long?).", {"limit": limit})
+        self._send_error(
+            431,
+            "headers_too_large",
+            f"The request line and headers may be at most {limit} "
+            "bytes together (is the URL that long?).",
+            {"limit": limit},
+        )
 
     def _send_error(self, status: int, code: str, message: str, details: dict[str, Any]) -> None:
-        body = json.dumps({"error": {"code": code, "message": message, "details": details}}).encode()
-        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                   (b"connection", b"close")]
+        body = json.dumps(
+            {"error": {"code": code, "message": message, "details": details}}
+        ).encode()
+        headers = [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode()),
+            (b"connection", b"close"),
+        ]
         try:
-            for event in (h11.Response(status_code=status, headers=headers), h11.Data(data=body), h11.EndOfMessage()):
+            for event in (
+                h11.Response(status_code=status, headers=headers),
+                h11.Data(data=body),
+                h11.EndOfMessage(),
+            ):
                 self.transport.write(self.conn.send(event))
         except h11.LocalProtocolError:  # a response had already begun: nothing more can be said
             pass
@@ -141,10 +168,11 @@ class JsonH11Protocol(H11Protocol):
 
 
 class Worker(UvicornWorker):
-    """gunicorn's worker class for `manage.py run` (--worker-class memoryhub.plumbing.webserver.Worker)."""
+    """gunicorn's worker class for `manage.py run` (--worker-class
+    memoryhub.plumbing.webserver.Worker)."""
 
-    # lifespan "on": memoryhub.plumbing.asgi starts the mounted apps' lifespans (the MCP endpoint's session
-    # manager refuses every request until its lifespan has run); Django itself has none.
+    # lifespan "on": memoryhub.plumbing.asgi starts the mounted apps' lifespans (the MCP endpoint's
+    # session manager refuses every request until its lifespan has run); Django itself has none.
     CONFIG_KWARGS: dict[str, Any] = {"loop": "asyncio", "http": JsonH11Protocol, "lifespan": "on"}
 
     def load_wsgi(self) -> None:
@@ -153,7 +181,9 @@ class Worker(UvicornWorker):
 
         self.config.timeout_keep_alive = KEEPALIVE_SECONDS
         self.config.h11_max_incomplete_event_size = MAX_HEADER_BYTES
-        self.config.proxy_headers, self.config.forwarded_allow_ips = proxy_config(settings.MEMORYHUB_TRUSTED_PROXIES)
+        self.config.proxy_headers, self.config.forwarded_allow_ips = proxy_config(
+            settings.MEMORYHUB_TRUSTED_PROXIES
+        )
 
 
 def proxy_config(trusted: tuple[str, ...]) -> tuple[bool, list[str]]:

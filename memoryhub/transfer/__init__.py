@@ -1,8 +1,9 @@
-"""Export and import of memory as JSON with a schema version (docs/memory-model.md#export-and-import).
+"""Export and import of memory as JSON with a schema version
+(docs/memory-model.md#export-and-import).
 
-One format for a tenant, a workspace, a session or an end user. It holds no database ids and nothing global
-(no tenant name, no ref codes), so that export → import into an empty tenant → export gives the
-same document. Rows are listed in id order and referred to by name (workspace, channel, session
+One format for a tenant, a workspace, a session or an end user. It holds no database ids and nothing
+global (no tenant name, no ref codes), so that export → import into an empty tenant → export gives
+the same document. Rows are listed in id order and referred to by name (workspace, channel, session
 id, document URI) or by their position in the file ("key"), never by id.
 
     format.py         the envelope (format, schema_version, scope), the typed-field checks and

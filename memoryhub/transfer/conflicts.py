@@ -23,7 +23,7 @@ A model says how a row of it is recognised with `transfer_identity(self) -> dict
 the tenant); without it, its unconditional unique constraints or one-to-one link name it, and
 failing those the row's whole carried content does. `transfer_keep_stored_for_session = True` on a
 model keeps a merged session's stored rows of it (rows derived from the session's events).
-"""
+"""  # noqa: E501
 
 from __future__ import annotations
 
@@ -46,8 +46,11 @@ def check_on_conflict(value: Any) -> str:
     if value is None:
         return "fail"
     if value not in ON_CONFLICT:
-        raise Invalid("invalid_on_conflict", f"on_conflict must be one of {', '.join(ON_CONFLICT)} "
-                      f"(got {str(value)[:40]!r}).", {"allowed": list(ON_CONFLICT)})
+        raise Invalid(
+            "invalid_on_conflict",
+            f"on_conflict must be one of {', '.join(ON_CONFLICT)} (got {str(value)[:40]!r}).",
+            {"allowed": list(ON_CONFLICT)},
+        )
     return str(value)
 
 
@@ -65,22 +68,34 @@ class ImportReport:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "on_conflict": self.on_conflict, "imported": self.imported, "skipped": self.skipped,
-            "merged": self.merged, "skipped_sessions": self.skipped_sessions[:LISTED_SESSIONS],
+            "on_conflict": self.on_conflict,
+            "imported": self.imported,
+            "skipped": self.skipped,
+            "merged": self.merged,
+            "skipped_sessions": self.skipped_sessions[:LISTED_SESSIONS],
             "merged_sessions": self.merged_sessions[:LISTED_SESSIONS],
         }
 
     def summary(self) -> str:
         """One line for an operator, after "Imported into <tenant>: " (the admin's message)."""
+
         def words(counts: dict[str, int]) -> str:
-            return ", ".join(f"{n} {_singular(kind) if n == 1 else kind}" for kind, n in counts.items()) or "nothing"
+            return (
+                ", ".join(
+                    f"{n} {_singular(kind) if n == 1 else kind}" for kind, n in counts.items()
+                )
+                or "nothing"
+            )
 
         text = words(self.imported)
         if self.skipped:
             text += f"; skipped (already stored) {words(self.skipped)}"
         if self.merged:
             text += f"; merged into {words(self.merged)}"
-        for label, ids in (("skipped sessions", self.skipped_sessions), ("merged sessions", self.merged_sessions)):
+        for label, ids in (
+            ("skipped sessions", self.skipped_sessions),
+            ("merged sessions", self.merged_sessions),
+        ):
             if ids:
                 more = f" and {len(ids) - 10} more" if len(ids) > 10 else ""
                 text += f"; {label}: {', '.join(ids[:10])}{more}"
@@ -88,7 +103,8 @@ class ImportReport:
 
 
 def _singular(kind: str) -> str:
-    """ "1 sessions" reads wrong: the kinds are plural names (sessions, facts, summaries, scratchpad)."""
+    """ "1 sessions" reads wrong: the kinds are plural names (sessions, facts, summaries,
+    scratchpad)."""
     if kind.endswith("ies"):
         return kind[:-3] + "y"
     return kind[:-1] if kind.endswith("s") else kind
@@ -102,7 +118,8 @@ def counts(counter: Counter[str]) -> dict[str, int]:
 
 
 def event_identities(event: Event) -> list[tuple[Any, ...]]:
-    """What makes an event the same as a stored one: its idempotency key, or when and who said what."""
+    """What makes an event the same as a stored one: its idempotency key, or when and who said
+    what."""
     keys: list[tuple[Any, ...]] = [("at", event.created_at, event.role, event.content)]
     if event.idempotency_key:
         keys.append(("key", event.idempotency_key))
@@ -113,8 +130,9 @@ def split_held(session_id: int, events: list[Event]) -> tuple[list[Event], dict[
     """The file's events the stored session does not hold yet, and file sequence → stored event id
     for those it does (the file itself may repeat an event: kept once)."""
     held: dict[tuple[Any, ...], int] = {}
-    stored = Event.objects.filter(session_id=session_id).only("id", "created_at", "role", "content",
-                                                               "idempotency_key")
+    stored = Event.objects.filter(session_id=session_id).only(
+        "id", "created_at", "role", "content", "idempotency_key"
+    )
     for e in stored.iterator():
         for key in event_identities(e):
             held[key] = e.pk
@@ -135,7 +153,9 @@ def split_held(session_id: int, events: list[Event]) -> tuple[list[Event], dict[
 # -- records
 
 
-def stored_row(model: type[models.Model], tenant_id: int, kwargs: dict[str, Any]) -> models.Model | None:
+def stored_row(
+    model: type[models.Model], tenant_id: int, kwargs: dict[str, Any]
+) -> models.Model | None:
     """The tenant's stored row that this row of the file is (see the module's doc), if any."""
     hook = getattr(model, "transfer_identity", None)
     if callable(hook):
@@ -145,11 +165,15 @@ def stored_row(model: type[models.Model], tenant_id: int, kwargs: dict[str, Any]
     return model._default_manager.filter(tenant_id=tenant_id, **lookup).order_by("pk").first()
 
 
-def _constraint_identity(model: type[models.Model], kwargs: dict[str, Any]) -> dict[str, Any] | None:
+def _constraint_identity(
+    model: type[models.Model], kwargs: dict[str, Any]
+) -> dict[str, Any] | None:
     for constraint in model._meta.constraints:
         if not isinstance(constraint, models.UniqueConstraint) or constraint.condition is not None:
             continue
-        names = [model._meta.get_field(name).attname for name in constraint.fields if name != "tenant"]
+        names = [
+            model._meta.get_field(name).attname for name in constraint.fields if name != "tenant"
+        ]
         if names and all(name in kwargs for name in names):
             return {name: kwargs[name] for name in names}
     for f in model._meta.concrete_fields:
@@ -165,5 +189,7 @@ def _whole_row(model: type[models.Model], kwargs: dict[str, Any]) -> dict[str, A
         if f.attname not in kwargs or f.name == "tenant" or getattr(f, "auto_now", False):
             continue
         value = kwargs[f.attname]
-        lookup[f"{f.attname}__isnull" if value is None else f.attname] = True if value is None else value
+        lookup[f"{f.attname}__isnull" if value is None else f.attname] = (
+            True if value is None else value
+        )
     return lookup

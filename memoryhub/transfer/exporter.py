@@ -1,5 +1,6 @@
-"""Export a tenant, a workspace, a session or an end user (docs/memory-model.md#export-and-import): workspaces, sessions with their events and
-rolling summary, records of other areas, and what extensions add (retrieval: documents, chunks).
+"""Export a tenant, a workspace, a session or an end user (docs/memory-model.md#export-and-import):
+workspaces, sessions with their events and rolling summary, records of other areas, and what
+extensions add (retrieval: documents, chunks).
 
 The document is written as it is read (`export_json`): rows come from server-side cursors in
 batches and leave as JSON text, so an export's memory stays bounded whatever the tenant's size;
@@ -32,14 +33,20 @@ class Exporter:
         # A user-limited key's export: that user's conversations and rows, and shared knowledge; a
         # user's export: that user's rows alone (in_scope), the key's user or one of a tenant key's.
         self.user_id = user_id or scope.user or ""
-        sessions = Session.objects.filter(tenant=tenant).select_related("workspace", "channel").order_by("id")
+        sessions = (
+            Session.objects.filter(tenant=tenant)
+            .select_related("workspace", "channel")
+            .order_by("id")
+        )
         if self.user_id:
             sessions = sessions.owned_by(self.user_id)
         self.workspace: Workspace | None = None
         if scope.kind == "workspace":
             self.workspace = Workspace.objects.filter(tenant=tenant, name=scope.workspace).first()
             if self.workspace is None:
-                raise NotFound("workspace_not_found", f"Workspace {scope.workspace!r} does not exist.")
+                raise NotFound(
+                    "workspace_not_found", f"Workspace {scope.workspace!r} does not exist."
+                )
             sessions = sessions.filter(workspace=self.workspace)
         elif scope.kind == "session":
             sessions = sessions.filter(external_id=scope.session)
@@ -51,11 +58,13 @@ class Exporter:
         self.session_ids = {s.pk for s in self.sessions}
         self.record_keys: dict[str, dict[int, int]] = {}  # model label → pk → position
         self.source_refs: dict[tuple[str, str], dict[str, Any]] = {}  # (kind, source id) → ref
-        self.derived: dict[tuple[str, str], dict[str, Any]] = {}  # (kind, source id) → chunk metadata
+        # (kind, source id) → chunk metadata
+        self.derived: dict[tuple[str, str], dict[str, Any]] = {}
 
     def in_scope(self, qs: models.QuerySet[Any], model: type[models.Model]) -> models.QuerySet[Any]:
         """Rows of a workspace or session export: those of its sessions (and of the workspace); of
-        a user's export: the user's own (by `user_id`), those of her sessions, and their children."""
+        a user's export: the user's own (by `user_id`), those of her sessions, and their
+        children."""
         if self.scope.kind == "tenant":
             return qs
         names = {f.name for f in model._meta.concrete_fields}
@@ -67,7 +76,11 @@ class Exporter:
         if self.scope.kind == "workspace" and "workspace" in names:
             keep |= models.Q(workspace=self.workspace)
         for f in model._meta.concrete_fields:  # children of exported rows (a scratchpad's items)
-            keys = self.record_keys.get(f.related_model._meta.label) if f.is_relation and f.related_model else None
+            keys = (
+                self.record_keys.get(f.related_model._meta.label)
+                if f.is_relation and f.related_model
+                else None
+            )
             if keys and f.related_model is not model:
                 keep |= models.Q(**{f"{f.attname}__in": list(keys)})
         return qs.filter(keep)
@@ -81,10 +94,20 @@ class Exporter:
             if f.name == "user_id":
                 qs = qs.filter(owned_by("user_id", self.user_id))
             elif f.is_relation and f.related_model is Session:
-                qs = qs.filter(models.Q(**{f"{f.attname}__isnull": True}) | models.Q(**{f"{f.attname}__in": self.session_ids}))
-            elif f.is_relation and f.related_model is not model and f.related_model._meta.label in self.record_keys:
+                qs = qs.filter(
+                    models.Q(**{f"{f.attname}__isnull": True})
+                    | models.Q(**{f"{f.attname}__in": self.session_ids})
+                )
+            elif (
+                f.is_relation
+                and f.related_model is not model
+                and f.related_model._meta.label in self.record_keys
+            ):
                 keys = list(self.record_keys[f.related_model._meta.label])
-                qs = qs.filter(models.Q(**{f"{f.attname}__isnull": True}) | models.Q(**{f"{f.attname}__in": keys}))
+                qs = qs.filter(
+                    models.Q(**{f"{f.attname}__isnull": True})
+                    | models.Q(**{f"{f.attname}__in": keys})
+                )
         return qs
 
     def workspaces(self) -> list[dict[str, Any]]:
@@ -93,24 +116,40 @@ class Exporter:
             qs = qs.filter(pk=self.workspace.pk)
         elif self.scope.kind == "session":
             qs = qs.filter(pk__in={s.workspace_id for s in self.sessions})
-        elif self.scope.kind == "user":  # those her sessions and records are in (after plan_records)
+        # those her sessions and records are in (after plan_records)
+        elif self.scope.kind == "user":
             held = {s.workspace_id for s in self.sessions}
             for label, records in self.record_querysets.items():
-                if "workspace" in {f.name for f in records.model._meta.concrete_fields} and self.record_keys[label]:
-                    held |= set(records.exclude(workspace=None).values_list("workspace_id", flat=True).distinct())
+                if (
+                    "workspace" in {f.name for f in records.model._meta.concrete_fields}
+                    and self.record_keys[label]
+                ):
+                    held |= set(
+                        records.exclude(workspace=None)
+                        .values_list("workspace_id", flat=True)
+                        .distinct()
+                    )
             qs = qs.filter(pk__in=held)
         channels = defaultdict(list)
         for channel in Channel.objects.filter(workspace__in=qs).order_by("name"):
             channels[channel.workspace_id].append(
-                {"name": channel.name, "description": channel.description, "is_default": channel.is_default})
+                {
+                    "name": channel.name,
+                    "description": channel.description,
+                    "is_default": channel.is_default,
+                }
+            )
         # No creation times: an importing tenant already has its own "default" workspace.
         return [{"name": w.name, "channels": channels[w.pk]} for w in qs]
 
     def session_json(self) -> Iterator[str]:
         """The sessions with their events as a JSON array, in one pass over the events (in
         session order): not even one session's events are held at once."""
-        events = (Event.objects.filter(session_id__in=self.session_ids).order_by("session_id", "sequence")
-                  .iterator(chunk_size=BATCH))
+        events = (
+            Event.objects.filter(session_id__in=self.session_ids)
+            .order_by("session_id", "sequence")
+            .iterator(chunk_size=BATCH)
+        )
         pending = next(events, None)
         yield "["
         for i, s in enumerate(self.sessions):
@@ -129,37 +168,68 @@ class Exporter:
     @staticmethod
     def _event_row(e: Event) -> dict[str, Any]:
         return {
-            "sequence": e.sequence, "role": e.role, "content": e.content, "tool_name": e.tool_name,
-            "tool_args": e.tool_args, "tool_result": e.tool_result, "tool_calls": e.tool_calls,
-            "tool_call_id": e.tool_call_id, "message": e.message, "metadata": e.metadata,
-            "importance": e.importance, "idempotency_key": e.idempotency_key, "created_at": iso(e.created_at),
+            "sequence": e.sequence,
+            "role": e.role,
+            "content": e.content,
+            "tool_name": e.tool_name,
+            "tool_args": e.tool_args,
+            "tool_result": e.tool_result,
+            "tool_calls": e.tool_calls,
+            "tool_call_id": e.tool_call_id,
+            "message": e.message,
+            "metadata": e.metadata,
+            "importance": e.importance,
+            "idempotency_key": e.idempotency_key,
+            "created_at": iso(e.created_at),
         }
 
     @staticmethod
-    def _session_row(s: Session, events: list[dict[str, Any]], summary: RollingSummary | None) -> dict[str, Any]:
+    def _session_row(
+        s: Session, events: list[dict[str, Any]], summary: RollingSummary | None
+    ) -> dict[str, Any]:
         return {
-            "id": s.external_id, "user_id": s.user_id, "persistence_key": s.persistence_key, "agent": s.agent,
-            "workspace": s.workspace.name, "channel": s.channel.name, "title": s.title, "metadata": s.metadata,
-            "status": s.status, "created_at": iso(s.created_at), "updated_at": iso(s.updated_at),
+            "id": s.external_id,
+            "user_id": s.user_id,
+            "persistence_key": s.persistence_key,
+            "agent": s.agent,
+            "workspace": s.workspace.name,
+            "channel": s.channel.name,
+            "title": s.title,
+            "metadata": s.metadata,
+            "status": s.status,
+            "created_at": iso(s.created_at),
+            "updated_at": iso(s.updated_at),
             "events": events,
-            "rolling_summary": None if summary is None else {
-                "text": summary.text, "epoch": summary.epoch, "upper_sequence": summary.upper_sequence,
+            "rolling_summary": None
+            if summary is None
+            else {
+                "text": summary.text,
+                "epoch": summary.epoch,
+                "upper_sequence": summary.upper_sequence,
                 "updated_at": iso(summary.updated_at),
             },
         }
 
     def plan_records(self) -> None:
         """Which rows of each record model the export holds, and their positions (ids only):
-        children and chunks refer to records by position, so these are known before any is written."""
+        children and chunks refer to records by position, so these are known before any is
+        written."""
         self.record_querysets: dict[str, models.QuerySet[Any]] = {}
         for model in record_models():
             label = model._meta.label
-            qs = self.owned(self.in_scope(model._default_manager.filter(tenant=self.tenant), model), model)
-            if hasattr(qs, "within_export"):  # a model whose rows are visible by more than place and owner
-                qs = qs.within_export(workspace_id=self.workspace.pk if self.workspace else None, user_id=self.user_id)
+            qs = self.owned(
+                self.in_scope(model._default_manager.filter(tenant=self.tenant), model), model
+            )
+            # a model whose rows are visible by more than place and owner
+            if hasattr(qs, "within_export"):
+                qs = qs.within_export(
+                    workspace_id=self.workspace.pk if self.workspace else None, user_id=self.user_id
+                )
             qs = qs.order_by("pk")
             keys = self.record_keys.setdefault(label, {})
-            for position, pk in enumerate(qs.values_list("pk", flat=True).iterator(chunk_size=BATCH)):
+            for position, pk in enumerate(
+                qs.values_list("pk", flat=True).iterator(chunk_size=BATCH)
+            ):
                 keys[pk] = position
             self.record_querysets[label] = qs
 
@@ -170,7 +240,9 @@ class Exporter:
             if self.record_keys.get(label):
                 yield label, self._record_rows(model, self.record_querysets[label])
 
-    def _record_rows(self, model: type[models.Model], qs: models.QuerySet[Any]) -> Iterator[dict[str, Any]]:
+    def _record_rows(
+        self, model: type[models.Model], qs: models.QuerySet[Any]
+    ) -> Iterator[dict[str, Any]]:
         label = model._meta.label
         for position, obj in enumerate(qs.iterator(chunk_size=BATCH)):
             searchable = searchable_of(obj)
@@ -180,7 +252,9 @@ class Exporter:
                 self.derived[ref] = derived_metadata(searchable)
             yield self._record(model, obj, position)
 
-    def _record(self, model: type[models.Model], obj: models.Model, position: int) -> dict[str, Any]:
+    def _record(
+        self, model: type[models.Model], obj: models.Model, position: int
+    ) -> dict[str, Any]:
         fields: dict[str, Any] = {}
         for f in record_fields(model):
             if f.is_relation:
@@ -209,8 +283,13 @@ BATCH = 500  # rows per round trip of a server-side cursor
 def has_rows(tenant: Tenant, user_id: str) -> bool:
     """Whether the end user holds anything in the tenant: a session or a row of her own (the
     rows forgetting her deletes)."""
-    return bool(user_id) and (Session.objects.filter(tenant=tenant, user_id=user_id).exists() or any(
-        model._base_manager.filter(tenant=tenant, user_id=user_id).exists() for model in user_owned_models()))
+    return bool(user_id) and (
+        Session.objects.filter(tenant=tenant, user_id=user_id).exists()
+        or any(
+            model._base_manager.filter(tenant=tenant, user_id=user_id).exists()
+            for model in user_owned_models()
+        )
+    )
 
 
 def user_not_found(user_id: str) -> NotFound:

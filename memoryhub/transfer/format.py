@@ -1,7 +1,7 @@
 """The export file's envelope and the checks every reader of it uses: header, typed fields, times.
 
-Every check raises InvalidImport with the path of the offending value ("sessions[2].events[0].role"),
-so a refused file says where it is wrong.
+Every check raises InvalidImport with the path of the offending value
+("sessions[2].events[0].role"), so a refused file says where it is wrong.
 """
 
 from __future__ import annotations
@@ -73,8 +73,16 @@ def json_value(value: Any) -> Any:
     return value
 
 
-def get_field(row: Any, name: str, types: type | tuple[type, ...], path: str, *, required: bool = True,
-              nullable: bool = False, default: Any = None) -> Any:
+def get_field(
+    row: Any,
+    name: str,
+    types: type | tuple[type, ...],
+    path: str,
+    *,
+    required: bool = True,
+    nullable: bool = False,
+    default: Any = None,
+) -> Any:
     """row[name], checked to be of `types` (a bool is never taken for an int)."""
     if not isinstance(row, dict):
         raise InvalidImport("expected an object", path)
@@ -120,9 +128,11 @@ def check_header(data: Any) -> None:
     if not isinstance(version, int) or isinstance(version, bool):
         raise InvalidImport("schema_version is missing", "schema_version")
     if version != SCHEMA_VERSION:
-        raise Invalid("unsupported_schema_version",
-                       f"schema_version {version} is not supported (this server reads {SCHEMA_VERSION}).",
-                       details={"supported": [SCHEMA_VERSION]})
+        raise Invalid(
+            "unsupported_schema_version",
+            f"schema_version {version} is not supported (this server reads {SCHEMA_VERSION}).",
+            details={"supported": [SCHEMA_VERSION]},
+        )
     for name in ("workspaces", "sessions"):
         if name not in data:
             raise InvalidImport(f"missing {name!r}: the file is incomplete", name)
@@ -131,8 +141,12 @@ def check_header(data: Any) -> None:
 def parse_export_file(raw: bytes) -> Any:
     if len(raw) > settings.MEMORYHUB_IMPORT_MAX_BYTES:
         limit = settings.MEMORYHUB_IMPORT_MAX_BYTES
-        raise TooLarge("payload_too_large", f"The file is larger than the import limit of {limit} bytes "
-                                            "(MEMORYHUB_IMPORT_MAX_BYTES).", {"limit": limit})
+        raise TooLarge(
+            "payload_too_large",
+            f"The file is larger than the import limit of {limit} bytes "
+            "(MEMORYHUB_IMPORT_MAX_BYTES).",
+            {"limit": limit},
+        )
     try:
         return jsonchecks.loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:

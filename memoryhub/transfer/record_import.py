@@ -42,8 +42,9 @@ def import_records(importer: Importer, data: Any) -> None:
         importer.records[label] = _create_records(importer, model, rows, f"records.{label}")
 
 
-def _create_records(importer: Importer, model: type[models.Model], rows: list[Any],
-                    path: str) -> list[models.Model | None]:
+def _create_records(
+    importer: Importer, model: type[models.Model], rows: list[Any], path: str
+) -> list[models.Model | None]:
     """Create rows one by one with save(), so that the model's own logic runs (derived
     columns such as a fact's scope key). Links between rows of the same model (a summary
     node's parent) are set once every row exists. Returns the rows in file order: created,
@@ -57,7 +58,9 @@ def _create_records(importer: Importer, model: type[models.Model], rows: list[An
             raise InvalidImport("record keys must be 0, 1, 2… in order", f"{rpath}.key")
         mark = len(later)
         try:
-            kwargs = _record_kwargs(importer, model, fields, get_field(row, "fields", dict, rpath), rpath, later)
+            kwargs = _record_kwargs(
+                importer, model, fields, get_field(row, "fields", dict, rpath), rpath, later
+            )
             obj = _existing(importer, model, fields, kwargs)
         except _LeftOut:
             obj = None
@@ -76,20 +79,29 @@ def _create_records(importer: Importer, model: type[models.Model], rows: list[An
     return rows_out
 
 
-def _existing(importer: Importer, model: type[models.Model], fields: list[models.Field],
-              kwargs: dict[str, Any]) -> models.Model | None:
-    """With skip or merge: the stored row this one is (marked pre-existing), or None when this one is
-    left out with the stored row it hangs off; otherwise an unsaved row to create."""
+def _existing(
+    importer: Importer,
+    model: type[models.Model],
+    fields: list[models.Field],
+    kwargs: dict[str, Any],
+) -> models.Model | None:
+    """With skip or merge: the stored row this one is (marked pre-existing), or None when this one
+    is left out with the stored row it hangs off; otherwise an unsaved row to create."""
     new = model(**kwargs)
     if importer.on_conflict == "fail":
         return new
     links = [f for f in fields if f.is_relation and kwargs.get(f.attname) is not None]
-    stored_parents = [f for f in links if f.related_model is not model
-                      and kwargs[f.attname] in importer.preexisting.get(f.related_model._meta.label, set())]
+    stored_parents = [
+        f
+        for f in links
+        if f.related_model is not model
+        and kwargs[f.attname] in importer.preexisting.get(f.related_model._meta.label, set())
+    ]
     if importer.on_conflict == "skip" and stored_parents:
         return None  # skip keeps a stored session (a stored schedule…) with all that hangs off it
     if getattr(model, "transfer_keep_stored_for_session", False) and any(
-            f.related_model is Session for f in stored_parents):
+        f.related_model is Session for f in stored_parents
+    ):
         return None  # derived from a merged session's events: the stored ones stay
     history_of = getattr(model, "transfer_history_of", None)
     if history_of and any(f.name == history_of for f in stored_parents):
@@ -107,12 +119,20 @@ def _existing(importer: Importer, model: type[models.Model], fields: list[models
 
 def _session_of(model: type[models.Model], kwargs: dict[str, Any]) -> Session | None:
     """The session the row belongs to (a link that deletes it with the session), if any."""
-    sessions = [kwargs[f.attname] for f in model._meta.concrete_fields if f.is_relation and f.related_model is Session
-                and f.remote_field.on_delete is models.CASCADE and kwargs.get(f.attname) is not None]
+    sessions = [
+        kwargs[f.attname]
+        for f in model._meta.concrete_fields
+        if f.is_relation
+        and f.related_model is Session
+        and f.remote_field.on_delete is models.CASCADE
+        and kwargs.get(f.attname) is not None
+    ]
     return Session.objects.filter(pk=sessions[0]).first() if sessions else None
 
 
-def _check_owner(importer: Importer, model: type[models.Model], kwargs: dict[str, Any], rpath: str) -> None:
+def _check_owner(
+    importer: Importer, model: type[models.Model], kwargs: dict[str, Any], rpath: str
+) -> None:
     """A user-limited key's import: the row is its user's (Importer.check_owner). A row with no
     user, workspace or session of its own hangs off a record of the file (a scratchpad's item, a
     schedule's run), checked as that record; one that hangs off nothing is no one's: refused."""
@@ -122,33 +142,54 @@ def _check_owner(importer: Importer, model: type[models.Model], kwargs: dict[str
     session = _session_of(model, kwargs)
     if "user_id" in names or "workspace" in names or session is not None:
         importer.check_owner(rpath, user_id=kwargs.get("user_id") or "", session=session)
-    elif not any(f.is_relation and f.related_model in record_models() for f in model._meta.concrete_fields):
+    elif not any(
+        f.is_relation and f.related_model in record_models() for f in model._meta.concrete_fields
+    ):
         importer.check_owner(rpath, user_id="", session=None)
 
 
-def _check_placed(importer: Importer, model: type[models.Model], kwargs: dict[str, Any], rpath: str) -> None:
-    """The row to create lands within the key's limits, beside its owner's rows (Importer.check_placed);
-    a row of history (`transfer_history_of`) extends only the row it names, as that row's owner and
-    workspace."""
+def _check_placed(
+    importer: Importer, model: type[models.Model], kwargs: dict[str, Any], rpath: str
+) -> None:
+    """The row to create lands within the key's limits, beside its owner's rows
+    (Importer.check_placed); a row of history (`transfer_history_of`) extends only the row it names,
+    as that row's owner and workspace."""
     names = {f.name: f for f in model._meta.concrete_fields}
     session = _session_of(model, kwargs)
     if "workspace" in names or session is not None:
-        importer.check_placed(rpath, workspace_id=kwargs.get("workspace_id"), session=session,
-                              user_id=kwargs.get("user_id") or "", tier=kwargs.get("tier"))
+        importer.check_placed(
+            rpath,
+            workspace_id=kwargs.get("workspace_id"),
+            session=session,
+            user_id=kwargs.get("user_id") or "",
+            tier=kwargs.get("tier"),
+        )
     else:
         _check_owner(importer, model, kwargs, rpath)
     history_of = getattr(model, "transfer_history_of", None)
     parent_pk = kwargs.get(names[history_of].attname) if history_of else None
     if parent_pk is not None:
         parent = names[history_of].related_model._default_manager.filter(pk=parent_pk).first()
-        if parent is not None and (getattr(parent, "user_id", "") != (kwargs.get("user_id") or "")
-                                   or getattr(parent, "workspace_id", None) != kwargs.get("workspace_id")):
-            raise Conflict("owner_mismatch", f"The row at {rpath} is history of a row of another owner or "
-                           "workspace: nothing was imported.", {"path": rpath})
+        if parent is not None and (
+            getattr(parent, "user_id", "") != (kwargs.get("user_id") or "")
+            or getattr(parent, "workspace_id", None) != kwargs.get("workspace_id")
+        ):
+            raise Conflict(
+                "owner_mismatch",
+                f"The row at {rpath} is history of a row of another owner or "
+                "workspace: nothing was imported.",
+                {"path": rpath},
+            )
 
 
-def _record_kwargs(importer: Importer, model: type[models.Model], fields: list[models.Field],
-                   values: dict[str, Any], rpath: str, later: list[Deferred]) -> dict[str, Any]:
+def _record_kwargs(
+    importer: Importer,
+    model: type[models.Model],
+    fields: list[models.Field],
+    values: dict[str, Any],
+    rpath: str,
+    later: list[Deferred],
+) -> dict[str, Any]:
     kwargs: dict[str, Any] = {"tenant": importer.tenant}
     for f in fields:
         if f.name not in values:
@@ -157,14 +198,20 @@ def _record_kwargs(importer: Importer, model: type[models.Model], fields: list[m
         if f.is_relation and f.related_model is model and values[f.name] is not None:
             later.append((None, f, values[f.name], fpath))
             continue
-        kwargs[f.attname if f.is_relation else f.name] = _field_value(importer, f, values[f.name], fpath)
+        kwargs[f.attname if f.is_relation else f.name] = _field_value(
+            importer, f, values[f.name], fpath
+        )
     return kwargs
 
 
-def _save_record(model: type[models.Model], fields: list[models.Field], kwargs: dict[str, Any],
-                 rpath: str) -> models.Model:
-    auto_times = {f.name: kwargs[f.name] for f in fields if f.name in kwargs
-                  and (getattr(f, "auto_now", False) or getattr(f, "auto_now_add", False))}
+def _save_record(
+    model: type[models.Model], fields: list[models.Field], kwargs: dict[str, Any], rpath: str
+) -> models.Model:
+    auto_times = {
+        f.name: kwargs[f.name]
+        for f in fields
+        if f.name in kwargs and (getattr(f, "auto_now", False) or getattr(f, "auto_now_add", False))
+    }
     try:
         obj = model(**kwargs)
         with transaction.atomic():
@@ -178,7 +225,9 @@ def _save_record(model: type[models.Model], fields: list[models.Field], kwargs: 
     return obj
 
 
-def _link_within(model: type[models.Model], created: list[models.Model | None], later: list[Deferred]) -> None:
+def _link_within(
+    model: type[models.Model], created: list[models.Model | None], later: list[Deferred]
+) -> None:
     for obj, f, raw, fpath in later:
         key = raw.get("key") if isinstance(raw, dict) else None
         if not isinstance(key, int) or not 0 <= key < len(created):

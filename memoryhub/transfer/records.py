@@ -18,7 +18,16 @@ from memoryhub.models import Event, RollingSummary, Session
 from memoryhub.searchable import Searchable
 
 # Apps and models carried explicitly, or not at all (configuration, operations, our own reports).
-_SKIP_APPS = {"accounts", "retrieval", "lifecycle", "django_q", "admin", "auth", "contenttypes", "sessions"}
+_SKIP_APPS = {
+    "accounts",
+    "retrieval",
+    "lifecycle",
+    "django_q",
+    "admin",
+    "auth",
+    "contenttypes",
+    "sessions",
+}
 _EXPLICIT = {Session, Event, RollingSummary}
 
 
@@ -29,8 +38,11 @@ def record_models() -> list[type[models.Model]]:
     e.g. a queue's task) is left out rather than exported into a file that could not be imported.
     """
     found = [
-        m for m in apps.get_models()
-        if m._meta.app_label not in _SKIP_APPS and m not in _EXPLICIT and not m._meta.proxy
+        m
+        for m in apps.get_models()
+        if m._meta.app_label not in _SKIP_APPS
+        and m not in _EXPLICIT
+        and not m._meta.proxy
         and getattr(m, "exportable", True)  # operational counters say `exportable = False`
         and any(f.name == "tenant" and f.is_relation for f in m._meta.concrete_fields)
     ]
@@ -42,8 +54,15 @@ def _nameable_only(found: list[type[models.Model]]) -> list[type[models.Model]]:
     nameable = {Tenant, Workspace, Channel, Session, *found}
     changed = True
     while changed:
-        keep = [m for m in found if all(f.related_model in nameable or f.null
-                                        for f in m._meta.concrete_fields if f.is_relation)]
+        keep = [
+            m
+            for m in found
+            if all(
+                f.related_model in nameable or f.null
+                for f in m._meta.concrete_fields
+                if f.is_relation
+            )
+        ]
         changed = len(keep) != len(found)
         found, nameable = keep, {Tenant, Workspace, Channel, Session, *keep}
     return found
@@ -55,7 +74,9 @@ def _parents_first(found: list[type[models.Model]]) -> list[type[models.Model]]:
     while pending:
         progressed = False
         for model in list(pending):
-            parents = {f.related_model for f in model._meta.concrete_fields if f.is_relation} & set(pending)
+            parents = {f.related_model for f in model._meta.concrete_fields if f.is_relation} & set(
+                pending
+            )
             if not parents - {model}:
                 ordered.append(model)
                 pending.remove(model)
@@ -69,9 +90,13 @@ def _parents_first(found: list[type[models.Model]]) -> list[type[models.Model]]:
 def record_fields(model: type[models.Model]) -> list[models.Field]:
     """The fields a record carries: not the id, tenant, unique values or what the model derives."""
     return [
-        f for f in model._meta.concrete_fields
-        if not f.primary_key and f.name != "tenant" and not (f.unique and not f.is_relation)
-        and not getattr(f, "generated", False) and f.editable  # not editable: derived by the model
+        f
+        for f in model._meta.concrete_fields
+        if not f.primary_key
+        and f.name != "tenant"
+        and not (f.unique and not f.is_relation)
+        and not getattr(f, "generated", False)
+        and f.editable  # not editable: derived by the model
     ]
 
 
@@ -93,5 +118,8 @@ def derived_metadata(searchable: Searchable | None) -> dict[str, Any]:
     rebuilt from the imported memory."""
     if searchable is None:
         return {}
-    return {k: v for k, v in json.loads(json.dumps(searchable.metadata, default=str)).items()
-            if v not in (None, "", [], {})}
+    return {
+        k: v
+        for k, v in json.loads(json.dumps(searchable.metadata, default=str)).items()
+        if v not in (None, "", [], {})
+    }

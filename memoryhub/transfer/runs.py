@@ -66,11 +66,12 @@ def _array(rows: Iterable[Any]) -> Iterator[str]:
 
 def _document(exporter: Exporter) -> Iterator[str]:
     """The members in the file's order: head, workspaces, sessions, sources (documents), records,
-    derived lists (chunks). Records are planned first: chunks and children refer to them by position."""
+    derived lists (chunks). Records are planned first: chunks and children refer to them by
+    position."""
     parts = extensions()
     exporter.plan_records()
     yield '{"format":' + json_text(FORMAT)
-    yield f',"schema_version":{json_text(SCHEMA_VERSION)},"scope":{json_text(exporter.scope.as_dict())}'
+    yield f',"schema_version":{json_text(SCHEMA_VERSION)},"scope":{json_text(exporter.scope.as_dict())}'  # noqa: E501
     yield f',"workspaces":{json_text(exporter.workspaces())},"sessions":'
     yield from exporter.session_json()
     for part in parts:
@@ -90,11 +91,18 @@ def _document(exporter: Exporter) -> Iterator[str]:
 
 
 @transaction.atomic
-def import_memory(*, tenant: Tenant, data: Any, limit_workspace: Workspace | None = None,
-                  on_conflict: str = "fail", limit_user: str = "") -> ImportReport:
+def import_memory(
+    *,
+    tenant: Tenant,
+    data: Any,
+    limit_workspace: Workspace | None = None,
+    on_conflict: str = "fail",
+    limit_user: str = "",
+) -> ImportReport:
     """Import an export into `tenant`: everything or nothing. Returns what was imported, skipped
     and merged (counts per kind of row). The limits are the importing key's."""
-    importer = Importer(tenant, limit_workspace, on_conflict, limit_user)  # a bad option: 400 before reading the file
+    # a bad option: 400 before reading the file
+    importer = Importer(tenant, limit_workspace, on_conflict, limit_user)
     check_header(data)
     parts = extensions()
     for part in parts:
@@ -110,7 +118,9 @@ def import_memory(*, tenant: Tenant, data: Any, limit_workspace: Workspace | Non
     except IntegrityError as exc:
         raise _refusal(exc) from None
     except DatabaseError as exc:  # a value the column cannot hold (too long, out of range…)
-        primary = getattr(getattr(exc.__cause__, "diag", None), "message_primary", None) or "out of range"
+        primary = (
+            getattr(getattr(exc.__cause__, "diag", None), "message_primary", None) or "out of range"
+        )
         raise InvalidImport(f"a value does not fit: {primary}") from None
     return importer.report()
 
@@ -118,14 +128,17 @@ def import_memory(*, tenant: Tenant, data: Any, limit_workspace: Workspace | Non
 # Constraints a file breaks by itself, whatever the tenant holds (a file's history of a stored row
 # is never imported): what is wrong with the file, in words.
 FILE_FAULTS = {
-    "factversion_one_current": "a fact in it has more than one current version (versions with no "
-                               "valid_to); a fact has at most one",
+    "factversion_one_current": (
+        "a fact in it has more than one current version (versions with no "
+        "valid_to); a fact has at most one"
+    ),
 }
 
 
 def _refusal(exc: IntegrityError) -> Conflict | InvalidImport:
     """What is wrong, in words: PostgreSQL's own message names constraints and internal ids. A
-    fault of the file itself is a 400 invalid_import; a row the tenant holds a 409 import_conflict."""
+    fault of the file itself is a 400 invalid_import; a row the tenant holds a 409
+    import_conflict."""
     diag = getattr(exc.__cause__, "diag", None)
     fault = FILE_FAULTS.get(getattr(diag, "constraint_name", None) or "")
     if fault:
@@ -134,5 +147,8 @@ def _refusal(exc: IntegrityError) -> Conflict | InvalidImport:
     what = table.split("_", 1)[-1].replace("_", " ") if table else "record"
     unique = getattr(exc.__cause__, "sqlstate", None) == "23505"
     problem = "already exists in this tenant" if unique else "does not fit the stored data"
-    return Conflict("import_conflict", f"The file conflicts with stored data: a {what} in it {problem}.",
-                    {"record": what})
+    return Conflict(
+        "import_conflict",
+        f"The file conflicts with stored data: a {what} in it {problem}.",
+        {"record": what},
+    )

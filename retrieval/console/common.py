@@ -20,8 +20,12 @@ def operator_key(tenant: Tenant) -> ApiKey:
     return ApiKey(tenant=tenant, workspace=None, user_id="", scopes=["read"])
 
 
-def render(request: HttpRequest, template: str, title: str, context: dict[str, Any]) -> HttpResponse:
-    return TemplateResponse(request, template, {**admin.site.each_context(request), "title": title, **context})
+def render(
+    request: HttpRequest, template: str, title: str, context: dict[str, Any]
+) -> HttpResponse:
+    return TemplateResponse(
+        request, template, {**admin.site.each_context(request), "title": title, **context}
+    )
 
 
 def tenant_from(value: Any) -> Tenant | None:
@@ -32,7 +36,8 @@ def tenant_from(value: Any) -> Tenant | None:
 def safe_next(request: HttpRequest, fallback: str) -> str:
     """The page an action was started from (a local URL only), or `fallback`."""
     target = request.POST.get("next") or request.GET.get("next") or ""
-    if target and url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()},
-                                                   require_https=request.is_secure()):
+    if target and url_has_allowed_host_and_scheme(
+        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
         return target
     return fallback

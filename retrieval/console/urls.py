@@ -9,6 +9,14 @@ urlpatterns = [
     path("explorer/", admin.site.admin_view(explorer.explorer_view), name="console-explorer"),
     path("explorer/pin/", admin.site.admin_view(actions.pin_view), name="console-pin"),
     path("explorer/forget/", admin.site.admin_view(actions.forget_view), name="console-forget"),
-    path("context/", admin.site.admin_view(context_preview.context_preview_view), name="console-context"),
-    path("consolidation/", admin.site.admin_view(consolidation.consolidation_view), name="console-consolidation"),
+    path(
+        "context/",
+        admin.site.admin_view(context_preview.context_preview_view),
+        name="console-context",
+    ),
+    path(
+        "consolidation/",
+        admin.site.admin_view(consolidation.consolidation_view),
+        name="console-consolidation",
+    ),
 ]

@@ -52,10 +52,25 @@ class MemoryAdmin(AccessColumns, OwnerColumn, ScopeNamed):
     # The id the API uses (a fact's, a note's, a message's place in its conversation), which also
     # says the kind, not the chunk's; tier, lifetime and pinned are filters and counted above the
     # list, so the list fits a 1280 px screen.
-    list_display = ["api_id", "short_text", "owner", "tenant", "importance", "access_count", "relevance_now",
-                    "created_at"]
+    list_display = [
+        "api_id",
+        "short_text",
+        "owner",
+        "tenant",
+        "importance",
+        "access_count",
+        "relevance_now",
+        "created_at",
+    ]
     list_display_links = ["api_id"]
-    list_filter = [("tier", titled("scope")), "lifetime", "kind", PinnedFilter, "tenant", ("created_at", admin.DateFieldListFilter)]
+    list_filter = [
+        ("tier", titled("scope")),
+        "lifetime",
+        "kind",
+        PinnedFilter,
+        "tenant",
+        ("created_at", admin.DateFieldListFilter),
+    ]
     list_select_related = ["tenant", "session"]
     search_fields = ["text", "source_id", "user_id", "=content_hash"]
     exclude = ["embedding", "search_vector", "embedding_error", "embedding_attempts"]
@@ -67,8 +82,11 @@ class MemoryAdmin(AccessColumns, OwnerColumn, ScopeNamed):
     def get_readonly_fields(self, request: HttpRequest, obj: Memory | None = None) -> list[str]:
         # A memory's chunk is derived from its source (the event log, a note, a fact, a summary, a
         # document) and re-derived when that changes: it is read here and edited at the source.
-        fields = ["scope" if f.name == "tier" else f.name for f in Chunk._meta.concrete_fields
-                  if f.name not in self.exclude]
+        fields = [
+            "scope" if f.name == "tier" else f.name
+            for f in Chunk._meta.concrete_fields
+            if f.name not in self.exclude
+        ]
         return ["source_link", *fields, "access_count", "accessed_at", "merged_from"]
 
     def get_exclude(self, request: HttpRequest, obj: Memory | None = None) -> list[str]:
@@ -91,8 +109,12 @@ class MemoryAdmin(AccessColumns, OwnerColumn, ScopeNamed):
         return format_html('<a href="{}">{}</a>', target[0], target[1]) if target else "—"
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Memory]:
-        return (super().get_queryset(request).with_access()
-                .annotate(relevance=decay.relevance_expression(table=Chunk._meta.db_table)))
+        return (
+            super()
+            .get_queryset(request)
+            .with_access()
+            .annotate(relevance=decay.relevance_expression(table=Chunk._meta.db_table))
+        )
 
     @admin.display(description="id", ordering="pk")
     def api_id(self, obj: Memory) -> str:
@@ -115,16 +137,30 @@ class MemoryAdmin(AccessColumns, OwnerColumn, ScopeNamed):
     @admin.display(description="merged from")
     def merged_from(self, obj: Memory) -> str:
         merged = obj.metadata.get("merged_from") or []
-        return format_html("<pre>{}</pre>", json.dumps(merged, indent=2, ensure_ascii=False)) if merged else "—"
+        return (
+            format_html("<pre>{}</pre>", json.dumps(merged, indent=2, ensure_ascii=False))
+            if merged
+            else "—"
+        )
 
-    def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
+    def changelist_view(
+        self, request: HttpRequest, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
         response = super().changelist_view(request, extra_context)
         context = getattr(response, "context_data", None)
         if context and "cl" in context:
-            qs = context["cl"].queryset.model.objects.filter(pk__in=context["cl"].queryset.values("pk"))
-            rows = (qs.values("tier").order_by("tier").annotate(
-                total=Count("id"), long=Count("id", filter=Q(lifetime="long_term")),
-                pinned=Count("id", filter=Q(metadata__pinned=True))))
+            qs = context["cl"].queryset.model.objects.filter(
+                pk__in=context["cl"].queryset.values("pk")
+            )
+            rows = (
+                qs.values("tier")
+                .order_by("tier")
+                .annotate(
+                    total=Count("id"),
+                    long=Count("id", filter=Q(lifetime="long_term")),
+                    pinned=Count("id", filter=Q(metadata__pinned=True)),
+                )
+            )
             context["tier_counts"] = [{**r, "short": r["total"] - r["long"]} for r in rows]
         return response
 
@@ -137,7 +173,9 @@ class MemoryAdmin(AccessColumns, OwnerColumn, ScopeNamed):
 
     @admin.action(description="Unpin: restore the importance and lifetime they had")
     def unpin(self, request: HttpRequest, queryset: QuerySet[Memory]) -> None:
-        self.message_user(request, f"Unpinned {memories.unpin_memories(self._ids(queryset))} memories.")
+        self.message_user(
+            request, f"Unpinned {memories.unpin_memories(self._ids(queryset))} memories."
+        )
 
     @admin.action(description="Re-embed (in the background)")
     def reembed(self, request: HttpRequest, queryset: QuerySet[Memory]) -> None:
@@ -146,24 +184,41 @@ class MemoryAdmin(AccessColumns, OwnerColumn, ScopeNamed):
         self.message_user(request, f"Queued {len(ids)} memories for re-embedding.")
 
     @admin.action(description="Merge selected duplicates into the most important one…")
-    def merge_duplicates(self, request: HttpRequest, queryset: QuerySet[Memory]) -> HttpResponse | None:
+    def merge_duplicates(
+        self, request: HttpRequest, queryset: QuerySet[Memory]
+    ) -> HttpResponse | None:
         rows = list(queryset.order_by("-importance", "pk")[:MAX_BULK])
         if len(rows) < 2 or len({c.tenant_id for c in rows}) != 1:
-            self.message_user(request, "Select at least two memories of one tenant to merge.", messages.ERROR)
+            self.message_user(
+                request, "Select at least two memories of one tenant to merge.", messages.ERROR
+            )
             return None
         survivor, others = rows[0], rows[1:]
         if not confirmed(request):
             return confirm_page(
-                request, self, queryset, action="merge_duplicates", danger=False,
-                intro=f"Each memory on the right is folded into the survivor on the left (the most important "
-                      f"one): it keeps the higher importance, the summed uses and the provenance; the others "
-                      f"are deleted (archived, restorable). Tenant: {survivor.tenant.name}.",
+                request,
+                self,
+                queryset,
+                action="merge_duplicates",
+                danger=False,
+                intro=(
+                    "Each memory on the right is folded into the survivor on the left (the most"
+                    " important one): it keeps the higher importance, the summed uses and the"
+                    " provenance; the others are deleted (archived, restorable). Tenant:"
+                    f" {survivor.tenant.name}."
+                ),
                 headers=["Survivor (kept)", "Merged into it"],
                 rows=[[survivor.text, other.text] for other in others],
-                button=f"Merge {len(others)} into the survivor")
-        merged = memories.apply_merge(tenant_id=survivor.tenant_id, survivor_id=survivor.pk,
-                                      absorbed_ids=[o.pk for o in others])
-        self.message_user(request, f"Merged {merged} memories into “{survivor.text[:80]}” (provenance kept).")
+                button=f"Merge {len(others)} into the survivor",
+            )
+        merged = memories.apply_merge(
+            tenant_id=survivor.tenant_id,
+            survivor_id=survivor.pk,
+            absorbed_ids=[o.pk for o in others],
+        )
+        self.message_user(
+            request, f"Merged {merged} memories into “{survivor.text[:80]}” (provenance kept)."
+        )
         return None
 
     @admin.action(description="Forget: delete the selected memories (archived, restorable)…")
@@ -171,19 +226,41 @@ class MemoryAdmin(AccessColumns, OwnerColumn, ScopeNamed):
         rows = list(queryset.order_by("pk").select_related("tenant", "session")[:MAX_BULK])
         if not confirmed(request):
             return confirm_page(
-                request, self, queryset, action="forget",
-                intro="These memories will be forgotten: a note, fact or summary goes whole (with all its "
-                      "search entries); a message's entry goes from search (the message stays in its "
-                      "transcript). All are archived first and can be restored from Archived memories.",
+                request,
+                self,
+                queryset,
+                action="forget",
+                intro=(
+                    "These memories will be forgotten: a note, fact or summary goes whole (with all"
+                    " its search entries); a message's entry goes from search (the message stays in"
+                    " its transcript). All are archived first and can be restored from Archived"
+                    " memories."
+                ),
                 headers=["Memory", "Kind", "Tenant", "Owner", "Session"],
-                rows=[[c.text, c.kind, c.tenant.name, c.user_id or "shared",
-                       c.session.external_id if c.session_id else "—"] for c in rows],
-                button=f"Yes, forget {len(rows)} memories")
+                rows=[
+                    [
+                        c.text,
+                        c.kind,
+                        c.tenant.name,
+                        c.user_id or "shared",
+                        c.session.external_id if c.session_id else "—",
+                    ]
+                    for c in rows
+                ],
+                button=f"Yes, forget {len(rows)} memories",
+            )
         by_tenant: dict[int, list[int]] = {}
         for chunk in rows:
             by_tenant.setdefault(chunk.tenant_id, []).append(chunk.pk)
-        deleted = sum(memories.delete_memories(tenant_id=t, chunk_ids=ids, reason=ArchivedMemory.Reason.FORGET)
-                      for t, ids in by_tenant.items())
-        self.message_user(request, f"Forgot {deleted} memories (notes, facts and summaries with all their chunks); "
-                                   "restore them from Archived memories.")
+        deleted = sum(
+            memories.delete_memories(
+                tenant_id=t, chunk_ids=ids, reason=ArchivedMemory.Reason.FORGET
+            )
+            for t, ids in by_tenant.items()
+        )
+        self.message_user(
+            request,
+            f"Forgot {deleted} memories (notes, facts and summaries with all their chunks); "
+            "restore them from Archived memories.",
+        )
         return None

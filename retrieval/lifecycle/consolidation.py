@@ -34,7 +34,6 @@ stores a ConsolidationReport.
     review.py         approve or reject a held deletion
 """
 
-
 from __future__ import annotations
 
 import time
@@ -57,7 +56,12 @@ REPORT_MAX_IDS = 1000  # ids of each step a report keeps (the counts are always 
 Progress = Callable[[int, int, str], None]
 
 STEP_FUNCTIONS: dict[str, Callable[[TenantRun], None]] = {
-    "score": score, "promote": promote, "prune": prune, "merge": merge, "cap": cap, "compress": compress,
+    "score": score,
+    "promote": promote,
+    "prune": prune,
+    "merge": merge,
+    "cap": cap,
+    "compress": compress,
 }
 
 
@@ -83,16 +87,25 @@ class _Totals:
             self.ids.setdefault(step, []).extend(values)
 
 
-def run_consolidation(*, tenant_id: int | None = None, dry_run: bool = False, progress: Progress | None = None,
-                      now: datetime | None = None) -> dict[str, Any]:
+def run_consolidation(
+    *,
+    tenant_id: int | None = None,
+    dry_run: bool = False,
+    progress: Progress | None = None,
+    now: datetime | None = None,
+) -> dict[str, Any]:
     """Consolidate one tenant (or all). Returns {"dry_run", "report_id", "counts", "tenants", "ids",
     "duration_ms"}; a real run also stores it as a ConsolidationReport."""
     now = now or timezone.now()
     started = time.monotonic()
-    tenants = list(Tenant.objects.order_by("id") if tenant_id is None else Tenant.objects.filter(pk=tenant_id))
+    tenants = list(
+        Tenant.objects.order_by("id") if tenant_id is None else Tenant.objects.filter(pk=tenant_id)
+    )
     if tenant_id is not None and not tenants:
         raise ValueError(f"tenant {tenant_id} does not exist")
-    report = None if dry_run else ConsolidationReport.objects.create(tenant_id=tenant_id, started_at=now)
+    report = (
+        None if dry_run else ConsolidationReport.objects.create(tenant_id=tenant_id, started_at=now)
+    )
     totals = _Totals()
     total_steps = len(tenants) * len(STEPS)
     try:
@@ -124,14 +137,18 @@ def run_consolidation(*, tenant_id: int | None = None, dry_run: bool = False, pr
     return result
 
 
-def _consolidate_tenant(run: TenantRun, progress: Progress | None, *, done: int, total_steps: int) -> None:
+def _consolidate_tenant(
+    run: TenantRun, progress: Progress | None, *, done: int, total_steps: int
+) -> None:
     """Every step for one tenant in one transaction (rolled back for a dry run)."""
     with transaction.atomic():
         # One consolidation of a tenant at a time. NO KEY UPDATE, not UPDATE: every insert that
         # references the tenant (an append's events and chunks) takes KEY SHARE on its row, which
         # FOR UPDATE blocks: appends would wait for the whole consolidation.
         with connection.cursor() as cursor:
-            cursor.execute("SELECT 1 FROM accounts_tenant WHERE id = %s FOR NO KEY UPDATE", [run.tenant.pk])
+            cursor.execute(
+                "SELECT 1 FROM accounts_tenant WHERE id = %s FOR NO KEY UPDATE", [run.tenant.pk]
+            )
         for step in STEPS:
             STEP_FUNCTIONS[step](run)
             done += 1
@@ -150,17 +167,26 @@ def _review(totals: _Totals) -> dict[str, Any] | None:
     where = reverse("admin:lifecycle_pendingdeletion_changelist") + "?status__exact=pending"
     if len(totals.held_tenant_ids) == 1:
         where += f"&tenant__id__exact={totals.held_tenant_ids[0]}"
-    return {"held_for_review": held, "reason": "; ".join(reasons), "per_tenant": totals.held_reasons,
-            "review_at": where,
-            "how": "An operator approves or rejects each held deletion there (admin: Memory lifecycle → "
-                   "Pending reviews); nothing held is deleted until approved."}
+    return {
+        "held_for_review": held,
+        "reason": "; ".join(reasons),
+        "per_tenant": totals.held_reasons,
+        "review_at": where,
+        "how": (
+            "An operator approves or rejects each held deletion there (admin: Memory lifecycle → "
+            "Pending reviews); nothing held is deleted until approved."
+        ),
+    }
 
 
 def _finish_report(report: ConsolidationReport, result: dict[str, Any]) -> None:
     report.finished_at = timezone.now()
     report.duration_ms = result["duration_ms"]
-    report.counts = {**result["counts"], "per_tenant": result["tenants"],
-                     **({"review": result["review"]} if result["review"] else {})}
+    report.counts = {
+        **result["counts"],
+        "per_tenant": result["tenants"],
+        **({"review": result["review"]} if result["review"] else {}),
+    }
     report.ids = result["ids"]
     report.deletions = result["deletions"]
     report.save(update_fields=["finished_at", "duration_ms", "counts", "ids", "deletions"])

@@ -31,27 +31,38 @@ EXACT_MAX = 1000
 NEIGHBOURS = 4
 _TOKENS = re.compile(r"\w+", re.UNICODE)
 # Words that name a quantity or a date: two texts that differ in one of them say different things.
-_NUMBER_WORDS = frozenset((
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
-    "sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred "
-    "thousand million billion first second third fourth fifth sixth seventh eighth ninth tenth half "
-    "twice once dozen").split())
-_CALENDAR_WORDS = frozenset((
-    "january february march april may june july august september october november december jan feb "
-    "mar apr jun jul aug sep sept oct nov dec monday tuesday wednesday thursday friday saturday sunday "
-    "today tomorrow yesterday tonight morning afternoon evening night noon midnight am pm").split())
+_NUMBER_WORDS = frozenset(
+    (
+        "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen"
+        " fifteen sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy"
+        " eighty ninety hundred thousand million billion first second third fourth fifth sixth"
+        " seventh eighth ninth tenth half twice once dozen"
+    ).split()
+)
+_CALENDAR_WORDS = frozenset(
+    (
+        "january february march april may june july august september october november december jan"
+        " feb mar apr jun jul aug sep sept oct nov dec monday tuesday wednesday thursday friday"
+        " saturday sunday today tomorrow yesterday tonight morning afternoon evening night noon"
+        " midnight am pm"
+    ).split()
+)
 
 
 def _mergeable(a: str) -> str:
     """Condition on alias `a`: an embedded, unpinned, current memory of the tenant (not a fact's
     superseded version), of a deletable kind, not already gone in this run (parameters: tenant id,
     kinds, excluded ids)."""
-    return (f"{a}.tenant_id = %s AND {a}.kind = ANY(%s) AND {a}.embedding IS NOT NULL AND {a}.valid_to IS NULL "
-            f"AND NOT ({a}.metadata @> '{{\"pinned\": true}}'::jsonb) AND NOT ({a}.id = ANY(%s)) "
-            f"AND coalesce({a}.metadata->>'key', '') = ''")
+    return (
+        f"{a}.tenant_id = %s AND {a}.kind = ANY(%s) AND {a}.embedding IS NOT NULL AND {a}.valid_to"
+        f" IS NULL AND NOT ({a}.metadata @> '{{\"pinned\": true}}'::jsonb) AND NOT ({a}.id ="
+        f" ANY(%s)) AND coalesce({a}.metadata->>'key', '') = ''"
+    )
 
 
-def find_duplicates(tenant_id: int, kinds: list[str], exclude: set[int]) -> list[tuple[int, int, float]]:
+def find_duplicates(
+    tenant_id: int, kinds: list[str], exclude: set[int]
+) -> list[tuple[int, int, float]]:
     """Pairs (a, b, cosine distance), a < b, of near-duplicates in one scope, kind and model.
 
     Small scopes (a session, a channel: the usual case) are compared exactly by a self-join;
@@ -60,18 +71,23 @@ def find_duplicates(tenant_id: int, kinds: list[str], exclude: set[int]) -> list
     neighbours instead (approximate, linear).
     """
     base = [tenant_id, kinds, sorted(exclude)]
-    sizes = fetch(f"SELECT {scope_sql('a')}, count(*) FROM retrieval_chunk a WHERE {_mergeable('a')} "
-                   f"GROUP BY 1", base)
+    sizes = fetch(
+        f"SELECT {scope_sql('a')}, count(*) FROM retrieval_chunk a WHERE {_mergeable('a')} "
+        "GROUP BY 1",
+        base,
+    )
     big = sorted(scope for scope, count in sizes if count > EXACT_MAX)
     limit = 1.0 - MERGE_COSINE
-    same = (f"b.tenant_id = a.tenant_id AND b.kind = a.kind AND b.tier = a.tier "
-            f"AND b.user_id = a.user_id AND b.role = a.role "
-            f"AND b.embedding_model = a.embedding_model AND {scope_sql('b')} = {scope_sql('a')}")
+    same = (
+        "b.tenant_id = a.tenant_id AND b.kind = a.kind AND b.tier = a.tier "
+        "AND b.user_id = a.user_id AND b.role = a.role "
+        f"AND b.embedding_model = a.embedding_model AND {scope_sql('b')} = {scope_sql('a')}"
+    )
     rows = fetch(
         f"""SELECT a.id, b.id, (a.embedding <=> b.embedding) AS d
             FROM retrieval_chunk a JOIN retrieval_chunk b ON {same} AND b.id > a.id
-            WHERE {_mergeable('a')} AND {_mergeable('b')}
-              AND NOT ({scope_sql('a')} = ANY(%s)) AND (a.embedding <=> b.embedding) < %s""",
+            WHERE {_mergeable("a")} AND {_mergeable("b")}
+              AND NOT ({scope_sql("a")} = ANY(%s)) AND (a.embedding <=> b.embedding) < %s""",
         [*base, *base, big, limit],
     )
     pairs = {(a, b): float(d) for a, b, d in rows}
@@ -85,9 +101,9 @@ def find_duplicates(tenant_id: int, kinds: list[str], exclude: set[int]) -> list
         near = fetch(
             f"""SELECT a.id, n.id, n.d FROM retrieval_chunk a CROSS JOIN LATERAL (
                     SELECT b.id, (b.embedding <=> a.embedding) AS d FROM retrieval_chunk b
-                    WHERE {same} AND b.id <> a.id AND {_mergeable('b')}
+                    WHERE {same} AND b.id <> a.id AND {_mergeable("b")}
                     ORDER BY b.embedding <=> a.embedding LIMIT %s) n
-                WHERE {_mergeable('a')} AND {scope_sql('a')} = ANY(%s) AND n.d < %s""",
+                WHERE {_mergeable("a")} AND {scope_sql("a")} = ANY(%s) AND n.d < %s""",
             [*base, NEIGHBOURS, *base, big, limit],
         )
         with connection.cursor() as cursor:
@@ -107,8 +123,11 @@ def _same_words(pairs: dict[tuple[int, int], float]) -> dict[tuple[int, int], fl
     texts = dict(Chunk.objects.filter(pk__in=ids).values_list("id", "text"))
     words = {pk: word_set(text) for pk, text in texts.items()}
     floor = MERGE_TEXT_SIMILARITY
-    return {(a, b): d for (a, b), d in pairs.items()
-            if word_overlap(words[a], words[b]) >= floor and same_details(texts[a], texts[b])}
+    return {
+        (a, b): d
+        for (a, b), d in pairs.items()
+        if word_overlap(words[a], words[b]) >= floor and same_details(texts[a], texts[b])
+    }
 
 
 def same_details(a: str, b: str) -> bool:
@@ -117,7 +136,9 @@ def same_details(a: str, b: str) -> bool:
     (a name, or a sentence that starts otherwise). Case and punctuation alone are no difference."""
     words_a, words_b = _details(a), _details(b)
     differing = set(words_a) ^ set(words_b)
-    return not any(words_a.get(w, False) or words_b.get(w, False) or _is_quantity(w) for w in differing)
+    return not any(
+        words_a.get(w, False) or words_b.get(w, False) or _is_quantity(w) for w in differing
+    )
 
 
 def _details(text: str) -> dict[str, bool]:
@@ -133,7 +154,9 @@ def _is_quantity(word: str) -> bool:
     return any(ch.isdigit() for ch in word) or word in _NUMBER_WORDS or word in _CALENDAR_WORDS
 
 
-def plan_merges(pairs: list[tuple[int, int, float]], importance: dict[int, float]) -> dict[int, list[int]]:
+def plan_merges(
+    pairs: list[tuple[int, int, float]], importance: dict[int, float]
+) -> dict[int, list[int]]:
     """Greedy, closest pairs first: {survivor: [absorbed, …]}. A survivor absorbs only memories it
     is itself a near-duplicate of; the one with the higher importance (then the older) survives."""
     groups: dict[int, list[int]] = {}

@@ -16,38 +16,58 @@ from retrieval.models import Chunk, ChunkAccess
 # A chunk of a note, fact or summary is one piece of that memory: deleting the memory means
 # deleting its row (which the API lists) and all its chunks, never leaving half of it.
 SOURCE_MODELS: dict[str, tuple[type[models.Model], str]] = {
-    "note": (Note, "note_id"), "fact": (Fact, "pk"), "summary": (SummaryNode, "pk"),
+    "note": (Note, "note_id"),
+    "fact": (Fact, "pk"),
+    "summary": (SummaryNode, "pk"),
 }
 
 
-def delete_memories(*, tenant_id: int, chunk_ids: list[int], keep: tuple[str, str] | None = None,
-                    reason: str = ArchivedMemory.Reason.PRUNE, survivor: Chunk | None = None) -> int:
+def delete_memories(
+    *,
+    tenant_id: int,
+    chunk_ids: list[int],
+    keep: tuple[str, str] | None = None,
+    reason: str = ArchivedMemory.Reason.PRUNE,
+    survivor: Chunk | None = None,
+) -> int:
     """Delete these memories; for notes, facts and summaries, their rows and every chunk of them
     (except the source `keep` = (kind, source id): a merge survivor's own memory). Each deleted
     memory is archived first (`reason`; a merge names its survivor), so it can be restored."""
     sources: dict[str, set[str]] = {}
-    for kind, source_id in Chunk.objects.filter(tenant_id=tenant_id, pk__in=chunk_ids,
-                                                kind__in=SOURCE_MODELS).values_list("kind", "source_id"):
+    for kind, source_id in Chunk.objects.filter(
+        tenant_id=tenant_id, pk__in=chunk_ids, kind__in=SOURCE_MODELS
+    ).values_list("kind", "source_id"):
         if (kind, source_id) != keep:
             sources.setdefault(kind, set()).add(source_id)
-    archive(tenant_id=tenant_id, chunk_ids=chunk_ids, sources=sources, reason=reason, survivor=survivor)
+    archive(
+        tenant_id=tenant_id, chunk_ids=chunk_ids, sources=sources, reason=reason, survivor=survivor
+    )
     deleted, _ = Chunk.objects.filter(tenant_id=tenant_id, pk__in=chunk_ids).delete()
     for kind, source_ids in sources.items():
         model, field_name = SOURCE_MODELS[kind]
-        values = [int(v) for v in source_ids if v.isdigit()] if field_name == "pk" else list(source_ids)
+        values = (
+            [int(v) for v in source_ids if v.isdigit()] if field_name == "pk" else list(source_ids)
+        )
         model._default_manager.filter(tenant_id=tenant_id, **{f"{field_name}__in": values}).delete()
-        more, _ = Chunk.objects.filter(tenant_id=tenant_id, kind=kind, source_id__in=source_ids).delete()
+        more, _ = Chunk.objects.filter(
+            tenant_id=tenant_id, kind=kind, source_id__in=source_ids
+        ).delete()
         deleted += more
     return deleted
 
 
 def _provenance(chunk: Chunk) -> dict[str, Any]:
     return {
-        "chunk_id": chunk.pk, "kind": chunk.kind, "source_id": chunk.source_id,
+        "chunk_id": chunk.pk,
+        "kind": chunk.kind,
+        "source_id": chunk.source_id,
         "session": chunk.session.external_id if chunk.session_id else None,
-        "sequence_start": chunk.sequence_start, "sequence_end": chunk.sequence_end,
-        "created_at": iso(chunk.created_at), "importance": chunk.importance,
-        "access_count": getattr(chunk, "access_count", 0), "text": chunk.text[:200],
+        "sequence_start": chunk.sequence_start,
+        "sequence_end": chunk.sequence_end,
+        "created_at": iso(chunk.created_at),
+        "importance": chunk.importance,
+        "access_count": getattr(chunk, "access_count", 0),
+        "text": chunk.text[:200],
     }
 
 
@@ -55,8 +75,13 @@ def _provenance(chunk: Chunk) -> dict[str, Any]:
 def apply_merge(*, tenant_id: int, survivor_id: int, absorbed_ids: list[int]) -> int:
     """Fold `absorbed_ids` into `survivor_id`: higher importance, summed access counts, provenance
     kept in metadata["merged_from"]; the absorbed memories are deleted. Returns how many were."""
-    rows = {c.pk: c for c in Chunk.objects.select_for_update(of=("self",)).select_related("session").with_access()
-            .filter(tenant_id=tenant_id, pk__in=[survivor_id, *absorbed_ids])}
+    rows = {
+        c.pk: c
+        for c in Chunk.objects.select_for_update(of=("self",))
+        .select_related("session")
+        .with_access()
+        .filter(tenant_id=tenant_id, pk__in=[survivor_id, *absorbed_ids])
+    }
     survivor = rows.get(survivor_id)
     others = [rows[i] for i in sorted(set(absorbed_ids)) if i in rows and i != survivor_id]
     if survivor is None or not others:
@@ -67,14 +92,20 @@ def apply_merge(*, tenant_id: int, survivor_id: int, absorbed_ids: list[int]) ->
         provenance.extend(other.metadata.get("merged_from", []))
         survivor.importance = max(survivor.importance, other.importance)
         if other.session_id == survivor.session_id and other.sequence_start is not None:
-            survivor.sequence_start = min(survivor.sequence_start or other.sequence_start, other.sequence_start)
+            survivor.sequence_start = min(
+                survivor.sequence_start or other.sequence_start, other.sequence_start
+            )
             survivor.sequence_end = max(survivor.sequence_end or 0, other.sequence_end or 0)
     survivor.metadata = {**survivor.metadata, "merged_from": provenance}
     survivor.save(update_fields=["importance", "sequence_start", "sequence_end", "metadata"])
     _sum_accesses(survivor, others)
-    return delete_memories(tenant_id=tenant_id, chunk_ids=[o.pk for o in others],
-                           keep=(survivor.kind, survivor.source_id), reason=ArchivedMemory.Reason.MERGE,
-                           survivor=survivor)
+    return delete_memories(
+        tenant_id=tenant_id,
+        chunk_ids=[o.pk for o in others],
+        keep=(survivor.kind, survivor.source_id),
+        reason=ArchivedMemory.Reason.MERGE,
+        survivor=survivor,
+    )
 
 
 PINNABLE_SOURCES = ("note", "fact")  # rows that keep their own importance
@@ -93,8 +124,14 @@ def _split(chunk_ids: list[int]) -> tuple[list[models.Model], list[Chunk]]:
             continue
         seen.add((chunk.kind, chunk.source_id))
         model, field_name = SOURCE_MODELS[chunk.kind]
-        value: Any = int(chunk.source_id) if field_name == "pk" and chunk.source_id.isdigit() else chunk.source_id
-        row = model._default_manager.filter(tenant_id=chunk.tenant_id, **{field_name: value}).first()
+        value: Any = (
+            int(chunk.source_id)
+            if field_name == "pk" and chunk.source_id.isdigit()
+            else chunk.source_id
+        )
+        row = model._default_manager.filter(
+            tenant_id=chunk.tenant_id, **{field_name: value}
+        ).first()
         if row is not None:
             rows.append(row)
     return rows, loose
@@ -121,8 +158,11 @@ def pin_memories(chunk_ids: list[int]) -> int:
     for chunk in loose:
         if chunk.metadata.get("pinned") is True:
             continue
-        chunk.metadata = {**chunk.metadata, "pinned": True,
-                          "pinned_from": {"importance": chunk.importance, "lifetime": chunk.lifetime}}
+        chunk.metadata = {
+            **chunk.metadata,
+            "pinned": True,
+            "pinned_from": {"importance": chunk.importance, "lifetime": chunk.lifetime},
+        }
         chunk.importance, chunk.lifetime = 1.0, "long_term"
         chunk.save(update_fields=["metadata", "importance", "lifetime"])
         count += 1
@@ -147,7 +187,9 @@ def unpin_memories(chunk_ids: list[int]) -> int:
         if chunk.metadata.get("pinned") is not True:
             continue
         before = chunk.metadata.get("pinned_from") or {}
-        chunk.metadata = {k: v for k, v in chunk.metadata.items() if k not in ("pinned", "pinned_from")}
+        chunk.metadata = {
+            k: v for k, v in chunk.metadata.items() if k not in ("pinned", "pinned_from")
+        }
         chunk.importance = float(before.get("importance", chunk.importance))
         chunk.lifetime = before.get("lifetime", chunk.lifetime)
         chunk.save(update_fields=["metadata", "importance", "lifetime"])

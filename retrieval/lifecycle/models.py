@@ -14,15 +14,26 @@ from retrieval.models import Chunk
 class ConsolidationReport(models.Model):
     """One real consolidation run: counts per step and the ids it touched (docs/lifecycle.md)."""
 
-    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, null=True, blank=True, related_name="+",
-                               help_text="Empty: the run covered every tenant.")
+    tenant = models.ForeignKey(
+        Tenant,
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="+",
+        help_text="Empty: the run covered every tenant.",
+    )
     started_at = models.DateTimeField(default=timezone.now)
     finished_at = models.DateTimeField(null=True, blank=True)
     duration_ms = models.IntegerField(default=0)
     counts = models.JSONField(default=dict, blank=True)
-    ids = models.JSONField(default=dict, blank=True, help_text="Ids touched per step (capped per step).")
-    deletions = models.JSONField(default=list, blank=True,
-                                 help_text="What each deletion removed (or would remove, if held), in words.")
+    ids = models.JSONField(
+        default=dict, blank=True, help_text="Ids touched per step (capped per step)."
+    )
+    deletions = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="What each deletion removed (or would remove, if held), in words.",
+    )
     error = models.TextField(blank=True, default="")
 
     class Meta:
@@ -39,12 +50,18 @@ class ConsolidationReport(models.Model):
 
         from memoryhub.forget import redact_deletions
 
-        tenant_name = Tenant.objects.filter(pk=tenant_id).values_list("name", flat=True).first() or ""
+        tenant_name = (
+            Tenant.objects.filter(pk=tenant_id).values_list("name", flat=True).first() or ""
+        )
         redacted = 0
-        reports = cls.objects.select_for_update().filter(Q(tenant_id=tenant_id) | Q(tenant__isnull=True),
-                                                         deletions__contains=[{"user_id": user_id}])
+        reports = cls.objects.select_for_update().filter(
+            Q(tenant_id=tenant_id) | Q(tenant__isnull=True),
+            deletions__contains=[{"user_id": user_id}],
+        )
         for report in reports:
-            report.deletions, count = redact_deletions(report.deletions, tenant_name=tenant_name, user_id=user_id)
+            report.deletions, count = redact_deletions(
+                report.deletions, tenant_name=tenant_name, user_id=user_id
+            )
             if count:
                 report.save(update_fields=["deletions"])
                 redacted += 1
@@ -65,7 +82,9 @@ class PendingDeletion(models.Model):
         CAP = "cap"
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
-    report = models.ForeignKey(ConsolidationReport, on_delete=models.CASCADE, related_name="pending")
+    report = models.ForeignKey(
+        ConsolidationReport, on_delete=models.CASCADE, related_name="pending"
+    )
     step = models.CharField(max_length=10, choices=Step.choices)
     chunk_ids = models.JSONField(default=list, help_text="Memories (chunks) this deletion removes.")
     # merge: the memory that survives and absorbs the others ({"survivor": id, "importance": …}).
@@ -102,14 +121,22 @@ class ArchivedMemory(models.Model):
     reason = models.CharField(max_length=10, choices=Reason.choices)
     kind = models.CharField(max_length=10)
     source_id = models.CharField(max_length=200, blank=True, default="")
-    session = models.ForeignKey(Session, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    session = models.ForeignKey(
+        Session, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
     sequence_start = models.BigIntegerField(null=True, blank=True)
     sequence_end = models.BigIntegerField(null=True, blank=True)
     user_id = models.CharField(max_length=200, blank=True, default="")
     text = models.TextField(blank=True, default="")
-    row = models.JSONField(default=dict, blank=True, help_text="The source row's fields (notes, facts).")
-    survivor_text = models.TextField(blank=True, default="", help_text="Merge: what it was merged into.")
-    chunk_id = models.BigIntegerField(null=True, blank=True, help_text="The deleted chunk (events).")
+    row = models.JSONField(
+        default=dict, blank=True, help_text="The source row's fields (notes, facts)."
+    )
+    survivor_text = models.TextField(
+        blank=True, default="", help_text="Merge: what it was merged into."
+    )
+    chunk_id = models.BigIntegerField(
+        null=True, blank=True, help_text="The deleted chunk (events)."
+    )
     archived_at = models.DateTimeField(default=timezone.now)
     restored_at = models.DateTimeField(null=True, blank=True)
 

@@ -49,8 +49,23 @@ class TenantRun:
     now: datetime
     dry_run: bool
     report: ConsolidationReport | None
-    counts: Counter[str] = field(default_factory=lambda: Counter(dict.fromkeys(
-        ("scored", "promoted", "pruned", "merged", "merge_groups", "capped", "compressed", "held_for_review"), 0)))
+    counts: Counter[str] = field(
+        default_factory=lambda: Counter(
+            dict.fromkeys(
+                (
+                    "scored",
+                    "promoted",
+                    "pruned",
+                    "merged",
+                    "merge_groups",
+                    "capped",
+                    "compressed",
+                    "held_for_review",
+                ),
+                0,
+            )
+        )
+    )
     ids: dict[str, list[Any]] = field(default_factory=dict)
     gone: set[int] = field(default_factory=set)  # deleted or held for review in this run
     # What each deletion removes, in words: {"step", "kind", "id" (the memory's own id: note id,
@@ -69,11 +84,16 @@ class TenantRun:
         """Deletions are held for review when the tenant asks for it, and on its first destructive
         run: until an operator has decided one review, nothing is deleted unseen."""
         if self._reviewed is None:
-            first = FIRST_REVIEW and not PendingDeletion.objects.filter(
-                tenant=self.tenant).exclude(status=PendingDeletion.Status.PENDING).exists()
+            first = (
+                FIRST_REVIEW
+                and not PendingDeletion.objects.filter(tenant=self.tenant)
+                .exclude(status=PendingDeletion.Status.PENDING)
+                .exists()
+            )
             self._reviewed = bool(self.tenant.review_deletions or first)
-            self._review_reason = (REVIEW_EVERY if self.tenant.review_deletions
-                                   else REVIEW_FIRST if first else "")
+            self._review_reason = (
+                REVIEW_EVERY if self.tenant.review_deletions else REVIEW_FIRST if first else ""
+            )
         return self._reviewed
 
     @property
@@ -93,20 +113,35 @@ class TenantRun:
             return True
         return False
 
-    def describe(self, step: str, ids: list[int], survivor: int | None = None, *, held: bool) -> None:
-        rows = Chunk.objects.filter(pk__in=[*ids, *([survivor] if survivor else [])]).select_related("session")
+    def describe(
+        self, step: str, ids: list[int], survivor: int | None = None, *, held: bool
+    ) -> None:
+        rows = Chunk.objects.filter(
+            pk__in=[*ids, *([survivor] if survivor else [])]
+        ).select_related("session")
         by_id = {c.pk: c for c in rows}
         own = _own_ids(list(by_id.values()))
         for pk in ids:
             chunk = by_id.get(pk)
             if chunk is None:
                 continue
-            entry = {"step": step, "kind": chunk.kind, "id": own.get(pk), "chunk_id": pk, "text": chunk.text[:300],
-                     "user_id": chunk.user_id, "session": chunk.session.external_id if chunk.session_id else None,
-                     "held": held}
+            entry = {
+                "step": step,
+                "kind": chunk.kind,
+                "id": own.get(pk),
+                "chunk_id": pk,
+                "text": chunk.text[:300],
+                "user_id": chunk.user_id,
+                "session": chunk.session.external_id if chunk.session_id else None,
+                "held": held,
+            }
             if survivor is not None and survivor in by_id:
-                entry["merged_into"] = {"kind": by_id[survivor].kind, "id": own.get(survivor), "chunk_id": survivor,
-                                        "text": by_id[survivor].text[:300]}
+                entry["merged_into"] = {
+                    "kind": by_id[survivor].kind,
+                    "id": own.get(survivor),
+                    "chunk_id": survivor,
+                    "text": by_id[survivor].text[:300],
+                }
             self.deletions.append(entry)
 
     def delete_kinds(self) -> list[str]:
@@ -125,7 +160,9 @@ def _keyed_facts(ids: list[int]) -> set[int]:
     """The facts with a key among these memories."""
     if not ids:
         return set()
-    facts = Chunk.objects.filter(pk__in=ids, kind="fact", metadata__has_key="key").exclude(metadata__key="")
+    facts = Chunk.objects.filter(pk__in=ids, kind="fact", metadata__has_key="key").exclude(
+        metadata__key=""
+    )
     return set(facts.values_list("id", flat=True))
 
 
@@ -133,12 +170,16 @@ def _own_ids(chunks: list[Chunk]) -> dict[int, Any]:
     """The id each chunk's memory is known by: a note's note id, a fact's id, a message's event
     id, a summary's or document's source id (one query for the events)."""
     own: dict[int, Any] = {}
-    places = {(c.session_id, c.sequence_start): c.pk for c in chunks if c.kind == "event" and c.session_id}
+    places = {
+        (c.session_id, c.sequence_start): c.pk for c in chunks if c.kind == "event" and c.session_id
+    }
     if places:
         wanted = Q()
         for session_id, sequence in places:
             wanted |= Q(session_id=session_id, sequence=sequence)
-        for pk, session_id, sequence in Event.objects.filter(wanted).values_list("pk", "session_id", "sequence"):
+        for pk, session_id, sequence in Event.objects.filter(wanted).values_list(
+            "pk", "session_id", "sequence"
+        ):
             own[places[(session_id, sequence)]] = pk
     for chunk in chunks:
         if chunk.kind == "fact" and chunk.source_id.isdigit():
@@ -154,12 +195,16 @@ def score(run: TenantRun) -> None:
         f"""SELECT count(*),
                    count(*) FILTER (WHERE r < %s), count(*) FILTER (WHERE r >= %s AND r <= %s),
                    count(*) FILTER (WHERE r > %s)
-            FROM (SELECT {rel} AS r FROM retrieval_chunk c WHERE c.tenant_id = %s AND {SHORT_TERM}) s""",
+            FROM (SELECT {rel} AS r FROM retrieval_chunk c WHERE c.tenant_id = %s AND {SHORT_TERM}) s""",  # noqa: E501
         [_prune_at(), _prune_at(), _promote_at(), _promote_at(), *params, run.tenant.pk],
     )
     total, low, middle, high = rows[0]
-    run.counts.update(scored=total, relevance_below_prune=low, relevance_between=middle,
-                      relevance_above_promote=high)
+    run.counts.update(
+        scored=total,
+        relevance_below_prune=low,
+        relevance_between=middle,
+        relevance_above_promote=high,
+    )
 
 
 def _prune_at() -> float:
@@ -183,10 +228,15 @@ def promote(run: TenantRun) -> None:
     run.counts["promoted"] += len(ids)
     run.note("promoted", ids)
     # A fact keeps its own lifetime (the facts API shows it): promote the fact with its chunk.
-    fact_ids = [int(s) for s in Chunk.objects.filter(pk__in=ids, kind="fact").values_list("source_id", flat=True)
-                if s.isdigit()]
+    fact_ids = [
+        int(s)
+        for s in Chunk.objects.filter(pk__in=ids, kind="fact").values_list("source_id", flat=True)
+        if s.isdigit()
+    ]
     if fact_ids:
-        Fact.objects.filter(tenant=run.tenant, pk__in=fact_ids).exclude(lifetime="long_term").update(lifetime="long_term")
+        Fact.objects.filter(tenant=run.tenant, pk__in=fact_ids).exclude(
+            lifetime="long_term"
+        ).update(lifetime="long_term")
 
 
 def prune(run: TenantRun) -> None:
@@ -194,7 +244,7 @@ def prune(run: TenantRun) -> None:
     rows = fetch(
         f"""SELECT c.id FROM retrieval_chunk c
             WHERE c.tenant_id = %s AND {SHORT_TERM} AND c.kind = ANY(%s) AND NOT {PINNED} AND {rel} < %s
-            ORDER BY c.id""",
+            ORDER BY c.id""",  # noqa: E501
         [run.tenant.pk, run.delete_kinds(), *params, _prune_at()],
     )
     ids = [r[0] for r in rows]
@@ -211,7 +261,8 @@ def prune(run: TenantRun) -> None:
 def _delete_or_hold_apart(run: TenantRun, step: str, ids: list[int]) -> list[int]:
     """_delete_or_hold for the keyed facts among `ids` and for the rest apart (the keyed ones are
     always held: TenantRun.holds); the ids deleted."""
-    keyed = set() if run.reviewed else _keyed_facts(ids)  # held together anyway when every deletion is
+    # held together anyway when every deletion is
+    keyed = set() if run.reviewed else _keyed_facts(ids)
     done: list[int] = []
     for part in (sorted(keyed), [i for i in ids if i not in keyed]):
         if _delete_or_hold(run, step, part):
@@ -219,7 +270,9 @@ def _delete_or_hold_apart(run: TenantRun, step: str, ids: list[int]) -> list[int
     return done
 
 
-def _delete_or_hold(run: TenantRun, step: str, ids: list[int], payload: dict[str, Any] | None = None) -> bool:
+def _delete_or_hold(
+    run: TenantRun, step: str, ids: list[int], payload: dict[str, Any] | None = None
+) -> bool:
     """Delete (or merge) now, or hold for review; True when it was done. The counts say what
     happened: a held deletion counts under held_for_review (and its step's `<step>_held`) only."""
     if not ids:
@@ -232,8 +285,13 @@ def _delete_or_hold(run: TenantRun, step: str, ids: list[int], payload: dict[str
         run.counts[f"{step}_held"] += len(ids)
         run.note("held_for_review", ids)
         if run.report is not None:
-            PendingDeletion.objects.create(tenant=run.tenant, report=run.report, step=step, chunk_ids=ids,
-                                           payload=payload or {})
+            PendingDeletion.objects.create(
+                tenant=run.tenant,
+                report=run.report,
+                step=step,
+                chunk_ids=ids,
+                payload=payload or {},
+            )
         return False
     if step == PendingDeletion.Step.MERGE and payload:
         apply_merge(tenant_id=run.tenant.pk, survivor_id=payload["survivor"], absorbed_ids=ids)
@@ -261,11 +319,11 @@ def cap(run: TenantRun) -> None:
     rows = fetch(
         f"""SELECT id FROM (
                 SELECT c.id, c.kind, {PINNED} AS pinned,
-                       row_number() OVER (PARTITION BY {scope_sql('c')}
+                       row_number() OVER (PARTITION BY {scope_sql("c")}
                                           ORDER BY {PINNED} DESC, {rel} DESC, c.id DESC) AS rn
                 FROM retrieval_chunk c WHERE c.tenant_id = %s AND c.valid_to IS NULL AND NOT (c.id = ANY(%s))
             ) ranked
-            WHERE rn > %s AND kind = ANY(%s) AND NOT pinned ORDER BY id""",
+            WHERE rn > %s AND kind = ANY(%s) AND NOT pinned ORDER BY id""",  # noqa: E501
         [*params, run.tenant.pk, sorted(run.gone), CAP_PER_SCOPE, run.delete_kinds()],
     )
     ids = [r[0] for r in rows]
@@ -280,9 +338,15 @@ def cap(run: TenantRun) -> None:
 
 def compress_candidates(run: TenantRun) -> list[Session]:
     idle_since = run.now - timedelta(hours=COMPRESS_AFTER_HOURS)
-    done = dict(CompressedConversation.objects.filter(tenant=run.tenant).values_list("session_id", "upper_sequence"))
+    done = dict(
+        CompressedConversation.objects.filter(tenant=run.tenant).values_list(
+            "session_id", "upper_sequence"
+        )
+    )
     # Idle: nothing appended or changed for COMPRESS_AFTER_HOURS, whatever the status.
-    sessions = Session.objects.filter(tenant=run.tenant, updated_at__lt=idle_since, event_count__gt=0).order_by("id")
+    sessions = Session.objects.filter(
+        tenant=run.tenant, updated_at__lt=idle_since, event_count__gt=0
+    ).order_by("id")
     return [s for s in sessions if done.get(s.pk, 0) < s.last_sequence]
 
 
@@ -297,12 +361,22 @@ def compress(run: TenantRun) -> None:
     for session in candidates:
         try:
             with transaction.atomic():
-                build_tree(session, final=True)  # closes the tree: leaves over every event, branches, a root
-                top = SummaryNode.objects.filter(session=session).order_by("-depth", "-sequence_end").first()
+                # closes the tree: leaves over every event, branches, a root
+                build_tree(session, final=True)
+                top = (
+                    SummaryNode.objects.filter(session=session)
+                    .order_by("-depth", "-sequence_end")
+                    .first()
+                )
                 CompressedConversation.objects.update_or_create(
-                    session=session, defaults={"tenant": run.tenant, "upper_sequence": session.last_sequence,
-                                               "summary_ref": f"summary node {top.pk}" if top else "",
-                                               "compressed_at": run.now})
+                    session=session,
+                    defaults={
+                        "tenant": run.tenant,
+                        "upper_sequence": session.last_sequence,
+                        "summary_ref": f"summary node {top.pk}" if top else "",
+                        "compressed_at": run.now,
+                    },
+                )
                 # Its messages are consolidated: the summary tree covers them.
                 session.mark_consolidated(session.last_sequence)
         except Exception as exc:  # one failing summary must not stop the others

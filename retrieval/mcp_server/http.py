@@ -1,5 +1,5 @@
-"""The MCP endpoint at /mcp/ (streamable HTTP): an ASGI app mounted beside Django by memoryhub.plumbing.asgi
-(settings.MEMORYHUB_ASGI_MOUNTS).
+"""The MCP endpoint at /mcp/ (streamable HTTP): an ASGI app mounted beside Django by
+memoryhub.plumbing.asgi (settings.MEMORYHUB_ASGI_MOUNTS).
 
 Every request must carry `Authorization: Bearer <API key>`, checked as the REST API checks it
 (accounts.authentication.authenticate_key); a refusal is a JSON-RPC error (the REST error
@@ -61,12 +61,16 @@ class ApiKeyRequired:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        headers = {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope["headers"]}
+        headers = {
+            name.decode("latin-1").lower(): value.decode("latin-1")
+            for name, value in scope["headers"]
+        }
         refusal = self._refusal(headers)
         if refusal is None:
             try:
                 key = await anyio.to_thread.run_sync(_authenticate, headers["authorization"])
-            except Exception as exc:  # a bad key (401), or the database failing: REST's answer to it
+            # a bad key (401), or the database failing: REST's answer to it
+            except Exception as exc:
                 refusal = self._answer(*rest_error(exc, "authentication"))
             else:
                 scope.setdefault("state", {})["api_key"] = key
@@ -80,7 +84,9 @@ class ApiKeyRequired:
         if not domain or not validate_host(domain, settings.ALLOWED_HOSTS):
             return self._answer(400, error_body("bad_request", "Bad request."))
         if not headers.get("authorization"):
-            return self._unauthorized("not_authenticated", "An API key is required: 'Authorization: Bearer <key>'.")
+            return self._unauthorized(
+                "not_authenticated", "An API key is required: 'Authorization: Bearer <key>'."
+            )
         return None
 
     @staticmethod
@@ -93,10 +99,20 @@ class ApiKeyRequired:
         envelope's message, and the whole of its error (code, message, details) as data. The id is
         null: the request's own is not read before it is refused (a client answers its request)."""
         error = envelope["error"]
-        body = {"jsonrpc": "2.0", "id": None, "error": {
-            "code": types.INTERNAL_ERROR if status >= 500 else types.INVALID_REQUEST,
-            "message": error["message"], "data": error}}
-        return JSONResponse(body, status_code=status, headers={"WWW-Authenticate": "Bearer"} if status == 401 else None)
+        body = {
+            "jsonrpc": "2.0",
+            "id": None,
+            "error": {
+                "code": types.INTERNAL_ERROR if status >= 500 else types.INVALID_REQUEST,
+                "message": error["message"],
+                "data": error,
+            },
+        }
+        return JSONResponse(
+            body,
+            status_code=status,
+            headers={"WWW-Authenticate": "Bearer"} if status == 401 else None,
+        )
 
 
 class StreamLimits:
@@ -127,13 +143,20 @@ class StreamLimits:
             self.total -= 1
 
     def _refusal(self, key_id: Any) -> JSONResponse | None:
-        for held, limit, whose in ((self.per_key[key_id], settings.MEMORYHUB_MCP_STREAMS_PER_KEY, "key"),
-                                   (self.total, settings.MEMORYHUB_MCP_STREAMS, "server")):
+        for held, limit, whose in (
+            (self.per_key[key_id], settings.MEMORYHUB_MCP_STREAMS_PER_KEY, "key"),
+            (self.total, settings.MEMORYHUB_MCP_STREAMS, "server"),
+        ):
             if held >= limit:
-                return JSONResponse(error_body(
-                    "too_many_streams", f"At most {limit} MCP event streams are held open per {whose}; close "
-                    "one first (a stateless server sends nothing on them).", {"limit": limit, "per": whose},
-                ), status_code=429)
+                return JSONResponse(
+                    error_body(
+                        "too_many_streams",
+                        f"At most {limit} MCP event streams are held open per {whose}; close "
+                        "one first (a stateless server sends nothing on them).",
+                        {"limit": limit, "per": whose},
+                    ),
+                    status_code=429,
+                )
         return None
 
     async def _serve_until_idle(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -147,7 +170,8 @@ class StreamLimits:
                 response["started"] = True
             elif message["type"] == "http.response.body":
                 body = message.get("body", b"")
-                if body.strip() and not body.lstrip().startswith(b":"):  # a keep-alive comment is not an event
+                # a keep-alive comment is not an event
+                if body.strip() and not body.lstrip().startswith(b":"):
                     last_event = anyio.current_time()
                 response["ended"] = not message.get("more_body", False)
             await send(message)
@@ -161,7 +185,8 @@ class StreamLimits:
             group.start_soon(close_when_idle, group.cancel_scope)
             await self.app(scope, receive, tracked)
             group.cancel_scope.cancel()
-        if response["started"] and not response["ended"]:  # closed for idleness: end the stream cleanly
+        # closed for idleness: end the stream cleanly
+        if response["started"] and not response["ended"]:
             await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
@@ -169,7 +194,9 @@ def build_app() -> Any:
     """The Starlette app serving MCP at PATH; its lifespan runs the SDK's session manager."""
     server = build_server(_key_of)
     starlette_app = server.streamable_http_app(
-        streamable_http_path=PATH, stateless_http=True, json_response=True,
+        streamable_http_path=PATH,
+        stateless_http=True,
+        json_response=True,
         max_request_body_size=body_limit(PATH),
         # The Host check is Django's own (ALLOWED_HOSTS, above); the SDK's DNS-rebinding guard is
         # for servers without credentials, and every request here carries an API key.

@@ -37,8 +37,13 @@ def _type_schema(field: serializers.Field) -> dict[str, Any]:
     if isinstance(field, MetadataField):
         return {"type": "object"}
     if isinstance(field, MessageContentField):  # as chat APIs send it (memoryhub.chat)
-        return {"anyOf": [{"type": "string", "maxLength": field.max_length},
-                          {"type": "array", "items": {"type": "object"}}, {"type": "null"}]}
+        return {
+            "anyOf": [
+                {"type": "string", "maxLength": field.max_length},
+                {"type": "array", "items": {"type": "object"}},
+                {"type": "null"},
+            ]
+        }
     if isinstance(field, serializers.ChoiceField):
         return {"type": "string", "enum": list(field.choices)}
     if isinstance(field, serializers.ListField):
@@ -60,7 +65,9 @@ def _type_schema(field: serializers.Field) -> dict[str, Any]:
 
 
 def _number_schema(field: serializers.IntegerField | serializers.FloatField) -> dict[str, Any]:
-    schema: dict[str, Any] = {"type": "integer" if isinstance(field, serializers.IntegerField) else "number"}
+    schema: dict[str, Any] = {
+        "type": "integer" if isinstance(field, serializers.IntegerField) else "number"
+    }
     if field.min_value is not None:
         schema["minimum"] = field.min_value
     maximum = MAX_TOP_K if isinstance(field, TopKField) else field.max_value
@@ -79,7 +86,11 @@ def object_schema(
     """An object schema with the serializer's fields `names` (in that order) plus `extra` ones."""
     fields = serializer_class().fields
     properties = {**(extra or {}), **{name: field_schema(fields[name]) for name in names}}
-    schema: dict[str, Any] = {"type": "object", "properties": properties, "additionalProperties": False}
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": properties,
+        "additionalProperties": False,
+    }
     if required:
         schema["required"] = list(required)
     return schema

@@ -31,10 +31,10 @@ from retrieval.mcp_server.tools import ToolSpec
 logger = logging.getLogger("memoryhub.mcp")
 
 INSTRUCTIONS = (
-    "MemoryHub is long-term memory. Store each conversation turn with memory_remember (one session id "
-    "per conversation, with the end user's user_id), and before answering call memory_context with the "
-    "user's message as query to get what is worth remembering. memory_search finds specific memories; "
-    "memory_note and memory_fact keep things the agent decides to remember."
+    "MemoryHub is long-term memory. Store each conversation turn with memory_remember (one session"
+    " id per conversation, with the end user's user_id), and before answering call memory_context"
+    " with the user's message as query to get what is worth remembering. memory_search finds"
+    " specific memories; memory_note and memory_fact keep things the agent decides to remember."
 )
 
 # The tools whose calls the dashboard counts, as the REST endpoints they mirror are counted.
@@ -54,16 +54,27 @@ def build_server(key_of: KeyOf) -> Server[Any]:
     async def list_tools(ctx: ServerRequestContext[Any, Any], params: Any) -> types.ListToolsResult:
         return listed
 
-    async def call_tool(ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def call_tool(
+        ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
         spec = specs.get(params.name)
         if spec is None:
-            return _error(error_body("unknown_tool", f"No tool named {params.name!r}.",
-                                     {"tools": sorted(specs)}))
+            return _error(
+                error_body(
+                    "unknown_tool", f"No tool named {params.name!r}.", {"tools": sorted(specs)}
+                )
+            )
         arguments = dict(params.arguments or {})
         return await anyio.to_thread.run_sync(call, spec, lambda: key_of(ctx), arguments)
 
-    return Server("memoryhub", version=_version(), title="MemoryHub", instructions=INSTRUCTIONS,
-                  on_list_tools=list_tools, on_call_tool=call_tool)
+    return Server(
+        "memoryhub",
+        version=_version(),
+        title="MemoryHub",
+        instructions=INSTRUCTIONS,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
 
 
 def _version() -> str:
@@ -76,12 +87,17 @@ def _version() -> str:
 def _tool(spec: ToolSpec) -> types.Tool:
     reads = spec.scope == "read"
     return types.Tool(
-        name=spec.name, title=spec.title, description=spec.description, input_schema=spec.schema,
+        name=spec.name,
+        title=spec.title,
+        description=spec.description,
+        input_schema=spec.schema,
         annotations=types.ToolAnnotations(read_only_hint=True) if reads else None,
     )
 
 
-def call(spec: ToolSpec, resolve_key: Callable[[], ApiKey], arguments: dict[str, Any]) -> types.CallToolResult:
+def call(
+    spec: ToolSpec, resolve_key: Callable[[], ApiKey], arguments: dict[str, Any]
+) -> types.CallToolResult:
     """Run one tool call in this (worker) thread, in one transaction, as a request would be."""
     close_old_connections()
     started = time.perf_counter()
@@ -92,7 +108,9 @@ def call(spec: ToolSpec, resolve_key: Callable[[], ApiKey], arguments: dict[str,
         spec.check_known(arguments)
         required = spec.scope_for(arguments)
         if not key.has_scope(required):
-            raise InsufficientScope(f"This API key lacks the '{required}' scope.", code="insufficient_scope")
+            raise InsufficientScope(
+                f"This API key lacks the '{required}' scope.", code="insufficient_scope"
+            )
         with transaction.atomic():
             body = spec.run(key, arguments)
         failed, code = False, ""
@@ -104,10 +122,19 @@ def call(spec: ToolSpec, resolve_key: Callable[[], ApiKey], arguments: dict[str,
     finally:
         duration_ms = round((time.perf_counter() - started) * 1000, 2)
         if spec.name in USAGE_NAMES and key is not None:
-            count_usage(key.tenant_id, USAGE_NAMES[spec.name], failed=failed, duration_ms=duration_ms)
+            count_usage(
+                key.tenant_id, USAGE_NAMES[spec.name], failed=failed, duration_ms=duration_ms
+            )
         # One line per call, beside memoryhub.request's one per REST request.
-        logger.info("tool call", extra={"tool": spec.name, "error": code, "duration_ms": duration_ms,
-                                        "tenant": key.tenant_id if key is not None else None})
+        logger.info(
+            "tool call",
+            extra={
+                "tool": spec.name,
+                "error": code,
+                "duration_ms": duration_ms,
+                "tenant": key.tenant_id if key is not None else None,
+            },
+        )
         close_old_connections()
 
 
@@ -136,8 +163,15 @@ def _hint(spec: ToolSpec, details: dict[str, Any]) -> str:
         if prop is None:
             continue
         kind = str(prop.get("type", "value"))
-        want = f"one of {', '.join(prop['enum'])}" if prop.get("enum") else f"{'an' if kind[0] in 'aeiou' else 'a'} {kind}"
-        hints.append(f"{name}: send {want}" + (f" ({prop['description']})" if prop.get("description") else ""))
+        want = (
+            f"one of {', '.join(prop['enum'])}"
+            if prop.get("enum")
+            else f"{'an' if kind[0] in 'aeiou' else 'a'} {kind}"
+        )
+        hints.append(
+            f"{name}: send {want}"
+            + (f" ({prop['description']})" if prop.get("description") else "")
+        )
     return "; ".join(hints)
 
 
@@ -149,13 +183,17 @@ def _json(body: dict[str, Any]) -> dict[str, Any]:
 def _success(spec: ToolSpec, body: dict[str, Any]) -> types.CallToolResult:
     structured = _json(body)
     if spec.name == "memory_context":
-        text = structured["markdown"] or "No stored memory is relevant to this: nothing to add to the context."
+        text = (
+            structured["markdown"]
+            or "No stored memory is relevant to this: nothing to add to the context."
+        )
     elif spec.name == "memory_search":
         text = search_text(structured)
     else:
         text = json.dumps(structured, ensure_ascii=False)
-    return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
-                                structured_content=structured)
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=text)], structured_content=structured
+    )
 
 
 def search_text(body: dict[str, Any]) -> str:
@@ -177,18 +215,26 @@ def search_text(body: dict[str, Any]) -> str:
         who = " · ".join(w for w in (r.get("role") or r.get("kind"), r.get("user_id")) if w)
         ref = _follow_up(r)
         text = " ".join(str(r.get("text", "")).split())
-        lines.append(f"{rank}. [{str(r.get('created_at') or '')[:10]} {who}] {text} ({r.get('score', 0):.2f}{ref})")
+        lines.append(
+            f"{rank}. [{str(r.get('created_at') or '')[:10]} {who}] {text}"
+            f" ({r.get('score', 0):.2f}{ref})"
+        )
         lines += _expanded_lines(r.get("expanded"))
     return "\n".join(lines)
 
 
 def _expanded_lines(expanded: dict[str, Any] | None) -> list[str]:
-    """expand: a summary hit's finer summaries, then the messages it condenses, one indented line each."""
+    """expand: a summary hit's finer summaries, then the messages it condenses, one indented line
+    each."""
     if not expanded:
         return []
-    children = [f"   > {' '.join(str(c.get('text') or '').split())}" for c in expanded.get("children") or []]
-    messages = [f"   - {m.get('role')}: {' '.join(str(m.get('content') or '').split())}"
-                for m in expanded.get("messages") or []]
+    children = [
+        f"   > {' '.join(str(c.get('text') or '').split())}" for c in expanded.get("children") or []
+    ]
+    messages = [
+        f"   - {m.get('role')}: {' '.join(str(m.get('content') or '').split())}"
+        for m in expanded.get("messages") or []
+    ]
     return children + messages
 
 
@@ -205,5 +251,6 @@ def _error(envelope: dict[str, Any]) -> types.CallToolResult:
     structured = _json(envelope)
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=json.dumps(structured, ensure_ascii=False))],
-        structured_content=structured, is_error=True,
+        structured_content=structured,
+        is_error=True,
     )

@@ -47,7 +47,8 @@ class ToolSpec:
     run: Run
     # The key scope a call needs: "read", "write", or a function of the arguments.
     scope: str | Callable[[dict[str, Any]], str]
-    # Arguments of the mirrored REST endpoint that the tool does not offer a model (catalog.OFFERED).
+    # Arguments of the mirrored REST endpoint that the tool does not offer a model
+    # (catalog.OFFERED).
     rest_only: tuple[str, ...] = ()
 
     def scope_for(self, arguments: dict[str, Any]) -> str:
@@ -59,13 +60,20 @@ class ToolSpec:
         unknown = sorted(set(arguments) - set(known))
         if unknown:
             raise serializers.ValidationError(
-                {name: [serializers.ErrorDetail(self._unknown(name, known), code="unknown_field")]
-                 for name in unknown})
+                {
+                    name: [
+                        serializers.ErrorDetail(self._unknown(name, known), code="unknown_field")
+                    ]
+                    for name in unknown
+                }
+            )
 
     def _unknown(self, name: str, known: list[str]) -> str:
         if name in self.rest_only:
-            return (f"Unknown field: this tool takes {', '.join(known)}; '{name}' is an option of the REST "
-                    "API only.")
+            return (
+                f"Unknown field: this tool takes {', '.join(known)}; '{name}' is an option of the"
+                " REST API only."
+            )
         return unknown_field_message(name, known)
 
 
@@ -76,9 +84,29 @@ def _split(arguments: dict[str, Any], *names: str) -> tuple[list[Any], dict[str,
 
 # --- search, context, browse, stats ---------------------------------------------------------------
 
-SEARCH_ARGS = ["query", "mode", "scope", "session", "user_id", "channel", "workspace", "tags", "kinds",
-               "roles", "agent", "since", "until", "as_of", "top_k", "case_sensitive", "explain", "group_by",
-               "hits_per_session", "synthesize", "expand"]
+SEARCH_ARGS = [
+    "query",
+    "mode",
+    "scope",
+    "session",
+    "user_id",
+    "channel",
+    "workspace",
+    "tags",
+    "kinds",
+    "roles",
+    "agent",
+    "since",
+    "until",
+    "as_of",
+    "top_k",
+    "case_sensitive",
+    "explain",
+    "group_by",
+    "hits_per_session",
+    "synthesize",
+    "expand",
+]
 
 
 def run_search(key: ApiKey, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -97,12 +125,17 @@ BROWSE_ARGS = ["session", "user_id", "channel", "workspace", "agent", "role", "s
 
 def run_browse(key: ApiKey, arguments: dict[str, Any]) -> dict[str, Any]:
     (limit, offset), filters = _split(arguments, "limit", "offset")
-    page = parse_params(LimitOffset, {k: v for k, v in (("limit", limit), ("offset", offset)) if v is not None})
+    page = parse_params(
+        LimitOffset, {k: v for k, v in (("limit", limit), ("offset", offset)) if v is not None}
+    )
     qs = operations.browse(key, parse_params(BrowseParams, filters))
     start, stop = page["offset"], page["offset"] + page["limit"]
     count = qs.count()
-    return {"count": count, "next_offset": stop if stop < count else None,
-            "results": [operations.browsed(e) for e in qs[start:stop]]}
+    return {
+        "count": count,
+        "next_offset": stop if stop < count else None,
+        "results": [operations.browsed(e) for e in qs[start:stop]],
+    }
 
 
 def run_stats(key: ApiKey, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -116,17 +149,29 @@ def run_users(key: ApiKey, arguments: dict[str, Any]) -> dict[str, Any]:
     start, stop = page["offset"], page["offset"] + page["limit"]
     count = ids.count()
     rows = end_users.end_users(key, [row["user_id"] for row in ids[start:stop]])
-    return {"count": count, "next_offset": stop if stop < count else None,
-            "results": EndUserOutput(rows, many=True).data}
+    return {
+        "count": count,
+        "next_offset": stop if stop < count else None,
+        "results": EndUserOutput(rows, many=True).data,
+    }
 
 
-# --- the conversation: remember, scratchpad, summaries ---------------------------------------------
+# --- the conversation: remember, scratchpad, summaries --------------------------------------------
 
 PLACEMENT_ARGS = ["user_id", "agent", "title", "channel", "workspace"]
 
 
-EVENT_ARGS = ["role", "content", "tool_name", "tool_args", "tool_result", "metadata", "importance", "created_at",
-              "idempotency_key"]
+EVENT_ARGS = [
+    "role",
+    "content",
+    "tool_name",
+    "tool_args",
+    "tool_result",
+    "metadata",
+    "importance",
+    "created_at",
+    "idempotency_key",
+]
 
 
 def run_remember(key: ApiKey, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -134,14 +179,23 @@ def run_remember(key: ApiKey, arguments: dict[str, Any]) -> dict[str, Any]:
     sent = events
     events = parse_input(BulkEventInput, {"events": events})["events"]
     with transaction.atomic():
-        if placement:  # the session is got or created with these fields first, as the Python client does
-            data = parse_input(SessionCreateInput, {"id": session_id, "get_or_create": True, **placement})
+        # the session is got or created with these fields first, as the Python client does
+        if placement:
+            data = parse_input(
+                SessionCreateInput, {"id": session_id, "get_or_create": True, **placement}
+            )
             data.pop("get_or_create")
             sessions.create_session(key=key, data=sessions.SessionInput(**data), get_or_create=True)
-        items = [event_log.EventInput(**dict(e), message=chat.kept_message(raw))
-                 for e, raw in zip(events, sent, strict=True)]
-        result = event_log.append_events(key=key, session_id=_session_id(session_id), items=items,
-                                        user_id=placement.get("user_id") or None)
+        items = [
+            event_log.EventInput(**dict(e), message=chat.kept_message(raw))
+            for e, raw in zip(events, sent, strict=True)
+        ]
+        result = event_log.append_events(
+            key=key,
+            session_id=_session_id(session_id),
+            items=items,
+            user_id=placement.get("user_id") or None,
+        )
     return appended(result)
 
 
@@ -159,7 +213,9 @@ def run_scratchpad_read(key: ApiKey, arguments: dict[str, Any]) -> dict[str, Any
 
 def run_scratchpad_write(key: ApiKey, arguments: dict[str, Any]) -> dict[str, Any]:
     (session_id,), rest = _split(arguments, "session")
-    return scratchpad.write(key, _session_id(session_id), parse_input(ScratchpadInput, rest)["items"])
+    return scratchpad.write(
+        key, _session_id(session_id), parse_input(ScratchpadInput, rest)["items"]
+    )
 
 
 def run_scratchpad_clear(key: ApiKey, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -168,8 +224,12 @@ def run_scratchpad_clear(key: ApiKey, arguments: dict[str, Any]) -> dict[str, An
 
 
 class SummaryArg(SummaryDetailParams):
-    summary_id = serializers.IntegerField(min_value=1, help_text="The summary node's id (`id` in search "
-                                                                  "results of kind summary, or GET /summaries/).")
+    summary_id = serializers.IntegerField(
+        min_value=1,
+        help_text=(
+            "The summary node's id (`id` in search results of kind summary, or GET /summaries/)."
+        ),
+    )
 
 
 def run_summary_expand(key: ApiKey, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -180,16 +240,32 @@ def run_summary_expand(key: ApiKey, arguments: dict[str, Any]) -> dict[str, Any]
 # --- notes and facts ----------------------------------------------------------------------------
 
 NOTE_ACTIONS = ("create", "update", "delete", "get")
-NOTE_ARGS = ["content", "tags", "metadata", "source", "scope", "session", "workspace", "channel",
-             "user_id", "importance"]
+NOTE_ARGS = [
+    "content",
+    "tags",
+    "metadata",
+    "source",
+    "scope",
+    "session",
+    "workspace",
+    "channel",
+    "user_id",
+    "importance",
+]
 
 
 class NoteArgs(StrictSerializer):
     action = serializers.ChoiceField(
-        choices=NOTE_ACTIONS, help_text="create: a new note (note_id optional: one is made up); update: replace "
-        "the note note_id (created if missing); delete: remove note_id; get: read note_id.")
-    note_id = StrictRegexField(NOTE_ID_REGEX, help_text="The note's id: needed by update, delete and get; "
-                                                         "optional for create.")
+        choices=NOTE_ACTIONS,
+        help_text=(
+            "create: a new note (note_id optional: one is made up); update: replace "
+            "the note note_id (created if missing); delete: remove note_id; get: read note_id."
+        ),
+    )
+    note_id = StrictRegexField(
+        NOTE_ID_REGEX,
+        help_text="The note's id: needed by update, delete and get; optional for create.",
+    )
 
 
 def _action(args: type[StrictSerializer], arguments: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -197,8 +273,15 @@ def _action(args: type[StrictSerializer], arguments: dict[str, Any]) -> tuple[st
     (action,), rest = _split(arguments, "action")
     if action is None:
         choices = ", ".join(args().fields["action"].choices)
-        raise serializers.ValidationError({"action": [serializers.ErrorDetail(
-            f"This field is required: one of {choices}.", code="required")]})
+        raise serializers.ValidationError(
+            {
+                "action": [
+                    serializers.ErrorDetail(
+                        f"This field is required: one of {choices}.", code="required"
+                    )
+                ]
+            }
+        )
     return parse_input(args, {"action": action}, partial=True)["action"], rest
 
 
@@ -219,20 +302,44 @@ def run_note(key: ApiKey, arguments: dict[str, Any]) -> dict[str, Any]:
 
 
 FACT_ACTIONS = ("upsert", "get", "history", "delete")
-FACT_ARGS = ["content", "category", "key", "scope", "lifetime", "source", "importance", "tags", "metadata",
-             "session", "source_session", "workspace", "channel", "user_id", "external_id"]
+FACT_ARGS = [
+    "content",
+    "category",
+    "key",
+    "scope",
+    "lifetime",
+    "source",
+    "importance",
+    "tags",
+    "metadata",
+    "session",
+    "source_session",
+    "workspace",
+    "channel",
+    "user_id",
+    "external_id",
+]
 
 
 class FactArgs(StrictSerializer):
     action = serializers.ChoiceField(
-        choices=FACT_ACTIONS, help_text="upsert: store the fact, updating the user's fact with the same "
-        "external_id (in the same workspace), or scope, category and key, if there is one (the old content "
-        "stays in its history); get: read fact_id; history: every version of fact_id; delete: remove fact_id. "
-        "get, history and delete also take external_id instead of fact_id (with user_id and workspace when "
-        "other users or workspaces use the same id).")
-    fact_id = serializers.IntegerField(min_value=1, required=False,
-                                       help_text="The fact's id (returned by upsert): needed by get, history "
-                                                 "and delete unless external_id names the fact.")
+        choices=FACT_ACTIONS,
+        help_text=(
+            "upsert: store the fact, updating the user's fact with the same external_id (in the"
+            " same workspace), or scope, category and key, if there is one (the old content stays"
+            " in its history); get: read fact_id; history: every version of fact_id; delete: remove"
+            " fact_id. get, history and delete also take external_id instead of fact_id (with"
+            " user_id and workspace when other users or workspaces use the same id)."
+        ),
+    )
+    fact_id = serializers.IntegerField(
+        min_value=1,
+        required=False,
+        help_text=(
+            "The fact's id (returned by upsert): needed by get, history "
+            "and delete unless external_id names the fact."
+        ),
+    )
     external_id = StrictCharField(max_length=200, required=False)
     user_id = StrictCharField(max_length=200, required=False, allow_blank=True)
     workspace = StrictCharField(max_length=100, required=False, allow_blank=True)
@@ -241,23 +348,29 @@ class FactArgs(StrictSerializer):
 def run_fact(key: ApiKey, arguments: dict[str, Any]) -> dict[str, Any]:
     action, rest = _action(FactArgs, arguments)
     if action == "upsert":
-        with transaction.atomic():  # read back in the write's transaction: no commit behind an error
+        # read back in the write's transaction: no commit behind an error
+        with transaction.atomic():
             fact, created = facts.upsert_fact(key, parse_input(FactInput, rest), given=set(rest))
             return FactUpserted(facts.get_fact(key, fact.pk), context={"created": created}).data
     args = parse_input(FactArgs, {"action": action, **rest})
     if "fact_id" in args:
         fact_id = args["fact_id"]
     elif args.get("external_id"):
-        fact_id = facts.fact_id_by_external_id(key, args["external_id"], user_id=args.get("user_id"),
-                                               workspace=args.get("workspace"))
+        fact_id = facts.fact_id_by_external_id(
+            key, args["external_id"], user_id=args.get("user_id"), workspace=args.get("workspace")
+        )
     else:
-        raise serializers.ValidationError({"fact_id": [f"{action} needs fact_id (or external_id)."]},
-                                          code="required")
+        raise serializers.ValidationError(
+            {"fact_id": [f"{action} needs fact_id (or external_id)."]}, code="required"
+        )
     if action == "delete":
         facts.delete_fact(key, fact_id)
         return {"id": str(fact_id), "deleted": True}
     if action == "history":
-        return {"fact_id": fact_id, "versions": FactVersionOutput(facts.fact_history(key, fact_id), many=True).data}
+        return {
+            "fact_id": fact_id,
+            "versions": FactVersionOutput(facts.fact_history(key, fact_id), many=True).data,
+        }
     return FactOutput(facts.get_fact(key, fact_id)).data
 
 

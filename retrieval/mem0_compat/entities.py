@@ -34,34 +34,60 @@ ENTITY_TYPES = ("user", "agent", "run")
 
 
 def _agents(key: ApiKey) -> list[dict[str, Any]]:
-    """The agents of the memories the key sees (by their lowercased id): memories and last change."""
+    """The agents of the memories the key sees (by their lowercased id): memories and last
+    change."""
     found: dict[str, dict[str, Any]] = {}
     everyone = Entities()
     for rows in (memories.facts_of(key, everyone), memories.notes_of(key, everyone)):
-        for tags, updated_at in rows.filter(metadata__has_key="agent_id").values_list("tags", "updated_at"):
+        for tags, updated_at in rows.filter(metadata__has_key="agent_id").values_list(
+            "tags", "updated_at"
+        ):
             for tag in tags:
                 if tag.startswith(AGENT_TAG):
-                    entry = found.setdefault(tag[len(AGENT_TAG):], {"memories": 0, "last": updated_at})
+                    entry = found.setdefault(
+                        tag[len(AGENT_TAG) :], {"memories": 0, "last": updated_at}
+                    )
                     entry["memories"] += 1
                     entry["last"] = max(entry["last"], updated_at)
-    return [_entity(name, "agent", entry["memories"], entry["last"]) for name, entry in sorted(found.items())]
+    return [
+        _entity(name, "agent", entry["memories"], entry["last"])
+        for name, entry in sorted(found.items())
+    ]
 
 
 def _entity(name: str, kind: str, total: int, at: datetime | None, **extra: Any) -> dict[str, Any]:
-    return {"id": name, "name": name, "type": kind, "total_memories": total, **extra, "created_at": at,
-            "updated_at": at, "owner": None, "organization": None, "metadata": {}}
+    return {
+        "id": name,
+        "name": name,
+        "type": kind,
+        "total_memories": total,
+        **extra,
+        "created_at": at,
+        "updated_at": at,
+        "owner": None,
+        "organization": None,
+        "metadata": {},
+    }
 
 
 def list_entities(key: ApiKey, *, offset: int, limit: int) -> tuple[int, list[dict[str, Any]]]:
     """The end users the key sees, then the agents: (count, this page)."""
     ids = end_user_ids(key)
     user_count = ids.count()
-    users = end_users(key, [row["user_id"] for row in ids[offset:offset + limit]])
-    rows = [_entity(r["user_id"], "user", r["facts"] + r["notes"], r["last_activity"], sessions=r["sessions"])
-            for r in users]
+    users = end_users(key, [row["user_id"] for row in ids[offset : offset + limit]])
+    rows = [
+        _entity(
+            r["user_id"],
+            "user",
+            r["facts"] + r["notes"],
+            r["last_activity"],
+            sessions=r["sessions"],
+        )
+        for r in users
+    ]
     agents = _agents(key)
     start = max(0, offset - user_count)
-    rows += agents[start:start + limit - len(rows)]
+    rows += agents[start : start + limit - len(rows)]
     return user_count + len(agents), rows
 
 
@@ -73,11 +99,18 @@ def delete_entity(key: ApiKey, kind: str, name: str) -> int:
         require_tenant_wide(key, "Deleting a user")
         return sum(forget_user(tenant_id=key.tenant_id, user_id=name).values())
     if kind == "agent":
-        return memories.delete_all(key, memories.entities_from({"agent_id": name}, where="delete_users"))
+        return memories.delete_all(
+            key, memories.entities_from({"agent_id": name}, where="delete_users")
+        )
     if kind == "run":
-        deleted = memories.delete_all(key, memories.entities_from({"run_id": name}, where="delete_users"))
+        deleted = memories.delete_all(
+            key, memories.entities_from({"run_id": name}, where="delete_users")
+        )
         if Session.objects.visible_to(key).filter(external_id=name).exists():
             deleted += sum(forget_session(key=key, session_id=name).values())
         return deleted
-    raise Invalid("unsupported_entity", f"MemoryHub deletes entities of type {', '.join(ENTITY_TYPES)}, "
-                                        f"not {kind!r}.", {"types": list(ENTITY_TYPES)})
+    raise Invalid(
+        "unsupported_entity",
+        f"MemoryHub deletes entities of type {', '.join(ENTITY_TYPES)}, not {kind!r}.",
+        {"types": list(ENTITY_TYPES)},
+    )

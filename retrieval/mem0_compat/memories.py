@@ -61,7 +61,8 @@ class Entities:
 
 
 def entities_from(values: dict[str, Any], *, where: str) -> Entities:
-    """mem0's entity ids from a body, a `filters` object ({"AND": [...]} is flattened) or a query."""
+    """mem0's entity ids from a body, a `filters` object ({"AND": [...]} is flattened) or a
+    query."""
     flat = dict(values)
     if "AND" in flat:
         parts = flat.pop("AND")
@@ -71,19 +72,32 @@ def entities_from(values: dict[str, Any], *, where: str) -> Entities:
             flat.update(part)
     unknown = sorted(set(flat) - set(ENTITY_FILTERS))
     if unknown:
-        raise Invalid("unsupported_filter", f"{where}: only user_id, agent_id and run_id are served, not "
-                                            f"{', '.join(map(repr, unknown))}.", {"fields": unknown})
+        raise Invalid(
+            "unsupported_filter",
+            f"{where}: only user_id, agent_id and run_id are served, not "
+            f"{', '.join(map(repr, unknown))}.",
+            {"fields": unknown},
+        )
     for name in ENTITY_FILTERS:
         value = flat.get(name)
-        if value is not None and (not isinstance(value, str) or not value.strip() or len(value) > 200):
-            raise Invalid("invalid_filters", f"{where}: {name} must be a string of 1–200 characters.")
+        if value is not None and (
+            not isinstance(value, str) or not value.strip() or len(value) > 200
+        ):
+            raise Invalid(
+                "invalid_filters", f"{where}: {name} must be a string of 1–200 characters."
+            )
     agent = flat.get("agent_id")
     if agent and len(agent) > MAX_AGENT_ID:
-        raise Invalid("invalid_filters", f"{where}: agent_id has at most {MAX_AGENT_ID} characters.")
+        raise Invalid(
+            "invalid_filters", f"{where}: agent_id has at most {MAX_AGENT_ID} characters."
+        )
     run = flat.get("run_id")
     if run and not re.fullmatch(SESSION_ID_REGEX, run):
-        raise Invalid("invalid_filters", f"{where}: a run_id has 1–200 characters: letters, digits and "
-                                         ". _ : @ - (not starting with a symbol).")
+        raise Invalid(
+            "invalid_filters",
+            f"{where}: a run_id has 1–200 characters: letters, digits and "
+            ". _ : @ - (not starting with a symbol).",
+        )
     return Entities(**{name: flat.get(name) for name in ENTITY_FILTERS})
 
 
@@ -153,16 +167,23 @@ def notes_of(key: ApiKey, who: Entities) -> Any:
 def _filters(key: ApiKey, who: Entities) -> dict[str, Any]:
     # A user-limited key sees its user's memories and shared ones; it names no one else.
     resolve_user(key, who.user_id)  # a user-limited key naming another user: refused
-    return {"user_id": who.user_id, "session": who.run_id,
-            "tags": agent_tag(who.agent_id) if who.agent_id else None}
+    return {
+        "user_id": who.user_id,
+        "session": who.run_id,
+        "tags": agent_tag(who.agent_id) if who.agent_id else None,
+    }
 
 
-def list_memories(key: ApiKey, who: Entities, *, offset: int, limit: int) -> tuple[int, list[dict[str, Any]]]:
+def list_memories(
+    key: ApiKey, who: Entities, *, offset: int, limit: int
+) -> tuple[int, list[dict[str, Any]]]:
     """The memories (facts and notes) matching, newest change first: (count, this page)."""
     fact_rows, note_rows = facts_of(key, who), notes_of(key, who)
     count = fact_rows.count() + note_rows.count()
     wanted = offset + limit
-    merged = sorted([*fact_rows[:wanted], *note_rows[:wanted]], key=lambda m: m.updated_at, reverse=True)
+    merged = sorted(
+        [*fact_rows[:wanted], *note_rows[:wanted]], key=lambda m: m.updated_at, reverse=True
+    )
     return count, [as_mem0(m) for m in merged[offset:wanted]]
 
 
@@ -174,9 +195,13 @@ def _messages(messages: list[dict[str, Any]]) -> list[tuple[str, str]]:
     for index, message in enumerate(messages):
         role, content = message.get("role"), message.get("content")
         if role not in ROLES:
-            raise Invalid("invalid_message", f"Message {index}: role must be one of {', '.join(ROLES)}.")
+            raise Invalid(
+                "invalid_message", f"Message {index}: role must be one of {', '.join(ROLES)}."
+            )
         if not isinstance(content, str):
-            raise Invalid("invalid_message", f"Message {index}: content must be a string (text only).")
+            raise Invalid(
+                "invalid_message", f"Message {index}: content must be a string (text only)."
+            )
         if "\x00" in content:
             raise Invalid("invalid_message", f"Message {index}: null characters are not allowed.")
         out.append((role, content))
@@ -199,12 +224,19 @@ def _tagged(who: Entities, metadata: dict[str, Any]) -> dict[str, Any]:
 
 
 @transaction.atomic
-def add(key: ApiKey, *, messages: list[dict[str, Any]], who: Entities, metadata: dict[str, Any],
-        infer: bool) -> list[dict[str, Any]]:
+def add(
+    key: ApiKey,
+    *,
+    messages: list[dict[str, Any]],
+    who: Entities,
+    metadata: dict[str, Any],
+    infer: bool,
+) -> list[dict[str, Any]]:
     """mem0's add: the memories stored, each with event ADD (commits whole or not at all)."""
     if not who.any:
         raise Invalid("entity_required", "Give at least one of user_id, agent_id or run_id.")
-    who = replace(who, user_id=resolve_user(key, who.user_id))  # a user-limited key writes as its user
+    # a user-limited key writes as its user
+    who = replace(who, user_id=resolve_user(key, who.user_id))
     read = _messages(messages)
     if who.run_id:
         get_or_create_session_lazily(key=key, session_id=who.run_id, user_id=who.user_id)
@@ -215,14 +247,21 @@ def add(key: ApiKey, *, messages: list[dict[str, Any]], who: Entities, metadata:
     return [{**as_mem0(f), "event": "ADD"} for f in stored]
 
 
-def _store_verbatim(key: ApiKey, read: list[tuple[str, str]], who: Entities,
-                    metadata: dict[str, Any]) -> list[Fact]:
+def _store_verbatim(
+    key: ApiKey, read: list[tuple[str, str]], who: Entities, metadata: dict[str, Any]
+) -> list[Fact]:
     stored = []
     for _, content in read:
         if not content.strip():
             continue
-        data = {"content": content, "category": "general", "source": SOURCE, "user_id": who.user_id or "",
-                **_placement(who), **_tagged(who, metadata)}
+        data = {
+            "content": content,
+            "category": "general",
+            "source": SOURCE,
+            "user_id": who.user_id or "",
+            **_placement(who),
+            **_tagged(who, metadata),
+        }
         fact, _ = facts.upsert_fact(key, data, set(data))
         stored.append(fact)
     return stored
@@ -237,11 +276,20 @@ def conversation_id(who: Entities) -> str:
     return "mem0-" + hashlib.sha256(name.encode()).hexdigest()[:32]
 
 
-def _extract(key: ApiKey, read: list[tuple[str, str]], who: Entities, metadata: dict[str, Any]) -> list[Fact]:
+def _extract(
+    key: ApiKey, read: list[tuple[str, str]], who: Entities, metadata: dict[str, Any]
+) -> list[Fact]:
     session_id = who.run_id or conversation_id(who)
-    result = append_events(key=key, session_id=session_id, user_id=who.user_id,
-                           items=[EventInput(role=role, content=content, metadata=metadata)
-                                  for role, content in read if content.strip()])
+    result = append_events(
+        key=key,
+        session_id=session_id,
+        user_id=who.user_id,
+        items=[
+            EventInput(role=role, content=content, metadata=metadata)
+            for role, content in read
+            if content.strip()
+        ],
+    )
     session = Session.objects.select_for_update().get(pk=result.session.pk)
     try:
         found = extract_events(session, [e.pk for e in result.events])
@@ -251,12 +299,23 @@ def _extract(key: ApiKey, read: list[tuple[str, str]], who: Entities, metadata: 
     tagging = _tagged(who, {})
     if not tagging["tags"]:
         return found
-    return [facts.update_fact(key, f.pk, {"tags": sorted({*f.tags, *tagging["tags"]}),
-                                          "metadata": {**f.metadata, **tagging["metadata"]}}) for f in found]
+    return [
+        facts.update_fact(
+            key,
+            f.pk,
+            {
+                "tags": sorted({*f.tags, *tagging["tags"]}),
+                "metadata": {**f.metadata, **tagging["metadata"]},
+            },
+        )
+        for f in found
+    ]
 
 
 @transaction.atomic
-def update(key: ApiKey, mem_id: str, *, text: str | None, metadata: dict[str, Any] | None) -> dict[str, Any]:
+def update(
+    key: ApiKey, mem_id: str, *, text: str | None, metadata: dict[str, Any] | None
+) -> dict[str, Any]:
     memory = find(key, mem_id)
     changes: dict[str, Any] = {}
     if text is not None:
@@ -282,7 +341,9 @@ def delete(key: ApiKey, mem_id: str) -> None:
 def delete_all(key: ApiKey, who: Entities) -> int:
     """Every fact and note matching (at least one entity named): all deleted, or none."""
     if not who.any:
-        raise Invalid("entity_required", "Name at least one of user_id, agent_id or run_id to delete.")
+        raise Invalid(
+            "entity_required", "Name at least one of user_id, agent_id or run_id to delete."
+        )
     fact_ids = list(facts_of(key, who).values_list("pk", flat=True))
     note_ids = list(notes_of(key, who).values_list("note_id", flat=True))
     for pk in fact_ids:
@@ -308,8 +369,16 @@ def history(key: ApiKey, mem_id: str) -> list[dict[str, Any]]:
         raise memory_not_found(mem_id) from None
     out, before = [], None
     for version in versions:
-        out.append(_entry(mem_id, before, version.content, "ADD" if before is None else "UPDATE",
-                          version.valid_from, version.user_id))
+        out.append(
+            _entry(
+                mem_id,
+                before,
+                version.content,
+                "ADD" if before is None else "UPDATE",
+                version.valid_from,
+                version.user_id,
+            )
+        )
         before = version.content
     last = versions[-1]
     if last.closed_by == "deleted":
@@ -317,20 +386,37 @@ def history(key: ApiKey, mem_id: str) -> list[dict[str, Any]]:
     return out
 
 
-def _entry(mem_id: str, old: str | None, new: str | None, event: str, at: Any, user_id: str) -> dict[str, Any]:
-    return {"id": f"{mem_id}@{at.isoformat() if at else ''}", "memory_id": mem_id, "old_memory": old,
-            "new_memory": new, "event": event, "user_id": user_id or None, "created_at": at, "updated_at": at}
+def _entry(
+    mem_id: str, old: str | None, new: str | None, event: str, at: Any, user_id: str
+) -> dict[str, Any]:
+    return {
+        "id": f"{mem_id}@{at.isoformat() if at else ''}",
+        "memory_id": mem_id,
+        "old_memory": old,
+        "new_memory": new,
+        "event": event,
+        "user_id": user_id or None,
+        "created_at": at,
+        "updated_at": at,
+    }
 
 
 # --- search --------------------------------------------------------------------------------------
 
 
-def search(key: ApiKey, *, query: str, who: Entities, top_k: int, threshold: float | None) -> list[dict[str, Any]]:
+def search(
+    key: ApiKey, *, query: str, who: Entities, top_k: int, threshold: float | None
+) -> list[dict[str, Any]]:
     """Hybrid search over facts and notes (MemoryHub's search: the key's and user's limits apply),
     as mem0 memories with their scores, best first. A run narrows to the memories placed in that
     session or extracted from it; the search looks a few times deeper so that `top_k` stays full."""
-    data: dict[str, Any] = {"query": query, "kinds": ["fact", "note"], "top_k": top_k,
-                            "user_id": who.user_id, "tags": [agent_tag(who.agent_id)] if who.agent_id else []}
+    data: dict[str, Any] = {
+        "query": query,
+        "kinds": ["fact", "note"],
+        "top_k": top_k,
+        "user_id": who.user_id,
+        "tags": [agent_tag(who.agent_id)] if who.agent_id else [],
+    }
     if who.run_id:
         if not Session.objects.visible_to(key).filter(external_id=who.run_id).exists():
             return []  # a run never written to has no memories (as get_all finds none)
@@ -340,12 +426,22 @@ def search(key: ApiKey, *, query: str, who: Entities, top_k: int, threshold: flo
         hits = run_search(req)
     except SearchError as exc:
         raise Invalid(exc.code, exc.message, exc.details) from None
-    sources = dict(Chunk.objects.filter(pk__in=[h.chunk.pk for h in hits]).values_list("pk", "source_id"))
-    fact_ids = [int(sources[h.chunk.pk]) for h in hits if h.chunk.kind == "fact" and sources.get(h.chunk.pk, "").isdigit()]
-    note_ids = [sources[h.chunk.pk] for h in hits if h.chunk.kind == "note" and h.chunk.pk in sources]
+    sources = dict(
+        Chunk.objects.filter(pk__in=[h.chunk.pk for h in hits]).values_list("pk", "source_id")
+    )
+    fact_ids = [
+        int(sources[h.chunk.pk])
+        for h in hits
+        if h.chunk.kind == "fact" and sources.get(h.chunk.pk, "").isdigit()
+    ]
+    note_ids = [
+        sources[h.chunk.pk] for h in hits if h.chunk.kind == "note" and h.chunk.pk in sources
+    ]
     loaded: dict[tuple[str, str], Fact | Note] = {
         **{("fact", str(f.pk)): f for f in facts.facts_visible_to(key).filter(pk__in=fact_ids)},
-        **{("note", n.note_id): n for n in notes.notes_visible_to(key).filter(note_id__in=note_ids)},
+        **{
+            ("note", n.note_id): n for n in notes.notes_visible_to(key).filter(note_id__in=note_ids)
+        },
     }
     results: list[dict[str, Any]] = []
     seen: set[tuple[str, str]] = set()

@@ -34,8 +34,12 @@ def query(request: Request, serializer_class: type[serializers.Serializer]) -> d
     known = serializer_class().fields
     unknown = sorted(set(request.query_params) - set(known))
     if unknown:
-        raise Invalid("unknown_parameter", f"Unknown query parameter {unknown[0]!r}.", {"parameters": unknown})
-    return parse_params(serializer_class, {k: request.query_params.get(k) for k in request.query_params})
+        raise Invalid(
+            "unknown_parameter", f"Unknown query parameter {unknown[0]!r}.", {"parameters": unknown}
+        )
+    return parse_params(
+        serializer_class, {k: request.query_params.get(k) for k in request.query_params}
+    )
 
 
 class NoParams(serializers.Serializer):
@@ -60,17 +64,29 @@ class Mem0View(APIView):
 
 class Paging(serializers.Serializer):
     page = serializers.IntegerField(min_value=1, max_value=10_000, required=False, default=1)
-    page_size = serializers.IntegerField(min_value=1, max_value=MAX_PAGE_SIZE, required=False, default=100)
+    page_size = serializers.IntegerField(
+        min_value=1, max_value=MAX_PAGE_SIZE, required=False, default=100
+    )
 
 
-def page(request: Request, count: int, params: dict[str, Any], results: list[Any]) -> dict[str, Any]:
+def page(
+    request: Request, count: int, params: dict[str, Any], results: list[Any]
+) -> dict[str, Any]:
     number, size = params["page"], params["page_size"]
 
     def link(n: int) -> str:
-        return request.build_absolute_uri(request.path) + "?" + urlencode({"page": n, "page_size": size})
+        return (
+            request.build_absolute_uri(request.path)
+            + "?"
+            + urlencode({"page": n, "page_size": size})
+        )
 
-    return {"count": count, "next": link(number + 1) if number * size < count else None,
-            "previous": link(number - 1) if number > 1 else None, "results": results}
+    return {
+        "count": count,
+        "next": link(number + 1) if number * size < count else None,
+        "previous": link(number - 1) if number > 1 else None,
+        "results": results,
+    }
 
 
 class PingView(Mem0View):
@@ -81,7 +97,9 @@ class PingView(Mem0View):
         key = api_key(request)
         # mem0's client needs an organisation and a project: the tenant and the key's workspace.
         project = key.workspace.name if key.workspace_id else "*"
-        return Response({"status": "ok", "org_id": key.tenant.name, "project_id": project, "user_email": None})
+        return Response(
+            {"status": "ok", "org_id": key.tenant.name, "project_id": project, "user_email": None}
+        )
 
 
 class Entities(StrictSerializer):
@@ -113,8 +131,13 @@ class AddView(Mem0View):
     @extend_schema(exclude=True)
     def post(self, request: Request) -> Response:
         data = parse_input(AddInput, request.data)
-        stored = memories.add(api_key(request), messages=data["messages"], who=entities(data, "add"),
-                              metadata=data["metadata"], infer=data["infer"])
+        stored = memories.add(
+            api_key(request),
+            messages=data["messages"],
+            who=entities(data, "add"),
+            metadata=data["metadata"],
+            infer=data["infer"],
+        )
         return Response({"results": stored})
 
 
@@ -132,8 +155,17 @@ class SearchView(Mem0View):
     def post(self, request: Request) -> Response:
         data = parse_input(SearchInput, request.data)
         who = memories.entities_from(data["filters"], where="search")
-        return Response({"results": memories.search(api_key(request), query=data["query"], who=who,
-                                                    top_k=data["top_k"], threshold=data["threshold"])})
+        return Response(
+            {
+                "results": memories.search(
+                    api_key(request),
+                    query=data["query"],
+                    who=who,
+                    top_k=data["top_k"],
+                    threshold=data["threshold"],
+                )
+            }
+        )
 
 
 class ListInput(StrictSerializer):
@@ -152,7 +184,9 @@ class ListView(Mem0View):
         data = parse_input(ListInput, request.data)
         who = memories.entities_from(data["filters"], where="get_all")
         size = params["page_size"]
-        count, rows = memories.list_memories(api_key(request), who, offset=(params["page"] - 1) * size, limit=size)
+        count, rows = memories.list_memories(
+            api_key(request), who, offset=(params["page"] - 1) * size, limit=size
+        )
         return Response(page(request, count, params, rows))
 
 
@@ -199,8 +233,11 @@ class MemoryView(Mem0View):
     @extend_schema(exclude=True)
     def put(self, request: Request, memory_id: str) -> Response:
         data = parse_input(UpdateInput, request.data)
-        return Response(memories.update(api_key(request), memory_id, text=data.get("text"),
-                                        metadata=data.get("metadata")))
+        return Response(
+            memories.update(
+                api_key(request), memory_id, text=data.get("text"), metadata=data.get("metadata")
+            )
+        )
 
     @extend_schema(exclude=True)
     def delete(self, request: Request, memory_id: str) -> Response:
@@ -221,7 +258,9 @@ class EntitiesView(Mem0View):
     def get(self, request: Request) -> Response:
         params = self.params_given
         size = params["page_size"]
-        count, rows = list_entities(api_key(request), offset=(params["page"] - 1) * size, limit=size)
+        count, rows = list_entities(
+            api_key(request), offset=(params["page"] - 1) * size, limit=size
+        )
         return Response(page(request, count, params, rows))
 
 
@@ -264,7 +303,9 @@ class BatchView(Mem0View):
     @extend_schema(exclude=True)
     def delete(self, request: Request) -> Response:
         data = parse_input(BatchDeleteInput, request.data)
-        deleted = memories.batch_delete(api_key(request), [m["memory_id"] for m in data["memories"]])
+        deleted = memories.batch_delete(
+            api_key(request), [m["memory_id"] for m in data["memories"]]
+        )
         return Response({"message": f"Successfully deleted {deleted} memories"})
 
 
@@ -282,7 +323,9 @@ class NotServedView(Mem0View):
 
     @extend_schema(exclude=True)
     def not_served(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        message = f"mem0's {self.what} is not served by MemoryHub" + (f": {self.instead}" if self.instead else ".")
+        message = f"mem0's {self.what} is not served by MemoryHub" + (
+            f": {self.instead}" if self.instead else "."
+        )
         return Response(error_body("not_served", message), status=501)
 
     get = post = put = patch = delete = not_served

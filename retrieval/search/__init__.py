@@ -54,8 +54,21 @@ from retrieval.search.sql import where_clause
 from retrieval.search.timehints import with_time_hints
 
 __all__ = [  # the names other modules import
-    "FUSIONS", "MODES", "PROFILES", "SCOPES", "Candidate", "SearchError", "SearchHit", "SearchPlan",
-    "SearchRequest", "cover_conversations", "expand_summaries", "hybrid_search", "mmr", "plan_search", "run_search",
+    "FUSIONS",
+    "MODES",
+    "PROFILES",
+    "SCOPES",
+    "Candidate",
+    "SearchError",
+    "SearchHit",
+    "SearchPlan",
+    "SearchRequest",
+    "cover_conversations",
+    "expand_summaries",
+    "hybrid_search",
+    "mmr",
+    "plan_search",
+    "run_search",
     "where_clause",
     "with_time_hints",
 ]

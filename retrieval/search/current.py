@@ -1,6 +1,7 @@
-"""The current fact first (docs/ranking.md#current-fact-first): where a fact and older messages answer the same query about
-equally well, the fact ranks above them. "I live in Berlin" said a year ago and the fact "Ann lives
-in Lisbon" stored since are both found for "Which city do I live in?"; the fact is what holds now.
+"""The current fact first (docs/ranking.md#current-fact-first): where a fact and older messages
+answer the same query about equally well, the fact ranks above them. "I live in Berlin" said a year
+ago and the fact "Ann lives in Lisbon" stored since are both found for "Which city do I live in?";
+the fact is what holds now.
 
 The subject is the query's: the two need not be close to each other (MiniLM gives those two
 sentences a cosine of 0.24, and the message is closer to the query: 0.50 against 0.26). They are
@@ -17,8 +18,9 @@ from retrieval.search.request import Candidate
 FACT_MARGIN = 0.8
 
 
-def facts_first(ranked: list[Candidate], order: dict[int, float], relevant: set[int],
-                worded: set[int]) -> list[Candidate]:
+def facts_first(
+    ranked: list[Candidate], order: dict[int, float], relevant: set[int], worded: set[int]
+) -> list[Candidate]:
     """Each relevant fact moved above the first older message ranked above it on the same subject
     (both in `worded`, the candidates full text matched, or within FACT_MARGIN of its score); its
     score raised to just above that message's, so that scores still fall down the list."""
@@ -30,7 +32,9 @@ def facts_first(ranked: list[Candidate], order: dict[int, float], relevant: set[
         at = out.index(fact)
         score = order.get(fact.pk, 0.0)
         for i, other in enumerate(out[:at]):
-            same_subject = ({fact.pk, other.pk} <= worded) or score >= FACT_MARGIN * order.get(other.pk, 0.0)
+            same_subject = ({fact.pk, other.pk} <= worded) or score >= FACT_MARGIN * order.get(
+                other.pk, 0.0
+            )
             if other.kind == "event" and other.created_ts < fact.created_ts and same_subject:
                 out.insert(i, out.pop(at))
                 order[fact.pk] = max(score, order.get(other.pk, 0.0) + 1e-6)

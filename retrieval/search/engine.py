@@ -32,13 +32,11 @@ from django.utils import timezone
 
 from retrieval.embedders import get_embedder
 from retrieval.query_embedding import embed_query, embed_query_soon, query_model_ready
+from retrieval.search import ranking, weights
 from retrieval.search import sql as search_sql
-from retrieval.search import weights
 from retrieval.search.current import facts_first
 from retrieval.search.explain import Trace
 from retrieval.search.fulltext import TextQuery, build_text_query, text_source
-from retrieval.search.fusion import by_score, feedback_documents, fuse
-from retrieval.search.nearness import nearest_first
 from retrieval.search.plan import plan_search
 from retrieval.search.regex import regex_source
 from retrieval.search.relevance import Floor, floor_of, with_ranked_query
@@ -50,18 +48,13 @@ from retrieval.search.request import (
     SearchHit,
     SearchPlan,
     SearchRequest,
-    one_per_message,
     validate,
 )
 from retrieval.search.rerank import (
-    PairSimilarities,
     conversation_evidence,
     conversation_words,
     cover_conversations,
     dedup,
-    expand_summaries,
-    mmr,
-    near_duplicates,
     newer_first,
     top_sessions,
     with_words,
@@ -76,11 +69,9 @@ from retrieval.search.sql import (
     reinforce,
     vector_source,
 )
-from retrieval.search.timehints import TimeHint, data_years, hint_where, time_hints, with_time_hints
-from retrieval.search.vectors import as_halfvec, near_duplicate_pairs
+from retrieval.search.timehints import TimeHint, data_years, hint_where, time_hints
+from retrieval.search.vectors import as_halfvec
 from retrieval.vectors import halfvec_text
-
-Similarities = tuple[PairSimilarities, set[int]]  # MMR's pair similarities and the ids they cover
 
 
 @dataclass
@@ -130,7 +121,9 @@ def run_search(req: SearchRequest, search_plan: SearchPlan | None = None) -> lis
         return _run_search(req, search_plan, alone=running == 1)
 
 
-def _run_search(req: SearchRequest, search_plan: SearchPlan | None, *, alone: bool) -> list[SearchHit]:
+def _run_search(
+    req: SearchRequest, search_plan: SearchPlan | None, *, alone: bool
+) -> list[SearchHit]:
     validate(req)
     req = with_ranked_query(req)
     search_plan = search_plan or plan_search(req)
@@ -140,10 +133,12 @@ def _run_search(req: SearchRequest, search_plan: SearchPlan | None, *, alone: bo
     if pool is None or not pool.candidates:
         return []
     if plan.vector is not None and weights.SENTENCES:
-        pool.vectors.sentences = best_sentences(list(pool.candidates.values()), pool.vectors, plan.vector)
+        pool.vectors.sentences = best_sentences(
+            list(pool.candidates.values()), pool.vectors, plan.vector
+        )
     vec = pool.vectors.cosines(plan.vector) if plan.vector is not None else {}
     trace = Trace(req) if req.explain else Trace.off()
-    order, ranked, similarities = _rank(req, plan, pool, vec, trace)
+    order, ranked, similarities = ranking.rank(req, plan.vector, plan.hints, pool, vec, trace)
     floor = floor_of(plan.text_query, vec, order, pool.said)
     unfloored, ranked = ranked, above_floor(req, ranked, vec, pool.txt, floor)
     trace.ranks("floor", unfloored, ranked)
@@ -154,18 +149,31 @@ def _run_search(req: SearchRequest, search_plan: SearchPlan | None, *, alone: bo
     # the floored list alone, coverage measured the conversations' evidence over fewer results
     # and moved up others, pushing out an admitted answer (cosine 0.67) that ranked ninth.
     head = unfloored[: 3 * req.top_k]
-    kept = dedup(unfloored, _near_pairs(head, pool, similarities), 3 * req.top_k)
+    kept = dedup(unfloored, ranking.near_pairs(head, pool, similarities), 3 * req.top_k)
     trace.ranks("dedup", unfloored, kept)
-    coverage = weights.COVERAGE if _reranks(req) else 1.0
-    evidence, words = (_evidence(unfloored, order, pool, plan.text_query if _weighs_words(req) else None)
-                       if coverage < 1.0 else (None, False))
-    covered = cover_conversations(kept, req.top_k, coverage, order, weights.COVERAGE_FLOOR, evidence)
+    coverage = weights.COVERAGE if ranking.reranks(req) else 1.0
+    evidence, words = (
+        _evidence(unfloored, order, pool, plan.text_query if _weighs_words(req) else None)
+        if coverage < 1.0
+        else (None, False)
+    )
+    covered = cover_conversations(
+        kept, req.top_k, coverage, order, weights.COVERAGE_FLOOR, evidence
+    )
     if len(ranked) < len(unfloored):
         covered = admitted_first(covered, kept, ranked, req.top_k)
     trace.ranks("coverage", kept, covered, evidence, words)
-    if _reranks(req) and weights.NEWER_FIRST > 0.0:  # knowledge updates (off by default)
-        before, (covered, order) = covered, newer_first(covered, dict(order), pool.vectors.pairs([c.pk for c in covered]),
-                                                        weights.NEWER_FIRST, weights.NEWER_FIRST_COSINE)
+    if ranking.reranks(req) and weights.NEWER_FIRST > 0.0:  # knowledge updates (off by default)
+        before, (covered, order) = (
+            covered,
+            newer_first(
+                covered,
+                dict(order),
+                pool.vectors.pairs([c.pk for c in covered]),
+                weights.NEWER_FIRST,
+                weights.NEWER_FIRST_COSINE,
+            ),
+        )
         trace.ranks("newer_first", before, covered)
     worded = {c.pk for c in covered if pool.txt.get(c.pk, 0.0) > 0.0}
     relevant = {c.pk for c in covered if floor.admits(c.pk, pool.txt.get(c.pk), vec.get(c.pk))}
@@ -174,8 +182,13 @@ def _run_search(req: SearchRequest, search_plan: SearchPlan | None, *, alone: bo
     return _hits(req, covered, order, pool, vec, trace, model, floor)
 
 
-def above_floor(req: SearchRequest, ranked: list[Candidate], vec: dict[int, float],
-                txt: dict[int, float], floor: Floor) -> list[Candidate]:
+def above_floor(
+    req: SearchRequest,
+    ranked: list[Candidate],
+    vec: dict[int, float],
+    txt: dict[int, float],
+    floor: Floor,
+) -> list[Candidate]:
     """What search lists of the ranked candidates: a request's min_cosine is its own floor as
     written (nothing less close in meaning, words or not); otherwise a query's results are those
     that the relevance floor admits (retrieval.search.relevance, one rule for search and context),
@@ -190,8 +203,9 @@ def above_floor(req: SearchRequest, ranked: list[Candidate], vec: dict[int, floa
     return [c for c in ranked if floor.admits(c.pk, txt.get(c.pk), vec.get(c.pk))]
 
 
-def admitted_first(covered: list[Candidate], kept: list[Candidate], admitted: list[Candidate],
-                   top_k: int) -> list[Candidate]:
+def admitted_first(
+    covered: list[Candidate], kept: list[Candidate], admitted: list[Candidate], top_k: int
+) -> list[Candidate]:
     """What coverage chose that the floor admits, then the other admitted candidates of `kept`
     in rank order, up to top_k."""
     ok = {c.pk for c in admitted}
@@ -200,17 +214,33 @@ def admitted_first(covered: list[Candidate], kept: list[Candidate], admitted: li
     return chosen + [c for c in kept if c.pk in ok and c.pk not in taken][: top_k - len(chosen)]
 
 
-def _hits(req: SearchRequest, kept: list[Candidate], order: dict[int, float], pool: CandidatePool,
-          vec: dict[int, float], trace: Trace, model: str, floor: Floor,
-          session_scores: dict[int, float] | None = None) -> list[SearchHit]:
+def _hits(
+    req: SearchRequest,
+    kept: list[Candidate],
+    order: dict[int, float],
+    pool: CandidatePool,
+    vec: dict[int, float],
+    trace: Trace,
+    model: str,
+    floor: Floor,
+    session_scores: dict[int, float] | None = None,
+) -> list[SearchHit]:
     """The kept candidates as hits, with their result rows (one statement), explained when asked
     and reinforced unless an operator is looking. Each says whether the relevance floor admits it
     (what context injects)."""
     rows = load_rows(kept, model)
-    hits = [SearchHit(rows[c.pk], order[c.pk], vec.get(c.pk), pool.txt.get(c.pk),
-                      session_score=None if session_scores is None else session_scores[c.session_id or 0],
-                      relevant=floor.admits(c.pk, pool.txt.get(c.pk), vec.get(c.pk)))
-            for c in kept if c.pk in rows]
+    hits = [
+        SearchHit(
+            rows[c.pk],
+            order[c.pk],
+            vec.get(c.pk),
+            pool.txt.get(c.pk),
+            session_score=None if session_scores is None else session_scores[c.session_id or 0],
+            relevant=floor.admits(c.pk, pool.txt.get(c.pk), vec.get(c.pk)),
+        )
+        for c in kept
+        if c.pk in rows
+    ]
     for rank, hit in enumerate(hits, start=1):
         hit.explain = trace.explain(hit.chunk.pk, hit.score, rank)
     if req.counts_as_use:
@@ -218,19 +248,40 @@ def _hits(req: SearchRequest, kept: list[Candidate], order: dict[int, float], po
     return hits
 
 
-def _by_session(req: SearchRequest, pool: CandidatePool, plan: Plan, order: dict[int, float],
-                ranked: list[Candidate], vec: dict[int, float], trace: Trace, model: str,
-                floor: Floor) -> list[SearchHit]:
+def _by_session(
+    req: SearchRequest,
+    pool: CandidatePool,
+    plan: Plan,
+    order: dict[int, float],
+    ranked: list[Candidate],
+    vec: dict[int, float],
+    trace: Trace,
+    model: str,
+    floor: Floor,
+) -> list[SearchHit]:
     """group_by "session": the top_k conversations in coverage's order of evidence, each with its
     best hits_per_session results (rerank.top_sessions), session by session."""
     evidence, _ = _evidence(ranked, order, pool, plan.text_query if _weighs_words(req) else None)
-    groups = top_sessions(ranked, order, evidence, req.top_k, req.hits_per_session or DEFAULT_HITS_PER_SESSION)
+    groups = top_sessions(
+        ranked, order, evidence, req.top_k, req.hits_per_session or DEFAULT_HITS_PER_SESSION
+    )
     kept = [c for _, _, members in groups for c in members]
-    return _hits(req, kept, order, pool, vec, trace, model, floor, {session: score for session, score, _ in groups})
+    return _hits(
+        req,
+        kept,
+        order,
+        pool,
+        vec,
+        trace,
+        model,
+        floor,
+        {session: score for session, score, _ in groups},
+    )
 
 
-def _evidence(ranked: list[Candidate], order: dict[int, float], pool: CandidatePool,
-              tq: TextQuery | None) -> tuple[dict[int, float] | None, bool]:
+def _evidence(
+    ranked: list[Candidate], order: dict[int, float], pool: CandidatePool, tq: TextQuery | None
+) -> tuple[dict[int, float] | None, bool]:
     """The order coverage lists unlisted conversations in: the p-norm of their messages' scores,
     blended with the query words they say across messages when the candidate statement reported
     them (_weighs_words), and whether it was; None (by their best result) when the norm is 0."""
@@ -246,8 +297,13 @@ def _evidence(ranked: list[Candidate], order: dict[int, float], pool: CandidateP
 
 def _plan(req: SearchRequest, search_plan: SearchPlan, model: str, alone: bool) -> Plan:
     where, params = search_plan.where
-    if req.mode in LITERAL_MODES:  # the newest matches (grouped: enough of them for top_k conversations)
-        rows = req.top_k if req.group_by is None else 3 * req.top_k * (req.hits_per_session or DEFAULT_HITS_PER_SESSION)
+    # the newest matches (grouped: enough of them for top_k conversations)
+    if req.mode in LITERAL_MODES:
+        rows = (
+            req.top_k
+            if req.group_by is None
+            else 3 * req.top_k * (req.hits_per_session or DEFAULT_HITS_PER_SESSION)
+        )
         if req.mode == "exact":
             return Plan([exact_source(req, where, params, rows)])
         return Plan(regex_source(req, where, params, rows))
@@ -256,7 +312,12 @@ def _plan(req: SearchRequest, search_plan: SearchPlan, model: str, alone: bool) 
     wants_text = has_text and req.mode in (*TEXT_MODES, "hybrid")
     vector, pending = None, None
     # While the query model is being made (a first start), a hybrid search goes by its words.
-    words_only = req.mode == "hybrid" and wants_text and req.query_embedding is None and not query_model_ready()
+    words_only = (
+        req.mode == "hybrid"
+        and wants_text
+        and req.query_embedding is None
+        and not query_model_ready()
+    )
     if req.mode in ("vector", "hybrid") and not words_only:
         if req.query_embedding is not None:
             vector = as_halfvec(req.query_embedding)
@@ -285,7 +346,9 @@ def _hint_narrow(req: SearchRequest, hints: list[TimeHint]) -> Source | None:
     return hint_where(hints, years) if years is not None else None
 
 
-def _candidates(req: SearchRequest, plan: Plan, search_plan: SearchPlan, model: str) -> CandidatePool | None:
+def _candidates(
+    req: SearchRequest, plan: Plan, search_plan: SearchPlan, model: str
+) -> CandidatePool | None:
     """The candidate statement. While the query vector is still being computed, the text side's
     candidates are fetched, and the vector side's once it is in: two statements, the same
     candidates and scores as one, the query embedding's time no longer added to the SQL's."""
@@ -298,12 +361,15 @@ def _candidates(req: SearchRequest, plan: Plan, search_plan: SearchPlan, model: 
         plan.sources = _vector_sources(plan.vector, model, search_plan, plan.limit, plan.narrow)
     if not plan.sources:
         return early
-    pool = fetch_candidates(plan.sources, model, plan.text_query, vector_search=plan.vector is not None, **options)
+    pool = fetch_candidates(
+        plan.sources, model, plan.text_query, vector_search=plan.vector is not None, **options
+    )
     return pool if early is None else early.merged(pool)
 
 
-def _vector_sources(vector: np.ndarray, model: str, search_plan: SearchPlan, limit: int,
-                    narrow: Source | None) -> list[Source]:
+def _vector_sources(
+    vector: np.ndarray, model: str, search_plan: SearchPlan, limit: int, narrow: Source | None
+) -> list[Source]:
     """The nearest vectors in the plan's scope and, when the query
     names dates, the nearest written within them (`narrow`): the preference for those dates
     (timehints) can only lift what was fetched. Each is searched exactly when it holds few rows
@@ -312,11 +378,21 @@ def _vector_sources(vector: np.ndarray, model: str, search_plan: SearchPlan, lim
     nothing was said in June) visits thousands of rows to find them (~95 ms at 100k chunks)."""
     text = halfvec_text(vector)
     scope = search_plan.where
-    sources = [vector_source(text, model, *scope, limit, search_plan.scope_size, owner_parts(search_plan))]
+    sources = [
+        vector_source(text, model, *scope, limit, search_plan.scope_size, owner_parts(search_plan))
+    ]
     if narrow is not None:
         within = _and(scope, narrow)
-        sources.append(vector_source(text, model, *within, limit // 2, _bounded_count(within),
-                                     owner_parts(search_plan, narrow)))
+        sources.append(
+            vector_source(
+                text,
+                model,
+                *within,
+                limit // 2,
+                _bounded_count(within),
+                owner_parts(search_plan, narrow),
+            )
+        )
     return sources
 
 
@@ -324,18 +400,23 @@ def _bounded_count(scope: Source) -> Source:
     """A scalar subquery: the chunks in `scope`, counted up to the exact-search threshold only
     (the index on (tenant, created_at) reads a range of dates)."""
     where, params = scope
-    return (f"SELECT count(*) FROM (SELECT 1 FROM retrieval_chunk c WHERE {where} LIMIT %s) n",
-            [*params, search_sql.EXACT_BELOW])
+    return (
+        f"SELECT count(*) FROM (SELECT 1 FROM retrieval_chunk c WHERE {where} LIMIT %s) n",
+        [*params, search_sql.EXACT_BELOW],
+    )
 
 
-def _text_sources(req: SearchRequest, tq: TextQuery, search_plan: SearchPlan, limit: int,
-                  narrow: Source | None) -> list[Source]:
+def _text_sources(
+    req: SearchRequest, tq: TextQuery, search_plan: SearchPlan, limit: int, narrow: Source | None
+) -> list[Source]:
     """The best text matches in the plan's scope and, when the query names dates, within them
     (`narrow`, half as many)."""
     scope = search_plan.where
     found = [text_source(req, tq, *scope, limit, owner_parts(search_plan))]
     if narrow is not None:
-        found.append(text_source(req, tq, *_and(scope, narrow), limit // 2, owner_parts(search_plan, narrow)))
+        found.append(
+            text_source(req, tq, *_and(scope, narrow), limit // 2, owner_parts(search_plan, narrow))
+        )
     return [source for source in found if source is not None]
 
 
@@ -378,73 +459,9 @@ def _says_words(req: SearchRequest) -> bool:
 def _weighs_words(req: SearchRequest) -> bool:
     """Whether coverage orders conversations by the query words they say (so the candidate
     statement must report them)."""
-    return (_reranks(req) and weights.COVERAGE < 1.0 and weights.COVERAGE_NORM > 0.0
-            and weights.COVERAGE_WORDS > 0.0)
-
-
-def _reranks(req: SearchRequest) -> bool:
-    """Whether the re-ranking defaults (feedback, MMR, coverage) apply: hybrid, default profile."""
-    return req.mode == "hybrid" and req.profile == "default"
-
-
-def _rank(req: SearchRequest, plan: Plan, pool: CandidatePool, vec: dict[int, float],
-          trace: Trace) -> tuple[dict[int, float], list[Candidate], Similarities | None]:
-    """The candidates' scores and order, and MMR's pair similarities when it computed them
-    (each stage reported to `trace`, which is off unless the request asks to explain)."""
-    chunks = pool.candidates
-    if req.mode in LITERAL_MODES:
-        newest = sorted(chunks.values(), key=lambda c: (-c.created_ts, -c.pk))
-        return {i: 1.0 for i in chunks}, newest, None
-    ranking_vec = _with_feedback(req, pool, vec, plan.vector)
-    order = fuse(req, chunks, ranking_vec, pool.txt)
-    trace.fusion(chunks, vec, ranking_vec, pool.txt, order, pool.vectors.sentences)
-    if req.profile == "default":
-        fused, order = order, with_time_hints(order, chunks, plan.hints, weights.TIME_WEIGHT)
-        trace.date_hint(fused, order, plan.hints)
-    if req.nearest_first:
-        farther, order = order, nearest_first(req, chunks, order)
-        trace.scores("nearest_first", farther, order, "a conversation farther from the session (its channel, its "
-                     "workspace, elsewhere) ranks lower (nearness.NEAR_STEP a step)")
-    ranked = by_score(chunks.values(), order)
-    if req.profile == "default" and weights.EXPAND_SUMMARIES:
-        by_rank, ranked = ranked, expand_summaries(ranked, trace.replaced if trace.on else None)
-        trace.ranks("summary_expansion", by_rank, ranked)
-    if weights.ONE_PER_MESSAGE:
-        by_rank, ranked = ranked, one_per_message(ranked)
-        trace.ranks("one_per_message", by_rank, ranked)
-    if not _reranks(req):
-        return order, ranked, None
-    ranked, similarities = _rerank(req, ranked, order, pool, trace)
-    return order, ranked, similarities
-
-
-def _with_feedback(req: SearchRequest, pool: CandidatePool, vec: dict[int, float],
-                   vector: np.ndarray | None) -> dict[int, float]:
-    """The candidates' vector scores for ranking: against the feedback-moved query when feedback
-    applies (the scores shown stay the cosine to the query itself)."""
-    weight = weights.FEEDBACK
-    if weight <= 0.0 or vector is None or not vec or not _reranks(req) or req.exact_weights:
-        return vec
-    top = feedback_documents(req, pool.candidates, vec, pool.txt, weights.FEEDBACK_DOCS)
-    return pool.vectors.feedback(vector, top, weight) or vec
-
-
-def _rerank(req: SearchRequest, ranked: list[Candidate], order: dict[int, float],
-            pool: CandidatePool, trace: Trace) -> tuple[list[Candidate], Similarities | None]:
-    """Hybrid search's re-ranking: MMR over the head (when on)."""
-    similarities: Similarities | None = None
-    if weights.MMR < 1.0:
-        head = ranked[: 3 * req.top_k]
-        similarities = (pool.vectors.pairs([c.pk for c in head]), {c.pk for c in head})
-        before, ranked = ranked, mmr(ranked, order, similarities[0], weights.MMR, len(head))
-        trace.ranks("mmr", before, ranked)
-    return ranked, similarities
-
-
-def _near_pairs(head: list[Candidate], pool: CandidatePool, similarities: Similarities | None) -> set[tuple[int, int]]:
-    """Near-duplicate pairs of the head, from MMR's similarities when they cover it. Only chunks
-    embedded from their own text are compared: one embedded with its conversation context shares
-    that context's direction with its neighbours, so for those only their words count (rerank.dedup)."""
-    if similarities is None or not {c.pk for c in head} <= similarities[1]:
-        return near_duplicate_pairs(pool.vectors, [c.pk for c in head if not c.contextual])
-    return near_duplicates(head, similarities[0])
+    return (
+        ranking.reranks(req)
+        and weights.COVERAGE < 1.0
+        and weights.COVERAGE_NORM > 0.0
+        and weights.COVERAGE_WORDS > 0.0
+    )

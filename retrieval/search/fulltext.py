@@ -42,15 +42,24 @@ def build_text_query(req: SearchRequest, plan: SearchPlan) -> TextQuery:
     total = max(size, *by_literal.values(), 1)
     terms = weigh_terms(literals, by_literal, total)
     if req.mode == "fuzzy" or weights.FUZZY:
-        terms += alternative_terms(fuzzy.alternatives(req, frequencies, where, params, every_word=req.mode == "fuzzy",
-                                                     scope_size=size),
-                                   {t for t, _, _ in terms}, total)
-    return TextQuery([(t, idf) for t, idf, _ in terms], bool(_WEBSEARCH_OPERATORS.search(req.query)),
-                     select_match_terms(terms), size)
+        terms += alternative_terms(
+            fuzzy.alternatives(
+                req, frequencies, where, params, every_word=req.mode == "fuzzy", scope_size=size
+            ),
+            {t for t, _, _ in terms},
+            total,
+        )
+    return TextQuery(
+        [(t, idf) for t, idf, _ in terms],
+        bool(_WEBSEARCH_OPERATORS.search(req.query)),
+        select_match_terms(terms),
+        size,
+    )
 
 
-def alternative_terms(found: dict[str, list[fuzzy.Alternative]], present: set[str],
-                      total: int) -> list[tuple[str, float, int]]:
+def alternative_terms(
+    found: dict[str, list[fuzzy.Alternative]], present: set[str], total: int
+) -> list[tuple[str, float, int]]:
     """The alternatives as terms: each its own IDF times its similarity to the word it stands
     for (a guessed word weighs less than a word the query says), once each."""
     terms: list[tuple[str, float, int]] = []
@@ -65,7 +74,9 @@ def alternative_terms(found: dict[str, list[fuzzy.Alternative]], present: set[st
     return terms
 
 
-def weigh_terms(literals: list[str], frequencies: dict[str, int], total: int) -> list[tuple[str, float, int]]:
+def weigh_terms(
+    literals: list[str], frequencies: dict[str, int], total: int
+) -> list[tuple[str, float, int]]:
     """(literal, BM25 IDF, document frequency) of each term that some chunk in scope says, in
     query order; `total` is the number of chunks in scope."""
     terms: list[tuple[str, float, int]] = []
@@ -93,8 +104,14 @@ def select_match_terms(terms: list[tuple[str, float, int]]) -> list[str]:
     return chosen
 
 
-def text_source(req: SearchRequest, tq: TextQuery, where: str, params: list[Any], limit: int,
-                owner_parts: list[Source] | None = None) -> Source | None:
+def text_source(
+    req: SearchRequest,
+    tq: TextQuery,
+    where: str,
+    params: list[Any],
+    limit: int,
+    owner_parts: list[Source] | None = None,
+) -> Source | None:
     """The best `limit` text matches in scope, by BM25 score, then the newer first.
 
     The full-text index finds a term's chunks in the whole table, every tenant's, before the
@@ -122,10 +139,17 @@ def text_source(req: SearchRequest, tq: TextQuery, where: str, params: list[Any]
         )
         return sql, [*params, *match_params, *score_params, limit]
     halves = [
-        (f"(SELECT c.id, {score} AS s, c.created_at AS t FROM retrieval_chunk c WHERE {part} AND {match} "
-         "ORDER BY 2 DESC, 3 DESC LIMIT %s)", [*score_params, *part_params, *match_params, limit])
+        (
+            (
+                f"(SELECT c.id, {score} AS s, c.created_at AS t FROM retrieval_chunk c WHERE {part}"
+                f" AND {match} ORDER BY 2 DESC, 3 DESC LIMIT %s)"
+            ),
+            [*score_params, *part_params, *match_params, limit],
+        )
         for part, part_params in owner_parts
     ]
-    sql = (f"SELECT h.id FROM ({' UNION ALL '.join(sql for sql, _ in halves)}) AS h "
-           "ORDER BY h.s DESC, h.t DESC LIMIT %s")
+    sql = (
+        f"SELECT h.id FROM ({' UNION ALL '.join(sql for sql, _ in halves)}) AS h "
+        "ORDER BY h.s DESC, h.t DESC LIMIT %s"
+    )
     return sql, [*(value for _, values in halves for value in values), limit]

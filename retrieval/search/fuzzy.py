@@ -4,12 +4,12 @@ pg_trgm and fuzzystrmatch are not in the embedded PostgreSQL, and the kept stati
 (retrieval.termstats) already hold every lexeme a scope says, with its document frequency. A
 query lexeme that the scope never says ("lisbn") is looked up among the scope's own lexemes:
 those of about its length that start with its first letter, and, as pg_trgm has no favourite
-letter (docs/ranking.md#typo-tolerance), those whose later letters start as the word's do after a wrong or
-missing first letter ("kisbon", "isbon": "lisbon"); each a range of an index of the statistics,
-bounded (MAX_CANDIDATES, MAX_TAIL_CANDIDATES rows). They are ranked by trigram similarity as
-pg_trgm defines it (the shared share of the padded words' three-letter pieces). The closest few join the query as alternatives
-to the word, each weighted by its own IDF times its similarity, so an exact match of another
-query word still outranks a guessed one.
+letter (docs/ranking.md#typo-tolerance), those whose later letters start as the word's do after a
+wrong or missing first letter ("kisbon", "isbon": "lisbon"); each a range of an index of the
+statistics, bounded (MAX_CANDIDATES, MAX_TAIL_CANDIDATES rows). They are ranked by trigram
+similarity as pg_trgm defines it (the shared share of the padded words' three-letter pieces). The
+closest few join the query as alternatives to the word, each weighted by its own IDF times its
+similarity, so an exact match of another query word still outranks a guessed one.
 
 Only the scope's buckets are read (the same buckets as its document frequencies: the tenant's,
 its workspaces' or channels'). The statistics do not know owners, and a bucket is wider than the
@@ -39,8 +39,10 @@ MIN_LENGTH = 4  # shorter query lexemes are not corrected
 MAX_WORDS = 8  # query lexemes looked up per search
 LENGTH_SLACK = 2  # candidates are at most this many letters shorter or longer
 VERIFIED = 8  # closest lexemes per word checked against the search's WHERE clause
-MAX_CANDIDATES = 5000  # statistics rows read per word, in lexeme order (a bound on the cost, not a ranking)
-MAX_TAIL_CANDIDATES = 1000  # the same for each range of a wrong or missing first letter (two letters: narrower)
+# statistics rows read per word, in lexeme order (a bound on the cost, not a ranking)
+MAX_CANDIDATES = 5000
+# the same for each range of a wrong or missing first letter (two letters: narrower)
+MAX_TAIL_CANDIDATES = 1000
 SIMILARITY = 0.34  # the least trigram similarity of an alternative (pg_trgm's default is 0.3)
 ALTERNATIVES = 3  # alternatives per word, the closest first
 
@@ -55,7 +57,7 @@ class Alternative:
 def trigrams(word: str) -> set[str]:
     """pg_trgm's pieces of a word: two spaces before it, one after, every three letters."""
     padded = f"  {word} "
-    return {padded[i:i + 3] for i in range(len(padded) - 2)}
+    return {padded[i : i + 3] for i in range(len(padded) - 2)}
 
 
 def similarity(a: str, b: str) -> float:
@@ -89,14 +91,24 @@ def vocabulary_candidates(req: SearchRequest, words: list[str]) -> dict[str, dic
             # disjoint (`exclude`: the first letter the first range covers), so no row counts twice.
             skip = "AND left(s.lexeme, 1) <> %s " if exclude else ""
             parts.append(
-                f"(SELECT %s::text, s.lexeme, s.n FROM retrieval_termstat s WHERE s.tenant_id = %s "
-                f"AND {column} >= %s AND {column} < %s {skip}AND length(s.lexeme) BETWEEN %s AND %s "
-                f"AND {buckets} LIMIT {limit})"
+                "(SELECT %s::text, s.lexeme, s.n FROM retrieval_termstat s WHERE s.tenant_id = %s"
+                f" AND {column} >= %s AND {column} < %s {skip}AND length(s.lexeme) BETWEEN %s AND"
+                f" %s AND {buckets} LIMIT {limit})"
             )
-            params += [word, req.tenant_id, low, _next_prefix(low), *([exclude] if exclude else []),
-                       len(word) - LENGTH_SLACK, len(word) + LENGTH_SLACK, *bucket_params]
-    sql = (f"SELECT w, lexeme, sum(n) FROM ({' UNION ALL '.join(parts)}) AS v(w, lexeme, n) "
-           "GROUP BY w, lexeme HAVING sum(n) > 0")
+            params += [
+                word,
+                req.tenant_id,
+                low,
+                _next_prefix(low),
+                *([exclude] if exclude else []),
+                len(word) - LENGTH_SLACK,
+                len(word) + LENGTH_SLACK,
+                *bucket_params,
+            ]
+    sql = (
+        f"SELECT w, lexeme, sum(n) FROM ({' UNION ALL '.join(parts)}) AS v(w, lexeme, n) "
+        "GROUP BY w, lexeme HAVING sum(n) > 0"
+    )
     out: dict[str, dict[str, int]] = {word: {} for word in words}
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
@@ -125,15 +137,21 @@ def ranges(word: str) -> list[tuple[str, str, str, int]]:
 def closest(word: str, vocabulary: dict[str, int], limit: int = VERIFIED) -> list[Alternative]:
     """The closest lexemes of `vocabulary` to `word` (not `word` itself), best first; ties go
     to the more frequent lexeme, then alphabetically (a stable order)."""
-    pieces = trigrams(word)  # once, not once per lexeme (a scope's vocabulary near a word: hundreds)
-    scored = [Alternative(lexeme, _similarity(pieces, trigrams(lexeme)), df)
-              for lexeme, df in vocabulary.items() if lexeme != word]
+    # once, not once per lexeme (a scope's vocabulary near a word: hundreds)
+    pieces = trigrams(word)
+    scored = [
+        Alternative(lexeme, _similarity(pieces, trigrams(lexeme)), df)
+        for lexeme, df in vocabulary.items()
+        if lexeme != word
+    ]
     scored = [a for a in scored if a.similarity >= SIMILARITY]
     scored.sort(key=lambda a: (-a.similarity, -a.df, a.lexeme))
     return scored[:limit]
 
 
-def visible_lexemes(lexemes: list[str], where: str, params: list[Any], walk: bool = False) -> set[str]:
+def visible_lexemes(
+    lexemes: list[str], where: str, params: list[Any], walk: bool = False
+) -> set[str]:
     """Those of `lexemes` that some chunk matching `where` says in its own words: one statement,
     a probe per lexeme: through the full-text index, or with `walk` (walks_scope) down the
     scope's rows to the first that says the word, the match written so that the index cannot
@@ -141,8 +159,10 @@ def visible_lexemes(lexemes: list[str], where: str, params: list[Any], walk: boo
     # Each lexeme as a quoted tsquery literal of weight A (never parsed as query syntax).
     queries = ["'" + x.replace("\\", "\\\\").replace("'", "''") + "':A" for x in lexemes]
     match = "c.search_vector @@ t.q::tsquery"
-    sql = ("SELECT t.l FROM unnest(%s::text[], %s::text[]) AS t(l, q) WHERE EXISTS (SELECT 1 FROM "
-           f"retrieval_chunk c WHERE {where} AND {row_tested(match) if walk else match})")
+    sql = (
+        "SELECT t.l FROM unnest(%s::text[], %s::text[]) AS t(l, q) WHERE EXISTS (SELECT 1 FROM "
+        f"retrieval_chunk c WHERE {where} AND {row_tested(match) if walk else match})"
+    )
     with connection.cursor() as cursor:
         cursor.execute(sql, [lexemes, queries, *params])
         return {row[0] for row in cursor.fetchall()}
@@ -158,17 +178,34 @@ def walks_scope(req: SearchRequest, scope_size: int) -> bool:
     sql.TEXT_SCAN_BELOW chunks, `scope_size` from the kept statistics) and is all of its
     statistics' buckets. A user, a filter or a conversation hides part of the buckets: a word
     they hide is walked to the end of the scope, once per word (bench/README.md, stop 28)."""
-    narrowed = (req.user_id is not None or req.tags or req.roles or req.kinds or req.agent or req.since
-                or req.until or req.scope == "conversation")
+    narrowed = (
+        req.user_id is not None
+        or req.tags
+        or req.roles
+        or req.kinds
+        or req.agent
+        or req.since
+        or req.until
+        or req.scope == "conversation"
+    )
     return not narrowed and scans_scope(scope_size)
 
 
-def alternatives(req: SearchRequest, frequencies: dict[str, int], where: str, params: list[Any], *,
-                 every_word: bool, scope_size: int = 0) -> dict[str, list[Alternative]]:
+def alternatives(
+    req: SearchRequest,
+    frequencies: dict[str, int],
+    where: str,
+    params: list[Any],
+    *,
+    every_word: bool,
+    scope_size: int = 0,
+) -> dict[str, list[Alternative]]:
     """The alternatives of the query's lexemes that the scope does not say (of every correctable
     lexeme with `every_word`: mode "fuzzy"). Empty, without a statement, when none needs any;
     two statements otherwise (the scope's vocabulary near the words, the check of visibility)."""
-    words = [w for w in sorted(frequencies) if correctable(w) and (every_word or not frequencies[w])][:MAX_WORDS]
+    words = [
+        w for w in sorted(frequencies) if correctable(w) and (every_word or not frequencies[w])
+    ][:MAX_WORDS]
     if not words:
         return {}
     vocabulary = vocabulary_candidates(req, words)
@@ -177,5 +214,7 @@ def alternatives(req: SearchRequest, frequencies: dict[str, int], where: str, pa
     if not lexemes:
         return {}
     visible = visible_lexemes(lexemes, where, params, walks_scope(req, scope_size))
-    found = {word: [a for a in alts if a.lexeme in visible][:ALTERNATIVES] for word, alts in near.items()}
+    found = {
+        word: [a for a in alts if a.lexeme in visible][:ALTERNATIVES] for word, alts in near.items()
+    }
     return {word: alts for word, alts in found.items() if alts}

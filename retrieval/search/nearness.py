@@ -27,10 +27,14 @@ def distance(req: SearchRequest, candidate: Candidate) -> int:
     return 3
 
 
-def nearest_first(req: SearchRequest, chunks: dict[int, Candidate], order: dict[int, float]) -> dict[int, float]:
+def nearest_first(
+    req: SearchRequest, chunks: dict[int, Candidate], order: dict[int, float]
+) -> dict[int, float]:
     """The scores with each conversation row's lowered by NEAR_STEP per step away from the session,
     for a request that reads a session's default range (req.nearest_first); else as they are."""
     step = NEAR_STEP
     if not req.nearest_first or step <= 0.0:
         return order
-    return {pk: score - abs(score) * step * distance(req, chunks[pk]) for pk, score in order.items()}
+    return {
+        pk: score - abs(score) * step * distance(req, chunks[pk]) for pk, score in order.items()
+    }

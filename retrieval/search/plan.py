@@ -21,12 +21,17 @@ def plan_search(req: SearchRequest) -> SearchPlan:
     if req.user_id is not None:
         shared_sql, shared_params = size_sql(req, sizes, owner=False, shared_only=True)
         shared_where, shared_where_params = parts.clause("shared")
-        halves = (parts.clause("own"), (f"{shared_where} AND ({shared_sql}) > 0", [*shared_where_params, *shared_params]))
+        halves = (
+            parts.clause("own"),
+            (f"{shared_where} AND ({shared_sql}) > 0", [*shared_where_params, *shared_params]),
+        )
     return SearchPlan(
         where=parts.clause(),
         halves=halves,
         buckets=bucket_clause(req),
-        wide_buckets=bucket_clause(replace(req, nearest_first=False)) if req.nearest_first else None,
+        wide_buckets=bucket_clause(replace(req, nearest_first=False))
+        if req.nearest_first
+        else None,
         scope_size=size_sql(req, sizes, owner=True),
         statistics_size=size_sql(req, sizes, owner=False),
     )

@@ -10,12 +10,13 @@ take exponential time over a long row, so three bounds keep one request from hol
 - the statement runs under SET LOCAL statement_timeout (TIMEOUT_MS);
   PostgreSQL cancels it inside the match loop, and the request answers `regex_timeout`.
 
-The scan is a statement of its own (not a subquery of the candidate statement, sql.fetch_candidates),
-so that only it runs under the timeout; its ids become the candidate statement's one source. The
-statements run in a transaction (a savepoint inside one) that is always rolled back: they only read, and rolling back
-undoes the SET LOCAL (and, after a cancel, the aborted state), so the rest of the search and the
-request's transaction go on as before. Results are the newest matches first, within the same
-WHERE clause (tenant, workspace, scope, ownership, filters, since/until) as every other mode.
+The scan is a statement of its own (not a subquery of the candidate statement,
+sql.fetch_candidates), so that only it runs under the timeout; its ids become the candidate
+statement's one source. The statements run in a transaction (a savepoint inside one) that is always
+rolled back: they only read, and rolling back undoes the SET LOCAL (and, after a cancel, the aborted
+state), so the rest of the search and the request's transaction go on as before. Results are the
+newest matches first, within the same WHERE clause (tenant, workspace, scope, ownership, filters,
+since/until) as every other mode.
 """
 
 from __future__ import annotations
@@ -69,13 +70,15 @@ def _search_error(exc: DatabaseError, timeout_ms: int) -> Exception:
     state = getattr(exc.__cause__, "sqlstate", None)
     if state == INVALID_REGEX:
         detail = str(exc.__cause__).splitlines()[0] if exc.__cause__ else ""
-        return SearchError("invalid_regex", f"The pattern is not a valid regular expression ({detail}).")
+        return SearchError(
+            "invalid_regex", f"The pattern is not a valid regular expression ({detail})."
+        )
     if state == QUERY_CANCELED:
         return SearchError(
             "regex_timeout",
-            f"The pattern ran longer than {timeout_ms} ms over the memories in scope. Narrow the "
-            "search (session, channel, since/until, kinds) or simplify the pattern (back-references "
-            "such as \\1 are the usual cause).",
+            f"The pattern ran longer than {timeout_ms} ms over the memories in scope. Narrow the"
+            " search (session, channel, since/until, kinds) or simplify the pattern"
+            " (back-references such as \\1 are the usual cause).",
             {"timeout_ms": timeout_ms},
         )
     return exc

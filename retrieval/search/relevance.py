@@ -43,14 +43,16 @@ class Floor:
     """One query's relevance floor over its candidates (floor_of)."""
 
     word_score: float  # the BM25 score the words leg asks for (0: no text side)
-    nearest_kth: float  # the cosine of the query's RELEVANCE_NEIGHBOURS-th nearest candidate (0 when fewer)
+    # the cosine of the query's RELEVANCE_NEIGHBOURS-th nearest candidate (0 when fewer)
+    nearest_kth: float
     reach: float  # the fused score a memory must reach (a share of the best's)
     order: dict[int, float]
     said: dict[int, int]  # which of the query's terms each candidate's own words say (bits)
     idfs: list[float]  # the terms' IDF, in bit order
 
     def said_share(self, pk: int) -> float:
-        """The share of the query's information (its terms' summed IDF) the memory's own words say."""
+        """The share of the query's information (its terms' summed IDF) the memory's own words
+        say."""
         bits, total = self.said.get(pk, 0), sum(self.idfs)
         if not bits or total <= 0.0:
             return 0.0
@@ -63,22 +65,30 @@ class Floor:
             return (text_score or 0.0) > 0.0
         if cosine >= weights.RELEVANCE_MIN_COSINE:
             return True
-        if cosine >= weights.RELEVANCE_LOW_COSINE and cosine - self.nearest_kth >= weights.RELEVANCE_GAP:
+        if (
+            cosine >= weights.RELEVANCE_LOW_COSINE
+            and cosine - self.nearest_kth >= weights.RELEVANCE_GAP
+        ):
             return True
         if self.said_share(pk) >= weights.RELEVANCE_WORDS_SAID:
             return True
-        return (self.word_score > 0.0 and (text_score or 0.0) >= self.word_score
-                and self.order.get(pk, 0.0) >= self.reach)
+        return (
+            self.word_score > 0.0
+            and (text_score or 0.0) >= self.word_score
+            and self.order.get(pk, 0.0) >= self.reach
+        )
 
 
-def floor_of(tq: TextQuery | None, vec: dict[int, float], order: dict[int, float],
-             said: dict[int, int]) -> Floor:
+def floor_of(
+    tq: TextQuery | None, vec: dict[int, float], order: dict[int, float], said: dict[int, int]
+) -> Floor:
     """The floor of one query: `vec` its candidates' cosines, `order` their fused scores, `said`
     which query terms each says (sql.CandidatePool.said)."""
     word_score = 0.0
     if tq is not None and tq.terms:
         size = max(tq.scope_size, 1)
-        word_score = weights.RELEVANCE_WORD_SHARE * math.log(1 + (size - 0.5) / 1.5)  # BM25 IDF at df = 1
+        # BM25 IDF at df = 1
+        word_score = weights.RELEVANCE_WORD_SHARE * math.log(1 + (size - 0.5) / 1.5)
     k = weights.RELEVANCE_NEIGHBOURS
     nearest = heapq.nlargest(k, vec.values())
     kth = nearest[-1] if len(nearest) >= k else 0.0
@@ -95,7 +105,11 @@ def ranked_query(req: SearchRequest) -> str:
     peanuts."). The query stays whole when nothing else would be left."""
     if req.mode != "hybrid" or not req.user_id:
         return req.query
-    names = {part for part in re.split(r"[^\w]+", req.user_id.casefold()) if len(part) > 1 and not part.isdigit()}
+    names = {
+        part
+        for part in re.split(r"[^\w]+", req.user_id.casefold())
+        if len(part) > 1 and not part.isdigit()
+    }
     if not names:
         return req.query
     kept = [w for w in _WORD.findall(req.query) if w.casefold().removesuffix("'s") not in names]

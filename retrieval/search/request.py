@@ -62,7 +62,8 @@ class SearchRequest:
     user_id: str | None = None  # None: no end user named (every user's memories); "": shared only
     since: datetime | None = None
     until: datetime | None = None
-    as_of: datetime | None = None  # when the question is asked: relative dates are read against it (None: now)
+    # when the question is asked: relative dates are read against it (None: now)
+    as_of: datetime | None = None
     # With as_of: answer from the memory as it stood then (nothing written later; a fact's version
     # valid then). False only for a replay that reads relative dates against as_of over everything.
     history: bool = True
@@ -75,12 +76,15 @@ class SearchRequest:
     profile: str = "default"
     # The default profile's share of the decayed relevance (0: none; bench/ranking.py measured it).
     decay_weight: float = 0.0
-    # Only results at least this close in meaning (cosine; a published floor on meaning alone is 0.655).
+    # Only results at least this close in meaning (cosine; a published floor on meaning alone
+    # is 0.655).
     min_cosine: float | None = None
     case_sensitive: bool = False  # modes exact and regex
     explain: bool = False  # each hit carries why it ranked (retrieval.search.explain)
-    counts_as_use: bool = True  # False: an operator looking (the console) does not reinforce what it sees
-    group_by: str | None = None  # "session": top_k conversations, each with its best hits (rerank.top_sessions)
+    # False: an operator looking (the console) does not reinforce what it sees
+    counts_as_use: bool = True
+    # "session": top_k conversations, each with its best hits (rerank.top_sessions)
+    group_by: str | None = None
     hits_per_session: int | None = None  # with group_by (DEFAULT_HITS_PER_SESSION)
 
 
@@ -97,7 +101,10 @@ def validate(req: SearchRequest) -> None:
         if req.group_by is None:
             raise SearchError("group_by_required", "hits_per_session needs group_by 'session'.")
         if not 1 <= req.hits_per_session <= MAX_HITS_PER_SESSION:
-            raise SearchError("invalid_hits_per_session", f"hits_per_session must be within 1..{MAX_HITS_PER_SESSION}")
+            raise SearchError(
+                "invalid_hits_per_session",
+                f"hits_per_session must be within 1..{MAX_HITS_PER_SESSION}",
+            )
     if req.profile not in PROFILES:
         raise SearchError("invalid_profile", f"profile must be one of {', '.join(PROFILES)}")
     if not 0.0 <= req.decay_weight <= 1.0:
@@ -105,13 +112,19 @@ def validate(req: SearchRequest) -> None:
     if req.min_cosine is not None and not -1.0 <= req.min_cosine <= 1.0:
         raise SearchError("invalid_min_cosine", "min_cosine must be within -1..1")
     if req.query_embedding is not None and len(req.query_embedding) != DIMENSIONS:
-        raise SearchError("invalid_query_embedding", f"query_embedding must have {DIMENSIONS} dimensions")
+        raise SearchError(
+            "invalid_query_embedding", f"query_embedding must have {DIMENSIONS} dimensions"
+        )
     has_text = bool(req.query.strip())
     if req.mode in (*TEXT_MODES, *LITERAL_MODES) and not has_text:
         raise SearchError("query_required", f"mode {req.mode!r} needs query text")
     limit = REGEX_MAX_LENGTH
     if req.mode == "regex" and len(req.query) > limit:
-        raise SearchError("invalid_regex", f"A regex pattern is at most {limit} characters.", {"max_length": limit})
+        raise SearchError(
+            "invalid_regex",
+            f"A regex pattern is at most {limit} characters.",
+            {"max_length": limit},
+        )
     if not has_text and req.query_embedding is None:
         raise SearchError("query_required", "Give query text or a query_embedding.")
 
@@ -125,9 +138,12 @@ class SearchPlan:
     # A user's view as its two halves (theirs; the shared memories, read only when the kept
     # statistics say the scope has any), each searched on its own; None without a user.
     halves: tuple[tuple[str, list[Any]], tuple[str, list[Any]]] | None
-    buckets: tuple[str, list[Any]]  # the scope's statistics rows (statistics.bucket_clause, alias "s")
-    wide_buckets: tuple[str, list[Any]] | None  # a session's default range: the whole range's rows beside its channel's
-    scope_size: tuple[str, list[Any]]  # chunks in scope of the owner and shared (statistics.scope_size_sql)
+    # the scope's statistics rows (statistics.bucket_clause, alias "s")
+    buckets: tuple[str, list[Any]]
+    # a session's default range: the whole range's rows beside its channel's
+    wide_buckets: tuple[str, list[Any]] | None
+    # chunks in scope of the owner and shared (statistics.scope_size_sql)
+    scope_size: tuple[str, list[Any]]
     statistics_size: tuple[str, list[Any]]  # chunks in scope, whoever owns them
 
 
@@ -222,7 +238,8 @@ class SearchHit:
     text_score: float | None
     explain: dict[str, Any] | None = None  # only when the request asked to explain
     session_score: float | None = None  # group_by "session": its conversation's score
-    relevant: bool = True  # the relevance floor admits it (retrieval.search.relevance): context may inject it
+    # the relevance floor admits it (retrieval.search.relevance): context may inject it
+    relevant: bool = True
 
     def as_dict(self) -> dict[str, Any]:
         c = self.chunk

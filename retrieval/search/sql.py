@@ -1,5 +1,6 @@
-"""The SQL of search, apart from full text's (fulltext.py, textquery.py): the WHERE clause every path shares,
-the vector and exact candidate subqueries, the candidate statement, and reinforcing the hits.
+"""The SQL of search, apart from full text's (fulltext.py, textquery.py): the WHERE clause every
+path shares, the vector and exact candidate subqueries, the candidate statement, and reinforcing the
+hits.
 
 One search is three statements: the query's term statistics (fulltext, termstats);
 the candidate statement, which finds the candidates (text, vector and date-hinted subqueries in
@@ -15,18 +16,11 @@ whatever the scope.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
-from weakref import WeakKeyDictionary
 
 import numpy as np
-import psycopg
-from django.conf import settings
-from django.db import connection, transaction
 from django.utils import timezone
 
 from accounts.models import Channel, Workspace
@@ -35,9 +29,8 @@ from memoryhub.plumbing.counters import BatchedCounter, Counts
 from retrieval.decay import relevance_sql, seed002_temporal_sql
 from retrieval.embedders import DIMENSIONS
 from retrieval.models import ChunkAccess, ChunkSentence
-from retrieval.search import weights
 from retrieval.search.request import Candidate, HitRow, SearchRequest
-from retrieval.search.statistics import table_rows
+from retrieval.search.statements import hnsw_settings, select_binary_rows, select_rows
 from retrieval.search.textquery import TextQuery
 from retrieval.search.vectors import CandidateVectors, decode_halfvecs
 from retrieval.vectors import halfvec_text
@@ -49,8 +42,8 @@ def where_clause(req: SearchRequest, owner: str = "both") -> tuple[str, list[Any
     """The WHERE clause every search path shares: tenant first, then scope and filters.
 
     `owner` ("own" or "shared") keeps one half of a user's view (their memories, or the shared
-    ones; owner_clause): the two halves as separate statements each use the (tenant, user) index, where their
-    OR is estimated from the table-wide share of shared rows (other tenants' included).
+    ones; owner_clause): the two halves as separate statements each use the (tenant, user) index,
+    where their OR is estimated from the table-wide share of shared rows (other tenants' included).
     A search reads all three from one WhereParts (plan.plan_search), built once.
     """
     return where_parts(req).clause(owner)
@@ -66,13 +59,19 @@ class WhereParts:
     after: tuple[Source, ...]
 
     def clause(self, owner: str = "both") -> Source:
-        parts = [*self.before, *([owner_clause(self.user_id, owner)] if self.user_id is not None else []),
-                 *self.after]
-        return " AND ".join(sql for sql, _ in parts), [value for _, values in parts for value in values]
+        parts = [
+            *self.before,
+            *([owner_clause(self.user_id, owner)] if self.user_id is not None else []),
+            *self.after,
+        ]
+        return " AND ".join(sql for sql, _ in parts), [
+            value for _, values in parts for value in values
+        ]
 
 
 def where_parts(req: SearchRequest) -> WhereParts:
-    """The conditions of where_clause, the owner's left open (the one builder of a search's WHERE)."""
+    """The conditions of where_clause, the owner's left open (the one builder of a search's
+    WHERE)."""
     before: list[Source] = [("c.tenant_id = %s", [req.tenant_id])]
     if req.key_workspace_id is not None:
         before.append(("c.workspace_id = %s", [req.key_workspace_id]))
@@ -93,9 +92,14 @@ def where_parts(req: SearchRequest) -> WhereParts:
     if req.until:
         after.append(("c.created_at < %s", [req.until]))
     if req.history and req.as_of is not None:
-        # The memory as it stood then (docs/memory-model.md#fact-history): nothing written after it, and of a fact the
-        # version that was true then.
-        after.append(("c.created_at <= %s AND (c.valid_to IS NULL OR c.valid_to > %s)", [req.as_of, req.as_of]))
+        # The memory as it stood then (docs/memory-model.md#fact-history): nothing written after it,
+        # and of a fact the version that was true then.
+        after.append(
+            (
+                "c.created_at <= %s AND (c.valid_to IS NULL OR c.valid_to > %s)",
+                [req.as_of, req.as_of],
+            )
+        )
     else:
         after.append(("c.valid_to IS NULL", []))
     return WhereParts(tuple(before), req.user_id, tuple(after))
@@ -119,11 +123,12 @@ _CONVERSATION_KINDS_SQL = "c.kind IN ('event', 'summary')"
 
 
 def owner_clause(user_id: str, owner: str = "both") -> tuple[str, list[Any]]:
-    """The sharing rule of a read for one user (the one definition; docs/memory-model.md#sharing). `user_id`: that
-    user's rows, and shared knowledge (notes, facts and documents without an owner); never another
-    user's, and never a conversation nobody owns (its messages and summaries are the tenant's).
-    `user_id` "": a read anchored to a conversation nobody owns: the tenant's unowned rows, its own
-    included. `owner` "own" or "shared" keeps one half of a user's view (see where_clause)."""
+    """The sharing rule of a read for one user (the one definition; docs/memory-model.md#sharing).
+    `user_id`: that user's rows, and shared knowledge (notes, facts and documents without an owner);
+    never another user's, and never a conversation nobody owns (its messages and summaries are the
+    tenant's). `user_id` "": a read anchored to a conversation nobody owns: the tenant's unowned
+    rows, its own included. `owner` "own" or "shared" keeps one half of a user's view (see
+    where_clause)."""
     if not user_id:
         return "c.user_id = ''", []
     if owner == "own":
@@ -147,8 +152,10 @@ def scope_clause(req: SearchRequest) -> tuple[str, list[Any]]:
     Without a session (a channel, a workspace or the account named): everything in that range, and
     the wider tiers above it."""
     if req.session_id is not None:
-        applies = ("(c.session_id = %s OR (c.tier = 'channel' AND c.channel_id = %s)"
-                   " OR (c.tier = 'workspace' AND c.workspace_id = %s) OR c.tier = 'account')")
+        applies = (
+            "(c.session_id = %s OR (c.tier = 'channel' AND c.channel_id = %s)"
+            " OR (c.tier = 'workspace' AND c.workspace_id = %s) OR c.tier = 'account')"
+        )
         params: list[Any] = [req.session_id, req.session_channel_id, req.session_workspace_id]
         if req.scope == "conversation":
             # The conversation's own rows and what applies to it.
@@ -159,12 +166,19 @@ def scope_clause(req: SearchRequest) -> tuple[str, list[Any]]:
             reach, reach_params = "c.workspace_id = ANY(%s)", [req.workspace_ids]
         else:
             reach, reach_params = "TRUE", []
-        return (f"(({_CONVERSATION_KINDS_SQL} AND {reach}) OR (NOT {_CONVERSATION_KINDS_SQL} AND {applies}))",
-                [*reach_params, *params])
+        return (
+            (
+                f"(({_CONVERSATION_KINDS_SQL} AND {reach}) OR (NOT {_CONVERSATION_KINDS_SQL} AND"
+                f" {applies}))"
+            ),
+            [*reach_params, *params],
+        )
     if req.scope == "channel" and req.channel_ids is not None:
         return (
-            "(c.channel_id = ANY(%s) OR (c.tier = 'workspace' AND c.workspace_id = ANY(%s))"
-            " OR c.tier = 'account')",
+            (
+                "(c.channel_id = ANY(%s) OR (c.tier = 'workspace' AND c.workspace_id = ANY(%s))"
+                " OR c.tier = 'account')"
+            ),
             [req.channel_ids, req.workspace_ids or []],
         )
     if req.scope == "workspace" and req.workspace_ids is not None:
@@ -181,70 +195,20 @@ def scans_scope(scope_size: int) -> bool:
 
 
 def row_tested(match: str) -> str:
-    """`match` written so that the full-text index cannot serve it: each row of the scope is tested."""
+    """`match` written so that the full-text index cannot serve it: each row of the scope is
+    tested."""
     return f"({match}) IS TRUE"
 
 
-def select_rows(sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
-    """All rows of one raw statement (search reads ids and scores, not model instances)."""
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return cursor.fetchall()
-
-
-def select_binary_rows(sql: str, params: list[Any] | None) -> list[tuple[Any, ...]]:
-    """All rows of one raw statement, its parameters bound by the server and its rows sent in
-    PostgreSQL's binary formats. For the candidate statement, whose rows carry a vector each
-    (halfvec_send, 768 bytes), text rows send each vector as 1,536 hex digits to decode, and
-    binding on the client quotes its hundred-odd parameters into the statement's text
-    (bench/README.md, stop 36).
-
-    Django's cursors bind on the client (psycopg's ClientCursor cannot return binary rows), so the
-    psycopg cursor is made here and wrapped as Django wraps its own (its errors are Django's, its
-    execute wrappers run). Where Django logs queries, the statement is logged with its parameters
-    written in, as Django logs its own, marked `"binary": True` (bench/search.py re-runs it so).
-    Never prepared on the server: Django's connections have no prepare threshold.
-
-    A statement whose only `%` are its `%s` placeholders goes to a raw cursor that numbers them
-    ($1, $2, ...) as it executes (NumberedCursor): psycopg parses a statement over 4 kB or 50
-    parameters (the candidate statements are both) on every execution, 0.36 ms each against 0.07
-    (bench/README.md, stop 37). Execute wrappers and the log see the statement as written."""
-    connection.ensure_connection()
-    numbered = params is not None and only_placeholders(sql)
-    raw = (NumberedCursor if numbered else psycopg.Cursor)(connection.connection)
-    raw.format = psycopg.pq.Format.BINARY
-    started = time.monotonic()
-    with connection.make_cursor(raw) as cursor:
-        try:
-            cursor.execute(sql, params)
-            return cursor.fetchall()
-        finally:
-            if connection.queries_logged:
-                connection.queries_log.append({"sql": connection.ops.compose_sql(sql, params), "binary": True,
-                                               "time": f"{time.monotonic() - started:.3f}"})
-
-
-def only_placeholders(sql: str) -> bool:
-    """Whether every `%` of `sql` begins a `%s` placeholder (no `%%`, no named or typed one)."""
-    return sql.count("%") == sql.count("%s")
-
-
-def native_placeholders(sql: str) -> str:
-    """`sql`'s `%s` placeholders written as PostgreSQL's own, $1, $2, ... in order (only_placeholders)."""
-    parts = sql.split("%s")
-    return "".join(f"{part}${n}" for n, part in enumerate(parts[:-1], start=1)) + parts[-1]
-
-
-class NumberedCursor(psycopg.RawCursor):
-    """A raw cursor (server-side binding, no parse of the query by psycopg) given a statement with
-    Django's `%s` placeholders, which it numbers as it executes."""
-
-    def execute(self, query: Any, params: Any = None, **kwargs: Any) -> NumberedCursor:
-        return super().execute(native_placeholders(query), params, **kwargs)
-
-
-def vector_source(vector_text: str, model: str, where: str, params: list[Any], limit: int,
-                  size: Source | None = None, parts: list[Source] | None = None) -> Source:
+def vector_source(
+    vector_text: str,
+    model: str,
+    where: str,
+    params: list[Any],
+    limit: int,
+    size: Source | None = None,
+    parts: list[Source] | None = None,
+) -> Source:
     """The `limit` nearest chunks in scope embedded by `model`.
 
     An HNSW index is walked for the whole table: a scope that is a small part of it (a channel, a
@@ -254,23 +218,40 @@ def vector_source(vector_text: str, model: str, where: str, params: list[Any], l
     through the ordinary indexes, sorted by distance. Both branches are in the statement; the
     size decides, once, which one runs (a one-time filter on an InitPlan).
     """
-    hnsw = (f"SELECT c.id FROM retrieval_chunk c WHERE {where} AND c.embedding IS NOT NULL "
-            "AND c.embedding_model = %s{gate} ORDER BY c.embedding <=> %s::halfvec LIMIT %s")
+    hnsw = (
+        f"SELECT c.id FROM retrieval_chunk c WHERE {where} AND c.embedding IS NOT NULL "
+        "AND c.embedding_model = %s{gate} ORDER BY c.embedding <=> %s::halfvec LIMIT %s"
+    )
     threshold = EXACT_BELOW
     if size is None or threshold <= 0:
         return hnsw.format(gate=""), [*params, model, vector_text, limit]
     size_sql, size_params = size
     exact_sql: list[str] = []
     exact_params: list[Any] = []
-    for part_where, part_params in parts or [(where, params)]:  # `parts`: disjoint WHEREs covering `where`
-        exact_sql.append(f"SELECT c.id, c.embedding FROM retrieval_chunk c WHERE {part_where} "
-                         f"AND c.embedding IS NOT NULL AND c.embedding_model = %s AND ({size_sql}) < %s")
+    # `parts`: disjoint WHEREs covering `where`
+    for part_where, part_params in parts or [(where, params)]:
+        exact_sql.append(
+            f"SELECT c.id, c.embedding FROM retrieval_chunk c WHERE {part_where} "
+            f"AND c.embedding IS NOT NULL AND c.embedding_model = %s AND ({size_sql}) < %s"
+        )
         exact_params += [*part_params, model, *size_params, threshold]
-    exact = (f"SELECT e.id FROM ({' UNION ALL '.join(exact_sql)} OFFSET 0) e "
-             "ORDER BY e.embedding <=> %s::halfvec LIMIT %s")
+    exact = (
+        f"SELECT e.id FROM ({' UNION ALL '.join(exact_sql)} OFFSET 0) e "
+        "ORDER BY e.embedding <=> %s::halfvec LIMIT %s"
+    )
     return (
         f"({hnsw.format(gate=f' AND ({size_sql}) >= %s')}) UNION ALL ({exact})",
-        [*params, model, *size_params, threshold, vector_text, limit, *exact_params, vector_text, limit],
+        [
+            *params,
+            model,
+            *size_params,
+            threshold,
+            vector_text,
+            limit,
+            *exact_params,
+            vector_text,
+            limit,
+        ],
     )
 
 
@@ -278,74 +259,13 @@ def exact_source(req: SearchRequest, where: str, params: list[Any], limit: int) 
     """The newest chunks in scope whose text holds the query literally (mode "exact")."""
     pattern = "%" + req.query.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
     like = "LIKE" if req.case_sensitive else "ILIKE"
-    return (f"SELECT c.id FROM retrieval_chunk c WHERE {where} AND c.text {like} %s "
-            "ORDER BY c.created_at DESC, c.id DESC LIMIT %s", [*params, pattern, limit])
-
-
-def _startup_options() -> str | None:
-    """The options connections start with, when they start with search's HNSW settings
-    (settings.py; off behind a pooler that refuses startup options); else None."""
-    options = str(connection.settings_dict.get("OPTIONS", {}).get("options", ""))
-    return options if "-c hnsw.iterative_scan=relaxed_order" in options else None
-
-
-def hnsw_preset(ef_search: int, options: str | None) -> bool:
-    """Whether this connection runs with these HNSW settings, so that no SET, and no transaction
-    for a SET LOCAL, is needed: it started with them (`options`, _startup_options: settings.py
-    passes search's as startup options), or an earlier search SET this ef_search for the rest of
-    its life (hnsw_settings)."""
-    if options is None:
-        return False
-    raw = connection.connection
-    current = _connection_ef.get(raw) if raw is not None else None
-    if current is None:
-        return f"-c hnsw.ef_search={ef_search}" in options
-    return current == ef_search
-
-
-# The ef_search an earlier search SET on a connection (the driver's connection: a new one starts
-# from the startup options again).
-_connection_ef: WeakKeyDictionary[Any, int] = WeakKeyDictionary()
-
-
-def ef_search() -> int:
-    """HNSW's ef_search for a search: settings.HNSW_EF_SEARCH, raised to one per
-    weights.HNSW_ROWS_PER_EF rows of the chunk table. The share of the true nearest neighbours a
-    walk finds falls as the graph grows (bench/README.md: recall@100 0.96 at 10k rows, 0.93 at
-    100k, 0.71 at 1M with ef_search 100; 0.95 at 1M with 1,000). The table's size is the estimate
-    the last term statistics read (text and hybrid searches; no statement of its own)."""
-    floor = int(settings.HNSW_EF_SEARCH)
-    per = int(weights.HNSW_ROWS_PER_EF)
-    if per <= 0:
-        return floor
-    return max(floor, min(int(table_rows() // per), 1000))  # pgvector's ceiling: 1000
-
-
-@contextmanager
-def hnsw_settings(needed: bool) -> Iterator[None]:
-    """ef_search, and iterative scans (pgvector 0.8: filtered HNSW queries must not return too
-    few rows), for the statement run inside: set at connection start. An ef_search other than
-    the startup one (a big table raises it, see ef_search) is SET once for the connection's life
-    when the connection started with search's settings and no transaction is open (a SET inside
-    one is undone by a rollback), else SET LOCAL around the statement (behind a pooler that
-    refuses startup options, a session's SET would reach other clients)."""
-    if not needed:
-        yield
-        return
-    ef = ef_search()
-    options = _startup_options()
-    if hnsw_preset(ef, options):
-        yield
-        return
-    if options is not None and not connection.in_atomic_block:
-        with connection.cursor() as cursor:
-            cursor.execute(f"SET hnsw.ef_search = {ef}")
-        _connection_ef[connection.connection] = ef
-        yield
-        return
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(f"SET LOCAL hnsw.ef_search = {ef}; SET LOCAL hnsw.iterative_scan = relaxed_order")
-        yield
+    return (
+        (
+            f"SELECT c.id FROM retrieval_chunk c WHERE {where} AND c.text {like} %s "
+            "ORDER BY c.created_at DESC, c.id DESC LIMIT %s"
+        ),
+        [*params, pattern, limit],
+    )
 
 
 @dataclass
@@ -355,29 +275,42 @@ class CandidatePool:
     candidates: dict[int, Candidate]
     txt: dict[int, float]
     vectors: CandidateVectors
-    said: dict[int, int] = field(default_factory=dict)  # which query terms each says (TextQuery.said_sql)
+    # which query terms each says (TextQuery.said_sql)
+    said: dict[int, int] = field(default_factory=dict)
 
     def merged(self, other: CandidatePool) -> CandidatePool:
         """The candidates of both (a row both found is the same row, scored alike)."""
         extra = [i for i, pk in enumerate(other.vectors.ids) if pk not in self.vectors.row]
         return CandidatePool(
-            {**self.candidates, **other.candidates}, {**self.txt, **other.txt},
-            CandidateVectors([*self.vectors.ids, *(other.vectors.ids[i] for i in extra)],
-                             np.concatenate([self.vectors.matrix, other.vectors.matrix[extra]])),
+            {**self.candidates, **other.candidates},
+            {**self.txt, **other.txt},
+            CandidateVectors(
+                [*self.vectors.ids, *(other.vectors.ids[i] for i in extra)],
+                np.concatenate([self.vectors.matrix, other.vectors.matrix[extra]]),
+            ),
             {**self.said, **other.said},
         )
 
 
 # What ranking needs of every candidate; the rest of a result row is read for the hits only
 # (load_rows): names by key for 200 candidates cost more than a statement for 10 rows.
-_RANK_COLUMNS = ("c.id, c.session_id, c.text, c.context <> '', extract(epoch FROM c.created_at)::float8, "
-                 "c.sequence_start, c.sequence_end, c.importance, c.kind, coalesce(c.sentence_vectors, 0) > 0, "
-                 "c.channel_id, c.workspace_id")
+_RANK_COLUMNS = (
+    "c.id, c.session_id, c.text, c.context <> '', extract(epoch FROM c.created_at)::float8, "
+    "c.sequence_start, c.sequence_end, c.importance, c.kind, coalesce(c.sentence_vectors, 0) > 0, "
+    "c.channel_id, c.workspace_id"
+)
 
 
-def fetch_candidates(sources: list[Source], model: str, tq: TextQuery | None, *,
-                     relevance: str | None = None, now: datetime | None = None, vector_search: bool = False,
-                     with_said: bool = False) -> CandidatePool:
+def fetch_candidates(
+    sources: list[Source],
+    model: str,
+    tq: TextQuery | None,
+    *,
+    relevance: str | None = None,
+    now: datetime | None = None,
+    vector_search: bool = False,
+    with_said: bool = False,
+) -> CandidatePool:
     """Every candidate of `sources`, scored on full text (on every term, not only if text found
     it), with its embedding (when made by `model`), `relevance` ("decay": the decayed
     relevance; "seed002": the temporal score; both at `now`, default the current time) and,
@@ -399,8 +332,11 @@ def fetch_candidates(sources: list[Source], model: str, tq: TextQuery | None, *,
     else:
         select.append("NULL, 0")
     if relevance is not None:
-        term, relevance_params = (relevance_sql("c", now=now) if relevance == "decay"
-                                  else seed002_temporal_sql("c", now=now))
+        term, relevance_params = (
+            relevance_sql("c", now=now)
+            if relevance == "decay"
+            else seed002_temporal_sql("c", now=now)
+        )
         select.append(term)
         params += relevance_params
     else:
@@ -408,7 +344,9 @@ def fetch_candidates(sources: list[Source], model: str, tq: TextQuery | None, *,
     # The ids as an array (an InitPlan): the rows are then fetched by primary key, never by a hash
     # join over the table, whatever the planner guesses of the union's size.
     params += join_params
-    sql = f"SELECT {', '.join(select)} FROM retrieval_chunk c {join} WHERE c.id = ANY(ARRAY({union}))"
+    sql = (
+        f"SELECT {', '.join(select)} FROM retrieval_chunk c {join} WHERE c.id = ANY(ARRAY({union}))"
+    )
     params += [value for _, values in sources for value in values]
     with hnsw_settings(vector_search):
         rows = select_binary_rows(sql, params)
@@ -421,10 +359,39 @@ def _pool(rows: list[tuple[Any, ...]]) -> CandidatePool:
     said: dict[int, int] = {}
     with_vector: list[int] = []
     raws: list[bytes] = []
-    for pk, session_id, text, contextual, created_ts, seq_start, seq_end, importance, kind, split, channel_id, \
-            workspace_id, vector, tscore, terms, rel in rows:
-        candidates[pk] = Candidate(pk, session_id, text, contextual, created_ts, seq_end, importance, float(rel), kind,
-                                   seq_start, split, channel_id, workspace_id)
+    for (
+        pk,
+        session_id,
+        text,
+        contextual,
+        created_ts,
+        seq_start,
+        seq_end,
+        importance,
+        kind,
+        split,
+        channel_id,
+        workspace_id,
+        vector,
+        tscore,
+        terms,
+        rel,
+    ) in rows:
+        candidates[pk] = Candidate(
+            pk,
+            session_id,
+            text,
+            contextual,
+            created_ts,
+            seq_end,
+            importance,
+            float(rel),
+            kind,
+            seq_start,
+            split,
+            channel_id,
+            workspace_id,
+        )
         if vector is not None:
             with_vector.append(pk)
             raws.append(vector)
@@ -432,10 +399,14 @@ def _pool(rows: list[tuple[Any, ...]]) -> CandidatePool:
             txt[pk] = float(tscore)
         if terms:
             said[pk] = terms
-    return CandidatePool(candidates, txt, CandidateVectors(with_vector, decode_halfvecs(raws, DIMENSIONS)), said)
+    return CandidatePool(
+        candidates, txt, CandidateVectors(with_vector, decode_halfvecs(raws, DIMENSIONS)), said
+    )
 
 
-def best_sentences(candidates: list[Candidate], vectors: CandidateVectors, query: np.ndarray) -> dict[int, float]:
+def best_sentences(
+    candidates: list[Candidate], vectors: CandidateVectors, query: np.ndarray
+) -> dict[int, float]:
     """The cosine of each candidate's best sentence to `query`, for the candidates split into
     sentences that have a vector of the search's model (`vectors`: a chunk's sentence vectors
     are written with its own, by the same model, and replaced with it): one statement, none when
@@ -444,34 +415,63 @@ def best_sentences(candidates: list[Candidate], vectors: CandidateVectors, query
     if not ids:
         return {}
     rows = select_rows(
-        f"SELECT chunk_id, max(1 - (embedding <=> %s::halfvec))::float8 FROM {ChunkSentence._meta.db_table} "
-        "WHERE chunk_id = ANY(%s) GROUP BY chunk_id",
+        "SELECT chunk_id, max(1 - (embedding <=> %s::halfvec))::float8 FROM"
+        f" {ChunkSentence._meta.db_table} WHERE chunk_id = ANY(%s) GROUP BY chunk_id",
         [halfvec_text(query), ids],
     )
-    return {pk: cosine for pk, cosine in rows if cosine == cosine}  # NaN (a zero vector) never ranks
+    # NaN (a zero vector) never ranks
+    return {pk: cosine for pk, cosine in rows if cosine == cosine}
 
 
 def load_rows(kept: list[Candidate], model: str) -> dict[int, HitRow]:
     """The hits' result rows (the rest of what the API shows of them), as rows: one statement.
     The names come from scalar subqueries by primary key, not joins: for ten rows the planner
-    weighed join orders and hashed a whole table (bench/README.md, stop 35: 1.3-1.5 ms against 0.65)."""
+    weighed join orders and hashed a whole table (bench/README.md, stop 35: 1.3-1.5 ms
+    against 0.65)."""
     if not kept:
         return {}
     by_id = {c.pk: c for c in kept}
     rows = select_rows(
-        "SELECT c.id, to_char(c.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US'), c.role, c.tags, "
-        f"c.metadata::text, (SELECT s.external_id FROM {Session._meta.db_table} s WHERE s.id = c.session_id), "
-        f"(SELECT ch.name FROM {Channel._meta.db_table} ch WHERE ch.id = c.channel_id), "
-        f"(SELECT w.name FROM {Workspace._meta.db_table} w WHERE w.id = c.workspace_id), "
-        "coalesce(c.embedding_model = %s, false), c.user_id FROM retrieval_chunk c WHERE c.id = ANY(%s)",
+        "SELECT c.id, to_char(c.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US'),"
+        f" c.role, c.tags, c.metadata::text, (SELECT s.external_id FROM {Session._meta.db_table} s"
+        f" WHERE s.id = c.session_id), (SELECT ch.name FROM {Channel._meta.db_table} ch WHERE ch.id"
+        f" = c.channel_id), (SELECT w.name FROM {Workspace._meta.db_table} w WHERE w.id ="
+        " c.workspace_id), coalesce(c.embedding_model = %s, false), c.user_id FROM retrieval_chunk"
+        " c WHERE c.id = ANY(%s)",
         [model, list(by_id)],
     )
     out = {}
-    for pk, created, role, tags, metadata, session_name, channel_name, workspace_name, embedded, user_id in rows:
+    for (
+        pk,
+        created,
+        role,
+        tags,
+        metadata,
+        session_name,
+        channel_name,
+        workspace_name,
+        embedded,
+        user_id,
+    ) in rows:
         c = by_id[pk]
-        out[pk] = HitRow(pk, c.text, c.kind, c.session_id, session_name, c.sequence_start, c.sequence_end, metadata,
-                         datetime.fromisoformat(created).replace(tzinfo=UTC), role, tags, c.importance, channel_name,
-                         workspace_name, embedded, user_id)
+        out[pk] = HitRow(
+            pk,
+            c.text,
+            c.kind,
+            c.session_id,
+            session_name,
+            c.sequence_start,
+            c.sequence_end,
+            metadata,
+            datetime.fromisoformat(created).replace(tzinfo=UTC),
+            role,
+            tags,
+            c.importance,
+            channel_name,
+            workspace_name,
+            embedded,
+            user_id,
+        )
     return out
 
 
@@ -486,6 +486,7 @@ accesses = BatchedCounter("access", _write_accesses)
 
 def reinforce(chunk_ids: list[int]) -> None:
     """Returning a memory strengthens it: its access count and time, written in batches off the
-    request path (every search counts, docs/ranking.md#reinforcement; the "memory" profile ranks with them)."""
+    request path (every search counts, docs/ranking.md#reinforcement; the "memory" profile ranks
+    with them)."""
     if chunk_ids:
         accesses.add_many(list(chunk_ids), 1)

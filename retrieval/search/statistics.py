@@ -18,40 +18,59 @@ MAX_TERMS = 32  # query lexemes considered (sorted, as before: the same 32 as in
 
 
 def bucket_clause(req: SearchRequest, alias: str = "s") -> tuple[str, list[Any]]:
-    """The statistics rows (of `alias`) of the request's scope; see retrieval/termstats.py's docstring."""
+    """The statistics rows (of `alias`) of the request's scope; see retrieval/termstats.py's
+    docstring."""
     a = alias
     # A session's conversation, and its default range (its owner's whole memory, nearest first):
     # the statistics of the nearest part, its channel, as a channel's search reads them
     # (term_statistics takes the whole range's for a word the channel never says). A user whose
     # memory lies mostly in other channels is then searched exactly: slower, never less exact.
     if req.session_id is not None and (req.scope == "conversation" or req.nearest_first):
-        return (f"({a}.channel_id = %s OR ({a}.workspace_id = %s AND {a}.channel_id = 0)"
-                f" OR ({a}.workspace_id = 0 AND {a}.channel_id = 0))",
-                [req.session_channel_id, req.session_workspace_id])
+        return (
+            (
+                f"({a}.channel_id = %s OR ({a}.workspace_id = %s AND {a}.channel_id = 0)"
+                f" OR ({a}.workspace_id = 0 AND {a}.channel_id = 0))"
+            ),
+            [req.session_channel_id, req.session_workspace_id],
+        )
     if req.scope == "channel" and req.channel_ids is not None:
-        return (f"({a}.channel_id = ANY(%s) OR ({a}.workspace_id = ANY(%s) AND {a}.channel_id = 0)"
-                f" OR ({a}.workspace_id = 0 AND {a}.channel_id = 0))", [req.channel_ids, req.workspace_ids or []])
+        return (
+            (
+                f"({a}.channel_id = ANY(%s) OR ({a}.workspace_id = ANY(%s) AND {a}.channel_id = 0)"
+                f" OR ({a}.workspace_id = 0 AND {a}.channel_id = 0))"
+            ),
+            [req.channel_ids, req.workspace_ids or []],
+        )
     if req.scope == "workspace" and req.workspace_ids is not None:
-        return (f"({a}.workspace_id = ANY(%s) OR ({a}.workspace_id = 0 AND {a}.channel_id = 0))",
-                [req.workspace_ids])
+        return (
+            f"({a}.workspace_id = ANY(%s) OR ({a}.workspace_id = 0 AND {a}.channel_id = 0))",
+            [req.workspace_ids],
+        )
     if req.key_workspace_id is not None:
         return f"({a}.workspace_id = %s AND {a}.channel_id >= 0)", [req.key_workspace_id]
     return f"({a}.workspace_id = -1 AND {a}.channel_id = -1)", []
 
 
-def scope_size_sql(req: SearchRequest, *, owner: bool, shared_only: bool = False) -> tuple[str, list[Any]]:
+def scope_size_sql(
+    req: SearchRequest, *, owner: bool, shared_only: bool = False
+) -> tuple[str, list[Any]]:
     """A scalar subquery: chunks in the request's scope, of its owner (and shared) when `owner`;
     only the shared ones (no owner) when `shared_only`. The sizes are kept by owner, not by kind:
     for one user's read they also count the conversations nobody owns, which that read leaves out
-    (search.sql.owner_clause), so they are an upper bound there (it only picks exact or HNSW search)."""
+    (search.sql.owner_clause), so they are an upper bound there (it only picks exact or HNSW
+    search)."""
     return size_sql(req, bucket_clause(req, "z"), owner=owner, shared_only=shared_only)
 
 
-def size_sql(req: SearchRequest, buckets: tuple[str, list[Any]], *, owner: bool,
-             shared_only: bool = False) -> tuple[str, list[Any]]:
+def size_sql(
+    req: SearchRequest, buckets: tuple[str, list[Any]], *, owner: bool, shared_only: bool = False
+) -> tuple[str, list[Any]]:
     """scope_size_sql on the scope's statistics rows `buckets` (bucket_clause, alias "z")."""
     where, params = buckets
-    sql = f"SELECT coalesce(sum(z.n), 0) FROM retrieval_scopesize z WHERE z.tenant_id = %s AND {where}"
+    sql = (
+        "SELECT coalesce(sum(z.n), 0) FROM retrieval_scopesize z WHERE z.tenant_id = %s AND"
+        f" {where}"
+    )
     params = [req.tenant_id, *params]
     if shared_only:
         sql += " AND z.user_id = ''"
@@ -69,21 +88,29 @@ def term_statistics(req: SearchRequest, plan: SearchPlan) -> tuple[list[str], di
     scope's size: one statement, no counting. The scope's statistics rows are the plan's."""
     buckets, bucket_params = plan.buckets
     scope_sql, size_params = plan.statistics_size
-    df = "(SELECT sum(s.n) FROM retrieval_termstat s WHERE s.tenant_id = %s AND s.lexeme = q.lexeme AND {})"
+    df = (
+        "(SELECT sum(s.n) FROM retrieval_termstat s WHERE s.tenant_id = %s AND s.lexeme = q.lexeme"
+        " AND {})"
+    )
     df_sql, df_params = df.format(buckets), [req.tenant_id, *bucket_params]
     if plan.wide_buckets is not None:
         # A word the session's channel never says is still said elsewhere in the range (another
         # conversation of its owner): its frequency there, so that full text finds it.
         wide, wide_params = plan.wide_buckets
-        df_sql, df_params = f"coalesce(nullif({df_sql}, 0), {df.format(wide)})", [*df_params, req.tenant_id,
-                                                                                 *wide_params]
+        df_sql, df_params = (
+            f"coalesce(nullif({df_sql}, 0), {df.format(wide)})",
+            [*df_params, req.tenant_id, *wide_params],
+        )
     sql = (
-        "WITH q AS (SELECT lexeme FROM (SELECT DISTINCT lexeme FROM unnest(to_tsvector('pg_catalog.english', %s))) d "
-        f"ORDER BY lexeme COLLATE \"C\" LIMIT {MAX_TERMS}) "
+        "WITH q AS (SELECT lexeme FROM (SELECT DISTINCT lexeme FROM"
+        " unnest(to_tsvector('pg_catalog.english', %s))) d "
+        f'ORDER BY lexeme COLLATE "C" LIMIT {MAX_TERMS}) '
         f"SELECT q.lexeme, coalesce({df_sql}, 0) FROM q "
         f"UNION ALL SELECT NULL, ({scope_sql}) "
-        # The chunk table's row estimate, for HNSW's ef_search (search.sql.ef_search); '' is no lexeme.
-        "UNION ALL SELECT '', greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = 'retrieval_chunk'::regclass"
+        # The chunk table's row estimate, for HNSW's ef_search (search.statements.ef_search);
+        # '' is no lexeme.
+        "UNION ALL SELECT '', greatest(reltuples, 0)::bigint FROM pg_class WHERE oid ="
+        " 'retrieval_chunk'::regclass"
     )
     with connection.cursor() as cursor:
         cursor.execute(sql, [req.query[:4000], *df_params, *size_params])

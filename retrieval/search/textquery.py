@@ -11,11 +11,13 @@ from typing import Any
 
 from retrieval.search import weights
 
-_OWN_LENGTH = "length(ts_filter(c.search_vector, '{a}'))"  # distinct lexemes of the chunk's own words
+# distinct lexemes of the chunk's own words
+_OWN_LENGTH = "length(ts_filter(c.search_vector, '{a}'))"
 # Chunks of one message read to score it whole (per candidate): a pasted log of hundreds of chunks
 # is scored on this many of them, so that its candidates cannot make a search read it all each.
 MESSAGE_CHUNKS = 32
-# Terms a candidate's said_sql reports (bits of a bigint); further terms of a long query still score.
+# Terms a candidate's said_sql reports (bits of a bigint); further terms of a long query still
+# score.
 SAID_BITS = 62
 BM25_K1 = 1.2
 BM25_B = 0.5
@@ -43,13 +45,18 @@ class TextQuery:
         length = f"coalesce(m.len, {_OWN_LENGTH})" if per_message else _OWN_LENGTH
         # float8 throughout: the weights as written were numeric, whose arithmetic cost ~1 ms more
         # a candidate statement at 100k chunks (bench/README.md, stop 35), for the same order.
-        parts = " + ".join(f"(CASE WHEN {x} THEN %s::float8 WHEN c.search_vector @@ %s::tsquery THEN %s::float8 "
-                           "ELSE 0::float8 END)" for x in said)
+        parts = " + ".join(
+            f"(CASE WHEN {x} THEN %s::float8 WHEN c.search_vector @@ %s::tsquery THEN %s::float8 "
+            "ELSE 0::float8 END)"
+            for x in said
+        )
         params: list[Any] = [
             v for literal, idf in self.terms for v in (literal + ":A", idf, literal, idf * discount)
         ]
-        norm = (f"({BM25_K1 + 1}::float8 / (1 + {BM25_K1}::float8 * (1 - {BM25_B}::float8 + {BM25_B}::float8 * "
-                f"{length} / 12.0::float8)))")
+        norm = (
+            f"({BM25_K1 + 1}::float8 / (1 + {BM25_K1}::float8 * (1 - {BM25_B}::float8 +"
+            f" {BM25_B}::float8 * {length} / 12.0::float8)))"
+        )
         sql = f"(({parts}) * {norm})"
         if per_message:
             own, own_params = self.score_sql()
@@ -62,15 +69,20 @@ class TextQuery:
         conversation says, across its messages (rerank.conversation_words)."""
         if not self.terms:
             return "0", []
-        parts = " + ".join(f"(CASE WHEN {x} THEN {1 << i} ELSE 0 END)"
-                           for i, x in enumerate(self._said(per_message)[:SAID_BITS]))
+        parts = " + ".join(
+            f"(CASE WHEN {x} THEN {1 << i} ELSE 0 END)"
+            for i, x in enumerate(self._said(per_message)[:SAID_BITS])
+        )
         return f"({parts})::bigint", [literal + ":A" for literal, _ in self.terms[:SAID_BITS]]
 
     def _said(self, per_message: bool) -> list[str]:
         """Per term, whether the chunk's own words say it (or its message's, `per_message`: the
         columns of `message_sql`, joined as m); each takes the term's literal with weight A."""
         if per_message:
-            return [f"(coalesce(m.p{i}, false) OR c.search_vector @@ %s::tsquery)" for i in range(len(self.terms))]
+            return [
+                f"(coalesce(m.p{i}, false) OR c.search_vector @@ %s::tsquery)"
+                for i in range(len(self.terms))
+            ]
         return ["c.search_vector @@ %s::tsquery"] * len(self.terms)
 
     def message_sql(self) -> tuple[str, list[Any]]:
@@ -79,11 +91,15 @@ class TextQuery:
         chunks says it (m.p0, m.p1, …), over at most MESSAGE_CHUNKS of them. NULLs for a chunk of
         anything but an event, and for the one chunk of a message (its own words are its message's:
         no sibling is looked up)."""
-        said = ", ".join(f"bool_or(s.search_vector @@ %s::tsquery) AS p{i}" for i in range(len(self.terms)))
-        sql = (f"LEFT JOIN LATERAL (SELECT sum(length(ts_filter(s.search_vector, '{{a}}'))) AS len, {said} "
-               "FROM (SELECT s.search_vector FROM retrieval_chunk s WHERE c.kind = 'event' AND c.message_chunks > 1 "
-               "AND s.session_id = c.session_id "
-               f"AND s.kind = 'event' AND s.sequence_start = c.sequence_start LIMIT {MESSAGE_CHUNKS}) s) m ON true")
+        said = ", ".join(
+            f"bool_or(s.search_vector @@ %s::tsquery) AS p{i}" for i in range(len(self.terms))
+        )
+        sql = (
+            "LEFT JOIN LATERAL (SELECT sum(length(ts_filter(s.search_vector, '{a}'))) AS len,"
+            f" {said} FROM (SELECT s.search_vector FROM retrieval_chunk s WHERE c.kind = 'event'"
+            " AND c.message_chunks > 1 AND s.session_id = c.session_id AND s.kind = 'event' AND"
+            f" s.sequence_start = c.sequence_start LIMIT {MESSAGE_CHUNKS}) s) m ON true"
+        )
         return sql, [literal + ":A" for literal, _ in self.terms]
 
     def match_sql(self, query: str) -> tuple[str, list[Any]]:
@@ -93,6 +109,9 @@ class TextQuery:
         params: list[Any] = [" | ".join(literals)]
         if self.strict:
             # Phrases and exclusions are about the chunk's own words, not its context.
-            sql += " AND ts_filter(c.search_vector, '{a}') @@ websearch_to_tsquery('pg_catalog.english', %s)"
+            sql += (
+                " AND ts_filter(c.search_vector, '{a}') @@"
+                " websearch_to_tsquery('pg_catalog.english', %s)"
+            )
             params.append(query)
         return sql, params

@@ -22,14 +22,25 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from retrieval.search.request import Candidate
-from retrieval.search.sql import select_rows
+from retrieval.search.statements import select_rows
 
 MONTHS = {
     name: index
     for index, names in enumerate(
-        [("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",),
-         ("june", "jun"), ("july", "jul"), ("august", "aug"), ("september", "sep", "sept"),
-         ("october", "oct"), ("november", "nov"), ("december", "dec")],
+        [
+            ("january", "jan"),
+            ("february", "feb"),
+            ("march", "mar"),
+            ("april", "apr"),
+            ("may",),
+            ("june", "jun"),
+            ("july", "jul"),
+            ("august", "aug"),
+            ("september", "sep", "sept"),
+            ("october", "oct"),
+            ("november", "nov"),
+            ("december", "dec"),
+        ],
         start=1,
     )
     for name in names
@@ -40,7 +51,7 @@ _DAY2 = r"(?P<day2>[12]\d|3[01]|0?[1-9])(?:st|nd|rd|th)?"
 _YEAR = r"(?P<year>(?:19|20)\d\d)"
 # A month name counts only with a day or year beside it, or after a word that introduces a time
 # ("in May", "since March"), so "May I ask" or "march on" are not dates.
-_LEAD = r"(?:in|on|of|during|since|until|till|by|before|after|from|early|late|mid|around|last|this|next)"
+_LEAD = r"(?:in|on|of|during|since|until|till|by|before|after|from|early|late|mid|around|last|this|next)"  # noqa: E501
 _PATTERNS = [
     # 13 October 2023, 13th of October, 2023
     re.compile(rf"\b{_DAY}\s+(?:of\s+)?(?P<month>{_MONTH})\.?,?\s+{_YEAR}\b", re.IGNORECASE),
@@ -52,7 +63,9 @@ _PATTERNS = [
     re.compile(rf"\b{_DAY}\s+(?:of\s+)?(?P<month>{_MONTH})\b", re.IGNORECASE),
     re.compile(rf"\b(?P<month>{_MONTH})\.?\s+{_DAY2}\b(?!\s*[:.]\d)", re.IGNORECASE),
     # in June
-    re.compile(rf"\b{_LEAD}\s+(?:the\s+)?(?:(?:early|late|mid)[\s-]+)?(?P<month>{_MONTH})\b", re.IGNORECASE),
+    re.compile(
+        rf"\b{_LEAD}\s+(?:the\s+)?(?:(?:early|late|mid)[\s-]+)?(?P<month>{_MONTH})\b", re.IGNORECASE
+    ),
     # in 2023
     re.compile(rf"\b(?:{_LEAD}|year)\s+(?:the\s+year\s+)?{_YEAR}\b", re.IGNORECASE),
 ]
@@ -86,14 +99,23 @@ class TimeHint:
         if self.start is not None and self.end is not None:
             return f"({column} >= %s AND {column} < %s)", [self.start, self.end]
         if years is not None and self.month is not None:
-            ranges = [TimeHint(start=r[0], end=r[1]).sql(column) for r in map(self._within, years) if r is not None]
+            ranges = [
+                TimeHint(start=r[0], end=r[1]).sql(column)
+                for r in map(self._within, years)
+                if r is not None
+            ]
             if not ranges:
                 return "false", []
-            return "(" + " OR ".join(sql for sql, _ in ranges) + ")", [p for _, params in ranges for p in params]
+            return "(" + " OR ".join(sql for sql, _ in ranges) + ")", [
+                p for _, params in ranges for p in params
+            ]
         month = f"extract(month FROM {column} AT TIME ZONE 'UTC') = %s"
         if self.day is None:
             return f"({month})", [self.month]
-        return f"({month} AND abs(extract(day FROM {column} AT TIME ZONE 'UTC') - %s) <= 1)", [self.month, self.day]
+        return f"({month} AND abs(extract(day FROM {column} AT TIME ZONE 'UTC') - %s) <= 1)", [
+            self.month,
+            self.day,
+        ]
 
     def _within(self, year: int) -> tuple[datetime, datetime] | None:
         """This month (and day, ± 1 within the month) of `year` as [start, end), as matches()
@@ -115,12 +137,15 @@ def _hint(month: int | None, day: int | None, year: int | None) -> TimeHint | No
     try:
         if year is not None and month is not None and day is not None:
             start = datetime(year, month, day, tzinfo=UTC)
-            # The day itself, and the day either side (time zones; "on the 13th" said late on the 12th).
+            # The day itself, and the day either side (time zones; "on the 13th" said late on the
+            # 12th).
             return TimeHint(start=start - timedelta(days=1), end=start + timedelta(days=2))
         if year is not None and month is not None:
             return TimeHint(start=datetime(year, month, 1, tzinfo=UTC), end=_month_end(year, month))
         if year is not None:
-            return TimeHint(start=datetime(year, 1, 1, tzinfo=UTC), end=datetime(year + 1, 1, 1, tzinfo=UTC))
+            return TimeHint(
+                start=datetime(year, 1, 1, tzinfo=UTC), end=datetime(year + 1, 1, 1, tzinfo=UTC)
+            )
         if month is not None:
             if day is not None:
                 datetime(2000, month, day)  # a real day of that month (2000: leap year)
@@ -146,7 +171,9 @@ def time_hints(query: str, *, as_of: datetime | None = None, limit: int = 4) -> 
             month = MONTHS.get((groups.get("month") or "").lower().rstrip("."))
             day_text = groups.get("day") or groups.get("day2")
             year_text = groups.get("year")
-            hint = _hint(month, int(day_text) if day_text else None, int(year_text) if year_text else None)
+            hint = _hint(
+                month, int(day_text) if day_text else None, int(year_text) if year_text else None
+            )
             if hint is not None and hint not in hints:
                 taken.append(span)
                 hints.append(hint)
@@ -165,29 +192,98 @@ def utc(moment: datetime) -> datetime:
 
 # --- relative references, read against the moment the question is asked ----------------------
 
-_COUNTS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
-           "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "a couple of": 2, "a couple": 2,
-           "couple of": 2, "a few": 3, "few": 3, "several": 4}
-_COUNT = r"(?P<count>\d{1,3}|" + "|".join(sorted((re.escape(c).replace(r"\ ", r"\s+") for c in _COUNTS),
-                                                  key=len, reverse=True)) + ")"
+_COUNTS = {
+    "a": 1,
+    "an": 1,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
+    "a couple of": 2,
+    "a couple": 2,
+    "couple of": 2,
+    "a few": 3,
+    "few": 3,
+    "several": 4,
+}
+_COUNT = (
+    r"(?P<count>\d{1,3}|"
+    + "|".join(
+        sorted((re.escape(c).replace(r"\ ", r"\s+") for c in _COUNTS), key=len, reverse=True)
+    )
+    + ")"
+)
 _UNIT = r"(?P<unit>day|week|month|year)s?"
-WEEKDAYS = {name: index for index, name in enumerate(
-    ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"))}
+WEEKDAYS = {
+    name: index
+    for index, name in enumerate(
+        ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+    )
+}
 _WEEKDAY = "|".join(WEEKDAYS)
 # "last week of August", "last weekend before April 10", "last Friday on 23 January": a time
 # of a named date, not of the question's (the named date is read as such).
 _NOT_OF_A_DATE = rf"(?!\s+(?:of|in|on|before|after|around)\s+(?:the\s+)?(?:\d|(?:{_MONTH})\b))"
 _RELATIVE = [
-    ("days_back", re.compile(rf"\b(?:the\s+)?day\s+before\s+yesterday\b{_NOT_OF_A_DATE}", re.IGNORECASE), 2),
+    (
+        "days_back",
+        re.compile(rf"\b(?:the\s+)?day\s+before\s+yesterday\b{_NOT_OF_A_DATE}", re.IGNORECASE),
+        2,
+    ),
     ("days_back", re.compile(rf"\b(?:yesterday|last\s+night)\b{_NOT_OF_A_DATE}", re.IGNORECASE), 1),
-    ("days_back", re.compile(rf"\b(?:today|tonight|this\s+(?:morning|afternoon|evening))\b{_NOT_OF_A_DATE}", re.IGNORECASE), 0),
+    (
+        "days_back",
+        re.compile(
+            rf"\b(?:today|tonight|this\s+(?:morning|afternoon|evening))\b{_NOT_OF_A_DATE}",
+            re.IGNORECASE,
+        ),
+        0,
+    ),
     ("ago", re.compile(rf"\b{_COUNT}\s+{_UNIT}\s+ago\b{_NOT_OF_A_DATE}", re.IGNORECASE), None),
-    ("past", re.compile(rf"\b(?:in|over|during|within|for)\s+the\s+(?:past|last|previous)\s+(?:{_COUNT}\s+)?{_UNIT}\b{_NOT_OF_A_DATE}",
-                        re.IGNORECASE), None),
-    ("weekend", re.compile(rf"\b(?:last|this\s+past|over\s+the|on\s+the)\s+weekend\b{_NOT_OF_A_DATE}", re.IGNORECASE), None),
-    ("weekday", re.compile(rf"\b(?:last|on|this\s+past|past)\s+(?P<weekday>{_WEEKDAY})\b{_NOT_OF_A_DATE}", re.IGNORECASE), None),
-    ("previous", re.compile(rf"\b(?:last|previous)\s+(?P<unit>week|month|year)\b{_NOT_OF_A_DATE}", re.IGNORECASE), None),
-    ("current", re.compile(rf"\bthis\s+(?P<unit>week|month|year)\b{_NOT_OF_A_DATE}", re.IGNORECASE), None),
+    (
+        "past",
+        re.compile(
+            rf"\b(?:in|over|during|within|for)\s+the\s+(?:past|last|previous)\s+(?:{_COUNT}\s+)?{_UNIT}\b{_NOT_OF_A_DATE}",
+            re.IGNORECASE,
+        ),
+        None,
+    ),
+    (
+        "weekend",
+        re.compile(
+            rf"\b(?:last|this\s+past|over\s+the|on\s+the)\s+weekend\b{_NOT_OF_A_DATE}",
+            re.IGNORECASE,
+        ),
+        None,
+    ),
+    (
+        "weekday",
+        re.compile(
+            rf"\b(?:last|on|this\s+past|past)\s+(?P<weekday>{_WEEKDAY})\b{_NOT_OF_A_DATE}",
+            re.IGNORECASE,
+        ),
+        None,
+    ),
+    (
+        "previous",
+        re.compile(
+            rf"\b(?:last|previous)\s+(?P<unit>week|month|year)\b{_NOT_OF_A_DATE}", re.IGNORECASE
+        ),
+        None,
+    ),
+    (
+        "current",
+        re.compile(rf"\bthis\s+(?P<unit>week|month|year)\b{_NOT_OF_A_DATE}", re.IGNORECASE),
+        None,
+    ),
 ]
 
 
@@ -207,15 +303,18 @@ def _relative_hints(query: str, now: datetime, taken: list[tuple[int, int]]) -> 
                 interval = None
             if interval is None:
                 continue
-            hint = TimeHint(start=interval[0], end=interval[1], said=" ".join(match.group(0).split()).lower())
+            hint = TimeHint(
+                start=interval[0], end=interval[1], said=" ".join(match.group(0).split()).lower()
+            )
             taken.append(span)
             if hint not in hints:
                 hints.append(hint)
     return hints
 
 
-def _relative(kind: str, groups: dict[str, str | None], days: int | None,
-              today: datetime) -> tuple[datetime, datetime] | None:
+def _relative(
+    kind: str, groups: dict[str, str | None], days: int | None, today: datetime
+) -> tuple[datetime, datetime] | None:
     """[start, end) of one relative reference. A single day keeps the day either side, as a named
     day does (time zones); "N units ago" is a window around that moment, wider as N grows, since
     people round ("three weeks ago" may be two or four)."""
@@ -239,8 +338,12 @@ def _relative(kind: str, groups: dict[str, str | None], days: int | None,
             centre, half = _months_back(today, 12 * count), 183 * day
         return centre - half, centre + half + day
     if kind == "past":
-        start = {"day": today - count * day, "week": today - 7 * count * day,
-                 "month": _months_back(today, count), "year": _months_back(today, 12 * count)}[unit]
+        start = {
+            "day": today - count * day,
+            "week": today - 7 * count * day,
+            "month": _months_back(today, count),
+            "year": _months_back(today, 12 * count),
+        }[unit]
         return start, today + day
     if kind == "weekend":
         back = (today.weekday() - 5) % 7 or 7  # the Saturday before today (today's, a week back)
@@ -249,12 +352,18 @@ def _relative(kind: str, groups: dict[str, str | None], days: int | None,
     if kind == "weekday":
         back = (today.weekday() - WEEKDAYS[(groups.get("weekday") or "").lower()]) % 7 or 7
         return _around_day(today - back * day)
-    start = {"week": today - today.weekday() * day, "month": today.replace(day=1),
-             "year": today.replace(month=1, day=1)}[unit]
+    start = {
+        "week": today - today.weekday() * day,
+        "month": today.replace(day=1),
+        "year": today.replace(month=1, day=1),
+    }[unit]
     if kind == "current":
         return start, today + day
-    return {"week": (start - 7 * day, start), "month": (_months_back(start, 1), start),
-            "year": (start.replace(year=start.year - 1), start)}[unit]
+    return {
+        "week": (start - 7 * day, start),
+        "month": (_months_back(start, 1), start),
+        "year": (start.replace(year=start.year - 1), start),
+    }[unit]
 
 
 def _around_day(start: datetime, spread: int = 1) -> tuple[datetime, datetime]:
@@ -270,8 +379,9 @@ def _months_back(moment: datetime, months: int) -> datetime:
     return moment.replace(year=year, month=month + 1, day=min(moment.day, last))
 
 
-def with_time_hints(scores: dict[int, float], chunks: dict[int, Candidate], hints: list[TimeHint],
-                    weight: float) -> dict[int, float]:
+def with_time_hints(
+    scores: dict[int, float], chunks: dict[int, Candidate], hints: list[TimeHint], weight: float
+) -> dict[int, float]:
     """Add `weight` × the best score to results written within a date the query names.
 
     Scale-free (weighted and rrf scores differ in scale) and additive: a result outside the
@@ -313,8 +423,8 @@ def data_years(tenant_id: int) -> range | None:
     """The years a tenant's memories span (the newest MAX_YEARS), None when it has none: two
     probes of the (tenant, created_at) index."""
     [(first, last)] = select_rows(
-        "SELECT extract(year FROM min(created_at) AT TIME ZONE 'UTC')::int, "
-        "extract(year FROM max(created_at) AT TIME ZONE 'UTC')::int FROM retrieval_chunk WHERE tenant_id = %s",
+        "SELECT extract(year FROM min(created_at) AT TIME ZONE 'UTC')::int, extract(year FROM"
+        " max(created_at) AT TIME ZONE 'UTC')::int FROM retrieval_chunk WHERE tenant_id = %s",
         [tenant_id],
     )
     if first is None:

@@ -29,7 +29,7 @@ def decode_halfvecs(raws: list[bytes], dimensions: int) -> np.ndarray:
         return np.zeros((0, dimensions), np.float32)
     width = HALFVEC_HEADER // 2 + dimensions  # in float16 slots, the header included
     packed = np.frombuffer(b"".join(raws), dtype=">f2").reshape(len(raws), width)
-    return packed[:, HALFVEC_HEADER // 2:].astype(np.float32)
+    return packed[:, HALFVEC_HEADER // 2 :].astype(np.float32)
 
 
 def as_halfvec(vector: list[float] | np.ndarray) -> np.ndarray:
@@ -53,7 +53,8 @@ class CandidateVectors:
         """The vectors scaled to length 1, on first use: a hybrid search's two candidate pools are
         merged into a third before any cosine is taken."""
         norms = np.linalg.norm(self.matrix, axis=1, keepdims=True)
-        # A zero vector has no direction: pgvector's cosine gives NaN, which never ranks; so does this.
+        # A zero vector has no direction: pgvector's cosine gives NaN, which never ranks; so does
+        # this.
         with np.errstate(invalid="ignore", divide="ignore"):
             return self.matrix / norms
 
@@ -71,7 +72,8 @@ class CandidateVectors:
             return {}
         with np.errstate(invalid="ignore", divide="ignore"):
             sims = self.unit @ (query / np.linalg.norm(query))
-        out = {pk: s for pk, s in zip(self.ids, sims.tolist(), strict=True) if s == s}  # s != s: NaN
+        # s != s: NaN
+        out = {pk: s for pk, s in zip(self.ids, sims.tolist(), strict=True) if s == s}
         for pk, best in self.sentences.items():
             if pk in out and best > out[pk]:
                 out[pk] = best
@@ -93,8 +95,11 @@ class CandidateVectors:
             return {}
         upper_i, upper_j = np.triu_indices(len(present), k=1)
         values = sims[upper_i, upper_j].tolist()
-        return {(present[i], present[j]): s for i, j, s in zip(upper_i.tolist(), upper_j.tolist(), values, strict=True)
-                if s == s}
+        return {
+            (present[i], present[j]): s
+            for i, j, s in zip(upper_i.tolist(), upper_j.tolist(), values, strict=True)
+            if s == s
+        }
 
     def cosine_matrix(self, ids: list[int]) -> tuple[list[int], np.ndarray]:
         """The ids of `ids` that have a vector, ascending, and the matrix of their cosines."""
@@ -109,5 +114,8 @@ def near_duplicate_pairs(vectors: CandidateVectors, ids: list[int]) -> set[tuple
     """Pairs (low id, high id) of `ids` whose vectors have cosine > DEDUP_COSINE (few: only those
     are made pairs of, not all of them)."""
     present, sims = vectors.cosine_matrix(ids)
-    upper_i, upper_j = np.nonzero(np.triu(sims > DEDUP_COSINE, k=1))  # NaN (a zero vector) is never above
-    return {(present[i], present[j]) for i, j in zip(upper_i.tolist(), upper_j.tolist(), strict=True)}
+    # NaN (a zero vector) is never above
+    upper_i, upper_j = np.nonzero(np.triu(sims > DEDUP_COSINE, k=1))
+    return {
+        (present[i], present[j]) for i, j in zip(upper_i.tolist(), upper_j.tolist(), strict=True)
+    }

@@ -22,11 +22,16 @@ def clock(monkeypatch):  # type: ignore[no-untyped-def]
 
 def _key_reads(captured) -> int:  # type: ignore[no-untyped-def]
     """The statements that read a key (authentication.read_key's, or the ORM's)."""
-    return sum(q["sql"].startswith("SELECT") and ('FROM "accounts_apikey"' in q["sql"] or "FROM accounts_apikey k" in q["sql"])
-               for q in captured)
+    return sum(
+        q["sql"].startswith("SELECT")
+        and ('FROM "accounts_apikey"' in q["sql"] or "FROM accounts_apikey k" in q["sql"])
+        for q in captured
+    )
 
 
-def test_a_key_is_read_once_within_the_window(cast, clock, settings, django_assert_max_num_queries) -> None:
+def test_a_key_is_read_once_within_the_window(
+    cast, clock, settings, django_assert_max_num_queries
+) -> None:
     settings.MEMORYHUB_API_KEY_CACHE_SECONDS = 5
     client = make_client(make_key(cast.alice_tenant))
     assert client.get("/api/v1/sessions/").status_code == 200
@@ -73,7 +78,9 @@ def test_the_cache_never_accepts_a_wrong_secret(cast, clock, settings) -> None:
     assert error_code(forged.get("/api/v1/sessions/")) == "invalid_api_key"
 
 
-def test_a_window_of_zero_reads_the_key_every_time(cast, clock, settings, django_assert_max_num_queries) -> None:
+def test_a_window_of_zero_reads_the_key_every_time(
+    cast, clock, settings, django_assert_max_num_queries
+) -> None:
     settings.MEMORYHUB_API_KEY_CACHE_SECONDS = 0
     client = make_client(make_key(cast.alice_tenant))
     assert client.get("/api/v1/sessions/").status_code == 200

@@ -59,7 +59,9 @@ def test_scopes_are_validated_and_admin_implies_all() -> None:
     with pytest.raises(ValueError):
         ApiKey.create_key(tenant=tenant, scopes=[])
     reader = ApiKey.create_key(tenant=tenant, scopes=["read"]).api_key
-    assert reader.has_scope("read") and not reader.has_scope("write") and not reader.has_scope("admin")
+    assert (
+        reader.has_scope("read") and not reader.has_scope("write") and not reader.has_scope("admin")
+    )
     admin = ApiKey.create_key(tenant=tenant, scopes=["admin"]).api_key
     assert admin.has_scope("read") and admin.has_scope("write") and admin.has_scope("admin")
     ordered = ApiKey.create_key(tenant=tenant, scopes=["write", "read", "write"]).api_key

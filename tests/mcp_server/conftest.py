@@ -1,6 +1,6 @@
 """The MCP tools through the official SDK's client, against real servers in subprocesses:
-`uvicorn memoryhub.plumbing.asgi:application` (the app `manage.py run` serves) for streamable HTTP at /mcp/,
-and `manage.py mcp --key …` for stdio. Both use this run's test database, so tests commit
+`uvicorn memoryhub.plumbing.asgi:application` (the app `manage.py run` serves) for streamable HTTP
+at /mcp/, and `manage.py mcp --key …` for stdio. Both use this run's test database, so tests commit
 (transactional) what the servers must see.
 """
 
@@ -34,11 +34,21 @@ def server_env(tmp: Path) -> dict[str, str]:
 
     db = settings.DATABASES["default"]
     host, user = db.get("HOST") or "", db.get("USER") or "postgres"
-    url = (f"postgresql://{user}@/{db['NAME']}?host={host}" if host.startswith("/")
-           else f"postgresql://{user}:{db.get('PASSWORD') or ''}@{host}:{db.get('PORT') or 5432}/{db['NAME']}")
+    url = (
+        f"postgresql://{user}@/{db['NAME']}?host={host}"
+        if host.startswith("/")
+        else (
+            f"postgresql://{user}:{db.get('PASSWORD') or ''}@{host}:{db.get('PORT') or 5432}/{db['NAME']}"  # noqa: E501
+        )
+    )
     return {
-        "DATABASE_URL": url, "SECRET_KEY": "mcp-tests", "MEMORYHUB_DATA_DIR": str(tmp), "PATH": os.environ["PATH"],
-        "LOG_LEVEL": "WARNING", "MEMORYHUB_EMBEDDER": "hash", "MEMORYHUB_TASKS_EAGER": "1",
+        "DATABASE_URL": url,
+        "SECRET_KEY": "mcp-tests",
+        "MEMORYHUB_DATA_DIR": str(tmp),
+        "PATH": os.environ["PATH"],
+        "LOG_LEVEL": "WARNING",
+        "MEMORYHUB_EMBEDDER": "hash",
+        "MEMORYHUB_TASKS_EAGER": "1",
         "HOME": str(tmp),
         # The tests revoke keys from this process and expect the server to refuse them at once;
         # the per-process key cache's window is tested in tests/accounts/test_key_cache.py.
@@ -68,12 +78,24 @@ def _wait_for(url: str, process: subprocess.Popen[bytes], seconds: float = 90) -
 
 @pytest.fixture(scope="session")
 def server_url(django_db_setup: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The base URL of a uvicorn serving memoryhub.plumbing.asgi (REST and /mcp/) on the test database."""
+    """The base URL of a uvicorn serving memoryhub.plumbing.asgi (REST and /mcp/) on the test
+    database."""
     port = _free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "memoryhub.plumbing.asgi:application", "--host", "127.0.0.1",
-         "--port", str(port), "--log-level", "warning"],
-        cwd=ROOT, env=server_env(tmp_path_factory.mktemp("mcp-http")),
+        [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "memoryhub.plumbing.asgi:application",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+        ],
+        cwd=ROOT,
+        env=server_env(tmp_path_factory.mktemp("mcp-http")),
     )
     try:
         _wait_for(f"http://127.0.0.1:{port}/api/v1/health/", process)
@@ -109,15 +131,18 @@ Scenario = Callable[[ClientSession], Awaitable[Any]]
 
 async def _over_http(url: str, key: str, scenario: Scenario) -> Any:
     client = create_mcp_http_client(headers={"Authorization": f"Bearer {key}"})
-    async with streamable_http_client(url, http_client=client) as streams, \
-            ClientSession(streams[0], streams[1]) as session:
+    async with (
+        streamable_http_client(url, http_client=client) as streams,
+        ClientSession(streams[0], streams[1]) as session,
+    ):
         await session.initialize()
         return await scenario(session)
 
 
 async def _over_stdio(env: dict[str, str], key: str, scenario: Scenario) -> Any:
-    params = StdioServerParameters(command=sys.executable, args=["manage.py", "mcp", "--key", key],
-                                   cwd=str(ROOT), env=env)
+    params = StdioServerParameters(
+        command=sys.executable, args=["manage.py", "mcp", "--key", key], cwd=str(ROOT), env=env
+    )
     async with stdio_client(params) as streams, ClientSession(streams[0], streams[1]) as session:
         await session.initialize()
         return await scenario(session)

@@ -20,18 +20,28 @@ def tools() -> list[Any]:
 
 
 def test_no_tool_text_names_a_setting_or_an_internal(tools: list[Any]) -> None:
-    leaks = [(tool.name, where, INTERNALS.findall(text)) for tool in tools
-             for where, text in [("title", tool.title), ("description", tool.description),
-                                 *texts(tool.schema, "inputSchema")]
-             if INTERNALS.search(text)]
+    leaks = [
+        (tool.name, where, INTERNALS.findall(text))
+        for tool in tools
+        for where, text in [
+            ("title", tool.title),
+            ("description", tool.description),
+            *texts(tool.schema, "inputSchema"),
+        ]
+        if INTERNALS.search(text)
+    ]
     assert leaks == []
     assert INTERNALS.search("Set MEMORYHUB_MCP_STREAMS to allow more.")  # the check bites
 
 
 def test_every_tool_and_argument_is_described(tools: list[Any]) -> None:
     assert len(tools) >= 10
-    bare = [(tool.name, name) for tool in tools for name, prop in tool.schema.get("properties", {}).items()
-            if not str(prop.get("description", "")).strip() and name not in catalog.SELF_EVIDENT]
+    bare = [
+        (tool.name, name)
+        for tool in tools
+        for name, prop in tool.schema.get("properties", {}).items()
+        if not str(prop.get("description", "")).strip() and name not in catalog.SELF_EVIDENT
+    ]
     assert [t.name for t in tools if not t.description.strip() or not t.title.strip()] == []
     assert bare == []
 
@@ -43,12 +53,16 @@ def test_the_catalogue_is_lean(tools: list[Any]) -> None:
 
     from retrieval.mcp_server.server import _tool
 
-    listed = types.ListToolsResult(tools=[_tool(spec) for spec in tools]).model_dump_json(by_alias=True, exclude_none=True)
+    listed = types.ListToolsResult(tools=[_tool(spec) for spec in tools]).model_dump_json(
+        by_alias=True, exclude_none=True
+    )
     assert len(listed) <= 6000, len(listed)
     # The REST endpoints keep their whole reference: the tools only leave options out.
     search = next(t for t in tools if t.name == "memory_search")
     assert {"explain", "group_by"} <= set(search.rest_only)
-    assert {"tags", "agent", "since", "until", "synthesize", "expand"} <= set(search.schema["properties"])
+    assert {"tags", "agent", "since", "until", "synthesize", "expand"} <= set(
+        search.schema["properties"]
+    )
     assert not set(search.rest_only) & set(search.schema["properties"])
 
 
@@ -57,7 +71,9 @@ def test_an_option_left_to_rest_is_named_as_such(tools: list[Any]) -> None:
     with pytest.raises(serializers.ValidationError) as refused:
         search.check_known({"query": "x", "explain": True})
     detail = refused.value.detail["explain"][0]
-    assert detail.code == "unknown_field" and "REST API only" in str(detail) and "query" in str(detail)
+    assert (
+        detail.code == "unknown_field" and "REST API only" in str(detail) and "query" in str(detail)
+    )
 
 
 def test_an_argument_named_as_elsewhere_is_answered_with_the_right_name(tools: list[Any]) -> None:
@@ -70,6 +86,9 @@ def test_an_argument_named_as_elsewhere_is_answered_with_the_right_name(tools: l
             with pytest.raises(serializers.ValidationError) as refused:
                 tool.check_known({alias: "x"})
             detail = refused.value.detail[alias][0]
-            assert detail.code == "unknown_field" and f"Did you mean '{meant}'?" in str(detail), (tool.name, alias)
+            assert detail.code == "unknown_field" and f"Did you mean '{meant}'?" in str(detail), (
+                tool.name,
+                alias,
+            )
             checked += 1
     assert checked >= 5  # e.g. messages → events on memory_remember, limit → top_k on memory_search

@@ -28,8 +28,14 @@ def _post(app: Any, headers: dict[str, str]) -> tuple[int, dict[str, str], dict[
     async def send(message: dict[str, Any]) -> None:
         sent.append(message)
 
-    scope = {"type": "http", "method": "POST", "path": "/mcp/", "raw_path": b"/mcp/", "query_string": b"",
-             "headers": [(k.lower().encode(), v.encode()) for k, v in headers.items()]}
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/mcp/",
+        "raw_path": b"/mcp/",
+        "query_string": b"",
+        "headers": [(k.lower().encode(), v.encode()) for k, v in headers.items()],
+    }
     asyncio.run(app(scope, receive, send))
     start, body = sent[0], b"".join(m.get("body", b"") for m in sent[1:])
     return start["status"], {k.decode(): v.decode() for k, v in start["headers"]}, json.loads(body)
@@ -39,12 +45,16 @@ async def _never(scope: Any, receive: Any, send: Any) -> None:
     raise AssertionError("the request must not reach the MCP app")
 
 
-def test_a_database_failure_during_the_key_check_is_answered_in_the_envelope(monkeypatch: Any) -> None:
+def test_a_database_failure_during_the_key_check_is_answered_in_the_envelope(
+    monkeypatch: Any,
+) -> None:
     def failing(header: str) -> ApiKey:
         raise OperationalError("connection refused")
 
     monkeypatch.setattr(http, "_authenticate", failing)
-    status, _, body = _post(http.ApiKeyRequired(_never), {"host": "localhost", "authorization": "Bearer mh_x_y"})
+    status, _, body = _post(
+        http.ApiKeyRequired(_never), {"host": "localhost", "authorization": "Bearer mh_x_y"}
+    )
     expected_status, expected = server.rest_error(OperationalError("connection refused"), "test")
     assert (status, body["error"]["data"]) == (expected_status, expected["error"])
     assert status >= 500 and body["error"]["code"] == -32603 and body["id"] is None
@@ -52,7 +62,9 @@ def test_a_database_failure_during_the_key_check_is_answered_in_the_envelope(mon
 
 def test_a_host_outside_allowed_hosts_is_refused(settings: Any) -> None:
     settings.ALLOWED_HOSTS = ["memory.example.com"]
-    status, _, body = _post(http.ApiKeyRequired(_never), {"host": "evil.example.net", "authorization": "Bearer x"})
+    status, _, body = _post(
+        http.ApiKeyRequired(_never), {"host": "evil.example.net", "authorization": "Bearer x"}
+    )
     assert status == 400 and body["error"]["data"]["code"] == "bad_request"
 
 
@@ -67,9 +79,12 @@ def test_a_crashing_tool_is_a_server_error_tool_result(caplog: Any) -> None:
     spec = ToolSpec("memory_stats", "Stats", "…", {"type": "object"}, crash, "read")
     result = server.call(spec, lambda: key, {})
     assert result.is_error
-    assert result.structured_content == {"error": {"code": "server_error", "message": "Internal server error.",
-                                                   "details": {}}}
+    assert result.structured_content == {
+        "error": {"code": "server_error", "message": "Internal server error.", "details": {}}
+    }
     assert "boom" not in result.content[0].text  # the exception's text stays in the server's log
     assert any("memory_stats" in r.getMessage() for r in caplog.records)  # the traceback, logged
     calls = [r for r in caplog.records if r.getMessage() == "tool call"]
-    assert [(r.tool, r.error, r.tenant) for r in calls] == [("memory_stats", "server_error", key.tenant_id)]
+    assert [(r.tool, r.error, r.tenant) for r in calls] == [
+        ("memory_stats", "server_error", key.tenant_id)
+    ]

@@ -17,8 +17,20 @@ from tests.mcp_server.conftest import ROOT, Mcp, as_result, server_env
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-TOOLS = {"memory_search", "memory_context", "memory_browse", "memory_stats", "memory_users", "memory_remember",
-         "memory_note", "memory_fact", "scratchpad_read", "scratchpad_write", "scratchpad_clear", "summary_expand"}
+TOOLS = {
+    "memory_search",
+    "memory_context",
+    "memory_browse",
+    "memory_stats",
+    "memory_users",
+    "memory_remember",
+    "memory_note",
+    "memory_fact",
+    "scratchpad_read",
+    "scratchpad_write",
+    "scratchpad_clear",
+    "summary_expand",
+}
 
 
 async def _describe(session: ClientSession) -> dict[str, Any]:
@@ -51,7 +63,9 @@ def test_initialize_and_list_tools(mcp: Mcp) -> None:
     assert set(tools) == TOOLS
     # The catalogue sits in every agent's context before it asks anything: at most ~6,000
     # characters as the client receives it (it was 19,202 with the REST reference's texts).
-    listed = types.ListToolsResult(tools=list(tools.values())).model_dump_json(by_alias=True, exclude_none=True)
+    listed = types.ListToolsResult(tools=list(tools.values())).model_dump_json(
+        by_alias=True, exclude_none=True
+    )
     assert len(listed) <= 6000, len(listed)
     for tool in tools.values():
         assert len(tool.description or "") > 40 and tool.title, tool.name
@@ -59,14 +73,25 @@ def test_initialize_and_list_tools(mcp: Mcp) -> None:
         assert schema["type"] == "object"
         # Every argument is typed, and described where its name and type do not say it all.
         for name, prop in schema["properties"].items():
-            assert prop.get("type") or prop.get("anyOf") or prop.get("enum") or name in ("tool_args", "tool_result"), \
-                f"{tool.name}.{name} has no type"
+            assert (
+                prop.get("type")
+                or prop.get("anyOf")
+                or prop.get("enum")
+                or name in ("tool_args", "tool_result")
+            ), f"{tool.name}.{name} has no type"
         for name, prop in _properties(schema):
-            assert prop.get("description") or name.split("[].")[-1] in catalog.SELF_EVIDENT, \
+            assert prop.get("description") or name.split("[].")[-1] in catalog.SELF_EVIDENT, (
                 f"{tool.name}.{name} has no description"
+            )
     assert tools["memory_search"].input_schema["required"] == ["query"]
     assert tools["memory_search"].input_schema["properties"]["mode"]["enum"] == [
-        "hybrid", "vector", "text", "exact", "fuzzy", "regex"]
+        "hybrid",
+        "vector",
+        "text",
+        "exact",
+        "fuzzy",
+        "regex",
+    ]
     assert tools["memory_remember"].input_schema["required"] == ["session", "events"]
     assert tools["memory_search"].annotations.read_only_hint is True
     assert tools["memory_note"].annotations is None  # not read-only: the protocol's default
@@ -74,16 +99,38 @@ def test_initialize_and_list_tools(mcp: Mcp) -> None:
 
 def test_remember_then_recall_and_an_error(mcp: Mcp) -> None:
     key = make_key(make_tenant("alice"))
-    remembered, context, bad = mcp.calls(key, [
-        ("memory_remember", {"session": "trip", "user_id": "ann", "events": [
-            {"role": "user", "content": "I am flying to Lisbon on May 3rd and I want an aisle seat."},
-            {"role": "assistant", "content": "Noted: Lisbon on May 3rd, aisle seat."},
-        ]}),
-        ("memory_context", {"user_id": "ann", "query": "Which seat does she want to Lisbon?"}),
-        ("memory_search", {"query": "Lisbon", "since": "2026-02-01T00:00:00Z", "until": "2026-01-01T00:00:00Z"}),
-    ])
+    remembered, context, bad = mcp.calls(
+        key,
+        [
+            (
+                "memory_remember",
+                {
+                    "session": "trip",
+                    "user_id": "ann",
+                    "events": [
+                        {
+                            "role": "user",
+                            "content": "I am flying to Lisbon on May 3rd and I want an aisle seat.",
+                        },
+                        {"role": "assistant", "content": "Noted: Lisbon on May 3rd, aisle seat."},
+                    ],
+                },
+            ),
+            ("memory_context", {"user_id": "ann", "query": "Which seat does she want to Lisbon?"}),
+            (
+                "memory_search",
+                {
+                    "query": "Lisbon",
+                    "since": "2026-02-01T00:00:00Z",
+                    "until": "2026-01-01T00:00:00Z",
+                },
+            ),
+        ],
+    )
     assert not remembered.is_error, remembered.text
-    assert remembered.data["created"] == 2 and [e["sequence"] for e in remembered.data["events"]] == [1, 2]
+    assert remembered.data["created"] == 2 and [
+        e["sequence"] for e in remembered.data["events"]
+    ] == [1, 2]
     assert not context.is_error, context.text
     assert context.text.startswith("## Relevant Memory") and "aisle seat" in context.text
     assert context.data["markdown"] == context.text and context.data["user_id"] == "ann"
@@ -93,30 +140,62 @@ def test_remember_then_recall_and_an_error(mcp: Mcp) -> None:
 
 def test_tenants_and_users_stay_apart(mcp: Mcp) -> None:
     alice = make_tenant("alice")
-    alice_key, ann_key, bob_key = make_key(alice), make_key(alice, user="ann"), make_key(make_tenant("bob"))
-    mcp.calls(alice_key, [
-        ("memory_remember", {"session": "s-ann", "user_id": "ann", "events": [
-            {"role": "user", "content": "Ann's locker code is 4711."}]}),
-        ("memory_remember", {"session": "s-ben", "user_id": "ben", "events": [
-            {"role": "user", "content": "Ben's locker code is 1234."}]}),
-    ])
-    search, other_user = mcp.calls(ann_key, [
-        ("memory_search", {"query": "locker code", "scope": "account"}),
-        ("memory_context", {"user_id": "ben", "query": "locker code"}),
-    ])
+    alice_key, ann_key, bob_key = (
+        make_key(alice),
+        make_key(alice, user="ann"),
+        make_key(make_tenant("bob")),
+    )
+    mcp.calls(
+        alice_key,
+        [
+            (
+                "memory_remember",
+                {
+                    "session": "s-ann",
+                    "user_id": "ann",
+                    "events": [{"role": "user", "content": "Ann's locker code is 4711."}],
+                },
+            ),
+            (
+                "memory_remember",
+                {
+                    "session": "s-ben",
+                    "user_id": "ben",
+                    "events": [{"role": "user", "content": "Ben's locker code is 1234."}],
+                },
+            ),
+        ],
+    )
+    search, other_user = mcp.calls(
+        ann_key,
+        [
+            ("memory_search", {"query": "locker code", "scope": "account"}),
+            ("memory_context", {"user_id": "ben", "query": "locker code"}),
+        ],
+    )
     assert [r["text"] for r in search.data["results"]] == ["Ann's locker code is 4711."]
     assert other_user.code == "user_forbidden"
-    bob_search, bob_session = mcp.calls(bob_key, [
-        ("memory_search", {"query": "locker code", "scope": "account"}),
-        ("scratchpad_read", {"session": "s-ann"}),
-    ])
+    bob_search, bob_session = mcp.calls(
+        bob_key,
+        [
+            ("memory_search", {"query": "locker code", "scope": "account"}),
+            ("scratchpad_read", {"session": "s-ann"}),
+        ],
+    )
     assert bob_search.data["results"] == []
     assert bob_session.code == "session_not_found"
 
 
 def test_stdio_refuses_a_bad_key_before_serving(tmp_path: Any) -> None:
-    result = subprocess.run([sys.executable, "manage.py", "mcp", "--key", "mh_deadbeef_nope"], cwd=ROOT,
-                            env=server_env(tmp_path), capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    result = subprocess.run(
+        [sys.executable, "manage.py", "mcp", "--key", "mh_deadbeef_nope"],
+        cwd=ROOT,
+        env=server_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
     assert result.returncode != 0
     assert "Invalid API key" in result.stderr
     assert result.stdout == ""  # stdout is the protocol's: nothing else is written there
@@ -141,7 +220,8 @@ def test_stdio_checks_the_key_on_every_call(stdio_mcp: Mcp) -> None:
             try:
                 ApiKey.objects.get(prefix=ApiKey.parse_prefix(raw)).revoke()
             finally:
-                connection.close()  # this helper thread's own connection, or it outlives the test database
+                # this helper thread's own connection, or it outlives the test database
+                connection.close()
 
         await sync_to_async(revoke, thread_sensitive=False)()
 
@@ -152,17 +232,48 @@ def test_stdio_checks_the_key_on_every_call(stdio_mcp: Mcp) -> None:
 
 def test_search_reads_relative_dates_against_as_of(mcp: Mcp) -> None:
     key = make_key(make_tenant("alice"))
-    mcp.calls(key, [
-        ("memory_remember", {"session": "last-week", "events": [
-            {"role": "user", "content": "We went hiking in the hills.", "created_at": "2023-05-16T10:00:00Z"}]}),
-        ("memory_remember", {"session": "this-week", "events": [
-            {"role": "user", "content": "We went hiking in the hills.", "created_at": "2023-05-23T10:00:00Z"}]}),
-    ])
-    asked, unasked, bad = mcp.calls(key, [
-        ("memory_search", {"query": "hiking last week", "top_k": 1, "as_of": "2023-05-24T12:00:00Z"}),
-        ("memory_search", {"query": "hiking last week", "top_k": 1}),
-        ("memory_search", {"query": "hiking last week", "as_of": "last week"}),
-    ])
+    mcp.calls(
+        key,
+        [
+            (
+                "memory_remember",
+                {
+                    "session": "last-week",
+                    "events": [
+                        {
+                            "role": "user",
+                            "content": "We went hiking in the hills.",
+                            "created_at": "2023-05-16T10:00:00Z",
+                        }
+                    ],
+                },
+            ),
+            (
+                "memory_remember",
+                {
+                    "session": "this-week",
+                    "events": [
+                        {
+                            "role": "user",
+                            "content": "We went hiking in the hills.",
+                            "created_at": "2023-05-23T10:00:00Z",
+                        }
+                    ],
+                },
+            ),
+        ],
+    )
+    asked, unasked, bad = mcp.calls(
+        key,
+        [
+            (
+                "memory_search",
+                {"query": "hiking last week", "top_k": 1, "as_of": "2023-05-24T12:00:00Z"},
+            ),
+            ("memory_search", {"query": "hiking last week", "top_k": 1}),
+            ("memory_search", {"query": "hiking last week", "as_of": "last week"}),
+        ],
+    )
     assert [r["session"] for r in asked.data["results"]] == ["last-week"]
     assert [r["session"] for r in unasked.data["results"]] == ["this-week"]
     assert bad.is_error and bad.code == "validation_error" and "as_of" in bad.text

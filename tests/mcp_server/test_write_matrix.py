@@ -1,7 +1,8 @@
-"""The MCP write tools × {a tenant key writing for user bob, bob's user-limited key} × {bob's own row,
-ann's row, a shared row, a missing id}: the same answers as REST (tests/memoryhub/test_write_matrix.py,
-whose world of colliding names, tests/memoryhub/write_world.py, this reuses). One MCP session per tool
-and key runs the four targets; the database is compared before and after: only bob's rows may change."""
+"""The MCP write tools × {a tenant key writing for user bob, bob's user-limited key} × {bob's own
+row, ann's row, a shared row, a missing id}: the same answers as REST
+(tests/memoryhub/test_write_matrix.py, whose world of colliding names,
+tests/memoryhub/write_world.py, this reuses). One MCP session per tool and key runs the four
+targets; the database is compared before and after: only bob's rows may change."""
 
 from __future__ import annotations
 
@@ -19,8 +20,11 @@ OK = ""  # no error
 
 
 def _remember(target: str, user: dict[str, str], ids: Any) -> tuple[str, dict[str, Any]]:
-    return "memory_remember", {"session": SESSIONS[target], **user,
-                               "events": [{"role": "user", "content": "bob: I moved to Oslo"}]}
+    return "memory_remember", {
+        "session": SESSIONS[target],
+        **user,
+        "events": [{"role": "user", "content": "bob: I moved to Oslo"}],
+    }
 
 
 def _pad(target: str, user: dict[str, str], ids: Any) -> tuple[str, dict[str, Any]]:
@@ -28,16 +32,31 @@ def _pad(target: str, user: dict[str, str], ids: Any) -> tuple[str, dict[str, An
 
 
 def _note_update(target: str, user: dict[str, str], ids: Any) -> tuple[str, dict[str, Any]]:
-    return "memory_note", {"action": "update", "note_id": NOTES[target], "content": "bob's note", **user}
+    return "memory_note", {
+        "action": "update",
+        "note_id": NOTES[target],
+        "content": "bob's note",
+        **user,
+    }
 
 
 def _note_create(target: str, user: dict[str, str], ids: Any) -> tuple[str, dict[str, Any]]:
-    return "memory_note", {"action": "create", "note_id": NOTES[target], "content": "bob's note", **user}
+    return "memory_note", {
+        "action": "create",
+        "note_id": NOTES[target],
+        "content": "bob's note",
+        **user,
+    }
 
 
 def _note_in_session(target: str, user: dict[str, str], ids: Any) -> tuple[str, dict[str, Any]]:
-    return "memory_note", {"action": "create", "content": "bob's note", "session": SESSIONS[target],
-                           "scope": "conversation", **user}
+    return "memory_note", {
+        "action": "create",
+        "content": "bob's note",
+        "session": SESSIONS[target],
+        "scope": "conversation",
+        **user,
+    }
 
 
 def _note_delete(target: str, user: dict[str, str], ids: Any) -> tuple[str, dict[str, Any]]:
@@ -45,8 +64,13 @@ def _note_delete(target: str, user: dict[str, str], ids: Any) -> tuple[str, dict
 
 
 def _fact_upsert(target: str, user: dict[str, str], ids: Any) -> tuple[str, dict[str, Any]]:
-    return "memory_fact", {"action": "upsert", "category": "profile", "key": "home_city",
-                           "content": f"bob lives in Oslo ({target})", **user}
+    return "memory_fact", {
+        "action": "upsert",
+        "category": "profile",
+        "key": "home_city",
+        "content": f"bob lives in Oslo ({target})",
+        **user,
+    }
 
 
 def _fact_delete(target: str, user: dict[str, str], ids: Any) -> tuple[str, dict[str, Any]]:
@@ -54,28 +78,64 @@ def _fact_delete(target: str, user: dict[str, str], ids: Any) -> tuple[str, dict
 
 
 # tool -> (call, takes a user, {(actor, target): error code or OK})
-def _codes(own: str, other_t: str, other_k: str, shared_t: str, shared_k: str, missing: str) -> dict[Any, str]:
-    return {("tenant", "own"): own, ("key", "own"): own, ("tenant", "other"): other_t, ("key", "other"): other_k,
-            ("tenant", "shared"): shared_t, ("key", "shared"): shared_k,
-            ("tenant", "missing"): missing, ("key", "missing"): missing}
+def _codes(
+    own: str, other_t: str, other_k: str, shared_t: str, shared_k: str, missing: str
+) -> dict[Any, str]:
+    return {
+        ("tenant", "own"): own,
+        ("key", "own"): own,
+        ("tenant", "other"): other_t,
+        ("key", "other"): other_k,
+        ("tenant", "shared"): shared_t,
+        ("key", "shared"): shared_k,
+        ("tenant", "missing"): missing,
+        ("key", "missing"): missing,
+    }
 
 
 # A session nobody owns is the tenant's: a user-limited key does not see it (session_not_found, as
 # for ann's); shared notes and facts are read-only to it (shared_read_only).
 CASES: dict[str, tuple[Any, bool, dict[Any, str]]] = {
-    "remember": (_remember, True, _codes(OK, "owner_mismatch", "session_not_found", "owner_mismatch",
-                                         "session_not_found", OK)),
-    "scratchpad_write": (_pad, False, _codes(OK, "", "session_not_found", "", "session_not_found",
-                                             "session_not_found")),
-    "note update": (_note_update, True, _codes(OK, "owner_mismatch", "note_not_found", "owner_mismatch",
-                                               "shared_read_only", OK)),
-    "note create": (_note_create, True, _codes("note_exists", "note_exists", "note_not_found", "note_exists",
-                                               "note_exists", OK)),
-    "note in session": (_note_in_session, True, _codes(OK, "owner_mismatch", "session_not_found", OK,
-                                                       "session_not_found", "session_not_found")),
-    "note delete": (_note_delete, False, _codes(OK, "", "note_not_found", "", "shared_read_only", "note_not_found")),
+    "remember": (
+        _remember,
+        True,
+        _codes(
+            OK, "owner_mismatch", "session_not_found", "owner_mismatch", "session_not_found", OK
+        ),
+    ),
+    "scratchpad_write": (
+        _pad,
+        False,
+        _codes(OK, "", "session_not_found", "", "session_not_found", "session_not_found"),
+    ),
+    "note update": (
+        _note_update,
+        True,
+        _codes(OK, "owner_mismatch", "note_not_found", "owner_mismatch", "shared_read_only", OK),
+    ),
+    "note create": (
+        _note_create,
+        True,
+        _codes("note_exists", "note_exists", "note_not_found", "note_exists", "note_exists", OK),
+    ),
+    "note in session": (
+        _note_in_session,
+        True,
+        _codes(
+            OK, "owner_mismatch", "session_not_found", OK, "session_not_found", "session_not_found"
+        ),
+    ),
+    "note delete": (
+        _note_delete,
+        False,
+        _codes(OK, "", "note_not_found", "", "shared_read_only", "note_not_found"),
+    ),
     "fact upsert": (_fact_upsert, True, _codes(OK, OK, OK, OK, OK, OK)),
-    "fact delete": (_fact_delete, False, _codes(OK, "", "fact_not_found", "", "shared_read_only", "fact_not_found")),
+    "fact delete": (
+        _fact_delete,
+        False,
+        _codes(OK, "", "fact_not_found", "", "shared_read_only", "fact_not_found"),
+    ),
 }
 
 
@@ -108,6 +168,8 @@ def test_mcp_write(http_mcp: Mcp, name: str, actor: str) -> None:
             assert not result.is_error, (target, result.text)
     changed = before ^ after
     assert changed, "nothing was written"
-    assert all(row[1] == "bob" for row in changed), sorted((r for r in changed if r[1] != "bob"), key=str)
+    assert all(row[1] == "bob" for row in changed), sorted(
+        (r for r in changed if r[1] != "bob"), key=str
+    )
     if codes[(actor, "missing")]:  # a refused write to a missing id left nothing behind
         assert not any(SESSIONS["missing"] in row or NOTES["missing"] in row for row in after)

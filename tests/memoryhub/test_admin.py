@@ -28,15 +28,29 @@ def _fast_passwords(settings) -> None:  # type: ignore[no-untyped-def]
 
 @pytest.fixture
 def data(alice, bob) -> dict[str, Any]:
-    alice.post("/api/v1/sessions/", {"id": "alpha-chat", "title": "Quarterly planning", "agent": "planner",
-                                     "workspace": "research"}, format="json")
-    post_events(alice, "alpha-chat", {"role": "user", "content": "Budget for the unicorn project?"},
-                {"role": "tool", "tool_name": "ledger", "tool_args": {"q": "unicorn"}})
+    alice.post(
+        "/api/v1/sessions/",
+        {
+            "id": "alpha-chat",
+            "title": "Quarterly planning",
+            "agent": "planner",
+            "workspace": "research",
+        },
+        format="json",
+    )
+    post_events(
+        alice,
+        "alpha-chat",
+        {"role": "user", "content": "Budget for the unicorn project?"},
+        {"role": "tool", "tool_name": "ledger", "tool_args": {"q": "unicorn"}},
+    )
     post_events(bob, "bravo-chat", {"role": "user", "content": "Bob's private words"})
     alice.patch("/api/v1/sessions/alpha-chat/", {"status": "archived"}, format="json")
     alice.post("/api/v1/search/", {"query": "unicorn budget"}, format="json")  # an ApiUsage row
     session = Session.objects.get(external_id="alpha-chat")
-    RollingSummary.objects.create(session=session, tenant_id=session.tenant_id, text="They planned.", epoch=1)
+    RollingSummary.objects.create(
+        session=session, tenant_id=session.tenant_id, text="They planned.", epoch=1
+    )
     return {"session": session}
 
 
@@ -51,8 +65,10 @@ def listed(response: Any) -> str:
 
 def test_every_foundation_model_is_registered() -> None:
     project_models = [
-        m for m in apps.get_app_config("accounts").get_models()
-    ] + [m for m in apps.get_app_config("memoryhub").get_models() if m is not ScratchpadItem]  # inline
+        m
+        for m in apps.get_app_config("accounts").get_models()
+        # inline
+    ] + [m for m in apps.get_app_config("memoryhub").get_models() if m is not ScratchpadItem]
     assert set(FOUNDATION_MODELS) <= set(project_models)
     for model in project_models:
         assert admin.site.is_registered(model), model
@@ -74,7 +90,9 @@ def test_change_pages_load(admin_client, data, model: type) -> None:
     assert admin_client.get(url).status_code == 200
 
 
-def test_session_list_shows_sessions_of_every_tenant_with_their_placement(admin_client, data) -> None:
+def test_session_list_shows_sessions_of_every_tenant_with_their_placement(
+    admin_client, data
+) -> None:
     html = listed(admin_client.get(changelist(Session)))
     assert "alpha-chat" in html and "bravo-chat" in html and "research" in html
 
@@ -127,7 +145,9 @@ def test_tenant_workspace_channel_search(admin_client, data) -> None:
     assert "general" in html
 
 
-def test_event_list_query_count_does_not_grow_with_rows(admin_client, alice, django_assert_max_num_queries) -> None:
+def test_event_list_query_count_does_not_grow_with_rows(
+    admin_client, alice, django_assert_max_num_queries
+) -> None:
     for s in range(5):
         post_events(alice, f"s{s}", *[{"role": "user", "content": f"e{i}"} for i in range(20)])
     with django_assert_max_num_queries(12) as captured:
@@ -138,14 +158,23 @@ def test_event_list_query_count_does_not_grow_with_rows(admin_client, alice, dja
     with django_assert_max_num_queries(few) as captured:
         html = listed(admin_client.get(changelist(Event)))
     assert html.count("s9") >= 1
-    assert not any('count(*)' in q["sql"].lower() and "memoryhub_event" in q["sql"] and "limit" not in q["sql"].lower()
-                   for q in captured.captured_queries), "an unbounded COUNT over the events table"
+    assert not any(
+        "count(*)" in q["sql"].lower()
+        and "memoryhub_event" in q["sql"]
+        and "limit" not in q["sql"].lower()
+        for q in captured.captured_queries
+    ), "an unbounded COUNT over the events table"
 
 
-def test_session_list_query_count_is_bounded(admin_client, alice, django_assert_max_num_queries) -> None:
+def test_session_list_query_count_is_bounded(
+    admin_client, alice, django_assert_max_num_queries
+) -> None:
     for s in range(30):
-        alice.post("/api/v1/sessions/", {"id": f"s{s}", "workspace": f"w{s % 4}", "channel": f"c{s % 3}"},
-                   format="json")
+        alice.post(
+            "/api/v1/sessions/",
+            {"id": f"s{s}", "workspace": f"w{s % 4}", "channel": f"c{s % 3}"},
+            format="json",
+        )
     with django_assert_max_num_queries(14):
         listed(admin_client.get(changelist(Session)))
 
@@ -158,9 +187,16 @@ def test_events_are_read_only_in_the_admin(admin_client, data) -> None:
     response = admin_client.post(url, {"content": "rewritten"})
     assert response.status_code == 403
     assert admin_client.get(reverse("admin:memoryhub_event_add")).status_code == 403
-    assert admin_client.post(reverse("admin:memoryhub_event_delete", args=[event.pk]), {"post": "yes"}).status_code == 403
-    admin_client.post(changelist(Event), {"action": "delete_selected", "_selected_action": [event.pk],
-                                                     "post": "yes"})
+    assert (
+        admin_client.post(
+            reverse("admin:memoryhub_event_delete", args=[event.pk]), {"post": "yes"}
+        ).status_code
+        == 403
+    )
+    admin_client.post(
+        changelist(Event),
+        {"action": "delete_selected", "_selected_action": [event.pk], "post": "yes"},
+    )
     assert Event.objects.filter(pk=event.pk).exists()
     event.refresh_from_db()
     assert event.content == "Budget for the unicorn project?"
@@ -169,8 +205,14 @@ def test_events_are_read_only_in_the_admin(admin_client, data) -> None:
 def test_create_api_key_in_the_admin_shows_it_once(admin_client, cast) -> None:
     response = admin_client.post(
         reverse("admin:accounts_apikey_add"),
-        {"tenant": cast.alice_tenant.pk, "workspace": "", "name": "from admin", "scopes": "read,write",
-         "revoked_at_0": "", "revoked_at_1": ""},
+        {
+            "tenant": cast.alice_tenant.pk,
+            "workspace": "",
+            "name": "from admin",
+            "scopes": "read,write",
+            "revoked_at_0": "",
+            "revoked_at_1": "",
+        },
         follow=True,
     )
     assert response.status_code == 200
@@ -179,10 +221,16 @@ def test_create_api_key_in_the_admin_shows_it_once(admin_client, cast) -> None:
     assert len(raws) == 1, shown
     raw = raws[0]
     key = ApiKey.objects.get(name="from admin")
-    assert key.prefix == ApiKey.parse_prefix(raw) and key.matches(raw) and key.scopes == ["read", "write"]
+    assert (
+        key.prefix == ApiKey.parse_prefix(raw)
+        and key.matches(raw)
+        and key.scopes == ["read", "write"]
+    )
     assert raw not in key.key_hash
     client = make_client(raw)
-    assert client.post("/api/v1/sessions/", {"id": "via-admin-key"}, format="json").status_code == 201
+    assert (
+        client.post("/api/v1/sessions/", {"id": "via-admin-key"}, format="json").status_code == 201
+    )
     assert Session.objects.get(external_id="via-admin-key").tenant_id == cast.alice_tenant.pk
     # Never again: neither the list nor the change page shows it.
     assert raw not in listed(admin_client.get(changelist(ApiKey)))
@@ -193,7 +241,13 @@ def test_create_api_key_in_the_admin_shows_it_once(admin_client, cast) -> None:
 def test_admin_refuses_unknown_scopes(admin_client, cast) -> None:
     response = admin_client.post(
         reverse("admin:accounts_apikey_add"),
-        {"tenant": cast.alice_tenant.pk, "name": "bad", "scopes": "read,root", "revoked_at_0": "", "revoked_at_1": ""},
+        {
+            "tenant": cast.alice_tenant.pk,
+            "name": "bad",
+            "scopes": "read,root",
+            "revoked_at_0": "",
+            "revoked_at_1": "",
+        },
     )
     assert response.status_code == 200  # the form again, with its error
     assert not ApiKey.objects.filter(name="bad").exists()
@@ -201,7 +255,9 @@ def test_admin_refuses_unknown_scopes(admin_client, cast) -> None:
 
 def test_revoke_action(admin_client, cast) -> None:
     key = ApiKey.objects.get(prefix=ApiKey.parse_prefix(cast.bob_key))
-    response = admin_client.post(changelist(ApiKey), {"action": "revoke_keys", "_selected_action": [key.pk]})
+    response = admin_client.post(
+        changelist(ApiKey), {"action": "revoke_keys", "_selected_action": [key.pk]}
+    )
     assert response.status_code == 302
     key.refresh_from_db()
     assert key.revoked_at is not None
@@ -210,15 +266,22 @@ def test_revoke_action(admin_client, cast) -> None:
 
 def test_archive_and_forget_actions(admin_client, data) -> None:
     bravo = Session.objects.get(external_id="bravo-chat")
-    admin_client.post(changelist(Session), {"action": "archive_sessions", "_selected_action": [bravo.pk]})
+    admin_client.post(
+        changelist(Session), {"action": "archive_sessions", "_selected_action": [bravo.pk]}
+    )
     before = bravo.updated_at
     bravo.refresh_from_db()
     assert bravo.status == "archived" and bravo.updated_at > before
-    page = admin_client.post(changelist(Session), {"action": "forget_sessions", "_selected_action": [bravo.pk]})
-    assert page.status_code == 200 and b"Forget these sessions?" in page.content  # a confirmation first
+    page = admin_client.post(
+        changelist(Session), {"action": "forget_sessions", "_selected_action": [bravo.pk]}
+    )
+    # a confirmation first
+    assert page.status_code == 200 and b"Forget these sessions?" in page.content
     assert b"bravo-chat" in page.content and Session.objects.filter(pk=bravo.pk).exists()
-    admin_client.post(changelist(Session), {"action": "forget_sessions", "_selected_action": [bravo.pk],
-                                            "confirm": "yes"})
+    admin_client.post(
+        changelist(Session),
+        {"action": "forget_sessions", "_selected_action": [bravo.pk], "confirm": "yes"},
+    )
     assert not Session.objects.filter(pk=bravo.pk).exists()
     assert not Event.objects.filter(session_id=bravo.pk).exists()
     assert Session.objects.filter(external_id="alpha-chat").exists()
@@ -227,8 +290,10 @@ def test_archive_and_forget_actions(admin_client, data) -> None:
 def test_forget_action_respects_the_immutable_transcript(admin_client, data) -> None:
     session = data["session"]
     Tenant.objects.filter(pk=session.tenant_id).update(immutable_transcript=True)
-    admin_client.post(changelist(Session), {"action": "forget_sessions", "_selected_action": [session.pk],
-                                            "confirm": "yes"})
+    admin_client.post(
+        changelist(Session),
+        {"action": "forget_sessions", "_selected_action": [session.pk], "confirm": "yes"},
+    )
     assert Session.objects.filter(pk=session.pk).exists()
     assert session.events.count() == 2
 
@@ -253,8 +318,14 @@ def test_admin_refuses_a_key_limited_to_another_tenants_workspace(admin_client, 
     bobs = Workspace.get_named(cast.bob_tenant, "bob-space")
     response = admin_client.post(
         reverse("admin:accounts_apikey_add"),
-        {"tenant": cast.alice_tenant.pk, "workspace": bobs.pk, "name": "crossed", "scopes": "read",
-         "revoked_at_0": "", "revoked_at_1": ""},
+        {
+            "tenant": cast.alice_tenant.pk,
+            "workspace": bobs.pk,
+            "name": "crossed",
+            "scopes": "read",
+            "revoked_at_0": "",
+            "revoked_at_1": "",
+        },
     )
     assert response.status_code == 200
     assert "another tenant" in response.content.decode()

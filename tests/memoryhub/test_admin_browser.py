@@ -28,8 +28,12 @@ def staff_and_data(settings, django_user_model) -> None:  # type: ignore[no-unty
 
     django_user_model.objects.create_superuser(username="operator", email="", password=PASSWORD)
     client = make_client(make_key(make_tenant("alice")))
-    post_events(client, "browser-chat", {"role": "user", "content": "Where is the lighthouse?"},
-                {"role": "assistant", "content": "On the northern cape."})
+    post_events(
+        client,
+        "browser-chat",
+        {"role": "user", "content": "Where is the lighthouse?"},
+        {"role": "assistant", "content": "On the northern cape."},
+    )
 
 
 def test_operator_logs_in_and_browses_sessions_and_events(live_server, staff_and_data) -> None:
@@ -68,8 +72,10 @@ def test_operator_logs_in_and_browses_sessions_and_events(live_server, staff_and
 
 # --- the console starts from people -------------------------------------------------
 
-LONG_TEXT = ("Sam planted a walnut tree beside the old lighthouse keeper's cottage on the northern cape, "
-             "and every summer he measures how much it has grown since his grandfather's time")
+LONG_TEXT = (
+    "Sam planted a walnut tree beside the old lighthouse keeper's cottage on the northern cape, "
+    "and every summer he measures how much it has grown since his grandfather's time"
+)
 
 
 @pytest.fixture
@@ -84,22 +90,43 @@ def people(settings, django_user_model) -> dict[str, int]:  # type: ignore[no-un
 
     django_user_model.objects.create_superuser(username="operator", email="", password=PASSWORD)
     alice, bob = make_tenant("alice"), make_tenant("bob")
-    for tenant, session, user, text in ((alice, "sam-chat", "sam", LONG_TEXT),
-                                        (alice, "dana-chat", "dana", "Dana asks about the ferry times"),
-                                        (bob, "bob-sam-chat", "sam", "Bob's sam talks about bicycles")):
-        assert post_events(make_client(make_key(tenant)), session, {"role": "user", "content": text},
-                           {"role": "assistant", "content": "Noted, thank you for telling me all of that."}
-                           ).status_code == 201
+    for tenant, session, user, text in (
+        (alice, "sam-chat", "sam", LONG_TEXT),
+        (alice, "dana-chat", "dana", "Dana asks about the ferry times"),
+        (bob, "bob-sam-chat", "sam", "Bob's sam talks about bicycles"),
+    ):
+        assert (
+            post_events(
+                make_client(make_key(tenant)),
+                session,
+                {"role": "user", "content": text},
+                {"role": "assistant", "content": "Noted, thank you for telling me all of that."},
+            ).status_code
+            == 201
+        )
         s = Session.objects.get(tenant=tenant, external_id=session)
         Session.objects.filter(pk=s.pk).update(user_id=user)
         Chunk.objects.filter(session=s).update(user_id=user)
     sam_session = Session.objects.get(tenant=alice, external_id="sam-chat")
-    remember(Fact.objects.create(tenant=alice, workspace_id=sam_session.workspace_id, user_id="sam",
-                                 category="garden", key="tree", content="Sam's walnut tree is twelve years old"))
+    remember(
+        Fact.objects.create(
+            tenant=alice,
+            workspace_id=sam_session.workspace_id,
+            user_id="sam",
+            category="garden",
+            key="tree",
+            content="Sam's walnut tree is twelve years old",
+        )
+    )
     report = ConsolidationReport.objects.create(tenant=alice)
-    PendingDeletion.objects.create(tenant=alice, report=report, step="prune",
-                                   chunk_ids=list(Chunk.objects.filter(session__external_id="dana-chat")
-                                                  .values_list("pk", flat=True)))
+    PendingDeletion.objects.create(
+        tenant=alice,
+        report=report,
+        step="prune",
+        chunk_ids=list(
+            Chunk.objects.filter(session__external_id="dana-chat").values_list("pk", flat=True)
+        ),
+    )
     return {"alice": alice.pk, "bob": bob.pk}
 
 
@@ -121,24 +148,36 @@ NOTE_WIDTH = """(() => { const note = () => { const wide = document.scrollingEle
   if (wide > window.innerWidth) { const seen = JSON.parse(sessionStorage.getItem('mh-too-wide') || '[]');
     seen.push(location.pathname + location.search + ': ' + wide + ' px in ' + window.innerWidth);
     sessionStorage.setItem('mh-too-wide', JSON.stringify(seen)); } };
-  window.addEventListener('load', () => setTimeout(note, 0)); })();"""
+  window.addEventListener('load', () => setTimeout(note, 0)); })();"""  # noqa: E501
 MEASURE_WIDTH = """() => { const seen = JSON.parse(sessionStorage.getItem('mh-too-wide') || '[]');
   const wide = document.scrollingElement.scrollWidth;
   return wide > window.innerWidth ? seen.concat([location.pathname + location.search + ': ' + wide + ' px in '
-                                                 + window.innerWidth]) : seen; }"""
+                                                 + window.innerWidth]) : seen; }"""  # noqa: E501
 
 
 def _browser(playwright):  # type: ignore[no-untyped-def]
     import sys
 
-    browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True,
-                                         args=["--no-sandbox", "--disable-gpu"])
+    browser = playwright.chromium.launch(
+        executable_path=str(CHROMIUM), headless=True, args=["--no-sandbox", "--disable-gpu"]
+    )
     close = browser.close
 
     def close_checking_widths() -> None:
         failing = sys.exc_info()[0] is not None  # a test that failed already keeps its own error
-        too_wide = [] if failing else sorted({line for context in browser.contexts for page in context.pages
-                                              if page.url.startswith("http") for line in page.evaluate(MEASURE_WIDTH)})
+        too_wide = (
+            []
+            if failing
+            else sorted(
+                {
+                    line
+                    for context in browser.contexts
+                    for page in context.pages
+                    if page.url.startswith("http")
+                    for line in page.evaluate(MEASURE_WIDTH)
+                }
+            )
+        )
         close()
         assert too_wide == [], too_wide
 
@@ -160,8 +199,12 @@ def test_from_the_users_page_to_a_users_memories_in_the_explorer(live_server, pe
             page.wait_for_url("**q=sam**")
             rows = page.locator("#result_list tbody tr")
             assert rows.count() == 2
-            assert sorted(rows.nth(i).locator("td.field-tenant").inner_text() for i in range(2)) == ["alice", "bob"]
-            alice_row = page.locator("#result_list tbody tr", has=page.locator("td.field-tenant", has_text="alice"))
+            assert sorted(
+                rows.nth(i).locator("td.field-tenant").inner_text() for i in range(2)
+            ) == ["alice", "bob"]
+            alice_row = page.locator(
+                "#result_list tbody tr", has=page.locator("td.field-tenant", has_text="alice")
+            )
             assert alice_row.locator("td.field-sessions").inner_text() == "1"
             assert alice_row.locator("td.field-facts").inner_text() == "1"
             alice_row.locator("a.mh-user").click()
@@ -175,7 +218,9 @@ def test_from_the_users_page_to_a_users_memories_in_the_explorer(live_server, pe
             page.fill("#id_q", "walnut tree")
             page.click("#mh-explorer-search input[type=submit]")
             page.wait_for_selector("#mh-results")
-            headers = [h.strip().lower() for h in page.locator("#mh-results thead th").all_inner_texts()]
+            headers = [
+                h.strip().lower() for h in page.locator("#mh-results thead th").all_inner_texts()
+            ]
             assert "owner" in headers
             owners = page.locator("#mh-results td.mh-owner").all_inner_texts()
             assert owners and set(owners) <= {"sam", "shared"} and "sam" in owners
@@ -194,9 +239,14 @@ def test_owner_columns_in_the_memories_list_and_the_context_preview(live_server,
             owners = page.locator("#result_list td.field-owner").all_inner_texts()
             assert owners and set(owners) == {"sam"}
 
-            page.goto(f"{live_server.url}/admin/console/context/?tenant={people['alice']}&user_id=sam&query=walnut")
+            page.goto(
+                f"{live_server.url}/admin/console/context/?tenant={people['alice']}&user_id=sam&query=walnut"
+            )
             page.wait_for_selector("#mh-context-items")
-            assert "owner" in [h.strip().lower() for h in page.locator("#mh-context-items thead th").all_inner_texts()]
+            assert "owner" in [
+                h.strip().lower()
+                for h in page.locator("#mh-context-items thead th").all_inner_texts()
+            ]
             cells = page.locator("#mh-context-items td.mh-owner")
             assert cells.count() >= 1 and set(cells.all_inner_texts()) <= {"sam", "shared"}
             assert "sam" in cells.all_inner_texts()
@@ -212,7 +262,10 @@ def test_the_admin_index_shows_the_reviews_waiting_and_leads_to_them(live_server
             badge = page.locator("#mh-review-badge")
             assert badge.is_visible()
             assert badge.locator(".mh-count").inner_text() == "1"
-            assert "consolidation review waiting" in badge.inner_text() and "alice: 1" in badge.inner_text()
+            assert (
+                "consolidation review waiting" in badge.inner_text()
+                and "alice: 1" in badge.inner_text()
+            )
             badge.locator("a").click()
             page.wait_for_url("**/admin/lifecycle/pendingdeletion/?status__exact=pending")
             assert page.locator("#result_list tbody tr").count() == 1
@@ -242,7 +295,8 @@ def test_the_memories_list_is_readable_at_1280_px(live_server, people) -> None:
             longest = max(measured, key=lambda m: m["words"])
             assert longest["words"] >= 14  # the long message, cut at 80 characters
             for m in measured:
-                # Several words on a line (at one word a line, lines == words), and a readable width.
+                # Several words on a line (at one word a line, lines == words), and a readable
+                # width.
                 assert m["lines"] <= max(1, m["words"] // 3), measured
                 assert m["width"] >= 200, measured
         finally:

@@ -13,21 +13,25 @@ from django.utils import timezone
 LOGIN = "/admin/login/?next=/admin/"
 
 
-def attempt(client: Client, password: str, address: str = "10.0.0.1", username: str = "root") -> int:
+def attempt(
+    client: Client, password: str, address: str = "10.0.0.1", username: str = "root"
+) -> int:
     response = client.post(LOGIN, {"username": username, "password": password}, REMOTE_ADDR=address)
     return response.status_code
 
 
 @pytest.fixture
 def root(db, settings) -> None:  # type: ignore[no-untyped-def]
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast, tests only
+    # fast, tests only
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     get_user_model().objects.create_superuser("root", "r@example.com", "right-password-123")
 
 
 def test_five_failures_lock_the_login_even_with_the_right_password(root, settings) -> None:  # type: ignore[no-untyped-def]
     client = Client()
     assert settings.AXES_FAILURE_LIMIT == 5
-    assert [attempt(client, f"wrong-{i}") for i in range(4)] == [200] * 4  # the form again, with an error
+    # the form again, with an error
+    assert [attempt(client, f"wrong-{i}") for i in range(4)] == [200] * 4
     assert attempt(client, "wrong-4") == 429
     assert attempt(client, "right-password-123") == 429
     assert "_auth_user_id" not in client.session
@@ -37,7 +41,9 @@ def test_five_failures_lock_the_login_even_with_the_right_password(root, setting
 
 def test_failures_from_many_addresses_lock_the_user_name(root) -> None:  # type: ignore[no-untyped-def]
     """Guesses spread over addresses (or over forged ones) still count for the name."""
-    assert [attempt(Client(), f"wrong-{i}", address=f"10.9.9.{i}") for i in range(5)] == [200] * 4 + [429]
+    assert [attempt(Client(), f"wrong-{i}", address=f"10.9.9.{i}") for i in range(5)] == [
+        200
+    ] * 4 + [429]
     other = Client()
     assert attempt(other, "right-password-123", address="10.9.9.99") == 429
     assert "_auth_user_id" not in other.session

@@ -46,7 +46,12 @@ def slow(request: HttpRequest) -> HttpResponse:
     return HttpResponse("slow")
 
 
-urlpatterns = [path("echo/", echo), path("streamed/", streamed), path("broken/", broken), path("slow/", slow)]
+urlpatterns = [
+    path("echo/", echo),
+    path("streamed/", streamed),
+    path("broken/", broken),
+    path("slow/", slow),
+]
 
 
 @pytest.fixture
@@ -68,10 +73,20 @@ def app(settings) -> Any:  # type: ignore[no-untyped-def]
 
 
 def _scope(method: str, url: str, body: bytes) -> dict[str, Any]:
-    return {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": method, "scheme": "http",
-            "path": url, "raw_path": url.encode(), "root_path": "", "query_string": b"",
-            "headers": [(b"host", b"127.0.0.1"), (b"content-length", str(len(body)).encode())],
-            "server": ("127.0.0.1", 80), "client": ("127.0.0.1", 5000)}
+    return {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": method,
+        "scheme": "http",
+        "path": url,
+        "raw_path": url.encode(),
+        "root_path": "",
+        "query_string": b"",
+        "headers": [(b"host", b"127.0.0.1"), (b"content-length", str(len(body)).encode())],
+        "server": ("127.0.0.1", 80),
+        "client": ("127.0.0.1", 5000),
+    }
 
 
 def call(app: Any, method: str, url: str, body: bytes = b"") -> tuple[int, bytes, int]:

@@ -1,5 +1,5 @@
-"""memoryhub.plumbing.asgi.mount: a mounted app (the MCP endpoint) is imported at its first request, its
-lifespan entered then by the server's lifespan task and left at shutdown (a web worker
+"""memoryhub.plumbing.asgi.mount: a mounted app (the MCP endpoint) is imported at its first request,
+its lifespan entered then by the server's lifespan task and left at shutdown (a web worker
 that never serves /mcp/ does not hold the MCP SDK)."""
 
 from __future__ import annotations
@@ -58,9 +58,20 @@ async def _get(app: Any, path: str) -> tuple[int, bytes]:
     async def send(message: dict[str, Any]) -> None:
         sent.append(message)
 
-    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET", "scheme": "http",
-             "path": path, "raw_path": path.encode(), "root_path": "", "query_string": b"", "headers": [],
-             "server": ("127.0.0.1", 80), "client": ("127.0.0.1", 5000)}
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "GET",
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "root_path": "",
+        "query_string": b"",
+        "headers": [],
+        "server": ("127.0.0.1", 80),
+        "client": ("127.0.0.1", 5000),
+    }
     await app(scope, receive, send)
     return sent[0]["status"], b"".join(m.get("body", b"") for m in sent[1:])
 

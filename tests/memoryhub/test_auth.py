@@ -1,4 +1,5 @@
-"""Authentication and scopes: `Authorization: Bearer <key>` on every endpoint (docs/memory-model.md#sharing)."""
+"""Authentication and scopes: `Authorization: Bearer <key>` on every endpoint
+(docs/memory-model.md#sharing)."""
 
 from __future__ import annotations
 
@@ -30,7 +31,11 @@ WRITES = [e for e in ENDPOINTS if e[0] != "get"]
 
 
 def call(client: APIClient, method: str, path: str, body: dict[str, Any] | None) -> Any:
-    return getattr(client, method)(path, body, format="json") if body is not None else getattr(client, method)(path)
+    return (
+        getattr(client, method)(path, body, format="json")
+        if body is not None
+        else getattr(client, method)(path)
+    )
 
 
 @pytest.fixture
@@ -149,10 +154,13 @@ def test_last_used_time_is_recorded_coarsely(s1, cast, settings) -> None:
     assert key.last_used_at > first
 
 
-def test_a_keys_last_use_is_written_after_the_request_not_in_it(s1, cast, settings, monkeypatch) -> None:
+def test_a_keys_last_use_is_written_after_the_request_not_in_it(
+    s1, cast, settings, monkeypatch
+) -> None:
     from memoryhub.api.middleware import key_uses
 
-    monkeypatch.setattr(counters, "FLUSH_SECONDS", 3600)  # as deployed: written by the process later
+    # as deployed: written by the process later
+    monkeypatch.setattr(counters, "FLUSH_SECONDS", 3600)
     raw = make_key(cast.alice_tenant)
     key = ApiKey.objects.get(prefix=ApiKey.parse_prefix(raw))
     try:
@@ -163,7 +171,9 @@ def test_a_keys_last_use_is_written_after_the_request_not_in_it(s1, cast, settin
     finally:
         key_uses.flush()
     key.refresh_from_db()
-    assert key.last_used_at is not None and timezone.now() - key.last_used_at < timedelta(seconds=30)
+    assert key.last_used_at is not None and timezone.now() - key.last_used_at < timedelta(
+        seconds=30
+    )
 
 
 def test_a_later_last_use_is_never_moved_back(cast) -> None:
@@ -205,8 +215,13 @@ def test_a_key_is_read_as_the_orm_reads_it(cast) -> None:
     from accounts.models import Workspace
 
     workspace = Workspace.objects.create(tenant=cast.alice_tenant, name="limited")
-    raws = [make_key(cast.alice_tenant), make_key(cast.bob_tenant, scopes=("read",)),
-            ApiKey.create_key(tenant=cast.alice_tenant, workspace=workspace, user_id="u-7", scopes=("read", "write")).raw]
+    raws = [
+        make_key(cast.alice_tenant),
+        make_key(cast.bob_tenant, scopes=("read",)),
+        ApiKey.create_key(
+            tenant=cast.alice_tenant, workspace=workspace, user_id="u-7", scopes=("read", "write")
+        ).raw,
+    ]
     revoked = ApiKey.objects.get(prefix=ApiKey.parse_prefix(raws[1]))
     revoked.revoked_at = timezone.now()
     revoked.save()
@@ -216,14 +231,16 @@ def test_a_key_is_read_as_the_orm_reads_it(cast) -> None:
         key = read_key(prefix)
         assert key is not None and not key._state.adding
         for a, b in ((key, expected), (key.tenant, expected.tenant)):
-            assert [getattr(a, f.attname) for f in type(a)._meta.concrete_fields] == \
-                   [getattr(b, f.attname) for f in type(b)._meta.concrete_fields]
+            assert [getattr(a, f.attname) for f in type(a)._meta.concrete_fields] == [
+                getattr(b, f.attname) for f in type(b)._meta.concrete_fields
+            ]
         if expected.workspace is None:
             assert key.workspace is None and key.workspace_id is None
         else:
             assert key.workspace is not None
-            assert [getattr(key.workspace, f.attname) for f in Workspace._meta.concrete_fields] == \
-                   [getattr(expected.workspace, f.attname) for f in Workspace._meta.concrete_fields]
+            assert [getattr(key.workspace, f.attname) for f in Workspace._meta.concrete_fields] == [
+                getattr(expected.workspace, f.attname) for f in Workspace._meta.concrete_fields
+            ]
         assert key.matches(raw) and key.is_active == (raw != raws[1])
     assert read_key("nosuchprefix") is None
 

@@ -35,10 +35,18 @@ def test_create_list_and_get(alice) -> None:
     assert response.status_code == 201, response.content
     body = response.json()
     assert {k: body[k] for k in ("name", "description", "workspace", "is_default")} == {
-        "name": "travel", "description": "Trips and bookings", "workspace": "default", "is_default": False}
+        "name": "travel",
+        "description": "Trips and bookings",
+        "workspace": "default",
+        "is_default": False,
+    }
     create(alice, name="papers", workspace="research")
-    assert names(alice) == [("default", "general", True), ("default", "travel", False),
-                            ("research", "general", True), ("research", "papers", False)]
+    assert names(alice) == [
+        ("default", "general", True),
+        ("default", "travel", False),
+        ("research", "general", True),
+        ("research", "papers", False),
+    ]
     assert names(alice, workspace="research", is_default="false") == [("research", "papers", False)]
     assert alice.get(f"{CHANNELS}{body['id']}/").json()["description"] == "Trips and bookings"
     page = alice.get(CHANNELS, {"limit": 2}).json()
@@ -64,8 +72,9 @@ def test_a_new_default_channel_takes_the_sessions_that_name_none(alice) -> None:
 def test_patch_renames_describes_and_moves_the_default(alice) -> None:
     travel = create(alice, name="travel").json()
     general = Channel.objects.get(tenant__name="alice", name="general")
-    response = alice.patch(f"{CHANNELS}{travel['id']}/", {"name": "trips", "description": "Where to go"},
-                           format="json")
+    response = alice.patch(
+        f"{CHANNELS}{travel['id']}/", {"name": "trips", "description": "Where to go"}, format="json"
+    )
     assert response.status_code == 200 and response.json()["name"] == "trips"
     assert response.json()["description"] == "Where to go"
     response = alice.patch(f"{CHANNELS}{travel['id']}/", {"is_default": True}, format="json")
@@ -74,28 +83,42 @@ def test_patch_renames_describes_and_moves_the_default(alice) -> None:
     assert general.is_default is False
 
 
-@pytest.mark.parametrize(("body", "status", "code"), [
-    ({"name": "   "}, 400, "validation_error"),  # blank once trimmed
-    ({"name": "x" * 101}, 400, "validation_error"),
-    ({"name": 7}, 400, "validation_error"),
-    ({"name": "ok", "colour": "blue"}, 400, "unknown_field"),
-    ({"description": "no name"}, 400, "validation_error"),
-    ({"name": "general"}, 409, "channel_exists"),
-])
-def test_bad_creates_are_refused_and_store_nothing(alice, body: dict[str, Any], status: int, code: str) -> None:
+@pytest.mark.parametrize(
+    ("body", "status", "code"),
+    [
+        ({"name": "   "}, 400, "validation_error"),  # blank once trimmed
+        ({"name": "x" * 101}, 400, "validation_error"),
+        ({"name": 7}, 400, "validation_error"),
+        ({"name": "ok", "colour": "blue"}, 400, "unknown_field"),
+        ({"description": "no name"}, 400, "validation_error"),
+        ({"name": "general"}, 409, "channel_exists"),
+    ],
+)
+def test_bad_creates_are_refused_and_store_nothing(
+    alice, body: dict[str, Any], status: int, code: str
+) -> None:
     response = create(alice, **body)
     assert response.status_code == status, response.content
     assert error_code(response) == code
     assert Channel.objects.filter(tenant__name="alice").count() == 1
 
 
-@pytest.mark.parametrize(("body", "status", "code"), [
-    ({"is_default": False}, 409, "default_channel_required"),  # stored state, not the input's shape
-    ({"name": "travel"}, 409, "channel_exists"),
-    ({"name": ""}, 400, "validation_error"),
-    ({"workspace": "elsewhere"}, 400, "unknown_field"),
-])
-def test_bad_patches_are_refused_and_change_nothing(alice, body: dict[str, Any], status: int, code: str) -> None:
+@pytest.mark.parametrize(
+    ("body", "status", "code"),
+    [
+        (
+            {"is_default": False},
+            409,
+            "default_channel_required",
+        ),  # stored state, not the input's shape
+        ({"name": "travel"}, 409, "channel_exists"),
+        ({"name": ""}, 400, "validation_error"),
+        ({"workspace": "elsewhere"}, 400, "unknown_field"),
+    ],
+)
+def test_bad_patches_are_refused_and_change_nothing(
+    alice, body: dict[str, Any], status: int, code: str
+) -> None:
     create(alice, name="travel")
     general = Channel.objects.get(tenant__name="alice", name="general")
     response = alice.patch(f"{CHANNELS}{general.pk}/", body, format="json")
@@ -122,7 +145,9 @@ def test_a_workspace_limited_key_sees_and_changes_only_its_workspace(alice, cast
     response = create(limited, name="x", workspace="default")
     assert response.status_code == 403 and error_code(response) == "workspace_forbidden"
     assert create(limited, name="notes").json()["workspace"] == "research"
-    assert limited.patch(f"{CHANNELS}{other['id']}/", {"name": "y"}, format="json").status_code == 404
+    assert (
+        limited.patch(f"{CHANNELS}{other['id']}/", {"name": "y"}, format="json").status_code == 404
+    )
 
 
 def test_a_user_limited_or_read_only_key_reads_but_does_not_write(alice, cast) -> None:
@@ -140,16 +165,23 @@ def test_a_user_limited_or_read_only_key_reads_but_does_not_write(alice, cast) -
     assert not Channel.objects.filter(name__in=["mine", "nope"]).exists()
 
 
-def test_descriptions_and_the_default_travel_in_exports(alice, django_capture_on_commit_callbacks) -> None:
+def test_descriptions_and_the_default_travel_in_exports(
+    alice, django_capture_on_commit_callbacks
+) -> None:
     create(alice, name="lobby", description="Where everyone starts", is_default=True)
     new_session(alice, "s1")
     exported = alice.post("/api/v1/export/", {}, format="json").json()
     carol = make_client(make_key(make_tenant("carol")))
     with django_capture_on_commit_callbacks(execute=True):
-        response = carol.post("/api/v1/import/", json.dumps(exported), content_type="application/json")
+        response = carol.post(
+            "/api/v1/import/", json.dumps(exported), content_type="application/json"
+        )
     assert response.status_code == 201, response.content
     assert names(carol) == [("default", "general", False), ("default", "lobby", True)]
-    assert carol.get(CHANNELS, {"name": "lobby"}).json()["results"][0]["description"] == "Where everyone starts"
+    assert (
+        carol.get(CHANNELS, {"name": "lobby"}).json()["results"][0]["description"]
+        == "Where everyone starts"
+    )
 
 
 @pytest.fixture
@@ -167,7 +199,9 @@ def test_the_admin_makes_a_channel_the_default(admin_client, alice) -> None:
     assert Channel.objects.get(pk=travel["id"]).is_default is True
     assert Channel.objects.get(tenant__name="alice", name="general").is_default is False
     general = Channel.objects.get(tenant__name="alice", name="general")
-    admin_client.post(changelist, {"action": "make_default", "_selected_action": [travel["id"], general.pk]})
+    admin_client.post(
+        changelist, {"action": "make_default", "_selected_action": [travel["id"], general.pk]}
+    )
     assert Channel.objects.get(pk=travel["id"]).is_default is True  # two in one workspace: refused
 
 

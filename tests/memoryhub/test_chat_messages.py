@@ -1,6 +1,6 @@
-"""Chat-API messages as sent (docs/event-log.md#chat-messages): OpenAI- and Anthropic-shaped messages are
-appended as they are, searched by their text, and given back equal with ?format=openai|anthropic
-(memoryhub.chat)."""
+"""Chat-API messages as sent (docs/event-log.md#chat-messages): OpenAI- and Anthropic-shaped
+messages are appended as they are, searched by their text, and given back equal with
+?format=openai|anthropic (memoryhub.chat)."""
 
 from __future__ import annotations
 
@@ -16,11 +16,24 @@ from tests.base import make_client, make_key, make_tenant, post_events, search_t
 
 OPENAI = [
     {"role": "system", "content": "You are a travel agent."},
-    {"role": "user", "content": [{"type": "text", "text": "Weather in Reykjavik?"},
-                                 {"type": "image_url", "image_url": {"url": "https://example.com/map.png"}}]},
-    {"role": "assistant", "content": None, "tool_calls": [
-        {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Reykjavik"}'}},
-    ]},
+    {
+        "role": "user",
+        "content": [
+            {"type": "text", "text": "Weather in Reykjavik?"},
+            {"type": "image_url", "image_url": {"url": "https://example.com/map.png"}},
+        ],
+    },
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "call_1",
+                "type": "function",
+                "function": {"name": "get_weather", "arguments": '{"city": "Reykjavik"}'},
+            },
+        ],
+    },
     {"role": "tool", "tool_call_id": "call_1", "content": "8°C and rain"},
     {"role": "user", "name": "dana", "content": "Thanks"},
     {"role": "assistant", "content": "Bring a raincoat."},
@@ -28,13 +41,28 @@ OPENAI = [
 
 ANTHROPIC = [
     {"role": "user", "content": "What is the status of order A-77?"},
-    {"role": "assistant", "content": [
-        {"type": "text", "text": "Let me look it up."},
-        {"type": "tool_use", "id": "toolu_1", "name": "lookup_order", "input": {"order": "A-77"}},
-    ]},
-    {"role": "user", "content": [
-        {"type": "tool_result", "tool_use_id": "toolu_1", "content": [{"type": "text", "text": "shipped on 3 May"}]},
-    ]},
+    {
+        "role": "assistant",
+        "content": [
+            {"type": "text", "text": "Let me look it up."},
+            {
+                "type": "tool_use",
+                "id": "toolu_1",
+                "name": "lookup_order",
+                "input": {"order": "A-77"},
+            },
+        ],
+    },
+    {
+        "role": "user",
+        "content": [
+            {
+                "type": "tool_result",
+                "tool_use_id": "toolu_1",
+                "content": [{"type": "text", "text": "shipped on 3 May"}],
+            },
+        ],
+    },
     {"role": "assistant", "content": [{"type": "text", "text": "It shipped on 3 May."}]},
 ]
 
@@ -69,12 +97,17 @@ def test_the_native_shape_is_unchanged_and_holds_the_text(alice) -> None:
     native = alice.get("/api/v1/sessions/s1/events/").json()["results"]
     assert [e["role"] for e in native] == ["user", "assistant", "tool", "assistant"]
     assert native[1]["content"] == "Let me look it up."
-    assert native[1]["tool_calls"] == [{"id": "toolu_1", "name": "lookup_order", "arguments": {"order": "A-77"}}]
+    assert native[1]["tool_calls"] == [
+        {"id": "toolu_1", "name": "lookup_order", "arguments": {"order": "A-77"}}
+    ]
     assert native[2]["content"] == "shipped on 3 May" and native[2]["tool_call_id"] == "toolu_1"
     assert "message" not in native[0]
     assert listed(alice, "s1", "native").json()["results"] == native
     restored_native = alice.get("/api/v1/sessions/s1/restore/").json()
-    assert "system" not in restored_native and restored_native["messages"][1]["content"] == "Let me look it up."
+    assert (
+        "system" not in restored_native
+        and restored_native["messages"][1]["content"] == "Let me look it up."
+    )
 
 
 def test_null_content_with_tool_calls_is_accepted_and_described(alice, index) -> None:
@@ -82,10 +115,13 @@ def test_null_content_with_tool_calls_is_accepted_and_described(alice, index) ->
     index(alice, "s1", {"role": "user", "content": "Weather in Reykjavik?"}, OPENAI[2])
     event = Event.objects.get(sequence=2)
     assert event.content == "" and event.tool_calls == [
-        {"id": "call_1", "name": "get_weather", "arguments": '{"city": "Reykjavik"}'}]
+        {"id": "call_1", "name": "get_weather", "arguments": '{"city": "Reykjavik"}'}
+    ]
     texts = [c.text for c in Chunk.objects.filter(kind="event").order_by("sequence_start")]
     assert 'Called get_weather with {"city": "Reykjavik"}' in texts
-    assert any("get_weather" in t for t in search_texts(alice, "get_weather Reykjavik", mode="text"))
+    assert any(
+        "get_weather" in t for t in search_texts(alice, "get_weather Reykjavik", mode="text")
+    )
 
 
 def test_text_parts_are_what_is_searched(alice, index) -> None:
@@ -104,12 +140,32 @@ def test_a_mixed_batch_of_both_shapes_and_native_events(alice) -> None:
     anthropic = listed(alice, "s1", "anthropic").json()["results"]
     assert anthropic[3:] == ANTHROPIC[1:3] and anthropic[2] == {"role": "user", "content": "plain"}
     # Each shape rendered in the other: one message per event.
-    assert anthropic[0] == {"role": "assistant", "content": [
-        {"type": "tool_use", "id": "call_1", "name": "get_weather", "input": {"city": "Reykjavik"}}]}
-    assert anthropic[1] == {"role": "user", "content": [
-        {"type": "tool_result", "tool_use_id": "call_1", "content": "8°C and rain"}]}
-    assert openai[3] == {"role": "assistant", "content": "Let me look it up.", "tool_calls": [
-        {"id": "toolu_1", "type": "function", "function": {"name": "lookup_order", "arguments": '{"order": "A-77"}'}}]}
+    assert anthropic[0] == {
+        "role": "assistant",
+        "content": [
+            {
+                "type": "tool_use",
+                "id": "call_1",
+                "name": "get_weather",
+                "input": {"city": "Reykjavik"},
+            }
+        ],
+    }
+    assert anthropic[1] == {
+        "role": "user",
+        "content": [{"type": "tool_result", "tool_use_id": "call_1", "content": "8°C and rain"}],
+    }
+    assert openai[3] == {
+        "role": "assistant",
+        "content": "Let me look it up.",
+        "tool_calls": [
+            {
+                "id": "toolu_1",
+                "type": "function",
+                "function": {"name": "lookup_order", "arguments": '{"order": "A-77"}'},
+            }
+        ],
+    }
     assert openai[4] == {"role": "tool", "content": "shipped on 3 May", "tool_call_id": "toolu_1"}
 
 
@@ -117,10 +173,19 @@ def test_a_retry_of_a_chat_message_is_idempotent(alice) -> None:
     message = {**OPENAI[2], "idempotency_key": "k1"}
     assert post_events(alice, "s1", message).status_code == 201
     assert post_events(alice, "s1", message).status_code == 200
-    other = {**message, "tool_calls": [{**OPENAI[2]["tool_calls"][0], "function": {
-        "name": "get_weather", "arguments": '{"city": "Oslo"}'}}]}
+    other = {
+        **message,
+        "tool_calls": [
+            {
+                **OPENAI[2]["tool_calls"][0],
+                "function": {"name": "get_weather", "arguments": '{"city": "Oslo"}'},
+            }
+        ],
+    }
     response = post_events(alice, "s1", other)
-    assert response.status_code == 409 and response.json()["error"]["code"] == "idempotency_mismatch"
+    assert (
+        response.status_code == 409 and response.json()["error"]["code"] == "idempotency_mismatch"
+    )
     assert Event.objects.count() == 1
 
 
@@ -128,7 +193,10 @@ def test_system_messages_lead_anthropic_restore_as_system(alice) -> None:
     post_events(alice, "s1", {"role": "system", "content": "Be brief."}, *ANTHROPIC[:2])
     body = restored(alice, "s1", "anthropic").json()
     assert body["system"] == "Be brief." and body["messages"] == ANTHROPIC[:2]
-    assert listed(alice, "s1", "anthropic").json()["results"][0] == {"role": "system", "content": "Be brief."}
+    assert listed(alice, "s1", "anthropic").json()["results"][0] == {
+        "role": "system",
+        "content": "Be brief.",
+    }
 
 
 def test_chat_messages_survive_export_and_import(alice, django_capture_on_commit_callbacks) -> None:
@@ -136,42 +204,94 @@ def test_chat_messages_survive_export_and_import(alice, django_capture_on_commit
     exported = alice.post("/api/v1/export/", {}, format="json").json()
     carol = make_client(make_key(make_tenant("carol")))
     with django_capture_on_commit_callbacks(execute=True):
-        response = carol.post("/api/v1/import/", json.dumps(exported), content_type="application/json")
+        response = carol.post(
+            "/api/v1/import/", json.dumps(exported), content_type="application/json"
+        )
     assert response.status_code == 201, response.content
     assert listed(carol, "s1", "openai").json()["results"] == OPENAI
 
 
-@pytest.mark.parametrize(("event", "code"), [
-    ({"role": "user", "content": 5}, "invalid"),
-    ({"role": "user", "content": {"type": "text", "text": "x"}}, "invalid"),
-    ({"role": "user", "content": ["hello"]}, "invalid_content_part"),
-    ({"role": "user", "content": [{"text": "no type"}]}, "invalid_content_part"),
-    ({"role": "user", "content": [{"type": "text", "text": 5}]}, "invalid_content_part"),
-    ({"role": "user", "content": [{"type": "video", "url": "x"}]}, "unknown_content_part"),
-    ({"role": "user", "content": [{"type": "tool_use", "id": "t", "name": "n", "input": {}}]}, "invalid_content_part"),
-    ({"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "n", "input": "x"}]},
-     "invalid_content_part"),
-    ({"role": "assistant", "content": [{"type": "tool_result", "tool_use_id": "t", "content": "x"}]},
-     "invalid_content_part"),
-    ({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": 7}]},
-     "invalid_content_part"),
-    ({"role": "user", "content": [{"type": "image_url", "image_url": {}}, {"type": "image", "source": {}}]},
-     "mixed_message_shape"),
-    ({"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "n", "input": {}}],
-      "tool_calls": [{"id": "u", "name": "m"}]}, "ambiguous_tool_call"),
-    ({"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "n", "input": {}},
-                                       {"type": "tool_use", "id": "t", "name": "m", "input": {}}]},
-     "duplicate_tool_call_id"),
-    ({"role": "assistant", "content": None}, "empty_event"),
-    ({"role": "user", "content": []}, "empty_event"),
-    ({"role": "user", "content": "x", "name": 3}, "invalid"),
-    ({"role": "developer", "content": "x"}, "invalid_choice"),
-])
-def test_malformed_messages_are_400_and_the_batch_commits_nothing(alice, event: dict[str, Any], code: str) -> None:
+@pytest.mark.parametrize(
+    ("event", "code"),
+    [
+        ({"role": "user", "content": 5}, "invalid"),
+        ({"role": "user", "content": {"type": "text", "text": "x"}}, "invalid"),
+        ({"role": "user", "content": ["hello"]}, "invalid_content_part"),
+        ({"role": "user", "content": [{"text": "no type"}]}, "invalid_content_part"),
+        ({"role": "user", "content": [{"type": "text", "text": 5}]}, "invalid_content_part"),
+        ({"role": "user", "content": [{"type": "video", "url": "x"}]}, "unknown_content_part"),
+        (
+            {
+                "role": "user",
+                "content": [{"type": "tool_use", "id": "t", "name": "n", "input": {}}],
+            },
+            "invalid_content_part",
+        ),
+        (
+            {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": "t", "name": "n", "input": "x"}],
+            },
+            "invalid_content_part",
+        ),
+        (
+            {
+                "role": "assistant",
+                "content": [{"type": "tool_result", "tool_use_id": "t", "content": "x"}],
+            },
+            "invalid_content_part",
+        ),
+        (
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "t", "content": 7}],
+            },
+            "invalid_content_part",
+        ),
+        (
+            {
+                "role": "user",
+                "content": [
+                    {"type": "image_url", "image_url": {}},
+                    {"type": "image", "source": {}},
+                ],
+            },
+            "mixed_message_shape",
+        ),
+        (
+            {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": "t", "name": "n", "input": {}}],
+                "tool_calls": [{"id": "u", "name": "m"}],
+            },
+            "ambiguous_tool_call",
+        ),
+        (
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "tool_use", "id": "t", "name": "n", "input": {}},
+                    {"type": "tool_use", "id": "t", "name": "m", "input": {}},
+                ],
+            },
+            "duplicate_tool_call_id",
+        ),
+        ({"role": "assistant", "content": None}, "empty_event"),
+        ({"role": "user", "content": []}, "empty_event"),
+        ({"role": "user", "content": "x", "name": 3}, "invalid"),
+        ({"role": "developer", "content": "x"}, "invalid_choice"),
+    ],
+)
+def test_malformed_messages_are_400_and_the_batch_commits_nothing(
+    alice, event: dict[str, Any], code: str
+) -> None:
     response = post_events(alice, "s1", OPENAI[0], ANTHROPIC[1], event)
     assert response.status_code == 400, response.content
     body = response.json()["error"]
-    codes = {body["code"], *(p["code"] for v in body["details"].get("fields", {}).values() for p in v)}
+    codes = {
+        body["code"],
+        *(p["code"] for v in body["details"].get("fields", {}).values() for p in v),
+    }
     assert code in codes, body
     assert not Event.objects.exists()
 
@@ -200,7 +320,9 @@ def test_other_tenants_and_users_cannot_read_them_in_any_format(alice, bob, cast
             assert restored(client, "s1", fmt).status_code == 404
     # Bob's own session under the same id holds only his messages.
     post_events(bob, "s1", {"role": "user", "content": "bob's words"})
-    assert listed(bob, "s1", "openai").json()["results"] == [{"role": "user", "content": "bob's words"}]
+    assert listed(bob, "s1", "openai").json()["results"] == [
+        {"role": "user", "content": "bob's words"}
+    ]
     u1 = make_client(make_key(cast.alice_tenant, user="u1"))
     assert listed(u1, "s1", "openai").json()["results"] == OPENAI
 
@@ -210,8 +332,13 @@ def test_a_restore_that_does_not_fit_leads_with_the_summary_in_either_shape(alic
 
     post_events(alice, "s1", *OPENAI)
     session = Session.objects.get(tenant=cast.alice_tenant, external_id="s1")
-    RollingSummary.objects.create(session=session, tenant=cast.alice_tenant, text="Asked about Reykjavik.",
-                                  epoch=1, upper_sequence=4)
+    RollingSummary.objects.create(
+        session=session,
+        tenant=cast.alice_tenant,
+        text="Asked about Reykjavik.",
+        epoch=1,
+        upper_sequence=4,
+    )
     openai = restored(alice, "s1", "openai", budget=40).json()
     assert openai["truncated"] is True
     assert openai["messages"][0] == {"role": "system", "content": openai["messages"][0]["content"]}
@@ -219,8 +346,10 @@ def test_a_restore_that_does_not_fit_leads_with_the_summary_in_either_shape(alic
     assert openai["messages"][1:] == OPENAI[4:]
     anthropic = restored(alice, "s1", "anthropic", budget=40).json()
     assert "Asked about Reykjavik." in anthropic["system"]
-    assert anthropic["messages"] == [{"role": "user", "content": "Thanks"},
-                                     {"role": "assistant", "content": "Bring a raincoat."}]
+    assert anthropic["messages"] == [
+        {"role": "user", "content": "Thanks"},
+        {"role": "assistant", "content": "Bring a raincoat."},
+    ]
 
 
 def test_the_mcp_remember_tool_keeps_them_as_sent(alice, cast) -> None:

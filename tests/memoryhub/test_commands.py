@@ -47,7 +47,11 @@ def test_create_api_key_creates_the_tenant_and_prints_the_key_last() -> None:
 def test_create_api_key_gives_the_admin_scope_only_when_asked() -> None:
     raw = create_api_key("--tenant", "Acme")[0].strip().splitlines()[-1]
     assert make_client(raw).get("/api/v1/webhooks/").status_code == 403
-    raw = create_api_key("--tenant", "Acme", "--scopes", "read,write,admin")[0].strip().splitlines()[-1]
+    raw = (
+        create_api_key("--tenant", "Acme", "--scopes", "read,write,admin")[0]
+        .strip()
+        .splitlines()[-1]
+    )
     assert make_client(raw).get("/api/v1/webhooks/").status_code == 200
 
 
@@ -92,12 +96,27 @@ def test_create_api_key_in_a_subprocess_prints_only_the_key_on_stdout_last_line(
     from django.conf import settings
 
     env = {
-        "DATABASE_URL": _test_database_url(settings), "SECRET_KEY": "x", "MEMORYHUB_DATA_DIR": str(tmp_path),
-        "PATH": "/usr/bin:/bin", "LOG_LEVEL": "WARNING",
+        "DATABASE_URL": _test_database_url(settings),
+        "SECRET_KEY": "x",
+        "MEMORYHUB_DATA_DIR": str(tmp_path),
+        "PATH": "/usr/bin:/bin",
+        "LOG_LEVEL": "WARNING",
     }
     result = subprocess.run(
-        [sys.executable, "manage.py", "create_api_key", "--tenant", "cli-tenant", "--scopes", "read,write"],
-        cwd=settings.BASE_DIR, env=env, capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "manage.py",
+            "create_api_key",
+            "--tenant",
+            "cli-tenant",
+            "--scopes",
+            "read,write",
+        ],
+        cwd=settings.BASE_DIR,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert result.returncode == 0, result.stderr
     last = result.stdout.strip().splitlines()[-1]
@@ -108,10 +127,14 @@ def test_create_api_key_in_a_subprocess_prints_only_the_key_on_stdout_last_line(
     with connection.cursor() as cursor:
         cursor.execute("DELETE FROM accounts_apikey WHERE prefix = %s", [ApiKey.parse_prefix(last)])
         assert cursor.rowcount == 1
-        cursor.execute("DELETE FROM accounts_channel WHERE tenant_id IN "
-                       "(SELECT id FROM accounts_tenant WHERE name = 'cli-tenant')")
-        cursor.execute("DELETE FROM accounts_workspace WHERE tenant_id IN "
-                       "(SELECT id FROM accounts_tenant WHERE name = 'cli-tenant')")
+        cursor.execute(
+            "DELETE FROM accounts_channel WHERE tenant_id IN "
+            "(SELECT id FROM accounts_tenant WHERE name = 'cli-tenant')"
+        )
+        cursor.execute(
+            "DELETE FROM accounts_workspace WHERE tenant_id IN "
+            "(SELECT id FROM accounts_tenant WHERE name = 'cli-tenant')"
+        )
         cursor.execute("DELETE FROM accounts_tenant WHERE name = 'cli-tenant'")
 
 
@@ -262,12 +285,28 @@ def test_run_serves_on_a_fresh_data_folder_and_stops_everything(tmp_path) -> Non
 
     data_dir = tmp_path / "data"
     port = _free_port()
-    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "TEST_DB_NAME", "SECRET_KEY")}
-    env.update({"MEMORYHUB_DATA_DIR": str(data_dir), "PYTHONUNBUFFERED": "1", "LOG_LEVEL": "WARNING",
-                "HOST": "127.0.0.1", "PORT": str(port), "WEB_WORKERS": "1"})
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("DATABASE_URL", "TEST_DB_NAME", "SECRET_KEY")
+    }
+    env.update(
+        {
+            "MEMORYHUB_DATA_DIR": str(data_dir),
+            "PYTHONUNBUFFERED": "1",
+            "LOG_LEVEL": "WARNING",
+            "HOST": "127.0.0.1",
+            "PORT": str(port),
+            "WEB_WORKERS": "1",
+        }
+    )
     process = subprocess.Popen(
-        [sys.executable, "manage.py", "run", "--no-cluster"], cwd=settings.BASE_DIR, env=env,
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        [sys.executable, "manage.py", "run", "--no-cluster"],
+        cwd=settings.BASE_DIR,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     lines: list[str] = []
     try:
@@ -281,14 +320,16 @@ def test_run_serves_on_a_fresh_data_folder_and_stops_everything(tmp_path) -> Non
         assert "shared buffers set to" in output, output  # a fresh folder has initdb's 128 MB
         raw = next(line.split()[-1] for line in lines if "agent key:" in line)
         request = urllib.request.Request(
-            f"http://127.0.0.1:{port}/api/v1/sessions/first/events/", method="POST",
+            f"http://127.0.0.1:{port}/api/v1/sessions/first/events/",
+            method="POST",
             data=json.dumps({"role": "user", "content": "hello"}).encode(),
             headers={"Authorization": f"Bearer {raw}", "Content-Type": "application/json"},
         )
         with urllib.request.urlopen(request, timeout=30) as response:
             assert response.status == 201 and json.loads(response.read())["sequence"] == 1
         assert _postgres_running_in(str(data_dir))
-        # It only supervises, for as long as it serves: the model's export ran in a child of its own.
+        # It only supervises, for as long as it serves: the model's export ran in a child of its
+        # own.
         maps = Path(f"/proc/{process.pid}/maps")
         if maps.exists():
             assert "libtorch" not in maps.read_text()
@@ -317,8 +358,9 @@ def test_raise_shared_buffers_restarts_the_embedded_server_once(tmp_path) -> Non
     assert 128 <= default_shared_buffers_mb() <= 1024
     try:
         assert raise_shared_buffers(tmp_path, 160) is True
-        with psycopg.connect(host=socket_dir(start_embedded_postgres(tmp_path)), user="postgres",
-                             dbname="postgres") as conn:
+        with psycopg.connect(
+            host=socket_dir(start_embedded_postgres(tmp_path)), user="postgres", dbname="postgres"
+        ) as conn:
             assert conn.execute("SHOW shared_buffers").fetchone() == ("160MB",)
         assert raise_shared_buffers(tmp_path, 160) is False  # already there: no restart
         assert raise_shared_buffers(tmp_path, 0) is False  # 0 leaves the server alone
@@ -344,7 +386,9 @@ def test_run_starts_a_process_per_lane() -> None:
     ]
 
 
-def test_start_up_work_in_the_background_is_reported_when_done_and_stopped_with_the_service() -> None:
+def test_start_up_work_in_the_background_is_reported_when_done_and_stopped_with_the_service() -> (
+    None
+):
     """`run` adopts a BackgroundStep's process as a helper: its end is reported (exit code) and is
     no reason to stop; one still running when the service stops is stopped with it."""
     import subprocess
@@ -355,9 +399,15 @@ def test_start_up_work_in_the_background_is_reported_when_done_and_stopped_with_
 
     supervisor = Supervisor(None, say=print, warn=print)
     ended: list[tuple[str, int]] = []
-    quick = [subprocess.Popen([sys.executable, "-c", f"raise SystemExit({code})"], start_new_session=True)
-             for code in (0, 3)]
-    slow = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+    quick = [
+        subprocess.Popen(
+            [sys.executable, "-c", f"raise SystemExit({code})"], start_new_session=True
+        )
+        for code in (0, 3)
+    ]
+    slow = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True
+    )
     for name, process in (("ok", quick[0]), ("failed", quick[1]), ("slow", slow)):
         supervisor.adopt_helper(process, lambda code, name=name: ended.append((name, code)))
     deadline = time.monotonic() + 30

@@ -60,8 +60,12 @@ def test_concurrent_appends_have_no_gaps_and_no_duplicates() -> None:
                 events = [{"role": "user", "content": f"t{index} r{r} e{e}"} for e in range(5)]
                 response = post_events(client, "shared", *events)
             else:
-                response = post_events(client, "shared", {"role": "assistant", "content": f"t{index} r{r}"})
-            statuses.append((response.status_code, [e["sequence"] for e in response.json()["events"]]))
+                response = post_events(
+                    client, "shared", {"role": "assistant", "content": f"t{index} r{r}"}
+                )
+            statuses.append(
+                (response.status_code, [e["sequence"] for e in response.json()["events"]])
+            )
         return statuses
 
     results = run_threads(work)
@@ -84,7 +88,9 @@ def test_concurrent_retries_of_one_idempotent_event_store_it_once() -> None:
 
     def work(index: int) -> list[Any]:
         client = make_client(raw)
-        response = post_events(client, "s1", {"role": "user", "content": "charge card", "idempotency_key": "pay-1"})
+        response = post_events(
+            client, "s1", {"role": "user", "content": "charge card", "idempotency_key": "pay-1"}
+        )
         return [(response.status_code, response.json()["id"], response.json()["sequence"])]
 
     results = run_threads(work)
@@ -99,7 +105,9 @@ def test_concurrent_client_sequences_one_wins_the_others_conflict() -> None:
     post_events(make_client(raw), "s1", {"role": "user", "content": "first"})
 
     def work(index: int) -> list[Any]:
-        response = post_events(make_client(raw), "s1", {"role": "user", "content": f"t{index}", "sequence": 2})
+        response = post_events(
+            make_client(raw), "s1", {"role": "user", "content": f"t{index}", "sequence": 2}
+        )
         return [response.status_code]
 
     assert sorted(run_threads(work)) == [201] + [409] * (THREADS - 1)
@@ -123,4 +131,6 @@ def test_concurrent_first_appends_create_the_session_once() -> None:
     for r in range(rounds):
         session = Session.objects.get(external_id=f"fresh-{r}")
         assert session.event_count == THREADS
-        assert sorted(session.events.values_list("sequence", flat=True)) == list(range(1, THREADS + 1))
+        assert sorted(session.events.values_list("sequence", flat=True)) == list(
+            range(1, THREADS + 1)
+        )

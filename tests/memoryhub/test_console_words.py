@@ -20,7 +20,9 @@ pytestmark = pytest.mark.django_db
 
 def test_counted_says_one_and_many() -> None:
     assert counted(1, "schedule") == "1 schedule" and counted(2, "schedule") == "2 schedules"
-    assert counted(0, "message") == "0 messages" and counted(3, "memory", "memories") == "3 memories"
+    assert (
+        counted(0, "message") == "0 messages" and counted(3, "memory", "memories") == "3 memories"
+    )
 
 
 def test_a_runs_output_reads_as_words() -> None:
@@ -33,9 +35,17 @@ def test_a_runs_output_reads_as_words() -> None:
 
 
 def test_lists_are_titled_by_what_they_list_and_name_each_filter_once(admin_client, cast) -> None:
-    schedule = Schedule.objects.create(tenant=cast.alice_tenant, name="digest", action="summarise",
-                                       cadence_type="cron", cadence_value="0 9 * * *", timezone="UTC")
-    Run.objects.create(tenant=cast.alice_tenant, schedule=schedule, status="failed", output_summary="x")
+    schedule = Schedule.objects.create(
+        tenant=cast.alice_tenant,
+        name="digest",
+        action="summarise",
+        cadence_type="cron",
+        cadence_value="0 9 * * *",
+        timezone="UTC",
+    )
+    Run.objects.create(
+        tenant=cast.alice_tenant, schedule=schedule, status="failed", output_summary="x"
+    )
     page = admin_client.get("/admin/scheduling/run/").content.decode()
     assert "<h1>Runs</h1>" in page and "Select run to" not in page
     titles = re.findall(r"<summary>\s*(.*?)\s*</summary>", page, re.S)
@@ -50,7 +60,10 @@ def test_the_end_users_page_lists_a_persons_sessions_by_user_id(admin_client, ca
         assert post_events(client, session, {"role": "user", "content": "hello"}).status_code == 201
         Session.objects.filter(external_id=session).update(user_id=user)
     users = admin_client.get("/admin/memoryhub/enduser/").content.decode()
-    link = next(href.replace("&amp;", "&") for href in re.findall(r'href="([^"]*session/\?[^"]*)"', users)
-                if "user_id=sam" in href)
+    link = next(
+        href.replace("&amp;", "&")
+        for href in re.findall(r'href="([^"]*session/\?[^"]*)"', users)
+        if "user_id=sam" in href
+    )
     sessions = admin_client.get(link).content.decode()
     assert "sam-chat" in sessions and "about-sam" not in sessions

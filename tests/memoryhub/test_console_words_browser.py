@@ -43,7 +43,12 @@ def _fits(page: Any) -> None:
 
 
 def _overlap(a: dict[str, float], b: dict[str, float]) -> bool:
-    return a["left"] < b["right"] and b["left"] < a["right"] and a["top"] < b["bottom"] and b["top"] < a["bottom"]
+    return (
+        a["left"] < b["right"]
+        and b["left"] < a["right"]
+        and a["top"] < b["bottom"]
+        and b["top"] < a["bottom"]
+    )
 
 
 @pytest.fixture
@@ -57,14 +62,26 @@ def first_hour(console) -> dict[str, Any]:  # noqa: F811
 
     alice = Tenant.objects.get(pk=console["alice"])
     schedule = Schedule.objects.get(name="weekly digest for sam")
-    output = json.dumps({"digest": "Sam planted a walnut tree and took the morning ferry", "items": 3},
-                        sort_keys=True)
-    Run.objects.create(tenant=alice, schedule=schedule, status="succeeded", output=output, output_summary=output)
+    output = json.dumps(
+        {"digest": "Sam planted a walnut tree and took the morning ferry", "items": 3},
+        sort_keys=True,
+    )
+    Run.objects.create(
+        tenant=alice, schedule=schedule, status="succeeded", output=output, output_summary=output
+    )
     client = make_client(make_key(alice))
-    assert post_events(client, "about-sam", {"role": "user", "content": "Dana asks what Sam planted"}).status_code == 201
+    assert (
+        post_events(
+            client, "about-sam", {"role": "user", "content": "Dana asks what Sam planted"}
+        ).status_code
+        == 201
+    )
     Session.objects.filter(tenant=alice, external_id="about-sam").update(user_id="dana")
-    return {**console, "one_message": Session.objects.get(tenant=alice, external_id="about-sam").pk,
-            "schedule": schedule.pk}
+    return {
+        **console,
+        "one_message": Session.objects.get(tenant=alice, external_id="about-sam").pk,
+        "schedule": schedule.pk,
+    }
 
 
 def test_the_dashboard_fits_and_its_day_chart_labels_real_times(live_server, first_hour) -> None:
@@ -80,7 +97,8 @@ def test_the_dashboard_fits_and_its_day_chart_labels_real_times(live_server, fir
             box = explore.bounding_box()
             assert box is not None and box["x"] + box["width"] <= 1280  # in view, not pushed off
             labels = page.evaluate("() => window.MH_PLOTS.backlog.axes[0]._values")
-            assert len(labels) >= 3 and len(set(labels)) == len(labels), labels  # not 00:00 at every tick
+            # not 00:00 at every tick
+            assert len(labels) >= 3 and len(set(labels)) == len(labels), labels
             assert "empty steps" not in page.locator("#mh-workers").inner_text().lower()
         finally:
             browser.close()
@@ -93,11 +111,15 @@ def test_the_runs_list_reads_its_output_and_names_each_filter_once(live_server, 
             page = _logged_in(browser, live_server)
             page.goto(f"{live_server.url}/admin/scheduling/run/")
             page.screenshot(path=str(_shot("runs-1280")), full_page=True)
-            titles = [t.strip() for t in page.locator("#changelist-filter summary").all_inner_texts()]
+            titles = [
+                t.strip() for t in page.locator("#changelist-filter summary").all_inner_texts()
+            ]
             assert len(titles) >= 4 and len(set(titles)) == len(titles), titles
             assert not any("manual" in t for t in titles), titles
             outputs = page.locator("#result_list td.field-output_in_words").all_inner_texts()
-            assert "digest: Sam planted a walnut tree and took the morning ferry; items: 3" in outputs, outputs
+            assert (
+                "digest: Sam planted a walnut tree and took the morning ferry; items: 3" in outputs
+            ), outputs
             assert not any(o.lstrip().startswith("{") for o in outputs), outputs
             assert page.locator("h1").inner_text() == "Runs"
         finally:
@@ -112,13 +134,17 @@ def test_a_persons_sessions_are_theirs_by_user_id(live_server, first_hour) -> No
             page.goto(f"{live_server.url}/admin/memoryhub/enduser/")
             assert page.locator("h1").inner_text() == "People (end users)"
             assert "Select" not in page.title()
-            row = page.locator("#result_list tbody tr", has=page.locator("a.mh-user", has_text="sam")).filter(
-                has=page.locator("td.field-tenant", has_text="alice"))
+            row = page.locator(
+                "#result_list tbody tr", has=page.locator("a.mh-user", has_text="sam")
+            ).filter(has=page.locator("td.field-tenant", has_text="alice"))
             row.locator("a", has_text="sessions").click()
             page.wait_for_url("**user_id=sam**")
-            ids = page.locator("#result_list th.field-external_id, #result_list td.field-external_id").all_inner_texts()
+            ids = page.locator(
+                "#result_list th.field-external_id, #result_list td.field-external_id"
+            ).all_inner_texts()
             assert ids == ["sam-chat"], ids  # not dana's about-sam, whose id says "sam"
-            assert "sam" in page.locator("#changelist-filter").inner_text()  # the filter shows whose they are
+            # the filter shows whose they are
+            assert "sam" in page.locator("#changelist-filter").inner_text()
         finally:
             browser.close()
 
@@ -131,10 +157,14 @@ def test_labels_and_counts_in_an_operators_words(live_server, first_hour) -> Non
             page.goto(f"{live_server.url}/admin/memoryhub/fact/{first_hour['fact']}/change/")
             form = page.locator("#fact_form").inner_text()
             assert "Scope key" not in form and "workspace:" not in form
-            assert "Applies to" in form and page.locator("label[for=id_tier]").inner_text().startswith("Scope")
+            assert "Applies to" in form and page.locator(
+                "label[for=id_tier]"
+            ).inner_text().startswith("Scope")
 
             page.goto(f"{live_server.url}/admin/memoryhub/note/")
-            headers = [h.strip().lower() for h in page.locator("#result_list thead th").all_inner_texts()]
+            headers = [
+                h.strip().lower() for h in page.locator("#result_list thead th").all_inner_texts()
+            ]
             assert "scope" in headers and "tier" not in headers
             assert "tier" not in page.locator("#changelist-filter").inner_text().lower()
 
@@ -142,17 +172,23 @@ def test_labels_and_counts_in_an_operators_words(live_server, first_hour) -> Non
             values = page.locator("#result_list td.field-relevance_now").all_inner_texts()
             assert values and all(len(v.split(".")[-1]) == 2 for v in values), values
 
-            page.goto(f"{live_server.url}/admin/memoryhub/session/{first_hour['one_message']}/change/")
+            page.goto(
+                f"{live_server.url}/admin/memoryhub/session/{first_hour['one_message']}/change/"
+            )
             assert page.locator("a", has_text="read 1 message").count() == 1
             assert page.locator("a", has_text="read 1 messages").count() == 0
 
             page.goto(f"{live_server.url}/admin/scheduling/schedule/")
-            page.locator(f"#result_list input[name=_selected_action][value='{first_hour['schedule']}']").check()
+            page.locator(
+                f"#result_list input[name=_selected_action][value='{first_hour['schedule']}']"
+            ).check()
             page.select_option("select[name=action]", "run_now_action")
             page.click("button[name=index]")
             page.wait_for_selector("text=These schedules will run now")
-            buttons = " ".join(page.locator("input[type=submit], button").all_inner_texts()
-                               + [b.get_attribute("value") or "" for b in page.locator("input[type=submit]").all()])
+            buttons = " ".join(
+                page.locator("input[type=submit], button").all_inner_texts()
+                + [b.get_attribute("value") or "" for b in page.locator("input[type=submit]").all()]
+            )
             assert "Run 1 schedule now" in buttons and "schedule(s)" not in buttons, buttons
         finally:
             browser.close()
@@ -167,6 +203,11 @@ def test_the_admin_index_lays_out_the_console_links(live_server, first_hour) -> 
             buttons = page.evaluate(BUTTONS)
             assert len(buttons) >= 7
             assert [b["text"] for b in buttons if b["lines"] != 1] == []  # no button's text wraps
-            assert [(a["text"], b["text"]) for i, a in enumerate(buttons) for b in buttons[i + 1:] if _overlap(a, b)] == []
+            assert [
+                (a["text"], b["text"])
+                for i, a in enumerate(buttons)
+                for b in buttons[i + 1 :]
+                if _overlap(a, b)
+            ] == []
         finally:
             browser.close()

@@ -1,7 +1,7 @@
-"""What the end of a conversation does (docs/event-log.md#conversation-lifecycle): its conversation-tier memories are
-cleared at once, and the summarise lane runs the fact extractor over its events not extracted yet
-(woken by the end, to the last event in one visit); the facts extracted then outlive the clearing.
-Each message then says when it was consolidated (its consolidated_at)."""
+"""What the end of a conversation does (docs/event-log.md#conversation-lifecycle): its
+conversation-tier memories are cleared at once, and the summarise lane runs the fact extractor over
+its events not extracted yet (woken by the end, to the last event in one visit); the facts extracted
+then outlive the clearing. Each message then says when it was consolidated (its consolidated_at)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,8 @@ MOVE = "We are moving the lab to Porto in March."
 
 @pytest.fixture
 def extractor(settings, monkeypatch):  # type: ignore[no-untyped-def]
-    settings.MEMORYHUB_TASKS_EAGER = False  # nothing inline: the test works the session as the lane would
+    # nothing inline: the test works the session as the lane would
+    settings.MEMORYHUB_TASKS_EAGER = False
     settings.MEMORYHUB_FACT_EXTRACTOR = "http"
     settings.MEMORYHUB_FACT_EXTRACTOR_MODEL = "m"
     settings.MEMORYHUB_FACT_EXTRACTOR_FORMAT = "lines"
@@ -50,15 +51,26 @@ def events(client: Any, session: str, **params: Any) -> list[dict[str, Any]]:
     return response.json()["results"]
 
 
-def test_a_fact_extracted_when_the_conversation_ends_survives_its_clearing(alice, extractor) -> None:  # type: ignore[no-untyped-def]
+def test_a_fact_extracted_when_the_conversation_ends_survives_its_clearing(
+    alice, extractor
+) -> None:  # type: ignore[no-untyped-def]
     with fake_llm(model) as llm:
         extractor.MEMORYHUB_FACT_EXTRACTOR_URL = llm.url
         new_session(alice, "s1")
-        post_events(alice, "s1", {"role": "user", "content": "Hello"}, {"role": "user", "content": MOVE})
-        note = alice.post("/api/v1/notes/", {"content": "drafting the move memo", "session": "s1",
-                                             "scope": "conversation"}, format="json").json()
-        assert Session.objects.get(external_id="s1").facts_extracted_to == 0  # nothing extracted yet
-        assert alice.patch("/api/v1/sessions/s1/", {"status": "idle"}, format="json").status_code == 200
+        post_events(
+            alice, "s1", {"role": "user", "content": "Hello"}, {"role": "user", "content": MOVE}
+        )
+        note = alice.post(
+            "/api/v1/notes/",
+            {"content": "drafting the move memo", "session": "s1", "scope": "conversation"},
+            format="json",
+        ).json()
+        # nothing extracted yet
+        assert Session.objects.get(external_id="s1").facts_extracted_to == 0
+        assert (
+            alice.patch("/api/v1/sessions/s1/", {"status": "idle"}, format="json").status_code
+            == 200
+        )
         assert not Note.objects.filter(note_id=note["note_id"]).exists()  # cleared at the end
 
         assert lane_work("s1")["facts"] == 1  # the end's extraction, in the background lane
@@ -66,18 +78,28 @@ def test_a_fact_extracted_when_the_conversation_ends_survives_its_clearing(alice
         assert fact.content == "The lab moves to Porto in March" and fact.tier != "conversation"
         assert fact.source_session.external_id == "s1"
         # Archiving (the end made final) clears again: the extracted fact stays.
-        assert alice.patch("/api/v1/sessions/s1/", {"status": "archived"}, format="json").status_code == 200
+        assert (
+            alice.patch("/api/v1/sessions/s1/", {"status": "archived"}, format="json").status_code
+            == 200
+        )
         assert Fact.objects.filter(pk=fact.pk).exists()
         assert alice.get(f"/api/v1/facts/{fact.pk}/").status_code == 200
 
 
-def test_an_ended_conversation_is_extracted_to_its_end_in_one_visit(alice, extractor, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    monkeypatch.setattr(session_work, "FACT_EVENTS", 2)  # batches of two: five events need three calls
+def test_an_ended_conversation_is_extracted_to_its_end_in_one_visit(
+    alice, extractor, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    # batches of two: five events need three calls
+    monkeypatch.setattr(session_work, "FACT_EVENTS", 2)
     with fake_llm(model) as llm:
         extractor.MEMORYHUB_FACT_EXTRACTOR_URL = llm.url
         for name in ("talking", "ended"):
-            post_events(alice, name, *[{"role": "user", "content": f"message {i}"} for i in range(4)],
-                        {"role": "user", "content": MOVE})
+            post_events(
+                alice,
+                name,
+                *[{"role": "user", "content": f"message {i}"} for i in range(4)],
+                {"role": "user", "content": MOVE},
+            )
         alice.patch("/api/v1/sessions/ended/", {"status": "idle"}, format="json")
         assert lane_work("ended")["facts"] == 1
         assert lane_work("talking")["facts"] == 0  # an active conversation: one batch a visit
@@ -93,11 +115,16 @@ def test_each_message_says_when_extraction_covered_it(alice, bob, extractor, mon
         post_events(bob, "s1", {"role": "user", "content": "bob's own"})
         # read once before: the recent window is cached with every marker null
         assert [e["consolidated_at"] for e in events(alice, "s1", limit=3)] == [None, None, None]
-        work_on_session(Session.objects.get(tenant__name="alice").pk)  # the lane, once: one batch of two
+        # the lane, once: one batch of two
+        work_on_session(Session.objects.get(tenant__name="alice").pk)
     listed = events(alice, "s1")
     assert [e["consolidated_at"] is not None for e in listed] == [True, True, False]
     # the recent window (a cached read) says the same: marking moves its key
-    assert [e["consolidated_at"] is not None for e in events(alice, "s1", limit=3)] == [True, True, False]
+    assert [e["consolidated_at"] is not None for e in events(alice, "s1", limit=3)] == [
+        True,
+        True,
+        False,
+    ]
     assert listed[0]["consolidated_at"] == listed[1]["consolidated_at"]  # one UPDATE for the batch
     assert events(bob, "s1")[0]["consolidated_at"] is None  # bob's session is another's
     # The log stays append-only: the marker is the one column an update may change.

@@ -26,11 +26,15 @@ def listed(client: Any, **params: Any) -> list[str]:
     return sorted(s["id"] for s in response.json()["results"])
 
 
-# --- status moves and ended_at -------------------------------------------------------------------------
+# --- status moves and ended_at --------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("path", [["active"], ["idle", "idle"], ["archived", "archived"], ["idle", "archived", "idle"]])
-def test_repeating_or_leaving_a_final_status_is_409_and_changes_nothing(alice, path: list[str]) -> None:
+@pytest.mark.parametrize(
+    "path", [["active"], ["idle", "idle"], ["archived", "archived"], ["idle", "archived", "idle"]]
+)
+def test_repeating_or_leaving_a_final_status_is_409_and_changes_nothing(
+    alice, path: list[str]
+) -> None:
     new_session(alice, "s1")
     *moves, last = path
     for status in moves:
@@ -41,7 +45,11 @@ def test_repeating_or_leaving_a_final_status_is_409_and_changes_nothing(alice, p
     assert response.json()["error"]["details"] == {"from": before.status, "to": last}
     after = Session.objects.get(external_id="s1")
     assert (after.status, after.title, after.updated_at, after.ended_at) == (
-        before.status, before.title, before.updated_at, before.ended_at)
+        before.status,
+        before.title,
+        before.updated_at,
+        before.ended_at,
+    )
 
 
 def test_ended_at_is_recorded_when_the_conversation_ends(alice) -> None:
@@ -52,7 +60,8 @@ def test_ended_at_is_recorded_when_the_conversation_ends(alice) -> None:
     archived = patch(alice, "s1", status="archived").json()
     assert archived["ended_at"] == idle["ended_at"]  # it ended when it went idle
     new_session(alice, "s2")
-    assert patch(alice, "s2", status="archived").json()["ended_at"] is not None  # archived from active
+    # archived from active
+    assert patch(alice, "s2", status="archived").json()["ended_at"] is not None
 
 
 def test_a_conversation_active_again_has_no_end(alice) -> None:
@@ -65,7 +74,7 @@ def test_a_conversation_active_again_has_no_end(alice) -> None:
     assert session["status"] == "active" and session["ended_at"] is None
 
 
-# --- listing and lookup ---------------------------------------------------------------------------------
+# --- listing and lookup ---------------------------------------------------------------------------
 
 
 def test_archived_sessions_are_hidden_unless_asked_for(alice) -> None:
@@ -100,11 +109,12 @@ def test_bad_list_parameters_are_400(alice, params: dict[str, str]) -> None:
     assert response.status_code == 400 and error_code(response) == "invalid_parameter"
 
 
-# --- conversation-tier memories -------------------------------------------------------------------------
+# --- conversation-tier memories -------------------------------------------------------------------
 
 
 def remember(client: Any, session: str) -> dict[str, Any]:
     """A conversation's memories: what archiving clears and what it keeps."""
+
     def note(**body: Any) -> str:
         response = client.post("/api/v1/notes/", {"content": "note", **body}, format="json")
         assert response.status_code == 201, response.content
@@ -116,38 +126,61 @@ def remember(client: Any, session: str) -> dict[str, Any]:
         return response.json()["id"]
 
     ids = {
-        "note": note(content="Working on the pelican report", session=session, scope="conversation"),
-        "note_default": note(content="Pelicans eat fish", session=session),  # no tier asked: long-term
+        "note": note(
+            content="Working on the pelican report", session=session, scope="conversation"
+        ),
+        # no tier asked: long-term
+        "note_default": note(content="Pelicans eat fish", session=session),
         "note_workspace": note(content="Pelicans nest in June", session=session, scope="workspace"),
         "fact": fact(content="Draft is in section three", session=session, scope="conversation"),
-        "fact_promoted": fact(content="User prefers metric units", session=session, scope="conversation"),
+        "fact_promoted": fact(
+            content="User prefers metric units", session=session, scope="conversation"
+        ),
         "fact_pinned": fact(content="Deadline is Friday", session=session, scope="conversation"),
     }
-    Fact.objects.filter(pk=ids["fact_promoted"]).update(lifetime="long_term")  # what consolidation does
+    # what consolidation does
+    Fact.objects.filter(pk=ids["fact_promoted"]).update(lifetime="long_term")
     Fact.objects.filter(pk=ids["fact_pinned"]).update(pinned=True)
-    client.put(f"{SESSIONS}{session}/scratchpad/", {"items": [{"key": "step", "value": "draft"}]}, format="json")
+    client.put(
+        f"{SESSIONS}{session}/scratchpad/",
+        {"items": [{"key": "step", "value": "draft"}]},
+        format="json",
+    )
     return ids
 
 
-def test_archiving_clears_the_conversations_memories(alice, django_capture_on_commit_callbacks) -> None:
+def test_archiving_clears_the_conversations_memories(
+    alice, django_capture_on_commit_callbacks
+) -> None:
     new_session(alice, "s1")
     new_session(alice, "s2")
     with django_capture_on_commit_callbacks(execute=True):
         ids = remember(alice, "s1")
         other = remember(alice, "s2")
-    assert Fact.objects.get(pk=ids["fact"]).lifetime == "conversation"  # conversation scope, no lifetime given
+    # conversation scope, no lifetime given
+    assert Fact.objects.get(pk=ids["fact"]).lifetime == "conversation"
     assert "Working on the pelican report" in search_texts(alice, "pelican report")
     assert patch(alice, "s1", status="archived").status_code == 200
     assert not Note.objects.filter(note_id=ids["note"]).exists()
     assert not Fact.objects.filter(pk=ids["fact"]).exists()
     assert Fact.objects.filter(pk__in=[ids["fact_promoted"], ids["fact_pinned"]]).count() == 2
-    assert Note.objects.filter(note_id__in=[ids["note_workspace"], ids["note_default"]]).count() == 2
+    assert (
+        Note.objects.filter(note_id__in=[ids["note_workspace"], ids["note_default"]]).count() == 2
+    )
     assert not Chunk.objects.filter(kind="note", source_id=ids["note"]).exists()
     # s2's own copy of the note is all that search still finds.
-    hits = alice.post("/api/v1/search/", {"query": "pelican report", "scope": "account"}, format="json").json()
-    assert [h["session"] for h in hits["results"] if h["text"] == "Working on the pelican report"] == ["s2"]
-    assert ScratchpadItem.objects.filter(scratchpad__session__external_id="s1").exists()  # kept on archive
-    assert Note.objects.filter(note_id=other["note"]).exists() and Fact.objects.filter(pk=other["fact"]).exists()
+    hits = alice.post(
+        "/api/v1/search/", {"query": "pelican report", "scope": "account"}, format="json"
+    ).json()
+    assert [
+        h["session"] for h in hits["results"] if h["text"] == "Working on the pelican report"
+    ] == ["s2"]
+    # kept on archive
+    assert ScratchpadItem.objects.filter(scratchpad__session__external_id="s1").exists()
+    assert (
+        Note.objects.filter(note_id=other["note"]).exists()
+        and Fact.objects.filter(pk=other["fact"]).exists()
+    )
 
 
 def test_ending_the_conversation_clears_them_too(alice, django_capture_on_commit_callbacks) -> None:
@@ -164,11 +197,16 @@ def test_ending_the_conversation_clears_them_too(alice, django_capture_on_commit
     # the fact's history says when it stopped being held, as for any other delete
     assert not FactVersion.objects.filter(fact_id=fact.pk, valid_to__isnull=True).exists()
     assert Fact.objects.filter(pk__in=[ids["fact_promoted"], ids["fact_pinned"]]).count() == 2
-    assert Note.objects.filter(note_id__in=[ids["note_workspace"], ids["note_default"]]).count() == 2
+    assert (
+        Note.objects.filter(note_id__in=[ids["note_workspace"], ids["note_default"]]).count() == 2
+    )
     assert ScratchpadItem.objects.filter(scratchpad__session__external_id="s1").exists()
     # Talking again makes it active; what it remembers from then on is cleared at its next end.
-    again = alice.post("/api/v1/notes/", {"content": "second round", "session": "s1", "scope": "conversation"},
-                       format="json").json()
+    again = alice.post(
+        "/api/v1/notes/",
+        {"content": "second round", "session": "s1", "scope": "conversation"},
+        format="json",
+    ).json()
     assert patch(alice, "s1", status="active").status_code == 200
     assert Note.objects.filter(note_id=again["note_id"]).exists()
     assert patch(alice, "s1", status="archived").status_code == 200
@@ -180,7 +218,10 @@ def test_a_setting_keeps_them(alice, settings, monkeypatch) -> None:
     new_session(alice, "s1")
     ids = remember(alice, "s1")
     patch(alice, "s1", status="archived")
-    assert Note.objects.filter(note_id=ids["note"]).exists() and Fact.objects.filter(pk=ids["fact"]).exists()
+    assert (
+        Note.objects.filter(note_id=ids["note"]).exists()
+        and Fact.objects.filter(pk=ids["fact"]).exists()
+    )
 
 
 def test_archiving_another_tenants_session_is_404_and_clears_nothing(alice, bob) -> None:
@@ -202,7 +243,7 @@ def test_a_user_limited_key_archives_its_own_conversation(alice, cast) -> None:
     assert not Note.objects.filter(note_id=ids["note"]).exists()
 
 
-# --- the admin -----------------------------------------------------------------------------------------
+# --- the admin ------------------------------------------------------------------------------------
 
 
 @pytest.fixture
@@ -223,11 +264,23 @@ def test_the_admin_archives_like_the_api(admin_client, alice) -> None:
     assert not Note.objects.filter(note_id=first["note"]).exists()
     # The change form: a status changed there moves the same way.
     s2 = Session.objects.select_related("tenant", "workspace", "channel").get(external_id="s2")
-    form = {"tenant": s2.tenant_id, "workspace": s2.workspace_id, "channel": s2.channel_id,
-            "external_id": s2.external_id, "user_id": "", "persistence_key": "", "agent": "", "title": "",
-            "metadata": "{}", "status": "archived", "summary_budget": "",
-            "created_at_0": s2.created_at.strftime("%Y-%m-%d"), "created_at_1": s2.created_at.strftime("%H:%M:%S"),
-            "updated_at_0": s2.updated_at.strftime("%Y-%m-%d"), "updated_at_1": s2.updated_at.strftime("%H:%M:%S")}
+    form = {
+        "tenant": s2.tenant_id,
+        "workspace": s2.workspace_id,
+        "channel": s2.channel_id,
+        "external_id": s2.external_id,
+        "user_id": "",
+        "persistence_key": "",
+        "agent": "",
+        "title": "",
+        "metadata": "{}",
+        "status": "archived",
+        "summary_budget": "",
+        "created_at_0": s2.created_at.strftime("%Y-%m-%d"),
+        "created_at_1": s2.created_at.strftime("%H:%M:%S"),
+        "updated_at_0": s2.updated_at.strftime("%Y-%m-%d"),
+        "updated_at_1": s2.updated_at.strftime("%H:%M:%S"),
+    }
     response = admin_client.post(reverse("admin:memoryhub_session_change", args=[s2.pk]), form)
     assert response.status_code == 302, response.content.decode()[:2000]
     s2.refresh_from_db()

@@ -1,4 +1,5 @@
-"""The CPU budget of background work (memoryhub.plumbing.cpu): the cores other processes left idle."""
+"""The CPU budget of background work (memoryhub.plumbing.cpu): the cores other processes left
+idle."""
 
 from __future__ import annotations
 

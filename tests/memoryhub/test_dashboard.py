@@ -15,7 +15,9 @@ def chart(response, chart_id: str) -> dict:  # type: ignore[type-arg]
 
 
 def test_dashboard_shows_each_tenants_figures_and_todays_events(staff_client, alice, bob) -> None:
-    post_events(alice, "s1", {"role": "user", "content": "one"}, {"role": "assistant", "content": "two"})
+    post_events(
+        alice, "s1", {"role": "user", "content": "one"}, {"role": "assistant", "content": "two"}
+    )
     post_events(bob, "s2", {"role": "user", "content": "three"})
     response = staff_client.get("/admin/dashboard/")
     assert response.status_code == 200
@@ -33,8 +35,15 @@ def test_dashboard_shows_each_tenants_figures_and_todays_events(staff_client, al
 
 def test_dashboard_lists_failed_tasks_with_a_way_to_resubmit(staff_client) -> None:
     now = timezone.now()
-    Failure.objects.create(id="f" * 32, name="broken-task", func="retrieval.tasks.embed", started=now,
-                           stopped=now, success=False, result="boom")
+    Failure.objects.create(
+        id="f" * 32,
+        name="broken-task",
+        func="retrieval.tasks.embed",
+        started=now,
+        stopped=now,
+        success=False,
+        result="boom",
+    )
     response = staff_client.get("/admin/dashboard/")
     assert response.context["queue"]["failed_24h"] == 1
     assert b"broken-task" in response.content
@@ -59,13 +68,18 @@ def test_searches_are_counted_per_tenant_and_day(staff_client, alice, bob) -> No
     post_events(alice, "s1", {"role": "user", "content": "the harbour opens at dawn"})
     for _ in range(2):
         assert alice.post("/api/v1/search/", {"query": "harbour"}, format="json").status_code == 200
-    assert alice.post("/api/v1/search/", {"query": "x", "top_k": 0}, format="json").status_code == 400
+    assert (
+        alice.post("/api/v1/search/", {"query": "x", "top_k": 0}, format="json").status_code == 400
+    )
     assert bob.post("/api/v1/search/", {"query": "harbour"}, format="json").status_code == 200
     assert alice.get("/api/v1/sessions/s1/events/").status_code == 200  # reads are not counted
     usage = {(u.tenant.name, u.name): u for u in ApiUsage.objects.select_related("tenant")}
     assert set(usage) == {("alice", "search"), ("bob", "search")}  # appends are counted as events
     assert usage["alice", "search"].requests == 3 and usage["alice", "search"].errors == 1
-    assert usage["alice", "search"].day == timezone.localdate() and usage["alice", "search"].total_ms > 0
+    assert (
+        usage["alice", "search"].day == timezone.localdate()
+        and usage["alice", "search"].total_ms > 0
+    )
     assert usage["bob", "search"].requests == 1
 
     response = staff_client.get("/admin/dashboard/")
@@ -89,14 +103,18 @@ def test_usage_counters_are_not_exported_as_memory(alice) -> None:
     assert ApiUsage not in exported and Note in exported
 
 
-def test_counts_are_buffered_in_the_process_and_written_together(alice, settings, monkeypatch) -> None:
+def test_counts_are_buffered_in_the_process_and_written_together(
+    alice, settings, monkeypatch
+) -> None:
     from memoryhub.api.middleware import usage
     from memoryhub.models import ApiUsage
 
     monkeypatch.setattr(counters, "FLUSH_SECONDS", 3600)
     usage.flush()
     for _ in range(3):
-        assert alice.post("/api/v1/context/", {"session": "s1", "query": "q"}, format="json").status_code in (200, 404)
+        assert alice.post(
+            "/api/v1/context/", {"session": "s1", "query": "q"}, format="json"
+        ).status_code in (200, 404)
     assert not ApiUsage.objects.exists()  # nothing written per request
     usage.flush()
     row = ApiUsage.objects.get()
@@ -110,12 +128,18 @@ def test_counts_of_a_deleted_tenant_are_dropped_not_failed(db) -> None:
     from tests.base import make_tenant
 
     kept = make_tenant("kept")
-    ApiUsage.add({(kept.pk, timezone.localdate(), "search"): [2, 0, 10.0],
-                  (kept.pk + 999, timezone.localdate(), "search"): [1, 0, 5.0]})
+    ApiUsage.add(
+        {
+            (kept.pk, timezone.localdate(), "search"): [2, 0, 10.0],
+            (kept.pk + 999, timezone.localdate(), "search"): [1, 0, 5.0],
+        }
+    )
     assert list(ApiUsage.objects.values_list("tenant_id", "requests")) == [(kept.pk, 2)]
 
 
-def test_dashboard_shows_the_lanes_and_each_tenants_backlog_with_an_eta(staff_client, alice, bob, settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_dashboard_shows_the_lanes_and_each_tenants_backlog_with_an_eta(
+    staff_client, alice, bob, settings, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
     from datetime import timedelta
 
     from memoryhub.models import Session, StepFailure, Worker
@@ -125,15 +149,26 @@ def test_dashboard_shows_the_lanes_and_each_tenants_backlog_with_an_eta(staff_cl
     monkeypatch.setattr("retrieval.models.EMBED_MAX_ATTEMPTS", 2)
     post_events(alice, "s1", *[{"role": "user", "content": f"message {i}"} for i in range(6)])
     post_events(bob, "s2", {"role": "user", "content": "three"})
-    Chunk.objects.filter(text="message 5").update(embedding_attempts=2, embedding_error="ValueError: bad")
+    Chunk.objects.filter(text="message 5").update(
+        embedding_attempts=2, embedding_error="ValueError: bad"
+    )
     Worker.objects.create(lane="embed", name="box:7", rate=2.0, busy=True)
-    StepFailure.objects.create(tenant=Session.objects.get(external_id="s1").tenant, step="session", attempts=3,
-                               session=Session.objects.get(external_id="s1"), set_aside=True, error="boom")
+    StepFailure.objects.create(
+        tenant=Session.objects.get(external_id="s1").tenant,
+        step="session",
+        attempts=3,
+        session=Session.objects.get(external_id="s1"),
+        set_aside=True,
+        error="boom",
+    )
     response = staff_client.get("/admin/dashboard/")
     rows = {row["tenant"].name: row for row in response.context["tenants"]}
     assert (rows["alice"]["waiting"], rows["alice"]["set_aside"]) == (5, 1)
-    # 2 a second, tenants in turn: bob's one chunk and one of alice's take 1 s, alice's other 4 take 2 s.
-    assert rows["bob"]["eta"] == timedelta(seconds=1) and rows["alice"]["eta"] == timedelta(seconds=3)
+    # 2 a second, tenants in turn: bob's one chunk and one of alice's take 1 s, alice's other 4 take
+    # 2 s.
+    assert rows["bob"]["eta"] == timedelta(seconds=1) and rows["alice"]["eta"] == timedelta(
+        seconds=3
+    )
     assert [w.name for w in response.context["workers"]] == ["box:7"]
     assert b'id="mh-workers"' in response.content and b"1 session set aside" in response.content
     assert b"embedded=aside" in response.content  # a link to the set-aside chunks, to retry them

@@ -37,7 +37,9 @@ def test_an_append_while_the_database_is_down_is_503_then_works_again(outage, se
     client.raise_request_exception = False
     assert post_events(client, "s1", {"role": "user", "content": "before"}).status_code == 201
     outage()
-    response = post_events(client, "s1", {"role": "user", "content": "during", "idempotency_key": "k"})
+    response = post_events(
+        client, "s1", {"role": "user", "content": "during", "idempotency_key": "k"}
+    )
     assert response.status_code == 503
     assert error_code(response) == "database_unavailable"
     assert response["Retry-After"] == str(RETRY_AFTER_SECONDS)
@@ -46,18 +48,32 @@ def test_an_append_while_the_database_is_down_is_503_then_works_again(outage, se
     assert client.get("/api/v1/health/").status_code == 200
     assert client.get("/api/v1/ready/").status_code == 503
     outage(False)
-    response = post_events(client, "s1", {"role": "user", "content": "during", "idempotency_key": "k"})
+    response = post_events(
+        client, "s1", {"role": "user", "content": "during", "idempotency_key": "k"}
+    )
     assert response.status_code == 201, response.content
-    assert list(Event.objects.order_by("sequence").values_list("content", flat=True)) == ["before", "during"]
+    assert list(Event.objects.order_by("sequence").values_list("content", flat=True)) == [
+        "before",
+        "during",
+    ]
 
 
-@pytest.mark.parametrize("method, path", [("get", "/api/v1/sessions/"), ("post", "/api/v1/search/"),
-                                          ("get", "/api/v1/stats/"), ("post", "/api/v1/import/")])
+@pytest.mark.parametrize(
+    "method, path",
+    [
+        ("get", "/api/v1/sessions/"),
+        ("post", "/api/v1/search/"),
+        ("get", "/api/v1/stats/"),
+        ("post", "/api/v1/import/"),
+    ],
+)
 def test_every_api_path_answers_503_in_the_envelope(outage, method: str, path: str) -> None:
     client = make_client(make_key(make_tenant("alice")))
     client.raise_request_exception = False
     outage()
-    response = getattr(client, method)(path, {"query": "x"} if method == "post" else None, format="json")
+    response = getattr(client, method)(
+        path, {"query": "x"} if method == "post" else None, format="json"
+    )
     assert response.status_code == 503, response.content
     assert error_code(response) == "database_unavailable" and response["Retry-After"]
 

@@ -21,15 +21,23 @@ from tests.base import Cast, post_events
 USERS = "/admin/memoryhub/enduser/"
 
 
-def _own(cast_client: Any, tenant: Any, session: str, user: str, facts: int = 0, notes: int = 0) -> None:
-    response = post_events(cast_client, session, {"role": "user", "content": f"{user} says hello in {session}"})
+def _own(
+    cast_client: Any, tenant: Any, session: str, user: str, facts: int = 0, notes: int = 0
+) -> None:
+    response = post_events(
+        cast_client, session, {"role": "user", "content": f"{user} says hello in {session}"}
+    )
     assert response.status_code in (200, 201), response.content
     s = Session.objects.get(tenant=tenant, external_id=session)
     Session.objects.filter(pk=s.pk).update(user_id=user)
     for i in range(facts):
-        Fact.objects.create(tenant=tenant, workspace_id=s.workspace_id, user_id=user, content=f"{user} fact {i}")
+        Fact.objects.create(
+            tenant=tenant, workspace_id=s.workspace_id, user_id=user, content=f"{user} fact {i}"
+        )
     for i in range(notes):
-        Note.objects.create(tenant=tenant, workspace_id=s.workspace_id, user_id=user, content=f"{user} note {i}")
+        Note.objects.create(
+            tenant=tenant, workspace_id=s.workspace_id, user_id=user, content=f"{user} note {i}"
+        )
 
 
 @pytest.fixture
@@ -76,10 +84,15 @@ def test_forget_asks_first_then_forgets_only_that_tenants_user(staff_client, cas
     assert page.status_code == 200
     html = page.content.decode()
     assert "Forget these end users?" in html and "cannot be undone" in html
-    assert [(u.user_id, u.tenant.name, n) for u, n in page.context["users"]] == [("sam", "alice", 2)]
-    assert Session.objects.filter(tenant=cast.alice_tenant, user_id="sam").count() == 2  # asking changed nothing
+    assert [(u.user_id, u.tenant.name, n) for u, n in page.context["users"]] == [
+        ("sam", "alice", 2)
+    ]
+    # asking changed nothing
+    assert Session.objects.filter(tenant=cast.alice_tenant, user_id="sam").count() == 2
 
-    staff_client.post(USERS, {"action": "forget_users", helpers.ACTION_CHECKBOX_NAME: [pk], "confirm": "yes"})
+    staff_client.post(
+        USERS, {"action": "forget_users", helpers.ACTION_CHECKBOX_NAME: [pk], "confirm": "yes"}
+    )
     assert not Session.objects.filter(tenant=cast.alice_tenant, user_id="sam").exists()
     assert not Fact.objects.filter(tenant=cast.alice_tenant, user_id="sam").exists()
     assert not Note.objects.filter(tenant=cast.alice_tenant, user_id="sam").exists()
@@ -103,9 +116,13 @@ def test_bad_input_changes_nothing(staff_client, cast, people) -> None:
     before = (Session.objects.count(), Fact.objects.count(), Note.objects.count())
     assert staff_client.get(f"{USERS}{cast.alice_tenant.pk}:nobody/forget/").status_code == 404
     assert staff_client.get(f"{USERS}999999:sam/forget/").status_code == 404
-    # An id of no user, a pk of the wrong shape, a user id with the other tenant's number: nothing goes.
+    # An id of no user, a pk of the wrong shape, a user id with the other tenant's number: nothing
+    # goes.
     for selected in ([f"{cast.alice_tenant.pk}:nobody"], ["sam"], [f"{cast.bob_tenant.pk}:dana"]):
-        staff_client.post(USERS, {"action": "forget_users", helpers.ACTION_CHECKBOX_NAME: selected, "confirm": "yes"})
+        staff_client.post(
+            USERS,
+            {"action": "forget_users", helpers.ACTION_CHECKBOX_NAME: selected, "confirm": "yes"},
+        )
     assert (Session.objects.count(), Fact.objects.count(), Note.objects.count()) == before
 
 
@@ -116,7 +133,9 @@ def test_staff_without_the_right_cannot_forget(client, cast, people) -> None:
     pk = f"{cast.alice_tenant.pk}:sam"
     assert set(_rows(client.get(USERS))) == {("alice", "sam"), ("alice", "dana"), ("bob", "sam")}
     assert client.get(f"{USERS}{pk}/forget/").status_code == 404
-    client.post(USERS, {"action": "forget_users", helpers.ACTION_CHECKBOX_NAME: [pk], "confirm": "yes"})
+    client.post(
+        USERS, {"action": "forget_users", helpers.ACTION_CHECKBOX_NAME: [pk], "confirm": "yes"}
+    )
     assert Session.objects.filter(tenant=cast.alice_tenant, user_id="sam").count() == 2
 
 
@@ -124,10 +143,15 @@ def test_the_admin_index_says_how_many_reviews_wait(staff_client, cast, people) 
     assert b"mh-review-badge" not in staff_client.get("/admin/").content
     report = ConsolidationReport.objects.create(tenant=cast.alice_tenant)
     ids = list(Chunk.objects.filter(tenant=cast.alice_tenant).values_list("pk", flat=True)[:3])
-    PendingDeletion.objects.create(tenant=cast.alice_tenant, report=report, step="prune", chunk_ids=ids)
-    PendingDeletion.objects.create(tenant=cast.bob_tenant, report=report, step="prune", chunk_ids=[1])
-    PendingDeletion.objects.create(tenant=cast.bob_tenant, report=report, step="prune", chunk_ids=[2],
-                                   status="approved")
+    PendingDeletion.objects.create(
+        tenant=cast.alice_tenant, report=report, step="prune", chunk_ids=ids
+    )
+    PendingDeletion.objects.create(
+        tenant=cast.bob_tenant, report=report, step="prune", chunk_ids=[1]
+    )
+    PendingDeletion.objects.create(
+        tenant=cast.bob_tenant, report=report, step="prune", chunk_ids=[2], status="approved"
+    )
     html = staff_client.get("/admin/").content.decode()
     assert '<span class="mh-count">2</span> consolidation reviews waiting' in html
     assert f"{len(ids) + 1} memories" in html and "alice: 1, bob: 1" in html
@@ -142,7 +166,9 @@ def test_memory_and_chunk_lists_name_each_memorys_owner(staff_client, cast, peop
         assert owners == ["sam", "shared", "shared", "shared"], (url, owners)
 
 
-def test_a_user_id_with_any_characters_is_listed_linked_and_forgotten(staff_client, cast, people) -> None:
+def test_a_user_id_with_any_characters_is_listed_linked_and_forgotten(
+    staff_client, cast, people
+) -> None:
     odd = "ann/o'neil_5F?x=1#2 ü"
     _own(cast.alice, cast.alice_tenant, "odd-chat", odd, notes=1)
     rows = _rows(staff_client.get(USERS, {"q": "o'neil"}))
@@ -151,19 +177,36 @@ def test_a_user_id_with_any_characters_is_listed_linked_and_forgotten(staff_clie
     link = re.search(r'href="([^"]+/forget/)" class="mh-forget-user"', html).group(1)
     page = staff_client.get(html_lib.unescape(link))
     assert page.status_code == 200 and [u.user_id for u, _ in page.context["users"]] == [odd]
-    staff_client.post(USERS, {"action": "forget_users", helpers.ACTION_CHECKBOX_NAME: page.context["selected"],
-                              "confirm": "yes"})
-    assert not Session.objects.filter(user_id=odd).exists() and not Note.objects.filter(user_id=odd).exists()
+    staff_client.post(
+        USERS,
+        {
+            "action": "forget_users",
+            helpers.ACTION_CHECKBOX_NAME: page.context["selected"],
+            "confirm": "yes",
+        },
+    )
+    assert (
+        not Session.objects.filter(user_id=odd).exists()
+        and not Note.objects.filter(user_id=odd).exists()
+    )
     assert Session.objects.filter(tenant=cast.alice_tenant, user_id="sam").count() == 2
 
 
-def test_export_beside_forget_downloads_everything_of_that_user_only(staff_client, client, cast, people) -> None:
-    html = staff_client.get(USERS, {"tenant__id__exact": cast.alice_tenant.pk, "q": "sam"}).content.decode()
-    link = re.search(r'href="([^"]+/export/)" class="mh-export-user">export</a> · <a href="[^"]+/forget/"', html)
+def test_export_beside_forget_downloads_everything_of_that_user_only(
+    staff_client, client, cast, people
+) -> None:
+    html = staff_client.get(
+        USERS, {"tenant__id__exact": cast.alice_tenant.pk, "q": "sam"}
+    ).content.decode()
+    link = re.search(
+        r'href="([^"]+/export/)" class="mh-export-user">export</a> · <a href="[^"]+/forget/"', html
+    )
     assert link is not None, html
     response = staff_client.get(html_lib.unescape(link.group(1)))
     assert response.status_code == 200
-    assert response["Content-Disposition"].startswith('attachment; filename="memoryhub-alice-user-sam-')
+    assert response["Content-Disposition"].startswith(
+        'attachment; filename="memoryhub-alice-user-sam-'
+    )
     data = json.loads(response.content)
     assert data["scope"] == {"type": "user", "user_id": "sam"}
     assert sorted(s["id"] for s in data["sessions"]) == ["sam-1", "sam-2"]
@@ -173,4 +216,5 @@ def test_export_beside_forget_downloads_everything_of_that_user_only(staff_clien
     viewer = User.objects.create_user("viewer", password="pw-123456", is_staff=True)
     viewer.user_permissions.add(Permission.objects.get(codename="view_enduser"))
     client.force_login(viewer)
-    assert client.get(html_lib.unescape(link.group(1))).status_code == 403  # exports are superusers'
+    # exports are superusers'
+    assert client.get(html_lib.unescape(link.group(1))).status_code == 403

@@ -15,11 +15,18 @@ def _fill(client: Any, workspace: str = "") -> None:
     new_session(client, f"ann-1{workspace}", user_id="ann", **where)
     new_session(client, f"ann-2{workspace}", user_id="ann", **where)
     post_events(client, f"ann-1{workspace}", {"role": "user", "content": "hello"})
-    for body in ({"content": "Ann likes tea", "user_id": "ann"}, {"content": "Bob likes jazz", "user_id": "bob"},
-                 {"content": "Shared knowledge"}):
+    for body in (
+        {"content": "Ann likes tea", "user_id": "ann"},
+        {"content": "Bob likes jazz", "user_id": "bob"},
+        {"content": "Shared knowledge"},
+    ):
         assert client.post("/api/v1/facts/", {**body, **where}, format="json").status_code == 201
-    assert client.post("/api/v1/notes/", {"content": "Ann's note", "user_id": "ann", **where},
-                       format="json").status_code == 201
+    assert (
+        client.post(
+            "/api/v1/notes/", {"content": "Ann's note", "user_id": "ann", **where}, format="json"
+        ).status_code
+        == 201
+    )
 
 
 def _users(client: Any, **params: Any) -> dict[str, Any]:
@@ -41,18 +48,34 @@ def test_lists_users_with_counts(cast: Any) -> None:
 
 def test_pages(cast: Any) -> None:
     for n in range(5):
-        assert cast.alice.post("/api/v1/facts/", {"content": f"fact {n}", "user_id": f"u{n}"},
-                               format="json").status_code == 201
+        assert (
+            cast.alice.post(
+                "/api/v1/facts/", {"content": f"fact {n}", "user_id": f"u{n}"}, format="json"
+            ).status_code
+            == 201
+        )
     first = _users(cast.alice, limit=2)
-    assert first["count"] == 5 and [r["user_id"] for r in first["results"]] == ["u0", "u1"] and first["next"]
+    assert (
+        first["count"] == 5
+        and [r["user_id"] for r in first["results"]] == ["u0", "u1"]
+        and first["next"]
+    )
     last = _users(cast.alice, limit=2, offset=4)
-    assert [r["user_id"] for r in last["results"]] == ["u4"] and last["next"] is None and last["previous"]
+    assert (
+        [r["user_id"] for r in last["results"]] == ["u4"]
+        and last["next"] is None
+        and last["previous"]
+    )
 
 
 def test_query_count_does_not_grow_with_users(cast: Any) -> None:
     for n in range(8):
-        assert cast.alice.post("/api/v1/facts/", {"content": f"fact {n}", "user_id": f"u{n}"},
-                               format="json").status_code == 201
+        assert (
+            cast.alice.post(
+                "/api/v1/facts/", {"content": f"fact {n}", "user_id": f"u{n}"}, format="json"
+            ).status_code
+            == 201
+        )
     _users(cast.alice)  # the key is cached
     with CaptureQueriesContext(connection) as few:
         _users(cast.alice, limit=2)
@@ -64,13 +87,19 @@ def test_query_count_does_not_grow_with_users(cast: Any) -> None:
 def test_tenants_and_users_are_isolated(cast: Any) -> None:
     _fill(cast.alice)
     _fill(cast.bob)  # the same user ids in another tenant
-    assert cast.bob.post("/api/v1/facts/", {"content": "Only bob's tenant", "user_id": "zed"},
-                         format="json").status_code == 201
+    assert (
+        cast.bob.post(
+            "/api/v1/facts/", {"content": "Only bob's tenant", "user_id": "zed"}, format="json"
+        ).status_code
+        == 201
+    )
     assert [r["user_id"] for r in _users(cast.alice)["results"]] == ["ann", "bob"]
     assert [r["user_id"] for r in _users(cast.bob)["results"]] == ["ann", "bob", "zed"]
     as_ann = make_client(make_key(cast.alice_tenant, scopes=("read",), user="ann"))
     body = _users(as_ann)
-    assert body["count"] == 1 and [(r["user_id"], r["facts"]) for r in body["results"]] == [("ann", 1)]
+    assert body["count"] == 1 and [(r["user_id"], r["facts"]) for r in body["results"]] == [
+        ("ann", 1)
+    ]
 
 
 def test_a_workspace_key_sees_its_workspace(cast: Any) -> None:
@@ -78,7 +107,8 @@ def test_a_workspace_key_sees_its_workspace(cast: Any) -> None:
     _fill(cast.alice, workspace="other")
     in_other = make_client(make_key(cast.alice_tenant, workspace="other"))
     rows = {r["user_id"]: r for r in _users(in_other)["results"]}
-    assert (rows["ann"]["sessions"], rows["ann"]["facts"], rows["ann"]["notes"]) == (2, 1, 1)  # not the default's
+    # not the default's
+    assert (rows["ann"]["sessions"], rows["ann"]["facts"], rows["ann"]["notes"]) == (2, 1, 1)
     assert {r["user_id"]: r["sessions"] for r in _users(cast.alice)["results"]}["ann"] == 4
 
 

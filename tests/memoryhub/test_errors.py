@@ -53,7 +53,9 @@ def test_a_wrong_method_says_which_one_to_use(alice) -> None:
 
 
 def test_unsupported_media_type(alice) -> None:
-    response = alice.post("/api/v1/sessions/", "id=x", content_type="application/x-www-form-urlencoded")
+    response = alice.post(
+        "/api/v1/sessions/", "id=x", content_type="application/x-www-form-urlencoded"
+    )
     assert response.status_code == 415
     assert envelope(response)["code"] == "unsupported_media_type"
     assert not Session.objects.exists()
@@ -80,16 +82,31 @@ def test_validation_error_details_list_every_field(alice) -> None:
 
 
 def test_nested_errors_name_the_item(alice) -> None:
-    response = alice.post("/api/v1/sessions/s1/events/", {"events": [
-        {"role": "user", "content": "fine"}, {"role": "user", "content": "x", "importance": 7}]}, format="json")
+    response = alice.post(
+        "/api/v1/sessions/s1/events/",
+        {
+            "events": [
+                {"role": "user", "content": "fine"},
+                {"role": "user", "content": "x", "importance": 7},
+            ]
+        },
+        format="json",
+    )
     assert response.status_code == 400
     assert "events[1].importance" in envelope(response)["details"]["fields"]
 
 
 def test_domain_conflict_carries_details(alice) -> None:
-    alice.post("/api/v1/sessions/s1/events/", {"role": "user", "content": "a", "sequence": 3}, format="json")
-    response = alice.post("/api/v1/sessions/s1/events/", {"role": "user", "content": "b", "sequence": 2},
-                          format="json")
+    alice.post(
+        "/api/v1/sessions/s1/events/",
+        {"role": "user", "content": "a", "sequence": 3},
+        format="json",
+    )
+    response = alice.post(
+        "/api/v1/sessions/s1/events/",
+        {"role": "user", "content": "b", "sequence": 2},
+        format="json",
+    )
     assert response.status_code == 409
     error = envelope(response)
     assert error["code"] == "sequence_conflict"
@@ -119,14 +136,21 @@ def test_server_error_is_json_on_the_api(alice, monkeypatch) -> None:
 def test_ready_reports_pending_migrations_as_503(anon, db, monkeypatch) -> None:
     real_plan = MigrationExecutor.migration_plan
 
-    def plan_with_one_pending(self: MigrationExecutor, targets: Any, clean_start: bool = False) -> Any:
+    def plan_with_one_pending(
+        self: MigrationExecutor, targets: Any, clean_start: bool = False
+    ) -> Any:
         graph = self.loader.graph
-        return real_plan(self, targets, clean_start) or [(graph.nodes[("memoryhub", "0001_squashed_0011")], False)]
+        return real_plan(self, targets, clean_start) or [
+            (graph.nodes[("memoryhub", "0001_squashed_0011")], False)
+        ]
 
     monkeypatch.setattr(MigrationExecutor, "migration_plan", plan_with_one_pending)
     response = anon.get("/api/v1/ready/")
     assert response.status_code == 503
-    assert response.json() == {"status": "not_ready", "checks": {"database": "ok", "migrations": "1 pending"}}
+    assert response.json() == {
+        "status": "not_ready",
+        "checks": {"database": "ok", "migrations": "1 pending"},
+    }
 
 
 def test_ready_reports_an_unreachable_database_as_503(anon, db, monkeypatch) -> None:
@@ -160,10 +184,15 @@ def test_schema_documents_the_session_endpoints(anon, db) -> None:
         "/api/v1/ready/": {"get"},
     }.items():
         assert methods <= set(paths[path]), path
-    params = {p["name"] for p in paths["/api/v1/sessions/{session_id}/events/"]["get"]["parameters"]}
+    params = {
+        p["name"] for p in paths["/api/v1/sessions/{session_id}/events/"]["get"]["parameters"]
+    }
     assert {"limit", "after"} <= params
     assert schema["components"]["securitySchemes"]["ApiKey"] == {
-        "type": "http", "scheme": "bearer", "description": schema["components"]["securitySchemes"]["ApiKey"]["description"]}
+        "type": "http",
+        "scheme": "bearer",
+        "description": schema["components"]["securitySchemes"]["ApiKey"]["description"],
+    }
     assert {"ApiKey": []} in paths["/api/v1/sessions/"]["get"]["security"]
     restore = paths["/api/v1/sessions/{session_id}/restore/"]["get"]["responses"]["200"]
     assert "content" in restore  # a documented body, not "No response body"
@@ -186,17 +215,24 @@ def test_oversize_request_body_is_413_and_not_read(alice, settings) -> None:
     assert error["code"] == "payload_too_large" and error["details"]["limit"] == 1000
     assert response["Connection"] == "close"  # the unread body must not be taken for a request
     assert not Session.objects.exists()
-    small = alice.post("/api/v1/sessions/s1/events/", {"role": "user", "content": "fits"}, format="json")
+    small = alice.post(
+        "/api/v1/sessions/s1/events/", {"role": "user", "content": "fits"}, format="json"
+    )
     assert small.status_code == 201
 
 
 def test_default_request_limit_leaves_room_for_a_full_bulk(settings) -> None:
     # One limit: the documented one is Django's own (DRF reads JSON bodies through request.body).
-    assert settings.MEMORYHUB_MAX_REQUEST_BYTES == settings.DATA_UPLOAD_MAX_MEMORY_SIZE == 16 * 1024 * 1024
+    assert (
+        settings.MEMORYHUB_MAX_REQUEST_BYTES
+        == settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        == 16 * 1024 * 1024
+    )
 
 
 def test_a_3_mb_bulk_without_content_length_check_is_a_413_from_django(alice, settings) -> None:
-    """Past Django's DATA_UPLOAD_MAX_MEMORY_SIZE (a body whose length the middleware did not see)."""
+    """Past Django's DATA_UPLOAD_MAX_MEMORY_SIZE (a body whose length the middleware did not
+    see)."""
     settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 2_500_000
     body = {"events": [{"role": "user", "content": "x" * 3000} for _ in range(1000)]}
     response = alice.post("/api/v1/sessions/s1/events/", body, format="json")
@@ -217,17 +253,25 @@ def test_a_path_without_its_trailing_slash_is_served_not_redirected(alice) -> No
     created = alice.post("/api/v1/sessions", {"id": "noslash"}, format="json")
     assert created.status_code == 201, created.content
     assert Session.objects.filter(external_id="noslash").exists()
-    appended = alice.post("/api/v1/sessions/noslash/events", {"role": "user", "content": "x"}, format="json")
+    appended = alice.post(
+        "/api/v1/sessions/noslash/events", {"role": "user", "content": "x"}, format="json"
+    )
     assert appended.status_code == 201
     listed = alice.get("/api/v1/sessions/noslash/events", {"limit": 1})
     assert listed.status_code == 200 and listed.json()["results"][0]["content"] == "x"
     assert alice.get("/api/v1/nothing").status_code == 404
 
 
-@pytest.mark.parametrize("path", [
-    "/api/v1/sessions/%00/", "/api/v1/sessions/a%00b/events/", "/api/v1/sessions/?agent=%00",
-    "/api/v1/sessions/?x%00=1", "/api/v1/sessions/s1/events/?after=%00",
-])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/api/v1/sessions/%00/",
+        "/api/v1/sessions/a%00b/events/",
+        "/api/v1/sessions/?agent=%00",
+        "/api/v1/sessions/?x%00=1",
+        "/api/v1/sessions/s1/events/?after=%00",
+    ],
+)
 def test_null_characters_in_path_or_query_are_a_400(alice, path: str) -> None:
     alice.raise_request_exception = False
     response = alice.get(path)
@@ -235,10 +279,14 @@ def test_null_characters_in_path_or_query_are_a_400(alice, path: str) -> None:
     assert envelope(response)["code"] in {"null_characters_not_allowed", "invalid_parameter"}
 
 
-@pytest.mark.parametrize("path", [
-    f"/api/v1/sessions/?offset={10**20}", f"/api/v1/sessions/s1/events/?after={10**20}",
-    f"/api/v1/sessions/s1/events/?before={10**20}&limit=3",
-])
+@pytest.mark.parametrize(
+    "path",
+    [
+        f"/api/v1/sessions/?offset={10**20}",
+        f"/api/v1/sessions/s1/events/?after={10**20}",
+        f"/api/v1/sessions/s1/events/?before={10**20}&limit=3",
+    ],
+)
 def test_huge_numbers_in_the_query_are_not_a_server_error(alice, path: str) -> None:
     alice.raise_request_exception = False
     alice.post("/api/v1/sessions/s1/events/", {"role": "user", "content": "x"}, format="json")

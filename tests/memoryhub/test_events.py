@@ -1,5 +1,6 @@
-"""POST /sessions/{id}/events/ (docs/event-log.md#append): append, bulk, idempotency, isolation and the append's own
-statements. Bad input is test_events_input.py, reads and the recent-window cache test_events_read.py."""
+"""POST /sessions/{id}/events/ (docs/event-log.md#append): append, bulk, idempotency, isolation and
+the append's own statements. Bad input is test_events_input.py, reads and the recent-window cache
+test_events_read.py."""
 
 from __future__ import annotations
 
@@ -19,12 +20,16 @@ def url(session: str) -> str:
 
 def stored(session: str = "s1") -> list[tuple[int, str]]:
     return list(
-        Event.objects.filter(session__external_id=session).order_by("sequence").values_list("sequence", "content")
+        Event.objects.filter(session__external_id=session)
+        .order_by("sequence")
+        .values_list("sequence", "content")
     )
 
 
 def fill(client: Any, session: str, n: int) -> None:
-    response = post_events(client, session, *[{"role": "user", "content": f"m{i}"} for i in range(1, n + 1)])
+    response = post_events(
+        client, session, *[{"role": "user", "content": f"m{i}"} for i in range(1, n + 1)]
+    )
     assert response.status_code == 201, response.content
 
 
@@ -46,23 +51,55 @@ def test_single_append_allocates_the_next_sequence(alice) -> None:
 
 
 def test_append_returns_every_stored_field(alice) -> None:
-    response = post_events(alice, "s1", {
-        "role": "tool", "content": "", "tool_name": "search", "tool_args": {"q": "x"},
-        "tool_result": {"hits": 3}, "metadata": {"tags": ["a"]}, "importance": 0.9,
-        "created_at": "2024-01-02T03:04:05Z", "idempotency_key": "k-1",
-    })
+    response = post_events(
+        alice,
+        "s1",
+        {
+            "role": "tool",
+            "content": "",
+            "tool_name": "search",
+            "tool_args": {"q": "x"},
+            "tool_result": {"hits": 3},
+            "metadata": {"tags": ["a"]},
+            "importance": 0.9,
+            "created_at": "2024-01-02T03:04:05Z",
+            "idempotency_key": "k-1",
+        },
+    )
     assert response.status_code == 201, response.content
     event = response.json()["events"][0]
-    assert {k: event[k] for k in ("role", "content", "tool_name", "tool_args", "tool_result", "metadata",
-                                  "importance", "created_at", "idempotency_key", "sequence")} == {
-        "role": "tool", "content": "", "tool_name": "search", "tool_args": {"q": "x"},
-        "tool_result": {"hits": 3}, "metadata": {"tags": ["a"]}, "importance": 0.9,
-        "created_at": "2024-01-02T03:04:05Z", "idempotency_key": "k-1", "sequence": 1,
+    assert {
+        k: event[k]
+        for k in (
+            "role",
+            "content",
+            "tool_name",
+            "tool_args",
+            "tool_result",
+            "metadata",
+            "importance",
+            "created_at",
+            "idempotency_key",
+            "sequence",
+        )
+    } == {
+        "role": "tool",
+        "content": "",
+        "tool_name": "search",
+        "tool_args": {"q": "x"},
+        "tool_result": {"hits": 3},
+        "metadata": {"tags": ["a"]},
+        "importance": 0.9,
+        "created_at": "2024-01-02T03:04:05Z",
+        "idempotency_key": "k-1",
+        "sequence": 1,
     }
     assert isinstance(event["id"], int)
 
 
-@pytest.mark.parametrize(("role", "importance"), [("user", 0.5), ("assistant", 0.5), ("tool", 0.3), ("system", 0.1)])
+@pytest.mark.parametrize(
+    ("role", "importance"), [("user", 0.5), ("assistant", 0.5), ("tool", 0.3), ("system", 0.1)]
+)
 def test_importance_defaults_by_role(alice, role: str, importance: float) -> None:
     response = post_events(alice, "s1", {"role": role, "content": "x"})
     assert response.json()["importance"] == importance
@@ -70,7 +107,12 @@ def test_importance_defaults_by_role(alice, role: str, importance: float) -> Non
 
 
 def test_client_sequences_may_skip_but_never_go_back(alice) -> None:
-    assert post_events(alice, "s1", {"role": "user", "content": "a", "sequence": 10}).json()["sequence"] == 10
+    assert (
+        post_events(alice, "s1", {"role": "user", "content": "a", "sequence": 10}).json()[
+            "sequence"
+        ]
+        == 10
+    )
     assert post_events(alice, "s1", {"role": "user", "content": "b"}).json()["sequence"] == 11
     for bad in (11, 5):
         response = post_events(alice, "s1", {"role": "user", "content": "late", "sequence": bad})
@@ -113,8 +155,12 @@ def test_append_moves_the_session_to_the_top_of_the_list(alice) -> None:
 
 def test_bulk_append_is_ordered_and_atomic(alice) -> None:
     response = post_events(
-        alice, "s1", {"role": "user", "content": "a"}, {"role": "assistant", "content": "b"},
-        {"role": "user", "content": "c", "sequence": 7}, {"role": "assistant", "content": "d"},
+        alice,
+        "s1",
+        {"role": "user", "content": "a"},
+        {"role": "assistant", "content": "b"},
+        {"role": "user", "content": "c", "sequence": 7},
+        {"role": "assistant", "content": "d"},
     )
     assert response.status_code == 201
     body = response.json()
@@ -125,7 +171,9 @@ def test_bulk_append_is_ordered_and_atomic(alice) -> None:
 
 def test_bulk_with_one_invalid_event_stores_none(alice) -> None:
     post_events(alice, "s1", {"role": "user", "content": "before"})
-    response = post_events(alice, "s1", {"role": "user", "content": "ok"}, {"role": "robot", "content": "bad"})
+    response = post_events(
+        alice, "s1", {"role": "user", "content": "ok"}, {"role": "robot", "content": "bad"}
+    )
     assert response.status_code == 400
     assert error_code(response) == "validation_error"
     assert "events[1].role" in response.json()["error"]["details"]["fields"]
@@ -134,7 +182,12 @@ def test_bulk_with_one_invalid_event_stores_none(alice) -> None:
 
 def test_bulk_with_a_sequence_conflict_stores_none(alice) -> None:
     post_events(alice, "s1", {"role": "user", "content": "before"})
-    response = post_events(alice, "s1", {"role": "user", "content": "ok"}, {"role": "user", "content": "x", "sequence": 1})
+    response = post_events(
+        alice,
+        "s1",
+        {"role": "user", "content": "ok"},
+        {"role": "user", "content": "x", "sequence": 1},
+    )
     assert response.status_code == 409
     assert error_code(response) == "sequence_conflict"
     assert response.json()["error"]["details"]["index"] == 1
@@ -143,15 +196,23 @@ def test_bulk_with_a_sequence_conflict_stores_none(alice) -> None:
 
 
 def test_refused_first_append_leaves_no_empty_session(alice) -> None:
-    response = post_events(alice, "s1", {"role": "user", "content": "a", "sequence": 5},
-                           {"role": "user", "content": "b", "sequence": 5})
+    response = post_events(
+        alice,
+        "s1",
+        {"role": "user", "content": "a", "sequence": 5},
+        {"role": "user", "content": "b", "sequence": 5},
+    )
     assert response.status_code == 409
     assert not Session.objects.filter(external_id="s1").exists()
 
 
 def test_bulk_refuses_duplicate_idempotency_keys_in_one_request(alice) -> None:
-    response = post_events(alice, "s1", {"role": "user", "content": "a", "idempotency_key": "k"},
-                           {"role": "user", "content": "b", "idempotency_key": "k"})
+    response = post_events(
+        alice,
+        "s1",
+        {"role": "user", "content": "a", "idempotency_key": "k"},
+        {"role": "user", "content": "b", "idempotency_key": "k"},
+    )
     assert response.status_code == 400
     assert error_code(response) == "duplicate_idempotency_key"
     assert not Event.objects.exists()
@@ -199,8 +260,16 @@ def test_retry_with_its_explicit_sequence_is_not_a_conflict(alice) -> None:
     assert stored() == [(1, "a")]
 
 
-@pytest.mark.parametrize("change", [{"content": "pay 99 EUR"}, {"role": "assistant"},
-                                    {"metadata": {"x": 1}}, {"tool_name": "pay"}, {"sequence": 7}])
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"content": "pay 99 EUR"},
+        {"role": "assistant"},
+        {"metadata": {"x": 1}},
+        {"tool_name": "pay"},
+        {"sequence": 7},
+    ],
+)
 def test_reused_idempotency_key_with_other_content_is_409(alice, change: dict) -> None:
     event = {"role": "user", "content": "pay 10 EUR", "idempotency_key": "req-1"}
     first = post_events(alice, "s1", event)
@@ -216,11 +285,19 @@ def test_reused_idempotency_key_with_other_content_is_409(alice, change: dict) -
 
 
 def test_a_resend_that_leaves_out_a_default_is_the_same_event(alice) -> None:
-    event = {"role": "user", "content": "pay 10 EUR", "idempotency_key": "req-1", "metadata": {"lang": "en"}}
+    event = {
+        "role": "user",
+        "content": "pay 10 EUR",
+        "idempotency_key": "req-1",
+        "metadata": {"lang": "en"},
+    }
     first = post_events(alice, "s1", event)
-    retry = post_events(alice, "s1", {"role": "user", "content": "pay 10 EUR", "idempotency_key": "req-1"})
+    retry = post_events(
+        alice, "s1", {"role": "user", "content": "pay 10 EUR", "idempotency_key": "req-1"}
+    )
     assert retry.status_code == 200 and retry.json()["id"] == first.json()["id"]
-    assert post_events(alice, "s1", {**event, "metadata": {}}).status_code == 409  # sent, and different
+    # sent, and different
+    assert post_events(alice, "s1", {**event, "metadata": {}}).status_code == 409
 
 
 def test_idempotency_keys_are_per_session(alice) -> None:
@@ -276,13 +353,21 @@ def test_the_appends_locking_read_sees_exactly_what_get_session_sees(alice, bob,
     from accounts.models import ApiKey, Workspace
     from memoryhub import event_log, sessions
 
-    for sid, fields in (("mine", {"user_id": "u1", "metadata": {"k": [1]}}), ("theirs", {"user_id": "u2"}),
-                        ("shared", {}), ("elsewhere", {"workspace": "w2", "user_id": "u1"})):
-        assert alice.post("/api/v1/sessions/", {"id": sid, **fields}, format="json").status_code == 201
+    for sid, fields in (
+        ("mine", {"user_id": "u1", "metadata": {"k": [1]}}),
+        ("theirs", {"user_id": "u2"}),
+        ("shared", {}),
+        ("elsewhere", {"workspace": "w2", "user_id": "u1"}),
+    ):
+        assert (
+            alice.post("/api/v1/sessions/", {"id": sid, **fields}, format="json").status_code == 201
+        )
     post_events(bob, "bobs", {"role": "user", "content": "hi"})
     w2 = Workspace.get_named(cast.alice_tenant, "w2")
-    keys = [ApiKey.create_key(tenant=cast.alice_tenant, **extra).api_key
-            for extra in ({}, {"user_id": "u1"}, {"workspace": w2}, {"workspace": w2, "user_id": "u2"})]
+    keys = [
+        ApiKey.create_key(tenant=cast.alice_tenant, **extra).api_key
+        for extra in ({}, {"user_id": "u1"}, {"workspace": w2}, {"workspace": w2, "user_id": "u2"})
+    ]
     found = 0
     for key in keys:
         for sid in ("mine", "theirs", "shared", "elsewhere", "bobs", "none"):
@@ -295,8 +380,11 @@ def test_the_appends_locking_read_sees_exactly_what_get_session_sees(alice, bob,
             assert (locked is None) == (expected is None), (key.user_id, key.workspace_id, sid)
             if expected is not None:
                 found += 1
-                assert {f.attname: getattr(locked, f.attname) for f in Session._meta.concrete_fields} == \
-                    {f.attname: getattr(expected, f.attname) for f in Session._meta.concrete_fields}
+                assert {
+                    f.attname: getattr(locked, f.attname) for f in Session._meta.concrete_fields
+                } == {
+                    f.attname: getattr(expected, f.attname) for f in Session._meta.concrete_fields
+                }
     # every key sees some, none sees bob's or another user's; a user-limited key not the unowned one
     assert found == 4 + 2 + 1 + 0
 
@@ -308,10 +396,17 @@ def test_an_append_is_three_statements_with_its_notice_inside(alice, settings, m
     assert alice.post("/api/v1/sessions/", {"id": "s1"}, format="json").status_code == 201
     with CaptureQueriesContext(connection) as queries:
         assert post_events(alice, "s1", {"role": "user", "content": "hello"}).status_code == 201
-    statements = [q["sql"] for q in queries.captured_queries
-                  if not q["sql"].startswith(("SAVEPOINT", "RELEASE SAVEPOINT", "BEGIN", "COMMIT"))]
+    statements = [
+        q["sql"]
+        for q in queries.captured_queries
+        if not q["sql"].startswith(("SAVEPOINT", "RELEASE SAVEPOINT", "BEGIN", "COMMIT"))
+    ]
     assert [sql.split()[0] for sql in statements] == ["SELECT", "WITH", "INSERT"], statements
-    assert "FOR UPDATE" in statements[0] and "pg_notify" in statements[1] and "retrieval_chunk" in statements[2]
+    assert (
+        "FOR UPDATE" in statements[0]
+        and "pg_notify" in statements[1]
+        and "retrieval_chunk" in statements[2]
+    )
 
 
 def test_an_append_reads_neither_the_workspace_nor_the_channel(alice) -> None:
@@ -321,10 +416,15 @@ def test_an_append_reads_neither_the_workspace_nor_the_channel(alice) -> None:
     with CaptureQueriesContext(connection) as queries:
         response = post_events(alice, "s1", {"role": "user", "content": "second"})
     assert response.status_code == 201 and response.json()["session"] == "s1"
-    touched = [q["sql"] for q in queries.captured_queries
-               if '"accounts_workspace"' in q["sql"] or '"accounts_channel"' in q["sql"]]
+    touched = [
+        q["sql"]
+        for q in queries.captured_queries
+        if '"accounts_workspace"' in q["sql"] or '"accounts_channel"' in q["sql"]
+    ]
     assert touched == []
     chunk_scope = Session.objects.values_list("workspace_id", "channel_id").get(external_id="s1")
     from retrieval.models import Chunk
 
-    assert set(Chunk.objects.filter(session__external_id="s1").values_list("workspace_id", "channel_id")) == {chunk_scope}
+    assert set(
+        Chunk.objects.filter(session__external_id="s1").values_list("workspace_id", "channel_id")
+    ) == {chunk_scope}

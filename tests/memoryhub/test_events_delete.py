@@ -17,14 +17,18 @@ EVENTS = "/api/v1/sessions/{}/events/"
 
 def chat(index: Any, client: Any, session: str, user: str, *texts: str) -> None:
     roles = ["user", "assistant"]
-    index(client, session, *[{"role": roles[i % 2], "content": text} for i, text in enumerate(texts)])
+    index(
+        client, session, *[{"role": roles[i % 2], "content": text} for i, text in enumerate(texts)]
+    )
     if user:
         response = client.patch(f"/api/v1/sessions/{session}/", {"user_id": user}, format="json")
         assert response.status_code == 200, response.content
 
 
 def context_text(client: Any, query: str, **body: Any) -> str:
-    response = client.post("/api/v1/context/", {"query": query, "scope": "account", **body}, format="json")
+    response = client.post(
+        "/api/v1/context/", {"query": query, "scope": "account", **body}, format="json"
+    )
     assert response.status_code == 200, response.content
     return str(response.json())
 
@@ -40,9 +44,12 @@ def test_delete_the_newest_event_returns_it_and_every_read_forgets_it(alice, ind
     assert [e["content"] for e in body["results"]] == ["You live in Lyon."]
     assert body["deleted"]["memoryhub.Event"] == 1 and body["deleted"]["retrieval.Chunk"] >= 1
 
-    assert [e["content"] for e in alice.get(EVENTS.format("s1"), {"limit": 10}).json()["results"]] == [
-        "Where do I live?"]
-    assert [e["content"] for e in alice.get(EVENTS.format("s1")).json()["results"]] == ["Where do I live?"]
+    assert [
+        e["content"] for e in alice.get(EVENTS.format("s1"), {"limit": 10}).json()["results"]
+    ] == ["Where do I live?"]
+    assert [e["content"] for e in alice.get(EVENTS.format("s1")).json()["results"]] == [
+        "Where do I live?"
+    ]
     assert "You live in Lyon." not in search_texts(alice, "Lyon")
     assert "Lyon" not in context_text(alice, "Where does ann live?", session="s1")
     assert "Lyon" not in context_text(alice, "Where does ann live?", user_id="ann")
@@ -50,15 +57,32 @@ def test_delete_the_newest_event_returns_it_and_every_read_forgets_it(alice, ind
     assert (session.event_count, session.last_sequence) == (1, 2)
     # The next message continues after the deleted one.
     index(alice, "s1", {"role": "assistant", "content": "Tell me again?"})
-    assert [e["sequence"] for e in alice.get(EVENTS.format("s1"), {"limit": 10}).json()["results"]] == [1, 3]
+    assert [
+        e["sequence"] for e in alice.get(EVENTS.format("s1"), {"limit": 10}).json()["results"]
+    ] == [1, 3]
 
 
 def test_delete_every_event_takes_the_summaries_covering_them(alice, index, cast) -> None:
-    chat(index, alice, "s1", "", "I moved to Lyon last spring.", "Lyon suits you.", "And I work in Villeurbanne.")
+    chat(
+        index,
+        alice,
+        "s1",
+        "",
+        "I moved to Lyon last spring.",
+        "Lyon suits you.",
+        "And I work in Villeurbanne.",
+    )
     session = Session.objects.get(external_id="s1")
     build_tree(session, final=True)
-    RollingSummary.objects.update_or_create(session=session, defaults={
-        "tenant": cast.alice_tenant, "text": "Moved to Lyon.", "epoch": 1, "upper_sequence": 3})
+    RollingSummary.objects.update_or_create(
+        session=session,
+        defaults={
+            "tenant": cast.alice_tenant,
+            "text": "Moved to Lyon.",
+            "epoch": 1,
+            "upper_sequence": 3,
+        },
+    )
     assert SummaryNode.objects.filter(session=session).exists()
     assert Chunk.objects.filter(session=session, kind="summary").exists()
 
@@ -86,14 +110,23 @@ def test_after_deletes_above_a_sequence_and_a_repeated_text_stays_findable(alice
 
 def test_after_and_limit_together_delete_the_newest_above_after(alice, index) -> None:
     chat(index, alice, "s1", "", "one", "two", "three", "four")
-    assert [e["sequence"] for e in alice.delete(EVENTS.format("s1") + "?after=1&limit=2").json()["results"]] == [3, 4]
-    assert [e["sequence"] for e in alice.delete(EVENTS.format("s1") + "?after=1&limit=5").json()["results"]] == [2]
+    assert [
+        e["sequence"]
+        for e in alice.delete(EVENTS.format("s1") + "?after=1&limit=2").json()["results"]
+    ] == [3, 4]
+    assert [
+        e["sequence"]
+        for e in alice.delete(EVENTS.format("s1") + "?after=1&limit=5").json()["results"]
+    ] == [2]
     assert [e["content"] for e in alice.get(EVENTS.format("s1")).json()["results"]] == ["one"]
 
 
 def test_another_users_conversation_is_refused_and_untouched(alice, index, cast) -> None:
     chat(index, alice, "bob-chat", "bob", "You live in Lyon.")
-    for url in (EVENTS.format("bob-chat") + "?user_id=ann", EVENTS.format("bob-chat") + "?limit=1&user_id=ann"):
+    for url in (
+        EVENTS.format("bob-chat") + "?user_id=ann",
+        EVENTS.format("bob-chat") + "?limit=1&user_id=ann",
+    ):
         response = alice.delete(url)
         assert (response.status_code, error_code(response)) == (409, "owner_mismatch")
     read = alice.get(EVENTS.format("bob-chat"), {"user_id": "ann"})
@@ -101,8 +134,10 @@ def test_another_users_conversation_is_refused_and_untouched(alice, index, cast)
     detail = alice.get("/api/v1/sessions/bob-chat/", {"user_id": "ann"})
     assert (detail.status_code, error_code(detail)) == (409, "owner_mismatch")
     assert alice.get("/api/v1/sessions/bob-chat/", {"user_id": "bob"}).status_code == 200
-    assert [e["content"] for e in alice.get(EVENTS.format("bob-chat"), {"user_id": "bob"}).json()["results"]] == [
-        "You live in Lyon."]
+    assert [
+        e["content"]
+        for e in alice.get(EVENTS.format("bob-chat"), {"user_id": "bob"}).json()["results"]
+    ] == ["You live in Lyon."]
     # A key limited to ann does not find bob's conversation at all, and cannot act as bob.
     ann = make_client(make_key(cast.alice_tenant, user="ann"))
     assert error_code(ann.delete(EVENTS.format("bob-chat"))) == "session_not_found"

@@ -1,5 +1,6 @@
-"""POST /sessions/{id}/events/ refusing bad input with a clear 400 that stores nothing: bad events and
-bulk shapes, NUL characters, invalid session ids, oversize content, created_at outside its window."""
+"""POST /sessions/{id}/events/ refusing bad input with a clear 400 that stores nothing: bad events
+and bulk shapes, NUL characters, invalid session ids, oversize content, created_at outside its
+window."""
 
 from __future__ import annotations
 
@@ -48,13 +49,16 @@ def test_bad_event_is_400_and_stores_nothing(alice, event: dict[str, Any], field
     assert not Session.objects.exists()
 
 
-@pytest.mark.parametrize("event", [
-    {"role": "user", "content": "a\u0000b"},
-    {"role": "user", "content": "x", "metadata": {"k": "a\u0000"}},
-    {"role": "user", "content": "x", "metadata": {"k\u0000": 1}},
-    {"role": "user", "content": "x", "tool_args": ["\u0000"]},
-    {"role": "tool", "tool_name": "t", "tool_result": {"deep": [{"x": "\u0000"}]}},
-])
+@pytest.mark.parametrize(
+    "event",
+    [
+        {"role": "user", "content": "a\u0000b"},
+        {"role": "user", "content": "x", "metadata": {"k": "a\u0000"}},
+        {"role": "user", "content": "x", "metadata": {"k\u0000": 1}},
+        {"role": "user", "content": "x", "tool_args": ["\u0000"]},
+        {"role": "tool", "tool_name": "t", "tool_result": {"deep": [{"x": "\u0000"}]}},
+    ],
+)
 def test_null_characters_are_a_400_not_a_database_error(alice, event: dict[str, Any]) -> None:
     alice.raise_request_exception = False
     for response in (post_events(alice, "s1", event), post_events(alice, "s1", event, event)):
@@ -92,8 +96,18 @@ def test_oversize_content_is_refused(alice, settings) -> None:
     assert post_events(alice, "s1", {"role": "user", "content": "x" * limit}).status_code == 201
 
 
-@pytest.mark.parametrize("body", [{"events": []}, {"events": "nope"}, {"events": [1]}, {"events": [{}]}, [],
-                                  "text", {"events": [{"role": "user", "content": "a"}], "extra": 1}])
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"events": []},
+        {"events": "nope"},
+        {"events": [1]},
+        {"events": [{}]},
+        [],
+        "text",
+        {"events": [{"role": "user", "content": "a"}], "extra": 1},
+    ],
+)
 def test_bad_bulk_shapes(alice, body: Any) -> None:
     response = alice.post(url("s1"), body, format="json")
     assert response.status_code == 400, response.content
@@ -102,7 +116,9 @@ def test_bad_bulk_shapes(alice, body: Any) -> None:
 
 
 def test_malformed_json_is_a_clear_400(alice) -> None:
-    response = alice.post(url("s1"), data='{"role": "user", "content": ', content_type="application/json")
+    response = alice.post(
+        url("s1"), data='{"role": "user", "content": ', content_type="application/json"
+    )
     assert response.status_code == 400
     assert error_code(response) == "malformed_json"
     assert not Event.objects.exists()
@@ -111,10 +127,17 @@ def test_malformed_json_is_a_clear_400(alice) -> None:
 # --- created_at within a sane window -----------------------------------------
 
 
-@pytest.mark.parametrize("created_at", ["9999-12-31T00:00:00Z", "0001-01-01T00:00:00Z", "1969-12-31T23:59:59Z"])
+@pytest.mark.parametrize(
+    "created_at", ["9999-12-31T00:00:00Z", "0001-01-01T00:00:00Z", "1969-12-31T23:59:59Z"]
+)
 def test_a_created_at_outside_the_window_is_400_and_says_the_window(alice, created_at: str) -> None:
-    for events in ([{"role": "user", "content": "x", "created_at": created_at}],
-                   [{"role": "user", "content": "ok"}, {"role": "user", "content": "x", "created_at": created_at}]):
+    for events in (
+        [{"role": "user", "content": "x", "created_at": created_at}],
+        [
+            {"role": "user", "content": "ok"},
+            {"role": "user", "content": "x", "created_at": created_at},
+        ],
+    ):
         response = post_events(alice, "s1", *events)
         assert response.status_code == 400, response.content
         assert error_code(response) == "created_at_out_of_range"
@@ -132,8 +155,12 @@ def test_a_created_at_in_the_past_or_a_little_ahead_is_kept(alice, monkeypatch) 
     from memoryhub.api import fields
 
     ahead = (timezone.now() + timedelta(hours=1)).isoformat()
-    response = post_events(alice, "s1", {"role": "user", "content": "old", "created_at": "1999-01-01T00:00:00Z"},
-                           {"role": "user", "content": "ahead", "created_at": ahead})
+    response = post_events(
+        alice,
+        "s1",
+        {"role": "user", "content": "old", "created_at": "1999-01-01T00:00:00Z"},
+        {"role": "user", "content": "ahead", "created_at": ahead},
+    )
     assert response.status_code == 201, response.content
     monkeypatch.setattr(fields, "EVENT_MAX_FUTURE_SECONDS", 60)
     response = post_events(alice, "s1", {"role": "user", "content": "too far", "created_at": ahead})

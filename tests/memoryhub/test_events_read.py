@@ -1,5 +1,5 @@
-"""GET /sessions/{id}/events/ (docs/event-log.md#append): reads in order, limit, after, before, paging, and the
-recent-window cache (write-through, never stale, per session and tenant)."""
+"""GET /sessions/{id}/events/ (docs/event-log.md#append): reads in order, limit, after, before,
+paging, and the recent-window cache (write-through, never stale, per session and tenant)."""
 
 from __future__ import annotations
 
@@ -34,7 +34,14 @@ def test_limit_returns_the_recent_n_in_chronological_order(alice) -> None:
 def test_limit_larger_than_the_cached_window(alice, settings, monkeypatch) -> None:
     monkeypatch.setattr("memoryhub.recent.WINDOW", 4)
     fill(alice, "s1", 10)
-    assert [e["sequence"] for e in alice.get(url("s1"), {"limit": 6}).json()["results"]] == [5, 6, 7, 8, 9, 10]
+    assert [e["sequence"] for e in alice.get(url("s1"), {"limit": 6}).json()["results"]] == [
+        5,
+        6,
+        7,
+        8,
+        9,
+        10,
+    ]
     assert [e["sequence"] for e in alice.get(url("s1"), {"limit": 2}).json()["results"]] == [9, 10]
 
 
@@ -73,8 +80,10 @@ def test_before_reads_backwards(alice) -> None:
     assert [e["sequence"] for e in body["results"]] == [4, 5]
 
 
-@pytest.mark.parametrize("params", [{"limit": 0}, {"limit": "x"}, {"limit": 1001}, {"after": -1}, {"after": "y"},
-                                    {"before": 0}])
+@pytest.mark.parametrize(
+    "params",
+    [{"limit": 0}, {"limit": "x"}, {"limit": 1001}, {"after": -1}, {"after": "y"}, {"before": 0}],
+)
 def test_bad_read_parameters(alice, params: dict[str, Any]) -> None:
     fill(alice, "s1", 1)
     response = alice.get(url("s1"), params)
@@ -127,7 +136,9 @@ def test_append_writes_through_the_cache(alice, django_capture_on_commit_callbac
 
 
 def test_the_window_is_kept_unpickled_in_the_process_and_agrees_with_the_cache(
-    alice, django_capture_on_commit_callbacks, monkeypatch,
+    alice,
+    django_capture_on_commit_callbacks,
+    monkeypatch,
 ) -> None:
     """The windows this process wrote are read back from its own map (no unpickling), hold what
     the shared cache holds, and the map stays bounded."""
@@ -155,7 +166,8 @@ def test_the_window_is_kept_unpickled_in_the_process_and_agrees_with_the_cache(
     for pk in range(recent.LOCAL_ENTRIES + 10):
         recent.put(10_000 + pk, 1, "0.1", [{"sequence": 1}])
     assert len(recent._local) == recent.LOCAL_ENTRIES
-    assert recent.get(10_000, 1, "0.1") == [{"sequence": 1}]  # the oldest left the map, not the cache
+    # the oldest left the map, not the cache
+    assert recent.get(10_000, 1, "0.1") == [{"sequence": 1}]
 
 
 def test_cache_is_never_stale_after_an_append(alice) -> None:
@@ -164,7 +176,9 @@ def test_cache_is_never_stale_after_an_append(alice) -> None:
     # on_commit hooks do not run inside the test transaction: the cache is not written through,
     # so the read must notice the new last sequence and reload.
     post_events(alice, "s1", {"role": "user", "content": "new"})
-    assert [e["content"] for e in alice.get(url("s1"), {"limit": 10}).json()["results"]][-1] == "new"
+    assert [e["content"] for e in alice.get(url("s1"), {"limit": 10}).json()["results"]][
+        -1
+    ] == "new"
 
 
 def test_cache_is_per_session_and_per_tenant(alice, bob) -> None:
@@ -176,13 +190,16 @@ def test_cache_is_per_session_and_per_tenant(alice, bob) -> None:
 
 
 def test_a_read_racing_an_append_never_duplicates_events_in_the_cache(alice) -> None:
-    """A read that loaded the session before an append committed, then the append's write-through."""
+    """A read that loaded the session before an append committed, then the append's
+    write-through."""
     from memoryhub import recent
     from memoryhub.event_log import recent_events
 
     fill(alice, "s1", 3)
     stale = Session.objects.get(external_id="s1")  # the reader's snapshot: last_sequence 3
-    response = post_events(alice, "s1", {"role": "user", "content": "m4"}, {"role": "user", "content": "m5"})
+    response = post_events(
+        alice, "s1", {"role": "user", "content": "m4"}, {"role": "user", "content": "m5"}
+    )
     new = response.json()["events"]
     assert [e["sequence"] for e in recent_events(stale, 10)] == [1, 2, 3]
     # the append's on-commit write-through, arriving late

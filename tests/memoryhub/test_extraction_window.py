@@ -1,5 +1,6 @@
-"""Fact extraction in the summarise lane (docs/event-log.md#fact-extraction): a window of earlier events as context, facts
-taken once, and a model's unusable reply recorded without stalling the session."""
+"""Fact extraction in the summarise lane (docs/event-log.md#fact-extraction): a window of earlier
+events as context, facts taken once, and a model's unusable reply recorded without stalling the
+session."""
 
 from __future__ import annotations
 
@@ -45,7 +46,9 @@ def exchange_model(body: dict[str, Any]) -> tuple[int, Any]:
     return 200, completion("NONE")
 
 
-def test_a_question_and_its_answer_appended_apart_are_one_exchange(alice, extractor_settings) -> None:  # type: ignore[no-untyped-def]
+def test_a_question_and_its_answer_appended_apart_are_one_exchange(
+    alice, extractor_settings
+) -> None:  # type: ignore[no-untyped-def]
     with fake_llm(exchange_model) as llm:
         extractor_settings.MEMORYHUB_FACT_EXTRACTOR_URL = llm.url
         post_events(alice, "s1", {"role": "user", "content": QUESTION})
@@ -59,17 +62,23 @@ def test_a_question_and_its_answer_appended_apart_are_one_exchange(alice, extrac
     assert context.startswith("Earlier messages (context only):") and QUESTION in context
     assert ANSWER in new and QUESTION not in new
     assert sorted(Fact.objects.values_list("key", "content")) == [
-        ("", "The user's new employer is Nortada"), ("moving_to", "moving to: Porto")]
+        ("", "The user's new employer is Nortada"),
+        ("moving_to", "moving to: Porto"),
+    ]
     fact = Fact.objects.get(key="moving_to")
     assert fact.source == "extraction" and fact.metadata["sequences"] == [2, 2]
     assert Session.objects.get().facts_extracted_to == 2
 
 
-def test_the_window_is_the_n_events_before_the_new_ones(alice, extractor_settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_the_window_is_the_n_events_before_the_new_ones(
+    alice, extractor_settings, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setattr("memoryhub.extractors.WINDOW_EVENTS", 2)
     with fake_llm(lambda body: (200, completion("NONE"))) as llm:
         extractor_settings.MEMORYHUB_FACT_EXTRACTOR_URL = llm.url
-        post_events(alice, "s1", *[{"role": "user", "content": f"message {i}"} for i in range(1, 6)])
+        post_events(
+            alice, "s1", *[{"role": "user", "content": f"message {i}"} for i in range(1, 6)]
+        )
         work()
         post_events(alice, "s1", {"role": "user", "content": "message 6"})
         work()
@@ -80,10 +89,13 @@ def test_the_window_is_the_n_events_before_the_new_ones(alice, extractor_setting
     context, new = second.split("\n\nNew messages:\n")
     assert [f"message {i}" in context for i in range(1, 6)] == [False, False, False, True, True]
     assert "message 6" in new
-    assert third.endswith("message 7") and "Earlier messages" not in third  # no window: the new events only
+    # no window: the new events only
+    assert third.endswith("message 7") and "Earlier messages" not in third
 
 
-def test_a_fact_the_model_repeats_from_the_context_is_not_stored_twice(alice, extractor_settings) -> None:  # type: ignore[no-untyped-def]
+def test_a_fact_the_model_repeats_from_the_context_is_not_stored_twice(
+    alice, extractor_settings
+) -> None:  # type: ignore[no-untyped-def]
     with fake_llm(lambda body: (200, completion("- The user has a beagle called Biscuit."))) as llm:
         extractor_settings.MEMORYHUB_FACT_EXTRACTOR_URL = llm.url
         post_events(alice, "s1", {"role": "user", "content": "My beagle is called Biscuit"})
@@ -93,29 +105,42 @@ def test_a_fact_the_model_repeats_from_the_context_is_not_stored_twice(alice, ex
     assert len(llm.requests) == 2 and Fact.objects.count() == 1
 
 
-def test_a_reply_that_is_no_facts_is_recorded_and_the_lane_goes_on(alice, extractor_settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_a_reply_that_is_no_facts_is_recorded_and_the_lane_goes_on(
+    alice, extractor_settings, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setattr("memoryhub.summaries.BUDGET", 100)
     monkeypatch.setattr("memoryhub.session_work.MAX_ATTEMPTS", 1)
     garbage = "I'm sorry, as an AI I cannot decide what is worth remembering."
     with fake_llm(lambda body: (200, completion(garbage))) as llm:
         extractor_settings.MEMORYHUB_FACT_EXTRACTOR_URL = llm.url
-        post_events(alice, "s1", *[{"role": "user", "content": f"step {i} " + "w " * 60} for i in range(5)])
+        post_events(
+            alice, "s1", *[{"role": "user", "content": f"step {i} " + "w " * 60} for i in range(5)]
+        )
         outcome = work()
     assert outcome["facts"] == 0 and "failed" not in outcome  # not a crash, not a failed session
-    assert outcome["summarised"] is True and RollingSummary.objects.exists()  # the summary still written
+    # the summary still written
+    assert outcome["summarised"] is True and RollingSummary.objects.exists()
     assert not Fact.objects.exists()
     record = StepFailure.objects.get()
-    assert record.step == FACTS_STEP and "neither facts nor NONE" in record.error and not record.set_aside
+    assert (
+        record.step == FACTS_STEP
+        and "neither facts nor NONE" in record.error
+        and not record.set_aside
+    )
     assert Session.objects.get().facts_extracted_to == 5  # the same model would answer the same
     # the next usable reply clears the record
-    with fake_llm(lambda body: (200, completion(json.dumps({"facts": [{"content": "Walks in steps"}]})))) as llm:
+    with fake_llm(
+        lambda body: (200, completion(json.dumps({"facts": [{"content": "Walks in steps"}]})))
+    ) as llm:
         extractor_settings.MEMORYHUB_FACT_EXTRACTOR_URL = llm.url
         post_events(alice, "s1", {"role": "user", "content": "one more step"})
         assert work()["facts"] == 1
     assert not StepFailure.objects.exists()
 
 
-def test_an_unreachable_model_fails_the_step_and_keeps_the_cursor(alice, extractor_settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_an_unreachable_model_fails_the_step_and_keeps_the_cursor(
+    alice, extractor_settings, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setattr("memoryhub.plumbing.llm.RETRIES", 1)
     with fake_llm(lambda body: (503, {"error": "loading"})) as llm:
         extractor_settings.MEMORYHUB_FACT_EXTRACTOR_URL = llm.url
@@ -130,7 +155,8 @@ def test_an_unreachable_model_fails_the_step_and_keeps_the_cursor(alice, extract
 def test_a_long_message_is_read_whole_in_parts(alice, extractor_settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setattr("memoryhub.extractors.INPUT_CHARS", 4000)
     filler = " ".join(f"Paragraph {i} of the trip report says nothing durable." for i in range(300))
-    message = f"{filler} By the way, my passport number is X1234567."  # ~17k characters, the fact at the end
+    # ~17k characters, the fact at the end
+    message = f"{filler} By the way, my passport number is X1234567."
 
     def model(body: dict[str, Any]) -> tuple[int, Any]:
         text = user_message(body)
@@ -143,7 +169,9 @@ def test_a_long_message_is_read_whole_in_parts(alice, extractor_settings, monkey
         post_events(alice, "s1", {"role": "user", "content": message})
         assert work()["facts"] == 1
     sent = [user_message(r["body"]) for r in llm.requests]
-    assert len(sent) >= 5 and all(len(s) <= 4000 + 200 for s in sent)  # a request per group of parts
+    # a request per group of parts
+    assert len(sent) >= 5 and all(len(s) <= 4000 + 200 for s in sent)
     assert "(part 1/" in sent[0] and "X1234567" in sent[-1]
-    assert "Paragraph 299 of" in "".join(sent) and "Paragraph 0 of" in sent[0]  # every part was sent
+    # every part was sent
+    assert "Paragraph 299 of" in "".join(sent) and "Paragraph 0 of" in sent[0]
     assert Fact.objects.get().content == "passport number: X1234567"

@@ -1,6 +1,6 @@
-"""Facts per owner and with history (docs/memory-model.md#facts): two users' `home_city` are two facts, an upsert
-by one owner never touches another's row, every change of content opens a version, and `as_of`
-answers from the versions true then (facts list, search, context)."""
+"""Facts per owner and with history (docs/memory-model.md#facts): two users' `home_city` are two
+facts, an upsert by one owner never touches another's row, every change of content opens a version,
+and `as_of` answers from the versions true then (facts list, search, context)."""
 
 from __future__ import annotations
 
@@ -19,13 +19,20 @@ FACTS = "/api/v1/facts/"
 
 
 def home(client: Any, city: str, user: str | None = None, **extra: Any) -> Any:
-    body = {"content": f"{(user or 'I').title()} lives in {city}", "category": "profile", "key": "home_city",
-            **({"user_id": user} if user is not None else {}), **extra}
+    body = {
+        "content": f"{(user or 'I').title()} lives in {city}",
+        "category": "profile",
+        "key": "home_city",
+        **({"user_id": user} if user is not None else {}),
+        **extra,
+    }
     return client.post(FACTS, body, format="json")
 
 
 def snapshot() -> list[tuple[Any, ...]]:
-    return sorted(Fact.objects.values_list("pk", "user_id", "content", "key", "external_id", "updated_at"))
+    return sorted(
+        Fact.objects.values_list("pk", "user_id", "content", "key", "external_id", "updated_at")
+    )
 
 
 def pause() -> None:
@@ -64,26 +71,33 @@ def test_user_keys_upsert_their_own_fact_and_never_touch_or_reveal_the_other(use
     # Another user's fact is answered like a missing one, on reads and writes, and nothing changes.
     before = snapshot()
     missing = bob_key.get(f"{FACTS}999999/")
-    for response in (bob_key.get(f"{FACTS}{ann.json()['id']}/"),
-                     bob_key.patch(f"{FACTS}{ann.json()['id']}/", {"content": "x"}, format="json"),
-                     bob_key.delete(f"{FACTS}{ann.json()['id']}/"),
-                     bob_key.get(f"{FACTS}{ann.json()['id']}/history/")):
+    for response in (
+        bob_key.get(f"{FACTS}{ann.json()['id']}/"),
+        bob_key.patch(f"{FACTS}{ann.json()['id']}/", {"content": "x"}, format="json"),
+        bob_key.delete(f"{FACTS}{ann.json()['id']}/"),
+        bob_key.get(f"{FACTS}{ann.json()['id']}/history/"),
+    ):
         assert response.status_code == 404
         assert error_code(response) == "fact_not_found"
-        assert response.json()["error"]["message"].replace(str(ann.json()["id"]), "N") == \
-            missing.json()["error"]["message"].replace("999999", "N")
+        assert response.json()["error"]["message"].replace(
+            str(ann.json()["id"]), "N"
+        ) == missing.json()["error"]["message"].replace("999999", "N")
     assert snapshot() == before
 
 
 @pytest.mark.django_db
 def test_a_user_key_reads_shared_facts_but_cannot_change_them(alice, user_keys) -> None:
-    shared = alice.post(FACTS, {"content": "The office is in Porto", "key": "office"}, format="json").json()
+    shared = alice.post(
+        FACTS, {"content": "The office is in Porto", "key": "office"}, format="json"
+    ).json()
     ann_key = user_keys["ann"]
     assert ann_key.get(f"{FACTS}{shared['id']}/").status_code == 200
     before = snapshot()
-    for response in (ann_key.patch(f"{FACTS}{shared['id']}/", {"content": "mine"}, format="json"),
-                     ann_key.patch(f"{FACTS}{shared['id']}/", {"user_id": "ann"}, format="json"),
-                     ann_key.delete(f"{FACTS}{shared['id']}/")):
+    for response in (
+        ann_key.patch(f"{FACTS}{shared['id']}/", {"content": "mine"}, format="json"),
+        ann_key.patch(f"{FACTS}{shared['id']}/", {"user_id": "ann"}, format="json"),
+        ann_key.delete(f"{FACTS}{shared['id']}/"),
+    ):
         assert response.status_code == 403
         assert error_code(response) == "shared_read_only"
     assert snapshot() == before
@@ -127,7 +141,9 @@ def test_history_keeps_every_version_with_times(alice) -> None:
 def test_patch_opens_a_version_and_delete_keeps_the_history(alice, user_keys) -> None:
     fact = home(user_keys["ann"], "Berlin").json()
     pause()
-    user_keys["ann"].patch(f"{FACTS}{fact['id']}/", {"content": "I live in Lisbon", "source": "user"}, format="json")
+    user_keys["ann"].patch(
+        f"{FACTS}{fact['id']}/", {"content": "I live in Lisbon", "source": "user"}, format="json"
+    )
     pause()
     deleted_at = timezone.now()
     pause()
@@ -135,7 +151,9 @@ def test_patch_opens_a_version_and_delete_keeps_the_history(alice, user_keys) ->
     assert user_keys["ann"].get(f"{FACTS}{fact['id']}/").status_code == 404
     history = user_keys["ann"].get(f"{FACTS}{fact['id']}/history/").json()["versions"]
     assert [(v["content"], v["source"], v["closed_by"]) for v in history] == [
-        ("I lives in Berlin", "agent", "updated"), ("I live in Lisbon", "user", "deleted")]
+        ("I lives in Berlin", "agent", "updated"),
+        ("I live in Lisbon", "user", "deleted"),
+    ]
     # The list as of before the delete still shows it; bob's key sees none of it.
     then = user_keys["ann"].get(FACTS, {"as_of": deleted_at.isoformat()}).json()["results"]
     assert [f["content"] for f in then] == ["I live in Lisbon"]
@@ -154,8 +172,11 @@ def test_client_chosen_ids_are_unique_per_owner(alice) -> None:
     assert ann.status_code == bob.status_code == 201 and ann.json()["id"] != bob.json()["id"]
     assert ann.json()["external_id"] == "pref-seat"
     # Writing the same id again updates that owner's fact, whatever else the body says.
-    again = alice.post(FACTS, {**body, "user_id": "ann", "content": "Aisle seat now", "category": "prefs"},
-                       format="json")
+    again = alice.post(
+        FACTS,
+        {**body, "user_id": "ann", "content": "Aisle seat now", "category": "prefs"},
+        format="json",
+    )
     assert again.status_code == 200 and again.json()["id"] == ann.json()["id"]
     assert again.json()["content"] == "Aisle seat now" and again.json()["category"] == "prefs"
     assert Fact.objects.get(pk=bob.json()["id"]).content == "Aisle seat"
@@ -168,7 +189,9 @@ def test_client_chosen_ids_are_unique_per_owner(alice) -> None:
 
 
 @pytest.mark.django_db
-def test_search_answers_from_current_versions_and_as_of_from_past_ones(alice, django_capture_on_commit_callbacks) -> None:
+def test_search_answers_from_current_versions_and_as_of_from_past_ones(
+    alice, django_capture_on_commit_callbacks
+) -> None:
     with django_capture_on_commit_callbacks(execute=True):
         fact = home(alice, "Berlin", "ann").json()
     pause()
@@ -178,8 +201,11 @@ def test_search_answers_from_current_versions_and_as_of_from_past_ones(alice, dj
         home(alice, "Lisbon", "ann")
 
     def found(**body: Any) -> list[str]:
-        response = alice.post("/api/v1/search/", {"query": "Ann lives in which city", "user_id": "ann",
-                                                  "kinds": ["fact"], **body}, format="json")
+        response = alice.post(
+            "/api/v1/search/",
+            {"query": "Ann lives in which city", "user_id": "ann", "kinds": ["fact"], **body},
+            format="json",
+        )
         assert response.status_code == 200, response.content
         return [r["text"] for r in response.json()["results"]]
 
@@ -192,7 +218,9 @@ def test_search_answers_from_current_versions_and_as_of_from_past_ones(alice, dj
 
 
 @pytest.mark.django_db
-def test_context_as_of_says_the_old_fact_and_now_the_new_one_dated(alice, django_capture_on_commit_callbacks) -> None:
+def test_context_as_of_says_the_old_fact_and_now_the_new_one_dated(
+    alice, django_capture_on_commit_callbacks
+) -> None:
     with django_capture_on_commit_callbacks(execute=True):
         home(alice, "Berlin", "ann")
     pause()
@@ -202,14 +230,19 @@ def test_context_as_of_says_the_old_fact_and_now_the_new_one_dated(alice, django
         home(alice, "Lisbon", "ann")
 
     def block(**body: Any) -> str:
-        response = alice.post("/api/v1/context/", {"query": "Which city does Ann live in", "user_id": "ann", **body},
-                              format="json")
+        response = alice.post(
+            "/api/v1/context/",
+            {"query": "Which city does Ann live in", "user_id": "ann", **body},
+            format="json",
+        )
         assert response.status_code == 200, response.content
         return response.json()["markdown"]
 
     now = block()
     assert "Ann lives in Lisbon" in now and "Berlin" not in now
-    assert re.search(rf"\(fact since {timezone.now():%Y-%m-%d} \d\d:\d\d\) Ann lives in Lisbon", now), now
+    assert re.search(
+        rf"\(fact since {timezone.now():%Y-%m-%d} \d\d:\d\d\) Ann lives in Lisbon", now
+    ), now
     then = block(as_of=between.isoformat())
     assert "Ann lives in Berlin" in then and "Lisbon" not in then
 
@@ -223,7 +256,10 @@ def test_export_and_import_carry_the_history(alice, cast) -> None:
     assert exported.status_code == 200, exported.content
     body = exported.json()
     versions = body["records"]["memoryhub.FactVersion"]
-    assert [v["fields"]["content"] for v in versions] == ["Ann lives in Berlin", "Ann lives in Lisbon"]
+    assert [v["fields"]["content"] for v in versions] == [
+        "Ann lives in Berlin",
+        "Ann lives in Lisbon",
+    ]
     assert versions[0]["fields"]["valid_to"] == versions[1]["fields"]["valid_from"]
     # Into a new tenant: the fact and both versions arrive.
     from tests.base import make_tenant
@@ -240,11 +276,23 @@ def test_export_and_import_carry_the_history(alice, cast) -> None:
 
 
 @pytest.mark.django_db
-def test_the_current_fact_ranks_above_an_older_message_in_search_and_context(alice, index,
-                                                                             django_capture_on_commit_callbacks) -> None:
-    assert alice.post("/api/v1/sessions/", {"id": "trip", "user_id": "ann"}, format="json").status_code == 201
-    index(alice, "trip", {"role": "user", "content": "I live in Berlin", "created_at": "2025-03-02T10:00:00Z"},
-          {"role": "assistant", "content": "Noted, Berlin it is.", "created_at": "2025-03-02T10:00:05Z"})
+def test_the_current_fact_ranks_above_an_older_message_in_search_and_context(
+    alice, index, django_capture_on_commit_callbacks
+) -> None:
+    assert (
+        alice.post("/api/v1/sessions/", {"id": "trip", "user_id": "ann"}, format="json").status_code
+        == 201
+    )
+    index(
+        alice,
+        "trip",
+        {"role": "user", "content": "I live in Berlin", "created_at": "2025-03-02T10:00:00Z"},
+        {
+            "role": "assistant",
+            "content": "Noted, Berlin it is.",
+            "created_at": "2025-03-02T10:00:05Z",
+        },
+    )
     with django_capture_on_commit_callbacks(execute=True):
         home(alice, "Lisbon", "ann")
     query = {"query": "Which city do I live in?", "user_id": "ann", "scope": "account"}

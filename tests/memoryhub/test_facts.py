@@ -1,4 +1,5 @@
-"""Facts (docs/memory-model.md#facts): upsert on (scope, category, key), filters, patch, delete, indexing, isolation."""
+"""Facts (docs/memory-model.md#facts): upsert on (scope, category, key), filters, patch, delete,
+indexing, isolation."""
 
 from __future__ import annotations
 
@@ -25,13 +26,40 @@ def chunks_of(fact_id: int) -> list[Chunk]:
 
 
 def test_create_full_entry(alice) -> None:  # type: ignore[no-untyped-def]
-    r = alice.post(FACTS, {"content": "User prefers metric units", "category": "preference", "key": "units",
-                           "importance": 0.8, "tags": ["Prefs"], "metadata": {"origin": "chat"},
-                           "lifetime": "long_term", "source": "user"}, format="json")
+    r = alice.post(
+        FACTS,
+        {
+            "content": "User prefers metric units",
+            "category": "preference",
+            "key": "units",
+            "importance": 0.8,
+            "tags": ["Prefs"],
+            "metadata": {"origin": "chat"},
+            "lifetime": "long_term",
+            "source": "user",
+        },
+        format="json",
+    )
     assert r.status_code == 201, r.json()
     body = r.json()
-    for name in ("id", "content", "category", "key", "scope", "lifetime", "source", "importance", "access_count",
-                 "accessed_at", "tags", "metadata", "session", "source_session", "created_at", "updated_at"):
+    for name in (
+        "id",
+        "content",
+        "category",
+        "key",
+        "scope",
+        "lifetime",
+        "source",
+        "importance",
+        "access_count",
+        "accessed_at",
+        "tags",
+        "metadata",
+        "session",
+        "source_session",
+        "created_at",
+        "updated_at",
+    ):
         assert name in body
     assert body["scope"] == "workspace" and body["access_count"] == 0 and body["tags"] == ["prefs"]
     assert body["created"] is True
@@ -43,24 +71,53 @@ def test_create_full_entry(alice) -> None:  # type: ignore[no-untyped-def]
 
 def test_upsert_on_scope_category_key(alice, django_capture_on_commit_callbacks) -> None:  # type: ignore[no-untyped-def]
     with django_capture_on_commit_callbacks(execute=True):
-        first = alice.post(FACTS, {"content": "Lives in Paris", "category": "profile", "key": "city",
-                                   "tags": ["geo"], "importance": 0.4}, format="json").json()
+        first = alice.post(
+            FACTS,
+            {
+                "content": "Lives in Paris",
+                "category": "profile",
+                "key": "city",
+                "tags": ["geo"],
+                "importance": 0.4,
+            },
+            format="json",
+        ).json()
     Fact.objects.filter(pk=first["id"]).update(access_count=5)
     with django_capture_on_commit_callbacks(execute=True):
-        second = alice.post(FACTS, {"content": "Lives in Lyon", "category": "profile", "key": "city"}, format="json")
+        second = alice.post(
+            FACTS, {"content": "Lives in Lyon", "category": "profile", "key": "city"}, format="json"
+        )
     assert second.status_code == 200 and second.json()["created"] is False
     assert second.json()["id"] == first["id"]
     fact = Fact.objects.get()
-    assert fact.content == "Lives in Lyon" and fact.tags == ["geo"] and fact.importance == 0.4  # untouched
+    # untouched
+    assert fact.content == "Lives in Lyon" and fact.tags == ["geo"] and fact.importance == 0.4
     assert fact.access_count == 5
     chunks = chunks_of(fact.pk)
     assert [c.text for c in chunks] == ["Lives in Lyon"] and chunks[0].embedding is not None
     # another category, another scope, or no key: new facts
-    assert alice.post(FACTS, {"content": "Lyon office", "category": "work", "key": "city"}, format="json").status_code == 201
-    assert alice.post(FACTS, {"content": "Paris", "category": "profile", "key": "city", "workspace": "w2"},
-                      format="json").status_code == 201
-    assert alice.post(FACTS, {"content": "no key 1", "category": "profile"}, format="json").status_code == 201
-    assert alice.post(FACTS, {"content": "no key 2", "category": "profile"}, format="json").status_code == 201
+    assert (
+        alice.post(
+            FACTS, {"content": "Lyon office", "category": "work", "key": "city"}, format="json"
+        ).status_code
+        == 201
+    )
+    assert (
+        alice.post(
+            FACTS,
+            {"content": "Paris", "category": "profile", "key": "city", "workspace": "w2"},
+            format="json",
+        ).status_code
+        == 201
+    )
+    assert (
+        alice.post(FACTS, {"content": "no key 1", "category": "profile"}, format="json").status_code
+        == 201
+    )
+    assert (
+        alice.post(FACTS, {"content": "no key 2", "category": "profile"}, format="json").status_code
+        == 201
+    )
     assert Fact.objects.count() == 5
 
 
@@ -76,8 +133,12 @@ def test_concurrent_upserts_of_one_key_make_one_fact(cast) -> None:  # type: ign
     def write(n: int) -> None:
         try:
             barrier.wait()
-            upsert(tenant_id=cast.alice_tenant.pk, placement=Placement("workspace", workspace, None, None),
-                   data={"content": f"v{n}", "category": "c", "key": "k"}, given={"content", "category", "key"})
+            upsert(
+                tenant_id=cast.alice_tenant.pk,
+                placement=Placement("workspace", workspace, None, None),
+                data={"content": f"v{n}", "category": "c", "key": "k"},
+                given={"content", "category", "key"},
+            )
         except BaseException as exc:  # pragma: no cover - reported below
             errors.append(exc)
         finally:
@@ -96,12 +157,19 @@ def test_concurrent_upserts_of_one_key_make_one_fact(cast) -> None:  # type: ign
 
 def test_scopes(alice) -> None:  # type: ignore[no-untyped-def]
     post_events(alice, "s1", {"role": "user", "content": "hi"})
-    conv = alice.post(FACTS, {"content": "temp", "scope": "conversation", "session": "s1",
-                              "lifetime": "conversation"}, format="json").json()
+    conv = alice.post(
+        FACTS,
+        {"content": "temp", "scope": "conversation", "session": "s1", "lifetime": "conversation"},
+        format="json",
+    ).json()
     assert conv["scope"] == "conversation" and conv["session"] == "s1"
-    learnt = alice.post(FACTS, {"content": "durable", "session": "s1", "scope": "workspace"}, format="json").json()
+    learnt = alice.post(
+        FACTS, {"content": "durable", "session": "s1", "scope": "workspace"}, format="json"
+    ).json()
     assert learnt["session"] is None and learnt["source_session"] == "s1"
-    chan = alice.post(FACTS, {"content": "topic fact", "scope": "channel", "channel": "support"}, format="json").json()
+    chan = alice.post(
+        FACTS, {"content": "topic fact", "scope": "channel", "channel": "support"}, format="json"
+    ).json()
     assert chan["channel"] == "support"
     acct = alice.post(FACTS, {"content": "account fact", "scope": "account"}, format="json").json()
     assert acct["workspace"] is None
@@ -121,10 +189,22 @@ def test_list_filters(alice) -> None:  # type: ignore[no-untyped-def]
         assert r.status_code == 201, r.json()
         return r.json()["id"]
 
-    a = add(content="Drinks oat milk", category="diet", key="milk", tags=["food", "pref"],
-            metadata={"confidence": "high", "n": 2}, source="user")
-    b = add(content="Allergic to peanuts", category="health", key="allergy", tags=["food"],
-            metadata={"confidence": "low"}, lifetime="short_term")
+    a = add(
+        content="Drinks oat milk",
+        category="diet",
+        key="milk",
+        tags=["food", "pref"],
+        metadata={"confidence": "high", "n": 2},
+        source="user",
+    )
+    b = add(
+        content="Allergic to peanuts",
+        category="health",
+        key="allergy",
+        tags=["food"],
+        metadata={"confidence": "low"},
+        lifetime="short_term",
+    )
     c = add(content="Uses vim", category="tools", scope="account", user_id="u-1")
 
     def ids(query: str) -> list[int]:
@@ -154,14 +234,20 @@ def test_list_filters(alice) -> None:  # type: ignore[no-untyped-def]
 def test_patch_and_delete(alice) -> None:  # type: ignore[no-untyped-def]
     f = alice.post(FACTS, {"content": "old", "category": "c", "key": "k1"}, format="json").json()
     g = alice.post(FACTS, {"content": "other", "category": "c", "key": "k2"}, format="json").json()
-    r = alice.patch(fact_url(f["id"]), {"content": "new", "importance": 0.9, "tags": ["A"]}, format="json")
+    r = alice.patch(
+        fact_url(f["id"]), {"content": "new", "importance": 0.9, "tags": ["A"]}, format="json"
+    )
     assert r.status_code == 200 and r.json()["content"] == "new" and r.json()["tags"] == ["a"]
     assert [c.text for c in chunks_of(f["id"])] == ["new"]
     clash = alice.patch(fact_url(f["id"]), {"key": "k2"}, format="json")
     assert clash.status_code == 409 and error_code(clash) == "fact_exists"
     assert Fact.objects.get(pk=f["id"]).key == "k1"
-    for body, code in [({"importance": 1.5}, "validation_error"), ({"content": " "}, "empty_content"),
-                       ({"scope": "account"}, "unknown_field"), ({"tags": ["x", None]}, "invalid_tags")]:
+    for body, code in [
+        ({"importance": 1.5}, "validation_error"),
+        ({"content": " "}, "empty_content"),
+        ({"scope": "account"}, "unknown_field"),
+        ({"tags": ["x", None]}, "invalid_tags"),
+    ]:
         bad = alice.patch(fact_url(f["id"]), body, format="json")
         assert bad.status_code == 400 and error_code(bad) == code, (body, bad.json())
     fact = Fact.objects.get(pk=f["id"])
@@ -169,26 +255,32 @@ def test_patch_and_delete(alice) -> None:  # type: ignore[no-untyped-def]
     assert alice.delete(fact_url(f["id"])).json() == {"id": str(f["id"]), "deleted": True}
     assert not Fact.objects.filter(pk=f["id"]).exists() and chunks_of(f["id"]) == []
     assert error_code(alice.get(fact_url(f["id"]))) == "fact_not_found"
-    assert error_code(alice.patch(fact_url(f["id"]), {"content": "x"}, format="json")) == "fact_not_found"
+    assert (
+        error_code(alice.patch(fact_url(f["id"]), {"content": "x"}, format="json"))
+        == "fact_not_found"
+    )
     assert len(chunks_of(g["id"])) == 1
 
 
-@pytest.mark.parametrize("body,code", [
-    ({}, "validation_error"),
-    ({"content": ""}, "empty_content"),
-    ({"content": "x", "importance": -0.1}, "validation_error"),
-    ({"content": "x", "importance": "high"}, "validation_error"),
-    ({"content": "x", "scope": "planet"}, "validation_error"),
-    ({"content": "x", "lifetime": "forever"}, "validation_error"),
-    ({"content": "x", "category": " "}, "validation_error"),
-    ({"content": "x", "scope": "conversation"}, "session_required"),
-    ({"content": "x", "session": "nope"}, "session_not_found"),
-    ({"content": "x", "source_session": "nope"}, "session_not_found"),
-    ({"content": "x", "scope": "account", "workspace": "w"}, "scope_mismatch"),
-    ({"content": "x", "tags": [["nested"]]}, "invalid_tags"),
-    ({"content": "x", "metadata": "text"}, "validation_error"),
-    ({"content": "x", "access_count": 9}, "unknown_field"),
-])
+@pytest.mark.parametrize(
+    "body,code",
+    [
+        ({}, "validation_error"),
+        ({"content": ""}, "empty_content"),
+        ({"content": "x", "importance": -0.1}, "validation_error"),
+        ({"content": "x", "importance": "high"}, "validation_error"),
+        ({"content": "x", "scope": "planet"}, "validation_error"),
+        ({"content": "x", "lifetime": "forever"}, "validation_error"),
+        ({"content": "x", "category": " "}, "validation_error"),
+        ({"content": "x", "scope": "conversation"}, "session_required"),
+        ({"content": "x", "session": "nope"}, "session_not_found"),
+        ({"content": "x", "source_session": "nope"}, "session_not_found"),
+        ({"content": "x", "scope": "account", "workspace": "w"}, "scope_mismatch"),
+        ({"content": "x", "tags": [["nested"]]}, "invalid_tags"),
+        ({"content": "x", "metadata": "text"}, "validation_error"),
+        ({"content": "x", "access_count": 9}, "unknown_field"),
+    ],
+)
 def test_bad_input_stores_nothing(alice, body, code) -> None:  # type: ignore[no-untyped-def]
     r = alice.post(FACTS, body, format="json")
     assert r.status_code in (400, 404) and error_code(r) == code, r.json()
@@ -197,24 +289,37 @@ def test_bad_input_stores_nothing(alice, body, code) -> None:  # type: ignore[no
 
 def test_bad_upsert_keeps_the_stored_fact(alice) -> None:  # type: ignore[no-untyped-def]
     alice.post(FACTS, {"content": "keep", "category": "c", "key": "k"}, format="json")
-    r = alice.post(FACTS, {"content": "new", "category": "c", "key": "k", "importance": 7}, format="json")
+    r = alice.post(
+        FACTS, {"content": "new", "category": "c", "key": "k", "importance": 7}, format="json"
+    )
     assert r.status_code == 400
     assert Fact.objects.get().content == "keep"
 
 
 def test_search_finds_facts(alice, django_capture_on_commit_callbacks) -> None:  # type: ignore[no-untyped-def]
     with django_capture_on_commit_callbacks(execute=True):
-        alice.post(FACTS, {"content": "The staging database runs PostgreSQL 16", "category": "infra"}, format="json")
+        alice.post(
+            FACTS,
+            {"content": "The staging database runs PostgreSQL 16", "category": "infra"},
+            format="json",
+        )
     r = alice.post("/api/v1/search/", {"query": "staging database", "mode": "text"}, format="json")
     results = r.json()["results"]
-    assert results and results[0]["kind"] == "fact" and results[0]["metadata"]["category"] == "infra"
+    assert (
+        results and results[0]["kind"] == "fact" and results[0]["metadata"]["category"] == "infra"
+    )
 
 
 def test_cross_tenant_isolation(alice, bob) -> None:  # type: ignore[no-untyped-def]
-    f = alice.post(FACTS, {"content": "alice secret", "category": "c", "key": "k"}, format="json").json()
+    f = alice.post(
+        FACTS, {"content": "alice secret", "category": "c", "key": "k"}, format="json"
+    ).json()
     assert bob.get(FACTS).json()["count"] == 0
     assert error_code(bob.get(fact_url(f["id"]))) == "fact_not_found"
-    assert error_code(bob.patch(fact_url(f["id"]), {"content": "pwned"}, format="json")) == "fact_not_found"
+    assert (
+        error_code(bob.patch(fact_url(f["id"]), {"content": "pwned"}, format="json"))
+        == "fact_not_found"
+    )
     assert error_code(bob.delete(fact_url(f["id"]))) == "fact_not_found"
     # the same (scope, category, key) in bob's tenant is bob's own fact
     r = bob.post(FACTS, {"content": "bob's", "category": "c", "key": "k"}, format="json")
@@ -226,7 +331,9 @@ def test_cross_tenant_isolation(alice, bob) -> None:  # type: ignore[no-untyped-
 
 
 def test_workspace_limited_key(cast) -> None:  # type: ignore[no-untyped-def]
-    acct = cast.alice.post(FACTS, {"content": "account wide", "scope": "account"}, format="json").json()
+    acct = cast.alice.post(
+        FACTS, {"content": "account wide", "scope": "account"}, format="json"
+    ).json()
     main = cast.alice.post(FACTS, {"content": "default ws"}, format="json").json()
     limited = make_client(make_key(cast.alice_tenant, workspace="lab"))
     assert limited.get(FACTS).json()["count"] == 0
@@ -248,11 +355,17 @@ def test_fact_session_is_confined_to_the_key(cast) -> None:  # type: ignore[no-u
     assert Session.objects.count() == 1 and not Fact.objects.exists()
 
 
-def test_access_counted_by_memory_searches_shows_on_the_fact(alice, django_capture_on_commit_callbacks) -> None:  # type: ignore[no-untyped-def]
+def test_access_counted_by_memory_searches_shows_on_the_fact(
+    alice, django_capture_on_commit_callbacks
+) -> None:  # type: ignore[no-untyped-def]
     with django_capture_on_commit_callbacks(execute=True):
-        f = alice.post(FACTS, {"content": "The office wifi password rotates monthly"}, format="json").json()
+        f = alice.post(
+            FACTS, {"content": "The office wifi password rotates monthly"}, format="json"
+        ).json()
     assert f["access_count"] == 0 and f["accessed_at"] is None
-    r = alice.post("/api/v1/search/", {"query": "wifi password", "profile": "memory"}, format="json")
+    r = alice.post(
+        "/api/v1/search/", {"query": "wifi password", "profile": "memory"}, format="json"
+    )
     assert r.status_code == 200, r.json()
     assert any(x["kind"] == "fact" for x in r.json()["results"])
     got = alice.get(fact_url(f["id"])).json()
@@ -264,8 +377,15 @@ def test_access_counted_by_memory_searches_shows_on_the_fact(alice, django_captu
 def test_list_query_count_does_not_grow_with_rows(alice, django_assert_max_num_queries) -> None:  # type: ignore[no-untyped-def]
     post_events(alice, "s1", {"role": "user", "content": "hi"})
     for i in range(15):
-        alice.post(FACTS, {"content": f"fact {i}", "session": "s1", "scope": "conversation" if i % 2 else "workspace"},
-                   format="json")
+        alice.post(
+            FACTS,
+            {
+                "content": f"fact {i}",
+                "session": "s1",
+                "scope": "conversation" if i % 2 else "workspace",
+            },
+            format="json",
+        )
     with django_assert_max_num_queries(6):
         r = alice.get(FACTS)
     assert r.json()["count"] == 15

@@ -20,8 +20,12 @@ def people(cast, index, django_capture_on_commit_callbacks):  # type: ignore[no-
     new_session(cast.alice, "s2", user_id="u1", workspace="other")
     new_session(cast.alice, "s3", user_id="u2")
     new_session(cast.bob, "s1", user_id="u1")
-    index(cast.alice, "s1", {"role": "user", "content": "my zebra is called Marzipan"},
-          {"role": "assistant", "content": "Marzipan the zebra, noted"})
+    index(
+        cast.alice,
+        "s1",
+        {"role": "user", "content": "my zebra is called Marzipan"},
+        {"role": "assistant", "content": "Marzipan the zebra, noted"},
+    )
     index(cast.alice, "s2", {"role": "user", "content": "zebra stripes secret plan Marzipan"})
     index(cast.alice, "s3", {"role": "user", "content": "I keep a zebra too, named Biscuit"})
     index(cast.bob, "s1", {"role": "user", "content": "bob's zebra Marzipan lives here"})
@@ -34,7 +38,9 @@ def people(cast, index, django_capture_on_commit_callbacks):  # type: ignore[no-
 def test_forget_user_deletes_every_row_and_reports_counts(people) -> None:  # type: ignore[no-untyped-def]
     alice = people.alice
     assert any("Marzipan" in t for t in search_texts(alice, "zebra Marzipan"))
-    u1_chunks = set(Chunk.objects.filter(tenant=people.alice_tenant, user_id="u1").values_list("id", flat=True))
+    u1_chunks = set(
+        Chunk.objects.filter(tenant=people.alice_tenant, user_id="u1").values_list("id", flat=True)
+    )
     assert len(u1_chunks) == 8
 
     response = alice.delete("/api/v1/users/u1/")
@@ -48,7 +54,9 @@ def test_forget_user_deletes_every_row_and_reports_counts(people) -> None:  # ty
     assert body["deleted"]["retrieval.Chunk"] == 3 + 5  # events + note, fact, three summary nodes
     assert body["deleted"]["memoryhub.Note"] == body["deleted"]["memoryhub.Fact"] == 1
     assert body["deleted"]["memoryhub.SummaryNode"] == 3
-    assert body["deleted"]["memoryhub.Scratchpad"] == body["deleted"]["memoryhub.ScratchpadItem"] == 1
+    assert (
+        body["deleted"]["memoryhub.Scratchpad"] == body["deleted"]["memoryhub.ScratchpadItem"] == 1
+    )
     assert body["total"] == sum(body["deleted"].values())
     assert not Note.objects.filter(tenant=tenant, user_id="u1").exists()
     assert not Fact.objects.filter(tenant=tenant, user_id="u1").exists()
@@ -62,16 +70,27 @@ def test_forget_user_deletes_every_row_and_reports_counts(people) -> None:  # ty
     for mode in ("text", "vector", "hybrid"):
         texts = search_texts(alice, "zebra Marzipan stripes plan", mode=mode)
         assert texts and not any("Marzipan" in t for t in texts), (mode, texts)
-        response = alice.post("/api/v1/search/", {"query": "quinces pears leaf branch talk", "scope": "account",
-                                                  "mode": mode}, format="json")
+        response = alice.post(
+            "/api/v1/search/",
+            {"query": "quinces pears leaf branch talk", "scope": "account", "mode": mode},
+            format="json",
+        )
         found = {r["chunk_id"] for r in response.json()["results"]}
         assert found and not found & u1_chunks, mode
         assert not any("u1" in r["text"] for r in response.json()["results"])
-    context = alice.post("/api/v1/context/", {"session": "s3", "query": "Marzipan zebra", "scope": "account"},
-                         format="json")
+    context = alice.post(
+        "/api/v1/context/",
+        {"session": "s3", "query": "Marzipan zebra", "scope": "account"},
+        format="json",
+    )
     assert context.status_code == 200
     assert "Marzipan" not in json.dumps(context.json())
-    assert alice.post("/api/v1/context/", {"session": "s1", "query": "zebra"}, format="json").status_code == 404
+    assert (
+        alice.post(
+            "/api/v1/context/", {"session": "s1", "query": "zebra"}, format="json"
+        ).status_code
+        == 404
+    )
     browse = alice.get("/api/v1/browse/").json()
     assert [e["session"] for e in browse["results"]] == ["s3"]
     assert alice.get("/api/v1/browse/", {"session": "s1"}).status_code == 404
@@ -99,8 +118,16 @@ def test_unknown_user_deletes_nothing(people) -> None:  # type: ignore[no-untype
     before = Chunk.objects.count()
     response = people.alice.delete("/api/v1/users/nobody/")
     assert response.status_code == 200
-    assert response.json() == {"user_id": "nobody", "deleted": {}, "total": 0, "redacted": {
-        "lifecycle.ConsolidationReport": 0, "scheduling.Delivery": 0, "scheduling.Run": 0}}
+    assert response.json() == {
+        "user_id": "nobody",
+        "deleted": {},
+        "total": 0,
+        "redacted": {
+            "lifecycle.ConsolidationReport": 0,
+            "scheduling.Delivery": 0,
+            "scheduling.Run": 0,
+        },
+    }
     assert Chunk.objects.count() == before
 
 
@@ -116,7 +143,10 @@ def test_forget_needs_admin_scope_and_a_tenant_wide_key(people, anon) -> None:  
     writer = make_client(make_key(tenant, scopes=("read", "write")))
     response = writer.delete("/api/v1/users/u1/")
     # (memoryhub.errors currently reports a missing scope as "permission_denied".)
-    assert response.status_code == 403 and error_code(response) in ("insufficient_scope", "permission_denied")
+    assert response.status_code == 403 and error_code(response) in (
+        "insufficient_scope",
+        "permission_denied",
+    )
     limited = make_client(make_key(tenant, scopes=("admin",), workspace="other"))
     response = limited.delete("/api/v1/users/u1/")
     assert response.status_code == 403 and error_code(response) == "workspace_limited_key"
@@ -129,7 +159,11 @@ def test_forget_user_command(people) -> None:  # type: ignore[no-untyped-def]
     call_command("forget_user", "u1", "--tenant", "alice", stdout=out)
     body = json.loads(out.getvalue())
     assert body["deleted"]["memoryhub.Session"] == 2
-    assert set(body["redacted"]) == {"lifecycle.ConsolidationReport", "scheduling.Delivery", "scheduling.Run"}
+    assert set(body["redacted"]) == {
+        "lifecycle.ConsolidationReport",
+        "scheduling.Delivery",
+        "scheduling.Run",
+    }
     assert not Session.objects.filter(tenant=people.alice_tenant, user_id="u1").exists()
     with pytest.raises(CommandError):
         call_command("forget_user", "u1", "--tenant", "nobody")

@@ -4,7 +4,10 @@ from tests.base import error_code
 def test_health_needs_no_key(anon) -> None:
     response = anon.get("/api/v1/health/")
     assert response.status_code == 200
-    assert response.json() == {"status": "ok", "details": {"restarts": 0, "restarted": {}, "search": "hash embedder"}}
+    assert response.json() == {
+        "status": "ok",
+        "details": {"restarts": 0, "restarted": {}, "search": "hash embedder"},
+    }
 
 
 def test_ready_reports_database_and_migrations(anon, db) -> None:

@@ -44,12 +44,15 @@ def test_json_nested_900_deep(alice, method: str, url: str) -> None:
 SURROGATE = '"\\ud800"'
 
 
-@pytest.mark.parametrize("event", [
-    '{"role": "user", "content": "hi", "metadata": {' + SURROGATE + ': 1}}',
-    '{"role": "user", "content": "hi", "metadata": {"k": ' + SURROGATE + '}}',
-    '{"role": "tool", "tool_name": "t", "tool_args": {"a": ' + SURROGATE + '}}',
-    '{"role": "user", "content": ' + SURROGATE + '}',
-])
+@pytest.mark.parametrize(
+    "event",
+    [
+        '{"role": "user", "content": "hi", "metadata": {' + SURROGATE + ": 1}}",
+        '{"role": "user", "content": "hi", "metadata": {"k": ' + SURROGATE + "}}",
+        '{"role": "tool", "tool_name": "t", "tool_args": {"a": ' + SURROGATE + "}}",
+        '{"role": "user", "content": ' + SURROGATE + "}",
+    ],
+)
 def test_lone_surrogate_in_event(alice, event: str) -> None:
     response = post_raw(alice, "/api/v1/sessions/s1/events/", event)
     assert response.status_code == 400, response.content
@@ -60,9 +63,9 @@ def test_lone_surrogate_in_event(alice, event: str) -> None:
 def test_lone_surrogates_elsewhere(alice) -> None:
     new_session(alice, "s1")
     cases = [
-        ("post", "/api/v1/facts/", '{"content": "x", "metadata": {"a": ' + SURROGATE + '}}'),
-        ("post", "/api/v1/notes/", '{"content": "x", "tags": [' + SURROGATE + ']}'),
-        ("put", "/api/v1/sessions/s1/scratchpad/", '{"items": [' + SURROGATE + ']}'),
+        ("post", "/api/v1/facts/", '{"content": "x", "metadata": {"a": ' + SURROGATE + "}}"),
+        ("post", "/api/v1/notes/", '{"content": "x", "tags": [' + SURROGATE + "]}"),
+        ("put", "/api/v1/sessions/s1/scratchpad/", '{"items": [' + SURROGATE + "]}"),
         ("put", "/api/v1/sessions/s1/scratchpad/", '{"items": {"k": "\\udfff"}}'),
     ]
     for method, url, body in cases:
@@ -76,15 +79,21 @@ def test_a_surrogate_pair_is_one_character(alice) -> None:
     body = '{"role": "user", "content": "smile \\ud83d\\ude00", "metadata": {"\\ud83d\\ude00": 1}}'
     response = post_raw(alice, "/api/v1/sessions/s1/events/", body)
     assert response.status_code == 201, response.content
-    assert Event.objects.get().content == "smile \U0001F600"
+    assert Event.objects.get().content == "smile \U0001f600"
 
 
 @pytest.mark.parametrize("value", ["nan", "inf", "-inf", "1e400", "NaN", "Infinity"])
 @pytest.mark.parametrize("url", ["/api/v1/notes/", "/api/v1/facts/"])
 def test_meta_filter_with_non_finite_numbers(alice, url: str, value: str) -> None:
     # Not a JSON number: the filter matches the text only.
-    assert alice.post(url, {"content": "as text", "metadata": {"x": value}}, format="json").status_code == 201
-    assert alice.post(url, {"content": "other", "metadata": {"x": 1}}, format="json").status_code == 201
+    assert (
+        alice.post(url, {"content": "as text", "metadata": {"x": value}}, format="json").status_code
+        == 201
+    )
+    assert (
+        alice.post(url, {"content": "other", "metadata": {"x": 1}}, format="json").status_code
+        == 201
+    )
     response = alice.get(url, {"meta.x": value})
     assert response.status_code == 200, response.content
     assert [item["content"] for item in response.json()["results"]] == ["as text"]
@@ -94,19 +103,26 @@ def embedding(value: float) -> list[float]:
     return [value] * 384
 
 
-@pytest.mark.parametrize("vector", [embedding(70000.0), embedding(0.0), embedding(1e-45), [1e300] + [0.0] * 383])
+@pytest.mark.parametrize(
+    "vector", [embedding(70000.0), embedding(0.0), embedding(1e-45), [1e300] + [0.0] * 383]
+)
 def test_query_embedding_out_of_range_or_zero(alice, vector: list[float]) -> None:
-    response = alice.post("/api/v1/search/", {"query_embedding": vector, "mode": "vector"}, format="json")
+    response = alice.post(
+        "/api/v1/search/", {"query_embedding": vector, "mode": "vector"}, format="json"
+    )
     assert response.status_code == 400, response.content
     assert error_code(response) == "invalid_embedding"
 
 
-@pytest.mark.parametrize("cadence", [
-    {"type": "cron", "value": "0 0 31 2 *"},
-    {"type": "cron", "value": "0 0 30 2 *"},
-    {"type": "once", "value": "9999-12-31T23:59:59-14:00"},
-    {"type": "once", "value": "9999-12-31T23:59:59+14:00"},
-])
+@pytest.mark.parametrize(
+    "cadence",
+    [
+        {"type": "cron", "value": "0 0 31 2 *"},
+        {"type": "cron", "value": "0 0 30 2 *"},
+        {"type": "once", "value": "9999-12-31T23:59:59-14:00"},
+        {"type": "once", "value": "9999-12-31T23:59:59+14:00"},
+    ],
+)
 def test_cadence_that_never_fires_or_overflows(alice, cadence: dict[str, str]) -> None:
     body = {"name": "x", "action": "summarise", "cadence": cadence}
     response = alice.post("/api/v1/schedules/", body, format="json")
@@ -126,7 +142,9 @@ def test_import_with_all_zero_embeddings_keeps_search_working(alice, index) -> N
     # Imported without the unusable vectors, to be embedded again.
     assert not Chunk.objects.exclude(embedding=None).exists()
     for mode in ("vector", "hybrid", "text"):
-        response = alice.post("/api/v1/search/", {"query": "lisbon flight", "mode": mode}, format="json")
+        response = alice.post(
+            "/api/v1/search/", {"query": "lisbon flight", "mode": mode}, format="json"
+        )
         assert response.status_code == 200, response.content
 
 
@@ -142,7 +160,10 @@ def test_import_with_out_of_range_embedding_is_refused(alice, index) -> None:
 
 
 def test_import_conflict_names_no_constraint(alice) -> None:
-    assert alice.post("/api/v1/notes/", {"note_id": "n1", "content": "x"}, format="json").status_code == 201
+    assert (
+        alice.post("/api/v1/notes/", {"note_id": "n1", "content": "x"}, format="json").status_code
+        == 201
+    )
     export = alice.post("/api/v1/export/", {}, format="json").json()
     response = post_raw(alice, "/api/v1/import/", json.dumps(export))
     assert response.status_code == 409, response.content
@@ -150,35 +171,54 @@ def test_import_conflict_names_no_constraint(alice) -> None:
     assert error["code"] == "import_conflict"
     assert "constraint" not in error["message"] and "uniq" not in error["message"], error
     assert "_" not in error["message"] and "Key (" not in error["message"], error
-    assert error["message"] == "The file conflicts with stored data: a note in it already exists in this tenant."
+    assert (
+        error["message"]
+        == "The file conflicts with stored data: a note in it already exists in this tenant."
+    )
 
 
 def test_import_of_a_fact_with_two_current_versions_says_so(alice, cast) -> None:  # type: ignore[no-untyped-def]
-    fact = alice.post("/api/v1/facts/", {"content": "Ann lives in Lyon.", "key": "city"}, format="json").json()
+    fact = alice.post(
+        "/api/v1/facts/", {"content": "Ann lives in Lyon.", "key": "city"}, format="json"
+    ).json()
     alice.patch(f"/api/v1/facts/{fact['id']}/", {"content": "Ann lives in Oslo."}, format="json")
     export = alice.post("/api/v1/export/", {}, format="json").json()
     first = export["records"]["memoryhub.FactVersion"][0]["fields"]
     assert first["valid_to"] is not None
     first.update(valid_to=None, closed_by="")  # two versions of the fact are now current
     response = post_raw(cast.bob, "/api/v1/import/", json.dumps(export))
-    assert response.status_code == 400 and error_code(response) == "invalid_import", response.content
+    assert response.status_code == 400 and error_code(response) == "invalid_import", (
+        response.content
+    )
     message = response.json()["error"]["message"]
     assert "more than one current version" in message and "already exists" not in message, message
     assert not Fact.objects.filter(tenant__name="bob").exists()
 
 
-@pytest.mark.parametrize("method, url, body, field", [
-    ("post", "/api/v1/search/", {"query": "x", "agent": 5}, "agent"),
-    ("post", "/api/v1/context/", {"query": "x", "agent": 5}, "agent"),
-    ("post", "/api/v1/sessions/", {"id": "s9", "agent": 5}, "agent"),
-    ("put", "/api/v1/sessions/s1/summary/", {"text": "t", "expected_epoch": "0"}, "expected_epoch"),
-    ("post", "/api/v1/sessions/", {"id": "s9", "get_or_create": "yes"}, "get_or_create"),
-    ("post", "/api/v1/search/", {"query": "x", "top_k": "5"}, "top_k"),
-    ("post", "/api/v1/search/", {"query": "x", "roles": [1]}, "roles"),
-    ("post", "/api/v1/notes/", {"content": "x", "importance": "0.5"}, "importance"),
-    ("post", "/api/v1/schedules/", {"name": 7, "action": "summarise",
-                                    "cadence": {"type": "interval", "value": "1h"}}, "name"),
-])
+@pytest.mark.parametrize(
+    "method, url, body, field",
+    [
+        ("post", "/api/v1/search/", {"query": "x", "agent": 5}, "agent"),
+        ("post", "/api/v1/context/", {"query": "x", "agent": 5}, "agent"),
+        ("post", "/api/v1/sessions/", {"id": "s9", "agent": 5}, "agent"),
+        (
+            "put",
+            "/api/v1/sessions/s1/summary/",
+            {"text": "t", "expected_epoch": "0"},
+            "expected_epoch",
+        ),
+        ("post", "/api/v1/sessions/", {"id": "s9", "get_or_create": "yes"}, "get_or_create"),
+        ("post", "/api/v1/search/", {"query": "x", "top_k": "5"}, "top_k"),
+        ("post", "/api/v1/search/", {"query": "x", "roles": [1]}, "roles"),
+        ("post", "/api/v1/notes/", {"content": "x", "importance": "0.5"}, "importance"),
+        (
+            "post",
+            "/api/v1/schedules/",
+            {"name": 7, "action": "summarise", "cadence": {"type": "interval", "value": "1h"}},
+            "name",
+        ),
+    ],
+)
 def test_wrong_json_types_are_refused(alice, method: str, url: str, body: dict, field: str) -> None:
     new_session(alice, "s1")
     response = getattr(alice, method)(url, body, format="json")
@@ -187,11 +227,16 @@ def test_wrong_json_types_are_refused(alice, method: str, url: str, body: dict, 
     assert field in response.json()["error"]["details"]["fields"], response.json()
 
 
-@pytest.mark.parametrize("method, url, body, field", [
-    ("post", "/api/v1/context/", {"query": "x", "tags": [" " + "t" * 64]}, "tags"),
-    ("post", "/api/v1/sessions/", {"id": "s9", "agent": "a" * 200 + "  "}, "agent"),
-])
-def test_padding_does_not_stretch_max_length(alice, method: str, url: str, body: dict, field: str) -> None:
+@pytest.mark.parametrize(
+    "method, url, body, field",
+    [
+        ("post", "/api/v1/context/", {"query": "x", "tags": [" " + "t" * 64]}, "tags"),
+        ("post", "/api/v1/sessions/", {"id": "s9", "agent": "a" * 200 + "  "}, "agent"),
+    ],
+)
+def test_padding_does_not_stretch_max_length(
+    alice, method: str, url: str, body: dict, field: str
+) -> None:
     """DRF trims before it measures: the schema's maxLength counts what was sent."""
     response = getattr(alice, method)(url, body, format="json")
     assert response.status_code == 400, response.content
@@ -223,14 +268,17 @@ def test_a_foreign_host_header_is_refused_not_reflected(alice) -> None:
     assert next_link.startswith("http://testserver/api/v1/notes/?")
 
 
-@pytest.mark.parametrize("raw, bind, expected", [
-    ("", "127.0.0.1", ["localhost", "127.0.0.1", "[::1]"]),
-    ("", "0.0.0.0", ["localhost", "127.0.0.1", "[::1]"]),
-    ("", "memory.internal", ["localhost", "127.0.0.1", "[::1]", "memory.internal"]),
-    ("", "::1", ["localhost", "127.0.0.1", "[::1]"]),
-    ("", "fd00::5", ["localhost", "127.0.0.1", "[::1]", "[fd00::5]"]),
-    ("hub.example.com, .example.org", "0.0.0.0", ["hub.example.com", ".example.org"]),
-])
+@pytest.mark.parametrize(
+    "raw, bind, expected",
+    [
+        ("", "127.0.0.1", ["localhost", "127.0.0.1", "[::1]"]),
+        ("", "0.0.0.0", ["localhost", "127.0.0.1", "[::1]"]),
+        ("", "memory.internal", ["localhost", "127.0.0.1", "[::1]", "memory.internal"]),
+        ("", "::1", ["localhost", "127.0.0.1", "[::1]"]),
+        ("", "fd00::5", ["localhost", "127.0.0.1", "[::1]", "[fd00::5]"]),
+        ("hub.example.com, .example.org", "0.0.0.0", ["hub.example.com", ".example.org"]),
+    ],
+)
 def test_allowed_hosts_follow_host_unless_given(raw: str, bind: str, expected: list[str]) -> None:
     from memoryhub.plumbing.env import allowed_hosts
 

@@ -26,8 +26,12 @@ from tests.memoryhub.test_indirect_authority import (
 )
 
 TARGETS = ("own", "other_workspace", "other_user", "other_tenant")
-PLACE = {"own": ("alpha", "ann"), "other_workspace": ("beta", "ann"), "other_user": ("alpha", "bob"),
-         "other_tenant": ("alpha", "ann")}
+PLACE = {
+    "own": ("alpha", "ann"),
+    "other_workspace": ("beta", "ann"),
+    "other_user": ("alpha", "bob"),
+    "other_tenant": ("alpha", "ann"),
+}
 
 
 def upsert_expected(kind: str, target: str) -> tuple[int, str | None]:
@@ -57,12 +61,34 @@ def merge_expected(kind: str, target: str) -> tuple[int, str | None]:
 
 def world_rows(cast: Any) -> None:
     fill(cast.alice)  # own: ann in alpha
-    ok(cast.alice.post(f"{API}/facts/", {"category": "profile", "key": "home_city", "external_id": "ext1",
-                                         "content": "ann in beta", "user_id": "ann", "workspace": "beta"},
-                       format="json"))
-    ok(cast.alice.post(f"{API}/facts/", {"category": "profile", "key": "home_city", "external_id": "ext1",
-                                         "content": "bob in alpha", "user_id": "bob", "workspace": "alpha"},
-                       format="json"))
+    ok(
+        cast.alice.post(
+            f"{API}/facts/",
+            {
+                "category": "profile",
+                "key": "home_city",
+                "external_id": "ext1",
+                "content": "ann in beta",
+                "user_id": "ann",
+                "workspace": "beta",
+            },
+            format="json",
+        )
+    )
+    ok(
+        cast.alice.post(
+            f"{API}/facts/",
+            {
+                "category": "profile",
+                "key": "home_city",
+                "external_id": "ext1",
+                "content": "bob in alpha",
+                "user_id": "bob",
+                "workspace": "alpha",
+            },
+            format="json",
+        )
+    )
     fill(cast.bob, text="other tenant's ann")
 
 
@@ -76,8 +102,14 @@ def test_matrix_client_id_upsert(cast, kind, target) -> None:  # type: ignore[no
     world_rows(cast)
     workspace, user = PLACE[target]
     before = snapshot()
-    body = {"category": "profile", "key": "home_city", "external_id": "ext1", "content": f"written by {kind}",
-            "workspace": workspace, "user_id": user}
+    body = {
+        "category": "profile",
+        "key": "home_city",
+        "external_id": "ext1",
+        "content": f"written by {kind}",
+        "workspace": workspace,
+        "user_id": user,
+    }
     response = keys(cast.alice_tenant)[kind].post(f"{API}/facts/", body, format="json")
     after = snapshot()
     status, code = upsert_expected(kind, target)
@@ -88,12 +120,22 @@ def test_matrix_client_id_upsert(cast, kind, target) -> None:  # type: ignore[no
     changed = changed_rows(before, after)
     for pk in changed["fact"]:
         fact = Fact.objects.get(pk=pk)
-        assert (fact.tenant_id, fact.workspace.name, fact.user_id) == (cast.alice_tenant.pk, workspace, user)
-    assert snapshot(cast.bob_tenant) == {t: {pk: v for pk, v in rows.items() if pk in
-                                             snapshot(cast.bob_tenant)[t]} for t, rows in before.items()}
+        assert (fact.tenant_id, fact.workspace.name, fact.user_id) == (
+            cast.alice_tenant.pk,
+            workspace,
+            user,
+        )
+    assert snapshot(cast.bob_tenant) == {
+        t: {pk: v for pk, v in rows.items() if pk in snapshot(cast.bob_tenant)[t]}
+        for t, rows in before.items()
+    }
     # exactly the one row of that owner and workspace carries the client id
-    assert Fact.objects.filter(tenant=cast.alice_tenant, external_id="ext1", user_id=user,
-                               workspace__name=workspace).count() == 1
+    assert (
+        Fact.objects.filter(
+            tenant=cast.alice_tenant, external_id="ext1", user_id=user, workspace__name=workspace
+        ).count()
+        == 1
+    )
 
 
 def mcp_upsert_expected(kind: str, target: str) -> str | None:
@@ -116,12 +158,22 @@ def test_matrix_client_id_upsert_over_mcp(cast, kind, target) -> None:  # type: 
 
     world_rows(cast)
     workspace, user = PLACE[target]
-    raw = make_key(cast.alice_tenant, SCOPES[kind], workspace="alpha" if kind == "workspace_limited" else None,
-                   user="ann" if kind == "user_limited" else "")
+    raw = make_key(
+        cast.alice_tenant,
+        SCOPES[kind],
+        workspace="alpha" if kind == "workspace_limited" else None,
+        user="ann" if kind == "user_limited" else "",
+    )
     key = ApiKey.objects.get(prefix=ApiKey.parse_prefix(raw))
     spec = next(s for s in catalog.build() if s.name == "memory_fact")
-    arguments = {"action": "upsert", "category": "profile", "key": "home_city", "external_id": "ext1",
-                 "content": f"written by {kind}", "user_id": user}
+    arguments = {
+        "action": "upsert",
+        "category": "profile",
+        "key": "home_city",
+        "external_id": "ext1",
+        "content": f"written by {kind}",
+        "user_id": user,
+    }
     if target == "other_workspace":
         arguments["workspace"] = workspace
     before = snapshot()
@@ -137,9 +189,17 @@ def test_matrix_client_id_upsert_over_mcp(cast, kind, target) -> None:  # type: 
     assert changed["fact"]
     for pk in changed["fact"]:
         fact = Fact.objects.get(pk=pk)
-        assert (fact.tenant_id, fact.workspace.name, fact.user_id) == (cast.alice_tenant.pk, placed, user)
-    assert Fact.objects.filter(tenant=cast.alice_tenant, external_id="ext1", user_id=user,
-                               workspace__name=placed).count() == 1
+        assert (fact.tenant_id, fact.workspace.name, fact.user_id) == (
+            cast.alice_tenant.pk,
+            placed,
+            user,
+        )
+    assert (
+        Fact.objects.filter(
+            tenant=cast.alice_tenant, external_id="ext1", user_id=user, workspace__name=placed
+        ).count()
+        == 1
+    )
 
 
 @pytest.mark.parametrize("target", ("own", "other_workspace", "other_user"))
@@ -166,33 +226,79 @@ def test_matrix_import_merge(cast, kind, target) -> None:  # type: ignore[no-unt
         fact = Fact.objects.get(pk=pk)
         assert (fact.workspace.name, fact.user_id) == (workspace, user)
     if kind == "user_limited":  # ann's key merges ann's file into ann's s1: only ann's rows change
-        assert changed["event"] and all(after["session"][pk][1] == "ann" for pk in changed["session"])
+        assert changed["event"] and all(
+            after["session"][pk][1] == "ann" for pk in changed["session"]
+        )
     assert Session.objects.get(tenant=cast.alice_tenant, external_id="s1").user_id == "ann"
-    assert FactVersion.objects.filter(tenant=cast.alice_tenant, valid_to__isnull=True, fact__isnull=False) \
-        .values("fact_id").distinct().count() == FactVersion.objects.filter(
-            tenant=cast.alice_tenant, valid_to__isnull=True, fact__isnull=False).count()
+    assert (
+        FactVersion.objects.filter(
+            tenant=cast.alice_tenant, valid_to__isnull=True, fact__isnull=False
+        )
+        .values("fact_id")
+        .distinct()
+        .count()
+        == FactVersion.objects.filter(
+            tenant=cast.alice_tenant, valid_to__isnull=True, fact__isnull=False
+        ).count()
+    )
 
 
-@pytest.mark.parametrize("holds", ("nothing", "own", "other_user", "other_workspace", "other_tenant"))
+@pytest.mark.parametrize(
+    "holds", ("nothing", "own", "other_user", "other_workspace", "other_tenant")
+)
 @pytest.mark.parametrize("kind", KEY_KINDS)
 def test_matrix_claim(cast, kind, holds) -> None:  # type: ignore[no-untyped-def]
     """Claim the shared session s1 for ann (the user-limited key's user)."""
     workspace = "beta" if holds == "other_workspace" else "alpha"
     ok(cast.alice.post(f"{API}/sessions/", {"id": "s1", "workspace": workspace}, format="json"))
     ok(cast.bob.post(f"{API}/sessions/", {"id": "s1", "workspace": "alpha"}, format="json"))
-    owner = {"nothing": None, "own": "ann", "other_user": "bob", "other_workspace": "bob", "other_tenant": None}[holds]
+    owner = {
+        "nothing": None,
+        "own": "ann",
+        "other_user": "bob",
+        "other_workspace": "bob",
+        "other_tenant": None,
+    }[holds]
     if owner:
-        ok(cast.alice.post(f"{API}/facts/", {"content": f"{owner}'s", "session": "s1", "scope": "conversation",
-                                             "user_id": owner}, format="json"))
+        ok(
+            cast.alice.post(
+                f"{API}/facts/",
+                {
+                    "content": f"{owner}'s",
+                    "session": "s1",
+                    "scope": "conversation",
+                    "user_id": owner,
+                },
+                format="json",
+            )
+        )
     if holds == "other_tenant":
-        ok(cast.bob.post(f"{API}/facts/", {"content": "bob tenant's", "session": "s1", "scope": "conversation",
-                                           "user_id": "bob"}, format="json"))
+        ok(
+            cast.bob.post(
+                f"{API}/facts/",
+                {
+                    "content": "bob tenant's",
+                    "session": "s1",
+                    "scope": "conversation",
+                    "user_id": "bob",
+                },
+                format="json",
+            )
+        )
     before = snapshot()
-    response = keys(cast.alice_tenant)[kind].patch(f"{API}/sessions/s1/", {"user_id": "ann"}, format="json")
+    response = keys(cast.alice_tenant)[kind].patch(
+        f"{API}/sessions/s1/", {"user_id": "ann"}, format="json"
+    )
     after = snapshot()
-    expected = (403 if kind in ("read_only", "user_limited") and kind == "read_only"
-                else 404 if kind == "workspace_limited" and workspace == "beta"
-                else 409 if owner == "bob" else 200)
+    expected = (
+        403
+        if kind in ("read_only", "user_limited") and kind == "read_only"
+        else 404
+        if kind == "workspace_limited" and workspace == "beta"
+        else 409
+        if owner == "bob"
+        else 200
+    )
     if kind == "user_limited":
         expected = 404  # a session nobody owns is the tenant's: a user-limited key does not see it
     assert response.status_code == expected, (response.status_code, response.content)
@@ -202,6 +308,9 @@ def test_matrix_claim(cast, kind, holds) -> None:  # type: ignore[no-untyped-def
         assert after == before
         return
     changed = changed_rows(before, after)
-    assert changed["session"] == {Session.objects.get(tenant=cast.alice_tenant, external_id="s1").pk}
-    assert snapshot(cast.bob_tenant)["session"] == {pk: v for pk, v in before["session"].items()
-                                                     if pk in snapshot(cast.bob_tenant)["session"]}
+    assert changed["session"] == {
+        Session.objects.get(tenant=cast.alice_tenant, external_id="s1").pk
+    }
+    assert snapshot(cast.bob_tenant)["session"] == {
+        pk: v for pk, v in before["session"].items() if pk in snapshot(cast.bob_tenant)["session"]
+    }

@@ -1,4 +1,5 @@
-"""Model calls (memoryhub.plumbing.llm): transient failures retried with backoff, within the step's budget."""
+"""Model calls (memoryhub.plumbing.llm): transient failures retried with backoff, within the step's
+budget."""
 
 from __future__ import annotations
 
@@ -90,8 +91,15 @@ def test_retries_are_bounded_by_the_setting(settings, monkeypatch) -> None:  # t
     assert len(llm.requests) == 4  # the first try and three more
 
 
-@pytest.mark.parametrize("status,payload", [(400, {"error": "bad request"}), (401, {"error": "key"}),
-                                            (200, "not json"), (200, {"choices": []})])
+@pytest.mark.parametrize(
+    "status,payload",
+    [
+        (400, {"error": "bad request"}),
+        (401, {"error": "key"}),
+        (200, "not json"),
+        (200, {"choices": []}),
+    ],
+)
 def test_a_client_error_or_bad_reply_is_not_retried(status: int, payload: Any) -> None:
     with fake_llm(replies((status, payload), (200, completion("never asked")))) as llm:
         with pytest.raises(SummariserError):
@@ -101,7 +109,8 @@ def test_a_client_error_or_bad_reply_is_not_retried(status: int, payload: Any) -
 
 def test_retrying_never_waits_past_the_steps_budget(settings, slept, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setattr("memoryhub.plumbing.llm.RETRIES", 3)
-    monkeypatch.setattr("memoryhub.plumbing.llm.BACKOFF_SECONDS", 30.0)  # far longer than the step has
+    # far longer than the step has
+    monkeypatch.setattr("memoryhub.plumbing.llm.BACKOFF_SECONDS", 30.0)
     with fake_llm(replies((503, {"error": "down"}))) as llm:
         with time_budget(2.0), pytest.raises(SummariserError):
             call(llm.url)
@@ -116,7 +125,9 @@ def test_a_step_with_no_budget_left_makes_no_call() -> None:
 
 
 def test_the_summariser_gets_through_a_503(settings) -> None:  # type: ignore[no-untyped-def]
-    with fake_llm(replies((503, {"error": "loading"}), (200, completion("- the user said hi")))) as llm:
+    with fake_llm(
+        replies((503, {"error": "loading"}), (200, completion("- the user said hi")))
+    ) as llm:
         settings.MEMORYHUB_SUMMARISER = "http"
         settings.MEMORYHUB_SUMMARISER_URL = llm.url
         text, used = summarise_safely([Turn("user", "hi", 1)])

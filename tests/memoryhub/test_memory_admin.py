@@ -31,16 +31,44 @@ def change(obj: Any) -> str:
 
 @pytest.fixture
 def data(alice, bob) -> dict[str, Any]:  # type: ignore[no-untyped-def]
-    post_events(alice, "s1", {"role": "user", "content": "Deploy window is Friday 18:00 UTC"},
-                {"role": "assistant", "content": "Noted: ticket OPS-77"},
-                {"role": "user", "content": "and rollback plan B"})
-    alice.post("/api/v1/notes/", {"note_id": "runbook", "content": "Runbook lives at wiki/ops/runbook",
-                                  "tags": ["ops", "wiki"], "source": "agent"}, format="json")
-    alice.post("/api/v1/facts/", {"content": "Prefers dark mode", "category": "preference", "key": "theme",
-                                  "source": "user", "tags": ["ui"]}, format="json")
-    alice.post("/api/v1/facts/", {"content": "Team size is 12", "category": "org", "scope": "account",
-                                  "source": "agent"}, format="json")
-    alice.put("/api/v1/sessions/s1/scratchpad/", {"items": [{"key": "todo", "value": "check OPS-77"}]}, format="json")
+    post_events(
+        alice,
+        "s1",
+        {"role": "user", "content": "Deploy window is Friday 18:00 UTC"},
+        {"role": "assistant", "content": "Noted: ticket OPS-77"},
+        {"role": "user", "content": "and rollback plan B"},
+    )
+    alice.post(
+        "/api/v1/notes/",
+        {
+            "note_id": "runbook",
+            "content": "Runbook lives at wiki/ops/runbook",
+            "tags": ["ops", "wiki"],
+            "source": "agent",
+        },
+        format="json",
+    )
+    alice.post(
+        "/api/v1/facts/",
+        {
+            "content": "Prefers dark mode",
+            "category": "preference",
+            "key": "theme",
+            "source": "user",
+            "tags": ["ui"],
+        },
+        format="json",
+    )
+    alice.post(
+        "/api/v1/facts/",
+        {"content": "Team size is 12", "category": "org", "scope": "account", "source": "agent"},
+        format="json",
+    )
+    alice.put(
+        "/api/v1/sessions/s1/scratchpad/",
+        {"items": [{"key": "todo", "value": "check OPS-77"}]},
+        format="json",
+    )
     bob.post("/api/v1/notes/", {"note_id": "bob-note", "content": "bob's note"}, format="json")
     session = Session.objects.get(external_id="s1")
     build_tree(session, final=True)
@@ -60,10 +88,16 @@ def test_fact_filters(admin_client, data) -> None:  # type: ignore[no-untyped-de
         assert response.status_code == 200
         return response.content.decode()
 
-    assert "Prefers dark mode" in listed({"tier": "workspace"}) and "Team size" not in listed({"tier": "workspace"})
+    assert "Prefers dark mode" in listed({"tier": "workspace"}) and "Team size" not in listed(
+        {"tier": "workspace"}
+    )
     assert "Team size" in listed({"tier": "account"})
-    assert "Prefers dark mode" in listed({"source": "user"}) and "Team size" not in listed({"source": "user"})
-    assert "Team size" in listed({"category": "org"}) and "dark mode" not in listed({"category": "org"})
+    assert "Prefers dark mode" in listed({"source": "user"}) and "Team size" not in listed(
+        {"source": "user"}
+    )
+    assert "Team size" in listed({"category": "org"}) and "dark mode" not in listed(
+        {"category": "org"}
+    )
     assert "dark mode" in listed({"tag": "ui"}) and "Team size" not in listed({"tag": "ui"})
     assert "Team size" in listed({"q": "team"}) and "dark mode" not in listed({"q": "team"})
 
@@ -77,12 +111,25 @@ def test_note_tag_filter_and_search(admin_client, data) -> None:  # type: ignore
 
 def test_admin_edit_reindexes_and_delete_unindexes(admin_client, data) -> None:  # type: ignore[no-untyped-def]
     note = Note.objects.get(note_id="runbook")
-    form = {"tenant": note.tenant_id, "workspace": note.workspace_id, "channel": "", "session": "",
-            "note_id": "runbook", "user_id": "", "content": "Runbook moved to wiki/ops/v2", "source": "agent",
-            "tags": "ops", "metadata": "{}", "tier": "workspace", "importance": "0.5"}
+    form = {
+        "tenant": note.tenant_id,
+        "workspace": note.workspace_id,
+        "channel": "",
+        "session": "",
+        "note_id": "runbook",
+        "user_id": "",
+        "content": "Runbook moved to wiki/ops/v2",
+        "source": "agent",
+        "tags": "ops",
+        "metadata": "{}",
+        "tier": "workspace",
+        "importance": "0.5",
+    }
     response = admin_client.post(change(note), form)
     assert response.status_code == 302, response.content.decode()[:2000]
-    assert [c.text for c in Chunk.objects.filter(kind="note", source_id="runbook")] == ["Runbook moved to wiki/ops/v2"]
+    assert [c.text for c in Chunk.objects.filter(kind="note", source_id="runbook")] == [
+        "Runbook moved to wiki/ops/v2"
+    ]
     delete_url = reverse("admin:memoryhub_note_delete", args=[note.pk])
     assert admin_client.post(delete_url, {"post": "yes"}).status_code == 302
     assert not Chunk.objects.filter(kind="note", source_id="runbook").exists()
@@ -103,7 +150,9 @@ def test_summary_page_shows_sources_and_children(admin_client, data) -> None:  #
     leaf = SummaryNode.objects.filter(level="leaf").order_by("sequence_start").first()
     html = admin_client.get(change(leaf)).content.decode()
     assert "Deploy window is Friday 18:00 UTC" in html and "Noted: ticket OPS-77" in html
-    assert 'name="earliest_at_0"' in html and 'name="model"' in html and 'value="extractive"' in html
+    assert (
+        'name="earliest_at_0"' in html and 'name="model"' in html and 'value="extractive"' in html
+    )
 
 
 def test_summary_list_shows_time_span_and_model(admin_client, data) -> None:  # type: ignore[no-untyped-def]
@@ -135,16 +184,37 @@ def test_fact_page_shows_history_and_an_edit_opens_a_version(admin_client, data)
     fact = Fact.objects.get(key="theme")
     page = admin_client.get(change(fact)).content.decode()
     assert "History (every version, oldest first)" in page and "<td>Prefers dark mode</td>" in page
-    form = {k: ("" if v is None else v) for k, v in model_to_dict(fact).items()
-            if k not in ("id", "scope_key", "access_count", "accessed_at", "created_at", "updated_at", "valid_from")}
+    form = {
+        k: ("" if v is None else v)
+        for k, v in model_to_dict(fact).items()
+        if k
+        not in (
+            "id",
+            "scope_key",
+            "access_count",
+            "accessed_at",
+            "created_at",
+            "updated_at",
+            "valid_from",
+        )
+    }
     form.update({"content": "Prefers light mode", "tags": ",".join(fact.tags), "metadata": "{}"})
     response = admin_client.post(change(fact), form)
     assert response.status_code == 302, response.content.decode()[:3000]
     versions = list(FactVersion.objects.filter(fact_id=fact.pk).order_by("valid_from"))
     assert [(v.content, v.source, v.valid_to is None) for v in versions] == [
-        ("Prefers dark mode", fact.source, False), ("Prefers light mode", "operator", True)]
-    assert [c.text for c in Chunk.objects.filter(kind="fact", source_id=str(fact.pk))] == ["Prefers light mode"]
-    assert Chunk.every_version.filter(kind="fact", source_id=str(fact.pk), valid_to__isnull=False).count() == 1
+        ("Prefers dark mode", fact.source, False),
+        ("Prefers light mode", "operator", True),
+    ]
+    assert [c.text for c in Chunk.objects.filter(kind="fact", source_id=str(fact.pk))] == [
+        "Prefers light mode"
+    ]
+    assert (
+        Chunk.every_version.filter(
+            kind="fact", source_id=str(fact.pk), valid_to__isnull=False
+        ).count()
+        == 1
+    )
     delete_url = reverse("admin:memoryhub_fact_delete", args=[fact.pk])
     assert admin_client.post(delete_url, {"post": "yes"}).status_code == 302
     assert not Chunk.objects.filter(kind="fact", source_id=str(fact.pk)).exists()

@@ -38,7 +38,9 @@ def make_event(session: Session, sequence: int, **fields) -> Event:  # type: ign
     fields.setdefault("role", "user")
     fields.setdefault("content", f"message {sequence}")
     fields.setdefault("importance", 0.5)
-    return Event.objects.create(tenant_id=session.tenant_id, session=session, sequence=sequence, **fields)
+    return Event.objects.create(
+        tenant_id=session.tenant_id, session=session, sequence=sequence, **fields
+    )
 
 
 def test_ref_code_is_11_base62_characters_and_stable() -> None:
@@ -101,8 +103,17 @@ def test_sequence_trigger_refuses_a_sequence_not_greater_than_the_last() -> None
 
 def test_sequence_trigger_applies_within_one_multi_row_insert() -> None:
     session = make_session()
-    rows = [Event(tenant_id=session.tenant_id, session=session, sequence=s, role="user",
-                  content="x", importance=0.5) for s in (2, 1)]
+    rows = [
+        Event(
+            tenant_id=session.tenant_id,
+            session=session,
+            sequence=s,
+            role="user",
+            content="x",
+            importance=0.5,
+        )
+        for s in (2, 1)
+    ]
     with pytest.raises(IntegrityError), transaction.atomic():
         Event.objects.bulk_create(rows)
     assert not session.events.exists()
@@ -186,8 +197,14 @@ def test_idempotency_key_is_unique_per_session() -> None:
 
 def test_event_text_spells_out_a_tool_call_without_content() -> None:
     session = make_session()
-    call = make_event(session, 1, role="tool", content="", tool_name="get_weather",
-                      tool_args={"city": "Oslo", "unit": "C"})
+    call = make_event(
+        session,
+        1,
+        role="tool",
+        content="",
+        tool_name="get_weather",
+        tool_args={"city": "Oslo", "unit": "C"},
+    )
     assert call.text == 'Called get_weather with {"city": "Oslo", "unit": "C"}'
     plain = make_event(session, 2, content="hello")
     assert plain.text == "hello"
@@ -198,10 +215,20 @@ def test_event_as_dict_is_the_api_shape() -> None:
     event = make_event(session, 1, content="hi", metadata={"a": 1})
     payload = event.as_dict()
     assert payload == {
-        "id": event.pk, "sequence": 1, "role": "user", "content": "hi", "tool_name": None,
-        "tool_args": None, "tool_result": None, "tool_calls": None, "tool_call_id": None,
-        "metadata": {"a": 1}, "importance": 0.5,
-        "idempotency_key": None, "created_at": iso(event.created_at), "consolidated_at": None,
+        "id": event.pk,
+        "sequence": 1,
+        "role": "user",
+        "content": "hi",
+        "tool_name": None,
+        "tool_args": None,
+        "tool_result": None,
+        "tool_calls": None,
+        "tool_call_id": None,
+        "metadata": {"a": 1},
+        "importance": 0.5,
+        "idempotency_key": None,
+        "created_at": iso(event.created_at),
+        "consolidated_at": None,
     }
     assert payload["created_at"].endswith("Z")
 

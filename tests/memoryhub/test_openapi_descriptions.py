@@ -16,7 +16,8 @@ METHODS = {"get", "post", "put", "patch", "delete"}
 # Words of the implementation, not of the API: an operator's setting, a source file, the framework's
 # or the database's inner parts, the cost of a code path.
 INTERNALS = re.compile(
-    r"prototype|unbound|\bms of\b|\bCPU\b|queryset|\bSQL\b|\bcache[ds]?\b|per-class|monkey|\boverrid|subclass"
+    r"prototype|unbound|\bms"
+    r" of\b|\bCPU\b|queryset|\bSQL\b|\bcache[ds]?\b|per-class|monkey|\boverrid|subclass"
     r"|\b(?!manage\.py)\w+\.py\b|MEMORYHUB_|\bDRF\b|serializer|django|docstring|\bORM\b|postprocessing|\bhook\b",
     re.IGNORECASE,
 )
@@ -41,41 +42,81 @@ def texts(node: Any, where: str) -> Iterator[tuple[str, str]]:
 
 
 def test_every_operation_says_what_it_does(schema: dict[str, Any]) -> None:
-    missing = [f"{method.upper()} {path}" for path, item in schema["paths"].items() for method, op in item.items()
-               if method in METHODS and not op.get("description", "").strip()]
+    missing = [
+        f"{method.upper()} {path}"
+        for path, item in schema["paths"].items()
+        for method, op in item.items()
+        if method in METHODS and not op.get("description", "").strip()
+    ]
     assert missing == []
 
 
 def test_every_schema_says_what_it_is(schema: dict[str, Any]) -> None:
     components = schema["components"]["schemas"]
     assert len(components) > 50  # the document was built whole
-    assert [name for name, component in components.items() if not component.get("description", "").strip()] == []
+    assert [
+        name
+        for name, component in components.items()
+        if not component.get("description", "").strip()
+    ] == []
 
 
 def test_no_description_shows_the_implementation(schema: dict[str, Any]) -> None:
-    leaks = [(where, INTERNALS.findall(text), text[:120]) for where, text in texts(schema, "")
-             if INTERNALS.search(text)]
+    leaks = [
+        (where, INTERNALS.findall(text), text[:120])
+        for where, text in texts(schema, "")
+        if INTERNALS.search(text)
+    ]
     assert leaks == []
 
 
 def test_the_check_catches_a_leak_and_a_gap() -> None:
     """The word list and the lookup the tests above rely on, on a made-up document."""
-    leaky = {"components": {"schemas": {"X": {"description": "Its fields are copied from unbound prototypes "
-                                                             "(~1 ms of CPU); see memoryhub/api/common.py."}}}}
-    assert [where for where, text in texts(leaky, "") if INTERNALS.search(text)] == [".components.schemas.X.description"]
-    assert not INTERNALS.search("The memories to put in front of the next prompt, within your token budget.")
-    assert schema_description("PatchedFactPatchInputRequest") == schema_description("FactPatchInput") is not None
+    leaky = {
+        "components": {
+            "schemas": {
+                "X": {
+                    "description": (
+                        "Its fields are copied from unbound prototypes "
+                        "(~1 ms of CPU); see memoryhub/api/common.py."
+                    )
+                }
+            }
+        }
+    }
+    assert [where for where, text in texts(leaky, "") if INTERNALS.search(text)] == [
+        ".components.schemas.X.description"
+    ]
+    assert not INTERNALS.search(
+        "The memories to put in front of the next prompt, within your token budget."
+    )
+    assert (
+        schema_description("PatchedFactPatchInputRequest")
+        == schema_description("FactPatchInput")
+        is not None
+    )
     assert schema_description("NotePage") is not None and schema_description("Unheard") is None
 
 
 def test_the_reference_groups_operations_by_what_a_user_does(schema: dict[str, Any]) -> None:
     """Sessions and events first, then search and context, memory, schedules, operations; the two
     calls every user needs first (store events, get the context) lead the reference."""
-    assert [t["name"] for t in schema["tags"]] == ["Sessions and events", "Search and context", "Memory",
-                                                   "Schedules", "Operations"]
-    order = [op["tags"][0] for ops in schema["paths"].values() for op in ops.values() if isinstance(op, dict)]
+    assert [t["name"] for t in schema["tags"]] == [
+        "Sessions and events",
+        "Search and context",
+        "Memory",
+        "Schedules",
+        "Operations",
+    ]
+    order = [
+        op["tags"][0]
+        for ops in schema["paths"].values()
+        for op in ops.values()
+        if isinstance(op, dict)
+    ]
     groups = [t["name"] for t in schema["tags"]]
-    assert order == sorted(order, key=groups.index)  # every operation in a group, the groups in order
+    # every operation in a group, the groups in order
+    assert order == sorted(order, key=groups.index)
     paths = list(schema["paths"])
     assert paths.index("/api/v1/sessions/{session_id}/events/") <= 2
     assert paths[sum(1 for p in paths if p.startswith("/api/v1/sessions/"))] == "/api/v1/context/"
@@ -90,8 +131,14 @@ def test_no_description_uses_planning_words(schema: dict[str, Any]) -> None:
 
     leaks = [(where, text[:120]) for where, text in texts(schema, "") if PLANNING.search(text)]
     for tool in catalog.build():
-        leaks += [(tool.name, text[:120]) for where, text in [("description", tool.description),
-                                                              *texts(tool.schema, "inputSchema")]
-                  if PLANNING.search(text)]
+        leaks += [
+            (tool.name, text[:120])
+            for where, text in [
+                ("description", tool.description),
+                *texts(tool.schema, "inputSchema"),
+            ]
+            if PLANNING.search(text)
+        ]
     assert leaks == []
-    assert PLANNING.search("Consolidate (S8).") and PLANNING.search("by type (seed 002)")  # the check bites
+    # the check bites
+    assert PLANNING.search("Consolidate (S8).") and PLANNING.search("by type (seed 002)")

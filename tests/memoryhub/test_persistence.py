@@ -12,7 +12,9 @@ KEY = "telegram:chat-9:thread-1"
 
 
 def chat(client: Any, session: str, *texts: str) -> None:
-    events = [{"role": "user" if i % 2 == 0 else "assistant", "content": t} for i, t in enumerate(texts)]
+    events = [
+        {"role": "user" if i % 2 == 0 else "assistant", "content": t} for i, t in enumerate(texts)
+    ]
     assert post_events(client, session, *events).status_code == 201
 
 
@@ -21,7 +23,8 @@ def restore(client: Any, session: str, **params: Any) -> Any:
 
 
 def rotated(client: Any) -> None:
-    """Three rotations of one thread for user u1, and a session of another user with the same key."""
+    """Three rotations of one thread for user u1, and a session of another user with the same
+    key."""
     for name in ("r1", "r2", "r3"):
         new_session(client, name, persistence_key=KEY, user_id="u1")
     new_session(client, "other-user", persistence_key=KEY, user_id="u2")
@@ -36,12 +39,18 @@ def test_rotated_sessions_restore_as_one_history(alice) -> None:
     body = restore(alice, "r3", persistence="true", budget=100_000).json()
     assert body["sessions"] == ["r1", "r2", "r3"]
     assert [(m["session"], m["content"]) for m in body["messages"]] == [
-        ("r1", "My name is Ana."), ("r1", "Hello Ana."), ("r2", "I live in Porto."), ("r2", "Noted."),
+        ("r1", "My name is Ana."),
+        ("r1", "Hello Ana."),
+        ("r2", "I live in Porto."),
+        ("r2", "Noted."),
         ("r3", "Where do I live?"),
     ]
     assert body["truncated"] is False and body["omitted"] == 0
     # Any id of the thread restores the same history.
-    assert restore(alice, "r1", persistence="true", budget=100_000).json()["messages"] == body["messages"]
+    assert (
+        restore(alice, "r1", persistence="true", budget=100_000).json()["messages"]
+        == body["messages"]
+    )
 
 
 def test_without_persistence_only_the_session_itself(alice) -> None:
@@ -63,15 +72,20 @@ def test_budget_keeps_the_newest_across_sessions(alice) -> None:
     rotated(alice)
     # "Where do I live?" (4+4) + "Noted." (2+4) + "I live in Porto." (4+4) = 22 tokens
     body = restore(alice, "r3", persistence="true", budget=22).json()
-    assert [m["content"] for m in body["messages"]] == ["I live in Porto.", "Noted.", "Where do I live?"]
+    assert [m["content"] for m in body["messages"]] == [
+        "I live in Porto.",
+        "Noted.",
+        "Where do I live?",
+    ]
     assert body["truncated"] is True and body["omitted"] == 2
 
 
 def test_summaries_of_the_chain_lead_when_needed(alice) -> None:
     rotated(alice)
     r1 = Session.objects.get(external_id="r1")
-    RollingSummary.objects.create(session=r1, tenant_id=r1.tenant_id, text="- user: name Ana", epoch=2,
-                                  upper_sequence=2)
+    RollingSummary.objects.create(
+        session=r1, tenant_id=r1.tenant_id, text="- user: name Ana", epoch=2, upper_sequence=2
+    )
     body = restore(alice, "r3", persistence="true", budget=36).json()  # all of it: 37
     lead, *rest = body["messages"]
     assert lead["role"] == "system" and "name Ana" in lead["content"]
@@ -91,10 +105,15 @@ def test_the_chain_stays_in_the_tenant_and_the_key_scope(alice, bob, cast) -> No
     new_session(bob, "b1", persistence_key=KEY, user_id="u1")
     chat(bob, "b1", "bob's secret")
     assert restore(bob, "r3", persistence="true").status_code == 404
-    assert [m["content"] for m in restore(bob, "b1", persistence="true").json()["messages"]] == ["bob's secret"]
+    assert [m["content"] for m in restore(bob, "b1", persistence="true").json()["messages"]] == [
+        "bob's secret"
+    ]
     # A workspace-limited key: a rotation in another workspace is not part of the history it sees.
-    alice.post("/api/v1/sessions/", {"id": "w-r", "workspace": "w2", "persistence_key": KEY, "user_id": "u1"},
-               format="json")
+    alice.post(
+        "/api/v1/sessions/",
+        {"id": "w-r", "workspace": "w2", "persistence_key": KEY, "user_id": "u1"},
+        format="json",
+    )
     chat(alice, "w-r", "in w2")
     limited = make_client(make_key(cast.alice_tenant, workspace="w2"))
     assert restore(limited, "w-r", persistence="true").json()["sessions"] == ["w-r"]

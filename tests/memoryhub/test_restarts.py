@@ -1,5 +1,6 @@
-"""The supervisor restarts a child that exited, alone, after a backoff that doubles; the counts reach
-/health/ and the dashboard through the data folder's file. (The live kills: tests/test_supervision.py.)"""
+"""The supervisor restarts a child that exited, alone, after a backoff that doubles; the counts
+reach /health/ and the dashboard through the data folder's file. (The live kills:
+tests/test_supervision.py.)"""
 
 from __future__ import annotations
 
@@ -24,19 +25,25 @@ def exited(supervisor: Supervisor, name: str) -> supervision.Supervised:
     return one
 
 
-def test_an_exited_child_is_restarted_alone_with_a_doubling_backoff(tmp_path: Path, monkeypatch) -> None:
+def test_an_exited_child_is_restarted_alone_with_a_doubling_backoff(
+    tmp_path: Path, monkeypatch
+) -> None:
     monkeypatch.setenv(RESTARTS_ENV, "")  # restored at teardown: the supervisor sets it
     warnings: list[str] = []
     supervisor = Supervisor(None, say=lambda line: None, warn=warnings.append)
     supervisor.use_restarts_file(tmp_path / "supervision.json")
-    steady = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+    steady = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True
+    )
     supervisor.adopt("steady", steady, start=quick)
     supervisor.adopt("lane", quick(), start=quick)
     try:
         for backoff in (1, 2, 4):
             one = exited(supervisor, "lane")
             assert supervisor.problem() is None  # not a reason to stop
-            assert warnings[-1].endswith(f"restarting it in {backoff} s. The rest of the service keeps running.")
+            assert warnings[-1].endswith(
+                f"restarting it in {backoff} s. The rest of the service keeps running."
+            )
             before = one.process
             one.restart_at = 0.0  # its backoff is over
             assert supervisor.problem() is None
@@ -59,17 +66,31 @@ def test_a_child_without_a_way_to_start_it_again_still_stops_run() -> None:
 
 
 @pytest.mark.django_db
-def test_health_and_the_dashboard_show_the_restarts(tmp_path: Path, monkeypatch, anon, staff_client) -> None:
+def test_health_and_the_dashboard_show_the_restarts(
+    tmp_path: Path, monkeypatch, anon, staff_client
+) -> None:
     path = tmp_path / "supervision.json"
-    path.write_text(json.dumps({"total": 2, "children": {
-        "web": {"restarts": 0, "last_exit_code": None, "last_restart_at": None},
-        "dispatch lane": {"restarts": 2, "last_exit_code": -9, "last_restart_at": 1.0}}}))
+    path.write_text(
+        json.dumps(
+            {
+                "total": 2,
+                "children": {
+                    "web": {"restarts": 0, "last_exit_code": None, "last_restart_at": None},
+                    "dispatch lane": {"restarts": 2, "last_exit_code": -9, "last_restart_at": 1.0},
+                },
+            }
+        )
+    )
     monkeypatch.setenv(RESTARTS_ENV, str(path))
-    assert anon.get("/api/v1/health/").json() == {"status": "ok",
-                                                  "details": {"restarts": 2, "restarted": {"dispatch lane": 2},
-                                                                                              "search": "hash embedder"}}
+    assert anon.get("/api/v1/health/").json() == {
+        "status": "ok",
+        "details": {"restarts": 2, "restarted": {"dispatch lane": 2}, "search": "hash embedder"},
+    }
     page = staff_client.get("/admin/dashboard/").content.decode()
-    assert "restarted since the service started: <strong>2</strong>; dispatch lane: 2 (last exit code -9)" in page
+    assert (
+        "restarted since the service started: <strong>2</strong>; dispatch lane: 2 (last exit"
+        " code -9)" in page
+    )
 
 
 def test_the_embedded_postgresql_restarted_is_counted(tmp_path: Path, monkeypatch) -> None:
@@ -90,14 +111,21 @@ def test_a_web_worker_respawned_by_its_master_is_counted(tmp_path: Path, monkeyp
     from memoryhub.plumbing import gunicorn_conf
 
     monkeypatch.setenv(RESTARTS_ENV, "")  # restored at teardown: the supervisor sets it
-    Supervisor(None, say=lambda line: None, warn=lambda line: None).use_restarts_file(tmp_path / "supervision.json")
+    Supervisor(None, say=lambda line: None, warn=lambda line: None).use_restarts_file(
+        tmp_path / "supervision.json"
+    )
     serving, stopping = SimpleNamespace(LISTENERS=[object()]), SimpleNamespace(LISTENERS=[])
-    gunicorn_conf.child_exit(serving, None)  # a worker died (killed, out of memory): the master starts another
+    # a worker died (killed, out of memory): the master starts another
     gunicorn_conf.child_exit(serving, None)
-    gunicorn_conf.child_exit(stopping, None)  # the master stops: its workers exit, nothing is respawned
-    assert anon.get("/api/v1/health/").json() == {"status": "ok",
-                                                  "details": {"restarts": 2, "restarted": {"web workers": 2},
-                                                              "search": "hash embedder"}}
+    gunicorn_conf.child_exit(serving, None)
+    # the master stops: its workers exit, nothing is respawned
+    gunicorn_conf.child_exit(stopping, None)
+    assert anon.get("/api/v1/health/").json() == {
+        "status": "ok",
+        "details": {"restarts": 2, "restarted": {"web workers": 2}, "search": "hash embedder"},
+    }
     # The next start counts from zero.
-    Supervisor(None, say=lambda line: None, warn=lambda line: None).use_restarts_file(tmp_path / "supervision.json")
+    Supervisor(None, say=lambda line: None, warn=lambda line: None).use_restarts_file(
+        tmp_path / "supervision.json"
+    )
     assert supervision.read_restarts() == {"total": 0, "children": {}}

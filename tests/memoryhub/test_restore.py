@@ -16,8 +16,10 @@ def restore(client: Any, session: str = "s1", **params: Any) -> Any:
 
 
 def conversation(client: Any, n: int, size: int = 40, session: str = "s1") -> None:
-    events = [{"role": "user" if i % 2 else "assistant", "content": f"{i:03d} " + "x" * (size - 4)}
-              for i in range(1, n + 1)]
+    events = [
+        {"role": "user" if i % 2 else "assistant", "content": f"{i:03d} " + "x" * (size - 4)}
+        for i in range(1, n + 1)
+    ]
     assert post_events(client, session, *events).status_code == 201
 
 
@@ -61,8 +63,13 @@ def test_default_budget(alice, settings) -> None:
 def test_a_summary_leads_only_when_the_budget_needs_it(alice) -> None:
     conversation(alice, 10)  # 14 tokens a message
     session = Session.objects.get(external_id="s1")
-    RollingSummary.objects.create(session=session, tenant_id=session.tenant_id,
-                                  text="They agreed on Tuesday.", epoch=3, upper_sequence=7)
+    RollingSummary.objects.create(
+        session=session,
+        tenant_id=session.tenant_id,
+        text="They agreed on Tuesday.",
+        epoch=3,
+        upper_sequence=7,
+    )
     whole = restore(alice, budget=100_000).json()
     assert [m["sequence"] for m in whole["messages"]] == list(range(1, 11))
     assert whole["summary_epoch"] is None and whole["truncated"] is False and whole["omitted"] == 0
@@ -78,8 +85,9 @@ def test_a_summary_leads_only_when_the_budget_needs_it(alice) -> None:
 def test_summary_is_dropped_when_it_alone_exceeds_the_budget(alice) -> None:
     conversation(alice, 4)
     session = Session.objects.get(external_id="s1")
-    RollingSummary.objects.create(session=session, tenant_id=session.tenant_id, text="s" * 4000,
-                                  epoch=1, upper_sequence=2)
+    RollingSummary.objects.create(
+        session=session, tenant_id=session.tenant_id, text="s" * 4000, epoch=1, upper_sequence=2
+    )
     body = restore(alice, budget=40).json()
     assert body["summary_epoch"] is None
     assert all(m["role"] != "system" for m in body["messages"])
@@ -87,13 +95,20 @@ def test_summary_is_dropped_when_it_alone_exceeds_the_budget(alice) -> None:
 
 
 def test_messages_are_the_stored_events_verbatim(alice) -> None:
-    calls = [{"id": "call_1", "name": "weather", "arguments": '{"city": "Lisbon"}'},
-             {"id": "call_2", "name": "clock", "arguments": {"tz": "UTC"}}]
+    calls = [
+        {"id": "call_1", "name": "weather", "arguments": '{"city": "Lisbon"}'},
+        {"id": "call_2", "name": "clock", "arguments": {"tz": "UTC"}},
+    ]
     stored = [
         {"role": "user", "content": "Weather and time?", "metadata": {"attachments": ["a.png"]}},
         {"role": "assistant", "content": "", "tool_calls": calls, "metadata": {"model": "m1"}},
         {"role": "tool", "content": "", "tool_call_id": "call_1", "tool_result": {"c": 21}},
-        {"role": "tool", "tool_name": "lookup", "tool_args": {"id": 7}, "tool_result": {"ok": True}},
+        {
+            "role": "tool",
+            "tool_name": "lookup",
+            "tool_args": {"id": 7},
+            "tool_result": {"ok": True},
+        },
     ]
     assert post_events(alice, "s1", *stored).status_code == 201
     messages = restore(alice, budget=100_000).json()["messages"]
@@ -110,8 +125,12 @@ def test_messages_are_the_stored_events_verbatim(alice) -> None:
 
 def test_tool_fields_count_towards_the_budget(alice) -> None:
     big = {"id": "c1", "name": "search", "arguments": {"q": "x" * 400}}
-    post_events(alice, "s1", {"role": "user", "content": "hi"},
-                {"role": "assistant", "content": "", "tool_calls": [big]})
+    post_events(
+        alice,
+        "s1",
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "", "tool_calls": [big]},
+    )
     body = restore(alice, budget=100).json()
     assert [m["sequence"] for m in body["messages"]] == []  # the call alone costs more than 100
     assert body["truncated"] is True and body["omitted"] == 2

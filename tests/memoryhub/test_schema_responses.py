@@ -20,8 +20,12 @@ def schema() -> dict[str, Any]:
 
 
 def operations(schema: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
-    return [(path, method, op) for path, ops in schema["paths"].items() for method, op in ops.items()
-            if method in METHODS]
+    return [
+        (path, method, op)
+        for path, ops in schema["paths"].items()
+        for method, op in ops.items()
+        if method in METHODS
+    ]
 
 
 def test_every_keyed_operation_documents_the_key_errors(schema: dict[str, Any]) -> None:
@@ -37,7 +41,8 @@ def test_every_keyed_operation_documents_the_key_errors(schema: dict[str, Any]) 
         for status in statuses - {"200", "201", "202"}:
             if path != "/api/v1/ready/":
                 assert op["responses"][status]["content"]["application/json"]["schema"] == {
-                    "$ref": "#/components/schemas/Error"}, (method, path, status)
+                    "$ref": "#/components/schemas/Error"
+                }, (method, path, status)
 
 
 def test_lists_filters_do_not_promise_a_404(schema: dict[str, Any]) -> None:

@@ -37,9 +37,16 @@ def test_values_are_json_and_come_back_as_written(alice, session) -> None:
     response = alice.put(url(), {"items": VALUES}, format="json")
     assert response.status_code == 200, response.content
     assert alice.get(url()).json()["items"] == VALUES
-    assert ScratchpadItem.objects.get(key="plan").value == {"steps": ["search", "compare", "book"], "done": 1}
-    response = alice.put(url(), {"items": {"count": 3, "flags": {"a": True}}}, format="json")  # the object form
-    assert response.json()["items"] == [{"key": "count", "value": 3}, {"key": "flags", "value": {"a": True}}]
+    assert ScratchpadItem.objects.get(key="plan").value == {
+        "steps": ["search", "compare", "book"],
+        "done": 1,
+    }
+    # the object form
+    response = alice.put(url(), {"items": {"count": 3, "flags": {"a": True}}}, format="json")
+    assert response.json()["items"] == [
+        {"key": "count", "value": 3},
+        {"key": "flags", "value": {"a": True}},
+    ]
 
 
 def test_the_limit_counts_compact_json_and_a_string_by_its_length(alice, session) -> None:
@@ -50,7 +57,9 @@ def test_the_limit_counts_compact_json_and_a_string_by_its_length(alice, session
     response = alice.put(url(), {"items": [{"key": "k", "value": {"k": "v" * 233}}]}, format="json")
     assert response.status_code == 400 and error_code(response) == "item_too_long"
     assert response.json()["error"]["details"] == {"index": 0, "max_chars": 240}
-    response = alice.put(url(), {"items": [{"key": f"k{i}", "value": i} for i in range(33)]}, format="json")
+    response = alice.put(
+        url(), {"items": [{"key": f"k{i}", "value": i} for i in range(33)]}, format="json"
+    )
     assert response.status_code == 400 and error_code(response) == "too_many_items"
     assert len(alice.get(url()).json()["items"]) == 32  # nothing changed by the refused writes
 
@@ -70,14 +79,18 @@ def test_a_user_limited_key_writes_only_its_users_pad(alice, cast) -> None:
     assert u1.put(url("theirs"), {"items": {"n": 1}}, format="json").status_code == 404
 
 
-def test_json_values_round_trip_through_export(alice, session, django_capture_on_commit_callbacks) -> None:
+def test_json_values_round_trip_through_export(
+    alice, session, django_capture_on_commit_callbacks
+) -> None:
     from tests.base import make_tenant
 
     alice.put(url(), {"items": VALUES}, format="json")
     exported = alice.post("/api/v1/export/", {}, format="json").json()
     carol = make_client(make_key(make_tenant("carol")))
     with django_capture_on_commit_callbacks(execute=True):
-        response = carol.post("/api/v1/import/", json.dumps(exported), content_type="application/json")
+        response = carol.post(
+            "/api/v1/import/", json.dumps(exported), content_type="application/json"
+        )
     assert response.status_code == 201, response.content
     assert carol.get(url()).json()["items"] == VALUES
 
@@ -89,10 +102,14 @@ def test_the_migration_keeps_stored_strings_as_strings(cast) -> None:
     post_events(cast.alice, "s1", {"role": "user", "content": "hi"})
     pad = Scratchpad.objects.create(session=Session.objects.get(), tenant_id=cast.alice_tenant.pk)
     with connection.cursor() as cursor:
-        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")  # no deferred check pending: ALTER TABLE refuses those
+        # no deferred check pending: ALTER TABLE refuses those
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
         cursor.execute(migration.SCRATCHPAD_VALUES_AS_TEXT)
-        cursor.execute("INSERT INTO memoryhub_scratchpaditem (tenant_id, scratchpad_id, position, key, value) "
-                       "VALUES (%s, %s, 0, 'goal', 'not {json} at all')", [cast.alice_tenant.pk, pad.pk])
+        cursor.execute(
+            "INSERT INTO memoryhub_scratchpaditem (tenant_id, scratchpad_id, position, key, value) "
+            "VALUES (%s, %s, 0, 'goal', 'not {json} at all')",
+            [cast.alice_tenant.pk, pad.pk],
+        )
         cursor.execute(migration.SCRATCHPAD_VALUES_AS_JSON)
     assert ScratchpadItem.objects.get().value == "not {json} at all"
     assert cast.alice.get(url()).json()["items"] == [{"key": "goal", "value": "not {json} at all"}]

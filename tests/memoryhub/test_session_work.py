@@ -29,7 +29,11 @@ def lane_settings(settings, monkeypatch):  # type: ignore[no-untyped-def]
 
 
 def chat(client, session: str, turns: int = 8) -> None:  # type: ignore[no-untyped-def]
-    post_events(client, session, *[{"role": "user", "content": f"turn {i} " + "word " * 20} for i in range(turns)])
+    post_events(
+        client,
+        session,
+        *[{"role": "user", "content": f"turn {i} " + "word " * 20} for i in range(turns)],
+    )
 
 
 def due_ids() -> set[str]:
@@ -41,8 +45,13 @@ def test_due_sessions_come_from_the_tables(alice, lane_settings) -> None:
     post_events(alice, "short", {"role": "user", "content": "hi"})
     assert due_ids() == {"long"}
     assert work_on_session(Session.objects.get(external_id="long").pk) == {
-        "summarised": True, "stale": False, "tree_nodes_built": 2, "facts": 0, "tool_sentences": 0,
-        "events_extracted": 0}
+        "summarised": True,
+        "stale": False,
+        "tree_nodes_built": 2,
+        "facts": 0,
+        "tool_sentences": 0,
+        "events_extracted": 0,
+    }
     assert due_ids() == set()  # done: nothing left for the lane
     chat(alice, "long")
     assert due_ids() == {"long"}  # new events make it due again
@@ -53,7 +62,10 @@ def test_the_lane_works_on_sessions_written_since_its_last_pass(alice, bob, lane
     chat(alice, "a1")
     chat(bob, "b1")
     assert lane.step().done == 2
-    assert RollingSummary.objects.count() == 2 and SummaryNode.objects.filter(level="leaf").count() == 4
+    assert (
+        RollingSummary.objects.count() == 2
+        and SummaryNode.objects.filter(level="leaf").count() == 4
+    )
     assert not lane.step().found_work
     chat(alice, "a1")
     assert lane.step().done == 1
@@ -73,7 +85,9 @@ def test_an_idle_session_gets_its_tree_closed(alice, lane_settings) -> None:
     assert SummaryNode.objects.filter(level="leaf").count() == 2 and due_ids() == set()
 
 
-def test_a_failing_session_is_set_aside_and_can_be_retried(alice, lane_settings, monkeypatch) -> None:
+def test_a_failing_session_is_set_aside_and_can_be_retried(
+    alice, lane_settings, monkeypatch
+) -> None:
     chat(alice, "bad")
     chat(alice, "good")
     monkeypatch.setattr("memoryhub.session_work.MAX_ATTEMPTS", 2)
@@ -86,7 +100,8 @@ def test_a_failing_session_is_set_aside_and_can_be_retried(alice, lane_settings,
 
     monkeypatch.setattr(session_work, "maybe_summarise", breaks_on_bad)
     report = session_work.summarise_due()
-    assert report["sessions_failed"] == 1 and report["sessions_summarised"] == 1  # the good one goes on
+    # the good one goes on
+    assert report["sessions_failed"] == 1 and report["sessions_summarised"] == 1
     failure = StepFailure.objects.get(session__external_id="bad")
     assert failure.attempts == 1 and not failure.set_aside and "cannot summarise" in failure.error
     session_work.summarise_due()
@@ -100,7 +115,9 @@ def test_a_failing_session_is_set_aside_and_can_be_retried(alice, lane_settings,
     assert not StepFailure.objects.exists()  # a success clears the record
 
 
-def test_a_step_past_its_time_budget_fails_that_session_only(alice, lane_settings, monkeypatch) -> None:
+def test_a_step_past_its_time_budget_fails_that_session_only(
+    alice, lane_settings, monkeypatch
+) -> None:
     monkeypatch.setattr("memoryhub.plumbing.background.STEP_SECONDS", 0.0)
     chat(alice, "s1")
     outcome = work_on_session(Session.objects.get(external_id="s1").pk)
@@ -171,7 +188,8 @@ def test_facts_are_extracted_from_events_past_the_cursor(alice, lane_settings, m
 def empty_step_counted(lane: SummariseLane) -> int:
     """What the lane loop does after an empty step: ask whether work waited; the steps counted."""
     beat = Heartbeat(lane.name)
-    later = timezone.now() + timedelta(seconds=background.WAITED_SECONDS + 1)  # what was written so far waited
+    # what was written so far waited
+    later = timezone.now() + timedelta(seconds=background.WAITED_SECONDS + 1)
     background._work_waits(lane, beat, later)
     return beat.empty_steps
 
@@ -185,9 +203,12 @@ def test_the_normal_path_counts_no_empty_step(alice, lane_settings) -> None:
     assert not full.step().found_work and empty_step_counted(full) == 0
 
 
-def test_a_step_that_passes_a_due_session_over_counts_an_empty_step(alice, lane_settings, monkeypatch) -> None:
+def test_a_step_that_passes_a_due_session_over_counts_an_empty_step(
+    alice, lane_settings, monkeypatch
+) -> None:
     chat(alice, "s1")
-    monkeypatch.setattr(session_work, "work_on_session", lambda pk, **kwargs: {})  # a step that skips it
+    # a step that skips it
+    monkeypatch.setattr(session_work, "work_on_session", lambda pk, **kwargs: {})
     lane = SummariseLane()
     assert not lane.step().found_work
     assert empty_step_counted(lane) == 1
@@ -199,7 +220,8 @@ def test_work_the_step_would_not_do_is_no_waiting_work(alice, lane_settings, mon
     chat(alice, "s1", turns=6)  # one full leaf of four, two events left over
     lane = SummariseLane()
     assert lane.has_work(later)
-    # Without auto-summarise the lane makes no summaries or trees: a session due only for them is not its work.
+    # Without auto-summarise the lane makes no summaries or trees: a session due only for them is
+    # not its work.
     monkeypatch.setattr("memoryhub.summaries.AUTO_SUMMARISE", False)
     assert not lane.has_work(later)
     monkeypatch.setattr("memoryhub.summaries.AUTO_SUMMARISE", True)
@@ -229,8 +251,13 @@ def test_work_the_step_would_not_do_is_no_waiting_work(alice, lane_settings, mon
         thread.join()
     assert lane.has_work(later)
     # Set aside after repeated failures: no lane looks at it.
-    failure = StepFailure.objects.create(session_id=pk, tenant_id=Session.objects.get().tenant_id,
-                                         step=session_work.STEP, attempts=3, set_aside=True)
+    failure = StepFailure.objects.create(
+        session_id=pk,
+        tenant_id=Session.objects.get().tenant_id,
+        step=session_work.STEP,
+        attempts=3,
+        set_aside=True,
+    )
     assert not lane.has_work(later)
     failure.delete()
     # Due (an idle tree to close) but written before an incremental pass began: the next full
@@ -241,8 +268,11 @@ def test_work_the_step_would_not_do_is_no_waiting_work(alice, lane_settings, mon
     assert not lane.step().found_work and not lane.has_work(later)
     assert SummariseLane().has_work(later)  # a full pass would do it
     with connection.cursor() as cursor:  # the check took no lock of its own
-        cursor.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid() "
-                       "AND classid = %s AND objid = %s AND objsubid = 2", [session_work.LOCK_KEY, pk])
+        cursor.execute(
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid() "
+            "AND classid = %s AND objid = %s AND objsubid = 2",
+            [session_work.LOCK_KEY, pk],
+        )
         assert cursor.fetchone()[0] == 0
 
 
@@ -258,9 +288,14 @@ def test_a_reply_of_no_facts_is_work_done(alice, lane_settings, monkeypatch) -> 
     lane_settings.MEMORYHUB_FACT_EXTRACTOR = "http"
     monkeypatch.setattr("memoryhub.summaries.AUTO_SUMMARISE", False)  # facts only
     monkeypatch.setattr(extractors, "get_extractor", lambda: NoFacts())
-    post_events(alice, "s1", *[{"role": "user", "content": f"hello {i}"} for i in range(session_work.FACT_EVENTS + 10)])
+    post_events(
+        alice,
+        "s1",
+        *[{"role": "user", "content": f"hello {i}"} for i in range(session_work.FACT_EVENTS + 10)],
+    )
     lane = SummariseLane()
-    assert lane.step().done == 1  # a batch of an active conversation: the cursor moved, no facts found
+    # a batch of an active conversation: the cursor moved, no facts found
+    assert lane.step().done == 1
     assert Session.objects.get().facts_extracted_to == session_work.FACT_EVENTS
     assert lane.step().done == 1
     assert not lane.step().found_work and empty_step_counted(lane) == 0

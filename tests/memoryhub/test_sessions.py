@@ -23,16 +23,45 @@ def create(client: Any, **body: Any) -> Any:
 
 def test_create_with_every_field(alice) -> None:
     response = create(
-        alice, id="chat-1", user_id="u-42", persistence_key="slack:C1:T9", agent="helper",
-        channel="support", workspace="research", title="First chat", metadata={"lang": "en"},
+        alice,
+        id="chat-1",
+        user_id="u-42",
+        persistence_key="slack:C1:T9",
+        agent="helper",
+        channel="support",
+        workspace="research",
+        title="First chat",
+        metadata={"lang": "en"},
     )
     assert response.status_code == 201, response.content
     body = response.json()
-    assert {k: body[k] for k in ("id", "user_id", "persistence_key", "agent", "channel", "workspace",
-                                 "title", "metadata", "status", "event_count", "last_sequence")} == {
-        "id": "chat-1", "user_id": "u-42", "persistence_key": "slack:C1:T9", "agent": "helper",
-        "channel": "support", "workspace": "research", "title": "First chat",
-        "metadata": {"lang": "en"}, "status": "active", "event_count": 0, "last_sequence": 0,
+    assert {
+        k: body[k]
+        for k in (
+            "id",
+            "user_id",
+            "persistence_key",
+            "agent",
+            "channel",
+            "workspace",
+            "title",
+            "metadata",
+            "status",
+            "event_count",
+            "last_sequence",
+        )
+    } == {
+        "id": "chat-1",
+        "user_id": "u-42",
+        "persistence_key": "slack:C1:T9",
+        "agent": "helper",
+        "channel": "support",
+        "workspace": "research",
+        "title": "First chat",
+        "metadata": {"lang": "en"},
+        "status": "active",
+        "event_count": 0,
+        "last_sequence": 0,
     }
     assert re.fullmatch(r"[0-9A-Za-z]{11}", body["ref_code"])
     assert body["created_at"].endswith("Z") and body["updated_at"].endswith("Z")
@@ -99,7 +128,9 @@ def test_two_tenants_may_use_the_same_id(alice, bob) -> None:
         ({"title": "nul\u0000"}, "title"),
     ],
 )
-def test_bad_create_input_is_a_400_and_stores_nothing(alice, body: dict[str, Any], field: str) -> None:
+def test_bad_create_input_is_a_400_and_stores_nothing(
+    alice, body: dict[str, Any], field: str
+) -> None:
     response = create(alice, **body)
     assert response.status_code == 400, response.content
     code = error_code(response)
@@ -152,8 +183,24 @@ def test_list_newest_updated_first(alice) -> None:
 
 
 def test_list_filters(alice) -> None:
-    create(alice, id="s1", agent="planner", channel="ops", workspace="w1", persistence_key="k:1", user_id="u1")
-    create(alice, id="s2", agent="coder", channel="ops", workspace="w1", persistence_key="k:2", user_id="u2")
+    create(
+        alice,
+        id="s1",
+        agent="planner",
+        channel="ops",
+        workspace="w1",
+        persistence_key="k:1",
+        user_id="u1",
+    )
+    create(
+        alice,
+        id="s2",
+        agent="coder",
+        channel="ops",
+        workspace="w1",
+        persistence_key="k:2",
+        user_id="u2",
+    )
     create(alice, id="s3", agent="planner", workspace="w2", persistence_key="k:1")
     alice.patch(f"{SESSIONS}s3/", {"status": "archived"}, format="json")
 
@@ -181,7 +228,9 @@ def test_list_bad_filter_value_is_400(alice) -> None:
     assert error_code(response) == "invalid_parameter"
 
 
-@pytest.mark.parametrize("params", [{"limit": "0"}, {"limit": "abc"}, {"limit": "100000"}, {"offset": "-1"}])
+@pytest.mark.parametrize(
+    "params", [{"limit": "0"}, {"limit": "abc"}, {"limit": "100000"}, {"offset": "-1"}]
+)
 def test_list_bad_paging_is_400(alice, params: dict[str, str]) -> None:
     response = alice.get(SESSIONS, params)
     assert response.status_code == 400
@@ -218,12 +267,26 @@ def test_list_query_count_is_pinned(alice, django_assert_max_num_queries) -> Non
 
 def test_patch_updates_fields_and_time(alice) -> None:
     created = create(alice, id="s1", title="old").json()
-    response = alice.patch(f"{SESSIONS}s1/", {"title": "new", "metadata": {"k": "v"}, "agent": "a2",
-                                              "user_id": "u9", "persistence_key": "pk"}, format="json")
+    response = alice.patch(
+        f"{SESSIONS}s1/",
+        {
+            "title": "new",
+            "metadata": {"k": "v"},
+            "agent": "a2",
+            "user_id": "u9",
+            "persistence_key": "pk",
+        },
+        format="json",
+    )
     assert response.status_code == 200
     body = response.json()
-    assert (body["title"], body["metadata"], body["agent"], body["user_id"], body["persistence_key"]) == (
-        "new", {"k": "v"}, "a2", "u9", "pk")
+    assert (
+        body["title"],
+        body["metadata"],
+        body["agent"],
+        body["user_id"],
+        body["persistence_key"],
+    ) == ("new", {"k": "v"}, "a2", "u9", "pk")
     assert body["updated_at"] >= created["updated_at"]
     session = Session.objects.get(external_id="s1")
     assert session.title == "new" and session.metadata == {"k": "v"}
@@ -231,9 +294,17 @@ def test_patch_updates_fields_and_time(alice) -> None:
 
 def test_status_moves_and_refusals(alice) -> None:
     create(alice, id="s1")
-    assert alice.patch(f"{SESSIONS}s1/", {"status": "idle"}, format="json").json()["status"] == "idle"
-    assert alice.patch(f"{SESSIONS}s1/", {"status": "active"}, format="json").json()["status"] == "active"
-    assert alice.patch(f"{SESSIONS}s1/", {"status": "archived"}, format="json").json()["status"] == "archived"
+    assert (
+        alice.patch(f"{SESSIONS}s1/", {"status": "idle"}, format="json").json()["status"] == "idle"
+    )
+    assert (
+        alice.patch(f"{SESSIONS}s1/", {"status": "active"}, format="json").json()["status"]
+        == "active"
+    )
+    assert (
+        alice.patch(f"{SESSIONS}s1/", {"status": "archived"}, format="json").json()["status"]
+        == "archived"
+    )
     back = alice.patch(f"{SESSIONS}s1/", {"status": "active"}, format="json")
     assert back.status_code == 409
     assert error_code(back) == "invalid_status_transition"
@@ -249,8 +320,14 @@ def test_archive_directly_from_active(alice) -> None:
 
 @pytest.mark.parametrize(
     "body",
-    [{"status": "sleeping"}, {"metadata": [1]}, {"title": 5 * "x" * 101}, {"ref_code": "x"}, {"id": "new"},
-     {"workspace": "elsewhere"}],
+    [
+        {"status": "sleeping"},
+        {"metadata": [1]},
+        {"title": 5 * "x" * 101},
+        {"ref_code": "x"},
+        {"id": "new"},
+        {"workspace": "elsewhere"},
+    ],
 )
 def test_bad_patch_is_400_and_changes_nothing(alice, body: dict[str, Any]) -> None:
     create(alice, id="s1", title="kept")
@@ -274,7 +351,9 @@ def test_patch_unknown_session_is_404(alice) -> None:
 def test_delete_forgets_the_session_and_what_derives_from_it(alice) -> None:
     create(alice, id="s1")
     create(alice, id="s2")
-    post_events(alice, "s1", {"role": "user", "content": "one"}, {"role": "assistant", "content": "two"})
+    post_events(
+        alice, "s1", {"role": "user", "content": "one"}, {"role": "assistant", "content": "two"}
+    )
     post_events(alice, "s2", {"role": "user", "content": "kept"})
     session = Session.objects.get(external_id="s1")
     RollingSummary.objects.create(session=session, tenant_id=session.tenant_id, text="sum", epoch=1)
@@ -366,7 +445,11 @@ def test_workspace_limited_key_sees_only_its_workspace(alice, cast) -> None:
     taken = create(limited, id="in-w2")
     assert (taken.status_code, taken.json()) == (404, limited.get(f"{SESSIONS}in-w2/").json())
     assert error_code(taken) == "session_not_found"
-    assert limited.post(f"{SESSIONS}in-w2/events/", {"role": "user", "content": "hi"},
-                        format="json").status_code == 404
+    assert (
+        limited.post(
+            f"{SESSIONS}in-w2/events/", {"role": "user", "content": "hi"}, format="json"
+        ).status_code
+        == 404
+    )
     assert not Session.objects.get(external_id="in-w2").events.exists()
     assert Workspace.objects.filter(tenant=cast.alice_tenant, name="w2").count() == 1

@@ -52,7 +52,11 @@ def test_an_unknown_field_names_the_field_meant(alice) -> None:  # type: ignore[
     """`messages` (OpenAI's and mem0's name) suggests `events`; a typo its near field."""
     from tests.base import error_code
 
-    sent = alice.post("/api/v1/sessions/s1/events/", {"messages": [{"role": "user", "content": "hi"}]}, format="json")
+    sent = alice.post(
+        "/api/v1/sessions/s1/events/",
+        {"messages": [{"role": "user", "content": "hi"}]},
+        format="json",
+    )
     assert error_code(sent) == "unknown_field"
     assert "Did you mean 'events'?" in str(sent.json()["error"])
     typo = alice.post("/api/v1/search/", {"query": "x", "top_kk": 3}, format="json")

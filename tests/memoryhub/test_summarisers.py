@@ -1,4 +1,5 @@
-"""Summarisers (docs/event-log.md#summaries): the extractive default and the OpenAI-compatible HTTP one (against a local fake)."""
+"""Summarisers (docs/event-log.md#summaries): the extractive default and the OpenAI-compatible HTTP
+one (against a local fake)."""
 
 from __future__ import annotations
 
@@ -31,7 +32,8 @@ pytestmark = pytest.mark.usefixtures("allow_local_llm")
 WHEN = datetime(2026, 3, 14, 9, 26, tzinfo=UTC)
 
 
-# --- a fake OpenAI-compatible chat-completions server on 127.0.0.1 (also used by test_extractors) ---
+# --- a fake OpenAI-compatible chat-completions server on 127.0.0.1 (also used by
+# test_extractors) ---
 
 
 @dataclass
@@ -65,7 +67,9 @@ def fake_llm(reply: Callable[[dict[str, Any]], tuple[int, Any]]) -> Iterator[Fak
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+    )
     thread.start()
     state.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
     try:
@@ -76,24 +80,35 @@ def fake_llm(reply: Callable[[dict[str, Any]], tuple[int, Any]]) -> Iterator[Fak
 
 
 def completion(text: str) -> dict[str, Any]:
-    return {"id": "x", "object": "chat.completion", "choices": [{"index": 0, "message": {"role": "assistant", "content": text}}]}
+    return {
+        "id": "x",
+        "object": "chat.completion",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}}],
+    }
 
 
 def test_extractive_one_line_per_turn_with_speaker_time_and_sequence() -> None:
-    turns = [Turn("user", "Book flight LH-442 for 3 people on 2026-04-02.", 7, WHEN),
-             Turn("assistant", "Booked. Confirmation code QX7-ZZ9, total 1,284.50 EUR.", 8, WHEN),
-             Turn("tool", "   ", 9, WHEN)]
+    turns = [
+        Turn("user", "Book flight LH-442 for 3 people on 2026-04-02.", 7, WHEN),
+        Turn("assistant", "Booked. Confirmation code QX7-ZZ9, total 1,284.50 EUR.", 8, WHEN),
+        Turn("tool", "   ", 9, WHEN),
+    ]
     text = ExtractiveSummariser().summarise(turns)
     lines = text.splitlines()
     assert len(lines) == 2  # the empty turn is dropped
-    assert lines[0] == "- [2026-03-14 09:26] user #7: Book flight LH-442 for 3 people on 2026-04-02."
+    assert (
+        lines[0] == "- [2026-03-14 09:26] user #7: Book flight LH-442 for 3 people on 2026-04-02."
+    )
     assert "assistant #8" in lines[1] and "QX7-ZZ9" in lines[1] and "1,284.50" in lines[1]
 
 
 def test_extractive_clips_long_turns_but_keeps_numbers_and_identifiers() -> None:
-    long = ("We talked about the roadmap for a long while and nothing concrete came of it. " * 6
-            + "In the end the invoice INV-20931 of 4,200 USD goes to billing@acme.io via api/v2/invoices, "
-            + "owner maria_lopez, due 2026-05-01.")
+    long = (
+        "We talked about the roadmap for a long while and nothing concrete came of it. "
+        * 6
+        + "In the end the invoice INV-20931 of 4,200 USD goes to billing@acme.io via"
+        " api/v2/invoices, " + "owner maria_lopez, due 2026-05-01."
+    )
     line = ExtractiveSummariser(line_chars=200).summarise([Turn("user", long, 3, WHEN)])
     assert len(line) <= 200 + len("- [2026-03-14 09:26] user #3: ")
     assert line.count("\n") == 0
@@ -122,8 +137,15 @@ def test_http_summariser_speaks_openai_chat_completions() -> None:
     assert "- earlier" in request["body"]["messages"][1]["content"]
 
 
-@pytest.mark.parametrize("status,payload", [(500, {"error": "boom"}), (200, {"choices": []}), (200, "not json"),
-                                            (200, {"choices": [{"message": {"content": None}}]})])
+@pytest.mark.parametrize(
+    "status,payload",
+    [
+        (500, {"error": "boom"}),
+        (200, {"choices": []}),
+        (200, "not json"),
+        (200, {"choices": [{"message": {"content": None}}]}),
+    ],
+)
 def test_http_summariser_errors_are_summariser_errors(status, payload) -> None:  # type: ignore[no-untyped-def]
     with fake_llm(lambda body: (status, payload)) as llm:
         with pytest.raises(SummariserError):
@@ -144,9 +166,13 @@ def test_settings_select_the_summariser(settings) -> None:  # type: ignore[no-un
     assert isinstance(get_summariser(), HttpSummariser)
 
 
-def test_configured_http_summariser_writes_the_rolling_summary(alice, settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_configured_http_summariser_writes_the_rolling_summary(
+    alice, settings, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setattr("memoryhub.summaries.BUDGET", 100)
-    post_events(alice, "s1", *[{"role": "user", "content": f"step {i} " + "w " * 60} for i in range(5)])
+    post_events(
+        alice, "s1", *[{"role": "user", "content": f"step {i} " + "w " * 60} for i in range(5)]
+    )
     with fake_llm(lambda body: (200, completion("- the user walked through steps 0 to 3"))) as llm:
         settings.MEMORYHUB_SUMMARISER = "http"
         settings.MEMORYHUB_SUMMARISER_URL = llm.url
@@ -206,11 +232,17 @@ def test_the_linear_expression_keeps_the_same_words_as_before() -> None:
     old = re.compile(QUADRATIC_KEEP_WORD)
     rng = random.Random(7)
     alphabet = "aAbBzZ_19.-/@#: (),'"
-    samples = ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 40))) for _ in range(5000)]
-    samples += ["see https://example.org/x?y=1 and v2.3.1, user@example.com, #launch, @anna, NASA, "
-                "parse_args, camelCase, CamelCase, path/to/file.py at 09:40 on 2024-05-03"]
+    samples = [
+        "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 40))) for _ in range(5000)
+    ]
+    samples += [
+        "see https://example.org/x?y=1 and v2.3.1, user@example.com, #launch, @anna, NASA, "
+        "parse_args, camelCase, CamelCase, path/to/file.py at 09:40 on 2024-05-03"
+    ]
     for text in samples:
-        assert [m.group(0) for m in _KEEP_WORD.finditer(text)] == [m.group(0) for m in old.finditer(text)], text
+        assert [m.group(0) for m in _KEEP_WORD.finditer(text)] == [
+            m.group(0) for m in old.finditer(text)
+        ], text
 
 
 def test_a_summarising_step_that_runs_past_its_budget_stops() -> None:

@@ -1,4 +1,5 @@
-"""Rolling summary (docs/event-log.md#summaries): GET/PUT with compare-and-swap, the automatic trigger, restore, summarise_due."""
+"""Rolling summary (docs/event-log.md#summaries): GET/PUT with compare-and-swap, the automatic
+trigger, restore, summarise_due."""
 
 from __future__ import annotations
 
@@ -19,20 +20,33 @@ def url(session: str) -> str:
 
 
 def seed(client, session: str = "s1", n: int = 3, words: int = 5) -> None:  # type: ignore[no-untyped-def]
-    events = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"message {i} " + "word " * words}
-              for i in range(n)]
+    events = [
+        {
+            "role": "user" if i % 2 == 0 else "assistant",
+            "content": f"message {i} " + "word " * words,
+        }
+        for i in range(n)
+    ]
     assert post_events(client, session, *events).status_code == 201
 
 
 def test_get_before_any_write_is_epoch_zero(alice) -> None:  # type: ignore[no-untyped-def]
     seed(alice)
     body = alice.get(url("s1")).json()
-    assert body == {"session": "s1", "text": "", "epoch": 0, "upper_sequence": 0, "updated_at": None}
+    assert body == {
+        "session": "s1",
+        "text": "",
+        "epoch": 0,
+        "upper_sequence": 0,
+        "updated_at": None,
+    }
 
 
 def test_put_compare_and_swap(alice) -> None:  # type: ignore[no-untyped-def]
     seed(alice)
-    first = alice.put(url("s1"), {"text": "v1", "expected_epoch": 0, "upper_sequence": 2}, format="json")
+    first = alice.put(
+        url("s1"), {"text": "v1", "expected_epoch": 0, "upper_sequence": 2}, format="json"
+    )
     assert first.status_code == 200, first.json()
     assert first.json()["epoch"] == 1 and first.json()["upper_sequence"] == 2
     stale = alice.put(url("s1"), {"text": "stale", "expected_epoch": 0}, format="json")
@@ -60,13 +74,16 @@ def test_put_without_expected_epoch_overwrites_and_bumps(alice) -> None:  # type
     assert alice.put(url("s1"), {"text": "b"}, format="json").json()["epoch"] == 2
 
 
-@pytest.mark.parametrize("body,code", [
-    ({"text": 5, "expected_epoch": 0}, "validation_error"),
-    ({"expected_epoch": 0}, "validation_error"),
-    ({"text": "x", "expected_epoch": -1}, "validation_error"),
-    ({"text": "x", "expected_epoch": 0, "upper_sequence": 99}, "invalid_upper_sequence"),
-    ({"text": "x", "expected_epoch": 0, "surprise": 1}, "unknown_field"),
-])
+@pytest.mark.parametrize(
+    "body,code",
+    [
+        ({"text": 5, "expected_epoch": 0}, "validation_error"),
+        ({"expected_epoch": 0}, "validation_error"),
+        ({"text": "x", "expected_epoch": -1}, "validation_error"),
+        ({"text": "x", "expected_epoch": 0, "upper_sequence": 99}, "invalid_upper_sequence"),
+        ({"text": "x", "expected_epoch": 0, "surprise": 1}, "unknown_field"),
+    ],
+)
 def test_bad_put_stores_nothing(alice, body, code) -> None:  # type: ignore[no-untyped-def]
     seed(alice)
     r = alice.put(url("s1"), body, format="json")
@@ -96,9 +113,14 @@ def test_workspace_limited_key(cast) -> None:  # type: ignore[no-untyped-def]
     seed(cast.alice)  # default workspace
     limited = make_client(make_key(cast.alice_tenant, workspace="other"))
     assert limited.get(url("s1")).status_code == 404
-    assert limited.put(url("s1"), {"text": "x", "expected_epoch": 0}, format="json").status_code == 404
+    assert (
+        limited.put(url("s1"), {"text": "x", "expected_epoch": 0}, format="json").status_code == 404
+    )
     seed(limited, "s2")
-    assert limited.put(url("s2"), {"text": "mine", "expected_epoch": 0}, format="json").status_code == 200
+    assert (
+        limited.put(url("s2"), {"text": "mine", "expected_epoch": 0}, format="json").status_code
+        == 200
+    )
 
 
 def test_read_key_cannot_write(cast) -> None:  # type: ignore[no-untyped-def]
@@ -111,21 +133,33 @@ def test_read_key_cannot_write(cast) -> None:  # type: ignore[no-untyped-def]
 
 def test_restore_leads_with_the_summary(alice) -> None:  # type: ignore[no-untyped-def]
     seed(alice, n=4)
-    alice.put(url("s1"), {"text": "they agreed on plan B", "expected_epoch": 0, "upper_sequence": 2}, format="json")
-    assert alice.get("/api/v1/sessions/s1/restore/?budget=1000").json()["summary_epoch"] is None  # all fits
+    alice.put(
+        url("s1"),
+        {"text": "they agreed on plan B", "expected_epoch": 0, "upper_sequence": 2},
+        format="json",
+    )
+    # all fits
+    assert alice.get("/api/v1/sessions/s1/restore/?budget=1000").json()["summary_epoch"] is None
     messages = alice.get("/api/v1/sessions/s1/restore/?budget=45").json()["messages"]  # all: 52
     assert messages[0]["role"] == "system" and "plan B" in messages[0]["content"]
     assert [m["sequence"] for m in messages[1:]] == [3, 4]
 
 
-# --- the automatic trigger -------------------------------------------------------------------------
+# --- the automatic trigger ------------------------------------------------------------------------
 
 
-def test_trigger_condenses_oldest_down_to_half_budget(alice, settings, django_capture_on_commit_callbacks, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_trigger_condenses_oldest_down_to_half_budget(
+    alice, settings, django_capture_on_commit_callbacks, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setattr("memoryhub.summaries.BUDGET", 200)
     monkeypatch.setattr("memoryhub.summaries.MAX_SHARE", 1.0)
-    events = [{"role": "user", "content": f"turn {i} order #A-{1000 + i} costs {i * 7} EUR " + "blah " * 10}
-              for i in range(10)]
+    events = [
+        {
+            "role": "user",
+            "content": f"turn {i} order #A-{1000 + i} costs {i * 7} EUR " + "blah " * 10,
+        }
+        for i in range(10)
+    ]
     with django_capture_on_commit_callbacks(execute=True):
         assert post_events(alice, "s1", *events).status_code == 201
     row = RollingSummary.objects.get(session__external_id="s1")
@@ -138,29 +172,38 @@ def test_trigger_condenses_oldest_down_to_half_budget(alice, settings, django_ca
     assert "user #1" in lines[0] and "A-1000" in lines[0]
 
 
-def test_summary_past_its_share_is_condensed_keeping_the_newest_lines(alice, settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_summary_past_its_share_is_condensed_keeping_the_newest_lines(
+    alice, settings, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setattr("memoryhub.summaries.BUDGET", 200)
     monkeypatch.setattr("memoryhub.summaries.MAX_SHARE", 0.3)
-    post_events(alice, "s1", *[{"role": "user", "content": f"turn {i} " + "blah " * 30} for i in range(12)])
+    post_events(
+        alice, "s1", *[{"role": "user", "content": f"turn {i} " + "blah " * 30} for i in range(12)]
+    )
     assert maybe_summarise(Session.objects.get(external_id="s1"))["summarised"] is True
     row = RollingSummary.objects.get(session__external_id="s1")
     assert estimate_tokens(row.text) <= 60
-    assert re.match(r"- \[.*\] user #1(–#\d+)?: turn 0", row.text)  # the oldest turn is condensed, not dropped
+    # the oldest turn is condensed, not dropped
+    assert re.match(r"- \[.*\] user #1(–#\d+)?: turn 0", row.text)
 
 
 def test_trigger_needs_four_messages_and_eighty_percent(alice, settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setattr("memoryhub.summaries.BUDGET", 100)
-    post_events(alice, "s1", *[{"role": "user", "content": "x " * 200} for _ in range(3)])  # huge, but 3
+    # huge, but 3
+    post_events(alice, "s1", *[{"role": "user", "content": "x " * 200} for _ in range(3)])
     session = Session.objects.get(external_id="s1")
     assert maybe_summarise(session)["summarised"] is False
-    post_events(alice, "s2", *[{"role": "user", "content": "short"} for _ in range(6)])  # 6, but small
+    # 6, but small
+    post_events(alice, "s2", *[{"role": "user", "content": "short"} for _ in range(6)])
     assert maybe_summarise(Session.objects.get(external_id="s2"))["summarised"] is False
     assert not RollingSummary.objects.exists()
     post_events(alice, "s1", {"role": "user", "content": "fourth"})
     assert maybe_summarise(Session.objects.get(external_id="s1"))["summarised"] is True
 
 
-def test_trigger_discards_its_work_when_a_writer_got_there_first(alice, settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_trigger_discards_its_work_when_a_writer_got_there_first(
+    alice, settings, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setattr("memoryhub.summaries.BUDGET", 100)
     post_events(alice, "s1", *[{"role": "user", "content": "y " * 100} for _ in range(5)])
     session = Session.objects.get(external_id="s1")
@@ -181,8 +224,14 @@ def test_trigger_discards_its_work_when_a_writer_got_there_first(alice, settings
 def test_summarise_due_reports_counts_per_tenant(cast, settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setattr("memoryhub.summaries.BUDGET", 100)
     monkeypatch.setattr("memoryhub.summaries.LEAF_EVENTS", 4)
-    post_events(cast.alice, "a1", *[{"role": "user", "content": f"alpha {i} " + "z " * 60} for i in range(8)])
-    post_events(cast.bob, "b1", *[{"role": "user", "content": f"beta {i} " + "z " * 60} for i in range(8)])
+    post_events(
+        cast.alice,
+        "a1",
+        *[{"role": "user", "content": f"alpha {i} " + "z " * 60} for i in range(8)],
+    )
+    post_events(
+        cast.bob, "b1", *[{"role": "user", "content": f"beta {i} " + "z " * 60} for i in range(8)]
+    )
     report = summarise_due(tenant_id=cast.alice_tenant.pk)
     assert report["sessions_checked"] == 1 and report["sessions_summarised"] == 1
     assert report["tree_nodes_built"] == 2  # two leaves of four events
@@ -211,7 +260,9 @@ def test_parallel_writers_one_winner_per_epoch(cast) -> None:  # type: ignore[no
         def write(n: int) -> None:
             try:
                 barrier.wait()
-                state = write_summary(session, text=f"writer {n} @ {expected}", expected_epoch=expected)
+                state = write_summary(
+                    session, text=f"writer {n} @ {expected}", expected_epoch=expected
+                )
                 with lock:
                     results.append(state.epoch if state else -1)
             finally:
@@ -231,7 +282,9 @@ def test_parallel_writers_one_winner_per_epoch(cast) -> None:  # type: ignore[no
     assert row.epoch == 3 and row.text.endswith("@ 2")
 
 
-def test_an_append_leaves_the_trigger_to_the_summarise_lane(alice, settings, django_capture_on_commit_callbacks, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_an_append_leaves_the_trigger_to_the_summarise_lane(
+    alice, settings, django_capture_on_commit_callbacks, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
     from django_q.models import OrmQ
 
     from memoryhub.session_work import due_sessions
@@ -239,17 +292,23 @@ def test_an_append_leaves_the_trigger_to_the_summarise_lane(alice, settings, dja
     settings.MEMORYHUB_TASKS_EAGER = False
     monkeypatch.setattr("memoryhub.summaries.BUDGET", 50)
     with django_capture_on_commit_callbacks(execute=True):
-        post_events(alice, "s1", *[{"role": "user", "content": f"m{i} " + "w " * 30} for i in range(4)])
+        post_events(
+            alice, "s1", *[{"role": "user", "content": f"m{i} " + "w " * 30} for i in range(4)]
+        )
     assert not OrmQ.objects.exists()  # no task per append: the table says what is due
     assert not RollingSummary.objects.exists()  # the lane does the work, not the request
     assert list(due_sessions().values_list("external_id", flat=True)) == ["s1"]
 
 
-def test_a_huge_backlog_is_condensed_a_window_at_a_time_oldest_first(alice, settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_a_huge_backlog_is_condensed_a_window_at_a_time_oldest_first(
+    alice, settings, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setattr("memoryhub.summaries.BUDGET", 100)
     monkeypatch.setattr("memoryhub.summaries.MAX_EVENTS", 10)
     monkeypatch.setattr("memoryhub.summaries.MAX_SHARE", 1.0)
-    post_events(alice, "s1", *[{"role": "user", "content": f"turn {i} " + "w " * 20} for i in range(30)])
+    post_events(
+        alice, "s1", *[{"role": "user", "content": f"turn {i} " + "w " * 20} for i in range(30)]
+    )
     session = Session.objects.get(external_id="s1")
     outcome = maybe_summarise(session)
     assert outcome["summarised"] is True and outcome["condensed"] == 10  # the whole first window
@@ -269,7 +328,14 @@ def test_summarise_due_skips_sessions_far_below_the_budget(alice, settings, monk
     monkeypatch.setattr("memoryhub.summaries.LEAF_EVENTS", 50)
     post_events(alice, "small", *[{"role": "user", "content": "tiny"} for _ in range(10)])
     post_events(alice, "big", *[{"role": "user", "content": "large " * 100} for _ in range(10)])
-    post_events(alice, "tools", *[{"role": "tool", "tool_name": "t", "tool_args": {"blob": "x" * 600}} for _ in range(6)])
+    post_events(
+        alice,
+        "tools",
+        *[{"role": "tool", "tool_name": "t", "tool_args": {"blob": "x" * 600}} for _ in range(6)],
+    )
     report = summarise_due()
     assert report["sessions_checked"] == 2 and report["sessions_summarised"] == 2  # big and tools
-    assert set(RollingSummary.objects.values_list("session__external_id", flat=True)) == {"big", "tools"}
+    assert set(RollingSummary.objects.values_list("session__external_id", flat=True)) == {
+        "big",
+        "tools",
+    }

@@ -19,7 +19,10 @@ from tests.base import error_code, make_client, make_key, new_session, post_even
 
 def talk(client: Any, session: str, n: int = 8, words: int = 20) -> None:
     """n messages of about (words * 2 + 10) / 4 + 4 tokens each: 8 × 19 = 152 tokens by default."""
-    events = [{"role": "user", "content": f"turn {i} ticket T-{1000 + i} " + "ok " * words} for i in range(n)]
+    events = [
+        {"role": "user", "content": f"turn {i} ticket T-{1000 + i} " + "ok " * words}
+        for i in range(n)
+    ]
     assert post_events(client, session, *events).status_code == 201
 
 
@@ -53,7 +56,8 @@ def test_a_bad_summary_budget_is_400_and_nothing_changes(alice, value: Any) -> N
 
 
 def test_each_session_is_summarised_against_its_own_budget(alice, settings, monkeypatch) -> None:
-    monkeypatch.setattr("memoryhub.summaries.BUDGET", 10_000)  # the default: far above the 152 tokens of talk()
+    # the default: far above the 152 tokens of talk()
+    monkeypatch.setattr("memoryhub.summaries.BUDGET", 10_000)
     new_session(alice, "tight", summary_budget=100)
     new_session(alice, "roomy")
     talk(alice, "tight")
@@ -64,10 +68,11 @@ def test_each_session_is_summarised_against_its_own_budget(alice, settings, monk
     tight = Session.objects.get(external_id="tight")
     row = RollingSummary.objects.get(session=tight)
     rest = tight.events.filter(sequence__gt=row.upper_sequence)
-    assert sum(estimate_tokens(e.text) + 4 for e in rest) <= 50  # the target is half of *its* budget
+    # the target is half of *its* budget
+    assert sum(estimate_tokens(e.text) + 4 for e in rest) <= 50
 
 
-# --- the summary call ---------------------------------------------------------------------------------
+# --- the summary call -----------------------------------------------------------------------------
 
 
 def test_the_summary_call_takes_a_budget(alice, settings, monkeypatch) -> None:
@@ -76,7 +81,8 @@ def test_the_summary_call_takes_a_budget(alice, settings, monkeypatch) -> None:
     talk(alice, "s1")
     response = alice.post(summary_url("s1"), {}, format="json")
     assert response.status_code == 200, response.content
-    assert response.json()["summarised"] is False and response.json()["budget"] == 5000  # the session's
+    # the session's
+    assert response.json()["summarised"] is False and response.json()["budget"] == 5000
     response = alice.post(summary_url("s1"), {"budget": 100}, format="json")
     body = response.json()
     assert body["summarised"] is True and body["budget"] == 100 and body["epoch"] == 1
@@ -84,7 +90,9 @@ def test_the_summary_call_takes_a_budget(alice, settings, monkeypatch) -> None:
     assert alice.get(summary_url("s1")).json()["epoch"] == 1
 
 
-@pytest.mark.parametrize("body", [{"budget": 0}, {"budget": "100"}, {"budget": 10**7}, {"size": 100}])
+@pytest.mark.parametrize(
+    "body", [{"budget": 0}, {"budget": "100"}, {"budget": 10**7}, {"size": 100}]
+)
 def test_a_bad_summary_call_is_400_and_writes_nothing(alice, body: dict[str, Any]) -> None:
     talk(alice, "s1")
     response = alice.post(summary_url("s1"), body, format="json")
@@ -97,14 +105,16 @@ def test_the_summary_call_is_confined_and_needs_write(alice, bob, cast) -> None:
     talk(alice, "s1")
     assert bob.post(summary_url("s1"), {"budget": 100}, format="json").status_code == 404
     other_workspace = make_client(make_key(cast.alice_tenant, workspace="w2"))
-    assert other_workspace.post(summary_url("s1"), {"budget": 100}, format="json").status_code == 404
+    assert (
+        other_workspace.post(summary_url("s1"), {"budget": 100}, format="json").status_code == 404
+    )
     reader = make_client(make_key(cast.alice_tenant, scopes=("read",)))
     response = reader.post(summary_url("s1"), {"budget": 100}, format="json")
     assert response.status_code == 403 and error_code(response) == "insufficient_scope"
     assert not RollingSummary.objects.exists()
 
 
-# --- condensed, not truncated ---------------------------------------------------------------------------
+# --- condensed, not truncated ---------------------------------------------------------------------
 
 
 def test_a_summary_past_its_share_keeps_its_oldest_turns(alice, settings, monkeypatch) -> None:
@@ -122,8 +132,10 @@ def test_a_summary_past_its_share_keeps_its_oldest_turns(alice, settings, monkey
 
 
 def test_merge_lines_keeps_the_newest_verbatim_and_fits_the_room() -> None:
-    lines = [f"- [2025-01-0{1 + i // 10} 10:{i:02d}] user #{i}: order O-{500 + i} shipped to depot {i}"
-             for i in range(40)]
+    lines = [
+        f"- [2025-01-0{1 + i // 10} 10:{i:02d}] user #{i}: order O-{500 + i} shipped to depot {i}"
+        for i in range(40)
+    ]
     out = merge_lines("\n".join(lines), room=1200)
     assert len(out) <= 1200
     merged = out.splitlines()
@@ -166,16 +178,25 @@ def traced(text: str) -> set[int]:
 
 def test_merge_lines_leaves_a_trace_of_every_message() -> None:
     # at 360 characters the old condenser kept #1 and #22-#25; #2-#21 vanished.
-    lines = [f"- [2025-05-01 10:{i:02d}] user #{i}: turn {i} ticket T-{1000 + i} " + "ok " * 20 for i in range(1, 26)]
+    lines = [
+        f"- [2025-05-01 10:{i:02d}] user #{i}: turn {i} ticket T-{1000 + i} " + "ok " * 20
+        for i in range(1, 26)
+    ]
     out = merge_lines("\n".join(lines), room=360)
     assert len(out) <= 360
     assert traced(out) == set(range(1, 26))
     older = out.splitlines()[0]
-    assert older.startswith("- [2025-05-01 10:01] user #1–#") and "T-1001" in older and "T-1002" in older
+    assert (
+        older.startswith("- [2025-05-01 10:01] user #1–#")
+        and "T-1001" in older
+        and "T-1002" in older
+    )
     assert out.splitlines()[-1].startswith("- [2025-05-01 10:25] user #25: turn 25 ticket T-1025")
 
 
-def test_a_rolling_summary_at_budget_300_keeps_a_trace_of_every_condensed_message(alice, settings) -> None:
+def test_a_rolling_summary_at_budget_300_keeps_a_trace_of_every_condensed_message(
+    alice, settings
+) -> None:
     new_session(alice, "s1", summary_budget=300)  # the summary may use 90 tokens
     session = Session.objects.get(external_id="s1")
     for _round in range(4):

@@ -1,4 +1,5 @@
-"""Summary tree (docs/event-log.md#summaries): leaves, branches, root; searchable; expandable; isolated."""
+"""Summary tree (docs/event-log.md#summaries): leaves, branches, root; searchable; expandable;
+isolated."""
 
 from __future__ import annotations
 
@@ -20,14 +21,23 @@ def small_tree(settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
 
 
 def talk(client, session: str, n: int, start: int = 0) -> None:  # type: ignore[no-untyped-def]
-    events = [{"role": "user" if i % 2 == 0 else "assistant",
-               "content": f"Turn {i}: ticket JIRA-{100 + i} estimated at {i * 3} hours"} for i in range(start, start + n)]
+    events = [
+        {
+            "role": "user" if i % 2 == 0 else "assistant",
+            "content": f"Turn {i}: ticket JIRA-{100 + i} estimated at {i * 3} hours",
+        }
+        for i in range(start, start + n)
+    ]
     assert post_events(client, session, *events).status_code == 201
 
 
 def tree(session: str) -> list[tuple[str, int, int, int | None]]:
-    return [(n.level, n.sequence_start, n.sequence_end, n.parent_id)
-            for n in SummaryNode.objects.filter(session__external_id=session).order_by("depth", "sequence_start")]
+    return [
+        (n.level, n.sequence_start, n.sequence_end, n.parent_id)
+        for n in SummaryNode.objects.filter(session__external_id=session).order_by(
+            "depth", "sequence_start"
+        )
+    ]
 
 
 def test_leaves_branches_root(alice) -> None:  # type: ignore[no-untyped-def]
@@ -41,7 +51,11 @@ def test_leaves_branches_root(alice) -> None:  # type: ignore[no-untyped-def]
     branches = [nodes[("branch", 1)], nodes[("branch", 7)]]
     assert all(b.parent_id == root.pk for b in branches)
     assert [n.parent_id for (level, _), n in sorted(nodes.items()) if level == "leaf"] == [
-        branches[0].pk, branches[0].pk, branches[1].pk, branches[1].pk]
+        branches[0].pk,
+        branches[0].pk,
+        branches[1].pk,
+        branches[1].pk,
+    ]
     leaf = nodes[("leaf", 1)]
     assert leaf.source_count == 3 and leaf.text.count("\n") == 2  # one line per turn
     assert "JIRA-100" in leaf.text and "user #1" in leaf.text and "assistant #2" in leaf.text
@@ -58,7 +72,11 @@ def test_growth_replaces_root_without_orphans(alice) -> None:  # type: ignore[no
     talk(alice, "s1", 12, start=12)
     assert build_tree(session) == 4 + 2 + 1
     root = SummaryNode.objects.get(level="root")
-    assert root.pk != old_root.pk and (root.sequence_start, root.sequence_end, root.source_count) == (1, 24, 4)
+    assert root.pk != old_root.pk and (
+        root.sequence_start,
+        root.sequence_end,
+        root.source_count,
+    ) == (1, 24, 4)
     assert not Chunk.objects.filter(kind="summary", source_id=str(old_root.pk)).exists()
     node_ids = {str(pk) for pk in SummaryNode.objects.values_list("pk", flat=True)}
     assert set(Chunk.objects.filter(kind="summary").values_list("source_id", flat=True)) == node_ids
@@ -68,7 +86,8 @@ def test_final_closes_the_unfinished_run(alice) -> None:  # type: ignore[no-unty
     talk(alice, "s1", 4)
     session = Session.objects.get(external_id="s1")
     assert build_tree(session) == 1
-    assert build_tree(session, final=True) == 2  # the last event as a leaf, a branch over both leaves
+    # the last event as a leaf, a branch over both leaves
+    assert build_tree(session, final=True) == 2
     branch = SummaryNode.objects.get(level="branch").pk
     assert tree("s1") == [("leaf", 1, 3, branch), ("leaf", 4, 4, branch), ("branch", 1, 4, None)]
 
@@ -83,13 +102,18 @@ def test_expand_api_children_and_events(alice, django_capture_on_commit_callback
     assert body["level"] == "root" and body["session"] == "s1"
     assert [c["level"] for c in body["children"]] == ["branch", "branch"]
     assert [c["sequence_start"] for c in body["children"]] == [1, 7]
-    leaf_id = alice.get(f"/api/v1/summaries/{body['children'][0]['id']}/").json()["children"][0]["id"]
+    leaf_id = alice.get(f"/api/v1/summaries/{body['children'][0]['id']}/").json()["children"][0][
+        "id"
+    ]
     leaf = alice.get(f"/api/v1/summaries/{leaf_id}/").json()
     assert leaf["children"] == [] and [e["sequence"] for e in leaf["events"]] == [1, 2, 3]
     assert leaf["events"][0]["content"].startswith("Turn 0") and leaf["events_truncated"] is False
     limited = alice.get(f"/api/v1/summaries/{root.pk}/?events_limit=5").json()
     assert len(limited["events"]) == 5 and limited["events_truncated"] is True
-    assert error_code(alice.get(f"/api/v1/summaries/{root.pk}/?events_limit=-1")) == "invalid_parameter"
+    assert (
+        error_code(alice.get(f"/api/v1/summaries/{root.pk}/?events_limit=-1"))
+        == "invalid_parameter"
+    )
     listing = alice.get("/api/v1/summaries/?session=s1&level=leaf").json()
     assert listing["count"] == 4 and all(n["level"] == "leaf" for n in listing["results"])
     assert error_code(alice.get("/api/v1/summaries/999999/")) == "summary_not_found"
@@ -99,7 +123,11 @@ def test_search_hit_expands(alice, django_capture_on_commit_callbacks) -> None: 
     talk(alice, "s1", 3)
     with django_capture_on_commit_callbacks(execute=True):
         build_tree(Session.objects.get(external_id="s1"))
-    r = alice.post("/api/v1/search/", {"query": "JIRA-101", "kinds": ["summary"], "mode": "text"}, format="json")
+    r = alice.post(
+        "/api/v1/search/",
+        {"query": "JIRA-101", "kinds": ["summary"], "mode": "text"},
+        format="json",
+    )
     assert r.status_code == 200, r.json()
     hit = r.json()["results"][0]
     assert hit["kind"] == "summary"
@@ -141,18 +169,33 @@ def test_branch_lines_condense_children_without_their_bullets(alice) -> None:  #
 
 def test_nodes_carry_their_time_span_and_model(alice, settings) -> None:  # type: ignore[no-untyped-def]
     # Every summary dated (earliest_at, latest_at, model on every summary).
-    events = [{"role": "user", "content": f"Turn {i}: ticket JIRA-{100 + i}",
-               "created_at": f"2025-05-0{1 + i // 3}T10:{i:02d}:00Z"} for i in range(6)]
+    events = [
+        {
+            "role": "user",
+            "content": f"Turn {i}: ticket JIRA-{100 + i}",
+            "created_at": f"2025-05-0{1 + i // 3}T10:{i:02d}:00Z",
+        }
+        for i in range(6)
+    ]
     assert post_events(alice, "s1", *events).status_code == 201
     build_tree(Session.objects.get(external_id="s1"))
     first, second = SummaryNode.objects.filter(level="leaf").order_by("sequence_start")
     branch = SummaryNode.objects.get(level="branch")
     leaf = alice.get(f"/api/v1/summaries/{first.pk}/").json()
-    assert (leaf["earliest_at"], leaf["latest_at"]) == ("2025-05-01T10:00:00Z", "2025-05-01T10:02:00Z")
+    assert (leaf["earliest_at"], leaf["latest_at"]) == (
+        "2025-05-01T10:00:00Z",
+        "2025-05-01T10:02:00Z",
+    )
     assert leaf["model"] == "extractive" and leaf["summariser"] == "extractive"
     body = alice.get(f"/api/v1/summaries/{branch.pk}/").json()
-    assert (body["earliest_at"], body["latest_at"]) == ("2025-05-01T10:00:00Z", "2025-05-02T10:05:00Z")
-    assert [c["earliest_at"] for c in body["children"]] == ["2025-05-01T10:00:00Z", "2025-05-02T10:03:00Z"]
+    assert (body["earliest_at"], body["latest_at"]) == (
+        "2025-05-01T10:00:00Z",
+        "2025-05-02T10:05:00Z",
+    )
+    assert [c["earliest_at"] for c in body["children"]] == [
+        "2025-05-01T10:00:00Z",
+        "2025-05-02T10:03:00Z",
+    ]
     listing = alice.get("/api/v1/summaries/?session=s1&level=leaf").json()["results"]
     assert [n["latest_at"] for n in listing] == ["2025-05-01T10:02:00Z", "2025-05-02T10:05:00Z"]
 
@@ -161,7 +204,9 @@ def test_a_node_names_the_http_summarisers_model(alice, settings, monkeypatch) -
     from memoryhub import summaries
 
     settings.MEMORYHUB_SUMMARISER_MODEL = "qwen3-30b"
-    monkeypatch.setattr(summaries, "summarise_safely", lambda turns, previous="", **kw: ("- written", "http"))
+    monkeypatch.setattr(
+        summaries, "summarise_safely", lambda turns, previous="", **kw: ("- written", "http")
+    )
     talk(alice, "s1", 3)
     build_tree(Session.objects.get(external_id="s1"))
     node = SummaryNode.objects.get()
@@ -171,11 +216,16 @@ def test_a_node_names_the_http_summarisers_model(alice, settings, monkeypatch) -
 
 def test_extractive_lines_name_the_sessions_agent(alice) -> None:  # type: ignore[no-untyped-def]
     new_session(alice, "trip", agent="travel-bot")
-    post_events(alice, "trip", *[{"role": "user", "content": f"Turn {i}: JIRA-{i}"} for i in range(3)])
+    post_events(
+        alice, "trip", *[{"role": "user", "content": f"Turn {i}: JIRA-{i}"} for i in range(3)]
+    )
     build_tree(Session.objects.get(external_id="trip"))
     leaf = SummaryNode.objects.get()
     assert [line.split(": ", 1)[0][-18:] for line in leaf.text.splitlines()] == [
-        "travel-bot/user #1", "travel-bot/user #2", "travel-bot/user #3"]
+        "travel-bot/user #1",
+        "travel-bot/user #2",
+        "travel-bot/user #3",
+    ]
 
 
 def test_each_level_keeps_to_its_own_token_budget(alice, monkeypatch) -> None:  # type: ignore[no-untyped-def]
@@ -185,6 +235,7 @@ def test_each_level_keeps_to_its_own_token_budget(alice, monkeypatch) -> None:  
     budget = {"leaf": 40, "branch": 45, "root": 50}
     for node in SummaryNode.objects.all():
         assert node.token_count <= budget[node.level], (node.level, node.text)
-        assert f"#{node.sequence_start}" in node.text  # condensed, not cut: the first message still named
+        # condensed, not cut: the first message still named
+        assert f"#{node.sequence_start}" in node.text
     leaf = SummaryNode.objects.filter(level="leaf").first()
     assert re.search(r"#1(–#\d+)?: Turn 0", leaf.text)

@@ -43,7 +43,10 @@ def test_tasks_go_to_the_cluster_of_their_lane(cluster_mode) -> None:
 
     enqueue_on_commit("math.sqrt", 1)
     enqueue_on_commit("math.sqrt", 2, cluster=MAINTENANCE)
-    assert list(OrmQ.objects.order_by("pk").values_list("key", flat=True)) == ["memoryhub", MAINTENANCE]
+    assert list(OrmQ.objects.order_by("pk").values_list("key", flat=True)) == [
+        "memoryhub",
+        MAINTENANCE,
+    ]
 
 
 def test_tasks_of_a_rolled_back_savepoint_are_dropped(cluster_mode) -> None:
@@ -93,7 +96,9 @@ def test_the_cluster_sees_a_task_only_once_its_rows_commit(settings) -> None:
     OrmQ.objects.all().delete()
 
 
-def test_another_broker_gets_one_batch_after_commit(redis_broker, django_capture_on_commit_callbacks) -> None:
+def test_another_broker_gets_one_batch_after_commit(
+    redis_broker, django_capture_on_commit_callbacks
+) -> None:
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
         with transaction.atomic():
             enqueue_on_commit("math.sqrt", 1)
@@ -110,7 +115,9 @@ def test_another_broker_gets_one_batch_after_commit(redis_broker, django_capture
     assert not OrmQ.objects.exists()
 
 
-def test_eager_mode_runs_the_task_after_commit(settings, django_capture_on_commit_callbacks) -> None:
+def test_eager_mode_runs_the_task_after_commit(
+    settings, django_capture_on_commit_callbacks
+) -> None:
     seen: list[int] = []
     settings.MEMORYHUB_TASKS_EAGER = True
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
@@ -126,7 +133,9 @@ def record(seen: list[int], value: int) -> None:
     seen.append(value)
 
 
-def test_queue_counts_counts_waiting_finished_and_failed_tasks(cluster_mode, django_assert_num_queries) -> None:  # type: ignore[no-untyped-def]
+def test_queue_counts_counts_waiting_finished_and_failed_tasks(
+    cluster_mode, django_assert_num_queries
+) -> None:  # type: ignore[no-untyped-def]
     from datetime import timedelta
 
     from django.utils import timezone
@@ -136,11 +145,26 @@ def test_queue_counts_counts_waiting_finished_and_failed_tasks(cluster_mode, dja
 
     now = timezone.now()
     enqueue_on_commit("retrieval.tasks.embed_chunks", [1])  # outside a transaction: queued at once
-    for i, (success, age) in enumerate([(True, 1), (True, 30), (False, 2), (False, 3), (False, 48)]):
-        Task.objects.create(id=f"{i:032d}", name=f"task-{i}", func="x.y", started=now - timedelta(hours=age),
-                            stopped=now - timedelta(hours=age), success=success, result="r")
+    for i, (success, age) in enumerate(
+        [(True, 1), (True, 30), (False, 2), (False, 3), (False, 48)]
+    ):
+        Task.objects.create(
+            id=f"{i:032d}",
+            name=f"task-{i}",
+            func="x.y",
+            started=now - timedelta(hours=age),
+            stopped=now - timedelta(hours=age),
+            success=success,
+            result="r",
+        )
     with django_assert_num_queries(2):
         counts = queue_counts()
-    assert counts == {"queued": 1, "succeeded_24h": 1, "failed_24h": 2, "failed_total": 3, "recent_failures": []}
+    assert counts == {
+        "queued": 1,
+        "succeeded_24h": 1,
+        "failed_24h": 2,
+        "failed_total": 3,
+        "recent_failures": [],
+    }
     newest = queue_counts(recent_failures=2)["recent_failures"]
     assert [f.name for f in newest] == ["task-2", "task-3"]  # newest first, two of three

@@ -16,8 +16,13 @@ from retrieval.models import Chunk
 from tests.base import post_events, search_texts
 from tests.memoryhub.test_summarisers import completion, fake_llm
 
-CALL = {"role": "assistant", "content": "", "tool_name": "search_flights",
-        "tool_args": {"from": "BER", "to": "LIS", "date": "2025-05-03"}, "tool_result": {"cheapest": "TP 527"}}
+CALL = {
+    "role": "assistant",
+    "content": "",
+    "tool_name": "search_flights",
+    "tool_args": {"from": "BER", "to": "LIS", "date": "2025-05-03"},
+    "tool_result": {"cheapest": "TP 527"},
+}
 SENTENCE = "Searched for flights from Berlin to Lisbon on 3 May 2025; the cheapest was TP 527."
 
 
@@ -36,11 +41,18 @@ def model(settings, allow_local_llm):  # type: ignore[no-untyped-def]
 
 
 def event_texts(session: str) -> list[str]:
-    return list(Chunk.objects.filter(kind="event", session__external_id=session).values_list("text", flat=True))
+    return list(
+        Chunk.objects.filter(kind="event", session__external_id=session).values_list(
+            "text", flat=True
+        )
+    )
 
 
-def test_the_model_writes_the_sentence_and_search_finds_it(alice, model, django_capture_on_commit_callbacks) -> None:  # type: ignore[no-untyped-def]
-    post_events(alice, "trip", {"role": "user", "content": "Find me a flight"}, CALL)  # the lane not run
+def test_the_model_writes_the_sentence_and_search_finds_it(
+    alice, model, django_capture_on_commit_callbacks
+) -> None:  # type: ignore[no-untyped-def]
+    # the lane not run
+    post_events(alice, "trip", {"role": "user", "content": "Find me a flight"}, CALL)
     session = Session.objects.get(external_id="trip")
     assert search_texts(alice, "Berlin", mode="text") == []  # only "Called search_flights with …"
     with django_capture_on_commit_callbacks(execute=True):
@@ -48,7 +60,10 @@ def test_the_model_writes_the_sentence_and_search_finds_it(alice, model, django_
     sentence = ToolCallSentence.objects.get()
     assert (sentence.text, sentence.model, sentence.event.sequence) == (SENTENCE, "qwen3-8b", 2)
     (request,) = [r for r in model.requests if "tool call" in r["body"]["messages"][0]["content"]]
-    assert 'Called search_flights with {"date": "2025-05-03"' in request["body"]["messages"][1]["content"]
+    assert (
+        'Called search_flights with {"date": "2025-05-03"'
+        in request["body"]["messages"][1]["content"]
+    )
     assert 'Result: {"cheapest": "TP 527"}' in request["body"]["messages"][1]["content"]
     (text,) = [t for t in event_texts("trip") if "search_flights" in t]
     assert text.startswith(SENTENCE) and 'Called search_flights with {"date": "2025-05-03"' in text
@@ -64,7 +79,9 @@ def test_without_a_model_the_call_keeps_its_fixed_sentence(alice, settings) -> N
     assert event_texts("trip")[0].startswith("Called search_flights with")
 
 
-def test_a_model_that_is_down_fails_the_step_and_describes_later(alice, settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_a_model_that_is_down_fails_the_step_and_describes_later(
+    alice, settings, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setattr("memoryhub.plumbing.llm.RETRIES", 0)
     with fake_llm(lambda body: (503, {"error": "down"})) as llm:
         settings.MEMORYHUB_SUMMARISER, settings.MEMORYHUB_SUMMARISER_URL = "http", llm.url

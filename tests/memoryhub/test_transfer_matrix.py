@@ -4,11 +4,11 @@ tenant's memory as a whole.
 
 Every side uses the same names: note `n1`, fact `profile/home_city` with client id `ext1`, document
 `doc://same`, session `s1` (ann's in alpha; session and note ids are unique in a tenant, so ann's
-in beta are `s1-beta`/`n1-beta` and bob's in alpha `s1-bob`/`n1-bob`). The other tenant holds the same names, plus a workspace
-`gamma` and a session `s9` that exist only there. Each case compares a database snapshot before and
-after (an export changes nothing, a refused import changes nothing) and reads the answer: an export
-never holds a row outside the key's limits, an import places every row within them or is refused
-whole with a 4xx naming the first offending record.
+in beta are `s1-beta`/`n1-beta` and bob's in alpha `s1-bob`/`n1-bob`). The other tenant holds the
+same names, plus a workspace `gamma` and a session `s9` that exist only there. Each case compares a
+database snapshot before and after (an export changes nothing, a refused import changes nothing) and
+reads the answer: an export never holds a row outside the key's limits, an import places every row
+within them or is refused whole with a 4xx naming the first offending record.
 
 One world per key kind, each case inside a savepoint that is rolled back: the matrix stays quick.
 """
@@ -36,31 +36,62 @@ from tests.memoryhub.test_indirect_authority import (
 )
 
 TARGETS = ("own", "other_workspace", "other_user", "other_tenant")
-EXPORT_WORKSPACE = {"own": "alpha", "other_workspace": "beta", "other_user": "alpha", "other_tenant": "gamma"}
-EXPORT_SESSION = {"own": "s1", "other_workspace": "s1-beta", "other_user": "s1-bob", "other_tenant": "s9"}
+EXPORT_WORKSPACE = {
+    "own": "alpha",
+    "other_workspace": "beta",
+    "other_user": "alpha",
+    "other_tenant": "gamma",
+}
+EXPORT_SESSION = {
+    "own": "s1",
+    "other_workspace": "s1-beta",
+    "other_user": "s1-bob",
+    "other_tenant": "s9",
+}
 MARK = {"own": "ann-alpha", "other_workspace": "ann-beta", "other_user": "bob-alpha"}
 OTHER_TENANT = "other-tenant"
 
 
 def build(cast: Any) -> dict[str, Any]:
     fill(cast.alice, text=MARK["own"])
-    fill(cast.alice, workspace="beta", session="s1-beta", note="n1-beta", text=MARK["other_workspace"])
+    fill(
+        cast.alice,
+        workspace="beta",
+        session="s1-beta",
+        note="n1-beta",
+        text=MARK["other_workspace"],
+    )
     fill(cast.alice, user="bob", session="s1-bob", note="n1-bob", text=MARK["other_user"])
     fill(cast.bob, text=OTHER_TENANT)
-    ok(cast.bob.post(f"{API}/sessions/", {"id": "s9", "user_id": "ann", "workspace": "gamma"}, format="json"))
-    ok(cast.bob.post(f"{API}/sessions/s9/events/", {"role": "user", "content": f"{OTHER_TENANT} s9"}, format="json"))
+    ok(
+        cast.bob.post(
+            f"{API}/sessions/", {"id": "s9", "user_id": "ann", "workspace": "gamma"}, format="json"
+        )
+    )
+    ok(
+        cast.bob.post(
+            f"{API}/sessions/s9/events/",
+            {"role": "user", "content": f"{OTHER_TENANT} s9"},
+            format="json",
+        )
+    )
     return keys(cast.alice_tenant)
 
 
 def owners(doc: dict[str, Any]) -> list[tuple[str, Any, Any]]:
     """(where, workspace, user_id) of every row of an export that names either."""
-    rows: list[tuple[str, dict[str, Any]]] = [(f"sessions[{i}]", s) for i, s in enumerate(doc["sessions"])]
+    rows: list[tuple[str, dict[str, Any]]] = [
+        (f"sessions[{i}]", s) for i, s in enumerate(doc["sessions"])
+    ]
     rows += [(f"documents[{i}]", d) for i, d in enumerate(doc.get("documents", []))]
     rows += [(f"chunks[{i}]", c) for i, c in enumerate(doc.get("chunks", []))]
     for label, records in doc.get("records", {}).items():
         rows += [(f"records.{label}[{i}]", r["fields"]) for i, r in enumerate(records)]
-    return [(where, row.get("workspace"), row.get("user_id")) for where, row in rows
-            if "workspace" in row or "user_id" in row]
+    return [
+        (where, row.get("workspace"), row.get("user_id"))
+        for where, row in rows
+        if "workspace" in row or "user_id" in row
+    ]
 
 
 def export_expected(kind: str, scope: str, target: str) -> int:
@@ -138,12 +169,23 @@ def test_matrix_export(cast, kind) -> None:  # type: ignore[no-untyped-def]
 
 # --- import ------------------------------------------------------------------------------------
 
-IMPORT_PLACE = {"own": ("alpha", "ann"), "other_workspace": ("beta", "ann"), "other_user": ("alpha", "bob"),
-                "other_tenant": ("alpha", "ann")}
+IMPORT_PLACE = {
+    "own": ("alpha", "ann"),
+    "other_workspace": ("beta", "ann"),
+    "other_user": ("alpha", "bob"),
+    "other_tenant": ("alpha", "ann"),
+}
 # where a snapshot row (test_indirect_authority.snapshot) holds its owner and its workspace id
-OWNER_COLUMNS = {"session": (1, 2), "note": (1, 2), "fact": (0, 1), "factversion": (1, 2), "document": (1, 2),
-                 "chunk": (2, 3)}
-_files: dict[str, dict[str, Any]] = {}  # plain JSON, kept across tests (the rows they came from are not)
+OWNER_COLUMNS = {
+    "session": (1, 2),
+    "note": (1, 2),
+    "fact": (0, 1),
+    "factversion": (1, 2),
+    "document": (1, 2),
+    "chunk": (2, 3),
+}
+# plain JSON, kept across tests (the rows they came from are not)
+_files: dict[str, dict[str, Any]] = {}
 
 
 def import_world(cast: Any) -> dict[str, Any]:
@@ -157,14 +199,16 @@ def file_for(cast: Any, target: str) -> dict[str, Any]:
     export of that tenant itself."""
     if target == "other_tenant":
         data = export_of(cast.bob_tenant)
-        data["workspaces"] = [w for w in data["workspaces"] if w["name"] == "alpha"]  # not its empty default
+        # not its empty default
+        data["workspaces"] = [w for w in data["workspaces"] if w["name"] == "alpha"]
         return data
     if target not in _files:
         workspace, user = IMPORT_PLACE[target]
         scratch = make_tenant(f"scratch-{target}")
         fill(make_client(make_key(scratch)), workspace=workspace, user=user, text=f"file-{target}")
         data = export_of(scratch)
-        data["workspaces"] = [w for w in data["workspaces"] if w["name"] == workspace]  # not its empty default
+        # not its empty default
+        data["workspaces"] = [w for w in data["workspaces"] if w["name"] == workspace]
         _files[target] = data
     return json.loads(json.dumps(_files[target]))
 
@@ -175,7 +219,8 @@ def import_expected(kind: str, on_conflict: str, target: str) -> tuple[int, str 
     if on_conflict == "replace":
         return 400, "invalid_on_conflict"  # fail, skip and merge are the options
     if kind == "user_limited" and IMPORT_PLACE[target][1] != "ann":
-        return 403, "user_limited_key"  # ann's key imports ann's rows only (in any workspace: it has no limit there)
+        # ann's key imports ann's rows only (in any workspace: it has no limit there)
+        return 403, "user_limited_key"
     if kind == "workspace_limited" and IMPORT_PLACE[target][0] != "alpha":
         return 403, "workspace_forbidden"
     if on_conflict == "fail":
@@ -203,8 +248,11 @@ def test_matrix_import(cast, kind, on_conflict) -> None:  # type: ignore[no-unty
             assert after == before, where  # refused whole
             if code == "workspace_forbidden":  # names the first offending record
                 error = response.json()["error"]
-                assert error["details"]["path"] == "workspaces[0]", (where, error)  # the file's first row there
-                assert f"the file has {IMPORT_PLACE[target][0]!r} at workspaces[0]" in error["message"], where
+                # the file's first row there
+                assert error["details"]["path"] == "workspaces[0]", (where, error)
+                assert (
+                    f"the file has {IMPORT_PLACE[target][0]!r} at workspaces[0]" in error["message"]
+                ), where
             if code == "user_limited_key":  # names the first row that is not the key's user's
                 error = response.json()["error"]
                 assert error["details"]["path"] == "sessions[0]", (where, error)
@@ -214,16 +262,22 @@ def test_matrix_import(cast, kind, on_conflict) -> None:  # type: ignore[no-unty
             workspace, user = IMPORT_PLACE[target]
             changed = changed_rows(before, after)
             for table in ("session", "note", "fact", "factversion", "document"):
-                assert not (changed[table] & set(before[table])), (where, table)  # stored rows as they were
+                # stored rows as they were
+                assert not (changed[table] & set(before[table])), (where, table)
             assert not (changed["event"] & set(before["event"])), where
             report = response.json()
-            assert report["skipped_sessions"] == ["s1"], (where, report)  # the stored s1 stays as it was
-            if target in ("own", "other_tenant"):  # the same names everywhere: all of it is held already
+            # the stored s1 stays as it was
+            assert report["skipped_sessions"] == ["s1"], (where, report)
+            # the same names everywhere: all of it is held already
+            if target in ("own", "other_tenant"):
                 assert report["imported"] == {} and not any(changed.values()), (where, report)
             else:  # the file's fact and document are another owner's or workspace's: imported
-                assert report["imported"]["memoryhub.Fact"] == report["imported"]["documents"] == 1, (where, report)
+                assert (
+                    report["imported"]["memoryhub.Fact"] == report["imported"]["documents"] == 1
+                ), (where, report)
                 assert changed["fact"] and changed["document"], where
-            for table, (user_at, workspace_at) in OWNER_COLUMNS.items():  # every new row within the limits
+            # every new row within the limits
+            for table, (user_at, workspace_at) in OWNER_COLUMNS.items():
                 for pk in changed[table]:
                     row = after[table][pk]
                     assert row[user_at] in (user, ""), (where, table, row)

@@ -21,24 +21,88 @@ def ok(response: Any) -> Any:
     return response.json()
 
 
-def fill(client: Any, tenant: Any, *, user: str, session: str, note: str, text: str, workspace: str = "default") -> None:
+def fill(
+    client: Any,
+    tenant: Any,
+    *,
+    user: str,
+    session: str,
+    note: str,
+    text: str,
+    workspace: str = "default",
+) -> None:
     """One of everything for `user`, each carrying `text`."""
-    ok(client.post(f"{API}/sessions/", {"id": session, "user_id": user, "workspace": workspace}, format="json"))
-    ok(client.post(f"{API}/sessions/{session}/events/", {"role": "user", "content": f"{text}: my locker is 4411"},
-                   format="json"))
-    ok(client.post(f"{API}/notes/", {"note_id": note, "content": f"{text} note", "user_id": user,
-                                     "workspace": workspace}, format="json"))
-    ok(client.post(f"{API}/facts/", {"category": "profile", "key": "home", "content": f"{text} lives in Porto",
-                                     "user_id": user, "workspace": workspace}, format="json"))
-    ok(client.post(f"{API}/documents/", {"source_uri": f"doc://{note}", "text": f"{text} document",
-                                         "workspace": workspace, "user_id": user}, format="json"))
-    ok(client.put(f"{API}/sessions/{session}/scratchpad/", {"items": [{"key": "plan", "value": f"{text} plan"}]},
-                  format="json"))
-    schedule = ok(client.post(f"{API}/schedules/", {
-        "name": f"{text} weekly tidy", "action": "prune_runs", "user_id": user,
-        "workspace": workspace, "cadence": {"type": "cron", "value": "0 7 * * 1", "timezone": "UTC"}}, format="json"))
-    Schedule.objects.filter(pk=schedule["id"]).update(status="paused")  # as an import leaves it: round trips
-    Run.objects.create(tenant=tenant, schedule_id=schedule["id"], status="succeeded", output=f"{text} run output")
+    ok(
+        client.post(
+            f"{API}/sessions/",
+            {"id": session, "user_id": user, "workspace": workspace},
+            format="json",
+        )
+    )
+    ok(
+        client.post(
+            f"{API}/sessions/{session}/events/",
+            {"role": "user", "content": f"{text}: my locker is 4411"},
+            format="json",
+        )
+    )
+    ok(
+        client.post(
+            f"{API}/notes/",
+            {"note_id": note, "content": f"{text} note", "user_id": user, "workspace": workspace},
+            format="json",
+        )
+    )
+    ok(
+        client.post(
+            f"{API}/facts/",
+            {
+                "category": "profile",
+                "key": "home",
+                "content": f"{text} lives in Porto",
+                "user_id": user,
+                "workspace": workspace,
+            },
+            format="json",
+        )
+    )
+    ok(
+        client.post(
+            f"{API}/documents/",
+            {
+                "source_uri": f"doc://{note}",
+                "text": f"{text} document",
+                "workspace": workspace,
+                "user_id": user,
+            },
+            format="json",
+        )
+    )
+    ok(
+        client.put(
+            f"{API}/sessions/{session}/scratchpad/",
+            {"items": [{"key": "plan", "value": f"{text} plan"}]},
+            format="json",
+        )
+    )
+    schedule = ok(
+        client.post(
+            f"{API}/schedules/",
+            {
+                "name": f"{text} weekly tidy",
+                "action": "prune_runs",
+                "user_id": user,
+                "workspace": workspace,
+                "cadence": {"type": "cron", "value": "0 7 * * 1", "timezone": "UTC"},
+            },
+            format="json",
+        )
+    )
+    # as an import leaves it: round trips
+    Schedule.objects.filter(pk=schedule["id"]).update(status="paused")
+    Run.objects.create(
+        tenant=tenant, schedule_id=schedule["id"], status="succeeded", output=f"{text} run output"
+    )
 
 
 @pytest.fixture
@@ -54,12 +118,27 @@ def world(cast: Any, django_capture_on_commit_callbacks: Any) -> Any:
 def _fill_world(cast: Any) -> None:
     alice = cast.alice
     fill(alice, cast.alice_tenant, user="ann", session="s1", note="n1", text="ann-alpha")
-    fill(alice, cast.alice_tenant, user="ann", session="s1-beta", note="n1-beta", text="ann-beta", workspace="beta")
+    fill(
+        alice,
+        cast.alice_tenant,
+        user="ann",
+        session="s1-beta",
+        note="n1-beta",
+        text="ann-beta",
+        workspace="beta",
+    )
     fill(alice, cast.alice_tenant, user="bob", session="s2", note="n2", text="bob-alpha")
     fill(alice, cast.alice_tenant, user="annie", session="s3", note="n3", text="annie-alpha")
-    ok(alice.post(f"{API}/notes/", {"note_id": "shared", "content": "shared-knowledge note"}, format="json"))
+    ok(
+        alice.post(
+            f"{API}/notes/",
+            {"note_id": "shared", "content": "shared-knowledge note"},
+            format="json",
+        )
+    )
     ok(alice.post(f"{API}/sessions/", {"id": "s4", "user_id": "ann"}, format="json"))
-    add_memories(cast.alice_tenant, "s4", user_id="ann")  # her summaries (a tree), a scratchpad, a note, a fact
+    # her summaries (a tree), a scratchpad, a note, a fact
+    add_memories(cast.alice_tenant, "s4", user_id="ann")
     fill(cast.bob, cast.bob_tenant, user="ann", session="s1", note="n1", text="other-tenant")
 
 
@@ -80,15 +159,25 @@ def test_a_users_export_holds_everything_of_hers_and_nothing_else(world: Any) ->
     assert [w["name"] for w in doc["workspaces"]] == ["beta", "default"]
     records = doc["records"]
     assert {r["fields"]["note_id"] for r in records["memoryhub.Note"]} >= {"n1", "n1-beta"}
-    assert {r["fields"]["user_id"] for label in ("memoryhub.Note", "memoryhub.Fact", "memoryhub.SummaryNode")
-            for r in records[label]} == {"ann"}
+    assert {
+        r["fields"]["user_id"]
+        for label in ("memoryhub.Note", "memoryhub.Fact", "memoryhub.SummaryNode")
+        for r in records[label]
+    } == {"ann"}
     assert len(records["memoryhub.SummaryNode"]) == 3
     assert sorted(i["fields"]["value"] for i in records["memoryhub.ScratchpadItem"]) == [
-        "ann-alpha plan", "ann-beta plan", "buy quinces"]
+        "ann-alpha plan",
+        "ann-beta plan",
+        "buy quinces",
+    ]
     assert sorted(r["fields"]["name"] for r in records["scheduling.Schedule"]) == [
-        "ann-alpha weekly tidy", "ann-beta weekly tidy"]
-    assert sorted(r["fields"]["output"] for r in records["scheduling.Run"]) == ["ann-alpha run output",
-                                                                                "ann-beta run output"]
+        "ann-alpha weekly tidy",
+        "ann-beta weekly tidy",
+    ]
+    assert sorted(r["fields"]["output"] for r in records["scheduling.Run"]) == [
+        "ann-alpha run output",
+        "ann-beta run output",
+    ]
     assert sorted(d["source_uri"] for d in doc["documents"]) == ["doc://n1", "doc://n1-beta"]
     assert doc["chunks"] and {c["user_id"] for c in doc["chunks"]} == {"ann"}
     for mark in ("ann-alpha", "ann-beta"):
@@ -97,7 +186,9 @@ def test_a_users_export_holds_everything_of_hers_and_nothing_else(world: Any) ->
         assert mark not in body, mark
 
 
-def test_it_imports_into_another_tenant_and_exports_the_same(world: Any, django_capture_on_commit_callbacks: Any) -> None:
+def test_it_imports_into_another_tenant_and_exports_the_same(
+    world: Any, django_capture_on_commit_callbacks: Any
+) -> None:
     first = ok(export(world.alice, user_id="ann"))
     carol = make_client(make_key(make_tenant("carol")))
     with django_capture_on_commit_callbacks(execute=True):
@@ -112,8 +203,15 @@ def test_it_imports_into_another_tenant_and_exports_the_same(world: Any, django_
     # Schedules are listed by id, a random UUID: compared as sets, everything else exactly.
     assert _schedules(second) == _schedules(first) and len(_schedules(first)) == 2
     assert _without_schedules(second) == _without_schedules(first)
-    found = ok(carol.post(f"{API}/search/", {"query": "locker", "user_id": "ann", "mode": "text"}, format="json"))
-    assert {r["text"] for r in found["results"]} == {"ann-alpha: my locker is 4411", "ann-beta: my locker is 4411"}
+    found = ok(
+        carol.post(
+            f"{API}/search/", {"query": "locker", "user_id": "ann", "mode": "text"}, format="json"
+        )
+    )
+    assert {r["text"] for r in found["results"]} == {
+        "ann-alpha: my locker is 4411",
+        "ann-beta: my locker is 4411",
+    }
 
 
 SCHEDULING = ("scheduling.Schedule", "scheduling.Run")
@@ -122,9 +220,17 @@ SCHEDULING = ("scheduling.Schedule", "scheduling.Run")
 def _schedules(doc: dict[str, Any]) -> list[tuple[str, str, str]]:
     """(schedule name, status, its runs' outputs) of an export."""
     records = doc["records"]
-    runs = [(r["fields"]["schedule"]["key"], r["fields"]["output"]) for r in records["scheduling.Run"]]
-    return sorted((s["fields"]["name"], s["fields"]["status"], "|".join(sorted(o for k, o in runs if k == s["key"])))
-                  for s in records["scheduling.Schedule"])
+    runs = [
+        (r["fields"]["schedule"]["key"], r["fields"]["output"]) for r in records["scheduling.Run"]
+    ]
+    return sorted(
+        (
+            s["fields"]["name"],
+            s["fields"]["status"],
+            "|".join(sorted(o for k, o in runs if k == s["key"])),
+        )
+        for s in records["scheduling.Schedule"]
+    )
 
 
 def _without_schedules(doc: dict[str, Any]) -> dict[str, Any]:

@@ -27,8 +27,12 @@ PROJECT_APPS = ("accounts", "memoryhub", "retrieval", "scheduling", "lifecycle")
 CONSOLE_MODULES = [
     *sorted((ROOT / "memoryhub" / "admin").glob("*.py")),
     *sorted((ROOT / "retrieval" / "console").glob("*.py")),
-    ROOT / "memoryhub" / "plumbing" / "console_site.py", ROOT / "retrieval" / "admin.py", ROOT / "retrieval" / "admin_helpers.py",
-    ROOT / "retrieval" / "lifecycle" / "admin.py", ROOT / "scheduling" / "admin.py", ROOT / "accounts" / "admin.py",
+    ROOT / "memoryhub" / "plumbing" / "console_site.py",
+    ROOT / "retrieval" / "admin.py",
+    ROOT / "retrieval" / "admin_helpers.py",
+    ROOT / "retrieval" / "lifecycle" / "admin.py",
+    ROOT / "scheduling" / "admin.py",
+    ROOT / "accounts" / "admin.py",
 ]
 CLIENT = ROOT / "sdk" / "python" / "src" / "memoryhub_client"
 TEMPLATE_COMMENTS = re.compile(r"\{#.*?#\}|\{% comment %\}.*?\{% endcomment %\}|<!--.*?-->", re.S)
@@ -38,9 +42,16 @@ def _docstring_nodes(tree: ast.AST) -> set[int]:
     """The ids of the nodes that are docstrings (read by developers, not shown by the console)."""
     found = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) and node.body:
+        if (
+            isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+            and node.body
+        ):
             first = node.body[0]
-            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+            if (
+                isinstance(first, ast.Expr)
+                and isinstance(first.value, ast.Constant)
+                and isinstance(first.value.value, str)
+            ):
                 found.add(id(first.value))
     return found
 
@@ -50,7 +61,11 @@ def console_strings(path: Path) -> Iterator[tuple[str, str]]:
     tree = ast.parse(path.read_text(), filename=str(path))
     docstrings = _docstring_nodes(tree)
     for node in ast.walk(tree):
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+        if (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and id(node) not in docstrings
+        ):
             yield f"{path.relative_to(ROOT)}:{node.lineno}", node.value
 
 
@@ -97,13 +112,21 @@ def user_texts() -> Iterator[tuple[str, str, str]]:
     for path in sorted(CLIENT.rglob("*.py")):
         for where, text in client_docstrings(path):
             yield "client", where, text
-    for path in (ROOT / "README.md", ROOT / "sdk" / "python" / "README.md", *sorted((ROOT / "docs").glob("*.md"))):
+    for path in (
+        ROOT / "README.md",
+        ROOT / "sdk" / "python" / "README.md",
+        *sorted((ROOT / "docs").glob("*.md")),
+    ):
         for number, line in enumerate(path.read_text().splitlines(), 1):
             yield "readme", f"{path.relative_to(ROOT)}:{number}", line
 
 
 def test_no_user_facing_text_says_seed_issue_stop_or_spec() -> None:
-    leaks = [(where, PLANNING.findall(text), text[:160]) for _, where, text in user_texts() if PLANNING.search(text)]
+    leaks = [
+        (where, PLANNING.findall(text), text[:160])
+        for _, where, text in user_texts()
+        if PLANNING.search(text)
+    ]
     assert leaks == []
 
 
@@ -116,17 +139,34 @@ def test_the_scan_reads_every_kind_of_text() -> None:
     assert all(path.exists() for path in CONSOLE_MODULES)
 
 
-@pytest.mark.parametrize("text", [
-    "Every version of every fact (SPEC S12)", "as seed 002 does", "Seed fidelity", "(issue 41)", "issue #42",
-    "bench/README.md, stop 26", "stops 26 and 33", "the dashboard (S9)",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Every version of every fact (SPEC S12)",
+        "as seed 002 does",
+        "Seed fidelity",
+        "(issue 41)",
+        "issue #42",
+        "bench/README.md, stop 26",
+        "stops 26 and 33",
+        "the dashboard (S9)",
+    ],
+)
 def test_the_check_catches_planning_words(text: str) -> None:
     assert PLANNING.search(text)
 
 
-@pytest.mark.parametrize("text", [
-    '`profile: "seed002"` is a relevance formula', "Bad values stop the start", "it stops the cluster",
-    "an issue with the network", "the spec of a schedule", "SSE streams", "3 s",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        '`profile: "seed002"` is a relevance formula',
+        "Bad values stop the start",
+        "it stops the cluster",
+        "an issue with the network",
+        "the spec of a schedule",
+        "SSE streams",
+        "3 s",
+    ],
+)
 def test_the_check_lets_product_words_pass(text: str) -> None:
     assert not PLANNING.search(text)

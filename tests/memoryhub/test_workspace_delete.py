@@ -23,17 +23,39 @@ def fill(client: Any, tenant: Tenant, workspace: str, session: str) -> dict[str,
     """A conversation with events, a note, a fact changed once (a superseded version and its
     chunk), a summary tree, a scratchpad and an archived memory, all in `workspace`."""
     new_session(client, session, workspace=workspace, channel="lab")
-    assert post_events(client, session, {"role": "user", "content": f"{workspace} notebook on shelf 3"},
-                       {"role": "assistant", "content": "Noted."}).status_code == 201
+    assert (
+        post_events(
+            client,
+            session,
+            {"role": "user", "content": f"{workspace} notebook on shelf 3"},
+            {"role": "assistant", "content": "Noted."},
+        ).status_code
+        == 201
+    )
     made = add_memories(tenant, session, user_id="u1")
-    fact = client.post("/api/v1/facts/", {"content": "The centrifuge is booked", "key": "centrifuge",
-                                          "workspace": workspace}, format="json").json()
-    assert client.patch(f"/api/v1/facts/{fact['id']}/", {"content": "The centrifuge is free"},
-                        format="json").status_code == 200
+    fact = client.post(
+        "/api/v1/facts/",
+        {"content": "The centrifuge is booked", "key": "centrifuge", "workspace": workspace},
+        format="json",
+    ).json()
+    assert (
+        client.patch(
+            f"/api/v1/facts/{fact['id']}/", {"content": "The centrifuge is free"}, format="json"
+        ).status_code
+        == 200
+    )
     stored = Session.objects.get(tenant=tenant, external_id=session)
-    ArchivedMemory.objects.create(tenant=tenant, reason="prune", kind="event", session=stored, text="pruned once")
-    ArchivedMemory.objects.create(tenant=tenant, reason="prune", kind="note", source_id="n-old", text="old note",
-                                  row={"workspace_id": stored.workspace_id, "content": "old note"})
+    ArchivedMemory.objects.create(
+        tenant=tenant, reason="prune", kind="event", session=stored, text="pruned once"
+    )
+    ArchivedMemory.objects.create(
+        tenant=tenant,
+        reason="prune",
+        kind="note",
+        source_id="n-old",
+        text="old note",
+        row={"workspace_id": stored.workspace_id, "content": "old note"},
+    )
     return {**made, "session": stored, "fact_id": fact["id"]}
 
 
@@ -42,12 +64,17 @@ def rows(tenant: Tenant, workspace: str) -> dict[str, int]:
     ws = Workspace.objects.filter(tenant=tenant, name=workspace).first()
     sessions = Session.objects.filter(workspace=ws)
     return {
-        "workspace": int(ws is not None), "channels": Channel.objects.filter(workspace=ws).count(),
-        "sessions": sessions.count(), "events": Event.objects.filter(session__in=sessions).count(),
-        "notes": Note.objects.filter(workspace=ws).count(), "facts": Fact.objects.filter(workspace=ws).count(),
+        "workspace": int(ws is not None),
+        "channels": Channel.objects.filter(workspace=ws).count(),
+        "sessions": sessions.count(),
+        "events": Event.objects.filter(session__in=sessions).count(),
+        "notes": Note.objects.filter(workspace=ws).count(),
+        "facts": Fact.objects.filter(workspace=ws).count(),
         "fact_versions": FactVersion.objects.filter(workspace=ws).count(),
         "chunks": Chunk.every_version.filter(workspace=ws).count(),
-        "superseded_chunks": Chunk.every_version.filter(workspace=ws, valid_to__isnull=False).count(),
+        "superseded_chunks": Chunk.every_version.filter(
+            workspace=ws, valid_to__isnull=False
+        ).count(),
         "summaries": SummaryNode.objects.filter(session__in=sessions).count(),
         "scratchpad": ScratchpadItem.objects.filter(scratchpad__session__in=sessions).count(),
         "archived": ArchivedMemory.objects.filter(tenant=tenant, session__in=sessions).count(),
@@ -56,7 +83,8 @@ def rows(tenant: Tenant, workspace: str) -> dict[str, int]:
 
 @pytest.fixture
 def labs(cast) -> dict[str, Any]:  # type: ignore[no-untyped-def]
-    """alice and bob each hold a workspace named "lab" (same session ids too) and their default one."""
+    """alice and bob each hold a workspace named "lab" (same session ids too) and their default
+    one."""
     alice = fill(cast.alice, cast.alice_tenant, "lab", "s1")
     fill(cast.bob, cast.bob_tenant, "lab", "s1-bob")
     new_session(cast.alice, "home")
@@ -66,7 +94,11 @@ def labs(cast) -> dict[str, Any]:  # type: ignore[no-untyped-def]
 
 def test_deleting_a_workspace_removes_everything_in_it(cast, labs) -> None:  # type: ignore[no-untyped-def]
     before = rows(cast.alice_tenant, "lab")
-    assert before["superseded_chunks"] >= 1 and before["fact_versions"] >= 2 and before["archived"] == 1
+    assert (
+        before["superseded_chunks"] >= 1
+        and before["fact_versions"] >= 2
+        and before["archived"] == 1
+    )
     assert all(before.values()), before
     bob_before = rows(cast.bob_tenant, "lab")
     home_before = rows(cast.alice_tenant, "default")
@@ -80,17 +112,28 @@ def test_deleting_a_workspace_removes_everything_in_it(cast, labs) -> None:  # t
     assert deleted["accounts.Workspace"] == 1 and deleted["accounts.Channel"] == before["channels"]
     assert deleted["memoryhub.Session"] == 1 and deleted["memoryhub.Event"] == before["events"]
     assert deleted["retrieval.Chunk"] == before["chunks"]
-    assert deleted["memoryhub.Note"] == before["notes"] and deleted["memoryhub.Fact"] >= before["facts"]
+    assert (
+        deleted["memoryhub.Note"] == before["notes"]
+        and deleted["memoryhub.Fact"] >= before["facts"]
+    )
     assert deleted["memoryhub.FactVersion"] >= before["fact_versions"]
     assert deleted["memoryhub.ScratchpadItem"] == before["scratchpad"]
-    assert deleted["lifecycle.ArchivedMemory"] == 2  # the session's and the note that was in the workspace
+    # the session's and the note that was in the workspace
+    assert deleted["lifecycle.ArchivedMemory"] == 2
     assert body["total"] == sum(deleted.values())
     assert not Workspace.objects.filter(tenant=cast.alice_tenant, name="lab").exists()
     for model in (Session, Note, Fact, SummaryNode):
-        assert not model.objects.filter(tenant=cast.alice_tenant).exclude(workspace__name="default").exclude(
-            workspace__isnull=True).exists(), model
-    assert not Chunk.every_version.filter(tenant=cast.alice_tenant, workspace__isnull=False).exclude(
-        workspace__name="default").exists()
+        assert (
+            not model.objects.filter(tenant=cast.alice_tenant)
+            .exclude(workspace__name="default")
+            .exclude(workspace__isnull=True)
+            .exists()
+        ), model
+    assert (
+        not Chunk.every_version.filter(tenant=cast.alice_tenant, workspace__isnull=False)
+        .exclude(workspace__name="default")
+        .exists()
+    )
     assert not FactVersion.objects.filter(fact_id=labs["fact_id"]).exists()
     assert not ArchivedMemory.objects.filter(tenant=cast.alice_tenant).exists()
     # bob's "lab" and alice's default workspace are as they were
@@ -164,10 +207,11 @@ def test_an_immutable_transcript_keeps_a_workspace_with_conversations(cast, labs
         assert response.status_code == 409 and error_code(response) == "immutable_transcript"
     assert rows(cast.alice_tenant, "lab") == before
     Workspace.get_named(cast.alice_tenant, "empty")
-    assert cast.alice.delete(f"{URL}empty/").status_code == 200  # no conversation in it: nothing immutable
+    # no conversation in it: nothing immutable
+    assert cast.alice.delete(f"{URL}empty/").status_code == 200
 
 
-# --- the admin -----------------------------------------------------------------------------------------
+# --- the admin ------------------------------------------------------------------------------------
 
 
 @pytest.fixture
@@ -190,6 +234,9 @@ def test_an_operator_deletes_a_workspace_in_the_admin(admin_client, cast, labs) 
     assert rows(cast.alice_tenant, "lab") == before  # the page deletes nothing
     response = admin_client.post(url, {"post": "yes"})
     assert response.status_code == 302, response.content.decode()[:2000]
-    assert rows(cast.alice_tenant, "lab")["workspace"] == 0 and rows(cast.alice_tenant, "lab")["sessions"] == 0
+    assert (
+        rows(cast.alice_tenant, "lab")["workspace"] == 0
+        and rows(cast.alice_tenant, "lab")["sessions"] == 0
+    )
     assert not Session.objects.filter(tenant=cast.alice_tenant, external_id="s1").exists()
     assert rows(cast.bob_tenant, "lab")["sessions"] == 1

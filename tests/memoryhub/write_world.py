@@ -1,6 +1,6 @@
-"""The write matrix's world (tests/memoryhub/test_write_matrix.py, tests/mcp_server/test_write_matrix.py):
-ann's, bob's and shared rows of every kind, colliding on names, and a snapshot of every row a write
-may touch.
+"""The write matrix's world (tests/memoryhub/test_write_matrix.py,
+tests/mcp_server/test_write_matrix.py): ann's, bob's and shared rows of every kind, colliding on
+names, and a snapshot of every row a write may touch.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ SESSIONS = {"own": "trip-2", "other": "trip-1", "shared": "trip-0", "missing": "
 NOTES = {"own": "note-2", "other": "note-1", "shared": "note-0", "missing": "note-9"}
 OWNERS = {"own": "bob", "other": "ann", "shared": ""}
 
+
 @dataclass
 class World:
     admin: Any
@@ -32,20 +33,65 @@ def build_world(admin: Any) -> dict[str, dict[str, Any]]:
     for target, user in OWNERS.items():
         sid = SESSIONS[target]
         ok(admin.post(f"{API}/sessions/", {"id": sid, "user_id": user}, format="json"))
-        ok(admin.post(f"{API}/sessions/{sid}/events/", {"role": "user", "content": f"{user or 'all'}: my home is here"},
-                      format="json"))
-        ok(admin.put(f"{API}/sessions/{sid}/scratchpad/", {"items": {"city": user or "all"}}, format="json"))
-        ok(admin.put(f"{API}/sessions/{sid}/summary/", {"text": f"{user or 'all'} talked"}, format="json"))
-        ok(admin.post(f"{API}/notes/", {"note_id": NOTES[target], "content": f"{user or 'all'} note", "user_id": user},
-                      format="json"))
-        fact = ok(admin.post(f"{API}/facts/", {"category": "profile", "key": "home_city", "user_id": user,
-                                               "content": f"{user or 'all'} lives in town"}, format="json"))
+        ok(
+            admin.post(
+                f"{API}/sessions/{sid}/events/",
+                {"role": "user", "content": f"{user or 'all'}: my home is here"},
+                format="json",
+            )
+        )
+        ok(
+            admin.put(
+                f"{API}/sessions/{sid}/scratchpad/",
+                {"items": {"city": user or "all"}},
+                format="json",
+            )
+        )
+        ok(
+            admin.put(
+                f"{API}/sessions/{sid}/summary/", {"text": f"{user or 'all'} talked"}, format="json"
+            )
+        )
+        ok(
+            admin.post(
+                f"{API}/notes/",
+                {"note_id": NOTES[target], "content": f"{user or 'all'} note", "user_id": user},
+                format="json",
+            )
+        )
+        fact = ok(
+            admin.post(
+                f"{API}/facts/",
+                {
+                    "category": "profile",
+                    "key": "home_city",
+                    "user_id": user,
+                    "content": f"{user or 'all'} lives in town",
+                },
+                format="json",
+            )
+        )
         ids["fact"][target] = fact["id"]
-        doc = ok(admin.post(f"{API}/documents/", {"source_uri": "kb://home", "text": f"{user or 'all'} home doc",
-                                                  "user_id": user}, format="json"))
+        doc = ok(
+            admin.post(
+                f"{API}/documents/",
+                {"source_uri": "kb://home", "text": f"{user or 'all'} home doc", "user_id": user},
+                format="json",
+            )
+        )
         ids["document"][target] = doc["id"]
-        schedule = ok(admin.post(f"{API}/schedules/", {"name": "daily-digest", "action": "prune_runs", "user_id": user,
-                                                       "cadence": {"type": "interval", "value": "1h"}}, format="json"))
+        schedule = ok(
+            admin.post(
+                f"{API}/schedules/",
+                {
+                    "name": "daily-digest",
+                    "action": "prune_runs",
+                    "user_id": user,
+                    "cadence": {"type": "interval", "value": "1h"},
+                },
+                format="json",
+            )
+        )
         ids["schedule"][target] = schedule["id"]
     # Ids nobody holds, of the same shape.
     ids["fact"]["missing"] = int(max(ids["fact"].values(), key=int)) + 1000
@@ -63,17 +109,29 @@ def snapshot() -> set[tuple[Any, ...]]:
     """Every row a write may touch, as (table, owner, …what it holds)."""
     rows: set[tuple[Any, ...]] = set()
     for s in Session.objects.all():
-        rows.add(("session", s.user_id, s.external_id, s.title, s.status, s.event_count, s.last_sequence))
+        rows.add(
+            ("session", s.user_id, s.external_id, s.title, s.status, s.event_count, s.last_sequence)
+        )
     for e in Event.objects.select_related("session"):
         rows.add(("event", e.session.user_id, e.session.external_id, e.sequence, e.content))
     for n in Note.objects.select_related("session"):
-        rows.add(("note", n.user_id, n.note_id, n.content, n.session.external_id if n.session else None))
+        rows.add(
+            ("note", n.user_id, n.note_id, n.content, n.session.external_id if n.session else None)
+        )
     for f in Fact.objects.all():
         rows.add(("fact", f.user_id, f.pk, f.category, f.key, f.content))
     for d in Document.objects.all():
         rows.add(("document", d.user_id, d.pk, d.source_uri, d.content_hash))
     for i in ScratchpadItem.objects.select_related("scratchpad__session"):
-        rows.add(("scratchpad", i.scratchpad.session.user_id, i.scratchpad.session.external_id, i.key, str(i.value)))
+        rows.add(
+            (
+                "scratchpad",
+                i.scratchpad.session.user_id,
+                i.scratchpad.session.external_id,
+                i.key,
+                str(i.value),
+            )
+        )
     for r in RollingSummary.objects.select_related("session"):
         rows.add(("summary", r.session.user_id, r.session.external_id, r.text, r.epoch))
     for sc in Schedule.objects.all():

@@ -20,9 +20,25 @@ def texts(response: Any) -> list[str]:
 
 @pytest.fixture
 def garden(alice, index) -> None:
-    index(alice, "garden", {"role": "user", "content": "I planted tomatoes and basil in the garden."},
-          {"role": "assistant", "content": "Tomatoes need plenty of sun and water."},
-          {"role": "user", "content": "My sister Ana visits every Sunday.", "metadata": {"tags": ["family"]}})
+    index(
+        alice,
+        "garden",
+        {"role": "user", "content": "I planted tomatoes and basil in the garden."},
+        {"role": "assistant", "content": "Tomatoes need plenty of sun and water."},
+        {
+            "role": "user",
+            "content": "My sister Ana visits every Sunday.",
+            "metadata": {"tags": ["family"]},
+        },
+    )
     index(alice, "work", {"role": "user", "content": "The quarterly report is due on Friday."})
-    index(alice, "tools", {"role": "tool", "content": "", "tool_name": "calendar",
-                           "tool_args": {"event": "report deadline"}})
+    index(
+        alice,
+        "tools",
+        {
+            "role": "tool",
+            "content": "",
+            "tool_name": "calendar",
+            "tool_args": {"event": "report deadline"},
+        },
+    )

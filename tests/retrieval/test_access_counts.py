@@ -1,6 +1,7 @@
 """Access counts written by several processes at once: a flush locks its rows in id
 order, so two flushes of overlapping batches queue behind each other instead of deadlocking. The
-counts live in ChunkAccess rows of their own (migration 0013): a flush never rewrites a chunk row."""
+counts live in ChunkAccess rows of their own (migration 0013): a flush never rewrites a chunk
+row."""
 
 from __future__ import annotations
 
@@ -19,13 +20,20 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 def _waiting_on_a_lock() -> bool:
     with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                       "AND wait_event_type = 'Lock'")
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+            "AND wait_event_type = 'Lock'"
+        )
         return cursor.fetchone()[0] > 0
 
 
 def test_a_flush_waiting_for_one_row_holds_no_other_row_of_its_batch(cast) -> None:  # type: ignore[no-untyped-def]
-    post_events(cast.alice, "s1", {"role": "user", "content": "first"}, {"role": "user", "content": "second"})
+    post_events(
+        cast.alice,
+        "s1",
+        {"role": "user", "content": "first"},
+        {"role": "user", "content": "second"},
+    )
     low, high = sorted(Chunk.objects.values_list("pk", flat=True))
     # The lower chunk's access row written after the higher one's, so that it comes later in the
     # table: a statement that locks in the order it reads rows (a scan) would take the higher first.
@@ -37,7 +45,10 @@ def test_a_flush_waiting_for_one_row_holds_no_other_row_of_its_batch(cast) -> No
     def hold_low() -> None:  # another process's flush, holding the lower chunk's access row
         try:
             with transaction.atomic(), connection.cursor() as cursor:
-                cursor.execute("SELECT chunk_id FROM retrieval_chunkaccess WHERE chunk_id = %s FOR UPDATE", [low])
+                cursor.execute(
+                    "SELECT chunk_id FROM retrieval_chunkaccess WHERE chunk_id = %s FOR UPDATE",
+                    [low],
+                )
                 held.set()
                 release.wait(10)
         finally:
@@ -61,8 +72,12 @@ def test_a_flush_waiting_for_one_row_holds_no_other_row_of_its_batch(cast) -> No
         time.sleep(0.02)
     try:
         assert _waiting_on_a_lock()  # the flush waits for the lower row...
-        with transaction.atomic(), connection.cursor() as cursor:  # ...holding nothing else: the higher rows are free
-            cursor.execute("SELECT chunk_id FROM retrieval_chunkaccess WHERE chunk_id = %s FOR UPDATE NOWAIT", [high])
+        # ...holding nothing else: the higher rows are free
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT chunk_id FROM retrieval_chunkaccess WHERE chunk_id = %s FOR UPDATE NOWAIT",
+                [high],
+            )
             assert cursor.fetchone() == (high,)
             cursor.execute("SELECT id FROM retrieval_chunk WHERE id = %s FOR UPDATE NOWAIT", [high])
             assert cursor.fetchone() == (high,)
@@ -78,7 +93,12 @@ def test_a_flush_rewrites_no_chunk_row_and_skips_deleted_chunks(cast) -> None:  
     """Reinforcement writes the narrow access rows only: the chunk rows keep their versions (no
     new entry in any of the chunk table's indexes, HNSW included), and their term statistics'
     trigger does not fire. A chunk deleted before the flush is left out; its row goes with it."""
-    post_events(cast.alice, "s1", {"role": "user", "content": "first"}, {"role": "user", "content": "second"})
+    post_events(
+        cast.alice,
+        "s1",
+        {"role": "user", "content": "first"},
+        {"role": "user", "content": "second"},
+    )
     low, high = sorted(Chunk.objects.values_list("pk", flat=True))
 
     def versions() -> list[tuple[int, str]]:
@@ -93,5 +113,6 @@ def test_a_flush_rewrites_no_chunk_row_and_skips_deleted_chunks(cast) -> None:  
     assert dict(Chunk.objects.with_access().values_list("pk", "access_count")) == {low: 1, high: 3}
     Chunk.objects.filter(pk=low).delete()
     assert not ChunkAccess.objects.filter(chunk_id=low).exists()  # deleted with its chunk
-    _write_accesses({low: [5.0], high: [1.0]})  # a hit of a chunk deleted since: no error, not written
+    # a hit of a chunk deleted since: no error, not written
+    _write_accesses({low: [5.0], high: [1.0]})
     assert dict(ChunkAccess.objects.values_list("chunk_id", "access_count")) == {high: 4}

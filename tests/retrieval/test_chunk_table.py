@@ -19,11 +19,10 @@ def _indexes() -> dict[str, list[str]]:
     """Each index of retrieval_chunk with its key columns, in order."""
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT i.relname, array_agg(a.attname ORDER BY k.n) FROM pg_index x "
-            "JOIN pg_class i ON i.oid = x.indexrelid "
-            "CROSS JOIN LATERAL unnest(x.indkey[0:x.indnkeyatts - 1]) WITH ORDINALITY AS k(attnum, n) "
-            "JOIN pg_attribute a ON a.attrelid = x.indrelid AND a.attnum = k.attnum "
-            "WHERE x.indrelid = 'retrieval_chunk'::regclass GROUP BY i.relname"
+            "SELECT i.relname, array_agg(a.attname ORDER BY k.n) FROM pg_index x JOIN pg_class i ON"
+            " i.oid = x.indexrelid CROSS JOIN LATERAL unnest(x.indkey[0:x.indnkeyatts - 1]) WITH"
+            " ORDINALITY AS k(attnum, n) JOIN pg_attribute a ON a.attrelid = x.indrelid AND"
+            " a.attnum = k.attnum WHERE x.indrelid = 'retrieval_chunk'::regclass GROUP BY i.relname"
         )
         return dict(cursor.fetchall())
 
@@ -62,17 +61,19 @@ def test_a_long_chunk_with_its_context_keeps_its_vectors_in_the_row(settings, mo
     assert backfill_embeddings()["embedded"] == Chunk.objects.count()
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT count(*), count(*) FILTER (WHERE pg_column_size(c.*) > 2000), "
-            "count(pg_column_toast_chunk_id(embedding)), count(pg_column_toast_chunk_id(search_vector)), "
-            "count(pg_column_toast_chunk_id(text)) + count(pg_column_toast_chunk_id(context)) "
-            "FROM retrieval_chunk c WHERE context <> ''"
+            "SELECT count(*), count(*) FILTER (WHERE pg_column_size(c.*) > 2000),"
+            " count(pg_column_toast_chunk_id(embedding)),"
+            " count(pg_column_toast_chunk_id(search_vector)), count(pg_column_toast_chunk_id(text))"
+            " + count(pg_column_toast_chunk_id(context)) FROM retrieval_chunk c WHERE context <> ''"
         )
         rows, large, vectors_apart, tsvectors_apart, texts_apart = cursor.fetchone()
     assert rows > 3 and large + texts_apart > 0, "the rows are large enough for TOAST to act"
     assert (vectors_apart, tsvectors_apart) == (0, 0)
 
 
-def test_rows_written_before_0012_are_rewritten_in_the_row_in_batches(settings, monkeypatch) -> None:
+def test_rows_written_before_0012_are_rewritten_in_the_row_in_batches(
+    settings, monkeypatch
+) -> None:
     """`manage.py chunk_layout` reports the chunks whose vectors a deployment stored apart before
     migration 0012, and `--rewrite` writes them again in batches: then none is apart, and each
     vector and tsvector is the value it was (search finds the same)."""
@@ -89,23 +90,40 @@ def test_rows_written_before_0012_are_rewritten_in_the_row_in_batches(settings, 
     monkeypatch.setattr(indexing, "CONTEXT_FILL", 10_000)  # long chunks read their context too
     client = make_client(make_key(make_tenant("alice")))
     with connection.cursor() as cursor:  # the layout before 0012, for the rows written now
-        cursor.execute("ALTER TABLE retrieval_chunk ALTER COLUMN embedding SET STORAGE EXTERNAL, "
-                       "ALTER COLUMN search_vector SET STORAGE EXTENDED")
+        cursor.execute(
+            "ALTER TABLE retrieval_chunk ALTER COLUMN embedding SET STORAGE EXTERNAL, "
+            "ALTER COLUMN search_vector SET STORAGE EXTENDED"
+        )
     # Words that do not compress: a row with two such earlier messages stays over 2 kB after
     # compression, and TOAST moves the vector and the tsvector out.
-    long = [" ".join(hashlib.sha256(f"{i}-{j}".encode()).hexdigest()[:8] for j in range(70)) for i in range(5)]
-    response = post_events(client, "s1", {"role": "user", "content": "a short first message"},  # a small row
-                           *[{"role": "user", "content": text} for text in long])
+    long = [
+        " ".join(hashlib.sha256(f"{i}-{j}".encode()).hexdigest()[:8] for j in range(70))
+        for i in range(5)
+    ]
+    # a small row
+    response = post_events(
+        client,
+        "s1",
+        {"role": "user", "content": "a short first message"},
+        *[{"role": "user", "content": text} for text in long],
+    )
     assert response.status_code == 201, response.content
     assert backfill_embeddings()["embedded"] == Chunk.objects.count()
     with connection.cursor() as cursor:
-        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")  # (the test's transaction holds the deferred checks)
-        cursor.execute("ALTER TABLE retrieval_chunk ALTER COLUMN embedding SET STORAGE PLAIN, "
-                       "ALTER COLUMN search_vector SET STORAGE MAIN")  # migration 0012
-        cursor.execute("SELECT id, embedding::text, search_vector::text FROM retrieval_chunk ORDER BY id")
+        # (the test's transaction holds the deferred checks)
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+        cursor.execute(
+            "ALTER TABLE retrieval_chunk ALTER COLUMN embedding SET STORAGE PLAIN, "
+            "ALTER COLUMN search_vector SET STORAGE MAIN"
+        )  # migration 0012
+        cursor.execute(
+            "SELECT id, embedding::text, search_vector::text FROM retrieval_chunk ORDER BY id"
+        )
         values = cursor.fetchall()
-        cursor.execute("SELECT count(*) FROM retrieval_chunk WHERE pg_column_toast_chunk_id(embedding) IS NOT NULL "
-                       "OR pg_column_toast_chunk_id(search_vector) IS NOT NULL")
+        cursor.execute(
+            "SELECT count(*) FROM retrieval_chunk WHERE pg_column_toast_chunk_id(embedding) IS NOT"
+            " NULL OR pg_column_toast_chunk_id(search_vector) IS NOT NULL"
+        )
         either_apart = cursor.fetchone()[0]
 
     def run(*args: str) -> dict:
@@ -115,13 +133,19 @@ def test_rows_written_before_0012_are_rewritten_in_the_row_in_batches(settings, 
 
     report = run()
     apart = report["before"]
-    assert apart["chunks"] == len(values) and apart["vectors_apart"] > 0 and apart["tsvectors_apart"] > 0
+    assert (
+        apart["chunks"] == len(values)
+        and apart["vectors_apart"] > 0
+        and apart["tsvectors_apart"] > 0
+    )
     assert "after" not in report and run() == report  # a report changes nothing
     rewritten = run("--rewrite", "--batch", "2")
     assert rewritten["after"] == {"chunks": len(values), "vectors_apart": 0, "tsvectors_apart": 0}
     assert rewritten["rewritten"] == either_apart < len(values)  # only those rows
     with connection.cursor() as cursor:
-        cursor.execute("SELECT id, embedding::text, search_vector::text FROM retrieval_chunk ORDER BY id")
+        cursor.execute(
+            "SELECT id, embedding::text, search_vector::text FROM retrieval_chunk ORDER BY id"
+        )
         assert cursor.fetchall() == values
     assert run("--rewrite")["rewritten"] == 0
     with pytest.raises(CommandError):

@@ -27,7 +27,9 @@ CHROMIUM = Path(os.environ.get("MEMORYHUB_TEST_CHROMIUM", "/usr/bin/chromium"))
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
 
 pytestmark = [
-    pytest.mark.skipif(not CHROMIUM.exists(), reason=f"no Chromium at {CHROMIUM} (apt-get install chromium)"),
+    pytest.mark.skipif(
+        not CHROMIUM.exists(), reason=f"no Chromium at {CHROMIUM} (apt-get install chromium)"
+    ),
     pytest.mark.django_db(transaction=True),
 ]
 
@@ -38,24 +40,39 @@ TIMEOUT_MS = 20_000
 @pytest.fixture
 def world(settings, django_user_model, monkeypatch) -> dict[str, Any]:  # type: ignore[no-untyped-def]
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-    monkeypatch.setattr("memoryhub.metrics.SAMPLE_EVERY_SECONDS", 0)  # every dashboard refresh takes a sample
+    # every dashboard refresh takes a sample
+    monkeypatch.setattr("memoryhub.metrics.SAMPLE_EVERY_SECONDS", 0)
     django_user_model.objects.create_superuser(username="operator", email="", password=PASSWORD)
     tenant = make_tenant("acme")
     key = make_key(tenant)
     client = make_client(key)
-    post_events(client, "dana-chat",
-                {"role": "user", "content": "I joined a support group for new parents last week.",
-                 "metadata": {"speaker": "Dana"}},
-                {"role": "assistant", "content": "That sounds like a good place to share."},
-                {"role": "assistant", "content": "", "tool_name": "find_groups", "tool_args": {"near": "Lyon"}},
-                {"role": "user", "content": "My car needs new tyres before winter."},
-                {"role": "user", "content": "We are repainting the kitchen blue."})
+    post_events(
+        client,
+        "dana-chat",
+        {
+            "role": "user",
+            "content": "I joined a support group for new parents last week.",
+            "metadata": {"speaker": "Dana"},
+        },
+        {"role": "assistant", "content": "That sounds like a good place to share."},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_name": "find_groups",
+            "tool_args": {"near": "Lyon"},
+        },
+        {"role": "user", "content": "My car needs new tyres before winter."},
+        {"role": "user", "content": "We are repainting the kitchen blue."},
+    )
     session = Session.objects.get(external_id="dana-chat")
     Session.objects.filter(pk=session.pk).update(user_id="dana", agent="helper-bot")
     Chunk.objects.filter(session=session).update(user_id="dana")
     where = {"tenant": tenant, "workspace_id": session.workspace_id}
-    fact = remember(Fact.objects.create(**where, user_id="dana", category="family", key="kids",
-                                        content="Dana has two daughters"))
+    fact = remember(
+        Fact.objects.create(
+            **where, user_id="dana", category="family", key="kids", content="Dana has two daughters"
+        )
+    )
     return {"tenant": tenant, "key": key, "session": session, "fact": fact, "where": where}
 
 
@@ -99,9 +116,13 @@ def test_find_a_users_memory_by_meaning(settings, django_user_model, live_server
     django_user_model.objects.create_superuser(username="operator", email="", password=PASSWORD)
     tenant = make_tenant("acme")
     client = make_client(make_key(tenant, user="dana"))
-    post_events(client, "dana-chat", {"role": "user", "content": "I joined a support group for new parents."},
-                {"role": "user", "content": "My car needs new tyres before winter."},
-                {"role": "user", "content": "We are repainting the kitchen blue."})
+    post_events(
+        client,
+        "dana-chat",
+        {"role": "user", "content": "I joined a support group for new parents."},
+        {"role": "user", "content": "My car needs new tyres before winter."},
+        {"role": "user", "content": "We are repainting the kitchen blue."},
+    )
     with sync_api.sync_playwright() as playwright:
         browser = _browser(playwright)
         try:
@@ -151,9 +172,13 @@ def test_preview_context(page, world) -> None:
     assert int(page.locator("#mh-context-tokens").inner_text()) > 0
 
 
-def _pending(world: dict[str, Any], step: str, ids: list[int], payload: dict[str, Any] | None = None) -> None:
+def _pending(
+    world: dict[str, Any], step: str, ids: list[int], payload: dict[str, Any] | None = None
+) -> None:
     report = ConsolidationReport.objects.create(tenant=world["tenant"])
-    PendingDeletion.objects.create(tenant=world["tenant"], report=report, step=step, chunk_ids=ids, payload=payload or {})
+    PendingDeletion.objects.create(
+        tenant=world["tenant"], report=report, step=step, chunk_ids=ids, payload=payload or {}
+    )
 
 
 @pytest.fixture
@@ -163,13 +188,20 @@ def chunks(world: dict[str, Any]) -> dict[str, int]:
 
 @pytest.fixture
 def merge_review(world: dict[str, Any], chunks: dict[str, int]) -> None:
-    _pending(world, "merge", [chunks["That sounds like a good place to share."]],
-             {"survivor": chunks["I joined a support group for new parents last week."]})
+    _pending(
+        world,
+        "merge",
+        [chunks["That sounds like a good place to share."]],
+        {"survivor": chunks["I joined a support group for new parents last week."]},
+    )
 
 
 @pytest.fixture
 def prune_review(world: dict[str, Any], chunks: dict[str, int]) -> tuple[int, int]:
-    keep, other = chunks["My car needs new tyres before winter."], chunks["We are repainting the kitchen blue."]
+    keep, other = (
+        chunks["My car needs new tyres before winter."],
+        chunks["We are repainting the kitchen blue."],
+    )
     _pending(world, "prune", [keep, other])
     return keep, other
 
@@ -180,7 +212,8 @@ def test_review_and_approve_a_merge(merge_review, page) -> None:
     page.click("#result_list tbody tr a >> nth=0")
     row = page.locator(".mh-review-item").first
     cells = row.locator("td").all_inner_texts()
-    assert "support group for new parents" in cells[0] and "good place to share" in cells[1]  # side by side
+    # side by side
+    assert "support group for new parents" in cells[0] and "good place to share" in cells[1]
     row.locator("button:has-text('Approve')").click()
     page.wait_for_selector("text=1 approved")
     assert page.locator("#mh-review-status").inner_text() == "approved"
@@ -211,7 +244,10 @@ def test_confirm_a_forget(page, world) -> None:
     assert "Dana has two daughters" in page.locator("#mh-going").inner_text()  # what goes, in text
     page.click("input[value^='Yes, forget']")
     page.wait_for_selector("text=They are archived")
-    assert "Dana has two daughters" not in page.locator("#content-main").inner_text().split("Facts owned")[1]
+    assert (
+        "Dana has two daughters"
+        not in page.locator("#content-main").inner_text().split("Facts owned")[1]
+    )
     page.click("text=restore them from Archived memories")
     assert "Dana has two daughters" in page.locator("#result_list").inner_text()
 
@@ -236,15 +272,21 @@ def test_dashboard_moves_after_an_ingest(page, world) -> None:
     title = page.locator("#mh-chart-events h3")
     before = title.inner_text()
     assert re.search(r"dated that day \(their own created_at\): 5\b", before), before
-    response = page.request.post(f"{page.base}/api/v1/sessions/new-chat/events/",
-                                 headers={"Authorization": f"Bearer {world['key']}"},
-                                 data={"events": [{"role": "user", "content": f"message {i}"} for i in range(3)]})
+    response = page.request.post(
+        f"{page.base}/api/v1/sessions/new-chat/events/",
+        headers={"Authorization": f"Bearer {world['key']}"},
+        data={"events": [{"role": "user", "content": f"message {i}"} for i in range(3)]},
+    )
     assert response.status == 201
     page.wait_for_function(
-        "document.querySelector('#mh-chart-events h3').textContent.includes('their own created_at): 8')",
-        timeout=TIMEOUT_MS)
+        "document.querySelector('#mh-chart-events h3').textContent.includes('their own"
+        " created_at): 8')",
+        timeout=TIMEOUT_MS,
+    )
     # Counted as appended: all 8 arrived today, whether or not the page was open.
-    assert re.search(r"arrived \(counted as appended\): 8\b", title.inner_text()), title.inner_text()
+    assert re.search(r"arrived \(counted as appended\): 8\b", title.inner_text()), (
+        title.inner_text()
+    )
     assert page.locator("#mh-chart-backlog canvas").count() == 1  # drawn by the vendored uPlot
 
 
@@ -275,4 +317,5 @@ def test_re_import_a_tenants_own_export_with_merge(own_export, page) -> None:
     message = page.locator(".messagelist .success").inner_text()
     assert "Imported into acme: nothing;" in message and "merged sessions: dana-chat" in message
     page.goto(f"{page.base}/admin/memoryhub/session/")
-    assert page.locator("#result_list a:has-text('read 5 messages')").count() == 1  # nothing doubled
+    # nothing doubled
+    assert page.locator("#result_list a:has-text('read 5 messages')").count() == 1

@@ -10,10 +10,16 @@ def context(client, **body):  # type: ignore[no-untyped-def]
 
 
 def test_context_combines_recent_salient_and_relevant(alice, index) -> None:
-    index(alice, "old", {"role": "user", "content": "My passport number ends in 4471.", "importance": 0.9},
-          {"role": "user", "content": "I am allergic to peanuts."})
+    index(
+        alice,
+        "old",
+        {"role": "user", "content": "My passport number ends in 4471.", "importance": 0.9},
+        {"role": "user", "content": "I am allergic to peanuts."},
+    )
     index(alice, "now", *[{"role": "user", "content": f"small talk {i}"} for i in range(12)])
-    response = context(alice, session="now", query="what am I allergic to, and my passport", scope="channel")
+    response = context(
+        alice, session="now", query="what am I allergic to, and my passport", scope="channel"
+    )
     assert response.status_code == 200, response.content
     body = response.json()
     sources = {(i["source"], i["text"]) for i in body["items"]}
@@ -29,7 +35,11 @@ def test_context_combines_recent_salient_and_relevant(alice, index) -> None:
 def test_context_injects_important_memories_only_when_relevant(alice, index) -> None:
     """Nothing ordinary is injected for an irrelevant query; an important memory below
     the critical line (0.85) is, when the query is about it or there is no query."""
-    index(alice, "old", {"role": "user", "content": "My passport number ends in 4471.", "importance": 0.8})
+    index(
+        alice,
+        "old",
+        {"role": "user", "content": "My passport number ends in 4471.", "importance": 0.8},
+    )
     irrelevant = context(alice, query="tell me a joke about penguins").json()
     assert irrelevant["items"] == [] and irrelevant["markdown"] == ""
     about = context(alice, query="passport number").json()["items"]
@@ -38,11 +48,21 @@ def test_context_injects_important_memories_only_when_relevant(alice, index) -> 
 
 
 def test_context_lists_search_results_in_search_order(alice, index) -> None:
-    """S12: the context's relevant items are search's top results for the same request, same order."""
-    index(alice, "s1", *[{"role": "user", "content": f"table T{i} was migrated in PR {100 + i}"} for i in range(8)],
-          {"role": "assistant", "content": "PR 105 migrated table T5 to the new schema"})
+    """S12: the context's relevant items are search's top results for the same request, same
+    order."""
+    index(
+        alice,
+        "s1",
+        *[
+            {"role": "user", "content": f"table T{i} was migrated in PR {100 + i}"}
+            for i in range(8)
+        ],
+        {"role": "assistant", "content": "PR 105 migrated table T5 to the new schema"},
+    )
     body = {"query": "which PR migrated table T5?", "scope": "account"}
-    searched = [r["text"] for r in alice.post("/api/v1/search/", body, format="json").json()["results"]]
+    searched = [
+        r["text"] for r in alice.post("/api/v1/search/", body, format="json").json()["results"]
+    ]
     items = context(alice, **body).json()["items"]
     assert [i["text"] for i in items if i["source"] == "relevant"] == searched
     assert items[0]["text"] == searched[0]
@@ -55,7 +75,11 @@ def test_context_does_not_repeat_recent_messages(alice, index) -> None:
 
 
 def test_context_respects_the_budget(alice, index) -> None:
-    index(alice, "now", *[{"role": "user", "content": f"message {i} " + "words " * 40} for i in range(10)])
+    index(
+        alice,
+        "now",
+        *[{"role": "user", "content": f"message {i} " + "words " * 40} for i in range(10)],
+    )
     body = context(alice, session="now", query="message", budget=100).json()
     assert 0 < body["tokens"] <= 100
     assert len(body["items"]) < 10

@@ -30,11 +30,18 @@ ROLLING = "- user booked the Casa Azul guesthouse in Porto for three nights"
 
 
 def test_the_rolling_summary_is_in_the_block(alice, index, cast) -> None:
-    index(alice, "trip", *[{"role": "user", "content": f"trip planning message {i}"} for i in range(4)])
+    index(
+        alice,
+        "trip",
+        *[{"role": "user", "content": f"trip planning message {i}"} for i in range(4)],
+    )
     write_summary(_session(cast, "trip"), text=ROLLING, expected_epoch=None, upper_sequence=2)
     body = context(alice, session="trip", query="what is for dinner")
     assert [i["text"] for i in body["items"] if i["source"] == "summary"] == [ROLLING]
-    assert f"Earlier in this conversation (summary)\n- (summary {_said(cast, 'trip', 2)}) {ROLLING}" in body["markdown"]
+    assert (
+        f"Earlier in this conversation (summary)\n- (summary {_said(cast, 'trip', 2)}) {ROLLING}"
+        in body["markdown"]
+    )
     # Before the recent messages it stands for the older ones of.
     assert body["markdown"].index(ROLLING) < body["markdown"].index("trip planning message 3")
 
@@ -44,8 +51,14 @@ def _said(cast: Any, session: str, sequence: int) -> str:
     return event.created_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M")
 
 
-def test_the_summary_goes_in_before_recent_messages_when_the_budget_is_tight(alice, index, cast) -> None:
-    index(alice, "trip", *[{"role": "user", "content": f"message {i} " + "words " * 30} for i in range(10)])
+def test_the_summary_goes_in_before_recent_messages_when_the_budget_is_tight(
+    alice, index, cast
+) -> None:
+    index(
+        alice,
+        "trip",
+        *[{"role": "user", "content": f"message {i} " + "words " * 30} for i in range(10)],
+    )
     write_summary(_session(cast, "trip"), text=ROLLING, expected_epoch=None, upper_sequence=5)
     body = context(alice, session="trip", budget=150)
     assert body["items"][0]["text"] == ROLLING and body["tokens"] <= 150
@@ -54,44 +67,76 @@ def test_the_summary_goes_in_before_recent_messages_when_the_budget_is_tight(ali
 
 def _leaf(session: Session, start: int, end: int, text: str) -> SummaryNode:
     at = session.events.get(sequence=end).created_at
-    return remember(SummaryNode.objects.create(
-        tenant_id=session.tenant_id, workspace_id=session.workspace_id, channel_id=session.channel_id,
-        session=session, user_id=session.user_id, level="leaf", text=text, sequence_start=start,
-        sequence_end=end, earliest_at=at, latest_at=at))
+    return remember(
+        SummaryNode.objects.create(
+            tenant_id=session.tenant_id,
+            workspace_id=session.workspace_id,
+            channel_id=session.channel_id,
+            session=session,
+            user_id=session.user_id,
+            level="leaf",
+            text=text,
+            sequence_start=start,
+            sequence_end=end,
+            earliest_at=at,
+            latest_at=at,
+        )
+    )
 
 
-def test_summary_nodes_cover_only_what_the_recent_window_no_longer_shows(alice, index, cast) -> None:
+def test_summary_nodes_cover_only_what_the_recent_window_no_longer_shows(
+    alice, index, cast
+) -> None:
     index(alice, "long", *[{"role": "user", "content": f"chatter number {i}"} for i in range(16)])
     session = _session(cast, "long")  # the recent window shows messages 7 to 16
     _leaf(session, 1, 8, "- the user chose the blue kayak")
     _leaf(session, 9, 16, "- the user asked about paddles")
     body = context(alice, session="long", query="kayak")
-    assert [i["text"] for i in body["items"] if i["source"] == "summary"] == ["- the user chose the blue kayak"]
-    assert body["markdown"].count("the user chose the blue kayak") == 1  # not again as a related memory
+    assert [i["text"] for i in body["items"] if i["source"] == "summary"] == [
+        "- the user chose the blue kayak"
+    ]
+    # not again as a related memory
+    assert body["markdown"].count("the user chose the blue kayak") == 1
 
 
 def test_same_day_messages_show_their_times(alice, index) -> None:
-    index(alice, "seats", {"role": "user", "content": "Book me an aisle seat.", "created_at": "2026-03-05T09:15:00Z"},
-          {"role": "user", "content": "Window seat after all.", "created_at": "2026-03-05T17:40:00Z"})
+    index(
+        alice,
+        "seats",
+        {"role": "user", "content": "Book me an aisle seat.", "created_at": "2026-03-05T09:15:00Z"},
+        {"role": "user", "content": "Window seat after all.", "created_at": "2026-03-05T17:40:00Z"},
+    )
     index(alice, "later", {"role": "user", "content": "hello again"})
     recent = context(alice, session="seats")["markdown"]
     assert "- (user, said 2026-03-05 09:15) Book me an aisle seat." in recent
     assert "- (user, said 2026-03-05 17:40) Window seat after all." in recent
-    related = context(alice, session="later", query="aisle or window seat", scope="channel")["markdown"]
+    related = context(alice, session="later", query="aisle or window seat", scope="channel")[
+        "markdown"
+    ]
     assert "(user, said 2026-03-05 09:15) Book me an aisle seat." in related
     assert "(user, said 2026-03-05 17:40) Window seat after all." in related
 
 
 def test_an_imported_message_shows_its_date_in_the_recent_lines(alice, index) -> None:
-    index(alice, "old-chat", {"role": "user", "content": "My bike is a green Brompton.",
-                              "created_at": "2025-03-14T08:30:00Z"})
+    index(
+        alice,
+        "old-chat",
+        {
+            "role": "user",
+            "content": "My bike is a green Brompton.",
+            "created_at": "2025-03-14T08:30:00Z",
+        },
+    )
     block = context(alice, session="old-chat")["markdown"]
-    assert "### Recent conversation\n- (user, said 2025-03-14 08:30) My bike is a green Brompton." in block
+    assert (
+        "### Recent conversation\n- (user, said 2025-03-14 08:30) My bike is a green Brompton."
+        in block
+    )
 
 
 CRITICAL = " ".join(
-    f"Rule {i}: before any dose of medicine number {i}, check the patient's allergy card, the kidney panel "
-    f"and the interaction list, and write the time of dose {i} in the chart."
+    f"Rule {i}: before any dose of medicine number {i}, check the patient's allergy card, the"
+    f" kidney panel and the interaction list, and write the time of dose {i} in the chart."
     for i in range(1, 13)
 )
 
@@ -99,9 +144,17 @@ CRITICAL = " ".join(
 def test_a_long_critical_fact_is_shown_once_whole_and_in_order(alice, index, cast) -> None:
     index(alice, "ward", {"role": "user", "content": "hello"})
     session = _session(cast, "ward")
-    remember(Fact.objects.create(tenant=cast.alice_tenant, workspace_id=session.workspace_id,
-                                 channel_id=session.channel_id, key="dosing", content=CRITICAL, importance=0.95,
-                                 valid_from=datetime(2026, 1, 2, 3, 4, tzinfo=UTC)))
+    remember(
+        Fact.objects.create(
+            tenant=cast.alice_tenant,
+            workspace_id=session.workspace_id,
+            channel_id=session.channel_id,
+            key="dosing",
+            content=CRITICAL,
+            importance=0.95,
+            valid_from=datetime(2026, 1, 2, 3, 4, tzinfo=UTC),
+        )
+    )
     fact_id = Fact.objects.get(key="dosing").pk
     assert Chunk.objects.filter(kind="fact", source_id=str(fact_id)).count() >= 3
     body = context(alice, session="ward")
@@ -111,14 +164,18 @@ def test_a_long_critical_fact_is_shown_once_whole_and_in_order(alice, index, cas
     assert body["markdown"].count("Rule 7:") == 1
 
 
-LONG_ANSWER = " ".join(f"Step {i} of the sourdough routine: feed the starter named Bubbles at {i} o'clock."
-                       for i in range(1, 20))
+LONG_ANSWER = " ".join(
+    f"Step {i} of the sourdough routine: feed the starter named Bubbles at {i} o'clock."
+    for i in range(1, 20)
+)
 
 
 def test_a_long_message_found_by_one_chunk_is_shown_whole(alice, index) -> None:
     index(alice, "bread", {"role": "assistant", "content": LONG_ANSWER})
     index(alice, "now", {"role": "user", "content": "hi"})
-    body = context(alice, session="now", query="what is my sourdough starter called", scope="channel")
+    body = context(
+        alice, session="now", query="what is my sourdough starter called", scope="channel"
+    )
     related = [i["text"] for i in body["items"] if i["source"] == "relevant"]
     assert related == [LONG_ANSWER]
     assert body["markdown"].count("Step 11 of") == 1

@@ -14,47 +14,83 @@ from django.db import connection, transaction
 
 from retrieval.models import Chunk
 from retrieval.search import SearchRequest, run_search, weights
-from retrieval.search.sql import select_rows
+from retrieval.search.statements import select_rows
 from retrieval.search.timehints import MAX_YEARS, TimeHint, data_years, hint_where
 
 MOMENTS = [
-    datetime(2019, 6, 1, tzinfo=UTC), datetime(2019, 6, 30, 23, 59, tzinfo=UTC), datetime(2019, 7, 1, tzinfo=UTC),
-    datetime(2020, 2, 28, 12, tzinfo=UTC), datetime(2020, 2, 29, 1, tzinfo=UTC), datetime(2020, 3, 1, tzinfo=UTC),
-    datetime(2021, 2, 28, 5, tzinfo=UTC), datetime(2021, 12, 31, 23, tzinfo=UTC), datetime(2022, 1, 1, tzinfo=UTC),
-    datetime(2022, 6, 14, tzinfo=UTC), datetime(2023, 5, 31, 23, 59, tzinfo=UTC), datetime(2023, 6, 2, tzinfo=UTC),
+    datetime(2019, 6, 1, tzinfo=UTC),
+    datetime(2019, 6, 30, 23, 59, tzinfo=UTC),
+    datetime(2019, 7, 1, tzinfo=UTC),
+    datetime(2020, 2, 28, 12, tzinfo=UTC),
+    datetime(2020, 2, 29, 1, tzinfo=UTC),
+    datetime(2020, 3, 1, tzinfo=UTC),
+    datetime(2021, 2, 28, 5, tzinfo=UTC),
+    datetime(2021, 12, 31, 23, tzinfo=UTC),
+    datetime(2022, 1, 1, tzinfo=UTC),
+    datetime(2022, 6, 14, tzinfo=UTC),
+    datetime(2023, 5, 31, 23, 59, tzinfo=UTC),
+    datetime(2023, 6, 2, tzinfo=UTC),
 ]
 
 
 @pytest.fixture
 def dated(alice, index, cast) -> dict[str, Any]:
     """One chunk written at each of MOMENTS (plus one each side of the span's years)."""
-    index(alice, "dated", *({"role": "user", "content": f"otter note number {i}"} for i in range(len(MOMENTS))))
+    index(
+        alice,
+        "dated",
+        *({"role": "user", "content": f"otter note number {i}"} for i in range(len(MOMENTS))),
+    )
     chunks = list(Chunk.objects.filter(tenant_id=cast.alice_tenant.pk).order_by("sequence_start"))
     assert len(chunks) == len(MOMENTS)
     for chunk, moment in zip(chunks, MOMENTS, strict=True):
         Chunk.objects.filter(pk=chunk.pk).update(created_at=moment)
-    return {"tenant": cast.alice_tenant.pk, "ids": {c.pk: m for c, m in zip(chunks, MOMENTS, strict=True)}}
+    return {
+        "tenant": cast.alice_tenant.pk,
+        "ids": {c.pk: m for c, m in zip(chunks, MOMENTS, strict=True)},
+    }
 
 
-HINTS = [TimeHint(month=6), TimeHint(month=2), TimeHint(month=2, day=29), TimeHint(month=2, day=30),
-         TimeHint(month=6, day=31), TimeHint(month=6, day=1), TimeHint(month=12, day=31), TimeHint(month=1, day=1),
-         TimeHint(month=5, day=31), TimeHint(month=9)]
+HINTS = [
+    TimeHint(month=6),
+    TimeHint(month=2),
+    TimeHint(month=2, day=29),
+    TimeHint(month=2, day=30),
+    TimeHint(month=6, day=31),
+    TimeHint(month=6, day=1),
+    TimeHint(month=12, day=31),
+    TimeHint(month=1, day=1),
+    TimeHint(month=5, day=31),
+    TimeHint(month=9),
+]
 
 
 @pytest.mark.parametrize("hint", HINTS, ids=repr)
-def test_a_month_without_a_year_as_ranges_selects_what_the_ranking_bonus_matches(dated, hint: TimeHint) -> None:
+def test_a_month_without_a_year_as_ranges_selects_what_the_ranking_bonus_matches(
+    dated, hint: TimeHint
+) -> None:
     years = data_years(dated["tenant"])
     assert years == range(2019, 2024)
     sql, params = hint_where([hint], years)
     assert "extract" not in sql
-    found = {pk for (pk,) in select_rows(f"SELECT c.id FROM retrieval_chunk c WHERE c.tenant_id = %s AND {sql}",
-                                         [dated["tenant"], *params])}
+    found = {
+        pk
+        for (pk,) in select_rows(
+            f"SELECT c.id FROM retrieval_chunk c WHERE c.tenant_id = %s AND {sql}",
+            [dated["tenant"], *params],
+        )
+    }
     assert found == {pk for pk, moment in dated["ids"].items() if hint.matches(moment)}
     # ... and what the month condition (the form without years) selects
     plain, plain_params = hint_where([hint])
     assert "extract" in plain
-    assert found == {pk for (pk,) in select_rows(f"SELECT c.id FROM retrieval_chunk c WHERE c.tenant_id = %s AND {plain}",
-                                                 [dated["tenant"], *plain_params])}
+    assert found == {
+        pk
+        for (pk,) in select_rows(
+            f"SELECT c.id FROM retrieval_chunk c WHERE c.tenant_id = %s AND {plain}",
+            [dated["tenant"], *plain_params],
+        )
+    }
 
 
 def test_the_years_are_those_of_the_tenant_and_at_most_the_last_thirty(dated, cast) -> None:
@@ -99,9 +135,12 @@ def _candidate_statement(req: SearchRequest) -> tuple[str, list[Any]]:
 
 
 @pytest.mark.parametrize(("june", "walks"), [(0, [0, 1]), (1, [0, 1]), (3, [1, 1])])
-def test_dates_few_memories_have_are_searched_exactly(dated, settings, june: int, walks: list[int], monkeypatch) -> None:
+def test_dates_few_memories_have_are_searched_exactly(
+    dated, settings, june: int, walks: list[int], monkeypatch
+) -> None:
     """The scope (12 chunks) is over the threshold (3): HNSW. Within June, 0 or 1 chunk (June of
-    2019, 2022 and 2023 moved away) is under it: exact, the narrowed HNSW walk never runs; 3 are not."""
+    2019, 2022 and 2023 moved away) is under it: exact, the narrowed HNSW walk never runs; 3 are
+    not."""
     monkeypatch.setattr("retrieval.search.sql.EXACT_BELOW", 3)
     monkeypatch.setattr(weights, "EMBED_ALONGSIDE", False)
     in_june = sorted(pk for pk, moment in dated["ids"].items() if moment.month == 6)
@@ -116,5 +155,7 @@ def test_dates_few_memories_have_are_searched_exactly(dated, settings, june: int
 
 
 def test_a_month_in_a_tenant_without_memories_narrows_nothing(cast) -> None:
-    req = SearchRequest(tenant_id=cast.bob_tenant.pk, query="what did we say in June", mode="hybrid")
+    req = SearchRequest(
+        tenant_id=cast.bob_tenant.pk, query="what did we say in June", mode="hybrid"
+    )
     assert run_search(req) == []

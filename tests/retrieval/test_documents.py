@@ -23,7 +23,10 @@ def ingest(client: Any, captured: Any, **body: Any) -> Any:
 def listed(client: Any, **params: Any) -> list[tuple[str | None, str | None, str, str]]:
     response = client.get(DOCS, params)
     assert response.status_code == 200, response.content
-    return [(d["workspace"], d["session"], d["user_id"], d["source_uri"]) for d in response.json()["results"]]
+    return [
+        (d["workspace"], d["session"], d["user_id"], d["source_uri"])
+        for d in response.json()["results"]
+    ]
 
 
 @pytest.fixture
@@ -35,15 +38,20 @@ def ingested(django_capture_on_commit_callbacks: Any) -> Any:
 
 
 def test_another_workspace_cannot_replace_or_detect_a_document(alice, cast, ingested) -> None:
-    first = ingested(alice, source_uri="kb://policy", text="Refunds within 30 days.", workspace="shop")
+    first = ingested(
+        alice, source_uri="kb://policy", text="Refunds within 30 days.", workspace="shop"
+    )
     assert first.status_code == 201
     other = make_client(make_key(cast.alice_tenant, workspace="support"))
     response = ingested(other, source_uri="kb://policy", text="Refunds within 30 days.")
-    assert response.status_code == 201 and response.json()["indexed"] is True  # its own, new document
+    # its own, new document
+    assert response.status_code == 201 and response.json()["indexed"] is True
     assert response.json()["id"] != first.json()["id"] and response.json()["workspace"] == "support"
     replaced = ingested(other, source_uri="kb://policy", text="No refunds at all.")
     assert replaced.json()["id"] == response.json()["id"]  # it only ever changes its own
-    assert "Refunds within 30 days." in search_texts(alice, "refunds days", workspace="shop", scope="workspace")
+    assert "Refunds within 30 days." in search_texts(
+        alice, "refunds days", workspace="shop", scope="workspace"
+    )
     assert listed(other) == [("support", None, "", "kb://policy")]
     assert other.get(f"{DOCS}{first.json()['id']}/").status_code == 404
     assert other.delete(f"{DOCS}{first.json()['id']}/").status_code == 404
@@ -61,18 +69,26 @@ def test_the_same_uri_in_two_sessions_is_two_documents(alice, ingested) -> None:
     assert len(listed(alice, source_uri="file://notes.md")) == 3
 
 
-def test_unchanged_content_is_still_skipped_and_a_change_reindexes_in_place(alice, ingested) -> None:
+def test_unchanged_content_is_still_skipped_and_a_change_reindexes_in_place(
+    alice, ingested
+) -> None:
     first = ingested(alice, source_uri="u", text="version one")
     again = ingested(alice, source_uri="u", text="version one")
     assert again.status_code == 200 and again.json()["indexed"] is False
     changed = ingested(alice, source_uri="u", text="version two")
     assert changed.status_code == 201 and changed.json()["id"] == first.json()["id"]
-    assert list(Chunk.objects.filter(kind="document").values_list("text", flat=True)) == ["version two"]
+    assert list(Chunk.objects.filter(kind="document").values_list("text", flat=True)) == [
+        "version two"
+    ]
 
 
 def test_list_get_and_delete(alice, ingested) -> None:
-    ids = [ingested(alice, source_uri=f"doc://{i}", text=f"document number {i}", workspace=w).json()["id"]
-           for i, w in enumerate(["a", "a", "b"])]
+    ids = [
+        ingested(alice, source_uri=f"doc://{i}", text=f"document number {i}", workspace=w).json()[
+            "id"
+        ]
+        for i, w in enumerate(["a", "a", "b"])
+    ]
     page = alice.get(DOCS, {"limit": 2}).json()
     assert page["count"] == 3 and len(page["results"]) == 2 and page["next"]
     assert [d["source_uri"] for d in page["results"]] == ["doc://2", "doc://1"]  # newest first
@@ -80,7 +96,11 @@ def test_list_get_and_delete(alice, ingested) -> None:
     one = alice.get(f"{DOCS}{ids[0]}/").json()
     assert one["source_uri"] == "doc://0" and one["chunks"] == 1 and one["workspace"] == "a"
     response = alice.delete(f"{DOCS}{ids[0]}/")
-    assert response.status_code == 200 and response.json() == {"id": ids[0], "deleted": True, "chunks_deleted": 1}
+    assert response.status_code == 200 and response.json() == {
+        "id": ids[0],
+        "deleted": True,
+        "chunks_deleted": 1,
+    }
     assert not Chunk.objects.filter(kind="document", source_id=f"doc-{ids[0]}").exists()
     assert "document number 0" not in search_texts(alice, "document number")
     again = alice.delete(f"{DOCS}{ids[0]}/")
@@ -103,7 +123,10 @@ def test_a_user_limited_key_has_its_own_documents(alice, cast, ingested) -> None
     own = ingested(u1, source_uri="kb://faq", text="u1's private answers").json()
     assert own["id"] != shared["id"] and own["user_id"] == "u1"
     ingested(alice, source_uri="kb://other", text="u2's notes", user_id="u2")
-    assert sorted(listed(u1)) == [("default", None, "", "kb://faq"), ("default", None, "u1", "kb://faq")]
+    assert sorted(listed(u1)) == [
+        ("default", None, "", "kb://faq"),
+        ("default", None, "u1", "kb://faq"),
+    ]
     response = u1.delete(f"{DOCS}{shared['id']}/")
     assert response.status_code == 403 and error_code(response) == "shared_read_only"
     assert u1.delete(f"{DOCS}{own['id']}/").status_code == 200
@@ -124,15 +147,18 @@ def test_bad_list_parameters_and_ids(alice) -> None:
     assert response.status_code == 400 and error_code(response) == "invalid_parameter"
 
 
-def test_documents_of_one_uri_in_two_workspaces_round_trip(alice, ingested,
-                                                           django_capture_on_commit_callbacks) -> None:
+def test_documents_of_one_uri_in_two_workspaces_round_trip(
+    alice, ingested, django_capture_on_commit_callbacks
+) -> None:
     ingested(alice, source_uri="kb://same", text="in the shop", workspace="shop")
     ingested(alice, source_uri="kb://same", text="in support", workspace="support")
     exported = alice.post("/api/v1/export/", {}, format="json").json()
     assert [c["source"]["key"] for c in exported["chunks"] if c["kind"] == "document"] == [0, 1]
     carol = make_client(make_key(make_tenant("carol")))
     with django_capture_on_commit_callbacks(execute=True):
-        response = carol.post("/api/v1/import/", json.dumps(exported), content_type="application/json")
+        response = carol.post(
+            "/api/v1/import/", json.dumps(exported), content_type="application/json"
+        )
     assert response.status_code == 201, response.content
     assert carol.post("/api/v1/export/", {}, format="json").json() == exported
     # A file written before documents were per workspace names them by URI alone: still readable
@@ -142,7 +168,9 @@ def test_documents_of_one_uri_in_two_workspaces_round_trip(alice, ingested,
             del chunk["source"]["key"]
     dave = make_client(make_key(make_tenant("dave")))
     with django_capture_on_commit_callbacks(execute=True):
-        response = dave.post("/api/v1/import/", json.dumps(exported), content_type="application/json")
+        response = dave.post(
+            "/api/v1/import/", json.dumps(exported), content_type="application/json"
+        )
     assert response.status_code == 400 and not Document.objects.filter(tenant__name="dave").exists()
 
 
@@ -157,10 +185,14 @@ def test_deleting_in_the_admin_takes_the_chunks_along(admin_client, alice, inges
 
     first = ingested(alice, source_uri="a", text="first text").json()["id"]
     second = ingested(alice, source_uri="b", text="second text").json()["id"]
-    response = admin_client.post(reverse("admin:retrieval_document_delete", args=[first]), {"post": "yes"})
+    response = admin_client.post(
+        reverse("admin:retrieval_document_delete", args=[first]), {"post": "yes"}
+    )
     assert response.status_code == 302
     changelist = reverse("admin:retrieval_document_changelist")
-    admin_client.post(changelist, {"action": "delete_selected", "_selected_action": [second], "post": "yes"})
+    admin_client.post(
+        changelist, {"action": "delete_selected", "_selected_action": [second], "post": "yes"}
+    )
     assert not Document.objects.exists() and not Chunk.objects.filter(kind="document").exists()
 
 
@@ -178,5 +210,10 @@ def test_the_list_costs_the_same_queries_for_many_documents(alice, ingested) -> 
 
     few = count()
     for i in range(8):
-        ingested(alice, source_uri=f"u{i}", text=f"text {i}", **({"session": "s1"} if i % 2 else {"workspace": "w"}))
+        ingested(
+            alice,
+            source_uri=f"u{i}",
+            text=f"text {i}",
+            **({"session": "s1"} if i % 2 else {"workspace": "w"}),
+        )
     assert count() == few

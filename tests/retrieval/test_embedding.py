@@ -1,4 +1,5 @@
-"""The embed lane: the chunk table is the queue; tenants in turn; a bad chunk isolated and set aside."""
+"""The embed lane: the chunk table is the queue; tenants in turn; a bad chunk isolated and set
+aside."""
 
 from __future__ import annotations
 
@@ -58,13 +59,18 @@ def test_tenants_take_turns(cast, lane_mode, recorder, monkeypatch) -> None:
     owners = [batch[0].split()[0] for batch in recorder.batches]
     assert owners == ["alice", "bob", "alice", "alice"]  # bob's backlog does not wait for alice's
     assert not Chunk.objects.filter(embedding__isnull=True).exists()
-    assert set(Chunk.objects.values_list("embedding_attempts", flat=True)) == {1}  # each embedded once
+    # each embedded once
+    assert set(Chunk.objects.values_list("embedding_attempts", flat=True)) == {1}
 
 
 def test_a_bad_chunk_is_isolated_and_set_aside(alice, lane_mode, recorder, monkeypatch) -> None:
     monkeypatch.setattr("retrieval.models.EMBED_MAX_ATTEMPTS", 2)
-    post_events(alice, "s", *[{"role": "user", "content": f"message {i}"} for i in range(5)],
-                {"role": "user", "content": "poison pill"})
+    post_events(
+        alice,
+        "s",
+        *[{"role": "user", "content": f"message {i}"} for i in range(5)],
+        {"role": "user", "content": "poison pill"},
+    )
     lane = EmbedLane()
     first = lane.step()
     assert (first.done, first.failed) == (5, 1)  # the other five went through at the first try
@@ -73,15 +79,24 @@ def test_a_bad_chunk_is_isolated_and_set_aside(alice, lane_mode, recorder, monke
     assert bad.embedding_attempts == 1 and "breaks the model" in bad.embedding_error
     assert lane.step().failed == 1
     assert not lane.step().found_work  # set aside after two attempts: the lane has nothing left
-    assert backlog() == [{"tenant_id": bad.tenant_id, "tenant": "alice", "waiting": 0, "set_aside": 1,
-                          "eta_seconds": None}]
+    assert backlog() == [
+        {
+            "tenant_id": bad.tenant_id,
+            "tenant": "alice",
+            "waiting": 0,
+            "set_aside": 1,
+            "eta_seconds": None,
+        }
+    ]
     recorder.batches.clear()
     Chunk.objects.filter(pk=bad.pk).update(text="now harmless")
     embedding.queue_for_embedding([bad.pk])  # the admin's retry
     assert lane.step().done == 1
 
 
-def test_an_unavailable_embedder_backs_off_without_blaming_chunks(alice, lane_mode, monkeypatch) -> None:
+def test_an_unavailable_embedder_backs_off_without_blaming_chunks(
+    alice, lane_mode, monkeypatch
+) -> None:
     class Down:
         name, dimensions = "hash-v1", 384
 
@@ -167,7 +182,8 @@ def test_stats_give_the_tenants_backlog_and_eta(cast, lane_mode) -> None:
     queue = cast.alice.get("/api/v1/stats/").json()["queue"]
     assert queue["embedding_waiting"] == 4 and queue["embedding_set_aside"] == 0
     assert queue["embedding_rate_per_second"] == 2.0
-    assert queue["embedding_eta_seconds"] == 2.5  # 1 + 1 chunks take 1 s, then alice's last 3 take 1.5 s
+    # 1 + 1 chunks take 1 s, then alice's last 3 take 1.5 s
+    assert queue["embedding_eta_seconds"] == 2.5
     assert cast.bob.get("/api/v1/stats/").json()["queue"]["embedding_eta_seconds"] == 1.0
 
 
@@ -193,5 +209,6 @@ def test_an_append_sends_one_notification_for_both_lanes(alice) -> None:  # type
     from django.test.utils import CaptureQueriesContext
 
     with CaptureQueriesContext(connection) as queries:
-        post_events(alice, "s", {"role": "user", "content": "hello"})  # wakes the embed and the summarise lane
+        # wakes the embed and the summarise lane
+        post_events(alice, "s", {"role": "user", "content": "hello"})
     assert sum("pg_notify" in q["sql"] for q in queries.captured_queries) == 1

@@ -11,13 +11,21 @@ from retrieval import embedders, query_embedding
 from tests.retrieval.conftest import search, texts
 
 
-def test_a_search_goes_by_its_words_while_the_model_is_made(alice, index, anon, settings, monkeypatch) -> None:
-    index(alice, "garden", {"role": "user", "content": "I planted tomatoes and basil in the garden."},
-          {"role": "user", "content": "The quarterly report is due on Friday."})
+def test_a_search_goes_by_its_words_while_the_model_is_made(
+    alice, index, anon, settings, monkeypatch
+) -> None:
+    index(
+        alice,
+        "garden",
+        {"role": "user", "content": "I planted tomatoes and basil in the garden."},
+        {"role": "user", "content": "The quarterly report is due on Friday."},
+    )
     settings.MEMORYHUB_EMBEDDER = "minilm"
     monkeypatch.setattr(query_embedding, "onnx_pending", lambda: True)
     monkeypatch.setattr(query_embedding, "load_onnx_encoder", lambda: None)
-    monkeypatch.setattr(embedders, "get_embedder", lambda name=None: pytest.fail("a model was loaded"))
+    monkeypatch.setattr(
+        embedders, "get_embedder", lambda name=None: pytest.fail("a model was loaded")
+    )
     query_embedding.reset()
     try:
         gunicorn_conf.post_worker_init(worker=None)  # a web worker starts without loading a model
@@ -43,7 +51,8 @@ def test_once_the_model_is_made_searches_use_it(settings, monkeypatch) -> None:
     query_embedding.reset()
     try:
         assert not query_embedding.query_model_ready()
-        monkeypatch.setattr(query_embedding, "onnx_pending", lambda: False)  # the verdict is recorded
+        # the verdict is recorded
+        monkeypatch.setattr(query_embedding, "onnx_pending", lambda: False)
         monkeypatch.setattr(query_embedding, "load_onnx_encoder", lambda: Encoder())
         query_embedding.query_model_ready()  # loads it in a thread of its own, by words meanwhile
         assert query_embedding._taking_up is not None
@@ -55,9 +64,12 @@ def test_once_the_model_is_made_searches_use_it(settings, monkeypatch) -> None:
         query_embedding.reset()
 
 
-def test_without_a_model_being_made_a_search_does_not_fall_back_to_words(settings, tmp_path, monkeypatch) -> None:
-    """No verdict recorded is not "being prepared": a test run, a bench or the stdio MCP server, which
-    never make the fast model, embed queries with the configured one instead of words alone."""
+def test_without_a_model_being_made_a_search_does_not_fall_back_to_words(
+    settings, tmp_path, monkeypatch
+) -> None:
+    """No verdict recorded is not "being prepared": a test run, a bench or the stdio MCP server,
+    which never make the fast model, embed queries with the configured one instead of words
+    alone."""
     import os
     import subprocess
     import sys
@@ -76,7 +88,8 @@ def test_without_a_model_being_made_a_search_does_not_fall_back_to_words(setting
     finally:
         child.kill()
         child.wait()
-    assert not query_embedding.onnx_pending()  # the process is gone without a verdict: the configured model
+    # the process is gone without a verdict: the configured model
+    assert not query_embedding.onnx_pending()
     minilm_runtimes.mark_preparing(os.getpid())
     (tmp_path / "choice.json").write_text("{}")
     assert not query_embedding.onnx_pending()  # a verdict is recorded

@@ -18,10 +18,24 @@ from retrieval.search.fusion import (
 from retrieval.search.request import Candidate, SearchRequest
 
 
-def cand(pk: int, session: int | None = 1, *, ts: float = 0.0, seq_end: int | None = None,
-         relevance: float = 0.0) -> Candidate:
-    return Candidate(pk=pk, session_id=session, text=f"t{pk}", contextual=False, created_ts=ts,
-                     sequence_end=seq_end, importance=0.5, relevance=relevance)
+def cand(
+    pk: int,
+    session: int | None = 1,
+    *,
+    ts: float = 0.0,
+    seq_end: int | None = None,
+    relevance: float = 0.0,
+) -> Candidate:
+    return Candidate(
+        pk=pk,
+        session_id=session,
+        text=f"t{pk}",
+        contextual=False,
+        created_ts=ts,
+        sequence_end=seq_end,
+        importance=0.5,
+        relevance=relevance,
+    )
 
 
 CHUNKS = {1: cand(1, 1), 2: cand(2, 2), 3: cand(3, 2)}
@@ -31,7 +45,8 @@ TXT = {2: 4.0, 3: 2.0}  # 1 has no text match
 
 @pytest.fixture(autouse=True)
 def _unbalanced(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(weights, "BALANCE", 0.0)  # the request's weights as sent (balance: its own tests)
+    # the request's weights as sent (balance: its own tests)
+    monkeypatch.setattr(weights, "BALANCE", 0.0)
 
 
 def test_minmax_scales_to_the_unit_interval() -> None:
@@ -44,23 +59,31 @@ def test_weighted_fusion_adds_the_normalised_scores() -> None:
     fused = fuse(SearchRequest(tenant_id=1, vector_weight=0.7, text_weight=0.3), CHUNKS, VEC, TXT)
     # vec 0.9/0.5/0.1 -> 1/0.5/0; txt 4/2 -> 1/0, missing -> 0.
     assert fused == pytest.approx({1: 0.7, 2: 0.65, 3: 0.0})
-    text_heavy = fuse(SearchRequest(tenant_id=1, vector_weight=0.3, text_weight=0.7), CHUNKS, VEC, TXT)
+    text_heavy = fuse(
+        SearchRequest(tenant_id=1, vector_weight=0.3, text_weight=0.7), CHUNKS, VEC, TXT
+    )
     assert text_heavy == pytest.approx({1: 0.3, 2: 0.85, 3: 0.0})
 
 
 def test_rrf_adds_reciprocal_ranks() -> None:
     fused = fuse(SearchRequest(tenant_id=1, fusion="rrf"), CHUNKS, VEC, TXT)
-    assert fused == pytest.approx({
-        1: 1 / (RRF_K + 1),
-        2: 1 / (RRF_K + 2) + 1 / (RRF_K + 1),
-        3: 1 / (RRF_K + 3) + 1 / (RRF_K + 2),
-    })
+    assert fused == pytest.approx(
+        {
+            1: 1 / (RRF_K + 1),
+            2: 1 / (RRF_K + 2) + 1 / (RRF_K + 1),
+            3: 1 / (RRF_K + 3) + 1 / (RRF_K + 2),
+        }
+    )
     assert sorted(fused, key=lambda pk: -fused[pk]) == [2, 3, 1]
 
 
 def test_single_signal_modes_rank_on_their_own_score() -> None:
     assert fuse(SearchRequest(tenant_id=1, mode="vector"), CHUNKS, VEC, TXT) == VEC
-    assert fuse(SearchRequest(tenant_id=1, mode="text"), CHUNKS, VEC, TXT) == {1: 0.0, 2: 4.0, 3: 2.0}
+    assert fuse(SearchRequest(tenant_id=1, mode="text"), CHUNKS, VEC, TXT) == {
+        1: 0.0,
+        2: 4.0,
+        3: 2.0,
+    }
 
 
 def test_memory_profile_adds_the_decayed_relevance_capped_at_one() -> None:
@@ -71,8 +94,13 @@ def test_memory_profile_adds_the_decayed_relevance_capped_at_one() -> None:
 
 
 def test_by_score_breaks_ties_by_recency_then_message_then_id() -> None:
-    chunks = [cand(1, ts=10.0, seq_end=1), cand(2, ts=20.0, seq_end=1), cand(3, ts=20.0, seq_end=5),
-              cand(4, ts=20.0, seq_end=5), cand(5, ts=0.0)]
+    chunks = [
+        cand(1, ts=10.0, seq_end=1),
+        cand(2, ts=20.0, seq_end=1),
+        cand(3, ts=20.0, seq_end=5),
+        cand(4, ts=20.0, seq_end=5),
+        cand(5, ts=0.0),
+    ]
     scores = {1: 0.5, 2: 0.5, 3: 0.5, 4: 0.5, 5: 0.9}
     assert [c.pk for c in by_score(chunks, scores)] == [5, 4, 3, 2, 1]
 
@@ -86,8 +114,17 @@ def test_feedback_documents_are_the_first_pass_best() -> None:
 
 
 def msg(pk: int, session: int | None, seq: int | None, kind: str = "event") -> Candidate:
-    return Candidate(pk=pk, session_id=session, text=f"t{pk}", contextual=False, created_ts=0.0,
-                     sequence_end=seq, importance=0.5, kind=kind, sequence_start=seq)
+    return Candidate(
+        pk=pk,
+        session_id=session,
+        text=f"t{pk}",
+        contextual=False,
+        created_ts=0.0,
+        sequence_end=seq,
+        importance=0.5,
+        kind=kind,
+        sequence_start=seq,
+    )
 
 
 def test_feedback_reads_one_chunk_of_a_message() -> None:
@@ -102,12 +139,15 @@ def test_feedback_reads_one_chunk_of_a_message() -> None:
 def test_peakedness_is_how_far_the_best_stands_out_from_the_next_ten() -> None:
     assert peakedness({i: 1.0 for i in range(12)}, 12) == pytest.approx(0.0)  # all alike: flat
     assert peakedness({1: 1.0, 2: 0.0}, 12) == pytest.approx(1.0)  # one match; the rest count 0
-    assert peakedness({i: 1.0 - i / 20 for i in range(30)}, 30) == pytest.approx(1.0 - 0.725)  # mean of 0.95..0.5
+    # mean of 0.95..0.5
+    assert peakedness({i: 1.0 - i / 20 for i in range(30)}, 30) == pytest.approx(1.0 - 0.725)
     assert peakedness({1: 1.0, 2: 0.5}, 2) == pytest.approx(0.5)  # fewer than ten after the best
     assert peakedness({1: 1.0}, 1) == 0.0 and peakedness({}, 0) == 0.0
 
 
-def test_balanced_weights_move_toward_the_peaked_list_and_keep_their_sum(settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_balanced_weights_move_toward_the_peaked_list_and_keep_their_sum(
+    settings, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
     req = SearchRequest(tenant_id=1, vector_weight=0.7, text_weight=0.3)
     flat = {i: 1.0 - i / 100 for i in range(20)}  # the next ten all near the best
     peaked = {0: 1.0, 1: 0.1}
@@ -124,10 +164,13 @@ def test_balanced_weights_move_toward_the_peaked_list_and_keep_their_sum(setting
     assert balanced_weights(req, 20, flat, peaked)[0] == pytest.approx(pv / (pv + pt))
     assert balanced_weights(req, 20, flat, {}) == (0.7, 0.3)  # no text matches: nothing to weigh
     only_vector = SearchRequest(tenant_id=1, vector_weight=1.0, text_weight=0.0)
-    assert balanced_weights(only_vector, 20, flat, peaked) == pytest.approx((1.0, 0.0))  # a zero weight stays 0
+    # a zero weight stays 0
+    assert balanced_weights(only_vector, 20, flat, peaked) == pytest.approx((1.0, 0.0))
 
 
-def test_a_standout_text_match_outranks_a_vector_best_among_many_alike(settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_a_standout_text_match_outranks_a_vector_best_among_many_alike(
+    settings, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
     """The vectors score chunk 1 best with seventeen others close behind (flat) and chunk 2 halfway
     down; full text finds chunk 2 far ahead of its one other match (peaked)."""
     chunks = {i: cand(i, i) for i in range(1, 21)}

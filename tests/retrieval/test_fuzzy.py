@@ -24,9 +24,13 @@ def texts(response: Any) -> list[str]:
 
 @pytest.fixture
 def trip(alice, index) -> None:
-    index(alice, "trip", {"role": "user", "content": FLIGHT},
-          {"role": "user", "content": "Pack the blue suitcase and the camera."},
-          {"role": "user", "content": "Dinner with Marta on Friday."})
+    index(
+        alice,
+        "trip",
+        {"role": "user", "content": FLIGHT},
+        {"role": "user", "content": "Pack the blue suitcase and the camera."},
+        {"role": "user", "content": "Dinner with Marta on Friday."},
+    )
 
 
 def test_similarity_is_pg_trgm_s() -> None:
@@ -50,7 +54,9 @@ def test_a_typo_in_the_first_letter_finds_the_memory(alice, trip, mode: str, que
     assert texts(search(alice, query=query, mode=mode))[0] == FLIGHT
 
 
-def test_a_first_letter_typo_is_looked_up_in_one_statement(alice, trip, cast, django_assert_num_queries) -> None:
+def test_a_first_letter_typo_is_looked_up_in_one_statement(
+    alice, trip, cast, django_assert_num_queries
+) -> None:
     # statistics, the vocabulary near the word (every range in one statement), visibility, rows,
     # the rows' details, access counts
     with django_assert_num_queries(6):
@@ -64,35 +70,52 @@ def test_hybrid_search_scores_the_misspelt_words_on_full_text(alice, trip) -> No
     assert max(text_scores, key=text_scores.get) == FLIGHT and text_scores[FLIGHT] > 0
 
 
-def test_the_setting_turns_it_off_in_text_mode_but_not_in_fuzzy_mode(alice, trip, settings, monkeypatch) -> None:
+def test_the_setting_turns_it_off_in_text_mode_but_not_in_fuzzy_mode(
+    alice, trip, settings, monkeypatch
+) -> None:
     monkeypatch.setattr("retrieval.search.weights.FUZZY", False)
     assert texts(search(alice, query="Lisbn fligt", mode="text")) == []
     assert texts(search(alice, query="Lisbn fligt", mode="fuzzy"))[0] == FLIGHT
 
 
-def test_a_correctly_spelt_query_is_unchanged(alice, trip, cast, settings, django_assert_num_queries, monkeypatch) -> None:
+def test_a_correctly_spelt_query_is_unchanged(
+    alice, trip, cast, settings, django_assert_num_queries, monkeypatch
+) -> None:
     def run() -> list[tuple[str, float]]:
-        hits = hybrid_search(tenant_id=cast.alice_tenant.pk, query="Lisbon flight camera", mode="text")
+        hits = hybrid_search(
+            tenant_id=cast.alice_tenant.pk, query="Lisbon flight camera", mode="text"
+        )
         return [(h.chunk.text, h.score) for h in hits]
 
-    with django_assert_num_queries(4):  # statistics, candidates, rows, access counts: no vocabulary look-up
+    # statistics, candidates, rows, access counts: no vocabulary look-up
+    with django_assert_num_queries(4):
         with_fuzzy = run()
     monkeypatch.setattr("retrieval.search.weights.FUZZY", False)
     assert run() == with_fuzzy and with_fuzzy[0][0] == FLIGHT
 
 
 def test_a_guessed_word_weighs_less_than_a_word_the_query_says(alice, index) -> None:
-    index(alice, "s", {"role": "user", "content": "The Lisbon office moved."},
-          {"role": "user", "content": "The flight was late."})
+    index(
+        alice,
+        "s",
+        {"role": "user", "content": "The Lisbon office moved."},
+        {"role": "user", "content": "The flight was late."},
+    )
     # "flight" is said; "lisbn" is guessed as "lisbon": the chunk saying the query's own word first.
-    assert texts(search(alice, query="Lisbn flight", mode="text")) == ["The flight was late.", "The Lisbon office moved."]
+    assert texts(search(alice, query="Lisbn flight", mode="text")) == [
+        "The flight was late.",
+        "The Lisbon office moved.",
+    ]
 
 
 def test_fuzzy_mode_widens_words_the_scope_says(alice, index) -> None:
     index(alice, "s1", {"role": "user", "content": "We met in Lisbon."})
     index(alice, "s2", {"role": "user", "content": "Lisboa again!"})
     assert texts(search(alice, query="Lisbon", mode="text")) == ["We met in Lisbon."]
-    assert sorted(texts(search(alice, query="Lisbon", mode="fuzzy"))) == ["Lisboa again!", "We met in Lisbon."]
+    assert sorted(texts(search(alice, query="Lisbon", mode="fuzzy"))) == [
+        "Lisboa again!",
+        "We met in Lisbon.",
+    ]
 
 
 def test_a_typo_never_surfaces_another_tenants_words(alice, bob, index) -> None:
@@ -105,7 +128,12 @@ def test_a_typo_never_surfaces_another_tenants_words(alice, bob, index) -> None:
 def test_a_typo_never_surfaces_another_users_words(cast, index) -> None:
     client = cast.alice
     for sid, user in (("ann-chat", "ann"), ("bob-chat", "bob")):
-        assert client.post("/api/v1/sessions/", {"id": sid, "user_id": user}, format="json").status_code == 201
+        assert (
+            client.post(
+                "/api/v1/sessions/", {"id": sid, "user_id": user}, format="json"
+            ).status_code
+            == 201
+        )
     index(client, "ann-chat", {"role": "user", "content": "Lisboa in spring"})
     index(client, "bob-chat", {"role": "user", "content": "bob's Lisbon flight"})
     req = SearchRequest(tenant_id=cast.alice_tenant.pk, query="Lisbn", mode="text", user_id="ann")
@@ -139,7 +167,9 @@ def _index_names(sql: str, params: list[Any]) -> set[str]:
 
 
 @pytest.mark.parametrize("walk", [True, False])
-def test_the_visibility_check_walks_the_scope_or_reads_the_full_text_index(alice, trip, cast, walk: bool) -> None:
+def test_the_visibility_check_walks_the_scope_or_reads_the_full_text_index(
+    alice, trip, cast, walk: bool
+) -> None:
     """A common word's full-text postings span every tenant's rows: a small scope is walked row
     by row instead, with the same answer."""
     # The tenant written so that no index serves it: only the full-text index could narrow the rows.
@@ -153,7 +183,7 @@ def test_the_visibility_check_walks_the_scope_or_reads_the_full_text_index(alice
     with connection.execute_wrapper(keep):
         visible = fuzzy.visible_lexemes(["lisbon", "suitcas", "paris"], where, params, walk)
     assert visible == {"lisbon", "suitcas"}
-    (sql, sql_params), = captured
+    ((sql, sql_params),) = captured
     indexes = _index_names(sql, sql_params)
     if walk:
         assert "chunk_search_vector" not in indexes, indexes
@@ -161,7 +191,9 @@ def test_the_visibility_check_walks_the_scope_or_reads_the_full_text_index(alice
         assert "chunk_search_vector" in indexes, indexes  # the plan check can fail
 
 
-def test_only_a_small_scope_that_is_all_of_its_statistics_is_walked(cast, settings, monkeypatch) -> None:
+def test_only_a_small_scope_that_is_all_of_its_statistics_is_walked(
+    cast, settings, monkeypatch
+) -> None:
     """A word the statistics' buckets say but a user, a filter or a conversation hides would be
     walked to the end of the scope: those searches read the full-text index."""
     monkeypatch.setattr("retrieval.search.sql.TEXT_SCAN_BELOW", 100)
@@ -169,7 +201,15 @@ def test_only_a_small_scope_that_is_all_of_its_statistics_is_walked(cast, settin
     assert fuzzy.walks_scope(SearchRequest(tenant_id=tenant), 99)
     assert not fuzzy.walks_scope(SearchRequest(tenant_id=tenant), 100)
     assert not fuzzy.walks_scope(SearchRequest(tenant_id=tenant), 0)  # no statistics yet
-    for narrowed in ({"user_id": "ann"}, {"user_id": ""}, {"tags": ["x"]}, {"roles": ["user"]}, {"kinds": ["note"]},
-                     {"agent": "a"}, {"since": datetime(2024, 1, 1, tzinfo=UTC)},
-                     {"until": datetime(2024, 1, 1, tzinfo=UTC)}, {"scope": "conversation"}):
+    for narrowed in (
+        {"user_id": "ann"},
+        {"user_id": ""},
+        {"tags": ["x"]},
+        {"roles": ["user"]},
+        {"kinds": ["note"]},
+        {"agent": "a"},
+        {"since": datetime(2024, 1, 1, tzinfo=UTC)},
+        {"until": datetime(2024, 1, 1, tzinfo=UTC)},
+        {"scope": "conversation"},
+    ):
         assert not fuzzy.walks_scope(SearchRequest(tenant_id=tenant, **narrowed), 99), narrowed

@@ -38,7 +38,8 @@ def lane_mode(settings, monkeypatch):  # type: ignore[no-untyped-def]
 
 
 class Counting(embedders.HashEmbedder):
-    """The hash embedder, counting the chunks of each call (sentences are embedded in the same call)."""
+    """The hash embedder, counting the chunks of each call (sentences are embedded in the same
+    call)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -53,8 +54,11 @@ def correct_a_fact_twice(name: str) -> Any:
     """A tenant whose client writes a fact and corrects it within seconds, before any vector."""
     client = make_client(make_key(make_tenant(name)))
     for city in ("Oslo", "Bergen"):
-        response = client.post("/api/v1/facts/", {"content": f"I live in {city}", "category": "profile",
-                                                  "key": "home_city"}, format="json")
+        response = client.post(
+            "/api/v1/facts/",
+            {"content": f"I live in {city}", "category": "profile", "key": "home_city"},
+            format="json",
+        )
         assert response.status_code in (200, 201), response.content
     return client
 
@@ -64,27 +68,46 @@ def reported(clients: dict[str, Any]) -> dict[str, dict[str, int]]:
     backlog = {row["tenant"]: row["waiting"] for row in queue_status()["embedding_backlog"]}
     dashboard = {row["tenant"].name: row.get("waiting", 0) for row in tenant_rows()}
     stats = {name: client.get("/api/v1/stats/").json() for name, client in clients.items()}
-    return {name: {"queue_status": backlog.get(name, 0), "dashboard": dashboard[name],
-                   "stats": stats[name]["chunks"]["pending_embedding"],
-                   "stats_queue": stats[name]["queue"]["embedding_waiting"]} for name in clients}
+    return {
+        name: {
+            "queue_status": backlog.get(name, 0),
+            "dashboard": dashboard[name],
+            "stats": stats[name]["chunks"]["pending_embedding"],
+            "stats_queue": stats[name]["queue"]["embedding_waiting"],
+        }
+        for name in clients
+    }
 
 
-def test_superseded_facts_never_stall_the_lane_and_every_count_agrees(lane_mode, monkeypatch) -> None:
+def test_superseded_facts_never_stall_the_lane_and_every_count_agrees(
+    lane_mode, monkeypatch
+) -> None:
     counting = Counting()
     monkeypatch.setitem(embedders._instances, "hash", counting)
     clients = {name: correct_a_fact_twice(name) for name in ("early", "middle", "late")}
     superseded = Chunk.every_version.filter(valid_to__isnull=False, embedding__isnull=True)
     assert superseded.count() == 3  # one never-embedded superseded version in each tenant
-    assert set(superseded.values_list("embedding_error", flat=True)) == {SUPERSEDED_UNEMBEDDED}  # set aside, why
+    # set aside, why
+    assert set(superseded.values_list("embedding_error", flat=True)) == {SUPERSEDED_UNEMBEDDED}
     clients["new"] = make_client(make_key(make_tenant("new")))
     for start in range(0, 300, 100):
-        response = post_events(clients["new"], "import", *[
-            {"role": "user", "content": f"message {i} of the import"} for i in range(start, start + 100)])
+        response = post_events(
+            clients["new"],
+            "import",
+            *[
+                {"role": "user", "content": f"message {i} of the import"}
+                for i in range(start, start + 100)
+            ],
+        )
         assert response.status_code == 201, response.content
 
     before = {name: reported({name: client})[name] for name, client in clients.items()}
-    embedded_before = dict(Chunk.objects.filter(embedding__isnull=False).values_list("tenant__name")
-                           .annotate(n=Count("id")).values_list("tenant__name", "n"))
+    embedded_before = dict(
+        Chunk.objects.filter(embedding__isnull=False)
+        .values_list("tenant__name")
+        .annotate(n=Count("id"))
+        .values_list("tenant__name", "n")
+    )
 
     lane = EmbedLane()
     steps = empty = 0
@@ -99,8 +122,11 @@ def test_superseded_facts_never_stall_the_lane_and_every_count_agrees(lane_mode,
     assert not lane.step().found_work and not lane.has_work()
     assert embedding.next_tenant(0) is None  # no tenant is chosen for rows it cannot claim
 
-    done = {name: Chunk.objects.filter(tenant__name=name, embedding__isnull=False).count()
-            - embedded_before.get(name, 0) for name in clients}
+    done = {
+        name: Chunk.objects.filter(tenant__name=name, embedding__isnull=False).count()
+        - embedded_before.get(name, 0)
+        for name in clients
+    }
     assert done == {"early": 1, "middle": 1, "late": 1, "new": 300}
     for name, surfaces in before.items():  # what every surface said is what the lane did
         assert set(surfaces.values()) == {done[name]}, (name, surfaces)
@@ -160,13 +186,15 @@ def test_an_empty_step_while_work_waits_is_reported_and_stepped_again_once(caplo
     beat = Heartbeat("stub")
     with caplog.at_level(logging.ERROR, logger="memoryhub.plumbing.background"):
         assert background._work_waits(Stub(waits=True), beat, timezone.now())  # step again at once
-        assert not background._work_waits(Stub(waits=True), beat, timezone.now())  # a second in a row: sleep
+        # a second in a row: sleep
+        assert not background._work_waits(Stub(waits=True), beat, timezone.now())
     assert beat.empty_steps == 2
     assert "found nothing while work it can do waits" in caplog.text
     from memoryhub.models import Worker
 
     assert Worker.objects.get(lane="stub").empty_steps == 2  # the dashboard's counter
-    assert not background._work_waits(Stub(waits=False), beat, timezone.now())  # nothing waits: no bug
+    # nothing waits: no bug
+    assert not background._work_waits(Stub(waits=False), beat, timezone.now())
     assert beat.empty_steps == 2 and beat._empty_in_row == 0
 
 

@@ -26,46 +26,80 @@ Connect = compat.Connect
 
 
 def codes(error: Mem0Error) -> str:
-    """The code of MemoryHub's error envelope that mem0's exception carries (its parsed JSON body)."""
+    """The code of MemoryHub's error envelope that mem0's exception carries (its parsed JSON
+    body)."""
     return error.details["error"]["code"]
 
 
 def test_the_default_add_keeps_what_was_said_for_the_user_named(connect: Connect) -> None:
     client = connect("alice")
-    added = client.add([{"role": "user", "content": "I live in Lyon."},
-                        {"role": "assistant", "content": "Lyon, noted."}], user_id="ann")
+    added = client.add(
+        [
+            {"role": "user", "content": "I live in Lyon."},
+            {"role": "assistant", "content": "Lyon, noted."},
+        ],
+        user_id="ann",
+    )
     assert [(r["event"], r["memory"], r["user_id"]) for r in added["results"]] == [
-        ("ADD", "I live in Lyon.", "ann"), ("ADD", "Lyon, noted.", "ann")]
+        ("ADD", "I live in Lyon.", "ann"),
+        ("ADD", "Lyon, noted.", "ann"),
+    ]
     client.add("I live in Oslo.", user_id="bob")
     assert {r["memory"] for r in client.get_all(filters={"user_id": "ann"})["results"]} == {
-        "I live in Lyon.", "Lyon, noted."}
-    assert [r["memory"] for r in client.search("Where do I live?", filters={"user_id": "bob"})["results"]] == [
-        "I live in Oslo."]
+        "I live in Lyon.",
+        "Lyon, noted.",
+    }
+    assert [
+        r["memory"]
+        for r in client.search("Where do I live?", filters={"user_id": "bob"})["results"]
+    ] == ["I live in Oslo."]
     as_ann = connect("alice", user="ann")
-    assert "I live in Oslo." not in {r["memory"] for r in as_ann.search("live", filters={"user_id": "ann"})["results"]}
+    assert "I live in Oslo." not in {
+        r["memory"] for r in as_ann.search("live", filters={"user_id": "ann"})["results"]
+    }
     assert {r["id"] for r in as_ann.get_all(filters={"user_id": "ann"})["results"]} == {
-        r["id"] for r in added["results"]}
+        r["id"] for r in added["results"]
+    }
     assert not connect("bob").search("Lyon", filters={"user_id": "ann"})["results"]
 
 
-def test_unknown_query_parameters_are_refused_on_every_mem0_route(live_server: Any, connect: Connect) -> None:
+def test_unknown_query_parameters_are_refused_on_every_mem0_route(
+    live_server: Any, connect: Connect
+) -> None:
     client = connect("alice")
     client.add("Ann's code is 1234.", user_id="ann")
     bob = make_key(make_tenant("alice"), user="bob")
-    # A key limited to bob that names ann in the query: refused, never answered with anyone's memories.
-    response = compat.raw(live_server, bob, "POST", "/v3/memories/search/", params={"user_id": "ann"},
-                          json={"query": "code"})
-    assert response.status_code == 400 and response.json()["error"]["code"] == "unknown_parameter", response.text
+    # A key limited to bob that names ann in the query: refused, never answered with anyone's
+    # memories.
+    response = compat.raw(
+        live_server,
+        bob,
+        "POST",
+        "/v3/memories/search/",
+        params={"user_id": "ann"},
+        json={"query": "code"},
+    )
+    assert (
+        response.status_code == 400 and response.json()["error"]["code"] == "unknown_parameter"
+    ), response.text
     key = make_key(make_tenant("alice"))
-    routes = [("GET", "/v1/ping/", None), ("POST", "/v3/memories/add/", {"messages": [], "user_id": "a"}),
-              ("POST", "/v3/memories/search/", {"query": "x"}), ("POST", "/v3/memories/", {}),
-              ("GET", "/v1/memories/fact:1/", None), ("PUT", "/v1/memories/fact:1/", {"text": "x"}),
-              ("GET", "/v1/memories/fact:1/history/", None), ("GET", "/v1/entities/", None),
-              ("DELETE", "/v2/entities/user/ann/", None), ("PUT", "/v1/batch/", {"memories": []})]
+    routes = [
+        ("GET", "/v1/ping/", None),
+        ("POST", "/v3/memories/add/", {"messages": [], "user_id": "a"}),
+        ("POST", "/v3/memories/search/", {"query": "x"}),
+        ("POST", "/v3/memories/", {}),
+        ("GET", "/v1/memories/fact:1/", None),
+        ("PUT", "/v1/memories/fact:1/", {"text": "x"}),
+        ("GET", "/v1/memories/fact:1/history/", None),
+        ("GET", "/v1/entities/", None),
+        ("DELETE", "/v2/entities/user/ann/", None),
+        ("PUT", "/v1/batch/", {"memories": []}),
+    ]
     for method, path, body in routes:
         response = compat.raw(live_server, key, method, path, params={"user": "ann"}, json=body)
-        assert response.status_code == 400 and response.json()["error"]["code"] == "unknown_parameter", (
-            path, response.text)
+        assert (
+            response.status_code == 400 and response.json()["error"]["code"] == "unknown_parameter"
+        ), (path, response.text)
     assert Fact.objects.count() == 1
 
 
@@ -77,7 +111,10 @@ def test_delete_users_forgets_one_user_and_reset_everyone(connect: Connect) -> N
     other = connect("bob")
     other.add("Another tenant's ann.", user_id="ann")
     assert {(e["type"], e["name"]) for e in client.users()["results"]} == {
-        ("user", "ann"), ("user", "bob"), ("agent", "helper")}
+        ("user", "ann"),
+        ("user", "bob"),
+        ("agent", "helper"),
+    }
 
     assert client.delete_users(user_id="ann") == {"message": "Entity deleted successfully."}
     assert client.get_all(filters={"user_id": "ann"})["count"] == 0
@@ -91,17 +128,23 @@ def test_delete_users_forgets_one_user_and_reset_everyone(connect: Connect) -> N
     assert client.users()["count"] == 0
     assert not Fact.objects.filter(tenant__name="alice").exists()
     assert not Session.objects.filter(tenant__name="alice").exists()
-    assert [r["memory"] for r in other.get_all(filters={"user_id": "ann"})["results"]] == ["Another tenant's ann."]
+    assert [r["memory"] for r in other.get_all(filters={"user_id": "ann"})["results"]] == [
+        "Another tenant's ann."
+    ]
 
 
-def test_deleting_agents_and_runs_and_what_has_no_counterpart(live_server: Any, connect: Connect) -> None:
+def test_deleting_agents_and_runs_and_what_has_no_counterpart(
+    live_server: Any, connect: Connect
+) -> None:
     client = connect("alice")
     client.add("Ann's helper speaks French.", user_id="ann", agent_id="helper")
     client.add("Ann's other note.", user_id="ann")
     client.add("Ann in a run.", user_id="ann", run_id="run-1")
     assert client.delete_users(agent_id="HELPER")["message"] == "Entity deleted successfully."
     assert client.delete_users(run_id="run-1")["message"] == "Entity deleted successfully."
-    assert [r["memory"] for r in client.get_all(filters={"user_id": "ann"})["results"]] == ["Ann's other note."]
+    assert [r["memory"] for r in client.get_all(filters={"user_id": "ann"})["results"]] == [
+        "Ann's other note."
+    ]
     assert not Session.objects.filter(external_id="run-1").exists()
     client.add("A user id with a slash.", user_id="team/ann")
     client.delete_users(user_id="team/ann")
@@ -112,12 +155,21 @@ def test_deleting_agents_and_runs_and_what_has_no_counterpart(live_server: Any, 
 
 def test_batches_commit_whole(connect: Connect) -> None:
     client = connect("alice")
-    ids = [r["id"] for r in client.add([{"role": "user", "content": "One."}, {"role": "user", "content": "Two."}],
-                                       user_id="ann")["results"]]
-    client.batch_update([{"memory_id": ids[0], "text": "Uno."}, {"memory_id": ids[1], "text": "Dos."}])
+    ids = [
+        r["id"]
+        for r in client.add(
+            [{"role": "user", "content": "One."}, {"role": "user", "content": "Two."}],
+            user_id="ann",
+        )["results"]
+    ]
+    client.batch_update(
+        [{"memory_id": ids[0], "text": "Uno."}, {"memory_id": ids[1], "text": "Dos."}]
+    )
     assert {client.get(i)["memory"] for i in ids} == {"Uno.", "Dos."}
     with pytest.raises(Mem0Error) as missing:
-        client.batch_update([{"memory_id": ids[0], "text": "Eins."}, {"memory_id": "fact:999999", "text": "x"}])
+        client.batch_update(
+            [{"memory_id": ids[0], "text": "Eins."}, {"memory_id": "fact:999999", "text": "x"}]
+        )
     assert codes(missing.value) == "fact_not_found" and client.get(ids[0])["memory"] == "Uno."
     bob = connect("alice", user="bob")
     with pytest.raises(Mem0Error):
@@ -143,7 +195,10 @@ NOT_SERVED: list[tuple[str, Callable[[Any], Any]]] = [
     ("get_project", lambda c: c.get_project()),
     ("update_project", lambda c: c.update_project(custom_instructions="Be brief.")),
     ("get_webhooks", lambda c: c.get_webhooks("p1")),
-    ("create_webhook", lambda c: c.create_webhook("https://example.com/h", "h", "p1", ["memory_add"])),
+    (
+        "create_webhook",
+        lambda c: c.create_webhook("https://example.com/h", "h", "p1", ["memory_add"]),
+    ),
     ("feedback", lambda c: c.feedback("fact:1", "POSITIVE")),
     ("project.get", lambda c: c.project.get()),
     ("project.create", lambda c: c.project.create("p2")),
@@ -179,9 +234,12 @@ def test_the_async_client_the_same(live_server: Any, transactional_db: None) -> 
             added = await client.add("Ann collects stamps.", user_id="ann")
             assert [r["memory"] for r in added["results"]] == ["Ann collects stamps."]
             await client.add("Bob collects coins.", user_id="bob")
-            await client.batch_update([{"memory_id": added["results"][0]["id"], "text": "Ann collects shells."}])
-            assert [r["memory"] for r in (await client.get_all(filters={"user_id": "ann"}))["results"]] == [
-                "Ann collects shells."]
+            await client.batch_update(
+                [{"memory_id": added["results"][0]["id"], "text": "Ann collects shells."}]
+            )
+            assert [
+                r["memory"] for r in (await client.get_all(filters={"user_id": "ann"}))["results"]
+            ] == ["Ann collects shells."]
             for name, call in NOT_SERVED:
                 with pytest.raises(Mem0Error) as refused:
                     await call(client)

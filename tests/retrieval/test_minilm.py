@@ -26,20 +26,35 @@ def test_model_loads_offline_once_and_gives_normalised_384_vectors(minilm) -> No
 
 
 def test_vector_search_ranks_paraphrases_first(alice, index, minilm) -> None:
-    index(alice, "pets", {"role": "user", "content": "My dog loves chasing tennis balls in the park."})
+    index(
+        alice, "pets", {"role": "user", "content": "My dog loves chasing tennis balls in the park."}
+    )
     index(alice, "money", {"role": "user", "content": "I need to file my tax return before April."})
     index(alice, "food", {"role": "user", "content": "We cooked a spicy Thai curry for dinner."})
-    found = [r["text"] for r in search(alice, query="what does my puppy like to play with", mode="vector")
-             .json()["results"]]
+    found = [
+        r["text"]
+        for r in search(alice, query="what does my puppy like to play with", mode="vector").json()[
+            "results"
+        ]
+    ]
     assert found[0] == "My dog loves chasing tennis balls in the park."
-    found = [r["text"] for r in search(alice, query="paying the government", mode="vector").json()["results"]]
+    found = [
+        r["text"]
+        for r in search(alice, query="paying the government", mode="vector").json()["results"]
+    ]
     assert found[0] == "I need to file my tax return before April."
 
 
 def test_hybrid_finds_a_reply_by_the_question_it_answers(alice, index, minilm) -> None:
-    index(alice, "s", {"role": "user", "content": "Where did you grow up?"},
-          {"role": "assistant", "content": "In a small fishing village near Porto."},
-          {"role": "user", "content": "Nice. What's your favourite colour?"},
-          {"role": "assistant", "content": "Green, like the sea there."})
-    found = [r["text"] for r in search(alice, query="hometown childhood", top_k=2).json()["results"]]
+    index(
+        alice,
+        "s",
+        {"role": "user", "content": "Where did you grow up?"},
+        {"role": "assistant", "content": "In a small fishing village near Porto."},
+        {"role": "user", "content": "Nice. What's your favourite colour?"},
+        {"role": "assistant", "content": "Green, like the sea there."},
+    )
+    found = [
+        r["text"] for r in search(alice, query="hometown childhood", top_k=2).json()["results"]
+    ]
     assert "In a small fishing village near Porto." in found

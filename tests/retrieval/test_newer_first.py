@@ -8,15 +8,24 @@ from tests.retrieval.test_ranking_stages import cand, pks
 
 
 def test_newer_first_moves_a_newer_same_subject_result_before_the_older_within_the_margin() -> None:
-    old, other, new, far = cand(1, 1, ts=100.0), cand(4, 4, ts=400.0), cand(2, 2, ts=200.0), cand(3, 3, ts=300.0)
+    old, other, new, far = (
+        cand(1, 1, ts=100.0),
+        cand(4, 4, ts=400.0),
+        cand(2, 2, ts=200.0),
+        cand(3, 3, ts=300.0),
+    )
     scores = {1: 1.0, 2: 0.85, 3: 0.5, 4: 0.9}
     sims = {(1, 2): 0.8, (1, 3): 0.8, (1, 4): 0.2}
     ordered = [old, other, new, far]
     listed, out = newer_first(ordered, scores, sims, 0.2, 0.6)
-    assert pks(listed) == [2, 1, 4, 3]  # same subject, newer, within 20 %: just before the older one
-    assert out[2] > out[1] == 1.0 and out[3] == 0.5 and out[4] == 0.9  # far: too far below; other: another subject
-    assert scores == {1: 1.0, 2: 0.85, 3: 0.5, 4: 0.9} and pks(ordered) == [1, 4, 2, 3]  # the inputs are kept
-    assert pks(newer_first(ordered, scores, sims, 1.0, 0.6)[0]) == [2, 3, 1, 4]  # margin 1: any score
+    # same subject, newer, within 20 %: just before the older one
+    assert pks(listed) == [2, 1, 4, 3]
+    # far: too far below; other: another subject
+    assert out[2] > out[1] == 1.0 and out[3] == 0.5 and out[4] == 0.9
+    # the inputs are kept
+    assert scores == {1: 1.0, 2: 0.85, 3: 0.5, 4: 0.9} and pks(ordered) == [1, 4, 2, 3]
+    # margin 1: any score
+    assert pks(newer_first(ordered, scores, sims, 1.0, 0.6)[0]) == [2, 3, 1, 4]
     assert newer_first(ordered, scores, sims, 0.0, 0.6) == (ordered, scores)  # margin 0: off
 
 
@@ -38,14 +47,20 @@ def test_newer_first_puts_the_newest_of_three_versions_first() -> None:
     assert pks(listed) == [3, 2, 1] and out[3] > out[2] > out[1]
 
 
-def test_search_lists_the_newer_of_two_near_tied_versions_of_one_subject_first(alice, index, monkeypatch) -> None:
+def test_search_lists_the_newer_of_two_near_tied_versions_of_one_subject_first(
+    alice, index, monkeypatch
+) -> None:
     from retrieval.search import weights
     from tests.retrieval.conftest import search
 
-    older, newer = "Ann lives in Berlin with her cat Luna", "Ann lives in Lisbon with her cat Luna now"
+    older, newer = (
+        "Ann lives in Berlin with her cat Luna",
+        "Ann lives in Lisbon with her cat Luna now",
+    )
     index(alice, "2023", {"role": "user", "content": older, "created_at": "2023-01-10T10:00:00Z"})
     index(alice, "2024", {"role": "user", "content": newer, "created_at": "2024-01-10T10:00:00Z"})
-    other = "Luna the cat sleeps on the sofa all afternoon"  # a weaker match: the scale of the scores
+    # a weaker match: the scale of the scores
+    other = "Luna the cat sleeps on the sofa all afternoon"
     index(alice, "pets", {"role": "user", "content": other, "created_at": "2023-06-10T10:00:00Z"})
 
     def found() -> list[str]:

@@ -19,12 +19,21 @@ pytest.importorskip("onnxruntime", reason="onnxruntime is not installed")
 # Real conversation texts, none of them among the texts the export is judged on.
 TEXTS = [
     "Hey Mel! Good to see you! How have you been?",
-    "I'm thinking of working with trans people, helping them accept themselves and supporting their mental health.",
+    (
+        "I'm thinking of working with trans people, helping them accept themselves and supporting"
+        " their mental health."
+    ),
     "Yesterday I took the kids to the museum - it was so cool spending time with them.",
     "Can you recommend a good book about the history of the Roman Empire that is not too academic?",
-    "Sure! 'SPQR' by Mary Beard is a lively one-volume history; for the late empire, try Peter Heather's "
-    "'The Fall of the Roman Empire', which reads almost like a thriller while staying rigorous.",
-    "The build is failing on CI with `ModuleNotFoundError: No module named 'pgvector'` after the upgrade.",
+    (
+        "Sure! 'SPQR' by Mary Beard is a lively one-volume history; for the late empire, try Peter"
+        " Heather's 'The Fall of the Roman Empire', which reads almost like a thriller while"
+        " staying rigorous."
+    ),
+    (
+        "The build is failing on CI with `ModuleNotFoundError: No module named 'pgvector'` after"
+        " the upgrade."
+    ),
     "Meeting moved to 14:30 CET, room 4.12 - bring the Q3 numbers.",
     "¿Dónde está la estación de tren más cercana?",
     "x" * 3000,  # longer than the model's 256 tokens: truncated alike by both
@@ -46,10 +55,21 @@ def prepared(tmp_path_factory: pytest.TempPathFactory) -> Any:
 
 def run_django(data_dir: Path, script: str, timeout: int = 120, **env: str) -> str:
     """`script` in a fresh Python process set up with Django on `data_dir`; its standard output."""
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "memoryhub.settings", "MEMORYHUB_DATA_DIR": str(data_dir),
-           "SECRET_KEY": "test", **env}
-    done = subprocess.run([sys.executable, "-c", "import sys, django; django.setup()\n" + script], env=env,
-                          cwd=django_settings.BASE_DIR, capture_output=True, text=True, timeout=timeout)
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "memoryhub.settings",
+        "MEMORYHUB_DATA_DIR": str(data_dir),
+        "SECRET_KEY": "test",
+        **env,
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", "import sys, django; django.setup()\n" + script],
+        env=env,
+        cwd=django_settings.BASE_DIR,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     assert done.returncode == 0, done.stderr
     return done.stdout
 
@@ -61,7 +81,9 @@ def test_the_export_matches_torch_on_real_texts(prepared) -> None:  # type: igno
     assert choice["agree"] and choice["min_cosine"] >= MIN_COSINE
     assert (cache_dir() / "model.onnx").exists() and str(cache_dir()).startswith(str(data_dir))
     onnx_vectors = OnnxMiniLM(cache_dir(), threads=2).encode(TEXTS)
-    torch_vectors = load_torch_model().encode(TEXTS, normalize_embeddings=True, convert_to_numpy=True)
+    torch_vectors = load_torch_model().encode(
+        TEXTS, normalize_embeddings=True, convert_to_numpy=True
+    )
     cosines = (onnx_vectors * torch_vectors).sum(axis=1)
     assert cosines.min() >= MIN_COSINE, cosines
 
@@ -71,7 +93,9 @@ def test_the_faster_runtime_is_chosen_for_queries_and_for_batches(prepared) -> N
     rates, query_ms = choice["batch_texts_per_second"], choice["query_ms"]
     assert choice["batch"] == ("onnx" if rates["onnx"] >= rates["torch"] else "torch")
     assert choice["query"] == ("onnx" if query_ms["onnx"] <= query_ms["torch"] else "torch")
-    recorded = json.loads((Path(prepared[0]) / "models").glob("*/choice.json").__next__().read_text())
+    recorded = json.loads(
+        (Path(prepared[0]) / "models").glob("*/choice.json").__next__().read_text()
+    )
     assert recorded == choice  # what every process of this data folder reads
 
 
@@ -83,11 +107,17 @@ def test_a_web_process_embeds_a_query_without_importing_torch(prepared) -> None:
         "[vector] = embedder.embed(['when does the flight leave?'])\n"
         "print(len(vector), embedder.backend(1), 'torch' in sys.modules)\n"
     )
-    assert run_django(data_dir, script, MEMORYHUB_EMBED_BACKEND="onnx").split() == ["384", "onnx", "False"]
+    assert run_django(data_dir, script, MEMORYHUB_EMBED_BACKEND="onnx").split() == [
+        "384",
+        "onnx",
+        "False",
+    ]
 
 
 @pytest.mark.parametrize("backend", ["onnx", "torch"])
-def test_the_lane_embeds_on_the_cores_the_machine_left_free(prepared, settings, monkeypatch, backend: str) -> None:  # type: ignore[no-untyped-def]
+def test_the_lane_embeds_on_the_cores_the_machine_left_free(
+    prepared, settings, monkeypatch, backend: str
+) -> None:  # type: ignore[no-untyped-def]
     """A busy machine (requests being served) leaves the model one thread; a quiet one every thread
     MEMORYHUB_EMBED_THREADS allows (ONNX: as many one-thread batches at once). The vectors are the
     same either way."""
@@ -108,7 +138,9 @@ def test_the_lane_embeds_on_the_cores_the_machine_left_free(prepared, settings, 
 
         encode = OnnxMiniLM.encode
 
-        def counted(self: OnnxMiniLM, texts: list[str], batch_size: int = ONNX_BATCH, workers: int = 1) -> Any:
+        def counted(
+            self: OnnxMiniLM, texts: list[str], batch_size: int = ONNX_BATCH, workers: int = 1
+        ) -> Any:
             at_once.append(workers)
             return encode(self, texts, batch_size, workers)
 
@@ -116,7 +148,10 @@ def test_the_lane_embeds_on_the_cores_the_machine_left_free(prepared, settings, 
     busy = np.array(embedder.embed(TEXTS[:4]))
     if backend == "onnx":
         assert list(embedder._models) == ["onnx:model.onnx"] and at_once == [1]
-        assert embedder._models["onnx:model.onnx"].session.get_session_options().intra_op_num_threads == 1
+        assert (
+            embedder._models["onnx:model.onnx"].session.get_session_options().intra_op_num_threads
+            == 1
+        )
     else:
         assert torch.get_num_threads() == 1
         embedder.embed(TEXTS[:1] * 2)  # torch remakes its thread pool on a change: held a while
@@ -124,7 +159,8 @@ def test_the_lane_embeds_on_the_cores_the_machine_left_free(prepared, settings, 
         monkeypatch.setattr(embedders, "TORCH_THREADS_HOLD_SECONDS", 0.0)
     quiet = np.array(embedder.embed(TEXTS[:4]))
     if backend == "onnx":
-        assert list(embedder._models) == ["onnx:model.onnx"] and at_once == [1, 2]  # the same session
+        # the same session
+        assert list(embedder._models) == ["onnx:model.onnx"] and at_once == [1, 2]
     else:
         assert torch.get_num_threads() == 2
     assert np.allclose(busy, quiet, atol=1e-4)
@@ -136,9 +172,14 @@ def test_batches_run_side_by_side_give_the_vectors_of_batches_run_in_turn(prepar
     from retrieval.minilm_runtimes import OnnxMiniLM, cache_dir
 
     model = OnnxMiniLM(cache_dir(), 1)
-    texts = [f"{t} ({i})" for i, t in enumerate(TEXTS * 8)]  # 72 texts: three batches of 32, and a small call
-    assert np.allclose(model.encode(texts, 32, workers=1), model.encode(texts, 32, workers=2), atol=1e-5)
-    assert np.allclose(model.encode(texts[:5], 32, workers=1), model.encode(texts[:5], 32, workers=2), atol=1e-5)
+    # 72 texts: three batches of 32, and a small call
+    texts = [f"{t} ({i})" for i, t in enumerate(TEXTS * 8)]
+    assert np.allclose(
+        model.encode(texts, 32, workers=1), model.encode(texts, 32, workers=2), atol=1e-5
+    )
+    assert np.allclose(
+        model.encode(texts[:5], 32, workers=1), model.encode(texts[:5], 32, workers=2), atol=1e-5
+    )
 
 
 def test_a_text_met_twice_in_one_call_is_embedded_once(prepared, settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
@@ -148,45 +189,73 @@ def test_a_text_met_twice_in_one_call_is_embedded_once(prepared, settings, monke
     settings.MEMORYHUB_EMBED_BACKEND = "onnx"
     seen: list[list[str]] = []
     encode = OnnxMiniLM.encode
-    monkeypatch.setattr(OnnxMiniLM, "encode", lambda self, texts, *a, **kw: seen.append(list(texts))
-                        or encode(self, texts, *a, **kw))
+    monkeypatch.setattr(
+        OnnxMiniLM,
+        "encode",
+        lambda self, texts, *a, **kw: seen.append(list(texts)) or encode(self, texts, *a, **kw),
+    )
     vectors = MiniLMEmbedder().embed([TEXTS[0], TEXTS[1], TEXTS[0], TEXTS[2]])
     assert seen == [[TEXTS[0], TEXTS[1], TEXTS[2]]]
     assert len(vectors) == 4 and vectors[0] == vectors[2] and vectors[0] != vectors[1]
 
 
-@pytest.mark.parametrize(("backend", "use", "model"), [("auto", True, "model-int8.onnx"),
-                                                       ("auto", False, "model.onnx"),
-                                                       ("onnx", True, "model.onnx")])
-def test_the_lane_stores_int8_vectors_only_where_the_verdict_says(prepared, settings, backend: str, use: bool,
-                                                                 model: str) -> None:
+@pytest.mark.parametrize(
+    ("backend", "use", "model"),
+    [
+        ("auto", True, "model-int8.onnx"),
+        ("auto", False, "model.onnx"),
+        ("onnx", True, "model.onnx"),
+    ],
+)
+def test_the_lane_stores_int8_vectors_only_where_the_verdict_says(
+    prepared, settings, backend: str, use: bool, model: str
+) -> None:
     import numpy as np
 
     from retrieval.embedders import MiniLMEmbedder
 
     settings.MEMORYHUB_EMBED_BACKEND = backend
     embedder = MiniLMEmbedder()
-    embedder._choice = {**prepared[1], "batch": "onnx",
-                        "int8": {**prepared[1]["int8"], "batch": {**prepared[1]["int8"]["batch"], "use": use}}}
+    embedder._choice = {
+        **prepared[1],
+        "batch": "onnx",
+        "int8": {**prepared[1]["int8"], "batch": {**prepared[1]["int8"]["batch"], "use": use}},
+    }
     vectors = np.array(embedder.embed(TEXTS))
     assert [m.filename for m in embedder._models.values()] == [model]
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-3)
 
 
 def _judged(batch: str, torch_rate: float, int8_rate: float, use: bool) -> dict[str, Any]:
-    return {"agree": True, "batch": batch, "query": "onnx", "threads": 2,
-            "batch_texts_per_second": {"onnx": 79.0, "torch": torch_rate},
-            "int8": {"agree": True, "batch": {"use": use, "texts_per_second": {"float": 45.9, "int8": int8_rate}}}}
+    return {
+        "agree": True,
+        "batch": batch,
+        "query": "onnx",
+        "threads": 2,
+        "batch_texts_per_second": {"onnx": 79.0, "torch": torch_rate},
+        "int8": {
+            "agree": True,
+            "batch": {"use": use, "texts_per_second": {"float": 45.9, "int8": int8_rate}},
+        },
+    }
 
 
-@pytest.mark.parametrize(("choice", "runtime"), [
-    (_judged("onnx", 60.0, 85.3, True), "onnx"),
-    (_judged("onnx", 60.0, 85.3, False), "onnx"),
-    (_judged("torch", 105.6, 85.3, True), "onnx"),  # two one-thread int8 batches: 170.6 a second
-    (_judged("torch", 105.6, 50.0, True), "torch"),  # 100 a second: torch stays
-    (_judged("torch", 105.6, 85.3, False), "torch"),  # int8 vectors not to be stored
-])
-def test_batches_run_where_they_are_fastest_int8_included(choice: dict[str, Any], runtime: str) -> None:
+@pytest.mark.parametrize(
+    ("choice", "runtime"),
+    [
+        (_judged("onnx", 60.0, 85.3, True), "onnx"),
+        (_judged("onnx", 60.0, 85.3, False), "onnx"),
+        (
+            _judged("torch", 105.6, 85.3, True),
+            "onnx",
+        ),  # two one-thread int8 batches: 170.6 a second
+        (_judged("torch", 105.6, 50.0, True), "torch"),  # 100 a second: torch stays
+        (_judged("torch", 105.6, 85.3, False), "torch"),  # int8 vectors not to be stored
+    ],
+)
+def test_batches_run_where_they_are_fastest_int8_included(
+    choice: dict[str, Any], runtime: str
+) -> None:
     """Where torch beat the full ONNX model, the int8 copy may still beat torch: the lane's
     batches go to it then (on an AVX-512 VNNI Xeon the lane stored torch's vectors at half the
     int8 copy's speed before)."""
@@ -195,7 +264,9 @@ def test_batches_run_where_they_are_fastest_int8_included(choice: dict[str, Any]
     assert batch_runtime(choice) == runtime
 
 
-def test_a_torch_judged_folder_stores_int8_vectors_where_they_are_faster(prepared, settings) -> None:  # type: ignore[no-untyped-def]
+def test_a_torch_judged_folder_stores_int8_vectors_where_they_are_faster(
+    prepared, settings
+) -> None:  # type: ignore[no-untyped-def]
     from retrieval.embedders import MiniLMEmbedder
 
     settings.MEMORYHUB_EMBED_BACKEND = "auto"
@@ -205,7 +276,9 @@ def test_a_torch_judged_folder_stores_int8_vectors_where_they_are_faster(prepare
     assert [m.filename for m in embedder._models.values()] == ["model-int8.onnx"]
 
 
-def test_a_stored_texts_int8_vector_is_its_own_whatever_is_embedded_with_it(prepared, settings) -> None:  # type: ignore[no-untyped-def]
+def test_a_stored_texts_int8_vector_is_its_own_whatever_is_embedded_with_it(
+    prepared, settings
+) -> None:  # type: ignore[no-untyped-def]
     """The lane embeds each text alone (ONNX_BATCH): the int8 copy scales its activations per call,
     so in a batch a text's vector moved with its batch mates; alone it is the vector the same text
     gets as a query, and the same in every claim."""
@@ -220,7 +293,9 @@ def test_a_stored_texts_int8_vector_is_its_own_whatever_is_embedded_with_it(prep
     assert [m.filename for m in embedder._models.values()] == ["model-int8.onnx"]
     alone = np.array([embedder.embed([text])[0] for text in TEXTS])
     reversed_order = np.array(embedder.embed(TEXTS[::-1]))[::-1]
-    assert np.allclose(together, alone, atol=1e-6) and np.allclose(together, reversed_order, atol=1e-6)
+    assert np.allclose(together, alone, atol=1e-6) and np.allclose(
+        together, reversed_order, atol=1e-6
+    )
 
 
 def test_an_int8_copy_is_made_and_judged_for_queries_and_for_stored_vectors(prepared) -> None:  # type: ignore[no-untyped-def]
@@ -240,21 +315,31 @@ def test_an_int8_copy_is_made_and_judged_for_queries_and_for_stored_vectors(prep
 
     _, choice = prepared
     int8 = choice["int8"]
-    assert int8["agree"] and int8["median_cosine"] >= INT8_MEDIAN_COSINE and int8["min_cosine"] >= INT8_MIN_COSINE
+    assert (
+        int8["agree"]
+        and int8["median_cosine"] >= INT8_MEDIAN_COSINE
+        and int8["min_cosine"] >= INT8_MIN_COSINE
+    )
     assert (cache_dir() / INT8_FILE).exists()
-    # On texts it was not judged on, each embedded alone as a query is, and in one call: close to the full model.
+    # On texts it was not judged on, each embedded alone as a query is, and in one call: close to
+    # the full model.
     full, small = OnnxMiniLM(cache_dir(), 1), OnnxMiniLM(cache_dir(), 1, filename=INT8_FILE)
     cosines = [float((full.encode([t]) * small.encode([t])).sum()) for t in TEXTS]
     assert np.median(cosines) >= INT8_MEDIAN_COSINE and min(cosines) >= INT8_MIN_COSINE, cosines
     batch, rates = int8["batch"], int8["batch"]["texts_per_second"]
-    assert batch["use"] == (batch["median_cosine"] >= INT8_MEDIAN_COSINE and batch["min_cosine"] >= INT8_MIN_COSINE
-                            and rates["int8"] >= INT8_BATCH_GAIN * rates["float"])
+    assert batch["use"] == (
+        batch["median_cosine"] >= INT8_MEDIAN_COSINE
+        and batch["min_cosine"] >= INT8_MIN_COSINE
+        and rates["int8"] >= INT8_BATCH_GAIN * rates["float"]
+    )
     together = (full.encode(TEXTS) * small.encode(TEXTS)).sum(axis=1)
     assert np.median(together) >= INT8_MEDIAN_COSINE and together.min() >= INT8_MIN_COSINE, together
 
 
 @pytest.mark.parametrize("lacks", ["the int8 copy", "its verdict for batches"])
-def test_a_folder_prepared_before_the_int8_copy_gets_it_without_a_new_export(prepared, lacks: str) -> None:  # type: ignore[no-untyped-def]
+def test_a_folder_prepared_before_the_int8_copy_gets_it_without_a_new_export(
+    prepared, lacks: str
+) -> None:  # type: ignore[no-untyped-def]
     from retrieval.minilm_runtimes import (
         INT8_FILE,
         MODEL_FILE,
@@ -281,7 +366,9 @@ def test_a_folder_prepared_before_the_int8_copy_gets_it_without_a_new_export(pre
 
 
 @pytest.mark.parametrize(("int8", "model"), [(True, "model-int8.onnx"), (False, "model.onnx")])
-def test_a_web_process_embeds_queries_with_the_int8_copy_unless_turned_off(prepared, int8: bool, model: str) -> None:  # type: ignore[no-untyped-def]
+def test_a_web_process_embeds_queries_with_the_int8_copy_unless_turned_off(
+    prepared, int8: bool, model: str
+) -> None:  # type: ignore[no-untyped-def]
     data_dir, _ = prepared
     script = (
         "from retrieval import query_embedding\n"
@@ -292,7 +379,9 @@ def test_a_web_process_embeds_queries_with_the_int8_copy_unless_turned_off(prepa
     assert run_django(data_dir, script).split() == ["384", model, "False"]
 
 
-def test_a_failed_int8_copy_leaves_queries_on_the_full_model_until_the_next_start(prepared, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_a_failed_int8_copy_leaves_queries_on_the_full_model_until_the_next_start(
+    prepared, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
     from retrieval import minilm_runtimes, query_embedding
     from retrieval.minilm_runtimes import cache_dir, ensure_prepared, read_choice
 
@@ -319,4 +408,5 @@ def test_making_the_int8_copy_logs_no_line_per_tensor(prepared, caplog) -> None:
     with caplog.at_level(logging.INFO):
         verdict = quantize_int8(cache_dir())
     assert verdict["agree"]
-    assert not [r for r in caplog.records if "onnxruntime" in r.pathname]  # ONNX Runtime's quantizer says ~50 lines
+    # ONNX Runtime's quantizer says ~50 lines
+    assert not [r for r in caplog.records if "onnxruntime" in r.pathname]

@@ -56,14 +56,24 @@ def test_queries_go_to_the_onnx_model_when_one_is_prepared(fresh, monkeypatch, s
     monkeypatch.setitem(sys.modules, query_embedding.ONNX_MODULE, fake_module())
     refuse_the_embedder(monkeypatch)
     monkeypatch.setattr("retrieval.query_embedding.THREADS", 1)
-    assert query_embedding.embed_query("where is the otter?") == pytest.approx([0.05] * embedders.DIMENSIONS)
+    assert query_embedding.embed_query("where is the otter?") == pytest.approx(
+        [0.05] * embedders.DIMENSIONS
+    )
     encoder = query_embedding.query_encoder()
-    assert isinstance(encoder, FakeOnnx) and encoder.texts == ["where is the otter?"] and encoder.threads == 1
+    assert (
+        isinstance(encoder, FakeOnnx)
+        and encoder.texts == ["where is the otter?"]
+        and encoder.threads == 1
+    )
 
 
 @pytest.mark.parametrize("module", [None, "disagreeing"])
-def test_without_a_verified_onnx_model_the_configured_embedder_embeds(fresh, monkeypatch, module) -> None:
-    monkeypatch.setitem(sys.modules, query_embedding.ONNX_MODULE, fake_module(agree=False) if module else None)
+def test_without_a_verified_onnx_model_the_configured_embedder_embeds(
+    fresh, monkeypatch, module
+) -> None:
+    monkeypatch.setitem(
+        sys.modules, query_embedding.ONNX_MODULE, fake_module(agree=False) if module else None
+    )
     calls: list[list[str]] = []
 
     class Configured:
@@ -109,13 +119,16 @@ assert len(query_embedding.embed_query("otter")) == 384
 heavy = sorted(m for m in ("torch", "sentence_transformers", "transformers") if m in sys.modules)
 print("heavy:", heavy)
 """
-    out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     assert "heavy: []" in out.stdout
 
 
 def test_while_the_model_is_being_made_queries_use_the_configured_embedder_then_the_model(
-        fresh, monkeypatch, settings) -> None:  # type: ignore[no-untyped-def]
+    fresh, monkeypatch, settings
+) -> None:  # type: ignore[no-untyped-def]
     """A first start serves before its ONNX model is recorded: the configured embedder answers
     until then, and the process looks again (LOOK_AGAIN_SECONDS) rather than settle on it."""
     pytest.importorskip("onnxruntime")
@@ -140,7 +153,9 @@ def test_while_the_model_is_being_made_queries_use_the_configured_embedder_then_
     assert query_embedding.query_encoder() is None  # not looked at again before its time
     monkeypatch.setattr(query_embedding, "_look_again_at", 0.0)  # its time has come
     assert query_embedding.embed_query("otter") == pytest.approx([0.05] * embedders.DIMENSIONS)
-    assert isinstance(query_embedding.query_encoder(), FakeOnnx) and not query_embedding.onnx_pending()
+    assert (
+        isinstance(query_embedding.query_encoder(), FakeOnnx) and not query_embedding.onnx_pending()
+    )
 
 
 def test_a_model_judged_unfit_is_not_waited_for(fresh, monkeypatch, settings) -> None:  # type: ignore[no-untyped-def]

@@ -22,7 +22,9 @@ def _post(alice: Any, index: Any, session: str, content: str, when: str) -> None
     index(alice, session, {"role": "user", "content": content, "created_at": when})
 
 
-def test_search_prefers_memories_written_on_the_named_date(alice, index, settings, monkeypatch) -> None:
+def test_search_prefers_memories_written_on_the_named_date(
+    alice, index, settings, monkeypatch
+) -> None:
     _post(alice, index, "june", "We went hiking in the hills.", "2022-06-12T10:00:00Z")
     _post(alice, index, "march", "We went hiking in the hills.", "2023-03-02T10:00:00Z")
     for mode in ("hybrid", "text", "vector"):
@@ -40,11 +42,20 @@ def test_a_date_is_a_preference_not_a_filter(alice, index) -> None:
     assert [r["session"] for r in found] == ["only"]
 
 
-def test_memories_of_the_named_date_join_the_candidates(alice, index, settings, monkeypatch) -> None:
-    # Twelve better matches elsewhere fill the candidate list; the one written in June still comes back.
+def test_memories_of_the_named_date_join_the_candidates(
+    alice, index, settings, monkeypatch
+) -> None:
+    # Twelve better matches elsewhere fill the candidate list; the one written in June still comes
+    # back.
     for i in range(12):
         _post(alice, index, f"other-{i}", f"Kayak {i}", "2023-03-02T10:00:00Z")
-    _post(alice, index, "target", "The kayak got a long scratch on its side while we carried it down to the water.", "2022-06-20T10:00:00Z")
+    _post(
+        alice,
+        index,
+        "target",
+        "The kayak got a long scratch on its side while we carried it down to the water.",
+        "2022-06-20T10:00:00Z",
+    )
     monkeypatch.setattr("retrieval.search.weights.CANDIDATES", 10)
     found = search(alice, query="kayak in June", mode="text", top_k=3).json()["results"]
     assert "target" in [r["session"] for r in found]
@@ -58,25 +69,46 @@ def test_relative_dates_are_read_against_as_of(alice, index, settings, monkeypat
     _post(alice, index, "last-week", "We went hiking in the hills.", "2023-05-16T10:00:00Z")
     _post(alice, index, "this-week", "We went hiking in the hills.", "2023-05-23T10:00:00Z")
     for mode in ("hybrid", "text", "vector"):
-        found = search(alice, query="hiking last week", mode=mode, top_k=2, as_of="2023-05-24T12:00:00Z").json()
+        found = search(
+            alice, query="hiking last week", mode=mode, top_k=2, as_of="2023-05-24T12:00:00Z"
+        ).json()
         assert [r["session"] for r in found["results"]][:1] == ["last-week"], mode
     # Read against now (2026 and later), "last week" holds neither: the newer one first.
     found = search(alice, query="hiking last week", top_k=2).json()["results"]
     assert [r["session"] for r in found][:1] == ["this-week"]
-    explained = search(alice, query="hiking last week", top_k=2, as_of="2023-05-24T12:00:00Z", explain=True).json()
+    explained = search(
+        alice, query="hiking last week", top_k=2, as_of="2023-05-24T12:00:00Z", explain=True
+    ).json()
     steps = {s["step"]: s for s in explained["results"][0]["explain"]["steps"]}
     assert steps["date_hint"]["detail"] == (
-        'written within 2023-05-15 to 2023-05-22 ("last week", as of 2023-05-24 12:00 UTC)')
+        'written within 2023-05-15 to 2023-05-22 ("last week", as of 2023-05-24 12:00 UTC)'
+    )
     monkeypatch.setattr(weights, "TIME_WEIGHT", 0.0)
-    found = search(alice, query="hiking last week", top_k=2, as_of="2023-05-24T12:00:00Z").json()["results"]
+    found = search(alice, query="hiking last week", top_k=2, as_of="2023-05-24T12:00:00Z").json()[
+        "results"
+    ]
     assert [r["session"] for r in found][:1] == ["this-week"]
 
 
 def test_the_time_of_the_search_is_the_default_as_of(alice, index, settings) -> None:
     now = timezone.now()
-    _post(alice, index, "then", "The dentist said to floss more.", (now - timedelta(days=21)).isoformat())
-    _post(alice, index, "newer", "The dentist said to floss more.", (now - timedelta(days=2)).isoformat())
-    found = search(alice, query="what did the dentist say three weeks ago", mode="text", top_k=2).json()["results"]
+    _post(
+        alice,
+        index,
+        "then",
+        "The dentist said to floss more.",
+        (now - timedelta(days=21)).isoformat(),
+    )
+    _post(
+        alice,
+        index,
+        "newer",
+        "The dentist said to floss more.",
+        (now - timedelta(days=2)).isoformat(),
+    )
+    found = search(
+        alice, query="what did the dentist say three weeks ago", mode="text", top_k=2
+    ).json()["results"]
     assert [r["session"] for r in found][:1] == ["then"]  # (the other is dropped as a duplicate)
     found = search(alice, query="what did the dentist say", mode="text", top_k=2).json()["results"]
     assert [r["session"] for r in found][:1] == ["newer"]
@@ -103,8 +135,11 @@ def test_an_unreadable_as_of_is_a_400_and_changes_nothing(alice, index, as_of: A
 
 def test_as_of_at_the_ends_of_the_calendar_is_no_error(alice, index) -> None:
     _post(alice, index, "kept", "We went hiking in the hills.", "2023-05-16T10:00:00Z")
-    for as_of, query, found in (("0001-01-01T00:00:00Z", "hiking 2 years ago", []),  # nothing was recorded yet
-                                ("9999-12-31T23:59:59Z", "hiking this year", ["kept"])):
+    # nothing was recorded yet
+    for as_of, query, found in (
+        ("0001-01-01T00:00:00Z", "hiking 2 years ago", []),
+        ("9999-12-31T23:59:59Z", "hiking this year", ["kept"]),
+    ):
         response = search(alice, query=query, as_of=as_of)
         assert response.status_code == 200, response.content
         assert [r["session"] for r in response.json()["results"]] == found
@@ -112,7 +147,9 @@ def test_as_of_at_the_ends_of_the_calendar_is_no_error(alice, index) -> None:
 
 def test_relative_dates_never_reach_another_tenant(alice, bob, index) -> None:
     _post(alice, index, "last-week", "Secret hiking plans.", "2023-05-16T10:00:00Z")
-    assert search(bob, query="hiking last week", as_of="2023-05-24T12:00:00Z").json()["results"] == []
+    assert (
+        search(bob, query="hiking last week", as_of="2023-05-24T12:00:00Z").json()["results"] == []
+    )
 
 
 def test_named_dates_never_reach_another_tenant(alice, bob, index) -> None:
@@ -124,8 +161,15 @@ def test_named_dates_never_reach_another_tenant(alice, bob, index) -> None:
 
 
 def _candidate(pk: int) -> Candidate:
-    return Candidate(pk=pk, session_id=1, text=str(pk), contextual=False, created_ts=0.0, sequence_end=pk,
-                     importance=0.5)
+    return Candidate(
+        pk=pk,
+        session_id=1,
+        text=str(pk),
+        contextual=False,
+        created_ts=0.0,
+        sequence_end=pk,
+        importance=0.5,
+    )
 
 
 def test_mmr_skips_a_result_that_repeats_one_already_listed() -> None:
@@ -147,10 +191,20 @@ def test_mmr_reorders_only_the_head() -> None:
 
 def test_hybrid_search_spreads_over_distinct_memories(alice, index, settings, monkeypatch) -> None:
     for session in ("a", "b", "c"):
-        index(alice, session, {"role": "user", "content": "The heron nests by the lake every spring."})
+        index(
+            alice, session, {"role": "user", "content": "The heron nests by the lake every spring."}
+        )
     index(alice, "d", {"role": "user", "content": "A heron nests near the river bridge."})
-    index(alice, "e", {"role": "user", "content": "The heron nests by the lake every spring, we saw it again today."})
-    monkeypatch.setattr("retrieval.search.weights.COVERAGE", 1.0)  # MMR alone: coverage would give the second place by evidence
+    index(
+        alice,
+        "e",
+        {
+            "role": "user",
+            "content": "The heron nests by the lake every spring, we saw it again today.",
+        },
+    )
+    # MMR alone: coverage would give the second place by evidence
+    monkeypatch.setattr("retrieval.search.weights.COVERAGE", 1.0)
     plain = [r["text"] for r in search(alice, query="heron nests lake", top_k=2).json()["results"]]
     monkeypatch.setattr(weights, "MMR", 0.3)
     spread = [r["text"] for r in search(alice, query="heron nests lake", top_k=2).json()["results"]]
@@ -162,35 +216,97 @@ def test_hybrid_search_spreads_over_distinct_memories(alice, index, settings, mo
 
 
 def test_expand_summaries_puts_the_best_source_message_in_the_summarys_place() -> None:
-    summary = Candidate(pk=10, session_id=1, text="s", contextual=False, created_ts=0.0, sequence_end=8,
-                        importance=0.5, kind="summary", sequence_start=1)
-    elsewhere = Candidate(pk=11, session_id=2, text="x", contextual=False, created_ts=0.0, sequence_end=3,
-                          importance=0.5, sequence_start=3)
-    source = Candidate(pk=12, session_id=1, text="m", contextual=False, created_ts=0.0, sequence_end=5,
-                       importance=0.5, sequence_start=5)
-    outside = Candidate(pk=13, session_id=1, text="o", contextual=False, created_ts=0.0, sequence_end=9,
-                        importance=0.5, sequence_start=9)
+    summary = Candidate(
+        pk=10,
+        session_id=1,
+        text="s",
+        contextual=False,
+        created_ts=0.0,
+        sequence_end=8,
+        importance=0.5,
+        kind="summary",
+        sequence_start=1,
+    )
+    elsewhere = Candidate(
+        pk=11,
+        session_id=2,
+        text="x",
+        contextual=False,
+        created_ts=0.0,
+        sequence_end=3,
+        importance=0.5,
+        sequence_start=3,
+    )
+    source = Candidate(
+        pk=12,
+        session_id=1,
+        text="m",
+        contextual=False,
+        created_ts=0.0,
+        sequence_end=5,
+        importance=0.5,
+        sequence_start=5,
+    )
+    outside = Candidate(
+        pk=13,
+        session_id=1,
+        text="o",
+        contextual=False,
+        created_ts=0.0,
+        sequence_end=9,
+        importance=0.5,
+        sequence_start=9,
+    )
     assert [c.pk for c in expand_summaries([summary, elsewhere, outside, source])] == [12, 11, 13]
     # No source message among the candidates: the summary stays.
     assert [c.pk for c in expand_summaries([summary, elsewhere, outside])] == [10, 11, 13]
 
 
 def _summarised_session(alice: Any, index: Any, cast: Any) -> None:
-    index(alice, "house", {"role": "user", "content": "The plumber came on Tuesday."},
-          {"role": "user", "content": "He fixed the boiler and replaced a valve."})
+    index(
+        alice,
+        "house",
+        {"role": "user", "content": "The plumber came on Tuesday."},
+        {"role": "user", "content": "He fixed the boiler and replaced a valve."},
+    )
     # Other memories, so that the plumber's words are not ones most of her memories say (the
     # relevance floor counts a word by how rare it is among them).
-    index(alice, "garden", *[{"role": "user", "content": text} for text in (
-        "The roses need pruning.", "Water the basil daily.", "The hedge is too tall.", "Buy compost on Friday.")])
+    index(
+        alice,
+        "garden",
+        *[
+            {"role": "user", "content": text}
+            for text in (
+                "The roses need pruning.",
+                "Water the basil daily.",
+                "The hedge is too tall.",
+                "Buy compost on Friday.",
+            )
+        ],
+    )
     session = Session.objects.get(tenant=cast.alice_tenant, external_id="house")
-    memory_saved.send(sender=None, kind="summary", searchable=Searchable(
-        kind="summary", source_id="900", tenant_id=cast.alice_tenant.pk,
-        text="- user: plumber fixed boiler valve", created_at=timezone.now(), session_id=session.pk,
-        workspace_id=session.workspace_id, channel_id=session.channel_id, tier="conversation",
-        sequence_start=1, sequence_end=2))
+    memory_saved.send(
+        sender=None,
+        kind="summary",
+        searchable=Searchable(
+            kind="summary",
+            source_id="900",
+            tenant_id=cast.alice_tenant.pk,
+            text="- user: plumber fixed boiler valve",
+            created_at=timezone.now(),
+            session_id=session.pk,
+            workspace_id=session.workspace_id,
+            channel_id=session.channel_id,
+            tier="conversation",
+            sequence_start=1,
+            sequence_end=2,
+        ),
+    )
 
 
-def test_a_summary_hit_returns_the_message_it_summarises(alice, index, cast, settings, monkeypatch) -> None:
+def test_a_summary_hit_returns_the_message_it_summarises(
+    alice, index, cast, settings, monkeypatch
+) -> None:
     _summarised_session(alice, index, cast)
     for mode in ("hybrid", "text", "vector"):
         found = search(alice, query="plumber boiler valve", top_k=5, mode=mode).json()["results"]
@@ -214,5 +330,8 @@ def test_date_hints_never_lower_a_score() -> None:
     june.created_ts = _when(year=2023, month=6, day=3).timestamp()
     other = _candidate(2)
     hints = time_hints("in June")
-    assert with_time_hints({1: -0.2, 2: -0.1}, {1: june, 2: other}, hints, 0.3) == {1: -0.2, 2: -0.1}
+    assert with_time_hints({1: -0.2, 2: -0.1}, {1: june, 2: other}, hints, 0.3) == {
+        1: -0.2,
+        2: -0.1,
+    }
     assert with_time_hints({1: 0.5, 2: 1.0}, {1: june, 2: other}, hints, 0.3) == {1: 0.8, 2: 1.0}

@@ -17,14 +17,18 @@ SAID = "I booked the Seaview guesthouse for the whole week."
 QUESTION = "which guesthouse did I book"
 
 
-def _converse(client: Any, index: Any, session: str, user: str | None, text: str | None = SAID) -> None:
+def _converse(
+    client: Any, index: Any, session: str, user: str | None, text: str | None = SAID
+) -> None:
     new_session(client, session, channel="travel", **({"user_id": user} if user else {}))
     if text:
         index(client, session, {"role": "user", "content": text})
 
 
 def _search(client: Any, **body: Any) -> list[dict[str, Any]]:
-    response = client.post("/api/v1/search/", {"query": QUESTION, "top_k": 50, **body}, format="json")
+    response = client.post(
+        "/api/v1/search/", {"query": QUESTION, "top_k": 50, **body}, format="json"
+    )
     assert response.status_code == 200, response.content
     return response.json()["results"]
 
@@ -55,8 +59,9 @@ def test_a_new_conversation_in_another_channel_recalls_it_by_its_words(cast, ind
     new_session(cast.alice, "chat9", user_id="ann", channel="general")
     index(cast.alice, "chat9", {"role": "user", "content": "Good morning!"})
     for mode in ("hybrid", "text"):
-        assert [(r["text"], r["session"]) for r in _search(cast.alice, session="chat9", mode=mode)] == [
-            (SAID, "trip3")], mode
+        assert [
+            (r["text"], r["session"]) for r in _search(cast.alice, session="chat9", mode=mode)
+        ] == [(SAID, "trip3")], mode
 
 
 @pytest.fixture
@@ -78,15 +83,21 @@ def test_the_wider_default_lists_only_the_owners_conversations(cast, twins, mode
     for client in (cast.alice, ann_key):
         found = _search(client, session="trip4", mode=mode)
         assert [(r["session"], r["user_id"]) for r in found] == [("trip3", "ann")], (mode, found)
-        assert set(Chunk.objects.filter(pk__in=[r["chunk_id"] for r in found]).values_list(
-            "tenant_id", flat=True)) == {cast.alice_tenant.pk}
+        assert set(
+            Chunk.objects.filter(pk__in=[r["chunk_id"] for r in found]).values_list(
+                "tenant_id", flat=True
+            )
+        ) == {cast.alice_tenant.pk}
         items = _context(client, session="trip4")["items"]
         assert {(i["session"], i["user_id"]) for i in items} <= {("trip3", "ann")}
     # The other tenant's ann, with the same ids, reads her own tenant's trip3 only.
     found = _search(cast.bob, session="trip4", mode=mode)
     assert [(r["session"], r["user_id"]) for r in found] == [("trip3", "ann")]
-    assert set(Chunk.objects.filter(pk__in=[r["chunk_id"] for r in found]).values_list(
-        "tenant_id", flat=True)) == {cast.bob_tenant.pk}
+    assert set(
+        Chunk.objects.filter(pk__in=[r["chunk_id"] for r in found]).values_list(
+            "tenant_id", flat=True
+        )
+    ) == {cast.bob_tenant.pk}
 
 
 def test_a_conversation_nobody_owns_recalls_only_the_tenants_unowned_ones(cast, twins) -> None:
@@ -102,30 +113,58 @@ def test_a_note_made_in_a_conversation_is_hers_everywhere_and_outlives_it(cast, 
     client = cast.alice
     _converse(client, index, "trip3", "ann", text=None)
     _converse(client, index, "trip4", "ann", text=None)
-    made = client.post("/api/v1/notes/", {"content": "Ann's guesthouse is the Seaview, room 12.",
-                                          "session": "trip3"}, format="json")
+    made = client.post(
+        "/api/v1/notes/",
+        {"content": "Ann's guesthouse is the Seaview, room 12.", "session": "trip3"},
+        format="json",
+    )
     assert made.status_code == 201, made.content
     assert (made.json()["scope"], made.json()["user_id"]) == ("account", "ann")
-    asked = client.post("/api/v1/notes/", {"content": "Guesthouse shuttle code 4471 for this chat only.",
-                                           "session": "trip3", "scope": "conversation"}, format="json")
+    asked = client.post(
+        "/api/v1/notes/",
+        {
+            "content": "Guesthouse shuttle code 4471 for this chat only.",
+            "session": "trip3",
+            "scope": "conversation",
+        },
+        format="json",
+    )
     assert asked.status_code == 201, asked.content
-    assert client.patch("/api/v1/sessions/trip3/", {"status": "archived"}, format="json").status_code == 200
+    assert (
+        client.patch("/api/v1/sessions/trip3/", {"status": "archived"}, format="json").status_code
+        == 200
+    )
     assert client.get(f"/api/v1/notes/{made.json()['id']}/").status_code == 200
-    assert client.get(f"/api/v1/notes/{asked.json()['id']}/").status_code == 404  # asked for: cleared
-    assert [r["text"] for r in _search(client, session="trip4")] == ["Ann's guesthouse is the Seaview, room 12."]
+    # asked for: cleared
+    assert client.get(f"/api/v1/notes/{asked.json()['id']}/").status_code == 404
+    assert [r["text"] for r in _search(client, session="trip4")] == [
+        "Ann's guesthouse is the Seaview, room 12."
+    ]
     assert "Seaview, room 12" in _context(client, session="trip4")["markdown"]
 
 
-def test_a_conversation_note_from_before_is_kept_by_replacing_it_workspace_wide(cast, index) -> None:
-    """The upgrade note of docs/memory-semantics.md: a conversation-tier note stays one until it is replaced."""
+def test_a_conversation_note_from_before_is_kept_by_replacing_it_workspace_wide(
+    cast, index
+) -> None:
+    """The upgrade note of docs/memory-semantics.md: a conversation-tier note stays one until it is
+    replaced."""
     client = cast.alice
     _converse(client, index, "trip3", "ann", text=None)
-    made = client.post("/api/v1/notes/", {"content": "Seaview room 12", "session": "trip3", "scope": "conversation"},
-                       format="json").json()
-    kept = client.put(f"/api/v1/notes/{made['id']}/", {"content": "Seaview room 12", "session": "trip3",
-                                                        "scope": "workspace"}, format="json")
+    made = client.post(
+        "/api/v1/notes/",
+        {"content": "Seaview room 12", "session": "trip3", "scope": "conversation"},
+        format="json",
+    ).json()
+    kept = client.put(
+        f"/api/v1/notes/{made['id']}/",
+        {"content": "Seaview room 12", "session": "trip3", "scope": "workspace"},
+        format="json",
+    )
     assert kept.status_code == 200, kept.content
-    assert client.patch("/api/v1/sessions/trip3/", {"status": "archived"}, format="json").status_code == 200
+    assert (
+        client.patch("/api/v1/sessions/trip3/", {"status": "archived"}, format="json").status_code
+        == 200
+    )
     assert client.get(f"/api/v1/notes/{made['id']}/").json()["scope"] == "workspace"
 
 
@@ -133,22 +172,50 @@ def test_a_workspace_limited_key_makes_a_session_note_workspace_wide(cast, index
     """Such a key cannot write account-wide memories: its durable default is its workspace."""
     limited = make_client(make_key(cast.alice_tenant, ("read", "write"), workspace="travel-desk"))
     new_session(limited, "desk-1", user_id="ann")
-    made = limited.post("/api/v1/notes/", {"content": "Prefers a sea view.", "session": "desk-1"}, format="json")
+    made = limited.post(
+        "/api/v1/notes/", {"content": "Prefers a sea view.", "session": "desk-1"}, format="json"
+    )
     assert made.status_code == 201, made.content
     assert (made.json()["scope"], made.json()["workspace"]) == ("workspace", "travel-desk")
 
 
-def _candidate(pk: int, kind: str = "event", session: int | None = 1, channel: int | None = 10,
-               workspace: int | None = 100) -> Candidate:
-    return Candidate(pk=pk, session_id=session, text=f"t{pk}", contextual=False, created_ts=0.0, sequence_end=1,
-                     importance=0.5, kind=kind, sequence_start=1, channel_id=channel, workspace_id=workspace)
+def _candidate(
+    pk: int,
+    kind: str = "event",
+    session: int | None = 1,
+    channel: int | None = 10,
+    workspace: int | None = 100,
+) -> Candidate:
+    return Candidate(
+        pk=pk,
+        session_id=session,
+        text=f"t{pk}",
+        contextual=False,
+        created_ts=0.0,
+        sequence_end=1,
+        importance=0.5,
+        kind=kind,
+        sequence_start=1,
+        channel_id=channel,
+        workspace_id=workspace,
+    )
 
 
 def test_nearer_conversations_rank_first_at_equal_scores_but_a_better_match_still_wins() -> None:
-    req = SearchRequest(tenant_id=1, session_id=1, session_channel_id=10, session_workspace_id=100,
-                        nearest_first=True)
-    chunks = {1: _candidate(1), 2: _candidate(2, session=2), 3: _candidate(3, session=3, channel=11),
-              4: _candidate(4, session=4, channel=12, workspace=101), 5: _candidate(5, "note", None, None, None)}
+    req = SearchRequest(
+        tenant_id=1,
+        session_id=1,
+        session_channel_id=10,
+        session_workspace_id=100,
+        nearest_first=True,
+    )
+    chunks = {
+        1: _candidate(1),
+        2: _candidate(2, session=2),
+        3: _candidate(3, session=3, channel=11),
+        4: _candidate(4, session=4, channel=12, workspace=101),
+        5: _candidate(5, "note", None, None, None),
+    }
     scores = nearest_first(req, chunks, dict.fromkeys(chunks, 0.5))
     assert sorted(scores, key=lambda pk: -scores[pk]) == [1, 5, 2, 3, 4]
     assert scores[5] == scores[1] == 0.5  # a note applies here by its tier: not lowered
@@ -156,4 +223,7 @@ def test_nearer_conversations_rank_first_at_equal_scores_but_a_better_match_stil
     far_but_better = nearest_first(req, chunks, {1: 0.5, 4: 0.7})
     assert far_but_better[4] > far_but_better[1]
     # An explicit scope reads its range without the preference.
-    assert nearest_first(SearchRequest(tenant_id=1, session_id=1), chunks, {1: 0.5, 4: 0.5}) == {1: 0.5, 4: 0.5}
+    assert nearest_first(SearchRequest(tenant_id=1, session_id=1), chunks, {1: 0.5, 4: 0.5}) == {
+        1: 0.5,
+        4: 0.5,
+    }

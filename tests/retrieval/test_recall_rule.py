@@ -22,7 +22,12 @@ def _ok(response: Any) -> dict[str, Any]:
 
 
 def _search(client: Any, **body: Any) -> list[str]:
-    return [r["text"] for r in _ok(client.post("/api/v1/search/", {"top_k": 50, **body}, format="json"))["results"]]
+    return [
+        r["text"]
+        for r in _ok(client.post("/api/v1/search/", {"top_k": 50, **body}, format="json"))[
+            "results"
+        ]
+    ]
 
 
 def _context(client: Any, **body: Any) -> dict[str, Any]:
@@ -47,15 +52,23 @@ def committed(django_capture_on_commit_callbacks):  # type: ignore[no-untyped-de
 # --- the platypus case: context crossed scopes that search respected ---------------------------
 
 
-def test_context_and_search_keep_tiered_memories_where_they_were_made(alice, index, committed) -> None:
+def test_context_and_search_keep_tiered_memories_where_they_were_made(
+    alice, index, committed
+) -> None:
     _ok(alice.post("/api/v1/sessions/", {"id": "ctx-1", "channel": "other"}, format="json"))
     _ok(alice.post("/api/v1/sessions/", {"id": "c-gen", "channel": "general"}, format="json"))
     index(alice, "ctx-1", {"role": "user", "content": "hello there"})
     index(alice, "c-gen", {"role": "user", "content": "the platypus lays eggs"})
-    committed(alice, "/api/v1/facts/", {"content": "Platypus fact conversation tier", "session": "c-gen",
-                                        "scope": "conversation"})
-    committed(alice, "/api/v1/facts/", {"content": "Platypus fact channel tier", "channel": "travel",
-                                        "scope": "channel"})
+    committed(
+        alice,
+        "/api/v1/facts/",
+        {"content": "Platypus fact conversation tier", "session": "c-gen", "scope": "conversation"},
+    )
+    committed(
+        alice,
+        "/api/v1/facts/",
+        {"content": "Platypus fact channel tier", "channel": "travel", "scope": "channel"},
+    )
     body = {"session": "ctx-1", "query": "tell me about the platypus"}
     searched = _search(alice, **body)
     ctx = _context(alice, **body)
@@ -73,7 +86,8 @@ def test_context_and_search_keep_tiered_memories_where_they_were_made(alice, ind
     # Where they were made, they apply.
     assert "Platypus fact conversation tier" in _search(alice, session="c-gen", query="platypus")
     assert "Platypus fact conversation tier" in [
-        i["text"] for i in _context(alice, session="c-gen", query="platypus")["items"]]
+        i["text"] for i in _context(alice, session="c-gen", query="platypus")["items"]
+    ]
 
 
 def test_context_and_search_take_the_same_default_scope(alice, index) -> None:
@@ -83,13 +97,22 @@ def test_context_and_search_take_the_same_default_scope(alice, index) -> None:
     _ok(alice.post("/api/v1/sessions/", {"id": "s-here", "channel": "pets"}, format="json"))
     _ok(alice.post("/api/v1/sessions/", {"id": "s-sibling", "channel": "pets"}, format="json"))
     _ok(alice.post("/api/v1/sessions/", {"id": "s-far", "channel": "cars"}, format="json"))
-    index(alice, "s-here", {"role": "user", "content": "a gecko on the wall"},
-          *[{"role": "user", "content": f"small talk {i}"} for i in range(10)])
+    index(
+        alice,
+        "s-here",
+        {"role": "user", "content": "a gecko on the wall"},
+        *[{"role": "user", "content": f"small talk {i}"} for i in range(10)],
+    )
     index(alice, "s-sibling", {"role": "user", "content": "the gecko sheds its skin"})
     index(alice, "s-far", {"role": "user", "content": "the gecko mascot of an insurer"})
-    for scope, expected in ((None, {"a gecko on the wall", "the gecko sheds its skin", "the gecko mascot of an insurer"}),
-                            ("conversation", {"a gecko on the wall"}),
-                            ("channel", {"a gecko on the wall", "the gecko sheds its skin"})):
+    for scope, expected in (
+        (
+            None,
+            {"a gecko on the wall", "the gecko sheds its skin", "the gecko mascot of an insurer"},
+        ),
+        ("conversation", {"a gecko on the wall"}),
+        ("channel", {"a gecko on the wall", "the gecko sheds its skin"}),
+    ):
         body = {"session": "s-here", "query": "gecko", **({"scope": scope} if scope else {})}
         searched = [t for t in _search(alice, **body) if "gecko" in t]
         assert set(searched) == expected, scope
@@ -104,29 +127,49 @@ def test_an_unowned_conversation_is_in_no_users_reads(alice, cast, index) -> Non
     index(alice, "trip-1", {"role": "user", "content": "Noted: Lisbon, 3 May, aisle seat."})
     for user in ("ann", "bob"):
         _ok(alice.post("/api/v1/sessions/", {"id": f"{user}-chat", "user_id": user}, format="json"))
-        index(alice, f"{user}-chat", {"role": "user", "content": f"{user} wants a window seat to Lisbon"})
+        index(
+            alice,
+            f"{user}-chat",
+            {"role": "user", "content": f"{user} wants a window seat to Lisbon"},
+        )
     _ok(alice.post("/api/v1/notes/", {"content": "Lisbon trams stop at midnight"}, format="json"))
     lisbon = "Noted: Lisbon, 3 May, aisle seat."
     for user in ("ann", "bob"):
         own = make_client(make_key(cast.alice_tenant, user=user))
         reads = {
             "search": _search(alice, user_id=user, query="Lisbon seat"),
-            "search, own session, account": _search(alice, session=f"{user}-chat", query="Lisbon seat",
-                                                    scope="account"),
-            "context": [i["text"] for i in _context(alice, user_id=user, query="Lisbon seat")["items"]],
-            "recall, own session": [i["text"] for i in _context(alice, session=f"{user}-chat", query="Lisbon seat",
-                                                                scope="account")["items"]],
+            "search, own session, account": _search(
+                alice, session=f"{user}-chat", query="Lisbon seat", scope="account"
+            ),
+            "context": [
+                i["text"] for i in _context(alice, user_id=user, query="Lisbon seat")["items"]
+            ],
+            "recall, own session": [
+                i["text"]
+                for i in _context(
+                    alice, session=f"{user}-chat", query="Lisbon seat", scope="account"
+                )["items"]
+            ],
             "browse": _browse(alice, user_id=user),
             "user key search": _search(own, query="Lisbon seat"),
             "user key context": [i["text"] for i in _context(own, query="Lisbon seat")["items"]],
             "user key browse": _browse(own),
-            "mcp search": [r["text"] for r in tools.run_search(_key(cast, user), {"query": "Lisbon seat"})["results"]],
-            "mcp context": [i["text"] for i in tools.run_context(_key(cast, user), {"query": "Lisbon seat"})["items"]],
+            "mcp search": [
+                r["text"]
+                for r in tools.run_search(_key(cast, user), {"query": "Lisbon seat"})["results"]
+            ],
+            "mcp context": [
+                i["text"]
+                for i in tools.run_context(_key(cast, user), {"query": "Lisbon seat"})["items"]
+            ],
         }
         # Naming the conversation does not open it: to a user-limited key it is not there.
         for path in ("/api/v1/context/", "/api/v1/search/"):
             named = own.post(path, {"session": "trip-1", "query": "Lisbon seat"}, format="json")
-            assert (named.status_code, named.json()["error"]["code"]) == (404, "session_not_found"), path
+            assert (named.status_code, named.json()["error"]["code"]) == (
+                404,
+                "session_not_found",
+            ), path
         for surface, texts in reads.items():
             assert lisbon not in texts, (user, surface)
             if "browse" not in surface:  # shared knowledge is in every user's reads
@@ -148,12 +191,21 @@ def _key(cast: Any, user: str = "") -> ApiKey:
 # --- critical memories always, ordinary salience when relevant ----------------------------------
 
 
-def test_a_critical_memory_is_in_every_context_and_ordinary_salience_only_when_relevant(alice, index) -> None:
+def test_a_critical_memory_is_in_every_context_and_ordinary_salience_only_when_relevant(
+    alice, index
+) -> None:
     _ok(alice.post("/api/v1/sessions/", {"id": "kitchen", "user_id": "ann"}, format="json"))
-    index(alice, "kitchen", {"role": "user", "content": "IMPORTANT: I am severely allergic to peanuts.",
-                             "importance": 0.95},
-          {"role": "user", "content": "My passport number ends in 4471.", "importance": 0.75},
-          *[{"role": "user", "content": f"small talk {i}"} for i in range(12)])
+    index(
+        alice,
+        "kitchen",
+        {
+            "role": "user",
+            "content": "IMPORTANT: I am severely allergic to peanuts.",
+            "importance": 0.95,
+        },
+        {"role": "user", "content": "My passport number ends in 4471.", "importance": 0.75},
+        *[{"role": "user", "content": f"small talk {i}"} for i in range(12)],
+    )
     allergy = "IMPORTANT: I am severely allergic to peanuts."
     for body in ({"session": "kitchen"}, {"user_id": "ann"}, {}):
         ctx = _context(alice, query="What should I cook for dinner tonight?", **body)
@@ -166,19 +218,35 @@ def test_a_critical_memory_is_in_every_context_and_ordinary_salience_only_when_r
         # Within the reserved part of the budget.
         assert sum(i["tokens"] for i in critical) <= ctx["budget"] * 0.15
     about = _context(alice, user_id="ann", query="passport number")["items"]
-    assert ("salient", "My passport number ends in 4471.") in {(i["source"], i["text"]) for i in about} or \
-        ("relevant", "My passport number ends in 4471.") in {(i["source"], i["text"]) for i in about}
+    assert ("salient", "My passport number ends in 4471.") in {
+        (i["source"], i["text"]) for i in about
+    } or ("relevant", "My passport number ends in 4471.") in {
+        (i["source"], i["text"]) for i in about
+    }
     # Another user's critical memory is never in ann's context; hers, said in another channel's
     # conversation, is in every conversation of hers by default, and out of a narrower scope.
     assert allergy not in _context(alice, user_id="bob", query="dinner")["markdown"]
-    _ok(alice.post("/api/v1/sessions/", {"id": "elsewhere", "user_id": "ann", "channel": "work"}, format="json"))
+    _ok(
+        alice.post(
+            "/api/v1/sessions/",
+            {"id": "elsewhere", "user_id": "ann", "channel": "work"},
+            format="json",
+        )
+    )
     assert allergy in _context(alice, session="elsewhere", query="dinner")["markdown"]
-    assert allergy not in _context(alice, session="elsewhere", query="dinner", scope="channel")["markdown"]
+    assert (
+        allergy
+        not in _context(alice, session="elsewhere", query="dinner", scope="channel")["markdown"]
+    )
 
 
 def test_an_irrelevant_query_injects_nothing_ordinary(alice, index) -> None:
     """Beside the critical rule: nothing ordinary is injected when nothing is relevant."""
-    index(alice, "old", {"role": "user", "content": "My passport number ends in 4471.", "importance": 0.8})
+    index(
+        alice,
+        "old",
+        {"role": "user", "content": "My passport number ends in 4471.", "importance": 0.8},
+    )
     irrelevant = _context(alice, query="tell me a joke about penguins")
     assert irrelevant["items"] == [] and irrelevant["markdown"] == ""
 
@@ -187,12 +255,22 @@ def test_a_pinned_memory_is_critical(alice, committed, django_capture_on_commit_
     from retrieval.lifecycle.memories import pin_memories
     from retrieval.models import Chunk
 
-    note = committed(alice, "/api/v1/notes/", {"content": "The office door code is 9137", "importance": 0.3})
+    note = committed(
+        alice, "/api/v1/notes/", {"content": "The office door code is 9137", "importance": 0.3}
+    )
     assert _context(alice, query="tell me a joke about penguins")["items"] == []
     with django_capture_on_commit_callbacks(execute=True):
-        pin_memories(list(Chunk.objects.filter(kind="note", source_id=note["note_id"]).values_list("pk", flat=True)))
+        pin_memories(
+            list(
+                Chunk.objects.filter(kind="note", source_id=note["note_id"]).values_list(
+                    "pk", flat=True
+                )
+            )
+        )
     ctx = _context(alice, query="tell me a joke about penguins")
-    assert [(i["source"], i["text"]) for i in ctx["items"]] == [("critical", "The office door code is 9137")]
+    assert [(i["source"], i["text"]) for i in ctx["items"]] == [
+        ("critical", "The office door code is 9137")
+    ]
 
 
 # --- the generated scope matrix -----------------------------------------------------------------
@@ -200,12 +278,18 @@ def test_a_pinned_memory_is_critical(alice, committed, django_capture_on_commit_
 # Where each user's requests are made, relative to the conversation ("home") where the memories were
 # made: the same conversation, a sibling in its channel, another channel, another workspace. Both
 # users use the same channel and workspace names, keys and texts (but for their name).
-PLACES = {"same conversation": ("home", "kitchen", None), "sibling conversation": ("sib", "kitchen", None),
-          "another channel": ("far", "garden", None), "another workspace": ("away", "kitchen", "annex")}
-APPLIES = {"conversation": {"same conversation"},
-           "channel": {"same conversation", "sibling conversation"},
-           "workspace": {"same conversation", "sibling conversation", "another channel"},
-           "account": set(PLACES)}
+PLACES = {
+    "same conversation": ("home", "kitchen", None),
+    "sibling conversation": ("sib", "kitchen", None),
+    "another channel": ("far", "garden", None),
+    "another workspace": ("away", "kitchen", "annex"),
+}
+APPLIES = {
+    "conversation": {"same conversation"},
+    "channel": {"same conversation", "sibling conversation"},
+    "workspace": {"same conversation", "sibling conversation", "another channel"},
+    "account": set(PLACES),
+}
 
 
 @pytest.fixture
@@ -216,11 +300,19 @@ def ladder(alice, cast, index, committed) -> dict[str, Any]:  # type: ignore[no-
             if workspace:
                 body["workspace"] = workspace
             _ok(alice.post("/api/v1/sessions/", body, format="json"))
-        index(alice, f"{user}-home", {"role": "user", "content": f"zebra message said at home by {user}"})
+        index(
+            alice,
+            f"{user}-home",
+            {"role": "user", "content": f"zebra message said at home by {user}"},
+        )
         for tier in TIERS:
             for kind in ("facts", "notes"):
-                body = {"content": f"zebra {tier} {kind[:-1]} of {user}", "session": f"{user}-home", "scope": tier,
-                        "user_id": user}
+                body = {
+                    "content": f"zebra {tier} {kind[:-1]} of {user}",
+                    "session": f"{user}-home",
+                    "scope": tier,
+                    "user_id": user,
+                }
                 if kind == "facts":
                     body |= {"category": "zebra", "key": tier}
                 committed(alice, f"/api/v1/{kind}/", body)
@@ -234,9 +326,18 @@ def _surfaces(ladder: dict[str, Any], session: str) -> dict[str, list[str]]:
         "search": _search(client, session=session, query=query),
         "context": [i["text"] for i in _context(client, session=session, query=query)["items"]],
         "browse": _browse(client, session=session),
-        "mcp search": [r["text"] for r in tools.run_search(key, {"query": query, "session": session, "top_k": 50})["results"]],
-        "mcp context": [i["text"] for i in tools.run_context(key, {"query": query, "session": session})["items"]],
-        "mcp browse": [r["content"] for r in tools.run_browse(key, {"session": session})["results"]],
+        "mcp search": [
+            r["text"]
+            for r in tools.run_search(key, {"query": query, "session": session, "top_k": 50})[
+                "results"
+            ]
+        ],
+        "mcp context": [
+            i["text"] for i in tools.run_context(key, {"query": query, "session": session})["items"]
+        ],
+        "mcp browse": [
+            r["content"] for r in tools.run_browse(key, {"session": session})["results"]
+        ],
     }
 
 
@@ -253,14 +354,19 @@ def test_the_scope_ladder_matrix(ladder) -> None:
                         text = f"zebra {tier} {kind} of {user}"
                         expected = place in APPLIES[tier] and "browse" not in surface
                         if (text in texts) != expected:
-                            wrong.append(f"{user} at {place} via {surface}: {text!r} {'missing' if expected else 'listed'}")
+                            wrong.append(
+                                f"{user} at {place} via {surface}: {text!r}"
+                                f" {'missing' if expected else 'listed'}"
+                            )
                 # The home conversation's message: in every conversation of its user by default (her
                 # whole memory); browse of a session lists that session's messages only.
                 said = f"zebra message said at home by {user}"
                 listed = place == "same conversation" or "browse" not in surface
                 if (said in texts) != listed:
-                    wrong.append(f"{user} at {place} via {surface}: the home message "
-                                 f"{'missing' if listed else 'listed'}")
+                    wrong.append(
+                        f"{user} at {place} via {surface}: the home message "
+                        f"{'missing' if listed else 'listed'}"
+                    )
     assert not wrong, "\n".join(wrong)
 
 
@@ -270,11 +376,18 @@ def test_widening_adds_messages_never_another_places_tiered_memories(ladder, sco
     for user in ("ann", "bob"):
         sibling = _search(client, session=f"{user}-sib", query="zebra", scope="channel")
         assert f"zebra message said at home by {user}" in sibling
-        assert f"zebra conversation fact of {user}" not in sibling and f"zebra channel fact of {user}" in sibling
+        assert (
+            f"zebra conversation fact of {user}" not in sibling
+            and f"zebra channel fact of {user}" in sibling
+        )
         texts = _search(client, session=f"{user}-far", query="zebra", scope=scope)
         assert f"zebra message said at home by {user}" in texts
-        assert not [t for t in texts if "of" in t and t.split()[1] in ("conversation", "channel")], texts
-        assert f"zebra workspace fact of {user}" in texts and f"zebra account fact of {user}" in texts
+        assert not [
+            t for t in texts if "of" in t and t.split()[1] in ("conversation", "channel")
+        ], texts
+        assert (
+            f"zebra workspace fact of {user}" in texts and f"zebra account fact of {user}" in texts
+        )
         away = _search(client, session=f"{user}-away", query="zebra", scope=scope)
         assert (f"zebra message said at home by {user}" in away) == (scope == "account")
         assert f"zebra workspace fact of {user}" not in away

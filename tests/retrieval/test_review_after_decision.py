@@ -16,13 +16,26 @@ from tests.base import Cast, post_events, remember
 
 @pytest.fixture
 def three_facts(cast: Cast) -> list[Chunk]:
-    assert post_events(cast.alice, "chat", {"role": "user", "content": "hi"}).status_code in (200, 201)
+    assert post_events(cast.alice, "chat", {"role": "user", "content": "hi"}).status_code in (
+        200,
+        201,
+    )
     session = Session.objects.get(external_id="chat")
-    facts = [remember(Fact.objects.create(tenant=cast.alice_tenant, workspace_id=session.workspace_id, user_id="dana",
-                                          content=text))
-             for text in ("Dana likes tea", "Dana likes green tea", "Dana drinks tea daily")]
+    facts = [
+        remember(
+            Fact.objects.create(
+                tenant=cast.alice_tenant,
+                workspace_id=session.workspace_id,
+                user_id="dana",
+                content=text,
+            )
+        )
+        for text in ("Dana likes tea", "Dana likes green tea", "Dana drinks tea daily")
+    ]
     chunks = [Chunk.objects.get(kind="fact", source_id=str(f.pk)) for f in facts]
-    ChunkAccess.objects.bulk_create([ChunkAccess(chunk=c, access_count=n) for c, n in zip(chunks, (4, 2, 7), strict=True)])
+    ChunkAccess.objects.bulk_create(
+        [ChunkAccess(chunk=c, access_count=n) for c, n in zip(chunks, (4, 2, 7), strict=True)]
+    )
     return chunks
 
 
@@ -32,11 +45,18 @@ def _page(staff_client: Any, pending: PendingDeletion) -> str:
     return response.content.decode()
 
 
-def test_a_merge_review_reads_correctly_after_each_decision(staff_client, cast, three_facts) -> None:
+def test_a_merge_review_reads_correctly_after_each_decision(
+    staff_client, cast, three_facts
+) -> None:
     survivor, first, second = three_facts
     report = ConsolidationReport.objects.create(tenant=cast.alice_tenant)
-    pending = PendingDeletion.objects.create(tenant=cast.alice_tenant, report=report, step="merge",
-                                             chunk_ids=[first.pk, second.pk], payload={"survivor": survivor.pk})
+    pending = PendingDeletion.objects.create(
+        tenant=cast.alice_tenant,
+        report=report,
+        step="merge",
+        chunk_ids=[first.pk, second.pk],
+        payload={"survivor": survivor.pk},
+    )
     page = _page(staff_client, pending)
     assert "Merge of 2 memories of alice" in page
     assert re.findall(r'<span class="mh-uses">(\d+) uses?</span>', page) == ["2", "7"]
@@ -51,10 +71,13 @@ def test_a_merge_review_reads_correctly_after_each_decision(staff_client, cast, 
     decisions = re.findall(r'<td class="mh-decision">([^<]*)</td>', page)
     assert decisions == ["approved", "rejected: kept"]
     assert "merged into the survivor" in page
-    # The kept memory still shows its uses as a number; the approved one is folded into the survivor.
+    # The kept memory still shows its uses as a number; the approved one is folded into the
+    # survivor.
     assert re.findall(r'<span class="mh-uses">(\d+) uses?</span>', page) == ["7"]
     # The report's link and the list of reviews count what the review held, not what is left.
-    report_page = staff_client.get(f"/admin/lifecycle/consolidationreport/{report.pk}/change/").content.decode()
+    report_page = staff_client.get(
+        f"/admin/lifecycle/consolidationreport/{report.pk}/change/"
+    ).content.decode()
     assert "Merge of 2 memories</a> (approved)" in report_page
     listing = staff_client.get("/admin/lifecycle/pendingdeletion/").content.decode()
     assert re.search(r'<td class="field-memory_count">2</td>', listing)
@@ -63,9 +86,12 @@ def test_a_merge_review_reads_correctly_after_each_decision(staff_client, cast, 
 def test_approve_all_and_reject_all_read_as_decided(staff_client, cast, three_facts) -> None:
     first, second, third = three_facts
     report = ConsolidationReport.objects.create(tenant=cast.alice_tenant)
-    pruned = PendingDeletion.objects.create(tenant=cast.alice_tenant, report=report, step="prune",
-                                            chunk_ids=[first.pk, second.pk])
-    kept = PendingDeletion.objects.create(tenant=cast.alice_tenant, report=report, step="prune", chunk_ids=[third.pk])
+    pruned = PendingDeletion.objects.create(
+        tenant=cast.alice_tenant, report=report, step="prune", chunk_ids=[first.pk, second.pk]
+    )
+    kept = PendingDeletion.objects.create(
+        tenant=cast.alice_tenant, report=report, step="prune", chunk_ids=[third.pk]
+    )
     staff_client.post(f"/admin/lifecycle/pendingdeletion/{pruned.pk}/change/", {"all": "approve"})
     staff_client.post(f"/admin/lifecycle/pendingdeletion/{kept.pk}/change/", {"all": "reject"})
     page = _page(staff_client, pruned)

@@ -25,13 +25,19 @@ def test_memory_profile_reinforces_returned_results(alice, index) -> None:
     search(alice, query="grape", profile="memory", top_k=1)
     assert Chunk.objects.with_access().get(text="grape juice").access_count == 2
     assert Chunk.objects.with_access().get(text="grape jelly").accessed_at is not None
-    search(alice, query="grape")  # every profile counts (docs/ranking.md#reinforcement); the memory profile ranks with it
+    # every profile counts (docs/ranking.md#reinforcement); the memory profile ranks with it
+    search(alice, query="grape")
     assert Chunk.objects.with_access().get(text="grape juice").access_count == 3
 
 
 def _three_sessions(index, alice) -> None:  # type: ignore[no-untyped-def]
-    index(alice, "many", {"role": "user", "content": "heron nest by the lake"},
-          {"role": "user", "content": "a heron again"}, {"role": "user", "content": "heron heron chicks"})
+    index(
+        alice,
+        "many",
+        {"role": "user", "content": "heron nest by the lake"},
+        {"role": "user", "content": "a heron again"},
+        {"role": "user", "content": "heron heron chicks"},
+    )
     index(alice, "lone", {"role": "user", "content": "one heron flew past"})
 
 
@@ -42,14 +48,26 @@ def test_memory_profile_ranks_by_the_lifecycles_decayed_relevance(alice, cast) -
 
     month_ago = timezone.now() - timedelta(days=30)
     for source_id, tier in (("f-conv", "conversation"), ("f-acct", "account")):
-        memory_saved.send(sender=None, kind="fact", searchable=Searchable(
-            kind="fact", source_id=source_id, tenant_id=cast.alice_tenant.pk, text=f"quince {tier} memory",
-            created_at=month_ago, tier=tier, importance=0.8))
+        memory_saved.send(
+            sender=None,
+            kind="fact",
+            searchable=Searchable(
+                kind="fact",
+                source_id=source_id,
+                tenant_id=cast.alice_tenant.pk,
+                text=f"quince {tier} memory",
+                created_at=month_ago,
+                tier=tier,
+                importance=0.8,
+            ),
+        )
     plain = search(alice, query="quince").json()["results"]
-    assert plain[0]["scores"] == plain[1]["scores"]  # equal on both signals: only decay can separate them
+    # equal on both signals: only decay can separate them
+    assert plain[0]["scores"] == plain[1]["scores"]
     ChunkAccess.objects.all().delete()  # that search was a use of both: undo it
     results = search(alice, query="quince", profile="memory").json()["results"]
-    # A month old: the account tier (0.999/h) keeps ~0.49 of its relevance, a conversation (0.99/h) ~0.
+    # A month old: the account tier (0.999/h) keeps ~0.49 of its relevance, a conversation (0.99/h)
+    # ~0.
     assert [r["text"] for r in results] == ["quince account memory", "quince conversation memory"]
     chunks = {c.tier: c for c in Chunk.objects.all()}
     expected = {tier: relevance_at(0.8, tier, None, month_ago, 0) for tier in chunks}
@@ -66,34 +84,51 @@ def test_memory_profile_ranks_by_the_lifecycles_decayed_relevance(alice, cast) -
     assert results[0]["text"] == "quince conversation memory"
 
 
-def test_coverage_gives_the_last_places_to_conversations_not_yet_listed(alice, index, settings, monkeypatch) -> None:
+def test_coverage_gives_the_last_places_to_conversations_not_yet_listed(
+    alice, index, settings, monkeypatch
+) -> None:
     _three_sessions(index, alice)
     monkeypatch.setattr("retrieval.search.weights.COVERAGE", 1.0)
     plain = [r["session"] for r in search(alice, query="heron", top_k=2).json()["results"]]
     assert plain == ["many", "many"]
-    monkeypatch.setattr("retrieval.search.weights.COVERAGE", 0.6)  # the default: round(0.6 * 2) = 1 place by rank
-    monkeypatch.setattr(weights, "COVERAGE_FLOOR", 0.0)  # any result of an unlisted conversation moves up
+    # the default: round(0.6 * 2) = 1 place by rank
+    monkeypatch.setattr("retrieval.search.weights.COVERAGE", 0.6)
+    # any result of an unlisted conversation moves up
+    monkeypatch.setattr(weights, "COVERAGE_FLOOR", 0.0)
     covered = search(alice, query="heron", top_k=2).json()["results"]
     assert [r["session"] for r in covered] == ["many", "lone"]
     # The default floor: "lone" scores under 0.8 of the second "many" result, so it keeps its rank.
     monkeypatch.setattr(weights, "COVERAGE_FLOOR", 0.8)
     scores = {r["session"]: r["score"] for r in reversed(covered)}
     floored = [r["session"] for r in search(alice, query="heron", top_k=2).json()["results"]]
-    assert scores["lone"] < 0.8 * min(r["score"] for r in search(alice, query="heron", top_k=2).json()["results"])
+    assert scores["lone"] < 0.8 * min(
+        r["score"] for r in search(alice, query="heron", top_k=2).json()["results"]
+    )
     assert floored == ["many", "many"]
     # Text mode is a plain ranking: coverage (like MMR) is a hybrid re-ranking.
     text = search(alice, query="heron", top_k=2, mode="text").json()["results"]
     assert [r["session"] for r in text] == ["many", "many"]
 
 
-def test_coverage_prefers_the_conversation_whose_messages_say_more_of_the_query(alice, index, settings, monkeypatch) -> None:
+def test_coverage_prefers_the_conversation_whose_messages_say_more_of_the_query(
+    alice, index, settings, monkeypatch
+) -> None:
     monkeypatch.setattr(weights, "COVERAGE_FLOOR", 0.0)
-    monkeypatch.setattr("retrieval.search.weights.COVERAGE", 0.5)  # of two places, the second by coverage
+    # of two places, the second by coverage
+    monkeypatch.setattr("retrieval.search.weights.COVERAGE", 0.5)
     index(alice, "head", {"role": "user", "content": "heron lagoon at dawn"})
     # "single" has three matches of one query word; "spread" one match of each word, apart.
-    index(alice, "single", *({"role": "user", "content": f"heron {w}"} for w in ("nest", "chicks", "feathers")))
-    index(alice, "spread", {"role": "user", "content": "lagoon walk today"},
-          {"role": "user", "content": "a heron there too"})
+    index(
+        alice,
+        "single",
+        *({"role": "user", "content": f"heron {w}"} for w in ("nest", "chicks", "feathers")),
+    )
+    index(
+        alice,
+        "spread",
+        {"role": "user", "content": "lagoon walk today"},
+        {"role": "user", "content": "a heron there too"},
+    )
 
     def second(weight: float) -> dict[str, Any]:
         monkeypatch.setattr(weights, "COVERAGE_WORDS", weight)
@@ -109,8 +144,9 @@ def test_coverage_prefers_the_conversation_whose_messages_say_more_of_the_query(
     assert "the query words its messages say" in steps["coverage"]["detail"]
 
 
-def test_the_terms_a_candidate_says_are_its_own_words_or_its_whole_message(alice, index, settings,
-                                                                            monkeypatch) -> None:
+def test_the_terms_a_candidate_says_are_its_own_words_or_its_whole_message(
+    alice, index, settings, monkeypatch
+) -> None:
     from retrieval.search import engine
 
     pools, terms = [], []
@@ -122,9 +158,15 @@ def test_the_terms_a_candidate_says_are_its_own_words_or_its_whole_message(alice
         return pools[-1]
 
     monkeypatch.setattr(engine, "fetch_candidates", keep)
-    long = "heron " + " ".join(["filler words about nothing much"] * 40) + " lagoon"  # three chunks or more
-    index(alice, "s", {"role": "user", "content": "a lagoon in the morning"},
-          {"role": "user", "content": "then the kestrel came"}, {"role": "user", "content": long})
+    # three chunks or more
+    long = "heron " + " ".join(["filler words about nothing much"] * 40) + " lagoon"
+    index(
+        alice,
+        "s",
+        {"role": "user", "content": "a lagoon in the morning"},
+        {"role": "user", "content": "then the kestrel came"},
+        {"role": "user", "content": long},
+    )
     search(alice, query="heron lagoon kestrel", top_k=10, mode="hybrid")
     said: dict[int, int] = {}
     for pool in pools:
@@ -135,21 +177,35 @@ def test_the_terms_a_candidate_says_are_its_own_words_or_its_whole_message(alice
     for chunk in Chunk.objects.filter(kind="event"):
         by_text.setdefault(chunk.sequence_start, []).append(said.get(chunk.pk, 0))
     assert by_text[1] == [bits["lagoon"]]
-    # "kestrel" is in the context of the long message's chunks (two messages back), not in their words.
+    # "kestrel" is in the context of the long message's chunks (two messages back), not in their
+    # words.
     assert by_text[2] == [bits["kestrel"]]
-    assert len(by_text[3]) >= 3 and set(by_text[3]) == {bits["heron"] | bits["lagoon"]}  # its whole message's
+    # its whole message's
+    assert len(by_text[3]) >= 3 and set(by_text[3]) == {bits["heron"] | bits["lagoon"]}
 
 
-def test_feedback_ranks_with_the_moved_query_but_shows_the_plain_cosine(alice, index, settings, monkeypatch) -> None:
+def test_feedback_ranks_with_the_moved_query_but_shows_the_plain_cosine(
+    alice, index, settings, monkeypatch
+) -> None:
     from retrieval.embedders import get_embedder
 
     monkeypatch.setattr("retrieval.search.weights.COVERAGE", 1.0)
     monkeypatch.setattr(weights, "FEEDBACK_DOCS", 1)
     # One message per conversation, so no message is embedded with another's words as context.
-    for hour, (session, text) in enumerate((("a", "otter otter river"), ("b", "otter cafe"),
-                                            ("c", "river stones river mud"), ("d", "pizza dough"))):
+    for hour, (session, text) in enumerate(
+        (
+            ("a", "otter otter river"),
+            ("b", "otter cafe"),
+            ("c", "river stones river mud"),
+            ("d", "pizza dough"),
+        )
+    ):
         # Written an hour apart: "the newer first" must not hang on the clock's resolution.
-        index(alice, session, {"role": "user", "content": text, "created_at": f"2026-01-01T{10 + hour:02d}:00:00Z"})
+        index(
+            alice,
+            session,
+            {"role": "user", "content": text, "created_at": f"2026-01-01T{10 + hour:02d}:00:00Z"},
+        )
     query = get_embedder().embed(["otter"])[0]
     monkeypatch.setattr(weights, "FEEDBACK", 0.0)
     plain = search(alice, query_embedding=query, top_k=4, mode="hybrid").json()["results"]
@@ -160,7 +216,9 @@ def test_feedback_ranks_with_the_moved_query_but_shows_the_plain_cosine(alice, i
     # Moved toward its best result ("otter otter river"), the query now prefers the river message.
     assert [r["session"] for r in fed][2:] == ["c", "d"]
     # The vector score shown is the cosine to the query itself, with or without feedback.
-    assert {r["text"]: r["scores"]["vector"] for r in fed} == {r["text"]: r["scores"]["vector"] for r in plain}
+    assert {r["text"]: r["scores"]["vector"] for r in fed} == {
+        r["text"]: r["scores"]["vector"] for r in plain
+    }
 
 
 def test_cover_conversations_is_a_reordering_of_the_ranking() -> None:
@@ -196,7 +254,9 @@ def test_the_relevance_floor_takes_out_what_coverage_chose_over_every_candidate(
     assert [c.pk for c in admitted_first(covered, every, admitted[:2], 4)] == [1, 3]
 
 
-def test_every_search_counts_an_access_of_what_it_returned(alice, index, settings, monkeypatch) -> None:
+def test_every_search_counts_an_access_of_what_it_returned(
+    alice, index, settings, monkeypatch
+) -> None:
     from retrieval.models import Chunk
     from retrieval.search.sql import accesses
 

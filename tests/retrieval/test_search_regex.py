@@ -21,18 +21,26 @@ def texts(response: Any) -> list[str]:
 
 @pytest.fixture
 def billing(alice, index) -> None:
-    index(alice, "billing", {"role": "user", "content": "Invoice INV-1042 went to ops@zetacorp.io on Monday."},
-          {"role": "assistant", "content": "Noted: INV-77 is a draft, not sent."},
-          {"role": "user", "content": "Resend inv-2001 to OPS@ZETACORP.IO please."},
-          {"role": "user", "content": "ops@zetacorpXio is a typo, not an address."})
+    index(
+        alice,
+        "billing",
+        {"role": "user", "content": "Invoice INV-1042 went to ops@zetacorp.io on Monday."},
+        {"role": "assistant", "content": "Noted: INV-77 is a draft, not sent."},
+        {"role": "user", "content": "Resend inv-2001 to OPS@ZETACORP.IO please."},
+        {"role": "user", "content": "ops@zetacorpXio is a typo, not an address."},
+    )
 
 
 def test_regex_finds_exact_patterns_newest_first(alice, billing) -> None:
     assert texts(search(alice, query=r"INV-\d{4}", mode="regex")) == [
-        "Resend inv-2001 to OPS@ZETACORP.IO please.", "Invoice INV-1042 went to ops@zetacorp.io on Monday."]
+        "Resend inv-2001 to OPS@ZETACORP.IO please.",
+        "Invoice INV-1042 went to ops@zetacorp.io on Monday.",
+    ]
     # The escaped dot matches only a dot: the typo with an X in its place is not found.
     assert texts(search(alice, query=r"ops@zetacorp\.io", mode="regex")) == [
-        "Resend inv-2001 to OPS@ZETACORP.IO please.", "Invoice INV-1042 went to ops@zetacorp.io on Monday."]
+        "Resend inv-2001 to OPS@ZETACORP.IO please.",
+        "Invoice INV-1042 went to ops@zetacorp.io on Monday.",
+    ]
     body = search(alice, query=r"INV-\d{4}", mode="regex").json()
     assert body["mode"] == "regex"
     assert [r["score"] for r in body["results"]] == [1.0, 1.0]
@@ -40,20 +48,25 @@ def test_regex_finds_exact_patterns_newest_first(alice, billing) -> None:
 
 def test_case_sensitive_flag(alice, billing) -> None:
     assert texts(search(alice, query=r"INV-\d{4}", mode="regex", case_sensitive=True)) == [
-        "Invoice INV-1042 went to ops@zetacorp.io on Monday."]
+        "Invoice INV-1042 went to ops@zetacorp.io on Monday."
+    ]
     assert texts(search(alice, query=r"OPS@", mode="regex", case_sensitive=True)) == [
-        "Resend inv-2001 to OPS@ZETACORP.IO please."]
+        "Resend inv-2001 to OPS@ZETACORP.IO please."
+    ]
     # exact mode honours the flag too (LIKE instead of ILIKE).
     assert texts(search(alice, query="inv-2001", mode="exact", case_sensitive=True)) == [
-        "Resend inv-2001 to OPS@ZETACORP.IO please."]
+        "Resend inv-2001 to OPS@ZETACORP.IO please."
+    ]
     assert texts(search(alice, query="INV-2001", mode="exact", case_sensitive=True)) == []
 
 
 def test_regex_honours_filters_and_time_range(alice, billing) -> None:
     assert texts(search(alice, query=r"INV-\d+", mode="regex", roles=["assistant"])) == [
-        "Noted: INV-77 is a draft, not sent."]
+        "Noted: INV-77 is a draft, not sent."
+    ]
     assert texts(search(alice, query=r"INV-\d+", mode="regex", top_k=1)) == [
-        "Resend inv-2001 to OPS@ZETACORP.IO please."]
+        "Resend inv-2001 to OPS@ZETACORP.IO please."
+    ]
     assert texts(search(alice, query=r"INV-\d+", mode="regex", since="2999-01-01T00:00:00Z")) == []
 
 
@@ -61,7 +74,9 @@ def test_regex_is_confined_to_the_tenant_workspace_and_user(alice, bob, index, c
     index(alice, "a", {"role": "user", "content": "alice code ZX-9001"})
     index(bob, "a", {"role": "user", "content": "bob code ZX-9002"})
     assert texts(search(bob, query=r"ZX-\d{4}", mode="regex")) == ["bob code ZX-9002"]
-    assert texts(search(bob, query=r"ZX-\d{4}", mode="regex", session="a", scope="account")) == ["bob code ZX-9002"]
+    assert texts(search(bob, query=r"ZX-\d{4}", mode="regex", session="a", scope="account")) == [
+        "bob code ZX-9002"
+    ]
     alice.post("/api/v1/sessions/", {"id": "in-proj", "workspace": "proj"}, format="json")
     index(alice, "in-proj", {"role": "user", "content": "proj code ZX-9003"})
     limited = make_client(make_key(cast.alice_tenant, ("read",), workspace="proj"))
@@ -74,7 +89,9 @@ def test_regex_is_confined_to_the_tenant_workspace_and_user(alice, bob, index, c
     # A conversation nobody owns is the tenant's: in no user's search, in the tenant-wide one.
     assert "alice code ZX-9001" not in found
     assert "alice code ZX-9001" in texts(search(alice, query=r"ZX-\d", mode="regex", top_k=50))
-    found = texts(search(alice, query=r"ZX-\d", mode="regex", session="ben-chat", scope="account", top_k=50))
+    found = texts(
+        search(alice, query=r"ZX-\d", mode="regex", session="ben-chat", scope="account", top_k=50)
+    )
     assert "ben code ZX-377b" in found and "ann code ZX-377a" not in found
     ann_key = make_client(make_key(cast.alice_tenant, ("read",), user="ann"))
     assert "ben code ZX-377b" not in texts(search(ann_key, query=r"ZX-\d", mode="regex", top_k=50))
@@ -112,8 +129,12 @@ def test_a_pathological_pattern_is_cut_by_the_timeout(alice, index, settings, mo
     """Back-references make PostgreSQL's matcher backtrack: this pattern takes far longer than 10 s
     over a 500-character row (measured); statement_timeout cancels it inside the match."""
     monkeypatch.setattr("retrieval.search.regex.TIMEOUT_MS", 300)
-    index(alice, "logs", *[{"role": "tool", "content": _noise(600, seed)} for seed in range(3)],
-          {"role": "user", "content": "after the storm"})
+    index(
+        alice,
+        "logs",
+        *[{"role": "tool", "content": _noise(600, seed)} for seed in range(3)],
+        {"role": "user", "content": "after the storm"},
+    )
     response = search(alice, query=r"(.*)(.*)(.*)\3\2\1x", mode="regex")
     assert response.status_code == 400, response.content
     assert error_code(response) == "regex_timeout"

@@ -21,40 +21,80 @@ from retrieval.search.sql import scope_clause, where_clause
 
 
 def test_where_starts_with_the_tenant_and_adds_each_filter_given() -> None:
-    # A fact's superseded versions are left out unless asked as of a moment they were true (docs/memory-model.md#fact-history).
-    assert where_clause(SearchRequest(tenant_id=7)) == ("c.tenant_id = %s AND c.valid_to IS NULL", [7])
+    # A fact's superseded versions are left out unless asked as of a moment they were true
+    # (docs/memory-model.md#fact-history).
+    assert where_clause(SearchRequest(tenant_id=7)) == (
+        "c.tenant_id = %s AND c.valid_to IS NULL",
+        [7],
+    )
     since, until = datetime(2023, 1, 1, tzinfo=UTC), datetime(2024, 1, 1, tzinfo=UTC)
-    req = SearchRequest(tenant_id=7, key_workspace_id=3, scope="workspace", workspace_ids=[3, 4], tags=["x"],
-                        roles=["user"], kinds=["event"], agent="bot", user_id="u1", since=since, until=until)
+    req = SearchRequest(
+        tenant_id=7,
+        key_workspace_id=3,
+        scope="workspace",
+        workspace_ids=[3, 4],
+        tags=["x"],
+        roles=["user"],
+        kinds=["event"],
+        agent="bot",
+        user_id="u1",
+        since=since,
+        until=until,
+    )
     sql, params = where_clause(req)
-    assert sql == " AND ".join([
-        "c.tenant_id = %s", "c.workspace_id = %s", "(c.workspace_id = ANY(%s) OR c.tier = 'account')",
-        "c.tags @> %s::varchar[]", "c.role = ANY(%s)", "c.kind = ANY(%s)", "c.agent = %s",
-        "(c.user_id = %s OR (c.user_id = '' AND NOT c.kind IN ('event', 'summary')))",
-        "c.created_at >= %s", "c.created_at < %s", "c.valid_to IS NULL",
-    ])
+    assert sql == " AND ".join(
+        [
+            "c.tenant_id = %s",
+            "c.workspace_id = %s",
+            "(c.workspace_id = ANY(%s) OR c.tier = 'account')",
+            "c.tags @> %s::varchar[]",
+            "c.role = ANY(%s)",
+            "c.kind = ANY(%s)",
+            "c.agent = %s",
+            "(c.user_id = %s OR (c.user_id = '' AND NOT c.kind IN ('event', 'summary')))",
+            "c.created_at >= %s",
+            "c.created_at < %s",
+            "c.valid_to IS NULL",
+        ]
+    )
     assert params == [7, 3, [3, 4], ["x"], ["user"], ["event"], "bot", "u1", since, until]
     as_of = datetime(2023, 6, 1, tzinfo=UTC)
     assert where_clause(SearchRequest(tenant_id=7, as_of=as_of)) == (
-        "c.tenant_id = %s AND c.created_at <= %s AND (c.valid_to IS NULL OR c.valid_to > %s)", [7, as_of, as_of])
+        "c.tenant_id = %s AND c.created_at <= %s AND (c.valid_to IS NULL OR c.valid_to > %s)",
+        [7, as_of, as_of],
+    )
     # A replay reading relative dates against as_of (the benchmarks) sees everything current.
-    assert where_clause(SearchRequest(tenant_id=7, as_of=as_of, history=False))[0].endswith("c.valid_to IS NULL")
+    assert where_clause(SearchRequest(tenant_id=7, as_of=as_of, history=False))[0].endswith(
+        "c.valid_to IS NULL"
+    )
     # "" is a user too (a session without one): the tenant's unowned rows (that conversation, other
     # unowned ones, shared knowledge), never any user's.
     assert where_clause(SearchRequest(tenant_id=7, user_id="")) == (
-        "c.tenant_id = %s AND c.user_id = '' AND c.valid_to IS NULL", [7])
+        "c.tenant_id = %s AND c.user_id = '' AND c.valid_to IS NULL",
+        [7],
+    )
 
 
 def test_scopes_widen_to_the_tiers_above() -> None:
-    conversation = SearchRequest(tenant_id=1, scope="conversation", session_id=5, session_channel_id=6,
-                                 session_workspace_id=7)
+    conversation = SearchRequest(
+        tenant_id=1,
+        scope="conversation",
+        session_id=5,
+        session_channel_id=6,
+        session_workspace_id=7,
+    )
     sql, params = scope_clause(conversation)
-    assert sql == ("(c.session_id = %s OR (c.tier = 'channel' AND c.channel_id = %s)"
-                   " OR (c.tier = 'workspace' AND c.workspace_id = %s) OR c.tier = 'account')")
+    assert (
+        sql == "(c.session_id = %s OR (c.tier = 'channel' AND c.channel_id = %s)"
+        " OR (c.tier = 'workspace' AND c.workspace_id = %s) OR c.tier = 'account')"
+    )
     assert params == [5, 6, 7]
     channel = SearchRequest(tenant_id=1, scope="channel", channel_ids=[2])
     assert scope_clause(channel) == (
-        "(c.channel_id = ANY(%s) OR (c.tier = 'workspace' AND c.workspace_id = ANY(%s)) OR c.tier = 'account')",
+        (
+            "(c.channel_id = ANY(%s) OR (c.tier = 'workspace' AND c.workspace_id = ANY(%s)) OR"
+            " c.tier = 'account')"
+        ),
         [[2], []],
     )
     # A scope without its ids, and the account scope, add nothing: the tenant clause is the scope.
@@ -69,7 +109,9 @@ def test_tsquery_literals_are_quoted_never_parsed() -> None:
 
 
 def test_idf_weighs_rare_terms_higher_and_drops_unknown_ones() -> None:
-    terms = weigh_terms(["'rare'", "'unknown'", "'common'"], {"'rare'": 1, "'unknown'": 0, "'common'": 10}, 100)
+    terms = weigh_terms(
+        ["'rare'", "'unknown'", "'common'"], {"'rare'": 1, "'unknown'": 0, "'common'": 10}, 100
+    )
     assert [t for t, _, _ in terms] == ["'rare'", "'common'"]
     assert terms[0][1] == pytest.approx(math.log(1 + 99.5 / 1.5))
     assert terms[1][1] == pytest.approx(math.log(1 + 90.5 / 10.5))
@@ -108,8 +150,10 @@ def test_bm25_score_sql_counts_context_words_at_a_discount(settings, monkeypatch
     expected = {"a own, b context": _bm25(2.0 + 0.5, 1), "both own": _bm25(3.0, 2), "neither": 0.0}
     with connection.cursor() as cursor:
         for name, vector in VECTORS.items():
-            cursor.execute(f"SELECT ({sql})::float8, {said} FROM (SELECT %s::tsvector AS search_vector) c",
-                           [*params, *said_params, vector])
+            cursor.execute(
+                f"SELECT ({sql})::float8, {said} FROM (SELECT %s::tsvector AS search_vector) c",
+                [*params, *said_params, vector],
+            )
             score, terms = cursor.fetchone()
             assert abs(score - expected[name]) < 1e-9, name
             # Which terms the chunk's own words say: a context word is not said.
@@ -129,8 +173,10 @@ def test_terms_past_the_said_bits_still_score(settings) -> None:
     sql, params = tq.score_sql()
     said, said_params = tq.said_sql()
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT ({sql})::float8, {said} FROM (SELECT %s::tsvector AS search_vector) c",
-                       [*params, *said_params, f"'t0':1A 't{SAID_BITS + 7}':2A"])
+        cursor.execute(
+            f"SELECT ({sql})::float8, {said} FROM (SELECT %s::tsvector AS search_vector) c",
+            [*params, *said_params, f"'t0':1A 't{SAID_BITS + 7}':2A"],
+        )
         score, bits = cursor.fetchone()
     assert abs(score - _bm25(2.0, 2)) < 1e-9
     assert bits == 1
@@ -140,10 +186,13 @@ def test_match_sql_ors_the_selecting_terms(settings, monkeypatch) -> None:
     monkeypatch.setattr(weights, "TEXT_CONTEXT_WEIGHT", 0.3)
     tq = TextQuery([("'a'", 1.0), ("'b'", 1.0)], False, ["'a'", "'b'"])
     assert tq.match_sql("a b") == ("c.search_vector @@ %s::tsquery", ["'a' | 'b'"])
-    monkeypatch.setattr(weights, "TEXT_CONTEXT_WEIGHT", 0.0)  # context words do not count: own words (A) only
+    # context words do not count: own words (A) only
+    monkeypatch.setattr(weights, "TEXT_CONTEXT_WEIGHT", 0.0)
     assert tq.match_sql("a b") == ("c.search_vector @@ %s::tsquery", ["'a':A | 'b':A"])
     strict = TextQuery([("'a'", 1.0)], True, ["'a'"])
     sql, params = strict.match_sql('"a" -b')
     # Phrases and exclusions must hold in the chunk's own words.
-    assert sql.endswith("ts_filter(c.search_vector, '{a}') @@ websearch_to_tsquery('pg_catalog.english', %s)")
+    assert sql.endswith(
+        "ts_filter(c.search_vector, '{a}') @@ websearch_to_tsquery('pg_catalog.english', %s)"
+    )
     assert params == ["'a':A", '"a" -b']

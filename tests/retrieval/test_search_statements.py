@@ -1,6 +1,6 @@
-"""What one POST /search/ asks of the database: statements that do not grow with the results, at most
-three, text candidates fetched while the query is embedded, a small scope read directly, and HNSW's
-ef_search (growing with the table, set once per connection)."""
+"""What one POST /search/ asks of the database: statements that do not grow with the results, at
+most three, text candidates fetched while the query is embedded, a small scope read directly, and
+HNSW's ef_search (growing with the table, set once per connection)."""
 
 from __future__ import annotations
 
@@ -12,19 +12,36 @@ from tests.retrieval.conftest import search, texts
 
 
 @pytest.mark.parametrize("mode", ["text", "vector", "hybrid", "exact"])
-def test_search_query_count_does_not_grow_with_results(alice, index, mode: str,
-                                                       django_assert_max_num_queries) -> None:
+def test_search_query_count_does_not_grow_with_results(
+    alice, index, mode: str, django_assert_max_num_queries
+) -> None:
     index(alice, "s", *[{"role": "user", "content": f"walrus fact {i}"} for i in range(30)])
     # (+1: the access counts, which tests write at once and a server in batches.)
     with django_assert_max_num_queries(13):
         assert len(texts(search(alice, query="walrus", mode=mode, top_k=25))) == 25
 
 
-@pytest.mark.parametrize(("mode", "statements", "alongside"),
-                         [("text", 3, True), ("hybrid", 4, True), ("hybrid", 3, False), ("vector", 2, True),
-                          ("exact", 2, True)])
-def test_a_search_is_three_statements_at_most(alice, index, cast, settings, mode: str, statements: int,
-                                              alongside: bool, django_assert_num_queries, monkeypatch) -> None:
+@pytest.mark.parametrize(
+    ("mode", "statements", "alongside"),
+    [
+        ("text", 3, True),
+        ("hybrid", 4, True),
+        ("hybrid", 3, False),
+        ("vector", 2, True),
+        ("exact", 2, True),
+    ],
+)
+def test_a_search_is_three_statements_at_most(
+    alice,
+    index,
+    cast,
+    settings,
+    mode: str,
+    statements: int,
+    alongside: bool,
+    django_assert_num_queries,
+    monkeypatch,
+) -> None:
     """The term statistics (text and hybrid), one statement for the candidates, their
     scores and vectors (feedback, MMR and dedup run on those in Python), one for the hits' rows.
     Hybrid search splits the candidates in two while the query is being embedded (text side
@@ -35,17 +52,23 @@ def test_a_search_is_three_statements_at_most(alice, index, cast, settings, mode
     with django_assert_num_queries(statements + 1):
         hits = hybrid_search(tenant_id=cast.alice_tenant.pk, query="walrus", mode=mode, top_k=25)
     assert len(hits) == 25 and hits[0].chunk.session.external_id == "s"
-    # The rows are the chunks' own values (created_at to the microsecond, in UTC), without a model instance.
+    # The rows are the chunks' own values (created_at to the microsecond, in UTC), without a model
+    # instance.
     stored = {c.pk: c for c in Chunk.objects.filter(pk__in=[h.chunk.pk for h in hits])}
     for hit in hits:
         chunk = stored[hit.chunk.pk]
         assert (hit.chunk.text, hit.chunk.created_at, hit.chunk.metadata, hit.chunk.tags) == (
-            chunk.text, chunk.created_at, chunk.metadata, chunk.tags)
+            chunk.text,
+            chunk.created_at,
+            chunk.metadata,
+            chunk.tags,
+        )
         assert hit.chunk.created_at.utcoffset().total_seconds() == 0
 
 
-def test_hybrid_search_fetches_text_candidates_while_the_query_is_embedded(alice, garden, cast, settings,
-                                                                           monkeypatch) -> None:
+def test_hybrid_search_fetches_text_candidates_while_the_query_is_embedded(
+    alice, garden, cast, settings, monkeypatch
+) -> None:
     """The query vector is computed in a thread while the text side's candidate statement runs:
     here the embedder waits for that statement to have run (it would wait in vain, and say so, if
     the two ran one after the other), and the results are those of the serial path."""
@@ -83,11 +106,13 @@ def test_hybrid_search_fetches_text_candidates_while_the_query_is_embedded(alice
 
 
 @pytest.mark.parametrize("mode", ["text", "hybrid"])
-def test_a_small_scope_tests_its_own_rows_instead_of_the_full_text_index(alice, garden, cast, settings, mode: str,
-                                                                         django_assert_num_queries, monkeypatch) -> None:
+def test_a_small_scope_tests_its_own_rows_instead_of_the_full_text_index(
+    alice, garden, cast, settings, mode: str, django_assert_num_queries, monkeypatch
+) -> None:
     """The full-text index finds a word's chunks in every tenant's rows before the scope narrows
     them; a scope under sql.TEXT_SCAN_BELOW chunks tests its own rows instead (the match
     written `IS TRUE`, which the index cannot serve). Same results either way."""
+
     def run(threshold: int) -> tuple[list[tuple[str, float]], str]:
         monkeypatch.setattr("retrieval.search.sql.TEXT_SCAN_BELOW", threshold)
         with django_assert_num_queries(5 if mode == "hybrid" else 4) as captured:
@@ -101,8 +126,9 @@ def test_a_small_scope_tests_its_own_rows_instead_of_the_full_text_index(alice, 
     assert scanned == indexed and scanned[0][0] == "I planted tomatoes and basil in the garden."
 
 
-def test_hybrid_search_under_load_embeds_first_in_one_candidate_statement(alice, garden, cast,
-                                                                           django_assert_num_queries) -> None:
+def test_hybrid_search_under_load_embeds_first_in_one_candidate_statement(
+    alice, garden, cast, django_assert_num_queries
+) -> None:
     """With another search running in the process the cores are busy: no thread, no split (the
     term statistics, one candidate statement, the rows; +1: the access counts)."""
     from retrieval.search.engine import in_flight
@@ -118,21 +144,23 @@ def test_hybrid_search_under_load_embeds_first_in_one_candidate_statement(alice,
     assert busy == alone and in_flight.count == 0
 
 
-def test_ef_search_grows_with_the_chunk_table(alice, garden, cast, settings, monkeypatch,
-                                             django_assert_num_queries) -> None:
+def test_ef_search_grows_with_the_chunk_table(
+    alice, garden, cast, settings, monkeypatch, django_assert_num_queries
+) -> None:
     """HNSW finds a smaller share of the true nearest neighbours as its graph grows: ef_search is
     raised to one per weights.HNSW_ROWS_PER_EF rows of the chunk table (pgvector's ceiling 1000),
     whose estimate the term statistics read along (no statement of its own)."""
     from django.db import connection
 
     from retrieval.search import statistics
-    from retrieval.search.sql import ef_search
+    from retrieval.search.statements import ef_search
 
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE retrieval_chunk")
         cursor.execute("SELECT reltuples FROM pg_class WHERE oid = 'retrieval_chunk'::regclass")
         estimate = int(cursor.fetchone()[0])
-    with django_assert_num_queries(4):  # statistics (with the estimate), candidates, rows, access counts
+    # statistics (with the estimate), candidates, rows, access counts
+    with django_assert_num_queries(4):
         hybrid_search(tenant_id=cast.alice_tenant.pk, query="tomatoes", mode="text")
     assert statistics.table_rows() == max(estimate, 0) and ef_search() == 100
     for rows, expected in ((300_000, 300), (5_000_000, 1000), (50_000, 100)):
@@ -142,13 +170,17 @@ def test_ef_search_grows_with_the_chunk_table(alice, garden, cast, settings, mon
     monkeypatch.setattr(statistics, "_table_rows", 5_000_000)
     assert ef_search() == 100
     monkeypatch.setattr(weights, "HNSW_ROWS_PER_EF", 1_000)
-    with django_assert_num_queries(6) as captured:  # SET LOCAL in a savepoint (the test's transaction)
+    # SET LOCAL in a savepoint (the test's transaction)
+    with django_assert_num_queries(6) as captured:
         assert hybrid_search(tenant_id=cast.alice_tenant.pk, query="tomatoes", mode="vector")
-    assert any(q["sql"].startswith("SET LOCAL hnsw.ef_search = 1000") for q in captured.captured_queries)
+    assert any(
+        q["sql"].startswith("SET LOCAL hnsw.ef_search = 1000") for q in captured.captured_queries
+    )
 
 
-def test_hnsw_settings_come_with_the_connection_or_per_query(alice, index, cast, settings,
-                                                             django_assert_num_queries) -> None:
+def test_hnsw_settings_come_with_the_connection_or_per_query(
+    alice, index, cast, settings, django_assert_num_queries
+) -> None:
     """Every connection starts with search's ef_search and iterative scans (no SET per search); a
     different ef_search (set at run time) is SET LOCAL around the candidate statement."""
     from django.db import connection
@@ -200,7 +232,9 @@ def test_a_raised_ef_search_is_set_once_for_the_connection(cast, settings) -> No
         assert sets(170) == ["SET hnsw.ef_search = 170"]
         with transaction.atomic():
             in_transaction = sets(230)
-        assert in_transaction == ["SET LOCAL hnsw.ef_search = 230; SET LOCAL hnsw.iterative_scan = relaxed_order"]
+        assert in_transaction == [
+            "SET LOCAL hnsw.ef_search = 230; SET LOCAL hnsw.iterative_scan = relaxed_order"
+        ]
         assert shown() == "170" and sets(170) == []
         connection.close()
         assert sets(170) == ["SET hnsw.ef_search = 170"] and shown() == "170"
@@ -216,7 +250,9 @@ def test_one_search_builds_its_where_clause_once(alice, index, monkeypatch, body
     from retrieval.search import sql as search_sql
 
     if body:  # the conversation is ann's: her search reads it
-        assert alice.post("/api/v1/sessions/", {"id": "s", **body}, format="json").status_code == 201
+        assert (
+            alice.post("/api/v1/sessions/", {"id": "s", **body}, format="json").status_code == 201
+        )
     index(alice, "s", *[{"role": "user", "content": f"walrus fact {i}"} for i in range(3)])
     built: list[object] = []
     real = search_sql.scope_clause
@@ -229,7 +265,9 @@ def test_one_search_builds_its_where_clause_once(alice, index, monkeypatch, body
     assert texts(search(alice, query="walrus fact", mode="hybrid", **body))
     assert len(built) == 1
     built.clear()
-    response = alice.post("/api/v1/context/", {"session": "s", "query": "walrus fact", **body}, format="json")
+    response = alice.post(
+        "/api/v1/context/", {"session": "s", "query": "walrus fact", **body}, format="json"
+    )
     assert response.status_code == 200 and response.json()["items"]
     assert len(built) == 1
 
@@ -241,13 +279,17 @@ def test_a_search_plan_spells_the_where_clause_and_its_owner_halves() -> None:
     from retrieval.search.sql import where_clause
     from retrieval.search.statistics import scope_size_sql
 
-    req = SearchRequest(tenant_id=7, user_id="ann", tags=["x"], scope="workspace", workspace_ids=[3])
+    req = SearchRequest(
+        tenant_id=7, user_id="ann", tags=["x"], scope="workspace", workspace_ids=[3]
+    )
     plan = plan_search(req)
     assert plan.where == where_clause(req)
     shared_sql, shared_params = scope_size_sql(req, owner=False, shared_only=True)
     shared_where, shared_where_params = where_clause(req, "shared")
-    assert plan.halves == (where_clause(req, "own"),
-                           (f"{shared_where} AND ({shared_sql}) > 0", [*shared_where_params, *shared_params]))
+    assert plan.halves == (
+        where_clause(req, "own"),
+        (f"{shared_where} AND ({shared_sql}) > 0", [*shared_where_params, *shared_params]),
+    )
     assert plan.scope_size == scope_size_sql(req, owner=True)
     assert plan.statistics_size == scope_size_sql(req, owner=False)
     assert plan_search(SearchRequest(tenant_id=7)).halves is None

@@ -14,8 +14,10 @@ from tests.base import error_code, make_client, make_key
 from tests.memoryhub.test_summarisers import completion, fake_llm
 
 QUERY = "Which seat does the traveller prefer?"
-EVENTS = ({"role": "user", "content": "I always take an aisle seat on flights."},
-          {"role": "user", "content": "My flight to Lisbon leaves on May 3rd."})
+EVENTS = (
+    {"role": "user", "content": "I always take an aisle seat on flights."},
+    {"role": "user", "content": "My flight to Lisbon leaves on May 3rd."},
+)
 
 
 @pytest.fixture
@@ -44,7 +46,11 @@ def answering(answer: str, citations: list[Any]) -> Any:
 
 
 def search(client: Any, **body: Any) -> Any:
-    return client.post("/api/v1/search/", {"query": QUERY, "scope": "account", "mode": "text", **body}, format="json")
+    return client.post(
+        "/api/v1/search/",
+        {"query": QUERY, "scope": "account", "mode": "text", **body},
+        format="json",
+    )
 
 
 def shown_to_model(request: dict[str, Any]) -> str:
@@ -61,12 +67,18 @@ def test_the_answer_cites_results_that_exist(alice, index, llm) -> None:
     assert len(results) == 2
     assert synthesis["answer"] == "They prefer an aisle seat." and synthesis["model"] == "fake-7b"
     # 7 (not shown), 0, True and "x" are dropped; 1 once; "2" as a number.
-    assert synthesis["citations"] == [{"index": 0, "chunk_id": results[0]["chunk_id"]},
-                                      {"index": 1, "chunk_id": results[1]["chunk_id"]}]
+    assert synthesis["citations"] == [
+        {"index": 0, "chunk_id": results[0]["chunk_id"]},
+        {"index": 1, "chunk_id": results[1]["chunk_id"]},
+    ]
     (request,) = fake.requests
     assert request["body"]["model"] == "fake-7b"
     prompt = shown_to_model(request)
-    assert prompt.startswith("Question: aisle seat flights") and "[1] " in prompt and results[0]["text"] in prompt
+    assert (
+        prompt.startswith("Question: aisle seat flights")
+        and "[1] " in prompt
+        and results[0]["text"] in prompt
+    )
 
 
 def test_a_plain_text_reply_is_read_with_its_bracketed_citations(alice, index, llm) -> None:
@@ -87,7 +99,11 @@ def test_without_synthesize_the_response_and_the_model_are_untouched(alice, inde
 def test_no_results_no_model_call(alice, llm) -> None:
     fake = llm(answering("x", [1]))
     body = search(alice, synthesize=True, query="nothing stored here").json()
-    assert body["results"] == [] and body["synthesis"] == {"answer": "", "citations": [], "model": "fake-7b"}
+    assert body["results"] == [] and body["synthesis"] == {
+        "answer": "",
+        "citations": [],
+        "model": "fake-7b",
+    }
     assert fake.requests == []
 
 
@@ -100,7 +116,9 @@ def test_without_a_model_it_is_400_llm_not_configured(alice, index, settings) ->
     assert error_code(search(alice, synthesize=True)) == "llm_not_configured"
 
 
-@pytest.mark.parametrize("body", [{"synthesize": "yes"}, {"synthesize": 1}, {"synthesize": True, "query": "  "}])
+@pytest.mark.parametrize(
+    "body", [{"synthesize": "yes"}, {"synthesize": 1}, {"synthesize": True, "query": "  "}]
+)
 def test_bad_input_is_400(alice, llm, body: dict[str, Any]) -> None:
     fake = llm(answering("x", [1]))
     response = search(alice, **body)
@@ -108,13 +126,18 @@ def test_bad_input_is_400(alice, llm, body: dict[str, Any]) -> None:
     assert fake.requests == []
 
 
-@pytest.mark.parametrize(("reply", "code"), [
-    (lambda body: (500, {"error": "boom"}), "llm_unavailable"),
-    (lambda body: (400, {"error": "bad model"}), "llm_unavailable"),
-    (lambda body: (200, {"choices": []}), "llm_bad_reply"),
-    (lambda body: (200, completion("   ")), "llm_bad_reply"),
-])
-def test_a_failing_model_leaves_the_results_and_says_why(alice, index, llm, reply: Any, code: str) -> None:
+@pytest.mark.parametrize(
+    ("reply", "code"),
+    [
+        (lambda body: (500, {"error": "boom"}), "llm_unavailable"),
+        (lambda body: (400, {"error": "bad model"}), "llm_unavailable"),
+        (lambda body: (200, {"choices": []}), "llm_bad_reply"),
+        (lambda body: (200, completion("   ")), "llm_bad_reply"),
+    ],
+)
+def test_a_failing_model_leaves_the_results_and_says_why(
+    alice, index, llm, reply: Any, code: str
+) -> None:
     index(alice, "s1", *EVENTS)
     fake = llm(reply)
     response = search(alice, synthesize=True, query="aisle seat")
@@ -122,7 +145,8 @@ def test_a_failing_model_leaves_the_results_and_says_why(alice, index, llm, repl
     body = response.json()
     assert len(body["results"]) >= 1
     assert body["synthesis"]["error"]["code"] == code and "answer" not in body["synthesis"]
-    assert "127.0.0.1" not in body["synthesis"]["error"]["message"]  # the endpoint is the operator's business
+    # the endpoint is the operator's business
+    assert "127.0.0.1" not in body["synthesis"]["error"]["message"]
     assert len(fake.requests) == 1  # a search request tries once
 
 
@@ -151,25 +175,41 @@ def test_the_model_sees_only_the_callers_results(cast, index, llm) -> None:
     """Two tenants and two users of one tenant say similar things: each synthesis is written from
     the caller's own (and shared) results only."""
     alice, bob = cast.alice, cast.bob
-    for client, session, user, text in ((alice, "s1", "u1", "u1 takes an aisle seat, code ALPHA-1."),
-                                        (alice, "s2", "u2", "u2 takes a window seat, code BRAVO-2."),
-                                        (bob, "s1", "u1", "bob's u1 takes the middle seat, code CHARLIE-3.")):
-        assert client.post("/api/v1/sessions/", {"id": session, "user_id": user}, format="json").status_code == 201
+    for client, session, user, text in (
+        (alice, "s1", "u1", "u1 takes an aisle seat, code ALPHA-1."),
+        (alice, "s2", "u2", "u2 takes a window seat, code BRAVO-2."),
+        (bob, "s1", "u1", "bob's u1 takes the middle seat, code CHARLIE-3."),
+    ):
+        assert (
+            client.post(
+                "/api/v1/sessions/", {"id": session, "user_id": user}, format="json"
+            ).status_code
+            == 201
+        )
         index(client, session, {"role": "user", "content": text})
     fake = llm(answering("See the results.", [1, 2, 3]))
     u1 = make_client(make_key(cast.alice_tenant, user="u1"))
-    body = u1.post("/api/v1/search/", {"query": "which seat code", "mode": "text", "synthesize": True},
-                   format="json").json()
+    body = u1.post(
+        "/api/v1/search/",
+        {"query": "which seat code", "mode": "text", "synthesize": True},
+        format="json",
+    ).json()
     assert [r["user_id"] for r in body["results"]] == ["u1"]
     assert [c["index"] for c in body["synthesis"]["citations"]] == [0]
     prompt = shown_to_model(fake.requests[-1])
     assert "ALPHA-1" in prompt and "BRAVO-2" not in prompt and "CHARLIE-3" not in prompt
-    body = bob.post("/api/v1/search/", {"query": "which seat code", "mode": "text", "scope": "account",
-                                        "synthesize": True}, format="json").json()
+    body = bob.post(
+        "/api/v1/search/",
+        {"query": "which seat code", "mode": "text", "scope": "account", "synthesize": True},
+        format="json",
+    ).json()
     prompt = shown_to_model(fake.requests[-1])
     assert "CHARLIE-3" in prompt and "ALPHA-1" not in prompt and "BRAVO-2" not in prompt
     # A tenant key acting for one user (user_id) is confined the same way.
-    body = alice.post("/api/v1/search/", {"query": "which seat code", "mode": "text", "user_id": "u2",
-                                          "synthesize": True}, format="json").json()
+    body = alice.post(
+        "/api/v1/search/",
+        {"query": "which seat code", "mode": "text", "user_id": "u2", "synthesize": True},
+        format="json",
+    ).json()
     prompt = shown_to_model(fake.requests[-1])
     assert "BRAVO-2" in prompt and "ALPHA-1" not in prompt and "CHARLIE-3" not in prompt

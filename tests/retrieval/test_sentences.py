@@ -22,16 +22,23 @@ from retrieval.search.vectors import CandidateVectors
 from retrieval.sentence_vectors import embed_sentences
 from tests.retrieval.conftest import search
 
-LONG = ("We spent the whole afternoon repainting the garage door. The weather was cold but sunny all day. "
-        "My grandmother grew prize tulips in Utrecht. Afterwards we ordered pizza and watched a film together. "
-        "The neighbours came by to borrow a ladder.")
+LONG = (
+    "We spent the whole afternoon repainting the garage door. The weather was cold but sunny all"
+    " day. My grandmother grew prize tulips in Utrecht. Afterwards we ordered pizza and watched a"
+    " film together. The neighbours came by to borrow a ladder."
+)
 SHORT = "My grandmother grew tulips."
 QUERY = "my grandmother grew prize tulips in utrecht"
 
 
 def test_sentences_are_split_at_their_ends_and_at_line_breaks() -> None:
-    assert sentences("I moved to Lisbon last spring. Do you know a good bakery there?\nThanks a lot, really!") == [
-        "I moved to Lisbon last spring.", "Do you know a good bakery there?", "Thanks a lot, really!"]
+    assert sentences(
+        "I moved to Lisbon last spring. Do you know a good bakery there?\nThanks a lot, really!"
+    ) == [
+        "I moved to Lisbon last spring.",
+        "Do you know a good bakery there?",
+        "Thanks a lot, really!",
+    ]
     # Pieces of fewer than four words say too little alone; one sentence is the chunk itself.
     assert sentences("Great idea. I will book the train tomorrow morning. Thanks!") == []
     assert sentences("Just one sentence with enough words in it.") == []
@@ -46,7 +53,10 @@ def _post(alice: Any, index: Any, session: str, content: str) -> Chunk:
 
 
 def _vectors(chunk: Chunk) -> list[tuple[int, list[float]]]:
-    return [(s.pk, [float(x) for x in s.embedding]) for s in ChunkSentence.objects.filter(chunk=chunk).order_by("pk")]
+    return [
+        (s.pk, [float(x) for x in s.embedding])
+        for s in ChunkSentence.objects.filter(chunk=chunk).order_by("pk")
+    ]
 
 
 def test_a_chunk_gets_a_vector_per_sentence_with_its_own(alice, index) -> None:
@@ -58,14 +68,19 @@ def test_a_chunk_gets_a_vector_per_sentence_with_its_own(alice, index) -> None:
     assert short.sentence_vectors == 0 and not _vectors(short)
 
 
-def test_re_embedding_a_chunk_replaces_its_sentence_vectors(alice, index, settings, django_capture_on_commit_callbacks, monkeypatch) -> None:
+def test_re_embedding_a_chunk_replaces_its_sentence_vectors(
+    alice, index, settings, django_capture_on_commit_callbacks, monkeypatch
+) -> None:
     long = _post(alice, index, "long", LONG)
     before = _vectors(long)
     with django_capture_on_commit_callbacks(execute=True):
         queue_for_embedding([long.pk])
     after = _vectors(long)
-    assert len(after) == len(before) == 5 and {pk for pk, _ in after}.isdisjoint(pk for pk, _ in before)
-    # Turned off, a re-embedded chunk keeps none (no vector of an earlier model), left to be split later.
+    assert len(after) == len(before) == 5 and {pk for pk, _ in after}.isdisjoint(
+        pk for pk, _ in before
+    )
+    # Turned off, a re-embedded chunk keeps none (no vector of an earlier model), left to be split
+    # later.
     monkeypatch.setattr(sentence_vectors, "EMBED_SENTENCES", False)
     with django_capture_on_commit_callbacks(execute=True):
         queue_for_embedding([long.pk])
@@ -73,7 +88,9 @@ def test_re_embedding_a_chunk_replaces_its_sentence_vectors(alice, index, settin
     assert not _vectors(long) and long.sentence_vectors is None and long.embedding is not None
 
 
-def test_chunks_embedded_without_sentence_vectors_get_them_when_the_lane_is_idle(alice, index) -> None:
+def test_chunks_embedded_without_sentence_vectors_get_them_when_the_lane_is_idle(
+    alice, index
+) -> None:
     long, short = _post(alice, index, "long", LONG), _post(alice, index, "short", SHORT)
     ChunkSentence.objects.all().delete()
     Chunk.objects.filter(pk__in=[long.pk, short.pk]).update(sentence_vectors=None)
@@ -103,9 +120,16 @@ def test_a_failing_sentence_batch_is_not_split_again(alice, index, monkeypatch) 
 
 def test_summaries_are_not_split(alice, index, django_capture_on_commit_callbacks) -> None:
     session = _post(alice, index, "long", LONG).session
-    node = SummaryNode.objects.create(tenant_id=session.tenant_id, session=session, workspace_id=session.workspace_id,
-                                      channel_id=session.channel_id, level="leaf", text=LONG, sequence_start=1,
-                                      sequence_end=1)
+    node = SummaryNode.objects.create(
+        tenant_id=session.tenant_id,
+        session=session,
+        workspace_id=session.workspace_id,
+        channel_id=session.channel_id,
+        level="leaf",
+        text=LONG,
+        sequence_start=1,
+        sequence_end=1,
+    )
     with django_capture_on_commit_callbacks(execute=True):
         memory_saved.send(sender=SummaryNode, kind="summary", instance=node)
     summary = Chunk.objects.get(kind="summary", source_id=str(node.pk))
@@ -114,7 +138,9 @@ def test_summaries_are_not_split(alice, index, django_capture_on_commit_callback
 
 
 @pytest.mark.parametrize("mode", ["vector", "hybrid"])
-def test_a_sentence_of_a_long_message_is_found_by_a_query_about_it(alice, index, settings, mode: str, monkeypatch) -> None:
+def test_a_sentence_of_a_long_message_is_found_by_a_query_about_it(
+    alice, index, settings, mode: str, monkeypatch
+) -> None:
     _post(alice, index, "long", LONG)
     _post(alice, index, "short", SHORT)
     found = search(alice, query=QUERY, mode=mode, top_k=2, explain=True).json()["results"]
@@ -122,7 +148,8 @@ def test_a_sentence_of_a_long_message_is_found_by_a_query_about_it(alice, index,
     # The message's own vector is the mean of all it says: without its sentences it ranks second.
     vector = found[0]["explain"]["parts"]["vector"]
     assert vector["raw"] == vector["best_sentence"] > 0.9
-    assert "best_sentence" not in found[1]["explain"]["parts"]["vector"]  # one sentence: its own vector
+    # one sentence: its own vector
+    assert "best_sentence" not in found[1]["explain"]["parts"]["vector"]
     monkeypatch.setattr(weights, "SENTENCES", False)
     found = search(alice, query=QUERY, mode=mode, top_k=2).json()["results"]
     assert [r["session"] for r in found] == ["short", "long"]
@@ -168,18 +195,33 @@ def test_a_one_sentence_chunk_gets_no_sentence_vector_and_is_found_by_its_own(al
     assert not EmbedLane().step().found_work
     _post(alice, index, "long", LONG.replace("My grandmother grew prize tulips in Utrecht.", ""))
     found = search(alice, query=QUERY, mode="vector", top_k=2, explain=True).json()["results"]
-    assert found[0]["session"] == "one" and "best_sentence" not in found[0]["explain"]["parts"]["vector"]
+    assert (
+        found[0]["session"] == "one"
+        and "best_sentence" not in found[0]["explain"]["parts"]["vector"]
+    )
 
 
 def _long_message(topic: str, said: str = "My grandmother grew prize tulips in Utrecht.") -> str:
     """A message of three chunks or more (640 characters each at most) that says `said` once."""
-    filler = " ".join(f"Step {i} of the {topic} plan takes a little longer than the one before it." for i in range(24))
+    filler = " ".join(
+        f"Step {i} of the {topic} plan takes a little longer than the one before it."
+        for i in range(24)
+    )
     return f"{filler} {said} {filler}"
 
 
-def test_the_chunks_of_a_long_assistant_answer_get_no_sentence_vectors_and_are_not_chosen_again(alice, index) -> None:
+def test_the_chunks_of_a_long_assistant_answer_get_no_sentence_vectors_and_are_not_chosen_again(
+    alice, index
+) -> None:
     index(alice, "answer", {"role": "assistant", "content": _long_message("garden")})
-    index(alice, "asked", {"role": "user", "content": _long_message("kitchen", "My uncle repaired old bicycles in Ghent.")})
+    index(
+        alice,
+        "asked",
+        {
+            "role": "user",
+            "content": _long_message("kitchen", "My uncle repaired old bicycles in Ghent."),
+        },
+    )
     answer = list(Chunk.objects.filter(session__external_id="answer", kind="event"))
     asked = list(Chunk.objects.filter(session__external_id="asked", kind="event"))
     assert len(answer) >= 3 and all(c.message_chunks == len(answer) for c in answer)
@@ -210,5 +252,9 @@ def test_the_backfill_follows_the_same_rule(alice, index) -> None:
     Chunk.objects.update(sentence_vectors=None)
     answer = Chunk.objects.filter(session__external_id="answer", kind="event").count()
     assert embed_sentences() == {"chunks": answer + 1, "sentences": 5}
-    assert set(Chunk.objects.filter(session__external_id="answer").values_list("sentence_vectors", flat=True)) == {0}
+    assert set(
+        Chunk.objects.filter(session__external_id="answer").values_list(
+            "sentence_vectors", flat=True
+        )
+    ) == {0}
     assert embed_sentences() == {"chunks": 0, "sentences": 0}

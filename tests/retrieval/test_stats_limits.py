@@ -11,7 +11,9 @@ from tests.base import make_client, make_key, post_events
 pytestmark = pytest.mark.django_db
 
 
-def test_a_limited_keys_queue_does_not_move_with_another_users_appends(cast, settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_a_limited_keys_queue_does_not_move_with_another_users_appends(
+    cast, settings, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
     settings.MEMORYHUB_TASKS_EAGER = False  # chunks wait in the table
     monkeypatch.setattr("retrieval.indexing.CONTEXT_MESSAGES", 0)
     Worker.objects.create(lane="embed", name="host:1", rate=2.0)
@@ -20,7 +22,11 @@ def test_a_limited_keys_queue_does_not_move_with_another_users_appends(cast, set
     post_events(ann, "ann-chat", {"role": "user", "content": "ann's message"})
     before = ann.get("/api/v1/stats/").json()["queue"]
     alpha_before = alpha.get("/api/v1/stats/").json()["queue"]
-    post_events(cast.alice, "bob-chat", *[{"role": "user", "content": f"bob {i}"} for i in range(6)], )
+    post_events(
+        cast.alice,
+        "bob-chat",
+        *[{"role": "user", "content": f"bob {i}"} for i in range(6)],
+    )
     cast.alice.patch("/api/v1/sessions/bob-chat/", {"user_id": "bob"}, format="json")
     after = ann.get("/api/v1/stats/").json()["queue"]
     assert before == after, (before, after)

@@ -15,7 +15,8 @@ from retrieval.embedders import get_embedder
 from retrieval.models import Chunk, ScopeSize, TermStat
 from retrieval.search import SearchRequest
 from retrieval.search.plan import plan_search
-from retrieval.search.sql import select_rows, vector_source, where_clause
+from retrieval.search.sql import vector_source, where_clause
+from retrieval.search.statements import select_rows
 from retrieval.search.statistics import scope_size_sql, term_statistics
 from tests.retrieval.conftest import search
 
@@ -28,8 +29,11 @@ def counted(req: SearchRequest, words: list[str]) -> tuple[dict[str, int], int]:
     with connection.cursor() as cursor:
         frequencies = {}
         for word in words:
-            cursor.execute(f"SELECT count(*) FROM retrieval_chunk c WHERE {where} AND c.search_vector @@ "
-                           "(quote_literal(%s) || ':A')::tsquery", [*params, word])
+            cursor.execute(
+                f"SELECT count(*) FROM retrieval_chunk c WHERE {where} AND c.search_vector @@ "
+                "(quote_literal(%s) || ':A')::tsquery",
+                [*params, word],
+            )
             frequencies[word] = cursor.fetchone()[0]
         cursor.execute(f"SELECT count(*) FROM retrieval_chunk c WHERE {where}", params)
         return frequencies, cursor.fetchone()[0]
@@ -43,11 +47,17 @@ def kept(req: SearchRequest, words: list[str]) -> tuple[dict[str, int], int]:
 
 @pytest.fixture
 def rivers(alice, index, cast) -> dict[str, Any]:
-    index(alice, "north", {"role": "user", "content": "An otter swam down the river."},
-          {"role": "user", "content": "We took the kayak out on the river."},
-          {"role": "assistant", "content": "Otters like clean rivers."})
+    index(
+        alice,
+        "north",
+        {"role": "user", "content": "An otter swam down the river."},
+        {"role": "user", "content": "We took the kayak out on the river."},
+        {"role": "assistant", "content": "Otters like clean rivers."},
+    )
     alice.post("/api/v1/sessions/", {"id": "south", "channel": "south"}, format="json")
-    index(alice, "south", {"role": "user", "content": "The kayak club meets by the river on Sundays."})
+    index(
+        alice, "south", {"role": "user", "content": "The kayak club meets by the river on Sundays."}
+    )
     tenant = cast.alice_tenant.pk
     north = Chunk.objects.get(text__startswith="An otter").channel
     south = Channel.objects.get(tenant_id=tenant, name="south")
@@ -57,11 +67,21 @@ def rivers(alice, index, cast) -> dict[str, Any]:
 def scopes(r: dict[str, Any]) -> list[SearchRequest]:
     return [
         SearchRequest(tenant_id=r["tenant"]),
-        SearchRequest(tenant_id=r["tenant"], scope="channel", channel_ids=[r["north"].pk],
-                      workspace_ids=[r["north"].workspace_id]),
-        SearchRequest(tenant_id=r["tenant"], scope="channel", channel_ids=[r["south"].pk],
-                      workspace_ids=[r["south"].workspace_id]),
-        SearchRequest(tenant_id=r["tenant"], scope="workspace", workspace_ids=[r["north"].workspace_id]),
+        SearchRequest(
+            tenant_id=r["tenant"],
+            scope="channel",
+            channel_ids=[r["north"].pk],
+            workspace_ids=[r["north"].workspace_id],
+        ),
+        SearchRequest(
+            tenant_id=r["tenant"],
+            scope="channel",
+            channel_ids=[r["south"].pk],
+            workspace_ids=[r["south"].workspace_id],
+        ),
+        SearchRequest(
+            tenant_id=r["tenant"], scope="workspace", workspace_ids=[r["north"].workspace_id]
+        ),
     ]
 
 
@@ -107,8 +127,14 @@ def test_compaction_folds_deltas_and_drops_words_no_chunk_says(rivers) -> None:
 
 
 def statistics() -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
-    return (sorted(TermStat.objects.values_list("tenant_id", "workspace_id", "channel_id", "lexeme", "n")),
-            sorted(ScopeSize.objects.values_list("tenant_id", "workspace_id", "channel_id", "user_id", "n")))
+    return (
+        sorted(
+            TermStat.objects.values_list("tenant_id", "workspace_id", "channel_id", "lexeme", "n")
+        ),
+        sorted(
+            ScopeSize.objects.values_list("tenant_id", "workspace_id", "channel_id", "user_id", "n")
+        ),
+    )
 
 
 def test_rebuild_recounts_the_same_statistics(rivers) -> None:
@@ -135,22 +161,31 @@ def test_scope_sizes_know_the_owner(rivers) -> None:
                 # owner, not by kind) still count: for a user the size is an upper bound, exact
                 # once the unowned conversations are set aside.
                 assert owned_size(owned) >= counted(owned, [])[1], (req.scope, user)
-                unowned = counted(SearchRequest(**{**req.__dict__, "user_id": "", "kinds": ["event", "summary"]}), [])[1]
+                unowned = counted(
+                    SearchRequest(**{**req.__dict__, "user_id": "", "kinds": ["event", "summary"]}),
+                    [],
+                )[1]
                 assert owned_size(owned) - unowned == counted(owned, [])[1], (req.scope, user)
             else:
                 assert owned_size(owned) == counted(owned, [])[1], (req.scope, user)
 
 
 @pytest.mark.parametrize(("threshold", "runs"), [(3, "hnsw"), (100, "exact"), (0, "hnsw")])
-def test_a_small_scope_is_searched_exactly(rivers, settings, threshold: int, runs: str, monkeypatch) -> None:
+def test_a_small_scope_is_searched_exactly(
+    rivers, settings, threshold: int, runs: str, monkeypatch
+) -> None:
     """Both vector strategies are in the statement; the scope's kept size picks one, and only that
     one runs (the other is never executed)."""
     monkeypatch.setattr("retrieval.search.sql.EXACT_BELOW", threshold)
     req = scopes(rivers)[1]  # the north channel: 3 chunks
     where, params = where_clause(req)
     vector = HalfVector(get_embedder().embed(["otter"])[0]).to_text()
-    sql, params = vector_source(vector, get_embedder().name, where, params, 2, scope_size_sql(req, owner=True))
-    plan = "\n".join(row[0] for row in select_rows("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) " + sql, params))
+    sql, params = vector_source(
+        vector, get_embedder().name, where, params, 2, scope_size_sql(req, owner=True)
+    )
+    plan = "\n".join(
+        row[0] for row in select_rows("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) " + sql, params)
+    )
     if threshold == 0:
         assert "never executed" not in plan and "UNION" not in sql
         return
@@ -160,8 +195,9 @@ def test_a_small_scope_is_searched_exactly(rivers, settings, threshold: int, run
     assert len(select_rows(sql, params)) == 2
 
 
-def test_a_search_counts_nothing_and_finds_a_word_written_a_moment_ago(alice, index, rivers,
-                                                                       django_assert_max_num_queries) -> None:
+def test_a_search_counts_nothing_and_finds_a_word_written_a_moment_ago(
+    alice, index, rivers, django_assert_max_num_queries
+) -> None:
     req = SearchRequest(tenant_id=rivers["tenant"], query="otter river", mode="text")
     # statistics, candidates, the hits' rows (+1: the access counts, written at once in tests)
     with django_assert_max_num_queries(4) as captured:
@@ -170,17 +206,28 @@ def test_a_search_counts_nothing_and_finds_a_word_written_a_moment_ago(alice, in
         assert run_search(req)
     assert not any("count(" in q["sql"].lower() for q in captured.captured_queries)
     index(alice, "north", {"role": "user", "content": "A platypus!"})
-    assert [r["text"] for r in search(alice, query="platypus", mode="text").json()["results"]] == ["A platypus!"]
+    assert [r["text"] for r in search(alice, query="platypus", mode="text").json()["results"]] == [
+        "A platypus!"
+    ]
 
 
-def test_the_embedding_cadence_and_the_embed_lane_fold_the_deltas(rivers, alice, index, monkeypatch) -> None:
+def test_the_embedding_cadence_and_the_embed_lane_fold_the_deltas(
+    rivers, alice, index, monkeypatch
+) -> None:
     from retrieval.embedding import EmbedLane
     from scheduling import tasks as cluster
 
-    assert TermStat.objects.filter(delta=True).exists() and ScopeSize.objects.filter(delta=True).exists()
+    assert (
+        TermStat.objects.filter(delta=True).exists()
+        and ScopeSize.objects.filter(delta=True).exists()
+    )
     assert cluster.embed_backfill()["term_stats_compacted"] > 0
-    assert not TermStat.objects.filter(delta=True).exists() and not ScopeSize.objects.filter(delta=True).exists()
-    index(alice, "north", {"role": "user", "content": "A platypus!"})  # the append writes the chunk: deltas
+    assert (
+        not TermStat.objects.filter(delta=True).exists()
+        and not ScopeSize.objects.filter(delta=True).exists()
+    )
+    # the append writes the chunk: deltas
+    index(alice, "north", {"role": "user", "content": "A platypus!"})
     assert TermStat.objects.filter(delta=True, lexeme="platypus").exists()
     monkeypatch.setattr(termstats, "_last_compacted", 0.0)  # the last compaction was long ago
     EmbedLane().step()  # the always-running lane folds them
@@ -189,7 +236,9 @@ def test_the_embedding_cadence_and_the_embed_lane_fold_the_deltas(rivers, alice,
     assert_kept_equals_counted(rivers)
 
 
-def test_forgetting_a_user_takes_her_words_out_of_the_statistics_at_once(alice, index, cast) -> None:
+def test_forgetting_a_user_takes_her_words_out_of_the_statistics_at_once(
+    alice, index, cast
+) -> None:
     alice.post("/api/v1/sessions/", {"id": "ann-chat", "user_id": "ann"}, format="json")
     index(alice, "ann-chat", {"role": "user", "content": "My axolotl is called Quetzal."})
     alice.post("/api/v1/sessions/", {"id": "bob-chat", "user_id": "bob"}, format="json")
@@ -200,5 +249,12 @@ def test_forgetting_a_user_takes_her_words_out_of_the_statistics_at_once(alice, 
     # No compaction ran since: her words, and her id, are gone from every statistics row.
     assert not TermStat.objects.filter(lexeme="quetzal").exists()
     assert not ScopeSize.objects.filter(user_id="ann").exists()
-    assert sum(TermStat.objects.filter(lexeme="axolotl", workspace_id=termstats.ALL).values_list("n", flat=True)) == 1
+    assert (
+        sum(
+            TermStat.objects.filter(lexeme="axolotl", workspace_id=termstats.ALL).values_list(
+                "n", flat=True
+            )
+        )
+        == 1
+    )
     assert not TermStat.objects.filter(tenant_id=cast.alice_tenant.pk, delta=True).exists()

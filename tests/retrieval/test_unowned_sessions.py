@@ -25,19 +25,45 @@ def world(cast) -> dict[str, Any]:  # type: ignore[no-untyped-def]
     admin = cast.alice
     for sid, user in (("trip-1", ""), ("ann-1", "ann"), ("bob-1", "bob")):
         new_session(admin, sid, user_id=user)
-        assert post_events(admin, sid, {"role": "user", "content": f"{sid}: {WORDS}"}).status_code == 201
-        assert admin.put(f"{S}{sid}/summary/", {"text": f"{sid} summary", "expected_epoch": 0},
-                         format="json").status_code == 200
-        assert admin.put(f"{S}{sid}/scratchpad/", {"items": {"seat": f"{sid} aisle"}},
-                         format="json").status_code == 200
+        assert (
+            post_events(admin, sid, {"role": "user", "content": f"{sid}: {WORDS}"}).status_code
+            == 201
+        )
+        assert (
+            admin.put(
+                f"{S}{sid}/summary/", {"text": f"{sid} summary", "expected_epoch": 0}, format="json"
+            ).status_code
+            == 200
+        )
+        assert (
+            admin.put(
+                f"{S}{sid}/scratchpad/", {"items": {"seat": f"{sid} aisle"}}, format="json"
+            ).status_code
+            == 200
+        )
         session = Session.objects.get(tenant=cast.alice_tenant, external_id=sid)
-        SummaryNode.objects.create(tenant=cast.alice_tenant, workspace_id=session.workspace_id,
-                                   channel_id=session.channel_id, session=session, user_id=user, level="leaf",
-                                   text=f"{sid} leaf", sequence_start=1, sequence_end=1)
-    nodes = dict(SummaryNode.objects.filter(tenant=cast.alice_tenant).values_list("session__external_id", "pk"))
-    return {"admin": admin, "nodes": nodes,
-            "ann": make_client(make_key(cast.alice_tenant, user="ann")),
-            "bob": make_client(make_key(cast.alice_tenant, user="bob"))}
+        SummaryNode.objects.create(
+            tenant=cast.alice_tenant,
+            workspace_id=session.workspace_id,
+            channel_id=session.channel_id,
+            session=session,
+            user_id=user,
+            level="leaf",
+            text=f"{sid} leaf",
+            sequence_start=1,
+            sequence_end=1,
+        )
+    nodes = dict(
+        SummaryNode.objects.filter(tenant=cast.alice_tenant).values_list(
+            "session__external_id", "pk"
+        )
+    )
+    return {
+        "admin": admin,
+        "nodes": nodes,
+        "ann": make_client(make_key(cast.alice_tenant, user="ann")),
+        "bob": make_client(make_key(cast.alice_tenant, user="bob")),
+    }
 
 
 @pytest.mark.parametrize("user", ["ann", "bob"])
@@ -48,7 +74,10 @@ def test_an_unowned_session_is_not_there_for_a_user_limited_key(world, user: str
     assert {s["id"] for s in listed.json()["results"]} == {own}
     for sid in ("trip-1", other):
         missing = key.get(f"{S}{sid}/")
-        assert missing.status_code == 404 and error_code(missing) == "session_not_found", (sid, missing.content)
+        assert missing.status_code == 404 and error_code(missing) == "session_not_found", (
+            sid,
+            missing.content,
+        )
         for path in READS:
             response = key.get(f"{S}{sid}/{path}")
             # The very answer a missing id gets: nothing says the conversation exists.
@@ -85,11 +114,17 @@ def test_a_tenant_wide_key_still_sees_an_unowned_session(world) -> None:
     assert {s["id"] for s in admin.get(S).json()["results"]} == {"trip-1", "ann-1", "bob-1"}
     for path in READS:
         assert admin.get(f"{S}trip-1/{path}").status_code == 200, path
-    assert {r["session"] for r in admin.get("/api/v1/summaries/").json()["results"]} == {"trip-1", "ann-1", "bob-1"}
+    assert {r["session"] for r in admin.get("/api/v1/summaries/").json()["results"]} == {
+        "trip-1",
+        "ann-1",
+        "bob-1",
+    }
     assert admin.get(f"/api/v1/summaries/{world['nodes']['trip-1']}/").status_code == 200
     stats = admin.get("/api/v1/stats/").json()
     assert (stats["sessions"], stats["events"], stats["summaries"]) == (3, 3, 3)
-    exported = admin.post("/api/v1/export/", {"scope": "session", "session": "trip-1"}, format="json")
+    exported = admin.post(
+        "/api/v1/export/", {"scope": "session", "session": "trip-1"}, format="json"
+    )
     assert exported.status_code == 200 and f"trip-1: {WORDS}" in json.dumps(exported.json())
 
 
@@ -100,8 +135,12 @@ def test_writes_to_an_unowned_session_by_a_user_limited_key_answer_as_a_missing_
         "append": post_events(ann, "trip-1", {"role": "user", "content": "ann's words"}),
         "patch": ann.patch(f"{S}trip-1/", {"title": "mine"}, format="json"),
         "delete": ann.delete(f"{S}trip-1/"),
-        "scratchpad": ann.put(f"{S}trip-1/scratchpad/", {"items": {"seat": "window"}}, format="json"),
-        "summary": ann.put(f"{S}trip-1/summary/", {"text": "ann's", "expected_epoch": 1}, format="json"),
+        "scratchpad": ann.put(
+            f"{S}trip-1/scratchpad/", {"items": {"seat": "window"}}, format="json"
+        ),
+        "summary": ann.put(
+            f"{S}trip-1/summary/", {"text": "ann's", "expected_epoch": 1}, format="json"
+        ),
         "summary tree build": ann.post(f"{S}trip-1/summary/tree/"),
         "get or create": ann.post(S, {"id": "trip-1", "get_or_create": True}, format="json"),
     }

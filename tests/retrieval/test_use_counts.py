@@ -22,13 +22,26 @@ SEARCHES = 3
 @pytest.fixture
 def used_fact(cast: Cast) -> Fact:
     """Dana's fact, returned by SEARCHES real searches (each reinforces what it returns)."""
-    assert post_events(cast.alice, "dana-chat", {"role": "user", "content": "hello"}).status_code in (200, 201)
+    assert post_events(
+        cast.alice, "dana-chat", {"role": "user", "content": "hello"}
+    ).status_code in (200, 201)
     session = Session.objects.get(external_id="dana-chat")
-    fact = remember(Fact.objects.create(tenant=cast.alice_tenant, workspace_id=session.workspace_id, user_id="dana",
-                                        category="garden", key="tree", content="Dana planted a walnut tree"))
+    fact = remember(
+        Fact.objects.create(
+            tenant=cast.alice_tenant,
+            workspace_id=session.workspace_id,
+            user_id="dana",
+            category="garden",
+            key="tree",
+            content="Dana planted a walnut tree",
+        )
+    )
     for _ in range(SEARCHES):
-        response = cast.alice.post("/api/v1/search/", {"query": "walnut tree", "scope": "account", "user_id": "dana",
-                                                      "kinds": ["fact"]}, format="json")
+        response = cast.alice.post(
+            "/api/v1/search/",
+            {"query": "walnut tree", "scope": "account", "user_id": "dana", "kinds": ["fact"]},
+            format="json",
+        )
         assert response.status_code == 200, response.content
         assert [r["text"] for r in response.json()["results"]] == ["Dana planted a walnut tree"]
     return fact
@@ -36,14 +49,20 @@ def used_fact(cast: Cast) -> Fact:
 
 def _admin_fact_page(staff_client: Any, fact: Fact) -> int:
     html = staff_client.get(f"/admin/memoryhub/fact/{fact.pk}/change/").content.decode()
-    found = re.search(r'field-uses">.*?<label>Access count:</label>\s*<div class="readonly">(\d+)</div>', html, re.S)
+    found = re.search(
+        r'field-uses">.*?<label>Access count:</label>\s*<div class="readonly">(\d+)</div>',
+        html,
+        re.S,
+    )
     assert found, html[:3000]
     return int(found.group(1))
 
 
 def _explorer(staff_client: Any, cast: Cast) -> int:
-    html = staff_client.get("/admin/console/explorer/", {"tenant": cast.alice_tenant.pk, "user": "dana",
-                                                         "kinds": "fact"}).content.decode()
+    html = staff_client.get(
+        "/admin/console/explorer/",
+        {"tenant": cast.alice_tenant.pk, "user": "dana", "kinds": "fact"},
+    ).content.decode()
     found = re.findall(r'<span class="mh-uses">(\d+) uses?</span>', html)
     assert len(found) == 1, html[-3000:]
     return int(found[0])
@@ -75,9 +94,13 @@ def _stats_command(fact: Fact) -> int:
 
 
 def _figures(staff_client: Any, cast: Cast, fact: Fact) -> dict[str, int]:
-    return {"admin fact page": _admin_fact_page(staff_client, fact), "explorer": _explorer(staff_client, cast),
-            "memories list": _memories_list(staff_client, fact), "api": _api(cast, fact),
-            "stats command": _stats_command(fact)}
+    return {
+        "admin fact page": _admin_fact_page(staff_client, fact),
+        "explorer": _explorer(staff_client, cast),
+        "memories list": _memories_list(staff_client, fact),
+        "api": _api(cast, fact),
+        "stats command": _stats_command(fact),
+    }
 
 
 def test_every_surface_shows_the_same_access_count_of_a_fact(staff_client, cast, used_fact) -> None:
@@ -87,19 +110,35 @@ def test_every_surface_shows_the_same_access_count_of_a_fact(staff_client, cast,
     assert _api(cast, used_fact) == SEARCHES
 
 
-def test_the_count_survives_an_edit_that_re_derives_the_facts_chunks(staff_client, cast, used_fact) -> None:
-    # A PATCH of the tags (and a new version of the content) replaces the fact's chunks: its uses go with it.
-    response = cast.alice.patch(f"/api/v1/facts/{used_fact.pk}/", {"tags": ["trees"]}, format="json")
+def test_the_count_survives_an_edit_that_re_derives_the_facts_chunks(
+    staff_client, cast, used_fact
+) -> None:
+    # A PATCH of the tags (and a new version of the content) replaces the fact's chunks: its uses go
+    # with it.
+    response = cast.alice.patch(
+        f"/api/v1/facts/{used_fact.pk}/", {"tags": ["trees"]}, format="json"
+    )
     assert response.status_code == 200, response.content
-    response = cast.alice.patch(f"/api/v1/facts/{used_fact.pk}/", {"content": "Dana planted a walnut tree and an oak"},
-                                format="json")
+    response = cast.alice.patch(
+        f"/api/v1/facts/{used_fact.pk}/",
+        {"content": "Dana planted a walnut tree and an oak"},
+        format="json",
+    )
     assert response.status_code == 200, response.content
-    assert Chunk.objects.filter(kind="fact", source_id=str(used_fact.pk)).count() == 1  # a new chunk
+    # a new chunk
+    assert Chunk.objects.filter(kind="fact", source_id=str(used_fact.pk)).count() == 1
     figures = _figures(staff_client, cast, used_fact)
     assert figures == dict.fromkeys(figures, SEARCHES)
-    # The superseded version's chunk keeps its own row (history); the fact's figure is its current chunk's.
-    assert sum(ChunkAccess.objects.filter(chunk__source_id=str(used_fact.pk)).values_list("access_count", flat=True)) \
+    # The superseded version's chunk keeps its own row (history); the fact's figure is its current
+    # chunk's.
+    assert (
+        sum(
+            ChunkAccess.objects.filter(chunk__source_id=str(used_fact.pk)).values_list(
+                "access_count", flat=True
+            )
+        )
         == 2 * SEARCHES
+    )
 
 
 def test_a_fact_never_returned_shows_zero_everywhere(staff_client, cast, used_fact) -> None:
@@ -110,5 +149,9 @@ def test_a_fact_never_returned_shows_zero_everywhere(staff_client, cast, used_fa
 
 def _figures_without_stats(staff_client: Any, cast: Cast, fact: Fact) -> dict[str, int]:
     # stats lists only memories used at least once
-    return {"admin fact page": _admin_fact_page(staff_client, fact), "explorer": _explorer(staff_client, cast),
-            "memories list": _memories_list(staff_client, fact), "api": _api(cast, fact)}
+    return {
+        "admin fact page": _admin_fact_page(staff_client, fact),
+        "explorer": _explorer(staff_client, cast),
+        "memories list": _memories_list(staff_client, fact),
+        "api": _api(cast, fact),
+    }

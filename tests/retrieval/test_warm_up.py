@@ -25,7 +25,9 @@ class CountingEmbedder:
         return [[0.0] * self.dimensions for _ in texts]
 
 
-def test_post_worker_init_loads_the_configured_embedder_before_the_first_request(monkeypatch) -> None:
+def test_post_worker_init_loads_the_configured_embedder_before_the_first_request(
+    monkeypatch,
+) -> None:
     embedder = CountingEmbedder()
     monkeypatch.setattr(embedders, "get_embedder", lambda name=None: embedder)
     gunicorn_conf.post_worker_init(worker=None)
@@ -33,7 +35,9 @@ def test_post_worker_init_loads_the_configured_embedder_before_the_first_request
     assert embedder.calls == [["warm-up"]]
 
 
-def test_a_failing_warm_up_is_logged_not_raised(monkeypatch, caplog: pytest.LogCaptureFixture) -> None:
+def test_a_failing_warm_up_is_logged_not_raised(
+    monkeypatch, caplog: pytest.LogCaptureFixture
+) -> None:
     def broken(name: str | None = None) -> embedders.Embedder:
         raise embedders.EmbedderUnavailable("model missing")
 

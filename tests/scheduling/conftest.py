@@ -27,9 +27,15 @@ class Received:
 
     def signed_by(self, secret: str) -> bool:
         timestamp = self.headers.get("x-memoryhub-timestamp", "")
-        expected = "sha256=" + hmac.new(secret.encode(), timestamp.encode() + b"." + self.raw,
-                                        hashlib.sha256).hexdigest()
-        return bool(timestamp) and hmac.compare_digest(expected, self.headers.get("x-memoryhub-signature", ""))
+        expected = (
+            "sha256="
+            + hmac.new(
+                secret.encode(), timestamp.encode() + b"." + self.raw, hashlib.sha256
+            ).hexdigest()
+        )
+        return bool(timestamp) and hmac.compare_digest(
+            expected, self.headers.get("x-memoryhub-signature", "")
+        )
 
 
 @dataclass
@@ -47,8 +53,12 @@ def _handler(server: HookServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:  # noqa: N802
             raw = self.rfile.read(int(self.headers["Content-Length"]))
-            server.received.append(Received(self.path, {k.lower(): v for k, v in self.headers.items()}, raw))
-            status, reply, headers = server.replies.pop(0) if server.replies else (200, {"ok": True}, {})
+            server.received.append(
+                Received(self.path, {k.lower(): v for k, v in self.headers.items()}, raw)
+            )
+            status, reply, headers = (
+                server.replies.pop(0) if server.replies else (200, {"ok": True}, {})
+            )
             data = json.dumps(reply).encode()
             self.send_response(status)
             for name, value in {"Content-Type": "application/json", **headers}.items():

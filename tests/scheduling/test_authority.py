@@ -44,12 +44,24 @@ def stale_memory(tenant: Any, user: str, text: str) -> Chunk:
     """A conversation memory of `user` old enough for consolidation to prune (30 days unread)."""
     workspace = Workspace.get_default(tenant)
     session, _ = Session.objects.get_or_create(
-        tenant=tenant, external_id=f"s-{user}",
-        defaults={"workspace": workspace, "channel": workspace.channels.first(), "user_id": user})
-    return Chunk.objects.create(tenant=tenant, session=session, workspace=workspace, channel=session.channel,
-                                user_id=user, text=text, content_hash=text, kind="event", tier="conversation",
-                                lifetime="conversation", importance=0.5,
-                                created_at=timezone.now() - timedelta(hours=720))
+        tenant=tenant,
+        external_id=f"s-{user}",
+        defaults={"workspace": workspace, "channel": workspace.channels.first(), "user_id": user},
+    )
+    return Chunk.objects.create(
+        tenant=tenant,
+        session=session,
+        workspace=workspace,
+        channel=session.channel,
+        user_id=user,
+        text=text,
+        content_hash=text,
+        kind="event",
+        tier="conversation",
+        lifetime="conversation",
+        importance=0.5,
+        created_at=timezone.now() - timedelta(hours=720),
+    )
 
 
 def everything_text() -> str:
@@ -83,14 +95,22 @@ def keys(cast) -> dict[str, Any]:  # type: ignore[no-untyped-def]
 # --- D1: who may schedule what ----------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("who", "code"), [
-    ("ann", "insufficient_scope"),  # limited to ann, without the admin scope
-    ("ann_admin", "user_limited_key"),  # the admin scope does not widen a key limited to one user
-    ("alpha", "workspace_limited_key"),
-    ("writer", "insufficient_scope"),  # the whole tenant, but no admin scope
-])
+@pytest.mark.parametrize(
+    ("who", "code"),
+    [
+        ("ann", "insufficient_scope"),  # limited to ann, without the admin scope
+        (
+            "ann_admin",
+            "user_limited_key",
+        ),  # the admin scope does not widen a key limited to one user
+        ("alpha", "workspace_limited_key"),
+        ("writer", "insufficient_scope"),  # the whole tenant, but no admin scope
+    ],
+)
 @pytest.mark.parametrize("action", ["consolidate", "summarise", "embed_backfill"])
-def test_a_tenant_wide_action_needs_an_admin_key_for_the_whole_tenant(keys, who, code, action) -> None:  # type: ignore[no-untyped-def]
+def test_a_tenant_wide_action_needs_an_admin_key_for_the_whole_tenant(
+    keys, who, code, action
+) -> None:  # type: ignore[no-untyped-def]
     params = {"params": {"dry_run": True}} if action == "consolidate" else {}
     response = keys[who].post(URL, body(action, **params), format="json")
     assert response.status_code == 403, response.content
@@ -101,14 +121,20 @@ def test_a_tenant_wide_action_needs_an_admin_key_for_the_whole_tenant(keys, who,
 
 def test_a_limited_key_cannot_turn_its_schedule_into_a_tenant_wide_one(keys) -> None:  # type: ignore[no-untyped-def]
     mine = keys["ann_admin"].post(URL, body("prune_runs"), format="json").json()
-    response = keys["ann_admin"].patch(f"{URL}{mine['id']}/", {"action": "consolidate"}, format="json")
+    response = keys["ann_admin"].patch(
+        f"{URL}{mine['id']}/", {"action": "consolidate"}, format="json"
+    )
     assert response.status_code == 403 and error_code(response) == "user_limited_key"
     assert Schedule.objects.get(pk=mine["id"]).action == "prune_runs"
 
 
 def test_a_tenant_wide_schedule_is_not_seen_run_or_changed_by_a_limited_key(keys, cast) -> None:  # type: ignore[no-untyped-def]
     stale_memory(cast.alice_tenant, "bob", BOB_SECRET)
-    made = keys["tenant"].post(URL, body("consolidate", params={"dry_run": True}), format="json").json()
+    made = (
+        keys["tenant"]
+        .post(URL, body("consolidate", params={"dry_run": True}), format="json")
+        .json()
+    )
     run = run_now(keys["tenant"], made["id"])
     assert run.status == "succeeded", run.output
     assert BOB_SECRET in run.output  # the tenant's admin key may read it: its own report
@@ -162,19 +188,32 @@ def test_a_revoked_keys_schedule_refuses_to_run(keys, cast) -> None:  # type: ig
 
 
 def test_a_stored_authority_too_narrow_for_a_tenant_wide_action_refuses_at_run_time(cast) -> None:  # type: ignore[no-untyped-def]
-    """E.g. a schedule made before authorities were recorded, for one user: it never acts on the tenant."""
+    """E.g. a schedule made before authorities were recorded, for one user: it never acts on the
+    tenant."""
     stale_memory(cast.alice_tenant, "bob", BOB_SECRET)
-    schedule = Schedule.objects.create(tenant=cast.alice_tenant, name="old", action="consolidate",
-                                       params={"dry_run": True}, cadence_type="interval", cadence_value="3600",
-                                       user_id="ann", authority_user_id="ann",
-                                       authority_scopes=["read", "write", "admin"])
+    schedule = Schedule.objects.create(
+        tenant=cast.alice_tenant,
+        name="old",
+        action="consolidate",
+        params={"dry_run": True},
+        cadence_type="interval",
+        cadence_value="3600",
+        user_id="ann",
+        authority_user_id="ann",
+        authority_scopes=["read", "write", "admin"],
+    )
     run = Run.objects.create(tenant=cast.alice_tenant, schedule=schedule, manual=True)
     execute_run(str(run.pk))
     run.refresh_from_db()
     assert (run.status, run.error) == ("failed", "tenant_wide_key_required")
     assert BOB_SECRET not in run.output
-    unstamped = Schedule.objects.create(tenant=cast.alice_tenant, name="imported", action="prune_runs",
-                                        cadence_type="interval", cadence_value="3600")
+    unstamped = Schedule.objects.create(
+        tenant=cast.alice_tenant,
+        name="imported",
+        action="prune_runs",
+        cadence_type="interval",
+        cadence_value="3600",
+    )
     run = Run.objects.create(tenant=cast.alice_tenant, schedule=unstamped, manual=True)
     execute_run(str(run.pk))
     run.refresh_from_db()
@@ -184,26 +223,44 @@ def test_a_stored_authority_too_narrow_for_a_tenant_wide_action_refuses_at_run_t
 # --- D5: forget-user leaves nothing behind ---------------------------------------------------
 
 
-def test_forget_user_redacts_run_outputs_notifications_and_consolidation_reports(keys, cast) -> None:  # type: ignore[no-untyped-def]
+def test_forget_user_redacts_run_outputs_notifications_and_consolidation_reports(
+    keys, cast
+) -> None:  # type: ignore[no-untyped-def]
     tenant = cast.alice_tenant
     stale_memory(tenant, "bob", BOB_SECRET)
     stale_memory(tenant, "ann", ANN_TEXT)
-    dry = keys["tenant"].post(URL, body("consolidate", params={"dry_run": True}), format="json").json()
-    real = keys["tenant"].post(URL, body("consolidate", params={"dry_run": False}), format="json").json()
+    dry = (
+        keys["tenant"]
+        .post(URL, body("consolidate", params={"dry_run": True}), format="json")
+        .json()
+    )
+    real = (
+        keys["tenant"]
+        .post(URL, body("consolidate", params={"dry_run": False}), format="json")
+        .json()
+    )
     assert run_now(keys["tenant"], dry["id"]).status == "succeeded"
     assert run_now(keys["tenant"], real["id"]).status == "succeeded"
     before = everything_text()
-    # The words are there before: in both runs' outputs and summaries, their notifications and the report.
+    # The words are there before: in both runs' outputs and summaries, their notifications and the
+    # report.
     assert before.count(BOB_SECRET) >= 5, before
-    assert Delivery.objects.count() == 2 and ConsolidationReport.objects.filter(tenant=tenant).exists()
+    assert (
+        Delivery.objects.count() == 2 and ConsolidationReport.objects.filter(tenant=tenant).exists()
+    )
 
     response = keys["tenant"].delete("/api/v1/users/bob/")
 
     assert response.status_code == 200, response.content
     redacted = response.json()["redacted"]
-    assert redacted == {"lifecycle.ConsolidationReport": 1, "scheduling.Delivery": 2, "scheduling.Run": 2}
+    assert redacted == {
+        "lifecycle.ConsolidationReport": 1,
+        "scheduling.Delivery": 2,
+        "scheduling.Run": 2,
+    }
     after = everything_text()
-    for trace in (BOB_SECRET, '"user_id": "bob"', "'user_id': 'bob'", "s-bob"):  # his words, his id, his session
+    # his words, his id, his session
+    for trace in (BOB_SECRET, '"user_id": "bob"', "'user_id': 'bob'", "s-bob"):
         assert trace not in after, trace
     assert after.count(ANN_TEXT) == before.count(ANN_TEXT)  # ann's words are not hers to lose
     # And through the API: nothing any key reads of the runs names him.
@@ -229,15 +286,25 @@ def test_the_clusters_own_consolidation_keeps_no_words_in_its_task_result(cast) 
 
 
 def test_the_operator_resuming_or_saving_a_schedule_in_the_admin_gives_it_the_operators_authority(
-        admin_client, cast) -> None:  # type: ignore[no-untyped-def]
+    admin_client, cast
+) -> None:  # type: ignore[no-untyped-def]
     raw = make_key(cast.alice_tenant, user="ann")
     made = make_client(raw).post(URL, body("prune_runs"), format="json").json()
     make_client(raw).post(f"{URL}{made['id']}/pause/")
     ApiKey.objects.get(prefix=ApiKey.parse_prefix(raw)).revoke()
-    admin_client.post("/admin/scheduling/schedule/", {"action": "resume_action", "_selected_action": [made["id"]]})
+    admin_client.post(
+        "/admin/scheduling/schedule/", {"action": "resume_action", "_selected_action": [made["id"]]}
+    )
     schedule = Schedule.objects.get(pk=made["id"])
-    assert (schedule.status, schedule.authority_key_id, schedule.authority_key_prefix) == ("active", None, "")
-    assert (schedule.authority_user_id, schedule.authority_scopes) == ("ann", ["read", "write", "admin"])
+    assert (schedule.status, schedule.authority_key_id, schedule.authority_key_prefix) == (
+        "active",
+        None,
+        "",
+    )
+    assert (schedule.authority_user_id, schedule.authority_scopes) == (
+        "ann",
+        ["read", "write", "admin"],
+    )
     run = Run.objects.create(tenant=cast.alice_tenant, schedule=schedule, manual=True)
     execute_run(str(run.pk))
     run.refresh_from_db()
@@ -256,13 +323,19 @@ def test_a_limited_keys_export_carries_no_schedule_acting_beyond_it(keys, cast) 
     """An export is one more way to read runs: a workspace's or a user's carries only the schedules
     (and runs) acting within it, never a tenant-wide consolidation's report of everyone's words."""
     stale_memory(cast.alice_tenant, "bob", BOB_SECRET)
-    tidy = keys["tenant"].post(URL, body("consolidate", params={"dry_run": True}), format="json").json()
+    tidy = (
+        keys["tenant"]
+        .post(URL, body("consolidate", params={"dry_run": True}), format="json")
+        .json()
+    )
     run_now(keys["tenant"], tidy["id"])
     mine = keys["ann"].post(URL, body("prune_runs"), format="json").json()
     run_now(keys["ann"], mine["id"])
     default_key = make_client(make_key(cast.alice_tenant, workspace="default"))
     for who, client in {"ann": keys["ann"], "default": default_key}.items():
-        exported = client.post("/api/v1/export/", {"scope": "workspace", "workspace": "default"}, format="json")
+        exported = client.post(
+            "/api/v1/export/", {"scope": "workspace", "workspace": "default"}, format="json"
+        )
         assert exported.status_code == 200, exported.content
         text = exported.content.decode()
         # Neither the tenant-wide schedule nor its report (bob's memory itself is in the
@@ -275,7 +348,9 @@ def test_a_limited_keys_export_carries_no_schedule_acting_beyond_it(keys, cast) 
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_migration_gives_schedules_made_before_it_the_narrowest_authority_that_keeps_them_working(cast) -> None:  # type: ignore[no-untyped-def]
+def test_the_migration_gives_schedules_made_before_it_the_narrowest_authority_that_keeps_them_working(  # noqa: E501
+    cast,
+) -> None:  # type: ignore[no-untyped-def]
     from django.db import connection
     from django.db.migrations.executor import MigrationExecutor
 
@@ -286,20 +361,38 @@ def test_the_migration_gives_schedules_made_before_it_the_narrowest_authority_th
     try:
         workspace = Workspace.get_named(cast.alice_tenant, "alpha")
         made = {}
-        for name, action, user in [("tidy", "consolidate", ""), ("ann's tidy", "consolidate", "ann"),
-                                   ("ann's agent", "agent_goal", "ann"), ("shared prune", "prune_runs", "")]:
-            made[name] = old.get_model("scheduling", "Schedule").objects.create(
-                tenant_id=cast.alice_tenant.pk, workspace_id=workspace.pk, user_id=user, name=name, action=action,
-                cadence_type="interval", cadence_value="3600").pk
+        for name, action, user in [
+            ("tidy", "consolidate", ""),
+            ("ann's tidy", "consolidate", "ann"),
+            ("ann's agent", "agent_goal", "ann"),
+            ("shared prune", "prune_runs", ""),
+        ]:
+            made[name] = (
+                old.get_model("scheduling", "Schedule")
+                .objects.create(
+                    tenant_id=cast.alice_tenant.pk,
+                    workspace_id=workspace.pk,
+                    user_id=user,
+                    name=name,
+                    action=action,
+                    cadence_type="interval",
+                    cadence_value="3600",
+                )
+                .pk
+            )
     finally:
         executor = MigrationExecutor(connection)
         executor.loader.build_graph()
         executor.migrate(after)
     stamped = {name: Schedule.objects.get(pk=pk) for name, pk in made.items()}
-    authority = {name: (s.authority_workspace_id, s.authority_user_id, s.authority_scopes) for name, s in stamped.items()}
+    authority = {
+        name: (s.authority_workspace_id, s.authority_user_id, s.authority_scopes)
+        for name, s in stamped.items()
+    }
     assert authority == {
         "tidy": (None, "", ["read", "write", "admin"]),  # as it ran before: the tenant's
-        "ann's tidy": (None, "", []),  # perhaps made by ann's key: no authority until an admin key acts
+        # perhaps made by ann's key: no authority until an admin key acts
+        "ann's tidy": (None, "", []),
         "ann's agent": (workspace.pk, "ann", ["read", "write"]),
         "shared prune": (workspace.pk, "", ["read", "write"]),
     }

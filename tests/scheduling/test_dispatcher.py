@@ -1,4 +1,5 @@
-"""The dispatcher: claiming, recording, failure streaks, one-shots, pruning, timeouts, concurrency."""
+"""The dispatcher: claiming, recording, failure streaks, one-shots, pruning, timeouts,
+concurrency."""
 
 from __future__ import annotations
 
@@ -17,9 +18,15 @@ from tests.base import make_tenant
 
 
 def make_schedule(tenant: Tenant, **fields) -> Schedule:  # type: ignore[no-untyped-def]
-    values = {"name": "job", "action": "summarise", "cadence_type": "interval", "cadence_value": "60",
-              "next_run_at": timezone.now() - timedelta(seconds=1),
-              "authority_scopes": ["read", "write", "admin"]}  # the operator's authority (the tenant's)
+    values = {
+        "name": "job",
+        "action": "summarise",
+        "cadence_type": "interval",
+        "cadence_value": "60",
+        "next_run_at": timezone.now() - timedelta(seconds=1),
+        # the operator's authority (the tenant's)
+        "authority_scopes": ["read", "write", "admin"],
+    }
     values.update(fields)
     return Schedule.objects.create(tenant=tenant, **values)
 
@@ -27,9 +34,11 @@ def make_schedule(tenant: Tenant, **fields) -> Schedule:  # type: ignore[no-unty
 @pytest.fixture
 def run_tasks(django_capture_on_commit_callbacks):  # type: ignore[no-untyped-def]
     """dispatch() with its enqueued runs executed as the cluster would after commit."""
+
     def go(now=None):  # type: ignore[no-untyped-def]
         with django_capture_on_commit_callbacks(execute=True):
             return dispatch(now)
+
     return go
 
 
@@ -37,7 +46,9 @@ def run_tasks(django_capture_on_commit_callbacks):  # type: ignore[no-untyped-de
 def test_due_schedule_is_claimed_run_and_rescheduled(cast, run_tasks) -> None:  # type: ignore[no-untyped-def]
     schedule = make_schedule(cast.alice_tenant)
     due = schedule.next_run_at
-    not_due = make_schedule(cast.alice_tenant, name="later", next_run_at=timezone.now() + timedelta(hours=1))
+    not_due = make_schedule(
+        cast.alice_tenant, name="later", next_run_at=timezone.now() + timedelta(hours=1)
+    )
     paused = make_schedule(cast.alice_tenant, name="paused", status="paused")
     now = timezone.now()
     assert run_tasks(now) == {"claimed": 1, "timed_out": 0, "requeued": 0}
@@ -70,8 +81,13 @@ def test_consecutive_failures_pause_the_schedule(cast, run_tasks, settings, monk
 
 @pytest.mark.django_db
 def test_a_broken_cadence_fails_its_schedule_without_blocking_others(cast, run_tasks) -> None:  # type: ignore[no-untyped-def]
-    broken = make_schedule(cast.alice_tenant, name="broken", cadence_type="cron", cadence_value="not cron",
-                           next_run_at=timezone.now() - timedelta(minutes=5))
+    broken = make_schedule(
+        cast.alice_tenant,
+        name="broken",
+        cadence_type="cron",
+        cadence_value="not cron",
+        next_run_at=timezone.now() - timedelta(minutes=5),
+    )
     fine = make_schedule(cast.alice_tenant, name="fine")
     assert run_tasks()["claimed"] == 1
     broken.refresh_from_db()
@@ -90,7 +106,9 @@ def test_success_resets_failure_streak(cast, run_tasks) -> None:  # type: ignore
 @pytest.mark.django_db
 def test_one_shot_completes(cast, run_tasks) -> None:  # type: ignore[no-untyped-def]
     at = timezone.now() - timedelta(seconds=5)
-    schedule = make_schedule(cast.alice_tenant, cadence_type="once", cadence_value=at.isoformat(), next_run_at=at)
+    schedule = make_schedule(
+        cast.alice_tenant, cadence_type="once", cadence_value=at.isoformat(), next_run_at=at
+    )
     assert run_tasks()["claimed"] == 1
     schedule.refresh_from_db()
     assert schedule.status == "completed" and schedule.next_run_at is None
@@ -113,10 +131,18 @@ def test_history_is_pruned_to_newest_n(cast, run_tasks, settings, monkeypatch) -
 def test_run_stuck_running_is_failed_by_timeout(cast, run_tasks, settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setattr("scheduling.dispatcher.RUN_TIMEOUT_SECONDS", 600)
     schedule = make_schedule(cast.alice_tenant, next_run_at=timezone.now() + timedelta(hours=1))
-    stuck = Run.objects.create(tenant=cast.alice_tenant, schedule=schedule, status="running",
-                               started_at=timezone.now() - timedelta(minutes=11))
-    fresh = Run.objects.create(tenant=cast.alice_tenant, schedule=schedule, status="running",
-                               started_at=timezone.now() - timedelta(minutes=2))
+    stuck = Run.objects.create(
+        tenant=cast.alice_tenant,
+        schedule=schedule,
+        status="running",
+        started_at=timezone.now() - timedelta(minutes=11),
+    )
+    fresh = Run.objects.create(
+        tenant=cast.alice_tenant,
+        schedule=schedule,
+        status="running",
+        started_at=timezone.now() - timedelta(minutes=2),
+    )
     assert run_tasks() == {"claimed": 0, "timed_out": 1, "requeued": 0}
     stuck.refresh_from_db()
     fresh.refresh_from_db()
@@ -189,8 +215,15 @@ def test_two_dispatchers_never_run_the_same_due_time_twice(settings) -> None:  #
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("policy, wanted", [("always", [True, True]), ("on_failure", [False, True]),
-                                            ("on_success", [True, False]), ("never", [False, False])])
+@pytest.mark.parametrize(
+    "policy, wanted",
+    [
+        ("always", [True, True]),
+        ("on_failure", [False, True]),
+        ("on_success", [True, False]),
+        ("never", [False, False]),
+    ],
+)
 def test_notification_policy(cast, run_tasks, settings, policy, wanted) -> None:  # type: ignore[no-untyped-def]
     from scheduling.dispatcher import run_notification
 
@@ -202,7 +235,9 @@ def test_notification_policy(cast, run_tasks, settings, policy, wanted) -> None:
     run_notification.connect(receiver)
     try:
         ok = make_schedule(cast.alice_tenant, name="ok", notification_policy=policy)
-        bad = make_schedule(cast.alice_tenant, name="bad", action="agent_goal", goal="g", notification_policy=policy)
+        bad = make_schedule(
+            cast.alice_tenant, name="bad", action="agent_goal", goal="g", notification_policy=policy
+        )
         settings.MEMORYHUB_AGENT_WEBHOOK_URL = ""
         run_tasks()
     finally:
@@ -213,7 +248,9 @@ def test_notification_policy(cast, run_tasks, settings, policy, wanted) -> None:
     assert [Delivery.objects.filter(run=run).exists() for run in runs] == wanted
     assert set(Delivery.objects.values_list("status", flat=True)) <= {"no_webhook"}
     assert [run.notified for run in runs] == [False, False]
-    assert sorted(sent) == sorted(s for s, n in zip(["succeeded", "failed"], wanted, strict=True) if n)
+    assert sorted(sent) == sorted(
+        s for s, n in zip(["succeeded", "failed"], wanted, strict=True) if n
+    )
 
 
 @pytest.mark.django_db
@@ -225,7 +262,9 @@ def test_an_empty_dispatch_step_while_a_schedule_is_due_is_counted(cast, monkeyp
 
     def empty_step_counted(lane: dispatcher.DispatchLane) -> int:
         beat = Heartbeat(lane.name)
-        background._work_waits(lane, beat, timezone.now() + timedelta(seconds=background.WAITED_SECONDS + 1))
+        background._work_waits(
+            lane, beat, timezone.now() + timedelta(seconds=background.WAITED_SECONDS + 1)
+        )
         return beat.empty_steps
 
     later = timezone.now() + timedelta(hours=1)

@@ -7,10 +7,10 @@ session s1 and note n1, and a word of its own in each text, so that a leak says 
 one exception is forced by the database: a session's and a note's id are unique inside a tenant
 (test_an_id_names_one_session_and_one_note_per_tenant holds it), so the home tenant's other
 workspace and other user hold s1 and n1 with their side's suffix (`-beta`, `-bob`); the other
-tenant holds s1 and n1 exactly as the key's own side does. Each case compares a database snapshot before and after: a
-refused create (403 with a code) changes nothing, an allowed run changes only rows within the
-key's limits; and what the run wrote (output, summary, notification) and what every key reads
-afterwards (schedules, runs) names no side outside that reader's limits.
+tenant holds s1 and n1 exactly as the key's own side does. Each case compares a database snapshot
+before and after: a refused create (403 with a code) changes nothing, an allowed run changes only
+rows within the key's limits; and what the run wrote (output, summary, notification) and what every
+key reads afterwards (schedules, runs) names no side outside that reader's limits.
 """
 
 from __future__ import annotations
@@ -75,12 +75,20 @@ KEYS = {
 def within(kind: str, side: Side) -> bool:
     """Whether a key of this kind may read (and, with write, change) the side's rows."""
     _, workspace, user = KEYS[kind]
-    return (side.tenant == "home" and (workspace is None or workspace == side.workspace)
-            and (not user or user == side.user))
+    return (
+        side.tenant == "home"
+        and (workspace is None or workspace == side.workspace)
+        and (not user or user == side.user)
+    )
 
 
-PARAMS = {"embed_backfill": {"limit": 10}, "summarise": {}, "consolidate": {"dry_run": False},
-          "prune_runs": {"keep": 1}, "agent_goal": {}}
+PARAMS = {
+    "embed_backfill": {"limit": 10},
+    "summarise": {},
+    "consolidate": {"dry_run": False},
+    "prune_runs": {"keep": 1},
+    "agent_goal": {},
+}
 
 
 def expected_create(kind: str, action: str) -> tuple[int, str]:
@@ -90,7 +98,9 @@ def expected_create(kind: str, action: str) -> tuple[int, str]:
         return 201, ""
     if kind == "tenant":
         return 403, "insufficient_scope"
-    return {"workspace": (403, "workspace_limited_key"), "user": (403, "user_limited_key")}.get(kind, (201, ""))
+    return {"workspace": (403, "workspace_limited_key"), "user": (403, "user_limited_key")}.get(
+        kind, (201, "")
+    )
 
 
 def test_the_matrix_covers_every_action() -> None:
@@ -112,44 +122,84 @@ def build_side(tenant: Tenant, side: Side) -> None:
     channel = workspace.channels.first()
     where = {"tenant": tenant, "workspace": workspace, "channel": channel}
     session = Session.objects.create(**where, external_id=side.session, user_id=side.user)
-    Note.objects.create(**where, note_id=side.note, user_id=side.user, content=f"note n1 of {side.word}")
-    Fact.objects.create(**where, user_id=side.user, category="profile", key="home_city",
-                        content=f"{side.word} lives in town")
+    Note.objects.create(
+        **where, note_id=side.note, user_id=side.user, content=f"note n1 of {side.word}"
+    )
+    Fact.objects.create(
+        **where,
+        user_id=side.user,
+        category="profile",
+        key="home_city",
+        content=f"{side.word} lives in town",
+    )
     # A conversation memory old enough for consolidation to prune (and name in its report).
-    Chunk.objects.create(**where, session=session, user_id=side.user, text=f"{side.word} whispered a secret",
-                         content_hash=side.word, kind="event", tier="conversation", lifetime="conversation",
-                         importance=0.5, created_at=timezone.now() - timedelta(hours=720))
+    Chunk.objects.create(
+        **where,
+        session=session,
+        user_id=side.user,
+        text=f"{side.word} whispered a secret",
+        content_hash=side.word,
+        kind="event",
+        tier="conversation",
+        lifetime="conversation",
+        importance=0.5,
+        created_at=timezone.now() - timedelta(hours=720),
+    )
     # A schedule of this side, made by a key of this side, with a run history that names it.
-    schedule = Schedule.objects.create(tenant=tenant, workspace=workspace, user_id=side.user, name="digest",
-                                       goal=f"digest for {side.word}", action="prune_runs", cadence_type="interval",
-                                       cadence_value="3600", authority_workspace=workspace,
-                                       authority_user_id=side.user, authority_scopes=["read", "write"])
+    schedule = Schedule.objects.create(
+        tenant=tenant,
+        workspace=workspace,
+        user_id=side.user,
+        name="digest",
+        goal=f"digest for {side.word}",
+        action="prune_runs",
+        cadence_type="interval",
+        cadence_value="3600",
+        authority_workspace=workspace,
+        authority_user_id=side.user,
+        authority_scopes=["read", "write"],
+    )
     for hours in (3, 2, 1):
         output = f"digest of {side.word}, {hours}h ago"
-        Run.objects.create(tenant=tenant, schedule=schedule, status="succeeded", output=output,
-                           output_summary=output, started_at=timezone.now() - timedelta(hours=hours),
-                           finished_at=timezone.now() - timedelta(hours=hours))
+        Run.objects.create(
+            tenant=tenant,
+            schedule=schedule,
+            status="succeeded",
+            output=output,
+            output_summary=output,
+            started_at=timezone.now() - timedelta(hours=hours),
+            finished_at=timezone.now() - timedelta(hours=hours),
+        )
 
 
 @pytest.fixture
 def world(db, hook_server, settings, monkeypatch) -> World:  # type: ignore[no-untyped-def]
-    settings.MEMORYHUB_CONSOLIDATE_DELETE_KINDS = ("event",)  # consolidation deletes, and reports it
+    # consolidation deletes, and reports it
+    settings.MEMORYHUB_CONSOLIDATE_DELETE_KINDS = ("event",)
     monkeypatch.setattr("retrieval.lifecycle.steps.FIRST_REVIEW", False)
     tenants = {"home": make_tenant("home"), "away": make_tenant("away")}
     for side in SIDES.values():
         build_side(tenants[side.tenant], side)
     agent = hook_server()
     Webhook.objects.create(tenant=tenants["home"], kind="agent", url=agent.url, secret="s" * 32)
-    clients = {kind: make_client(make_key(tenants["home"], scopes=scopes, workspace=workspace, user=user))
-               for kind, (scopes, workspace, user) in KEYS.items()}
+    clients = {
+        kind: make_client(make_key(tenants["home"], scopes=scopes, workspace=workspace, user=user))
+        for kind, (scopes, workspace, user) in KEYS.items()
+    }
     return World(tenants, clients, agent)
 
 
 def side_of(tenant_id: int, workspace_id: int | None, user: str, world: World) -> str | None:
     for side in SIDES.values():
         tenant = world.tenants[side.tenant]
-        if tenant.pk == tenant_id and user == side.user and (
-                workspace_id is None or Workspace.objects.get(pk=workspace_id).name == side.workspace):
+        if (
+            tenant.pk == tenant_id
+            and user == side.user
+            and (
+                workspace_id is None
+                or Workspace.objects.get(pk=workspace_id).name == side.workspace
+            )
+        ):
             return side.name
     return None
 
@@ -158,19 +208,51 @@ def snapshot(world: World) -> set[tuple[Any, ...]]:
     """The seeded rows, each tagged with its side (what a run may change), as comparable tuples."""
     rows: set[tuple[Any, ...]] = set()
     for s in Session.objects.all():
-        rows.add((side_of(s.tenant_id, s.workspace_id, s.user_id, world), "session", s.external_id, s.status))
+        rows.add(
+            (
+                side_of(s.tenant_id, s.workspace_id, s.user_id, world),
+                "session",
+                s.external_id,
+                s.status,
+            )
+        )
     for n in Note.objects.all():
-        rows.add((side_of(n.tenant_id, n.workspace_id, n.user_id, world), "note", n.note_id, n.content))
+        rows.add(
+            (side_of(n.tenant_id, n.workspace_id, n.user_id, world), "note", n.note_id, n.content)
+        )
     for f in Fact.objects.all():
-        rows.add((side_of(f.tenant_id, f.workspace_id, f.user_id, world), "fact", f.pk, f.content, f.lifetime))
+        rows.add(
+            (
+                side_of(f.tenant_id, f.workspace_id, f.user_id, world),
+                "fact",
+                f.pk,
+                f.content,
+                f.lifetime,
+            )
+        )
     for c in Chunk.objects.all():
-        rows.add((side_of(c.tenant_id, c.workspace_id, c.user_id, world), "chunk", c.pk, c.text, c.tier))
+        rows.add(
+            (side_of(c.tenant_id, c.workspace_id, c.user_id, world), "chunk", c.pk, c.text, c.tier)
+        )
     for r in Run.objects.filter(schedule__goal__startswith="digest for").select_related("schedule"):
-        rows.add((side_of(r.tenant_id, r.schedule.workspace_id, r.schedule.user_id, world), "run", str(r.pk),
-                  r.output))
+        rows.add(
+            (
+                side_of(r.tenant_id, r.schedule.workspace_id, r.schedule.user_id, world),
+                "run",
+                str(r.pk),
+                r.output,
+            )
+        )
     for sc in Schedule.objects.all():
-        rows.add((side_of(sc.tenant_id, sc.workspace_id, sc.user_id, world), "schedule", str(sc.pk), sc.name,
-                  sc.status))
+        rows.add(
+            (
+                side_of(sc.tenant_id, sc.workspace_id, sc.user_id, world),
+                "schedule",
+                str(sc.pk),
+                sc.name,
+                sc.status,
+            )
+        )
     return rows
 
 
@@ -202,9 +284,15 @@ def test_an_id_names_one_session_and_one_note_per_tenant(world) -> None:  # type
     beta = Workspace.get_named(home, "beta")
     for model, field in ((Session, "external_id"), (Note, "note_id")):
         with pytest.raises(IntegrityError), transaction.atomic():
-            model.objects.create(tenant=home, workspace=beta, channel=beta.channels.first(),
-                                 **{field: "s1" if model is Session else "n1"}, user_id="ann")
+            model.objects.create(
+                tenant=home,
+                workspace=beta,
+                channel=beta.channels.first(),
+                **{field: "s1" if model is Session else "n1"},
+                user_id="ann",
+            )
     assert {side.session for side in SIDES.values() if side.tenant == "away"} == {"s1"}
+
 
 # --- every action × every key -------------------------------------------------------------------
 
@@ -215,8 +303,14 @@ def test_a_schedule_acts_within_its_keys_limits(world, action, kind) -> None:  #
     world.agent.reply(200, {"status": "succeeded", "output": AGENT_REPLY})
     client = world.clients[kind]
     before = snapshot(world)
-    body = {"name": "digest", "action": action, "params": PARAMS[action], "goal": "make the rounds",
-            "workspace": "alpha", "cadence": {"type": "interval", "value": "1h"}}
+    body = {
+        "name": "digest",
+        "action": action,
+        "params": PARAMS[action],
+        "goal": "make the rounds",
+        "workspace": "alpha",
+        "cadence": {"type": "interval", "value": "1h"},
+    }
 
     response = client.post(URL, body, format="json")
 
@@ -237,7 +331,9 @@ def test_a_schedule_acts_within_its_keys_limits(world, action, kind) -> None:  #
     after = snapshot(world)
     for row in (before ^ after) - created:
         side = row[0]
-        assert side is not None and within(kind, SIDES[side]), f"{action} by {kind} changed {side}'s {row}"
+        assert side is not None and within(kind, SIDES[side]), (
+            f"{action} by {kind} changed {side}'s {row}"
+        )
     assert not [row for row in before - after if row[0] == "other_tenant"]
     # What the run wrote, and its notification, name only what its key may read.
     delivery = Delivery.objects.filter(run=run).first()
@@ -246,17 +342,26 @@ def test_a_schedule_acts_within_its_keys_limits(world, action, kind) -> None:  #
     if action == "prune_runs":
         pruned = {row[0] for row in before - after if row[1] == "run"}
         # A schedule acts in its own workspace (alpha here), for its user if it has one.
-        assert pruned == {s.name for s in SIDES.values() if within(kind, s) and s.workspace == "alpha"}, pruned
+        assert pruned == {
+            s.name for s in SIDES.values() if within(kind, s) and s.workspace == "alpha"
+        }, pruned
     # And every key, reading every schedule and run it may, sees no side outside its own limits.
     for reader, text in what_each_key_reads(world).items():
-        assert not leaked(text, reader), f"after {action} by {kind}, {reader} reads {leaked(text, reader)}"
+        assert not leaked(text, reader), (
+            f"after {action} by {kind}, {reader} reads {leaked(text, reader)}"
+        )
 
 
 # --- forget-user residue × every key --------------------------------------------------------------
 
 
-FORGET = {"tenant": (403, "insufficient_scope"), "read_only": (403, "insufficient_scope"),
-          "workspace": (403, "workspace_limited_key"), "user": (403, "user_limited_key"), "admin": (200, "")}
+FORGET = {
+    "tenant": (403, "insufficient_scope"),
+    "read_only": (403, "insufficient_scope"),
+    "workspace": (403, "workspace_limited_key"),
+    "user": (403, "user_limited_key"),
+    "admin": (200, ""),
+}
 
 
 def _residue() -> str:
@@ -269,11 +374,21 @@ def _residue() -> str:
 
 
 @pytest.mark.parametrize("kind", list(KEYS))
-def test_forget_user_leaves_no_residue_and_only_an_admin_key_for_the_tenant_may_ask(world, kind) -> None:  # type: ignore[no-untyped-def]
+def test_forget_user_leaves_no_residue_and_only_an_admin_key_for_the_tenant_may_ask(
+    world, kind
+) -> None:  # type: ignore[no-untyped-def]
     admin = world.clients["admin"]
     for dry_run in (True, False):  # a report of what it would delete, then one of what it deleted
-        made = admin.post(URL, {"name": "tidy", "action": "consolidate", "params": {"dry_run": dry_run},
-                                "cadence": {"type": "interval", "value": "1h"}}, format="json")
+        made = admin.post(
+            URL,
+            {
+                "name": "tidy",
+                "action": "consolidate",
+                "params": {"dry_run": dry_run},
+                "cadence": {"type": "interval", "value": "1h"},
+            },
+            format="json",
+        )
         queued = admin.post(f"{URL}{made.json()['id']}/run/")
         execute_run(queued.json()["id"])
         assert Run.objects.get(pk=queued.json()["id"]).status == "succeeded"
@@ -290,7 +405,8 @@ def test_forget_user_leaves_no_residue_and_only_an_admin_key_for_the_tenant_may_
         assert response.json()["error"]["code"] == code
         assert snapshot(world) == before and _residue() == residue  # a refusal changes nothing
         return
-    assert response.json()["redacted"]["scheduling.Run"] == 2  # the dry run's output and the real one's
+    # the dry run's output and the real one's
+    assert response.json()["redacted"]["scheduling.Run"] == 2
     assert response.json()["redacted"]["lifecycle.ConsolidationReport"] == 1
     after = snapshot(world)
     assert {row[0] for row in before ^ after} == {"other_user"}  # only his rows went

@@ -33,7 +33,8 @@ def test_the_migration_registered_every_cadence_on_the_maintenance_cluster() -> 
     assert rows["memoryhub:consolidate"].func == "scheduling.tasks.consolidate"
     assert rows["memoryhub:consolidate"].minutes == 6 * 60  # the default interval
     assert all(row.repeats == -1 and row.schedule_type == Schedule.MINUTES for row in rows.values())
-    assert {row.cluster for row in rows.values()} == {MAINTENANCE}  # never in front of user schedules
+    # never in front of user schedules
+    assert {row.cluster for row in rows.values()} == {MAINTENANCE}
     assert Schedule.objects.get(name="scheduling:dispatch").cluster is None  # the default cluster
 
 
@@ -49,8 +50,12 @@ def test_sync_is_idempotent_and_follows_the_cadences(monkeypatch) -> None:
     _cadence(monkeypatch, "embed_backfill", 2)
     _cadence(monkeypatch, "consolidate", 0)
     done = tasks.sync_cluster_schedules()
-    assert done == {"scheduling:dispatch": "unchanged", "memoryhub:embed_backfill": "created",
-                    "memoryhub:summarise": "updated", "memoryhub:consolidate": "off"}
+    assert done == {
+        "scheduling:dispatch": "unchanged",
+        "memoryhub:embed_backfill": "created",
+        "memoryhub:summarise": "updated",
+        "memoryhub:consolidate": "off",
+    }
     rows = schedules()
     assert set(rows) == {"memoryhub:embed_backfill", "memoryhub:summarise"}
     assert Schedule.objects.filter(name="memoryhub:summarise").count() == 1  # the duplicate is gone
@@ -69,20 +74,29 @@ def test_a_missed_cadence_runs_once_on_the_maintenance_cluster(monkeypatch) -> N
 
     # The cluster's scheduler starts by closing stale connections: not the test's own one.
     monkeypatch.setattr(q_scheduler, "close_old_django_connections", lambda: None)
-    Schedule.objects.filter(name="memoryhub:consolidate").update(next_run=timezone.now() - timedelta(days=3))
-    Schedule.objects.exclude(name="memoryhub:consolidate").update(next_run=timezone.now() + timedelta(hours=1))
+    Schedule.objects.filter(name="memoryhub:consolidate").update(
+        next_run=timezone.now() - timedelta(days=3)
+    )
+    Schedule.objects.exclude(name="memoryhub:consolidate").update(
+        next_run=timezone.now() + timedelta(hours=1)
+    )
     q_scheduler.scheduler(broker=get_broker())  # the schedules cluster's scheduler leaves it alone
     assert not OrmQ.objects.exists()
     monkeypatch.setattr(Conf, "CLUSTER_NAME", MAINTENANCE)
     q_scheduler.scheduler(broker=get_broker(MAINTENANCE))
     queued = [(row.key, row.task["func"]) for row in OrmQ.objects.all()]
-    assert queued == [(MAINTENANCE, "scheduling.tasks.consolidate")]  # once, not once per missed period
+    # once, not once per missed period
+    assert queued == [(MAINTENANCE, "scheduling.tasks.consolidate")]
     assert schedules()["memoryhub:consolidate"].next_run > timezone.now()
 
 
-def test_embed_backfill_embeds_what_was_left_without_a_vector(alice, django_capture_on_commit_callbacks) -> None:
+def test_embed_backfill_embeds_what_was_left_without_a_vector(
+    alice, django_capture_on_commit_callbacks
+) -> None:
     with django_capture_on_commit_callbacks(execute=True):
-        post_events(alice, "s1", {"role": "user", "content": "The spare key is under the blue pot."})
+        post_events(
+            alice, "s1", {"role": "user", "content": "The spare key is under the blue pot."}
+        )
     assert Chunk.objects.count() == 1
     Chunk.objects.update(embedding=None, embedding_model="")
     report = tasks.embed_backfill()
@@ -91,10 +105,13 @@ def test_embed_backfill_embeds_what_was_left_without_a_vector(alice, django_capt
 
 
 def test_summarise_rolls_the_summary_of_a_due_session(alice, settings, monkeypatch) -> None:
-    monkeypatch.setattr("memoryhub.summaries.AUTO_SUMMARISE", False)  # nothing summarised on append: the cadence must do it
+    # nothing summarised on append: the cadence must do it
+    monkeypatch.setattr("memoryhub.summaries.AUTO_SUMMARISE", False)
     monkeypatch.setattr("memoryhub.summaries.BUDGET", 100)
     monkeypatch.setattr("memoryhub.summaries.MAX_SHARE", 1.0)
-    post_events(alice, "s1", *[{"role": "user", "content": f"turn {i} " + "word " * 20} for i in range(12)])
+    post_events(
+        alice, "s1", *[{"role": "user", "content": f"turn {i} " + "word " * 20} for i in range(12)]
+    )
     assert not RollingSummary.objects.exists()
     tasks.summarise()
     assert RollingSummary.objects.filter(session__external_id="s1").exists()
@@ -129,9 +146,15 @@ def test_the_migration_rewrites_task_paths_that_moved() -> None:
     old, new = "memoryhub.maintenance.summarise", "scheduling.tasks.summarise"
     Schedule.objects.create(name="memoryhub:summarise", func=old, schedule_type="I", minutes=15)
     now = timezone.now()
-    Task.objects.create(id="a" * 32, name="failed-summarise", func=old, started=now, stopped=now, success=False)
-    OrmQ.objects.create(key="default", payload=SignedPackage.dumps({"id": "b" * 32, "func": old, "args": ()}))
-    OrmQ.objects.create(key="default", payload=SignedPackage.dumps({"id": "c" * 32, "func": "other.task"}))
+    Task.objects.create(
+        id="a" * 32, name="failed-summarise", func=old, started=now, stopped=now, success=False
+    )
+    OrmQ.objects.create(
+        key="default", payload=SignedPackage.dumps({"id": "b" * 32, "func": old, "args": ()})
+    )
+    OrmQ.objects.create(
+        key="default", payload=SignedPackage.dumps({"id": "c" * 32, "func": "other.task"})
+    )
     migration.rename(apps, migration.MOVED)
     assert Schedule.objects.get(name="memoryhub:summarise").func == new
     assert Task.objects.get(name="failed-summarise").func == new
@@ -145,10 +168,21 @@ def test_the_lanes_migration_renames_the_tree_task_and_drops_per_append_tasks() 
     from django_q.signing import SignedPackage
 
     migration = importlib.import_module("scheduling.migrations.0001_squashed_0005")
-    for i, func in enumerate(["memoryhub.memory_tasks.build_summary_tree", "memoryhub.memory_tasks.summarise_session",
-                              "memoryhub.memory_tasks.extract_facts", "retrieval.tasks.index_events"]):
-        OrmQ.objects.create(key="memoryhub", payload=SignedPackage.dumps({"id": f"{i:032d}", "func": func, "args": ()}))
+    for i, func in enumerate(
+        [
+            "memoryhub.memory_tasks.build_summary_tree",
+            "memoryhub.memory_tasks.summarise_session",
+            "memoryhub.memory_tasks.extract_facts",
+            "retrieval.tasks.index_events",
+        ]
+    ):
+        OrmQ.objects.create(
+            key="memoryhub",
+            payload=SignedPackage.dumps({"id": f"{i:032d}", "func": func, "args": ()}),
+        )
     migration.lanes_forwards(apps, None)
     # Still importable: index_events stays for tasks queued before the upgrade.
     assert sorted(row.task["func"] for row in OrmQ.objects.all()) == [
-        "memoryhub.tasks.build_summary_tree", "retrieval.tasks.index_events"]
+        "memoryhub.tasks.build_summary_tree",
+        "retrieval.tasks.index_events",
+    ]

@@ -27,10 +27,14 @@ WORKERS = 2  # the cluster's default
 
 def test_55_rapid_run_now_calls_all_finish(settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     settings.MEMORYHUB_TASKS_EAGER = False  # the runs are executed below, by two "cluster workers"
-    monkeypatch.setattr("scheduling.actions.RUNS_KEPT", 10)  # finishing runs prune history meanwhile
+    # finishing runs prune history meanwhile
+    monkeypatch.setattr("scheduling.actions.RUNS_KEPT", 10)
     client = make_client(make_key(make_tenant("alice")))
-    created = client.post("/api/v1/schedules/", {"name": "storm", "action": "summarise",
-                                                 "cadence": {"type": "interval", "value": "1h"}}, format="json")
+    created = client.post(
+        "/api/v1/schedules/",
+        {"name": "storm", "action": "summarise", "cadence": {"type": "interval", "value": "1h"}},
+        format="json",
+    )
     assert created.status_code == 201, created.content
     url = f"/api/v1/schedules/{created.json()['id']}/run/"
     runs: queue.Queue[str | None] = queue.Queue()

@@ -12,19 +12,33 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 def test_schedules_and_runs(hub: Any, keys: dict[str, str]) -> None:
     alice = hub(keys["alice"])
-    nightly = alice.create_schedule("nightly summary", "summarise", {"type": "interval", "value": "15m"},
-                                    user_id="u1", goal="keep summaries fresh")
+    nightly = alice.create_schedule(
+        "nightly summary",
+        "summarise",
+        {"type": "interval", "value": "15m"},
+        user_id="u1",
+        goal="keep summaries fresh",
+    )
     assert (nightly["status"], nightly["cadence"]["description"]) == ("active", "every 15 minutes")
-    alice.create_schedule("weekly tidy", "consolidate", {"type": "cron", "value": "0 3 * * 1"},
-                          params={"dry_run": True})
+    alice.create_schedule(
+        "weekly tidy",
+        "consolidate",
+        {"type": "cron", "value": "0 3 * * 1"},
+        params={"dry_run": True},
+    )
     with pytest.raises(BadRequestError) as bad:
         alice.create_schedule("x", "summarise", {"type": "interval", "value": "30s"})
     assert bad.value.code == "interval_too_short"
 
     assert [s["name"] for s in alice.list_schedules(q="nightly")] == ["nightly summary"]
-    assert sorted(s["name"] for s in alice.iter_schedules(limit=1)) == ["nightly summary", "weekly tidy"]
+    assert sorted(s["name"] for s in alice.iter_schedules(limit=1)) == [
+        "nightly summary",
+        "weekly tidy",
+    ]
     assert alice.get_schedule(nightly["id"])["user_id"] == "u1"
-    changed = alice.update_schedule(nightly["id"], name="hourly summary", cadence={"type": "interval", "value": "1h"})
+    changed = alice.update_schedule(
+        nightly["id"], name="hourly summary", cadence={"type": "interval", "value": "1h"}
+    )
     assert (changed["name"], changed["cadence"]["value"]) == ("hourly summary", "1h")
     assert alice.pause_schedule(nightly["id"])["status"] == "paused"
     assert alice.resume_schedule(nightly["id"])["status"] == "active"
@@ -60,7 +74,9 @@ def test_export_import_and_forget_user(hub: Any, keys: dict[str, str]) -> None:
     assert again["merged_sessions"] == ["s-u1"] and again["imported"] == {}
     assert [e["content"] for e in bob.list_events("s-u1")] == ["I am user one."]
     u1 = alice.export_memory(user_id="u1")  # everything of one end user
-    assert u1["scope"] == {"type": "user", "user_id": "u1"} and [s["id"] for s in u1["sessions"]] == ["s-u1"]
+    assert u1["scope"] == {"type": "user", "user_id": "u1"} and [
+        s["id"] for s in u1["sessions"]
+    ] == ["s-u1"]
     assert [r["fields"]["content"] for r in u1["records"]["memoryhub.Note"]] == ["u1's note"]
 
     forgotten = alice.forget_user("u1")
@@ -85,7 +101,11 @@ def test_delete_workspace(hub: Any, keys: dict[str, str]) -> None:
     assert preview["dry_run"] is True and preview["deleted"]["memoryhub.Session"] == 1
     assert alice.get_session("s-lab")["workspace"] == "lab"
     done = alice.delete_workspace("lab")
-    assert done["dry_run"] is False and done["deleted"] == preview["deleted"] and done["total"] == preview["total"]
+    assert (
+        done["dry_run"] is False
+        and done["deleted"] == preview["deleted"]
+        and done["total"] == preview["total"]
+    )
     with pytest.raises(NotFoundError):
         alice.get_session("s-lab")
     assert alice.get_session("s-home")["id"] == "s-home"
@@ -104,4 +124,7 @@ def test_health_ready_and_schema(hub: Any, keys: dict[str, str]) -> None:
     ready = anonymous.ready()
     assert ready["status"] == "ready" and ready["checks"] == {"database": "ok", "migrations": "ok"}
     schema = hub(keys["alice"]).openapi()
-    assert schema["openapi"].startswith("3.") and "/api/v1/sessions/{session_id}/events/" in schema["paths"]
+    assert (
+        schema["openapi"].startswith("3.")
+        and "/api/v1/sessions/{session_id}/events/" in schema["paths"]
+    )

@@ -17,13 +17,18 @@ def anyio_backend() -> str:
 
 
 async def test_async_client_in_an_event_loop(live_server: Any, keys: dict[str, str]) -> None:
-    async with AsyncMemoryHub(keys["alice"], live_server.url) as hub, \
-            AsyncMemoryHub(keys["bob"], live_server.url) as bob:
-        stored = await hub.remember("loop", [{"role": "user", "content": "I keep bees in Ardèche."}],
-                                    user_id="u7")
+    async with (
+        AsyncMemoryHub(keys["alice"], live_server.url) as hub,
+        AsyncMemoryHub(keys["bob"], live_server.url) as bob,
+    ):
+        stored = await hub.remember(
+            "loop", [{"role": "user", "content": "I keep bees in Ardèche."}], user_id="u7"
+        )
         assert stored["created"] == 1
         # Concurrent appends to one session: each stored once, sequences unique and gap-free.
-        results = await asyncio.gather(*(hub.append_event("loop", "assistant", f"reply {i}") for i in range(8)))
+        results = await asyncio.gather(
+            *(hub.append_event("loop", "assistant", f"reply {i}") for i in range(8))
+        )
         assert sorted(r["sequence"] for r in results) == list(range(2, 10))
         contents = [e["content"] async for e in hub.iter_events("loop", limit=3)]
         assert len(contents) == 9 and contents[0] == "I keep bees in Ardèche."

@@ -22,7 +22,9 @@ def test_get_all_delete_and_history_in_the_mem0_style(hub: Any, keys: dict[str, 
 
     memories = alice.get_all(user_id="u1")
     assert [(m["id"], m["kind"], m["memory"], m["user_id"]) for m in memories] == [
-        ("note:seat", "note", "Prefers window seats.", "u1"), (f"fact:{fact['id']}", "fact", "Lives in Lyon.", "u1")]
+        ("note:seat", "note", "Prefers window seats.", "u1"),
+        (f"fact:{fact['id']}", "fact", "Lives in Lyon.", "u1"),
+    ]
     assert memories[1]["record"]["category"] == "profile"
     assert [m["id"] for m in alice.get_all(user_id="u1", kinds=["fact"])] == [f"fact:{fact['id']}"]
     assert [m["memory"] for m in bob.get_all(user_id="u1")] == ["Bob's u1 likes tea."]
@@ -36,8 +38,10 @@ def test_get_all_delete_and_history_in_the_mem0_style(hub: Any, keys: dict[str, 
     hits = alice.search("Paris", user_id="u1", kinds=["fact"])["results"]
     assert hits and all(h["user_id"] == "u1" for h in hits)
     with pytest.raises(NotFoundError):
-        bob.delete(f"fact:{fact['id']}")  # the same id in another tenant: not found, nothing deleted
-    assert alice.delete(hits[0]) == {"id": str(fact["id"]), "deleted": True}  # a search result names its fact
+        # the same id in another tenant: not found, nothing deleted
+        bob.delete(f"fact:{fact['id']}")
+    # a search result names its fact
+    assert alice.delete(hits[0]) == {"id": str(fact["id"]), "deleted": True}
     with pytest.raises(ValueError, match="note:<note_id>"):
         alice.delete("seat")  # which kind? refused before any request
     with pytest.raises(ValueError, match="only facts"):
@@ -59,11 +63,18 @@ def test_browse_by_end_user(hub: Any, keys: dict[str, str]) -> None:
 
 def test_documents_listed_read_and_deleted(hub: Any, keys: dict[str, str]) -> None:
     alice, bob = hub(keys["alice"]), hub(keys["bob"])
-    doc = alice.add_document("file://manual.txt", "The boiler resets with the red button.", user_id="u1")
+    doc = alice.add_document(
+        "file://manual.txt", "The boiler resets with the red button.", user_id="u1"
+    )
     alice.add_document("file://faq.txt", "Rent is due on the first.")
-    assert {d["source_uri"] for d in alice.list_documents()} == {"file://manual.txt", "file://faq.txt"}
+    assert {d["source_uri"] for d in alice.list_documents()} == {
+        "file://manual.txt",
+        "file://faq.txt",
+    }
     assert [d["id"] for d in alice.list_documents(user_id="u1")] == [doc["id"]]
-    assert [d["source_uri"] for d in alice.iter_documents(limit=1)] and len(list(alice.iter_documents(limit=1))) == 2
+    assert [d["source_uri"] for d in alice.iter_documents(limit=1)] and len(
+        list(alice.iter_documents(limit=1))
+    ) == 2
     assert alice.get_document(doc["id"])["source_uri"] == "file://manual.txt"
     with pytest.raises(NotFoundError):
         bob.get_document(doc["id"])
@@ -98,7 +109,9 @@ def test_channels(hub: Any, keys: dict[str, str]) -> None:
 
 def test_webhooks(hub: Any, keys: dict[str, str]) -> None:
     alice, bob = hub(keys["alice"]), hub(keys["bob"])
-    made = alice.create_webhook("notification", "https://hooks.example.org/memoryhub", description="runs")
+    made = alice.create_webhook(
+        "notification", "https://hooks.example.org/memoryhub", description="runs"
+    )
     assert made["secret"] and made["kind"] == "notification"
     with pytest.raises(BadRequestError):
         alice.create_webhook("agent", "not a url")

@@ -16,8 +16,13 @@ METHODS = {"get", "post", "put", "patch", "delete"}
 # Operations the client leaves out on purpose, with why.
 NOT_IN_CLIENT: dict[str, str] = {}
 # Arguments a builder needs that a placeholder string or number does not satisfy.
-SAMPLE_ARGUMENTS: dict[str, Any] = {"cadence": {"type": "interval", "value": "15m"}, "data": b"{}", "items": [],
-                                    "events": [{"role": "user", "content": "x7"}], "memory": "fact:7"}
+SAMPLE_ARGUMENTS: dict[str, Any] = {
+    "cadence": {"type": "interval", "value": "15m"},
+    "data": b"{}",
+    "items": [],
+    "events": [{"role": "user", "content": "x7"}],
+    "memory": "fact:7",
+}
 
 
 def operations() -> dict[tuple[str, str], str]:
@@ -35,7 +40,9 @@ def operations() -> dict[tuple[str, str], str]:
 def placeholder(parameter: inspect.Parameter) -> Any:
     if parameter.name in SAMPLE_ARGUMENTS:
         return SAMPLE_ARGUMENTS[parameter.name]
-    return 7 if "int" in str(parameter.annotation) and "str" not in str(parameter.annotation) else "x7"
+    return (
+        7 if "int" in str(parameter.annotation) and "str" not in str(parameter.annotation) else "x7"
+    )
 
 
 def client_requests() -> dict[str, tuple[str, str]]:
@@ -45,10 +52,15 @@ def client_requests() -> dict[str, tuple[str, str]]:
     for name, binding in vars(Operations).items():
         if not isinstance(binding, op | pages):
             continue
-        required = [p for p in inspect.signature(binding.build).parameters.values()
-                    if p.default is inspect.Parameter.empty and p.kind is not p.VAR_KEYWORD]
-        call = binding.build(*[placeholder(p) for p in required if p.kind is not p.KEYWORD_ONLY],
-                             **{p.name: placeholder(p) for p in required if p.kind is p.KEYWORD_ONLY})
+        required = [
+            p
+            for p in inspect.signature(binding.build).parameters.values()
+            if p.default is inspect.Parameter.empty and p.kind is not p.VAR_KEYWORD
+        ]
+        call = binding.build(
+            *[placeholder(p) for p in required if p.kind is not p.KEYWORD_ONLY],
+            **{p.name: placeholder(p) for p in required if p.kind is p.KEYWORD_ONLY},
+        )
         assert isinstance(call, Call), name
         sent[name] = (call.method, call.path.split("?")[0])
     return sent
@@ -67,4 +79,6 @@ def test_every_operation_of_the_api_has_a_client_method() -> None:
 
 def test_the_operations_left_out_exist_and_say_why() -> None:
     known = set(operations().values())
-    assert {name: why for name, why in NOT_IN_CLIENT.items() if name not in known or not why.strip()} == {}
+    assert {
+        name: why for name, why in NOT_IN_CLIENT.items() if name not in known or not why.strip()
+    } == {}

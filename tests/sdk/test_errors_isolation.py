@@ -1,4 +1,5 @@
-"""Errors come back as exceptions carrying the service's code; bob's client never sees alice's data."""
+"""Errors come back as exceptions carrying the service's code; bob's client never sees alice's
+data."""
 
 from __future__ import annotations
 
@@ -47,7 +48,9 @@ def test_bob_cannot_read_or_change_alices_memory(hub: Any, keys: dict[str, str])
     alice, bob = hub(keys["alice"]), hub(keys["bob"])
     alice.remember("alice-chat", ["My bank PIN hint is 'lighthouse'."], user_id="alice-user")
     alice.create_note("Alice's secret note about lighthouses.", note_id="secret")
-    fact = alice.upsert_fact("Alice's lighthouse is in Brittany.", category="places", key="lighthouse")
+    fact = alice.upsert_fact(
+        "Alice's lighthouse is in Brittany.", category="places", key="lighthouse"
+    )
     alice.put_scratchpad("alice-chat", {"plan": "lighthouse"})
 
     for attempt, code in [
@@ -65,7 +68,11 @@ def test_bob_cannot_read_or_change_alices_memory(hub: Any, keys: dict[str, str])
             attempt()
         assert hidden.value.code == code
 
-    assert bob.list_sessions().count == 0 and bob.list_notes().count == 0 and bob.list_facts().count == 0
+    assert (
+        bob.list_sessions().count == 0
+        and bob.list_notes().count == 0
+        and bob.list_facts().count == 0
+    )
     assert bob.search("lighthouse", scope="account")["results"] == []
     assert list(bob.iter_browse()) == []
     # Bob's append to the same id makes a session of his own; alice's is untouched.

@@ -25,7 +25,10 @@ from accounts.models import Tenant  # noqa: E402
 from tests.base import make_key, make_tenant  # noqa: E402
 from tests.sdk.conftest import FAST  # noqa: E402
 
-BOB_SAID = [{"role": "user", "content": "Where do I live?"}, {"role": "assistant", "content": "You live in Lyon."}]
+BOB_SAID = [
+    {"role": "user", "content": "Where do I live?"},
+    {"role": "assistant", "content": "You live in Lyon."},
+]
 
 
 @pytest.fixture
@@ -51,23 +54,32 @@ def run(coroutine_factory: Any, live_server: Any, key: str) -> Any:
 def lyon_found(hub: MemoryHub, session: str | None = None, **body: Any) -> bool:
     """Whether search finds "Lyon" (in `session`'s messages when given)."""
     found = hub.search("Where does the user live? Lyon", scope="account", top_k=20, **body)
-    return any("Lyon" in r["text"] and session in (None, (r.get("metadata") or {}).get("session"))
-               for r in found["results"])
+    return any(
+        "Lyon" in r["text"] and session in (None, (r.get("metadata") or {}).get("session"))
+        for r in found["results"]
+    )
 
 
 def context_mentions_lyon(hub: MemoryHub, **body: Any) -> bool:
-    return "Lyon" in str(hub.context(query="Where does the user live? Lyon", scope="account", **body))
+    return "Lyon" in str(
+        hub.context(query="Where does the user live? Lyon", scope="account", **body)
+    )
 
 
-def test_an_agents_session_for_ann_refuses_bobs_session(hub: MemoryHub, live_server: Any,
-                                                        acme: dict[str, str]) -> None:
+def test_an_agents_session_for_ann_refuses_bobs_session(
+    hub: MemoryHub, live_server: Any, acme: dict[str, str]
+) -> None:
     hub.append_events("bob-session", BOB_SAID, user_id="bob")
 
     async def each_call(async_hub: AsyncMemoryHub) -> list[str]:
         session = MemoryHubSession("bob-session", async_hub, user_id="ann")
         codes = []
-        for call in (session.get_items, session.pop_item, session.clear_session,
-                     lambda: session.add_items([{"role": "user", "content": "I am ann."}])):
+        for call in (
+            session.get_items,
+            session.pop_item,
+            session.clear_session,
+            lambda: session.add_items([{"role": "user", "content": "I am ann."}]),
+        ):
             try:
                 await call()
                 codes.append("answered")
@@ -76,6 +88,7 @@ def test_an_agents_session_for_ann_refuses_bobs_session(hub: MemoryHub, live_ser
         return codes
 
     assert run(each_call, live_server, acme["all"]) == ["owner_mismatch"] * 4
+
     # With a key limited to ann, bob's session is not there to read, pop or clear.
     async def limited(async_hub: AsyncMemoryHub) -> tuple[Any, Any]:
         session = MemoryHubSession("bob-session", async_hub)
@@ -83,25 +96,43 @@ def test_an_agents_session_for_ann_refuses_bobs_session(hub: MemoryHub, live_ser
         return await session.get_items(), await session.pop_item()
 
     assert run(limited, live_server, acme["ann"]) == ([], None)
-    assert [e["content"] for e in hub.iter_events("bob-session")] == ["Where do I live?", "You live in Lyon."]
-    assert run(lambda h: MemoryHubSession("bob-session", h, user_id="bob").get_items(), live_server,
-               acme["all"]) == BOB_SAID
+    assert [e["content"] for e in hub.iter_events("bob-session")] == [
+        "Where do I live?",
+        "You live in Lyon.",
+    ]
+    assert (
+        run(
+            lambda h: MemoryHubSession("bob-session", h, user_id="bob").get_items(),
+            live_server,
+            acme["all"],
+        )
+        == BOB_SAID
+    )
 
 
 def test_a_langchain_history_for_ann_refuses_bobs_session(hub: MemoryHub) -> None:
     hub.append_events("bob-session", BOB_SAID, user_id="bob")
     history = MemoryHubChatMessageHistory("bob-session", hub, user_id="ann")
-    for call in (lambda: history.messages, history.clear, lambda: history.add_user_message("I am ann.")):
+    for call in (
+        lambda: history.messages,
+        history.clear,
+        lambda: history.add_user_message("I am ann."),
+    ):
         with pytest.raises(ConflictError) as refused:
             call()
         assert refused.value.code == "owner_mismatch"
     assert len(MemoryHubChatMessageHistory("bob-session", hub, user_id="bob").messages) == 2
-    assert [e["content"] for e in hub.iter_events("bob-session")] == ["Where do I live?", "You live in Lyon."]
+    assert [e["content"] for e in hub.iter_events("bob-session")] == [
+        "Where do I live?",
+        "You live in Lyon.",
+    ]
 
 
 def test_a_retriever_for_ann_finds_none_of_bobs_memories(hub: MemoryHub) -> None:
     hub.append_events("bob-session", BOB_SAID, user_id="bob")
-    hub.append_events("ann-session", [{"role": "user", "content": "I live in Porto."}], user_id="ann")
+    hub.append_events(
+        "ann-session", [{"role": "user", "content": "I live in Porto."}], user_id="ann"
+    )
     retriever = MemoryHubRetriever(client=hub, user_id="ann", scope="account", k=10)
     texts = [d.page_content for d in retriever.invoke("Where do I live? Lyon Porto")]
     assert "I live in Porto." in texts and not any("Lyon" in t for t in texts)
@@ -115,14 +146,19 @@ def test_langchain_clear_deletes_what_it_cleared(hub: MemoryHub) -> None:
     history.clear()
     assert history.messages == [] and hub.list_events("ann-chat").results == []
     assert not lyon_found(hub, "ann-chat") and not lyon_found(hub, user_id="ann")
-    assert not context_mentions_lyon(hub, session="ann-chat") and not context_mentions_lyon(hub, user_id="ann")
-    assert lyon_found(hub, "bob-session", user_id="bob") and context_mentions_lyon(hub, user_id="bob")
+    assert not context_mentions_lyon(hub, session="ann-chat") and not context_mentions_lyon(
+        hub, user_id="ann"
+    )
+    assert lyon_found(hub, "bob-session", user_id="bob") and context_mentions_lyon(
+        hub, user_id="bob"
+    )
     history.add_user_message("Hello again.")
     assert history.messages == [HumanMessage("Hello again.")]
 
 
-def test_agents_pop_and_clear_delete_what_they_removed(hub: MemoryHub, live_server: Any,
-                                                       acme: dict[str, str]) -> None:
+def test_agents_pop_and_clear_delete_what_they_removed(
+    hub: MemoryHub, live_server: Any, acme: dict[str, str]
+) -> None:
     async def pop_then_clear(async_hub: AsyncMemoryHub) -> tuple[Any, list[Any]]:
         session = MemoryHubSession("ann-agent", async_hub, user_id="ann")
         await session.add_items([{"role": "user", "content": "What is my code?"}, *BOB_SAID[1:]])

@@ -23,7 +23,11 @@ from tests.sdk.conftest import FAST  # noqa: E402
 @pytest.fixture
 def tenant_keys(transactional_db: None) -> dict[str, str]:
     tenant = make_tenant("acme")
-    return {"all": make_key(tenant), "ann": make_key(tenant, user="ann"), "bob": make_key(tenant, user="bob")}
+    return {
+        "all": make_key(tenant),
+        "ann": make_key(tenant, user="ann"),
+        "bob": make_key(tenant, user="bob"),
+    }
 
 
 @pytest.fixture
@@ -44,9 +48,14 @@ def test_namespace_owner_and_value_kept_whole(hubs: dict[str, MemoryHub]) -> Non
     assert note["user_id"] == "ann"
     assert note["source"] == "langgraph" and "langgraph" in note["tags"]
     assert note["content"] == "Ann prefers the 9:12 train."
-    assert note["metadata"]["langgraph"] == {"namespace": ["users", "ann", "memories"], "key": "m1", "value": value}
-    assert json.dumps(store.get(("users", "ann", "memories"), "m1").value, sort_keys=True) == json.dumps(
-        value, sort_keys=True)
+    assert note["metadata"]["langgraph"] == {
+        "namespace": ["users", "ann", "memories"],
+        "key": "m1",
+        "value": value,
+    }
+    assert json.dumps(
+        store.get(("users", "ann", "memories"), "m1").value, sort_keys=True
+    ) == json.dumps(value, sort_keys=True)
     shared = hubs["all"].get_note(note_id(("team", "handbook"), "h1"))
     assert shared["user_id"] == ""
 
@@ -73,7 +82,12 @@ def test_search_ranks_by_memoryhub_search(hubs: dict[str, MemoryHub]) -> None:
     found = store.search(("users", "ann"), query="night train Vienna")
     assert found[0].key == "b" and found[0].score is not None
     assert {i.key for i in found} == {"a", "b", "c"}  # every matching item, the best first
-    assert [i.key for i in store.search(("users", "ann"), query="bees", filter={"text": {"$ne": "x"}}, limit=1)] == ["a"]
+    assert [
+        i.key
+        for i in store.search(
+            ("users", "ann"), query="bees", filter={"text": {"$ne": "x"}}, limit=1
+        )
+    ] == ["a"]
 
 
 def test_async_client_alone(live_server: Any, tenant_keys: dict[str, str]) -> None:
@@ -82,8 +96,12 @@ def test_async_client_alone(live_server: Any, tenant_keys: dict[str, str]) -> No
             store = MemoryHubStore(async_client=hub)
             await store.aput(("users", "ann", "prefs"), "seat", {"seat": "window"})
             assert (await store.aget(("users", "ann", "prefs"), "seat")).value == {"seat": "window"}
-            assert [i.key for i in await store.asearch(("users",), filter={"seat": "window"})] == ["seat"]
-            assert await store.alist_namespaces(prefix=("users", "ann")) == [("users", "ann", "prefs")]
+            assert [i.key for i in await store.asearch(("users",), filter={"seat": "window"})] == [
+                "seat"
+            ]
+            assert await store.alist_namespaces(prefix=("users", "ann")) == [
+                ("users", "ann", "prefs")
+            ]
             await store.adelete(("users", "ann", "prefs"), "seat")
             assert await store.aget(("users", "ann", "prefs"), "seat") is None
             with pytest.raises(RuntimeError, match="only an async client"):
@@ -100,22 +118,41 @@ def test_langmem_tools_against_the_store(hubs: dict[str, MemoryHub]) -> None:
     search = langmem.create_search_memory_tool(namespace=namespace, store=store)
     config = {"configurable": {"langgraph_user_id": "ann"}}
 
-    created = manage.invoke({"content": "Ann is allergic to peanuts.", "action": "create"}, config=config)
+    created = manage.invoke(
+        {"content": "Ann is allergic to peanuts.", "action": "create"}, config=config
+    )
     memory_id = created.rsplit(" ", 1)[-1]
     assert created == f"created memory {memory_id}"
     item = store.get(("users", "ann", "memories"), memory_id)
     assert item.value == {"content": "Ann is allergic to peanuts."}
-    assert hubs["all"].get_note(note_id(("users", "ann", "memories"), memory_id))["user_id"] == "ann"
+    assert (
+        hubs["all"].get_note(note_id(("users", "ann", "memories"), memory_id))["user_id"] == "ann"
+    )
 
     found = json.loads(search.invoke({"query": "peanuts allergy"}, config=config))
-    assert [(m["key"], m["value"]) for m in found] == [(memory_id, {"content": "Ann is allergic to peanuts."})]
+    assert [(m["key"], m["value"]) for m in found] == [
+        (memory_id, {"content": "Ann is allergic to peanuts."})
+    ]
     # Another user's namespace holds nothing of Ann's.
-    assert json.loads(search.invoke({"query": "peanuts"}, config={"configurable": {"langgraph_user_id": "bob"}})) == []
+    assert (
+        json.loads(
+            search.invoke(
+                {"query": "peanuts"}, config={"configurable": {"langgraph_user_id": "bob"}}
+            )
+        )
+        == []
+    )
 
-    manage.invoke({"content": "Ann is allergic to peanuts and cashews.", "action": "update", "id": memory_id},
-                  config=config)
+    manage.invoke(
+        {"content": "Ann is allergic to peanuts and cashews.", "action": "update", "id": memory_id},
+        config=config,
+    )
     assert store.get(("users", "ann", "memories"), memory_id).value == {
-        "content": "Ann is allergic to peanuts and cashews."}
-    assert manage.invoke({"action": "delete", "id": memory_id}, config=config) == f"Deleted memory {memory_id}"
+        "content": "Ann is allergic to peanuts and cashews."
+    }
+    assert (
+        manage.invoke({"action": "delete", "id": memory_id}, config=config)
+        == f"Deleted memory {memory_id}"
+    )
     assert store.get(("users", "ann", "memories"), memory_id) is None
     assert json.loads(search.invoke({"query": "peanuts"}, config=config)) == []

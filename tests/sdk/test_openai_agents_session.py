@@ -34,13 +34,19 @@ def _offline(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def text_message(text: str) -> ResponseOutputMessage:
-    return ResponseOutputMessage(id="msg_1", type="message", role="assistant", status="completed",
-                                 content=[ResponseOutputText(text=text, type="output_text", annotations=[])])
+    return ResponseOutputMessage(
+        id="msg_1",
+        type="message",
+        role="assistant",
+        status="completed",
+        content=[ResponseOutputText(text=text, type="output_text", annotations=[])],
+    )
 
 
 def function_call(name: str, arguments: str, call_id: str) -> ResponseFunctionToolCall:
-    return ResponseFunctionToolCall(id="fc_1", call_id=call_id, type="function_call", name=name,
-                                    arguments=arguments)
+    return ResponseFunctionToolCall(
+        id="fc_1", call_id=call_id, type="function_call", name=name, arguments=arguments
+    )
 
 
 class FakeModel(Model):
@@ -48,10 +54,21 @@ class FakeModel(Model):
         self.turns: list[list[Any]] = []
         self.inputs: list[list[Any]] = []
 
-    async def get_response(self, system_instructions: str | None, input: Any, model_settings: Any,  # noqa: A002
-                           tools: list[Any], output_schema: Any, handoffs: list[Any], tracing: Any, *,
-                           previous_response_id: str | None = None, conversation_id: str | None = None,
-                           prompt: Any = None, **kwargs: Any) -> ModelResponse:
+    async def get_response(
+        self,
+        system_instructions: str | None,
+        input: Any,
+        model_settings: Any,  # noqa: A002
+        tools: list[Any],
+        output_schema: Any,
+        handoffs: list[Any],
+        tracing: Any,
+        *,
+        previous_response_id: str | None = None,
+        conversation_id: str | None = None,
+        prompt: Any = None,
+        **kwargs: Any,
+    ) -> ModelResponse:
         self.inputs.append(list(input) if isinstance(input, list) else [input])
         return ModelResponse(output=self.turns.pop(0), usage=Usage(), response_id=None)
 
@@ -79,21 +96,33 @@ def test_runner_multi_turn_with_memoryhub_session(live_server: Any, keys: dict[s
     async def scenario() -> None:
         async with AsyncMemoryHub(keys["alice"], live_server.url, **FAST) as hub:
             session = MemoryHubSession("agents-chat", hub, user_id="ann")
-            model.turns = [[function_call("get_weather", '{"city": "Lyon"}', "call_1")],
-                           [text_message("It is sunny in Lyon.")]]
+            model.turns = [
+                [function_call("get_weather", '{"city": "Lyon"}', "call_1")],
+                [text_message("It is sunny in Lyon.")],
+            ]
             first = await Runner.run(agent, "What is the weather in Lyon?", session=session)
             assert first.final_output == "It is sunny in Lyon."
 
             model.turns = [[text_message("Tomorrow too.")]]
             second = await Runner.run(agent, "And tomorrow?", session=session)
             assert second.final_output == "Tomorrow too."
-            # The second turn's model input is the whole first conversation, read back from MemoryHub.
+            # The second turn's model input is the whole first conversation, read back from
+            # MemoryHub.
             sent = [strip(i) for i in model.inputs[-1]]
             assert [i.get("type", "message") for i in sent] == [
-                "message", "function_call", "function_call_output", "message", "message"]
+                "message",
+                "function_call",
+                "function_call_output",
+                "message",
+                "message",
+            ]
             assert sent[0]["content"] == "What is the weather in Lyon?"
             assert sent[1]["call_id"] == "call_1" and sent[1]["arguments"] == '{"city": "Lyon"}'
-            assert sent[2] == {"call_id": "call_1", "output": "Sunny in Lyon", "type": "function_call_output"}
+            assert sent[2] == {
+                "call_id": "call_1",
+                "output": "Sunny in Lyon",
+                "type": "function_call_output",
+            }
             assert sent[3]["content"][0]["text"] == "It is sunny in Lyon."
             assert sent[4]["content"] == "And tomorrow?"
 
@@ -101,13 +130,23 @@ def test_runner_multi_turn_with_memoryhub_session(live_server: Any, keys: dict[s
             again = await MemoryHubSession("agents-chat", hub).get_items()
             assert [strip(i) for i in again] == [strip(i) for i in await session.get_items()]
             assert len(again) == 6
-            assert [strip(i) for i in await session.get_items(limit=2)] == [strip(i) for i in again[-2:]]
+            assert [strip(i) for i in await session.get_items(limit=2)] == [
+                strip(i) for i in again[-2:]
+            ]
 
             # In MemoryHub: events with their roles, tool calls and the session's owner.
             events = [e async for e in hub.iter_events("agents-chat")]
-            assert [e["role"] for e in events] == ["user", "assistant", "tool", "assistant", "user", "assistant"]
-            assert events[1]["tool_calls"] == [{"id": "call_1", "name": "get_weather",
-                                                "arguments": '{"city": "Lyon"}'}]
+            assert [e["role"] for e in events] == [
+                "user",
+                "assistant",
+                "tool",
+                "assistant",
+                "user",
+                "assistant",
+            ]
+            assert events[1]["tool_calls"] == [
+                {"id": "call_1", "name": "get_weather", "arguments": '{"city": "Lyon"}'}
+            ]
             assert events[2]["tool_call_id"] == "call_1" and events[2]["content"] == "Sunny in Lyon"
             assert (await hub.get_session("agents-chat"))["user_id"] == "ann"
 
@@ -124,24 +163,37 @@ def test_runner_multi_turn_with_memoryhub_session(live_server: Any, keys: dict[s
             model.turns = [[text_message("Hello again.")]]
             third = await Runner.run(agent, "Hi", session=session)
             assert third.final_output == "Hello again."
-            assert [strip(i).get("role") for i in await session.get_items()] == ["user", "assistant"]
+            assert [strip(i).get("role") for i in await session.get_items()] == [
+                "user",
+                "assistant",
+            ]
             assert [strip(i) for i in model.inputs[-1]] == [{"content": "Hi", "role": "user"}]
-            assert [e["sequence"] for e in [e async for e in hub.iter_events("agents-chat")]] == [7, 8]
+            assert [e["sequence"] for e in [e async for e in hub.iter_events("agents-chat")]] == [
+                7,
+                8,
+            ]
 
     asyncio.run(scenario())
 
 
 def test_events_from_other_clients_read_as_items(live_server: Any, keys: dict[str, str]) -> None:
     with MemoryHub(keys["alice"], live_server.url, **FAST) as sync_hub:
-        sync_hub.remember("shared-chat", [{"role": "user", "content": "I moved to Lyon."},
-                                          {"role": "assistant", "content": "Noted."}])
+        sync_hub.remember(
+            "shared-chat",
+            [
+                {"role": "user", "content": "I moved to Lyon."},
+                {"role": "assistant", "content": "Noted."},
+            ],
+        )
 
     async def scenario() -> list[Any]:
         async with AsyncMemoryHub(keys["alice"], live_server.url, **FAST) as hub:
             return await MemoryHubSession("shared-chat", hub).get_items()
 
-    assert asyncio.run(scenario()) == [{"role": "user", "content": "I moved to Lyon."},
-                                       {"role": "assistant", "content": "Noted."}]
+    assert asyncio.run(scenario()) == [
+        {"role": "user", "content": "I moved to Lyon."},
+        {"role": "assistant", "content": "Noted."},
+    ]
 
 
 def test_unknown_session_is_empty(live_server: Any, keys: dict[str, str]) -> None:
@@ -159,9 +211,14 @@ def test_a_sync_client_works_too(live_server: Any, keys: dict[str, str]) -> None
         session = MemoryHubSession("sync-client", hub, user_id="ann")
 
         async def scenario() -> list[Any]:
-            await session.add_items([{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}])
+            await session.add_items(
+                [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}]
+            )
             popped = await session.pop_item()
             return [popped, *await session.get_items()]
 
-        assert asyncio.run(scenario()) == [{"role": "assistant", "content": "Hello"}, {"role": "user", "content": "Hi"}]
+        assert asyncio.run(scenario()) == [
+            {"role": "assistant", "content": "Hello"},
+            {"role": "user", "content": "Hi"},
+        ]
         assert [e["content"] for e in hub.iter_events("sync-client")] == ["Hi"]

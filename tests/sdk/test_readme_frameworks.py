@@ -1,4 +1,5 @@
-"""The "Use it from your framework" snippets of docs/frameworks.md, run as written against the live server.
+"""The "Use it from your framework" snippets of docs/frameworks.md, run as written against the live
+server.
 
 Each Python block under one of the framework headings below is executed with `KEY` set to a key
 of the test tenant and the README's http://127.0.0.1:8000 replaced by the live server's address.
@@ -21,8 +22,11 @@ from tests.sdk.conftest import FAST  # noqa: F401 - the client package is import
 
 README = Path(__file__).resolve().parents[2] / "docs" / "frameworks.md"
 SECTION = "## Use it from your framework"
-HEADINGS = {"LangChain": ["langchain_core"], "LangGraph and LangMem": ["langgraph", "langmem"],
-            "OpenAI Agents SDK": ["agents"]}
+HEADINGS = {
+    "LangChain": ["langchain_core"],
+    "LangGraph and LangMem": ["langgraph", "langmem"],
+    "OpenAI Agents SDK": ["agents"],
+}
 
 
 def snippets() -> dict[str, list[str]]:
@@ -36,12 +40,19 @@ def snippets() -> dict[str, list[str]]:
 
 
 def test_frameworks_are_imported_only_when_used() -> None:
-    code = ("import sys, memoryhub_client; from memoryhub_client import MemoryHub, AsyncMemoryHub; "
-            "print(sorted({m.split('.')[0] for m in sys.modules} & {'langchain_core', 'langgraph', 'langmem', "
-            "'agents', 'openai'}))")
+    code = (
+        "import sys, memoryhub_client; from memoryhub_client import MemoryHub, AsyncMemoryHub;"
+        " print(sorted({m.split('.')[0] for m in sys.modules} & {'langchain_core', 'langgraph',"
+        " 'langmem', 'agents', 'openai'}))"
+    )
     src = Path(__file__).resolve().parents[2] / "sdk" / "python" / "src"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env={**os.environ, "PYTHONPATH": str(src)})
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(src)},
+    )
     assert out.stdout.strip() == "[]"
 
 
@@ -51,7 +62,11 @@ def test_extras_declared_and_in_the_dev_install() -> None:
     assert client["dependencies"] == ["httpx>=0.25,<1"] and client["classifiers"]
     extras = client["optional-dependencies"]
     assert set(extras) == {"langchain", "langgraph", "openai-agents"}
-    dev = " ".join(tomllib.loads((root / "pyproject.toml").read_text())["project"]["optional-dependencies"]["dev"])
+    dev = " ".join(
+        tomllib.loads((root / "pyproject.toml").read_text())["project"]["optional-dependencies"][
+            "dev"
+        ]
+    )
     for requirement in [*extras.values(), ["langchain-tests", "langmem"]]:
         for name in requirement:
             assert re.split(r"[<>=]", name)[0] in dev, name
@@ -80,22 +95,35 @@ def run_snippet(heading: str, live_server: Any, key: str) -> dict[str, Any]:
     return scope
 
 
-def test_langchain_snippet(live_server: Any, keys: dict[str, str], capsys: pytest.CaptureFixture[str]) -> None:
+def test_langchain_snippet(
+    live_server: Any, keys: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
     scope = run_snippet("LangChain", live_server, keys["alice"])
-    assert [m.content for m in scope["history"].messages] == ["I moved to Lyon in May.", "Noted: Lyon since May."]
+    assert [m.content for m in scope["history"].messages] == [
+        "I moved to Lyon in May.",
+        "Noted: Lyon since May.",
+    ]
     assert "Lyon" in capsys.readouterr().out
 
 
-def test_langgraph_snippet(live_server: Any, keys: dict[str, str], capsys: pytest.CaptureFixture[str]) -> None:
+def test_langgraph_snippet(
+    live_server: Any, keys: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
     scope = run_snippet("LangGraph and LangMem", live_server, keys["alice"])
     values = [item.value for item in scope["store"].search(("users", "ann"))]
-    assert {"text": "Ann is vegetarian."} in values and {"content": "Ann prefers a window seat."} in values
+    assert {"text": "Ann is vegetarian."} in values and {
+        "content": "Ann prefers a window seat."
+    } in values
     out = capsys.readouterr().out
     assert "vegetarian" in out and "window seat" in out
 
 
-def test_openai_agents_snippet(live_server: Any, keys: dict[str, str], monkeypatch: pytest.MonkeyPatch,
-                               capsys: pytest.CaptureFixture[str]) -> None:
+def test_openai_agents_snippet(
+    live_server: Any,
+    keys: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     agents = pytest.importorskip("agents")
     from agents import ModelResponse, Usage
     from agents.models.interface import Model
@@ -105,14 +133,23 @@ def test_openai_agents_snippet(live_server: Any, keys: dict[str, str], monkeypat
     seen: list[list[Any]] = []
 
     class FakeModel(Model):
-        async def get_response(self, system_instructions: Any, input: Any, *args: Any,  # noqa: A002
-                               **kwargs: Any) -> ModelResponse:
+        async def get_response(
+            self,
+            system_instructions: Any,
+            input: Any,
+            *args: Any,  # noqa: A002
+            **kwargs: Any,
+        ) -> ModelResponse:
             seen.append(list(input))
             lived = any("Lyon" in str(item) for item in input[:-1])
             text = "You live in Lyon." if lived else "Noted."
-            message = ResponseOutputMessage(id="msg_1", type="message", role="assistant", status="completed",
-                                            content=[ResponseOutputText(text=text, type="output_text",
-                                                                        annotations=[])])
+            message = ResponseOutputMessage(
+                id="msg_1",
+                type="message",
+                role="assistant",
+                status="completed",
+                content=[ResponseOutputText(text=text, type="output_text", annotations=[])],
+            )
             return ModelResponse(output=[message], usage=Usage(), response_id=None)
 
         def stream_response(self, *args: Any, **kwargs: Any) -> Any:

@@ -38,7 +38,8 @@ def shell(code: str, base: str) -> str:
 
 
 def memoryhub_column(code: str) -> str:
-    """The MemoryHub half of the side-by-side with mem0: each line from the column its heading starts at."""
+    """The MemoryHub half of the side-by-side with mem0: each line from the column its heading
+    starts at."""
     lines = code.splitlines()
     column = lines[0].index("# MemoryHub")
     return "\n".join(line[column:] for line in lines[1:])
@@ -56,17 +57,26 @@ def test_the_quickstart_runs_in_order_with_the_agent_key(live_server: Any) -> No
     key = make_key(tenant, scopes=("read", "write"))  # the first start's agent key
     base = live_server.url.removeprefix("http://")
     # What the side-by-side takes as given: mem0's `messages`, and a memory's id to delete.
-    fact = make_client(key).post("/api/v1/facts/", {"content": "Alice drinks green tea.", "user_id": "alice"},
-                                 format="json")
+    fact = make_client(key).post(
+        "/api/v1/facts/", {"content": "Alice drinks green tea.", "user_id": "alice"}, format="json"
+    )
     assert fact.status_code == 201, fact.content
-    given = {"messages": [{"role": "user", "content": "I drink green tea every morning."}],
-             "memory_id": f"fact:{fact.json()['id']}"}
+    given = {
+        "messages": [{"role": "user", "content": "I drink green tea every morning."}],
+        "memory_id": f"fact:{fact.json()['id']}",
+    }
     env = {**os.environ, "KEY": key}
-    scope: dict[str, Any] = {"KEY": key, "__name__": "readme_quickstart", **given}  # one reader, one session
+    # one reader, one session
+    scope: dict[str, Any] = {"KEY": key, "__name__": "readme_quickstart", **given}
     for number, (kind, code) in enumerate(blocks(), 1):
         if kind == "sh":
-            done = subprocess.run(["bash", "-euo", "pipefail", "-c", shell(code, base)], env=env,
-                                  capture_output=True, text=True, timeout=120)
+            done = subprocess.run(
+                ["bash", "-euo", "pipefail", "-c", shell(code, base)],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
             assert done.returncode == 0, (number, code, done.stdout, done.stderr)
             continue
         if SIDE_BY_SIDE in code:

@@ -21,7 +21,13 @@ Fault = str | int | tuple[int, str] | None
 def _local(fault: Fault) -> httpx.Response:
     status, retry_after = fault if isinstance(fault, tuple) else (fault, None)
     headers = {"Retry-After": retry_after} if retry_after is not None else {}
-    body = {"error": {"code": "maintenance", "message": "Back soon.", "details": {"attempt": "injected"}}}
+    body = {
+        "error": {
+            "code": "maintenance",
+            "message": "Back soon.",
+            "details": {"attempt": "injected"},
+        }
+    }
     return httpx.Response(int(status), json=body, headers=headers)
 
 
@@ -51,7 +57,9 @@ class FlakyTransport(httpx.BaseTransport):
         if fault == "drop":
             response.read()
             response.close()
-            raise httpx.ReadError("connection reset after the request was sent (injected)", request=request)
+            raise httpx.ReadError(
+                "connection reset after the request was sent (injected)", request=request
+            )
         return response
 
     def close(self) -> None:
@@ -73,7 +81,9 @@ class AsyncFlakyTransport(httpx.AsyncBaseTransport):
         if fault == "drop":
             await response.aread()
             await response.aclose()
-            raise httpx.ReadError("connection reset after the request was sent (injected)", request=request)
+            raise httpx.ReadError(
+                "connection reset after the request was sent (injected)", request=request
+            )
         return response
 
     async def aclose(self) -> None:
@@ -86,18 +96,25 @@ def flaky(hub: Any, key: str, faults: list[Fault], **options: Any) -> tuple[Any,
     return hub(key, transport=transport, **options), script
 
 
-def test_append_whose_response_was_lost_is_retried_and_stored_once(hub: Any, keys: dict[str, str]) -> None:
+def test_append_whose_response_was_lost_is_retried_and_stored_once(
+    hub: Any, keys: dict[str, str]
+) -> None:
     alice, script = flaky(hub, keys["alice"], ["drop", "drop"])
     event = alice.append_event("s1", "user", "Exactly once, please.")
     assert len(script.bodies) == 3 and script.bodies[0] == script.bodies[1] == script.bodies[2]
-    assert (event["sequence"], event["created"]) == (1, 0)  # the third attempt found the first's event
+    # the third attempt found the first's event
+    assert (event["sequence"], event["created"]) == (1, 0)
     events = list(alice.iter_events("s1"))
     assert [e["content"] for e in events] == ["Exactly once, please."]
 
 
-def test_bulk_append_and_remember_are_retried_without_duplicates(hub: Any, keys: dict[str, str]) -> None:
+def test_bulk_append_and_remember_are_retried_without_duplicates(
+    hub: Any, keys: dict[str, str]
+) -> None:
     alice, script = flaky(hub, keys["alice"], ["drop", 503, None, "drop", "refuse", None])
-    bulk = alice.append_events("s1", [{"role": "user", "content": "one"}, {"role": "assistant", "content": "two"}])
+    bulk = alice.append_events(
+        "s1", [{"role": "user", "content": "one"}, {"role": "assistant", "content": "two"}]
+    )
     assert bulk["created"] == 0 and [e["sequence"] for e in bulk["events"]] == [1, 2]
     stored = alice.remember("s1", ["three", "four"])
     assert [e["sequence"] for e in stored["events"]] == [3, 4]
@@ -107,9 +124,12 @@ def test_bulk_append_and_remember_are_retried_without_duplicates(hub: Any, keys:
 
 def test_503_and_429_are_retried_honouring_retry_after(hub: Any, keys: dict[str, str]) -> None:
     alice, script = flaky(hub, keys["alice"], [(503, "0"), (429, "0.01"), 503])
-    note = alice.create_note("Written after three refusals.")  # not idempotent: refusals are safe to retry
+    # not idempotent: refusals are safe to retry
+    note = alice.create_note("Written after three refusals.")
     assert len(script.bodies) == 4
-    assert alice.list_notes().count == 1 and alice.get_note(note["id"])["content"] == note["content"]
+    assert (
+        alice.list_notes().count == 1 and alice.get_note(note["id"])["content"] == note["content"]
+    )
 
 
 def test_exhausted_retries_raise_with_the_envelope(hub: Any, keys: dict[str, str]) -> None:
@@ -117,8 +137,12 @@ def test_exhausted_retries_raise_with_the_envelope(hub: Any, keys: dict[str, str
     with pytest.raises(ServiceUnavailableError) as unavailable:
         alice.stats()
     error = unavailable.value
-    assert (error.status, error.code, error.message, error.details) == (503, "maintenance", "Back soon.",
-                                                                         {"attempt": "injected"})
+    assert (error.status, error.code, error.message, error.details) == (
+        503,
+        "maintenance",
+        "Back soon.",
+        {"attempt": "injected"},
+    )
     assert len(script.bodies) == 3
 
 

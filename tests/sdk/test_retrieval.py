@@ -22,13 +22,20 @@ def test_remember_creates_the_session_for_the_user_and_recall_returns_the_block(
 ) -> None:
     alice = hub(keys["alice"])
     stored = alice.remember("trip", CHAT, user_id="u-42", agent="planner")
-    assert stored["created"] == 3 and [e["role"] for e in stored["events"]] == ["system", "user", "assistant"]
+    assert stored["created"] == 3 and [e["role"] for e in stored["events"]] == [
+        "system",
+        "user",
+        "assistant",
+    ]
     session = alice.get_session("trip")
     assert (session["user_id"], session["agent"], session["event_count"]) == ("u-42", "planner", 3)
 
     # Again into the same session: the get-or-create keeps it, sequences continue.
-    more = alice.remember("trip", ["Also book a ryokan.", {"role": "developer", "content": "Be brief."}],
-                          user_id="u-42")
+    more = alice.remember(
+        "trip",
+        ["Also book a ryokan.", {"role": "developer", "content": "Be brief."}],
+        user_id="u-42",
+    )
     assert [(e["role"], e["sequence"]) for e in more["events"]] == [("user", 4), ("system", 5)]
 
     block = alice.recall("When do I fly to Osaka?", session="trip", budget=500)
@@ -37,15 +44,20 @@ def test_remember_creates_the_session_for_the_user_and_recall_returns_the_block(
 
 def test_remember_without_user_creates_lazily_and_batches(hub: Any, keys: dict[str, str]) -> None:
     alice = hub(keys["alice"], batch_size=2)
-    messages = [{"role": "user", "content": f"fact number {i}", "name": "alice", "tool_call_id": None}
-                for i in range(5)]
+    messages = [
+        {"role": "user", "content": f"fact number {i}", "name": "alice", "tool_call_id": None}
+        for i in range(5)
+    ]
     stored = alice.remember("lazy", messages)
     assert stored["created"] == 5 and [e["sequence"] for e in stored["events"]] == [1, 2, 3, 4, 5]
     # A chat message is stored as sent (its `name` too); keys the service does not know travel in
     # metadata instead of being refused.
     assert stored["events"][0]["metadata"] == {}
     assert alice.list_events("lazy", limit=1, format="openai")[0] == {
-        "role": "user", "content": "fact number 4", "name": "alice"}
+        "role": "user",
+        "content": "fact number 4",
+        "name": "alice",
+    }
     odd = alice.remember("lazy", [{"role": "user", "content": "hi", "mood": "fine"}])
     assert odd["events"][0]["metadata"] == {"mood": "fine"}
     assert alice.get_session("lazy")["user_id"] == ""
@@ -55,8 +67,11 @@ def test_remember_without_user_creates_lazily_and_batches(hub: Any, keys: dict[s
 def test_search_context_browse_stats(hub: Any, keys: dict[str, str]) -> None:
     alice = hub(keys["alice"])
     alice.remember("trip", CHAT)
-    alice.remember("work", [{"role": "user", "content": "The quarterly report is due Friday."}],
-                   channel="slack")
+    alice.remember(
+        "work",
+        [{"role": "user", "content": "The quarterly report is due Friday."}],
+        channel="slack",
+    )
 
     found = alice.search("passport Osaka", top_k=3, mode="hybrid")
     assert found["mode"] == "hybrid" and found["results"]
@@ -86,15 +101,37 @@ def test_search_context_browse_stats(hub: Any, keys: dict[str, str]) -> None:
     assert (stats["tenant"], stats["sessions"], stats["events"]) == ("alice", 2, 4)
 
 
-def test_search_and_context_read_relative_dates_against_as_of(hub: Any, keys: dict[str, str]) -> None:
+def test_search_and_context_read_relative_dates_against_as_of(
+    hub: Any, keys: dict[str, str]
+) -> None:
     alice = hub(keys["alice"])
-    alice.remember("last-week", [{"role": "user", "content": "We went hiking in the hills.",
-                                  "created_at": "2023-05-16T10:00:00Z"}])
-    alice.remember("this-week", [{"role": "user", "content": "We went hiking in the hills.",
-                                  "created_at": "2023-05-23T10:00:00Z"}])
+    alice.remember(
+        "last-week",
+        [
+            {
+                "role": "user",
+                "content": "We went hiking in the hills.",
+                "created_at": "2023-05-16T10:00:00Z",
+            }
+        ],
+    )
+    alice.remember(
+        "this-week",
+        [
+            {
+                "role": "user",
+                "content": "We went hiking in the hills.",
+                "created_at": "2023-05-23T10:00:00Z",
+            }
+        ],
+    )
     asked = datetime(2023, 5, 24, 12, tzinfo=UTC)
-    assert [r["session"] for r in alice.search("hiking last week", top_k=1, as_of=asked)["results"]] == ["last-week"]
-    assert [r["session"] for r in alice.search("hiking last week", top_k=1)["results"]] == ["this-week"]
+    assert [
+        r["session"] for r in alice.search("hiking last week", top_k=1, as_of=asked)["results"]
+    ] == ["last-week"]
+    assert [r["session"] for r in alice.search("hiking last week", top_k=1)["results"]] == [
+        "this-week"
+    ]
     items = alice.context(query="hiking last week", top_k=1, as_of=asked)["items"]
     assert [i["session"] for i in items if i["source"] == "relevant"] == ["last-week"]
     with pytest.raises(BadRequestError) as bad:
@@ -132,7 +169,11 @@ def test_seed_ranking_options(hub: Any, keys: dict[str, str]) -> None:
     assert alice.search("Osaka in May", min_cosine=1.0)["results"] == []  # nothing is that close
     assert alice.search("Osaka", profile="seed002")["profile"] == "seed002"
     assert alice.search("Osaka", decay_weight=0.5)["results"]
-    relevant = [i for i in alice.context(query="Osaka in May", min_cosine=1.0)["items"] if i["source"] == "relevant"]
+    relevant = [
+        i
+        for i in alice.context(query="Osaka in May", min_cosine=1.0)["items"]
+        if i["source"] == "relevant"
+    ]
     assert relevant == []
     assert [i for i in alice.context(query="Osaka in May")["items"] if i["source"] == "relevant"]
     with pytest.raises(BadRequestError) as bad:

@@ -1,5 +1,6 @@
 """The client's end users (list_users / iter_users), get() and update() of a note or a fact by its
-memory id, and recall's as_of: through both clients, with two tenants and two users of the same ids."""
+memory id, and recall's as_of: through both clients, with two tenants and two users of the same
+ids."""
 
 from __future__ import annotations
 
@@ -22,8 +23,10 @@ def test_list_users_with_counts_and_isolation(hub: Any, keys: dict[str, str]) ->
     bob.upsert_fact("Bob's tenant's ann.", user_id="ann")  # the same user id in another tenant
     page = alice.list_users()
     assert page.count == 2
-    assert [(u["user_id"], u["sessions"], u["facts"], u["notes"]) for u in page] == [("ann", 1, 1, 0),
-                                                                                      ("bob", 0, 0, 1)]
+    assert [(u["user_id"], u["sessions"], u["facts"], u["notes"]) for u in page] == [
+        ("ann", 1, 1, 0),
+        ("bob", 0, 0, 1),
+    ]
     assert page.results[0]["last_activity"]
     assert [u["user_id"] for u in alice.iter_users(limit=1)] == ["ann", "bob"]
     assert [(u["user_id"], u["facts"]) for u in bob.list_users()] == [("ann", 1)]
@@ -41,14 +44,23 @@ def test_get_and_update_notes_and_facts(hub: Any, keys: dict[str, str]) -> None:
     bob.create_note("Bob's note under the same id.", note_id="drink", user_id="ann")
 
     got = alice.get(f"fact:{fact['id']}")
-    assert (got["id"], got["kind"], got["memory"], got["user_id"]) == (f"fact:{fact['id']}", "fact", "Lives in Lyon.", "ann")
+    assert (got["id"], got["kind"], got["memory"], got["user_id"]) == (
+        f"fact:{fact['id']}",
+        "fact",
+        "Lives in Lyon.",
+        "ann",
+    )
     assert alice.get("note:drink")["memory"] == "Prefers tea."
     assert bob.get("note:drink")["memory"] == "Bob's note under the same id."
 
     changed = alice.update(f"fact:{fact['id']}", content="Lives in Paris.", tags=["moved"])
     assert changed["memory"] == "Lives in Paris." and changed["tags"] == ["moved"]
-    assert [v["content"] for v in alice.history(changed)["versions"]] == ["Lives in Lyon.", "Lives in Paris."]
-    assert alice.update(got, metadata={"checked": True})["metadata"] == {"checked": True}  # a Memory is taken too
+    assert [v["content"] for v in alice.history(changed)["versions"]] == [
+        "Lives in Lyon.",
+        "Lives in Paris.",
+    ]
+    # a Memory is taken too
+    assert alice.update(got, metadata={"checked": True})["metadata"] == {"checked": True}
     assert alice.update("note:drink", content="Prefers coffee.")["memory"] == "Prefers coffee."
     assert bob.get("note:drink")["memory"] == "Bob's note under the same id."
 
@@ -69,12 +81,19 @@ def test_get_and_update_notes_and_facts(hub: Any, keys: dict[str, str]) -> None:
 def test_recall_as_of(hub: Any, keys: dict[str, str]) -> None:
     alice = hub(keys["alice"])
     before = datetime.now(UTC) - timedelta(seconds=1)
-    alice.upsert_fact("The user's favourite colour is teal.", category="profile", key="colour", user_id="ann",
-                      importance=0.9)
+    alice.upsert_fact(
+        "The user's favourite colour is teal.",
+        category="profile",
+        key="colour",
+        user_id="ann",
+        importance=0.9,
+    )
     now = alice.recall("favourite colour", user_id="ann")
     assert "teal" in now
     assert "teal" not in alice.recall("favourite colour", user_id="ann", as_of=before)
-    assert "teal" in alice.recall("favourite colour", user_id="ann", as_of=datetime.now(UTC).isoformat())
+    assert "teal" in alice.recall(
+        "favourite colour", user_id="ann", as_of=datetime.now(UTC).isoformat()
+    )
     with pytest.raises(BadRequestError):
         alice.recall("favourite colour", as_of="not a time")
     with pytest.raises(PermissionDeniedError):

@@ -18,7 +18,8 @@ class Command(BaseCommand):
         # Not admin by default: an admin key manages webhooks, where MemoryHub sends
         # requests and whose replies a run stores. Ask for it: --scopes read,write,admin.
         parser.add_argument(
-            "--scopes", default="read,write",
+            "--scopes",
+            default="read,write",
             help=f"Comma-separated scopes out of {', '.join(SCOPES)} (default: read,write).",
         )
         parser.add_argument("--workspace", default=None, help="Limit the key to this workspace.")
@@ -38,11 +39,23 @@ class Command(BaseCommand):
             raise CommandError("--tenant needs a name of 1 to 100 characters.")
         with transaction.atomic():
             tenant, created = Tenant.get_or_create_named(name)
-            workspace = Workspace.get_named(tenant, options["workspace"]) if options["workspace"] else None
-            new = ApiKey.create_key(tenant=tenant, scopes=scopes, workspace=workspace, name=options["name"],
-                                   user_id=user)
+            workspace = (
+                Workspace.get_named(tenant, options["workspace"]) if options["workspace"] else None
+            )
+            new = ApiKey.create_key(
+                tenant=tenant,
+                scopes=scopes,
+                workspace=workspace,
+                name=options["name"],
+                user_id=user,
+            )
         if created:
             self.stderr.write(f"Created tenant {tenant.name!r}.")
-        limit = (f", workspace {workspace.name!r}" if workspace else "") + (f", user {user!r}" if user else "")
-        self.stderr.write(f"API key {new.api_key.prefix}… for {tenant.name!r} (scopes {','.join(new.api_key.scopes)}{limit}). It is shown only once:")
+        limit = (f", workspace {workspace.name!r}" if workspace else "") + (
+            f", user {user!r}" if user else ""
+        )
+        self.stderr.write(
+            f"API key {new.api_key.prefix}… for {tenant.name!r} (scopes"
+            f" {','.join(new.api_key.scopes)}{limit}). It is shown only once:"
+        )
         self.stdout.write(new.raw)

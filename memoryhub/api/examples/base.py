@@ -12,10 +12,22 @@ from typing import Any
 from drf_spectacular.utils import OpenApiExample
 
 
-def example(name: str, summary: str, *, status: int, response: Any, request: Any = None) -> list[OpenApiExample]:
-    """The request example (if the operation takes a body) and the response example, paired by name."""
-    pair = [OpenApiExample(name, summary=summary or None, value=response, response_only=True,
-                           status_codes=[str(status)])]
+def example(
+    name: str, summary: str, *, status: int, response: Any, request: Any = None
+) -> list[OpenApiExample]:
+    """The request example (if the operation takes a body) and the response example, paired by
+    name."""
+    pair = [
+        OpenApiExample(
+            name,
+            summary=summary or None,
+            value=response,
+            response_only=True,
+            status_codes=[str(status)],
+        )
+    ]
     if request is not None:
-        pair.insert(0, OpenApiExample(name, summary=summary or None, value=request, request_only=True))
+        pair.insert(
+            0, OpenApiExample(name, summary=summary or None, value=request, request_only=True)
+        )
     return pair

@@ -1,4 +1,5 @@
-"""Dates and times in the console: 2026-03-14 09:26 (ISO order, 24-hour clock, the server's time zone)."""
+"""Dates and times in the console: 2026-03-14 09:26 (ISO order, 24-hour clock, the server's time
+zone)."""
 
 DATE_FORMAT = "Y-m-d"
 TIME_FORMAT = "H:i"

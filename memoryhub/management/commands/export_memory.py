@@ -1,4 +1,5 @@
-"""manage.py export_memory --tenant NAME [--workspace W | --session S | --user U] [--output FILE]."""
+"""manage.py export_memory --tenant NAME [--workspace W | --session S | --user U] [--output
+FILE]."""
 
 from __future__ import annotations
 
@@ -13,7 +14,10 @@ from memoryhub.transfer import ExportScope, export_memory
 
 
 class Command(BaseCommand):
-    help = "Export a tenant, workspace, session or end user as JSON with a schema version (docs/memory-model.md#export-and-import)."
+    help = (
+        "Export a tenant, workspace, session or end user as JSON with a schema version"
+        " (docs/memory-model.md#export-and-import)."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--tenant", required=True)
@@ -43,6 +47,9 @@ class Command(BaseCommand):
         if options["output"]:
             with open(options["output"], "w", encoding="utf-8") as fh:
                 fh.write(text)
-            self.stderr.write(f"Wrote {len(data['sessions'])} sessions, {len(data['chunks'])} chunks to {options['output']}")
+            self.stderr.write(
+                f"Wrote {len(data['sessions'])} sessions, {len(data['chunks'])} chunks to"
+                f" {options['output']}"
+            )
         else:
             self.stdout.write(text)

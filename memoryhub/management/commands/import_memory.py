@@ -14,14 +14,23 @@ from memoryhub.transfer import ON_CONFLICT, import_memory, parse_export_file
 
 
 class Command(BaseCommand):
-    help = "Import a MemoryHub export into a tenant (created if missing); nothing is stored if it fails."
+    help = (
+        "Import a MemoryHub export into a tenant (created if missing); nothing is stored if it"
+        " fails."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("file")
         parser.add_argument("--tenant", required=True)
-        parser.add_argument("--on-conflict", choices=ON_CONFLICT, default="fail",
-                            help="sessions and records the tenant holds already: fail (the default), skip "
-                                 "(keep them, import the rest) or merge (add what they lack)")
+        parser.add_argument(
+            "--on-conflict",
+            choices=ON_CONFLICT,
+            default="fail",
+            help=(
+                "sessions and records the tenant holds already: fail (the default), skip "
+                "(keep them, import the rest) or merge (add what they lack)"
+            ),
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         path = Path(options["file"])

@@ -1,4 +1,5 @@
-"""Run everything: database, migrations, first-start bootstrap, web server, task clusters and lanes."""
+"""Run everything: database, migrations, first-start bootstrap, web server, task clusters and
+lanes."""
 
 from __future__ import annotations
 
@@ -31,7 +32,8 @@ from memoryhub.signals import BackgroundStep, cluster_starting, service_starting
 from memoryhub.tasks import MAINTENANCE
 
 DEMO_TENANT = "demo"
-# What the first start's agent key may do: read and write its tenant's memory, nothing an operator does.
+# What the first start's agent key may do: read and write its tenant's memory, nothing an operator
+# does.
 AGENT_SCOPES = ("read", "write")
 # A supervisor (systemd, a container runtime) sends SIGKILL 10 s after SIGTERM: in-flight requests
 # get this long, the cluster a little more, and the embedded PostgreSQL the rest.
@@ -63,7 +65,10 @@ def manage_hint() -> str:
     except ValueError:
         pass
     env = ""  # a DATABASE_URL is in the operator's environment already, and a secret: not printed
-    if settings.EMBEDDED_DATABASE and Path(settings.DATA_DIR) != Path(settings.BASE_DIR) / ".memoryhub":
+    if (
+        settings.EMBEDDED_DATABASE
+        and Path(settings.DATA_DIR) != Path(settings.BASE_DIR) / ".memoryhub"
+    ):
         env = f"MEMORYHUB_DATA_DIR={shlex.quote(str(settings.DATA_DIR))} "
     return f"{env}{shlex.quote(str(python))} {shlex.quote(str(manage))}"
 
@@ -79,8 +84,12 @@ def local_host(host: str) -> str:
 def page_lines(base: str) -> list[str]:
     """The pages a person opens next, one a line, under the serving line."""
     pages = front_pages()
-    named = [("API reference", pages["reference"]), ("console", pages["console"]),
-             ("health", pages["health"]), ("MCP", pages["mcp"])]
+    named = [
+        ("API reference", pages["reference"]),
+        ("console", pages["console"]),
+        ("health", pages["health"]),
+        ("MCP", pages["mcp"]),
+    ]
     return [f"  {name:<14} {base}{path}" for name, path in named]
 
 
@@ -91,26 +100,36 @@ def _starter(command: list[str], env: dict[str, str]) -> Callable[[], subprocess
 
 
 class Command(BaseCommand):
-    help = ("Serve the API, the MCP endpoint and the admin (gunicorn with uvicorn workers) and run the "
-            "background lanes until Ctrl-C.")
+    help = (
+        "Serve the API, the MCP endpoint and the admin (gunicorn with uvicorn workers) and run the "
+        "background lanes until Ctrl-C."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--host", default=settings.HOST)
         parser.add_argument("--port", type=int, default=settings.PORT)
         parser.add_argument("--web-workers", type=int, default=settings.WEB_WORKERS)
-        parser.add_argument("--no-cluster", action="store_true",
-                            help="Do not start the task clusters and background lanes.")
+        parser.add_argument(
+            "--no-cluster",
+            action="store_true",
+            help="Do not start the task clusters and background lanes.",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         # This process logs as its children do (start_children): the terminal is a person's.
-        logging.config.dictConfig(logging_config(settings.LOG_LEVEL, settings.LOG_FORMAT, self.log_file()))
+        logging.config.dictConfig(
+            logging_config(settings.LOG_LEVEL, settings.LOG_FORMAT, self.log_file())
+        )
         # Every process started from here logs there too, the start-up steps' included (the
         # model's export wrote its JSON lines on the terminal).
         os.environ["LOG_FILE"] = self.log_file()
         self.stdout.write(f"MemoryHub data folder: {settings.DATA_DIR}")
-        supervisor = Supervisor(settings.DATA_DIR if settings.EMBEDDED_DATABASE else None,
-                                say=self.stdout.write, warn=self.stderr.write,
-                                max_restarts=settings.MEMORYHUB_PG_RESTARTS)
+        supervisor = Supervisor(
+            settings.DATA_DIR if settings.EMBEDDED_DATABASE else None,
+            say=self.stdout.write,
+            warn=self.stderr.write,
+            max_restarts=settings.MEMORYHUB_PG_RESTARTS,
+        )
         # From here on, even a SIGKILL of this process leaves no database running.
         supervisor.start_guard()
         if settings.EMBEDDED_DATABASE:
@@ -118,23 +137,33 @@ class Command(BaseCommand):
 
             connections.close_all()  # nothing may hold a connection across the restart
             if raise_shared_buffers(settings.DATA_DIR, settings.EMBEDDED_SHARED_BUFFERS_MB):
-                self.stdout.write(f"Embedded PostgreSQL: shared buffers set to "
-                                  f"{settings.EMBEDDED_SHARED_BUFFERS_MB} MB.")
-        self.stdout.write("Applying database migrations"
-                          + (f" (first start: about {MIGRATE_SECONDS_HINT} s)…" if self.fresh() else "…"))
+                self.stdout.write(
+                    "Embedded PostgreSQL: shared buffers set to "
+                    f"{settings.EMBEDDED_SHARED_BUFFERS_MB} MB."
+                )
+        self.stdout.write(
+            "Applying database migrations"
+            + (f" (first start: about {MIGRATE_SECONDS_HINT} s)…" if self.fresh() else "…")
+        )
         with saying_still(self.stdout.write, "applying migrations"):
             call_command("migrate", interactive=False, verbosity=0)
         self.stdout.write("Database ready and migrated.")
         # Slow preparation (the ONNX model, first start only) runs beside the service: the web
         # server answers meanwhile (searches by the torch model, /health/ says so); its workers
         # take up the fast model once it is made.
-        steps = [step for _, step in service_starting.send(sender=self.__class__, background=True)
-                 if isinstance(step, BackgroundStep)]
+        steps = [
+            step
+            for _, step in service_starting.send(sender=self.__class__, background=True)
+            if isinstance(step, BackgroundStep)
+        ]
         for step in steps:
             self.stdout.write(step.starting)
-            supervisor.adopt_helper(step.process, lambda code, step=step: self.step_ended(step, code))
+            supervisor.adopt_helper(
+                step.process, lambda code, step=step: self.step_ended(step, code)
+            )
         if not options["no_cluster"]:
-            # The cluster's own schedules (built-in cadences, dispatcher) follow this start's settings.
+            # The cluster's own schedules (built-in cadences, dispatcher) follow this start's
+            # settings.
             cluster_starting.send(sender=self.__class__)
         self.bootstrap()
         connections.close_all()
@@ -159,7 +188,8 @@ class Command(BaseCommand):
 
     def serve(self, options: dict[str, Any], supervisor: Supervisor) -> None:
         """Start the web server (and the cluster), then watch them and the embedded database until a
-        signal, a child's exit or a database that cannot be brought back (memoryhub.plumbing.supervision)."""
+        signal, a child's exit or a database that cannot be brought back
+        (memoryhub.plumbing.supervision)."""
         host, port = options["host"], options["port"]
         stopping = False
 
@@ -170,8 +200,8 @@ class Command(BaseCommand):
         signal.signal(signal.SIGINT, stop)
         signal.signal(signal.SIGTERM, stop)
         try:
-            # Each child is restarted alone should it exit (memoryhub.plumbing.supervision); the count is
-            # kept beside the data for /health/ and the dashboard.
+            # Each child is restarted alone should it exit (memoryhub.plumbing.supervision); the
+            # count is kept beside the data for /health/ and the dashboard.
             Path(settings.DATA_DIR).mkdir(parents=True, exist_ok=True)
             supervisor.use_restarts_file(restarts_path(settings.DATA_DIR))
             children = self.start_children(options)
@@ -181,17 +211,24 @@ class Command(BaseCommand):
             self.stdout.write("Starting the web server…")
             self.wait_until_serving(host, port, supervisor.supervised[0].process)
             base = f"http://{local_host(host)}:{port}"
-            self.stdout.write(self.style.SUCCESS(
-                f"MemoryHub is serving {base}/" + ("" if options["no_cluster"] else " with the task cluster")
-                + ". Ctrl-C stops it."
-            ))
+            self.stdout.write(
+                self.style.SUCCESS(
+                    f"MemoryHub is serving {base}/"
+                    + ("" if options["no_cluster"] else " with the task cluster")
+                    + ". Ctrl-C stops it."
+                )
+            )
             for line in page_lines(base):
                 self.stdout.write(line)
             if self.log_file() not in ("", "-"):
-                self.stdout.write(f"Request and background logs: {self.log_file()} (LOG_FILE=- shows them here).")
+                self.stdout.write(
+                    f"Request and background logs: {self.log_file()} (LOG_FILE=- shows them here)."
+                )
             if host in WILDCARD_ADDRESSES and not os.environ.get("ALLOWED_HOSTS"):
-                self.stderr.write("Serving on every interface, but ALLOWED_HOSTS is not set: only requests "
-                                  "for localhost are answered (set ALLOWED_HOSTS to the names clients use).")
+                self.stderr.write(
+                    "Serving on every interface, but ALLOWED_HOSTS is not set: only requests "
+                    "for localhost are answered (set ALLOWED_HOSTS to the names clients use)."
+                )
             while not stopping:
                 problem = supervisor.problem()
                 if problem:
@@ -209,33 +246,57 @@ class Command(BaseCommand):
         data folder, so that the terminal shows people's lines and warnings, not every request."""
         return os.environ.get("LOG_FILE", str(Path(settings.DATA_DIR) / "logs" / "memoryhub.log"))
 
-    def start_children(self, options: dict[str, Any]) -> list[tuple[str, Callable[[], subprocess.Popen[bytes]]]]:
+    def start_children(
+        self, options: dict[str, Any]
+    ) -> list[tuple[str, Callable[[], subprocess.Popen[bytes]]]]:
         """Each child's name and how to start it (the same way again when it is restarted); the web
         server first."""
         # Own sessions: a terminal's Ctrl-C must reach only us; we stop the children one by one
         # (signalling qcluster's whole group can deadlock it).
-        env = {**os.environ, "DATABASE_URL": settings.DATABASE_URL, "SECRET_KEY": settings.SECRET_KEY,
-               "HOST": options["host"], "LOG_FILE": self.log_file()}
+        env = {
+            **os.environ,
+            "DATABASE_URL": settings.DATABASE_URL,
+            "SECRET_KEY": settings.SECRET_KEY,
+            "HOST": options["host"],
+            "LOG_FILE": self.log_file(),
+        }
         # ASGI runs each request in a thread of its own, so persistent per-thread connections would
         # pile up: the web workers share a connection pool instead (DB_POOL=false turns it off).
         web_env = {**env, "DB_POOL": os.environ.get("DB_POOL", "true")}
         # uvicorn workers (asyncio) under gunicorn: a slow or idle client holds no thread.
-        web = [sys.executable, "-m", "gunicorn", "memoryhub.plumbing.asgi:application",
-               "--config", "python:memoryhub.plumbing.gunicorn_conf",
-               "--bind", f"{options['host']}:{options['port']}", "--workers", str(options["web_workers"]),
-               "--worker-class", "memoryhub.plumbing.webserver.Worker", "--timeout", "120",
-               "--graceful-timeout", str(WEB_GRACE_SECONDS), "--log-level", "warning"]
+        web = [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "memoryhub.plumbing.asgi:application",
+            "--config",
+            "python:memoryhub.plumbing.gunicorn_conf",
+            "--bind",
+            f"{options['host']}:{options['port']}",
+            "--workers",
+            str(options["web_workers"]),
+            "--worker-class",
+            "memoryhub.plumbing.webserver.Worker",
+            "--timeout",
+            "120",
+            "--graceful-timeout",
+            str(WEB_GRACE_SECONDS),
+            "--log-level",
+            "warning",
+        ]
         children = [("web", _starter(web, web_env))]
         if not options["no_cluster"]:
-            children += [(name, _starter(command, {**env, **extra}))
-                         for name, command, extra in self.background_commands()]
+            children += [
+                (name, _starter(command, {**env, **extra}))
+                for name, command, extra in self.background_commands()
+            ]
         return children
 
     def background_commands(self) -> list[tuple[str, list[str], dict[str, str]]]:
-        """The lanes, each with workers of its own (docs/operating.md#background-work): user schedule runs
-        (the default cluster), the built-in cadences and bulk jobs (the maintenance cluster), the
-        dispatcher (claims due schedules every second, at normal priority), and embedding and
-        summarising (niced: requests come first)."""
+        """The lanes, each with workers of its own (docs/operating.md#background-work): user
+        schedule runs (the default cluster), the built-in cadences and bulk jobs (the maintenance
+        cluster), the dispatcher (claims due schedules every second, at normal priority), and
+        embedding and summarising (niced: requests come first)."""
         manage = [sys.executable, str(settings.BASE_DIR / "manage.py")]
         return [
             ("schedules cluster", [*manage, "qcluster"], {}),
@@ -251,7 +312,9 @@ class Command(BaseCommand):
         started = said = time.monotonic()
         while time.monotonic() - started < WEB_START_SECONDS:
             if web.poll() is not None:
-                raise SystemExit(f"The web server exited (code {web.returncode}); is port {port} free?")
+                raise SystemExit(
+                    f"The web server exited (code {web.returncode}); is port {port} free?"
+                )
             try:
                 with urllib.request.urlopen(url, timeout=1) as response:
                     if response.status == 200:
@@ -260,7 +323,9 @@ class Command(BaseCommand):
                 time.sleep(0.25)
             if time.monotonic() - said >= STILL_SECONDS:
                 said = time.monotonic()
-                self.stdout.write(f"  still starting the web server ({said - started:.0f} s so far)…")
+                self.stdout.write(
+                    f"  still starting the web server ({said - started:.0f} s so far)…"
+                )
         raise SystemExit(f"The web server did not answer within {WEB_START_SECONDS} s.")
 
     @transaction.atomic
@@ -268,8 +333,10 @@ class Command(BaseCommand):
         """On first start: a demo tenant with two keys (one for agents, read and write; one with the
         admin scope, for the operator) and an admin user for the console, each shown once."""
         if Tenant.objects.filter(name=DEMO_TENANT).exists():
-            self.stdout.write(f"Tenant {DEMO_TENANT!r} exists; keys and passwords were shown on first start. "
-                              f"A new key: {create_key_hint()}")
+            self.stdout.write(
+                f"Tenant {DEMO_TENANT!r} exists; keys and passwords were shown on first start. "
+                f"A new key: {create_key_hint()}"
+            )
             return
         tenant, _ = Tenant.get_or_create_named(DEMO_TENANT)
         # An agent's key cannot forget users, delete workspaces or manage webhooks: the admin scope
@@ -286,14 +353,24 @@ class Command(BaseCommand):
             "First start: created these. They are shown ONCE; copy them now.",
             f"  tenant:     {tenant.name}",
             f"  agent key:  {agent.raw}",
-            f"              ({', '.join(AGENT_SCOPES)}: the key to give agents and apps, KEY= in the README)",
+            (
+                f"              ({', '.join(AGENT_SCOPES)}: the key to give agents and apps, KEY="
+                " in the README)"
+            ),
             f"  admin key:  {admin.raw}",
-            f"              ({', '.join(admin.api_key.scopes)}: also forgets users, deletes workspaces, "
-            "manages webhooks; keep it for yourself)",
+            (
+                f"              ({', '.join(admin.api_key.scopes)}: also forgets users, deletes"
+                " workspaces, manages webhooks; keep it for yourself)"
+            ),
         ]
         if created_admin:
-            lines += [f"  console:    user {username!r}, password {password}",
-                      f"              (a new password, any time: {manage_hint()} changepassword {username})"]
+            lines += [
+                f"  console:    user {username!r}, password {password}",
+                (
+                    f"              (a new password, any time: {manage_hint()} changepassword"
+                    f" {username})"
+                ),
+            ]
         lines += [f"Another key, any time: {create_key_hint()}"]
         width = max(len(line) for line in lines) + 4
         self.stdout.write("=" * width)

@@ -26,16 +26,25 @@ class Command(BaseCommand):
     help = "Run background lanes (embed, summarise, dispatch) until stopped."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--lanes", default=",".join(background.lane_names()),
-                            help=f"comma-separated, of: {', '.join(background.lane_names())} (default: all)")
-        parser.add_argument("--nice", type=int, default=None,
-                            help=f"niceness increment for this process (default {NICE})")
+        parser.add_argument(
+            "--lanes",
+            default=",".join(background.lane_names()),
+            help=f"comma-separated, of: {', '.join(background.lane_names())} (default: all)",
+        )
+        parser.add_argument(
+            "--nice",
+            type=int,
+            default=None,
+            help=f"niceness increment for this process (default {NICE})",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         names = [n.strip() for n in options["lanes"].split(",") if n.strip()]
         unknown = sorted(set(names) - set(background.lane_names()))
         if unknown or not names:
-            raise CommandError(f"Unknown lanes {unknown}; known: {', '.join(background.lane_names())}")
+            raise CommandError(
+                f"Unknown lanes {unknown}; known: {', '.join(background.lane_names())}"
+            )
         nice = NICE if options["nice"] is None else options["nice"]
         if nice > 0:
             os.nice(nice)
@@ -46,8 +55,15 @@ class Command(BaseCommand):
 
         signal.signal(signal.SIGTERM, on_signal)
         signal.signal(signal.SIGINT, on_signal)
-        threads = [threading.Thread(target=background.run_lane, args=(background.make_lane(name), stop),
-                                    name=f"lane-{name}", daemon=True) for name in names]
+        threads = [
+            threading.Thread(
+                target=background.run_lane,
+                args=(background.make_lane(name), stop),
+                name=f"lane-{name}",
+                daemon=True,
+            )
+            for name in names
+        ]
         for thread in threads:
             thread.start()
         self.stdout.write(f"Lanes running: {', '.join(names)} (pid {os.getpid()}, nice {nice}).")

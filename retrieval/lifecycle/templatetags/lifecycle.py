@@ -17,8 +17,17 @@ register = template.Library()
 @register.simple_tag
 def pending_reviews() -> dict[str, Any]:
     """{"reviews": n, "memories": m, "tenants": [(name, n), …]} of the reviews still pending."""
-    rows = list(PendingDeletion.objects.filter(status=PendingDeletion.Status.PENDING).order_by()
-                .values("tenant__name").annotate(n=Count("id")).values_list("tenant__name", "n"))
-    memories = sum(len(ids) for ids in PendingDeletion.objects.filter(status=PendingDeletion.Status.PENDING)
-                   .values_list("chunk_ids", flat=True))
+    rows = list(
+        PendingDeletion.objects.filter(status=PendingDeletion.Status.PENDING)
+        .order_by()
+        .values("tenant__name")
+        .annotate(n=Count("id"))
+        .values_list("tenant__name", "n")
+    )
+    memories = sum(
+        len(ids)
+        for ids in PendingDeletion.objects.filter(
+            status=PendingDeletion.Status.PENDING
+        ).values_list("chunk_ids", flat=True)
+    )
     return {"reviews": sum(n for _, n in rows), "memories": memories, "tenants": sorted(rows)}

@@ -17,7 +17,10 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connection
 
-APART = ("pg_column_toast_chunk_id(c.embedding) IS NOT NULL", "pg_column_toast_chunk_id(c.search_vector) IS NOT NULL")
+APART = (
+    "pg_column_toast_chunk_id(c.embedding) IS NOT NULL",
+    "pg_column_toast_chunk_id(c.search_vector) IS NOT NULL",
+)
 
 # The values are rebuilt from their text form (exact for both types): a new value is stored as
 # the column's storage now says, in the row; a value left as it was keeps its TOAST pointer.
@@ -31,14 +34,16 @@ rewritten AS (
     RETURNING c.id
 )
 SELECT (SELECT max(id) FROM batch), (SELECT count(*) FROM rewritten)
-"""
+"""  # noqa: E501
 
 
 def layout() -> dict[str, int]:
     """How many chunks there are, and how many have their vector / tsvector stored apart."""
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT count(*), count(*) FILTER (WHERE {APART[0]}), count(*) FILTER (WHERE {APART[1]}) "
-                       "FROM retrieval_chunk c")
+        cursor.execute(
+            f"SELECT count(*), count(*) FILTER (WHERE {APART[0]}), count(*) FILTER (WHERE"
+            f" {APART[1]}) FROM retrieval_chunk c"
+        )
         chunks, vectors, tsvectors = cursor.fetchone()
     return {"chunks": chunks, "vectors_apart": vectors, "tsvectors_apart": tsvectors}
 
@@ -59,18 +64,29 @@ def rewrite(batch: int, progress: Any = None) -> int:
 
 
 class Command(BaseCommand):
-    help = ("Report how many chunks still keep their vector or tsvector outside the row (written before "
-            "migration 0012), and with --rewrite write those rows again in batches, without locking the table.")
+    help = (
+        "Report how many chunks still keep their vector or tsvector outside the row (written before"
+        " migration 0012), and with --rewrite write those rows again in batches, without locking"
+        " the table."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--rewrite", action="store_true", help="Write those rows again (default: report only).")
-        parser.add_argument("--batch", type=int, default=1000, help="Rows of the table per transaction (default 1000).")
+        parser.add_argument(
+            "--rewrite", action="store_true", help="Write those rows again (default: report only)."
+        )
+        parser.add_argument(
+            "--batch",
+            type=int,
+            default=1000,
+            help="Rows of the table per transaction (default 1000).",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         if options["batch"] < 1:
             raise CommandError("--batch must be at least 1")
         report: dict[str, Any] = {"before": layout()}
         if options["rewrite"]:
+
             def progress(last_id: int, total: int) -> None:
                 if options["verbosity"] > 1:
                     self.stderr.write(f"up to chunk {last_id}: {total} rewritten")

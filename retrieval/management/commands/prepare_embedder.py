@@ -1,6 +1,6 @@
-"""`manage.py prepare_embedder`: export MiniLM to ONNX in the data folder and judge it against torch,
-once (`manage.py run` has it done in a child process of its own on start; an image build can run it
-ahead). Prints the verdict that every process of the data folder then follows."""
+"""`manage.py prepare_embedder`: export MiniLM to ONNX in the data folder and judge it against
+torch, once (`manage.py run` has it done in a child process of its own on start; an image build can
+run it ahead). Prints the verdict that every process of the data folder then follows."""
 
 from __future__ import annotations
 
@@ -11,12 +11,17 @@ from django.core.management.base import BaseCommand, CommandError
 
 
 class Command(BaseCommand):
-    help = "Export MiniLM to ONNX in the data folder and choose each runtime (once; later calls read the verdict)."
+    help = (
+        "Export MiniLM to ONNX in the data folder and choose each runtime (once; later calls read"
+        " the verdict)."
+    )
     requires_system_checks: list[str] = []
 
     def handle(self, *args: Any, **options: Any) -> None:
         if settings.MEMORYHUB_EMBEDDER != "minilm":
-            self.stdout.write(f"MEMORYHUB_EMBEDDER is {settings.MEMORYHUB_EMBEDDER!r}: nothing to prepare.")
+            self.stdout.write(
+                f"MEMORYHUB_EMBEDDER is {settings.MEMORYHUB_EMBEDDER!r}: nothing to prepare."
+            )
             return
         from retrieval.minilm_runtimes import batch_runtime, cache_dir, ensure_prepared
 
@@ -28,12 +33,22 @@ class Command(BaseCommand):
             self.stdout.write("ONNX Runtime is not installed here: MiniLM embeds with torch.")
             return
         int8 = choice.get("int8")
-        verdict = "not made" if int8 is None else ("agrees" if int8.get("agree") else "does not agree: not used")
+        verdict = (
+            "not made"
+            if int8 is None
+            else ("agrees" if int8.get("agree") else "does not agree: not used")
+        )
         batch = (int8 or {}).get("batch") or {}
         rates = batch.get("texts_per_second") or {}
         runtime = batch_runtime(choice)
         from_int8 = batch.get("use") and runtime == "onnx"
-        stored = (f"; stored vectors {'from the int8 copy' if from_int8 else 'from the full model'} "
-                  f"({rates.get('int8')} against {rates.get('float')} texts a second on one thread)") if batch else ""
-        self.stdout.write(f"MiniLM in {cache_dir()}: queries on {choice.get('query')}, batches on "
-                          f"{runtime}; the int8 copy for queries {verdict}{stored}.")
+        stored = (
+            f"; stored vectors {'from the int8 copy' if from_int8 else 'from the full model'} "
+            f"({rates.get('int8')} against {rates.get('float')} texts a second on one thread)"
+            if batch
+            else ""
+        )
+        self.stdout.write(
+            f"MiniLM in {cache_dir()}: queries on {choice.get('query')}, batches on "
+            f"{runtime}; the int8 copy for queries {verdict}{stored}."
+        )

@@ -24,19 +24,37 @@ def vector(*weights: float) -> list[float]:
 
 def make_session(tenant: Tenant, external_id: str) -> Session:
     workspace = Workspace.get_default(tenant)
-    return Session.objects.create(tenant=tenant, workspace=workspace, channel=workspace.channels.first(),
-                                  external_id=external_id, updated_at=NOW)
+    return Session.objects.create(
+        tenant=tenant,
+        workspace=workspace,
+        channel=workspace.channels.first(),
+        external_id=external_id,
+        updated_at=NOW,
+    )
 
 
-def memory(tenant: Tenant, session: Session | None, text: str, *, hours: float = 0, **fields: Any) -> Chunk:
-    defaults: dict[str, Any] = {"kind": "event", "tier": "conversation", "lifetime": "conversation",
-                                "importance": 0.5}
+def memory(
+    tenant: Tenant, session: Session | None, text: str, *, hours: float = 0, **fields: Any
+) -> Chunk:
+    defaults: dict[str, Any] = {
+        "kind": "event",
+        "tier": "conversation",
+        "lifetime": "conversation",
+        "importance": 0.5,
+    }
     defaults.update(fields)
-    access = {name: defaults.pop(name) for name in ("access_count", "accessed_at") if name in defaults}
+    access = {
+        name: defaults.pop(name) for name in ("access_count", "accessed_at") if name in defaults
+    }
     chunk = Chunk.objects.create(
-        tenant=tenant, session=session, workspace_id=session.workspace_id if session else None,
-        channel_id=session.channel_id if session else None, text=text, content_hash=text,
-        created_at=NOW - timedelta(hours=hours), **defaults,
+        tenant=tenant,
+        session=session,
+        workspace_id=session.workspace_id if session else None,
+        channel_id=session.channel_id if session else None,
+        text=text,
+        content_hash=text,
+        created_at=NOW - timedelta(hours=hours),
+        **defaults,
     )
     if access:  # as search's reinforcement writes them (retrieval.models.ChunkAccess)
         ChunkAccess.objects.create(chunk=chunk, **access)
@@ -68,15 +86,43 @@ def world(db) -> dict[str, Any]:  # type: ignore[no-untyped-def]
         "stale": memory(tenant, s1, "stale", hours=720),
         "stale_pinned": memory(tenant, s1, "stale pinned", hours=720, metadata={"pinned": True}),
         "stale_long_term": memory(tenant, s1, "stale long", hours=720, lifetime="long_term"),
-        "stale_note": memory(tenant, None, "stale note", hours=24 * 400, kind="note", source_id="n1",
-                             tier="workspace", lifetime="short_term"),
+        "stale_note": memory(
+            tenant,
+            None,
+            "stale note",
+            hours=24 * 400,
+            kind="note",
+            source_id="n1",
+            tier="workspace",
+            lifetime="short_term",
+        ),
         # Near-duplicates (cosine ≈ 0.9999) in one session: merged into the more important one.
-        "dup_a": memory(tenant, s2, "the flight leaves at nine", importance=0.4, access_count=1, embedding=vector(1, 0.01),
-                        embedding_model="hash", sequence_start=3, sequence_end=3),
-        "dup_b": memory(tenant, s2, "The flight leaves at nine!", importance=0.8, access_count=2, embedding=vector(1, 0.02),
-                        embedding_model="hash", sequence_start=7, sequence_end=7),
+        "dup_a": memory(
+            tenant,
+            s2,
+            "the flight leaves at nine",
+            importance=0.4,
+            access_count=1,
+            embedding=vector(1, 0.01),
+            embedding_model="hash",
+            sequence_start=3,
+            sequence_end=3,
+        ),
+        "dup_b": memory(
+            tenant,
+            s2,
+            "The flight leaves at nine!",
+            importance=0.8,
+            access_count=2,
+            embedding=vector(1, 0.02),
+            embedding_model="hash",
+            sequence_start=7,
+            sequence_end=7,
+        ),
         "other": memory(tenant, s2, "other", embedding=vector(0, 1), embedding_model="hash"),
         # Same vector as dup_a but another session: another scope, never merged with it.
-        "elsewhere": memory(tenant, s1, "elsewhere", embedding=vector(1, 0.01), embedding_model="hash"),
+        "elsewhere": memory(
+            tenant, s1, "elsewhere", embedding=vector(1, 0.01), embedding_model="hash"
+        ),
     }
     return {"tenant": tenant, "m": m, "s1": s1, "s2": s2}

@@ -1,4 +1,5 @@
-"""Consolidation (docs/lifecycle.md): promote, prune, merge, cap, compress; dry run; reports; reviews."""
+"""Consolidation (docs/lifecycle.md): promote, prune, merge, cap, compress; dry run; reports;
+reviews."""
 
 from __future__ import annotations
 
@@ -36,7 +37,12 @@ def test_real_run_promotes_prunes_merges_and_stores_a_report(world) -> None:  # 
     assert c["scored"] == 9  # every memory but the long-term one
     remaining = ids(tenant)
     assert m["stale"].pk not in remaining and m["dup_a"].pk not in remaining
-    assert {m["stale_pinned"].pk, m["stale_long_term"].pk, m["stale_note"].pk, m["elsewhere"].pk} <= remaining
+    assert {
+        m["stale_pinned"].pk,
+        m["stale_long_term"].pk,
+        m["stale_note"].pk,
+        m["elsewhere"].pk,
+    } <= remaining
 
     hot, warm = Chunk.objects.get(pk=m["hot"].pk), Chunk.objects.get(pk=m["warm"].pk)
     assert hot.lifetime == "long_term" and warm.lifetime == "conversation"
@@ -95,8 +101,9 @@ def test_review_holds_deletions_until_approved(world) -> None:  # type: ignore[n
     tenant, m = world["tenant"], world["m"]
     Tenant.objects.filter(pk=tenant.pk).update(review_deletions=True)
     # The stale chunk is a message's: its event, which the report names it by.
-    stale_event = Event.objects.create(tenant=tenant, session=world["s1"], sequence=4, role="user", content="stale",
-                                       importance=0.5)
+    stale_event = Event.objects.create(
+        tenant=tenant, session=world["s1"], sequence=4, role="user", content="stale", importance=0.5
+    )
     Chunk.objects.filter(pk=m["stale"].pk).update(sequence_start=4, sequence_end=4)
     before = ids(tenant)
 
@@ -111,7 +118,9 @@ def test_review_holds_deletions_until_approved(world) -> None:  # type: ignore[n
     assert sorted(result["ids"]["held_for_review"]) == sorted([m["stale"].pk, m["dup_a"].pk])
     assert result["review"]["held_for_review"] == 2
     assert result["review"]["reason"] == steps.REVIEW_EVERY
-    assert result["review"]["review_at"].startswith("/admin/lifecycle/pendingdeletion/?status__exact=pending")
+    assert result["review"]["review_at"].startswith(
+        "/admin/lifecycle/pendingdeletion/?status__exact=pending"
+    )
     assert all(d["held"] for d in result["deletions"])
     # Each deletion names its memory by its own id (an event's id here), the chunk apart.
     by_chunk = {d["chunk_id"]: d for d in result["deletions"]}
@@ -158,9 +167,11 @@ def test_consolidation_of_one_tenant_never_touches_another(world) -> None:  # ty
 def test_compress_candidates_are_idle_conversations(world, settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     tenant = world["tenant"]
     monkeypatch.setattr("retrieval.lifecycle.steps.COMPRESS_AFTER_HOURS", 48)
-    Session.objects.filter(pk=world["s1"].pk).update(updated_at=NOW - timedelta(hours=100), event_count=4,
-                                                     last_sequence=4)
-    Session.objects.filter(pk=world["s2"].pk).update(event_count=4, last_sequence=4)  # active just now
+    Session.objects.filter(pk=world["s1"].pk).update(
+        updated_at=NOW - timedelta(hours=100), event_count=4, last_sequence=4
+    )
+    # active just now
+    Session.objects.filter(pk=world["s2"].pk).update(event_count=4, last_sequence=4)
     result = run_consolidation(tenant_id=tenant.pk, dry_run=True, now=NOW)
     assert result["counts"]["compress_candidates"] == 1
     assert result["counts"]["compressed"] == 1  # dry run: counted, nothing built
@@ -201,7 +212,11 @@ def test_large_scopes_find_duplicates_through_the_index(world, settings, monkeyp
     monkeypatch.setattr(duplicates, "EXACT_MAX", 1)  # every scope now counts as large
     with transaction.atomic():
         approximate = duplicates.find_duplicates(world["tenant"].pk, ["event"], set())
-    assert [(a, b) for a, b, _ in exact] == [(a, b) for a, b, _ in approximate] == [(m["dup_a"].pk, m["dup_b"].pk)]
+    assert (
+        [(a, b) for a, b, _ in exact]
+        == [(a, b) for a, b, _ in approximate]
+        == [(m["dup_a"].pk, m["dup_b"].pk)]
+    )
     assert exact[0][2] == pytest.approx(approximate[0][2])
 
 
@@ -209,8 +224,11 @@ def test_facts_are_promoted_with_their_chunks(world) -> None:  # type: ignore[no
     from memoryhub.models import Fact
 
     fact = add_memories(world["tenant"], "s1")["fact"]
-    ChunkAccess.objects.create(chunk=Chunk.objects.get(kind="fact", source_id=str(fact.pk)), access_count=9,
-                               accessed_at=NOW)
+    ChunkAccess.objects.create(
+        chunk=Chunk.objects.get(kind="fact", source_id=str(fact.pk)),
+        access_count=9,
+        accessed_at=NOW,
+    )
     result = run_consolidation(tenant_id=world["tenant"].pk, now=NOW)
     assert Chunk.objects.get(kind="fact", source_id=str(fact.pk)).pk in result["ids"]["promoted"]
     assert Fact.objects.get(pk=fact.pk).lifetime == "long_term"
@@ -221,30 +239,45 @@ def test_deleting_a_note_or_fact_memory_deletes_its_row_and_all_its_chunks(world
 
     made = add_memories(world["tenant"], "s1")
     fact, note = made["fact"], made["note"]
-    Chunk.objects.filter(kind="fact").update(created_at=NOW - timedelta(days=400))  # short-term, stale
+    # short-term, stale
+    Chunk.objects.filter(kind="fact").update(created_at=NOW - timedelta(days=400))
     settings.MEMORYHUB_CONSOLIDATE_DELETE_KINDS = ("event", "fact")
     result = run_consolidation(tenant_id=world["tenant"].pk, now=NOW)
     # The stale event goes; the stale fact has a key, so its removal waits for an operator.
     assert result["counts"]["pruned"] == 1 and result["counts"]["prune_held"] == 1
     assert Fact.objects.filter(pk=fact.pk).exists()
-    review.approve_pending(PendingDeletion.objects.get(tenant=world["tenant"], status="pending").pk, by="op")
+    review.approve_pending(
+        PendingDeletion.objects.get(tenant=world["tenant"], status="pending").pk, by="op"
+    )
     assert not Fact.objects.filter(pk=fact.pk).exists()
     assert not Chunk.objects.filter(kind="fact").exists()
     # Notes are long-term: never pruned, whatever their age.
     assert Note.objects.filter(pk=note.pk).exists()
-    assert memories.delete_memories(tenant_id=world["tenant"].pk,
-                                         chunk_ids=list(Chunk.objects.filter(source_id=note.note_id).values_list("id", flat=True))) == 1
+    assert (
+        memories.delete_memories(
+            tenant_id=world["tenant"].pk,
+            chunk_ids=list(
+                Chunk.objects.filter(source_id=note.note_id).values_list("id", flat=True)
+            ),
+        )
+        == 1
+    )
     assert not Note.objects.filter(pk=note.pk).exists()
 
 
-def test_idle_conversations_are_compressed_into_a_summary_tree(cast, index, settings,
-                                                                django_capture_on_commit_callbacks, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_idle_conversations_are_compressed_into_a_summary_tree(
+    cast, index, settings, django_capture_on_commit_callbacks, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
     from memoryhub.models import SummaryNode
     from retrieval.lifecycle.models import CompressedConversation
 
     monkeypatch.setattr("retrieval.lifecycle.steps.COMPRESS_AFTER_HOURS", 48)
     for name in ("old", "fresh"):
-        index(cast.alice, name, *[{"role": "user", "content": f"{name} message {i} about kumquats"} for i in range(5)])
+        index(
+            cast.alice,
+            name,
+            *[{"role": "user", "content": f"{name} message {i} about kumquats"} for i in range(5)],
+        )
     Session.objects.filter(external_id="old").update(updated_at=NOW - timedelta(days=5))
     Session.objects.filter(external_id="fresh").update(updated_at=NOW)
     tenant = cast.alice_tenant
@@ -263,7 +296,9 @@ def test_idle_conversations_are_compressed_into_a_summary_tree(cast, index, sett
     assert Event.objects.filter(session=old).count() == 5  # the transcript stays
     # each message of the compressed conversation says when consolidation covered it
     assert not Event.objects.filter(session=old, consolidated_at__isnull=True).exists()
-    assert not Event.objects.filter(session__external_id="fresh", consolidated_at__isnull=False).exists()
+    assert not Event.objects.filter(
+        session__external_id="fresh", consolidated_at__isnull=False
+    ).exists()
     assert Session.objects.get(external_id="old").consolidated_to == 5
     again = run_consolidation(tenant_id=tenant.pk, now=NOW)
     assert again["counts"]["compress_candidates"] == 0
@@ -275,7 +310,9 @@ def test_no_deletable_kinds_means_nothing_is_deleted(world, settings) -> None:  
     result = run_consolidation(tenant_id=world["tenant"].pk, now=NOW)
     assert ids(world["tenant"]) == before
     assert result["counts"]["promoted"] == 1
-    assert result["counts"]["pruned"] == result["counts"]["merged"] == result["counts"]["capped"] == 0
+    assert (
+        result["counts"]["pruned"] == result["counts"]["merged"] == result["counts"]["capped"] == 0
+    )
 
 
 @pytest.mark.django_db(transaction=True)
@@ -317,11 +354,20 @@ def test_appends_go_on_while_their_tenant_is_consolidated(monkeypatch) -> None: 
         with connection.cursor() as cursor:  # an append that waited would fail here, not hang
             cursor.execute("SET lock_timeout = '3s'")
         try:
-            response = post_events(client, "s1", {"role": "user", "content": "written during a consolidation"})
+            response = post_events(
+                client, "s1", {"role": "user", "content": "written during a consolidation"}
+            )
             assert response.status_code == 201, response.content
-            with pytest.raises(OperationalError, match="lock"), transaction.atomic(), connection.cursor() as cursor:
+            with (
+                pytest.raises(OperationalError, match="lock"),
+                transaction.atomic(),
+                connection.cursor() as cursor,
+            ):
                 # ...while a second consolidation of the tenant still waits for the first
-                cursor.execute("SELECT 1 FROM accounts_tenant WHERE id = %s FOR NO KEY UPDATE NOWAIT", [tenant.pk])
+                cursor.execute(
+                    "SELECT 1 FROM accounts_tenant WHERE id = %s FOR NO KEY UPDATE NOWAIT",
+                    [tenant.pk],
+                )
         finally:
             with connection.cursor() as cursor:
                 cursor.execute("RESET lock_timeout")
@@ -329,7 +375,12 @@ def test_appends_go_on_while_their_tenant_is_consolidated(monkeypatch) -> None: 
         release.set()
         worker.join(30)
     assert not errors and not worker.is_alive()
-    assert Event.objects.filter(session__tenant=tenant, content="written during a consolidation").count() == 1
+    assert (
+        Event.objects.filter(
+            session__tenant=tenant, content="written during a consolidation"
+        ).count()
+        == 1
+    )
 
 
 def test_a_facts_superseded_versions_are_history_not_memories_to_consolidate(world) -> None:  # type: ignore[no-untyped-def]
@@ -338,8 +389,17 @@ def test_a_facts_superseded_versions_are_history_not_memories_to_consolidate(wor
     from tests.retrieval.lifecycle.conftest import vector
 
     tenant, m = world["tenant"], world["m"]
-    closed = memory(tenant, world["s2"], "the flight leaves at nine.", hours=720, kind="fact", source_id="77",
-                    embedding=vector(1, 0.015), embedding_model="hash", valid_to=NOW - timedelta(hours=1))
+    closed = memory(
+        tenant,
+        world["s2"],
+        "the flight leaves at nine.",
+        hours=720,
+        kind="fact",
+        source_id="77",
+        embedding=vector(1, 0.015),
+        embedding_model="hash",
+        valid_to=NOW - timedelta(hours=1),
+    )
     result = run_consolidation(tenant_id=tenant.pk, now=NOW)
     assert result["counts"]["scored"] == 9 and result["ids"]["pruned"] == [m["stale"].pk]
     assert closed.pk not in {pk for group in result["ids"]["merged"] for pk in group}

@@ -37,8 +37,13 @@ class AwaitedStore:
 def acme(transactional_db: None) -> dict[str, str]:
     """Raw keys of one tenant: tenant-wide, limited to ann, to bob, to workspace alpha, to beta."""
     tenant = make_tenant("acme")
-    return {"all": make_key(tenant), "ann": make_key(tenant, user="ann"), "bob": make_key(tenant, user="bob"),
-            "alpha": make_key(tenant, workspace="alpha"), "beta": make_key(tenant, workspace="beta")}
+    return {
+        "all": make_key(tenant),
+        "ann": make_key(tenant, user="ann"),
+        "bob": make_key(tenant, user="bob"),
+        "alpha": make_key(tenant, workspace="alpha"),
+        "beta": make_key(tenant, workspace="beta"),
+    }
 
 
 @pytest.fixture

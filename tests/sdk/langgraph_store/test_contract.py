@@ -34,7 +34,13 @@ def keys(items: list[Any]) -> list[str]:
 
 
 def test_put_then_get_gives_the_value_with_its_place_and_times(store: Any) -> None:
-    value = {"name": "quince", "price": 4.5, "origin": {"country": "PT"}, "tags": ["autumn", "jam"], "ok": True}
+    value = {
+        "name": "quince",
+        "price": 4.5,
+        "origin": {"country": "PT"},
+        "tags": ["autumn", "jam"],
+        "ok": True,
+    }
     assert store.put(FRUIT, "quince", value) is None
     item = store.get(FRUIT, "quince")
     assert isinstance(item, Item)
@@ -81,8 +87,16 @@ def test_a_namespace_with_an_empty_or_dotted_label_is_refused(store: Any) -> Non
 
 @pytest.fixture
 def stocked(store: Any) -> Any:
-    store.put(FRUIT, "apple", {"kind": "pome", "price": 2, "stock": {"shelf": "A", "count": 10}, "tags": ["red"]})
-    store.put(FRUIT, "pear", {"kind": "pome", "price": 3, "stock": {"shelf": "B", "count": 0}, "tags": ["green"]})
+    store.put(
+        FRUIT,
+        "apple",
+        {"kind": "pome", "price": 2, "stock": {"shelf": "A", "count": 10}, "tags": ["red"]},
+    )
+    store.put(
+        FRUIT,
+        "pear",
+        {"kind": "pome", "price": 3, "stock": {"shelf": "B", "count": 0}, "tags": ["green"]},
+    )
     store.put(FRUIT, "cherry", {"kind": "drupe", "price": 8, "stock": {"shelf": "A", "count": 5}})
     store.put(("shop", "veg"), "leek", {"kind": "allium", "price": 2})
     store.put(("depot",), "crate", {"kind": "pome", "price": 1})
@@ -95,25 +109,30 @@ def test_search_lists_the_items_under_the_prefix(stocked: Any) -> None:
     assert sorted(keys(stocked.search(()))) == ["apple", "cherry", "crate", "leek", "pear"]
     assert stocked.search(("shop", "fish")) == []
     found = stocked.search(FRUIT)
-    assert all(isinstance(i, SearchItem) and i.score is None and i.namespace == FRUIT for i in found)
+    assert all(
+        isinstance(i, SearchItem) and i.score is None and i.namespace == FRUIT for i in found
+    )
 
 
-@pytest.mark.parametrize(("condition", "expected"), [
-    ({"kind": "pome"}, ["apple", "pear"]),
-    ({"kind": "pome", "price": 3}, ["pear"]),
-    ({"stock": {"shelf": "A"}}, ["apple", "cherry"]),
-    ({"stock.count": 0}, ["pear"]),
-    ({"tags": ["red"]}, ["apple"]),
-    ({"price": {"$eq": 8}}, ["cherry"]),
-    ({"price": {"$ne": 2}}, ["cherry", "pear"]),
-    ({"price": {"$gt": 2}}, ["cherry", "pear"]),
-    ({"price": {"$gte": 3}}, ["cherry", "pear"]),
-    ({"price": {"$lt": 3}}, ["apple"]),
-    ({"price": {"$lte": 3}}, ["apple", "pear"]),
-    ({"price": {"$gt": 2, "$lt": 8}}, ["pear"]),
-    ({"stock.count": {"$gte": 5}, "kind": "drupe"}, ["cherry"]),
-    ({"colour": "red"}, []),
-])
+@pytest.mark.parametrize(
+    ("condition", "expected"),
+    [
+        ({"kind": "pome"}, ["apple", "pear"]),
+        ({"kind": "pome", "price": 3}, ["pear"]),
+        ({"stock": {"shelf": "A"}}, ["apple", "cherry"]),
+        ({"stock.count": 0}, ["pear"]),
+        ({"tags": ["red"]}, ["apple"]),
+        ({"price": {"$eq": 8}}, ["cherry"]),
+        ({"price": {"$ne": 2}}, ["cherry", "pear"]),
+        ({"price": {"$gt": 2}}, ["cherry", "pear"]),
+        ({"price": {"$gte": 3}}, ["cherry", "pear"]),
+        ({"price": {"$lt": 3}}, ["apple"]),
+        ({"price": {"$lte": 3}}, ["apple", "pear"]),
+        ({"price": {"$gt": 2, "$lt": 8}}, ["pear"]),
+        ({"stock.count": {"$gte": 5}, "kind": "drupe"}, ["cherry"]),
+        ({"colour": "red"}, []),
+    ],
+)
 def test_search_filters(stocked: Any, condition: dict[str, Any], expected: list[str]) -> None:
     assert sorted(keys(stocked.search(FRUIT, filter=condition))) == expected
 
@@ -133,7 +152,9 @@ def test_a_query_ranks_the_matching_item_first_with_a_score(store: Any) -> None:
     found = store.search(("notes",), query="sourdough bread")
     assert found[0].key == "n3" and found[0].score is not None
     assert sorted(keys(found)) == ["n1", "n2", "n3"]
-    narrowed = store.search(("notes",), query="sales region", filter={"text": {"$ne": "x"}}, limit=1)
+    narrowed = store.search(
+        ("notes",), query="sales region", filter={"text": {"$ne": "x"}}, limit=1
+    )
     assert keys(narrowed) == ["n2"]
 
 
@@ -142,29 +163,53 @@ def test_a_query_ranks_the_matching_item_first_with_a_score(store: Any) -> None:
 
 @pytest.fixture
 def shelved(store: Any) -> Any:
-    for namespace in [("docs", "api", "v1"), ("docs", "api", "v2"), ("docs", "guide"), ("cache", "api", "v1")]:
+    for namespace in [
+        ("docs", "api", "v1"),
+        ("docs", "api", "v2"),
+        ("docs", "guide"),
+        ("cache", "api", "v1"),
+    ]:
         store.put(namespace, "k", {"v": 1})
     return store
 
 
 def test_list_namespaces_lists_each_namespace_holding_items(shelved: Any) -> None:
     assert sorted(shelved.list_namespaces()) == [
-        ("cache", "api", "v1"), ("docs", "api", "v1"), ("docs", "api", "v2"), ("docs", "guide")]
+        ("cache", "api", "v1"),
+        ("docs", "api", "v1"),
+        ("docs", "api", "v2"),
+        ("docs", "guide"),
+    ]
 
 
 def test_list_namespaces_by_prefix_and_suffix_with_wildcards(shelved: Any) -> None:
     assert sorted(shelved.list_namespaces(prefix=("docs",))) == [
-        ("docs", "api", "v1"), ("docs", "api", "v2"), ("docs", "guide")]
-    assert sorted(shelved.list_namespaces(suffix=("v1",))) == [("cache", "api", "v1"), ("docs", "api", "v1")]
+        ("docs", "api", "v1"),
+        ("docs", "api", "v2"),
+        ("docs", "guide"),
+    ]
+    assert sorted(shelved.list_namespaces(suffix=("v1",))) == [
+        ("cache", "api", "v1"),
+        ("docs", "api", "v1"),
+    ]
     assert sorted(shelved.list_namespaces(prefix=("*", "api"))) == [
-        ("cache", "api", "v1"), ("docs", "api", "v1"), ("docs", "api", "v2")]
+        ("cache", "api", "v1"),
+        ("docs", "api", "v1"),
+        ("docs", "api", "v2"),
+    ]
     assert shelved.list_namespaces(prefix=("docs",), suffix=("v2",)) == [("docs", "api", "v2")]
-    assert shelved.list_namespaces(suffix=("api", "*")) == sorted(shelved.list_namespaces(prefix=("*", "api")))
+    assert shelved.list_namespaces(suffix=("api", "*")) == sorted(
+        shelved.list_namespaces(prefix=("*", "api"))
+    )
     assert shelved.list_namespaces(prefix=("nothing",)) == []
 
 
 def test_list_namespaces_cut_to_a_depth_and_paged(shelved: Any) -> None:
-    assert sorted(shelved.list_namespaces(max_depth=2)) == [("cache", "api"), ("docs", "api"), ("docs", "guide")]
+    assert sorted(shelved.list_namespaces(max_depth=2)) == [
+        ("cache", "api"),
+        ("docs", "api"),
+        ("docs", "guide"),
+    ]
     assert sorted(shelved.list_namespaces(prefix=("docs",), max_depth=1)) == [("docs",)]
     everything = shelved.list_namespaces()
     pages = [shelved.list_namespaces(limit=3, offset=offset) for offset in (0, 3)]

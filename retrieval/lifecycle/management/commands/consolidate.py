@@ -13,11 +13,16 @@ from retrieval.lifecycle.consolidation import run_consolidation
 
 
 class Command(BaseCommand):
-    help = "Score, promote, prune, merge, cap and compress memories (docs/lifecycle.md); --dry-run changes nothing."
+    help = (
+        "Score, promote, prune, merge, cap and compress memories (docs/lifecycle.md); --dry-run"
+        " changes nothing."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--tenant", help="Tenant name (default: every tenant).")
-        parser.add_argument("--dry-run", action="store_true", help="Report what would change; change nothing.")
+        parser.add_argument(
+            "--dry-run", action="store_true", help="Report what would change; change nothing."
+        )
         parser.add_argument("--no-progress", action="store_true", help="No progress bar.")
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -35,8 +40,12 @@ class Command(BaseCommand):
             bar.update(done - bar.n)
 
         try:
-            result = run_consolidation(tenant_id=tenant_id, dry_run=options["dry_run"], progress=progress)
+            result = run_consolidation(
+                tenant_id=tenant_id, dry_run=options["dry_run"], progress=progress
+            )
         finally:
             bar.close()
-        summary = {k: result[k] for k in ("dry_run", "report_id", "counts", "tenants", "duration_ms")}
+        summary = {
+            k: result[k] for k in ("dry_run", "report_id", "counts", "tenants", "duration_ms")
+        }
         self.stdout.write(json.dumps(summary, indent=2))

@@ -1,9 +1,9 @@
 """MemoryHub client: sync (`MemoryHub`) and async (`AsyncMemoryHub`) access to a MemoryHub service.
 
-    from memoryhub_client import MemoryHub
-    hub = MemoryHub(api_key="mh_…", base_url="http://127.0.0.1:8000")
-    hub.remember("chat-1", [{"role": "user", "content": "I moved to Lyon."}], user_id="u1")
-    print(hub.recall("Where do I live?", session="chat-1"))
+from memoryhub_client import MemoryHub
+hub = MemoryHub(api_key="mh_…", base_url="http://127.0.0.1:8000")
+hub.remember("chat-1", [{"role": "user", "content": "I moved to Lyon."}], user_id="u1")
+print(hub.recall("Where do I live?", session="chat-1"))
 """
 
 from memoryhub_client._core import RetryPolicy

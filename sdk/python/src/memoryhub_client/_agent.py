@@ -11,10 +11,20 @@ from memoryhub_client._core import Flow, RetryPolicy, body, chunked, exchange
 from memoryhub_client._ops_sessions import append_events, create_session, keyed
 from memoryhub_client.types import AppendResult
 
-EVENT_FIELDS = frozenset({
-    "role", "content", "sequence", "tool_name", "tool_args", "tool_result", "metadata", "importance",
-    "created_at", "idempotency_key",
-})
+EVENT_FIELDS = frozenset(
+    {
+        "role",
+        "content",
+        "sequence",
+        "tool_name",
+        "tool_args",
+        "tool_result",
+        "metadata",
+        "importance",
+        "created_at",
+        "idempotency_key",
+    }
+)
 # Roles other chat APIs use, mapped onto the service's four (user, assistant, tool, system).
 ROLE_ALIASES = {"developer": "system", "function": "tool", "human": "user", "ai": "assistant"}
 TEXT_PART_TYPES = frozenset({"text", "input_text", "output_text"})
@@ -22,8 +32,21 @@ TEXT_PART_TYPES = frozenset({"text", "input_text", "output_text"})
 # stored whole and comes back equal from list_events/restore(format="openai"|"anthropic").
 CHAT_FIELDS = frozenset({"tool_calls", "tool_call_id", "name"})
 CHAT_ROLES = frozenset({"user", "assistant", "tool", "system"})
-PART_TYPES = frozenset({"text", "refusal", "image_url", "input_audio", "file", "image", "document", "tool_use",
-                        "tool_result", "thinking", "redacted_thinking"})
+PART_TYPES = frozenset(
+    {
+        "text",
+        "refusal",
+        "image_url",
+        "input_audio",
+        "file",
+        "image",
+        "document",
+        "tool_use",
+        "tool_result",
+        "thinking",
+        "redacted_thinking",
+    }
+)
 CALL_KEYS = frozenset({"id", "type", "function", "name", "arguments"})
 
 
@@ -44,11 +67,18 @@ def message_event(message: Mapping[str, Any] | str) -> dict[str, Any]:
     if isinstance(message, str):
         return keyed({"role": "user", "content": message})
     if _as_sent(message):
-        event = {"role": "user"} | {k: v for k, v in message.items()
-                                    if (k in EVENT_FIELDS or k in CHAT_FIELDS) and v is not None}
+        event = {"role": "user"} | {
+            k: v
+            for k, v in message.items()
+            if (k in EVENT_FIELDS or k in CHAT_FIELDS) and v is not None
+        }
         if "content" in message and message["content"] is None:
             event["content"] = None
-        extra = {k: v for k, v in message.items() if k not in EVENT_FIELDS | CHAT_FIELDS and v is not None}
+        extra = {
+            k: v
+            for k, v in message.items()
+            if k not in EVENT_FIELDS | CHAT_FIELDS and v is not None
+        }
         if extra:
             event["metadata"] = {**extra, **event.get("metadata", {})}
         return keyed(event)
@@ -71,22 +101,46 @@ def message_event(message: Mapping[str, Any] | str) -> dict[str, Any]:
 
 def _as_sent(message: Mapping[str, Any]) -> bool:
     """Whether the service takes the message as it is: one of its roles, content parts it knows,
-    tool calls of the chat form. Anything else is converted (the older, lossy way) rather than refused."""
+    tool calls of the chat form. Anything else is converted (the older, lossy way) rather than
+    refused."""
     content = message.get("content")
     calls = message.get("tool_calls")
-    return (message.get("role", "user") in CHAT_ROLES
-            and (content is None or isinstance(content, str) or (isinstance(content, list) and all(
-                isinstance(p, dict) and p.get("type") in PART_TYPES for p in content)))
-            and (calls is None or (isinstance(calls, list) and all(
-                isinstance(c, dict) and set(c) <= CALL_KEYS
-                and (not isinstance(c.get("function"), dict) or set(c["function"]) <= {"name", "arguments"})
-                for c in calls))))
+    return (
+        message.get("role", "user") in CHAT_ROLES
+        and (
+            content is None
+            or isinstance(content, str)
+            or (
+                isinstance(content, list)
+                and all(isinstance(p, dict) and p.get("type") in PART_TYPES for p in content)
+            )
+        )
+        and (
+            calls is None
+            or (
+                isinstance(calls, list)
+                and all(
+                    isinstance(c, dict)
+                    and set(c) <= CALL_KEYS
+                    and (
+                        not isinstance(c.get("function"), dict)
+                        or set(c["function"]) <= {"name", "arguments"}
+                    )
+                    for c in calls
+                )
+            )
+        )
+    )
 
 
 def _content_text(content: Any) -> str:
     """Multi-part content ([{"type": "text", "text": …}, …]) as its text; anything else as JSON."""
     if isinstance(content, list):
-        texts = [p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") in TEXT_PART_TYPES]
+        texts = [
+            p.get("text", "")
+            for p in content
+            if isinstance(p, dict) and p.get("type") in TEXT_PART_TYPES
+        ]
         if texts:
             return "\n".join(t for t in texts if isinstance(t, str))
     return json.dumps(content, default=str)
@@ -113,12 +167,17 @@ def remember(
     so retries never store a message twice. More than `batch_size` messages go in several
     requests, each atomic."""
     events = [message_event(m) for m in messages]
-    placement = body(user_id=user_id, agent=agent, channel=channel, workspace=workspace, title=title)
+    placement = body(
+        user_id=user_id, agent=agent, channel=channel, workspace=workspace, title=title
+    )
     if placement:
         yield from exchange(create_session(session, get_or_create=True, **placement), state.policy)
     result: AppendResult = {"session": session, "created": 0, "events": []}
     for batch in chunked(events, state.batch_size):
         part = yield from exchange(append_events(session, batch, user_id=user_id), state.policy)
-        result = {"session": part["session"], "created": result["created"] + part["created"],
-                  "events": result["events"] + part["events"]}
+        result = {
+            "session": part["session"],
+            "created": result["created"] + part["created"],
+            "events": result["events"] + part["events"],
+        }
     return result

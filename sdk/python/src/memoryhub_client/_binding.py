@@ -32,7 +32,8 @@ T = TypeVar("T")
 
 
 def _public_signature(build: Callable[..., Any], *, drop_first: bool = False) -> inspect.Signature:
-    """The builder's parameters, for help() and IDEs; the return type is the client's, not a Call."""
+    """The builder's parameters, for help() and IDEs; the return type is the client's, not a
+    Call."""
     sig = inspect.signature(build)
     params = list(sig.parameters.values())[1 if drop_first else 0 :]
     return sig.replace(parameters=params, return_annotation=inspect.Signature.empty)
@@ -66,7 +67,9 @@ class op(_Binding, Generic[P, R]):
     @overload
     def __get__(self, obj: SyncOperations, owner: type | None = None) -> Callable[P, R]: ...
     @overload
-    def __get__(self, obj: AsyncOperations, owner: type | None = None) -> Callable[P, Coroutine[Any, Any, R]]: ...
+    def __get__(
+        self, obj: AsyncOperations, owner: type | None = None
+    ) -> Callable[P, Coroutine[Any, Any, R]]: ...
 
     def __get__(self, obj: Any, owner: type | None = None) -> Any:
         if obj is None:
@@ -86,7 +89,9 @@ class flow(_Binding, Generic[P, R]):
     @overload
     def __get__(self, obj: SyncOperations, owner: type | None = None) -> Callable[P, R]: ...
     @overload
-    def __get__(self, obj: AsyncOperations, owner: type | None = None) -> Callable[P, Coroutine[Any, Any, R]]: ...
+    def __get__(
+        self, obj: AsyncOperations, owner: type | None = None
+    ) -> Callable[P, Coroutine[Any, Any, R]]: ...
 
     def __get__(self, obj: Any, owner: type | None = None) -> Any:
         if obj is None:
@@ -104,9 +109,13 @@ class pages(_Binding, Generic[P, T]):
     @overload
     def __get__(self, obj: None, owner: type | None = None) -> pages[P, T]: ...
     @overload
-    def __get__(self, obj: SyncOperations, owner: type | None = None) -> Callable[P, Iterator[T]]: ...
+    def __get__(
+        self, obj: SyncOperations, owner: type | None = None
+    ) -> Callable[P, Iterator[T]]: ...
     @overload
-    def __get__(self, obj: AsyncOperations, owner: type | None = None) -> Callable[P, AsyncIterator[T]]: ...
+    def __get__(
+        self, obj: AsyncOperations, owner: type | None = None
+    ) -> Callable[P, AsyncIterator[T]]: ...
 
     def __get__(self, obj: Any, owner: type | None = None) -> Any:
         if obj is None:
@@ -240,4 +249,5 @@ class SyncOperations(Operations):
 
 
 class AsyncOperations(Operations):
-    """The operations as coroutines (`iter_*` as async iterators): `_bind` returns a coroutine function."""
+    """The operations as coroutines (`iter_*` as async iterators): `_bind` returns a coroutine
+    function."""

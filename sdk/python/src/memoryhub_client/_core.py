@@ -82,7 +82,11 @@ class RetryPolicy:
         if attempt >= self.max_retries or not call.retry:
             return None
         if isinstance(outcome, httpx.TransportError):
-            return self._backoff(attempt) if call.idempotent or isinstance(outcome, _NOT_SENT) else None
+            return (
+                self._backoff(attempt)
+                if call.idempotent or isinstance(outcome, _NOT_SENT)
+                else None
+            )
         status = outcome.status_code
         if status in call.accept:
             return None
@@ -163,8 +167,13 @@ def next_page(call: Call[Page[T]], page: Page[T]) -> Call[Page[T]] | None:
 
 
 def page_of(body: Any) -> Page[Any]:
-    return Page(results=list(body.get("results", [])), count=body.get("count"), next=body.get("next"),
-                previous=body.get("previous"), raw=body)
+    return Page(
+        results=list(body.get("results", [])),
+        count=body.get("count"),
+        next=body.get("next"),
+        previous=body.get("previous"),
+        raw=body,
+    )
 
 
 # --- building requests ---------------------------------------------------------------------------

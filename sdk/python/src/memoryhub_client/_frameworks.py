@@ -90,7 +90,9 @@ def visible_events(session_id: str, user_id: str | None) -> Program:
     after = 0
     while True:
         try:
-            page = yield call("list_events", session_id, after=after, limit=EVENT_PAGE, user_id=user_id)
+            page = yield call(
+                "list_events", session_id, after=after, limit=EVENT_PAGE, user_id=user_id
+            )
         except NotFoundError:
             return events
         events += page.results
@@ -100,7 +102,8 @@ def visible_events(session_id: str, user_id: str | None) -> Program:
 
 
 def append(session_id: str, events: list[dict[str, Any]], user_id: str | None) -> Program:
-    """Append the events in one request (the session is created on first use, owned by `user_id`)."""
+    """Append the events in one request (the session is created on first use, owned by
+    `user_id`)."""
     if events:
         yield call("append_events", session_id, events, user_id=user_id)
 

@@ -64,10 +64,22 @@ def create_schedule(
 ) -> Call[Schedule]:
     """Create a schedule (POST /schedules/). `cadence` is {"type": "cron"|"once"|"interval",
     "value": …, "timezone"?}: e.g. {"type": "interval", "value": "15m"}."""
-    return Call("POST", "schedules/", as_is, json=body(
-        name=name, action=action, cadence=dict(cadence), goal=goal, params=params, user_id=user_id,
-        notification_policy=notification_policy, channel=channel, workspace=workspace,
-    ))
+    return Call(
+        "POST",
+        "schedules/",
+        as_is,
+        json=body(
+            name=name,
+            action=action,
+            cadence=dict(cadence),
+            goal=goal,
+            params=params,
+            user_id=user_id,
+            notification_policy=notification_policy,
+            channel=channel,
+            workspace=workspace,
+        ),
+    )
 
 
 def list_schedules(
@@ -83,10 +95,24 @@ def list_schedules(
     limit: int | None = None,
     offset: int | None = None,
 ) -> Call[Page[Schedule]]:
-    return Call("GET", "schedules/", page_of, params=query(
-        q=q, status=status, action=action, cadence_type=cadence_type, user_id=user_id,
-        channel=channel, workspace=workspace, name=name, limit=limit, offset=offset,
-    ), idempotent=True)
+    return Call(
+        "GET",
+        "schedules/",
+        page_of,
+        params=query(
+            q=q,
+            status=status,
+            action=action,
+            cadence_type=cadence_type,
+            user_id=user_id,
+            channel=channel,
+            workspace=workspace,
+            name=name,
+            limit=limit,
+            offset=offset,
+        ),
+        idempotent=True,
+    )
 
 
 def get_schedule(schedule_id: str) -> Call[Schedule]:
@@ -105,11 +131,22 @@ def update_schedule(
     notification_policy: NotificationPolicy | None = None,
     channel: str | None = None,
 ) -> Call[Schedule]:
-    return Call("PATCH", path("schedules", schedule_id), as_is, json=body(
-        name=name, goal=goal, action=action, params=params,
-        cadence=dict(cadence) if cadence is not None else None, user_id=user_id,
-        notification_policy=notification_policy, channel=channel,
-    ), idempotent=True)
+    return Call(
+        "PATCH",
+        path("schedules", schedule_id),
+        as_is,
+        json=body(
+            name=name,
+            goal=goal,
+            action=action,
+            params=params,
+            cadence=dict(cadence) if cadence is not None else None,
+            user_id=user_id,
+            notification_policy=notification_policy,
+            channel=channel,
+        ),
+        idempotent=True,
+    )
 
 
 def delete_schedule(schedule_id: str) -> Call[Deleted]:
@@ -137,8 +174,13 @@ def list_runs(
     offset: int | None = None,
 ) -> Call[Page[Run]]:
     """A schedule's runs, newest first."""
-    return Call("GET", path("schedules", schedule_id, "runs"), page_of,
-                params=query(status=status, limit=limit, offset=offset), idempotent=True)
+    return Call(
+        "GET",
+        path("schedules", schedule_id, "runs"),
+        page_of,
+        params=query(status=status, limit=limit, offset=offset),
+        idempotent=True,
+    )
 
 
 def get_run(run_id: str) -> Call[Run]:
@@ -157,12 +199,20 @@ def export_memory(
 ) -> Call[dict[str, Any]]:
     """Export the tenant, one workspace, one session or everything of one end user (`user_id`)
     as JSON (POST /export/); the result is what `import_memory` takes."""
-    return Call("POST", "export/", as_is, json=body(scope=scope, workspace=workspace, session=session,
-                                                    user_id=user_id), idempotent=True)
+    return Call(
+        "POST",
+        "export/",
+        as_is,
+        json=body(scope=scope, workspace=workspace, session=session, user_id=user_id),
+        idempotent=True,
+    )
 
 
-def import_memory(data: Mapping[str, Any] | bytes | str, *,
-                  on_conflict: Literal["fail", "skip", "merge"] | None = None) -> Call[Imported]:
+def import_memory(
+    data: Mapping[str, Any] | bytes | str,
+    *,
+    on_conflict: Literal["fail", "skip", "merge"] | None = None,
+) -> Call[Imported]:
     """Import an export into the key's tenant, all or nothing (POST /import/). Sessions and records
     the tenant holds already: "fail" (the service's default, 409 session_exists), "skip" (keep them)
     or "merge" (add the events and records they lack); skip and merge may be repeated safely."""
@@ -192,18 +242,35 @@ def list_channels(
     limit: int | None = None,
     offset: int | None = None,
 ) -> Call[Page[Channel]]:
-    return Call("GET", "channels/", page_of, params=query(
-        workspace=workspace, name=name, is_default=None if is_default is None else str(is_default).lower(),
-        limit=limit, offset=offset,
-    ), idempotent=True)
+    return Call(
+        "GET",
+        "channels/",
+        page_of,
+        params=query(
+            workspace=workspace,
+            name=name,
+            is_default=None if is_default is None else str(is_default).lower(),
+            limit=limit,
+            offset=offset,
+        ),
+        idempotent=True,
+    )
 
 
 def create_channel(
-    name: str, *, description: str | None = None, workspace: str | None = None, is_default: bool | None = None
+    name: str,
+    *,
+    description: str | None = None,
+    workspace: str | None = None,
+    is_default: bool | None = None,
 ) -> Call[Channel]:
     """Create a channel (POST /channels/); a taken name in the workspace is a ConflictError."""
-    return Call("POST", "channels/", as_is, json=body(
-        name=name, description=description, workspace=workspace, is_default=is_default))
+    return Call(
+        "POST",
+        "channels/",
+        as_is,
+        json=body(name=name, description=description, workspace=workspace, is_default=is_default),
+    )
 
 
 def get_channel(channel_id: int) -> Call[Channel]:
@@ -211,11 +278,20 @@ def get_channel(channel_id: int) -> Call[Channel]:
 
 
 def update_channel(
-    channel_id: int, *, name: str | None = None, description: str | None = None, is_default: bool | None = None
+    channel_id: int,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    is_default: bool | None = None,
 ) -> Call[Channel]:
     """Change the given fields (PATCH /channels/{id}/)."""
-    return Call("PATCH", path("channels", channel_id), as_is, json=body(
-        name=name, description=description, is_default=is_default), idempotent=True)
+    return Call(
+        "PATCH",
+        path("channels", channel_id),
+        as_is,
+        json=body(name=name, description=description, is_default=is_default),
+        idempotent=True,
+    )
 
 
 # --- webhooks ------------------------------------------------------------------------------------
@@ -227,11 +303,20 @@ def list_webhooks() -> Call[WebhookList]:
 
 
 def create_webhook(
-    kind: Literal["agent", "notification"], url: str, *, secret: str | None = None, description: str | None = None
+    kind: Literal["agent", "notification"],
+    url: str,
+    *,
+    secret: str | None = None,
+    description: str | None = None,
 ) -> Call[WebhookCreated]:
     """Register the tenant's webhook of this kind (POST /webhooks/); the answer carries the signing
     secret, shown this once (generated when not given)."""
-    return Call("POST", "webhooks/", as_is, json=body(kind=kind, url=url, secret=secret, description=description))
+    return Call(
+        "POST",
+        "webhooks/",
+        as_is,
+        json=body(kind=kind, url=url, secret=secret, description=description),
+    )
 
 
 def get_webhook(webhook_id: str) -> Call[Webhook]:
@@ -256,5 +341,10 @@ def forget_user(user_id: str) -> Call[UserForgotten]:
 def delete_workspace(workspace: str, *, dry_run: bool = False) -> Call[WorkspaceDeleted]:
     """Delete the workspace (by name) and everything in it, in one transaction; the rows deleted by
     model. `dry_run=True` deletes nothing and answers what would go (admin scope)."""
-    return Call("DELETE", path("workspaces", workspace), as_is, params=query(dry_run=dry_run or None),
-                idempotent=True)
+    return Call(
+        "DELETE",
+        path("workspaces", workspace),
+        as_is,
+        params=query(dry_run=dry_run or None),
+        idempotent=True,
+    )

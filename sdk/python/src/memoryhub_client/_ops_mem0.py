@@ -41,8 +41,10 @@ def memory_ref(memory: MemoryRef) -> tuple[Literal["note", "fact"], str]:
         elif kind in ("note", "fact") and metadata.get(f"{kind}_id") not in (None, ""):
             return kind, str(metadata[f"{kind}_id"])
         else:
-            raise ValueError(f"not a note or a fact: kind {kind!r} (events, summaries and documents have "
-                             "calls of their own)")
+            raise ValueError(
+                f"not a note or a fact: kind {kind!r} (events, summaries and documents have "
+                "calls of their own)"
+            )
     kind, _, ident = str(memory).partition(":")
     if kind not in ("note", "fact") or not ident:
         raise ValueError(f"a memory id is 'note:<note_id>' or 'fact:<fact id>', not {memory!r}")
@@ -67,7 +69,8 @@ def history(memory: MemoryRef) -> Call[FactHistory]:
 
 def get(memory: MemoryRef) -> Call[Memory]:
     """A note or a fact, as a Memory: `memory` is "note:<note_id>", "fact:<fact id>" (as get_all
-    returns them), or a search result or Memory dict. Another user's or tenant's is NotFoundError."""
+    returns them), or a search result or Memory dict. Another user's or tenant's is
+    NotFoundError."""
     kind, ident = memory_ref(memory)
     return Call("GET", path(f"{kind}s", ident), _reader(kind), idempotent=True)
 
@@ -105,10 +108,13 @@ def get_all(
     """Every note and fact of the end user `user_id` (theirs, not the shared ones), notes first,
     each newest first, in one shape (Memory) whose `id` delete() and history() take. Summaries,
     documents and the conversations themselves are not included (list_summaries, list_documents,
-    browse). `as_of`: the facts as they stood then; notes have no history and are as they are now."""
+    browse). `as_of`: the facts as they stood then; notes have no history and are as they are
+    now."""
     found: list[Memory] = []
-    calls = {"note": list_notes(user_id=user_id, limit=page_size),
-             "fact": list_facts(user_id=user_id, as_of=as_of, limit=page_size)}
+    calls = {
+        "note": list_notes(user_id=user_id, limit=page_size),
+        "fact": list_facts(user_id=user_id, as_of=as_of, limit=page_size),
+    }
     for kind in ("note", "fact"):
         if kind not in kinds:
             continue
@@ -116,14 +122,25 @@ def get_all(
         while call is not None:
             page = yield from exchange(call, state.policy)
             # A tenant-wide key sees shared memories too: get_all is the user's own.
-            found += [as_memory(kind, record) for record in page.results if record.get("user_id") == user_id]
+            found += [
+                as_memory(kind, record)
+                for record in page.results
+                if record.get("user_id") == user_id
+            ]
             call = next_page(call, page)
     return found
 
 
 def as_memory(kind: Literal["note", "fact"], record: Mapping[str, Any]) -> Memory:
     ident = record["note_id"] if kind == "note" else record["id"]
-    return {"id": f"{kind}:{ident}", "kind": kind, "memory": record.get("content", ""),
-            "user_id": record.get("user_id", ""), "tags": list(record.get("tags") or []),
-            "metadata": dict(record.get("metadata") or {}), "created_at": record.get("created_at", ""),
-            "updated_at": record.get("updated_at", ""), "record": dict(record)}
+    return {
+        "id": f"{kind}:{ident}",
+        "kind": kind,
+        "memory": record.get("content", ""),
+        "user_id": record.get("user_id", ""),
+        "tags": list(record.get("tags") or []),
+        "metadata": dict(record.get("metadata") or {}),
+        "created_at": record.get("created_at", ""),
+        "updated_at": record.get("updated_at", ""),
+        "record": dict(record),
+    }

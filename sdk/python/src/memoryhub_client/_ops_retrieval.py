@@ -47,23 +47,49 @@ def search(
     "three months ago" in the query are read against it (servers that predate it refuse the field).
     `group_by="session"`: which conversations are about the query; `top_k` then counts
     conversations, listed best first in `sessions`, and `results` holds each one's best
-    `hits_per_session` matches (default 3), conversation by conversation. `profile="seed002"`: RivetOS's
-    relevance formula (text rank, cosine, recency and importance in fixed shares); `decay_weight`:
-    that share of the score from Inklings' decay (importance fading with time, kept up by use);
-    `min_cosine`: only results at least that close in meaning (the SQLite state store's floor is
+    `hits_per_session` matches (default 3), conversation by conversation. `profile="seed002"`:
+    RivetOS's relevance formula (text rank, cosine, recency and importance in fixed shares);
+    `decay_weight`: that share of the score from Inklings' decay (importance fading with time, kept
+    up by use); `min_cosine`: only results at least that close in meaning (the SQLite state store's
+    floor is
     0.655).
     `synthesize=True`: the response's `synthesis` is the server's language model's answer from the
     results, {answer, citations: [{index, chunk_id}], model}, or {error: {code, message}, model}
     when the model failed (the results still come back); a server without a model refuses it
     (BadRequestError llm_not_configured)."""
-    return Call("POST", "search/", as_is, json=body(
-        query=query, query_embedding=query_embedding, session=session, channel=channel,
-        workspace=workspace, scope=scope, tags=tags, roles=roles, kinds=kinds, agent=agent,
-        user_id=user_id, since=since, until=until, as_of=as_of, top_k=top_k, mode=mode, fusion=fusion,
-        vector_weight=vector_weight, text_weight=text_weight, profile=profile, group_by=group_by,
-        hits_per_session=hits_per_session, synthesize=synthesize, decay_weight=decay_weight,
-        min_cosine=min_cosine,
-    ), idempotent=True)
+    return Call(
+        "POST",
+        "search/",
+        as_is,
+        json=body(
+            query=query,
+            query_embedding=query_embedding,
+            session=session,
+            channel=channel,
+            workspace=workspace,
+            scope=scope,
+            tags=tags,
+            roles=roles,
+            kinds=kinds,
+            agent=agent,
+            user_id=user_id,
+            since=since,
+            until=until,
+            as_of=as_of,
+            top_k=top_k,
+            mode=mode,
+            fusion=fusion,
+            vector_weight=vector_weight,
+            text_weight=text_weight,
+            profile=profile,
+            group_by=group_by,
+            hits_per_session=hits_per_session,
+            synthesize=synthesize,
+            decay_weight=decay_weight,
+            min_cosine=min_cosine,
+        ),
+        idempotent=True,
+    )
 
 
 def context(
@@ -79,12 +105,26 @@ def context(
     min_cosine: float | None = None,
 ) -> Call[Context]:
     """The context block for a prompt (POST /context/): the conversation's summary and recent
-    messages, important and relevant memories within `budget` tokens, as items and as Markdown. `min_cosine`: relevant memories
-    only at least that close in meaning, words or not (the SQLite state store's floor is 0.655)."""
-    return Call("POST", "context/", as_is, json=body(
-        session=session, query=query, budget=budget, scope=scope, top_k=top_k, tags=tags,
-        user_id=user_id, as_of=as_of, min_cosine=min_cosine,
-    ), idempotent=True)
+    messages, important and relevant memories within `budget` tokens, as items and as Markdown.
+    `min_cosine`: relevant memories only at least that close in meaning, words or not (the SQLite
+    state store's floor is 0.655)."""
+    return Call(
+        "POST",
+        "context/",
+        as_is,
+        json=body(
+            session=session,
+            query=query,
+            budget=budget,
+            scope=scope,
+            top_k=top_k,
+            tags=tags,
+            user_id=user_id,
+            as_of=as_of,
+            min_cosine=min_cosine,
+        ),
+        idempotent=True,
+    )
 
 
 def _markdown(context: Any) -> str:
@@ -104,10 +144,23 @@ def recall(
     """The Markdown context block for `query` ("## Relevant Memory …"), ready for a prompt.
 
     `as_of`: the memory as it stood at that moment (facts as they were then, nothing written
-    later). `user_id` and `as_of` are sent only when given (servers that predate them refuse them)."""
-    return Call("POST", "context/", _markdown, json=body(
-        session=session, query=query, budget=budget, scope=scope, tags=tags, user_id=user_id, as_of=as_of,
-    ), idempotent=True)
+    later). `user_id` and `as_of` are sent only when given (servers that predate them refuse
+    them)."""
+    return Call(
+        "POST",
+        "context/",
+        _markdown,
+        json=body(
+            session=session,
+            query=query,
+            budget=budget,
+            scope=scope,
+            tags=tags,
+            user_id=user_id,
+            as_of=as_of,
+        ),
+        idempotent=True,
+    )
 
 
 def browse(
@@ -123,11 +176,26 @@ def browse(
     limit: int | None = None,
     offset: int | None = None,
 ) -> Call[Page[BrowsedEvent]]:
-    """Events in time order across sessions (GET /browse/); `user_id`: that end user's conversations."""
-    return Call("GET", "browse/", page_of, params=query(
-        session=session, channel=channel, workspace=workspace, agent=agent, user_id=user_id, role=role,
-        since=since, until=until, limit=limit, offset=offset,
-    ), idempotent=True)
+    """Events in time order across sessions (GET /browse/); `user_id`: that end user's
+    conversations."""
+    return Call(
+        "GET",
+        "browse/",
+        page_of,
+        params=query(
+            session=session,
+            channel=channel,
+            workspace=workspace,
+            agent=agent,
+            user_id=user_id,
+            role=role,
+            since=since,
+            until=until,
+            limit=limit,
+            offset=offset,
+        ),
+        idempotent=True,
+    )
 
 
 def stats() -> Call[Stats]:

@@ -51,11 +51,24 @@ def create_session(
 ) -> Call[Session]:
     """Create a session (POST /sessions/); an existing `id` is a ConflictError (`session_exists`)
     unless `get_or_create`, which returns the existing session unchanged."""
-    return Call("POST", "sessions/", as_is, json=body(
-        id=id, user_id=user_id, persistence_key=persistence_key, agent=agent, channel=channel,
-        workspace=workspace, title=title, metadata=metadata, summary_budget=summary_budget,
-        get_or_create=get_or_create or None,
-    ), idempotent=get_or_create)
+    return Call(
+        "POST",
+        "sessions/",
+        as_is,
+        json=body(
+            id=id,
+            user_id=user_id,
+            persistence_key=persistence_key,
+            agent=agent,
+            channel=channel,
+            workspace=workspace,
+            title=title,
+            metadata=metadata,
+            summary_budget=summary_budget,
+            get_or_create=get_or_create or None,
+        ),
+        idempotent=get_or_create,
+    )
 
 
 def list_sessions(
@@ -74,18 +87,33 @@ def list_sessions(
 ) -> Call[Page[Session]]:
     """Sessions, newest activity first (GET /sessions/); `limit` is the page size. Archived ones
     only with `status="archived"` or `include_archived`; `ref_code` looks one up by its code."""
-    return Call("GET", "sessions/", page_of, params=query(
-        agent=agent, channel=channel, workspace=workspace, status=status,
-        persistence_key=persistence_key, user_id=user_id, q=q,
-        include_archived=None if include_archived is None else str(include_archived).lower(),
-        ref_code=ref_code, limit=limit, offset=offset,
-    ), idempotent=True)
+    return Call(
+        "GET",
+        "sessions/",
+        page_of,
+        params=query(
+            agent=agent,
+            channel=channel,
+            workspace=workspace,
+            status=status,
+            persistence_key=persistence_key,
+            user_id=user_id,
+            q=q,
+            include_archived=None if include_archived is None else str(include_archived).lower(),
+            ref_code=ref_code,
+            limit=limit,
+            offset=offset,
+        ),
+        idempotent=True,
+    )
 
 
 def get_session(session_id: str, *, user_id: str | None = None) -> Call[Session]:
     """One session; with `user_id` it must be that end user's (a ConflictError `owner_mismatch`
     for another user's conversation or one of no user)."""
-    return Call("GET", path("sessions", session_id), as_is, params=query(user_id=user_id), idempotent=True)
+    return Call(
+        "GET", path("sessions", session_id), as_is, params=query(user_id=user_id), idempotent=True
+    )
 
 
 def update_session(
@@ -101,10 +129,21 @@ def update_session(
 ) -> Call[Session]:
     """Change the given fields (PATCH /sessions/{id}/). Moving to the current status is a
     ConflictError (`invalid_status_transition`)."""
-    return Call("PATCH", path("sessions", session_id), as_is, json=body(
-        title=title, metadata=metadata, status=status, agent=agent, user_id=user_id,
-        persistence_key=persistence_key, summary_budget=summary_budget,
-    ), idempotent=True)
+    return Call(
+        "PATCH",
+        path("sessions", session_id),
+        as_is,
+        json=body(
+            title=title,
+            metadata=metadata,
+            status=status,
+            agent=agent,
+            user_id=user_id,
+            persistence_key=persistence_key,
+            summary_budget=summary_budget,
+        ),
+        idempotent=True,
+    )
 
 
 def delete_session(session_id: str) -> Call[SessionForgotten]:
@@ -142,10 +181,19 @@ def append_event(
     OpenAI content parts / Anthropic blocks, as chat APIs send it. An idempotency key is generated
     unless given, so a retried append is stored once."""
     event = body(
-        role=role, content=[dict(p) for p in content] if isinstance(content, Sequence) and not isinstance(
-            content, str) else content, sequence=sequence, tool_name=tool_name, tool_args=tool_args,
-        tool_result=tool_result, tool_calls=[dict(c) for c in tool_calls] if tool_calls is not None else None,
-        tool_call_id=tool_call_id, metadata=metadata, importance=importance, created_at=created_at,
+        role=role,
+        content=[dict(p) for p in content]
+        if isinstance(content, Sequence) and not isinstance(content, str)
+        else content,
+        sequence=sequence,
+        tool_name=tool_name,
+        tool_args=tool_args,
+        tool_result=tool_result,
+        tool_calls=[dict(c) for c in tool_calls] if tool_calls is not None else None,
+        tool_call_id=tool_call_id,
+        metadata=metadata,
+        importance=importance,
+        created_at=created_at,
         idempotency_key=idempotency_key or new_idempotency_key(),
     )
     if content is None:  # sent as null, as a chat API's assistant message with tool calls has it
@@ -169,8 +217,13 @@ def append_events(
     """Append events atomically ({"events": [...]}); each gets an idempotency key unless it has
     one, so a retried request stores nothing twice. With `user_id` the session must be that
     user's (a ConflictError `owner_mismatch` otherwise); a new session becomes theirs."""
-    return Call("POST", path("sessions", session_id, "events"), as_is,
-                json=body(events=[keyed(e) for e in events], user_id=user_id), idempotent=True)
+    return Call(
+        "POST",
+        path("sessions", session_id, "events"),
+        as_is,
+        json=body(events=[keyed(e) for e in events], user_id=user_id),
+        idempotent=True,
+    )
 
 
 def list_events(
@@ -187,40 +240,66 @@ def list_events(
     `format="openai"`/`"anthropic"`: each result is that chat API's message (as it was sent when
     it was sent in that shape), ready to send to the model again. With `user_id` the session
     must be that end user's (a ConflictError `owner_mismatch` otherwise)."""
-    return Call("GET", path("sessions", session_id, "events"), page_of,
-                params=query(limit=limit, after=after, before=before, format=format, user_id=user_id),
-                idempotent=True)
+    return Call(
+        "GET",
+        path("sessions", session_id, "events"),
+        page_of,
+        params=query(limit=limit, after=after, before=before, format=format, user_id=user_id),
+        idempotent=True,
+    )
 
 
 def delete_events(
-    session_id: str, *, after: int | None = None, limit: int | None = None, user_id: str | None = None
+    session_id: str,
+    *,
+    after: int | None = None,
+    limit: int | None = None,
+    user_id: str | None = None,
 ) -> Call[EventsDeleted]:
     """Delete the session's newest events (DELETE /sessions/{id}/events/): those above sequence
     `after`, at most `limit` of them (neither: every event), with their search chunks and the
     summaries covering them; `results` holds the deleted events. With `user_id` the session must
     be that end user's. A tenant with an immutable transcript refuses (ConflictError
     `immutable_transcript`)."""
-    return Call("DELETE", path("sessions", session_id, "events"), as_is,
-                params=query(after=after, limit=limit, user_id=user_id), idempotent=True)
+    return Call(
+        "DELETE",
+        path("sessions", session_id, "events"),
+        as_is,
+        params=query(after=after, limit=limit, user_id=user_id),
+        idempotent=True,
+    )
 
 
 def event_pages(
-    session_id: str, *, after: int = 0, before: int | None = None, limit: int | None = None,
+    session_id: str,
+    *,
+    after: int = 0,
+    before: int | None = None,
+    limit: int | None = None,
     format: MessageFormat | None = None,  # noqa: A002 - the API's parameter
 ) -> Call[Page[Event]]:
     """Every event after sequence `after`, oldest first, `limit` per request (page size)."""
     return list_events(session_id, after=after, before=before, limit=limit, format=format)
 
 
-def restore(session_id: str, *, budget: int | None = None, persistence: bool = False,
-            format: MessageFormat | None = None) -> Call[Restored]:  # noqa: A002 - the API's parameter
+def restore(
+    session_id: str,
+    *,
+    budget: int | None = None,
+    persistence: bool = False,
+    format: MessageFormat | None = None,
+) -> Call[Restored]:  # noqa: A002 - the API's parameter
     """The stored messages that fit in `budget` tokens, oldest first (the whole history when it
     fits, else the rolling summary first); `persistence` restores every session sharing this
     one's persistence key as one history. `format="openai"`/`"anthropic"`: the messages in that
     chat API's shape (anthropic: system text in `system`)."""
-    return Call("GET", path("sessions", session_id, "restore"), as_is,
-                params=query(budget=budget, persistence="true" if persistence else None, format=format),
-                idempotent=True)
+    return Call(
+        "GET",
+        path("sessions", session_id, "restore"),
+        as_is,
+        params=query(budget=budget, persistence="true" if persistence else None, format=format),
+        idempotent=True,
+    )
 
 
 # --- scratchpad ----------------------------------------------------------------------------------
@@ -231,31 +310,45 @@ def get_scratchpad(session_id: str) -> Call[Scratchpad]:
 
 
 def put_scratchpad(
-    session_id: str, items: Sequence[Mapping[str, Any] | str] | Mapping[str, Any], *,
+    session_id: str,
+    items: Sequence[Mapping[str, Any] | str] | Mapping[str, Any],
+    *,
     expected_version: int | None = None,
 ) -> Call[Scratchpad]:
     """Replace the whole scratchpad: [{"key", "value"}, …], plain strings, or one {key: value};
     values are any JSON. With `expected_version`, only if nobody wrote since (else ConflictError
     stale_version)."""
-    payload: Any = dict(items) if isinstance(items, Mapping) else [
-        item if isinstance(item, str) else dict(item) for item in items
-    ]
+    payload: Any = (
+        dict(items)
+        if isinstance(items, Mapping)
+        else [item if isinstance(item, str) else dict(item) for item in items]
+    )
     body: dict[str, Any] = {"items": payload}
     if expected_version is not None:
         body["expected_version"] = expected_version
-    return Call("PUT", path("sessions", session_id, "scratchpad"), as_is, json=body, idempotent=True)
+    return Call(
+        "PUT", path("sessions", session_id, "scratchpad"), as_is, json=body, idempotent=True
+    )
 
 
 def update_scratchpad(
-    session_id: str, set: Mapping[str, Any] | None = None, *, remove: Sequence[str] = (),  # noqa: A002
+    session_id: str,
+    set: Mapping[str, Any] | None = None,
+    *,
+    remove: Sequence[str] = (),  # noqa: A002
     expected_version: int | None = None,
 ) -> Call[Scratchpad]:
     """Per-key writes: set these keys, remove those; the other items stay (PATCH)."""
     body: dict[str, Any] = {"set": dict(set or {}), "remove": list(remove)}
     if expected_version is not None:
         body["expected_version"] = expected_version
-    return Call("PATCH", path("sessions", session_id, "scratchpad"), as_is, json=body,
-                idempotent=expected_version is not None)
+    return Call(
+        "PATCH",
+        path("sessions", session_id, "scratchpad"),
+        as_is,
+        json=body,
+        idempotent=expected_version is not None,
+    )
 
 
 def clear_scratchpad(session_id: str) -> Call[Scratchpad]:
@@ -270,14 +363,22 @@ def get_summary(session_id: str) -> Call[RollingSummary]:
 
 
 def put_summary(
-    session_id: str, text: str, *, expected_epoch: int | None = None, upper_sequence: int | None = None
+    session_id: str,
+    text: str,
+    *,
+    expected_epoch: int | None = None,
+    upper_sequence: int | None = None,
 ) -> Call[RollingSummary]:
     """Write the rolling summary; with `expected_epoch` a compare-and-swap (ConflictError
     `stale_epoch` when another writer got there first)."""
-    return Call("PUT", path("sessions", session_id, "summary"), as_is,
-                json=body(text=text, expected_epoch=expected_epoch, upper_sequence=upper_sequence),
-                # a resent compare-and-swap that had succeeded would fail as stale
-                idempotent=expected_epoch is None)
+    return Call(
+        "PUT",
+        path("sessions", session_id, "summary"),
+        as_is,
+        json=body(text=text, expected_epoch=expected_epoch, upper_sequence=upper_sequence),
+        # a resent compare-and-swap that had succeeded would fail as stale
+        idempotent=expected_epoch is None,
+    )
 
 
 def summarise(session_id: str, *, budget: int | None = None) -> Call[Summarised]:
@@ -289,8 +390,13 @@ def summarise(session_id: str, *, budget: int | None = None) -> Call[Summarised]
 
 def build_summary_tree(session_id: str, *, final: bool = False) -> Call[TreeQueued]:
     """Queue a build of the session's summary tree now (202)."""
-    return Call("POST", path("sessions", session_id, "summary", "tree"), as_is,
-                params=query(final=final or None), idempotent=True)
+    return Call(
+        "POST",
+        path("sessions", session_id, "summary", "tree"),
+        as_is,
+        params=query(final=final or None),
+        idempotent=True,
+    )
 
 
 def list_summaries(
@@ -300,11 +406,21 @@ def list_summaries(
     limit: int | None = None,
     offset: int | None = None,
 ) -> Call[Page[SummaryNode]]:
-    return Call("GET", "summaries/", page_of,
-                params=query(session=session, level=level, limit=limit, offset=offset), idempotent=True)
+    return Call(
+        "GET",
+        "summaries/",
+        page_of,
+        params=query(session=session, level=level, limit=limit, offset=offset),
+        idempotent=True,
+    )
 
 
 def expand_summary(node_id: int, *, events_limit: int | None = None) -> Call[SummaryExpanded]:
     """A summary node with its child nodes and its source events."""
-    return Call("GET", path("summaries", node_id), as_is, params=query(events_limit=events_limit),
-                idempotent=True)
+    return Call(
+        "GET",
+        path("summaries", node_id),
+        as_is,
+        params=query(events_limit=events_limit),
+        idempotent=True,
+    )

@@ -30,7 +30,8 @@ class SearchResult(TypedDict):
 
 
 class SessionGroup(TypedDict):
-    """A conversation of a grouped search (`group_by="session"`); its `hits` results follow one another."""
+    """A conversation of a grouped search (`group_by="session"`); its `hits` results follow one
+    another."""
 
     session: str
     channel: str | None
@@ -50,7 +51,8 @@ class SynthesisError(TypedDict):
 
 
 class Synthesis(TypedDict, total=False):
-    """search(synthesize=True): an answer with citations, or an error (the results still came back)."""
+    """search(synthesize=True): an answer with citations, or an error (the results still came
+    back)."""
 
     answer: str
     citations: list[Citation]

@@ -85,7 +85,8 @@ class Event(TypedDict):
 
 
 class AppendedEvent(Event):
-    """A single append: the event's fields, plus the session and how many events were new (0 or 1)."""
+    """A single append: the event's fields, plus the session and how many events were new (0
+    or 1)."""
 
     session: str
     created: int
@@ -98,7 +99,6 @@ class AppendResult(TypedDict):
 
 
 class _Restored(TypedDict):
-
     session: str
     budget: int
     tokens: int
@@ -119,7 +119,8 @@ class Restored(_Restored, total=False):
 
 class ScratchpadItem(TypedDict):
     key: str
-    value: Json  # any JSON value: a string of at most 240 characters, else at most 240 as compact JSON
+    # any JSON value: a string of at most 240 characters, else at most 240 as compact JSON
+    value: Json
 
 
 class Scratchpad(TypedDict):

@@ -88,11 +88,20 @@ class MemoryHub(SyncOperations):
         headers: Mapping[str, str] | None = None,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
-        settings = _Settings(api_key, base_url, timeout=timeout, max_retries=max_retries, backoff=backoff,
-                             max_backoff=max_backoff, batch_size=batch_size, headers=headers)
+        settings = _Settings(
+            api_key,
+            base_url,
+            timeout=timeout,
+            max_retries=max_retries,
+            backoff=backoff,
+            max_backoff=max_backoff,
+            batch_size=batch_size,
+            headers=headers,
+        )
         self._state = settings.state
-        self._http = httpx.Client(base_url=settings.root, headers=settings.headers, timeout=timeout,
-                                  transport=transport)
+        self._http = httpx.Client(
+            base_url=settings.root, headers=settings.headers, timeout=timeout, transport=transport
+        )
 
     def _drive(self, flow: Flow[Any]) -> Any:
         try:
@@ -133,8 +142,12 @@ class MemoryHub(SyncOperations):
     def __enter__(self) -> MemoryHub:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         self.close()
 
 
@@ -155,11 +168,20 @@ class AsyncMemoryHub(AsyncOperations):
         headers: Mapping[str, str] | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
-        settings = _Settings(api_key, base_url, timeout=timeout, max_retries=max_retries, backoff=backoff,
-                             max_backoff=max_backoff, batch_size=batch_size, headers=headers)
+        settings = _Settings(
+            api_key,
+            base_url,
+            timeout=timeout,
+            max_retries=max_retries,
+            backoff=backoff,
+            max_backoff=max_backoff,
+            batch_size=batch_size,
+            headers=headers,
+        )
         self._state = settings.state
-        self._http = httpx.AsyncClient(base_url=settings.root, headers=settings.headers, timeout=timeout,
-                                       transport=transport)
+        self._http = httpx.AsyncClient(
+            base_url=settings.root, headers=settings.headers, timeout=timeout, transport=transport
+        )
 
     async def _drive(self, flow: Flow[Any]) -> Any:
         try:
@@ -184,7 +206,9 @@ class AsyncMemoryHub(AsyncOperations):
 
         return method
 
-    def _bind_pages(self, build: Callable[..., Call[Page[Any]]]) -> Callable[..., AsyncIterator[Any]]:
+    def _bind_pages(
+        self, build: Callable[..., Call[Page[Any]]]
+    ) -> Callable[..., AsyncIterator[Any]]:
         async def method(*args: Any, **kwargs: Any) -> AsyncIterator[Any]:
             call: Call[Page[Any]] | None = build(*args, **kwargs)
             while call is not None:
@@ -201,6 +225,10 @@ class AsyncMemoryHub(AsyncOperations):
     async def __aenter__(self) -> AsyncMemoryHub:
         return self
 
-    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                        tb: TracebackType | None) -> None:
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         await self.aclose()

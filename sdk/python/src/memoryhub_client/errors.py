@@ -80,7 +80,9 @@ _BY_STATUS: dict[int, type[MemoryHubError]] = {
 }
 
 
-def error_from_response(response: httpx.Response, retry_after: float | None = None) -> MemoryHubError:
+def error_from_response(
+    response: httpx.Response, retry_after: float | None = None
+) -> MemoryHubError:
     """The exception for a non-2xx response, read from the envelope when there is one."""
     status = response.status_code
     cls = _BY_STATUS.get(status) or (ServerError if status >= 500 else MemoryHubError)
@@ -99,7 +101,11 @@ def _envelope(response: httpx.Response) -> tuple[str, str, dict[str, Any]]:
     error = body.get("error") if isinstance(body, dict) else None
     if isinstance(error, dict) and isinstance(error.get("code"), str):
         details = error.get("details")
-        return error["code"], str(error.get("message", "")), details if isinstance(details, dict) else {}
+        return (
+            error["code"],
+            str(error.get("message", "")),
+            details if isinstance(details, dict) else {},
+        )
     # Not the service's envelope: a proxy's HTML page, an empty body. Keep a readable excerpt.
     text = response.text.strip()[:300]
     return f"http_{response.status_code}", text or response.reason_phrase, {}

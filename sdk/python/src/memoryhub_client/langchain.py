@@ -17,9 +17,10 @@ key. `clear()` deletes the session's events on the server with the search chunks
 derived from them: gone from every read (a tenant with an immutable transcript refuses).
 
 `MemoryHubRetriever` runs `/search/` for the query as `user_id`: that end user's memories and the
-shared ones (with a tenant-wide key and no `user_id`: every user's), in `scope`, with `tags`, `kinds`, `session` and any other search field in
-`search_kwargs`; `k` results (also `invoke(query, k=…)`). Each is a Document whose page_content is
-the matched text and whose metadata is the rest of the search result.
+shared ones (with a tenant-wide key and no `user_id`: every user's), in `scope`, with `tags`,
+`kinds`, `session` and any other search field in `search_kwargs`; `k` results (also `invoke(query,
+k=…)`). Each is a Document whose page_content is the matched text and whose metadata is the rest of
+the search result.
 """
 
 from __future__ import annotations
@@ -52,8 +53,14 @@ except ImportError as error:  # pragma: no cover - depends on the install
 
 
 MESSAGE = "langchain_message"  # the event metadata key holding the message as added
-ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool", "function": "tool",
-         "developer": "system"}
+ROLES = {
+    "human": "user",
+    "ai": "assistant",
+    "system": "system",
+    "tool": "tool",
+    "function": "tool",
+    "developer": "system",
+}
 
 
 def message_event(message: BaseMessage) -> dict[str, Any]:
@@ -61,11 +68,16 @@ def message_event(message: BaseMessage) -> dict[str, Any]:
     role = ROLES.get(message.type)
     if role is None:  # ChatMessage and other kinds: their own role when MemoryHub has it
         role = ROLES.get(str(getattr(message, "role", "")), "assistant")
-    event: dict[str, Any] = {"role": role, "content": fw.text_of(message.content),
-                             "metadata": {MESSAGE: message_to_dict(message)}}
+    event: dict[str, Any] = {
+        "role": role,
+        "content": fw.text_of(message.content),
+        "metadata": {MESSAGE: message_to_dict(message)},
+    }
     if isinstance(message, AIMessage) and message.tool_calls:
-        event["tool_calls"] = [{"id": c.get("id") or "", "name": c["name"], "arguments": c["args"]}
-                               for c in message.tool_calls]
+        event["tool_calls"] = [
+            {"id": c.get("id") or "", "name": c["name"], "arguments": c["args"]}
+            for c in message.tool_calls
+        ]
     if isinstance(message, ToolMessage):
         event["tool_call_id"] = message.tool_call_id
     if not event["content"].strip() and not (event.get("tool_calls") or event.get("tool_call_id")):
@@ -85,39 +97,56 @@ def event_message(event: dict[str, Any]) -> BaseMessage:
         return SystemMessage(content)
     if role == "tool":
         return ToolMessage(content, tool_call_id=event.get("tool_call_id") or "")
-    calls = [{"id": c.get("id"), "name": c.get("name", ""),
-              "args": c["arguments"] if isinstance(c.get("arguments"), dict) else {}}
-             for c in event.get("tool_calls") or []]
+    calls = [
+        {
+            "id": c.get("id"),
+            "name": c.get("name", ""),
+            "args": c["arguments"] if isinstance(c.get("arguments"), dict) else {},
+        }
+        for c in event.get("tool_calls") or []
+    ]
     return AIMessage(content, tool_calls=calls)
 
 
 class MemoryHubChatMessageHistory(BaseChatMessageHistory):
     """LangChain's chat history over the events of MemoryHub session `session_id`."""
 
-    def __init__(self, session_id: str, client: Any, *, user_id: str | None = None,
-                 async_client: Any = None) -> None:
+    def __init__(
+        self, session_id: str, client: Any, *, user_id: str | None = None, async_client: Any = None
+    ) -> None:
         self.session_id = session_id
         self.client = client  # a MemoryHub
-        self.async_client = async_client  # an AsyncMemoryHub for the a* methods (else: client in a thread)
+        # an AsyncMemoryHub for the a* methods (else: client in a thread)
+        self.async_client = async_client
         self.user_id = user_id
 
     @property
     def messages(self) -> list[BaseMessage]:  # type: ignore[override]
-        return [event_message(e) for e in fw.drive(self.client, fw.visible_events(self.session_id, self.user_id))]
+        return [
+            event_message(e)
+            for e in fw.drive(self.client, fw.visible_events(self.session_id, self.user_id))
+        ]
 
     def add_messages(self, messages: Sequence[BaseMessage]) -> None:
-        fw.drive(self.client, fw.append(self.session_id, [message_event(m) for m in messages], self.user_id))
+        fw.drive(
+            self.client,
+            fw.append(self.session_id, [message_event(m) for m in messages], self.user_id),
+        )
 
     def clear(self) -> None:
         fw.drive(self.client, fw.clear(self.session_id, self.user_id))
 
     async def aget_messages(self) -> list[BaseMessage]:
-        events = await fw.adrive(self.async_client or self.client, fw.visible_events(self.session_id, self.user_id))
+        events = await fw.adrive(
+            self.async_client or self.client, fw.visible_events(self.session_id, self.user_id)
+        )
         return [event_message(e) for e in events]
 
     async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
-        await fw.adrive(self.async_client or self.client,
-                        fw.append(self.session_id, [message_event(m) for m in messages], self.user_id))
+        await fw.adrive(
+            self.async_client or self.client,
+            fw.append(self.session_id, [message_event(m) for m in messages], self.user_id),
+        )
 
     async def aclear(self) -> None:
         await fw.adrive(self.async_client or self.client, fw.clear(self.session_id, self.user_id))
@@ -142,8 +171,16 @@ class MemoryHubRetriever(BaseRetriever):
     """Any other field of the search request (mode, since, until, min_cosine, …)."""
 
     def _request(self, query: str, kwargs: dict[str, Any]) -> dict[str, Any]:
-        request = {"user_id": self.user_id, "scope": self.scope, "session": self.session, "tags": self.tags,
-                   "kinds": self.kinds, "top_k": kwargs.pop("k", self.k), **self.search_kwargs, **kwargs}
+        request = {
+            "user_id": self.user_id,
+            "scope": self.scope,
+            "session": self.session,
+            "tags": self.tags,
+            "kinds": self.kinds,
+            "top_k": kwargs.pop("k", self.k),
+            **self.search_kwargs,
+            **kwargs,
+        }
         return {name: value for name, value in request.items() if value is not None}
 
     @staticmethod
@@ -151,15 +188,21 @@ class MemoryHubRetriever(BaseRetriever):
         docs = []
         for result in response["results"]:
             metadata = {name: value for name, value in result.items() if name != "text"}
-            docs.append(Document(page_content=result["text"], metadata=metadata, id=str(result["chunk_id"])))
+            docs.append(
+                Document(page_content=result["text"], metadata=metadata, id=str(result["chunk_id"]))
+            )
         return docs
 
-    def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun,
-                                **kwargs: Any) -> list[Document]:
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
+    ) -> list[Document]:
         return self._documents(self.client.search(query, **self._request(query, kwargs)))
 
-    async def _aget_relevant_documents(self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun,
-                                       **kwargs: Any) -> list[Document]:
+    async def _aget_relevant_documents(
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
+    ) -> list[Document]:
         if self.async_client is None:
             return await super()._aget_relevant_documents(query, run_manager=run_manager, **kwargs)
-        return self._documents(await self.async_client.search(query, **self._request(query, kwargs)))
+        return self._documents(
+            await self.async_client.search(query, **self._request(query, kwargs))
+        )

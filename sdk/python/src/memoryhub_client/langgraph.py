@@ -1,4 +1,5 @@
-"""LangGraph's long-term memory store over MemoryHub notes (`pip install memoryhub-client[langgraph]`).
+"""LangGraph's long-term memory store over MemoryHub notes (`pip install
+memoryhub-client[langgraph]`).
 
     from memoryhub_client import AsyncMemoryHub, MemoryHub
     from memoryhub_client.langgraph import MemoryHubStore
@@ -65,14 +66,17 @@ except ImportError as error:  # pragma: no cover - depends on the install
     raise fw.missing("langgraph", error) from error
 
 SOURCE = "langgraph"  # the notes' source and tag
-USER_LABELS = ("users", "memories")  # ("users", <user>, …) and ("memories", <user>, …) are that user's
+# ("users", <user>, …) and ("memories", <user>, …) are that user's
+USER_LABELS = ("users", "memories")
 PAGE = 1000
 SEARCH_TOP_K = 100
 _FILTER_KEY = re.compile(r"^[\w.\-]+$")
 
 
 def note_id(namespace: tuple[str, ...], key: str, workspace: str | None = None) -> str:
-    parts: list[Any] = [list(namespace), key] if workspace is None else [workspace, list(namespace), key]
+    parts: list[Any] = (
+        [list(namespace), key] if workspace is None else [workspace, list(namespace), key]
+    )
     digest = hashlib.sha256(json.dumps(parts, ensure_ascii=False).encode()).hexdigest()
     return f"lg-{digest[:40]}"
 
@@ -112,8 +116,12 @@ class Owners:
     def check(self, user: str, namespace: tuple[str, ...]) -> None:
         if self.acting and user != self.acting:
             whose = "another user" if user else "no user (it is shared)"
-            raise ConflictError("owner_mismatch", f"Namespace {namespace!r} belongs to {whose}: this store acts "
-                                f"for user {self.acting!r}.", details={"user_id": self.acting})
+            raise ConflictError(
+                "owner_mismatch",
+                f"Namespace {namespace!r} belongs to {whose}: this store acts "
+                f"for user {self.acting!r}.",
+                details={"user_id": self.acting},
+            )
 
 
 def _text(value: dict[str, Any], index: list[str] | None) -> str:
@@ -143,8 +151,13 @@ def _when(text: str) -> datetime:
 
 def _item(note: dict[str, Any], score: float | None = None, searched: bool = False) -> Item:
     stored = note["metadata"][SOURCE]
-    fields = {"namespace": tuple(stored["namespace"]), "key": stored["key"], "value": stored["value"],
-              "created_at": _when(note["created_at"]), "updated_at": _when(note["updated_at"])}
+    fields = {
+        "namespace": tuple(stored["namespace"]),
+        "key": stored["key"],
+        "value": stored["value"],
+        "created_at": _when(note["created_at"]),
+        "updated_at": _when(note["updated_at"]),
+    }
     return SearchItem(**fields, score=score) if searched else Item(**fields)
 
 
@@ -185,7 +198,9 @@ def _operator(value: Any, op: str, expected: Any) -> bool:
     left, right = _number(value), _number(expected)
     if left is None or right is None or math.isnan(left) or math.isnan(right):
         return False
-    return {"$gt": left > right, "$gte": left >= right, "$lt": left < right, "$lte": left <= right}[op]
+    return {"$gt": left > right, "$gte": left >= right, "$lt": left < right, "$lte": left <= right}[
+        op
+    ]
 
 
 def _matches(value: Any, expected: Any) -> bool:
@@ -193,7 +208,9 @@ def _matches(value: Any, expected: Any) -> bool:
     if isinstance(expected, dict):
         if any(k.startswith("$") for k in expected):
             return all(_operator(value, k, v) for k, v in expected.items())
-        return isinstance(value, dict) and all(k in value and _matches(value[k], v) for k, v in expected.items())
+        return isinstance(value, dict) and all(
+            k in value and _matches(value[k], v) for k, v in expected.items()
+        )
     if isinstance(expected, (list, tuple)):
         return isinstance(value, list) and all(any(_matches(v, e) for v in value) for e in expected)
     if isinstance(value, list) and not isinstance(expected, (dict, list)):
@@ -222,7 +239,11 @@ def _does_match(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
     path = tuple(condition.path)
     if len(namespace) < len(path):
         return False
-    labels = namespace[: len(path)] if condition.match_type == "prefix" else namespace[len(namespace) - len(path):]
+    labels = (
+        namespace[: len(path)]
+        if condition.match_type == "prefix"
+        else namespace[len(namespace) - len(path) :]
+    )
     return all(p == "*" or p == n for p, n in zip(path, labels, strict=True))
 
 
@@ -242,12 +263,20 @@ class Place:
 
 
 def _notes(place: Place, reader: dict[str, str]) -> fw.Program:
-    """Every note of the store that `reader` (list_notes' user_id or for_user) may read, newest first."""
+    """Every note of the store that `reader` (list_notes' user_id or for_user) may read, newest
+    first."""
     notes: list[dict[str, Any]] = []
     offset = 0
     while True:
-        page = yield fw.call("list_notes", source=SOURCE, tags=[SOURCE], workspace=place.workspace, limit=PAGE,
-                             offset=offset, **reader)
+        page = yield fw.call(
+            "list_notes",
+            source=SOURCE,
+            tags=[SOURCE],
+            workspace=place.workspace,
+            limit=PAGE,
+            offset=offset,
+            **reader,
+        )
         notes += [n for n in page.results if _is_store_note(n)]
         if len(page.results) < PAGE:
             break
@@ -285,9 +314,17 @@ def _put(op: PutOp, place: Place) -> fw.Program:
         return None
     index = None if op.index is None or op.index is False else list(op.index)
     value = json.loads(json.dumps(op.value))
-    yield fw.call("put_note", ident, _text(value, index), source=SOURCE, tags=[SOURCE], user_id=user,
-                  scope=place.scope, workspace=place.workspace,
-                  metadata={SOURCE: {"namespace": list(namespace), "key": op.key, "value": value}})
+    yield fw.call(
+        "put_note",
+        ident,
+        _text(value, index),
+        source=SOURCE,
+        tags=[SOURCE],
+        user_id=user,
+        scope=place.scope,
+        workspace=place.workspace,
+        metadata={SOURCE: {"namespace": list(namespace), "key": op.key, "value": value}},
+    )
     return None
 
 
@@ -295,20 +332,31 @@ def _search(op: SearchOp, place: Place) -> fw.Program:
     prefix = tuple(op.namespace_prefix)
     reader = place.owners.reader(prefix)
     notes = yield from _notes(place, reader)
-    found = [n for n in notes if tuple(n["metadata"][SOURCE]["namespace"][: len(prefix)]) == prefix
-             and _passes(n["metadata"][SOURCE]["value"], op.filter)]
+    found = [
+        n
+        for n in notes
+        if tuple(n["metadata"][SOURCE]["namespace"][: len(prefix)]) == prefix
+        and _passes(n["metadata"][SOURCE]["value"], op.filter)
+    ]
     scores: dict[str, float] = {}
     if op.query and op.query.strip() and found:
         user = reader.get("user_id") or reader.get("for_user")
-        response = yield fw.call("search", op.query, kinds=["note"], tags=[SOURCE], user_id=user,
-                                 top_k=SEARCH_TOP_K)
+        response = yield fw.call(
+            "search", op.query, kinds=["note"], tags=[SOURCE], user_id=user, top_k=SEARCH_TOP_K
+        )
         for result in response["results"]:
             ident = (result.get("metadata") or {}).get("note_id")
             if ident is not None and ident not in scores:
                 scores[ident] = float(result["score"])
         order = {n["note_id"]: i for i, n in enumerate(found)}
-        found.sort(key=lambda n: (n["note_id"] not in scores, -scores.get(n["note_id"], 0.0), order[n["note_id"]]))
-    page = found[op.offset: op.offset + op.limit]
+        found.sort(
+            key=lambda n: (
+                n["note_id"] not in scores,
+                -scores.get(n["note_id"], 0.0),
+                order[n["note_id"]],
+            )
+        )
+    page = found[op.offset : op.offset + op.limit]
     return [_item(n, scores.get(n["note_id"]), searched=True) for n in page]
 
 
@@ -319,10 +367,12 @@ def _list_namespaces(op: ListNamespacesOp, place: Place) -> fw.Program:
             prefix = tuple(condition.path)
     notes = yield from _notes(place, place.owners.reader(prefix))
     namespaces = {tuple(n["metadata"][SOURCE]["namespace"]) for n in notes}
-    namespaces = {ns for ns in namespaces if all(_does_match(c, ns) for c in op.match_conditions or ())}
+    namespaces = {
+        ns for ns in namespaces if all(_does_match(c, ns) for c in op.match_conditions or ())
+    }
     if op.max_depth is not None:
         namespaces = {ns[: op.max_depth] for ns in namespaces}
-    return sorted(namespaces)[op.offset: op.offset + op.limit]
+    return sorted(namespaces)[op.offset : op.offset + op.limit]
 
 
 def _batch(ops: Iterable[Op], place: Place) -> fw.Program:
@@ -349,11 +399,21 @@ class MemoryHubStore(BaseStore):
     `scope`: the notes' scope (default: the server's); `workspace`: their workspace (default: the
     key's), part of each item's identity."""
 
-    def __init__(self, client: Any = None, *, async_client: Any = None, scope: str | None = None,
-                 user_id: str | None = None, user_labels: Iterable[str] = USER_LABELS,
-                 user_segment: int | None = None, workspace: str | None = None) -> None:
+    def __init__(
+        self,
+        client: Any = None,
+        *,
+        async_client: Any = None,
+        scope: str | None = None,
+        user_id: str | None = None,
+        user_labels: Iterable[str] = USER_LABELS,
+        user_segment: int | None = None,
+        workspace: str | None = None,
+    ) -> None:
         if client is None and async_client is None:
-            raise ValueError("MemoryHubStore needs a MemoryHub (client) or an AsyncMemoryHub (async_client)")
+            raise ValueError(
+                "MemoryHubStore needs a MemoryHub (client) or an AsyncMemoryHub (async_client)"
+            )
         if user_segment is not None and user_segment < 0:
             raise ValueError("user_segment is a namespace position: 0 or more")
         self.client = client
@@ -361,11 +421,15 @@ class MemoryHubStore(BaseStore):
         self.scope = scope
         self.user_id = user_id
         self.workspace = workspace
-        self.place = Place(Owners(tuple(user_labels), user_segment, user_id or None), scope, workspace)
+        self.place = Place(
+            Owners(tuple(user_labels), user_segment, user_id or None), scope, workspace
+        )
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         if self.client is None:
-            raise RuntimeError("this MemoryHubStore has only an async client: use abatch and the a* methods")
+            raise RuntimeError(
+                "this MemoryHubStore has only an async client: use abatch and the a* methods"
+            )
         return fw.drive(self.client, _batch(list(ops), self.place))
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:

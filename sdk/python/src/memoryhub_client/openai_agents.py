@@ -1,4 +1,5 @@
-"""The OpenAI Agents SDK's `Session` over a MemoryHub session (`pip install memoryhub-client[openai-agents]`).
+"""The OpenAI Agents SDK's `Session` over a MemoryHub session (`pip install
+memoryhub-client[openai-agents]`).
 
     from agents import Agent, Runner
     from memoryhub_client import AsyncMemoryHub
@@ -56,19 +57,35 @@ def item_event(item: Any) -> dict[str, Any]:
         event["content"] = fw.text_of(item.get("content"))
     elif kind == "function_call":
         args = item.get("arguments")
-        event.update(role="assistant", content="",
-                     tool_calls=[{"id": item.get("call_id") or item.get("id") or "", "name": item.get("name", ""),
-                                  "arguments": args}])
+        event.update(
+            role="assistant",
+            content="",
+            tool_calls=[
+                {
+                    "id": item.get("call_id") or item.get("id") or "",
+                    "name": item.get("name", ""),
+                    "arguments": args,
+                }
+            ],
+        )
     elif kind == "function_call_output":
         output = item.get("output")
-        event.update(role="tool", tool_call_id=item.get("call_id", ""),
-                     content=output if isinstance(output, str) else fw.text_of(output) or json.dumps(output))
+        event.update(
+            role="tool",
+            tool_call_id=item.get("call_id", ""),
+            content=output if isinstance(output, str) else fw.text_of(output) or json.dumps(output),
+        )
     else:  # reasoning, hosted tool calls, …: kept whole, named by their type
-        event.update(role="assistant", content=fw.text_of(item.get("content") or item.get("summary")),
-                     tool_name=str(kind or "item"))
+        event.update(
+            role="assistant",
+            content=fw.text_of(item.get("content") or item.get("summary")),
+            tool_name=str(kind or "item"),
+        )
     if not str(event.get("content") or "").strip() and not (
-            event.get("tool_calls") or event.get("tool_call_id") or event.get("tool_name")):
-        event["tool_name"] = str(kind or "item")  # an empty message is still stored (and given back)
+        event.get("tool_calls") or event.get("tool_call_id") or event.get("tool_name")
+    ):
+        # an empty message is still stored (and given back)
+        event["tool_name"] = str(kind or "item")
     return event
 
 
@@ -78,12 +95,26 @@ def event_items(event: Mapping[str, Any]) -> list[dict[str, Any]]:
     if isinstance(stored, dict):
         return [stored]
     if event.get("tool_calls"):
-        return [{"type": "function_call", "call_id": c.get("id", ""), "name": c.get("name", ""),
-                 "arguments": c["arguments"] if isinstance(c.get("arguments"), str) else json.dumps(c.get("arguments"))}
-                for c in event["tool_calls"]]
+        return [
+            {
+                "type": "function_call",
+                "call_id": c.get("id", ""),
+                "name": c.get("name", ""),
+                "arguments": c["arguments"]
+                if isinstance(c.get("arguments"), str)
+                else json.dumps(c.get("arguments")),
+            }
+            for c in event["tool_calls"]
+        ]
     if event.get("role") == "tool":
         output = event.get("content") or json.dumps(event.get("tool_result"))
-        return [{"type": "function_call_output", "call_id": event.get("tool_call_id") or "", "output": output}]
+        return [
+            {
+                "type": "function_call_output",
+                "call_id": event.get("tool_call_id") or "",
+                "output": output,
+            }
+        ]
     return [{"role": event.get("role", "user"), "content": event.get("content") or ""}]
 
 
@@ -92,8 +123,9 @@ class MemoryHubSession(SessionABC):
     session `session_id` (created on the first add, owned by `user_id` when given). `hub`: an
     AsyncMemoryHub (a MemoryHub works too, its calls run in a worker thread)."""
 
-    def __init__(self, session_id: str, hub: Any, *, user_id: str | None = None,
-                 session_settings: Any = None) -> None:
+    def __init__(
+        self, session_id: str, hub: Any, *, user_id: str | None = None, session_settings: Any = None
+    ) -> None:
         self.session_id = session_id
         self.hub = hub
         self.user_id = user_id
@@ -109,7 +141,9 @@ class MemoryHubSession(SessionABC):
         return items
 
     async def add_items(self, items: list[Any]) -> None:
-        await fw.adrive(self.hub, fw.append(self.session_id, [item_event(i) for i in items], self.user_id))
+        await fw.adrive(
+            self.hub, fw.append(self.session_id, [item_event(i) for i in items], self.user_id)
+        )
 
     async def pop_item(self) -> Any | None:
         """The last item, its event deleted. (An event written by another client with several tool

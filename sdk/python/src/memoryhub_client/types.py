@@ -72,6 +72,7 @@ from memoryhub_client._types_sessions import (
 
 T = TypeVar("T")
 
+
 @dataclass
 class Page(Generic[T]):
     """One page of a list endpoint; `raw` is the whole response body (e.g. `last_sequence`)."""
