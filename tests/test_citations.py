@@ -28,7 +28,8 @@ CITATION = re.compile(
     # seed 002, issue 41 ("seed002" is a profile's name)
     r"(?i:\bseeds? 0\d\d\b|\bissues? ?#?\d+\b)"
     r"|\bSPEC\b(?!TACULAR)"  # SPEC S12 (SPECTACULAR_SETTINGS is drf-spectacular's)
-    r"|(?<![\"'\w])S(?:[0-9]|1[0-2])\b(?![\"'])"  # S12; "S1" in quotes is a test's session id
+    # S12, S4's; "S1" in quotes is a test's session id
+    r"|(?<![\"'\w])S(?:[0-9]|1[0-2])\b(?![\"'](?!s\b))"
 )
 DOCS_LINK = re.compile(r"docs/([\w.-]+\.md)(?:#([\w-]+))?")
 PAGE_LINK = re.compile(r"\]\(([\w.-]+\.md)(?:#([\w-]+))?\)")  # a docs/ page's link to another page
@@ -101,6 +102,7 @@ def test_the_checks_bite() -> None:
         "(seeds 001 and 004)",
         "SPEC S12",
         "(S4)",
+        "S4's 0.3 temporal",
         "issue 41 row 3",
         "Issue #42",
         "seed 000 cadence.rs",

@@ -13,14 +13,12 @@ from retrieval.search import weights
 from retrieval.search.request import TEXT_MODES, Candidate, SearchRequest, each_message_once
 
 RRF_K = 60
-# text, semantic, decayed relevance (S4's 0.3 temporal + 0.1 importance)
+# text, semantic, decayed relevance (in place of the published 0.3 temporal + 0.1 importance)
 MEMORY_WEIGHTS = (0.3, 0.3, 0.4)
 # The published relevance, as written: (fts_rank × 0.3) + (semantic_similarity × 0.3) +
-# (temporal_score × 0.3)
-# + (importance × 0.1); fts_rank BM25 scaled to 0-1 (min-max over the candidates), semantic the
-#   cosine
-# (0-1: a negative cosine counts 0), temporal retrieval.decay.seed002_temporal, importance the
-# chunk's.
+# (temporal_score × 0.3) + (importance × 0.1); fts_rank BM25 scaled to 0-1 (min-max over the
+# candidates), semantic the cosine (0-1: a negative cosine counts 0), temporal
+# retrieval.decay.seed002_temporal, importance the chunk's.
 SEED002_WEIGHTS = (0.3, 0.3, 0.3, 0.1)
 
 
@@ -88,11 +86,11 @@ def base_scores(
         # The "memory" profile (docs/ranking.md) adds time, importance and reinforcement through ONE
         # term: the lifecycle's decayed relevance, importance · rate(tier)^hours since last use ·
         # (1 + ln(1 + accesses)), computed in the candidate query by retrieval.decay's SQL. It takes
-        # the place of S4's 0.3·temporal + 0.1·importance together: adding it beside them would
-        # discount age twice and count importance twice. The tier weighs in only through its decay
-        # rate; scope widening is a filter, never a weight, so a wider memory is not discounted
-        # once for its tier and again for its decay (docs/ranking.md#decay). The term
-        # is bounded (≤ 1) and added, never multiplied into similarity, so an old but exactly
+        # the place of the published formula's 0.3·temporal + 0.1·importance together: adding it
+        # beside them would discount age twice and count importance twice. The tier weighs in only
+        # through its decay rate; scope widening is a filter, never a weight, so a wider memory is
+        # not discounted once for its tier and again for its decay (docs/ranking.md#decay). The
+        # term is bounded (≤ 1) and added, never multiplied into similarity, so an old but exactly
         # matching memory still surfaces.
         nv, nt = minmax(vec), minmax(txt)
         out = {}
