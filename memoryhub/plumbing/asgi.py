@@ -10,18 +10,19 @@ import os
 from contextlib import AsyncExitStack
 from typing import Any
 
+import django
 from django.conf import settings
-from django.core.asgi import get_asgi_application
 from django.utils.module_loading import import_string
 
 from memoryhub.plumbing.asgi_body import BodyLimits
+from memoryhub.plumbing.asgi_handler import SyncChainASGIHandler
 from memoryhub.plumbing.embedded_pg import ensure_running
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryhub.settings")
 ensure_running()
-# Django's own handler (the one-thread-hop handler once used measured no faster, paired:
-# bench/README.md, "Serving stack").
-django_application = BodyLimits(get_asgi_application())
+django.setup(set_prefix=False)  # as get_asgi_application() does
+# Django's own handler, its middleware chain loaded synchronously (asgi_handler.py).
+django_application = BodyLimits(SyncChainASGIHandler())
 
 
 class Mounted:
