@@ -5,8 +5,7 @@ MemoryHub's chain (Django's own middleware, the synchronous request log, the asy
 middleware last) and its synchronous views, a request went from the event loop into a thread for
 the outer middleware, back to the loop for axes, into the thread again for the view, and back, each
 crossing a wake-up of another thread. Here the whole chain, view included, runs in one call in the
-request's thread, and that thread ends on its own (Django joins each request's thread from one more
-thread it starts). Everything else is Django's handler as it is: the body read and the response sent
+request's thread; everything else is Django's handler as it is: the body read and the response sent
 in the loop, a thread of its own for each request (its ThreadSensitiveContext: a slow request holds
 no other's thread), a client's disconnect noticed, request_started and request_finished sent.
 bench/README.md, "Search latency and the scale curve", has what it saved.
@@ -14,10 +13,7 @@ bench/README.md, "Search latency and the scale curve", has what it saved.
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any
-
-from asgiref.sync import ThreadSensitiveContext, sync_to_async
+from asgiref.sync import sync_to_async
 from django.core.handlers.asgi import ASGIHandler
 from django.core.handlers.base import BaseHandler
 from django.http import HttpRequest, HttpResponseBase
@@ -27,19 +23,6 @@ class SyncChainASGIHandler(ASGIHandler):
     def __init__(self) -> None:
         BaseHandler.__init__(self)
         self.load_middleware(is_async=False)
-
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
-            raise ValueError(f"Django can only handle ASGI/HTTP connections, not {scope['type']}.")
-        # A thread made for this request, as Django's handler makes one, but left to end on its own
-        # once its work is done: Django's joins it from one more thread it starts per request.
-        # (Lending a kept thread to each request instead measured slower on a busy machine.)
-        thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="request")
-        try:
-            async with ThreadSensitiveContext(executor=thread):
-                await self.handle(scope, receive, send)
-        finally:
-            thread.shutdown(wait=False)
 
     async def get_response_async(self, request: HttpRequest) -> HttpResponseBase:
         # In the thread every thread-sensitive call of this request runs in (the view's database

@@ -200,19 +200,3 @@ def test_slow_requests_leave_threads_for_the_others(app) -> None:
         assert await asyncio.gather(*slow_ones) == [200] * 8
 
     asyncio.run(run())
-
-
-def test_a_request_starts_one_thread(app, monkeypatch) -> None:
-    """A request's thread ends on its own once its work is done: no other thread is started to
-    join it (Django's handler starts two threads a request)."""
-    started: list[str] = []
-    start = threading.Thread.start
-
-    def counted(thread: threading.Thread) -> None:
-        started.append(thread.name)
-        start(thread)
-
-    monkeypatch.setattr(threading.Thread, "start", counted)
-    for _ in range(3):
-        assert call(app, "POST", "/echo/", b"hi")[0] == 200
-    assert len(started) == 3, started
