@@ -27,13 +27,19 @@ from memoryhub.api.fields import (
     NOTE_ID_REGEX,
     PAGE_PARAMS,
     Deleted,
-    MetadataField,
     StrictCharField,
     StrictRegexField,
-    TagsField,
     content_field,
     non_blank,
     page_of,
+)
+from memoryhub.api.placement import (
+    channel_field,
+    metadata_field,
+    session_field,
+    tags_field,
+    user_field,
+    workspace_field,
 )
 from memoryhub.errors import Invalid
 from memoryhub.models import (
@@ -72,41 +78,17 @@ class NoteInput(StrictSerializer):
         default="",
         help_text="Where it came from (e.g. agent, user, import).",
     )
-    tags = TagsField(
-        required=False, default=list, help_text="Labels (lowercased), usable as search filters."
-    )
-    metadata = MetadataField(
-        required=False,
-        default=dict,
-        help_text="Any JSON object of the caller's; filterable with ?meta.<key>=…",
-    )
-    session = StrictCharField(
-        max_length=200,
-        required=False,
-        allow_null=True,
-        default=None,
-        help_text="The session it belongs to (its workspace, channel and user apply).",
-    )
-    workspace = StrictCharField(
-        max_length=100,
-        required=False,
-        allow_null=True,
-        default=None,
-        help_text="The workspace it belongs to (default: the key's, else default).",
-    )
-    channel = StrictCharField(
-        max_length=100,
-        required=False,
-        allow_null=True,
-        default=None,
-        help_text="The channel it belongs to (scope channel).",
-    )
-    user_id = StrictCharField(
-        max_length=200,
+    tags = tags_field("place", required=False, default=list)
+    metadata = metadata_field("place", required=False, default=dict)
+    session = session_field("place", required=False, allow_null=True, default=None)
+    workspace = workspace_field("place", required=False, allow_null=True, default=None)
+    channel = channel_field("place", required=False, allow_null=True, default=None)
+    user_id = user_field(
+        "place",
+        fallback="the session's end user, else none: shared knowledge",
         required=False,
         allow_blank=True,
         default="",
-        help_text="The end user it belongs to (default: the session's, else shared).",
     )
     scope = serializers.ChoiceField(
         choices=TIERS, required=False, allow_null=True, default=None, help_text=SCOPE_HELP
@@ -171,10 +153,8 @@ class NotePatchInput(StrictSerializer):
     source = StrictCharField(
         max_length=100, required=False, allow_blank=True, help_text="A new source."
     )
-    tags = TagsField(required=False, help_text="New labels (replace the old ones).")
-    metadata = MetadataField(
-        required=False, help_text="A new metadata object (replaces the old one)."
-    )
+    tags = tags_field("change", required=False)
+    metadata = metadata_field("change", required=False)
     importance = serializers.FloatField(
         required=False, min_value=0.0, max_value=1.0, help_text="A new importance."
     )
@@ -185,26 +165,14 @@ class NotePatchInput(StrictSerializer):
 
 class NoteOutput(serializers.ModelSerializer):
     id = serializers.CharField(source="note_id", help_text="The note's id.")
-    session = serializers.CharField(
-        source="session.external_id",
-        allow_null=True,
-        default=None,
-        help_text="The session it belongs to, if any.",
-    )
-    workspace = serializers.CharField(
-        source="workspace.name",
-        allow_null=True,
-        default=None,
-        help_text="Its workspace (null: account-wide).",
-    )
-    channel = serializers.CharField(
-        source="channel.name", allow_null=True, default=None, help_text="Its channel, if any."
-    )
+    session = session_field("show", source="session.external_id", allow_null=True, default=None)
+    workspace = workspace_field("show", source="workspace.name", allow_null=True, default=None)
+    channel = channel_field("show", source="channel.name", allow_null=True, default=None)
     scope = serializers.CharField(
         source="tier",
         help_text="How widely it applies: conversation, channel, workspace or account.",
     )
-    tags = TagsField(help_text="Its labels.")
+    tags = tags_field("show")
 
     class Meta:
         model = Note
@@ -229,8 +197,8 @@ class NoteOutput(serializers.ModelSerializer):
             "note_id": {"help_text": "The note's id (the same as id)."},
             "content": {"help_text": "The note's text."},
             "source": {"help_text": "Where it came from."},
-            "metadata": {"help_text": "The caller's JSON object."},
-            "user_id": {"help_text": "The end user it belongs to (empty: shared)."},
+            "metadata": {"help_text": metadata_field("show").help_text},
+            "user_id": {"help_text": user_field("show").help_text},
             "importance": {"help_text": "0–1: weight in recall."},
             "pinned": {
                 "help_text": "Pinned by an operator: importance 1, never pruned, merged or capped."
@@ -241,14 +209,12 @@ class NoteOutput(serializers.ModelSerializer):
 
 
 class NoteListParams(serializers.Serializer):
-    tags = serializers.CharField(
-        required=False, help_text="Comma-separated tags the notes all have."
-    )
+    tags = tags_field("filter", of="notes", required=False)
     source = serializers.CharField(required=False, help_text="Only notes of this source.")
-    session = serializers.CharField(required=False, help_text="Only notes of this session.")
-    workspace = serializers.CharField(required=False, help_text="Only notes of this workspace.")
-    channel = serializers.CharField(required=False, help_text="Only notes of this channel.")
-    user_id = serializers.CharField(required=False, help_text="Only this end user's notes.")
+    session = session_field("filter", of="notes", required=False)
+    workspace = workspace_field("filter", of="notes", required=False)
+    channel = channel_field("filter", of="notes", required=False)
+    user_id = user_field("filter", of="notes", required=False)
     for_user = serializers.CharField(
         required=False,
         max_length=200,
