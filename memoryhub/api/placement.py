@@ -87,7 +87,7 @@ def workspace_field(
     null = options.get("allow_null", False)
     text = {
         "place": "The workspace it belongs to, created if new (default: the key's workspace, else"
-        " default).",
+        " the one named default).",
         "filter": f"Only {of} of this workspace.",
         "recall": "Recall this workspace's memories (see scope).",
         "show": f"The workspace it belongs to{' (null: account-wide)' if null else ''}.",
