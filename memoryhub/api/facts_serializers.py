@@ -18,6 +18,7 @@ from memoryhub.api.fields import (
 from memoryhub.api.placement import (
     channel_field,
     metadata_field,
+    scope_field,
     session_field,
     tags_field,
     user_field,
@@ -27,7 +28,7 @@ from memoryhub.models import (
     Fact,
     iso,
 )
-from memoryhub.searchable import LIFETIMES, TIERS
+from memoryhub.searchable import LIFETIMES
 
 
 class FactInput(StrictSerializer):
@@ -48,13 +49,7 @@ class FactInput(StrictSerializer):
         help_text="With category, what the fact is about (e.g. seat): a fact with the same "
         "scope, category and key is updated (200) instead of duplicated.",
     )
-    scope = serializers.ChoiceField(
-        choices=TIERS,
-        required=False,
-        default="workspace",
-        help_text="How widely it applies: conversation (needs session), channel, "
-        "workspace or account.",
-    )
+    scope = scope_field("place", fallback="workspace", required=False, default="workspace")
     lifetime = serializers.ChoiceField(
         choices=LIFETIMES,
         required=False,
@@ -147,7 +142,7 @@ class FactPatchInput(StrictSerializer):
 
 
 class FactOutput(serializers.ModelSerializer):
-    scope = serializers.CharField(source="tier", help_text="How widely it applies.")
+    scope = scope_field("show", source="tier")
     access_count = serializers.SerializerMethodField(help_text="How often it was read or recalled.")
     accessed_at = serializers.SerializerMethodField(help_text="When it was last read or recalled.")
     session = session_field("show", source="session.external_id", allow_null=True, default=None)
@@ -241,9 +236,7 @@ class FactUpserted(FactOutput):
 
 
 class FactListParams(serializers.Serializer):
-    scope = serializers.ChoiceField(
-        choices=TIERS, required=False, help_text="Only facts of this scope."
-    )
+    scope = scope_field("filter", of="facts", required=False)
     category = serializers.CharField(required=False, help_text="Only facts of this category.")
     key = serializers.CharField(required=False, help_text="Only facts with this key.")
     lifetime = serializers.ChoiceField(

@@ -36,6 +36,7 @@ from memoryhub.api.fields import (
 from memoryhub.api.placement import (
     channel_field,
     metadata_field,
+    scope_field,
     session_field,
     tags_field,
     user_field,
@@ -45,13 +46,11 @@ from memoryhub.errors import Invalid
 from memoryhub.models import (
     Note,
 )
-from memoryhub.searchable import TIERS
 
-SCOPE_HELP = (
-    "How widely it applies: conversation (its session only, deleted when the session ends),"
-    " channel, workspace or account (all the tenant's workspaces). Default: with a session, account"
-    " (long-term: its owner's in every conversation; workspace for a key limited to one workspace);"
-    " with a channel, channel; else workspace."
+# A note made without a scope: notes.default_tier, in words.
+NOTE_SCOPE_FALLBACK = (
+    "with a session, account (long-term: its owner's in every conversation; workspace for a key"
+    " limited to one workspace); with a channel, channel; else workspace"
 )
 
 
@@ -90,8 +89,8 @@ class NoteInput(StrictSerializer):
         allow_blank=True,
         default="",
     )
-    scope = serializers.ChoiceField(
-        choices=TIERS, required=False, allow_null=True, default=None, help_text=SCOPE_HELP
+    scope = scope_field(
+        "place", fallback=NOTE_SCOPE_FALLBACK, required=False, allow_null=True, default=None
     )
     importance = serializers.FloatField(
         required=False,
@@ -168,10 +167,7 @@ class NoteOutput(serializers.ModelSerializer):
     session = session_field("show", source="session.external_id", allow_null=True, default=None)
     workspace = workspace_field("show", source="workspace.name", allow_null=True, default=None)
     channel = channel_field("show", source="channel.name", allow_null=True, default=None)
-    scope = serializers.CharField(
-        source="tier",
-        help_text="How widely it applies: conversation, channel, workspace or account.",
-    )
+    scope = scope_field("show", source="tier")
     tags = tags_field("show")
 
     class Meta:
@@ -223,9 +219,7 @@ class NoteListParams(serializers.Serializer):
             "(what a key limited to them lists)."
         ),
     )
-    scope = serializers.ChoiceField(
-        choices=TIERS, required=False, help_text="Only notes of this scope."
-    )
+    scope = scope_field("filter", of="notes", required=False)
     q = serializers.CharField(required=False, help_text="Text in the content (case-insensitive).")
 
 

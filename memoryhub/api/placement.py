@@ -1,7 +1,7 @@
 """The placement fields every serializer declares: where a row lives (`session`, `workspace`,
-`channel`), whose it is (`user_id`, `agent`) and how it is labelled (`tags`, `metadata`). One
-factory per field holds the field's wording for each role it plays, so the reference says the same
-thing about a field wherever it appears:
+`channel`) and how far it applies (`scope`, its tier), whose it is (`user_id`, `agent`) and how it
+is labelled (`tags`, `metadata`). One factory per field holds the field's wording for each role it
+plays, so the reference says the same thing about a field wherever it appears:
 
 - "place": a create body says where the new row goes;
 - "change": a change body replaces what the row had;
@@ -27,6 +27,7 @@ from rest_framework import serializers
 from accounts.models import Channel, Workspace
 from memoryhub.api.fields import MetadataField, StrictCharField, TagsField
 from memoryhub.models import Session
+from memoryhub.searchable import TIERS
 
 Role = Literal["place", "change", "filter", "show", "recall", "on_behalf"]
 
@@ -152,6 +153,24 @@ def agent_field(
         "filter": f"Only {of} of this agent.",
     }[role]
     return _char(role, _sentence(text, note), AGENT_MAX, cls, **options)
+
+
+def scope_field(
+    role: Role, *, of: str = "", fallback: str = "", cls: type | None = None, **options: Any
+) -> Any:
+    """How widely a note or fact applies: its tier."""
+    text = {
+        "place": "How widely it applies: conversation (its session only, deleted when the session"
+        " ends), channel, workspace or account (all the tenant's workspaces)."
+        f" Default: {fallback}.",
+        "filter": f"Only {of} of this scope.",
+        "show": "How widely it applies: conversation, channel, workspace or account.",
+    }[role]
+    if cls is None:
+        cls = serializers.CharField if role == "show" else serializers.ChoiceField
+    if cls is serializers.ChoiceField:
+        options.setdefault("choices", TIERS)
+    return _marked(cls(help_text=text, **options), role)
 
 
 def tags_field(role: Role, *, of: str = "", cls: type | None = None, **options: Any) -> Any:

@@ -1,9 +1,10 @@
 """The placement fields have one definition, memoryhub/api/placement.py: every serializer of the
 API (memoryhub's, retrieval's, scheduling's, the MCP tools') declares `session`, `workspace`,
-`channel`, `user_id`, `agent`, `tags` and `metadata` through it, so one field reads the same on
-every endpoint. The exceptions below share a name but not the meaning: they name the one thing a
-request addresses (the session of the path, what an export covers, a deleted workspace), or belong
-to another vocabulary (mem0's API, a schedule's notification channel)."""
+`channel`, `scope`, `user_id`, `agent`, `tags` and `metadata` through it, so one field reads the
+same on every endpoint. The exceptions below share a name but not the meaning: they name the one
+thing a request addresses (the session of the path, what an export covers, a deleted workspace),
+or belong to another vocabulary (mem0's API, a schedule's notification channel, a search's
+range)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from rest_framework import serializers
 
 from memoryhub.api.placement import session_field, user_field, workspace_field
 
-PLACEMENT = {"session", "workspace", "channel", "user_id", "agent", "tags", "metadata"}
+PLACEMENT = {"session", "workspace", "channel", "scope", "user_id", "agent", "tags", "metadata"}
 # Every module that declares serializers: the routes reach all but the MCP tools'.
 MODULES = ("memoryhub.urls", "retrieval.mcp_server.tools", "retrieval.mem0_compat.views")
 
@@ -36,7 +37,12 @@ OTHER_MEANINGS: dict[str, tuple[str, ...]] = {
         _THE_SESSION_ADDRESSED,
     ),
     "Context": ("session", "user_id"),  # what a context was asked for, echoed
-    "ExportInput": ("workspace", "session", "user_id"),  # what an export covers
+    "SearchResults": ("scope",),  # the range a search read, echoed
+    # how far a search or a context reads, not a row's tier (retrieval/serializers.py, SCOPE_HELP)
+    "SearchInput": ("scope",),
+    "ContextInput": ("scope",),
+    "ExportInput": ("scope", "workspace", "session", "user_id"),  # what an export covers
+    "ExportDocument": ("scope",),
     "FactByExternalIdParams": ("workspace", "user_id"),  # which fact a client id names
     "FactArgs": ("workspace", "user_id"),  # the same, for the MCP fact tool (and an upsert's owner)
     "EndUserOutput": ("user_id",),  # the end user listed
