@@ -16,6 +16,7 @@ from memoryhub.api.fields import (
     non_blank,
 )
 from memoryhub.api.placement import (
+    TIER_FALLBACK,
     channel_field,
     metadata_field,
     scope_field,
@@ -49,7 +50,9 @@ class FactInput(StrictSerializer):
         help_text="With category, what the fact is about (e.g. seat): a fact with the same "
         "scope, category and key is updated (200) instead of duplicated.",
     )
-    scope = scope_field("place", fallback="workspace", required=False, default="workspace")
+    scope = scope_field(
+        "place", fallback=TIER_FALLBACK, required=False, allow_null=True, default=None
+    )
     lifetime = serializers.ChoiceField(
         choices=LIFETIMES,
         required=False,

@@ -34,6 +34,7 @@ from memoryhub.api.fields import (
     page_of,
 )
 from memoryhub.api.placement import (
+    TIER_FALLBACK,
     channel_field,
     metadata_field,
     scope_field,
@@ -45,12 +46,6 @@ from memoryhub.api.placement import (
 from memoryhub.errors import Invalid
 from memoryhub.models import (
     Note,
-)
-
-# A note made without a scope: notes.default_tier, in words.
-NOTE_SCOPE_FALLBACK = (
-    "with a session, account (long-term: its owner's in every conversation; workspace for a key"
-    " limited to one workspace); with a channel, channel; else workspace"
 )
 
 
@@ -90,7 +85,7 @@ class NoteInput(StrictSerializer):
         default="",
     )
     scope = scope_field(
-        "place", fallback=NOTE_SCOPE_FALLBACK, required=False, allow_null=True, default=None
+        "place", fallback=TIER_FALLBACK, required=False, allow_null=True, default=None
     )
     importance = serializers.FloatField(
         required=False,

@@ -38,6 +38,12 @@ SESSION_ID_MAX = Session._meta.get_field("external_id").max_length
 WORKSPACE_MAX = Workspace._meta.get_field("name").max_length
 CHANNEL_MAX = Channel._meta.get_field("name").max_length
 
+# A note or fact made without a scope (memoryhub.notes.default_tier), in words.
+TIER_FALLBACK = (
+    "with a session, account (long-term: its owner's in every conversation; workspace for a key"
+    " limited to one workspace); with a channel, channel; else workspace"
+)
+
 _WRITES = ("place", "change")
 
 
