@@ -179,7 +179,10 @@ class Watch:
                 self.poll(conn)
                 if time.monotonic() >= next_memory:
                     next_memory += self.memory_every
-                    self.timeline.append(self.reading(conn))
+                    try:
+                        self.timeline.append(self.reading(conn))
+                    except (OSError, psutil.Error) as exc:  # a process ended while it was read
+                        self.tally.odd.append(f"memory not read at {next_memory:.0f}: {exc!r}")
 
     def poll(self, conn: psycopg.Connection[Any]) -> None:
         pending = dict(self.tally.pending)  # the agents add to it meanwhile (another thread)
@@ -193,9 +196,7 @@ class Watch:
 
     def reading(self, conn: psycopg.Connection[Any]) -> dict[str, Any]:
         # the embedded PostgreSQL is read apart (bench/memory.py leaves it out too)
-        hub = [
-            r for r in readings(descendants(self.server.process.pid)) if "postgres" not in r["cmd"]
-        ]
+        hub = [r for r in readings(tree(self.server.process.pid)) if "postgres" not in r["cmd"]]
         main = postmaster(self.server.data_dir)
         pg = readings([main.pid, *(c.pid for c in main.children())] if main else [])
         return {
@@ -212,6 +213,16 @@ class Watch:
     def kept(self) -> int:
         with psycopg.connect(self.url, autocommit=True) as conn:
             return int(conn.execute(KEPT).fetchone()[0])
+
+
+def tree(pid: int) -> list[int]:
+    """bench/memory.py's descendants, read again when a thread or process ended while it read."""
+    for _ in range(5):
+        try:
+            return descendants(pid)
+        except OSError:
+            continue
+    return []
 
 
 def readings(pids: list[int]) -> list[dict[str, Any]]:
