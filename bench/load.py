@@ -25,6 +25,7 @@ import argparse
 import asyncio
 import json
 import random
+import re
 import threading
 import time
 from collections import Counter
@@ -44,6 +45,8 @@ ROOT = Path(__file__).resolve().parent.parent
 LOCOMO = ROOT.parent / "shared" / "bench-data" / "locomo10.jsonl"
 OPERATIONS = ("append", "context", "search", "fact")
 STEPS = ("session", *OPERATIONS)  # creating each agent's session first is timed apart
+# the web server's own complaints on run's output (a worker killed for its timeout, restarted)
+TROUBLE = re.compile(r"TIMEOUT|Booting worker|exited|Traceback|CRITICAL", re.IGNORECASE)
 POLL_SECONDS = 0.5  # the resolution of the time-to-searchable figure
 EMBEDDED = """SELECT e.id FROM memoryhub_event e WHERE e.id = ANY(%s) AND EXISTS (
     SELECT 1 FROM retrieval_chunk c WHERE c.session_id = e.session_id AND c.kind = 'event'
@@ -65,6 +68,10 @@ class Tally:
     pending: dict[int, float] = field(default_factory=dict)  # event id -> acknowledged at
     searchable_s: list[float] = field(default_factory=list)
     odd: list[str] = field(default_factory=list)
+
+    def note(self, line: str) -> None:
+        if len(self.odd) < 30:  # the first ones say what happened; the counts say how often
+            self.odd.append(line)
 
 
 def load_turns() -> list[str]:
@@ -90,6 +97,7 @@ class Agent:
         self.workspace = f"team-{index // args.users_per_workspace}"
         self.client, self.tally, self.args = client, tally, args
         self.rng = random.Random(index)
+        self.answered = time.monotonic()  # when its connection last carried an answer
 
     async def call(self, operation: str, path: str, body: dict[str, Any]) -> dict[str, Any] | None:
         started = time.perf_counter()
@@ -97,12 +105,15 @@ class Agent:
             response = await self.client.post(path, json=body)
         except httpx.HTTPError as exc:
             self.tally.transport_errors[f"{operation}: {type(exc).__name__}"] += 1
+            # how long the connection had been idle tells a keep-alive race from a server fault
+            idle = started - self.answered
+            self.tally.note(f"{operation} {exc!r} after {idle:.1f} s idle")
             return None
+        self.answered = time.monotonic()
         self.tally.latencies[operation].append((time.perf_counter() - started) * 1000)
         self.tally.statuses[operation][response.status_code] += 1
         if response.status_code >= 300:
-            if len(self.tally.odd) < 20:
-                self.tally.odd.append(f"{operation} {response.status_code} {response.text[:200]}")
+            self.tally.note(f"{operation} {response.status_code} {response.text[:200]}")
             return None
         return response.json()
 
@@ -182,7 +193,7 @@ class Watch:
                     try:
                         self.timeline.append(self.reading(conn))
                     except (OSError, psutil.Error) as exc:  # a process ended while it was read
-                        self.tally.odd.append(f"memory not read at {next_memory:.0f}: {exc!r}")
+                        self.tally.note(f"memory not read at {next_memory:.0f}: {exc!r}")
 
     def poll(self, conn: psycopg.Connection[Any]) -> None:
         pending = dict(self.tally.pending)  # the agents add to it meanwhile (another thread)
@@ -277,9 +288,29 @@ def run_level(agents: int, turns: list[str], args: argparse.Namespace) -> dict[s
             time.sleep(POLL_SECONDS)
         watch.stopped.set()
         poller.join()
-        return summary(agents, seconds, client_cpu, tally, watch, watch.kept())
+        level = summary(agents, seconds, client_cpu, tally, watch, watch.kept())
+        level["server_log"] = (
+            complaints(server.data_dir / "logs" / "memoryhub.log")
+            + [line for line in server.log if TROUBLE.search(line)][-8:]
+        )
+        return level
     finally:
         server.stop()
+
+
+def complaints(log: Path) -> list[str]:
+    """The server's warnings and errors during the level, by logger and message, commonest first."""
+    counts: Counter[str] = Counter()
+    lines = log.read_text(errors="replace").splitlines() if log.exists() else []
+    for line in lines:
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if record.get("level") in ("WARNING", "ERROR", "CRITICAL"):
+            said = f"{record.get('logger')}: {record.get('message')} {record.get('error', '')}"
+            counts[said.strip()[:200]] += 1
+    return [f"{n} x {said}" for said, n in counts.most_common(8)]
 
 
 def percentile(values: list[float], share: float) -> float | None:
@@ -362,6 +393,8 @@ def show(level: dict[str, Any]) -> None:
         )
     for line in level["odd"]:
         print(f"  ! {line}")
+    for line in level.get("server_log", []):
+        print(f"  server log: {line}")
 
 
 def show_doubling(levels: list[dict[str, Any]]) -> None:
