@@ -34,11 +34,11 @@ def pool_size(database: dict[str, Any]) -> int | None:
 class Admitted(ASGIHandler):
     """Django's handler, serving at most `limit` requests at once, each from when its body has
     arrived (a slow upload takes no turn); the others wait in the event loop, in arrival order,
-    with no thread and no database connection. The limit is the pool's size: a request past it would wait
-    for a connection in a thread of its own and answer 503 after the pool's timeout, which is what
-    50 agents at once on two web workers got (bench/load.py); now a 503 means the database gave no
-    connection, not that others were served first. `GET /health/` (liveness, no database) is never
-    made to wait. Without a limit it is Django's handler as it is."""
+    with no thread and no database connection. The limit is the pool's size: a request past it
+    would wait for a connection in a thread of its own and answer 503 after the pool's timeout,
+    which is what 50 and 200 agents at once on two web workers got (bench/load.py); now a 503
+    means the database gave no connection, not that others were served first. `GET /health/`
+    (liveness, no database) never waits. Without a limit it is Django's handler as it is."""
 
     def __init__(self, limit: int | None) -> None:
         super().__init__()
