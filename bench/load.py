@@ -1,6 +1,6 @@
 """Many agents at once: N concurrent chat loops against `manage.py run` with its defaults.
 
-    nice -n 10 .venv/bin/python -m bench.load [--agents 10 50 200] [--minutes 3] [--think 1 3]
+    nice -n 10 .venv/bin/python -m bench.load [--agents 10 50 200] [--minutes 10] [--think 1 3]
                                               [--env NAME=VALUE ...] [--json PATH]
 
 For each number of agents it starts `manage.py run` as `make run` does (web workers, task
@@ -53,7 +53,7 @@ EMBEDDED = """SELECT e.id FROM memoryhub_event e WHERE e.id = ANY(%s) AND EXISTS
     AND e.sequence BETWEEN c.sequence_start AND c.sequence_end AND c.embedding IS NOT NULL)"""
 WAITING = "SELECT count(*) FROM retrieval_chunk WHERE embedding IS NULL AND valid_to IS NULL"
 KEPT = """SELECT count(*) FROM memoryhub_event e JOIN memoryhub_session s ON s.id = e.session_id
-    WHERE s.external_id LIKE 'load-%%'"""
+    WHERE s.external_id LIKE 'load-%'"""
 
 
 @dataclass
