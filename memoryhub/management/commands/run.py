@@ -293,16 +293,16 @@ class Command(BaseCommand):
         return children
 
     def background_commands(self) -> list[tuple[str, list[str], dict[str, str]]]:
-        """The lanes, each with workers of its own (docs/operating.md#background-work): user
-        schedule runs (the default cluster), the built-in cadences and bulk jobs (the maintenance
-        cluster), the dispatcher (claims due schedules every second, at normal priority), and
-        embedding and summarising (niced: requests come first)."""
+        """The clusters and the lanes (docs/operating.md#background-work): user schedule runs (the
+        default cluster), the built-in cadences and bulk jobs (the maintenance cluster), and one
+        process for every lane, each lane at its own niceness (memoryhub.management.commands.work:
+        the dispatcher claims due schedules every second at normal priority, embedding and
+        summarising are niced so that requests come first)."""
         manage = [sys.executable, str(settings.BASE_DIR / "manage.py")]
         return [
             ("schedules cluster", [*manage, "qcluster"], {}),
             ("maintenance cluster", [*manage, "qcluster"], {"Q_CLUSTER_NAME": MAINTENANCE}),
-            ("dispatch lane", [*manage, "work", "--lanes", "dispatch", "--nice", "0"], {}),
-            ("embed and summarise lanes", [*manage, "work", "--lanes", "embed,summarise"], {}),
+            ("lanes", [*manage, "work"], {}),
         ]
 
     def wait_until_serving(self, host: str, port: int, web: subprocess.Popen[bytes]) -> None:
