@@ -18,6 +18,7 @@ from django.core.management import CommandError, call_command
 from accounts.models import ApiKey, Tenant, Workspace
 from memoryhub.management.commands.run import DEMO_TENANT
 from memoryhub.management.commands.run import Command as RunCommand
+from memoryhub.plumbing.serving import wait_until_serving
 from tests.base import make_client
 
 pytestmark = pytest.mark.django_db
@@ -221,8 +222,7 @@ def health_server() -> Iterator[int]:
 def test_wait_until_serving_returns_once_health_answers(health_server: int) -> None:
     alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
-        RunCommand().wait_until_serving("127.0.0.1", health_server, alive)
-        RunCommand().wait_until_serving("0.0.0.0", health_server, alive)  # probes 127.0.0.1
+        wait_until_serving(f"http://127.0.0.1:{health_server}/api/v1/health/", alive, health_server)
     finally:
         alive.kill()
         alive.wait()
@@ -232,7 +232,7 @@ def test_wait_until_serving_gives_up_when_the_web_server_exits() -> None:
     dead = subprocess.Popen([sys.executable, "-c", "raise SystemExit(3)"])
     dead.wait()
     with pytest.raises(SystemExit, match="code 3"):
-        RunCommand().wait_until_serving("127.0.0.1", 9, dead)
+        wait_until_serving("http://127.0.0.1:9/api/v1/health/", dead, 9)
 
 
 def test_stopping_leaves_an_external_server_alone() -> None:
