@@ -5,7 +5,7 @@ brought back.
 
 `run` replaces itself by this process (hand_over: exec, so the pid, the terminal and the children
 started so far stay): Django and the apps, which `run` needed only to set up, held 98 MB PSS for as
-long as it served (bench/memory.py); without them the supervising process holds about 20 MB. `run`
+long as it served (bench/memory.py); without them the supervising process holds about 14 MB. `run`
 writes what to start and say into a plan file only its user can read (the children's environment
 holds the secret key and the database URL); this process reads it and removes it at once.
 """
@@ -84,7 +84,11 @@ def hand_over(plan: dict[str, Any], guard: subprocess.Popen[str], data_dir: Path
     sys.stdout.flush()
     sys.stderr.flush()
     logging.shutdown()
-    os.execv(sys.executable, [sys.executable, "-c", boot, path])
+    try:
+        os.execv(sys.executable, [sys.executable, "-c", boot, path])
+    except OSError:
+        os.unlink(path)  # it holds the secret key
+        raise
 
 
 def main(plan_path: str) -> None:
