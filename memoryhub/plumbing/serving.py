@@ -85,7 +85,10 @@ def hand_over(plan: dict[str, Any], guard: subprocess.Popen[str], data_dir: Path
     sys.stderr.flush()
     logging.shutdown()
     try:
-        os.execv(sys.executable, [sys.executable, "-c", boot, path])
+        # `run`'s own arguments follow, unread: its command line still names this checkout's
+        # `manage.py run`, by which `manage.py mcp` finds the running service's database
+        # (memoryhub.plumbing.installation).
+        os.execv(sys.executable, [sys.executable, "-c", boot, path, *sys.argv])
     except OSError:
         os.unlink(path)  # it holds the secret key
         raise
