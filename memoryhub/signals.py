@@ -44,8 +44,10 @@ service_starting = Signal()
 # with --no-cluster): the cluster's own schedules follow the settings of this start (scheduling
 # connects to it).
 cluster_starting = Signal()
-# Sent in each web worker after it loaded the app, before it accepts a request (gunicorn's
-# post_worker_init): receivers load what a first request would otherwise wait for. No arguments.
+# Sent in the web master once it loaded the app, before it forks the workers (they share what the
+# receivers load), and again in each worker before it accepts a request (gunicorn's when_ready and
+# post_worker_init): receivers load what a first request would otherwise wait for, once per
+# process. No arguments.
 web_worker_starting = Signal()
 
 # Sent inside the writing transaction when what is searchable of some events changed although the
