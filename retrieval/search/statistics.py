@@ -8,6 +8,7 @@ retrieval/termstats.py says why.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from django.db import connection
@@ -23,8 +24,8 @@ def bucket_clause(req: SearchRequest, alias: str = "s") -> tuple[str, list[Any]]
     a = alias
     # A session's conversation, and its default range (its owner's whole memory, nearest first):
     # the statistics of the nearest part, its channel, as a channel's search reads them
-    # (term_statistics takes the whole range's for a word the channel never says). A user whose
-    # memory lies mostly in other channels is then searched exactly: slower, never less exact.
+    # (term_statistics takes the whole range's for a word the channel never says). The choice of
+    # exact or HNSW search counts the whole range instead (range_buckets, scope_size_sql).
     if req.session_id is not None and (req.scope == "conversation" or req.nearest_first):
         return (
             (
@@ -51,6 +52,12 @@ def bucket_clause(req: SearchRequest, alias: str = "s") -> tuple[str, list[Any]]
     return f"({a}.workspace_id = -1 AND {a}.channel_id = -1)", []
 
 
+def range_buckets(req: SearchRequest, alias: str = "s") -> tuple[str, list[Any]]:
+    """The statistics rows of the whole range the request reads: for a session's default range
+    (its owner's whole memory, nearest first) every channel's, not only its own (bucket_clause)."""
+    return bucket_clause(replace(req, nearest_first=False), alias)
+
+
 def scope_size_sql(
     req: SearchRequest, *, owner: bool, shared_only: bool = False
 ) -> tuple[str, list[Any]]:
@@ -58,8 +65,10 @@ def scope_size_sql(
     only the shared ones (no owner) when `shared_only`. The sizes are kept by owner, not by kind:
     for one user's read they also count the conversations nobody owns, which that read leaves out
     (search.sql.owner_clause), so they are an upper bound there (it only picks exact or HNSW
-    search)."""
-    return size_sql(req, bucket_clause(req, "z"), owner=owner, shared_only=shared_only)
+    search). The owner's size picks that strategy for every row the search reads, so it counts the
+    whole range (range_buckets): a session's owner in every channel, not in its channel alone."""
+    buckets = range_buckets(req, "z") if owner and not shared_only else bucket_clause(req, "z")
+    return size_sql(req, buckets, owner=owner, shared_only=shared_only)
 
 
 def size_sql(
