@@ -53,6 +53,12 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--no-http", action="store_true")
     parser.add_argument("--db", default="", help="default bench_users_<users>x<per-user>")
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument(
+        "--ranges",
+        default="",
+        metavar="K,K,...",
+        help="also both vector strategies over the first K users' rows together",
+    )
     return parser.parse_args()
 
 
@@ -274,6 +280,66 @@ def access_paths(items: list[dict[str, Any]], key: Any) -> dict[str, int]:
     return dict(seen)
 
 
+def strategies(args: argparse.Namespace, questions: list[str], tenant_id: int) -> dict[str, Any]:
+    """The two vector strategies side by side over ranges of growing size (the first k users'
+    rows together), as search runs them: exact (every row of the range compared, through the
+    owner index) and a filtered HNSW walk with search's ef_search and iterative scans. Per range:
+    rows, the walk's recall@100 against exact, and each one's p50/p95 ms and backend CPU ms."""
+    import numpy as np
+    import psutil
+    import scale
+    from django.db import connection
+
+    import retrieval.search.statistics as statistics_module
+    from retrieval.embedders import get_embedder
+    from retrieval.query_embedding import embed_query
+    from retrieval.search.statements import ef_search, hnsw_settings, select_rows
+
+    model = get_embedder().name
+    texts = [scale.vector_text(np.asarray(embed_query(q), np.float32)) for q in questions]
+    # the table size search reads for ef_search, as its term statistics would have set it
+    statistics_module._table_rows = select_rows(
+        "SELECT reltuples::bigint FROM pg_class WHERE oid = 'retrieval_chunk'::regclass", []
+    )[0][0]
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        backend = psutil.Process(cursor.fetchone()[0])
+    sql = (
+        "SELECT c.id FROM retrieval_chunk c WHERE c.tenant_id = %s AND c.user_id = ANY(%s) AND"
+        " c.embedding IS NOT NULL AND c.embedding_model = %s ORDER BY {} LIMIT 100"
+    )
+    out: dict[str, Any] = {"ef_search": ef_search()}
+    for k in [int(x) for x in args.ranges.split(",") if x]:
+        users = [f"u{i}" for i in range(min(k, args.users))]
+        timing: dict[str, list[float]] = {"exact": [], "hnsw": []}
+        cpu = {"exact": 0.0, "hnsw": 0.0}
+        hits = []
+        for text in texts:
+            params = [tenant_id, users, model, text]
+            found = {}
+            for name, order in (
+                ("exact", "(c.embedding <=> %s::halfvec) + 0"),
+                ("hnsw", "c.embedding <=> %s::halfvec"),
+            ):
+                before = sum(backend.cpu_times()[:2])
+                started = time.perf_counter()
+                with hnsw_settings(name == "hnsw"):
+                    found[name] = {r[0] for r in select_rows(sql.format(order), params)}
+                timing[name].append(1000 * (time.perf_counter() - started))
+                cpu[name] += sum(backend.cpu_times()[:2]) - before
+            hits.append(len(found["exact"] & found["hnsw"]) / max(1, len(found["exact"])))
+        entry = {"rows": len(users) * args.per_user, "hnsw_recall@100": round(min(hits), 4)}
+        entry["hnsw_recall@100 mean"] = round(statistics.mean(hits), 4)
+        for name, values in timing.items():
+            entry[name] = {
+                **base.summary(values),
+                "cpu_ms": round(1000 * cpu[name] / len(texts), 2),
+            }
+        out[f"{k} users"] = entry
+        print("strategies", k, json.dumps(entry))
+    return out
+
+
 def http(port: int, raw_key: str, items: list[dict[str, Any]]) -> dict[str, Any]:
     post = search_http.search_client(port)
     for body in items[:20]:  # warm: the key, connections, the query model
@@ -314,6 +380,9 @@ def main() -> None:
             results["build"] = build(args, turns)
         if args.only_build:
             return
+        if args.ranges:
+            tenant = Tenant.objects.get(name="users")
+            results["strategies"] = strategies(args, questions, tenant.pk)
         created = ApiKey.create_key(tenant=Tenant.objects.get(name="users"), scopes=("read",))
         items = bodies(args, questions)
         results["in_process"] = in_process(items, created.api_key)
