@@ -9,7 +9,7 @@ retrieval/termstats.py says why.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.db import connection
 
@@ -92,9 +92,21 @@ def size_sql(
 _table_rows = 0  # the chunk table's row estimate, as term_statistics last read it
 
 
-def term_statistics(req: SearchRequest, plan: SearchPlan) -> tuple[list[str], dict[str, int], int]:
-    """The query's lexemes (sorted, at most MAX_TERMS), their document frequencies in scope and the
-    scope's size: one statement, no counting. The scope's statistics rows are the plan's."""
+class TermStatistics(NamedTuple):
+    """What a search's first statement reads of the kept statistics (term_statistics)."""
+
+    lexemes: list[str]  # the query's, sorted, at most MAX_TERMS
+    counts: dict[str, int]  # their document frequencies in scope
+    size: int  # the scope's chunks, every owner's (BM25's collection size)
+    # the chunks the search reads: for a session's default range its owner's in every channel
+    # (plan.scope_size), else `size`
+    read_size: int
+
+
+def term_statistics(req: SearchRequest, plan: SearchPlan) -> TermStatistics:
+    """The query's lexemes, their document frequencies in scope, the scope's size and the size of
+    what the search reads: one statement, no counting. The scope's statistics rows are the
+    plan's."""
     buckets, bucket_params = plan.buckets
     scope_sql, size_params = plan.statistics_size
     df = (
@@ -102,6 +114,7 @@ def term_statistics(req: SearchRequest, plan: SearchPlan) -> tuple[list[str], di
         " AND {})"
     )
     df_sql, df_params = df.format(buckets), [req.tenant_id, *bucket_params]
+    read_sql, read_params = "", []
     if plan.wide_buckets is not None:
         # A word the session's channel never says is still said elsewhere in the range (another
         # conversation of its owner): its frequency there, so that full text finds it.
@@ -110,25 +123,28 @@ def term_statistics(req: SearchRequest, plan: SearchPlan) -> tuple[list[str], di
             f"coalesce(nullif({df_sql}, 0), {df.format(wide)})",
             [*df_params, req.tenant_id, *wide_params],
         )
+        # The range's rows may lie mostly outside the channel whose statistics IDF reads.
+        read_sql, read_params = f"UNION ALL SELECT ' ', ({plan.scope_size[0]}) ", plan.scope_size[1]
     sql = (
         "WITH q AS (SELECT lexeme FROM (SELECT DISTINCT lexeme FROM"
         " unnest(to_tsvector('pg_catalog.english', %s))) d "
         f'ORDER BY lexeme COLLATE "C" LIMIT {MAX_TERMS}) '
         f"SELECT q.lexeme, coalesce({df_sql}, 0) FROM q "
-        f"UNION ALL SELECT NULL, ({scope_sql}) "
+        f"UNION ALL SELECT NULL, ({scope_sql}) {read_sql}"
         # The chunk table's row estimate, for HNSW's ef_search (search.statements.ef_search);
-        # '' is no lexeme.
+        # '' and ' ' are no lexemes (a lexeme holds no white space).
         "UNION ALL SELECT '', greatest(reltuples, 0)::bigint FROM pg_class WHERE oid ="
         " 'retrieval_chunk'::regclass"
     )
     with connection.cursor() as cursor:
-        cursor.execute(sql, [req.query[:4000], *df_params, *size_params])
+        cursor.execute(sql, [req.query[:4000], *df_params, *size_params, *read_params])
         rows = cursor.fetchall()
     size = next(int(n) for lexeme, n in rows if lexeme is None)
     global _table_rows
     _table_rows = next((int(n) for lexeme, n in rows if lexeme == ""), _table_rows)
-    counts = {lexeme: int(n) for lexeme, n in rows if lexeme}
-    return sorted(counts), counts, size
+    counts = {lexeme: int(n) for lexeme, n in rows if lexeme and lexeme.strip()}
+    read_size = next((int(n) for lexeme, n in rows if lexeme == " "), size)
+    return TermStatistics(sorted(counts), counts, size, read_size)
 
 
 def table_rows() -> int:

@@ -1,6 +1,6 @@
-"""Exact or HNSW vector search, as the statement builder chooses it for a session's default read
-(its owner's whole memory): the choice counts the owner's rows in every channel, not only in the
-session's own, and never another user's."""
+"""Exact or HNSW vector search, and full text through its index or row by row, as the statement
+builders choose them for a session's default read (its owner's whole memory): the choice counts
+the owner's rows in every channel, not only in the session's own, and never another user's."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from pgvector import HalfVector
 
 from memoryhub.models import Session
 from retrieval.embedders import get_embedder
+from retrieval.models import Chunk
 from retrieval.scoping import read_as_session
 from retrieval.search import SearchRequest
 from retrieval.search.engine import owner_parts
@@ -88,3 +89,28 @@ def test_a_scoped_read_is_sized_by_its_channel(spread, monkeypatch) -> None:
     read_as_session(req, session, "channel")
     assert select_rows(*plan_search(req).scope_size) == [(2,)]
     assert strategy(req) == "exact"
+
+
+@pytest.mark.parametrize(("threshold", "tested"), [(5, False), (7, True)])
+def test_full_text_tests_each_row_only_when_the_whole_read_is_small(
+    spread, threshold: int, tested: bool, monkeypatch
+) -> None:
+    """ann's session in channel b: its channel's statistics count two chunks, her read six. Full
+    text reads the table's full-text index once the read reaches the threshold, however small the
+    channel whose statistics weigh the words."""
+    from retrieval.search.fulltext import build_text_query, text_source
+
+    monkeypatch.setattr("retrieval.search.sql.TEXT_SCAN_BELOW", threshold)
+    req = default_read(spread["tenant"], "ann-b")
+    req.mode = "text"
+    plan = plan_search(req)
+    tq = build_text_query(req, plan)
+    assert (tq.scope_size, tq.read_size) == (2, 6)
+    sql, params = text_source(req, tq, *plan.where, 10, owner_parts(plan))
+    assert ("IS TRUE" in sql) == tested
+    found = {pk for (pk,) in select_rows(sql, params)}
+    # the same rows either way: her chunks saying "otter" (in their words or their context)
+    assert found and found <= set(Chunk.objects.filter(user_id="ann").values_list("pk", flat=True))
+    monkeypatch.setattr("retrieval.search.sql.TEXT_SCAN_BELOW", 0 if tested else 1_000)
+    other = text_source(req, tq, *plan.where, 10, owner_parts(plan))
+    assert ("IS TRUE" in other[0]) != tested and {pk for (pk,) in select_rows(*other)} == found
