@@ -16,6 +16,7 @@ whatever the scope.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -31,6 +32,7 @@ from retrieval.embedders import DIMENSIONS
 from retrieval.models import ChunkAccess, ChunkSentence
 from retrieval.search.request import Candidate, HitRow, SearchRequest
 from retrieval.search.statements import hnsw_settings, select_binary_rows, select_rows
+from retrieval.search.statistics import table_rows
 from retrieval.search.textquery import TextQuery
 from retrieval.search.vectors import CandidateVectors, decode_halfvecs
 from retrieval.vectors import halfvec_text
@@ -112,6 +114,12 @@ CONVERSATION_KINDS = ("event", "summary")
 # Vector search of a scope with fewer chunks than this (a channel, a user, a small tenant) is exact
 # instead of a filtered HNSW walk over the whole table (0: always HNSW). bench/README.md, run G.
 EXACT_BELOW = 5_000
+# In a big table a scope stays exact further: below the square root of this × the chunk table's
+# rows (exact_below). An exact scan costs in proportion to the scope's rows, a filtered HNSW walk
+# to the table's rows per row of the scope; in a 1M-row table the users' rows of one tenant
+# (bench/README.md, "Many users in one tenant") cost, exact against the walk, 18 against 72 ms of
+# CPU at 20k rows (the walk found 0.977 of the nearest 100) and 93 against 17 ms at 100k.
+EXACT_ROWS_FACTOR = 1_500
 # Full text over a scope with fewer chunks than this tests the scope's rows instead of reading the
 # table-wide full-text index (0: always the index). bench/README.md, stop 25.
 TEXT_SCAN_BELOW = 5_000
@@ -214,7 +222,7 @@ def vector_source(
     An HNSW index is walked for the whole table: a scope that is a small part of it (a channel, a
     user, a small tenant among many) makes a filtered walk visit many rows for few matches, even
     with iterative scans. With `size` (a scalar subquery: the scope's chunk count, from the kept
-    statistics) a scope under EXACT_BELOW is searched exactly instead: its rows
+    statistics) a scope under exact_below() is searched exactly instead: its rows
     through the ordinary indexes, sorted by distance. Both branches are in the statement; the
     size decides, once, which one runs (a one-time filter on an InitPlan).
     """
@@ -222,7 +230,7 @@ def vector_source(
         f"SELECT c.id FROM retrieval_chunk c WHERE {where} AND c.embedding IS NOT NULL "
         "AND c.embedding_model = %s{gate} ORDER BY c.embedding <=> %s::halfvec LIMIT %s"
     )
-    threshold = EXACT_BELOW
+    threshold = exact_below()
     if size is None or threshold <= 0:
         return hnsw.format(gate=""), [*params, model, vector_text, limit]
     size_sql, size_params = size
@@ -253,6 +261,15 @@ def vector_source(
             limit,
         ],
     )
+
+
+def exact_below() -> int:
+    """The scope size from which vector search walks the HNSW index (0: always): EXACT_BELOW,
+    raised in a big table to the square root of EXACT_ROWS_FACTOR × its rows (the estimate the
+    last term statistics read, statistics.table_rows)."""
+    if EXACT_BELOW <= 0:
+        return 0
+    return max(EXACT_BELOW, math.isqrt(EXACT_ROWS_FACTOR * table_rows()))
 
 
 def exact_source(req: SearchRequest, where: str, params: list[Any], limit: int) -> Source:

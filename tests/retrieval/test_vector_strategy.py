@@ -114,3 +114,17 @@ def test_full_text_tests_each_row_only_when_the_whole_read_is_small(
     monkeypatch.setattr("retrieval.search.sql.TEXT_SCAN_BELOW", 0 if tested else 1_000)
     other = text_source(req, tq, *plan.where, 10, owner_parts(plan))
     assert ("IS TRUE" in other[0]) != tested and {pk for (pk,) in select_rows(*other)} == found
+
+
+@pytest.mark.parametrize(("table_rows", "runs"), [(0, "hnsw"), (1_000_000, "exact")])
+def test_a_big_table_keeps_a_larger_range_exact(
+    spread, table_rows: int, runs: str, monkeypatch
+) -> None:
+    """ann's six chunks are over a threshold of 3; in a table of a million rows the threshold
+    rises to the square root of EXACT_ROWS_FACTOR million (38,729) and her read is exact."""
+    from retrieval.search import sql
+
+    monkeypatch.setattr(sql, "EXACT_BELOW", 3)
+    monkeypatch.setattr(sql, "table_rows", lambda: table_rows)
+    assert sql.exact_below() == (3 if table_rows == 0 else 38_729)
+    assert strategy(default_read(spread["tenant"], "ann-a")) == runs
