@@ -1,13 +1,11 @@
 """The SQL of search, apart from full text's (fulltext.py, textquery.py): the WHERE clause every
-path shares, the vector and exact candidate subqueries, the candidate statement, and reinforcing the
-hits.
+path shares, the vector and exact candidate subqueries, the candidate statement, reinforcing hits.
 
-One search is three statements: the query's term statistics (fulltext, termstats);
-the candidate statement, which finds the candidates (text, vector and date-hinted subqueries in
-one UNION), scores them on full text and returns their embeddings, so that feedback, MMR and
-dedup run on those vectors in Python (vectors.py); and the hits' result rows (load_rows). Hybrid
-search splits the candidate statement in two, text side first, while its query is being embedded
-(engine._candidates). No
+One search is three statements: the query's term statistics (fulltext, termstats); the candidate
+statement, which finds the candidates (text, vector and date-hinted subqueries in one UNION), scores
+them on full text and returns their embeddings, so that feedback, MMR and dedup run on those vectors
+in Python (vectors.py); and the hits' result rows (load_rows). Hybrid search splits the candidate
+statement in two, text side first, while its query is being embedded (engine._candidates). No
 transaction is opened: a hit deleted between the last two statements is left out, as before.
 
 Every query is confined to one tenant (and the key's workspace, when it is limited) in SQL,
@@ -114,11 +112,9 @@ CONVERSATION_KINDS = ("event", "summary")
 # Vector search of a scope with fewer chunks than this (a channel, a user, a small tenant) is exact
 # instead of a filtered HNSW walk over the whole table (0: always HNSW). bench/README.md, run G.
 EXACT_BELOW = 5_000
-# In a big table a scope stays exact further: below the square root of this × the chunk table's
-# rows (exact_below). An exact scan costs in proportion to the scope's rows, a filtered HNSW walk
-# to the table's rows per row of the scope; in a 1M-row table the users' rows of one tenant
-# (bench/README.md, "Many users in one tenant") cost, exact against the walk, 18 against 72 ms of
-# CPU at 20k rows (the walk found 0.977 of the nearest 100) and 93 against 17 ms at 100k.
+# In a big table a scope stays exact below √(this × the table's rows): a filtered HNSW walk costs
+# more the smaller a share of the table its scope is (at 1M rows, 20k rows in scope: 18 ms of CPU
+# exact, 72 for a walk that found 0.977 of the nearest 100; bench/README.md, "Many users").
 EXACT_ROWS_FACTOR = 1_500
 # Full text over a scope with fewer chunks than this tests the scope's rows instead of reading the
 # table-wide full-text index (0: always the index). bench/README.md, stop 25.
@@ -222,10 +218,9 @@ def vector_source(
     An HNSW index is walked for the whole table: a scope that is a small part of it (a channel, a
     user, a small tenant among many) makes a filtered walk visit many rows for few matches, even
     with iterative scans. With `size` (a scalar subquery: the scope's chunk count, from the kept
-    statistics) a scope under exact_below() is searched exactly instead: its rows
-    through the ordinary indexes, sorted by distance. Both branches are in the statement; the
-    size decides, once, which one runs (a one-time filter on an InitPlan).
-    """
+    statistics) a scope under exact_below() is searched exactly instead: its rows through the
+    ordinary indexes, sorted by distance. Both branches are in the statement; the size decides,
+    once, which one runs (a one-time filter on an InitPlan)."""
     hnsw = (
         f"SELECT c.id FROM retrieval_chunk c WHERE {where} AND c.embedding IS NOT NULL "
         "AND c.embedding_model = %s{gate} ORDER BY c.embedding <=> %s::halfvec LIMIT %s"
@@ -264,12 +259,8 @@ def vector_source(
 
 
 def exact_below() -> int:
-    """The scope size from which vector search walks the HNSW index (0: always): EXACT_BELOW,
-    raised in a big table to the square root of EXACT_ROWS_FACTOR × its rows (the estimate the
-    last term statistics read, statistics.table_rows)."""
-    if EXACT_BELOW <= 0:
-        return 0
-    return max(EXACT_BELOW, math.isqrt(EXACT_ROWS_FACTOR * table_rows()))
+    """EXACT_BELOW, raised by EXACT_ROWS_FACTOR for the table's size (statistics.table_rows)."""
+    return max(EXACT_BELOW, math.isqrt(EXACT_ROWS_FACTOR * table_rows())) if EXACT_BELOW > 0 else 0
 
 
 def exact_source(req: SearchRequest, where: str, params: list[Any], limit: int) -> Source:
