@@ -4,6 +4,7 @@ and deleting the newest ones with what was derived from them."""
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
@@ -333,12 +334,12 @@ def delete_newest_events(
     user_id: str | None = None,
 ) -> DeleteResult:
     """Delete the session's events above sequence `after`, its `newest` ones at most (neither: all
-    of them), with what was derived from them: their search chunks, and the summaries (tree nodes,
-    the rolling summary) that cover any of them. Only the newest events go, so no remaining event's
-    chunk was embedded with a deleted one as its conversation context. The session keeps its last
-    sequence: the next append continues after it. A tenant with an immutable transcript keeps its
-    events (409 immutable_transcript); with a user (`user_id`, or the key's) the session must be
-    theirs, as for an append."""
+    of them), with what was derived from them (delete_events): their search chunks, the summaries
+    that cover any of them, the facts drawn only from them. Only the newest events go, so no
+    remaining event's chunk was embedded with a deleted one as its conversation context. The
+    session keeps its last sequence: the next append continues after it. A tenant with an
+    immutable transcript keeps its events (409 immutable_transcript); with a user (`user_id`, or
+    the key's) the session must be theirs, as for an append."""
     from memoryhub.session_work import wait_for_session
 
     user = resolve_user(key, user_id)
@@ -358,32 +359,51 @@ def delete_newest_events(
             ]
             after = max(after, kept[0] if kept else 0)
         doomed = list(session.events.filter(sequence__gt=after).order_by("sequence"))
-        if not doomed:
-            return DeleteResult(session=session, events=[], deleted={})
         return DeleteResult(
             session=session,
             events=[e.as_dict() for e in doomed],
-            deleted=_delete_after(session, after, len(doomed)),
+            deleted=delete_events(session, {e.sequence for e in doomed}),
         )
 
 
-def _delete_after(session: Session, after: int, count: int) -> dict[str, int]:
+def delete_events(session: Session, sequences: set[int]) -> dict[str, int]:
+    """Delete these events of the session (locked by the caller, its rules checked) with what was
+    derived from them: the summaries (tree nodes, the rolling summary) that cover any of them, the
+    facts an extractor drew only from them (retired: memoryhub.facts.retire_facts_drawn_from),
+    and, through `events_deleted`, their search chunks. Counts per model label."""
+    from memoryhub.facts import retire_facts_drawn_from
     from memoryhub.summaries import delete_node
 
+    if not sequences:
+        return {}
+    low, ordered = min(sequences), sorted(sequences)
     deleted: dict[str, int] = {}
-    nodes = list(SummaryNode.objects.filter(session=session, sequence_end__gt=after))
+    nodes = [
+        node
+        for node in SummaryNode.objects.filter(session=session, sequence_end__gte=low)
+        if _covers(ordered, node.sequence_start, node.sequence_end)
+    ]
     for node in nodes:
         delete_node(node)
     if nodes:
         deleted[SummaryNode._meta.label] = len(nodes)
-    rolled, _ = RollingSummary.objects.filter(session=session, upper_sequence__gt=after).delete()
+    rolled, _ = RollingSummary.objects.filter(session=session, upper_sequence__gte=low).delete()
     if rolled:
         deleted[RollingSummary._meta.label] = rolled
-    for _, counts in events_deleted.send(sender=Session, session=session, after=after):
-        deleted.update({label: n for label, n in (counts or {}).items() if n})
-    _, per_model = Event.objects.filter(session=session, sequence__gt=after).delete()
+    _, per_model = Event.objects.filter(session=session, sequence__in=ordered).delete()
     deleted.update({label: n for label, n in per_model.items() if n})
-    session.event_count -= count
+    retired = retire_facts_drawn_from(session, low)
+    if retired:
+        deleted["memoryhub.Fact"] = retired
+    for _, counts in events_deleted.send(sender=Session, session=session, after=low - 1):
+        deleted.update({label: n for label, n in (counts or {}).items() if n})
+    session.event_count -= per_model.get(Event._meta.label, 0)
     session.updated_at = timezone.now()
     session.save(update_fields=["event_count", "updated_at"])
     return deleted
+
+
+def _covers(ordered: list[int], start: int, end: int) -> bool:
+    """Whether a sequence of `ordered` lies in [start, end]."""
+    at = bisect_left(ordered, start)
+    return at < len(ordered) and ordered[at] <= end
