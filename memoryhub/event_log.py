@@ -16,7 +16,7 @@ from django.utils import timezone
 from accounts.models import ApiKey
 from memoryhub import conversations, recent
 from memoryhub.errors import Conflict, Invalid, TooLarge
-from memoryhub.models import Event, RollingSummary, Session, SessionStatus, SummaryNode
+from memoryhub.models import Event, Fact, RollingSummary, Session, SessionStatus, SummaryNode
 from memoryhub.plumbing import background, rows
 from memoryhub.sessions import (
     check_append_owner,
@@ -369,9 +369,8 @@ def delete_newest_events(
 def delete_events(session: Session, sequences: set[int]) -> dict[str, int]:
     """Delete these events of the session (locked by the caller, its rules checked) with what was
     derived from them: the summaries (tree nodes, the rolling summary) that cover any of them, the
-    facts an extractor drew only from them (retired: memoryhub.facts.retire_facts_drawn_from),
+    facts an extractor drew only from them (retired: retire_facts_drawn_from),
     and, through `events_deleted`, their search chunks. Counts per model label."""
-    from memoryhub.facts import retire_facts_drawn_from
     from memoryhub.summaries import delete_node
 
     if not sequences:
@@ -407,3 +406,46 @@ def _covers(ordered: list[int], start: int, end: int) -> bool:
     """Whether a sequence of `ordered` lies in [start, end]."""
     at = bisect_left(ordered, start)
     return at < len(ordered) and ordered[at] <= end
+
+
+def retire_facts_drawn_from(session: Session, low: int) -> int:
+    """Delete (memoryhub.facts.retire_fact) the facts an extractor drew from this session's
+    messages at or above sequence `low` of which none remains: what a deletion of messages takes
+    with them. An extracted fact records the span of messages it was drawn from (metadata
+    "sequences": first, last); a fact with a message of its span still there stays. Returns how
+    many went."""
+    from memoryhub.facts import retire_fact
+
+    drawn = [
+        (fact, *_span(fact))
+        for fact in Fact.objects.filter(
+            tenant_id=session.tenant_id,
+            source_session=session,
+            source="extraction",
+            metadata__sequences__1__gte=low,
+        ).select_for_update()
+    ]
+    spans = [(fact, first, last) for fact, first, last in drawn if first is not None]
+    if not spans:
+        return 0
+    remaining = list(
+        session.events.filter(sequence__gte=min(first for _, first, _ in spans))
+        .order_by("sequence")
+        .values_list("sequence", flat=True)
+    )
+    retired = 0
+    for fact, first, last in spans:
+        at = bisect_left(remaining, first)
+        if not (at < len(remaining) and remaining[at] <= last):
+            retire_fact(fact)
+            retired += 1
+    return retired
+
+
+def _span(fact: Fact) -> tuple[int | None, int]:
+    """(first, last) sequence of the messages the fact was drawn from; (None, 0) when the metadata
+    does not say (a client may write a fact's metadata)."""
+    span = (fact.metadata or {}).get("sequences")
+    if not (isinstance(span, list) and len(span) == 2 and all(type(s) is int for s in span)):
+        return None, 0
+    return span[0], span[1]

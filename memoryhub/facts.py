@@ -11,7 +11,6 @@ Every save and delete is announced to retrieval (kind "fact", source id = the fa
 from __future__ import annotations
 
 import copy
-from bisect import bisect_left
 from datetime import datetime
 from typing import Any
 
@@ -448,46 +447,6 @@ def retire_fact(fact: Fact) -> None:
         sender=Fact, kind="fact", tenant_id=fact.tenant_id, source_id=str(fact.pk), closed_at=at
     )
     fact.delete()
-
-
-def retire_facts_drawn_from(session: Session, low: int) -> int:
-    """Delete (retire_fact) the facts an extractor drew from this session's messages at or above
-    sequence `low` of which none remains: what a deletion of messages takes with them. An
-    extracted fact records the span of messages it was drawn from (metadata "sequences": first,
-    last); a fact with a message of its span still there stays. Returns how many went."""
-    drawn = [
-        (fact, *_span(fact))
-        for fact in Fact.objects.filter(
-            tenant_id=session.tenant_id,
-            source_session=session,
-            source="extraction",
-            metadata__sequences__1__gte=low,
-        ).select_for_update()
-    ]
-    spans = [(fact, first, last) for fact, first, last in drawn if first is not None]
-    if not spans:
-        return 0
-    remaining = list(
-        session.events.filter(sequence__gte=min(first for _, first, _ in spans))
-        .order_by("sequence")
-        .values_list("sequence", flat=True)
-    )
-    retired = 0
-    for fact, first, last in spans:
-        at = bisect_left(remaining, first)
-        if not (at < len(remaining) and remaining[at] <= last):
-            retire_fact(fact)
-            retired += 1
-    return retired
-
-
-def _span(fact: Fact) -> tuple[int | None, int]:
-    """(first, last) sequence of the messages the fact was drawn from; (None, 0) when the metadata
-    does not say (a client may write a fact's metadata)."""
-    span = (fact.metadata or {}).get("sequences")
-    if not (isinstance(span, list) and len(span) == 2 and all(type(s) is int for s in span)):
-        return None, 0
-    return span[0], span[1]
 
 
 FACT_FILTERS: dict[str, Rule] = {
