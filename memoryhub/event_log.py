@@ -1,6 +1,7 @@
 """The event log of a session (docs/event-log.md#append): appending events atomically (sequences,
 idempotent retries, a session created on first append), reading them back (the newest, or a page),
-and deleting the newest ones with what was derived from them."""
+and deleting events (the newest ones over the API, any set for the marks of older clients) with
+what was derived from them."""
 
 from __future__ import annotations
 
