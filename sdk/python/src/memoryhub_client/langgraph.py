@@ -285,12 +285,12 @@ def _ids(place: Place, namespace: tuple[str, ...], key: str) -> fw.Program:
     return note_id(namespace, key, workspace), note_id(namespace, key)
 
 
-def _find(place: Place, namespace: tuple[str, ...], key: str) -> fw.Program:
-    """The note holding the item (None: none the store may read): under its id, else under the
-    legacy id, when that note is this item in the same workspace."""
+def _find(place: Place, namespace: tuple[str, ...], key: str, legacy_only: bool) -> fw.Program:
+    """The note holding the item (None: none the store may read): under its id (unless
+    `legacy_only`), else under the legacy id, when that note is in the store's workspace."""
     ident, legacy = yield from _ids(place, namespace, key)
     workspace = yield from _id_workspace(place)
-    for candidate in dict.fromkeys((ident, legacy)):
+    for candidate in dict.fromkeys((legacy,) if legacy_only else (ident, legacy)):
         try:
             note = yield fw.call("get_note", candidate)
         except NotFoundError:
@@ -330,10 +330,12 @@ def _get(op: GetOp, place: Place) -> fw.Program:
     return None if note is None else _item(note)
 
 
-def _stored(place: Place, namespace: tuple[str, ...], key: str) -> fw.Program:
+def _stored(
+    place: Place, namespace: tuple[str, ...], key: str, legacy_only: bool = False
+) -> fw.Program:
     """The note of the item at (namespace, key) that this store reads, or None."""
     reader = place.owners.reader(namespace)
-    note = yield from _find(place, namespace, key)
+    note = yield from _find(place, namespace, key, legacy_only)
     if note is None:
         return None
     if not _is_store_note(note) or tuple(note["metadata"][SOURCE]["namespace"]) != namespace:
@@ -346,15 +348,19 @@ def _stored(place: Place, namespace: tuple[str, ...], key: str) -> fw.Program:
 def _put(op: PutOp, place: Place) -> fw.Program:
     namespace = tuple(op.namespace)
     user = place.owners.writer(namespace)
-    ident, legacy = yield from _ids(place, namespace, op.key)
-    # An item an older store wrote under the legacy id moves to its id on its first change.
-    stored = (yield from _stored(place, namespace, op.key)) if ident != legacy else None
     if op.value is None:
-        if ident == legacy:
-            stored = yield from _stored(place, namespace, op.key)
+        stored = yield from _stored(place, namespace, op.key)
         if stored is not None:
             yield from _delete_note(stored["note_id"])
         return None
+    ident, legacy = yield from _ids(place, namespace, op.key)
+    # An item an older store wrote under the legacy id moves to its id when next written (one
+    # request more per write while ids name a workspace).
+    stored = (
+        (yield from _stored(place, namespace, op.key, legacy_only=True))
+        if ident != legacy
+        else None
+    )
     index = None if op.index is None or op.index is False else list(op.index)
     value = json.loads(json.dumps(op.value))
     yield fw.call(
