@@ -16,6 +16,7 @@ import logging
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Q
 
 from memoryhub.event_log import delete_events
 from memoryhub.models import Session
@@ -26,9 +27,10 @@ TRANSCRIPT = "transcript"  # the session metadata key the older clients wrote th
 _MARK_KEYS = {"cleared_through", "retracted"}
 
 
-def marked_sequences(metadata: Any) -> set[int] | None:
-    """The sequences a mark names as cleared, or None when the metadata holds no mark of the older
-    clients (a "transcript" value of another shape is the client's own data: left alone)."""
+def read_mark(metadata: Any) -> tuple[int, set[int]] | None:
+    """(cleared_through, retracted sequences) of the older clients' mark, or None when the
+    metadata holds none (a "transcript" value of another shape is the client's own data: left
+    alone)."""
     mark = metadata.get(TRANSCRIPT) if isinstance(metadata, dict) else None
     if not isinstance(mark, dict) or not mark or set(mark) - _MARK_KEYS:
         return None
@@ -38,16 +40,18 @@ def marked_sequences(metadata: Any) -> set[int] | None:
         return None
     if any(type(s) is not int for s in retracted):
         return None
-    return {s for s in retracted if s > 0} | set(range(1, through + 1))
+    return through, set(retracted)
 
 
 @transaction.atomic
 def honour_cleared_marks(session_pk: int) -> dict[str, int]:
     """Delete the events the session's mark names with what was derived from them, then remove the
     mark; counts per model label ({} when there is no mark, or the transcript is immutable)."""
-    session = Session.objects.select_for_update().select_related("tenant").get(pk=session_pk)
-    sequences = marked_sequences(session.metadata)
-    if sequences is None:
+    session = (
+        Session.objects.select_for_update(of=("self",)).select_related("tenant").get(pk=session_pk)
+    )
+    mark = read_mark(session.metadata)
+    if mark is None:
         return {}
     if session.tenant.immutable_transcript:
         logger.warning(
@@ -56,12 +60,9 @@ def honour_cleared_marks(session_pk: int) -> dict[str, int]:
             session.pk,
         )
         return {}
-    held = set(
-        session.events.filter(sequence__lte=max(sequences, default=0)).values_list(
-            "sequence", flat=True
-        )
-    )
-    deleted = delete_events(session, sequences & held)
+    through, retracted = mark
+    marked = session.events.filter(Q(sequence__lte=through) | Q(sequence__in=sorted(retracted)))
+    deleted = delete_events(session, set(marked.values_list("sequence", flat=True)))
     session.metadata = {k: v for k, v in session.metadata.items() if k != TRANSCRIPT}
     session.save(update_fields=["metadata"])
     return deleted
