@@ -451,8 +451,12 @@ def update_fact(key: ApiKey, fact_id: int, changes: dict[str, Any]) -> Fact:
 def delete_fact(key: ApiKey, fact_id: int) -> None:
     fact = get_fact(key, fact_id, for_update=True)
     _writable(key, fact)
-    # Its history stays (docs/memory-model.md#fact-history): the last version is closed, and its
-    # chunks are kept as a past version.
+    retire_fact(fact)
+
+
+def retire_fact(fact: Fact) -> None:
+    """Delete the fact, keeping its history (docs/memory-model.md#fact-history): the last version
+    is closed as deleted, and its chunks are kept as a past version."""
     at = timezone.now()
     close_version(fact, at=at, closed_by="deleted")
     memory_deleted.send(

@@ -18,9 +18,10 @@ session_forgotten = Signal()
 # Sent inside the forget-user transaction once every row of the user is deleted, with
 # tenant_id=int, user_id=str: receivers remove what still carries the user's words or id.
 user_forgotten = Signal()
-# Sent inside the transaction that deletes a session's events above a sequence (its newest ones),
-# before they are deleted, with session=Session, after=int: receivers delete what was derived from
-# them and return {model label: rows deleted}.
+# Sent inside the transaction that deletes some of a session's events, once they are deleted, with
+# session=Session, after=int (one less than the lowest deleted sequence): receivers delete what was
+# derived from the events above `after`, re-derive it for those that remain, and return
+# {model label: rows deleted}.
 events_deleted = Signal()
 # Sent inside the transaction that deletes a workspace, before it is deleted, with
 # workspace=Workspace, session_ids=list[int] (its sessions'): receivers delete what refers to it

@@ -298,11 +298,12 @@ class EventListView(APIView):
         summary="Delete the newest events",
         description=(
             "Deletes the session's newest events: those above `after`, at most `limit` of them"
-            " (neither: all of them), with what was derived from them: their search chunks and the"
-            " summaries that cover any of them. They are gone from every read (events, search,"
-            " context, export). Only the newest events can go; the session keeps its last sequence,"
-            " so the next append continues after it. Facts extracted from them stay (delete them,"
-            " or forget the user). A tenant with an immutable transcript keeps its events (409"
+            " (neither: all of them), with what was derived from them: their search chunks, the"
+            " summaries that cover any of them, and the facts an extractor drew only from them"
+            " (deleted as DELETE /facts/{id}/ deletes, their history kept). They are gone from"
+            " every read (events, search, context, export). Only the newest events can go; the"
+            " session keeps its last sequence, so the next append continues after it. A tenant"
+            " with an immutable transcript keeps its events (409"
             " immutable_transcript); an archived session is read-only (409 session_archived). With"
             " `user_id` (or a user-limited key) the session must be that user's, as for an append."
         ),
