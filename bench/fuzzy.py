@@ -54,7 +54,7 @@ def lookups(tenant_id: int, pairs: list[tuple[str, str]]) -> dict[str, Any]:
         req = SearchRequest(tenant_id=tenant_id, query=wrong, mode="text")
         plan = plan_search(req)
         where, params = plan.where
-        _, frequencies, _ = term_statistics(req, plan)
+        frequencies = term_statistics(req, plan).counts
         found, elapsed = timed(
             lambda req=req, f=frequencies, w=where, p=params: fuzzy.alternatives(
                 req, f, w, p, every_word=False

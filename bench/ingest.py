@@ -174,7 +174,7 @@ class Server:
     def __init__(
         self,
         *,
-        web_workers: int,
+        web_workers: int | None,
         with_cluster: bool,
         keep_data: bool,
         prepare: Callable[[Path], None] | None = None,
@@ -205,9 +205,9 @@ class Server:
             "127.0.0.1",
             "--port",
             str(self.port),
-            "--web-workers",
-            str(web_workers),
         ]
+        if web_workers is not None:  # None: run's own default, as `make run` starts it
+            command += ["--web-workers", str(web_workers)]
         if not with_cluster:
             command.append("--no-cluster")
         self.process = subprocess.Popen(

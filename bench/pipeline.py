@@ -256,11 +256,11 @@ def raw_throughput(embedder_name: str, since: Any, sample: int, nice: int) -> di
 
 
 def lane_process(server: Server) -> Any:
-    """The `manage.py work --lanes embed,summarise` process of the started server."""
+    """The `manage.py work` process (every lane) of the started server."""
     import psutil
 
     for child in psutil.Process(server.process.pid).children(recursive=True):
-        if "work" in child.cmdline() and any("embed" in part for part in child.cmdline()):
+        if "work" in child.cmdline():
             return child
     return None
 

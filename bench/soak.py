@@ -16,7 +16,7 @@ workers, the embedded PostgreSQL, in a private data folder unless --data-dir) an
   embed lane for everyone), create and edit notes, search and ask for context;
 - every tenant has a schedule due every 10 s (the run's lateness is started_at - due_at);
 - one process of each kind `run` supervises is killed once (kill -9): the web server, the
-  schedules cluster, the maintenance cluster, the dispatch lane, the embed and summarise lanes.
+  schedules cluster, the maintenance cluster, the lanes (one process: dispatch, embed, summarise).
 
 Then the load stops, one more haystack is imported, and the embed lane drains the backlog alone:
 its throughput (chunks embedded / seconds until nothing waits) is compared with the model's own rate
@@ -66,8 +66,7 @@ from tests.served import Served, wait_until  # noqa: E402
 
 # What `run` supervises, by the names it gives them (memoryhub.management.commands.run).
 KINDS = (
-    "embed and summarise lanes",
-    "dispatch lane",
+    "lanes",
     "schedules cluster",
     "maintenance cluster",
     "web",
@@ -88,8 +87,7 @@ def child_of_kind(served: Served, kind: str) -> psutil.Process | None:
             continue
         found = {
             "web": "gunicorn" in line,
-            "dispatch lane": "--lanes dispatch" in line,
-            "embed and summarise lanes": "--lanes embed" in line,
+            "lanes": " work" in line,
             "schedules cluster": "qcluster" in line and not cluster,
             "maintenance cluster": "qcluster" in line and cluster == "maintenance",
         }[kind]

@@ -1,9 +1,11 @@
 """The event log of a session (docs/event-log.md#append): appending events atomically (sequences,
 idempotent retries, a session created on first append), reading them back (the newest, or a page),
-and deleting the newest ones with what was derived from them."""
+and deleting events (the newest ones over the API, any set for the marks of older clients) with
+what was derived from them."""
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
@@ -15,7 +17,7 @@ from django.utils import timezone
 from accounts.models import ApiKey
 from memoryhub import conversations, recent
 from memoryhub.errors import Conflict, Invalid, TooLarge
-from memoryhub.models import Event, RollingSummary, Session, SessionStatus, SummaryNode
+from memoryhub.models import Event, Fact, RollingSummary, Session, SessionStatus, SummaryNode
 from memoryhub.plumbing import background, rows
 from memoryhub.sessions import (
     check_append_owner,
@@ -333,12 +335,12 @@ def delete_newest_events(
     user_id: str | None = None,
 ) -> DeleteResult:
     """Delete the session's events above sequence `after`, its `newest` ones at most (neither: all
-    of them), with what was derived from them: their search chunks, and the summaries (tree nodes,
-    the rolling summary) that cover any of them. Only the newest events go, so no remaining event's
-    chunk was embedded with a deleted one as its conversation context. The session keeps its last
-    sequence: the next append continues after it. A tenant with an immutable transcript keeps its
-    events (409 immutable_transcript); with a user (`user_id`, or the key's) the session must be
-    theirs, as for an append."""
+    of them), with what was derived from them (delete_events): their search chunks, the summaries
+    that cover any of them, the facts drawn only from them. Only the newest events go, so no
+    remaining event's chunk was embedded with a deleted one as its conversation context. The
+    session keeps its last sequence: the next append continues after it. A tenant with an
+    immutable transcript keeps its events (409 immutable_transcript); with a user (`user_id`, or
+    the key's) the session must be theirs, as for an append."""
     from memoryhub.session_work import wait_for_session
 
     user = resolve_user(key, user_id)
@@ -358,32 +360,93 @@ def delete_newest_events(
             ]
             after = max(after, kept[0] if kept else 0)
         doomed = list(session.events.filter(sequence__gt=after).order_by("sequence"))
-        if not doomed:
-            return DeleteResult(session=session, events=[], deleted={})
         return DeleteResult(
             session=session,
             events=[e.as_dict() for e in doomed],
-            deleted=_delete_after(session, after, len(doomed)),
+            deleted=delete_events(session, {e.sequence for e in doomed}),
         )
 
 
-def _delete_after(session: Session, after: int, count: int) -> dict[str, int]:
+def delete_events(session: Session, sequences: set[int]) -> dict[str, int]:
+    """Delete these events of the session (locked by the caller, its rules checked) with what was
+    derived from them: the summaries (tree nodes, the rolling summary) that cover any of them, the
+    facts an extractor drew only from them (retired: retire_facts_drawn_from),
+    and, through `events_deleted`, their search chunks. Counts per model label."""
     from memoryhub.summaries import delete_node
 
+    if not sequences:
+        return {}
+    low, ordered = min(sequences), sorted(sequences)
     deleted: dict[str, int] = {}
-    nodes = list(SummaryNode.objects.filter(session=session, sequence_end__gt=after))
+    nodes = [
+        node
+        for node in SummaryNode.objects.filter(session=session, sequence_end__gte=low)
+        if _covers(ordered, node.sequence_start, node.sequence_end)
+    ]
     for node in nodes:
         delete_node(node)
     if nodes:
         deleted[SummaryNode._meta.label] = len(nodes)
-    rolled, _ = RollingSummary.objects.filter(session=session, upper_sequence__gt=after).delete()
+    rolled, _ = RollingSummary.objects.filter(session=session, upper_sequence__gte=low).delete()
     if rolled:
         deleted[RollingSummary._meta.label] = rolled
-    for _, counts in events_deleted.send(sender=Session, session=session, after=after):
-        deleted.update({label: n for label, n in (counts or {}).items() if n})
-    _, per_model = Event.objects.filter(session=session, sequence__gt=after).delete()
+    _, per_model = Event.objects.filter(session=session, sequence__in=ordered).delete()
     deleted.update({label: n for label, n in per_model.items() if n})
-    session.event_count -= count
+    retired = retire_facts_drawn_from(session, low)
+    if retired:
+        deleted["memoryhub.Fact"] = retired
+    for _, counts in events_deleted.send(sender=Session, session=session, after=low - 1):
+        deleted.update({label: n for label, n in (counts or {}).items() if n})
+    session.event_count -= per_model.get(Event._meta.label, 0)
     session.updated_at = timezone.now()
     session.save(update_fields=["event_count", "updated_at"])
     return deleted
+
+
+def _covers(ordered: list[int], start: int, end: int) -> bool:
+    """Whether a sequence of `ordered` lies in [start, end]."""
+    at = bisect_left(ordered, start)
+    return at < len(ordered) and ordered[at] <= end
+
+
+def retire_facts_drawn_from(session: Session, low: int) -> int:
+    """Delete (memoryhub.facts.retire_fact) the facts an extractor drew from this session's
+    messages at or above sequence `low` of which none remains: what a deletion of messages takes
+    with them. An extracted fact records the span of messages it was drawn from (metadata
+    "sequences": first, last); a fact with a message of its span still there stays. Returns how
+    many went."""
+    from memoryhub.facts import retire_fact
+
+    drawn = [
+        (fact, *_span(fact))
+        for fact in Fact.objects.filter(
+            tenant_id=session.tenant_id,
+            source_session=session,
+            source="extraction",
+            metadata__sequences__1__gte=low,
+        ).select_for_update()
+    ]
+    spans = [(fact, first, last) for fact, first, last in drawn if first is not None]
+    if not spans:
+        return 0
+    remaining = list(
+        session.events.filter(sequence__gte=min(first for _, first, _ in spans))
+        .order_by("sequence")
+        .values_list("sequence", flat=True)
+    )
+    retired = 0
+    for fact, first, last in spans:
+        at = bisect_left(remaining, first)
+        if not (at < len(remaining) and remaining[at] <= last):
+            retire_fact(fact)
+            retired += 1
+    return retired
+
+
+def _span(fact: Fact) -> tuple[int | None, int]:
+    """(first, last) sequence of the messages the fact was drawn from; (None, 0) when the metadata
+    does not say (a client may write a fact's metadata)."""
+    span = (fact.metadata or {}).get("sequences")
+    if not (isinstance(span, list) and len(span) == 2 and all(type(s) is int for s in span)):
+        return None, 0
+    return span[0], span[1]

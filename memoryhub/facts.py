@@ -238,17 +238,22 @@ def _placed(fact: Fact, placement: Placement, source_session: Session | None) ->
     )
 
 
-def _existing(fact: Fact, scope_key: str) -> Fact | None:
+def _existing(fact: Fact, scope_key: str, also: str | None = None) -> Fact | None:
     """The owner's stored fact this write updates: by the client's id when it gives one, else by
     (scope, category, key). Never another owner's row: the owner is part of both identities. A
     client id names a fact of one owner in one workspace (the one the write is placed in, which
     place() has checked against the key), so an upsert never reaches a row outside the key's
-    limits: the same client id in another workspace is another fact."""
+    limits: the same client id in another workspace is another fact. `also`: a second scope key
+    whose fact this write updates when none is found at `scope_key` (see upsert_fact)."""
     owned = Fact.objects.select_for_update().filter(tenant_id=fact.tenant_id, user_id=fact.user_id)
     if fact.external_id:
         return owned.filter(workspace_id=fact.workspace_id, external_id=fact.external_id).first()
     if fact.key:
-        return owned.filter(scope_key=scope_key, category=fact.category, key=fact.key).first()
+        same = owned.filter(category=fact.category, key=fact.key)
+        found = same.filter(scope_key=scope_key).first()
+        if found is None and also is not None:
+            found = same.filter(scope_key=also).first()
+        return found
     return None
 
 
@@ -259,6 +264,7 @@ def upsert(
     data: dict[str, Any],
     given: set[str],
     source_session: Session | None = None,
+    also: str | None = None,
 ) -> tuple[Fact, bool]:
     """Create the fact or, when its owner already has it (same client id, or same scope, category
     and key), update the given fields; a changed content opens a new version
@@ -283,7 +289,7 @@ def upsert(
     scope_key = fact.compute_scope_key()
     with transaction.atomic():
         for _ in range(2):
-            existing = _existing(fact, scope_key)
+            existing = _existing(fact, scope_key, also)
             if existing is not None:
                 return _update_existing(existing, data, given, source_session, placement), False
             try:
@@ -370,7 +376,17 @@ def upsert_fact(key: ApiKey, data: dict[str, Any], given: set[str]) -> tuple[Fac
         data=data,
         given=given,
         source_session=source_session,
+        also=_former_default(placement, data),
     )
+
+
+def _former_default(placement: Placement, data: dict[str, Any]) -> str | None:
+    """The scope key a fact written in a session without a scope had before such facts became
+    account-wide (they were workspace-wide): the same write updates that fact instead of making a
+    second one beside it."""
+    if data.get("scope") is not None or placement.session is None or placement.tier != "account":
+        return None
+    return f"workspace:{placement.session.workspace_id}"
 
 
 def _writable(key: ApiKey, fact: Fact) -> None:
@@ -435,8 +451,12 @@ def update_fact(key: ApiKey, fact_id: int, changes: dict[str, Any]) -> Fact:
 def delete_fact(key: ApiKey, fact_id: int) -> None:
     fact = get_fact(key, fact_id, for_update=True)
     _writable(key, fact)
-    # Its history stays (docs/memory-model.md#fact-history): the last version is closed, and its
-    # chunks are kept as a past version.
+    retire_fact(fact)
+
+
+def retire_fact(fact: Fact) -> None:
+    """Delete the fact, keeping its history (docs/memory-model.md#fact-history): the last version
+    is closed as deleted, and its chunks are kept as a past version."""
     at = timezone.now()
     close_version(fact, at=at, closed_by="deleted")
     memory_deleted.send(

@@ -164,8 +164,8 @@ def _existing(key: ApiKey, existing: Session, user: str | None, get_or_create: b
     visible = Session.objects.visible_to(key).filter(pk=existing.pk).exists()
     if not visible:
         # Another user's or another workspace's id: the same 404 a read of that id answers, so that
-        # a limited key learns nothing of a session it may not see. (Ids stay unique per tenant: a
-        # tenant-wide key, an export and a run address a session by its id alone.)
+        # a limited key learns nothing of a session it may not see. (Ids stay unique per tenant:
+        # docs/memory-model.md#ids.)
         raise session_not_found(session_id)
     if not get_or_create:
         raise Conflict("session_exists", f"Session {session_id!r} already exists.")

@@ -80,8 +80,9 @@ def _database_config(url: str) -> dict[str, Any]:
     config["CONN_HEALTH_CHECKS"] = True
     if env_bool("DB_POOL", False):
         config["CONN_MAX_AGE"] = 0
-        # A request waits at most 5 seconds for a connection, then gets a 503 database_unavailable
-        # with Retry-After (a database that is down, or every connection busy).
+        # A web worker serves at most max_size requests at once (memoryhub.plumbing.asgi.Admitted),
+        # so a connection is free for each; one the database does not give within 5 seconds (it is
+        # down or restarting) is a 503 database_unavailable with Retry-After.
         options["pool"] = {
             "min_size": 1,
             "max_size": env_int("DB_POOL_SIZE", 8, minimum=1),

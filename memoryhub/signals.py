@@ -18,9 +18,10 @@ session_forgotten = Signal()
 # Sent inside the forget-user transaction once every row of the user is deleted, with
 # tenant_id=int, user_id=str: receivers remove what still carries the user's words or id.
 user_forgotten = Signal()
-# Sent inside the transaction that deletes a session's events above a sequence (its newest ones),
-# before they are deleted, with session=Session, after=int: receivers delete what was derived from
-# them and return {model label: rows deleted}.
+# Sent inside the transaction that deletes some of a session's events, once they are deleted, with
+# session=Session, after=int (one less than the lowest deleted sequence): receivers delete what was
+# derived from the events above `after`, re-derive it for those that remain, and return
+# {model label: rows deleted}.
 events_deleted = Signal()
 # Sent inside the transaction that deletes a workspace, before it is deleted, with
 # workspace=Workspace, session_ids=list[int] (its sessions'): receivers delete what refers to it
@@ -44,8 +45,10 @@ service_starting = Signal()
 # with --no-cluster): the cluster's own schedules follow the settings of this start (scheduling
 # connects to it).
 cluster_starting = Signal()
-# Sent in each web worker after it loaded the app, before it accepts a request (gunicorn's
-# post_worker_init): receivers load what a first request would otherwise wait for. No arguments.
+# Sent in the web master once it loaded the app, before it forks the workers (they share what the
+# receivers load), and again in each worker before it accepts a request (gunicorn's when_ready and
+# post_worker_init): receivers load what a first request would otherwise wait for, once per
+# process. No arguments.
 web_worker_starting = Signal()
 
 # Sent inside the writing transaction when what is searchable of some events changed although the

@@ -10,7 +10,15 @@ from rest_framework.views import APIView
 
 from accounts.models import Channel
 from memoryhub.api.common import StrictSerializer, api_key, paginate, parse_input, query_params
-from memoryhub.api.fields import PAGE_PARAMS, MetadataField, page_of
+from memoryhub.api.fields import PAGE_PARAMS, page_of
+from memoryhub.api.placement import (
+    channel_field,
+    metadata_field,
+    session_field,
+    tags_field,
+    user_field,
+    workspace_field,
+)
 from memoryhub.ownership import check_owner
 from memoryhub.sessions import get_session, resolve_user, resolve_workspace
 from retrieval import documents
@@ -29,44 +37,31 @@ class DocumentInput(StrictSerializer):
         trim_whitespace=False,
         help_text="The document's text, chunked and indexed for search.",
     )
-    session = serializers.CharField(
-        max_length=200,
-        required=False,
-        allow_null=True,
-        default=None,
-        help_text="The session it belongs to, if any.",
+    session = session_field(
+        "place", cls=serializers.CharField, required=False, allow_null=True, default=None
     )
-    workspace = serializers.CharField(
-        max_length=100,
-        required=False,
-        allow_null=True,
-        default=None,
-        help_text="The workspace it belongs to (default: the key's, else default).",
+    workspace = workspace_field(
+        "place", cls=serializers.CharField, required=False, allow_null=True, default=None
     )
-    channel = serializers.CharField(
-        max_length=100,
-        required=False,
-        allow_null=True,
-        default=None,
-        help_text="The channel it belongs to, if any.",
+    channel = channel_field(
+        "place", cls=serializers.CharField, required=False, allow_null=True, default=None
     )
-    metadata = MetadataField(
-        required=False, default=dict, help_text="Any JSON object of the caller's."
-    )
-    tags = serializers.ListField(
+    metadata = metadata_field("place", required=False, default=dict)
+    tags = tags_field(
+        "place",
+        cls=serializers.ListField,
         child=serializers.CharField(max_length=64),
         max_length=16,
         required=False,
         default=list,
-        help_text="Labels, usable as search filters.",
     )
-    user_id = serializers.CharField(
-        max_length=200,
+    user_id = user_field(
+        "place",
+        fallback="the session's end user, else none: shared knowledge",
+        cls=serializers.CharField,
         required=False,
         allow_blank=True,
         default="",
-        help_text="The end user the document belongs to (default: the session's "
-        "user, else shared).",
     )
 
     def validate_text(self, text: str) -> str:
@@ -83,15 +78,11 @@ class DocumentOutput(serializers.Serializer):
     content_hash = serializers.CharField(
         help_text="SHA-256 of the text: an unchanged re-ingest is skipped."
     )
-    workspace = serializers.CharField(
-        allow_null=True, help_text="The workspace the document belongs to."
-    )
-    session = serializers.CharField(
-        allow_null=True, help_text="The session it belongs to, if it was given one."
-    )
-    user_id = serializers.CharField(help_text="Its owner; empty: shared.")
+    workspace = workspace_field("show", allow_null=True)
+    session = session_field("show", allow_null=True)
+    user_id = user_field("show")
     chunks = serializers.IntegerField(help_text="How many search chunks it was split into.")
-    metadata = serializers.DictField(help_text="The caller's JSON object.")
+    metadata = metadata_field("show")
     created_at = serializers.DateTimeField(help_text="When it was first ingested.")
     updated_at = serializers.DateTimeField(help_text="When it last changed.")
     indexed = serializers.BooleanField(
@@ -100,9 +91,9 @@ class DocumentOutput(serializers.Serializer):
 
 
 class DocumentListParams(serializers.Serializer):
-    workspace = serializers.CharField(required=False, help_text="Only this workspace's documents.")
-    session = serializers.CharField(required=False, help_text="Only this session's documents.")
-    user_id = serializers.CharField(required=False, help_text="Only this user's documents.")
+    workspace = workspace_field("filter", of="documents", required=False)
+    session = session_field("filter", of="documents", required=False)
+    user_id = user_field("filter", of="documents", required=False)
     source_uri = serializers.CharField(required=False, help_text="Only documents with this URI.")
 
 

@@ -7,12 +7,20 @@ from drf_spectacular.utils import inline_serializer
 from rest_framework import serializers
 
 from memoryhub.api.events import EventOutput
+from memoryhub.api.placement import (
+    channel_field,
+    metadata_field,
+    session_field,
+    tags_field,
+    user_field,
+    workspace_field,
+)
 
 
 class SessionGroupOutput(serializers.Serializer):
-    session = serializers.CharField(help_text="The conversation's id.")
-    channel = serializers.CharField(allow_null=True, help_text="Its channel.")
-    workspace = serializers.CharField(allow_null=True, help_text="Its workspace.")
+    session = session_field("show")
+    channel = channel_field("show", allow_null=True)
+    workspace = workspace_field("show", allow_null=True)
     score = serializers.FloatField(
         help_text=(
             "Its evidence for the query: the p-norm of its messages' scores, "
@@ -165,7 +173,7 @@ class SearchResultOutput(serializers.Serializer):
     score = serializers.FloatField(
         help_text="The ranking score (higher is better; comparable within one answer)."
     )
-    session = serializers.CharField(allow_null=True, help_text="The session it comes from, if any.")
+    session = session_field("show", allow_null=True)
     sequence_start = serializers.IntegerField(
         allow_null=True, help_text="The first event sequence it covers."
     )
@@ -173,18 +181,16 @@ class SearchResultOutput(serializers.Serializer):
         allow_null=True, help_text="The last event sequence it covers."
     )
     kind = serializers.CharField(help_text="event, note, fact, summary or document.")
-    metadata = serializers.DictField(
-        help_text="Where it comes from (event id, note id, fact id, …) and the caller's metadata."
+    metadata = metadata_field(
+        "show", note="With where it comes from (event id, note id, fact id, …)."
     )
     created_at = serializers.DateTimeField(help_text="When the memory was made.")
     role = serializers.CharField(allow_null=True, help_text="Who spoke, for messages.")
-    tags = serializers.ListField(child=serializers.CharField(), help_text="Its tags.")
+    tags = tags_field("show", cls=serializers.ListField, child=serializers.CharField())
     importance = serializers.FloatField(help_text="0–1: its weight in recall.")
-    channel = serializers.CharField(allow_null=True, help_text="Its channel, if any.")
-    workspace = serializers.CharField(allow_null=True, help_text="Its workspace, if any.")
-    user_id = serializers.CharField(
-        help_text="The end user it belongs to (empty: shared knowledge)."
-    )
+    channel = channel_field("show", allow_null=True)
+    workspace = workspace_field("show", allow_null=True)
+    user_id = user_field("show")
     scores = serializers.DictField(
         child=serializers.FloatField(allow_null=True),
         help_text=(
@@ -223,7 +229,7 @@ class ContextItemOutput(serializers.Serializer):
     )
     score = serializers.FloatField(help_text="Its rank among the candidates.")
     kind = serializers.CharField(help_text="event, note, fact, summary or document.")
-    session = serializers.CharField(allow_null=True, help_text="The session it comes from, if any.")
+    session = session_field("show", allow_null=True)
     sequence_start = serializers.IntegerField(
         allow_null=True, help_text="The first event sequence it covers."
     )
@@ -240,15 +246,13 @@ class ContextItemOutput(serializers.Serializer):
             "messages and the session's summaries)."
         ),
     )
-    user_id = serializers.CharField(
-        help_text="The end user it belongs to (empty: shared knowledge)."
-    )
+    user_id = user_field("show")
     tokens = serializers.IntegerField(help_text="What it costs of the budget.")
 
 
 class BrowsedEventOutput(EventOutput):
-    session = serializers.CharField(help_text="The session the event belongs to.")
-    channel = serializers.CharField(help_text="The session's channel.")
+    session = session_field("show")
+    channel = channel_field("show")
 
 
 def _counts(help_text: str) -> serializers.DictField:

@@ -25,12 +25,21 @@ def on_events_text_changed(sender: Any, session: Any, events: list[Any], **kwarg
 def on_events_deleted(sender: Any, session: Any, after: int, **kwargs: Any) -> dict[str, int]:
     """In the deleting transaction (search forgets the events when their deletion commits): the
     chunks of the session's events above `after` go; a chunk of an earlier event whose text a
-    deleted one repeated (the deduplication extended its span) ends at `after` again."""
+    deleted one repeated (the deduplication extended its span) ends at `after` again. Events above
+    `after` that remain (a deletion of older messages) are chunked again, so that no chunk keeps a
+    deleted message as its conversation context."""
+    from memoryhub.models import Event
     from retrieval.models import Chunk
 
     events = Chunk.every_version.filter(session_id=session.pk, kind="event")
     _, per_model = events.filter(sequence_start__gt=after).delete()
     events.filter(sequence_end__gt=after).update(sequence_end=after)
+    remaining = list(
+        Event.objects.filter(session=session, sequence__gt=after)
+        .select_related("tool_sentence")
+        .order_by("sequence")
+    )
+    indexing.index_session_events(session, remaining)
     return {Chunk._meta.label: per_model.get(Chunk._meta.label, 0)}
 
 

@@ -10,6 +10,14 @@ from rest_framework import serializers
 
 from memoryhub.api.common import StrictSerializer
 from memoryhub.api.fields import StrictFloatField, StrictIntegerField
+from memoryhub.api.placement import (
+    agent_field,
+    channel_field,
+    session_field,
+    tags_field,
+    user_field,
+    workspace_field,
+)
 from memoryhub.models import Role
 from memoryhub.searchable import KINDS
 from retrieval.embedders import DIMENSIONS
@@ -106,29 +114,20 @@ class SearchInput(StrictSerializer):
             f"A ready query vector ({DIMENSIONS} floats) instead of embedding the query text."
         ),
     )
-    session = serializers.CharField(
-        max_length=200,
-        required=False,
-        help_text=(
-            "Search as this conversation: its user's whole memory, this "
-            "conversation and its channel first (scope narrows it)."
-        ),
-    )
-    channel = serializers.CharField(
-        max_length=100, required=False, help_text="Search this channel's memories."
-    )
-    workspace = serializers.CharField(
-        max_length=100, required=False, help_text="Search this workspace's memories."
-    )
+    session = session_field("recall", max_length=200, required=False)
+    channel = channel_field("recall", max_length=100, required=False)
+    workspace = workspace_field("recall", max_length=100, required=False)
     scope = serializers.ChoiceField(
         choices=[*SCOPES, "session"], required=False, help_text=SCOPE_HELP
     )
-    tags = serializers.ListField(
+    tags = tags_field(
+        "filter",
+        of="memories",
+        cls=serializers.ListField,
         child=serializers.CharField(max_length=64),
         max_length=16,
         required=False,
         default=list,
-        help_text="Only memories with all these tags.",
     )
     roles = serializers.ListField(
         child=serializers.ChoiceField(choices=Role.choices),
@@ -142,24 +141,10 @@ class SearchInput(StrictSerializer):
         default=list,
         help_text="Only these kinds: event (messages), note, fact, summary, document.",
     )
-    agent = serializers.CharField(
-        max_length=200,
-        required=False,
-        allow_null=True,
-        default=None,
-        help_text="Only memories of this agent's sessions.",
+    agent = agent_field(
+        "filter", of="memories", max_length=200, required=False, allow_null=True, default=None
     )
-    user_id = serializers.CharField(
-        max_length=200,
-        required=False,
-        allow_null=True,
-        default=None,
-        help_text=(
-            "Search as this end user: their memories and shared knowledge (notes, facts "
-            "and documents without an owner), never another user's nor a "
-            "conversation nobody owns (default: the session's user)."
-        ),
-    )
+    user_id = user_field("recall", max_length=200, required=False, allow_null=True, default=None)
     since = serializers.DateTimeField(
         required=False,
         allow_null=True,
@@ -337,27 +322,15 @@ class SearchInput(StrictSerializer):
 
 
 class ContextInput(StrictSerializer):
-    session = serializers.CharField(
+    session = session_field(
+        "recall",
+        note="Its recent messages come first.",
         max_length=200,
         required=False,
         allow_null=True,
         default=None,
-        help_text=(
-            "The conversation the context is for: its recent messages come first, and what is"
-            " recalled is its user's, from every conversation of theirs (nearest first) unless"
-            " scope narrows it."
-        ),
     )
-    user_id = serializers.CharField(
-        max_length=200,
-        required=False,
-        allow_null=True,
-        default=None,
-        help_text=(
-            "Recall as this end user: their memories and shared knowledge (notes, facts and "
-            "documents without an owner), never another user's nor a conversation nobody owns."
-        ),
-    )
+    user_id = user_field("recall", max_length=200, required=False, allow_null=True, default=None)
     query = serializers.CharField(
         max_length=4000,
         required=False,
@@ -377,12 +350,14 @@ class ContextInput(StrictSerializer):
         choices=[*SCOPES, "session"], required=False, default=None, help_text=SCOPE_HELP
     )
     top_k = TopKField(required=False, default=10, help_text="At most this many relevant memories.")
-    tags = serializers.ListField(
+    tags = tags_field(
+        "filter",
+        of="memories",
+        cls=serializers.ListField,
         child=serializers.CharField(max_length=64),
         max_length=16,
         required=False,
         default=list,
-        help_text="Only memories with all these tags.",
     )
     kinds = serializers.ListField(
         child=serializers.ChoiceField(choices=KINDS),
@@ -394,17 +369,12 @@ class ContextInput(StrictSerializer):
 
 
 class BrowseParams(serializers.Serializer):
-    session = serializers.CharField(required=False, help_text="Only this session's events.")
-    channel = serializers.CharField(
-        required=False, help_text="Only events of this channel's sessions."
-    )
-    workspace = serializers.CharField(
-        required=False, help_text="Only events of this workspace's sessions."
-    )
-    agent = serializers.CharField(required=False, help_text="Only events of this agent's sessions.")
-    user_id = serializers.CharField(
-        required=False,
-        help_text="Events of this user's conversations and of conversations with no user.",
+    session = session_field("filter", of="events", required=False)
+    channel = channel_field("filter", of="events", required=False)
+    workspace = workspace_field("filter", of="events", required=False)
+    agent = agent_field("filter", of="events", required=False)
+    user_id = user_field(
+        "filter", of="events", note="Conversations nobody owns are included.", required=False
     )
     role = serializers.ChoiceField(
         choices=Role.choices, required=False, help_text="Only events of this role."

@@ -8,6 +8,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from memoryhub.api.common import StrictSerializer
+from memoryhub.api.placement import user_field, workspace_field
 from scheduling import cadence as cadence_maths
 from scheduling.actions import REGISTRY
 from scheduling.models import (
@@ -90,12 +91,13 @@ class ScheduleInput(StrictSerializer):
         help_text='The action\'s parameters (e.g. {"limit": 500} for embed_backfill).',
     )
     cadence = CadenceInput(help_text="When it runs.")
-    user_id = serializers.CharField(
-        max_length=200,
+    user_id = user_field(
+        "place",
+        fallback="none",
+        cls=serializers.CharField,
         required=False,
         allow_blank=True,
         default="",
-        help_text="The end user it works for, if any.",
     )
     notification_policy = serializers.ChoiceField(
         choices=NotificationPolicy.choices,
@@ -103,6 +105,8 @@ class ScheduleInput(StrictSerializer):
         default=NotificationPolicy.ALWAYS,
         help_text="Which finished runs send a notification.",
     )
+    # A schedule's channel is where its notifications go, not where the schedule lives: not one of
+    # the placement fields (memoryhub/api/placement.py), so it keeps its own wording.
     channel = serializers.CharField(
         max_length=100,
         required=False,
@@ -110,11 +114,8 @@ class ScheduleInput(StrictSerializer):
         default="",
         help_text="The channel notifications go to, if any.",
     )
-    workspace = serializers.CharField(
-        max_length=100,
-        required=False,
-        allow_blank=True,
-        help_text="The workspace it belongs to (default: the key's, else default).",
+    workspace = workspace_field(
+        "place", cls=serializers.CharField, required=False, allow_blank=True
     )
     channel_context_id = serializers.CharField(
         max_length=200,
@@ -135,9 +136,7 @@ class SchedulePatchInput(StrictSerializer):
     action = ActionField(max_length=50, required=False, help_text=ACTION_HELP)
     params = ParamsField(required=False, help_text="New action parameters.")
     cadence = CadenceInput(required=False, help_text="A new cadence (the next run is recomputed).")
-    user_id = serializers.CharField(
-        max_length=200, required=False, allow_blank=True, help_text="A new user."
-    )
+    user_id = user_field("change", cls=serializers.CharField, required=False, allow_blank=True)
     notification_policy = serializers.ChoiceField(
         choices=NotificationPolicy.choices, required=False, help_text="A new notification policy."
     )
@@ -163,13 +162,11 @@ class ScheduleListParams(serializers.Serializer):
     cadence_type = serializers.ChoiceField(
         choices=cadence_maths.TYPES, required=False, help_text="Only this cadence type's."
     )
-    user_id = serializers.CharField(required=False, max_length=200, help_text="Only this user's.")
+    user_id = user_field("filter", of="schedules", required=False, max_length=200)
     channel = serializers.CharField(
         required=False, max_length=100, help_text="Only this channel's."
     )
-    workspace = serializers.CharField(
-        required=False, max_length=100, help_text="Only this workspace's."
-    )
+    workspace = workspace_field("filter", of="schedules", required=False, max_length=100)
     name = serializers.CharField(
         required=False, max_length=200, help_text="Only schedules of this exact name."
     )
@@ -196,7 +193,7 @@ class CadenceOutput(serializers.Serializer):
 class ScheduleOutput(serializers.ModelSerializer):
     id = serializers.CharField(read_only=True, help_text="The schedule's id.")
     cadence = serializers.SerializerMethodField(help_text="When it runs.")
-    workspace = serializers.SerializerMethodField(help_text="Its workspace.")
+    workspace = serializers.SerializerMethodField(help_text=workspace_field("show").help_text)
     next_run_local = serializers.SerializerMethodField(
         help_text="next_run_at in the cadence's time zone, in words."
     )
@@ -233,7 +230,7 @@ class ScheduleOutput(serializers.ModelSerializer):
             "goal": {"help_text": "What it is for."},
             "action": {"help_text": "What it runs."},
             "params": {"help_text": "The action's parameters."},
-            "user_id": {"help_text": "The end user it works for (empty: none)."},
+            "user_id": {"help_text": user_field("show").help_text},
             "notification_policy": {"help_text": "Which finished runs send a notification."},
             "channel": {"help_text": "The channel notifications go to (empty: none)."},
             "channel_context_id": {

@@ -20,7 +20,7 @@ import httpx
 import pytest
 
 from memoryhub.plumbing.embedded_pg import postmaster
-from tests.served import Served, private_data_dir, wait_until
+from tests.served import ROOT, Served, private_data_dir, wait_until
 
 LIMIT = 1024 * 1024
 STREAMS_PER_KEY, STREAMS = 2, 3
@@ -451,3 +451,24 @@ def test_a_killed_web_worker_is_respawned_and_counted(served: Served) -> None:
 
     assert wait_until(counted, 60), served.output()[-3000:]
     assert master.is_running() and served.process.poll() is None
+
+
+def test_run_supervises_without_django_and_web_workers_share_the_masters_pages(
+    served: Served,
+) -> None:
+    """`run` hands over to a supervisor that never imports Django (it held ~98 MB PSS for nothing),
+    and the web workers are forked from a master that loaded the app: most of a worker's pages
+    are the master's (each held its own copy: ~170 of its 225 MB were its own)."""
+    import psutil
+
+    from memoryhub.plumbing.installation import _runs
+
+    run = psutil.Process(served.process.pid)
+    assert "memoryhub.plumbing.serving" in " ".join(run.cmdline())
+    # still `manage.py run` of this checkout to `manage.py mcp`, which looks for its database
+    assert _runs(run.as_dict(["cmdline", "cwd"]), (ROOT / "manage.py").resolve())
+    assert run.memory_info().rss < 60 * 1024 * 1024  # Django and the apps alone are ~90 MB
+    [master] = [c for c in run.children() if "gunicorn" in " ".join(c.cmdline())]
+    for worker in master.children():
+        memory = worker.memory_full_info()
+        assert memory.uss < memory.rss / 2, memory

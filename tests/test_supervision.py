@@ -3,7 +3,7 @@ API answers, and under load nothing is lost, no lane stalls, no request gets a 5
 invariants, with a few dozen requests: counts, never durations). SIGTERM still stops everything.
 
 One live server for the module (it starts real processes: the web server, both task clusters,
-both lane processes, the embedded PostgreSQL), the hash embedder.
+the lanes process, the embedded PostgreSQL), the hash embedder.
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ from memoryhub import channels
 from memoryhub.api import examples as ex
 from memoryhub.api.common import StrictSerializer, api_key, paginate, parse_input, query_params
 from memoryhub.api.fields import PAGE_PARAMS, StrictCharField, page_of
+from memoryhub.api.placement import workspace_field
 
 DESCRIPTION_CHARS = 2000
 
@@ -26,13 +27,7 @@ class ChannelInput(StrictSerializer):
         default="",
         help_text="What the channel is about.",
     )
-    workspace = StrictCharField(
-        max_length=100,
-        required=False,
-        allow_null=True,
-        default=None,
-        help_text="Default: the key's workspace, else 'default'.",
-    )
+    workspace = workspace_field("place", required=False, allow_null=True, default=None)
     is_default = serializers.BooleanField(
         required=False, default=False, help_text="Make it the workspace's default channel."
     )
@@ -58,9 +53,7 @@ class ChannelPatchInput(StrictSerializer):
 
 
 class ChannelOutput(serializers.ModelSerializer):
-    workspace = serializers.CharField(
-        source="workspace.name", help_text="The workspace the channel is in."
-    )
+    workspace = workspace_field("show", source="workspace.name")
 
     class Meta:
         model = Channel
@@ -84,7 +77,7 @@ class ChannelOutput(serializers.ModelSerializer):
 
 
 class ChannelListParams(serializers.Serializer):
-    workspace = serializers.CharField(required=False, help_text="Only this workspace's channels.")
+    workspace = workspace_field("filter", of="channels", required=False)
     name = serializers.CharField(required=False, help_text="Only channels of this name.")
     # Not allow_null: a query cannot say null, and DRF would read `is_default=` as null (no filter).
     is_default = serializers.BooleanField(

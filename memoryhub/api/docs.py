@@ -218,6 +218,10 @@ SCHEMA_DESCRIPTIONS = {
         "An end user: how many of their sessions, facts and notes you may see, and their last"
         " activity."
     ),
+    "KeyOutput": (
+        "The API key the request carries: its tenant, the workspace and end user it is limited to,"
+        " and its scopes (never its secret)."
+    ),
 }
 # Pages of lists: "<Thing>Page" → the things it holds.
 PAGE_ITEMS = {

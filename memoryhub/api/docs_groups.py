@@ -26,9 +26,10 @@ TASK_GROUPS = {
         ("schedules", "runs", "webhooks"),
     ),
     "Operations": (
-        "Running an installation: end users, workspaces, channels, import and export, "
-        "consolidation, statistics, health.",
+        "Running an installation: the key itself, end users, workspaces, channels, import and "
+        "export, consolidation, statistics, health.",
         (
+            "key",
             "users",
             "workspaces",
             "channels",

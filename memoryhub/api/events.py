@@ -22,6 +22,7 @@ from memoryhub import chat, event_log, sessions
 from memoryhub.api import examples as ex
 from memoryhub.api.common import api_key, page_url, parse_input, query_params
 from memoryhub.api.events_input import BulkEventInput, SingleEventInput
+from memoryhub.api.placement import metadata_field, user_field
 from memoryhub.models import Role
 
 
@@ -45,7 +46,7 @@ class EventOutput(serializers.Serializer):
     tool_call_id = serializers.CharField(
         allow_null=True, help_text="The tool call this result answers, if any."
     )
-    metadata = serializers.DictField(help_text="The caller's JSON object.")
+    metadata = metadata_field("show")
     importance = serializers.FloatField(help_text="0–1: weight in recall.")
     idempotency_key = serializers.CharField(
         allow_null=True, help_text="The caller's idempotency key, if given."
@@ -119,7 +120,7 @@ class AppendedOutput(serializers.Serializer):
     tool_call_id = serializers.CharField(
         allow_null=True, required=False, help_text="Single append: the tool call it answers."
     )
-    metadata = serializers.DictField(required=False, help_text="Single append: its metadata.")
+    metadata = metadata_field("show", note="Only in a single append's answer.", required=False)
     importance = serializers.FloatField(required=False, help_text="Single append: its importance.")
     idempotency_key = serializers.CharField(
         allow_null=True, required=False, help_text="Single append: its idempotency key."
@@ -149,14 +150,7 @@ class EventListParams(serializers.Serializer):
     before = serializers.IntegerField(
         required=False, min_value=1, help_text="Events with a sequence below this one."
     )
-    user_id = serializers.CharField(
-        required=False,
-        max_length=200,
-        help_text=(
-            "Read on behalf of this end user: the session must be theirs (409 owner_mismatch for"
-            " another user's conversation or one of no user)."
-        ),
-    )
+    user_id = user_field("on_behalf", required=False, max_length=200)
     format = serializers.ChoiceField(
         choices=list(chat.FORMATS),
         required=False,
@@ -182,11 +176,7 @@ class EventDeleteParams(serializers.Serializer):
         max_value=event_log.MAX_BULK_EVENTS,
         help_text="Delete at most this many: the newest ones.",
     )
-    user_id = serializers.CharField(
-        required=False,
-        max_length=200,
-        help_text="On behalf of this end user: the session must be theirs (409 owner_mismatch).",
-    )
+    user_id = user_field("on_behalf", required=False, max_length=200)
 
 
 class EventListView(APIView):
@@ -308,11 +298,12 @@ class EventListView(APIView):
         summary="Delete the newest events",
         description=(
             "Deletes the session's newest events: those above `after`, at most `limit` of them"
-            " (neither: all of them), with what was derived from them: their search chunks and the"
-            " summaries that cover any of them. They are gone from every read (events, search,"
-            " context, export). Only the newest events can go; the session keeps its last sequence,"
-            " so the next append continues after it. Facts extracted from them stay (delete them,"
-            " or forget the user). A tenant with an immutable transcript keeps its events (409"
+            " (neither: all of them), with what was derived from them: their search chunks, the"
+            " summaries that cover any of them, and the facts an extractor drew only from them"
+            " (deleted as DELETE /facts/{id}/ deletes, their history kept). They are gone from"
+            " every read (events, search, context, export). Only the newest events can go; the"
+            " session keeps its last sequence, so the next append continues after it. A tenant"
+            " with an immutable transcript keeps its events (409"
             " immutable_transcript); an archived session is read-only (409 session_archived). With"
             " `user_id` (or a user-limited key) the session must be that user's, as for an append."
         ),

@@ -12,11 +12,11 @@ from memoryhub import chat, event_log
 from memoryhub.api.common import StrictSerializer
 from memoryhub.api.fields import (
     EventTimeField,
-    MetadataField,
     StrictCharField,
     StrictFloatField,
     StrictIntegerField,
 )
+from memoryhub.api.placement import metadata_field, user_field
 from memoryhub.models import Role
 
 MAX_TOOL_CALLS = 128
@@ -225,9 +225,7 @@ class EventInput(StrictSerializer):
         default="",
         help_text="On a tool result: the id of the tool call it answers.",
     )
-    metadata = MetadataField(
-        required=False, default=dict, help_text="Any JSON object of the caller's."
-    )
+    metadata = metadata_field("place", required=False, default=dict)
     importance = StrictFloatField(
         required=False,
         min_value=0.0,
@@ -278,16 +276,19 @@ class EventInput(StrictSerializer):
         return attrs
 
 
-APPEND_USER_HELP = (
-    "The end user the events are from: the session must be theirs (409 owner_mismatch for "
-    "another user's or an unowned session); a new session becomes theirs. A user-limited key "
-    "appends as its user."
-)
+# What an append adds to acting on behalf of its user (the placement module's wording).
+APPEND_USER_NOTE = "A new session becomes theirs. A user-limited key appends as its user."
 
 
 class SingleEventInput(EventInput):
-    user_id = StrictCharField(
-        max_length=200, required=False, allow_null=True, default=None, help_text=APPEND_USER_HELP
+    user_id = user_field(
+        "on_behalf",
+        note=APPEND_USER_NOTE,
+        cls=StrictCharField,
+        max_length=200,
+        required=False,
+        allow_null=True,
+        default=None,
     )
 
 
@@ -295,6 +296,12 @@ class BulkEventInput(StrictSerializer):
     events = EventInput(
         many=True, allow_empty=False, help_text="The events, oldest first; all are stored or none."
     )
-    user_id = StrictCharField(
-        max_length=200, required=False, allow_null=True, default=None, help_text=APPEND_USER_HELP
+    user_id = user_field(
+        "on_behalf",
+        note=APPEND_USER_NOTE,
+        cls=StrictCharField,
+        max_length=200,
+        required=False,
+        allow_null=True,
+        default=None,
     )

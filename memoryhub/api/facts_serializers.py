@@ -11,17 +11,25 @@ from rest_framework import serializers
 from memoryhub import facts
 from memoryhub.api.common import StrictSerializer
 from memoryhub.api.fields import (
-    MetadataField,
     StrictCharField,
-    TagsField,
     content_field,
     non_blank,
+)
+from memoryhub.api.placement import (
+    TIER_FALLBACK,
+    channel_field,
+    metadata_field,
+    scope_field,
+    session_field,
+    tags_field,
+    user_field,
+    workspace_field,
 )
 from memoryhub.models import (
     Fact,
     iso,
 )
-from memoryhub.searchable import LIFETIMES, TIERS
+from memoryhub.searchable import LIFETIMES
 
 
 class FactInput(StrictSerializer):
@@ -42,12 +50,8 @@ class FactInput(StrictSerializer):
         help_text="With category, what the fact is about (e.g. seat): a fact with the same "
         "scope, category and key is updated (200) instead of duplicated.",
     )
-    scope = serializers.ChoiceField(
-        choices=TIERS,
-        required=False,
-        default="workspace",
-        help_text="How widely it applies: conversation (needs session), channel, "
-        "workspace or account.",
+    scope = scope_field(
+        "place", fallback=TIER_FALLBACK, required=False, allow_null=True, default=None
     )
     lifetime = serializers.ChoiceField(
         choices=LIFETIMES,
@@ -72,19 +76,9 @@ class FactInput(StrictSerializer):
         "preference 0.8, fact 0.6, task 0.5, otherwise 0.5; the type "
         "is the fact's category, or a note's tag.",
     )
-    tags = TagsField(
-        required=False, default=list, help_text="Labels (lowercased), usable as search filters."
-    )
-    metadata = MetadataField(
-        required=False, default=dict, help_text="Any JSON object of the caller's."
-    )
-    session = StrictCharField(
-        max_length=200,
-        required=False,
-        allow_null=True,
-        default=None,
-        help_text="The session it belongs to (scope conversation).",
-    )
+    tags = tags_field("place", required=False, default=list)
+    metadata = metadata_field("place", required=False, default=dict)
+    session = session_field("place", required=False, allow_null=True, default=None)
     source_session = StrictCharField(
         max_length=200,
         required=False,
@@ -92,26 +86,14 @@ class FactInput(StrictSerializer):
         default=None,
         help_text="The session it was learnt in (provenance only).",
     )
-    workspace = StrictCharField(
-        max_length=100,
-        required=False,
-        allow_null=True,
-        default=None,
-        help_text="The workspace it belongs to (default: the key's, else default).",
-    )
-    channel = StrictCharField(
-        max_length=100,
-        required=False,
-        allow_null=True,
-        default=None,
-        help_text="The channel it belongs to (scope channel).",
-    )
-    user_id = StrictCharField(
-        max_length=200,
+    workspace = workspace_field("place", required=False, allow_null=True, default=None)
+    channel = channel_field("place", required=False, allow_null=True, default=None)
+    user_id = user_field(
+        "place",
+        fallback="the session's end user, else none: shared knowledge",
         required=False,
         allow_blank=True,
         default="",
-        help_text="The end user it is about (default: the session's, else shared).",
     )
     external_id = StrictCharField(
         max_length=200,
@@ -143,13 +125,9 @@ class FactPatchInput(StrictSerializer):
     importance = serializers.FloatField(
         required=False, min_value=0.0, max_value=1.0, help_text="A new importance."
     )
-    tags = TagsField(required=False, help_text="New labels (replace the old ones).")
-    metadata = MetadataField(
-        required=False, help_text="A new metadata object (replaces the old one)."
-    )
-    user_id = StrictCharField(
-        max_length=200, required=False, allow_blank=True, help_text="A new owner."
-    )
+    tags = tags_field("change", required=False)
+    metadata = metadata_field("change", required=False)
+    user_id = user_field("change", required=False, allow_blank=True)
     external_id = StrictCharField(
         max_length=200,
         required=False,
@@ -167,31 +145,19 @@ class FactPatchInput(StrictSerializer):
 
 
 class FactOutput(serializers.ModelSerializer):
-    scope = serializers.CharField(source="tier", help_text="How widely it applies.")
+    scope = scope_field("show", source="tier")
     access_count = serializers.SerializerMethodField(help_text="How often it was read or recalled.")
     accessed_at = serializers.SerializerMethodField(help_text="When it was last read or recalled.")
-    session = serializers.CharField(
-        source="session.external_id",
-        allow_null=True,
-        default=None,
-        help_text="The session it belongs to, if any.",
-    )
+    session = session_field("show", source="session.external_id", allow_null=True, default=None)
     source_session = serializers.CharField(
         source="source_session.external_id",
         allow_null=True,
         default=None,
         help_text="The session it was learnt in, if known.",
     )
-    workspace = serializers.CharField(
-        source="workspace.name",
-        allow_null=True,
-        default=None,
-        help_text="Its workspace (null: account-wide).",
-    )
-    channel = serializers.CharField(
-        source="channel.name", allow_null=True, default=None, help_text="Its channel, if any."
-    )
-    tags = TagsField(help_text="Its labels.")
+    workspace = workspace_field("show", source="workspace.name", allow_null=True, default=None)
+    channel = channel_field("show", source="channel.name", allow_null=True, default=None)
+    tags = tags_field("show")
     valid_to = serializers.SerializerMethodField(
         help_text="Until when this content was the fact's: null for "
         "the current version (set only in lists `as_of`)."
@@ -239,8 +205,8 @@ class FactOutput(serializers.ModelSerializer):
             "pinned": {
                 "help_text": "Pinned by an operator: importance 1, never pruned, merged or capped."
             },
-            "metadata": {"help_text": "The caller's JSON object."},
-            "user_id": {"help_text": "The end user it is about (empty: shared)."},
+            "metadata": {"help_text": metadata_field("show").help_text},
+            "user_id": {"help_text": user_field("show").help_text},
             "created_at": {"help_text": "When it was first stored."},
             "updated_at": {"help_text": "When it last changed."},
         }
@@ -273,25 +239,21 @@ class FactUpserted(FactOutput):
 
 
 class FactListParams(serializers.Serializer):
-    scope = serializers.ChoiceField(
-        choices=TIERS, required=False, help_text="Only facts of this scope."
-    )
+    scope = scope_field("filter", of="facts", required=False)
     category = serializers.CharField(required=False, help_text="Only facts of this category.")
     key = serializers.CharField(required=False, help_text="Only facts with this key.")
     lifetime = serializers.ChoiceField(
         choices=LIFETIMES, required=False, help_text="Only facts of this lifetime."
     )
     source = serializers.CharField(required=False, help_text="Only facts of this source.")
-    tags = serializers.CharField(
-        required=False, help_text="Comma-separated tags the facts all have."
-    )
+    tags = tags_field("filter", of="facts", required=False)
     q = serializers.CharField(required=False, help_text="Text in the content, key or category.")
-    session = serializers.CharField(
-        required=False, help_text="Facts of this session or learnt in it."
+    session = session_field(
+        "filter", of="facts", note="Facts learnt in it are included.", required=False
     )
-    workspace = serializers.CharField(required=False, help_text="Only facts of this workspace.")
-    channel = serializers.CharField(required=False, help_text="Only facts of this channel.")
-    user_id = serializers.CharField(required=False, help_text="Only this end user's facts.")
+    workspace = workspace_field("filter", of="facts", required=False)
+    channel = channel_field("filter", of="facts", required=False)
+    user_id = user_field("filter", of="facts", required=False)
     external_id = serializers.CharField(
         required=False, help_text="Only facts with this client-chosen id."
     )
@@ -307,7 +269,7 @@ class FactVersionOutput(serializers.Serializer):
     content = serializers.CharField(help_text="What the fact said.")
     category = serializers.CharField(help_text="Its category then.")
     key = serializers.CharField(help_text="Its key then.")
-    user_id = serializers.CharField(help_text="Its owner (empty: shared).")
+    user_id = user_field("show")
     source = serializers.CharField(
         help_text="Who made this version (agent, user, extractor, consolidation, …)."
     )

@@ -27,25 +27,25 @@ from memoryhub.api.fields import (
     NOTE_ID_REGEX,
     PAGE_PARAMS,
     Deleted,
-    MetadataField,
     StrictCharField,
     StrictRegexField,
-    TagsField,
     content_field,
     non_blank,
     page_of,
 )
+from memoryhub.api.placement import (
+    TIER_FALLBACK,
+    channel_field,
+    metadata_field,
+    scope_field,
+    session_field,
+    tags_field,
+    user_field,
+    workspace_field,
+)
 from memoryhub.errors import Invalid
 from memoryhub.models import (
     Note,
-)
-from memoryhub.searchable import TIERS
-
-SCOPE_HELP = (
-    "How widely it applies: conversation (its session only, deleted when the session ends),"
-    " channel, workspace or account (all the tenant's workspaces). Default: with a session, account"
-    " (long-term: its owner's in every conversation; workspace for a key limited to one workspace);"
-    " with a channel, channel; else workspace."
 )
 
 
@@ -72,44 +72,20 @@ class NoteInput(StrictSerializer):
         default="",
         help_text="Where it came from (e.g. agent, user, import).",
     )
-    tags = TagsField(
-        required=False, default=list, help_text="Labels (lowercased), usable as search filters."
-    )
-    metadata = MetadataField(
-        required=False,
-        default=dict,
-        help_text="Any JSON object of the caller's; filterable with ?meta.<key>=…",
-    )
-    session = StrictCharField(
-        max_length=200,
-        required=False,
-        allow_null=True,
-        default=None,
-        help_text="The session it belongs to (its workspace, channel and user apply).",
-    )
-    workspace = StrictCharField(
-        max_length=100,
-        required=False,
-        allow_null=True,
-        default=None,
-        help_text="The workspace it belongs to (default: the key's, else default).",
-    )
-    channel = StrictCharField(
-        max_length=100,
-        required=False,
-        allow_null=True,
-        default=None,
-        help_text="The channel it belongs to (scope channel).",
-    )
-    user_id = StrictCharField(
-        max_length=200,
+    tags = tags_field("place", required=False, default=list)
+    metadata = metadata_field("place", required=False, default=dict)
+    session = session_field("place", required=False, allow_null=True, default=None)
+    workspace = workspace_field("place", required=False, allow_null=True, default=None)
+    channel = channel_field("place", required=False, allow_null=True, default=None)
+    user_id = user_field(
+        "place",
+        fallback="the session's end user, else none: shared knowledge",
         required=False,
         allow_blank=True,
         default="",
-        help_text="The end user it belongs to (default: the session's, else shared).",
     )
-    scope = serializers.ChoiceField(
-        choices=TIERS, required=False, allow_null=True, default=None, help_text=SCOPE_HELP
+    scope = scope_field(
+        "place", fallback=TIER_FALLBACK, required=False, allow_null=True, default=None
     )
     importance = serializers.FloatField(
         required=False,
@@ -171,10 +147,8 @@ class NotePatchInput(StrictSerializer):
     source = StrictCharField(
         max_length=100, required=False, allow_blank=True, help_text="A new source."
     )
-    tags = TagsField(required=False, help_text="New labels (replace the old ones).")
-    metadata = MetadataField(
-        required=False, help_text="A new metadata object (replaces the old one)."
-    )
+    tags = tags_field("change", required=False)
+    metadata = metadata_field("change", required=False)
     importance = serializers.FloatField(
         required=False, min_value=0.0, max_value=1.0, help_text="A new importance."
     )
@@ -185,26 +159,11 @@ class NotePatchInput(StrictSerializer):
 
 class NoteOutput(serializers.ModelSerializer):
     id = serializers.CharField(source="note_id", help_text="The note's id.")
-    session = serializers.CharField(
-        source="session.external_id",
-        allow_null=True,
-        default=None,
-        help_text="The session it belongs to, if any.",
-    )
-    workspace = serializers.CharField(
-        source="workspace.name",
-        allow_null=True,
-        default=None,
-        help_text="Its workspace (null: account-wide).",
-    )
-    channel = serializers.CharField(
-        source="channel.name", allow_null=True, default=None, help_text="Its channel, if any."
-    )
-    scope = serializers.CharField(
-        source="tier",
-        help_text="How widely it applies: conversation, channel, workspace or account.",
-    )
-    tags = TagsField(help_text="Its labels.")
+    session = session_field("show", source="session.external_id", allow_null=True, default=None)
+    workspace = workspace_field("show", source="workspace.name", allow_null=True, default=None)
+    channel = channel_field("show", source="channel.name", allow_null=True, default=None)
+    scope = scope_field("show", source="tier")
+    tags = tags_field("show")
 
     class Meta:
         model = Note
@@ -229,8 +188,8 @@ class NoteOutput(serializers.ModelSerializer):
             "note_id": {"help_text": "The note's id (the same as id)."},
             "content": {"help_text": "The note's text."},
             "source": {"help_text": "Where it came from."},
-            "metadata": {"help_text": "The caller's JSON object."},
-            "user_id": {"help_text": "The end user it belongs to (empty: shared)."},
+            "metadata": {"help_text": metadata_field("show").help_text},
+            "user_id": {"help_text": user_field("show").help_text},
             "importance": {"help_text": "0–1: weight in recall."},
             "pinned": {
                 "help_text": "Pinned by an operator: importance 1, never pruned, merged or capped."
@@ -241,14 +200,12 @@ class NoteOutput(serializers.ModelSerializer):
 
 
 class NoteListParams(serializers.Serializer):
-    tags = serializers.CharField(
-        required=False, help_text="Comma-separated tags the notes all have."
-    )
+    tags = tags_field("filter", of="notes", required=False)
     source = serializers.CharField(required=False, help_text="Only notes of this source.")
-    session = serializers.CharField(required=False, help_text="Only notes of this session.")
-    workspace = serializers.CharField(required=False, help_text="Only notes of this workspace.")
-    channel = serializers.CharField(required=False, help_text="Only notes of this channel.")
-    user_id = serializers.CharField(required=False, help_text="Only this end user's notes.")
+    session = session_field("filter", of="notes", required=False)
+    workspace = workspace_field("filter", of="notes", required=False)
+    channel = channel_field("filter", of="notes", required=False)
+    user_id = user_field("filter", of="notes", required=False)
     for_user = serializers.CharField(
         required=False,
         max_length=200,
@@ -257,9 +214,7 @@ class NoteListParams(serializers.Serializer):
             "(what a key limited to them lists)."
         ),
     )
-    scope = serializers.ChoiceField(
-        choices=TIERS, required=False, help_text="Only notes of this scope."
-    )
+    scope = scope_field("filter", of="notes", required=False)
     q = serializers.CharField(required=False, help_text="Text in the content (case-insensitive).")
 
 

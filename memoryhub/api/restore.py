@@ -14,6 +14,7 @@ from memoryhub import chat, restore, sessions
 from memoryhub.api import examples as ex
 from memoryhub.api.common import api_key, query_params
 from memoryhub.api.events import CHAT_MESSAGE_SCHEMA
+from memoryhub.api.placement import metadata_field, session_field
 from memoryhub.models import Role
 from memoryhub.restore import DEFAULT_BUDGET
 
@@ -48,7 +49,7 @@ class RestoreParams(serializers.Serializer):
 
 
 class RestoredSummaryRef(serializers.Serializer):
-    session = serializers.CharField(help_text="The session the summary belongs to.")
+    session = session_field("show")
     epoch = serializers.IntegerField(help_text="The summary's epoch.")
     upper_sequence = serializers.IntegerField(
         help_text="The last sequence of that session it covers."
@@ -87,15 +88,11 @@ class RestoredMessage(serializers.Serializer):
     tool_call_id = serializers.CharField(
         required=False, allow_null=True, help_text="The tool call this result answers, if any."
     )
-    metadata = serializers.DictField(
-        required=False, help_text="The caller's JSON object (not on the summary)."
-    )
+    metadata = metadata_field("show", note="Not on the summary.", required=False)
     created_at = serializers.DateTimeField(
         required=False, help_text="When it was said (not on the summary)."
     )
-    session = serializers.CharField(
-        required=False, help_text="With persistence: the session it belongs to."
-    )
+    session = session_field("show", note="Only with persistence.", required=False)
     summary_epoch = serializers.IntegerField(
         required=False, help_text="On the summary: the newest one's epoch."
     )

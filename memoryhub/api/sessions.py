@@ -16,11 +16,17 @@ from memoryhub.api.common import StrictSerializer, api_key, paginate, parse_inpu
 from memoryhub.api.fields import (
     ID_REGEX,
     PAGE_PARAMS,
-    MetadataField,
     StrictCharField,
     StrictIntegerField,
     StrictRegexField,
     page_of,
+)
+from memoryhub.api.placement import (
+    agent_field,
+    channel_field,
+    metadata_field,
+    user_field,
+    workspace_field,
 )
 from memoryhub.models import SUMMARY_BUDGET_MAX, SUMMARY_BUDGET_MIN, Session, SessionStatus
 
@@ -41,12 +47,13 @@ class SessionCreateInput(StrictSerializer):
             f"The session's id, chosen by the caller (default: a generated sess-…). {ID_HELP}"
         ),
     )
-    user_id = StrictCharField(
-        max_length=200,
+    user_id = user_field(
+        "place",
+        fallback="none, a conversation nobody owns",
+        note="They own the memories made in it.",
         required=False,
         allow_blank=True,
         default="",
-        help_text="The end user the conversation is with: they own its memories.",
     )
     persistence_key = StrictCharField(
         max_length=500,
@@ -58,27 +65,11 @@ class SessionCreateInput(StrictSerializer):
             "(e.g. a chat thread id); filterable in GET /sessions/."
         ),
     )
-    agent = StrictCharField(
-        max_length=200,
-        required=False,
-        allow_blank=True,
-        default="",
-        help_text="The agent (bot, assistant) that holds the conversation.",
+    agent = agent_field("place", required=False, allow_blank=True, default="")
+    channel = channel_field(
+        "place", fallback="general", required=False, allow_null=True, default=None
     )
-    channel = StrictCharField(
-        max_length=100,
-        required=False,
-        allow_null=True,
-        default=None,
-        help_text="The channel within the workspace (default: general); created if new.",
-    )
-    workspace = StrictCharField(
-        max_length=100,
-        required=False,
-        allow_null=True,
-        default=None,
-        help_text="The workspace (default: the key's, else default); created if new.",
-    )
+    workspace = workspace_field("place", required=False, allow_null=True, default=None)
     title = StrictCharField(
         max_length=500,
         required=False,
@@ -86,9 +77,7 @@ class SessionCreateInput(StrictSerializer):
         default="",
         help_text="A human-readable title.",
     )
-    metadata = MetadataField(
-        required=False, default=dict, help_text="Any JSON object of the caller's."
-    )
+    metadata = metadata_field("place", required=False, default=dict)
     summary_budget = StrictIntegerField(
         required=False,
         allow_null=True,
@@ -111,7 +100,7 @@ class SessionPatchInput(StrictSerializer):
     title = StrictCharField(
         max_length=500, required=False, allow_blank=True, help_text="A new title."
     )
-    metadata = MetadataField(required=False, help_text="Replaces the metadata object.")
+    metadata = metadata_field("change", required=False)
     status = serializers.ChoiceField(
         choices=SessionStatus.choices,
         required=False,
@@ -122,17 +111,15 @@ class SessionPatchInput(StrictSerializer):
             " them)."
         ),
     )
-    agent = StrictCharField(
-        max_length=200, required=False, allow_blank=True, help_text="A new agent name."
-    )
-    user_id = StrictCharField(
-        max_length=200,
+    agent = agent_field("change", required=False, allow_blank=True)
+    user_id = user_field(
+        "change",
+        note=(
+            "Only a conversation nobody owns is claimed so, with its memories; one that has an"
+            " owner keeps it (409 owner_mismatch)."
+        ),
         required=False,
         allow_blank=True,
-        help_text=(
-            "Claim an unowned conversation (and its memories) for an end user; a "
-            "session that has an owner keeps it (409 owner_mismatch)."
-        ),
     )
     persistence_key = StrictCharField(
         max_length=500, required=False, allow_blank=True, help_text="A new persistence key."
@@ -150,10 +137,8 @@ class SessionPatchInput(StrictSerializer):
 
 class SessionOutput(serializers.ModelSerializer):
     id = serializers.CharField(source="external_id", help_text="The session's id.")
-    workspace = serializers.CharField(
-        source="workspace.name", help_text="The workspace it belongs to."
-    )
-    channel = serializers.CharField(source="channel.name", help_text="The channel it belongs to.")
+    workspace = workspace_field("show", source="workspace.name")
+    channel = channel_field("show", source="channel.name")
 
     class Meta:
         model = Session
@@ -176,11 +161,11 @@ class SessionOutput(serializers.ModelSerializer):
             "ended_at",
         ]
         extra_kwargs = {
-            "user_id": {"help_text": "The end user of the conversation (empty: none)."},
+            "user_id": {"help_text": user_field("show").help_text},
             "persistence_key": {"help_text": "The caller's own key for the session (empty: none)."},
-            "agent": {"help_text": "The agent holding the conversation."},
+            "agent": {"help_text": agent_field("show").help_text},
             "title": {"help_text": "The session's title."},
-            "metadata": {"help_text": "The caller's JSON object."},
+            "metadata": {"help_text": metadata_field("show").help_text},
             "status": {"help_text": "active, idle (no recent events) or archived (read-only)."},
             "ref_code": {
                 "help_text": "A short code to quote the session to support or in the admin."
@@ -199,9 +184,9 @@ class SessionOutput(serializers.ModelSerializer):
 
 
 class SessionListParams(serializers.Serializer):
-    agent = serializers.CharField(required=False, help_text="Only this agent's sessions.")
-    channel = serializers.CharField(required=False, help_text="Only sessions of this channel.")
-    workspace = serializers.CharField(required=False, help_text="Only sessions of this workspace.")
+    agent = agent_field("filter", of="sessions", required=False)
+    channel = channel_field("filter", of="sessions", required=False)
+    workspace = workspace_field("filter", of="sessions", required=False)
     status = serializers.ChoiceField(
         choices=SessionStatus.choices,
         required=False,
@@ -220,7 +205,7 @@ class SessionListParams(serializers.Serializer):
     persistence_key = serializers.CharField(
         required=False, help_text="Only the session(s) with this key."
     )
-    user_id = serializers.CharField(required=False, help_text="Only this end user's sessions.")
+    user_id = user_field("filter", of="sessions", required=False)
     q = serializers.CharField(
         required=False, help_text="Text in the id or title (case-insensitive)."
     )
@@ -268,14 +253,7 @@ class SessionListView(APIView):
 
 
 class SessionReadParams(serializers.Serializer):
-    user_id = serializers.CharField(
-        required=False,
-        max_length=200,
-        help_text=(
-            "Read on behalf of this end user: the session must be theirs (409 owner_mismatch for"
-            " another user's conversation or one of no user)."
-        ),
-    )
+    user_id = user_field("on_behalf", required=False, max_length=200)
 
 
 class SessionDetailView(APIView):

@@ -30,6 +30,7 @@ from memoryhub.api.fields import (
     StrictIntegerField,
     page_of,
 )
+from memoryhub.api.placement import session_field
 from memoryhub.api.restore import RestoredMessage
 from memoryhub.errors import Conflict, Invalid, NotFound
 from memoryhub.models import (
@@ -129,7 +130,7 @@ class SummaryNodeOutput(serializers.Serializer):
     )
     depth = serializers.IntegerField(help_text="0 for leaves, one more per level above.")
     text = serializers.CharField(help_text="The summary text.")
-    session = serializers.CharField(help_text="The session summarised.")
+    session = session_field("show")
     parent = serializers.IntegerField(
         allow_null=True, help_text="The node above (null: a top node)."
     )
@@ -167,7 +168,7 @@ class SummaryNodeExpanded(SummaryNodeOutput):
 
 
 class SummaryListParams(serializers.Serializer):
-    session = serializers.CharField(required=False, help_text="Only this session's nodes.")
+    session = session_field("filter", of="nodes", required=False)
     level = serializers.ChoiceField(
         choices=["leaf", "branch", "root"], required=False, help_text="Only nodes of this level."
     )

@@ -1,5 +1,6 @@
 """The /api/v1/ routes of the core domain: sessions and events, notes, facts, scratchpad,
-summaries, and a tenant's data as a whole (export, import, forget-user, delete a workspace)."""
+summaries, a tenant's data as a whole (export, import, forget-user, delete a workspace), and the
+caller's own key."""
 
 from django.urls import path
 
@@ -9,6 +10,7 @@ from memoryhub.api import (
     events,
     facts,
     health,
+    keys,
     notes,
     restore,
     scratchpad,
@@ -21,6 +23,7 @@ from memoryhub.api import (
 urlpatterns = [
     path("health/", health.HealthView.as_view(), name="health"),
     path("ready/", health.ReadyView.as_view(), name="ready"),
+    path("key/", keys.KeyView.as_view(), name="key"),
     path("channels/", channels.ChannelListView.as_view(), name="channel-list"),
     path("channels/<int:channel_id>/", channels.ChannelDetailView.as_view(), name="channel-detail"),
     path("sessions/", sessions.SessionListView.as_view(), name="session-list"),

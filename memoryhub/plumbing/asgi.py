@@ -1,17 +1,19 @@
 """The ASGI entry point (`manage.py run` serves it with uvicorn workers under gunicorn): Django
 behind the body limits and deadlines of memoryhub.plumbing.asgi_body (a slow or idle client holds no
-thread; the web workers share a connection pool), plus the ASGI apps that
-settings.MEMORYHUB_ASGI_MOUNTS names by path prefix (the MCP endpoint at /mcp/). The mounted apps
-are named by dotted path, as INSTALLED_APPS are, so the core imports no higher layer, and imported
-at their first request (Mounted)."""
+thread; the web workers share a connection pool, and take in no more requests at once than it has
+connections: Admitted), plus the ASGI apps that settings.MEMORYHUB_ASGI_MOUNTS names by path prefix
+(the MCP endpoint at /mcp/). The mounted apps are named by dotted path, as INSTALLED_APPS are, so
+the core imports no higher layer, and imported at their first request (Mounted)."""
 
 import asyncio
 import os
 from contextlib import AsyncExitStack
+from contextvars import ContextVar
 from typing import Any
 
 import django
 from django.conf import settings
+from django.urls import reverse
 from django.utils.module_loading import import_string
 
 from memoryhub.plumbing.asgi_body import BodyLimits
@@ -20,9 +22,84 @@ from memoryhub.plumbing.embedded_pg import ensure_running
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryhub.settings")
 ensure_running()
-django.setup(set_prefix=False)  # as get_asgi_application() does
-# Django's own handler, its middleware chain loaded synchronously (asgi_handler.py).
-django_application = BodyLimits(SyncChainASGIHandler())
+
+
+def pool_size(database: dict[str, Any]) -> int | None:
+    """The most connections the database's pool holds, or None without a pool (Django then opens
+    one per request thread)."""
+    pool = database.get("OPTIONS", {}).get("pool")
+    return pool.get("max_size") if isinstance(pool, dict) else None
+
+
+class Admitted(SyncChainASGIHandler):
+    """Django's handler (its middleware chain run synchronously: asgi_handler.py), serving at most
+    `limit` requests at once, each from when its body has arrived (a slow upload takes no turn); the
+    others wait in the event loop, in arrival order, with no thread and no database connection. The
+    limit is the pool's size: a request past it would wait for a connection in a thread of its own
+    and answer 503 after the pool's timeout, which is what 50 and 200 agents at once on two web
+    workers got (bench/load.py); now a 503 means the database gave no connection, not that others
+    were served first. `GET /health/` (liveness, no database) never waits. Without a limit it serves
+    every request at once."""
+
+    def __init__(self, limit: int | None) -> None:
+        super().__init__()
+        self.limit = limit
+        self._turns: tuple[asyncio.AbstractEventLoop, asyncio.Semaphore] | None = None
+        self._never_waits: str | None = None
+
+    def turns(self) -> asyncio.Semaphore:
+        """The limit's semaphore for this event loop (a worker has one loop; tests make several)."""
+        loop = asyncio.get_running_loop()
+        if self._turns is None or self._turns[0] is not loop:
+            self._turns = (loop, asyncio.Semaphore(self.limit or 1))
+        return self._turns[1]
+
+    async def handle(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if self.limit is None or scope["path"] == self.never_waits():
+            await super().handle(scope, receive, send)
+            return
+        turn: list[asyncio.Semaphore] = []
+        token = _turn.set(turn)
+        try:
+            await super().handle(scope, receive, send)
+        finally:
+            _turn.reset(token)
+            for semaphore in turn:
+                semaphore.release()
+
+    async def read_body(self, receive: Any) -> Any:
+        body = await super().read_body(receive)
+        turn = _turn.get(None)
+        if turn is not None:
+            semaphore = self.turns()
+            try:
+                await semaphore.acquire()
+            except BaseException:
+                body.close()
+                raise
+            turn.append(semaphore)
+        return body
+
+    def never_waits(self) -> str:
+        if self._never_waits is None:
+            self._never_waits = reverse("health")
+        return self._never_waits
+
+
+# The turn the current request holds (Admitted.read_body takes it, Admitted.handle gives it back).
+_turn: ContextVar[list[asyncio.Semaphore]] = ContextVar("admitted_turn")
+
+
+def django_app(database: dict[str, Any]) -> Any:
+    """Django behind the body limits, taking in as many requests at once as the pool has
+    connections."""
+    django.setup(set_prefix=False)
+    return BodyLimits(Admitted(pool_size(database)))
+
+
+# Django's handler, its chain run synchronously (bench/README.md, "Search latency and the scale
+# curve"), admitting requests by the pool's size.
+django_application = django_app(settings.DATABASES["default"])
 
 
 class Mounted:

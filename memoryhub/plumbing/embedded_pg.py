@@ -275,13 +275,20 @@ def _ensure_database(server: Any) -> None:
             logger.info("created database %s", DATABASE_NAME)
 
 
+# Shared buffers by default: a quarter of the memory, at most this. A 1M-chunk memory's HNSW index
+# (1.1 GB) does not fit 1 GiB: one user's search of her 1M chunks cost 1.34x the CPU with 1 GiB
+# as with 4 (pages copied in from the OS's cache; bench/README.md, "Many users").
+SHARED_BUFFERS_MAX_MB = 4096
+
+
 def default_shared_buffers_mb() -> int:
-    """A quarter of the machine's memory, at most 1 GiB, at least PostgreSQL's own 128 MB."""
+    """A quarter of the machine's memory, at most SHARED_BUFFERS_MAX_MB, at least PostgreSQL's own
+    128 MB."""
     try:
         total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (OSError, ValueError):  # pragma: no cover - no sysconf (not Linux/macOS)
         return 128
-    return max(128, min(1024, total // (4 * 1024 * 1024)))
+    return max(128, min(SHARED_BUFFERS_MAX_MB, total // (4 * 1024 * 1024)))
 
 
 def raise_shared_buffers(data_dir: Path, target_mb: int) -> bool:

@@ -2,6 +2,8 @@
 
     fail   (the default) a session of the file that already exists refuses the whole import
            (409 session_exists, naming it); so does any other row that collides (409 import_conflict).
+           Whatever the option, a session or note another workspace holds answers a
+           workspace-limited key as a missing one (Importer.check_visible).
     skip   a stored session stays as it is, with everything that hangs off it (its events, rolling
            summary, scratchpad, summaries, the notes and facts of that session); a stored note,
            fact, schedule... stays as it is with its children (a schedule's runs). The rest of the

@@ -17,7 +17,7 @@ from django.db import models
 from django.db.models import F, Max
 
 from accounts.models import Channel, Tenant, Workspace
-from memoryhub.errors import Conflict, Forbidden
+from memoryhub.errors import Conflict, Forbidden, NotFound
 from memoryhub.models import Event, RollingSummary, Session, SessionStatus
 from memoryhub.sessions import session_not_found
 from memoryhub.transfer.conflicts import ImportReport, check_on_conflict, counts, split_held
@@ -110,6 +110,16 @@ class Importer:
                 f"{session.external_id!r} to another: nothing was imported.",
                 {"path": path},
             )
+
+    def check_visible(self, stored: models.Model, missing: NotFound) -> None:
+        """A stored row the file names (a session, a note, any record) that another workspace
+        holds is answered as a read of its id answers this key, `missing`, whatever on_conflict
+        says: a workspace-limited key learns nothing of another workspace (as when it creates a
+        row over REST). Ids stay unique per tenant, because tenant-wide keys, exports and runs
+        address rows by id alone."""
+        workspace_id = getattr(stored, "workspace_id", None)
+        if self.limit_workspace is not None and workspace_id not in (None, self.limit_workspace.pk):
+            raise missing
 
     def check_owner(self, path: str, *, user_id: str, session: Session | None) -> None:
         """A user-limited key imports its own user's rows only (as it writes them over REST): a row
@@ -228,14 +238,8 @@ class Importer:
         if stored is not None:
             # another user's id: not this key's
             self.check_owner(path, user_id=stored.user_id, session=None)
-        if (
-            stored is not None
-            and self.limit_workspace is not None
-            and stored.workspace_id != self.limit_workspace.pk
-        ):
-            # Another workspace's session: the answer a read of its id gets from this key, which
-            # learns nothing of that workspace (as when it creates a session over REST).
-            raise session_not_found(external_id)
+        if stored is not None:
+            self.check_visible(stored, session_not_found(external_id))
         if stored is not None and self.on_conflict == "fail":
             raise Conflict(
                 "session_exists",

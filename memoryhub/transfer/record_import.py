@@ -12,8 +12,9 @@ from django.db import DatabaseError, IntegrityError, models, transaction
 from django.utils.dateparse import parse_datetime
 
 from accounts.models import Channel, Workspace
-from memoryhub.errors import Conflict
-from memoryhub.models import Session
+from memoryhub.errors import Conflict, NotFound
+from memoryhub.models import Note, Session
+from memoryhub.notes import note_not_found
 from memoryhub.transfer.conflicts import stored_row
 from memoryhub.transfer.format import InvalidImport, get_field
 from memoryhub.transfer.importer import Importer
@@ -61,6 +62,7 @@ def _create_records(
             kwargs = _record_kwargs(
                 importer, model, fields, get_field(row, "fields", dict, rpath), rpath, later
             )
+            _check_visible(importer, model, kwargs, rpath)
             obj = _existing(importer, model, fields, kwargs)
         except _LeftOut:
             obj = None
@@ -77,6 +79,28 @@ def _create_records(
         later = [(obj if o is None else o, f, raw, fp) for o, f, raw, fp in later]
     _link_within(model, rows_out, later)
     return rows_out
+
+
+def _check_visible(
+    importer: Importer, model: type[models.Model], kwargs: dict[str, Any], rpath: str
+) -> None:
+    """A row of the file that another workspace holds (a note id is unique in the tenant) is
+    answered as missing, as a session is (Importer.check_visible)."""
+    if importer.limit_workspace is None or not any(
+        f.name == "workspace" for f in model._meta.concrete_fields
+    ):
+        return
+    stored = stored_row(model, importer.tenant.pk, kwargs)
+    if stored is not None:
+        importer.check_visible(stored, _missing(stored, rpath))
+
+
+def _missing(stored: models.Model, rpath: str) -> NotFound:
+    """The 404 a read of the row's id answers (for a note, GET /notes/{id}/'s)."""
+    if isinstance(stored, Note):
+        return note_not_found(stored.note_id)
+    name = stored._meta.model_name
+    return NotFound(f"{name}_not_found", f"The {name} at {rpath} does not exist.")
 
 
 def _existing(

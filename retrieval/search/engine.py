@@ -402,7 +402,7 @@ def _bounded_count(scope: Source) -> Source:
     where, params = scope
     return (
         f"SELECT count(*) FROM (SELECT 1 FROM retrieval_chunk c WHERE {where} LIMIT %s) n",
-        [*params, search_sql.EXACT_BELOW],
+        [*params, search_sql.exact_below()],
     )
 
 

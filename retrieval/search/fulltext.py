@@ -34,7 +34,7 @@ def build_text_query(req: SearchRequest, plan: SearchPlan) -> TextQuery:
     closest words of the scope for those it does not say (typo tolerance: fuzzy.py; they must be
     visible under the plan's WHERE clause)."""
     where, params = plan.where
-    lexemes, frequencies, size = term_statistics(req, plan)
+    lexemes, frequencies, size, read_size = term_statistics(req, plan)
     if not lexemes:
         return TextQuery([], False)
     literals = [tsquery_literal(x) for x in lexemes]
@@ -54,6 +54,7 @@ def build_text_query(req: SearchRequest, plan: SearchPlan) -> TextQuery:
         bool(_WEBSEARCH_OPERATORS.search(req.query)),
         select_match_terms(terms),
         size,
+        read_size,
     )
 
 
@@ -130,7 +131,8 @@ def text_source(
         return None
     score, score_params = tq.score_sql()
     match, match_params = tq.match_sql(req.query)
-    if scans_scope(tq.scope_size):
+    # every row the search reads must be few, not only the scope its statistics describe
+    if scans_scope(max(tq.scope_size, tq.read_size)):
         match = row_tested(match)
     if owner_parts is None:
         sql = (

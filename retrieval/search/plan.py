@@ -6,11 +6,9 @@ owner and scope rules) and statistics.py (the scope's statistics rows and sizes)
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from retrieval.search import sql as search_sql
 from retrieval.search.request import SearchPlan, SearchRequest
-from retrieval.search.statistics import bucket_clause, size_sql
+from retrieval.search.statistics import bucket_clause, range_buckets, size_sql
 
 
 def plan_search(req: SearchRequest) -> SearchPlan:
@@ -29,9 +27,11 @@ def plan_search(req: SearchRequest) -> SearchPlan:
         where=parts.clause(),
         halves=halves,
         buckets=bucket_clause(req),
-        wide_buckets=bucket_clause(replace(req, nearest_first=False))
-        if req.nearest_first
-        else None,
-        scope_size=size_sql(req, sizes, owner=True),
+        wide_buckets=range_buckets(req) if req.nearest_first else None,
+        # Exact or HNSW search is chosen for every row the search reads: a session's default range
+        # is its owner's whole memory, whose rows may lie mostly in other channels than its own.
+        scope_size=size_sql(
+            req, range_buckets(req, "z") if req.nearest_first else sizes, owner=True
+        ),
         statistics_size=size_sql(req, sizes, owner=False),
     )

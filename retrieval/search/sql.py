@@ -1,13 +1,11 @@
 """The SQL of search, apart from full text's (fulltext.py, textquery.py): the WHERE clause every
-path shares, the vector and exact candidate subqueries, the candidate statement, and reinforcing the
-hits.
+path shares, the vector and exact candidate subqueries, the candidate statement, reinforcing hits.
 
-One search is three statements: the query's term statistics (fulltext, termstats);
-the candidate statement, which finds the candidates (text, vector and date-hinted subqueries in
-one UNION), scores them on full text and returns their embeddings, so that feedback, MMR and
-dedup run on those vectors in Python (vectors.py); and the hits' result rows (load_rows). Hybrid
-search splits the candidate statement in two, text side first, while its query is being embedded
-(engine._candidates). No
+One search is three statements: the query's term statistics (fulltext, termstats); the candidate
+statement, which finds the candidates (text, vector and date-hinted subqueries in one UNION), scores
+them on full text and returns their embeddings, so that feedback, MMR and dedup run on those vectors
+in Python (vectors.py); and the hits' result rows (load_rows). Hybrid search splits the candidate
+statement in two, text side first, while its query is being embedded (engine._candidates). No
 transaction is opened: a hit deleted between the last two statements is left out, as before.
 
 Every query is confined to one tenant (and the key's workspace, when it is limited) in SQL,
@@ -16,6 +14,7 @@ whatever the scope.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -31,6 +30,7 @@ from retrieval.embedders import DIMENSIONS
 from retrieval.models import ChunkAccess, ChunkSentence
 from retrieval.search.request import Candidate, HitRow, SearchRequest
 from retrieval.search.statements import hnsw_settings, select_binary_rows, select_rows
+from retrieval.search.statistics import table_rows
 from retrieval.search.textquery import TextQuery
 from retrieval.search.vectors import CandidateVectors, decode_halfvecs
 from retrieval.vectors import halfvec_text
@@ -112,6 +112,10 @@ CONVERSATION_KINDS = ("event", "summary")
 # Vector search of a scope with fewer chunks than this (a channel, a user, a small tenant) is exact
 # instead of a filtered HNSW walk over the whole table (0: always HNSW). bench/README.md, run G.
 EXACT_BELOW = 5_000
+# In a big table a scope stays exact below √(this × the table's rows): a filtered HNSW walk costs
+# more the smaller a share of the table its scope is (at 1M rows, 20k rows in scope: 18 ms of CPU
+# exact, 72 for a walk that found 0.977 of the nearest 100; bench/README.md, "Many users").
+EXACT_ROWS_FACTOR = 1_500
 # Full text over a scope with fewer chunks than this tests the scope's rows instead of reading the
 # table-wide full-text index (0: always the index). bench/README.md, stop 25.
 TEXT_SCAN_BELOW = 5_000
@@ -214,15 +218,14 @@ def vector_source(
     An HNSW index is walked for the whole table: a scope that is a small part of it (a channel, a
     user, a small tenant among many) makes a filtered walk visit many rows for few matches, even
     with iterative scans. With `size` (a scalar subquery: the scope's chunk count, from the kept
-    statistics) a scope under EXACT_BELOW is searched exactly instead: its rows
-    through the ordinary indexes, sorted by distance. Both branches are in the statement; the
-    size decides, once, which one runs (a one-time filter on an InitPlan).
-    """
+    statistics) a scope under exact_below() is searched exactly instead: its rows through the
+    ordinary indexes, sorted by distance. Both branches are in the statement; the size decides,
+    once, which one runs (a one-time filter on an InitPlan)."""
     hnsw = (
         f"SELECT c.id FROM retrieval_chunk c WHERE {where} AND c.embedding IS NOT NULL "
         "AND c.embedding_model = %s{gate} ORDER BY c.embedding <=> %s::halfvec LIMIT %s"
     )
-    threshold = EXACT_BELOW
+    threshold = exact_below()
     if size is None or threshold <= 0:
         return hnsw.format(gate=""), [*params, model, vector_text, limit]
     size_sql, size_params = size
@@ -253,6 +256,11 @@ def vector_source(
             limit,
         ],
     )
+
+
+def exact_below() -> int:
+    """EXACT_BELOW, raised by EXACT_ROWS_FACTOR for the table's size (statistics.table_rows)."""
+    return max(EXACT_BELOW, math.isqrt(EXACT_ROWS_FACTOR * table_rows())) if EXACT_BELOW > 0 else 0
 
 
 def exact_source(req: SearchRequest, where: str, params: list[Any], limit: int) -> Source:

@@ -8,7 +8,8 @@ retrieval/termstats.py says why.
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import replace
+from typing import Any, NamedTuple
 
 from django.db import connection
 
@@ -23,8 +24,8 @@ def bucket_clause(req: SearchRequest, alias: str = "s") -> tuple[str, list[Any]]
     a = alias
     # A session's conversation, and its default range (its owner's whole memory, nearest first):
     # the statistics of the nearest part, its channel, as a channel's search reads them
-    # (term_statistics takes the whole range's for a word the channel never says). A user whose
-    # memory lies mostly in other channels is then searched exactly: slower, never less exact.
+    # (term_statistics takes the whole range's for a word the channel never says). The choice of
+    # exact or HNSW search counts the whole range instead (range_buckets, scope_size_sql).
     if req.session_id is not None and (req.scope == "conversation" or req.nearest_first):
         return (
             (
@@ -51,6 +52,12 @@ def bucket_clause(req: SearchRequest, alias: str = "s") -> tuple[str, list[Any]]
     return f"({a}.workspace_id = -1 AND {a}.channel_id = -1)", []
 
 
+def range_buckets(req: SearchRequest, alias: str = "s") -> tuple[str, list[Any]]:
+    """The statistics rows of the whole range the request reads: for a session's default range
+    (its owner's whole memory, nearest first) every channel's, not only its own (bucket_clause)."""
+    return bucket_clause(replace(req, nearest_first=False), alias)
+
+
 def scope_size_sql(
     req: SearchRequest, *, owner: bool, shared_only: bool = False
 ) -> tuple[str, list[Any]]:
@@ -58,8 +65,10 @@ def scope_size_sql(
     only the shared ones (no owner) when `shared_only`. The sizes are kept by owner, not by kind:
     for one user's read they also count the conversations nobody owns, which that read leaves out
     (search.sql.owner_clause), so they are an upper bound there (it only picks exact or HNSW
-    search)."""
-    return size_sql(req, bucket_clause(req, "z"), owner=owner, shared_only=shared_only)
+    search). The owner's size picks that strategy for every row the search reads, so it counts the
+    whole range (range_buckets): a session's owner in every channel, not in its channel alone."""
+    buckets = range_buckets(req, "z") if owner and not shared_only else bucket_clause(req, "z")
+    return size_sql(req, buckets, owner=owner, shared_only=shared_only)
 
 
 def size_sql(
@@ -83,9 +92,21 @@ def size_sql(
 _table_rows = 0  # the chunk table's row estimate, as term_statistics last read it
 
 
-def term_statistics(req: SearchRequest, plan: SearchPlan) -> tuple[list[str], dict[str, int], int]:
-    """The query's lexemes (sorted, at most MAX_TERMS), their document frequencies in scope and the
-    scope's size: one statement, no counting. The scope's statistics rows are the plan's."""
+class TermStatistics(NamedTuple):
+    """What a search's first statement reads of the kept statistics (term_statistics)."""
+
+    lexemes: list[str]  # the query's, sorted, at most MAX_TERMS
+    counts: dict[str, int]  # their document frequencies in scope
+    size: int  # the scope's chunks, every owner's (BM25's collection size)
+    # the chunks the search reads: for a session's default range its owner's in every channel
+    # (plan.scope_size), else `size`
+    read_size: int
+
+
+def term_statistics(req: SearchRequest, plan: SearchPlan) -> TermStatistics:
+    """The query's lexemes, their document frequencies in scope, the scope's size and the size of
+    what the search reads: one statement, no counting. The scope's statistics rows are the
+    plan's."""
     buckets, bucket_params = plan.buckets
     scope_sql, size_params = plan.statistics_size
     df = (
@@ -93,6 +114,7 @@ def term_statistics(req: SearchRequest, plan: SearchPlan) -> tuple[list[str], di
         " AND {})"
     )
     df_sql, df_params = df.format(buckets), [req.tenant_id, *bucket_params]
+    read_sql, read_params = "", []
     if plan.wide_buckets is not None:
         # A word the session's channel never says is still said elsewhere in the range (another
         # conversation of its owner): its frequency there, so that full text finds it.
@@ -101,25 +123,28 @@ def term_statistics(req: SearchRequest, plan: SearchPlan) -> tuple[list[str], di
             f"coalesce(nullif({df_sql}, 0), {df.format(wide)})",
             [*df_params, req.tenant_id, *wide_params],
         )
+        # The range's rows may lie mostly outside the channel whose statistics IDF reads.
+        read_sql, read_params = f"UNION ALL SELECT ' ', ({plan.scope_size[0]}) ", plan.scope_size[1]
     sql = (
         "WITH q AS (SELECT lexeme FROM (SELECT DISTINCT lexeme FROM"
         " unnest(to_tsvector('pg_catalog.english', %s))) d "
         f'ORDER BY lexeme COLLATE "C" LIMIT {MAX_TERMS}) '
         f"SELECT q.lexeme, coalesce({df_sql}, 0) FROM q "
-        f"UNION ALL SELECT NULL, ({scope_sql}) "
+        f"UNION ALL SELECT NULL, ({scope_sql}) {read_sql}"
         # The chunk table's row estimate, for HNSW's ef_search (search.statements.ef_search);
-        # '' is no lexeme.
+        # '' and ' ' are no lexemes (a lexeme holds no white space).
         "UNION ALL SELECT '', greatest(reltuples, 0)::bigint FROM pg_class WHERE oid ="
         " 'retrieval_chunk'::regclass"
     )
     with connection.cursor() as cursor:
-        cursor.execute(sql, [req.query[:4000], *df_params, *size_params])
+        cursor.execute(sql, [req.query[:4000], *df_params, *size_params, *read_params])
         rows = cursor.fetchall()
     size = next(int(n) for lexeme, n in rows if lexeme is None)
     global _table_rows
     _table_rows = next((int(n) for lexeme, n in rows if lexeme == ""), _table_rows)
-    counts = {lexeme: int(n) for lexeme, n in rows if lexeme}
-    return sorted(counts), counts, size
+    counts = {lexeme: int(n) for lexeme, n in rows if lexeme and lexeme.strip()}
+    read_size = next((int(n) for lexeme, n in rows if lexeme == " "), size)
+    return TermStatistics(sorted(counts), counts, size, read_size)
 
 
 def table_rows() -> int:

@@ -29,6 +29,7 @@ class TextQuery:
     strict: bool  # the query used websearch operators: require websearch_to_tsquery to match
     match_terms: list[str] = field(default_factory=list)  # the rarer terms that select candidates
     scope_size: int = 0  # chunks in scope (the kept statistics; every owner's)
+    read_size: int = 0  # chunks the search reads (statistics.TermStatistics.read_size)
 
     def score_sql(self, *, per_message: bool = False) -> tuple[str, list[Any]]:
         """BM25 with tf = 1 (chunks are short): Σ idf · (k1+1) / (1 + k1·(1 − b + b·len/avg)).

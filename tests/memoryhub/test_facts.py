@@ -389,3 +389,48 @@ def test_list_query_count_does_not_grow_with_rows(alice, django_assert_max_num_q
     with django_assert_max_num_queries(6):
         r = alice.get(FACTS)
     assert r.json()["count"] == 15
+
+
+def test_a_fact_made_in_a_session_without_a_scope_is_its_owners_everywhere(cast) -> None:  # type: ignore[no-untyped-def]  # noqa: E501
+    """As a note is (docs/memory-model.md#tiers): account tier, kept when the session ends; a key
+    limited to one workspace makes it workspace tier."""
+    alice = cast.alice
+    post_events(alice, "s1", {"role": "user", "content": "hi", "user_id": "ann"})
+    made = alice.post(
+        FACTS,
+        {"content": "Ann lives in Lyon", "category": "profile", "session": "s1"},
+        format="json",
+    ).json()
+    assert (made["scope"], made["workspace"], made["user_id"]) == ("account", None, "ann")
+    assert alice.delete("/api/v1/sessions/s1/").status_code == 200
+    assert Fact.objects.get(pk=made["id"]).tier == "account"
+
+    limited = make_client(make_key(cast.alice_tenant, workspace="alpha"))
+    post_events(limited, "s2", {"role": "user", "content": "hi"})
+    boxed = limited.post(FACTS, {"content": "boxed", "session": "s2"}, format="json").json()
+    assert (boxed["scope"], boxed["workspace"]) == ("workspace", "alpha")
+
+
+def test_a_fact_written_before_the_account_default_is_updated_not_duplicated(alice) -> None:  # type: ignore[no-untyped-def]  # noqa: E501
+    """Before, a session's fact without a scope was workspace tier: the same write (session,
+    category, key, no scope) updates that fact instead of making an account one beside it."""
+    post_events(alice, "s1", {"role": "user", "content": "hi", "user_id": "ann"})
+    old = alice.post(
+        FACTS,
+        {
+            "content": "Lyon",
+            "category": "profile",
+            "key": "city",
+            "session": "s1",
+            "scope": "workspace",
+        },
+        format="json",
+    ).json()
+    again = alice.post(
+        FACTS,
+        {"content": "Paris", "category": "profile", "key": "city", "session": "s1"},
+        format="json",
+    )
+    assert again.status_code == 200 and again.json()["id"] == old["id"]
+    assert again.json()["content"] == "Paris" and again.json()["scope"] == "workspace"
+    assert Fact.objects.filter(user_id="ann", category="profile", key="city").count() == 1

@@ -355,3 +355,52 @@ def test_another_workspaces_session_is_answered_as_a_missing_one(
         limited.get("/api/v1/sessions/plans/").json(),
     )
     assert holdings("carol") == before
+
+
+def _held_in_two_workspaces(path: str, body: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """An export of workspace w1 holding the row `body` (scratch tenant), and tenant carol whose
+    w2 holds a row of the same id: (carol's key limited to w1, the file)."""
+    scratch = make_client(make_key(make_tenant("scratch")))
+    assert scratch.post(path, {**body, "workspace": "w1"}, format="json").status_code == 201
+    data = export(scratch, workspace="w1")
+    tenant = make_tenant("carol")
+    wide = make_client(make_key(tenant))
+    assert wide.post(path, {**body, "workspace": "w2"}, format="json").status_code == 201
+    return make_client(make_key(tenant, workspace="w1")), data
+
+
+@pytest.mark.parametrize("on_conflict", ["fail", "skip", "merge"])
+def test_another_workspaces_note_is_answered_as_a_missing_one(
+    db, on_conflict, django_capture_on_commit_callbacks
+) -> None:  # type: ignore[no-untyped-def]
+    limited, data = _held_in_two_workspaces(
+        "/api/v1/notes/", {"note_id": "plans", "content": "Book the train."}
+    )
+    before = holdings("carol")
+    response = import_(limited, data, django_capture_on_commit_callbacks, on_conflict)
+    # The body a read of the id answers this key: nothing says that w2 holds it (it used to be 409
+    # import_conflict with fail, and a skipped note with skip or merge).
+    assert (response.status_code, response.json()) == (
+        404,
+        limited.get("/api/v1/notes/plans/").json(),
+    )
+    assert holdings("carol") == before
+
+
+@pytest.mark.parametrize("on_conflict", ["fail", "skip", "merge"])
+def test_another_workspaces_fact_id_is_another_fact(
+    db, on_conflict, django_capture_on_commit_callbacks
+) -> None:  # type: ignore[no-untyped-def]
+    """A fact's client id and key are unique per workspace: the w2 fact neither blocks nor shows
+    through the w1 import."""
+    limited, data = _held_in_two_workspaces(
+        "/api/v1/facts/",
+        {"content": "Lives in Lyon.", "key": "city", "external_id": "city", "user_id": "ann"},
+    )
+    response = import_(limited, data, django_capture_on_commit_callbacks, on_conflict)
+    assert response.status_code == 201, response.content
+    assert response.json()["skipped"] == {}
+    assert [f["content"] for f in limited.get("/api/v1/facts/").json()["results"]] == [
+        "Lives in Lyon."
+    ]
+    assert Fact.objects.filter(tenant__name="carol").count() == 2

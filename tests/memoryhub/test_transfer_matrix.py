@@ -3,8 +3,9 @@ another workspace's, another user's, another tenant's}: the indirect paths that 
 tenant's memory as a whole.
 
 Every side uses the same names: note `n1`, fact `profile/home_city` with client id `ext1`, document
-`doc://same`, session `s1` (ann's in alpha; session and note ids are unique in a tenant, so ann's
-in beta are `s1-beta`/`n1-beta` and bob's in alpha `s1-bob`/`n1-bob`). The other tenant holds the
+`doc://same`, session `s1` (ann's in alpha; session and note ids are unique per tenant,
+docs/memory-model.md#ids, so ann's in beta are `s1-beta`/`n1-beta` and bob's in alpha
+`s1-bob`/`n1-bob`, and an export of their session names exactly those). The other tenant holds the
 same names, plus a workspace `gamma` and a session `s9` that exist only there. Each case compares a
 database snapshot before and after (an export changes nothing, a refused import changes nothing) and
 reads the answer: an export never holds a row outside the key's limits, an import places every row

@@ -1,12 +1,12 @@
 """Every REST write × {a tenant key writing for user bob, bob's user-limited key} × {bob's own row,
 ann's row, a shared (unowned) row, a missing id} (docs/memory-model.md#sharing).
 
-ann and bob collide on names: their sessions are trip-1 and trip-2 (ids are unique in a tenant, so
-bob reaching for ann's trip-1 is the collision), both have a fact `profile/home_city`, a document
-`kb://home` and a schedule `daily-digest`. Each case checks the status, the error code, and the
-database: a 4xx changes nothing; a 2xx creates or changes only bob's rows (and shared rows only
-where a tenant key claims them) and never touches ann's. A user-limited key's 404 for ann's row is
-the very body a read of that id answers.
+ann and bob collide on names: their sessions are trip-1 and trip-2 (session ids are unique per
+tenant, docs/memory-model.md#ids, so bob reaching for ann's trip-1 is the collision), both have a
+fact `profile/home_city`, a document `kb://home` and a schedule `daily-digest`. Each case checks
+the status, the error code, and the database: a 4xx changes nothing; a 2xx creates or changes
+only bob's rows (and shared rows only where a tenant key claims them) and never touches ann's. A
+user-limited key's 404 for ann's row is the very body a read of that id answers.
 """
 
 from __future__ import annotations

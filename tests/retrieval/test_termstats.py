@@ -41,7 +41,7 @@ def counted(req: SearchRequest, words: list[str]) -> tuple[dict[str, int], int]:
 
 def kept(req: SearchRequest, words: list[str]) -> tuple[dict[str, int], int]:
     asked = SearchRequest(**{**req.__dict__, "query": " ".join(words)})
-    lexemes, frequencies, size = term_statistics(asked, plan_search(asked))
+    lexemes, frequencies, size, _ = term_statistics(asked, plan_search(asked))
     return {w: frequencies.get(w, 0) for w in words}, size
 
 

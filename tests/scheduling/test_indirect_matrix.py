@@ -1,16 +1,29 @@
 """The paths that act later, as a generated matrix: every action a schedule can run × {tenant key,
-read-only, workspace-limited, user-limited, admin} × {own rows, another workspace's, another
-user's, another tenant's}; and forget-user's residue × the same keys.
+read-only, workspace-limited, user-limited, admin}, in one world of four sides {the key's own rows,
+another workspace's, another user's, another tenant's}; a schedule placed on each side by each
+key; and forget-user's residue × the same keys.
 
-Every side holds the same names: fact profile/home_city, a schedule `digest` with a run history,
-session s1 and note n1, and a word of its own in each text, so that a leak says whose it was. The
-one exception is forced by the database: a session's and a note's id are unique inside a tenant
-(test_an_id_names_one_session_and_one_note_per_tenant holds it), so the home tenant's other
-workspace and other user hold s1 and n1 with their side's suffix (`-beta`, `-bob`); the other
-tenant holds s1 and n1 exactly as the key's own side does. Each case compares a database snapshot
-before and after: a refused create (403 with a code) changes nothing, an allowed run changes only
-rows within the key's limits; and what the run wrote (output, summary, notification) and what every
-key reads afterwards (schedules, runs) names no side outside that reader's limits.
+Every side holds the same names: fact profile/home_city, a schedule `digest` with a run history, a
+session and a note, and a word of its own in each text, so that a leak says whose it was. Session
+and note ids are unique per tenant (docs/memory-model.md#ids), so the other workspace and the
+other user of the key's tenant hold `s1-beta`/`n1-beta` and `s1-bob`/`n1-bob`, and the other
+tenant holds `s1` and `n1` exactly as the own side does. An attack names exactly the attacked
+side's ids: a schedule placed on a side names that side's workspace and user (`beta`, `bob`), and
+one that names the other tenant's (`alpha`, `ann`: the own side's very names) reaches the key's own
+side and never the other tenant.
+
+Why one world for the four sides, not a fresh one per attacked side in which that side alone holds
+s1 and n1: a tenant-wide run (consolidate, summarise, embed_backfill) meets every side in one pass,
+and the matrix shows that this one pass changes only the sides within its key's limits. In a world
+per attacked side the own side could not hold s1 beside an attacked side of its own tenant, so a
+cell would either lose the own side, and with it the proof that the run acts where it may, or give
+it other ids: the same exception, moved. No cell addresses a session or a note by its id (a run
+selects rows by tenant, workspace and user), so here those ids are names in the world, not targets.
+
+Each case compares a database snapshot before and after: a refused create (403 with a code) changes
+nothing, an allowed run changes only rows within the key's limits; and what the run wrote (output,
+summary, notification) and what every key reads afterwards (schedules, runs) names no side outside
+that reader's limits.
 """
 
 from __future__ import annotations
@@ -44,22 +57,17 @@ class Side:
     workspace: str
     user: str
     word: str  # in every text of this side, and nowhere else
-    suffix: str  # "" where the tenant allows the shared ids s1 and n1 (see the module's docstring)
-
-    @property
-    def session(self) -> str:
-        return f"s1{self.suffix}"
-
-    @property
-    def note(self) -> str:
-        return f"n1{self.suffix}"
+    session: str  # its session's id and its note's: see the module's docstring
+    note: str
 
 
 SIDES = {
-    "own": Side("own", "home", "alpha", "ann", "quokka", ""),
-    "other_workspace": Side("other_workspace", "home", "beta", "ann", "narwhal", "-beta"),
-    "other_user": Side("other_user", "home", "alpha", "bob", "axolotl", "-bob"),
-    "other_tenant": Side("other_tenant", "away", "alpha", "ann", "pangolin", ""),
+    "own": Side("own", "home", "alpha", "ann", "quokka", "s1", "n1"),
+    "other_workspace": Side(
+        "other_workspace", "home", "beta", "ann", "narwhal", "s1-beta", "n1-beta"
+    ),
+    "other_user": Side("other_user", "home", "alpha", "bob", "axolotl", "s1-bob", "n1-bob"),
+    "other_tenant": Side("other_tenant", "away", "alpha", "ann", "pangolin", "s1", "n1"),
 }
 
 # Key kind -> (scopes, workspace limit, user limit). All in the home tenant.
@@ -123,7 +131,7 @@ def build_side(tenant: Tenant, side: Side) -> None:
     where = {"tenant": tenant, "workspace": workspace, "channel": channel}
     session = Session.objects.create(**where, external_id=side.session, user_id=side.user)
     Note.objects.create(
-        **where, note_id=side.note, user_id=side.user, content=f"note n1 of {side.word}"
+        **where, note_id=side.note, user_id=side.user, content=f"note {side.note} of {side.word}"
     )
     Fact.objects.create(
         **where,
@@ -277,21 +285,24 @@ def what_each_key_reads(world: World) -> dict[str, str]:
 
 
 def test_an_id_names_one_session_and_one_note_per_tenant(world) -> None:  # type: ignore[no-untyped-def]
-    """Why the home tenant's other sides carry a suffix: a second s1 or n1 there is refused."""
+    """The premise of the one exception to "the same names" (docs/memory-model.md#ids): a second
+    s1 or n1 in the key's own tenant is refused, while the other tenant holds both."""
     from django.db import IntegrityError, transaction
 
     home = world.tenants["home"]
     beta = Workspace.get_named(home, "beta")
-    for model, field in ((Session, "external_id"), (Note, "note_id")):
+    own = SIDES["own"]
+    for model, field, value in ((Session, "external_id", own.session), (Note, "note_id", own.note)):
         with pytest.raises(IntegrityError), transaction.atomic():
             model.objects.create(
                 tenant=home,
                 workspace=beta,
                 channel=beta.channels.first(),
-                **{field: "s1" if model is Session else "n1"},
+                **{field: value},
                 user_id="ann",
             )
-    assert {side.session for side in SIDES.values() if side.tenant == "away"} == {"s1"}
+        holders = model.objects.filter(**{field: value}).values_list("tenant__name", flat=True)
+        assert sorted(holders) == ["away", "home"]
 
 
 # --- every action × every key -------------------------------------------------------------------
@@ -350,6 +361,75 @@ def test_a_schedule_acts_within_its_keys_limits(world, action, kind) -> None:  #
         assert not leaked(text, reader), (
             f"after {action} by {kind}, {reader} reads {leaked(text, reader)}"
         )
+
+
+# --- a schedule placed on each side × every key --------------------------------------------------
+
+# The actions whose authority is the schedule's own place (its workspace and user): the tenant-wide
+# ones act on the whole tenant wherever they are placed, and the matrix above holds them.
+PLACED = [name for name, spec in REGISTRY.items() if not spec.tenant_wide]
+
+
+def expected_placed(kind: str, side: Side) -> tuple[int, str]:
+    """A key may place a schedule only within its own limits; the other tenant's names are the
+    own side's, so they are within every key's."""
+    scopes, workspace, user = KEYS[kind]
+    if "write" not in scopes:
+        return 403, "insufficient_scope"
+    if workspace is not None and side.workspace != workspace:
+        return 403, "workspace_forbidden"
+    if user and side.user != user:
+        return 403, "user_forbidden"
+    return 201, ""
+
+
+@pytest.mark.parametrize("target", list(SIDES))
+@pytest.mark.parametrize("kind", list(KEYS))
+@pytest.mark.parametrize("action", PLACED)
+def test_a_schedule_placed_on_a_side_acts_on_that_side_alone(world, action, kind, target) -> None:  # type: ignore[no-untyped-def]
+    side = SIDES[target]
+    # The rows these names reach: in the key's own tenant, whichever tenant's names they are.
+    reached = next(
+        s
+        for s in SIDES.values()
+        if s.tenant == "home" and (s.workspace, s.user) == (side.workspace, side.user)
+    )
+    world.agent.reply(200, {"status": "succeeded", "output": AGENT_REPLY})
+    client = world.clients[kind]
+    before = snapshot(world)
+    body = {
+        "name": "digest",
+        "action": action,
+        "params": PARAMS[action],
+        "goal": "make the rounds",
+        "workspace": side.workspace,
+        "user_id": side.user,
+        "cadence": {"type": "interval", "value": "1h"},
+    }
+
+    response = client.post(URL, body, format="json")
+
+    status, code = expected_placed(kind, side)
+    assert response.status_code == status, response.content
+    if status != 201:
+        assert response.json()["error"]["code"] == code
+        assert snapshot(world) == before  # a refusal stores nothing
+        return
+    created = snapshot(world) - before
+    assert [row[:2] for row in created] == [(reached.name, "schedule")]
+    queued = client.post(f"{URL}{response.json()['id']}/run/")
+    assert queued.status_code == 202, queued.content
+    execute_run(queued.json()["id"])
+    run = Run.objects.get(pk=queued.json()["id"])
+    assert run.status == "succeeded", run.output
+
+    after = snapshot(world)
+    assert {row[0] for row in (before ^ after) - created} <= {reached.name}
+    if action == "prune_runs":
+        assert {row[0] for row in before - after if row[1] == "run"} == {reached.name}
+    delivery = Delivery.objects.filter(run=run).first()
+    written = f"{run.output}\n{run.output_summary}\n{delivery.payload if delivery else ''}"
+    assert [s.name for s in SIDES.values() if s is not reached and s.word in written] == []
 
 
 # --- forget-user residue × every key --------------------------------------------------------------

@@ -208,7 +208,7 @@ def test_both_clients_expose_the_same_methods_with_the_same_signatures() -> None
     sync, asyn = MemoryHub("k"), AsyncMemoryHub("k")
     names = [n for n in dir(MemoryHub) if not n.startswith("_") and n not in {"close"}]
     assert (
-        len(names) == 88
+        len(names) == 89
         and "remember" in names
         and "iter_events" in names
         and "fact_history" in names

@@ -22,6 +22,7 @@ PUBLIC = {
     "Document",
     "DocumentDeleted",
     "EndUser",
+    "KeyInfo",
     "Event",
     "EventIn",
     "EventsDeleted",

@@ -30,6 +30,20 @@ FORGET_USER = [
     )
 ]
 
+KEY_GET = [
+    *example(
+        "Describe this key",
+        "A tenant-wide key with every scope.",
+        status=200,
+        response={
+            "tenant": "travel",
+            "workspace": None,
+            "user_id": None,
+            "scopes": ["admin", "read", "write"],
+        },
+    )
+]
+
 USER_LIST = [
     *example(
         "List end users",

@@ -7,12 +7,7 @@ import logging.config
 import os
 import secrets
 import shlex
-import signal
-import subprocess
 import sys
-import time
-import urllib.request
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +21,9 @@ from accounts.models import ApiKey, Tenant
 from memoryhub.front import front_pages
 from memoryhub.plumbing.env import WILDCARD_ADDRESSES
 from memoryhub.plumbing.logs import logging_config
-from memoryhub.plumbing.still import STILL_SECONDS, saying_still
-from memoryhub.plumbing.supervision import Supervisor, restarts_path
+from memoryhub.plumbing.serving import hand_over
+from memoryhub.plumbing.still import saying_still
+from memoryhub.plumbing.supervision import Supervisor
 from memoryhub.signals import BackgroundStep, cluster_starting, service_starting
 from memoryhub.tasks import MAINTENANCE
 
@@ -40,9 +36,6 @@ AGENT_SCOPES = ("read", "write")
 WEB_GRACE_SECONDS = 5
 # Migrating a new database, measured on a 2-core VM (the embedded PostgreSQL, 2026-11).
 MIGRATE_SECONDS_HINT = 15
-# How long the web server may take to answer: its workers load Django and the query model first
-# (tens of seconds on a 2-core machine under load).
-WEB_START_SECONDS = 300
 
 
 def create_key_hint() -> str:
@@ -91,12 +84,6 @@ def page_lines(base: str) -> list[str]:
         ("MCP", pages["mcp"]),
     ]
     return [f"  {name:<14} {base}{path}" for name, path in named]
-
-
-def _starter(command: list[str], env: dict[str, str]) -> Callable[[], subprocess.Popen[bytes]]:
-    """Starts the child in a session of its own (its process group: stopped, or cleaned up after
-    it died, as one)."""
-    return lambda: subprocess.Popen(command, env=env, start_new_session=True)
 
 
 class Command(BaseCommand):
@@ -156,11 +143,11 @@ class Command(BaseCommand):
             for _, step in service_starting.send(sender=self.__class__, background=True)
             if isinstance(step, BackgroundStep)
         ]
+        self.steps: list[tuple[Any, BackgroundStep]] = []
         for step in steps:
             self.stdout.write(step.starting)
-            supervisor.adopt_helper(
-                step.process, lambda code, step=step: self.step_ended(step, code)
-            )
+            supervisor.adopt_helper(step.process, lambda code: None)  # the guard learns of it
+            self.steps.append((step.process, step))
         if not options["no_cluster"]:
             # The cluster's own schedules (built-in cadences, dispatcher) follow this start's
             # settings.
@@ -170,15 +157,6 @@ class Command(BaseCommand):
 
         self.serve(options, supervisor)
 
-    def step_ended(self, step: BackgroundStep, code: int) -> None:
-        """A start-up step's end, said. The web workers take up what it made by themselves (the
-        query model: retrieval.query_embedding looks for it again), without a restart that would
-        leave requests waiting while new workers load."""
-        if code != 0:
-            self.stderr.write(step.failed)
-        else:
-            self.stdout.write(step.finished)
-
     @staticmethod
     def fresh() -> bool:
         """Whether no migration was applied yet (a new data folder or database)."""
@@ -187,58 +165,48 @@ class Command(BaseCommand):
         return not MigrationRecorder(connections["default"]).has_table()
 
     def serve(self, options: dict[str, Any], supervisor: Supervisor) -> None:
-        """Start the web server (and the cluster), then watch them and the embedded database until a
-        signal, a child's exit or a database that cannot be brought back
-        (memoryhub.plumbing.supervision)."""
+        """Hand over to the supervising process (memoryhub.plumbing.serving, without Django): it
+        starts the web server and the background processes, says where the service answers, and
+        watches them and the embedded database until a signal."""
         host, port = options["host"], options["port"]
-        stopping = False
-
-        def stop(signum: int, frame: Any) -> None:
-            nonlocal stopping
-            stopping = True
-
-        signal.signal(signal.SIGINT, stop)
-        signal.signal(signal.SIGTERM, stop)
-        try:
-            # Each child is restarted alone should it exit (memoryhub.plumbing.supervision); the
-            # count is kept beside the data for /health/ and the dashboard.
-            Path(settings.DATA_DIR).mkdir(parents=True, exist_ok=True)
-            supervisor.use_restarts_file(restarts_path(settings.DATA_DIR))
-            children = self.start_children(options)
-            for name, start in children:
-                child = start()
-                supervisor.adopt(name, child, cluster="qcluster" in child.args, start=start)
-            self.stdout.write("Starting the web server…")
-            self.wait_until_serving(host, port, supervisor.supervised[0].process)
-            base = f"http://{local_host(host)}:{port}"
-            self.stdout.write(
-                self.style.SUCCESS(
-                    f"MemoryHub is serving {base}/"
-                    + ("" if options["no_cluster"] else " with the task cluster")
-                    + ". Ctrl-C stops it."
-                )
+        base = f"http://{local_host(host)}:{port}/"
+        serving = [
+            self.style.SUCCESS(
+                f"MemoryHub is serving {base}"
+                + ("" if options["no_cluster"] else " with the task cluster")
+                + ". Ctrl-C stops it."
+            ),
+            *page_lines(base.rstrip("/")),
+        ]
+        if self.log_file() not in ("", "-"):
+            serving.append(
+                f"Request and background logs: {self.log_file()} (LOG_FILE=- shows them here)."
             )
-            for line in page_lines(base):
-                self.stdout.write(line)
-            if self.log_file() not in ("", "-"):
-                self.stdout.write(
-                    f"Request and background logs: {self.log_file()} (LOG_FILE=- shows them here)."
-                )
-            if host in WILDCARD_ADDRESSES and not os.environ.get("ALLOWED_HOSTS"):
-                self.stderr.write(
-                    "Serving on every interface, but ALLOWED_HOSTS is not set: only requests "
-                    "for localhost are answered (set ALLOWED_HOSTS to the names clients use)."
-                )
-            while not stopping:
-                problem = supervisor.problem()
-                if problem:
-                    self.stderr.write(problem)
-                    break
-                time.sleep(0.2)
-        finally:
-            self.stdout.write("Stopping…")
-            supervisor.shutdown()
-            self.stdout.write("Stopped.")
+        warnings = []
+        if host in WILDCARD_ADDRESSES and not os.environ.get("ALLOWED_HOSTS"):
+            warnings.append(
+                "Serving on every interface, but ALLOWED_HOSTS is not set: only requests "
+                "for localhost are answered (set ALLOWED_HOSTS to the names clients use)."
+            )
+        assert supervisor.guard is not None
+        plan = {
+            "port": port,
+            "health_url": f"{base}api/v1/health/",
+            "children": self.start_children(options),
+            "serving": serving,
+            "warnings": warnings,
+            "helpers": [
+                {"pid": child.pid, "finished": step.finished, "failed": step.failed}
+                for child, step in self.steps
+            ],
+            "data_dir": str(supervisor.data_dir) if supervisor.data_dir is not None else None,
+            "restarts_dir": str(settings.DATA_DIR),
+            "max_restarts": supervisor.max_restarts,
+            "log_level": settings.LOG_LEVEL,
+            "log_format": settings.LOG_FORMAT,
+            "log_file": self.log_file(),
+        }
+        hand_over(plan, supervisor.guard, Path(settings.DATA_DIR))
 
     @staticmethod
     def log_file() -> str:
@@ -246,15 +214,13 @@ class Command(BaseCommand):
         data folder, so that the terminal shows people's lines and warnings, not every request."""
         return os.environ.get("LOG_FILE", str(Path(settings.DATA_DIR) / "logs" / "memoryhub.log"))
 
-    def start_children(
-        self, options: dict[str, Any]
-    ) -> list[tuple[str, Callable[[], subprocess.Popen[bytes]]]]:
-        """Each child's name and how to start it (the same way again when it is restarted); the web
-        server first."""
+    def start_children(self, options: dict[str, Any]) -> list[dict[str, Any]]:
+        """Each child's name, command and environment (beyond this process's), and whether it is a
+        task cluster: started, and restarted, by memoryhub.plumbing.serving; the web server
+        first."""
         # Own sessions: a terminal's Ctrl-C must reach only us; we stop the children one by one
         # (signalling qcluster's whole group can deadlock it).
         env = {
-            **os.environ,
             "DATABASE_URL": settings.DATABASE_URL,
             "SECRET_KEY": settings.SECRET_KEY,
             "HOST": options["host"],
@@ -284,49 +250,31 @@ class Command(BaseCommand):
             "--log-level",
             "warning",
         ]
-        children = [("web", _starter(web, web_env))]
+        children = [{"name": "web", "command": web, "env": web_env, "cluster": False}]
         if not options["no_cluster"]:
             children += [
-                (name, _starter(command, {**env, **extra}))
+                {
+                    "name": name,
+                    "command": command,
+                    "env": {**env, **extra},
+                    "cluster": "qcluster" in command,
+                }
                 for name, command, extra in self.background_commands()
             ]
         return children
 
     def background_commands(self) -> list[tuple[str, list[str], dict[str, str]]]:
-        """The lanes, each with workers of its own (docs/operating.md#background-work): user
-        schedule runs (the default cluster), the built-in cadences and bulk jobs (the maintenance
-        cluster), the dispatcher (claims due schedules every second, at normal priority), and
-        embedding and summarising (niced: requests come first)."""
+        """The clusters and the lanes (docs/operating.md#background-work): user schedule runs (the
+        default cluster), the built-in cadences and bulk jobs (the maintenance cluster), and one
+        process for every lane, each lane at its own niceness (memoryhub.management.commands.work:
+        the dispatcher claims due schedules every second at normal priority, embedding and
+        summarising are niced so that requests come first)."""
         manage = [sys.executable, str(settings.BASE_DIR / "manage.py")]
         return [
             ("schedules cluster", [*manage, "qcluster"], {}),
             ("maintenance cluster", [*manage, "qcluster"], {"Q_CLUSTER_NAME": MAINTENANCE}),
-            ("dispatch lane", [*manage, "work", "--lanes", "dispatch", "--nice", "0"], {}),
-            ("embed and summarise lanes", [*manage, "work", "--lanes", "embed,summarise"], {}),
+            ("lanes", [*manage, "work"], {}),
         ]
-
-    def wait_until_serving(self, host: str, port: int, web: subprocess.Popen[bytes]) -> None:
-        """Until /health/ answers (each web worker loads the query model before it takes a request),
-        said every STILL_SECONDS."""
-        url = f"http://{local_host(host)}:{port}/api/v1/health/"
-        started = said = time.monotonic()
-        while time.monotonic() - started < WEB_START_SECONDS:
-            if web.poll() is not None:
-                raise SystemExit(
-                    f"The web server exited (code {web.returncode}); is port {port} free?"
-                )
-            try:
-                with urllib.request.urlopen(url, timeout=1) as response:
-                    if response.status == 200:
-                        return
-            except OSError:
-                time.sleep(0.25)
-            if time.monotonic() - said >= STILL_SECONDS:
-                said = time.monotonic()
-                self.stdout.write(
-                    f"  still starting the web server ({said - started:.0f} s so far)…"
-                )
-        raise SystemExit(f"The web server did not answer within {WEB_START_SECONDS} s.")
 
     @transaction.atomic
     def bootstrap(self) -> None:

@@ -234,6 +234,7 @@ class Operations:
     forget_user = op(_a.forget_user)
     delete_workspace = op(_a.delete_workspace)
     health = op(_a.health)
+    describe_key = op(_a.describe_key)
     ready = op(_a.ready)
     openapi = op(_a.openapi)
 

@@ -1,4 +1,5 @@
-"""Schedules and runs, export/import, forget-user, delete a workspace, health (requests only)."""
+"""Schedules and runs, export/import, forget-user, delete a workspace, health, the key itself
+(requests only)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from memoryhub_client.types import (
     EndUser,
     Health,
     Imported,
+    KeyInfo,
     Page,
     Ready,
     Run,
@@ -325,6 +327,12 @@ def get_webhook(webhook_id: str) -> Call[Webhook]:
 
 def delete_webhook(webhook_id: str) -> Call[Deleted]:
     return Call("DELETE", path("webhooks", webhook_id), as_is, idempotent=True)
+
+
+def describe_key() -> Call[KeyInfo]:
+    """The key this client sends: its tenant, the workspace and end user it is limited to (None:
+    none) and its scopes (GET /key/). Never the secret."""
+    return Call("GET", "key/", as_is, idempotent=True)
 
 
 def list_users(*, limit: int | None = None, offset: int | None = None) -> Call[Page[EndUser]]:

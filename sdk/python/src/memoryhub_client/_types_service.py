@@ -105,6 +105,15 @@ class Imported(TypedDict):
     merged_sessions: list[str]
 
 
+class KeyInfo(TypedDict):
+    """The key the client sends (describe_key): its tenant, limits (None: none) and scopes."""
+
+    tenant: str
+    workspace: str | None
+    user_id: str | None
+    scopes: list[str]
+
+
 class EndUser(TypedDict):
     """An end user who owns sessions, facts or notes the key may see (list_users)."""
 

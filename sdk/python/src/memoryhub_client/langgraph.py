@@ -21,8 +21,12 @@ Each item is one MemoryHub note:
   confined on the server (`for_user`), never filtered here. Without `user_id` the store reads
   whatever the key may read.
 - identity: one note per (workspace, namespace, key); its id is derived from them ("lg-…"), so a
-  store naming workspace "beta" keeps its own item under a namespace and key that "alpha" holds.
-  (Without `workspace` the id is derived from the namespace and key only: one item per tenant.)
+  store in workspace "beta" keeps its own item under a namespace and key that "alpha" holds. The
+  workspace is the store's `workspace`, else the one its key is limited to (asked once, GET /key/);
+  a store with neither (a tenant-wide key, the default workspace) derives the id from the
+  namespace and key, as every store did before ids named a workspace. An item an older store wrote
+  under that id stays readable (get, search, delete find it) and moves to its id when it is next
+  written.
 - the value's JSON is kept whole in the note's metadata ("langgraph": {namespace, key, value});
   the note's content is the value's text (the fields named by `index`, else every string in it),
   which MemoryHub indexes for search like every memory. Notes carry the source and tag "langgraph".
@@ -41,7 +45,7 @@ import json
 import math
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -252,14 +256,49 @@ def _does_match(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
 
 @dataclass(frozen=True)
 class Place:
-    """Where the store's items live and whom it acts for."""
+    """Where the store's items live and whom it acts for. `learnt` keeps what the server said of
+    the key (asked once, on the first operation that needs an item's id)."""
 
     owners: Owners
     scope: str | None = None
     workspace: str | None = None
+    learnt: dict[str, str | None] = field(default_factory=dict, compare=False)
 
-    def note_id(self, namespace: tuple[str, ...], key: str) -> str:
-        return note_id(namespace, key, self.workspace)
+
+def _id_workspace(place: Place) -> fw.Program:
+    """The workspace that is part of an item's id: the store's, else the one its key is limited to
+    (asked once with describe_key; a server without GET /key/ answers 404: none), else None."""
+    if place.workspace is not None:
+        return place.workspace
+    if "workspace" not in place.learnt:
+        try:
+            info = yield fw.call("describe_key")
+        except NotFoundError:
+            info = {}
+        place.learnt["workspace"] = info.get("workspace")
+    return place.learnt["workspace"]
+
+
+def _ids(place: Place, namespace: tuple[str, ...], key: str) -> fw.Program:
+    """(the item's id, the id a store without a workspace derived before ids named one)."""
+    workspace = yield from _id_workspace(place)
+    return note_id(namespace, key, workspace), note_id(namespace, key)
+
+
+def _find(place: Place, namespace: tuple[str, ...], key: str, legacy_only: bool) -> fw.Program:
+    """The note holding the item (None: none the store may read): under its id (unless
+    `legacy_only`), else under the legacy id, when that note is in the store's workspace."""
+    ident, legacy = yield from _ids(place, namespace, key)
+    workspace = yield from _id_workspace(place)
+    for candidate in dict.fromkeys((legacy,) if legacy_only else (ident, legacy)):
+        try:
+            note = yield fw.call("get_note", candidate)
+        except NotFoundError:
+            continue
+        if candidate == legacy != ident and note.get("workspace") != workspace:
+            continue  # another workspace's item of the same namespace and key
+        return note
+    return None
 
 
 def _notes(place: Place, reader: dict[str, str]) -> fw.Program:
@@ -287,31 +326,41 @@ def _notes(place: Place, reader: dict[str, str]) -> fw.Program:
 
 def _get(op: GetOp, place: Place) -> fw.Program:
     namespace = tuple(op.namespace)
+    note = yield from _stored(place, namespace, op.key)
+    return None if note is None else _item(note)
+
+
+def _stored(
+    place: Place, namespace: tuple[str, ...], key: str, legacy_only: bool = False
+) -> fw.Program:
+    """The note of the item at (namespace, key) that this store reads, or None."""
     reader = place.owners.reader(namespace)
-    try:
-        note = yield fw.call("get_note", place.note_id(namespace, op.key))
-    except NotFoundError:
+    note = yield from _find(place, namespace, key, legacy_only)
+    if note is None:
         return None
     if not _is_store_note(note) or tuple(note["metadata"][SOURCE]["namespace"]) != namespace:
         return None
     if note.get("user_id", "") != reader.get("user_id", ""):
         return None  # written by a store that reads this namespace's owner otherwise: not this item
-    return _item(note)
+    return note
 
 
 def _put(op: PutOp, place: Place) -> fw.Program:
     namespace = tuple(op.namespace)
     user = place.owners.writer(namespace)
-    ident = place.note_id(namespace, op.key)
     if op.value is None:
-        item = yield from _get(GetOp(namespace, op.key), place)
-        if item is None:
-            return None
-        try:
-            yield fw.call("delete_note", ident)
-        except NotFoundError:
-            pass
+        stored = yield from _stored(place, namespace, op.key)
+        if stored is not None:
+            yield from _delete_note(stored["note_id"])
         return None
+    ident, legacy = yield from _ids(place, namespace, op.key)
+    # An item an older store wrote under the legacy id moves to its id when next written (one
+    # request more per write while ids name a workspace).
+    stored = (
+        (yield from _stored(place, namespace, op.key, legacy_only=True))
+        if ident != legacy
+        else None
+    )
     index = None if op.index is None or op.index is False else list(op.index)
     value = json.loads(json.dumps(op.value))
     yield fw.call(
@@ -325,7 +374,16 @@ def _put(op: PutOp, place: Place) -> fw.Program:
         workspace=place.workspace,
         metadata={SOURCE: {"namespace": list(namespace), "key": op.key, "value": value}},
     )
+    if stored is not None and stored["note_id"] != ident:
+        yield from _delete_note(stored["note_id"])
     return None
+
+
+def _delete_note(ident: str) -> fw.Program:
+    try:
+        yield fw.call("delete_note", ident)
+    except NotFoundError:
+        pass
 
 
 def _search(op: SearchOp, place: Place) -> fw.Program:
