@@ -39,7 +39,7 @@ class StrictSerializer(serializers.Serializer):
         return {
             name: copy.deepcopy(field)
             if isinstance(field, serializers.BaseSerializer)
-            else copy.copy(field)
+            else shallow_copy(field)
             for name, field in prototypes.items()
         }
 
@@ -91,6 +91,14 @@ class StrictSerializer(serializers.Serializer):
                 }
             )
         return super().to_internal_value(data)
+
+
+def shallow_copy(field: serializers.Field) -> serializers.Field:
+    """What copy.copy makes of a field (a new instance holding the same attributes), without its
+    generic __reduce_ex__ round: that was most of a search body's field set-up per request."""
+    copied = type(field).__new__(type(field))
+    copied.__dict__.update(field.__dict__)
+    return copied
 
 
 # DRF quietly converts between JSON types ("0" -> 0, 5 -> "5", "yes" -> True): a body field must

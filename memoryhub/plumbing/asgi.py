@@ -13,11 +13,11 @@ from typing import Any
 
 import django
 from django.conf import settings
-from django.core.handlers.asgi import ASGIHandler
 from django.urls import reverse
 from django.utils.module_loading import import_string
 
 from memoryhub.plumbing.asgi_body import BodyLimits
+from memoryhub.plumbing.asgi_handler import SyncChainASGIHandler
 from memoryhub.plumbing.embedded_pg import ensure_running
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryhub.settings")
@@ -31,14 +31,15 @@ def pool_size(database: dict[str, Any]) -> int | None:
     return pool.get("max_size") if isinstance(pool, dict) else None
 
 
-class Admitted(ASGIHandler):
-    """Django's handler, serving at most `limit` requests at once, each from when its body has
-    arrived (a slow upload takes no turn); the others wait in the event loop, in arrival order,
-    with no thread and no database connection. The limit is the pool's size: a request past it
-    would wait for a connection in a thread of its own and answer 503 after the pool's timeout,
-    which is what 50 and 200 agents at once on two web workers got (bench/load.py); now a 503
-    means the database gave no connection, not that others were served first. `GET /health/`
-    (liveness, no database) never waits. Without a limit it is Django's handler as it is."""
+class Admitted(SyncChainASGIHandler):
+    """Django's handler (its middleware chain run synchronously: asgi_handler.py), serving at most
+    `limit` requests at once, each from when its body has arrived (a slow upload takes no turn); the
+    others wait in the event loop, in arrival order, with no thread and no database connection. The
+    limit is the pool's size: a request past it would wait for a connection in a thread of its own
+    and answer 503 after the pool's timeout, which is what 50 and 200 agents at once on two web
+    workers got (bench/load.py); now a 503 means the database gave no connection, not that others
+    were served first. `GET /health/` (liveness, no database) never waits. Without a limit it serves
+    every request at once."""
 
     def __init__(self, limit: int | None) -> None:
         super().__init__()
@@ -96,8 +97,8 @@ def django_app(database: dict[str, Any]) -> Any:
     return BodyLimits(Admitted(pool_size(database)))
 
 
-# Django's own handler (the one-thread-hop handler once used measured no faster, paired:
-# bench/README.md, "Serving stack"), admitting requests by the pool's size.
+# Django's handler, its chain run synchronously (bench/README.md, "Search latency and the scale
+# curve"), admitting requests by the pool's size.
 django_application = django_app(settings.DATABASES["default"])
 
 

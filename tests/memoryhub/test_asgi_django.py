@@ -1,7 +1,7 @@
-"""Django's own ASGIHandler as memoryhub.plumbing.asgi serves it (the custom one-hop handler once
-used bought no search time when measured paired against it, bench/stack.py): a request's sync
-work runs off the event loop, a streamed response is sent whole and closed after, a failing view is
-a 500 that still finishes, and slow requests leave threads for the others."""
+"""Django's ASGIHandler as memoryhub.plumbing.asgi serves it, its middleware chain loaded
+synchronously (memoryhub.plumbing.asgi_handler): a request's sync work, middleware included, runs
+off the event loop in one thread, a streamed response is sent whole and closed after, a failing view
+is a 500 that still finishes, and slow requests leave threads for the others."""
 
 from __future__ import annotations
 
@@ -10,11 +10,13 @@ import threading
 from typing import Any
 
 import pytest
-from django.core.handlers.asgi import ASGIHandler
+from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.core.signals import request_finished, request_started
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.urls import path
 from django.views.decorators.csrf import csrf_exempt
+
+from memoryhub.plumbing.asgi_handler import SyncChainASGIHandler
 
 log: list[tuple[str, int]] = []
 
@@ -54,9 +56,33 @@ urlpatterns = [
 ]
 
 
+class AsyncCapable:
+    """A middleware that can run either way, as django-axes's does (last in the chain): Django's
+    own handler runs it in the event loop, between two thread crossings."""
+
+    sync_capable = True
+    async_capable = True
+
+    def __init__(self, get_response: Any) -> None:
+        self.get_response = get_response
+        self.is_async = iscoroutinefunction(get_response)
+        if self.is_async:
+            markcoroutinefunction(self)
+
+    def __call__(self, request: HttpRequest) -> Any:
+        log.append(("middleware", threading.get_ident()))
+        if self.is_async:
+            return self._acall(request)
+        return self.get_response(request)
+
+    async def _acall(self, request: HttpRequest) -> HttpResponse:
+        return await self.get_response(request)
+
+
 @pytest.fixture
 def app(settings) -> Any:  # type: ignore[no-untyped-def]
     settings.ROOT_URLCONF = __name__
+    settings.MIDDLEWARE = [*settings.MIDDLEWARE, f"{__name__}.AsyncCapable"]
     log.clear()
 
     def started(**_: Any) -> None:
@@ -67,7 +93,7 @@ def app(settings) -> Any:  # type: ignore[no-untyped-def]
 
     request_started.connect(started)
     request_finished.connect(finished)
-    yield ASGIHandler()
+    yield SyncChainASGIHandler()
     request_started.disconnect(started)
     request_finished.disconnect(finished)
 
@@ -117,10 +143,13 @@ def test_a_requests_sync_work_runs_off_the_event_loop(app) -> None:
     status, body, loop_thread = call(app, "POST", "/echo/", b"hello")
     assert (status, body) == (200, b'{"body": "hello"}')
     names = [name for name, _ in log]
-    assert names[:2] == ["request_started", "view"] and "request_finished" in names
+    assert names[:3] == ["request_started", "middleware", "view"] and "request_finished" in names
     assert names.index("http.response.start") < names.index("http.response.body")
     view = {thread for name, thread in log if name == "view"}
     assert loop_thread not in view  # the view ran in a worker thread, not the loop's
+    # the whole chain in that one thread: no crossing back to the loop for a middleware that could
+    # run there
+    assert {thread for name, thread in log if name == "middleware"} == view
     assert {thread for name, thread in log if name.startswith("http.")} == {loop_thread}
 
 
