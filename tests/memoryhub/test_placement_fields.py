@@ -48,6 +48,7 @@ OTHER_MEANINGS: dict[str, tuple[str, ...]] = {
     "EndUserOutput": ("user_id",),  # the end user listed
     "DeletedWorkspace": ("workspace",),
     "ForgottenUser": ("user_id",),
+    "KeyOutput": ("workspace", "user_id"),  # what a key is limited to, not where a row lives
     # mem0's own API, in mem0's words
     "AddInput": ("user_id", "metadata"),
     "BatchUpdateItem": ("metadata",),
