@@ -7,8 +7,9 @@ package with torch.onnx into the data folder, then checks it against the torch m
 REFERENCE_TEXTS: the vectors must agree (cosine ≥ MIN_COSINE for every text) and both runtimes are
 timed, on a batch and on one query. An int8 copy is made and judged beside it (`quantize_int8`): for
 the web processes' queries (retrieval.query_embedding.INT8) and, where it is faster on a batch, for
-the vectors the embed lane stores. The verdict goes to `choice.json` beside the
-model; MEMORYHUB_EMBED_BACKEND=auto follows it, separately for queries and for batches. Nothing
+the vectors the embed lane stores; the lane's batch shape is then measured on this CPU
+(retrieval.embedder_calibration). The verdict goes to `choice.json` beside the model;
+MEMORYHUB_EMBED_BACKEND=auto follows it, separately for queries and for batches. Nothing
 is downloaded. (sentence-transformers'
 own backend="onnx" needs optimum, which breaks this environment: see NOTES.)
 
@@ -48,12 +49,11 @@ INT8_BATCH_GAIN = 1.15
 MODEL_FILE = "model.onnx"
 INT8_FILE = "model-int8.onnx"
 MAX_TOKENS = 256  # sentence_bert_config.json's max_seq_length
-# Texts per ONNX Runtime call: one. Small batches cost less CPU per text than sentence-transformers'
-# 32, whose attention scores (texts x 12 heads x length^2) outgrow the CPU's caches: 1,200 LoCoMo
-# chunk inputs and sentences on one thread, int8 copy, 4.9 CPU s one by one, 4.8 in twos, 4.9 in
-# fours, 5.6 in eights, 6.6 in 16s, 7.6 in 32s; the full model 11.7 in fours, 14.9 in 32s. Alone,
-# a text pads nothing and its int8 vector does not depend on its batch mates (the activations'
-# scale is taken per call): a stored text's vector is the one it would get as a query.
+# Texts per ONNX Runtime call by default: one (the lane's shape is measured per CPU when the model
+# is prepared: retrieval.embedder_calibration). Small batches cost less CPU per text than
+# sentence-transformers' 32, whose attention scores (texts x 12 heads x length^2) outgrow the CPU's
+# caches. Alone, a text pads nothing and its int8 vector does not depend on its batch mates (the
+# activations' scale is taken per call): a stored text's vector is the one it would get as a query.
 ONNX_BATCH = 1
 INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 # Real texts of the kinds MemoryHub embeds: chat turns, tool calls, long answers, other scripts.
@@ -226,7 +226,7 @@ def ensure_prepared() -> dict[str, Any] | None:
     (onnxruntime or onnx missing): torch is used then."""
     with _lock:
         choice = read_choice()
-        if choice is not None and not _lacks_int8(choice):
+        if choice is not None and not _lacks_int8(choice) and not _lacks_lane(choice):
             return choice
         directory = cache_dir()
         directory.mkdir(parents=True, exist_ok=True)
@@ -234,18 +234,40 @@ def ensure_prepared() -> dict[str, Any] | None:
             fcntl.flock(lock_file, fcntl.LOCK_EX)
             choice = read_choice()  # another process may have finished meanwhile
             if choice is None:
-                choice = _prepare(directory)
-            elif _lacks_int8(choice):  # a folder prepared before the int8 copy
+                return _prepare(directory)
+            if _lacks_int8(choice):  # a folder prepared before the int8 copy
                 int8 = _int8_verdict(directory)
                 if int8 is not None:
                     choice = _record(directory, {**choice, "int8": int8})
+            if _lacks_lane(choice):  # prepared before calibration, or on another CPU
+                choice = _with_lane(directory, choice)
         return choice
 
 
 def is_prepared() -> bool:
     """Whether ensure_prepared() has nothing left to do in this data folder (reads one file)."""
     choice = read_choice()
-    return choice is not None and not _lacks_int8(choice)
+    return choice is not None and not _lacks_int8(choice) and not _lacks_lane(choice)
+
+
+def _lacks_lane(choice: dict[str, Any]) -> bool:
+    """A verified model whose lane shape was not measured on this CPU."""
+    from retrieval.embedder_calibration import measured_here
+
+    return bool(choice.get("agree")) and not measured_here(choice)
+
+
+def _with_lane(directory: Path, choice: dict[str, Any]) -> dict[str, Any]:
+    """The choice with the lane's shape measured on this CPU (retrieval.embedder_calibration),
+    recorded; a failed measurement is logged, never raised: the lane keeps its fallback shape."""
+    from retrieval.embedder_calibration import calibrate
+
+    try:
+        lane = calibrate(directory, bool((choice.get("int8") or {}).get("agree")))
+    except Exception:
+        logger.exception("measuring the embed lane's shape failed; it embeds one text per call")
+        return choice
+    return _record(directory, {**choice, "lane": lane})
 
 
 def _lacks_int8(choice: dict[str, Any]) -> bool:
@@ -266,7 +288,8 @@ def _prepare(directory: Path) -> dict[str, Any] | None:
     choice["export_seconds"] = round(time.monotonic() - started, 1)
     if choice["agree"] and (int8 := _int8_verdict(directory)) is not None:
         choice["int8"] = int8
-    return _record(directory, choice)
+    choice = _record(directory, choice)
+    return _with_lane(directory, choice) if choice["agree"] else choice
 
 
 def _int8_verdict(directory: Path) -> dict[str, Any] | None:

@@ -23,6 +23,7 @@ class Command(BaseCommand):
                 f"MEMORYHUB_EMBEDDER is {settings.MEMORYHUB_EMBEDDER!r}: nothing to prepare."
             )
             return
+        from retrieval.embedder_calibration import lane_shape
         from retrieval.minilm_runtimes import batch_runtime, cache_dir, ensure_prepared
 
         try:
@@ -38,14 +39,17 @@ class Command(BaseCommand):
             if int8 is None
             else ("agrees" if int8.get("agree") else "does not agree: not used")
         )
-        batch = (int8 or {}).get("batch") or {}
-        rates = batch.get("texts_per_second") or {}
         runtime = batch_runtime(choice)
-        from_int8 = batch.get("use") and runtime == "onnx"
+        lane = choice.get("lane") or {}
+        cost = (lane.get("cpu_ms_per_text") or {}).get(lane.get("chosen"))
         stored = (
-            f"; stored vectors {'from the int8 copy' if from_int8 else 'from the full model'} "
-            f"({rates.get('int8')} against {rates.get('float')} texts a second on one thread)"
-            if batch
+            f"; the lane embeds with {lane_shape(choice).name}"
+            + (
+                f" ({cost} CPU ms a text, the least of {len(lane['cpu_ms_per_text'])})"
+                if cost
+                else ""
+            )
+            if runtime == "onnx"
             else ""
         )
         self.stdout.write(
