@@ -2,15 +2,18 @@
 
 ONNX Runtime's int8 and float kernels differ between CPU generations (AVX2, AVX-512, VNNI), and
 so does the cheapest way to feed them: one text per call or batches of texts of alike length, one
-or two threads a call. No fixed rule holds on every CPU, so when the model is prepared
-(`minilm_runtimes.ensure_prepared`) each candidate shape embeds CALIBRATION_TEXTS in turn and the
+or two threads a call. No fixed rule holds on every CPU, so once the model is prepared
+(minilm_runtimes.ensure_prepared) each candidate shape embeds CALIBRATION_TEXTS in turn and the
 one that costs the least CPU per text is recorded in `choice.json` beside the model, with the CPU's
-identity; a data folder met on another CPU is measured again. Only shapes whose vectors agree with
-the full model's, each text alone, to the int8 copy's thresholds are candidates.
+identity; a data folder met on another CPU is measured again (`ensure_measured`, what a first start
+and `manage.py prepare_embedder` run). Only shapes whose vectors agree with the full model's, each
+text alone, to the int8 copy's thresholds are candidates.
 """
 
 from __future__ import annotations
 
+import fcntl
+import logging
 import platform
 import time
 from dataclasses import asdict, dataclass
@@ -24,7 +27,14 @@ from retrieval.minilm_runtimes import (
     MODEL_FILE,
     REFERENCE_TEXTS,
     OnnxMiniLM,
+    cache_dir,
+    ensure_prepared,
+    is_prepared,
+    read_choice,
+    record_choice,
 )
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -165,10 +175,12 @@ def calibrate(directory: Path, int8_agrees: bool) -> dict[str, Any]:
     texts = calibration_texts()
     shapes = tuple(s for s in CANDIDATES if int8_agrees or s.filename == MODEL_FILE)
     cpu_ms = measure(directory, shapes, texts)
-    picked = choose(cpu_ms, agreeing(directory, shapes, texts))
+    allowed = agreeing(directory, shapes, texts)
+    picked = choose(cpu_ms, allowed)
     return {
         "cpu": cpu_identity(),
         "cpu_ms_per_text": cpu_ms,
+        "agreeing": [shape.name for shape in allowed],
         "shape": asdict(picked),
         "chosen": picked.name,
         "seconds": round(time.monotonic() - started, 1),
@@ -188,3 +200,36 @@ def lane_shape(choice: dict[str, Any] | None) -> LaneShape:
         return LaneShape(**choice["lane"]["shape"])  # type: ignore[index]
     int8 = ((choice or {}).get("int8") or {}).get("batch") or {}
     return DEFAULT_SHAPE if int8.get("use") else LaneShape(MODEL_FILE, 1, 1)
+
+
+def lacks_lane(choice: dict[str, Any]) -> bool:
+    """A verified model whose lane shape was not measured on this CPU."""
+    return bool(choice.get("agree")) and not measured_here(choice)
+
+
+def ensure_measured() -> dict[str, Any] | None:
+    """minilm_runtimes.ensure_prepared, then the lane's shape measured on this CPU where the
+    verdict has none for it (a file lock keeps concurrent processes from measuring twice). A failed
+    measurement is logged, never raised: the lane keeps its fallback shape, the next start
+    measures."""
+    choice = ensure_prepared()
+    if choice is None or not lacks_lane(choice):
+        return choice
+    directory = cache_dir()
+    with open(directory / ".lock", "w") as lock_file:
+        fcntl.flock(lock_file, fcntl.LOCK_EX)
+        choice = read_choice()  # another process may have measured meanwhile
+        if choice is None or not lacks_lane(choice):
+            return choice
+        try:
+            lane = calibrate(directory, bool((choice.get("int8") or {}).get("agree")))
+        except Exception:
+            logger.exception("measuring the embed lane's shape failed; it embeds one text per call")
+            return choice
+        return record_choice(directory, {**choice, "lane": lane})
+
+
+def is_measured() -> bool:
+    """Whether ensure_measured() has nothing left to do in this data folder on this CPU."""
+    choice = read_choice()
+    return is_prepared() and choice is not None and not lacks_lane(choice)

@@ -8,8 +8,8 @@ REFERENCE_TEXTS: the vectors must agree (cosine ≥ MIN_COSINE for every text) a
 timed, on a batch and on one query. An int8 copy is made and judged beside it (`quantize_int8`): for
 the web processes' queries (retrieval.query_embedding.INT8) and, where it is faster on a batch, for
 the vectors the embed lane stores; the lane's batch shape is then measured on this CPU
-(retrieval.embedder_calibration). The verdict goes to `choice.json` beside the model;
-MEMORYHUB_EMBED_BACKEND=auto follows it, separately for queries and for batches. Nothing
+(retrieval.embedder_calibration.ensure_measured). The verdict goes to `choice.json` beside the
+model; MEMORYHUB_EMBED_BACKEND=auto follows it, separately for queries and for batches. Nothing
 is downloaded. (sentence-transformers'
 own backend="onnx" needs optimum, which breaks this environment: see NOTES.)
 
@@ -226,7 +226,7 @@ def ensure_prepared() -> dict[str, Any] | None:
     (onnxruntime or onnx missing): torch is used then."""
     with _lock:
         choice = read_choice()
-        if choice is not None and not _lacks_int8(choice) and not _lacks_lane(choice):
+        if choice is not None and not _lacks_int8(choice):
             return choice
         directory = cache_dir()
         directory.mkdir(parents=True, exist_ok=True)
@@ -234,40 +234,18 @@ def ensure_prepared() -> dict[str, Any] | None:
             fcntl.flock(lock_file, fcntl.LOCK_EX)
             choice = read_choice()  # another process may have finished meanwhile
             if choice is None:
-                return _prepare(directory)
-            if _lacks_int8(choice):  # a folder prepared before the int8 copy
+                choice = _prepare(directory)
+            elif _lacks_int8(choice):  # a folder prepared before the int8 copy
                 int8 = _int8_verdict(directory)
                 if int8 is not None:
-                    choice = _record(directory, {**choice, "int8": int8})
-            if _lacks_lane(choice):  # prepared before calibration, or on another CPU
-                choice = _with_lane(directory, choice)
+                    choice = record_choice(directory, {**choice, "int8": int8})
         return choice
 
 
 def is_prepared() -> bool:
     """Whether ensure_prepared() has nothing left to do in this data folder (reads one file)."""
     choice = read_choice()
-    return choice is not None and not _lacks_int8(choice) and not _lacks_lane(choice)
-
-
-def _lacks_lane(choice: dict[str, Any]) -> bool:
-    """A verified model whose lane shape was not measured on this CPU."""
-    from retrieval.embedder_calibration import measured_here
-
-    return bool(choice.get("agree")) and not measured_here(choice)
-
-
-def _with_lane(directory: Path, choice: dict[str, Any]) -> dict[str, Any]:
-    """The choice with the lane's shape measured on this CPU (retrieval.embedder_calibration),
-    recorded; a failed measurement is logged, never raised: the lane keeps its fallback shape."""
-    from retrieval.embedder_calibration import calibrate
-
-    try:
-        lane = calibrate(directory, bool((choice.get("int8") or {}).get("agree")))
-    except Exception:
-        logger.exception("measuring the embed lane's shape failed; it embeds one text per call")
-        return choice
-    return _record(directory, {**choice, "lane": lane})
+    return choice is not None and not _lacks_int8(choice)
 
 
 def _lacks_int8(choice: dict[str, Any]) -> bool:
@@ -288,8 +266,7 @@ def _prepare(directory: Path) -> dict[str, Any] | None:
     choice["export_seconds"] = round(time.monotonic() - started, 1)
     if choice["agree"] and (int8 := _int8_verdict(directory)) is not None:
         choice["int8"] = int8
-    choice = _record(directory, choice)
-    return _with_lane(directory, choice) if choice["agree"] else choice
+    return record_choice(directory, choice)
 
 
 def _int8_verdict(directory: Path) -> dict[str, Any] | None:
@@ -302,7 +279,7 @@ def _int8_verdict(directory: Path) -> dict[str, Any] | None:
         return None
 
 
-def _record(directory: Path, choice: dict[str, Any]) -> dict[str, Any]:
+def record_choice(directory: Path, choice: dict[str, Any]) -> dict[str, Any]:
     tmp = directory / "choice.json.tmp"
     tmp.write_text(json.dumps(choice, indent=2))
     os.replace(tmp, directory / "choice.json")

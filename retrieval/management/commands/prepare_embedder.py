@@ -1,6 +1,7 @@
 """`manage.py prepare_embedder`: export MiniLM to ONNX in the data folder and judge it against
-torch, once (`manage.py run` has it done in a child process of its own on start; an image build can
-run it ahead). Prints the verdict that every process of the data folder then follows."""
+torch, once, and measure the embed lane's shape on this CPU (`manage.py run` has it done in a child
+process of its own on start; an image build can run it ahead). Prints the verdict that every
+process of the data folder then follows."""
 
 from __future__ import annotations
 
@@ -23,11 +24,11 @@ class Command(BaseCommand):
                 f"MEMORYHUB_EMBEDDER is {settings.MEMORYHUB_EMBEDDER!r}: nothing to prepare."
             )
             return
-        from retrieval.embedder_calibration import lane_shape
-        from retrieval.minilm_runtimes import batch_runtime, cache_dir, ensure_prepared
+        from retrieval.embedder_calibration import ensure_measured, lane_shape
+        from retrieval.minilm_runtimes import batch_runtime, cache_dir
 
         try:
-            choice = ensure_prepared()
+            choice = ensure_measured()
         except Exception as exc:
             raise CommandError(f"Preparing the ONNX model failed: {exc}") from exc
         if choice is None:
