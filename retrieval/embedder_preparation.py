@@ -23,13 +23,14 @@ PREPARE_MINUTES_HINT = "1-2 minutes"
 
 
 def prepare_embedder(**kwargs: Any) -> None:
-    """Make and judge the ONNX model of MiniLM if this data folder has none yet (in this process:
-    an embed lane on a machine of its own, the benches)."""
+    """Make and judge the ONNX model of MiniLM if this data folder has none yet, and measure the
+    lane's shape if not measured on this CPU (in this process: an embed lane on a machine of its
+    own, the benches)."""
     if settings.MEMORYHUB_EMBEDDER == "minilm" and settings.MEMORYHUB_EMBED_BACKEND != "torch":
-        from retrieval.minilm_runtimes import ensure_prepared
+        from retrieval.embedder_calibration import ensure_measured
 
         try:
-            ensure_prepared()
+            ensure_measured()
         except Exception:  # torch remains: never stop a start for the faster runtime
             logger.exception("preparing the ONNX model failed; embedding with torch")
 
@@ -43,9 +44,9 @@ def prepare_embedder_apart(background: bool = False, **kwargs: Any) -> Backgroun
     is recorded (retrieval.query_embedding.query_model_ready looks again)."""
     if settings.MEMORYHUB_EMBEDDER != "minilm" or settings.MEMORYHUB_EMBED_BACKEND == "torch":
         return None
-    from retrieval.minilm_runtimes import is_prepared
+    from retrieval.embedder_calibration import is_measured
 
-    if is_prepared():
+    if is_measured():
         return None
     # `python -m django`, not manage.py: the child needs no database, so it must not start one.
     env = {

@@ -14,13 +14,16 @@ import math
 import re
 import threading
 import time
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
 from memoryhub.plumbing.cpu import headroom
 from retrieval.minilm_runtimes import EmbedderUnavailable
+
+if TYPE_CHECKING:
+    from retrieval.embedder_calibration import LaneShape
 
 DIMENSIONS = 384  # the width of the pgvector column; an embedder of another width is refused
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -62,9 +65,10 @@ TORCH_THREADS_HOLD_SECONDS = 10.0
 class MiniLMEmbedder:
     """all-MiniLM-L6-v2 on ONNX Runtime or torch (the same vectors: cosine ≥ 0.999, checked when
     the ONNX model is made; see retrieval.minilm_runtimes). MEMORYHUB_EMBED_BACKEND=auto uses, for
-    one query and for batches separately, whichever measured faster here, and the ONNX model's
-    int8 copy where the preparation found it close enough and faster on a batch (about 1.5x here,
-    cosine ~0.99 to the full model; recall held on both benchmarks: bench/README.md); a process
+    one query and for batches separately, whichever measured faster here, and for batches the
+    ONNX model's file and batch shape that cost the least CPU per text on this CPU
+    (retrieval.embedder_calibration; the int8 copy only where its vectors agree with the full
+    model's, cosine ~0.99; recall held on both benchmarks: bench/README.md); a process
     that only embeds queries on ONNX (a web worker) never imports torch."""
 
     name = "all-MiniLM-L6-v2"
@@ -113,31 +117,33 @@ class MiniLMEmbedder:
 
         return choice["query"] if count == 1 else batch_runtime(choice)
 
-    def _onnx_file(self) -> str:
-        """The full model, or its int8 copy where the preparation found that copy close enough and
-        faster on a batch (retrieval.minilm_runtimes._batch_verdict; `auto` only: `onnx` asks for
-        the full model)."""
-        from retrieval.minilm_runtimes import INT8_FILE, MODEL_FILE
+    def _shape(self) -> LaneShape:
+        """How ONNX embeds a batch: the shape measured on this CPU when the model was prepared
+        (file, texts per call, threads per call: retrieval.embedder_calibration.lane_shape;
+        `auto` only: `onnx` asks for the full model, one text per call)."""
+        from retrieval.embedder_calibration import LaneShape, lane_shape
+        from retrieval.minilm_runtimes import MODEL_FILE, ONNX_BATCH
 
-        int8 = ((self._choice or {}).get("int8") or {}).get("batch") or {}
-        return (
-            INT8_FILE
-            if settings.MEMORYHUB_EMBED_BACKEND == "auto" and int8.get("use")
-            else MODEL_FILE
-        )
+        if settings.MEMORYHUB_EMBED_BACKEND == "auto":
+            return lane_shape(self._choice)
+        return LaneShape(MODEL_FILE, ONNX_BATCH, 1)
 
-    def _load(self, backend: str) -> Any:
-        """The runtime's model: for ONNX one session per model file, each batch on one thread
-        (embed() runs as many batches at once as it has threads); torch has one model, whose
-        threads _torch_threads sets."""
-        filename = self._onnx_file() if backend == "onnx" else ""
-        name = f"onnx:{filename}" if backend == "onnx" else backend
+    def _load(self, backend: str, shape: LaneShape | None = None) -> Any:
+        """The runtime's model: for ONNX one session per model file and thread count (embed() runs
+        as many calls at once as its threads allow); torch has one model, whose threads
+        _torch_threads sets."""
+        shape = shape or self._shape()
+        name = backend
+        if backend == "onnx":
+            name = f"onnx:{shape.filename}" + (f":{shape.threads}" if shape.threads > 1 else "")
         with self._lock:
             if name not in self._models:
                 from retrieval.minilm_runtimes import OnnxMiniLM, cache_dir, load_torch_model
 
                 if backend == "onnx":
-                    self._models[name] = OnnxMiniLM(cache_dir(), 1, filename=filename)
+                    self._models[name] = OnnxMiniLM(
+                        cache_dir(), shape.threads, filename=shape.filename
+                    )
                 else:
                     self._models[name] = load_torch_model()
         return self._models[name]
@@ -153,10 +159,13 @@ class MiniLMEmbedder:
         # lately (memoryhub.plumbing.cpu), so that requests keep theirs.
         threads = headroom.threads(settings.MEMORYHUB_EMBED_THREADS)
         try:
-            model = self._load(backend)
             if backend == "onnx":
-                vectors = model.encode(unique, workers=threads)
+                shape = self._shape()
+                vectors = self._load(backend, shape).encode(
+                    unique, batch_size=shape.batch, workers=max(1, threads // shape.threads)
+                )
             else:
+                model = self._load(backend)
                 self._torch_threads(threads)
                 vectors = model.encode(
                     unique,

@@ -7,7 +7,8 @@ package with torch.onnx into the data folder, then checks it against the torch m
 REFERENCE_TEXTS: the vectors must agree (cosine ≥ MIN_COSINE for every text) and both runtimes are
 timed, on a batch and on one query. An int8 copy is made and judged beside it (`quantize_int8`): for
 the web processes' queries (retrieval.query_embedding.INT8) and, where it is faster on a batch, for
-the vectors the embed lane stores. The verdict goes to `choice.json` beside the
+the vectors the embed lane stores; the lane's batch shape is then measured on this CPU
+(retrieval.embedder_calibration.ensure_measured). The verdict goes to `choice.json` beside the
 model; MEMORYHUB_EMBED_BACKEND=auto follows it, separately for queries and for batches. Nothing
 is downloaded. (sentence-transformers'
 own backend="onnx" needs optimum, which breaks this environment: see NOTES.)
@@ -48,12 +49,11 @@ INT8_BATCH_GAIN = 1.15
 MODEL_FILE = "model.onnx"
 INT8_FILE = "model-int8.onnx"
 MAX_TOKENS = 256  # sentence_bert_config.json's max_seq_length
-# Texts per ONNX Runtime call: one. Small batches cost less CPU per text than sentence-transformers'
-# 32, whose attention scores (texts x 12 heads x length^2) outgrow the CPU's caches: 1,200 LoCoMo
-# chunk inputs and sentences on one thread, int8 copy, 4.9 CPU s one by one, 4.8 in twos, 4.9 in
-# fours, 5.6 in eights, 6.6 in 16s, 7.6 in 32s; the full model 11.7 in fours, 14.9 in 32s. Alone,
-# a text pads nothing and its int8 vector does not depend on its batch mates (the activations'
-# scale is taken per call): a stored text's vector is the one it would get as a query.
+# Texts per ONNX Runtime call by default: one (the lane's shape is measured per CPU when the model
+# is prepared: retrieval.embedder_calibration). Small batches cost less CPU per text than
+# sentence-transformers' 32, whose attention scores (texts x 12 heads x length^2) outgrow the CPU's
+# caches. Alone, a text pads nothing and its int8 vector does not depend on its batch mates (the
+# activations' scale is taken per call): a stored text's vector is the one it would get as a query.
 ONNX_BATCH = 1
 INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 # Real texts of the kinds MemoryHub embeds: chat turns, tool calls, long answers, other scripts.
@@ -238,7 +238,7 @@ def ensure_prepared() -> dict[str, Any] | None:
             elif _lacks_int8(choice):  # a folder prepared before the int8 copy
                 int8 = _int8_verdict(directory)
                 if int8 is not None:
-                    choice = _record(directory, {**choice, "int8": int8})
+                    choice = record_choice(directory, {**choice, "int8": int8})
         return choice
 
 
@@ -266,7 +266,7 @@ def _prepare(directory: Path) -> dict[str, Any] | None:
     choice["export_seconds"] = round(time.monotonic() - started, 1)
     if choice["agree"] and (int8 := _int8_verdict(directory)) is not None:
         choice["int8"] = int8
-    return _record(directory, choice)
+    return record_choice(directory, choice)
 
 
 def _int8_verdict(directory: Path) -> dict[str, Any] | None:
@@ -279,7 +279,7 @@ def _int8_verdict(directory: Path) -> dict[str, Any] | None:
         return None
 
 
-def _record(directory: Path, choice: dict[str, Any]) -> dict[str, Any]:
+def record_choice(directory: Path, choice: dict[str, Any]) -> dict[str, Any]:
     tmp = directory / "choice.json.tmp"
     tmp.write_text(json.dumps(choice, indent=2))
     os.replace(tmp, directory / "choice.json")

@@ -42,13 +42,13 @@ TEXTS = [
 
 @pytest.fixture(scope="module")
 def prepared(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    from retrieval.minilm_runtimes import ensure_prepared
+    from retrieval.embedder_calibration import ensure_measured
 
     data_dir = tmp_path_factory.mktemp("data")
     previous = django_settings.DATA_DIR
     django_settings.DATA_DIR = data_dir
     try:
-        yield data_dir, ensure_prepared()
+        yield data_dir, ensure_measured()
     finally:
         django_settings.DATA_DIR = previous
 
@@ -97,6 +97,12 @@ def test_the_faster_runtime_is_chosen_for_queries_and_for_batches(prepared) -> N
         (Path(prepared[0]) / "models").glob("*/choice.json").__next__().read_text()
     )
     assert recorded == choice  # what every process of this data folder reads
+    from retrieval.embedder_calibration import MARGIN, cpu_identity
+
+    lane = choice["lane"]  # the lane's shape measured here: the least CPU a text
+    assert lane["cpu"] == cpu_identity() and len(lane["cpu_ms_per_text"]) > 1
+    cheapest = min(lane["cpu_ms_per_text"][name] for name in lane["agreeing"])
+    assert lane["cpu_ms_per_text"][lane["chosen"]] <= cheapest / (1 - MARGIN)
 
 
 def test_a_web_process_embeds_a_query_without_importing_torch(prepared) -> None:  # type: ignore[no-untyped-def]
@@ -216,14 +222,65 @@ def test_the_lane_stores_int8_vectors_only_where_the_verdict_says(
 
     settings.MEMORYHUB_EMBED_BACKEND = backend
     embedder = MiniLMEmbedder()
-    embedder._choice = {
-        **prepared[1],
+    embedder._choice = {  # a folder whose lane was not measured on this CPU yet
+        **{k: v for k, v in prepared[1].items() if k != "lane"},
         "batch": "onnx",
         "int8": {**prepared[1]["int8"], "batch": {**prepared[1]["int8"]["batch"], "use": use}},
     }
     vectors = np.array(embedder.embed(TEXTS))
     assert [m.filename for m in embedder._models.values()] == [model]
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-3)
+
+
+def _measured_here(shape: Any) -> dict[str, Any]:
+    """A lane record of `shape`, measured on this CPU."""
+    from dataclasses import asdict
+
+    from retrieval.embedder_calibration import cpu_identity
+
+    return {"cpu": cpu_identity(), "shape": asdict(shape), "chosen": shape.name}
+
+
+@pytest.mark.parametrize(
+    ("filename", "batch", "threads"), [("model.onnx", 8, 2), ("model-int8.onnx", 4, 1)]
+)
+def test_the_lane_embeds_with_the_shape_measured_on_this_cpu(
+    prepared, settings, monkeypatch, filename: str, batch: int, threads: int
+) -> None:  # type: ignore[no-untyped-def]
+    """The file, texts per call and threads per call of the measured shape; its vectors agree with
+    the full model's, each text alone, as the measurement required."""
+    import numpy as np
+
+    from memoryhub.plumbing import cpu
+    from retrieval.embedder_calibration import LaneShape
+    from retrieval.embedders import MiniLMEmbedder
+    from retrieval.minilm_runtimes import (
+        INT8_MEDIAN_COSINE,
+        INT8_MIN_COSINE,
+        OnnxMiniLM,
+        cache_dir,
+    )
+
+    settings.MEMORYHUB_EMBED_BACKEND, settings.MEMORYHUB_EMBED_THREADS = "auto", 2
+    monkeypatch.setattr(cpu.headroom, "free", lambda: 2.0)  # a quiet machine: both threads
+    embedder = MiniLMEmbedder()
+    embedder._choice = {**prepared[1], "lane": _measured_here(LaneShape(filename, batch, threads))}
+    calls: list[tuple[int, int]] = []
+    encode = OnnxMiniLM.encode
+    monkeypatch.setattr(
+        OnnxMiniLM,
+        "encode",
+        lambda self, texts, batch_size=1, workers=1: (
+            calls.append((batch_size, workers)) or encode(self, texts, batch_size, workers)
+        ),
+    )
+    vectors = np.array(embedder.embed(TEXTS))
+    [model] = embedder._models.values()
+    assert model.filename == filename and calls == [(batch, 2 // threads)]
+    assert model.session.get_session_options().intra_op_num_threads == threads
+    alone = OnnxMiniLM(cache_dir(), 1).encode(TEXTS, batch_size=1)
+    cosines = (vectors * alone).sum(axis=1)
+    assert np.median(cosines) >= INT8_MEDIAN_COSINE and cosines.min() >= INT8_MIN_COSINE, cosines
 
 
 def _judged(batch: str, torch_rate: float, int8_rate: float, use: bool) -> dict[str, Any]:
@@ -284,11 +341,13 @@ def test_a_stored_texts_int8_vector_is_its_own_whatever_is_embedded_with_it(
     gets as a query, and the same in every claim."""
     import numpy as np
 
+    from retrieval.embedder_calibration import DEFAULT_SHAPE
     from retrieval.embedders import MiniLMEmbedder
 
     settings.MEMORYHUB_EMBED_BACKEND = "auto"
     embedder = MiniLMEmbedder()
     embedder._choice = {**prepared[1], **_judged("onnx", 60.0, 85.3, True)}
+    embedder._choice["lane"] = _measured_here(DEFAULT_SHAPE)
     together = np.array(embedder.embed(TEXTS))
     assert [m.filename for m in embedder._models.values()] == ["model-int8.onnx"]
     alone = np.array([embedder.embed([text])[0] for text in TEXTS])

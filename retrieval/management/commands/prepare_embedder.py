@@ -1,6 +1,7 @@
 """`manage.py prepare_embedder`: export MiniLM to ONNX in the data folder and judge it against
-torch, once (`manage.py run` has it done in a child process of its own on start; an image build can
-run it ahead). Prints the verdict that every process of the data folder then follows."""
+torch, once, and measure the embed lane's shape on this CPU (`manage.py run` has it done in a child
+process of its own on start; an image build can run it ahead). Prints the verdict that every
+process of the data folder then follows."""
 
 from __future__ import annotations
 
@@ -23,10 +24,11 @@ class Command(BaseCommand):
                 f"MEMORYHUB_EMBEDDER is {settings.MEMORYHUB_EMBEDDER!r}: nothing to prepare."
             )
             return
-        from retrieval.minilm_runtimes import batch_runtime, cache_dir, ensure_prepared
+        from retrieval.embedder_calibration import ensure_measured, lane_shape
+        from retrieval.minilm_runtimes import batch_runtime, cache_dir
 
         try:
-            choice = ensure_prepared()
+            choice = ensure_measured()
         except Exception as exc:
             raise CommandError(f"Preparing the ONNX model failed: {exc}") from exc
         if choice is None:
@@ -38,14 +40,17 @@ class Command(BaseCommand):
             if int8 is None
             else ("agrees" if int8.get("agree") else "does not agree: not used")
         )
-        batch = (int8 or {}).get("batch") or {}
-        rates = batch.get("texts_per_second") or {}
         runtime = batch_runtime(choice)
-        from_int8 = batch.get("use") and runtime == "onnx"
+        lane = choice.get("lane") or {}
+        cost = (lane.get("cpu_ms_per_text") or {}).get(lane.get("chosen"))
         stored = (
-            f"; stored vectors {'from the int8 copy' if from_int8 else 'from the full model'} "
-            f"({rates.get('int8')} against {rates.get('float')} texts a second on one thread)"
-            if batch
+            f"; the lane embeds with {lane_shape(choice).name}"
+            + (
+                f" ({cost} CPU ms a text, the least of {len(lane['cpu_ms_per_text'])})"
+                if cost
+                else ""
+            )
+            if runtime == "onnx"
             else ""
         )
         self.stdout.write(
