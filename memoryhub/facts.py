@@ -386,7 +386,7 @@ def _former_default(placement: Placement, data: dict[str, Any]) -> str | None:
     second one beside it."""
     if data.get("scope") is not None or placement.session is None or placement.tier != "account":
         return None
-    return f"workspace:{placement.session.workspace_id}"
+    return Fact(tier="workspace", workspace_id=placement.session.workspace_id).compute_scope_key()
 
 
 def _writable(key: ApiKey, fact: Fact) -> None:

@@ -8,16 +8,15 @@ from __future__ import annotations
 
 from retrieval.search import sql as search_sql
 from retrieval.search.request import SearchPlan, SearchRequest
-from retrieval.search.statistics import bucket_clause, range_buckets, size_sql
+from retrieval.search.statistics import bucket_clause, range_buckets, scope_size_sql
 
 
 def plan_search(req: SearchRequest) -> SearchPlan:
     """The plan of `req`: its WHERE conditions built once, its owner halves and sizes from them."""
     parts = search_sql.where_parts(req)
-    sizes = bucket_clause(req, "z")
     halves = None
     if req.user_id is not None:
-        shared_sql, shared_params = size_sql(req, sizes, owner=False, shared_only=True)
+        shared_sql, shared_params = scope_size_sql(req, owner=False, shared_only=True)
         shared_where, shared_where_params = parts.clause("shared")
         halves = (
             parts.clause("own"),
@@ -28,10 +27,7 @@ def plan_search(req: SearchRequest) -> SearchPlan:
         halves=halves,
         buckets=bucket_clause(req),
         wide_buckets=range_buckets(req) if req.nearest_first else None,
-        # Exact or HNSW search is chosen for every row the search reads: a session's default range
-        # is its owner's whole memory, whose rows may lie mostly in other channels than its own.
-        scope_size=size_sql(
-            req, range_buckets(req, "z") if req.nearest_first else sizes, owner=True
-        ),
-        statistics_size=size_sql(req, sizes, owner=False),
+        # Exact or HNSW search is chosen for every row the search reads (scope_size_sql).
+        scope_size=scope_size_sql(req, owner=True),
+        statistics_size=scope_size_sql(req, owner=False),
     )
