@@ -28,7 +28,7 @@ import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from memory import descendants, wait_for_key  # noqa: E402
+from memory import roles, wait_for_key  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -87,20 +87,8 @@ def command(pid: int) -> str:
 
 
 def web_workers(server_pid: int) -> list[int]:
-    out = []
-    for pid in descendants(server_pid):
-        try:
-            cmd = Path(f"/proc/{pid}/cmdline").read_text().replace("\0", " ")
-        except OSError:
-            continue
-        if (
-            "postgres" not in cmd
-            and "qcluster" not in cmd
-            and "cluster" not in cmd
-            and pid != server_pid
-        ):
-            out.append(pid)
-    return out
+    """The web workers under `manage.py run` (bench/memory.py names each process)."""
+    return [pid for pid, role in roles(server_pid).items() if role == "web worker"]
 
 
 def export(url: str, key: str, results: list[tuple[int, float]]) -> None:

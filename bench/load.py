@@ -38,7 +38,7 @@ import psutil
 import psycopg
 
 from bench.ingest import Server
-from bench.memory import descendants, describe
+from bench.memory import describe, roles
 from memoryhub.plumbing.embedded_pg import embedded_database_url, postmaster
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -207,9 +207,10 @@ class Watch:
 
     def reading(self, conn: psycopg.Connection[Any]) -> dict[str, Any]:
         # the embedded PostgreSQL is read apart (bench/memory.py leaves it out too)
-        hub = [r for r in readings(tree(self.server.process.pid)) if "postgres" not in r["cmd"]]
+        hub = readings(tree(self.server.process.pid))
         main = postmaster(self.server.data_dir)
-        pg = readings([main.pid, *(c.pid for c in main.children())] if main else [])
+        backends = [main.pid, *(c.pid for c in main.children())] if main else []
+        pg = readings(dict.fromkeys(backends, "postgres"))
         return {
             "t_s": round(time.monotonic() - self.began),
             "load1": round(psutil.getloadavg()[0], 2),
@@ -226,22 +227,23 @@ class Watch:
             return int(conn.execute(KEPT).fetchone()[0])
 
 
-def tree(pid: int) -> list[int]:
-    """bench/memory.py's descendants, read again when a thread or process ended while it read."""
+def tree(pid: int) -> dict[int, str]:
+    """bench/memory.py's roles (run and every MemoryHub process under it, PostgreSQL apart), read
+    again when a thread or process ended while it read."""
     for _ in range(5):
         try:
-            return descendants(pid)
+            return roles(pid)
         except OSError:
             continue
-    return []
+    return {}
 
 
-def readings(pids: list[int]) -> list[dict[str, Any]]:
+def readings(pids: dict[int, str]) -> list[dict[str, Any]]:
     """bench/memory.py's reading of each process (one that exited meanwhile is left out)."""
     out = []
-    for pid in pids:
+    for pid, role in pids.items():
         try:
-            out.append(describe(pid))
+            out.append(describe(pid, role))
         except (OSError, StopIteration):
             continue
     return out
