@@ -37,15 +37,9 @@ class DocumentInput(StrictSerializer):
         trim_whitespace=False,
         help_text="The document's text, chunked and indexed for search.",
     )
-    session = session_field(
-        "place", cls=serializers.CharField, required=False, allow_null=True, default=None
-    )
-    workspace = workspace_field(
-        "place", cls=serializers.CharField, required=False, allow_null=True, default=None
-    )
-    channel = channel_field(
-        "place", cls=serializers.CharField, required=False, allow_null=True, default=None
-    )
+    session = session_field("place", required=False, allow_null=True, default=None)
+    workspace = workspace_field("place", required=False, allow_null=True, default=None)
+    channel = channel_field("place", required=False, allow_null=True, default=None)
     metadata = metadata_field("place", required=False, default=dict)
     tags = tags_field(
         "place",
@@ -58,7 +52,6 @@ class DocumentInput(StrictSerializer):
     user_id = user_field(
         "place",
         fallback="the session's end user, else none: shared knowledge",
-        cls=serializers.CharField,
         required=False,
         allow_blank=True,
         default="",

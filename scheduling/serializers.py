@@ -94,7 +94,6 @@ class ScheduleInput(StrictSerializer):
     user_id = user_field(
         "place",
         fallback="none",
-        cls=serializers.CharField,
         required=False,
         allow_blank=True,
         default="",
@@ -114,9 +113,7 @@ class ScheduleInput(StrictSerializer):
         default="",
         help_text="The channel notifications go to, if any.",
     )
-    workspace = workspace_field(
-        "place", cls=serializers.CharField, required=False, allow_blank=True
-    )
+    workspace = workspace_field("place", required=False, allow_blank=True)
     channel_context_id = serializers.CharField(
         max_length=200,
         required=False,
@@ -136,7 +133,7 @@ class SchedulePatchInput(StrictSerializer):
     action = ActionField(max_length=50, required=False, help_text=ACTION_HELP)
     params = ParamsField(required=False, help_text="New action parameters.")
     cadence = CadenceInput(required=False, help_text="A new cadence (the next run is recomputed).")
-    user_id = user_field("change", cls=serializers.CharField, required=False, allow_blank=True)
+    user_id = user_field("change", required=False, allow_blank=True)
     notification_policy = serializers.ChoiceField(
         choices=NotificationPolicy.choices, required=False, help_text="A new notification policy."
     )

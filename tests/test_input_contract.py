@@ -211,3 +211,30 @@ def test_the_fuzz_harness_excuses_nul_only_in_keys() -> None:
     assert not _nul_only_in_keys({"metadata": {"k\x00": "v\x00"}})
     assert not _nul_only_in_keys({"title": "a\x00"}) and not _nul_only_in_keys({"a": 1})
     assert len(CHECKS) >= 15  # every check schemathesis registers, and the envelope
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/api/v1/search/", {"query": "tea", "session": 5}),
+        ("/api/v1/search/", {"query": "tea", "user_id": 5}),
+        ("/api/v1/context/", {"session": 5}),
+        ("/api/v1/documents/", {"source_uri": "u", "text": "t", "workspace": 5}),
+        (
+            "/api/v1/schedules/",
+            {
+                "name": "n",
+                "action": "summarise",
+                "cadence": {"type": "interval", "value": "1h"},
+                "user_id": 5,
+            },
+        ),
+        ("/api/v1/notes/", {"content": "c", "session": 5}),
+    ],
+)
+def test_a_number_for_a_placement_string_is_a_400_on_every_endpoint(alice, path, body) -> None:  # type: ignore[no-untyped-def]
+    response = alice.post(path, body, format="json")
+    assert response.status_code == 400, (path, body, response.content)
+    assert error_code(response) == "validation_error"
+    field = next(name for name in body if isinstance(body[name], int))
+    assert field in response.json()["error"]["details"]["fields"], response.content

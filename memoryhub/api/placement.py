@@ -61,10 +61,11 @@ def _marked(field: Any, role: Role) -> Any:
 def _char(
     role: Role, help_text: str, limit: int, cls: type[serializers.Field] | None, **options: Any
 ) -> Any:
-    """A text field: strict (no number or boolean taken as text) where a body writes it, plain
-    where a query string (always text) or an answer carries it, unless the caller names `cls`."""
+    """A text field, strict (no number or boolean taken as text) in every role unless the caller
+    names `cls`: a JSON body that says `"session": 5` is refused by a search as by a note (a query
+    string's value is always text, and an answer's is never parsed)."""
     if cls is None:
-        cls = StrictCharField if role in _WRITES else serializers.CharField
+        cls = StrictCharField
     if role in _WRITES:
         options.setdefault("max_length", limit)
     return _marked(cls(help_text=help_text, **options), role)

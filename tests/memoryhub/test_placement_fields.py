@@ -109,3 +109,18 @@ def test_a_body_that_writes_is_held_to_the_columns_length_and_refuses_a_number()
     assert not Body(data={"workspace": "w" * 101}).is_valid()
     assert not Body(data={"user_id": 7}).is_valid()
     assert Body(data={"workspace": "w" * 100, "user_id": "ann"}).is_valid()
+
+
+def test_a_number_is_refused_as_text_in_every_role_that_reads_input() -> None:
+    # A search or context body that says `"session": 5` was read as the session "5" while a note's
+    # body refused it: one rule now, whatever the role.
+    class Body(serializers.Serializer):
+        session = session_field("recall", required=False)
+        workspace = workspace_field("filter", of="notes", required=False)
+        user_id = user_field("on_behalf", required=False)
+
+    for field in ("session", "workspace", "user_id"):
+        body = Body(data={field: 5})
+        assert not body.is_valid()
+        assert body.errors[field][0].code == "invalid"
+        assert Body(data={field: "5"}).is_valid()
