@@ -21,6 +21,14 @@ that is about the query on one of three legs:
   every word is rare, and one that shares a minor word with the query ("called" and "call me
   Annie") does not join the one that answers it.
 A memory whose vector is still to be computed passes on any word of the query.
+
+Context injects only what the floor admits. Search lists what it admits too, up to top_k, unless
+the admitted fill the page (engine.admitted_first): the floor says how many results a memory
+holds about the query, not which ones fusion puts first. A conversation searched in its own
+channel says its topic words in most of its messages, so its answers score low on words there
+(BM25 3.7 against 7.3 when the statistics span the tenant) while their cosines sit below the
+conversation's common level; dropping them for admitted memories lower in fusion's order cost
+0.030 of turn recall@10 (bench/README.md, "Precision").
 """
 
 from __future__ import annotations

@@ -236,22 +236,45 @@ def test_cover_conversations_is_a_reordering_of_the_ranking() -> None:
     assert [c.pk for c in cover_conversations(ranked[:3], 5, 0.4)] == [1, 2, 3]
 
 
-def test_the_relevance_floor_takes_out_what_coverage_chose_over_every_candidate() -> None:
-    """Coverage picks among every candidate as with no floor; the floor then removes what is not
-    about the query and its places go to admitted candidates by rank (2 is not about the query:
-    coverage's other choices stay, and the best admitted candidate left, 4, takes its place)."""
-    from retrieval.search import Candidate, cover_conversations
-    from retrieval.search.engine import admitted_first
+def _every() -> list[Any]:
+    from retrieval.search import Candidate
 
     def cand(pk: int, session: int | None) -> Candidate:
         return Candidate(pk, session, f"t{pk}", False, 0.0, None, 0.5)
 
-    every = [cand(1, 1), cand(2, 2), cand(3, 3), cand(4, 1), cand(5, 4), cand(6, 5), cand(7, 1)]
-    admitted = [c for c in every if c.pk != 2]
+    return [cand(1, 1), cand(2, 2), cand(3, 3), cand(4, 1), cand(5, 4), cand(6, 5), cand(7, 1)]
+
+
+def test_the_relevance_floor_takes_out_what_coverage_chose_over_every_candidate() -> None:
+    """Coverage picks among every candidate as with no floor; the floor then removes what is not
+    about the query and its places go to admitted candidates by rank (2 and 5 are not about the
+    query: coverage's other choices stay, and the best admitted candidate left, 4, joins them)."""
+    from retrieval.search import cover_conversations
+    from retrieval.search.engine import admitted_first
+
+    every = _every()
+    admitted = [c for c in every if c.pk in {1, 3, 4}]
     covered = cover_conversations(every, 4, 0.5)
     assert [c.pk for c in covered] == [1, 2, 3, 5]
-    assert [c.pk for c in admitted_first(covered, every, admitted, 4)] == [1, 3, 5, 4]
+    assert [c.pk for c in admitted_first(covered, every, admitted, 4)] == [1, 3, 4]
     assert [c.pk for c in admitted_first(covered, every, admitted[:2], 4)] == [1, 3]
+
+
+def test_the_relevance_floor_leaves_coverage_its_choice_when_the_admitted_fill_the_page() -> None:
+    """Six of seven candidates are about the query, more than the four places: the floor has no
+    memory to keep out for lack of relevant ones, so coverage's list stands, 2 included, rather
+    than 2 giving its place to 4, lower in fusion's order (a conversation searched in its own
+    channel lost answers that way)."""
+    from retrieval.search import cover_conversations
+    from retrieval.search.engine import admitted_first
+
+    every = _every()
+    admitted = [c for c in every if c.pk != 2]
+    covered = cover_conversations(every, 4, 0.5)
+    assert [c.pk for c in admitted_first(covered, every, admitted, 4)] == [1, 2, 3, 5]
+    # exactly four admitted fill the page too
+    exactly = [c for c in every if c.pk in {1, 3, 4, 5}]
+    assert [c.pk for c in admitted_first(covered, every, exactly, 4)] == [1, 2, 3, 5]
 
 
 def test_every_search_counts_an_access_of_what_it_returned(
