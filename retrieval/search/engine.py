@@ -146,7 +146,7 @@ def _run_search(
         return _by_session(req, pool, plan, order, ranked, vec, trace, model, floor)
     # Dedup and coverage choose among every candidate, as with no floor, and the floor then takes
     # out what is not about the query, its places going to admitted candidates in rank order
-    # (unless the admitted fill the page: admitted_first): on
+    # (unless the admitted fill the page: Floor.listed): on
     # the floored list alone, coverage measured the conversations' evidence over fewer results
     # and moved up others, pushing out an admitted answer (cosine 0.67) that ranked ninth.
     head = unfloored[: 3 * req.top_k]
@@ -162,7 +162,8 @@ def _run_search(
         kept, req.top_k, coverage, order, weights.COVERAGE_FLOOR, evidence
     )
     if len(ranked) < len(unfloored):
-        covered = admitted_first(covered, kept, ranked, req.top_k)
+        floored = admitted_first(covered, kept, ranked, req.top_k)
+        covered = floored if req.min_cosine is not None else floor.listed(covered, floored)
     trace.ranks("coverage", kept, covered, evidence, words)
     if ranking.reranks(req) and weights.NEWER_FIRST > 0.0:  # knowledge updates (off by default)
         before, (covered, order) = (
@@ -208,16 +209,11 @@ def admitted_first(
     covered: list[Candidate], kept: list[Candidate], admitted: list[Candidate], top_k: int
 ) -> list[Candidate]:
     """What coverage chose that the floor admits, then the other admitted candidates of `kept`
-    in rank order, up to top_k; or coverage's choice as it is when the admitted fill top_k. The
-    floor says how many memories are about the query, so that a memory holding too few lists
-    fewer; when they fill the page it would only reorder, swapping a result that fusion ranks
-    high on its words for one lower down that passes on meaning (in a conversation searched in
-    its own channel, where its topic words are common, answers fell under the words leg)."""
+    in rank order, up to top_k."""
     ok = {c.pk for c in admitted}
     chosen = [c for c in covered if c.pk in ok]
     taken = {c.pk for c in chosen}
-    listed = chosen + [c for c in kept if c.pk in ok and c.pk not in taken][: top_k - len(chosen)]
-    return covered if len(listed) >= top_k else listed
+    return chosen + [c for c in kept if c.pk in ok and c.pk not in taken][: top_k - len(chosen)]
 
 
 def _hits(

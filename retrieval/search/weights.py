@@ -38,7 +38,7 @@ COVERAGE_FLOOR = 0.8
 TEXT_CONTEXT_WEIGHT = 0.3
 # The relevance floor of search and context (docs/ranking.md#relevance-floor;
 # retrieval.search.relevance says the rule; search lists only admitted memories unless they fill
-# top_k, engine.admitted_first):
+# top_k, Floor.listed):
 # a memory is admitted (and joins a context) when its cosine to the query is at least
 # RELEVANCE_MIN_COSINE, or at least RELEVANCE_LOW_COSINE and RELEVANCE_GAP above the query's
 # RELEVANCE_NEIGHBOURS-th nearest candidate, or its BM25 score is at least RELEVANCE_WORD_SHARE of

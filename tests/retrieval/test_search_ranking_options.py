@@ -247,34 +247,54 @@ def _every() -> list[Any]:
 
 def test_the_relevance_floor_takes_out_what_coverage_chose_over_every_candidate() -> None:
     """Coverage picks among every candidate as with no floor; the floor then removes what is not
-    about the query and its places go to admitted candidates by rank (2 and 5 are not about the
-    query: coverage's other choices stay, and the best admitted candidate left, 4, joins them)."""
-    from retrieval.search import cover_conversations
-    from retrieval.search.engine import admitted_first
-
-    every = _every()
-    admitted = [c for c in every if c.pk in {1, 3, 4}]
-    covered = cover_conversations(every, 4, 0.5)
-    assert [c.pk for c in covered] == [1, 2, 3, 5]
-    assert [c.pk for c in admitted_first(covered, every, admitted, 4)] == [1, 3, 4]
-    assert [c.pk for c in admitted_first(covered, every, admitted[:2], 4)] == [1, 3]
-
-
-def test_the_relevance_floor_leaves_coverage_its_choice_when_the_admitted_fill_the_page() -> None:
-    """Six of seven candidates are about the query, more than the four places: the floor has no
-    memory to keep out for lack of relevant ones, so coverage's list stands, 2 included, rather
-    than 2 giving its place to 4, lower in fusion's order (a conversation searched in its own
-    channel lost answers that way)."""
+    about the query and its places go to admitted candidates by rank (2 is not about the query:
+    coverage's other choices stay, and the best admitted candidate left, 4, takes its place)."""
     from retrieval.search import cover_conversations
     from retrieval.search.engine import admitted_first
 
     every = _every()
     admitted = [c for c in every if c.pk != 2]
     covered = cover_conversations(every, 4, 0.5)
-    assert [c.pk for c in admitted_first(covered, every, admitted, 4)] == [1, 2, 3, 5]
-    # exactly four admitted fill the page too
-    exactly = [c for c in every if c.pk in {1, 3, 4, 5}]
-    assert [c.pk for c in admitted_first(covered, every, exactly, 4)] == [1, 2, 3, 5]
+    assert [c.pk for c in covered] == [1, 2, 3, 5]
+    assert [c.pk for c in admitted_first(covered, every, admitted, 4)] == [1, 3, 5, 4]
+    assert [c.pk for c in admitted_first(covered, every, admitted[:2], 4)] == [1, 3]
+
+
+def _floor() -> Any:
+    from retrieval.search.relevance import Floor
+
+    return Floor(0.0, 0.0, 0.0, {}, {}, [])
+
+
+def test_the_relevance_floor_leaves_coverage_its_page_when_the_admitted_fill_it() -> None:
+    """Six of seven candidates are about the query, more than the four places: the floor has no
+    memory to keep out for lack of relevant ones, so coverage's page stands, 2 included, rather
+    than 2 giving its place to 4, lower in fusion's order (a conversation searched in its own
+    channel lost answers that way), and context injects 2 as search lists it."""
+    from retrieval.search import cover_conversations
+    from retrieval.search.engine import admitted_first
+
+    every = _every()
+    covered = cover_conversations(every, 4, 0.5)
+    floor = _floor()
+    assert not floor.admits(2, 0.0, 0.0)
+    for admitted in ([c for c in every if c.pk != 2], [c for c in every if c.pk in {1, 3, 4, 5}]):
+        floored = admitted_first(covered, every, admitted, 4)
+        assert [c.pk for c in floor.listed(covered, floored)] == [1, 2, 3, 5]
+    assert floor.admits(2, 0.0, 0.0)
+
+
+def test_the_relevance_floor_lists_only_the_admitted_when_they_are_too_few() -> None:
+    """Three admitted for four places: the floor's list, and nothing else counts as admitted."""
+    from retrieval.search import cover_conversations
+    from retrieval.search.engine import admitted_first
+
+    every = _every()
+    covered = cover_conversations(every, 4, 0.5)
+    floor = _floor()
+    floored = admitted_first(covered, every, [c for c in every if c.pk in {1, 3, 4}], 4)
+    assert [c.pk for c in floor.listed(covered, floored)] == [1, 3, 4]
+    assert not floor.admits(2, 0.0, 0.0) and not floor.admits(5, 0.0, 0.0)
 
 
 def test_every_search_counts_an_access_of_what_it_returned(
