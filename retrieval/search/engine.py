@@ -145,7 +145,8 @@ def _run_search(
     if req.group_by == "session":
         return _by_session(req, pool, plan, order, ranked, vec, trace, model, floor)
     # Dedup and coverage choose among every candidate, as with no floor, and the floor then takes
-    # out what is not about the query, its places going to admitted candidates in rank order: on
+    # out what is not about the query, its places going to admitted candidates in rank order
+    # (unless the admitted fill the page: Floor.listed): on
     # the floored list alone, coverage measured the conversations' evidence over fewer results
     # and moved up others, pushing out an admitted answer (cosine 0.67) that ranked ninth.
     head = unfloored[: 3 * req.top_k]
@@ -161,7 +162,8 @@ def _run_search(
         kept, req.top_k, coverage, order, weights.COVERAGE_FLOOR, evidence
     )
     if len(ranked) < len(unfloored):
-        covered = admitted_first(covered, kept, ranked, req.top_k)
+        floored = admitted_first(covered, kept, ranked, req.top_k)
+        covered = floored if req.min_cosine is not None else floor.listed(covered, floored)
     trace.ranks("coverage", kept, covered, evidence, words)
     if ranking.reranks(req) and weights.NEWER_FIRST > 0.0:  # knowledge updates (off by default)
         before, (covered, order) = (

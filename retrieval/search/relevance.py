@@ -21,6 +21,15 @@ that is about the query on one of three legs:
   every word is rare, and one that shares a minor word with the query ("called" and "call me
   Annie") does not join the one that answers it.
 A memory whose vector is still to be computed passes on any word of the query.
+
+Search lists what the floor admits, up to top_k, and context injects what search lists. When
+the admitted fill the page, coverage's list stands whole, every memory on it admitted
+(Floor.listed): the floor says how many results a memory holds about the query, not which ones
+fusion puts first. A conversation searched in its own channel says its topic words in most of its
+messages, so its answers score low on words there (BM25 3.7 against 7.3 when the statistics span
+the tenant) while their cosines sit below the conversation's common level; dropping them for
+admitted memories lower in fusion's order cost 0.030 of turn recall@10 (bench/README.md,
+"Precision").
 """
 
 from __future__ import annotations
@@ -29,10 +38,10 @@ import dataclasses
 import heapq
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from retrieval.search import weights
-from retrieval.search.request import SearchRequest
+from retrieval.search.request import Candidate, SearchRequest
 from retrieval.search.textquery import SAID_BITS, TextQuery
 
 _WORD = re.compile(r"\w+(?:'s)?", re.UNICODE)
@@ -49,6 +58,7 @@ class Floor:
     order: dict[int, float]
     said: dict[int, int]  # which of the query's terms each candidate's own words say (bits)
     idfs: list[float]  # the terms' IDF, in bit order
+    paged: set[int] = field(default_factory=set)  # admitted with the page they fill (listed)
 
     def said_share(self, pk: int) -> float:
         """The share of the query's information (its terms' summed IDF) the memory's own words
@@ -59,7 +69,7 @@ class Floor:
         return sum(idf for i, idf in enumerate(self.idfs) if bits >> i & 1) / total
 
     def admits(self, pk: int, text_score: float | None, cosine: float | None) -> bool:
-        if weights.RELEVANCE_MIN_COSINE <= -1.0:  # the floor is off
+        if weights.RELEVANCE_MIN_COSINE <= -1.0 or pk in self.paged:  # off, or on a full page
             return True
         if cosine is None:  # still to be embedded: its words alone
             return (text_score or 0.0) > 0.0
@@ -77,6 +87,16 @@ class Floor:
             and (text_score or 0.0) >= self.word_score
             and self.order.get(pk, 0.0) >= self.reach
         )
+
+    def listed(self, covered: list[Candidate], floored: list[Candidate]) -> list[Candidate]:
+        """What search lists: `floored` (what coverage chose that the floor admits, then other
+        admitted candidates, up to the page) when the admitted are too few to fill the page that
+        coverage chose; otherwise coverage's page whole, every memory on it admitted, so that
+        context injects what search lists."""
+        if len(floored) < len(covered):
+            return floored
+        self.paged = {c.pk for c in covered}
+        return covered
 
 
 def floor_of(

@@ -37,8 +37,9 @@ COVERAGE_FLOOR = 0.8
 # Full text: how much a query word found only in a chunk's conversation context counts (0–1).
 TEXT_CONTEXT_WEIGHT = 0.3
 # The relevance floor of search and context (docs/ranking.md#relevance-floor;
-# retrieval.search.relevance says the rule):
-# a memory is listed (and joins a context) when its cosine to the query is at least
+# retrieval.search.relevance says the rule; search lists only admitted memories unless they fill
+# top_k, Floor.listed):
+# a memory is admitted (and joins a context) when its cosine to the query is at least
 # RELEVANCE_MIN_COSINE, or at least RELEVANCE_LOW_COSINE and RELEVANCE_GAP above the query's
 # RELEVANCE_NEIGHBOURS-th nearest candidate, or its BM25 score is at least RELEVANCE_WORD_SHARE of
 # a once-said word's IDF in scope, or its own words say RELEVANCE_WORDS_SAID of the query's summed
@@ -46,7 +47,8 @@ TEXT_CONTEXT_WEIGHT = 0.3
 # best candidate's. -1 (RELEVANCE_MIN_COSINE) lists everything fusion ranks. Calibrated on both
 # benchmark files' questions asked of the memory that holds their answer and of one that does
 # not: a foreign memory lists at most a quarter of what it did in every half of both files, turn
-# recall@10 within 0.005 (bench/README.md, "Precision", says where a half's session recall moves).
+# recall@10 within 0.005 of no floor's, user-wide and in a conversation's own channel
+# (bench/README.md, "Precision", says where a half's session recall moves).
 RELEVANCE_MIN_COSINE = 0.42
 RELEVANCE_LOW_COSINE = 0.3
 RELEVANCE_GAP = 0.15

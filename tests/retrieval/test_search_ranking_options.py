@@ -236,22 +236,65 @@ def test_cover_conversations_is_a_reordering_of_the_ranking() -> None:
     assert [c.pk for c in cover_conversations(ranked[:3], 5, 0.4)] == [1, 2, 3]
 
 
-def test_the_relevance_floor_takes_out_what_coverage_chose_over_every_candidate() -> None:
-    """Coverage picks among every candidate as with no floor; the floor then removes what is not
-    about the query and its places go to admitted candidates by rank (2 is not about the query:
-    coverage's other choices stay, and the best admitted candidate left, 4, takes its place)."""
-    from retrieval.search import Candidate, cover_conversations
-    from retrieval.search.engine import admitted_first
+def _every() -> list[Any]:
+    from retrieval.search import Candidate
 
     def cand(pk: int, session: int | None) -> Candidate:
         return Candidate(pk, session, f"t{pk}", False, 0.0, None, 0.5)
 
-    every = [cand(1, 1), cand(2, 2), cand(3, 3), cand(4, 1), cand(5, 4), cand(6, 5), cand(7, 1)]
+    return [cand(1, 1), cand(2, 2), cand(3, 3), cand(4, 1), cand(5, 4), cand(6, 5), cand(7, 1)]
+
+
+def test_the_relevance_floor_takes_out_what_coverage_chose_over_every_candidate() -> None:
+    """Coverage picks among every candidate as with no floor; the floor then removes what is not
+    about the query and its places go to admitted candidates by rank (2 is not about the query:
+    coverage's other choices stay, and the best admitted candidate left, 4, takes its place)."""
+    from retrieval.search import cover_conversations
+    from retrieval.search.engine import admitted_first
+
+    every = _every()
     admitted = [c for c in every if c.pk != 2]
     covered = cover_conversations(every, 4, 0.5)
     assert [c.pk for c in covered] == [1, 2, 3, 5]
     assert [c.pk for c in admitted_first(covered, every, admitted, 4)] == [1, 3, 5, 4]
     assert [c.pk for c in admitted_first(covered, every, admitted[:2], 4)] == [1, 3]
+
+
+def _floor() -> Any:
+    from retrieval.search.relevance import Floor
+
+    return Floor(0.0, 0.0, 0.0, {}, {}, [])
+
+
+def test_the_relevance_floor_leaves_coverage_its_page_when_the_admitted_fill_it() -> None:
+    """Six of seven candidates are about the query, more than the four places: the floor has no
+    memory to keep out for lack of relevant ones, so coverage's page stands, 2 included, rather
+    than 2 giving its place to 4, lower in fusion's order (a conversation searched in its own
+    channel lost answers that way), and context injects 2 as search lists it."""
+    from retrieval.search import cover_conversations
+    from retrieval.search.engine import admitted_first
+
+    every = _every()
+    covered = cover_conversations(every, 4, 0.5)
+    floor = _floor()
+    assert not floor.admits(2, 0.0, 0.0)
+    for admitted in ([c for c in every if c.pk != 2], [c for c in every if c.pk in {1, 3, 4, 5}]):
+        floored = admitted_first(covered, every, admitted, 4)
+        assert [c.pk for c in floor.listed(covered, floored)] == [1, 2, 3, 5]
+    assert floor.admits(2, 0.0, 0.0)
+
+
+def test_the_relevance_floor_lists_only_the_admitted_when_they_are_too_few() -> None:
+    """Three admitted for four places: the floor's list, and nothing else counts as admitted."""
+    from retrieval.search import cover_conversations
+    from retrieval.search.engine import admitted_first
+
+    every = _every()
+    covered = cover_conversations(every, 4, 0.5)
+    floor = _floor()
+    floored = admitted_first(covered, every, [c for c in every if c.pk in {1, 3, 4}], 4)
+    assert [c.pk for c in floor.listed(covered, floored)] == [1, 3, 4]
+    assert not floor.admits(2, 0.0, 0.0) and not floor.admits(5, 0.0, 0.0)
 
 
 def test_every_search_counts_an_access_of_what_it_returned(
