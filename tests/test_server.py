@@ -160,6 +160,24 @@ def test_headers_too_slow_are_408_in_the_envelope_and_silence_is_closed(served: 
         assert sock.recv(100) == b""
 
 
+def test_an_idle_keep_alive_connection_outlives_a_clients_reuse_window(served: Served) -> None:
+    # httpx reuses a connection idle up to 5 s: one the server closed at that moment failed the
+    # request sent on it, so the server keeps it longer (here past the 2 s header deadline too).
+    hello = b"GET /api/v1/health/ HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+    with connect(served) as sock:
+        sock.sendall(hello)
+        assert read_reply(sock).status == 200
+        time.sleep(4)  # idle 6 s, with read_reply's 2 s look for a close
+        sock.sendall(hello)
+        reply = read_reply(sock)
+        assert reply.status == 200 and not reply.closed
+        # a further request's head that stops half way still meets the header deadline
+        sock.sendall(b"GET /api/v1/health/ HTTP/1.1\r\n")
+        sock.settimeout(10)
+        reply = read_reply(sock)
+        assert reply.status == 408 and reply.closed
+
+
 def test_a_body_too_slow_is_408(served: Served) -> None:
     with connect(served) as sock:
         # 100 bytes announced, 29 sent.

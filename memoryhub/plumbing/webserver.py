@@ -4,7 +4,8 @@ that a slow, idle or malformed client costs no worker and always gets the JSON e
 - An asyncio worker holds a connection that is still sending its headers as a few bytes in the
   event loop, not as a thread: 40 clients that never finish their headers leave /health/ answering.
 - A connection gets MEMORYHUB_HEADER_TIMEOUT_SECONDS to send its request line and headers (408,
-  or a silent close when it sent nothing), from its opening and again after each response.
+  or a silent close when it sent nothing) from its opening, and from the first byte of each
+  further request; between requests it may stay idle KEEPALIVE_SECONDS.
   memoryhub.plumbing.asgi_body times the body, and limits its size.
 - A request line plus headers over MAX_HEADER_BYTES (a URL over the limit) is a 431,
   and any request h11 cannot parse (`Content-Length: abc`) a 400, both in the envelope instead
@@ -27,8 +28,12 @@ from uvicorn_worker import UvicornWorker
 # Request line plus headers may take at most this many bytes (431 past it): 32 KiB, room for long
 # cookies and bearer tokens, far below what would let a client hold a worker's memory.
 MAX_HEADER_BYTES = 32 * 1024
-# An idle keep-alive connection is closed after this many seconds (uvicorn's own default).
-KEEPALIVE_SECONDS = 5
+# An idle keep-alive connection is closed after this many seconds: longer than clients keep an
+# idle connection for reuse (httpx 5 s, Node's undici 4 s, aiohttp 15 s), so that the client always
+# drops it first. At uvicorn's own 5 s, equal to httpx's, a request sent on a connection the server
+# was closing at that moment failed with a read error: 3 and 7 appends in ten minutes of 50 and 200
+# agents (bench/load.py). An idle connection costs the event loop a socket, no thread.
+KEEPALIVE_SECONDS = 20
 
 
 class _Connection(h11.Connection):
@@ -66,6 +71,8 @@ class JsonH11Protocol(H11Protocol):
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
+        if not self._started and self._header_timer is None:  # a further request's first bytes
+            self._arm_header_timer()
         self._started = True
         if self.conn.their_state is h11.IDLE and self._head_too_large(data):
             self._send_headers_too_large()
@@ -87,11 +94,12 @@ class JsonH11Protocol(H11Protocol):
             self._cancel_header_timer()
 
     def on_response_complete(self) -> None:
+        # Idle from here until the next request's first byte: uvicorn's keep-alive timer closes
+        # the connection after KEEPALIVE_SECONDS, and that byte starts the header deadline.
         self._started = False
         self._head = b""
+        self._cancel_header_timer()
         super().on_response_complete()
-        if not self.transport.is_closing() and self.conn.their_state is h11.IDLE:
-            self._arm_header_timer()
 
     def _arm_header_timer(self) -> None:
         from django.conf import settings
