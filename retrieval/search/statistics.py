@@ -1,5 +1,6 @@
 """What a search reads of the statistics indexing keeps (retrieval/termstats.py): the query's
-document frequencies and the scope's size, in one statement (`term_statistics`), never counting.
+document frequencies and the scope's size, in one statement (`term_statistics`), never counting;
+where the search reads more than its scope, also their frequencies in the whole range it reads.
 
 Buckets, not filters: a channel-scoped search reads the statistics of its channels (plus the
 channel-less memories of their workspaces and of the account), whatever further narrows it;
@@ -24,8 +25,9 @@ def bucket_clause(req: SearchRequest, alias: str = "s") -> tuple[str, list[Any]]
     a = alias
     # A session's conversation, and its default range (its owner's whole memory, nearest first):
     # the statistics of the nearest part, its channel, as a channel's search reads them
-    # (term_statistics takes the whole range's for a word the channel never says). The choice of
-    # exact or HNSW search counts the whole range instead (range_buckets, scope_size_sql).
+    # (term_statistics takes the whole range's for a word the channel never says, and every
+    # word's to choose full text's match terms). The choice of exact or HNSW search counts the
+    # whole range instead (range_buckets, scope_size_sql).
     if req.session_id is not None and (req.scope == "conversation" or req.nearest_first):
         return (
             (
