@@ -106,7 +106,9 @@ def matches_in_read(df: int, range_df: int | None, stats: TermStatistics) -> int
     if stats.range_counts is None or scans_scope(stats.read_size):
         return df
     if range_df is not None:
-        return range_df
+        # never fewer than the scope counts: the range's buckets may leave out the account's
+        # shared memories, which the scope's include
+        return max(range_df, df)
     return math.ceil(df * stats.read_size / max(stats.size, 1))
 
 
