@@ -3,7 +3,8 @@
     nice -n 10 .venv/bin/python bench/users.py --users 1000 --per-user 1000 --keepdb   # 1M chunks
     nice -n 10 .venv/bin/python bench/users.py --users 10000 --per-user 100 --keepdb   # 1M chunks
     nice -n 10 .venv/bin/python bench/users.py --users 10 --per-user 1000 --keepdb     # 10k
-    nice -n 10 .venv/bin/python bench/users.py --users 1 --per-user 1000000 --channels 40 --keepdb
+    nice -n 10 .venv/bin/python bench/users.py --users 1 --per-user 1000000 --channels 400 \\
+        --channels-per-user 400 --keepdb   # one user, 2,500 chunks in each of 400 channels
 
 One tenant, one workspace, --channels channels; user u's chunks are in conversations (sessions of
 at most 100 chunks) spread over --channels-per-user of them, and the tenant has --shared ownerless

@@ -17,7 +17,7 @@ from typing import Any
 from retrieval.search import fuzzy, weights
 from retrieval.search.request import SearchPlan, SearchRequest
 from retrieval.search.sql import Source, row_tested, scans_scope
-from retrieval.search.statistics import term_statistics
+from retrieval.search.statistics import TermStatistics, term_statistics
 from retrieval.search.textquery import TextQuery
 
 MATCH_BUDGET = 500  # chunks whose own words match, summed over the terms that select candidates
@@ -34,7 +34,8 @@ def build_text_query(req: SearchRequest, plan: SearchPlan) -> TextQuery:
     closest words of the scope for those it does not say (typo tolerance: fuzzy.py; they must be
     visible under the plan's WHERE clause)."""
     where, params = plan.where
-    lexemes, frequencies, size, read_size = term_statistics(req, plan)
+    stats = term_statistics(req, plan)
+    lexemes, frequencies, size, read_size, _ = stats
     if not lexemes:
         return TextQuery([], False)
     literals = [tsquery_literal(x) for x in lexemes]
@@ -49,10 +50,13 @@ def build_text_query(req: SearchRequest, plan: SearchPlan) -> TextQuery:
             {t for t, _, _ in terms},
             total,
         )
+    in_range = {tsquery_literal(x): n for x, n in (stats.range_counts or {}).items()}
     return TextQuery(
         [(t, idf) for t, idf, _ in terms],
         bool(_WEBSEARCH_OPERATORS.search(req.query)),
-        select_match_terms(terms),
+        select_match_terms(
+            [(t, idf, matches_in_read(df, in_range.get(t), stats)) for t, idf, df in terms]
+        ),
         size,
         read_size,
     )
@@ -88,8 +92,29 @@ def weigh_terms(
     return terms
 
 
+def matches_in_read(df: int, range_df: int | None, stats: TermStatistics) -> int:
+    """About how many chunks of what the search reads say a term that `df` chunks of the
+    statistics' scope say: the count the match budget spends (select_match_terms).
+
+    A session's default read weighs its words by its channel's statistics but reads its owner's
+    whole memory (TermStatistics.read_size), where a word rare in the channel may be common: the
+    term's frequency in the whole range (`range_df`, TermStatistics.range_counts) counts instead;
+    for a typo's alternative, known in the scope only, its frequency scaled to the read. Only where
+    the read goes through the full-text index (sql.scans_scope false): a smaller read tests each
+    of its rows anyway, and keeps the terms its statistics choose.
+    """
+    if stats.range_counts is None or scans_scope(stats.read_size):
+        return df
+    if range_df is not None:
+        # never fewer than the scope counts: the range's buckets may leave out the account's
+        # shared memories, which the scope's include
+        return max(range_df, df)
+    return math.ceil(df * stats.read_size / max(stats.size, 1))
+
+
 def select_match_terms(terms: list[tuple[str, float, int]]) -> list[str]:
-    """The rarest terms, up to a budget of matching chunks, select the candidates.
+    """The rarest terms, up to a budget of matching chunks, select the candidates; `terms` are
+    (literal, IDF, chunks of the read that say it: matches_in_read).
 
     Scoring every chunk that contains a common word costs more than it finds: a chunk holding
     only common words rarely outranks one that holds a rare word. Candidates are still scored on

@@ -1,5 +1,6 @@
 """What a search reads of the statistics indexing keeps (retrieval/termstats.py): the query's
-document frequencies and the scope's size, in one statement (`term_statistics`), never counting.
+document frequencies and the scope's size, in one statement (`term_statistics`), never counting;
+where the search reads more than its scope, also their frequencies in the whole range it reads.
 
 Buckets, not filters: a channel-scoped search reads the statistics of its channels (plus the
 channel-less memories of their workspaces and of the account), whatever further narrows it;
@@ -24,8 +25,9 @@ def bucket_clause(req: SearchRequest, alias: str = "s") -> tuple[str, list[Any]]
     a = alias
     # A session's conversation, and its default range (its owner's whole memory, nearest first):
     # the statistics of the nearest part, its channel, as a channel's search reads them
-    # (term_statistics takes the whole range's for a word the channel never says). The choice of
-    # exact or HNSW search counts the whole range instead (range_buckets, scope_size_sql).
+    # (term_statistics takes the whole range's for a word the channel never says, and every
+    # word's to choose full text's match terms). The choice of exact or HNSW search counts the
+    # whole range instead (range_buckets, scope_size_sql).
     if req.session_id is not None and (req.scope == "conversation" or req.nearest_first):
         return (
             (
@@ -101,12 +103,16 @@ class TermStatistics(NamedTuple):
     # the chunks the search reads: for a session's default range its owner's in every channel
     # (plan.scope_size), else `size`
     read_size: int
+    # Where the search reads more chunks than its scope holds (a session's default range and its
+    # channel's statistics), each lexeme's frequency in the whole range (every owner's: exact for
+    # a range one user wrote, more than her read otherwise); else None.
+    range_counts: dict[str, int] | None = None
 
 
 def term_statistics(req: SearchRequest, plan: SearchPlan) -> TermStatistics:
-    """The query's lexemes, their document frequencies in scope, the scope's size and the size of
-    what the search reads: one statement, no counting. The scope's statistics rows are the
-    plan's."""
+    """The query's lexemes, their document frequencies in scope (and in the whole range, where the
+    search reads more than the scope), the scope's size and the size of what the search reads: one
+    statement, no counting. The scope's statistics rows are the plan's."""
     buckets, bucket_params = plan.buckets
     scope_sql, size_params = plan.statistics_size
     df = (
@@ -114,37 +120,51 @@ def term_statistics(req: SearchRequest, plan: SearchPlan) -> TermStatistics:
         " AND {})"
     )
     df_sql, df_params = df.format(buckets), [req.tenant_id, *bucket_params]
-    read_sql, read_params = "", []
+    # per lexeme: its frequency in scope, and in the whole range (NULL: not read, see below)
+    words_sql, words_params = (
+        f"SELECT q.lexeme, coalesce({df_sql}, 0), NULL::bigint FROM q",
+        df_params,
+    )
+    read_sql, read_params = "NULL::bigint", []
     if plan.wide_buckets is not None:
-        # A word the session's channel never says is still said elsewhere in the range (another
-        # conversation of its owner): its frequency there, so that full text finds it.
         wide, wide_params = plan.wide_buckets
-        df_sql, df_params = (
-            f"coalesce(nullif({df_sql}, 0), {df.format(wide)})",
-            [*df_params, req.tenant_id, *wide_params],
+        wide_sql, wide_params = df.format(wide), [req.tenant_id, *wide_params]
+        # A word the session's channel never says is still said elsewhere in the range (another
+        # conversation of its owner): its frequency there, so that full text finds it. Where the
+        # range holds more than the channel, every word's frequency there: what the search reads.
+        words_sql = (
+            f"SELECT q.lexeme, coalesce(nullif(d.n, 0), r.n, {wide_sql}, 0), r.n FROM q"
+            f" CROSS JOIN LATERAL (SELECT {df_sql} AS n) d CROSS JOIN LATERAL (SELECT CASE WHEN"
+            f" z.read > z.size THEN coalesce({wide_sql}, 0) END AS n FROM sizes z) r"
         )
+        words_params = [*wide_params, *df_params, *wide_params]
         # The range's rows may lie mostly outside the channel whose statistics IDF reads.
-        read_sql, read_params = f"UNION ALL SELECT ' ', ({plan.scope_size[0]}) ", plan.scope_size[1]
+        read_sql, read_params = f"({plan.scope_size[0]})", plan.scope_size[1]
     sql = (
         "WITH q AS (SELECT lexeme FROM (SELECT DISTINCT lexeme FROM"
         " unnest(to_tsvector('pg_catalog.english', %s))) d "
-        f'ORDER BY lexeme COLLATE "C" LIMIT {MAX_TERMS}) '
-        f"SELECT q.lexeme, coalesce({df_sql}, 0) FROM q "
-        f"UNION ALL SELECT NULL, ({scope_sql}) {read_sql}"
+        f'ORDER BY lexeme COLLATE "C" LIMIT {MAX_TERMS}), '
+        # the scope's size and the read's, once
+        f"sizes AS MATERIALIZED (SELECT s.size, coalesce(r.read, s.size) AS read FROM (SELECT"
+        f" ({scope_sql}) AS size) s, (SELECT {read_sql} AS read) r) "
+        f"{words_sql} UNION ALL SELECT NULL, z.size, z.read FROM sizes z "
         # The chunk table's row estimate, for HNSW's ef_search (search.statements.ef_search);
-        # '' and ' ' are no lexemes (a lexeme holds no white space).
-        "UNION ALL SELECT '', greatest(reltuples, 0)::bigint FROM pg_class WHERE oid ="
+        # '' is no lexeme.
+        "UNION ALL SELECT '', greatest(reltuples, 0)::bigint, NULL FROM pg_class WHERE oid ="
         " 'retrieval_chunk'::regclass"
     )
     with connection.cursor() as cursor:
-        cursor.execute(sql, [req.query[:4000], *df_params, *size_params, *read_params])
+        cursor.execute(sql, [req.query[:4000], *size_params, *read_params, *words_params])
         rows = cursor.fetchall()
-    size = next(int(n) for lexeme, n in rows if lexeme is None)
+    size, read_size = next((int(n), int(r)) for lexeme, n, r in rows if lexeme is None)
     global _table_rows
-    _table_rows = next((int(n) for lexeme, n in rows if lexeme == ""), _table_rows)
-    counts = {lexeme: int(n) for lexeme, n in rows if lexeme and lexeme.strip()}
-    read_size = next((int(n) for lexeme, n in rows if lexeme == " "), size)
-    return TermStatistics(sorted(counts), counts, size, read_size)
+    _table_rows = next((int(n) for lexeme, n, _ in rows if lexeme == ""), _table_rows)
+    words = [(lexeme, int(n), r) for lexeme, n, r in rows if lexeme]
+    counts = {lexeme: n for lexeme, n, _ in words}
+    in_range = {lexeme: int(r) for lexeme, _, r in words if r is not None}
+    return TermStatistics(
+        sorted(counts), counts, size, read_size, in_range if read_size > size else None
+    )
 
 
 def table_rows() -> int:

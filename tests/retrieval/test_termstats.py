@@ -41,8 +41,8 @@ def counted(req: SearchRequest, words: list[str]) -> tuple[dict[str, int], int]:
 
 def kept(req: SearchRequest, words: list[str]) -> tuple[dict[str, int], int]:
     asked = SearchRequest(**{**req.__dict__, "query": " ".join(words)})
-    lexemes, frequencies, size, _ = term_statistics(asked, plan_search(asked))
-    return {w: frequencies.get(w, 0) for w in words}, size
+    stats = term_statistics(asked, plan_search(asked))
+    return {w: stats.counts.get(w, 0) for w in words}, stats.size
 
 
 @pytest.fixture
