@@ -9,8 +9,12 @@ checkout's server and to this one's (one web worker each, started as bench/searc
 `make run`'s). Per mode and server: HTTP p50/p95, CPU ms per search (the server's processes and every
 PostgreSQL process over the request, from their CPU-time clocks: nanoseconds, not clock ticks), the
 time ratio HTTP p95 / (embedding p95 + statements p95) and the CPU ratio HTTP CPU / (embedding CPU
-+ statements CPU, this process and its backend), the paired median differences (this - base), and
-whether both servers answered every query with the same JSON (ids, scores, every field).
++ statements CPU, this process and its backend), the search function's own CPU called in this
+process ("in process": the floor plus its Python; the server's CPU beyond it is the stack's), the
+paired median differences (this - base), and whether both servers answered every query with the
+same JSON (ids, scores, every field). First, a
+request's fixed cost on each server, paired the same way: CPU ms of `GET /health/` (no key, no
+database) and of a search refused by validation (400: key, middleware, parsing, the error answer).
 --base is a checkout with `.venv` and `.memoryhub` linked to this one's (bench/paired.py).
 """  # noqa: E501
 
@@ -33,6 +37,11 @@ import search as base_bench
 import search_http
 
 MODES = ("hybrid", "text", "vector", "hybrid-rrf")
+# Requests with no search behind them: what every request costs before its own work.
+FIXED = {
+    "health": ("GET", "/api/v1/health/", None, 200),
+    "refused search": ("POST", "/api/v1/search/", {"query": "fixed cost", "mode": "none"}, 400),
+}
 
 
 def parse_args() -> argparse.Namespace:
@@ -76,13 +85,19 @@ class Server:
 
     def ask(self, body: dict[str, Any], postgres: list[int]) -> tuple[float, float, Any]:
         """ms, CPU ms (server and PostgreSQL) and the parsed answer of one search."""
+        return self.call("POST", "/api/v1/search/", body, 200, postgres)
+
+    def call(
+        self, method: str, path: str, body: dict[str, Any] | None, status: int, postgres: list[int]
+    ) -> tuple[float, float, Any]:
+        """ms, CPU ms (server and PostgreSQL) and the parsed answer of one request."""
         headers = {"Authorization": f"Bearer {self.key}", "Content-Type": "application/json"}
-        payload = json.dumps(body)
+        payload = None if body is None else json.dumps(body)
         for attempt in (1, 2):
             cpu_before = task_ns(self.tree + postgres)
             started = time.perf_counter()
             try:
-                self.conn.request("POST", "/api/v1/search/", body=payload, headers=headers)
+                self.conn.request(method, path, body=payload, headers=headers)
                 response = self.conn.getresponse()
                 break
             except (http.client.HTTPException, ConnectionError):
@@ -94,7 +109,7 @@ class Server:
         content = response.read()
         elapsed = 1000 * (time.perf_counter() - started)
         cpu = (task_ns(self.tree + postgres) - cpu_before) / 1e6
-        assert response.status == 200, content
+        assert response.status == status, content
         return elapsed, cpu, json.loads(content)
 
 
@@ -116,7 +131,10 @@ class Floor:
         embed_query(query)
         return 1000 * (time.perf_counter() - started), 1000 * (time.process_time() - cpu)
 
-    def statements(self, query: str, options: dict[str, Any]) -> tuple[float, float]:
+    def statements(self, query: str, options: dict[str, Any]) -> tuple[float, float, float]:
+        """ms and CPU ms of the search's statements alone, and CPU ms of the search function in
+        this process (its query embedding, Python and statements: what the stack adds is the rest
+        of the server's)."""
         from django.db import connection, transaction
         from django.test.utils import CaptureQueriesContext
 
@@ -124,7 +142,9 @@ class Floor:
         from retrieval.search.statements import select_binary_rows
 
         with CaptureQueriesContext(connection) as captured:
+            cpu = time.process_time_ns() + task_ns([self.backend])
             hybrid_search(tenant_id=self.tenant.pk, query=query, top_k=10, **options)
+            in_process = (time.process_time_ns() + task_ns([self.backend]) - cpu) / 1e6
         statements = [
             (c["sql"], c.get("binary", False))
             for c in captured.captured_queries
@@ -141,7 +161,26 @@ class Floor:
                 if cursor.description:
                     cursor.fetchall()
             elapsed = 1000 * (time.perf_counter() - started)
-            return elapsed, (time.process_time_ns() + task_ns([self.backend]) - cpu) / 1e6
+            cpu = (time.process_time_ns() + task_ns([self.backend]) - cpu) / 1e6
+            return elapsed, cpu, in_process
+
+
+def measure_fixed(servers: list[Server], postgres: list[int], count: int) -> dict[str, Any]:
+    """CPU ms a request of each FIXED kind costs each server (mean), and the paired median
+    difference (this - base), the servers asked in turn."""
+    out: dict[str, Any] = {}
+    for kind, (method, path, body, status) in FIXED.items():
+        cpu: dict[str, list[float]] = {s.name: [] for s in servers}
+        for i in range(count):
+            for server in servers if i % 2 else servers[::-1]:
+                cpu[server.name].append(server.call(method, path, body, status, postgres)[1])
+        base, this = (cpu[s.name] for s in servers)
+        out[kind] = {
+            **{s.name: round(statistics.mean(cpu[s.name]), 3) for s in servers},
+            "paired": round(statistics.median(n - o for o, n in zip(base, this, strict=True)), 3),
+        }
+        print(f"fixed cost, {kind}: {json.dumps(out[kind])}", flush=True)
+    return out
 
 
 def measure_mode(
@@ -151,7 +190,7 @@ def measure_mode(
     uses_vector = mode != "text"
     figures: dict[str, list[float]] = {
         name: []
-        for name in ("embed_ms", "embed_cpu", "sql_ms", "sql_cpu")
+        for name in ("embed_ms", "embed_cpu", "sql_ms", "sql_cpu", "in_process_cpu")
         + tuple(f"{s.name}_{k}" for s in servers for k in ("ms", "cpu"))
     }
     answers: list[list[Any]] = [[] for _ in servers]
@@ -163,9 +202,10 @@ def measure_mode(
                     ms, cpu = floor.embed(query)
                     figures["embed_ms"].append(ms)
                     figures["embed_cpu"].append(cpu)
-                ms, cpu = floor.statements(query, options)
+                ms, cpu, in_process = floor.statements(query, options)
                 figures["sql_ms"].append(ms)
                 figures["sql_cpu"].append(cpu)
+                figures["in_process_cpu"].append(in_process)
                 continue
             server = servers[int(step)]
             ms, cpu, answer = server.ask({"query": query, "top_k": 10, **options}, postgres)
@@ -189,6 +229,10 @@ def summarise(
     )
     out: dict[str, Any] = {
         "floor": {"ms_p95": round(floor_ms, 2), "cpu_ms": round(floor_cpu, 2)},
+        "in_process": {
+            "cpu_ms": round(statistics.mean(figures["in_process_cpu"]), 2),
+            "cpu_ratio": round(statistics.mean(figures["in_process_cpu"]) / floor_cpu, 2),
+        },
         "same_answers": sum(a == b for a, b in zip(*answers, strict=True)),
         "answers": len(answers[0]),
     }
@@ -254,6 +298,8 @@ def main() -> None:
             floor.statements(q, {})
         time.sleep(search_http.FLUSHED_AFTER_S)
         load = [os.getloadavg()[0]]
+        postgres = postgres_of(Path(settings.DATA_DIR))
+        fixed = measure_fixed(servers, postgres, args.queries)
         results = {}
         for mode in args.modes.split(","):
             # every PostgreSQL process, the servers' pooled connections opened so far included
@@ -264,21 +310,32 @@ def main() -> None:
         for module, process in started:
             module.stop_server(process)
     print_table(results, load)
+    for kind, figures in fixed.items():
+        print(
+            f"fixed cost, {kind}: CPU ms base / this {figures['base']} / {figures['this']},", end=""
+        )
+        print(f" paired {figures['paired']:+}")
     if args.json:
-        args.json.write_text(json.dumps({"load": load, "results": results}, indent=1))
+        args.json.write_text(
+            json.dumps({"load": load, "fixed": fixed, "results": results}, indent=1)
+        )
 
 
 def print_table(results: dict[str, Any], load: list[float]) -> None:
     print(f"load average (1 min) {load[0]:.2f} -> {load[1]:.2f}")
     print("| mode | base p95 / this p95 ms | floor p95 | time ratio base / this |", end="")
-    print(" CPU ms base / this / floor | CPU ratio base / this | paired ms, CPU ms | same |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print(
+        " CPU ms base / this / floor | CPU ratio base / this | in process: CPU ms, ratio |", end=""
+    )
+    print(" paired ms, CPU ms | same |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for mode, r in results.items():
         b, t, f = r["base"], r["this"], r["floor"]
         print(
             f"| {mode} | {b['p95']} / {t['p95']} | {f['ms_p95']} |"
             f" {b['time_ratio']} / {t['time_ratio']} | {b['cpu_ms']} / {t['cpu_ms']} /"
             f" {f['cpu_ms']} | {b['cpu_ratio']} / {t['cpu_ratio']} |"
+            f" {r['in_process']['cpu_ms']}, {r['in_process']['cpu_ratio']} |"
             f" {r['paired']['ms_median']:+}, {r['paired']['cpu_median']:+} |"
             f" {r['same_answers']}/{r['answers']} |"
         )

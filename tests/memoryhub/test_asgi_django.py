@@ -1,7 +1,8 @@
 """Django's ASGIHandler as memoryhub.plumbing.asgi serves it, its middleware chain loaded
 synchronously (memoryhub.plumbing.asgi_handler): a request's sync work, middleware included, runs
-off the event loop in one thread, a streamed response is sent whole and closed after, a failing view
-is a 500 that still finishes, and slow requests leave threads for the others."""
+off the event loop in one thread, a response in memory is finished before it is sent, a streamed
+response is sent whole and closed after, a failing view is a 500 that still finishes, and slow
+requests leave threads for the others."""
 
 from __future__ import annotations
 
@@ -151,6 +152,22 @@ def test_a_requests_sync_work_runs_off_the_event_loop(app) -> None:
     # run there
     assert {thread for name, thread in log if name == "middleware"} == view
     assert {thread for name, thread in log if name.startswith("http.")} == {loop_thread}
+
+
+def test_a_response_in_memory_is_finished_in_the_views_thread_before_it_is_sent(app) -> None:
+    """request_started, the chain, the view and request_finished (which gives the database
+    connection back) in one crossing into the request's thread, before the loop sends a byte."""
+    call(app, "POST", "/echo/", b"hello")
+    names = [name for name, _ in log]
+    assert names == [
+        "request_started",
+        "middleware",
+        "view",
+        "request_finished",
+        "http.response.start",
+        "http.response.body",
+    ]
+    assert len({thread for name, thread in log if not name.startswith("http.")}) == 1
 
 
 @pytest.mark.filterwarnings("ignore:StreamingHttpResponse must consume synchronous iterators")
