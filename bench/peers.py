@@ -36,6 +36,7 @@ import os
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -174,12 +175,15 @@ def memoryhub(
                 assert status == 201, (status, str(body)[:300])
                 messages += len(events)
         acknowledged = time.monotonic() - started
-        searchable, complete = drained(started, drain_timeout)
+        searchable, complete, cpu_searchable = drained(
+            started, drain_timeout, lambda before=cpu_before: tree_cpu(server) - before
+        )
         pids = process_tree(server.process.pid) + postgres_of(server.data_dir)
         cpu = cpu_seconds(pids) - cpu_before
         roles = {k: v - roles_before.get(k, 0.0) for k, v in cpu_by_role(pids).items()}
         print(
-            f"{label}: CPU s by process: "
+            f"{label}: CPU s until searchable {cpu_searchable:.1f}, until sentence vectors too"
+            f" {cpu:.1f}; by process: "
             + ", ".join(f"{k} {v:.1f}" for k, v in sorted(roles.items(), key=lambda kv: -kv[1])),
             flush=True,
         )
@@ -225,16 +229,26 @@ def memoryhub(
     return rows
 
 
-def drained(started: float, timeout: float) -> tuple[float, float]:
+def tree_cpu(server: Server) -> float:
+    """CPU seconds so far of the server's process tree and its PostgreSQL."""
+    return cpu_seconds(process_tree(server.process.pid) + postgres_of(server.data_dir))
+
+
+def drained(started: float, timeout: float, cpu: Callable[[], float]) -> tuple[float, float, float]:
     """Seconds since `started` until every event chunk has its own vector (searchable by meaning)
-    and until no chunk waits for its sentence vectors either (the drain's end)."""
-    searchable = None
+    and until no chunk waits for its sentence vectors either (the drain's end), and `cpu()` at the
+    first (CPU seconds are steadier than wall time on a loaded machine)."""
+    searchable = cpu_searchable = None
     while True:
         counts, now = chunk_counts(), time.monotonic() - started
         if searchable is None and counts["events_embedded"] == counts["events"]:
-            searchable = now
-        if searchable is not None and counts["sentences_waiting"] == 0:
-            return searchable, now
+            searchable, cpu_searchable = now, cpu()
+        if (
+            searchable is not None
+            and cpu_searchable is not None
+            and not counts["sentences_waiting"]
+        ):
+            return searchable, now, cpu_searchable
         if now > timeout:
             raise RuntimeError(f"not embedded within {timeout} s: {counts}")
         time.sleep(0.5)

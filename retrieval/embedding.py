@@ -10,9 +10,8 @@ the tenants with a backlog in turn (round-robin), so one tenant's import does no
 A chunk is searchable by meaning once its own vector is written, so the lane embeds the chunks'
 own vectors first and their sentences (retrieval.sentence_vectors) after: a claimed batch writes
 the chunks' vectors alone, leaving `sentence_vectors` NULL on those with sentences to embed; the
-lane embeds those when no chunk waits, and while chunks keep arriving it gives them every
-SENTENCE_TURN-th step once the oldest has waited SENTENCE_GRACE_SECONDS, so a busy lane does not
-starve them. Callers without a lane (embed_chunks, backfill_embeddings) embed both at once.
+lane embeds those after the chunks appended before SENTENCE_GRACE_SECONDS had passed since
+(_sentences_due). Callers without a lane (embed_chunks, backfill_embeddings) embed both at once.
 
 A failed batch is split until the failing chunk is alone: that chunk records its error and one
 attempt, the others are embedded. After retrieval.models.EMBED_MAX_ATTEMPTS a chunk is set aside
@@ -66,11 +65,9 @@ logger = logging.getLogger(__name__)
 BACKFILL_BATCH = 50
 CLAIM_WINDOW = 10  # batches: a claim picks texts of alike length among this many batches' worth
 STALE_MODEL_CHECK_SECONDS = 60.0  # how often an idle lane looks for vectors of another model
-# While chunks wait for their own vectors, sentence work gets every SENTENCE_TURN-th step once the
-# chunk next in line for its sentences got its own vector SENTENCE_GRACE_SECONDS ago: a lane that
-# keeps up has them within a minute of their chunk's vector and a step; one that cannot keep up
-# still gives them a quarter of its steps (a sentence batch is about as many texts as a chunk's).
-SENTENCE_TURN = 4
+# A chunk's sentences wait behind the chunks appended up to this long after its own vector was
+# written, and go before later ones: a burst of appends is searchable by meaning first, and under a
+# steady stream no sentence vector lags the chunks' own by more (oldest first, so neither starves).
 SENTENCE_GRACE_SECONDS = 60.0
 
 
@@ -339,7 +336,6 @@ class EmbedLane:
         self._tenant = 0  # round-robin cursor
         self._stale_checked = 0.0
         self._prepared = False
-        self._chunk_steps = 0  # chunk batches since the last sentence batch
 
     def step(self) -> StepResult:
         if not self._prepared:  # a lane on a machine of its own makes its ONNX model itself
@@ -361,7 +357,6 @@ class EmbedLane:
             result = self._embed_tenant(tenant)
             if result.found_work:
                 result.model_seconds = _take_model_seconds()
-                self._chunk_steps += 1
                 return result
             tenant = next_tenant(tenant)
         if tried:  # every tenant's rows were held by other lanes: theirs to do
@@ -391,15 +386,14 @@ class EmbedLane:
         return StepResult(done=done, failed=failed)
 
     def _sentences_due(self) -> bool:
-        """Whether sentence work takes this step ahead of waiting chunks: after SENTENCE_TURN - 1
-        chunk batches, once the chunk next in line for its sentences has waited
-        SENTENCE_GRACE_SECONDS (so a burst of appends is searchable by meaning first)."""
-        if self._chunk_steps < SENTENCE_TURN - 1:
-            return False
+        """Whether sentence work takes this step: the chunk next in line for its sentences got its
+        own vector more than SENTENCE_GRACE_SECONDS before every chunk still waiting for its own
+        was appended (a waiting chunk's indexed_at: when it was written)."""
         since = sentence_vectors.waiting_since()
-        return since is not None and timezone.now() - since >= timedelta(
-            seconds=SENTENCE_GRACE_SECONDS
-        )
+        if since is None:
+            return False
+        deadline = since + timedelta(seconds=SENTENCE_GRACE_SECONDS)
+        return not waiting().filter(indexed_at__lt=deadline).exists()
 
     def _sentence_step(self) -> StepResult | None:
         """Chunks with their own vector get their sentence vectors, about a chunk batch's worth of
@@ -412,7 +406,6 @@ class EmbedLane:
             raise LaneBackoff(f"embedder unavailable: {exc}") from exc
         if done is None:
             return None
-        self._chunk_steps = 0
         return StepResult(done=done.chunks, model_seconds=done.model_seconds)
 
     def _stale_model_step(self) -> StepResult:

@@ -10,7 +10,7 @@ import pytest
 from django.utils import timezone
 
 from retrieval import embedders, embedding
-from retrieval.embedding import SENTENCE_GRACE_SECONDS, SENTENCE_TURN, EmbedLane, backlog
+from retrieval.embedding import SENTENCE_GRACE_SECONDS, EmbedLane, backlog
 from retrieval.models import Chunk, ChunkSentence
 from tests.base import post_events
 from tests.retrieval.conftest import search
@@ -111,12 +111,13 @@ def test_sentence_vectors_are_not_starved_by_a_steady_stream(alice, recorder, mo
     lane = EmbedLane()
     lane.step()
     assert _sentences_of(long) is None
-    # A burst first: while the sentences have waited less than the grace, chunks go first.
-    assert all(_stream(alice, lane, 2 * SENTENCE_TURN, 0))
+    # A burst first: chunks appended within the grace after its vector go before its sentences.
+    assert all(_stream(alice, lane, 8, 0))
     assert _sentences_of(long) is None
-    # Past the grace, sentence work gets a step in SENTENCE_TURN though chunks keep arriving.
+    # Its vector written long before every waiting chunk was appended: its sentences go next,
+    # though chunks keep arriving (the lane is never idle).
     Chunk.objects.filter(pk=long.pk).update(
-        indexed_at=timezone.now() - timedelta(seconds=SENTENCE_GRACE_SECONDS + 1)
+        indexed_at=timezone.now() - timedelta(seconds=SENTENCE_GRACE_SECONDS + 3600)
     )
-    assert all(_stream(alice, lane, SENTENCE_TURN, 100))
+    assert all(_stream(alice, lane, 1, 100))
     assert _sentences_of(long) == 5
