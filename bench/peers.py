@@ -236,18 +236,16 @@ def tree_cpu(server: Server) -> float:
 
 def drained(started: float, timeout: float, cpu: Callable[[], float]) -> tuple[float, float, float]:
     """Seconds since `started` until every event chunk has its own vector (searchable by meaning)
-    and until no chunk waits for its sentence vectors either (the drain's end), and `cpu()` at the
-    first (CPU seconds are steadier than wall time on a loaded machine)."""
+    and until every chunk (summaries too) has its vector and none waits for its sentence vectors
+    (the drain's end), and `cpu()` at the first (CPU seconds are steadier than wall time on a
+    loaded machine)."""
     searchable = cpu_searchable = None
     while True:
         counts, now = chunk_counts(), time.monotonic() - started
         if searchable is None and counts["events_embedded"] == counts["events"]:
             searchable, cpu_searchable = now, cpu()
-        if (
-            searchable is not None
-            and cpu_searchable is not None
-            and not counts["sentences_waiting"]
-        ):
+        done = counts["embedded"] == counts["total"] and not counts["sentences_waiting"]
+        if searchable is not None and cpu_searchable is not None and done:
             return searchable, now, cpu_searchable
         if now > timeout:
             raise RuntimeError(f"not embedded within {timeout} s: {counts}")
