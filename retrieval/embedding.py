@@ -10,7 +10,7 @@ the tenants with a backlog in turn (round-robin), so one tenant's import does no
 A chunk is searchable by meaning once its own vector is written, so the lane embeds the chunks'
 own vectors first and their sentences (retrieval.sentence_vectors) after: a claimed batch writes
 the chunks' vectors alone, leaving `sentence_vectors` NULL on those with sentences to embed; the
-lane embeds those after the chunks appended before SENTENCE_GRACE_SECONDS had passed since
+lane embeds those after the chunks appended up to SENTENCE_GRACE_SECONDS after their own vector
 (_sentences_due). Callers without a lane (embed_chunks, backfill_embeddings) embed both at once.
 
 A failed batch is split until the failing chunk is alone: that chunk records its error and one
