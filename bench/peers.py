@@ -16,10 +16,14 @@ conversation, each turn added with its session and turn ids as metadata; searche
 (`Memory.search`, limit 10).
 
 Figures, each side in turn (MemoryHub first, drained, then mem0):
-- time until every message is searchable: MemoryHub by meaning (every event chunk embedded by the
-  lane; full text finds a message at its acknowledgement), mem0 when its last `add` returns;
+- time until every message is searchable: MemoryHub by meaning (every event chunk's own vector
+  written by the lane; full text finds a message at its acknowledgement), mem0 when its last `add`
+  returns;
+- MemoryHub's time until its sentence vectors are written too (the lane embeds them after the
+  chunks' own vectors): the whole drain, after which the questions are asked;
 - CPU seconds per 1,000 messages: MemoryHub's whole process tree (web worker, lanes, clusters)
-  plus its PostgreSQL over the ingest and the drain; mem0 this process plus PostgreSQL's;
+  plus its PostgreSQL over the ingest and the whole drain, sentence vectors included; mem0 this
+  process plus PostgreSQL's;
 - search p50 / p95 over the questions;
 - turn and session recall@10 (and @5) per half, as bench/recall.py counts them (a result's turns
   from its session and sequences, or from mem0's metadata).
@@ -32,6 +36,7 @@ import os
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -170,19 +175,15 @@ def memoryhub(
                 assert status == 201, (status, str(body)[:300])
                 messages += len(events)
         acknowledged = time.monotonic() - started
-        while True:  # every event chunk embedded: searchable by meaning too
-            counts = chunk_counts()
-            if counts["events_embedded"] == counts["events"]:
-                break
-            if time.monotonic() - started > drain_timeout:
-                raise RuntimeError(f"not embedded within {drain_timeout} s: {counts}")
-            time.sleep(1)
-        searchable = time.monotonic() - started
+        searchable, complete, cpu_searchable = drained(
+            started, drain_timeout, lambda before=cpu_before: tree_cpu(server) - before
+        )
         pids = process_tree(server.process.pid) + postgres_of(server.data_dir)
         cpu = cpu_seconds(pids) - cpu_before
         roles = {k: v - roles_before.get(k, 0.0) for k, v in cpu_by_role(pids).items()}
         print(
-            f"{label}: CPU s by process: "
+            f"{label}: CPU s until searchable {cpu_searchable:.1f}, until sentence vectors too"
+            f" {cpu:.1f}; by process: "
             + ", ".join(f"{k} {v:.1f}" for k, v in sorted(roles.items(), key=lambda kv: -kv[1])),
             flush=True,
         )
@@ -212,10 +213,43 @@ def memoryhub(
                 )
             scorer.add(q, found)
         rows.append(
-            row("MemoryHub (HTTP)", label, messages, acknowledged, searchable, cpu, times, scorer)
+            row(
+                "MemoryHub (HTTP)",
+                label,
+                messages,
+                acknowledged,
+                searchable,
+                cpu,
+                times,
+                scorer,
+                complete=complete,
+            )
         )
         print_rows(rows[-1:])
     return rows
+
+
+def tree_cpu(server: Server) -> float:
+    """CPU seconds so far of the server's process tree and its PostgreSQL."""
+    return cpu_seconds(process_tree(server.process.pid) + postgres_of(server.data_dir))
+
+
+def drained(started: float, timeout: float, cpu: Callable[[], float]) -> tuple[float, float, float]:
+    """Seconds since `started` until every event chunk has its own vector (searchable by meaning)
+    and until every chunk (summaries too) has its vector and none waits for its sentence vectors
+    (the drain's end), and `cpu()` at the first (CPU seconds are steadier than wall time on a
+    loaded machine)."""
+    searchable = cpu_searchable = None
+    while True:
+        counts, now = chunk_counts(), time.monotonic() - started
+        if searchable is None and counts["events_embedded"] == counts["events"]:
+            searchable, cpu_searchable = now, cpu()
+        done = counts["embedded"] == counts["total"] and not counts["sentences_waiting"]
+        if searchable is not None and cpu_searchable is not None and done:
+            return searchable, now, cpu_searchable
+        if now > timeout:
+            raise RuntimeError(f"not embedded within {timeout} s: {counts}")
+        time.sleep(0.5)
 
 
 # --- mem0 ---------------------------------------------------------------------------------------
@@ -315,6 +349,7 @@ def row(
     cpu: float,
     times: list[float],
     scorer: recall.Scorer,
+    complete: float | None = None,
 ) -> dict[str, Any]:
     figures = scorer.figures()
     return {
@@ -323,6 +358,7 @@ def row(
         "messages": messages,
         "acknowledged_s": round(acknowledged, 1),
         "searchable_s": round(searchable, 1),
+        "complete_s": None if complete is None else round(complete, 1),
         "cpu_s_per_1000": round(1000 * cpu / messages, 1),
         "search_p50": round(statistics.median(times), 1),
         "search_p95": round(pct(times, 0.95), 1),
@@ -339,17 +375,21 @@ def recall_text(figures: dict[str, Any], bucket: str) -> str:
 def print_rows(rows: list[dict[str, Any]], header: bool = True) -> None:
     if header:
         print(
-            "\n| system | file | messages | all acknowledged s | all searchable s | CPU s / 1,000"
-            " messages | search p50 / p95 ms | questions | turn@10 / session@10 | half 1 | half 2 |"
-            " turn@5 / session@5 |"
+            "\n| system | file | messages | all acknowledged s | all searchable s | sentence"
+            " vectors too s | CPU s / 1,000 messages | search p50 / p95 ms | questions | turn@10 /"
+            " session@10 | half 1 | half 2 | turn@5 / session@5 |"
         )
-        print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+        print(
+            "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+            " ---: |"
+        )
     for r in rows:
         f = r["figures"]
         overall = f.get("overall", {})
         print(
             f"| {r['system']} | {r['file']} | {r['messages']:,} | {r['acknowledged_s']} |"
-            f" {r['searchable_s']} | {r['cpu_s_per_1000']} | {r['search_p50']} / {r['search_p95']}"
+            f" {r['searchable_s']} | {'—' if r['complete_s'] is None else r['complete_s']} |"
+            f" {r['cpu_s_per_1000']} | {r['search_p50']} / {r['search_p95']}"
             f" | {r['questions']} | {recall_text(f, 'overall')} | {recall_text(f, 'half 1')} |"
             f" {recall_text(f, 'half 2')} | {overall.get('turn@5', 0):.3f} /"
             f" {overall.get('session@5', 0):.3f} |",

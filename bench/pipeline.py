@@ -213,13 +213,17 @@ def chunk_counts() -> dict[str, int]:
     from django.db.models import Count, Q
 
     from retrieval.models import Chunk
+    from retrieval.sentence_vectors import waiting_for_sentences
 
-    return Chunk.objects.aggregate(
+    counts: dict[str, int] = Chunk.objects.aggregate(
         total=Count("id"),
         embedded=Count("id", filter=Q(embedding__isnull=False)),
         events=Count("id", filter=Q(kind="event")),
         events_embedded=Count("id", filter=Q(kind="event", embedding__isnull=False)),
     )
+    # The lane embeds chunks' sentences after their own vectors: its work ends with these.
+    counts["sentences_waiting"] = waiting_for_sentences().count()
+    return counts
 
 
 def lateness(since: Any, until: Any) -> list[float]:
@@ -288,9 +292,9 @@ def progress(
 
 
 def drain(ingest_end: float, timeout: float, lanes: Any) -> dict[str, Any]:
-    """Poll until every event chunk and then every chunk is embedded. The drain's rate (chunks a
-    second after the ingest) and the lane process's CPU time per chunk meanwhile (that process
-    also summarises: its CPU counts against it)."""
+    """Poll until every event chunk and then every chunk is embedded, sentence vectors included.
+    The drain's rate (chunks a second after the ingest) and the lane process's CPU time per chunk
+    meanwhile (that process also summarises: its CPU counts against it)."""
     first, cpu_first = chunk_counts(), cpu_seconds(lanes)
     samples = [(time.monotonic(), first)]
     events_done_at = all_done_at = None
@@ -303,7 +307,11 @@ def drain(ingest_end: float, timeout: float, lanes: Any) -> dict[str, Any]:
         loads.append(os.getloadavg()[0])
         if events_done_at is None and counts["events_embedded"] == counts["events"]:
             events_done_at = now
-        if counts["embedded"] == counts["total"] and events_done_at is not None:
+        if (
+            counts["embedded"] == counts["total"]
+            and counts["sentences_waiting"] == 0
+            and events_done_at is not None
+        ):
             all_done_at = now
             break
         # a line a minute: the figures so far, should the run be cut short

@@ -262,8 +262,8 @@ def _ask(
 
 
 def _sentences() -> None:
-    """Sentence vectors for chunks embedded without them (a database kept from before they
-    existed), as the embed lane adds them when idle."""
+    """Sentence vectors for chunks still waiting for them (a database kept from before they
+    existed), as the embed lane adds them after the chunks' own vectors."""
     from retrieval.sentence_vectors import embed_sentences
 
     started = time.perf_counter()

@@ -186,8 +186,9 @@ def drain(served: Served, *, within: float) -> tuple[float, float, bool]:
 
 
 # The model alone on the chunks the lane embedded while it drained (an even sample of at most
-# MODEL_SAMPLE of them), as the lane embeds them: in batches, each chunk's text with its context and
-# its sentences in one call, at the lane's niceness (`manage.py work` adds its NICE).
+# MODEL_SAMPLE of them), as the lane embeds them: in batches, the chunks' texts with their context
+# in one call and their sentences in the next, at the lane's niceness (`manage.py work` adds its
+# NICE).
 MODEL_SAMPLE = 600
 MODEL_RATE = """
 import json, os, time
@@ -195,7 +196,7 @@ from datetime import datetime, timezone
 from memoryhub.management.commands.work import NICE
 from retrieval.embedders import get_embedder
 from retrieval.embedding import BACKFILL_BATCH
-from retrieval.sentence_vectors import RULE_FIELDS, embed_with_sentences, sentences_of
+from retrieval.sentence_vectors import RULE_FIELDS, sentences_of
 from retrieval.models import Chunk
 os.nice(NICE)
 start, end = (datetime.fromtimestamp(t, timezone.utc) for t in ({start}, {end}))
@@ -208,7 +209,8 @@ batch = BACKFILL_BATCH
 began = time.perf_counter()
 for at in range(0, len(sample), batch):
     part = sample[at:at + batch]
-    embed_with_sentences(embedder, part, sentences_of(part))
+    embedder.embed([row.embedding_input for row in part])
+    embedder.embed([s for pieces in sentences_of(part) for s in pieces])
 seconds = time.perf_counter() - began
 print(json.dumps({{"chunks": len(rows), "sampled": len(sample), "seconds": seconds, "embedder": embedder.name}}))
 """  # noqa: E501

@@ -7,9 +7,11 @@ SELECT … FOR UPDATE SKIP LOCKED, so lanes on several machines share the table,
 killed mid-batch loses nothing: its transaction rolls back and the rows are free again. It takes
 the tenants with a backlog in turn (round-robin), so one tenant's import does not starve another.
 
-The sentences a chunk gets vectors for (retrieval.sentence_vectors.sentences_of) are embedded in
-the same call and written with its vector; chunks embedded before that get theirs when the lane is
-idle (_sentence_step).
+A chunk is searchable by meaning once its own vector is written, so the lane embeds the chunks'
+own vectors first and their sentences (retrieval.sentence_vectors) after: a claimed batch writes
+the chunks' vectors alone, leaving `sentence_vectors` NULL on those with sentences to embed; the
+lane embeds those after the chunks appended up to SENTENCE_GRACE_SECONDS after their own vector
+(_sentences_due). Callers without a lane (embed_chunks, backfill_embeddings) embed both at once.
 
 A failed batch is split until the failing chunk is alone: that chunk records its error and one
 attempt, the others are embedded. After retrieval.models.EMBED_MAX_ATTEMPTS a chunk is set aside
@@ -24,7 +26,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -50,10 +52,10 @@ from retrieval.embedders import EmbedderUnavailable, check_vectors, get_embedder
 from retrieval.models import Chunk, ChunkQuerySet
 from retrieval.sentence_vectors import (
     RULE_FIELDS,
+    clear_sentences,
+    embed_sentence_batch,
     embed_sentences,
-    embed_with_sentences,
-    sentences_of,
-    write_sentences,
+    sentence_marks,
 )
 from retrieval.vectors import halfvec_text, no_commit_wait
 
@@ -63,6 +65,10 @@ logger = logging.getLogger(__name__)
 BACKFILL_BATCH = 50
 CLAIM_WINDOW = 10  # batches: a claim picks texts of alike length among this many batches' worth
 STALE_MODEL_CHECK_SECONDS = 60.0  # how often an idle lane looks for vectors of another model
+# A chunk's sentences wait behind the chunks appended up to this long after its own vector was
+# written, and go before later ones: a burst of appends is searchable by meaning first, and under a
+# steady stream no sentence vector lags the chunks' own by more (oldest first, so neither starves).
+SENTENCE_GRACE_SECONDS = 60.0
 
 
 def waiting(tenant_id: int | None = None) -> ChunkQuerySet:
@@ -150,22 +156,22 @@ def next_tenant(after: int, *, wrap: bool = True) -> int | None:
 
 
 def _embed_claimed(rows: list[Chunk]) -> tuple[int, int]:
-    """Embed claimed rows (inside the claiming transaction). Returns (embedded, failed).
+    """Embed claimed rows' own vectors (inside the claiming transaction); their sentences are
+    left waiting (sentence_marks). Returns (embedded, failed).
 
     A failure splits the batch until the failing chunk is alone; it alone records the error."""
     if not rows:
         return 0, 0
     embedder = get_embedder()
-    parts = sentences_of(rows)
     try:
         began = time.perf_counter()
         try:
-            vectors = embed_with_sentences(embedder, rows, parts)
+            vectors = embedder.embed([row.embedding_input for row in rows])
         finally:
             _timing.model_seconds = (
                 getattr(_timing, "model_seconds", 0.0) + time.perf_counter() - began
             )
-        check_vectors(embedder, vectors, len(rows) + sum(len(pieces) for pieces in parts))
+        check_vectors(embedder, vectors, len(rows))
     except EmbedderUnavailable:
         raise
     except Exception as exc:  # the batch's fault: find the chunk that causes it
@@ -180,9 +186,8 @@ def _embed_claimed(rows: list[Chunk]) -> tuple[int, int]:
         )
         return 0, 1
     ids = [row.pk for row in rows]
-    write_sentences(ids, parts, vectors[len(rows) :])
-    split = [len(pieces) if sentence_vectors.EMBED_SENTENCES else None for pieces in parts]
-    _write_vectors(ids, vectors[: len(rows)], embedder.name, split)
+    clear_sentences(ids)
+    _write_vectors(ids, vectors, embedder.name, sentence_marks(rows))
     return len(rows), 0
 
 
@@ -190,8 +195,8 @@ def _write_vectors(
     ids: list[int], vectors: list[list[float]], model: str, split: list[int | None]
 ) -> None:
     """One UPDATE … FROM (VALUES …) for the whole batch: bulk_update's CASE per column cost six
-    times as much here (19 against 3 ms a chunk), a share of the model's own time. `split`: how
-    many sentence vectors each chunk now has (None: not split)."""
+    times as much here (19 against 3 ms a chunk), a share of the model's own time. `split`: each
+    chunk's `sentence_vectors` (0: it gets none; None: its sentences wait)."""
     values = ", ".join(["(%s::bigint, %s::halfvec, %s::smallint)"] * len(ids))
     params: list[Any] = [model, timezone.now()]
     for pk, vector, count in zip(ids, vectors, split, strict=True):
@@ -210,7 +215,8 @@ def _write_vectors(
 
 def _embed_or_record(rows: list[Chunk]) -> tuple[int, int]:
     """Like _embed_claimed, but an unavailable embedder is recorded on the rows (no attempt
-    counted) instead of raised: for callers with no lane to back off (commands, eager mode)."""
+    counted) instead of raised: for callers with no lane to back off (commands, eager mode), which
+    embed the rows' sentences after it (_embed_sentences_of)."""
     try:
         return _embed_claimed(rows)
     except EmbedderUnavailable as exc:
@@ -221,18 +227,27 @@ def _embed_or_record(rows: list[Chunk]) -> tuple[int, int]:
         return 0, len(rows)
 
 
+def _embed_sentences_of(chunk_ids: list[int]) -> None:
+    """The sentence vectors of these chunks now (those embedded and waiting for them)."""
+    try:
+        embed_sentences(batch=BACKFILL_BATCH, ids=chunk_ids)
+    except EmbedderUnavailable as exc:  # they stay waiting: the lane embeds them later
+        logger.warning("embedder unavailable for sentences of %d chunks: %s", len(chunk_ids), exc)
+
+
 def embed_chunks(chunk_ids: list[int]) -> dict[str, int]:
-    """Embed these chunks now (those still without a current embedding), in batches."""
+    """Embed these chunks now (those still without a current embedding), and their sentences, in
+    batches."""
     batch = BACKFILL_BATCH
     name = get_embedder().name
     embedded = failed = 0
     for start in range(0, len(chunk_ids), batch):
+        ids = chunk_ids[start : start + batch]
         with transaction.atomic():
             # These rows are known: lock them directly (no length-alike window).
-            done, bad = _embed_or_record(
-                _lock(Q(pk__in=chunk_ids[start : start + batch]) & _stale_rows(name))
-            )
+            done, bad = _embed_or_record(_lock(Q(pk__in=ids) & _stale_rows(name)))
             embedded, failed = embedded + done, failed + bad
+        _embed_sentences_of(ids)
     return {"embedded": embedded, "failed": failed}
 
 
@@ -280,6 +295,7 @@ def backfill_embeddings(
                 break
             tried.update(r.pk for r in rows)
             done, bad = _embed_or_record(rows)
+        _embed_sentences_of([r.pk for r in rows])
         embedded, failed = embedded + done, failed + bad
         if progress is not None:
             progress(embedded, failed)
@@ -328,6 +344,8 @@ class EmbedLane:
         # Appends write chunks (and the search statistics' delta rows) in the web processes; the
         # lane, always running, folds those deltas while they are few (at most every 30 s).
         termstats.maybe_compact()
+        if self._sentences_due() and (sentences := self._sentence_step()) is not None:
+            return sentences
         # A tenant whose waiting rows all turn out held by another lane is passed over at once: the
         # step goes on to the next one, once round; it ends empty only when no tenant had any.
         tried: set[int] = set()
@@ -367,16 +385,28 @@ class EmbedLane:
                 raise LaneBackoff(f"embedder unavailable: {exc}") from exc
         return StepResult(done=done, failed=failed)
 
+    def _sentences_due(self) -> bool:
+        """Whether sentence work takes this step: the chunk next in line for its sentences got its
+        own vector more than SENTENCE_GRACE_SECONDS before every chunk still waiting for its own
+        was appended (a waiting chunk's indexed_at: when it was written)."""
+        since = sentence_vectors.waiting_since()
+        if since is None:
+            return False
+        deadline = since + timedelta(seconds=SENTENCE_GRACE_SECONDS)
+        return not waiting().filter(indexed_at__lt=deadline).exists()
+
     def _sentence_step(self) -> StepResult | None:
-        """Chunks embedded without sentence vectors get them, a batch per step, when nothing
-        else waits (the partial index chunk_pending_sentences finds them); None when none is
-        left."""
+        """Chunks with their own vector get their sentence vectors, about a chunk batch's worth of
+        sentences per step (the partial index chunk_pending_sentences finds them); None when none
+        is left."""
         try:
             with time_budget(lanes.STEP_SECONDS):
-                done = embed_sentences(limit=BACKFILL_BATCH, batch=BACKFILL_BATCH)["chunks"]
+                done = embed_sentence_batch(batch=BACKFILL_BATCH)
         except EmbedderUnavailable as exc:
             raise LaneBackoff(f"embedder unavailable: {exc}") from exc
-        return StepResult(done=done) if done else None
+        if done is None:
+            return None
+        return StepResult(done=done.chunks, model_seconds=done.model_seconds)
 
     def _stale_model_step(self) -> StepResult:
         """Vectors of another model (the embedder was changed): re-embed them when idle. Looked
@@ -410,21 +440,29 @@ def embedding_rate() -> float:
 
 
 def backlog(*, tenant_id: int | None = None) -> list[dict[str, Any]]:
-    """Per tenant with chunks waiting or set aside: waiting, set aside, and the ETA of its last
-    chunk at the measured rate (None when no embed lane has measured one). Counted by the lane's
-    own definition (ChunkQuerySet.embedding_waiting / embedding_set_aside), over its partial
-    index."""
+    """Per tenant with chunks waiting, set aside or waiting for their sentence vectors: waiting,
+    set aside, the ETA of its last chunk at the measured rate (None when no embed lane has measured
+    one) and `sentences_waiting` (chunks searchable by their own vector whose sentences the lane
+    still has to embed). Counted by the lane's own definitions (ChunkQuerySet.embedding_waiting /
+    embedding_set_aside, sentence_vectors.waiting_for_sentences), over their partial indexes."""
     waiting_now = backlog_waiting()
     aside_qs = Chunk.objects.embedding_set_aside()
+    split_qs = sentence_vectors.waiting_for_sentences()
     if tenant_id is not None:
-        aside_qs = aside_qs.filter(tenant_id=tenant_id)
-    aside = dict(
-        aside_qs.order_by()
-        .values_list("tenant_id")
-        .annotate(n=Count("id"))
-        .values_list("tenant_id", "n")
+        aside_qs, split_qs = (
+            aside_qs.filter(tenant_id=tenant_id),
+            split_qs.filter(tenant_id=tenant_id),
+        )
+    aside, split = (
+        dict(
+            qs.order_by()
+            .values_list("tenant_id")
+            .annotate(n=Count("id"))
+            .values_list("tenant_id", "n")
+        )
+        for qs in (aside_qs, split_qs)
     )
-    mine = set(aside) | (
+    mine = (set(aside) | set(split)) | (
         {t for t in waiting_now if t == tenant_id} if tenant_id is not None else set(waiting_now)
     )
     names = dict(Tenant.objects.filter(pk__in=mine).values_list("pk", "name"))
@@ -436,6 +474,7 @@ def backlog(*, tenant_id: int | None = None) -> list[dict[str, Any]]:
             "waiting": waiting_now.get(t, 0),
             "set_aside": aside.get(t, 0),
             "eta_seconds": etas.get(t),
+            "sentences_waiting": split.get(t, 0),
         }
         for t in mine
     ]

@@ -45,6 +45,12 @@ class ChunkQuerySet(models.QuerySet["Chunk"]):
         why); the admin's retry puts them back."""
         return self.filter(PENDING_INDEX_CONDITION, embedding_attempts__gte=EMBED_MAX_ATTEMPTS)
 
+    def sentences_waiting(self) -> ChunkQuerySet:
+        """Chunks with their own vector whose sentences are not embedded yet: the embed lane's
+        second kind of work (retrieval.sentence_vectors.waiting_for_sentences), over the partial
+        index chunk_pending_sentences."""
+        return self.filter(SENTENCES_PENDING_CONDITION)
+
     def with_access(self) -> ChunkQuerySet:
         """Each chunk with the `access_count` (0: never returned by search) and `accessed_at`
         (None) of its ChunkAccess row."""
@@ -58,6 +64,8 @@ class ChunkQuerySet(models.QuerySet["Chunk"]):
 EMBED_MAX_ATTEMPTS = 3
 # Current chunks without a vector: the partial index chunk_pending_embedding's condition.
 PENDING_INDEX_CONDITION = Q(embedding__isnull=True, valid_to__isnull=True)
+# Chunks with a vector but no sentence vectors yet: the partial index chunk_pending_sentences's.
+SENTENCES_PENDING_CONDITION = Q(sentence_vectors__isnull=True, embedding__isnull=False)
 # The reason a superseded version that was never embedded is set aside with (retire_searchable).
 SUPERSEDED_UNEMBEDDED = "superseded before it was embedded"
 
@@ -123,8 +131,8 @@ class Chunk(models.Model):
     embedding_model = models.CharField(max_length=100, blank=True, default="")
     embedding_error = models.TextField(blank=True, default="")
     embedding_attempts = models.IntegerField(default=0)
-    # How many sentence vectors (ChunkSentence) the chunk has; null: not split yet (a chunk
-    # embedded before they existed: the embed lane adds them when idle).
+    # How many sentence vectors (ChunkSentence) the chunk has; null: not split yet (the embed lane
+    # embeds a chunk's own vector first and its sentences after).
     sentence_vectors = models.SmallIntegerField(null=True, blank=True)
     search_vector = SearchVectorField(null=True, blank=True, editable=False)
 
@@ -163,7 +171,7 @@ class Chunk(models.Model):
             models.Index(
                 fields=["id"],
                 name="chunk_pending_sentences",
-                condition=Q(sentence_vectors__isnull=True, embedding__isnull=False),
+                condition=SENTENCES_PENDING_CONDITION,
             ),
             GinIndex(fields=["tags"], name="chunk_tags"),
             # fastupdate off: a pending list after bulk inserts slowed selective queries 3–4×.

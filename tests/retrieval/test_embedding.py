@@ -86,6 +86,7 @@ def test_a_bad_chunk_is_isolated_and_set_aside(alice, lane_mode, recorder, monke
             "waiting": 0,
             "set_aside": 1,
             "eta_seconds": None,
+            "sentences_waiting": 0,
         }
     ]
     recorder.batches.clear()

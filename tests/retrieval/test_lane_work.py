@@ -38,8 +38,8 @@ def lane_mode(settings, monkeypatch):  # type: ignore[no-untyped-def]
 
 
 class Counting(embedders.HashEmbedder):
-    """The hash embedder, counting the chunks of each call (sentences are embedded in the same
-    call)."""
+    """The hash embedder, counting its calls (a chunk batch's sentences follow in a call of
+    their own)."""
 
     def __init__(self) -> None:
         super().__init__()

@@ -137,11 +137,20 @@ def test_queue_status_shows_the_lanes_and_the_backlog_per_tenant(cast, capsys, s
     call_command("queue_status", "--json")
     status = json.loads(capsys.readouterr().out)
     assert status["embedding_backlog"] == [
-        {"tenant": "alice", "waiting": 3, "set_aside": 0, "eta_seconds": 2.0}
+        {
+            "tenant": "alice",
+            "waiting": 3,
+            "set_aside": 0,
+            "eta_seconds": 2.0,
+            "sentences_waiting": 0,
+        }
     ]
     assert [w["worker"] for w in status["lanes"]] == ["box:7"] and status[
         "embedding_rate_per_second"
     ] == 1.5
     call_command("queue_status")
     out = capsys.readouterr().out
-    assert "embed on box:7: busy" in out and "alice: 3 waiting (ETA 2 s), 0 set aside" in out
+    assert (
+        "embed on box:7: busy" in out
+        and "alice: 3 waiting (ETA 2 s), 0 set aside, 0 waiting for" in out
+    )

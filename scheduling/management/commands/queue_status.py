@@ -136,7 +136,8 @@ class Command(BaseCommand):
         for row in status["embedding_backlog"]:
             eta = "no rate yet" if row["eta_seconds"] is None else f"ETA {row['eta_seconds']:.0f} s"
             self.stdout.write(
-                f"  {row['tenant']}: {row['waiting']} waiting ({eta}), {row['set_aside']} set aside"
+                f"  {row['tenant']}: {row['waiting']} waiting ({eta}), {row['set_aside']} set"
+                f" aside, {row['sentences_waiting']} waiting for sentence vectors"
             )
         self.stdout.write(f"sessions due for the summarise lane: {status['sessions_due']}")
         self.stdout.write(f"sessions set aside: {status['sessions_set_aside']}")
