@@ -156,3 +156,16 @@ def add_memories(tenant: Tenant, session_id: str, user_id: str = "") -> dict[str
         tenant=tenant, scratchpad=pad, position=0, key="goal", value="buy quinces"
     )
     return {"note": note, "fact": fact, "leaves": leaves, "root": root, "pad": pad}
+
+
+def rebuild_vector_index() -> None:
+    """The chunks' HNSW index rebuilt inside the test's transaction (its rollback restores the
+    old one), for a test that walks it among a few rows of its own. Earlier tests' rolled-back
+    chunks stay in the graph until a vacuum, and pgvector's walk skips them only as it meets them
+    (a known limit of its HNSW index): the likely reason a walk for a test's two nearest rows,
+    which finds them alone, found none after a thousand other tests in its worker. A rebuild
+    holds only live rows."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("REINDEX INDEX chunk_embedding_hnsw")

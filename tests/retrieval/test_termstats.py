@@ -18,6 +18,7 @@ from retrieval.search.plan import plan_search
 from retrieval.search.sql import vector_source, where_clause
 from retrieval.search.statements import select_rows
 from retrieval.search.statistics import scope_size_sql, term_statistics
+from tests.base import rebuild_vector_index
 from tests.retrieval.conftest import search
 
 WORDS = ["otter", "river", "kayak", "unseen"]
@@ -177,6 +178,7 @@ def test_a_small_scope_is_searched_exactly(
     """Both vector strategies are in the statement; the scope's kept size picks one, and only that
     one runs (the other is never executed)."""
     monkeypatch.setattr("retrieval.search.sql.EXACT_BELOW", threshold)
+    rebuild_vector_index()
     req = scopes(rivers)[1]  # the north channel: 3 chunks
     where, params = where_clause(req)
     vector = HalfVector(get_embedder().embed(["otter"])[0]).to_text()

@@ -18,7 +18,7 @@ from retrieval.search.engine import owner_parts
 from retrieval.search.plan import plan_search
 from retrieval.search.sql import vector_source
 from retrieval.search.statements import select_rows
-from tests.base import new_session
+from tests.base import new_session, rebuild_vector_index
 
 
 @pytest.fixture
@@ -48,6 +48,7 @@ def default_read(tenant_id: int, session: str) -> SearchRequest:
 
 def strategy(req: SearchRequest) -> str:
     """Which branch of the vector-candidate statement ran: "exact" or "hnsw"."""
+    rebuild_vector_index()
     plan = plan_search(req)
     where, params = plan.where
     vector = HalfVector(get_embedder().embed(["otter"])[0]).to_text()
