@@ -280,28 +280,24 @@ class EventInput(StrictSerializer):
 APPEND_USER_NOTE = "A new session becomes theirs. A user-limited key appends as its user."
 
 
-class SingleEventInput(EventInput):
-    user_id = user_field(
+def append_user_field() -> Any:
+    """The end user an append acts for: one field, declared alike by single and bulk appends."""
+    return user_field(
         "on_behalf",
         note=APPEND_USER_NOTE,
-        cls=StrictCharField,
         max_length=200,
         required=False,
         allow_null=True,
         default=None,
     )
+
+
+class SingleEventInput(EventInput):
+    user_id = append_user_field()
 
 
 class BulkEventInput(StrictSerializer):
     events = EventInput(
         many=True, allow_empty=False, help_text="The events, oldest first; all are stored or none."
     )
-    user_id = user_field(
-        "on_behalf",
-        note=APPEND_USER_NOTE,
-        cls=StrictCharField,
-        max_length=200,
-        required=False,
-        allow_null=True,
-        default=None,
-    )
+    user_id = append_user_field()
