@@ -327,7 +327,11 @@ def _plan(req: SearchRequest, search_plan: SearchPlan, model: str, alone: bool) 
             pending = embed_query_soon(req.query)  # computed while the text side's SQL runs
         else:
             vector = as_halfvec(embed_query(req.query))
-    tq = build_text_query(req, search_plan) if wants_text else None
+    tq = (
+        build_text_query(req, search_plan, with_vectors=vector is not None or pending is not None)
+        if wants_text
+        else None
+    )
     hints = _query_time_hints(req) if has_text else []
     narrow = _hint_narrow(req, hints)
     sources = _text_sources(req, tq, search_plan, limit, narrow) if tq is not None else []

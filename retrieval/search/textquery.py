@@ -30,6 +30,7 @@ class TextQuery:
     match_terms: list[str] = field(default_factory=list)  # the rarer terms that select candidates
     scope_size: int = 0  # chunks in scope (the kept statistics; every owner's)
     read_size: int = 0  # chunks the search reads (statistics.TermStatistics.read_size)
+    match_all: bool = False  # a candidate says every match term, not one (fulltext.pair_terms)
 
     def score_sql(self, *, per_message: bool = False) -> tuple[str, list[Any]]:
         """BM25 with tf = 1 (chunks are short): Σ idf · (k1+1) / (1 + k1·(1 − b + b·len/avg)).
@@ -107,7 +108,7 @@ class TextQuery:
         own_words_only = weights.TEXT_CONTEXT_WEIGHT <= 0.0
         literals = [literal + (":A" if own_words_only else "") for literal in self.match_terms]
         sql = "c.search_vector @@ %s::tsquery"
-        params: list[Any] = [" | ".join(literals)]
+        params: list[Any] = [(" & " if self.match_all else " | ").join(literals)]
         if self.strict:
             # Phrases and exclusions are about the chunk's own words, not its context.
             sql += (

@@ -72,3 +72,24 @@ def test_a_read_tested_row_by_row_keeps_its_channels_choice(groups, monkeypatch)
     req = text_read(groups["tenant"])
     tq = build_text_query(req, plan_search(req))
     assert tq.match_terms == ["'group'", "'lgbtq'"]
+
+
+def test_hybrid_search_over_a_read_common_in_both_words_takes_chunks_saying_both(
+    groups, monkeypatch
+) -> None:
+    """With a vector side beside it (hybrid search), a read whose rarest word passes PAIR_ABOVE
+    takes as text candidates only the chunks saying both rarest words: here the picnic, whose own
+    words say "group" and whose conversation context says "lgbtq". A text search, with no vector
+    side, still takes every chunk saying the rarest."""
+    monkeypatch.setattr("retrieval.search.sql.TEXT_SCAN_BELOW", 3)
+    monkeypatch.setattr("retrieval.search.fulltext.MATCH_BUDGET", 4)
+    monkeypatch.setattr("retrieval.search.fulltext.PAIR_ABOVE", 1)
+    monkeypatch.setattr("retrieval.search.weights.CANDIDATES", 1)  # 2 x 9 / 11 chunks expected
+    req = text_read(groups["tenant"])
+    plan = plan_search(req)
+    assert build_text_query(req, plan).match_terms == ["'lgbtq'"]
+    tq = build_text_query(req, plan, with_vectors=True)
+    assert (tq.match_terms, tq.match_all) == (["'lgbtq'", "'group'"], True)
+    sql, params = text_source(req, tq, *plan.where, 10, owner_parts(plan))
+    found = {pk for (pk,) in select_rows(sql, params)}
+    assert found == set(Chunk.objects.filter(text="our group picnic").values_list("pk", flat=True))

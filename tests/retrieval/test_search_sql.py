@@ -11,7 +11,9 @@ import pytest
 from retrieval.search import weights
 from retrieval.search.fulltext import (
     MATCH_BUDGET,
+    PAIR_ABOVE,
     TextQuery,
+    pair_terms,
     select_match_terms,
     tsquery_literal,
     weigh_terms,
@@ -124,6 +126,25 @@ def test_the_rarest_terms_select_candidates_within_the_budget() -> None:
     assert select_match_terms(terms) == ["'y'", "'z'"]  # 100 + 150; adding 300 would pass 500
     assert select_match_terms([("'x'", 0.1, 900)]) == ["'x'"]  # the rarest always selects
     assert select_match_terms([]) == []
+
+
+def test_a_hybrid_read_where_even_the_rarest_word_is_common_pairs_its_two_rarest() -> None:
+    """Above PAIR_ABOVE chunks of the read for the rarest word, the two rarest select together,
+    rarest first, when independence would have at least weights.CANDIDATES chunks say both."""
+    assert (PAIR_ABOVE, weights.CANDIDATES) == (5_000, 100)
+    common = [("'go'", 0.5, 400_000), ("'park'", 2.0, 18_000), ("'melani'", 1.5, 60_000)]
+    assert pair_terms(common, 1_000_000) == ["'park'", "'melani'"]  # 18k x 60k / 1M = 1,080
+    # the rarest at the threshold: it selects alone, as the budget has it
+    assert pair_terms([("'a'", 1.0, 5_000), ("'b'", 1.0, 900_000)], 1_000_000) == []
+    # two words too rare together to expect 100 chunks saying both (6k x 6k / 1M = 36)
+    assert pair_terms([("'a'", 1.0, 6_000), ("'b'", 1.0, 6_000)], 1_000_000) == []
+    assert pair_terms([("'a'", 1.0, 90_000)], 1_000_000) == []  # one word: nothing to pair
+    assert pair_terms(common, 0) == []  # an unknown read
+
+
+def test_paired_match_terms_are_anded() -> None:
+    tq = TextQuery([("'a'", 1.0), ("'b'", 1.0)], False, ["'a'", "'b'"], match_all=True)
+    assert tq.match_sql("a b") == ("c.search_vector @@ %s::tsquery", ["'a' & 'b'"])
 
 
 VECTORS = {  # a chunk's tsvector: own words weigh A, conversation context D
