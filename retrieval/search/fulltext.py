@@ -144,10 +144,10 @@ def pair_terms(terms: list[tuple[str, float, int]], read_size: int) -> list[str]
     independently of each other, at least weights.CANDIDATES chunks would say both; otherwise
     none (select_match_terms chooses). `terms` as select_match_terms takes them.
 
-    Every chunk that says the rarest word is read and scored: at one user's million chunks, a
-    word that 18,000 of them say cost 27 ms of the statement's 45 (p95, bench/README.md). Among
-    chunks saying one common word, BM25 tells them apart by length alone; the chunks that say two
-    of the query's words rank above them anyway, and the vector side brings the rest. A text
+    Every chunk that says the rarest word is read and scored: at one user's million chunks, where
+    18,000 said one question's rarest word, the text statement's p95 was 27 ms (bench/README.md).
+    Among chunks saying one common word, BM25 tells them apart by length alone; the chunks that
+    say two of the query's words rank above them anyway, and the vector side brings the rest. A text
     search (no vector side) still reads every chunk that says its rarest word.
     """
     if len(terms) < 2 or read_size <= 0:
