@@ -140,9 +140,9 @@ def select_match_terms(terms: list[tuple[str, float, int]]) -> list[str]:
 
 def pair_terms(terms: list[tuple[str, float, int]], read_size: int) -> list[str]:
     """The two rarest terms, which a hybrid search's text candidates must then both say, when the
-    rarest alone is said by more than PAIR_ABOVE chunks of the read and, were the two said
-    independently of each other, at least weights.CANDIDATES chunks would say both; otherwise
-    none (select_match_terms chooses). `terms` as select_match_terms takes them.
+    rarest alone is said by more than PAIR_ABOVE chunks of a read bigger than that and, were the
+    two said independently of each other, at least weights.CANDIDATES chunks would say both;
+    otherwise none (select_match_terms chooses). `terms` as select_match_terms takes them.
 
     Every chunk that says the rarest word is read and scored: at one user's million chunks, where
     18,000 said one question's rarest word, the text statement's p95 was 27 ms (bench/README.md).
@@ -150,7 +150,7 @@ def pair_terms(terms: list[tuple[str, float, int]], read_size: int) -> list[str]
     say two of the query's words rank above them anyway, and the vector side brings the rest. A text
     search (no vector side) still reads every chunk that says its rarest word.
     """
-    if len(terms) < 2 or read_size <= 0:
+    if len(terms) < 2 or read_size <= PAIR_ABOVE:  # a small read: each row tested, no index read
         return []
     (first, _, most), (second, _, then) = sorted(terms, key=lambda t: t[2])[:2]
     if most <= PAIR_ABOVE or most * then / read_size < weights.CANDIDATES:

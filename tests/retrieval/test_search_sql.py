@@ -140,6 +140,9 @@ def test_a_hybrid_read_where_even_the_rarest_word_is_common_pairs_its_two_rarest
     assert pair_terms([("'a'", 1.0, 6_000), ("'b'", 1.0, 6_000)], 1_000_000) == []
     assert pair_terms([("'a'", 1.0, 90_000)], 1_000_000) == []  # one word: nothing to pair
     assert pair_terms(common, 0) == []  # an unknown read
+    # a read of 5,000 chunks or fewer never pairs, whatever its statistics' scope counts (a
+    # session's channel may count a word more often than her own small read holds chunks)
+    assert pair_terms([("'a'", 1.0, 40_000), ("'b'", 1.0, 60_000)], 1_100) == []
 
 
 def test_paired_match_terms_are_anded() -> None:
