@@ -379,6 +379,7 @@ STATS = [
                 "embedding_set_aside": 0,
                 "embedding_eta_seconds": 0.0,
                 "embedding_rate_per_second": 0,
+                "sentences_waiting": 0,
             },
         },
     )

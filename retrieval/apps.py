@@ -17,6 +17,7 @@ class RetrievalConfig(AppConfig):
 
     def ready(self) -> None:
         from memoryhub import signals
+        from memoryhub.admin.dashboard import TENANT_COUNTS
         from memoryhub.api.health import DETAIL_READERS
         from memoryhub.plumbing import background
         from memoryhub.transfer import register_extension
@@ -24,6 +25,7 @@ class RetrievalConfig(AppConfig):
         from retrieval.embedder_preparation import prepare_embedder_apart
         from retrieval.embedding import EmbedLane
         from retrieval.query_embedding import describe as describe_query_embedder
+        from retrieval.sentence_vectors import waiting_per_tenant
         from retrieval.transfer import RetrievalTransfer
 
         signals.events_appended.connect(
@@ -56,6 +58,8 @@ class RetrievalConfig(AppConfig):
         # /health/ says what embeds queries (the torch model while the fast one is made, first
         # start).
         DETAIL_READERS["search"] = describe_query_embedder
+        # The dashboard's rows count the chunks waiting for their sentence vectors.
+        TENANT_COUNTS["sentences_waiting"] = waiting_per_tenant
         signals.web_worker_starting.connect(
             warm_up_query_embedder, dispatch_uid="retrieval.warm_up_query_embedder"
         )

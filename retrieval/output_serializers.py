@@ -360,6 +360,12 @@ StatsOutput = inline_serializer(
                 "embedding_rate_per_second": serializers.FloatField(
                     help_text="Chunks the embed lanes embed per second."
                 ),
+                "sentences_waiting": serializers.IntegerField(
+                    help_text=(
+                        "Chunks searchable by their own vector whose sentence vectors the embed"
+                        " lane has still to write (the tenant's, or those a limited key may read)."
+                    )
+                ),
             },
             help_text="Background work.",
         ),

@@ -18,6 +18,7 @@ from retrieval.embedders import get_embedder
 from retrieval.embedding import backlog, embedding_rate
 from retrieval.models import Chunk, ChunkAccess, Document, embedding_waiting_q
 from retrieval.search.sql import CONVERSATION_KINDS
+from retrieval.sentence_vectors import waiting_for_sentences
 
 
 def _chunks(tenant_id: int, workspace_id: int | None, user_id: str) -> Any:
@@ -183,14 +184,20 @@ def memory_stats(
 
 def _embedding_backlog(tenant_id: int) -> dict[str, Any]:
     """The tenant's place in the embed lane's queue: chunks waiting, set aside, when the last one
-    will have its vector at the rate the lanes measure (null: no lane has measured one)."""
+    will have its vector at the rate the lanes measure (null: no lane has measured one), and the
+    chunks searchable by their own vector still waiting for their sentence vectors."""
     rows = backlog(tenant_id=tenant_id)
-    mine = rows[0] if rows else {"waiting": 0, "set_aside": 0, "eta_seconds": 0.0}
+    mine = (
+        rows[0]
+        if rows
+        else {"waiting": 0, "set_aside": 0, "eta_seconds": 0.0, "sentences_waiting": 0}
+    )
     return {
         "embedding_waiting": mine["waiting"],
         "embedding_set_aside": mine["set_aside"],
         "embedding_eta_seconds": mine["eta_seconds"] if mine["waiting"] else 0.0,
         "embedding_rate_per_second": round(embedding_rate(), 2),
+        "sentences_waiting": mine["sentences_waiting"],
     }
 
 
@@ -207,11 +214,14 @@ def _limited_backlog(tenant_id: int, workspace_id: int | None, user_id: str) -> 
             set_aside=Count("id", filter=Q(embedding_attempts__gte=limit)),
         )
     )
+    # The lane's own definition of its sentence work, narrowed to what the key may read.
+    readable = _chunks(tenant_id, workspace_id, user_id)
     return {
         "embedding_waiting": row["waiting"],
         "embedding_set_aside": row["set_aside"],
         "embedding_eta_seconds": None,
         "embedding_rate_per_second": round(embedding_rate(), 2),
+        "sentences_waiting": (readable & waiting_for_sentences()).count(),
     }
 
 

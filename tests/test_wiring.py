@@ -16,6 +16,7 @@ from django_q import signals as queue_signals
 from accounts import signals as account_signals
 from memoryhub import forget
 from memoryhub import signals as core_signals
+from memoryhub.admin import dashboard
 from memoryhub.plumbing import background
 from memoryhub.transfer import extensions
 from memoryhub.transfer.records import record_models
@@ -88,6 +89,11 @@ def test_the_forget_tables_are_what_forget_runs() -> None:
     table_redactors = [cells[0][0] for cells in rows if len(cells) > 1]
     assert table_models == {model._meta.label for model in forget.user_owned_models()}
     assert table_redactors == [dotted(redactor.__func__) for redactor in forget.redactors()]
+
+
+def test_the_dashboard_counts_table_is_what_is_registered() -> None:
+    table = {cells[0][0]: cells[1][0] for cells in sections()["Dashboard counts"]}
+    assert table == {name: dotted(count) for name, count in dashboard.TENANT_COUNTS.items()}
 
 
 def test_the_mounts_table_is_what_asgi_serves() -> None:

@@ -6,6 +6,7 @@ dashboard/data/ (JSON). Every load records a metrics sample (throttled): see mem
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -28,6 +29,10 @@ from memoryhub.tasks import queue_counts
 
 CHART_DAYS = dashboard_series.CHART_DAYS
 REFRESH_CHOICES = (0, 5, 15, 60)  # seconds; 0: off
+# What higher layers add to each tenant's row, by name: a count per tenant among the ids given,
+# by their own definition (retrieval adds "sentences_waiting", the chunks searchable by their own
+# vector whose sentence vectors the embed lane has still to write; the core never imports it).
+TENANT_COUNTS: dict[str, Callable[[list[int]], dict[int, int]]] = {}
 
 
 def _model(label: str) -> type[Model] | None:
@@ -52,7 +57,7 @@ def _add_counts(rows: dict[int, dict[str, Any]], label: str, name: str) -> None:
 
 def tenant_rows(tenant_id: int | None = None) -> list[dict[str, Any]]:
     """Per tenant: sessions, events, chunks with embedding coverage, notes, facts, schedules,
-    searches over the chart's days with their mean latency."""
+    searches over the chart's days with their mean latency, and what TENANT_COUNTS adds."""
     tenants = Tenant.objects.order_by("name")
     if tenant_id is not None:
         tenants = tenants.filter(pk=tenant_id)
@@ -83,6 +88,9 @@ def tenant_rows(tenant_id: int | None = None) -> list[dict[str, Any]]:
                 coverage=round(100 * embedded / total, 1) if total else 100.0,
             )
         _backlog(chunk, rows)
+    for name, count in TENANT_COUNTS.items():
+        for tid, n in count(list(rows)).items():
+            rows[tid][name] = n
     for label, name in (
         ("memoryhub.Note", "notes"),
         ("memoryhub.Fact", "facts"),

@@ -172,3 +172,20 @@ def test_dashboard_shows_the_lanes_and_each_tenants_backlog_with_an_eta(
     assert [w.name for w in response.context["workers"]] == ["box:7"]
     assert b'id="mh-workers"' in response.content and b"1 session set aside" in response.content
     assert b"embedded=aside" in response.content  # a link to the set-aside chunks, to retry them
+
+
+def test_dashboard_counts_each_tenants_chunks_waiting_for_their_sentence_vectors(
+    staff_client, alice, bob, index
+) -> None:  # type: ignore[no-untyped-def]
+    from retrieval.models import Chunk
+
+    index(alice, "chat", {"role": "user", "content": "one"}, {"role": "user", "content": "two"})
+    index(bob, "chat", {"role": "user", "content": "three"})
+    # Searchable by their own vectors, their sentence vectors still to come: alice's two only.
+    Chunk.objects.filter(tenant__name="alice", embedding__isnull=False).update(
+        sentence_vectors=None
+    )
+    response = staff_client.get("/admin/dashboard/")
+    rows = {row["tenant"].name: row for row in response.context["tenants"]}
+    assert rows["alice"]["sentences_waiting"] == 2 and "sentences_waiting" not in rows["bob"]
+    assert b'<td class="mh-sentences-waiting">2</td>' in response.content

@@ -73,6 +73,7 @@ def test_stats_counts_the_tenants_memory(alice, bob, index) -> None:
         # no lane ran
         "embedding_eta_seconds": None,
         "embedding_rate_per_second": 0.0,
+        "sentences_waiting": 0,
     }
     assert body["unsummarised_messages"] == 2
     assert bob.get("/api/v1/stats/").json()["chunks"]["total"] == 1
