@@ -49,6 +49,7 @@ def build_text_query(
     by_literal = {tsquery_literal(x): frequencies[x] for x in lexemes}
     total = max(size, *by_literal.values(), 1)
     terms = weigh_terms(literals, by_literal, total)
+    said = len(terms)  # the query's own words; typo alternatives follow
     if req.mode == "fuzzy" or weights.FUZZY:
         terms += alternative_terms(
             fuzzy.alternatives(
@@ -59,7 +60,8 @@ def build_text_query(
         )
     in_range = {tsquery_literal(x): n for x, n in (stats.range_counts or {}).items()}
     counted = [(t, idf, matches_in_read(df, in_range.get(t), stats)) for t, idf, df in terms]
-    paired = pair_terms(counted, read_size) if with_vectors else []
+    # two guesses at one mistyped word are never required together: only words it says pair
+    paired = pair_terms(counted[:said], read_size) if with_vectors else []
     return TextQuery(
         [(t, idf) for t, idf, _ in terms],
         bool(_WEBSEARCH_OPERATORS.search(req.query)),

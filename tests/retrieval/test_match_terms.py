@@ -93,3 +93,17 @@ def test_hybrid_search_over_a_read_common_in_both_words_takes_chunks_saying_both
     sql, params = text_source(req, tq, *plan.where, 10, owner_parts(plan))
     found = {pk for (pk,) in select_rows(sql, params)}
     assert found == set(Chunk.objects.filter(text="our group picnic").values_list("pk", flat=True))
+
+
+def test_a_typos_guessed_words_never_pair(groups, monkeypatch) -> None:
+    """A mistyped word ("groupp") is searched by its guesses ("group"): they stand for a word the
+    query does not say, so they never become a word every candidate must say beside another."""
+    monkeypatch.setattr("retrieval.search.sql.TEXT_SCAN_BELOW", 3)
+    monkeypatch.setattr("retrieval.search.fulltext.MATCH_BUDGET", 4)
+    monkeypatch.setattr("retrieval.search.fulltext.PAIR_ABOVE", 1)
+    monkeypatch.setattr("retrieval.search.weights.CANDIDATES", 0)  # any two words would pair
+    req = text_read(groups["tenant"])
+    req.query = "lgbtq groupp"
+    tq = build_text_query(req, plan_search(req), with_vectors=True)
+    assert "'group'" in {t for t, _ in tq.terms}  # the guess scores
+    assert (tq.match_terms, tq.match_all) == (["'lgbtq'"], False)
