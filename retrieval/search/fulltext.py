@@ -60,11 +60,13 @@ def build_text_query(
         )
     in_range = {tsquery_literal(x): n for x, n in (stats.range_counts or {}).items()}
     counted = [(t, idf, matches_in_read(df, in_range.get(t), stats)) for t, idf, df in terms]
-    # two guesses at one mistyped word are never required together: only words it says pair
-    paired = pair_terms(counted[:said], read_size) if with_vectors else []
+    strict = bool(_WEBSEARCH_OPERATORS.search(req.query))
+    # Two guesses at one mistyped word are never required together: only words it says pair. A
+    # query with operators ("a phrase", -word) says which words must be there itself.
+    paired = pair_terms(counted[:said], read_size) if with_vectors and not strict else []
     return TextQuery(
         [(t, idf) for t, idf, _ in terms],
-        bool(_WEBSEARCH_OPERATORS.search(req.query)),
+        strict,
         paired or select_match_terms(counted),
         size,
         read_size,

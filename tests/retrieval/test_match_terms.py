@@ -107,3 +107,15 @@ def test_a_typos_guessed_words_never_pair(groups, monkeypatch) -> None:
     tq = build_text_query(req, plan_search(req), with_vectors=True)
     assert "'group'" in {t for t, _ in tq.terms}  # the guess scores
     assert (tq.match_terms, tq.match_all) == (["'lgbtq'"], False)
+
+
+def test_a_query_with_operators_never_pairs(groups, monkeypatch) -> None:
+    """A query that says which words must be there or not ("-group") is matched as it says: a
+    word it excludes must never become a word every candidate must say."""
+    monkeypatch.setattr("retrieval.search.sql.TEXT_SCAN_BELOW", 3)
+    monkeypatch.setattr("retrieval.search.fulltext.PAIR_ABOVE", 1)
+    monkeypatch.setattr("retrieval.search.weights.CANDIDATES", 0)  # any two words would pair
+    req = text_read(groups["tenant"])
+    req.query = "lgbtq -group"
+    tq = build_text_query(req, plan_search(req), with_vectors=True)
+    assert tq.strict and not tq.match_all
