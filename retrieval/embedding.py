@@ -31,7 +31,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Count, F, Q
+from django.db.models import F, Q
 from django.db.models.functions import Length
 from django.utils import timezone
 
@@ -453,15 +453,7 @@ def backlog(*, tenant_id: int | None = None) -> list[dict[str, Any]]:
             aside_qs.filter(tenant_id=tenant_id),
             split_qs.filter(tenant_id=tenant_id),
         )
-    aside, split = (
-        dict(
-            qs.order_by()
-            .values_list("tenant_id")
-            .annotate(n=Count("id"))
-            .values_list("tenant_id", "n")
-        )
-        for qs in (aside_qs, split_qs)
-    )
+    aside, split = aside_qs.per_tenant(), split_qs.per_tenant()
     mine = (set(aside) | set(split)) | (
         {t for t in waiting_now if t == tenant_id} if tenant_id is not None else set(waiting_now)
     )
@@ -483,10 +475,4 @@ def backlog(*, tenant_id: int | None = None) -> list[dict[str, Any]]:
 
 def backlog_waiting() -> dict[int, int]:
     """Chunks waiting per tenant (the lane's definition)."""
-    return dict(
-        waiting()
-        .order_by()
-        .values_list("tenant_id")
-        .annotate(n=Count("id"))
-        .values_list("tenant_id", "n")
-    )
+    return waiting().per_tenant()

@@ -10,7 +10,7 @@ from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVectorField
 from django.db import connection, models
-from django.db.models import F, Q
+from django.db.models import Count, F, Q
 from django.db.models.functions import Coalesce, Collate, Substr
 from django.utils import timezone
 from pgvector.django import HalfVectorField, HnswIndex
@@ -50,6 +50,15 @@ class ChunkQuerySet(models.QuerySet["Chunk"]):
         second kind of work (retrieval.sentence_vectors.waiting_for_sentences), over the partial
         index chunk_pending_sentences."""
         return self.filter(SENTENCES_PENDING_CONDITION)
+
+    def per_tenant(self) -> dict[int, int]:
+        """How many of these chunks each tenant has (a tenant with none is left out)."""
+        return dict(
+            self.order_by()
+            .values_list("tenant_id")
+            .annotate(n=Count("id"))
+            .values_list("tenant_id", "n")
+        )
 
     def with_access(self) -> ChunkQuerySet:
         """Each chunk with the `access_count` (0: never returned by search) and `accessed_at`

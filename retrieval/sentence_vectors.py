@@ -20,7 +20,6 @@ from datetime import datetime
 from typing import NamedTuple, Protocol
 
 from django.db import connection, transaction
-from django.db.models import Count
 
 from retrieval.chunking import sentences
 from retrieval.embedders import Embedder, EmbedderUnavailable, check_vectors, get_embedder
@@ -89,14 +88,7 @@ def waiting_for_sentences() -> ChunkQuerySet:
 def waiting_per_tenant(tenant_ids: list[int]) -> dict[int, int]:
     """Chunks waiting for their sentence vectors per tenant among `tenant_ids` (a tenant with none
     is left out): the dashboard's column."""
-    return dict(
-        waiting_for_sentences()
-        .filter(tenant_id__in=tenant_ids)
-        .order_by()
-        .values_list("tenant_id")
-        .annotate(n=Count("id"))
-        .values_list("tenant_id", "n")
-    )
+    return waiting_for_sentences().filter(tenant_id__in=tenant_ids).per_tenant()
 
 
 def write_sentences(ids: list[int], parts: list[list[str]], vectors: list[list[float]]) -> None:

@@ -74,17 +74,24 @@ def test_a_read_tested_row_by_row_keeps_its_channels_choice(groups, monkeypatch)
     assert tq.match_terms == ["'group'", "'lgbtq'"]
 
 
+@pytest.fixture
+def pairing(monkeypatch):  # type: ignore[no-untyped-def]
+    """Ann's eleven-chunk read goes through the full-text index, a budget of four chunks, and any
+    rarest word said by more than one chunk may pair."""
+    monkeypatch.setattr("retrieval.search.sql.TEXT_SCAN_BELOW", 3)
+    monkeypatch.setattr("retrieval.search.fulltext.MATCH_BUDGET", 4)
+    monkeypatch.setattr("retrieval.search.fulltext.PAIR_ABOVE", 1)
+    return monkeypatch
+
+
 def test_hybrid_search_over_a_read_common_in_both_words_takes_chunks_saying_both(
-    groups, monkeypatch
+    groups, pairing
 ) -> None:
     """With a vector side beside it (hybrid search), a read whose rarest word passes PAIR_ABOVE
     takes as text candidates only the chunks saying both rarest words: here the picnic, whose own
     words say "group" and whose conversation context says "lgbtq". A text search, with no vector
     side, still takes every chunk saying the rarest."""
-    monkeypatch.setattr("retrieval.search.sql.TEXT_SCAN_BELOW", 3)
-    monkeypatch.setattr("retrieval.search.fulltext.MATCH_BUDGET", 4)
-    monkeypatch.setattr("retrieval.search.fulltext.PAIR_ABOVE", 1)
-    monkeypatch.setattr("retrieval.search.weights.CANDIDATES", 1)  # 2 x 9 / 11 chunks expected
+    pairing.setattr("retrieval.search.weights.CANDIDATES", 1)  # 2 x 9 / 11 chunks expected
     req = text_read(groups["tenant"])
     plan = plan_search(req)
     assert build_text_query(req, plan).match_terms == ["'lgbtq'"]
@@ -95,13 +102,10 @@ def test_hybrid_search_over_a_read_common_in_both_words_takes_chunks_saying_both
     assert found == set(Chunk.objects.filter(text="our group picnic").values_list("pk", flat=True))
 
 
-def test_a_typos_guessed_words_never_pair(groups, monkeypatch) -> None:
+def test_a_typos_guessed_words_never_pair(groups, pairing) -> None:
     """A mistyped word ("groupp") is searched by its guesses ("group"): they stand for a word the
     query does not say, so they never become a word every candidate must say beside another."""
-    monkeypatch.setattr("retrieval.search.sql.TEXT_SCAN_BELOW", 3)
-    monkeypatch.setattr("retrieval.search.fulltext.MATCH_BUDGET", 4)
-    monkeypatch.setattr("retrieval.search.fulltext.PAIR_ABOVE", 1)
-    monkeypatch.setattr("retrieval.search.weights.CANDIDATES", 0)  # any two words would pair
+    pairing.setattr("retrieval.search.weights.CANDIDATES", 0)  # any two words would pair
     req = text_read(groups["tenant"])
     req.query = "lgbtq groupp"
     tq = build_text_query(req, plan_search(req), with_vectors=True)
@@ -109,12 +113,10 @@ def test_a_typos_guessed_words_never_pair(groups, monkeypatch) -> None:
     assert (tq.match_terms, tq.match_all) == (["'lgbtq'"], False)
 
 
-def test_a_query_with_operators_never_pairs(groups, monkeypatch) -> None:
+def test_a_query_with_operators_never_pairs(groups, pairing) -> None:
     """A query that says which words must be there or not ("-group") is matched as it says: a
     word it excludes must never become a word every candidate must say."""
-    monkeypatch.setattr("retrieval.search.sql.TEXT_SCAN_BELOW", 3)
-    monkeypatch.setattr("retrieval.search.fulltext.PAIR_ABOVE", 1)
-    monkeypatch.setattr("retrieval.search.weights.CANDIDATES", 0)  # any two words would pair
+    pairing.setattr("retrieval.search.weights.CANDIDATES", 0)  # any two words would pair
     req = text_read(groups["tenant"])
     req.query = "lgbtq -group"
     tq = build_text_query(req, plan_search(req), with_vectors=True)
