@@ -145,21 +145,27 @@ def test_the_models_match_the_migrations(db) -> None:  # type: ignore[no-untyped
 def scratch_database(django_db_setup) -> Iterator[str]:  # type: ignore[no-untyped-def]
     """An empty database beside the test database, dropped afterwards."""
     name = f"{connection.settings_dict['NAME']}_before_squash"
-    db = connection.settings_dict
-    server = {
-        "host": db.get("HOST") or None,
-        "port": db.get("PORT") or None,
-        "user": db.get("USER") or None,
-        "password": db.get("PASSWORD") or None,
-    }
-    with psycopg.connect(dbname="postgres", autocommit=True, **server) as admin:
+    with connect("postgres", autocommit=True) as admin:
         admin.execute(f'DROP DATABASE IF EXISTS "{name}"')
         admin.execute(f'CREATE DATABASE "{name}"')
     try:
         yield name
     finally:
-        with psycopg.connect(dbname="postgres", autocommit=True, **server) as admin:
+        with connect("postgres", autocommit=True) as admin:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def connect(database: str, **options: Any) -> psycopg.Connection[Any]:
+    """A connection to `database` on the test database's server."""
+    db = connection.settings_dict
+    return psycopg.connect(
+        dbname=database,
+        host=db.get("HOST") or None,
+        port=db.get("PORT") or None,
+        user=db.get("USER") or None,
+        password=db.get("PASSWORD") or None,
+        **options,
+    )
 
 
 def manage(database: str, *args: str) -> str:
@@ -182,14 +188,7 @@ def test_an_installation_migrated_before_the_squash_is_recognised_as_migrated(
     # Now make it what an installation from before the squash is: the same schema (pg_dump
     # --schema-only compared, memoryhub/README.md) with the old names recorded. Rows of
     # migrations newer than the squash stay.
-    db = connection.settings_dict
-    with psycopg.connect(
-        dbname=scratch_database,
-        host=db.get("HOST") or None,
-        port=db.get("PORT") or None,
-        user=db.get("USER") or None,
-        password=db.get("PASSWORD") or None,
-    ) as scratch:
+    with connect(scratch_database) as scratch:
         recorded = {
             tuple(row) for row in scratch.execute("SELECT app, name FROM django_migrations")
         }
@@ -220,3 +219,19 @@ def test_an_installation_migrated_before_the_squash_is_recognised_as_migrated(
     assert "[ ]" not in shown and "[-]" not in shown
     for app, name in SQUASHED:
         assert f"[X] {name} ({replaced[app, name]} squashed migrations)" in shown
+
+
+def test_the_hnsw_graph_parameter_changes_without_rebuilding_the_index(
+    scratch_database: str,
+) -> None:
+    """retrieval 0019 sets ef_construction 128 for the vectors added from then on: the index keeps
+    its file (no rebuild that would block writes on a big table), its options change."""
+    manage(scratch_database, "migrate", "retrieval", "0018", "--noinput", "-v0")
+    index = "SELECT relfilenode, reloptions FROM pg_class WHERE relname = 'chunk_embedding_hnsw'"
+    with connect(scratch_database, autocommit=True) as scratch:
+        [(file_before, options_before)] = scratch.execute(index).fetchall()
+        assert options_before == ["m=16", "ef_construction=64"]
+        manage(scratch_database, "migrate", "retrieval", "--noinput", "-v0")
+        [(file_after, options_after)] = scratch.execute(index).fetchall()
+    assert options_after == ["m=16", "ef_construction=128"]
+    assert file_after == file_before

@@ -112,9 +112,10 @@ _connection_ef: WeakKeyDictionary[Any, int] = WeakKeyDictionary()
 def ef_search() -> int:
     """HNSW's ef_search for a search: settings.HNSW_EF_SEARCH, raised to one per
     weights.HNSW_ROWS_PER_EF rows of the chunk table. The share of the true nearest neighbours a
-    walk finds falls as the graph grows (bench/README.md: recall@100 0.96 at 10k rows, 0.93 at
-    100k, 0.71 at 1M with ef_search 100; 0.95 at 1M with 1,000). The table's size is the estimate
-    the last term statistics read (text and hybrid searches; no statement of its own)."""
+    walk finds falls as the graph grows (bench/README.md, graphs built with ef_construction 64:
+    recall@100 0.96 at 10k rows, 0.93 at 100k, 0.71 at 1M with ef_search 100; 0.95 at 1M with
+    1,000; built with 128, one user's 1M: 0.98 with 1,000). The table's size is the estimate the
+    last term statistics read (text and hybrid searches; no statement of its own)."""
     floor = int(settings.HNSW_EF_SEARCH)
     per = int(weights.HNSW_ROWS_PER_EF)
     if per <= 0:
