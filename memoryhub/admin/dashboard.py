@@ -111,21 +111,9 @@ def tenant_rows(tenant_id: int | None = None) -> list[dict[str, Any]]:
 def _backlog(chunk: type[Model], rows: dict[int, dict[str, Any]]) -> None:
     """The embed lane's queue per tenant: chunks waiting, set aside, and when the last one will have
     its vector at the lanes' measured rate (tenants take turns)."""
-    manager: Any = chunk.objects  # retrieval's ChunkQuerySet: the lane's own definition of its work
-
-    def per_tenant(qs: Any) -> dict[int, int]:
-        return dict(
-            qs.filter(tenant_id__in=rows)
-            .order_by()
-            .values("tenant_id")
-            .annotate(n=Count("id"))
-            .values_list("tenant_id", "n")
-        )
-
-    waiting, aside = (
-        per_tenant(manager.embedding_waiting()),
-        per_tenant(manager.embedding_set_aside()),
-    )
+    # retrieval's ChunkQuerySet: the lane's own definition of its work, and its one per-tenant count
+    mine: Any = chunk.objects.filter(tenant_id__in=rows)
+    waiting, aside = mine.embedding_waiting().per_tenant(), mine.embedding_set_aside().per_tenant()
     for tenant_id in set(waiting) | set(aside):
         rows[tenant_id].update(waiting=waiting.get(tenant_id, 0), set_aside=aside.get(tenant_id, 0))
     for tenant_id, eta in round_robin_etas(waiting, lane_rate("embed")).items():

@@ -9,16 +9,6 @@ import pgvector.django.indexes
 from django.db import migrations
 
 
-def hnsw(ef_construction):
-    return pgvector.django.indexes.HnswIndex(
-        ef_construction=ef_construction,
-        fields=['embedding'],
-        m=16,
-        name='chunk_embedding_hnsw',
-        opclasses=['halfvec_cosine_ops'],
-    )
-
-
 class Migration(migrations.Migration):
 
     dependencies = [
@@ -35,7 +25,16 @@ class Migration(migrations.Migration):
             ],
             state_operations=[
                 migrations.RemoveIndex(model_name='chunk', name='chunk_embedding_hnsw'),
-                migrations.AddIndex(model_name='chunk', index=hnsw(128)),
+                migrations.AddIndex(
+                    model_name='chunk',
+                    index=pgvector.django.indexes.HnswIndex(
+                        ef_construction=128,
+                        fields=['embedding'],
+                        m=16,
+                        name='chunk_embedding_hnsw',
+                        opclasses=['halfvec_cosine_ops'],
+                    ),
+                ),
             ],
         ),
     ]
