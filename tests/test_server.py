@@ -412,11 +412,15 @@ def test_mcp_event_streams_are_bounded_per_key_and_in_all_and_idle_ones_close(
             opened.append(sock)
             statuses.append(status)
         assert statuses == [200, 200, 429, 200, 429]  # the third of a key; the fourth in all
-        # Nothing is ever sent on them: each is closed by the server.
-        for sock in opened:
+        # Nothing is ever sent on them: the server ends each stream (its chunked body's last
+        # chunk; the connection then stays open for keep-alive, as after a refusal).
+        for sock, status in zip(opened, statuses, strict=True):
             sock.settimeout(30)
-            while sock.recv(65536):
-                pass
+            received = b""
+            while status == 200 and not received.endswith(b"0\r\n\r\n"):
+                chunk = sock.recv(65536)
+                assert chunk, received  # the server ended the stream before the connection
+                received += chunk
         # Closed streams no longer count.
         sock, status = open_stream(served, served.key)
         opened.append(sock)

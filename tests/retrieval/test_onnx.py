@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -40,11 +41,32 @@ TEXTS = [
 ]
 
 
+@pytest.fixture(scope="session")
+def exported_once(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A data folder with the model exported, judged and its lane measured once for the whole run
+    (half a minute of CPU): the folder of the run's temporary root, which pytest-xdist's workers
+    share; the first to ask makes it, and ensure_measured's file locks keep the other waiting."""
+    from retrieval.embedder_calibration import ensure_measured
+
+    base = tmp_path_factory.getbasetemp()
+    data_dir = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "exported-minilm"
+    data_dir.mkdir(exist_ok=True)
+    previous = django_settings.DATA_DIR
+    django_settings.DATA_DIR = data_dir
+    try:
+        ensure_measured()
+    finally:
+        django_settings.DATA_DIR = previous
+    return data_dir
+
+
 @pytest.fixture(scope="module")
-def prepared(tmp_path_factory: pytest.TempPathFactory) -> Any:
+def prepared(tmp_path_factory: pytest.TempPathFactory, exported_once: Path) -> Any:
+    """A module's own prepared data folder (its tests change it): a copy of exported_once's."""
     from retrieval.embedder_calibration import ensure_measured
 
     data_dir = tmp_path_factory.mktemp("data")
+    shutil.copytree(exported_once, data_dir, dirs_exist_ok=True)
     previous = django_settings.DATA_DIR
     django_settings.DATA_DIR = data_dir
     try:

@@ -1,7 +1,7 @@
 """MiniLM's ONNX model on a first start: made in a child process beside the starting service, so
 that the supervising process loads no runtime; searches go by torch or by their words meanwhile, and
-a process takes the fast model up once it is recorded. The prepared folder (a module's own export)
-and the child processes are test_onnx.py's.
+a process takes the fast model up once it is recorded. The prepared folder (a copy of the run's one
+export) and the child processes are test_onnx.py's.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import sys
 import pytest
 from django.conf import settings as django_settings
 
-from tests.retrieval.test_onnx import prepared, run_django  # noqa: F401 - `prepared` is a fixture
+from tests.retrieval.test_onnx import exported_once, prepared, run_django  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.minilm
 pytest.importorskip("onnxruntime", reason="onnxruntime is not installed")
