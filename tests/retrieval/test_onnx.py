@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from django.conf import settings as django_settings
+from django.test import override_settings
 
 pytestmark = pytest.mark.minilm
 pytest.importorskip("onnxruntime", reason="onnxruntime is not installed")
@@ -51,12 +52,8 @@ def exported_once(tmp_path_factory: pytest.TempPathFactory) -> Path:
     base = tmp_path_factory.getbasetemp()
     data_dir = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "exported-minilm"
     data_dir.mkdir(exist_ok=True)
-    previous = django_settings.DATA_DIR
-    django_settings.DATA_DIR = data_dir
-    try:
+    with override_settings(DATA_DIR=data_dir):
         ensure_measured()
-    finally:
-        django_settings.DATA_DIR = previous
     return data_dir
 
 
@@ -67,12 +64,8 @@ def prepared(tmp_path_factory: pytest.TempPathFactory, exported_once: Path) -> A
 
     data_dir = tmp_path_factory.mktemp("data")
     shutil.copytree(exported_once, data_dir, dirs_exist_ok=True)
-    previous = django_settings.DATA_DIR
-    django_settings.DATA_DIR = data_dir
-    try:
+    with override_settings(DATA_DIR=data_dir):
         yield data_dir, ensure_measured()
-    finally:
-        django_settings.DATA_DIR = previous
 
 
 def run_django(data_dir: Path, script: str, timeout: int = 120, **env: str) -> str:
