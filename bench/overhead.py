@@ -1,20 +1,20 @@
 """The stack's overhead per search mode, paired: two checkouts' servers and the floor, in turn.
 
-    nice -n 10 .venv/bin/python bench/overhead.py --base ../wt-before [--queries 300] [--modes hybrid,text]
+    nice -n 10 .venv/bin/python bench/overhead.py --base ../wt-before [--queries 300] [--modes hybrid,text] [--db NAME]
 
-On bench/search.py's kept 100k table (`--keepdb`), each query of each mode goes, in a rotating
-order, to the floor (this process: the query embedding and the statements the search issues,
-captured from the search function and re-run alone, as bench/search.py measures them), to the base
-checkout's server and to this one's (one web worker each, started as bench/search.py starts
-`make run`'s). Per mode and server: HTTP p50/p95, CPU ms per search (the server's processes and every
-PostgreSQL process over the request, from their CPU-time clocks: nanoseconds, not clock ticks), the
-time ratio HTTP p95 / (embedding p95 + statements p95) and the CPU ratio HTTP CPU / (embedding CPU
-+ statements CPU, this process and its backend), the search function's own CPU called in this
-process ("in process": the floor plus its Python; the server's CPU beyond it is the stack's), the
-paired median differences (this - base), and whether both servers answered every query with the
-same JSON (ids, scores, every field). First, a
-request's fixed cost on each server, paired the same way: CPU ms of `GET /health/` (no key, no
-database) and of a search refused by validation (400: key, middleware, parsing, the error answer).
+On bench/search.py's kept 100k table (`--keepdb`; `--db bench_search_1000000`: a `--curve` size's),
+each query of each mode goes, in a rotating order, to the floor (this process: the query embedding
+and the statements the search issues, captured from the search function and re-run alone, as
+bench/search.py measures them), to the base checkout's server and to this one's (one web worker
+each, started as bench/search.py starts `make run`'s). Per mode and server: HTTP p50/p95, CPU ms per
+search (the server's processes and every PostgreSQL process over the request, from their CPU-time
+clocks: nanoseconds, not clock ticks), the time ratio HTTP p95 / (embedding p95 + statements p95)
+and the CPU ratio HTTP CPU / (embedding CPU + statements CPU, this process and its backend), the
+search function's own CPU called in this process ("in process": the floor plus its Python; the
+server's CPU beyond it is the stack's), the paired median differences (this - base), and whether
+both servers answered every query with the same JSON (ids, scores, every field). First, a request's
+fixed cost on each server, paired the same way: CPU ms of `GET /health/` (no key, no database) and
+of a search refused by validation (400: key, middleware, parsing, the error answer).
 --base is a checkout with `.venv` and `.memoryhub` linked to this one's (bench/paired.py).
 """  # noqa: E501
 
@@ -52,6 +52,11 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--modes", default=",".join(MODES))
     parser.add_argument("--seed", type=int, default=11)
+    parser.add_argument(
+        "--db",
+        default=base_bench.DB_NAME,
+        help="a kept bench table: bench/search.py's (100k) or a --curve size's (bench_search_<N>)",
+    )
     parser.add_argument("--json", type=Path, default=None, help="write every answer and figure")
     return parser.parse_args()
 
@@ -267,7 +272,7 @@ def summarise(
 def main() -> None:
     args = parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop both servers on `timeout`/kill
-    base_bench.setup_django(base_bench.DB_NAME)
+    base_bench.setup_django(args.db)
     from django.conf import settings
     from django.db import connection
 
@@ -287,7 +292,7 @@ def main() -> None:
     try:
         for name, tree in trees.items():
             module, port = paired.bench_module(tree), base_bench.free_port()
-            started.append((module, module.start_server(port, 1, base_bench.DB_NAME)))
+            started.append((module, module.start_server(port, 1, args.db)))
             servers.append(Server(name, port, started[-1][1], keys[name]))
         for server in servers:  # every worker's model, pool and caches loaded
             for q in questions[:20]:

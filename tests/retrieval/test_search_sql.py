@@ -185,6 +185,32 @@ def test_bm25_score_sql_counts_context_words_at_a_discount(settings, monkeypatch
 
 
 @pytest.mark.django_db
+def test_bm25_per_message_counts_what_the_messages_own_words_say(settings, monkeypatch) -> None:
+    from django.db import connection
+
+    monkeypatch.setattr(weights, "TEXT_CONTEXT_WEIGHT", 0.5)
+    tq = TextQuery([("'a'", 2.0), ("'b'", 1.0)], False)
+    sql, params = tq.score_sql(per_message=True)
+    # (chunk's tsvector, message says a, message says b, message's own words): the chunk scores on
+    # its message's words and length (NULLs: a message of one chunk, its own), plus a thousandth of
+    # its own score.
+    cases = [
+        ("a own, b context", False, True, 5, _bm25(3.0, 5) + 0.001 * _bm25(2.5, 1)),
+        ("a own, b context", None, None, None, 1.001 * _bm25(2.5, 1)),
+        ("neither", True, False, 3, _bm25(2.0, 3)),
+        ("neither", None, None, None, 0.0),
+    ]
+    with connection.cursor() as cursor:
+        for name, says_a, says_b, length, expected in cases:
+            cursor.execute(
+                f"SELECT ({sql})::float8 FROM (SELECT %s::tsvector AS search_vector) c,"
+                " (SELECT %s::bool AS p0, %s::bool AS p1, %s::int AS len) m",
+                [*params, VECTORS[name], says_a, says_b, length],
+            )
+            assert abs(cursor.fetchone()[0] - expected) < 1e-9, (name, says_a, says_b)
+
+
+@pytest.mark.django_db
 def test_terms_past_the_said_bits_still_score(settings) -> None:
     from django.db import connection
 
