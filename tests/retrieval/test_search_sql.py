@@ -185,7 +185,7 @@ def test_bm25_score_sql_counts_context_words_at_a_discount(settings, monkeypatch
 
 
 @pytest.mark.django_db
-def test_bm25_per_message_counts_what_the_messages_own_words_say(settings, monkeypatch) -> None:
+def test_bm25_per_message_counts_what_the_messages_own_words_say(monkeypatch) -> None:
     from django.db import connection
 
     monkeypatch.setattr(weights, "TEXT_CONTEXT_WEIGHT", 0.5)
