@@ -8,7 +8,8 @@
 2. candidates (sql.fetch_candidates: the second statement): every candidate scored on full text,
    with its embedding. Hybrid search, when no other search is running in the process, embeds the
    query in a thread meanwhile and fetches the text side's candidates first, the vector side's in
-   a statement of their own once the vector is in (_candidates; weights.EMBED_ALONGSIDE);
+   a statement of their own once the vector is in, on a second connection at once where a pool
+   gives one (_candidates; weights.EMBED_ALONGSIDE);
 3. scores (_rank): vector scores (a candidate split into sentences scores the higher of its own
    cosine and its best sentence's: sql.best_sentences, a statement when some candidate is split),
    fusion (fusion; against the feedback-moved query vector for
@@ -69,6 +70,7 @@ from retrieval.search.sql import (
     reinforce,
     vector_source,
 )
+from retrieval.search.statements import apart, apart_possible
 from retrieval.search.timehints import TimeHint, data_years, hint_where, time_hints
 from retrieval.search.vectors import as_halfvec
 from retrieval.vectors import halfvec_text
@@ -357,13 +359,29 @@ def _candidates(
 ) -> CandidatePool | None:
     """The candidate statement. While the query vector is still being computed, the text side's
     candidates are fetched, and the vector side's once it is in: two statements, the same
-    candidates and scores as one, the query embedding's time no longer added to the SQL's."""
+    candidates and scores as one, the query embedding's time no longer added to the SQL's. Where
+    a pool gives a second connection (statements.apart_possible), the vector side's statement runs
+    on it as soon as the vector is in, while the text side's runs on this thread's: the search
+    waits for the slower of the two, not for both."""
     early = None
     options = {"relevance": _relevance_term(req), "now": req.as_of, "with_said": _says_words(req)}
     if plan.pending is not None:
+        pending = plan.pending
+
+        def vector_side() -> tuple[np.ndarray, CandidatePool]:
+            vector = as_halfvec(pending.result())
+            sources = _vector_sources(vector, model, search_plan, plan.limit, plan.narrow)
+            return vector, fetch_candidates(
+                sources, model, plan.text_query, vector_search=True, **options
+            )
+
+        side = apart(vector_side) if apart_possible() else None
         if plan.sources:
             early = fetch_candidates(plan.sources, model, plan.text_query, **options)
-        plan.vector = as_halfvec(plan.pending.result())
+        if side is not None:
+            plan.vector, pool = side.result()
+            return pool if early is None else early.merged(pool)
+        plan.vector = as_halfvec(pending.result())
         plan.sources = _vector_sources(plan.vector, model, search_plan, plan.limit, plan.narrow)
     if not plan.sources:
         return early

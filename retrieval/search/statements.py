@@ -1,20 +1,22 @@
 """How search's raw statements run: all rows of one statement (select_rows), or with server-side
-binding and binary rows for the candidate statement (select_binary_rows, NumberedCursor), and the
-HNSW settings around a vector query (ef_search, hnsw_settings). The statements themselves are in
-sql.py."""
+binding and binary rows for the candidate statement (select_binary_rows, NumberedCursor), the
+HNSW settings around a vector query (ef_search, hnsw_settings), and a statement on a connection of
+its own beside the caller's (apart, apart_possible). The statements themselves are in sql.py."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 from weakref import WeakKeyDictionary
 
 import psycopg
 from django.conf import settings
 from django.db import connection, transaction
 
+from memoryhub.plumbing.threads import ProcessPool
 from retrieval.search import weights
 from retrieval.search.statistics import table_rows
 
@@ -24,6 +26,39 @@ def select_rows(sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return cursor.fetchall()
+
+
+def apart_possible() -> bool:
+    """Whether a statement may run on a connection of its own while this thread's runs another:
+    where connections come from a pool (`manage.py run`'s web workers: one is taken for the
+    statement and given back after it) that has one to spare without waiting for another request
+    to give its own back (one idle, or room for a new one, and no request waiting), and this
+    thread is in no transaction (another connection would not see what it wrote, nor read within
+    its snapshot)."""
+    pool = connection.pool
+    if pool is None or connection.in_atomic_block:
+        return False
+    stats = pool.get_stats()
+    return stats["requests_waiting"] == 0 and (
+        stats["pool_available"] > 0 or stats["pool_size"] < stats["pool_max"]
+    )
+
+
+_apart = ProcessPool(1, "search-apart")
+T = TypeVar("T")
+
+
+def apart(work: Callable[[], T]) -> Future[T]:
+    """`work` in a thread of its own, its statements on that thread's connection, given back to
+    the pool once it is done (apart_possible says when this may be used)."""
+
+    def run() -> T:
+        try:
+            return work()
+        finally:
+            connection.close()
+
+    return _apart.get().submit(run)
 
 
 def select_binary_rows(sql: str, params: list[Any] | None) -> list[tuple[Any, ...]]:

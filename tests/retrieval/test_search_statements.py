@@ -4,6 +4,10 @@ HNSW's ef_search (growing with the table, set once per connection)."""
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterator
+from typing import Any
+
 import pytest
 
 from retrieval.models import Chunk
@@ -103,6 +107,93 @@ def test_hybrid_search_fetches_text_candidates_while_the_query_is_embedded(
     monkeypatch.setattr(weights, "EMBED_ALONGSIDE", False)
     monkeypatch.setattr(query_embedding, "embed_query", real)
     assert run() == alongside and alongside[0][0] == "Tomatoes need plenty of sun and water."
+
+
+@pytest.fixture
+def pooled() -> Iterator[Any]:
+    """Connections from a pool, as `manage.py run`'s web workers take theirs (settings: DB_POOL):
+    this thread keeps the connection it has, another thread takes one from the pool."""
+    from django.db import connection
+
+    config = connection.settings_dict
+    age, options = config["CONN_MAX_AGE"], config.setdefault("OPTIONS", {})
+    config["CONN_MAX_AGE"], options["pool"] = 0, {"min_size": 1, "max_size": 2, "timeout": 5.0}
+    try:
+        yield connection.pool
+    finally:
+        connection.close_pool()
+        config["CONN_MAX_AGE"] = age
+        del options["pool"]
+
+
+def _hybrid(cast: Any, query: str) -> list[tuple[str, float]]:
+    hits = hybrid_search(tenant_id=cast.alice_tenant.pk, query=query, mode="hybrid")
+    return [(h.chunk.text, round(h.score, 9)) for h in hits]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_with_a_pool_the_vector_side_runs_on_a_second_connection_beside_the_text_side(
+    alice, garden, cast, pooled, monkeypatch
+) -> None:
+    """Where a pool gives a second connection, the vector side's candidate statement runs on it
+    while the text side's runs on the search's own: here each side waits for the other to have
+    started (in vain, and the barrier breaks, if one ran after the other), on two backends; the
+    connection goes back to the pool, and the results are those of the serial path."""
+    from django.db import connection
+
+    from retrieval.search import engine
+
+    both_running = threading.Barrier(2, timeout=5)
+    backends: dict[str, int] = {}
+    real = engine.fetch_candidates
+
+    def fetch(sources, model, tq, **options):  # type: ignore[no-untyped-def]
+        side = "vector" if options.get("vector_search") else "text"
+        both_running.wait()
+        pool = real(sources, model, tq, **options)
+        backends[side] = connection.connection.info.backend_pid
+        return pool
+
+    monkeypatch.setattr(engine, "fetch_candidates", fetch)
+    apart = _hybrid(cast, "tomatoes sun")
+    assert backends["vector"] != backends["text"]
+    assert pooled.get_stats()["pool_available"] == pooled.get_stats()["pool_size"]
+    monkeypatch.setattr(engine, "fetch_candidates", real)
+    monkeypatch.setattr(weights, "EMBED_ALONGSIDE", False)
+    assert _hybrid(cast, "tomatoes sun") == apart
+    assert apart[0][0] == "Tomatoes need plenty of sun and water."
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_pool_with_no_connection_to_spare_leaves_both_sides_on_the_searchs_own(
+    alice, garden, cast, pooled, django_assert_num_queries
+) -> None:
+    """Every connection the pool may hold is out (other requests'): the vector side does not
+    wait for one to come back but runs after the text side on the search's own connection (the
+    term statistics, the two sides, the rows; +1: the access counts)."""
+    pooled.open()
+    held = [pooled.getconn(), pooled.getconn()]
+    asked = pooled.get_stats().get("requests_num", 0)
+    try:
+        with django_assert_num_queries(5):
+            found = _hybrid(cast, "tomatoes sun")
+    finally:
+        for taken in held:
+            pooled.putconn(taken)
+    assert found[0][0] == "Tomatoes need plenty of sun and water."
+    assert pooled.get_stats().get("requests_num", 0) == asked
+
+
+def test_in_a_transaction_both_sides_run_on_its_connection(
+    alice, garden, cast, pooled, django_assert_num_queries
+) -> None:
+    """Another connection would not see what the transaction wrote (a test's rows here): inside
+    one, both candidate statements run on its connection, and the pool gives none (the term
+    statistics, the two sides, the rows; +1: the access counts)."""
+    with django_assert_num_queries(5):
+        found = _hybrid(cast, "tomatoes sun")
+    assert found[0][0] == "Tomatoes need plenty of sun and water."
+    assert pooled.get_stats().get("requests_num", 0) == 0
 
 
 @pytest.mark.parametrize("mode", ["text", "hybrid"])
