@@ -1,6 +1,7 @@
 """What one POST /search/ asks of the database: statements that do not grow with the results, at
-most three, text candidates fetched while the query is embedded, a small scope read directly, and
-HNSW's ef_search (growing with the table, set once per connection)."""
+most three, text candidates fetched while the query is embedded (the vector side's beside them on
+a pooled connection, outside a transaction), a small scope read directly, and HNSW's ef_search
+(growing with the table, set once per connection)."""
 
 from __future__ import annotations
 
