@@ -314,7 +314,8 @@ def _plan(req: SearchRequest, search_plan: SearchPlan, model: str, alone: bool) 
     limit = max(weights.CANDIDATES, req.top_k * 3)
     has_text = bool(req.query.strip())
     wants_text = has_text and req.mode in (*TEXT_MODES, "hybrid")
-    vector, pending = None, None
+    vector: np.ndarray | None = None
+    pending: Future[list[float]] | None = None
     # While the query model is being made (a first start), a hybrid search goes by its words.
     words_only = (
         req.mode == "hybrid"
@@ -323,7 +324,11 @@ def _plan(req: SearchRequest, search_plan: SearchPlan, model: str, alone: bool) 
         and not query_model_ready()
     )
     if req.mode in ("vector", "hybrid") and not words_only:
-        if req.query_embedding is not None:
+        if req.query_embedding is not None and wants_text and alone and apart_possible():
+            # the vector is in: its side runs beside the text side's at once (_candidates)
+            pending = Future()
+            pending.set_result(list(req.query_embedding))
+        elif req.query_embedding is not None:
             vector = as_halfvec(req.query_embedding)
         elif wants_text and alone and weights.EMBED_ALONGSIDE:
             pending = embed_query_soon(req.query)  # computed while the text side's SQL runs

@@ -127,23 +127,27 @@ def pooled() -> Iterator[Any]:
         del options["pool"]
 
 
-def _hybrid(cast: Any, query: str) -> list[tuple[str, float]]:
-    hits = hybrid_search(tenant_id=cast.alice_tenant.pk, query=query, mode="hybrid")
+def _hybrid(cast: Any, query: str, **options: Any) -> list[tuple[str, float]]:
+    hits = hybrid_search(tenant_id=cast.alice_tenant.pk, query=query, mode="hybrid", **options)
     return [(h.chunk.text, round(h.score, 9)) for h in hits]
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("given", [False, True], ids=["embedded meanwhile", "query vector given"])
 def test_with_a_pool_the_vector_side_runs_on_a_second_connection_beside_the_text_side(
-    alice, garden, cast, pooled, monkeypatch
+    alice, garden, cast, pooled, monkeypatch, given: bool
 ) -> None:
     """Where a pool gives a second connection, the vector side's candidate statement runs on it
-    while the text side's runs on the search's own: here each side waits for the other to have
-    started (in vain, and the barrier breaks, if one ran after the other), on two backends; the
-    connection goes back to the pool, and the results are those of the serial path."""
+    while the text side's runs on the search's own, whether the search embeds the query meanwhile
+    or is given its vector (context assembly's search): here each side waits for the other to
+    have started (in vain, and the barrier breaks, if one ran after the other), on two backends;
+    the connection goes back to the pool, and the results are those of the serial path."""
     from django.db import connection
 
+    from retrieval.query_embedding import embed_query
     from retrieval.search import engine
 
+    options = {"query_embedding": embed_query("tomatoes sun")} if given else {}
     both_running = threading.Barrier(2, timeout=5)
     backends: dict[str, int] = {}
     real = engine.fetch_candidates
@@ -156,12 +160,12 @@ def test_with_a_pool_the_vector_side_runs_on_a_second_connection_beside_the_text
         return pool
 
     monkeypatch.setattr(engine, "fetch_candidates", fetch)
-    apart = _hybrid(cast, "tomatoes sun")
+    apart = _hybrid(cast, "tomatoes sun", **options)
     assert backends["vector"] != backends["text"]
     assert pooled.get_stats()["pool_available"] == pooled.get_stats()["pool_size"]
     monkeypatch.setattr(engine, "fetch_candidates", real)
-    monkeypatch.setattr(weights, "EMBED_ALONGSIDE", False)
-    assert _hybrid(cast, "tomatoes sun") == apart
+    monkeypatch.setattr(engine, "apart_possible", lambda: False)
+    assert _hybrid(cast, "tomatoes sun", **options) == apart
     assert apart[0][0] == "Tomatoes need plenty of sun and water."
 
 
