@@ -12,7 +12,7 @@ from memoryhub.models import Session, estimate_tokens, iso
 from retrieval.chunking import normalize_text
 from retrieval.context_memories import Memory, memories_of
 from retrieval.indexing import extract_event_text
-from retrieval.models import Chunk
+from retrieval.models import IMPORTANT_FROM, Chunk
 from retrieval.query_embedding import embed_query
 from retrieval.search import SearchHit, SearchPlan, SearchRequest, plan_search, run_search, weights
 from retrieval.search.relevance import ranked_query
@@ -28,7 +28,7 @@ CRITICAL_LIMIT = 5
 CRITICAL_BUDGET_SHARE = 0.15
 # Ordinary salience (nothing is injected when nothing is relevant): important memories
 # below the critical line, only when they pass the relevance floor.
-SALIENT_IMPORTANCE = 0.7
+SALIENT_IMPORTANCE = IMPORTANT_FROM  # the partial index chunk_important starts here
 SALIENT_LIMIT = 10
 RELEVANT_COSINE = 0.655
 ITEM_OVERHEAD_TOKENS = 4

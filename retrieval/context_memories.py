@@ -50,7 +50,9 @@ def join_overlapping(first: str, second: str) -> str:
 
 # The chunks of every memory of more than one chunk that the given chunks belong to: a message's
 # (its session and sequence: the chunk_message index) or another memory's (its kind, id and
-# version: the chunk_tenant_source index), in the order of the memory's text.
+# version: the partial index chunk_memory_parts, whose condition the join repeats for the planner:
+# where nearly every chunk is a message, it otherwise scanned the table), in the order of the
+# memory's text.
 _SIBLINGS_SQL = """
 SELECT c.id, s.id, s.text, 0 AS place
 FROM retrieval_chunk c
@@ -61,7 +63,7 @@ UNION ALL
 SELECT c.id, s.id, s.text, COALESCE((s.metadata->>'chunk_index')::int, 0)
 FROM retrieval_chunk c
 JOIN retrieval_chunk s ON s.tenant_id = c.tenant_id AND s.kind = c.kind AND s.source_id = c.source_id
-    AND s.valid_to IS NOT DISTINCT FROM c.valid_to
+    AND s.valid_to IS NOT DISTINCT FROM c.valid_to AND s.kind <> 'event' AND s.source_id <> ''
 WHERE c.id = ANY(%s::bigint[]) AND c.kind <> 'event' AND c.source_id <> ''
 ORDER BY 1, 4, 2
 """  # noqa: E501

@@ -75,6 +75,11 @@ EMBED_MAX_ATTEMPTS = 3
 PENDING_INDEX_CONDITION = Q(embedding__isnull=True, valid_to__isnull=True)
 # Chunks with a vector but no sentence vectors yet: the partial index chunk_pending_sentences's.
 SENTENCES_PENDING_CONDITION = Q(sentence_vectors__isnull=True, embedding__isnull=False)
+# The importance from which context assembly recalls a memory whatever the query (salient, when
+# relevant; critical from 0.85, always): the partial index chunk_important holds these chunks.
+IMPORTANT_FROM = 0.7
+# A memory pinned by its metadata is critical whatever its importance (chunk_pinned).
+PINNED = {"pinned": True}
 # The reason a superseded version that was never embedded is set aside with (retire_searchable).
 SUPERSEDED_UNEMBEDDED = "superseded before it was embedded"
 
@@ -166,6 +171,23 @@ class Chunk(models.Model):
             # A search limited to one end user (theirs and shared) in a big tenant: its vector
             # search is exact over these rows (retrieval.search.sql.vector_source).
             models.Index(fields=["tenant", "user_id"], name="chunk_tenant_user"),
+            # What context assembly reads whatever the query, without a scan of every chunk in
+            # scope (three scans were 150 ms of a context at 100k chunks): the important memories
+            # (retrieval.context: salient from IMPORTANT_FROM, critical above), the pinned ones, and
+            # the chunks of memories other than messages (retrieval.context_memories).
+            models.Index(
+                fields=["tenant", "-importance", "-created_at"],
+                name="chunk_important",
+                condition=Q(importance__gte=IMPORTANT_FROM),
+            ),
+            models.Index(
+                fields=["tenant"], name="chunk_pinned", condition=Q(metadata__contains=PINNED)
+            ),
+            models.Index(
+                fields=["tenant", "kind", "source_id"],
+                name="chunk_memory_parts",
+                condition=~Q(kind="event") & ~Q(source_id=""),
+            ),
             # Full text scores a chunk as its whole message: the other chunks of its event.
             models.Index(
                 fields=["session", "sequence_start"],
