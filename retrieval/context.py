@@ -3,6 +3,7 @@ summaries + salience + relevance within a token budget."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -12,7 +13,7 @@ from memoryhub.models import Session, estimate_tokens, iso
 from retrieval.chunking import normalize_text
 from retrieval.context_memories import Memory, memories_of
 from retrieval.indexing import extract_event_text
-from retrieval.models import IMPORTANT_FROM, Chunk
+from retrieval.models import IMPORTANT_FROM, PINNED, Chunk
 from retrieval.query_embedding import embed_query
 from retrieval.search import SearchHit, SearchPlan, SearchRequest, plan_search, run_search, weights
 from retrieval.search.relevance import ranked_query
@@ -118,7 +119,8 @@ def _chunk_item(source: str, chunk: Chunk, score: float) -> ContextItem:
     )
 
 
-_CRITICAL_SQL = "(c.importance >= %s OR c.metadata @> '{\"pinned\": true}'::jsonb)"
+# Important, or pinned (the partial indexes chunk_important and chunk_pinned hold these chunks).
+_CRITICAL_SQL = f"(c.importance >= %s OR c.metadata @> '{json.dumps(PINNED)}'::jsonb)"
 
 
 def _critical_items(plan: SearchPlan) -> list[ContextItem]:

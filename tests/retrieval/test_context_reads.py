@@ -7,6 +7,9 @@ dropped) leaves the planner no way to use it, and the test fails."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+
+import pytest
 from django.db import connection
 
 from retrieval.models import Chunk
@@ -23,25 +26,37 @@ READS = {
 SIBLINGS = "JOIN retrieval_chunk s ON s.tenant_id"
 
 
-def ordinary(like: int, copies: int) -> None:
-    """`copies` ordinary messages in the same scope (importance 0.5, no metadata, no vector), and
-    the table analysed: the planner then weighs reading them against each read's index."""
+@pytest.fixture
+def ordinary() -> Iterator[Callable[[int, int], None]]:
+    """Make `copies` ordinary messages like chunk `like`, in the same scope (importance 0.5, no
+    metadata, no vector), and analyse the table: the planner then weighs reading them against
+    each read's index. Afterwards they are deleted and the table analysed again: the row count
+    ANALYZE writes outlives the test's rollback, and other tests' plans read it."""
+    made: list[int] = []
+
+    def make(like: int, copies: int) -> None:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT * FROM retrieval_chunk LIMIT 0")
+            columns = [c.name for c in cursor.description if c.name != "id"]
+            chosen = {
+                "importance": "0.5",
+                "metadata": "'{}'::jsonb",
+                "embedding": "NULL",
+                "sequence_start": "1000 + g",  # each one a message of its own
+                "sequence_end": "1000 + g",
+            }
+            values = [chosen.get(c, c) for c in columns]
+            cursor.execute(
+                f"INSERT INTO retrieval_chunk ({', '.join(columns)}) SELECT {', '.join(values)}"
+                " FROM retrieval_chunk, generate_series(1, %s) AS g WHERE id = %s RETURNING id",
+                [copies, like],
+            )
+            made.extend(row[0] for row in cursor.fetchall())
+            cursor.execute("ANALYZE retrieval_chunk")
+
+    yield make
     with connection.cursor() as cursor:
-        cursor.execute("SELECT * FROM retrieval_chunk LIMIT 0")
-        columns = [c.name for c in cursor.description if c.name != "id"]
-        chosen = {
-            "importance": "0.5",
-            "metadata": "'{}'::jsonb",
-            "embedding": "NULL",
-            "sequence_start": "1000 + g",  # each one a message of its own
-            "sequence_end": "1000 + g",
-        }
-        values = [chosen.get(c, c) for c in columns]
-        cursor.execute(
-            f"INSERT INTO retrieval_chunk ({', '.join(columns)}) SELECT {', '.join(values)}"
-            " FROM retrieval_chunk, generate_series(1, %s) AS g WHERE id = %s",
-            [copies, like],
-        )
+        cursor.execute("DELETE FROM retrieval_chunk WHERE id = ANY(%s)", [made])
         cursor.execute("ANALYZE retrieval_chunk")
 
 
@@ -66,7 +81,7 @@ def context_explained(client, body, reads):  # type: ignore[no-untyped-def]
 
 
 def test_context_reads_its_important_pinned_and_multi_chunk_memories_by_index(
-    alice, index, cast
+    alice, index, cast, ordinary
 ) -> None:
     index(
         alice,
@@ -97,7 +112,7 @@ def test_context_reads_its_important_pinned_and_multi_chunk_memories_by_index(
 
 
 def test_among_messages_only_a_memorys_other_chunks_are_looked_up_without_a_scan(
-    alice, index
+    alice, index, ordinary
 ) -> None:
     """Where nearly every chunk is a message (no note, fact or document of several chunks), the
     planner scanned the whole table for the other chunks of the memories found (an index lookup
