@@ -181,7 +181,9 @@ class Chunk(models.Model):
                 condition=Q(importance__gte=IMPORTANT_FROM),
             ),
             models.Index(
-                fields=["tenant"], name="chunk_pinned", condition=Q(metadata__contains=PINNED)
+                fields=["tenant", "-importance", "-created_at"],
+                name="chunk_pinned",
+                condition=Q(metadata__contains=PINNED),
             ),
             models.Index(
                 fields=["tenant", "kind", "source_id"],

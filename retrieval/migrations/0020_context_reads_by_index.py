@@ -20,7 +20,7 @@ class Migration(migrations.Migration):
         ),
         migrations.AddIndex(
             model_name='chunk',
-            index=models.Index(condition=models.Q(('metadata__contains', {'pinned': True})), fields=['tenant'], name='chunk_pinned'),
+            index=models.Index(condition=models.Q(('metadata__contains', {'pinned': True})), fields=['tenant', '-importance', '-created_at'], name='chunk_pinned'),
         ),
         migrations.AddIndex(
             model_name='chunk',
