@@ -87,6 +87,7 @@ class Plan:
     pending: Future[list[float]] | None = None  # the query vector while it is being computed
     limit: int = 0  # candidates per subquery
     narrow: Source | None = None  # the condition the named dates put on a chunk (hint_where)
+    apart: bool = False  # the vector side on a connection of its own (statements.apart_possible)
 
 
 def hybrid_search(*, tenant_id: int, query: str = "", **options: Any) -> list[SearchHit]:
@@ -323,8 +324,10 @@ def _plan(req: SearchRequest, search_plan: SearchPlan, model: str, alone: bool) 
         and req.query_embedding is None
         and not query_model_ready()
     )
+    apart = False
     if req.mode in ("vector", "hybrid") and not words_only:
-        if req.query_embedding is not None and wants_text and alone and apart_possible():
+        apart = wants_text and alone and apart_possible()
+        if req.query_embedding is not None and apart:
             # the vector is in: its side runs beside the text side's at once (_candidates)
             pending = Future()
             pending.set_result(list(req.query_embedding))
@@ -344,7 +347,7 @@ def _plan(req: SearchRequest, search_plan: SearchPlan, model: str, alone: bool) 
     sources = _text_sources(req, tq, search_plan, limit, narrow) if tq is not None else []
     if vector is not None:
         sources = _vector_sources(vector, model, search_plan, limit, narrow) + sources
-    return Plan(sources, vector, tq, hints, pending, limit, narrow)
+    return Plan(sources, vector, tq, hints, pending, limit, narrow, apart)
 
 
 def _hint_narrow(req: SearchRequest, hints: list[TimeHint]) -> Source | None:
@@ -380,14 +383,11 @@ def _candidates(
                 sources, model, plan.text_query, vector_search=True, **options
             )
 
-        side = apart(vector_side) if apart_possible() else None
+        side = apart(vector_side) if plan.apart else None
         if plan.sources:
             early = fetch_candidates(plan.sources, model, plan.text_query, **options)
-        if side is not None:
-            plan.vector, pool = side.result()
-            return pool if early is None else early.merged(pool)
-        plan.vector = as_halfvec(pending.result())
-        plan.sources = _vector_sources(plan.vector, model, search_plan, plan.limit, plan.narrow)
+        plan.vector, pool = side.result() if side is not None else vector_side()
+        return pool if early is None else early.merged(pool)
     if not plan.sources:
         return early
     pool = fetch_candidates(
